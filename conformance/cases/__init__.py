@@ -1,0 +1,1 @@
+"""Conformance cases. Every public module here is imported by ``registry.load_cases``."""

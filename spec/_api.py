@@ -1,0 +1,335 @@
+"""The top-level transforms of this issue: ``jit``, ``make_jaxpr``, ``typeof``.
+
+``jit`` stages a function into a typed jaxpr once per (argument structure,
+argument types, static arguments, relevant config) and binds the ``jit``
+primitive with it; evaluating that primitive runs the jaxpr's NumPy impls
+without re-typing. Under another trace the same bind stages a nested ``jit``
+equation.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spec import tree_util
+from spec.config import config
+from spec.interpreter import (
+    Jaxpr,
+    Tracer,
+    canonical_aval_of,
+    trace_to_jaxpr,
+)
+from spec.rules.calls import jit_p
+from spec.types import ArrayType
+
+# ------------------------------------------------------------ argument handling
+
+
+def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+def _normalize_argnames(names: str | Sequence[str] | None) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        return (names,)
+    return tuple(names)
+
+
+def _check_hashable(value: Any, where: str) -> None:
+    try:
+        hash(value)
+    except TypeError as err:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value!r} ({where}). "
+            f"The error was:\nTypeError: {err}") from None
+
+
+def _leaf_aval(leaf: Any, fun_name: str, path: str) -> ArrayType:
+    try:
+        return canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(
+            f"Error interpreting argument to {fun_name} as an abstract array. The problematic "
+            f"value is of type {type(leaf)} and was passed to the function at path {path}.\n"
+            "This typically means that a jit-wrapped function was called with a non-array "
+            "argument, and this argument was not marked as static using the static_argnums "
+            "or static_argnames parameters of jax.jit.") from None
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A call's arguments, split into static values and flat dynamic leaves."""
+
+    static_args: tuple[tuple[int, Any], ...]
+    static_kwargs: tuple[tuple[str, Any], ...]
+    dyn_treedef: Any
+    leaves: list[Any]
+
+    def rebuild(self, dyn_leaves: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+        dyn_args, dyn_kwargs = tree_util.tree_unflatten(self.dyn_treedef, list(dyn_leaves))
+        args = list(dyn_args)
+        for i, v in self.static_args:
+            args.insert(i, v)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update(self.static_kwargs)
+        return args, kwargs
+
+
+def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tuple[int, ...],
+                static_argnames: tuple[str, ...]) -> _Split:
+    n = len(args)
+    statics = sorted({i + n if i < 0 else i for i in static_argnums if -n <= i < n})
+    static_args = tuple((i, args[i]) for i in statics)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in statics)
+    static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+    for i, v in static_args:
+        _check_hashable(v, f"static argument {i}")
+    for k, v in static_kwargs:
+        _check_hashable(v, f"static argument {k!r}")
+    leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    return _Split(static_args, static_kwargs, treedef, leaves)
+
+
+def _fun_name(fun: Callable[..., Any]) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _flat_fun(fun: Callable[..., Any], split: _Split, out_tree: list[Any]
+              ) -> Callable[..., list[Any]]:
+    def flat(*leaves: Any) -> list[Any]:
+        args, kwargs = split.rebuild(leaves)
+        out = fun(*args, **kwargs)
+        out_leaves, treedef = tree_util.tree_flatten(out)
+        for leaf in out_leaves:
+            _output_leaf_check(leaf, fun)
+        out_tree.append(treedef)
+        return out_leaves
+    return flat
+
+
+def _output_leaf_check(leaf: Any, fun: Callable[..., Any]) -> None:
+    try:
+        canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"function {_fun_name(fun)} returned a value of type {type(leaf)}, "
+                        "which is not a valid JAX type") from None
+
+
+def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
+    out_tree: list[Any] = []
+    avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
+    jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals)
+    return jaxpr, out_tree[0]
+
+
+def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any]]:
+    """Closed-over tracers of an enclosing trace become leading parameters;
+    concrete constants stay as the closed jaxpr's consts."""
+    traced = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if isinstance(c, Tracer)]
+    if not traced:
+        return jaxpr, []
+    kept = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if not isinstance(c, Tracer)]
+    new = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + jaxpr.invars, jaxpr.outvars,
+                jaxpr.eqns, jaxpr.effects, [c for _, c in kept])
+    return new, [c for _, c in traced]
+
+
+# ------------------------------------------------------------------------ jit
+
+
+class Traced:
+    """``jit(f).trace(*args)``: the staged program."""
+
+    def __init__(self, jitted: Jitted, jaxpr: Jaxpr, out_tree: Any, split: _Split) -> None:
+        self.jaxpr = jaxpr
+        self._jitted = jitted
+        self._out_tree = out_tree
+        self._split = split
+
+    @property
+    def out_info(self) -> Any:
+        from spec.stages import ShapeDtypeStruct
+        return tree_util.tree_unflatten(
+            self._out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                             for a in self.jaxpr.out_avals])
+
+    def lower(self) -> Lowered:
+        return Lowered(self)
+
+
+class Lowered:
+    """``jit(f).lower(*args)``. spec has no compiler: the text is the jaxpr."""
+
+    def __init__(self, traced: Traced) -> None:
+        self._traced = traced
+
+    def as_text(self, dialect: str | None = None) -> str:
+        return str(self._traced.jaxpr)
+
+    @property
+    def out_info(self) -> Any:
+        return self._traced.out_info
+
+    def compile(self, compiler_options: Any = None) -> Compiled:
+        return Compiled(self._traced)
+
+
+class Compiled:
+    def __init__(self, traced: Traced) -> None:
+        self._traced = traced
+
+    def as_text(self) -> str:
+        return str(self._traced.jaxpr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._traced._jitted(*args, **kwargs)
+
+
+class Jitted:
+    """A jit-wrapped function (``PjitFunction`` in JAX)."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
+                 static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...],
+                 keep_unused: bool, inline: bool) -> None:
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
+        self._fun = fun
+        self._static_argnums, self._static_argnames = _infer_statics(
+            fun, static_argnums, static_argnames)
+        self._donate_argnums = donate_argnums
+        self._keep_unused = keep_unused
+        self._inline = inline
+        self._cache: dict[Hashable, tuple[Jaxpr, Any]] = {}
+        functools.update_wrapper(self, fun)
+
+    def __repr__(self) -> str:
+        return f"<PjitFunction of {self._fun!r}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def _split(self, args: Sequence[Any], kwargs: dict[str, Any]) -> _Split:
+        return _split_args(args, kwargs, self._static_argnums, self._static_argnames)
+
+    def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any]]:
+        avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
+        key = (split.dyn_treedef, avals, split.static_args, split.static_kwargs,
+               config.values_key())
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached[0], cached[1], []
+        jaxpr, out_tree = _trace(self._fun, split)
+        jaxpr, tracer_consts = _hoist_tracer_consts(jaxpr)
+        if not tracer_consts:
+            self._cache[key] = (jaxpr, out_tree)
+        return jaxpr, out_tree, tracer_consts
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.jax_disable_jit:
+            return self._fun(*args, **kwargs)
+        split = self._split(args, kwargs)
+        jaxpr, out_tree, tracer_consts = self._staged(split)
+        operands = [*tracer_consts, *split.leaves]
+        donated = tuple(False for _ in tracer_consts) + self._donated(split)
+        outs = jit_p.bind(*operands, jaxpr=jaxpr, name=_fun_name(self._fun),
+                          donated_invars=donated, inline=self._inline,
+                          keep_unused=self._keep_unused)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    def _donated(self, split: _Split) -> tuple[bool, ...]:
+        return tuple(False for _ in split.leaves)  # accepted; spec never aliases buffers
+
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        split = self._split(args, kwargs)
+        jaxpr, out_tree, _ = self._staged(split)
+        return Traced(self, jaxpr, out_tree, split)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self.trace(*args, **kwargs).out_info
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+
+def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: tuple[str, ...]
+                   ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static argnums and argnames name the same parameters, as in JAX."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, argnames
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = set(argnames)
+    nums = set(argnums)
+    for i in argnums:
+        if 0 <= i < len(positional) and params[i].kind != params[i].POSITIONAL_ONLY:
+            names.add(positional[i])
+    for n in argnames:
+        if n in positional:
+            nums.add(positional.index(n))
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
+        out_shardings: Any = None, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: Any = None, inline: bool = False,
+        abstracted_axes: Any = None, compiler_options: Any = None) -> Any:
+    """Stage ``fun`` into a jaxpr per argument signature and evaluate that."""
+    def wrap(f: Callable[..., Any]) -> Jitted:
+        return Jitted(f, _normalize_argnums(static_argnums), _normalize_argnames(static_argnames),
+                      _normalize_argnums(donate_argnums), keep_unused, inline)
+    return wrap if fun is None else wrap(fun)
+
+
+# ----------------------------------------------------------------- make_jaxpr
+
+
+def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+               axis_env: Any = None, return_shape: bool = False,
+               abstracted_axes: Any = None) -> Callable[..., Any]:
+    """``make_jaxpr(f)(*args)`` is the closed jaxpr of ``f`` at the args' types."""
+    nums = _normalize_argnums(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args: Any, **kwargs: Any) -> Any:
+        split = _split_args(args, kwargs, nums, ())
+        jaxpr, out_tree = _trace(fun, split)
+        if not return_shape:
+            return jaxpr
+        from spec.stages import ShapeDtypeStruct
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                  for a in jaxpr.out_avals]
+        return jaxpr, tree_util.tree_unflatten(out_tree, shapes)
+
+    return make
+
+
+def typeof(x: Any) -> ArrayType:
+    """The type of a value: ``float32[3]``, weak Python scalars ``~int32[]``."""
+    return canonical_aval_of(x)
+
+
+def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return jit(fun).eval_shape(*args, **kwargs)

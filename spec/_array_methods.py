@@ -1,0 +1,69 @@
+"""Operators and methods shared by ``Array`` and ``Tracer``.
+
+They dispatch to ``spec.numpy`` so that ``x + y`` means ``jnp.add(x, y)``
+whether ``x`` is concrete or traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from spec.array import Array
+from spec.interpreter import Tracer
+
+
+def _jnp() -> Any:
+    import spec.numpy as jnp
+    return jnp
+
+
+def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
+    def method(self: Any, other: Any) -> Any:
+        if not _is_operand(other):
+            return NotImplemented
+        fn = getattr(_jnp(), name)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = name
+    return method
+
+
+def _unary(name: str) -> Callable[[Any], Any]:
+    def method(self: Any) -> Any:
+        return getattr(_jnp(), name)(self)
+    method.__name__ = name
+    return method
+
+
+def _is_operand(x: Any) -> bool:
+    import numpy as np
+
+    from spec import types as T
+    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, *T.PYTHON_SCALAR_TYPES)) or \
+        hasattr(x, "__jax_array__")
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift", "divmod": "divmod",
+}
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+
+
+def install(cls: type) -> None:
+    for dunder, fn in _BINARY.items():
+        setattr(cls, f"__{dunder}__", _binary(fn))
+        setattr(cls, f"__r{dunder}__", _binary(fn, reflected=True))
+    for dunder, fn in _COMPARE.items():
+        setattr(cls, f"__{dunder}__", _binary(fn))
+    for dunder, fn in _UNARY.items():
+        setattr(cls, f"__{dunder}__", _unary(fn))
+    cls.__hash__ = None  # type: ignore[assignment]
+
+
+for _cls in (Array, Tracer):
+    install(_cls)

@@ -1,0 +1,170 @@
+"""``spec.Array``: a concrete, typed array value.
+
+An Array is a NumPy buffer together with its ArrayType. The buffer's shape
+and dtype always equal the type's (checked when an Array is made from a
+primitive's output); the type adds what NumPy cannot hold, such as the weak
+type flag (and, with the sharding issue, the sharding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from spec.types import ArrayType, dtype_of_value
+
+
+class SpecInternalError(AssertionError):
+    """A rule broke an invariant of the specification itself (a spec bug)."""
+
+
+class Array:
+    __slots__ = ("_value", "aval", "__weakref__")
+    __array_priority__ = 100
+
+    _value: np.ndarray
+    aval: ArrayType
+
+    @classmethod
+    def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
+        if value.shape != aval.shape or value.dtype != aval.dtype:
+            raise SpecInternalError(
+                f"impl of {prim} produced {value.dtype}{list(value.shape)}, "
+                f"its typing rule says {aval}")
+        out = object.__new__(cls)
+        out._value = value
+        out.aval = aval
+        return out
+
+    # -------------------------------------------------------------- attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def itemsize(self) -> int:
+        return int(self.aval.dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    def block_until_ready(self) -> Array:
+        return self
+
+    def is_deleted(self) -> bool:
+        return False
+
+    def delete(self) -> None:
+        pass
+
+    # -------------------------------------------------------- conversion to Python
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if copy is False and dtype is not None and np.dtype(dtype) != self._value.dtype:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        arr = self._value if dtype is None else self._value.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def _scalar(self, what: str) -> Any:
+        if self.size != 1:
+            raise TypeError(f"Only length-1 arrays can be converted to Python scalars ({what}).")
+        return self._value.reshape(()).item()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        return bool(self._value.reshape(()))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"Only integer scalar arrays can be converted to a scalar index, "
+                            f"got {self.aval}.")
+        return int(self._scalar("index"))
+
+    def item(self, *args: Any) -> Any:
+        return self._value.item(*args)
+
+    def tolist(self) -> Any:
+        return self._value.tolist()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Array]:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        row_type = ArrayType(self.shape[1:], self.dtype, self.weak_type)
+        return iter([Array._from_checked(np.array(row), row_type, "iter") for row in self._value])
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Array'")
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (self._value, self.aval))
+
+    def __format__(self, spec: str) -> str:
+        if not self.shape:
+            return format(self._value.item(), spec)
+        return format(str(self), spec)
+
+    # --------------------------------------------------------------- printing
+    def __repr__(self) -> str:
+        prefix = "Array("
+        dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        line_width = int(np.get_printoptions()["linewidth"])
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        elif self.nbytes >= 1 << 20:
+            body = f"shape={self.shape}"
+        else:
+            body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                                   max_line_width=line_width)
+        last_line_len = len(body) - body.rfind("\n") + 1
+        sep = " " if last_line_len + len(dtype_str) + 2 <= line_width else " " * len(prefix)
+        return f"{prefix}{body},{sep}{dtype_str})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+
+def _rebuild(value: np.ndarray, aval: ArrayType) -> Array:
+    return Array._from_checked(value, aval, "unpickle")
+
+
+def from_numpy(value: Any, weak_type: bool = False) -> Array:
+    """Wrap a concrete value (already of a valid dtype) as an Array."""
+    arr = np.asarray(value)
+    dt = dtype_of_value(arr)
+    if arr.dtype != dt:
+        arr = arr.astype(dt)
+    return Array._from_checked(arr, ArrayType(arr.shape, dt, weak_type), "from_numpy")

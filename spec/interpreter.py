@@ -1,0 +1,792 @@
+"""The core: typed IR, primitives, traces, evaluation, type checking, printing.
+
+Data flows one way: a user function calls ``Primitive.bind``; ``bind`` hands
+the primitive to the *current trace*. The eval trace types the operands,
+runs the typing rule and then the NumPy impl; the jaxpr trace runs only the
+typing rule and records an equation. Transforms (later issues) are further
+traces with the same interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from spec import _pretty as pp
+from spec.errors import (
+    ConcretizationTypeError,
+    JaxprTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from spec.types import (
+    PYTHON_SCALAR_TYPES,
+    ArrayType,
+    canonicalize_dtype,
+    dtype_of_value,
+    python_scalar_dtype,
+)
+
+# ============================================================ rule sections
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A rule section not written yet; ``missing_sections()`` lists it."""
+
+    issue: str
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A rule section that cannot exist for this primitive, and why."""
+
+    reason: str
+
+
+def pending(issue: str) -> Pending:
+    return Pending(issue)
+
+
+def not_applicable(reason: str) -> NotApplicable:
+    return NotApplicable(reason)
+
+
+Section = Callable[..., Any] | Pending | NotApplicable
+TypingRule = Callable[..., Sequence[ArrayType]]
+PpRule = Callable[["Eqn", "PpContext"], pp.Doc]
+
+
+class Primitive:
+    """One primitive: a name and its rule sections.
+
+    ``typing(*in_types, **params)`` returns the output types (a sequence) or
+    raises TypeError/ValueError citing a numbered constraint. ``impl(*arrays,
+    **params)`` computes on NumPy arrays of exactly the operand types and
+    returns a sequence of arrays of exactly the output types.
+    """
+
+    SECTIONS: ClassVar[tuple[str, ...]] = ("typing", "impl", "sharding", "jvp", "transpose", "batch")
+
+    def __init__(self, name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
+                 multiple_results: bool = False, jvp: Section = Pending("autodiff"),
+                 transpose: Section = Pending("autodiff"), batch: Section = Pending("vmap"),
+                 sharding: Section = Pending("sharding"), pp_rule: PpRule | None = None,
+                 doc: str = "") -> None:
+        self.name = name
+        self.typing = typing
+        self.impl = impl
+        self.multiple_results = multiple_results
+        self.jvp = jvp
+        self.transpose = transpose
+        self.batch = batch
+        self.sharding = sharding
+        self.pp_rule = pp_rule
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        outs = current_trace().process_primitive(self, args, params)
+        return outs if self.multiple_results else outs[0]
+
+    def section(self, name: str) -> Section:
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+
+# ===================================================================== IR
+
+
+class Var:
+    """A jaxpr variable. Identity is the variable; names are given at printing."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ArrayType) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class DropVar(Var):
+    """An equation output that nothing reads (printed ``_``)."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant inlined in an equation (printed ``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: np.ndarray, aval: ArrayType) -> None:
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({_literal_text(self)})"
+
+
+Atom = Var | Literal
+
+
+@dataclass(eq=False)
+class Eqn:
+    invars: list[Atom]
+    outvars: list[Var]
+    primitive: Primitive
+    params: dict[str, Any]
+    effects: frozenset[Any] = frozenset()
+    source_info: Any = None
+
+    def replace(self, **changes: Any) -> Eqn:
+        fields = dict(invars=self.invars, outvars=self.outvars, primitive=self.primitive,
+                      params=self.params, effects=self.effects, source_info=self.source_info)
+        fields.update(changes)
+        return Eqn(**fields)
+
+    def __str__(self) -> str:
+        return pp_eqn(self, PpContext()).format()
+
+
+@dataclass(eq=False)
+class Jaxpr:
+    """A typed program. ``consts`` are the values of ``constvars`` when known
+    (a closed jaxpr); ``str`` is JAX's jaxpr text."""
+
+    constvars: list[Var]
+    invars: list[Var]
+    outvars: list[Atom]
+    eqns: list[Eqn]
+    effects: frozenset[Any] = frozenset()
+    consts: list[Any] = field(default_factory=list)
+
+    @property
+    def in_avals(self) -> list[ArrayType]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ArrayType]:
+        return [v.aval for v in self.outvars]
+
+    @property
+    def jaxpr(self) -> Jaxpr:
+        """A closed jaxpr's open jaxpr; here one object plays both roles."""
+        return self
+
+    @property
+    def literals(self) -> list[Any]:
+        return self.consts
+
+    def __str__(self) -> str:
+        return pp_toplevel(self).format()
+
+    __repr__ = __str__
+
+    def pretty_print(self, width: int = 80) -> str:
+        return pp_toplevel(self).format(width)
+
+
+ClosedJaxpr = Jaxpr
+
+
+# ================================================================ tracers
+
+
+class Trace:
+    """Interprets primitives. Subclasses say what binding means."""
+
+    name: ClassVar[str] = "Trace"
+
+    def __init__(self) -> None:
+        self.valid = True
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def invalidate(self) -> None:
+        self.valid = False
+
+
+class _Context(threading.local):
+    def __init__(self) -> None:
+        self.trace: Trace = EvalTrace()
+
+
+def current_trace() -> Trace:
+    return _context.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace) -> Iterator[None]:
+    previous = _context.trace
+    _context.trace = trace
+    try:
+        yield
+    finally:
+        _context.trace = previous
+
+
+def _shape_text(aval: ArrayType) -> str:
+    return str(aval)
+
+
+class Tracer:
+    """A value standing for an array inside a trace.
+
+    Array methods and operators come from ``spec._array_methods``, which
+    installs them on both Array and Tracer.
+    """
+
+    __array_priority__ = 1000
+    _trace: Trace
+
+    @property
+    def aval(self) -> ArrayType:
+        raise NotImplementedError
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.aval})"
+
+    def _concretization(self, what: str) -> str:
+        return (f"Abstract tracer value encountered where concrete value is expected: "
+                f"traced array with shape {self.aval}\nThe problem arose with the `{what}` "
+                "function. The value depends on a traced argument, so it is not known in "
+                "Python while the function is being traced.")
+
+    def __bool__(self) -> bool:
+        raise TracerBoolConversionError(
+            f"Attempted boolean conversion of traced array with shape {self.aval}.\n"
+            "The value is not known while tracing; use lax.cond or jnp.where for "
+            "value-dependent control flow, or mark the argument static.")
+
+    def __int__(self) -> int:
+        raise ConcretizationTypeError(self._concretization("int"))
+
+    def __float__(self) -> float:
+        raise ConcretizationTypeError(self._concretization("float"))
+
+    def __complex__(self) -> complex:
+        raise ConcretizationTypeError(self._concretization("complex"))
+
+    def __index__(self) -> int:
+        raise TracerIntegerConversionError(
+            f"The __index__() method was called on traced array with shape {self.aval}.\n"
+            "A traced value cannot be used as a Python integer (e.g. as an index or a "
+            "size); use lax.dynamic_slice or make the argument static.")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TracerArrayConversionError(
+            "The numpy.ndarray conversion method __array__() was called on traced array "
+            f"with shape {self.aval}.\nNumPy functions cannot be applied to traced values; "
+            "use the spec.numpy equivalent.")
+
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__}")
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        from spec import lax  # a structural op: the rules layer provides it
+        return iter([lax.index_in_dim(self, i, keepdims=False)
+                     for i in range(self.aval.shape[0])])
+
+
+def check_tracer_alive(x: Tracer) -> None:
+    if not x._trace.valid:
+        raise UnexpectedTracerError(
+            "Encountered an unexpected tracer. A function transformed by spec had a side "
+            "effect, allowing for a reference to an intermediate value with type "
+            f"{x.aval} wrapped in a {type(x).__name__} to escape the scope of the "
+            "transformation.\nTransformed functions must return their outputs instead of "
+            "storing traced values in outer scopes.")
+
+
+# ========================================================= concrete values
+
+
+def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
+    """A concrete operand as (NumPy array of its canonical dtype, its type)."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ArrayType):
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+            raise UnexpectedTracerError(
+                f"A tracer of type {aval} from {type(x._trace).__name__} reached a "
+                "computation outside its trace.")
+        return x._value, aval
+    if isinstance(x, PYTHON_SCALAR_TYPES):
+        dt = python_scalar_dtype(type(x))
+        return _scalar_array(x, dt), ArrayType((), dt, not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtype_of_value(x)
+        arr = np.asarray(x)
+        if arr.dtype != dt:
+            arr = arr.astype(dt)
+        return arr, ArrayType(arr.shape, dt, False)
+    if hasattr(x, "__jax_array__"):
+        return canonical_value(x.__jax_array__())
+    if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
+        raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+    if hasattr(x, "__array__"):
+        return canonical_value(np.asarray(x))
+    raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+
+
+def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
+    if isinstance(x, int) and not isinstance(x, bool):
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dt}")
+    return np.asarray(x, dtype=dt)
+
+
+class EvalTrace(Trace):
+    """Eager evaluation: typing rule, then the NumPy impl."""
+
+    name = "EvalTrace"
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        from spec.array import Array
+
+        values, avals = zip(*(canonical_value(a) for a in args)) if args else ((), ())
+        out_avals = prim.typing(*avals, **params)
+        outs = prim.impl(*values, **params)
+        return [Array._from_checked(np.asarray(o), a, prim) for o, a in zip(outs, out_avals)]
+
+
+_context = _Context()
+
+
+# =========================================================== jaxpr tracing
+
+
+class JitTracer(Tracer):
+    __slots__ = ("_trace", "var")
+
+    def __init__(self, trace: JaxprTrace, var: Var) -> None:
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self) -> ArrayType:
+        return self.var.aval
+
+
+class JaxprTrace(Trace):
+    """Staging: every bind records a typed equation."""
+
+    name = "DynamicJaxprTrace"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self._consts: dict[int, tuple[Var, Any]] = {}
+
+    def new_arg(self, aval: ArrayType) -> JitTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return JitTracer(self, var)
+
+    def to_atom(self, x: Any) -> Atom:
+        if isinstance(x, JitTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+            return self._const_var(x, x.aval)
+        value, aval = canonical_value(x)
+        if not aval.shape:
+            return Literal(value, aval)
+        return self._const_var(x, aval)
+
+    def _const_var(self, x: Any, aval: ArrayType) -> Var:
+        known = self._consts.get(id(x))
+        if known is not None:
+            return known[0]
+        var = Var(aval)
+        self._consts[id(x)] = (var, x)
+        return var
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        atoms = [self.to_atom(a) for a in args]
+        out_avals = prim.typing(*(a.aval for a in atoms), **params)
+        outvars = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(atoms, outvars, prim, params))
+        return [JitTracer(self, v) for v in outvars]
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> Jaxpr:
+        outvars = [self.to_atom(o) for o in outs]
+        constvars = [v for v, _ in self._consts.values()]
+        consts = [c for _, c in self._consts.values()]
+        eqns = _drop_unused_outvars(self.eqns, outvars)
+        return Jaxpr(constvars, list(self.invars), outvars, eqns, consts=consts)
+
+
+def _drop_unused_outvars(eqns: list[Eqn], outvars: Sequence[Atom]) -> list[Eqn]:
+    used = {id(v) for v in outvars if isinstance(v, Var)}
+    for e in eqns:
+        used.update(id(v) for v in e.invars if isinstance(v, Var))
+    out: list[Eqn] = []
+    for e in eqns:
+        if all(id(v) in used for v in e.outvars):
+            out.append(e)
+        else:
+            out.append(e.replace(outvars=[v if id(v) in used else DropVar(v.aval)
+                                          for v in e.outvars]))
+    return out
+
+
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]
+                   ) -> tuple[Jaxpr, Sequence[Any]]:
+    """Stage ``fun`` (flat arrays in, flat arrays out) into a jaxpr.
+
+    Returns the jaxpr, whose ``consts`` hold the values of its constvars
+    (possibly tracers of an enclosing trace), and ``fun``'s raw outputs.
+    """
+    trace = JaxprTrace()
+    args = [trace.new_arg(a) for a in in_avals]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*args)
+            jaxpr = trace.to_jaxpr(outs)
+    finally:
+        trace.invalidate()
+    return jaxpr, outs
+
+
+# ============================================================== evaluation
+
+
+def _read(env: dict[Var, Any], atom: Atom) -> Any:
+    if isinstance(atom, Literal):
+        return atom.val
+    return env[atom]
+
+
+def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
+                      args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run an already type-checked jaxpr on NumPy values (no re-typing)."""
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.impl(*[_read(env, a) for a in eqn.invars], **eqn.params)
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [_read(env, v) for v in jaxpr.outvars]
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """Evaluate by binding every equation under the current trace."""
+    from spec.array import Array
+
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Atom) -> Any:
+        if isinstance(atom, Literal):
+            return Array._from_checked(atom.val, atom.aval, None)
+        return env[atom]
+
+    for eqn in jaxpr.eqns:
+        outs = current_trace().process_primitive(
+            eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+# ============================================================ type checking
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+    """Re-derive every equation's output types from its typing rule.
+
+    Raises JaxprTypeError naming the equation on any mismatch, on a variable
+    read before it is bound, or on a variable bound twice.
+    """
+    bound: set[int] = set()
+
+    def bind(v: Var, where: str) -> None:
+        if id(v) in bound:
+            raise JaxprTypeError(f"{where}: variable {v} is bound more than once")
+        bound.add(id(v))
+
+    def read(a: Atom, where: str) -> ArrayType:
+        if isinstance(a, Var) and id(a) not in bound:
+            raise JaxprTypeError(f"{where}: variable {a} is read before it is bound")
+        return a.aval
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        bind(v, "binders")
+    for i, eqn in enumerate(jaxpr.eqns):
+        where = f"equation {i} ({eqn.primitive.name})"
+        in_avals = [read(a, where) for a in eqn.invars]
+        try:
+            expected = list(eqn.primitive.typing(*in_avals, **eqn.params))
+        except (TypeError, ValueError) as err:
+            raise JaxprTypeError(f"{where}: typing rule rejects operands: {err}") from err
+        actual = [v.aval for v in eqn.outvars]
+        if expected != actual:
+            raise JaxprTypeError(f"{where}: typing rule gives {expected}, equation binds {actual}")
+        for sub in jaxprs_in_params(eqn.params):
+            check_jaxpr(sub)
+        for v in eqn.outvars:
+            if not isinstance(v, DropVar):
+                bind(v, where)
+    for v in jaxpr.outvars:
+        read(v, "outputs")
+
+
+def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:
+    found: list[Jaxpr] = []
+    for value in params.values():
+        if isinstance(value, Jaxpr):
+            found.append(value)
+        elif isinstance(value, tuple) and value and all(isinstance(j, Jaxpr) for j in value):
+            found.extend(value)
+    return found
+
+
+# ================================================================ printing
+
+
+def _alphabetic(n: int) -> str:
+    """0 -> a, 25 -> z, 26 -> ba: base 26 with letters as digits."""
+    s = ""
+    while not s or n:
+        n, digit = divmod(n, 26)
+        s = chr(ord("a") + digit) + s
+    return s
+
+
+class PpContext:
+    """Names variables in order of first printing, across nested jaxprs."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.shared_names: set[str] = set()
+        self.shared: dict[int, str] = {}
+        self._counter = 0
+        self._keep: list[Any] = []  # keeps named objects alive so ids stay unique
+
+    def name(self, v: Var) -> str:
+        known = self.names.get(id(v))
+        if known is not None:
+            return known
+        while True:
+            candidate = _alphabetic(self._counter)
+            self._counter += 1
+            if candidate not in self.shared_names:
+                break
+        self.names[id(v)] = candidate
+        self._keep.append(v)
+        return candidate
+
+    def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
+        """Let an inner jaxpr's binders reuse the names of the outer atoms they alias."""
+        if len(for_vars) != len(like_vars):
+            return
+        used: set[int] = set()
+        for inner, outer in zip(for_vars, like_vars):
+            if (isinstance(outer, Var) and id(outer) not in used and isinstance(inner, Var)
+                    and id(inner) not in self.names):
+                used.add(id(outer))
+                self.names[id(inner)] = self.atom_text(outer)
+                self._keep.append(inner)
+
+    def atom_text(self, a: Atom) -> str:
+        if isinstance(a, Literal):
+            return _literal_text(a)
+        if isinstance(a, DropVar):
+            return "_"
+        return self.name(a)
+
+
+def _literal_text(lit: Literal) -> str:
+    val = lit.val.item() if isinstance(lit.val, (np.ndarray, np.generic)) else lit.val
+    return f"{val!r}:{lit.aval.str_short()}"
+
+
+def pp_vars(vs: Sequence[Atom], ctx: PpContext, *, separator: str = "",
+            print_shapes: bool = False) -> pp.Doc:
+    if print_shapes:
+        items = [pp.text(f"{ctx.atom_text(v)}:{v.aval.str_short()}") for v in vs]
+    else:
+        items = [pp.text(ctx.atom_text(v)) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), items)))
+
+
+def pp_param_value(value: Any, ctx: PpContext) -> pp.Doc:
+    if isinstance(value, Jaxpr):
+        return pp_jaxpr(value, ctx)
+    if isinstance(value, tuple) and value and all(isinstance(j, Jaxpr) for j in value):
+        return pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                                  pp.join(pp.brk(), [pp_jaxpr(j, ctx) for j in value])])),
+            pp.brk(""), pp.text(")")]))
+    return pp.text(str(value))
+
+
+def pp_params(params: dict[str, Any], ctx: PpContext, sort: bool = True) -> pp.Doc:
+    if not params:
+        return pp.NIL
+    keys = sorted(params) if sort else list(params)
+    pairs = [pp.text(f"{k}=") + pp_param_value(params[k], ctx) for k in keys]
+    return pp.group(pp.concat([
+        pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
+        pp.brk(""), pp.text("]")]))
+
+
+def pp_eqn_default(eqn: Eqn, ctx: PpContext, params: dict[str, Any] | None = None,
+                   sort: bool = True) -> pp.Doc:
+    """Print ``outs = name[params] ins``; ``params`` overrides what is shown,
+    in sorted key order unless ``sort`` is False."""
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True)
+    rhs = [pp.text(eqn.primitive.name),
+           pp_params(eqn.params if params is None else params, ctx, sort),
+           pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    if eqn.outvars:
+        return pp.concat([lhs, pp.text(" = "), *rhs])
+    return pp.concat(rhs)
+
+
+def pp_eqn(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    rule = eqn.primitive.pp_rule
+    return rule(eqn, ctx) if rule is not None else pp_eqn_default(eqn, ctx)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:
+    shared = ctx.shared.get(id(jaxpr))
+    if shared is not None:
+        return pp.text(shared)
+    return _pp_skeleton(jaxpr, ctx)
+
+
+def _pp_skeleton(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:
+    constvars = pp_vars(jaxpr.constvars, ctx, print_shapes=True)
+    invars = pp_vars(jaxpr.invars, ctx, print_shapes=True)
+    eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
+    close = ")" if len(jaxpr.outvars) != 1 else ",)"
+    outvars = pp.concat([pp.text("("), pp_vars(jaxpr.outvars, ctx, separator=","), pp.text(close)])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ "), pp.text("lambda "), constvars, pp.text("; "), invars, pp.text(". "),
+        pp.text("let"), pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outvars,
+    ])) + pp.text(" }"))
+
+
+def _subjaxprs(eqn: Eqn) -> list[tuple[str, Jaxpr]]:
+    name = str(eqn.params.get("name", "jaxpr"))
+    return [(name, j) for j in jaxprs_in_params(eqn.params)]
+
+
+def pp_toplevel(top: Jaxpr) -> pp.Doc:
+    """Print a jaxpr; sub-jaxprs used more than once (or large ones used from
+    a nested position) are hoisted into ``let name = {...} in`` headers."""
+    ctx = PpContext()
+    counts: Counter[int] = Counter()
+    by_id: dict[int, Jaxpr] = {}
+    names: dict[int, str] = {}
+    queue = [top]
+    while queue:
+        j = queue.pop(0)
+        counts[id(j)] += 1
+        by_id[id(j)] = j
+        if j is not top and len(j.eqns) > 10:
+            counts[id(j)] += 1
+        for eqn in j.eqns:
+            for name, sub in _subjaxprs(eqn):
+                queue.append(sub)
+                names.setdefault(id(sub), name.strip("<>"))
+    used_names: Counter[str] = Counter()
+    docs: list[pp.Doc] = []
+    hoisted: list[tuple[str, Jaxpr]] = []
+    for jid, count in counts.items():
+        if count == 1:
+            continue
+        name = names.get(jid, "jaxpr")
+        seen = used_names[name]
+        used_names[name] += 1
+        if seen:
+            name += str(seen)
+            used_names[name] += 1
+        ctx.shared_names.add(name)
+        ctx.shared[jid] = name
+        hoisted.append((name, by_id[jid]))
+    for name, j in hoisted:
+        docs.append(pp.concat([pp.text(f"let {name} = "), _pp_skeleton(j, ctx), pp.text(" in"),
+                               pp.brk()]))
+    docs.append(pp_jaxpr(top, ctx))
+    return pp.concat(docs)
+
+
+def pp_hiding(*hidden: str, when: Callable[[str, Any], bool] | None = None) -> PpRule:
+    """A pp rule that omits the named params (or those ``when`` selects)."""
+
+    def rule(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+        params = {k: v for k, v in eqn.params.items()
+                  if k not in hidden and not (when is not None and when(k, v))}
+        return pp_eqn_default(eqn, ctx, params)
+
+    return rule
+
+
+def canonical_aval_of(x: Any) -> ArrayType:
+    """The type a value would have as an operand (tracers included)."""
+    if isinstance(x, Tracer):
+        check_tracer_alive(x)
+        return x.aval
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ArrayType):
+        return aval
+    return canonical_value(x)[1]
+
+
+def is_concrete(x: Any) -> bool:
+    return not isinstance(x, Tracer)
+
+
+__all__ = [
+    "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
+    "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
+    "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
+    "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
+    "pp_hiding", "set_current_trace", "trace_to_jaxpr",
+]

@@ -1,0 +1,3 @@
+"""lax wrappers for dot_general and friends."""
+
+__all__: list[str] = []

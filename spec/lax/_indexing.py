@@ -1,0 +1,3 @@
+"""lax wrappers for gather and scatter."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""jnp _indexing."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""jnp _linalg."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""jnp _reductions."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""jnp _shape."""
+
+__all__: list[str] = []

@@ -1,0 +1,23 @@
+"""The primitive rules: one declaration per primitive, grouped by family.
+
+Every primitive is declared once, with all of its sections (typing, impl,
+sharding, jvp, transpose, batch). A section that is not written yet is an
+explicit ``pending(issue)``; one that cannot exist is
+``not_applicable(reason)``. ``missing_sections()`` lists the pending ones.
+"""
+
+from __future__ import annotations
+
+from spec.rules._registry import REGISTRY, declare, missing_sections, primitive
+
+# Importing a family module declares its primitives.
+from spec.rules import (  # noqa: F401  (imported for their declarations)
+    elementwise,
+    structural,
+    indexing,
+    reductions,
+    dot,
+    calls,
+)
+
+__all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -1,0 +1,1 @@
+"""gather and scatter."""

@@ -1,0 +1,469 @@
+"""The type system: dtypes, weak types, promotion, x64 canonicalisation, ArrayType.
+
+Everything here is pure data and pure functions of it; nothing traces or runs.
+SPEC.md section "Types" is the prose version of this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Union
+
+import ml_dtypes
+import numpy as np
+
+from spec.config import config, x64_enabled
+
+DType = np.dtype[Any]
+
+# ---------------------------------------------------------------- dtype sets
+
+bool_: DType = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+bfloat16: DType = np.dtype(ml_dtypes.bfloat16)
+
+
+def _ml(name: str) -> DType | None:
+    scalar = getattr(ml_dtypes, name, None)
+    return None if scalar is None else np.dtype(scalar)
+
+
+def _present(names: Iterable[str]) -> list[DType]:
+    return [d for d in (_ml(n) for n in names) if d is not None]
+
+
+# The narrow floats ml_dtypes provides; none of them promotes implicitly.
+FLOAT8_TYPES: list[DType] = _present((
+    "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"))
+NARROW_FLOAT_TYPES: list[DType] = _present(("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"))
+SMALL_FLOAT_TYPES: list[DType] = NARROW_FLOAT_TYPES + FLOAT8_TYPES
+NARROW_INT_TYPES: list[DType] = _present(("int1", "int2", "int4"))
+NARROW_UINT_TYPES: list[DType] = _present(("uint1", "uint2", "uint4"))
+
+SIGNED_TYPES = NARROW_INT_TYPES + [int8, int16, int32, int64]
+UNSIGNED_TYPES = NARROW_UINT_TYPES + [uint8, uint16, uint32, uint64]
+INT_TYPES = SIGNED_TYPES + UNSIGNED_TYPES
+FLOAT_TYPES = SMALL_FLOAT_TYPES + [bfloat16, float16, float32, float64]
+COMPLEX_TYPES = [complex64, complex128]
+ALL_DTYPES: list[DType] = [bool_] + INT_TYPES + FLOAT_TYPES + COMPLEX_TYPES
+_ALL_DTYPE_SET = frozenset(ALL_DTYPES)
+# Custom (ml_dtypes) floats report numpy kind 'V'; classify them explicitly.
+_CUSTOM_FLOATS = frozenset(SMALL_FLOAT_TYPES + [bfloat16])
+_CUSTOM_INTS = frozenset(NARROW_INT_TYPES + NARROW_UINT_TYPES)
+
+# The Python scalar types are the weak lattice nodes.
+PYTHON_SCALAR_TYPES: tuple[type, ...] = (bool, int, float, complex)
+_X64_TO_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+class TypePromotionError(ValueError):
+    """Raised when two dtypes have no implicit promotion path."""
+
+
+def is_float(dt: DType) -> bool:
+    return dt in _CUSTOM_FLOATS or dt.kind == "f"
+
+
+def is_complex(dt: DType) -> bool:
+    return dt.kind == "c"
+
+
+def is_inexact(dt: DType) -> bool:
+    return is_float(dt) or is_complex(dt)
+
+
+def is_signed_int(dt: DType) -> bool:
+    return dt.kind == "i" or dt in NARROW_INT_TYPES
+
+
+def is_unsigned_int(dt: DType) -> bool:
+    return dt.kind == "u" or dt in NARROW_UINT_TYPES
+
+
+def is_int(dt: DType) -> bool:
+    return is_signed_int(dt) or is_unsigned_int(dt)
+
+
+def is_bool(dt: DType) -> bool:
+    return dt == bool_
+
+
+def kind(dt: DType) -> str:
+    """numpy's kind letter, with ml_dtypes types classified by what they hold."""
+    if dt in _CUSTOM_FLOATS:
+        return "f"
+    if dt in NARROW_INT_TYPES:
+        return "i"
+    if dt in NARROW_UINT_TYPES:
+        return "u"
+    return str(dt.kind)
+
+
+def is_valid_dtype(dt: DType) -> bool:
+    return dt in _ALL_DTYPE_SET
+
+
+# ------------------------------------------------------- x64 canonicalisation
+
+def canonicalize_dtype(dt: DType) -> DType:
+    """The dtype a value of dtype ``dt`` gets in the current x64 mode."""
+    if x64_enabled():
+        return dt
+    return _X64_TO_X32.get(dt, dt)
+
+
+def default_int() -> DType:
+    return int64 if x64_enabled() else int32
+
+
+def default_uint() -> DType:
+    return uint64 if x64_enabled() else uint32
+
+
+def default_float() -> DType:
+    return float64 if x64_enabled() else float32
+
+
+def default_complex() -> DType:
+    return complex128 if x64_enabled() else complex64
+
+
+def default_dtype_for_kind(k: str) -> DType:
+    if k == "b":
+        return bool_
+    return {"i": default_int, "u": default_uint, "f": default_float,
+            "c": default_complex}[k]()
+
+
+def python_scalar_dtype(value_type: type) -> DType:
+    """The (weak) dtype a Python scalar of this type gets."""
+    if issubclass(value_type, bool):
+        return bool_
+    if issubclass(value_type, int):
+        return default_int()
+    if issubclass(value_type, float):
+        return default_float()
+    return default_complex()
+
+
+def to_dtype(spec: Any, fun_name: str = "") -> DType:
+    """A user-given dtype specifier (name, type, dtype) to a canonical jax dtype.
+
+    Explicit 64-bit requests under x64-off are truncated with JAX's warning
+    (or error, per ``jax_explicit_x64_dtypes``).
+    """
+    if spec is None:
+        raise ValueError("dtype must be specified.")
+    if isinstance(spec, type) and spec in PYTHON_SCALAR_TYPES:
+        return python_scalar_dtype(spec)
+    try:
+        dt = np.dtype(spec)
+    except TypeError as err:
+        raise TypeError(f"Cannot interpret {spec!r} as a data type") from err
+    if dt not in _ALL_DTYPE_SET:
+        where = f" in {fun_name}" if fun_name else ""
+        raise TypeError(f"JAX only supports number, bool, and string dtypes, got dtype {dt}{where}")
+    return explicit_dtype(dt, fun_name)
+
+
+def explicit_dtype(dt: DType, fun_name: str = "") -> DType:
+    canonical = canonicalize_dtype(dt)
+    if canonical == dt:
+        return dt
+    mode = config.jax_explicit_x64_dtypes
+    if mode == "allow":
+        return dt
+    where = f" requested in {fun_name}" if fun_name else ""
+    msg = (f"Explicitly requested dtype {dt}{where} is not available, and will be "
+           f"truncated to dtype {canonical}. To enable more dtypes, set the "
+           "jax_enable_x64 configuration option or the JAX_ENABLE_X64 shell "
+           "environment variable.")
+    if mode == "error":
+        raise ValueError(msg)
+    warnings.warn(msg, stacklevel=4)
+    return canonical
+
+
+def dtype_of_value(value: Any) -> DType:
+    """The canonical dtype of a concrete value (no warning: implicit conversion)."""
+    if isinstance(value, PYTHON_SCALAR_TYPES):
+        return python_scalar_dtype(type(value))
+    aval = getattr(value, "aval", None)
+    if isinstance(aval, ArrayType):
+        return aval.dtype
+    dt = getattr(value, "dtype", None)
+    if dt is None:
+        dt = np.asarray(value).dtype
+    dt = np.dtype(dt)
+    if dt not in _ALL_DTYPE_SET:
+        raise TypeError(f"Value {value!r} with dtype {dt} is not a valid JAX array type. "
+                        "Only arrays of numeric types are supported by JAX.")
+    return canonicalize_dtype(dt)
+
+
+# ------------------------------------------------------------------ promotion
+# The lattice (JEP 9407): each node maps to the nodes immediately above it.
+# Weak nodes are the Python types int, float and complex.
+
+LatticeNode = Union[DType, type]
+
+
+def _lattice(x64: bool) -> dict[LatticeNode, list[LatticeNode]]:
+    i_, f_, c_ = int, float, complex
+    narrow_ints: list[LatticeNode] = [*NARROW_INT_TYPES, *NARROW_UINT_TYPES]
+    graph: dict[LatticeNode, list[LatticeNode]] = {
+        bool_: [i_],
+        i_: [uint8, int8, *narrow_ints],
+        uint8: [int16, uint16], uint16: [int32, uint32],
+        # Without x64, uint32 joins int32 at uint64's bound rather than int64.
+        uint32: [int64, uint64] if x64 else [int32, uint64],
+        uint64: [f_],
+        int8: [int16], int16: [int32], int32: [int64], int64: [f_],
+        f_: [*SMALL_FLOAT_TYPES, bfloat16, float16, c_],
+        bfloat16: [float32], float16: [float32], float32: [float64, complex64],
+        float64: [complex128],
+        c_: [complex64], complex64: [complex128], complex128: [],
+    }
+    for t in SMALL_FLOAT_TYPES + NARROW_INT_TYPES + NARROW_UINT_TYPES:
+        graph[t] = []
+    return graph
+
+
+def _upper_bounds(x64: bool) -> dict[LatticeNode, frozenset[LatticeNode]]:
+    graph = _lattice(x64)
+    bounds: dict[LatticeNode, set[LatticeNode]] = {n: {n} for n in graph}
+    changed = True
+    while changed:  # transitive closure; the graph has ~40 nodes
+        changed = False
+        for node, above in bounds.items():
+            grown = above.union(*(graph[m] for m in above))
+            if grown != above:
+                bounds[node] = grown
+                changed = True
+    return {n: frozenset(b) for n, b in bounds.items()}
+
+
+_UPPER_BOUNDS = {True: _upper_bounds(True), False: _upper_bounds(False)}
+
+
+def _node_name(node: LatticeNode) -> str:
+    return node.__name__ if isinstance(node, type) else str(node)
+
+
+@functools.lru_cache(maxsize=4096)
+def least_upper_bound(x64: bool, *nodes: LatticeNode) -> LatticeNode:
+    upper = _UPPER_BOUNDS[x64]
+    for n in nodes:
+        if n not in upper:
+            raise ValueError(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
+    common = frozenset.intersection(*(upper[n] for n in nodes))
+    least = (common & set(nodes)) or {c for c in common if common <= upper[c]}
+    if len(least) == 1:
+        return next(iter(least))
+    names = tuple(_node_name(n) for n in nodes)
+    if any(n in FLOAT8_TYPES for n in nodes):
+        reason = " To avoid unintended promotion, 8-bit floats do not support implicit promotion."
+    elif any(n in NARROW_FLOAT_TYPES for n in nodes):
+        reason = " To avoid unintended promotion, 4- and 6-bit floats do not support implicit promotion."
+    elif any(n in _CUSTOM_INTS for n in nodes):
+        reason = (" To avoid unintended promotion, 1-bit, 2-bit and 4-bit integers do not"
+                  " support implicit promotion.")
+    else:
+        reason = ""
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path.{reason} "
+        "Try explicitly casting inputs to the desired output type, e.g. x.astype('float32').")
+
+
+def _lattice_node(dt: DType, weak: bool) -> LatticeNode:
+    if not weak or dt == bool_:
+        return dt
+    if is_complex(dt):
+        return complex
+    if is_float(dt):
+        return float
+    return int
+
+
+def _as_dtype_and_weak(x: Any) -> tuple[DType, bool]:
+    """(dtype, weak) of a value, a Python scalar type, or a dtype specifier."""
+    if isinstance(x, type) and x in PYTHON_SCALAR_TYPES:
+        return python_scalar_dtype(x), x is not bool
+    if isinstance(x, PYTHON_SCALAR_TYPES):
+        return python_scalar_dtype(type(x)), not isinstance(x, bool)
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ArrayType):
+        return aval.dtype, aval.weak_type
+    if isinstance(x, ArrayType):
+        return x.dtype, x.weak_type
+    if isinstance(x, (str, np.dtype)) or (isinstance(x, type) and issubclass(x, np.generic)):
+        return to_dtype(x, "result_type"), False
+    return dtype_of_value(x), False
+
+
+def result_type_and_weak(*args: Any) -> tuple[DType, bool]:
+    """JAX's ``result_type``, returning also whether the result is weak."""
+    if not args:
+        raise ValueError("at least one array or dtype is required")
+    pairs = [_as_dtype_and_weak(default_float() if a is None else a) for a in args]
+    dts = [d for d, _ in pairs]
+    weaks = [w for _, w in pairs]
+    x64 = x64_enabled()
+    if len(pairs) == 1:
+        out, weak = pairs[0]
+    elif len(set(dts)) == 1 and not all(weaks):
+        out, weak = dts[0], False
+    elif all(weaks):
+        # Join the strong counterparts, then mark the result weak.
+        node = least_upper_bound(x64, *dict.fromkeys(dts))
+        out, weak = _node_dtype(node), True
+    else:
+        node = least_upper_bound(x64, *dict.fromkeys(_lattice_node(d, w) for d, w in pairs))
+        out, weak = _node_dtype(node), isinstance(node, type)
+    weak = weak and out != bool_
+    if weak:
+        out = default_dtype_for_kind(kind(out))
+    return canonicalize_dtype(out), weak
+
+
+def _node_dtype(node: LatticeNode) -> DType:
+    return python_scalar_dtype(node) if isinstance(node, type) else node
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    dt, weak = result_type_and_weak(*args)
+    return (dt, weak) if return_weak_type_flag else dt
+
+
+def promote_types(a: Any, b: Any) -> DType:
+    """``jnp.promote_types``: Python scalar types act as weak lattice nodes."""
+    na: LatticeNode = a if a in (int, float, complex) else np.dtype(a)
+    nb: LatticeNode = b if b in (int, float, complex) else np.dtype(b)
+    node = least_upper_bound(x64_enabled(), na, nb)
+    return np.dtype(node)
+
+
+# ------------------------------------------------------------------ ArrayType
+
+_SHORT_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("complex", "c"), ("uint", "u"), ("int", "i"))
+
+
+@functools.lru_cache(maxsize=None)
+def short_dtype_name(dt: DType) -> str:
+    """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``bool`` stays."""
+    name = dt.name
+    for long, short in _SHORT_PREFIXES:
+        if name.startswith(long):
+            return short + name[len(long):]
+    return name
+
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayType:
+    """The type of an array value: shape, dtype and weak type.
+
+    Sharding fields are added by the sharding issue; equality and hashing
+    include every field, so a cache keyed on ArrayTypes keys on all of them.
+    """
+
+    shape: Shape
+    dtype: DType
+    weak_type: bool = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, **changes: Any) -> ArrayType:
+        return replace(self, **changes)
+
+    def strip_weak_type(self) -> ArrayType:
+        return replace(self, weak_type=False) if self.weak_type else self
+
+    def _dims(self) -> str:
+        return ",".join(str(d) for d in self.shape)
+
+    def str_short(self, short_dtypes: bool = True) -> str:
+        """The form used in jaxprs: ``f32[3,4]``."""
+        name = short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+        return f"{name}[{self._dims()}]"
+
+    def __str__(self) -> str:
+        """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
+        return ("~" if self.weak_type else "") + f"{self.dtype.name}[{self._dims()}]"
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{self._dims()}]{weak})"
+
+
+ShapedArray = ArrayType
+
+
+def check_shape(shape: Any, fun_name: str, arg_name: str = "shape") -> Shape:
+    """Validate a static shape argument: a sequence of non-negative ints."""
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list, np.ndarray)):
+        raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, got {type(shape)}.")
+    dims: list[int] = []
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
+            raise TypeError(f"{fun_name} {arg_name} must have every element be an integer type, "
+                            f"got {tuple(shape)}.")
+        if d < 0:
+            raise TypeError(f"{fun_name} {arg_name} must have every element be nonnegative, "
+                            f"got {tuple(shape)}.")
+        dims.append(int(d))
+    return tuple(dims)
+
+
+def broadcast_shapes(name: str, shapes: Sequence[Shape]) -> Shape:
+    """The elementwise result shape: rank-0 operands broadcast freely; the rest
+    must agree in rank and, per axis, in size (1 stretches)."""
+    ranked = [s for s in shapes if s]
+    if not ranked:
+        return ()
+    ranks = {len(s) for s in ranked}
+    if len(ranks) != 1:
+        raise TypeError(f"{name}: arrays must have the same number of dimensions, got {ranks}")
+    out: list[int] = []
+    for dims in zip(*ranked):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                            f"{', '.join(str(tuple(s)) for s in ranked)}.")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def value_type(value: Any) -> ArrayType:
+    """The type of a concrete value: Python scalars are weak."""
+    aval = getattr(value, "aval", None)
+    if isinstance(aval, ArrayType):
+        return aval
+    if isinstance(value, PYTHON_SCALAR_TYPES):
+        return ArrayType((), python_scalar_dtype(type(value)), not isinstance(value, bool))
+    arr = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    return ArrayType(tuple(arr.shape), dtype_of_value(arr), False)
+
+
+def iinfo_bits(dt: DType) -> int:
+    return int(dt.itemsize * 8) if dt not in _CUSTOM_INTS else int(ml_dtypes.iinfo(dt).bits)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
