@@ -134,6 +134,11 @@ def find_other(n: Norm) -> OtherLeaf | None:
 # -- ULP distance -------------------------------------------------------------------------------
 
 
+def _c(x: Any) -> np.ndarray[Any, Any]:
+    """C-contiguous copy; unlike np.ascontiguousarray it keeps 0-d arrays 0-d."""
+    return np.array(x, order="C")
+
+
 def float_bits(dtype: np.dtype[Any]) -> int | None:
     """Bit width of a floating dtype (NumPy or ml_dtypes), or None if not floating."""
     if dtype.kind in "biuc":
@@ -158,13 +163,13 @@ def ulp_distance(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray
     if bits is None:
         raise TypeError(f"ulp_distance needs a floating dtype, got {a.dtype}")
     utype = np.dtype(f"uint{a.dtype.itemsize * 8}")
-    ua = np.ascontiguousarray(a).view(utype).astype(np.uint64)
-    ub = np.ascontiguousarray(b).view(utype).astype(np.uint64)
+    ua = _c(a).view(utype).astype(np.uint64)
+    ub = _c(b).view(utype).astype(np.uint64)
     sign = np.uint64(1) << np.uint64(bits - 1)
     mag_mask = sign - np.uint64(1)
     ma, mb = ua & mag_mask, ub & mag_mask
     same_sign = (ua & sign) == (ub & sign)
-    diff = np.where(ma >= mb, ma - mb, mb - ma)
+    diff = np.maximum(ma, mb) - np.minimum(ma, mb)
     return np.where(same_sign, diff, ma + mb)
 
 
@@ -197,7 +202,7 @@ def _compare_float(
         # Bit-exact: also distinguishes +0.0 from -0.0.
         utype = np.dtype(f"uint{exp.dtype.itemsize * 8}")
         bad |= regular & (
-            np.ascontiguousarray(exp).view(utype) != np.ascontiguousarray(act).view(utype)
+            _c(exp).view(utype) != _c(act).view(utype)
         )
     else:
         bad |= regular & (dist > np.uint64(tol))
@@ -222,8 +227,8 @@ def compare_values(
         part = np.dtype(f"float{exp.dtype.itemsize * 4}")
         for label, fn in (("real", np.real), ("imag", np.imag)):
             why = _compare_float(
-                np.ascontiguousarray(fn(exp)).astype(part),
-                np.ascontiguousarray(fn(act)).astype(part),
+                _c(fn(exp)).astype(part),
+                _c(fn(act)).astype(part),
                 tol,
             )
             if why is not None:
@@ -241,7 +246,7 @@ def compare_values(
             f"first at {idx}: expected {_fmt(exp[idx])}, got {_fmt(act[idx])}"
         )
     # Anything else (int4, strings, ...): byte equality.
-    if np.ascontiguousarray(exp).tobytes() == np.ascontiguousarray(act).tobytes():
+    if _c(exp).tobytes() == _c(act).tobytes():
         return None
     return "values differ (bytewise)"
 

@@ -151,7 +151,10 @@ def judge(case: Case, expected: Outcome, actual: Outcome) -> tuple[str, str]:
     exp, act = expected.value, actual.value
     if isinstance(act, Raised) and not isinstance(exp, Raised):
         return ERROR, f"raised {act.describe()}"
-    why = compare(exp, act, case.ulp_for)
+    try:
+        why = compare(exp, act, case.ulp_for)
+    except Exception as e:  # noqa: BLE001 - a harness bug must not abort the whole run
+        return ERROR, f"harness error while comparing: {type(e).__name__}: {e}"
     return (PASS, "") if why is None else (FAIL, why)
 
 

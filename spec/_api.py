@@ -21,6 +21,7 @@ from spec.interpreter import (
     Jaxpr,
     Tracer,
     canonical_aval_of,
+    check_jaxpr,
     trace_to_jaxpr,
 )
 from spec.rules.calls import jit_p
@@ -115,7 +116,7 @@ def _flat_fun(fun: Callable[..., Any], split: _Split, out_tree: list[Any]
         for leaf in out_leaves:
             _output_leaf_check(leaf, fun)
         out_tree.append(treedef)
-        return out_leaves
+        return list(out_leaves)
     return flat
 
 
@@ -131,6 +132,8 @@ def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
     out_tree: list[Any] = []
     avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
     jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals)
+    if config.jax_enable_checks:
+        check_jaxpr(jaxpr)
     return jaxpr, out_tree[0]
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from spec import types as T
 from spec.array import Array
 from spec.interpreter import Tracer
 
@@ -35,12 +38,11 @@ def _unary(name: str) -> Callable[[Any], Any]:
     return method
 
 
-def _is_operand(x: Any) -> bool:
-    import numpy as np
+_OPERAND_TYPES = (Array, Tracer, np.ndarray, np.generic, *T.PYTHON_SCALAR_TYPES)
 
-    from spec import types as T
-    return isinstance(x, (Array, Tracer, np.ndarray, np.generic, *T.PYTHON_SCALAR_TYPES)) or \
-        hasattr(x, "__jax_array__")
+
+def _is_operand(x: Any) -> bool:
+    return isinstance(x, _OPERAND_TYPES) or hasattr(x, "__jax_array__")
 
 
 _BINARY = {

@@ -21,11 +21,15 @@ class SpecInternalError(AssertionError):
 
 
 class Array:
-    __slots__ = ("_value", "aval", "__weakref__")
+    # ``_py`` remembers the Python scalar a weak literal was made from, so
+    # that jaxpr text prints the value the user wrote (JAX prints 1e-07, not
+    # the float32 rounding of it).
+    __slots__ = ("_value", "aval", "_py", "__weakref__")
     __array_priority__ = 100
 
     _value: np.ndarray
     aval: ArrayType
+    _py: Any
 
     @classmethod
     def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
@@ -36,6 +40,7 @@ class Array:
         out = object.__new__(cls)
         out._value = value
         out.aval = aval
+        out._py = None
         return out
 
     # -------------------------------------------------------------- attributes
@@ -155,6 +160,13 @@ class Array:
 
     def __str__(self) -> str:
         return str(self._value)
+
+
+def weak_scalar(py: Any, value: np.ndarray, aval: ArrayType) -> Array:
+    """A scalar Array converted from the Python scalar ``py``."""
+    out = Array._from_checked(value, aval, "convert")
+    out._py = py
+    return out
 
 
 def _rebuild(value: np.ndarray, aval: ArrayType) -> Array:

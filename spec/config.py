@@ -63,6 +63,9 @@ _FLAGS: dict[str, _Flag] = {
         _Flag("jax_platforms", None, "JAX_PLATFORMS", _parse_str),
         _Flag("jax_threefry_partitionable", True, "JAX_THREEFRY_PARTITIONABLE", _parse_bool),
         _Flag("jax_disable_jit", False, "JAX_DISABLE_JIT", _parse_bool),
+        # As in JAX, enables internal checking; in spec: check_jaxpr on every
+        # jaxpr that jit/make_jaxpr trace.
+        _Flag("jax_enable_checks", False, "JAX_ENABLE_CHECKS", _parse_bool),
     )
 }
 

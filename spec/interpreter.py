@@ -10,6 +10,7 @@ traces with the same interface.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -129,7 +130,7 @@ class Literal:
 
     __slots__ = ("val", "aval")
 
-    def __init__(self, val: np.ndarray, aval: ArrayType) -> None:
+    def __init__(self, val: Any, aval: ArrayType) -> None:
         self.val = val
         self.aval = aval
 
@@ -324,8 +325,7 @@ class Tracer:
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
         from spec import lax  # a structural op: the rules layer provides it
-        return iter([lax.index_in_dim(self, i, keepdims=False)
-                     for i in range(self.aval.shape[0])])
+        return iter(lax.unstack(self))
 
 
 def check_tracer_alive(x: Tracer) -> None:
@@ -343,6 +343,8 @@ def check_tracer_alive(x: Tracer) -> None:
 
 def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
     """A concrete operand as (NumPy array of its canonical dtype, its type)."""
+    if type(x) is _array_class():
+        return x._value, x.aval  # the common case, first
     aval = getattr(x, "aval", None)
     if isinstance(aval, ArrayType):
         if isinstance(x, Tracer):
@@ -377,6 +379,34 @@ def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
     return np.asarray(x, dtype=dt)
 
 
+@functools.cache
+def _array_class() -> type:
+    from spec.array import Array
+    return Array
+
+
+# Typing rules are pure functions of (primitive, operand types, params), so
+# their results can be memoised; eager dispatch of a repeated operation then
+# skips re-deriving types. Failures are not cached: they re-raise each time.
+_TYPING_CACHE: dict[Any, Sequence[ArrayType]] = {}
+_TYPING_CACHE_LIMIT = 20_000
+
+
+def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+                 ) -> Sequence[ArrayType]:
+    try:
+        key = (prim, *avals, *params.items())
+        cached = _TYPING_CACHE.get(key)
+    except TypeError:  # an unhashable param: type without the cache
+        return prim.typing(*avals, **params)
+    if cached is None:
+        cached = prim.typing(*avals, **params)
+        if len(_TYPING_CACHE) >= _TYPING_CACHE_LIMIT:
+            _TYPING_CACHE.clear()
+        _TYPING_CACHE[key] = cached
+    return cached
+
+
 class EvalTrace(Trace):
     """Eager evaluation: typing rule, then the NumPy impl."""
 
@@ -384,12 +414,16 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
-        from spec.array import Array
-
-        values, avals = zip(*(canonical_value(a) for a in args)) if args else ((), ())
-        out_avals = prim.typing(*avals, **params)
+        array = _array_class()
+        values = []
+        avals = []
+        for a in args:
+            value, aval = canonical_value(a)
+            values.append(value)
+            avals.append(aval)
+        out_avals = apply_typing(prim, avals, params)
         outs = prim.impl(*values, **params)
-        return [Array._from_checked(np.asarray(o), a, prim) for o, a in zip(outs, out_avals)]
+        return [array._from_checked(np.asarray(o), a, prim) for o, a in zip(outs, out_avals)]
 
 
 _context = _Context()
@@ -434,7 +468,9 @@ class JaxprTrace(Trace):
             return self._const_var(x, x.aval)
         value, aval = canonical_value(x)
         if not aval.shape:
-            return Literal(value, aval)
+            py = getattr(x, "_py", None)
+            return Literal(x if isinstance(x, PYTHON_SCALAR_TYPES) else
+                           value if py is None else py, aval)
         return self._const_var(x, aval)
 
     def _const_var(self, x: Any, aval: ArrayType) -> Var:
@@ -457,22 +493,7 @@ class JaxprTrace(Trace):
         outvars = [self.to_atom(o) for o in outs]
         constvars = [v for v, _ in self._consts.values()]
         consts = [c for _, c in self._consts.values()]
-        eqns = _drop_unused_outvars(self.eqns, outvars)
-        return Jaxpr(constvars, list(self.invars), outvars, eqns, consts=consts)
-
-
-def _drop_unused_outvars(eqns: list[Eqn], outvars: Sequence[Atom]) -> list[Eqn]:
-    used = {id(v) for v in outvars if isinstance(v, Var)}
-    for e in eqns:
-        used.update(id(v) for v in e.invars if isinstance(v, Var))
-    out: list[Eqn] = []
-    for e in eqns:
-        if all(id(v) in used for v in e.outvars):
-            out.append(e)
-        else:
-            out.append(e.replace(outvars=[v if id(v) in used else DropVar(v.aval)
-                                          for v in e.outvars]))
-    return out
+        return Jaxpr(constvars, list(self.invars), outvars, list(self.eqns), consts=consts)
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]
@@ -498,7 +519,7 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayTy
 
 def _read(env: dict[Var, Any], atom: Atom) -> Any:
     if isinstance(atom, Literal):
-        return atom.val
+        return np.asarray(atom.val, dtype=atom.aval.dtype)
     return env[atom]
 
 
@@ -523,13 +544,15 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
 
     def read(atom: Atom) -> Any:
         if isinstance(atom, Literal):
-            return Array._from_checked(atom.val, atom.aval, None)
+            value = np.asarray(atom.val, dtype=atom.aval.dtype)
+            return Array._from_checked(value, atom.aval, None)
         return env[atom]
 
     for eqn in jaxpr.eqns:
         outs = current_trace().process_primitive(
             eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
-        env.update(zip(eqn.outvars, outs))
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
     return [read(v) for v in jaxpr.outvars]
 
 
@@ -571,8 +594,8 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
         for v in eqn.outvars:
             if not isinstance(v, DropVar):
                 bind(v, where)
-    for v in jaxpr.outvars:
-        read(v, "outputs")
+    for out in jaxpr.outvars:
+        read(out, "outputs")
 
 
 def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:
@@ -641,8 +664,7 @@ class PpContext:
 
 
 def _literal_text(lit: Literal) -> str:
-    val = lit.val.item() if isinstance(lit.val, (np.ndarray, np.generic)) else lit.val
-    return f"{val!r}:{lit.aval.str_short()}"
+    return f"{np.asarray(lit.val).item()}:{lit.aval.str_short()}"
 
 
 def pp_vars(vs: Sequence[Atom], ctx: PpContext, *, separator: str = "",
@@ -717,10 +739,23 @@ def _subjaxprs(eqn: Eqn) -> list[tuple[str, Jaxpr]]:
     return [(name, j) for j in jaxprs_in_params(eqn.params)]
 
 
+def _name_unread_outputs(jaxpr: Jaxpr, ctx: PpContext) -> None:
+    """In the printed (top-level) jaxpr, equation outputs that nothing later
+    reads are shown as ``_``; nested jaxprs keep their names."""
+    read = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if id(v) not in read:
+                ctx.names[id(v)] = "_"
+                ctx._keep.append(v)
+        read.update(id(a) for a in eqn.invars if isinstance(a, Var))
+
+
 def pp_toplevel(top: Jaxpr) -> pp.Doc:
     """Print a jaxpr; sub-jaxprs used more than once (or large ones used from
     a nested position) are hoisted into ``let name = {...} in`` headers."""
     ctx = PpContext()
+    _name_unread_outputs(top, ctx)
     counts: Counter[int] = Counter()
     by_id: dict[int, Jaxpr] = {}
     names: dict[int, str] = {}

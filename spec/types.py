@@ -22,10 +22,19 @@ DType = np.dtype[Any]
 # ---------------------------------------------------------------- dtype sets
 
 bool_: DType = np.dtype(np.bool_)
-int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
-uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
-float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
-complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+int8: DType = np.dtype(np.int8)
+int16: DType = np.dtype(np.int16)
+int32: DType = np.dtype(np.int32)
+int64: DType = np.dtype(np.int64)
+uint8: DType = np.dtype(np.uint8)
+uint16: DType = np.dtype(np.uint16)
+uint32: DType = np.dtype(np.uint32)
+uint64: DType = np.dtype(np.uint64)
+float16: DType = np.dtype(np.float16)
+float32: DType = np.dtype(np.float32)
+float64: DType = np.dtype(np.float64)
+complex64: DType = np.dtype(np.complex64)
+complex128: DType = np.dtype(np.complex128)
 bfloat16: DType = np.dtype(ml_dtypes.bfloat16)
 
 
@@ -294,6 +303,9 @@ def _lattice_node(dt: DType, weak: bool) -> LatticeNode:
 
 def _as_dtype_and_weak(x: Any) -> tuple[DType, bool]:
     """(dtype, weak) of a value, a Python scalar type, or a dtype specifier."""
+    aval = getattr(x, "aval", None)
+    if type(aval) is ArrayType:
+        return aval.dtype, aval.weak_type
     if isinstance(x, type) and x in PYTHON_SCALAR_TYPES:
         return python_scalar_dtype(x), x is not bool
     if isinstance(x, PYTHON_SCALAR_TYPES):
@@ -312,10 +324,14 @@ def result_type_and_weak(*args: Any) -> tuple[DType, bool]:
     """JAX's ``result_type``, returning also whether the result is weak."""
     if not args:
         raise ValueError("at least one array or dtype is required")
-    pairs = [_as_dtype_and_weak(default_float() if a is None else a) for a in args]
+    pairs = tuple(_as_dtype_and_weak(default_float() if a is None else a) for a in args)
+    return _result_of_pairs(pairs, x64_enabled())
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_of_pairs(pairs: tuple[tuple[DType, bool], ...], x64: bool) -> tuple[DType, bool]:
     dts = [d for d, _ in pairs]
     weaks = [w for _, w in pairs]
-    x64 = x64_enabled()
     if len(pairs) == 1:
         out, weak = pairs[0]
     elif len(set(dts)) == 1 and not all(weaks):
@@ -329,8 +345,13 @@ def result_type_and_weak(*args: Any) -> tuple[DType, bool]:
         out, weak = _node_dtype(node), isinstance(node, type)
     weak = weak and out != bool_
     if weak:
-        out = default_dtype_for_kind(kind(out))
-    return canonicalize_dtype(out), weak
+        out = _default_for_kind(kind(out), x64)
+    return (out if x64 else _X64_TO_X32.get(out, out)), weak
+
+
+def _default_for_kind(k: str, x64: bool) -> DType:
+    wide = {"b": bool_, "i": int64, "u": uint64, "f": float64, "c": complex128}[k]
+    return wide if x64 else _X64_TO_X32.get(wide, wide)
 
 
 def _node_dtype(node: LatticeNode) -> DType:
@@ -463,7 +484,9 @@ def value_type(value: Any) -> ArrayType:
 
 
 def iinfo_bits(dt: DType) -> int:
-    return int(dt.itemsize * 8) if dt not in _CUSTOM_INTS else int(ml_dtypes.iinfo(dt).bits)
+    if dt in _CUSTOM_INTS:
+        return int(ml_dtypes.iinfo(dt).bits)  # type: ignore[no-untyped-call]
+    return int(dt.itemsize * 8)
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]

@@ -1,14 +1,126 @@
-"""lax wrappers for reductions."""
+"""lax wrappers for reductions, arg-reductions, cumulative reductions and sort."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from spec.rules.reductions import reduce_sum_p
+from spec import types as T
+from spec.interpreter import canonical_aval_of
+from spec.rules.reductions import (
+    argmax_p,
+    argmin_p,
+    cumlogsumexp_p,
+    cummax_p,
+    cummin_p,
+    cumprod_p,
+    cumsum_p,
+    reduce_and_p,
+    reduce_max_p,
+    reduce_min_p,
+    reduce_or_p,
+    reduce_prod_p,
+    reduce_sum_p,
+    reduce_xor_p,
+    sort_p,
+)
 
-__all__ = ["reduce_sum"]
+__all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
+           "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
+           "cumlogsumexp", "sort", "sort_key_val"]
+
+
+def _axes(axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(a) for a in axes)
 
 
 def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
-    return reduce_sum_p.bind(operand, axes=tuple(int(a) for a in axes), out_sharding=out_sharding)
+    return reduce_sum_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_prod_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_max(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+    return reduce_max_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+
+
+def reduce_min(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+    return reduce_min_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_and_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_or_p.bind(operand, axes=_axes(axes))
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    return reduce_xor_p.bind(operand, axes=_axes(axes))
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
+    """Index of the largest element along ``axis`` (first NaN, else first maximum)."""
+    return argmax_p.bind(operand, axes=(int(axis),),
+                         index_dtype=T.to_dtype(index_dtype, "argmax"))
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
+    return argmin_p.bind(operand, axes=(int(axis),),
+                         index_dtype=T.to_dtype(index_dtype, "argmin"))
+
+
+def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return cumsum_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cumprod(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return cumprod_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cummax(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return cummax_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return cummin_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    return cumlogsumexp_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+
+
+def canonicalize_axis(axis: int, ndim: int) -> int:
+    """A possibly negative axis as an index in [0, ndim); ValueError otherwise."""
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a + ndim if a < 0 else a
+
+
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
+    """Sort along ``dimension``: floats in the total order -inf < ... < inf < NaN
+    with -0.0 == 0.0; a sequence of operands is sorted by its first ``num_keys``."""
+    if isinstance(operand, (list, tuple)):
+        if not operand:
+            raise TypeError("Sort requires at least one operand")
+        if not 1 <= num_keys <= len(operand):
+            raise ValueError(f"num_keys={num_keys} must be between 1 and "
+                             f"len(operand)={len(operand)}")
+        dim = canonicalize_axis(dimension, canonical_aval_of(operand[0]).ndim)
+        return tuple(sort_p.bind(*operand, dimension=dim, is_stable=bool(is_stable),
+                                 num_keys=int(num_keys)))
+    if num_keys != 1:
+        raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand.")
+    dim = canonicalize_axis(dimension, canonical_aval_of(operand).ndim)
+    return sort_p.bind(operand, dimension=dim, is_stable=bool(is_stable), num_keys=1)[0]
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = True
+                 ) -> tuple[Any, Any]:
+    dim = canonicalize_axis(dimension, canonical_aval_of(keys).ndim)
+    k, v = sort_p.bind(keys, values, dimension=dim, is_stable=bool(is_stable), num_keys=1)
+    return k, v

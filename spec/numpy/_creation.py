@@ -1,41 +1,379 @@
-"""Array creation functions."""
+"""Array creation functions of ``spec.numpy``, built on the structural lax wrappers.
+
+Each function emits the primitives JAX 0.12's ``jax.numpy`` emits for the same
+call (compared as jaxpr text in tests/test_structural.py).
+"""
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from spec import types as T
 from spec.array import Array
-from spec.interpreter import Tracer
+from spec.interpreter import Tracer, canonical_aval_of
+from spec.lax import _structural as L
 from spec.lax._structural import _convert_element_type
 
-__all__ = ["array", "asarray"]
+__all__ = [
+    "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
+    "identity", "linspace", "ones", "ones_like", "tri", "zeros", "zeros_like",
+]
 
 
-def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None,
-          ndmin: int = 0) -> Any:
+def _user_dtype(dtype: Any, fun_name: str) -> T.DType:
+    return T.to_dtype(dtype, fun_name)
+
+
+def _shape_arg(shape: Any, fun_name: str) -> tuple[int, ...]:
+    """``canonicalize_shape``: an int or a sequence of ints (TypeError otherwise)."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return (operator.index(shape),)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.") from None
+
+
+def _forgot_tuple(name: str, shape: Any, dtype: Any) -> None:
+    if isinstance(dtype, int) and isinstance(shape, int):
+        raise TypeError(f"Cannot interpret '{dtype}' as a data type.\n\nDid you accidentally "
+                        f"write `jax.numpy.{name}({shape}, {dtype})` when you meant "
+                        f"`jax.numpy.{name}(({shape}, {dtype}))`, i.e. with a single tuple "
+                        "argument for the shape?")
+
+
+# ===================================================================== array
+
+def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | None = "K",
+          ndmin: int = 0, device: Any = None, out_sharding: Any = None) -> Any:
+    if order is not None and order != "K":
+        raise NotImplementedError("Only implemented for order='K'")
+    if dtype is None and ndmin == 0:
+        if isinstance(object, Tracer):
+            return L._array_copy(object) if copy else object
+        if isinstance(object, (int, float, complex, np.number, np.ndarray)):
+            return L.asarray(object) if not isinstance(object, np.ndarray) else \
+                _convert_element_type(object, T.dtype_of_value(object), False)
+    dt = None if dtype is None else _user_dtype(dtype, "array")
+    weak = dt is None and _is_weak(object)
+    if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
+        object = object.__jax_array__()
+    leaves = _leaves(object)
+    if any(leaf is None for leaf in leaves):
+        raise ValueError("None is not a valid value for jnp.array")
+    if dt is None:
+        dt = _lattice_dtype(leaves)
+    out: Any
     if isinstance(object, (Array, Tracer)):
-        out = object if dtype is None else _convert_element_type(
-            object, T.to_dtype(dtype, "array"), False)
+        out = L._array_copy(object) if copy else object
+    elif not any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
+        if isinstance(object, (bool, int, float, complex)):
+            T.value_type(object)  # overflow check of Python ints, as coerce_to_array
+        with np.errstate(all="ignore"):
+            raw = np.asarray(_numpy_leaves(object), dtype=dt)
+        out = raw
+    elif isinstance(object, (list, tuple)):
+        if len(object) == 0:
+            out = np.array([], dtype=dt)
+        else:
+            parts = [L.expand_dims(array(e, dtype=dt, copy=False), [0]) for e in object]
+            while len(parts) > 16:  # JAX concatenates in groups of 16
+                parts = [L.concatenate(parts[i:i + 16], 0) for i in range(0, len(parts), 16)]
+            out = L.concatenate(parts, 0)
     else:
-        out = _from_python(object, dtype)
-    return out
+        raise TypeError(f"Unexpected input type for array: {type(object)}")
+    result = _convert_element_type(out, dt, weak)
+    nd = len(canonical_aval_of(result).shape)
+    if ndmin > nd:
+        result = L.expand_dims(result, range(ndmin - nd))
+    return result
 
 
-def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None) -> Any:
-    return array(a, dtype=dtype, copy=bool(copy))
+def _is_weak(x: Any) -> bool:
+    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+        return True
+    aval = getattr(x, "aval", None)
+    return bool(isinstance(aval, T.ArrayType) and aval.weak_type)
 
 
-def _from_python(obj: Any, dtype: Any) -> Array:
-    weak = isinstance(obj, T.PYTHON_SCALAR_TYPES) and not isinstance(obj, bool) and dtype is None
-    if dtype is not None:
-        dt = T.to_dtype(dtype, "array")
-    elif isinstance(obj, T.PYTHON_SCALAR_TYPES):
-        dt = T.python_scalar_dtype(type(obj))
+def _leaves(obj: Any) -> list[Any]:
+    if isinstance(obj, (list, tuple)):
+        return [leaf for item in obj for leaf in _leaves(item)]
+    return [obj]
+
+
+def _numpy_leaves(obj: Any) -> Any:
+    """Leaves as NumPy understands them (Arrays never reach here)."""
+    if isinstance(obj, (list, tuple)):
+        return [_numpy_leaves(o) for o in obj]
+    return obj
+
+
+def _lattice_dtype(leaves: list[Any]) -> T.DType:
+    """JAX's ``lattice_result_type`` of the leaves: weak Python scalars join
+    without being canonicalised first; an empty list is the default float."""
+    if not leaves:
+        return T.default_float()
+    args = [leaf if isinstance(leaf, (Array, Tracer, *T.PYTHON_SCALAR_TYPES))
+            else np.asarray(leaf) for leaf in leaves]
+    dt: T.DType = T.result_type(*args)
+    return dt
+
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
+            device: Any = None, out_sharding: Any = None) -> Any:
+    dt = None if dtype is None else _user_dtype(dtype, "asarray")
+    return array(a, dtype=dt, copy=bool(copy), order=order)
+
+
+def copy(a: Any, order: Any = None) -> Any:
+    return array(a, copy=True, order=order)
+
+
+# ============================================================== fill creators
+
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
+    _forgot_tuple("zeros", shape, dtype)
+    dt = _user_dtype(float if dtype is None else dtype, "zeros")
+    return L.full(_shape_arg(shape, "zeros"), 0, dt, sharding=out_sharding)
+
+
+def ones(shape: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
+    _forgot_tuple("ones", shape, dtype)
+    dt = _user_dtype(float if dtype is None else dtype, "ones")
+    return L.full(_shape_arg(shape, "ones"), 1, dt, sharding=out_sharding)
+
+
+def empty(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
+    _forgot_tuple("empty", shape, dtype)
+    dt = _user_dtype(float if dtype is None else dtype, "empty")
+    return L.empty(_shape_arg(shape, "empty"), dt, out_sharding=out_sharding)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
+    dt = None if dtype is None else _user_dtype(dtype, "full")
+    from spec.numpy._util import check_arraylike
+    check_arraylike("full", fill_value)
+    if not canonical_aval_of(fill_value).shape:
+        return L.full(_shape_arg(shape, "full"), fill_value, dt, sharding=out_sharding)
+    from spec.numpy._shape import _broadcast_to
+    return _broadcast_to(asarray(fill_value, dtype=dt), shape)
+
+
+def _like_args(name: str, a: Any, dtype: Any, shape: Any
+               ) -> tuple[Any, T.DType | None, tuple[int, ...] | None]:
+    if not (hasattr(a, "dtype") and hasattr(a, "shape")):
+        from spec.numpy._util import check_arraylike
+        check_arraylike(name, a)
+    dt = None if dtype is None else _user_dtype(dtype, name)
+    shp = None if shape is None else _shape_arg(shape, name)
+    return a, dt, shp
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+               out_sharding: Any = None) -> Any:
+    a, dt, shp = _like_args("zeros_like", a, dtype, shape)
+    return L.full_like(a, 0, dt, shp)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+              out_sharding: Any = None) -> Any:
+    a, dt, shp = _like_args("ones_like", a, dtype, shape)
+    return L.full_like(a, 1, dt, shp)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
+               device: Any = None) -> Any:
+    a, dt, shp = _like_args("empty_like", prototype, dtype, shape)
+    aval = canonical_aval_of(a) if not hasattr(a, "shape") or _arrayish(a) else None
+    a_shape = aval.shape if aval is not None else tuple(a.shape)
+    a_dtype = aval.dtype if aval is not None else np.dtype(a.dtype)
+    return L.empty(a_shape if shp is None else shp, a_dtype if dt is None else dt)
+
+
+def _arrayish(a: Any) -> bool:
+    return isinstance(a, (Array, Tracer, np.ndarray, np.generic))
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              device: Any = None, out_sharding: Any = None) -> Any:
+    from spec.numpy._util import check_arraylike
+    if hasattr(a, "dtype") and hasattr(a, "shape"):
+        check_arraylike("full_like", 0, fill_value)
     else:
-        dt = T.dtype_of_value(np.asarray(obj))
-    with np.errstate(all="ignore"):
-        arr = np.array(obj, dtype=dt)
-    return Array._from_checked(arr, T.ArrayType(arr.shape, dt, weak), "array")
+        check_arraylike("full_like", a, fill_value)
+    dt = None if dtype is None else _user_dtype(dtype, "full_like")
+    shp = None if shape is None else _shape_arg(shape, "full_like")
+    if not canonical_aval_of(fill_value).shape:
+        return L.full_like(a, fill_value, dt, shp)
+    from spec.numpy._shape import _broadcast_to
+    target = canonical_aval_of(a).shape if shp is None else shp
+    fill_dt = canonical_aval_of(a).dtype if dt is None else dt
+    return _broadcast_to(asarray(fill_value, dtype=fill_dt), target)
+
+
+# =================================================================== ranges
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None, out_sharding: Any = None) -> Any:
+    dt = None if dtype is None else _user_dtype(dtype, "arange")
+    from spec.numpy._util import check_arraylike
+    check_arraylike("arange", *(v for v in (start, stop, step) if v is not None))
+    start_name = "stop" if stop is None and step is None else "start"
+    for name, val in ((start_name, start), ("stop", stop), ("step", step)):
+        if isinstance(val, Tracer):
+            from spec.errors import ConcretizationTypeError
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: "
+                f"{val.aval}\nIt arose in the jnp.arange argument '{name}'")
+        if val is not None and np.ndim(val) != 0:
+            raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={val}")
+    if dt is None:
+        dt = T.result_type_and_weak(start, *(v for v in (stop, step) if v is not None))[0]
+    if any(T.is_complex(canonical_aval_of(v).dtype) for v in (start, stop, step)
+           if v is not None):
+        raise ValueError("Passing complex start/stop/step to jnp.arange is no longer "
+                         "supported starting in JAX v0.10.0.")
+    lo: Any = _py_scalar(start)
+    hi: Any = None if stop is None else _py_scalar(stop)
+    st: Any = None if step is None else _py_scalar(step)
+    if hi is None:
+        lo, hi = 0, lo
+    if st is not None:
+        work = T.float32 if T.is_float(dt) and dt.itemsize < 4 else dt
+        size = max(0, int(np.ceil((hi - lo) / st)))
+        ramp = L.broadcasted_iota(work, (size,), 0, out_sharding=out_sharding)
+        from spec import lax
+        scaled = lax.mul(_convert_element_type(st, work), ramp)
+        return L.convert_element_type(lax.add(_convert_element_type(lo, work), scaled), dt)
+    if lo == 0:
+        return L.broadcasted_iota(dt, (max(0, int(np.ceil(hi))),), 0, out_sharding=out_sharding)
+    from spec import lax
+    size = max(0, int(np.ceil(hi - lo)))
+    return lax.add(_convert_element_type(lo, dt),
+                   L.broadcasted_iota(dt, (size,), 0, out_sharding=out_sharding))
+
+
+def _py_scalar(v: Any) -> Any:
+    if isinstance(v, (int, float)):
+        return v
+    return np.asarray(v).item()
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Any:
+    """Evenly spaced samples; computed as JAX does (a jitted ``_linspace``)."""
+    num = operator.index(num)
+    axis = operator.index(axis)
+    from spec._api import jit
+    fn = _LINSPACE.get("fn")
+    if fn is None:
+        _linspace_impl.__name__ = "_linspace"  # the name JAX's jit equation shows
+        fn = _LINSPACE["fn"] = jit(_linspace_impl,
+                                   static_argnames=("num", "endpoint", "retstep", "dtype",
+                                                    "axis"))
+    return fn(start, stop, num=num, endpoint=endpoint, retstep=retstep,
+              dtype=None if dtype is None else np.dtype(dtype), axis=axis)
+
+
+_LINSPACE: dict[str, Any] = {}
+
+
+def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+                   retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+    from spec import lax
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    if dtype is None:
+        dt = T.result_type_and_weak(start, stop)[0]
+        dt = dt if T.is_inexact(dt) else T.default_float()
+    else:
+        dt = _user_dtype(dtype, "linspace")
+    comp = dt if T.is_inexact(dt) else T.default_float()
+    a = _convert_element_type(start, comp, False)
+    b = _convert_element_type(stop, comp, False)
+    shape = list(np.broadcast_shapes(canonical_aval_of(a).shape, canonical_aval_of(b).shape))
+    from spec.numpy._shape import _broadcast_to
+    a_b, b_b = _broadcast_to(a, tuple(shape)), _broadcast_to(b, tuple(shape))
+    axis = len(shape) + axis + 1 if axis < 0 else axis
+    bounds = list(shape)
+    bounds.insert(axis, 1)
+    div = (num - 1) if endpoint else num
+    if num > 1:
+        real = T.float64 if comp in (T.float64, T.complex128) else (
+            T.float32 if comp == T.complex64 else comp)
+        div_c = _convert_element_type(div, comp, False)
+        delta = lax.div(lax.sub(b, a), div_c)
+        iota_shape = [1] * len(bounds)
+        iota_shape[axis] = div
+        ramp = L.reshape(L.iota(real, div), iota_shape)
+        step = lax.div(ramp, _convert_element_type(div, real, False))
+        step = _convert_element_type(step, comp, False)
+        one = _convert_element_type(1, comp, True)
+        out = lax.add(lax.mul(L.reshape(a_b, bounds), lax.sub(one, step)),
+                      lax.mul(lax.div(L.reshape(b_b, bounds), div_c),
+                              _convert_element_type(ramp, comp, False)))
+        if endpoint:
+            out = L.concatenate([out, L.expand_dims(b_b, (axis,))],
+                                L.canonicalize_axis(axis, len(bounds)))
+    elif num == 1:
+        delta = _convert_element_type(np.nan if endpoint else 0.0, comp, False)
+        out = L.reshape(a_b, bounds)
+    else:
+        shape.insert(axis, 0)
+        delta = L.full((), np.nan, comp)
+        out = L.empty(tuple(shape), dt)
+    if T.is_int(dt) and not T.is_int(canonical_aval_of(out).dtype):
+        out = lax.floor(out)
+    result = _convert_element_type(out, dt, False)
+    return (result, delta) if retstep else result
+
+
+# =================================================================== matrices
+
+def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
+        device: Any = None) -> Any:
+    dt = _user_dtype(float if dtype is None else dtype, "eye")
+    n = operator.index(N)
+    m = n if M is None else operator.index(M)
+    if n < 0 or m < 0:
+        raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
+    offset = _int32_offset(k, "eye")
+    idt = canonical_aval_of(offset).dtype
+    i = L.broadcasted_iota(idt, (n, m), 0)
+    j = L.broadcasted_iota(idt, (n, m), 1)
+    return ((i + offset) == j).astype(dt)
+
+
+def _int32_offset(k: Any, name: str) -> Any:
+    if isinstance(k, int) and not isinstance(k, bool):
+        info = np.iinfo(np.int32)
+        k = _convert_element_type(int(min(max(k, info.min), info.max)), T.int32, False)
+    aval = canonical_aval_of(k)
+    if aval.shape or not T.is_int(aval.dtype):
+        raise ValueError(f"k must be a scalar integer; got {k}")
+    return k
+
+
+def identity(n: int, dtype: Any = None) -> Any:
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
+    dt = _user_dtype(float if dtype is None else dtype, "tri")
+    n = operator.index(N)
+    m = n if M is None else operator.index(M)
+    offset = _convert_element_type(operator.index(k), T.int32, False)
+    shifted = L.broadcasted_iota(T.int32, (n, m), 0) + offset
+    j = L.broadcasted_iota(T.int32, (n, m), 1)
+    return L.convert_element_type(shifted >= j, dt)
+

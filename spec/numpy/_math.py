@@ -1,25 +1,856 @@
-"""Elementwise jnp functions: promotion, then the lax primitive."""
+"""Elementwise jnp functions: dtype promotion, rank promotion, then lax.
+
+Each function emits the primitives JAX 0.12's jnp emits for it, including
+the nested ``jit`` equations of the jnp functions JAX stages with a plain
+``@jit`` (floor_divide, remainder, fmod, trunc, round, isinf, clip, where's
+``_where``, ...). Functions JAX marks ``inline`` leave no ``jit`` equation.
+"""
 
 from __future__ import annotations
 
+import builtins
+import operator
+import warnings
+from collections.abc import Callable
 from typing import Any
 
-from spec import lax
-from spec.numpy._util import promote_args
+import numpy as np
 
-__all__ = ["add", "multiply", "sin"]
+from spec import lax
+from spec import types as T
+from spec._api import jit
+from spec.array import from_numpy
+from spec.config import config
+from spec.interpreter import canonical_aval_of, is_concrete
+from spec.numpy._util import check_arraylike, to_weak_or_strong
+
+Fn = Callable[..., Any]
+
+# ================================================================== helpers
+
+
+def _aval(x: Any) -> T.ArrayType:
+    return canonical_aval_of(x)
+
+
+def _dtype(x: Any) -> T.DType:
+    return _aval(x).dtype
+
+
+def _const(x: Any, value: Any) -> np.ndarray:
+    """A strong constant of ``x``'s dtype (a literal when traced)."""
+    return np.asarray(value, dtype=_dtype(x))
+
+
+def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
+    aval = _aval(x)
+    scalar = np.asarray(value, dtype=aval.dtype if dtype is None else dtype)
+    if not aval.shape:
+        return from_numpy(scalar)
+    return lax.broadcast_in_dim(scalar, aval.shape, ())
+
+
+def _broadcast_shapes_np(fun_name: str, shapes: list[T.Shape]) -> T.Shape:
+    """NumPy broadcasting of shapes (right-aligned); ValueError if impossible."""
+    rank = builtins.max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out: list[int] = []
+    for dims in zip(*padded):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def _broadcast_to_rank(x: Any, rank: int) -> Any:
+    aval = _aval(x)
+    lead = rank - aval.ndim
+    if lead == 0:
+        return x
+    return lax.broadcast_in_dim(x, (1,) * lead + aval.shape, tuple(range(lead, rank)))
+
+
+def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
+    """Rank promotion: operands of different non-zero ranks get leading size-1
+    axes (a ``broadcast_in_dim``); rank-0 operands are left to lax."""
+    if len(args) < 2:
+        return list(args)
+    shapes = [_aval(a).shape for a in args]
+    if all(len(s) == len(shapes[0]) for s in shapes[1:]):
+        return list(args)
+    if len({len(s) for s in shapes if s}) < 2:
+        return list(args)
+    mode = config.jax_numpy_rank_promotion
+    if mode != "allow":
+        msg = (f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+               f"{' '.join(map(str, shapes))}.")
+        if mode == "raise":
+            raise ValueError(f"Operands could not be broadcast together for {fun_name} on "
+                             f"shapes {' '.join(map(str, shapes))} and with the config "
+                             "option jax_numpy_rank_promotion='raise'.")
+        warnings.warn(msg, stacklevel=3)
+    rank = len(_broadcast_shapes_np(fun_name, shapes))
+    return [_broadcast_to_rank(a, rank) for a in args]
+
+
+def _result(args: tuple[Any, ...]) -> tuple[T.DType, bool]:
+    return T.result_type_and_weak(*args)
+
+
+def _convert_all(args: tuple[Any, ...], dtype: T.DType, weak: bool) -> list[Any]:
+    return [to_weak_or_strong(a, dtype, weak) for a in args]
+
+
+def _promote_dtypes(*args: Any) -> list[Any]:
+    """JAX's ``promote_dtypes``: every operand converts to the common (dtype,
+    weak type); e.g. two weak bools both become strong bools."""
+    if len(args) < 2:
+        return list(args)
+    dtype, weak = _result(args)
+    return _convert_all(args, dtype, weak)
+
+
+def _promote_dtypes_inexact(*args: Any) -> list[Any]:
+    """Promote, then map integer/bool results to a float (int8..int32 ->
+    float32, int64 -> float64), keeping the weak flag."""
+    dtype, weak = _result(args)
+    return _convert_all(args, _to_inexact(dtype), weak)
+
+
+def _promote_dtypes_numeric(*args: Any) -> list[Any]:
+    """Promote, then map a bool result to int32 (JAX's choice, x64 or not)."""
+    dtype, weak = _result(args)
+    return _convert_all(args, T.int32 if dtype == T.bool_ else dtype, weak)
+
+
+def _to_inexact(dt: T.DType) -> T.DType:
+    if T.is_inexact(dt):
+        return dt
+    if dt in (T.int64, T.uint64):
+        return T.float64
+    return T.float32
+
+
+def promote_args(fun_name: str, *args: Any) -> list[Any]:
+    check_arraylike(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
+    check_arraylike(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
+    check_arraylike(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes_numeric(*args))
+
+
+def _as_array(x: Any) -> Any:
+    """``lax.asarray``: Python scalars become weak arrays; arrays pass through."""
+    if isinstance(x, T.PYTHON_SCALAR_TYPES):
+        aval = T.value_type(x)
+        return to_weak_or_strong(x, aval.dtype, aval.weak_type)
+    return x
+
+
+def _named_jit(name: str, fn: Fn, **kw: Any) -> Any:
+    """A module-level jitted helper whose equation is named ``name``, as the
+    jnp function JAX stages under ``@jit``; one Jitted object per function so
+    its cache (and shared-jaxpr printing) persists across calls."""
+    fn.__name__ = fn.__qualname__ = name
+    return jit(fn, **kw)
+
+
+def _is_complex(x: Any) -> bool:
+    return T.is_complex(_dtype(x))
+
+
+def _to_bool(x: Any) -> Any:
+    return x if _dtype(x) == T.bool_ else lax.ne(x, _const(x, 0))
+
+
+# ============================================================== where / select
+
+def _where_impl(condition: Any, x: Any, y: Any) -> Any:
+    check_arraylike("where", condition, x, y)
+    if _dtype(condition) != T.bool_:
+        condition = lax.ne(condition, _const(condition, 0))
+    x, y = _promote_dtypes(x, y)
+    if not _aval(condition).shape:
+        x, y = _broadcast_arrays(x, y)
+    else:
+        condition, x, y = _broadcast_arrays(condition, x, y)
+    return lax.select(condition, x, y)
+
+
+_where = _named_jit("_where", _where_impl)
+
+
+def _broadcast_arrays(*args: Any) -> list[Any]:
+    shapes = [_aval(a).shape for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return [_as_array(a) for a in args]
+    shape = _broadcast_shapes_np("broadcast_arrays", shapes)
+    return [_broadcast_to(a, shape) for a in args]
+
+
+def _broadcast_to(x: Any, shape: T.Shape) -> Any:
+    aval = _aval(x)
+    if aval.shape == shape:
+        return _as_array(x)
+    lead = len(shape) - aval.ndim
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
+    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n."""
+    if x is None and y is None:
+        raise NotImplementedError("jnp.where with a single argument (nonzero) is not part of "
+                                  "the elementwise family; pass x and y")
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    return _where(condition, x, y)
+
+
+# ============================================================ arithmetic
 
 
 def add(x: Any, y: Any, /) -> Any:
     a, b = promote_args("add", x, y)
-    return lax.add(a, b)
+    return lax.bitwise_or(a, b) if _dtype(a) == T.bool_ else lax.add(a, b)
+
+
+def subtract(x: Any, y: Any, /) -> Any:
+    return lax.sub(*promote_args("subtract", x, y))
 
 
 def multiply(x: Any, y: Any, /) -> Any:
     a, b = promote_args("multiply", x, y)
-    return lax.mul(a, b)
+    return lax.bitwise_and(a, b) if _dtype(a) == T.bool_ else lax.mul(a, b)
 
 
-def sin(x: Any, /) -> Any:
-    (a,) = promote_args("sin", x)
-    return lax.sin(a)
+def true_divide(x1: Any, x2: Any, /) -> Any:
+    """Division in a float dtype: integer and bool operands convert first."""
+    return lax.div(*promote_args_inexact("true_divide", x1, x2))
+
+
+def divide(x1: Any, x2: Any, /) -> Any:
+    return true_divide(x1, x2)
+
+
+def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
+    # CPython's float divmod: rem, correct toward floor, round the quotient.
+    mod = lax.rem(x1, x2)
+    corrected = _where(equal(x2, 0), x1, lax.sub(x1, mod))
+    div = lax.div(corrected, x2)
+    ind = lax.bitwise_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(ind, mod + x2, mod)
+    div = lax.select(ind, div - 1.0, div)
+    return lax.round(div), mod
+
+
+def _floor_divide_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    dt = _dtype(x1)
+    if T.is_unsigned_int(dt):
+        return lax.div(x1, x2)
+    if T.is_int(dt):
+        quotient = lax.div(x1, x2)
+        select = logical_and(not_equal(lax.sign(x1), lax.sign(x2)),
+                             not_equal(lax.rem(x1, x2), 0))
+        return _where(select, quotient - 1, quotient)
+    if T.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x1, x2)[0]
+
+
+_floor_divide = _named_jit("floor_divide", _floor_divide_impl)
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    """Quotient rounded toward -inf (Python's ``//``)."""
+    check_arraylike("floor_divide", x1, x2)
+    return _floor_divide(x1, x2)
+
+
+def _remainder_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    zero = _const(x1, 0)
+    if T.is_int(_dtype(x2)):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    nonzero = lax.ne(trunc_mod, zero)
+    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)), nonzero)
+    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+_remainder = _named_jit("remainder", _remainder_impl)
+
+
+def remainder(x1: Any, x2: Any, /) -> Any:
+    """Remainder with the divisor's sign (Python's ``%``); ``x % 0`` is 0 for ints."""
+    check_arraylike("remainder", x1, x2)
+    return _remainder(x1, x2)
+
+
+def mod(x1: Any, x2: Any, /) -> Any:
+    return remainder(x1, x2)
+
+
+def _fmod_impl(x1: Any, x2: Any) -> Any:
+    if T.is_int(T.result_type(x1, x2)):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+
+
+_fmod = _named_jit("fmod", _fmod_impl)
+
+
+def fmod(x1: Any, x2: Any, /) -> Any:
+    """Remainder with the dividend's sign (C fmod)."""
+    check_arraylike("fmod", x1, x2)
+    return _fmod(x1, x2)
+
+
+def _divmod_impl(x1: Any, x2: Any) -> tuple[Any, Any]:
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if T.is_int(_dtype(x1)):
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
+
+
+_divmod = _named_jit("divmod", _divmod_impl)
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
+    check_arraylike("divmod", x1, x2)
+    return _divmod(x1, x2)  # type: ignore[no-any-return]
+
+
+def _pow_int_int(x1: Any, x2: Any) -> Any:
+    """Integer power by 6 rounds of binary exponentiation (more would
+    overflow for any base > 1), as JAX does."""
+    zero, one = _const(x2, 0), _const(x2, 1)
+    acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    for _ in range(6):
+        acc = _where(lax.bitwise_and(x2, one), lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
+
+
+def power(x1: Any, x2: Any, /) -> Any:
+    """x1 ** x2. A concrete integer exponent is an ``integer_pow``; integer
+    operands use binary exponentiation; a float/complex base keeps an
+    integer exponent unconverted (``pow`` accepts it)."""
+    check_arraylike("power", x1, x2)
+    if is_concrete(x2) and not isinstance(x2, (bool, np.bool_)):
+        try:
+            y = operator.index(x2)
+        except TypeError:
+            pass
+        else:
+            (base,) = _promote_dtypes_numeric(x1)
+            return lax.integer_pow(base, y)
+    a, b = _promote_shapes("power", _as_array(x1), _as_array(x2))
+    a_, b_ = promote_args_numeric("power", a, b)
+    if T.is_int(_dtype(a_)):
+        return _pow_int_int(a_, b_)
+    if T.is_inexact(_dtype(a)) and T.is_int(_dtype(b)):
+        return lax.pow(a, b)
+    return lax.pow(a_, b_)
+
+
+def pow(x1: Any, x2: Any, /) -> Any:
+    return power(x1, x2)
+
+
+def float_power(x1: Any, x2: Any, /) -> Any:
+    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+
+
+def negative(x: Any, /) -> Any:
+    return lax.neg(*promote_args("negative", x))
+
+
+def positive(x: Any, /) -> Any:
+    (a,) = promote_args("positive", x)
+    return _as_array(a)
+
+
+def sign(x: Any, /) -> Any:
+    return lax.sign(*promote_args("sign", x))
+
+
+def square(x: Any, /) -> Any:
+    check_arraylike("square", x)
+    (a,) = _promote_dtypes_numeric(x)
+    return lax.square(a)
+
+
+def reciprocal(x: Any, /) -> Any:
+    check_arraylike("reciprocal", x)
+    (a,) = _promote_dtypes_inexact(x)
+    return lax.integer_pow(a, -1)
+
+
+def absolute(x: Any, /) -> Any:
+    """|x|; bool and unsigned operands are returned unchanged."""
+    check_arraylike("absolute", x)
+    dt = _dtype(x)
+    return _as_array(x) if dt == T.bool_ or T.is_unsigned_int(dt) else lax.abs(x)
+
+
+def abs(x: Any, /) -> Any:
+    return absolute(x)
+
+
+def fabs(x: Any, /) -> Any:
+    check_arraylike("fabs", x)
+    if _is_complex(x):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(*promote_args_inexact("fabs", x))
+
+
+def maximum(x: Any, y: Any, /) -> Any:
+    return lax.max(*promote_args("maximum", x, y))
+
+
+def minimum(x: Any, y: Any, /) -> Any:
+    return lax.min(*promote_args("minimum", x, y))
+
+
+def _fmax_impl(x1: Any, x2: Any) -> Any:
+    return where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def _fmin_impl(x1: Any, x2: Any) -> Any:
+    return where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
+
+
+_fmax = _named_jit("fmax", _fmax_impl)
+_fmin = _named_jit("fmin", _fmin_impl)
+
+
+def fmax(x1: Any, x2: Any, /) -> Any:
+    """Maximum that ignores nan where the other operand is a number."""
+    check_arraylike("fmax", x1, x2)
+    return _fmax(x1, x2)
+
+
+def fmin(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("fmin", x1, x2)
+    return _fmin(x1, x2)
+
+
+def nextafter(x1: Any, x2: Any, /) -> Any:
+    return lax.nextafter(*promote_args_inexact("nextafter", x1, x2))
+
+
+def _heaviside_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes_inexact(x1, x2)
+    zero = _const(x1, 0)
+    return _where(lax.lt(x1, zero), zero,
+                  _where(lax.gt(x1, zero), _const(x1, 1),
+                         _where(lax.ne(x1, x1), x1, x2)))
+
+
+_heaviside = _named_jit("heaviside", _heaviside_impl)
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("heaviside", x1, x2)
+    return _heaviside(x1, x2)
+
+
+def _clip_impl(arr: Any, min: Any = None, max: Any = None) -> Any:
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return _as_array(arr)
+
+
+_clip = _named_jit("clip", _clip_impl)
+
+
+def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Clamp ``arr`` to [min, max] (either bound may be None)."""
+    check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
+    return _clip(arr, min, max)
+
+
+# ============================================================ rounding
+
+
+def floor(x: Any, /) -> Any:
+    check_arraylike("floor", x)
+    if not T.is_inexact(_dtype(x)):
+        return x
+    return lax.floor(*promote_args_inexact("floor", x))
+
+
+def ceil(x: Any, /) -> Any:
+    check_arraylike("ceil", x)
+    if not T.is_inexact(_dtype(x)):
+        return _as_array(x)
+    return lax.ceil(*promote_args_inexact("ceil", x))
+
+
+def _trunc_impl(x: Any) -> Any:
+    if not T.is_inexact(_dtype(x)):
+        return _as_array(x)
+    return where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+_trunc = _named_jit("trunc", _trunc_impl)
+
+
+def trunc(x: Any) -> Any:
+    """Round toward zero."""
+    check_arraylike("trunc", x)
+    return _trunc(x)
+
+
+def _round_impl(a: Any, decimals: int = 0) -> Any:
+    check_arraylike("round", a)
+    dt = _dtype(a)
+    if T.is_int(dt):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _as_array(a)
+    if dt == T.bool_:
+        raise ValueError(f"data type {dt!r} not compatible with finfo (round needs a "
+                         "float or integer operand)")
+
+    def round_float(x: Any) -> Any:
+        if decimals == 0:
+            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        narrow = _dtype(x) == T.float16
+        x = lax.convert_element_type(x, np.float32) if narrow else x
+        factor = _const(x, 10 ** decimals)
+        out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN),
+                      factor)
+        return lax.convert_element_type(out, np.float16) if narrow else out
+
+    real_dt = {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
+    if decimals > np.log10(float(np.finfo(real_dt).max)):
+        return _as_array(a)
+    if T.is_complex(dt):
+        return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
+    return round_float(a)
+
+
+_round = _named_jit("round", _round_impl, static_argnames=("decimals",))
+
+
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:
+    """Round half to even, to ``decimals`` decimal places."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    return _round(a, decimals=decimals)
+
+
+def _around_impl(a: Any, decimals: int = 0) -> Any:
+    return round(a, decimals)
+
+
+_around = _named_jit("around", _around_impl, static_argnames=("decimals",))
+
+
+def around(a: Any, decimals: int = 0, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.around is not supported.")
+    return _around(a, decimals=decimals)
+
+
+def _rint_impl(x: Any) -> Any:
+    check_arraylike("rint", x)
+    dt = _dtype(x)
+    if not T.is_inexact(dt):
+        return lax.convert_element_type(x, T.default_float())
+    if T.is_complex(dt):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+_rint = _named_jit("rint", _rint_impl)
+
+
+def rint(x: Any, /) -> Any:
+    """Round half to even; integer and bool operands become the default float."""
+    return _rint(x)
+
+
+# ============================================================ predicates
+
+
+def isfinite(x: Any, /) -> Any:
+    check_arraylike("isfinite", x)
+    dt = _dtype(x)
+    if T.is_float(dt):
+        return lax.is_finite(x)
+    if T.is_complex(dt):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return _full_like(x, True, T.bool_)
+
+
+def isnan(x: Any, /) -> Any:
+    check_arraylike("isnan", x)
+    return lax.ne(x, x)
+
+
+def _isinf_impl(x: Any) -> Any:
+    dt = _dtype(x)
+    if T.is_float(dt):
+        if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
+            return _full_like(x, False, T.bool_)  # a dtype without infinity
+        return lax.eq(lax.abs(x), _const(x, np.inf))
+    if T.is_complex(dt):
+        re, im = lax.real(x), lax.imag(x)
+        return lax.bitwise_or(lax.eq(lax.abs(re), _const(re, np.inf)),
+                              lax.eq(lax.abs(im), _const(im, np.inf)))
+    return _full_like(x, False, T.bool_)
+
+
+_isinf = _named_jit("isinf", _isinf_impl)
+
+
+def isinf(x: Any, /) -> Any:
+    check_arraylike("isinf", x)
+    return _isinf(x)
+
+
+# ============================================================ transcendental
+
+
+def _inexact_unary(name: str, op: Fn) -> Fn:
+    def fn(x: Any, /) -> Any:
+        return op(*promote_args_inexact(name, x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``, computed in a float dtype."
+    return fn
+
+
+exp = _inexact_unary("exp", lax.exp)
+exp2 = _inexact_unary("exp2", lax.exp2)
+expm1 = _inexact_unary("expm1", lax.expm1)
+log = _inexact_unary("log", lax.log)
+log2 = _inexact_unary("log2", lax.log2)
+log1p = _inexact_unary("log1p", lax.log1p)
+sqrt = _inexact_unary("sqrt", lax.sqrt)
+cbrt = _inexact_unary("cbrt", lax.cbrt)
+sin = _inexact_unary("sin", lax.sin)
+cos = _inexact_unary("cos", lax.cos)
+tan = _inexact_unary("tan", lax.tan)
+arcsin = _inexact_unary("arcsin", lax.asin)
+arccos = _inexact_unary("arccos", lax.acos)
+arctan = _inexact_unary("arctan", lax.atan)
+sinh = _inexact_unary("sinh", lax.sinh)
+cosh = _inexact_unary("cosh", lax.cosh)
+tanh = _inexact_unary("tanh", lax.tanh)
+arcsinh = _inexact_unary("arcsinh", lax.asinh)
+arctanh = _inexact_unary("arctanh", lax.atanh)
+
+
+def log10(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("log10", x)
+    inv_ln10 = 0.4342944819032518  # 1 / log(10)
+    if _is_complex(a):
+        r = lax.log(a)
+        re, im = lax.real(r), lax.imag(r)
+        return lax.complex(lax.mul(re, _const(re, inv_ln10)), lax.mul(im, _const(im, inv_ln10)))
+    return lax.mul(lax.log(a), _const(a, inv_ln10))
+
+
+def _arccosh_impl(x: Any) -> Any:
+    result = lax.acosh(*promote_args_inexact("arccosh", x))
+    if _is_complex(result):
+        re = lax.real(result)
+        result = _where(lax.lt(re, _const(re, 0)), lax.neg(result), result)
+    return result
+
+
+_arccosh = _named_jit("arccosh", _arccosh_impl)
+
+
+def arccosh(x: Any, /) -> Any:
+    check_arraylike("arccosh", x)
+    return _arccosh(x)
+
+
+def arctan2(x1: Any, x2: Any, /) -> Any:
+    return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
+
+
+def hypot(x1: Any, x2: Any, /) -> Any:
+    """sqrt(x1**2 + x2**2) without intermediate overflow (scaled by the larger
+    magnitude); inf if either operand is infinite."""
+    a, b = promote_args_inexact("hypot", x1, x2)
+    if _is_complex(a):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using abs(x)")
+    a, b = _broadcast_arrays(lax.abs(a), lax.abs(b))
+    big, small = lax.max(a, b), lax.min(a, b)
+    safe = _where(lax.eq(big, _const(big, 0)), _const(big, 1), big)
+    ratio = lax.div(small, safe)
+    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    inf = _const(big, np.inf)
+    return _where(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
+
+
+def deg2rad(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(a, _const(a, np.pi / 180))
+
+
+def rad2deg(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(a, _const(a, 180 / np.pi))
+
+
+def degrees(x: Any, /) -> Any:
+    return rad2deg(x)
+
+
+def radians(x: Any, /) -> Any:
+    return deg2rad(x)
+
+
+# ============================================================ complex parts
+
+
+def real(val: Any, /) -> Any:
+    check_arraylike("real", val)
+    return lax.real(val) if _is_complex(val) else _as_array(val)
+
+
+def imag(val: Any, /) -> Any:
+    check_arraylike("imag", val)
+    return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
+
+
+def conjugate(x: Any, /) -> Any:
+    check_arraylike("conjugate", x)
+    return lax.conj(x) if _is_complex(x) else _as_array(x)
+
+
+def conj(x: Any, /) -> Any:
+    return conjugate(x)
+
+
+def _angle_impl(z: Any, deg: bool = False) -> Any:
+    check_arraylike("angle", z)
+    re, im = real(z), imag(z)
+    dt = _dtype(re)
+    if not T.is_inexact(dt) or (T.is_float(_dtype(z)) and not _aval(z).shape):
+        re = lax.convert_element_type(re, T.default_float())
+        im = lax.convert_element_type(im, T.default_float())
+    result = lax.atan2(im, re)
+    return degrees(result) if deg else result
+
+
+_angle = _named_jit("angle", _angle_impl, static_argnames=("deg",))
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The complex argument of ``z`` (radians, or degrees with ``deg``)."""
+    return _angle(z, deg=deg)
+
+
+# ============================================================ bitwise / logical
+
+
+def bitwise_and(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_and(*promote_args("bitwise_and", x, y))
+
+
+def bitwise_or(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_or(*promote_args("bitwise_or", x, y))
+
+
+def bitwise_xor(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_xor(*promote_args("bitwise_xor", x, y))
+
+
+def bitwise_not(x: Any, /) -> Any:
+    return lax.bitwise_not(*promote_args("bitwise_not", x))
+
+
+def invert(x: Any, /) -> Any:
+    return lax.bitwise_not(*promote_args("invert", x))
+
+
+def left_shift(x: Any, y: Any, /) -> Any:
+    return lax.shift_left(*promote_args_numeric("left_shift", x, y))
+
+
+def right_shift(x1: Any, x2: Any, /) -> Any:
+    """Arithmetic shift for signed operands, logical for unsigned."""
+    a, b = promote_args_numeric("right_shift", x1, x2)
+    if T.is_unsigned_int(_dtype(a)):
+        return lax.shift_right_logical(a, b)
+    return lax.shift_right_arithmetic(a, b)
+
+
+def logical_and(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
+
+
+def logical_or(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
+
+
+def logical_xor(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
+
+
+def logical_not(x: Any, /) -> Any:
+    return lax.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
+
+
+# ============================================================ comparisons
+
+
+def _comparison(name: str, op: Fn) -> Fn:
+    ordered = name not in ("equal", "not_equal")
+
+    def fn(x: Any, y: Any, /) -> Any:
+        a, b = promote_args(name, x, y)
+        if ordered and _is_complex(a):
+            # Complex numbers compare lexicographically: real parts, then
+            # imaginary parts where the real parts tie.
+            return lax.select(lax.eq(lax.real(a), lax.real(b)),
+                              op(lax.imag(a), lax.imag(b)),
+                              op(lax.real(a), lax.real(b)))
+        return op(a, b)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` after dtype and rank promotion; bool result."
+    return fn
+
+
+equal = _comparison("equal", lax.eq)
+not_equal = _comparison("not_equal", lax.ne)
+less = _comparison("less", lax.lt)
+less_equal = _comparison("less_equal", lax.le)
+greater = _comparison("greater", lax.gt)
+greater_equal = _comparison("greater_equal", lax.ge)
+
+
+__all__ = [
+    "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "around", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "cbrt", "ceil", "clip", "conj", "conjugate", "cos", "cosh", "deg2rad", "degrees", "divide",
+    "divmod", "equal", "exp", "exp2", "expm1", "fabs", "float_power", "floor", "floor_divide",
+    "fmax", "fmin", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
+    "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
+    "mod", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power",
+    "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round",
+    "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
+    "where",
+]

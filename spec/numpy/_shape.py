@@ -1,3 +1,508 @@
-"""jnp _shape."""
+"""Shape-manipulation functions of ``spec.numpy`` and the shape methods of arrays.
 
-__all__: list[str] = []
+Functions that JAX 0.12 wraps in a visible ``jit`` (``atleast_*d``, ``flip``)
+are wrapped here too, so the jaxprs match; those JAX jits with early inlining
+(``ravel``, ``swapaxes``, ``moveaxis``, ``squeeze``, ``broadcast_arrays``)
+leave no trace in a jaxpr and are plain functions here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import types as T
+from spec.array import Array
+from spec.interpreter import Tracer, canonical_aval_of
+from spec.lax import _structural as L
+from spec.lax._structural import canonicalize_axis
+
+__all__ = [
+    "array_split", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
+    "broadcast_to", "concatenate", "expand_dims", "flip", "hstack", "matrix_transpose",
+    "moveaxis", "ndim", "permute_dims", "ravel", "repeat", "reshape", "shape", "size", "split",
+    "squeeze", "stack", "swapaxes", "tile", "transpose", "vstack",
+]
+
+
+def _check_arraylike(name: str, *args: Any) -> None:
+    from spec.numpy._util import check_arraylike
+    check_arraylike(name, *args)
+
+
+def _ensure(name: str, x: Any) -> Any:
+    """``ensure_arraylike``: arrays and scalars only, as an array."""
+    _check_arraylike(name, x)
+    return L.asarray(x)
+
+
+def _aval(x: Any) -> T.ArrayType:
+    return canonical_aval_of(x)
+
+
+def _index_tuple(x: Any) -> tuple[int, ...]:
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(operator.index(i) for i in x)
+
+
+def _jit(name: str, fn: Callable[..., Any], statics: tuple[str, ...] = ()) -> Callable[..., Any]:
+    """A function JAX jits visibly (a ``jit`` equation named ``name``)."""
+    from spec._api import jit
+    fn.__name__ = name
+    jitted: Callable[..., Any] = jit(fn, static_argnames=statics or None)
+    return jitted
+
+
+# =================================================================== dtypes
+
+def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
+    arr = _ensure("astype", x)
+    dt = T.default_float() if dtype is None else T.to_dtype(dtype, "astype")
+    if T.is_complex(_aval(arr).dtype) and dt == T.bool_:
+        # convert_element_type(complex, bool) looks at the real part only;
+        # NumPy's astype tests both parts.
+        import spec.numpy as jnp
+        arr = jnp.not_equal(arr, L._convert_element_type(0, _aval(arr).dtype, False))
+    result = L._convert_element_type(arr, dt, False, warn_on_complex_to_real_cast=False)
+    return L._array_copy(result) if copy else result
+
+
+# ================================================================== reshape
+
+def _compute_newshape(x: Any, newshape: Any) -> tuple[int, ...]:
+    orig = newshape
+    try:
+        iter(newshape)
+    except TypeError:
+        newshape = [newshape]
+    try:
+        dims = tuple(operator.index(d) for d in newshape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {orig}.") from None
+    size = _aval(x).size
+    shp = _aval(x).shape
+    neg = [i for i, d in enumerate(dims) if d == -1]
+    if len(neg) > 1:
+        raise TypeError(f"can only specify one unknown axis size with a `-1` value, got {orig}")
+    if neg:
+        others = math.prod(d for i, d in enumerate(dims) if i != neg[0])
+        if others == 0 or size % others != 0:
+            raise TypeError(f"cannot reshape array of shape {shp} (size {size}) into shape "
+                            f"{orig} because the product of specified axis sizes ({others}) "
+                            f"does not evenly divide {size}")
+        return tuple(size // others if i == neg[0] else d for i, d in enumerate(dims))
+    if size != math.prod(dims):
+        raise TypeError(f"cannot reshape array of shape {shp} (size {size}) into shape {orig} "
+                        f"(size {math.prod(dims)})")
+    return dims
+
+
+def _reshape_method(self: Any, *args: Any, order: str = "C", out_sharding: Any = None) -> Any:
+    newshape = _compute_newshape(self, args[0] if len(args) == 1 else args)
+    if order == "C":
+        return L.reshape(self, newshape, None, out_sharding=out_sharding)
+    if order == "F":
+        dims = list(range(_aval(self).ndim))[::-1]
+        return _T_property(L.reshape(self, newshape[::-1], dims))
+    if order == "A":
+        raise NotImplementedError("np.reshape order=A is not implemented.")
+    raise ValueError(f"Unexpected value for 'order' argument: {order}.")
+
+
+def reshape(a: Any, shape: Any, order: str = "C", *, copy: Any = None,
+            out_sharding: Any = None) -> Any:
+    _check_arraylike("reshape", a)
+    return _reshape_method(L.asarray(a), shape, order=order, out_sharding=out_sharding)
+
+
+def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
+    arr = _ensure("ravel", a)
+    if order == "K":
+        raise NotImplementedError("Ravel not implemented for order='K'.")
+    return _reshape_method(arr, (_aval(arr).size,), order=order)
+
+
+# ================================================================ transpose
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Any:
+    arr = _ensure("transpose", a)
+    nd = _aval(arr).ndim
+    order = list(range(nd))[::-1] if axes is None else list(axes)
+    return L.transpose(arr, [canonicalize_axis(i, nd) for i in order])
+
+
+def permute_dims(a: Any, /, axes: tuple[int, ...]) -> Any:
+    arr = _ensure("permute_dims", a)
+    nd = _aval(arr).ndim
+    canon = tuple(canonicalize_axis(i, nd) for i in axes)
+    if len(set(canon)) != len(canon):
+        raise ValueError(f"repeated axis: {canon}")
+    return L.transpose(arr, canon)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    arr = _ensure("matrix_transpose", x)
+    nd = _aval(arr).ndim
+    if nd < 2:
+        raise ValueError(f"x must be at least two-dimensional for matrix_transpose; got ndim={nd}")
+    return L.transpose(arr, (*range(nd - 2), nd - 1, nd - 2))
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    arr = _ensure("swapaxes", a)
+    perm = list(range(_aval(arr).ndim))
+    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]  # Python indexing, as np.arange
+    return L.transpose(arr, perm)
+
+
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    arr = _ensure("moveaxis", a)
+    nd = _aval(arr).ndim
+    src = tuple(canonicalize_axis(i, nd) for i in _index_tuple(source))
+    dst = tuple(canonicalize_axis(i, nd) for i in _index_tuple(destination))
+    if len(src) != len(dst):
+        raise ValueError(f"Inconsistent number of elements: {len(src)} vs {len(dst)}")
+    perm = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return L.transpose(arr, perm)
+
+
+# ======================================================== squeeze / expand
+
+def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
+    arr = _ensure("squeeze", a)
+    if axis is None:
+        axes = tuple(i for i, d in enumerate(_aval(arr).shape) if d == 1)
+    else:
+        axes = _index_tuple(axis)
+    return L.squeeze(arr, axes)
+
+
+def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
+    arr = _ensure("expand_dims", a)
+    return L.expand_dims(arr, _index_tuple(axis))
+
+
+# =============================================================== broadcasting
+
+def _broadcast_to(arr: Any, shape: Any) -> Any:
+    arr = _ensure("broadcast_to", arr)
+    if not isinstance(shape, tuple) and np.ndim(shape) == 0:
+        shape = (shape,)
+    try:
+        target = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.") from None
+    aval = _aval(arr)
+    if aval.shape == target:
+        return arr
+    if len(target) < aval.ndim:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={target}")
+    lead = len(target) - aval.ndim
+    ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
+    if not ok or any(t < 0 for t in target):
+        wanted = T.ArrayType(target, aval.dtype).str_short()
+        raise ValueError(f"Incompatible types for broadcasting: input type="
+                         f"{aval.str_short()} and requested type={wanted}")
+    return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
+
+
+def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
+    return _broadcast_to(array, shape)
+
+
+def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
+    _check_arraylike("broadcast_arrays", *args)
+    arrs = [L.asarray(a) for a in args]
+    shapes = [_aval(a).shape for a in arrs]
+    if not shapes or all(s == shapes[0] for s in shapes):
+        return tuple(arrs)
+    try:
+        result = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
+    return tuple(_broadcast_to(a, result) for a in arrs)
+
+
+# ============================================================ join / split
+
+def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
+    from spec.numpy._creation import asarray
+    from spec.numpy._util import promote_dtypes
+    if isinstance(arrays, (np.ndarray, Array, Tracer)):
+        arrays = list(arrays)
+    _check_arraylike("concatenate", *arrays)
+    if not len(arrays):
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return concatenate([ravel(a) for a in arrays], axis=0, dtype=dtype)
+    if np.ndim(arrays[0]) == 0 if not isinstance(arrays[0], (Array, Tracer)) else \
+            _aval(arrays[0]).ndim == 0:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    ax = canonicalize_axis(axis, _aval(arrays[0]).ndim)
+    if dtype is None:
+        outs = promote_dtypes(*[L.asarray(a) for a in arrays])
+    else:
+        outs = [asarray(a, dtype=dtype) for a in arrays]
+    return L.concatenate(outs, ax)
+
+
+def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
+    from spec.numpy._creation import asarray
+    from spec.numpy._util import promote_dtypes
+    if not len(arrays):
+        raise ValueError("Need at least one array to stack.")
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.stack is not supported.")
+    if isinstance(arrays, (np.ndarray, Array, Tracer)):
+        ax = canonicalize_axis(axis, np.ndim(arrays) if isinstance(arrays, np.ndarray)
+                               else _aval(arrays).ndim)
+        return concatenate(expand_dims(arrays, ax + 1), axis=ax, dtype=dtype)
+    _check_arraylike("stack", *arrays)
+    if dtype is not None:
+        arrs = [asarray(a, dtype=dtype) for a in arrays]
+    else:
+        arrs = promote_dtypes(*[L.asarray(a) for a in arrays])
+    return L.stack(arrs, axis=axis)
+
+
+def hstack(tup: Any, dtype: Any = None) -> Any:
+    _check_arraylike("hstack", *tup)
+    arrs = [atleast_1d(m) for m in tup]
+    return concatenate(arrs, axis=0 if _aval(arrs[0]).ndim == 1 else 1, dtype=dtype)
+
+
+def vstack(tup: Any, dtype: Any = None) -> Any:
+    _check_arraylike("vstack", *tup)
+    return concatenate([atleast_2d(m) for m in tup], axis=0, dtype=dtype)
+
+
+def _split(op: str, ary: Any, sections: Any, axis: int) -> list[Any]:
+    arr = _ensure(op, ary)
+    axis = operator.index(axis)
+    size = _aval(arr).shape[canonicalize_axis(axis, _aval(arr).ndim)]
+    if isinstance(sections, (tuple, list)) or (
+            isinstance(sections, (np.ndarray, Array)) and np.ndim(sections) > 0):
+        cuts = [int(np.clip(operator.index(i) + (size if operator.index(i) < 0 else 0),
+                            0, size)) for i in sections]
+        sizes = [int(d) for d in np.diff(np.asarray([0, *cuts, size]))]
+    else:
+        n = operator.index(sections)
+        part, rest = divmod(size, n)
+        if rest == 0:
+            sizes = [part] * n
+        elif op == "array_split":
+            sizes = [part + 1] * rest + [part] * (n - rest)
+        else:
+            raise ValueError(f"array split does not result in an equal division: rest is {rest}")
+    # JAX passes NumPy int64 sizes; they are part of the printed params.
+    return list(L.split(arr, [np.int64(s) for s in sizes], axis=axis))  # type: ignore[misc]
+
+
+def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    return _split("split", ary, indices_or_sections, axis)
+
+
+def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    return _split("array_split", ary, indices_or_sections, axis)
+
+
+# ============================================================= tile / repeat
+
+def tile(A: Any, reps: Any) -> Any:
+    arr = _ensure("tile", A)
+    try:
+        reps_t = tuple(operator.index(r) for r in reps)
+    except TypeError:
+        reps_t = (operator.index(reps),)
+    nd = _aval(arr).ndim
+    reps_t = (1,) * (nd - len(reps_t)) + reps_t
+    if len(reps_t) > nd:
+        arr = L.expand_dims(arr, tuple(range(len(reps_t) - nd)))
+    return L.tile(arr, reps_t)
+
+
+def repeat(a: Any, repeats: Any, axis: int | None = None, *,
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Any:
+    """Static scalar ``repeats`` only (array repeats need scatter/gather)."""
+    _check_arraylike("repeat", a)
+    arr = L.asarray(a)
+    if axis is None:
+        arr = ravel(arr)
+        axis = 0
+    if isinstance(repeats, Tracer):
+        from spec.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            "Abstract tracer value encountered where concrete value is expected: "
+            f"{repeats.aval}\nWhen jit-compiling jnp.repeat, the total number of repeats "
+            "must be static.")
+    if np.ndim(repeats) != 0 or total_repeat_length is not None:
+        raise NotImplementedError("jnp.repeat with array repeats or total_repeat_length is "
+                                  "not specified yet (it needs scatter/gather)")
+    n = operator.index(repeats)
+    shp = _aval(arr).shape
+    if not shp:
+        from spec.numpy._creation import full
+        return full([n], arr)
+    ax = canonicalize_axis(axis, len(shp))
+    aux = list(shp)
+    aux.insert(ax + 1, n)
+    out = L.broadcast_in_dim(arr, tuple(aux), [i for i in range(len(aux)) if i != ax + 1])
+    result = list(shp)
+    result[ax] *= n
+    return _reshape_method(out, tuple(result))
+
+
+# ================================================================ flip / atleast
+
+def _flip_impl(m: Any, axis: Any = None) -> Any:
+    nd = _aval(m).ndim
+    if axis is None:
+        return L.rev(m, list(range(nd)))
+    return L.rev(m, [canonicalize_axis(ax, nd) for ax in _index_tuple(axis)])
+
+
+@functools.cache
+def _jitted(name: str) -> Callable[..., Any]:
+    table: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+        "_flip": (_flip_impl, ("axis",)),
+        "atleast_1d": (_atleast_impl(1), ()),
+        "atleast_2d": (_atleast_impl(2), ()),
+        "atleast_3d": (_atleast_impl(3), ()),
+    }
+    fn, statics = table[name]
+    return _jit(name, fn, statics)
+
+
+def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
+    arr = _ensure("flip", m)
+    axis_arg = None if axis is None else (_index_tuple(axis) if not isinstance(axis, int)
+                                          else operator.index(axis))
+    return _jitted("_flip")(arr, axis=axis_arg)
+
+
+def _atleast_one(x: Any, n: int) -> Any:
+    if n < 3:
+        from spec.numpy._creation import array
+        return array(x, copy=False, ndmin=n)
+    arr = L.asarray(x)
+    nd = _aval(arr).ndim
+    dims = {0: (0, 1, 2), 1: (0, 2), 2: (2,)}.get(nd)
+    return L.expand_dims(arr, dims) if dims is not None else arr
+
+
+def _atleast_impl(n: int) -> Callable[..., Any]:
+    def impl(*arys: Any) -> Any:
+        _check_arraylike(f"atleast_{n}d", *arys)
+        if len(arys) == 1:
+            return _atleast_one(arys[0], n)
+        return tuple(_atleast_one(a, n) for a in arys)
+    return impl
+
+
+def atleast_1d(*arys: Any) -> Any:
+    return _jitted("atleast_1d")(*arys)
+
+
+def atleast_2d(*arys: Any) -> Any:
+    return _jitted("atleast_2d")(*arys)
+
+
+def atleast_3d(*arys: Any) -> Any:
+    return _jitted("atleast_3d")(*arys)
+
+
+# ================================================================ queries
+
+def shape(a: Any) -> tuple[int, ...]:
+    if hasattr(a, "shape"):
+        return tuple(a.shape)
+    return tuple(np.shape(a))
+
+
+def ndim(a: Any) -> int:
+    if hasattr(a, "ndim"):
+        return int(a.ndim)
+    return int(np.ndim(a))
+
+
+def size(a: Any, axis: int | Sequence[int] | None = None) -> int:
+    shp = shape(a)
+    if axis is None:
+        return math.prod(shp)
+    return math.prod(shp[canonicalize_axis(i, len(shp))] for i in _index_tuple(axis))
+
+
+# ============================================================ array methods
+
+def _T_property(self: Any) -> Any:
+    nd = _aval(self).ndim
+    return L.transpose(self, list(range(nd))[::-1])
+
+
+def _mT_property(self: Any) -> Any:
+    return matrix_transpose(self)
+
+
+def _transpose_method(self: Any, *args: Any) -> Any:
+    if not args:
+        axes = None
+    elif len(args) == 1:
+        axes = None if args[0] is None else _index_tuple(args[0])
+    else:
+        axes = _index_tuple(args)
+    return transpose(self, axes)
+
+
+def _swapaxes_method(self: Any, axis1: int, axis2: int) -> Any:
+    return swapaxes(self, axis1, axis2)
+
+
+def _squeeze_method(self: Any, axis: int | Sequence[int] | None = None) -> Any:
+    return squeeze(self, axis)
+
+
+def _ravel_method(self: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
+    return ravel(self, order=order)
+
+
+def _astype_method(self: Any, dtype: Any, copy: bool = False, device: Any = None) -> Any:
+    return astype(self, dtype, copy=copy, device=device)
+
+
+def _repeat_method(self: Any, repeats: Any, axis: int | None = None, *,
+                   total_repeat_length: int | None = None) -> Any:
+    return repeat(self, repeats, axis, total_repeat_length=total_repeat_length)
+
+
+def _install_array_methods() -> None:
+    """Shape methods on both Array and Tracer, so traced code reads like NumPy."""
+    methods: dict[str, Any] = {
+        "reshape": _reshape_method,
+        "transpose": _transpose_method,
+        "T": property(_T_property),
+        "mT": property(_mT_property),
+        "swapaxes": _swapaxes_method,
+        "squeeze": _squeeze_method,
+        "ravel": _ravel_method,
+        "flatten": _ravel_method,
+        "astype": _astype_method,
+        "repeat": _repeat_method,
+    }
+    for cls in (Array, Tracer):
+        for name, fn in methods.items():
+            setattr(cls, name, fn)
+
+
+_install_array_methods()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from spec import types as T
-from spec.array import Array
+from spec.array import Array, weak_scalar
 from spec.interpreter import Tracer, canonical_aval_of
 from spec.lax._structural import _convert_element_type
 
@@ -28,19 +29,57 @@ def to_weak_or_strong(x: Any, dtype: T.DType, weak: bool) -> Any:
     """``x`` as an operand of exactly (dtype, weak). Python scalars become
     concrete values (inlined as literals when traced); the rest convert."""
     if isinstance(x, T.PYTHON_SCALAR_TYPES):
-        value = np.asarray(x.real if isinstance(x, complex) and not T.is_complex(dtype) else x)
-        with np.errstate(all="ignore"):
-            arr = value.astype(dtype)
-        return Array._from_checked(arr, T.ArrayType((), dtype, weak), "convert")
+        return python_scalar_operand(x, dtype, weak)
     return _convert_element_type(x, dtype, weak)
+
+
+@functools.lru_cache(maxsize=256)
+def _scalar_type(dtype: T.DType, weak: bool) -> T.ArrayType:
+    return T.ArrayType((), dtype, weak)
+
+
+def python_scalar_operand(x: Any, dtype: T.DType, weak: bool) -> Array:
+    """A Python scalar as a typed rank-0 value.
+
+    A float/complex/bool that keeps its own type stays the Python value
+    (printed as written in jaxpr literals); ints, and anything converted, are
+    the value of the new dtype, as in JAX. An int that the target integer
+    dtype cannot hold raises OverflowError, as JAX does.
+    """
+    aval = _scalar_type(dtype, weak)
+    kind = type(x)
+    if kind is int or (isinstance(x, int) and kind is not bool):
+        if T.is_int(dtype):
+            info = np.iinfo(dtype)
+            if not info.min <= x <= info.max:
+                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
+        with np.errstate(all="ignore"):
+            return Array._from_checked(np.array(x).astype(dtype), aval, "convert")
+    if kind is complex and not T.is_complex(dtype):
+        x = x.real
+    with np.errstate(all="ignore"):
+        arr = np.array(x).astype(dtype)
+    keeps_type = T.python_scalar_dtype(kind) == dtype and weak == (kind is not bool)
+    return weak_scalar(x, arr, aval) if keeps_type else Array._from_checked(arr, aval, "convert")
 
 
 def promote_dtypes(*args: Any) -> list[Any]:
     """Convert operands to their common (dtype, weak type), JAX's ``promote_dtypes``."""
     if len(args) < 2:
         return list(args)
+    if _agree(args):
+        return list(args)  # already of one (dtype, weak): nothing to convert
     dtype, weak = T.result_type_and_weak(*args)
     return [to_weak_or_strong(a, dtype, weak) for a in args]
+
+
+def _agree(args: tuple[Any, ...]) -> bool:
+    avals = [getattr(a, "aval", None) for a in args]
+    first = avals[0]
+    if type(first) is not T.ArrayType:
+        return False
+    return all(type(a) is T.ArrayType and a.dtype == first.dtype
+               and a.weak_type == first.weak_type for a in avals[1:])
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:

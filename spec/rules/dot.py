@@ -1,1 +1,200 @@
-"""dot_general."""
+"""dot_general: batched tensor contraction, and the ``Precision`` enum.
+
+Constraint numbering (see notes/spec/reductions_dot.md):
+C1 every dimension number is an axis of its operand; C2 batch and contracting
+lists are each distinct, disjoint, and lhs/rhs batch lists have equal length;
+C3 contracting dimensions have equal sizes; C4 batch dimensions have equal
+sizes; C5 the operand dtypes are ordered (XLA's "higher precision type");
+C6 an integer/bool preferred_element_type is not narrower than the result.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec import types as T
+from spec.interpreter import pp_eqn_default
+from spec.rules._registry import declare, require
+from spec.types import ArrayType
+
+DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
+                         tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+class Precision(enum.Enum):
+    """Matmul precision hint. It changes nothing on CPU; it is recorded in
+    the equation and printed as ``Precision.HIGHEST``."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value: object) -> Precision | None:
+        return PRECISION_STRINGS.get(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+PRECISION_STRINGS: dict[Any, Precision] = {
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
+    None: Precision.DEFAULT,
+}
+
+
+# ------------------------------------------------------------------- typing
+
+def _check_dims(side: str, x: ArrayType, contract: tuple[int, ...],
+                batch: tuple[int, ...]) -> None:
+    bad = [d for d in contract + batch if not 0 <= d < x.ndim]
+    require(not bad, "dot_general", "C1",
+            f"{side} dimension numbers must be axes of the {side} (rank {x.ndim}), got "
+            f"{side}_batch {batch} and {side}_contracting {contract}")
+    require(len(set(batch)) == len(batch), "dot_general", "C2",
+            f"{side} batch dimensions must be distinct, got {side}_batch {batch}")
+    require(len(set(contract)) == len(contract), "dot_general", "C2",
+            f"{side} contracting dimensions must be distinct, got {side}_contracting {contract}")
+    require(not set(batch) & set(contract), "dot_general", "C2",
+            f"{side} batch dimensions must be disjoint from contracting dimensions, got "
+            f"{side}_batch {batch} and {side}_contracting {contract}")
+
+
+def _sizes_text(sizes: tuple[int, ...]) -> str:
+    return str(sizes[0]) if len(sizes) == 1 else str(sizes)
+
+
+def dot_general_shape(lhs: ArrayType, rhs: ArrayType, dims: DimensionNumbers) -> T.Shape:
+    (lc, rc), (lb, rb) = dims
+    _check_dims("lhs", lhs, lc, lb)
+    _check_dims("rhs", rhs, rc, rb)
+    require(len(lb) == len(rb), "dot_general", "C2",
+            f"lhs and rhs must have equal numbers of batch dimensions, got lhs_batch {lb} "
+            f"and rhs_batch {rb}")
+    require(len(lc) == len(rc), "dot_general", "C3",
+            f"lhs and rhs must have equal numbers of contracting dimensions, got "
+            f"lhs_contracting {lc} and rhs_contracting {rc}")
+    lcs, rcs = tuple(lhs.shape[d] for d in lc), tuple(rhs.shape[d] for d in rc)
+    require(lcs == rcs, "dot_general", "C3",
+            f"contracting dimensions must have equal sizes, got {_sizes_text(lcs)} and "
+            f"{_sizes_text(rcs)}")
+    lbs, rbs = tuple(lhs.shape[d] for d in lb), tuple(rhs.shape[d] for d in rb)
+    require(lbs == rbs, "dot_general", "C4",
+            f"batch dimensions must have equal sizes, got {lbs} and {rbs}")
+    lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb)
+    return lbs + lfree + rfree
+
+
+def _finfo(dt: T.DType) -> Any:
+    return ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+
+
+def _bits(dt: T.DType) -> int:
+    if dt == T.bool_:
+        return 1
+    if T.is_inexact(dt):
+        return int(_finfo(_real(dt)).bits)
+    return T.iinfo_bits(dt)
+
+
+def _real(dt: T.DType) -> T.DType:
+    return np.dtype(np.float32) if dt == T.complex64 else (
+        np.dtype(np.float64) if dt == T.complex128 else dt)
+
+
+def _precision_rank(dt: T.DType) -> tuple[bool, int, int, int, bool]:
+    """XLA's ordering of operand types: complex beats real; then exponent
+    range, mantissa width, bit width; signed beats unsigned."""
+    real = _real(dt)
+    fl = T.is_float(real)
+    info = _finfo(real) if fl else None
+    return (T.is_complex(dt), int(info.maxexp) if info is not None else -1,
+            int(info.nmant) if info is not None else -1, _bits(real),
+            not T.is_unsigned_int(real))
+
+
+def dot_general_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None) -> T.DType:
+    lp, rp = _precision_rank(lhs), _precision_rank(rhs)
+    if lp == rp:
+        require(lhs == rhs, "dot_general", "C5",
+                f"operand dtypes {lhs.name} and {rhs.name} are unordered (neither has higher "
+                "precision); convert one of them")
+    result = lhs if lp >= rp else rhs
+    if preferred is None or preferred == result:
+        return result
+    require(T.is_float(result) or _bits(preferred) >= _bits(result), "dot_general", "C6",
+            f"preferred_element_type {preferred.name} must not be narrower than the result "
+            f"type {result.name}")
+    return preferred
+
+
+def _dot_general_type(lhs: ArrayType, rhs: ArrayType, *, dimension_numbers: DimensionNumbers,
+                      precision: Any, preferred_element_type: T.DType | None,
+                      out_sharding: Any = None) -> list[ArrayType]:
+    shape = dot_general_shape(lhs, rhs, dimension_numbers)
+    dtype = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    return [ArrayType(shape, dtype, lhs.weak_type and rhs.weak_type)]
+
+
+# --------------------------------------------------------------------- impl
+
+def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
+    """Accumulation dtype. Integer (and bool) contractions are exact modulo
+    2**64 and then wrap to the result width, which is what accumulating in
+    the result type gives. Narrow floats accumulate in float32 and round
+    once, as XLA's CPU backend does."""
+    if not T.is_inexact(lhs) and not T.is_inexact(rhs):
+        return np.dtype(np.uint64) if T.is_unsigned_int(out) else np.dtype(np.int64)
+    if T.is_inexact(out):
+        return out if out.itemsize >= 4 and out not in T.SMALL_FLOAT_TYPES else T.float32
+    # A float contraction with an integer result: compute in the operands' float type.
+    widest = max((d for d in (lhs, rhs) if T.is_inexact(d)), key=lambda d: d.itemsize)
+    return widest if widest.itemsize >= 4 else T.float32
+
+
+def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: DimensionNumbers,
+                      precision: Any, preferred_element_type: T.DType | None,
+                      out_sharding: Any = None) -> list[np.ndarray]:
+    (lc, rc), (lb, rb) = dimension_numbers
+    out = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    cd = _compute_dtype(lhs.dtype, rhs.dtype, out)
+    lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    # Bring both operands to (batch, free, contract) / (batch, contract, free)
+    # and let one batched matmul do the work.
+    lt = np.transpose(lhs, [*lb, *lfree, *lc]).astype(cd)
+    rt = np.transpose(rhs, [*rb, *rc, *rfree]).astype(cd)
+    bshape = tuple(lhs.shape[d] for d in lb)
+    lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
+    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    m, n = int(np.prod(lfs, dtype=np.int64)), int(np.prod(rfs, dtype=np.int64))
+    with np.errstate(all="ignore"):
+        res = np.matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)))
+    res = np.asarray(res).reshape((*bshape, *lfs, *rfs))
+    if out == T.bool_:
+        return [np.asarray(res != 0)]
+    with np.errstate(all="ignore"):
+        if T.is_complex(cd) and not T.is_complex(out):
+            res = res.real
+        return [np.asarray(res).astype(out)]
+
+
+def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
+    params = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    params["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return pp_eqn_default(eqn, ctx, params)
+
+
+dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
+                        pp_rule=_pp_dot_general)

@@ -1,1 +1,386 @@
-"""gather and scatter."""
+"""Gather and scatter primitives (XLA/StableHLO semantics, JAX 0.12 params).
+
+``gather`` reads one window of ``slice_sizes`` per index vector of
+``indices`` (the index vector is always the LAST axis of ``indices``);
+``scatter*`` writes/combines windows of ``updates`` into a copy of
+``operand``. The numbered constraints cited by the errors are listed in
+notes/spec/indexing.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from spec import types as T
+from spec.rules._registry import declare, require
+from spec.types import ArrayType
+
+
+class GatherDimensionNumbers(NamedTuple):
+    """How operand, indices and result axes of a gather correspond."""
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+    """How operand, indices and updates axes of a scatter correspond."""
+
+    update_window_dims: Sequence[int]
+    inserted_window_dims: Sequence[int]
+    scatter_dims_to_operand_dims: Sequence[int]
+    operand_batching_dims: Sequence[int] = ()
+    scatter_indices_batching_dims: Sequence[int] = ()
+
+
+class GatherScatterMode(enum.Enum):
+    """What an out-of-bounds index means.
+
+    CLIP: clamp the start so the whole window is in bounds.
+    FILL_OR_DROP: gather fills an out-of-bounds window with ``fill_value``;
+      scatter drops an out-of-bounds window.
+    PROMISE_IN_BOUNDS: the caller promises in-bounds indices; XLA CPU clamps
+      gathers and drops scatters, and so does this spec.
+    ONE_HOT: accepted by the enum; gather/scatter reject it here (JAX fails
+      when lowering it on CPU).
+    """
+
+    CLIP = enum.auto()
+    FILL_OR_DROP = enum.auto()
+    PROMISE_IN_BOUNDS = enum.auto()
+    ONE_HOT = enum.auto()
+
+    @staticmethod
+    def from_any(s: str | GatherScatterMode | None) -> GatherScatterMode:
+        if isinstance(s, GatherScatterMode):
+            return s
+        if s == "clip":
+            return GatherScatterMode.CLIP
+        if s is None or s == "fill" or s == "drop":
+            return GatherScatterMode.FILL_OR_DROP
+        if s == "promise_in_bounds":
+            return GatherScatterMode.PROMISE_IN_BOUNDS
+        if s == "one_hot":
+            return GatherScatterMode.ONE_HOT
+        raise ValueError(f'Unknown gather mode "{s}"')
+
+
+# ------------------------------------------------------------ shared checks
+
+
+def _sorted(dims: Sequence[int], prim: str, c: str, name: str) -> None:
+    require(all(a <= b for a, b in zip(dims, dims[1:])), prim, c,
+            f"{name} must be sorted; got {tuple(dims)}")
+
+
+def _unique(dims: Sequence[int], prim: str, c: str, name: str) -> None:
+    require(len(set(dims)) == len(dims), prim, c, f"{name} must not repeat; got {tuple(dims)}")
+
+
+def _in_range(dims: Sequence[int], rank: int, prim: str, c: str, name: str) -> None:
+    bad = [d for d in dims if not 0 <= d < rank]
+    require(not bad, prim, c, f"{name} {tuple(dims)} must lie in [0, {rank}); got {bad}")
+
+
+def _disjoint(a: Sequence[int], b: Sequence[int], prim: str, c: str, names: str) -> None:
+    require(not set(a) & set(b), prim, c, f"{names} must be disjoint; got {tuple(a)} and "
+            f"{tuple(b)}")
+
+
+def _int_indices(indices: ArrayType, prim: str) -> None:
+    require(T.is_int(indices.dtype), prim, "C1",
+            f"indices must have an integer type, got {indices.dtype}", ValueError)
+    require(indices.ndim >= 1, prim, "C2",
+            f"indices must have rank >= 1 (the last axis is the index vector), got "
+            f"{indices}")
+
+
+# ================================================================== gather
+
+
+def _gather_type(operand: ArrayType, indices: ArrayType, *,
+                 dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                 indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
+                 fill_value: Any) -> list[ArrayType]:
+    p = "gather"
+    dn = dimension_numbers
+    _int_indices(indices, p)
+    offset, collapsed = tuple(dn.offset_dims), tuple(dn.collapsed_slice_dims)
+    smap, obatch = tuple(dn.start_index_map), tuple(dn.operand_batching_dims)
+    ibatch = tuple(dn.start_indices_batching_dims)
+    out_rank = len(offset) + indices.ndim - 1
+    _sorted(offset, p, "C3", "offset_dims")
+    _unique(offset, p, "C3", "offset_dims")
+    _in_range(offset, out_rank, p, "C3", "offset_dims")
+    require(len(smap) == indices.shape[-1], p, "C4",
+            f"start_index_map {smap} has {len(smap)} entries but the index vector axis of "
+            f"indices {indices} has size {indices.shape[-1]}")
+    _in_range(smap, operand.ndim, p, "C5", "start_index_map")
+    _unique(smap, p, "C5", "start_index_map")
+    _sorted(collapsed, p, "C6", "collapsed_slice_dims")
+    _in_range(collapsed, operand.ndim, p, "C6", "collapsed_slice_dims")
+    _unique(collapsed, p, "C6", "collapsed_slice_dims")
+    _unique(obatch, p, "C7", "operand_batching_dims")
+    _sorted(obatch, p, "C7", "operand_batching_dims")
+    _in_range(obatch, operand.ndim, p, "C7", "operand_batching_dims")
+    _disjoint(collapsed, obatch, p, "C8", "collapsed_slice_dims and operand_batching_dims")
+    _disjoint(smap, obatch, p, "C8", "start_index_map and operand_batching_dims")
+    _unique(ibatch, p, "C9", "start_indices_batching_dims")
+    _in_range(ibatch, indices.ndim - 1, p, "C9",
+              "start_indices_batching_dims (the index vector axis excluded)")
+    require(len(obatch) == len(ibatch), p, "C10",
+            f"operand_batching_dims {obatch} and start_indices_batching_dims {ibatch} must "
+            "have equal lengths")
+    ob_shape = tuple(operand.shape[d] for d in obatch)
+    ib_shape = tuple(indices.shape[d] for d in ibatch)
+    require(ob_shape == ib_shape, p, "C10",
+            f"operand batching dims have shape {ob_shape} but indices batching dims have "
+            f"shape {ib_shape}")
+    sizes = tuple(slice_sizes)
+    require(len(sizes) == operand.ndim, p, "C11",
+            f"slice_sizes {sizes} must have one entry per operand axis (rank {operand.ndim})")
+    require(len(sizes) == len(offset) + len(collapsed) + len(obatch), p, "C12",
+            f"every operand axis must be an offset, collapsed or batching axis: "
+            f"len(slice_sizes)={len(sizes)}, offset_dims={offset}, collapsed_slice_dims="
+            f"{collapsed}, operand_batching_dims={obatch}")
+    if 0 not in indices.shape:
+        for i, (s, n) in enumerate(zip(sizes, operand.shape)):
+            require(0 <= s <= n, p, "C13",
+                    f"slice size {s} at index {i} must lie in [0, {n}] (operand {operand})")
+    for d in collapsed + obatch:
+        require(sizes[d] <= 1 and (d in obatch or sizes[d] == 1), p, "C14",
+                f"collapsed/batching operand axis {d} must have slice size 1, got {sizes[d]}")
+    require(mode in (GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP,
+                     GatherScatterMode.PROMISE_IN_BOUNDS), p, "C15",
+            f"mode must be CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS, got {mode}")
+    window = iter(s for i, s in enumerate(sizes) if i not in collapsed and i not in obatch)
+    batch = iter(indices.shape[:-1])
+    shape = tuple(next(window) if i in offset else next(batch) for i in range(out_rank))
+    return [ArrayType(shape, operand.dtype, operand.weak_type)]
+
+
+def _start_vectors(operand_shape: T.Shape, idx: np.ndarray, smap: Sequence[int],
+                   obatch: Sequence[int], ibatch: Sequence[int]) -> np.ndarray:
+    """(N, operand rank) start vector of every index vector (batch axes flattened).
+
+    Operand batching axes start at the index vector's own batch coordinate.
+    """
+    batch_shape = idx.shape[:-1]
+    n = int(np.prod(batch_shape, dtype=np.int64))
+    starts = np.zeros((n, len(operand_shape)), np.int64)
+    starts[:, list(smap)] = idx.reshape(n, len(smap)).astype(np.int64)
+    if obatch:
+        coords = np.indices(batch_shape).reshape(len(batch_shape), n)
+        starts[:, list(obatch)] = coords[list(ibatch)].T
+    return starts
+
+
+def _window_elements(starts: np.ndarray, window: T.Shape) -> tuple[np.ndarray, ...]:
+    """Per operand axis, the (N, M) operand coordinates of every window element."""
+    offs = np.indices(window).reshape(len(window), -1)
+    return tuple(starts[:, d, None] + offs[d][None, :] for d in range(len(window)))
+
+
+def _default_fill(dtype: T.DType) -> Any:
+    if T.is_inexact(dtype):
+        return np.nan
+    if T.is_signed_int(dtype):
+        return np.iinfo(dtype).min
+    if T.is_unsigned_int(dtype):
+        return np.iinfo(dtype).max
+    return True
+
+
+def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
+                 dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                 indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
+                 fill_value: Any) -> list[np.ndarray]:
+    dn = dimension_numbers
+    sizes = tuple(slice_sizes)
+    batch_shape = indices.shape[:-1]
+    starts = _start_vectors(operand.shape, indices, dn.start_index_map,
+                            dn.operand_batching_dims, dn.start_indices_batching_dims)
+    upper = np.asarray(operand.shape, np.int64) - np.asarray(sizes, np.int64)
+    in_bounds = np.all((starts >= 0) & (starts <= upper), axis=1)
+    # CLIP and PROMISE_IN_BOUNDS both clamp the window into the operand (XLA CPU).
+    starts = np.clip(starts, 0, np.maximum(upper, 0))
+    coords = _window_elements(starts, sizes)
+    vals = operand[coords] if operand.size else np.zeros(coords[0].shape, operand.dtype)
+    if mode == GatherScatterMode.FILL_OR_DROP:
+        fill = _default_fill(operand.dtype) if fill_value is None else fill_value
+        with np.errstate(all="ignore"):
+            vals = np.where(in_bounds[:, None], vals, np.asarray(fill).astype(operand.dtype))
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window = tuple(s for i, s in enumerate(sizes) if i not in dropped)
+    vals = vals.reshape(batch_shape + window)
+    # Axes are now (batch..., window...); the result interleaves them.
+    offset = tuple(dn.offset_dims)
+    out_rank = len(batch_shape) + len(window)
+    nb = len(batch_shape)
+    perm, b, w = [], 0, 0
+    for i in range(out_rank):
+        if i in offset:
+            perm.append(nb + w)
+            w += 1
+        else:
+            perm.append(b)
+            b += 1
+    return [np.ascontiguousarray(vals.transpose(perm))]
+
+
+gather_p = declare("gather", typing=_gather_type, impl=_gather_impl)
+
+
+# ================================================================= scatter
+
+
+def _scatter_type_for(name: str) -> Callable[..., list[ArrayType]]:
+    def typing(operand: ArrayType, indices: ArrayType, updates: ArrayType, *,
+               dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+               unique_indices: bool, mode: GatherScatterMode, update_jaxpr: Any,
+               update_consts: Any) -> list[ArrayType]:
+        return _scatter_type(name, operand, indices, updates, dimension_numbers, mode)
+    return typing
+
+
+def _scatter_type(p: str, operand: ArrayType, indices: ArrayType, updates: ArrayType,
+                  dn: ScatterDimensionNumbers, mode: GatherScatterMode) -> list[ArrayType]:
+    _int_indices(indices, p)
+    require(operand.dtype == updates.dtype, p, "C3",
+            f"operand and updates must have the same dtype, got {operand.dtype} and "
+            f"{updates.dtype}")
+    uwin, inserted = tuple(dn.update_window_dims), tuple(dn.inserted_window_dims)
+    s2o, obatch = tuple(dn.scatter_dims_to_operand_dims), tuple(dn.operand_batching_dims)
+    ibatch = tuple(dn.scatter_indices_batching_dims)
+    expected_rank = indices.ndim - 1 + len(uwin)
+    require(updates.ndim == expected_rank, p, "C4",
+            f"updates {updates} must have rank {expected_rank} (indices batch rank "
+            f"{indices.ndim - 1} + {len(uwin)} update_window_dims)")
+    _sorted(uwin, p, "C5", "update_window_dims")
+    _unique(uwin, p, "C5", "update_window_dims")
+    _in_range(uwin, updates.ndim, p, "C5", "update_window_dims")
+    _sorted(inserted, p, "C6", "inserted_window_dims")
+    _unique(inserted, p, "C6", "inserted_window_dims")
+    _in_range(inserted, operand.ndim, p, "C6", "inserted_window_dims")
+    _sorted(obatch, p, "C7", "operand_batching_dims")
+    _unique(obatch, p, "C7", "operand_batching_dims")
+    _in_range(obatch, operand.ndim, p, "C7", "operand_batching_dims")
+    _disjoint(inserted, obatch, p, "C8", "inserted_window_dims and operand_batching_dims")
+    _disjoint(s2o, obatch, p, "C8", "scatter_dims_to_operand_dims and operand_batching_dims")
+    _unique(ibatch, p, "C9", "scatter_indices_batching_dims")
+    _in_range(ibatch, indices.ndim - 1, p, "C9",
+              "scatter_indices_batching_dims (the index vector axis excluded)")
+    require(len(obatch) == len(ibatch), p, "C10",
+            f"operand_batching_dims {obatch} and scatter_indices_batching_dims {ibatch} must "
+            "have equal lengths")
+    ob_shape = tuple(operand.shape[d] for d in obatch)
+    require(ob_shape == tuple(indices.shape[d] for d in ibatch), p, "C10",
+            f"operand batching dims have shape {ob_shape} but indices batching dims have "
+            f"shape {tuple(indices.shape[d] for d in ibatch)}")
+    update_scatter = [d for d in range(updates.ndim) if d not in uwin]
+    ub_shape = tuple(updates.shape[update_scatter[d]] for d in ibatch)
+    require(ob_shape == ub_shape, p, "C10",
+            f"operand batching dims have shape {ob_shape} but updates batching dims have "
+            f"shape {ub_shape}")
+    window_size = len(uwin) + len(inserted) + len(obatch)
+    require(operand.ndim == window_size, p, "C11",
+            f"update_window_dims {uwin}, inserted_window_dims {inserted} and "
+            f"operand_batching_dims {obatch} must together cover the operand's "
+            f"{operand.ndim} axes")
+    require(len(s2o) == indices.shape[-1], p, "C12",
+            f"scatter_dims_to_operand_dims {s2o} has {len(s2o)} entries but the index vector "
+            f"axis of indices {indices} has size {indices.shape[-1]}")
+    _in_range(s2o, operand.ndim, p, "C13", "scatter_dims_to_operand_dims")
+    _unique(s2o, p, "C13", "scatter_dims_to_operand_dims")
+    window_axes = [i for i in range(operand.ndim) if i not in inserted and i not in obatch]
+    for d, axis in zip(uwin, window_axes):
+        require(updates.shape[d] <= operand.shape[axis], p, "C14",
+                f"updates window axis {d} has size {updates.shape[d]}, larger than operand "
+                f"axis {axis} of size {operand.shape[axis]}")
+    for k, d in enumerate(update_scatter):
+        require(updates.shape[d] == indices.shape[k], p, "C15",
+                f"updates scatter axis {d} has size {updates.shape[d]} but indices axis {k} "
+                f"has size {indices.shape[k]}")
+    require(mode in (GatherScatterMode.CLIP, GatherScatterMode.FILL_OR_DROP,
+                     GatherScatterMode.PROMISE_IN_BOUNDS), p, "C16",
+            f"mode must be CLIP, FILL_OR_DROP or PROMISE_IN_BOUNDS, got {mode}")
+    return [ArrayType(operand.shape, operand.dtype, operand.weak_type)]
+
+
+Combine = Callable[[np.ndarray, tuple[np.ndarray, ...], np.ndarray], None]
+
+
+def _set_at(out: np.ndarray, where: tuple[np.ndarray, ...], vals: np.ndarray) -> None:
+    # NumPy assigns duplicates in order, so the last update wins, as on XLA CPU.
+    out[where] = vals
+
+
+def _ufunc_at(ufunc: np.ufunc) -> Combine:
+    def combine(out: np.ndarray, where: tuple[np.ndarray, ...], vals: np.ndarray) -> None:
+        if T.is_bool(out.dtype) and ufunc is np.add:
+            np.logical_or.at(out, where, vals)  # XLA's add on bool is "or"
+        elif T.is_bool(out.dtype) and ufunc is np.multiply:
+            np.logical_and.at(out, where, vals)
+        else:
+            ufunc.at(out, where, vals)
+    return combine
+
+
+def _scatter_impl_for(combine: Combine) -> Callable[..., list[np.ndarray]]:
+    def impl(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
+             dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+             unique_indices: bool, mode: GatherScatterMode, update_jaxpr: Any,
+             update_consts: Any) -> list[np.ndarray]:
+        return [_scatter_compute(operand, indices, updates, dimension_numbers, mode, combine)]
+    return impl
+
+
+def _scatter_compute(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray,
+                     dn: ScatterDimensionNumbers, mode: GatherScatterMode,
+                     combine: Combine) -> np.ndarray:
+    uwin = tuple(dn.update_window_dims)
+    inserted, obatch = set(dn.inserted_window_dims), set(dn.operand_batching_dims)
+    scatter_axes = [d for d in range(updates.ndim) if d not in uwin]
+    n = int(np.prod(indices.shape[:-1], dtype=np.int64))
+    # The window in operand coordinates: size 1 on inserted/batching axes.
+    win_sizes = iter(updates.shape[d] for d in uwin)
+    window = tuple(1 if i in inserted or i in obatch else next(win_sizes)
+                   for i in range(operand.ndim))
+    vals = updates.transpose(scatter_axes + list(uwin)).reshape(n, -1)
+    starts = _start_vectors(operand.shape, indices, dn.scatter_dims_to_operand_dims,
+                            dn.operand_batching_dims, dn.scatter_indices_batching_dims)
+    upper = np.asarray(operand.shape, np.int64) - np.asarray(window, np.int64)
+    if mode == GatherScatterMode.CLIP:
+        starts = np.clip(starts, 0, np.maximum(upper, 0))
+    # Otherwise a window not wholly inside the operand is dropped, as XLA does.
+    keep = np.all((starts >= 0) & (starts <= upper), axis=1)
+    coords = _window_elements(starts[keep], window)
+    out = operand.copy()
+    combine(out, tuple(c.reshape(-1) for c in coords), vals[keep].reshape(-1))
+    return out
+
+
+def _declare_scatter(name: str, combine: Combine) -> Any:
+    return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine))
+
+
+scatter_p = _declare_scatter("scatter", _set_at)
+scatter_add_p = _declare_scatter("scatter-add", _ufunc_at(np.add))
+scatter_sub_p = _declare_scatter("scatter-sub", _ufunc_at(np.subtract))
+scatter_mul_p = _declare_scatter("scatter-mul", _ufunc_at(np.multiply))
+scatter_min_p = _declare_scatter("scatter-min", _ufunc_at(np.minimum))
+scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum))
+
+
+__all__ = [
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather_p",
+    "scatter_add_p", "scatter_max_p", "scatter_min_p", "scatter_mul_p", "scatter_p",
+    "scatter_sub_p",
+]

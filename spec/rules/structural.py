@@ -1,30 +1,99 @@
-"""Structural primitives: dtype conversion, broadcasting, reshaping, slicing."""
+"""Structural primitives: dtype conversion, creation, broadcasting, reshaping, slicing.
+
+None of these computes on element values except convert_element_type (a cast)
+and bitcast_convert_type (a reinterpretation of bits); the rest move, copy or
+select elements. Each typing rule's constraints are numbered C1, C2, ... in
+the order they are checked; the numbers are cited in error messages and in
+notes/spec/structural.md.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from spec import types as T
-from spec.interpreter import pp_hiding
+from spec.interpreter import pp_eqn_default, pp_hiding
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
+Shape = tuple[int, ...]
+
+
+def _is_int_seq(obj: Any) -> bool:
+    return isinstance(obj, (tuple, list, np.ndarray)) and all(
+        isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) for d in obj)
+
+
+def _check_shapelike(prim: str, c: str, arg: str, obj: Any) -> None:
+    """Static shape-like params: a sequence of non-negative ints (TypeError)."""
+    require(_is_int_seq(obj), prim, c, f"{arg} must be a tuple of integers, got {obj!r}")
+    require(all(d >= 0 for d in obj), prim, c,
+            f"{arg} must have every element be nonnegative, got {tuple(obj)}")
+
+
+def _all_weak(*avals: ArrayType) -> bool:
+    return all(a.weak_type for a in avals)
+
+
+# ====================================================== convert_element_type
 
 def _convert_type(x: ArrayType, *, new_dtype: T.DType, weak_type: bool,
                   sharding: Any = None) -> list[ArrayType]:
-    require(T.is_valid_dtype(new_dtype), "convert_element_type", "C1",
-            f"new_dtype {new_dtype} is not a JAX dtype")
-    return [ArrayType(x.shape, new_dtype, weak_type)]
+    require(isinstance(new_dtype, np.dtype) and T.is_valid_dtype(new_dtype),
+            "convert_element_type", "C1", f"new_dtype {new_dtype!r} is not a JAX dtype")
+    return [ArrayType(x.shape, new_dtype, bool(weak_type))]
+
+
+def _float_to_int(x: np.ndarray, dt: T.DType) -> np.ndarray:
+    """XLA CPU semantics: truncate toward zero, NaN -> 0, saturate at the bounds."""
+    info = ml_dtypes.iinfo(dt)  # type: ignore[no-untyped-call]
+    lo, hi = int(info.min), int(info.max)
+    f = np.trunc(x.astype(np.float64))
+    f = np.where(np.isnan(f), 0.0, f)
+    # float(hi) may round up (2**63 for int64); >= then catches exactly the
+    # values that do not fit.
+    above, below = f >= float(hi), f <= float(lo)
+    inner = np.where(above | below, 0.0, f)
+    wide = np.uint64 if lo == 0 else np.int64
+    out = inner.astype(wide)
+    out = np.where(above, wide(hi), np.where(below, wide(lo), out))
+    return out.astype(dt)
+
+
+def _int_to_int(x: np.ndarray, dt: T.DType) -> np.ndarray:
+    """Two's-complement wrap-around, also for the sub-byte ml_dtypes ints."""
+    if dt not in T.NARROW_INT_TYPES and dt not in T.NARROW_UINT_TYPES:
+        if x.dtype in T.NARROW_INT_TYPES or x.dtype in T.NARROW_UINT_TYPES:
+            x = x.astype(np.int64)
+        return x.astype(dt)
+    bits = T.iinfo_bits(dt)
+    lo = int(ml_dtypes.iinfo(dt).min)  # type: ignore[no-untyped-call]
+    wide = x.astype(np.int64) if x.dtype != np.uint64 else x.astype(np.uint64).view(np.int64)
+    wrapped = ((wide - lo) & ((1 << bits) - 1)) + lo
+    return wrapped.astype(dt)
 
 
 def _convert_impl(x: np.ndarray, *, new_dtype: T.DType, weak_type: bool,
                   sharding: Any = None) -> list[np.ndarray]:
+    src = x.dtype
     with np.errstate(all="ignore"):
-        if T.is_complex(x.dtype) and not T.is_complex(new_dtype):
+        if T.is_complex(src) and not T.is_complex(new_dtype):
             x = x.real  # complex -> real keeps the real part, as XLA does
-        return [x.astype(new_dtype)]
+            src = x.dtype
+        if new_dtype == T.bool_:
+            wide = x.astype(np.float32) if T.is_float(src) and src.itemsize < 4 else x
+            return [np.asarray(wide != 0)]
+        if T.is_int(new_dtype) and T.is_float(src):
+            return [_float_to_int(x, new_dtype)]
+        if T.is_int(new_dtype) and T.is_int(src):
+            return [_int_to_int(x, new_dtype)]
+        if src in T.NARROW_INT_TYPES or src in T.NARROW_UINT_TYPES:
+            x = x.astype(np.int64)
+        return [np.asarray(x.astype(new_dtype))]
 
 
 convert_element_type_p = declare(
@@ -32,34 +101,145 @@ convert_element_type_p = declare(
     pp_rule=pp_hiding("sharding"))
 
 
-def _broadcast_in_dim_type(x: ArrayType, *, shape: T.Shape, broadcast_dimensions: T.Shape,
+# ====================================================== bitcast_convert_type
+
+def _nbits(dt: T.DType) -> int:
+    if T.is_int(dt):
+        return T.iinfo_bits(dt)
+    if dt in T.SMALL_FLOAT_TYPES:
+        return int(ml_dtypes.finfo(dt).bits)  # type: ignore[no-untyped-call]
+    return int(dt.itemsize * 8)
+
+
+def _bitcast_type(x: ArrayType, *, new_dtype: T.DType) -> list[ArrayType]:
+    name = "bitcast_convert_type"
+    require(isinstance(new_dtype, np.dtype) and T.is_valid_dtype(new_dtype), name, "C1",
+            f"new_dtype {new_dtype!r} is not a JAX dtype")
+    special = (T.is_bool(x.dtype) or T.is_complex(x.dtype) or T.is_bool(new_dtype)
+               or T.is_complex(new_dtype))
+    require(not special or x.dtype == new_dtype, name, "C2",
+            "bool and complex values can only be bitcast to their own dtype; got operand "
+            f"dtype={x.dtype.name}, new_dtype={new_dtype.name}")
+    old_bits, new_bits = _nbits(x.dtype), _nbits(new_dtype)
+    if old_bits == new_bits:
+        shape = x.shape
+    elif old_bits > new_bits:
+        require(old_bits % new_bits == 0, name, "C3",
+                f"{x.dtype.name} ({old_bits} bits) is not a multiple of {new_dtype.name} "
+                f"({new_bits} bits)", ValueError)
+        shape = (*x.shape, old_bits // new_bits)
+    else:
+        last = x.shape[-1] if x.shape else 1
+        require(last * old_bits == new_bits, name, "C3",
+                f"converting shape {x.shape} from {x.dtype.name} ({old_bits} bits) to "
+                f"{new_dtype.name} ({new_bits} bits) needs a last axis of size "
+                f"{new_bits // old_bits}, got {last}", ValueError)
+        shape = x.shape[:-1]
+    return [ArrayType(shape, new_dtype, False)]
+
+
+def _bitcast_impl(x: np.ndarray, *, new_dtype: T.DType) -> list[np.ndarray]:
+    old_bits, new_bits = _nbits(x.dtype), _nbits(new_dtype)
+    if (old_bits < 8 or new_bits < 8) and old_bits != new_bits:
+        raise NotImplementedError(
+            "bitcast_convert_type between sub-byte types of different widths is not "
+            "specified yet")
+    arr = np.ascontiguousarray(x)
+    if old_bits == new_bits:
+        return [arr.view(new_dtype).reshape(x.shape)]
+    if old_bits > new_bits:  # little-endian (XLA CPU): lowest bytes first
+        return [arr.reshape(*x.shape, 1).view(new_dtype)]
+    return [arr.view(new_dtype).reshape(x.shape[:-1])]
+
+
+bitcast_convert_type_p = declare(
+    "bitcast_convert_type", typing=_bitcast_type, impl=_bitcast_impl)
+
+
+# ===================================================================== iota
+
+def _iota_type(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = None
+               ) -> list[ArrayType]:
+    _check_shapelike("iota", "C1", "shape", shape)
+    require(isinstance(dtype, np.dtype) and T.is_valid_dtype(dtype) and dtype != T.bool_,
+            "iota", "C2", f"iota does not accept dtype {dtype}; accepted dtypes are integer, "
+            "floating and complex types")
+    require(0 <= dimension < len(shape), "iota", "C3",
+            f"dimension must be between 0 and len(shape), got dimension={dimension} for "
+            f"shape={tuple(shape)}", ValueError)
+    return [ArrayType(tuple(shape), dtype, False)]
+
+
+def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = None
+               ) -> list[np.ndarray]:
+    ramp = np.arange(shape[dimension], dtype=np.int64)
+    if T.is_int(dtype):
+        vals = _int_to_int(ramp, dtype)
+    else:
+        vals = ramp.astype(dtype)  # exact where representable, rounded otherwise
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return [np.broadcast_to(vals.reshape(view), shape).copy()]
+
+
+iota_p = declare("iota", typing=_iota_type, impl=_iota_impl)
+
+
+# ==================================================================== empty
+
+def _empty_type(*, shape: Shape, dtype: T.DType, out_sharding: Any = None
+                ) -> list[ArrayType]:
+    _check_shapelike("empty", "C1", "shape", shape)
+    require(isinstance(dtype, np.dtype) and T.is_valid_dtype(dtype), "empty", "C2",
+            f"dtype {dtype!r} is not a JAX dtype")
+    return [ArrayType(tuple(shape), dtype, False)]
+
+
+def _empty_impl(*, shape: Shape, dtype: T.DType, out_sharding: Any = None
+                ) -> list[np.ndarray]:
+    # The contents are unspecified; zeros is one valid choice.
+    return [np.zeros(shape, dtype)]
+
+
+empty_p = declare("empty", typing=_empty_type, impl=_empty_impl)
+
+
+# ========================================================= broadcast_in_dim
+
+def _broadcast_in_dim_type(x: ArrayType, *, shape: Shape, broadcast_dimensions: Shape,
                            sharding: Any = None) -> list[ArrayType]:
     name = "broadcast_in_dim"
-    require(len(broadcast_dimensions) == x.ndim, name, "C1",
-            f"broadcast_dimensions {broadcast_dimensions} must have one entry per operand "
-            f"axis, operand has rank {x.ndim}")
-    require(all(0 <= d < len(shape) for d in broadcast_dimensions), name, "C2",
-            f"broadcast_dimensions {broadcast_dimensions} must be axes of the result shape "
-            f"{shape}")
-    require(all(a < b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])), name,
-            "C3", f"broadcast_dimensions {broadcast_dimensions} must be strictly increasing")
+    _check_shapelike(name, "C1", "shape", shape)
+    _check_shapelike(name, "C1", "broadcast_dimensions", broadcast_dimensions)
+    require(len(broadcast_dimensions) == x.ndim, name, "C2",
+            f"broadcast_dimensions {tuple(broadcast_dimensions)} must have one entry per "
+            f"operand axis, operand has rank {x.ndim}")
+    require(len(shape) >= x.ndim, name, "C3",
+            f"target shape {tuple(shape)} must have rank at least the operand rank {x.ndim}")
+    require(all(0 <= d < len(shape) for d in broadcast_dimensions), name, "C4",
+            f"broadcast_dimensions {tuple(broadcast_dimensions)} must be axes of the result "
+            f"shape {tuple(shape)}")
     for axis, d in enumerate(broadcast_dimensions):
-        require(x.shape[axis] in (1, shape[d]), name, "C4",
+        require(x.shape[axis] in (1, shape[d]), name, "C5",
                 f"operand axis {axis} has size {x.shape[axis]}, which cannot broadcast to "
                 f"result axis {d} of size {shape[d]} (sizes must match or be 1)")
+    require(len(set(broadcast_dimensions)) == len(broadcast_dimensions), name, "C6",
+            f"broadcast_dimensions {tuple(broadcast_dimensions)} must not contain duplicates")
     return [ArrayType(tuple(shape), x.dtype, x.weak_type)]
 
 
-def _broadcast_in_dim_impl(x: np.ndarray, *, shape: T.Shape, broadcast_dimensions: T.Shape,
+def _broadcast_in_dim_impl(x: np.ndarray, *, shape: Shape, broadcast_dimensions: Shape,
                            sharding: Any = None) -> list[np.ndarray]:
+    # Put operand axes in the order of their result axes, then insert the new ones.
+    order = np.argsort(broadcast_dimensions, kind="stable")
+    x = np.transpose(x, order) if x.ndim else x
     expanded = [1] * len(shape)
-    for axis, d in enumerate(broadcast_dimensions):
-        expanded[d] = x.shape[axis]
+    for k, d in enumerate(sorted(broadcast_dimensions)):
+        expanded[d] = x.shape[k]
     return [np.broadcast_to(x.reshape(expanded), shape)]
 
 
 def _pp_broadcast_in_dim(eqn: Any, ctx: Any) -> Any:
-    from spec.interpreter import pp_eqn_default
     params = {k: v for k, v in eqn.params.items() if k not in ("shape", "sharding")}
     if not params.get("broadcast_dimensions"):
         params.pop("broadcast_dimensions", None)
@@ -69,3 +249,386 @@ def _pp_broadcast_in_dim(eqn: Any, ctx: Any) -> Any:
 broadcast_in_dim_p = declare(
     "broadcast_in_dim", typing=_broadcast_in_dim_type, impl=_broadcast_in_dim_impl,
     pp_rule=_pp_broadcast_in_dim)
+
+
+# ================================================================== reshape
+
+def _reshape_type(x: ArrayType, *, new_sizes: Shape, dimensions: Shape | None,
+                  sharding: Any = None) -> list[ArrayType]:
+    name = "reshape"
+    require(_is_int_seq(new_sizes) and all(d >= 0 for d in new_sizes), name, "C1",
+            f"new_sizes must all be nonnegative integers, got {tuple(new_sizes)}")
+    if dimensions is not None:
+        require(sorted(dimensions) == list(range(x.ndim)), name, "C2",
+                f"dimensions must be a permutation of operand dimensions, got dimensions "
+                f"{tuple(dimensions)} for shape {x.shape}")
+    size = int(np.prod(new_sizes, dtype=np.int64))
+    # JAX's shape rule omits this check and XLA rejects the program later with a
+    # ValueError; the spec states it here.
+    require(size == x.size, name, "C3",
+            f"cannot reshape operand of shape {x.shape} ({x.size} elements) to new_sizes "
+            f"{tuple(new_sizes)} ({size} elements)", ValueError)
+    return [ArrayType(tuple(new_sizes), x.dtype, x.weak_type)]
+
+
+def _reshape_impl(x: np.ndarray, *, new_sizes: Shape, dimensions: Shape | None,
+                  sharding: Any = None) -> list[np.ndarray]:
+    if dimensions is not None:
+        x = np.transpose(x, dimensions)
+    return [x.reshape(new_sizes)]
+
+
+reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl)
+
+
+# ================================================================ transpose
+
+def _transpose_type(x: ArrayType, *, permutation: Shape) -> list[ArrayType]:
+    require(isinstance(permutation, (tuple, list, np.ndarray)), "transpose", "C1",
+            f"permutation must be a tuple/list/ndarray, got {type(permutation)}")
+    require(sorted(permutation) == list(range(x.ndim)), "transpose", "C2",
+            f"permutation {tuple(permutation)} is not a permutation of the operand "
+            f"dimensions of shape {x.shape}")
+    return [ArrayType(tuple(x.shape[p] for p in permutation), x.dtype, x.weak_type)]
+
+
+def _transpose_impl(x: np.ndarray, *, permutation: Shape) -> list[np.ndarray]:
+    return [np.transpose(x, permutation)]
+
+
+transpose_p = declare("transpose", typing=_transpose_type, impl=_transpose_impl)
+
+
+# ================================================================== squeeze
+
+def _squeeze_type(x: ArrayType, *, dimensions: Shape) -> list[ArrayType]:
+    name = "squeeze"
+    require(len(set(dimensions)) == len(dimensions), name, "C1",
+            f"dimensions are not unique: {tuple(dimensions)}", ValueError)
+    require(all(0 <= d < x.ndim for d in dimensions), name, "C2",
+            f"dimensions outside range [0, {x.ndim}): {tuple(dimensions)}", ValueError)
+    require(all(x.shape[d] == 1 for d in dimensions), name, "C3",
+            f"cannot squeeze an axis whose size is not one, got shape={x.shape} and "
+            f"dimensions={tuple(dimensions)}", ValueError)
+    shape = tuple(s for i, s in enumerate(x.shape) if i not in dimensions)
+    return [ArrayType(shape, x.dtype, x.weak_type)]
+
+
+def _squeeze_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
+    return [np.squeeze(x, axis=tuple(dimensions))]
+
+
+squeeze_p = declare("squeeze", typing=_squeeze_type, impl=_squeeze_impl)
+
+
+# ====================================================================== rev
+
+def _rev_type(x: ArrayType, *, dimensions: Shape) -> list[ArrayType]:
+    _check_shapelike("rev", "C1", "dimensions", dimensions)
+    require(len(set(dimensions)) == len(dimensions), "rev", "C2",
+            f"dimensions must be unique, got {tuple(dimensions)}")
+    require(all(d < x.ndim for d in dimensions), "rev", "C3",
+            f"dimensions must all be less than operand ndim, got dimensions "
+            f"{tuple(dimensions)} for operand ndim {x.ndim}")
+    return [x]
+
+
+def _rev_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
+    return [np.flip(x, axis=tuple(dimensions)) if dimensions else x]
+
+
+rev_p = declare("rev", typing=_rev_type, impl=_rev_impl)
+
+
+# ==================================================================== slice
+
+def _slice_type(x: ArrayType, *, start_indices: Shape, limit_indices: Shape,
+                strides: Shape | None) -> list[ArrayType]:
+    name = "slice"
+    _check_shapelike(name, "C1", "start_indices", start_indices)
+    _check_shapelike(name, "C1", "limit_indices", limit_indices)
+    require(len(start_indices) == x.ndim, name, "C2",
+            f"start_indices {tuple(start_indices)} must have one entry per axis of operand "
+            f"shape {x.shape}")
+    require(len(limit_indices) == len(start_indices), name, "C3",
+            f"limit_indices {tuple(limit_indices)} must have the length of start_indices "
+            f"{tuple(start_indices)}")
+    require(all(lim <= d for lim, d in zip(limit_indices, x.shape)), name, "C4",
+            f"limit_indices {tuple(limit_indices)} must be <= operand shape {x.shape}")
+    require(all(lim >= s for s, lim in zip(start_indices, limit_indices)), name, "C5",
+            f"limit_indices {tuple(limit_indices)} must be >= start_indices "
+            f"{tuple(start_indices)}")
+    diff = [lim - s for s, lim in zip(start_indices, limit_indices)]
+    if strides is None or tuple(strides) == (1,) * x.ndim:
+        return [ArrayType(tuple(diff), x.dtype, x.weak_type)]
+    _check_shapelike(name, "C6", "strides", strides)
+    require(len(strides) == x.ndim, name, "C6",
+            f"strides {tuple(strides)} must have one entry per axis of operand shape {x.shape}")
+    if any(s == 0 for s in strides):
+        # JAX divides by the stride and so raises ZeroDivisionError; keep its class.
+        raise ZeroDivisionError(f"slice C6: strides must be positive, got {tuple(strides)}")
+    shape = tuple(0 if d == 0 else (d - 1) // s + 1 for d, s in zip(diff, strides))
+    return [ArrayType(shape, x.dtype, x.weak_type)]
+
+
+def _slice_impl(x: np.ndarray, *, start_indices: Shape, limit_indices: Shape,
+                strides: Shape | None) -> list[np.ndarray]:
+    steps = strides if strides is not None else (1,) * x.ndim
+    idx = tuple(slice(s, lim, st) for s, lim, st in zip(start_indices, limit_indices, steps))
+    return [x[idx]]
+
+
+slice_p = declare("slice", typing=_slice_type, impl=_slice_impl)
+
+
+# ============================================================ dynamic_slice
+
+def _check_indices(name: str, x: ArrayType, idx: Sequence[ArrayType], c_rank: str,
+                   c_dtype: str) -> None:
+    require(len(idx) == x.ndim, name, c_rank,
+            f"got {len(idx)} start indices for operand of rank {x.ndim}")
+    require(all(i.ndim == 0 for i in idx), name, c_rank,
+            f"start indices must be scalars, got shapes {[i.shape for i in idx]}")
+    require(all(T.is_int(i.dtype) and i.dtype == idx[0].dtype for i in idx), name, c_dtype,
+            "start indices must be integers of one dtype, got "
+            f"{', '.join(i.dtype.name for i in idx)}")
+
+
+def _dynamic_slice_type(x: ArrayType, *idx: ArrayType, slice_sizes: Shape
+                        ) -> list[ArrayType]:
+    name = "dynamic_slice"
+    require(len(slice_sizes) == x.ndim, name, "C1",
+            f"slice_sizes {tuple(slice_sizes)} must have one entry per axis of operand "
+            f"shape {x.shape}")
+    require(all(s <= d for s, d in zip(slice_sizes, x.shape)), name, "C2",
+            f"slice_sizes {tuple(slice_sizes)} must be <= operand shape {x.shape}")
+    require(all(s >= 0 for s in slice_sizes), name, "C3",
+            f"slice_sizes {tuple(slice_sizes)} must be >= 0")
+    _check_indices(name, x, idx, "C4", "C5")
+    return [ArrayType(tuple(slice_sizes), x.dtype, x.weak_type)]
+
+
+def _clamped_starts(shape: Shape, sizes: Shape, idx: Sequence[np.ndarray]) -> list[int]:
+    """Start indices clamped so that the window fits, as XLA does."""
+    return [int(np.clip(np.asarray(i).astype(np.int64), 0, d - s))
+            for i, d, s in zip(idx, shape, sizes)]
+
+
+def _dynamic_slice_impl(x: np.ndarray, *idx: np.ndarray, slice_sizes: Shape
+                        ) -> list[np.ndarray]:
+    starts = _clamped_starts(x.shape, slice_sizes, idx)
+    return [x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]]
+
+
+dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
+                          impl=_dynamic_slice_impl)
+
+
+def _dynamic_update_slice_type(x: ArrayType, update: ArrayType, *idx: ArrayType
+                               ) -> list[ArrayType]:
+    name = "dynamic_update_slice"
+    require(update.ndim == x.ndim, name, "C1",
+            f"update shape {update.shape} must have the rank of operand shape {x.shape}")
+    require(all(u <= d for u, d in zip(update.shape, x.shape)), name, "C2",
+            f"update shape {update.shape} must be <= operand shape {x.shape}")
+    require(update.dtype == x.dtype, name, "C3",
+            f"operand and update must have the same dtype, got {x.dtype.name}, "
+            f"{update.dtype.name}")
+    _check_indices(name, x, idx, "C4", "C5")
+    return [ArrayType(x.shape, x.dtype, _all_weak(x, update, *idx))]
+
+
+def _dynamic_update_slice_impl(x: np.ndarray, update: np.ndarray, *idx: np.ndarray
+                               ) -> list[np.ndarray]:
+    starts = _clamped_starts(x.shape, update.shape, idx)
+    out = x.copy()
+    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    return [out]
+
+
+dynamic_update_slice_p = declare("dynamic_update_slice", typing=_dynamic_update_slice_type,
+                                 impl=_dynamic_update_slice_impl)
+
+
+# ============================================================== concatenate
+
+def _same_dtypes(name: str, c: str, avals: Sequence[ArrayType]) -> None:
+    require(all(a.dtype == avals[0].dtype for a in avals), name, c,
+            f"operands must have the same dtypes, got "
+            f"{', '.join(a.dtype.name for a in avals)} (jnp.{name} promotes dtypes)")
+
+
+def _concatenate_type(*xs: ArrayType, dimension: int) -> list[ArrayType]:
+    name = "concatenate"
+    require(len(xs) > 0, name, "C1", "expects at least one operand, got 0")
+    require(len({x.ndim for x in xs}) == 1, name, "C2",
+            f"operands must have one rank, got shapes {', '.join(str(x.shape) for x in xs)}")
+    require(0 <= dimension < xs[0].ndim, name, "C3",
+            f"dimension {dimension} is out of bounds for shapes "
+            f"{', '.join(str(x.shape) for x in xs)}")
+    others = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
+    require(len(others) == 1, name, "C4",
+            f"shapes may differ only along dimension {dimension}, got "
+            f"{', '.join(str(x.shape) for x in xs)}")
+    _same_dtypes(name, "C5", xs)
+    shape = list(xs[0].shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return [ArrayType(tuple(shape), xs[0].dtype, _all_weak(*xs))]
+
+
+def _concatenate_impl(*xs: np.ndarray, dimension: int) -> list[np.ndarray]:
+    return [np.concatenate(xs, axis=dimension)]
+
+
+concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl)
+
+
+# ==================================================================== stack
+
+def _stack_type(*xs: ArrayType, axis: int) -> list[ArrayType]:
+    name = "stack"
+    require(len(xs) > 0, name, "C1", "expects at least one operand, got 0", ValueError)
+    require(len({x.shape for x in xs}) == 1, name, "C2",
+            f"all operands must have the same shape, got "
+            f"{', '.join(str(x.shape) for x in xs)}", ValueError)
+    require(0 <= axis <= xs[0].ndim, name, "C3",
+            f"axis {axis} is out of bounds for result rank {xs[0].ndim + 1}", ValueError)
+    _same_dtypes(name, "C4", xs)
+    shape = list(xs[0].shape)
+    shape.insert(axis, len(xs))
+    return [ArrayType(tuple(shape), xs[0].dtype, _all_weak(*xs))]
+
+
+def _stack_impl(*xs: np.ndarray, axis: int) -> list[np.ndarray]:
+    return [np.stack(xs, axis=axis)]
+
+
+stack_p = declare("stack", typing=_stack_type, impl=_stack_impl)
+
+
+# ==================================================================== split
+
+def _split_type(x: ArrayType, *, sizes: Shape, axis: int) -> list[ArrayType]:
+    name = "split"
+    require(0 <= axis < x.ndim, name, "C1",
+            f"axis {axis} is out of bounds for operand of rank {x.ndim}", ValueError)
+    require(all(s >= 0 for s in sizes), name, "C2",
+            f"sizes must be nonnegative, got {[int(s) for s in sizes]}", ValueError)
+    total = int(sum(int(s) for s in sizes))
+    require(total == x.shape[axis], name, "C3",
+            f"sum of sizes {total} must equal dimension {axis} of operand shape "
+            f"{list(x.shape)}", ValueError)
+    outs = []
+    for s in sizes:
+        shape = list(x.shape)
+        shape[axis] = int(s)
+        outs.append(ArrayType(tuple(shape), x.dtype, x.weak_type))
+    return outs
+
+
+def _split_impl(x: np.ndarray, *, sizes: Shape, axis: int) -> list[np.ndarray]:
+    cuts = np.cumsum([int(s) for s in sizes])[:-1]
+    return list(np.split(x, cuts, axis=axis))
+
+
+split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True)
+
+
+# ================================================================== unstack
+
+def _unstack_type(x: ArrayType, *, axis: int) -> list[ArrayType]:
+    require(x.ndim > 0, "unstack", "C1",
+            f"operand must have rank > 0, got shape {x.shape}", ValueError)
+    require(0 <= axis < x.ndim, "unstack", "C2",
+            f"axis {axis} is out of bounds for operand of rank {x.ndim}", ValueError)
+    shape = x.shape[:axis] + x.shape[axis + 1:]
+    return [ArrayType(shape, x.dtype, x.weak_type)] * x.shape[axis]
+
+
+def _unstack_impl(x: np.ndarray, *, axis: int) -> list[np.ndarray]:
+    return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
+
+
+unstack_p = declare("unstack", typing=_unstack_type, impl=_unstack_impl,
+                    multiple_results=True)
+
+
+# ===================================================================== tile
+
+def _tile_type(x: ArrayType, *, reps: Shape) -> list[ArrayType]:
+    require(len(reps) == x.ndim, "tile", "C1",
+            f"reps length must equal the operand rank, got len(reps)={len(reps)} and "
+            f"ndim={x.ndim}")
+    require(all(r >= 0 for r in reps), "tile", "C2", f"reps must be nonnegative, got {reps}")
+    return [ArrayType(tuple(int(d) * int(r) for d, r in zip(x.shape, reps)), x.dtype,
+                      x.weak_type)]
+
+
+def _tile_impl(x: np.ndarray, *, reps: Shape) -> list[np.ndarray]:
+    return [np.tile(x, reps) if x.ndim else x.copy()]
+
+
+tile_p = declare("tile", typing=_tile_type, impl=_tile_impl)
+
+
+# ====================================================================== pad
+
+def _pad_type(x: ArrayType, padding_value: ArrayType, *,
+              padding_config: tuple[tuple[int, int, int], ...]) -> list[ArrayType]:
+    name = "pad"
+    require(x.dtype == padding_value.dtype, name, "C1",
+            f"operand and padding_value must have the same dtype, got {x.dtype.name} and "
+            f"{padding_value.dtype.name}")
+    require(padding_value.ndim == 0, name, "C2",
+            f"padding_value must be a scalar, got shape {padding_value.shape}", ValueError)
+    require(len(padding_config) == x.ndim, name, "C3",
+            f"padding_config {padding_config} must have one (low, high, interior) entry per "
+            f"axis of operand shape {x.shape}", ValueError)
+    require(all(i >= 0 for _, _, i in padding_config), name, "C4",
+            f"interior padding must be nonnegative, got padding_config {padding_config}",
+            ValueError)
+    shape = tuple(lo + hi + (d + max(d - 1, 0) * i if d else 0)
+                  for (lo, hi, i), d in zip(padding_config, x.shape))
+    require(all(d >= 0 for d in shape), name, "C5",
+            f"padded size is negative: result shape {shape} for padding_config "
+            f"{padding_config} and operand shape {x.shape}", ValueError)
+    return [ArrayType(shape, x.dtype, _all_weak(x, padding_value))]
+
+
+def _pad_impl(x: np.ndarray, padding_value: np.ndarray, *,
+              padding_config: tuple[tuple[int, int, int], ...]) -> list[np.ndarray]:
+    # Interior padding and non-negative edges first, then crop the negative edges.
+    grown = [max(lo, 0) + max(hi, 0) + (d + max(d - 1, 0) * i if d else 0)
+             for (lo, hi, i), d in zip(padding_config, x.shape)]
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    dst = tuple(slice(max(lo, 0), max(lo, 0) + (d - 1) * (i + 1) + 1, i + 1) if d
+                else slice(0, 0)
+                for (lo, _, i), d in zip(padding_config, x.shape))
+    out[dst] = x
+    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0))
+                 for (lo, hi, _), g in zip(padding_config, grown))
+    return [out[crop]]
+
+
+pad_p = declare("pad", typing=_pad_type, impl=_pad_impl)
+
+
+# ===================================================================== copy
+
+def _copy_type(x: ArrayType) -> list[ArrayType]:
+    return [x]
+
+
+def _copy_impl(x: np.ndarray) -> list[np.ndarray]:
+    return [x.copy()]
+
+
+copy_p = declare("copy", typing=_copy_type, impl=_copy_impl)
+
+
+__all__ = [
+    "bitcast_convert_type_p", "broadcast_in_dim_p", "concatenate_p", "convert_element_type_p",
+    "copy_p", "dynamic_slice_p", "dynamic_update_slice_p", "empty_p", "iota_p",
+    "pad_p", "reshape_p", "rev_p", "slice_p", "split_p", "squeeze_p", "stack_p", "tile_p",
+    "transpose_p", "unstack_p",
+]

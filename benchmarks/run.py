@@ -1,0 +1,482 @@
+"""spec against NumPy and JAX, as ratios of times measured side by side in one run.
+
+``python -m benchmarks.run [--quick] [--json out.json] [-k SUBSTRING]``
+
+Every benchmark is one program written once against a NumPy-like namespace
+and run five ways on the same float32 inputs: spec eager, spec jit, plain
+NumPy, JAX eager and JAX jit (JAX on CPU). Times are timeit-style: a number
+of iterations calibrated to last ``min_time``, repeated, the minimum kept;
+the repeats of the five implementations are interleaved so that load from
+other work on the machine hits them alike. Absolute times depend on the
+machine; the ratios spec/NumPy and spec/JAX are what the benchmarks report.
+
+A function that the library under test does not have (yet) makes its cell
+"n/a"; an exception while preparing a cell makes it "error" (listed under the
+table). Neither stops the run.
+"""
+
+from __future__ import annotations
+
+import os
+
+# JAX fixes its platform at first import; CPU keeps the comparison with NumPy
+# and spec (both CPU-only) like for like.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+Fn = Callable[..., Any]
+Thunk = Callable[[], object]
+
+IMPLS = ("spec eager", "spec jit", "numpy", "jax eager", "jax jit")
+
+
+class Missing(Exception):
+    """A function a benchmark needs does not exist (yet) in the library under test."""
+
+
+# ------------------------------------------------------------------ libraries
+
+
+@dataclass(frozen=True)
+class Api:
+    """One library's NumPy-like namespace, with its lax for fallbacks."""
+
+    name: str
+    np: Any
+    lax: Any = None
+
+    def fn(self, *names: str, lax: str | None = None) -> Fn:
+        """The first of ``names`` in the namespace (else ``lax.<lax>``), or Missing."""
+        for n in names:
+            f = getattr(self.np, n, None)
+            if callable(f):
+                return f  # type: ignore[no-any-return]
+        if lax is not None and self.lax is not None:
+            f = getattr(self.lax, lax, None)
+            if callable(f):
+                return f  # type: ignore[no-any-return]
+        wanted = " / ".join([f"{self.name}.{n}" for n in names]
+                            + ([f"{self.name}.lax.{lax}"] if lax else []))
+        raise Missing(f"no {wanted}")
+
+
+@dataclass(frozen=True)
+class Lib:
+    """A library that runs programs: its Api, array constructor and jit."""
+
+    api: Api
+    to_array: Callable[[np.ndarray], Any]
+    jit: Callable[[Fn], Fn]
+
+
+def _spec_lib() -> Lib:
+    import spec
+    import spec.lax
+    import spec.numpy
+    return Lib(Api("spec.numpy", spec.numpy, spec.lax), spec.numpy.asarray, spec.jit)
+
+
+def _jax_lib() -> Lib | str:
+    """JAX on CPU, or why it cannot be used (its columns then read n/a)."""
+    try:
+        import jax
+        import jax.numpy
+    except ImportError as err:
+        return f"jax not importable: {err}"
+    return Lib(Api("jax.numpy", jax.numpy, jax.lax), jax.device_put, jax.jit)
+
+
+NUMPY_API = Api("numpy", np)
+
+# ------------------------------------------------------------------- programs
+# A program maps an Api to a function of arrays. Functions are looked up by
+# name, not reached through operators, so that a missing one reads "n/a".
+
+
+def _unary(name: str) -> Callable[[Api], Fn]:
+    def make(api: Api) -> Fn:
+        return api.fn(name)
+    return make
+
+
+def _binary(name: str) -> Callable[[Api], Fn]:
+    return _unary(name)
+
+
+def _scale(api: Api) -> Fn:
+    mul = api.fn("multiply")
+
+    def f(x: Any) -> Any:
+        return mul(x, 2.0)  # a weak Python scalar: the result stays float32
+    return f
+
+
+def _chain4(api: Api) -> Fn:
+    add, mul, sin = api.fn("add"), api.fn("multiply"), api.fn("sin")
+
+    def f(x: Any, y: Any) -> Any:
+        return mul(sin(add(mul(x, y), x)), 0.5)
+    return f
+
+
+def _chain6(api: Api) -> Fn:
+    add, mul, sin = api.fn("add"), api.fn("multiply"), api.fn("sin")
+    exp, sub = api.fn("exp"), api.fn("subtract")
+
+    def f(x: Any, y: Any) -> Any:
+        return sub(mul(exp(sin(add(mul(x, y), x))), 0.5), y)
+    return f
+
+
+def _program20(api: Api) -> Fn:
+    add, mul, sin = api.fn("add"), api.fn("multiply"), api.fn("sin")
+
+    def f(x: Any, y: Any) -> Any:
+        for _ in range(5):  # 4 ops a round: 20 elementwise ops in all
+            x = mul(sin(add(mul(x, y), x)), 0.5)
+        return x
+    return f
+
+
+def _matmul(api: Api) -> Fn:
+    return api.fn("matmul", "dot", lax="dot")
+
+
+# --------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class Sizes:
+    small: int  # elements of the dispatch-overhead arrays
+    large: int  # elements of the throughput arrays
+    matmul: int  # n of the n x n @ n x n product
+    min_time: float  # seconds one timed run lasts at least
+    repeat: int  # timed runs per implementation; the minimum is kept
+
+
+FULL = Sizes(small=8, large=2_000_000, matmul=512, min_time=0.1, repeat=7)
+QUICK = Sizes(small=8, large=4096, matmul=16, min_time=0.0005, repeat=1)
+
+Inputs = Callable[[Sizes, np.random.Generator], list[np.ndarray]]
+
+
+def _vectors(count: int, which: str) -> Inputs:
+    def make(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+        n = sizes.small if which == "small" else sizes.large
+        return [rng.random(n, dtype=np.float32) for _ in range(count)]
+    return make
+
+
+def _square_matrices(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    n = sizes.matmul
+    return [rng.random((n, n), dtype=np.float32) for _ in range(2)]
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    group: str  # "dispatch", "jit overhead" or "throughput"
+    modes: tuple[str, ...]  # the spec modes shown, one table row each
+    program: Callable[[Api], Fn]
+    inputs: Inputs
+
+
+def _shape(kind: str, sizes: Sizes) -> str:
+    if kind == "matmul":
+        return f"f32[{sizes.matmul},{sizes.matmul}]"
+    return f"f32[{sizes.small if kind == 'small' else sizes.large}]"
+
+
+def benchmarks(sizes: Sizes) -> list[Bench]:
+    s, big, mm = _shape("small", sizes), _shape("large", sizes), _shape("matmul", sizes)
+    small1, small2 = _vectors(1, "small"), _vectors(2, "small")
+    large1, large2 = _vectors(1, "large"), _vectors(2, "large")
+    eager, both = ("eager",), ("eager", "jit")
+    return [
+        Bench(f"add x+y {s}", "dispatch", eager, _binary("add"), small2),
+        Bench(f"sin(x) {s}", "dispatch", eager, _unary("sin"), small1),
+        Bench(f"x*2.0 {s}", "dispatch", eager, _scale, small1),
+        Bench(f"program 20 ops {s}", "jit overhead", both, _program20, small2),
+        Bench(f"add {big}", "throughput", eager, _binary("add"), large2),
+        Bench(f"mul {big}", "throughput", eager, _binary("multiply"), large2),
+        Bench(f"sin {big}", "throughput", eager, _unary("sin"), large1),
+        Bench(f"exp {big}", "throughput", eager, _unary("exp"), large1),
+        Bench(f"chain mul/add/sin/mul {big}", "throughput", both, _chain4, large2),
+        Bench(f"chain +exp/sub (6 ops) {big}", "throughput", both, _chain6, large2),
+        Bench(f"matmul {mm}@{mm}", "throughput", eager, _matmul, _square_matrices),
+    ]
+
+
+# --------------------------------------------------------------------- timing
+
+
+def _time(thunk: Thunk, number: int) -> float:
+    """Seconds for ``number`` calls, with the collector off (as timeit)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(number):
+            thunk()
+        return time.perf_counter() - start
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _calibrate(thunk: Thunk, min_time: float) -> int:
+    """Iterations that make one timed run last at least ``min_time``."""
+    number = 1
+    while True:
+        elapsed = _time(thunk, number)
+        if elapsed >= min_time:
+            return number
+        guess = int(number * min_time / max(elapsed, 1e-9) * 1.1) + 1
+        number = max(number * 2, min(guess, number * 100))
+
+
+def _measure(thunks: dict[str, Thunk], sizes: Sizes) -> dict[str, float]:
+    """Seconds per call of each thunk: the minimum over interleaved repeats."""
+    numbers = {k: _calibrate(t, sizes.min_time) for k, t in thunks.items()}
+    best = {k: float("inf") for k in thunks}
+    for _ in range(sizes.repeat):
+        for k, t in thunks.items():
+            best[k] = min(best[k], _time(t, numbers[k]) / numbers[k])
+    return best
+
+
+# -------------------------------------------------------------------- running
+
+
+@dataclass
+class Cell:
+    """One implementation of one benchmark: a time, or why there is none."""
+
+    seconds: float | None = None
+    status: str = "ok"  # "ok", "n/a" or "error"
+    detail: str = ""
+
+
+@dataclass
+class Row:
+    group: str
+    name: str
+    mode: str  # the spec mode of this row; spec/jax compares with JAX in the same mode
+    cells: dict[str, Cell] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> Cell:
+        return self.cells[f"spec {self.mode}"]
+
+    @property
+    def jax(self) -> Cell:
+        return self.cells[f"jax {self.mode}"]
+
+    def ratio(self, other: Cell) -> float | None:
+        if self.spec.seconds is None or other.seconds is None:
+            return None
+        return self.spec.seconds / other.seconds
+
+    @property
+    def target(self) -> str:
+        """Whether this row meets its stated target ("" where none is set)."""
+        if self.group == "throughput":
+            r, limit = self.ratio(self.cells["numpy"]), 1.1
+        elif self.mode == "eager":
+            r, limit = self.ratio(self.jax), 1.0
+        else:
+            return ""
+        if r is None:
+            return "n/a"
+        return "ok" if r <= limit else "miss"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group, "name": self.name, "mode": self.mode,
+            "seconds": {k: c.seconds for k, c in self.cells.items()},
+            "status": {k: c.status for k, c in self.cells.items()},
+            "detail": {k: c.detail for k, c in self.cells.items() if c.detail},
+            "spec_over_numpy": self.ratio(self.cells["numpy"]),
+            "spec_over_jax": self.ratio(self.jax),
+            "target": self.target,
+        }
+
+
+def _failure(err: BaseException) -> Cell:
+    if isinstance(err, Missing):
+        return Cell(None, "n/a", str(err))
+    text = str(err).splitlines()[0] if str(err) else ""
+    return Cell(None, "error", f"{type(err).__name__}: {text}"[:200])
+
+
+def _check_same(out: Any, ref: np.ndarray) -> None:
+    """The implementations must do the same arithmetic: same dtype, close values."""
+    got = np.asarray(out)
+    if got.dtype != ref.dtype or got.shape != ref.shape:
+        raise ValueError(f"result {got.dtype}{list(got.shape)} differs from NumPy's "
+                         f"{ref.dtype}{list(ref.shape)}")
+    if not np.allclose(got, ref, rtol=1e-3, atol=1e-4):
+        raise ValueError("result values differ from NumPy's")
+
+
+def _prepare(bench: Bench, impl: str, lib: Lib | str | None, arrays: list[np.ndarray],
+             ref: np.ndarray | None) -> Thunk | Cell:
+    """A zero-argument thunk running the benchmark once (warmed up and checked)."""
+    if isinstance(lib, str):
+        return Cell(None, "n/a", lib)
+    try:
+        if lib is None:  # plain NumPy
+            f = bench.program(NUMPY_API)
+            xs: Sequence[Any] = arrays
+            return lambda: f(*xs)
+        f = bench.program(lib.api)
+        if impl.endswith("jit"):
+            f = lib.jit(f)
+        xs = [lib.to_array(a) for a in arrays]
+        out = f(*xs).block_until_ready()  # warms up (and compiles, for jit)
+        if ref is not None:
+            _check_same(out, ref)
+    except Exception as err:  # noqa: BLE001 -- any failure becomes a table cell, not a crash
+        return _failure(err)
+    # The method, not jax.block_until_ready: that one flattens a pytree first,
+    # which would add to JAX's per-call time.
+    return lambda: f(*xs).block_until_ready()
+
+
+def run_bench(bench: Bench, sizes: Sizes, spec_lib: Lib, jax_lib: Lib | str) -> list[Row]:
+    arrays = bench.inputs(sizes, np.random.default_rng(0))
+    try:
+        ref: np.ndarray | None = np.asarray(bench.program(NUMPY_API)(*arrays))
+    except Exception:  # noqa: BLE001 -- the numpy cell reports it below
+        ref = None
+    libs: dict[str, Lib | str | None] = {
+        "spec eager": spec_lib, "spec jit": spec_lib, "numpy": None,
+        "jax eager": jax_lib, "jax jit": jax_lib}
+    wanted = [i for i in IMPLS if not i.startswith("spec") or i.split()[1] in bench.modes]
+    prepared = {i: _prepare(bench, i, libs[i], arrays, ref) for i in wanted}
+    thunks = {i: p for i, p in prepared.items() if not isinstance(p, Cell)}
+    times = _measure(thunks, sizes)
+    cells = {i: (p if isinstance(p, Cell) else Cell(times[i])) for i, p in prepared.items()}
+    return [Row(bench.group, bench.name, mode, cells) for mode in bench.modes]
+
+
+def run(sizes: Sizes, select: str = "",
+        progress: Callable[[str], None] | None = None) -> list[Row]:
+    spec_lib, jax_lib = _spec_lib(), _jax_lib()
+    rows: list[Row] = []
+    for bench in benchmarks(sizes):
+        if select and select not in bench.name:
+            continue
+        if progress is not None:
+            progress(bench.name)
+        rows.extend(run_bench(bench, sizes, spec_lib, jax_lib))
+    return rows
+
+
+# ------------------------------------------------------------------- printing
+
+
+def _fmt_time(cell: Cell) -> str:
+    s = cell.seconds
+    if s is None:
+        return cell.status
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    return f"{s * 1e3:.2f} ms"
+
+
+def _fmt_ratio(r: float | None) -> str:
+    return "n/a" if r is None else f"{r:.2f}x"
+
+
+HEADER = ("group", "benchmark", "spec mode", "spec", "numpy", "jax eager", "jax jit",
+          "spec/numpy", "spec/jax", "target")
+
+
+def table_lines(rows: Sequence[Row]) -> list[str]:
+    body = [(r.group, r.name, r.mode, _fmt_time(r.spec), _fmt_time(r.cells["numpy"]),
+             _fmt_time(r.cells["jax eager"]), _fmt_time(r.cells["jax jit"]),
+             _fmt_ratio(r.ratio(r.cells["numpy"])), _fmt_ratio(r.ratio(r.jax)), r.target)
+            for r in rows]
+    widths = [max(len(line[i]) for line in [HEADER, *body]) for i in range(len(HEADER))]
+
+    def fmt(line: Sequence[str]) -> str:
+        return " | ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                          for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+
+    lines = [fmt(HEADER), "-+-".join("-" * w for w in widths)]
+    lines += [fmt(line) for line in body]
+    notes = sorted({f"{r.name} [{k}]: {c.status}: {c.detail}"
+                    for r in rows for k, c in r.cells.items() if c.status != "ok"})
+    if notes:
+        lines += ["", "not measured:", *[f"  {n}" for n in notes]]
+    return lines
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def metadata(sizes: Sizes) -> dict[str, Any]:
+    try:
+        import jax
+        jax_version: str | None = jax.__version__
+    except ImportError:
+        jax_version = None
+    return {
+        "python": sys.version.split()[0], "numpy": np.__version__, "jax": jax_version,
+        "jax_platforms": os.environ.get("JAX_PLATFORMS"), "machine": platform.machine(),
+        "processor": platform.processor(), "cpu_count": os.cpu_count(),
+        "loadavg": _loadavg(), "sizes": sizes.__dict__,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and iterations: checks the benchmarks run, times mean little")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("-k", metavar="SUBSTRING", default="",
+                        help="only benchmarks whose name contains SUBSTRING")
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    meta = metadata(sizes)
+
+    def progress(name: str) -> None:
+        print(f"  running {name} ...", file=sys.stderr, flush=True)
+
+    rows = run(sizes, args.k, progress)
+    meta["loadavg_after"] = _loadavg()
+    print(f"spec vs NumPy {meta['numpy']} vs JAX {meta['jax']} "
+          f"(JAX_PLATFORMS={meta['jax_platforms']}), {meta['cpu_count']} CPUs, "
+          f"load average before {meta['loadavg']}")
+    print("times: min over repeats of the mean per call; spec/jax compares with JAX in the "
+          "row's spec mode")
+    print("targets: throughput spec/numpy <= 1.1x; eager spec/jax (dispatch) < 1.0x")
+    if args.quick:
+        print("--quick: tiny sizes and iterations; the times and targets mean nothing")
+    print()
+    print("\n".join(table_lines(rows)))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"meta": meta, "rows": [r.as_json() for r in rows]}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

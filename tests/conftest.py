@@ -1,0 +1,30 @@
+"""Shared fixtures: real JAX (the oracle) on CPU, and x64 toggling for both."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import pytest  # noqa: E402
+
+import spec  # noqa: E402
+
+# Every jaxpr that spec traces during the tests is type-checked (check_jaxpr).
+spec.config.update("jax_enable_checks", True)
+
+
+@pytest.fixture
+def x64() -> Iterator[None]:
+    """Run a test with jax_enable_x64 on, in spec and in JAX."""
+    import jax
+
+    import spec
+    spec.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        yield
+    finally:
+        spec.config.update("jax_enable_x64", False)
+        jax.config.update("jax_enable_x64", False)
