@@ -24,6 +24,7 @@ import os
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -112,6 +113,12 @@ def _unary(name: str) -> Callable[[Api], Fn]:
 
 def _binary(name: str) -> Callable[[Api], Fn]:
     return _unary(name)
+
+
+def _plus_operator(api: Api) -> Fn:
+    def f(x: Any, y: Any) -> Any:
+        return x + y  # the Array operator: dispatch through __add__ to add
+    return f
 
 
 def _scale(api: Api) -> Fn:
@@ -204,9 +211,10 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
     large1, large2 = _vectors(1, "large"), _vectors(2, "large")
     eager, both = ("eager",), ("eager", "jit")
     return [
-        Bench(f"add x+y {s}", "dispatch", eager, _binary("add"), small2),
+        Bench(f"add(x,y) {s}", "dispatch", eager, _binary("add"), small2),
+        Bench(f"x + y {s}", "dispatch", eager, _plus_operator, small2),
         Bench(f"sin(x) {s}", "dispatch", eager, _unary("sin"), small1),
-        Bench(f"x*2.0 {s}", "dispatch", eager, _scale, small1),
+        Bench(f"multiply(x,2.0) {s}", "dispatch", eager, _scale, small1),
         Bench(f"program 20 ops {s}", "jit overhead", both, _program20, small2),
         Bench(f"add {big}", "throughput", eager, _binary("add"), large2),
         Bench(f"mul {big}", "throughput", eager, _binary("multiply"), large2),
@@ -453,8 +461,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("-k", metavar="SUBSTRING", default="",
                         help="only benchmarks whose name contains SUBSTRING")
+    parser.add_argument("--repeat", type=int, metavar="N",
+                        help="timed runs per implementation (the minimum is kept)")
+    parser.add_argument("--min-time", type=float, metavar="SECONDS",
+                        help="least duration of one timed run")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
+    if args.repeat is not None:
+        sizes = dataclasses.replace(sizes, repeat=max(1, args.repeat))
+    if args.min_time is not None:
+        sizes = dataclasses.replace(sizes, min_time=max(0.0, args.min_time))
     meta = metadata(sizes)
 
     def progress(name: str) -> None:

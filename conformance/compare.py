@@ -20,7 +20,7 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class Raised:
-    """An exception recorded as a result. ``class_names`` holds the MRO names, most derived first."""
+    """An exception recorded as a result; ``class_names`` is its MRO, most derived first."""
 
     name: str
     qualname: str
@@ -107,9 +107,13 @@ def normalize(x: object) -> Norm:
     if isinstance(x, (list, tuple)):
         kind = "list" if isinstance(x, list) else "tuple"
         return Node(kind, (), tuple(normalize(c) for c in x))
-    if isinstance(x, type) and hasattr(x, "dtype"):
-        # Scalar types such as jnp.float32 stand for their dtype.
-        return DtypeLeaf(np.dtype(x.dtype).name)
+    if isinstance(x, type):
+        # Scalar types (jnp.float32, np.int8) stand for their dtype.
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, np.dtype):
+            return DtypeLeaf(dt.name)
+        if issubclass(x, np.generic):
+            return DtypeLeaf(np.dtype(x).name)
     if _is_array(x):
         arr = np.asarray(x)
         weak = getattr(x, "weak_type", None)

@@ -275,7 +275,9 @@ def format_report(report: Report, only_problems: bool = False) -> str:
     for name, reason in report.unavailable.items():
         lines.append(f"implementation {name} unavailable: {reason}")
     for row in report.reference_errors:
-        lines.append(f"reference {report.reference} {row.case.id}: BROKEN CASE: {row.reference_error}")
+        lines.append(
+            f"reference {report.reference} {row.case.id}: BROKEN CASE: {row.reference_error}"
+        )
     for name in report.impls:
         problems = [
             (row.case.id, row.results[name])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -214,7 +215,9 @@ class Jitted:
         self._donate_argnums = donate_argnums
         self._keep_unused = keep_unused
         self._inline = inline
-        self._cache: dict[Hashable, tuple[Jaxpr, Any]] = {}
+        self._cache = _cache_for(fun)
+        self._options = (self._static_argnums, self._static_argnames, donate_argnums,
+                         keep_unused, inline)
         functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
@@ -228,8 +231,8 @@ class Jitted:
 
     def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any]]:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
-        key = (split.dyn_treedef, avals, split.static_args, split.static_kwargs,
-               config.values_key())
+        key = (self._options, split.dyn_treedef, avals, split.static_args,
+               split.static_kwargs, config.values_key())
         cached = self._cache.get(key)
         if cached is not None:
             return cached[0], cached[1], []
@@ -272,6 +275,20 @@ class Jitted:
         return len(self._cache)
 
 
+# Traced jaxprs are cached per underlying function, shared by every jit
+# wrapper of it (``jit(f)`` twice reuses one trace, as in JAX); the entry goes
+# away with the function.
+_CacheDict = dict[Hashable, tuple[Jaxpr, Any]]
+_CACHES: weakref.WeakKeyDictionary[Any, _CacheDict] = weakref.WeakKeyDictionary()
+
+
+def _cache_for(fun: Callable[..., Any]) -> _CacheDict:
+    try:
+        return _CACHES.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: a private cache
+        return {}
+
+
 def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: tuple[str, ...]
                    ) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Static argnums and argnames name the same parameters, as in JAX."""
@@ -281,6 +298,7 @@ def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: 
         return argnums, argnames
     positional = [p.name for p in params
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    _check_argnums_exist(params, positional, argnums, argnames)
     names = set(argnames)
     nums = set(argnums)
     for i in argnums:
@@ -290,6 +308,24 @@ def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: 
         if n in positional:
             nums.add(positional.index(n))
     return tuple(sorted(nums)), tuple(sorted(names))
+
+
+def _check_argnums_exist(params: list[inspect.Parameter], positional: list[str],
+                         argnums: tuple[int, ...], argnames: tuple[str, ...]) -> None:
+    """Static argnums/argnames must name parameters the function has."""
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        bad = [i for i in argnums if not -len(positional) <= i < len(positional)]
+        if bad:
+            raise ValueError(f"jit: static_argnums={argnums} names positions {bad}, but the "
+                             f"function accepts only {len(positional)} positional arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        keywordable = {p.name for p in params if p.kind in (
+            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(set(argnames) - keywordable)
+        if unknown:
+            raise ValueError(f"jit: static_argnames names {unknown}, which the function does "
+                             "not take as arguments.")
 
 
 def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,

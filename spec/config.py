@@ -66,6 +66,9 @@ _FLAGS: dict[str, _Flag] = {
         # As in JAX, enables internal checking; in spec: check_jaxpr on every
         # jaxpr that jit/make_jaxpr trace.
         _Flag("jax_enable_checks", False, "JAX_ENABLE_CHECKS", _parse_bool),
+        # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
+        # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
+        _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
     )
 }
 

@@ -29,10 +29,10 @@ from spec.errors import (
     UnexpectedTracerError,
 )
 from spec.types import (
-    PYTHON_SCALAR_TYPES,
     ArrayType,
     canonicalize_dtype,
     dtype_of_value,
+    is_python_scalar,
     python_scalar_dtype,
 )
 
@@ -312,6 +312,12 @@ class Tracer:
             "A traced value cannot be used as a Python integer (e.g. as an index or a "
             "size); use lax.dynamic_slice or make the argument static.")
 
+    def item(self, *args: Any) -> Any:
+        raise ConcretizationTypeError(self._concretization("item"))
+
+    def tolist(self) -> Any:
+        raise ConcretizationTypeError(self._concretization("tolist"))
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TracerArrayConversionError(
             "The numpy.ndarray conversion method __array__() was called on traced array "
@@ -353,7 +359,7 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
                 f"A tracer of type {aval} from {type(x._trace).__name__} reached a "
                 "computation outside its trace.")
         return x._value, aval
-    if isinstance(x, PYTHON_SCALAR_TYPES):
+    if is_python_scalar(x):
         dt = python_scalar_dtype(type(x))
         return _scalar_array(x, dt), ArrayType((), dt, not isinstance(x, bool))
     if isinstance(x, (np.ndarray, np.generic)):
@@ -380,7 +386,7 @@ def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
 
 
 @functools.cache
-def _array_class() -> type:
+def _array_class() -> Any:
     from spec.array import Array
     return Array
 
@@ -469,7 +475,7 @@ class JaxprTrace(Trace):
         value, aval = canonical_value(x)
         if not aval.shape:
             py = getattr(x, "_py", None)
-            return Literal(x if isinstance(x, PYTHON_SCALAR_TYPES) else
+            return Literal(x if is_python_scalar(x) else
                            value if py is None else py, aval)
         return self._const_var(x, aval)
 

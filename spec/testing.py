@@ -58,7 +58,8 @@ def array_types(dtype_strategy: st.SearchStrategy[T.DType] | None = None,
                 shape_strategy: st.SearchStrategy[T.Shape] | None = None
                 ) -> st.SearchStrategy[ArrayType]:
     return st.builds(lambda s, d, w: ArrayType(s, d, w and d != T.bool_),
-                     shape_strategy or shapes(), dtype_strategy or dtypes(), st.booleans())
+                     shapes() if shape_strategy is None else shape_strategy,
+                     dtypes() if dtype_strategy is None else dtype_strategy, st.booleans())
 
 
 def values_of(aval: ArrayType, seed: int) -> np.ndarray:
@@ -79,7 +80,8 @@ def values_of(aval: ArrayType, seed: int) -> np.ndarray:
 
 def arrays(aval_strategy: st.SearchStrategy[ArrayType] | None = None
            ) -> st.SearchStrategy[np.ndarray]:
-    return st.builds(values_of, aval_strategy or array_types(), st.integers(0, 2**31 - 1))
+    return st.builds(values_of, array_types() if aval_strategy is None else aval_strategy,
+                     st.integers(0, 2**31 - 1))
 
 
 def check_impl_matches_typing(prim: Primitive, *operands: Any, **params: Any) -> list[ArrayType]:

@@ -72,6 +72,16 @@ PYTHON_SCALAR_TYPES: tuple[type, ...] = (bool, int, float, complex)
 _X64_TO_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
+_PYTHON_SCALAR_SET = frozenset(PYTHON_SCALAR_TYPES)
+
+
+def is_python_scalar(x: Any) -> bool:
+    """Exactly a Python bool/int/float/complex. NumPy's float64 and complex128
+    subclass float and complex but are strongly typed, so the test is on the
+    exact type, not isinstance."""
+    return type(x) in _PYTHON_SCALAR_SET
+
+
 class TypePromotionError(ValueError):
     """Raised when two dtypes have no implicit promotion path."""
 
@@ -202,7 +212,7 @@ def explicit_dtype(dt: DType, fun_name: str = "") -> DType:
 
 def dtype_of_value(value: Any) -> DType:
     """The canonical dtype of a concrete value (no warning: implicit conversion)."""
-    if isinstance(value, PYTHON_SCALAR_TYPES):
+    if is_python_scalar(value):
         return python_scalar_dtype(type(value))
     aval = getattr(value, "aval", None)
     if isinstance(aval, ArrayType):
@@ -308,7 +318,7 @@ def _as_dtype_and_weak(x: Any) -> tuple[DType, bool]:
         return aval.dtype, aval.weak_type
     if isinstance(x, type) and x in PYTHON_SCALAR_TYPES:
         return python_scalar_dtype(x), x is not bool
-    if isinstance(x, PYTHON_SCALAR_TYPES):
+    if is_python_scalar(x):
         return python_scalar_dtype(type(x)), not isinstance(x, bool)
     aval = getattr(x, "aval", None)
     if isinstance(aval, ArrayType):
@@ -477,7 +487,7 @@ def value_type(value: Any) -> ArrayType:
     aval = getattr(value, "aval", None)
     if isinstance(aval, ArrayType):
         return aval
-    if isinstance(value, PYTHON_SCALAR_TYPES):
+    if is_python_scalar(value):
         return ArrayType((), python_scalar_dtype(type(value)), not isinstance(value, bool))
     arr = np.asarray(value) if not isinstance(value, np.ndarray) else value
     return ArrayType(tuple(arr.shape), dtype_of_value(arr), False)

@@ -29,7 +29,7 @@ def test_quick_run_prints_and_writes_rows(tmp_path: Path, capsys: pytest.Capture
         assert r["name"] in printed
         assert set(r["seconds"]) >= {"numpy", "jax eager", "jax jit", f"spec {r['mode']}"}
     # add/mul/sin are in the core: their rows must hold a measurement, not n/a or an error.
-    add = next(r for r in rows if r["name"].startswith("add x+y"))
+    add = next(r for r in rows if r["name"].startswith("add(x,y)"))
     assert add["status"]["spec eager"] == "ok", add["detail"]
     assert add["seconds"]["spec eager"] is not None
     program = [r for r in rows if r["group"] == "jit overhead"]

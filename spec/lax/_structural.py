@@ -119,7 +119,7 @@ def asarray(x: Any) -> Any:
     """``lax.asarray``: arrays unchanged; Python scalars become weak arrays."""
     if _is_array(x):
         return x
-    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+    if T.is_python_scalar(x) and type(x) is not bool:
         return _convert_element_type(x, T.python_scalar_dtype(type(x)), True)
     return _convert_element_type(x, canonical_aval_of(x).dtype, False)
 

@@ -71,7 +71,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
     if isinstance(object, (Array, Tracer)):
         out = L._array_copy(object) if copy else object
     elif not any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
-        if isinstance(object, (bool, int, float, complex)):
+        if T.is_python_scalar(object):
             T.value_type(object)  # overflow check of Python ints, as coerce_to_array
         with np.errstate(all="ignore"):
             raw = np.asarray(_numpy_leaves(object), dtype=dt)
@@ -94,7 +94,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
 
 
 def _is_weak(x: Any) -> bool:
-    if isinstance(x, (int, float, complex)) and not isinstance(x, bool):
+    if T.is_python_scalar(x) and type(x) is not bool:
         return True
     aval = getattr(x, "aval", None)
     return bool(isinstance(aval, T.ArrayType) and aval.weak_type)

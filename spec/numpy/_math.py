@@ -152,6 +152,8 @@ def _as_array(x: Any) -> Any:
     if isinstance(x, T.PYTHON_SCALAR_TYPES):
         aval = T.value_type(x)
         return to_weak_or_strong(x, aval.dtype, aval.weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(x)  # canonical dtype, strong
     return x
 
 
@@ -489,7 +491,7 @@ def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
 def floor(x: Any, /) -> Any:
     check_arraylike("floor", x)
     if not T.is_inexact(_dtype(x)):
-        return x
+        return _as_array(x)
     return lax.floor(*promote_args_inexact("floor", x))
 
 

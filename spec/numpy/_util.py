@@ -28,7 +28,7 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
 def to_weak_or_strong(x: Any, dtype: T.DType, weak: bool) -> Any:
     """``x`` as an operand of exactly (dtype, weak). Python scalars become
     concrete values (inlined as literals when traced); the rest convert."""
-    if isinstance(x, T.PYTHON_SCALAR_TYPES):
+    if T.is_python_scalar(x):
         return python_scalar_operand(x, dtype, weak)
     return _convert_element_type(x, dtype, weak)
 

@@ -78,28 +78,51 @@ def compute_dtype(dt: T.DType) -> T.DType:
     return dt
 
 
-def lifted(fn: Callable[..., Any]) -> Callable[..., list[np.ndarray]]:
+def flush_subnormals(a: np.ndarray) -> np.ndarray:
+    """XLA's CPU backend runs float32/float64 arithmetic with denormals
+    flushed to zero, both as operands and as results (FTZ + DAZ): a
+    subnormal becomes a zero of the same sign. Other dtypes pass through."""
+    if a.dtype in (T.complex64, T.complex128):
+        out = np.empty_like(a)
+        out.real = flush_subnormals(np.ascontiguousarray(a.real))
+        out.imag = flush_subnormals(np.ascontiguousarray(a.imag))
+        return out
+    if a.dtype not in (T.float32, T.float64):
+        return a
+    tiny = np.finfo(a.dtype).tiny
+    return np.where(np.abs(a) < tiny, np.copysign(np.zeros((), a.dtype), a), a)
+
+
+def lifted(fn: Callable[..., Any], ftz: bool = True) -> Callable[..., list[np.ndarray]]:
     """Wrap a NumPy ufunc-like for elementwise use: narrow floats are upcast,
     results are cast back to the operand dtype, NumPy warnings silenced
-    (IEEE semantics: inf/nan are results, not errors)."""
+    (IEEE semantics: inf/nan are results, not errors). With ``ftz``,
+    float32/float64 operands and results have subnormals flushed to zero,
+    as XLA's CPU backend does for arithmetic (not for sign-bit operations
+    such as neg and abs)."""
 
     def impl(*xs: np.ndarray, **params: Any) -> list[np.ndarray]:
         dt = xs[0].dtype
         cd = compute_dtype(dt)
         args = [x.astype(cd) if x.dtype != cd else x for x in xs]
         with np.errstate(all="ignore"):
+            if ftz:
+                args = [flush_subnormals(a) for a in args]
             out = np.asarray(fn(*args))
+            if ftz:
+                out = flush_subnormals(out)
             return [out.astype(dt) if out.dtype != dt else out]
 
     return impl
 
 
 def lifted_to(result: T.DType, fn: Callable[..., Any]) -> Callable[..., list[np.ndarray]]:
-    """Like ``lifted`` for predicates and other fixed-dtype results."""
+    """Like ``lifted`` for predicates and other fixed-dtype results (operands
+    are flushed, so a subnormal compares equal to zero as on XLA's CPU)."""
 
     def impl(*xs: np.ndarray, **params: Any) -> list[np.ndarray]:
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(*xs))
+            out = np.asarray(fn(*[flush_subnormals(x) for x in xs]))
         return [out.astype(result) if out.dtype != result else out]
 
     return impl
@@ -335,7 +358,7 @@ def lifted64(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., list[np.nd
 
     def impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
         with np.errstate(all="ignore"):
-            out = fn(x.astype(np.float64))
-        return [np.asarray(out).astype(x.dtype)]
+            out = fn(flush_subnormals(x).astype(np.float64))
+            return [flush_subnormals(np.asarray(out).astype(x.dtype))]
 
     return impl

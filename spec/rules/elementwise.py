@@ -115,9 +115,54 @@ def _round_type(x: ArrayType, *, rounding_method: Any) -> list[ArrayType]:
     return nary_type("round", [x], FLOAT)
 
 
+def _log1p(x: np.ndarray) -> np.ndarray:
+    if not T.is_complex(x.dtype):
+        return np.asarray(np.log1p(x))
+    # log|1+z| = log1p(2a + a^2 + b^2) / 2 keeps small |z| accurate, where
+    # NumPy's complex log1p loses the real part; evaluated in complex128.
+    z = x.astype(np.complex128)
+    a, b = z.real, z.imag
+    re = 0.5 * np.log1p(2 * a + a * a + b * b)
+    out = re + 1j * np.arctan2(b, 1 + a)
+    return np.asarray(out.astype(x.dtype))
+
+
 def _logistic(x: np.ndarray) -> np.ndarray:
     one = np.ones((), x.dtype)
     return np.asarray(one / (one + np.exp(-x)))
+
+
+def _exp2_impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
+    """JAX lowers exp2 as exp(log(2) * x) with log(2) and the product in x's
+    dtype; the rounding of the product is visible in narrow floats."""
+    cd = K.compute_dtype(x.dtype)
+    ln2 = np.asarray(np.log(2), x.dtype).astype(cd)
+    with np.errstate(all="ignore"):
+        product = (ln2 * x.astype(cd)).astype(x.dtype)
+    return lifted(np.exp)(product)
+
+
+def _sinh(x: np.ndarray) -> np.ndarray:
+    """XLA's real sinh: copysign(e^(|x| - ln 2) - e^(-|x| - ln 2), x) for
+    |x| >= 1 (no overflow before the result does), else
+    (expm1(x) + expm1(x) / (expm1(x) + 1)) / 2; every step rounds in x's
+    (compute) dtype."""
+    if T.is_complex(x.dtype):
+        return np.asarray(np.sinh(x))
+    half = np.asarray(np.log(0.5), x.dtype)
+    a = np.abs(x)
+    big = np.copysign(np.exp(a + half) - np.exp(-a + half), x)
+    em = np.expm1(x)
+    small = (em + em / (em + np.ones((), x.dtype))) * np.asarray(0.5, x.dtype)
+    return np.asarray(np.where(a >= 1, big, small))
+
+
+def _cosh(x: np.ndarray) -> np.ndarray:
+    """XLA's real cosh: e^(x - ln 2) + e^(-x - ln 2)."""
+    if T.is_complex(x.dtype):
+        return np.asarray(np.cosh(x))
+    half = np.asarray(np.log(0.5), x.dtype)
+    return np.asarray(np.exp(x + half) + np.exp(-x + half))
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -135,7 +180,7 @@ def _abs_impl(x: np.ndarray) -> list[np.ndarray]:
     if T.is_complex(x.dtype):
         with np.errstate(all="ignore"):
             return [np.abs(x).astype(K.real_dtype(x.dtype))]
-    return lifted(np.abs)(x)
+    return lifted(np.abs, ftz=False)(x)
 
 
 def _part_type(name: str) -> Any:
@@ -168,17 +213,17 @@ def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray]) -> Impl:
     return impl
 
 
-neg_p = _unary("neg", NUMBER, lifted(_neg))
+neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False))
 sign_p = _unary("sign", NUMBER, lifted(_sign))
 floor_p = _unary("floor", FLOAT, lifted(np.floor))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil))
 round_p = declare("round", typing=_round_type, impl=_round_impl)
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_)
 exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True)
-exp2_p = _unary("exp2", INEXACT, lifted(np.exp2), accuracy=True)
+exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True)
 log_p = _unary("log", INEXACT, lifted(np.log), accuracy=True)
 log2_p = _unary("log2", INEXACT, lifted(np.log2), accuracy=True)
-log1p_p = _unary("log1p", INEXACT, lifted(np.log1p), accuracy=True)
+log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True)
 expm1_p = _unary("expm1", INEXACT, lifted(np.expm1), accuracy=True)
 tanh_p = _unary("tanh", INEXACT, lifted(np.tanh), accuracy=True)
 logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True)
@@ -188,8 +233,8 @@ tan_p = _unary("tan", INEXACT, lifted(np.tan), accuracy=True)
 asin_p = _unary("asin", INEXACT, lifted(np.arcsin))
 acos_p = _unary("acos", INEXACT, lifted(np.arccos))
 atan_p = _unary("atan", INEXACT, lifted(np.arctan))
-sinh_p = _unary("sinh", INEXACT, lifted(np.sinh))
-cosh_p = _unary("cosh", INEXACT, lifted(np.cosh))
+sinh_p = _unary("sinh", INEXACT, lifted(_sinh))
+cosh_p = _unary("cosh", INEXACT, lifted(_cosh))
 asinh_p = _unary("asinh", INEXACT, lifted(np.arcsinh))
 acosh_p = _unary("acosh", INEXACT, lifted(np.arccosh))
 atanh_p = _unary("atanh", INEXACT, lifted(np.arctanh))
@@ -247,7 +292,11 @@ def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     if T.is_complex(x.dtype):
         # atan2 on complex numbers: -i log((x + i y) / sqrt(x^2 + y^2)).
         return np.asarray(-1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y)))
-    return np.asarray(np.arctan2(y, x))
+    # float32 through float64: one correctly rounded result (NumPy's float32
+    # kernel is off by an ULP or two).
+    wide = np.arctan2(y.astype(np.float64), x.astype(np.float64)) if x.dtype == T.float32 \
+        else np.arctan2(y, x)
+    return np.asarray(wide).astype(x.dtype)
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
@@ -360,9 +409,14 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
     # An integer exponent is converted to the base's dtype first, as JAX's
     # lowering does.
     cd = K.compute_dtype(x.dtype)
-    xs, ys = x.astype(cd), y.astype(cd)
     with np.errstate(all="ignore"):
-        out = _complex_pow(xs, ys) if T.is_complex(cd) else np.power(xs, ys)
+        xs = K.flush_subnormals(x.astype(cd))
+        ys = K.flush_subnormals(y.astype(x.dtype).astype(cd))
+        if T.is_complex(cd):
+            out = _complex_pow(xs, ys)
+        else:  # float32 through float64, rounded once
+            wide = np.power(xs.astype(np.float64), ys.astype(np.float64))
+            out = K.flush_subnormals(wide.astype(cd))
     return [np.asarray(out).astype(x.dtype)]
 
 

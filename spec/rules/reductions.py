@@ -299,9 +299,7 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
     for x in xs[:num_keys]:
         keys.extend(_sort_keys(x))
     # np.lexsort is stable and takes its most significant key last.
-    perm = np.lexsort(keys[::-1], axis=dimension) if xs[0].ndim else np.zeros((), np.intp)
-    if not xs[0].ndim:
-        return [np.asarray(x) for x in xs]
+    perm = np.lexsort(keys[::-1], axis=dimension)
     return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
 
 
