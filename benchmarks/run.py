@@ -413,10 +413,7 @@ HEADER = ("group", "benchmark", "spec mode", "spec", "numpy", "jax eager", "jax 
 
 
 def table_lines(rows: Sequence[Row]) -> list[str]:
-    body = [(r.group, r.name, r.mode, _fmt_time(r.spec), _fmt_time(r.cells["numpy"]),
-             _fmt_time(r.cells["jax eager"]), _fmt_time(r.cells["jax jit"]),
-             _fmt_ratio(r.ratio(r.cells["numpy"])), _fmt_ratio(r.ratio(r.jax)), r.target)
-            for r in rows]
+    body = [_cells(r) for r in rows]
     widths = [max(len(line[i]) for line in [HEADER, *body]) for i in range(len(HEADER))]
 
     def fmt(line: Sequence[str]) -> str:
@@ -430,6 +427,19 @@ def table_lines(rows: Sequence[Row]) -> list[str]:
     if notes:
         lines += ["", "not measured:", *[f"  {n}" for n in notes]]
     return lines
+
+
+def _cells(r: Row) -> tuple[str, ...]:
+    return (r.group, r.name, r.mode, _fmt_time(r.spec), _fmt_time(r.cells["numpy"]),
+            _fmt_time(r.cells["jax eager"]), _fmt_time(r.cells["jax jit"]),
+            _fmt_ratio(r.ratio(r.cells["numpy"])), _fmt_ratio(r.ratio(r.jax)), r.target)
+
+
+def markdown_lines(rows: Sequence[Row]) -> list[str]:
+    """The table as Markdown (for benchmarks/README.md)."""
+    lines = ["| " + " | ".join(HEADER) + " |",
+             "|" + "|".join(["---"] * 3 + ["---:"] * (len(HEADER) - 3)) + "|"]
+    return lines + ["| " + " | ".join(_cells(r)) + " |" for r in rows]
 
 
 def _loadavg() -> list[float] | None:
@@ -461,6 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("-k", metavar="SUBSTRING", default="",
                         help="only benchmarks whose name contains SUBSTRING")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--repeat", type=int, metavar="N",
                         help="timed runs per implementation (the minimum is kept)")
     parser.add_argument("--min-time", type=float, metavar="SECONDS",
@@ -487,7 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.quick:
         print("--quick: tiny sizes and iterations; the times and targets mean nothing")
     print()
-    print("\n".join(table_lines(rows)))
+    print("\n".join(markdown_lines(rows) if args.markdown else table_lines(rows)))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"meta": meta, "rows": [r.as_json() for r in rows]}, fh, indent=1)

@@ -16,7 +16,10 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from spec import tree_util
+from spec.array import Array
 from spec.config import config
 from spec.interpreter import (
     Jaxpr,
@@ -88,8 +91,19 @@ class _Split:
         return args, kwargs
 
 
+_LEAF_TYPES = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_args_treedef(n: int) -> Any:
+    return tree_util.tree_structure((tuple(range(n)), {}))
+
+
 def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tuple[int, ...],
                 static_argnames: tuple[str, ...]) -> _Split:
+    if not kwargs and not static_argnums and all(isinstance(a, _LEAF_TYPES) for a in args):
+        # The common call f(x, y, ...) with array arguments: no tree to walk.
+        return _Split((), (), _flat_args_treedef(len(args)), list(args))
     n = len(args)
     statics = sorted({i + n if i < 0 else i for i in static_argnums if -n <= i < n})
     static_args = tuple((i, args[i]) for i in statics)

@@ -16,9 +16,15 @@ from spec.array import Array
 from spec.interpreter import Tracer
 
 
+_JNP: list[Any] = []
+
+
 def _jnp() -> Any:
-    import spec.numpy as jnp
-    return jnp
+    """spec.numpy, imported on first use (it imports this module)."""
+    if not _JNP:
+        import spec.numpy as jnp
+        _JNP.append(jnp)
+    return _JNP[0]
 
 
 def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:

@@ -76,8 +76,8 @@ class ExtendedDType:
 
 # ----------------------------------------------------------------- issubdtype
 
-_CUSTOM_FLOAT_SCALARS = frozenset(
-    d.type for d in T.FLOAT_TYPES if d.kind == "V")  # bfloat16 and the float8/6/4 family
+# bfloat16 and the float8/6/4 family (their dtype kinds vary: 'V', sometimes 'f').
+_CUSTOM_FLOAT_SCALARS = frozenset(d.type for d in [T.bfloat16, *T.SMALL_FLOAT_TYPES])
 _NARROW_SIGNED_SCALARS = frozenset(d.type for d in T.NARROW_INT_TYPES)
 _NARROW_UNSIGNED_SCALARS = frozenset(d.type for d in T.NARROW_UINT_TYPES)
 _ISSUBDTYPE_ARG_TYPES = (type, np.dtype, ExtendedDType)

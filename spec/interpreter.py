@@ -171,6 +171,8 @@ class Jaxpr:
     eqns: list[Eqn]
     effects: frozenset[Any] = frozenset()
     consts: list[Any] = field(default_factory=list)
+    # The evaluation plan, built on first evaluation (see eval_jaxpr_values).
+    _plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def in_avals(self) -> list[ArrayType]:
@@ -529,16 +531,83 @@ def _read(env: dict[Var, Any], atom: Atom) -> Any:
     return env[atom]
 
 
+@dataclass(frozen=True)
+class _Step:
+    impl: Callable[..., Sequence[Any]]
+    params: dict[str, Any]
+    inputs: tuple[tuple[bool, Any], ...]  # (is_slot, slot index or literal value)
+    outputs: tuple[int, ...]
+    release: tuple[int, ...]  # slots read for the last time here
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A jaxpr compiled for repeated NumPy evaluation: variables become list
+    slots, literals are converted once, and each value is released after its
+    last use so large intermediates do not pile up."""
+
+    n_slots: int
+    const_slots: tuple[int, ...]
+    in_slots: tuple[int, ...]
+    steps: tuple[_Step, ...]
+    outputs: tuple[tuple[bool, Any], ...]
+
+
+def _plan_of(jaxpr: Jaxpr) -> _Plan:
+    plan = jaxpr._plan
+    if plan is None:
+        plan = jaxpr._plan = _make_plan(jaxpr)
+    return plan  # type: ignore[no-any-return]
+
+
+def _make_plan(jaxpr: Jaxpr) -> _Plan:
+    slot: dict[int, int] = {}
+
+    def bind(v: Var) -> int:
+        slot[id(v)] = len(slot)
+        return slot[id(v)]
+
+    def ref(a: Atom) -> tuple[bool, Any]:
+        if isinstance(a, Literal):
+            return (False, np.asarray(a.val, dtype=a.aval.dtype))
+        return (True, slot[id(a)])
+
+    const_slots = tuple(bind(v) for v in jaxpr.constvars)
+    in_slots = tuple(bind(v) for v in jaxpr.invars)
+    last_use: dict[int, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.invars:
+            if isinstance(a, Var):
+                last_use[id(a)] = i
+    kept = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    steps = []
+    for i, eqn in enumerate(jaxpr.eqns):
+        inputs = tuple(ref(a) for a in eqn.invars)
+        outputs = tuple(bind(v) for v in eqn.outvars)
+        release = tuple(sorted({slot[id(a)] for a in eqn.invars if isinstance(a, Var)
+                                and last_use[id(a)] == i and id(a) not in kept}))
+        steps.append(_Step(eqn.primitive.impl, eqn.params, inputs, outputs, release))
+    outs = tuple(ref(a) for a in jaxpr.outvars)
+    return _Plan(len(slot), const_slots, in_slots, tuple(steps), outs)
+
+
 def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
                       args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run an already type-checked jaxpr on NumPy values (no re-typing)."""
-    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
-    env.update(zip(jaxpr.invars, args))
-    for eqn in jaxpr.eqns:
-        outs = eqn.primitive.impl(*[_read(env, a) for a in eqn.invars], **eqn.params)
-        for v, o in zip(eqn.outvars, outs):
-            env[v] = o
-    return [_read(env, v) for v in jaxpr.outvars]
+    plan = _plan_of(jaxpr)
+    env: list[Any] = [None] * plan.n_slots
+    for i, c in zip(plan.const_slots, consts):
+        env[i] = c
+    for i, a in zip(plan.in_slots, args):
+        env[i] = a
+    for step in plan.steps:
+        outs = step.impl(*[env[x] if is_slot else x for is_slot, x in step.inputs],
+                         **step.params)
+        for i, o in zip(step.outputs, outs):
+            env[i] = o
+        for i in step.release:
+            env[i] = None
+    return [env[x] if is_slot else x for is_slot, x in plan.outputs]
 
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:

@@ -154,6 +154,12 @@ def default_complex() -> DType:
     return complex128 if x64_enabled() else complex64
 
 
+_SCALAR_DTYPES: dict[bool, dict[type, DType]] = {
+    False: {bool: bool_, int: int32, float: float32, complex: complex64},
+    True: {bool: bool_, int: int64, float: float64, complex: complex128},
+}
+
+
 def default_dtype_for_kind(k: str) -> DType:
     if k == "b":
         return bool_
@@ -163,6 +169,9 @@ def default_dtype_for_kind(k: str) -> DType:
 
 def python_scalar_dtype(value_type: type) -> DType:
     """The (weak) dtype a Python scalar of this type gets."""
+    known = _SCALAR_DTYPES[x64_enabled()].get(value_type)
+    if known is not None:
+        return known
     if issubclass(value_type, bool):
         return bool_
     if issubclass(value_type, int):

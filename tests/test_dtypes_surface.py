@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import spec
 import spec.dtypes as sdt
@@ -117,6 +119,13 @@ def test_aliases_are_the_same_objects() -> None:
         assert getattr(snp, alias) is getattr(snp, target)
 
 
+def test_scalar_types_pickle_by_reference() -> None:
+    import pickle
+    for name in CONCRETE + ALIASES:
+        t = getattr(snp, name)
+        assert pickle.loads(pickle.dumps(t)) is t, name
+
+
 CALL_VALUES: list[Any] = [0, 1, -3, 2.5, True, 1 + 2j, [1, 2], [[0.5], [1.5]],
                           np.float32(1.25), np.arange(3, dtype=np.int16)]
 
@@ -128,11 +137,16 @@ def _call(t: Any, v: Any) -> Any:
 @pytest.mark.parametrize("name", CONCRETE)
 def test_calling_scalar_types(name: str) -> None:
     ours, theirs = _pair(name)
+    one_bit = name in ("int1", "uint1")
     for v in CALL_VALUES:
-        if name.startswith(("int1", "uint1")) and isinstance(v, (list, np.ndarray)):
-            continue  # the 1-bit types' printing is ml_dtypes-version dependent
+        if one_bit and isinstance(v, (list, np.ndarray)):
+            continue  # JAX 0.12's XLA CPU cannot convert 1-bit arrays (it crashes)
         w_ours, got = _warned(_call, ours, v)
         w_theirs, want = _warned(_call, theirs, v)
+        if one_bit:
+            # JAX prints 1-bit values as XLA's pred (False/True); compare the type only.
+            assert _array_summary(got)[1:] == _array_summary(want)[1:], (name, v)
+            continue
         assert _array_summary(got) == _array_summary(want), (name, v)
         assert any("Explicitly requested" in w for w in w_ours) == \
             any("Explicitly requested" in w for w in w_theirs), (name, v, w_ours, w_theirs)
@@ -185,11 +199,14 @@ def test_scalar_type_is_not_an_array() -> None:
     for fn_ours, fn_theirs in (
         (lambda: snp.asarray(snp.float32), lambda: jnp.asarray(jnp.float32)),
         (lambda: snp.arange(3) + snp.int32, lambda: jnp.arange(3) + jnp.int32),
+        (lambda: snp.add(1, snp.int32), lambda: jnp.add(1, jnp.int32)),
+        (lambda: snp.sin(snp.float32), lambda: jnp.sin(jnp.float32)),
+        (lambda: snp.array([snp.float32]), lambda: jnp.array([jnp.float32])),
     ):
-        assert _outcome(fn_ours) == _outcome(fn_theirs)
-        assert _outcome(fn_ours)[0] == "raises"
-    with pytest.raises(TypeError, match="JAX scalar type .*float32.* cannot be interpreted"):
-        snp.asarray(snp.float32)
+        assert _outcome(fn_ours) == _outcome(fn_theirs) == ("raises", "TypeError")
+    # Comparison with a scalar type is not an error, just unequal.
+    assert (snp.arange(3) == snp.float32) is (jnp.arange(3) == jnp.float32) is False
+    assert (snp.float32 == snp.arange(3)) is (jnp.float32 == jnp.arange(3)) is False
 
 
 def test_abstract_types_are_numpys() -> None:
@@ -512,9 +529,10 @@ def test_itemsize_bits_and_scalar_type_of(name: str) -> None:
     assert sdt.itemsize_bits(np.dtype(theirs)) == jax.dtypes.itemsize_bits(np.dtype(theirs))
     x = np.zeros((), theirs.dtype)
     assert _outcome(sdt.scalar_type_of, x) == _outcome(jax.dtypes.scalar_type_of, x)
-    if name.startswith(("int1", "uint1")):
-        return  # the 1-bit types' conversion is ml_dtypes-version dependent
-    assert _outcome(sdt.scalar_type_of, ours(1)) == _outcome(jax.dtypes.scalar_type_of, theirs(1))
+    if name in ("int1", "uint1"):
+        return  # JAX 0.12's XLA CPU cannot convert 1-bit arrays
+    assert _outcome(lambda: sdt.scalar_type_of(ours(1))) == \
+        _outcome(lambda: jax.dtypes.scalar_type_of(theirs(1)))
 
 
 def test_scalar_type_of_python_values() -> None:
@@ -575,3 +593,25 @@ def test_jax_dtypes_public_names() -> None:
     have = {n for n in dir(sdt) if not n.startswith("_")}
     assert want - have - set(EXCLUDED) == set()
     assert set(sdt.__all__) == want
+
+
+# ------------------------------------------------------- property: result_type
+
+_RT_POOL: list[tuple[Any, Any]] = (
+    [(getattr(snp, n), getattr(jnp, n)) for n in
+     ("bool_", "int8", "uint8", "int16", "uint32", "int64", "bfloat16", "float16", "float32",
+      "float64", "complex64", "float8_e4m3fn", "int4")]
+    + [(v, v) for v in (True, 3, -1.5, 2j, int, float, complex, bool, "uint16", None,
+                        np.dtype("int64"), np.float16, np.int8(1))]
+    + [(np.zeros(2, np.float16), np.zeros(2, np.float16)),
+       (snp.asarray(1.0), jnp.asarray(1.0)), (snp.arange(3, dtype="int8"), jnp.arange(3, dtype="int8"))])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, len(_RT_POOL) - 1), min_size=1, max_size=4))
+def test_result_type_property(picks: list[int]) -> None:
+    ours = [_RT_POOL[i][0] for i in picks]
+    theirs = [_RT_POOL[i][1] for i in picks]
+    assert _outcome(sdt.result_type, *ours, return_weak_type_flag=True) == \
+        _outcome(jax.dtypes.result_type, *theirs, return_weak_type_flag=True)
+    assert _outcome(snp.result_type, *ours) == _outcome(jnp.result_type, *theirs)

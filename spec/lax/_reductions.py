@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,13 +22,15 @@ from spec.rules.reductions import (
     reduce_or_p,
     reduce_prod_p,
     reduce_sum_p,
+    reduce_precision_p,
     reduce_xor_p,
     sort_p,
+    top_k_p,
 )
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or",
            "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
-           "cumlogsumexp", "sort", "sort_key_val"]
+           "cumlogsumexp", "sort", "sort_key_val", "top_k", "reduce_precision"]
 
 
 def _axes(axes: Sequence[int]) -> tuple[int, ...]:
@@ -124,3 +127,30 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
     dim = canonicalize_axis(dimension, canonical_aval_of(keys).ndim)
     k, v = sort_p.bind(keys, values, dimension=dim, is_stable=bool(is_stable), num_keys=1)
     return k, v
+
+
+def top_k(operand: Any, k: int, *, axis: int = -1, is_stable: bool = True
+          ) -> tuple[Any, Any]:
+    """The ``k`` largest entries along ``axis`` (XLA's total order: NaN above
+    inf, 0.0 above -0.0), largest first, and their int32 indices; ties keep
+    their input order."""
+    k = operator.index(k)
+    if k < 0:
+        raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+    dim = canonicalize_axis(axis, canonical_aval_of(operand).ndim)
+    values, indices = top_k_p.bind(operand, k=k, axis=dim, is_stable=bool(is_stable))
+    return values, indices
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """Round ``operand`` to a float format with the given exponent and mantissa
+    widths, keeping its dtype."""
+    from spec.errors import ConcretizationTypeError
+    from spec.interpreter import Tracer
+    for name, v in (("exponent_bits", exponent_bits), ("mantissa_bits", mantissa_bits)):
+        if isinstance(v, Tracer):
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: the "
+                f"{name} argument of lax.reduce_precision must be static")
+    return reduce_precision_p.bind(operand, exponent_bits=operator.index(exponent_bits),
+                                   mantissa_bits=operator.index(mantissa_bits))

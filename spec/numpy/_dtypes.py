@@ -71,9 +71,8 @@ class _ScalarMeta(type):
     def __repr__(cls) -> str:
         return f"<class 'jax.numpy.{cls.__name__}'>"
 
-    def __jax_array__(cls) -> Any:
-        # Reached when a scalar *type* is used where an array is expected.
-        raise TypeError(f"JAX scalar type {cls!r} cannot be interpreted as a JAX array.")
+    # No __jax_array__: a scalar *type* used as an array operand is rejected by
+    # the operand checks (TypeError), and ``array == jnp.float32`` is False, as in JAX.
 
 
 def _scalar_type(np_type: type) -> _ScalarMeta:

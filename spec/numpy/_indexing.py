@@ -27,7 +27,8 @@ from spec.rules.indexing import (
     ScatterDimensionNumbers,
 )
 
-__all__ = ["getitem", "take"]
+__all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
+           "diagonal", "diag"]
 
 INDEX_DTYPE = np.dtype(np.int32)
 
@@ -678,6 +679,53 @@ class _IndexUpdateRef:
         return self._update("scatter_max", values, indices_are_sorted, unique_indices, mode)
 
 
+    def divide(self, values: Any, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+               out_sharding: Any = None) -> Any:
+        """``x / d`` where ``d`` is 1 except at the indexed places, which hold the
+        product of their updates (so ints divide into floats, as jnp.divide)."""
+        import spec.numpy as jnp
+        divisor = _scatter_update(jnp.ones_like(self.array), self.index, values,
+                                  _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+                                  unique_indices=unique_indices, mode=mode)
+        return jnp.divide(self.array, divisor)
+
+    def power(self, values: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+              out_sharding: Any = None) -> Any:
+        import spec.numpy as jnp
+        exponent = _scatter_update(jnp.ones_like(self.array), self.index, values,
+                                   _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+                                   unique_indices=unique_indices, mode=mode)
+        return jnp.power(self.array, exponent)
+
+    def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
+        """``func`` applied at the indexed places, once per time a place is
+        indexed (XLA's scatter applies its combiner once per update).
+
+        JAX stages one scatter whose update_jaxpr is ``func``; here the hit
+        count of every element is scattered first and ``func`` (which must be
+        elementwise, as JAX requires) is applied to the whole array, the result
+        kept where the count is large enough."""
+        import spec.numpy as jnp
+        x = self.array
+        aval = canonical_aval_of(x)
+        counts = _scatter_update(jnp.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
+                                 _lax().scatter_add, indices_are_sorted=indices_are_sorted,
+                                 unique_indices=unique_indices, mode=mode)
+        if isinstance(counts, Tracer):
+            # At most every indexed position hits one element.
+            rounds = int(np.prod(canonical_aval_of(getitem(jnp.zeros(aval.shape, bool),
+                                                           self.index)).shape))
+        else:
+            rounds = int(np.max(np.asarray(counts), initial=0))
+        for i in range(rounds):
+            y = _convert(func(x), aval.dtype, aval.weak_type)
+            x = jnp.where(counts > i, y, x)
+        return x
+
+
 class _IndexUpdateHelper:
     """The object ``x.at`` returns; ``x.at[idx]`` makes an ``_IndexUpdateRef``."""
 
@@ -740,6 +788,241 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
                       fill_value=fill_value)
 
 
+# ======================================================== take_along_axis
+
+
+def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = None,
+                        fill_value: Any = None) -> Any:
+    from spec.numpy._util import check_arraylike
+    lax = _lax()
+    check_arraylike("take_along_axis", arr, indices)
+    a, idx = _asarray(arr), _asarray(indices)
+    idx_aval = canonical_aval_of(idx)
+    if not T.is_int(idx_aval.dtype):
+        raise TypeError("take_along_axis indices must be of integer type, got "
+                        f"{idx_aval.dtype}")
+    if axis is None:
+        if idx_aval.ndim != 1:
+            raise ValueError("take_along_axis indices must be 1D if axis=None, got shape "
+                             f"{idx_aval.shape}")
+        a = lax.reshape(a, (canonical_aval_of(a).size,))
+        axis = 0
+    shape = canonical_aval_of(a).shape
+    rank = len(shape)
+    if rank != idx_aval.ndim:
+        raise ValueError("indices and arr must have the same number of dimensions; "
+                         f"{idx_aval.ndim} vs. {rank}")
+    ax = _canonical_axis(axis, rank)
+    arr_shape = tuple(1 if d == ax else n for d, n in enumerate(shape))
+    try:
+        out_shape = tuple(int(d) for d in np.broadcast_shapes(idx_aval.shape, arr_shape))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                         f"{[idx_aval.shape, arr_shape]}") from None
+    if shape[ax] == 0:
+        return lax.full(out_shape, 0, canonical_aval_of(a).dtype)
+    idx = _broadcast_to(idx, out_shape)
+    # Every other axis is indexed by its own position (0 where arr has size 1).
+    grid: list[Any] = []
+    for d in range(rank):
+        if d == ax:
+            grid.append(idx)
+        else:
+            pos = np.arange(out_shape[d]) if shape[d] != 1 else np.zeros(out_shape[d], int)
+            grid.append(np.broadcast_to(pos.reshape([-1 if e == d else 1
+                                                     for e in range(rank)]), out_shape))
+    gmode = "fill" if mode is None else mode
+    return getitem(a, tuple(grid), mode=gmode, fill_value=fill_value)
+
+
+def _canonical_axis(axis: Any, ndim: int) -> int:
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a + ndim if a < 0 else a
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
+                    fill_value: Any = None) -> Any:
+    """``arr`` gathered at ``indices`` along ``axis``; negative indices wrap
+    once and out-of-bounds ones give ``fill_value`` (NaN for inexact types),
+    unless mode="clip". Values match JAX; the gather is built differently."""
+    return _take_along_axis_fn(arr, indices, axis, mode, fill_value)
+
+
+# ============================================================ nonzero & co
+
+
+def _nonzero_dtype(fill_value: Any) -> T.DType:
+    import spec.tree_util as tu
+    leaves = tu.tree_leaves(fill_value)
+    return T.result_type_and_weak(np.zeros((), T.default_int()), *leaves)[0]
+
+
+def _fill_per_dim(fill_value: Any, nd: int) -> list[Any]:
+    if fill_value is None:
+        return [0] * nd
+    if np.ndim(fill_value) == 0 and not isinstance(fill_value, (tuple, list)):
+        return [fill_value] * nd
+    fills = list(fill_value)
+    if len(fills) != nd:
+        raise ValueError(f"fill_value must be a scalar or a tuple of length {nd}; got "
+                         f"{fill_value}")
+    return fills
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Any, ...]:
+    """Indices of the non-zero entries, one int array per axis. Without
+    ``size`` the input must be concrete; with it the result is truncated or
+    padded with ``fill_value`` (0 by default) to ``size`` entries."""
+    from spec.numpy._util import check_arraylike
+    check_arraylike("nonzero", a)
+    arr = _asarray(a)
+    aval = canonical_aval_of(arr)
+    if aval.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    if size is None and isinstance(arr, Tracer):
+        from spec.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {aval}\n"
+            "The size argument of jnp.nonzero must be statically specified to use "
+            "jnp.nonzero within JAX transformations.")
+    dtype = _nonzero_dtype(fill_value)
+    fills = _fill_per_dim(fill_value, aval.ndim)
+    if aval.size == 0:
+        fills = [0] * aval.ndim  # JAX ignores fill_value for an empty input
+    if isinstance(arr, Tracer) or any(isinstance(f, Tracer) for f in fills):
+        return _nonzero_traced(arr, int(size), fills, dtype)  # type: ignore[arg-type]
+    coords = np.nonzero(np.asarray(arr))
+    n = len(coords[0]) if size is None else int(size)
+    out = []
+    for c, f in zip(coords, fills):
+        col = np.full(n, np.asarray(f).astype(dtype), dtype=dtype)
+        k = min(n, len(c))
+        col[:k] = c[:k]
+        out.append(_concrete(col, dtype, False))
+    return tuple(out)
+
+
+def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tuple[Any, ...]:
+    """nonzero with a static size, from primitives: the k-th non-zero flat
+    position is scattered to slot k, then unravelled; unused slots are filled."""
+    import spec.numpy as jnp
+    lax = _lax()
+    aval = canonical_aval_of(arr)
+    flat = lax.reshape(arr, (aval.size,))
+    mask = flat if aval.dtype == T.bool_ else jnp.not_equal(flat, 0)
+    slot = jnp.cumsum(mask.astype(INDEX_DTYPE)) - 1
+    slot = jnp.where(mask, slot, size)  # zeros land past the end and are dropped
+    positions = jnp.zeros((size,), INDEX_DTYPE).at[slot].set(
+        jnp.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
+    valid = jnp.arange(size, dtype=INDEX_DTYPE) < jnp.sum(mask.astype(INDEX_DTYPE))
+    out = []
+    stride = aval.size
+    for dim, f in zip(aval.shape, fills):
+        stride //= max(dim, 1)
+        coord = (positions // max(stride, 1)) % max(dim, 1)
+        out.append(jnp.where(valid, coord.astype(dtype), jnp.asarray(f).astype(dtype)))
+    return tuple(out)
+
+
+def _where_one_arg(condition: Any, size: int | None = None, fill_value: Any = None
+                   ) -> tuple[Any, ...]:
+    """``jnp.where(condition)``: the same as ``jnp.nonzero(condition)``."""
+    from spec.numpy._util import check_arraylike
+    check_arraylike("where", condition)
+    return nonzero(condition, size=size, fill_value=fill_value)
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    from spec.numpy._shape import ravel
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """One row of indices per non-zero entry: shape (count, a.ndim)."""
+    import spec.numpy as jnp
+    from spec.numpy._util import check_arraylike
+    check_arraylike("argwhere", a)
+    nd = canonical_aval_of(_asarray(a)).ndim
+    result = jnp.transpose(jnp.vstack(nonzero(jnp.atleast_1d(a), size=size,
+                                              fill_value=fill_value)))
+    rows = canonical_aval_of(result).shape[0]
+    if nd == 0:
+        return result[:0].reshape(rows, 0)
+    return result.reshape(rows, nd)
+
+
+# ============================================================ diagonal / diag
+
+
+def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    import spec.numpy as jnp
+    shape = canonical_aval_of(a).shape
+    nd = len(shape)
+    if nd < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    a1, a2 = _canonical_axis(axis1, nd), _canonical_axis(axis2, nd)
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    moved = jnp.moveaxis(a, (a1, a2), (-2, -1))
+    n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
+    i = jnp.arange(n)
+    j = jnp.arange(abs(offset), abs(offset) + n)
+    return moved[..., i, j] if offset >= 0 else moved[..., j, i]
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
+    import operator
+    from spec.numpy._util import check_arraylike
+    check_arraylike("diagonal", a)
+    if isinstance(offset, Tracer):
+        from spec.errors import ConcretizationTypeError
+        raise ConcretizationTypeError("Abstract tracer value encountered where concrete "
+                                      "value is expected: 'offset' argument of "
+                                      "jnp.diagonal()")
+    return _jit_named("diagonal", _diagonal_fn, ("offset", "axis1", "axis2"))(
+        _asarray(a), offset=operator.index(offset), axis1=axis1, axis2=axis2)
+
+
+def _diag_fn(v: Any, k: int = 0) -> Any:
+    import spec.numpy as jnp
+    lax = _lax()
+    shape = canonical_aval_of(v).shape
+    if len(shape) == 1:
+        zero = lax.full_like(v, 0, shape=())
+        n = shape[0] + abs(k)
+        v = lax.pad(v, zero, ((max(0, -k), max(0, k), 0),))
+        return jnp.where(jnp.eye(n, k=k, dtype=bool), v[:, None], zero)
+    if len(shape) == 2:
+        return diagonal(v, offset=k)
+    raise ValueError("diag input must be 1d or 2d")
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """A 1-D input becomes a matrix with it on diagonal ``k``; a 2-D input
+    gives its ``k``-th diagonal."""
+    import operator
+    from spec.numpy._util import check_arraylike
+    check_arraylike("diag", v)
+    return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))
+
+
+_JITS: dict[str, Callable[..., Any]] = {}
+
+
+def _jit_named(name: str, fn: Callable[..., Any], statics: tuple[str, ...]
+               ) -> Callable[..., Any]:
+    """One persistent jitted function per name (a visible ``jit`` named as JAX's)."""
+    if name not in _JITS:
+        from spec._api import jit
+        fn.__name__ = fn.__qualname__ = name
+        _JITS[name] = jit(fn, static_argnames=statics)
+    return _JITS[name]
+
+
 # ======================================================== array methods
 
 
@@ -751,10 +1034,21 @@ def _at_property(self: Any) -> _IndexUpdateHelper:
     return _IndexUpdateHelper(self)
 
 
+def _nonzero_method(self: Any, *, size: int | None = None, fill_value: Any = None
+                    ) -> tuple[Any, ...]:
+    return nonzero(self, size=size, fill_value=fill_value)
+
+
+def _diagonal_method(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return diagonal(self, offset, axis1, axis2)
+
+
 def _install_array_methods() -> None:
     for cls in (Array, Tracer):
         setattr(cls, "__getitem__", _getitem_method)
         setattr(cls, "at", property(_at_property))
+        setattr(cls, "nonzero", _nonzero_method)
+        setattr(cls, "diagonal", _diagonal_method)
 
 
 _install_array_methods()

@@ -19,10 +19,10 @@ import numpy as np
 from spec import lax
 from spec import types as T
 from spec._api import jit
-from spec.array import from_numpy
+from spec.array import Array, from_numpy
 from spec.config import config
-from spec.interpreter import canonical_aval_of, is_concrete
-from spec.numpy._util import check_arraylike, to_weak_or_strong
+from spec.interpreter import Tracer, canonical_aval_of, is_concrete
+from spec.numpy._util import _agree, check_arraylike, to_weak_or_strong
 
 Fn = Callable[..., Any]
 
@@ -40,6 +40,12 @@ def _dtype(x: Any) -> T.DType:
 def _const(x: Any, value: Any) -> np.ndarray:
     """A strong constant of ``x``'s dtype (a literal when traced)."""
     return np.asarray(value, dtype=_dtype(x))
+
+
+def _like(x: Any, value: Any) -> Any:
+    """A scalar of ``x``'s dtype and weak type (weak results stay weak)."""
+    aval = _aval(x)
+    return to_weak_or_strong(float(value), aval.dtype, aval.weak_type)
 
 
 def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
@@ -76,6 +82,9 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     axes (a ``broadcast_in_dim``); rank-0 operands are left to lax."""
     if len(args) < 2:
         return list(args)
+    if all(isinstance(a, (Array, Tracer)) for a in args) and len(
+            {len(a.aval.shape) for a in args} - {0}) < 2:
+        return list(args)  # equal ranks, or only rank-0 beside them: lax broadcasts
     shapes = [_aval(a).shape for a in args]
     if all(len(s) == len(shapes[0]) for s in shapes[1:]):
         return list(args)
@@ -133,23 +142,29 @@ def _to_inexact(dt: T.DType) -> T.DType:
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True):
+        return list(args)  # one dtype, weak type and rank already: nothing to do
     check_arraylike(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes(*args))
 
 
 def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True) and T.is_inexact(args[0].aval.dtype):
+        return list(args)
     check_arraylike(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True) and args[0].aval.dtype != T.bool_:
+        return list(args)
     check_arraylike(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes_numeric(*args))
 
 
 def _as_array(x: Any) -> Any:
     """``lax.asarray``: Python scalars become weak arrays; arrays pass through."""
-    if isinstance(x, T.PYTHON_SCALAR_TYPES):
+    if T.is_python_scalar(x):
         aval = T.value_type(x)
         return to_weak_or_strong(x, aval.dtype, aval.weak_type)
     if isinstance(x, (np.ndarray, np.generic)):
@@ -206,11 +221,16 @@ def _broadcast_to(x: Any, shape: T.Shape) -> Any:
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
-    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n."""
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
+    With only ``condition``, the indices of its nonzero elements."""
     if x is None and y is None:
-        raise NotImplementedError("jnp.where with a single argument (nonzero) is not part of "
-                                  "the elementwise family; pass x and y")
+        from spec.numpy._indexing import _where_one_arg
+        return _where_one_arg(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
     if x is None or y is None:
         raise ValueError("Either both or neither of the x and y arguments should be provided "
                          f"to jax.numpy.where, got {x} and {y}.")
@@ -357,7 +377,7 @@ def power(x1: Any, x2: Any, /) -> Any:
         else:
             (base,) = _promote_dtypes_numeric(x1)
             return lax.integer_pow(base, y)
-    a, b = _promote_shapes("power", _as_array(x1), _as_array(x2))
+    a, b = _promote_shapes("power", x1, x2)
     a_, b_ = promote_args_numeric("power", a, b)
     if T.is_int(_dtype(a_)):
         return _pow_int_int(a_, b_)
@@ -697,11 +717,11 @@ def hypot(x1: Any, x2: Any, /) -> Any:
                          "convert to real values first, such as by using abs(x)")
     a, b = _broadcast_arrays(lax.abs(a), lax.abs(b))
     big, small = lax.max(a, b), lax.min(a, b)
-    safe = _where(lax.eq(big, _const(big, 0)), _const(big, 1), big)
+    safe = _where(lax.eq(big, _const(big, 0)), _like(big, 1), big)
     ratio = lax.div(small, safe)
-    out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+    out = lax.mul(big, lax.sqrt(lax.add(_like(big, 1), lax.mul(ratio, ratio))))
     inf = _const(big, np.inf)
-    return _where(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), inf, out)
+    return _where(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), _like(big, np.inf), out)
 
 
 def deg2rad(x: Any, /) -> Any:

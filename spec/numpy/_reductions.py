@@ -12,6 +12,7 @@ are looked up in ``spec.lax`` / ``spec.numpy`` at call time.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,7 +27,9 @@ from spec.lax._structural import _convert_element_type
 from spec.numpy._util import check_arraylike
 
 __all__ = ["sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std",
-           "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero"]
+           "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero",
+           "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax",
+           "nanargmin", "nancumsum", "nancumprod", "trace"]
 
 Axis = int | Sequence[int] | None
 _builtin_all = all
@@ -405,13 +408,15 @@ def argmin(a: Any, axis: int | None = None, out: None = None,
 # -------------------------------------------------------------- cumulative
 
 def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: int | None,
-                dtype: Any) -> Any:
+                dtype: Any, fill_nan: Any = None) -> Any:
     a = _operand(name, a)
     aval = canonical_aval_of(a)
     if axis is None or aval.ndim == 0:
         a = _lax("reshape")(a, (aval.size,))
         aval = canonical_aval_of(a)
     ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
+    if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
+        a = _jnp("where")(_isnan(a), np.array(fill_nan, aval.dtype), a)
     if dtype is None:
         result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
             else aval.dtype
@@ -440,6 +445,207 @@ _cumsum_fn.__name__ = "cumsum"
 _cumprod_fn.__name__ = "cumprod"
 cumsum: Callable[..., Any] = jit(_cumsum_fn, static_argnames=("axis", "dtype"))
 cumprod: Callable[..., Any] = jit(_cumprod_fn, static_argnames=("axis", "dtype"))
+
+
+def _nancumsum_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("nancumsum", lr.cumsum, a, axis, dtype, fill_nan=0)
+
+
+def _nancumprod_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None
+                   ) -> Any:
+    return _cumulative("nancumprod", lr.cumprod, a, axis, dtype, fill_nan=1)
+
+
+_nancumsum_fn.__name__ = "nancumsum"
+_nancumprod_fn.__name__ = "nancumprod"
+nancumsum: Callable[..., Any] = jit(_nancumsum_fn, static_argnames=("axis", "dtype"))
+nancumprod: Callable[..., Any] = jit(_nancumprod_fn, static_argnames=("axis", "dtype"))
+
+
+# ------------------------------------------------------------- nan-reductions
+# Each is a visible jit named after the function (JAX's @jit), whose body
+# replaces NaNs by the reduction's identity with a ``_where`` and reduces;
+# integer and bool inputs (which hold no NaN) go straight to the reduction.
+
+def _isnan(x: Any) -> Any:
+    return _lax("ne")(x, x)
+
+
+def _nan_init(dt: T.DType, init: float) -> np.ndarray:
+    """The identity as a strong scalar of ``dt``; infinities clamp to the
+    largest finite value for float types without inf."""
+    if np.isinf(init) and T.is_float(dt) and not np.isinf(np.array(init).astype(dt)):
+        import ml_dtypes
+        info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+        return np.array(info.min if init < 0 else info.max, dtype=dt)
+    return np.array(init, dtype=dt)
+
+
+def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float,
+                   nan_if_all_nan: bool, axis: Axis, keepdims: bool, where: Any,
+                   **kwargs: Any) -> Any:
+    a = _operand(name, a)
+    dt = canonical_aval_of(a).dtype
+    if not T.is_inexact(dt):
+        return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    filled = _jnp("where")(_isnan(a), _nan_init(dt, init), a)
+    out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    if not nan_if_all_nan:
+        return out
+    all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
+    return _jnp("where")(all_nan, np.array(np.nan, dt), out)
+
+
+def _user_dtype(dtype: Any, name: str) -> T.DType | None:
+    return None if dtype is None else T.to_dtype(dtype, name)
+
+
+def _nanmin_fn(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+               initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis, keepdims, where,
+                          out=out, initial=initial)
+
+
+def _nanmax_fn(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+               initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis, keepdims, where,
+                          out=out, initial=initial)
+
+
+def _nansum_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nansum", sum, 0, False, axis, keepdims, where,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out, initial=initial)
+
+
+def _nanprod_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanprod", prod, 1, False, axis, keepdims, where,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out, initial=initial)
+
+
+def _nanmean_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, where: Any = None) -> Any:
+    a = _operand("nanmean", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanmean is not supported.")
+    dt = canonical_aval_of(a).dtype
+    if not T.is_inexact(dt):
+        return mean(a, axis, dtype, out, keepdims, where=where)
+    # Unlike mean, float16 is not accumulated in float32 here.
+    comp = dt if dtype is None else T.to_dtype(dtype, "mean")
+    not_nan = _lax("bitwise_not")(_isnan(a))
+    normalizer = sum(not_nan, axis=axis, dtype=comp, keepdims=keepdims, where=where)
+    total = nansum(a, axis, dtype=comp, keepdims=keepdims, where=where)
+    return _lax("div")(total, normalizer)
+
+
+def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               ddof: int = 0, keepdims: bool = False, where: Any = None,
+               mean: Any = None) -> Any:
+    a = _operand("nanvar", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
+    comp, out_dtype = _var_promote_types(canonical_aval_of(a).dtype,
+                                         _user_dtype(dtype, "nanvar"))
+    a = convert(a, comp)
+    a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
+        else convert(mean, comp)
+    centered = _jnp("where")(_isnan(a), 0, _lax("sub")(a, a_mean))
+    if T.is_complex(comp):
+        centered = _lax("real")(_lax("mul")(centered, _lax("conj")(centered)))
+    else:
+        centered = _lax("square")(centered)
+    normalizer = sum(_lax("bitwise_not")(_isnan(a)), axis=axis, keepdims=keepdims,
+                     where=where)
+    normalizer = normalizer - ddof
+    empty = _lax("le")(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
+    result = sum(centered, axis, keepdims=keepdims, where=where)
+    result = _jnp("where")(empty, np.nan, result)
+    divisor = _jnp("where")(empty, 1, normalizer)
+    result_dt = canonical_aval_of(result).dtype
+    result = _lax("div")(result, convert(divisor, result_dt))
+    return convert(result, out_dtype)
+
+
+def _nanstd_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               ddof: int = 0, keepdims: bool = False, where: Any = None,
+               mean: Any = None) -> Any:
+    a = _operand("nanstd", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanstd is not supported.")
+    return _lax("sqrt")(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
+                               where=where, mean=mean))
+
+
+def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
+    def fn(a: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+        arg = argmax if name == "nanargmax" else argmin
+        if not T.is_inexact(canonical_aval_of(a).dtype):
+            return arg(a, axis=axis, keepdims=keepdims)
+        nan_mask = _isnan(a)
+        res = arg(_jnp("where")(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return _jnp("where")(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+    fn.__name__ = "_" + name
+    return fn
+
+
+def _named(name: str, fn: Callable[..., Any], statics: tuple[str, ...]) -> Callable[..., Any]:
+    fn.__name__ = fn.__qualname__ = name
+    jitted: Callable[..., Any] = jit(fn, static_argnames=statics)
+    return jitted
+
+
+nanmin = _named("nanmin", _nanmin_fn, ("axis", "keepdims"))
+nanmax = _named("nanmax", _nanmax_fn, ("axis", "keepdims"))
+nansum = _named("nansum", _nansum_fn, ("axis", "dtype", "keepdims"))
+nanprod = _named("nanprod", _nanprod_fn, ("axis", "dtype", "keepdims"))
+nanmean = _named("nanmean", _nanmean_fn, ("axis", "dtype", "keepdims"))
+nanvar = _named("nanvar", _nanvar_fn, ("axis", "dtype", "keepdims"))
+nanstd = _named("nanstd", _nanstd_fn, ("axis", "dtype", "keepdims"))
+_nanargmax = _named("_nanargmax", _nanarg_fn("nanargmax", -np.inf), ("axis", "keepdims"))
+_nanargmin = _named("_nanargmin", _nanarg_fn("nanargmin", np.inf), ("axis", "keepdims"))
+
+
+def _nanarg(name: str, jitted: Callable[..., Any], a: Any, axis: int | None, out: None,
+            keepdims: bool | None) -> Any:
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    a = _operand(name, a)
+    ax = None if axis is None else operator.index(axis)
+    return jitted(a, ax, keepdims=bool(keepdims))
+
+
+def nanargmax(a: Any, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Any:
+    """Index of the maximum ignoring NaNs; -1 where a slice is all NaN."""
+    return _nanarg("nanargmax", _nanargmax, a, axis, out, keepdims)
+
+
+def nanargmin(a: Any, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Any:
+    return _nanarg("nanargmin", _nanargmin, a, axis, out, keepdims)
+
+
+# -------------------------------------------------------------------- trace
+
+def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: None = None) -> Any:
+    a = _operand("trace", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    shape = canonical_aval_of(a).shape
+    nd = len(shape)
+    if canonicalize_axis(axis1, nd) == canonicalize_axis(axis2, nd):
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
+    dt = _user_dtype(dtype, "trace")
+    a = _jnp("moveaxis")(a, (axis1, axis2), (-2, -1))
+    mask = _jnp("eye")(shape[axis1], shape[axis2], k=offset, dtype=bool)
+    a = _jnp("where")(mask, a, _jnp("zeros_like")(a))
+    return sum(a, axis=(-2, -1), dtype=dt)
+
+
+trace = _named("trace", _trace_fn, ("axis1", "axis2", "dtype"))
 
 
 # ------------------------------------------------------------------ sorting

@@ -48,19 +48,46 @@ def python_scalar_operand(x: Any, dtype: T.DType, weak: bool) -> Array:
     """
     aval = _scalar_type(dtype, weak)
     kind = type(x)
-    if kind is int or (isinstance(x, int) and kind is not bool):
+    if kind is int:
         if T.is_int(dtype):
-            info = np.iinfo(dtype)
-            if not info.min <= x <= info.max:
+            info = _iinfo(dtype)
+            if not info[0] <= x <= info[1]:
                 raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
-        with np.errstate(all="ignore"):
-            return Array._from_checked(np.array(x).astype(dtype), aval, "convert")
+            return Array._from_checked(np.array(x, dtype), aval, "convert")
+        return Array._from_checked(_narrowed(x, dtype), aval, "convert")
     if kind is complex and not T.is_complex(dtype):
         x = x.real
-    with np.errstate(all="ignore"):
-        arr = np.array(x).astype(dtype)
+    arr = _narrowed(x, dtype)
     keeps_type = T.python_scalar_dtype(kind) == dtype and weak == (kind is not bool)
     return weak_scalar(x, arr, aval) if keeps_type else Array._from_checked(arr, aval, "convert")
+
+
+@functools.lru_cache(maxsize=64)
+def _iinfo(dtype: T.DType) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _narrowed(x: Any, dtype: T.DType) -> np.ndarray:
+    """``x`` rounded to ``dtype``; out-of-range values become inf/wrap
+    silently, as a conversion does (no NumPy warning)."""
+    limit = _float_limit(dtype)
+    if type(x) is float and -limit <= x <= limit:
+        return np.array(x, dtype)  # in range: no overflow to silence
+    with np.errstate(all="ignore"):
+        return np.array(x).astype(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _float_limit(dtype: T.DType) -> float:
+    """The largest finite value of a real float dtype (-1: not a real float)."""
+    if not T.is_float(dtype):
+        return -1.0
+    import ml_dtypes
+    return float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
+
+
+_TYPED = (Array, Tracer)
 
 
 def promote_dtypes(*args: Any) -> list[Any]:
@@ -73,13 +100,24 @@ def promote_dtypes(*args: Any) -> list[Any]:
     return [to_weak_or_strong(a, dtype, weak) for a in args]
 
 
-def _agree(args: tuple[Any, ...]) -> bool:
-    avals = [getattr(a, "aval", None) for a in args]
-    first = avals[0]
-    if type(first) is not T.ArrayType:
+def _agree(args: tuple[Any, ...] | list[Any], same_rank: bool = False) -> bool:
+    """Do all operands already have one (dtype, weak type) — and, if asked,
+    one rank — so that promotion has nothing to do? (A weak bool is never
+    left alone: promotion makes it strong.)"""
+    if not isinstance(args[0], _TYPED):
         return False
-    return all(type(a) is T.ArrayType and a.dtype == first.dtype
-               and a.weak_type == first.weak_type for a in avals[1:])
+    first = args[0].aval
+    if first.weak_type and first.dtype == T.bool_:
+        return False
+    for a in args[1:]:
+        if not isinstance(a, _TYPED):
+            return False
+        aval = a.aval
+        if aval.dtype != first.dtype or aval.weak_type != first.weak_type:
+            return False
+        if same_rank and len(aval.shape) != len(first.shape):
+            return False
+    return True
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:

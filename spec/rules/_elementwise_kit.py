@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
+from spec.rules._denormals import arithmetic, flush, flushing
 from spec.rules._registry import fail
 from spec.types import ArrayType
 
@@ -81,16 +82,9 @@ def compute_dtype(dt: T.DType) -> T.DType:
 def flush_subnormals(a: np.ndarray) -> np.ndarray:
     """XLA's CPU backend runs float32/float64 arithmetic with denormals
     flushed to zero, both as operands and as results (FTZ + DAZ): a
-    subnormal becomes a zero of the same sign. Other dtypes pass through."""
-    if a.dtype in (T.complex64, T.complex128):
-        out = np.empty_like(a)
-        out.real = flush_subnormals(np.ascontiguousarray(a.real))
-        out.imag = flush_subnormals(np.ascontiguousarray(a.imag))
-        return out
-    if a.dtype not in (T.float32, T.float64):
-        return a
-    tiny = np.finfo(a.dtype).tiny
-    return np.where(np.abs(a) < tiny, np.copysign(np.zeros((), a.dtype), a), a)
+    subnormal becomes a zero of the same sign. Other dtypes pass through.
+    See spec/rules/_denormals.py (and config ``spec_denormals``)."""
+    return flush(a) if flushing() else a
 
 
 def lifted(fn: Callable[..., Any], ftz: bool = True) -> Callable[..., list[np.ndarray]]:
@@ -106,11 +100,7 @@ def lifted(fn: Callable[..., Any], ftz: bool = True) -> Callable[..., list[np.nd
         cd = compute_dtype(dt)
         args = [x.astype(cd) if x.dtype != cd else x for x in xs]
         with np.errstate(all="ignore"):
-            if ftz:
-                args = [flush_subnormals(a) for a in args]
-            out = np.asarray(fn(*args))
-            if ftz:
-                out = flush_subnormals(out)
+            out = np.asarray(arithmetic(fn, *args) if ftz else fn(*args))
             return [out.astype(dt) if out.dtype != dt else out]
 
     return impl
@@ -122,7 +112,7 @@ def lifted_to(result: T.DType, fn: Callable[..., Any]) -> Callable[..., list[np.
 
     def impl(*xs: np.ndarray, **params: Any) -> list[np.ndarray]:
         with np.errstate(all="ignore"):
-            out = np.asarray(fn(*[flush_subnormals(x) for x in xs]))
+            out = np.asarray(arithmetic(fn, *xs))
         return [out.astype(result) if out.dtype != result else out]
 
     return impl

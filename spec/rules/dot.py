@@ -18,6 +18,7 @@ import numpy as np
 
 from spec import types as T
 from spec.interpreter import pp_eqn_default
+from spec.rules._denormals import flush_all, flush_result
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -172,8 +173,9 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Di
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
     # Bring both operands to (batch, free, contract) / (batch, contract, free)
     # and let one batched matmul do the work.
-    lt = np.transpose(lhs, [*lb, *lfree, *lc]).astype(cd)
-    rt = np.transpose(rhs, [*rb, *rc, *rfree]).astype(cd)
+    lhs, rhs = flush_all((lhs, rhs))  # XLA CPU reads subnormal operands as zero
+    lt = np.transpose(lhs, [*lb, *lfree, *lc]).astype(cd, copy=False)
+    rt = np.transpose(rhs, [*rb, *rc, *rfree]).astype(cd, copy=False)
     bshape = tuple(lhs.shape[d] for d in lb)
     lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
     k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
@@ -186,7 +188,7 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Di
     with np.errstate(all="ignore"):
         if T.is_complex(cd) and not T.is_complex(out):
             res = res.real
-        return [np.asarray(res).astype(out)]
+        return [flush_result(np.asarray(res).astype(out, copy=False))]
 
 
 def _pp_dot_general(eqn: Any, ctx: Any) -> Any:

@@ -398,7 +398,9 @@ def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     arg = np.arctan2(b, a)
     coeff = np.power(sq, c / 2) * np.exp(-d * arg)
     angle = c * arg + d * np.log(sq) / 2
-    general = (coeff * np.cos(angle) + 1j * (coeff * np.sin(angle))).astype(x.dtype)
+    general = np.empty(x.shape, x.dtype)
+    general.real = coeff * np.cos(angle)  # set parts: no complex multiply
+    general.imag = coeff * np.sin(angle)
     # A zero base: 1 for a zero exponent, 0 for a positive real one, else nan.
     at_zero = np.where(y == 0, 1 + 0j,
                        np.where((c > 0) & (d == 0), 0j, complex(np.nan, np.nan)))
@@ -417,7 +419,7 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         else:  # float32 through float64, rounded once
             wide = np.power(xs.astype(np.float64), ys.astype(np.float64))
             out = K.flush_subnormals(wide.astype(cd))
-    return [np.asarray(out).astype(x.dtype)]
+        return [np.asarray(out).astype(x.dtype)]
 
 
 pow_p = declare("pow", typing=_pow_type, impl=_pow_impl)
@@ -436,7 +438,8 @@ def _integer_pow_type(x: ArrayType, *, y: Any) -> list[ArrayType]:
     return out
 
 
-def _power_by_squaring(x: np.ndarray, y: int) -> np.ndarray:
+def _power_by_squaring(x: np.ndarray, y: int, mul: Callable[..., np.ndarray]
+                       ) -> np.ndarray:
     """The multiplication sequence of JAX's lowering: binary exponentiation
     (y = 2 and 3 as x*x and (x*x)*x), then 1/acc for negative y."""
     if y == 0:
@@ -446,16 +449,21 @@ def _power_by_squaring(x: np.ndarray, y: int) -> np.ndarray:
     base = x
     while n > 0:  # log2(y) whole-array steps
         if n & 1:
-            acc = base if acc is None else acc * base
+            acc = base if acc is None else mul(acc, base)
         n >>= 1
         if n > 0:
-            base = base * base
+            base = mul(base, base)
     assert acc is not None
-    return np.ones((), x.dtype) / acc if y < 0 else acc
+    return lifted(np.true_divide)(np.ones_like(acc), acc)[0] if y < 0 else acc
 
 
 def _integer_pow_impl(x: np.ndarray, *, y: int) -> list[np.ndarray]:
-    return lifted(lambda a: _power_by_squaring(a, int(y)))(x)
+    # Every multiplication rounds to x's dtype (visible in float16: x**3
+    # overflows before 1/x**3 is taken).
+    def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return lifted(np.multiply)(a, b)[0]
+    with np.errstate(all="ignore"):
+        return [np.asarray(_power_by_squaring(x, int(y), mul))]
 
 
 integer_pow_p = declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl)

@@ -8,6 +8,11 @@ Constraint numbering (cited in error messages, see notes/spec/reductions_dot.md)
 - cum*: C1 axis is in [0, rank) (negative axes are rejected); C2 dtype is a number.
 - sort: C1 at least one operand; C2 operands share one shape; C3 dimension in
   [0, rank); C4 1 <= num_keys <= number of operands.
+- top_k: C1 operand is not complex; C2 k >= 0; C3 rank >= 1; C4 axis in
+  [0, rank); C5 k <= operand.shape[axis]; C6 operand.shape[axis] <= 2**31.
+- reduce_precision (elementwise; declared here while the elementwise module is
+  being edited by someone else): C1 dtype is a real floating type;
+  C2 exponent_bits >= 1; C3 mantissa_bits >= 0.
 """
 
 from __future__ import annotations
@@ -304,3 +309,122 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
 
 
 sort_p = declare("sort", typing=_sort_type, impl=_sort_impl, multiple_results=True)
+
+
+# -------------------------------------------------------------------- top_k
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
+
+def _top_k_type(x: ArrayType, *, k: int, axis: int, is_stable: bool) -> list[ArrayType]:
+    name = "top_k"
+    # The order of the checks decides which error wins; it is JAX's.
+    require(not T.is_complex(x.dtype), name, "C1",
+            f"operand dtype {x.dtype.name} is complex; top_k is not compatible with complex "
+            "inputs", ValueError)
+    require(k >= 0, name, "C2", f"k argument to top_k must be nonnegative, got k={k}",
+            ValueError)
+    require(x.ndim >= 1, name, "C3", f"top_k operand must have >= 1 dimension, got operand "
+            f"of type {x}")
+    require(0 <= axis < x.ndim, name, "C4", f"axis argument out of range: axis={axis} for "
+            f"operand of type {x}", ValueError)
+    require(x.shape[axis] >= k, name, "C5", f"k argument to top_k must be no larger than "
+            f"size along axis; got k={k} with operand of type {x} and axis={axis}", ValueError)
+    require(x.shape[axis] <= _INT32_MAX + 1, name, "C6", f"top_k returns int32 indices, which "
+            f"overflow for axis {axis} of size {x.shape[axis]} > 2**31", ValueError)
+    shape = list(x.shape)
+    shape[axis] = k
+    return [ArrayType(tuple(shape), x.dtype, x.weak_type),
+            # The indices inherit the operand's weak type (JAX updates only the dtype).
+            ArrayType(tuple(shape), T.int32, x.weak_type)]
+
+
+def _total_order_key(x: np.ndarray) -> np.ndarray:
+    """Signed-integer keys ordered as XLA's total order on ``x``'s dtype:
+    for floats -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN (the sign and
+    magnitude bits read as a two's-complement integer, negatives mirrored)."""
+    if x.dtype == T.bool_:
+        return x.astype(np.int8)
+    if not T.is_float(x.dtype):
+        return x
+    signed = np.dtype(f"int{8 * x.dtype.itemsize}")
+    bits = x.view(signed)
+    magnitude = signed.type(np.iinfo(signed).max)
+    return np.where(bits < 0, bits ^ magnitude, bits)
+
+
+def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np.ndarray]:
+    # ~key reverses the order without overflow; a stable ascending argsort of
+    # it is a stable descending sort of x (ties keep their input order).
+    order = np.argsort(~_total_order_key(x), axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    values = np.take_along_axis(x, idx, axis=axis)
+    return [np.ascontiguousarray(values), np.ascontiguousarray(idx).astype(T.int32)]
+
+
+top_k_p = declare("top_k", typing=_top_k_type, impl=_top_k_impl, multiple_results=True)
+
+
+# --------------------------------------------------------- reduce_precision
+# An elementwise primitive, declared in this module because spec/rules/
+# elementwise.py was being edited by another helper when it was added.
+
+def _reduce_precision_type(x: ArrayType, *, exponent_bits: int, mantissa_bits: int
+                           ) -> list[ArrayType]:
+    name = "reduce_precision"
+    require(T.is_float(x.dtype), name, "C1", f"reduce_precision does not accept dtype "
+            f"{x.dtype.name}. Accepted dtypes are subtypes of floating.")
+    require(exponent_bits >= 1, name, "C2", f"exponent_bits must be positive; got "
+            f"{exponent_bits}", ValueError)
+    require(mantissa_bits >= 0, name, "C3", f"mantissa_bits must be non-negative; got "
+            f"{mantissa_bits}", ValueError)
+    return [x]
+
+
+def _float_layout(dt: T.DType) -> tuple[int, int]:
+    """(exponent bits, explicit mantissa bits) of a float dtype."""
+    import ml_dtypes  # its finfo also knows bfloat16 and the float8 types
+    info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+    return int(info.nexp), int(info.nmant)
+
+
+def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: int
+                           ) -> list[np.ndarray]:
+    """XLA's bit-level algorithm, on the unsigned-integer view of ``x``:
+    round the mantissa to ``mantissa_bits`` (nearest, ties to even; a carry
+    may bump the exponent), then saturate exponents the reduced format cannot
+    hold: too large -> signed inf, too small (its subnormals too) -> signed
+    zero. NaNs are returned unchanged."""
+    nbits = 8 * x.dtype.itemsize
+    udt = np.dtype(f"uint{nbits}")
+    e_src, m_src = _float_layout(x.dtype)
+    u = x.view(udt)
+    one = udt.type(1)
+    if mantissa_bits < m_src:
+        shift = udt.type(m_src - mantissa_bits)
+        last_bit = one << shift
+        base_bias = (last_bit >> one) - one
+        bias = ((u & last_bit) >> shift) + base_bias
+        with np.errstate(over="ignore"):
+            u = (u + bias) & ~(last_bit - one)
+    if exponent_bits < e_src:
+        sign = u & (one << udt.type(nbits - 1))
+        exp_mask = udt.type(((1 << e_src) - 1) << m_src)
+        bias_src = (1 << (e_src - 1)) - 1
+        bias_dst = (1 << (exponent_bits - 1)) - 1
+        exponent = u & exp_mask
+        overflow = exponent > udt.type((bias_src + bias_dst) << m_src)
+        underflow = exponent <= udt.type((bias_src - bias_dst) << m_src)
+        u = np.where(overflow, sign | exp_mask, np.where(underflow, sign, u))
+    out = np.asarray(u, dtype=udt).view(x.dtype)
+    nan = x
+    if x.dtype == T.bfloat16:
+        # XLA CPU computes bfloat16 in float32 and converts back, which makes
+        # every NaN the canonical quiet NaN (its sign kept).
+        quiet = (x.view(udt) & udt.type(0x8000)) | udt.type(0x7FC0)
+        nan = quiet.view(x.dtype)
+    return [np.where(np.isnan(x), nan, out).astype(x.dtype)]
+
+
+reduce_precision_p = declare("reduce_precision", typing=_reduce_precision_type,
+                             impl=_reduce_precision_impl)

@@ -17,6 +17,7 @@ import numpy as np
 
 from spec import types as T
 from spec.interpreter import pp_eqn_default, pp_hiding
+from spec.rules._denormals import flush_result as flush
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -77,6 +78,9 @@ def _int_to_int(x: np.ndarray, dt: T.DType) -> np.ndarray:
     return wrapped.astype(dt)
 
 
+_FLUSHED_WHEN_WIDENED = (T.float32, T.complex64)
+
+
 def _convert_impl(x: np.ndarray, *, new_dtype: T.DType, weak_type: bool,
                   sharding: Any = None) -> list[np.ndarray]:
     src = x.dtype
@@ -86,7 +90,9 @@ def _convert_impl(x: np.ndarray, *, new_dtype: T.DType, weak_type: bool,
             src = x.dtype
         if new_dtype == T.bool_:
             wide = x.astype(np.float32) if T.is_float(src) and src.itemsize < 4 else x
-            return [np.asarray(wide != 0)]
+            return [np.asarray(flush(wide) != 0)]  # a float compare: subnormals are zero
+        if src in _FLUSHED_WHEN_WIDENED and new_dtype in (T.float64, T.complex128):
+            x = flush(x)  # widening is float arithmetic on XLA CPU: denormals-are-zero
         if T.is_int(new_dtype) and T.is_float(src):
             return [_float_to_int(x, new_dtype)]
         if T.is_int(new_dtype) and T.is_int(src):
