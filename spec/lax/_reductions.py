@@ -130,7 +130,7 @@ def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = 
 
 
 def top_k(operand: Any, k: int, *, axis: int = -1, is_stable: bool = True
-          ) -> tuple[Any, Any]:
+          ) -> list[Any]:
     """The ``k`` largest entries along ``axis`` (XLA's total order: NaN above
     inf, 0.0 above -0.0), largest first, and their int32 indices; ties keep
     their input order."""
@@ -139,7 +139,7 @@ def top_k(operand: Any, k: int, *, axis: int = -1, is_stable: bool = True
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     dim = canonicalize_axis(axis, canonical_aval_of(operand).ndim)
     values, indices = top_k_p.bind(operand, k=k, axis=dim, is_stable=bool(is_stable))
-    return values, indices
+    return [values, indices]  # a list, as JAX returns
 
 
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:

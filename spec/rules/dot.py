@@ -163,6 +163,26 @@ def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
     return widest if widest.itemsize >= 4 else T.float32
 
 
+def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    if lhs.shape[-1] == 1:
+        # A single product per output is not a sum: it keeps the sign of a
+        # zero product (-0.0), as XLA's dot does; a sum starts from +0.0.
+        return np.asarray(lhs * rhs)  # (..., m, 1) * (..., 1, n)
+    return np.asarray(np.matmul(lhs, rhs))
+
+
+def _matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Batched matmul with XLA's rounding: a complex product is four real
+    products, real = re·re - im·im and imag = re·im + im·re."""
+    if not T.is_complex(lhs.dtype):
+        return _real_matmul(lhs, rhs)
+    lr, li, rr, ri = lhs.real, lhs.imag, rhs.real, rhs.imag
+    out = np.empty((*lhs.shape[:-1], rhs.shape[-1]), lhs.dtype)
+    out.real = _real_matmul(lr, rr) - _real_matmul(li, ri)
+    out.imag = _real_matmul(lr, ri) + _real_matmul(li, rr)
+    return out
+
+
 def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: DimensionNumbers,
                       precision: Any, preferred_element_type: T.DType | None,
                       out_sharding: Any = None) -> list[np.ndarray]:
@@ -181,7 +201,7 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Di
     k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
     m, n = int(np.prod(lfs, dtype=np.int64)), int(np.prod(rfs, dtype=np.int64))
     with np.errstate(all="ignore"):
-        res = np.matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)))
+        res = _matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)))
     res = np.asarray(res).reshape((*bshape, *lfs, *rfs))
     if out == T.bool_:
         return [np.asarray(res != 0)]

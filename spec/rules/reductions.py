@@ -17,6 +17,8 @@ Constraint numbering (cited in error messages, see notes/spec/reductions_dot.md)
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from spec import types as T
 from spec.rules._elementwise_kit import compute_dtype
+from spec.rules._denormals import arithmetic, flush_result
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -107,13 +110,15 @@ def _reduce_sum_impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any 
     with np.errstate(all="ignore"):
         lx = _lift(x)
         # Integer sums wrap modulo 2**bits, as XLA's do: NumPy sums in the dtype itself.
-        return [np.asarray(np.sum(lx, axis=axes, dtype=lx.dtype)).astype(x.dtype)]
+        total = arithmetic(functools.partial(np.sum, axis=axes, dtype=lx.dtype), lx)
+        return [np.asarray(total).astype(x.dtype)]
 
 
 def _reduce_prod_impl(x: np.ndarray, *, axes: tuple[int, ...]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
         lx = _lift(x)
-        return [np.asarray(np.prod(lx, axis=axes, dtype=lx.dtype)).astype(x.dtype)]
+        product = arithmetic(functools.partial(np.prod, axis=axes, dtype=lx.dtype), lx)
+        return [np.asarray(product).astype(x.dtype)]
 
 
 def _chooser_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) -> Impl:
@@ -123,7 +128,8 @@ def _chooser_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) ->
             return [_identity_fill(x, axes, identity(x.dtype))]
         lx = _lift(x)
         with np.errstate(all="ignore"):  # NaN propagates, as in XLA's max/min
-            return [np.asarray(fn(lx, axis=axes)).astype(x.dtype)]
+            return [np.asarray(arithmetic(functools.partial(fn, axis=axes), lx)
+                               ).astype(x.dtype)]
     return impl
 
 
@@ -196,6 +202,7 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
         # extremal element: JAX's comparator gives the same answer.
         if T.is_float(x.dtype) and x.dtype.itemsize < 4:
             x = x.astype(T.float32)  # exact; ml_dtypes floats lack fast arg-reductions
+        x = flush_result(x)  # a float comparison: subnormals compare as zero
         return [np.asarray(fn(x, axis=axes[0])).astype(index_dtype)]
     return impl
 
@@ -219,47 +226,78 @@ def _cum_type(name: str) -> Any:
     return typing
 
 
-def _cum_impl(accumulate: Callable[[np.ndarray, int], np.ndarray]) -> Impl:
+# XLA's CPU backend computes a cumulative reduction (a reduce_window whose
+# window spans the whole axis) as a blocked scan with blocks of 16 elements:
+# a scan inside each block, then a scan of the block totals (recursively),
+# whose running values are combined into the following blocks. Each window
+# is folded left to right starting from the monoid identity. For floats this
+# fixes the rounding, so the same blocking is the specification here; each
+# step rounds to the operand dtype (bfloat16 and float16 included).
+_SCAN_BLOCK = 16
+
+
+def _window_scan(blocks: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.ndarray:
+    """Scan each row of ``blocks`` (last axis): forward windows are x[0..i],
+    reverse windows x[i..], each folded left to right from ``init``."""
+    started = op(np.asarray(init, blocks.dtype), blocks)
+    if not reverse:
+        return np.asarray(op.accumulate(
+            np.concatenate([started[..., :1], blocks[..., 1:]], axis=-1), axis=-1))
+    acc = started
+    for k in range(1, blocks.shape[-1]):  # over the 16 columns of a block
+        acc[..., :k] = op(acc[..., :k], blocks[..., k:k + 1])
+    return acc
+
+
+def _blocked_scan(x: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.ndarray:
+    """The scan of ``x`` along its last axis, blocked as XLA CPU does."""
+    n = x.shape[-1]
+    if n == 0:
+        return x.copy()
+    m = -(-n // _SCAN_BLOCK)
+    pad = np.full((*x.shape[:-1], m * _SCAN_BLOCK - n), init, x.dtype)
+    blocks = np.concatenate([x, pad], axis=-1).reshape(*x.shape[:-1], m, _SCAN_BLOCK)
+    out = _window_scan(blocks, op, init, reverse)
+    if m > 1:
+        if reverse:
+            carry = _blocked_scan(out[..., 0], op, init, reverse)
+            out[..., :-1, :] = op(out[..., :-1, :], carry[..., 1:, None])
+        else:
+            carry = _blocked_scan(out[..., -1], op, init, reverse)
+            out[..., 1:, :] = op(carry[..., :-1, None], out[..., 1:, :])
+    return out.reshape(*x.shape[:-1], m * _SCAN_BLOCK)[..., :n]
+
+
+def _cum_impl(op: np.ufunc, identity: Callable[[T.DType], Any]) -> Impl:
     def impl(x: np.ndarray, *, axis: int, reverse: bool) -> list[np.ndarray]:
-        lx = _lift(x)
-        if reverse:
-            lx = np.flip(lx, axis)
+        moved = np.moveaxis(x, axis, -1)
         with np.errstate(all="ignore"):
-            out = np.asarray(accumulate(lx, axis))
-        if reverse:
-            out = np.flip(out, axis)
-        return [np.ascontiguousarray(out).astype(x.dtype)]
+            scanned = arithmetic(_blocked_scan, moved, op, identity(x.dtype), reverse)
+            out = flush_result(np.asarray(scanned))
+        return [np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(x.dtype, copy=False)]
     return impl
 
 
-def _cumsum(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.cumsum(x, axis=axis, dtype=x.dtype)  # ints wrap, as XLA's
+def _lowest(dt: T.DType) -> Any:
+    if T.is_int(dt):
+        return np.iinfo(dt).min
+    return -np.inf if dt != T.bool_ else False
 
 
-def _cumprod(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.cumprod(x, axis=axis, dtype=x.dtype)
+def _highest(dt: T.DType) -> Any:
+    if T.is_int(dt):
+        return np.iinfo(dt).max
+    return np.inf if dt != T.bool_ else True
 
 
-def _cummax(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.asarray(np.maximum.accumulate(x, axis=axis))
-
-
-def _cummin(x: np.ndarray, axis: int) -> np.ndarray:
-    return np.asarray(np.minimum.accumulate(x, axis=axis))
-
-
-def _cumlogsumexp(x: np.ndarray, axis: int) -> np.ndarray:
-    if not T.is_inexact(x.dtype):
-        x = x.astype(T.float64)
-    return np.asarray(np.logaddexp.accumulate(x, axis=axis))
-
-
-cumsum_p = declare("cumsum", typing=_cum_type("cumsum"), impl=_cum_impl(_cumsum))
-cumprod_p = declare("cumprod", typing=_cum_type("cumprod"), impl=_cum_impl(_cumprod))
-cummax_p = declare("cummax", typing=_cum_type("cummax"), impl=_cum_impl(_cummax))
-cummin_p = declare("cummin", typing=_cum_type("cummin"), impl=_cum_impl(_cummin))
+cumsum_p = declare("cumsum", typing=_cum_type("cumsum"),
+                   impl=_cum_impl(np.add, lambda dt: 0))
+cumprod_p = declare("cumprod", typing=_cum_type("cumprod"),
+                    impl=_cum_impl(np.multiply, lambda dt: 1))
+cummax_p = declare("cummax", typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest))
+cummin_p = declare("cummin", typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest))
 cumlogsumexp_p = declare("cumlogsumexp", typing=_cum_type("cumlogsumexp"),
-                         impl=_cum_impl(_cumlogsumexp))
+                         impl=_cum_impl(np.logaddexp, lambda dt: -np.inf))
 
 
 # --------------------------------------------------------------------- sort
@@ -285,6 +323,7 @@ def _float_sort_keys(x: np.ndarray) -> list[np.ndarray]:
     (and all NaNs equal). Listed most significant first."""
     if T.is_float(x.dtype) and x.dtype.itemsize < 4:
         x = x.astype(T.float32)  # exact widening; preserves the order
+    x = flush_result(x)  # compared as floats: subnormals equal zero (values move unchanged)
     nan = np.isnan(x)
     value = np.where(nan, 0, x) + x.dtype.type(0)  # + 0.0 turns -0.0 into 0.0
     return [nan, value]

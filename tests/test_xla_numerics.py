@@ -1,0 +1,92 @@
+"""Numerics that spec specifies after XLA's CPU backend, checked bit-exactly
+against JAX: flush-to-zero of subnormals, and the blocked cumulative scans."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as snp
+from spec.rules import _denormals
+
+SUBNORMALS = np.array([1e-40, -1e-40, 2e-39, 0.0, -0.0, 1.5, -3.0, 1e-38], np.float32)
+
+PROGRAMS = {
+    "mul": lambda n, x: x * 1.0,
+    "add": lambda n, x: x + 0.0,
+    "div": lambda n, x: x / 3.0,
+    "sub": lambda n, x: x - x[::-1],
+    "compare": lambda n, x: x == 0,
+    "max": lambda n, x: n.maximum(x, -1.0),
+    "sqrt": lambda n, x: n.sqrt(n.abs(x)),
+    "neg": lambda n, x: -x,
+    "abs": lambda n, x: n.abs(x),
+    "select": lambda n, x: n.where(x > -10, x, 0.0),
+    "sum": lambda n, x: n.sum(x[:3]),
+    "max_reduce": lambda n, x: n.max(x[:3]),
+    "cumsum": lambda n, x: n.cumsum(x),
+    "argmax": lambda n, x: n.argmax(x[:3]),
+    "sort": lambda n, x: n.sort(x),
+    "to_f64": lambda n, x: x.astype(n.float64),
+    "to_bool": lambda n, x: x.astype(bool),
+    "to_bf16": lambda n, x: x.astype(n.bfloat16),
+    "dot": lambda n, x: n.dot(x[:2], n.ones(2, n.float32)),
+    "bf16_mul": lambda n, x: x.astype(n.bfloat16) * 1,
+}
+
+
+def _bits(x: Any) -> bytes:
+    return np.asarray(x).tobytes()
+
+
+@pytest.mark.parametrize("hardware", [True, False])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_subnormals_follow_xla(name: str, hardware: bool, x64: None) -> None:
+    if hardware and not _denormals.hardware_available():
+        pytest.skip("no hardware FTZ mode on this platform")
+    fn = PROGRAMS[name]
+    want = fn(jnp, jnp.asarray(SUBNORMALS))
+    _denormals.use_hardware(hardware)
+    try:
+        got = fn(snp, snp.asarray(SUBNORMALS))
+    finally:
+        _denormals.use_hardware(True)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert _bits(got) == _bits(want), (np.asarray(got), np.asarray(want))
+
+
+def test_ieee_mode_keeps_subnormals() -> None:
+    spec.config.update("spec_denormals", "ieee")
+    try:
+        got = np.asarray(snp.asarray(SUBNORMALS) * 1.0)
+    finally:
+        spec.config.update("spec_denormals", "flush")
+    assert _bits(got) == _bits(SUBNORMALS * np.float32(1.0))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16])
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 33, 100, 300])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cumlogsumexp"])
+def test_cumulative_scans_are_bit_exact(dtype: Any, n: int, reverse: bool, op: str) -> None:
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((2, n)) * (0.1 if op == "cumprod" else 1.0)
+         + (1.0 if op == "cumprod" else 0.0)).astype(dtype)
+    want = getattr(jax.lax, op)(jnp.asarray(x), axis=1, reverse=reverse)
+    got = getattr(spec.lax, op)(snp.asarray(x), axis=1, reverse=reverse)
+    if op == "cumlogsumexp":  # a transcendental: XLA's log/exp differ by ULPs
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32),
+                                   rtol=1e-2 if dtype != np.float32 else 1e-5)
+    else:
+        assert _bits(got) == _bits(want)
+
+
+def test_cumsum_starts_from_the_identity() -> None:
+    x = np.array([-0.0, -0.0], np.float32)
+    assert _bits(snp.cumsum(snp.asarray(x))) == _bits(jnp.cumsum(jnp.asarray(x)))
