@@ -6,13 +6,16 @@ typed, pure-Python evaluator whose every primitive carries explicit rules.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from spec import config as _config_module
 from spec import errors, rules, tree_util, types
 from spec import _array_methods as _array_methods  # installs operators
 from spec._api import jit, make_jaxpr, typeof, eval_shape
 from spec._devices import Device, device_count, devices, local_device_count, local_devices, \
     process_count, process_index, device_put, device_get
-from spec.array import Array
+from spec.basearray import Array
 from spec.config import config
 from spec.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes
@@ -20,6 +23,31 @@ from spec import lax, numpy, tree, dtypes
 __version__ = "0.1.0"
 
 enable_x64 = _config_module.enable_x64
+enable_checks = _config_module.enable_checks
+disable_jit = _config_module.disable_jit
+numpy_dtype_promotion = _config_module.numpy_dtype_promotion
+numpy_rank_promotion = _config_module.numpy_rank_promotion
+default_matmul_precision = _config_module.default_matmul_precision
+float0 = dtypes.float0
+
+
+def default_backend() -> str:
+    """spec's devices are CPU devices (the virtual backend, or MPI ranks)."""
+    return "cpu"
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """Accepted for compatibility: spec's jaxprs carry no name stacks."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    yield
+
+
+def clear_caches() -> None:
+    """Drop every jit cache (traced jaxprs are re-traced on next call)."""
+    from spec import _api
+    _api._CACHES.clear()
 
 
 def block_until_ready(x: object) -> object:
@@ -27,7 +55,10 @@ def block_until_ready(x: object) -> object:
 
 
 __all__ = [
-    "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "config", "device_count",
+    "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
+    "default_backend", "default_matmul_precision", "device_count", "disable_jit",
+    "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
+    "numpy_rank_promotion",
     "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",
     "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "tree", "tree_util", "typeof", "types",

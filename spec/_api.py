@@ -226,6 +226,7 @@ class Jitted:
         self._fun = fun
         self._static_argnums, self._static_argnames = _infer_statics(
             fun, static_argnums, static_argnames)
+        _check_donations(fun, donate_argnums)
         self._donate_argnums = donate_argnums
         self._keep_unused = keep_unused
         self._inline = inline
@@ -324,6 +325,21 @@ def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: 
     return tuple(sorted(nums)), tuple(sorted(names))
 
 
+def _check_donations(fun: Callable[..., Any], donate_argnums: tuple[int, ...]) -> None:
+    """Donated argnums must be positions the function accepts."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    bad = [i for i in donate_argnums if not -n <= i < n]
+    if bad:
+        raise ValueError(f"jit: donate_argnums={donate_argnums} names positions {bad}, but "
+                         f"the function accepts only {n} positional arguments.")
+
+
 def _check_argnums_exist(params: list[inspect.Parameter], positional: list[str],
                          argnums: tuple[int, ...], argnames: tuple[str, ...]) -> None:
     """Static argnums/argnames must name parameters the function has."""
@@ -380,7 +396,10 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
 
 
 def typeof(x: Any) -> ArrayType:
-    """The type of a value: ``float32[3]``, weak Python scalars ``~int32[]``."""
+    """The type of a value: ``float32[3]``, weak Python scalars ``~int32[]``.
+    A tracer's type is known even after its trace has ended."""
+    if isinstance(x, Tracer):
+        return x.aval
     return canonical_aval_of(x)
 
 

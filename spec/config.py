@@ -147,3 +147,30 @@ def default_matmul_precision(new_val: str | None) -> Iterator[None]:
 
 def update(name: str, value: Any) -> None:
     config.update(name, value)
+
+
+@contextlib.contextmanager
+def numpy_dtype_promotion(mode: str) -> Iterator[None]:
+    """``with numpy_dtype_promotion("strict"): ...``"""
+    with config._override("jax_numpy_dtype_promotion", mode):
+        yield
+
+
+@contextlib.contextmanager
+def numpy_rank_promotion(mode: str) -> Iterator[None]:
+    """``with numpy_rank_promotion("raise"): ...``"""
+    with config._override("jax_numpy_rank_promotion", mode):
+        yield
+
+
+@contextlib.contextmanager
+def enable_checks(new_val: bool = True) -> Iterator[None]:
+    with config._override("jax_enable_checks", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Run jit-decorated functions eagerly (op by op) inside the block."""
+    with config._override("jax_disable_jit", disable):
+        yield

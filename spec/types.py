@@ -278,7 +278,29 @@ def _upper_bounds(x64: bool) -> dict[LatticeNode, frozenset[LatticeNode]]:
     return {n: frozenset(b) for n, b in bounds.items()}
 
 
-_UPPER_BOUNDS = {True: _upper_bounds(True), False: _upper_bounds(False)}
+def _strict_upper_bounds() -> dict[LatticeNode, frozenset[LatticeNode]]:
+    """``jax_numpy_dtype_promotion="strict"``: no implicit promotion between
+    dtypes; a weak Python type joins any dtype of its kind or a wider kind."""
+    ints: list[LatticeNode] = [*INT_TYPES]
+    floats: list[LatticeNode] = [*FLOAT_TYPES]
+    complexes: list[LatticeNode] = [*COMPLEX_TYPES]
+    bounds: dict[LatticeNode, frozenset[LatticeNode]] = {t: frozenset({t}) for t in ALL_DTYPES}
+    bounds[complex] = frozenset({complex, *complexes})
+    bounds[float] = frozenset({float, *floats}) | bounds[complex]
+    bounds[int] = frozenset({int, *ints}) | bounds[float]
+    return bounds
+
+
+# Lattices by mode: standard promotion with x64 on or off, and strict.
+_UPPER_BOUNDS = {True: _upper_bounds(True), False: _upper_bounds(False),
+                 "strict": _strict_upper_bounds()}
+
+
+def lattice_mode() -> bool | str:
+    """The lattice in force: "strict", or the x64 flag for standard promotion."""
+    if config.jax_numpy_dtype_promotion == "strict":
+        return "strict"
+    return x64_enabled()
 
 
 def _node_name(node: LatticeNode) -> str:
@@ -286,8 +308,8 @@ def _node_name(node: LatticeNode) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def least_upper_bound(x64: bool, *nodes: LatticeNode) -> LatticeNode:
-    upper = _UPPER_BOUNDS[x64]
+def least_upper_bound(mode: bool | str, *nodes: LatticeNode) -> LatticeNode:
+    upper = _UPPER_BOUNDS[mode]
     for n in nodes:
         if n not in upper:
             raise ValueError(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
@@ -305,6 +327,9 @@ def least_upper_bound(x64: bool, *nodes: LatticeNode) -> LatticeNode:
                   " support implicit promotion.")
     else:
         reason = ""
+    if mode == "strict":
+        reason = (" jax_numpy_dtype_promotion is 'strict': dtypes do not promote "
+                  "implicitly (set it to 'standard' to allow it).")
     raise TypePromotionError(
         f"Input dtypes {names} have no available implicit dtype promotion path.{reason} "
         "Try explicitly casting inputs to the desired output type, e.g. x.astype('float32').")
@@ -344,23 +369,24 @@ def result_type_and_weak(*args: Any) -> tuple[DType, bool]:
     if not args:
         raise ValueError("at least one array or dtype is required")
     pairs = tuple(_as_dtype_and_weak(default_float() if a is None else a) for a in args)
-    return _result_of_pairs(pairs, x64_enabled())
+    return _result_of_pairs(pairs, lattice_mode(), x64_enabled())
 
 
 @functools.lru_cache(maxsize=4096)
-def _result_of_pairs(pairs: tuple[tuple[DType, bool], ...], x64: bool) -> tuple[DType, bool]:
+def _result_of_pairs(pairs: tuple[tuple[DType, bool], ...], mode: bool | str, x64: bool
+                     ) -> tuple[DType, bool]:
     dts = [d for d, _ in pairs]
     weaks = [w for _, w in pairs]
     if len(pairs) == 1:
         out, weak = pairs[0]
     elif len(set(dts)) == 1 and not all(weaks):
         out, weak = dts[0], False
-    elif all(weaks):
+    elif all(weaks) and mode != "strict":
         # Join the strong counterparts, then mark the result weak.
-        node = least_upper_bound(x64, *dict.fromkeys(dts))
+        node = least_upper_bound(mode, *dict.fromkeys(dts))
         out, weak = _node_dtype(node), True
     else:
-        node = least_upper_bound(x64, *dict.fromkeys(_lattice_node(d, w) for d, w in pairs))
+        node = least_upper_bound(mode, *dict.fromkeys(_lattice_node(d, w) for d, w in pairs))
         out, weak = _node_dtype(node), isinstance(node, type)
     weak = weak and out != bool_
     if weak:
@@ -386,7 +412,7 @@ def promote_types(a: Any, b: Any) -> DType:
     """``jnp.promote_types``: Python scalar types act as weak lattice nodes."""
     na: LatticeNode = a if a in (int, float, complex) else np.dtype(a)
     nb: LatticeNode = b if b in (int, float, complex) else np.dtype(b)
-    node = least_upper_bound(x64_enabled(), na, nb)
+    node = least_upper_bound(lattice_mode(), na, nb)
     return np.dtype(node)
 
 

@@ -8,3 +8,15 @@ from spec.lax._structural import *  # noqa: F403
 from spec.lax._indexing import *  # noqa: F403
 from spec.lax._reductions import *  # noqa: F403
 from spec.lax._dot import *  # noqa: F403
+from spec.lax._conv import *  # noqa: F403
+
+
+def _export_primitives() -> None:
+    """Every declared primitive as ``lax.<name>_p`` (``scatter-add`` is
+    ``scatter_add_p``), as JAX's lax module exposes them."""
+    from spec.rules import REGISTRY
+    for _name, _prim in REGISTRY.items():
+        globals()[_name.replace("-", "_") + "_p"] = _prim
+
+
+_export_primitives()

@@ -7,4 +7,5 @@ from spec.numpy._reductions import *  # noqa: F403
 from spec.numpy._shape import *  # noqa: F403
 from spec.numpy._linalg import *  # noqa: F403
 from spec.numpy._indexing import *  # noqa: F403
-from spec.array import Array as ndarray  # noqa: F401
+from spec.numpy._more import *  # noqa: F403
+from spec.basearray import Array as ndarray  # noqa: F401

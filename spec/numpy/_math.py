@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from spec import lax
@@ -22,7 +23,7 @@ from spec._api import jit
 from spec.array import Array, from_numpy
 from spec.config import config
 from spec.interpreter import Tracer, canonical_aval_of, is_concrete
-from spec.numpy._util import _agree, check_arraylike, to_weak_or_strong
+from spec.numpy._util import _agree, check_arraylike, python_scalar_operand, to_weak_or_strong
 
 Fn = Callable[..., Any]
 
@@ -141,9 +142,40 @@ def _to_inexact(dt: T.DType) -> T.DType:
     return T.float32
 
 
+# A Python scalar beside an array of its kind or a wider one (int beside
+# int/float/complex arrays, float beside float/complex ones, complex beside
+# complex ones) takes the array's dtype and weak type: the lattice join is the
+# array's own type, so the general promotion can be skipped.
+_SCALAR_FITS: dict[type, Callable[[T.DType], bool]] = {
+    int: lambda d: T.is_int(d) or T.is_inexact(d),
+    float: T.is_inexact,
+    complex: T.is_complex,
+}
+
+
+def _array_and_scalar(args: tuple[Any, ...]) -> list[Any] | None:
+    if len(args) != 2:
+        return None
+    a, b = args
+    if isinstance(a, (Array, Tracer)) and type(b) in _SCALAR_FITS:
+        array, scalar, array_first = a, b, True
+    elif isinstance(b, (Array, Tracer)) and type(a) in _SCALAR_FITS:
+        array, scalar, array_first = b, a, False
+    else:
+        return None
+    aval = array.aval
+    if not _SCALAR_FITS[type(scalar)](aval.dtype):
+        return None
+    converted = python_scalar_operand(scalar, aval.dtype, aval.weak_type)
+    return [array, converted] if array_first else [converted, array]
+
+
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
     if _agree(args, same_rank=True):
         return list(args)  # one dtype, weak type and rank already: nothing to do
+    fast = _array_and_scalar(args)
+    if fast is not None:
+        return fast
     check_arraylike(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes(*args))
 
@@ -559,7 +591,8 @@ def _round_impl(a: Any, decimals: int = 0) -> Any:
         return lax.convert_element_type(out, np.float16) if narrow else out
 
     real_dt = {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
-    if decimals > np.log10(float(np.finfo(real_dt).max)):
+    # ml_dtypes.finfo also knows bfloat16 and the float8s (np.finfo does not).
+    if decimals > np.log10(float(ml_dtypes.finfo(real_dt).max)):
         return _as_array(a)
     if T.is_complex(dt):
         return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))

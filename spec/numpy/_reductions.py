@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
+from spec.errors import ConcretizationTypeError
 from spec._api import jit
 from spec.array import Array
 from spec.interpreter import Tracer, canonical_aval_of, canonical_value
@@ -75,6 +76,10 @@ def convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:
+    if isinstance(axis, Tracer):
+        raise ConcretizationTypeError(
+            f"axis argument must be a concrete integer, got the traced value {axis}. "
+            "Pass the axis as a static argument (jit's static_argnums).")
     try:
         a = int(axis)
     except TypeError:

@@ -49,12 +49,13 @@ def python_scalar_operand(x: Any, dtype: T.DType, weak: bool) -> Array:
     aval = _scalar_type(dtype, weak)
     kind = type(x)
     if kind is int:
-        if T.is_int(dtype):
-            info = _iinfo(dtype)
-            if not info[0] <= x <= info[1]:
-                raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
-            return Array._from_checked(np.array(x, dtype), aval, "convert")
-        return Array._from_checked(_narrowed(x, dtype), aval, "convert")
+        # The int must fit the weak int type (int32, or int64 under x64);
+        # converting it on to a narrower integer dtype then wraps.
+        weak_int = T.default_int()
+        low, high = _iinfo(weak_int)
+        if not low <= x <= high:
+            raise OverflowError(f"Python int {x} too large to convert to {weak_int.name}")
+        return Array._from_checked(_narrowed(np.int64(x), dtype), aval, "convert")
     if kind is complex and not T.is_complex(dtype):
         x = x.real
     arr = _narrowed(x, dtype)

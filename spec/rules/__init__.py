@@ -18,6 +18,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     reductions,
     dot,
     calls,
+    conv,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -44,8 +44,11 @@ _COMPLEX_PARTS = {np.dtype(np.complex64): np.dtype(np.float32),
                   np.dtype(np.complex128): np.dtype(np.float64)}
 
 
+_VALUES = config._values  # read directly: this is on every arithmetic impl's path
+
+
 def flushing() -> bool:
-    return bool(config.spec_denormals == "flush")
+    return bool(_VALUES["spec_denormals"] == "flush")
 
 
 # ------------------------------------------------------------ explicit path

@@ -18,6 +18,7 @@ import enum
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from spec import types as T
@@ -89,8 +90,7 @@ def _sign(x: np.ndarray) -> np.ndarray:
     if T.is_unsigned_int(x.dtype):
         return np.asarray((x != 0).astype(x.dtype))
     if T.is_complex(x.dtype):
-        mag = np.abs(x)
-        return np.where(x == 0, np.zeros_like(x), x / np.where(x == 0, 1, mag))
+        return K.complex_sign(x)
     if T.is_float(x.dtype):
         # sign(+-0) keeps the zero's sign and sign(nan) is nan, as XLA.
         return np.where((x == 0) | np.isnan(x), x, np.sign(x))
@@ -113,6 +113,15 @@ def _round_type(x: ArrayType, *, rounding_method: Any) -> list[ArrayType]:
             "round", "C2", f"rounding_method {rounding_method!r} is not a RoundingMethod "
             "(0 = AWAY_FROM_ZERO, 1 = TO_NEAREST_EVEN)", ValueError)
     return nary_type("round", [x], FLOAT)
+
+
+def _complex_or(real_fn: Callable[..., Any], complex_fn: Callable[..., np.ndarray]
+                ) -> Callable[..., np.ndarray]:
+    """A kernel that uses XLA's own formula for complex operands (NumPy's
+    complex kernels differ on special values)."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        return complex_fn(x) if T.is_complex(x.dtype) else np.asarray(real_fn(x))
+    return fn
 
 
 def _log1p(x: np.ndarray) -> np.ndarray:
@@ -207,9 +216,14 @@ def _pp_conj(eqn: Eqn, ctx: PpContext) -> Any:
     return pp_eqn_default(eqn, ctx, params)
 
 
-def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray]) -> Impl:
+def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray],
+                     xla_f64: Callable[[np.ndarray], np.ndarray] | None = None) -> Impl:
+    """A float64 kernel, rounded to the operand dtype; ``xla_f64`` is XLA's
+    own float64 algorithm, used for float64 operands."""
+    inner = K.lifted64(fn64, xla_f64)
+
     def impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
-        return K.lifted64(fn64)(x)
+        return inner(x)
     return impl
 
 
@@ -221,14 +235,14 @@ round_p = declare("round", typing=_round_type, impl=_round_impl)
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_)
 exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True)
 exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True)
-log_p = _unary("log", INEXACT, lifted(np.log), accuracy=True)
+log_p = _unary("log", INEXACT, lifted(_complex_or(np.log, K.complex_log)), accuracy=True)
 log2_p = _unary("log2", INEXACT, lifted(np.log2), accuracy=True)
 log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True)
 expm1_p = _unary("expm1", INEXACT, lifted(np.expm1), accuracy=True)
 tanh_p = _unary("tanh", INEXACT, lifted(np.tanh), accuracy=True)
 logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True)
-sin_p = _unary("sin", INEXACT, lifted(np.sin), accuracy=True)
-cos_p = _unary("cos", INEXACT, lifted(np.cos), accuracy=True)
+sin_p = _unary("sin", INEXACT, lifted(_complex_or(np.sin, K.complex_sin)), accuracy=True)
+cos_p = _unary("cos", INEXACT, lifted(_complex_or(np.cos, K.complex_cos)), accuracy=True)
 tan_p = _unary("tan", INEXACT, lifted(np.tan), accuracy=True)
 asin_p = _unary("asin", INEXACT, lifted(np.arcsin))
 acos_p = _unary("acos", INEXACT, lifted(np.arccos))
@@ -238,15 +252,15 @@ cosh_p = _unary("cosh", INEXACT, lifted(_cosh))
 asinh_p = _unary("asinh", INEXACT, lifted(np.arcsinh))
 acosh_p = _unary("acosh", INEXACT, lifted(np.arccosh))
 atanh_p = _unary("atanh", INEXACT, lifted(np.arctanh))
-sqrt_p = _unary("sqrt", INEXACT, lifted(np.sqrt), accuracy=True)
+sqrt_p = _unary("sqrt", INEXACT, lifted(_complex_or(np.sqrt, K.complex_sqrt)), accuracy=True)
 rsqrt_p = _unary("rsqrt", INEXACT, lifted(_rsqrt), accuracy=True)
 cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True)
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x))
 abs_p = declare("abs", typing=_abs_type, impl=_abs_impl)
-erf_p = _unary("erf", FLOAT, _lift64_or_float(K.erf64))
-erfc_p = _unary("erfc", FLOAT, _lift64_or_float(K.erfc64), accuracy=True)
+erf_p = _unary("erf", FLOAT, _lift64_or_float(K.erf64, K.erf64_libm))
+erfc_p = _unary("erfc", FLOAT, _lift64_or_float(K.erfc64, K.erfc64_xla), accuracy=True)
 erf_inv_p = _unary("erf_inv", FLOAT, _lift64_or_float(K.erf_inv64))
-lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64))
+lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla))
 digamma_p = _unary("digamma", FLOAT, _lift64_or_float(K.digamma64))
 real_p = declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()])
 imag_p = declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()])
@@ -261,6 +275,8 @@ clz_p = _unary("clz", INTEGER, lifted(K.count_leading_zeros))
 def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if T.is_int(x.dtype):
         return K.int_div_rem(x, y)[0]
+    if T.is_complex(x.dtype):
+        return K.complex_div(x, y)
     return np.asarray(np.true_divide(x, y))
 
 
@@ -528,6 +544,83 @@ def _clamp_impl(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> list[np.ndarra
 
 
 clamp_p = declare("clamp", typing=_clamp_type, impl=_clamp_impl)
+
+
+# ---------------------------------------------------------- Ldexp and Frexp
+# jnp.ldexp / jnp.frexp bind these two primitives (JAX 0.12 names them after
+# their classes, capitalised). They work on the bit fields of the float:
+# subnormal operands read as signed zero, results that would be subnormal are
+# signed zero, and too-large results are signed infinity (XLA's
+# flush-to-zero semantics, made explicit so every dtype shares them).
+# Ldexp: C1 x1 is floating; C2 x2 is integer; C3 x1 and x2 have one shape;
+# result: x1's dtype and shape, strong. Frexp: C1 x is floating; results:
+# (mantissa of x's dtype, int32 exponent), strong, of x's shape.
+
+def _float_fields(x: np.ndarray) -> tuple[Any, ...]:
+    info = ml_dtypes.finfo(x.dtype)
+    bits, nexp, nmant = int(info.bits), int(info.nexp), int(info.nmant)
+    ut = np.dtype(f"u{bits // 8}")
+    u = x.view(ut)
+    exp_mask = ut.type((1 << nexp) - 1)
+    sign = u & ut.type(1 << (bits - 1))
+    exp = (u >> ut.type(nmant)) & exp_mask
+    mant = u & ut.type((1 << nmant) - 1)
+    return info, ut, u, sign, exp, mant, exp_mask, nmant
+
+
+def _ldexp_impl(x1: np.ndarray, x2: np.ndarray, *, x1_aval: Any, x2_aval: Any
+                ) -> list[np.ndarray]:
+    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x1)
+    max_shift = 1 << (int(info.nexp) + 1)
+    # Clamp the shift first: anything this large over- or underflows anyway,
+    # and the clamp keeps the exponent sum from wrapping.
+    if T.is_unsigned_int(x2.dtype):
+        shift = np.minimum(x2, x2.dtype.type(max_shift)).astype(np.int32)
+    else:
+        shift = np.clip(x2.astype(np.int64), -max_shift, max_shift).astype(np.int32)
+    new_exp = exp.astype(np.int32) + shift
+    with np.errstate(all="ignore"):
+        normal = sign | (new_exp.astype(ut) << ut.type(nmant)) | mant
+    inf_bits = sign | (exp_mask << ut.type(nmant))
+    scaled = np.where(new_exp <= 0, sign, np.where(new_exp >= int(exp_mask), inf_bits, normal))
+    out = np.where(exp == exp_mask, u, np.where(exp == 0, sign, scaled))
+    return [np.asarray(out, ut).view(x1.dtype)]
+
+
+def _frexp_impl(x: np.ndarray, *, x_aval: Any) -> list[np.ndarray]:
+    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x)
+    bias = int(info.maxexp) - 1
+    special = (exp == exp_mask) | (exp == 0)
+    halved = sign | (ut.type(bias - 1) << ut.type(nmant)) | mant  # |m| in [1/2, 1)
+    m = np.where(exp == exp_mask, u, np.where(exp == 0, sign, halved))
+    e = np.where(special, np.int32(0), exp.astype(np.int32) - np.int32(bias - 1))
+    return [np.asarray(m, ut).view(x.dtype), np.asarray(e, np.int32)]
+
+
+def _ldexp_type(x1: ArrayType, x2: ArrayType, *, x1_aval: Any, x2_aval: Any
+                ) -> list[ArrayType]:
+    K.check_dtypes("Ldexp", [x1], FLOAT, "C1")
+    K.check_dtypes("Ldexp", [x2], INTEGER, "C2", first=1)
+    require(x1.shape == x2.shape, "Ldexp", "C3",
+            f"operands must have one shape, got {x1.shape} and {x2.shape}", ValueError)
+    return [ArrayType(x1.shape, x1.dtype, False)]
+
+
+def _frexp_type(x: ArrayType, *, x_aval: Any) -> list[ArrayType]:
+    K.check_dtypes("Frexp", [x], FLOAT, "C1")
+    return [ArrayType(x.shape, x.dtype, False), ArrayType(x.shape, T.int32, False)]
+
+
+def _pp_avals(eqn: Eqn, ctx: PpContext) -> Any:
+    # JAX prints the aval params in their short form (``f32[3]``).
+    params = {k: (v.str_short() if isinstance(v, ArrayType) else v)
+              for k, v in eqn.params.items()}
+    return pp_eqn_default(eqn, ctx, params)
+
+
+ldexp_p = declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals)
+frexp_p = declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
+                  multiple_results=True)
 
 
 __all__ = [n for n in dir() if n.endswith("_p")] + ["RoundingMethod"]

@@ -232,7 +232,7 @@ def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
         else:
             perm.append(b)
             b += 1
-    return [np.ascontiguousarray(vals.transpose(perm))]
+    return [np.array(vals.transpose(perm), order="C", copy=None)]  # keeps rank 0
 
 
 gather_p = declare("gather", typing=_gather_type, impl=_gather_impl)

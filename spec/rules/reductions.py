@@ -246,7 +246,7 @@ def _window_scan(blocks: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> 
     acc = started
     for k in range(1, blocks.shape[-1]):  # over the 16 columns of a block
         acc[..., :k] = op(acc[..., :k], blocks[..., k:k + 1])
-    return acc
+    return np.asarray(acc)
 
 
 def _blocked_scan(x: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.ndarray:
@@ -274,7 +274,8 @@ def _cum_impl(op: np.ufunc, identity: Callable[[T.DType], Any]) -> Impl:
         with np.errstate(all="ignore"):
             scanned = arithmetic(_blocked_scan, moved, op, identity(x.dtype), reverse)
             out = flush_result(np.asarray(scanned))
-        return [np.ascontiguousarray(np.moveaxis(out, -1, axis)).astype(x.dtype, copy=False)]
+        result = np.array(np.moveaxis(out, -1, axis), order="C", copy=None)
+        return [result.astype(x.dtype, copy=False)]
     return impl
 
 
@@ -398,7 +399,8 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
     order = np.argsort(~_total_order_key(x), axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis)
     values = np.take_along_axis(x, idx, axis=axis)
-    return [np.ascontiguousarray(values), np.ascontiguousarray(idx).astype(T.int32)]
+    return [np.array(values, order="C", copy=None),
+            np.array(idx, order="C", copy=None).astype(T.int32)]
 
 
 top_k_p = declare("top_k", typing=_top_k_type, impl=_top_k_impl, multiple_results=True)

@@ -1,0 +1,3 @@
+"""lax wrappers for convolutions."""
+
+__all__: list[str] = []

@@ -1,0 +1,1 @@
+"""conv_general_dilated."""
