@@ -467,7 +467,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes and iterations: checks the benchmarks run, times mean little")
+                        help="tiny sizes and iterations: checks the benchmarks run, "
+                             "times mean little")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("-k", metavar="SUBSTRING", default="",
                         help="only benchmarks whose name contains SUBSTRING")

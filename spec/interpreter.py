@@ -75,7 +75,8 @@ class Primitive:
     returns a sequence of arrays of exactly the output types.
     """
 
-    SECTIONS: ClassVar[tuple[str, ...]] = ("typing", "impl", "sharding", "jvp", "transpose", "batch")
+    SECTIONS: ClassVar[tuple[str, ...]] = (
+        "typing", "impl", "sharding", "jvp", "transpose", "batch")
 
     def __init__(self, name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
                  multiple_results: bool = False, jvp: Section = Pending("autodiff"),

@@ -321,7 +321,8 @@ def least_upper_bound(mode: bool | str, *nodes: LatticeNode) -> LatticeNode:
     if any(n in FLOAT8_TYPES for n in nodes):
         reason = " To avoid unintended promotion, 8-bit floats do not support implicit promotion."
     elif any(n in NARROW_FLOAT_TYPES for n in nodes):
-        reason = " To avoid unintended promotion, 4- and 6-bit floats do not support implicit promotion."
+        reason = (" To avoid unintended promotion, 4- and 6-bit floats do not support implicit"
+                  " promotion.")
     elif any(n in _CUSTOM_INTS for n in nodes):
         reason = (" To avoid unintended promotion, 1-bit, 2-bit and 4-bit integers do not"
                   " support implicit promotion.")
@@ -485,7 +486,8 @@ def check_shape(shape: Any, fun_name: str, arg_name: str = "shape") -> Shape:
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if not isinstance(shape, (tuple, list, np.ndarray)):
-        raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, got {type(shape)}.")
+        raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, "
+                        f"got {type(shape)}.")
     dims: list[int] = []
     for d in shape:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):

@@ -23,6 +23,7 @@ from spec._api import jit
 from spec.array import Array, from_numpy
 from spec.config import config
 from spec.interpreter import Tracer, canonical_aval_of, is_concrete
+from spec.rules import elementwise as E
 from spec.numpy._util import _agree, check_arraylike, python_scalar_operand, to_weak_or_strong
 
 Fn = Callable[..., Any]
@@ -50,10 +51,12 @@ def _like(x: Any, value: Any) -> Any:
 
 
 def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
+    """``lax.full_like``: without a dtype, the result keeps x's weak type."""
     aval = _aval(x)
-    scalar = np.asarray(value, dtype=aval.dtype if dtype is None else dtype)
+    scalar = from_numpy(np.asarray(value, dtype=aval.dtype if dtype is None else dtype),
+                        weak_type=dtype is None and aval.weak_type)
     if not aval.shape:
-        return from_numpy(scalar)
+        return scalar
     return lax.broadcast_in_dim(scalar, aval.shape, ())
 
 
@@ -231,6 +234,8 @@ def _where_impl(condition: Any, x: Any, y: Any) -> Any:
         x, y = _broadcast_arrays(x, y)
     else:
         condition, x, y = _broadcast_arrays(condition, x, y)
+    if 0 in _aval(x).shape:
+        return x  # nothing to select from: JAX returns the (empty) x unchanged
     return lax.select(condition, x, y)
 
 
@@ -506,10 +511,19 @@ def nextafter(x1: Any, x2: Any, /) -> Any:
 
 def _heaviside_impl(x1: Any, x2: Any) -> Any:
     x1, x2 = _promote_dtypes_inexact(x1, x2)
-    zero = _const(x1, 0)
+    zero = _lax_const(x1, 0)
     return _where(lax.lt(x1, zero), zero,
-                  _where(lax.gt(x1, zero), _const(x1, 1),
+                  _where(lax.gt(x1, zero), _lax_const(x1, 1),
                          _where(lax.ne(x1, x1), x1, x2)))
+
+
+def _lax_const(x: Any, value: Any) -> Any:
+    """A constant of ``x``'s dtype as JAX's ``lax._const`` makes it: weak when
+    ``x`` is a weak rank-0 value, strong otherwise (also for weak arrays)."""
+    aval = _aval(x)
+    if aval.weak_type and not aval.shape:
+        return to_weak_or_strong(float(value), aval.dtype, True)
+    return _const(x, value)
 
 
 _heaviside = _named_jit("heaviside", _heaviside_impl)
@@ -592,7 +606,7 @@ def _round_impl(a: Any, decimals: int = 0) -> Any:
 
     real_dt = {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
     # ml_dtypes.finfo also knows bfloat16 and the float8s (np.finfo does not).
-    if decimals > np.log10(float(ml_dtypes.finfo(real_dt).max)):
+    if decimals > np.log10(float(ml_dtypes.finfo(real_dt).max)):  # type: ignore[no-untyped-call]
         return _as_array(a)
     if T.is_complex(dt):
         return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
@@ -896,6 +910,467 @@ greater = _comparison("greater", lax.gt)
 greater_equal = _comparison("greater_equal", lax.ge)
 
 
+# ============================================================ sign bits, ldexp/frexp
+
+
+def _signbit_impl(x: Any) -> Any:
+    (x,) = promote_args("signbit", x)
+    dt = _dtype(x)
+    if T.is_int(dt):
+        return lax.lt(x, _const(x, 0))
+    if dt == T.bool_:
+        return _full_like(x, False, T.bool_)
+    if not T.is_float(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
+    bits = dt.itemsize * 8
+    if bits not in (16, 32, 64):
+        raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
+    as_int = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
+    # The arithmetic shift smears the sign bit over the word: -1 or 0.
+    smeared = lax.shift_right_arithmetic(as_int, _const(as_int, bits - 1))
+    return lax.convert_element_type(smeared, T.bool_)
+
+
+_signbit = _named_jit("signbit", _signbit_impl)
+
+
+def signbit(x: Any, /) -> Any:
+    """True where the sign bit is set (-0.0 and negative nan included)."""
+    check_arraylike("signbit", x)
+    return _signbit(x)
+
+
+def _copysign_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("copysign does not support complex-valued inputs")
+    negative = _signbit(x2)
+    return _where(negative, lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+_copysign = _named_jit("copysign", _copysign_impl)
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    """|x1| with the sign bit of x2, in a float dtype."""
+    check_arraylike("copysign", x1, x2)
+    return _copysign(x1, x2)
+
+
+def _isposneginf(name: str, infinity: float, x: Any) -> Any:
+    check_arraylike(name, x)
+    dt = _dtype(x)
+    if T.is_float(dt):
+        if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
+            return _full_like(x, False, T.bool_)  # a dtype without infinity
+        return lax.eq(x, _const(x, infinity))
+    if T.is_complex(dt):
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+    return _full_like(x, False, T.bool_)
+
+
+def isposinf(x: Any, /, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+    return _isposneginf("isposinf", np.inf, x)
+
+
+def isneginf(x: Any, /, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+    return _isposneginf("isneginf", -np.inf, x)
+
+
+def _ldexp_impl(x1: Any, x2: Any) -> Any:
+    d1, d2 = _dtype(x1), _dtype(x2)
+    if T.is_complex(d1) or T.is_inexact(d2):
+        raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    if _dtype(x2) == T.bool_:
+        x2 = lax.convert_element_type(x2, T.int32)
+    x1, x2 = _promote_shapes("ldexp", x1, x2)
+    x1, x2 = _broadcast_arrays(x1, x2)
+    x1, x2 = _strong(x1), _strong(x2)
+    return E.ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))
+
+
+_ldexp = _named_jit("ldexp", _ldexp_impl)
+
+
+def ldexp(x1: Any, x2: Any, /) -> Any:
+    """x1 * 2**x2 by editing the exponent field; subnormal inputs and
+    underflowing results are signed zeros."""
+    check_arraylike("ldexp", x1, x2)
+    return _ldexp(x1, x2)
+
+
+def _frexp_impl(x: Any) -> Any:
+    (x,) = _promote_dtypes_inexact(x)
+    if _is_complex(x):
+        raise TypeError("frexp does not support complex-valued inputs")
+    x = _strong(x)
+    return tuple(E.frexp_p.bind(x, x_aval=_aval(x)))
+
+
+_frexp = _named_jit("frexp", _frexp_impl)
+
+
+def frexp(x: Any, /) -> tuple[Any, Any]:
+    """(mantissa, exponent) with |mantissa| in [1/2, 1) and x = m * 2**e."""
+    check_arraylike("frexp", x)
+    return _frexp(x)  # type: ignore[no-any-return]
+
+
+def _strong(x: Any) -> Any:
+    """``x`` with its weak type dropped (a convert_element_type only if weak)."""
+    aval = _aval(x)
+    if not aval.weak_type:
+        return _as_array(x)
+    return to_weak_or_strong(x, aval.dtype, False)
+
+
+# ============================================================ log-add-exp, sinc
+
+
+def _wrap_between(x: Any, bound: float) -> Any:
+    """``x`` wrapped into [-bound, bound)."""
+    a, two_a, zero = _lax_const(x, bound), _lax_const(x, 2 * bound), _lax_const(x, 0)
+    rem = lax.rem(lax.add(x, a), two_a)
+    rem = lax.select(lax.lt(rem, zero), lax.add(rem, two_a), rem)
+    return lax.sub(rem, a)
+
+
+def _logaddexp_body(x1: Any, x2: Any, base2: bool) -> Any:
+    amax = lax.max(x1, x2)
+    exp = lax.exp2 if base2 else lax.exp
+    if T.is_float(_dtype(x1)):
+        delta = lax.sub(x1, x2)
+        # A nan delta: nan operands, or infinities of one sign (their sum).
+        # (Equations in JAX's order: the select's operands left to right.)
+        is_nan = lax.ne(delta, delta)
+        total = lax.add(x1, x2)
+        tail = lax.log1p(exp(lax.neg(lax.abs(delta))))
+        if base2:
+            tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
+        return lax.select(is_nan, total, lax.add(amax, tail))
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _lax_const(amax, 2)))
+    tail = lax.log1p(exp(delta))
+    if base2:
+        tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
+    out = lax.add(amax, tail)
+    period = np.pi / np.log(2) if base2 else np.pi
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
+
+
+def logaddexp(x1: Any, x2: Any, /) -> Any:
+    """log(exp(x1) + exp(x2)) without overflow. (JAX wraps this in a
+    custom_jvp_call; spec emits the body's primitives directly.)"""
+    a, b = promote_args_inexact("logaddexp", x1, x2)
+    return _logaddexp_body(a, b, base2=False)
+
+
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    """log2(2**x1 + 2**x2) without overflow (custom_jvp_call in JAX, see
+    logaddexp)."""
+    a, b = promote_args_inexact("logaddexp2", x1, x2)
+    return _logaddexp_body(a, b, base2=True)
+
+
+# sin(pi r) / (pi r) = 1 + t Q(t), t = r^2: Taylor coefficients of Q.
+_SINC_Q32 = tuple(float.fromhex(h) for h in (
+    "-0x1.a51a66p0", "0x1.9f9cb4p-1", "-0x1.86a8e4p-3", "0x1.ac6806p-6", "-0x1.33816ap-9",
+    "0x1.37471ap-13"))
+_SINC_Q64 = tuple(float.fromhex(h) for h in (
+    "-0x1.a51a6625307d3p0", "0x1.9f9cb402bc46cp-1", "-0x1.86a8e4720db67p-3",
+    "0x1.ac6805cf350a6p-6", "-0x1.33816aa4607abp-9", "0x1.374719fab3915p-13",
+    "-0x1.d42498d1ce099p-18", "0x1.0fc992ff39e13p-22", "-0x1.f5f9d970ca6dfp-28",
+    "0x1.79788684225eap-33", "-0x1.d7353939082fep-39"))
+
+
+def _sinc_real(x: Any) -> Any:
+    """sinc(x) = (-1)^n sinc(r) r / x with x = n + r, n the nearest integer:
+    the reduction is exact, and sinc(r) comes from its Taylor series."""
+    n = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    is_inf = lax.eq(lax.abs(x), _like(x, np.inf))
+    r = _where(is_inf, 0, lax.sub(x, n))
+    t = lax.mul(r, r)
+    coeffs = _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32
+    q = _like(t, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        q = lax.add(lax.mul(q, t), _like(t, c))
+    tq = lax.mul(t, q)
+    near_zero = lax.add(_like(t, 1), tq)  # sinc(x) where n == 0
+    r_sinc_r = lax.add(r, lax.mul(r, tq))
+    odd = lax.ne(lax.mul(_like(n, 2), lax.round(lax.mul(_like(n, 0.5), n),
+                                                  lax.RoundingMethod.TO_NEAREST_EVEN)), n)
+    n_zero = lax.eq(n, _like(n, 0))
+    denom = _where(odd, lax.neg(x), _where(n_zero, 1, x))
+    out = lax.div(r_sinc_r, denom)
+    out = _where(lax.eq(r, _like(r, 0)), lax.sub(out, out), out)  # integers: 0 (nan for inf)
+    return _where(n_zero, near_zero, out)
+
+
+def _sinc_impl(x: Any) -> Any:
+    check_arraylike("sinc", x)
+    (x,) = _promote_dtypes_inexact(x)
+    dt = _dtype(x)
+    if T.is_complex(dt):
+        pi_x = lax.mul(_like(x, np.pi), x)
+        zero = lax.eq(x, _like(x, 0))
+        safe = _where(zero, _like(x, 1), pi_x)
+        return _where(zero, _like(x, 1), lax.div(lax.sin(safe), safe))
+    if dt.itemsize < 4:
+        return lax.convert_element_type(_sinc_real(lax.convert_element_type(x, T.float32)), dt)
+    return _sinc_real(x)
+
+
+_sinc = _named_jit("sinc", _sinc_impl)
+
+
+def sinc(x: Any, /) -> Any:
+    """sin(pi x) / (pi x), 1 at 0. Values follow JAX's exact range reduction
+    and series; JAX's jaxpr uses `polynomial` and `stop_gradient`, which spec
+    does not have, so the primitive sequence differs."""
+    return _sinc(x)
+
+
+# ============================================================ closeness, nan_to_num
+
+
+def _isclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+                  equal_nan: bool = False) -> Any:
+    a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
+    dt = _real_dtype(_dtype(a))
+    rtol = lax.convert_element_type(rtol, dt)
+    atol = lax.convert_element_type(atol, dt)
+    both_nan = logical_and(isnan(a), isnan(b))
+    finite_b = isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = logical_or(lax.eq(a, b), logical_and(finite_b, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
+
+
+def _real_dtype(dt: T.DType) -> T.DType:
+    return {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
+
+
+_isclose = _named_jit("isclose", _isclose_impl, static_argnames=("equal_nan",))
+_UNSET: Any = object()
+
+
+def isclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
+            equal_nan: bool = False) -> Any:
+    """|a - b| <= atol + rtol |b| (or a == b), elementwise."""
+    check_arraylike("isclose", a, b)
+    # Only the tolerances the caller passes are arguments of JAX's jitted
+    # function; defaults are constants inside it.
+    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
+    return _isclose(a, b, **kwargs, equal_nan=equal_nan)
+
+
+def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+                   equal_nan: bool = False) -> Any:
+    from spec.numpy._reductions import all as all_
+    return all_(_isclose(a, b, rtol, atol, equal_nan=equal_nan))
+
+
+_allclose = _named_jit("allclose", _allclose_impl, static_argnames=("equal_nan",))
+
+
+def allclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
+             equal_nan: bool = False) -> Any:
+    """isclose(...).all()."""
+    check_arraylike("allclose", a, b)
+    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
+    return _allclose(a, b, **kwargs, equal_nan=equal_nan)
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """True iff the shapes agree and every element is equal."""
+    from spec.numpy._creation import array, asarray
+    from spec.numpy._reductions import all as all_
+    a1, a2 = asarray(a1), asarray(a2)
+    if _aval(a1).shape != _aval(a2).shape:
+        return array(False, dtype=T.bool_)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all_(eq)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """True iff the arrays broadcast together and every element is equal."""
+    from spec.numpy._creation import array, asarray
+    from spec.numpy._reductions import all as all_
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        eq = equal(a1, a2)
+    except ValueError:
+        return array(False)  # shapes do not broadcast
+    return all_(eq)
+
+
+def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                     neginf: Any = None) -> Any:
+    from spec.numpy._creation import asarray
+    check_arraylike("nan_to_num", x)
+    dt = _dtype(x)
+    if not T.is_inexact(dt):
+        return _as_array(x)
+    if T.is_complex(dt):
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), asarray(nan, dtype=dt), x)
+    out = where(isposinf(out), asarray(posinf, dtype=dt), out)
+    return where(isneginf(out), asarray(neginf, dtype=dt), out)
+
+
+_nan_to_num = _named_jit("nan_to_num", _nan_to_num_impl)
+
+
+def nan_to_num(x: Any, copy: Any = _UNSET, nan: Any = _UNSET, posinf: Any = _UNSET,
+               neginf: Any = _UNSET) -> Any:
+    """nan -> ``nan``, +-inf -> ``posinf``/``neginf`` (default: the largest
+    finite values of the dtype)."""
+    # As for isclose: only what the caller passes is an argument of the jit.
+    given = {"copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf}
+    return _nan_to_num(x, **{k: v for k, v in given.items() if v is not _UNSET})
+
+
+# ============================================================ gcd / lcm
+
+
+def _gcd_step(x1: Any, x2: Any) -> tuple[Any, Any]:
+    nonzero = lax.ne(x2, _const(x2, 0))
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), _const(x2, 0)))
+    swap = lax.lt(x1, x2)
+    return _where(swap, x2, x1), _where(swap, x1, x2)
+
+
+def _gcd_core(x1: Any, x2: Any) -> Any:
+    """Euclid's algorithm on whole arrays, stepping until every divisor is 0
+    (JAX's while loop). Traced operands run a fixed number of steps (enough
+    for any operands of the dtype: Euclid needs under 1.5 steps per bit), each
+    step kept only while some divisor is nonzero, so the values agree."""
+    x1, x2 = absolute(x1), absolute(x2)
+    if is_concrete(x1) and is_concrete(x2):
+        while bool(np.asarray(lax.reduce_or(lax.ne(x2, _const(x2, 0)),
+                                            tuple(range(_aval(x2).ndim))))):
+            x1, x2 = _gcd_step(x1, x2)
+        return x1
+    for _ in range(3 * _dtype(x1).itemsize * 8 // 2 + 2):
+        running = lax.reduce_or(lax.ne(x2, _const(x2, 0)), tuple(range(_aval(x2).ndim)))
+        n1, n2 = _gcd_step(x1, x2)
+        x1, x2 = lax.select(running, n1, x1), lax.select(running, n2, x2)
+    return x1
+
+
+def _gcd_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes(x1, x2)
+    if not T.is_int(_dtype(x1)):
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    x1, x2 = _broadcast_arrays(x1, x2)
+    return _gcd_core(x1, x2)
+
+
+_gcd = _named_jit("gcd", _gcd_impl)
+
+
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """Greatest common divisor (JAX uses a while loop; spec, which has no
+    while primitive yet, unrolls a bounded loop under tracing)."""
+    check_arraylike("gcd", x1, x2)
+    return _gcd(x1, x2)
+
+
+def _lcm_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes(x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    if not T.is_int(_dtype(x1)):
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    d = _gcd(x1, x2)
+    return where(equal(d, 0), _const(d, 0), multiply(x1, floor_divide(x2, d)))
+
+
+_lcm = _named_jit("lcm", _lcm_impl)
+
+
+def lcm(x1: Any, x2: Any, /) -> Any:
+    """Least common multiple (0 where either operand is 0)."""
+    check_arraylike("lcm", x1, x2)
+    return _lcm(x1, x2)
+
+
+# ============================================================ roll
+
+
+def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
+    shape = _aval(a).shape
+    for ax, s in zip(*np.broadcast_arrays(np.asarray(axis), np.asarray(shift))):
+        ax = int(ax)
+        if shape[ax] == 0:
+            continue
+        i = (-int(s)) % shape[ax]
+        a = lax.concatenate([lax.slice_in_dim(a, i, shape[ax], axis=ax),
+                             lax.slice_in_dim(a, 0, i, axis=ax)], ax)
+    return a
+
+
+_roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
+
+
+def _index_tuple(x: Any) -> tuple[int, ...]:
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
+    from spec.numpy._creation import array
+    from spec.numpy._shape import broadcast_to
+    shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
+    if len(shape) != 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    shifts = broadcast_to(shift, shape)
+    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
+        ax = int(ax)
+        size = array(_aval(a).shape[ax], dtype=T.int32)
+        s = remainder(lax.convert_element_type(shifts[k], T.int32),
+                      lax.max(size, np.int32(1)))
+        doubled = lax.concatenate((a, a), ax)
+        a = lax.dynamic_slice_in_dim(doubled, lax.sub(size, s), _aval(a).shape[ax], axis=ax)
+    return a
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """Elements shifted cyclically by ``shift`` along ``axis`` (the flattened
+    array when None)."""
+    from spec.numpy._shape import ravel, reshape
+    check_arraylike("roll", a)
+    arr = _as_array(a)
+    if axis is None:
+        return reshape(roll(ravel(arr), shift, 0), _aval(arr).shape)
+    ndim = _aval(arr).ndim
+    axes = tuple(_canonical_axis(ax, ndim) for ax in _index_tuple(axis))
+    try:
+        shifts = _index_tuple(shift)
+    except TypeError:
+        from spec.numpy._creation import asarray
+        return _roll_dynamic(arr, asarray(shift), axes)
+    return _roll_static(arr, shifts, axes)
+
+
+def _canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
 __all__ = [
     "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctan2", "arctanh", "around", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
@@ -907,5 +1382,7 @@ __all__ = [
     "mod", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power",
     "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round",
     "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
-    "where",
+    "where", "allclose", "array_equal", "array_equiv", "copysign", "frexp", "gcd", "isclose",
+    "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "roll",
+    "signbit", "sinc",
 ]

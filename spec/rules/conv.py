@@ -1,1 +1,358 @@
-"""conv_general_dilated."""
+"""conv_general_dilated: n-dimensional convolution with dilation, padding,
+feature groups and batch groups, and the ``ConvDimensionNumbers`` record.
+
+Constraint numbering (see notes/spec/conv.md), checked in this order:
+C1 lhs and rhs have equal rank, at least 2;
+C2 dimension_numbers is (lhs_spec, rhs_spec, out_spec), each a permutation
+   of the axes;
+C3 feature_group_count is positive, divides the lhs feature size, the
+   quotient equals the rhs input-feature size, and it divides the rhs
+   output-feature size;
+C4 batch_group_count is positive, divides the lhs batch size and the rhs
+   output-feature size, and at most one group count exceeds 1;
+C5 window_strides has one positive entry per spatial dimension;
+C6 lhs_dilation and rhs_dilation have one positive entry per spatial dimension;
+C7 padding has one (low, high) integer pair per spatial dimension;
+C8 every padded, dilated lhs spatial size is non-negative;
+C9 every rhs spatial (window) size is positive;
+C10 lhs and rhs have the same dtype;
+C11 preferred_element_type is compatible with the operand dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from spec import types as T
+from spec.rules._denormals import arithmetic
+from spec.rules._registry import declare, require
+from spec.types import ArrayType
+
+_P = "conv_general_dilated"
+Padding = tuple[tuple[int, int], ...]
+Shape3 = tuple[int, ...]  # a shape in canonical (batch/out, feature/in, spatial...) order
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the batch, feature and spatial axes of a convolution live.
+
+    ``lhs_spec`` and ``out_spec`` list (batch axis, feature axis, spatial
+    axes...); ``rhs_spec`` lists (output-feature axis, input-feature axis,
+    spatial axes...). Spatial axes correspond by position across the three.
+    """
+
+    lhs_spec: Sequence[int]
+    rhs_spec: Sequence[int]
+    out_spec: Sequence[int]
+
+
+# ------------------------------------------------------------------- typing
+
+def dilate_dim(d: int, dilation: int) -> int:
+    """Size of an axis of size ``d`` after inserting ``dilation - 1`` zeros
+    between neighbouring elements."""
+    return d if dilation == 1 else max(0, 1 + dilation * (d - 1))
+
+
+def stride_dim(d: int, window: int, stride: int) -> int:
+    """Number of windows of size ``window`` placed every ``stride`` elements
+    in an axis of size ``d``."""
+    return max(0, (d - window) // stride + 1)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_specs(dn: Any, rank: int) -> tuple[tuple[int, ...], ...]:
+    ok = isinstance(dn, tuple) and len(dn) == 3
+    require(ok, _P, "C2", f"dimension_numbers must be a ConvDimensionNumbers "
+            f"(lhs_spec, rhs_spec, out_spec), got {dn!r}", TypeError)
+    specs = []
+    for name, spec in zip(("lhs_spec", "rhs_spec", "out_spec"), dn):
+        ints = isinstance(spec, (tuple, list)) and all(_is_int(i) for i in spec)
+        require(ints and sorted(int(i) for i in spec) == list(range(rank)), _P, "C2",
+                f"dimension_numbers.{name} must be a permutation of the {rank} axes "
+                f"(batch/feature axes first, then the spatial axes), got {spec!r}",
+                ValueError)
+        specs.append(tuple(int(i) for i in spec))
+    return tuple(specs)
+
+
+def _check_groups(lhs: Shape3, rhs: Shape3, fgc: Any, bgc: Any) -> None:
+    """C3 and C4 on the canonical (batch, feature, ...) / (out, in, ...) shapes."""
+    require(_is_int(fgc) and fgc > 0, _P, "C3",
+            f"feature_group_count must be a positive integer, got {fgc!r}", ValueError)
+    feats, in_feats, out_feats = lhs[1], rhs[1], rhs[0]
+    require(feats % fgc == 0, _P, "C3", f"feature_group_count {fgc} must divide the lhs "
+            f"feature dimension size {feats}", ValueError)
+    require(feats // fgc == in_feats, _P, "C3",
+            f"the lhs feature dimension size divided by feature_group_count must equal the "
+            f"rhs input feature dimension size, but {feats} // {fgc} != {in_feats}", ValueError)
+    require(out_feats % fgc == 0, _P, "C3",
+            f"the rhs output feature dimension size {out_feats} must be a multiple of "
+            f"feature_group_count {fgc}", ValueError)
+    require(_is_int(bgc) and bgc > 0, _P, "C4",
+            f"batch_group_count must be a positive integer, got {bgc!r}", ValueError)
+    require(lhs[0] % bgc == 0, _P, "C4", f"batch_group_count {bgc} must divide the lhs "
+            f"batch dimension size {lhs[0]}", ValueError)
+    require(out_feats % bgc == 0, _P, "C4",
+            f"the rhs output feature dimension size {out_feats} must be a multiple of "
+            f"batch_group_count {bgc}", ValueError)
+    require(fgc == 1 or bgc == 1, _P, "C4",
+            f"at most one of batch_group_count and feature_group_count may exceed 1, got "
+            f"batch_group_count={bgc} and feature_group_count={fgc}", ValueError)
+
+
+def _check_window(n: int, window_strides: Any, lhs_dilation: Any, rhs_dilation: Any,
+                  padding: Any) -> None:
+    """C5-C7: one entry per spatial dimension, of the right kind."""
+    ok = isinstance(window_strides, (tuple, list)) and len(window_strides) == n
+    require(ok, _P, "C5", f"window_strides must have one entry per spatial dimension "
+            f"({n}), got {window_strides!r}", ValueError)
+    require(all(_is_int(s) and s > 0 for s in window_strides), _P, "C5",
+            f"window_strides must be positive integers, got {tuple(window_strides)}",
+            ValueError)
+    for name, dil in (("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):
+        ok = isinstance(dil, (tuple, list)) and all(_is_int(d) for d in dil)
+        require(ok, _P, "C6", f"{name} must be a tuple of integers, got {dil!r}", TypeError)
+        require(all(d > 0 for d in dil), _P, "C6",
+                f"{name} must be positive, got {tuple(dil)}", TypeError)
+        require(len(dil) == n, _P, "C6", f"{name} must have one entry per spatial "
+                f"dimension ({n}), got {tuple(dil)}", ValueError)
+    pairs = isinstance(padding, (tuple, list)) and all(
+        isinstance(p, (tuple, list)) and len(p) == 2 and all(_is_int(v) for v in p)
+        for p in padding)
+    require(pairs, _P, "C7", f"padding must be a sequence of (low, high) integer pairs, "
+            f"got {padding!r}", TypeError)
+    require(len(padding) == n, _P, "C7", f"padding must have one (low, high) pair per "
+            f"spatial dimension ({n}), got {len(padding)}: {padding!r}", TypeError)
+
+
+def conv_output_shape(lhs: ArrayType, rhs: ArrayType, *, window_strides: Any, padding: Any,
+                      lhs_dilation: Any, rhs_dilation: Any, dimension_numbers: Any,
+                      feature_group_count: Any, batch_group_count: Any) -> T.Shape:
+    require(lhs.ndim == rhs.ndim, _P, "C1", f"lhs and rhs must have the same rank, got shapes "
+            f"{lhs.shape} and {rhs.shape}", ValueError)
+    require(lhs.ndim >= 2, _P, "C1", f"operands need a batch and a feature axis (rank >= 2), "
+            f"got shapes {lhs.shape} and {rhs.shape}", ValueError)
+    lspec, rspec, ospec = _check_specs(dimension_numbers, lhs.ndim)
+    ls = tuple(lhs.shape[i] for i in lspec)
+    rs = tuple(rhs.shape[i] for i in rspec)
+    _check_groups(ls, rs, feature_group_count, batch_group_count)
+    n = lhs.ndim - 2
+    _check_window(n, window_strides, lhs_dilation, rhs_dilation, padding)
+    dilated = tuple(dilate_dim(d, ld) for d, ld in zip(ls[2:], lhs_dilation))
+    padded = [d + lo + hi for d, (lo, hi) in zip(dilated, padding)]
+    require(all(p >= 0 for p in padded), _P, "C8",
+            f"negative padding {tuple(tuple(p) for p in padding)} removes more than the "
+            f"(dilated) lhs spatial sizes {dilated}", ValueError)
+    require(all(k > 0 for k in rs[2:]), _P, "C9",
+            f"every rhs spatial (window) size must be positive, got {rs[2:]}", ValueError)
+    spatial = [stride_dim(p, dilate_dim(k, rd), s)
+               for p, k, rd, s in zip(padded, rs[2:], rhs_dilation, window_strides)]
+    canon = (ls[0] // batch_group_count, rs[0], *spatial)
+    out = [0] * lhs.ndim
+    for axis, size in zip(ospec, canon):
+        out[axis] = size
+    return tuple(out)
+
+
+def conv_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None) -> T.DType:
+    require(lhs == rhs, _P, "C10", f"lhs and rhs must have the same dtype, got {lhs.name} "
+            f"and {rhs.name}")
+    if preferred is None:
+        return lhs
+    if not (T.is_int(lhs) and T.is_float(preferred)):
+        for kind in (T.is_int, T.is_float, T.is_complex):
+            require(not kind(lhs) or kind(preferred), _P, "C11",
+                    f"preferred_element_type {preferred.name} is incompatible with the "
+                    f"operand type {lhs.name}; allowed (operand, preferred) kinds are "
+                    "(integer, integer), (integer, floating), (floating, floating), "
+                    "(complex, complex)")
+        require(not T.is_signed_int(lhs) or T.is_signed_int(preferred), _P, "C11",
+                f"preferred_element_type {preferred.name} must be signed like the operand "
+                f"type {lhs.name}")
+    require(preferred.itemsize >= lhs.itemsize, _P, "C11",
+            f"preferred_element_type {preferred.name} must not be narrower than the operand "
+            f"type {lhs.name}")
+    return preferred
+
+
+def _conv_type(lhs: ArrayType, rhs: ArrayType, *, window_strides: Any, padding: Any,
+               lhs_dilation: Any, rhs_dilation: Any, dimension_numbers: Any,
+               feature_group_count: Any, batch_group_count: Any, precision: Any,
+               preferred_element_type: T.DType | None, out_sharding: Any = None
+               ) -> list[ArrayType]:
+    shape = conv_output_shape(
+        lhs, rhs, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+        feature_group_count=feature_group_count, batch_group_count=batch_group_count)
+    dtype = conv_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    return [ArrayType(shape, dtype, lhs.weak_type and rhs.weak_type)]
+
+
+# --------------------------------------------------------------------- impl
+#
+# Both operands are first brought to the canonical layouts (batch, feature,
+# spatial...) and (out feature, in feature, spatial...). The lhs is dilated
+# and padded explicitly; each output position's window is then a strided view
+# (sliding_window_view, subsampled by the strides and the rhs dilation), and a
+# single batched matmul over the group axis contracts every window with the
+# kernel at once.
+
+def _dilate(x: np.ndarray, dilation: Sequence[int]) -> np.ndarray:
+    """Insert ``d - 1`` zeros between neighbours along each spatial axis."""
+    if all(d == 1 for d in dilation):
+        return x
+    shape = x.shape[:2] + tuple(dilate_dim(n, d) for n, d in zip(x.shape[2:], dilation))
+    out = np.zeros(shape, x.dtype)
+    out[(slice(None), slice(None), *(slice(None, None, d) for d in dilation))] = x
+    return out
+
+
+def _pad(x: np.ndarray, padding: Padding) -> np.ndarray:
+    """Zero padding; a negative amount removes elements from that edge. The
+    positive part is applied first so that e.g. (-4, 3) on a size-2 axis
+    keeps the last padding zero, as XLA does."""
+    widths = [(0, 0), (0, 0), *((max(lo, 0), max(hi, 0)) for lo, hi in padding)]
+    if any(w != (0, 0) for w in widths):
+        x = np.pad(x, widths)
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                 for n, (lo, hi) in zip(x.shape[2:], padding))
+    return x[(slice(None), slice(None), *crop)]
+
+
+def _int_wrap(x: np.ndarray, dt: T.DType) -> np.ndarray:
+    """Two's-complement wrap of an exact int64/uint64 result to ``dt``
+    (also for the sub-byte ml_dtypes ints, which NumPy casts do not wrap)."""
+    if dt not in T.NARROW_INT_TYPES and dt not in T.NARROW_UINT_TYPES:
+        return x.astype(dt)
+    bits = T.iinfo_bits(dt)
+    lo = int(ml_dtypes.iinfo(dt).min)  # type: ignore[no-untyped-call]
+    wide = x.astype(np.int64)
+    return (((wide - lo) & ((1 << bits) - 1)) + lo).astype(dt)
+
+
+class _Geometry(NamedTuple):
+    strides: tuple[int, ...]
+    padding: Padding
+    lhs_dilation: tuple[int, ...]
+    rhs_dilation: tuple[int, ...]
+    fgc: int
+    bgc: int
+
+
+def _conv_canonical(lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple[int, ...],
+                    g: _Geometry) -> np.ndarray:
+    """The convolution of canonical-layout operands, in their (compute) dtype;
+    ``out_shape`` is the canonical (batch, feature, spatial...) result shape."""
+    n = lhs.ndim - 2
+    if 0 in out_shape:
+        return np.zeros(out_shape, lhs.dtype)
+    x = _pad(_dilate(lhs, g.lhs_dilation), g.padding)
+    ks = rhs.shape[2:]
+    window = tuple(dilate_dim(k, r) for k, r in zip(ks, g.rhs_dilation))
+    win = np.lib.stride_tricks.sliding_window_view(x, window, axis=tuple(range(2, 2 + n)))
+    win = win[(slice(None), slice(None), *(slice(None, None, s) for s in g.strides),
+               *(slice(None, None, r) for r in g.rhs_dilation))]
+    # win: (N, C, out spatial..., kernel spatial...)
+    groups = g.fgc * g.bgc  # at most one of them exceeds 1
+    nb = lhs.shape[0] // g.bgc
+    cg = lhs.shape[1] // g.fgc
+    fg = rhs.shape[0] // groups
+    osp = out_shape[2:]
+    npos, kvol = int(np.prod(osp, dtype=np.int64)), int(np.prod(ks, dtype=np.int64))
+    # lhs batch index = group * nb + b; lhs feature index = group * cg + c.
+    w = win.reshape((g.bgc, nb, g.fgc, cg, *osp, *ks))
+    w = np.moveaxis(w, 1, 2).reshape((groups, nb, cg, npos, kvol))
+    w = np.moveaxis(w, 2, 3).reshape((groups, nb * npos, cg * kvol))
+    k = rhs.reshape((groups, fg, cg * kvol)).transpose(0, 2, 1)
+    if cg * kvol == 1:
+        # One product per output is not a sum: keep the sign of a zero product.
+        res = w * k
+    else:
+        res = np.matmul(w, k)  # (groups, nb * npos, fg)
+    res = res.reshape((groups, nb, *osp, fg))
+    # Output feature index = group * fg + f.
+    res = np.moveaxis(res, -1, 1).reshape((groups * fg, nb, *osp))
+    return np.asarray(np.moveaxis(res, 0, 1))
+
+
+def _compute_dtype(operand: T.DType, out: T.DType) -> T.DType:
+    """Accumulation dtype: exact wrapping integers; narrow floats in float32."""
+    if not T.is_inexact(operand):
+        return T.uint64 if T.is_unsigned_int(out) else T.int64
+    real = out if T.is_inexact(out) else operand
+    return real if real.itemsize >= 4 and real not in T.SMALL_FLOAT_TYPES else T.float32
+
+
+def _real_part_dtype(dt: T.DType) -> T.DType:
+    return T.float32 if dt == T.complex64 else T.float64
+
+
+def _complex_conv(conv: Callable[[np.ndarray, np.ndarray], np.ndarray], lhs: np.ndarray,
+                  rhs: np.ndarray, out: T.DType) -> np.ndarray:
+    """XLA CPU computes a complex convolution as three real ones (Gauss's
+    trick), each operand sum rounded in the operands' real type."""
+    real = _real_part_dtype(out)
+    xr, xi, yr, yi = lhs.real, lhs.imag, rhs.real, rhs.imag
+
+    def real_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return conv(a.astype(real, copy=False), b.astype(real, copy=False))
+
+    k1 = real_conv(xr + xi, yr)
+    k2 = real_conv(xr, yi - yr)
+    k3 = real_conv(xi, yr + yi)
+    res = np.empty(k1.shape, out)
+    res.real = k1 - k3
+    res.imag = k1 + k2
+    return res
+
+
+def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Any, padding: Any,
+               lhs_dilation: Any, rhs_dilation: Any, dimension_numbers: Any,
+               feature_group_count: Any, batch_group_count: Any, precision: Any,
+               preferred_element_type: T.DType | None, out_sharding: Any = None
+               ) -> list[np.ndarray]:
+    lspec, rspec, ospec = (tuple(int(i) for i in s) for s in dimension_numbers)
+    out_dtype = conv_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    g = _Geometry(tuple(int(s) for s in window_strides),
+                  tuple((int(lo), int(hi)) for lo, hi in padding),
+                  tuple(int(d) for d in lhs_dilation), tuple(int(d) for d in rhs_dilation),
+                  int(feature_group_count), int(batch_group_count))
+    lt, rt = np.transpose(lhs, lspec), np.transpose(rhs, rspec)
+    out_full = conv_output_shape(
+        ArrayType(lt.shape, lhs.dtype), ArrayType(rt.shape, rhs.dtype),
+        window_strides=g.strides, padding=g.padding, lhs_dilation=g.lhs_dilation,
+        rhs_dilation=g.rhs_dilation, dimension_numbers=ConvDimensionNumbers(
+            *(tuple(range(lhs.ndim)),) * 3),
+        feature_group_count=g.fgc, batch_group_count=g.bgc)
+
+    def conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _conv_canonical(a, b, out_full, g)
+
+    with np.errstate(all="ignore"):
+        if T.is_complex(lhs.dtype):
+            res = _complex_conv(lambda a, b: arithmetic(conv, a, b), lt, rt, out_dtype)
+        elif T.is_inexact(lhs.dtype):
+            cd = _compute_dtype(lhs.dtype, out_dtype)
+            res = arithmetic(conv, lt.astype(cd, copy=False), rt.astype(cd, copy=False))
+            res = np.asarray(res).astype(out_dtype, copy=False)
+        else:
+            cd = _compute_dtype(lhs.dtype, out_dtype)
+            res = conv(lt.astype(cd), rt.astype(cd))
+            if out_dtype == T.bool_:
+                res = res != 0  # a sum of ANDs is an OR
+            elif T.is_int(out_dtype):
+                res = _int_wrap(res, out_dtype)
+            else:
+                res = arithmetic(lambda r: r.astype(out_dtype), res)
+    return [np.ascontiguousarray(np.transpose(res, np.argsort(ospec)))]
+
+
+conv_general_dilated_p = declare("conv_general_dilated", typing=_conv_type, impl=_conv_impl)

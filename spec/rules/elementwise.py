@@ -257,11 +257,11 @@ rsqrt_p = _unary("rsqrt", INEXACT, lifted(_rsqrt), accuracy=True)
 cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True)
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x))
 abs_p = declare("abs", typing=_abs_type, impl=_abs_impl)
-erf_p = _unary("erf", FLOAT, _lift64_or_float(K.erf64, K.erf64_libm))
-erfc_p = _unary("erfc", FLOAT, _lift64_or_float(K.erfc64, K.erfc64_xla), accuracy=True)
-erf_inv_p = _unary("erf_inv", FLOAT, _lift64_or_float(K.erf_inv64))
+erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm))
+erfc_p = _unary("erfc", FLOAT, K.lifted_xla(K.erfc32_xla, K.erfc64_xla), accuracy=True)
+erf_inv_p = _unary("erf_inv", FLOAT, K.lifted_xla(K.erf_inv32_xla, K.erf_inv64_xla))
 lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla))
-digamma_p = _unary("digamma", FLOAT, _lift64_or_float(K.digamma64))
+digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla))
 real_p = declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()])
 imag_p = declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()])
 conj_p = declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj)
@@ -557,7 +557,7 @@ clamp_p = declare("clamp", typing=_clamp_type, impl=_clamp_impl)
 # (mantissa of x's dtype, int32 exponent), strong, of x's shape.
 
 def _float_fields(x: np.ndarray) -> tuple[Any, ...]:
-    info = ml_dtypes.finfo(x.dtype)
+    info = ml_dtypes.finfo(x.dtype)  # type: ignore[no-untyped-call]
     bits, nexp, nmant = int(info.bits), int(info.nexp), int(info.nmant)
     ut = np.dtype(f"u{bits // 8}")
     u = x.view(ut)
@@ -575,7 +575,7 @@ def _ldexp_impl(x1: np.ndarray, x2: np.ndarray, *, x1_aval: Any, x2_aval: Any
     # Clamp the shift first: anything this large over- or underflows anyway,
     # and the clamp keeps the exponent sum from wrapping.
     if T.is_unsigned_int(x2.dtype):
-        shift = np.minimum(x2, x2.dtype.type(max_shift)).astype(np.int32)
+        shift = np.minimum(x2.astype(np.uint64), np.uint64(max_shift)).astype(np.int32)
     else:
         shift = np.clip(x2.astype(np.int64), -max_shift, max_shift).astype(np.int32)
     new_exp = exp.astype(np.int32) + shift
