@@ -427,12 +427,18 @@ class EvalTrace(Trace):
         values = []
         avals = []
         for a in args:
-            value, aval = canonical_value(a)
-            values.append(value)
-            avals.append(aval)
+            if type(a) is array:  # the common case, inline
+                values.append(a._value)
+                avals.append(a.aval)
+            else:
+                value, aval = canonical_value(a)
+                values.append(value)
+                avals.append(aval)
         out_avals = apply_typing(prim, avals, params)
         outs = prim.impl(*values, **params)
-        return [array._from_checked(np.asarray(o), a, prim) for o, a in zip(outs, out_avals)]
+        made = array._from_checked
+        return [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                for o, a in zip(outs, out_avals)]
 
 
 _context = _Context()

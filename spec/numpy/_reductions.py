@@ -332,15 +332,21 @@ def _axes_arg(axis: Axis) -> Axis:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
+def _correction(name: str, ddof: Any, correction: Any, out: Any) -> Any:
+    """The degrees-of-freedom correction of var/std (``ddof`` is its old name)."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, mean: Any = None,
         correction: Any = None) -> Any:
-    if correction is None:
-        correction = ddof
-    elif not isinstance(ddof, int) or ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.var is not supported.")
+    correction = _correction("var", ddof, correction, out)
     a = _operand("var", a)
     return _var(a, axis=_axes_arg(axis), dtype=dtype, correction=correction,
                 keepdims=keepdims, where=where, a_mean=mean)
@@ -361,12 +367,7 @@ _std = jit(_std_fn, static_argnames=("axis", "dtype", "keepdims"))
 def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, mean: Any = None,
         correction: Any = None) -> Any:
-    if correction is None:
-        correction = ddof
-    elif not isinstance(ddof, int) or ddof != 0:
-        raise ValueError("ddof and correction can't be provided simultaneously.")
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.std is not supported.")
+    correction = _correction("std", ddof, correction, out)
     a = _operand("std", a)
     return _std(a, axis=_axes_arg(axis), dtype=dtype, correction=correction,
                 keepdims=keepdims, where=where, mean=mean)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
-from spec.rules._denormals import arithmetic, flush, flushing
+from spec.rules._denormals import arithmetic, flush, flushing, quietly
 from spec.rules._registry import fail
 from spec.types import ArrayType
 
@@ -76,9 +76,13 @@ def nary_type(name: str, avals: Sequence[ArrayType], accepted: tuple[str, DTypeP
 def compute_dtype(dt: T.DType) -> T.DType:
     """Narrow floats are computed in float32 and rounded once, as XLA's CPU
     backend does; everything else is computed in its own dtype."""
-    if T.is_float(dt) and dt.itemsize < 4:
-        return T.float32
-    return dt
+    known = _COMPUTE_DTYPES.get(dt)
+    if known is None:
+        known = _COMPUTE_DTYPES[dt] = T.float32 if T.is_float(dt) and dt.itemsize < 4 else dt
+    return known
+
+
+_COMPUTE_DTYPES: dict[T.DType, T.DType] = {}
 
 
 def flush_subnormals(a: np.ndarray) -> np.ndarray:
@@ -100,10 +104,10 @@ def lifted(fn: Callable[..., Any], ftz: bool = True) -> Callable[..., list[np.nd
     def impl(*xs: np.ndarray, **params: Any) -> list[np.ndarray]:
         dt = xs[0].dtype
         cd = compute_dtype(dt)
-        args = [x.astype(cd) if x.dtype != cd else x for x in xs]
-        with np.errstate(all="ignore"):
-            out = np.asarray(arithmetic(fn, *args) if ftz else fn(*args))
-            return [out.astype(dt) if out.dtype != dt else out]
+        if cd is not dt:
+            xs = tuple(x.astype(cd) for x in xs)
+        out = np.asarray(arithmetic(fn, *xs) if ftz else quietly(fn, *xs))
+        return [out if out.dtype == dt else quietly(out.astype, dt)]
 
     return impl
 

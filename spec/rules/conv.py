@@ -1,7 +1,7 @@
 """conv_general_dilated: n-dimensional convolution with dilation, padding,
 feature groups and batch groups, and the ``ConvDimensionNumbers`` record.
 
-Constraint numbering (see notes/spec/conv.md), checked in this order:
+Constraint numbering (see SPEC.md, section 9.5), checked in this order:
 C1 lhs and rhs have equal rank, at least 2;
 C2 dimension_numbers is (lhs_spec, rhs_spec, out_spec), each a permutation
    of the axes;

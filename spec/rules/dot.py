@@ -1,6 +1,6 @@
 """dot_general: batched tensor contraction, and the ``Precision`` enum.
 
-Constraint numbering (see notes/spec/reductions_dot.md):
+Constraint numbering (see SPEC.md, section 9.4):
 C1 every dimension number is an axis of its operand; C2 batch and contracting
 lists are each distinct, disjoint, and lhs/rhs batch lists have equal length;
 C3 contracting dimensions have equal sizes; C4 batch dimensions have equal

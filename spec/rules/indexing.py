@@ -4,7 +4,7 @@
 ``indices`` (the index vector is always the LAST axis of ``indices``);
 ``scatter*`` writes/combines windows of ``updates`` into a copy of
 ``operand``. The numbered constraints cited by the errors are listed in
-notes/spec/indexing.md.
+SPEC.md (section 9.3).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reductions, arg-reductions, cumulative reductions and sort.
 
-Constraint numbering (cited in error messages, see notes/spec/reductions_dot.md):
+Constraint numbering (cited in error messages, see SPEC.md, section 9.4):
 
 - reduce_*:  C1 every axis is in [0, rank); C2 axes are distinct; C3 dtype class.
 - argmax/argmin: C1 exactly one axis, in [0, rank); C2 the reduced axis is

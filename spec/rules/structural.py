@@ -4,7 +4,7 @@ None of these computes on element values except convert_element_type (a cast)
 and bitcast_convert_type (a reinterpretation of bits); the rest move, copy or
 select elements. Each typing rule's constraints are numbered C1, C2, ... in
 the order they are checked; the numbers are cited in error messages and in
-notes/spec/structural.md.
+SPEC.md (section 9.2).
 """
 
 from __future__ import annotations
