@@ -2271,3 +2271,588 @@ correlate = _named_jit("correlate", _correlate,
                       static_argnames=("mode", "precision", "preferred_element_type"))
 
 __all__ += ["convolve", "correlate"]
+
+
+# ============================================ more surface (second batch)
+# ComplexWarning, top_k, index tricks, interp, trapezoid, spacing, fill_diagonal,
+# window functions, i0, polynomials, histogram2d/dd, frombuffer/fromstring, minmax.
+
+ComplexWarning = np.exceptions.ComplexWarning
+
+
+def _top_k(a: Any, k: int, axis: int = -1, mode: str = "largest") -> tuple[Any, Any]:
+    arr = _ensure("top_k", a)
+    if T.is_complex(_dtype(arr)):
+        raise ValueError("top_k is not compatible with complex inputs.")
+    if mode not in ("largest", "smallest"):
+        raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
+    axis = canonicalize_axis(axis, _ndim(arr))
+    if mode == "largest":
+        vals, idx = lax.top_k(arr, k, axis=axis)
+        return vals, idx
+    # The k smallest are the k largest of an order-reversed copy; undo after.
+    vals, idx = lax.top_k(_order_reverse(arr), k, axis=axis)
+    return _order_reverse(vals), idx
+
+
+def _order_reverse(x: Any) -> Any:
+    """A map that reverses the total order of x's dtype (its own inverse)."""
+    if T.is_inexact(_dtype(x)):
+        return lax.neg(x)
+    # Integers and bool: ~x reverses the order (-x - 1 when signed) and cannot overflow.
+    return lax.bitwise_not(x)
+
+
+_top_k_jit = _named_jit("top_k", _top_k, static_argnames=("k", "axis", "mode"))
+
+
+def top_k(a: Any, k: int, /, *, axis: int = -1, mode: str = "largest",
+          sorted: bool = True) -> tuple[Any, Any]:
+    return _top_k_jit(a, k, axis=axis, mode=mode)  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------- index tricks
+
+def _concrete_scalar(v: Any, what: str) -> Any:
+    if isinstance(v, Tracer):
+        from spec.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(f"{what} must be concrete, got a traced value {v}")
+    return v if v is None or isinstance(v, (int, float, complex)) else np.asarray(v).item()
+
+
+def _grid_1d(s: slice, op: str) -> Any:
+    """One slice of an index trick: arange, or linspace when the step is imaginary."""
+    start = _concrete_scalar(s.start, f"slice start of jnp.{op}") or 0
+    stop = _concrete_scalar(s.stop, f"slice stop of jnp.{op}")
+    step = _concrete_scalar(s.step, f"slice step of jnp.{op}") or 1
+    if np.iscomplex(step):  # 5j means "5 points, stop included"
+        return jnp.linspace(start, stop, int(abs(step)))
+    return jnp.arange(start, stop, step)
+
+
+def _grid_parts(key: Any, op: str) -> list[Any]:
+    parts = [_grid_1d(k, op) for k in key]
+    return _promote(*parts) if len(parts) >= 2 else parts
+
+
+class _MGrid:
+    """jnp.mgrid: dense grids from slices, stacked on a new leading axis."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> Any:
+        if isinstance(key, slice):
+            return _grid_1d(key, "mgrid")
+        parts = _grid_parts(key, "mgrid")
+        if not parts:
+            return jnp.arange(0)
+        return jnp.stack(meshgrid(*parts, indexing="ij", sparse=False), 0)
+
+
+class _OGrid:
+    """jnp.ogrid: open (sparse) grids from slices, as a list."""
+
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> Any:
+        if isinstance(key, slice):
+            return _grid_1d(key, "ogrid")
+        return list(meshgrid(*_grid_parts(key, "ogrid"), indexing="ij", sparse=True))
+
+
+class _AxisConcat:
+    """r_/c_: concatenate slices, arrays and scalars along an axis."""
+    axis: int = 0
+    ndmin: int = 1
+    trans1d: int = -1
+    op_name: str = "r_"
+
+    def __getitem__(self, key: Any) -> Any:
+        items: tuple[Any, ...] = key if isinstance(key, tuple) else (key,)
+        params = [self.axis, self.ndmin, self.trans1d, -1]
+        if items and isinstance(items[0], str):
+            directive, items = items[0], items[1:]
+            if directive == "r":
+                params[-1] = 0
+            elif directive == "c":
+                params[-1] = 1
+            else:
+                vec: list[Any] = directive.split(",")
+                vec = vec + params[len(vec):] if len(vec) < 4 else vec[:3] + [params[-1]]
+                try:
+                    params = [int(v) for v in vec]
+                except ValueError as err:
+                    raise ValueError(f"could not understand directive {directive!r}") from err
+        axis, ndmin, trans1d, matrix = params
+        out = []
+        for item in items:
+            if isinstance(item, slice):
+                obj, item_ndim = _grid_1d(item, self.op_name), 0
+            elif isinstance(item, str):
+                raise ValueError("string directive must be placed at the beginning")
+            else:
+                obj = jnp.array(item, copy=False)
+                item_ndim = _ndim(obj)
+            obj = jnp.array(obj, copy=False, ndmin=ndmin)
+            if trans1d != -1 and ndmin - item_ndim > 0:
+                # The item's own axes go where trans1d says among the ndmin axes.
+                shift = ndmin - builtins.abs(ndmin + trans1d + 1) % ndmin
+                order = tuple(range(ndmin))
+                obj = jnp.transpose(obj, order[shift:] + order[:shift])
+            out.append(obj)
+        res = jnp.concatenate(tuple(out), axis=axis)
+        if matrix != -1 and _ndim(res) == 1:
+            res = jnp.expand_dims(res, matrix)
+        return res
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _RClass(_AxisConcat):
+    pass
+
+
+class _CClass(_AxisConcat):
+    axis = -1
+    ndmin = 2
+    trans1d = 0
+    op_name = "c_"
+
+
+mgrid = _MGrid()
+ogrid = _OGrid()
+r_ = _RClass()
+c_ = _CClass()
+
+
+# ------------------------------------------------------------------ interp
+
+def _interp(x: Any, xp: Any, fp: Any, left: Any, right: Any, period: Any) -> Any:
+    x, xp, fp = _ensure("interp", x, xp, fp)
+    if _shape(xp) != _shape(fp) or _ndim(xp) != 1:
+        raise ValueError("xp and fp must be one-dimensional arrays of equal size")
+    x, xp = _promote_inexact(x, xp)
+    (fp,) = _promote_inexact(fp)
+    ext_left = isinstance(left, str)
+    ext_right = isinstance(right, str)
+    for name, v in (("left", left), ("right", right)):
+        if isinstance(v, str) and v != "extrapolate":
+            raise ValueError(f"the only valid string value of `{name}` is 'extrapolate', "
+                             f"but got: {v!r}")
+    if T.is_complex(_dtype(x)):
+        raise ValueError("jnp.interp: complex x values not supported.")
+    if period is not None:
+        if np.ndim(period) != 0:
+            raise ValueError(f"period must be a scalar; got {period}")
+        period = jnp.abs(period)
+        x = x % period
+        xp = xp % period
+        xp, fp = lax.sort_key_val(xp, fp)
+        # Wrap one point around each end so every x has a bracketing pair.
+        xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
+    i = jnp.clip(searchsorted(xp, x, side="right"), 1, _shape(xp)[0] - 1)
+    df = fp[i] - fp[i - 1]
+    dx = xp[i] - xp[i - 1]
+    delta = x - xp[i - 1]
+    # Coincident xp points: take the left value rather than divide by ~0.
+    eps = np.spacing(np.finfo(np.dtype(_dtype(xp))).eps)
+    dx0 = jnp.abs(dx) <= eps
+    f = jnp.where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp.where(dx0, 1, dx)) * df)
+    if not ext_left and period is None:
+        f = jnp.where(x < xp[0], fp[0] if left is None else left, f)
+    if not ext_right and period is None:
+        f = jnp.where(x > xp[-1], fp[-1] if right is None else right, f)
+    return f
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Any:
+    statics = tuple(n for n, v in (("left", left), ("right", right), ("period", period))
+                    if v is None or isinstance(v, str))
+    fn = _jit("interp", _interp, statics)
+    return fn(x, xp, fp, left=left, right=right, period=period)
+
+
+# --------------------------------------------------------------- trapezoid
+
+def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    if x is None:
+        y = _ensure("trapezoid", y)
+        (ya,) = _promote_inexact(y)
+        dxa = lax.asarray(dx)
+        if _ndim(dxa) > 0:
+            dxa = lax.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
+            dxa = jnp.moveaxis(dxa, axis, -1)
+    else:
+        y, x = _ensure("trapezoid", y, x)
+        ya, xa = _promote_inexact(y, x)
+        dxa = diff(xa) if _ndim(xa) == 1 else jnp.moveaxis(diff(xa, axis=axis), axis, -1)
+    ya = jnp.moveaxis(ya, axis, -1)
+    if _ndim(dxa) == 0 or _shape(dxa)[-1] == 1:
+        # Uniform spacing: dx * (sum - half the two end points).
+        d = dxa if _ndim(dxa) == 0 else dxa[..., 0]
+        return d * (jnp.sum(ya, -1) - 0.5 * (ya[..., 0] + ya[..., -1]))
+    return 0.5 * jnp.sum(dxa * (ya[..., 1:] + ya[..., :-1]), -1)
+
+
+_trapezoid_jit = _named_jit("trapezoid", _trapezoid, static_argnames=("axis",))
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    return _trapezoid_jit(y, x, dx, axis=axis)
+
+
+# ----------------------------------------------------------------- spacing
+
+def _spacing(x: Any) -> Any:
+    from spec.numpy._math import promote_args_inexact
+    (arr,) = promote_args_inexact("spacing", x)
+    dt = _dtype(arr)
+    if T.is_complex(dt):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = lax.full_like(arr, np.inf)
+    if dt == T.float16:  # JAX steps float16 towards +inf only
+        return lax.nextafter(arr, inf) - arr
+    res = lax.nextafter(arr, jnp.copysign(inf, arr)) - arr
+    # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
+    tiny = np.finfo(np.dtype(dt)).smallest_subnormal
+    return jnp.where(res == 0, jnp.copysign(tiny, arr), res)
+
+
+spacing = _named_jit("spacing", _spacing)
+
+
+# ----------------------------------------------------------- fill_diagonal
+
+def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True) -> Any:
+    if inplace:
+        raise NotImplementedError("JAX arrays are immutable, must use inplace=False")
+    if wrap:
+        raise NotImplementedError("wrap=True is not implemented, must use wrap=False")
+    a, val = _ensure("fill_diagonal", a, val)
+    shape = _shape(a)
+    if len(shape) < 2:
+        raise ValueError(f"array must be at least 2-d, got shape {shape}")
+    if len(shape) > 2 and any(n != shape[0] for n in shape[1:]):
+        raise ValueError(f"All dimensions of input must be of equal length, got {shape}")
+    n = builtins.min(shape)
+    idx = diag_indices(n, len(shape))
+    if _ndim(val) == 0:
+        return a.at[idx].set(val)
+    flat = jnp.ravel(val)
+    size = _shape(flat)[0]
+    reps = -(-n // size) if size else 0
+    return a.at[idx].set(jnp.tile(flat, reps)[:n])
+
+
+# --------------------------------------------------------- window functions
+
+def _window(M: int, name: str) -> tuple[int, T.DType]:
+    try:
+        m = operator.index(M)
+    except TypeError as err:
+        from spec.errors import ConcretizationTypeError
+        if isinstance(M, Tracer):
+            raise ConcretizationTypeError(f"M argument of jnp.{name} must be concrete") from err
+        raise
+    return m, T.default_float()
+
+
+def bartlett(M: int) -> Any:
+    m, dt = _window(M, "bartlett")
+    if m <= 1:
+        return lax.full((m,), 1, dt)
+    n = lax.iota(dt, m)
+    return 1 - jnp.abs(2 * n + 1 - m) / (m - 1)
+
+
+def blackman(M: int) -> Any:
+    m, dt = _window(M, "blackman")
+    if m <= 1:
+        return lax.full((m,), 1, dt)
+    n = lax.iota(dt, m)
+    return (0.42 - 0.5 * jnp.cos(2 * np.pi * n / (m - 1))
+            + 0.08 * jnp.cos(4 * np.pi * n / (m - 1)))
+
+
+def hamming(M: int) -> Any:
+    m, dt = _window(M, "hamming")
+    if m <= 1:
+        return lax.full((m,), 1, dt)
+    n = lax.iota(dt, m)
+    return 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (m - 1))
+
+
+def hanning(M: int) -> Any:
+    m, dt = _window(M, "hanning")
+    if m <= 1:
+        return lax.full((m,), 1, dt)
+    n = lax.iota(dt, m)
+    return 0.5 * (1 - jnp.cos(2 * np.pi * n / (m - 1)))
+
+
+def kaiser(M: int, beta: Any) -> Any:
+    m, dt = _window(M, "kaiser")
+    if m <= 1:
+        return lax.full((m,), 1, dt)
+    n = lax.iota(dt, m)
+    alpha = 0.5 * (m - 1)
+    return i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
+
+
+# ---------------------------------------------------------------------- i0
+# Cephes' Chebyshev coefficients for exp(-|x|) I0(x) on [0, 8] and 8 < |x|.
+_I0A: tuple[float, ...] = ( -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16, 1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14, -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11, 9.675809035373237e-11, -5.189795601635263e-10, 2.6598237246823866e-09, -1.300025009986248e-08, 6.046995022541919e-08, -2.670793853940612e-07, 1.1173875391201037e-06, -4.4167383584587505e-06, 1.6448448070728896e-05, -5.754195010082104e-05, 0.00018850288509584165, -0.0005763755745385824, 0.0016394756169413357, -0.004324309995050576, 0.010546460394594998, -0.02373741480589947, 0.04930528423967071, -0.09490109704804764, 0.17162090152220877, -0.3046826723431984, 0.6767952744094761 )
+_I0B: tuple[float, ...] = ( -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17, 3.461222867697461e-17, -2.8276239805165836e-16, -3.425485619677219e-16, 1.7725601330565263e-15, 3.8116806693526224e-15, -9.554846698828307e-15, -4.150569347287222e-14, 1.54008621752141e-14, 3.8527783827421426e-13, 7.180124451383666e-13, -1.7941785315068062e-12, -1.3215811840447713e-11, -3.1499165279632416e-11, 1.1889147107846439e-11, 4.94060238822497e-10, 3.3962320257083865e-09, 2.266668990498178e-08, 2.0489185894690638e-07, 2.8913705208347567e-06, 6.889758346916825e-05, 0.0033691164782556943, 0.8044904110141088 )
+
+
+def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
+    """Clenshaw's recurrence for a Chebyshev series at t (vectorised, traceable)."""
+    b0 = jnp.zeros_like(t)
+    b1 = jnp.zeros_like(t)
+    b2 = b1
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = t * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def _i0(x: Any) -> Any:
+    from spec.numpy._math import promote_args_inexact
+    (x,) = promote_args_inexact("i0", x)
+    dt = _dtype(x)
+    if not T.is_float(dt):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {dt.name}")
+    # Narrow floats are evaluated in float32 and rounded back, as XLA does.
+    work = T.float32 if np.dtype(dt).itemsize < 4 else dt
+    weak = _aval(x).weak_type
+    ax = jnp.abs(x)
+    wx = ax if work == dt else lax.convert_element_type(ax, work)
+    small = _chbevl(wx / 2 - 2, _I0A)
+    safe = jnp.where(wx > 8, wx, 8)  # keeps the unused branch finite
+    big = _chbevl(32 / safe - 2, _I0B) / jnp.sqrt(safe)
+    i0e = jnp.where(wx <= 8, small, big)
+    # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
+    return jnp.exp(ax) * _convert(i0e, dt, weak)
+
+
+i0 = _named_jit("i0", _i0)
+
+
+# ------------------------------------------------------------- polynomials
+
+def _polyval(p: Any, x: Any) -> Any:
+    p, x = _ensure("polyval", p, x)
+    p, x = _promote(p, x)
+    shape = tuple(np.broadcast_shapes(_shape(p)[1:], _shape(x)))
+    if _shape(p)[0] == 0:
+        return lax.full_like(x, 0, shape=shape)
+    # Horner's rule from the leading coefficient.
+    y = jnp.broadcast_to(p[0], shape)
+    for i in range(1, _shape(p)[0]):
+        y = y * x + p[i]
+    return jnp.broadcast_to(y, shape)
+
+
+_polyval_jit = _named_jit("polyval", _polyval)
+
+
+def polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
+    return _polyval_jit(p, x)
+
+
+def _polyadd(a1: Any, a2: Any) -> Any:
+    a1, a2 = _ensure("polyadd", a1, a2)
+    a1, a2 = _promote(a1, a2)
+    if _shape(a2)[0] <= _shape(a1)[0]:
+        return a1.at[-_shape(a2)[0]:].add(a2)
+    return a2.at[-_shape(a1)[0]:].add(a1)
+
+
+polyadd = _named_jit("polyadd", _polyadd)
+
+
+def _polysub(a1: Any, a2: Any) -> Any:
+    a1, a2 = _ensure("polysub", a1, a2)
+    a1, a2 = _promote(a1, a2)
+    return polyadd(a1, -a2)
+
+
+polysub = _named_jit("polysub", _polysub)
+
+
+def _polyder(p: Any, m: int = 1) -> Any:
+    p = _ensure("polyder", p)
+    m = operator.index(m)
+    (p,) = _promote_inexact(p)
+    if m < 0:
+        raise ValueError(f"Order of derivative must be positive, got m={m}")
+    if m == 0:
+        return p
+    dt = _dtype(p)
+    grid = (jnp.arange(m, _shape(p)[0], dtype=dt)[None]
+            - jnp.arange(m, dtype=dt)[:, None])
+    coeff = jnp.prod(grid, 0)
+    return p[:-m] * coeff[::-1]
+
+
+_polyder_jit = _named_jit("polyder", _polyder, static_argnames=("m",))
+
+
+def polyder(p: Any, m: int = 1) -> Any:
+    return _polyder_jit(p, m=m)
+
+
+def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    m = operator.index(m)
+    p, k = _ensure("polyint", p, 0 if k is None else k)
+    p, k = _promote_inexact(p, k)
+    if m < 0:
+        raise ValueError(f"Order of integral must be positive (see polyder), got m={m}")
+    k = jnp.atleast_1d(k)
+    if _shape(k)[0] == 1:
+        k = jnp.full((m,), k[0])
+    if _shape(k) != (m,):
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
+    if m == 0:
+        return p
+    dt = _dtype(p)
+    grid = (jnp.arange(_shape(p)[0] + m, dtype=dt)[None]
+            - jnp.arange(m, dtype=dt)[:, None])
+    coeff = jnp.prod(jnp.maximum(1, grid), 0)[::-1]
+    return jnp.true_divide(jnp.concatenate((p, k)), coeff)
+
+
+_polyint_jit = _named_jit("polyint", _polyint, static_argnames=("m",))
+
+
+def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    return _polyint_jit(p, m=m, k=k)
+
+
+def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
+    a1, a2 = _ensure("polymul", a1, a2)
+    a1, a2 = _promote_inexact(a1, a2)
+    if trim_leading_zeros and (_shape(a1)[0] > 1 or _shape(a2)[0] > 1):
+        a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
+    if _shape(a1)[0] == 0:
+        a1 = jnp.zeros(1, dtype=_dtype(a2))
+    if _shape(a2)[0] == 0:
+        a2 = jnp.zeros(1, dtype=_dtype(a1))
+    return convolve(a1, a2, mode="full")
+
+
+def _poly(seq_of_zeros: Any) -> Any:
+    z = _ensure("poly", seq_of_zeros)
+    (z,) = _promote_inexact(z)
+    z = jnp.atleast_1d(z)
+    sh = _shape(z)
+    if len(sh) == 2 and sh[0] == sh[1] and sh[0] != 0:
+        raise NotImplementedError("poly of a square matrix (its eigenvalues) is not "
+                                  "implemented in spec")
+    if len(sh) != 1:
+        raise ValueError(f"input must be 1d or non-empty square 2d array, got shape {sh}.")
+    dt = _dtype(z)
+    if sh[0] == 0:
+        return jnp.ones((), dtype=dt)
+    a = jnp.ones((1,), dtype=dt)
+    for k in range(sh[0]):
+        a = convolve(a, jnp.stack([jnp.ones((), dt), -z[k]]), mode="full")
+    return a
+
+
+poly = _named_jit("poly", _poly)
+
+
+# ---------------------------------------------------------- histogram2d/dd
+
+def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any]] | None = None,
+                weights: Any = None, density: bool | None = None) -> tuple[Any, list[Any]]:
+    if weights is None:
+        check_arraylike("histogramdd", sample)
+        (sample,) = _promote_inexact(lax.asarray(sample))
+    else:
+        check_arraylike("histogramdd", sample, weights)
+        if np.shape(weights) != np.shape(sample)[:1]:
+            raise ValueError(f"should have one weight for each sample, got weights shape "
+                             f"{np.shape(weights)} for sample shape {np.shape(sample)}.")
+        sample, weights = _promote_inexact(sample, weights)
+    n, d = _shape(sample)
+    if range is not None and (len(range) != d or not all(r is None or len(r) == 2
+                                                         for r in range)):
+        raise ValueError(f"For sample.shape={(n, d)}, range must be a sequence "
+                         f"of {d} pairs or Nones; got {range=}")
+    try:
+        num_bins = len(bins)
+    except TypeError:
+        bins_per_dim: list[Any] = d * [bins]
+    else:
+        if num_bins != d:
+            raise ValueError("should be a bin for each dimension.")
+        bins_per_dim = list(bins)
+    bin_idx, nbins, edges = [], [], []
+    for i in builtins.range(d):
+        rng = None if range is None else range[i]
+        e_i = histogram_bin_edges(sample[:, i], bins_per_dim[i], rng, weights)
+        idx = searchsorted(e_i, sample[:, i], side="right")
+        # The last bin is closed on the right.
+        bin_idx.append(jnp.where(sample[:, i] == e_i[-1], idx - 1, idx))
+        nbins.append(_shape(e_i)[0] + 1)
+        edges.append(e_i)
+    flat = ravel_multi_index(tuple(bin_idx), tuple(nbins), mode="clip")
+    hist = bincount(flat, weights, length=math.prod(nbins))
+    hist = jnp.reshape(hist, tuple(nbins))
+    hist = hist[tuple(builtins.slice(1, -1) for _ in builtins.range(d))]
+    if density:
+        hist = hist / jnp.sum(hist)
+        for i in builtins.range(d):
+            shape = [1] * d
+            shape[i] = nbins[i] - 2
+            hist = hist / jnp.reshape(diff(edges[i]), tuple(shape))
+    return hist, edges
+
+
+def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[None | Sequence[Any]] | None = None,
+                weights: Any = None, density: bool | None = None) -> tuple[Any, Any, Any]:
+    check_arraylike("histogram2d", x, y)
+    try:
+        nb = len(bins)
+    except TypeError:
+        nb = 1
+    if nb != 1 and nb != 2:
+        bins = [bins, bins]
+    sample = jnp.transpose(jnp.array([x, y]))
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
+# ------------------------------------------------------ frombuffer/fromstring
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    return jnp.asarray(np.frombuffer(buffer=buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    return jnp.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+
+
+# ------------------------------------------------------------------ minmax
+
+def minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> tuple[Any, Any]:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.minmax is not supported.")
+    if initial is None:
+        lo = hi = None
+    elif isinstance(initial, tuple):
+        lo, hi = initial
+    else:
+        lo = hi = initial
+    return (jnp.min(a, axis=axis, keepdims=keepdims, initial=lo, where=where),
+            jnp.max(a, axis=axis, keepdims=keepdims, initial=hi, where=where))
+
+
+__all__ += [
+    "ComplexWarning", "bartlett", "blackman", "c_", "fill_diagonal", "frombuffer",
+    "fromstring", "hamming", "hanning", "histogram2d", "histogramdd", "i0", "interp",
+    "kaiser", "mgrid", "minmax", "ogrid", "poly", "polyadd", "polyder", "polyint", "polymul",
+    "polysub", "polyval", "r_", "spacing", "top_k", "trapezoid",
+]
