@@ -2385,7 +2385,7 @@ class _AxisConcat:
             if isinstance(item, slice):
                 obj, item_ndim = _grid_1d(item, self.op_name), 0
             elif isinstance(item, str):
-                raise ValueError("string directive must be placed at the beginning")
+                raise ValueError("string directive must be placed at the beginning")  # noqa: TRY004 (JAX raises ValueError)
             else:
                 obj = jnp.array(item, copy=False)
                 item_ndim = _ndim(obj)
@@ -2539,7 +2539,10 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
         return a.at[idx].set(val)
     flat = jnp.ravel(val)
     size = _shape(flat)[0]
-    reps = -(-n // size) if size else 0
+    if size == 0:  # JAX's tiling divides by the size of val
+        raise ZeroDivisionError(f"fill_diagonal: val has shape {_shape(val)}, no values to "
+                                f"fill a diagonal of length {n} with")
+    reps = -(-n // size)
     return a.at[idx].set(jnp.tile(flat, reps)[:n])
 
 
@@ -2649,7 +2652,8 @@ def _polyval(p: Any, x: Any) -> Any:
     y = jnp.broadcast_to(p[0], shape)
     for i in range(1, _shape(p)[0]):
         y = y * x + p[i]
-    return jnp.broadcast_to(y, shape)
+    # JAX evaluates through its `polynomial` primitive, whose result is never weak.
+    return _convert(jnp.broadcast_to(y, shape), _dtype(y), False)
 
 
 _polyval_jit = _named_jit("polyval", _polyval)
@@ -2662,6 +2666,9 @@ def polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
 def _polyadd(a1: Any, a2: Any) -> Any:
     a1, a2 = _ensure("polyadd", a1, a2)
     a1, a2 = _promote(a1, a2)
+    if _ndim(a1) == 0 or _ndim(a2) == 0:  # JAX fails indexing a scalar's shape here
+        raise IndexError(f"polyadd: coefficient arrays must be at least 1-d, got shapes "
+                         f"{_shape(a1)} and {_shape(a2)}")
     if _shape(a2)[0] <= _shape(a1)[0]:
         return a1.at[-_shape(a2)[0]:].add(a2)
     return a2.at[-_shape(a1)[0]:].add(a1)
