@@ -369,13 +369,13 @@ def register_dataclass(
     if data_fields is None or meta_fields is None:
         if (data_fields is None) != (meta_fields is None):
             raise TypeError(
-                "register_dataclass: data_fields and meta_fields must both be specified"
-                f" when either is specified. Got {data_fields=} {meta_fields=}."
+                "register_dataclass: give both data_fields and meta_fields, or neither; "
+                f"got {data_fields=} {meta_fields=}."
             )
         if not dataclasses.is_dataclass(nodetype):
             raise TypeError(
-                "register_dataclass: data_fields and meta_fields are required when"
-                f" nodetype is not a dataclass. Got {nodetype=}."
+                "register_dataclass: a type that is not a dataclass needs explicit "
+                f"data_fields and meta_fields; got {nodetype=}."
             )
         kept = [f for f in dataclasses.fields(nodetype) if f.name not in drop_fields]
         data_fields = [f.name for f in kept if not f.metadata.get("static", False)]
@@ -390,21 +390,16 @@ def register_dataclass(
         init_fields.difference_update(drop_fields)
         given = {*meta, *data}
         if given != init_fields:
-            msg = (
-                "data_fields and meta_fields must include all dataclass fields with"
-                " ``init=True`` and only them."
-            )
+            msg = ("register_dataclass: data_fields and meta_fields together must be "
+                   "exactly the dataclass fields that __init__ takes.")
             if missing := init_fields - given:
-                msg += (
-                    f" Missing fields: {missing}. Add them to drop_fields to suppress"
-                    " this error."
-                )
+                msg += f" Not listed: {missing} (list them, or name them in drop_fields)."
             if unexpected := given - init_fields:
-                msg += f" Unexpected fields: {unexpected}."
+                msg += f" Not __init__ fields: {unexpected}."
             raise ValueError(msg)
     if overlap := set(data) & set(meta):
         raise ValueError(
-            f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}."
+            f"register_dataclass: {overlap} listed both as data and as meta fields."
         )
 
     keys = tuple(GetAttrKey(name) for name in data)
@@ -617,11 +612,9 @@ class PyTreeDef:
         if kind == _NONE:
             if x is not None:
                 raise ValueError(
-                    f"Expected None, got {x!r}.\n\nIn previous releases of JAX, flatten-up-to "
-                    "used to consider None to be a tree-prefix of non-None values. To obtain "
-                    "the previous behavior, you can usually write:\n"
-                    "  jax.tree.map(lambda x, y: None if x is None else f(x, y), a, b, "
-                    "is_leaf=lambda x: x is None)"
+                    f"Expected None, got {x!r}. None is a node with no children, so it is "
+                    "a prefix only of None; to skip None entries of one tree, map with "
+                    "is_leaf=lambda x: x is None and return None for them."
                 )
             return
         arity = len(self._children)
@@ -698,10 +691,9 @@ class PyTreeDef:
                 data_equal = bool(self._data == other._data)
             except Exception as e:
                 raise ValueError(
-                    "Exception raised while checking equality of metadata fields of pytree "
-                    f"node of type {self._type}. Make sure that metadata fields are hashable "
-                    "and have simple equality semantics. (Note: arrays cannot be passed as "
-                    "metadata fields!)"
+                    f"Comparing the node data (metadata) of two {self._type} nodes raised an "
+                    "exception. Node data must be hashable with plain equality; arrays "
+                    "cannot be node data."
                 ) from e
             if not data_equal:
                 return False
@@ -1013,15 +1005,12 @@ def _prefix_error(
     if _treedef_is_strict_leaf(tree_structure(prefix_tree, is_leaf=is_leaf)):
         return
 
+    where = f"pytree structure error at {{name}}{keystr(key_path)}"
     if type(prefix_tree) is not type(full_tree):
         p_type, f_type = type(prefix_tree), type(full_tree)
         yield lambda name: ValueError(
-            "pytree structure error: different types at key path\n"
-            f"    {name}{keystr(key_path)}\n"
-            f"At that key path, the prefix pytree {name} has a subtree of type\n"
-            f"    {p_type}\n"
-            "but at the same key path the full pytree has a subtree of different type\n"
-            f"    {f_type}."
+            where.format(name=name) + f": different types, {p_type} in the prefix tree "
+            f"and {f_type} in the full tree."
         )
         return
 
@@ -1036,11 +1025,8 @@ def _prefix_error(
         if len(prefix_tree) != len(full_tree):
             ty_name, p_len, f_len = type(prefix_tree).__name__, len(prefix_tree), len(full_tree)
             yield lambda name: ValueError(
-                f"pytree structure error: different lengths of {ty_name} at key path\n"
-                f"    {name}{keystr(key_path)}\n"
-                f"At that key path, the prefix pytree {name} has a subtree of type "
-                f"{ty_name} of length {p_len}, but the full pytree "
-                f"has a subtree of the same type but of length {f_len}."
+                where.format(name=name) + f": different lengths of {ty_name}, {p_len} in "
+                f"the prefix tree and {f_len} in the full tree."
             )
             return
     elif len(p_kids) != len(f_kids):
@@ -1050,22 +1036,13 @@ def _prefix_error(
         except Exception:
             diff = None
         p_type = type(prefix_tree)
+        only_one = "" if diff is None else (
+            "; keys in only one of them: " + " ".join(str(k) for k in diff))
         yield lambda name: ValueError(
-            "pytree structure error: different numbers of pytree children at key path\n"
-            f"    {name}{keystr(key_path)}\n"
-            f"At that key path, the prefix pytree {name} has a subtree of type\n"
-            f"    {p_type}\n"
-            f"with {len(p_kids)} child keys\n"
-            f"    {' '.join(str(k) for k in p_keys)}\n"
-            "but at the same key path the full pytree has a subtree of the same "
-            f"type but with {len(f_kids)} child keys\n"
-            f"    {' '.join(str(k) for k in f_keys)}\n"
-            + (
-                ""
-                if diff is None
-                else "so the symmetric difference on key sets is\n"
-                f"    {' '.join(str(k) for k in diff)}"
-            )
+            where.format(name=name) + f": {p_type} nodes with different numbers of "
+            f"children, {len(p_kids)} in the prefix tree (keys "
+            f"{' '.join(str(k) for k in p_keys)}) and {len(f_kids)} in the full tree (keys "
+            f"{' '.join(str(k) for k in f_keys)}){only_one}."
         )
         return
 
@@ -1076,16 +1053,8 @@ def _prefix_error(
         )
         p_type = type(prefix_tree)
         yield lambda name: ValueError(
-            "pytree structure error: different pytree metadata at key path\n"
-            f"    {name}{keystr(key_path)}\n"
-            f"At that key path, the prefix pytree {name} has a subtree of type\n"
-            f"    {p_type}\n"
-            "with metadata\n"
-            f"    {p_str}\n"
-            "but at the same key path the full pytree has a subtree of the same "
-            "type but with metadata\n"
-            f"    {f_str}\n"
-            "so the diff in the metadata at these pytree nodes is\n"
+            where.format(name=name) + f": {p_type} nodes with different node data, "
+            f"{p_str} in the prefix tree and {f_str} in the full tree; line diff:\n"
             f"{meta_diff}"
         )
         return
