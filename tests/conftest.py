@@ -28,3 +28,12 @@ def x64() -> Iterator[None]:
     finally:
         spec.config.update("jax_enable_x64", False)
         jax.config.update("jax_enable_x64", False)
+
+
+# CI runs derandomized property tests, so a run is reproducible; local runs
+# keep exploring new examples.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    _hypothesis_settings.load_profile("ci")

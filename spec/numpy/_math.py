@@ -1246,7 +1246,8 @@ def nan_to_num(x: Any, copy: Any = _UNSET, nan: Any = _UNSET, posinf: Any = _UNS
 
 def _gcd_step(x1: Any, x2: Any) -> tuple[Any, Any]:
     nonzero = lax.ne(x2, _const(x2, 0))
-    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), _const(x2, 0)))
+    # A Python 0, as in JAX: it takes x2's dtype and weak type in the where.
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), 0))
     swap = lax.lt(x1, x2)
     return _where(swap, x2, x1), _where(swap, x1, x2)
 
@@ -1293,7 +1294,7 @@ def _lcm_impl(x1: Any, x2: Any) -> Any:
     if not T.is_int(_dtype(x1)):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     d = _gcd(x1, x2)
-    return where(equal(d, 0), _const(d, 0), multiply(x1, floor_divide(x2, d)))
+    return where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
 
 
 _lcm = _named_jit("lcm", _lcm_impl)
