@@ -24,7 +24,13 @@ from spec.array import Array, from_numpy
 from spec.config import config
 from spec.interpreter import Tracer, canonical_aval_of, is_concrete
 from spec.rules import elementwise as E
-from spec.numpy._util import _agree, check_arraylike, python_scalar_operand, to_weak_or_strong
+from spec.numpy._util import (
+    _agree,
+    check_arraylike,
+    promote_dtypes,
+    python_scalar_operand,
+    to_weak_or_strong,
+)
 
 Fn = Callable[..., Any]
 
@@ -115,13 +121,9 @@ def _convert_all(args: tuple[Any, ...], dtype: T.DType, weak: bool) -> list[Any]
     return [to_weak_or_strong(a, dtype, weak) for a in args]
 
 
-def _promote_dtypes(*args: Any) -> list[Any]:
-    """JAX's ``promote_dtypes``: every operand converts to the common (dtype,
-    weak type); e.g. two weak bools both become strong bools."""
-    if len(args) < 2:
-        return list(args)
-    dtype, weak = _result(args)
-    return _convert_all(args, dtype, weak)
+# JAX's ``promote_dtypes``: every operand converts to the common (dtype, weak
+# type); e.g. two weak bools both become strong bools.
+_promote_dtypes = promote_dtypes
 
 
 def _promote_dtypes_inexact(*args: Any) -> list[Any]:

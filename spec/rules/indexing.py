@@ -94,6 +94,31 @@ def _disjoint(a: Sequence[int], b: Sequence[int], prim: str, c: str, names: str)
             f"{tuple(b)}")
 
 
+def _check_batching_dims(p: str, operand: ArrayType, indices: ArrayType,
+                         obatch: tuple[int, ...], ibatch: tuple[int, ...],
+                         dropped: tuple[tuple[int, ...], str],
+                         index_map: tuple[tuple[int, ...], str], ibatch_name: str) -> None:
+    """C7-C10, shared by gather and scatter: the operand's batching axes are
+    sorted, distinct operand axes, disjoint from the axes dropped from the
+    window and from those the index vector addresses; the indices' batching
+    axes are distinct batch axes, paired one to one with the operand's, with
+    equal sizes."""
+    _sorted(obatch, p, "C7", "operand_batching_dims")
+    _unique(obatch, p, "C7", "operand_batching_dims")
+    _in_range(obatch, operand.ndim, p, "C7", "operand_batching_dims")
+    for dims, name in (dropped, index_map):
+        _disjoint(dims, obatch, p, "C8", f"{name} and operand_batching_dims")
+    _unique(ibatch, p, "C9", ibatch_name)
+    _in_range(ibatch, indices.ndim - 1, p, "C9", f"{ibatch_name} (the index vector axis excluded)")
+    require(len(obatch) == len(ibatch), p, "C10",
+            f"operand_batching_dims {obatch} and {ibatch_name} {ibatch} must have equal lengths")
+    ob_shape = tuple(operand.shape[d] for d in obatch)
+    ib_shape = tuple(indices.shape[d] for d in ibatch)
+    require(ob_shape == ib_shape, p, "C10",
+            f"operand batching dims have shape {ob_shape} but indices batching dims have "
+            f"shape {ib_shape}")
+
+
 def _int_indices(indices: ArrayType, prim: str) -> None:
     require(T.is_int(indices.dtype), prim, "C1",
             f"indices must have an integer type, got {indices.dtype}", ValueError)
@@ -127,22 +152,8 @@ def _gather_type(operand: ArrayType, indices: ArrayType, *,
     _sorted(collapsed, p, "C6", "collapsed_slice_dims")
     _in_range(collapsed, operand.ndim, p, "C6", "collapsed_slice_dims")
     _unique(collapsed, p, "C6", "collapsed_slice_dims")
-    _unique(obatch, p, "C7", "operand_batching_dims")
-    _sorted(obatch, p, "C7", "operand_batching_dims")
-    _in_range(obatch, operand.ndim, p, "C7", "operand_batching_dims")
-    _disjoint(collapsed, obatch, p, "C8", "collapsed_slice_dims and operand_batching_dims")
-    _disjoint(smap, obatch, p, "C8", "start_index_map and operand_batching_dims")
-    _unique(ibatch, p, "C9", "start_indices_batching_dims")
-    _in_range(ibatch, indices.ndim - 1, p, "C9",
-              "start_indices_batching_dims (the index vector axis excluded)")
-    require(len(obatch) == len(ibatch), p, "C10",
-            f"operand_batching_dims {obatch} and start_indices_batching_dims {ibatch} must "
-            "have equal lengths")
-    ob_shape = tuple(operand.shape[d] for d in obatch)
-    ib_shape = tuple(indices.shape[d] for d in ibatch)
-    require(ob_shape == ib_shape, p, "C10",
-            f"operand batching dims have shape {ob_shape} but indices batching dims have "
-            f"shape {ib_shape}")
+    _check_batching_dims(p, operand, indices, obatch, ibatch, (collapsed, "collapsed_slice_dims"),
+                         (smap, "start_index_map"), "start_indices_batching_dims")
     sizes = tuple(slice_sizes)
     require(len(sizes) == operand.ndim, p, "C11",
             f"slice_sizes {sizes} must have one entry per operand axis (rank {operand.ndim})")
@@ -269,21 +280,9 @@ def _scatter_type(p: str, operand: ArrayType, indices: ArrayType, updates: Array
     _sorted(inserted, p, "C6", "inserted_window_dims")
     _unique(inserted, p, "C6", "inserted_window_dims")
     _in_range(inserted, operand.ndim, p, "C6", "inserted_window_dims")
-    _sorted(obatch, p, "C7", "operand_batching_dims")
-    _unique(obatch, p, "C7", "operand_batching_dims")
-    _in_range(obatch, operand.ndim, p, "C7", "operand_batching_dims")
-    _disjoint(inserted, obatch, p, "C8", "inserted_window_dims and operand_batching_dims")
-    _disjoint(s2o, obatch, p, "C8", "scatter_dims_to_operand_dims and operand_batching_dims")
-    _unique(ibatch, p, "C9", "scatter_indices_batching_dims")
-    _in_range(ibatch, indices.ndim - 1, p, "C9",
-              "scatter_indices_batching_dims (the index vector axis excluded)")
-    require(len(obatch) == len(ibatch), p, "C10",
-            f"operand_batching_dims {obatch} and scatter_indices_batching_dims {ibatch} must "
-            "have equal lengths")
+    _check_batching_dims(p, operand, indices, obatch, ibatch, (inserted, "inserted_window_dims"),
+                         (s2o, "scatter_dims_to_operand_dims"), "scatter_indices_batching_dims")
     ob_shape = tuple(operand.shape[d] for d in obatch)
-    require(ob_shape == tuple(indices.shape[d] for d in ibatch), p, "C10",
-            f"operand batching dims have shape {ob_shape} but indices batching dims have "
-            f"shape {tuple(indices.shape[d] for d in ibatch)}")
     update_scatter = [d for d in range(updates.ndim) if d not in uwin]
     ub_shape = tuple(updates.shape[update_scatter[d]] for d in ibatch)
     require(ob_shape == ub_shape, p, "C10",
