@@ -13,12 +13,14 @@ from spec import config as _config_module
 from spec import errors, rules, tree_util, types
 from spec import _array_methods as _array_methods  # installs operators
 from spec._api import jit, make_jaxpr, typeof, eval_shape
+from spec._autodiff_api import fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, \
+    linear_transpose, linearize, value_and_grad, vjp
 from spec._devices import Device, device_count, devices, local_device_count, local_devices, \
     process_count, process_index, device_put, device_get
 from spec.basearray import Array
 from spec.config import config
 from spec.stages import ShapeDtypeStruct
-from spec import lax, numpy, tree, dtypes
+from spec import lax, numpy, tree, dtypes, test_util
 
 __version__ = "0.1.0"
 
@@ -59,6 +61,8 @@ __all__ = [
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
+    "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose", "linearize",
+    "value_and_grad", "vjp",
     "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",
     "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "tree", "tree_util", "typeof", "types",

@@ -21,9 +21,10 @@ class SpecInternalError(AssertionError):
 
 
 class Array:
-    # ``_py`` remembers the Python scalar a weak literal was made from, so
-    # that jaxpr text prints the value the user wrote (JAX prints 1e-07, not
-    # the float32 rounding of it).
+    # ``_py`` marks a host constant made from a Python scalar (JAX's typed
+    # scalars): staged, it is a jaxpr literal, not a constant. It holds the
+    # value to print: the Python scalar itself when its type was kept (JAX
+    # prints 1e-07, not the float32 rounding of it), else the converted value.
     __slots__ = ("_value", "aval", "_py", "__weakref__")
     __array_priority__ = 100
 
@@ -163,7 +164,8 @@ class Array:
 
 
 def weak_scalar(py: Any, value: np.ndarray, aval: ArrayType) -> Array:
-    """A scalar Array converted from the Python scalar ``py``."""
+    """A scalar Array converted from a Python scalar; ``py`` is what a jaxpr
+    literal of it prints (see ``Array._py``)."""
     out = Array._from_checked(value, aval, "convert")
     out._py = py
     return out
@@ -180,3 +182,32 @@ def from_numpy(value: Any, weak_type: bool = False) -> Array:
     if arr.dtype != dt:
         arr = arr.astype(dt)
     return Array._from_checked(arr, ArrayType(arr.shape, dt, weak_type), "from_numpy")
+
+
+def host_constant(value: Any, weak_type: bool = False) -> Array:
+    """A NumPy value as an Array; rank-0 ones stay jaxpr literals when staged
+    (JAX keeps NumPy scalars as host values until they meet a computation)."""
+    out = from_numpy(value, weak_type)
+    if not out.aval.shape:
+        out._py = out._value
+    return out
+
+
+def host_value(value: np.ndarray, aval: ArrayType, origin: str) -> Array:
+    """A value computed on the host while tracing (a folded constant, JAX's
+    TypedNdArray): rank-0 ones stay jaxpr literals when staged."""
+    out = Array._from_checked(value, aval, origin)
+    if not aval.shape:
+        out._py = out._value
+    return out
+
+
+def device_array(x: Any) -> Any:
+    """``x`` as a user-facing array. Made eagerly, a host scalar (``_py``
+    set) becomes a plain Array, which a later trace captures as a constant
+    (JAX's eager jnp.array, jnp.zeros, ... return device arrays); made while
+    tracing, it stays a host value, so it is a literal (JAX stages it so)."""
+    from spec.interpreter import EvalTrace, current_trace
+    if type(x) is Array and x._py is not None and type(current_trace()) is EvalTrace:
+        return Array._from_checked(x._value, x.aval, "device_array")
+    return x

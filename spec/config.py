@@ -110,6 +110,11 @@ class Config:
                 v["jax_default_matmul_precision"], v["jax_numpy_rank_promotion"],
                 v["jax_numpy_dtype_promotion"])
 
+    def use_direct_linearize(self, new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+        """Within the block, select the direct (True) or legacy (False)
+        linearize path (``spec.config.use_direct_linearize(False)``)."""
+        return self._override("jax_use_direct_linearize", new_val)
+
     @contextlib.contextmanager
     def _override(self, name: str, value: Any) -> Iterator[None]:
         old = self._values[name]

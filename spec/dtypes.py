@@ -35,7 +35,7 @@ finfo = ml_dtypes.finfo
 iinfo = ml_dtypes.iinfo
 
 # The dtype of tangents of integer and boolean primals: zero bytes per element.
-float0: T.DType = np.dtype([("float0", np.void, 0)])
+float0: T.DType = T.FLOAT0
 
 
 # ------------------------------------------------------------ extended dtypes

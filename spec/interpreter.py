@@ -93,6 +93,16 @@ class Primitive:
         self.sharding = sharding
         self.pp_rule = pp_rule
         self.doc = doc
+        # Optional transform hooks beyond the per-primitive sections: how the
+        # direct linearize trace and partial evaluation handle primitives that
+        # carry sub-jaxprs (jit, custom rules, checkpoint, control flow).
+        self.linearize: Callable[..., Any] | None = None
+        self.partial_eval: Callable[..., Any] | None = None
+        for section in self.SECTIONS:
+            value = getattr(self, section)
+            attach = getattr(value, "for_primitive", None)
+            if attach is not None:
+                setattr(self, section, attach(self))
 
     def __repr__(self) -> str:
         return self.name
@@ -483,9 +493,15 @@ class JaxprTrace(Trace):
             return self._const_var(x, x.aval)
         value, aval = canonical_value(x)
         if not aval.shape:
+            # As in JAX: Python and NumPy scalars, and weak scalars made from
+            # Python values, are inlined; computed arrays are constants.
+            if is_python_scalar(x):
+                return Literal(x, aval)
             py = getattr(x, "_py", None)
-            return Literal(x if is_python_scalar(x) else
-                           value if py is None else py, aval)
+            if py is not None:
+                return Literal(py, aval)
+            if isinstance(x, (np.ndarray, np.generic)):
+                return Literal(value, aval)
         return self._const_var(x, aval)
 
     def _const_var(self, x: Any, aval: ArrayType) -> Var:
@@ -619,15 +635,16 @@ def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     """Evaluate by binding every equation under the current trace."""
-    from spec.array import Array
+    from spec.array import weak_scalar
 
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
 
     def read(atom: Atom) -> Any:
         if isinstance(atom, Literal):
+            # A host scalar, so that re-staging keeps it a literal.
             value = np.asarray(atom.val, dtype=atom.aval.dtype)
-            return Array._from_checked(value, atom.aval, None)
+            return weak_scalar(atom.val, value, atom.aval)
         return env[atom]
 
     for eqn in jaxpr.eqns:

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from spec import types as T
 from spec.interpreter import Primitive, canonical_value
+from spec.test_util import check_grads, check_jvp, check_vjp
 from spec.types import ArrayType
 
 __all__ = [
-    "Program", "array_types", "arrays", "broadcastable_shapes", "check_impl_matches_typing",
+    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays", "broadcastable_shapes", "check_impl_matches_typing",
     "dtypes", "programs", "shapes", "values_of",
 ]
 

@@ -98,6 +98,15 @@ def is_inexact(dt: DType) -> bool:
     return is_float(dt) or is_complex(dt)
 
 
+# The dtype of tangents of integer and boolean primals: zero bytes per element.
+FLOAT0: DType = np.dtype([("float0", np.void, 0)])
+
+
+def tangent_dtype(dt: DType) -> DType:
+    """Inexact primals have tangents of their own dtype; all others float0."""
+    return dt if is_inexact(dt) else FLOAT0
+
+
 def is_signed_int(dt: DType) -> bool:
     return dt.kind == "i" or dt in NARROW_INT_TYPES
 
@@ -460,6 +469,16 @@ class ArrayType:
 
     def strip_weak_type(self) -> ArrayType:
         return replace(self, weak_type=False) if self.weak_type else self
+
+    def tangent_type(self) -> ArrayType:
+        """The type of this type's tangents (float0 for integers and booleans)."""
+        dt = tangent_dtype(self.dtype)
+        return self if dt is self.dtype else replace(self, dtype=dt)
+
+    def ct_type(self) -> ArrayType:
+        """The type of this type's cotangents. Without shardings it is the
+        tangent type; the sharding issue swaps unreduced and reduced here."""
+        return self.tangent_type()
 
     def _dims(self) -> str:
         return ",".join(str(d) for d in self.shape)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
-from spec.array import Array
+from spec.array import Array, host_value
 from spec.interpreter import Tracer, canonical_aval_of
 from spec.rules.structural import (
     _convert_impl,
@@ -111,8 +111,8 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
     if raw.dtype not in T.ALL_DTYPES:
         raw = raw.astype(aval.dtype)
     (out,) = _convert_impl(raw, new_dtype=new_dtype, weak_type=weak_type)
-    return Array._from_checked(np.asarray(out), T.ArrayType(raw.shape, new_dtype, weak_type),
-                               "convert_element_type")
+    return host_value(np.asarray(out), T.ArrayType(raw.shape, new_dtype, weak_type),
+                      "convert_element_type")
 
 
 def asarray(x: Any) -> Any:
@@ -403,7 +403,7 @@ def _zero_like_index(start_index: Any) -> Any:
     if isinstance(start_index, int) and not isinstance(start_index, bool):
         return 0
     dt = canonical_aval_of(start_index).dtype
-    return Array._from_checked(np.zeros((), dt), T.ArrayType((), dt, False), "index")
+    return host_value(np.zeros((), dt), T.ArrayType((), dt, False), "index")
 
 
 def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,

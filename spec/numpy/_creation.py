@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
-from spec.array import Array
+from spec.array import Array, device_array
 from spec.interpreter import Tracer, canonical_aval_of
 from spec.lax import _structural as L
 from spec.lax._structural import _convert_element_type
@@ -54,10 +54,11 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
         raise NotImplementedError("Only implemented for order='K'")
     if dtype is None and ndmin == 0:
         if isinstance(object, Tracer):
-            return L._array_copy(object) if copy else object
+            return device_array(L._array_copy(object) if copy else object)
         if isinstance(object, (int, float, complex, np.number, np.ndarray)):
-            return L.asarray(object) if not isinstance(object, np.ndarray) else \
-                _convert_element_type(object, T.dtype_of_value(object), False)
+            return device_array(
+                L.asarray(object) if not isinstance(object, np.ndarray) else
+                _convert_element_type(object, T.dtype_of_value(object), False))
     dt = None if dtype is None else _user_dtype(dtype, "array")
     weak = dt is None and _is_weak(object)
     if hasattr(object, "__jax_array__") and not isinstance(object, (Array, Tracer)):
@@ -90,7 +91,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
     nd = len(canonical_aval_of(result).shape)
     if ndmin > nd:
         result = L.expand_dims(result, range(ndmin - nd))
-    return result
+    return device_array(result)
 
 
 def _is_weak(x: Any) -> bool:
@@ -140,21 +141,21 @@ def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
           out_sharding: Any = None) -> Any:
     _forgot_tuple("zeros", shape, dtype)
     dt = _user_dtype(float if dtype is None else dtype, "zeros")
-    return L.full(_shape_arg(shape, "zeros"), 0, dt, sharding=out_sharding)
+    return device_array(L.full(_shape_arg(shape, "zeros"), 0, dt, sharding=out_sharding))
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None,
          out_sharding: Any = None) -> Any:
     _forgot_tuple("ones", shape, dtype)
     dt = _user_dtype(float if dtype is None else dtype, "ones")
-    return L.full(_shape_arg(shape, "ones"), 1, dt, sharding=out_sharding)
+    return device_array(L.full(_shape_arg(shape, "ones"), 1, dt, sharding=out_sharding))
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None,
           out_sharding: Any = None) -> Any:
     _forgot_tuple("empty", shape, dtype)
     dt = _user_dtype(float if dtype is None else dtype, "empty")
-    return L.empty(_shape_arg(shape, "empty"), dt, out_sharding=out_sharding)
+    return device_array(L.empty(_shape_arg(shape, "empty"), dt, out_sharding=out_sharding))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
@@ -163,9 +164,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
     from spec.numpy._util import check_arraylike
     check_arraylike("full", fill_value)
     if not canonical_aval_of(fill_value).shape:
-        return L.full(_shape_arg(shape, "full"), fill_value, dt, sharding=out_sharding)
+        return device_array(L.full(_shape_arg(shape, "full"), fill_value, dt,
+                                   sharding=out_sharding))
     from spec.numpy._shape import _broadcast_to
-    return _broadcast_to(asarray(fill_value, dtype=dt), shape)
+    return device_array(_broadcast_to(asarray(fill_value, dtype=dt), shape))
 
 
 def _like_args(name: str, a: Any, dtype: Any, shape: Any

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
-from spec.array import Array
+from spec.array import Array, host_value
 from spec.errors import NonConcreteBooleanIndexError
 from spec.interpreter import Tracer, canonical_aval_of
 from spec.rules.indexing import (
@@ -46,7 +46,7 @@ def _is_array(x: Any) -> bool:
 
 
 def _concrete(value: np.ndarray, dtype: T.DType, weak: bool) -> Array:
-    return Array._from_checked(np.asarray(value).astype(dtype), T.ArrayType(
+    return host_value(np.asarray(value).astype(dtype), T.ArrayType(
         np.shape(value), dtype, weak), "index")
 
 
@@ -74,7 +74,7 @@ def _asarray(x: Any) -> Any:
     if isinstance(x, (Array, Tracer)):
         return x
     value, aval = _value_and_aval(np.asarray(x) if isinstance(x, (list, tuple)) else x)
-    return Array._from_checked(value, aval, "asarray")
+    return host_value(value, aval, "asarray")
 
 
 def _expand_dims(x: Any, dims: Sequence[int]) -> Any:

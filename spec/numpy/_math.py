@@ -20,7 +20,7 @@ import numpy as np
 from spec import lax
 from spec import types as T
 from spec._api import jit
-from spec.array import Array, from_numpy
+from spec.array import host_constant, Array, from_numpy
 from spec.config import config
 from spec.interpreter import Tracer, canonical_aval_of, is_concrete
 from spec.rules import elementwise as E
@@ -59,8 +59,8 @@ def _like(x: Any, value: Any) -> Any:
 def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
     """``lax.full_like``: without a dtype, the result keeps x's weak type."""
     aval = _aval(x)
-    scalar = from_numpy(np.asarray(value, dtype=aval.dtype if dtype is None else dtype),
-                        weak_type=dtype is None and aval.weak_type)
+    scalar = host_constant(np.asarray(value, dtype=aval.dtype if dtype is None else dtype),
+                           weak_type=dtype is None and aval.weak_type)
     if not aval.shape:
         return scalar
     return lax.broadcast_in_dim(scalar, aval.shape, ())

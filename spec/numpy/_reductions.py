@@ -21,7 +21,7 @@ import numpy as np
 from spec import types as T
 from spec.errors import ConcretizationTypeError
 from spec._api import jit
-from spec.array import Array
+from spec.array import Array, host_value
 from spec.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec.lax import _reductions as lr
 from spec.lax._structural import _convert_element_type
@@ -67,12 +67,12 @@ def convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
         return _convert_element_type(x, dtype, weak)
     value, aval = canonical_value(x)
     if aval.dtype == dtype and aval.weak_type == weak:
-        return Array._from_checked(value, aval, "convert")
+        return host_value(value, aval, "convert")
     if T.is_complex(value.dtype) and not T.is_complex(dtype):
         value = value.real
     with np.errstate(all="ignore"):
         arr = np.asarray(value).astype(dtype)
-    return Array._from_checked(arr, T.ArrayType(arr.shape, dtype, weak), "convert")
+    return host_value(arr, T.ArrayType(arr.shape, dtype, weak), "convert")
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:

@@ -55,12 +55,15 @@ def python_scalar_operand(x: Any, dtype: T.DType, weak: bool) -> Array:
         low, high = _iinfo(weak_int)
         if not low <= x <= high:
             raise OverflowError(f"Python int {x} too large to convert to {weak_int.name}")
-        return Array._from_checked(_narrowed(np.int64(x), dtype), aval, "convert")
+        arr = _narrowed(np.int64(x), dtype)
+        return weak_scalar(arr, arr, aval)
     if kind is complex and not T.is_complex(dtype):
         x = x.real
     arr = _narrowed(x, dtype)
     keeps_type = T.python_scalar_dtype(kind) == dtype and weak == (kind is not bool)
-    return weak_scalar(x, arr, aval) if keeps_type else Array._from_checked(arr, aval, "convert")
+    # Like JAX's typed host scalars, the result stays a jaxpr literal when
+    # staged: the Python value if its type is kept, else the converted value.
+    return weak_scalar(x if keeps_type else arr, arr, aval)
 
 
 @functools.lru_cache(maxsize=64)

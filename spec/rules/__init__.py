@@ -19,6 +19,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     dot,
     calls,
     conv,
+    ad_prims,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -1,13 +1,35 @@
-"""Call primitives: ``jit`` (a staged sub-program)."""
+"""Call primitives: ``jit`` (a staged sub-program).
+
+Its autodiff rules transform the sub-jaxpr and bind ``jit`` again, so that
+differentiated programs keep their call structure: the JVP of a call is a
+call of the JVP jaxpr; linearizing a call gives a primal call (returning the
+residuals) and a tangent call (reading them); transposing a call is a call
+of the transposed jaxpr; partial evaluation splits a call in two.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from spec.interpreter import Jaxpr, eval_jaxpr_values, pp_eqn_default
+from spec import ad
+from spec.ad_util import UndefinedPrimal, Zero, instantiate
+from spec.config import config
+from spec.interpreter import (
+    Eqn,
+    Jaxpr,
+    JitTracer,
+    Var,
+    eval_jaxpr,
+    eval_jaxpr_values,
+    not_applicable,
+    pending,
+    pp_eqn_default,
+    trace_to_jaxpr,
+)
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -49,4 +71,144 @@ def _pp_jit(eqn: Any, ctx: Any) -> Any:
     return pp_eqn_default(eqn, ctx, ordered, sort=False)
 
 
-jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True, pp_rule=_pp_jit)
+# ------------------------------------------------------------------ autodiff
+
+def _call_params(params: dict[str, Any], jaxpr: Jaxpr) -> dict[str, Any]:
+    """The params of a derived call: same name and options, a new jaxpr."""
+    return {**params, "jaxpr": jaxpr, "donated_invars": (False,) * len(jaxpr.invars)}
+
+
+def _evaluator(jaxpr: Jaxpr) -> Any:
+    return lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs)
+
+
+# Derived jaxprs are cached per (jaxpr, which inputs carry tangents, config):
+# differentiating the same call repeatedly re-traces nothing.
+_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[bool]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: tuple[bool, ...]) -> tuple[Jaxpr, list[bool]]:
+    """The JVP of ``jaxpr``: inputs are the primals and the nonzero tangents;
+    outputs the primals and the tangents that are not symbolically zero
+    (which, the returned mask says)."""
+    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
+    key = (nonzero, config.values_key())
+    if key in per_jaxpr:
+        return per_jaxpr[key]
+    n = len(jaxpr.invars)
+    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
+    out_nonzero: list[bool] = []
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        it = iter(args[n:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
+        p_outs, t_outs = ad.jvp_flat(_evaluator(jaxpr), args[:n], tangents)
+        out_nonzero.extend(type(t) is not Zero for t in t_outs)
+        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
+
+    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
+    new, _ = trace_to_jaxpr(jvp_fun, avals)
+    per_jaxpr[key] = (new, out_nonzero)
+    return new, out_nonzero
+
+
+def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
+             **params: Any) -> tuple[list[Any], list[Any]]:
+    nonzero = tuple(type(t) is not Zero for t in tangents)
+    new, out_nonzero = _jvp_jaxpr(jaxpr, nonzero)
+    operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
+    outs = jit_p.bind(*operands, **_call_params(params, new))
+    n_out = len(jaxpr.outvars)
+    it = iter(outs[n_out:])
+    t_outs = [next(it) if nz else Zero(v.aval.tangent_type())
+              for nz, v in zip(out_nonzero, jaxpr.outvars)]
+    return list(outs[:n_out]), t_outs
+
+
+def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                   jaxpr: Jaxpr, **params: Any) -> tuple[list[Any], list[Any]]:
+    """A primal call returning the primal outputs and the residuals it
+    computes, and a tangent call reading the residuals. Residuals that are
+    inputs of the call are passed from outside, not returned."""
+    differentiate = [type(t) is not Zero for t in tangents]
+    n_out = len(jaxpr.outvars)
+    found: dict[str, Any] = {}
+
+    def primal_fun(*xs: Any) -> list[Any]:
+        lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
+        inputs = {id(x): i for i, x in enumerate(xs)}
+        traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
+                  if isinstance(c, JitTracer)]
+        found["lin"], found["traced"] = lin.jaxpr, traced
+        found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
+        return [*lin.primals_out,
+                *(c for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
+
+    primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [ad.canonical_aval_of(x) for x in primals])
+    from spec.interpreter import set_current_trace
+    with set_current_trace(trace.parent):
+        outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
+    computed = iter(outs[n_out:])
+    residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
+    lin, traced = found["lin"], found["traced"]
+    traced_ids = {id(v) for v, _ in traced}
+    kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
+    tangent_jaxpr = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + lin.invars,
+                          lin.outvars, lin.eqns, consts=[c for _, c in kept])
+    t_in = [t for t in tangents if type(t) is not Zero]
+    t_outs = trace.tangent_trace.process_primitive(
+        jit_p, [*residuals, *t_in], _call_params(params, tangent_jaxpr))
+    return list(outs[:n_out]), list(t_outs)
+
+
+def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    undefined = [type(a) is UndefinedPrimal for a in args]
+    # float0 inputs (tangents of integers) get symbolic zero cotangents.
+    wanted = [u and args[i].aval.dtype.kind != "V" for i, u in enumerate(undefined)]
+    defined = [a for a, u in zip(args, undefined) if not u]
+    ct_nonzero = [type(c) is not Zero for c in cts]
+
+    def transposed(*xs: Any) -> list[Any]:
+        res = iter(xs[:len(defined)])
+        ct_it = iter(xs[len(defined):])
+        full = [UndefinedPrimal(v.aval) if u else next(res)
+                for v, u in zip(jaxpr.invars, undefined)]
+        cts_full = [next(ct_it) if nz else Zero(v.aval.ct_type())
+                    for nz, v in zip(ct_nonzero, jaxpr.outvars)]
+        cts_in = ad.backward_pass(jaxpr, jaxpr.consts, full, cts_full)
+        return [instantiate(c) for c, w in zip(cts_in, wanted) if w]
+
+    avals = [ad.canonical_aval_of(a) for a in defined] + \
+        [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
+    t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
+    outs = jit_p.bind(*defined, *(c for c in cts if type(c) is not Zero),
+                      **_call_params(params, t_jaxpr))
+    it = iter(outs)
+    return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
+            for a, u, w in zip(args, undefined, wanted)]
+
+
+def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                      ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Split a call whose inputs are partly unknown into a known call (also
+    returning residuals) and an unknown call reading them."""
+    inner: Jaxpr = eqn.params["jaxpr"]
+    split = ad.partial_eval_jaxpr(inner, ins_unknown)
+    res_vars = [Var(v.aval) for v in split.known.outvars[len(split.known.outvars)
+                                                         - split.num_res:]]
+    known_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if not u]
+    unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
+    known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
+    unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
+    known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
+                        params=_call_params(eqn.params, split.known))
+    unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
+                          params=_call_params(eqn.params, split.unknown))
+    return known, unknown, split.out_unknowns
+
+
+jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
+                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose)
+jit_p.linearize = _jit_linearize
+jit_p.partial_eval = _jit_partial_eval

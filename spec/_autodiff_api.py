@@ -1,0 +1,712 @@
+"""The autodiff transforms users call: ``jvp``, ``linearize``, ``vjp``,
+``grad``, ``value_and_grad``, ``jacfwd``, ``jacrev``, ``jacobian``,
+``hessian``, ``linear_transpose``; with JAX's signatures, argument checks and
+error messages (in spec's words). The machinery is in ``spec.ad``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec import ad, tree_util
+from spec import types as T
+from spec.ad_util import UndefinedPrimal, Zero
+from spec.interpreter import Jaxpr, canonical_aval_of, eval_jaxpr
+from spec.types import ArrayType
+
+# ------------------------------------------------------------------ helpers
+
+
+def _flatten_fun(fun: Callable[..., Any], in_tree: Any,
+                 out_store: dict[str, Any], has_aux: bool = False) -> Callable[..., list[Any]]:
+    """``fun`` over flat leaves; the output tree (and aux) land in ``out_store``."""
+
+    def flat(*leaves: Any) -> list[Any]:
+        args = tree_util.tree_unflatten(in_tree, list(leaves))
+        out = fun(*args)
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("has_aux=True requires the function to return a pair "
+                                f"(output, auxiliary data), got {type(out).__name__}")
+            out, aux = out
+            out_store["aux"] = aux
+        out_leaves, out_tree = tree_util.tree_flatten(out)
+        out_store["tree"] = out_tree
+        for leaf in out_leaves:
+            _check_output_leaf(leaf)
+        return out_leaves
+
+    return flat
+
+
+def _check_output_leaf(leaf: Any) -> None:
+    try:
+        canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"The function to differentiate returned a value of type "
+                        f"{type(leaf).__name__}, which is not a valid JAX type") from None
+
+
+def _materialize(t: Any, aval: ArrayType | None = None) -> Any:
+    """A tangent or cotangent for the user: zeros are materialised (float0
+    zeros as NumPy arrays, as JAX returns them)."""
+    if type(t) is Zero:
+        if t.aval.dtype == T.FLOAT0:
+            return np.zeros(t.aval.shape, T.FLOAT0)
+        from spec import lax
+        return lax.full(t.aval.shape, 0, t.aval.dtype)
+    return t
+
+
+# ---------------------------------------------------------------------- jvp
+
+
+def jvp(fun: Callable[..., Any], primals: Any, tangents: Any,
+        has_aux: bool = False) -> tuple[Any, ...]:
+    """``(fun(*primals), d fun(primals) . tangents)``."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; "
+                        f"found {type(primals).__name__} and {type(tangents).__name__}.")
+    p_leaves, p_tree = tree_util.tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if p_tree != t_tree:
+        raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                        f"structure; primals have tree structure {p_tree} whereas tangents "
+                        f"have tree structure {t_tree}.")
+    for p, t in zip(p_leaves, t_leaves):
+        _check_jvp_pair(p, t)
+    store: dict[str, Any] = {}
+    flat = _flatten_fun(fun, p_tree, store, has_aux)
+    tangents_in = [Zero(canonical_aval_of(p).tangent_type()) if _is_float0(t) else t
+                   for p, t in zip(p_leaves, t_leaves)]
+    p_out, t_out = ad.jvp_flat(flat, p_leaves, tangents_in)
+    out_tree = store["tree"]
+    primals_out = tree_util.tree_unflatten(out_tree, p_out)
+    tangents_out = tree_util.tree_unflatten(out_tree, [_materialize(t) for t in t_out])
+    if has_aux:
+        return primals_out, tangents_out, store["aux"]
+    return primals_out, tangents_out
+
+
+def _is_float0(t: Any) -> bool:
+    return isinstance(t, np.ndarray) and t.dtype == T.FLOAT0
+
+
+def _check_jvp_pair(p: Any, t: Any) -> None:
+    p_aval = canonical_aval_of(p)
+    t_aval = ArrayType(np.shape(t), T.FLOAT0, False) if _is_float0(t) else canonical_aval_of(t)
+    want = p_aval.tangent_type().dtype
+    if t_aval.dtype != want:
+        raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                        "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                        f"float0. Got primal dtype {p_aval.dtype.name} and so expected tangent "
+                        f"dtype {want.name}, but got tangent dtype {t_aval.dtype.name} instead.")
+    if t_aval.shape != p_aval.shape:
+        raise ValueError("jvp called with different primal and tangent shapes;Got primal shape "
+                         f"{p_aval.shape} and tangent shape as {t_aval.shape}")
+
+
+# ---------------------------------------------------------------- linearize
+
+
+def _call_flat(fun: Callable[..., Any], args: Sequence[Any], store: dict[str, Any],
+               has_aux: bool) -> tuple[Callable[..., list[Any]], list[Any], Any]:
+    leaves, in_tree = tree_util.tree_flatten(tuple(args))
+    return _flatten_fun(fun, in_tree, store, has_aux), leaves, in_tree
+
+
+def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(fun(*primals), f_jvp)`` where ``f_jvp`` is the linear map of tangents."""
+    store: dict[str, Any] = {}
+    flat, leaves, in_tree = _call_flat(fun, primals, store, has_aux)
+    lin = ad.linearize_flat(flat, leaves)
+    out_tree = store["tree"]
+    in_avals = [canonical_aval_of(x).tangent_type() for x in leaves]
+
+    def f_jvp(*tangents: Any) -> Any:
+        t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
+        if t_tree != in_tree:
+            raise ValueError(f"linearized function called on tangent values inconsistent "
+                             f"with the original primal values: got tree {t_tree}, expected "
+                             f"{in_tree}")
+        for t, aval in zip(t_leaves, in_avals):
+            got = ArrayType(np.shape(t), T.FLOAT0) if _is_float0(t) else canonical_aval_of(t)
+            if got.shape != aval.shape or got.dtype != aval.dtype:
+                raise ValueError(f"linearized function called on tangent values inconsistent "
+                                 f"with the original primal values: got tangent type {got} "
+                                 f"for primal tangent type {aval}")
+        outs = eval_jaxpr(lin.jaxpr, lin.jaxpr.consts, *t_leaves)
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    primals_out = tree_util.tree_unflatten(out_tree, lin.primals_out)
+    if has_aux:
+        return primals_out, f_jvp, store["aux"]
+    return primals_out, f_jvp
+
+
+# ---------------------------------------------------------------------- vjp
+
+
+class NotNeeded:
+    """In ``VJP.args_res``: an argument the backward pass does not read."""
+
+    def __repr__(self) -> str:
+        return "NotNeeded()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is NotNeeded
+
+    def __hash__(self) -> int:
+        return hash(NotNeeded)
+
+
+class NotSaveable:
+    """In ``VJP.args_res``: an argument the backward pass reads but that
+    ``saveable_args`` excluded; it must be restored before the call."""
+
+    def __repr__(self) -> str:
+        return "NotSaveable()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is NotSaveable
+
+    def __hash__(self) -> int:
+        return hash(NotSaveable)
+
+
+# Both sentinels are pytree nodes with no children: flattening a VJP object
+# yields no leaves for them.
+tree_util.register_pytree_node(NotNeeded, lambda _: ((), None), lambda _, __: NotNeeded())
+tree_util.register_pytree_node(NotSaveable, lambda _: ((), None), lambda _, __: NotSaveable())
+
+
+@dataclass(frozen=True)
+class _Backward:
+    """What a VJP object needs besides its residual values (its pytree aux
+    data): the linear jaxpr (without consts), where each of its residuals
+    comes from, and the argument and output structure."""
+
+    jaxpr: Jaxpr
+    # Per residual (the jaxpr's constvars): ("arg", leaf index) for an
+    # argument value saved verbatim, ("opaque", index) for a computed one.
+    sources: tuple[tuple[str, int], ...]
+    in_tree: Any
+    out_tree: Any
+    out_avals: tuple[ArrayType, ...]
+    arg_paths: tuple[str, ...]
+    fun_name: str
+
+
+class VJP:
+    """The function returned by ``vjp``: a pytree whose leaves are the values
+    the backward pass needs, in three channels: ``args_res`` (argument values
+    saved verbatim, mirroring the arguments), ``opaque_residuals`` (values
+    computed by the forward pass) and ``structured_residuals`` (named
+    residuals of custom rules; empty here). Calling it runs the backward
+    pass on a cotangent of the output."""
+
+    def __init__(self, backward: _Backward, args_res: list[Any], opaque_residuals: list[Any],
+                 structured_residuals: list[Any]) -> None:
+        self._backward = backward
+        self.args_res = args_res
+        self.opaque_residuals = opaque_residuals
+        self.structured_residuals = structured_residuals
+
+    @property
+    def jaxpr(self) -> Jaxpr:
+        return self._backward.jaxpr
+
+    @property
+    def in_tree(self) -> Any:
+        return self._backward.in_tree
+
+    @property
+    def out_tree(self) -> Any:
+        return self._backward.out_tree
+
+    def replace(self, **changes: Any) -> VJP:
+        """A copy with some of ``args_res``, ``opaque_residuals``,
+        ``structured_residuals`` replaced."""
+        allowed = {"args_res", "opaque_residuals", "structured_residuals"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise TypeError(f"VJP.replace got unexpected fields {sorted(unknown)}; "
+                            f"expected some of {sorted(allowed)}")
+        fields = {k: getattr(self, k) for k in allowed}
+        fields.update(changes)
+        return VJP(self._backward, list(fields["args_res"]), list(fields["opaque_residuals"]),
+                   list(fields["structured_residuals"]))
+
+    def __repr__(self) -> str:
+        b = self._backward
+        return (f"VJP(in_tree={b.in_tree}, out_tree={b.out_tree}, args_res={self.args_res}, "
+                f"opaque_residuals={self.opaque_residuals}, "
+                f"structured_residuals={self.structured_residuals})")
+
+    def _residual_values(self) -> list[Any]:
+        b = self._backward
+        try:
+            arg_entries = b.in_tree.flatten_up_to(tuple(self.args_res))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"VJP.args_res does not match the structure of the differentiated "
+                             f"function's arguments {b.in_tree}: {err}") from None
+        missing = [b.arg_paths[i] for kind, i in b.sources
+                   if kind == "arg" and type(arg_entries[i]) in (NotSaveable, NotNeeded)]
+        if missing:
+            places = "\n".join(f"  * the argument at position {p} of the differentiated "
+                               f"function {b.fun_name};" for p in missing)
+            raise ValueError(
+                "the VJP function was applied before restoring its not-saveable residuals.\n\n"
+                "`saveable_args` replaced argument values the backward pass needs with "
+                "`NotSaveable()` sentinels; restore them (assign to the VJP function's "
+                "`args_res`, or use `replace`) before applying it. Still to restore:\n"
+                + places)
+        return [arg_entries[i] if kind == "arg" else self.opaque_residuals[i]
+                for kind, i in b.sources]
+
+    def __call__(self, *cts: Any) -> Any:
+        b = self._backward
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != b.out_tree:
+            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
+                            f"structure of primal output {b.out_tree}.")
+        checked = [self._check_ct(c, a) for c, a in zip(ct_leaves, b.out_avals)]
+        residuals = self._residual_values()
+        args = [UndefinedPrimal(v.aval) for v in b.jaxpr.invars]
+        cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
+        return tree_util.tree_unflatten(b.in_tree, [_materialize(c) for c in cts_in])
+
+    @staticmethod
+    def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
+        want = primal_aval.ct_type()
+        got = ArrayType(np.shape(ct), T.FLOAT0) if _is_float0(ct) else canonical_aval_of(ct)
+        if got.shape != want.shape:
+            raise ValueError(f"Shape of cotangent input to vjp pullback function {got.shape} "
+                             "must be the same as the shape of corresponding primal input "
+                             f"{want.shape}.")
+        if got.dtype != want.dtype:
+            raise ValueError(f"Type of cotangent input to vjp pullback function ({got.dtype}) "
+                             "is not the expected tangent type "
+                             f"({want.dtype}) of corresponding primal output with dtype "
+                             f"{primal_aval.dtype}.")
+        if want.dtype == T.FLOAT0:
+            return Zero(want)
+        return ct
+
+
+def _vjp_flatten(v: VJP) -> tuple[list[Any], Any]:
+    return [v.args_res, v.opaque_residuals, v.structured_residuals], v._backward
+
+
+def _vjp_unflatten(backward: _Backward, children: Sequence[Any]) -> VJP:
+    args_res, opaque, structured = children
+    return VJP(backward, list(args_res), list(opaque), list(structured))
+
+
+tree_util.register_pytree_node(VJP, _vjp_flatten, _vjp_unflatten)
+
+
+def _saveable_mask(spec: Any, args: tuple[Any, ...]) -> list[bool]:
+    """Per argument leaf, whether it may be saved: ``spec`` is a tuple-tree
+    of bools matched against the arguments loosely (containers by their
+    number of children; a bool covers a whole subtree)."""
+    out: list[bool] = []
+
+    def walk(s: Any, x: Any, where: str) -> None:
+        leaves, treedef = tree_util.tree_flatten(x)
+        if isinstance(s, (bool, np.bool_)):
+            out.extend([bool(s)] * len(leaves))
+            return
+        if not isinstance(s, tuple):
+            raise TypeError(f"saveable_args entries must be bools or tuples of them, got "
+                            f"{s!r} at {where}")
+        kids = tree_util.treedef_children(treedef)
+        if tree_util.treedef_is_leaf(treedef) or len(kids) != len(s):
+            raise ValueError(f"saveable_args {s!r} at {where} does not match the argument "
+                             f"structure {treedef} (it must be a tree prefix, with "
+                             f"{len(kids)} children there)")
+        sub_leaves = iter(leaves)
+        for k, (si, kid) in enumerate(zip(s, kids)):
+            part = [next(sub_leaves) for _ in range(kid.num_leaves)]
+            walk(si, tree_util.tree_unflatten(kid, part), f"{where}[{k}]")
+
+    walk(spec if isinstance(spec, (bool, np.bool_)) else tuple(spec), args, "args")
+    return out
+
+
+def _leaf_paths(args: tuple[Any, ...]) -> tuple[str, ...]:
+    with_path, _ = tree_util.tree_flatten_with_path(args)
+    return tuple("args" + tree_util.keystr(path) for path, _ in with_path)
+
+
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
+        reduce_axes: Sequence[Any] = (), saveable_args: Any = True) -> Any:
+    """``(fun(*primals), vjp_fn)``: ``vjp_fn(ct)`` is the cotangent of each primal."""
+    store: dict[str, Any] = {}
+    flat, leaves, in_tree = _call_flat(fun, primals, store, has_aux)
+    saveable = _saveable_mask(saveable_args, tuple(primals))
+    lin = ad.linearize_flat(flat, leaves)
+    out_tree = store["tree"]
+    out_avals = tuple(canonical_aval_of(o) for o in lin.primals_out)
+    # Classify residuals: argument leaves saved verbatim, or computed values.
+    leaf_index: dict[int, int] = {}
+    for i, x in enumerate(leaves):
+        leaf_index.setdefault(id(x), i)
+    sources: list[tuple[str, int]] = []
+    needed: dict[int, Any] = {}
+    opaque: list[Any] = []
+    for c in lin.jaxpr.consts:
+        i = leaf_index.get(id(c))
+        if i is not None:
+            sources.append(("arg", i))
+            needed[i] = c
+        else:
+            sources.append(("opaque", len(opaque)))
+            opaque.append(c)
+    entries = [(needed[i] if saveable[i] else NotSaveable()) if i in needed else NotNeeded()
+               for i in range(len(leaves))]
+    args_res = list(tree_util.tree_unflatten(in_tree, entries))
+    j = lin.jaxpr
+    bare = Jaxpr(j.constvars, j.invars, j.outvars, j.eqns, j.effects)
+    backward = _Backward(bare, tuple(sources), in_tree, out_tree, out_avals,
+                         _leaf_paths(tuple(primals)), _fun_name(fun))
+    fn = VJP(backward, args_res, opaque, [[] for _ in primals])
+    primals_out = tree_util.tree_unflatten(out_tree, lin.primals_out)
+    if has_aux:
+        return primals_out, fn, store["aux"]
+    return primals_out, fn
+
+
+def _fun_name(fun: Any) -> str:
+    return str(getattr(fun, "__name__", type(fun).__name__))
+
+
+def fwd_and_bwd(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool = False,
+                jitted: bool = True) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``fwd(*args) -> (out, vjp_fn[, aux])`` and ``bwd(vjp_fn, ct)``: the two
+    halves of ``vjp``, jitted by default so each compiles once."""
+    _check_callable(fun)
+    nums = _argnums_tuple(argnums)
+
+    def fwd(*args: Any, **kwargs: Any) -> Any:
+        chosen = _check_argnums(nums, len(args))
+        f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
+        return vjp(f_partial, *diff_args, has_aux=has_aux)
+
+    def bwd(f_vjp: VJP, outgrad: Any) -> Any:
+        g = f_vjp(outgrad)
+        return g[0] if isinstance(argnums, (int, np.integer)) else g
+
+    if jitted:
+        from spec._api import jit
+        return jit(fwd), jit(bwd)
+    return fwd, bwd
+
+
+# --------------------------------------------------------------------- grad
+
+
+def _argnums_tuple(argnums: int | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(argnums, (int, np.integer)):
+        return (int(argnums),)
+    return tuple(int(a) for a in argnums)
+
+
+def _check_argnums(argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
+    if not argnums:
+        raise TypeError("Argument `argnums` must be an int or a non-empty sequence of ints.")
+    most = max(argnums)
+    if most >= n_args or min(argnums) < -n_args:
+        needed = most + 1 if most >= 0 else -min(argnums)
+        raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                        f"{needed} positional arguments to be passed by the caller, but got "
+                        f"only {n_args} positional arguments.")
+    return tuple(a % n_args for a in argnums)
+
+
+def _check_input_dtype(leaf: Any, holomorphic: bool, allow_int: bool, name: str) -> None:
+    dt = canonical_aval_of(leaf).dtype
+    if holomorphic:
+        if not T.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif not T.is_inexact(dt) and not allow_int:
+        raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                        f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                        "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_output_dtype(aval: ArrayType, holomorphic: bool, name: str) -> None:
+    dt = aval.dtype
+    if holomorphic:
+        if not T.is_complex(dt):
+            raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif T.is_complex(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiating non-holomorphic functions "
+                        "involving complex outputs, use jax.vjp directly.")
+    elif not T.is_float(dt):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                        f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiating non-holomorphic functions "
+                        "involving complex outputs, use jax.vjp directly.")
+
+
+def _split_diff_args(fun: Callable[..., Any], argnums: tuple[int, ...], args: Sequence[Any],
+                     kwargs: dict[str, Any]) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``fun`` as a function of only the differentiated arguments."""
+
+    def partial_fun(*diff: Any) -> Any:
+        full = list(args)
+        for i, v in zip(argnums, diff):
+            full[i] = v
+        return fun(*full, **kwargs)
+
+    return partial_fun, tuple(args[i] for i in argnums)
+
+
+def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False, holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
+    """``(fun(*args), grad(fun)(*args))`` in one pass."""
+    nums = _argnums_tuple(argnums)
+    _check_callable(fun)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        chosen = _check_argnums(nums, len(args))
+        f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
+        for leaf in tree_util.tree_leaves(diff_args):
+            _check_input_dtype(leaf, holomorphic, allow_int, "grad")
+        if has_aux:
+            ans, vjp_fn, aux = vjp(f_partial, *diff_args, has_aux=True)
+        else:
+            ans, vjp_fn = vjp(f_partial, *diff_args)
+        _check_scalar_output(ans, holomorphic)
+        ct = _one_like(ans)
+        g = vjp_fn(ct)
+        g = g[0] if isinstance(argnums, (int, np.integer)) else g
+        return ((ans, aux), g) if has_aux else (ans, g)
+
+    return value_and_grad_f
+
+
+def _check_callable(fun: Any) -> None:
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun!r}")
+
+
+def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
+    leaves = tree_util.tree_leaves(ans)
+    if len(leaves) != 1 or not isinstance(ans, type(leaves[0])):
+        if not (len(leaves) == 1 and ans is leaves[0]):
+            raise TypeError("Gradient only defined for scalar-output functions. Output was "
+                            f"{ans}.")
+    aval = canonical_aval_of(leaves[0])
+    if aval.shape != ():
+        raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
+                        f"{aval.shape}.")
+    _check_output_dtype(aval, holomorphic, "grad")
+
+
+def _one_like(x: Any) -> Any:
+    from spec import lax
+    return lax.full_like(x, 1, shape=())
+
+
+def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
+    """The gradient of a scalar-output function with respect to ``argnums``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
+
+    @functools.wraps(fun)
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        if has_aux:
+            (_, aux), g = vg(*args, **kwargs)
+            return g, aux
+        _, g = vg(*args, **kwargs)
+        return g
+
+    return grad_f
+
+
+# ---------------------------------------------------------------- jacobians
+
+
+def _std_basis(leaves: Sequence[Any]) -> list[Any]:
+    """Unit tangents for every element of every leaf, as one stacked array
+    per leaf: leaf i's basis has shape (N, *shape_i) with N the total size."""
+    from spec import numpy as jnp
+    avals = [canonical_aval_of(x) for x in leaves]
+    sizes = [a.size for a in avals]
+    total = sum(sizes)
+    bases = []
+    start = 0
+    for a, size in zip(avals, sizes):
+        eye = np.zeros((total, size), dtype=a.dtype)
+        eye[np.arange(start, start + size), np.arange(size)] = 1
+        bases.append(jnp.asarray(eye.reshape((total, *a.shape))))
+        start += size
+    return bases
+
+
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable[..., Any]:
+    """The Jacobian by forward mode: one JVP per input element."""
+    nums = _argnums_tuple(argnums)
+
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        chosen = _check_argnums(nums, len(args))
+        f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
+        for leaf in tree_util.tree_leaves(diff_args):
+            _check_input_dtype(leaf, holomorphic, False, "jacfwd")
+        leaves, in_tree = tree_util.tree_flatten(diff_args)
+        bases = _std_basis(leaves)
+        n = bases[0].shape[0] if bases else 0
+        columns = []
+        aux = None
+        # One JVP per basis vector; vmap (issue 4) replaces this loop.
+        for k in range(n):
+            t = tree_util.tree_unflatten(in_tree, [b[k] for b in bases])
+            res = jvp(f_partial, diff_args, t, has_aux=has_aux)
+            y, dy = res[0], res[1]
+            if has_aux:
+                aux = res[2]
+            columns.append(dy)
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        jac = _assemble(columns, y_leaves, y_tree, leaves, in_tree, forward=True)
+        jac = _select_argnums(jac, argnums)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
+    """The Jacobian by reverse mode: one VJP per output element."""
+    nums = _argnums_tuple(argnums)
+
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        chosen = _check_argnums(nums, len(args))
+        f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
+        for leaf in tree_util.tree_leaves(diff_args):
+            _check_input_dtype(leaf, holomorphic, allow_int, "jacrev")
+        res = vjp(f_partial, *diff_args, has_aux=has_aux)
+        y, pullback = res[0], res[1]
+        y_leaves, y_tree = tree_util.tree_flatten(y)
+        bases = _std_basis(y_leaves)
+        n = bases[0].shape[0] if bases else 0
+        rows = []
+        # One VJP per basis vector; vmap (issue 4) replaces this loop.
+        for k in range(n):
+            rows.append(pullback(tree_util.tree_unflatten(y_tree, [b[k] for b in bases])))
+        x_leaves, x_tree = tree_util.tree_flatten(diff_args)
+        jac = _assemble(rows, y_leaves, y_tree, x_leaves, x_tree, forward=False)
+        jac = _select_argnums(jac, argnums)
+        return (jac, res[2]) if has_aux else jac
+
+    return jacfun
+
+
+jacobian = jacrev
+
+
+def _assemble(vectors: list[Any], y_leaves: list[Any], y_tree: Any, x_leaves: list[Any],
+              x_tree: Any, forward: bool) -> Any:
+    """Stack per-basis results into Jacobian blocks of shape y.shape + x.shape,
+    nested as the output tree of the input tree."""
+    from spec import numpy as jnp
+    x_avals = [canonical_aval_of(x) for x in x_leaves]
+    y_avals = [canonical_aval_of(y) for y in y_leaves]
+    blocks_per_y = []
+    if forward:
+        # vectors[k] is the tangent output (y tree) for input element k.
+        x_sizes = [a.size for a in x_avals]
+        for j, ya in enumerate(y_avals):
+            col = [tree_util.tree_leaves(v)[j] for v in vectors]
+            stacked = jnp.stack(col, axis=-1) if col else jnp.zeros((*ya.shape, 0), ya.dtype)
+            blocks = []
+            start = 0
+            for xa, size in zip(x_avals, x_sizes):
+                part = stacked[..., start:start + size]
+                blocks.append(part.reshape((*ya.shape, *xa.shape)))
+                start += size
+            blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
+    else:
+        # vectors[k] is the input cotangent (x tree) for output element k.
+        y_sizes = [a.size for a in y_avals]
+        start = 0
+        for ya, size in zip(y_avals, y_sizes):
+            blocks = []
+            for i, xa in enumerate(x_avals):
+                rows = [tree_util.tree_leaves(vectors[k])[i] for k in range(start, start + size)]
+                stacked = jnp.stack(rows, axis=0) if rows else jnp.zeros((0, *xa.shape),
+                                                                        xa.dtype)
+                blocks.append(stacked.reshape((*ya.shape, *xa.shape)))
+            blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
+            start += size
+    return tree_util.tree_unflatten(y_tree, blocks_per_y)
+
+
+def _select_argnums(jac: Any, argnums: int | Sequence[int]) -> Any:
+    """With an int argnums the Jacobian is w.r.t. that argument, not a 1-tuple."""
+    if isinstance(argnums, (int, np.integer)):
+        return tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
+    return jac
+
+
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable[..., Any]:
+    """``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
+
+
+# -------------------------------------------------------- linear_transpose
+
+
+def linear_transpose(fun: Callable[..., Any], *primals: Any,
+                     reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
+    """The transpose of a linear ``fun`` at the types of ``primals``."""
+    from spec.interpreter import trace_to_jaxpr
+    leaves, in_tree = tree_util.tree_flatten(tuple(primals))
+    in_avals = [canonical_aval_of(x) for x in leaves]
+    for a in in_avals:
+        if not T.is_inexact(a.dtype):
+            raise TypeError("linear_transpose only supports [float or complex] -> "
+                            f"[float or complex], and integer -> integer functions, but got "
+                            f"{a.dtype.name}.")
+    store: dict[str, Any] = {}
+    flat = _flatten_fun(fun, in_tree, store)
+    jaxpr, _ = trace_to_jaxpr(flat, in_avals)
+    out_tree = store["tree"]
+    out_avals = jaxpr.out_avals
+
+    def transposed(*cts: Any) -> Any:
+        ct = cts[0] if len(cts) == 1 else cts
+        ct_leaves, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise TypeError("cotangent tree does not match function output, expected "
+                            f"{out_tree} but got {ct_tree}")
+        for c, a in zip(ct_leaves, out_avals):
+            got = canonical_aval_of(c)
+            if got.shape != a.shape or got.dtype != a.dtype:
+                raise TypeError(f"cotangent type does not match function output, expected "
+                                f"{a} but got {got}")
+        args = [UndefinedPrimal(a) for a in in_avals]
+        out = ad.backward_pass(jaxpr, jaxpr.consts, args, ct_leaves)
+        return tree_util.tree_unflatten(in_tree, [_materialize(c) for c in out])
+
+    return transposed
+
+
+__all__ = ["NotNeeded", "NotSaveable", "VJP", "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
+           "linearize", "value_and_grad", "vjp"]

@@ -1,0 +1,440 @@
+"""Automatic differentiation: the JVP trace, linearize (direct and legacy),
+partial evaluation, and transposition of linear programs.
+
+Forward mode is a trace whose tracers carry (primal, tangent) pairs; each
+primitive's JVP rule maps them. Reverse mode is linearize followed by
+transpose:
+
+- *direct linearize* runs the function once under a ``LinearizeTrace``: each
+  JVP rule runs with its primal computations sent to the enclosing trace and
+  its tangent computations staged into a linear jaxpr; the values the tangent
+  side reads from the primal side become that jaxpr's constants (residuals);
+- the *legacy* path stages the whole JVP into one jaxpr, splits it by partial
+  evaluation into a known (primal) jaxpr that also outputs residuals and an
+  unknown (tangent) jaxpr that reads them, and evaluates the known part.
+
+``config.jax_use_direct_linearize`` selects the path. ``backward_pass``
+transposes a linear jaxpr equation by equation in reverse, checking that
+every cotangent it produces has the cotangent type of its variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec.config import config
+from spec.interpreter import (
+    Atom,
+    DropVar,
+    Eqn,
+    Jaxpr,
+    JaxprTrace,
+    JitTracer,
+    Literal,
+    NotApplicable,
+    Pending,
+    Primitive,
+    Trace,
+    Tracer,
+    Var,
+    canonical_aval_of,
+    check_tracer_alive,
+    current_trace,
+    eval_jaxpr,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec.types import ArrayType
+
+# ================================================================ rule lookup
+
+
+def jvp_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[Any]]]:
+    rule = prim.jvp
+    if isinstance(rule, (Pending, NotApplicable)):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+    return rule
+
+
+def transpose_rule(prim: Primitive) -> Callable[..., list[Any]]:
+    rule = prim.transpose
+    if isinstance(rule, (Pending, NotApplicable)):
+        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{prim.name}' not implemented")
+    return rule
+
+
+def _check_tangent(prim: Primitive, primal: Any, tangent: Any) -> None:
+    """A rule's output tangent must have its primal's tangent type."""
+    want = canonical_aval_of(primal).tangent_type()
+    got = tangent.aval if type(tangent) is Zero else canonical_aval_of(tangent)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise TypeError(f"JVP rule of {prim.name} produced a tangent of type {got} for a "
+                        f"primal of type {canonical_aval_of(primal)}; expected {want}")
+
+
+# ================================================================== forward
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("_trace", "primal", "tangent")
+
+    def __init__(self, trace: Trace, primal: Any, tangent: Any) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ArrayType:
+        return canonical_aval_of(self.primal)
+
+
+class JVPTrace(Trace):
+    """Forward mode: tracers carry a primal and a tangent (or a symbolic zero)."""
+
+    name = "JVPTrace"
+    tracer_type: type[JVPTracer] = JVPTracer
+
+    def __init__(self, parent: Trace) -> None:
+        super().__init__()
+        self.parent = parent
+
+    def unpack(self, x: Any) -> tuple[Any, Any]:
+        if isinstance(x, self.tracer_type) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+        return x, Zero(canonical_aval_of(x).tangent_type())
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        primals, tangents = zip(*[self.unpack(a) for a in args]) if args else ((), ())
+        if all(type(t) is Zero for t in tangents):
+            with set_current_trace(self.parent):
+                outs = prim.bind(*primals, **params)
+            return list(outs) if prim.multiple_results else [outs]
+        with set_current_trace(self.parent):
+            p_outs, t_outs = jvp_rule(prim)(list(primals), list(tangents), **params)
+        return self.wrap(prim, p_outs, t_outs)
+
+    def wrap(self, prim: Primitive, p_outs: Sequence[Any], t_outs: Sequence[Any]) -> list[Any]:
+        result = []
+        for p, t in zip(p_outs, t_outs):
+            _check_tangent(prim, p, t)
+            result.append(p if type(t) is Zero else self.tracer_type(self, p, t))
+        return result
+
+
+def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
+             tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Primal and tangent outputs of ``fun`` (flat lists in and out); tangents
+    may be ``Zero``; output tangents are ``Zero`` where nothing flowed."""
+    trace = JVPTrace(current_trace())
+    tracers = [x if type(t) is Zero else JVPTracer(trace, x, t)
+               for x, t in zip(primals, tangents)]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*tracers)
+        unpacked = [trace.unpack(o) for o in outs]
+    finally:
+        trace.invalidate()
+    return [p for p, _ in unpacked], [t for _, t in unpacked]
+
+
+# ============================================================ direct linearize
+
+
+class LinearizeTracer(JVPTracer):
+    """A primal value (of the enclosing trace) and its tangent, a variable of
+    the linear jaxpr being staged (or a symbolic zero)."""
+
+    __slots__ = ()
+
+
+class _SplitTrace(Trace):
+    """Runs one JVP rule for the linearize trace: operations that read a
+    tangent are staged into the linear jaxpr, all others go to the primal
+    (enclosing) trace."""
+
+    name = "LinearizeTrace"
+
+    def __init__(self, primal: Trace, tangent: JaxprTrace) -> None:
+        super().__init__()
+        self.primal = primal
+        self.tangent = tangent
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
+            return self.tangent.process_primitive(prim, args, params)
+        return self.primal.process_primitive(prim, args, params)
+
+
+class LinearizeTrace(JVPTrace):
+    """Direct linearize: primal outputs now, tangent equations staged."""
+
+    name = "LinearizeTrace"
+    tracer_type = LinearizeTracer
+
+    def __init__(self, parent: Trace, tangent_trace: JaxprTrace) -> None:
+        super().__init__(parent)
+        self.tangent_trace = tangent_trace
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        primals, tangents = zip(*[self.unpack(a) for a in args]) if args else ((), ())
+        if all(type(t) is Zero for t in tangents):
+            with set_current_trace(self.parent):
+                outs = prim.bind(*primals, **params)
+            return list(outs) if prim.multiple_results else [outs]
+        if prim.linearize is not None:
+            p_outs, t_outs = prim.linearize(self, list(primals), list(tangents), **params)
+        else:
+            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace)):
+                p_outs, t_outs = jvp_rule(prim)(list(primals), list(tangents), **params)
+        return self.wrap(prim, p_outs, t_outs)
+
+
+@dataclass
+class Linearized:
+    """The result of linearizing a flat function at a point: the primal
+    outputs and a linear jaxpr from input tangents to output tangents whose
+    ``consts`` are the residuals (values of the enclosing trace)."""
+
+    primals_out: list[Any]
+    jaxpr: Jaxpr
+
+
+def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Linearized:
+    """Linearize ``fun`` at ``primals``; the linear jaxpr has one input per
+    primal (float0 for integer primals, which get no tangent)."""
+    if config.jax_use_direct_linearize:
+        return direct_linearize(fun, primals)
+    return _legacy_linearize(fun, primals)
+
+
+def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
+                     differentiate: Sequence[bool] | None = None) -> Linearized:
+    """Direct linearize; ``differentiate`` selects the primals that get a
+    tangent input (default: all), the others are held constant and have no
+    input in the linear jaxpr."""
+    tangent_trace = JaxprTrace()
+    trace = LinearizeTrace(current_trace(), tangent_trace)
+    tracers = []
+    for i, x in enumerate(primals):
+        if differentiate is not None and not differentiate[i]:
+            tracers.append(x)
+            continue
+        t_aval = canonical_aval_of(x).tangent_type()
+        t_arg = tangent_trace.new_arg(t_aval)
+        # Integer inputs have float0 tangents: symbolically zero throughout.
+        tracers.append(LinearizeTracer(trace, x, t_arg) if _is_differentiable(t_aval) else x)
+    try:
+        with set_current_trace(trace):
+            outs = fun(*tracers)
+        unpacked = [trace.unpack(o) for o in outs]
+        with set_current_trace(tangent_trace):
+            t_outs = [instantiate(t) for _, t in unpacked]
+        jaxpr = tangent_trace.to_jaxpr(t_outs)
+    finally:
+        trace.invalidate()
+        tangent_trace.invalidate()
+    return Linearized([p for p, _ in unpacked], jaxpr)
+
+
+def _is_differentiable(aval: ArrayType) -> bool:
+    return aval.dtype.kind != "V"  # not float0
+
+
+# ============================================================ legacy linearize
+
+
+def _legacy_linearize(fun: Callable[..., Sequence[Any]],
+                      primals: Sequence[Any]) -> Linearized:
+    p_avals = [canonical_aval_of(x) for x in primals]
+    t_avals = [a.tangent_type() for a in p_avals]
+    n = len(primals)
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        ps, ts = args[:n], args[n:]
+        tangents = [t if _is_differentiable(a) else Zero(a) for t, a in zip(ts, t_avals)]
+        p_outs, t_outs = jvp_flat(fun, ps, tangents)
+        return [*p_outs, *(instantiate(t) for t in t_outs)]
+
+    jvp_jaxpr, _ = trace_to_jaxpr(jvp_fun, [*p_avals, *t_avals])
+    n_out = len(jvp_jaxpr.outvars) // 2
+    split = partial_eval_jaxpr(jvp_jaxpr, [False] * n + [True] * n,
+                               [False] * n_out + [True] * n_out)
+    known_outs = eval_jaxpr(split.known, split.known.consts, *primals)
+    primals_out, residuals = known_outs[:n_out], known_outs[n_out:]
+    unknown = split.unknown
+    linear = Jaxpr(unknown.invars[:len(residuals)], unknown.invars[len(residuals):],
+                   unknown.outvars, unknown.eqns, consts=list(residuals))
+    return Linearized(primals_out, linear)
+
+
+@dataclass
+class PartialEval:
+    """A jaxpr split in two. ``known`` takes the known inputs and returns the
+    known outputs followed by the residuals; ``unknown`` takes the residuals
+    followed by the unknown inputs and returns the unknown outputs."""
+
+    known: Jaxpr
+    unknown: Jaxpr
+    out_unknowns: list[bool]
+    num_res: int
+
+
+def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                       instantiate: Sequence[bool] | bool = False) -> PartialEval:
+    """Split ``jaxpr`` into the equations computable from the known inputs and
+    the rest. Equations with sub-jaxprs and a ``partial_eval`` hook (jit)
+    split recursively; any other equation reading an unknown is unknown.
+    Outputs listed in ``instantiate`` are produced by the unknown side even
+    when known (their value travels as a residual)."""
+    n_out = len(jaxpr.outvars)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    unknown_vars: set[int] = {id(v) for v, u in zip(jaxpr.invars, in_unknowns) if u}
+    known_eqns: list[Eqn] = []
+    unknown_eqns: list[Eqn] = []
+    for eqn in jaxpr.eqns:
+        ins_unknown = [isinstance(a, Var) and id(a) in unknown_vars for a in eqn.invars]
+        if not any(ins_unknown):
+            known_eqns.append(eqn)
+        elif eqn.primitive.partial_eval is not None:
+            k_eqn, u_eqn, outs_unknown = eqn.primitive.partial_eval(eqn, ins_unknown)
+            if k_eqn is not None:
+                known_eqns.append(k_eqn)
+            if u_eqn is not None:
+                unknown_eqns.append(u_eqn)
+            unknown_vars.update(id(v) for v, u in zip(eqn.outvars, outs_unknown) if u)
+        else:
+            unknown_eqns.append(eqn)
+            unknown_vars.update(id(v) for v in eqn.outvars)
+
+    def is_unknown(a: Atom) -> bool:
+        return isinstance(a, Var) and id(a) in unknown_vars
+
+    out_unknowns = [is_unknown(a) or i for a, i in zip(jaxpr.outvars, inst)]
+    # Residuals: known variables the unknown side reads, in order of first read.
+    residuals: dict[int, Var] = {}
+    for eqn in unknown_eqns:
+        for a in eqn.invars:
+            if isinstance(a, Var) and not is_unknown(a):
+                residuals.setdefault(id(a), a)
+    for a, u in zip(jaxpr.outvars, out_unknowns):
+        if u and isinstance(a, Var) and not is_unknown(a):
+            residuals.setdefault(id(a), a)
+    res_vars = list(residuals.values())
+    known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+    known_outs = [a for a, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    known = Jaxpr(list(jaxpr.constvars), known_invars, [*known_outs, *res_vars], known_eqns,
+                  consts=list(jaxpr.consts))
+    # The unknown side binds fresh variables for the residuals.
+    fresh = {id(v): Var(v.aval) for v in res_vars}
+
+    def rename(a: Atom) -> Atom:
+        return fresh.get(id(a), a) if isinstance(a, Var) else a
+
+    renamed = [e.replace(invars=[rename(a) for a in e.invars]) for e in unknown_eqns]
+    unknown_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
+    unknown_outs = [rename(a) for a, u in zip(jaxpr.outvars, out_unknowns) if u]
+    unknown = Jaxpr([], [*(fresh[id(v)] for v in res_vars), *unknown_invars], unknown_outs,
+                    renamed)
+    return PartialEval(known, unknown, out_unknowns, len(res_vars))
+
+
+# ================================================================ transpose
+
+
+def _is_linear_atom(a: Atom, linear: set[int]) -> bool:
+    return isinstance(a, Var) and id(a) in linear
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list[Any]:
+    """Transpose ``jaxpr`` with respect to the ``args`` that are
+    ``UndefinedPrimal``: returns their cotangents (``Zero`` where none
+    flowed). Equations that read no undefined value are evaluated forward
+    first; the rest are transposed in reverse order. Operations bind under
+    the current trace."""
+    env: dict[int, Any] = {}
+    linear: set[int] = set()
+    for v, c in zip(jaxpr.constvars, consts):
+        env[id(v)] = c
+    for v, a in zip(jaxpr.invars, args):
+        if type(a) is UndefinedPrimal:
+            linear.add(id(v))
+        else:
+            env[id(v)] = a
+
+    def read(a: Atom) -> Any:
+        if isinstance(a, Literal):
+            return a.val
+        return env[id(a)]
+
+    linear_eqns: list[Eqn] = []
+    for eqn in jaxpr.eqns:
+        if any(_is_linear_atom(a, linear) for a in eqn.invars):
+            linear_eqns.append(eqn)
+            linear.update(id(v) for v in eqn.outvars)
+        else:
+            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for v, o in zip(eqn.outvars, outs):
+                env[id(v)] = o
+
+    cts: dict[int, Any] = {}
+
+    def write_ct(v: Atom, ct: Any) -> None:
+        if not isinstance(v, Var) or isinstance(v, DropVar) or id(v) not in linear:
+            return
+        if ct is None or type(ct) is Zero:
+            return
+        _check_cotangent(v.aval, ct)
+        known = cts.get(id(v))
+        cts[id(v)] = ct if known is None else add_tangents(known, ct)
+
+    def read_ct(v: Var) -> Any:
+        ct = cts.pop(id(v), None)
+        return Zero(v.aval.ct_type()) if ct is None else ct
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+    for eqn in reversed(linear_eqns):
+        eqn_cts = [read_ct(v) for v in eqn.outvars]
+        if all(type(c) is Zero for c in eqn_cts):
+            continue
+        invals = [UndefinedPrimal(a.aval) if _is_linear_atom(a, linear) else read(a)
+                  for a in eqn.invars]
+        rule = transpose_rule(eqn.primitive)
+        ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
+        cts_in = rule(ct_arg, *invals, **eqn.params)
+        for a, ct in zip(eqn.invars, cts_in):
+            write_ct(a, ct)
+    return [read_ct(v) if type(a) is UndefinedPrimal else None
+            for v, a in zip(jaxpr.invars, args)]
+
+
+def _check_cotangent(aval: ArrayType, ct: Any) -> None:
+    want = aval.ct_type()
+    got = canonical_aval_of(ct)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise TypeError(f"a transpose rule produced a cotangent of type {got} for a value of "
+                        f"type {aval}; its cotangent type is {want}")
+
+
+def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
+    """Cotangents of all inputs of a linear jaxpr (consts are residuals)."""
+    args = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
+    return backward_pass(jaxpr, jaxpr.consts, args, cts_out)
+
+
+__all__ = [
+    "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
+    "PartialEval", "backward_pass", "jvp_flat", "jvp_rule", "linear_transpose_jaxpr",
+    "direct_linearize", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
+]

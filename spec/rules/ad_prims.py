@@ -1,0 +1,55 @@
+"""Primitives that autodiff itself introduces: ``add_any`` (the sum of two
+tangents or cotangents) and ``stop_gradient`` (the identity with a zero
+derivative)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from spec.ad_util import Zero, add_tangents, linear_jvp
+from spec.interpreter import not_applicable
+from spec.rules._denormals import arithmetic
+from spec.rules._registry import declare, require
+from spec.types import ArrayType
+
+
+# ================================================================== add_any
+
+def _add_any_type(x: ArrayType, y: ArrayType) -> list[ArrayType]:
+    require(x.shape == y.shape and x.dtype == y.dtype, "add_any", "C1",
+            f"operands must have equal shapes and dtypes, got {x} and {y}")
+    return [x]
+
+
+def _add_any_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    if x.dtype.kind == "V":  # float0: no data to add
+        return [x]
+    return [arithmetic(np.add, x, y)]
+
+
+def _add_any_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    return [ct, ct]
+
+
+add_any_p = declare(
+    "add_any", typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
+    transpose=_add_any_transpose,
+    doc="x + y for two values of one type; autodiff's accumulation of tangents.")
+
+
+# ============================================================ stop_gradient
+
+def _stop_gradient_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    (x,) = primals
+    out = stop_gradient_p.bind(x)
+    return [out], [Zero.from_primal_value(out)]
+
+
+stop_gradient_p = declare(
+    "stop_gradient", typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
+    transpose=not_applicable("its JVP is zero, so it never appears in a linear program"),
+    doc="The identity, whose derivative is zero.")
+
+__all__ = ["add_any_p", "add_tangents", "stop_gradient_p"]

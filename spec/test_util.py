@@ -1,0 +1,161 @@
+"""Numerical checks of derivatives (``jax.test_util.check_grads``).
+
+- ``check_jvp``: the JVP in a random direction against central finite
+  differences, whose difference quotient is formed in float64 with a step
+  sized for the argument dtype;
+- ``check_vjp``: the dot-product test <ct, J t> = <J^T ct, t> between the
+  JVP and the VJP, for random t and ct (it checks transposition exactly,
+  independent of the step);
+- ``check_grads``: both, recursively to ``order`` (derivatives of derivatives).
+
+Complex arguments and outputs are handled as pairs of reals: directions are
+complex, and inner products are real parts of conjugated sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import tree_util
+from spec import types as T
+
+_STEP = {2: 3e-2, 4: 1e-3, 8: 1e-6}  # by float itemsize
+_TOL = {2: 5e-2, 4: 2e-3, 8: 1e-7}
+
+
+def _float_size(dt: np.dtype[Any]) -> int:
+    if T.is_complex(dt):
+        return dt.itemsize // 2
+    return min(dt.itemsize, 8) if dt.itemsize != 1 else 2
+
+
+def _inexact_leaves(tree: Any) -> list[Any]:
+    return tree_util.tree_leaves(tree)
+
+
+def _random_like(x: Any, rng: np.random.Generator) -> Any:
+    from spec import numpy as jnp
+    dt = np.dtype(x.dtype)
+    shape = np.shape(x)
+    v = rng.standard_normal(shape)
+    if T.is_complex(dt):
+        v = v + 1j * rng.standard_normal(shape)
+    return jnp.asarray(np.asarray(v).astype(dt))
+
+
+def _vdot(a: Any, b: Any) -> complex:
+    """Real inner product of two pytrees of arrays, accumulated in float64."""
+    total = 0.0
+    for x, y in zip(tree_util.tree_leaves(a), tree_util.tree_leaves(b)):
+        xa = np.asarray(x).astype(np.complex128)
+        ya = np.asarray(y).astype(np.complex128)
+        total += float(np.real(np.sum(np.conj(xa) * ya)))
+    return total
+
+
+def _tolerance(trees: Sequence[Any], atol: float | None, rtol: float | None
+               ) -> tuple[float, float]:
+    sizes = [_float_size(np.dtype(x.dtype)) for t in trees for x in tree_util.tree_leaves(t)
+             if T.is_inexact(np.dtype(x.dtype))]
+    base = _TOL[min(sizes)] if sizes else _TOL[8]
+    return (atol if atol is not None else base, rtol if rtol is not None else base)
+
+
+def _assert_close(name: str, got: Any, want: Any, atol: float, rtol: float) -> None:
+    for g, w in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+        ga = np.asarray(g).astype(np.complex128)
+        wa = np.asarray(w).astype(np.complex128)
+        if not np.allclose(ga, wa, atol=atol, rtol=rtol, equal_nan=True):
+            raise AssertionError(f"{name} mismatch (atol={atol}, rtol={rtol}):\n"
+                                 f"got  {ga}\nwant {wa}")
+
+
+def _axpy(a: float, x: Any, y: Any) -> Any:
+    """y + a*x leafwise, in each leaf's dtype."""
+    def combine(xi: Any, yi: Any) -> Any:
+        dt = np.dtype(yi.dtype)
+        from spec import numpy as jnp
+        return jnp.asarray((np.asarray(yi).astype(np.complex128 if T.is_complex(dt)
+                                                  else np.float64)
+                            + a * np.asarray(xi)).astype(dt))
+    return tree_util.tree_map(combine, x, y)
+
+
+def _sub64(a: Any, b: Any, scale: float) -> Any:
+    return tree_util.tree_map(
+        lambda x, y: (np.asarray(x).astype(np.complex128)
+                      - np.asarray(y).astype(np.complex128)) * scale, a, b)
+
+
+def check_jvp(f: Callable[..., Any], f_jvp: Callable[..., Any], args: Sequence[Any],
+              atol: float | None = None, rtol: float | None = None,
+              eps: float | None = None, seed: int = 0) -> None:
+    """``f_jvp(args, tangents)`` against central differences of ``f``."""
+    rng = np.random.default_rng(seed)
+    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), tuple(args))
+    sizes = [_float_size(np.dtype(x.dtype)) for x in tree_util.tree_leaves(args)]
+    step = eps if eps is not None else _STEP[min(sizes)] if sizes else _STEP[8]
+    _, t_out = f_jvp(tuple(args), tangents)
+    plus = f(*_axpy(step, tangents, tuple(args)))
+    minus = f(*_axpy(-step, tangents, tuple(args)))
+    fd = _sub64(plus, minus, 0.5 / step)
+    a, r = _tolerance([args], atol, rtol)
+    _assert_close("JVP vs finite differences", t_out, fd, max(a, step), max(r, 10 * step))
+
+
+def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[Any],
+              atol: float | None = None, rtol: float | None = None,
+              eps: float | None = None, seed: int = 1) -> None:
+    """The dot-product test between the JVP of ``f`` and ``f_vjp``."""
+    from spec import _autodiff_api as api
+    rng = np.random.default_rng(seed)
+    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), tuple(args))
+    out, t_out = api.jvp(f, tuple(args), tangents)
+    _, pullback = f_vjp(*args)
+    cts = tree_util.tree_map(lambda y: _random_like(y, rng), out)
+    ct_in = pullback(cts)
+    lhs = _vdot(cts, t_out)
+    rhs = _vdot(ct_in, tangents)
+    a, r = _tolerance([args, out], atol, rtol)
+    scale = max(1.0, abs(lhs), abs(rhs))
+    if not abs(lhs - rhs) <= a + r * scale:
+        raise AssertionError(f"VJP is not the transpose of the JVP: <ct, J t> = {lhs} but "
+                             f"<J^T ct, t> = {rhs}")
+
+
+def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
+                modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None,
+                rtol: float | None = None, eps: float | None = None) -> None:
+    """Check derivatives of ``f`` at ``args`` up to ``order``, forward
+    (against finite differences) and reverse (against the forward)."""
+    from spec import _autodiff_api as api
+    args = tuple(args)
+    for mode in modes:
+        if mode not in ("fwd", "rev"):
+            raise ValueError(f"Unknown mode {mode!r}; expected 'fwd' or 'rev'")
+
+    def check(fun: Callable[..., Any], at: tuple[Any, ...], k: int) -> None:
+        if "fwd" in modes:
+            check_jvp(fun, lambda p, t: api.jvp(fun, p, t), at, atol, rtol, eps)
+            if k > 1:
+                check(lambda *xs: api.jvp(fun, xs, _ones_like(xs))[1], at, k - 1)
+        if "rev" in modes:
+            check_vjp(fun, lambda *xs: api.vjp(fun, *xs), at, atol, rtol, eps)
+            if k > 1:
+                rng = np.random.default_rng(2)
+                out = fun(*at)
+                ct = tree_util.tree_map(lambda y: _random_like(y, rng), out)
+                check(lambda *xs: api.vjp(fun, *xs)[1](ct), at, k - 1)
+
+    check(f, args, order)
+
+
+def _ones_like(xs: tuple[Any, ...]) -> tuple[Any, ...]:
+    from spec import numpy as jnp
+    return tree_util.tree_map(jnp.ones_like, xs)  # type: ignore[no-any-return]
+
+
+__all__ = ["check_grads", "check_jvp", "check_vjp"]
