@@ -20,7 +20,8 @@ from spec._devices import Device, device_count, devices, local_device_count, loc
 from spec.basearray import Array
 from spec.config import config
 from spec.stages import ShapeDtypeStruct
-from spec import lax, numpy, tree, dtypes, test_util
+from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
+from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,7 @@ __all__ = [
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
+    "ad_checkpoint", "checkpoint", "checkpoint_policies", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose", "linearize",
     "value_and_grad", "vjp",
     "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",

@@ -33,7 +33,7 @@ def _flatten_fun(fun: Callable[..., Any], in_tree: Any,
                 raise TypeError("has_aux=True requires the function to return a pair "
                                 f"(output, auxiliary data), got {type(out).__name__}")
             out, aux = out
-            out_store["aux"] = aux
+            out_store["raw_aux"] = aux
         out_leaves, out_tree = tree_util.tree_flatten(out)
         out_store["tree"] = out_tree
         for leaf in out_leaves:
@@ -41,6 +41,16 @@ def _flatten_fun(fun: Callable[..., Any], in_tree: Any,
         return out_leaves
 
     return flat
+
+
+def _aux(store: dict[str, Any]) -> Any:
+    """The auxiliary output, as values of the enclosing trace: tracers of the
+    (finished) differentiation trace are replaced by their primals."""
+    def lower(x: Any) -> Any:
+        while isinstance(x, ad.JVPTracer) and not x._trace.valid:
+            x = x.primal
+        return x
+    return tree_util.tree_map(lower, store["raw_aux"])
 
 
 def _check_output_leaf(leaf: Any) -> None:
@@ -88,7 +98,7 @@ def jvp(fun: Callable[..., Any], primals: Any, tangents: Any,
     primals_out = tree_util.tree_unflatten(out_tree, p_out)
     tangents_out = tree_util.tree_unflatten(out_tree, [_materialize(t) for t in t_out])
     if has_aux:
-        return primals_out, tangents_out, store["aux"]
+        return primals_out, tangents_out, _aux(store)
     return primals_out, tangents_out
 
 
@@ -106,8 +116,8 @@ def _check_jvp_pair(p: Any, t: Any) -> None:
                         f"float0. Got primal dtype {p_aval.dtype.name} and so expected tangent "
                         f"dtype {want.name}, but got tangent dtype {t_aval.dtype.name} instead.")
     if t_aval.shape != p_aval.shape:
-        raise ValueError("jvp called with different primal and tangent shapes;Got primal shape "
-                         f"{p_aval.shape} and tangent shape as {t_aval.shape}")
+        raise ValueError("jvp called with different primal and tangent shapes; Got primal "
+                         f"shape {p_aval.shape} and tangent shape as {t_aval.shape}")
 
 
 # ---------------------------------------------------------------- linearize
@@ -144,7 +154,7 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 
     primals_out = tree_util.tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
-        return primals_out, f_jvp, store["aux"]
+        return primals_out, f_jvp, _aux(store)
     return primals_out, f_jvp
 
 
@@ -273,8 +283,9 @@ class VJP:
         ct = cts[0] if len(cts) == 1 else cts
         ct_leaves, ct_tree = tree_util.tree_flatten(ct)
         if ct_tree != b.out_tree:
-            raise TypeError(f"Tree structure of cotangent input {ct_tree}, does not match "
-                            f"structure of primal output {b.out_tree}.")
+            raise ValueError(f"the VJP function of {b.fun_name} got a cotangent with tree "
+                             f"structure {ct_tree}, but the differentiated function's output "
+                             f"has structure {b.out_tree}")
         checked = [self._check_ct(c, a) for c, a in zip(ct_leaves, b.out_avals)]
         residuals = self._residual_values()
         args = [UndefinedPrimal(v.aval) for v in b.jaxpr.invars]
@@ -285,15 +296,10 @@ class VJP:
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
         want = primal_aval.ct_type()
         got = ArrayType(np.shape(ct), T.FLOAT0) if _is_float0(ct) else canonical_aval_of(ct)
-        if got.shape != want.shape:
-            raise ValueError(f"Shape of cotangent input to vjp pullback function {got.shape} "
-                             "must be the same as the shape of corresponding primal input "
-                             f"{want.shape}.")
-        if got.dtype != want.dtype:
-            raise ValueError(f"Type of cotangent input to vjp pullback function ({got.dtype}) "
-                             "is not the expected tangent type "
-                             f"({want.dtype}) of corresponding primal output with dtype "
-                             f"{primal_aval.dtype}.")
+        if got.shape != want.shape or got.dtype != want.dtype:
+            raise ValueError(f"the VJP function got a cotangent of type {got}, but expected "
+                             f"{want}: the cotangent type of the differentiated function's "
+                             f"corresponding output, of type {primal_aval}")
         if want.dtype == T.FLOAT0:
             return Zero(want)
         return ct
@@ -378,7 +384,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
     fn = VJP(backward, args_res, opaque, [[] for _ in primals])
     primals_out = tree_util.tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
-        return primals_out, fn, store["aux"]
+        return primals_out, fn, _aux(store)
     return primals_out, fn
 
 
@@ -417,13 +423,15 @@ def _argnums_tuple(argnums: int | Sequence[int]) -> tuple[int, ...]:
     return tuple(int(a) for a in argnums)
 
 
-def _check_argnums(argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
+def _check_argnums(argnums: tuple[int, ...], n_args: int,
+                   shown: Any = None) -> tuple[int, ...]:
     if not argnums:
         raise TypeError("Argument `argnums` must be an int or a non-empty sequence of ints.")
     most = max(argnums)
     if most >= n_args or min(argnums) < -n_args:
         needed = most + 1 if most >= 0 else -min(argnums)
-        raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+        shown = argnums if shown is None else shown
+        raise TypeError(f"differentiating with respect to argnums={shown} requires at least "
                         f"{needed} positional arguments to be passed by the caller, but got "
                         f"only {n_args} positional arguments.")
     return tuple(a % n_args for a in argnums)
@@ -481,7 +489,7 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        chosen = _check_argnums(nums, len(args))
+        chosen = _check_argnums(nums, len(args), argnums)
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, holomorphic, allow_int, "grad")
@@ -512,7 +520,8 @@ def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
     aval = canonical_aval_of(leaves[0])
     if aval.shape != ():
         raise TypeError("Gradient only defined for scalar-output functions. Output had shape: "
-                        f"{aval.shape}.")
+                        f"{aval.shape}. Reduce the output to a scalar (e.g. output.sum()) or "
+                        "use jax.jacobian for a non-scalar output.")
     _check_output_dtype(aval, holomorphic, "grad")
 
 
@@ -637,7 +646,7 @@ def _assemble(vectors: list[Any], y_leaves: list[Any], y_tree: Any, x_leaves: li
             start = 0
             for xa, size in zip(x_avals, x_sizes):
                 part = stacked[..., start:start + size]
-                blocks.append(part.reshape((*ya.shape, *xa.shape)))
+                blocks.append(_like(part.reshape((*ya.shape, *xa.shape)), ya))
                 start += size
             blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
     else:
@@ -650,10 +659,17 @@ def _assemble(vectors: list[Any], y_leaves: list[Any], y_tree: Any, x_leaves: li
                 rows = [tree_util.tree_leaves(vectors[k])[i] for k in range(start, start + size)]
                 stacked = jnp.stack(rows, axis=0) if rows else jnp.zeros((0, *xa.shape),
                                                                         xa.dtype)
-                blocks.append(stacked.reshape((*ya.shape, *xa.shape)))
+                blocks.append(_like(stacked.reshape((*ya.shape, *xa.shape)), xa))
             blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
             start += size
     return tree_util.tree_unflatten(y_tree, blocks_per_y)
+
+
+def _like(block: Any, example: ArrayType) -> Any:
+    """A Jacobian block takes the dtype and weak type of its example leaf
+    (the output for jacfwd, the input for jacrev), as in JAX."""
+    from spec.lax._structural import _convert_element_type
+    return _convert_element_type(block, example.dtype, example.weak_type)
 
 
 def _select_argnums(jac: Any, argnums: int | Sequence[int]) -> Any:

@@ -20,16 +20,19 @@ every cotangent it produces has the cotangent type of its variable.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec.array import on_device
 from spec.config import config
 from spec.interpreter import (
     Atom,
     DropVar,
     Eqn,
+    EvalTrace,
     Jaxpr,
     JaxprTrace,
     JitTracer,
@@ -43,6 +46,7 @@ from spec.interpreter import (
     canonical_aval_of,
     check_tracer_alive,
     current_trace,
+    dce_jaxpr,
     eval_jaxpr,
     set_current_trace,
     trace_to_jaxpr,
@@ -90,6 +94,9 @@ class JVPTracer(Tracer):
     @property
     def aval(self) -> ArrayType:
         return canonical_aval_of(self.primal)
+
+    def __repr__(self) -> str:
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
 
 
 class JVPTrace(Trace):
@@ -153,6 +160,10 @@ class LinearizeTracer(JVPTracer):
 
     __slots__ = ()
 
+    def __repr__(self) -> str:
+        t = self.tangent
+        return f"LinearizeTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+
 
 class _SplitTrace(Trace):
     """Runs one JVP rule for the linearize trace: operations that read a
@@ -161,16 +172,41 @@ class _SplitTrace(Trace):
 
     name = "LinearizeTrace"
 
-    def __init__(self, primal: Trace, tangent: JaxprTrace) -> None:
+    def __init__(self, primal: Trace, tangent: JaxprTrace,
+                 staged: dict[int, tuple[Any, Any]]) -> None:
         super().__init__()
         self.primal = primal
         self.tangent = tangent
+        self.staged = staged
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
+            if self.eager:
+                args = [self._staged(a) for a in args]
             return self.tangent.process_primitive(prim, args, params)
         return self.primal.process_primitive(prim, args, params)
+
+    def _staged(self, x: Any) -> Any:
+        """A host scalar as a device array, once per object (so the linear
+        jaxpr captures it as one constant however often it is read)."""
+        if getattr(x, "_py", None) is None:
+            return x
+        known = self.staged.get(id(x))
+        if known is None:
+            known = self.staged[id(x)] = (x, on_device(x))
+        return known[1]
+
+    @functools.cached_property
+    def eager(self) -> bool:
+        """Whether the primal side bottoms out in evaluation. JAX stages a
+        host scalar into the primal side before the tangent side captures
+        it: evaluated, it becomes a device array (a constant of the linear
+        jaxpr, never a literal), so here too."""
+        trace = self.primal
+        while isinstance(trace, JVPTrace):
+            trace = trace.parent
+        return isinstance(trace, EvalTrace)
 
 
 class LinearizeTrace(JVPTrace):
@@ -182,6 +218,7 @@ class LinearizeTrace(JVPTrace):
     def __init__(self, parent: Trace, tangent_trace: JaxprTrace) -> None:
         super().__init__(parent)
         self.tangent_trace = tangent_trace
+        self.staged: dict[int, tuple[Any, Any]] = {}
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
@@ -193,7 +230,7 @@ class LinearizeTrace(JVPTrace):
         if prim.linearize is not None:
             p_outs, t_outs = prim.linearize(self, list(primals), list(tangents), **params)
         else:
-            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace)):
+            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
                 p_outs, t_outs = jvp_rule(prim)(list(primals), list(tangents), **params)
         return self.wrap(prim, p_outs, t_outs)
 
@@ -221,7 +258,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     """Direct linearize; ``differentiate`` selects the primals that get a
     tangent input (default: all), the others are held constant and have no
     input in the linear jaxpr."""
-    tangent_trace = JaxprTrace()
+    tangent_trace = JaxprTrace(literal_host_values=False)
     trace = LinearizeTrace(current_trace(), tangent_trace)
     tracers = []
     for i, x in enumerate(primals):
@@ -238,7 +275,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         unpacked = [trace.unpack(o) for o in outs]
         with set_current_trace(tangent_trace):
             t_outs = [instantiate(t) for _, t in unpacked]
-        jaxpr = tangent_trace.to_jaxpr(t_outs)
+        jaxpr = dce_jaxpr(tangent_trace.to_jaxpr(t_outs))
     finally:
         trace.invalidate()
         tangent_trace.invalidate()
@@ -273,7 +310,7 @@ def _legacy_linearize(fun: Callable[..., Sequence[Any]],
     unknown = split.unknown
     linear = Jaxpr(unknown.invars[:len(residuals)], unknown.invars[len(residuals):],
                    unknown.outvars, unknown.eqns, consts=list(residuals))
-    return Linearized(primals_out, linear)
+    return Linearized(primals_out, dce_jaxpr(linear))
 
 
 @dataclass

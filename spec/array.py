@@ -208,6 +208,13 @@ def device_array(x: Any) -> Any:
     (JAX's eager jnp.array, jnp.zeros, ... return device arrays); made while
     tracing, it stays a host value, so it is a literal (JAX stages it so)."""
     from spec.interpreter import EvalTrace, current_trace
-    if type(x) is Array and x._py is not None and type(current_trace()) is EvalTrace:
+    if type(current_trace()) is EvalTrace:
+        return on_device(x)
+    return x
+
+
+def on_device(x: Any) -> Any:
+    """``x`` without the host-scalar mark (see ``device_array``)."""
+    if type(x) is Array and x._py is not None:
         return Array._from_checked(x._value, x.aval, "device_array")
     return x

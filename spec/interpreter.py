@@ -474,8 +474,13 @@ class JaxprTrace(Trace):
 
     name = "DynamicJaxprTrace"
 
-    def __init__(self) -> None:
+    def __init__(self, literal_host_values: bool = True) -> None:
         super().__init__()
+        # Host scalars (Arrays with ``_py``, JAX's typed host values) are
+        # literals when staged where they were made; a trace that receives
+        # them from another (the tangent side of linearize) captures them
+        # as constants, as JAX does after staging them into the primal side.
+        self.literal_host_values = literal_host_values
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, Any]] = {}
@@ -498,7 +503,7 @@ class JaxprTrace(Trace):
             if is_python_scalar(x):
                 return Literal(x, aval)
             py = getattr(x, "_py", None)
-            if py is not None:
+            if py is not None and self.literal_host_values:
                 return Literal(py, aval)
             if isinstance(x, (np.ndarray, np.generic)):
                 return Literal(value, aval)
@@ -695,6 +700,25 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
                 bind(v, where)
     for out in jaxpr.outvars:
         read(out, "outputs")
+
+
+def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+    """Drop equations whose outputs nothing reads (spec's primitives have no
+    effects), and constants nothing reads; inputs are kept."""
+    live: set[int] = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    kept: list[Eqn] = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(id(v) in live for v in eqn.outvars):
+            kept.append(eqn)
+            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
+    kept.reverse()
+    if len(kept) == len(jaxpr.eqns) and all(id(v) in live for v in jaxpr.constvars):
+        return jaxpr
+    pairs = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts or [None] * len(
+        jaxpr.constvars)) if id(v) in live]
+    consts = [c for _, c in pairs] if jaxpr.consts else []
+    return Jaxpr([v for v, _ in pairs], jaxpr.invars, jaxpr.outvars, kept, jaxpr.effects,
+                 consts)
 
 
 def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:
@@ -921,6 +945,7 @@ __all__ = [
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
+    "dce_jaxpr",
     "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
     "pp_hiding", "set_current_trace", "trace_to_jaxpr",
 ]

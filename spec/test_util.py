@@ -27,6 +27,9 @@ _TOL = {2: 5e-2, 4: 2e-3, 8: 1e-7}
 
 
 def _float_size(dt: np.dtype[Any]) -> int:
+    """Bytes per real component of ``dt`` as spec computes with it (64-bit
+    types are 32-bit unless x64 is enabled)."""
+    dt = T.canonicalize_dtype(dt)
     if T.is_complex(dt):
         return dt.itemsize // 2
     return min(dt.itemsize, 8) if dt.itemsize != 1 else 2

@@ -20,6 +20,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     calls,
     conv,
     ad_prims,
+    remat,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]
