@@ -56,6 +56,7 @@ class Api:
     name: str
     np: Any
     lax: Any = None
+    grad: Any = None  # the library's grad; None for NumPy (hand-written backprop)
 
     def fn(self, *names: str, lax: str | None = None) -> Fn:
         """The first of ``names`` in the namespace (else ``lax.<lax>``), or Missing."""
@@ -85,7 +86,8 @@ def _spec_lib() -> Lib:
     import spec
     import spec.lax
     import spec.numpy
-    return Lib(Api("spec.numpy", spec.numpy, spec.lax), spec.numpy.asarray, spec.jit)
+    return Lib(Api("spec.numpy", spec.numpy, spec.lax, spec.grad), spec.numpy.asarray,
+               spec.jit)
 
 
 def _jax_lib() -> Lib | str:
@@ -95,7 +97,7 @@ def _jax_lib() -> Lib | str:
         import jax.numpy
     except ImportError as err:
         return f"jax not importable: {err}"
-    return Lib(Api("jax.numpy", jax.numpy, jax.lax), jax.device_put, jax.jit)
+    return Lib(Api("jax.numpy", jax.numpy, jax.lax, jax.grad), jax.device_put, jax.jit)
 
 
 NUMPY_API = Api("numpy", np)
@@ -160,6 +162,33 @@ def _matmul(api: Api) -> Fn:
     return api.fn("matmul", "dot", lax="dot")
 
 
+def _mlp_grad(api: Api) -> Fn:
+    """The gradient of a 3-layer tanh MLP's squared-output loss w.r.t. its
+    weights: ``grad`` of the forward pass, or, for NumPy, backprop by hand."""
+    if api.grad is None:
+        return _mlp_backprop_numpy
+
+    def loss(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
+        tanh, matmul, sum_ = api.fn("tanh"), api.fn("matmul"), api.fn("sum")
+        out = matmul(tanh(matmul(tanh(matmul(x, w1)), w2)), w3)
+        return sum_(out * out) * 0.5
+
+    g = api.grad(loss, argnums=(1, 2, 3))
+    stack = api.fn("stack")
+    # One array out (the three gradients stacked), so every column returns
+    # the same kind of value; the copy costs all columns alike.
+    return lambda *args: stack(g(*args))
+
+
+def _mlp_backprop_numpy(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
+    h1 = np.tanh(x @ w1)
+    h2 = np.tanh(h1 @ w2)
+    out = h2 @ w3
+    d2 = (out @ w3.T) * (1 - h2 * h2)
+    d1 = (d2 @ w2.T) * (1 - h1 * h1)
+    return np.stack((x.T @ d1, h1.T @ d2, h2.T @ out))
+
+
 # --------------------------------------------------------------------- config
 
 
@@ -168,12 +197,13 @@ class Sizes:
     small: int  # elements of the dispatch-overhead arrays
     large: int  # elements of the throughput arrays
     matmul: int  # n of the n x n @ n x n product
+    mlp: tuple[int, int]  # (batch, width) of the MLP gradient benchmark
     min_time: float  # seconds one timed run lasts at least
     repeat: int  # timed runs per implementation; the minimum is kept
 
 
-FULL = Sizes(small=8, large=2_000_000, matmul=512, min_time=0.1, repeat=7)
-QUICK = Sizes(small=8, large=4096, matmul=16, min_time=0.0005, repeat=1)
+FULL = Sizes(small=8, large=2_000_000, matmul=512, mlp=(256, 512), min_time=0.1, repeat=7)
+QUICK = Sizes(small=8, large=4096, matmul=16, mlp=(4, 8), min_time=0.0005, repeat=1)
 
 Inputs = Callable[[Sizes, np.random.Generator], list[np.ndarray]]
 
@@ -190,10 +220,18 @@ def _square_matrices(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]
     return [rng.random((n, n), dtype=np.float32) for _ in range(2)]
 
 
+def _mlp_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    batch, width = sizes.mlp
+    scale = np.float32(1 / np.sqrt(width))
+    x = rng.standard_normal((batch, width), dtype=np.float32)
+    return [x] + [rng.standard_normal((width, width), dtype=np.float32) * scale
+                  for _ in range(3)]
+
+
 @dataclass(frozen=True)
 class Bench:
     name: str
-    group: str  # "dispatch", "jit overhead" or "throughput"
+    group: str  # "dispatch", "jit overhead", "throughput" or "autodiff"
     modes: tuple[str, ...]  # the spec modes shown, one table row each
     program: Callable[[Api], Fn]
     inputs: Inputs
@@ -223,6 +261,8 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
         Bench(f"chain mul/add/sin/mul {big}", "throughput", both, _chain4, large2),
         Bench(f"chain +exp/sub (6 ops) {big}", "throughput", both, _chain6, large2),
         Bench(f"matmul {mm}@{mm}", "throughput", eager, _matmul, _square_matrices),
+        Bench(f"grad 3-layer MLP batch {sizes.mlp[0]} width {sizes.mlp[1]}", "autodiff", both,
+              _mlp_grad, _mlp_inputs),
     ]
 
 
@@ -299,8 +339,11 @@ class Row:
     @property
     def target(self) -> str:
         """Whether this row meets its stated target ("" where none is set)."""
-        if self.group == "throughput":
-            r, limit = self.ratio(self.cells["numpy"]), 1.1
+        if self.group in ("throughput", "autodiff"):
+            # Big arrays: the interpreter (and autodiff's bookkeeping) should
+            # cost little next to NumPy doing the same arithmetic by hand.
+            r, limit = self.ratio(self.cells["numpy"]), 1.1 if self.group == "throughput" \
+                else 1.5
         elif self.mode == "eager":
             r, limit = self.ratio(self.jax), 1.0
         else:
