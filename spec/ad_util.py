@@ -72,7 +72,10 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     if aval.dtype == FLOAT0:
         return np.zeros(aval.shape, FLOAT0)
     from spec import lax
-    return lax.full(aval.shape, 0, aval.dtype)
+    from spec.lax._structural import _convert_element_type
+    # A zero of exactly type ``aval``: weak types kept, so that sums with it
+    # (add_any takes its first operand's type) keep theirs.
+    return lax.full(aval.shape, _convert_element_type(0, aval.dtype, aval.weak_type))
 
 
 def instantiate(t: Any) -> Any:

@@ -57,6 +57,7 @@ X3 = np.array([0.3, -1.2, 2.5], np.float32)
     lambda j, n: j.grad(j.grad(f_sin_x(n)))(1.0),
     lambda j, n: j.grad(j.grad(j.grad(f_sin_x(n))))(0.4),
     lambda j, n: j.grad(j.grad(j.jit(f_sin_x(n))))(0.4),
+    lambda j, n: j.grad(j.grad(j.grad(j.jit(f_sin_x(n)))))(0.4),
     lambda j, n: j.value_and_grad(lambda x, y: n.sin(x) * y - x, argnums=(0, 1))(0.5, 2.0),
     lambda j, n: j.grad(lambda x, y: (n.cos(x) * y, x), has_aux=True)(0.5, 2.0),
     lambda j, n: j.jvp(f_sin_x(n), (X3,), (np.ones(3, np.float32),)),
