@@ -22,6 +22,8 @@ from spec.config import config
 from spec.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from spec import custom_derivatives
+from spec.custom_derivatives import custom_jvp, custom_vjp
 
 __version__ = "0.1.0"
 
@@ -62,10 +64,12 @@ __all__ = [
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
-    "ad_checkpoint", "checkpoint", "checkpoint_policies", "remat",
-    "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose", "linearize",
+    "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
+    "custom_vjp", "remat",
+    "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
+    "linearize",
     "value_and_grad", "vjp",
     "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",
     "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
-    "process_index", "rules", "tree", "tree_util", "typeof", "types",
+    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "types",
 ]

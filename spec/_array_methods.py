@@ -62,6 +62,18 @@ _COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
 _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
 
 
+def _named(name: str) -> Callable[..., Any]:
+    """A method forwarding its arguments to ``jnp.<name>(self, ...)``."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_jnp(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _part(name: str) -> property:
+    return property(lambda self: getattr(_jnp(), name)(self))
+
+
 def install(cls: type) -> None:
     for dunder, fn in _BINARY.items():
         setattr(cls, f"__{dunder}__", _binary(fn))
@@ -71,6 +83,10 @@ def install(cls: type) -> None:
     for dunder, fn in _UNARY.items():
         setattr(cls, f"__{dunder}__", _unary(fn))
     cls.__hash__ = None  # type: ignore[assignment]
+    setattr(cls, "real", _part("real"))
+    setattr(cls, "imag", _part("imag"))
+    for name in ("conj", "conjugate", "clip", "round", "take"):
+        setattr(cls, name, _named(name))
 
 
 for _cls in (Array, Tracer):

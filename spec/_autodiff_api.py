@@ -65,10 +65,8 @@ def _materialize(t: Any, aval: ArrayType | None = None) -> Any:
     """A tangent or cotangent for the user: zeros are materialised (float0
     zeros as NumPy arrays, as JAX returns them)."""
     if type(t) is Zero:
-        if t.aval.dtype == T.FLOAT0:
-            return np.zeros(t.aval.shape, T.FLOAT0)
-        from spec import lax
-        return lax.full(t.aval.shape, 0, t.aval.dtype)
+        from spec.ad_util import zeros_like_aval
+        return zeros_like_aval(t.aval)
     return t
 
 
@@ -367,10 +365,10 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
     needed: dict[int, Any] = {}
     opaque: list[Any] = []
     for c in lin.jaxpr.consts:
-        i = leaf_index.get(id(c))
-        if i is not None:
-            sources.append(("arg", i))
-            needed[i] = c
+        found = leaf_index.get(id(c))
+        if found is not None:
+            sources.append(("arg", found))
+            needed[found] = c
         else:
             sources.append(("opaque", len(opaque)))
             opaque.append(c)
@@ -724,5 +722,6 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
     return transposed
 
 
-__all__ = ["NotNeeded", "NotSaveable", "VJP", "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
+__all__ = ["NotNeeded", "NotSaveable", "VJP", "fwd_and_bwd", "grad", "hessian", "jacfwd",
+           "jacobian", "jacrev", "jvp", "linear_transpose",
            "linearize", "value_and_grad", "vjp"]

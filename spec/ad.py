@@ -48,10 +48,11 @@ from spec.interpreter import (
     current_trace,
     dce_jaxpr,
     eval_jaxpr,
+    literal_value,
     set_current_trace,
     trace_to_jaxpr,
 )
-from spec.types import ArrayType
+from spec.types import FLOAT0, ArrayType
 
 # ================================================================ rule lookup
 
@@ -140,8 +141,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     """Primal and tangent outputs of ``fun`` (flat lists in and out); tangents
     may be ``Zero``; output tangents are ``Zero`` where nothing flowed."""
     trace = JVPTrace(current_trace())
-    tracers = [x if type(t) is Zero else JVPTracer(trace, x, t)
-               for x, t in zip(primals, tangents)]
+    tracers = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
     try:
         with set_current_trace(trace):
             outs = fun(*tracers)
@@ -267,8 +267,10 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
             continue
         t_aval = canonical_aval_of(x).tangent_type()
         t_arg = tangent_trace.new_arg(t_aval)
-        # Integer inputs have float0 tangents: symbolically zero throughout.
-        tracers.append(LinearizeTracer(trace, x, t_arg) if _is_differentiable(t_aval) else x)
+        # Integer inputs have float0 tangents: symbolically zero throughout
+        # (still wrapped, so the function sees a tracer, as in JAX).
+        tangent = t_arg if _is_differentiable(t_aval) else Zero(t_aval)
+        tracers.append(LinearizeTracer(trace, x, tangent))
     try:
         with set_current_trace(trace):
             outs = fun(*tracers)
@@ -283,7 +285,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 
 
 def _is_differentiable(aval: ArrayType) -> bool:
-    return aval.dtype.kind != "V"  # not float0
+    return aval.dtype != FLOAT0
 
 
 # ============================================================ legacy linearize
@@ -410,7 +412,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
     def read(a: Atom) -> Any:
         if isinstance(a, Literal):
-            return a.val
+            return literal_value(a)
         return env[id(a)]
 
     linear_eqns: list[Eqn] = []
@@ -439,8 +441,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         ct = cts.pop(id(v), None)
         return Zero(v.aval.ct_type()) if ct is None else ct
 
-    for v, ct in zip(jaxpr.outvars, cts_out):
-        write_ct(v, ct)
+    for out, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(out, ct)
     for eqn in reversed(linear_eqns):
         eqn_cts = [read_ct(v) for v in eqn.outvars]
         if all(type(c) is Zero for c in eqn_cts):
@@ -452,8 +454,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         cts_in = rule(ct_arg, *invals, **eqn.params)
         for a, ct in zip(eqn.invars, cts_in):
             write_ct(a, ct)
-    return [read_ct(v) if type(a) is UndefinedPrimal else None
-            for v, a in zip(jaxpr.invars, args)]
+    return [read_ct(invar) if type(a) is UndefinedPrimal else None
+            for invar, a in zip(jaxpr.invars, args)]
 
 
 def _check_cotangent(aval: ArrayType, ct: Any) -> None:

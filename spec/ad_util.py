@@ -70,12 +70,23 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     """A materialised zero of type ``aval``: a literal broadcast to the shape,
     as JAX stages it; float0 zeros are plain NumPy arrays (they carry no data)."""
     if aval.dtype == FLOAT0:
-        return np.zeros(aval.shape, FLOAT0)
+        return _float0_zeros(aval.shape)
     from spec import lax
     from spec.lax._structural import _convert_element_type
     # A zero of exactly type ``aval``: weak types kept, so that sums with it
     # (add_any takes its first operand's type) keep theirs.
     return lax.full(aval.shape, _convert_element_type(0, aval.dtype, aval.weak_type))
+
+
+def _float0_zeros(shape: tuple[int, ...]) -> Any:
+    """float0 zeros: a NumPy array when evaluating or rank-0 (a literal when
+    staged); staged with a shape, a broadcast of the rank-0 literal, as JAX."""
+    from spec.interpreter import EvalTrace, current_trace
+    if not shape or type(current_trace()) is EvalTrace:
+        return np.zeros(shape, FLOAT0)
+    from spec.rules.structural import broadcast_in_dim_p
+    return broadcast_in_dim_p.bind(np.zeros((), FLOAT0), shape=tuple(shape),
+                                   broadcast_dimensions=(), sharding=None)
 
 
 def instantiate(t: Any) -> Any:
@@ -203,7 +214,8 @@ def ct_aval(x: Any) -> ArrayType:
 
 
 __all__ = [
-    "JvpRule", "UndefinedPrimal", "Zero", "add_tangents", "ct_aval", "defjvp", "defjvp2", "instantiate",
+    "JvpRule", "UndefinedPrimal", "Zero", "add_tangents", "ct_aval", "defjvp", "defjvp2",
+    "instantiate",
     "is_undefined_primal", "is_zero", "linear_jvp", "linear_transpose", "unbroadcast", "zero_jvp",
     "zeros_like_aval",
 ]

@@ -98,6 +98,10 @@ class Primitive:
         # carry sub-jaxprs (jit, custom rules, checkpoint, control flow).
         self.linearize: Callable[..., Any] | None = None
         self.partial_eval: Callable[..., Any] | None = None
+        # Staging with only literal operands may fold the equation away
+        # (JAX's constant folding of conversions): returns host values, or
+        # None to stage as usual.
+        self.const_fold: Callable[..., list[Any] | None] | None = None
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -520,6 +524,11 @@ class JaxprTrace(Trace):
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         atoms = [self.to_atom(a) for a in args]
+        if prim.const_fold is not None and atoms and all(isinstance(a, Literal) for a in atoms):
+            folded = prim.const_fold(*[literal_value(a) for a in atoms if isinstance(a, Literal)],
+                                     **params)
+            if folded is not None:
+                return folded
         out_avals = prim.typing(*(a.aval for a in atoms), **params)
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(Eqn(atoms, outvars, prim, params))
@@ -640,17 +649,12 @@ def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
 
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     """Evaluate by binding every equation under the current trace."""
-    from spec.array import weak_scalar
 
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
 
     def read(atom: Atom) -> Any:
-        if isinstance(atom, Literal):
-            # A host scalar, so that re-staging keeps it a literal.
-            value = np.asarray(atom.val, dtype=atom.aval.dtype)
-            return weak_scalar(atom.val, value, atom.aval)
-        return env[atom]
+        return literal_value(atom) if isinstance(atom, Literal) else env[atom]
 
     for eqn in jaxpr.eqns:
         outs = current_trace().process_primitive(
@@ -658,6 +662,13 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
+
+
+def literal_value(lit: Literal) -> Any:
+    """A literal as an operand: a host scalar of exactly the literal's type
+    (weak type included), which re-staging keeps a literal."""
+    from spec.array import weak_scalar
+    return weak_scalar(lit.val, np.asarray(lit.val, dtype=lit.aval.dtype), lit.aval)
 
 
 # ============================================================ type checking
@@ -945,7 +956,7 @@ __all__ = [
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
-    "dce_jaxpr",
+    "dce_jaxpr", "literal_value",
     "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
     "pp_hiding", "set_current_trace", "trace_to_jaxpr",
 ]

@@ -119,7 +119,9 @@ def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[A
     out, t_out = api.jvp(f, tuple(args), tangents)
     _, pullback = f_vjp(*args)
     cts = tree_util.tree_map(lambda y: _random_like(y, rng), out)
-    ct_in = pullback(cts)
+    # JAX's convention for complex values: the VJP of the conjugate cotangent,
+    # conjugated, is the adjoint's action.
+    ct_in = _conj(pullback(_conj(cts)))
     lhs = _vdot(cts, t_out)
     rhs = _vdot(ct_in, tangents)
     a, r = _tolerance([args, out], atol, rtol)
@@ -127,6 +129,16 @@ def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[A
     if not abs(lhs - rhs) <= a + r * scale:
         raise AssertionError(f"VJP is not the transpose of the JVP: <ct, J t> = {lhs} but "
                              f"<J^T ct, t> = {rhs}")
+
+
+def _conj(tree: Any) -> Any:
+    from spec import numpy as jnp
+
+    def conj(x: Any) -> Any:
+        if T.is_complex(np.dtype(x.dtype)):
+            return jnp.conj(x)
+        return x
+    return tree_util.tree_map(conj, tree)
 
 
 def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,

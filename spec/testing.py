@@ -21,7 +21,8 @@ from spec.test_util import check_grads, check_jvp, check_vjp
 from spec.types import ArrayType
 
 __all__ = [
-    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays", "broadcastable_shapes", "check_impl_matches_typing",
+    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
+    "broadcastable_shapes", "check_impl_matches_typing",
     "dtypes", "programs", "shapes", "values_of",
 ]
 

@@ -239,6 +239,8 @@ def dtype_of_value(value: Any) -> DType:
     if dt is None:
         dt = np.asarray(value).dtype
     dt = np.dtype(dt)
+    if dt == FLOAT0:
+        return FLOAT0  # zero tangents of integers, as JAX returns them
     if dt not in _ALL_DTYPE_SET:
         raise TypeError(f"Value {value!r} with dtype {dt} is not a valid JAX array type. "
                         "Only arrays of numeric types are supported by JAX.")
@@ -433,12 +435,20 @@ _SHORT_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("complex", "c"), ("uint", 
 
 @functools.lru_cache(maxsize=None)
 def short_dtype_name(dt: DType) -> str:
-    """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``bool`` stays."""
-    name = dt.name
+    """``float32`` -> ``f32``, ``bfloat16`` -> ``bf16``, ``bool`` and
+    ``float0`` stay."""
+    name = dtype_name(dt)
+    if dt == FLOAT0:
+        return name
     for long, short in _SHORT_PREFIXES:
         if name.startswith(long):
             return short + name[len(long):]
     return name
+
+
+def dtype_name(dt: DType) -> str:
+    """A dtype's name as JAX prints it (NumPy calls float0 "void")."""
+    return "float0" if dt == FLOAT0 else dt.name
 
 
 Shape = tuple[int, ...]
@@ -485,16 +495,16 @@ class ArrayType:
 
     def str_short(self, short_dtypes: bool = True) -> str:
         """The form used in jaxprs: ``f32[3,4]``."""
-        name = short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+        name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
         return f"{name}[{self._dims()}]"
 
     def __str__(self) -> str:
         """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
-        return ("~" if self.weak_type else "") + f"{self.dtype.name}[{self._dims()}]"
+        return ("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}[{self._dims()}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{self._dims()}]{weak})"
+        return f"ShapedArray({dtype_name(self.dtype)}[{self._dims()}]{weak})"
 
 
 ShapedArray = ArrayType

@@ -1,3 +1,6 @@
+# The implementation under test arrives as `jax: Any`, so `@jax.custom_jvp` is an untyped
+# decorator by design.
+# mypy: disable-error-code="untyped-decorator"
 """Automatic differentiation: values of grad/jvp/vjp/linearize/jacobians, VJP objects, saved
 residuals under checkpoint policies, jaxpr text of first-order gradients, and AD errors.
 
@@ -41,7 +44,8 @@ def _float0(x: Any) -> tuple[str, tuple[int, ...]]:
 
 @case
 def grad_polynomial_scalar(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: 3.0 * x**3 - 2.0 * x**2 + x - 7.0
+    def f(x: Any) -> Any:
+        return 3.0 * x**3 - 2.0 * x**2 + x - 7.0
     return jax.grad(f)(np.float32(1.5)), jax.grad(f)(2.0)
 
 
@@ -52,7 +56,8 @@ def grad_sin_times_x(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case(ulp=4)
 def grad_transcendental_chain(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: jnp.sum(jnp.tanh(0.25 * jnp.exp(jnp.cos(x)) - jnp.log(x * x + 1.0)))
+    def f(x: Any) -> Any:
+        return jnp.sum(jnp.tanh(0.25 * jnp.exp(jnp.cos(x)) - jnp.log(x * x + 1.0)))
     return jax.grad(f)(X3)
 
 
@@ -96,7 +101,8 @@ def grad_gather_repeated_index(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case
 def grad_concatenate(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x, y: jnp.sum(jnp.concatenate([x, 2.0 * y, x]) ** 2)
+    def f(x: Any, y: Any) -> Any:
+        return jnp.sum(jnp.concatenate([x, 2.0 * y, x]) ** 2)
     return jax.grad(f, argnums=(0, 1))(X3, X4)
 
 
@@ -144,7 +150,8 @@ def grad_has_aux(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case
 def grad_allow_int_float0(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x, n: jnp.sum(x * n)
+    def f(x: Any, n: Any) -> Any:
+        return jnp.sum(x * n)
     gx, gn = jax.grad(f, argnums=(0, 1), allow_int=True)(X3, np.arange(3, dtype=np.int32))
     return gx, _float0(gn)
 
@@ -159,7 +166,8 @@ def jvp_int_input_float0_tangent(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case
 def grad_of_grad(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: x**4 - 3.0 * x**2
+    def f(x: Any) -> Any:
+        return x**4 - 3.0 * x**2
     return jax.grad(jax.grad(f))(np.float32(1.5)), jax.grad(jax.grad(jax.grad(f)))(np.float32(0.5))
 
 
@@ -189,7 +197,8 @@ def jvp_sin_cos(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case
 def jvp_pytree(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda p: {"s": p[0] * p[1], "d": p[0] - p[1]}
+    def f(p: Any) -> Any:
+        return {"s": p[0] * p[1], "d": p[0] - p[1]}
     return jax.jvp(f, ((X3, X3 + 2.0),), ((np.ones(3, np.float32), X3),))
 
 
@@ -207,7 +216,8 @@ def linearize_tanh(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case(ulp=4)
 def jacfwd_jacrev(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: jnp.sin(x) * x[::-1]
+    def f(x: Any) -> Any:
+        return jnp.sin(x) * x[::-1]
     return jax.jacfwd(f)(X3), jax.jacrev(f)(X3)
 
 
@@ -218,7 +228,8 @@ def jacrev_matrix_input(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @case(ulp=4)
 def hessian_cubic(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: jnp.sum(x**3) + x[0] * x[1]
+    def f(x: Any) -> Any:
+        return jnp.sum(x**3) + x[0] * x[1]
     return jax.hessian(f)(X3)
 
 
@@ -444,3 +455,92 @@ for _name, _builder in GRAD_PROGRAMS.items():
     register_case(
         f"grad_jaxpr_{_name}", _grad_jaxpr(_builder), module=__name__, tags=("jaxpr", "printing")
     )
+
+
+# -- custom derivative rules (JEP 2026/4008) ---------------------------------------------------
+
+
+def _log1pexp(jax: Any, jnp: Any) -> Any:
+    @jax.custom_jvp
+    def log1pexp(x: Any) -> Any:
+        return jnp.log(1.0 + jnp.exp(x))
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return log1pexp(x), t * (1.0 - 1.0 / (1.0 + jnp.exp(x)))
+
+    return log1pexp
+
+
+@case(ulp=4)
+def custom_jvp_stable_grad(jax: Any, jnp: Any, lax: Any) -> Any:
+    f = _log1pexp(jax, jnp)
+    return f(3.0), jax.grad(f)(100.0), jax.grad(jax.grad(f))(1.5), jax.jit(jax.grad(f))(2.0)
+
+
+@case
+def custom_jvp_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
+    f = _log1pexp(jax, jnp)
+    return str(jax.make_jaxpr(f)(1.0)), str(jax.make_jaxpr(jax.grad(f))(1.0))
+
+
+@case(ulp=4)
+def custom_jvp_defjvps(jax: Any, jnp: Any, lax: Any) -> Any:
+    @jax.custom_jvp
+    def f(x: Any, y: Any) -> Any:
+        return jnp.sin(x) * y
+
+    f.defjvps(lambda x_dot, primal_out, x, y: jnp.cos(x) * x_dot * y,
+              lambda y_dot, primal_out, x, y: jnp.sin(x) * y_dot)
+    return jax.grad(f, argnums=(0, 1))(0.5, 2.0), jax.jvp(f, (0.5, 2.0), (1.0, 0.0))
+
+
+def _clip_gradient(jax: Any, jnp: Any) -> Any:
+    @jax.custom_vjp
+    def clip_gradient(lo: Any, hi: Any, x: Any) -> Any:
+        return x
+
+    def fwd(lo: Any, hi: Any, x: Any) -> Any:
+        return x, (lo, hi)
+
+    def bwd(res: Any, g: Any) -> Any:
+        lo, hi = res
+        return (None, None, jnp.clip(g, lo, hi))
+
+    clip_gradient.defvjp(fwd, bwd)
+    return clip_gradient
+
+
+@case(ulp=4)
+def custom_vjp_clip_gradient(jax: Any, jnp: Any, lax: Any) -> Any:
+    clip = _clip_gradient(jax, jnp)
+
+    def f(x: Any) -> Any:
+        return clip(-0.75, 0.75, jnp.sin(x) * 3.0)
+
+    return jax.grad(f)(0.3), jax.jit(jax.grad(f))(2.0), jax.vjp(f, 1.0)[1](2.0)
+
+
+@case
+def custom_vjp_grad_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
+    clip = _clip_gradient(jax, jnp)
+    return str(jax.make_jaxpr(jax.grad(lambda x: clip(-1.0, 1.0, x * 2.0)))(0.5))
+
+
+@case(raises=TypeError)
+def custom_vjp_forward_mode_raises(jax: Any, jnp: Any, lax: Any) -> Any:
+    clip = _clip_gradient(jax, jnp)
+    return jax.jvp(lambda x: clip(-1.0, 1.0, x), (1.0,), (1.0,))
+
+
+@case(ulp=4)
+def custom_vjp_nondiff_argnums(jax: Any, jnp: Any, lax: Any) -> Any:
+    import functools
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def scale(k: float, x: Any) -> Any:
+        return x * k
+
+    scale.defvjp(lambda k, x: (x * k, None), lambda k, res, g: (g * k * 10.0,))
+    return jax.grad(lambda x: scale(3.0, x))(1.0)

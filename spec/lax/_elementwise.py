@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from spec import types as T
-from spec.interpreter import Primitive, canonical_aval_of
+from spec.interpreter import Primitive, Tracer, canonical_aval_of
 from spec.rules import elementwise as E
-from spec.rules.elementwise import RoundingMethod
+from spec.rules.elementwise import AccuracyMode, RoundingMethod, const_like
 
 Fn = Callable[..., Any]
 
@@ -82,6 +84,9 @@ bitwise_not = _plain_unary(E.not_p, "bitwise_not", "Elementwise NOT (logical for
 population_count = _plain_unary(E.population_count_p, "population_count",
                                 "Elementwise count of set bits.")
 clz = _plain_unary(E.clz_p, "clz", "Elementwise count of leading zero bits.")
+one_minus_square = _plain_unary(
+    E.one_minus_square_p, "one_minus_square",
+    "Elementwise 1 - x**2, evaluated as (1 + x) * (1 - x); its derivative is -2x.")
 
 add = _binary(E.add_p, "add", "Elementwise x + y (operands of one dtype; jnp.add promotes).")
 sub = _binary(E.sub_p, "sub", "Elementwise x - y.")
@@ -106,6 +111,31 @@ le = _binary(E.le_p, "le", "Elementwise x <= y.")
 gt = _binary(E.gt_p, "gt", "Elementwise x > y.")
 ge = _binary(E.ge_p, "ge", "Elementwise x >= y.")
 complex = _binary(E.complex_p, "complex", "Elementwise x + i y from float32/float64 parts.")
+polygamma = _binary(E.polygamma_p, "polygamma", "Elementwise polygamma psi^(m)(x).")
+
+
+def reciprocal(x: Any) -> Any:
+    """Elementwise 1 / x (``integer_pow(x, -1)``)."""
+    return integer_pow(x, -1)
+
+
+def polynomial(x: Any, coeffs: Any, *, unroll: int | None = None) -> Any:
+    """c0 + x (c1 + x (c2 + ...)) for ``coeffs = (c0, c1, ..., cN)`` by
+    Horner's rule. Concrete scalar coefficients become constants of x's
+    dtype; others are converted to it. No coefficients give zeros like x;
+    one gives that coefficient broadcast to the result shape."""
+    cs = tuple(coeffs)
+    dtype = canonical_aval_of(x).dtype
+    from spec.lax._structural import convert_element_type, full_like
+    args = [const_like(x, c) if not isinstance(c, Tracer) and np.ndim(c) == 0
+            else convert_element_type(c, dtype) for c in cs]
+    if not args:
+        return full_like(x, 0)
+    if len(args) == 1:
+        shape = np.broadcast_shapes(canonical_aval_of(x).shape, canonical_aval_of(args[0]).shape)
+        return E._maybe_broadcast(tuple(shape), args[0])
+    params = {} if unroll is None else {"unroll": unroll}
+    return E.polynomial_p.bind(x, *args, **params)
 
 
 def nextafter(x1: Any, x2: Any) -> Any:
@@ -157,12 +187,14 @@ def clamp(min: Any, x: Any, max: Any) -> Any:
 
 
 __all__ = [
-    "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+    "AccuracyMode", "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan",
+    "atan2", "atanh",
     "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz",
     "complex", "conj", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc", "exp",
     "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma",
     "log", "log1p", "log2", "logistic", "lt", "max", "min", "mul", "ne", "neg", "nextafter",
-    "population_count", "pow", "real", "rem", "round", "rsqrt", "select", "select_n",
+    "one_minus_square", "polygamma", "polynomial", "population_count", "pow", "real",
+    "reciprocal", "rem", "round", "rsqrt", "select", "select_n",
     "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh",
     "sqrt", "square", "sub", "tan", "tanh",
 ]

@@ -29,6 +29,7 @@ from spec.rules.structural import (
     dynamic_slice_p,
     dynamic_update_slice_p,
     empty_p,
+    fold_convert,
     iota_p,
     pad_p,
     reshape_p,
@@ -98,6 +99,9 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
     if _is_array(operand):
         if aval.dtype == new_dtype and aval.weak_type == weak_type:
             return operand
+        folded = fold_convert(operand, new_dtype, weak_type) if sharding is None else None
+        if folded is not None:
+            return folded
         return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type,
                                            sharding=sharding)
     # Python scalars and NumPy values convert now; under a trace the result is
@@ -191,6 +195,11 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
     dims = tuple(operator.index(d) for d in broadcast_dimensions)
     if (_ndim(operand) == len(shp) and not dims and _is_array(operand)
             and out_sharding is None):
+        return operand
+    if (_is_array(operand) and out_sharding is None and _shape(operand) == tuple(shp)
+            and dims == tuple(range(len(shp)))):
+        # The identity: JAX's staging forwards such an equation to its operand
+        # (so e.g. expand_dims(x, ()) adds nothing to a jaxpr).
         return operand
     return broadcast_in_dim_p.bind(operand, shape=shp, broadcast_dimensions=dims,
                                    sharding=out_sharding)

@@ -1248,8 +1248,10 @@ def nan_to_num(x: Any, copy: Any = _UNSET, nan: Any = _UNSET, posinf: Any = _UNS
 
 def _gcd_step(x1: Any, x2: Any) -> tuple[Any, Any]:
     nonzero = lax.ne(x2, _const(x2, 0))
-    # A Python 0, as in JAX: it takes x2's dtype and weak type in the where.
-    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), 0))
+    # JAX's lax._const: a Python 0 (keeping the weak type) for a weak rank-0
+    # x2, else a strong zero of x2's dtype, which makes the where strong.
+    zero = 0 if _aval(x2).weak_type and not _aval(x2).shape else _const(x2, 0)
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), zero))
     swap = lax.lt(x1, x2)
     return _where(swap, x2, x1), _where(swap, x1, x2)
 

@@ -21,6 +21,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     conv,
     ad_prims,
     remat,
+    custom,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -858,7 +858,7 @@ def digamma_xla(x: np.ndarray) -> np.ndarray:
     [-1/2, 1/2]); -inf at 0, nan at the negative integers and -inf."""
     dt = x.dtype
     c = dt.type
-    log, log1p = (_log, _log1p) if dt == np.float32 else (np.log, np.log1p)
+    log1p = _log1p if dt == np.float32 else np.log1p
     sin, cos = (_sin, _cos) if dt == np.float32 else (np.sin, np.cos)
     reflect = x < c(0.5)
     z = np.where(reflect, -x, x - c(1))
@@ -896,3 +896,95 @@ def lifted_xla(fn32: Callable[[np.ndarray], np.ndarray],
             return [out.astype(x.dtype) if x.dtype != np.float32 else out]
 
     return impl
+
+
+# ------------------------------------------------------------------ zeta, polygamma
+# XLA decomposes polygamma(n, x) into (-1)^(n+1) n! zeta(n + 1, x) (digamma
+# for n = 0) and the Hurwitz zeta into nine terms of its series plus an
+# Euler-Maclaurin tail of twelve Bernoulli terms, all in the operand dtype
+# (narrow floats in float32). These follow that decomposition step by step.
+
+# (2k)! / B_2k for k = 12 down to 1: the Euler-Maclaurin tail's coefficients.
+_ZETA_COEFFS = (-7.1661652561756670113e18, 1.8152105401943546773e17,
+                -4.5979787224074726105e15, 1.1646782814350067249e14,
+                -2.950130727918164224e12, 7.47242496e10, -1.8924375803183791606e9,
+                47900160.0, -1209600.0, 30240.0, -720.0, 12.0)
+
+
+def zeta_xla(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Hurwitz zeta(x, q) = sum_k (q + k)^-x, float32 or float64 operands."""
+    dt = np.result_type(x, q)
+    x, q = (np.asarray(v, dt) for v in np.broadcast_arrays(x, q))
+    c = dt.type
+    one = c(1)
+    neg_x = -x
+
+    def power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+        # XLA's float32 pow is within rounding of the float64 result.
+        return np.power(base.astype(np.float64), exponent.astype(np.float64)).astype(dt)
+
+    a = q
+    initial = power(q, neg_x)
+    for _ in range(9):  # nine series terms after the first, whole-array steps
+        a = a + one
+        initial = initial + power(a, neg_x)
+    a = a + one
+    neg_power = power(a, neg_x)
+    s = initial + neg_power * a / (x - one)
+    a_inv_sq = one / (a * a)
+    horner = np.zeros_like(x)
+    for i in range(11):
+        factor = (x + c(22 - 2 * i)) * (x + c(21 - 2 * i))
+        horner = factor * (a_inv_sq * (horner + c(1.0 / _ZETA_COEFFS[i])))
+    s = s + neg_power * (c(0.5) + (x / a) * (c(1.0 / _ZETA_COEFFS[11]) + horner))
+    # The series alone where its tail is negligible.
+    tiny = c(np.finfo(dt).smallest_subnormal)
+    out = np.where(np.abs(neg_power) < flush_subnormals(np.abs(initial) * tiny), initial, s)
+    nan, inf = c(np.nan), c(np.inf)
+    out = np.where(x < one, nan, out)
+    q_le_zero = q <= 0
+    x_is_int = x == np.floor(x)
+    out = np.where(q_le_zero & ~x_is_int, nan, out)
+    at_pole = q_le_zero & (q == np.floor(q))
+    x_even_int = x_is_int & (np.fmod(x, c(2)) == 0)
+    out = np.where(at_pole, np.where(x_even_int, inf, nan), out)
+    return np.asarray(np.where(x == one, inf, out))
+
+
+def polygamma_xla(n: np.ndarray, x: np.ndarray, lgamma_n1: np.ndarray,
+                  digamma_x: np.ndarray) -> np.ndarray:
+    """psi^(n)(x) for float32/float64 operands, given lgamma(n + 1) and
+    digamma(x) from the dtype's own kernels. nan unless n is a natural
+    number."""
+    dt = np.result_type(n, x)
+    n, x = (np.asarray(v, dt) for v in np.broadcast_arrays(n, x))
+    c = dt.type
+    sign = c(2) * np.fmod(n, c(2)) - c(1)
+    result = (sign * np.exp(lgamma_n1)) * zeta_xla(n + c(1), x)
+    result = np.where(n == 0, digamma_x, result)
+    natural = (n == np.floor(n)) & (n >= 0)
+    return np.asarray(np.where(natural, result, c(np.nan)))
+
+
+# ------------------------------------------------------------------ polynomial
+
+def polynomial_horner(x: np.ndarray, coeffs: Sequence[np.ndarray], unroll: int | None,
+                      shape: T.Shape) -> np.ndarray:
+    """Horner's rule as JAX lowers ``polynomial``: up to ``unroll`` (8 by
+    default) coefficients start from the highest one, more start from a zero
+    accumulator (a scan), so 0 * inf can make a nan there. Each step is
+    acc * x + c, fused into one rounding for float32/float64 (XLA's CPU
+    backend contracts the multiply-add)."""
+    dt = x.dtype
+    threshold = 8 if unroll is None else unroll
+    if len(coeffs) <= threshold:
+        acc, rest = np.broadcast_to(coeffs[-1], shape), list(reversed(coeffs[:-1]))
+    else:
+        acc, rest = np.zeros(shape, dt), list(reversed(coeffs))
+    fused = dt in (T.float32, T.float64)
+    for c in rest:  # one whole-array step per coefficient
+        if fused:
+            acc = fma(*np.broadcast_arrays(acc, x, c))
+        else:
+            acc = np.asarray(acc * x + c).astype(dt)
+    return np.broadcast_to(acc, shape).astype(dt)

@@ -12,7 +12,7 @@ from spec.ad_util import Zero, add_tangents, linear_jvp
 from spec.interpreter import not_applicable
 from spec.rules._denormals import arithmetic
 from spec.rules._registry import declare, require
-from spec.types import ArrayType
+from spec.types import FLOAT0, ArrayType
 
 
 # ================================================================== add_any
@@ -24,7 +24,7 @@ def _add_any_type(x: ArrayType, y: ArrayType) -> list[ArrayType]:
 
 
 def _add_any_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
-    if x.dtype.kind == "V":  # float0: no data to add
+    if x.dtype == FLOAT0:  # no data to add
         return [x]
     return [arithmetic(np.add, x, y)]
 

@@ -20,18 +20,17 @@ from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.config import config
 from spec.interpreter import (
     Eqn,
+    canonical_aval_of,
     Jaxpr,
     JitTracer,
     Var,
     eval_jaxpr,
     eval_jaxpr_values,
-    not_applicable,
-    pending,
     pp_eqn_default,
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
-from spec.types import ArrayType
+from spec.types import FLOAT0, ArrayType
 
 
 def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]:
@@ -145,7 +144,7 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
         return [*lin.primals_out,
                 *(c for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
 
-    primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [ad.canonical_aval_of(x) for x in primals])
+    primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
     from spec.interpreter import set_current_trace
     with set_current_trace(trace.parent):
         outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
@@ -165,7 +164,7 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
 def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     undefined = [type(a) is UndefinedPrimal for a in args]
     # float0 inputs (tangents of integers) get symbolic zero cotangents.
-    wanted = [u and args[i].aval.dtype.kind != "V" for i, u in enumerate(undefined)]
+    wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
     defined = [a for a, u in zip(args, undefined) if not u]
     ct_nonzero = [type(c) is not Zero for c in cts]
 
@@ -179,7 +178,7 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> l
         cts_in = ad.backward_pass(jaxpr, jaxpr.consts, full, cts_full)
         return [instantiate(c) for c, w in zip(cts_in, wanted) if w]
 
-    avals = [ad.canonical_aval_of(a) for a in defined] + \
+    avals = [canonical_aval_of(a) for a in defined] + \
         [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
     t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
     outs = jit_p.bind(*defined, *(c for c in cts if type(c) is not Zero),

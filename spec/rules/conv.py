@@ -17,10 +17,14 @@ C8 every padded, dilated lhs spatial size is non-negative;
 C9 every rhs spatial (window) size is positive;
 C10 lhs and rhs have the same dtype;
 C11 preferred_element_type is compatible with the operand dtype.
+
+Autodiff: bilinear; both transposes are convolutions, as JAX's (see the end
+of the module).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -28,8 +32,11 @@ import ml_dtypes
 import numpy as np
 
 from spec import types as T
+from spec.ad_util import Zero, defjvp
+from spec.interpreter import canonical_aval_of
 from spec.rules._denormals import arithmetic
 from spec.rules._registry import declare, require
+from spec.rules.dot import bilinear_transpose
 from spec.types import ArrayType
 
 _P = "conv_general_dilated"
@@ -355,4 +362,169 @@ def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Any, padding
     return [np.ascontiguousarray(np.transpose(res, np.argsort(ospec)))]
 
 
-conv_general_dilated_p = declare("conv_general_dilated", typing=_conv_type, impl=_conv_impl)
+# ----------------------------------------------------------------- autodiff
+#
+# The convolution is bilinear. Its JVP is conv(t_lhs, rhs) + conv(lhs, t_rhs)
+# with the same params; each transpose is again a convolution, as in JAX:
+#
+# - lhs: the output cotangent convolved with the spatially reversed kernel
+#   whose in/out feature axes are swapped; the roles of window strides and
+#   lhs dilation are exchanged, and the padding makes the result cover the
+#   lhs exactly. With feature groups the group axis moves from the kernel's
+#   output features into its input features; with batch groups the result's
+#   features are folded back into the batch.
+# - rhs: the lhs convolved with the output cotangent acting as the kernel
+#   (batch and feature axes swapped in every spec); the roles of window
+#   strides and rhs dilation are exchanged; feature groups become batch
+#   groups and vice versa.
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _shape_of(x: Any) -> tuple[int, ...]:
+    return canonical_aval_of(x).shape
+
+
+def _dtype_of(x: Any) -> T.DType:
+    return canonical_aval_of(x).dtype
+
+
+def _swap_spec(spec: Sequence[int]) -> tuple[int, ...]:
+    """The spec with its first two (batch/feature) entries exchanged."""
+    return (spec[1], spec[0], *spec[2:])
+
+
+def _spatial(spec: Sequence[int]) -> tuple[int, ...]:
+    return tuple(int(s) for s in spec[2:])
+
+
+def _take(shape: Sequence[int], axes: Sequence[int]) -> list[int]:
+    return [int(shape[a]) for a in axes]
+
+
+def _split_axis(src: int, size1: int, x: Any) -> Any:
+    """Reshape axis ``src`` of size size1 * size2 into two axes (size1, size2)."""
+    shape = list(_shape_of(x))
+    shape[src:src + 1] = [size1, shape[src] // size1]
+    return _lax().reshape(x, shape)
+
+
+def _merge_axis(src: int, dst: int, x: Any) -> Any:
+    """Move axis ``src`` next to (before) the axis that is ``dst`` once src
+    is removed, and merge the two (src major)."""
+    shape = _shape_of(x)
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    new_shape = [d for i, d in enumerate(shape) if i != src]
+    new_shape[dst] *= shape[src]
+    return _lax().reshape(x, new_shape, perm)
+
+
+def _lhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
+                 out_shape: Sequence[int], padding: Padding, lhs_dilation: Sequence[int],
+                 rhs_dilation: Sequence[int]) -> list[tuple[int, int]]:
+    pads = []
+    for i, k, s, o, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                          lhs_dilation, rhs_dilation):
+        lhs_d, rhs_d, out_d = dilate_dim(i, ld), dilate_dim(k, rd), dilate_dim(o, s)
+        before = rhs_d - lo - 1
+        pads.append((before, lhs_d + rhs_d - 1 - out_d - before))
+    return pads
+
+
+def _rhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
+                 out_shape: Sequence[int], padding: Padding, lhs_dilation: Sequence[int],
+                 rhs_dilation: Sequence[int]) -> list[tuple[int, int]]:
+    pads = []
+    for i, k, s, o, (lo, _), ld, rd in zip(in_shape, window, strides, out_shape, padding,
+                                          lhs_dilation, rhs_dilation):
+        lhs_d, rhs_d, out_d = dilate_dim(i, ld), dilate_dim(k, rd), dilate_dim(o, s)
+        pads.append((lo, (out_d - lhs_d) + (rhs_d - lo - 1)))
+    return pads
+
+
+def _conv_transpose_lhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padding: Any,
+                        lhs_dilation: Any, rhs_dilation: Any, dimension_numbers: Any,
+                        feature_group_count: int, batch_group_count: int, precision: Any,
+                        preferred_element_type: T.DType | None, out_sharding: Any = None
+                        ) -> Any:
+    lax = _lax()
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    lhs_aval = lhs.aval
+    rhs_shape = _shape_of(rhs)  # of the kernel as given, before any regrouping
+    groups = feature_group_count
+    if feature_group_count > 1 or batch_group_count > 1:
+        count = max(feature_group_count, batch_group_count)
+        rhs = _split_axis(int(rhs_spec[0]), count, rhs)
+        rhs = _merge_axis(int(rhs_spec[0]), int(rhs_spec[1]), rhs)
+        groups = count
+    trans_dnums = ConvDimensionNumbers(out_spec, _swap_spec(rhs_spec), lhs_spec)
+    pads = _lhs_padding(_take(lhs_aval.shape, _spatial(lhs_spec)),
+                        _take(rhs_shape, _spatial(rhs_spec)), window_strides,
+                        _take(_shape_of(g), _spatial(out_spec)), padding, lhs_dilation,
+                        rhs_dilation)
+    kernel = lax.rev(rhs, _spatial(rhs_spec))
+    g_dtype = _dtype_of(g)
+    if g_dtype != _dtype_of(kernel):
+        kernel = lax.convert_element_type(kernel, g_dtype)
+    out = lax.conv_general_dilated(
+        g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
+        rhs_dilation=rhs_dilation, dimension_numbers=trans_dnums, feature_group_count=groups,
+        batch_group_count=1, precision=precision, preferred_element_type=preferred_element_type)
+    if _dtype_of(out) != lhs_aval.dtype:
+        out = lax.convert_element_type(out, lhs_aval.dtype)
+    if batch_group_count > 1:
+        out = _split_axis(int(lhs_spec[1]), batch_group_count, out)
+        out = _merge_axis(int(lhs_spec[1]), int(lhs_spec[0]), out)
+    return out
+
+
+def _conv_transpose_rhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padding: Any,
+                        lhs_dilation: Any, rhs_dilation: Any, dimension_numbers: Any,
+                        feature_group_count: int, batch_group_count: int, precision: Any,
+                        preferred_element_type: T.DType | None, out_sharding: Any = None
+                        ) -> Any:
+    lax = _lax()
+    rhs_aval = rhs.aval
+    g_shape = _shape_of(g)
+    if math.prod(g_shape) == 0:
+        # An empty output cotangent: JAX returns a zero rather than forming a
+        # convolution whose kernel would have an empty spatial axis.
+        return Zero(rhs_aval.ct_type())
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    # Feature groups of the forward convolution are batch groups of this one
+    # and vice versa (at most one exceeds 1).
+    fgc, bgc = batch_group_count, feature_group_count
+    trans_dnums = ConvDimensionNumbers(_swap_spec(lhs_spec), _swap_spec(out_spec),
+                                       _swap_spec(rhs_spec))
+    pads = _rhs_padding(_take(_shape_of(lhs), _spatial(lhs_spec)),
+                        _take(rhs_aval.shape, _spatial(rhs_spec)), window_strides,
+                        _take(g_shape, _spatial(out_spec)), padding, lhs_dilation,
+                        rhs_dilation)
+    g_dtype = _dtype_of(g)
+    if g_dtype != _dtype_of(lhs):
+        lhs = lax.convert_element_type(lhs, g_dtype)
+    out = lax.conv_general_dilated(
+        lhs, g, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
+        rhs_dilation=window_strides, dimension_numbers=trans_dnums, feature_group_count=fgc,
+        batch_group_count=bgc, precision=precision, preferred_element_type=preferred_element_type)
+    if _dtype_of(out) != rhs_aval.dtype:
+        out = lax.convert_element_type(out, rhs_aval.dtype)
+    return out
+
+
+def _conv_jvp_lhs(g: Any, lhs: Any, rhs: Any, **params: Any) -> Any:
+    return conv_general_dilated_p.bind(g, rhs, **params)
+
+
+def _conv_jvp_rhs(g: Any, lhs: Any, rhs: Any, **params: Any) -> Any:
+    return conv_general_dilated_p.bind(lhs, g, **params)
+
+
+conv_general_dilated_p = declare(
+    "conv_general_dilated", typing=_conv_type, impl=_conv_impl,
+    jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
+    transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,
+                                 "conv_general_dilated"))

@@ -6,6 +6,9 @@ lists are each distinct, disjoint, and lhs/rhs batch lists have equal length;
 C3 contracting dimensions have equal sizes; C4 batch dimensions have equal
 sizes; C5 the operand dtypes are ordered (XLA's "higher precision type");
 C6 an integer/bool preferred_element_type is not narrower than the result.
+
+Autodiff: bilinear (JVP and transposes as JAX's, see the end of the module);
+``bilinear_transpose`` is shared with conv_general_dilated.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import ml_dtypes
 import numpy as np
 
 from spec import types as T
-from spec.interpreter import pp_eqn_default
+from spec.ad_util import Zero, defjvp, is_undefined_primal
+from spec.interpreter import canonical_aval_of, pp_eqn_default
 from spec.rules._denormals import flush_all, flush_result
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
@@ -218,5 +222,101 @@ def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
     return pp_eqn_default(eqn, ctx, params)
 
 
+# ----------------------------------------------------------------- autodiff
+
+# dot_general is bilinear: its JVP is dot(t_lhs, rhs) + dot(lhs, t_rhs) with
+# the same params, and each operand's transpose is again a dot_general (of
+# the cotangent with the other operand) followed by a transpose that puts the
+# axes back in the operand's order; both as JAX's.
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _remaining(n: int, *removed: tuple[int, ...]) -> list[int]:
+    gone = {int(d) for r in removed for d in r}
+    return [i for i in range(n) if i not in gone]
+
+
+def _consecutive(*lengths: int) -> list[tuple[int, ...]]:
+    """Consecutive ranges of the given lengths, starting at 0."""
+    out, start = [], 0
+    for n in lengths:
+        out.append(tuple(range(start, start + n)))
+        start += n
+    return out
+
+
+def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbers,
+                   precision: Any, preferred_element_type: T.DType | None,
+                   out_sharding: Any = None, swap_ans: bool = False) -> Any:
+    """The cotangent of the lhs ``x`` (undefined) of ``dot_general(x, y)``:
+    contract the output cotangent with ``y`` over y's free axes (and match
+    the batch axes); the result has x's batch axes, then x's free axes, then
+    x's contracting axes in the order of y's, which a transpose undoes.
+    ``swap_ans``: x is really the rhs, whose free axes come last in the
+    output."""
+    lax = _lax()
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_aval = x.aval
+    x_kept = _remaining(x_aval.ndim, x_contract, x_batch)
+    y_kept = _remaining(canonical_aval_of(y).ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _consecutive(len(x_batch), len(y_kept), len(x_kept))
+    else:
+        ans_batch, _, ans_y = _consecutive(len(x_batch), len(x_kept), len(y_kept))
+    dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract, kind="stable")]
+    out_axes = tuple(int(i) for i in np.argsort([*x_batch, *x_kept, *x_contract_by_y],
+                                                kind="stable"))
+    out = lax.dot_general(ct, y, dims, precision=precision,
+                          preferred_element_type=preferred_element_type)
+    x_bar = lax.transpose(out, out_axes)
+    if canonical_aval_of(x_bar).dtype != x_aval.dtype:
+        from spec.lax._structural import _convert_element_type
+        x_bar = _convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
+                                      warn_on_complex_to_real_cast=False)
+    return x_bar
+
+
+def _transpose_rhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbers,
+                   precision: Any, preferred_element_type: T.DType | None,
+                   out_sharding: Any = None) -> Any:
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
+                          preferred_element_type=preferred_element_type, swap_ans=True)
+
+
+def bilinear_transpose(lhs_rule: Any, rhs_rule: Any, name: str) -> Any:
+    """The transpose rule of a primitive linear in each operand separately:
+    exactly one operand is undefined (a product of two linear values is not
+    linear)."""
+    def rule(ct: Any, x: Any, y: Any, **params: Any) -> list[Any]:
+        x_lin, y_lin = is_undefined_primal(x), is_undefined_primal(y)
+        if x_lin == y_lin:
+            raise TypeError(f"{name}: can transpose with respect to exactly one operand, "
+                            f"got {'both' if x_lin else 'neither'}")
+        if x_lin:
+            out = lhs_rule(ct, x, y, **params)
+            return [Zero(x.aval.ct_type()) if out is None else out, None]
+        out = rhs_rule(ct, x, y, **params)
+        return [None, Zero(y.aval.ct_type()) if out is None else out]
+
+    return rule
+
+
+def _jvp_lhs(g: Any, x: Any, y: Any, **params: Any) -> Any:
+    return dot_general_p.bind(g, y, **params)
+
+
+def _jvp_rhs(g: Any, x: Any, y: Any, **params: Any) -> Any:
+    return dot_general_p.bind(x, g, **params)
+
+
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
-                        pp_rule=_pp_dot_general)
+                        pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
+                        transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
+                                                     "dot_general"))
+

@@ -10,12 +10,22 @@ SPEC.md (section 9.3).
 from __future__ import annotations
 
 import enum
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from spec import types as T
+from spec.ad_util import (
+    Zero,
+    _PrimitiveRule,
+    defjvp,
+    instantiate,
+    is_undefined_primal,
+    zeros_like_aval,
+)
+from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -76,7 +86,7 @@ class GatherScatterMode(enum.Enum):
 
 
 def _sorted(dims: Sequence[int], prim: str, c: str, name: str) -> None:
-    require(all(a <= b for a, b in zip(dims, dims[1:])), prim, c,
+    require(all(a <= b for a, b in itertools.pairwise(dims)), prim, c,
             f"{name} must be sorted; got {tuple(dims)}")
 
 
@@ -246,7 +256,49 @@ def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
     return [np.array(vals.transpose(perm), order="C", copy=None)]  # keeps rank 0
 
 
-gather_p = declare("gather", typing=_gather_type, impl=_gather_impl)
+def _lax() -> Any:
+    """``spec.lax``, imported when a rule runs (it imports this module)."""
+    from spec import lax
+    return lax
+
+
+def _gather_jvp(g: Any, operand: Any, indices: Any, *, dimension_numbers: GatherDimensionNumbers,
+                slice_sizes: Sequence[int], indices_are_sorted: bool, unique_indices: bool,
+                mode: GatherScatterMode, fill_value: Any) -> Any:
+    """Linear in the operand: gather the tangent; out-of-bounds windows of a
+    FILL_OR_DROP gather are constant (the fill), so their tangent is 0."""
+    return _lax().gather(g, indices, dimension_numbers, slice_sizes,
+                         unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                         mode=mode, fill_value=0)
+
+
+def _scatter_dnums_of(dn: GatherDimensionNumbers) -> ScatterDimensionNumbers:
+    """The scatter that writes back where a gather with ``dn`` reads."""
+    return ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+
+
+def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
+                      dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                      indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
+                      fill_value: Any) -> list[Any]:
+    """Scatter-add the cotangent into zeros (of the cotangent's dtype): every
+    operand element receives the sum of the cotangents of the places that
+    read it; dropped (out-of-bounds) windows contribute nothing."""
+    if type(ct) is Zero:
+        return [Zero(operand.aval.ct_type()), None]
+    lax = _lax()
+    zeros = lax.full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
+    return [lax.scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+                            unique_indices=unique_indices,
+                            indices_are_sorted=indices_are_sorted, mode=mode), None]
+
+
+gather_p = declare("gather", typing=_gather_type, impl=_gather_impl,
+                   jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose)
 
 
 # ================================================================= scatter
@@ -352,6 +404,8 @@ def _scatter_compute(operand: np.ndarray, indices: np.ndarray, updates: np.ndarr
     win_sizes = iter(updates.shape[d] for d in uwin)
     window = tuple(1 if i in inserted or i in obatch else next(win_sizes)
                    for i in range(operand.ndim))
+    if n == 0 or updates.size == 0:
+        return operand.copy()  # nothing to scatter (reshape(0, -1) is ambiguous)
     vals = updates.transpose(scatter_axes + list(uwin)).reshape(n, -1)
     starts = _start_vectors(operand.shape, indices, dn.scatter_dims_to_operand_dims,
                             dn.operand_batching_dims, dn.scatter_indices_batching_dims)
@@ -366,16 +420,287 @@ def _scatter_compute(operand: np.ndarray, indices: np.ndarray, updates: np.ndarr
     return out
 
 
-def _declare_scatter(name: str, combine: Combine) -> Any:
-    return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine))
+def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> Any:
+    return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
+                   jvp=jvp, transpose=transpose)
 
 
-scatter_p = _declare_scatter("scatter", _set_at)
-scatter_add_p = _declare_scatter("scatter-add", _ufunc_at(np.add))
-scatter_sub_p = _declare_scatter("scatter-sub", _ufunc_at(np.subtract))
-scatter_mul_p = _declare_scatter("scatter-mul", _ufunc_at(np.multiply))
-scatter_min_p = _declare_scatter("scatter-min", _ufunc_at(np.minimum))
-scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum))
+# ------------------------------------------------------------ scatter autodiff
+#
+# The rules follow JAX's: scatter-add/sub are linear in (operand, updates)
+# jointly; scatter-mul is linear in each separately; scatter (replace) is
+# linear jointly, but with overlapping indices it is unspecified which update
+# wins, so its JVP first finds the winners (scattering update ids) and then
+# scatter-adds masked values; scatter-min/max route the tangent of each
+# output element to the values that attain the extremum, averaging ties.
+
+
+class _ScatterParams(NamedTuple):
+    update_jaxpr: Any
+    update_consts: Any
+    dimension_numbers: ScatterDimensionNumbers
+    indices_are_sorted: bool
+    unique_indices: bool
+    mode: GatherScatterMode
+
+
+def _gather_dnums_of(dn: ScatterDimensionNumbers) -> GatherDimensionNumbers:
+    """The gather that reads back where a scatter with ``dn`` writes."""
+    return GatherDimensionNumbers(
+        offset_dims=tuple(dn.update_window_dims),
+        collapsed_slice_dims=tuple(dn.inserted_window_dims),
+        start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+        operand_batching_dims=tuple(dn.operand_batching_dims),
+        start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+
+
+def _window_sizes(operand_rank: int, updates_shape: T.Shape, dn: ScatterDimensionNumbers
+                  ) -> list[int]:
+    """The gather slice sizes of one scatter window: 1 on the inserted and
+    batching axes, the update window's size on the others."""
+    sizes, window = [], iter(dn.update_window_dims)
+    for i in range(operand_rank):
+        if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+            sizes.append(1)
+        else:
+            sizes.append(updates_shape[next(window)])
+    return sizes
+
+
+def _shape_of(x: Any) -> T.Shape:
+    return x.aval.shape if is_undefined_primal(x) else canonical_aval_of(x).shape
+
+
+def _gather_windows(x: Any, indices: Any, updates_shape: T.Shape,
+                    dn: ScatterDimensionNumbers, mode: GatherScatterMode) -> Any:
+    """The windows of ``x`` a scatter with ``dn`` writes, shaped like its
+    updates (out-of-bounds windows read as 0)."""
+    sizes = _window_sizes(len(_shape_of(x)), updates_shape, dn)
+    return _lax().gather(x, indices, dimension_numbers=_gather_dnums_of(dn),
+                         slice_sizes=sizes, mode=mode, fill_value=0)
+
+
+class _ScatterAddSubJvp(_PrimitiveRule):
+    """Linear in (operand, updates) jointly: the same scatter of the tangents."""
+
+    def __call__(self, primals: list[Any], tangents: list[Any], **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+        operand, indices, updates = primals
+        t_op, _, t_up = tangents
+        out = self.prim.bind(operand, indices, updates, **params)
+        if type(t_op) is Zero and type(t_up) is Zero:
+            return [out], [Zero.from_primal_value(out)]
+        return [out], [self.prim.bind(instantiate(t_op), indices, instantiate(t_up), **params)]
+
+
+def _scatter_addsub_transpose(negate: bool) -> Callable[..., list[Any]]:
+    def transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                  ) -> list[Any]:
+        p = _ScatterParams(**params)
+        if type(ct) is Zero:
+            return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None,
+                    None,
+                    Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
+        op_ct = ct if is_undefined_primal(operand) else None
+        up_ct = None
+        if is_undefined_primal(updates):
+            up_ct = _gather_windows(ct, indices, updates.aval.shape, p.dimension_numbers,
+                                    p.mode)
+            if negate:
+                up_ct = _lax().neg(up_ct)
+        return [op_ct, None, up_ct]
+    return transpose
+
+
+def _scatter_mul_jvp_updates(g: Any, x: Any, i: Any, y: Any, **params: Any) -> Any:
+    """d/dy of x * y at unique indices: x times the scattered tangent."""
+    p = _ScatterParams(**params)
+    if not p.unique_indices:
+        raise NotImplementedError(
+            "scatter_mul gradients are only implemented if `unique_indices=True`")
+    lax = _lax()
+    zeros = zeros_like_aval(canonical_aval_of(x))
+    return lax.mul(x, lax.scatter_add(zeros, i, g, dimension_numbers=p.dimension_numbers,
+                                      indices_are_sorted=p.indices_are_sorted,
+                                      unique_indices=p.unique_indices, mode=p.mode))
+
+
+def _scatter_mul_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                           ) -> list[Any]:
+    """Linear in the operand (with updates known) or in the updates (with the
+    operand known, unique indices only)."""
+    p = _ScatterParams(**params)
+    if type(ct) is Zero:
+        return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None, None,
+                Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
+    lax = _lax()
+    op_ct = up_ct = None
+    if is_undefined_primal(operand):
+        op_ct = lax.scatter_mul(ct, indices, updates, dimension_numbers=p.dimension_numbers,
+                                indices_are_sorted=p.indices_are_sorted,
+                                unique_indices=p.unique_indices, mode=p.mode)
+    if is_undefined_primal(updates):
+        if not p.unique_indices:
+            raise NotImplementedError(
+                "scatter_mul gradients are only implemented if `unique_indices=True`")
+        up_ct = _gather_windows(lax.mul(ct, operand), indices, updates.aval.shape,
+                                p.dimension_numbers, p.mode)
+    return [op_ct, None, up_ct]
+
+
+class _ScatterExtremalJvp(_PrimitiveRule):
+    def __call__(self, primals: list[Any], tangents: list[Any], **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+        return _extremal_jvp(self.prim, primals, tangents, _ScatterParams(**params))
+
+
+def _extremal_jvp(prim: Any, primals: list[Any], tangents: list[Any], p: _ScatterParams
+                  ) -> tuple[list[Any], list[Any]]:
+    """Each output element's tangent is the average of the tangents of the
+    values (updates, and the operand element if it survives) equal to it."""
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    dn = p.dimension_numbers
+    out = prim.bind(operand, indices, updates, **p._asdict())
+    if type(t_op) is Zero and type(t_up) is Zero:
+        return [out], [Zero.from_primal_value(out)]
+    t_op, t_up = instantiate(t_op), instantiate(t_up)
+    lax = _lax()
+    gdn = _gather_dnums_of(dn)
+    sizes = _window_sizes(len(_shape_of(operand)), _shape_of(updates), dn)
+    common: dict[str, Any] = {"indices_are_sorted": p.indices_are_sorted,
+                              "unique_indices": p.unique_indices, "mode": p.mode}
+
+    def gather(x: Any) -> Any:
+        return lax.gather(x, indices, gdn, sizes, **common)
+
+    def scatter_add(x: Any, u: Any) -> Any:
+        return lax.scatter_add(x, indices, u, dn, **common)
+
+    initial_vals = gather(operand)
+    target_vals = gather(out)
+    successful_updates = updates == target_vals
+    retained_values = initial_vals == target_vals
+    num_updates = gather(scatter_add(
+        lax.full_like(operand, 0),
+        lax.select(successful_updates, lax.full_like(updates, 1), lax.full_like(updates, 0))))
+    num_refs = gather(scatter_add(lax.full_like(operand, 0), lax.full_like(updates, 1)))
+    updates_normalizer = lax.select(retained_values, 1.0 / (num_updates + 1),
+                                    1.0 / num_updates)
+    updates_coef = lax.select(successful_updates, updates_normalizer,
+                              lax.full_like(updates, 0))
+    operand_normalizer = lax.select(retained_values, 1.0 / (num_updates + 1),
+                                    lax.full_like(num_updates, 0))
+    operand_coef = (-1.0 + operand_normalizer) / num_refs
+    target_tangents = gather(t_op)
+    tangent_updates = target_tangents * operand_coef + t_up * updates_coef
+    return [out], [scatter_add(t_op, tangent_updates)]
+
+
+def _uint_dtype_for(n: int) -> T.DType:
+    """The unsigned integer type JAX numbers ``n`` things with."""
+    return np.dtype(np.uint64) if n > np.iinfo(np.uint32).max else np.dtype(np.uint32)
+
+
+def _scatter_jvp(primals: list[Any], tangents: list[Any], **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+    p = _ScatterParams(**params)
+    if p.update_jaxpr is not None:
+        raise NotImplementedError("scatter_apply JVP not implemented")
+    operand, indices, updates = primals
+    t_op, _, t_up = tangents
+    if type(t_op) is Zero and type(t_up) is Zero:
+        out = scatter_p.bind(operand, indices, updates, **params)
+        return [out], [Zero.from_primal_value(out)]
+    t_op, t_up = instantiate(t_op), instantiate(t_up)
+    if p.unique_indices:
+        unique = p._replace(unique_indices=True)._asdict()
+        out = scatter_p.bind(operand, indices, updates, **unique)
+        return [out], [scatter_p.bind(t_op, indices, t_up, **unique)]
+    return _scatter_jvp_overlapping(primals, t_op, t_up, p)
+
+
+def _scatter_jvp_overlapping(primals: list[Any], t_op: Any, t_up: Any, p: _ScatterParams
+                             ) -> tuple[list[Any], list[Any]]:
+    """Scatter distinct positive ids to find the winning update of every
+    written element, then scatter-add values masked to the winners into an
+    operand masked to the unwritten elements (primal and tangent alike)."""
+    operand, indices, updates = primals
+    dn = p.dimension_numbers
+    lax = _lax()
+    up_shape = _shape_of(updates)
+    ids_shape = [1 if d in dn.update_window_dims else s for d, s in enumerate(up_shape)]
+    num_ids = int(np.prod(ids_shape, dtype=np.int64))
+    id_dtype = _uint_dtype_for(num_ids)
+    update_ids = lax.add(lax.reshape(lax.iota(id_dtype, num_ids), ids_shape),
+                         lax.full_like(updates, 1, dtype=id_dtype))
+    scattered_ids = lax.scatter(lax.full(_shape_of(operand), 0, id_dtype), indices,
+                                update_ids, dn, indices_are_sorted=p.indices_are_sorted,
+                                unique_indices=p.unique_indices, mode=p.mode)
+    sizes = _window_sizes(len(_shape_of(operand)), up_shape, dn)
+    gathered_ids = lax.gather(scattered_ids, indices, dimension_numbers=_gather_dnums_of(dn),
+                              slice_sizes=sizes)
+
+    def unwritten(x: Any) -> Any:
+        return lax.select(lax.eq(scattered_ids, lax.full_like(scattered_ids, 0)), x,
+                          lax.full_like(x, 0))
+
+    def winners(x: Any) -> Any:
+        return lax.select(lax.eq(update_ids, gathered_ids), x, lax.full_like(x, 0))
+
+    masked_operand, masked_updates = unwritten(operand), winners(updates)
+    masked_t_op, masked_t_up = unwritten(t_op), winners(t_up)
+    common: dict[str, Any] = {"indices_are_sorted": p.indices_are_sorted,
+                              "unique_indices": p.unique_indices, "mode": p.mode}
+    out = lax.scatter_add(masked_operand, indices, masked_updates, dimension_numbers=dn,
+                          **common)
+    t_out = lax.scatter_add(masked_t_op, indices, masked_t_up, dimension_numbers=dn, **common)
+    return [out], [t_out]
+
+
+def _scatter_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                       ) -> list[Any]:
+    """With unique indices: the operand's cotangent is ct with the written
+    windows zeroed, the updates' the written windows of ct."""
+    p = _ScatterParams(**params)
+    if not p.unique_indices:
+        raise NotImplementedError(
+            "scatter transpose is only implemented where unique_indices=True")
+    if type(ct) is Zero:
+        return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None, None,
+                Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
+    lax = _lax()
+    up_shape = _shape_of(updates)
+    op_ct = up_ct = None
+    if is_undefined_primal(operand):
+        zeros = lax.full(up_shape, 0, dtype=canonical_aval_of(ct).dtype)
+        op_ct = lax.scatter(ct, indices, zeros, dimension_numbers=p.dimension_numbers,
+                            indices_are_sorted=p.indices_are_sorted, unique_indices=True,
+                            mode=p.mode)
+    if is_undefined_primal(updates):
+        up_ct = _gather_windows(ct, indices, up_shape, p.dimension_numbers, p.mode)
+    return [op_ct, None, up_ct]
+
+
+def _scatter_mul_jvp_operand(g: Any, x: Any, i: Any, y: Any, **params: Any) -> Any:
+    return scatter_mul_p.bind(g, i, y, **params)
+
+
+_NO_TRANSPOSE = ("its JVP is written with scatter-add and gather, so it never appears "
+                 "in a linear program")
+
+scatter_p = _declare_scatter("scatter", _set_at, _scatter_jvp, _scatter_transpose)
+scatter_add_p = _declare_scatter("scatter-add", _ufunc_at(np.add), _ScatterAddSubJvp(),
+                                 _scatter_addsub_transpose(negate=False))
+scatter_sub_p = _declare_scatter("scatter-sub", _ufunc_at(np.subtract), _ScatterAddSubJvp(),
+                                 _scatter_addsub_transpose(negate=True))
+scatter_mul_p = _declare_scatter(
+    "scatter-mul", _ufunc_at(np.multiply),
+    defjvp(_scatter_mul_jvp_operand, None, _scatter_mul_jvp_updates), _scatter_mul_transpose)
+scatter_min_p = _declare_scatter("scatter-min", _ufunc_at(np.minimum), _ScatterExtremalJvp(),
+                                 not_applicable("scatter-min is not linear; " + _NO_TRANSPOSE))
+scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum), _ScatterExtremalJvp(),
+                                 not_applicable("scatter-max is not linear; " + _NO_TRANSPOSE))
 
 
 __all__ = [

@@ -13,20 +13,37 @@ Constraint numbering (cited in error messages, see SPEC.md, section 9.4):
 - reduce_precision (elementwise; declared here while the elementwise module is
   being edited by someone else): C1 dtype is a real floating type;
   C2 exponent_bits >= 1; C3 mantissa_bits >= 0.
+
+Autodiff (as JAX's rules, see notes/spec_ad_reductions.md): reduce_sum, cumsum
+and reduce_precision are linear; reduce_max/min share the tangent among tied
+extrema; reduce_prod and the other cumulative reductions are differentiated
+through a tree / parallel-prefix scan carried on (primal, tangent) pairs;
+sort and top_k gather the tangents by the permutation; the logical and
+arg-reductions have zero JVPs.
 """
 
 from __future__ import annotations
 
 import functools
-
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from spec import types as T
-from spec.rules._elementwise_kit import compute_dtype
+from spec.ad_util import (
+    Zero,
+    add_tangents,
+    defjvp2,
+    instantiate,
+    linear_jvp,
+    linear_transpose,
+    zero_jvp,
+)
+from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._denormals import arithmetic, flush_result
+from spec.rules._elementwise_kit import compute_dtype
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -103,6 +120,271 @@ def _empty_reduction(x: np.ndarray, axes: tuple[int, ...]) -> bool:
     return any(x.shape[a] == 0 for a in axes)
 
 
+# ------------------------------------------------------------ autodiff rules
+# JVPs and transposes follow JAX's: the same mathematics and the same
+# sequence of primitives, so that differentiated jaxprs print as JAX's. The
+# rules compute with ``spec.lax`` (imported at call time: it imports this
+# module), so that each operation is recorded or evaluated by the current
+# trace; operations that read no tangent go to the primal side under
+# linearize.
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _aval(x: Any) -> ArrayType:
+    return canonical_aval_of(x)
+
+
+def _kept_axes(ndim: int, axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _reduce_sum_transpose(ct: Any, operand: Any, *, axes: tuple[int, ...],
+                          out_sharding: Any = None) -> Any:
+    """Every operand element contributes once to its reduced output element:
+    the cotangent is broadcast back along the reduced axes."""
+    from spec.rules.structural import broadcast_in_dim_p
+    shape = operand.aval.shape
+    # JAX computes the kept axes with NumPy and binds them unconverted
+    # (np.int64 entries, visible in the printed jaxpr); so does this rule.
+    kept = tuple(np.delete(np.arange(len(shape)), axes))
+    if not kept and canonical_aval_of(ct).ndim == len(shape):
+        return ct  # nothing to broadcast (a rank-0 sum over no axes): lax forwards it
+    return broadcast_in_dim_p.bind(ct, shape=tuple(shape), broadcast_dimensions=kept,
+                                   sharding=None)
+
+
+def _chooser_jvp(g: Any, ans: Any, operand: Any, *, axes: tuple[int, ...],
+                 out_sharding: Any = None) -> Any:
+    """reduce_max/reduce_min: the tangent is the mean of the operand's
+    tangents at the positions that attain the extremum (ties share it)."""
+    lax = _lax()
+    x = _aval(operand)
+    keep_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    where = lax.convert_element_type(lax.eq(operand, lax.reshape(ans, keep_shape)),
+                                     _aval(g).dtype)
+    counts = lax.reduce_sum(where, axes)
+    return lax.div(lax.reduce_sum(lax.mul(g, where), axes), counts)
+
+
+Pair = tuple[Any, Any]  # a primal value and its tangent
+
+
+def _pairwise(fn: Callable[[Any], Any], pair: Pair) -> Pair:
+    """A linear structural operation applied to a primal and to its tangent
+    (primal first, as a JVP rule binds them)."""
+    return fn(pair[0]), fn(pair[1])
+
+
+def _mul_pair(a: Pair, b: Pair) -> Pair:
+    lax = _lax()
+    out = lax.mul(a[0], b[0])
+    return out, add_tangents(lax.mul(a[1], b[0]), lax.mul(a[0], b[1]))
+
+
+def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int, ...]
+                     ) -> tuple[list[Any], list[Any]]:
+    """JAX differentiates a product through a balanced tree of pairwise
+    products: the reduced axes are moved to the front and flattened, then the
+    leading axis is halved repeatedly (an odd half is padded with the
+    identity 1) and the halves multiplied. Primal and tangent are carried
+    together, each product contributing t_a * b + a * t_b."""
+    lax = _lax()
+    x = _aval(primals[0])
+    kept = _kept_axes(x.ndim, axes)
+    n = math.prod(x.shape[a] for a in axes)
+    flat = (n, *(x.shape[i] for i in kept))
+    perm = tuple(axes) + kept
+    pair = _pairwise(lambda v: lax.reshape(v, flat, perm),
+                     (primals[0], instantiate(tangents[0])))
+    one, zero = np.array(1, x.dtype), np.array(0, x.dtype)
+    while n > 1:
+        n1 = (n + 1) // 2
+        low = _pairwise(functools.partial(lax.slice_in_dim, start_index=0, limit_index=n1),
+                        pair)
+        high = _pairwise(functools.partial(lax.slice_in_dim, start_index=n1,
+                                           limit_index=None), pair)
+        if n - n1 != n1:
+            config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept)
+            high = (lax.pad(high[0], one, config), lax.pad(high[1], zero, config))
+        pair = _mul_pair(low, high)
+        n = n1
+    if n == 0:
+        out = lax.full(flat[1:], one)
+        return [out], [Zero(_aval(out).tangent_type())]
+    p, t = _pairwise(lambda v: lax.squeeze(v, (0,)), pair)
+    return [p], [t]
+
+
+def _cumsum_transpose(ct: Any, operand: Any, *, axis: int, reverse: bool) -> Any:
+    """Each output is a sum of a prefix (suffix): the cotangent of an input
+    is the sum of the output cotangents of the windows holding it."""
+    return _lax().cumsum(ct, axis=axis, reverse=not reverse)
+
+
+# The scan JAX differentiates cumulative reductions through (its
+# associative_scan): combine adjacent pairs, scan the half-length result
+# recursively (those are the odd outputs), combine each odd output with the
+# following input (the even outputs), and interleave the two halves with
+# strided pads. Every structural step acts on the primal and its tangent;
+# ``combine`` maps two (primal, tangent) pairs to their combined pair.
+
+Combine = Callable[[Pair, Pair], Pair]
+
+
+def _interleave(a: Pair, b: Pair, axis: int) -> Pair:
+    lax = _lax()
+    na, nb = _aval(a[0]).shape[axis], _aval(b[0]).shape[axis]
+    ndim = _aval(a[0]).ndim
+    a_cfg = [(0, 0, 0)] * ndim
+    b_cfg = [(0, 0, 0)] * ndim
+    a_cfg[axis] = (0, 1 if na == nb else 0, 1)
+    b_cfg[axis] = (1, 0 if na == nb else 1, 1)
+    zero = np.array(0, _aval(a[0]).dtype)
+    pa = _pairwise(lambda v: lax.pad(v, zero, a_cfg), a)
+    pb = _pairwise(lambda v: lax.pad(v, zero, b_cfg), b)
+    return lax.add(pa[0], pb[0]), lax.add(pa[1], pb[1])
+
+
+def _scan_pairs(combine: Combine, elems: Pair, axis: int) -> Pair:
+    lax = _lax()
+    n = _aval(elems[0]).shape[axis]
+    if n < 2:
+        return elems
+
+    def sl(start: int, limit: int | None, stride: int = 1) -> Callable[[Any], Any]:
+        return lambda v: lax.slice_in_dim(v, start, limit, stride=stride, axis=axis)
+
+    reduced = combine(_pairwise(sl(0, -1, 2), elems), _pairwise(sl(1, None, 2), elems))
+    odd = _scan_pairs(combine, reduced, axis)
+    if n % 2 == 0:
+        even = combine(_pairwise(sl(0, -1), odd), _pairwise(sl(2, None, 2), elems))
+    else:
+        even = combine(odd, _pairwise(sl(2, None, 2), elems))
+    first = _pairwise(sl(0, 1), elems)
+    even = (lax.concatenate([first[0], even[0]], axis),
+            lax.concatenate([first[1], even[1]], axis))
+    return _interleave(even, odd, axis)
+
+
+def _balanced_cmp(x: Any, y: Any) -> Any:
+    """1 where x > y, 1/2 where x == y, 0 elsewhere (also for NaN): the share
+    of a max's derivative that goes to x; ties split it evenly."""
+    lax = _lax()
+    gt_mask = lax.gt(x, y)
+    eq_mask = lax.eq(x, y)
+    dt = _aval(x).dtype
+    ones = lax.full_like(gt_mask, 1, dtype=dt)
+    zeros = lax.full_like(gt_mask, 0, dtype=dt)
+    half = lax.full_like(gt_mask, 0.5, dtype=dt)
+    return lax.select(gt_mask, ones, lax.select(eq_mask, half, zeros))
+
+
+def _chooser_pair(is_max: bool) -> Combine:
+    def combine(a: Pair, b: Pair) -> Pair:
+        lax = _lax()
+        out = lax.max(a[0], b[0]) if is_max else lax.min(a[0], b[0])
+        wa = _balanced_cmp(a[0], b[0]) if is_max else _balanced_cmp(b[0], a[0])
+        ta = lax.mul(a[1], wa)
+        wb = _balanced_cmp(b[0], a[0]) if is_max else _balanced_cmp(a[0], b[0])
+        return out, add_tangents(ta, lax.mul(b[1], wb))
+    return combine
+
+
+def _drop_pos_inf(x: Any) -> Any:
+    """x with +inf replaced by 0 (keeps exp(x - out) finite when both are +inf)."""
+    lax = _lax()
+    inf = np.array(np.inf, _aval(x).dtype)
+    return lax.select(lax.eq(x, inf), lax.full_like(x, 0), x)
+
+
+def _logaddexp_pair(a: Pair, b: Pair) -> Pair:
+    """log(exp(a) + exp(b)) computed as JAX's logaddexp does (max plus
+    log1p(exp(-|a - b|)); a + b where the difference is NaN), with
+    derivative exp(a - out) t_a + exp(b - out) t_b."""
+    lax = _lax()
+    x1, x2 = a[0], b[0]
+    if not T.is_float(_aval(x1).dtype):
+        raise NotImplementedError("the JVP of cumlogsumexp is implemented for real floating "
+                                  f"operands, got {_aval(x1).dtype.name}")
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    out = lax.select(lax.ne(delta, delta), lax.add(x1, x2),
+                     lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+    ta = lax.mul(a[1], lax.exp(lax.sub(_drop_pos_inf(x1), _drop_pos_inf(out))))
+    tb = lax.mul(b[1], lax.exp(lax.sub(_drop_pos_inf(x2), _drop_pos_inf(out))))
+    return out, lax.add(ta, tb)
+
+
+def _cumulative_jvp(combine: Callable[[], Combine]) -> Callable[..., tuple[list[Any], list[Any]]]:
+    """The JVP of a cumulative reduction: the scan above, carried on (primal,
+    tangent) pairs; the primal output is the scan's (as in JAX)."""
+    def rule(primals: list[Any], tangents: list[Any], *, axis: int, reverse: bool
+             ) -> tuple[list[Any], list[Any]]:
+        lax = _lax()
+        pair: Pair = (primals[0], instantiate(tangents[0]))
+        if reverse:
+            pair = _pairwise(lambda v: lax.rev(v, (axis,)), pair)
+        pair = _scan_pairs(combine(), pair, axis)
+        if reverse:
+            pair = _pairwise(lambda v: lax.rev(v, (axis,)), pair)
+        return [pair[0]], [pair[1]]
+    return rule
+
+
+def _sort_jvp(primals: list[Any], tangents: list[Any], *, dimension: int, is_stable: bool,
+              num_keys: int) -> tuple[list[Any], list[Any]]:
+    """Sort the operands together with an iota along ``dimension``; the
+    sorted iota is the permutation, by which each tangent is gathered."""
+    from spec.rules.indexing import GatherDimensionNumbers, GatherScatterMode
+    lax = _lax()
+    shape = _aval(primals[0]).shape
+    index_dtype = T.uint64 if any(d > np.iinfo(np.uint32).max for d in shape) else T.uint32
+    iota = lax.broadcasted_iota(index_dtype, shape, dimension)
+    outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                       num_keys=num_keys)
+    # JAX builds the batching axes with NumPy (np.int64 entries); kept so
+    # that the printed dimension numbers are the same.
+    batch: Any = tuple(np.delete(np.arange(len(shape), dtype=np.int64), dimension))
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
+                                   start_index_map=(dimension,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    idx = lax.expand_dims(outs[-1], (len(shape),))
+    t_outs = [t if type(t) is Zero else
+              lax.gather(t, idx, dnums, (1,) * len(shape),
+                         mode=GatherScatterMode.PROMISE_IN_BOUNDS)
+              for t in tangents]
+    return list(outs[:-1]), t_outs
+
+
+def _top_k_jvp(primals: list[Any], tangents: list[Any], *, k: int, axis: int,
+               is_stable: bool) -> tuple[list[Any], list[Any]]:
+    """The tangents at the chosen indices, gathered along ``axis``."""
+    from spec.rules.indexing import GatherDimensionNumbers
+    lax = _lax()
+    values, idxs = top_k_p.bind(primals[0], k=k, axis=axis, is_stable=is_stable)
+    idx_zero = Zero(_aval(idxs).tangent_type())
+    if type(tangents[0]) is Zero:
+        return [values, idxs], [Zero(_aval(values).tangent_type()), idx_zero]
+    idx_shape = _aval(idxs).shape
+    rank = len(idx_shape)
+    batch = tuple(i for i in range(rank) if i != axis)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    indices = lax.reshape(idxs, (*idx_shape, 1))
+    t_out = lax.gather(tangents[0], indices, dnums, (1,) * rank)
+    return [values, idxs], [t_out, idx_zero]
+
+
+def _reduce_precision_transpose(ct: Any, operand: Any, *, exponent_bits: int,
+                                mantissa_bits: int) -> Any:
+    return reduce_precision_p.bind(ct, exponent_bits=exponent_bits,
+                                   mantissa_bits=mantissa_bits)
+
+
 # ------------------------------------------------------------ arithmetic
 
 def _reduce_sum_impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any = None
@@ -150,15 +432,19 @@ def _xor_bool(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 _NUMBER = "number types (not bool)"
 reduce_sum_p = declare("reduce_sum", typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
-                       impl=_reduce_sum_impl)
+                       impl=_reduce_sum_impl, jvp=linear_jvp(),
+                       transpose=linear_transpose(_reduce_sum_transpose))
 reduce_prod_p = declare("reduce_prod", typing=_reduce_type("reduce_prod", _is_number, _NUMBER,
-                                                            True), impl=_reduce_prod_impl)
+                                                            True), impl=_reduce_prod_impl,
+                        jvp=_reduce_prod_jvp, transpose=not_applicable("reduce_prod is not linear"))
 reduce_max_p = declare("reduce_max", typing=_reduce_type("reduce_max", lambda d: True, "any",
                                                           True),
-                       impl=_chooser_impl(np.max, _min_value))
+                       impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
+                       transpose=not_applicable("reduce_max is not linear"))
 reduce_min_p = declare("reduce_min", typing=_reduce_type("reduce_min", lambda d: True, "any",
                                                           True),
-                       impl=_chooser_impl(np.min, _max_value))
+                       impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
+                       transpose=not_applicable("reduce_min is not linear"))
 
 _INT_OR_BOOL = "bool or integer types"
 
@@ -169,13 +455,16 @@ def _int_or_bool(dt: T.DType) -> bool:
 
 reduce_and_p = declare("reduce_and", typing=_reduce_type("reduce_and", _int_or_bool,
                                                           _INT_OR_BOOL, False),
-                       impl=_logical_impl(np.bitwise_and, np.all))
+                       impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
+                       transpose=not_applicable("reduce_and has integer or bool results"))
 reduce_or_p = declare("reduce_or", typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL,
                                                         False),
-                      impl=_logical_impl(np.bitwise_or, np.any))
+                      impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
+                      transpose=not_applicable("reduce_or has integer or bool results"))
 reduce_xor_p = declare("reduce_xor", typing=_reduce_type("reduce_xor", _int_or_bool,
                                                           _INT_OR_BOOL, False),
-                       impl=_logical_impl(np.bitwise_xor, _xor_bool))
+                       impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
+                       transpose=not_applicable("reduce_xor has integer or bool results"))
 
 
 # --------------------------------------------------------- argmax / argmin
@@ -207,8 +496,10 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
     return impl
 
 
-argmax_p = declare("argmax", typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax))
-argmin_p = declare("argmin", typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin))
+argmax_p = declare("argmax", typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
+                   jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"))
+argmin_p = declare("argmin", typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
+                   jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"))
 
 
 # ----------------------------------------------------- cumulative reductions
@@ -292,13 +583,22 @@ def _highest(dt: T.DType) -> Any:
 
 
 cumsum_p = declare("cumsum", typing=_cum_type("cumsum"),
-                   impl=_cum_impl(np.add, lambda dt: 0))
+                   impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
+                   transpose=linear_transpose(_cumsum_transpose))
 cumprod_p = declare("cumprod", typing=_cum_type("cumprod"),
-                    impl=_cum_impl(np.multiply, lambda dt: 1))
-cummax_p = declare("cummax", typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest))
-cummin_p = declare("cummin", typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest))
+                    impl=_cum_impl(np.multiply, lambda dt: 1),
+                    jvp=_cumulative_jvp(lambda: _mul_pair),
+                    transpose=not_applicable("cumprod is not linear"))
+cummax_p = declare("cummax", typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
+                   jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
+                   transpose=not_applicable("cummax is not linear"))
+cummin_p = declare("cummin", typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
+                   jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
+                   transpose=not_applicable("cummin is not linear"))
 cumlogsumexp_p = declare("cumlogsumexp", typing=_cum_type("cumlogsumexp"),
-                         impl=_cum_impl(np.logaddexp, lambda dt: -np.inf))
+                         impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
+                         jvp=_cumulative_jvp(lambda: _logaddexp_pair),
+                         transpose=not_applicable("cumlogsumexp is not linear"))
 
 
 # --------------------------------------------------------------------- sort
@@ -348,7 +648,8 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
     return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
 
 
-sort_p = declare("sort", typing=_sort_type, impl=_sort_impl, multiple_results=True)
+sort_p = declare("sort", typing=_sort_type, impl=_sort_impl, multiple_results=True,
+                 jvp=_sort_jvp, transpose=not_applicable("sort is not linear"))
 
 
 # -------------------------------------------------------------------- top_k
@@ -403,7 +704,8 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
             np.array(idx, order="C", copy=None).astype(T.int32)]
 
 
-top_k_p = declare("top_k", typing=_top_k_type, impl=_top_k_impl, multiple_results=True)
+top_k_p = declare("top_k", typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
+                  jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"))
 
 
 # --------------------------------------------------------- reduce_precision
@@ -468,4 +770,5 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
 
 
 reduce_precision_p = declare("reduce_precision", typing=_reduce_precision_type,
-                             impl=_reduce_precision_impl)
+                             impl=_reduce_precision_impl, jvp=linear_jvp(),
+                             transpose=linear_transpose(_reduce_precision_transpose))

@@ -42,7 +42,7 @@ from spec.interpreter import (
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
-from spec.types import ArrayType
+from spec.types import FLOAT0, ArrayType
 
 Policy = Callable[..., Any]
 
@@ -449,7 +449,7 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
         cts_in = ad.backward_pass(jaxpr, [], full, cts_full)
         # float0 cotangents (of integer tangents) stay symbolic zeros.
         got = [c for c, u in zip(cts_in, undefined) if u]
-        in_nonzero.extend(type(c) is not Zero and canonical_aval_of(c).dtype.kind != "V"
+        in_nonzero.extend(type(c) is not Zero and canonical_aval_of(c).dtype != FLOAT0
                           for c in got)
         return [c for c, nz in zip(got, in_nonzero) if nz]
 

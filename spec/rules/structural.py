@@ -16,7 +16,16 @@ import ml_dtypes
 import numpy as np
 
 from spec import types as T
-from spec.interpreter import pp_eqn_default, pp_hiding
+from spec.ad_util import (
+    UndefinedPrimal,
+    Zero,
+    instantiate,
+    is_undefined_primal,
+    linear_jvp,
+    linear_transpose,
+    zero_jvp,
+)
+from spec.interpreter import canonical_aval_of, not_applicable, pp_eqn_default, pp_hiding
 from spec.rules._denormals import flush_result as flush
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
@@ -38,6 +47,25 @@ def _check_shapelike(prim: str, c: str, arg: str, obj: Any) -> None:
 
 def _all_weak(*avals: ArrayType) -> bool:
     return all(a.weak_type for a in avals)
+
+
+def _lax() -> Any:
+    """``spec.lax``, imported when a rule runs (it imports this module)."""
+    from spec import lax
+    return lax
+
+
+def _shape_of(x: Any) -> Shape:
+    return x.aval.shape if is_undefined_primal(x) else canonical_aval_of(x).shape
+
+
+def _cts_or_none(cts: Sequence[Any], operands: Sequence[Any]) -> list[Any]:
+    """Per operand: its cotangent if it is being transposed, else None."""
+    return [ct if is_undefined_primal(x) else None for ct, x in zip(cts, operands)]
+
+
+def _zero_cts(operands: Sequence[Any]) -> list[Any]:
+    return [Zero(x.aval.ct_type()) if is_undefined_primal(x) else None for x in operands]
 
 
 # ====================================================== convert_element_type
@@ -102,9 +130,80 @@ def _convert_impl(x: np.ndarray, *, new_dtype: T.DType, weak_type: bool,
         return [np.asarray(x.astype(new_dtype))]
 
 
+def fold_convert(x: Any, dtype: T.DType, weak_type: bool) -> Any:
+    """JAX's staging folds a conversion of a rank-0 host constant (a jaxpr
+    literal, such as the 1.0 that seeds ``grad``) into a new literal, by a
+    NumPy cast, instead of recording an equation. Returns None where it does
+    not apply: no staging trace, or not a rank-0 host value."""
+    from spec.interpreter import EvalTrace, current_trace
+    if type(current_trace()) is EvalTrace:
+        return None
+    return _fold_literal(x, dtype, weak_type)
+
+
+def _fold_literal(x: Any, dtype: T.DType, weak_type: bool) -> Any:
+    from spec.array import Array, host_value
+    if type(x) is not Array or x._py is None or x.aval.shape:
+        return None
+    value = np.asarray(x._value)
+    if T.is_complex(value.dtype) and not T.is_complex(dtype):
+        value = value.real
+    with np.errstate(all="ignore"):
+        out = value.astype(dtype)
+    return host_value(out, ArrayType((), dtype, bool(weak_type)), "convert_element_type")
+
+
+def _convert(x: Any, dtype: T.DType, weak_type: bool, sharding: Any) -> Any:
+    """convert_element_type as JAX stages it: no equation when it would not
+    change the type (forwarded to its operand) or when it folds."""
+    aval = canonical_aval_of(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type and sharding is None:
+        return x
+    folded = fold_convert(x, dtype, weak_type) if sharding is None else None
+    if folded is not None:
+        return folded
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type,
+                                       sharding=sharding)
+
+
+def _convert_jvp(primals: list[Any], tangents: list[Any], *, new_dtype: T.DType,
+                 weak_type: bool, sharding: Any = None) -> tuple[list[Any], list[Any]]:
+    """The tangent is converted like the primal; a conversion to an integer or
+    bool type (or from one: its tangent is float0) has a zero tangent."""
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type,
+                                      sharding=sharding)
+    t_dtype = T.tangent_dtype(new_dtype)
+    if type(t) is Zero or t_dtype == T.FLOAT0 or canonical_aval_of(t).dtype == T.FLOAT0:
+        return [out], [Zero.from_primal_value(out)]
+    return [out], [_convert(t, t_dtype, weak_type, sharding)]
+
+
+def _convert_transpose(ct: Any, operand: UndefinedPrimal, *, new_dtype: T.DType,
+                       weak_type: bool, sharding: Any = None) -> list[Any]:
+    """Back to the operand's dtype AND weak type; integer operands get a float0 zero."""
+    aval = operand.aval
+    if type(ct) is Zero or T.tangent_dtype(aval.dtype) == T.FLOAT0:
+        return [Zero(ArrayType(aval.shape, T.tangent_dtype(aval.dtype), False))]
+    return [_convert(ct, aval.dtype, aval.weak_type, None)]
+
+
 convert_element_type_p = declare(
     "convert_element_type", typing=_convert_type, impl=_convert_impl,
-    pp_rule=pp_hiding("sharding"))
+    pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose)
+
+
+def _convert_const_fold(x: Any, *, new_dtype: T.DType, weak_type: bool,
+                        sharding: Any = None) -> list[Any] | None:
+    """A literal operand reaching a staging trace (e.g. through an autodiff
+    trace, which binds constants' conversions on its parent) folds too."""
+    if sharding is not None:
+        return None
+    folded = _fold_literal(x, new_dtype, weak_type)
+    return None if folded is None else [folded]
+
+
+convert_element_type_p.const_fold = _convert_const_fold
 
 
 # ====================================================== bitcast_convert_type
@@ -159,7 +258,9 @@ def _bitcast_impl(x: np.ndarray, *, new_dtype: T.DType) -> list[np.ndarray]:
 
 
 bitcast_convert_type_p = declare(
-    "bitcast_convert_type", typing=_bitcast_type, impl=_bitcast_impl)
+    "bitcast_convert_type", typing=_bitcast_type, impl=_bitcast_impl, jvp=zero_jvp(),
+    transpose=not_applicable("bitcast_convert_type has a zero derivative (its bits are "
+                             "reinterpreted), so it never appears in a linear program"))
 
 
 # ===================================================================== iota
@@ -188,26 +289,39 @@ def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = 
     return [np.broadcast_to(vals.reshape(view), shape).copy()]
 
 
-iota_p = declare("iota", typing=_iota_type, impl=_iota_impl)
+iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(),
+                 transpose=not_applicable("iota has no operands"))
 
 
 # ==================================================================== empty
 
-def _empty_type(*, shape: Shape, dtype: T.DType, out_sharding: Any = None
+def _as_dtype(dtype: Any) -> T.DType | None:
+    """The NumPy dtype ``dtype`` names (the param keeps what the caller gave,
+    e.g. ``jnp.float32``, as JAX's does), or None."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    return dt if T.is_valid_dtype(dt) else None
+
+
+def _empty_type(*, shape: Shape, dtype: Any, out_sharding: Any = None
                 ) -> list[ArrayType]:
     _check_shapelike("empty", "C1", "shape", shape)
-    require(isinstance(dtype, np.dtype) and T.is_valid_dtype(dtype), "empty", "C2",
-            f"dtype {dtype!r} is not a JAX dtype")
-    return [ArrayType(tuple(shape), dtype, False)]
+    dt = _as_dtype(dtype)
+    require(dt is not None, "empty", "C2", f"dtype {dtype!r} is not a JAX dtype")
+    assert dt is not None
+    return [ArrayType(tuple(shape), dt, False)]
 
 
-def _empty_impl(*, shape: Shape, dtype: T.DType, out_sharding: Any = None
+def _empty_impl(*, shape: Shape, dtype: Any, out_sharding: Any = None
                 ) -> list[np.ndarray]:
     # The contents are unspecified; zeros is one valid choice.
-    return [np.zeros(shape, dtype)]
+    return [np.zeros(shape, np.dtype(dtype))]
 
 
-empty_p = declare("empty", typing=_empty_type, impl=_empty_impl)
+empty_p = declare("empty", typing=_empty_type, impl=_empty_impl, jvp=zero_jvp(),
+                  transpose=not_applicable("empty has no operands"))
 
 
 # ========================================================= broadcast_in_dim
@@ -252,9 +366,21 @@ def _pp_broadcast_in_dim(eqn: Any, ctx: Any) -> Any:
     return pp_eqn_default(eqn, ctx, params)
 
 
+def _broadcast_in_dim_transpose(ct: Any, operand: UndefinedPrimal, *, shape: Shape,
+                                broadcast_dimensions: Shape, sharding: Any = None) -> Any:
+    """Sum over the result axes that are new or broadcast from size 1, then
+    reinsert the operand's size-1 axes."""
+    unit = [i for i, d in enumerate(operand.aval.shape) if d == 1]
+    kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit]
+    axes = tuple(i for i in range(len(shape)) if i not in kept)
+    lax = _lax()
+    return lax.expand_dims(lax.reduce_sum(ct, axes), unit)
+
+
 broadcast_in_dim_p = declare(
     "broadcast_in_dim", typing=_broadcast_in_dim_type, impl=_broadcast_in_dim_impl,
-    pp_rule=_pp_broadcast_in_dim)
+    pp_rule=_pp_broadcast_in_dim, jvp=linear_jvp(),
+    transpose=linear_transpose(_broadcast_in_dim_transpose))
 
 
 # ================================================================== reshape
@@ -284,7 +410,19 @@ def _reshape_impl(x: np.ndarray, *, new_sizes: Shape, dimensions: Shape | None,
     return [x.reshape(new_sizes)]
 
 
-reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl)
+def _reshape_transpose(ct: Any, operand: UndefinedPrimal, *, new_sizes: Shape,
+                       dimensions: Shape | None, sharding: Any = None) -> Any:
+    """Reshape back; with ``dimensions`` (transpose-then-reshape), reshape to the
+    permuted operand shape and undo the permutation."""
+    lax, shape = _lax(), operand.aval.shape
+    if dimensions is None:
+        return lax.reshape(ct, shape)
+    permuted = lax.reshape(ct, tuple(shape[d] for d in dimensions))
+    return lax.transpose(permuted, np.argsort(dimensions))
+
+
+reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
+                    transpose=linear_transpose(_reshape_transpose))
 
 
 # ================================================================ transpose
@@ -302,7 +440,10 @@ def _transpose_impl(x: np.ndarray, *, permutation: Shape) -> list[np.ndarray]:
     return [np.transpose(x, permutation)]
 
 
-transpose_p = declare("transpose", typing=_transpose_type, impl=_transpose_impl)
+transpose_p = declare(
+    "transpose", typing=_transpose_type, impl=_transpose_impl, jvp=linear_jvp(),
+    transpose=linear_transpose(
+        lambda ct, x, *, permutation: _lax().transpose(ct, np.argsort(permutation))))
 
 
 # ================================================================== squeeze
@@ -324,7 +465,9 @@ def _squeeze_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
     return [np.squeeze(x, axis=tuple(dimensions))]
 
 
-squeeze_p = declare("squeeze", typing=_squeeze_type, impl=_squeeze_impl)
+squeeze_p = declare(
+    "squeeze", typing=_squeeze_type, impl=_squeeze_impl, jvp=linear_jvp(),
+    transpose=linear_transpose(lambda ct, x, *, dimensions: _lax().expand_dims(ct, dimensions)))
 
 
 # ====================================================================== rev
@@ -343,7 +486,9 @@ def _rev_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
     return [np.flip(x, axis=tuple(dimensions)) if dimensions else x]
 
 
-rev_p = declare("rev", typing=_rev_type, impl=_rev_impl)
+rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
+                transpose=linear_transpose(
+                    lambda ct, x, *, dimensions: _lax().rev(ct, dimensions)))
 
 
 # ==================================================================== slice
@@ -364,7 +509,7 @@ def _slice_type(x: ArrayType, *, start_indices: Shape, limit_indices: Shape,
     require(all(lim >= s for s, lim in zip(start_indices, limit_indices)), name, "C5",
             f"limit_indices {tuple(limit_indices)} must be >= start_indices "
             f"{tuple(start_indices)}")
-    diff = [lim - s for s, lim in zip(start_indices, limit_indices)]
+    diff = [int(lim) - int(s) for s, lim in zip(start_indices, limit_indices)]
     if strides is None or tuple(strides) == (1,) * x.ndim:
         return [ArrayType(tuple(diff), x.dtype, x.weak_type)]
     _check_shapelike(name, "C6", "strides", strides)
@@ -373,7 +518,7 @@ def _slice_type(x: ArrayType, *, start_indices: Shape, limit_indices: Shape,
     if any(s == 0 for s in strides):
         # JAX divides by the stride and so raises ZeroDivisionError; keep its class.
         raise ZeroDivisionError(f"slice C6: strides must be positive, got {tuple(strides)}")
-    shape = tuple(0 if d == 0 else (d - 1) // s + 1 for d, s in zip(diff, strides))
+    shape = tuple(0 if d == 0 else (d - 1) // int(s) + 1 for d, s in zip(diff, strides))
     return [ArrayType(shape, x.dtype, x.weak_type)]
 
 
@@ -384,7 +529,27 @@ def _slice_impl(x: np.ndarray, *, start_indices: Shape, limit_indices: Shape,
     return [x[idx]]
 
 
-slice_p = declare("slice", typing=_slice_type, impl=_slice_impl)
+def _slice_transpose(ct: Any, operand: UndefinedPrimal, *, start_indices: Shape,
+                     limit_indices: Shape, strides: Shape | None) -> Any:
+    """Pad the cotangent with zeros back to the operand shape: low padding is
+    the start, high padding what lies past the last element read, interior
+    padding stride - 1. (The NumPy arithmetic mirrors JAX's, so the param
+    values print as JAX's do, np.int64 included.)"""
+    shape = operand.aval.shape
+    if strides is None or np.all(np.equal(strides, 1)):
+        pads = zip(start_indices, np.subtract(shape, limit_indices), (0,) * len(start_indices))
+    else:
+        ct_shape = canonical_aval_of(ct).shape
+        spans = np.where(np.array(ct_shape) == 0, 0,
+                         np.add(1, np.multiply(np.subtract(ct_shape, 1), strides)))
+        real_limits = np.add(start_indices, spans)
+        pads = zip(start_indices, np.subtract(shape, real_limits), np.subtract(strides, 1))
+    zero = np.array(0, canonical_aval_of(ct).dtype)
+    return pad_p.bind(ct, zero, padding_config=tuple(pads))
+
+
+slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
+                  transpose=linear_transpose(_slice_transpose))
 
 
 # ============================================================ dynamic_slice
@@ -426,8 +591,31 @@ def _dynamic_slice_impl(x: np.ndarray, *idx: np.ndarray, slice_sizes: Shape
     return [x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]]
 
 
+def _dynamic_slice_jvp(primals: list[Any], tangents: list[Any], *, slice_sizes: Shape
+                       ) -> tuple[list[Any], list[Any]]:
+    """Linear in the operand; the start indices are integers (no tangent).
+    The tangent is sliced before the primal, in JAX's order."""
+    x, *idx = primals
+    t = tangents[0]
+    if type(t) is not Zero:
+        t = dynamic_slice_p.bind(t, *idx, slice_sizes=slice_sizes)
+    out = dynamic_slice_p.bind(x, *idx, slice_sizes=slice_sizes)
+    return [out], [Zero.from_primal_value(out) if type(t) is Zero else t]
+
+
+def _dynamic_slice_transpose(ct: Any, operand: Any, *idx: Any, slice_sizes: Shape
+                             ) -> list[Any]:
+    """Write the cotangent into zeros (of the cotangent's dtype) at the same,
+    identically clamped, start indices."""
+    if type(ct) is Zero:
+        return [Zero(operand.aval.ct_type())] + [None] * len(idx)
+    zeros = _lax().full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
+    return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
+
+
 dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
-                          impl=_dynamic_slice_impl)
+                          impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
+                          transpose=_dynamic_slice_transpose)
 
 
 def _dynamic_update_slice_type(x: ArrayType, update: ArrayType, *idx: ArrayType
@@ -452,8 +640,36 @@ def _dynamic_update_slice_impl(x: np.ndarray, update: np.ndarray, *idx: np.ndarr
     return [out]
 
 
+def _dynamic_update_slice_jvp(primals: list[Any], tangents: list[Any]
+                              ) -> tuple[list[Any], list[Any]]:
+    """Linear in (operand, update) jointly: the tangents are combined the same way."""
+    x, update, *idx = primals
+    tx, tu = tangents[:2]
+    out = dynamic_update_slice_p.bind(x, update, *idx)
+    if type(tx) is Zero and type(tu) is Zero:
+        return [out], [Zero.from_primal_value(out)]
+    return [out], [dynamic_update_slice_p.bind(instantiate(tx), instantiate(tu), *idx)]
+
+
+def _dynamic_update_slice_transpose(ct: Any, operand: Any, update: Any, *idx: Any
+                                    ) -> list[Any]:
+    """The operand's cotangent is ct with the window zeroed; the update's is
+    the window of ct."""
+    if type(ct) is Zero:
+        return [*_zero_cts([operand, update]), *([None] * len(idx))]
+    update_shape = _shape_of(update)
+    zeros = _lax().full_like(ct, 0, shape=update_shape)
+    op_ct = (dynamic_update_slice_p.bind(ct, zeros, *idx)
+             if is_undefined_primal(operand) else None)
+    up_ct = (dynamic_slice_p.bind(ct, *idx, slice_sizes=update_shape)
+             if is_undefined_primal(update) else None)
+    return [op_ct, up_ct, *([None] * len(idx))]
+
+
 dynamic_update_slice_p = declare("dynamic_update_slice", typing=_dynamic_update_slice_type,
-                                 impl=_dynamic_update_slice_impl)
+                                 impl=_dynamic_update_slice_impl,
+                                 jvp=_dynamic_update_slice_jvp,
+                                 transpose=_dynamic_update_slice_transpose)
 
 
 # ============================================================== concatenate
@@ -486,7 +702,16 @@ def _concatenate_impl(*xs: np.ndarray, dimension: int) -> list[np.ndarray]:
     return [np.concatenate(xs, axis=dimension)]
 
 
-concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl)
+def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]:
+    """Split the cotangent into the operands' pieces along ``dimension``."""
+    if type(ct) is Zero:
+        return _zero_cts(operands)
+    sizes = tuple(_shape_of(x)[dimension] for x in operands)
+    return _cts_or_none(_lax().split(ct, sizes, axis=dimension), operands)
+
+
+concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
+                        jvp=linear_jvp(), transpose=_concatenate_transpose)
 
 
 # ==================================================================== stack
@@ -509,7 +734,15 @@ def _stack_impl(*xs: np.ndarray, axis: int) -> list[np.ndarray]:
     return [np.stack(xs, axis=axis)]
 
 
-stack_p = declare("stack", typing=_stack_type, impl=_stack_impl)
+def _stack_transpose(ct: Any, *operands: Any, axis: int) -> list[Any]:
+    """Unstack the cotangent along ``axis``."""
+    if type(ct) is Zero:
+        return _zero_cts(operands)
+    return _cts_or_none(unstack_p.bind(ct, axis=axis), operands)
+
+
+stack_p = declare("stack", typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
+                  transpose=_stack_transpose)
 
 
 # ==================================================================== split
@@ -537,7 +770,16 @@ def _split_impl(x: np.ndarray, *, sizes: Shape, axis: int) -> list[np.ndarray]:
     return list(np.split(x, cuts, axis=axis))
 
 
-split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True)
+def _split_transpose(cts: list[Any], operand: UndefinedPrimal, *, sizes: Shape, axis: int
+                     ) -> list[Any]:
+    """Concatenate the pieces' cotangents (zeros materialised) along ``axis``."""
+    if all(type(c) is Zero for c in cts):
+        return [Zero(operand.aval.ct_type())]
+    return [_lax().concatenate([instantiate(c) for c in cts], axis)]
+
+
+split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True,
+                  jvp=linear_jvp(), transpose=_split_transpose)
 
 
 # ================================================================== unstack
@@ -555,8 +797,15 @@ def _unstack_impl(x: np.ndarray, *, axis: int) -> list[np.ndarray]:
     return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
 
 
+def _unstack_transpose(cts: list[Any], operand: UndefinedPrimal, *, axis: int) -> list[Any]:
+    """Stack the slices' cotangents (zeros materialised) along ``axis``."""
+    if all(type(c) is Zero for c in cts):
+        return [Zero(operand.aval.ct_type())]
+    return [stack_p.bind(*[instantiate(c) for c in cts], axis=axis)]
+
+
 unstack_p = declare("unstack", typing=_unstack_type, impl=_unstack_impl,
-                    multiple_results=True)
+                    multiple_results=True, jvp=linear_jvp(), transpose=_unstack_transpose)
 
 
 # ===================================================================== tile
@@ -574,7 +823,15 @@ def _tile_impl(x: np.ndarray, *, reps: Shape) -> list[np.ndarray]:
     return [np.tile(x, reps) if x.ndim else x.copy()]
 
 
-tile_p = declare("tile", typing=_tile_type, impl=_tile_impl)
+def _tile_transpose(ct: Any, operand: UndefinedPrimal, *, reps: Shape) -> Any:
+    """View the cotangent as (rep, size) pairs of axes and sum over the reps."""
+    lax, shape = _lax(), operand.aval.shape
+    pairs = tuple(k for pair in zip(reps, shape) for k in pair)
+    return lax.reduce_sum(lax.reshape(ct, pairs), tuple(2 * i for i in range(len(shape))))
+
+
+tile_p = declare("tile", typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
+                 transpose=linear_transpose(_tile_transpose))
 
 
 # ====================================================================== pad
@@ -593,7 +850,7 @@ def _pad_type(x: ArrayType, padding_value: ArrayType, *,
     require(all(i >= 0 for _, _, i in padding_config), name, "C4",
             f"interior padding must be nonnegative, got padding_config {padding_config}",
             ValueError)
-    shape = tuple(lo + hi + (d + max(d - 1, 0) * i if d else 0)
+    shape = tuple(int(lo + hi + (d + max(d - 1, 0) * i if d else 0))
                   for (lo, hi, i), d in zip(padding_config, x.shape))
     require(all(d >= 0 for d in shape), name, "C5",
             f"padded size is negative: result shape {shape} for padding_config "
@@ -616,7 +873,31 @@ def _pad_impl(x: np.ndarray, padding_value: np.ndarray, *,
     return [out[crop]]
 
 
-pad_p = declare("pad", typing=_pad_type, impl=_pad_impl)
+def _pad_transpose(ct: Any, operand: Any, padding_value: Any, *,
+                   padding_config: tuple[tuple[int, int, int], ...]) -> list[Any]:
+    """Linear in (operand, padding_value) jointly. The operand's cotangent is
+    ct with the edges cut off (negative padding) and the interior padding
+    skipped (a strided slice); the padding value's is the sum of ct over the
+    padding, i.e. the total of ct minus the total of the operand's part."""
+    if type(ct) is Zero:
+        return _zero_cts([operand, padding_value])
+    lo, hi, interior = zip(*padding_config) if padding_config else ((), (), ())
+    dtype = canonical_aval_of(ct).dtype
+    unpad = tuple(zip(np.negative(lo), np.negative(hi), np.zeros_like(interior)))
+    unpadded = pad_p.bind(ct, np.array(0., dtype), padding_config=unpad)
+    t_operand = slice_p.bind(unpadded, start_indices=tuple(np.zeros_like(lo)),
+                             limit_indices=canonical_aval_of(unpadded).shape,
+                             strides=tuple(np.add(interior, 1)))
+    t_padv = None
+    if is_undefined_primal(padding_value):
+        lax = _lax()
+        axes = tuple(range(len(padding_config)))
+        t_padv = lax.sub(lax.reduce_sum(ct, axes), lax.reduce_sum(t_operand, axes))
+    return [t_operand if is_undefined_primal(operand) else None, t_padv]
+
+
+pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(),
+                transpose=_pad_transpose)
 
 
 # ===================================================================== copy
@@ -629,7 +910,12 @@ def _copy_impl(x: np.ndarray) -> list[np.ndarray]:
     return [x.copy()]
 
 
-copy_p = declare("copy", typing=_copy_type, impl=_copy_impl)
+def _copy_transpose(ct: Any, x: UndefinedPrimal) -> Any:
+    return copy_p.bind(ct)
+
+
+copy_p = declare("copy", typing=_copy_type, impl=_copy_impl, jvp=linear_jvp(),
+                 transpose=linear_transpose(_copy_transpose))
 
 
 __all__ = [
