@@ -159,31 +159,27 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 # ---------------------------------------------------------------------- vjp
 
 
-class NotNeeded:
+class _Sentinel:
+    """An argument entry of ``VJP.args_res`` that holds no value; all
+    instances of one sentinel class are equal, and print as ``Name()``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class NotNeeded(_Sentinel):
     """In ``VJP.args_res``: an argument the backward pass does not read."""
 
-    def __repr__(self) -> str:
-        return "NotNeeded()"
 
-    def __eq__(self, other: object) -> bool:
-        return type(other) is NotNeeded
-
-    def __hash__(self) -> int:
-        return hash(NotNeeded)
-
-
-class NotSaveable:
+class NotSaveable(_Sentinel):
     """In ``VJP.args_res``: an argument the backward pass reads but that
     ``saveable_args`` excluded; it must be restored before the call."""
-
-    def __repr__(self) -> str:
-        return "NotSaveable()"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is NotSaveable
-
-    def __hash__(self) -> int:
-        return hash(NotSaveable)
 
 
 # Both sentinels are pytree nodes with no children: flattening a VJP object

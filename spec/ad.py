@@ -21,6 +21,7 @@ every cotangent it produces has the cotangent type of its variable.
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -119,14 +120,21 @@ class JVPTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
-        primals, tangents = zip(*[self.unpack(a) for a in args]) if args else ((), ())
+        pairs = [self.unpack(a) for a in args]
+        primals = [p for p, _ in pairs]
+        tangents = [t for _, t in pairs]
         if all(type(t) is Zero for t in tangents):
+            # Nothing to differentiate: the primal computation alone.
             with set_current_trace(self.parent):
                 outs = prim.bind(*primals, **params)
             return list(outs) if prim.multiple_results else [outs]
-        with set_current_trace(self.parent):
-            p_outs, t_outs = jvp_rule(prim)(list(primals), list(tangents), **params)
+        p_outs, t_outs = self.apply_rule(prim, primals, tangents, params)
         return self.wrap(prim, p_outs, t_outs)
+
+    def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
+                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        with set_current_trace(self.parent):
+            return jvp_rule(prim)(primals, tangents, **params)
 
     def wrap(self, prim: Primitive, p_outs: Sequence[Any], t_outs: Sequence[Any]) -> list[Any]:
         result = []
@@ -220,19 +228,12 @@ class LinearizeTrace(JVPTrace):
         self.tangent_trace = tangent_trace
         self.staged: dict[int, tuple[Any, Any]] = {}
 
-    def process_primitive(self, prim: Primitive, args: Sequence[Any],
-                          params: dict[str, Any]) -> list[Any]:
-        primals, tangents = zip(*[self.unpack(a) for a in args]) if args else ((), ())
-        if all(type(t) is Zero for t in tangents):
-            with set_current_trace(self.parent):
-                outs = prim.bind(*primals, **params)
-            return list(outs) if prim.multiple_results else [outs]
+    def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
+                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
         if prim.linearize is not None:
-            p_outs, t_outs = prim.linearize(self, list(primals), list(tangents), **params)
-        else:
-            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
-                p_outs, t_outs = jvp_rule(prim)(list(primals), list(tangents), **params)
-        return self.wrap(prim, p_outs, t_outs)
+            return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
+        with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
+            return jvp_rule(prim)(primals, tangents, **params)
 
 
 @dataclass
@@ -286,6 +287,43 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 
 def _is_differentiable(aval: ArrayType) -> bool:
     return aval.dtype != FLOAT0
+
+
+# ============================================================== JVP jaxprs
+
+# JVP jaxprs of sub-jaxprs (calls, checkpoints), per jaxpr and per pattern of
+# nonzero input tangents and relevant configuration: differentiating the same
+# call repeatedly traces its JVP once.
+_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[bool]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+    """The JVP of a closed ``jaxpr`` as a closed jaxpr: inputs are the primals
+    and the nonzero tangents; outputs are the primals and the output tangents
+    that are not symbolically zero (the returned mask says which)."""
+    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
+    key = (tuple(nonzero), config.values_key())
+    if key in per_jaxpr:
+        return per_jaxpr[key]
+    n = len(jaxpr.invars)
+    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
+    out_nonzero: list[bool] = []
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        it = iter(args[n:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
+        p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
+                                  args[:n], tangents)
+        out_nonzero.extend(type(t) is not Zero for t in t_outs)
+        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
+
+    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
+    new, _ = trace_to_jaxpr(jvp_fun, avals)
+    # Constants that are tracers belong to a trace that ends: not cached.
+    if not any(isinstance(c, Tracer) for c in new.consts):
+        per_jaxpr[key] = (new, out_nonzero)
+    return new, out_nonzero
 
 
 # ============================================================ legacy linearize
@@ -475,5 +513,5 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
     "PartialEval", "backward_pass", "jvp_flat", "jvp_rule", "linear_transpose_jaxpr",
-    "direct_linearize", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
+    "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

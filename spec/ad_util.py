@@ -126,34 +126,27 @@ class defjvp(_PrimitiveRule):
     differentiable). Contributions of nonzero tangents are summed in operand
     order; the primal output is bound first."""
 
+    reads_output = False
+
     def __init__(self, *fns: Callable[..., Any] | None) -> None:
         self.fns = fns
 
     def __call__(self, primals: Sequence[Any], tangents: Sequence[Any],
                  **params: Any) -> tuple[list[Any], list[Any]]:
         out = self.prim.bind(*primals, **params)
+        extra = (out,) if self.reads_output else ()
         total: Any = Zero.from_primal_value(out)
         for fn, t in zip(self.fns, tangents):
             if fn is not None and type(t) is not Zero:
-                total = add_tangents(total, fn(t, *primals, **params))
+                total = add_tangents(total, fn(t, *extra, *primals, **params))
         return [out], [total]
 
 
-class defjvp2(_PrimitiveRule):
+class defjvp2(defjvp):
     """Like ``defjvp`` but each contribution also reads the primal output:
     ``fns[i](t_i, out, *primals, **params)``."""
 
-    def __init__(self, *fns: Callable[..., Any] | None) -> None:
-        self.fns = fns
-
-    def __call__(self, primals: Sequence[Any], tangents: Sequence[Any],
-                 **params: Any) -> tuple[list[Any], list[Any]]:
-        out = self.prim.bind(*primals, **params)
-        total: Any = Zero.from_primal_value(out)
-        for fn, t in zip(self.fns, tangents):
-            if fn is not None and type(t) is not Zero:
-                total = add_tangents(total, fn(t, out, *primals, **params))
-        return [out], [total]
+    reads_output = True
 
 
 class linear_jvp(_PrimitiveRule):

@@ -377,3 +377,24 @@ def test_generated_programs_both_paths_and_jax(prog: Any, jitted: bool) -> None:
     for a, b in zip(direct[0], theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-3, atol=2e-3,
                                    equal_nan=True)
+
+
+def test_cotangent_type_mismatch_raises() -> None:
+    """The transpose machinery checks each cotangent a rule produces against
+    ct_type() of its variable: a rule returning the wrong shape is caught."""
+    neg = spec.rules.primitive("neg")
+    saved = neg.transpose
+    try:
+        neg.transpose = lambda ct, x: [snp.zeros((7,), np.float32)]
+        with pytest.raises(TypeError, match="cotangent type"):
+            spec.grad(lambda x: -x)(1.0)
+    finally:
+        neg.transpose = saved
+    assert spec.grad(lambda x: -x)(1.0) == -1.0
+
+
+def test_missing_sections_has_no_autodiff_entries() -> None:
+    missing = spec.rules.missing_sections()
+    assert not [m for m in missing if m[1] in ("jvp", "transpose")]
+    for prim in spec.rules.REGISTRY.values():
+        assert callable(prim.jvp) or isinstance(prim.jvp, spec.interpreter.NotApplicable)

@@ -9,7 +9,6 @@ of the transposed jaxpr; partial evaluation splits a call in two.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +16,6 @@ import numpy as np
 
 from spec import ad
 from spec.ad_util import UndefinedPrimal, Zero, instantiate
-from spec.config import config
 from spec.interpreter import (
     Eqn,
     canonical_aval_of,
@@ -81,41 +79,10 @@ def _evaluator(jaxpr: Jaxpr) -> Any:
     return lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs)
 
 
-# Derived jaxprs are cached per (jaxpr, which inputs carry tangents, config):
-# differentiating the same call repeatedly re-traces nothing.
-_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[bool]]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: tuple[bool, ...]) -> tuple[Jaxpr, list[bool]]:
-    """The JVP of ``jaxpr``: inputs are the primals and the nonzero tangents;
-    outputs the primals and the tangents that are not symbolically zero
-    (which, the returned mask says)."""
-    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
-    key = (nonzero, config.values_key())
-    if key in per_jaxpr:
-        return per_jaxpr[key]
-    n = len(jaxpr.invars)
-    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
-    out_nonzero: list[bool] = []
-
-    def jvp_fun(*args: Any) -> list[Any]:
-        it = iter(args[n:])
-        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
-        p_outs, t_outs = ad.jvp_flat(_evaluator(jaxpr), args[:n], tangents)
-        out_nonzero.extend(type(t) is not Zero for t in t_outs)
-        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
-
-    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
-    new, _ = trace_to_jaxpr(jvp_fun, avals)
-    per_jaxpr[key] = (new, out_nonzero)
-    return new, out_nonzero
-
-
 def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
              **params: Any) -> tuple[list[Any], list[Any]]:
     nonzero = tuple(type(t) is not Zero for t in tangents)
-    new, out_nonzero = _jvp_jaxpr(jaxpr, nonzero)
+    new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
     operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
     outs = jit_p.bind(*operands, **_call_params(params, new))
     n_out = len(jaxpr.outvars)

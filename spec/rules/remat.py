@@ -18,7 +18,6 @@ policies can select it.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,12 +26,10 @@ import numpy as np
 
 from spec import ad
 from spec.ad_util import UndefinedPrimal, Zero
-from spec.config import config
 from spec.interpreter import (
     Atom,
     Eqn,
     Jaxpr,
-    Tracer,
     Var,
     canonical_aval_of,
     eval_jaxpr,
@@ -103,36 +100,11 @@ def _cse_extend(prevent_cse: bool | tuple[bool, ...], n: int) -> bool | tuple[bo
 
 # ---------------------------------------------------------------------- JVP
 
-_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[Any], list[bool]]]] = \
-    weakref.WeakKeyDictionary()
-
-
 def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: tuple[bool, ...]) -> tuple[Jaxpr, list[Any], list[bool]]:
-    """The JVP of ``jaxpr`` (consts hoisted to leading inputs, their values
-    returned): inputs the primals and the nonzero tangents; outputs the
-    primals and the tangents not symbolically zero (the mask says which)."""
-    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
-    key = (nonzero, config.values_key())
-    if key in per_jaxpr:
-        return per_jaxpr[key]
-    n = len(jaxpr.invars)
-    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
-    out_nonzero: list[bool] = []
-
-    def jvp_fun(*args: Any) -> list[Any]:
-        it = iter(args[n:])
-        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
-        p_outs, t_outs = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr, [], *xs), args[:n],
-                                     tangents)
-        out_nonzero.extend(type(t) is not Zero for t in t_outs)
-        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
-
-    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
-    traced, _ = trace_to_jaxpr(jvp_fun, avals)
+    """The JVP of ``jaxpr`` (``ad.jvp_jaxpr``) with its constants hoisted to
+    leading inputs, their values returned."""
+    traced, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
     new, consts = _hoist_consts(traced)
-    # Tracer constants belong to a trace that ends: such results are not cached.
-    if not any(isinstance(c, Tracer) for c in consts):
-        per_jaxpr[key] = (new, consts, out_nonzero)
     return new, consts, out_nonzero
 
 
