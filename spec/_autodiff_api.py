@@ -563,7 +563,8 @@ def _std_basis(leaves: Sequence[Any]) -> list[Any]:
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable[..., Any]:
-    """The Jacobian by forward mode: one JVP per input element."""
+    """The Jacobian by forward mode: the function is linearized once and the
+    linear map applied to each input basis vector."""
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
@@ -572,22 +573,18 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, holomorphic, False, "jacfwd")
         leaves, in_tree = tree_util.tree_flatten(diff_args)
+        res = linearize(f_partial, *diff_args, has_aux=has_aux)
+        y, f_jvp = res[0], res[1]
         bases = _std_basis(leaves)
         n = bases[0].shape[0] if bases else 0
-        columns = []
-        aux = None
-        # One JVP per basis vector; vmap (issue 4) replaces this loop.
-        for k in range(n):
-            t = tree_util.tree_unflatten(in_tree, [b[k] for b in bases])
-            res = jvp(f_partial, diff_args, t, has_aux=has_aux)
-            y, dy = res[0], res[1]
-            if has_aux:
-                aux = res[2]
-            columns.append(dy)
+        # One application of the linear map per basis vector; vmap (issue 4)
+        # replaces this loop.
+        columns = [f_jvp(*tree_util.tree_unflatten(in_tree, [b[k] for b in bases]))
+                   for k in range(n)]
         y_leaves, y_tree = tree_util.tree_flatten(y)
         jac = _assemble(columns, y_leaves, y_tree, leaves, in_tree, forward=True)
         jac = _select_argnums(jac, argnums)
-        return (jac, aux) if has_aux else jac
+        return (jac, res[2]) if has_aux else jac
 
     return jacfun
 

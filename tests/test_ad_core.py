@@ -398,3 +398,19 @@ def test_missing_sections_has_no_autodiff_entries() -> None:
     assert not [m for m in missing if m[1] in ("jvp", "transpose")]
     for prim in spec.rules.REGISTRY.values():
         assert callable(prim.jvp) or isinstance(prim.jvp, spec.interpreter.NotApplicable)
+
+
+@pytest.mark.parametrize("name", ["sin", "exp", "tanh", "log1p", "sqrt"])
+def test_narrow_float_reverse_mode(name: str) -> None:
+    """bfloat16 (NumPy kind "V", like float0) and float8 values differentiate
+    as floats: tangents are not dropped."""
+    import ml_dtypes
+    for dt in (ml_dtypes.bfloat16, np.float16):
+        x = np.array([0.5, 1.5, -2.0], dt)
+
+        def f(n: Any) -> Any:
+            return lambda v: getattr(n, name)(n.abs(v) + 0.1).sum()
+        ours, theirs = spec.grad(f(snp))(x), jax.grad(f(jnp))(x)
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(np.asarray(ours, np.float32),
+                                      np.asarray(theirs, np.float32))

@@ -156,15 +156,8 @@ def test_dot_general(problem: Any, dtype: Any) -> None:
         paths_identical(f(SPEC), x, y)
 
 
-BF16_XFAIL = pytest.mark.xfail(
-    strict=False, reason="bfloat16 has NumPy kind 'V', which spec/ad.py (_is_differentiable) "
-    "and spec/rules/ad_prims.py (add_any's impl) take for float0: bfloat16 tangents are "
-    "dropped (the machinery, not these rules)")
-
-
 @pytest.mark.parametrize("dtypes", [
-    pytest.param((ml_dtypes.bfloat16, np.float32), marks=BF16_XFAIL),
-    pytest.param((ml_dtypes.bfloat16, None), marks=BF16_XFAIL),
+    (ml_dtypes.bfloat16, np.float32), (ml_dtypes.bfloat16, None),
     (np.float16, np.float32), (np.float32, np.float32), (np.float32, None), (np.float16, None)])
 def test_dot_general_preferred_element_type(dtypes: tuple[Any, Any]) -> None:
     operand, pet = dtypes
@@ -294,8 +287,7 @@ def test_conv_second_order_and_paths() -> None:
     paths_identical(_conv(p)(SPEC), x, k)
 
 
-@pytest.mark.parametrize("dtypes", [pytest.param((ml_dtypes.bfloat16, np.float32),
-                                                 marks=BF16_XFAIL),
+@pytest.mark.parametrize("dtypes", [(ml_dtypes.bfloat16, np.float32),
                                     (np.float16, np.float32), (np.float32, np.float64)])
 def test_conv_preferred_element_type(dtypes: tuple[Any, Any], x64: None) -> None:
     operand, pet = dtypes
