@@ -13,6 +13,7 @@ from spec import config as _config_module
 from spec import errors, rules, tree_util, types
 from spec import _array_methods as _array_methods  # installs operators
 from spec._api import jit, make_jaxpr, typeof, eval_shape
+from spec._vmap_api import vmap
 from spec._autodiff_api import fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, \
     linear_transpose, linearize, value_and_grad, vjp
 from spec._devices import Device, device_count, devices, local_device_count, local_devices, \
@@ -68,7 +69,7 @@ __all__ = [
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
     "linearize",
-    "value_and_grad", "vjp",
+    "value_and_grad", "vjp", "vmap",
     "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",
     "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "types",

@@ -9,6 +9,7 @@ equation.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import weakref
@@ -384,7 +385,12 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
     @functools.wraps(fun)
     def make(*args: Any, **kwargs: Any) -> Any:
         split = _split_args(args, kwargs, nums, ())
-        jaxpr, out_tree = _trace(fun, split)
+        with contextlib.ExitStack() as stack:
+            # Named axes the traced function may use in collectives.
+            from spec.rules.collectives import extend_axis_env
+            for name, size in axis_env or ():
+                stack.enter_context(extend_axis_env(name, int(size)))
+            jaxpr, out_tree = _trace(fun, split)
         if not return_shape:
             return jaxpr
         from spec.stages import ShapeDtypeStruct

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from spec.ad_util import Zero, add_tangents, linear_jvp
+from spec.batching import AxisData, move_to, vectorized
 from spec.interpreter import not_applicable
 from spec.rules._denormals import arithmetic
 from spec.rules._registry import declare, require
@@ -33,9 +34,20 @@ def _add_any_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     return [ct, ct]
 
 
+def _add_any_batch(axis: AxisData, args: list[Any], dims: list[Any]
+                   ) -> tuple[list[Any], list[Any]]:
+    """Both operands batched at one axis (an unmapped one is broadcast)."""
+    x, y = args
+    dx, dy = dims
+    if dx == dy:
+        return [add_any_p.bind(x, y)], [dx]
+    d = dx if dx is not None else dy
+    return [add_any_p.bind(move_to(x, dx, d, axis.size), move_to(y, dy, d, axis.size))], [d]
+
+
 add_any_p = declare(
     "add_any", typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
-    transpose=_add_any_transpose,
+    transpose=_add_any_transpose, batch=_add_any_batch,
     doc="x + y for two values of one type; autodiff's accumulation of tangents.")
 
 
@@ -49,6 +61,7 @@ def _stop_gradient_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[An
 
 stop_gradient_p = declare(
     "stop_gradient", typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
+    batch=vectorized(),
     transpose=not_applicable("its JVP is zero, so it never appears in a linear program"),
     doc="The identity, whose derivative is zero.")
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from spec import ad
+from spec import ad, batching
+from spec.batching import AxisData
 from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.interpreter import (
     Eqn,
@@ -174,7 +175,15 @@ def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, split.out_unknowns
 
 
+def _jit_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
+               **params: Any) -> tuple[list[Any], list[Any]]:
+    """A call of the batched jaxpr; batch axes stay where they are."""
+    new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+    outs = jit_p.bind(*args, **_call_params(params, new))
+    return list(outs), out_dims
+
+
 jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
-                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose)
+                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch)
 jit_p.linearize = _jit_linearize
 jit_p.partial_eval = _jit_partial_eval

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from spec import ad
+from spec import ad, batching
+from spec.batching import AxisData
 from spec.ad_util import UndefinedPrimal, Zero
 from spec.errors import UnexpectedTracerError
 from spec.interpreter import (
@@ -247,12 +248,159 @@ def _custom_lin_transpose(cts: list[Any], *invals: Any, num_res: int, bwd: Any,
     return [None] * num_res + [ct if u else None for ct, u in zip(nonzero_cts, undefined)]
 
 
+# ---------------------------------------------------------------- batching
+# A custom rule is per-example code: batched, it runs under vmap itself. The
+# function's outputs (and the rule's) are all batched at axis 0; residuals
+# keep the axes the batched forward pass gives them; a cotangent for an
+# input that was not batched is summed over the batch.
+
+
+def _per_example(t: Any, d: Any) -> Any:
+    """A symbolic zero of a batched value, as the rule sees it per example."""
+    if isinstance(t, SymbolicZero) and d is not None:
+        return SymbolicZero(batching.unbatched_aval(t.aval, d))
+    return t
+
+
+def _is_array_like(t: Any) -> bool:
+    return not isinstance(t, (SymbolicZero, Zero)) and t is not None
+
+
+def _batched_call(fun: Any, axis: AxisData, vals: list[Any], dims: list[Any],
+                  want: list[Any] | None = None) -> tuple[list[Any], list[Any]]:
+    outs, out_dims = batching.batch_flat(fun, axis, vals, dims)
+    if want is None:
+        return outs, out_dims
+    return [batching.move_to(o, d, w, axis.size) if w is not None else
+            _sum_out(o, d) for o, d, w in zip(outs, out_dims, want)], list(want)
+
+
+def _sum_out(x: Any, d: Any) -> Any:
+    """A per-example cotangent of an unbatched input: summed over the batch."""
+    if d is None:
+        return x
+    from spec import lax
+    return lax.reduce_sum(x, (d,))
+
+
+def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, jvp_jaxpr_fun: Any, num_consts: int,
+                           symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
+    n_out = len(call_jaxpr.outvars)
+    out_dims: list[Any] = [0] * n_out
+    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, out_dims)
+    arg_dims = list(dims[num_consts:])
+
+    def batched_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        live = [_is_array_like(t) for t in tangents]
+        vals = [*primals, *(t for t, a in zip(tangents, live) if a)]
+        vdims = [*arg_dims, *(d for d, a in zip(arg_dims, live) if a)]
+        n = len(primals)
+
+        def per_example(*xs: Any) -> list[Any]:
+            it = iter(xs[n:])
+            ts = [next(it) if a else _per_example(t, d)
+                  for t, a, d in zip(tangents, live, arg_dims)]
+            p_out, t_out = jvp_jaxpr_fun(list(xs[:n]), ts)
+            return [*p_out, *t_out]
+
+        outs, _ = _batched_call(per_example, axis, vals, vdims, [0] * (2 * n_out))
+        return outs[:n_out], outs[n_out:]
+
+    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call, jvp_jaxpr_fun=batched_jvp,
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return list(outs), out_dims
+
+
+def _batched_bwd(bwd: Any, axis: AxisData, res_dims: list[Any], ct_dims: list[Any],
+                 in_dims: list[Any]) -> Any:
+    """``bwd`` run per example: residuals at ``res_dims``, cotangents at
+    ``ct_dims``; input cotangents returned at ``in_dims`` (summed over the
+    batch for unbatched inputs)."""
+    def batched(residuals: list[Any], cts: list[Any]) -> list[Any]:
+        live = [_is_array_like(c) for c in cts]
+        vals = [*residuals, *(c for c, a in zip(cts, live) if a)]
+        vdims = [*res_dims, *(d for d, a in zip(ct_dims, live) if a)]
+        r = len(residuals)
+        zero_slots: list[bool] = []
+
+        def per_example(*xs: Any) -> list[Any]:
+            it = iter(xs[r:])
+            cs = [next(it) if a else _per_example(c, d) for c, a, d in zip(cts, live, ct_dims)]
+            outs = list(bwd(list(xs[:r]), cs))
+            zero_slots[:] = [not _is_array_like(o) for o in outs]
+            return [o for o in outs if _is_array_like(o)]
+
+        arrays, out_dims = batching.batch_flat(per_example, axis, vals, vdims)
+        kept_dims = [d for d, z in zip(in_dims, zero_slots) if not z]
+        moved = iter([batching.move_to(o, d, w, axis.size) if w is not None else
+                      _sum_out(o, d) for o, d, w in zip(arrays, out_dims, kept_dims)])
+        return [None if z else next(moved) for z in zero_slots]
+
+    return batched
+
+
+def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, fwd_jaxpr_thunk: Any, num_consts: int,
+                           bwd: Any, out_trees: Any, symbolic_zeros: bool
+                           ) -> tuple[list[Any], list[Any]]:
+    n_out = len(call_jaxpr.outvars)
+    out_dims: list[Any] = [0] * n_out
+    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, out_dims)
+    arg_dims = list(dims[num_consts:])
+    res_dims: list[Any] = []
+
+    def batched_fwd(primals: list[Any], nonzero: list[bool]) -> tuple[list[Any], list[Any]]:
+        n_res: list[int] = []
+
+        def per_example(*xs: Any) -> list[Any]:
+            residuals, p_outs = fwd_jaxpr_thunk(list(xs), nonzero)
+            n_res[:] = [len(residuals)]
+            return [*residuals, *p_outs]
+
+        outs, dims_out = batching.batch_flat(per_example, axis, list(primals), arg_dims)
+        r = n_res[0]
+        res_dims[:] = dims_out[:r]
+        p_outs = [batching.move_to(o, d, 0, axis.size) for o, d in
+                  zip(outs[r:], dims_out[r:])]
+        return outs[:r], p_outs
+
+    def lazy_bwd(residuals: list[Any], cts: list[Any]) -> list[Any]:
+        # The residuals' axes are known once the batched forward pass ran.
+        run = _batched_bwd(bwd, axis, list(res_dims), out_dims, arg_dims)
+        return list(run(residuals, cts))
+
+    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call, fwd_jaxpr_thunk=batched_fwd,
+                                  num_consts=num_consts, bwd=lazy_bwd, out_trees=out_trees,
+                                  symbolic_zeros=symbolic_zeros)
+    return list(outs), out_dims
+
+
+def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_res: int,
+                      bwd: Any, out_avals: tuple[ArrayType, ...], symbolic_zeros: bool,
+                      in_zeros: tuple[bool, ...]) -> tuple[list[Any], list[Any]]:
+    """The tangent map batched: its transpose runs ``bwd`` per example, with
+    the output cotangents at axis 0 and input cotangents at the tangents' axes."""
+    res_dims = list(dims[:num_res])
+    # Every tangent at axis 0 (an unmapped one broadcast), so the input
+    # cotangents the transpose returns are there too.
+    moved = [*args[:num_res], *(batching.move_to(t, d, 0, axis.size)
+                                for t, d in zip(args[num_res:], dims[num_res:]))]
+    in_dims: list[Any] = [None if z else 0 for z in in_zeros]
+    batched_avals = tuple(batching.batched_aval(a, 0, axis.size) for a in out_avals)
+    outs = custom_lin_p.bind(
+        *moved, num_res=num_res,
+        bwd=_batched_bwd(bwd, axis, res_dims, [0] * len(out_avals), in_dims),
+        out_avals=batched_avals, symbolic_zeros=symbolic_zeros, in_zeros=in_zeros)
+    return list(outs), [0] * len(out_avals)
+
+
 # --------------------------------------------------------------- declaring
 
 custom_jvp_call_p = declare(
     "custom_jvp_call", typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
-    transpose=_custom_jvp_call_transpose, batch=pending("vmap (issue 4)"),
+    transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
     sharding=pending("sharding (issue 5)"),
     doc="A function with a user-defined JVP rule.")
 
@@ -260,13 +408,13 @@ custom_vjp_call_p = declare(
     "custom_vjp_call", typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
     transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
-    batch=pending("vmap (issue 4)"), sharding=pending("sharding (issue 5)"),
+    batch=_custom_vjp_call_batch, sharding=pending("sharding (issue 5)"),
     doc="A function with user-defined forward and backward passes.")
 
 custom_lin_p = declare(
     "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
     pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
-    batch=pending("vmap (issue 4)"),
+    batch=_custom_lin_batch,
     sharding=not_applicable("custom_lin only exists between linearization and transposition"),
     doc="The tangent map of a custom_vjp function: transposes to its bwd rule.")
 

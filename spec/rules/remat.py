@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from spec import ad
+from spec import ad, batching
+from spec.batching import AxisData
 from spec.ad_util import UndefinedPrimal, Zero
 from spec.interpreter import (
     Atom,
@@ -448,8 +449,25 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
     return result
 
 
+def _remat_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
+                 prevent_cse: bool | tuple[bool, ...], differentiated: bool,
+                 policy: Policy | None) -> tuple[list[Any], list[Any]]:
+    """A ``remat2`` of the batched jaxpr (its constants hoisted to operands)."""
+    batched, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+    new, consts = _hoist_consts(batched)
+    outs = remat_p.bind(*consts, *args, jaxpr=new,
+                        prevent_cse=_cse_extend_front(prevent_cse, len(consts)),
+                        differentiated=differentiated, policy=policy)
+    return list(outs), out_dims
+
+
+def _cse_extend_front(prevent_cse: bool | tuple[bool, ...], n: int) -> bool | tuple[bool, ...]:
+    return (True,) * n + prevent_cse if isinstance(prevent_cse, tuple) else prevent_cse
+
+
 remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
+                  batch=_remat_batch,
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD")
 remat_p.linearize = _remat_linearize
 remat_p.partial_eval = _remat_partial_eval
@@ -479,7 +497,8 @@ def _name_transpose(ct: Any, x: Any, *, name: str) -> list[Any]:
 
 
 name_p = declare("name", typing=_name_type, impl=_name_impl, jvp=_name_jvp,
-                 transpose=_name_transpose, doc="checkpoint_name: the identity, labelled")
+                 transpose=_name_transpose, batch=batching.vectorized(),
+                 doc="checkpoint_name: the identity, labelled")
 
 
 __all__ = ["RematSplit", "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]

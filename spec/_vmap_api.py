@@ -1,0 +1,156 @@
+"""``vmap``: JAX's signature, argument checks and error messages (in spec's
+words where JAX's are long). The machinery is in ``spec.batching``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from spec import batching, tree_util
+from spec.interpreter import canonical_aval_of
+
+
+def _is_axis(x: Any) -> bool:
+    return x is None or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
+def _check_axes_spec(spec: Any, what: str) -> None:
+    for leaf in tree_util.tree_leaves(spec, is_leaf=lambda x: x is None):
+        if not _is_axis(leaf):
+            raise TypeError(f"vmap {what} must be an int, None, or a tuple of entries "
+                            f"corresponding to the positional arguments passed to the "
+                            f"function, but got {spec}.")
+
+
+def _flatten_axes(what: str, tree: Any, spec: Any) -> list[Any]:
+    """One axis (or None) per leaf of ``tree``: ``spec`` is a tree prefix of
+    it whose leaves (ints or None) cover whole subtrees."""
+    spec_leaves, spec_tree = tree_util.tree_flatten(spec, is_leaf=lambda x: x is None)
+    try:
+        subtrees = spec_tree.flatten_up_to(tree)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"vmap {what} specification must be a tree prefix of the "
+                         f"corresponding value, got specification {spec} for value tree "
+                         f"{tree_util.tree_structure(tree)}: {err}") from None
+    axes: list[Any] = []
+    for axis, sub in zip(spec_leaves, subtrees):
+        axes.extend([axis] * len(tree_util.tree_leaves(sub)))
+    return axes
+
+
+def _arg_names(fun: Callable[..., Any], n: int) -> list[str]:
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return [params[i] if i < len(params) else f"args[{i}]" for i in range(n)]
+
+
+def _leaf_names(fun: Callable[..., Any], args: tuple[Any, ...]) -> list[str]:
+    names = _arg_names(fun, len(args))
+    out: list[str] = []
+    for name, arg in zip(names, args):
+        with_path, _ = tree_util.tree_flatten_with_path(arg)
+        out.extend(name + tree_util.keystr(p) for p, _ in with_path)
+    return out
+
+
+def _axis_size(fun: Callable[..., Any], args: tuple[Any, ...], leaves: list[Any],
+               axes: list[Any], axis_size: int | None) -> int:
+    names = _leaf_names(fun, args)
+    sizes: list[tuple[int, str]] = []
+    for leaf, axis, name in zip(leaves, axes, names):
+        if axis is None:
+            continue
+        aval = canonical_aval_of(leaf)
+        if not -aval.ndim <= axis < aval.ndim:
+            raise ValueError(f"vmap was requested to map its argument along axis {axis}, "
+                             f"which implies that its rank should be at least "
+                             f"{axis + 1 if axis >= 0 else -axis}, but is only {aval.ndim} "
+                             f"(its shape is {aval.shape})")
+        sizes.append((aval.shape[axis % aval.ndim],
+                      f"axis {axis} of argument {name} of type {aval}"))
+    if not sizes:
+        if axis_size is None:
+            raise ValueError("vmap must have at least one non-None value in in_axes or "
+                             "axis_size must be specified")
+        return int(axis_size)
+    distinct = {s for s, _ in sizes}
+    if axis_size is not None:
+        distinct.add(int(axis_size))
+    if len(distinct) > 1:
+        lines = [f"  * one axis had size {s}: {where}" for s, where in sizes]
+        if axis_size is not None:
+            lines.insert(0, f"  * the `axis_size` argument was {axis_size}")
+        raise ValueError("vmap got inconsistent sizes for array axes to be mapped:\n"
+                         + ";\n".join(lines))
+    return distinct.pop()
+
+
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+         axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable[..., Any]:
+    """Map ``fun`` over an axis of its arguments: a batching rule per
+    primitive, never a loop over the batch."""
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable as its first argument, got {fun!r}")
+    if isinstance(in_axes, list):
+        in_axes = tuple(in_axes)
+    if not (_is_axis(in_axes) or isinstance(in_axes, tuple)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries "
+                        "corresponding to the positional arguments passed to the function, "
+                        f"but got {in_axes}.")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+
+    @functools.wraps(fun)
+    def vmapped(*args: Any, **kwargs: Any) -> Any:
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                             "corresponding to the positional arguments passed to the "
+                             f"function, but got len(in_axes)={len(in_axes)}, "
+                             f"len(args)={len(args)}.")
+        leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+        arg_axes = _flatten_axes("in_axes", args, in_axes)
+        # Keyword arguments are always mapped over axis 0, as in JAX.
+        axes = arg_axes + [0] * (len(leaves) - len(arg_axes))
+        size = _axis_size(fun, args, leaves, axes, axis_size)
+        axis = batching.AxisData(size, axis_name, spmd_axis_name)
+        dims = [None if a is None else a % canonical_aval_of(x).ndim
+                for x, a in zip(leaves, axes)]
+        store: dict[str, Any] = {}
+
+        def flat(*xs: Any) -> list[Any]:
+            a, k = tree_util.tree_unflatten(in_tree, list(xs))
+            out = fun(*a, **k)
+            out_leaves, store["tree"] = tree_util.tree_flatten(out)
+            return out_leaves
+
+        outs, out_dims = batching.batch_flat(flat, axis, leaves, dims)
+        out_tree = store["tree"]
+        out_spec = _flatten_axes("out_axes", tree_util.tree_unflatten(out_tree, outs),
+                                 out_axes)
+        moved = [_place_output(o, d, w, size) for o, d, w in zip(outs, out_dims, out_spec)]
+        return tree_util.tree_unflatten(out_tree, moved)
+
+    return vmapped
+
+
+def _place_output(x: Any, dim: Any, want: Any, size: int) -> Any:
+    if want is None:
+        if dim is not None:
+            raise ValueError(f"at vmap out_axes, got axis spec None but output was batched "
+                             f"on axis {dim}")
+        return x
+    ndim = canonical_aval_of(x).ndim + (1 if dim is None else 0)
+    if not -ndim <= want < ndim:
+        raise ValueError(f"vmap out_axes {want} is out of bounds for an output of rank "
+                         f"{ndim}")
+    return batching.move_to(x, dim, want % ndim, size)
+
+
+__all__ = ["vmap"]

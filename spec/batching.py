@@ -1,0 +1,288 @@
+"""Batching (vmap): the batch trace, what batching rules are written with,
+and the batching of jaxprs.
+
+A batching rule has the signature ``batch(axis, args, dims, **params) ->
+(outs, out_dims)``: ``axis`` is the ``AxisData`` of the vmapped axis (its
+size and name), ``args`` the operands with the batch axis inside them, and
+``dims[i]`` the position of operand i's batch axis, or ``not_mapped`` (None)
+for an operand without one. The rule binds primitives under the enclosing
+trace and returns the outputs (a list) with their batch axes (``not_mapped``
+for outputs that do not vary along the batch). The rule is only called when
+at least one operand is mapped; it may move batch axes but never loops over
+the batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec.interpreter import (
+    Jaxpr,
+    NotApplicable,
+    Pending,
+    Primitive,
+    Trace,
+    Tracer,
+    canonical_aval_of,
+    check_tracer_alive,
+    current_trace,
+    eval_jaxpr,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec.types import ArrayType
+
+not_mapped = None
+BatchDim = int | None
+
+
+@dataclass(frozen=True)
+class AxisData:
+    """The vmapped axis: its size, its name (for collectives) and the mesh
+    axis named by ``spmd_axis_name`` (kept for the sharding issue)."""
+
+    size: int
+    name: Any = None
+    spmd_name: Any = None
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+    """Move axis ``src`` of ``x`` to position ``dst`` (a transpose; none when
+    they agree)."""
+    ndim = canonical_aval_of(x).ndim
+    src, dst = src % ndim, dst % ndim
+    if src == dst:
+        return x
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return _lax().transpose(x, tuple(perm))
+
+
+def broadcast(x: Any, size: int, axis: int) -> Any:
+    """``x`` with a new axis of ``size`` at ``axis`` (the same value along it).
+    The kept axes are NumPy integers, as JAX computes (and prints) them."""
+    from spec.rules.structural import broadcast_in_dim_p
+    aval = canonical_aval_of(x)
+    shape = list(aval.shape)
+    shape.insert(axis, size)
+    dims = tuple(np.delete(np.arange(len(shape)), axis))
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims,
+                                   sharding=None)
+
+
+def bdim_at_front(x: Any, dim: BatchDim, size: int) -> Any:
+    """The batch axis first: moved there, or created by broadcasting."""
+    if dim is None:
+        return broadcast(x, size, 0)
+    return moveaxis(x, dim, 0)
+
+
+def move_to(x: Any, src: BatchDim, dst: BatchDim, size: int) -> Any:
+    """``x``'s batch axis from ``src`` to ``dst`` (broadcasting an unmapped
+    value when ``dst`` is an axis)."""
+    if src == dst:
+        return x
+    if dst is None:
+        raise ValueError("cannot unmap a batched value")
+    if src is None:
+        return broadcast(x, size, dst % (canonical_aval_of(x).ndim + 1))
+    return moveaxis(x, src, dst)
+
+
+def batched_aval(aval: ArrayType, dim: BatchDim, size: int) -> ArrayType:
+    """The type of a value of type ``aval`` batched at ``dim``."""
+    if dim is None:
+        return aval
+    shape = list(aval.shape)
+    shape.insert(dim, size)
+    return aval.update(shape=tuple(shape))
+
+
+def unbatched_aval(aval: ArrayType, dim: BatchDim) -> ArrayType:
+    if dim is None:
+        return aval
+    shape = list(aval.shape)
+    del shape[dim]
+    return aval.update(shape=tuple(shape))
+
+
+# ---------------------------------------------------------- rule builders
+
+
+class _PrimitiveRule:
+    """A rule that needs its primitive; attached at declaration."""
+
+    prim: Primitive
+
+    def for_primitive(self, prim: Primitive) -> _PrimitiveRule:
+        self.prim = prim
+        return self
+
+
+class vectorized(_PrimitiveRule):
+    """Elementwise unary primitives (and any primitive acting on each element
+    independently): the output is batched where the operand is."""
+
+    def __call__(self, axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim],
+                 **params: Any) -> tuple[list[Any], list[BatchDim]]:
+        (x,), (d,) = args, dims
+        out = self.prim.bind(x, **params)
+        outs = list(out) if self.prim.multiple_results else [out]
+        return outs, [d] * len(outs)
+
+
+class broadcasting(_PrimitiveRule):
+    """Elementwise n-ary primitives with lax's implicit broadcasting (rank-0
+    operands stretch; size-1 axes stretch): operands whose batch axes agree
+    bind as they are; otherwise every batch axis goes to the front, and
+    unmapped operands get a size-1 axis there."""
+
+    def __call__(self, axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim],
+                 **params: Any) -> tuple[list[Any], list[BatchDim]]:
+        avals = [canonical_aval_of(x) for x in args]
+        shape, dim = next((a.shape, d) for a, d in zip(avals, dims) if d is not None)
+        if all(a.shape == shape and d == dim for a, d in zip(avals, dims) if a.ndim):
+            out = self.prim.bind(*args, **params)
+            outs = list(out) if self.prim.multiple_results else [out]
+            return outs, [dim] * len(outs)
+        moved = [bdim_at_front(x, d, 1) if a.ndim else x
+                 for x, a, d in zip(args, avals, dims)]
+        ndim = max(canonical_aval_of(x).ndim for x in moved)
+        lax = _lax()
+        moved = [x if d is None or canonical_aval_of(x).ndim == ndim else
+                 lax.expand_dims(x, tuple(range(canonical_aval_of(x).ndim, ndim)))
+                 for x, d in zip(moved, dims)]
+        out = self.prim.bind(*moved, **params)
+        outs = list(out) if self.prim.multiple_results else [out]
+        return outs, [0] * len(outs)
+
+
+# -------------------------------------------------------------- the trace
+
+
+def batch_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[BatchDim]]]:
+    rule = prim.batch
+    if isinstance(rule, (Pending, NotApplicable)):
+        raise NotImplementedError(f"Batching rule for '{prim.name}' not implemented")
+    return rule
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("_trace", "val", "batch_dim")
+
+    def __init__(self, trace: BatchTrace, val: Any, batch_dim: int) -> None:
+        self._trace = trace
+        self.val = val
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self) -> ArrayType:
+        return unbatched_aval(canonical_aval_of(self.val), self.batch_dim)
+
+    def __repr__(self) -> str:
+        return f"BatchTracer(val={self.val}, batch_dim={self.batch_dim})"
+
+
+class BatchTrace(Trace):
+    """vmap: tracers carry a value with one extra (batch) axis and its position."""
+
+    name = "BatchTrace"
+
+    def __init__(self, parent: Trace, axis: AxisData) -> None:
+        super().__init__()
+        self.parent = parent
+        self.axis = axis
+
+    def unpack(self, x: Any) -> tuple[Any, BatchDim]:
+        if isinstance(x, BatchTracer) and x._trace is self:
+            return x.val, x.batch_dim
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+        return x, not_mapped
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        pairs = [self.unpack(a) for a in args]
+        vals = [v for v, _ in pairs]
+        dims = [d for _, d in pairs]
+        collective = getattr(prim, "axis_collective", None)
+        if collective is not None and self.axis.name is not None \
+                and self.axis.name in collective(params):
+            rule = batch_rule(prim)
+        elif all(d is None for d in dims):
+            with set_current_trace(self.parent):
+                outs = prim.bind(*vals, **params)
+            return list(outs) if prim.multiple_results else [outs]
+        else:
+            rule = batch_rule(prim)
+        with set_current_trace(self.parent):
+            outs, out_dims = rule(self.axis, vals, dims, **params)
+        return [self.wrap(o, d) for o, d in zip(outs, out_dims)]
+
+    def wrap(self, val: Any, dim: BatchDim) -> Any:
+        if dim is None:
+            return val
+        ndim = canonical_aval_of(val).ndim
+        return BatchTracer(self, val, dim % ndim if ndim else dim)
+
+
+def batch_flat(fun: Callable[..., Sequence[Any]], axis: AxisData, args: Sequence[Any],
+               dims: Sequence[BatchDim]) -> tuple[list[Any], list[BatchDim]]:
+    """Run ``fun`` on per-example views of ``args`` (batched at ``dims``);
+    returns the outputs with their batch axes (``not_mapped`` where an
+    output does not depend on the batch)."""
+    from spec.rules.collectives import extend_axis_env
+    trace = BatchTrace(current_trace(), axis)
+    tracers = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, dims)]
+    env = extend_axis_env(axis.name, axis.size) if axis.name is not None \
+        else contextlib.nullcontext()
+    try:
+        with set_current_trace(trace), env:
+            outs = fun(*tracers)
+        unpacked = [trace.unpack(o) for o in outs]
+    finally:
+        trace.invalidate()
+    return [v for v, _ in unpacked], [d for _, d in unpacked]
+
+
+def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
+                out_dims_wanted: Sequence[BatchDim] | None = None
+                ) -> tuple[Jaxpr, list[BatchDim]]:
+    """``jaxpr`` batched: inputs batched at ``dims``; outputs at the returned
+    dims (or moved to ``out_dims_wanted`` where given: an int broadcasts an
+    unmapped output there)."""
+    out_dims: list[BatchDim] = []
+
+    def batched(*args: Any) -> list[Any]:
+        outs, ds = batch_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), axis, args,
+                              dims)
+        if out_dims_wanted is not None:
+            outs = [o if w is None and d is None else move_to(o, d, w, axis.size)
+                    for o, d, w in zip(outs, ds, out_dims_wanted)]
+            ds = list(out_dims_wanted)
+        out_dims.extend(ds)
+        return outs
+
+    avals = [batched_aval(v.aval, d, axis.size) for v, d in zip(jaxpr.invars, dims)]
+    new, _ = trace_to_jaxpr(batched, avals)
+    return new, out_dims
+
+
+__all__ = [
+    "AxisData", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr", "batch_rule",
+    "batched_aval", "bdim_at_front", "broadcast", "broadcasting", "move_to", "moveaxis",
+    "not_mapped", "unbatched_aval", "vectorized",
+]
