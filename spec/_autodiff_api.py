@@ -544,74 +544,91 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
 # ---------------------------------------------------------------- jacobians
 
 
-def _std_basis(leaves: Sequence[Any]) -> list[Any]:
-    """Unit tangents for every element of every leaf, as one stacked array
-    per leaf: leaf i's basis has shape (N, *shape_i) with N the total size."""
+def _std_basis(tree: Any) -> Any:
+    """The standard basis of ``tree``'s leaves as ``tree``, each leaf with a
+    leading axis of the total size: an identity matrix split by leaf."""
     from spec import numpy as jnp
-    avals = [canonical_aval_of(x) for x in leaves]
-    sizes = [a.size for a in avals]
-    total = sum(sizes)
-    bases = []
-    start = 0
-    for a, size in zip(avals, sizes):
-        eye = np.zeros((total, size), dtype=a.dtype)
-        eye[np.arange(start, start + size), np.arange(size)] = 1
-        bases.append(jnp.asarray(eye.reshape((total, *a.shape))))
-        start += size
-    return bases
+    leaves = tree_util.tree_leaves(tree)
+    total = sum(canonical_aval_of(x).size for x in leaves)
+    dtype = jnp.result_type(*leaves)
+    return _unravel(tree, 1, None, jnp.eye(total, dtype=dtype))
+
+
+def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:
+    """Split ``arr`` along ``axis`` into ``tree``'s leaves (that axis becomes
+    each leaf's shape), each cast to the dtype and weak type of ``example``
+    (or of its own leaf)."""
+    from spec import lax
+    leaves, treedef = tree_util.tree_flatten(tree)
+    shape = canonical_aval_of(arr).shape
+    axis = axis % len(shape)
+    sizes: list[Any] = [np.int64(canonical_aval_of(x).size) for x in leaves]
+    parts = lax.split(arr, sizes, axis) if leaves else []
+    out = []
+    for part, leaf in zip(parts, leaves):
+        want = shape[:axis] + canonical_aval_of(leaf).shape + shape[axis + 1:]
+        reshaped = part if canonical_aval_of(part).shape == want else part.reshape(want)
+        out.append(_downcast(reshaped, leaf if example is None else example))
+    return tree_util.tree_unflatten(treedef, out)
+
+
+def _downcast(x: Any, example: Any) -> Any:
+    """``x`` as ``example``'s dtype and weak type (a complex block of a real
+    example keeps its real part), as JAX's Jacobians do."""
+    from spec.lax._structural import _convert_element_type
+    aval = canonical_aval_of(example)
+    if T.is_complex(canonical_aval_of(x).dtype) and not T.is_complex(aval.dtype):
+        x = x.real
+    return _convert_element_type(x, aval.dtype, aval.weak_type)
 
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable[..., Any]:
-    """The Jacobian by forward mode: the function is linearized once and the
-    linear map applied to each input basis vector."""
+    """The Jacobian by forward mode: the JVP vmapped over the input basis."""
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
+        from spec._vmap_api import vmap
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, holomorphic, False, "jacfwd")
-        leaves, in_tree = tree_util.tree_flatten(diff_args)
-        res = linearize(f_partial, *diff_args, has_aux=has_aux)
-        y, f_jvp = res[0], res[1]
-        bases = _std_basis(leaves)
-        n = bases[0].shape[0] if bases else 0
-        # One application of the linear map per basis vector; vmap (issue 4)
-        # replaces this loop.
-        columns = [f_jvp(*tree_util.tree_unflatten(in_tree, [b[k] for b in bases]))
-                   for k in range(n)]
-        y_leaves, y_tree = tree_util.tree_flatten(y)
-        jac = _assemble(columns, y_leaves, y_tree, leaves, in_tree, forward=True)
-        jac = _select_argnums(jac, argnums)
-        return (jac, res[2]) if has_aux else jac
+
+        def push(tangents: Any) -> Any:
+            return jvp(f_partial, diff_args, tangents, has_aux=has_aux)
+
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        res = vmap(push, out_axes=out_axes)(_std_basis(diff_args))
+        y, jac = res[0], res[1]
+        example = diff_args[0] if isinstance(argnums, (int, np.integer)) else diff_args
+        jac_tree = tree_util.tree_map(lambda y_leaf, j: _unravel(example, -1, y_leaf, j),
+                                      y, jac)
+        return (jac_tree, res[2]) if has_aux else jac_tree
 
     return jacfun
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False) -> Callable[..., Any]:
-    """The Jacobian by reverse mode: one VJP per output element."""
+    """The Jacobian by reverse mode: the VJP vmapped over the output basis."""
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
+        from spec._vmap_api import vmap
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
             _check_input_dtype(leaf, holomorphic, allow_int, "jacrev")
         res = vjp(f_partial, *diff_args, has_aux=has_aux)
         y, pullback = res[0], res[1]
-        y_leaves, y_tree = tree_util.tree_flatten(y)
-        bases = _std_basis(y_leaves)
-        n = bases[0].shape[0] if bases else 0
-        rows = []
-        # One VJP per basis vector; vmap (issue 4) replaces this loop.
-        for k in range(n):
-            rows.append(pullback(tree_util.tree_unflatten(y_tree, [b[k] for b in bases])))
-        x_leaves, x_tree = tree_util.tree_flatten(diff_args)
-        jac = _assemble(rows, y_leaves, y_tree, x_leaves, x_tree, forward=False)
-        jac = _select_argnums(jac, argnums)
-        return (jac, res[2]) if has_aux else jac
+        jac = vmap(pullback)(_std_basis(y))
+        is_int = isinstance(argnums, (int, np.integer))
+        jac = jac[0] if is_int else jac
+        example = diff_args[0] if is_int else diff_args
+        jac_tree = tree_util.tree_map(lambda x_leaf, j: _unravel(y, 0, x_leaf, j), example, jac)
+        jac_tree = tree_util.tree_transpose(tree_util.tree_structure(example),
+                                            tree_util.tree_structure(y), jac_tree)
+        return (jac_tree, res[2]) if has_aux else jac_tree
 
     return jacfun
 
@@ -619,55 +636,11 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
 jacobian = jacrev
 
 
-def _assemble(vectors: list[Any], y_leaves: list[Any], y_tree: Any, x_leaves: list[Any],
-              x_tree: Any, forward: bool) -> Any:
-    """Stack per-basis results into Jacobian blocks of shape y.shape + x.shape,
-    nested as the output tree of the input tree."""
-    from spec import numpy as jnp
-    x_avals = [canonical_aval_of(x) for x in x_leaves]
-    y_avals = [canonical_aval_of(y) for y in y_leaves]
-    blocks_per_y = []
-    if forward:
-        # vectors[k] is the tangent output (y tree) for input element k.
-        x_sizes = [a.size for a in x_avals]
-        for j, ya in enumerate(y_avals):
-            col = [tree_util.tree_leaves(v)[j] for v in vectors]
-            stacked = jnp.stack(col, axis=-1) if col else jnp.zeros((*ya.shape, 0), ya.dtype)
-            blocks = []
-            start = 0
-            for xa, size in zip(x_avals, x_sizes):
-                part = stacked[..., start:start + size]
-                blocks.append(_like(part.reshape((*ya.shape, *xa.shape)), ya))
-                start += size
-            blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
-    else:
-        # vectors[k] is the input cotangent (x tree) for output element k.
-        y_sizes = [a.size for a in y_avals]
-        start = 0
-        for ya, size in zip(y_avals, y_sizes):
-            blocks = []
-            for i, xa in enumerate(x_avals):
-                rows = [tree_util.tree_leaves(vectors[k])[i] for k in range(start, start + size)]
-                stacked = jnp.stack(rows, axis=0) if rows else jnp.zeros((0, *xa.shape),
-                                                                        xa.dtype)
-                blocks.append(_like(stacked.reshape((*ya.shape, *xa.shape)), xa))
-            blocks_per_y.append(tree_util.tree_unflatten(x_tree, blocks))
-            start += size
-    return tree_util.tree_unflatten(y_tree, blocks_per_y)
-
-
 def _like(block: Any, example: ArrayType) -> Any:
     """A Jacobian block takes the dtype and weak type of its example leaf
     (the output for jacfwd, the input for jacrev), as in JAX."""
     from spec.lax._structural import _convert_element_type
     return _convert_element_type(block, example.dtype, example.weak_type)
-
-
-def _select_argnums(jac: Any, argnums: int | Sequence[int]) -> Any:
-    """With an int argnums the Jacobian is w.r.t. that argument, not a 1-tuple."""
-    if isinstance(argnums, (int, np.integer)):
-        return tree_util.tree_map(lambda t: t[0], jac, is_leaf=lambda t: isinstance(t, tuple))
-    return jac
 
 
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -414,3 +414,14 @@ def test_narrow_float_reverse_mode(name: str) -> None:
         assert ours.dtype == theirs.dtype
         np.testing.assert_array_equal(np.asarray(ours, np.float32),
                                       np.asarray(theirs, np.float32))
+
+
+@pytest.mark.parametrize("builder", [
+    lambda j, n: j.make_jaxpr(j.jacfwd(lambda x: n.sin(x) * x))(X3),
+    lambda j, n: j.make_jaxpr(j.jacrev(lambda x: n.sin(x) * x))(X3),
+    lambda j, n: j.make_jaxpr(j.hessian(lambda x: n.sin(x).sum()))(X3),
+])
+def test_jacobian_jaxprs_match_jax(builder: Any) -> None:
+    """jacfwd/jacrev are vmaps of jvp/vjp over the standard basis, as in JAX."""
+    ours, theirs = both(builder)
+    assert str(ours) == str(theirs)
