@@ -56,7 +56,7 @@ class Api:
     name: str
     np: Any
     lax: Any = None
-    grad: Any = None  # the library's grad; None for NumPy (hand-written backprop)
+    mod: Any = None  # the library itself (grad, vmap, make_jaxpr); None for NumPy
 
     def fn(self, *names: str, lax: str | None = None) -> Fn:
         """The first of ``names`` in the namespace (else ``lax.<lax>``), or Missing."""
@@ -86,7 +86,7 @@ def _spec_lib() -> Lib:
     import spec
     import spec.lax
     import spec.numpy
-    return Lib(Api("spec.numpy", spec.numpy, spec.lax, spec.grad), spec.numpy.asarray,
+    return Lib(Api("spec.numpy", spec.numpy, spec.lax, spec), spec.numpy.asarray,
                spec.jit)
 
 
@@ -97,7 +97,7 @@ def _jax_lib() -> Lib | str:
         import jax.numpy
     except ImportError as err:
         return f"jax not importable: {err}"
-    return Lib(Api("jax.numpy", jax.numpy, jax.lax, jax.grad), jax.device_put, jax.jit)
+    return Lib(Api("jax.numpy", jax.numpy, jax.lax, jax), jax.device_put, jax.jit)
 
 
 NUMPY_API = Api("numpy", np)
@@ -165,7 +165,7 @@ def _matmul(api: Api) -> Fn:
 def _mlp_grad(api: Api) -> Fn:
     """The gradient of a 3-layer tanh MLP's squared-output loss w.r.t. its
     weights: ``grad`` of the forward pass, or, for NumPy, backprop by hand."""
-    if api.grad is None:
+    if api.mod is None:
         return _mlp_backprop_numpy
 
     def loss(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
@@ -173,11 +173,80 @@ def _mlp_grad(api: Api) -> Fn:
         out = matmul(tanh(matmul(tanh(matmul(x, w1)), w2)), w3)
         return sum_(out * out) * 0.5
 
-    g = api.grad(loss, argnums=(1, 2, 3))
+    g = api.mod.grad(loss, argnums=(1, 2, 3))
     stack = api.fn("stack")
     # One array out (the three gradients stacked), so every column returns
     # the same kind of value; the copy costs all columns alike.
     return lambda *args: stack(g(*args))
+
+
+def _per_example(api: Api) -> Fn:
+    """One example's computation: a tanh layer and a softmax-like normaliser
+    on a vector of 64."""
+    tanh, exp, sum_, matmul = api.fn("tanh"), api.fn("exp"), api.fn("sum"), api.fn("matmul")
+
+    def f(w: Any, x: Any) -> Any:
+        h = tanh(matmul(w, x))
+        e = exp(h)
+        return e / sum_(e)
+    return f
+
+
+def _vmapped(api: Api) -> Fn:
+    """``vmap`` of the per-example function over a batch of inputs; NumPy
+    does the same arithmetic vectorised by hand."""
+    f = _per_example(api)
+    if api.mod is None:
+        def by_hand(w: Any, xs: Any) -> Any:
+            e = np.exp(np.tanh(xs @ w.T))
+            return e / e.sum(axis=1, keepdims=True)
+        return by_hand
+    return api.mod.vmap(f, in_axes=(None, 0))  # type: ignore[no-any-return]
+
+
+def _looped(api: Api) -> Fn:
+    """The per-example function applied in a Python loop and stacked."""
+    f = _per_example(api)
+    stack = api.fn("stack")
+    return lambda w, xs: stack([f(w, x) for x in xs])
+
+
+def _chain_program(n_ops: int) -> Callable[[Api], Fn]:
+    """A straight-line program of ``n_ops`` elementwise operations."""
+    def make(api: Api) -> Fn:
+        sin, mul, add = api.fn("sin"), api.fn("multiply"), api.fn("add")
+
+        def f(x: Any) -> Any:
+            for k in range(n_ops // 3):
+                x = add(mul(sin(x), 0.5), x)
+            return x
+        return f
+    return make
+
+
+def _tracing(n_ops: int) -> Callable[[Api], Fn]:
+    """Staging a program of ``n_ops`` equations (``make_jaxpr``); NumPy has
+    nothing to trace. The result is a jaxpr, so its check is skipped."""
+    def make(api: Api) -> Fn:
+        if api.mod is None:
+            raise Missing("numpy has no tracing")
+        prog = _chain_program(n_ops)(api)
+
+        def stage(x: Any) -> _Staged:
+            return _Staged(api.mod.make_jaxpr(prog)(x))
+        stage.no_jit = True  # type: ignore[attr-defined]  # tracing is not jitted
+        return stage
+    return make
+
+
+class _Staged:
+    """A traced jaxpr, waited on like an array (there is nothing to wait for)."""
+
+    def __init__(self, jaxpr: Any) -> None:
+        self.jaxpr = jaxpr
+
+    def block_until_ready(self) -> _Staged:
+        return self
 
 
 def _mlp_backprop_numpy(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
@@ -198,12 +267,16 @@ class Sizes:
     large: int  # elements of the throughput arrays
     matmul: int  # n of the n x n @ n x n product
     mlp: tuple[int, int]  # (batch, width) of the MLP gradient benchmark
+    batch: int  # examples of the vmap benchmark
+    program: tuple[int, int]  # equation counts of the tracing/evaluation benchmarks
     min_time: float  # seconds one timed run lasts at least
     repeat: int  # timed runs per implementation; the minimum is kept
 
 
-FULL = Sizes(small=8, large=2_000_000, matmul=512, mlp=(256, 512), min_time=0.1, repeat=7)
-QUICK = Sizes(small=8, large=4096, matmul=16, mlp=(4, 8), min_time=0.0005, repeat=1)
+FULL = Sizes(small=8, large=2_000_000, matmul=512, mlp=(256, 512), batch=1024,
+             program=(1_000, 10_000), min_time=0.1, repeat=7)
+QUICK = Sizes(small=8, large=4096, matmul=16, mlp=(4, 8), batch=8, program=(30, 300),
+              min_time=0.0005, repeat=1)
 
 Inputs = Callable[[Sizes, np.random.Generator], list[np.ndarray]]
 
@@ -228,10 +301,19 @@ def _mlp_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
                   for _ in range(3)]
 
 
+def _batch_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    w = rng.standard_normal((64, 64), dtype=np.float32) / np.float32(8)
+    return [w, rng.standard_normal((sizes.batch, 64), dtype=np.float32)]
+
+
+def _program_input(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.random(8, dtype=np.float32)]
+
+
 @dataclass(frozen=True)
 class Bench:
     name: str
-    group: str  # "dispatch", "jit overhead", "throughput" or "autodiff"
+    group: str  # "dispatch", "jit overhead", "throughput", "autodiff", "vmap", "tracing"
     modes: tuple[str, ...]  # the spec modes shown, one table row each
     program: Callable[[Api], Fn]
     inputs: Inputs
@@ -263,6 +345,13 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
         Bench(f"matmul {mm}@{mm}", "throughput", eager, _matmul, _square_matrices),
         Bench(f"grad 3-layer MLP batch {sizes.mlp[0]} width {sizes.mlp[1]}", "autodiff", both,
               _mlp_grad, _mlp_inputs),
+        Bench(f"vmap(f) batch {sizes.batch} (numpy: by hand)", "vmap", both, _vmapped,
+              _batch_inputs),
+        Bench(f"Python loop of f, batch {sizes.batch}", "vmap", eager, _looped, _batch_inputs),
+        *(Bench(f"make_jaxpr of {n} equations", "tracing", eager, _tracing(n),
+                _program_input) for n in sizes.program),
+        *(Bench(f"jit call of {n} equations f32[8]", "tracing", ("jit",), _chain_program(n),
+                _program_input) for n in sizes.program),
     ]
 
 
@@ -339,11 +428,16 @@ class Row:
     @property
     def target(self) -> str:
         """Whether this row meets its stated target ("" where none is set)."""
-        if self.group in ("throughput", "autodiff"):
-            # Big arrays: the interpreter (and autodiff's bookkeeping) should
-            # cost little next to NumPy doing the same arithmetic by hand.
+        if self.group == "vmap" and self.name.startswith("Python loop"):
+            return ""
+        if self.group in ("throughput", "autodiff", "vmap"):
+            # Big arrays: the interpreter (and autodiff's or vmap's
+            # bookkeeping) should cost little next to NumPy doing the same
+            # arithmetic by hand.
             r, limit = self.ratio(self.cells["numpy"]), 1.1 if self.group == "throughput" \
                 else 1.5
+        elif self.group == "tracing":
+            return ""
         elif self.mode == "eager":
             r, limit = self.ratio(self.jax), 1.0
         else:
@@ -393,6 +487,8 @@ def _prepare(bench: Bench, impl: str, lib: Lib | str | None, arrays: list[np.nda
             return lambda: f(*xs)
         f = bench.program(lib.api)
         if impl.endswith("jit"):
+            if getattr(f, "no_jit", False):
+                return Cell(None, "n/a", "not a jit program")
             f = lib.jit(f)
         xs = [lib.to_array(a) for a in arrays]
         out = f(*xs).block_until_ready()  # warms up (and compiles, for jit)

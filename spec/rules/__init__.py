@@ -22,6 +22,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     ad_prims,
     remat,
     custom,
+    scan,
     collectives,
 )
 

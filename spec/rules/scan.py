@@ -1,0 +1,719 @@
+"""The ``scan`` primitive: a loop of ``length`` iterations of a body jaxpr.
+
+Operands are grouped by the ``ft_in`` param into constants (read by every
+iteration), carries (threaded from one iteration to the next) and extensive
+inputs (sliced along their leading axis, one slice per iteration); outputs
+by ``ft_out`` into the final carries and the stacked per-iteration outputs.
+``ft_in``/``ft_out`` are small flat trees whose printed form is JAX's.
+
+Autodiff and batching transform the body and bind ``scan`` again; carries
+whose tangent (or batch axis) is nonzero are found by iterating the
+body's nonzero pattern to a fixed point, as JAX does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec import ad, batching
+from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec.batching import AxisData
+from spec.interpreter import (
+    Eqn,
+    Jaxpr,
+    Var,
+    canonical_aval_of,
+    canonical_value,
+    eval_jaxpr,
+    eval_jaxpr_values,
+    pp_eqn_default,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec.rules._registry import declare, require
+from spec.types import FLOAT0, ArrayType
+
+# ============================================================ flat trees
+
+
+class Either:
+    """A kept (right) or dropped (left) leaf of a filtered flat tree."""
+
+    def __init__(self, is_right: bool, val: Any) -> None:
+        self.is_right = is_right
+        self.val = val
+
+    def __repr__(self) -> str:
+        return f"{'Right' if self.is_right else 'Left'}({self.val})"
+
+
+class FlatTree:
+    """A tree of leaves: tuples, single leaves and filtered subtrees."""
+
+    def map(self, f: Callable[[Any], Any]) -> FlatTree:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def vals(self) -> list[Any]:
+        out: list[Any] = []
+
+        def collect(x: Any) -> Any:
+            out.append(x)
+            return x
+        self.map(collect)
+        return out
+
+    def update(self, new: Iterable[Any]) -> FlatTree:
+        it = iter(list(new))
+        return self.map(lambda _: next(it))
+
+    def void(self) -> FlatTree:
+        return self.map(lambda _: None)
+
+    def unpack(self) -> tuple[FlatTree, ...]:
+        raise TypeError(f"Not a FlatTree tuple: {self}")
+
+    def filter_with_mask(self, mask: Sequence[bool]) -> FlatTree:
+        it = iter(list(mask))
+        return _filtered(self.map(lambda x: Either(next(it), x)))
+
+    def unfilter(self) -> FlatTree:
+        raise TypeError("expected a tuple or a filtered flat tree")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+
+class FTTuple(FlatTree):
+    def __init__(self, *elts: FlatTree) -> None:
+        self.elts = elts
+
+    def map(self, f: Callable[[Any], Any]) -> FlatTree:
+        return FTTuple(*(e.map(f) for e in self.elts))
+
+    def __len__(self) -> int:
+        return sum(len(e) for e in self.elts)
+
+    def __repr__(self) -> str:
+        return repr(self.elts)
+
+    def unpack(self) -> tuple[FlatTree, ...]:
+        return self.elts
+
+    def unfilter(self) -> FlatTree:
+        return FTTuple(*(e.unfilter() for e in self.elts))
+
+
+class FTSingleton(FlatTree):
+    def __init__(self, val: Any) -> None:
+        self.val = val
+
+    def map(self, f: Callable[[Any], Any]) -> FlatTree:
+        return FTSingleton(f(self.val))
+
+    def __len__(self) -> int:
+        return 1
+
+    def __repr__(self) -> str:
+        return repr(self.val)
+
+
+class FTFiltered(FlatTree):
+    """A tree of ``Either`` leaves of which only the rights count."""
+
+    def __init__(self, val: FlatTree) -> None:
+        self.val = val
+
+    def map(self, f: Callable[[Any], Any]) -> FlatTree:
+        return FTFiltered(self.val.map(
+            lambda e: Either(True, f(e.val)) if e.is_right else e))
+
+    def __len__(self) -> int:
+        return sum(1 for e in self.val.vals if e.is_right)
+
+    def __repr__(self) -> str:
+        return f"RightsOnly({self.val!r})"
+
+    def unpack(self) -> tuple[FlatTree, ...]:
+        return tuple(FTFiltered(t) for t in self.val.unpack())
+
+    def unfilter(self) -> FlatTree:
+        return self.val.map(lambda e: e.val)
+
+
+class FTPyTree(FlatTree):
+    """Leaves in a tree of tuples of lists (JAX flattens a tuple of lists of
+    values this way); ``spec`` is a list's length or a tuple of specs."""
+
+    def __init__(self, spec: Any, vals: Sequence[Any] | None = None) -> None:
+        self.spec = spec
+        self._vals = list(vals) if vals is not None else [None] * _spec_len(spec)
+
+    def map(self, f: Callable[[Any], Any]) -> FlatTree:
+        return FTPyTree(self.spec, [f(v) for v in self._vals])
+
+    def __len__(self) -> int:
+        return len(self._vals)
+
+    def __repr__(self) -> str:
+        return f"Pytree(vals={self._vals!r}, tree=PyTreeDef({_spec_text(self.spec)}))"
+
+    def unpack(self) -> tuple[FlatTree, ...]:
+        if not isinstance(self.spec, tuple):
+            raise TypeError(f"Not a FlatTree tuple: {self}")
+        out: list[FlatTree] = []
+        start = 0
+        for sub in self.spec:
+            n = _spec_len(sub)
+            out.append(FTPyTree(sub, self._vals[start:start + n]))
+            start += n
+        return tuple(out)
+
+
+def _spec_len(spec: Any) -> int:
+    return sum(_spec_len(s) for s in spec) if isinstance(spec, tuple) else int(spec)
+
+
+def _spec_text(spec: Any) -> str:
+    if isinstance(spec, tuple):
+        inner = ", ".join(_spec_text(s) for s in spec)
+        return f"({inner},)" if len(spec) == 1 else f"({inner})"
+    return "[" + ", ".join(["*"] * int(spec)) + "]"
+
+
+def _filtered(tree: FlatTree) -> FlatTree:
+    if isinstance(tree, FTTuple):
+        return FTTuple(*(_filtered(e) for e in tree.elts))
+    return FTFiltered(tree)
+
+
+def pack(tree: Any) -> FlatTree:
+    if isinstance(tree, FlatTree):
+        return tree
+    return FTTuple(*(pack(t) for t in tree))
+
+
+def nones(n: int) -> FlatTree:
+    return FTTuple(*(FTSingleton(None) for _ in range(n)))
+
+
+def zipstar(tree: FlatTree) -> FlatTree:
+    groups = [t.unpack() for t in tree.unpack()]
+    return pack(tuple(zip(*groups)))
+
+
+def counts(ft_in: FlatTree, ft_out: FlatTree) -> tuple[int, int, int, int]:
+    """(constants, carries, extensive inputs, extensive outputs)."""
+    c, k, x = ft_in.unpack()
+    _, y = ft_out.unpack()
+    return len(c), len(k), len(x), len(y)
+
+
+def scan_trees(n_consts: int, n_carry: int, n_xs: int, n_ys: int
+               ) -> tuple[FlatTree, FlatTree]:
+    """The plain ``ft_in``/``ft_out`` of a scan with these group sizes."""
+    ys = nones(n_ys).filter_with_mask([True] * n_ys)
+    return pack((nones(n_consts), nones(n_carry), nones(n_xs))), pack((nones(n_carry), ys))
+
+
+# ================================================================ typing
+
+
+def _same(a: ArrayType, b: ArrayType) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
+               ft_in: FlatTree, ft_out: FlatTree, unroll: int) -> list[ArrayType]:
+    require(isinstance(length, int) and not isinstance(length, bool) and length >= 0,
+            "scan", "C1", f"length must be a non-negative int; got {length!r}")
+    require(isinstance(reverse, bool), "scan", "C1", f"reverse must be a bool; got {reverse!r}")
+    require(isinstance(unroll, int) and unroll >= 0, "scan", "C1",
+            f"unroll must be a non-negative int; got {unroll!r}")
+    require(isinstance(ft_in, FlatTree) and isinstance(ft_out, FlatTree)
+            and len(ft_in.unpack()) == 3 and len(ft_out.unpack()) == 2, "scan", "C2",
+            f"ft_in must group operands as (consts, carry, xs) and ft_out outputs as "
+            f"(carry, ys); got {ft_in} and {ft_out}")
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    require(len(avals) == nc + nk + nx == len(jaxpr.invars), "scan", "C3",
+            f"called with {len(avals)} operands; ft_in groups {nc + nk + nx}, the body "
+            f"takes {len(jaxpr.invars)}")
+    require(len(jaxpr.outvars) == nk + ny, "scan", "C3",
+            f"the body returns {len(jaxpr.outvars)} values; ft_out groups {nk + ny}")
+    body_in, body_out = jaxpr.in_avals, jaxpr.out_avals
+    for i, (got, want) in enumerate(zip(avals, body_in)):
+        if i >= nc + nk:
+            want = want.update(shape=(length, *want.shape))
+        require(_same(got, want), "scan", "C4",
+                f"operand {i} has type {got.str_short()}, the body expects "
+                f"{want.str_short()} (extensive inputs have a leading axis of length "
+                f"{length})")
+    for i in range(nk):
+        a, b = body_in[nc + i], body_out[i]
+        require(_same(a, b), "scan", "C5",
+                f"carry {i} enters the body as {a.str_short()} and leaves it as "
+                f"{b.str_short()}; carry input and output must have equal types")
+    ys = [a.update(shape=(length, *a.shape)) for a in body_out[nk:]]
+    return [*body_out[:nk], *ys]
+
+
+# ================================================================== impl
+
+
+def _body_consts(jaxpr: Jaxpr) -> list[np.ndarray]:
+    return [canonical_value(c)[0] for c in jaxpr.consts]
+
+
+def _scan_impl(*args: np.ndarray, reverse: bool, length: int, jaxpr: Jaxpr,
+               ft_in: FlatTree, ft_out: FlatTree, unroll: int) -> list[np.ndarray]:
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    consts, carry, xs = list(args[:nc]), list(args[nc:nc + nk]), args[nc + nk:]
+    body_consts = _body_consts(jaxpr)
+    ys = [np.empty((length, *a.shape), a.dtype) for a in jaxpr.out_avals[nk:]]
+    # The loop over iterations is the semantics: each reads the previous carry.
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        outs = eval_jaxpr_values(jaxpr, body_consts, [*consts, *carry, *(x[i] for x in xs)])
+        carry = list(outs[:nk])
+        for y, o in zip(ys, outs[nk:]):
+            y[i] = o
+    return [*carry, *ys]
+
+
+def _pp_scan(eqn: Any, ctx: Any) -> Any:
+    return pp_eqn_default(eqn, ctx, dict(eqn.params))
+
+
+def _params(length: int, reverse: bool, unroll: int, jaxpr: Jaxpr, ft_in: FlatTree,
+            ft_out: FlatTree) -> dict[str, Any]:
+    return {"reverse": reverse, "length": length, "jaxpr": jaxpr, "ft_in": ft_in,
+            "ft_out": ft_out, "unroll": unroll}
+
+
+# =================================================================== JVP
+
+
+def _differentiable(aval: ArrayType) -> bool:
+    return aval.tangent_type().dtype != FLOAT0
+
+
+def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool]
+              ) -> tuple[Jaxpr, list[bool]]:
+    """The JVP of the body: inputs primals then nonzero tangents; outputs
+    primals then the tangents that are nonzero or instantiated."""
+    n = len(jaxpr.invars)
+    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
+    out_nz: list[bool] = []
+
+    def fun(*args: Any) -> list[Any]:
+        it = iter(args[n:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
+        p, t = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), args[:n],
+                           tangents)
+        keep = [type(x) is not Zero or i for x, i in zip(t, inst)]
+        out_nz.extend(keep)
+        return [*p, *(instantiate(x) for x, k in zip(t, keep) if k)]
+
+    avals = [*jaxpr.in_avals, *(a for a, nz in zip(t_avals, nonzero) if nz)]
+    new, _ = trace_to_jaxpr(fun, avals)
+    return new, out_nz
+
+
+def _carry_fixpoint(nk: int, ny: int, pattern: Callable[[list[bool]], list[bool]],
+                    carry: list[bool]) -> list[bool]:
+    """Carries flagged initially or by their output, iterated to a fixed point."""
+    for _ in range(nk + 1):
+        out = pattern(carry)[:nk]
+        new = [a or b for a, b in zip(carry, out)]
+        if new == carry:
+            return carry
+        carry = new
+    raise AssertionError("scan: carry fixed point not reached")
+
+
+def _nonzero_pattern(jaxpr: Jaxpr, nc: int, nk: int, ny: int,
+                     nz: list[bool]) -> tuple[list[bool], Jaxpr, list[bool]]:
+    """The carry tangent pattern at its fixed point, the JVP body for it, and
+    the body's output tangent pattern."""
+    const_nz, xs_nz = nz[:nc], nz[nc + nk:]
+    found: dict[str, Any] = {}
+
+    def pattern(carry_nz: list[bool]) -> list[bool]:
+        body, out_nz = _jvp_body(jaxpr, const_nz + carry_nz + xs_nz,
+                                 carry_nz + [False] * ny)
+        found["body"], found["out"] = body, out_nz
+        return out_nz
+
+    carry_nz = _carry_fixpoint(nk, ny, pattern, nz[nc:nc + nk])
+    pattern(carry_nz)
+    return const_nz + carry_nz + xs_nz, found["body"], found["out"]
+
+
+def _rearranged(body: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, nz: list[bool],
+                out_nz: list[bool]) -> tuple[Jaxpr, FlatTree, FlatTree, Callable[[list[Any]], list[Any]]]:
+    """The JVP body in scan order (each group's primals then its tangents)
+    with JAX's flat trees; returns also the operand arranger."""
+    n = len(nz)
+    it = iter(body.invars[n:])
+    tan_vars = [next(it) if z else None for z in nz]
+    args_ft = pack((ft_in.update(body.invars[:n]),
+                    ft_in.update(tan_vars).filter_with_mask(nz)))
+    in_zip = zipstar(args_ft)
+    m = len(out_nz)
+    ot = iter(body.outvars[m:])
+    out_ft = pack((ft_out.update(body.outvars[:m]),
+                   ft_out.update([next(ot) if z else None for z in out_nz])
+                   .filter_with_mask(out_nz)))
+    out_zip = zipstar(out_ft)
+    new = Jaxpr(list(body.constvars), list(in_zip.vals), list(out_zip.vals), body.eqns,
+                body.effects, list(body.consts))
+
+    def arrange(operands: list[Any]) -> list[Any]:
+        it2 = iter(operands[n:])
+        full = [next(it2) if z else None for z in nz]
+        return list(zipstar(pack((ft_in.update(operands[:n]),
+                                  ft_in.update(full).filter_with_mask(nz)))).vals)
+    return new, in_zip.void(), out_zip.void(), arrange
+
+
+def _scan_out_avals(jaxpr: Jaxpr, nk: int, length: int) -> list[ArrayType]:
+    outs = jaxpr.out_avals
+    return [*outs[:nk], *(a.update(shape=(length, *a.shape)) for a in outs[nk:])]
+
+
+def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length: int,
+              jaxpr: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, unroll: int
+              ) -> tuple[list[Any], list[Any]]:
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    nz0 = [type(t) is not Zero and _differentiable(v.aval)
+           for t, v in zip(tangents, jaxpr.invars)]
+    nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
+    new, fin, fout, arrange = _rearranged(body, ft_in, ft_out, nz, out_nz)
+    tans = [instantiate(t) for t, z in zip(tangents, nz) if z]
+    outs = scan_p.bind(*arrange([*primals, *tans]),
+                       **_params(length, reverse, unroll, new, fin, fout))
+    # Back from scan order to (primals, tangents).
+    pairs = fout.update(outs)
+    groups = [g.unpack() for g in pairs.unpack()]
+    p_outs = [*groups[0][0].vals, *groups[1][0].vals]
+    t_flat = iter([*groups[0][1].vals, *groups[1][1].vals])
+    out_avals = _scan_out_avals(jaxpr, nk, length)
+    t_outs = [next(t_flat) if z else Zero(a.tangent_type()) for z, a in zip(out_nz, out_avals)]
+    return p_outs, t_outs
+
+
+# ========================================================= partial eval
+
+
+@dataclass
+class _Split:
+    """A scan split into a known scan and an unknown scan.
+
+    Residuals are the known values the unknown body reads: each comes from a
+    body constant (``("const", value)``), an operand of the scan
+    (``("in", index)``; intensive when a constant, extensive when an
+    extensive input) or is stacked by the known scan (``("out", j)``)."""
+
+    known: Jaxpr
+    unknown: Jaxpr
+    unknowns: list[bool]
+    out_unknowns: list[bool]
+    residuals: list[tuple[str, Any]]
+    intensive: list[bool]
+
+
+def _split(jaxpr: Jaxpr, nc: int, nk: int, ny: int, unknowns: list[bool]) -> _Split:
+    def pattern(carry_uk: list[bool]) -> list[bool]:
+        uk = unknowns[:nc] + carry_uk + unknowns[nc + nk:]
+        return ad.partial_eval_jaxpr(jaxpr, uk, carry_uk + [False] * ny).out_unknowns
+
+    carry_uk = _carry_fixpoint(nk, ny, pattern, unknowns[nc:nc + nk])
+    uk = unknowns[:nc] + carry_uk + unknowns[nc + nk:]
+    pe = ad.partial_eval_jaxpr(jaxpr, uk, carry_uk + [False] * ny)
+    n_known_out = len(pe.known.outvars) - pe.num_res
+    res_vars = pe.known.outvars[n_known_out:]
+    const_of = {id(v): c for v, c in zip(jaxpr.constvars, jaxpr.consts)}
+    in_of = {id(v): i for i, v in enumerate(jaxpr.invars)}
+    residuals: list[tuple[str, Any]] = []
+    intensive: list[bool] = []
+    stacked: list[Any] = []
+    for r in res_vars:
+        i = in_of.get(id(r))
+        if id(r) in const_of:
+            residuals.append(("const", const_of[id(r)]))
+            intensive.append(True)
+        elif i is not None and (i < nc or i >= nc + nk):
+            residuals.append(("in", i))
+            intensive.append(i < nc)
+        else:  # computed per iteration, or a carry's value at each iteration
+            residuals.append(("out", len(stacked)))
+            stacked.append(r)
+            intensive.append(False)
+    known = Jaxpr(list(pe.known.constvars), list(pe.known.invars),
+                  [*pe.known.outvars[:n_known_out], *stacked], pe.known.eqns,
+                  pe.known.effects, list(pe.known.consts))
+    return _Split(known, pe.unknown, uk, pe.out_unknowns, residuals, intensive)
+
+
+def _unknown_body(sp: _Split, nc: int, nk: int) -> Jaxpr:
+    """The unknown body in scan order: constants (intensive residuals, then
+    unknown constants), unknown carries, extensive (unknown xs, then
+    extensive residuals)."""
+    n_res = len(sp.residuals)
+    res_in, uk_in = sp.unknown.invars[:n_res], sp.unknown.invars[n_res:]
+    n_uc = sum(sp.unknowns[:nc])
+    n_uk = sum(sp.unknowns[nc:nc + nk])
+    int_res = [v for v, i in zip(res_in, sp.intensive) if i]
+    ext_res = [v for v, i in zip(res_in, sp.intensive) if not i]
+    invars = [*int_res, *uk_in[:n_uc], *uk_in[n_uc:n_uc + n_uk], *uk_in[n_uc + n_uk:],
+              *ext_res]
+    return Jaxpr(list(sp.unknown.constvars), invars, list(sp.unknown.outvars),
+                 sp.unknown.eqns, sp.unknown.effects, list(sp.unknown.consts))
+
+
+def _known_trees(sp: _Split, ft_in: FlatTree, ft_out: FlatTree, n_stacked: int
+                 ) -> tuple[FlatTree, FlatTree]:
+    known_in = ft_in.filter_with_mask([not u for u in sp.unknowns])
+    c, k, x = known_in.unpack()
+    _, ys = ft_out.filter_with_mask([not u for u in sp.out_unknowns]).unpack()
+    return (pack((nones(len(c)), k, x)), pack((k, (ys, nones(n_stacked)))))
+
+
+def _unknown_trees(sp: _Split, ft_in: FlatTree, ft_out: FlatTree
+                   ) -> tuple[FlatTree, FlatTree]:
+    n_int = sum(sp.intensive)
+    n_ext = len(sp.intensive) - n_int
+    c, k, x = ft_in.filter_with_mask(sp.unknowns).unpack()
+    return (pack(((nones(n_int), c), k, (x, nones(n_ext)))),
+            ft_out.filter_with_mask(sp.out_unknowns))
+
+
+def _res_operands(sp: _Split, operands: Sequence[Any], stacked: Sequence[Any],
+                  const_wrap: Callable[[Any], Any]) -> tuple[list[Any], list[Any]]:
+    int_res: list[Any] = []
+    ext_res: list[Any] = []
+    for (kind, where), intens in zip(sp.residuals, sp.intensive):
+        val = const_wrap(where) if kind == "const" else \
+            operands[where] if kind == "in" else stacked[where]
+        (int_res if intens else ext_res).append(val)
+    return int_res, ext_res
+
+
+def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                    reverse: bool, length: int, jaxpr: Jaxpr, ft_in: FlatTree,
+                    ft_out: FlatTree, unroll: int) -> tuple[list[Any], list[Any]]:
+    """Split the JVP body into a primal scan (also stacking the residuals)
+    run now, and a tangent scan (reading them) staged into the linear jaxpr."""
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    nz0 = [type(t) is not Zero and _differentiable(v.aval)
+           for t, v in zip(tangents, jaxpr.invars)]
+    nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
+    new, fin, fout, arrange = _rearranged(body, ft_in, ft_out, nz, out_nz)
+    n_t = sum(nz)
+    t_in = [object()] * n_t  # placeholders: which arranged operands are tangents
+    arranged = arrange([*primals, *t_in])
+    is_tan = [any(a is t for t in t_in) for a in arranged]
+    nc2, nk2, _, ny2 = counts(fin, fout)
+    sp = _split(new, nc2, nk2, ny2, is_tan)
+    if any(sp.unknowns[i] != is_tan[i] for i in range(len(is_tan))) or \
+            any(u for u, o in zip(sp.out_unknowns, _primal_out_mask(fout)) if o):
+        raise ValueError("Linearization of scan failed to separate its primal outputs")
+    known_ops = [a for a, u in zip(arranged, sp.unknowns) if not u]
+    n_stacked = sum(1 for k, _ in sp.residuals if k == "out")
+    # JAX's trees: the known scan has the original carries and extensive
+    # inputs; the tangent scan the nonzero ones, framed by residuals.
+    _, carry_g, xs_g = ft_in.unpack()
+    _, ys_g = ft_out.unpack()
+    k_in = pack((nones(nc), carry_g, xs_g))
+    k_out = pack((carry_g, (ys_g, nones(n_stacked))))
+    with set_current_trace(trace.parent):
+        outs = scan_p.bind(*known_ops, **_params(length, reverse, unroll, sp.known,
+                                                 k_in, k_out))
+    n_known_out = len(outs) - n_stacked
+    known_outs, stacked = outs[:n_known_out], outs[n_known_out:]
+    with set_current_trace(trace.tangent_trace):
+        tans = [instantiate(t) for t, z in zip(tangents, nz) if z]
+    t_arranged = iter(tans)
+    full = [next(t_arranged) if t else None for t in is_tan]
+    int_res, ext_res = _res_operands(sp, arranged, stacked, lambda c: c)
+    uk_ops = [a for a, u in zip(full, sp.unknowns) if u]
+    n_uc = sum(sp.unknowns[:nc2])
+    n_uk = sum(sp.unknowns[nc2:nc2 + nk2])
+    c_nz, k_nz, x_nz = ft_in.filter_with_mask(nz).unpack()
+    u_in = pack(((nones(len(int_res)), c_nz), k_nz, (x_nz, nones(len(ext_res)))))
+    u_out = ft_out.filter_with_mask(out_nz)
+    ops = [*int_res, *uk_ops[:n_uc], *uk_ops[n_uc:n_uc + n_uk], *uk_ops[n_uc + n_uk:],
+           *ext_res]
+    t_outs_flat = trace.tangent_trace.process_primitive(
+        scan_p, ops, _params(length, reverse, unroll, _unknown_body(sp, nc2, nk2),
+                             u_in, u_out))
+    carry_p = list(known_outs[:nk])
+    ys_p = list(known_outs[nk:])
+    it_t = iter(t_outs_flat)
+    t_outs = [next(it_t) if z else Zero(a.tangent_type())
+              for z, a in zip(out_nz, _scan_out_avals(jaxpr, nk, length))]
+    return [*carry_p, *ys_p], t_outs
+
+
+def _primal_out_mask(fout: FlatTree) -> list[bool]:
+    """Which outputs of a rearranged JVP scan are primals (scan order)."""
+    carry, ys = fout.unpack()
+    ck = [len(g) for g in carry.unpack()]
+    yk = [len(g) for g in ys.unpack()]
+    return [True] * ck[0] + [False] * ck[1] + [True] * yk[0] + [False] * yk[1]
+
+
+def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                       ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    p = eqn.params
+    ft_in, ft_out = p["ft_in"], p["ft_out"]
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    sp = _split(p["jaxpr"], nc, nk, ny, list(ins_unknown))
+    n_stacked = sum(1 for k, _ in sp.residuals if k == "out")
+    stacked_vars = [Var(v.aval.update(shape=(p["length"], *v.aval.shape)))
+                    for v in sp.known.outvars[len(sp.known.outvars) - n_stacked:]]
+    k_in, k_out = _known_trees(sp, ft_in, ft_out, n_stacked)
+    known = eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, sp.unknowns) if not u],
+        outvars=[*(v for v, u in zip(eqn.outvars, sp.out_unknowns) if not u), *stacked_vars],
+        params=_params(p["length"], p["reverse"], p["unroll"], sp.known, k_in, k_out))
+    from spec.interpreter import Literal
+    int_res, ext_res = _res_operands(
+        sp, eqn.invars, stacked_vars,
+        lambda c: Literal(c, canonical_aval_of(c)))
+    uk = [a for a, u in zip(eqn.invars, sp.unknowns) if u]
+    n_uc = sum(sp.unknowns[:nc])
+    n_uk = sum(sp.unknowns[nc:nc + nk])
+    u_in, u_out = _unknown_trees(sp, ft_in, ft_out)
+    unknown = eqn.replace(
+        invars=[*int_res, *uk[:n_uc], *uk[n_uc:n_uc + n_uk], *uk[n_uc + n_uk:], *ext_res],
+        outvars=[v for v, u in zip(eqn.outvars, sp.out_unknowns) if u],
+        params=_params(p["length"], p["reverse"], p["unroll"], _unknown_body(sp, nc, nk),
+                       u_in, u_out))
+    return known, unknown, sp.out_unknowns
+
+
+# ============================================================= transpose
+
+
+def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxpr: Jaxpr,
+                    ft_in: FlatTree, ft_out: FlatTree, unroll: int) -> list[Any]:
+    """A reverse scan of the transposed body. Constants the scan is linear in
+    get cotangents accumulated in extra carries (starting at zero);
+    carries' cotangents are carried back; extensive linear inputs get
+    stacked cotangents. Defined operands are residuals."""
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    undef = [type(a) is UndefinedPrimal for a in args]
+    avals = jaxpr.in_avals
+    lin_c = [undef[i] and _differentiable(avals[i]) for i in range(nc)]
+    lin_x = [undef[i] and _differentiable(avals[i]) for i in range(nc + nk, nc + nk + nx)]
+    res_c = [a for a, u in zip(args[:nc], undef[:nc]) if not u]
+    res_x = [a for a, u in zip(args[nc + nk:], undef[nc + nk:]) if not u]
+    n_lc, n_rc, n_rx = sum(lin_c), len(res_c), len(res_x)
+
+    def body(*xs: Any) -> list[Any]:
+        rc = iter(xs[:n_rc])
+        acc = xs[n_rc:n_rc + n_lc]
+        ct_carry = xs[n_rc + n_lc:n_rc + n_lc + nk]
+        ct_y = xs[n_rc + n_lc + nk:n_rc + n_lc + nk + ny]
+        rx = iter(xs[n_rc + n_lc + nk + ny:])
+        full: list[Any] = []
+        for i in range(nc + nk + nx):
+            if nc <= i < nc + nk or undef[i]:
+                full.append(UndefinedPrimal(avals[i]))
+            else:
+                full.append(next(rc) if i < nc else next(rx))
+        got = ad.backward_pass(jaxpr, jaxpr.consts, full, [*ct_carry, *ct_y])
+        inst = [instantiate(c) if c is not None else None for c in got]
+        lin_c_cts = [c for c, lin in zip(inst[:nc], lin_c) if lin]
+        new_acc = [add_tangents(a, c) for a, c in zip(acc, lin_c_cts)]
+        return [*new_acc, *inst[nc:nc + nk],
+                *(c for c, lin in zip(inst[nc + nk:], lin_x) if lin)]
+
+    c_avals = [avals[i].ct_type() for i in range(nc) if lin_c[i]]
+    k_avals = [avals[nc + i].ct_type() for i in range(nk)]
+    y_avals = [a.ct_type() for a in jaxpr.out_avals[nk:]]
+    in_avals = [*(canonical_aval_of(a) for a in res_c), *c_avals, *k_avals, *y_avals,
+                *(canonical_aval_of(a).update(shape=canonical_aval_of(a).shape[1:])
+                  for a in res_x)]
+    t_body, _ = trace_to_jaxpr(body, in_avals)
+    from spec.ad_util import zeros_like_aval
+    acc0 = [zeros_like_aval(a) for a in c_avals]
+    ct_carry = [instantiate(c) for c in cts[:nk]]
+    ct_ys = [instantiate(Zero(a.update(shape=(length, *a.shape)))) if type(c) is Zero else c
+             for c, a in zip(cts[nk:], y_avals)]
+    n_lx = sum(lin_x)
+    # JAX's trees: ((residuals, refs), (const cts, carry cts), (refs, ys cts,
+    # extensive residuals)) flattened; outputs (const and carry cts, xs cts).
+    t_in: FlatTree = FTPyTree(((n_rc, 0), (n_lc, nk), (0, ny, n_rx)))
+    t_out = pack((FTPyTree((n_lc, nk)), (FTPyTree(n_lx), nones(0))))
+    outs = scan_p.bind(*res_c, *acc0, *ct_carry, *ct_ys, *res_x,
+                       **_params(length, not reverse, unroll, t_body, t_in, t_out))
+    c_cts = iter(outs[:n_lc])
+    k_cts = outs[n_lc:n_lc + nk]
+    x_cts = iter(outs[n_lc + nk:])
+    result: list[Any] = []
+    for i, a in enumerate(args):
+        if not undef[i]:
+            result.append(None)
+        elif i < nc:
+            result.append(next(c_cts) if lin_c[i] else Zero(a.aval.ct_type()))
+        elif i < nc + nk:
+            result.append(k_cts[i - nc])
+        else:
+            result.append(next(x_cts) if lin_x[i - nc - nk] else Zero(a.aval.ct_type()))
+    return result
+
+
+# ============================================================== batching
+
+
+def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bool,
+                length: int, jaxpr: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, unroll: int
+                ) -> tuple[list[Any], list[Any]]:
+    """Batch the body: constants keep their batch axes, carries are batched
+    at 0 (those whose output becomes batched too, to a fixed point),
+    extensive inputs at 1 outside (0 inside the body)."""
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    c_dims = list(dims[:nc])
+    x_in = [None if d is None else 0 for d in dims[nc + nk:]]
+    found: dict[str, Any] = {}
+
+    def pattern(carry_b: list[bool]) -> list[bool]:
+        in_dims = c_dims + [0 if b else None for b in carry_b] + x_in
+        _, out_dims = batching.batch_jaxpr(jaxpr, axis, in_dims)
+        found["dims"] = out_dims
+        return [d is not None for d in out_dims]
+
+    carry_b = _carry_fixpoint(nk, ny, pattern, [d is not None for d in dims[nc:nc + nk]])
+    ys_b = pattern(carry_b)[nk:]
+    in_dims = c_dims + [0 if b else None for b in carry_b] + x_in
+    wanted = [0 if b else None for b in carry_b] + [0 if b else None for b in ys_b]
+    body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, wanted)
+    init = [batching.move_to(x, d, 0, axis.size) if b else x
+            for x, d, b in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b)]
+    xs = [x if d is None or d == 1 else batching.moveaxis(x, d, 1)
+          for x, d in zip(args[nc + nk:], dims[nc + nk:])]
+    outs = scan_p.bind(*args[:nc], *init, *xs,
+                       **_params(length, reverse, unroll, body, ft_in, ft_out))
+    return list(outs), [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
+
+
+scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
+                 pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
+                 batch=_scan_batch,
+                 doc="scan: a loop carrying state, slicing and stacking along axis 0")
+scan_p.linearize = _scan_linearize
+scan_p.partial_eval = _scan_partial_eval
+
+__all__ = ["FlatTree", "counts", "nones", "pack", "scan_p", "scan_trees"]

@@ -1,0 +1,261 @@
+"""scan / map / associative_scan: values, autodiff, batching and jaxpr text
+against real JAX, run live."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as jnp
+from spec import ad_checkpoint, config
+from spec.lax._scan import associative_scan, map as smap, scan
+from spec.test_util import check_grads
+
+jlax = jax.lax
+
+# Each case: a body builder taking (lax-like module with scan, numpy module).
+
+
+def _close(a: Any, b: Any, tol: float = 1e-5) -> None:
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype, (x, y)
+        np.testing.assert_allclose(x, y, rtol=tol, atol=tol)
+
+
+def case_basic(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        return sc(lambda c, x: (c * 0.9 + np_.sin(x), c * x), c, xs)
+    return f
+
+
+def case_carry_only(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        return sc(lambda c, _: (np_.cos(c) * xs[0], None), c, None, length=4)[0]
+    return f
+
+
+def case_xs_only(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        return sc(lambda k, x: (k, np_.exp(x) * c), (), xs)[1]
+    return f
+
+
+def case_reverse(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        return sc(lambda c, x: (c + x * c, c), c, xs, reverse=True)
+    return f
+
+
+def case_pytree(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        def body(carry: Any, x: Any) -> Any:
+            a, b = carry["a"], carry["b"]
+            return {"a": a * x["u"], "b": b + np_.sin(a)}, (a * b, [x["v"] * 2.0])
+        return sc(body, {"a": c, "b": c * 2.0}, {"u": xs, "v": xs * 3.0})
+    return f
+
+
+def case_consts(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        w = np_.sin(xs)  # closed over: a constant operand of the scan
+        return sc(lambda k, x: (np_.tanh(k * w + x), k.sum() * x), c * np_.ones(3),
+                  xs)
+    return f
+
+
+def case_nested(sc: Callable[..., Any], np_: Any) -> Callable[..., Any]:
+    def f(c: Any, xs: Any) -> Any:
+        def outer(k: Any, x: Any) -> Any:
+            inner = sc(lambda j, y: (j * y + x, j), k, xs)
+            return inner[0], inner[1].sum()
+        return sc(outer, c, xs)
+    return f
+
+
+CASES = [case_basic, case_carry_only, case_xs_only, case_reverse, case_pytree, case_consts,
+         case_nested]
+C0, XS = 0.7, np.array([0.3, -1.2, 0.5], np.float32)
+
+
+def _pair(case: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    return case(scan, jnp), case(jlax.scan, jjnp)
+
+
+def _scalar(f: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda c, xs: sum((leaf ** 2).sum() for leaf in
+                             (spec.tree_util.tree_leaves(f(c, xs))))
+
+
+def _jscalar(f: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda c, xs: sum((leaf ** 2).sum() for leaf in jax.tree_util.tree_leaves(f(c, xs)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_values_eager_jit(case: Callable[..., Any]) -> None:
+    f, g = _pair(case)
+    want = g(C0, XS)
+    _close(f(C0, XS), want)
+    _close(spec.jit(f)(C0, XS), want)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_grad_jvp(case: Callable[..., Any]) -> None:
+    f, g = _pair(case)
+    want = jax.grad(_jscalar(g), (0, 1))(C0, XS)
+    _close(spec.grad(_scalar(f), (0, 1))(C0, XS), want, 1e-4)
+    with config.use_direct_linearize(False):
+        _close(spec.grad(_scalar(f), (0, 1))(C0, XS), want, 1e-4)
+    t = np.float32(0.5), np.linspace(-1, 1, 3).astype(np.float32)
+    _close(spec.jvp(f, (C0, XS), t), jax.jvp(g, (C0, XS), t), 1e-4)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_vmap(case: Callable[..., Any]) -> None:
+    f, g = _pair(case)
+    cs = np.array([0.1, 0.7], np.float32)
+    xss = np.stack([XS, XS[::-1]])
+    _close(spec.vmap(f)(cs, xss), jax.vmap(g)(cs, xss))
+    _close(spec.vmap(f, (0, None))(cs, XS), jax.vmap(g, (0, None))(cs, XS))
+    _close(spec.vmap(f, (None, 0))(C0, xss), jax.vmap(g, (None, 0))(C0, xss))
+    _close(spec.vmap(spec.grad(_scalar(f)))(cs, xss),
+           jax.vmap(jax.grad(_jscalar(g)))(cs, xss), 1e-4)
+
+
+@pytest.mark.parametrize("case", [case_basic, case_reverse, case_consts, case_pytree])
+def test_check_grads(case: Callable[..., Any]) -> None:
+    f = case(scan, jnp)
+    check_grads(f, (np.float32(C0), XS), order=2, modes=("fwd", "rev"), atol=2e-2,
+                rtol=2e-2)
+
+
+def test_checkpoint_layers_mlp() -> None:
+    rng = np.random.default_rng(0)
+    ws = rng.normal(size=(4, 5, 5)).astype(np.float32) * 0.5
+    x0 = rng.normal(size=(5,)).astype(np.float32)
+
+    def make(sc: Callable[..., Any], np_: Any, ckpt: Callable[..., Any]) -> Callable[..., Any]:
+        @ckpt
+        def layer(h: Any, w: Any) -> Any:
+            return np_.tanh(w @ h), (h ** 2).sum()
+
+        def loss(ws: Any, x: Any) -> Any:
+            h, aux = sc(layer, x, ws)
+            return (h ** 2).sum() + aux.sum()
+        return loss
+
+    f = make(scan, jnp, ad_checkpoint.checkpoint)
+    g = make(jlax.scan, jjnp, jax.checkpoint)
+    want = jax.grad(g, (0, 1))(ws, x0)
+    _close(spec.grad(f, (0, 1))(ws, x0), want, 1e-4)
+    _close(spec.jit(spec.grad(f, (0, 1)))(ws, x0), want, 1e-4)
+    with config.use_direct_linearize(False):
+        _close(spec.grad(f, (0, 1))(ws, x0), want, 1e-4)
+
+
+def test_map() -> None:
+    xs = np.arange(10, dtype=np.float32).reshape(5, 2)
+    for bs in (None, 0, 2, 5, 7):
+        _close(smap(lambda x: jnp.sin(x) * 2.0, xs, batch_size=bs),
+               jlax.map(lambda x: jjnp.sin(x) * 2.0, xs, batch_size=bs))
+    _close(smap(lambda t: (t[0] + t[1], t[0]), (xs, xs)),
+           jlax.map(lambda t: (t[0] + t[1], t[0]), (xs, xs)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_associative_scan(n: int) -> None:
+    x = np.linspace(0.5, 1.5, n * 3).astype(np.float32).reshape(n, 3)
+    for rev in (False, True):
+        _close(associative_scan(jnp.add, x, reverse=rev),
+               jlax.associative_scan(jjnp.add, x, reverse=rev))
+        _close(associative_scan(jnp.multiply, x, reverse=rev, axis=0),
+               jlax.associative_scan(jjnp.multiply, x, reverse=rev, axis=0))
+    _close(associative_scan(jnp.maximum, x.T, axis=1), jlax.associative_scan(jjnp.maximum,
+                                                                              x.T, axis=1))
+    b = (x > 1.0)
+    _close(associative_scan(jnp.logical_or, b), jlax.associative_scan(jjnp.logical_or, b))
+    _close(spec.grad(lambda x: associative_scan(jnp.multiply, x).sum())(x),
+           jax.grad(lambda x: jlax.associative_scan(jjnp.multiply, x).sum())(x), 1e-4)
+
+
+def _text(f: Callable[..., Any], g: Callable[..., Any], *args: Any) -> tuple[str, str]:
+    return str(spec.make_jaxpr(f)(*args)), str(jax.make_jaxpr(g)(*args))
+
+
+def test_jaxpr_text() -> None:
+    f = lambda c, xs: scan(lambda c, x: (c + x, c * x), c, xs)  # noqa: E731
+    g = lambda c, xs: jlax.scan(lambda c, x: (c + x, c * x), c, xs)  # noqa: E731
+    a, b = _text(f, g, 0.0, np.arange(3.0, dtype=np.float32))
+    assert a == b
+    # closed-over constant, carry forwarded unchanged, ys forwarded from xs
+    w = np.ones(3, np.float32)
+    f2 = lambda c, k, xs: scan(lambda ck, x: ((ck[0] * w + x, ck[1]), x), (c, k), xs)  # noqa
+    g2 = lambda c, k, xs: jlax.scan(lambda ck, x: ((ck[0] * w + x, ck[1]), x), (c, k), xs)  # noqa
+    a, b = _text(f2, g2, w, w, np.ones((2, 3), np.float32))
+    assert a == b
+    # forward mode and vmap
+    a, b = _text(lambda c, xs: spec.jvp(f, (c, xs), (c, xs)),
+                 lambda c, xs: jax.jvp(g, (c, xs), (c, xs)), 1.0, np.arange(3.0, dtype=np.float32))
+    assert a == b
+    a, b = _text(spec.vmap(f, (0, None)), jax.vmap(g, (0, None)), np.ones(2, np.float32),
+                 np.arange(3.0, dtype=np.float32))
+    assert a == b
+
+
+def test_grad_jaxpr_text_strong_carry() -> None:
+    # With a strongly typed carry the reverse-mode program equals JAX's.
+    f = lambda c, xs: scan(lambda c, x: (c + x, c * x), c, xs)[1].sum()  # noqa: E731
+    g = lambda c, xs: jlax.scan(lambda c, x: (c + x, c * x), c, xs)[1].sum()  # noqa: E731
+    a, b = _text(spec.grad(f), jax.grad(g), np.float32(1.0), np.arange(3.0, dtype=np.float32))
+    assert a == b
+
+
+def _raises_like(f: Callable[[], Any], g: Callable[[], Any]) -> str:
+    with pytest.raises(Exception) as want:
+        g()
+    with pytest.raises(want.type) as got:
+        f()
+    return str(got.value)
+
+
+def test_errors() -> None:
+    xs = np.ones(3, np.float32)
+    msg = _raises_like(lambda: scan(lambda c, x: ((c, c), x), 0.0, xs),
+                       lambda: jlax.scan(lambda c, x: ((c, c), x), 0.0, xs))
+    assert "must have the same pytree structure" in msg
+    msg = _raises_like(lambda: scan(lambda c, x: (x.astype(np.int32), x), np.float32(0), xs),
+                       lambda: jlax.scan(lambda c, x: (x.astype(np.int32), x), np.float32(0),
+                                         xs))
+    assert "must have equal types" in msg and "f32[]" in msg and "i32[]" in msg
+    _raises_like(lambda: scan(lambda c, x: (c, x), 0.0, xs, length=4),
+                 lambda: jlax.scan(lambda c, x: (c, x), 0.0, xs, length=4))
+    _raises_like(lambda: scan(lambda c, x: (c, x), 0.0, (xs, np.ones(2))),
+                 lambda: jlax.scan(lambda c, x: (c, x), 0.0, (xs, np.ones(2))))
+    _raises_like(lambda: scan(lambda c, x: (c, x), 0.0, None),
+                 lambda: jlax.scan(lambda c, x: (c, x), 0.0, None))
+    _raises_like(lambda: scan(lambda c, x: c, 0.0, xs),
+                 lambda: jlax.scan(lambda c, x: c, 0.0, xs))
+    bad: Any = 3
+    _raises_like(lambda: scan(bad, 0.0, xs), lambda: jlax.scan(bad, 0.0, xs))
+
+
+def test_weak_init_promoted() -> None:
+    xs = np.ones(3, np.float32)
+    zero: Any = 0
+    r: Any = scan(lambda c, x: (c + x, c), zero, xs)
+    w: Any = jlax.scan(lambda c, x: (c + x, c), zero, xs)
+    _close(r, w)
+    assert r[0].aval.weak_type == w[0].weak_type
+
+
+def test_no_missing_sections() -> None:
+    from spec.rules import missing_sections
+    assert not [m for m in missing_sections() if m[0] == "scan" and m[1] != "sharding"]
