@@ -230,10 +230,11 @@ def _tracing(n_ops: int) -> Callable[[Api], Fn]:
     def make(api: Api) -> Fn:
         if api.mod is None:
             raise Missing("numpy has no tracing")
-        prog = _chain_program(n_ops)(api)
+        make_prog = _chain_program(n_ops)
 
         def stage(x: Any) -> _Staged:
-            return _Staged(api.mod.make_jaxpr(prog)(x))
+            # A new function each call: JAX caches traces per function object.
+            return _Staged(api.mod.make_jaxpr(make_prog(api))(x))
         stage.no_jit = True  # type: ignore[attr-defined]  # tracing is not jitted
         return stage
     return make

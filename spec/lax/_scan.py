@@ -258,7 +258,7 @@ def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
         pb[axis] = (1, 0 if na == nb else 1, 1)
         dt = canonical_aval_of(a).dtype
         zero = lax.convert_element_type(0, dt)
-        op = lax.bitwise_or if dt == bool else lax.add
+        op = lax.bitwise_or if dt.kind == "b" else lax.add
         return op(lax.pad(a, zero, pa), lax.pad(b, zero, pb))
 
     def go(xs: list[Any]) -> list[Any]:

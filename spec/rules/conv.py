@@ -523,8 +523,76 @@ def _conv_jvp_rhs(g: Any, lhs: Any, rhs: Any, **params: Any) -> Any:
     return conv_general_dilated_p.bind(lhs, g, **params)
 
 
+# ----------------------------------------------------------------- batching
+#
+# A convolution has one batch axis and grouped features, so a vmap axis is
+# folded into one of them (JAX's rule, with its reshapes): a batched lhs
+# joins the lhs batch axis (or, with batch groups, each group's slice of
+# it); a batched rhs joins the output-feature axis (inside each group when
+# there are groups); both batched, the examples become feature groups (or
+# batch groups) so that example k's input only meets example k's kernel.
+# The folded axis is split back out of the output's batch or feature axis.
+
+
+def _conv_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
+                ) -> tuple[list[Any], list[Any]]:
+    lhs, rhs = args
+    lbd, rbd = dims
+    lhs_spec, rhs_spec, out_spec = params["dimension_numbers"]
+    fgc, bgc = params["feature_group_count"], params["batch_group_count"]
+    size = axis.size
+    if size == 0:
+        # Folding a size-0 axis into another loses that axis's size: build
+        # the (empty) result from the unbatched type instead.
+        from spec.batching import unbatched_aval
+        lt = unbatched_aval(canonical_aval_of(lhs), lbd)
+        rt = unbatched_aval(canonical_aval_of(rhs), rbd)
+        (out,) = _conv_type(lt, rt, **params)
+        return [_lax().full((0, *out.shape), 0, out.dtype)], [0]
+
+    def conv(x: Any, y: Any, **changed: Any) -> Any:
+        return conv_general_dilated_p.bind(x, y, **{**params, **changed})
+
+    if lbd is not None and rbd is not None:
+        if bgc > 1:
+            new_lhs = _merge_axis(lbd, lhs_spec[0], lhs)
+            changed = {"batch_group_count": bgc * size}
+        else:
+            new_lhs = _merge_axis(lbd, lhs_spec[1], lhs)
+            changed = {"feature_group_count": fgc * size}
+        out = conv(new_lhs, _merge_axis(rbd, rhs_spec[0], rhs), **changed)
+        return [_split_axis(out_spec[1], size, out)], [out_spec[1]]
+    if lbd is not None:
+        if bgc == 1:
+            out = conv(_merge_axis(lbd, lhs_spec[0], lhs), rhs)
+            return [_split_axis(out_spec[0], size, out)], [out_spec[0]]
+        # Each batch group must keep its own slice: split the groups out of
+        # the lhs batch axis, fold the vmap axis inside them, fold back.
+        new_lhs = _split_axis(lhs_spec[0] + int(lbd <= lhs_spec[0]), bgc, lhs)
+        new_lhs = _merge_axis(lbd + int(lhs_spec[0] < lbd), lhs_spec[0] + 1, new_lhs)
+        new_lhs = _merge_axis(lhs_spec[0], lhs_spec[0], new_lhs)
+        out = conv(new_lhs, rhs)
+        return [_split_axis(out_spec[0], size, out)], [out_spec[0]]
+    assert rbd is not None
+    if fgc == 1 and bgc == 1:
+        out = conv(lhs, _merge_axis(rbd, rhs_spec[0], rhs))
+        return [_split_axis(out_spec[1], size, out)], [out_spec[1]]
+    # Groups are outermost in the rhs output-feature axis: fold the vmap
+    # axis inside each group, then undo that on the output features.
+    groups = fgc if fgc > 1 else bgc
+    new_rhs = _split_axis(rhs_spec[0] + int(rbd <= rhs_spec[0]), groups, rhs)
+    new_rhs = _merge_axis(rbd + int(rhs_spec[0] < rbd), rhs_spec[0] + 1, new_rhs)
+    new_rhs = _merge_axis(rhs_spec[0], rhs_spec[0], new_rhs)
+    out = conv(lhs, new_rhs)
+    out = _split_axis(out_spec[1], groups, out)
+    out = _split_axis(out_spec[1] + 1, size, out)
+    out = _merge_axis(out_spec[1], out_spec[1] + 1, out)
+    return [out], [out_spec[1]]
+
+
 conv_general_dilated_p = declare(
     "conv_general_dilated", typing=_conv_type, impl=_conv_impl,
+    batch=_conv_batch,
     jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
     transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,
                                  "conv_general_dilated"))

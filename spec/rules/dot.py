@@ -315,8 +315,53 @@ def _jvp_rhs(g: Any, x: Any, y: Any, **params: Any) -> Any:
     return dot_general_p.bind(x, g, **params)
 
 
+# ----------------------------------------------------------------- batching
+
+def _bump(dims: tuple[int, ...], b: int) -> tuple[int, ...]:
+    """Axis numbers of an operand after a batch axis is inserted at ``b``."""
+    return tuple(int(d) + 1 if d >= b else int(d) for d in dims)
+
+
+def batch_dimension_numbers(ndims: tuple[int, int], bdims: tuple[int | None, int | None],
+                            dimension_numbers: DimensionNumbers
+                            ) -> tuple[DimensionNumbers, int]:
+    """The dimension numbers of a dot_general whose operands carry vmap axes
+    at ``bdims`` (positions in the batched operands), and where the vmap axis
+    lands in its result. Both batched: the two vmap axes pair up as a new
+    leading dot batch axis (result axis 0). One batched: its vmap axis is one
+    more free axis of that operand, so it lands among that operand's free
+    axes in the result."""
+    lhs_ndim, _ = ndims
+    lbd, rbd = bdims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        return (((_bump(lc, lbd), _bump(rc, rbd)),
+                 ((lbd, *_bump(lb, lbd)), (rbd, *_bump(rb, rbd)))), 0)
+    if lbd is not None:
+        lhs_free = [d for d in range(lhs_ndim) if d not in lb and d not in lc]
+        out = len(lb) + sum(1 for d in lhs_free if d < lbd)
+        return ((_bump(lc, lbd), tuple(rc)), (_bump(lb, lbd), tuple(rb))), out
+    assert rbd is not None
+    rhs_ndim = ndims[1]
+    rhs_free = [d for d in range(rhs_ndim) if d not in rb and d not in rc]
+    out = (lhs_ndim - len(lc)) + sum(1 for d in rhs_free if d < rbd)
+    return ((tuple(lc), _bump(rc, rbd)), (tuple(lb), _bump(rb, rbd))), out
+
+
+def _dot_general_batch(axis: Any, args: list[Any], dims: list[Any], *,
+                       dimension_numbers: DimensionNumbers, **params: Any
+                       ) -> tuple[list[Any], list[Any]]:
+    """One dot_general on the batched operands (no transposes of its own):
+    the vmap axes become dot batch axes or free axes as above."""
+    lhs, rhs = args
+    ndims = (canonical_aval_of(lhs).ndim, canonical_aval_of(rhs).ndim)
+    dn, out_dim = batch_dimension_numbers(ndims, (dims[0], dims[1]), dimension_numbers)
+    return [dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [out_dim]
+
+
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
+                        batch=_dot_general_batch,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
                                                      "dot_general"))
 

@@ -35,6 +35,7 @@ from spec.ad_util import (
     unbroadcast,
     zero_jvp,
 )
+from spec.batching import AxisData, BatchDim, bdim_at_front, broadcasting, moveaxis, vectorized
 from spec.interpreter import (
     Eqn,
     PpContext,
@@ -92,13 +93,18 @@ def _unary_type(name: str, accepted: Accepted, result: T.DType | None = None) ->
 def _unary(name: str, accepted: Accepted, impl: Impl, *, accuracy: bool = False,
            result: T.DType | None = None, **sections: Any) -> Any:
     """Declare a unary primitive; ``accuracy`` ones carry JAX's ``accuracy``
-    param, hidden from the jaxpr while it is None."""
+    param, hidden from the jaxpr while it is None. Batching: elementwise, the
+    output is batched where the operand is."""
+    sections.setdefault("batch", vectorized())
     return declare(name, typing=_unary_type(name, accepted, result), impl=impl,
                    pp_rule=_hide_none("accuracy") if accuracy else None, **sections)
 
 
 def _binary(name: str, accepted: Accepted, impl: Impl,
             result: T.DType | None = None, **sections: Any) -> Any:
+    """Declare a binary primitive. Batching: lax's implicit broadcasting
+    (``batching.broadcasting``)."""
+    sections.setdefault("batch", broadcasting())
     return declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
 
 
@@ -575,7 +581,7 @@ sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, w
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
 round_p = declare("round", typing=_round_type, impl=_round_impl,
-                  **_zero_deriv("round", "piecewise constant"))
+                  batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))
 exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True, **_unary_jvp(
@@ -634,7 +640,7 @@ cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True, **_unar
     with_out=True))
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
     "square", lambda g, ans, x: _L().mul(g, _L().mul(const_like(x, 2), x)), with_out=True))
-abs_p = declare("abs", typing=_abs_type, impl=_abs_impl,
+abs_p = declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
 erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
                **_unary_jvp("erf", _erf_jvp))
@@ -650,11 +656,14 @@ digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla),
                    **_unary_jvp("digamma", lambda g, x: _L().mul(
                        g, _L().polygamma(const_like(x, 1), x))))
 real_p = declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()],
-                 jvp=linear_jvp(), transpose=linear_transpose(_real_transpose))
+                 jvp=linear_jvp(), transpose=linear_transpose(_real_transpose),
+                 batch=vectorized())
 imag_p = declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()],
-                 jvp=linear_jvp(), transpose=linear_transpose(_imag_transpose))
+                 jvp=linear_jvp(), transpose=linear_transpose(_imag_transpose),
+                 batch=vectorized())
 conj_p = declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj,
-                 jvp=linear_jvp(), transpose=linear_transpose(_conj_transpose))
+                 jvp=linear_jvp(), transpose=linear_transpose(_conj_transpose),
+                 batch=vectorized())
 not_p = _unary("not", INT_OR_BOOL, lifted(np.invert), **_zero_deriv("not"))
 population_count_p = _unary("population_count", INTEGER, lifted(K.population_count),
                             **_zero_deriv("population_count"))
@@ -822,7 +831,7 @@ sub_p = _binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub
 mul_p: Primitive = declare("mul", typing=_mul_type, impl=_mul_impl, pp_rule=_hide_none("out_dtype"),
                 jvp=defjvp(lambda g, x, y, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
                            lambda g, x, y, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype)),
-                transpose=_mul_transpose)
+                transpose=_mul_transpose, batch=broadcasting())
 
 
 def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
@@ -903,7 +912,7 @@ def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
 
 
 complex_p = declare("complex", typing=_complex_type, impl=_complex_impl, jvp=linear_jvp(),
-                    transpose=_complex_transpose)
+                    transpose=_complex_transpose, batch=broadcasting())
 
 
 # ------------------------------------------------------------------------ pow
@@ -984,7 +993,7 @@ def _pow_jvp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 
 pow_p = declare("pow", typing=_pow_type, impl=_pow_impl, jvp=defjvp2(_pow_jvp_x, _pow_jvp_y),
-                transpose=_not_linear("pow"))
+                transpose=_not_linear("pow"), batch=broadcasting())
 
 
 # ---------------------------------------------------------------- integer_pow
@@ -1040,7 +1049,8 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
 
 
 integer_pow_p = declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
-                        jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"))
+                        jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"),
+                        batch=vectorized())
 
 
 # ------------------------------------------------------------------- select_n
@@ -1109,8 +1119,51 @@ def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
                      if is_undefined_primal(case) else None for i, case in enumerate(cases)]
 
 
+def _shape(x: Any) -> T.Shape:
+    return _aval(x).shape
+
+
+def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
+                    ) -> tuple[list[Any], list[BatchDim]]:
+    """As JAX: when `which` and every case share one batch axis, bind as is
+    (a batched rank-0 `which` is first broadcast along the cases); a rank-0
+    unbatched `which` with batched cases moves the cases' batch axes to the
+    first case's. Otherwise every batch axis goes to the front (unbatched
+    cases are broadcast there) and a batched rank-0 `which` is broadcast
+    along the cases; rank-0 cases against a batched array `which` are
+    broadcast to its shape."""
+    lax = _lax()
+    which, *cases = args
+    wdim, *cdims = dims
+    size = axis.size
+    if all(d == wdim for d in cdims):
+        if _shape(which) == _shape(cases[0]):
+            return [lax.select_n(which, *cases)], [wdim]
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (wdim,))
+        return [lax.select_n(which, *cases)], [wdim]
+    if not _shape(which) and all(d is not None for d in cdims):
+        if all(d == cdims[0] for d in cdims[1:]):
+            return [lax.select_n(which, *cases)], [cdims[0]]
+        if all(_shape(c) == _shape(cases[0]) for c in cases):
+            first = cdims[0]
+            assert first is not None
+            rest = [moveaxis(c, d, first) for c, d in zip(cases[1:], cdims[1:])
+                    if d is not None]
+            return [lax.select_n(which, cases[0], *rest)], [first]
+    if _shape(which):
+        which = bdim_at_front(which, wdim, size)
+    if not all(_shape(c) == () for c in cases):
+        cases = [bdim_at_front(c, d, size) for c, d in zip(cases, cdims)]
+    ndim_which, ndim_case = len(_shape(which)), len(_shape(cases[0]))
+    if 0 < ndim_which < ndim_case:
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (0,))
+    if ndim_which > ndim_case:
+        cases = [lax.broadcast_in_dim(c, _shape(which), ()) for c in cases]
+    return [lax.select_n(which, *cases)], [0]
+
+
 select_n_p = declare("select_n", typing=_select_n_type, impl=_select_n_impl,
-                     jvp=_select_n_jvp, transpose=_select_n_transpose)
+                     jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch)
 
 
 # ---------------------------------------------------------------------- clamp
@@ -1156,8 +1209,50 @@ def _clamp_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list
     return [out], [total]
 
 
+def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    """As JAX: bind as is when all three share a batch axis and the bounds
+    are rank-0 or of the operand's shape, or when the bounds are unbatched
+    rank-0 values; batched rank-0 bounds sharing the operand's batch axis
+    are broadcast along it. Otherwise the batch axes go to the front and
+    rank-0 / batched rank-0 bounds are broadcast to the operand's shape (a
+    rank-0 operand to the batched bounds')."""
+    lax = _lax()
+    lo, x, hi = args
+    lo_d, x_d, hi_d = dims
+    size = axis.size
+    nd_lo, nd_x, nd_hi = len(_shape(lo)), len(_shape(x)), len(_shape(hi))
+    if lo_d == x_d == hi_d:
+        if _shape(lo) == _shape(x) == _shape(hi) or nd_lo == nd_hi == 0:
+            return [clamp_p.bind(lo, x, hi)], [x_d]
+        if nd_lo == nd_hi == 1:
+            lo = lax.broadcast_in_dim(lo, _shape(x), (lo_d,))
+            hi = lax.broadcast_in_dim(hi, _shape(x), (hi_d,))
+            return [clamp_p.bind(lo, x, hi)], [x_d]
+    elif nd_lo == 0 and nd_hi == 0 and x_d is not None:
+        return [clamp_p.bind(lo, x, hi)], [x_d]
+    lo = bdim_at_front(lo, lo_d, size) if nd_lo else lo
+    hi = bdim_at_front(hi, hi_d, size) if nd_hi else hi
+    x = bdim_at_front(x, x_d, size) if nd_x else x
+    x_shape = _shape(x)
+    if not _shape(lo) and x_shape:
+        lo = lax.broadcast(lo, x_shape)
+    if not _shape(hi) and x_shape:
+        hi = lax.broadcast(hi, x_shape)
+    if 0 < len(_shape(lo)) < len(x_shape):
+        lo = lax.broadcast_in_dim(lo, x_shape, (0,))
+    if 0 < len(_shape(hi)) < len(x_shape):
+        hi = lax.broadcast_in_dim(hi, x_shape, (0,))
+    # A rank-0 operand takes the batched bounds' shape. (JAX 0.12 does this
+    # only for a batched min, and fails when just max is batched.)
+    wider = [b for b in (lo, hi) if len(_shape(b)) > len(x_shape)]
+    if wider:
+        x = lax.broadcast(x, _shape(wider[0]))
+    return [clamp_p.bind(lo, x, hi)], [0]
+
+
 clamp_p = declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
-                  transpose=_not_linear("clamp"))
+                  transpose=_not_linear("clamp"), batch=_clamp_batch)
 
 
 # ---------------------------------------------------------- Ldexp and Frexp
@@ -1259,10 +1354,31 @@ def _frexp_jvp(primals: list[Any], tangents: list[Any], *, x_aval: Any
     return [m, e], [m_dot, Zero.from_primal_value(e)]
 
 
+def _ldexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x1_aval: Any,
+                 x2_aval: Any) -> tuple[list[Any], list[BatchDim]]:
+    """Operands of one shape: where their batch axes differ both go to the
+    front (an unbatched one broadcast); the avals params describe the
+    batched operands."""
+    x1, x2 = args
+    d1, d2 = dims
+    if d1 != d2:
+        x1, x2 = bdim_at_front(x1, d1, axis.size), bdim_at_front(x2, d2, axis.size)
+        d1 = 0
+    return [ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))], [d1]
+
+
+def _frexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x_aval: Any
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    """Elementwise: both results are batched where the operand is."""
+    (x,), (d,) = args, dims
+    return list(frexp_p.bind(x, x_aval=_aval(x))), [d, d]
+
+
 ldexp_p = declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
-                  jvp=_ldexp_jvp, transpose=_ldexp_transpose)
+                  jvp=_ldexp_jvp, transpose=_ldexp_transpose, batch=_ldexp_batch)
 frexp_p = declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
-                  multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"))
+                  multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"),
+                  batch=_frexp_batch)
 
 
 # ----------------------------------------------------------------- polygamma
@@ -1350,7 +1466,8 @@ def _polynomial_transpose(ct: Any, x: Any, *coeffs: Any, **params: Any) -> list[
 
 
 polynomial_p = declare("polynomial", typing=_polynomial_type, impl=_polynomial_impl,
-                       jvp=_polynomial_jvp, transpose=_polynomial_transpose)
+                       jvp=_polynomial_jvp, transpose=_polynomial_transpose,
+                       batch=broadcasting())
 
 
 __all__ = [n for n in dir() if n.endswith("_p")] + [

@@ -25,6 +25,7 @@ from spec.ad_util import (
     is_undefined_primal,
     zeros_like_aval,
 )
+from spec.batching import _PrimitiveRule as _BatchRule
 from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
@@ -297,8 +298,88 @@ def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
                             indices_are_sorted=indices_are_sorted, mode=mode), None]
 
 
+# ------------------------------------------------------------ batching
+#
+# A vmap axis of the operand or of the indices becomes part of the gather's
+# own geometry (JAX's rule, mirrored so the jaxprs print alike, NumPy int64
+# axis numbers included):
+# - operand only: the vmap axis goes first and is one more window axis
+#   (a full-size slice), so it is offset axis 0 of the result;
+# - indices only: the vmap axis goes first and is one more batch axis of the
+#   indices, hence result axis 0;
+# - both: both go first and pair up as operand/indices batching axes, so the
+#   k-th example's indices read from the k-th operand.
+
+
+def _plus1(dims: Sequence[int]) -> tuple[int, ...]:
+    """Axis numbers shifted past a new leading axis, as NumPy int64s."""
+    return tuple(np.int64(d) + 1 for d in dims)  # type: ignore[misc]
+
+
+def _front(x: Any, dim: int | None, size: int) -> Any:
+    """``x`` with its vmap axis first: moved there, or broadcast in (with
+    int64 broadcast dimensions, as JAX's batching helper writes them)."""
+    from spec.batching import moveaxis
+    if dim is not None:
+        return moveaxis(x, dim, 0)
+    from spec.rules.structural import broadcast_in_dim_p
+    aval = canonical_aval_of(x)
+    kept = tuple(np.int64(i) for i in range(1, aval.ndim + 1))
+    return broadcast_in_dim_p.bind(x, shape=(size, *aval.shape), broadcast_dimensions=kept,
+                                   sharding=None)
+
+
+def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
+                  dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                  indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
+                  fill_value: Any) -> tuple[list[Any], list[Any]]:
+    operand, indices = args
+    op_dim, idx_dim = dims
+    dn = dimension_numbers
+    lax = _lax()
+    if idx_dim is None:
+        operand = _front(operand, op_dim, axis.size)
+        new = GatherDimensionNumbers(
+            offset_dims=(0, *_plus1(dn.offset_dims)),
+            collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
+            start_index_map=_plus1(dn.start_index_map),
+            operand_batching_dims=_plus1(dn.operand_batching_dims),
+            start_indices_batching_dims=dn.start_indices_batching_dims)
+        sizes = (canonical_aval_of(operand).shape[0], *slice_sizes)
+        out = lax.gather(operand, indices, new, sizes, unique_indices=unique_indices,
+                         indices_are_sorted=indices_are_sorted, mode=mode,
+                         fill_value=fill_value)
+        return [out], [0]
+    if op_dim is None:
+        indices = _front(indices, idx_dim, axis.size)
+        # Different examples may now index the same places: neither sortedness
+        # nor uniqueness survives.
+        new = GatherDimensionNumbers(
+            offset_dims=tuple(1 + d for d in dn.offset_dims),
+            collapsed_slice_dims=dn.collapsed_slice_dims,
+            start_index_map=dn.start_index_map,
+            operand_batching_dims=dn.operand_batching_dims,
+            start_indices_batching_dims=_plus1(dn.start_indices_batching_dims))
+        out = lax.gather(operand, indices, new, slice_sizes, unique_indices=False,
+                         indices_are_sorted=False, mode=mode, fill_value=fill_value)
+        return [out], [0]
+    operand = _front(operand, op_dim, axis.size)
+    indices = _front(indices, idx_dim, axis.size)
+    new = GatherDimensionNumbers(
+        offset_dims=_plus1(dn.offset_dims),
+        collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
+        start_index_map=_plus1(dn.start_index_map),
+        operand_batching_dims=(0, *_plus1(dn.operand_batching_dims)),
+        start_indices_batching_dims=(0, *_plus1(dn.start_indices_batching_dims)))
+    sizes = (0 if canonical_aval_of(operand).shape[0] == 0 else 1, *slice_sizes)
+    out = lax.gather(operand, indices, new, sizes, unique_indices=unique_indices,
+                     indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill_value)
+    return [out], [0]
+
+
 gather_p = declare("gather", typing=_gather_type, impl=_gather_impl,
-                   jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose)
+                   jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose,
+                   batch=_gather_batch)
 
 
 # ================================================================= scatter
@@ -420,9 +501,42 @@ def _scatter_compute(operand: np.ndarray, indices: np.ndarray, updates: np.ndarr
     return out
 
 
+class _ScatterBatch(_BatchRule):
+    """The operand and updates get their vmap axes first (broadcast in when
+    unbatched: every example writes into its own copy). Unbatched indices
+    address the same places in every example, so the vmap axis is one more
+    update window axis spanning the whole operand axis; batched indices pair
+    their vmap axis with the operand's as scatter batching axes."""
+
+    def __call__(self, axis: Any, args: list[Any], dims: list[Any], *,
+                 dimension_numbers: ScatterDimensionNumbers, **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+        operand, indices, updates = args
+        op_dim, idx_dim, up_dim = dims
+        dn = dimension_numbers
+        operand = _front(operand, op_dim, axis.size)
+        updates = _front(updates, up_dim, axis.size)
+        if idx_dim is None:
+            new = ScatterDimensionNumbers(
+                update_window_dims=(0, *_plus1(dn.update_window_dims)),
+                inserted_window_dims=_plus1(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=_plus1(dn.operand_batching_dims),
+                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
+        else:
+            indices = _front(indices, idx_dim, axis.size)
+            new = ScatterDimensionNumbers(
+                update_window_dims=_plus1(dn.update_window_dims),
+                inserted_window_dims=_plus1(dn.inserted_window_dims),
+                scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
+                operand_batching_dims=(0, *_plus1(dn.operand_batching_dims)),
+                scatter_indices_batching_dims=(0, *_plus1(dn.scatter_indices_batching_dims)))
+        return [self.prim.bind(operand, indices, updates, dimension_numbers=new, **params)], [0]
+
+
 def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> Any:
     return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
-                   jvp=jvp, transpose=transpose)
+                   jvp=jvp, transpose=transpose, batch=_ScatterBatch())
 
 
 # ------------------------------------------------------------ scatter autodiff

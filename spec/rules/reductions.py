@@ -41,6 +41,7 @@ from spec.ad_util import (
     linear_transpose,
     zero_jvp,
 )
+from spec.batching import AxisData, _PrimitiveRule, moveaxis, vectorized
 from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._denormals import arithmetic, flush_result
 from spec.rules._elementwise_kit import compute_dtype
@@ -385,6 +386,66 @@ def _reduce_precision_transpose(ct: Any, operand: Any, *, exponent_bits: int,
                                    mantissa_bits=mantissa_bits)
 
 
+# ------------------------------------------------------------ batching
+#
+# Reductions and their relatives act independently along every axis they do
+# not reduce/scan/sort, so the batch axis simply becomes one more such axis:
+# the primitive binds once on the batched operand with its axis parameters
+# renumbered to skip the batch axis.
+
+
+class _ReducerBatch(_PrimitiveRule):
+    """Reductions (and arg-reductions): the reduced axes are renumbered past
+    the batch axis (as NumPy int64s, as JAX's rule leaves them); the output's
+    batch axis is where the operand's lands among the kept axes."""
+
+    def __call__(self, axis: AxisData, args: list[Any], dims: list[Any], *,
+                 axes: tuple[int, ...], **params: Any) -> tuple[list[Any], list[Any]]:
+        (x,), (d,) = args, dims
+        new_axes = tuple(np.int64(a + 1) if a >= d else np.int64(a) for a in axes)
+        out_dim = sum(1 for i in range(d) if i not in new_axes)
+        return [self.prim.bind(x, axes=new_axes, **params)], [out_dim]
+
+
+class _CumulativeBatch(_PrimitiveRule):
+    """cumsum and friends scan one axis; it moves past the batch axis."""
+
+    # The vmap axis arrives positionally: ``axis`` is the primitive's param.
+    def __call__(self, axis_data: AxisData, args: list[Any], dims: list[Any], *,
+                 axis: int, reverse: bool) -> tuple[list[Any], list[Any]]:
+        (x,), (d,) = args, dims
+        scan = axis + 1 if axis >= d else axis
+        return [self.prim.bind(x, axis=scan, reverse=reverse)], [d]
+
+
+def _sort_batch(axis: AxisData, args: list[Any], dims: list[Any], *, dimension: int,
+                is_stable: bool, num_keys: int) -> tuple[list[Any], list[Any]]:
+    """Every operand gets the batch axis of the first batched one (moved
+    there, or broadcast in for unbatched operands); the sorted axis is
+    renumbered past it."""
+    proto, bdim = next((x, d) for x, d in zip(args, dims) if d is not None)
+    shape = _aval(proto).shape
+    lax = _lax()
+    moved = []
+    for x, d in zip(args, dims):
+        if d is None:
+            kept = tuple(i for i in range(len(shape)) if i != bdim)
+            moved.append(lax.broadcast_in_dim(x, shape, kept))
+        else:
+            moved.append(moveaxis(x, d, bdim))
+    new_dim = dimension + 1 if bdim <= dimension else dimension
+    outs = sort_p.bind(*moved, dimension=new_dim, is_stable=is_stable, num_keys=num_keys)
+    return list(outs), [bdim] * len(moved)
+
+
+def _top_k_batch(axis_data: AxisData, args: list[Any], dims: list[Any], *, k: int, axis: int,
+                 is_stable: bool) -> tuple[list[Any], list[Any]]:
+    (x,), (d,) = args, dims
+    along = axis + 1 if d <= axis else axis
+    outs = top_k_p.bind(x, k=k, axis=along, is_stable=is_stable)
+    return list(outs), [d, d]
+
+
 # ------------------------------------------------------------ arithmetic
 
 def _reduce_sum_impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any = None
@@ -431,18 +492,20 @@ def _xor_bool(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 
 _NUMBER = "number types (not bool)"
-reduce_sum_p = declare("reduce_sum", typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
+reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
+                       typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
                        transpose=linear_transpose(_reduce_sum_transpose))
-reduce_prod_p = declare("reduce_prod", typing=_reduce_type("reduce_prod", _is_number, _NUMBER,
-                                                            True), impl=_reduce_prod_impl,
-                        jvp=_reduce_prod_jvp, transpose=not_applicable("reduce_prod is not linear"))
-reduce_max_p = declare("reduce_max", typing=_reduce_type("reduce_max", lambda d: True, "any",
-                                                          True),
+reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
+                        typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
+                        impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
+                        transpose=not_applicable("reduce_prod is not linear"))
+reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
+                       typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_max is not linear"))
-reduce_min_p = declare("reduce_min", typing=_reduce_type("reduce_min", lambda d: True, "any",
-                                                          True),
+reduce_min_p = declare("reduce_min", batch=_ReducerBatch(),
+                       typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_min is not linear"))
 
@@ -453,16 +516,16 @@ def _int_or_bool(dt: T.DType) -> bool:
     return dt == T.bool_ or T.is_int(dt)
 
 
-reduce_and_p = declare("reduce_and", typing=_reduce_type("reduce_and", _int_or_bool,
-                                                          _INT_OR_BOOL, False),
+reduce_and_p = declare("reduce_and", batch=_ReducerBatch(),
+                       typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_and has integer or bool results"))
-reduce_or_p = declare("reduce_or", typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL,
-                                                        False),
+reduce_or_p = declare("reduce_or", batch=_ReducerBatch(),
+                      typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
                       transpose=not_applicable("reduce_or has integer or bool results"))
-reduce_xor_p = declare("reduce_xor", typing=_reduce_type("reduce_xor", _int_or_bool,
-                                                          _INT_OR_BOOL, False),
+reduce_xor_p = declare("reduce_xor", batch=_ReducerBatch(),
+                       typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_xor has integer or bool results"))
 
@@ -496,9 +559,11 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
     return impl
 
 
-argmax_p = declare("argmax", typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
+argmax_p = declare("argmax", batch=_ReducerBatch(),
+                   typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"))
-argmin_p = declare("argmin", typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
+argmin_p = declare("argmin", batch=_ReducerBatch(),
+                   typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"))
 
 
@@ -582,20 +647,25 @@ def _highest(dt: T.DType) -> Any:
     return np.inf if dt != T.bool_ else True
 
 
-cumsum_p = declare("cumsum", typing=_cum_type("cumsum"),
+cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
+                   typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
                    transpose=linear_transpose(_cumsum_transpose))
-cumprod_p = declare("cumprod", typing=_cum_type("cumprod"),
+cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
+                    typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
                     transpose=not_applicable("cumprod is not linear"))
-cummax_p = declare("cummax", typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
+cummax_p = declare("cummax", batch=_CumulativeBatch(),
+                   typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"))
-cummin_p = declare("cummin", typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
+cummin_p = declare("cummin", batch=_CumulativeBatch(),
+                   typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"))
-cumlogsumexp_p = declare("cumlogsumexp", typing=_cum_type("cumlogsumexp"),
+cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
+                         typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),
                          transpose=not_applicable("cumlogsumexp is not linear"))
@@ -648,7 +718,8 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
     return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
 
 
-sort_p = declare("sort", typing=_sort_type, impl=_sort_impl, multiple_results=True,
+sort_p = declare("sort", batch=_sort_batch,
+                 typing=_sort_type, impl=_sort_impl, multiple_results=True,
                  jvp=_sort_jvp, transpose=not_applicable("sort is not linear"))
 
 
@@ -704,7 +775,8 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
             np.array(idx, order="C", copy=None).astype(T.int32)]
 
 
-top_k_p = declare("top_k", typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
+top_k_p = declare("top_k", batch=_top_k_batch,
+                  typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
                   jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"))
 
 
@@ -769,6 +841,7 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
     return [np.where(np.isnan(x), nan, out).astype(x.dtype)]
 
 
-reduce_precision_p = declare("reduce_precision", typing=_reduce_precision_type,
+reduce_precision_p = declare("reduce_precision", batch=vectorized(),
+                             typing=_reduce_precision_type,
                              impl=_reduce_precision_impl, jvp=linear_jvp(),
                              transpose=linear_transpose(_reduce_precision_transpose))

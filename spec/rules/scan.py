@@ -360,7 +360,8 @@ def _nonzero_pattern(jaxpr: Jaxpr, nc: int, nk: int, ny: int,
 
 
 def _rearranged(body: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, nz: list[bool],
-                out_nz: list[bool]) -> tuple[Jaxpr, FlatTree, FlatTree, Callable[[list[Any]], list[Any]]]:
+                out_nz: list[bool]
+                ) -> tuple[Jaxpr, FlatTree, FlatTree, Callable[[list[Any]], list[Any]]]:
     """The JVP body in scan order (each group's primals then its tangents)
     with JAX's flat trees; returns also the operand arranger."""
     n = len(nz)

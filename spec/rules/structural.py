@@ -25,6 +25,13 @@ from spec.ad_util import (
     linear_transpose,
     zero_jvp,
 )
+from spec.batching import (
+    AxisData,
+    BatchDim,
+    bdim_at_front,
+    moveaxis,
+    vectorized,
+)
 from spec.interpreter import canonical_aval_of, not_applicable, pp_eqn_default, pp_hiding
 from spec.rules._denormals import flush_result as flush
 from spec.rules._registry import declare, require
@@ -66,6 +73,26 @@ def _cts_or_none(cts: Sequence[Any], operands: Sequence[Any]) -> list[Any]:
 
 def _zero_cts(operands: Sequence[Any]) -> list[Any]:
     return [Zero(x.aval.ct_type()) if is_undefined_primal(x) else None for x in operands]
+
+
+# Batching rules: ``rule(axis, args, dims, **params) -> (outs, out_dims)``,
+# called with at least one operand mapped (see spec/batching.py). They follow
+# JAX 0.12's rules primitive for primitive, including where JAX computes
+# axis numbers with NumPy (the params then hold np.int64 values, which the
+# jaxpr prints as ``np.int64(1)``).
+
+Batched = tuple[list[Any], list[BatchDim]]
+
+
+def _bd(dim: BatchDim) -> int:
+    """A batch axis known to be present (the rule was called because the
+    only operand, or this one, is mapped)."""
+    assert dim is not None
+    return dim
+
+
+def _no_operands(name: str) -> Any:
+    return not_applicable(f"{name} has no operands, so vmap never batches it")
 
 
 # ====================================================== convert_element_type
@@ -188,9 +215,18 @@ def _convert_transpose(ct: Any, operand: UndefinedPrimal, *, new_dtype: T.DType,
     return [_convert(ct, aval.dtype, aval.weak_type, None)]
 
 
+def _convert_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                   new_dtype: T.DType, weak_type: bool, sharding: Any = None) -> Batched:
+    """Elementwise: the same conversion, batched where the operand is."""
+    out = convert_element_type_p.bind(args[0], new_dtype=new_dtype, weak_type=weak_type,
+                                      sharding=sharding)
+    return [out], [dims[0]]
+
+
 convert_element_type_p = declare(
     "convert_element_type", typing=_convert_type, impl=_convert_impl,
-    pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose)
+    pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose,
+    batch=_convert_batch)
 
 
 def _convert_const_fold(x: Any, *, new_dtype: T.DType, weak_type: bool,
@@ -257,8 +293,22 @@ def _bitcast_impl(x: np.ndarray, *, new_dtype: T.DType) -> list[np.ndarray]:
     return [arr.view(new_dtype).reshape(x.shape[:-1])]
 
 
+def _bitcast_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                   new_dtype: T.DType) -> Batched:
+    """Elementwise, except that a bitcast to a wider dtype consumes the last
+    axis (and one to a narrower dtype appends one): a batch axis that is the
+    last axis is moved to the front first. (JAX 0.12 treats the primitive as
+    purely elementwise and fails on that case.)"""
+    (x,), dim = args, _bd(dims[0])
+    aval = canonical_aval_of(x)
+    if _nbits(aval.dtype) < _nbits(new_dtype) and dim == aval.ndim - 1:
+        x, dim = moveaxis(x, dim, 0), 0
+    return [bitcast_convert_type_p.bind(x, new_dtype=new_dtype)], [dim]
+
+
 bitcast_convert_type_p = declare(
     "bitcast_convert_type", typing=_bitcast_type, impl=_bitcast_impl, jvp=zero_jvp(),
+    batch=_bitcast_batch,
     transpose=not_applicable("bitcast_convert_type has a zero derivative (its bits are "
                              "reinterpreted), so it never appears in a linear program"))
 
@@ -290,7 +340,7 @@ def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = 
 
 
 iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(),
-                 transpose=not_applicable("iota has no operands"))
+                 transpose=not_applicable("iota has no operands"), batch=_no_operands("iota"))
 
 
 # ==================================================================== empty
@@ -321,7 +371,7 @@ def _empty_impl(*, shape: Shape, dtype: Any, out_sharding: Any = None
 
 
 empty_p = declare("empty", typing=_empty_type, impl=_empty_impl, jvp=zero_jvp(),
-                  transpose=not_applicable("empty has no operands"))
+                  transpose=not_applicable("empty has no operands"), batch=_no_operands("empty"))
 
 
 # ========================================================= broadcast_in_dim
@@ -377,10 +427,26 @@ def _broadcast_in_dim_transpose(ct: Any, operand: UndefinedPrimal, *, shape: Sha
     return lax.expand_dims(lax.reduce_sum(ct, axes), unit)
 
 
+def _broadcast_in_dim_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                            shape: Shape, broadcast_dimensions: Shape,
+                            sharding: Any = None) -> Batched:
+    """The batch axis goes to the front of operand and result; the operand's
+    other axes shift by one."""
+    (x,), dim = args, _bd(dims[0])
+    x = moveaxis(x, dim, 0)
+    new_shape = (canonical_aval_of(x).shape[0], *shape)
+    new_dims = (0, *np.add(1, broadcast_dimensions))
+    if canonical_aval_of(x).shape == new_shape and new_dims == tuple(range(len(new_shape))):
+        return [x], [0]  # the identity, which JAX's staging forwards
+    out = broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims,
+                                  sharding=sharding)
+    return [out], [0]
+
+
 broadcast_in_dim_p = declare(
     "broadcast_in_dim", typing=_broadcast_in_dim_type, impl=_broadcast_in_dim_impl,
     pp_rule=_pp_broadcast_in_dim, jvp=linear_jvp(),
-    transpose=linear_transpose(_broadcast_in_dim_transpose))
+    transpose=linear_transpose(_broadcast_in_dim_transpose), batch=_broadcast_in_dim_batch)
 
 
 # ================================================================== reshape
@@ -421,8 +487,19 @@ def _reshape_transpose(ct: Any, operand: UndefinedPrimal, *, new_sizes: Shape,
     return lax.transpose(permuted, np.argsort(dimensions))
 
 
+def _reshape_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                   new_sizes: Shape, dimensions: Shape | None, sharding: Any = None
+                   ) -> Batched:
+    """Batch axis to the front, kept as the result's leading axis."""
+    x = moveaxis(args[0], _bd(dims[0]), 0)
+    if dimensions is not None:
+        dimensions = (0, *np.add(1, dimensions))
+    size = canonical_aval_of(x).shape[0]
+    return [_lax().reshape(x, (size, *new_sizes), dimensions)], [0]
+
+
 reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
-                    transpose=linear_transpose(_reshape_transpose))
+                    transpose=linear_transpose(_reshape_transpose), batch=_reshape_batch)
 
 
 # ================================================================ transpose
@@ -440,10 +517,19 @@ def _transpose_impl(x: np.ndarray, *, permutation: Shape) -> list[np.ndarray]:
     return [np.transpose(x, permutation)]
 
 
+def _transpose_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                     permutation: Shape) -> Batched:
+    """One permutation that also brings the batch axis to the front."""
+    dim = _bd(dims[0])
+    perm = (dim, *(i if i < dim else i + 1 for i in permutation))
+    return [_lax().transpose(args[0], perm)], [0]
+
+
 transpose_p = declare(
     "transpose", typing=_transpose_type, impl=_transpose_impl, jvp=linear_jvp(),
     transpose=linear_transpose(
-        lambda ct, x, *, permutation: _lax().transpose(ct, np.argsort(permutation))))
+        lambda ct, x, *, permutation: _lax().transpose(ct, np.argsort(permutation))),
+    batch=_transpose_batch)
 
 
 # ================================================================== squeeze
@@ -465,9 +551,17 @@ def _squeeze_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
     return [np.squeeze(x, axis=tuple(dimensions))]
 
 
+def _squeeze_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                   dimensions: Shape) -> Batched:
+    """Batch axis to the front; the squeezed axes shift by one."""
+    x = moveaxis(args[0], _bd(dims[0]), 0)
+    return [_lax().squeeze(x, tuple(np.add(1, dimensions)))], [0]
+
+
 squeeze_p = declare(
     "squeeze", typing=_squeeze_type, impl=_squeeze_impl, jvp=linear_jvp(),
-    transpose=linear_transpose(lambda ct, x, *, dimensions: _lax().expand_dims(ct, dimensions)))
+    transpose=linear_transpose(lambda ct, x, *, dimensions: _lax().expand_dims(ct, dimensions)),
+    batch=_squeeze_batch)
 
 
 # ====================================================================== rev
@@ -486,9 +580,18 @@ def _rev_impl(x: np.ndarray, *, dimensions: Shape) -> list[np.ndarray]:
     return [np.flip(x, axis=tuple(dimensions)) if dimensions else x]
 
 
+def _rev_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+               dimensions: Shape) -> Batched:
+    """The reversed axes renumbered around the batch axis, which stays put."""
+    dim = _bd(dims[0])
+    new = tuple(i + 1 if i >= dim else i for i in dimensions)
+    return [_lax().rev(args[0], new)], [dim]
+
+
 rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
                 transpose=linear_transpose(
-                    lambda ct, x, *, dimensions: _lax().rev(ct, dimensions)))
+                    lambda ct, x, *, dimensions: _lax().rev(ct, dimensions)),
+                batch=_rev_batch)
 
 
 # ==================================================================== slice
@@ -548,8 +651,23 @@ def _slice_transpose(ct: Any, operand: UndefinedPrimal, *, start_indices: Shape,
     return pad_p.bind(ct, zero, padding_config=tuple(pads))
 
 
+def _slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                 start_indices: Shape, limit_indices: Shape, strides: Shape | None
+                 ) -> Batched:
+    """The whole batch axis is kept (start 0, its size, stride 1)."""
+    (x,), dim = args, _bd(dims[0])
+    starts, limits = list(start_indices), list(limit_indices)
+    starts.insert(dim, 0)
+    limits.insert(dim, canonical_aval_of(x).shape[dim])
+    steps = None
+    if strides is not None:
+        steps = list(strides)
+        steps.insert(dim, 1)
+    return [_lax().slice(x, starts, limits, steps)], [dim]
+
+
 slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
-                  transpose=linear_transpose(_slice_transpose))
+                  transpose=linear_transpose(_slice_transpose), batch=_slice_batch)
 
 
 # ============================================================ dynamic_slice
@@ -613,9 +731,63 @@ def _dynamic_slice_transpose(ct: Any, operand: Any, *idx: Any, slice_sizes: Shap
     return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
 
 
+def _index_vector(axis: AxisData, idx: Sequence[Any], dims: Sequence[BatchDim]
+                  ) -> tuple[Any, BatchDim]:
+    """The scalar start indices as one index vector (for gather/scatter):
+    shape (n,) when none is batched, else (batch, n) batched at 0 with the
+    unbatched ones broadcast along the batch."""
+    lax = _lax()
+    if not idx:
+        return np.array([], np.int32), None
+    if all(d is None for d in dims):
+        return lax.concatenate([lax.broadcast(i, (1,)) for i in idx], 0), None
+    cols = [lax.broadcast_in_dim(i, (axis.size, 1), (0,) if d is not None else ())
+            for i, d in zip(idx, dims)]
+    return lax.concatenate(cols, 1), 0
+
+
+def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                         slice_sizes: Shape) -> Batched:
+    """A gather, as JAX batches it: the start indices become one index
+    vector (batched when any is); a batched operand gains a batch axis in
+    front, which is a window axis of full size when the indices are
+    unbatched and a batching axis shared with the indices otherwise."""
+    from spec.rules.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p
+    x, *idx = args
+    x_dim, *idx_dims = dims
+    ndim = len(idx)
+    axes = tuple(range(ndim))
+    index, index_dim = _index_vector(axis, idx, idx_dims)
+    common: dict[str, Any] = {"mode": GatherScatterMode.CLIP, "fill_value": None}
+    if index_dim is None:  # the operand is batched
+        x = moveaxis(x, _bd(x_dim), 0)
+        dnums = GatherDimensionNumbers(
+            offset_dims=(0, *np.add(1, axes)), collapsed_slice_dims=(),
+            start_index_map=tuple(np.add(1, axes)))
+        sizes = (canonical_aval_of(x).shape[0], *slice_sizes)
+        out = gather_p.bind(x, index, dimension_numbers=dnums, slice_sizes=sizes,
+                            unique_indices=True, indices_are_sorted=True, **common)
+    elif x_dim is None:
+        dnums = GatherDimensionNumbers(
+            offset_dims=tuple(1 + d for d in axes), collapsed_slice_dims=(),
+            start_index_map=axes)
+        out = gather_p.bind(x, index, dimension_numbers=dnums, slice_sizes=tuple(slice_sizes),
+                            unique_indices=False, indices_are_sorted=False, **common)
+    else:
+        x = moveaxis(x, x_dim, 0)
+        dnums = GatherDimensionNumbers(
+            offset_dims=tuple(np.add(1, axes)), collapsed_slice_dims=(),
+            start_index_map=tuple(np.add(1, axes)), operand_batching_dims=(0,),
+            start_indices_batching_dims=(0,))
+        sizes = (0 if axis.size == 0 else 1, *slice_sizes)
+        out = gather_p.bind(x, index, dimension_numbers=dnums, slice_sizes=sizes,
+                            unique_indices=True, indices_are_sorted=True, **common)
+    return [out], [0]
+
+
 dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
                           impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
-                          transpose=_dynamic_slice_transpose)
+                          transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch)
 
 
 def _dynamic_update_slice_type(x: ArrayType, update: ArrayType, *idx: ArrayType
@@ -666,10 +838,39 @@ def _dynamic_update_slice_transpose(ct: Any, operand: Any, update: Any, *idx: An
     return [op_ct, up_ct, *([None] * len(idx))]
 
 
+def _dynamic_update_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
+                                ) -> Batched:
+    """A scatter, as JAX batches it: operand and update get their batch axis
+    in front (broadcast there when unbatched); the start indices become one
+    index vector, and the batch axis is an update window axis when that is
+    unbatched, a batching axis shared with the indices otherwise."""
+    from spec.rules.indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_p
+    x, update, *idx = args
+    x_dim, u_dim, *idx_dims = dims
+    axes = tuple(range(len(idx)))
+    index, index_dim = _index_vector(axis, idx, idx_dims)
+    x = bdim_at_front(x, x_dim, axis.size)
+    update = bdim_at_front(update, u_dim, axis.size)
+    if index_dim is None:
+        dnums = ScatterDimensionNumbers(
+            update_window_dims=(0, *np.add(1, axes)), inserted_window_dims=(),
+            scatter_dims_to_operand_dims=tuple(np.add(1, axes)))
+    else:
+        dnums = ScatterDimensionNumbers(
+            update_window_dims=tuple(np.add(1, axes)), inserted_window_dims=(),
+            scatter_dims_to_operand_dims=tuple(np.add(1, axes)), operand_batching_dims=(0,),
+            scatter_indices_batching_dims=(0,))
+    out = scatter_p.bind(x, index, update, update_jaxpr=None, update_consts=(),
+                         dimension_numbers=dnums, indices_are_sorted=True,
+                         unique_indices=True, mode=GatherScatterMode.CLIP)
+    return [out], [0]
+
+
 dynamic_update_slice_p = declare("dynamic_update_slice", typing=_dynamic_update_slice_type,
                                  impl=_dynamic_update_slice_impl,
                                  jvp=_dynamic_update_slice_jvp,
-                                 transpose=_dynamic_update_slice_transpose)
+                                 transpose=_dynamic_update_slice_transpose,
+                                 batch=_dynamic_update_slice_batch)
 
 
 # ============================================================== concatenate
@@ -710,8 +911,23 @@ def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]
     return _cts_or_none(_lax().split(ct, sizes, axis=dimension), operands)
 
 
+def _front(axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim]) -> list[Any]:
+    """Every operand with its batch axis in front (unbatched ones broadcast
+    with ``lax.broadcast``, as JAX's concatenate and stack rules do)."""
+    lax = _lax()
+    return [moveaxis(x, d, 0) if d is not None else lax.broadcast(x, (axis.size,))
+            for x, d in zip(args, dims)]
+
+
+def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                       dimension: int) -> Batched:
+    """Batch axes to the front; concatenate along the shifted dimension."""
+    return [_lax().concatenate(_front(axis, args, dims), dimension + 1)], [0]
+
+
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
-                        jvp=linear_jvp(), transpose=_concatenate_transpose)
+                        jvp=linear_jvp(), transpose=_concatenate_transpose,
+                        batch=_concatenate_batch)
 
 
 # ==================================================================== stack
@@ -741,8 +957,21 @@ def _stack_transpose(ct: Any, *operands: Any, axis: int) -> list[Any]:
     return _cts_or_none(unstack_p.bind(ct, axis=axis), operands)
 
 
+def _stack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, *,
+                 axis: int) -> Batched:
+    """Operands batched at one axis stack as they are (the new axis placed
+    around the batch axis); otherwise batch axes go to the front. (The
+    primitive's ``axis`` param shadows the usual rule argument name.)"""
+    ax, dim = axis, dims[0]
+    if dim is not None and all(d == dim for d in dims):
+        if ax <= dim:
+            return [stack_p.bind(*args, axis=ax)], [dim + 1]
+        return [stack_p.bind(*args, axis=ax + 1)], [dim]
+    return [stack_p.bind(*_front(axis_data, args, dims), axis=ax + 1)], [0]
+
+
 stack_p = declare("stack", typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
-                  transpose=_stack_transpose)
+                  transpose=_stack_transpose, batch=_stack_batch)
 
 
 # ==================================================================== split
@@ -778,8 +1007,16 @@ def _split_transpose(cts: list[Any], operand: UndefinedPrimal, *, sizes: Shape, 
     return [_lax().concatenate([instantiate(c) for c in cts], axis)]
 
 
+def _split_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, *,
+                 sizes: Shape, axis: int) -> Batched:
+    """Split along the axis renumbered around the batch axis."""
+    ax, dim = axis, _bd(dims[0])
+    outs = _lax().split(args[0], sizes, ax + 1 if ax >= dim else ax)
+    return list(outs), [dim] * len(sizes)
+
+
 split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True,
-                  jvp=linear_jvp(), transpose=_split_transpose)
+                  jvp=linear_jvp(), transpose=_split_transpose, batch=_split_batch)
 
 
 # ================================================================== unstack
@@ -804,8 +1041,19 @@ def _unstack_transpose(cts: list[Any], operand: UndefinedPrimal, *, axis: int) -
     return [stack_p.bind(*[instantiate(c) for c in cts], axis=axis)]
 
 
+def _unstack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, *,
+                   axis: int) -> Batched:
+    """Unstack along the axis renumbered around the batch axis, which the
+    slices keep (shifted down when it followed the unstacked axis)."""
+    ax, dim = axis, _bd(dims[0])
+    out_ax, out_dim = (ax, dim - 1) if ax < dim else (ax + 1, dim)
+    outs = unstack_p.bind(args[0], axis=out_ax)
+    return list(outs), [out_dim] * len(outs)
+
+
 unstack_p = declare("unstack", typing=_unstack_type, impl=_unstack_impl,
-                    multiple_results=True, jvp=linear_jvp(), transpose=_unstack_transpose)
+                    multiple_results=True, jvp=linear_jvp(), transpose=_unstack_transpose,
+                    batch=_unstack_batch)
 
 
 # ===================================================================== tile
@@ -830,8 +1078,17 @@ def _tile_transpose(ct: Any, operand: UndefinedPrimal, *, reps: Shape) -> Any:
     return lax.reduce_sum(lax.reshape(ct, pairs), tuple(2 * i for i in range(len(shape))))
 
 
+def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: Shape
+                ) -> Batched:
+    """The batch axis is repeated once."""
+    dim = _bd(dims[0])
+    new_reps = list(reps)
+    new_reps.insert(dim, 1)
+    return [_lax().tile(args[0], new_reps)], [dim]
+
+
 tile_p = declare("tile", typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
-                 transpose=linear_transpose(_tile_transpose))
+                 transpose=linear_transpose(_tile_transpose), batch=_tile_batch)
 
 
 # ====================================================================== pad
@@ -896,8 +1153,32 @@ def _pad_transpose(ct: Any, operand: Any, padding_value: Any, *,
     return [t_operand if is_undefined_primal(operand) else None, t_padv]
 
 
+def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+               padding_config: tuple[tuple[int, int, int], ...]) -> Batched:
+    """The batch axis is not padded. A batched padding value cannot be a
+    pad's scalar: pad with zero, pad a mask of the operand's positions the
+    same way, and select the padding values (broadcast along the batch
+    axis) outside the mask."""
+    lax = _lax()
+    x, pv = args
+    x_dim, pv_dim = dims
+    if x_dim is None:
+        x, x_dim = lax.broadcast(x, (axis.size,)), 0
+    # Bound directly: lax.pad would turn the config's np.int64 entries (as
+    # jnp.pad makes them) into ints, and JAX keeps them.
+    cfg = list(padding_config)
+    cfg.insert(x_dim, (0, 0, 0))
+    config = tuple(cfg)
+    if pv_dim is None:
+        return [pad_p.bind(x, pv, padding_config=config)], [x_dim]
+    padded = pad_p.bind(x, lax.full_like(x, 0, shape=()), padding_config=config)
+    mask = pad_p.bind(lax.full_like(x, True, np.bool_), False, padding_config=config)
+    fill = lax.broadcast_in_dim(pv, canonical_aval_of(padded).shape, (x_dim,))
+    return [lax.select(mask, padded, fill)], [x_dim]
+
+
 pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(),
-                transpose=_pad_transpose)
+                transpose=_pad_transpose, batch=_pad_batch)
 
 
 # ===================================================================== copy
@@ -915,7 +1196,7 @@ def _copy_transpose(ct: Any, x: UndefinedPrimal) -> Any:
 
 
 copy_p = declare("copy", typing=_copy_type, impl=_copy_impl, jvp=linear_jvp(),
-                 transpose=linear_transpose(_copy_transpose))
+                 transpose=linear_transpose(_copy_transpose), batch=vectorized())
 
 
 __all__ = [
