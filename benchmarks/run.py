@@ -250,6 +250,23 @@ class _Staged:
         return self
 
 
+def _scan_loop(api: Api) -> Fn:
+    """``steps`` iterations of a small carry update: ``lax.scan`` (spec and
+    JAX), a Python loop for NumPy. Per-iteration overhead dominates."""
+    if api.mod is None:
+        def loop(c: Any, xs: Any) -> Any:
+            for x in xs:
+                c = c * np.float32(0.5) + np.sin(x)
+            return c
+        return loop
+    sin = api.fn("sin")
+
+    def body(c: Any, x: Any) -> Any:
+        return c * 0.5 + sin(x), None
+
+    return lambda c, xs: api.mod.lax.scan(body, c, xs)[0]
+
+
 def _mlp_backprop_numpy(x: Any, w1: Any, w2: Any, w3: Any) -> Any:
     h1 = np.tanh(x @ w1)
     h2 = np.tanh(h1 @ w2)
@@ -269,15 +286,16 @@ class Sizes:
     matmul: int  # n of the n x n @ n x n product
     mlp: tuple[int, int]  # (batch, width) of the MLP gradient benchmark
     batch: int  # examples of the vmap benchmark
+    steps: int  # iterations of the scan benchmark
     program: tuple[int, int]  # equation counts of the tracing/evaluation benchmarks
     min_time: float  # seconds one timed run lasts at least
     repeat: int  # timed runs per implementation; the minimum is kept
 
 
 FULL = Sizes(small=8, large=2_000_000, matmul=512, mlp=(256, 512), batch=1024,
-             program=(1_000, 10_000), min_time=0.1, repeat=7)
+             program=(1_000, 10_000), steps=10_000, min_time=0.1, repeat=7)
 QUICK = Sizes(small=8, large=4096, matmul=16, mlp=(4, 8), batch=8, program=(30, 300),
-              min_time=0.0005, repeat=1)
+              steps=20, min_time=0.0005, repeat=1)
 
 Inputs = Callable[[Sizes, np.random.Generator], list[np.ndarray]]
 
@@ -307,6 +325,10 @@ def _batch_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
     return [w, rng.standard_normal((sizes.batch, 64), dtype=np.float32)]
 
 
+def _scan_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.random(8, dtype=np.float32), rng.random((sizes.steps, 8), dtype=np.float32)]
+
+
 def _program_input(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
     return [rng.random(8, dtype=np.float32)]
 
@@ -314,7 +336,7 @@ def _program_input(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
 @dataclass(frozen=True)
 class Bench:
     name: str
-    group: str  # "dispatch", "jit overhead", "throughput", "autodiff", "vmap", "tracing"
+    group: str  # dispatch, jit overhead, throughput, autodiff, vmap, control flow, tracing
     modes: tuple[str, ...]  # the spec modes shown, one table row each
     program: Callable[[Api], Fn]
     inputs: Inputs
@@ -349,6 +371,8 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
         Bench(f"vmap(f) batch {sizes.batch} (numpy: by hand)", "vmap", both, _vmapped,
               _batch_inputs),
         Bench(f"Python loop of f, batch {sizes.batch}", "vmap", eager, _looped, _batch_inputs),
+        Bench(f"scan of {sizes.steps} steps, carry f32[8] (numpy: loop)", "control flow", both,
+              _scan_loop, _scan_inputs),
         *(Bench(f"make_jaxpr of {n} equations", "tracing", eager, _tracing(n),
                 _program_input) for n in sizes.program),
         *(Bench(f"jit call of {n} equations f32[8]", "tracing", ("jit",), _chain_program(n),
@@ -437,7 +461,7 @@ class Row:
             # arithmetic by hand.
             r, limit = self.ratio(self.cells["numpy"]), 1.1 if self.group == "throughput" \
                 else 1.5
-        elif self.group == "tracing":
+        elif self.group in ("tracing", "control flow"):
             return ""
         elif self.mode == "eager":
             r, limit = self.ratio(self.jax), 1.0

@@ -23,7 +23,8 @@ def test_quick_run_prints_and_writes_rows(tmp_path: Path, capsys: pytest.Capture
     assert bench.main(["--quick", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     rows = json.loads(out.read_text())["rows"]
-    assert {r["group"] for r in rows} == {"dispatch", "jit overhead", "throughput", "autodiff"}
+    assert {r["group"] for r in rows} == {"dispatch", "jit overhead", "throughput", "autodiff",
+                                         "vmap", "control flow", "tracing"}
     assert len(rows) == sum(len(b.modes) for b in bench.benchmarks(bench.QUICK))
     for r in rows:
         assert r["name"] in printed
