@@ -110,7 +110,8 @@ def scan_vmap_of_grad(jax: Any, jnp: Any, lax: Any) -> Any:
 @case(ulp=4)
 def scan_grad_of_vmap(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(xs: Any) -> Any:
-        cs, _ = jax.vmap(lambda x: lax.scan(lambda c, v: (c * v + 1.0, None), np.float32(1.0), x))(xs)
+        cs, _ = jax.vmap(
+            lambda x: lax.scan(lambda c, v: (c * v + 1.0, None), np.float32(1.0), x))(xs)
         return jnp.sum(cs)
     return jax.grad(f)(A34)
 
@@ -204,7 +205,7 @@ def associative_scan_pytree(jax: Any, jnp: Any, lax: Any) -> Any:
 # below are not registered until LAX_CONTROL_EXPORTED is set. With the functions patched onto
 # spec.lax they all pass except while_loop_grad_error (spec raises UnexpectedTracerError where JAX
 # raises ValueError for reverse-mode AD of while_loop).
-LAX_CONTROL_EXPORTED = False
+LAX_CONTROL_EXPORTED = True
 
 
 def _pending(*, ulp: int = 0, raises: type[BaseException] | None = None
@@ -258,7 +259,8 @@ def cond_vmap_of_grad(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @_pending()
 def cond_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: lax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v + 1.0, x)
+    def f(x: Any) -> Any:
+        return lax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v + 1.0, x)
     return str(jax.make_jaxpr(f)(X4))
 
 
@@ -290,7 +292,8 @@ def switch_grad(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @_pending()
 def while_loop_basic(jax: Any, jnp: Any, lax: Any) -> Any:
-    return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5), (0, np.float32(1.0)))
+    return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5),
+                          (0, np.float32(1.0)))
 
 
 @_pending()
@@ -301,13 +304,15 @@ def while_loop_vmap_batched_predicate(jax: Any, jnp: Any, lax: Any) -> Any:
 
 @_pending()
 def while_loop_under_jit(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = jax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + c[0]), (0, 0)))
+    f = jax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + c[0]),
+                                         (0, 0)))
     return f(7)
 
 
 @_pending()
 def while_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
-    f = lambda x: lax.while_loop(lambda v: jnp.sum(v) < 100.0, lambda v: v * 2.0, x)
+    def f(x: Any) -> Any:
+        return lax.while_loop(lambda v: jnp.sum(v) < 100.0, lambda v: v * 2.0, x)
     return str(jax.make_jaxpr(f)(X5))
 
 

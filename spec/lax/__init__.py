@@ -12,6 +12,7 @@ from spec.lax._conv import *  # noqa: F403
 from spec.lax._ad import *  # noqa: F403
 from spec.lax._collectives import *  # noqa: F403
 from spec.lax._scan import *  # noqa: F403
+from spec.lax._control_flow import *  # noqa: F403
 
 
 def _export_primitives() -> None:

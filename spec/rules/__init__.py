@@ -24,6 +24,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     custom,
     scan,
     collectives,
+    control_flow,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -1,0 +1,390 @@
+"""``lax.cond``, ``lax.switch``, ``lax.while_loop``, ``lax.fori_loop``.
+
+Each traces its functions to jaxprs (constants they close over become
+operands, shared between branches), checks the types JAX checks, with JAX's
+messages, and binds ``cond`` or ``while``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import tree_util
+from spec.config import config
+from spec.interpreter import Jaxpr, Tracer, canonical_aval_of, dce_jaxpr, trace_to_jaxpr
+from spec.rules.control_flow import cond_p, hoist_consts, same_type, while_p
+from spec.types import ArrayType, result_type_and_weak
+
+_no_operand = object()
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _source(fun: Callable[..., Any]) -> str:
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    if code is None:
+        return name
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def _aval_of(x: Any, what: str) -> ArrayType:
+    try:
+        return canonical_aval_of(x)
+    except TypeError:
+        raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type "
+                        f"({what})") from None
+
+
+def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType]
+           ) -> tuple[Jaxpr, Any]:
+    """``fun`` called on the pytree ``in_tree`` of arrays of ``avals``, staged."""
+    out_trees: list[Any] = []
+
+    def flat(*leaves: Any) -> list[Any]:
+        args = tree_util.tree_unflatten(in_tree, leaves)
+        leaves_out, tree = tree_util.tree_flatten(fun(*args))
+        for leaf in leaves_out:
+            _aval_of(leaf, "output of a control-flow function")
+        out_trees.append(tree)
+        return list(leaves_out)
+
+    jaxpr, _ = trace_to_jaxpr(flat, avals)
+    return jaxpr, out_trees[0]
+
+
+def _long(a: ArrayType) -> str:
+    """A type as JAX's error messages show it: ``float32[3]``."""
+    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+
+
+def _mismatch(a: ArrayType, b: ArrayType) -> str:
+    if a.shape != b.shape and a.dtype != b.dtype:
+        return ", so the shapes and dtypes do not match"
+    return ", so the shapes do not match" if a.shape != b.shape else \
+        ", so the dtypes do not match"
+
+
+def _paths(tree: Any, leaves: Sequence[Any]) -> list[str]:
+    paths, _ = tree_util.tree_flatten_with_path(tree_util.tree_unflatten(tree, list(leaves)))
+    return [tree_util.keystr(p) for p, _ in paths]
+
+
+def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable[..., Any],
+                          f2: Callable[..., Any], tree1: Any, avals1: Sequence[ArrayType],
+                          tree2: Any, avals2: Sequence[ArrayType]) -> None:
+    header = f"{name1} is {_source(f1)}\n{name2} is {_source(f2)}\n\n"
+    if tree1 != tree2:
+        raise TypeError(
+            f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
+            f"{header}{name1} output is {tree1} but {name2} output is {tree2}.\n\n"
+            f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
+    if all(same_type(a, b) for a, b in zip(avals1, avals2)):
+        return
+    paths = _paths(tree1, avals1)
+    diffs = [f"the output of {name1}{f' at path {p}' if p else ''} has type {_long(a)} "
+             f"but the corresponding output of {name2} has type {_long(b)}"
+             f"{_mismatch(a, b)}"
+             for p, a, b in zip(paths, avals1, avals2) if not same_type(a, b)]
+    body = diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else \
+        "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+    raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
+                    f"{header}{body}\nRevise {name1} and/or {name2} so that all output "
+                    "types match.")
+
+
+def _forwarded(jaxprs: Sequence[Jaxpr]) -> list[int | None]:
+    """Per output: the input index every jaxpr returns unchanged there, if any."""
+    result: list[int | None] = []
+    for k in range(len(jaxprs[0].outvars)):
+        found: set[int | None] = set()
+        for j in jaxprs:
+            out = j.outvars[k]
+            found.add(next((i for i, v in enumerate(j.invars) if v is out), None))
+        only = found.pop() if len(found) == 1 else None
+        result.append(only)
+    return result
+
+
+def _prune_outputs(j: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
+    return dce_jaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k],
+                           j.eqns, j.effects, j.consts))
+
+
+def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[str],
+               api: str, operands: Sequence[Any]) -> Any:
+    leaves, in_tree = tree_util.tree_flatten(tuple(operands))
+    avals = [_aval_of(x, f"{api} operand") for x in leaves]
+    traced = [_trace(f, in_tree, avals) for f in funs]
+    for (j, tree), f, name in zip(traced[1:], funs[1:], names[1:]):
+        _check_branch_outputs(api, names[0], name, funs[0], f, traced[0][1],
+                              traced[0][0].out_avals, tree, j.out_avals)
+    jaxprs, consts = hoist_consts([j for j, _ in traced])
+    # Outputs that every branch takes unchanged from one input are that input.
+    fwd = _forwarded(jaxprs)
+    keep = [f is None for f in fwd]
+    jaxprs = [_prune_outputs(j, keep) for j in jaxprs]
+    return jaxprs, consts, leaves, fwd, traced[0][1]
+
+
+def _finish(outs: Sequence[Any], fwd: Sequence[int | None], inputs: Sequence[Any],
+            out_tree: Any) -> Any:
+    it = iter(outs)
+    lax = _lax()
+    flat = [next(it) if f is None else lax.asarray(inputs[f]) for f in fwd]
+    return tree_util.tree_unflatten(out_tree, flat)
+
+
+def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
+         *operands: Any, operand: Any = _no_operand) -> Any:
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``;
+    both branches are traced, one runs."""
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can "
+                            f"be passed, got operand={operand} and positional operands "
+                            f"{operands}")
+        operands = (operand,)
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    if isinstance(pred, Sequence) or np.ndim(_shape_probe(pred)) != 0:
+        raise TypeError(f"Pred must be a scalar, got {pred} of " + (
+            f"type {type(pred)}" if isinstance(pred, Sequence)
+            else f"shape {np.shape(_shape_probe(pred))}."))
+    try:
+        dtype = _aval_of(pred, "cond predicate").dtype
+    except TypeError as err:
+        raise TypeError(f"Pred type must be either boolean or number, got {pred}.") from err
+    if dtype.kind != "b":
+        if dtype.kind not in "iuf":
+            raise TypeError(f"Pred type must be either boolean or number, got {dtype}.")
+        pred = pred != 0
+    if config.jax_disable_jit and not isinstance(pred, Tracer):
+        return true_fun(*operands) if bool(pred) else false_fun(*operands)
+    jaxprs, consts, leaves, fwd, out_tree = _bind_cond(
+        pred, [true_fun, false_fun], ["true_fun", "false_fun"], "cond", operands)
+    lax = _lax()
+    index = lax.convert_element_type(pred, np.int32)
+    outs = cond_p.bind(index, *consts, *leaves, branches=(jaxprs[1], jaxprs[0]))
+    return _finish(outs, fwd, [*consts, *leaves], out_tree)
+
+
+def _shape_probe(x: Any) -> Any:
+    """Something ``np.shape`` understands, without reading a tracer's value."""
+    if isinstance(x, Tracer) or hasattr(x, "aval"):
+        return np.empty(canonical_aval_of(x).shape)
+    return x
+
+
+def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
+           operand: Any = _no_operand) -> Any:
+    """``branches[clamp(0, index, len(branches) - 1)](*operands)``."""
+    if not all(callable(b) for b in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+    if operand is not _no_operand:
+        if operands:
+            raise TypeError("if 'operand' keyword is passed then no positional operands can "
+                            f"be passed, got operand={operand} and positional operands "
+                            f"{operands}")
+        operands = (operand,)
+    shape = np.shape(_shape_probe(index))
+    if len(shape) != 0:
+        raise TypeError(f"Branch index must be scalar, got {index} of shape {shape}.")
+    try:
+        dtype = _aval_of(index, "switch index").dtype
+    except TypeError as err:
+        raise TypeError(f"Index type must be an integer, got {index}.") from err
+    if dtype.kind not in "iu":
+        raise TypeError(f"Index type must be an integer, got {index} as {dtype}")
+    funs = tuple(branches)
+    if not funs:
+        raise ValueError("Empty branch sequence")
+    if len(funs) == 1:
+        return funs[0](*operands)
+    lax = _lax()
+    index = lax.convert_element_type(index, np.int32)
+    index = lax.clamp(np.array(0, np.int32), index, np.array(len(funs) - 1, np.int32))
+    if config.jax_disable_jit and not isinstance(index, Tracer):
+        return funs[int(index)](*operands)
+    names = ["branch 0", *(f"branch{i}" for i in range(1, len(funs)))]
+    jaxprs, consts, leaves, fwd, out_tree = _bind_cond(index, funs, names, "switch", operands)
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
+    return _finish(outs, fwd, [*consts, *leaves], out_tree)
+
+
+# ---------------------------------------------------------------- loops
+
+
+def _check_carry(body_fun: Callable[..., Any], in_tree: Any, in_avals: Sequence[ArrayType],
+                 out_tree: Any, out_avals: Sequence[ArrayType]) -> None:
+    try:
+        carry_name: str | None = next(iter(inspect.signature(body_fun).parameters))
+    except (ValueError, TypeError, StopIteration):
+        carry_name = None
+
+    def component(path: str) -> str:
+        if carry_name:
+            return f"the input carry component {carry_name}{path}" if path else \
+                f"the input carry {carry_name}"
+        return f"the input carry at path {path}" if path else "the input carry"
+
+    if in_tree != out_tree:
+        raise TypeError(
+            "while_loop body function carry input and carry output must have the same pytree "
+            f"structure, but they differ:\n\nThe input carry is {in_tree} but the carry output "
+            f"is {out_tree}.\n\nRevise the function so that the carry output has the same "
+            "pytree structure as the carry input.")
+    paths = _paths(in_tree, in_avals)
+    diffs = [f"{component(p)} has type {_long(a)} but the corresponding output carry "
+             f"component has type {_long(b)}{_mismatch(a, b)}"
+             for p, a, b in zip(paths, in_avals, out_avals) if not same_type(a, b)]
+    if not diffs:
+        return
+    body = diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else \
+        "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+    raise TypeError("while_loop body function carry input and carry output must have equal "
+                    f"types, but they differ:\n\n{body}\nRevise the function so that all "
+                    "output types match the corresponding input types.")
+
+
+def _reads(j: Jaxpr) -> set[int]:
+    live = dce_jaxpr(j)
+    read = {id(a) for e in live.eqns for a in e.invars}
+    return read | {id(a) for a in live.outvars}
+
+
+def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
+               init_val: Any) -> Any:
+    """Apply ``body_fun`` to the carry while ``cond_fun`` of it is true."""
+    if not (callable(body_fun) and callable(cond_fun)):
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
+    lax = _lax()
+    if config.jax_disable_jit:
+        val = tree_util.tree_map(lax.asarray, init_val)
+        while cond_fun(val):
+            val = tree_util.tree_map(lax.asarray, body_fun(val))
+        return val
+    leaves, tree = tree_util.tree_flatten(init_val)
+    in_tree = tree_util.tree_structure((init_val,))
+
+    def make(avals: Sequence[ArrayType]) -> tuple[Jaxpr, Jaxpr, Any]:
+        cj, ctree = _trace(cond_fun, in_tree, avals)
+        bj, btree = _trace(body_fun, in_tree, avals)
+        if not tree_util.treedef_is_leaf(ctree) or len(cj.outvars) != 1:
+            raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
+        p = cj.out_avals[0]
+        if p.shape != () or p.dtype != np.dtype(np.bool_):
+            raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
+                            f"[{_shaped(p)}].")
+        return cj, bj, btree
+
+    avals = [_aval_of(x, "while_loop carry") for x in leaves]
+    cond_j, body_j, out_tree = make(avals)
+    if len(body_j.outvars) != len(avals) or out_tree != tree:
+        _check_carry(body_fun, tree, avals, out_tree, body_j.out_avals)
+    # Weakly typed initial values take the type the body gives them.
+    changed = False
+    for i, (a, o) in enumerate(zip(avals, body_j.out_avals)):
+        if a.weak_type and not same_type(a, o):
+            dtype, _ = result_type_and_weak(leaves[i], o.dtype)
+            leaves[i] = lax.convert_element_type(leaves[i], dtype)
+            changed = True
+    if changed:
+        avals = [_aval_of(x, "while_loop carry") for x in leaves]
+        cond_j, body_j, out_tree = make(avals)
+    _check_carry(body_fun, tree, avals, out_tree, body_j.out_avals)
+    (cond_j,), cconsts = hoist_consts([cond_j])
+    (body_j,), bconsts = hoist_consts([body_j])
+    # A carry the body returns unchanged and the predicate ignores is a body
+    # constant (JAX does this so that vmap need not batch it).
+    nb, nc = len(bconsts), len(cconsts)
+    read = _reads(cond_j)
+    move = [body_j.outvars[k] is body_j.invars[nb + k] and id(cond_j.invars[nc + k]) not in read
+            for k in range(len(leaves))]
+    init = list(leaves)
+    moved: list[Any] = []
+    if any(move):
+        cond_j = Jaxpr([], [v for i, v in enumerate(cond_j.invars)
+                            if i < nc or not move[i - nc]],
+                       cond_j.outvars, dce_jaxpr(cond_j).eqns, cond_j.effects)
+        binders = body_j.invars
+        front = [binders[nb + k] for k in range(len(leaves)) if move[k]]
+        rest = [v for i, v in enumerate(binders) if i < nb or not move[i - nb]]
+        body_j = Jaxpr([], [*front, *rest], [o for o, m in zip(body_j.outvars, move) if not m],
+                       body_j.eqns, body_j.effects)
+        moved = [x for x, m in zip(init, move) if m]
+        init = [x for x, m in zip(init, move) if not m]
+        bconsts = [*moved, *bconsts]
+    outs = while_p.bind(*cconsts, *bconsts, *init, cond_nconsts=len(cconsts),
+                        cond_jaxpr=cond_j, body_nconsts=len(bconsts), body_jaxpr=body_j)
+    it, mv = iter(outs), iter(moved)
+    flat = [next(mv) if m else next(it) for m in move]
+    return tree_util.tree_unflatten(tree, flat)
+
+
+def _shaped(a: ArrayType) -> str:
+    return f"ShapedArray({a}{', weak_type=True' if a.weak_type else ''})"
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
+              *, unroll: int | bool | None = None) -> Any:
+    """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
+    lax = _lax()
+    lo_aval, hi_aval = _aval_of(lower, "fori_loop lower"), _aval_of(upper, "fori_loop upper")
+    dtype = lo_aval.dtype
+    if lo_aval.dtype != hi_aval.dtype:
+        both_signed = lo_aval.dtype.kind == "i" and hi_aval.dtype.kind == "i"
+        if both_signed and lo_aval.weak_type and not hi_aval.weak_type:
+            dtype = hi_aval.dtype
+        elif both_signed and hi_aval.weak_type and not lo_aval.weak_type:
+            dtype = lo_aval.dtype
+        else:
+            raise TypeError("lower and upper arguments to fori_loop must have equal types, "
+                            f"got {lo_aval.dtype.name} and {hi_aval.dtype.name}")
+    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    scan = getattr(lax, "scan", None)
+    if static and scan is not None:
+        # As JAX: static bounds run as a scan (reverse-differentiable).
+        lo = int(lower)
+
+        def scanned(carry: Any, _: Any) -> Any:
+            i, x = carry
+            return (i + 1, body_fun(i, x)), None
+
+        (_, result), _ = scan(scanned, (lo, init_val), None,
+                              length=max(int(upper) - lo, 0),
+                              unroll=False if unroll is None else unroll)
+        return result
+    # TODO(scan): with spec.lax.scan available, static bounds take the branch
+    # above, as JAX does; until then they run as a while (forward mode only).
+    if not static and unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known.")
+    if lo_aval.dtype != dtype:
+        lower = lax.convert_element_type(lower, dtype)
+    if hi_aval.dtype != dtype:
+        upper = lax.convert_element_type(upper, dtype)
+
+    def cond_fun(carry: Any) -> Any:
+        i, hi, _ = carry
+        return lax.lt(i, hi)
+
+    def body(carry: Any) -> Any:
+        i, hi, x = carry
+        one = np.array(1, canonical_aval_of(i).dtype)
+        return lax.add(i, one), hi, body_fun(i, x)
+
+    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
+    return result
+
+
+__all__ = ["cond", "fori_loop", "switch", "while_loop"]

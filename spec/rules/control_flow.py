@@ -1,0 +1,477 @@
+"""Control-flow primitives: ``cond`` (run one of several branch jaxprs) and
+``while`` (run a body jaxpr while a predicate jaxpr holds).
+
+Their sub-jaxprs take no closed-over constants: whatever a branch or loop
+closes over is an operand (``hoist_consts``), so that every transformation
+sees it. Transformations transform the sub-jaxprs and bind the primitive
+again, as jit's rules do (spec/rules/calls.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import ad, batching
+from spec.ad_util import UndefinedPrimal, Zero, instantiate, zeros_like_aval
+from spec.batching import AxisData, BatchDim
+from spec.interpreter import (
+    Eqn,
+    Jaxpr,
+    Var,
+    canonical_aval_of,
+    canonical_value,
+    eval_jaxpr,
+    eval_jaxpr_values,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec.rules._registry import declare, require
+from spec.types import FLOAT0, ArrayType
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def same_type(a: ArrayType, b: ArrayType) -> bool:
+    """JAX's ``typematch``: shape and dtype agree (weak types may differ)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _avals_text(avals: Sequence[ArrayType]) -> str:
+    return "[" + ", ".join(a.str_short() for a in avals) + "]"
+
+
+def hoist_consts(jaxprs: Sequence[Jaxpr]) -> tuple[list[Jaxpr], list[Any]]:
+    """Jaxprs with their constants turned into leading inputs, shared by all
+    of them (each constant once, by identity, in order of first appearance);
+    a jaxpr gets an unused input for another's constant."""
+    consts: list[Any] = []
+    slot: dict[int, int] = {}
+    for j in jaxprs:
+        for c in j.consts:
+            if id(c) not in slot:
+                slot[id(c)] = len(consts)
+                consts.append(c)
+    out = []
+    for j in jaxprs:
+        binders = [Var(canonical_aval_of(c)) for c in consts]
+        for v, c in zip(j.constvars, j.consts):
+            binders[slot[id(c)]] = v
+        out.append(Jaxpr([], [*binders, *j.invars], list(j.outvars), list(j.eqns), j.effects))
+    return out, consts
+
+
+def _values(jaxpr: Jaxpr, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    consts = [canonical_value(c)[0] for c in jaxpr.consts]
+    return list(eval_jaxpr_values(jaxpr, consts, args))
+
+
+def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool],
+               inst: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+    """``ad.jvp_jaxpr`` with the output tangents selected by ``inst``
+    materialised (zeros) where they are symbolically zero."""
+    new, out_nz = ad.jvp_jaxpr(jaxpr, nonzero)
+    want = [nz or i for nz, i in zip(out_nz, inst)]
+    if want == out_nz:
+        return new, out_nz
+    n_out = len(jaxpr.outvars)
+
+    def padded(*xs: Any) -> list[Any]:
+        outs = eval_jaxpr(new, new.consts, *xs)
+        it = iter(outs[n_out:])
+        ts = [next(it) if nz else zeros_like_aval(v.aval.tangent_type())
+              for nz, w, v in zip(out_nz, want, jaxpr.outvars) if w]
+        return [*outs[:n_out], *ts]
+
+    wrapped, _ = trace_to_jaxpr(padded, [v.aval for v in new.invars])
+    return wrapped, want
+
+
+# ====================================================================== cond
+
+
+def _cond_type(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...],
+               **params: Any) -> list[ArrayType]:
+    require(len(branches) >= 1, "cond", "C1", "cond requires at least one branch")
+    require(index.shape == () and index.dtype == np.dtype(np.int32), "cond", "C2",
+            f"the index has type {index}, expected int32[]")
+    first = branches[0]
+    for i, b in enumerate(branches):
+        require(len(b.invars) == len(ops) and all(
+            same_type(a, v) for a, v in zip(ops, b.in_avals)), "cond", "C3",
+            f"branch {i} takes input types {_avals_text(b.in_avals)}, called with operands "
+            f"of type {_avals_text(ops)}")
+        require(len(b.outvars) == len(first.outvars) and all(
+            same_type(a, o) for a, o in zip(first.out_avals, b.out_avals)), "cond", "C4",
+            f"branches 0 and {i} have mismatching output types: "
+            f"{_avals_text(first.out_avals)} vs {_avals_text(b.out_avals)}")
+    return list(first.out_avals)
+
+
+def _cond_impl(index: np.ndarray, *ops: np.ndarray, branches: tuple[Jaxpr, ...],
+               **params: Any) -> list[np.ndarray]:
+    # Out-of-range indices clamp, as XLA's conditional does.
+    i = min(max(int(index), 0), len(branches) - 1)
+    return _values(branches[i], ops)
+
+
+def _cond_out_nonzero(branches: Sequence[Jaxpr], ops_nz: Sequence[bool]) -> list[bool]:
+    per_branch = [ad.jvp_jaxpr(b, ops_nz)[1] for b in branches]
+    return [any(col) for col in zip(*per_branch)]
+
+
+def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[Jaxpr, ...],
+              **params: Any) -> tuple[list[Any], list[Any]]:
+    index, *ops = primals
+    ops_t = tangents[1:]
+    ops_nz = [type(t) is not Zero for t in ops_t]
+    out_nz = _cond_out_nonzero(branches, ops_nz)
+    jvps, consts = hoist_consts([_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
+    outs = cond_p.bind(index, *consts, *ops, *(t for t in ops_t if type(t) is not Zero),
+                       branches=tuple(jvps), **params)
+    n_out = len(branches[0].outvars)
+    it = iter(outs[n_out:])
+    t_outs = [next(it) if nz else Zero(a.tangent_type())
+              for nz, a in zip(out_nz, branches[0].out_avals)]
+    return list(outs[:n_out]), t_outs
+
+
+def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr, ...],
+                    **params: Any) -> list[Any]:
+    """A cond of the branches' transposes: the residual operands and the
+    nonzero cotangents in, the linear operands' cotangents out."""
+    undefined = [type(a) is UndefinedPrimal for a in ops]
+    wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(ops, undefined)]
+    defined = [a for a, u in zip(ops, undefined) if not u]
+    ct_nz = [type(c) is not Zero for c in cts]
+
+    def transposed(b: Jaxpr) -> Jaxpr:
+        def fun(*xs: Any) -> list[Any]:
+            res = iter(xs[:len(defined)])
+            ct_it = iter(xs[len(defined):])
+            full = [UndefinedPrimal(v.aval) if u else next(res)
+                    for v, u in zip(b.invars, undefined)]
+            cts_full = [next(ct_it) if nz else Zero(v.aval.ct_type())
+                        for nz, v in zip(ct_nz, b.outvars)]
+            cts_in = ad.backward_pass(b, b.consts, full, cts_full)
+            return [instantiate(c) for c, w in zip(cts_in, wanted) if w]
+
+        avals = [canonical_aval_of(a) for a in defined] + \
+            [v.aval.ct_type() for v, nz in zip(b.outvars, ct_nz) if nz]
+        return trace_to_jaxpr(fun, avals)[0]
+
+    new, consts = hoist_consts([transposed(b) for b in branches])
+    outs = cond_p.bind(index, *consts, *defined, *(c for c in cts if type(c) is not Zero),
+                       branches=tuple(new), **params)
+    it = iter(outs)
+    return [None] + [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
+                     for a, u, w in zip(ops, undefined, wanted)]
+
+
+def _type_key(a: ArrayType) -> tuple[Any, ...]:
+    return (a.shape, a.dtype, a.weak_type)
+
+
+def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
+                    inst: Sequence[bool]) -> tuple[list[Jaxpr], list[Jaxpr], int, list[bool]]:
+    """Partial evaluation of every branch with the same unknown outputs.
+    Known branches return the known outputs and the residuals; unknown
+    branches take the residuals and the unknown operands. Residual slots are
+    shared between branches by type (a branch fills its own, zeros elsewhere)."""
+    first = [ad.partial_eval_jaxpr(b, ops_uk, inst) for b in branches]
+    out_uk = [any(col) for col in zip(*(s.out_unknowns for s in first))]
+    splits = [ad.partial_eval_jaxpr(b, ops_uk, out_uk) for b in branches]
+    slots: list[ArrayType] = []
+    where: list[list[int]] = []
+    for s in splits:
+        taken: set[int] = set()
+        mine = []
+        res_avals = [v.aval for v in s.known.outvars[len(s.known.outvars) - s.num_res:]]
+        for a in res_avals:
+            k = next((i for i, b in enumerate(slots)
+                      if i not in taken and _type_key(b) == _type_key(a)), None)
+            if k is None:
+                k = len(slots)
+                slots.append(a)
+            taken.add(k)
+            mine.append(k)
+        where.append(mine)
+    n_known_out = len(out_uk) - sum(out_uk)
+    known_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
+    unknown_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
+    knowns, unknowns = [], []
+    for s, mine in zip(splits, where):
+        def known_fun(*xs: Any, s: Any = s, mine: list[int] = mine) -> list[Any]:
+            outs = eval_jaxpr(s.known, s.known.consts, *xs)
+            res: list[Any] = [None] * len(slots)
+            for k, r in zip(mine, outs[n_known_out:]):
+                res[k] = r
+            return [*outs[:n_known_out],
+                    *(zeros_like_aval(a) if r is None else r for a, r in zip(slots, res))]
+
+        def unknown_fun(*xs: Any, s: Any = s, mine: list[int] = mine) -> list[Any]:
+            res = [xs[k] for k in mine]
+            return eval_jaxpr(s.unknown, s.unknown.consts, *res, *xs[len(slots):])
+
+        knowns.append(trace_to_jaxpr(known_fun, known_in)[0])
+        unknowns.append(trace_to_jaxpr(unknown_fun, [*slots, *unknown_in])[0])
+    return knowns, unknowns, len(slots), out_uk
+
+
+def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                       ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Known index: a known cond computing the known outputs and the taken
+    branch's residuals, and an unknown cond reading them. Unknown index:
+    the whole cond is unknown."""
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    n_out = len(eqn.outvars)
+    if ins_unknown[0]:
+        return None, eqn, [True] * n_out
+    ops_uk = ins_unknown[1:]
+    knowns, unknowns, n_res, out_uk = _split_branches(branches, ops_uk, [False] * n_out)
+    knowns, k_consts = hoist_consts(knowns)
+    unknowns, u_consts = hoist_consts(unknowns)
+    if k_consts or u_consts:  # constants only arise from tracing under a trace
+        return None, eqn, [True] * n_out
+    res_vars = [Var(v.aval) for v in knowns[0].outvars[len(knowns[0].outvars) - n_res:]]
+    index, *ops = eqn.invars
+    known = eqn.replace(
+        invars=[index, *(a for a, u in zip(ops, ops_uk) if not u)],
+        outvars=[*(v for v, u in zip(eqn.outvars, out_uk) if not u), *res_vars],
+        params={**eqn.params, "branches": tuple(knowns)})
+    unknown = eqn.replace(
+        invars=[index, *res_vars, *(a for a, u in zip(ops, ops_uk) if u)],
+        outvars=[v for v, u in zip(eqn.outvars, out_uk) if u],
+        params={**eqn.params, "branches": tuple(unknowns)})
+    return known, unknown, out_uk
+
+
+def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                    branches: tuple[Jaxpr, ...], **params: Any
+                    ) -> tuple[list[Any], list[Any]]:
+    """JVP branches split by partial evaluation: a primal cond returning the
+    outputs and the taken branch's residuals, a tangent cond reading them."""
+    index, *ops = primals
+    ops_t = tangents[1:]
+    ops_nz = [type(t) is not Zero for t in ops_t]
+    out_nz = _cond_out_nonzero(branches, ops_nz)
+    jvps = [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches]
+    n_ops, n_out = len(ops), len(branches[0].outvars)
+    n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
+    knowns, unknowns, _, _ = _split_branches(
+        jvps, [False] * n_ops + [True] * n_t_in, [False] * n_out + [True] * n_t_out)
+    knowns, k_consts = hoist_consts(knowns)
+    unknowns, u_consts = hoist_consts(unknowns)
+    with set_current_trace(trace.parent):
+        outs = cond_p.bind(index, *k_consts, *ops, branches=tuple(knowns), **params)
+    residuals = list(outs[n_out:])
+    t_in = [t for t in ops_t if type(t) is not Zero]
+    t_outs = trace.tangent_trace.process_primitive(
+        cond_p, [index, *u_consts, *residuals, *t_in], {**params, "branches": tuple(unknowns)})
+    it = iter(t_outs)
+    tangents_out = [next(it) if nz else Zero(a.tangent_type())
+                    for nz, a in zip(out_nz, branches[0].out_avals)]
+    return list(outs[:n_out]), tangents_out
+
+
+def _bcast_to(pred: Any, x: Any) -> Any:
+    """``pred`` broadcast along the trailing axes of ``x``."""
+    p, a = canonical_aval_of(pred), canonical_aval_of(x)
+    if p.ndim == a.ndim:
+        return pred
+    return _lax().broadcast_in_dim(pred, a.shape, tuple(range(p.ndim)))
+
+
+def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
+    lax = _lax()
+    n_out = len(branches[0].outvars)
+    if dims[0] is not None:
+        # A batched index: every branch runs on the whole batch and select_n
+        # picks per example. Each branch sees its operands only where it is
+        # chosen (stop_gradient elsewhere), so that reverse mode through the
+        # unchosen branches contributes nothing.
+        index, *ops = [batching.bdim_at_front(x, d, axis.size) for x, d in zip(args, dims)]
+        branch_outs = []
+        for i, b in enumerate(branches):
+            bj, _ = batching.batch_jaxpr(b, axis, [0] * len(ops), [0] * n_out)
+            chosen = lax.eq(index, np.array(i, np.int32))
+            ops_i = [lax.select(_bcast_to(chosen, x), x, lax.stop_gradient(x)) for x in ops]
+            branch_outs.append(eval_jaxpr(bj, bj.consts, *ops_i))
+        outs = [lax.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
+        return outs, [0] * n_out
+    index, *ops = args
+    op_dims: list[BatchDim] = [None if d is None else 0 for d in dims[1:]]
+    ops = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(ops, dims[1:])]
+    out_bat = [any(col) for col in zip(*(
+        [d is not None for d in batching.batch_jaxpr(b, axis, op_dims)[1]] for b in branches))]
+    wanted: list[BatchDim] = [0 if b else None for b in out_bat]
+    new, consts = hoist_consts([batching.batch_jaxpr(b, axis, op_dims, wanted)[0]
+                                for b in branches])
+    outs = cond_p.bind(index, *consts, *ops, branches=tuple(new), **params)
+    return list(outs), wanted
+
+
+cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
+                 jvp=_cond_jvp, transpose=_cond_transpose, batch=_cond_batch)
+cond_p.linearize = _cond_linearize
+cond_p.partial_eval = _cond_partial_eval
+
+
+# ===================================================================== while
+
+
+def _split3(xs: Sequence[Any], n1: int, n2: int) -> tuple[list[Any], list[Any], list[Any]]:
+    return list(xs[:n1]), list(xs[n1:n1 + n2]), list(xs[n1 + n2:])
+
+
+def _while_type(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+                body_jaxpr: Jaxpr) -> list[ArrayType]:
+    require(cond_nconsts >= 0 and body_nconsts >= 0
+            and len(avals) >= cond_nconsts + body_nconsts, "while", "C1",
+            f"called with {len(avals)} operands, fewer than cond_nconsts={cond_nconsts} plus "
+            f"body_nconsts={body_nconsts}")
+    cconsts, bconsts, carry = _split3(avals, cond_nconsts, body_nconsts)
+    for name, jaxpr, ins in (("cond_jaxpr", cond_jaxpr, cconsts + carry),
+                             ("body_jaxpr", body_jaxpr, bconsts + carry)):
+        require(len(jaxpr.invars) == len(ins) and all(
+            same_type(a, v) for a, v in zip(ins, jaxpr.in_avals)), "while", "C2",
+            f"{name} takes input types {_avals_text(jaxpr.in_avals)}, called with operands "
+            f"of type {_avals_text(ins)}")
+    outs = body_jaxpr.out_avals
+    require(len(outs) == len(carry) and all(same_type(a, o) for a, o in zip(carry, outs)),
+            "while", "C3", f"body_fun output and input must have identical types, got "
+            f"{_avals_text(outs)} for a carry of type {_avals_text(carry)}")
+    preds = cond_jaxpr.out_avals
+    ok = len(preds) == 1 and preds[0].dtype == np.dtype(np.bool_) and all(
+        c.shape[:preds[0].ndim] == preds[0].shape for c in carry)
+    require(ok, "while", "C4", f"cond_jaxpr must return one boolean scalar (or, batched, a "
+            f"boolean array whose shape prefixes every carry's), got {_avals_text(preds)}")
+    return list(outs)
+
+
+def _select_carry(pred: np.ndarray, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    mask = pred.reshape(pred.shape + (1,) * (old.ndim - pred.ndim))
+    return np.where(mask, new, old)
+
+
+def _while_impl(*args: np.ndarray, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+                body_jaxpr: Jaxpr) -> list[np.ndarray]:
+    cconsts, bconsts, carry = _split3(args, cond_nconsts, body_nconsts)
+    while True:
+        pred = np.asarray(_values(cond_jaxpr, [*cconsts, *carry])[0])
+        if not pred.any():
+            return carry
+        new = _values(body_jaxpr, [*bconsts, *carry])
+        if pred.ndim == 0:
+            carry = new
+        else:
+            # A batched predicate (from vmap): finished examples keep their carry.
+            carry = [_select_carry(pred, n, c) for n, c in zip(new, carry)]
+
+
+def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_nconsts: int,
+               cond_jaxpr: Jaxpr, body_nconsts: int,
+               body_jaxpr: Jaxpr) -> tuple[list[Any], list[Any]]:
+    """A while over the carry and its tangent: the body is the body's JVP,
+    the predicate ignores the tangents. Which carry tangents are nonzero is
+    the fixpoint of the body's JVP."""
+    nz = [type(t) is not Zero for t in tangents]
+    _, bconst_nz, carry_nz = _split3(nz, cond_nconsts, body_nconsts)
+    for _ in range(1 + len(carry_nz)):
+        body_jvp, out_nz = _jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
+        if out_nz == carry_nz:
+            break
+        carry_nz = [a or b for a, b in zip(carry_nz, out_nz)]
+    cconst, bconst, init = _split3(primals, cond_nconsts, body_nconsts)
+    _, bconst_t, init_t = _split3(tangents, cond_nconsts, body_nconsts)
+    bconst_dot = [t for t in bconst_t if type(t) is not Zero]
+    init_dot = [instantiate(t) for t, n in zip(init_t, carry_nz) if n]
+    n_carry = len(init)
+    # The JVP body takes (bconst, carry, bconst_dot, carry_dot); while wants
+    # the body constants first: (bconst, bconst_dot, carry, carry_dot).
+    iv = body_jvp.invars
+    nb, nbd = len(bconst), len(bconst_dot)
+    order = [*iv[:nb], *iv[nb + n_carry:nb + n_carry + nbd], *iv[nb:nb + n_carry],
+             *iv[nb + n_carry + nbd:]]
+    body_new = Jaxpr(body_jvp.constvars, order, body_jvp.outvars, body_jvp.eqns,
+                     body_jvp.effects, body_jvp.consts)
+    (body_new,), b_consts = hoist_consts([body_new])
+    cond_new = Jaxpr([], [*cond_jaxpr.invars, *(Var(canonical_aval_of(t)) for t in init_dot)],
+                     cond_jaxpr.outvars, cond_jaxpr.eqns, cond_jaxpr.effects)
+    outs = while_p.bind(*cconst, *b_consts, *bconst, *bconst_dot, *init, *init_dot,
+                        cond_nconsts=cond_nconsts, cond_jaxpr=cond_new,
+                        body_nconsts=len(b_consts) + nb + nbd, body_jaxpr=body_new)
+    it = iter(outs[n_carry:])
+    t_outs = [next(it) if n else Zero(a.tangent_type())
+              for n, a in zip(carry_nz, body_jaxpr.out_avals)]
+    return list(outs[:n_carry]), t_outs
+
+
+def _while_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any],
+                     **params: Any) -> tuple[list[Any], list[Any]]:
+    """Primal outputs from a primal loop; the tangent side reruns the JVP
+    loop (its primal carry included) on the residual inputs: a loop is only
+    forward-differentiable, so nothing is saved per iteration."""
+    with set_current_trace(trace.parent):
+        outs = while_p.bind(*primals, **params)
+    split = ad._SplitTrace(trace.parent, trace.tangent_trace, trace.staged)
+    with set_current_trace(split):
+        _, t_outs = _while_jvp(primals, tangents, **params)
+    return list(outs), t_outs
+
+
+def _while_transpose(cts: list[Any], *args: Any, **params: Any) -> list[Any]:
+    raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
+                     "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
+                     "using fori_loop with static start/stop.")
+
+
+def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_nconsts: int,
+                 cond_jaxpr: Jaxpr, body_nconsts: int,
+                 body_jaxpr: Jaxpr) -> tuple[list[Any], list[BatchDim]]:
+    """Carries that become batched are found by fixpoint. A batched
+    predicate batches every carry (at axis 0) and the loop runs while any
+    example's predicate holds; the primitive keeps finished examples'
+    carries (see the impl). Otherwise batched carries sit after the
+    predicate's own (batch) axes."""
+    cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
+    cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
+    carry_bat = [d is not None for d in idims]
+    for _ in range(1 + len(carry_bat)):
+        trial: list[BatchDim] = [0 if b else None for b in carry_bat]
+        _, out_dims = batching.batch_jaxpr(body_jaxpr, axis, bdims + trial)
+        out_bat = [a or d is not None for a, d in zip(carry_bat, out_dims)]
+        if out_bat == carry_bat:
+            break
+        carry_bat = out_bat
+    trial = [0 if b else None for b in carry_bat]
+    _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis, cdims + trial)
+    carry_dims: list[BatchDim]
+    if pred_dim is not None:
+        carry_dims = [0] * len(init)
+        pred_wanted: BatchDim = 0
+    else:
+        rank = cond_jaxpr.out_avals[0].ndim
+        carry_dims = [rank if b else None for b in carry_bat]
+        pred_wanted = None
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, axis, bdims + carry_dims, carry_dims)
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [pred_wanted])
+    (cond_b,), c_consts = hoist_consts([cond_b])
+    (body_b,), b_consts = hoist_consts([body_b])
+    new_init = [x if new is None else batching.move_to(x, old, new, axis.size)
+                for x, old, new in zip(init, idims, carry_dims)]
+    outs = while_p.bind(*c_consts, *cconsts, *b_consts, *bconsts, *new_init,
+                        cond_nconsts=len(c_consts) + cond_nconsts, cond_jaxpr=cond_b,
+                        body_nconsts=len(b_consts) + body_nconsts, body_jaxpr=body_b)
+    return list(outs), carry_dims
+
+
+while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
+                  jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
+while_p.linearize = _while_linearize

@@ -1,0 +1,230 @@
+"""cond / switch / while_loop / fori_loop: values, transformations, jaxpr
+text and errors, each against real JAX run live."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as snp
+from spec.lax import _control_flow as scf
+from spec.test_util import check_grads
+
+# A "program" is built from (api, numpy, lax-control-flow) so that one
+# definition runs in spec and in JAX.
+SPEC = (spec, snp, scf)
+JAX = (jax, jnp, jax.lax)
+Maker = Callable[[Any, Any, Any], Callable[..., Any]]
+
+
+def _close(a: Any, b: Any) -> None:
+    la, lb = jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)
+    assert len(la) == len(lb)
+    for x, y in zip(la, lb):
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.dtype == y.dtype and x.shape == y.shape, (x, y)
+        np.testing.assert_allclose(x, y, rtol=2e-6, atol=1e-6)
+
+
+def both(mk: Maker, *args: Any) -> None:
+    _close(mk(*SPEC)(*args), mk(*JAX)(*args))
+
+
+def same_jaxpr(mk: Maker, *args: Any) -> None:
+    assert str(spec.make_jaxpr(mk(*SPEC))(*args)) == str(jax.make_jaxpr(mk(*JAX))(*args))
+
+
+def cond_f(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+    return lambda p, x: l.cond(p, lambda x: n.sin(x) * x, n.cos, x)
+
+
+def switch_f(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+    return lambda i, x: l.switch(i, [n.sin, n.cos, lambda x: x * x], x)
+
+
+def while_f(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+    return lambda x: l.while_loop(lambda c: c[0] < 5,
+                                  lambda c: (c[0] + 1, n.sin(c[1]) * 1.5), (0, x))[1]
+
+
+def while_v(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+    return lambda x: l.while_loop(lambda c: c < 3.0, lambda c: c * 1.5 + 0.1, x)
+
+
+def fori_f(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+    return lambda k, x: l.fori_loop(0, k, lambda i, c: c * 1.1 + i, x)
+
+
+XS = np.linspace(0.1, 1.0, 4).astype(np.float32)
+PS = np.array([True, False, True, False])
+
+
+@pytest.mark.parametrize("p", [True, False, 1, 0.0])
+def test_cond_values(p: Any) -> None:
+    both(cond_f, p, 0.7)
+    both(lambda j, n, l: j.jit(cond_f(j, n, l)), p, XS)
+
+
+@pytest.mark.parametrize("i", [-3, 0, 1, 2, 9])
+def test_switch_values(i: int) -> None:
+    both(switch_f, i, XS)
+    both(lambda j, n, l: j.jit(switch_f(j, n, l)), i, 0.5)
+
+
+def test_cond_pytrees_consts_and_forwarding() -> None:
+    c = np.arange(3.0, dtype=np.float32)
+
+    def mk(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+        return lambda p, x: l.cond(p, lambda t: (t[0], t[1] + c), lambda t: (t[0], t[1] * 2.0),
+                                   (x, x))
+    both(mk, True, np.ones(3, np.float32))
+    both(mk, False, np.ones(3, np.float32))
+    same_jaxpr(mk, True, np.ones(3, np.float32))
+
+
+def test_while_and_fori_values() -> None:
+    both(while_f, 0.3)
+    both(lambda j, n, l: j.jit(while_f(j, n, l)), 0.3)
+    both(while_v, np.float32(0.2))
+    both(lambda j, n, l: j.jit(fori_f(j, n, l)), 4, XS)
+    both(fori_f, 4, XS)
+    both(fori_f, 0, XS)
+    if hasattr(spec.lax, "scan"):  # static bounds run as a scan, as in JAX
+        both(lambda j, n, l: j.grad(lambda x: fori_f(j, n, l)(3, x)), np.float32(0.5))
+        same_jaxpr(lambda j, n, l: lambda x: fori_f(j, n, l)(3, x), np.float32(0.5))
+
+
+def test_nested_control_flow() -> None:
+    def mk(j: Any, n: Any, l: Any) -> Callable[..., Any]:
+        def f(p: Any, x: Any) -> Any:
+            inner = lambda y: l.while_loop(lambda c: c < 2.0, lambda c: c + y, y)
+            return l.cond(p, inner, lambda y: l.cond(y > 0.5, n.sin, n.cos, y), x)
+        return f
+    for p in (True, False):
+        both(mk, p, 0.7)
+        both(lambda j, n, l: j.jit(mk(j, n, l)), p, 0.3)
+    same_jaxpr(mk, True, 0.7)
+
+
+@pytest.mark.parametrize("p", [True, False])
+def test_cond_grad_jvp(p: bool) -> None:
+    both(lambda j, n, l: j.grad(cond_f(j, n, l), argnums=1), p, 0.7)
+    both(lambda j, n, l: j.jit(j.grad(cond_f(j, n, l), argnums=1)), p, 0.7)
+    both(lambda j, n, l: lambda x, t: j.jvp(lambda x: cond_f(j, n, l)(p, x), (x,), (t,)),
+         0.7, 2.0)
+    both(lambda j, n, l: j.grad(switch_f(j, n, l), argnums=1), 2, 0.5)
+    with spec.config.use_direct_linearize(False):
+        both(lambda j, n, l: j.grad(cond_f(j, n, l), argnums=1), p, 0.7)
+        both(lambda j, n, l: j.grad(switch_f(j, n, l), argnums=1), 0, 0.5)
+    check_grads(lambda x: cond_f(*SPEC)(p, x), (np.float32(0.7),), order=2)
+    check_grads(lambda x: switch_f(*SPEC)(1, x), (np.float32(0.7),), order=1)
+
+
+def test_while_forward_mode() -> None:
+    both(lambda j, n, l: lambda x, t: j.jvp(while_f(j, n, l), (x,), (t,)), 0.3, 1.0)
+    both(lambda j, n, l: lambda x, t: j.linearize(while_f(j, n, l), x)[1](t), 0.3, 1.0)
+    both(lambda j, n, l: lambda x, t: j.jvp(j.vmap(while_v(j, n, l)), (x,), (t,)), XS, XS)
+    both(lambda j, n, l: j.vmap(lambda x, t: j.jvp(while_v(j, n, l), (x,), (t,))), XS, XS)
+    check_grads(while_f(*SPEC), (np.float32(0.3),), order=1, modes=("fwd",))
+
+
+def test_while_reverse_mode_raises() -> None:
+    for mode in (True, False):
+        with spec.config.use_direct_linearize(mode), \
+                pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+            spec.grad(while_f(*SPEC))(0.3)
+    with pytest.raises(ValueError):
+        jax.grad(while_f(*JAX))(0.3)
+
+
+def test_vmap() -> None:
+    both(lambda j, n, l: j.vmap(cond_f(j, n, l)), PS, XS)
+    both(lambda j, n, l: j.vmap(cond_f(j, n, l), in_axes=(None, 0)), True, XS)
+    both(lambda j, n, l: j.vmap(switch_f(j, n, l)), np.array([0, 1, 2, 5], np.int32), XS)
+    both(lambda j, n, l: j.vmap(while_v(j, n, l)), XS)
+    both(lambda j, n, l: j.vmap(fori_f(j, n, l)), np.arange(4, dtype=np.int32), XS)
+    both(lambda j, n, l: j.vmap(fori_f(j, n, l), in_axes=(None, 0)), 3, XS)
+    both(lambda j, n, l: j.vmap(j.grad(cond_f(j, n, l), argnums=1)), PS, XS)
+    both(lambda j, n, l: j.grad(lambda p, x: j.vmap(cond_f(j, n, l))(p, x).sum(), argnums=1),
+         PS, XS)
+    both(lambda j, n, l: j.vmap(j.vmap(cond_f(j, n, l))), PS.reshape(2, 2), XS.reshape(2, 2))
+    both(lambda j, n, l: j.vmap(j.vmap(while_v(j, n, l))), XS.reshape(2, 2))
+
+
+def test_jaxpr_text() -> None:
+    same_jaxpr(lambda j, n, l: lambda p, x: l.cond(p, n.sin, n.cos, x), True, 1.0)
+    same_jaxpr(switch_f, 1, 1.0)
+    same_jaxpr(while_f, 1.0)
+    same_jaxpr(lambda j, n, l: lambda x: l.while_loop(lambda c: c < x, lambda c: c * 2.0 + c,
+                                                      1.0), 10.0)
+    same_jaxpr(lambda j, n, l: j.jit(fori_f(j, n, l)), 3, 1.0)
+    same_jaxpr(lambda j, n, l: lambda p, x, t: j.jvp(lambda x: cond_f(j, n, l)(p, x), (x,),
+                                                     (t,)), True, 0.7, 2.0)
+    same_jaxpr(lambda j, n, l: lambda x, t: j.jvp(while_f(j, n, l), (x,), (t,)), 0.3, 1.0)
+    same_jaxpr(lambda j, n, l: j.vmap(cond_f(j, n, l)), PS, XS)
+    same_jaxpr(lambda j, n, l: j.vmap(cond_f(j, n, l), in_axes=(None, 0)), True, XS)
+    same_jaxpr(lambda j, n, l: j.vmap(while_v(j, n, l)), XS)
+
+
+def _raises_like(mk: Maker, *args: Any, match: str) -> None:
+    with pytest.raises(Exception) as jax_err:
+        mk(*JAX)(*args)
+    with pytest.raises(jax_err.type, match="(?s)" + match):
+        mk(*SPEC)(*args)
+
+
+def test_errors() -> None:
+    _raises_like(lambda j, n, l: lambda x: l.cond(True, lambda x: x,
+                                                  lambda x: x.astype(n.int32), x), 1.0,
+                 match="cond branches must have equal output types.*int32")
+    _raises_like(lambda j, n, l: lambda x: l.cond(True, lambda x: x, lambda x: (x, x), x), 1.0,
+                 match="cond branch outputs must have the same pytree structure")
+    _raises_like(lambda j, n, l: lambda x: l.cond(np.array([True, False]), lambda x: x,
+                                                  lambda x: x, x), 1.0,
+                 match="Pred must be a scalar")
+    _raises_like(lambda j, n, l: lambda x: l.cond(None, lambda x: x, lambda x: x, x), 1.0,
+                 match="cond predicate is None")
+    _raises_like(lambda j, n, l: lambda x: l.switch(1.0, [lambda x: x, lambda x: x], x), 1.0,
+                 match="Index type must be an integer")
+    _raises_like(lambda j, n, l: lambda x: l.switch(1, [], x), 1.0,
+                 match="Empty branch sequence")
+    _raises_like(lambda j, n, l: lambda x: l.switch(1, [lambda x: x, lambda x: n.ones(2)], x),
+                 np.float32(1.0), match="branch 0 has type float32.*shapes do not match")
+    _raises_like(lambda j, n, l: lambda x: l.while_loop(lambda c: c < 3, lambda c: n.ones(2), x),
+                 0.0, match="carry input and carry output must have equal types")
+    _raises_like(lambda j, n, l: lambda x: l.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1].astype(n.int32)), (0, x)),
+        np.float32(0), match=r"c\[1\] has type float32\[\].*int32\[\]")
+    _raises_like(lambda j, n, l: lambda x: l.while_loop(lambda c: c < 3, lambda c: (c, c), x),
+                 0, match="same pytree structure")
+    _raises_like(lambda j, n, l: lambda x: l.while_loop(lambda c: n.array([True, True]),
+                                                        lambda c: c + 1, x), 0,
+                 match="cond_fun must return a boolean scalar")
+    _raises_like(lambda j, n, l: lambda x: l.fori_loop(0, 3.0, lambda i, c: c, x), 1.0,
+                 match="must have equal types")
+
+
+def test_weak_carry_promotion() -> None:
+    both(lambda j, n, l: lambda: l.while_loop(lambda c: c < 3,
+                                              lambda c: (c + 1).astype(n.float32), 0))
+    both(lambda j, n, l: lambda: l.while_loop(lambda c: c < 3,
+                                              lambda c: (c + 1).astype(n.float16), 0.0))
+
+
+def test_primitive_typing_and_sections() -> None:
+    from spec.rules import missing_sections
+    from spec.rules.control_flow import cond_p
+    assert not [m for m in missing_sections() if m[0] in ("cond", "while")
+                and m[1] != "sharding"]
+    jaxpr = spec.make_jaxpr(cond_f(*SPEC))(True, 1.0)
+    branches = jaxpr.eqns[1].params["branches"]
+    with pytest.raises(TypeError, match="cond C2"):
+        cond_p.bind(np.float32(0), np.float32(1), branches=branches)
+    with pytest.raises(TypeError, match="cond C3"):
+        cond_p.bind(np.int32(0), np.int32(1), branches=branches)
