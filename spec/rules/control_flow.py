@@ -9,15 +9,18 @@ again, as jit's rules do (spec/rules/calls.py).
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from spec import ad, batching
-from spec.ad_util import UndefinedPrimal, Zero, instantiate, zeros_like_aval
+from spec.ad_util import UndefinedPrimal, Zero, instantiate, zero_jvp, zeros_like_aval
 from spec.batching import AxisData, BatchDim
 from spec.interpreter import (
+    DropVar,
     Eqn,
     Jaxpr,
     Var,
@@ -25,10 +28,13 @@ from spec.interpreter import (
     canonical_value,
     eval_jaxpr,
     eval_jaxpr_values,
+    dce_jaxpr,
+    not_applicable,
     set_current_trace,
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
+from spec import types as T
 from spec.types import FLOAT0, ArrayType
 
 
@@ -90,6 +96,35 @@ def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool],
 
     wrapped, _ = trace_to_jaxpr(padded, [v.aval for v in new.invars])
     return wrapped, want
+
+
+# ==================================================================== empty2
+
+
+class MemorySpace(enum.Enum):
+    """Where a buffer lives; printed as JAX prints its own enum
+    (``MemorySpace.Device``). Only device memory exists here."""
+
+    Device = "device"
+
+
+def _empty2_type(*, dtype: Any, memory_space: Any) -> list[ArrayType]:
+    ok = isinstance(dtype, np.dtype) and (dtype == FLOAT0 or T.is_valid_dtype(dtype))
+    require(ok, "empty2", "C1", f"dtype {dtype!r} is not a JAX dtype")
+    require(isinstance(memory_space, MemorySpace), "empty2", "C2",
+            f"memory_space {memory_space!r} is not a MemorySpace")
+    return [ArrayType((), dtype, False)]
+
+
+def _empty2_impl(*, dtype: Any, memory_space: Any) -> list[np.ndarray]:
+    # The contents are unspecified; XLA's CPU lowering materialises zeros.
+    return [np.zeros((), dtype)]
+
+
+empty2_p = declare(
+    "empty2", typing=_empty2_type, impl=_empty2_impl, jvp=zero_jvp(),
+    transpose=not_applicable("empty2 has no operands"),
+    batch=not_applicable("empty2 has no operands, so vmap never batches it"))
 
 
 # ====================================================================== cond
@@ -177,22 +212,17 @@ def _type_key(a: ArrayType) -> tuple[Any, ...]:
     return (a.shape, a.dtype, a.weak_type)
 
 
-def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
-                    inst: Sequence[bool]) -> tuple[list[Jaxpr], list[Jaxpr], int, list[bool]]:
-    """Partial evaluation of every branch with the same unknown outputs.
-    Known branches return the known outputs and the residuals; unknown
-    branches take the residuals and the unknown operands. Residual slots are
-    shared between branches by type (a branch fills its own, zeros elsewhere)."""
-    first = [ad.partial_eval_jaxpr(b, ops_uk, inst) for b in branches]
-    out_uk = [any(col) for col in zip(*(s.out_unknowns for s in first))]
-    splits = [ad.partial_eval_jaxpr(b, ops_uk, out_uk) for b in branches]
+def _merge_residual_slots(per_branch: Sequence[Sequence[ArrayType]]
+                          ) -> tuple[list[ArrayType], list[list[int]]]:
+    """Residual slots shared between branches by type: a branch's k-th
+    residual of some type takes the k-th slot of that type, so the slots
+    are as few as the branch needing most of each type requires."""
     slots: list[ArrayType] = []
     where: list[list[int]] = []
-    for s in splits:
+    for avals in per_branch:
         taken: set[int] = set()
         mine = []
-        res_avals = [v.aval for v in s.known.outvars[len(s.known.outvars) - s.num_res:]]
-        for a in res_avals:
+        for a in avals:
             k = next((i for i, b in enumerate(slots)
                       if i not in taken and _type_key(b) == _type_key(a)), None)
             if k is None:
@@ -201,26 +231,100 @@ def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
             taken.add(k)
             mine.append(k)
         where.append(mine)
-    n_known_out = len(out_uk) - sum(out_uk)
-    known_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
-    unknown_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if u]
-    knowns, unknowns = [], []
-    for s, mine in zip(splits, where):
-        def known_fun(*xs: Any, s: Any = s, mine: list[int] = mine) -> list[Any]:
-            outs = eval_jaxpr(s.known, s.known.consts, *xs)
-            res: list[Any] = [None] * len(slots)
-            for k, r in zip(mine, outs[n_known_out:]):
-                res[k] = r
-            return [*outs[:n_known_out],
-                    *(zeros_like_aval(a) if r is None else r for a, r in zip(slots, res))]
+    return slots, where
 
-        def unknown_fun(*xs: Any, s: Any = s, mine: list[int] = mine) -> list[Any]:
-            res = [xs[k] for k in mine]
-            return eval_jaxpr(s.unknown, s.unknown.consts, *res, *xs[len(slots):])
+
+def _empty_like(aval: ArrayType) -> Any:
+    """Filler for a residual slot the taken branch does not produce: its
+    contents are never read, so JAX stages an ``empty2`` (broadcast to the
+    shape) rather than a zero."""
+    if aval.dtype == FLOAT0:
+        return zeros_like_aval(aval)
+    e = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
+    return e if aval.shape == () else _lax().broadcast_in_dim(e, aval.shape, ())
+
+
+@dataclass
+class _BranchSplit:
+    """Every branch split alike. ``knowns`` take the known operands and
+    return the known outputs then ``n_res`` residual slots; ``unknowns`` take
+    those slots, then the known operands listed in ``forwarded`` (residuals
+    that are simply a known operand travel as that operand, not through the
+    known cond), then the unknown operands."""
+
+    knowns: list[Jaxpr]
+    unknowns: list[Jaxpr]
+    n_res: int
+    forwarded: list[int]
+    out_unknowns: list[bool]
+
+
+def _dce_branches(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` without dead equations, also inside the branches of its
+    conds (whose outputs all stay): JAX cleans the known side of a
+    partially evaluated branch so, which drops the fillers an inner cond's
+    branches create but do not return."""
+    eqns = [e.replace(params={**e.params, "branches": tuple(
+        _dce_branches(b) for b in e.params["branches"])}) if e.primitive is cond_p else e
+        for e in jaxpr.eqns]
+    return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.effects,
+                           jaxpr.consts))
+
+
+def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
+                    inst: Sequence[bool]) -> _BranchSplit:
+    """Partial evaluation of every branch with the same unknown outputs, as
+    JAX's cond partial evaluation joins them."""
+    first = [ad.partial_eval_jaxpr(b, ops_uk, inst) for b in branches]
+    out_uk = [any(col) for col in zip(*(s.out_unknowns for s in first))]
+    splits = [ad.partial_eval_jaxpr(b, ops_uk, out_uk) for b in branches]
+    for s in splits:
+        s.known = _dce_branches(s.known)
+    n_known_out = len(out_uk) - sum(out_uk)
+    known_pos = [i for i, u in enumerate(ops_uk) if not u]
+    # Per branch and residual: the operand it forwards, or None.
+    fwd_of: list[list[int | None]] = []
+    for s in splits:
+        pos = {id(v): known_pos[j] for j, v in enumerate(s.known.invars)}
+        fwd_of.append([pos.get(id(r)) for r in s.known.outvars[n_known_out:]])
+    slots, where = _merge_residual_slots([
+        [r.aval for r, f in zip(s.known.outvars[n_known_out:], fs) if f is None]
+        for s, fs in zip(splits, fwd_of)])
+    forwarded: list[int] = []
+    for fs in fwd_of:
+        forwarded.extend(f for f in fs if f is not None and f not in forwarded)
+    known_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
+    fwd_in = [branches[0].invars[i].aval for i in forwarded]
+    shared = [Var(a) for a in [*slots, *fwd_in]]
+    knowns, unknowns = [], []
+    for s, mine, fs in zip(splits, where, fwd_of):
+        # Where each of this branch's residuals comes from among the
+        # unknown side's inputs (slots, then forwarded operands).
+        it = iter(mine)
+        src = [next(it) if f is None else len(slots) + forwarded.index(f) for f in fs]
+
+        def known_fun(*xs: Any, s: Any = s, mine: list[int] = mine,
+                      fs: list[int | None] = fs) -> list[Any]:
+            outs = eval_jaxpr(s.known, s.known.consts, *xs)
+            # Every slot gets a filler first (JAX's order of equations);
+            # the branch's own residuals then take theirs.
+            res = [_empty_like(a) for a in slots]
+            own = [r for r, f in zip(outs[n_known_out:], fs) if f is None]
+            for k, r in zip(mine, own):
+                res[k] = r
+            return [*outs[:n_known_out], *res]
 
         knowns.append(trace_to_jaxpr(known_fun, known_in)[0])
-        unknowns.append(trace_to_jaxpr(unknown_fun, [*slots, *unknown_in])[0])
-    return knowns, unknowns, len(slots), out_uk
+        # The unknown branch keeps its equations and takes every slot: its
+        # own residuals bind their slots, the binders of the others are
+        # shared by all branches (as JAX joins them; visible in the text).
+        binders = list(shared)
+        for k, v in zip(src, s.unknown.invars):
+            binders[k] = v
+        u = s.unknown
+        unknowns.append(Jaxpr([], [*binders, *u.invars[len(src):]], list(u.outvars),
+                              list(u.eqns), u.effects))
+    return _BranchSplit(knowns, unknowns, len(slots), forwarded, out_uk)
 
 
 def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
@@ -233,19 +337,22 @@ def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     if ins_unknown[0]:
         return None, eqn, [True] * n_out
     ops_uk = ins_unknown[1:]
-    knowns, unknowns, n_res, out_uk = _split_branches(branches, ops_uk, [False] * n_out)
-    knowns, k_consts = hoist_consts(knowns)
-    unknowns, u_consts = hoist_consts(unknowns)
+    split = _split_branches(branches, ops_uk, [False] * n_out)
+    out_uk = split.out_unknowns
+    knowns, k_consts = hoist_consts(split.knowns)
+    unknowns, u_consts = hoist_consts(split.unknowns)
     if k_consts or u_consts:  # constants only arise from tracing under a trace
         return None, eqn, [True] * n_out
-    res_vars = [Var(v.aval) for v in knowns[0].outvars[len(knowns[0].outvars) - n_res:]]
+    n_known_out = len(knowns[0].outvars) - split.n_res
+    res_vars = [Var(v.aval) for v in knowns[0].outvars[n_known_out:]]
     index, *ops = eqn.invars
     known = eqn.replace(
         invars=[index, *(a for a, u in zip(ops, ops_uk) if not u)],
         outvars=[*(v for v, u in zip(eqn.outvars, out_uk) if not u), *res_vars],
         params={**eqn.params, "branches": tuple(knowns)})
     unknown = eqn.replace(
-        invars=[index, *res_vars, *(a for a, u in zip(ops, ops_uk) if u)],
+        invars=[index, *res_vars, *(ops[i] for i in split.forwarded),
+                *(a for a, u in zip(ops, ops_uk) if u)],
         outvars=[v for v, u in zip(eqn.outvars, out_uk) if u],
         params={**eqn.params, "branches": tuple(unknowns)})
     return known, unknown, out_uk
@@ -263,13 +370,14 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     jvps = [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches]
     n_ops, n_out = len(ops), len(branches[0].outvars)
     n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
-    knowns, unknowns, _, _ = _split_branches(
+    split = _split_branches(
         jvps, [False] * n_ops + [True] * n_t_in, [False] * n_out + [True] * n_t_out)
-    knowns, k_consts = hoist_consts(knowns)
-    unknowns, u_consts = hoist_consts(unknowns)
+    knowns, k_consts = hoist_consts(split.knowns)
+    unknowns, u_consts = hoist_consts(split.unknowns)
     with set_current_trace(trace.parent):
         outs = cond_p.bind(index, *k_consts, *ops, branches=tuple(knowns), **params)
-    residuals = list(outs[n_out:])
+    # Residuals: the known cond's, then the forwarded primal operands.
+    residuals = [*outs[n_out:], *(ops[i] for i in split.forwarded)]
     t_in = [t for t in ops_t if type(t) is not Zero]
     t_outs = trace.tangent_trace.process_primitive(
         cond_p, [index, *u_consts, *residuals, *t_in], {**params, "branches": tuple(unknowns)})
@@ -426,6 +534,62 @@ def _while_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: lis
     return list(outs), t_outs
 
 
+def _copy(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` retraced: the same equations over fresh variables."""
+    return trace_to_jaxpr(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), jaxpr.in_avals)[0]
+
+
+def _while_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                        ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Carries that stay known (by fixpoint over the body) are computed by a
+    known loop when the predicate depends on known values only; the unknown
+    carries come from the whole loop, rerun on the unknown side (a loop
+    saves no per-iteration residuals). Otherwise the whole loop is unknown."""
+    cond_nconsts: int = eqn.params["cond_nconsts"]
+    body_nconsts: int = eqn.params["body_nconsts"]
+    cond_jaxpr: Jaxpr = eqn.params["cond_jaxpr"]
+    body_jaxpr: Jaxpr = eqn.params["body_jaxpr"]
+    cconst_uk, bconst_uk, carry_uk = _split3(ins_unknown, cond_nconsts, body_nconsts)
+    n_carry = len(carry_uk)
+    everything = None, eqn, [True] * n_carry
+    for _ in range(1 + n_carry):
+        body_split = ad.partial_eval_jaxpr(body_jaxpr, bconst_uk + carry_uk, carry_uk)
+        out_uk = body_split.out_unknowns
+        if out_uk == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+    cond_split = ad.partial_eval_jaxpr(cond_jaxpr, cconst_uk + carry_uk, False)
+    if cond_split.out_unknowns[0] or all(carry_uk):
+        return everything
+    n_known = n_carry - sum(carry_uk)
+    # The known sides return the known outputs first; their residuals (read
+    # only by the unknown side, which recomputes them) are dropped.
+    body_known = body_split.known
+    body_known = Jaxpr(body_known.constvars, body_known.invars, body_known.outvars[:n_known],
+                       body_known.eqns, body_known.effects, body_known.consts)
+    cond_known = cond_split.known
+    cond_known = Jaxpr(cond_known.constvars, cond_known.invars, cond_known.outvars[:1],
+                       cond_known.eqns, cond_known.effects, cond_known.consts)
+    # Fresh copies: the known sides share variables with the loop the
+    # unknown side reruns, which would show in the jaxpr text.
+    (cond_known,), c_consts = hoist_consts([_copy(cond_known)])
+    (body_known,), b_consts = hoist_consts([_copy(body_known)])
+    if c_consts or b_consts:  # constants only arise from tracing under a trace
+        return everything
+    cconsts, bconsts, init = _split3(eqn.invars, cond_nconsts, body_nconsts)
+    known = eqn.replace(
+        invars=[*(a for a, u in zip(cconsts, cconst_uk) if not u),
+                *(a for a, u in zip(bconsts, bconst_uk) if not u),
+                *(a for a, u in zip(init, carry_uk) if not u)],
+        outvars=[v for v, u in zip(eqn.outvars, carry_uk) if not u],
+        params={**eqn.params, "cond_nconsts": cond_nconsts - sum(cconst_uk),
+                "cond_jaxpr": cond_known, "body_nconsts": body_nconsts - sum(bconst_uk),
+                "body_jaxpr": body_known})
+    unknown = eqn.replace(outvars=[v if u else DropVar(v.aval)
+                                   for v, u in zip(eqn.outvars, carry_uk)])
+    return known, unknown, carry_uk
+
+
 def _while_transpose(cts: list[Any], *args: Any, **params: Any) -> list[Any]:
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
                      "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
@@ -475,3 +639,4 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
 while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
                   jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
 while_p.linearize = _while_linearize
+while_p.partial_eval = _while_partial_eval

@@ -20,16 +20,19 @@ from typing import Any
 import numpy as np
 
 from spec import ad, batching
-from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.batching import AxisData
 from spec.interpreter import (
     Eqn,
     Jaxpr,
+    Literal,
     Var,
     canonical_aval_of,
+    dce_jaxpr,
     canonical_value,
     eval_jaxpr,
     eval_jaxpr_values,
+    literal_value,
     pp_eqn_default,
     set_current_trace,
     trace_to_jaxpr,
@@ -423,7 +426,10 @@ class _Split:
     Residuals are the known values the unknown body reads: each comes from a
     body constant (``("const", value)``), an operand of the scan
     (``("in", index)``; intensive when a constant, extensive when an
-    extensive input) or is stacked by the known scan (``("out", j)``)."""
+    extensive input), is a stacked ``ys`` output of the known scan
+    (``("ys", j)``, not stacked twice), is stacked by the known scan
+    (``("out", j)``) or, on the linearize path, depends only on the known
+    constants and is computed once outside the loop (``("hoist", j)``)."""
 
     known: Jaxpr
     unknown: Jaxpr
@@ -448,6 +454,10 @@ def _split(jaxpr: Jaxpr, nc: int, nk: int, ny: int, unknowns: list[bool]) -> _Sp
     residuals: list[tuple[str, Any]] = []
     intensive: list[bool] = []
     stacked: list[Any] = []
+    # Known ys outputs (after the known carries) that a residual may repeat.
+    n_known_carry = nk - sum(carry_uk)
+    ys_of = {id(v): j for j, v in enumerate(pe.known.outvars[:n_known_out])
+             if j >= n_known_carry and isinstance(v, Var)}
     for r in res_vars:
         i = in_of.get(id(r))
         if id(r) in const_of:
@@ -456,6 +466,9 @@ def _split(jaxpr: Jaxpr, nc: int, nk: int, ny: int, unknowns: list[bool]) -> _Sp
         elif i is not None and (i < nc or i >= nc + nk):
             residuals.append(("in", i))
             intensive.append(i < nc)
+        elif id(r) in ys_of:
+            residuals.append(("ys", ys_of[id(r)]))
+            intensive.append(False)
         else:  # computed per iteration, or a carry's value at each iteration
             residuals.append(("out", len(stacked)))
             stacked.append(r)
@@ -500,12 +513,13 @@ def _unknown_trees(sp: _Split, ft_in: FlatTree, ft_out: FlatTree
 
 
 def _res_operands(sp: _Split, operands: Sequence[Any], stacked: Sequence[Any],
+                  known_outs: Sequence[Any], hoisted: Sequence[Any],
                   const_wrap: Callable[[Any], Any]) -> tuple[list[Any], list[Any]]:
     int_res: list[Any] = []
     ext_res: list[Any] = []
+    source = {"in": operands, "out": stacked, "ys": known_outs, "hoist": hoisted}
     for (kind, where), intens in zip(sp.residuals, sp.intensive):
-        val = const_wrap(where) if kind == "const" else \
-            operands[where] if kind == "in" else stacked[where]
+        val = const_wrap(where) if kind == "const" else source[kind][where]
         (int_res if intens else ext_res).append(val)
     return int_res, ext_res
 
@@ -530,12 +544,16 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
             any(u for u, o in zip(sp.out_unknowns, _primal_out_mask(fout)) if o):
         raise ValueError("Linearization of scan failed to separate its primal outputs")
     known_ops = [a for a, u in zip(arranged, sp.unknowns) if not u]
+    n_kc = nc2 - sum(sp.unknowns[:nc2])
+    with set_current_trace(trace.parent):
+        sp, known_consts, hoisted = _hoist(sp, known_ops[:n_kc])
+    known_ops = [*known_consts, *known_ops[n_kc:]]
     n_stacked = sum(1 for k, _ in sp.residuals if k == "out")
     # JAX's trees: the known scan has the original carries and extensive
     # inputs; the tangent scan the nonzero ones, framed by residuals.
     _, carry_g, xs_g = ft_in.unpack()
     _, ys_g = ft_out.unpack()
-    k_in = pack((nones(nc), carry_g, xs_g))
+    k_in = pack((nones(len(known_consts)), carry_g, xs_g))
     k_out = pack((carry_g, (ys_g, nones(n_stacked))))
     with set_current_trace(trace.parent):
         outs = scan_p.bind(*known_ops, **_params(length, reverse, unroll, sp.known,
@@ -546,7 +564,8 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
         tans = [instantiate(t) for t, z in zip(tangents, nz) if z]
     t_arranged = iter(tans)
     full = [next(t_arranged) if t else None for t in is_tan]
-    int_res, ext_res = _res_operands(sp, arranged, stacked, lambda c: c)
+    int_res, ext_res = _res_operands(sp, arranged, stacked, known_outs, hoisted,
+                                     lambda c: c)
     uk_ops = [a for a, u in zip(full, sp.unknowns) if u]
     n_uc = sum(sp.unknowns[:nc2])
     n_uk = sum(sp.unknowns[nc2:nc2 + nk2])
@@ -564,6 +583,68 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     t_outs = [next(it_t) if z else Zero(a.tangent_type())
               for z, a in zip(out_nz, _scan_out_avals(jaxpr, nk, length))]
     return [*carry_p, *ys_p], t_outs
+
+
+def _hoist(sp: _Split, consts: list[Any]) -> tuple[_Split, list[Any], list[Any]]:
+    """Move out of the known scan what depends only on its constants: those
+    equations run once now (binding under the current trace), stacked
+    residuals they compute become intensive, and the known body reads the
+    values it needs from them as its new constants. Returns the new split,
+    the known scan's constants and the hoisted residual values."""
+    n = len(consts)
+    known = sp.known
+    n_stacked = sum(1 for k, _ in sp.residuals if k == "out")
+    n_out = len(known.outvars) - n_stacked
+    pe = ad.partial_eval_jaxpr(known, [False] * n + [True] * (len(known.invars) - n),
+                               [True] * n_out + [False] * n_stacked)
+    # Equations with no outputs (an emptied known side of a call) are dropped.
+    hoist = dce_jaxpr(pe.known)
+    vals = eval_jaxpr(hoist, hoist.consts, *consts)
+    n_hoisted = len(pe.known.outvars) - pe.num_res
+    hoisted, new_consts = list(vals[:n_hoisted]), list(vals[n_hoisted:])
+    res_uk = pe.out_unknowns[n_out:]
+    h_idx = iter(range(n_hoisted))
+    s_idx = iter(range(n_stacked))
+    moved = [("hoist", next(h_idx)) if not u else ("out", next(s_idx)) for u in res_uk]
+    residuals: list[tuple[str, Any]] = []
+    intensive: list[bool] = []
+    for (kind, where), intens in zip(sp.residuals, sp.intensive):
+        if kind == "out":
+            kind, where = moved[where]
+            intens = kind == "hoist"
+        residuals.append((kind, where))
+        intensive.append(intens)
+    new = _Split(_inline_remat(pe.unknown), sp.unknown, sp.unknowns, sp.out_unknowns,
+                 residuals, intensive)
+    return new, new_consts, hoisted
+
+
+def _inline_remat(jaxpr: Jaxpr) -> Jaxpr:
+    """The primal loop body with checkpointed calls replaced by their
+    equations: rematerialisation concerns only the tangent loop, and JAX's
+    linearized primal body runs the checkpointed function's equations plainly."""
+    if not any(e.primitive.name == "remat2" for e in jaxpr.eqns):
+        return jaxpr
+
+    def fun(*args: Any) -> list[Any]:
+        env: dict[int, Any] = {id(v): c for v, c in zip(jaxpr.constvars, jaxpr.consts)}
+        env.update((id(v), a) for v, a in zip(jaxpr.invars, args))
+
+        def read(a: Any) -> Any:
+            return literal_value(a) if isinstance(a, Literal) else env[id(a)]
+        for eqn in jaxpr.eqns:
+            ins = [read(a) for a in eqn.invars]
+            if eqn.primitive.name == "remat2":
+                sub = eqn.params["jaxpr"]
+                outs = eval_jaxpr(sub, sub.consts, *ins)
+            else:
+                res = eqn.primitive.bind(*ins, **eqn.params)
+                outs = res if eqn.primitive.multiple_results else [res]
+            env.update((id(v), o) for v, o in zip(eqn.outvars, outs))
+        return [read(a) for a in jaxpr.outvars]
+
+    new, _ = trace_to_jaxpr(fun, jaxpr.in_avals)
+    return new
 
 
 def _primal_out_mask(fout: FlatTree) -> list[bool]:
@@ -588,9 +669,10 @@ def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
         invars=[a for a, u in zip(eqn.invars, sp.unknowns) if not u],
         outvars=[*(v for v, u in zip(eqn.outvars, sp.out_unknowns) if not u), *stacked_vars],
         params=_params(p["length"], p["reverse"], p["unroll"], sp.known, k_in, k_out))
-    from spec.interpreter import Literal
+
+    known_vars = [v for v, u in zip(eqn.outvars, sp.out_unknowns) if not u]
     int_res, ext_res = _res_operands(
-        sp, eqn.invars, stacked_vars,
+        sp, eqn.invars, stacked_vars, known_vars, [],
         lambda c: Literal(c, canonical_aval_of(c)))
     uk = [a for a, u in zip(eqn.invars, sp.unknowns) if u]
     n_uc = sum(sp.unknowns[:nc])
@@ -622,41 +704,51 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     res_x = [a for a, u in zip(args[nc + nk:], undef[nc + nk:]) if not u]
     n_lc, n_rc, n_rx = sum(lin_c), len(res_c), len(res_x)
 
+    ct_carry = [instantiate(c) for c in cts[:nk]]
+    k_avals = [avals[nc + i].ct_type() for i in range(nk)]
+    # Cotangents of ys that are symbolic zeros are not passed to the loop.
+    y_live = [type(c) is not Zero for c in cts[nk:]]
+    n_yl = sum(y_live)
+    # The transposed body reads the linear constants as extra outputs whose
+    # cotangents are the accumulators: each contribution is then added to the
+    # accumulator as it is produced, in JAX's order.
+    lin_vars = [v for v, lin in zip(jaxpr.invars[:nc], lin_c) if lin]
+    seeded = Jaxpr(list(jaxpr.constvars), list(jaxpr.invars), [*lin_vars, *jaxpr.outvars],
+                   jaxpr.eqns, jaxpr.effects, list(jaxpr.consts))
+
     def body(*xs: Any) -> list[Any]:
         rc = iter(xs[:n_rc])
         acc = xs[n_rc:n_rc + n_lc]
         ct_carry = xs[n_rc + n_lc:n_rc + n_lc + nk]
-        ct_y = xs[n_rc + n_lc + nk:n_rc + n_lc + nk + ny]
-        rx = iter(xs[n_rc + n_lc + nk + ny:])
+        yl = iter(xs[n_rc + n_lc + nk:n_rc + n_lc + nk + n_yl])
+        ct_y = [next(yl) if live else Zero(a.ct_type())
+                for live, a in zip(y_live, jaxpr.out_avals[nk:])]
+        rx = iter(xs[n_rc + n_lc + nk + n_yl:])
         full: list[Any] = []
         for i in range(nc + nk + nx):
             if nc <= i < nc + nk or undef[i]:
                 full.append(UndefinedPrimal(avals[i]))
             else:
                 full.append(next(rc) if i < nc else next(rx))
-        got = ad.backward_pass(jaxpr, jaxpr.consts, full, [*ct_carry, *ct_y])
+        got = ad.backward_pass(seeded, seeded.consts, full, [*acc, *ct_carry, *ct_y])
         inst = [instantiate(c) if c is not None else None for c in got]
-        lin_c_cts = [c for c, lin in zip(inst[:nc], lin_c) if lin]
-        new_acc = [add_tangents(a, c) for a, c in zip(acc, lin_c_cts)]
+        new_acc = [c for c, lin in zip(inst[:nc], lin_c) if lin]
         return [*new_acc, *inst[nc:nc + nk],
                 *(c for c, lin in zip(inst[nc + nk:], lin_x) if lin)]
 
     c_avals = [avals[i].ct_type() for i in range(nc) if lin_c[i]]
-    k_avals = [avals[nc + i].ct_type() for i in range(nk)]
-    y_avals = [a.ct_type() for a in jaxpr.out_avals[nk:]]
+    y_avals = [a.ct_type() for a, live in zip(jaxpr.out_avals[nk:], y_live) if live]
     in_avals = [*(canonical_aval_of(a) for a in res_c), *c_avals, *k_avals, *y_avals,
                 *(canonical_aval_of(a).update(shape=canonical_aval_of(a).shape[1:])
                   for a in res_x)]
     t_body, _ = trace_to_jaxpr(body, in_avals)
     from spec.ad_util import zeros_like_aval
     acc0 = [zeros_like_aval(a) for a in c_avals]
-    ct_carry = [instantiate(c) for c in cts[:nk]]
-    ct_ys = [instantiate(Zero(a.update(shape=(length, *a.shape)))) if type(c) is Zero else c
-             for c, a in zip(cts[nk:], y_avals)]
+    ct_ys = [c for c in cts[nk:] if type(c) is not Zero]
     n_lx = sum(lin_x)
     # JAX's trees: ((residuals, refs), (const cts, carry cts), (refs, ys cts,
     # extensive residuals)) flattened; outputs (const and carry cts, xs cts).
-    t_in: FlatTree = FTPyTree(((n_rc, 0), (n_lc, nk), (0, ny, n_rx)))
+    t_in: FlatTree = FTPyTree(((n_rc, 0), (n_lc, nk), (0, n_yl, n_rx)))
     t_out = pack((FTPyTree((n_lc, nk)), (FTPyTree(n_lx), nones(0))))
     outs = scan_p.bind(*res_c, *acc0, *ct_carry, *ct_ys, *res_x,
                        **_params(length, not reverse, unroll, t_body, t_in, t_out))
