@@ -184,3 +184,16 @@ def test_array_repr_matches_jax() -> None:
         assert repr(snp.asarray(v)) == repr(jnp.asarray(v))
     assert repr(snp.asarray(2.0)) == repr(jnp.asarray(2.0))
     assert repr(snp.asarray(3)) == repr(jnp.asarray(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_constant_read_twice_is_one_constvar(dtype: Any) -> None:
+    """A closed-over NumPy array used twice is captured once (JAX keys
+    constants by object), also when x64 canonicalisation converts it."""
+    c = np.arange(3.0).astype(dtype)
+    x = np.ones(3, np.float32)
+    ours = str(spec.make_jaxpr(lambda v: v * c + v * c)(x))
+    theirs = str(jax.make_jaxpr(lambda v: v * c + v * c)(x))
+    assert ours == theirs
+    c[0] = 5.0  # evaluation never reuses a conversion: the array may change
+    np.testing.assert_array_equal(np.asarray(snp.ones(3) * c), [5.0, 1.0, 2.0])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import weakref
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -106,6 +107,8 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
                                            sharding=sharding)
     # Python scalars and NumPy values convert now; under a trace the result is
     # a literal (scalars) or a constant, as in JAX.
+    if type(operand) is np.ndarray and operand.ndim:
+        return _converted_numpy(operand, new_dtype, weak_type)
     if isinstance(operand, int) and not isinstance(operand, bool):
         raw = np.asarray(operand)
         if raw.dtype == object:  # beyond int64: let NumPy round it to the target
@@ -117,6 +120,34 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
     (out,) = _convert_impl(raw, new_dtype=new_dtype, weak_type=weak_type)
     return host_value(np.asarray(out), T.ArrayType(raw.shape, new_dtype, weak_type),
                       "convert_element_type")
+
+
+# While staging, a NumPy array is converted once per (trace, array, dtype,
+# weak type): a program that reads the same NumPy constant twice captures one
+# constant, as in JAX. Entries keep their trace alive (so its id is not
+# reused) and a weak reference to the source array (to detect a recycled id).
+# Evaluation never caches: the array may change between calls.
+_NUMPY_CONVERSIONS: dict[tuple[int, int, T.DType, bool], tuple[Any, Any, Any]] = {}
+_NUMPY_CONVERSIONS_LIMIT = 256
+
+
+def _converted_numpy(x: np.ndarray, dtype: T.DType, weak: bool) -> Any:
+    from spec.interpreter import EvalTrace, current_trace
+    trace = current_trace()
+    staging = type(trace) is not EvalTrace
+    key = (id(trace), id(x), dtype, weak)
+    known = _NUMPY_CONVERSIONS.get(key) if staging else None
+    if known is not None and known[1]() is x:
+        return known[2]
+    raw = x if x.dtype in T.ALL_DTYPES else x.astype(T.dtype_of_value(x))
+    (out,) = _convert_impl(raw, new_dtype=dtype, weak_type=weak)
+    result = host_value(np.asarray(out), T.ArrayType(raw.shape, dtype, weak),
+                        "convert_element_type")
+    if staging:
+        if len(_NUMPY_CONVERSIONS) >= _NUMPY_CONVERSIONS_LIMIT:
+            _NUMPY_CONVERSIONS.clear()
+        _NUMPY_CONVERSIONS[key] = (trace, weakref.ref(x), result)
+    return result
 
 
 def asarray(x: Any) -> Any:

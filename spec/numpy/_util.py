@@ -30,6 +30,11 @@ def to_weak_or_strong(x: Any, dtype: T.DType, weak: bool) -> Any:
     concrete values (inlined as literals when traced); the rest convert."""
     if T.is_python_scalar(x):
         return python_scalar_operand(x, dtype, weak)
+    if type(x) is np.ndarray and x.dtype == dtype and not weak:
+        # Already what is asked for: the NumPy array itself, so that a trace
+        # capturing it twice makes one constant (as JAX, which keys constants
+        # by the object).
+        return x
     return _convert_element_type(x, dtype, weak)
 
 
