@@ -102,6 +102,11 @@ class Primitive:
         # (JAX's constant folding of conversions): returns host values, or
         # None to stage as usual.
         self.const_fold: Callable[..., list[Any] | None] | None = None
+        # Dead-code elimination inside the equation (primitives with
+        # sub-jaxprs): ``dce(eqn, used_outputs)`` returns which operands are
+        # still read and the rewritten equation, or None to drop it. Without
+        # a rule an equation is kept whole or dropped whole.
+        self.dce: Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]] | None = None
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -713,23 +718,60 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
         read(out, "outputs")
 
 
-def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+def dce_jaxpr(jaxpr: Jaxpr, *, rules: bool = True) -> Jaxpr:
     """Drop equations whose outputs nothing reads (spec's primitives have no
-    effects), and constants nothing reads; inputs are kept."""
-    live: set[int] = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    effects), and constants nothing reads; inputs and outputs are kept. With
+    ``rules``, equations with a ``dce`` rule are also pruned inside (unused
+    outputs of calls, branches and loops, and the work that fed only them),
+    as JAX's dead-code elimination does."""
+    new, _ = _dce(jaxpr, [True] * len(jaxpr.outvars), [True] * len(jaxpr.invars), rules)
+    return new
+
+
+def dce_sub_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+                  instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
+    """Dead-code elimination of a sub-jaxpr, for ``dce`` rules: keeps the used
+    outputs, the equations they need and the inputs they read (or that
+    ``instantiate`` asks to keep); returns the jaxpr (the same object when
+    nothing changed) and which inputs it still takes."""
+    inst = [instantiate] * len(jaxpr.invars) if isinstance(instantiate, bool) \
+        else list(instantiate)
+    return _dce(jaxpr, list(used_outputs), inst, True)
+
+
+def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules: bool
+         ) -> tuple[Jaxpr, list[bool]]:
+    live: set[int] = {id(a) for a, u in zip(jaxpr.outvars, used_outputs)
+                      if u and isinstance(a, Var)}
     kept: list[Eqn] = []
+    changed = False
     for eqn in reversed(jaxpr.eqns):
-        if eqn.effects or any(id(v) in live for v in eqn.outvars):
-            kept.append(eqn)
-            live.update(id(a) for a in eqn.invars if isinstance(a, Var))
+        used_outs = [id(v) in live for v in eqn.outvars]
+        new: Eqn | None
+        if eqn.effects:
+            used_ins, new = [True] * len(eqn.invars), eqn
+        elif not any(used_outs):
+            used_ins, new = [False] * len(eqn.invars), None
+        elif rules and eqn.primitive.dce is not None:
+            used_ins, new = eqn.primitive.dce(eqn, used_outs)
+        else:
+            used_ins, new = [True] * len(eqn.invars), eqn
+        changed = changed or new is not eqn
+        if new is not None:
+            kept.append(new)
+        live.update(id(a) for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
     kept.reverse()
-    if len(kept) == len(jaxpr.eqns) and all(id(v) in live for v in jaxpr.constvars):
-        return jaxpr
-    pairs = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts or [None] * len(
-        jaxpr.constvars)) if id(v) in live]
+    used_inputs = [inst or id(v) in live for v, inst in zip(jaxpr.invars, instantiate)]
+    used_consts = [id(v) in live for v in jaxpr.constvars]
+    if not changed and all(used_inputs) and all(used_outputs) and all(used_consts):
+        return jaxpr, used_inputs
+    pairs = [(v, c) for v, c, u in zip(jaxpr.constvars, jaxpr.consts or [None] * len(
+        jaxpr.constvars), used_consts) if u]
     consts = [c for _, c in pairs] if jaxpr.consts else []
-    return Jaxpr([v for v, _ in pairs], jaxpr.invars, jaxpr.outvars, kept, jaxpr.effects,
-                 consts)
+    new_jaxpr = Jaxpr([v for v, _ in pairs], [v for v, u in zip(jaxpr.invars, used_inputs) if u],
+                      [a for a, u in zip(jaxpr.outvars, used_outputs) if u], kept,
+                      jaxpr.effects, consts)
+    return new_jaxpr, used_inputs
 
 
 def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:
@@ -956,7 +998,7 @@ __all__ = [
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
-    "dce_jaxpr", "literal_value",
+    "dce_jaxpr", "dce_sub_jaxpr", "literal_value",
     "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
     "pp_hiding", "set_current_trace", "trace_to_jaxpr",
 ]

@@ -114,8 +114,9 @@ def _forwarded(jaxprs: Sequence[Jaxpr]) -> list[int | None]:
 
 
 def _prune_outputs(j: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
+    # Shallow, as JAX's tracing of a cond: calls inside a branch keep their outputs.
     return dce_jaxpr(Jaxpr(j.constvars, j.invars, [o for o, k in zip(j.outvars, keep) if k],
-                           j.eqns, j.effects, j.consts))
+                           j.eqns, j.effects, j.consts), rules=False)
 
 
 def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[str],

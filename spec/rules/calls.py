@@ -20,6 +20,8 @@ from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.interpreter import (
     Eqn,
     canonical_aval_of,
+    dce_jaxpr,
+    dce_sub_jaxpr,
     Jaxpr,
     JitTracer,
     Var,
@@ -113,6 +115,9 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
                 *(c for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
 
     primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
+    # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
+    # of an inner loop that only the tangent side would have read).
+    primal_jaxpr = dce_jaxpr(primal_jaxpr)
     from spec.interpreter import set_current_trace
     with set_current_trace(trace.parent):
         outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
@@ -183,7 +188,23 @@ def _jit_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr
     return list(outs), out_dims
 
 
+def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """A call of the pruned jaxpr: unused results go, with the work only they
+    needed and the operands nothing else reads (JAX ignores ``keep_unused``
+    here; it matters only when compiling)."""
+    jaxpr: Jaxpr = eqn.params["jaxpr"]
+    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
+    if new is jaxpr:
+        return used_inputs, eqn
+    params = dict(eqn.params, jaxpr=new, donated_invars=tuple(
+        d for d, u in zip(eqn.params["donated_invars"], used_inputs) if u))
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
+
+
 jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
                 pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch)
 jit_p.linearize = _jit_linearize
 jit_p.partial_eval = _jit_partial_eval
+jit_p.dce = _jit_dce

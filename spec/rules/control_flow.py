@@ -29,6 +29,7 @@ from spec.interpreter import (
     eval_jaxpr,
     eval_jaxpr_values,
     dce_jaxpr,
+    dce_sub_jaxpr,
     not_applicable,
     set_current_trace,
     trace_to_jaxpr,
@@ -268,7 +269,7 @@ def _dce_branches(jaxpr: Jaxpr) -> Jaxpr:
         _dce_branches(b) for b in e.params["branches"])}) if e.primitive is cond_p else e
         for e in jaxpr.eqns]
     return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.effects,
-                           jaxpr.consts))
+                           jaxpr.consts), rules=False)
 
 
 def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
@@ -425,10 +426,31 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     return list(outs), wanted
 
 
+def _cond_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Every branch keeps only the results the caller reads; an operand stays
+    if some branch still reads it (then all branches take it). The index is
+    always read."""
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    n_ops = len(eqn.invars) - 1
+    used_ops = [False] * n_ops
+    for b in branches:
+        _, used = dce_sub_jaxpr(b, used_outputs)
+        used_ops = [x or y for x, y in zip(used_ops, used)]
+    new = tuple(dce_sub_jaxpr(b, used_outputs, used_ops)[0] for b in branches)
+    used_inputs = [True, *used_ops]
+    if all(used_ops) and all(used_outputs) and all(n is b for n, b in zip(new, branches)):
+        return used_inputs, eqn
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, branches=new))
+
+
 cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
                  jvp=_cond_jvp, transpose=_cond_transpose, batch=_cond_batch)
 cond_p.linearize = _cond_linearize
 cond_p.partial_eval = _cond_partial_eval
+cond_p.dce = _cond_dce
 
 
 # ===================================================================== while
@@ -636,7 +658,37 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
     return list(outs), carry_dims
 
 
+def _while_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Keep a carry if the caller reads it, the predicate reads it, or the
+    body needs it to compute a kept carry (a fixed point: keeping one carry
+    may make others needed); the rest leave the loop, with the body work
+    and the constants that served only them."""
+    p = eqn.params
+    cond_j: Jaxpr = p["cond_jaxpr"]
+    body_j: Jaxpr = p["body_jaxpr"]
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    n_carry = len(eqn.outvars)
+    _, cond_used = dce_sub_jaxpr(cond_j, [True])
+    used_carry = [u or c for u, c in zip(used_outputs, cond_used[nc:])]
+    for _ in range(n_carry + 1):
+        body_new, body_used = dce_sub_jaxpr(body_j, used_carry, [False] * nb + used_carry)
+        carry_in = body_used[nb:]
+        if carry_in == used_carry:
+            break
+        used_carry = [u or c for u, c in zip(used_carry, carry_in)]
+    cond_new, cond_used = dce_sub_jaxpr(cond_j, [True], [False] * nc + used_carry)
+    used_inputs = [*cond_used[:nc], *body_used[:nb], *used_carry]
+    if cond_new is cond_j and body_new is body_j and all(used_inputs):
+        return used_inputs, eqn
+    params = dict(p, cond_jaxpr=cond_new, body_jaxpr=body_new,
+                  cond_nconsts=sum(cond_used[:nc]), body_nconsts=sum(body_used[:nb]))
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_carry) if u], params=params)
+
+
 while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
                   jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
 while_p.linearize = _while_linearize
 while_p.partial_eval = _while_partial_eval
+while_p.dce = _while_dce

@@ -33,6 +33,7 @@ from spec.interpreter import (
     Jaxpr,
     Var,
     canonical_aval_of,
+    dce_sub_jaxpr,
     eval_jaxpr,
     eval_jaxpr_values,
     pp_eqn_default,
@@ -465,12 +466,30 @@ def _cse_extend_front(prevent_cse: bool | tuple[bool, ...], n: int) -> bool | tu
     return (True,) * n + prevent_cse if isinstance(prevent_cse, tuple) else prevent_cse
 
 
+def _remat_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """The checkpoint of the pruned jaxpr: unused results, the work only they
+    needed, and operands nothing reads any more go (with their per-operand
+    ``prevent_cse`` flags)."""
+    jaxpr: Jaxpr = eqn.params["jaxpr"]
+    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
+    if new is jaxpr:
+        return used_inputs, eqn
+    prevent_cse = eqn.params["prevent_cse"]
+    if isinstance(prevent_cse, tuple):
+        prevent_cse = tuple(p for p, u in zip(prevent_cse, used_inputs) if u)
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, jaxpr=new, prevent_cse=prevent_cse))
+
+
 remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
                   batch=_remat_batch,
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD")
 remat_p.linearize = _remat_linearize
 remat_p.partial_eval = _remat_partial_eval
+remat_p.dce = _remat_dce
 
 
 # --------------------------------------------------------------------- name

@@ -29,6 +29,7 @@ from spec.interpreter import (
     Var,
     canonical_aval_of,
     dce_jaxpr,
+    dce_sub_jaxpr,
     canonical_value,
     eval_jaxpr,
     eval_jaxpr_values,
@@ -598,7 +599,7 @@ def _hoist(sp: _Split, consts: list[Any]) -> tuple[_Split, list[Any], list[Any]]
     pe = ad.partial_eval_jaxpr(known, [False] * n + [True] * (len(known.invars) - n),
                                [True] * n_out + [False] * n_stacked)
     # Equations with no outputs (an emptied known side of a call) are dropped.
-    hoist = dce_jaxpr(pe.known)
+    hoist = dce_jaxpr(pe.known, rules=False)
     vals = eval_jaxpr(hoist, hoist.consts, *consts)
     n_hoisted = len(pe.known.outvars) - pe.num_res
     hoisted, new_consts = list(vals[:n_hoisted]), list(vals[n_hoisted:])
@@ -802,11 +803,42 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
     return list(outs), [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
 
 
+# =================================================================== DCE
+
+
+def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Drop the stacked outputs nobody reads and the carries that neither the
+    caller nor a kept part of the body reads, iterating to a fixed point (a
+    kept carry may need another); the body loses the work that only fed what
+    was dropped, and operands it no longer reads leave the loop."""
+    p = eqn.params
+    body: Jaxpr = p["jaxpr"]
+    ft_in, ft_out = p["ft_in"], p["ft_out"]
+    nc, nk, nx, _ = counts(ft_in, ft_out)
+    used_carry, used_ys = list(used_outputs[:nk]), list(used_outputs[nk:])
+    for _ in range(nk + 1):
+        new, used_inputs = dce_sub_jaxpr(body, used_carry + used_ys,
+                                         [False] * nc + used_carry + [False] * nx)
+        carry_in = used_inputs[nc:nc + nk]
+        if carry_in == used_carry:
+            break
+        used_carry = [u or c for u, c in zip(used_carry, carry_in)]
+    used_out = used_carry + used_ys
+    if new is body and all(used_inputs) and all(used_out):
+        return used_inputs, eqn
+    params = dict(p, jaxpr=new, ft_in=ft_in.filter_with_mask(used_inputs),
+                  ft_out=ft_out.filter_with_mask(used_out))
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_out) if u], params=params)
+
+
 scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch,
                  doc="scan: a loop carrying state, slicing and stacking along axis 0")
 scan_p.linearize = _scan_linearize
 scan_p.partial_eval = _scan_partial_eval
+scan_p.dce = _scan_dce
 
 __all__ = ["FlatTree", "counts", "nones", "pack", "scan_p", "scan_trees"]
