@@ -25,12 +25,17 @@ class Array:
     # scalars): staged, it is a jaxpr literal, not a constant. It holds the
     # value to print: the Python scalar itself when its type was kept (JAX
     # prints 1e-07, not the float32 rounding of it), else the converted value.
-    __slots__ = ("_value", "aval", "_py", "__weakref__")
+    # ``_shards``: for an array sharded over a mesh, one buffer per device of
+    # the mesh (mesh order); ``_sharding`` its concrete NamedSharding. Both
+    # None for an array on one device. ``_value`` is always the global value.
+    __slots__ = ("_value", "aval", "_py", "_shards", "_sharding", "__weakref__")
     __array_priority__ = 100
 
     _value: np.ndarray
     aval: ArrayType
     _py: Any
+    _shards: Any
+    _sharding: Any
 
     @classmethod
     def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
@@ -42,6 +47,8 @@ class Array:
         out._value = value
         out.aval = aval
         out._py = None
+        out._shards = None
+        out._sharding = None
         return out
 
     # -------------------------------------------------------------- attributes
@@ -75,6 +82,29 @@ class Array:
 
     def block_until_ready(self) -> Array:
         return self
+
+    # ------------------------------------------------------------- placement
+    @property
+    def sharding(self) -> Any:
+        """Where the array lives: its NamedSharding, or the single device."""
+        if self._sharding is not None:
+            return self._sharding
+        from spec.sharding import SingleDeviceSharding
+        from spec._devices import devices
+        return SingleDeviceSharding(devices()[0])
+
+    def devices(self) -> set[Any]:
+        return {shard.device for shard in self.addressable_shards}
+
+    @property
+    def addressable_shards(self) -> list[Shard]:
+        """One shard per device: its device, its index into the global
+        array, its replica id and its local buffer."""
+        if self._sharding is None or self._shards is None:
+            from spec._devices import devices
+            full = tuple(slice(None) for _ in self.aval.shape)
+            return [Shard(devices()[0], full, 0, self._value)]
+        return _shards_of(self._sharding, self.aval.shape, self._shards)
 
     def is_deleted(self) -> bool:
         return False
@@ -218,3 +248,48 @@ def on_device(x: Any) -> Any:
     if type(x) is Array and x._py is not None:
         return Array._from_checked(x._value, x.aval, "device_array")
     return x
+
+
+class Shard:
+    """One device's part of an array (``x.addressable_shards[i]``)."""
+
+    __slots__ = ("device", "index", "replica_id", "_buffer")
+
+    def __init__(self, device: Any, index: tuple[slice, ...], replica_id: int,
+                 buffer: np.ndarray) -> None:
+        self.device = device
+        self.index = index
+        self.replica_id = replica_id
+        self._buffer = buffer
+
+    @property
+    def data(self) -> Array:
+        aval = ArrayType(tuple(self._buffer.shape), self._buffer.dtype, False)
+        return Array._from_checked(self._buffer, aval, "shard")
+
+    def __repr__(self) -> str:
+        return (f"Shard(device={self.device!r}, index={self.index}, "
+                f"replica_id={self.replica_id}, data={self._buffer})")
+
+
+def _shards_of(sharding: Any, shape: tuple[int, ...], buffers: Any) -> list[Shard]:
+    indices = sharding.devices_indices_map(shape)
+    seen: dict[Any, int] = {}
+    shards = []
+    for device, buffer in zip(sharding.mesh.devices.flat, buffers):
+        index = indices[device]
+        key = tuple((s.start, s.stop, s.step) for s in index)
+        replica = seen.get(key, 0)
+        seen[key] = replica + 1
+        shards.append(Shard(device, index, replica, buffer))
+    return shards
+
+
+def sharded(value: np.ndarray, aval: ArrayType, sharding: Any) -> Array:
+    """An Array placed by ``sharding`` over its mesh: each device holds its
+    block of ``value`` (a view, no copy; replicated devices share one)."""
+    out = Array._from_checked(value, aval, "device_put")
+    indices = sharding.devices_indices_map(value.shape)
+    out._shards = tuple(value[indices[d]] for d in sharding.mesh.devices.flat)
+    out._sharding = sharding
+    return out

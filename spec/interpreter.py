@@ -426,13 +426,25 @@ def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, 
         key = (prim, *avals, *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache
+        _check_sharding_rule(prim, avals)
         return prim.typing(*avals, **params)
     if cached is None:
+        _check_sharding_rule(prim, avals)
         cached = prim.typing(*avals, **params)
         if len(_TYPING_CACHE) >= _TYPING_CACHE_LIMIT:
             _TYPING_CACHE.clear()
         _TYPING_CACHE[key] = cached
     return cached
+
+
+def _check_sharding_rule(prim: Primitive, avals: Sequence[ArrayType]) -> None:
+    """Operands with shardings need the primitive's sharding rule; until the
+    sharding issue writes them, say so rather than drop the shardings."""
+    if isinstance(prim.sharding, Pending) and any(
+            getattr(a, "sharding", None) is not None for a in avals):
+        raise NotImplementedError(
+            f"the sharding rule of '{prim.name}' is pending ({prim.sharding.issue}): "
+            "sharded operands cannot be used with it yet")
 
 
 class EvalTrace(Trace):
@@ -534,7 +546,7 @@ class JaxprTrace(Trace):
                                      **params)
             if folded is not None:
                 return folded
-        out_avals = prim.typing(*(a.aval for a in atoms), **params)
+        out_avals = apply_typing(prim, [a.aval for a in atoms], params)
         outvars = [Var(a) for a in out_avals]
         self.eqns.append(Eqn(atoms, outvars, prim, params))
         return [JitTracer(self, v) for v in outvars]

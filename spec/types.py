@@ -465,6 +465,10 @@ class ArrayType:
     shape: Shape
     dtype: DType
     weak_type: bool = False
+    # A NamedSharding (spec.sharding) in explicit sharding mode, or None when
+    # no mesh is involved. Part of equality and hashing, so jit caches and
+    # the typing memo key on it.
+    sharding: Any = None
 
     @property
     def ndim(self) -> int:
@@ -491,20 +495,50 @@ class ArrayType:
         return self.tangent_type()
 
     def _dims(self) -> str:
-        return ",".join(str(d) for d in self.shape)
+        """``3,4``; with a sharding, sharded dims carry their mesh axes
+        (``8@X``, ``8@(X,Y)``) and unreduced/reduced axes follow the
+        brackets (see ``_suffix``)."""
+        spec = getattr(self.sharding, "spec", None)
+        if spec is None:
+            return ",".join(str(d) for d in self.shape)
+        parts = list(spec) + [None] * (len(self.shape) - len(spec))
+        return ",".join(str(d) if p is None else f"{d}@{_axes_text(p)}"
+                        for d, p in zip(self.shape, parts))
+
+    def _suffix(self) -> str:
+        """``{U:X}`` for unreduced axes, ``{R:(X,Y)}`` for reduced ones."""
+        spec = getattr(self.sharding, "spec", None)
+        if spec is None:
+            return ""
+        order = list(getattr(self.sharding.mesh, "axis_names", ()))
+        text = ""
+        for tag, axes in (("U", spec.unreduced), ("R", spec.reduced)):
+            if axes:
+                ordered = sorted(axes, key=lambda a: order.index(a) if a in order else len(order))
+                text += "{" + tag + ":" + _axes_text(tuple(ordered)) + "}"
+        return text
 
     def str_short(self, short_dtypes: bool = True) -> str:
-        """The form used in jaxprs: ``f32[3,4]``."""
+        """The form used in jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``."""
         name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
-        return f"{name}[{self._dims()}]"
+        return f"{name}[{self._dims()}]{self._suffix()}"
 
     def __str__(self) -> str:
         """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
-        return ("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}[{self._dims()}]"
+        return (("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}[{self._dims()}]"
+                + self._suffix())
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({dtype_name(self.dtype)}[{self._dims()}]{weak})"
+        return (f"ShapedArray({dtype_name(self.dtype)}[{self._dims()}]{self._suffix()}"
+                f"{weak})")
+
+
+def _axes_text(axes: Any) -> str:
+    """One mesh axis as its name; several as ``(X,Y)``."""
+    if isinstance(axes, (tuple, list)):
+        return axes[0] if len(axes) == 1 else "(" + ",".join(axes) + ")"
+    return str(axes)
 
 
 ShapedArray = ArrayType

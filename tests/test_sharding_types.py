@@ -1,0 +1,115 @@
+"""Sharding in types, first slice: device_put to a NamedSharding or a
+PartitionSpec, the sharded type's printing, x.sharding, addressable shards
+(virtual devices), and the pending sharding rules. JAX is run in a
+subprocess with 4 CPU devices (its device count is fixed at first use)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as snp
+
+PROGRAM = r'''
+import json, sys
+import numpy as np
+jax, jnp = IMPL
+mesh = jax.make_mesh((2, 2), ("X", "Y"))
+out = {}
+def record(name, fn):
+    try:
+        out[name] = fn()
+    except Exception as e:  # the builtin class JAX raises; spec may raise a subclass
+        kind = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
+        out[name] = "raises " + kind.__name__
+x = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+specs = [("X", None), ("X", "Y"), (None, "Y"), (("X", "Y"),), (("Y", "X"), None), (None, None),
+         ("Y",)]
+for s in specs:
+    def put(s=s):
+        return jax.device_put(x, jax.NamedSharding(mesh, jax.P(*s)))
+    record(f"typeof {s}", lambda: str(jax.typeof(put())))
+    record(f"repr typeof {s}", lambda: repr(jax.typeof(put())))
+    record(f"sharding {s}", lambda: repr(put().sharding))
+    record(f"type sharding {s}", lambda: repr(jax.typeof(put()).sharding))
+    record(f"shards {s}", lambda: [(sh.device.id, str(sh.index), sh.replica_id,
+                                    np.asarray(sh.data).tolist())
+                                   for sh in put().addressable_shards])
+    record(f"value {s}", lambda: np.asarray(put()).tolist())
+record("no mesh P", lambda: str(jax.typeof(jax.device_put(x, jax.P("X")))))
+with jax.set_mesh(mesh):
+    record("set_mesh P", lambda: str(jax.typeof(jax.device_put(x, jax.P(None, "X")))))
+    record("set_mesh sharding", lambda: repr(jax.device_put(x, jax.P(None, "X")).sharding))
+    record("indivisible", lambda: str(jax.typeof(jax.device_put(np.ones((3, 4)), jax.P("X")))))
+    record("unknown axis", lambda: str(jax.typeof(jax.device_put(x, jax.P("Z")))))
+    record("duplicate axis", lambda: str(jax.typeof(jax.device_put(x, jax.P("X", "X")))))
+record("unsharded", lambda: repr(jnp.ones(3).sharding))
+record("unsharded shards", lambda: [(sh.device.id, str(sh.index), sh.replica_id)
+                                    for sh in jnp.ones((2, 3)).addressable_shards])
+record("pytree", lambda: [str(jax.typeof(v)) for v in jax.device_put(
+    (x, x[:4]), jax.NamedSharding(mesh, jax.P("X")))])
+print(json.dumps(out))
+'''
+
+
+def _jax_side() -> dict[str, Any]:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="4")
+    code = PROGRAM.replace("IMPL", "__import__('jax'), __import__('jax.numpy').numpy")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def four_devices() -> Iterator[None]:
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 4)
+    try:
+        yield
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+
+
+def _spec_side() -> dict[str, Any]:
+    scope: dict[str, Any] = {}
+    code = PROGRAM.replace("IMPL", "__import__('spec'), __import__('spec.numpy').numpy")
+    code = code.replace("print(json.dumps(out))", "RESULT.update(out)")
+    result: dict[str, Any] = {}
+    scope["RESULT"] = result
+    exec(compile(code, "<sharding program>", "exec"), scope)  # noqa: S102
+    return json.loads(json.dumps(result))  # the JAX side went through JSON too
+
+
+def test_device_put_types_shardings_and_shards_match_jax(four_devices: None) -> None:
+    theirs = _jax_side()
+    ours = _spec_side()
+    assert sorted(ours) == sorted(theirs)
+    differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
+    assert not differ, differ
+
+
+def test_sharded_operands_need_their_sharding_rule(four_devices: None) -> None:
+    mesh = spec.make_mesh((2, 2), ("X", "Y"))
+    x = spec.device_put(np.ones((4, 4), np.float32), spec.NamedSharding(mesh, spec.P("X")))
+    with pytest.raises(NotImplementedError, match="sharding rule of 'sin' is pending"):
+        snp.sin(x)
+    with pytest.raises(NotImplementedError, match="pending"):
+        spec.jit(lambda v: v * 2)(x)
+
+
+def test_shards_are_views_of_the_global_value(four_devices: None) -> None:
+    mesh = spec.make_mesh((2, 2), ("X", "Y"))
+    x = spec.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4),
+                        spec.NamedSharding(mesh, spec.P("X", "Y")))
+    blocks = [np.asarray(s.data) for s in x.addressable_shards]
+    assert all(b.shape == (2, 2) for b in blocks)
+    assert np.array_equal(np.block([[blocks[0], blocks[1]], [blocks[2], blocks[3]]]),
+                          np.asarray(x))
