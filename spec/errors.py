@@ -68,10 +68,15 @@ class InconclusiveDimensionOperation(Exception):
     pass
 
 
+class ShardingTypeError(Exception):
+    """Operands whose shardings a primitive's sharding rule cannot combine
+    (JAX's class of the same name, a plain Exception)."""
+
+
 __all__ = [
     "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
     "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",
-    "NonConcreteBooleanIndexError", "TracerArrayConversionError",
+    "NonConcreteBooleanIndexError", "ShardingTypeError", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError",
     "UnexpectedTracerError",
 ]

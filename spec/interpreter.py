@@ -426,25 +426,33 @@ def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, 
         key = (prim, *avals, *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache
-        _check_sharding_rule(prim, avals)
-        return prim.typing(*avals, **params)
+        return _typed(prim, avals, params)
     if cached is None:
-        _check_sharding_rule(prim, avals)
-        cached = prim.typing(*avals, **params)
+        cached = _typed(prim, avals, params)
         if len(_TYPING_CACHE) >= _TYPING_CACHE_LIMIT:
             _TYPING_CACHE.clear()
         _TYPING_CACHE[key] = cached
     return cached
 
 
-def _check_sharding_rule(prim: Primitive, avals: Sequence[ArrayType]) -> None:
-    """Operands with shardings need the primitive's sharding rule; until the
-    sharding issue writes them, say so rather than drop the shardings."""
-    if isinstance(prim.sharding, Pending) and any(
-            getattr(a, "sharding", None) is not None for a in avals):
+def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+           ) -> Sequence[ArrayType]:
+    """The typing rule's output types, with shardings when an operand has one:
+    the sharding section ``sharding(*avals, **params) -> [NamedSharding | None]``
+    gives them (raising ShardingTypeError where the operands' shardings do not
+    combine). Until a primitive's section is written, sharded operands are
+    refused rather than their shardings dropped."""
+    out = prim.typing(*avals, **params)
+    if not any(getattr(a, "sharding", None) is not None for a in avals):
+        return out
+    rule = prim.sharding
+    if isinstance(rule, (Pending, NotApplicable)):
+        why = rule.issue if isinstance(rule, Pending) else rule.reason
         raise NotImplementedError(
-            f"the sharding rule of '{prim.name}' is pending ({prim.sharding.issue}): "
-            "sharded operands cannot be used with it yet")
+            f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
+            "cannot be used with it yet")
+    shardings = rule(*avals, **params)
+    return [a.update(sharding=s) for a, s in zip(out, shardings)]
 
 
 class EvalTrace(Trace):
@@ -468,8 +476,29 @@ class EvalTrace(Trace):
         out_avals = apply_typing(prim, avals, params)
         outs = prim.impl(*values, **params)
         made = array._from_checked
-        return [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
-                for o, a in zip(outs, out_avals)]
+        results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                   for o, a in zip(outs, out_avals)]
+        if any(a.sharding is not None for a in out_avals):
+            return _lay_out(results, args)
+        return results
+
+
+def _lay_out(results: list[Any], args: Sequence[Any]) -> list[Any]:
+    """Sharded results laid out over the operands' mesh. (Interim: the value
+    is computed globally and then split per device; per-device programs with
+    their collectives are the rest of the sharding issue.)"""
+    from spec.array import sharded
+    from spec.sharding import NamedSharding
+    mesh = next((a._sharding.mesh for a in args if getattr(a, "_sharding", None) is not None),
+                None)
+    if mesh is None:
+        from spec.sharding import get_concrete_mesh
+        mesh = get_concrete_mesh()
+    out = []
+    for r in results:
+        s = r.aval.sharding
+        out.append(r if s is None else sharded(r._value, r.aval, NamedSharding(mesh, s.spec)))
+    return out
 
 
 _context = _Context()

@@ -203,8 +203,14 @@ def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
 
 
+def _jit_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """A call's results have the shardings its jaxpr gives them."""
+    return [a.sharding for a in jaxpr.out_avals]
+
+
 jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
-                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch)
+                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
+                sharding=_jit_sharding)
 jit_p.linearize = _jit_linearize
 jit_p.partial_eval = _jit_partial_eval
 jit_p.dce = _jit_dce
