@@ -443,7 +443,8 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     combine). Until a primitive's section is written, sharded operands are
     refused rather than their shardings dropped."""
     out = prim.typing(*avals, **params)
-    if not any(getattr(a, "sharding", None) is not None for a in avals):
+    if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
+            params.get(k) is not None for k in ("sharding", "out_sharding")):
         return out
     rule = prim.sharding
     if isinstance(rule, (Pending, NotApplicable)):
@@ -744,7 +745,7 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
         where = f"equation {i} ({eqn.primitive.name})"
         in_avals = [read(a, where) for a in eqn.invars]
         try:
-            expected = list(eqn.primitive.typing(*in_avals, **eqn.params))
+            expected = list(_typed(eqn.primitive, in_avals, eqn.params))
         except (TypeError, ValueError) as err:
             raise JaxprTypeError(f"{where}: typing rule rejects operands: {err}") from err
         actual = [v.aval for v in eqn.outvars]

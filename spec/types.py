@@ -501,7 +501,8 @@ class ArrayType:
         spec = getattr(self.sharding, "spec", None)
         if spec is None:
             return ",".join(str(d) for d in self.shape)
-        parts = list(spec) + [None] * (len(self.shape) - len(spec))
+        partitions = list(getattr(spec, "partitions", spec))
+        parts = partitions + [None] * (len(self.shape) - len(partitions))
         return ",".join(str(d) if p is None else f"{d}@{_axes_text(p)}"
                         for d, p in zip(self.shape, parts))
 

@@ -8,6 +8,7 @@ from typing import Any
 from spec import types as T
 from spec.config import config
 from spec.interpreter import canonical_aval_of
+from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
 from spec.rules.dot import PRECISION_STRINGS, DimensionNumbers, Precision, dot_general_p
 
 __all__ = ["Precision", "dot", "dot_general", "batch_matmul", "canonicalize_precision"]
@@ -69,7 +70,9 @@ def dot(lhs: Any, rhs: Any, *, dimension_numbers: Any = None, precision: Any = N
     pet = None if preferred_element_type is None else T.to_dtype(preferred_element_type, "dot")
     return dot_general_p.bind(lhs, rhs, dimension_numbers=_canonical_dims(dimension_numbers),
                               precision=canonicalize_precision(precision),
-                              preferred_element_type=pet, out_sharding=out_sharding)
+                              preferred_element_type=pet,
+                              out_sharding=canonicalize_out_sharding(out_sharding,
+                                                                     "dot_general"))
 
 
 def dot_general(lhs: Any, rhs: Any, dimension_numbers: Any, precision: Any = None,

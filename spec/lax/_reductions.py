@@ -8,6 +8,7 @@ from typing import Any
 
 from spec import types as T
 from spec.interpreter import canonical_aval_of
+from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
 from spec.rules.reductions import (
     argmax_p,
     argmin_p,
@@ -38,7 +39,8 @@ def _axes(axes: Sequence[int]) -> tuple[int, ...]:
 
 
 def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
-    return reduce_sum_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+    return reduce_sum_p.bind(operand, axes=_axes(axes),
+                      out_sharding=canonicalize_out_sharding(out_sharding, "reduce_sum"))
 
 
 def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
@@ -46,11 +48,13 @@ def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
 
 
 def reduce_max(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
-    return reduce_max_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+    return reduce_max_p.bind(operand, axes=_axes(axes),
+                      out_sharding=canonicalize_out_sharding(out_sharding, "reduce_max"))
 
 
 def reduce_min(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
-    return reduce_min_p.bind(operand, axes=_axes(axes), out_sharding=out_sharding)
+    return reduce_min_p.bind(operand, axes=_axes(axes),
+                      out_sharding=canonicalize_out_sharding(out_sharding, "reduce_min"))
 
 
 def reduce_and(operand: Any, axes: Sequence[int]) -> Any:

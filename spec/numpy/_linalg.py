@@ -279,8 +279,8 @@ class _Einsum:
         x, names = self.sum_uniques(x, names, [n for n in contracted if counts[n] == 1])
         return self.sum_repeats(x, names, counts, result)
 
-    def two(self, lhs: Any, lnames: str, rhs: Any, rnames: str, result: str
-            ) -> tuple[Any, str]:
+    def two(self, lhs: Any, lnames: str, rhs: Any, rnames: str, result: str,
+            out_sharding: Any = None) -> tuple[Any, str]:
         contracted = sorted((set(lnames) | set(rnames)) - set(result))
         lhs, lnames = _filter_singletons(lhs, lnames, rhs, rnames)
         rhs, rnames = _filter_singletons(rhs, rnames, lhs, lnames)
@@ -305,12 +305,23 @@ class _Einsum:
         names = "".join(batch) + rrest + lrest
         if names == result:
             out = ld.dot_general(rhs, lhs, ((rcon, lcon), (rb, lb)), precision=self.precision,
-                                 preferred_element_type=self.pet)
+                                 preferred_element_type=self.pet, out_sharding=out_sharding)
         else:
             names = "".join(batch) + lrest + rrest
+            if out_sharding is not None:
+                out_sharding = _inverse_sharding(out_sharding, names, result)
             out = ld.dot_general(lhs, rhs, ((lcon, rcon), (lb, rb)), precision=self.precision,
-                                 preferred_element_type=self.pet)
+                                 preferred_element_type=self.pet, out_sharding=out_sharding)
         return out, names
+
+
+def _inverse_sharding(out_sharding: Any, names: str, result: str) -> Any:
+    """The dot's own out_sharding when a transpose to ``result`` follows it:
+    each of its dims takes the entry of the same label in the result."""
+    spec = out_sharding.spec
+    parts = tuple(spec.partitions) + (None,) * (len(result) - len(spec))
+    inverse = tuple(parts[result.index(n)] for n in names)
+    return out_sharding.update(spec=spec.update(partitions=inverse))
 
 
 def _delta(shape: T.Shape, axes: Sequence[int]) -> Any:
@@ -363,6 +374,11 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         pet, weak = T.to_dtype(preferred_element_type, "einsum"), False
     ein = _Einsum(pet, precision)
     ops = list(operands)
+    from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
+    out_sharding = canonicalize_out_sharding(out_sharding, "einsum")
+    if out_sharding is not None and len(ops) != 2:
+        raise NotImplementedError("einsum's out_sharding with other than two operands is "
+                                  "pending (issue 5)")
     if len(ops) == 1:
         x, xn = ein.one(ops[0], names[0], result)
     else:
@@ -373,7 +389,7 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
             target = result if k == len(ops) - 1 else "".join(
                 dict.fromkeys(c for c in xn + names[k] if c in result or c in later))
             # JAX pops the second operand first: it becomes the "lhs".
-            x, xn = ein.two(ops[k], names[k], x, xn, target)
+            x, xn = ein.two(ops[k], names[k], x, xn, target, out_sharding)
     if xn != result:
         x = _lax("transpose")(x, tuple(xn.index(n) for n in result))
     return convert(x, pet, weak)

@@ -11,6 +11,7 @@ import numpy as np
 from spec.ad_util import Zero, add_tangents, linear_jvp
 from spec.batching import AxisData, move_to, vectorized
 from spec.interpreter import not_applicable
+from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import arithmetic
 from spec.rules._registry import declare, require
 from spec.types import FLOAT0, ArrayType
@@ -48,6 +49,7 @@ def _add_any_batch(axis: AxisData, args: list[Any], dims: list[Any]
 add_any_p = declare(
     "add_any", typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
     transpose=_add_any_transpose, batch=_add_any_batch,
+    sharding=SK.section("add_any", SK.same_as(0), SK.keeps),
     doc="x + y for two values of one type; autodiff's accumulation of tangents.")
 
 
@@ -61,7 +63,7 @@ def _stop_gradient_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[An
 
 stop_gradient_p = declare(
     "stop_gradient", typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
-    batch=vectorized(),
+    batch=vectorized(), sharding=SK.section("stop_gradient", SK.same_as(0), SK.keeps),
     transpose=not_applicable("its JVP is zero, so it never appears in a linear program"),
     doc="The identity, whose derivative is zero.")
 

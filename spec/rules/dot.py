@@ -24,6 +24,9 @@ from spec.ad_util import Zero, defjvp, is_undefined_primal
 from spec.interpreter import canonical_aval_of, pp_eqn_default
 from spec.rules._denormals import flush_all, flush_result
 from spec.rules._registry import declare, require
+from spec.rules._sharding_reduce_dot import fit_out, make, mesh_of, parts_of
+from spec.errors import ShardingTypeError
+from spec.sharding import UnreducedKind
 from spec.types import ArrayType
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
@@ -359,9 +362,71 @@ def _dot_general_batch(axis: Any, args: list[Any], dims: list[Any], *,
     return [dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [out_dim]
 
 
+# ----------------------------------------------------------------- sharding
+# The result's spec is the batch dims' entries (lhs and rhs must agree), then
+# the lhs free dims', then the rhs free dims'. A contracting dimension
+# sharded on both sides leaves open whether the result is all-reduced or
+# kept unreduced, so JAX asks for ``out_sharding`` (which then wins as is).
+
+def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
+                          dimension_numbers: DimensionNumbers, precision: Any,
+                          preferred_element_type: T.DType | None,
+                          out_sharding: Any = None) -> list[Any]:
+    mesh = mesh_of([lhs, rhs])
+    (lc, rc), (lb, rb) = dimension_numbers
+    lp, rp = parts_of(lhs), parts_of(rhs)
+    l_contract, r_contract = tuple(lp[d] for d in lc), tuple(rp[d] for d in rc)
+    for a in (lhs, rhs):
+        s = a.sharding
+        if s is not None and s.spec.unreduced:
+            raise ShardingTypeError(f"lhs or rhs passed to dot_general cannot be unreduced. "
+                                    f"Got lhs={lhs!r} and rhs={rhs!r}")
+        if s is not None and s.spec.reduced:
+            raise NotImplementedError("dot_general with a reduced operand is pending (issue 5)")
+    if out_sharding is not None:
+        unreduced = out_sharding.spec.unreduced
+        if unreduced:
+            if l_contract != r_contract:
+                raise ShardingTypeError(
+                    "lhs and rhs contracting dims should be sharded identically when "
+                    "out_sharding provided to dot_general mentions unreduced_axes. Got "
+                    f"lhs_contracting_spec={l_contract}, rhs_contracting_spec={r_contract}")
+            flat = {a for p in l_contract if p is not None
+                    for a in (p if isinstance(p, tuple) else (p,))}
+            if unreduced != frozenset(flat):
+                raise ShardingTypeError(
+                    "out_sharding's unreduced axes should be equal to the contracting specs. "
+                    f"Got unreduced axes={unreduced} and contracting spec={l_contract}")
+            if out_sharding.spec.unreduced_kind is not UnreducedKind.sum:
+                raise ValueError("`out_sharding` passed to `dot_general` can only contain "
+                                 f"unreduced of kind `sum`. Got out_sharding={out_sharding}")
+            raise NotImplementedError(
+                "dot_general with an unreduced out_sharding is pending (issue 5): the interim "
+                "execution cannot hold partial sums")
+        out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)[0]
+        return [fit_out(out_sharding, out.shape)]
+    l_batch, r_batch = tuple(lp[d] for d in lb), tuple(rp[d] for d in rb)
+    if l_batch != r_batch:
+        raise ShardingTypeError("dot_general requires lhs batch dimensions and rhs batch "
+                                f"dimensions to have the same sharding, got {l_batch} and "
+                                f"{r_batch}.")
+    if any(lx is not None and rx is not None for lx, rx in zip(l_contract, r_contract)):
+        raise ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be "
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={l_contract} and rhs_contracting_spec={r_contract}")
+    l_free = tuple(p for i, p in enumerate(lp) if i not in lc and i not in lb)
+    r_free = tuple(p for i, p in enumerate(rp) if i not in rc and i not in rb)
+    out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
+                            preferred_element_type=preferred_element_type)[0]
+    return [make("dot_general", [lhs, rhs], out, mesh, l_batch + l_free + r_free)]
+
+
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
-                        batch=_dot_general_batch,
+                        batch=_dot_general_batch, sharding=_dot_general_sharding,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
                                                      "dot_general"))
 

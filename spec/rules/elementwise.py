@@ -36,8 +36,10 @@ from spec.ad_util import (
     zero_jvp,
 )
 from spec.batching import AxisData, BatchDim, bdim_at_front, broadcasting, moveaxis, vectorized
+from spec.errors import ShardingTypeError
 from spec.interpreter import (
     Eqn,
+    Pending,
     PpContext,
     Primitive,
     canonical_aval_of,
@@ -46,6 +48,7 @@ from spec.interpreter import (
     pp_hiding,
 )
 from spec.rules import _elementwise_kit as K
+from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import arithmetic
 from spec.rules._elementwise_kit import (
     ANY,
@@ -1472,3 +1475,46 @@ polynomial_p = declare("polynomial", typing=_polynomial_type, impl=_polynomial_i
 
 __all__ = [n for n in dir() if n.endswith("_p")] + [
     "AccuracyMode", "RoundingMethod", "const_like", "exp_neg_sq"]
+
+
+# ================================================================ sharding
+# Every primitive above gets its sharding section here, from one table: the
+# operands are zipped per dimension (spec.rules._sharding_kit.elementwise);
+# what differs is how unreduced operands are treated (SPEC.md section 14).
+
+def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tuple[Any, ...]]:
+    """All cases alike; a non-scalar predicate partitioned as they are."""
+    sharded = [c for c in cases if c.sharding is not None]
+    if not sharded:
+        return [SK.parts(cases[0])]
+    first = sharded[0].sharding
+    if any(c.sharding != first for c in sharded[1:]):
+        shown = ", ".join(str(c.sharding) for c in cases)
+        raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+    if which.shape and which.sharding is not None and (
+            which.sharding.mesh != first.mesh or SK.parts(which) != SK.parts(sharded[0])):
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which`"
+            f" sharding {which.sharding} but case sharding {cases[0].sharding}.")
+    return [SK.parts(sharded[0])]
+
+
+def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
+    sharded = [c for c in cases if c.sharding is not None]
+    return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
+
+
+_UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "div",
+            "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
+
+for _prim in [v for k, v in dict(globals()).items() if k.endswith("_p")]:
+    if not isinstance(_prim, Primitive) or not isinstance(_prim.sharding, Pending):
+        continue
+    if _prim.name == "select_n":
+        _prim.sharding = SK.section("select_n", _select_n_parts, _select_n_ur)
+    elif _prim.name == "clamp":
+        # JAX takes the operand's partitions as they are (the bounds are not zipped).
+        _prim.sharding = SK.section("clamp", SK.same_as(1))
+    else:
+        _prim.sharding = SK.elementwise(_prim.name, ur=_UR_KIND.get(_prim.name, "nonlinear"),
+                                        n_out=2 if _prim.multiple_results else 1)

@@ -46,6 +46,14 @@ from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._denormals import arithmetic, flush_result
 from spec.rules._elementwise_kit import compute_dtype
 from spec.rules._registry import declare, require
+from spec.rules._sharding_reduce_dot import (
+    fit_out,
+    parts_of,
+    refuse_unreduced,
+    refuse_unreduced_out,
+)
+from spec.errors import ShardingTypeError
+from spec.sharding import NamedSharding, P, UnreducedKind
 from spec.types import ArrayType
 
 Impl = Callable[..., list[np.ndarray]]
@@ -446,6 +454,92 @@ def _top_k_batch(axis_data: AxisData, args: list[Any], dims: list[Any], *, k: in
     return list(outs), [d, d]
 
 
+# ------------------------------------------------------------ sharding
+#
+# Type-level rules (SPEC.md section 14): a reduction drops the reduced
+# dimensions' spec entries (the implied all-reduce leaves the result
+# replicated over their mesh axes) unless ``out_sharding`` names the result
+# sharding; scans, sorts and top_k keep the operand's sharding and refuse a
+# sharded scan/sort axis, which would need the whole axis on every device.
+
+
+def _dropped(name: str, x: ArrayType, axes: tuple[int, ...]) -> NamedSharding:
+    refuse_unreduced(name, [x])
+    s = x.sharding
+    assert s is not None  # the section is called only with a sharded operand
+    gone = {int(a) for a in axes}
+    return NamedSharding(s.mesh, P(*(p for i, p in enumerate(parts_of(x)) if i not in gone)))
+
+
+def _reduce_sharding(name: str) -> Any:
+    def rule(x: ArrayType, *, axes: tuple[int, ...], **params: Any) -> list[Any]:
+        natural = _dropped(name, x, axes)
+        out = params.get("out_sharding")
+        if out is None:
+            return [natural]
+        if out.spec.unreduced and name == "reduce_sum":
+            # JAX's checks of an unreduced request; valid ones are pending below.
+            if out.spec.unreduced_kind is not UnreducedKind.sum:
+                raise ShardingTypeError(f"{name} requires `out_sharding`'s unreduced_kind to "
+                                        f"be {UnreducedKind.sum} but got {out.spec}")
+            used = {a for i, p in enumerate(parts_of(x)) if i in axes
+                    for a in (p if isinstance(p, tuple) else (p,))}
+            if not out.spec.unreduced <= used:
+                raise ShardingTypeError(
+                    f"out_sharding's unreduced axes should be in operand's specs that were "
+                    f"{name} over. Got operand={x!r}, axes={frozenset(axes)}, "
+                    f"unreduced_spec={out.spec.unreduced}")
+        if out.spec.reduced:
+            raise ValueError(f"out_sharding passed to {name} cannot be reduced. Got "
+                             f"out_sharding={out}")
+        refuse_unreduced_out(name, out)
+        return [fit_out(out, _reduced_shape(x, axes))]
+    return rule
+
+
+def _cum_sharding(x: ArrayType, *, axis: int, reverse: bool) -> list[Any]:
+    refuse_unreduced("cumulative reduction", [x])
+    if parts_of(x)[axis] is not None:
+        raise ShardingTypeError(f"Input should be unsharded over the axis being reduced. Got "
+                                f"input type={x} and axis={axis}")
+    return [x.sharding]
+
+
+def _sort_sharding(*xs: ArrayType, dimension: int, is_stable: bool, num_keys: int
+                   ) -> list[Any]:
+    refuse_unreduced("sort", xs)
+    sharded = [x.sharding for x in xs if x.sharding is not None and not x.sharding.mesh.empty]
+    for x in xs:
+        s = x.sharding
+        if s is None or s.mesh.empty:
+            continue
+        if parts_of(x)[dimension] is not None:
+            raise ShardingTypeError(f"Arguments to sort must be unsharded over the sorting "
+                                    f"dimension. Got arg sharding={s} and sorting "
+                                    f"dimension={dimension}")
+        if s != sharded[0]:
+            shown = " ".join(str(t) for t in sharded)
+            raise ShardingTypeError(f"Arguments to sort must have equal shardings, got: "
+                                    f"{shown}")
+    # Operands without a mesh (NumPy arrays) take the sharded operands' sharding.
+    return [sharded[0]] * len(xs)
+
+
+def _top_k_sharding(x: ArrayType, *, k: int, axis: int, is_stable: bool) -> list[Any]:
+    refuse_unreduced("top_k", [x])
+    if parts_of(x)[axis] is not None:
+        raise ShardingTypeError(f"The input should be unsharded over the axis along which to "
+                                f"compute the top_k values. Got input type={x} and axis={axis}")
+    return [x.sharding, x.sharding]
+
+
+def _same_sharding(name: str) -> Any:
+    def rule(x: ArrayType, **params: Any) -> list[Any]:
+        refuse_unreduced(name, [x])
+        return [x.sharding]
+    return rule
+
+
 # ------------------------------------------------------------ arithmetic
 
 def _reduce_sum_impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any = None
@@ -493,18 +587,22 @@ def _xor_bool(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 _NUMBER = "number types (not bool)"
 reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_sum"),
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
                        transpose=linear_transpose(_reduce_sum_transpose))
 reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_prod"),
                         typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
                         transpose=not_applicable("reduce_prod is not linear"))
 reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_max is not linear"))
 reduce_min_p = declare("reduce_min", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_min"),
                        typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_min is not linear"))
@@ -517,14 +615,17 @@ def _int_or_bool(dt: T.DType) -> bool:
 
 
 reduce_and_p = declare("reduce_and", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_and"),
                        typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_and has integer or bool results"))
 reduce_or_p = declare("reduce_or", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_or"),
                       typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
                       transpose=not_applicable("reduce_or has integer or bool results"))
 reduce_xor_p = declare("reduce_xor", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("reduce_xor"),
                        typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_xor has integer or bool results"))
@@ -560,9 +661,11 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
 
 
 argmax_p = declare("argmax", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("argmax"),
                    typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"))
 argmin_p = declare("argmin", batch=_ReducerBatch(),
+                   sharding=_reduce_sharding("argmin"),
                    typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"))
 
@@ -648,23 +751,28 @@ def _highest(dt: T.DType) -> Any:
 
 
 cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
+                   sharding=_cum_sharding,
                    typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
                    transpose=linear_transpose(_cumsum_transpose))
 cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
+                   sharding=_cum_sharding,
                     typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
                     transpose=not_applicable("cumprod is not linear"))
 cummax_p = declare("cummax", batch=_CumulativeBatch(),
+                   sharding=_cum_sharding,
                    typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"))
 cummin_p = declare("cummin", batch=_CumulativeBatch(),
+                   sharding=_cum_sharding,
                    typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"))
 cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
+                   sharding=_cum_sharding,
                          typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),
@@ -719,6 +827,7 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
 
 
 sort_p = declare("sort", batch=_sort_batch,
+                   sharding=_sort_sharding,
                  typing=_sort_type, impl=_sort_impl, multiple_results=True,
                  jvp=_sort_jvp, transpose=not_applicable("sort is not linear"))
 
@@ -776,6 +885,7 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
 
 
 top_k_p = declare("top_k", batch=_top_k_batch,
+                   sharding=_top_k_sharding,
                   typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
                   jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"))
 
@@ -842,6 +952,7 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
 
 
 reduce_precision_p = declare("reduce_precision", batch=vectorized(),
+                             sharding=_same_sharding("reduce_precision"),
                              typing=_reduce_precision_type,
                              impl=_reduce_precision_impl, jvp=linear_jvp(),
                              transpose=linear_transpose(_reduce_precision_transpose))

@@ -33,7 +33,10 @@ from spec.batching import (
     vectorized,
 )
 from spec.interpreter import canonical_aval_of, not_applicable, pp_eqn_default, pp_hiding
+from spec.errors import ShardingTypeError
+from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import flush_result as flush
+from spec.sharding import UnreducedKind
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -1205,3 +1208,352 @@ __all__ = [
     "pad_p", "reshape_p", "rev_p", "slice_p", "split_p", "squeeze_p", "stack_p", "tile_p",
     "transpose_p", "unstack_p",
 ]
+
+
+# ================================================================ sharding
+# The sharding sections of the structural primitives (SPEC.md section 14),
+# following JAX's partition rules; the unreduced/reduced rules come from
+# spec.rules._sharding_kit.
+
+_Parts = tuple[Any, ...]
+_NO_AXES: frozenset[Any] = frozenset()
+
+
+def _spec_size(mesh: Any, entry: Any) -> int:
+    names = entry if isinstance(entry, tuple) else (entry,)
+    return int(np.prod([mesh.shape[n] for n in names], dtype=np.int64))
+
+
+def _varying_out_shape(name: str, mesh: Any, x: ArrayType, out_shape: Shape) -> _Parts:
+    """slice/pad/dynamic_slice: the operand's partitions, as long as every
+    resized sharded dim still splits evenly; all-None for a shape of ones."""
+    if not out_shape or all(o == 1 for o in out_shape):
+        return (None,) * len(out_shape)
+    ps = SK.parts(x)
+    for op_sh, out_sh, entry in zip(x.shape, out_shape, ps):
+        if op_sh != out_sh and entry is not None and out_sh % _spec_size(mesh, entry):
+            raise ShardingTypeError(
+                f"{name} on sharded dims where out dim ({out_sh}) is not divisible by mesh"
+                f" axes ({_spec_size(mesh, entry)}) with spec ({entry}) is not implemented. Got"
+                f" input type={x.str_short()} and output shape={tuple(out_shape)}")
+    return ps
+
+
+def _param_ur(x: ArrayType, sharding: Any, who: str) -> SK.UR:
+    """Unreduced/reduced axes of an op with an optional output-sharding param:
+    the param's where it names some, else the operand's (as sums)."""
+    spec = None if sharding is None else SK.abstract(sharding).spec
+    if spec is not None and spec.unreduced:
+        if spec.unreduced_kind not in (None, UnreducedKind.sum):
+            raise ValueError(f"`{who}` passed to `convert_element_type` can only contain"
+                             f" unreduced of kind `sum`. Got sharding={sharding}")
+        unreduced = frozenset(spec.unreduced)
+    else:
+        unreduced = SK.getu(x)
+    reduced = frozenset(spec.reduced) if spec is not None and spec.reduced else SK.getr(x)
+    return unreduced, reduced, UnreducedKind.sum if unreduced else None
+
+
+def _convert_parts(mesh: Any, x: ArrayType, *, new_dtype: Any, weak_type: bool,
+                   sharding: Any = None) -> list[_Parts]:
+    if sharding is None:
+        return [SK.parts(x)]
+    return [SK.param_parts(SK.abstract(sharding), x.ndim)]
+
+
+def _convert_ur(x: ArrayType, *, new_dtype: Any, weak_type: bool, sharding: Any = None
+                ) -> SK.UR:
+    return _param_ur(x, sharding, "sharding")
+
+
+def _bid_parts(mesh: Any, x: ArrayType, *, shape: Shape, broadcast_dimensions: Shape,
+               sharding: Any = None) -> list[_Parts]:
+    if sharding is not None:
+        return [SK.param_parts(SK.abstract(sharding), len(shape))]
+    src = dict(zip(broadcast_dimensions, SK.parts(x)))
+    return [tuple(src.get(i) for i in range(len(shape)))]
+
+
+def _bid_ur(x: ArrayType, *, shape: Shape, broadcast_dimensions: Shape, sharding: Any = None
+            ) -> SK.UR:
+    if sharding is not None:
+        spec = SK.abstract(sharding).spec
+        if spec.unreduced and spec.unreduced_kind is not UnreducedKind.sum:
+            raise ValueError("`out_sharding` passed to `broadcast_in_dim` can only contain"
+                             f" unreduced of kind `sum`. Got out_sharding={sharding}")
+        u = frozenset(spec.unreduced)
+        return u, frozenset(spec.reduced), UnreducedKind.sum if u else None
+    return SK.linear_unary(x)
+
+
+def _transpose_parts(mesh: Any, x: ArrayType, *, permutation: Shape) -> list[_Parts]:
+    ps = SK.parts(x)
+    return [tuple(ps[i] for i in permutation)]
+
+
+def _squeeze_parts(mesh: Any, x: ArrayType, *, dimensions: Shape) -> list[_Parts]:
+    drop = set(dimensions)
+    return [tuple(p for i, p in enumerate(SK.parts(x)) if i not in drop)]
+
+
+# --- reshape: JAX's rule. A reshape that only adds or removes size-1 dims
+# keeps the partitions; one that splits a single dim gives the split dims the
+# dim's mesh axes, major first, as far as they divide; one that merges dims
+# into a single dim needs the merged group's sharded dims to lead. Any other
+# reshape of a sharded operand needs an explicit `out_sharding`.
+
+class _Unsupported(Exception):
+    pass
+
+
+def _reshape_error(x: ArrayType, new_sizes: Shape) -> ShardingTypeError:
+    return ShardingTypeError(
+        "This reshape is not supported. Please specify the sharding of the output via the"
+        f" `out_sharding` argument of jax.lax.reshape. Got operand type: {x}, new sizes:"
+        f" {tuple(new_sizes) if not isinstance(new_sizes, tuple) else new_sizes}")
+
+
+def _split_one_axis(op_shape: Sequence[int], new_sizes: Sequence[int]
+                    ) -> tuple[bool, list[Any]]:
+    """Whether ``new_sizes`` (ones dropped) splits exactly one dim of
+    ``op_shape`` (ones dropped) into several; per operand dim its size, or
+    the list of sizes it splits into."""
+    op = [s for s in op_shape if s != 1]
+    new = [s for s in new_sizes if s != 1]
+    if len(new) <= len(op):
+        return False, []
+    i = j = count = 0
+    out: list[Any] = []
+    while j < len(new):
+        if i >= len(op):
+            raise _Unsupported()
+        if op[i] == new[j]:
+            out.append(op[i])
+        else:
+            count += 1
+            if count > 1:
+                raise _Unsupported()
+            group = [new[j]]
+            while int(np.prod(group)) != op[i]:
+                if int(np.prod(group)) > op[i]:
+                    return False, []
+                j += 1
+                if j >= len(new):
+                    raise _Unsupported()
+                group.append(new[j])
+            out.append(group)
+        i += 1
+        j += 1
+    if len(out) != len(op):
+        raise _Unsupported()
+    return True, out
+
+
+def _split_partitions(mesh: Any, axes: tuple[Any, ...], sizes: Sequence[int]) -> list[Any]:
+    it = iter(axes)
+    result: list[Any] = []
+    for o in sizes:
+        taken: list[Any] = []
+        while o > 1:
+            name = next(it, None)
+            if name is None:
+                break
+            o, rem = divmod(o, mesh.shape[name])
+            if rem:
+                raise _Unsupported()
+            taken.append(name)
+        result.append(tuple(taken))
+    if next(it, None) is not None:
+        raise _Unsupported()
+    return result
+
+
+def _place_ones(x: ArrayType, new_sizes: Shape, inner: list[Any], keep_ones: bool) -> _Parts:
+    """Spread the partitions of the non-1 output dims over ``new_sizes``;
+    size-1 output dims take the operand's entry at the same position when it
+    is a size-1 dim too (``keep_ones``), else None."""
+    ps = SK.parts(x)
+    it = iter(inner)
+    out: list[Any] = []
+    for i, n in enumerate(new_sizes):
+        if n == 1:
+            out.append(ps[i] if keep_ones and i < x.ndim and x.shape[i] == 1 else None)
+        else:
+            out.append(next(it))
+    return tuple(out)
+
+
+def _reshape_partitions(mesh: Any, x: ArrayType, new_sizes: Shape,
+                        dimensions: Shape | None) -> _Parts:
+    ps = SK.parts(x)
+    if all(p is None for p in ps):
+        return (None,) * len(new_sizes)
+    live = [p for s, p in zip(x.shape, ps) if s != 1]
+    if [s for s in x.shape if s != 1] == [s for s in new_sizes if s != 1]:
+        it = iter(live)
+        return tuple(None if n == 1 else next(it) for n in new_sizes)
+    is_split, groups = _split_one_axis(x.shape, new_sizes)
+    if is_split:
+        inner: list[Any] = []
+        for g, p in zip(groups, live):
+            if not isinstance(g, list):
+                inner.append(p)
+            elif p is None:
+                inner.extend([None] * len(g))
+            elif dimensions is None:
+                inner.extend(_split_partitions(mesh, p if isinstance(p, tuple) else (p,), g))
+            else:
+                raise _Unsupported()
+        return _place_ones(x, new_sizes, inner, keep_ones=True)
+    is_merge, groups = _split_one_axis(new_sizes, x.shape)
+    if not is_merge:
+        raise _Unsupported()
+    merged: list[Any] = []
+    it = iter(live)
+    for n, g in zip([s for s in new_sizes if s != 1], groups):
+        if not isinstance(g, list):
+            merged.append(next(it))
+            continue
+        group = [next(it) for _ in g]
+        if all(p is None for p in group):
+            merged.append(None)
+        elif dimensions is None:
+            flat: list[Any] = []
+            for p in group:
+                flat.extend(p if isinstance(p, tuple) else (p,))
+            while flat and flat[-1] is None:
+                flat.pop()
+            if None in flat:
+                raise _Unsupported()
+            merged.extend(_split_partitions(mesh, tuple(flat), [n]))
+        else:
+            raise _Unsupported()
+    return _place_ones(x, new_sizes, merged, keep_ones=True)
+
+
+def _reshape_parts(mesh: Any, x: ArrayType, *, new_sizes: Shape, dimensions: Shape | None,
+                   sharding: Any = None) -> list[_Parts]:
+    if sharding is not None:
+        return [SK.param_parts(SK.abstract(sharding), len(new_sizes))]
+    try:
+        return [_reshape_partitions(mesh, x, tuple(new_sizes), dimensions)]
+    except _Unsupported:
+        raise _reshape_error(x, new_sizes) from None
+
+
+def _reshape_ur(x: ArrayType, *, new_sizes: Shape, dimensions: Shape | None,
+                sharding: Any = None) -> SK.UR:
+    spec = None if sharding is None else SK.abstract(sharding).spec
+    u, kind, r = SK.getu(x), SK.getu_kind(x), SK.getr(x)
+    if u and spec is not None:
+        if frozenset(spec.unreduced) != u:
+            raise ValueError("out_sharding passed to reshape must be unreduced over the same"
+                             f" mesh axes as operand. Got out_sharding: {spec} and operand"
+                             f" type: {x.str_short()}")
+        if spec.unreduced_kind != kind:
+            raise ValueError("out_sharding passed to reshape must have the same unreduced_kind"
+                             f" as operand. Got out_sharding: {spec} and operand type:"
+                             f" {x.str_short()}")
+    if not u and spec is not None and spec.unreduced:
+        raise ValueError("out_sharding passed to `reshape` cannot contain unreduced axes."
+                         f" Got {sharding}")
+    if r and spec is not None and frozenset(spec.reduced) != r:
+        raise ValueError("out_sharding passed to reshape must be reduced over the same mesh"
+                         f" axes as operand. Got out_sharding: {spec} and operand type:"
+                         f" {x.str_short()}")
+    if not r and spec is not None and spec.reduced:
+        raise ValueError("out_sharding passed to `reshape` cannot contain reduced axes."
+                         f" Got {sharding}")
+    return u, r, kind if u else None
+
+
+def _concatenate_parts(mesh: Any, *xs: ArrayType, dimension: int) -> list[_Parts]:
+    sharded = [x for x in xs if x.sharding is not None]
+    if any(x.sharding != sharded[0].sharding for x in sharded[1:]):
+        shown = ", ".join(str(x.sharding) for x in xs)
+        raise ShardingTypeError(f"All operands should have the same sharding. Got shardings"
+                                f" {shown}")
+    return [SK.parts(sharded[0])]
+
+
+def _concatenate_ur(*xs: ArrayType, dimension: int) -> SK.UR:
+    reds = {r for x in xs if (r := SK.getr(x))}
+    if len(reds) > 1:
+        raise ShardingTypeError("All operands should be reduced along the same mesh axes. Got"
+                                f" reduced specs: {reds}")
+    urs = {(u, SK.getu_kind(x)) for x in xs if (u := SK.getu(x))}
+    if len(urs) > 1:
+        raise ShardingTypeError("All operands should be unreduced along the same mesh axes and"
+                                " have the same unreduced_kind. Got unreduced specs:"
+                                f" {urs}")
+    (u, kind), = urs if urs else {(_NO_AXES, None)}
+    (r,) = reds if reds else {_NO_AXES}
+    return u, r, kind
+
+
+def _slice_parts(mesh: Any, x: ArrayType, **params: Any) -> list[_Parts]:
+    (out,) = _slice_type(x, **params)
+    return [_varying_out_shape("slicing", mesh, x, out.shape)]
+
+
+def _pad_parts(mesh: Any, x: ArrayType, value: ArrayType, **params: Any) -> list[_Parts]:
+    (out,) = _pad_type(x, value, **params)
+    return [_varying_out_shape("padding", mesh, x, out.shape)]
+
+
+def _dynamic_slice_parts(mesh: Any, x: ArrayType, *idx: ArrayType, **params: Any
+                         ) -> list[_Parts]:
+    (out,) = _dynamic_slice_type(x, *idx, **params)
+    return [_varying_out_shape("dynamic_slice", mesh, x, out.shape)]
+
+
+def _dynamic_slice_ur(x: ArrayType, *idx: ArrayType, **params: Any) -> SK.UR:
+    if SK.getu(x):
+        raise NotImplementedError("unreduced rule for dynamic_slice is not implemented. Please"
+                                  " file an issue at https://github.com/jax-ml/jax/issues")
+    return _NO_AXES, SK.getr(x), None
+
+
+def _dus_parts(mesh: Any, x: ArrayType, update: ArrayType, *idx: ArrayType
+               ) -> list[_Parts]:
+    if x.sharding != update.sharding:
+        raise ShardingTypeError(
+            "dynamic_update_slice operand sharding must be equal to update sharding, got"
+            f" operand sharding {x.str_short()} and update sharding {update.str_short()}.")
+    return [SK.parts(x)]
+
+
+def _dus_ur(x: ArrayType, update: ArrayType, *idx: ArrayType) -> SK.UR:
+    if any(SK.getu(i) or SK.getr(i) for i in idx):
+        raise ShardingTypeError("dynamic_update_slice start_indices cannot have unreduced or"
+                                f" reduced axes. Got start_indices={idx}")
+    # Operand and update have equal shardings (checked by the partition rule).
+    return SK.keeps(x)
+
+
+def _from_param(key: str) -> Any:
+    """iota/empty: the output sharding is the param (they have no operands)."""
+    def rule(*avals: ArrayType, **params: Any) -> list[Any]:
+        s = params.get(key)
+        return [None if s is None else SK.abstract(s)]
+    return rule
+
+
+for _prim, _rule in [
+        (convert_element_type_p, SK.section("convert_element_type", _convert_parts,
+                                            _convert_ur)),
+        (broadcast_in_dim_p, SK.section("broadcast_in_dim", _bid_parts, _bid_ur)),
+        (transpose_p, SK.section("transpose", _transpose_parts, SK.keeps)),
+        (squeeze_p, SK.section("squeeze", _squeeze_parts, SK.keeps)),
+        (rev_p, SK.section("rev", SK.same_as(0))),
+        (copy_p, SK.section("copy", SK.same_as(0), SK.keeps)),
+        (reshape_p, SK.section("reshape", _reshape_parts, _reshape_ur)),
+        (concatenate_p, SK.section("concatenate", _concatenate_parts, _concatenate_ur)),
+        (slice_p, SK.section("slice", _slice_parts, SK.keeps)),
+        (pad_p, SK.section("pad", _pad_parts, SK.linear_unary)),
+        (dynamic_slice_p, SK.section("dynamic_slice", _dynamic_slice_parts, _dynamic_slice_ur)),
+        (dynamic_update_slice_p, SK.section("dynamic_update_slice", _dus_parts, _dus_ur)),
+        (iota_p, _from_param("sharding")),
+        (empty_p, _from_param("out_sharding")),
+]:
+    _prim.sharding = _rule
