@@ -32,6 +32,18 @@ def x64() -> Iterator[None]:
 
 # CI runs derandomized property tests, so a run is reproducible; local runs
 # keep exploring new examples.
+@pytest.fixture
+def four_devices() -> Iterator[None]:
+    """Four virtual CPU devices for the test (JAX-side comparisons run in a
+    subprocess with JAX_NUM_CPU_DEVICES=4: JAX fixes its count at first use)."""
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 4)
+    try:
+        yield
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+
+
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)

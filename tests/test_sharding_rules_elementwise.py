@@ -8,12 +8,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import spec
 from spec.rules import missing_sections
 
 PROGRAM = r'''
@@ -103,16 +101,6 @@ def _jax_side() -> dict[str, Any]:
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def four_devices() -> Iterator[None]:
-    before = spec.config.jax_num_cpu_devices
-    checks = spec.config.jax_enable_checks
-    spec.config.update("jax_num_cpu_devices", 4)
-    try:
-        yield
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.config.update("jax_enable_checks", checks)
 
 
 def _spec_side() -> dict[str, Any]:

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -151,16 +150,6 @@ def _jax_side() -> dict[str, Any]:
     return result
 
 
-@pytest.fixture
-def four_devices() -> Iterator[None]:
-    before = spec.config.jax_num_cpu_devices
-    checks = spec.config.jax_enable_checks
-    spec.config.update("jax_num_cpu_devices", 4)
-    try:
-        yield
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.config.update("jax_enable_checks", checks)
 
 
 def _spec_side() -> dict[str, Any]:

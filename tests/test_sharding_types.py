@@ -9,14 +9,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 import spec
-import spec.numpy as snp
 
 PROGRAM = r'''
 import json, sys
@@ -68,14 +66,6 @@ def _jax_side() -> dict[str, Any]:
     return json.loads(proc.stdout)  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def four_devices() -> Iterator[None]:
-    before = spec.config.jax_num_cpu_devices
-    spec.config.update("jax_num_cpu_devices", 4)
-    try:
-        yield
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
 
 
 def _spec_side() -> dict[str, Any]:
