@@ -520,8 +520,17 @@ def _check_scalar_output(ans: Any, holomorphic: bool) -> None:
 
 
 def _one_like(x: Any) -> Any:
+    """The seed cotangent of a scalar output: 1 of the output's cotangent type.
+    Under a mesh it carries the output's cotangent sharding (with no
+    partitions: it is a scalar), which JAX stages as a reshard of the literal."""
     from spec import lax
-    return lax.full_like(x, 1, shape=())
+    sharding = canonical_aval_of(x).ct_type().sharding
+    if sharding is None:
+        return lax.full_like(x, 1, shape=())
+    from spec.rules.reshard import reshard_p
+    one = lax.full_like(x, 1, shape=())
+    return reshard_p.bind(one, dst_sharding=sharding.update(spec=sharding.spec.update(
+        partitions=())), concrete_mesh=None)
 
 
 def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -499,9 +499,25 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 def _check_cotangent(aval: ArrayType, ct: Any) -> None:
     want = aval.ct_type()
     got = canonical_aval_of(ct)
-    if got.shape != want.shape or got.dtype != want.dtype:
+    if (got.shape != want.shape or got.dtype != want.dtype
+            or _layout(got) != _layout(want)):
         raise TypeError(f"a transpose rule produced a cotangent of type {got} for a value of "
                         f"type {aval}; its cotangent type is {want}")
+
+
+def _layout(aval: ArrayType) -> Any:
+    """What of a type's sharding a cotangent must match: the mesh and the
+    normalised spec. No sharding and a fully replicated one (no partitions,
+    unreduced or reduced axes) are the same layout: spec leaves values that
+    were never placed on a mesh unsharded, where JAX gives them the mesh's
+    replicated sharding."""
+    s = aval.sharding
+    if s is None:
+        return None
+    spec = s.spec._normalized_spec_for_aval(aval.ndim)
+    if all(p is None for p in spec.partitions) and not spec.unreduced and not spec.reduced:
+        return None
+    return (s.mesh, spec)
 
 
 def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:

@@ -75,7 +75,14 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     from spec.lax._structural import _convert_element_type
     # A zero of exactly type ``aval``: weak types kept, so that sums with it
     # (add_any takes its first operand's type) keep theirs.
-    return lax.full(aval.shape, _convert_element_type(0, aval.dtype, aval.weak_type))
+    zero = _convert_element_type(0, aval.dtype, aval.weak_type)
+    if aval.sharding is not None and not aval.shape:
+        # A scalar needs no broadcast, only its layout: JAX reshards it.
+        from spec.rules.reshard import reshard_p
+        return reshard_p.bind(zero, dst_sharding=aval.sharding, concrete_mesh=None)
+    # Sharded zeros are laid out as the type says (cotangent types are a
+    # function of primal types, zeros included).
+    return lax.full(aval.shape, zero, sharding=aval.sharding)
 
 
 def _float0_zeros(shape: tuple[int, ...]) -> Any:

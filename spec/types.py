@@ -490,9 +490,15 @@ class ArrayType:
         return self if dt is self.dtype else replace(self, dtype=dt)
 
     def ct_type(self) -> ArrayType:
-        """The type of this type's cotangents. Without shardings it is the
-        tangent type; the sharding issue swaps unreduced and reduced here."""
-        return self.tangent_type()
+        """The type of this type's cotangents: the tangent type, whose sharding
+        is the primal's (sharded stays sharded, replicated stays replicated),
+        except that unreduced and reduced mesh axes swap roles (summing a
+        replicated value's cotangent is what transposing a replication means)."""
+        t = self.tangent_type()
+        spec = getattr(self.sharding, "spec", None)
+        if spec is None or not (spec.unreduced or spec.reduced):
+            return t
+        return replace(t, sharding=self.sharding.update(spec=spec.to_ct_spec()))
 
     def _dims(self) -> str:
         """``3,4``; with a sharding, sharded dims carry their mesh axes

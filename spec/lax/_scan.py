@@ -32,6 +32,21 @@ def _lax() -> Any:
 # ------------------------------------------------------------------- scan
 
 
+def _slice_aval(aval: Any) -> Any:
+    """The type of one iteration's slice of an ``xs`` operand: the leading
+    axis dropped, from the shape and from the sharding's spec (which must
+    not shard that axis, as JAX requires)."""
+    sharding = aval.sharding
+    if sharding is None:
+        return aval.update(shape=aval.shape[1:])
+    from spec.sharding import NamedSharding, P
+    parts = tuple(sharding.spec.partitions)
+    if parts and parts[0] is not None:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding.spec}")
+    spec = P(*parts[1:], unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced)
+    return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
+
+
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
     shapes = []
     for x in xs:
@@ -130,8 +145,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     init_flat, carry_tree = tree_util.tree_flatten(init)
     xs_flat, x_tree = tree_util.tree_flatten(xs)
     n = _infer_length(xs_flat, length)
-    x_avals = [canonical_aval_of(x).update(shape=canonical_aval_of(x).shape[1:])
-               for x in xs_flat]
+    x_avals = [_slice_aval(canonical_aval_of(x)) for x in xs_flat]
     init_avals = [canonical_aval_of(c) for c in init_flat]
     jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
     nk = len(init_flat)

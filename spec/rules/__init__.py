@@ -25,6 +25,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     scan,
     collectives,
     control_flow,
+    reshard,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -446,8 +446,29 @@ def _cond_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | Non
         params=dict(eqn.params, branches=new))
 
 
+def _explicit(a: ArrayType) -> bool:
+    s = a.sharding
+    return s is not None and not s.mesh.empty
+
+
+def _cond_sharding(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...],
+                   **params: Any) -> list[Any]:
+    """The results have the first branch's output shardings. Where two
+    branches give an output shardings on a mesh, they must be equal (JAX's
+    ``typematch``: an output without a mesh matches any sharding)."""
+    first = branches[0].out_avals
+    for b in branches[1:]:
+        for a, o in zip(first, b.out_avals):
+            if _explicit(a) and _explicit(o) and a.sharding != o.sharding:
+                raise TypeError(
+                    "branches of cond must have identical output types, got "
+                    f"{_avals_text(first)} and {_avals_text(b.out_avals)}")
+    return [a.sharding for a in first]
+
+
 cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
-                 jvp=_cond_jvp, transpose=_cond_transpose, batch=_cond_batch)
+                 sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
+                 batch=_cond_batch)
 cond_p.linearize = _cond_linearize
 cond_p.partial_eval = _cond_partial_eval
 cond_p.dce = _cond_dce
@@ -687,7 +708,22 @@ def _while_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | No
         outvars=[v for v, u in zip(eqn.outvars, used_carry) if u], params=params)
 
 
+def _while_sharding(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr,
+                    body_nconsts: int, body_jaxpr: Jaxpr) -> list[Any]:
+    """The carries leave with the body's output shardings; a carry whose
+    sharding the body changes is an error (JAX's carry ``typematch``)."""
+    carry = avals[cond_nconsts + body_nconsts:]
+    outs = body_jaxpr.out_avals
+    for a, o in zip(carry, outs):
+        if _explicit(a) and _explicit(o) and a.sharding != o.sharding:
+            raise TypeError(
+                "while_loop body function carry input and carry output must have equal "
+                f"types, got {_avals_text(outs)} for a carry of type {_avals_text(carry)}")
+    return [o.sharding for o in outs]
+
+
 while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
+                  sharding=_while_sharding,
                   jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
 while_p.linearize = _while_linearize
 while_p.partial_eval = _while_partial_eval

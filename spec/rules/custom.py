@@ -36,7 +36,6 @@ from spec.interpreter import (
     canonical_aval_of,
     eval_jaxpr_values,
     not_applicable,
-    pending,
     pp_eqn_default,
 )
 from spec.rules._registry import declare, require
@@ -111,6 +110,12 @@ def _custom_jvp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
 def _custom_vjp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
                           **params: Any) -> list[ArrayType]:
     return _call_type("custom_vjp_call", avals, call_jaxpr, num_consts)
+
+
+def _call_sharding(*avals: ArrayType, call_jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """The results have the shardings of call_jaxpr's outputs (traced from the
+    operands' sharded types)."""
+    return [a.sharding for a in call_jaxpr.out_avals]
 
 
 def _call_impl(*args: np.ndarray, call_jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
@@ -401,14 +406,14 @@ custom_jvp_call_p = declare(
     "custom_jvp_call", typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
     transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
-    sharding=pending("sharding (issue 5)"),
+    sharding=_call_sharding,
     doc="A function with a user-defined JVP rule.")
 
 custom_vjp_call_p = declare(
     "custom_vjp_call", typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
     transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
-    batch=_custom_vjp_call_batch, sharding=pending("sharding (issue 5)"),
+    batch=_custom_vjp_call_batch, sharding=_call_sharding,
     doc="A function with user-defined forward and backward passes.")
 
 custom_lin_p = declare(

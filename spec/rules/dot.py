@@ -271,16 +271,33 @@ def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbe
         ans_batch, _, ans_y = _consecutive(len(x_batch), len(x_kept), len(y_kept))
     dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
     x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract, kind="stable")]
-    out_axes = tuple(int(i) for i in np.argsort([*x_batch, *x_kept, *x_contract_by_y],
-                                                kind="stable"))
+    unsorted = [*x_batch, *x_kept, *x_contract_by_y]
+    out_axes = tuple(int(i) for i in np.argsort(unsorted, kind="stable"))
     out = lax.dot_general(ct, y, dims, precision=precision,
-                          preferred_element_type=preferred_element_type)
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=_transposed_sharding(x_aval, unsorted))
     x_bar = lax.transpose(out, out_axes)
     if canonical_aval_of(x_bar).dtype != x_aval.dtype:
         from spec.lax._structural import _convert_element_type
         x_bar = _convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
                                       warn_on_complex_to_real_cast=False)
     return x_bar
+
+
+def _transposed_sharding(x_aval: T.ArrayType, unsorted: list[int]) -> Any:
+    """The sharding of the contraction that yields x's cotangent before its
+    final transpose: x's cotangent sharding with the partitions in the
+    contraction's axis order (so the cotangent ends up sharded as x is,
+    whatever collective that needs). Without shardings: a replicated
+    sharding on the current mesh, or None when no mesh is set."""
+    ct_sharding = x_aval.ct_type().sharding
+    if ct_sharding is None:
+        from spec.sharding import NamedSharding, P, get_abstract_mesh
+        mesh = get_abstract_mesh()
+        return None if mesh.empty else NamedSharding(mesh, P(*[None] * x_aval.ndim))
+    parts = list(ct_sharding.spec.partitions) + [None] * x_aval.ndim
+    return ct_sharding.update(spec=ct_sharding.spec.update(
+        partitions=[parts[o] for o in unsorted]))
 
 
 def _transpose_rhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbers,

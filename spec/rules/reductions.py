@@ -161,8 +161,10 @@ def _reduce_sum_transpose(ct: Any, operand: Any, *, axes: tuple[int, ...],
     kept = tuple(np.delete(np.arange(len(shape)), axes))
     if not kept and canonical_aval_of(ct).ndim == len(shape):
         return ct  # nothing to broadcast (a rank-0 sum over no axes): lax forwards it
+    # The broadcast cotangent is laid out as the operand (cotangent types
+    # follow primal types).
     return broadcast_in_dim_p.bind(ct, shape=tuple(shape), broadcast_dimensions=kept,
-                                   sharding=None)
+                                   sharding=operand.aval.ct_type().sharding)
 
 
 def _chooser_jvp(g: Any, ans: Any, operand: Any, *, axes: tuple[int, ...],

@@ -483,9 +483,14 @@ def _remat_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | No
         params=dict(eqn.params, jaxpr=new, prevent_cse=prevent_cse))
 
 
+def _remat_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """The results have the shardings of the jaxpr's outputs."""
+    return [a.sharding for a in jaxpr.out_avals]
+
+
 remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
-                  batch=_remat_batch,
+                  batch=_remat_batch, sharding=_remat_sharding,
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD")
 remat_p.linearize = _remat_linearize
 remat_p.partial_eval = _remat_partial_eval
@@ -499,6 +504,11 @@ def _name_type(x: ArrayType, *, name: str) -> list[ArrayType]:
     require(isinstance(name, str), "name", "C1",
             f"the name must be a string; got {name!r} of type {type(name).__name__}")
     return [x]
+
+
+def _name_sharding(x: ArrayType, *, name: str) -> list[Any]:
+    # The identity: the operand's sharding (unreduced/reduced axes included).
+    return [x.sharding]
 
 
 def _name_impl(x: np.ndarray, *, name: str) -> list[np.ndarray]:
@@ -517,6 +527,7 @@ def _name_transpose(ct: Any, x: Any, *, name: str) -> list[Any]:
 
 name_p = declare("name", typing=_name_type, impl=_name_impl, jvp=_name_jvp,
                  transpose=_name_transpose, batch=batching.vectorized(),
+                 sharding=_name_sharding,
                  doc="checkpoint_name: the identity, labelled")
 
 

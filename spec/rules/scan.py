@@ -271,6 +271,32 @@ def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
     return [*body_out[:nk], *ys]
 
 
+# ============================================================== sharding
+
+
+def _scan_sharding(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
+                   ft_in: FlatTree, ft_out: FlatTree, unroll: int) -> list[Any]:
+    """Carries leave with the body's output shardings; each ys entry gets the
+    body's per-step sharding with a replicated leading (stacking) axis. The
+    scanned axis of every xs must be replicated (ValueError, as lax.scan)."""
+    from spec.sharding import NamedSharding, P
+    nc, nk, nx, _ = counts(ft_in, ft_out)
+    xs = avals[nc + nk:nc + nk + nx]
+    if any(a.sharding is not None and a.sharding.spec.partitions[:1] not in ((), (None,))
+           for a in xs):
+        shown = ", ".join(str(a.sharding.spec if a.sharding is not None
+                              else P(*(None,) * a.ndim)) for a in xs)
+        raise ValueError(f"0th dimension of all xs should be replicated. Got {shown}")
+    outs = jaxpr.out_avals
+    result: list[Any] = [a.sharding for a in outs[:nk]]
+    for y in outs[nk:]:
+        s = y.sharding
+        result.append(None if s is None else NamedSharding(
+            s.mesh, P(None, *s.spec.partitions, unreduced=s.spec.unreduced,
+                      reduced=s.spec.reduced)))
+    return result
+
+
 # ================================================================== impl
 
 
@@ -835,7 +861,7 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | Non
 
 scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
-                 batch=_scan_batch,
+                 batch=_scan_batch, sharding=_scan_sharding,
                  doc="scan: a loop carrying state, slicing and stacking along axis 0")
 scan_p.linearize = _scan_linearize
 scan_p.partial_eval = _scan_partial_eval

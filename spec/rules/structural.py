@@ -1557,3 +1557,60 @@ for _prim, _rule in [
         (empty_p, _from_param("out_sharding")),
 ]:
     _prim.sharding = _rule
+
+
+# ------------------------------------- stack, split, unstack, tile, bitcast
+
+
+def _stack_parts(mesh: Any, *xs: ArrayType, axis: int) -> list[_Parts]:
+    # Operands with shardings must agree; the new axis is replicated.
+    ps = list(_concatenate_parts(mesh, *xs, dimension=axis)[0])
+    ps.insert(axis, None)
+    return [tuple(ps)]
+
+
+def _stack_ur(*xs: ArrayType, axis: int) -> SK.UR:
+    return _concatenate_ur(*xs, dimension=axis)
+
+
+def _split_parts(mesh: Any, x: ArrayType, *, sizes: Shape, axis: int) -> list[_Parts]:
+    outs = _split_type(x, sizes=sizes, axis=axis)
+    return [_varying_out_shape("split", mesh, x, o.shape) for o in outs]
+
+
+def _unstack_parts(mesh: Any, x: ArrayType, *, axis: int) -> list[_Parts]:
+    ps = list(SK.parts(x))
+    if ps[axis] is not None:
+        raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis"
+                                f" {axis}. Got operand type={x.str_short()}")
+    del ps[axis]
+    return [tuple(ps)] * x.shape[axis]
+
+
+def _tile_parts(mesh: Any, x: ArrayType, *, reps: Shape) -> list[_Parts]:
+    ps = SK.parts(x)
+    for i, (r, entry) in enumerate(zip(reps, ps)):
+        if r != 1 and entry is not None:
+            raise ShardingTypeError(f"Operand cannot be sharded on dimension {i} when the"
+                                    f" tiling is non-trivial. Got input type: {x} with reps:"
+                                    f" {tuple(reps)}")
+    return [ps]
+
+
+def _bitcast_parts(mesh: Any, x: ArrayType, *, new_dtype: T.DType) -> list[_Parts]:
+    # A narrower dtype adds a trailing (replicated) dim; a wider one drops it.
+    old, new = _nbits(x.dtype), _nbits(new_dtype)
+    ps = SK.parts(x)
+    if old == new:
+        return [ps]
+    return [(*ps, None)] if old > new else [ps[:-1]]
+
+
+for _prim, _rule in [
+        (stack_p, SK.section("stack", _stack_parts, _stack_ur)),
+        (split_p, SK.section("split", _split_parts, SK.linear_unary)),
+        (unstack_p, SK.section("unstack", _unstack_parts, SK.linear_unary)),
+        (tile_p, SK.section("tile", _tile_parts)),
+        (bitcast_convert_type_p, SK.section("bitcast_convert_type", _bitcast_parts)),
+]:
+    _prim.sharding = _rule
