@@ -4,13 +4,10 @@ and on spec; result types, values, error classes and jaxpr text must agree."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from _twin import run_jax, run_spec
 
 from spec.rules import missing_sections
 
@@ -94,21 +91,11 @@ print(json.dumps(out))
 
 
 def _jax_side() -> dict[str, Any]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="4")
-    code = PROGRAM.replace("IMPL", "__import__('jax'), __import__('jax.numpy').numpy")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-
+    return run_jax(PROGRAM)
 
 
 def _spec_side() -> dict[str, Any]:
-    code = PROGRAM.replace("IMPL", "__import__('spec'), __import__('spec.numpy').numpy")
-    code = code.replace("print(json.dumps(out))", "RESULT.update(out)")
-    result: dict[str, Any] = {}
-    exec(compile(code, "<sharding rules program>", "exec"), {"RESULT": result})  # noqa: S102
-    return json.loads(json.dumps(result))  # type: ignore[no-any-return]
+    return run_spec(PROGRAM)
 
 
 def _close(x: Any, y: Any) -> bool:

@@ -5,13 +5,10 @@ devices) and on spec; types, values, jaxpr texts and error classes agree."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from _twin import run_jax, run_spec
 
 PROGRAM = r'''
 import numpy as np
@@ -107,20 +104,11 @@ except Exception as e:
 
 
 def _jax_side(program: str) -> dict[str, Any]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="4")
-    code = program.replace("IMPL", "__import__('jax'), __import__('jax.numpy').numpy")
-    code += "\nimport json\nprint(json.dumps(out))\n"
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return run_jax(program)
 
 
 def _spec_side(program: str) -> dict[str, Any]:
-    code = program.replace("IMPL", "__import__('spec'), __import__('spec.numpy').numpy")
-    scope: dict[str, Any] = {}
-    exec(compile(code, "<sharding program>", "exec"), scope)  # noqa: S102
-    result: dict[str, Any] = json.loads(json.dumps(scope["out"]))  # JAX's went through JSON
-    return result
+    return run_spec(program)
 
 
 def test_sub_jaxpr_and_structural_sharding_rules_match_jax(four_devices: None) -> None:

@@ -6,14 +6,11 @@ equal."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
+from _twin import run_jax, run_spec
 
 import spec
 from spec import lax as slax
@@ -142,24 +139,11 @@ print(json.dumps(out))
 
 
 def _jax_side() -> dict[str, Any]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="4")
-    code = PROGRAM.replace("IMPL", "__import__('jax'), __import__('jax.numpy').numpy")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
-
-
+    return run_jax(PROGRAM)
 
 
 def _spec_side() -> dict[str, Any]:
-    code = PROGRAM.replace("IMPL", "__import__('spec'), __import__('spec.numpy').numpy")
-    code = code.replace("print(json.dumps(out))", "RESULT.update(out)")
-    result: dict[str, Any] = {}
-    scope: dict[str, Any] = {"RESULT": result}
-    exec(compile(code, "<sharding program>", "exec"), scope)  # noqa: S102
-    back: dict[str, Any] = json.loads(json.dumps(result))  # as the JAX side, through JSON
-    return back
+    return run_spec(PROGRAM)
 
 
 def test_reduction_and_dot_sharding_rules_match_jax(four_devices: None) -> None:

@@ -5,14 +5,11 @@ subprocess with 4 CPU devices (its device count is fixed at first use)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
+from _twin import run_jax, run_spec
 
 import spec
 
@@ -59,23 +56,11 @@ print(json.dumps(out))
 
 
 def _jax_side() -> dict[str, Any]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES="4")
-    code = PROGRAM.replace("IMPL", "__import__('jax'), __import__('jax.numpy').numpy")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
-    return json.loads(proc.stdout)  # type: ignore[no-any-return]
-
-
+    return run_jax(PROGRAM)
 
 
 def _spec_side() -> dict[str, Any]:
-    scope: dict[str, Any] = {}
-    code = PROGRAM.replace("IMPL", "__import__('spec'), __import__('spec.numpy').numpy")
-    code = code.replace("print(json.dumps(out))", "RESULT.update(out)")
-    result: dict[str, Any] = {}
-    scope["RESULT"] = result
-    exec(compile(code, "<sharding program>", "exec"), scope)  # noqa: S102
-    return json.loads(json.dumps(result))  # the JAX side went through JSON too
+    return run_spec(PROGRAM)
 
 
 def test_device_put_types_shardings_and_shards_match_jax(four_devices: None) -> None:
