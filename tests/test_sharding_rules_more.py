@@ -122,8 +122,32 @@ def test_sub_jaxpr_and_structural_sharding_rules_match_jax(four_devices: None) -
     assert theirs["fori"][0][0] == "float32[8@X,4@Y]"
 
 
-@pytest.mark.xfail(strict=True, reason="an unsharded initial carry whose body output is "
-                   "sharded: JAX traces the body again with the carry's output sharding "
-                   "(spec/lax/_scan.py does so for weak types only), so the ys differ")
+@pytest.mark.xfail(strict=True, reason="an unsharded concrete initial carry whose body output "
+                   "is sharded: eager JAX accepts it (traced JAX raises TypeError, as spec "
+                   "does in both modes: see test_scan_carry_sharding_change_is_an_error)")
 def test_scan_over_sharded_xs_matches_jax(four_devices: None) -> None:
     assert _spec_side(XS_PROGRAM) == _jax_side(XS_PROGRAM)
+
+
+CARRY_PROGRAM = r'''
+import numpy as np
+jax, jnp = IMPL
+mesh = jax.make_mesh((2, 2), ("X", "Y"))
+jax.set_mesh(mesh)
+xs = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(4, 8), jax.P(None, "X"))
+out = {}
+try:
+    jax.make_jaxpr(lambda v: jax.lax.scan(lambda k, a: (k + a, k * 2), jnp.zeros(8), v))(xs)
+    out["traced"] = "ok"
+except Exception as e:
+    out["traced"] = type(e).__name__
+'''
+
+
+def test_scan_carry_sharding_change_is_an_error(four_devices: None) -> None:
+    """A carry whose sharding the body changes breaks carry type invariance."""
+    from spec.sharding import set_mesh
+    try:
+        assert run_spec(CARRY_PROGRAM) == run_jax(CARRY_PROGRAM) == {"traced": "TypeError"}
+    finally:
+        set_mesh(None)

@@ -106,12 +106,24 @@ def _check_carry(f: Callable[..., Any], init: Any, in_tree: Any, out_tree: Any,
              + (", so the dtypes do not match" if a.dtype != b.dtype and a.shape == b.shape
                 else ", so the shapes do not match" if a.shape != b.shape else "")
              for p, a, b in zip(paths, in_avals, out_avals)
-             if a.shape != b.shape or a.dtype != b.dtype]
+             if a.shape != b.shape or a.dtype != b.dtype or _layout(a) != _layout(b)]
     if diffs:
         raise TypeError(
             "scan body function carry input and carry output must have equal types, but "
             f"they differ:\n\n{_differences(diffs)}\nRevise the function so that all output "
             "types match the corresponding input types.")
+
+
+def _layout(aval: ArrayType) -> Any:
+    """A type's sharding as a comparable value; unsharded and fully
+    replicated are the same layout."""
+    spec = getattr(aval.sharding, "spec", None)
+    if spec is None:
+        return None
+    parts = tuple(spec.partitions)
+    if all(p is None for p in parts) and not spec.unreduced and not spec.reduced:
+        return None
+    return (parts, frozenset(spec.unreduced), frozenset(spec.reduced))
 
 
 def _trace_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
