@@ -496,6 +496,26 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             for invar, a in zip(jaxpr.invars, args)]
 
 
+def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool],
+                  ct_nonzero: Sequence[bool]) -> Callable[..., list[Any]]:
+    """The backward pass of a call-like jaxpr (jit, cond branch, checkpoint)
+    as a function to trace: it takes the defined operands, then the nonzero
+    output cotangents, and returns the cotangent of every input (``Zero``
+    where none flowed, None for defined ones)."""
+    n_defined = sum(not u for u in undefined)
+
+    def backward(*xs: Any) -> list[Any]:
+        res = iter(xs[:n_defined])
+        ct_it = iter(xs[n_defined:])
+        full = [UndefinedPrimal(v.aval) if u else next(res)
+                for v, u in zip(jaxpr.invars, undefined)]
+        cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
+               for nz, v in zip(ct_nonzero, jaxpr.outvars)]
+        return backward_pass(jaxpr, consts, full, cts)
+
+    return backward
+
+
 def _check_cotangent(aval: ArrayType, ct: Any) -> None:
     want = aval.ct_type()
     got = canonical_aval_of(ct)
@@ -528,6 +548,7 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
-    "PartialEval", "backward_pass", "jvp_flat", "jvp_rule", "linear_transpose_jaxpr",
+    "PartialEval", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
+    "linear_transpose_jaxpr",
     "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

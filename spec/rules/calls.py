@@ -141,15 +141,10 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> l
     defined = [a for a, u in zip(args, undefined) if not u]
     ct_nonzero = [type(c) is not Zero for c in cts]
 
+    backward = ad.call_backward(jaxpr, jaxpr.consts, undefined, ct_nonzero)
+
     def transposed(*xs: Any) -> list[Any]:
-        res = iter(xs[:len(defined)])
-        ct_it = iter(xs[len(defined):])
-        full = [UndefinedPrimal(v.aval) if u else next(res)
-                for v, u in zip(jaxpr.invars, undefined)]
-        cts_full = [next(ct_it) if nz else Zero(v.aval.ct_type())
-                    for nz, v in zip(ct_nonzero, jaxpr.outvars)]
-        cts_in = ad.backward_pass(jaxpr, jaxpr.consts, full, cts_full)
-        return [instantiate(c) for c, w in zip(cts_in, wanted) if w]
+        return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
 
     avals = [canonical_aval_of(a) for a in defined] + \
         [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]

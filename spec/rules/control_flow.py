@@ -125,7 +125,9 @@ def _empty2_impl(*, dtype: Any, memory_space: Any) -> list[np.ndarray]:
 empty2_p = declare(
     "empty2", typing=_empty2_type, impl=_empty2_impl, jvp=zero_jvp(),
     transpose=not_applicable("empty2 has no operands"),
-    batch=not_applicable("empty2 has no operands, so vmap never batches it"))
+    batch=not_applicable("empty2 has no operands, so vmap never batches it"),
+    sharding=not_applicable("empty2 has no operands and no sharding param; the filler is "
+                            "broadcast to its slot with the slot's sharding"))
 
 
 # ====================================================================== cond
@@ -187,15 +189,10 @@ def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr
     ct_nz = [type(c) is not Zero for c in cts]
 
     def transposed(b: Jaxpr) -> Jaxpr:
+        backward = ad.call_backward(b, b.consts, undefined, ct_nz)
+
         def fun(*xs: Any) -> list[Any]:
-            res = iter(xs[:len(defined)])
-            ct_it = iter(xs[len(defined):])
-            full = [UndefinedPrimal(v.aval) if u else next(res)
-                    for v, u in zip(b.invars, undefined)]
-            cts_full = [next(ct_it) if nz else Zero(v.aval.ct_type())
-                        for nz, v in zip(ct_nz, b.outvars)]
-            cts_in = ad.backward_pass(b, b.consts, full, cts_full)
-            return [instantiate(c) for c, w in zip(cts_in, wanted) if w]
+            return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
 
         avals = [canonical_aval_of(a) for a in defined] + \
             [v.aval.ct_type() for v, nz in zip(b.outvars, ct_nz) if nz]

@@ -413,14 +413,10 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
     ct_nonzero = [type(c) is not Zero for c in cts]
     in_nonzero: list[bool] = []
 
+    backward = ad.call_backward(jaxpr, [], undefined, ct_nonzero)
+
     def transposed(*xs: Any) -> list[Any]:
-        res = iter(xs[:len(defined)])
-        ct_it = iter(xs[len(defined):])
-        full = [UndefinedPrimal(v.aval) if u else next(res)
-                for v, u in zip(jaxpr.invars, undefined)]
-        cts_full = [next(ct_it) if nz else Zero(v.aval.ct_type())
-                    for nz, v in zip(ct_nonzero, jaxpr.outvars)]
-        cts_in = ad.backward_pass(jaxpr, [], full, cts_full)
+        cts_in = backward(*xs)
         # float0 cotangents (of integer tangents) stay symbolic zeros.
         got = [c for c, u in zip(cts_in, undefined) if u]
         in_nonzero.extend(type(c) is not Zero and canonical_aval_of(c).dtype != FLOAT0
