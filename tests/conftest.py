@@ -30,8 +30,6 @@ def x64() -> Iterator[None]:
         jax.config.update("jax_enable_x64", False)
 
 
-# CI runs derandomized property tests, so a run is reproducible; local runs
-# keep exploring new examples.
 @pytest.fixture
 def four_devices() -> Iterator[None]:
     """Four virtual CPU devices for the test (JAX-side comparisons run in a
@@ -44,6 +42,8 @@ def four_devices() -> Iterator[None]:
         spec.config.update("jax_num_cpu_devices", before)
 
 
+# CI runs derandomized property tests, so a run is reproducible; local runs
+# keep exploring new examples.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)
