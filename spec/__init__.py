@@ -24,7 +24,8 @@ from spec.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, sharding
-from spec.sharding import NamedSharding, P, make_mesh, set_mesh
+from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
+from spec._ledger import collectives_log
 from spec.custom_derivatives import custom_jvp, custom_vjp
 
 __version__ = "0.1.0"
@@ -66,7 +67,8 @@ __all__ = [
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
-    "NamedSharding", "P", "make_mesh", "set_mesh", "sharding",
+    "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
+    "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",

@@ -119,6 +119,14 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
     return _Split(static_args, static_kwargs, treedef, leaves)
 
 
+def _ctx_mesh() -> Any:
+    """The mesh in context when the call is made: the concrete one of
+    set_mesh, else the abstract one (as JAX records it)."""
+    from spec.sharding import get_abstract_mesh, get_concrete_mesh
+    concrete = get_concrete_mesh()
+    return get_abstract_mesh() if concrete.empty else concrete
+
+
 def _fun_name(fun: Callable[..., Any]) -> str:
     return getattr(fun, "__name__", type(fun).__name__)
 
@@ -247,8 +255,10 @@ class Jitted:
 
     def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any]]:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
+        from spec.sharding import get_abstract_mesh
+        # The context mesh types sharded operations: it is part of the key.
         key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key())
+               split.static_kwargs, config.values_key(), get_abstract_mesh())
         cached = self._cache.get(key)
         if cached is not None:
             return cached[0], cached[1], []
@@ -267,7 +277,7 @@ class Jitted:
         donated = tuple(False for _ in tracer_consts) + self._donated(split)
         outs = jit_p.bind(*operands, jaxpr=jaxpr, name=_fun_name(self._fun),
                           donated_invars=donated, inline=self._inline,
-                          keep_unused=self._keep_unused)
+                          keep_unused=self._keep_unused, ctx_mesh=_ctx_mesh())
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _donated(self, split: _Split) -> tuple[bool, ...]:

@@ -25,6 +25,9 @@ class Device:
     def __repr__(self) -> str:
         return f"CpuDevice(id={self.id})"
 
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.id}"
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Device) and other.id == self.id
 
@@ -75,23 +78,47 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: A
 
 
 def _place(x: Any, sharding: Any) -> Any:
-    """An Array laid out over ``sharding``'s mesh (virtual devices)."""
-    from spec.array import Array, sharded
+    """An Array laid out over ``sharding``'s mesh (virtual devices); staged,
+    a reshard to that sharding."""
+    from spec import _spmd
+    from spec.array import Array
     from spec.interpreter import Tracer
-    from spec.sharding import NamedSharding, P
+    from spec.sharding import NamedSharding
     if isinstance(x, Tracer):
-        raise NotImplementedError("device_put of a traced value to a sharding is pending "
-                                  "(sharding in types, issue 5)")
+        from spec.rules.reshard import reshard_p
+        return reshard_p.bind(x, dst_sharding=NamedSharding(sharding.mesh.abstract_mesh,
+                                                            _full_spec(sharding, x.aval.ndim)),
+                              concrete_mesh=sharding.mesh)
     assert isinstance(x, Array)
-    if sharding.spec.unreduced or sharding.spec.reduced:
-        raise NotImplementedError("device_put to an unreduced or reduced sharding is pending "
-                                  "(issue 5)")
+    same_mesh = x._sharding is not None and x._sharding.mesh == sharding.mesh
+    if sharding.spec.unreduced and not (x._shards is not None and same_mesh):
+        # As JAX: placing a host value indexes devices by blocks, which an
+        # unreduced layout does not have (an array on the mesh is resharded).
+        raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file"
+                                  " a bug at https://github.com/jax-ml/jax/issues")
     shape = x.aval.shape
     # The type's sharding: the abstract mesh, one spec entry per dimension.
-    parts = tuple(sharding.spec) + (None,) * (len(shape) - len(tuple(sharding.spec)))
-    typed = NamedSharding(sharding.mesh.abstract_mesh, P(*parts))
+    from spec.sharding import modify_spec_for_auto_manual
+    typed = NamedSharding(sharding.mesh.abstract_mesh, modify_spec_for_auto_manual(
+        _full_spec(sharding, len(shape)), sharding.mesh))
     sharding.shard_shape(shape)  # divisibility, with JAX's error
-    return sharded(x._value, x.aval.update(sharding=typed), sharding)
+    aval = x.aval.update(sharding=typed)
+    geo = _spmd.geometry(sharding.mesh)
+    source = _spmd.from_value(x, geo) if x._shards is not None and same_mesh else None
+    if source is not None:  # already on the mesh: move it (recorded collectives)
+        placed = _spmd.reshard(source, aval, geo)
+    else:
+        placed = _spmd.Dist(aval, _spmd.split_value(x._value, aval, geo))
+    out = _spmd.to_array(placed, sharding.mesh, geo)
+    out._sharding = sharding  # x.sharding is the one asked for, as written
+    return out
+
+
+def _full_spec(sharding: Any, ndim: int) -> Any:
+    from spec.sharding import P
+    spec = sharding.spec
+    parts = spec.partitions + (None,) * (ndim - len(spec.partitions))
+    return P(*parts, unreduced=spec.unreduced, reduced=spec.reduced)
 
 
 def device_get(x: Any) -> Any:

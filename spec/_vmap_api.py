@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -91,6 +92,66 @@ def _axis_size(fun: Callable[..., Any], args: tuple[Any, ...], leaves: list[Any]
     return distinct.pop()
 
 
+def _spec_entry(x: Any, dim: int) -> Any:
+    """The spec entry of ``x``'s dimension ``dim`` (None without a sharding)."""
+    sharding = canonical_aval_of(x).sharding
+    if sharding is None:
+        return None
+    parts = sharding.spec.partitions
+    return parts[dim] if dim < len(parts) else None
+
+
+def _mapped_axis_spec(leaves: list[Any], dims: list[Any]) -> tuple[Any, ...] | None:
+    """The mesh axes the mapped dimensions are sharded over (explicit
+    sharding mode): every mapped input's entry must be the same, an
+    unsharded one (a NumPy array's too) included; a tuple, or None."""
+    entries = [_spec_entry(x, d) for x, d in zip(leaves, dims) if d is not None]
+    for first, other in itertools.pairwise(entries):
+        if other != first:
+            raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
+                             f"the same. Got inconsistent axis specs: {first} vs {other}")
+    entry = entries[0] if entries else None
+    if entry is None:
+        return None
+    return entry if isinstance(entry, tuple) else (entry,)
+
+
+def _check_unmapped_args(mesh_axis: tuple[Any, ...] | None, leaves: list[Any],
+                         dims: list[Any]) -> None:
+    """An unmapped input may not be sharded over the mesh axes the batch
+    dimension is sharded over (each example would then hold only a part)."""
+    if mesh_axis is None:
+        return
+    for x, d in zip(leaves, dims):
+        if d is not None:
+            continue
+        aval = canonical_aval_of(x)
+        if aval.sharding is None:
+            continue
+        used = {a for p in aval.sharding.spec.partitions if p is not None
+                for a in (p if isinstance(p, tuple) else (p,))}
+        if used & set(mesh_axis):
+            raise ValueError("Unmapped values passed to vmap cannot be sharded along the mesh "
+                             f"axis you are vmapping over. Got type: {aval.str_short()}, "
+                             f"in_axes: {d} and vmapped mesh axis: {mesh_axis}")
+
+
+def _spmd_name(spmd_axis_name: Any, mesh_axis: tuple[Any, ...] | None
+               ) -> tuple[Any, ...] | None:
+    """``spmd_axis_name`` as a tuple; with explicitly sharded inputs it must
+    name exactly their mesh axes, and then adds nothing (None)."""
+    if spmd_axis_name is None:
+        return None
+    names = spmd_axis_name if isinstance(spmd_axis_name, tuple) else (spmd_axis_name,)
+    if mesh_axis is None:
+        return names
+    if names != mesh_axis:
+        raise ValueError("Only one of spmd_axis_name or arrays sharded on `Explicit` mesh axis "
+                         f"type is allowed. Got spmd_axis_name={names} and arrays sharded on "
+                         f"explicit_mesh_axis={mesh_axis}")
+    return None
+
+
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
          axis_name: Any = None, axis_size: int | None = None,
          spmd_axis_name: Any = None) -> Callable[..., Any]:
@@ -119,9 +180,12 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         # Keyword arguments are always mapped over axis 0, as in JAX.
         axes = arg_axes + [0] * (len(leaves) - len(arg_axes))
         size = _axis_size(fun, args, leaves, axes, axis_size)
-        axis = batching.AxisData(size, axis_name, spmd_axis_name)
         dims = [None if a is None else a % canonical_aval_of(x).ndim
                 for x, a in zip(leaves, axes)]
+        mesh_axis = _mapped_axis_spec(leaves, dims)
+        _check_unmapped_args(mesh_axis, leaves, dims)
+        axis = batching.AxisData(size, axis_name, _spmd_name(spmd_axis_name, mesh_axis),
+                                 mesh_axis)
         store: dict[str, Any] = {}
 
         def flat(*xs: Any) -> list[Any]:
@@ -134,13 +198,13 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         out_tree = store["tree"]
         out_spec = _flatten_axes("out_axes", tree_util.tree_unflatten(out_tree, outs),
                                  out_axes)
-        moved = [_place_output(o, d, w, size) for o, d, w in zip(outs, out_dims, out_spec)]
+        moved = [_place_output(o, d, w, axis) for o, d, w in zip(outs, out_dims, out_spec)]
         return tree_util.tree_unflatten(out_tree, moved)
 
     return vmapped
 
 
-def _place_output(x: Any, dim: Any, want: Any, size: int) -> Any:
+def _place_output(x: Any, dim: Any, want: Any, axis: batching.AxisData) -> Any:
     if want is None:
         if dim is not None:
             raise ValueError(f"at vmap out_axes, got axis spec None but output was batched "
@@ -150,7 +214,7 @@ def _place_output(x: Any, dim: Any, want: Any, size: int) -> Any:
     if not -ndim <= want < ndim:
         raise ValueError(f"vmap out_axes {want} is out of bounds for an output of rank "
                          f"{ndim}")
-    return batching.move_to(x, dim, want % ndim, size)
+    return batching.match_axis(axis, x, dim, want % ndim)
 
 
 __all__ = ["vmap"]

@@ -104,7 +104,24 @@ class Array:
             from spec._devices import devices
             full = tuple(slice(None) for _ in self.aval.shape)
             return [Shard(devices()[0], full, 0, self._value)]
-        return _shards_of(self._sharding, self.aval.shape, self._shards)
+        return _shards_of(self._sharding, self.aval.shape, self._placed_buffers())
+
+    def _placed_buffers(self) -> Any:
+        """The buffers as ``self.sharding`` places them. They are the
+        execution's own, except where the placement splits over Auto mesh
+        axes, which types (and so the per-device programs) do not see."""
+        typed = self.aval.sharding
+        placed = self._sharding.spec
+        if typed is not None and typed.spec.partitions == placed._normalized_spec_for_aval(
+                self.ndim).partitions:
+            return self._shards
+        from spec import _spmd
+        from spec.sharding import NamedSharding, P
+        geo = _spmd.geometry(self._sharding.mesh)
+        aval = self.aval.update(sharding=NamedSharding(
+            self._sharding.mesh.abstract_mesh, P(*placed._normalized_spec_for_aval(
+                self.ndim).partitions)))
+        return _spmd.split_value(self._value, aval, geo)
 
     def is_deleted(self) -> bool:
         return False
@@ -174,7 +191,14 @@ class Array:
         return format(str(self), spec)
 
     # --------------------------------------------------------------- printing
+    def _unreduced(self) -> bool:
+        s = getattr(self, "_sharding", None)
+        return s is not None and bool(s.spec.unreduced)
+
     def __repr__(self) -> str:
+        if self._unreduced():  # partial sums: no one value to show
+            return (f"Array(shape={self.shape}, dtype={self.dtype.name}, "
+                    f"sharding={self._sharding})")
         prefix = "Array("
         dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
         line_width = int(np.get_printoptions()["linewidth"])
@@ -190,7 +214,7 @@ class Array:
         return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self) -> str:
-        return str(self._value)
+        return repr(self) if self._unreduced() else str(self._value)
 
 
 def weak_scalar(py: Any, value: np.ndarray, aval: ArrayType) -> Array:
@@ -273,7 +297,11 @@ class Shard:
 
 
 def _shards_of(sharding: Any, shape: tuple[int, ...], buffers: Any) -> list[Shard]:
-    indices = sharding.devices_indices_map(shape)
+    # Unreduced axes hold partial sums of the whole block: index by the
+    # partitions alone.
+    from spec.sharding import NamedSharding, P
+    placed = NamedSharding(sharding.mesh, P(*sharding.spec.partitions))
+    indices = placed.devices_indices_map(shape)
     seen: dict[Any, int] = {}
     shards = []
     for device, buffer in zip(sharding.mesh.devices.flat, buffers):

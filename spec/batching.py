@@ -43,15 +43,66 @@ BatchDim = int | None
 
 @dataclass(frozen=True)
 class AxisData:
-    """The vmapped axis: its size, its name (for collectives) and the mesh
-    axis named by ``spmd_axis_name`` (kept for the sharding issue)."""
+    """The vmapped axis: its size, its name (for collectives), the mesh axes
+    named by ``spmd_axis_name`` (a tuple, or None) and, in explicit sharding
+    mode, ``explicit_mesh_axis``: the mesh axes (a tuple) that the mapped
+    inputs' batch dimensions are sharded over, or None when they are not
+    sharded. Every value that gains the batch dimension inside the vmap
+    (a sharding param written for the unbatched shape, an unbatched value
+    broadcast along the batch) gets those mesh axes on it."""
 
     size: int
     name: Any = None
     spmd_name: Any = None
+    explicit_mesh_axis: tuple[Any, ...] | None = None
 
 
 # ------------------------------------------------------------------ helpers
+#
+# Shardings under vmap. A batched value's type is its per-example type with
+# the batch dimension added, and the same holds for its sharding: the spec
+# entry of the batch dimension is removed inside the vmap (``unbatched_aval``,
+# a BatchTracer's ``aval``) and put back outside it (``batched_aval``). The
+# entry put back is the vmap's ``explicit_mesh_axis`` (the mapped inputs'
+# common entry), so a sharded batch dimension stays sharded through every
+# primitive whose sharding rule rebuilds the spec from a param.
+
+
+def _padded(spec: Any, ndim: int) -> list[Any]:
+    parts = list(spec.partitions)
+    return parts + [None] * (ndim - len(parts))
+
+
+def insert_spec_entry(sharding: Any, dim: int, entry: Any) -> Any:
+    """``sharding`` (a NamedSharding for the unbatched shape) with ``entry``
+    (mesh axes or None) as the spec entry of a new dimension ``dim``; its
+    unreduced and reduced axes are kept."""
+    from spec.sharding import P
+    spec = sharding.spec
+    parts = _padded(spec, dim)
+    parts.insert(dim, entry)
+    return sharding.update(spec=P(*parts, unreduced=spec.unreduced, reduced=spec.reduced,
+                                  unreduced_kind=spec.unreduced_kind))
+
+
+def delete_spec_entry(sharding: Any, dim: int, ndim: int) -> Any:
+    """``sharding`` (of a rank-``ndim`` value) without dimension ``dim``'s entry."""
+    from spec.sharding import P
+    spec = sharding.spec
+    parts = _padded(spec, ndim)
+    del parts[dim]
+    return sharding.update(spec=P(*parts, unreduced=spec.unreduced, reduced=spec.reduced,
+                                  unreduced_kind=spec.unreduced_kind))
+
+
+def sharding_for_vmap(axis: AxisData, sharding: Any, dim: int) -> Any:
+    """A sharding param written for the per-example result, for the batched
+    result whose batch dimension is ``dim``: that dimension sharded over the
+    vmap's explicit mesh axes (unsharded when there are none). None stays
+    None (the primitive's rule then infers the sharding from its operands)."""
+    if sharding is None:
+        return None
+    return insert_spec_entry(sharding, dim, axis.explicit_mesh_axis)
 
 
 def _lax() -> Any:
@@ -71,52 +122,88 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
     return _lax().transpose(x, tuple(perm))
 
 
-def broadcast(x: Any, size: int, axis: int) -> Any:
+def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
     """``x`` with a new axis of ``size`` at ``axis`` (the same value along it).
-    The kept axes are NumPy integers, as JAX computes (and prints) them."""
+    The kept axes are NumPy integers, as JAX computes (and prints) them. A
+    sharded ``x`` gets its result sharding as a param: its own spec with
+    ``mesh_axis`` (None: unsharded) for the new axis; a value without a mesh
+    (a NumPy constant) stays without one, whatever ``mesh_axis`` says."""
     from spec.rules.structural import broadcast_in_dim_p
+    from spec.sharding import NamedSharding, P
     aval = canonical_aval_of(x)
     shape = list(aval.shape)
     shape.insert(axis, size)
     dims = tuple(np.delete(np.arange(len(shape)), axis))
+    sharding = None
+    mesh = None if aval.sharding is None else aval.sharding.mesh
+    if mesh is None and mesh_axis is not None:
+        # A value made under ``set_mesh`` (jnp.ones inside the vmapped
+        # function) has the context mesh in JAX's types, unlike in spec's:
+        # it still broadcasts to the sharded batch dimension, as in JAX.
+        from spec.sharding import get_abstract_mesh
+        mesh = get_abstract_mesh()
+    if mesh is not None and not mesh.empty:
+        parts = [None] * aval.ndim if aval.sharding is None else _padded(aval.sharding.spec,
+                                                                          aval.ndim)
+        parts.insert(axis, mesh_axis)
+        # As JAX, only the partitions carry over to the param.
+        sharding = NamedSharding(mesh, P(*parts))
     return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims,
-                                   sharding=None)
+                                   sharding=sharding)
 
 
-def bdim_at_front(x: Any, dim: BatchDim, size: int) -> Any:
-    """The batch axis first: moved there, or created by broadcasting."""
+def bdim_at_front(x: Any, dim: BatchDim, size: int, mesh_axis: Any = None) -> Any:
+    """The batch axis first: moved there, or created by broadcasting (sharded
+    over ``mesh_axis``: pass the vmap's ``explicit_mesh_axis`` where the
+    broadcast value must match batched operands' sharding)."""
     if dim is None:
-        return broadcast(x, size, 0)
+        return broadcast(x, size, 0, mesh_axis)
     return moveaxis(x, dim, 0)
 
 
-def move_to(x: Any, src: BatchDim, dst: BatchDim, size: int) -> Any:
+def move_to(x: Any, src: BatchDim, dst: BatchDim, size: int, mesh_axis: Any = None) -> Any:
     """``x``'s batch axis from ``src`` to ``dst`` (broadcasting an unmapped
-    value when ``dst`` is an axis)."""
+    value when ``dst`` is an axis, its new axis sharded over ``mesh_axis``:
+    JAX's ``matchaxis`` passes the vmap's ``explicit_mesh_axis``)."""
     if src == dst:
         return x
     if dst is None:
         raise ValueError("cannot unmap a batched value")
     if src is None:
-        return broadcast(x, size, dst % (canonical_aval_of(x).ndim + 1))
+        return broadcast(x, size, dst % (canonical_aval_of(x).ndim + 1), mesh_axis)
     return moveaxis(x, src, dst)
 
 
-def batched_aval(aval: ArrayType, dim: BatchDim, size: int) -> ArrayType:
-    """The type of a value of type ``aval`` batched at ``dim``."""
+def match_axis(axis: AxisData, x: Any, src: BatchDim, dst: BatchDim) -> Any:
+    """``move_to`` for the vmap ``axis``: its size and explicit mesh axes."""
+    return move_to(x, src, dst, axis.size, axis.explicit_mesh_axis)
+
+
+def batched_aval(aval: ArrayType, dim: BatchDim, size: int,
+                 mesh_axis: Any = None) -> ArrayType:
+    """The type of a value of type ``aval`` batched at ``dim`` (the batch
+    dimension sharded over ``mesh_axis`` when ``aval`` has a sharding)."""
     if dim is None:
         return aval
     shape = list(aval.shape)
     shape.insert(dim, size)
-    return aval.update(shape=tuple(shape))
+    sharding = aval.sharding
+    if sharding is not None:
+        sharding = insert_spec_entry(sharding, dim, mesh_axis)
+    return aval.update(shape=tuple(shape), sharding=sharding)
 
 
 def unbatched_aval(aval: ArrayType, dim: BatchDim) -> ArrayType:
+    """The per-example type of a value of type ``aval`` batched at ``dim``:
+    the batch dimension and its spec entry removed."""
     if dim is None:
         return aval
     shape = list(aval.shape)
     del shape[dim]
-    return aval.update(shape=tuple(shape))
+    sharding = aval.sharding
+    if sharding is not None:
+        sharding = delete_spec_entry(sharding, dim, aval.ndim)
+    return aval.update(shape=tuple(shape), sharding=sharding)
 
 
 # ---------------------------------------------------------- rule builders
@@ -181,7 +268,7 @@ def batch_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[BatchDim]
 
 
 class BatchTracer(Tracer):
-    __slots__ = ("_trace", "val", "batch_dim")
+    __slots__ = ("_trace", "batch_dim", "val")
 
     def __init__(self, trace: BatchTrace, val: Any, batch_dim: int) -> None:
         self._trace = trace
@@ -270,19 +357,21 @@ def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
         outs, ds = batch_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), axis, args,
                               dims)
         if out_dims_wanted is not None:
-            outs = [o if w is None and d is None else move_to(o, d, w, axis.size)
+            outs = [o if w is None and d is None else match_axis(axis, o, d, w)
                     for o, d, w in zip(outs, ds, out_dims_wanted)]
             ds = list(out_dims_wanted)
         out_dims.extend(ds)
         return outs
 
-    avals = [batched_aval(v.aval, d, axis.size) for v, d in zip(jaxpr.invars, dims)]
+    avals = [batched_aval(v.aval, d, axis.size, axis.explicit_mesh_axis)
+             for v, d in zip(jaxpr.invars, dims)]
     new, _ = trace_to_jaxpr(batched, avals)
     return new, out_dims
 
 
 __all__ = [
     "AxisData", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr", "batch_rule",
-    "batched_aval", "bdim_at_front", "broadcast", "broadcasting", "move_to", "moveaxis",
-    "not_mapped", "unbatched_aval", "vectorized",
+    "batched_aval", "bdim_at_front", "broadcast", "broadcasting", "delete_spec_entry",
+    "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped", "sharding_for_vmap",
+    "unbatched_aval", "vectorized",
 ]

@@ -28,6 +28,7 @@ from spec.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from spec.sharding import _context as _mesh_context
 from spec.types import (
     ArrayType,
     canonicalize_dtype,
@@ -423,7 +424,8 @@ _TYPING_CACHE_LIMIT = 20_000
 def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Sequence[ArrayType]:
     try:
-        key = (prim, *avals, *params.items())
+        # Sharding sections read the context mesh: it is part of the key.
+        key = (prim, _mesh_context.abstract, *avals, *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache
         return _typed(prim, avals, params)
@@ -456,6 +458,19 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     return [a.update(sharding=s) for a, s in zip(out, shardings)]
 
 
+def _on_mesh(args: Sequence[Any], out_avals: Sequence[ArrayType]) -> bool:
+    """Whether the operation runs per device: an operand is laid out over a
+    mesh, or a result's type is sharded over one."""
+    for a in args:
+        if getattr(a, "_shards", None) is not None:
+            return True
+    for o in out_avals:
+        s = o.sharding
+        if s is not None and not s.mesh.empty:
+            return True
+    return False
+
+
 class EvalTrace(Trace):
     """Eager evaluation: typing rule, then the NumPy impl."""
 
@@ -475,31 +490,14 @@ class EvalTrace(Trace):
                 values.append(value)
                 avals.append(aval)
         out_avals = apply_typing(prim, avals, params)
+        if _on_mesh(args, out_avals):
+            from spec import _spmd
+            return _spmd.eager(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
         made = array._from_checked
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                    for o, a in zip(outs, out_avals)]
-        if any(a.sharding is not None for a in out_avals):
-            return _lay_out(results, args)
         return results
-
-
-def _lay_out(results: list[Any], args: Sequence[Any]) -> list[Any]:
-    """Sharded results laid out over the operands' mesh. (Interim: the value
-    is computed globally and then split per device; per-device programs with
-    their collectives are the rest of the sharding issue.)"""
-    from spec.array import sharded
-    from spec.sharding import NamedSharding
-    mesh = next((a._sharding.mesh for a in args if getattr(a, "_sharding", None) is not None),
-                None)
-    if mesh is None:
-        from spec.sharding import get_concrete_mesh
-        mesh = get_concrete_mesh()
-    out = []
-    for r in results:
-        s = r.aval.sharding
-        out.append(r if s is None else sharded(r._value, r.aval, NamedSharding(mesh, s.spec)))
-    return out
 
 
 _context = _Context()

@@ -71,3 +71,15 @@ def test_wrong_arithmetic_is_caught() -> None:
 class _Ready(np.ndarray):
     def block_until_ready(self) -> _Ready:
         return self
+
+
+def test_sharding_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import sharding
+    out = tmp_path / "sharding.json"
+    assert sharding.main(["--quick", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["name"] for r in rows} == {"data-parallel MLP step",
+                                        "capstone step ({R:X} weights)"}
+    # Each step moves exactly one all-reduce of its weight gradients.
+    assert all(r["ledger bytes"] == r["minimum bytes"] for r in rows)
+    assert "sharded/unsharded" in capsys.readouterr().out

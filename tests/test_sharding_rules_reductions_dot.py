@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-import pytest
 from _twin import run_jax, run_spec
 
-import spec
-from spec import lax as slax
 
 PROGRAM = r'''
 import json
@@ -155,17 +151,3 @@ def test_reduction_and_dot_sharding_rules_match_jax(four_devices: None) -> None:
     assert any(str(v).startswith("raises ShardingTypeError") for v in theirs.values())
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not differ, differ
-
-
-def test_unreduced_requests_are_pending(four_devices: None) -> None:
-    """JAX returns unreduced results here; the interim execution cannot hold
-    partial sums, so spec refuses rather than compute wrong values."""
-    mesh = spec.make_mesh((2, 2), ("X", "Y"))
-    x = spec.device_put(np.ones((8, 4), np.float32), spec.NamedSharding(mesh, spec.P("X", "Y")))
-    w = spec.device_put(np.ones((4, 6), np.float32), spec.NamedSharding(mesh, spec.P("Y")))
-    unreduced = spec.NamedSharding(mesh, spec.P("X", None, unreduced={"Y"}))
-    with pytest.raises(NotImplementedError, match=r"pending \(issue 5\)"):
-        slax.dot_general(x, w, (((1,), (0,)), ((), ())), out_sharding=unreduced)
-    with pytest.raises(NotImplementedError, match=r"pending \(issue 5\)"):
-        slax.reduce_sum(x, (1,), out_sharding=spec.NamedSharding(
-            mesh, spec.P("X", unreduced={"Y"})))

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from _twin import run_jax, run_spec
 
 import spec
@@ -69,16 +68,6 @@ def test_device_put_types_shardings_and_shards_match_jax(four_devices: None) -> 
     assert sorted(ours) == sorted(theirs)
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not differ, differ
-
-
-def test_sharded_operands_need_their_sharding_rule(four_devices: None) -> None:
-    mesh = spec.make_mesh((2, 2), ("X", "Y"))
-    x = spec.device_put(np.ones((2, 1, 4, 4), np.float32), spec.NamedSharding(mesh, spec.P("X")))
-    w = np.ones((1, 1, 3, 3), np.float32)
-    with pytest.raises(NotImplementedError, match="sharding rule of 'conv_general_dilated'"):
-        spec.lax.conv(x, w, (1, 1), "SAME")
-    with pytest.raises(NotImplementedError, match="pending"):
-        spec.jit(lambda v: spec.lax.conv(v, w, (1, 1), "SAME"))(x)
 
 
 def test_shards_are_views_of_the_global_value(four_devices: None) -> None:

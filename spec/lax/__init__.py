@@ -24,3 +24,5 @@ def _export_primitives() -> None:
 
 
 _export_primitives()
+from spec.sharding import with_sharding_constraint  # noqa: E402,F401
+from spec.rules.reshard import reshard_p, sharding_constraint_p  # noqa: E402,F401

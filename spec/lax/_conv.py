@@ -19,6 +19,7 @@ from spec import types as T
 from spec.interpreter import canonical_aval_of
 from spec.lax._dot import canonicalize_precision
 from spec.lax._structural import rev, transpose
+from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
 from spec.rules.conv import ConvDimensionNumbers, conv_general_dilated_p, dilate_dim, stride_dim
 
 __all__ = [
@@ -218,6 +219,9 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     dilation, zero padding, and feature/batch grouping."""
     lshape, rshape = canonical_aval_of(lhs).shape, canonical_aval_of(rhs).shape
     dnums = conv_dimension_numbers(lshape, rshape, dimension_numbers)
+    # As JAX (which names dot_general here): a P takes the context mesh, and a
+    # concrete mesh becomes abstract, so the param prints as JAX's.
+    out_sharding = canonicalize_out_sharding(out_sharding, "dot_general")
     if lhs_dilation is None:
         lhs_dilation = (1,) * (len(lshape) - 2)
     elif isinstance(padding, str) and any(d != 1 for d in lhs_dilation):

@@ -169,6 +169,32 @@ def _array_copy(x: Any) -> Any:
 
 
 # ================================================================== creation
+# The creation wrappers and their shardings (SPEC.md, "creation functions and
+# shardings"). A sharding is concrete when it names real devices (a
+# NamedSharding over a Mesh, a SingleDeviceSharding) and abstract when it is
+# a type-level NamedSharding over an AbstractMesh; JAX treats the two apart.
+
+class NotAPlacementError(AttributeError, TypeError):
+    """A ``sharding`` that is not a Sharding object (a bare PartitionSpec given
+    to lax.full or as jnp's ``device=``). JAX fails looking an attribute up on
+    it (AttributeError); it is a TypeError too, the class that names the fault."""
+
+
+def _sharding_is_concrete(sharding: Any, who: str) -> bool:
+    from spec.sharding import AbstractMesh, NamedSharding, Sharding
+    if not isinstance(sharding, Sharding):
+        raise NotAPlacementError(
+            f"{who}: sharding must be a jax.sharding.Sharding (a NamedSharding, or a device's "
+            f"SingleDeviceSharding), got {sharding!r} of type {type(sharding).__name__}")
+    return not (isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, AbstractMesh))
+
+
+def _canonical_out_sharding(sharding: Any, api_name: str) -> Any:
+    """An ``out_sharding`` argument (None, P, NamedSharding) as the abstract
+    NamedSharding a primitive records (TypeError/ValueError as JAX's)."""
+    from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
+    return canonicalize_out_sharding(sharding, api_name)
+
 
 def iota(dtype: Any, size: int) -> Any:
     return broadcasted_iota(dtype, (size,), 0)
@@ -178,8 +204,15 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
                      out_sharding: Any = None) -> Any:
     dt = T.to_dtype(dtype, "broadcasted_iota")
     shp = T.check_shape(shape, "broadcasted_iota")
-    return iota_p.bind(dtype=dt, shape=shp, dimension=operator.index(dimension),
-                       sharding=out_sharding)
+    dim = operator.index(dimension)
+    sharding = _canonical_out_sharding(out_sharding, "broadcasted_iota")
+    if sharding is not None:
+        # The result type must fit the layout (rank, divisibility): JAX's
+        # ValueError when it builds that type. Checked here until iota's
+        # typing rule does it; the param keeps the spec as given.
+        from spec.rules._sharding_reduce_dot import fit_out
+        fit_out(sharding, shp)
+    return iota_p.bind(dtype=dt, shape=shp, dimension=dim, sharding=sharding)
 
 
 def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
@@ -200,7 +233,70 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
     else:
         fill_dtype, weak = T.to_dtype(dtype, "full"), False
     value = _convert_element_type(fill_value, fill_dtype, weak)
-    return broadcast(value, shp, out_sharding=sharding)
+    if sharding is None:
+        return broadcast(value, shp)
+    if not _sharding_is_concrete(sharding, "lax.full"):
+        return _broadcast_scalar_sharded(value, shp, sharding)
+    if _is_concrete_value(value):
+        return _filled_on_devices(value, fill_dtype, shp, sharding)
+    # Staged, a concrete sharding places nothing: JAX drops it.
+    return broadcast(value, shp)
+
+
+def _is_concrete_value(value: Any) -> bool:
+    """JAX's ``isinstance(fill_value, ArrayImpl)``: a concrete array, i.e. any
+    Array when evaluating eagerly, and under a trace only a captured device
+    array (a Python scalar converted while tracing is a literal)."""
+    from spec.interpreter import EvalTrace, current_trace
+    if not isinstance(value, Array):
+        return False
+    return type(current_trace()) is EvalTrace or value._py is None
+
+
+def _filled_on_devices(value: Any, dtype: T.DType, shape: tuple[int, ...], sharding: Any) -> Any:
+    """A concrete array of ``shape`` filled with ``value``, laid out by the
+    concrete ``sharding`` (JAX builds it shard by shard, so the result is not
+    weakly typed). The layout is checked first: rank, divisibility, and JAX
+    cannot place blocks of an unreduced layout (NotImplementedError)."""
+    from spec._devices import device_put
+    from spec.array import on_device
+    from spec.sharding import NamedSharding
+    sharding.shard_shape(shape)
+    if isinstance(sharding, NamedSharding):
+        sharding.devices_indices_map(shape)
+    filled = on_device(broadcast(_convert_element_type(value, dtype, False), shape))
+    if isinstance(sharding, NamedSharding):
+        return device_put(filled, sharding)
+    return filled  # one device: the embedded backend keeps every array on device 0
+
+
+def _broadcast_scalar_sharded(value: Any, shape: tuple[int, ...], sharding: Any) -> Any:
+    """JAX's ``broadcast(value, shape, out_sharding=sharding)`` for a scalar:
+    the sharding canonicalised (an empty mesh's is none); a rank-0 result is
+    the scalar itself, moved to the layout by a reshard when its own differs."""
+    s = _canonical_out_sharding(sharding, "broadcast_in_dim")
+    if s is None:
+        return broadcast(value, shape)
+    if _layout_kept(value):
+        # JAX's ValueError building the result type (rank, divisibility);
+        # checked here until broadcast_in_dim's typing rule does it.
+        from spec.rules._sharding_reduce_dot import fit_out
+        fit_out(s, shape)
+    if not shape and canonical_aval_of(value).sharding != s:
+        from spec.sharding import reshard
+        return reshard(value, s)
+    return broadcast(value, shape, out_sharding=s)
+
+
+def _layout_kept(value: Any) -> bool:
+    """Whether a broadcast of ``value`` gets its ``sharding`` param as its
+    type's layout: only with explicit mesh axes in context or on ``value``
+    (otherwise JAX's sharding rule is not consulted and the result is
+    replicated, whatever the param says)."""
+    from spec.sharding import AxisType, get_abstract_mesh
+    own = canonical_aval_of(value).sharding
+    meshes = [get_abstract_mesh()] + ([own.mesh] if own is not None else [])
+    return any(AxisType.Explicit in m.axis_types for m in meshes)
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
@@ -214,7 +310,59 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
         x_dtype, x_weak = aval.dtype, aval.weak_type
     weak = dtype is None and x_weak
     dt = x_dtype if dtype is None else T.canonicalize_dtype(np.dtype(dtype))
-    return full(fill_shape, _convert_element_type(fill_value, dt, weak), sharding=sharding)
+    if sharding is None:
+        sharding = like_sharding(x, fill_shape, shape is None, weak)
+    out = full(fill_shape, _convert_element_type(fill_value, dt, weak), sharding=sharding)
+    return reduced_like(out, x)
+
+
+def like_sharding(x: Any, shape: tuple[int, ...], same_shape: bool, weak: bool) -> Any:
+    """The sharding a ``*_like`` result inherits from ``x`` when none is given.
+    A traced ``x`` passes its type's sharding (reduced/unreduced axes too) when
+    no new shape is asked for. A concrete ``x`` passes its placement when it
+    was placed on purpose (committed: spec's arrays on a mesh, a
+    ShapeDtypeStruct's sharding), over real devices or an explicit mesh, ``x``
+    is not weakly typed, and the shape is kept or the layout is replicated."""
+    from spec.sharding import AxisType, NamedSharding, get_concrete_mesh
+    if isinstance(x, Tracer):
+        return x.aval.sharding if same_shape else None
+    s = x._sharding if isinstance(x, Array) else getattr(x, "sharding", None)
+    if s is None or weak or not getattr(x, "_committed", True):
+        return None
+    placed = (_sharding_is_concrete(s, "full_like") or not get_concrete_mesh().empty
+              or (isinstance(s, NamedSharding)
+                  and all(t == AxisType.Explicit for t in s.mesh.axis_types)))
+    if placed and (shape == _shape(x) or s.is_fully_replicated):
+        return s
+    return None
+
+
+def reduced_like(out: Any, x: Any) -> Any:
+    """JAX's last step of ``*_like`` outside shard_map: under an explicit
+    context mesh, a rank-0 result that is replicated over the axes on which
+    the result or ``x`` is reduced is resharded to be reduced over them."""
+    from spec.sharding import AxisType, P, get_abstract_mesh, reshard
+    mesh = get_abstract_mesh()
+    if mesh.empty or any(t != AxisType.Explicit for t in mesh.axis_types):
+        return out
+    out_aval = canonical_aval_of(out)
+    if out_aval.shape:
+        return out
+    out_spec = getattr(out_aval.sharding, "spec", None)
+    x_spec = getattr(getattr(getattr(x, "aval", None), "sharding", None), "spec", None)
+    if x_spec is None and not isinstance(x, (Array, Tracer)):
+        x_spec = getattr(getattr(x, "sharding", None), "spec", None)
+    reduced = frozenset().union(*(s.reduced for s in (out_spec, x_spec) if s is not None))
+    if not reduced:
+        return out
+    used: set[Any] = set()
+    if out_spec is not None:
+        for entry in out_spec.partitions:
+            used.update(entry if isinstance(entry, tuple) else (entry,))
+        used |= out_spec.unreduced | out_spec.reduced
+    if reduced <= frozenset(mesh.axis_names) - used:
+        return reshard(out, P(reduced=reduced))
+    return out
 
 
 # ============================================================== broadcasting

@@ -136,26 +136,67 @@ def copy(a: Any, order: Any = None) -> Any:
 
 
 # ============================================================== fill creators
+# ``device=`` and ``out_sharding=`` (never both): a device or a Sharding is
+# concrete placement; an out_sharding (P or NamedSharding) is canonicalised to
+# the abstract NamedSharding the result's type carries. lax.full /
+# lax.full_like (spec/lax/_structural.py) tell the two apart.
+
+def _device_or_out_sharding(device: Any, out_sharding: Any, name: str) -> Any:
+    if device is not None and out_sharding is not None:
+        raise ValueError("Only one of `device` or `out_sharding` can be set. Got "
+                         f"device={device!r} and out_sharding={out_sharding!r}")
+    if device is not None:
+        return _device_sharding(device)
+    return L._canonical_out_sharding(out_sharding, name)
+
+
+def _device_sharding(device: Any) -> Any:
+    """A device as the sharding that keeps the whole array on it; a Sharding
+    (or anything else, which lax rejects) as given."""
+    from spec._devices import Device
+    from spec.sharding import SingleDeviceSharding
+    return SingleDeviceSharding(device) if isinstance(device, Device) else device
+
+
+def _is_single_device(sharding: Any) -> bool:
+    from spec.sharding import SingleDeviceSharding
+    return isinstance(sharding, SingleDeviceSharding)
+
+
+def _put(x: Any, device: Any) -> Any:
+    from spec._devices import device_put
+    return device_put(x, device)
+
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
           out_sharding: Any = None) -> Any:
     _forgot_tuple("zeros", shape, dtype)
     dt = _user_dtype(float if dtype is None else dtype, "zeros")
-    return device_array(L.full(_shape_arg(shape, "zeros"), 0, dt, sharding=out_sharding))
+    shp = _shape_arg(shape, "zeros")
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.zeros")
+    return device_array(L.full(shp, 0, dt, sharding=sharding))
 
 
 def ones(shape: Any, dtype: Any = None, *, device: Any = None,
          out_sharding: Any = None) -> Any:
     _forgot_tuple("ones", shape, dtype)
+    shp = _shape_arg(shape, "ones")
     dt = _user_dtype(float if dtype is None else dtype, "ones")
-    return device_array(L.full(_shape_arg(shape, "ones"), 1, dt, sharding=out_sharding))
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.ones")
+    return device_array(L.full(shp, 1, dt, sharding=sharding))
 
 
 def empty(shape: Any, dtype: Any = None, *, device: Any = None,
           out_sharding: Any = None) -> Any:
     _forgot_tuple("empty", shape, dtype)
     dt = _user_dtype(float if dtype is None else dtype, "empty")
-    return device_array(L.empty(_shape_arg(shape, "empty"), dt, out_sharding=out_sharding))
+    shp = _shape_arg(shape, "empty")
+    if device is not None and out_sharding is None:
+        # lax.empty takes no concrete placement: JAX puts the result there.
+        return _put(device_array(L.empty(shp, dt)), device)
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.empty")
+    return device_array(L.empty(shp, dt, out_sharding=L._canonical_out_sharding(
+        sharding, "lax.empty")))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
@@ -163,11 +204,45 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
     dt = None if dtype is None else _user_dtype(dtype, "full")
     from spec.numpy._util import check_arraylike
     check_arraylike("full", fill_value)
+    sharding = _device_or_out_sharding(device, out_sharding, "full")
     if not canonical_aval_of(fill_value).shape:
         return device_array(L.full(_shape_arg(shape, "full"), fill_value, dt,
-                                   sharding=out_sharding))
-    from spec.numpy._shape import _broadcast_to
-    return device_array(_broadcast_to(asarray(fill_value, dtype=dt), shape))
+                                   sharding=sharding))
+    filled = asarray(fill_value, dtype=dt)
+    if _is_single_device(sharding):
+        return _put(_broadcast_to(filled, shape, None), device)
+    return device_array(_broadcast_to(filled, shape, sharding))
+
+
+def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
+    """``jnp.broadcast_to`` with JAX's ``sharding`` (lax.broadcast_to): the
+    result laid out by it; each operand dimension must be unsharded or
+    sharded as its result dimension; same shape and another layout is a
+    reshard."""
+    from spec.numpy._shape import _broadcast_to as plain
+    s = L._canonical_out_sharding(sharding, "jnp.broadcast_to")
+    if s is None:
+        return plain(arr, shape)
+    shp = (shape,) if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0 else shape
+    target = _shape_arg(shp, "broadcast_to")
+    aval = canonical_aval_of(arr)
+    if aval.shape == target and aval.sharding == s:
+        return arr
+    lead = len(target) - aval.ndim
+    if lead < 0:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={target}")
+    tail = s.spec._normalized_spec_for_aval(len(target)).partitions[lead:]
+    mine = aval.sharding.spec.partitions if aval.sharding is not None else (None,) * aval.ndim
+    if (not all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
+            or not all(a in (None, b) for a, b in zip(mine, tail))):
+        wanted = T.ArrayType(target, aval.dtype, sharding=s).str_short()
+        raise ValueError(f"Incompatible types for broadcasting: input type={aval.str_short()} "
+                         f"and requested type={wanted}")
+    if aval.shape == target:
+        from spec.sharding import reshard
+        return reshard(arr, s)
+    return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))), out_sharding=s)
 
 
 def _like_args(name: str, a: Any, dtype: Any, shape: Any
@@ -183,22 +258,47 @@ def _like_args(name: str, a: Any, dtype: Any, shape: Any
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
                out_sharding: Any = None) -> Any:
     a, dt, shp = _like_args("zeros_like", a, dtype, shape)
-    return L.full_like(a, 0, dt, shp)
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.zeros_like")
+    return L.full_like(a, 0, dt, shp, sharding=sharding)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
               out_sharding: Any = None) -> Any:
     a, dt, shp = _like_args("ones_like", a, dtype, shape)
-    return L.full_like(a, 1, dt, shp)
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.ones_like")
+    return L.full_like(a, 1, dt, shp, sharding=sharding)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
                device: Any = None) -> Any:
+    """JAX's ``lax.empty_like``: ``full_like``'s sharding rule, an ``empty``
+    instead of a broadcast, and a weakly typed prototype's weak type kept by
+    a conversion."""
     a, dt, shp = _like_args("empty_like", prototype, dtype, shape)
     aval = canonical_aval_of(a) if not hasattr(a, "shape") or _arrayish(a) else None
     a_shape = aval.shape if aval is not None else tuple(a.shape)
     a_dtype = aval.dtype if aval is not None else np.dtype(a.dtype)
-    return L.empty(a_shape if shp is None else shp, a_dtype if dt is None else dt)
+    fill_shape = a_shape if shp is None else shp
+    weak = dt is None and bool(aval.weak_type if aval is not None
+                               else getattr(a, "weak_type", False))
+    out_dtype = a_dtype if dt is None else dt
+    sharding = _device_sharding(device) if device is not None else None
+    if sharding is None:
+        sharding = L.like_sharding(a, fill_shape, shp is None, weak)
+    out: Any
+    if sharding is not None and L._sharding_is_concrete(sharding, "empty_like"):
+        sharding.shard_shape(fill_shape)
+        if _is_single_device(sharding):
+            out = device_array(L.empty(fill_shape, out_dtype))
+        else:
+            sharding.devices_indices_map(fill_shape)
+            out = _put(device_array(L.empty(fill_shape, out_dtype)), sharding)
+    else:
+        out = L.empty(fill_shape, out_dtype,
+                      out_sharding=L._canonical_out_sharding(sharding, "lax.empty"))
+    if weak:
+        out = _convert_element_type(out, None, True)
+    return L.reduced_like(out, a)
 
 
 def _arrayish(a: Any) -> bool:
@@ -214,18 +314,29 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
         check_arraylike("full_like", a, fill_value)
     dt = None if dtype is None else _user_dtype(dtype, "full_like")
     shp = None if shape is None else _shape_arg(shape, "full_like")
+    sharding = _device_or_out_sharding(device, out_sharding, "full_like")
     if not canonical_aval_of(fill_value).shape:
-        return L.full_like(a, fill_value, dt, shp)
-    from spec.numpy._shape import _broadcast_to
+        return L.full_like(a, fill_value, dt, shp, sharding=sharding)
     target = canonical_aval_of(a).shape if shp is None else shp
     fill_dt = canonical_aval_of(a).dtype if dt is None else dt
-    return _broadcast_to(asarray(fill_value, dtype=fill_dt), target)
+    filled = asarray(fill_value, dtype=fill_dt)
+    if _is_single_device(sharding):
+        return _put(_broadcast_to(filled, target, None), device)
+    return _broadcast_to(filled, target, sharding)
 
 
 # =================================================================== ranges
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
            device: Any = None, out_sharding: Any = None) -> Any:
+    sharding = _device_or_out_sharding(device, out_sharding, "jnp.arange")
+    if sharding is None or not L._sharding_is_concrete(sharding, "jnp.arange"):
+        return _arange(start, stop, step, dtype, sharding)
+    # A concrete placement: the range is computed, then put there.
+    return _put(_arange(start, stop, step, dtype, None), sharding)
+
+
+def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> Any:
     dt = None if dtype is None else _user_dtype(dtype, "arange")
     from spec.numpy._util import check_arraylike
     check_arraylike("arange", *(v for v in (start, stop, step) if v is not None))
@@ -283,8 +394,36 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         fn = _LINSPACE["fn"] = jit(_linspace_impl,
                                    static_argnames=("num", "endpoint", "retstep", "dtype",
                                                     "axis"))
-    return fn(start, stop, num=num, endpoint=endpoint, retstep=retstep,
-              dtype=None if dtype is None else np.dtype(dtype), axis=axis)
+    out = fn(start, stop, num=num, endpoint=endpoint, retstep=retstep,
+             dtype=None if dtype is None else np.dtype(dtype), axis=axis)
+    if device is None:
+        return out
+    sharding = _linspace_sharding(device)
+    if retstep:
+        return _put(out[0], sharding), out[1]
+    return _put(out, sharding)
+
+
+def _linspace_sharding(device: Any) -> Any:
+    """JAX converts linspace's result with ``sharding=device`` and constrains
+    it there (``with_sharding_constraint``): the device must be a Sharding,
+    and a NamedSharding may name only Auto mesh axes (explicit ones are
+    ``reshard``'s business)."""
+    from spec.sharding import AxisType, NamedSharding, Sharding
+    sharding = _device_sharding(device)
+    if not isinstance(sharding, Sharding):  # JAX's class here is ValueError
+        raise ValueError(  # noqa: TRY004
+            f"sharding={sharding!r} must be an instance of jax.sharding.Sharding")
+    if isinstance(sharding, NamedSharding):
+        kinds = sharding.mesh._name_to_type
+        named = [a for p in sharding.spec.partitions if p is not None
+                 for a in (p if isinstance(p, tuple) else (p,))]
+        if any(kinds.get(a) != AxisType.Auto for a in named):
+            raise ValueError("The spec of NamedSharding passed to with_sharding_constraint can "
+                             f"only refer to Auto axes of the mesh. Got spec={sharding.spec} "
+                             f"and mesh={sharding.mesh.abstract_mesh}. You probably meant to "
+                             "use `reshard` API?")
+    return sharding
 
 
 _LINSPACE: dict[str, Any] = {}
@@ -353,7 +492,8 @@ def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
     idt = canonical_aval_of(offset).dtype
     i = L.broadcasted_iota(idt, (n, m), 0)
     j = L.broadcasted_iota(idt, (n, m), 1)
-    return ((i + offset) == j).astype(dt)
+    out = ((i + offset) == j).astype(dt)
+    return out if device is None else _put(out, device)
 
 
 def _int32_offset(k: Any, name: str) -> Any:

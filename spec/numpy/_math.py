@@ -249,15 +249,18 @@ def _broadcast_arrays(*args: Any) -> list[Any]:
     if all(s == shapes[0] for s in shapes):
         return [_as_array(a) for a in args]
     shape = _broadcast_shapes_np("broadcast_arrays", shapes)
-    return [_broadcast_to(a, shape) for a in args]
+    from spec.rules._sharding_kit import broadcast_shardings
+    sharding = broadcast_shardings(*(_aval(a) for a in args))
+    return [_broadcast_to(a, shape, sharding) for a in args]
 
 
-def _broadcast_to(x: Any, shape: T.Shape) -> Any:
+def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
     aval = _aval(x)
     if aval.shape == shape:
         return _as_array(x)
     lead = len(shape) - aval.ndim
-    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
+                                out_sharding=sharding)
 
 
 def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,

@@ -27,5 +27,8 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     control_flow,
     reshard,
 )
+from spec.rules import _per_device
+
+_per_device.attach()
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

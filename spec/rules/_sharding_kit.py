@@ -348,3 +348,18 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
         "mul": multiplicative, "div": divisive, "none": no_ur(name), "keep": keeps,
     }
     return section(name, broadcasting(name, n_out), ur_rules[ur])
+
+
+def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:
+    """The sharding of the common broadcast of ``avals`` (numpy-style rank
+    promotion, then size-1 broadcasting), as jnp's implicit broadcasts give
+    it to each broadcast operand; None when no operand is on a mesh."""
+    on_mesh = [a for a in avals if a.sharding is not None and not a.sharding.mesh.empty]
+    if not on_mesh:
+        return None
+    mesh = mesh_of(avals)
+    ndim = max(a.ndim for a in avals)
+    padded = [ArrayType((1,) * (ndim - a.ndim) + a.shape, a.dtype,
+                        sharding=NamedSharding(mesh, P(*((None,) * (ndim - a.ndim) + parts(a)))))
+              for a in avals]
+    return NamedSharding(mesh, P(*broadcast_parts("broadcast_shardings", padded)))

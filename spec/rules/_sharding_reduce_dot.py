@@ -7,9 +7,9 @@ operands with shardings must share one abstract mesh. Output specs that use a
 mesh axis twice are reported as JAX reports them: as an illegally sharded
 result of the primitive.
 
-Unreduced and reduced axes cannot be represented by the interim execution
-(values are computed globally, then split per device), so operands carrying
-them, and output shardings asking for them, are refused as pending.
+Primitives without an unreduced/reduced rule in JAX (products, logical
+reductions, argmax/argmin, cumulative reductions, sort, top_k) refuse
+unreduced or reduced operands and output shardings as JAX does.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ from spec.sharding import AbstractMesh, DuplicateSpecError, Mesh, NamedSharding,
 from spec.types import ArrayType
 
 Parts = tuple[Any, ...]
-
-PENDING = "pending (issue 5)"
-
 
 def parts_of(x: ArrayType) -> Parts:
     """The spec entries of ``x``, one per dimension (None where unsharded)."""
@@ -52,21 +49,23 @@ def mesh_of(avals: Sequence[ArrayType]) -> AbstractMesh:
     return mesh
 
 
+def _no_ur_rule(prim: str) -> NotImplementedError:
+    return NotImplementedError(f"unreduced/reduced rule for {prim} is not implemented. Please"
+                               " file an issue at https://github.com/jax-ml/jax/issues")
+
+
 def refuse_unreduced(prim: str, avals: Sequence[ArrayType]) -> None:
-    """Unreduced/reduced operands: not representable by the interim execution."""
+    """A primitive with no unreduced/reduced rule takes no operand with
+    unreduced or reduced axes (JAX's NotImplementedError)."""
     for a in avals:
         s = a.sharding
         if s is not None and (s.spec.unreduced or s.spec.reduced):
-            raise NotImplementedError(
-                f"{prim} with an unreduced or reduced operand ({a.str_short()}) is {PENDING}: "
-                "the interim execution computes global values only")
+            raise _no_ur_rule(prim)
 
 
 def refuse_unreduced_out(prim: str, out_sharding: NamedSharding) -> None:
-    if out_sharding.spec.unreduced:
-        raise NotImplementedError(
-            f"{prim} with an unreduced out_sharding ({out_sharding.spec}) is {PENDING}: the "
-            "interim execution cannot hold partial sums")
+    if out_sharding.spec.unreduced or out_sharding.spec.reduced:
+        raise _no_ur_rule(prim)
 
 
 def make(prim: str, avals: Sequence[ArrayType], out: ArrayType, mesh: AbstractMesh,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from spec.ad_util import Zero, add_tangents, linear_jvp
-from spec.batching import AxisData, move_to, vectorized
+from spec.batching import AxisData, match_axis, vectorized
 from spec.interpreter import not_applicable
 from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import arithmetic
@@ -37,13 +37,15 @@ def _add_any_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
 
 def _add_any_batch(axis: AxisData, args: list[Any], dims: list[Any]
                    ) -> tuple[list[Any], list[Any]]:
-    """Both operands batched at one axis (an unmapped one is broadcast)."""
+    """Both operands batched at one axis: an unmapped one is broadcast to the
+    other's (its new dimension sharded over the vmap's explicit mesh axes);
+    when both are mapped, x's batch axis moves to y's (JAX's order)."""
     x, y = args
     dx, dy = dims
     if dx == dy:
         return [add_any_p.bind(x, y)], [dx]
-    d = dx if dx is not None else dy
-    return [add_any_p.bind(move_to(x, dx, d, axis.size), move_to(y, dy, d, axis.size))], [d]
+    d = dy if dy is not None else dx
+    return [add_any_p.bind(match_axis(axis, x, dx, d), match_axis(axis, y, dy, d))], [d]
 
 
 add_any_p = declare(

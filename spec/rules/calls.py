@@ -61,6 +61,9 @@ def _pp_jit(eqn: Any, ctx: Any) -> Any:
         params.pop("donated_invars", None)
     if not params.get("keep_unused", False):
         params.pop("keep_unused", None)
+    mesh = params.get("ctx_mesh")
+    if mesh is None or mesh.empty:  # printed only when a mesh was in context
+        params.pop("ctx_mesh", None)
     inner = params["jaxpr"]
     if id(inner) not in ctx.shared:
         ctx.suggest_same_names(inner.invars, eqn.invars)

@@ -393,6 +393,13 @@ def _bcast_to(pred: Any, x: Any) -> Any:
     return _lax().broadcast_in_dim(pred, a.shape, tuple(range(p.ndim)))
 
 
+def _select_or_stop(chosen: Any, x: Any) -> Any:
+    """``x`` where ``chosen``, else ``stop_gradient(x)``; the stop_gradient is
+    bound before the predicate's broadcast, in JAX's order."""
+    stopped = _lax().stop_gradient(x)
+    return _lax().select(_bcast_to(chosen, x), x, stopped)
+
+
 def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                 branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
     lax = _lax()
@@ -402,12 +409,13 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
         # picks per example. Each branch sees its operands only where it is
         # chosen (stop_gradient elsewhere), so that reverse mode through the
         # unchosen branches contributes nothing.
-        index, *ops = [batching.bdim_at_front(x, d, axis.size) for x, d in zip(args, dims)]
+        index, *ops = [batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
+                       for x, d in zip(args, dims)]
         branch_outs = []
         for i, b in enumerate(branches):
             bj, _ = batching.batch_jaxpr(b, axis, [0] * len(ops), [0] * n_out)
             chosen = lax.eq(index, np.array(i, np.int32))
-            ops_i = [lax.select(_bcast_to(chosen, x), x, lax.stop_gradient(x)) for x in ops]
+            ops_i = [_select_or_stop(chosen, x) for x in ops]
             branch_outs.append(eval_jaxpr(bj, bj.consts, *ops_i))
         outs = [lax.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
         return outs, [0] * n_out
@@ -668,7 +676,7 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
     cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [pred_wanted])
     (cond_b,), c_consts = hoist_consts([cond_b])
     (body_b,), b_consts = hoist_consts([body_b])
-    new_init = [x if new is None else batching.move_to(x, old, new, axis.size)
+    new_init = [x if new is None else batching.match_axis(axis, x, old, new)
                 for x, old, new in zip(init, idims, carry_dims)]
     outs = while_p.bind(*c_consts, *cconsts, *b_consts, *bconsts, *new_init,
                         cond_nconsts=len(c_consts) + cond_nconsts, cond_jaxpr=cond_b,

@@ -33,7 +33,9 @@ import numpy as np
 
 from spec import types as T
 from spec.ad_util import Zero, defjvp
+from spec.errors import ShardingTypeError
 from spec.interpreter import canonical_aval_of
+from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import arithmetic
 from spec.rules._registry import declare, require
 from spec.rules.dot import bilinear_transpose
@@ -472,7 +474,8 @@ def _conv_transpose_lhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
     out = lax.conv_general_dilated(
         g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
         rhs_dilation=rhs_dilation, dimension_numbers=trans_dnums, feature_group_count=groups,
-        batch_group_count=1, precision=precision, preferred_element_type=preferred_element_type)
+        batch_group_count=1, precision=precision, preferred_element_type=preferred_element_type,
+        out_sharding=lhs_aval.sharding)
     if _dtype_of(out) != lhs_aval.dtype:
         out = lax.convert_element_type(out, lhs_aval.dtype)
     if batch_group_count > 1:
@@ -509,7 +512,8 @@ def _conv_transpose_rhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
     out = lax.conv_general_dilated(
         lhs, g, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
         rhs_dilation=window_strides, dimension_numbers=trans_dnums, feature_group_count=fgc,
-        batch_group_count=bgc, precision=precision, preferred_element_type=preferred_element_type)
+        batch_group_count=bgc, precision=precision, preferred_element_type=preferred_element_type,
+        out_sharding=rhs_aval.sharding)
     if _dtype_of(out) != rhs_aval.dtype:
         out = lax.convert_element_type(out, rhs_aval.dtype)
     return out
@@ -596,3 +600,80 @@ conv_general_dilated_p = declare(
     jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
     transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,
                                  "conv_general_dilated"))
+
+
+# ----------------------------------------------------------------- sharding
+#
+# Explicit-sharding types (SPEC.md section 14.1), as JAX 0.12: an explicit
+# ``out_sharding`` is the result's sharding; otherwise the result takes the
+# lhs's partitions position by position, which is only allowed when the
+# kernel is replicated and the lhs feature axis (the contracted one) is not
+# split. Neither operand may be unreduced or reduced.
+
+
+def _int64s(shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """The shape as JAX's conv shape rule computes it (NumPy int64s), for messages."""
+    return tuple(np.int64(n) for n in shape)
+
+
+def _replicated(a: ArrayType) -> bool:
+    """Every device holds all of ``a`` (a split over size-1 mesh axes counts);
+    unreduced axes hold partial values, so they do not count as replicated."""
+    s = a.sharding
+    if s is None or s.mesh.empty or math.prod(s.mesh.shape.values()) == 1:
+        return True
+    if s.spec.unreduced:
+        return False
+    axes = [x for e in SK.parts(a) if e is not None for x in (e if isinstance(e, tuple) else (e,))]
+    return bool(math.prod(s.mesh.shape[x] for x in axes) == 1)
+
+
+def _conv_parts(mesh: Any, lhs: ArrayType, rhs: ArrayType, *, dimension_numbers: Any,
+                out_sharding: Any = None, **params: Any) -> list[SK.Parts]:
+    (out,) = _conv_type(lhs, rhs, dimension_numbers=dimension_numbers, **params)
+    if out_sharding is not None:
+        # S1: an explicit out_sharding is the result's sharding.
+        return [SK.param_parts(SK.abstract(out_sharding), out.ndim)]
+    if not _replicated(rhs):
+        # S2: a split kernel needs an explicit out_sharding.
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding`"
+                                " parameter of `conv_general_dilated`")
+    if SK.getu(lhs) or SK.getr(lhs):
+        # JAX reads the lhs feature entry positionally, which its
+        # PartitionSpec refuses when the spec has unreduced/reduced axes.
+        raise ValueError("Using pspec[...] is dangerous when PartitionSpec has non-empty"
+                         " unreduced/reduced set. Please use spec.partitions[...]")
+    lparts = SK.parts(lhs)
+    if lparts[int(dimension_numbers[0][1])] is not None:
+        # S2: nor may the contracted lhs feature axis be split.
+        raise ShardingTypeError("Please specify the output sharding via `out_sharding`"
+                                " parameter of `conv_general_dilated`")
+    if all(n == 1 for n in out.shape):
+        return [(None,) * out.ndim]
+    # S3: the lhs partitions carry over position by position (whatever the
+    # axes mean in the two layouts, as in JAX); a split axis whose size
+    # changes must stay divisible by its mesh axes.
+    sizes = mesh.shape
+    for n_in, n_out, entry in zip(lhs.shape, out.shape, lparts):
+        if entry is None or n_in == n_out:
+            continue
+        ways = math.prod(sizes[a] for a in (entry if isinstance(entry, tuple) else (entry,)))
+        if n_out % ways:
+            raise ShardingTypeError(
+                f"{_P} on sharded dims where out dim ({n_out}) is not divisible by mesh axes"
+                f" ({ways}) with spec ({entry}) is not implemented. Got input"
+                f" type={lhs.str_short()} and output shape={_int64s(out.shape)}")
+    return [lparts]
+
+
+def _conv_ur(lhs: ArrayType, rhs: ArrayType, *, out_sharding: Any = None, **params: Any
+             ) -> SK.UR:
+    requested = None if out_sharding is None else SK.abstract(out_sharding).spec
+    if (any(SK.getu(a) or SK.getr(a) for a in (lhs, rhs))
+            or (requested is not None and (requested.unreduced or requested.reduced))):
+        raise NotImplementedError(f"unreduced/reduced rule for {_P} is not implemented. Please"
+                                  " file an issue at https://github.com/jax-ml/jax/issues")
+    return frozenset(), frozenset(), None
+
+
+conv_general_dilated_p.sharding = SK.section(_P, _conv_parts, _conv_ur)

@@ -177,6 +177,9 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     float0 zeros are NumPy arrays."""
     if aval.dtype == FLOAT0:
         return np.zeros(aval.shape, FLOAT0)
+    if aval.sharding is not None:  # laid out as the type says
+        from spec.ad_util import zeros_like_aval as laid_out_zeros
+        return laid_out_zeros(aval)
     from spec.lax._structural import _convert_element_type, broadcast
     return broadcast(_convert_element_type(0, aval.dtype, aval.weak_type), aval.shape)
 
@@ -222,6 +225,13 @@ def _custom_vjp_call_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr:
         out_avals=out_avals, symbolic_zeros=symbolic_zeros,
         in_zeros=tuple(not nz for nz in nonzero))
     return list(p_outs), list(t_outs)
+
+
+def _custom_lin_sharding(*avals: ArrayType, out_avals: tuple[ArrayType, ...],
+                         **params: Any) -> list[Any]:
+    """The tangent outputs' types were recorded when linearizing: their
+    shardings with them."""
+    return [a.sharding for a in out_avals]
 
 
 def _custom_lin_type(*avals: ArrayType, num_res: int, out_avals: tuple[ArrayType, ...],
@@ -276,7 +286,7 @@ def _batched_call(fun: Any, axis: AxisData, vals: list[Any], dims: list[Any],
     outs, out_dims = batching.batch_flat(fun, axis, vals, dims)
     if want is None:
         return outs, out_dims
-    return [batching.move_to(o, d, w, axis.size) if w is not None else
+    return [batching.match_axis(axis, o, d, w) if w is not None else
             _sum_out(o, d) for o, d, w in zip(outs, out_dims, want)], list(want)
 
 
@@ -338,7 +348,7 @@ def _batched_bwd(bwd: Any, axis: AxisData, res_dims: list[Any], ct_dims: list[An
 
         arrays, out_dims = batching.batch_flat(per_example, axis, vals, vdims)
         kept_dims = [d for d, z in zip(in_dims, zero_slots) if not z]
-        moved = iter([batching.move_to(o, d, w, axis.size) if w is not None else
+        moved = iter([batching.match_axis(axis, o, d, w) if w is not None else
                       _sum_out(o, d) for o, d, w in zip(arrays, out_dims, kept_dims)])
         return [None if z else next(moved) for z in zero_slots]
 
@@ -366,7 +376,7 @@ def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
         outs, dims_out = batching.batch_flat(per_example, axis, list(primals), arg_dims)
         r = n_res[0]
         res_dims[:] = dims_out[:r]
-        p_outs = [batching.move_to(o, d, 0, axis.size) for o, d in
+        p_outs = [batching.match_axis(axis, o, d, 0) for o, d in
                   zip(outs[r:], dims_out[r:])]
         return outs[:r], p_outs
 
@@ -389,10 +399,11 @@ def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_r
     res_dims = list(dims[:num_res])
     # Every tangent at axis 0 (an unmapped one broadcast), so the input
     # cotangents the transpose returns are there too.
-    moved = [*args[:num_res], *(batching.move_to(t, d, 0, axis.size)
+    moved = [*args[:num_res], *(batching.match_axis(axis, t, d, 0)
                                 for t, d in zip(args[num_res:], dims[num_res:]))]
     in_dims: list[Any] = [None if z else 0 for z in in_zeros]
-    batched_avals = tuple(batching.batched_aval(a, 0, axis.size) for a in out_avals)
+    batched_avals = tuple(batching.batched_aval(a, 0, axis.size, axis.explicit_mesh_axis)
+                          for a in out_avals)
     outs = custom_lin_p.bind(
         *moved, num_res=num_res,
         bwd=_batched_bwd(bwd, axis, res_dims, [0] * len(out_avals), in_dims),
@@ -420,7 +431,7 @@ custom_lin_p = declare(
     "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
     pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,
-    sharding=not_applicable("custom_lin only exists between linearization and transposition"),
+    sharding=_custom_lin_sharding,
     doc="The tangent map of a custom_vjp function: transposes to its bwd rule.")
 
 

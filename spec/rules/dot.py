@@ -21,6 +21,7 @@ import numpy as np
 
 from spec import types as T
 from spec.ad_util import Zero, defjvp, is_undefined_primal
+from spec.batching import sharding_for_vmap
 from spec.interpreter import canonical_aval_of, pp_eqn_default
 from spec.rules._denormals import flush_all, flush_result
 from spec.rules._registry import declare, require
@@ -372,10 +373,15 @@ def _dot_general_batch(axis: Any, args: list[Any], dims: list[Any], *,
                        dimension_numbers: DimensionNumbers, **params: Any
                        ) -> tuple[list[Any], list[Any]]:
     """One dot_general on the batched operands (no transposes of its own):
-    the vmap axes become dot batch axes or free axes as above."""
+    the vmap axes become dot batch axes or free axes as above. An
+    ``out_sharding`` gains the result's batch axis, sharded over the vmap's
+    explicit mesh axes."""
     lhs, rhs = args
     ndims = (canonical_aval_of(lhs).ndim, canonical_aval_of(rhs).ndim)
     dn, out_dim = batch_dimension_numbers(ndims, (dims[0], dims[1]), dimension_numbers)
+    if params.get("out_sharding") is not None:
+        params = dict(params, out_sharding=sharding_for_vmap(axis, params["out_sharding"],
+                                                             out_dim))
     return [dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [out_dim]
 
 
@@ -398,8 +404,6 @@ def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
         if s is not None and s.spec.unreduced:
             raise ShardingTypeError(f"lhs or rhs passed to dot_general cannot be unreduced. "
                                     f"Got lhs={lhs!r} and rhs={rhs!r}")
-        if s is not None and s.spec.reduced:
-            raise NotImplementedError("dot_general with a reduced operand is pending (issue 5)")
     if out_sharding is not None:
         unreduced = out_sharding.spec.unreduced
         if unreduced:
@@ -417,9 +421,6 @@ def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
             if out_sharding.spec.unreduced_kind is not UnreducedKind.sum:
                 raise ValueError("`out_sharding` passed to `dot_general` can only contain "
                                  f"unreduced of kind `sum`. Got out_sharding={out_sharding}")
-            raise NotImplementedError(
-                "dot_general with an unreduced out_sharding is pending (issue 5): the interim "
-                "execution cannot hold partial sums")
         out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)[0]

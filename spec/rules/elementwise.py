@@ -1142,7 +1142,8 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     if all(d == wdim for d in cdims):
         if _shape(which) == _shape(cases[0]):
             return [lax.select_n(which, *cases)], [wdim]
-        which = lax.broadcast_in_dim(which, _shape(cases[0]), (wdim,))
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (wdim,),
+                                     out_sharding=_aval(cases[0]).sharding)
         return [lax.select_n(which, *cases)], [wdim]
     if not _shape(which) and all(d is not None for d in cdims):
         if all(d == cdims[0] for d in cdims[1:]):
@@ -1153,15 +1154,21 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
             rest = [moveaxis(c, d, first) for c, d in zip(cases[1:], cdims[1:])
                     if d is not None]
             return [lax.select_n(which, cases[0], *rest)], [first]
+    # Broadcast values take the vmap's explicit mesh axes on the batch
+    # dimension, and a broadcast `which` (or case) the other side's sharding,
+    # so that select_n's operands agree on it.
+    mesh_axis = axis.explicit_mesh_axis
     if _shape(which):
-        which = bdim_at_front(which, wdim, size)
+        which = bdim_at_front(which, wdim, size, mesh_axis)
     if not all(_shape(c) == () for c in cases):
-        cases = [bdim_at_front(c, d, size) for c, d in zip(cases, cdims)]
+        cases = [bdim_at_front(c, d, size, mesh_axis) for c, d in zip(cases, cdims)]
     ndim_which, ndim_case = len(_shape(which)), len(_shape(cases[0]))
     if 0 < ndim_which < ndim_case:
-        which = lax.broadcast_in_dim(which, _shape(cases[0]), (0,))
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (0,),
+                                     out_sharding=_aval(cases[0]).sharding)
     if ndim_which > ndim_case:
-        cases = [lax.broadcast_in_dim(c, _shape(which), ()) for c in cases]
+        cases = [lax.broadcast_in_dim(c, _shape(which), (), out_sharding=_aval(which).sharding)
+                 for c in cases]
     return [lax.select_n(which, *cases)], [0]
 
 

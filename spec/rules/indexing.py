@@ -26,8 +26,11 @@ from spec.ad_util import (
     zeros_like_aval,
 )
 from spec.batching import _PrimitiveRule as _BatchRule
+from spec.errors import ShardingTypeError
 from spec.interpreter import canonical_aval_of, not_applicable
+from spec.rules import _sharding_kit as SK
 from spec.rules._registry import declare, require
+from spec.sharding import UnreducedKind
 from spec.types import ArrayType
 
 
@@ -292,7 +295,9 @@ def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type()), None]
     lax = _lax()
-    zeros = lax.full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
+    # The zeros take the primal operand's sharding, so the cotangent does too.
+    zeros = lax.full(operand.aval.shape, 0, canonical_aval_of(ct).dtype,
+                     sharding=operand.aval.sharding)
     return [lax.scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
                             unique_indices=unique_indices,
                             indices_are_sorted=indices_are_sorted, mode=mode), None]
@@ -785,9 +790,11 @@ def _scatter_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **para
                 Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
     lax = _lax()
     up_shape = _shape_of(updates)
+    up_sharding = (updates.aval if is_undefined_primal(updates)
+                   else canonical_aval_of(updates)).sharding
     op_ct = up_ct = None
     if is_undefined_primal(operand):
-        zeros = lax.full(up_shape, 0, dtype=canonical_aval_of(ct).dtype)
+        zeros = lax.full(up_shape, 0, dtype=canonical_aval_of(ct).dtype, sharding=up_sharding)
         op_ct = lax.scatter(ct, indices, zeros, dimension_numbers=p.dimension_numbers,
                             indices_are_sorted=p.indices_are_sorted, unique_indices=True,
                             mode=p.mode)
@@ -815,6 +822,178 @@ scatter_min_p = _declare_scatter("scatter-min", _ufunc_at(np.minimum), _ScatterE
                                  not_applicable("scatter-min is not linear; " + _NO_TRANSPOSE))
 scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum), _ScatterExtremalJvp(),
                                  not_applicable("scatter-max is not linear; " + _NO_TRANSPOSE))
+
+
+
+# ================================================================ sharding
+#
+# Explicit-sharding types (SPEC.md section 14.1), following JAX 0.12. Both
+# rules propagate a mesh axis only where every device already holds the data
+# its share of the result needs; any layout that would need communication is
+# refused with a ShardingTypeError that asks for an explicit output sharding.
+
+
+def _shaped(a: ArrayType) -> str:
+    return repr(a)
+
+
+def _with_axis_types(a: ArrayType) -> str:
+    """JAX's ``str_short(mesh_axis_types=True)``: the type and the mesh's axis
+    types, as ``int32[4,1]{R:X}({Explicit: ('X', 'Y')})``."""
+    s = a.sharding
+    text = a.str_short(short_dtypes=False)
+    if s is None:
+        return text + "({})"
+    groups: dict[Any, tuple[Any, ...]] = {}
+    for name, kind in zip(s.mesh.axis_names, s.mesh.axis_types):
+        groups[kind] = (*groups.get(kind, ()), name)
+    return f"{text}({groups})"
+
+
+def _gather_out_parts(operand: ArrayType, indices: ArrayType, dn: GatherDimensionNumbers,
+                      slice_sizes: Sequence[int]) -> SK.Parts | None:
+    """The result's partitions, or None where they are ambiguous or would
+    need communication (SPEC.md S1-S3 of gather)."""
+    ops, ids = SK.parts(operand), list(SK.parts(indices))
+    out_rank = len(dn.offset_dims) + indices.ndim - 1
+    if all(e is None for e in ops) and all(e is None for e in ids):
+        return (None,) * out_rank
+    pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    # S1: an indexed operand axis is read whole or is not split.
+    indexed_ok = all(slice_sizes[d] == operand.shape[d] or ops[d] is None
+                     for d in dn.start_index_map)
+    # S2: paired batching axes are split alike (or one of them not at all).
+    batch_ok = all(ops[o] is None or ids[i] is None or ops[o] == ids[i] for o, i in pairs)
+    # S3: the other indices axes (the index vector axis among them) are not split.
+    rest_ok = all(e is None for i, e in enumerate(ids)
+                  if i not in dn.start_indices_batching_dims)
+    if not (indexed_ok and batch_ok and rest_ok):
+        return None
+    for o, i in pairs:
+        ids[i] = ids[i] if ids[i] is not None else ops[o]
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window = iter(ops[d] for d in range(operand.ndim) if d not in dropped)
+    batch = iter(ids)
+    return tuple(next(window) if k in dn.offset_dims else next(batch) for k in range(out_rank))
+
+
+def _gather_parts(mesh: Any, operand: ArrayType, indices: ArrayType, *,
+                  dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                  **params: Any) -> list[SK.Parts]:
+    out = _gather_out_parts(operand, indices, dimension_numbers, slice_sizes)
+    if out is None:
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather"
+            " indexing as out sharding could not be resolved unambiguously (or would require"
+            f" collectives on inputs). Got operand={_shaped(operand)},"
+            f" indices={_shaped(indices)}")
+    return [out]
+
+
+def _gather_ur(operand: ArrayType, indices: ArrayType, **params: Any) -> SK.UR:
+    """S4: no unreduced operand; reduced operand axes carry over (with
+    unsplit indices); the indices cannot be reduced."""
+    if SK.getu(operand) or SK.getu(indices):
+        raise NotImplementedError("unreduced rule for gather is not implemented. Please file"
+                                  " an issue at https://github.com/jax-ml/jax/issues")
+    if SK.getr(indices):
+        raise ShardingTypeError("gather indices cannot be reduced. Got indices sharding"
+                                f" {_with_axis_types(indices)}.")
+    reduced = SK.getr(operand)
+    if reduced and any(e is not None for e in SK.parts(indices)):
+        raise NotImplementedError(
+            "gather of a reduced operand with split indices is not implemented (as in JAX)")
+    return frozenset(), reduced, None
+
+
+def _updates_batching_dims(dn: ScatterDimensionNumbers, indices: ArrayType,
+                           updates: ArrayType) -> list[int]:
+    """The updates axis paired with each indices batching axis: the updates'
+    scatter (non-window) axes follow the indices' batch axes in order."""
+    scatter_axes = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    return [scatter_axes[i] for i in dn.scatter_indices_batching_dims]
+
+
+def _scatter_out_parts(operand: ArrayType, indices: ArrayType, updates: ArrayType,
+                       dn: ScatterDimensionNumbers) -> SK.Parts | None:
+    """The result's partitions, or None (SPEC.md S1-S5 of scatter)."""
+    ops, ids, ups = SK.parts(operand), SK.parts(indices), SK.parts(updates)
+    if all(e is None for e in (*ops, *ids, *ups)):
+        return (None,) * operand.ndim
+    ubatch = _updates_batching_dims(dn, indices, updates)
+    triples = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, ubatch))
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    windows = list(zip(dn.update_window_dims,
+                       [d for d in range(operand.ndim) if d not in dropped]))
+    vec = indices.ndim - 1
+    ok = (
+        # S1: batching axes of operand, indices and updates split by at most one entry.
+        all(len({e for e in (ops[o], ids[i], ups[u]) if e is not None}) <= 1
+            for o, i, u in triples)
+        # S2: a window axis is split alike in operand and updates and written
+        # whole, or split in neither.
+        and all((updates.shape[u] == operand.shape[o] and ups[u] == ops[o])
+                or (ups[u] is None and ops[o] is None) for u, o in windows)
+        # S3: the inserted (size-1 window) operand axes are not split.
+        and all(ops[d] is None for d in dn.inserted_window_dims)
+        # S4: unbatched scatter axes of updates and indices, and the index
+        # vector axis, are not split.
+        and all(ups[d] is None for d in range(updates.ndim)
+                if d not in ubatch and d not in dn.update_window_dims)
+        and all(ids[d] is None for d in range(vec) if d not in dn.scatter_indices_batching_dims)
+        and ids[vec] is None)
+    if not ok:
+        return None
+    out = list(ops)
+    for o, i, u in triples:
+        if out[o] is None:
+            out[o] = ids[i] if ids[i] is not None else ups[u]
+    return tuple(out)
+
+
+def _scatter_parts_for(name: str) -> SK.PartsRule:
+    def rule(mesh: Any, operand: ArrayType, indices: ArrayType, updates: ArrayType, *,
+             dimension_numbers: ScatterDimensionNumbers, **params: Any) -> list[SK.Parts]:
+        out = _scatter_out_parts(operand, indices, updates, dimension_numbers)
+        if out is None:
+            raise ShardingTypeError(
+                "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec"
+                " for the scatter update as out sharding could not be resolved unambiguously"
+                f" (or would require collectives on inputs). Got operand={_shaped(operand)},"
+                f" indices={_shaped(indices)}, updates={_shaped(updates)}")
+        return [out]
+    return rule
+
+
+def _scatter_add_ur(operand: ArrayType, indices: ArrayType, updates: ArrayType, **params: Any
+                    ) -> SK.UR:
+    """S5 of scatter-add: linear in (operand, updates) jointly, so both may be
+    unreduced over the same axes (a sum); nothing may be reduced."""
+    if SK.getr(operand) or SK.getr(indices) or SK.getr(updates):
+        raise NotImplementedError("reduced rule for scatter is not implemented. Please file an"
+                                  " issue at https://github.com/jax-ml/jax/issues")
+    if SK.getu(indices):
+        raise ShardingTypeError("scatter indices cannot be unreduced. Got indices sharding"
+                                f" {_with_axis_types(indices)}.")
+    unreduced = SK.getu(operand)
+    if unreduced != SK.getu(updates):
+        raise ShardingTypeError(
+            "scatter operand and updates must be unreduced along the same axes. Got operand"
+            f" sharding {_with_axis_types(operand)} and updates sharding"
+            f" {_with_axis_types(updates)}.")
+    if unreduced and any(e is not None for e in SK.parts(indices)):
+        raise NotImplementedError(
+            "scatter-add of unreduced values with split indices is not implemented (as in JAX)")
+    return unreduced, frozenset(), UnreducedKind.sum if unreduced else None
+
+
+gather_p.sharding = SK.section("gather", _gather_parts, _gather_ur)
+for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+              scatter_max_p):
+    # Only scatter-add has an unreduced rule in JAX; the others refuse
+    # unreduced/reduced operands as not implemented.
+    _prim.sharding = SK.section(_prim.name, _scatter_parts_for(_prim.name),
+                                _scatter_add_ur if _prim is scatter_add_p else None)
 
 
 __all__ = [

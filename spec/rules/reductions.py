@@ -41,7 +41,7 @@ from spec.ad_util import (
     linear_transpose,
     zero_jvp,
 )
-from spec.batching import AxisData, _PrimitiveRule, moveaxis, vectorized
+from spec.batching import AxisData, _PrimitiveRule, moveaxis, sharding_for_vmap, vectorized
 from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._denormals import arithmetic, flush_result
 from spec.rules._elementwise_kit import compute_dtype
@@ -407,13 +407,18 @@ def _reduce_precision_transpose(ct: Any, operand: Any, *, exponent_bits: int,
 class _ReducerBatch(_PrimitiveRule):
     """Reductions (and arg-reductions): the reduced axes are renumbered past
     the batch axis (as NumPy int64s, as JAX's rule leaves them); the output's
-    batch axis is where the operand's lands among the kept axes."""
+    batch axis is where the operand's lands among the kept axes. An
+    ``out_sharding`` (written for the per-example result) gains that batch
+    axis, sharded over the vmap's explicit mesh axes."""
 
     def __call__(self, axis: AxisData, args: list[Any], dims: list[Any], *,
                  axes: tuple[int, ...], **params: Any) -> tuple[list[Any], list[Any]]:
         (x,), (d,) = args, dims
         new_axes = tuple(np.int64(a + 1) if a >= d else np.int64(a) for a in axes)
         out_dim = sum(1 for i in range(d) if i not in new_axes)
+        if params.get("out_sharding") is not None:
+            params = dict(params, out_sharding=sharding_for_vmap(
+                axis, params["out_sharding"], out_dim))
         return [self.prim.bind(x, axes=new_axes, **params)], [out_dim]
 
 
@@ -437,10 +442,12 @@ def _sort_batch(axis: AxisData, args: list[Any], dims: list[Any], *, dimension: 
     shape = _aval(proto).shape
     lax = _lax()
     moved = []
+    # Unbatched operands broadcast to the first batched one's type, sharding included.
+    proto_sharding = _aval(proto).sharding
     for x, d in zip(args, dims):
         if d is None:
             kept = tuple(i for i in range(len(shape)) if i != bdim)
-            moved.append(lax.broadcast_in_dim(x, shape, kept))
+            moved.append(lax.broadcast_in_dim(x, shape, kept, out_sharding=proto_sharding))
         else:
             moved.append(moveaxis(x, d, bdim))
     new_dim = dimension + 1 if bdim <= dimension else dimension
@@ -465,42 +472,72 @@ def _top_k_batch(axis_data: AxisData, args: list[Any], dims: list[Any], *, k: in
 # sharded scan/sort axis, which would need the whole axis on every device.
 
 
-def _dropped(name: str, x: ArrayType, axes: tuple[int, ...]) -> NamedSharding:
-    refuse_unreduced(name, [x])
+_KINDS = {"reduce_sum": UnreducedKind.sum, "reduce_max": UnreducedKind.max,
+          "reduce_min": UnreducedKind.min}
+
+
+def _dropped(x: ArrayType, axes: tuple[int, ...]) -> NamedSharding:
     s = x.sharding
     assert s is not None  # the section is called only with a sharded operand
     gone = {int(a) for a in axes}
     return NamedSharding(s.mesh, P(*(p for i, p in enumerate(parts_of(x)) if i not in gone)))
 
 
+def _reduce_ur(name: str, x: ArrayType, axes: tuple[int, ...], out: Any
+               ) -> tuple[frozenset[Any], frozenset[Any], UnreducedKind | None]:
+    """reduce_sum/max/min are linear in the sense of their own monoid: the
+    result is unreduced over the operand's unreduced axes (of the same kind)
+    or over the axes ``out_sharding`` asks for, which must split reduced
+    dimensions (or already be unreduced); reduced axes pass through. The
+    other reductions have no such rule."""
+    kind = _KINDS.get(name)
+    if kind is None:
+        refuse_unreduced(name, [x])
+        if out is not None:
+            refuse_unreduced_out(name, out)
+        return frozenset(), frozenset(), None
+    spec = x.sharding.spec if x.sharding is not None else P()
+    if out is not None and out.spec.unreduced:
+        if out.spec.unreduced_kind is not kind:
+            raise ShardingTypeError(f"{name} requires `out_sharding`'s unreduced_kind to be "
+                                    f"{kind} but got {out.spec}")
+        used = {a for i, p in enumerate(parts_of(x)) if i in axes
+                for a in (p if isinstance(p, tuple) else (p,)) if a is not None}
+        used |= set(spec.unreduced)
+        if not out.spec.unreduced <= used:
+            raise ShardingTypeError(
+                f"out_sharding's unreduced axes should be in operand's specs that were "
+                f"{name} over. Got operand={x!r}, axes={frozenset(axes)}, "
+                f"unreduced_spec={out.spec.unreduced}")
+        unreduced = frozenset(out.spec.unreduced)
+    else:
+        unreduced = frozenset(spec.unreduced)
+        if unreduced and spec.unreduced_kind is not kind:
+            raise ValueError(f"Expected unreduced_kind={kind} but got {spec.unreduced_kind}")
+    if out is not None and out.spec.reduced:
+        raise ValueError(f"out_sharding passed to {name} cannot be reduced. Got "
+                         f"out_sharding={out}")
+    return unreduced, frozenset(spec.reduced), kind if unreduced else None
+
+
 def _reduce_sharding(name: str) -> Any:
     def rule(x: ArrayType, *, axes: tuple[int, ...], **params: Any) -> list[Any]:
-        natural = _dropped(name, x, axes)
         out = params.get("out_sharding")
-        if out is None:
-            return [natural]
-        if out.spec.unreduced and name == "reduce_sum":
-            # JAX's checks of an unreduced request; valid ones are pending below.
-            if out.spec.unreduced_kind is not UnreducedKind.sum:
-                raise ShardingTypeError(f"{name} requires `out_sharding`'s unreduced_kind to "
-                                        f"be {UnreducedKind.sum} but got {out.spec}")
-            used = {a for i, p in enumerate(parts_of(x)) if i in axes
-                    for a in (p if isinstance(p, tuple) else (p,))}
-            if not out.spec.unreduced <= used:
-                raise ShardingTypeError(
-                    f"out_sharding's unreduced axes should be in operand's specs that were "
-                    f"{name} over. Got operand={x!r}, axes={frozenset(axes)}, "
-                    f"unreduced_spec={out.spec.unreduced}")
-        if out.spec.reduced:
-            raise ValueError(f"out_sharding passed to {name} cannot be reduced. Got "
-                             f"out_sharding={out}")
-        refuse_unreduced_out(name, out)
-        return [fit_out(out, _reduced_shape(x, axes))]
+        u, r, kind = _reduce_ur(name, x, axes, out)
+        base = _dropped(x, axes) if out is None else fit_out(out, _reduced_shape(x, axes))
+        return [NamedSharding(base.mesh, base.spec.update(unreduced=u, reduced=r,
+                                                          unreduced_kind=kind))]
     return rule
 
 
-def _cum_sharding(x: ArrayType, *, axis: int, reverse: bool) -> list[Any]:
-    refuse_unreduced("cumulative reduction", [x])
+def _cum_sharding(name: str) -> Any:
+    def rule(x: ArrayType, *, axis: int, reverse: bool) -> list[Any]:
+        return _cum_rule(name, x, axis)
+    return rule
+
+
+def _cum_rule(name: str, x: ArrayType, axis: int) -> list[Any]:
+    refuse_unreduced(name, [x])
     if parts_of(x)[axis] is not None:
         raise ShardingTypeError(f"Input should be unsharded over the axis being reduced. Got "
                                 f"input type={x} and axis={axis}")
@@ -537,8 +574,7 @@ def _top_k_sharding(x: ArrayType, *, k: int, axis: int, is_stable: bool) -> list
 
 def _same_sharding(name: str) -> Any:
     def rule(x: ArrayType, **params: Any) -> list[Any]:
-        refuse_unreduced(name, [x])
-        return [x.sharding]
+        return [x.sharding]  # linear in the sense JAX gives it: unreduced/reduced pass
     return rule
 
 
@@ -753,28 +789,28 @@ def _highest(dt: T.DType) -> Any:
 
 
 cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
-                   sharding=_cum_sharding,
+                   sharding=_cum_sharding("cumsum"),
                    typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
                    transpose=linear_transpose(_cumsum_transpose))
 cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
-                   sharding=_cum_sharding,
+                   sharding=_cum_sharding("cumprod"),
                     typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
                     transpose=not_applicable("cumprod is not linear"))
 cummax_p = declare("cummax", batch=_CumulativeBatch(),
-                   sharding=_cum_sharding,
+                   sharding=_cum_sharding("cummax"),
                    typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"))
 cummin_p = declare("cummin", batch=_CumulativeBatch(),
-                   sharding=_cum_sharding,
+                   sharding=_cum_sharding("cummin"),
                    typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"))
 cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
-                   sharding=_cum_sharding,
+                   sharding=_cum_sharding("cumlogsumexp"),
                          typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),

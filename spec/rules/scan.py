@@ -300,6 +300,12 @@ def _scan_sharding(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
 # ================================================================== impl
 
 
+def _slice_aval(aval: ArrayType) -> ArrayType:
+    from spec.lax._scan import _slice_aval as sliced
+    result: ArrayType = sliced(aval)
+    return result
+
+
 def _body_consts(jaxpr: Jaxpr) -> list[np.ndarray]:
     return [canonical_value(c)[0] for c in jaxpr.consts]
 
@@ -766,8 +772,7 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     c_avals = [avals[i].ct_type() for i in range(nc) if lin_c[i]]
     y_avals = [a.ct_type() for a, live in zip(jaxpr.out_avals[nk:], y_live) if live]
     in_avals = [*(canonical_aval_of(a) for a in res_c), *c_avals, *k_avals, *y_avals,
-                *(canonical_aval_of(a).update(shape=canonical_aval_of(a).shape[1:])
-                  for a in res_x)]
+                *(_slice_aval(canonical_aval_of(a)) for a in res_x)]
     t_body, _ = trace_to_jaxpr(body, in_avals)
     from spec.ad_util import zeros_like_aval
     acc0 = [zeros_like_aval(a) for a in c_avals]
@@ -820,7 +825,7 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
     in_dims = c_dims + [0 if b else None for b in carry_b] + x_in
     wanted = [0 if b else None for b in carry_b] + [0 if b else None for b in ys_b]
     body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, wanted)
-    init = [batching.move_to(x, d, 0, axis.size) if b else x
+    init = [batching.match_axis(axis, x, d, 0) if b else x
             for x, d, b in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b)]
     xs = [x if d is None or d == 1 else batching.moveaxis(x, d, 1)
           for x, d in zip(args[nc + nk:], dims[nc + nk:])]

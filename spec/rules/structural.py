@@ -29,14 +29,16 @@ from spec.batching import (
     AxisData,
     BatchDim,
     bdim_at_front,
+    insert_spec_entry,
     moveaxis,
+    sharding_for_vmap,
     vectorized,
 )
 from spec.interpreter import canonical_aval_of, not_applicable, pp_eqn_default, pp_hiding
 from spec.errors import ShardingTypeError
 from spec.rules import _sharding_kit as SK
 from spec.rules._denormals import flush_result as flush
-from spec.sharding import UnreducedKind
+from spec.sharding import NamedSharding, P, UnreducedKind
 from spec.rules._registry import declare, require
 from spec.types import ArrayType
 
@@ -220,7 +222,11 @@ def _convert_transpose(ct: Any, operand: UndefinedPrimal, *, new_dtype: T.DType,
 
 def _convert_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                    new_dtype: T.DType, weak_type: bool, sharding: Any = None) -> Batched:
-    """Elementwise: the same conversion, batched where the operand is."""
+    """Elementwise: the same conversion, batched where the operand is (a
+    ``sharding`` param gains the batch axis, sharded over the vmap's explicit
+    mesh axes)."""
+    if sharding is not None:
+        sharding = sharding_for_vmap(axis, sharding, _bd(dims[0]))
     out = convert_element_type_p.bind(args[0], new_dtype=new_dtype, weak_type=weak_type,
                                       sharding=sharding)
     return [out], [dims[0]]
@@ -434,13 +440,20 @@ def _broadcast_in_dim_batch(axis: AxisData, args: list[Any], dims: list[BatchDim
                             shape: Shape, broadcast_dimensions: Shape,
                             sharding: Any = None) -> Batched:
     """The batch axis goes to the front of operand and result; the operand's
-    other axes shift by one."""
+    other axes shift by one (and so does a ``sharding`` param, whose new
+    leading entry is the vmap's explicit mesh axes)."""
     (x,), dim = args, _bd(dims[0])
     x = moveaxis(x, dim, 0)
     new_shape = (canonical_aval_of(x).shape[0], *shape)
     new_dims = (0, *np.add(1, broadcast_dimensions))
+    sharding = sharding_for_vmap(axis, sharding, 0)
     if canonical_aval_of(x).shape == new_shape and new_dims == tuple(range(len(new_shape))):
-        return [x], [0]  # the identity, which JAX's staging forwards
+        if sharding is None or sharding == canonical_aval_of(x).sharding:
+            return [x], [0]  # the identity, which JAX's staging forwards
+        # JAX's lax.broadcast_in_dim turns an identity that changes the
+        # sharding into a reshard.
+        from spec.sharding import reshard
+        return [reshard(x, sharding)], [0]
     out = broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims,
                                   sharding=sharding)
     return [out], [0]
@@ -493,12 +506,14 @@ def _reshape_transpose(ct: Any, operand: UndefinedPrimal, *, new_sizes: Shape,
 def _reshape_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                    new_sizes: Shape, dimensions: Shape | None, sharding: Any = None
                    ) -> Batched:
-    """Batch axis to the front, kept as the result's leading axis."""
+    """Batch axis to the front, kept as the result's leading axis (also in a
+    ``sharding`` param, sharded over the vmap's explicit mesh axes)."""
     x = moveaxis(args[0], _bd(dims[0]), 0)
     if dimensions is not None:
         dimensions = (0, *np.add(1, dimensions))
     size = canonical_aval_of(x).shape[0]
-    return [_lax().reshape(x, (size, *new_sizes), dimensions)], [0]
+    out_sharding = sharding_for_vmap(axis, sharding, 0)
+    return [_lax().reshape(x, (size, *new_sizes), dimensions, out_sharding=out_sharding)], [0]
 
 
 reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
@@ -744,7 +759,12 @@ def _index_vector(axis: AxisData, idx: Sequence[Any], dims: Sequence[BatchDim]
         return np.array([], np.int32), None
     if all(d is None for d in dims):
         return lax.concatenate([lax.broadcast(i, (1,)) for i in idx], 0), None
-    cols = [lax.broadcast_in_dim(i, (axis.size, 1), (0,) if d is not None else ())
+    # The index vector's batch axis is sharded as the first batched index's.
+    first = next(i for i, d in zip(idx, dims) if d is not None)
+    s = canonical_aval_of(first).sharding
+    out_s = None if s is None else NamedSharding(s.mesh, P(_spec_entry(first, 0), None))
+    cols = [lax.broadcast_in_dim(i, (axis.size, 1), (0,) if d is not None else (),
+                                 out_sharding=out_s)
             for i, d in zip(idx, dims)]
     return lax.concatenate(cols, 1), 0
 
@@ -852,8 +872,8 @@ def _dynamic_update_slice_batch(axis: AxisData, args: list[Any], dims: list[Batc
     x_dim, u_dim, *idx_dims = dims
     axes = tuple(range(len(idx)))
     index, index_dim = _index_vector(axis, idx, idx_dims)
-    x = bdim_at_front(x, x_dim, axis.size)
-    update = bdim_at_front(update, u_dim, axis.size)
+    x = bdim_at_front(x, x_dim, axis.size, axis.explicit_mesh_axis)
+    update = bdim_at_front(update, u_dim, axis.size, axis.explicit_mesh_axis)
     if index_dim is None:
         dnums = ScatterDimensionNumbers(
             update_window_dims=(0, *np.add(1, axes)), inserted_window_dims=(),
@@ -914,18 +934,33 @@ def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]
     return _cts_or_none(_lax().split(ct, sizes, axis=dimension), operands)
 
 
-def _front(axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim]) -> list[Any]:
+def _front(axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim],
+           keep_sharding: bool = False) -> list[Any]:
     """Every operand with its batch axis in front (unbatched ones broadcast
-    with ``lax.broadcast``, as JAX's concatenate and stack rules do)."""
+    with ``lax.broadcast``, as JAX's concatenate and stack rules do; with
+    ``keep_sharding`` (concatenate's rule) a sharded unbatched operand's new
+    axis is sharded as the first batched operand's batch axis)."""
     lax = _lax()
-    return [moveaxis(x, d, 0) if d is not None else lax.broadcast(x, (axis.size,))
-            for x, d in zip(args, dims)]
+    entry = next(_spec_entry(x, d) for x, d in zip(args, dims) if d is not None)
+
+    def front(x: Any) -> Any:
+        s = canonical_aval_of(x).sharding
+        if not keep_sharding or s is None:
+            return lax.broadcast(x, (axis.size,))
+        return lax.broadcast(x, (axis.size,), out_sharding=insert_spec_entry(s, 0, entry))
+    return [moveaxis(x, d, 0) if d is not None else front(x) for x, d in zip(args, dims)]
+
+
+def _spec_entry(x: Any, dim: int) -> Any:
+    """The spec entry of dimension ``dim`` of ``x``'s type (None unsharded)."""
+    s = canonical_aval_of(x).sharding
+    return None if s is None else SK.parts(canonical_aval_of(x))[dim]
 
 
 def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                        dimension: int) -> Batched:
     """Batch axes to the front; concatenate along the shifted dimension."""
-    return [_lax().concatenate(_front(axis, args, dims), dimension + 1)], [0]
+    return [_lax().concatenate(_front(axis, args, dims, True), dimension + 1)], [0]
 
 
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,

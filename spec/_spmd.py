@@ -1,0 +1,442 @@
+"""Per-device execution of sharded programs on the virtual backend (SPEC.md
+section 14.3).
+
+A value laid out over a mesh is a ``Dist``: its global type (whose sharding
+says which mesh axes split each dimension, and which axes it is unreduced or
+reduced over) and one NumPy buffer per device of the mesh, in mesh order.
+Every primitive runs its *per-device program* (``prim.per_device``, attached
+in spec/rules/_per_device.py): NumPy work on each device's local buffers plus
+the collectives the types require, which are computed across the buffers
+here and recorded in the ledger (spec/_ledger.py). A primitive without a
+program of its own runs the conservative one: gather every operand to a full
+replica (recorded), compute, keep each device's block.
+
+The buffers of replicated devices may be one shared object; buffers are never
+mutated after they are made.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec import _ledger
+from spec.types import ArrayType
+
+Axes = tuple[str, ...]
+Bufs = tuple[np.ndarray, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Dist:
+    """A value over a mesh: its global type and one buffer per device."""
+
+    aval: ArrayType
+    bufs: Bufs
+
+    @property
+    def uniform(self) -> bool:
+        first = self.bufs[0]
+        return all(b is first for b in self.bufs)
+
+
+Program = Callable[..., list[Dist]]
+
+
+# ================================================================ layouts
+
+
+def names_of(entry: Any) -> Axes:
+    if entry is None:
+        return ()
+    return (entry,) if isinstance(entry, str) else tuple(entry)
+
+
+def parts_of(aval: ArrayType) -> tuple[Axes, ...]:
+    """Per dimension, the mesh axes splitting it (major first)."""
+    s = aval.sharding
+    entries = () if s is None else tuple(s.spec.partitions)
+    entries = entries + (None,) * (aval.ndim - len(entries))
+    return tuple(names_of(e) for e in entries)
+
+
+def unreduced_of(aval: ArrayType) -> frozenset[str]:
+    s = aval.sharding
+    return frozenset() if s is None else frozenset(s.spec.unreduced)
+
+
+def unreduced_kind(aval: ArrayType) -> str:
+    s = aval.sharding
+    kind = None if s is None else s.spec.unreduced_kind
+    return "sum" if kind is None else str(kind.name)
+
+
+def is_plain(aval: ArrayType) -> bool:
+    """Replicated on every device, no pending reduction."""
+    return not any(parts_of(aval)) and not unreduced_of(aval)
+
+
+# ================================================================= meshes
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Where each device sits in a mesh: ``coords[axis][k]`` is device k's
+    position along ``axis`` (k in mesh order)."""
+
+    names: Axes
+    sizes: tuple[int, ...]
+    coords: dict[str, np.ndarray]
+
+    @property
+    def n(self) -> int:
+        return int(np.prod(self.sizes, dtype=np.int64))
+
+    def size_of(self, axes: Sequence[str]) -> int:
+        return int(np.prod([self.sizes[self.names.index(a)] for a in axes], dtype=np.int64))
+
+    def position(self, axes: Sequence[str]) -> np.ndarray:
+        """Each device's index along ``axes`` (mixed radix, first axis major)."""
+        pos = np.zeros(self.n, dtype=np.int64)
+        for a in axes:
+            pos = pos * self.sizes[self.names.index(a)] + self.coords[a]
+        return pos
+
+    def groups(self, axes: Sequence[str]) -> np.ndarray:
+        """Devices that differ only along ``axes``: one row per group, each
+        ordered by position along ``axes``."""
+        others = [a for a in self.names if a not in axes]
+        order = np.lexsort((self.position(axes), self.position(others)))
+        return order.reshape(-1, self.size_of(axes))
+
+
+@functools.cache
+def _geometry(names: Axes, sizes: tuple[int, ...]) -> Geometry:
+    grid = np.indices(sizes).reshape(len(sizes), -1) if sizes else np.zeros((0, 1), np.int64)
+    return Geometry(names, sizes, {a: grid[i] for i, a in enumerate(names)})
+
+
+def geometry(mesh: Any) -> Geometry:
+    return _geometry(tuple(mesh.axis_names), tuple(mesh.axis_sizes))
+
+
+def local_shape(aval: ArrayType, geo: Geometry) -> tuple[int, ...]:
+    return tuple(d // geo.size_of(p) for d, p in zip(aval.shape, parts_of(aval)))
+
+
+def _take(buf: np.ndarray, dim: int, ways: int, index: int) -> np.ndarray:
+    step = buf.shape[dim] // ways
+    sl = [slice(None)] * buf.ndim
+    sl[dim] = slice(index * step, (index + 1) * step)
+    return buf[tuple(sl)]
+
+
+def _slice_blocks(bufs: Bufs, dim: int, axes: Axes, geo: Geometry) -> Bufs:
+    """Each device keeps its block of ``dim`` split over ``axes`` (free)."""
+    if not axes:
+        return bufs
+    ways, pos = geo.size_of(axes), geo.position(axes)
+    return tuple(_take(b, dim, ways, int(p)) for b, p in zip(bufs, pos))
+
+
+def split_value(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Bufs:
+    """A global value laid out by ``aval``'s sharding: each device's block;
+    over unreduced axes, the value sits at position 0 and zeros elsewhere."""
+    bufs: Bufs = (value,) * geo.n
+    for dim, axes in enumerate(parts_of(aval)):
+        bufs = _slice_blocks(bufs, dim, axes, geo)
+    return _zero_off_origin(bufs, unreduced_of(aval), geo)
+
+
+def _zero_off_origin(bufs: Bufs, axes: frozenset[str], geo: Geometry) -> Bufs:
+    if not axes:
+        return bufs
+    off = geo.position(sorted(axes, key=geo.names.index)) != 0
+    return tuple(np.zeros_like(b) if o else b for b, o in zip(bufs, off))
+
+
+def assemble(d: Dist, geo: Geometry) -> np.ndarray:
+    """The global value: blocks put back in place, unreduced partials summed
+    (in the order an all-reduce uses)."""
+    bufs = d.bufs
+    u = unreduced_of(d.aval)
+    if u:
+        bufs = _reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
+    if d.uniform or not any(parts_of(d.aval)):
+        return bufs[0]
+    out = np.empty(d.aval.shape, dtype=bufs[0].dtype)
+    parts = parts_of(d.aval)
+    index = [geo.position(p) for p in parts]
+    for k, b in enumerate(bufs):
+        sl = tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, b.shape))
+        out[sl] = b
+    return out
+
+
+def _mesh_order(axes: Any, geo: Geometry) -> Axes:
+    return tuple(a for a in geo.names if a in axes)
+
+
+# ============================================================ collectives
+
+_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+}
+
+
+def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == np.bool_ and op in ("sum", "max", "or"):
+        return np.asarray(np.logical_or(a, b))
+    if a.dtype == np.bool_ and op in ("min", "prod", "and"):
+        return np.asarray(np.logical_and(a, b))
+    with np.errstate(all="ignore"):
+        return np.asarray(_OPS[op](a, b)).astype(a.dtype, copy=False)
+
+
+def _reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
+    out = list(bufs)
+    for group in geo.groups(axes):
+        acc = bufs[group[0]]
+        for k in group[1:]:
+            acc = _combine(op, acc, bufs[k])
+        for k in group:
+            out[k] = acc
+    return tuple(out)
+
+
+def all_reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry, kind: str = "all_reduce"
+               ) -> Bufs:
+    _ledger.record(kind, axes, bufs[0].nbytes)
+    return _reduce(bufs, axes, op, geo)
+
+
+def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all_gather"
+               ) -> Bufs:
+    """Each device gets the concatenation (along ``dim``, in ``axes`` order)
+    of its group's blocks."""
+    _ledger.record(kind, axes, bufs[0].nbytes)
+    out = list(bufs)
+    for group in geo.groups(axes):
+        whole = np.concatenate([bufs[k] for k in group], axis=dim)
+        for k in group:
+            out[k] = whole
+    return tuple(out)
+
+
+# ================================================================ reshard
+
+
+def reshard(d: Dist, dst: ArrayType, geo: Geometry, op: str | None = None) -> Dist:
+    """Move ``d`` to ``dst``'s layout (same shape and dtype): pending
+    reductions over axes ``dst`` is not unreduced over run (all-reduce, or
+    reduce-scatter when ``dst`` splits a dimension over them); new unreduced
+    axes keep the value at position 0; dimensions whose splitting changes are
+    gathered (all-gather, or all-to-all when the axes move to another
+    dimension) and then sliced (free)."""
+    src_u, dst_u = unreduced_of(d.aval), unreduced_of(dst)
+    src_parts, dst_parts = parts_of(d.aval), parts_of(dst)
+    dst_axes = {a for p in dst_parts for a in p}
+    bufs = d.bufs
+    pending = _mesh_order(src_u - dst_u, geo)
+    if pending:
+        kind = "reduce_scatter" if dst_axes & set(pending) else "all_reduce"
+        bufs = all_reduce(bufs, pending, op or unreduced_kind(d.aval), geo, kind)
+    new_u = dst_u - src_u
+    # An axis leaving a dim's split to become unreduced needs no message:
+    # each device's block, zero-padded to the whole dim, is a partial sum.
+    tails = [s[_common_prefix(s, t):] for s, t in zip(src_parts, dst_parts)]
+    embedded = {a for tail in tails if tail and set(tail) <= new_u for a in tail}
+    bufs = _zero_off_origin(bufs, frozenset(new_u - embedded), geo)
+    cuts = []
+    for dim, (s, t) in enumerate(zip(src_parts, dst_parts)):
+        k = _common_prefix(s, t)
+        if s[k:] and set(s[k:]) <= embedded:
+            bufs = _embed(bufs, dim, s[k:], geo)
+        elif s[k:]:
+            kind = "all_to_all" if set(s[k:]) <= dst_axes else "all_gather"
+            bufs = all_gather(bufs, s[k:], dim, geo, kind)
+        cuts.append((dim, t[k:]))
+    for dim, axes in cuts:
+        bufs = _slice_blocks(bufs, dim, axes, geo)
+    return Dist(dst, bufs)
+
+
+def _embed(bufs: Bufs, dim: int, axes: Axes, geo: Geometry) -> Bufs:
+    ways, pos = geo.size_of(axes), geo.position(axes)
+    out = []
+    for b, p in zip(bufs, pos):
+        shape = list(b.shape)
+        step = shape[dim]
+        shape[dim] *= ways
+        whole = np.zeros(shape, b.dtype)
+        sl = [slice(None)] * b.ndim
+        sl[dim] = slice(int(p) * step, (int(p) + 1) * step)
+        whole[tuple(sl)] = b
+        out.append(whole)
+    return tuple(out)
+
+
+def _common_prefix(a: Axes, b: Axes) -> int:
+    k = 0
+    while k < min(len(a), len(b)) and a[k] == b[k]:
+        k += 1
+    return k
+
+
+# ============================================================== execution
+
+
+def uniform(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Dist:
+    return Dist(aval, (value,) * geo.n)
+
+
+def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequence[ArrayType],
+          geo: Geometry) -> list[Dist]:
+    program: Program | None = getattr(prim, "per_device", None)
+    if program is None:
+        program = gathered(prim)
+    return program(geo, args, list(out_avals), **params)
+
+
+def run_local(prim: Any, geo: Geometry, args: Sequence[Dist], out_avals: Sequence[ArrayType],
+              params: dict[str, Any], per_device: Callable[[int], dict[str, Any]] | None = None
+              ) -> list[Dist]:
+    """The impl on each device's buffers (once, shared, when every operand is
+    one shared buffer and the results are plain replicated values)."""
+    if per_device is None and all(a.uniform for a in args) and all(
+            is_plain(o) for o in out_avals):
+        outs = prim.impl(*[a.bufs[0] for a in args], **params)
+        return [uniform(np.asarray(o), a, geo) for o, a in zip(outs, out_avals)]
+    columns = []
+    for k in range(geo.n):
+        ps = params if per_device is None else per_device(k)
+        columns.append(prim.impl(*[a.bufs[k] for a in args], **ps))
+    outs = [Dist(a, tuple(np.asarray(col[i]) for col in columns))
+            for i, a in enumerate(out_avals)]
+    for d in outs:  # a program that mis-slices shows up here, not in the values
+        want = local_shape(d.aval, geo)
+        if any(b.shape != want for b in d.bufs):
+            raise AssertionError(f"per-device program of {prim.name}: local results of shapes "
+                                 f"{sorted({b.shape for b in d.bufs})}, expected {want} for "
+                                 f"{d.aval}")
+    return outs
+
+
+def gathered(prim: Any) -> Program:
+    """The conservative program: every operand gathered (and reduced) to a
+    full replica, the impl run on it, each result laid out by its type."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        full = [a if is_plain(a.aval) else reshard(a, a.aval.update(sharding=None), geo)
+                for a in args]
+        outs = run_local(prim, geo, [Dist(a.aval, (a.bufs[0],) * geo.n) for a in full],
+                         [o.update(sharding=None) for o in out_avals], params)
+        return [Dist(o, split_value(r.bufs[0], o, geo)) for r, o in zip(outs, out_avals)]
+    return program
+
+
+# ----------------------------------------------------- jaxprs, per device
+
+
+def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geometry
+               ) -> list[Dist]:
+    """Every equation's per-device program, in order (types come from the
+    jaxpr: nothing is re-typed)."""
+    from spec.interpreter import Literal
+    env: dict[Any, Dist] = {}
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = c if isinstance(c, Dist) else from_value(c, geo)
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Any) -> Dist:
+        if isinstance(atom, Literal):
+            return uniform(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval, geo)
+        return env[atom]
+
+    for eqn, live in zip(jaxpr.eqns, _live_equations(jaxpr)):
+        if not live:
+            continue
+        outs = apply(eqn.primitive, [read(a) for a in eqn.invars], eqn.params,
+                     [v.aval for v in eqn.outvars], geo)
+        env.update(zip(eqn.outvars, outs))
+    return [read(v) for v in jaxpr.outvars]
+
+
+_LIVENESS: dict[int, tuple[Any, list[bool]]] = {}
+
+
+def _live_equations(jaxpr: Any) -> list[bool]:
+    """Equations whose results reach an output (or that have effects). As a
+    compiler would, the devices skip the others: a dead reduction is not an
+    all-reduce that runs."""
+    cached = _LIVENESS.get(id(jaxpr))
+    if cached is not None and cached[0] is jaxpr:
+        return cached[1]
+    from spec.interpreter import Var
+    needed = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    live = [False] * len(jaxpr.eqns)
+    for i in range(len(jaxpr.eqns) - 1, -1, -1):
+        eqn = jaxpr.eqns[i]
+        if eqn.effects or any(v in needed for v in eqn.outvars):
+            live[i] = True
+            needed.update(a for a in eqn.invars if isinstance(a, Var))
+    _LIVENESS[id(jaxpr)] = (jaxpr, live)
+    return live
+
+
+def from_value(x: Any, geo: Geometry) -> Dist:
+    """An operand as a Dist: a sharded Array's own buffers; anything else
+    (unsharded Arrays, NumPy values, Python scalars) laid out by its type."""
+    from spec.array import Array
+    from spec.interpreter import canonical_value
+    if isinstance(x, Array):
+        if x._shards is not None:
+            if len(x._shards) != geo.n:
+                raise ValueError(f"an array laid out over {len(x._shards)} devices was used "
+                                 f"with a mesh of {geo.n} devices")
+            return Dist(x.aval, tuple(x._shards))
+        value, aval = x._value, x.aval
+    else:
+        value, aval = canonical_value(x)
+    if is_plain(aval):
+        return uniform(value, aval, geo)
+    return Dist(aval, split_value(value, aval, geo))
+
+
+def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
+    from spec.array import Array
+    from spec.sharding import NamedSharding
+    out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
+    if d.aval.sharding is not None and not mesh.empty:
+        out._shards = d.bufs
+        out._sharding = NamedSharding(mesh, d.aval.sharding.spec)
+    return out
+
+
+def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
+          out_avals: Sequence[ArrayType]) -> list[Any]:
+    """EvalTrace's path for sharded operands or results."""
+    mesh = concrete_mesh(args)
+    geo = geometry(mesh)
+    dists = [from_value(a, geo) for a in args]
+    return [to_array(d, mesh, geo) for d in apply(prim, dists, params, out_avals, geo)]
+
+
+def concrete_mesh(args: Sequence[Any]) -> Any:
+    """The operands' device mesh (the context's when no operand has one)."""
+    for a in args:
+        s = getattr(a, "_sharding", None)
+        if s is not None:
+            return s.mesh
+    from spec.sharding import get_concrete_mesh
+    return get_concrete_mesh()
+
+
+__all__ = ["Dist", "Geometry", "all_gather", "all_reduce", "apply", "assemble", "eager",
+           "eval_jaxpr", "from_value", "geometry", "gathered", "local_shape", "parts_of",
+           "reshard", "run_local", "split_value", "uniform"]

@@ -1,0 +1,535 @@
+"""Per-device programs of the primitives (the execution half of each
+sharding section; SPEC.md section 14.3).
+
+``prim.per_device(geo, args, out_avals, **params) -> [Dist]`` runs the
+primitive on a mesh: ``args`` are Dists (one buffer per device), the result
+Dists have the types the typing and sharding sections gave. The building
+blocks, from cheapest to most general:
+
+- ``local``: the impl on each device's buffers as they are (the primitive
+  acts along unsharded dimensions only, and its params name no sizes of
+  sharded dimensions);
+- ``aligned``: operands of the result's rank are first cut to the result's
+  layout (an operand replicated where the result is split keeps its block:
+  free), then ``local`` (elementwise families);
+- ``localized``: ``local`` with the params' global sizes replaced by local
+  ones (broadcast_in_dim, reshape, slice, dynamic_slice, ...);
+- programs with collectives: reductions and dot_general compute locally a
+  *natural* result, unreduced over the mesh axes that split the reduced or
+  contracted dimensions, then ``reshard`` it to the result type (an
+  all-reduce, a reduce-scatter, or nothing when the result stays unreduced);
+- sub-jaxpr primitives evaluate their jaxprs per device.
+
+A program whose precondition does not hold for a particular call falls back
+to ``gathered`` (full replicas, recorded in the ledger): always correct,
+never cheaper than what XLA would do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import _spmd as S
+from spec._spmd import Dist, Geometry
+from spec.interpreter import Primitive
+from spec.rules._registry import REGISTRY
+from spec.sharding import NamedSharding, P
+from spec.types import ArrayType
+
+Program = Callable[..., list[Dist]]
+
+
+def _laid_out(aval: ArrayType, parts: Sequence[tuple[str, ...]], unreduced: frozenset[str],
+              *like: ArrayType) -> ArrayType:
+    """``aval`` with the given layout, on the abstract mesh of the first of
+    ``like`` that has one (the context's otherwise)."""
+    mesh = next((a.sharding.mesh for a in like if a.sharding is not None
+                 and not a.sharding.mesh.empty), None)
+    if mesh is None:
+        from spec.sharding import get_abstract_mesh
+        mesh = get_abstract_mesh()
+    entries = [None if not p else (p[0] if len(p) == 1 else tuple(p)) for p in parts]
+    reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
+    return aval.update(sharding=NamedSharding(mesh, P(*entries, unreduced=unreduced,
+                                                      reduced=reduced)))
+
+
+def _has_duplicates(parts: Sequence[tuple[str, ...]], extra: frozenset[str] = frozenset()
+                    ) -> bool:
+    names = [a for p in parts for a in p]
+    return len(names) != len(set(names)) or bool(set(names) & extra)
+
+
+# ================================================================ builders
+
+
+def local(prim: Primitive) -> Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        return S.run_local(prim, geo, args, out_avals, params)
+    return program
+
+
+def aligned(prim: Primitive) -> Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        out = out_avals[0]
+        out_parts = S.parts_of(out)
+        cut = []
+        for a in args:
+            if a.aval.ndim == len(out_parts) and a.aval.ndim:
+                # Size-1 dims broadcast against the result's: they stay whole.
+                want = tuple(p if n == m else () for p, n, m in
+                             zip(out_parts, a.aval.shape, out.shape))
+                if S.parts_of(a.aval) != want:
+                    target = _laid_out(a.aval, want, S.unreduced_of(a.aval), out)
+                    a = S.reshard(a, target, geo)
+            cut.append(a)
+        return S.run_local(prim, geo, cut, out_avals, params)
+    return program
+
+
+def guarded(prim: Primitive, ok: Callable[..., bool], program: Program) -> Program:
+    """``program`` where ``ok(args, out_avals, **params)`` holds, else gathered."""
+    fallback = S.gathered(prim)
+
+    def run(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+            **params: Any) -> list[Dist]:
+        chosen = program if ok(args, out_avals, **params) else fallback
+        return chosen(geo, args, out_avals, **params)
+    return run
+
+
+def localized(prim: Primitive, fix: Callable[..., dict[str, Any]]) -> Program:
+    """The impl per device with ``fix(args, out_avals, local_out_shapes,
+    **params)`` replacing the params."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        shapes = [S.local_shape(o, geo) for o in out_avals]
+        return S.run_local(prim, geo, args, out_avals, fix(args, out_avals, shapes, **params))
+    return program
+
+
+def then_reshard(prim: Primitive, natural: Callable[..., list[ArrayType] | None],
+                 inner: Callable[[Primitive], Program]) -> Program:
+    """Run ``inner`` to the natural result types, then move to the result's."""
+    fallback = S.gathered(prim)
+    run_inner = inner(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        nat = natural(args, out_avals, **params)
+        if nat is None:
+            return fallback(geo, args, out_avals, **params)
+        outs = run_inner(geo, args, nat, **params)
+        return [S.reshard(o, a, geo) for o, a in zip(outs, out_avals)]
+    return program
+
+
+# ================================================================ families
+
+
+def _sharded_dims(aval: ArrayType) -> set[int]:
+    return {i for i, p in enumerate(S.parts_of(aval)) if p}
+
+
+def _axes_untouched(param: str) -> Callable[..., bool]:
+    """The primitive's ``param`` dimensions are all unsharded."""
+    def ok(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+        dims = params[param]
+        dims = (dims,) if isinstance(dims, int) else dims
+        return not (_sharded_dims(args[0].aval) & {int(d) for d in dims})
+    return ok
+
+
+def _full_on_sharded(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+    """Sharded dimensions keep their size (the op is the identity there)."""
+    x, out = args[0].aval, out_avals[0]
+    return all(x.shape[d] == out.shape[d] for d in _sharded_dims(x))
+
+
+def _slice_ok(args: list[Dist], out_avals: list[ArrayType], *, start_indices: Any,
+              limit_indices: Any, strides: Any) -> bool:
+    x = args[0].aval
+    steps = strides or (1,) * x.ndim
+    return all(start_indices[d] == 0 and limit_indices[d] == x.shape[d] and steps[d] == 1
+               for d in _sharded_dims(x))
+
+
+def _slice_fix(args: list[Dist], out_avals: list[ArrayType], shapes: list[Any], *,
+               start_indices: Any, limit_indices: Any, strides: Any) -> dict[str, Any]:
+    limits = tuple(int(s) if d in _sharded_dims(args[0].aval) else int(limit_indices[d])
+                   for d, s in enumerate(shapes[0]))
+    return {"start_indices": start_indices, "limit_indices": limits, "strides": strides}
+
+
+def _pad_ok(args: list[Dist], out_avals: list[ArrayType], *, padding_config: Any) -> bool:
+    return all(tuple(padding_config[d]) == (0, 0, 0) for d in _sharded_dims(args[0].aval))
+
+
+def _dus_ok(args: list[Dist], out_avals: list[ArrayType]) -> bool:
+    x, update = args[0].aval, args[1].aval
+    return all(x.shape[d] == update.shape[d] for d in _sharded_dims(x)) and \
+        S.parts_of(x) == S.parts_of(update)
+
+
+def _concat_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension: int) -> bool:
+    return not S.parts_of(out_avals[0])[dimension]
+
+
+def _reshape_natural(args: list[Dist], out_avals: list[ArrayType], *, new_sizes: Any,
+                     dimensions: Any, sharding: Any = None) -> list[ArrayType] | None:
+    from spec.rules.structural import reshape_p
+    if dimensions is not None:
+        return None
+    x = args[0].aval
+    if x.sharding is None:
+        return [out_avals[0].update(sharding=None)] if S.is_plain(out_avals[0]) else None
+    rule: Any = reshape_p.sharding
+    try:
+        (s,) = rule(x, new_sizes=new_sizes, dimensions=None, sharding=None)
+    except Exception:  # a layout the local reshape cannot realise
+        return None
+    nat = out_avals[0].update(sharding=s)
+    return [nat] if _reshape_is_local(x, nat) else None
+
+
+def _reshape_is_local(x: ArrayType, out: ArrayType) -> bool:
+    """A local reshape realises the layout when dims merge or split only in
+    groups whose leading dim alone is split, over the same axes on both
+    sides (then every device's block is a contiguous run of each group)."""
+    groups = _reshape_groups(x.shape, out.shape)
+    if groups is None:
+        return False
+    xp, op = S.parts_of(x), S.parts_of(out)
+    for ins, outs in groups:
+        if any(xp[d] for d in ins[1:]) or any(op[d] for d in outs[1:]):
+            return False
+        lead_in = xp[ins[0]] if ins else ()
+        lead_out = op[outs[0]] if outs else ()
+        if lead_in != lead_out:
+            return False
+    return True
+
+
+def _reshape_groups(src: tuple[int, ...], dst: tuple[int, ...]
+                    ) -> list[tuple[list[int], list[int]]] | None:
+    """Pair runs of input and output dims with equal products (size-1 dims
+    join the run before them)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        ins, outs = [], []
+        pa = pb = 1
+        while True:
+            if pa <= pb and i < len(src):
+                pa *= src[i]
+                ins.append(i)
+                i += 1
+            elif j < len(dst):
+                pb *= dst[j]
+                outs.append(j)
+                j += 1
+            else:
+                break
+            if pa == pb and (i == len(src) or src[i] != 1) and (j == len(dst) or dst[j] != 1):
+                break
+        if pa != pb:
+            return None
+        groups.append((ins, outs))
+    return groups
+
+
+def _bid_natural(args: list[Dist], out_avals: list[ArrayType], *, shape: Any,
+                 broadcast_dimensions: Any, sharding: Any = None) -> list[ArrayType] | None:
+    x, out = args[0].aval, out_avals[0]
+    parts: list[tuple[str, ...]] = [()] * len(shape)
+    xp = S.parts_of(x)
+    for i, d in enumerate(broadcast_dimensions):
+        if xp[i] and x.shape[i] != shape[d]:
+            return None
+        parts[d] = xp[i]
+    return [_laid_out(out, parts, S.unreduced_of(x), out, x)]
+
+
+def _same_layout_natural(args: list[Dist], out_avals: list[ArrayType], **params: Any
+                         ) -> list[ArrayType] | None:
+    x = args[0].aval
+    return [_laid_out(out_avals[0], S.parts_of(x), S.unreduced_of(x), out_avals[0], x)]
+
+
+def _shape_fix(key: str) -> Callable[..., dict[str, Any]]:
+    def fix(args: list[Dist], out_avals: list[ArrayType], shapes: list[Any], **params: Any
+            ) -> dict[str, Any]:
+        return {**params, key: tuple(shapes[0])}
+    return fix
+
+
+def _iota(prim: Primitive) -> Program:
+    """Each device's block of the ramp: a local ramp plus the block's offset."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, dtype: Any,
+                shape: Any, dimension: int, sharding: Any = None) -> list[Dist]:
+        (out,) = out_avals
+        local_shape = S.local_shape(out, geo)
+        (ramp,) = prim.impl(dtype=dtype, shape=local_shape, dimension=dimension)
+        axes = S.parts_of(out)[dimension]
+        if not axes:
+            return [Dist(out, (ramp,) * geo.n)]
+        offsets = geo.position(axes) * local_shape[dimension]
+        blocks = {int(o): (ramp + np.asarray(o).astype(ramp.dtype)).astype(ramp.dtype)
+                  for o in set(offsets.tolist())}
+        return [Dist(out, tuple(blocks[int(o)] for o in offsets))]
+    return program
+
+
+# ----------------------------------------------------- reductions and dot
+
+
+def _reduction(prim: Primitive, op: str) -> Program:
+    """Local reduction to the natural result (unreduced over the mesh axes of
+    the reduced dims), then the collective to the result type."""
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        (x,), (out,) = args, out_avals
+        axes = {int(a) for a in params["axes"]}
+        xp = S.parts_of(x.aval)
+        split = frozenset(a for d in axes for a in xp[d])
+        if split and op == "none":  # argmax/argmin: no monoid to finish with
+            return fallback(geo, args, out_avals, **params)
+        kept = [p for d, p in enumerate(xp) if d not in axes]
+        nat = _laid_out(out, kept, S.unreduced_of(x.aval) | split, out, x.aval)
+        (partial,) = S.run_local(prim, geo, [x], [nat], params)
+        return [S.reshard(partial, out, geo, op)]
+    return program
+
+
+def _dot_general(prim: Primitive) -> Program:
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        lhs, rhs = args
+        (out,) = out_avals
+        (lc, rc), (lb, rb) = params["dimension_numbers"]
+        lp, rp = list(S.parts_of(lhs.aval)), list(S.parts_of(rhs.aval))
+        # Contracted and batch dims must be split alike on both sides: an
+        # unsplit side keeps only the other side's block (free).
+        # When the split is taken by another dim of the unsplit side, or the
+        # two sides disagree, both are gathered along that dim instead.
+        for ld, rd in [*zip(lc, rc), *zip(lb, rb)]:
+            if lp[ld] == rp[rd]:
+                continue
+            axes = lp[ld] or rp[rd]
+            taken = {a for i, p in enumerate(lp) if i != ld for a in p} | \
+                {a for i, p in enumerate(rp) if i != rd for a in p}
+            if (lp[ld] and rp[rd]) or set(axes) & taken:
+                axes = ()
+            lp[ld] = rp[rd] = axes
+        lhs = _cut(lhs, lp, geo, rhs.aval)
+        rhs = _cut(rhs, rp, geo, lhs.aval)
+        contracted = frozenset(a for d in lc for a in lp[d])
+        free_l = [lp[d] for d in range(len(lp)) if d not in lc and d not in lb]
+        free_r = [rp[d] for d in range(len(rp)) if d not in rc and d not in rb]
+        parts = [lp[d] for d in lb] + free_l + free_r
+        u = contracted | S.unreduced_of(lhs.aval) | S.unreduced_of(rhs.aval)
+        if _has_duplicates(parts, u):
+            return fallback(geo, args, out_avals, **params)
+        nat = _laid_out(out, parts, u, out, lhs.aval, rhs.aval)
+        (partial,) = S.run_local(prim, geo, [lhs, rhs], [nat], params)
+        return [S.reshard(partial, out, geo, "sum")]
+    return program
+
+
+def _cut(d: Dist, parts: list[tuple[str, ...]], geo: Geometry, *like: ArrayType) -> Dist:
+    if list(S.parts_of(d.aval)) == parts:
+        return d
+    return S.reshard(d, _laid_out(d.aval, parts, S.unreduced_of(d.aval), d.aval, *like), geo)
+
+
+def _conv_batch_only(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+    """A convolution is local when only the lhs batch dim is split (the same
+    way in the result) and the kernel is whole: each device convolves its
+    examples. Split spatial dims would need halos; split features, sums."""
+    lhs, rhs = args[0].aval, args[1].aval
+    lspec, _, ospec = (tuple(int(i) for i in s) for s in params["dimension_numbers"])
+    lp, op = S.parts_of(lhs), S.parts_of(out_avals[0])
+    return (params["batch_group_count"] == 1 and not any(S.parts_of(rhs))
+            and not S.unreduced_of(lhs) and not S.unreduced_of(rhs)
+            and all(not lp[d] for d in lspec[1:]) and lp[lspec[0]] == op[ospec[0]]
+            and all(not op[d] for d in ospec[1:]))
+
+
+def _reshard(prim: Primitive) -> Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        return [S.reshard(args[0], out_avals[0], geo)]
+    return program
+
+
+# ---------------------------------------------------- sub-jaxpr primitives
+
+
+def _call(key: str) -> Callable[[Primitive], Program]:
+    def make(prim: Primitive) -> Program:
+        def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                    **params: Any) -> list[Dist]:
+            jaxpr = params[key]
+            outs = S.eval_jaxpr(jaxpr, jaxpr.consts, args, geo)
+            return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
+        return program
+    return make
+
+
+def _cond(prim: Primitive) -> Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                branches: Any, **params: Any) -> list[Dist]:
+        index, *ops = args
+        # The index is replicated (scalar): every device takes the same branch.
+        i = min(max(int(index.bufs[0]), 0), len(branches) - 1)
+        outs = S.eval_jaxpr(branches[i], branches[i].consts, ops, geo)
+        return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
+    return program
+
+
+def _while(prim: Primitive) -> Program:
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                cond_nconsts: int, cond_jaxpr: Any, body_nconsts: int, body_jaxpr: Any
+                ) -> list[Dist]:
+        if cond_jaxpr.out_avals[0].ndim:  # a batched predicate (vmap)
+            return fallback(geo, args, out_avals, cond_nconsts=cond_nconsts,
+                            cond_jaxpr=cond_jaxpr, body_nconsts=body_nconsts,
+                            body_jaxpr=body_jaxpr)
+        cconsts = args[:cond_nconsts]
+        bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
+        carry = args[cond_nconsts + body_nconsts:]
+        while True:
+            (pred,) = S.eval_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
+            if not bool(pred.bufs[0]):
+                return [Dist(a, c.bufs) for c, a in zip(carry, out_avals)]
+            carry = S.eval_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
+    return program
+
+
+def _scan(prim: Primitive) -> Program:
+    from spec.rules.scan import counts
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], **params: Any
+                ) -> list[Dist]:
+        nc, nk, nx, ny = counts(params["ft_in"], params["ft_out"])
+        jaxpr, length, reverse = params["jaxpr"], params["length"], params["reverse"]
+        consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+        if any(S.parts_of(x.aval)[0] for x in xs):
+            return fallback(geo, args, out_avals, **params)
+        x_avals = jaxpr.in_avals[nc + nk:]
+        ys: list[list[list[np.ndarray]]] = [[[] for _ in range(geo.n)] for _ in range(ny)]
+        order = range(length - 1, -1, -1) if reverse else range(length)
+        for i in order:
+            x_i = [Dist(a, tuple(b[i] for b in x.bufs)) for x, a in zip(xs, x_avals)]
+            outs = S.eval_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
+            carry = outs[:nk]
+            for slot, y in zip(ys, outs[nk:]):
+                for k, b in enumerate(y.bufs):
+                    slot[k].append(b)
+        if reverse:
+            for slot in ys:
+                for column in slot:
+                    column.reverse()
+        stacked = []
+        for slot, a in zip(ys, out_avals[nk:]):
+            local = S.local_shape(a, geo)
+            stacked.append(Dist(a, tuple(np.stack(c) if c else np.empty(local, a.dtype)
+                                         for c in slot)))
+        return [*(Dist(a, c.bufs) for c, a in zip(carry, out_avals)), *stacked]
+    return program
+
+
+# ================================================================ attach
+
+_ELEMENTWISE_EXTRA = ("sort", "select_n", "clamp", "add_any", "stop_gradient", "copy",
+                      "reduce_precision", "convert_element_type", "bitcast_convert_type")
+_LOCAL = ("transpose", "squeeze", "unstack", "cumsum", "cumprod", "cummax", "cummin",
+          "cumlogsumexp", "top_k", "name", "tile", "sharding_constraint")
+_REDUCERS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
+             "reduce_prod": "prod", "reduce_and": "and", "reduce_or": "or",
+             "reduce_xor": "xor", "argmax": "none", "argmin": "none"}
+
+
+def _elementwise_names() -> list[str]:
+    from spec.rules import elementwise
+    return [p.name for p in vars(elementwise).values() if isinstance(p, Primitive)]
+
+
+def _programs() -> dict[str, Program]:
+    prims = {p.name: p for p in REGISTRY.values()}
+    out: dict[str, Program] = {}
+    for name in (*_elementwise_names(), *_ELEMENTWISE_EXTRA):
+        out[name] = aligned(prims[name])
+    for name in _LOCAL:
+        out[name] = local(prims[name])
+    for name, op in _REDUCERS.items():
+        out[name] = _reduction(prims[name], op)
+    p = prims
+    out["rev"] = guarded(p["rev"], _axes_untouched("dimensions"), local(p["rev"]))
+    out["split"] = guarded(p["split"], _axes_untouched("axis"), local(p["split"]))
+    out["pad"] = guarded(p["pad"], _pad_ok, local(p["pad"]))
+    out["slice"] = guarded(p["slice"], _slice_ok, localized(p["slice"], _slice_fix))
+    out["dynamic_slice"] = guarded(p["dynamic_slice"], _full_on_sharded,
+                                   localized(p["dynamic_slice"], _shape_fix("slice_sizes")))
+    out["dynamic_update_slice"] = guarded(p["dynamic_update_slice"], _dus_ok,
+                                          local(p["dynamic_update_slice"]))
+    out["concatenate"] = guarded(p["concatenate"], _concat_ok, aligned(p["concatenate"]))
+    out["stack"] = aligned_stack(p["stack"])
+    out["broadcast_in_dim"] = then_reshard(
+        p["broadcast_in_dim"], _bid_natural,
+        lambda q: localized(q, _shape_fix("shape")))
+    out["reshape"] = then_reshard(p["reshape"], _reshape_natural,
+                                  lambda q: localized(q, _shape_fix("new_sizes")))
+    out["convert_element_type"] = then_reshard(p["convert_element_type"],
+                                               _same_layout_natural, local)
+    out["empty"] = localized(p["empty"], _shape_fix("shape"))
+    out["iota"] = _iota(p["iota"])
+    out["dot_general"] = _dot_general(p["dot_general"])
+    out["conv_general_dilated"] = guarded(p["conv_general_dilated"], _conv_batch_only,
+                                          local(p["conv_general_dilated"]))
+    out["reshard"] = _reshard(p["reshard"])
+    out["jit"] = _call("jaxpr")(p["jit"])
+    out["remat2"] = _call("jaxpr")(p["remat2"])
+    out["custom_jvp_call"] = _call("call_jaxpr")(p["custom_jvp_call"])
+    out["custom_vjp_call"] = _call("call_jaxpr")(p["custom_vjp_call"])
+    out["cond"] = _cond(p["cond"])
+    out["while"] = _while(p["while"])
+    out["scan"] = _scan(p["scan"])
+    return out
+
+
+def aligned_stack(prim: Primitive) -> Program:
+    """stack: operands take the result's layout without the new axis."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, axis: int
+                ) -> list[Dist]:
+        parts = list(S.parts_of(out_avals[0]))
+        del parts[axis]
+        cut = [a if not a.aval.ndim else _cut(a, parts, geo, out_avals[0]) for a in args]
+        return S.run_local(prim, geo, cut, out_avals, {"axis": axis})
+    return program
+
+
+def attach() -> None:
+    for name, program in _programs().items():
+        prim = next(p for p in REGISTRY.values() if p.name == name)
+        prim.per_device = program  # type: ignore[attr-defined]
+
+
+__all__ = ["aligned", "attach", "gathered_names", "local", "localized"]
+
+
+def gathered_names() -> list[str]:
+    """Primitives that run the conservative gathered program."""
+    return sorted(p.name for p in REGISTRY.values() if getattr(p, "per_device", None) is None)
