@@ -103,6 +103,14 @@ def _numpy_capstone(stacked: np.ndarray, xs: np.ndarray) -> np.ndarray:
 # -------------------------------------------------------------- measuring
 
 
+def _unsharded(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with no mesh in context: single-buffer arrays throughout."""
+    def run() -> Any:
+        with spec.set_mesh(None):
+            return fn()
+    return run
+
+
 def _seconds(fn: Callable[[], Any], repeats: int) -> float:
     fn()  # warm: traces and caches
     best = float("inf")
@@ -137,7 +145,7 @@ def _dp_row(n: int, sizes: Sizes, rng: np.random.Generator) -> dict[str, Any]:
     minimum = sum(w.nbytes for w in ws_np)  # one all-reduce of each weight gradient
     return _row("data-parallel MLP step", n,
                 _seconds(lambda: step(ws, x), sizes.repeats),
-                _seconds(lambda: step(plain_ws, plain_x), sizes.repeats),
+                _seconds(_unsharded(lambda: step(plain_ws, plain_x)), sizes.repeats),
                 _seconds(lambda: _numpy_dp_step(ws_np, x_np), sizes.repeats),
                 log.nbytes, minimum)
 
@@ -158,7 +166,7 @@ def _capstone_row(n: int, sizes: Sizes, rng: np.random.Generator) -> dict[str, A
                                atol=1e-5)
     return _row("capstone step ({R:X} weights)", n,
                 _seconds(lambda: sharded_step(stacked, xs), sizes.repeats),
-                _seconds(lambda: plain_step(plain_w, plain_x), sizes.repeats),
+                _seconds(_unsharded(lambda: plain_step(plain_w, plain_x)), sizes.repeats),
                 _seconds(lambda: _numpy_capstone(stacked_np, xs_np), sizes.repeats),
                 log.nbytes, stacked_np.nbytes)
 

@@ -300,7 +300,28 @@ def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequen
     program: Program | None = getattr(prim, "per_device", None)
     if program is None:
         program = gathered(prim)
-    return program(geo, args, list(out_avals), **params)
+    return program(_geometry_of(out_avals, geo), args, list(out_avals), **params)
+
+
+def _geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
+    """The geometry of the mesh the results live on (a program may move to
+    another mesh over the same devices, as under ``use_abstract_mesh``)."""
+    for a in avals:
+        s = a.sharding
+        if s is not None and not s.mesh.empty and (
+                tuple(s.mesh.axis_names) != geo.names or tuple(s.mesh.axis_sizes) != geo.sizes):
+            return geometry(s.mesh)
+    return geo
+
+
+def moved_mesh(d: Dist, dst: ArrayType, src_geo: Geometry, dst_geo: Geometry) -> Dist:
+    """A value moved to a layout over another mesh of the same devices (flat
+    device order kept): gathered whole, then split by the new layout."""
+    whole = assemble(Dist(d.aval, d.bufs), src_geo)
+    axes = tuple(a for p in parts_of(d.aval) for a in p)
+    if axes:
+        _ledger.record("all_gather", axes, d.bufs[0].nbytes)
+    return Dist(dst, split_value(whole, dst.update(sharding=dst.sharding), dst_geo))
 
 
 def run_local(prim: Any, geo: Geometry, args: Sequence[Dist], out_avals: Sequence[ArrayType],
@@ -422,9 +443,42 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
           out_avals: Sequence[ArrayType]) -> list[Any]:
     """EvalTrace's path for sharded operands or results."""
     mesh = concrete_mesh(args)
+    _check_device_assignment(mesh, out_avals)
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
-    return [to_array(d, mesh, geo) for d in apply(prim, dists, params, out_avals, geo)]
+    outs = apply(prim, dists, params, out_avals, geo)
+    return [to_array(d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
+
+
+def _check_device_assignment(mesh: Any, out_avals: Sequence[ArrayType]) -> None:
+    """Results typed on a mesh need that many devices to run on: the
+    operands' mesh, else the one in context (as JAX: a sharded result
+    computed from unplaced operands outside ``set_mesh`` has one device)."""
+    n = 1 if mesh.empty else mesh.size
+    for a in out_avals:
+        s = a.sharding
+        if s is not None and not s.mesh.empty and s.mesh.size != n:
+            kinds: dict[str, list[str]] = {}
+            for name, kind in zip(s.mesh.axis_names, s.mesh.axis_types):
+                kinds.setdefault(kind.name, []).append(repr(name))
+            shown = ", ".join(f"{k}: ({', '.join(v)}{',' if len(v) == 1 else ''})"
+                              for k, v in kinds.items())
+            raise ValueError(f"Length of device assignment {n} is not equal to the size of the"
+                             f" mesh {s.mesh.size} of aval {a.str_short()}({{{shown}}}). Please"
+                             " enter your `jit` into a mesh context via `jax.set_mesh`.")
+
+
+def _concrete_for(aval: ArrayType, mesh: Any) -> Any:
+    """The concrete mesh of a result: the operands' one, or, for a result on
+    another abstract mesh of the same size, those devices in that shape."""
+    s = aval.sharding
+    if s is None or s.mesh.empty or mesh.empty or (
+            tuple(s.mesh.axis_names) == tuple(mesh.axis_names)
+            and tuple(s.mesh.axis_sizes) == tuple(mesh.axis_sizes)):
+        return mesh
+    from spec.sharding import Mesh
+    devices = np.asarray(list(mesh.devices.flat), dtype=object).reshape(s.mesh.axis_sizes)
+    return Mesh(devices, s.mesh.axis_names, s.mesh.axis_types)
 
 
 def concrete_mesh(args: Sequence[Any]) -> Any:

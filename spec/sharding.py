@@ -1044,3 +1044,8 @@ def _hint(s: Any) -> NamedSharding | None:
         return NamedSharding(s.mesh.abstract_mesh, s.spec)
     raise TypeError(f"with_sharding_constraint expects a NamedSharding or PartitionSpec, got"
                     f" {s!r} of type {type(s).__name__}")
+
+
+def make_single_device_sharding(device: Any, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device, memory_kind=memory_kind)

@@ -204,3 +204,85 @@ def test_free_layout_changes_record_nothing() -> None:
     # s: dim 1's Y is gathered and re-used by dim 0 (all_to_all); g gathers
     # both dims; the sum all-reduces over X, then gathers Y.
     assert kinds == ["all_to_all", "all_gather", "all_gather", "all_reduce", "all_gather"]
+
+
+LAYOUT_PARAMS = r'''
+import numpy as np
+jax, jnp = IMPL
+out = {}
+def record(name, fn):
+    try:
+        r = fn()
+        out[name] = r if isinstance(r, str) else [str(jax.typeof(r)), np.asarray(r).tolist(),
+                                                 [np.asarray(s.data).tolist()
+                                                  for s in r.addressable_shards]]
+    except Exception as e:
+        kind = next(c for c in type(e).__mro__
+                    if c.__module__ == "builtins" or c.__name__ == "ShardingTypeError")
+        out[name] = "raises " + kind.__name__
+jax.set_mesh(jax.make_mesh((2, 2), ("X", "Y")))
+x = jax.device_put(np.arange(32.0, dtype=np.float32).reshape(8, 4), jax.P("X", "Y"))
+P = jax.P
+record("bid", lambda: jax.lax.broadcast_in_dim(x, (2, 8, 4), (1, 2),
+                                               out_sharding=P(None, "X", "Y")))
+record("bid new dim", lambda: jax.lax.broadcast_in_dim(x, (2, 8, 4), (1, 2),
+                                                       out_sharding=P("Y", "X", None)))
+record("bid identity", lambda: jax.lax.broadcast_in_dim(x, (8, 4), (0, 1), out_sharding=P("X")))
+record("bid identity jaxpr", lambda: str(jax.make_jaxpr(lambda a: jax.lax.broadcast_in_dim(
+    a, (8, 4), (0, 1), out_sharding=P("X", None)))(x)))
+record("reshape merge", lambda: jax.lax.reshape(x, (32,), out_sharding=P(("X", "Y"))))
+record("reshape split", lambda: jax.lax.reshape(x, (2, 4, 4), out_sharding=P("X", None, "Y")))
+record("jnp.reshape", lambda: jnp.reshape(x, (2, 4, 4), out_sharding=P("X", None, "Y")))
+record("broadcast_to", lambda: jnp.broadcast_to(x, (2, 8, 4), out_sharding=P(None, "X", "Y")))
+record("method reshape", lambda: x.reshape(2, 4, 4))
+record("jit reshape", lambda: jax.jit(lambda a: jnp.reshape(a, (32,), out_sharding=P("X")))(x))
+record("where", lambda: str(jax.make_jaxpr(lambda a: jnp.where(a > 3, a, 0.0))(x)))
+record("where value", lambda: jnp.where(x > 3, x, 0.0))
+'''
+
+
+def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) -> None:
+    try:
+        ours = run_spec(LAYOUT_PARAMS)
+    finally:
+        spec.set_mesh(None)
+    theirs = run_jax(LAYOUT_PARAMS)
+    assert sorted(ours) == sorted(theirs)
+    differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
+    assert not differ, differ
+
+
+def test_every_primitive_has_its_own_per_device_program() -> None:
+    """Only these run the conservative gathered program: the collectives
+    (their manual-axis semantics are shard_map's, issue 6), custom_lin (it
+    is transposed away, never executed) and empty2 (no operands)."""
+    from spec.rules._per_device import gathered_names
+    assert gathered_names() == ["all_gather", "axis_index", "custom_lin", "empty2", "pmax",
+                                "pmin", "psum"]
+
+
+def test_local_gather_scatter_and_conv_move_nothing() -> None:
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 4)
+    try:
+        with spec.set_mesh(spec.make_mesh((2, 2), ("X", "Y"))):
+            base = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+            x = spec.device_put(base, spec.P(None, "X"))
+            idx = np.array([5, 0, 7], np.int32)
+            lhs = np.arange(4 * 2 * 5 * 5, dtype=np.float32).reshape(4, 2, 5, 5) / 50
+            rhs = np.ones((3, 2, 2, 2), np.float32)
+            with spec.collectives_log() as log:
+                got = x[idx]
+                ones = spec.device_put(np.ones((3, 4), np.float32), spec.P(None, "X"))
+                added = x.at[idx].add(ones)
+                conv = spec.lax.conv(spec.device_put(lhs, spec.P("X")), rhs, (1, 1), "VALID")
+            assert log.count() == 0, list(log)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+    np.testing.assert_array_equal(np.asarray(got), base[idx])
+    want = base.copy()
+    np.add.at(want, idx, 1.0)
+    np.testing.assert_array_equal(np.asarray(added), want)
+    assert str(spec.typeof(conv)) == "float32[4@X,3,4,4]"
+    direct = np.asarray(spec.lax.conv(lhs, rhs, (1, 1), "VALID"))
+    np.testing.assert_array_equal(np.asarray(conv), direct)

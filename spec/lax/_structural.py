@@ -367,11 +367,20 @@ def reduced_like(out: Any, x: Any) -> Any:
 
 # ============================================================== broadcasting
 
+def _out_sharding(sharding: Any, api_name: str) -> Any:
+    """A P or NamedSharding as the abstract NamedSharding primitives record."""
+    if sharding is None:
+        return None
+    from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
+    return canonicalize_out_sharding(sharding, api_name)
+
+
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
                      *, out_sharding: Any = None) -> Any:
     shp = tuple(operator.index(d) for d in shape) if isinstance(
         shape, (tuple, list, np.ndarray)) else shape
     dims = tuple(operator.index(d) for d in broadcast_dimensions)
+    out_sharding = _out_sharding(out_sharding, "broadcast_in_dim")
     if (_ndim(operand) == len(shp) and not dims and _is_array(operand)
             and out_sharding is None):
         return operand
@@ -380,6 +389,12 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
         # The identity: JAX's staging forwards such an equation to its operand
         # (so e.g. expand_dims(x, ()) adds nothing to a jaxpr).
         return operand
+    if (out_sharding is not None and _shape(operand) == tuple(shp)
+            and dims == tuple(range(len(shp)))
+            and canonical_aval_of(operand).sharding != out_sharding):
+        # Only the layout changes: a reshard, as JAX stages it.
+        from spec.sharding import reshard
+        return reshard(operand, out_sharding)
     return broadcast_in_dim_p.bind(operand, shape=shp, broadcast_dimensions=dims,
                                    sharding=out_sharding)
 
@@ -426,7 +441,9 @@ def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | 
     else:
         dims = tuple(operator.index(d) for d in dimensions)
         same_dims = dims == tuple(range(len(shp)))
-    if shp and shp == sizes and same_dims and out_sharding is None and _is_array(operand):
+    out_sharding = _out_sharding(out_sharding, "reshape")
+    same_sharding = out_sharding is None or canonical_aval_of(operand).sharding == out_sharding
+    if shp and shp == sizes and same_dims and same_sharding and _is_array(operand):
         return operand
     return reshape_p.bind(operand, new_sizes=sizes,
                           dimensions=None if dims is None or same_dims else dims,

@@ -364,10 +364,97 @@ def _conv_batch_only(args: list[Dist], out_avals: list[ArrayType], **params: Any
             and all(not op[d] for d in ospec[1:]))
 
 
+def _gather_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbers: Any,
+               slice_sizes: Any, **params: Any) -> bool:
+    """Each device can gather from its own operand block with its own
+    indices when: split operand dims are windows read whole (the result's
+    offset dim split alike) or batching dims matched by the indices; split
+    indices dims are batch dims of the result, split alike; the
+    index-vector dim is whole."""
+    dn = dimension_numbers
+    op, ix, out = (S.parts_of(a) for a in (args[0].aval, args[1].aval, out_avals[0]))
+    shape = args[0].aval.shape
+    windows = [d for d in range(len(op)) if d not in dn.collapsed_slice_dims
+               and d not in dn.operand_batching_dims]
+    batch_out = [d for d in range(len(out)) if d not in dn.offset_dims]
+    if ix and ix[-1]:
+        return False
+    for od, outd in zip(windows, dn.offset_dims):
+        if out[outd] != op[od] or (op[od] and slice_sizes[od] != shape[od]):
+            return False
+    for ixd, outd in zip(range(len(ix) - 1), batch_out):
+        if out[outd] != ix[ixd]:
+            return False
+    pairs = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    for d, p in enumerate(op):
+        if p and d not in windows and (d not in pairs or ix[pairs[d]] != p):
+            return False
+    return True
+
+
+def _gather_fix(args: list[Dist], out_avals: list[ArrayType], shapes: list[Any], **params: Any
+                ) -> dict[str, Any]:
+    """Windows read whole over a split dim read the whole local block."""
+    op, local, shape = S.parts_of(args[0].aval), args[0].bufs[0].shape, args[0].aval.shape
+    sizes = tuple(int(local[d]) if op[d] and s == shape[d] else int(s)
+                  for d, s in enumerate(params["slice_sizes"]))
+    return {**params, "slice_sizes": sizes}
+
+
+def _gather(prim: Primitive) -> Program:
+    """A whole operand batching dim is cut to its indices' split (free: batch
+    elements pair positionally), then each device gathers locally."""
+    run = localized(prim, _gather_fix)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        dn = params["dimension_numbers"]
+        operand, indices = args
+        parts = list(S.parts_of(operand.aval))
+        ix = S.parts_of(indices.aval)
+        for od, idd in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+            parts[od] = parts[od] or ix[idd]
+        operand = _cut(operand, parts, geo, indices.aval)
+        return run(geo, [operand, indices], out_avals, **params)
+    return program
+
+
+def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbers: Any,
+                **params: Any) -> bool:
+    """Each device can scatter its updates block into its operand block when
+    the result is split like the operand, update windows are split like
+    their operand dims (and cover them whole), batching dims agree, and every
+    other indices/updates dim is whole."""
+    dn = dimension_numbers
+    operand, indices, updates = (a.aval for a in args)
+    op, ix, up = (S.parts_of(a) for a in (operand, indices, updates))
+    if S.parts_of(out_avals[0]) != op or (ix and ix[-1]):
+        return False
+    windows = [d for d in range(len(op)) if d not in dn.inserted_window_dims
+               and d not in dn.operand_batching_dims]
+    for od, ud in zip(windows, dn.update_window_dims):
+        if up[ud] != op[od] or (op[od] and updates.shape[ud] != operand.shape[od]):
+            return False
+    scatter_dims = [d for d in range(len(up)) if d not in dn.update_window_dims]
+    batching = dict(zip(dn.scatter_indices_batching_dims, dn.operand_batching_dims))
+    for ixd, ud in zip(range(len(ix) - 1), scatter_dims):
+        want = op[batching[ixd]] if ixd in batching else ()
+        if ix[ixd] != want or up[ud] != want:
+            return False
+    return all(not p or d in windows or d in dn.operand_batching_dims
+               for d, p in enumerate(op))
+
+
 def _reshard(prim: Primitive) -> Program:
     def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                 **params: Any) -> list[Dist]:
-        return [S.reshard(args[0], out_avals[0], geo)]
+        (x,), (out,) = args, out_avals
+        src = x.aval.sharding
+        if src is not None and not src.mesh.empty:
+            src_geo = S.geometry(src.mesh)
+            if src_geo != geo:  # onto another mesh of the same devices
+                return [S.moved_mesh(x, out, src_geo, geo)]
+        return [S.reshard(x, out, geo)]
     return program
 
 
@@ -432,7 +519,7 @@ def _scan(prim: Primitive) -> Program:
         ys: list[list[list[np.ndarray]]] = [[[] for _ in range(geo.n)] for _ in range(ny)]
         order = range(length - 1, -1, -1) if reverse else range(length)
         for i in order:
-            x_i = [Dist(a, tuple(b[i] for b in x.bufs)) for x, a in zip(xs, x_avals)]
+            x_i = [_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals)]
             outs = S.eval_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
             carry = outs[:nk]
             for slot, y in zip(ys, outs[nk:]):
@@ -442,13 +529,28 @@ def _scan(prim: Primitive) -> Program:
             for slot in ys:
                 for column in slot:
                     column.reverse()
-        stacked = []
-        for slot, a in zip(ys, out_avals[nk:]):
-            local = S.local_shape(a, geo)
-            stacked.append(Dist(a, tuple(np.stack(c) if c else np.empty(local, a.dtype)
-                                         for c in slot)))
+        stacked = [_stacked(slot, a, geo) for slot, a in zip(ys, out_avals[nk:])]
         return [*(Dist(a, c.bufs) for c, a in zip(carry, out_avals)), *stacked]
     return program
+
+
+def _step_slice(x: Dist, aval: ArrayType, i: int, geo: Geometry) -> Dist:
+    """Iteration i's slice of a scanned operand (one shared slice when every
+    device shares the buffer: replicated work stays done once)."""
+    if x.uniform:
+        return S.uniform(x.bufs[0][i], aval, geo)
+    return Dist(aval, tuple(b[i] for b in x.bufs))
+
+
+def _stacked(columns: list[list[np.ndarray]], aval: ArrayType, geo: Geometry) -> Dist:
+    """Per device, the iterations' outputs stacked (once when shared)."""
+    if not columns[0]:
+        empty = np.empty(S.local_shape(aval, geo), aval.dtype)
+        return S.uniform(empty, aval, geo)
+    first = columns[0]
+    if all(all(a is b for a, b in zip(c, first)) for c in columns[1:]):
+        return S.uniform(np.stack(first), aval, geo)
+    return Dist(aval, tuple(np.stack(c) for c in columns))
 
 
 # ================================================================ attach
@@ -497,6 +599,10 @@ def _programs() -> dict[str, Program]:
     out["empty"] = localized(p["empty"], _shape_fix("shape"))
     out["iota"] = _iota(p["iota"])
     out["dot_general"] = _dot_general(p["dot_general"])
+    out["gather"] = guarded(p["gather"], _gather_ok, _gather(p["gather"]))
+    for name in ("scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
+                 "scatter-max"):
+        out[name] = guarded(p[name], _scatter_ok, local(p[name]))
     out["conv_general_dilated"] = guarded(p["conv_general_dilated"], _conv_batch_only,
                                           local(p["conv_general_dilated"]))
     out["reshard"] = _reshard(p["reshard"])
