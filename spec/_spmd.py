@@ -209,10 +209,51 @@ def _reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
     return tuple(out)
 
 
+class Backend:
+    """Where a mesh's devices live and how their buffers meet. A collective
+    takes every device's buffer (mesh order) and returns every device's
+    result; the ledger entry is written by the caller, once per collective.
+    The virtual backend holds all devices in this process; the MPI backend
+    (spec.mesh_mpi, issue 7) implements the same methods with messages."""
+
+    name = "abstract"
+
+    def all_reduce(self, bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
+        raise NotImplementedError
+
+    def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Geometry) -> Bufs:
+        raise NotImplementedError
+
+
+class VirtualBackend(Backend):
+    """Every device in this process: collectives combine the buffers in
+    position order along the collective's axes."""
+
+    name = "virtual"
+
+    def all_reduce(self, bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
+        return _reduce(bufs, axes, op, geo)
+
+    def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Geometry) -> Bufs:
+        out = list(bufs)
+        for group in geo.groups(axes):
+            whole = np.concatenate([bufs[k] for k in group], axis=dim)
+            for k in group:
+                out[k] = whole
+        return tuple(out)
+
+
+_backend: list[Backend] = [VirtualBackend()]
+
+
+def backend() -> Backend:
+    return _backend[-1]
+
+
 def all_reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry, kind: str = "all_reduce"
                ) -> Bufs:
     _ledger.record(kind, axes, bufs[0].nbytes)
-    return _reduce(bufs, axes, op, geo)
+    return backend().all_reduce(bufs, axes, op, geo)
 
 
 def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all_gather"
@@ -220,12 +261,7 @@ def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all
     """Each device gets the concatenation (along ``dim``, in ``axes`` order)
     of its group's blocks."""
     _ledger.record(kind, axes, bufs[0].nbytes)
-    out = list(bufs)
-    for group in geo.groups(axes):
-        whole = np.concatenate([bufs[k] for k in group], axis=dim)
-        for k in group:
-            out[k] = whole
-    return tuple(out)
+    return backend().all_gather(bufs, axes, dim, geo)
 
 
 # ================================================================ reshard
@@ -491,6 +527,6 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
     return get_concrete_mesh()
 
 
-__all__ = ["Dist", "Geometry", "all_gather", "all_reduce", "apply", "assemble", "eager",
+__all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "backend", "all_reduce", "apply", "assemble", "eager",
            "eval_jaxpr", "from_value", "geometry", "gathered", "local_shape", "parts_of",
            "reshard", "run_local", "split_value", "uniform"]
