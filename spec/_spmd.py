@@ -527,6 +527,6 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
     return get_concrete_mesh()
 
 
-__all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "backend", "all_reduce", "apply", "assemble", "eager",
-           "eval_jaxpr", "from_value", "geometry", "gathered", "local_shape", "parts_of",
+__all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "all_reduce",
+           "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "geometry", "gathered", "local_shape", "parts_of",
            "reshard", "run_local", "split_value", "uniform"]
