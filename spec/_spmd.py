@@ -528,5 +528,6 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 
 __all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "all_reduce",
-           "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "geometry", "gathered", "local_shape", "parts_of",
-           "reshard", "run_local", "split_value", "uniform"]
+           "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
+           "geometry", "local_shape", "parts_of", "reshard", "run_local", "split_value",
+           "uniform"]
