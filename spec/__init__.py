@@ -26,6 +26,7 @@ from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, sharding
 from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
 from spec._ledger import collectives_log
+from spec.shard_map import shard_map
 from spec.custom_derivatives import custom_jvp, custom_vjp
 
 __version__ = "0.1.0"
@@ -68,7 +69,7 @@ __all__ = [
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
-    "sharding",
+    "shard_map", "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",

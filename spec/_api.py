@@ -257,8 +257,10 @@ class Jitted:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         from spec.sharding import get_abstract_mesh
         # The context mesh types sharded operations: it is part of the key.
+        from spec.sharding import _context
         key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key(), get_abstract_mesh())
+               split.static_kwargs, config.values_key(), get_abstract_mesh(),
+               _context.check_vma)
         cached = self._cache.get(key)
         if cached is not None:
             return cached[0], cached[1], []
@@ -416,7 +418,10 @@ def typeof(x: Any) -> ArrayType:
     A tracer's type is known even after its trace has ended."""
     if isinstance(x, Tracer):
         return x.aval
-    return canonical_aval_of(x)
+    try:
+        return canonical_aval_of(x)
+    except TypeError:
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type") from None
 
 
 def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

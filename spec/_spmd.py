@@ -166,7 +166,7 @@ def assemble(d: Dist, geo: Geometry) -> np.ndarray:
     u = unreduced_of(d.aval)
     if u:
         bufs = _reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
-    if d.uniform or not any(parts_of(d.aval)):
+    if not any(parts_of(d.aval)):
         return bufs[0]
     out = np.empty(d.aval.shape, dtype=bufs[0].dtype)
     parts = parts_of(d.aval)

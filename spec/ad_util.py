@@ -79,10 +79,19 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     if aval.sharding is not None and not aval.shape:
         # A scalar needs no broadcast, only its layout: JAX reshards it.
         from spec.rules.reshard import reshard_p
-        return reshard_p.bind(zero, dst_sharding=aval.sharding, concrete_mesh=None)
+        return _varying(reshard_p.bind(zero, dst_sharding=aval.sharding, concrete_mesh=None),
+                        aval)
     # Sharded zeros are laid out as the type says (cotangent types are a
     # function of primal types, zeros included).
-    return lax.full(aval.shape, zero, sharding=aval.sharding)
+    return _varying(lax.full(aval.shape, zero, sharding=aval.sharding), aval)
+
+
+def _varying(x: Any, aval: ArrayType) -> Any:
+    """Inside shard_map a zero of a varying type varies too (a free cast)."""
+    if not aval.vma:
+        return x
+    from spec.rules.shard_map import pvary
+    return pvary(x, tuple(aval.vma))
 
 
 def _float0_zeros(shape: tuple[int, ...]) -> Any:

@@ -108,6 +108,14 @@ class Primitive:
         # still read and the rewritten equation, or None to drop it. Without
         # a rule an equation is kept whole or dropped whole.
         self.dce: Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]] | None = None
+        # Varying manual axes (inside shard_map): by default a result varies
+        # along every axis an operand varies along, and operands varying
+        # along fewer axes are first cast up with ``pvary`` (JAX's standard
+        # rule). A primitive with its own rule sets ``vma_rule(*avals,
+        # **params) -> [frozenset]``; one whose typing rule already gives
+        # the vma (calls, control flow) sets ``vma_from_typing``.
+        self.vma_rule: Callable[..., list[frozenset[Any]]] | None = None
+        self.vma_from_typing = False
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -118,11 +126,34 @@ class Primitive:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
+        if _mesh_context.abstract.manual_axes and self.vma_rule is None \
+                and not self.vma_from_typing:
+            args = tuple(_insert_pvary(args))
         outs = current_trace().process_primitive(self, args, params)
         return outs if self.multiple_results else outs[0]
 
     def section(self, name: str) -> Section:
         return getattr(self, name)  # type: ignore[no-any-return]
+
+
+def _insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
+    """Operands that vary along fewer manual axes than others are cast up
+    with ``pvary`` (a free cast), so that every operand has the result's
+    varying axes, as JAX's standard rule stages it."""
+    vmas: list[frozenset[Any]] = [getattr(_aval_or_none(a), "vma", frozenset()) for a in args]
+    union: frozenset[Any] = frozenset().union(*vmas)
+    if not union or all(v == union for v in vmas):
+        return args
+    from spec.rules.shard_map import pvary
+    return [pvary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
+            for a, v in zip(args, vmas)]
+
+
+def _aval_or_none(x: Any) -> ArrayType | None:
+    try:
+        return canonical_aval_of(x)
+    except TypeError:
+        return None
 
 
 # ===================================================================== IR
@@ -425,7 +456,8 @@ def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, 
                  ) -> Sequence[ArrayType]:
     try:
         # Sharding sections read the context mesh: it is part of the key.
-        key = (prim, _mesh_context.abstract, *avals, *params.items())
+        key = (prim, _mesh_context.abstract, _mesh_context.check_vma, *avals,
+               *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache
         return _typed(prim, avals, params)
@@ -447,6 +479,8 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     out = prim.typing(*avals, **params)
     if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
             params.get(k) is not None for k in ("sharding", "out_sharding")):
+        if prim.vma_rule is not None or any(a.vma for a in avals):
+            return _with_vma(prim, avals, out, params)
         return out
     rule = prim.sharding
     if isinstance(rule, (Pending, NotApplicable)):
@@ -455,7 +489,21 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
             f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
             "cannot be used with it yet")
     shardings = rule(*avals, **params)
-    return [a.update(sharding=s) for a, s in zip(out, shardings)]
+    return _with_vma(prim, avals, [a.update(sharding=s) for a, s in zip(out, shardings)], params)
+
+
+def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayType],
+              params: dict[str, Any]) -> Sequence[ArrayType]:
+    """Results' varying manual axes: the primitive's own rule, the typing
+    rule's (calls, control flow), or the union of the operands'."""
+    if prim.vma_from_typing:
+        return outs
+    if prim.vma_rule is not None:
+        return [o.update(vma=v) for o, v in zip(outs, prim.vma_rule(*avals, **params))]
+    union: frozenset[Any] = frozenset().union(*(a.vma for a in avals))
+    if not union:
+        return outs
+    return [o.update(vma=union) for o in outs]
 
 
 def _on_mesh(args: Sequence[Any], out_avals: Sequence[ArrayType]) -> bool:
@@ -749,8 +797,12 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
         actual = [v.aval for v in eqn.outvars]
         if expected != actual:
             raise JaxprTypeError(f"{where}: typing rule gives {expected}, equation binds {actual}")
-        for sub in jaxprs_in_params(eqn.params):
-            check_jaxpr(sub)
+        # Sub-jaxprs are checked in the context their primitive traces them
+        # in (shard_map: its manual axes).
+        context = getattr(eqn.primitive, "body_context", None)
+        with (context(eqn.params) if context is not None else contextlib.nullcontext()):
+            for sub in jaxprs_in_params(eqn.params):
+                check_jaxpr(sub)
         for v in eqn.outvars:
             if not isinstance(v, DropVar):
                 bind(v, where)

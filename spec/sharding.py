@@ -325,6 +325,9 @@ class _MeshContext(threading.local):
     def __init__(self) -> None:
         self.abstract: AbstractMesh = AbstractMesh((), ())
         self.concrete: Mesh = _empty_mesh()
+        # Inside shard_map: whether its types track varying manual axes
+        # (check_vma). Typing depends on it, so the typing memo keys on it.
+        self.check_vma: bool = False
 
 
 _context = _MeshContext()

@@ -469,6 +469,13 @@ class ArrayType:
     # no mesh is involved. Part of equality and hashing, so jit caches and
     # the typing memo key on it.
     sharding: Any = None
+    # Inside shard_map: the manual mesh axes along which the value may
+    # differ from device to device ("varying"); empty everywhere else.
+    vma: frozenset[Any] = frozenset()
+    # Inside shard_map: manual axes along which the value is unreduced
+    # (per-device partial sums) or reduced (already summed; replicated).
+    munreduced: frozenset[Any] = frozenset()
+    mreduced: frozenset[Any] = frozenset()
 
     @property
     def ndim(self) -> int:
@@ -495,6 +502,8 @@ class ArrayType:
         except that unreduced and reduced mesh axes swap roles (summing a
         replicated value's cotangent is what transposing a replication means)."""
         t = self.tangent_type()
+        if self.munreduced or self.mreduced:
+            t = replace(t, munreduced=self.mreduced, mreduced=self.munreduced)
         spec = getattr(self.sharding, "spec", None)
         if spec is None or not (spec.unreduced or spec.reduced):
             return t
@@ -513,17 +522,20 @@ class ArrayType:
                         for d, p in zip(self.shape, parts))
 
     def _suffix(self) -> str:
-        """``{U:X}`` for unreduced axes, ``{R:(X,Y)}`` for reduced ones."""
+        """``{V:x, U:X, R:(X,Y)}``: varying manual axes, unreduced axes
+        (``U_max``/``U_min`` for those kinds) and reduced ones, each in mesh
+        order; nothing when all are empty."""
         spec = getattr(self.sharding, "spec", None)
-        if spec is None:
+        unreduced = self.munreduced | (frozenset() if spec is None else spec.unreduced)
+        reduced = self.mreduced | (frozenset() if spec is None else spec.reduced)
+        if not (self.vma or unreduced or reduced):
             return ""
-        order = list(getattr(self.sharding.mesh, "axis_names", ()))
-        text = ""
-        for tag, axes in (("U", spec.unreduced), ("R", spec.reduced)):
-            if axes:
-                ordered = sorted(axes, key=lambda a: order.index(a) if a in order else len(order))
-                text += "{" + tag + ":" + _axes_text(tuple(ordered)) + "}"
-        return text
+        order = list(getattr(getattr(self.sharding, "mesh", None), "axis_names", ()))
+        kind = getattr(spec, "unreduced_kind", None)
+        u_tag = "U" if kind is None or kind.name == "sum" else f"U_{kind.name}"
+        parts = [f"{tag}:{_axes_text(_mesh_ordered(axes, order))}"
+                 for tag, axes in (("V", self.vma), (u_tag, unreduced), ("R", reduced)) if axes]
+        return "{" + ", ".join(parts) + "}"
 
     def str_short(self, short_dtypes: bool = True) -> str:
         """The form used in jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``."""
@@ -539,6 +551,19 @@ class ArrayType:
         weak = ", weak_type=True" if self.weak_type else ""
         return (f"ShapedArray({dtype_name(self.dtype)}[{self._dims()}]{self._suffix()}"
                 f"{weak})")
+
+
+# The axis order of the meshes seen (shard_map registers its mesh): types
+# print their varying axes in mesh order, as JAX does.
+AXIS_ORDER: dict[Any, int] = {}
+
+
+def _mesh_ordered(axes: Any, order: list[Any]) -> tuple[Any, ...]:
+    def key(a: Any) -> tuple[int, int, str]:
+        if a in order:
+            return (0, order.index(a), "")
+        return (1, AXIS_ORDER.get(a, len(AXIS_ORDER)), str(a))
+    return tuple(sorted(axes, key=key))
 
 
 def _axes_text(axes: Any) -> str:

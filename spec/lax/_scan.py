@@ -47,6 +47,17 @@ def _slice_aval(aval: Any) -> Any:
     return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
 
 
+def _vary_like(init: list[Any], in_avals: Sequence[Any], out_avals: Sequence[Any]
+               ) -> list[Any] | None:
+    """The initial carries cast to vary along the axes the body's carries
+    vary along (None when they already do)."""
+    if not any(o.vma - i.vma for i, o in zip(in_avals, out_avals)):
+        return None
+    from spec.rules.shard_map import pvary
+    return [pvary(c, tuple(o.vma - i.vma)) if o.vma - i.vma else c
+            for c, i, o in zip(init, in_avals, out_avals)]
+
+
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
     shapes = []
     for x in xs:
@@ -172,6 +183,16 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                                                         result_type(init_flat[i], b.dtype))
                 changed = True
         if changed:
+            init_avals = [canonical_aval_of(c) for c in init_flat]
+            jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
+            out_avals = jaxpr.out_avals
+        # Inside shard_map a carry the body makes vary must start varying:
+        # the initial carry is cast up (pvary) until the types agree.
+        for _ in range(nk):
+            lifted = _vary_like(init_flat, init_avals, out_avals[:nk])
+            if lifted is None:
+                break
+            init_flat = lifted
             init_avals = [canonical_aval_of(c) for c in init_flat]
             jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
             out_avals = jaxpr.out_avals

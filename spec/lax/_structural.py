@@ -313,7 +313,13 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
     if sharding is None:
         sharding = like_sharding(x, fill_shape, shape is None, weak)
     out = full(fill_shape, _convert_element_type(fill_value, dt, weak), sharding=sharding)
-    return reduced_like(out, x)
+    out = reduced_like(out, x)
+    # Inside shard_map the result varies wherever x does (a free cast).
+    vma = getattr(getattr(x, "aval", None), "vma", frozenset())
+    if vma:
+        from spec.rules.shard_map import pvary
+        out = pvary(out, tuple(vma - canonical_aval_of(out).vma))
+    return out
 
 
 def like_sharding(x: Any, shape: tuple[int, ...], same_shape: bool, weak: bool) -> Any:

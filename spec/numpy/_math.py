@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import operator
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -118,7 +118,15 @@ def _result(args: tuple[Any, ...]) -> tuple[T.DType, bool]:
 
 
 def _convert_all(args: tuple[Any, ...], dtype: T.DType, weak: bool) -> list[Any]:
-    return [to_weak_or_strong(a, dtype, weak) for a in args]
+    return [to_weak_or_strong(a, dtype, weak) for a in _varying_alike(args)]
+
+
+def _varying_alike(args: Sequence[Any]) -> Sequence[Any]:
+    """Inside shard_map operands are cast to the common varying axes before
+    their dtypes are promoted, as JAX stages it."""
+    from spec.interpreter import _insert_pvary
+    from spec.sharding import _context
+    return _insert_pvary(args) if _context.abstract.manual_axes else args
 
 
 # JAX's ``promote_dtypes``: every operand converts to the common (dtype, weak
@@ -169,7 +177,7 @@ def _array_and_scalar(args: tuple[Any, ...]) -> list[Any] | None:
     else:
         return None
     aval = array.aval
-    if not _SCALAR_FITS[type(scalar)](aval.dtype):
+    if not _SCALAR_FITS[type(scalar)](aval.dtype) or aval.vma:
         return None
     converted = python_scalar_operand(scalar, aval.dtype, aval.weak_type)
     return [array, converted] if array_first else [converted, array]

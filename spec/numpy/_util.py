@@ -106,6 +106,12 @@ def promote_dtypes(*args: Any) -> list[Any]:
     if _agree(args):
         return list(args)  # already of one (dtype, weak): nothing to convert
     dtype, weak = T.result_type_and_weak(*args)
+    from spec.interpreter import _insert_pvary
+    from spec.sharding import _context
+    if _context.abstract.manual_axes:
+        # Inside shard_map operands are cast to the common varying axes before
+        # their dtypes are promoted, as JAX stages it.
+        args = tuple(_insert_pvary(args))
     return [to_weak_or_strong(a, dtype, weak) for a in args]
 
 

@@ -26,6 +26,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     collectives,
     control_flow,
     reshard,
+    shard_map,
 )
 from spec.rules import _per_device
 

@@ -445,6 +445,36 @@ def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbe
                for d, p in enumerate(op))
 
 
+def _named_reduce(prim: Primitive, op: str) -> Program:
+    """psum/pmax/pmin over manual mesh axes: positional axes reduced on each
+    device, then an all-reduce over the named ones."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                axes: tuple[Any, ...], axis_index_groups: Any) -> list[Dist]:
+        pos = tuple(a for a in axes if isinstance(a, (int, np.integer)))
+        named = tuple(a for a in geo.names if a in axes)
+        (x,), (out,) = args, out_avals
+        local = S.run_local(prim, geo, [x], [out.update(vma=frozenset())],
+                            {"axes": pos, "axis_index_groups": None})[0] if pos else x
+        bufs = S.all_reduce(local.bufs, named, op, geo) if named else local.bufs
+        return [Dist(out, bufs)]
+    return program
+
+
+def _all_gather_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                        all_gather_dimension: int, axis_name: tuple[Any, ...],
+                        axis_index_groups: Any, axis_size: int, tiled: bool) -> list[Dist]:
+    (x,), (out,) = args, out_avals
+    axes = tuple(a for a in axis_name if a in geo.names)
+    bufs = x.bufs if tiled else tuple(np.expand_dims(b, all_gather_dimension) for b in x.bufs)
+    return [Dist(out, S.all_gather(bufs, axes, all_gather_dimension, geo))]
+
+
+def _axis_index_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                        axis_name: Any) -> list[Dist]:
+    pos = geo.position((axis_name,))
+    return [Dist(out_avals[0], tuple(np.asarray(p, np.int32) for p in pos))]
+
+
 def _reshard(prim: Primitive) -> Program:
     def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                 **params: Any) -> list[Dist]:
@@ -606,6 +636,10 @@ def _programs() -> dict[str, Program]:
     out["conv_general_dilated"] = guarded(p["conv_general_dilated"], _conv_batch_only,
                                           local(p["conv_general_dilated"]))
     out["reshard"] = _reshard(p["reshard"])
+    for name, op in (("psum", "sum"), ("pmax", "max"), ("pmin", "min")):
+        out[name] = _named_reduce(p[name], op)
+    out["all_gather"] = _all_gather_program
+    out["axis_index"] = _axis_index_program
     out["jit"] = _call("jaxpr")(p["jit"])
     out["remat2"] = _call("jaxpr")(p["remat2"])
     out["custom_jvp_call"] = _call("call_jaxpr")(p["custom_jvp_call"])

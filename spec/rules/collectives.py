@@ -171,6 +171,9 @@ pmin_p = declare(
 _PRIMS = {"psum": psum_p, "pmax": pmax_p, "pmin": pmin_p}
 for _p in _PRIMS.values():
     _p.axis_collective = _collective_axes  # type: ignore[attr-defined]
+    # Reduced over manual axes, a value no longer varies along them.
+    _p.vma_rule = (lambda x, *, axes, axis_index_groups:
+                   [x.vma - frozenset(_named(axes))])
 
 
 # ---------------------------------------------------------------- all_gather
@@ -251,6 +254,18 @@ axis_index_p = declare(
     transpose=not_applicable("no inputs"), batch=_axis_index_batch)
 axis_index_p.axis_collective = (  # type: ignore[attr-defined]
     lambda params: (params["axis_name"],))
+
+
+def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
+    """Inside shard_map (check_vma) the index varies along its axis."""
+    from spec.rules.shard_map import vma_checked
+    from spec.sharding import get_abstract_mesh
+    if vma_checked() and axis_name in get_abstract_mesh().manual_axes:
+        return [frozenset({axis_name})]
+    return [frozenset()]
+
+
+axis_index_p.vma_rule = _axis_index_vma
 
 
 __all__ = ["all_gather_p", "axis_index_p", "axis_size", "extend_axis_env", "pmax_p",
