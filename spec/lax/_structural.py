@@ -315,7 +315,7 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
     out = full(fill_shape, _convert_element_type(fill_value, dt, weak), sharding=sharding)
     out = reduced_like(out, x)
     # Inside shard_map the result varies wherever x does (a free cast).
-    vma = getattr(getattr(x, "aval", None), "vma", frozenset())
+    vma: frozenset[Any] = getattr(getattr(x, "aval", None), "vma", frozenset())
     if vma:
         from spec.rules.shard_map import pvary
         out = pvary(out, tuple(vma - canonical_aval_of(out).vma))
