@@ -452,7 +452,7 @@ def from_value(x: Any, geo: Geometry) -> Dist:
     from spec.array import Array
     from spec.interpreter import canonical_value
     if isinstance(x, Array):
-        if x._shards is not None:
+        if x._shards is not None and _shards_follow_type(x):
             if len(x._shards) != geo.n:
                 raise ValueError(f"an array laid out over {len(x._shards)} devices was used "
                                  f"with a mesh of {geo.n} devices")
@@ -463,6 +463,18 @@ def from_value(x: Any, geo: Geometry) -> Dist:
     if is_plain(aval):
         return uniform(value, aval, geo)
     return Dist(aval, split_value(value, aval, geo))
+
+
+def _shards_follow_type(x: Any) -> bool:
+    """Whether an array's buffers are laid out as its type says (they are
+    not when its placement splits over Auto axes, which types omit)."""
+    placed = x._sharding
+    typed = x.aval.sharding
+    if placed is None or typed is None:
+        return placed is None and typed is None
+    want = typed.spec._normalized_spec_for_aval(x.ndim)
+    have = placed.spec._normalized_spec_for_aval(x.ndim)
+    return bool(want.partitions == have.partitions and want.unreduced == have.unreduced)
 
 
 def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:

@@ -144,8 +144,8 @@ def _insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
     union: frozenset[Any] = frozenset().union(*vmas)
     if not union or all(v == union for v in vmas):
         return args
-    from spec.rules.shard_map import pvary
-    return [pvary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
+    from spec.rules.shard_map import vary
+    return [vary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
             for a, v in zip(args, vmas)]
 
 
@@ -452,11 +452,17 @@ _TYPING_CACHE: dict[Any, Sequence[ArrayType]] = {}
 _TYPING_CACHE_LIMIT = 20_000
 
 
+def _bound_axes() -> tuple[Any, ...]:
+    """The named axes in scope (collectives' result types read their sizes)."""
+    from spec.rules.collectives import _ENV
+    return tuple(_ENV.frames)
+
+
 def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Sequence[ArrayType]:
     try:
         # Sharding sections read the context mesh: it is part of the key.
-        key = (prim, _mesh_context.abstract, _mesh_context.check_vma, *avals,
+        key = (prim, _mesh_context.abstract, _mesh_context.check_vma, _bound_axes(), *avals,
                *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache

@@ -57,14 +57,39 @@ def _mesh_of(mesh: Mesh | AbstractMesh | None) -> tuple[AbstractMesh, Mesh | Non
                     f"for its `mesh` argument, got {mesh!r} of type {type(mesh)}")
 
 
+def _broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
+    """One entry per leaf of ``tree``: each P (or None) of the prefix tree
+    stands for the whole subtree at its position (P is a leaf here, as in
+    JAX, not a tuple)."""
+    def is_leaf(x: Any) -> bool:
+        return x is None or isinstance(x, P)
+    entries, prefix_tree = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
+    subtrees = prefix_tree.flatten_up_to(tree_util.tree_unflatten(tree, [0] * tree.num_leaves))
+    out: list[Any] = []
+    for entry, sub in zip(entries, subtrees):
+        out.extend([entry] * len(tree_util.tree_leaves(sub)))
+    return out
+
+
+def _inferred_spec(aval: Any, manual: frozenset[Any]) -> P:
+    """Without in_specs, an argument enters split as its type says over the
+    manual axes (JAX infers them from explicit shardings)."""
+    if aval.sharding is None:
+        return P()
+    spec = aval.sharding.spec._normalized_spec_for_aval(aval.ndim)
+    parts = [_entry([n for n in _names_of(e) if n in manual]) for e in spec.partitions]
+    return P(*parts, unreduced=spec.unreduced & manual, reduced=spec.reduced & manual)
+
+
 def _specs_for(specs: Any, tree: Any, n: int, what: str) -> list[P]:
     if isinstance(specs, P):
         return [specs] * n
     if specs is None:
-        raise ValueError(f"shard_map {what} cannot be None (inferring in_specs is not "
-                         "supported)")
+        if n == 0:
+            return []
+        raise ValueError(f"shard_map {what} cannot be None when there are values to place")
     try:
-        flat = tree.flatten_up_to(specs)
+        flat = _broadcast_prefix(specs, tree)
     except (ValueError, TypeError) as e:
         raise ValueError(f"shard_map {what} must be a tree prefix of the "
                          f"{'arguments' if what == 'in_specs' else 'outputs'}: {e}") from None
@@ -83,16 +108,22 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
         raise ValueError(f"shard_map axis_names {sorted(unknown, key=str)} are not axes of the"
                          f" mesh {mesh}")
     leaves, in_tree = tree_util.tree_flatten(args)
-    specs = _specs_for(in_specs, in_tree, len(leaves), "in_specs")
+    if in_specs is None:
+        specs = [_inferred_spec(canonical_aval_of(x), manual) for x in leaves]
+    else:
+        specs = _specs_for(in_specs, in_tree, len(leaves), "in_specs")
     name = getattr(f, "__name__", "<unnamed function>")
     who = f"shard_map applied to the function '{name}'"
     avals = [canonical_aval_of(x) for x in leaves]
     _check_in_specs(name, mesh, avals, specs, manual)
     local = [local_aval(a, s, mesh, manual, check_vma, who, i)
              for i, (a, s) in enumerate(zip(avals, specs))]
+    from spec.interpreter import EvalTrace, current_trace
+    if isinstance(current_trace(), EvalTrace):
+        return _call_eager(f, leaves, in_tree, local, specs, mesh, concrete, out_specs, who,
+                           check_vma, manual)
     jaxpr, out_tree = _traced(f, in_tree, tuple(local), mesh, check_vma, manual)
-    o_specs = _specs_for(out_specs, out_tree, len(jaxpr.outvars), "out_specs")
-    _check_out_specs(who, jaxpr, o_specs, manual, check_vma, mesh)
+    o_specs = _out_specs(out_specs, out_tree, jaxpr.out_avals, who, manual, check_vma, mesh)
     params = dict(mesh=mesh, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
                   check_vma=check_vma, newly_manual_axes=manual)
     if concrete is not None and get_concrete_mesh().empty:
@@ -102,6 +133,56 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     else:
         outs = shard_map_p.bind(*leaves, **params)
     return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _out_specs(out_specs: Any, out_tree: Any, out_avals: list[Any], who: str,
+               manual: frozenset[Any], check_vma: bool, mesh: AbstractMesh,
+               eager: bool = False) -> list[P]:
+    o_specs = _specs_for(out_specs, out_tree, len(out_avals), "out_specs")
+    # Eagerly, a bare P for a single output makes JAX wrap the function (its
+    # messages then name the wrapper and the spec without an index).
+    bare = eager and isinstance(out_specs, P) and out_tree.num_leaves == 1 and \
+        out_tree.num_nodes == 1
+    out_who = "shard_map applied to the function '_rem_singleton'" if bare else who
+    _check_out_specs(out_who, out_avals, o_specs, manual, check_vma, mesh, bare)
+    return o_specs
+
+
+def _call_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: list[Any],
+                specs: list[P], mesh: AbstractMesh, concrete: Mesh | None, out_specs: Any,
+                who: str, check_vma: bool, manual: frozenset[Any]) -> Any:
+    """Eagerly the body runs op by op on every device's blocks."""
+    from spec import _spmd as S
+    from spec._shard_map_eager import run_eager
+    from spec.rules.shard_map import global_aval, merged_spec
+    from spec.sharding import NamedSharding
+    devices = concrete if concrete is not None else _devices_for(mesh)
+    dists, out_tree, out_local = run_eager(f, leaves, in_tree, local, specs, mesh, devices,
+                                           check_vma, manual)
+    o_specs = _out_specs(out_specs, out_tree, out_local, who, manual, check_vma, mesh,
+                         eager=True)
+    geo = S.geometry(mesh)
+    outs = []
+    explicit = bool(mesh.explicit_axes)
+    for d, spec in zip(dists, o_specs):
+        aval = global_aval(d.aval, spec, mesh, explicit)
+        laid = aval.update(sharding=NamedSharding(mesh, merged_spec(spec, d.aval, aval.ndim)))
+        placed = S.Dist(laid, d.bufs)
+        same = S.parts_of(laid) == S.parts_of(aval) and S.unreduced_of(laid) == \
+            S.unreduced_of(aval)
+        outs.append(S.to_array(S.Dist(aval, d.bufs) if same else S.reshard(placed, aval, geo),
+                               devices, geo))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _devices_for(mesh: AbstractMesh) -> Mesh:
+    """The mesh in context, else the first devices in the mesh's shape."""
+    context = get_concrete_mesh()
+    if not context.empty:
+        return context
+    from spec._devices import devices
+    grid = np.asarray(devices()[:mesh.size], dtype=object).reshape(mesh.axis_sizes)
+    return Mesh(grid, mesh.axis_names, mesh.axis_types)
 
 
 _TRACES: dict[Any, tuple[Any, Any]] = {}
@@ -202,10 +283,10 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
                     " `jax.reshard` on the arguments and then pass those args to shard_map.")
 
 
-def _check_out_specs(who: str, jaxpr: Any, specs: list[P], manual: frozenset[Any],
-                     check_vma: bool, mesh: AbstractMesh) -> None:
+def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: frozenset[Any],
+                     check_vma: bool, mesh: AbstractMesh, bare: bool = False) -> None:
     bad: list[tuple[int, P, Any]] = []
-    for i, (aval, spec) in enumerate(zip(jaxpr.out_avals, specs)):
+    for i, (aval, spec) in enumerate(zip(out_avals, specs)):
         if len(spec.partitions) > aval.ndim:
             raise ValueError(
                 f"{who} was given an out_specs entry which is too long to be compatible with"
@@ -227,7 +308,8 @@ def _check_out_specs(who: str, jaxpr: Any, specs: list[P], manual: frozenset[Any
                         f" on the out_aval. Got out_specs={spec} and"
                         f" out_aval={aval.str_short()}")
     if bad:
-        msgs = [_vma_message(i, spec, aval, mesh, named_of(spec)) for i, spec, aval in bad]
+        msgs = [_vma_message("" if bare else f"[{i}]", spec, aval, mesh, named_of(spec))
+                for i, spec, aval in bad]
         shown = msgs[0] if len(msgs) == 1 else "\n\n".join("* " + m for m in msgs)
         raise ValueError(
             f"{who} was given out_specs which require replication which can't be statically"
@@ -245,17 +327,17 @@ def named_of(spec: P) -> set[Any]:
     return named | set(spec.unreduced) | set(spec.reduced)
 
 
-def _vma_message(i: int, spec: P, aval: Any, mesh: AbstractMesh, named: set[Any]) -> str:
+def _vma_message(key: str, spec: P, aval: Any, mesh: AbstractMesh, named: set[Any]) -> str:
     order = list(mesh.axis_names)
     unmentioned = [n for n in order if n not in named]
     if len(unmentioned) > 1:
         need = ",".join(str(n) for n in order if n in named)
         diff = ",".join(str(n) for n in unmentioned if n in aval.vma)
         got = ",".join(str(n) for n in order if n in aval.vma)
-        return (f"out_specs[{i}] is {spec} which implies that the corresponding output value"
+        return (f"out_specs{key} is {spec} which implies that the corresponding output value"
                 f" is only varying across mesh axes {{{need}}} and not {{{diff}}}, but it was"
                 f" inferred to be possibly varying over {{{got}}}")
-    return (f"out_specs[{i}] is {spec} which implies that the corresponding output value is"
+    return (f"out_specs{key} is {spec} which implies that the corresponding output value is"
             f" replicated across mesh axis '{unmentioned[0]}', but could not infer replication"
             " over any axes")
 

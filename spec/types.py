@@ -455,6 +455,15 @@ Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
+class ManualAxisType:
+    """Per manual mesh axis: varying, unreduced or reduced (else invariant)."""
+
+    varying: frozenset[Any]
+    unreduced: frozenset[Any]
+    reduced: frozenset[Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ArrayType:
     """The type of an array value: shape, dtype and weak type.
 
@@ -480,6 +489,11 @@ class ArrayType:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    @property
+    def manual_axis_type(self) -> ManualAxisType:
+        """The manual-axis part of the type (inside shard_map)."""
+        return ManualAxisType(self.vma, self.munreduced, self.mreduced)
 
     @property
     def size(self) -> int:

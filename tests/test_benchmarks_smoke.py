@@ -83,3 +83,13 @@ def test_sharding_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixture[s
     # Each step moves exactly one all-reduce of its weight gradients.
     assert all(r["ledger bytes"] == r["minimum bytes"] for r in rows)
     assert "sharded/unsharded" in capsys.readouterr().out
+
+
+def test_collectives_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import collectives
+    out = tmp_path / "collectives.json"
+    assert collectives.main(["--quick", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["collective"] for r in rows} == {"psum", "all_gather", "psum_scatter",
+                                              "all_to_all", "ppermute"}
+    assert "spec/numpy" in capsys.readouterr().out

@@ -216,3 +216,41 @@ def test_cell_prints_what_jax_prints(results: dict[str, tuple[dict[str, Any], di
                                      group: str, name: str) -> None:
     ours, theirs = results[group]
     assert ours[name] == theirs[name]
+
+
+def test_reduced_weights_layer_has_no_collective_in_its_backward_pass() -> None:
+    """JEP 17111 and the manual-mode section of the autodiff-and-sharding
+    page: with {R:X} weights the gradient comes out {U:X} and the backward
+    pass moves nothing; with replicated weights the types require one
+    all-reduce (the transpose of the implicit pvary)."""
+    import numpy as np
+
+    import spec.numpy as snp
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 2)
+    try:
+        with spec.set_mesh(spec.make_mesh((2,), ("X",))):
+            x = spec.device_put(snp.arange(8 * 4.0).reshape(8, 4) / 32, spec.P("X", None))
+            w = spec.device_put(snp.arange(4 * 2.0).reshape(4, 2) / 10.0, spec.P(None, None))
+            w_r = spec.reshard(w, spec.P(None, None, reduced={"X"}))
+
+            def layer(w_spec: spec.P) -> Any:
+                return spec.shard_map(lambda x, w: snp.tanh(x @ w),
+                                      in_specs=(spec.P("X", None), w_spec),
+                                      out_specs=spec.P("X", None))
+
+            reduced = layer(spec.P(None, None, reduced={"X"}))
+            replicated = layer(spec.P())
+            # jit: the forward loss value is dead under grad, so the only
+            # collectives left are the backward pass's.
+            with spec.collectives_log() as log_r:
+                dw_r = spec.jit(spec.grad(lambda w, x: snp.sum(reduced(x, w) ** 2)))(w_r, x)
+            with spec.collectives_log() as log_p:
+                dw_p = spec.jit(spec.grad(lambda w, x: snp.sum(replicated(x, w) ** 2)))(w, x)
+            summed = spec.reshard(dw_r, spec.P())
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+    assert str(spec.typeof(dw_r)) == "float32[4,2]{U:X}"
+    assert len(log_r) == 0, list(log_r)
+    assert [e.kind for e in log_p] == ["all_reduce"]
+    np.testing.assert_allclose(np.asarray(summed), np.asarray(dw_p), rtol=1e-6)

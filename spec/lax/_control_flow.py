@@ -61,11 +61,25 @@ def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType]
 
 
 def _long(a: ArrayType) -> str:
-    """A type as JAX's error messages show it: ``float32[3]``."""
-    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]"
+    """A type as JAX's error messages show it: ``float32[3]``, with its
+    varying manual axes (``float32[3]{V:i}``)."""
+    suffix = a.update(sharding=None, munreduced=frozenset(), mreduced=frozenset())._suffix()
+    return f"{a.dtype.name}[{','.join(map(str, a.shape))}]{suffix}"
+
+
+def vma_hint(missing: Any, where: str, comma: bool = False) -> str:
+    """JAX's advice for values whose varying manual axes differ."""
+    from spec.sharding import get_abstract_mesh
+    order = list(get_abstract_mesh().axis_names)
+    axes = tuple(sorted(missing, key=lambda a: order.index(a) if a in order else len(order)))
+    return (f"\nThis might be fixed by applying `jax.lax.pcast(..., {axes}, to='varying')`"
+            f"{',' if comma else ''} {where}.\nSee "
+            "https://docs.jax.dev/en/latest/201/shard-map.html#scan-vma for more information.\n")
 
 
 def _mismatch(a: ArrayType, b: ArrayType) -> str:
+    if a.shape == b.shape and a.dtype == b.dtype and a.vma != b.vma:
+        return ", so the manual axis types do not match"
     if a.shape != b.shape and a.dtype != b.dtype:
         return ", so the shapes and dtypes do not match"
     return ", so the shapes do not match" if a.shape != b.shape else \
@@ -86,18 +100,23 @@ def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable[..., An
             f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
             f"{header}{name1} output is {tree1} but {name2} output is {tree2}.\n\n"
             f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
-    if all(same_type(a, b) for a, b in zip(avals1, avals2)):
+    def agree(a: ArrayType, b: ArrayType) -> bool:
+        return same_type(a, b) and a.vma == b.vma
+
+    if all(agree(a, b) for a, b in zip(avals1, avals2)):
         return
     paths = _paths(tree1, avals1)
     diffs = [f"the output of {name1}{f' at path {p}' if p else ''} has type {_long(a)} "
              f"but the corresponding output of {name2} has type {_long(b)}"
              f"{_mismatch(a, b)}"
-             for p, a, b in zip(paths, avals1, avals2) if not same_type(a, b)]
+             for p, a, b in zip(paths, avals1, avals2) if not agree(a, b)]
+    hints = [vma_hint(b.vma - a.vma, f"to the output of {name1}")
+             for a, b in zip(avals1, avals2) if same_type(a, b) and a.vma != b.vma]
     body = diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else \
         "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
     raise TypeError(f"{api} branches must have equal output types but they differ.\n\n"
-                    f"{header}{body}\nRevise {name1} and/or {name2} so that all output "
-                    "types match.")
+                    f"{header}{body}{''.join(hints)}\nRevise {name1} and/or {name2} so that "
+                    "all output types match.")
 
 
 def _forwarded(jaxprs: Sequence[Jaxpr]) -> list[int | None]:
@@ -245,16 +264,24 @@ def _check_carry(body_fun: Callable[..., Any], in_tree: Any, in_avals: Sequence[
             f"is {out_tree}.\n\nRevise the function so that the carry output has the same "
             "pytree structure as the carry input.")
     paths = _paths(in_tree, in_avals)
+
+    def agree(a: ArrayType, b: ArrayType) -> bool:
+        return same_type(a, b) and a.vma == b.vma
+
     diffs = [f"{component(p)} has type {_long(a)} but the corresponding output carry "
              f"component has type {_long(b)}{_mismatch(a, b)}"
-             for p, a, b in zip(paths, in_avals, out_avals) if not same_type(a, b)]
+             for p, a, b in zip(paths, in_avals, out_avals) if not agree(a, b)]
     if not diffs:
         return
+    hints = [vma_hint(b.vma - a.vma, "to the initial carry value corresponding to "
+                      f"{component(p)}", comma=True)
+             for p, a, b in zip(paths, in_avals, out_avals) if same_type(a, b) and
+             a.vma != b.vma]
     body = diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else \
         "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
     raise TypeError("while_loop body function carry input and carry output must have equal "
-                    f"types, but they differ:\n\n{body}\nRevise the function so that all "
-                    "output types match the corresponding input types.")
+                    f"types, but they differ:\n\n{body}{''.join(hints)}\nRevise the function "
+                    "so that all output types match the corresponding input types.")
 
 
 def _reads(j: Jaxpr) -> set[int]:
@@ -357,8 +384,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         # As JAX: static bounds run as a scan (reverse-differentiable).
         lo = int(lower)
 
-        def scanned(carry: Any, _: Any) -> Any:
-            i, x = carry
+        def scanned(loop_carry: Any, _: Any) -> Any:  # JAX's parameter name, for messages
+            i, x = loop_carry
             return (i + 1, body_fun(i, x)), None
 
         (_, result), _ = scan(scanned, (lo, init_val), None,
@@ -379,8 +406,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         i, hi, _ = carry
         return lax.lt(i, hi)
 
-    def body(carry: Any) -> Any:
-        i, hi, x = carry
+    def body(loop_carry: Any) -> Any:
+        i, hi, x = loop_carry
         one = np.array(1, canonical_aval_of(i).dtype)
         return lax.add(i, one), hi, body_fun(i, x)
 

@@ -47,17 +47,6 @@ def _slice_aval(aval: Any) -> Any:
     return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
 
 
-def _vary_like(init: list[Any], in_avals: Sequence[Any], out_avals: Sequence[Any]
-               ) -> list[Any] | None:
-    """The initial carries cast to vary along the axes the body's carries
-    vary along (None when they already do)."""
-    if not any(o.vma - i.vma for i, o in zip(in_avals, out_avals)):
-        return None
-    from spec.rules.shard_map import pvary
-    return [pvary(c, tuple(o.vma - i.vma)) if o.vma - i.vma else c
-            for c, i, o in zip(init, in_avals, out_avals)]
-
-
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
     shapes = []
     for x in xs:
@@ -112,17 +101,26 @@ def _check_carry(f: Callable[..., Any], init: Any, in_tree: Any, out_tree: Any,
             "pytree structure as the carry input.")
     name = _carry_name(f)
     paths = [p for p, _ in tree_util.tree_flatten_with_path(init)[0]]
-    diffs = [f"{_component(name, p)} has type {a.str_short()} but the corresponding output "
-             f"carry component has type {b.str_short()}"
-             + (", so the dtypes do not match" if a.dtype != b.dtype and a.shape == b.shape
-                else ", so the shapes do not match" if a.shape != b.shape else "")
-             for p, a, b in zip(paths, in_avals, out_avals)
-             if a.shape != b.shape or a.dtype != b.dtype or _layout(a) != _layout(b)]
+    from spec.lax._control_flow import _long, vma_hint
+    diffs, hints = [], []
+    for p, a, b in zip(paths, in_avals, out_avals):
+        if a.shape != b.shape or a.dtype != b.dtype or _layout(a) != _layout(b):
+            diffs.append(f"{_component(name, p)} has type {a.str_short()} but the "
+                         f"corresponding output carry component has type {b.str_short()}"
+                         + (", so the dtypes do not match"
+                            if a.dtype != b.dtype and a.shape == b.shape
+                            else ", so the shapes do not match" if a.shape != b.shape else ""))
+        elif a.vma != b.vma:
+            diffs.append(f"{_component(name, p)} has type {_long(a)} but the corresponding "
+                         f"output carry component has type {_long(b)}, so the manual axis "
+                         "types do not match")
+            hints.append(vma_hint(b.vma - a.vma, "to the initial carry value corresponding "
+                                  f"to {_component(name, p)}", comma=True))
     if diffs:
         raise TypeError(
             "scan body function carry input and carry output must have equal types, but "
-            f"they differ:\n\n{_differences(diffs)}\nRevise the function so that all output "
-            "types match the corresponding input types.")
+            f"they differ:\n\n{_differences(diffs)}{''.join(hints)}\nRevise the function so "
+            "that all output types match the corresponding input types.")
 
 
 def _layout(aval: ArrayType) -> Any:
@@ -183,16 +181,6 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
                                                         result_type(init_flat[i], b.dtype))
                 changed = True
         if changed:
-            init_avals = [canonical_aval_of(c) for c in init_flat]
-            jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
-            out_avals = jaxpr.out_avals
-        # Inside shard_map a carry the body makes vary must start varying:
-        # the initial carry is cast up (pvary) until the types agree.
-        for _ in range(nk):
-            lifted = _vary_like(init_flat, init_avals, out_avals[:nk])
-            if lifted is None:
-                break
-            init_flat = lifted
             init_avals = [canonical_aval_of(c) for c in init_flat]
             jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
             out_avals = jaxpr.out_avals

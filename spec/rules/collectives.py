@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spec import types as T
-from spec.ad_util import Zero, linear_jvp
+from spec.ad_util import Zero, linear_jvp, linear_transpose
 from spec.batching import AxisData, moveaxis
 from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules._denormals import arithmetic
@@ -208,7 +208,16 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
     from spec import lax
     (x,), (d,) = args, dims
     if axis.name not in axis_name:
-        raise NotImplementedError("all_gather over an axis other than the innermost vmap")
+        # Gathering over other axes: the batch dimension rides along.
+        if d is None:
+            return [all_gather_p.bind(
+                x, all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+                axis_index_groups=axis_index_groups, axis_size=axis_size,
+                tiled=tiled)], [None]
+        x = moveaxis(x, d, 0)
+        return [all_gather_p.bind(
+            x, all_gather_dimension=all_gather_dimension + 1, axis_name=axis_name,
+            axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)], [0]
     if d is None:
         from spec.batching import broadcast
         x, d = broadcast(x, axis.size, 0), 0
@@ -222,9 +231,15 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
     return [out], [None]
 
 
+def _all_gather_transpose(ct: Any, x: Any, **params: Any) -> Any:
+    """A reduce_scatter of the cotangent (spec/rules/manual_collectives.py)."""
+    from spec.rules.manual_collectives import all_gather_transpose
+    return all_gather_transpose(ct, x, **params)
+
+
 all_gather_p = declare(
     "all_gather", typing=_all_gather_type, impl=_all_gather_impl,
-    jvp=linear_jvp(), transpose=not_applicable("reduce_scatter (issue 6)"),
+    jvp=linear_jvp(), transpose=linear_transpose(_all_gather_transpose),
     batch=_all_gather_batch)
 all_gather_p.axis_collective = (  # type: ignore[attr-defined]
     lambda params: tuple(params["axis_name"]))
@@ -270,3 +285,41 @@ axis_index_p.vma_rule = _axis_index_vma
 
 __all__ = ["all_gather_p", "axis_index_p", "axis_size", "extend_axis_env", "pmax_p",
            "pmin_p", "psum_p"]
+
+
+# ------------------------------------------------------------------ sharding
+#
+# Named axes are vmap's or shard_map's manual axes, never explicit ones: the
+# result keeps the operand's split over explicit mesh axes (partially manual
+# maps), minus the dimensions the collective removes or gathers whole.
+
+
+def _drop_entries(s: Any, ndim: int, gone: set[int], insert: int | None = None) -> Any:
+    if s is None:
+        return None
+    from spec.sharding import NamedSharding
+    parts = [p for i, p in enumerate(s.spec._normalized_spec_for_aval(ndim).partitions)
+             if i not in gone]
+    if insert is not None:
+        parts.insert(insert, None)
+    return NamedSharding(s.mesh, s.spec.update(partitions=parts))
+
+
+def _reduce_sharding(x: ArrayType, *, axes: tuple[Any, ...], axis_index_groups: Any
+                     ) -> list[Any]:
+    return [_drop_entries(x.sharding, x.ndim, set(_positional(axes)))]
+
+
+def _all_gather_sharding(x: ArrayType, *, all_gather_dimension: int, tiled: bool,
+                         **params: Any) -> list[Any]:
+    if tiled:
+        return [_drop_entries(x.sharding, x.ndim, set(), None) if x.sharding is None else
+                _drop_entries(x.sharding, x.ndim, {all_gather_dimension},
+                              all_gather_dimension)]
+    return [_drop_entries(x.sharding, x.ndim, set(), all_gather_dimension)]
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    _p.sharding = _reduce_sharding
+all_gather_p.sharding = _all_gather_sharding
+axis_index_p.sharding = lambda **params: [None]

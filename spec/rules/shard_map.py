@@ -70,6 +70,19 @@ def _identity_type(x: ArrayType, **params: Any) -> list[ArrayType]:
     return [x]
 
 
+def _no_unreduced(name: str, x: ArrayType, axes: Sequence[Any]) -> None:
+    """C1 of pvary and psum_invariant: not along unreduced or reduced axes."""
+    bad = (x.munreduced | x.mreduced) & frozenset(axes)
+    require(not bad, name, "C1",
+            f"{name} over axes {tuple(axes)} cannot take an operand unreduced or reduced "
+            f"along {tuple(sorted(bad, key=str))}: got {x.str_short()}", ValueError)
+
+
+def _pvary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("pvary", x, axes)
+    return [x]
+
+
 def _pvary_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
     return [x.vma | frozenset(axes)]
 
@@ -80,6 +93,18 @@ def _pvary_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
     return psum_invariant_p.bind(ct, axes=axes)
 
 
+def vary(x: Any, axes: Sequence[Any]) -> Any:
+    """``x`` made to vary along ``axes``: a reduced value by the free cast
+    reduced -> varying, an invariant one by ``pvary`` (JAX's
+    auto_insert_reshard)."""
+    aval = canonical_aval_of(x)
+    if aval.mreduced and aval.mreduced == frozenset(axes):
+        from spec.rules.manual_collectives import reduced_vary_cast_p
+        from spec.sharding import get_abstract_mesh
+        return reduced_vary_cast_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
+    return pvary(x, axes)
+
+
 def pvary(x: Any, axes: Sequence[Any]) -> Any:
     from spec.sharding import get_abstract_mesh
     if not axes:
@@ -88,7 +113,7 @@ def pvary(x: Any, axes: Sequence[Any]) -> Any:
 
 
 pvary_p = declare(
-    "pvary", typing=_identity_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
+    "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
     transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
     doc="Invariant to varying along manual axes: a free cast (types only).")
@@ -101,6 +126,7 @@ pvary_p.per_device = (  # type: ignore[attr-defined]
 
 
 def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("psum_invariant", x, axes)
     missing = [a for a in axes if a not in x.vma]
     require(not missing, "psum_invariant", "C1",
             f"psum_invariant over axes {tuple(axes)} needs an operand varying along them; "
@@ -297,7 +323,14 @@ def _shard_map_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arra
             S.unreduced_of(x.aval) else S.Dist(laid, x.bufs)
         blocks.append(S.Dist(inner, placed.bufs))
     outs = S.eval_jaxpr(jaxpr, jaxpr.consts, blocks, g)
-    return [S.Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
+    results = []
+    for o, a, spec, inner in zip(outs, out_avals, out_specs, jaxpr.out_avals):
+        laid = a.update(sharding=NamedSharding(mesh, merged_spec(spec, inner, a.ndim)))
+        placed = S.Dist(laid, o.bufs)
+        # Over Auto axes the result type is not split: its blocks are gathered.
+        same = S.parts_of(laid) == S.parts_of(a) and S.unreduced_of(laid) == S.unreduced_of(a)
+        results.append(S.Dist(a, o.bufs) if same else S.reshard(placed, a, g))
+    return results
 
 
 def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
@@ -308,9 +341,7 @@ def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
     out_avals = _shard_map_type(*(canonical_aval_of(a) for a in args), **params)
     dists = [S.uniform(np.asarray(a), canonical_aval_of(a), g) for a in args]
     outs = _shard_map_program(g, dists, out_avals, **params)
-    return [np.asarray(S.assemble(S.Dist(o.aval.update(sharding=NamedSharding(
-        mesh, merged_spec(spec, inner, o.aval.ndim))), o.bufs), g))
-        for o, spec, inner in zip(outs, params["out_specs"], params["jaxpr"].out_avals)]
+    return [np.asarray(S.assemble(o, g)) for o in outs]
 
 
 class _Axes:
@@ -370,9 +401,11 @@ def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tup
         [v.aval for v, u in zip(jaxpr.invars, undefined) if not u]
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
         t_jaxpr, _ = trace_to_jaxpr(transposed, local_in)
-    new_in = tuple(s for s, nz in zip(out_specs, ct_nonzero) if nz) + \
+    # Cotangents cross the boundary with their cotangent specs: unreduced and
+    # reduced swap (varying and invariant are their own).
+    new_in = tuple(s.to_ct_spec() for s, nz in zip(out_specs, ct_nonzero) if nz) + \
         tuple(s for s, u in zip(in_specs, undefined) if not u)
-    new_out = tuple(s for s, u in zip(in_specs, undefined) if u)
+    new_out = tuple(s.to_ct_spec() for s, u in zip(in_specs, undefined) if u)
     outs = shard_map_p.bind(*(c for c in cts if type(c) is not Zero), *defined,
                             jaxpr=t_jaxpr, in_specs=new_in, out_specs=new_out, **params)
     it = iter(outs)
