@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 import spec
-import spec.numpy as snp
 
 FULL_BYTES = (4 << 10, 1 << 20, 64 << 20)
 QUICK_BYTES = (4 << 10,)
