@@ -55,6 +55,25 @@ def _seconds(fn: Callable[[], Any], repeats: int) -> float:
     return best
 
 
+def _rows_for(n: int, nbytes: int, repeats: int) -> list[dict[str, Any]]:
+    per_device = max(nbytes // 4 // n * n, n)  # float32, divisible by n
+    whole = np.random.default_rng(0).standard_normal(per_device * n).astype(np.float32)
+    x = spec.device_put(whole, spec.P("i"))
+    bufs = np.split(whole, n)
+    rows = []
+    for name, (body, numpy_fn, out_spec) in _programs(n).items():
+        f = spec.jit(spec.shard_map(body, in_specs=spec.P("i"), out_specs=out_spec,
+                                    check_vma=False))
+        moved = numpy_fn(bufs)  # the same movement must give the same data
+        want = moved[0] if out_spec == spec.P() else np.concatenate(moved)
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5, atol=1e-5)
+        t_spec = _seconds(lambda: f(x), repeats)
+        t_np = _seconds(lambda: numpy_fn(bufs), repeats)
+        rows.append({"collective": name, "devices": n, "bytes": nbytes, "spec": t_spec,
+                     "numpy": t_np, "ratio": t_spec / t_np})
+    return rows
+
+
 def run(sizes: tuple[int, ...], device_counts: tuple[int, ...], repeats: int
         ) -> list[dict[str, Any]]:
     rows = []
@@ -64,23 +83,7 @@ def run(sizes: tuple[int, ...], device_counts: tuple[int, ...], repeats: int
             spec.config.update("jax_num_cpu_devices", n)
             with spec.set_mesh(spec.make_mesh((n,), ("i",))):
                 for nbytes in sizes:
-                    per_device = max(nbytes // 4 // n * n, n)  # float32, divisible by n
-                    rng = np.random.default_rng(0)
-                    whole = rng.standard_normal(per_device * n).astype(np.float32)
-                    x = spec.device_put(whole, spec.P("i"))
-                    bufs = np.split(whole, n)
-                    for name, (body, numpy_fn, out_spec) in _programs(n).items():
-                        f = spec.jit(spec.shard_map(body, in_specs=spec.P("i"),
-                                                    out_specs=out_spec, check_vma=False))
-                        moved = numpy_fn(bufs)  # the same movement must give the same data
-                        want = moved[0] if out_spec == spec.P() else np.concatenate(moved)
-                        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5,
-                                                   atol=1e-5)
-                        t_spec = _seconds(lambda: f(x), repeats)
-                        t_np = _seconds(lambda: numpy_fn(bufs), repeats)
-                        rows.append({"collective": name, "devices": n, "bytes": nbytes,
-                                     "spec": t_spec, "numpy": t_np, "ratio": t_spec / t_np})
-                    del x, whole, bufs
+                    rows.extend(_rows_for(n, nbytes, repeats))
     finally:
         spec.config.update("jax_num_cpu_devices", before)
     return rows
