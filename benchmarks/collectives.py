@@ -40,8 +40,9 @@ def _programs(n: int) -> dict[str, tuple[Callable[[Any], Any], Callable[[list[np
         "all_to_all": (lambda b: spec.lax.all_to_all(b, "i", 0, 0, tiled=True),
                        lambda bufs: [np.concatenate([np.split(b, n)[k] for b in bufs])
                                      for k in range(n)], spec.P("i")),
+        # A transfer between devices is a copy (NumPy's baseline copies).
         "ppermute": (lambda b: spec.lax.ppermute(b, "i", ring),
-                     lambda bufs: [bufs[(k - 1) % n] for k in range(n)], spec.P("i")),
+                     lambda bufs: [bufs[(k - 1) % n].copy() for k in range(n)], spec.P("i")),
     }
 
 

@@ -189,11 +189,11 @@ def _ppermute_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Array
     _ledger.record("ppermute", axes, x.bufs[0].nbytes)
     sent = {int(d): int(s) for s, d in perm}
     bufs = list(x.bufs)
-    result = [np.zeros_like(b) for b in bufs]
+    result: list[np.ndarray] = list(bufs)
     for group in geo.groups(axes):
         for pos, k in enumerate(group):
-            if pos in sent:
-                result[k] = bufs[group[sent[pos]]]
+            # Buffers are never mutated: a received block is the sender's.
+            result[k] = bufs[group[sent[pos]]] if pos in sent else np.zeros_like(bufs[k])
     return [S.Dist(out, tuple(result))]
 
 
