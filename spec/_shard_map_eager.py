@@ -48,6 +48,33 @@ class ShardMapTracer(Tracer):
 
     __repr__ = __str__
 
+    def _concrete(self) -> np.ndarray | None:
+        """An invariant value is the same on every device: it is known (as
+        JAX's to_concrete_value, under check_vma)."""
+        from spec.rules.shard_map import vma_checked
+        a = self.aval
+        if not vma_checked() or a.vma or a.munreduced or a.mreduced:
+            return None
+        return np.asarray(self.dist.bufs[0])
+
+    def __bool__(self) -> bool:
+        v = self._concrete()
+        return bool(v) if v is not None else super().__bool__()
+
+    def __int__(self) -> int:
+        v = self._concrete()
+        return int(v) if v is not None else super().__int__()
+
+    # (float() stays an error, as in JAX: its tracers' float has no concrete path.)
+
+    def __index__(self) -> int:
+        v = self._concrete()
+        return int(v.__index__()) if v is not None else super().__index__()
+
+    def item(self, *args: Any) -> Any:
+        v = self._concrete()
+        return v.item(*args) if v is not None else super().item(*args)
+
 
 class ShardMapTrace(Trace):
     name = "ShardMapTrace"

@@ -175,6 +175,19 @@ cell("cond inside", lambda: sm3(x))
 cell("jit inside", lambda: jax.shard_map(jax.jit(lambda v: jnp.sin(v) * 2), in_specs=jax.P('i'),
                                          out_specs=jax.P('i'))(x))
 cell("grad of scan inside", lambda: jax.grad(lambda v: sm2(v).sum())(x))
+def concrete(v):
+  s = jax.lax.psum(v.sum(), 'i')
+  n = jax.lax.psum(jnp.int32(1), 'i')
+  for name, fn in [('bool', lambda: bool(s > 10)), ('int', lambda: int(n)),
+                   ('index', lambda: range(10)[n]), ('float', lambda: float(s)),
+                   ('item', lambda: s.item()), ('varying', lambda: bool(v.sum() > 0))]:
+    try:
+      print(name, fn())
+    except Exception as e:
+      print(name, type(e).__name__)
+  return v
+cell("invariant values are concrete eagerly", lambda: jax.shard_map(
+    concrete, in_specs=jax.P('i'), out_specs=jax.P('i'))(x))
 cell("zeros_like inside", lambda: print(jax.make_jaxpr(jax.shard_map(
     lambda v: (jnp.zeros_like(v), jnp.full_like(v, 2.), jnp.zeros_like(v, shape=(3,))),
     in_specs=jax.P('i'), out_specs=(jax.P('i'),) * 3))(x)))
@@ -208,7 +221,8 @@ CASES = [("two", k) for k in ["jaxpr", "jaxpr no check_vma", "eager values", "ji
                              "partial mismatch"]] + \
     [("nested", k) for k in ["scan inside", "scan inside jaxpr", "scan carry varying",
                             "scan carry varying jaxpr", "shard_map in scan", "cond inside",
-                            "jit inside", "grad of scan inside", "zeros_like inside"]]
+                            "jit inside", "grad of scan inside", "zeros_like inside",
+                            "invariant values are concrete eagerly"]]
 
 
 @pytest.mark.parametrize("group,name", CASES)
