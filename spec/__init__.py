@@ -17,13 +17,14 @@ from spec._vmap_api import vmap
 from spec._autodiff_api import fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, \
     linear_transpose, linearize, value_and_grad, vjp
 from spec._devices import Device, device_count, devices, local_device_count, local_devices, \
-    process_count, process_index, device_put, device_get
+    process_count, process_index, device_put, device_get, make_array_from_callback, \
+    make_array_from_process_local_data
 from spec.basearray import Array
 from spec.config import config
 from spec.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
-from spec import custom_derivatives, sharding
+from spec import custom_derivatives, experimental, sharding
 from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
 from spec._ledger import collectives_log
 from spec.shard_map import shard_map
@@ -75,7 +76,9 @@ __all__ = [
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
     "linearize",
     "value_and_grad", "vjp", "vmap",
-    "device_get", "device_put", "devices", "dtypes", "errors", "eval_shape", "jit", "lax",
+    "device_get", "device_put", "devices", "make_array_from_callback",
+    "make_array_from_process_local_data",
+    "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "types",
 ]

@@ -124,3 +124,63 @@ def _full_spec(sharding: Any, ndim: int) -> Any:
 def device_get(x: Any) -> Any:
     from spec import tree_util
     return tree_util.tree_map(lambda a: np.asarray(a) if hasattr(a, "aval") else a, x)
+
+
+def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
+                             dtype: Any = None) -> Any:
+    """An array of ``shape`` laid out by ``sharding``, each device's block
+    produced by ``data_callback(index)`` (its slices of the global array)."""
+    from spec import _spmd
+    from spec.sharding import NamedSharding, SingleDeviceSharding, modify_spec_for_auto_manual
+    from spec.types import ArrayType, canonicalize_dtype
+    shape = tuple(int(d) for d in shape)
+    if isinstance(sharding, SingleDeviceSharding):
+        index = tuple(slice(None) for _ in shape)
+        from spec.numpy import asarray
+        block = np.asarray(data_callback(index))
+        if block.shape != shape:
+            raise ValueError(f"Expected shard shape {shape} doesn't match the single device "
+                             f"array shape {block.shape}.")
+        return asarray(block if dtype is None else block.astype(dtype))
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"make_array_from_callback expects a Sharding, got {sharding!r}")
+    want = sharding.shard_shape(shape)
+    indices = sharding.devices_indices_map(shape)
+    # A fully replicated layout asks for the whole array once (as JAX).
+    replicated = all(p is None for p in sharding.spec.partitions)
+    blocks: list[np.ndarray] = []
+    for device in sharding.mesh.devices.flat:
+        if replicated and blocks:
+            blocks.append(blocks[0])
+            continue
+        block = np.asarray(data_callback(indices[device]))
+        if dtype is not None:
+            block = block.astype(dtype)
+        if block.shape != tuple(want):
+            raise ValueError(f"Expected shard shape {tuple(want)} doesn't match the single "
+                             f"device array shape {block.shape}. Shape of Array is "
+                             f"{ArrayType(shape, block.dtype).str_short()} with sharding "
+                             f"{sharding}")
+        blocks.append(block)
+    dt = canonicalize_dtype(blocks[0].dtype)
+    blocks = [b.astype(dt, copy=False) for b in blocks]
+    spec = _full_spec(sharding, len(shape))
+    typed = NamedSharding(sharding.mesh.abstract_mesh,
+                          modify_spec_for_auto_manual(spec, sharding.mesh))
+    aval = ArrayType(shape, dt, sharding=typed)
+    geo = _spmd.geometry(sharding.mesh)
+    out = _spmd.to_array(_spmd.Dist(aval, tuple(blocks)), sharding.mesh, geo)
+    out._sharding = sharding
+    return out
+
+
+def make_array_from_process_local_data(sharding: Any, local_data: Any,
+                                       global_shape: Any = None) -> Any:
+    """This process's data as a global array laid out by ``sharding``. With
+    one process, the local data is the whole array."""
+    data = np.asarray(local_data)
+    shape = data.shape if global_shape is None else tuple(int(d) for d in global_shape)
+    if shape != data.shape:
+        raise ValueError(f"With one process the local data is the whole array: got local "
+                         f"data of shape {data.shape} for global shape {shape}")
+    return make_array_from_callback(shape, sharding, lambda index: data[index])
