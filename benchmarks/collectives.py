@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import spec
+from benchmarks.sharding import best_seconds
 
 FULL_BYTES = (4 << 10, 1 << 20, 64 << 20)
 QUICK_BYTES = (4 << 10,)
@@ -46,16 +46,6 @@ def _programs(n: int) -> dict[str, tuple[Callable[[Any], Any], Callable[[list[np
     }
 
 
-def _seconds(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def _rows_for(n: int, nbytes: int, repeats: int) -> list[dict[str, Any]]:
     per_device = max(nbytes // 4 // n * n, n)  # float32, divisible by n
     whole = np.random.default_rng(0).standard_normal(per_device * n).astype(np.float32)
@@ -68,8 +58,8 @@ def _rows_for(n: int, nbytes: int, repeats: int) -> list[dict[str, Any]]:
         moved = numpy_fn(bufs)  # the same movement must give the same data
         want = moved[0] if out_spec == spec.P() else np.concatenate(moved)
         np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-5, atol=1e-5)
-        t_spec = _seconds(lambda: f(x), repeats)
-        t_np = _seconds(lambda: numpy_fn(bufs), repeats)
+        t_spec = best_seconds(lambda: f(x), repeats)
+        t_np = best_seconds(lambda: numpy_fn(bufs), repeats)
         rows.append({"collective": name, "devices": n, "bytes": nbytes, "spec": t_spec,
                      "numpy": t_np, "ratio": t_spec / t_np})
     return rows

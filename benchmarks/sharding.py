@@ -111,7 +111,8 @@ def _unsharded(fn: Callable[[], Any]) -> Callable[[], Any]:
     return run
 
 
-def _seconds(fn: Callable[[], Any], repeats: int) -> float:
+def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
+    """The best of ``repeats`` timed calls, after one warm-up call."""
     fn()  # warm: traces and caches
     best = float("inf")
     for _ in range(repeats):
@@ -144,9 +145,9 @@ def _dp_row(n: int, sizes: Sizes, rng: np.random.Generator) -> dict[str, Any]:
                                atol=1e-5)
     minimum = sum(w.nbytes for w in ws_np)  # one all-reduce of each weight gradient
     return _row("data-parallel MLP step", n,
-                _seconds(lambda: step(ws, x), sizes.repeats),
-                _seconds(_unsharded(lambda: step(plain_ws, plain_x)), sizes.repeats),
-                _seconds(lambda: _numpy_dp_step(ws_np, x_np), sizes.repeats),
+                best_seconds(lambda: step(ws, x), sizes.repeats),
+                best_seconds(_unsharded(lambda: step(plain_ws, plain_x)), sizes.repeats),
+                best_seconds(lambda: _numpy_dp_step(ws_np, x_np), sizes.repeats),
                 log.nbytes, minimum)
 
 
@@ -165,9 +166,9 @@ def _capstone_row(n: int, sizes: Sizes, rng: np.random.Generator) -> dict[str, A
     np.testing.assert_allclose(np.asarray(out), _numpy_capstone(stacked_np, xs_np), rtol=1e-3,
                                atol=1e-5)
     return _row("capstone step ({R:X} weights)", n,
-                _seconds(lambda: sharded_step(stacked, xs), sizes.repeats),
-                _seconds(_unsharded(lambda: plain_step(plain_w, plain_x)), sizes.repeats),
-                _seconds(lambda: _numpy_capstone(stacked_np, xs_np), sizes.repeats),
+                best_seconds(lambda: sharded_step(stacked, xs), sizes.repeats),
+                best_seconds(_unsharded(lambda: plain_step(plain_w, plain_x)), sizes.repeats),
+                best_seconds(lambda: _numpy_capstone(stacked_np, xs_np), sizes.repeats),
                 log.nbytes, stacked_np.nbytes)
 
 

@@ -255,12 +255,10 @@ class Jitted:
 
     def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any]]:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
-        from spec.sharding import get_abstract_mesh
         # The context mesh types sharded operations: it is part of the key.
         from spec.sharding import _context
         key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key(), get_abstract_mesh(),
-               _context.check_vma)
+               split.static_kwargs, config.values_key(), _context.typing_key)
         cached = self._cache.get(key)
         if cached is not None:
             return cached[0], cached[1], []

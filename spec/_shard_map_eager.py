@@ -106,18 +106,11 @@ def run_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: lis
               manual: frozenset[Any]) -> tuple[list[S.Dist], Any, list[ArrayType]]:
     """The body run on every device's blocks: the result blocks, the output
     tree and the result block types."""
-    from spec.rules.shard_map import _inside, merged_spec
-    from spec.sharding import NamedSharding
+    from spec.rules.shard_map import _inside, enter_block
     geo = S.geometry(mesh)
     trace = ShardMapTrace(concrete, geo)
-    tracers = []
-    for x, spec, inner in zip(leaves, specs, local):
-        d = S.from_value(x, geo)
-        laid = d.aval.update(sharding=NamedSharding(mesh, merged_spec(spec, inner,
-                                                                      d.aval.ndim)))
-        placed = S.reshard(d, laid, geo) if (S.parts_of(d.aval) != S.parts_of(laid)
-                                             or S.unreduced_of(d.aval)) else S.Dist(laid, d.bufs)
-        tracers.append(ShardMapTracer(trace, S.Dist(inner, placed.bufs)))
+    tracers = [ShardMapTracer(trace, enter_block(S.from_value(x, geo), spec, inner, mesh, geo))
+               for x, spec, inner in zip(leaves, specs, local)]
     try:
         with _inside(mesh, check_vma, manual), set_current_trace(trace):
             out = f(*tree_util.tree_unflatten(in_tree, tracers))

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from spec import _ledger
+from spec.sharding import axis_names_of
 from spec.types import ArrayType
 
-Axes = tuple[str, ...]
+Axes = tuple[Any, ...]
 Bufs = tuple[np.ndarray, ...]
 
 
@@ -50,10 +51,7 @@ Program = Callable[..., list[Dist]]
 # ================================================================ layouts
 
 
-def names_of(entry: Any) -> Axes:
-    if entry is None:
-        return ()
-    return (entry,) if isinstance(entry, str) else tuple(entry)
+names_of = axis_names_of
 
 
 def parts_of(aval: ArrayType) -> tuple[Axes, ...]:

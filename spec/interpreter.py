@@ -126,8 +126,7 @@ class Primitive:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        if _mesh_context.abstract.manual_axes and self.vma_rule is None \
-                and not self.vma_from_typing:
+        if _mesh_context.in_manual and self.vma_rule is None and not self.vma_from_typing:
             args = tuple(_insert_pvary(args))
         outs = current_trace().process_primitive(self, args, params)
         return outs if self.multiple_results else outs[0]
@@ -452,18 +451,11 @@ _TYPING_CACHE: dict[Any, Sequence[ArrayType]] = {}
 _TYPING_CACHE_LIMIT = 20_000
 
 
-def _bound_axes() -> tuple[Any, ...]:
-    """The named axes in scope (collectives' result types read their sizes)."""
-    from spec.rules.collectives import _ENV
-    return tuple(_ENV.frames)
-
-
 def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Sequence[ArrayType]:
     try:
         # Sharding sections read the context mesh: it is part of the key.
-        key = (prim, _mesh_context.abstract, _mesh_context.check_vma, _bound_axes(), *avals,
-               *params.items())
+        key = (prim, _mesh_context.typing_key, *avals, *params.items())
         cached = _TYPING_CACHE.get(key)
     except TypeError:  # an unhashable param: type without the cache
         return _typed(prim, avals, params)
@@ -512,12 +504,8 @@ def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayT
     return [o.update(vma=union) for o in outs]
 
 
-def _on_mesh(args: Sequence[Any], out_avals: Sequence[ArrayType]) -> bool:
-    """Whether the operation runs per device: an operand is laid out over a
-    mesh, or a result's type is sharded over one."""
-    for a in args:
-        if getattr(a, "_shards", None) is not None:
-            return True
+def _typed_on_mesh(out_avals: Sequence[ArrayType]) -> bool:
+    """Whether a result's type is sharded over a mesh."""
     for o in out_avals:
         s = o.sharding
         if s is not None and not s.mesh.empty:
@@ -535,16 +523,18 @@ class EvalTrace(Trace):
         array = _array_class()
         values = []
         avals = []
+        placed = False  # an operand laid out over a mesh: the op runs per device
         for a in args:
             if type(a) is array:  # the common case, inline
                 values.append(a._value)
                 avals.append(a.aval)
+                placed = placed or a._shards is not None
             else:
                 value, aval = canonical_value(a)
                 values.append(value)
                 avals.append(aval)
         out_avals = apply_typing(prim, avals, params)
-        if _on_mesh(args, out_avals):
+        if placed or _typed_on_mesh(out_avals):
             from spec import _spmd
             return _spmd.eager(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)

@@ -154,24 +154,17 @@ def _call_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: l
     """Eagerly the body runs op by op on every device's blocks."""
     from spec import _spmd as S
     from spec._shard_map_eager import run_eager
-    from spec.rules.shard_map import global_aval, merged_spec
-    from spec.sharding import NamedSharding
+    from spec.rules.shard_map import global_aval, leave_block
     devices = concrete if concrete is not None else _devices_for(mesh)
     dists, out_tree, out_local = run_eager(f, leaves, in_tree, local, specs, mesh, devices,
                                            check_vma, manual)
     o_specs = _out_specs(out_specs, out_tree, out_local, who, manual, check_vma, mesh,
                          eager=True)
     geo = S.geometry(mesh)
-    outs = []
     explicit = bool(mesh.explicit_axes)
-    for d, spec in zip(dists, o_specs):
-        aval = global_aval(d.aval, spec, mesh, explicit)
-        laid = aval.update(sharding=NamedSharding(mesh, merged_spec(spec, d.aval, aval.ndim)))
-        placed = S.Dist(laid, d.bufs)
-        same = S.parts_of(laid) == S.parts_of(aval) and S.unreduced_of(laid) == \
-            S.unreduced_of(aval)
-        outs.append(S.to_array(S.Dist(aval, d.bufs) if same else S.reshard(placed, aval, geo),
-                               devices, geo))
+    outs = [S.to_array(leave_block(d, global_aval(d.aval, spec, mesh, explicit), spec, mesh,
+                                   geo), devices, geo)
+            for d, spec in zip(dists, o_specs)]
     return tree_util.tree_unflatten(out_tree, outs)
 
 

@@ -159,10 +159,16 @@ class AbstractMesh(_BaseMesh):
                                                 AxisType.Explicit)
         self.abstract_device = abstract_device
         self.size = math.prod(axis_sizes) if axis_sizes else 0
+        # Read by every bind (is a shard_map body being traced?): computed once.
+        self._manual = self._axes_of(AxisType.Manual)
 
     @property
     def axis_sizes(self) -> tuple[int, ...]:
         return self._axis_sizes
+
+    @property
+    def manual_axes(self) -> tuple[AxisName, ...]:
+        return self._manual
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
@@ -180,10 +186,15 @@ class AbstractMesh(_BaseMesh):
         return (self._axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, AbstractMesh) and self._key() == other._key()
+        return self is other or (isinstance(other, AbstractMesh)
+                                 and self._key() == other._key())
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        # Meshes are immutable and key every typing memo lookup: hash once.
+        h: int | None = getattr(self, "_hash", None)
+        if h is None:
+            h = self._hash = hash(self._key())
+        return h
 
     def update(self, axis_sizes: tuple[int, ...] | None = None,
                axis_names: tuple[AxisName, ...] | None = None,
@@ -322,12 +333,25 @@ def _empty_mesh() -> Mesh:
 
 
 class _MeshContext(threading.local):
+    """What typing depends on besides operand types and params: the abstract
+    mesh, whether a shard_map body tracks varying axes (check_vma), and the
+    named axes in scope (vmap's and shard_map's, with their sizes). The
+    typing memo and the jit cache key on ``typing_key``, kept up to date by
+    ``update``."""
+
     def __init__(self) -> None:
         self.abstract: AbstractMesh = AbstractMesh((), ())
         self.concrete: Mesh = _empty_mesh()
-        # Inside shard_map: whether its types track varying manual axes
-        # (check_vma). Typing depends on it, so the typing memo keys on it.
         self.check_vma: bool = False
+        self.axis_frames: tuple[tuple[Any, int], ...] = ()
+        self.typing_key: tuple[Any, ...] = (self.abstract, False, ())
+        self.in_manual = False  # inside a shard_map body (the mesh has Manual axes)
+
+    def update(self, **changes: Any) -> None:
+        for name, value in changes.items():
+            setattr(self, name, value)
+        self.typing_key = (self.abstract, self.check_vma, self.axis_frames)
+        self.in_manual = bool(self.abstract.manual_axes)
 
 
 _context = _MeshContext()
@@ -356,15 +380,14 @@ class set_mesh:
                 " instead.")
         self.prev_abstract_mesh = _context.abstract
         self.prev_mesh = _context.concrete
-        _context.abstract = AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh
-        _context.concrete = _empty_mesh() if mesh is None else mesh
+        _context.update(abstract=AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh,
+                        concrete=_empty_mesh() if mesh is None else mesh)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc: object) -> None:
-        _context.abstract = self.prev_abstract_mesh
-        _context.concrete = self.prev_mesh
+        _context.update(abstract=self.prev_abstract_mesh, concrete=self.prev_mesh)
 
 
 class use_abstract_mesh:
@@ -386,10 +409,10 @@ class use_abstract_mesh:
                 f" {self.mesh} with size={self.mesh.size} and prev mesh: {prev} with"
                 f" size={prev.size}")
         self.prev = prev
-        _context.abstract = self.mesh
+        _context.update(abstract=self.mesh)
 
     def __exit__(self, *exc: object) -> None:
-        _context.abstract = self.prev
+        _context.update(abstract=self.prev)
 
 
 def get_abstract_mesh() -> AbstractMesh:
@@ -446,10 +469,19 @@ def _axis_set(name: str, value: Any) -> frozenset[AxisName]:
     return frozenset(value)
 
 
-def _names_of(entry: Any) -> tuple[AxisName, ...]:
+def axis_names_of(entry: Any) -> tuple[AxisName, ...]:
+    """A spec entry (None, a mesh axis, or a tuple of them) as its axes."""
     if entry is None or entry is _UNCONSTRAINED:
         return ()
-    return entry if isinstance(entry, tuple) else (entry,)
+    return tuple(entry) if isinstance(entry, (tuple, list)) else (entry,)
+
+
+def entry_of(names: Sequence[AxisName]) -> Any:
+    """The spec entry splitting a dimension over ``names`` (major first)."""
+    return None if not names else names[0] if len(names) == 1 else tuple(names)
+
+
+_names_of = axis_names_of
 
 
 class P:
@@ -931,11 +963,7 @@ def auto_axes(f: Any = None, /, *, axes: Any = None, out_sharding: Any = None) -
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         from spec import tree_util
         from spec.interpreter import canonical_aval_of
-        target = out_sharding
-        if target is None:
-            if "out_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'out_sharding'")
-            target = kwargs.pop("out_sharding")
+        target = _sharding_arg(out_sharding, kwargs, "out_sharding")
         switched = _switched_mesh(axes, AxisType.Auto, "auto_axes", target)
         if switched is None:
             return f(*args, **kwargs)
@@ -963,11 +991,7 @@ def explicit_axes(f: Any = None, /, *, axes: Any = None, in_sharding: Any = None
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         from spec import tree_util
         from spec.interpreter import canonical_aval_of
-        target = in_sharding
-        if target is None:
-            if "in_sharding" not in kwargs:
-                raise TypeError("Missing required keyword argument: 'in_sharding'")
-            target = kwargs.pop("in_sharding")
+        target = _sharding_arg(in_sharding, kwargs, "in_sharding")
         switched = _switched_mesh(axes, AxisType.Explicit, "explicit_axes")
         if switched is None:
             raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to"
@@ -980,6 +1004,15 @@ def explicit_axes(f: Any = None, /, *, axes: Any = None, in_sharding: Any = None
             _spec_of(canonical_aval_of(o)), get_abstract_mesh()), out)
         return reshard(out, specs)
     return wrapped
+
+
+def _sharding_arg(given: Any, kwargs: dict[str, Any], name: str) -> Any:
+    """The sharding given to the decorator, else the call's keyword."""
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
 
 
 def _spec_of(aval: Any) -> P:

@@ -34,3 +34,16 @@ def run_spec(program: str) -> dict[str, Any]:
     exec(compile(code, "<twin program>", "exec"), scope)  # noqa: S102
     result: dict[str, Any] = json.loads(json.dumps(scope["out"]))
     return result
+
+
+def run_both(program: str, devices: int = 4) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(spec's results, JAX's results) of one program; spec's device count
+    and mesh are restored afterwards (the program may set them)."""
+    import spec
+    before = spec.config.jax_num_cpu_devices
+    try:
+        ours = run_spec(program)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+        spec.set_mesh(None)
+    return ours, run_jax(program, devices)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import run_both
 
 import spec
 
@@ -194,14 +194,7 @@ cell("zeros_like inside", lambda: print(jax.make_jaxpr(jax.shard_map(
 '''
 
 
-def _both(program: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    before = spec.config.jax_num_cpu_devices
-    try:
-        ours = run_spec(program)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
-    return ours, run_jax(program)
+_both = run_both
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _twin import run_jax, run_spec
+from _twin import run_both
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -276,14 +276,7 @@ PROGRAMS = {"forward": FORWARD, "autodiff": AUTODIFF, "vmap": VMAP, "named": NAM
             "errors": ERRORS, "docs": DOCS}
 
 
-def _both(program: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    before = spec.config.jax_num_cpu_devices
-    try:
-        ours = run_spec(program)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
-    return ours, run_jax(program)
+_both = run_both
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,8 @@ import re
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import run_both
 
-import spec
 
 PRELUDE = r'''
 import ast, contextlib, io, re
@@ -1031,13 +1030,7 @@ XFAIL: dict[tuple[str, str], str] = {
 
 
 def _both(program: str, devices: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    before = spec.config.jax_num_cpu_devices
-    try:
-        ours = run_spec(program)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
-    return ours, run_jax(program, devices=devices)
+    return run_both(program, devices)
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import run_both
 
-import spec
 
 PROGRAM = r'''
 import contextlib, io
@@ -134,13 +133,7 @@ CELLS = ["grad types", "grad jaxpr", "a b types", "a @ b", "einsum replicated",
 
 @pytest.fixture(scope="module")
 def both() -> tuple[dict[str, Any], dict[str, Any]]:
-    before = spec.config.jax_num_cpu_devices
-    try:
-        ours = run_spec(PROGRAM)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
-    return ours, run_jax(PROGRAM, devices=2)
+    return run_both(PROGRAM, devices=2)
 
 
 @pytest.mark.parametrize("name", CELLS)

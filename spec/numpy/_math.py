@@ -126,7 +126,7 @@ def _varying_alike(args: Sequence[Any]) -> Sequence[Any]:
     their dtypes are promoted, as JAX stages it."""
     from spec.interpreter import _insert_pvary
     from spec.sharding import _context
-    return _insert_pvary(args) if _context.abstract.manual_axes else args
+    return _insert_pvary(args) if _context.in_manual else args
 
 
 # JAX's ``promote_dtypes``: every operand converts to the common (dtype, weak

@@ -108,7 +108,7 @@ def promote_dtypes(*args: Any) -> list[Any]:
     dtype, weak = T.result_type_and_weak(*args)
     from spec.interpreter import _insert_pvary
     from spec.sharding import _context
-    if _context.abstract.manual_axes:
+    if _context.in_manual:
         # Inside shard_map operands are cast to the common varying axes before
         # their dtypes are promoted, as JAX stages it.
         args = tuple(_insert_pvary(args))

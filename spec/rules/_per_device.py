@@ -36,7 +36,7 @@ from spec import _spmd as S
 from spec._spmd import Dist, Geometry
 from spec.interpreter import Primitive
 from spec.rules._registry import REGISTRY
-from spec.sharding import NamedSharding, P
+from spec.sharding import NamedSharding, P, entry_of
 from spec.types import ArrayType
 
 Program = Callable[..., list[Dist]]
@@ -51,7 +51,7 @@ def _laid_out(aval: ArrayType, parts: Sequence[tuple[str, ...]], unreduced: froz
     if mesh is None:
         from spec.sharding import get_abstract_mesh
         mesh = get_abstract_mesh()
-    entries = [None if not p else (p[0] if len(p) == 1 else tuple(p)) for p in parts]
+    entries = [entry_of(p) for p in parts]
     reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
     return aval.update(sharding=NamedSharding(mesh, P(*entries, unreduced=unreduced,
                                                       reduced=reduced)))

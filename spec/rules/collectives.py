@@ -13,7 +13,6 @@ axes of the operand, reduced like ``reduce_sum``.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -30,30 +29,26 @@ from spec.types import ArrayType
 # ------------------------------------------------------------- axis env
 
 
-class _AxisEnv(threading.local):
-    def __init__(self) -> None:
-        self.frames: list[tuple[Any, int]] = []
-
-
-_ENV = _AxisEnv()
-
-
 @contextlib.contextmanager
 def extend_axis_env(name: Any, size: int) -> Iterator[None]:
-    """Bind the axis ``name`` of ``size`` while tracing the block."""
-    _ENV.frames.append((name, size))
+    """Bind the axis ``name`` of ``size`` while tracing the block (the
+    frames live in the typing context: result types depend on them)."""
+    from spec.sharding import _context
+    before = _context.axis_frames
+    _context.update(axis_frames=before + ((name, size),))
     try:
         yield
     finally:
-        _ENV.frames.pop()
+        _context.update(axis_frames=before)
 
 
 def axis_size(name: Any) -> int:
     """The size of a bound named axis; NameError (as JAX) when unbound."""
-    for bound, size in reversed(_ENV.frames):
+    from spec.sharding import _context
+    for bound, size in reversed(_context.axis_frames):
         if bound == name:
             return int(size)
-    available = [n for n, _ in _ENV.frames]
+    available = [n for n, _ in _context.axis_frames]
     raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined "
                     f"by vmap or shard_map) are available to collective operations: "
                     f"{available}")

@@ -28,7 +28,7 @@ from spec.interpreter import (
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
-from spec.sharding import AbstractMesh, AxisType, NamedSharding, P
+from spec.sharding import AbstractMesh, AxisType, NamedSharding, P, axis_names_of, entry_of
 from spec.types import ArrayType
 
 # ------------------------------------------------------------ manual context
@@ -38,11 +38,11 @@ from spec.types import ArrayType
 def manual_context(check_vma: bool) -> Iterator[None]:
     from spec.sharding import _context
     before = _context.check_vma
-    _context.check_vma = check_vma
+    _context.update(check_vma=check_vma)
     try:
         yield
     finally:
-        _context.check_vma = before
+        _context.update(check_vma=before)
 
 
 def vma_checked() -> bool:
@@ -244,12 +244,8 @@ def local_aval(aval: ArrayType, spec: P, mesh: AbstractMesh, manual: frozenset[A
                      mreduced=frozenset(spec.reduced) & manual if check_vma else frozenset())
 
 
-def _entry(names: Sequence[Any]) -> Any:
-    return None if not names else names[0] if len(names) == 1 else tuple(names)
-
-
-def _names_of(e: Any) -> tuple[Any, ...]:
-    return () if e is None else (e,) if isinstance(e, str) else tuple(e)
+_entry = entry_of
+_names_of = axis_names_of
 
 
 def _explicit_part(aval: ArrayType, mesh: AbstractMesh, manual: frozenset[Any]) -> Any:
@@ -315,22 +311,30 @@ def _shard_map_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arra
     """Each argument laid out by its in_spec, the body run on every device's
     block, each result's blocks put together by its out_spec."""
     g = _geometry(mesh, geo)
-    blocks = []
-    for x, spec, inner in zip(args, in_specs, jaxpr.in_avals):
-        laid = x.aval.update(sharding=NamedSharding(mesh, merged_spec(spec, inner,
-                                                                      x.aval.ndim)))
-        placed = S.reshard(x, laid, g) if S.parts_of(x.aval) != S.parts_of(laid) or \
-            S.unreduced_of(x.aval) else S.Dist(laid, x.bufs)
-        blocks.append(S.Dist(inner, placed.bufs))
+    blocks = [enter_block(x, spec, inner, mesh, g)
+              for x, spec, inner in zip(args, in_specs, jaxpr.in_avals)]
     outs = S.eval_jaxpr(jaxpr, jaxpr.consts, blocks, g)
-    results = []
-    for o, a, spec, inner in zip(outs, out_avals, out_specs, jaxpr.out_avals):
-        laid = a.update(sharding=NamedSharding(mesh, merged_spec(spec, inner, a.ndim)))
-        placed = S.Dist(laid, o.bufs)
-        # Over Auto axes the result type is not split: its blocks are gathered.
-        same = S.parts_of(laid) == S.parts_of(a) and S.unreduced_of(laid) == S.unreduced_of(a)
-        results.append(S.Dist(a, o.bufs) if same else S.reshard(placed, a, g))
-    return results
+    return [leave_block(o, a, spec, mesh, g)
+            for o, a, spec in zip(outs, out_avals, out_specs)]
+
+
+def enter_block(x: S.Dist, spec: P, inner: ArrayType, mesh: AbstractMesh, g: S.Geometry
+                ) -> S.Dist:
+    """An argument laid out by its in_spec (plus its own split over the other
+    axes): every device's block, typed by the block type ``inner``."""
+    laid = x.aval.update(sharding=NamedSharding(mesh, merged_spec(spec, inner, x.aval.ndim)))
+    moved = S.parts_of(x.aval) != S.parts_of(laid) or bool(S.unreduced_of(x.aval))
+    return S.Dist(inner, (S.reshard(x, laid, g) if moved else x).bufs)
+
+
+def leave_block(o: S.Dist, aval: ArrayType, spec: P, mesh: AbstractMesh, g: S.Geometry
+                ) -> S.Dist:
+    """A result's blocks read as the global value split by its out_spec; over
+    Auto axes the result type is not split, so its blocks are gathered."""
+    laid = aval.update(sharding=NamedSharding(mesh, merged_spec(spec, o.aval, aval.ndim)))
+    same = S.parts_of(laid) == S.parts_of(aval) and S.unreduced_of(laid) == \
+        S.unreduced_of(aval)
+    return S.Dist(aval, o.bufs) if same else S.reshard(S.Dist(laid, o.bufs), aval, g)
 
 
 def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
