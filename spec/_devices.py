@@ -7,6 +7,7 @@ this list with one device per rank.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -36,11 +37,31 @@ class Device:
 
 
 def devices(backend: Any = None) -> list[Device]:
-    return [Device(i) for i in range(int(config.jax_num_cpu_devices))]
+    """Every device: the virtual ones (``jax_num_cpu_devices``), or one per
+    MPI rank under mpiexec (device r is rank r's)."""
+    from spec import mesh_mpi
+    if mesh_mpi.active():
+        return list(_rank_devices(mesh_mpi.size()))
+    return list(_virtual_devices(int(config.jax_num_cpu_devices)))
+
+
+@functools.cache
+def _virtual_devices(n: int) -> tuple[Device, ...]:
+    return tuple(Device(i) for i in range(n))
+
+
+@functools.cache
+def _rank_devices(n: int) -> tuple[Device, ...]:
+    return tuple(Device(r, process_index=r) for r in range(n))
 
 
 def local_devices(process_index: int | None = None, backend: Any = None) -> list[Device]:
-    return devices()
+    """The devices of one process (this one by default)."""
+    from spec import mesh_mpi
+    if not mesh_mpi.active():
+        return devices()
+    which = mesh_mpi.rank() if process_index is None else int(process_index)
+    return [d for d in devices() if d.process_index == which]
 
 
 def device_count(backend: Any = None) -> int:
@@ -48,15 +69,17 @@ def device_count(backend: Any = None) -> int:
 
 
 def local_device_count(backend: Any = None) -> int:
-    return device_count()
+    return len(local_devices())
 
 
 def process_index(backend: Any = None) -> int:
-    return 0
+    from spec import mesh_mpi
+    return mesh_mpi.rank() if mesh_mpi.active() else 0
 
 
 def process_count(backend: Any = None) -> int:
-    return 1
+    from spec import mesh_mpi
+    return mesh_mpi.size() if mesh_mpi.active() else 1
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:
@@ -148,10 +171,15 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
     indices = sharding.devices_indices_map(shape)
     # A fully replicated layout asks for the whole array once (as JAX).
     replicated = all(p is None for p in sharding.spec.partitions)
-    blocks: list[np.ndarray] = []
+    mine = {d.id for d in local_devices()}
+    blocks: list[np.ndarray | None] = []
+    held: list[np.ndarray] = []
     for device in sharding.mesh.devices.flat:
-        if replicated and blocks:
-            blocks.append(blocks[0])
+        if device.id not in mine:  # another process makes that block
+            blocks.append(None)
+            continue
+        if replicated and held:
+            blocks.append(held[0])
             continue
         block = np.asarray(data_callback(indices[device]))
         if dtype is not None:
@@ -162,8 +190,12 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
                              f"{ArrayType(shape, block.dtype).str_short()} with sharding "
                              f"{sharding}")
         blocks.append(block)
-    dt = canonicalize_dtype(blocks[0].dtype)
-    blocks = [b.astype(dt, copy=False) for b in blocks]
+        held.append(block)
+    dt = canonicalize_dtype(held[0].dtype)
+    from spec import mesh_mpi
+    mesh_mpi.agree("make_array_from_callback's global shape, dtype and sharding",
+                   [list(shape), str(dt), str(sharding.spec)])
+    blocks = [None if b is None else b.astype(dt, copy=False) for b in blocks]
     spec = _full_spec(sharding, len(shape))
     typed = NamedSharding(sharding.mesh.abstract_mesh,
                           modify_spec_for_auto_manual(spec, sharding.mesh))
@@ -177,10 +209,39 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
 def make_array_from_process_local_data(sharding: Any, local_data: Any,
                                        global_shape: Any = None) -> Any:
     """This process's data as a global array laid out by ``sharding``. With
-    one process, the local data is the whole array."""
+    one process, the local data is the whole array; with one device per
+    process (MPI ranks), it is that device's block, and the global shape,
+    when not given, is the block's times the number of blocks per
+    dimension."""
     data = np.asarray(local_data)
-    shape = data.shape if global_shape is None else tuple(int(d) for d in global_shape)
-    if shape != data.shape:
-        raise ValueError(f"With one process the local data is the whole array: got local "
-                         f"data of shape {data.shape} for global shape {shape}")
-    return make_array_from_callback(shape, sharding, lambda index: data[index])
+    if process_count() == 1:
+        shape = data.shape if global_shape is None else tuple(int(d) for d in global_shape)
+        if shape != data.shape:
+            raise ValueError(f"With one process the local data is the whole array: got local "
+                             f"data of shape {data.shape} for global shape {shape}")
+        return make_array_from_callback(shape, sharding, lambda index: data[index])
+    ways = _blocks_per_dim(sharding, data.ndim)
+    shape = (tuple(n * w for n, w in zip(data.shape, ways)) if global_shape is None
+             else tuple(int(d) for d in global_shape))
+    if len(shape) != data.ndim or any(
+            n * w != g and n != g for n, w, g in zip(data.shape, ways, shape)):
+        raise ValueError(f"rank {process_index()}: local data of shape {data.shape} is not "
+                         f"this process's block of global shape {shape} under {sharding}")
+    return make_array_from_callback(shape, sharding, lambda index: _local_block(data, index,
+                                                                                 shape))
+
+
+def _blocks_per_dim(sharding: Any, ndim: int) -> tuple[int, ...]:
+    from spec.sharding import axis_names_of
+    sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
+    parts = tuple(sharding.spec.partitions) + (None,) * ndim
+    return tuple(int(np.prod([sizes[a] for a in axis_names_of(p)], dtype=np.int64))
+                 for p in parts[:ndim])
+
+
+def _local_block(data: np.ndarray, index: tuple[slice, ...], shape: tuple[int, ...]
+                 ) -> np.ndarray:
+    """The device's block: the local data itself along split dimensions,
+    its slice along dimensions where the process holds the whole extent."""
+    cut = tuple(s if n == g else slice(None) for s, n, g in zip(index, data.shape, shape))
+    return data[cut]

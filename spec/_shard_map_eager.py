@@ -42,6 +42,8 @@ class ShardMapTracer(Tracer):
         names = f"({', '.join(map(str, mesh.axis_names))},)"
         blocks = []
         for (idx, device), buf in zip(np.ndenumerate(mesh.devices), self.dist.bufs):
+            if buf is None:  # held by another process
+                continue
             blocks.append(f"On {device} at mesh coordinates {names} = {idx}:\n"
                           f"{np.asarray(buf)}\n")
         return "\n".join(blocks)
@@ -55,7 +57,7 @@ class ShardMapTracer(Tracer):
         a = self.aval
         if not vma_checked() or a.vma or a.munreduced or a.mreduced:
             return None
-        return np.asarray(self.dist.bufs[0])
+        return np.asarray(self.dist.any)
 
     def __bool__(self) -> bool:
         v = self._concrete()
@@ -91,7 +93,7 @@ class ShardMapTrace(Trace):
             raise TypeError(f"a {type(x).__name__} reached an eager shard_map body")
         value = S.from_value(x, self.geo)
         # Outside values are the same on every device: one block each.
-        return S.uniform(value.bufs[0], canonical_aval_of(x).update(sharding=None), self.geo)
+        return S.uniform(value.any, canonical_aval_of(x).update(sharding=None), self.geo)
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
@@ -107,7 +109,7 @@ def run_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: lis
     """The body run on every device's blocks: the result blocks, the output
     tree and the result block types."""
     from spec.rules.shard_map import _inside, enter_block
-    geo = S.geometry(mesh)
+    geo = S.geometry(mesh, S.procs_of(concrete))
     trace = ShardMapTrace(concrete, geo)
     tracers = [ShardMapTracer(trace, enter_block(S.from_value(x, geo), spec, inner, mesh, geo))
                for x, spec, inner in zip(leaves, specs, local)]

@@ -12,7 +12,9 @@ program of its own runs the conservative one: gather every operand to a full
 replica (recorded), compute, keep each device's block.
 
 The buffers of replicated devices may be one shared object; buffers are never
-mutated after they are made.
+mutated after they are made. A process holds the buffers of its own devices
+only (``Geometry.local``): under the MPI backend (spec.mesh_mpi) each rank's
+Dists have ``None`` at every other device's position.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from spec.sharding import axis_names_of
 from spec.types import ArrayType
 
 Axes = tuple[Any, ...]
-Bufs = tuple[np.ndarray, ...]
+Bufs = tuple[np.ndarray | None, ...]  # None: a device another process holds
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,8 +43,32 @@ class Dist:
 
     @property
     def uniform(self) -> bool:
-        first = self.bufs[0]
-        return all(b is first for b in self.bufs)
+        """Every held buffer is one shared object."""
+        one = first(self.bufs)
+        return all(b is one or b is None for b in self.bufs)
+
+    @property
+    def any(self) -> np.ndarray:
+        """A buffer this process holds (the one, for replicated values)."""
+        return first(self.bufs)
+
+
+def first(bufs: Bufs) -> np.ndarray:
+    for b in bufs:
+        if b is not None:
+            return b
+    raise AssertionError("a value with no buffer in this process")
+
+
+def held(b: np.ndarray | None) -> np.ndarray:
+    """A buffer of a device this process holds."""
+    assert b is not None, "a buffer of a device another process holds"
+    return b
+
+
+def each(fn: Callable[[np.ndarray], np.ndarray], bufs: Bufs) -> Bufs:
+    """``fn`` on every buffer this process holds."""
+    return tuple(None if b is None else fn(b) for b in bufs)
 
 
 Program = Callable[..., list[Dist]]
@@ -81,7 +107,7 @@ def is_plain(aval: ArrayType) -> bool:
 # ================================================================= meshes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # made once per mesh (cached): identity is equality
 class Geometry:
     """Where each device sits in a mesh: ``coords[axis][k]`` is device k's
     position along ``axis`` (k in mesh order)."""
@@ -89,10 +115,20 @@ class Geometry:
     names: Axes
     sizes: tuple[int, ...]
     coords: dict[str, np.ndarray]
+    procs: tuple[int, ...]  # the process holding each device (its MPI rank)
+    local: tuple[int, ...]  # the devices this process holds
+    all_local: bool
 
     @property
     def n(self) -> int:
-        return int(np.prod(self.sizes, dtype=np.int64))
+        return len(self.procs)
+
+    def place(self, value: np.ndarray) -> Bufs:
+        """``value`` as the buffer of every device this process holds."""
+        if self.all_local:
+            return (value,) * self.n
+        mine = set(self.local)
+        return tuple(value if k in mine else None for k in range(self.n))
 
     def size_of(self, axes: Sequence[str]) -> int:
         return int(np.prod([self.sizes[self.names.index(a)] for a in axes], dtype=np.int64))
@@ -113,13 +149,39 @@ class Geometry:
 
 
 @functools.cache
-def _geometry(names: Axes, sizes: tuple[int, ...]) -> Geometry:
+def _geometry(names: Axes, sizes: tuple[int, ...], procs: tuple[int, ...] | None,
+              me: int) -> Geometry:
     grid = np.indices(sizes).reshape(len(sizes), -1) if sizes else np.zeros((0, 1), np.int64)
-    return Geometry(names, sizes, {a: grid[i] for i, a in enumerate(names)})
+    n = int(np.prod(sizes, dtype=np.int64))
+    held = tuple(range(n)) if procs is None else tuple(k for k in range(n) if procs[k] == me)
+    return Geometry(names, sizes, {a: grid[i] for i, a in enumerate(names)},
+                    procs or (0,) * n, held, len(held) == n)
 
 
-def geometry(mesh: Any) -> Geometry:
-    return _geometry(tuple(mesh.axis_names), tuple(mesh.axis_sizes))
+def geometry(mesh: Any, procs: tuple[int, ...] | None = None) -> Geometry:
+    """A mesh's geometry. Where its devices live comes from the mesh's
+    devices, or ``procs`` for an abstract mesh (a program moving to another
+    mesh shape over the same devices keeps their flat order)."""
+    from spec.sharding import Mesh
+    if procs is None and isinstance(mesh, Mesh):
+        procs = procs_of(mesh)
+    if procs is not None and not any(procs):
+        procs = None  # one process holds every device
+    return _geometry(tuple(mesh.axis_names), tuple(mesh.axis_sizes), procs,
+                     _process_index())
+
+
+@functools.lru_cache(maxsize=64)
+def procs_of(mesh: Any) -> tuple[int, ...] | None:
+    """The process holding each device of a concrete mesh (flat order)."""
+    if not mesh.size:
+        return None
+    return tuple(int(d.process_index) for d in mesh.devices.flat)
+
+
+def _process_index() -> int:
+    from spec._devices import process_index
+    return process_index()
 
 
 def local_shape(aval: ArrayType, geo: Geometry) -> tuple[int, ...]:
@@ -138,13 +200,13 @@ def _slice_blocks(bufs: Bufs, dim: int, axes: Axes, geo: Geometry) -> Bufs:
     if not axes:
         return bufs
     ways, pos = geo.size_of(axes), geo.position(axes)
-    return tuple(_take(b, dim, ways, int(p)) for b, p in zip(bufs, pos))
+    return tuple(None if b is None else _take(b, dim, ways, int(p)) for b, p in zip(bufs, pos))
 
 
 def split_value(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Bufs:
     """A global value laid out by ``aval``'s sharding: each device's block;
     over unreduced axes, the value sits at position 0 and zeros elsewhere."""
-    bufs: Bufs = (value,) * geo.n
+    bufs = geo.place(value)
     for dim, axes in enumerate(parts_of(aval)):
         bufs = _slice_blocks(bufs, dim, axes, geo)
     return _zero_off_origin(bufs, unreduced_of(aval), geo)
@@ -154,22 +216,25 @@ def _zero_off_origin(bufs: Bufs, axes: frozenset[str], geo: Geometry) -> Bufs:
     if not axes:
         return bufs
     off = geo.position(sorted(axes, key=geo.names.index)) != 0
-    return tuple(np.zeros_like(b) if o else b for b, o in zip(bufs, off))
+    return tuple(np.zeros_like(b) if o and b is not None else b for b, o in zip(bufs, off))
 
 
 def assemble(d: Dist, geo: Geometry) -> np.ndarray:
     """The global value: blocks put back in place, unreduced partials summed
-    (in the order an all-reduce uses)."""
+    (in the order an all-reduce uses). Needs every block in this process
+    (see ``whole_value`` otherwise)."""
+    assert geo.all_local, "assemble needs every device's block"
     bufs = d.bufs
     u = unreduced_of(d.aval)
     if u:
         bufs = _reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
     if not any(parts_of(d.aval)):
-        return bufs[0]
-    out = np.empty(d.aval.shape, dtype=bufs[0].dtype)
+        return first(bufs)
+    out = np.empty(d.aval.shape, dtype=first(bufs).dtype)
     parts = parts_of(d.aval)
     index = [geo.position(p) for p in parts]
     for k, b in enumerate(bufs):
+        assert b is not None
         sl = tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, b.shape))
         out[sl] = b
     return out
@@ -187,7 +252,7 @@ _OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
-def _combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype == np.bool_ and op in ("sum", "max", "or"):
         return np.asarray(np.logical_or(a, b))
     if a.dtype == np.bool_ and op in ("min", "prod", "and"):
@@ -201,7 +266,7 @@ def _reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
     for group in geo.groups(axes):
         acc = bufs[group[0]]
         for k in group[1:]:
-            acc = _combine(op, acc, bufs[k])
+            acc = combine(op, acc, bufs[k])
         for k in group:
             out[k] = acc
     return tuple(out)
@@ -222,6 +287,12 @@ class Backend:
     def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Geometry) -> Bufs:
         raise NotImplementedError
 
+    def ppermute(self, bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]],
+                 geo: Geometry) -> Bufs:
+        """Along ``axes``, position s's block goes to position d for each
+        pair (s, d); positions no pair sends to get zeros."""
+        raise NotImplementedError
+
 
 class VirtualBackend(Backend):
     """Every device in this process: collectives combine the buffers in
@@ -240,17 +311,33 @@ class VirtualBackend(Backend):
                 out[k] = whole
         return tuple(out)
 
+    def ppermute(self, bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]],
+                 geo: Geometry) -> Bufs:
+        sent = {int(d): int(s) for s, d in perm}
+        out = list(bufs)
+        for group in geo.groups(axes):
+            for pos, k in enumerate(group):
+                # Buffers are never mutated: a received block is the sender's.
+                out[k] = bufs[group[sent[pos]]] if pos in sent else np.zeros_like(bufs[k])
+        return tuple(out)
 
-_backend: list[Backend] = [VirtualBackend()]
+
+_backend: list[Backend] = []
 
 
 def backend() -> Backend:
+    if not _backend:
+        from spec import mesh_mpi
+        if mesh_mpi.active():
+            _backend.append(mesh_mpi.MPIBackend())
+        else:
+            _backend.append(VirtualBackend())
     return _backend[-1]
 
 
 def all_reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry, kind: str = "all_reduce"
                ) -> Bufs:
-    _ledger.record(kind, axes, bufs[0].nbytes)
+    _ledger.record(kind, axes, first(bufs).nbytes)
     return backend().all_reduce(bufs, axes, op, geo)
 
 
@@ -258,8 +345,13 @@ def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all
                ) -> Bufs:
     """Each device gets the concatenation (along ``dim``, in ``axes`` order)
     of its group's blocks."""
-    _ledger.record(kind, axes, bufs[0].nbytes)
+    _ledger.record(kind, axes, first(bufs).nbytes)
     return backend().all_gather(bufs, axes, dim, geo)
+
+
+def ppermute(bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]], geo: Geometry) -> Bufs:
+    _ledger.record("ppermute", axes, first(bufs).nbytes)
+    return backend().ppermute(bufs, axes, perm, geo)
 
 
 # ================================================================ reshard
@@ -302,8 +394,11 @@ def reshard(d: Dist, dst: ArrayType, geo: Geometry, op: str | None = None) -> Di
 
 def _embed(bufs: Bufs, dim: int, axes: Axes, geo: Geometry) -> Bufs:
     ways, pos = geo.size_of(axes), geo.position(axes)
-    out = []
+    out: list[np.ndarray | None] = []
     for b, p in zip(bufs, pos):
+        if b is None:
+            out.append(None)
+            continue
         shape = list(b.shape)
         step = shape[dim]
         shape[dim] *= ways
@@ -326,7 +421,7 @@ def _common_prefix(a: Axes, b: Axes) -> int:
 
 
 def uniform(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Dist:
-    return Dist(aval, (value,) * geo.n)
+    return Dist(aval, geo.place(value))
 
 
 def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequence[ArrayType],
@@ -344,18 +439,34 @@ def _geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
         s = a.sharding
         if s is not None and not s.mesh.empty and (
                 tuple(s.mesh.axis_names) != geo.names or tuple(s.mesh.axis_sizes) != geo.sizes):
-            return geometry(s.mesh)
+            return geometry(s.mesh, geo.procs)
     return geo
 
 
 def moved_mesh(d: Dist, dst: ArrayType, src_geo: Geometry, dst_geo: Geometry) -> Dist:
     """A value moved to a layout over another mesh of the same devices (flat
     device order kept): gathered whole, then split by the new layout."""
-    whole = assemble(Dist(d.aval, d.bufs), src_geo)
     axes = tuple(a for p in parts_of(d.aval) for a in p)
     if axes:
-        _ledger.record("all_gather", axes, d.bufs[0].nbytes)
-    return Dist(dst, split_value(whole, dst.update(sharding=dst.sharding), dst_geo))
+        _ledger.record("all_gather", axes, d.any.nbytes)
+    whole = whole_value(d, src_geo)
+    return Dist(dst, split_value(whole, dst, dst_geo))
+
+
+def whole_value(d: Dist, geo: Geometry) -> np.ndarray:
+    """The global value, in this process: assembled from the blocks it holds,
+    or fetched from the other processes by the backend (transfers the ledger
+    does not record: callers record what they stand for)."""
+    if geo.all_local:
+        return assemble(d, geo)
+    b, bufs = backend(), d.bufs
+    u = unreduced_of(d.aval)
+    if u:
+        bufs = b.all_reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
+    for dim, axes in enumerate(parts_of(d.aval)):
+        if axes:
+            bufs = b.all_gather(bufs, axes, dim, geo)
+    return first(bufs)
 
 
 def run_local(prim: Any, geo: Geometry, args: Sequence[Dist], out_avals: Sequence[ArrayType],
@@ -365,20 +476,20 @@ def run_local(prim: Any, geo: Geometry, args: Sequence[Dist], out_avals: Sequenc
     one shared buffer and the results are plain replicated values)."""
     if per_device is None and all(a.uniform for a in args) and all(
             is_plain(o) for o in out_avals):
-        outs = prim.impl(*[a.bufs[0] for a in args], **params)
+        outs = prim.impl(*[a.any for a in args], **params)
         return [uniform(np.asarray(o), a, geo) for o, a in zip(outs, out_avals)]
-    columns = []
-    for k in range(geo.n):
+    columns: list[Any] = [None] * geo.n
+    for k in geo.local:
         ps = params if per_device is None else per_device(k)
-        columns.append(prim.impl(*[a.bufs[k] for a in args], **ps))
-    outs = [Dist(a, tuple(np.asarray(col[i]) for col in columns))
+        columns[k] = prim.impl(*[a.bufs[k] for a in args], **ps)
+    outs = [Dist(a, tuple(None if col is None else np.asarray(col[i]) for col in columns))
             for i, a in enumerate(out_avals)]
     for d in outs:  # a program that mis-slices shows up here, not in the values
         want = local_shape(d.aval, geo)
-        if any(b.shape != want for b in d.bufs):
+        shapes = {b.shape for b in d.bufs if b is not None}
+        if shapes != {want}:
             raise AssertionError(f"per-device program of {prim.name}: local results of shapes "
-                                 f"{sorted({b.shape for b in d.bufs})}, expected {want} for "
-                                 f"{d.aval}")
+                                 f"{sorted(shapes)}, expected {want} for {d.aval}")
     return outs
 
 
@@ -389,9 +500,9 @@ def gathered(prim: Any) -> Program:
                 **params: Any) -> list[Dist]:
         full = [a if is_plain(a.aval) else reshard(a, a.aval.update(sharding=None), geo)
                 for a in args]
-        outs = run_local(prim, geo, [Dist(a.aval, (a.bufs[0],) * geo.n) for a in full],
+        outs = run_local(prim, geo, [uniform(a.any, a.aval, geo) for a in full],
                          [o.update(sharding=None) for o in out_avals], params)
-        return [Dist(o, split_value(r.bufs[0], o, geo)) for r, o in zip(outs, out_avals)]
+        return [Dist(o, split_value(r.any, o, geo)) for r, o in zip(outs, out_avals)]
     return program
 
 
@@ -478,7 +589,13 @@ def _shards_follow_type(x: Any) -> bool:
 def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
     from spec.array import Array
     from spec.sharding import NamedSharding
-    out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
+    if not geo.all_local and not mesh.empty:
+        if is_plain(d.aval):  # every process holds the whole value
+            out = Array._from_checked(d.any, d.aval, "per-device program")
+        else:
+            out = Array._spanning(d.aval, d.bufs, None)
+    else:
+        out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
     if d.aval.sharding is not None and not mesh.empty:
         out._shards = d.bufs
         out._sharding = NamedSharding(mesh, d.aval.sharding.spec)

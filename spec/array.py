@@ -27,11 +27,13 @@ class Array:
     # prints 1e-07, not the float32 rounding of it), else the converted value.
     # ``_shards``: for an array sharded over a mesh, one buffer per device of
     # the mesh (mesh order); ``_sharding`` its concrete NamedSharding. Both
-    # None for an array on one device. ``_value`` is always the global value.
-    __slots__ = ("_value", "aval", "_py", "_shards", "_sharding", "__weakref__")
+    # None for an array on one device. ``_val`` is the global value, or None
+    # where this process does not hold all of it (MPI ranks as devices: the
+    # other blocks live in other processes; ``_shards`` has None there).
+    __slots__ = ("_val", "aval", "_py", "_shards", "_sharding", "__weakref__")
     __array_priority__ = 100
 
-    _value: np.ndarray
+    _val: np.ndarray | None
     aval: ArrayType
     _py: Any
     _shards: Any
@@ -44,12 +46,46 @@ class Array:
                 f"impl of {prim} produced {value.dtype}{list(value.shape)}, "
                 f"its typing rule says {aval}")
         out = object.__new__(cls)
-        out._value = value
+        out._val = value
         out.aval = aval
         out._py = None
         out._shards = None
         out._sharding = None
         return out
+
+    @classmethod
+    def _spanning(cls, aval: ArrayType, shards: Any, sharding: Any) -> Array:
+        """An array whose blocks live in several processes; this one holds
+        ``shards`` (None at the others' devices)."""
+        out = object.__new__(cls)
+        out._val = None
+        out.aval = aval
+        out._py = None
+        out._shards = shards
+        out._sharding = sharding
+        return out
+
+    @property
+    def _value(self) -> np.ndarray:
+        value = self._val
+        if value is None:
+            raise RuntimeError(
+                "Fetching value for `jax.Array` that spans non-addressable (non process local)"
+                " devices is not possible. You can use"
+                " `jax.experimental.multihost_utils.process_allgather` to print the global"
+                " array or use `.addressable_shards` method of jax.Array to inspect the"
+                " addressable (process local) shards.")
+        return value
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self._val is not None or self._shards is None or all(
+            b is not None for b in self._shards)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        s = self._sharding
+        return s is None or bool(s.is_fully_replicated)
 
     # -------------------------------------------------------------- attributes
     @property
@@ -90,8 +126,8 @@ class Array:
         if self._sharding is not None:
             return self._sharding
         from spec.sharding import SingleDeviceSharding
-        from spec._devices import devices
-        return SingleDeviceSharding(devices()[0])
+        from spec._devices import local_devices
+        return SingleDeviceSharding(local_devices()[0])
 
     def devices(self) -> set[Any]:
         return {shard.device for shard in self.addressable_shards}
@@ -101,9 +137,9 @@ class Array:
         """One shard per device: its device, its index into the global
         array, its replica id and its local buffer."""
         if self._sharding is None or self._shards is None:
-            from spec._devices import devices
+            from spec._devices import local_devices
             full = tuple(slice(None) for _ in self.aval.shape)
-            return [Shard(devices()[0], full, 0, self._value)]
+            return [Shard(local_devices()[0], full, 0, self._value)]
         return _shards_of(self._sharding, self.aval.shape, self._placed_buffers())
 
     def _placed_buffers(self) -> Any:
@@ -201,6 +237,8 @@ class Array:
                     f"sharding={self._sharding})")
         prefix = "Array("
         dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        if self._val is None:  # other processes hold the rest
+            return f"{prefix}shape={self.shape}, {dtype_str})"
         line_width = int(np.get_printoptions()["linewidth"])
         if self.size == 0:
             body = f"[], shape={self.shape}"
@@ -214,7 +252,7 @@ class Array:
         return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self) -> str:
-        return repr(self) if self._unreduced() else str(self._value)
+        return repr(self) if self._unreduced() or self._val is None else str(self._value)
 
 
 def weak_scalar(py: Any, value: np.ndarray, aval: ArrayType) -> Array:
@@ -309,15 +347,6 @@ def _shards_of(sharding: Any, shape: tuple[int, ...], buffers: Any) -> list[Shar
         key = tuple((s.start, s.stop, s.step) for s in index)
         replica = seen.get(key, 0)
         seen[key] = replica + 1
-        shards.append(Shard(device, index, replica, buffer))
+        if buffer is not None:  # held by this process
+            shards.append(Shard(device, index, replica, buffer))
     return shards
-
-
-def sharded(value: np.ndarray, aval: ArrayType, sharding: Any) -> Array:
-    """An Array placed by ``sharding`` over its mesh: each device holds its
-    block of ``value`` (a view, no copy; replicated devices share one)."""
-    out = Array._from_checked(value, aval, "device_put")
-    indices = sharding.devices_indices_map(value.shape)
-    out._shards = tuple(value[indices[d]] for d in sharding.mesh.devices.flat)
-    out._sharding = sharding
-    return out

@@ -526,7 +526,7 @@ class EvalTrace(Trace):
         placed = False  # an operand laid out over a mesh: the op runs per device
         for a in args:
             if type(a) is array:  # the common case, inline
-                values.append(a._value)
+                values.append(a._val)
                 avals.append(a.aval)
                 placed = placed or a._shards is not None
             else:

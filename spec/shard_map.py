@@ -127,8 +127,10 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     params = dict(mesh=mesh, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
                   check_vma=check_vma, newly_manual_axes=manual)
     if concrete is not None and get_concrete_mesh().empty:
-        from spec.sharding import set_mesh
-        with set_mesh(concrete):
+        # The devices to run on, for transforms that evaluate the map (also
+        # while a jit traces around it, where set_mesh itself is refused).
+        from spec.sharding import concrete_mesh_for
+        with concrete_mesh_for(concrete):
             outs = shard_map_p.bind(*leaves, **params)
     else:
         outs = shard_map_p.bind(*leaves, **params)
@@ -160,7 +162,7 @@ def _call_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: l
                                            check_vma, manual)
     o_specs = _out_specs(out_specs, out_tree, out_local, who, manual, check_vma, mesh,
                          eager=True)
-    geo = S.geometry(mesh)
+    geo = S.geometry(mesh, S.procs_of(devices))
     explicit = bool(mesh.explicit_axes)
     outs = [S.to_array(leave_block(d, global_aval(d.aval, spec, mesh, explicit), spec, mesh,
                                    geo), devices, geo)

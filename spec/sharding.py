@@ -16,6 +16,7 @@ when built rather than when first printed.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import enum
 import math
@@ -315,6 +316,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[AxisName],
         raise ValueError("`axis_sizes` passed to `make_mesh` should be a sequence of ints."
                          f" Got {axis_shapes}") from None
     count = math.prod(sizes)
+    _check_covers_ranks(sizes, count, devices)
     if count > len(devices):
         raise ValueError(
             f"Number of devices {len(devices)} must be >= the product of mesh_shape {sizes}")
@@ -322,6 +324,16 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[AxisName],
     if axis_types is None:
         axis_types = (AxisType.Explicit,) * len(sizes)
     return Mesh(grid, axis_names, axis_types)
+
+
+def _check_covers_ranks(sizes: tuple[int, ...], count: int, devices: Sequence[Any]) -> None:
+    """Under MPI every rank must hold one device of a mesh: a rank outside
+    it would have nothing to run and its peers would wait for it."""
+    from spec import mesh_mpi
+    if mesh_mpi.active() and count != len(devices):
+        raise ValueError(f"rank {mesh_mpi.rank()}: a mesh of shape {sizes} has {count} "
+                         f"devices, but {len(devices)} MPI ranks run this program: each rank "
+                         "is one device, so the mesh must have exactly that many")
 
 
 # ---------------------------------------------------------------------------
@@ -388,6 +400,17 @@ class set_mesh:
 
     def __exit__(self, *exc: object) -> None:
         _context.update(abstract=self.prev_abstract_mesh, concrete=self.prev_mesh)
+
+
+@contextlib.contextmanager
+def concrete_mesh_for(mesh: Mesh) -> Iterator[None]:
+    """``set_mesh`` for spec's own use: allowed while tracing."""
+    prev_abstract, prev = _context.abstract, _context.concrete
+    _context.update(abstract=mesh.abstract_mesh, concrete=mesh)
+    try:
+        yield
+    finally:
+        _context.update(abstract=prev_abstract, concrete=prev)
 
 
 class use_abstract_mesh:

@@ -277,11 +277,11 @@ def _iota(prim: Primitive) -> Program:
         (ramp,) = prim.impl(dtype=dtype, shape=local_shape, dimension=dimension)
         axes = S.parts_of(out)[dimension]
         if not axes:
-            return [Dist(out, (ramp,) * geo.n)]
+            return [Dist(out, geo.place(ramp))]
         offsets = geo.position(axes) * local_shape[dimension]
-        blocks = {int(o): (ramp + np.asarray(o).astype(ramp.dtype)).astype(ramp.dtype)
-                  for o in set(offsets.tolist())}
-        return [Dist(out, tuple(blocks[int(o)] for o in offsets))]
+        held = {int(offsets[k]) for k in geo.local}
+        blocks = {o: (ramp + np.asarray(o).astype(ramp.dtype)).astype(ramp.dtype) for o in held}
+        return [Dist(out, tuple(blocks.get(int(o)) for o in offsets))]
     return program
 
 
@@ -395,7 +395,7 @@ def _gather_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_number
 def _gather_fix(args: list[Dist], out_avals: list[ArrayType], shapes: list[Any], **params: Any
                 ) -> dict[str, Any]:
     """Windows read whole over a split dim read the whole local block."""
-    op, local, shape = S.parts_of(args[0].aval), args[0].bufs[0].shape, args[0].aval.shape
+    op, local, shape = S.parts_of(args[0].aval), args[0].any.shape, args[0].aval.shape
     sizes = tuple(int(local[d]) if op[d] and s == shape[d] else int(s)
                   for d, s in enumerate(params["slice_sizes"]))
     return {**params, "slice_sizes": sizes}
@@ -465,7 +465,7 @@ def _all_gather_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayTy
                         axis_index_groups: Any, axis_size: int, tiled: bool) -> list[Dist]:
     (x,), (out,) = args, out_avals
     axes = tuple(a for a in axis_name if a in geo.names)
-    bufs = x.bufs if tiled else tuple(np.expand_dims(b, all_gather_dimension) for b in x.bufs)
+    bufs = x.bufs if tiled else S.each(lambda b: np.expand_dims(b, all_gather_dimension), x.bufs)
     return [Dist(out, S.all_gather(bufs, axes, all_gather_dimension, geo))]
 
 
@@ -481,7 +481,7 @@ def _reshard(prim: Primitive) -> Program:
         (x,), (out,) = args, out_avals
         src = x.aval.sharding
         if src is not None and not src.mesh.empty:
-            src_geo = S.geometry(src.mesh)
+            src_geo = S.geometry(src.mesh, geo.procs)
             if src_geo != geo:  # onto another mesh of the same devices
                 return [S.moved_mesh(x, out, src_geo, geo)]
         return [S.reshard(x, out, geo)]
@@ -507,7 +507,7 @@ def _cond(prim: Primitive) -> Program:
                 branches: Any, **params: Any) -> list[Dist]:
         index, *ops = args
         # The index is replicated (scalar): every device takes the same branch.
-        i = min(max(int(index.bufs[0]), 0), len(branches) - 1)
+        i = min(max(int(index.any), 0), len(branches) - 1)
         outs = S.eval_jaxpr(branches[i], branches[i].consts, ops, geo)
         return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
     return program
@@ -528,7 +528,7 @@ def _while(prim: Primitive) -> Program:
         carry = args[cond_nconsts + body_nconsts:]
         while True:
             (pred,) = S.eval_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
-            if not bool(pred.bufs[0]):
+            if not bool(pred.any):
                 return [Dist(a, c.bufs) for c, a in zip(carry, out_avals)]
             carry = S.eval_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
     return program
@@ -553,8 +553,8 @@ def _scan(prim: Primitive) -> Program:
             outs = S.eval_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
             carry = outs[:nk]
             for slot, y in zip(ys, outs[nk:]):
-                for k, b in enumerate(y.bufs):
-                    slot[k].append(b)
+                for k in geo.local:
+                    slot[k].append(S.held(y.bufs[k]))
         if reverse:
             for slot in ys:
                 for column in slot:
@@ -568,19 +568,21 @@ def _step_slice(x: Dist, aval: ArrayType, i: int, geo: Geometry) -> Dist:
     """Iteration i's slice of a scanned operand (one shared slice when every
     device shares the buffer: replicated work stays done once)."""
     if x.uniform:
-        return S.uniform(x.bufs[0][i], aval, geo)
-    return Dist(aval, tuple(b[i] for b in x.bufs))
+        return S.uniform(x.any[i], aval, geo)
+    return Dist(aval, S.each(lambda b: b[i], x.bufs))
 
 
 def _stacked(columns: list[list[np.ndarray]], aval: ArrayType, geo: Geometry) -> Dist:
     """Per device, the iterations' outputs stacked (once when shared)."""
-    if not columns[0]:
+    held = [columns[k] for k in geo.local]
+    if not held[0]:
         empty = np.empty(S.local_shape(aval, geo), aval.dtype)
         return S.uniform(empty, aval, geo)
-    first = columns[0]
-    if all(all(a is b for a, b in zip(c, first)) for c in columns[1:]):
+    first = held[0]
+    if all(all(a is b for a, b in zip(c, first)) for c in held[1:]):
         return S.uniform(np.stack(first), aval, geo)
-    return Dist(aval, tuple(np.stack(c) for c in columns))
+    mine = set(geo.local)
+    return Dist(aval, tuple(np.stack(c) if k in mine else None for k, c in enumerate(columns)))
 
 
 # ================================================================ attach

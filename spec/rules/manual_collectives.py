@@ -147,7 +147,8 @@ def _block(buf: np.ndarray, dim: int, ways: int, index: int, tiled: bool) -> np.
 def _scatter(bufs: S.Bufs, axes: tuple[Any, ...], dim: int, tiled: bool, geo: S.Geometry
              ) -> S.Bufs:
     ways, pos = geo.size_of(axes), geo.position(axes)
-    return tuple(_block(b, dim, ways, int(p), tiled) for b, p in zip(bufs, pos))
+    return tuple(None if b is None else _block(b, dim, ways, int(p), tiled)
+                 for b, p in zip(bufs, pos))
 
 
 def _sharding_scattered(x: ArrayType, *, dim: int, tiled: bool) -> list[Any]:
@@ -339,9 +340,12 @@ def _all_to_all_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arr
     (x,), (out,) = args, out_avals
     axes = _on_mesh(axis_name, geo)
     ways, pos = geo.size_of(axes), geo.position(axes)
-    stacked = S.all_gather(tuple(b[None] for b in x.bufs), axes, 0, geo, kind="all_to_all")
-    result = []
+    stacked = S.all_gather(S.each(lambda b: b[None], x.bufs), axes, 0, geo, kind="all_to_all")
+    result: list[np.ndarray | None] = []
     for whole, p in zip(stacked, pos):
+        if whole is None:  # another process's device
+            result.append(None)
+            continue
         mine = _block(whole, split_axis + 1, ways, int(p), True)  # (members, ...chunk...)
         moved = np.moveaxis(mine, 0, concat_axis)
         shape = list(mine.shape[1:])
@@ -575,7 +579,7 @@ def _ag_reduced_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arr
                         axis_size: int, tiled: bool) -> list[S.Dist]:
     (x,), (out,) = args, out_avals
     axes = _on_mesh(axis_name, geo)
-    bufs = x.bufs if tiled else tuple(np.expand_dims(b, all_gather_dimension) for b in x.bufs)
+    bufs = x.bufs if tiled else S.each(lambda b: np.expand_dims(b, all_gather_dimension), x.bufs)
     return [S.Dist(out, S.all_gather(bufs, axes, all_gather_dimension, geo))]
 
 

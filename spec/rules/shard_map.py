@@ -183,18 +183,10 @@ def _ppermute_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Array
                       axis_name: tuple[Any, ...], perm: Any) -> list[S.Dist]:
     """Along the axes, position s sends its block to position d; positions
     no pair sends to receive zeros."""
-    from spec import _ledger
     (x,), (out,) = args, out_avals
     axes = _mesh_axes(axis_name, geo)
-    _ledger.record("ppermute", axes, x.bufs[0].nbytes)
-    sent = {int(d): int(s) for s, d in perm}
-    bufs = list(x.bufs)
-    result: list[np.ndarray] = list(bufs)
-    for group in geo.groups(axes):
-        for pos, k in enumerate(group):
-            # Buffers are never mutated: a received block is the sender's.
-            result[k] = bufs[group[sent[pos]]] if pos in sent else np.zeros_like(bufs[k])
-    return [S.Dist(out, tuple(result))]
+    pairs = [(int(s), int(d)) for s, d in perm]
+    return [S.Dist(out, S.ppermute(x.bufs, axes, pairs, geo))]
 
 
 def _ppermute_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...], perm: Any) -> Any:
@@ -298,7 +290,7 @@ def _shard_map_sharding(*avals: ArrayType, **params: Any) -> list[Any]:
 
 
 def _geometry(mesh: AbstractMesh, geo: S.Geometry | None = None) -> S.Geometry:
-    g = S.geometry(mesh)
+    g = S.geometry(mesh, None if geo is None else geo.procs)
     if geo is not None and g.n != geo.n:
         raise ValueError(f"shard_map over a mesh of {g.n} devices run on {geo.n}")
     return g

@@ -1,0 +1,92 @@
+"""Launching spec under mpiexec from a test: a new session per launch, a
+hard timeout after which the whole process group is killed, and results
+read back from the files the ranks write (pytest never runs inside
+mpiexec)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER = ROOT / "tests" / "mpi_worker.py"
+
+
+def mpiexec() -> str:
+    found = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which(
+        "mpiexec")
+    if found is None:
+        pytest.skip("mpiexec is not installed (the `mpi` extra)")
+    return found
+
+
+def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
+           script: Path = WORKER, env: dict[str, str] | None = None
+           ) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
+    """Run ``script OUTDIR *args`` on n ranks; every rank's JSON result (rank
+    order) and the launcher's completed process."""
+    with tempfile.TemporaryDirectory() as outdir:
+        cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi4py", str(script), outdir,
+               *args]
+        full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), PYTHONPATH=str(ROOT),
+                        **(env or {}))
+        full_env.pop("SPEC_BACKEND", None)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=full_env, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            raise AssertionError(f"mpiexec -n {n} {args} ran past {timeout} s:\n{out}\n{err}")
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # leave no rank behind
+            except ProcessLookupError:
+                pass
+        done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        results = []
+        for r in range(n):
+            path = Path(outdir) / f"rank{r}.json"
+            if not path.exists():
+                raise AssertionError(f"rank {r} wrote no result (exit {proc.returncode}):\n"
+                                     f"{out}\n{err}")
+            results.append(json.loads(path.read_text()))
+    for r, res in enumerate(results):
+        if "crash" in res:
+            raise AssertionError(f"rank {r} crashed:\n{res['crash']}")
+    return results, done
+
+
+def run_script(script: Path, n: int | None, timeout: float = 180, mpi_timeout: float = 30,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python script`` (n None) or ``mpiexec -n n python script``, in a new
+    session, killed with its process group after ``timeout``."""
+    cmd = [sys.executable, str(script)]
+    if n is not None:
+        cmd = [mpiexec(), "-n", str(n), *cmd]
+    full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), **(env or {}))
+    full_env.pop("SPEC_BACKEND", None)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=full_env, start_new_session=True, cwd=str(ROOT))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"{cmd} ran past {timeout} s:\n{out}\n{err}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

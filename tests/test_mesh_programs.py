@@ -1,0 +1,60 @@
+"""The mesh-program corpus (conformance/mesh_programs.py) against JAX: the
+same output types and global values, on 2 and 4 devices (JAX in a
+subprocess with that many CPU devices)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as snp
+from conformance.mesh_programs import PROGRAMS, global_values
+
+ROOT = Path(__file__).resolve().parent.parent
+_JAX = """
+import json, sys
+import jax, jax.numpy as jnp
+from conformance.mesh_programs import global_values
+print(json.dumps(global_values(jax, jnp, int(sys.argv[1]))))
+"""
+
+
+def _jax(n: int) -> dict[str, Any]:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES=str(n),
+               PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", _JAX, str(n)], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _spec(n: int) -> dict[str, Any]:
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", n)
+    try:
+        return global_values(spec, snp, n)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+        spec.set_mesh(None)
+
+
+@pytest.fixture(scope="module", params=[2, 4])
+def both(request: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    return _spec(request.param), _jax(request.param)
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_mesh_program_matches_jax(both: tuple[dict[str, Any], dict[str, Any]],
+                                  name: str) -> None:
+    ours, theirs = both
+    assert ours[name]["types"] == theirs[name]["types"]
+    for a, b in zip(ours[name]["values"], theirs[name]["values"]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-6, atol=1e-6)
