@@ -25,6 +25,7 @@ from spec.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, experimental, sharding
+from spec.experimental.multihost_utils import live_devices
 from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
 from spec._ledger import collectives_log
 from spec.shard_map import shard_map
@@ -79,6 +80,6 @@ __all__ = [
     "device_get", "device_put", "devices", "make_array_from_callback",
     "make_array_from_process_local_data",
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
-    "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
+    "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "types",
 ]

@@ -193,8 +193,10 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
         held.append(block)
     dt = canonicalize_dtype(held[0].dtype)
     from spec import mesh_mpi
-    mesh_mpi.agree("make_array_from_callback's global shape, dtype and sharding",
-                   [list(shape), str(dt), str(sharding.spec)])
+    if mesh_mpi.active():
+        procs = sorted({d.process_index for d in sharding.mesh.devices.flat})
+        mesh_mpi.agree("make_array_from_callback's global shape, dtype and sharding",
+                       [list(shape), str(dt), str(sharding.spec)], procs)
     blocks = [None if b is None else b.astype(dt, copy=False) for b in blocks]
     spec = _full_spec(sharding, len(shape))
     typed = NamedSharding(sharding.mesh.abstract_mesh,

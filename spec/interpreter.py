@@ -589,6 +589,11 @@ class JaxprTrace(Trace):
         if isinstance(x, Tracer):
             check_tracer_alive(x)
             return self._const_var(x, x.aval)
+        if type(x) is _array_class():  # (its value is not read: it may live elsewhere)
+            py = x._py
+            if py is not None and not x.aval.shape and self.literal_host_values:
+                return Literal(py, x.aval)
+            return self._const_var(x, x.aval)
         value, aval = canonical_value(x)
         if not aval.shape:
             # As in JAX: Python and NumPy scalars, and weak scalars made from

@@ -30,13 +30,18 @@ def mpiexec() -> str:
 
 
 def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
-           script: Path = WORKER, env: dict[str, str] | None = None
+           script: Path = WORKER, env: dict[str, str] | None = None,
+           survivors: list[int] | None = None, fault_tolerant: bool = False
            ) -> tuple[list[dict[str, Any]], subprocess.CompletedProcess[str]]:
-    """Run ``script OUTDIR *args`` on n ranks; every rank's JSON result (rank
-    order) and the launcher's completed process."""
+    """Run ``script OUTDIR *args`` on n ranks; the JSON results of the ranks
+    expected to finish (``survivors``, default all; rank order) and the
+    launcher's completed process. ``fault_tolerant``: hydra does not kill
+    the job when a rank dies."""
     with tempfile.TemporaryDirectory() as outdir:
-        cmd = [mpiexec(), "-n", str(n), sys.executable, "-m", "mpi4py", str(script), outdir,
-               *args]
+        flags = ["-disable-auto-cleanup"] if fault_tolerant else []
+        guard = ["-m", "spec.mesh_mpi.guard"] if fault_tolerant else []
+        cmd = [mpiexec(), *flags, "-n", str(n), sys.executable, *guard, "-m", "mpi4py",
+               str(script), outdir, *args]
         full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), PYTHONPATH=str(ROOT),
                         **(env or {}))
         full_env.pop("SPEC_BACKEND", None)
@@ -55,7 +60,7 @@ def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
                 pass
         done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
         results = []
-        for r in range(n):
+        for r in (range(n) if survivors is None else survivors):
             path = Path(outdir) / f"rank{r}.json"
             if not path.exists():
                 raise AssertionError(f"rank {r} wrote no result (exit {proc.returncode}):\n"

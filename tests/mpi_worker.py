@@ -91,11 +91,66 @@ def timeout() -> dict[str, Any]:
     return {"error": "no error"}
 
 
+def train() -> dict[str, Any]:
+    """Data-parallel training of y = alpha * x with live_devices around each
+    step (the fault-tolerance page's first example). argv: a list of
+    rank:step:how kills, how = sigkill | exit | collective (die inside the
+    step's 64 MB all-reduce, its sends under way)."""
+    import signal
+
+    from spec.experimental.multihost_utils import ProcessFailureError, live_devices
+    kills = {}
+    for item in (sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else []):
+        r, step, how = item.split(":")
+        kills[(int(r), int(step))] = how
+    me = jax.process_index()
+    rng = np.random.default_rng(0)
+    steps = 8
+    xs = rng.standard_normal((steps, 12)).astype(np.float32)
+    ys = 3.0 * xs
+    alpha, step, log = np.float32(0.0), 0, []
+    big = 16 * 2 ** 20  # float32 elements per device: a 64 MB all-reduce
+    while step < steps:
+        try:
+            with live_devices(jax.devices()) as devices:
+                n = len(devices)
+                mesh = jax.make_mesh((n,), ("i",), devices=devices)
+                how = kills.get((me, step))
+                if how == "sigkill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if how == "exit":
+                    os._exit(1)
+                if how == "collective":
+                    def die_in_big(number: int, nbytes: int) -> None:
+                        if nbytes >= 4 * big:  # inside the 64 MB all-reduce
+                            os.kill(os.getpid(), signal.SIGKILL)
+                    mesh_mpi._after_sends = die_in_big
+                with jax.set_mesh(mesh):
+                    x = jax.device_put(xs[step], jax.P("i"))
+                    y = jax.device_put(ys[step], jax.P("i"))
+                    a = jax.device_put(np.float32(alpha), jax.P())
+                    g = jax.grad(lambda a: jnp.mean((a * x - y) ** 2))(a)
+                    if any(h == "collective" for (_, s), h in kills.items() if s == step):
+                        block = jax.make_array_from_callback(
+                            (n, big), jax.NamedSharding(mesh, jax.P("i")),
+                            lambda idx: np.ones((1, big), np.float32))
+                        total = jnp.sum(block, axis=0)[0]
+                        g = g + 0.0 * total
+                    new = float(a - np.float32(0.1) * g)
+        except ProcessFailureError as e:
+            log.append(["failed", step, sorted(d.id for d in e.failed_devices),
+                        f"{type(e.__cause__).__name__}: {e.__cause__}"])
+        else:
+            alpha, step = np.float32(new), step + 1
+            log.append(["ok", step, [d.id for d in devices]])
+    return {"alpha": float(alpha), "log": log}
+
+
 def main() -> None:
     outdir, scenario = sys.argv[1], sys.argv[2]
     rank = mesh_mpi.rank() if mesh_mpi.active() else 0
     try:
-        result = {"corpus": corpus, "api": api, "timeout": timeout}[scenario]()
+        result = {"corpus": corpus, "api": api, "timeout": timeout, "train": train}[scenario]()
     except Exception:
         result = {"crash": traceback.format_exc()}
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:

@@ -71,24 +71,117 @@ def active() -> bool:
     return bool(MPI.COMM_WORLD.Get_size() > 1 or choice == "mpi")
 
 
+class CollectiveFailedError(RuntimeError):
+    """A collective was abandoned because a participating process failed
+    (seen here, or reported by another process)."""
+
+
+class _Comms:
+    """spec's communicators: ``data`` carries the collectives (a duplicate of
+    COMM_WORLD, so user messages never match spec's; after a failure, a new
+    communicator among the survivors, so no message of an abandoned
+    collective can match a later one); ``ctrl`` carries the live_devices
+    protocol and failure notices, and is never rebuilt."""
+
+    def __init__(self) -> None:
+        from mpi4py import MPI
+        self.ctrl = MPI.COMM_WORLD.Dup()
+        self.ctrl.Set_errhandler(MPI.ERRORS_RETURN)  # errors raise; never abort the job
+        self.data = MPI.COMM_WORLD.Dup()
+        self.data.Set_errhandler(MPI.ERRORS_RETURN)
+        self.rank = int(self.ctrl.Get_rank())
+        self.members = list(range(int(self.ctrl.Get_size())))  # world ranks, data order
+        self.index = {w: i for i, w in enumerate(self.members)}
+        # Processes of one host (the loopback launches this backend serves):
+        # a peer's death is visible as its pid disappearing.
+        self.pids = [int(p) for p in self.ctrl.allgather(os.getpid())]
+        self.dead: set[int] = set()
+        self.epoch = 0
+        self.pending: list[Any] = []  # requests of abandoned collectives, kept alive
+
+    def to_data(self, world_rank: int) -> int:
+        if world_rank not in self.index:
+            raise CollectiveFailedError(
+                f"rank {self.rank}: rank {world_rank} is not among the live processes "
+                f"{self.members}")
+        return self.index[world_rank]
+
+    def rebuild(self, live: list[int]) -> None:
+        """A fresh data communicator among ``live`` (collective over them
+        only: the dead cannot hold it up, as a Split over all would)."""
+        from mpi4py import MPI
+        group = self.ctrl.Get_group().Incl(live)
+        self.data = self.ctrl.Create_group(group, tag=7)
+        self.data.Set_errhandler(MPI.ERRORS_RETURN)
+        self.members = list(live)
+        self.index = {w: i for i, w in enumerate(live)}
+        _count.value = 0
+
+
 @functools.cache
+def _comms() -> _Comms:
+    comms = _Comms()
+    _install_exit_guards()
+    return comms
+
+
 def world() -> Any:
-    """spec's own communicator: a duplicate of COMM_WORLD, so that user
-    messages on COMM_WORLD never match spec's."""
-    from mpi4py import MPI
-    return MPI.COMM_WORLD.Dup()
+    """spec's data communicator."""
+    return _comms().data
 
 
 def rank() -> int:
-    return int(world().Get_rank())
+    """This process's rank in COMM_WORLD (its device's id)."""
+    return _comms().rank
 
 
 def size() -> int:
-    return int(world().Get_size())
+    return len(_comms().pids)
 
 
 def timeout() -> float:
     return float(os.environ.get("SPEC_MPI_TIMEOUT", "60"))
+
+
+def alive(world_rank: int) -> bool:
+    """Whether a process still runs (its pid exists and is not a zombie)."""
+    if world_rank in _comms().dead:
+        return False
+    try:
+        with open(f"/proc/{_comms().pids[world_rank]}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+_exit_code = [0]
+
+
+def _install_exit_guards() -> None:
+    """After a process failure MPI cannot finalize (it would wait for the
+    dead): exit without it. hydra (``-disable-auto-cleanup``) signals the
+    survivors with SIGUSR1 when a rank dies: not a reason to die too."""
+    import atexit
+    import signal
+    import sys
+
+    signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    previous = sys.excepthook
+
+    def hook(*args: Any) -> None:
+        _exit_code[0] = 1
+        previous(*args)
+
+    sys.excepthook = hook
+
+    def leave() -> None:
+        if _comms().dead:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(_exit_code[0])
+
+    atexit.register(leave)
 
 
 # ============================================================== transport
@@ -129,21 +222,99 @@ def _decode(buf: np.ndarray) -> dict[str, Any]:
     return decoded
 
 
+_ABORT_TAG = 32001
+_CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
+
+
 def _wait(requests: list[Any], peers: list[int], what: str) -> None:
-    """Poll ``requests`` (one per peer) until all complete or the deadline
-    passes; then name the peers still missing."""
-    from mpi4py import MPI
+    """Poll ``requests`` (one per peer, world ranks) until all complete. A
+    peer that dies, a failure another process reports, or the deadline
+    passing ends the wait with an error naming the peers."""
+    c = _comms()
     deadline = time.monotonic() + timeout()
+    next_check = time.monotonic() + _CHECK_EVERY
     spins = 0
-    while not MPI.Request.Testall(requests):
+    while not _test_all(requests, peers, what):
         spins += 1
         if spins > 200:  # yield the core: ranks may outnumber cores
             time.sleep(min(1e-3, 1e-5 * (spins - 200)))
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now >= next_check:
+            next_check = now + _CHECK_EVERY
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
+            dead = sorted({p for p in missing if not alive(p)})
+            if dead:
+                _abandon(requests)
+                _announce(dead)
+                raise CollectiveFailedError(
+                    f"rank {c.rank}: {what}: process(es) {dead} failed")
+            reported = _reported_failure()
+            if reported is not None:
+                _abandon(requests)
+                raise CollectiveFailedError(
+                    f"rank {c.rank}: {what}: abandoned, rank {reported[0]} reported failed "
+                    f"process(es) {reported[1]}")
+        if now > deadline:
+            missing = [p for p, r in zip(peers, requests) if not r.Test()]
+            _abandon(requests)
             raise CollectiveTimeoutError(
-                f"rank {rank()}: {what}: rank(s) {missing} did not join within "
+                f"rank {c.rank}: {what}: rank(s) {missing} did not join within "
                 f"{timeout():g} s (a collective reached by only some ranks?)")
+
+
+def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
+    """Whether all requests completed; an error MPI reports (a peer's
+    connection broke) names the peers that died."""
+    from mpi4py import MPI
+    try:
+        return bool(MPI.Request.Testall(requests))
+    except MPI.Exception as e:
+        _abandon(requests)
+        time.sleep(_CHECK_EVERY)  # let the process table catch up with the failure
+        dead = sorted({p for p in peers if not alive(p)})
+        if dead:
+            _announce(dead)
+        raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
+                                    f"(MPI: {e.Get_error_string()})") from None
+
+
+def _abandon(requests: list[Any]) -> None:
+    """Receives are cancelled; sends to a dead peer never complete: all are
+    kept referenced, with the communicator they belong to."""
+    for r in requests:
+        try:
+            if not r.Test():
+                r.Cancel()
+        except Exception:  # a request of a failed peer may refuse even that
+            pass
+    _comms().pending.extend(requests)
+
+
+def _announce(dead: list[int]) -> None:
+    """Tell every other live process that a collective failed, so that
+    those waiting elsewhere (for processes that are alive but gave up) stop
+    too; the notice carries the live_devices epoch it belongs to."""
+    c = _comms()
+    c.dead.update(dead)
+    note = np.array([c.epoch, c.rank, *dead], np.int64)
+    for peer in range(len(c.pids)):
+        if peer != c.rank and alive(peer):
+            c.pending.append(c.ctrl.Isend(note, dest=peer, tag=_ABORT_TAG))
+
+
+def _reported_failure() -> tuple[int, list[int]] | None:
+    """A failure notice of the current epoch, if one arrived (older ones are
+    read and dropped)."""
+    from mpi4py import MPI
+    c = _comms()
+    status = MPI.Status()
+    while c.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
+        note = np.empty(status.Get_count(MPI.INT64_T), np.int64)
+        c.ctrl.Recv(note, source=status.Get_source(), tag=_ABORT_TAG)
+        if int(note[0]) == c.epoch:
+            c.dead.update(int(d) for d in note[2:])
+            return int(note[1]), [int(d) for d in note[2:]]
+    return None
 
 
 def _as_bytes(block: np.ndarray) -> np.ndarray:
@@ -154,9 +325,10 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
              kind: str, detail: str) -> dict[int, np.ndarray]:
     """Send ``block`` to the ranks ``send_to`` and receive one block of the
     same type from each of ``recv_from``; both sides' headers must agree."""
-    comm = world()
+    c = _comms()
+    comm = c.data
     number = _count.next()
-    me = rank()
+    me = c.rank
     header = {"n": number, "kind": kind, "detail": detail,
               "dtype": str(block.dtype), "shape": list(block.shape)}
     h_tag = (2 * number) % (2 * _TAG_SPAN)
@@ -166,11 +338,13 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     sends = []
     encoded = _encode(header)
     for peer in send_to:
-        sends.append(comm.Isend(encoded, dest=peer, tag=h_tag))
-        sends.append(comm.Isend(payload, dest=peer, tag=d_tag))
+        sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
+        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
+    _after_sends(number, payload.nbytes)
     peers = list(recv_from)
     headers = [np.empty(_HEADER_BYTES, np.uint8) for _ in peers]
-    _wait([comm.Irecv(h, source=p, tag=h_tag) for h, p in zip(headers, peers)], peers, what)
+    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
+          peers, what)
     for peer, raw in zip(peers, headers):
         theirs = _decode(raw)
         if theirs != header:
@@ -179,10 +353,15 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
     received = {p: np.empty(block.shape, block.dtype) for p in peers}
-    _wait([comm.Irecv(_as_bytes_out(received[p]), source=p, tag=d_tag) for p in peers],
-          peers, what)
+    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
+           for p in peers], peers, what)
     _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
     return received
+
+
+def _after_sends(number: int, nbytes: int) -> None:
+    """A seam for fault-injection tests (a process dying inside a
+    collective, its sends under way); does nothing."""
 
 
 def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
@@ -249,14 +428,97 @@ class MPIBackend(S.Backend):
         return [mine if i == pos else got[geo.procs[int(k)]] for i, k in enumerate(group)]
 
 
-def agree(what: str, value: Any) -> None:
-    """Check that every rank passes the same ``value`` (a JSON-able
-    description) at this point; raise ValueError naming the ranks that
-    differ."""
+# =========================================================== live processes
+
+_BARRIER_TAG = 32002
+_REPLY_TAG = 32003
+
+
+def live_processes(procs: Sequence[int]) -> list[int]:
+    """The processes among ``procs`` that are alive, the same list returned
+    to each of them: a barrier among the live ones, run by a coordinator
+    (the lowest of ``procs``; its death ends the job). Everyone sends its
+    arrival; the coordinator waits for each process to arrive or be seen
+    dead (or the deadline, after which it counts as dead), then sends the
+    live list to the arrived. When the list changed, the survivors make a
+    new data communicator among themselves."""
+    c = _comms()
+    c.epoch += 1
+    procs = sorted(set(int(p) for p in procs))
+    coordinator = procs[0]
+    if c.rank == coordinator:
+        live = _coordinate([p for p in procs if p != c.rank and p not in c.dead])
+    else:
+        live = _arrive(coordinator)
+    _reported_failure()  # drop the notices of the epoch that ended
+    c.dead.update(p for p in procs if p not in live)
+    if live != [w for w in c.members if w in procs] or len(live) != len(c.members):
+        c.rebuild(live)
+    return live
+
+
+def _coordinate(expected: list[int]) -> list[int]:
+    c = _comms()
+    tag = _BARRIER_TAG
+    arrivals = {p: np.zeros(1, np.int64) for p in expected}
+    requests = {p: c.ctrl.Irecv(arrivals[p], source=p, tag=tag) for p in expected}
+    deadline = time.monotonic() + timeout()
+    arrived: set[int] = set()
+    gone: set[int] = set()
+    while len(arrived) + len(gone) < len(expected):
+        for p in expected:
+            if p in arrived or p in gone:
+                continue
+            if requests[p].Test():
+                if int(arrivals[p][0]) == c.epoch:
+                    arrived.add(p)
+                else:  # a stale arrival from an epoch this process left early: wait on
+                    requests[p] = c.ctrl.Irecv(arrivals[p], source=p, tag=tag)
+            elif not alive(p) or time.monotonic() > deadline:
+                gone.add(p)
+        time.sleep(1e-4)
+    _abandon([requests[p] for p in gone])
+    live = sorted(arrived | {c.rank})
+    reply = np.full(len(c.pids) + 1, -1, np.int64)
+    reply[0] = c.epoch
+    reply[1:1 + len(live)] = live
+    c.pending.extend(c.ctrl.Isend(reply, dest=p, tag=_REPLY_TAG) for p in arrived)
+    return live
+
+
+def _arrive(coordinator: int) -> list[int]:
+    import sys
+    c = _comms()
+    c.pending.append(c.ctrl.Isend(np.array([c.epoch], np.int64), dest=coordinator,
+                                  tag=_BARRIER_TAG))
+    reply = np.empty(len(c.pids) + 1, np.int64)
+    request = c.ctrl.Irecv(reply, source=coordinator, tag=_REPLY_TAG)
+    deadline = time.monotonic() + 2 * timeout()
+    while not request.Test():
+        if not alive(coordinator) or time.monotonic() > deadline:
+            # Without its coordinator no process can agree on anything.
+            print(f"rank {c.rank}: process {coordinator}, the coordinator of live_devices, "
+                  "failed: the job ends", file=sys.stderr, flush=True)
+            c.dead.add(coordinator)
+            os._exit(1)
+        time.sleep(1e-4)
+    return [int(p) for p in reply[1:] if p >= 0]
+
+
+def _others(procs: Sequence[int] | None) -> list[int]:
+    """The other live processes (of ``procs``, when given)."""
+    c = _comms()
+    return [r for r in (c.members if procs is None else procs) if r != c.rank]
+
+
+def agree(what: str, value: Any, procs: Sequence[int] | None = None) -> None:
+    """Check that every rank (of ``procs``, default all live ones) passes
+    the same ``value`` (a JSON-able description) at this point; raise
+    ValueError naming the ranks that differ."""
     if not active():
         return
     me = rank()
-    others = [r for r in range(size()) if r != me]
+    others = _others(procs)
     raw = json.dumps(value, sort_keys=True).encode()
     if len(raw) > _HEADER_BYTES:  # compare a digest; show it when they differ
         raw = json.dumps(hashlib.sha256(raw).hexdigest()).encode()
@@ -270,20 +532,19 @@ def agree(what: str, value: Any) -> None:
 
 
 def allgather_blocks(block: np.ndarray, what: str) -> list[np.ndarray]:
-    """Every rank's block (all of the same type), in rank order."""
+    """Every live rank's block (all of the same type), in rank order."""
     me = rank()
-    others = [r for r in range(size()) if r != me]
+    others = _others(None)
     got = exchange(block, others, others, "process_allgather", what)
-    return [block if r == me else got[r] for r in range(size())]
+    return [block if r == me else got[r] for r in sorted([me, *others])]
 
 
 def barrier(name: str) -> None:
     """All ranks meet here (with a deadline)."""
-    me = rank()
-    others = [r for r in range(size()) if r != me]
+    others = _others(None)
     exchange(np.zeros(1, np.uint8), others, others, "barrier", name)
 
 
-__all__ = ["CollectiveMismatchError", "CollectiveTimeoutError", "MPIBackend", "active",
-           "agree", "allgather_blocks", "barrier", "collectives_run", "exchange", "rank",
-           "size", "timeout", "world"]
+__all__ = ["CollectiveFailedError", "CollectiveMismatchError", "CollectiveTimeoutError",
+           "MPIBackend", "active", "agree", "alive", "allgather_blocks", "barrier",
+           "collectives_run", "exchange", "live_processes", "rank", "size", "timeout", "world"]
