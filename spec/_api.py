@@ -232,6 +232,11 @@ class Jitted:
                  keep_unused: bool, inline: bool) -> None:
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
+        # Copy the wrapped function's name, doc and __dict__ first: that dict
+        # may hold another wrapper's private state (a function wrapped with
+        # functools.wraps around a Jitted carries the inner Jitted's ``_fun``
+        # and ``_cache``), which must never replace this object's own.
+        functools.update_wrapper(self, fun)
         self._fun = fun
         self._static_argnums, self._static_argnames = _infer_statics(
             fun, static_argnums, static_argnames)
@@ -242,7 +247,6 @@ class Jitted:
         self._cache = _cache_for(fun)
         self._options = (self._static_argnums, self._static_argnames, donate_argnums,
                          keep_unused, inline)
-        functools.update_wrapper(self, fun)
 
     def __repr__(self) -> str:
         return f"<PjitFunction of {self._fun!r}>"

@@ -15,7 +15,7 @@ import numpy as np
 from spec import ad, tree_util
 from spec import types as T
 from spec.ad_util import UndefinedPrimal, Zero
-from spec.interpreter import Jaxpr, canonical_aval_of, eval_jaxpr
+from spec.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
 from spec.types import ArrayType
 
 # ------------------------------------------------------------------ helpers
@@ -184,8 +184,10 @@ class NotSaveable(_Sentinel):
 
 # Both sentinels are pytree nodes with no children: flattening a VJP object
 # yields no leaves for them.
-tree_util.register_pytree_node(NotNeeded, lambda _: ((), None), lambda _, __: NotNeeded())
-tree_util.register_pytree_node(NotSaveable, lambda _: ((), None), lambda _, __: NotSaveable())
+# Their node data is ``()`` (a dataclass without fields in JAX), so a
+# treedef prints ``NotNeeded[()]``.
+tree_util.register_pytree_node(NotNeeded, lambda _: ((), ()), lambda _, __: NotNeeded())
+tree_util.register_pytree_node(NotSaveable, lambda _: ((), ()), lambda _, __: NotSaveable())
 
 
 @dataclass(frozen=True)
@@ -261,14 +263,17 @@ class VJP:
         missing = [b.arg_paths[i] for kind, i in b.sources
                    if kind == "arg" and type(arg_entries[i]) in (NotSaveable, NotNeeded)]
         if missing:
+            # JAX's wording (users match on it), naming each argument by its
+            # path and the function by its source location.
             places = "\n".join(f"  * the argument at position {p} of the differentiated "
                                f"function {b.fun_name};" for p in missing)
             raise ValueError(
                 "the VJP function was applied before restoring its not-saveable residuals.\n\n"
-                "`saveable_args` replaced argument values the backward pass needs with "
-                "`NotSaveable()` sentinels; restore them (assign to the VJP function's "
-                "`args_res`, or use `replace`) before applying it. Still to restore:\n"
-                + places)
+                "Because `saveable_args` was passed to `jax.vjp`, some argument values that\n"
+                "would have been saved for the backward pass were instead replaced with\n"
+                "`NotSaveable()` sentinels. Before the VJP function can be applied, these\n"
+                "values must be restored, e.g. by assigning to the VJP function's `args_res`\n"
+                "attribute. The values not yet restored correspond to:\n" + places)
         return [arg_entries[i] if kind == "arg" else self.opaque_residuals[i]
                 for kind, i in b.sources]
 
@@ -312,30 +317,45 @@ tree_util.register_pytree_node(VJP, _vjp_flatten, _vjp_unflatten)
 
 
 def _saveable_mask(spec: Any, args: tuple[Any, ...]) -> list[bool]:
-    """Per argument leaf, whether it may be saved: ``spec`` is a tuple-tree
-    of bools matched against the arguments loosely (containers by their
-    number of children; a bool covers a whole subtree)."""
+    """Per argument leaf, whether it may be saved: ``spec`` is a tree of
+    bools matched against the arguments loosely (containers only by their
+    number of children, dict keys when both are dicts; a bool covers a whole
+    subtree)."""
     out: list[bool] = []
+    full = "the saveable_args argument to jax.vjp"
 
-    def walk(s: Any, x: Any, where: str) -> None:
-        leaves, treedef = tree_util.tree_flatten(x)
-        if isinstance(s, (bool, np.bool_)):
-            out.extend([bool(s)] * len(leaves))
+    def walk(s: Any, td: Any, where: str) -> None:
+        if isinstance(s, bool):  # exactly bool, as JAX (np.bool_ is no flag)
+            out.extend([s] * td.num_leaves)
             return
-        if not isinstance(s, tuple):
-            raise TypeError(f"saveable_args entries must be bools or tuples of them, got "
-                            f"{s!r} at {where}")
-        kids = tree_util.treedef_children(treedef)
-        if tree_util.treedef_is_leaf(treedef) or len(kids) != len(s):
-            raise ValueError(f"saveable_args {s!r} at {where} does not match the argument "
-                             f"structure {treedef} (it must be a tree prefix, with "
-                             f"{len(kids)} children there)")
-        sub_leaves = iter(leaves)
-        for k, (si, kid) in enumerate(zip(s, kids)):
-            part = [next(sub_leaves) for _ in range(kid.num_leaves)]
-            walk(si, tree_util.tree_unflatten(kid, part), f"{where}[{k}]")
+        try:
+            kids, _ = tree_util.flatten_one_level(s)
+        except ValueError:
+            raise ValueError(f"{full} must be a tree of bools, like a tuple-tree (made of bools "
+                             f"and tuples only), but {where} is {s!r} of type "
+                             f"{type(s).__name__}") from None
+        kids = list(kids)
+        if td.num_nodes == 1 and td.num_leaves == 1:
+            raise ValueError(f"{full} must form a tree prefix of the corresponding values (up "
+                             f"to container types), but {where} is a container while the "
+                             "corresponding part of the values is a leaf; use a single bool "
+                             "there instead")
+        td_kids = td.children()
+        if len(kids) != len(td_kids):
+            raise ValueError(f"{full} must form a tree prefix of the corresponding values (up "
+                             "to container types, so containers need only match in their "
+                             f"number of children), but {where} has {len(kids)} children "
+                             f"while the corresponding container has {len(td_kids)}")
+        data = td.node_data()
+        if type(s) is dict and data is not None and data[0] is dict \
+                and sorted(s) != list(data[1]):
+            raise ValueError(f"{full} must form a tree prefix of the corresponding values, "
+                             f"but {where} is a dict with keys {sorted(s)} while the "
+                             f"corresponding dict has keys {list(data[1])}")
+        for k, (si, kid) in enumerate(zip(kids, td_kids)):
+            walk(si, kid, f"{where}[{k}]")
 
-    walk(spec if isinstance(spec, (bool, np.bool_)) else tuple(spec), args, "args")
+    walk(spec, tree_util.tree_structure(args), "saveable_args")
     return out
 
 
@@ -375,7 +395,7 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
     bare = Jaxpr(j.constvars, j.invars, j.outvars, j.eqns, j.effects)
     backward = _Backward(bare, tuple(sources), in_tree, out_tree, out_avals,
                          _leaf_paths(tuple(primals)), _fun_name(fun))
-    fn = VJP(backward, args_res, opaque, [[] for _ in primals])
+    fn = VJP(backward, args_res, opaque, list(lin.structured))
     primals_out = tree_util.tree_unflatten(out_tree, lin.primals_out)
     if has_aux:
         return primals_out, fn, _aux(store)
@@ -383,7 +403,26 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
 
 
 def _fun_name(fun: Any) -> str:
-    return str(getattr(fun, "__name__", type(fun).__name__))
+    """``name at file:line`` of the function's definition (seen through
+    wrappers and partials), as JAX names a differentiated function."""
+    import inspect
+    import re
+    try:
+        fun = inspect.unwrap(fun)
+        while isinstance(fun, functools.partial):
+            fun = inspect.unwrap(fun.func)
+    except ValueError:  # a cycle of __wrapped__
+        return "<unknown>"
+    code = getattr(fun, "__code__", None)
+    name = getattr(fun, "__name__", None)
+    if code is not None and name is not None:
+        return f"{name} at {code.co_filename}:{code.co_firstlineno}"
+    try:
+        text = str(fun)
+    except Exception:
+        return "<unknown>"
+    builtin = re.match(r"<built-in function (\S+)>", text)
+    return builtin.group(1) if builtin else "<unknown>"
 
 
 def fwd_and_bwd(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool = False,
@@ -394,7 +433,7 @@ def fwd_and_bwd(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: 
     nums = _argnums_tuple(argnums)
 
     def fwd(*args: Any, **kwargs: Any) -> Any:
-        chosen = _check_argnums(nums, len(args))
+        chosen = _inbounds(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         return vjp(f_partial, *diff_args, has_aux=has_aux)
 
@@ -406,6 +445,17 @@ def fwd_and_bwd(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: 
         from spec._api import jit
         return jit(fwd), jit(bwd)
     return fwd, bwd
+
+
+def _inbounds(argnums: tuple[int, ...], n_args: int) -> tuple[int, ...]:
+    """Positional indices resolved against ``n_args`` (negative ones from the
+    end); an empty tuple is allowed (nothing is differentiated)."""
+    for i in argnums:
+        if not -n_args <= i < n_args:
+            raise ValueError("Positional argument indices, e.g. for `static_argnums`, must have "
+                             "value greater than or equal to -len(args) and less than "
+                             f"len(args), but got value {i} for len(args) == {n_args}.")
+    return tuple(i % n_args for i in argnums)
 
 
 # --------------------------------------------------------------------- grad
@@ -452,13 +502,36 @@ def _check_output_dtype(aval: ArrayType, holomorphic: bool, name: str) -> None:
     elif T.is_complex(dt):
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
                         f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
-                        "pass holomorphic=True. For differentiating non-holomorphic functions "
-                        "involving complex outputs, use jax.vjp directly.")
+                        "pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex outputs, use jax.vjp directly.")
     elif not T.is_float(dt):
         raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
-                        f"of np.floating), but got {dt.name}. For holomorphic differentiation, "
-                        "pass holomorphic=True. For differentiating non-holomorphic functions "
-                        "involving complex outputs, use jax.vjp directly.")
+                        f"of np.floating), but got {dt.name}. For differentiation of functions "
+                        "with integer outputs, use jax.vjp directly.")
+
+
+def _check_jacfwd_input(leaf: Any, holomorphic: bool) -> None:
+    """Forward-mode Jacobians take real inputs (complex ones only when
+    promised holomorphic): no ``allow_int``."""
+    dt = canonical_aval_of(leaf).dtype
+    if holomorphic:
+        if not T.is_complex(dt):
+            raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "
+                            f"but got {dt.name}.")
+    elif not T.is_float(dt):
+        raise TypeError("jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                        f"np.floating), but got {dt.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic "
+                        "functions involving complex inputs or integer inputs, use jax.jvp "
+                        "directly.")
+
+
+def _check_jacfwd_output(leaf: Any, holomorphic: bool) -> None:
+    """Only a holomorphic jacfwd constrains its outputs (to complex)."""
+    dt = canonical_aval_of(leaf).dtype
+    if holomorphic and not T.is_complex(dt):
+        raise TypeError("jacfwd with holomorphic=True requires outputs with complex dtype, "
+                        f"but got {dt.name}.")
 
 
 def _split_diff_args(fun: Callable[..., Any], argnums: tuple[int, ...], args: Sequence[Any],
@@ -586,7 +659,13 @@ def _downcast(x: Any, example: Any) -> Any:
     example keeps its real part), as JAX's Jacobians do."""
     from spec.lax._structural import _convert_element_type
     aval = canonical_aval_of(example)
-    if T.is_complex(canonical_aval_of(x).dtype) and not T.is_complex(aval.dtype):
+    x_aval = canonical_aval_of(x)
+    if x_aval.dtype == T.FLOAT0:
+        # A Jacobian block of an integer output (forward mode): zeros.
+        from spec import lax
+        from spec.lax._structural import _convert_element_type as convert
+        return convert(lax.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
+    if T.is_complex(x_aval.dtype) and not T.is_complex(aval.dtype):
         x = x.real
     return _convert_element_type(x, aval.dtype, aval.weak_type)
 
@@ -601,7 +680,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
-            _check_input_dtype(leaf, holomorphic, False, "jacfwd")
+            _check_jacfwd_input(leaf, holomorphic)
 
         def push(tangents: Any) -> Any:
             return jvp(f_partial, diff_args, tangents, has_aux=has_aux)
@@ -609,6 +688,8 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
         out_axes = (None, -1, None) if has_aux else (None, -1)
         res = vmap(push, out_axes=out_axes)(_std_basis(diff_args))
         y, jac = res[0], res[1]
+        for leaf in tree_util.tree_leaves(y):
+            _check_jacfwd_output(leaf, holomorphic)
         example = diff_args[0] if isinstance(argnums, (int, np.integer)) else diff_args
         jac_tree = tree_util.tree_map(lambda y_leaf, j: _unravel(example, -1, y_leaf, j),
                                       y, jac)
@@ -630,6 +711,8 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
             _check_input_dtype(leaf, holomorphic, allow_int, "jacrev")
         res = vjp(f_partial, *diff_args, has_aux=has_aux)
         y, pullback = res[0], res[1]
+        for leaf in tree_util.tree_leaves(y):
+            _check_output_dtype(canonical_aval_of(leaf), holomorphic, "jacrev")
         jac = vmap(pullback)(_std_basis(y))
         is_int = isinstance(argnums, (int, np.integer))
         jac = jac[0] if is_int else jac
@@ -664,20 +747,32 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: 
 
 def linear_transpose(fun: Callable[..., Any], *primals: Any,
                      reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
-    """The transpose of a linear ``fun`` at the types of ``primals``."""
-    from spec.interpreter import trace_to_jaxpr
+    """The transpose of a linear ``fun`` at the types of ``primals``: real or
+    complex (or float0) inputs and outputs, or integer ones throughout."""
+    from spec.interpreter import Jaxpr, eval_jaxpr, trace_to_jaxpr
     leaves, in_tree = tree_util.tree_flatten(tuple(primals))
     in_avals = [canonical_aval_of(x) for x in leaves]
-    for a in in_avals:
-        if not T.is_inexact(a.dtype):
-            raise TypeError("linear_transpose only supports [float or complex] -> "
-                            f"[float or complex], and integer -> integer functions, but got "
-                            f"{a.dtype.name}.")
     store: dict[str, Any] = {}
     flat = _flatten_fun(fun, in_tree, store)
     jaxpr, _ = trace_to_jaxpr(flat, in_avals)
     out_tree = store["tree"]
     out_avals = jaxpr.out_avals
+    dts = [a.dtype for a in (*in_avals, *out_avals)]
+    integer = all(d == T.FLOAT0 or T.is_int(d) for d in dts)
+    if not (all(d == T.FLOAT0 or T.is_inexact(d) for d in dts) or integer):
+        ins = [np.dtype(a.dtype) for a in in_avals]
+        outs = [np.dtype(a.dtype) for a in out_avals]
+        raise TypeError("linear_transpose only supports [float, complex, or float0] -> "
+                        "[float, complex, or float0], and integer -> integer functions, "
+                        f"but got {ins} -> {outs}.")
+    # As JAX, what does not depend on the inputs (a control-flow primitive's
+    # known part included) is computed now, under the current trace; the
+    # transpose reads it as residuals.
+    split = ad.partial_eval_jaxpr(jaxpr, [True] * len(in_avals), True)
+    residuals = eval_jaxpr(split.known, split.known.consts)
+    unknown = split.unknown
+    linear = Jaxpr(unknown.invars[:split.num_res], unknown.invars[split.num_res:],
+                   unknown.outvars, unknown.eqns, consts=list(residuals))
 
     def transposed(*cts: Any) -> Any:
         ct = cts[0] if len(cts) == 1 else cts
@@ -691,10 +786,31 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
                 raise TypeError(f"cotangent type does not match function output, expected "
                                 f"{a} but got {got}")
         args = [UndefinedPrimal(a) for a in in_avals]
-        out = ad.backward_pass(jaxpr, jaxpr.consts, args, ct_leaves)
-        return tree_util.tree_unflatten(in_tree, [_materialize(c) for c in out])
+        ct_in = [Zero(a.ct_type()) if a.dtype == T.FLOAT0 else c
+                 for c, a in zip(ct_leaves, out_avals)]
+        ad.integer_cotangents[0], was = integer, ad.integer_cotangents[0]
+        try:
+            out = ad.backward_pass(linear, linear.consts, args, ct_in)
+        finally:
+            ad.integer_cotangents[0] = was
+        # A program that computes something returns Arrays (JAX's jnp
+        # functions run as calls); the identity hands the cotangent back.
+        res = [_materialize(c) for c in out]
+        if jaxpr.eqns:
+            res = [_on_device(r) for r in res]
+        return tree_util.tree_unflatten(in_tree, res)
 
     return transposed
+
+
+def _on_device(x: Any) -> Any:
+    """A host cotangent (NumPy value or Python scalar) as an Array."""
+    from spec.array import from_numpy
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype != T.FLOAT0:
+        return from_numpy(x)
+    if T.is_python_scalar(x):
+        return from_numpy(canonical_value(x)[0], weak_type=not isinstance(x, bool))
+    return x
 
 
 __all__ = ["NotNeeded", "NotSaveable", "VJP", "fwd_and_bwd", "grad", "hessian", "jacfwd",

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
@@ -170,7 +170,8 @@ class LinearizeTracer(JVPTracer):
 
     def __repr__(self) -> str:
         t = self.tangent
-        return f"LinearizeTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+        # JAX names this tracer ``GradTracer`` when printing it.
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
 
 
 class _SplitTrace(Trace):
@@ -227,9 +228,14 @@ class LinearizeTrace(JVPTrace):
         super().__init__(parent)
         self.tangent_trace = tangent_trace
         self.staged: dict[int, tuple[Any, Any]] = {}
+        # JAX's "structured residuals" (see ``structured_residuals``).
+        self.structured: list[Any] = []
 
     def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
                    params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
+        if entry is not None:
+            self.structured.append(entry[0])
         if prim.linearize is not None:
             return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
         with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
@@ -244,6 +250,8 @@ class Linearized:
 
     primals_out: list[Any]
     jaxpr: Jaxpr
+    # The shape of JAX's structured residuals (``VJP.structured_residuals``).
+    structured: list[Any] = field(default_factory=list)
 
 
 def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Linearized:
@@ -282,11 +290,73 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     finally:
         trace.invalidate()
         tangent_trace.invalidate()
-    return Linearized([p for p, _ in unpacked], jaxpr)
+    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured)
 
 
 def _is_differentiable(aval: ArrayType) -> bool:
     return aval.dtype != FLOAT0
+
+
+# ===================================================== structured residuals
+
+# JAX's linearization collects one "structured residual" per ``jit`` or
+# ``scan`` it linearizes with a nonzero input tangent (the nested structure of
+# the call body, recursively); other primitives add nothing, and a ``cond``
+# adds an entry only when one of its branches has structured residuals with
+# leaves (which calls and loops never produce). The values are empty nested
+# lists, with no array leaves: ``VJP.structured_residuals`` shows their shape.
+
+
+def _structured_entry(prim: Primitive, nonzero: Sequence[bool], params: dict[str, Any]
+                      ) -> tuple[list[Any], list[bool]] | None:
+    """For a call or loop with these nonzero input tangents: its entry and
+    which of its outputs have nonzero tangents; ``None`` for the others."""
+    if not any(nonzero):
+        return None
+    if prim.name == "jit":
+        jaxpr: Jaxpr = params["jaxpr"]
+        return _structured_walk(jaxpr, list(nonzero))
+    if prim.name == "scan":
+        body: Jaxpr = params["jaxpr"]
+        nc = len(params["ft_in"].unpack()[0])
+        nk = len(params["ft_in"].unpack()[1])
+        nz = list(nonzero)
+        while True:  # carries are nonzero once any iteration makes them so
+            entry, out_nz = _structured_walk(body, nz)
+            grown = [a or b for a, b in zip(nz[nc:nc + nk], out_nz[:nk])]
+            if grown == nz[nc:nc + nk]:
+                return entry, [*grown, *out_nz[nk:]]
+            nz[nc:nc + nk] = grown
+    return None
+
+
+def _structured_walk(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[list[Any], list[bool]]:
+    """The structured residuals of linearizing ``jaxpr`` with these nonzero
+    input tangents, and which outputs get nonzero tangents (an output is
+    nonzero when an equation of inexact result reads a nonzero tangent and its
+    JVP is not identically zero)."""
+    from spec import types as T
+    from spec.ad_util import zero_jvp
+    nz: dict[int, bool] = {id(v): bool(b) for v, b in zip(jaxpr.invars, nonzero)}
+    entries: list[Any] = []
+    for eqn in jaxpr.eqns:
+        ins = [isinstance(a, Var) and nz.get(id(a), False) for a in eqn.invars]
+        found = _structured_entry(eqn.primitive, ins, eqn.params)
+        if found is not None:
+            entries.append(found[0])
+            outs = found[1]
+        else:
+            live = any(ins) and not isinstance(eqn.primitive.jvp, zero_jvp)
+            outs = [live and T.is_inexact(v.aval.dtype) for v in eqn.outvars]
+        for v, b in zip(eqn.outvars, outs):
+            nz[id(v)] = b
+    out_nz = [isinstance(a, Var) and nz.get(id(a), False) for a in jaxpr.outvars]
+    return entries, out_nz
+
+
+def structured_residuals(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> list[Any]:
+    """The structured residuals of linearizing a closed ``jaxpr``."""
+    return _structured_walk(jaxpr, nonzero)[0]
 
 
 # ============================================================== JVP jaxprs
@@ -350,7 +420,11 @@ def _legacy_linearize(fun: Callable[..., Sequence[Any]],
     unknown = split.unknown
     linear = Jaxpr(unknown.invars[:len(residuals)], unknown.invars[len(residuals):],
                    unknown.outvars, unknown.eqns, consts=list(residuals))
-    return Linearized(primals_out, dce_jaxpr(linear))
+    # The JVP jaxpr has a call (loop) equation exactly where the function
+    # made one with a nonzero tangent input: the same structure as direct.
+    structured = structured_residuals(
+        jvp_jaxpr, [False] * n + [_is_differentiable(a) for a in t_avals])
+    return Linearized(primals_out, dce_jaxpr(linear), structured)
 
 
 @dataclass
@@ -516,9 +590,16 @@ def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool]
     return backward
 
 
+# Set while ``linear_transpose`` transposes an integer -> integer function:
+# integer values then have cotangents of their own dtype (not float0).
+integer_cotangents = [False]
+
+
 def _check_cotangent(aval: ArrayType, ct: Any) -> None:
     want = aval.ct_type()
     got = canonical_aval_of(ct)
+    if integer_cotangents[0] and got.dtype == aval.dtype and got.shape == aval.shape:
+        return
     if (got.shape != want.shape or got.dtype != want.dtype
             or _layout(got) != _layout(want)):
         raise TypeError(f"a transpose rule produced a cotangent of type {got} for a value of "

@@ -41,6 +41,17 @@ not_mapped = None
 BatchDim = int | None
 
 
+class _ZeroIfMapped:
+    """An ``out_dims_wanted`` entry of ``batch_jaxpr``: the output's batch
+    axis at 0 when it has one, left unmapped otherwise."""
+
+    def __repr__(self) -> str:
+        return "zero_if_mapped"
+
+
+zero_if_mapped = _ZeroIfMapped()
+
+
 @dataclass(frozen=True)
 class AxisData:
     """The vmapped axis: its size, its name (for collectives), the mesh axes
@@ -346,20 +357,22 @@ def batch_flat(fun: Callable[..., Sequence[Any]], axis: AxisData, args: Sequence
 
 
 def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
-                out_dims_wanted: Sequence[BatchDim] | None = None
+                out_dims_wanted: Sequence[BatchDim | _ZeroIfMapped] | None = None
                 ) -> tuple[Jaxpr, list[BatchDim]]:
     """``jaxpr`` batched: inputs batched at ``dims``; outputs at the returned
     dims (or moved to ``out_dims_wanted`` where given: an int broadcasts an
-    unmapped output there)."""
+    unmapped output there; ``zero_if_mapped`` moves a mapped output to 0)."""
     out_dims: list[BatchDim] = []
 
     def batched(*args: Any) -> list[Any]:
         outs, ds = batch_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), axis, args,
                               dims)
         if out_dims_wanted is not None:
+            wanted = [(None if d is None else 0) if isinstance(w, _ZeroIfMapped) else w
+                      for d, w in zip(ds, out_dims_wanted)]
             outs = [o if w is None and d is None else match_axis(axis, o, d, w)
-                    for o, d, w in zip(outs, ds, out_dims_wanted)]
-            ds = list(out_dims_wanted)
+                    for o, d, w in zip(outs, ds, wanted)]
+            ds = wanted
         out_dims.extend(ds)
         return outs
 
@@ -373,5 +386,5 @@ __all__ = [
     "AxisData", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr", "batch_rule",
     "batched_aval", "bdim_at_front", "broadcast", "broadcasting", "delete_spec_entry",
     "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped", "sharding_for_vmap",
-    "unbatched_aval", "vectorized",
+    "unbatched_aval", "vectorized", "zero_if_mapped",
 ]

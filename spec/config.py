@@ -85,8 +85,10 @@ class Config:
         flag = _FLAGS.get(name)
         if flag is None:
             raise AttributeError(f"Unrecognized config option: {name}")
-        if isinstance(flag.default, bool) and not isinstance(value, bool):
-            raise ValueError(f"{name} must be a bool, got {value!r}")
+        if isinstance(flag.default, bool):
+            # As JAX: a boolean flag stores the truth value of whatever it is
+            # given (0, None, [] are False; any non-empty string is True).
+            value = bool(value)
         if flag.choices is not None and value not in flag.choices:
             raise ValueError(f"{name} must be one of {flag.choices}, got {value!r}")
         self._values[name] = value

@@ -3,9 +3,9 @@
 - ``check_jvp``: the JVP in a random direction against central finite
   differences, whose difference quotient is formed in float64 with a step
   sized for the argument dtype;
-- ``check_vjp``: the dot-product test <ct, J t> = <J^T ct, t> between the
-  JVP and the VJP, for random t and ct (it checks transposition exactly,
-  independent of the step);
+- ``check_vjp``: the VJP against finite differences, <J^T ct, t> against
+  <ct, FD(t)> for random t and ct, then (where forward mode exists) the
+  exact dot-product test <ct, J t> = <J^T ct, t> between JVP and VJP;
 - ``check_grads``: both, recursively to ``order`` (derivatives of derivatives).
 
 Complex arguments and outputs are handled as pairs of reals: directions are
@@ -93,42 +93,74 @@ def _sub64(a: Any, b: Any, scale: float) -> Any:
                       - np.asarray(y).astype(np.complex128)) * scale, a, b)
 
 
+def _with_msg(err_msg: str, what: str) -> str:
+    return f"{err_msg} {what}" if err_msg else what
+
+
+def _step(args: Sequence[Any], eps: float | None) -> float:
+    sizes = [_float_size(np.dtype(x.dtype)) for x in tree_util.tree_leaves(args)]
+    return eps if eps is not None else _STEP[min(sizes)] if sizes else _STEP[8]
+
+
+def _numerical_jvp(f: Callable[..., Any], args: tuple[Any, ...], tangents: Any,
+                   step: float) -> Any:
+    """Central differences of ``f`` along ``tangents``, formed in float64."""
+    plus = f(*_axpy(step, tangents, args))
+    minus = f(*_axpy(-step, tangents, args))
+    return _sub64(plus, minus, 0.5 / step)
+
+
 def check_jvp(f: Callable[..., Any], f_jvp: Callable[..., Any], args: Sequence[Any],
               atol: float | None = None, rtol: float | None = None,
-              eps: float | None = None, seed: int = 0) -> None:
+              eps: float | None = None, err_msg: str = "", seed: int = 0) -> None:
     """``f_jvp(args, tangents)`` against central differences of ``f``."""
     rng = np.random.default_rng(seed)
-    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), tuple(args))
-    sizes = [_float_size(np.dtype(x.dtype)) for x in tree_util.tree_leaves(args)]
-    step = eps if eps is not None else _STEP[min(sizes)] if sizes else _STEP[8]
-    _, t_out = f_jvp(tuple(args), tangents)
-    plus = f(*_axpy(step, tangents, tuple(args)))
-    minus = f(*_axpy(-step, tangents, tuple(args)))
-    fd = _sub64(plus, minus, 0.5 / step)
+    args = tuple(args)
+    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), args)
+    step = _step(args, eps)
+    _, t_out = f_jvp(args, tangents)
+    fd = _numerical_jvp(f, args, tangents, step)
     a, r = _tolerance([args], atol, rtol)
-    _assert_close("JVP vs finite differences", t_out, fd, max(a, step), max(r, 10 * step))
+    _assert_close(_with_msg(err_msg, "JVP vs finite differences"), t_out, fd, max(a, step),
+                  max(r, 10 * step))
 
 
 def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[Any],
               atol: float | None = None, rtol: float | None = None,
-              eps: float | None = None, seed: int = 1) -> None:
-    """The dot-product test between the JVP of ``f`` and ``f_vjp``."""
+              eps: float | None = None, err_msg: str = "", seed: int = 1) -> None:
+    """``f_vjp`` against finite differences of ``f``: <J^T ct, t> must equal
+    <ct, (f(x + h t) - f(x - h t)) / 2h> for random t and ct. Where ``f``
+    also has a forward mode (not a ``custom_vjp`` function), the exact
+    dot-product test <ct, J t> = <J^T ct, t> against its JVP follows."""
     from spec import _autodiff_api as api
     rng = np.random.default_rng(seed)
-    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), tuple(args))
-    out, t_out = api.jvp(f, tuple(args), tangents)
-    _, pullback = f_vjp(*args)
+    args = tuple(args)
+    tangents = tree_util.tree_map(lambda x: _random_like(x, rng), args)
+    out, pullback = f_vjp(*args)
     cts = tree_util.tree_map(lambda y: _random_like(y, rng), out)
     # JAX's convention for complex values: the VJP of the conjugate cotangent,
     # conjugated, is the adjoint's action.
     ct_in = _conj(pullback(_conj(cts)))
-    lhs = _vdot(cts, t_out)
     rhs = _vdot(ct_in, tangents)
+    step = _step(args, eps)
+    fd = _numerical_jvp(f, args, tangents, step)
+    lhs_fd = _vdot(cts, fd)
     a, r = _tolerance([args, out], atol, rtol)
+    scale = max(1.0, abs(lhs_fd), abs(rhs))
+    a_fd, r_fd = max(a, step), max(r, 10 * step)
+    if not abs(lhs_fd - rhs) <= a_fd + r_fd * scale:
+        raise AssertionError(_with_msg(err_msg, "cotangent projection") +
+                             f": <J^T ct, t> = {rhs} but by finite differences "
+                             f"<ct, J t> = {lhs_fd}")
+    try:
+        _, t_out = api.jvp(f, args, tangents)
+    except (TypeError, NotImplementedError):
+        return  # no forward mode: the finite-difference check stands alone
+    lhs = _vdot(cts, t_out)
     scale = max(1.0, abs(lhs), abs(rhs))
     if not abs(lhs - rhs) <= a + r * scale:
-        raise AssertionError(f"VJP is not the transpose of the JVP: <ct, J t> = {lhs} but "
-                             f"<J^T ct, t> = {rhs}")
+        raise AssertionError(_with_msg(err_msg, "VJP is not the transpose of the JVP") +
+                             f": <ct, J t> = {lhs} but <J^T ct, t> = {rhs}")
 
 
 def _conj(tree: Any) -> Any:
@@ -142,30 +174,44 @@ def _conj(tree: Any) -> Any:
 
 
 def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
-                modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None,
+                modes: Sequence[str] | str = ("fwd", "rev"), atol: float | None = None,
                 rtol: float | None = None, eps: float | None = None) -> None:
-    """Check derivatives of ``f`` at ``args`` up to ``order``, forward
-    (against finite differences) and reverse (against the forward)."""
+    """Check derivatives of ``f`` at ``args`` up to ``order`` against finite
+    differences: "fwd" the JVP, "rev" the VJP (and its transposition of the
+    JVP where forward mode exists), "lin" the linearized JVP. As in JAX,
+    ``modes`` is tested by membership (a string like "rev" works) and other
+    entries are ignored."""
     from spec import _autodiff_api as api
     args = tuple(args)
-    for mode in modes:
-        if mode not in ("fwd", "rev"):
-            raise ValueError(f"Unknown mode {mode!r}; expected 'fwd' or 'rev'")
 
-    def check(fun: Callable[..., Any], at: tuple[Any, ...], k: int) -> None:
+    def check(fun: Callable[..., Any], at: tuple[Any, ...], k: int, msg: str) -> None:
         if "fwd" in modes:
-            check_jvp(fun, lambda p, t: api.jvp(fun, p, t), at, atol, rtol, eps)
+            m = f"JVP of {msg}" if msg else "JVP"
+            check_jvp(fun, lambda p, t: api.jvp(fun, p, t), at, atol, rtol, eps, m)
             if k > 1:
-                check(lambda *xs: api.jvp(fun, xs, _ones_like(xs))[1], at, k - 1)
+                check(lambda *xs: api.jvp(fun, xs, _ones_like(xs))[1], at, k - 1, m)
         if "rev" in modes:
-            check_vjp(fun, lambda *xs: api.vjp(fun, *xs), at, atol, rtol, eps)
+            m = f"VJP of {msg}" if msg else "VJP"
+            check_vjp(fun, lambda *xs: api.vjp(fun, *xs), at, atol, rtol, eps, m)
             if k > 1:
                 rng = np.random.default_rng(2)
                 out = fun(*at)
                 ct = tree_util.tree_map(lambda y: _random_like(y, rng), out)
-                check(lambda *xs: api.vjp(fun, *xs)[1](ct), at, k - 1)
+                check(lambda *xs: api.vjp(fun, *xs)[1](ct), at, k - 1, m)
+        if "lin" in modes:
+            m = f"LIN of {msg}" if msg else "LIN"
+            check_jvp(fun, lambda p, t: _jvp_from_lin(fun, p, t), at, atol, rtol, eps, m)
+            if k > 1:
+                check(lambda *xs: _jvp_from_lin(fun, xs, _ones_like(xs))[1], at, k - 1, m)
 
-    check(f, args, order)
+    check(f, args, order, "")
+
+
+def _jvp_from_lin(f: Callable[..., Any], primals: tuple[Any, ...], tangents: Any
+                  ) -> tuple[Any, Any]:
+    from spec import _autodiff_api as api
+    out, f_lin = api.linearize(f, *primals)
+    return out, f_lin(*tangents)
 
 
 def _ones_like(xs: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -544,3 +544,73 @@ def custom_vjp_nondiff_argnums(jax: Any, jnp: Any, lax: Any) -> Any:
 
     scale.defvjp(lambda k, x: (x * k, None), lambda k, res, g: (g * k * 10.0,))
     return jax.grad(lambda x: scale(3.0, x))(1.0)
+
+
+# -- audit of issue 3: jit of wrappers, reprs, sentinels, integers -------------------------------
+
+
+@case(ulp=4)
+def jit_of_grad_of_jitted(jax: Any, jnp: Any, lax: Any) -> Any:
+    f = jax.jit(jnp.sin)
+    return (jax.jit(jax.grad(f))(0.5), jax.jit(jax.value_and_grad(f))(0.5),
+            jax.jit(jax.grad(jax.grad(f)))(0.5))
+
+
+@case
+def tracer_repr_under_grad_vjp_jvp(jax: Any, jnp: Any, lax: Any) -> Any:
+    seen: list[str] = []
+    jax.grad(lambda x: seen.append(repr(x)) or x)(1.0)
+    jax.vjp(lambda x: seen.append(repr(x)) or x, X3)
+    jax.jvp(lambda x: seen.append(repr(x)) or x, (1.0,), (1.0,))
+    return seen
+
+
+@case
+def vjp_structured_residuals_of_calls(jax: Any, jnp: Any, lax: Any) -> Any:
+    def layer(w: Any, x: Any) -> Any:
+        return lax.tanh(lax.dot(x, w))
+    w, x = np.ones((3, 3), np.float32), np.ones((2, 3), np.float32)
+    progs = [layer, jax.jit(layer), jax.jit(jax.jit(layer)),
+             lambda w, x: lax.scan(lambda c, _: (jax.jit(layer)(w, c), None), x, None,
+                                   length=2)[0],
+             lambda w, x: lax.cond(True, layer, lambda w, x: x, w, x)]
+    return [repr(jax.vjp(p, w, x)[1].structured_residuals) for p in progs]
+
+
+@case
+def vjp_sentinel_treedef_text(jax: Any, jnp: Any, lax: Any) -> Any:
+    _, f = jax.vjp(lambda a, b: jnp.sin(a) + b, 1.0, 2.0)
+    return str(jax.tree_util.tree_structure(f.args_res))
+
+
+@case(raises=ValueError)
+def vjp_saveable_args_not_a_bool(jax: Any, jnp: Any, lax: Any) -> Any:
+    return jax.vjp(lambda a, b: a * b, 1.0, 2.0, saveable_args=(1, True))
+
+
+@case(raises=ValueError)
+def fwd_and_bwd_argnums_out_of_range(jax: Any, jnp: Any, lax: Any) -> Any:
+    return jax.fwd_and_bwd(lambda x: x, argnums=2)[0](1.0)
+
+
+@case(raises=TypeError)
+def jacfwd_complex_input_needs_holomorphic(jax: Any, jnp: Any, lax: Any) -> Any:
+    return jax.jacfwd(lambda x: x * 2)(np.complex64(1 + 2j))
+
+
+@case(raises=TypeError)
+def jacrev_integer_output(jax: Any, jnp: Any, lax: Any) -> Any:
+    return jax.jacrev(lambda x: x.astype(jnp.int32))(np.float32(1.5))
+
+
+@case
+def linear_transpose_integer(jax: Any, jnp: Any, lax: Any) -> Any:
+    f = jax.linear_transpose(lambda x: x * 2, np.int32(1))
+    g = jax.linear_transpose(lambda x: x + x, np.ones(2, np.int32))
+    return f(np.int32(3)), g(np.ones(2, np.int32))
+
+
+@case
+def stop_gradient_of_integers(jax: Any, jnp: Any, lax: Any) -> Any:
+    a, b = lax.stop_gradient(3), lax.stop_gradient(np.ones(2, np.int32))
+    return str(jax.typeof(a)), str(jax.typeof(b)), np.asarray(a), np.asarray(b)

@@ -11,12 +11,11 @@ lax.cond / lax.while_loop API pages. Real JAX supplies every expected result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from conformance.registry import CaseFn, case
+from conformance.registry import case
 
 X4 = np.array([0.3, -0.7, 1.1, 2.5], dtype=np.float32)
 X5 = np.array([1.0, 2.0, -0.5, 0.25, 3.0], dtype=np.float32)
@@ -199,89 +198,73 @@ def associative_scan_pytree(jax: Any, jnp: Any, lax: Any) -> Any:
     return lax.associative_scan(op, (X5 * 0.5, X5 + 1.0))
 
 
-# -- lax.cond / lax.switch / lax.while_loop / lax.fori_loop (pending) ----------------------------
-#
-# spec/lax/_control_flow.py defines these, but spec.lax does not export them yet, so the cases
-# below are not registered until LAX_CONTROL_EXPORTED is set. With the functions patched onto
-# spec.lax they all pass except while_loop_grad_error (spec raises UnexpectedTracerError where JAX
-# raises ValueError for reverse-mode AD of while_loop).
-LAX_CONTROL_EXPORTED = True
-
-
-def _pending(*, ulp: int = 0, raises: type[BaseException] | None = None
-             ) -> Callable[[CaseFn], CaseFn]:
-    if LAX_CONTROL_EXPORTED:
-        return case(ulp=ulp, raises=raises)
-    return lambda f: f
-
-
 # -- lax.cond / lax.switch ------------------------------------------------------------------------
 
 
-@_pending()
+@case
 def cond_basic(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(p: Any, x: Any) -> Any:
         return lax.cond(p, lambda v: v * 2.0, lambda v: v - 1.0, x)
     return f(True, X4), f(False, X4)
 
 
-@_pending()
+@case
 def cond_pytree_operands(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(p: Any) -> Any:
         return lax.cond(p, lambda a, b: (a + b, a), lambda a, b: (a - b, b), X4, X4 * 3.0)
     return f(np.int32(1)), f(np.int32(0))
 
 
-@_pending(ulp=4)
+@case(ulp=4)
 def cond_under_jit(jax: Any, jnp: Any, lax: Any) -> Any:
     f = jax.jit(lambda x: lax.cond(jnp.sum(x) > 0, jnp.sin, jnp.cos, x))
     return f(X4), f(-X4 - 2.0)
 
 
-@_pending(ulp=4)
+@case(ulp=4)
 def cond_grad(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(x: Any) -> Any:
         return lax.cond(x > 0, lambda v: jnp.sin(v) * v, lambda v: v**3, x)
     return jax.grad(f)(np.float32(0.7)), jax.grad(f)(np.float32(-0.7))
 
 
-@_pending()
+@case
 def cond_vmap_batched_predicate(jax: Any, jnp: Any, lax: Any) -> Any:
     f = jax.vmap(lambda x: lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x))
     return f(X4)
 
 
-@_pending(ulp=4)
+@case(ulp=4)
 def cond_vmap_of_grad(jax: Any, jnp: Any, lax: Any) -> Any:
     g = jax.grad(lambda x: lax.cond(x > 0, jnp.sin, lambda v: v * v, x))
     return jax.vmap(g)(X4)
 
 
-@_pending()
+@case
 def cond_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(x: Any) -> Any:
         return lax.cond(x[0] > 0, lambda v: v * 2.0, lambda v: v + 1.0, x)
     return str(jax.make_jaxpr(f)(X4))
 
 
-@_pending(raises=TypeError)
+@case(raises=TypeError)
 def cond_error_branch_mismatch(jax: Any, jnp: Any, lax: Any) -> Any:
     return lax.cond(True, lambda v: v, lambda v: v.astype(jnp.int32), X4)
 
 
-@_pending()
+@case
 def switch_basic(jax: Any, jnp: Any, lax: Any) -> Any:
     branches = [lambda v: v + 1.0, lambda v: v * v, lambda v: -v]
     return [lax.switch(i, branches, X4) for i in (-1, 0, 1, 2, 5)]
 
 
-@_pending()
+@case
 def switch_vmap_batched_index(jax: Any, jnp: Any, lax: Any) -> Any:
     branches = [lambda v: v + 1.0, lambda v: v * v, lambda v: -v]
     return jax.vmap(lambda i, x: lax.switch(i, branches, x))(np.array([0, 2, 1, 0], np.int32), X4)
 
 
-@_pending()
+@case
 def switch_grad(jax: Any, jnp: Any, lax: Any) -> Any:
     branches = [lambda v: v * 3.0, lambda v: v * v]
     return jax.grad(lambda x: lax.switch(1, branches, x))(np.float32(1.5))
@@ -290,52 +273,52 @@ def switch_grad(jax: Any, jnp: Any, lax: Any) -> Any:
 # -- lax.while_loop / lax.fori_loop ---------------------------------------------------------------
 
 
-@_pending()
+@case
 def while_loop_basic(jax: Any, jnp: Any, lax: Any) -> Any:
     return lax.while_loop(lambda c: c[0] < 10, lambda c: (c[0] + 1, c[1] * 1.5),
                           (0, np.float32(1.0)))
 
 
-@_pending()
+@case
 def while_loop_vmap_batched_predicate(jax: Any, jnp: Any, lax: Any) -> Any:
     f = jax.vmap(lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x))
     return f(np.array([1.0, 3.0, 0.5, 11.0], np.float32))
 
 
-@_pending()
+@case
 def while_loop_under_jit(jax: Any, jnp: Any, lax: Any) -> Any:
     f = jax.jit(lambda n: lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] + c[0]),
                                          (0, 0)))
     return f(7)
 
 
-@_pending()
+@case
 def while_jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
     def f(x: Any) -> Any:
         return lax.while_loop(lambda v: jnp.sum(v) < 100.0, lambda v: v * 2.0, x)
     return str(jax.make_jaxpr(f)(X5))
 
 
-@_pending(raises=ValueError)
+@case(raises=ValueError)
 def while_loop_grad_error(jax: Any, jnp: Any, lax: Any) -> Any:
     return jax.grad(lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x))(1.0)
 
 
-@_pending(raises=TypeError)
+@case(raises=TypeError)
 def while_loop_error_carry_mismatch(jax: Any, jnp: Any, lax: Any) -> Any:
     return lax.while_loop(lambda v: v < 10, lambda v: v.astype(jnp.float32), np.int32(1))
 
 
-@_pending()
+@case
 def fori_loop_basic(jax: Any, jnp: Any, lax: Any) -> Any:
     return lax.fori_loop(0, 5, lambda i, c: c + i * X4, np.zeros(4, np.float32))
 
 
-@_pending(ulp=4)
+@case(ulp=4)
 def fori_loop_grad_static_bounds(jax: Any, jnp: Any, lax: Any) -> Any:
     return jax.grad(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.sin(c) * x, x))(np.float32(0.8))
 
 
-@_pending()
+@case
 def fori_loop_vmap(jax: Any, jnp: Any, lax: Any) -> Any:
     return jax.vmap(lambda x: lax.fori_loop(0, 4, lambda i, c: (c + x) * 0.5 - i, x))(X4)

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from spec import tree_util
-from spec.rules.collectives import all_gather_p, axis_index_p, axis_size, pmax_p, pmin_p, \
-    psum_p
+from spec.rules.collectives import all_gather_p, axis_index_p, axis_size, check_bound, \
+    pmax_p, pmin_p, psum_p
 
 
 def _axes(axis_name: Any) -> tuple[Any, ...]:
@@ -41,7 +41,13 @@ def _varying_over(leaf: Any, axes: tuple[Any, ...]) -> Any:
     return pvary(leaf, missing) if missing else leaf
 
 
+def _names(axis_name: Any) -> tuple[Any, ...]:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
 def _reduce(prim: Any, x: Any, axis_name: Any, axis_index_groups: Any) -> Any:
+    # As JAX: the reductions check their axes when typing an equation.
+    check_bound(_names(axis_name), "psum")
     axes = _axes(axis_name)
     manual = _manual(axes)
     return tree_util.tree_map(
@@ -53,6 +59,9 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """All-reduce sum over the named axes (a pytree is reduced leafwise).
     Over manual axes of a shard_map that tracks varying axes it is
     ``psum_invariant`` (varying in, invariant out)."""
+    from spec.interpreter import Tracer
+    if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
+        check_bound(_names(axis_name), "psum")
     axes = _axes(axis_name)
     manual = _manual(axes)
     if manual and len(manual) == len(axes):
@@ -90,8 +99,8 @@ def _group_size(axis_name: Any) -> int:
 def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """``psum(x) / n``, n the number of members of the named axes."""
     from spec import lax
-    n = _group_size(axis_name)
     total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+    n = _group_size(axis_name)
     return tree_util.tree_map(lambda t: lax.div(t, lax.full_like(t, n, shape=())), total)
 
 
@@ -107,8 +116,9 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
         from spec.interpreter import canonical_aval_of
         if manual:  # an invariant operand first varies along the gathered axes
             leaf = _varying_over(leaf, manual)
+        from spec.lax._structural import canonicalize_axis
         ndim = canonical_aval_of(leaf).ndim
-        dim = axis % (ndim + (0 if tiled else 1)) if ndim or not tiled else axis
+        dim = canonicalize_axis(axis, ndim if tiled else ndim + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
                                  axis_index_groups=axis_index_groups, axis_size=size,
                                  tiled=tiled)
@@ -117,6 +127,7 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
 
 def axis_index(axis_name: Any) -> Any:
     """This member's position along the named axis (int32)."""
+    check_bound(_names(axis_name), "axis_index")
     axis_size(axis_name)
     return axis_index_p.bind(axis_name=axis_name)
 

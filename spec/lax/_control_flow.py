@@ -78,12 +78,153 @@ def vma_hint(missing: Any, where: str, comma: bool = False) -> str:
 
 
 def _mismatch(a: ArrayType, b: ArrayType) -> str:
-    if a.shape == b.shape and a.dtype == b.dtype and a.vma != b.vma:
-        return ", so the manual axis types do not match"
-    if a.shape != b.shape and a.dtype != b.dtype:
-        return ", so the shapes and dtypes do not match"
-    return ", so the shapes do not match" if a.shape != b.shape else \
-        ", so the dtypes do not match"
+    """Which parts of two unequal types differ, listed as JAX lists them."""
+    parts = []
+    if a.dtype != b.dtype:
+        parts.append("the dtypes do not match")
+    if a.shape != b.shape:
+        parts.append("the shapes do not match")
+    if a.vma != b.vma:
+        parts.append("the manual axis types do not match")
+    if not parts:
+        return ""
+    if len(parts) == 1:
+        return ", so " + parts[0]
+    return ", so " + ", ".join(parts[:-1]) + ", and " + parts[-1]
+
+
+class _Leaf:
+    """A stand-in for a leaf when describing structural differences."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# How JAX names a leaf of its carry types (abstract arrays) and of a bare
+# tree structure, in its structural-difference messages.
+_CARRY_LEAF = "<class 'jax._src.core.ShapedArray'>"
+_TREE_LEAF = "pytree leaf"
+
+
+def _is_empty_node(x: Any) -> bool:
+    try:
+        tree_util.flatten_one_level(x)
+    except ValueError:
+        return False
+    return True
+
+
+def structure_differences(t1: Any, t2: Any, path: tuple[Any, ...] = ()
+                          ) -> list[tuple[tuple[Any, ...], str, str, str]]:
+    """Where two pytrees' structures differ: (key path, what the first has,
+    what the second has, why they differ), as JAX's messages describe them.
+    Leaves are ``_Leaf`` stand-ins (or anything that is a pytree leaf)."""
+    if not _is_empty_node(t1) and not _is_empty_node(t2):
+        return []  # two leaves
+    leaf1, leaf2 = not _is_empty_node(t1), not _is_empty_node(t2)
+    if type(t1) is not type(t2):
+        name1 = t1.name if leaf1 and isinstance(t1, _Leaf) else str(type(t1))
+        name2 = t2.name if leaf2 and isinstance(t2, _Leaf) else str(type(t2))
+        return [(path, name1, name2, "their Python types differ")]
+    if isinstance(t1, (list, tuple)) and len(t1) != len(t2):
+        return [(path, f"{type(t1).__name__} of length {len(t1)}",
+                 f"{type(t2).__name__} of length {len(t2)}", "the lengths do not match")]
+    c1, m1 = tree_util.flatten_one_level(t1)
+    c2, m2 = tree_util.flatten_one_level(t2)
+    kids1, kids2 = tuple(c1), tuple(c2)
+    keys1 = tuple(k for k, _ in tree_util.flatten_one_level_with_keys(t1)[0])
+    keys2 = tuple(k for k, _ in tree_util.flatten_one_level_with_keys(t2)[0])
+    if len(kids1) != len(kids2):
+        try:
+            diff = " ".join(repr(k.key) for k in set(keys1).symmetric_difference(keys2))
+        except (AttributeError, TypeError):
+            diff = ""
+        def many(n: int) -> str:
+            return "ren" if n > 1 else ""
+        return [(path, f"{type(t1)} with {len(kids1)} child{many(len(kids1))}",
+                 f"{type(t2)} with {len(kids2)} child{many(len(kids2))}",
+                 "the numbers of children do not match"
+                 + (f", with the symmetric difference of key sets: {{{diff}}}" if diff else ""))]
+    if m1 != m2:
+        return [(path, f"{type(t1)} with pytree metadata {m1}",
+                 f"{type(t2)} with pytree metadata {m2}",
+                 "the pytree node metadata does not match")]
+    out: list[tuple[tuple[Any, ...], str, str, str]] = []
+    for k, a, b in zip(keys1, kids1, kids2):
+        out.extend(structure_differences(a, b, (*path, k)))
+    return out
+
+
+def _listing(diffs: Sequence[str], capitalize: bool = True) -> str:
+    """One difference as a sentence; several as a bulleted list."""
+    if len(diffs) == 1:
+        d = diffs[0]
+        return (d[0].upper() + d[1:] if capitalize else d) + ".\n"
+    return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
+def check_carry(what: str, body_fun: Callable[..., Any], in_tree: Any,
+                in_avals: Sequence[ArrayType], out_tree: Any,
+                out_avals: Sequence[ArrayType],
+                layout: Callable[[ArrayType], Any] | None = None) -> None:
+    """The carry a loop body returns has the structure and types of the one
+    it takes (``what``: "scan body" or "while_loop body"); JAX's messages.
+    ``layout``: also compare the types' sharding layouts by it."""
+    try:
+        params = list(inspect.signature(body_fun).parameters)
+        carry_name: str | None = params[0] if params else None
+    except (ValueError, TypeError):
+        carry_name = None
+
+    def component(path: str) -> str:
+        if carry_name:
+            return f"the input carry component {carry_name}{path}" if path else \
+                f"the input carry {carry_name}"
+        return f"the input carry at path {path}" if path else "the input carry"
+
+    if in_tree != out_tree:
+        try:
+            t_out = tree_util.tree_unflatten(out_tree,
+                                             [_Leaf(_CARRY_LEAF)] * out_tree.num_leaves)
+        except Exception:
+            t_out = None
+        if t_out is None:
+            differences = (f"the input tree structure is:\n{in_tree}\n"
+                           f"the output tree structure is:\n{out_tree}\n")
+        else:
+            t_in = tree_util.tree_unflatten(in_tree, [_Leaf(_CARRY_LEAF)] * in_tree.num_leaves)
+            diffs = [f"{component(tree_util.keystr(p))} is a {a} but the corresponding "
+                     f"component of the carry output is a {b}, so {why}"
+                     for p, a, b, why in structure_differences(t_in, t_out)]
+            if not diffs:
+                return
+            differences = _listing(diffs)
+        raise TypeError(
+            f"{what} function carry input and carry output must have the same pytree "
+            f"structure, but they differ:\n\n{differences}\nRevise the function so that "
+            "the carry output has the same pytree structure as the carry input.")
+    paths = _paths(in_tree, in_avals)
+
+    def agree(a: ArrayType, b: ArrayType) -> bool:
+        return same_type(a, b) and a.vma == b.vma and \
+            (layout is None or layout(a) == layout(b))
+
+    diffs = [f"{component(p)} has type {_long(a)} but the corresponding output carry "
+             f"component has type {_long(b)}{_mismatch(a, b)}"
+             for p, a, b in zip(paths, in_avals, out_avals) if not agree(a, b)]
+    if not diffs:
+        return
+    hints = [vma_hint(b.vma - a.vma, "to the initial carry value corresponding to "
+                      f"{component(p)}", comma=True)
+             for p, a, b in zip(paths, in_avals, out_avals) if same_type(a, b) and
+             a.vma != b.vma]
+    raise TypeError(f"{what} function carry input and carry output must have equal "
+                    f"types, but they differ:\n\n{_listing(diffs)}{''.join(hints)}\nRevise "
+                    "the function so that all output types match the corresponding input "
+                    "types.")
 
 
 def _paths(tree: Any, leaves: Sequence[Any]) -> list[str]:
@@ -96,10 +237,18 @@ def _check_branch_outputs(api: str, name1: str, name2: str, f1: Callable[..., An
                           tree2: Any, avals2: Sequence[ArrayType]) -> None:
     header = f"{name1} is {_source(f1)}\n{name2} is {_source(f2)}\n\n"
     if tree1 != tree2:
-        raise TypeError(
-            f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
-            f"{header}{name1} output is {tree1} but {name2} output is {tree2}.\n\n"
-            f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
+        t1 = tree_util.tree_unflatten(tree1, [_Leaf(_TREE_LEAF)] * tree1.num_leaves)
+        t2 = tree_util.tree_unflatten(tree2, [_Leaf(_TREE_LEAF)] * tree2.num_leaves)
+
+        def at(p: tuple[Any, ...]) -> str:
+            return f" at path {tree_util.keystr(p)}" if p else ""
+        diffs = [f"{name1} output{at(p)} is a {a} but {name2} output{at(p)} is a {b}, "
+                 f"so {why}" for p, a, b, why in structure_differences(t1, t2)]
+        if diffs:
+            raise TypeError(
+                f"{api} branch outputs must have the same pytree structure, but they "
+                f"differ:\n\n{header}{_listing(diffs, capitalize=False)}\n"
+                f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
     def agree(a: ArrayType, b: ArrayType) -> bool:
         return same_type(a, b) and a.vma == b.vma
 
@@ -244,46 +393,6 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
 # ---------------------------------------------------------------- loops
 
 
-def _check_carry(body_fun: Callable[..., Any], in_tree: Any, in_avals: Sequence[ArrayType],
-                 out_tree: Any, out_avals: Sequence[ArrayType]) -> None:
-    try:
-        carry_name: str | None = next(iter(inspect.signature(body_fun).parameters))
-    except (ValueError, TypeError, StopIteration):
-        carry_name = None
-
-    def component(path: str) -> str:
-        if carry_name:
-            return f"the input carry component {carry_name}{path}" if path else \
-                f"the input carry {carry_name}"
-        return f"the input carry at path {path}" if path else "the input carry"
-
-    if in_tree != out_tree:
-        raise TypeError(
-            "while_loop body function carry input and carry output must have the same pytree "
-            f"structure, but they differ:\n\nThe input carry is {in_tree} but the carry output "
-            f"is {out_tree}.\n\nRevise the function so that the carry output has the same "
-            "pytree structure as the carry input.")
-    paths = _paths(in_tree, in_avals)
-
-    def agree(a: ArrayType, b: ArrayType) -> bool:
-        return same_type(a, b) and a.vma == b.vma
-
-    diffs = [f"{component(p)} has type {_long(a)} but the corresponding output carry "
-             f"component has type {_long(b)}{_mismatch(a, b)}"
-             for p, a, b in zip(paths, in_avals, out_avals) if not agree(a, b)]
-    if not diffs:
-        return
-    hints = [vma_hint(b.vma - a.vma, "to the initial carry value corresponding to "
-                      f"{component(p)}", comma=True)
-             for p, a, b in zip(paths, in_avals, out_avals) if same_type(a, b) and
-             a.vma != b.vma]
-    body = diffs[0][0].upper() + diffs[0][1:] + ".\n" if len(diffs) == 1 else \
-        "".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
-    raise TypeError("while_loop body function carry input and carry output must have equal "
-                    f"types, but they differ:\n\n{body}{''.join(hints)}\nRevise the function "
-                    "so that all output types match the corresponding input types.")
-
-
 def _reads(j: Jaxpr) -> set[int]:
     live = dce_jaxpr(j)
     read = {id(a) for e in live.eqns for a in e.invars}
@@ -312,13 +421,13 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         p = cj.out_avals[0]
         if p.shape != () or p.dtype != np.dtype(np.bool_):
             raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
-                            f"[{_shaped(p)}].")
+                            f"[{p!r}].")
         return cj, bj, btree
 
     avals = [_aval_of(x, "while_loop carry") for x in leaves]
     cond_j, body_j, out_tree = make(avals)
     if len(body_j.outvars) != len(avals) or out_tree != tree:
-        _check_carry(body_fun, tree, avals, out_tree, body_j.out_avals)
+        check_carry("while_loop body", body_fun, tree, avals, out_tree, body_j.out_avals)
     # Weakly typed initial values take the type the body gives them.
     changed = False
     for i, (a, o) in enumerate(zip(avals, body_j.out_avals)):
@@ -329,7 +438,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     if changed:
         avals = [_aval_of(x, "while_loop carry") for x in leaves]
         cond_j, body_j, out_tree = make(avals)
-    _check_carry(body_fun, tree, avals, out_tree, body_j.out_avals)
+    check_carry("while_loop body", body_fun, tree, avals, out_tree, body_j.out_avals)
     (cond_j,), cconsts = hoist_consts([cond_j])
     (body_j,), bconsts = hoist_consts([body_j])
     # A carry the body returns unchanged and the predicate ignores is a body
@@ -357,10 +466,6 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     it, mv = iter(outs), iter(moved)
     flat = [next(mv) if m else next(it) for m in move]
     return tree_util.tree_unflatten(tree, flat)
-
-
-def _shaped(a: ArrayType) -> str:
-    return f"ShapedArray({a}{', weak_type=True' if a.weak_type else ''})"
 
 
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,

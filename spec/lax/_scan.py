@@ -12,7 +12,6 @@ pads and the combining function.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -68,59 +67,12 @@ def _infer_length(xs: Sequence[Any], length: Any) -> int:
     return int(shapes[0])
 
 
-def _carry_name(f: Callable[..., Any]) -> str | None:
-    try:
-        params = list(inspect.signature(f).parameters)
-    except (ValueError, TypeError):
-        return None
-    return params[0] if params else None
-
-
-def _component(name: str | None, path: Any) -> str:
-    key = tree_util.keystr(path) if path else ""
-    if name:
-        return f"the input carry component {name}{key}" if key else f"the input carry {name}"
-    return f"the input carry at path {key}" if key else "the input carry"
-
-
-def _differences(diffs: list[str]) -> str:
-    if len(diffs) == 1:
-        return diffs[0][0].upper() + diffs[0][1:] + ".\n"
-    return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
-
-
 def _check_carry(f: Callable[..., Any], init: Any, in_tree: Any, out_tree: Any,
                  in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> None:
-    """JAX's checks and messages: same pytree structure, then equal types."""
-    if in_tree != out_tree:
-        raise TypeError(
-            "scan body function carry input and carry output must have the same pytree "
-            "structure, but they differ:\n\n"
-            f"the input tree structure is:\n{in_tree}\nthe output tree structure is:\n"
-            f"{out_tree}\n\nRevise the function so that the carry output has the same "
-            "pytree structure as the carry input.")
-    name = _carry_name(f)
-    paths = [p for p, _ in tree_util.tree_flatten_with_path(init)[0]]
-    from spec.lax._control_flow import _long, vma_hint
-    diffs, hints = [], []
-    for p, a, b in zip(paths, in_avals, out_avals):
-        if a.shape != b.shape or a.dtype != b.dtype or _layout(a) != _layout(b):
-            diffs.append(f"{_component(name, p)} has type {a.str_short()} but the "
-                         f"corresponding output carry component has type {b.str_short()}"
-                         + (", so the dtypes do not match"
-                            if a.dtype != b.dtype and a.shape == b.shape
-                            else ", so the shapes do not match" if a.shape != b.shape else ""))
-        elif a.vma != b.vma:
-            diffs.append(f"{_component(name, p)} has type {_long(a)} but the corresponding "
-                         f"output carry component has type {_long(b)}, so the manual axis "
-                         "types do not match")
-            hints.append(vma_hint(b.vma - a.vma, "to the initial carry value corresponding "
-                                  f"to {_component(name, p)}", comma=True))
-    if diffs:
-        raise TypeError(
-            "scan body function carry input and carry output must have equal types, but "
-            f"they differ:\n\n{_differences(diffs)}{''.join(hints)}\nRevise the function so "
-            "that all output types match the corresponding input types.")
+    """JAX's checks and messages: same pytree structure, then equal types
+    (a sharding layout difference counts as a shape difference)."""
+    from spec.lax._control_flow import check_carry
+    check_carry("scan body", f, in_tree, in_avals, out_tree, out_avals, layout=_layout)
 
 
 def _layout(aval: ArrayType) -> Any:
@@ -239,21 +191,37 @@ def map(f: Callable[..., Any], xs: Any, *, batch_size: int | None = None) -> Any
     total = canonical_aval_of(leaves[0]).shape[0]
     num, rem = (0, total) if batch_size == 0 else divmod(total, batch_size)
     used = num * batch_size
+
+    def rows(x: Any, start: int, stop: int) -> Any:
+        # As ``x[start:stop]``: no equation for the whole axis, no strides.
+        shape = canonical_aval_of(x).shape
+        if (start, stop) == (0, shape[0]):
+            return x
+        return lax.slice(x, (start, *[0] * (len(shape) - 1)), (stop, *shape[1:]))
+
+    # Each leaf's batches, then its remainder, as JAX slices them.
+    batched, rest = [], []
+    for x in leaves:
+        if num:
+            batched.append(lax.reshape(rows(x, 0, used),
+                                       (num, batch_size, *canonical_aval_of(x).shape[1:])))
+        if rem or not num:
+            rest.append(rows(x, used, total))
     outs = []
     if num:
-        batched = [lax.reshape(lax.slice_in_dim(x, 0, used, axis=0),
-                               (num, batch_size, *canonical_aval_of(x).shape[1:]))
-                   for x in leaves]
         ys = scan(lambda _, x: ((), vmap(f)(x)), (),
                   tree_util.tree_unflatten(tree, batched))[1]
         outs.append(tree_util.tree_map(
-            lambda y: lax.reshape(y, (used, *canonical_aval_of(y).shape[2:])), ys))
-    if rem:
-        rest = [lax.slice_in_dim(x, used, total, axis=0) for x in leaves]
+            lambda y: lax.reshape(y, (used, *canonical_aval_of(y).shape[2:])), ys)
+            if not rem else ys)
+    if rem or not num:
         outs.append(vmap(f)(tree_util.tree_unflatten(tree, rest)))
     if len(outs) == 1:
         return outs[0]
-    return tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), outs[0], outs[1])
+    return tree_util.tree_map(
+        lambda a, b: lax.concatenate(
+            [lax.reshape(a, (used, *canonical_aval_of(a).shape[2:])), b], 0),
+        outs[0], outs[1])
 
 
 # ------------------------------------------------------- associative_scan

@@ -48,10 +48,18 @@ def axis_size(name: Any) -> int:
     for bound, size in reversed(_context.axis_frames):
         if bound == name:
             return int(size)
-    available = [n for n, _ in _context.axis_frames]
-    raise NameError(f"unbound axis name: {name}. The following axis names (e.g. defined "
-                    f"by vmap or shard_map) are available to collective operations: "
-                    f"{available}")
+    raise NameError(f"unbound axis name: {name}")
+
+
+def check_bound(names: Sequence[Any], api: str) -> None:
+    """Every named axis among ``names`` is bound; JAX's advice (for the
+    collective ``api``) otherwise."""
+    from spec.sharding import _context
+    bound = {n for n, _ in _context.axis_frames}
+    for n in names:
+        if not isinstance(n, (int, np.integer)) and n not in bound:
+            raise NameError(f"Found an unbound axis name: {n}. To fix this, please call "
+                            f"{api} under `jax.shard_map`.")
 
 
 def _named(axes: Sequence[Any]) -> list[Any]:

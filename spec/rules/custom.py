@@ -265,7 +265,8 @@ def _custom_lin_transpose(cts: list[Any], *invals: Any, num_res: int, bwd: Any,
 
 # ---------------------------------------------------------------- batching
 # A custom rule is per-example code: batched, it runs under vmap itself. The
-# function's outputs (and the rule's) are all batched at axis 0; residuals
+# function's outputs (and the rule's) are batched where the function's batched
+# jaxpr naturally puts them (at 0 for one that does not vary); residuals
 # keep the axes the batched forward pass gives them; a cotangent for an
 # input that was not batched is summed over the batch.
 
@@ -298,12 +299,37 @@ def _sum_out(x: Any, d: Any) -> Any:
     return lax.reduce_sum(x, (d,))
 
 
+class _NamedRule:
+    """A batched rule that prints (and names its function) as the user's rule
+    it wraps, as JAX's batched rules do."""
+
+    def __init__(self, fn: Any, like: Any) -> None:
+        self.fn = fn
+        self.__name__ = rule_name(like)
+        self.fun_name = getattr(like, "fun_name", "<unknown>")
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+def _call_out_dims(call_jaxpr: Jaxpr, axis: AxisData, dims: list[Any]
+                   ) -> tuple[Jaxpr, list[Any]]:
+    """The call's jaxpr batched with its outputs where they naturally come
+    out (as JAX); an output that does not depend on the batch is broadcast at
+    0 anyway, since the rule run under vmap may give a batched value for it."""
+    new_call, natural = batching.batch_jaxpr(call_jaxpr, axis, dims)
+    if None not in natural:
+        return new_call, natural
+    wanted: list[Any] = [0 if d is None else d for d in natural]
+    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, wanted)
+    return new_call, wanted
+
+
 def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
                            call_jaxpr: Jaxpr, jvp_jaxpr_fun: Any, num_consts: int,
                            symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
     n_out = len(call_jaxpr.outvars)
-    out_dims: list[Any] = [0] * n_out
-    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, out_dims)
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
     arg_dims = list(dims[num_consts:])
 
     def batched_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -319,10 +345,11 @@ def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
             p_out, t_out = jvp_jaxpr_fun(list(xs[:n]), ts)
             return [*p_out, *t_out]
 
-        outs, _ = _batched_call(per_example, axis, vals, vdims, [0] * (2 * n_out))
+        outs, _ = _batched_call(per_example, axis, vals, vdims, out_dims * 2)
         return outs[:n_out], outs[n_out:]
 
-    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call, jvp_jaxpr_fun=batched_jvp,
+    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call,
+                                  jvp_jaxpr_fun=_NamedRule(batched_jvp, jvp_jaxpr_fun),
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
     return list(outs), out_dims
 
@@ -359,9 +386,7 @@ def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
                            call_jaxpr: Jaxpr, fwd_jaxpr_thunk: Any, num_consts: int,
                            bwd: Any, out_trees: Any, symbolic_zeros: bool
                            ) -> tuple[list[Any], list[Any]]:
-    n_out = len(call_jaxpr.outvars)
-    out_dims: list[Any] = [0] * n_out
-    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, out_dims)
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
     arg_dims = list(dims[num_consts:])
     res_dims: list[Any] = []
 
@@ -376,8 +401,8 @@ def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
         outs, dims_out = batching.batch_flat(per_example, axis, list(primals), arg_dims)
         r = n_res[0]
         res_dims[:] = dims_out[:r]
-        p_outs = [batching.match_axis(axis, o, d, 0) for o, d in
-                  zip(outs[r:], dims_out[r:])]
+        p_outs = [batching.match_axis(axis, o, d, w) for o, d, w in
+                  zip(outs[r:], dims_out[r:], out_dims)]
         return outs[:r], p_outs
 
     def lazy_bwd(residuals: list[Any], cts: list[Any]) -> list[Any]:
@@ -385,8 +410,10 @@ def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
         run = _batched_bwd(bwd, axis, list(res_dims), out_dims, arg_dims)
         return list(run(residuals, cts))
 
-    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call, fwd_jaxpr_thunk=batched_fwd,
-                                  num_consts=num_consts, bwd=lazy_bwd, out_trees=out_trees,
+    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call,
+                                  fwd_jaxpr_thunk=_NamedRule(batched_fwd, fwd_jaxpr_thunk),
+                                  num_consts=num_consts, bwd=_NamedRule(lazy_bwd, bwd),
+                                  out_trees=out_trees,
                                   symbolic_zeros=symbolic_zeros)
     return list(outs), out_dims
 

@@ -449,8 +449,10 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
 def _remat_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
                  prevent_cse: bool | tuple[bool, ...], differentiated: bool,
                  policy: Policy | None) -> tuple[list[Any], list[Any]]:
-    """A ``remat2`` of the batched jaxpr (its constants hoisted to operands)."""
-    batched, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+    """A ``remat2`` of the batched jaxpr (its constants hoisted to operands):
+    inputs keep their batch axes, mapped outputs get theirs at 0 (as JAX)."""
+    batched, out_dims = batching.batch_jaxpr(
+        jaxpr, axis, dims, [batching.zero_if_mapped] * len(jaxpr.outvars))
     new, consts = _hoist_consts(batched)
     outs = remat_p.bind(*consts, *args, jaxpr=new,
                         prevent_cse=_cse_extend_front(prevent_cse, len(consts)),

@@ -716,6 +716,9 @@ def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
         outvars=[v for v, u in zip(eqn.outvars, sp.out_unknowns) if u],
         params=_params(p["length"], p["reverse"], p["unroll"], _unknown_body(sp, nc, nk),
                        u_in, u_out))
+    # As JAX, a known part with no outputs and no effects is not run.
+    if not known.outvars and not sp.known.effects:
+        return None, unknown, sp.out_unknowns
     return known, unknown, sp.out_unknowns
 
 
