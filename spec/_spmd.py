@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -118,6 +118,8 @@ class Geometry:
     procs: tuple[int, ...]  # the process holding each device (its MPI rank)
     local: tuple[int, ...]  # the devices this process holds
     all_local: bool
+    _groups: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
+    _group_of: dict[tuple[Any, ...], tuple[np.ndarray, int]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -142,10 +144,25 @@ class Geometry:
 
     def groups(self, axes: Sequence[str]) -> np.ndarray:
         """Devices that differ only along ``axes``: one row per group, each
-        ordered by position along ``axes``."""
-        others = [a for a in self.names if a not in axes]
-        order = np.lexsort((self.position(axes), self.position(others)))
-        return order.reshape(-1, self.size_of(axes))
+        ordered by position along ``axes`` (computed once per axes)."""
+        key = tuple(axes)
+        known = self._groups.get(key)
+        if known is None:
+            others = [a for a in self.names if a not in axes]
+            order = np.lexsort((self.position(axes), self.position(others)))
+            known = self._groups[key] = order.reshape(-1, self.size_of(axes))
+            known.flags.writeable = False
+        return known
+
+    def group_of(self, k: int, axes: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Device k's group along ``axes`` and its place in it."""
+        key = (k, tuple(axes))
+        known = self._group_of.get(key)
+        if known is None:
+            rows = self.groups(axes)
+            row, place = (int(i[0]) for i in np.nonzero(rows == k))
+            known = self._group_of[key] = (rows[row], place)
+        return known
 
 
 @functools.cache

@@ -140,6 +140,13 @@ def size() -> int:
 
 
 def timeout() -> float:
+    """Seconds any wait may last (``SPEC_MPI_TIMEOUT``, read when MPI is
+    first used)."""
+    return _timeout()
+
+
+@functools.cache
+def _timeout() -> float:
     return float(os.environ.get("SPEC_MPI_TIMEOUT", "60"))
 
 
@@ -207,6 +214,22 @@ def collectives_run() -> int:
     return _count.value
 
 
+@functools.lru_cache(maxsize=256)
+def _described(kind: str, detail: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    return _encode({"n": 0, "kind": kind, "detail": detail, "dtype": str(np.dtype(dtype)),
+                    "shape": list(shape)})
+
+
+def _header(number: int, kind: str, detail: str, dtype: str, shape: tuple[int, ...]
+            ) -> np.ndarray:
+    """A collective's header: its number (8 bytes), then its description
+    (encoded once per kind of collective)."""
+    out = np.empty(_HEADER_BYTES + 8, np.uint8)
+    out[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
+    out[8:] = _described(kind, detail, dtype, shape)
+    return out
+
+
 def _encode(header: dict[str, Any]) -> np.ndarray:
     raw = json.dumps(header, sort_keys=True).encode()
     if len(raw) > _HEADER_BYTES:
@@ -217,8 +240,16 @@ def _encode(header: dict[str, Any]) -> np.ndarray:
 
 
 def _decode(buf: np.ndarray) -> dict[str, Any]:
+    """A header back as a dict (its number from the first 8 bytes, when it
+    has them)."""
+    number = None
+    if buf.size == _HEADER_BYTES + 8:
+        number = int(np.frombuffer(buf[:8].tobytes(), np.int64)[0])
+        buf = buf[8:]
     raw = bytes(buf).rstrip(b"\0")
     decoded: dict[str, Any] = json.loads(raw.decode())
+    if number is not None:
+        decoded["n"] = number
     return decoded
 
 
@@ -231,14 +262,18 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
     peer that dies, a failure another process reports, or the deadline
     passing ends the wait with an error naming the peers."""
     c = _comms()
-    deadline = time.monotonic() + timeout()
-    next_check = time.monotonic() + _CHECK_EVERY
-    spins = 0
+    start = time.monotonic()
+    deadline = start + timeout()
+    next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
-        spins += 1
-        if spins > 200:  # yield the core: ranks may outnumber cores
-            time.sleep(min(1e-3, 1e-5 * (spins - 200)))
         now = time.monotonic()
+        # Large transfers move as MPI makes progress, which testing drives:
+        # keep testing, only yielding the core (ranks may outnumber cores);
+        # a wait this long is for a peer still computing: sleep between tests.
+        if now - start < 0.02:
+            os.sched_yield()
+        else:
+            time.sleep(min(1e-3, (now - start) / 100))
         if now >= next_check:
             next_check = now + _CHECK_EVERY
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
@@ -322,37 +357,38 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
-             kind: str, detail: str) -> dict[int, np.ndarray]:
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
+             ) -> dict[int, np.ndarray]:
     """Send ``block`` to the ranks ``send_to`` and receive one block of the
-    same type from each of ``recv_from``; both sides' headers must agree."""
+    same type from each of ``recv_from`` (into the contiguous buffers
+    ``into`` when given); both sides' headers must agree."""
     c = _comms()
     comm = c.data
     number = _count.next()
     me = c.rank
-    header = {"n": number, "kind": kind, "detail": detail,
-              "dtype": str(block.dtype), "shape": list(block.shape)}
+    encoded = _header(number, kind, detail, block.dtype.str, block.shape)
     h_tag = (2 * number) % (2 * _TAG_SPAN)
     d_tag = h_tag + 1
     what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
     payload = _as_bytes(block)
     sends = []
-    encoded = _encode(header)
     for peer in send_to:
         sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
         sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
     _after_sends(number, payload.nbytes)
     peers = list(recv_from)
-    headers = [np.empty(_HEADER_BYTES, np.uint8) for _ in peers]
+    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
     _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
           peers, what)
     for peer, raw in zip(peers, headers):
-        theirs = _decode(raw)
-        if theirs != header:
+        if not np.array_equal(raw, encoded):
+            theirs = _decode(raw)
             raise CollectiveMismatchError(
                 f"rank {me}: {what} here, but rank {peer} reached "
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
-    received = {p: np.empty(block.shape, block.dtype) for p in peers}
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in peers}
     _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
            for p in peers], peers, what)
     _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
@@ -371,14 +407,29 @@ def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
 # ================================================================ backend
 
 
+def _keep_freed_memory() -> None:
+    """Every collective's result is a fresh buffer; so that receiving 64 MB
+    does not fault in 64 MB of new pages each time, ask glibc to serve large
+    blocks from its heap and keep freed ones (Linux only; else nothing)."""
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 1 << 30)
+    mallopt(m_trim_threshold, (1 << 31) - 1)
+
+
 def _my_group(geo: S.Geometry, axes: S.Axes) -> tuple[np.ndarray, int]:
     """The group of this rank's device along ``axes`` and its place in it."""
     (k,) = geo.local
-    for group in geo.groups(axes):
-        where = np.nonzero(group == k)[0]
-        if where.size:
-            return group, int(where[0])
-    raise AssertionError("device not in any group")
+    return geo.group_of(k, axes)
 
 
 def _detail(axes: S.Axes, extra: str = "") -> str:
@@ -392,11 +443,26 @@ class MPIBackend(S.Backend):
     name = "mpi"
     local = S.VirtualBackend()  # for meshes whose devices all live here
 
+    def __init__(self) -> None:
+        _keep_freed_memory()
+
     def all_gather(self, bufs: S.Bufs, axes: S.Axes, dim: int, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_gather(bufs, axes, dim, geo)
-        blocks = self._group_blocks(bufs, axes, geo, "all_gather", f";dim={dim}")
-        return geo.place(np.concatenate(blocks, axis=dim))
+        # The blocks land in one stacked buffer: along dimension 0 it is
+        # already the concatenation.
+        group, pos = _my_group(geo, axes)
+        mine = S.first(bufs)
+        stacked = np.empty((len(group), *mine.shape), mine.dtype)
+        stacked[pos] = mine
+        peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
+        exchange(mine, list(peers), list(peers), "all_gather", _detail(axes, f";dim={dim}"),
+                 into=peers)
+        if dim == 0:
+            whole = stacked.reshape((-1, *mine.shape[1:]))
+        else:
+            whole = np.concatenate(list(stacked), axis=dim)
+        return geo.place(whole)
 
     def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
