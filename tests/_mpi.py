@@ -73,10 +73,12 @@ def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
 
 
 def run_script(script: Path, n: int | None, timeout: float = 180, mpi_timeout: float = 30,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python script`` (n None) or ``mpiexec -n n python script``, in a new
-    session, killed with its process group after ``timeout``."""
-    cmd = [sys.executable, str(script)]
+               env: dict[str, str] | None = None, args: list[str] | None = None
+               ) -> subprocess.CompletedProcess[str]:
+    """``python script args`` (n None) or ``mpiexec -n n python script
+    args``, in a new session, killed with its process group after
+    ``timeout``."""
+    cmd = [sys.executable, str(script), *(args or [])]
     if n is not None:
         cmd = [mpiexec(), "-n", str(n), *cmd]
     full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), **(env or {}))

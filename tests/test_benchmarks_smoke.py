@@ -93,3 +93,16 @@ def test_collectives_benchmark_runs(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert {r["collective"] for r in rows} == {"psum", "all_gather", "psum_scatter",
                                               "all_to_all", "ppermute"}
     assert "spec/numpy" in capsys.readouterr().out
+
+
+def test_mpi_benchmark_quick_on_two_ranks(tmp_path: Path) -> None:
+    from _mpi import run_script
+    out = tmp_path / "mpi.json"
+    done = run_script(ROOT / "benchmarks" / "mpi.py", 2, timeout=300,
+                      env={"PYTHONPATH": str(ROOT)}, args=["--quick", "--json", str(out)])
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())
+    assert [r["what"] for r in rows] == ["all_reduce 1 MB per rank", "all_gather 1 MB per rank",
+                                         "ppermute 1 MB per rank",
+                                         "capstone step (reduced weights)"]
+    assert all(r["spec"] > 0 and r["baseline"] > 0 for r in rows)
