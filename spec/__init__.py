@@ -30,6 +30,7 @@ from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_me
 from spec._ledger import collectives_log
 from spec.shard_map import shard_map
 from spec.custom_derivatives import custom_jvp, custom_vjp
+from spec import random as random
 
 __version__ = "0.1.0"
 

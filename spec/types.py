@@ -323,7 +323,10 @@ def least_upper_bound(mode: bool | str, *nodes: LatticeNode) -> LatticeNode:
     upper = _UPPER_BOUNDS[mode]
     for n in nodes:
         if n not in upper:
-            raise ValueError(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
+            # Extended dtypes (PRNG keys) take part in no arithmetic: a
+            # TypeError, as JAX's primitives raise for them.
+            exc = ValueError if isinstance(n, (np.dtype, type)) else TypeError
+            raise exc(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
     common = frozenset.intersection(*(upper[n] for n in nodes))
     least = (common & set(nodes)) or {c for c in common if common <= upper[c]}
     if len(least) == 1:
