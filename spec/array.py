@@ -48,6 +48,8 @@ class Array:
             raise SpecInternalError(
                 f"impl of {prim} produced {value.dtype}{list(value.shape)}, "
                 f"its typing rule says {aval}")
+        # Inline, not through a shared constructor: every eager result comes
+        # through here.
         out = object.__new__(cls)
         out._val = value
         out.aval = aval

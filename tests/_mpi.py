@@ -42,29 +42,13 @@ def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
         guard = ["-m", "spec.mesh_mpi.guard"] if fault_tolerant else []
         cmd = [mpiexec(), *flags, "-n", str(n), sys.executable, *guard, "-m", "mpi4py",
                str(script), outdir, *args]
-        full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), PYTHONPATH=str(ROOT),
-                        **(env or {}))
-        full_env.pop("SPEC_BACKEND", None)
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=full_env, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            raise AssertionError(f"mpiexec -n {n} {args} ran past {timeout} s:\n{out}\n{err}")
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)  # leave no rank behind
-            except ProcessLookupError:
-                pass
-        done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        done = _run(cmd, dict(env or {}, PYTHONPATH=str(ROOT)), timeout, mpi_timeout)
         results = []
         for r in (range(n) if survivors is None else survivors):
             path = Path(outdir) / f"rank{r}.json"
             if not path.exists():
-                raise AssertionError(f"rank {r} wrote no result (exit {proc.returncode}):\n"
-                                     f"{out}\n{err}")
+                raise AssertionError(f"rank {r} wrote no result (exit {done.returncode}):\n"
+                                     f"{done.stdout}\n{done.stderr}")
             results.append(json.loads(path.read_text()))
     for r, res in enumerate(results):
         if "crash" in res:
@@ -81,7 +65,15 @@ def run_script(script: Path, n: int | None, timeout: float = 180, mpi_timeout: f
     cmd = [sys.executable, str(script), *(args or [])]
     if n is not None:
         cmd = [mpiexec(), "-n", str(n), *cmd]
-    full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), **(env or {}))
+    return _run(cmd, env or {}, timeout, mpi_timeout)
+
+
+def _run(cmd: list[str], env: dict[str, str], timeout: float, mpi_timeout: float
+         ) -> subprocess.CompletedProcess[str]:
+    """``cmd`` in a new session from the repository root; its whole process
+    group is killed when it ends or runs past ``timeout`` (no rank left
+    behind, never a hang)."""
+    full_env = dict(os.environ, SPEC_MPI_TIMEOUT=str(mpi_timeout), **env)
     full_env.pop("SPEC_BACKEND", None)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=full_env, start_new_session=True, cwd=str(ROOT))

@@ -47,3 +47,15 @@ def run_both(program: str, devices: int = 4) -> tuple[dict[str, Any], dict[str, 
         spec.config.update("jax_num_cpu_devices", before)
         spec.set_mesh(None)
     return ours, run_jax(program, devices)
+
+
+def on_virtual_devices(n: int, fn: Any) -> Any:
+    """``fn()`` with spec on n virtual devices (device count and mesh restored)."""
+    import spec
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", n)
+    try:
+        return fn()
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+        spec.set_mesh(None)

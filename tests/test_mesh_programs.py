@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _twin import on_virtual_devices
 
 import spec
 import spec.numpy as snp
@@ -37,13 +38,8 @@ def _jax(n: int) -> dict[str, Any]:
 
 
 def _spec(n: int) -> dict[str, Any]:
-    before = spec.config.jax_num_cpu_devices
-    spec.config.update("jax_num_cpu_devices", n)
-    try:
-        return global_values(spec, snp, n)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
+    result: dict[str, Any] = on_virtual_devices(n, lambda: global_values(spec, snp, n))
+    return result
 
 
 @pytest.fixture(scope="module", params=[2, 4])

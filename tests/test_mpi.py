@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from _mpi import launch
+from _twin import on_virtual_devices
 
 import spec
 import spec.numpy as snp
@@ -17,13 +18,8 @@ from conformance.mesh_programs import PROGRAMS, run_all
 
 
 def _virtual(n: int) -> dict[str, Any]:
-    before = spec.config.jax_num_cpu_devices
-    spec.config.update("jax_num_cpu_devices", n)
-    try:
-        return run_all(spec, snp, n)
-    finally:
-        spec.config.update("jax_num_cpu_devices", before)
-        spec.set_mesh(None)
+    result: dict[str, Any] = on_virtual_devices(n, lambda: run_all(spec, snp, n))
+    return result
 
 
 def _by_device(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
