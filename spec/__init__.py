@@ -31,6 +31,9 @@ from spec._ledger import collectives_log
 from spec.shard_map import shard_map
 from spec.custom_derivatives import custom_jvp, custom_vjp
 from spec import random as random
+from spec import ref as ref
+from spec.ref import Ref, freeze, new_ref
+from spec.rules.state import discharge_state
 
 __version__ = "0.1.0"
 
@@ -67,6 +70,7 @@ def block_until_ready(x: object) -> object:
 
 
 __all__ = [
+    "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",

@@ -29,6 +29,7 @@ from spec.interpreter import (
     check_jaxpr,
     trace_to_jaxpr,
 )
+from spec._state import RefType
 from spec.rules.calls import jit_p
 from spec.types import ArrayType
 
@@ -138,39 +139,119 @@ def _flat_fun(fun: Callable[..., Any], split: _Split, out_tree: list[Any]
         out = fun(*args, **kwargs)
         out_leaves, treedef = tree_util.tree_flatten(out)
         for leaf in out_leaves:
-            _output_leaf_check(leaf, fun)
+            _output_leaf_check(leaf, fun, split, leaves)
         out_tree.append(treedef)
         return list(out_leaves)
     return flat
 
 
-def _output_leaf_check(leaf: Any, fun: Callable[..., Any]) -> None:
+def _output_leaf_check(leaf: Any, fun: Callable[..., Any], split: _Split | None = None,
+                       args: Sequence[Any] = ()) -> None:
     try:
-        canonical_aval_of(leaf)
+        aval = canonical_aval_of(leaf)
     except TypeError:
         raise TypeError(f"function {_fun_name(fun)} returned a value of type {type(leaf)}, "
                         "which is not a valid JAX type") from None
+    if type(aval) is RefType:
+        # Refs cannot leave a jit: the caller would alias the callee's buffer.
+        where = "was created inside the function"
+        for i, x in enumerate(args):
+            if x is leaf and split is not None:
+                where = f"was passed in as the argument {_arg_name(fun, split, i)}"
+        raise ValueError(
+            f"function {_fun_sourceinfo(fun)} traced for jit returned a mutable array "
+            f"reference of type {aval}, but mutable array references cannot be returned.\n\n"
+            f"The returned mutable array {where}.")
+
+
+def _ref_identity(x: Any) -> Any:
+    """The object a ref value stands for: a tracer of a jit argument is its
+    variable's tracer, an eager ref itself."""
+    return getattr(x, "var", x)
+
+
+def _fun_sourceinfo(fun: Callable[..., Any]) -> str:
+    """``f at file.py:12``, as JAX names a traced function in errors."""
+    code = getattr(inspect.unwrap(fun), "__code__", None)
+    if code is None:
+        return _fun_name(fun)
+    return f"{_fun_name(fun)} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def _arg_name(fun: Callable[..., Any], split: _Split, leaf: int) -> str:
+    """The name of the parameter a flat argument leaf was passed as (for
+    arguments that are single arrays; else its leaf number)."""
+    try:
+        names = [p.name for p in inspect.signature(fun).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    dynamic = [n for i, n in enumerate(names) if i not in dict(split.static_args)]
+    if len(split.leaves) <= len(dynamic) and split.dyn_treedef == _flat_args_treedef(
+            len(split.leaves)):
+        return dynamic[leaf]
+    return f"leaf {leaf}"
+
+
+def _check_ref_args(fun: Callable[..., Any], split: _Split) -> None:
+    """A ref may be passed to a jit function once (two names for one buffer
+    would alias)."""
+    seen: dict[int, int] = {}
+    for i, x in enumerate(split.leaves):
+        aval = getattr(x, "aval", None)
+        if type(aval) is not RefType:
+            continue
+        first = seen.setdefault(id(_ref_identity(x)), i)
+        if first != i:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {_fun_sourceinfo(fun)} for jit the mutable array "
+                f"reference of type {aval} appeared at both {_arg_name(fun, split, first)} and "
+                f"{_arg_name(fun, split, i)}.")
+
+
+def _check_ref_consts(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr) -> None:
+    """A ref may not be both closed over and passed as an argument."""
+    passed = {id(_ref_identity(x)): i for i, x in enumerate(split.leaves)
+              if type(getattr(x, "aval", None)) is RefType}
+    for c in jaxpr.consts:
+        i = passed.get(id(_ref_identity(c)))
+        if i is not None and type(getattr(c, "aval", None)) is RefType:
+            raise ValueError(
+                f"when tracing {_fun_sourceinfo(fun)} for jit, a mutable array reference of "
+                f"type {c.aval} was both closed over and passed as the argument "
+                f"{_arg_name(fun, split, i)}")
 
 
 def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
     out_tree: list[Any] = []
     avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
+    if any(type(a) is RefType for a in avals):
+        _check_ref_args(fun, split)
     jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals)
+    if jaxpr.consts and any(type(a) is RefType for a in avals):
+        _check_ref_consts(fun, split, jaxpr)
     if config.jax_enable_checks:
         check_jaxpr(jaxpr)
     return jaxpr, out_tree[0]
 
 
-def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any]]:
-    """Closed-over tracers of an enclosing trace become leading parameters;
-    concrete constants stay as the closed jaxpr's consts."""
+def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any], list[Any]]:
+    """Closed-over tracers of an enclosing trace become leading parameters,
+    closed-over refs trailing ones (as JAX passes them to the jit equation:
+    a ref is never a constant of a call); concrete constants stay as the
+    closed jaxpr's consts."""
     traced = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if isinstance(c, Tracer)]
-    if not traced:
-        return jaxpr, []
-    kept = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if not isinstance(c, Tracer)]
-    new = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + jaxpr.invars, jaxpr.outvars,
+    refs = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts)
+            if not isinstance(c, Tracer) and type(getattr(c, "aval", None)) is RefType]
+    if not traced and not refs:
+        return jaxpr, [], []
+    moved = {id(v) for v, _ in (*traced, *refs)}
+    kept = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if id(v) not in moved]
+    new = Jaxpr([v for v, _ in kept],
+                [v for v, _ in traced] + jaxpr.invars + [v for v, _ in refs], jaxpr.outvars,
                 jaxpr.eqns, jaxpr.effects, [c for _, c in kept])
-    return new, [c for _, c in traced]
+    return new, [c for _, c in traced], [c for _, c in refs]
 
 
 # ------------------------------------------------------------------------ jit
@@ -257,7 +338,10 @@ class Jitted:
     def _split(self, args: Sequence[Any], kwargs: dict[str, Any]) -> _Split:
         return _split_args(args, kwargs, self._static_argnums, self._static_argnames)
 
-    def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any]]:
+    def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any], list[Any], Jaxpr]:
+        """The call's jaxpr, its output tree, the closed-over tracers and refs
+        it takes as leading and trailing operands, and the jaxpr as traced
+        (closed over its refs)."""
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         # The context mesh types sharded operations: it is part of the key.
         from spec.sharding import _context
@@ -265,20 +349,24 @@ class Jitted:
                split.static_kwargs, config.values_key(), _context.typing_key)
         cached = self._cache.get(key)
         if cached is not None:
-            return cached[0], cached[1], []
-        jaxpr, out_tree = _trace(self._fun, split)
-        jaxpr, tracer_consts = _hoist_tracer_consts(jaxpr)
+            jaxpr, out_tree, *ref_entry = cached
+            refs, closed = ref_entry if ref_entry else ([], jaxpr)
+            return jaxpr, out_tree, [], refs, closed
+        closed, out_tree = _trace(self._fun, split)
+        jaxpr, tracer_consts, refs = _hoist_tracer_consts(closed)
         if not tracer_consts:
-            self._cache[key] = (jaxpr, out_tree)
-        return jaxpr, out_tree, tracer_consts
+            # (closed-over refs are kept alive by the entry, as by the function)
+            self._cache[key] = (jaxpr, out_tree, refs, closed) if refs else (jaxpr, out_tree)
+        return jaxpr, out_tree, tracer_consts, refs, closed if refs else jaxpr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
         split = self._split(args, kwargs)
-        jaxpr, out_tree, tracer_consts = self._staged(split)
-        operands = [*tracer_consts, *split.leaves]
-        donated = tuple(False for _ in tracer_consts) + self._donated(split)
+        jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
+        operands = [*tracer_consts, *split.leaves, *refs]
+        donated = (tuple(False for _ in tracer_consts) + self._donated(split)
+                   + tuple(False for _ in refs))
         outs = jit_p.bind(*operands, jaxpr=jaxpr, name=_fun_name(self._fun),
                           donated_invars=donated, inline=self._inline,
                           keep_unused=self._keep_unused, ctx_mesh=_ctx_mesh())
@@ -289,8 +377,8 @@ class Jitted:
 
     def trace(self, *args: Any, **kwargs: Any) -> Traced:
         split = self._split(args, kwargs)
-        jaxpr, out_tree, _ = self._staged(split)
-        return Traced(self, jaxpr, out_tree, split)
+        _, out_tree, _, _, closed = self._staged(split)
+        return Traced(self, closed, out_tree, split)
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         return self.trace(*args, **kwargs).lower()
@@ -308,7 +396,7 @@ class Jitted:
 # Traced jaxprs are cached per underlying function, shared by every jit
 # wrapper of it (``jit(f)`` twice reuses one trace, as in JAX); the entry goes
 # away with the function.
-_CacheDict = dict[Hashable, tuple[Jaxpr, Any]]
+_CacheDict = dict[Hashable, tuple[Any, ...]]
 _CACHES: weakref.WeakKeyDictionary[Any, _CacheDict] = weakref.WeakKeyDictionary()
 
 

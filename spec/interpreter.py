@@ -28,6 +28,7 @@ from spec.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from spec._state import RefType
 from spec.sharding import _context as _mesh_context
 from spec.types import (
     ArrayType,
@@ -116,6 +117,12 @@ class Primitive:
         # the vma (calls, control flow) sets ``vma_from_typing``.
         self.vma_rule: Callable[..., list[frozenset[Any]]] | None = None
         self.vma_from_typing = False
+        # Refs (issue 8): only primitives that declare it take ref operands
+        # (get/swap/..., calls); staging asks ``effects_rule(atoms, params)``
+        # for the equation's effects (writes to refs), which dead-code
+        # elimination keeps.
+        self.accepts_refs = False
+        self.effects_rule: Callable[[list[Any], dict[str, Any]], frozenset[Any]] | None = None
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -474,6 +481,11 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     gives them (raising ShardingTypeError where the operands' shardings do not
     combine). Until a primitive's section is written, sharded operands are
     refused rather than their shardings dropped."""
+    if not prim.accepts_refs:
+        for a in avals:
+            if type(a) is RefType:
+                raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
+                                 "did you forget to unpack ([...]) the ref?")
     out = prim.typing(*avals, **params)
     if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
             params.get(k) is not None for k in ("sharding", "out_sharding")):
@@ -625,14 +637,29 @@ class JaxprTrace(Trace):
                 return folded
         out_avals = apply_typing(prim, [a.aval for a in atoms], params)
         outvars = [Var(a) for a in out_avals]
-        self.eqns.append(Eqn(atoms, outvars, prim, params))
+        eqn = Eqn(atoms, outvars, prim, params)
+        if prim.effects_rule is not None:
+            eqn.effects = prim.effects_rule(atoms, params)
+        self.eqns.append(eqn)
         return [JitTracer(self, v) for v in outvars]
 
     def to_jaxpr(self, outs: Sequence[Any]) -> Jaxpr:
         outvars = [self.to_atom(o) for o in outs]
         constvars = [v for v, _ in self._consts.values()]
         consts = [c for _, c in self._consts.values()]
-        return Jaxpr(constvars, list(self.invars), outvars, list(self.eqns), consts=consts)
+        return Jaxpr(constvars, list(self.invars), outvars, list(self.eqns),
+                     jaxpr_effects(constvars, self.invars, self.eqns), consts=consts)
+
+
+def jaxpr_effects(constvars: Sequence[Var], invars: Sequence[Var], eqns: Sequence[Eqn]
+                  ) -> frozenset[Any]:
+    """A jaxpr's effects: its equations' writes to refs it takes (as inputs
+    or constants); writes to refs it creates are internal."""
+    found = [e for eqn in eqns for e in eqn.effects]
+    if not found:
+        return frozenset()
+    boundary = {id(v) for v in (*constvars, *invars)}
+    return frozenset(e for e in found if id(getattr(e, "ref", None)) in boundary)
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]
@@ -812,8 +839,8 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
 
 
 def dce_jaxpr(jaxpr: Jaxpr, *, rules: bool = True) -> Jaxpr:
-    """Drop equations whose outputs nothing reads (spec's primitives have no
-    effects), and constants nothing reads; inputs and outputs are kept. With
+    """Drop equations whose outputs nothing reads and that have no effects
+    (writes to refs), and constants nothing reads; inputs and outputs are kept. With
     ``rules``, equations with a ``dce`` rule are also pruned inside (unused
     outputs of calls, branches and loops, and the work that fed only them),
     as JAX's dead-code elimination does."""

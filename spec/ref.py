@@ -1,0 +1,205 @@
+"""``jax.ref``: mutable arrays (refs), issue 8.
+
+``new_ref(x)`` makes a ref holding a copy of ``x``. ``ref[idx]`` reads,
+``ref[idx] = v`` writes, ``ref[idx] += v`` reads, adds and writes (Python's
+augmented assignment is a get and a set, so it stages as get/add/swap).
+``get``/``swap``/``addupdate``/``set`` are the functional forms, ``freeze``
+gives the final contents as an array.
+
+Eagerly a ref is a ``Ref``: a NumPy buffer that the primitives' impls update
+in place. Traced, a ref is a tracer whose type is a ``RefType``; tracers
+dispatch ``[]`` and ``[]=`` on that type (installed below).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from spec._state import RefIndexError, RefType, indexer_tree, parse_index
+from spec.array import Array
+from spec.interpreter import (
+    EvalTrace,
+    JaxprTrace,
+    Tracer,
+    apply_typing,
+    canonical_aval_of,
+    canonical_value,
+    current_trace,
+)
+from spec.rules.state import addupdate_p, freeze_p, get_p, new_ref_p, swap_p
+
+AbstractRef = RefType
+
+
+class Ref:
+    """An eager ref: a mutable buffer and its type ``Ref{dtype[shape]}``."""
+
+    __slots__ = ("_buf", "aval", "__weakref__")
+    _buf: np.ndarray
+    aval: RefType
+
+    def __init__(self, buf: np.ndarray, aval: RefType) -> None:
+        self._buf = buf
+        self.aval = aval
+
+    @property
+    def _value(self) -> np.ndarray:
+        """The buffer itself: impls given a ref write it in place."""
+        return self._buf
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __getitem__(self, idx: Any) -> Any:
+        return get(self, idx)
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        set(self, idx, value)
+
+    def __repr__(self) -> str:
+        # The contents printed as an Array prints them, named Ref.
+        snapshot = Array._from_checked(np.array(self._buf, copy=True), self.aval.inner_aval,
+                                       "ref")
+        return "Ref" + repr(snapshot)[len("Array"):]
+
+    __str__ = __repr__
+
+
+# ================================================================ functions
+
+
+def _check_init(x: Any) -> None:
+    if isinstance(x, (list, tuple, dict, str)) or x is None:
+        raise TypeError(
+            "Error interpreting argument to new_ref as a JAX value. The problematic value is "
+            f"of type {type(x)} and was passed to new_ref at position 0.\n")
+
+
+def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None,
+            pin: bool = False) -> Any:
+    """A new ref holding a copy of ``init_val`` (weak types dropped)."""
+    _check_init(init_val)
+    params = dict(kind=kind, memory_space=memory_space, pin=pin)
+    trace = current_trace()
+    if not isinstance(trace, (EvalTrace, JaxprTrace)):
+        raise NotImplementedError(
+            f"new_ref under {trace.name} (autodiff or vmap of functions creating refs) is not "
+            "specified yet (issue 8, refs slice 2)")
+    if type(trace) is EvalTrace:
+        value, aval = canonical_value(init_val)
+        (ref_aval,) = apply_typing(new_ref_p, [aval], params)
+        assert isinstance(ref_aval, RefType)
+        (buf,) = new_ref_p.impl(value, **params)
+        return Ref(buf, ref_aval)
+    return new_ref_p.bind(init_val, **params)
+
+
+def _ref_aval(ref: Any, fun: str) -> RefType:
+    aval = getattr(ref, "aval", None)
+    if type(aval) is not RefType:
+        raise TypeError(f"{fun} requires a Ref, got {ref!r} of type {type(ref)}")
+    assert isinstance(aval, RefType)
+    return aval
+
+
+def _indexing(ref: Any, idx: Any, fun: str) -> tuple[Any, list[Any]]:
+    """The ``tree`` param and the integer operands of ``ref[idx]``."""
+    aval = _ref_aval(ref, fun)
+    if isinstance(idx, list):
+        idx = tuple(idx)
+    eager = type(current_trace()) is EvalTrace
+    try:
+        indexer, operands = parse_index(idx, aval.shape, canonical_aval_of, eager)
+    except RefIndexError as err:
+        raise NotImplementedError(f"{fun}: {err} are not supported by spec's refs yet") \
+            from None
+    trace = current_trace()
+    if isinstance(trace, JaxprTrace):
+        # JAX makes the indexer (capturing array indices) before it binds:
+        # captured index arrays precede the ref among the constants.
+        for x in operands:
+            trace.to_atom(x)
+    return indexer_tree(indexer), operands
+
+
+def get(ref: Any, idx: Any = None) -> Any:
+    """``ref[idx]``: a copy of (a part of) the ref's contents."""
+    tree, operands = _indexing(ref, idx, "get")
+    return get_p.bind(ref, *operands, tree=tree)
+
+
+def swap(ref: Any, idx: Any, value: Any, _function_name: str = "ref_swap") -> Any:
+    """Store ``value`` at ``ref[idx]``; returns what was there."""
+    tree, operands = _indexing(ref, idx, "swap")
+    return swap_p.bind(ref, value, *operands, tree=tree)
+
+
+def set(ref: Any, idx: Any, value: Any) -> None:  # noqa: A001 (JAX's name)
+    """``ref[idx] = value``."""
+    swap(ref, idx, value)
+
+
+def addupdate(ref: Any, idx: Any, x: Any) -> None:
+    """``ref[idx] += x`` in one step (repeated integer indices accumulate)."""
+    tree, operands = _indexing(ref, idx, "addupdate")
+    addupdate_p.bind(ref, x, *operands, tree=tree)
+
+
+def freeze(ref: Any) -> Any:
+    """The ref's final contents as an (immutable) array."""
+    _ref_aval(ref, "freeze")
+    return freeze_p.bind(ref)
+
+
+# ================================================= traced refs: [] and []=
+
+
+def _install_tracer_methods() -> None:
+    """Tracers of ref type read and write the ref; other tracers keep array
+    indexing (installed by spec.numpy, imported first so that it is the one
+    wrapped) and refuse assignment as JAX arrays do."""
+    from spec.numpy import _indexing  # noqa: F401  (installs Tracer.__getitem__)
+    array_getitem = builtins.getattr(Tracer, "__getitem__")
+
+    def __getitem__(self: Tracer, idx: Any) -> Any:
+        if type(self.aval) is RefType:
+            return get(self, idx)
+        return array_getitem(self, idx)
+
+    def __setitem__(self: Tracer, idx: Any, value: Any) -> None:
+        if type(self.aval) is RefType:
+            set(self, idx, value)
+            return
+        raise TypeError(
+            "JAX arrays are immutable and do not support in-place item assignment. Instead "
+            "of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: "
+            "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.ndarray.at.html")
+
+    builtins.setattr(Tracer, "__getitem__", __getitem__)
+    builtins.setattr(Tracer, "__setitem__", __setitem__)
+
+
+_install_tracer_methods()
+
+__all__ = ["AbstractRef", "Ref", "addupdate", "freeze", "get", "new_ref", "set", "swap"]

@@ -1,0 +1,453 @@
+"""Ref primitives (issue 8): ``new_ref``, ``get``, ``swap``, ``addupdate``, ``freeze``.
+
+At run time a ref is a NumPy buffer that the impls read and write in place:
+an eager ``Ref`` hands its own buffer to the impls, so a jit call that writes
+a ref argument (or a ref it closes over, which jit passes as an argument)
+updates the caller's ref. ``get`` copies out, ``swap`` returns the old
+contents and stores the new, ``addupdate`` adds in place, ``freeze`` copies
+the final contents out as an immutable array.
+
+Staged, ``swap`` and ``addupdate`` record a write effect on their ref
+operand (a call records the writes of its body to its ref operands), so
+dead-code elimination keeps them; ``get``, ``new_ref`` and ``freeze`` have
+none and go when unused, as in JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec import _pretty as pp
+from spec._state import (
+    NDIndexer,
+    RefEffect,
+    RefType,
+    Slice,
+    numpy_index,
+    ref_type_of,
+    transforms_repr,
+    unflatten_transforms,
+)
+from spec.interpreter import (
+    Eqn,
+    Jaxpr,
+    Literal,
+    NotApplicable,
+    PpContext,
+    Var,
+    not_applicable,
+    pp_eqn_default,
+    pp_vars,
+)
+from spec.rules._registry import declare, fail, require
+from spec.rules.calls import jit_p
+from spec.types import ArrayType, is_int
+
+_AUTODIFF = "autodiff of refs is the next refs slice (issue 8): not specified yet"
+_VMAP = "vmap of refs is the next refs slice (issue 8): not specified yet"
+_SHARDING = "refs of sharded arrays are not specified yet (issue 8)"
+
+
+def _later(reason: str) -> NotApplicable:
+    return not_applicable(reason)
+
+
+# ------------------------------------------------------------------ typing
+
+
+def _check_ref(prim: str, ref: ArrayType) -> RefType:
+    if type(ref) is not RefType:
+        fail(prim, "C1", f"`{prim}` must be called on `Ref` types: {ref}", ValueError)
+    assert isinstance(ref, RefType)
+    return ref
+
+
+def _transform_avals(prim: str, ref: RefType, idx: Sequence[ArrayType], tree: Any
+                     ) -> tuple[tuple[NDIndexer, ...], tuple[int, ...]]:
+    """The indexers with their operands' types, and the indexed shape."""
+    try:
+        transforms = unflatten_transforms(tree, idx)
+    except (ValueError, TypeError) as err:
+        fail(prim, "C2", f"the index operands {list(map(str, idx))} do not fit the index "
+             f"structure {tree}: {err}")
+    shape = ref.shape
+    for t in transforms:
+        require(isinstance(t, NDIndexer), prim, "C2", f"unknown ref transform {t!r}")
+        require(t.shape == shape, prim, "C2",
+                f"the indexer is for shape {t.shape}, the ref has shape {shape}")
+        for entry, dim in zip(t.indices, t.shape):
+            if isinstance(entry, Slice):
+                require(0 <= entry.start and entry.size >= 0 and entry.stride >= 1
+                        and (entry.size == 0 or entry.start + entry.stride * (entry.size - 1)
+                             < dim), prim, "C2", f"slice {entry!r} out of range of {dim}")
+                continue
+            require(isinstance(entry, ArrayType) and is_int(entry.dtype)
+                    and type(entry) is not RefType, prim, "C2",
+                    f"ref indexers must be integers, got {entry}")
+            require(entry.shape == t.int_indexer_shape or not entry.shape, prim, "C2",
+                    f"integer indexer of shape {entry.shape}, expected "
+                    f"{t.int_indexer_shape}")
+        shape = t.result_shape()
+    return transforms, shape
+
+
+def _new_ref_type(x: ArrayType, *, kind: Any, memory_space: Any, pin: bool
+                  ) -> list[ArrayType]:
+    return [ref_type_of(x)]
+
+
+def _get_type(ref: ArrayType, *idx: ArrayType, tree: Any) -> list[ArrayType]:
+    r = _check_ref("get", ref)
+    _, shape = _transform_avals("get", r, idx, tree)
+    return [ArrayType(shape, r.dtype)]
+
+
+def _check_value(prim: str, r: RefType, val: ArrayType, idx: Sequence[ArrayType], tree: Any
+                 ) -> tuple[int, ...]:
+    transforms, shape = _transform_avals(prim, r, idx, tree)
+    require(type(val) is not RefType, prim, "C3", f"the value written is a Ref {val}",
+            ValueError)
+    # JAX's messages, the constraint cited after them.
+    if val.shape != shape:
+        raise ValueError(
+            f"Invalid shape for `{prim}`. Ref shape: {r.shape}. Expected shape: {shape}. Value "
+            f"shape: {val.shape}. Transforms: {transforms_repr(transforms)}. ({prim} C3)")
+    if val.dtype != r.dtype:
+        what = "dtype" if prim == "swap" else "shape"  # (JAX's addupdate wording)
+        raise ValueError(f"Invalid dtype for `{prim}`. Ref dtype: {r.dtype}. Value {what}: "
+                         f"{val.dtype}. ({prim} C4)")
+    return shape
+
+
+def _swap_type(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any) -> list[ArrayType]:
+    r = _check_ref("swap", ref)
+    return [ArrayType(_check_value("swap", r, val, idx, tree), r.dtype)]
+
+
+def _addupdate_type(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                    ) -> list[ArrayType]:
+    r = _check_ref("addupdate", ref)
+    _check_value("addupdate", r, val, idx, tree)
+    return []
+
+
+def _freeze_type(ref: ArrayType) -> list[ArrayType]:
+    r = _check_ref("freeze", ref)
+    return [r.inner_aval]
+
+
+# -------------------------------------------------------------------- impls
+
+
+def _index(idx: Sequence[np.ndarray], tree: Any) -> Any:
+    transforms = unflatten_transforms(tree, idx)
+    return numpy_index(transforms[0]) if transforms else ...
+
+
+def _has_int_arrays(idx: Sequence[np.ndarray]) -> bool:
+    return any(np.ndim(i) for i in idx)
+
+
+def _new_ref_impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
+    return [np.array(x, copy=True)]
+
+
+def _get_impl(buf: np.ndarray, *idx: np.ndarray, tree: Any) -> list[np.ndarray]:
+    return [np.array(buf[_index(idx, tree)], copy=True)]
+
+
+def _swap_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
+               ) -> list[np.ndarray]:
+    where = _index(idx, tree)
+    old = np.array(buf[where], copy=True)
+    buf[where] = val
+    return [old]
+
+
+def _addupdate_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
+                    ) -> list[np.ndarray]:
+    where = _index(idx, tree)
+    if _has_int_arrays(idx):
+        np.add.at(buf, where, val)  # repeated indices accumulate
+    else:
+        buf[where] = np.asarray(buf[where] + val, dtype=buf.dtype)
+    return []
+
+
+def _freeze_impl(buf: np.ndarray) -> list[np.ndarray]:
+    return [np.array(buf, copy=True)]
+
+
+# ------------------------------------------------------------------ effects
+
+
+def _write_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return frozenset({RefEffect("write", atoms[0])})
+
+
+def _accum_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return frozenset({RefEffect("accum", atoms[0])})
+
+
+def _call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    """A call writes the operands its body writes (its inputs, by position)."""
+    inner: Jaxpr = params["jaxpr"]
+    if not inner.effects:
+        return frozenset()
+    position = {id(v): k for k, v in enumerate(inner.invars)}
+    out = set()
+    for e in inner.effects:
+        k = position.get(id(e.ref))
+        if k is not None and isinstance(atoms[k], Var):
+            out.add(RefEffect(e.kind, atoms[k]))
+    return frozenset(out)
+
+
+# --------------------------------------------------------------- printing
+
+
+def _pp_slice(s: Slice, dim: int) -> str:
+    start = "" if s.start == 0 else str(s.start)
+    end = s.start + s.size
+    return f"{start}:{'' if end == dim else end}"
+
+
+def _pp_index_atom(a: Any, ctx: PpContext) -> str:
+    if isinstance(a, Literal):
+        return str(np.asarray(a.val).item())  # literals print without their type here
+    return ctx.atom_text(a)
+
+
+def _pp_ref(ref: Any, idx: Sequence[Any], tree: Any, ctx: PpContext) -> pp.Doc:
+    transforms = unflatten_transforms(tree, idx)
+    parts = [ctx.atom_text(ref)]
+    if not transforms:
+        parts.append("[...]")
+    for t in transforms:
+        entries = [_pp_slice(e, d) if isinstance(e, Slice) else _pp_index_atom(e, ctx)
+                   for e, d in zip(t.indices, t.shape)]
+        parts.append("[" + ",".join(entries) + "]")
+    return pp.text("".join(parts))
+
+
+def _pp_get(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, *idx = eqn.invars
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True)
+    return pp.concat([lhs, pp.text(" <- "), _pp_ref(ref, idx, eqn.params["tree"], ctx)])
+
+
+def _pp_swap(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, val, *idx = eqn.invars
+    target = _pp_ref(ref, idx, eqn.params["tree"], ctx)
+    out = eqn.outvars[0]
+    if ctx.atom_text(out) == "_":  # a plain write: ``x[i] <- v``
+        return pp.concat([target, pp.text(" <- "), pp.text(ctx.atom_text(val))])
+    lhs = pp_vars([out], ctx, print_shapes=True)
+    return pp.concat([lhs, pp.text(", "), target, pp.text(" <- "), target, pp.text(", "),
+                      pp.text(ctx.atom_text(val))])
+
+
+def _pp_addupdate(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, val, *idx = eqn.invars
+    return pp.concat([_pp_ref(ref, idx, eqn.params["tree"], ctx), pp.text(" += "),
+                      pp.text(ctx.atom_text(val))])
+
+
+def _pp_new_ref(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    return pp_eqn_default(eqn, ctx)
+
+
+# ------------------------------------------------------------ declarations
+
+
+new_ref_p = declare(
+    "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
+    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    sharding=_later(_SHARDING), doc="A new ref holding a copy of the operand.")
+get_p = declare(
+    "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
+    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    sharding=_later(_SHARDING), doc="Read (a part of) a ref.")
+swap_p = declare(
+    "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
+    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    sharding=_later(_SHARDING), doc="Write (a part of) a ref, returning the old contents.")
+addupdate_p = declare(
+    "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
+    multiple_results=True, jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF),
+    batch=_later(_VMAP), sharding=_later(_SHARDING), doc="Add into (a part of) a ref.")
+freeze_p = declare(
+    "freeze", typing=_freeze_type, impl=_freeze_impl,
+    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    sharding=_later(_SHARDING), doc="The final contents of a ref, as an array.")
+
+for _p in (get_p, swap_p, addupdate_p, freeze_p):
+    _p.accepts_refs = True
+swap_p.effects_rule = _write_effects
+addupdate_p.effects_rule = _accum_effects
+# Calls take refs as operands (refs passed to, or closed over by, jit).
+jit_p.accepts_refs = True
+jit_p.effects_rule = _call_effects
+
+
+# ================================================================ discharge
+#
+# Discharging turns a program with refs into a pure one: each ref becomes the
+# value it holds, threaded through the program. ``get`` reads the value,
+# ``swap`` and ``addupdate`` compute the updated value (``.at[].set`` /
+# ``.at[].add``), ``freeze`` and ``new_ref`` are the value itself. Integer
+# indexers are first brought into range as the impls do (negative ones count
+# from the end; the rest clamp), so that discharged and direct evaluation
+# agree everywhere.
+
+
+def discharge_state(jaxpr: Jaxpr, consts: Sequence[Any] | None = None
+                    ) -> tuple[Jaxpr, list[Any]]:
+    """The pure program of a jaxpr with refs, and its constants.
+
+    The new jaxpr takes the same constants and arguments, with each ref
+    replaced by the array it holds (a ref constant's current contents), and
+    returns the original results followed by the final contents of every ref
+    it takes, constants first, in order. A call (``jit``) given refs becomes
+    a call of its discharged jaxpr.
+    """
+    from spec.array import Array
+    from spec.interpreter import trace_to_jaxpr
+    consts = list(jaxpr.consts if consts is None else consts)
+    binders = [*jaxpr.constvars, *jaxpr.invars]
+    n_consts = len(jaxpr.constvars)
+    refs = [k for k, v in enumerate(binders) if type(v.aval) is RefType]
+
+    def run(*values: Any) -> list[Any]:
+        outs, final = _run_discharged(jaxpr, values)
+        return [*outs, *(final[k] for k in refs)]
+
+    in_avals = [_value_type(v.aval) for v in binders]
+    traced, _ = trace_to_jaxpr(run, in_avals)
+    snapshot = [Array._from_checked(np.array(c._value, copy=True), c.aval.inner_aval, "ref")
+                if type(getattr(c, "aval", None)) is RefType else c for c in consts]
+    new = Jaxpr([*traced.constvars, *traced.invars[:n_consts]], traced.invars[n_consts:],
+                traced.outvars, traced.eqns, traced.effects, [*traced.consts, *snapshot])
+    return new, list(new.consts)
+
+
+def _value_type(aval: ArrayType) -> ArrayType:
+    return aval.inner_aval if isinstance(aval, RefType) else aval
+
+
+def _run_discharged(jaxpr: Jaxpr, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Evaluate ``jaxpr`` (binders given ``values``, refs as their contents)
+    under the current trace; returns its results and the final contents of
+    its binders (unchanged for non-refs)."""
+    from spec.interpreter import current_trace, literal_value
+    binders = [*jaxpr.constvars, *jaxpr.invars]
+    env: dict[int, Any] = {id(v): x for v, x in zip(binders, values)}
+
+    def read(a: Any) -> Any:
+        return literal_value(a) if isinstance(a, Literal) else env[id(a)]
+
+    for eqn in jaxpr.eqns:
+        ins = [read(a) for a in eqn.invars]
+        prim = eqn.primitive
+        rule = _DISCHARGE.get(prim.name)
+        if rule is not None and (prim is not jit_p or any(
+                type(a.aval) is RefType for a in eqn.invars)):
+            outs, updates = rule(ins, eqn.invars, eqn.params)
+            for k, new_value in updates:
+                env[id(eqn.invars[k])] = new_value
+        elif any(type(a.aval) is RefType for a in eqn.invars):
+            raise NotImplementedError(
+                f"discharge_state: refs given to '{prim.name}' are not supported yet")
+        else:
+            outs = current_trace().process_primitive(prim, ins, eqn.params)
+        for v, o in zip(eqn.outvars, outs):
+            env[id(v)] = o
+    return [read(a) for a in jaxpr.outvars], [env[id(v)] for v in binders]
+
+
+def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
+    """The transforms (with operand values as leaves) as a jnp index, integer
+    indexers brought into range."""
+    if not transforms:
+        return ...
+    from spec import lax
+    out: list[Any] = []
+    for entry, dim in zip(transforms[0].indices, transforms[0].shape):
+        if isinstance(entry, Slice):
+            stop = entry.start + entry.stride * (entry.size - 1) + 1 if entry.size else 0
+            out.append(slice(entry.start, stop, entry.stride))
+        else:
+            zero = lax.full_like(entry, 0)
+            wrapped = lax.select(lax.lt(entry, zero), lax.add(entry, lax.full_like(entry, dim)),
+                                 entry)
+            out.append(lax.clamp(zero, wrapped, lax.full_like(entry, max(dim - 1, 0))))
+    return tuple(out)
+
+
+def _as_value(v: Any, dtype: Any) -> Any:
+    """A written value as the ref's (strong) dtype."""
+    from spec import lax
+    from spec.interpreter import canonical_aval_of
+    return lax.convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
+
+
+Discharged = tuple[list[Any], list[tuple[int, Any]]]  # (results, (operand, new contents))
+
+
+def _discharge_new_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                       ) -> Discharged:
+    from spec.interpreter import canonical_aval_of
+    return [_as_value(ins[0], canonical_aval_of(ins[0]).dtype)], []
+
+
+def _discharge_get(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    value, *idx = ins
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    return [value if index is ... else value[index]], []
+
+
+def _discharge_swap(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    value, new, *idx = ins
+    new = _as_value(new, atoms[0].aval.dtype)
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    if index is ...:
+        return [value], [(0, new)]
+    return [value[index]], [(0, value.at[index].set(new))]
+
+
+def _discharge_addupdate(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                         ) -> Discharged:
+    from spec import lax
+    value, new, *idx = ins
+    new = _as_value(new, atoms[0].aval.dtype)
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    if index is ...:
+        return [], [(0, lax.add(value, new))]
+    return [], [(0, value.at[index].add(new))]
+
+
+def _discharge_freeze(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    return [ins[0]], []
+
+
+def _discharge_call(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    """A call given refs: a call of the discharged jaxpr, which also returns
+    the refs' final contents."""
+    inner: Jaxpr = params["jaxpr"]
+    new, _ = discharge_state(inner)
+    outs = jit_p.bind(*ins, **{**params, "jaxpr": new,
+                               "donated_invars": (False,) * len(new.invars)})
+    n_out = len(inner.outvars)
+    refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
+    return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
+
+
+_DISCHARGE: dict[str, Any] = {
+    "new_ref": _discharge_new_ref, "get": _discharge_get, "swap": _discharge_swap,
+    "addupdate": _discharge_addupdate, "freeze": _discharge_freeze, "jit": _discharge_call,
+}
+
+__all__ = ["addupdate_p", "discharge_state", "freeze_p", "get_p", "new_ref_p", "swap_p"]
