@@ -173,6 +173,10 @@ class PRNGKeyArray(Array):
     def __format__(self, spec: str) -> str:
         return format(repr(self), spec)
 
+    def astype(self, *args: Any, **kwargs: Any) -> Any:
+        # JAX's concrete key arrays leave the Array method abstract.
+        raise NotImplementedError("Cannot call abstract method astype")
+
     def item(self, *args: Any) -> Any:
         raise TypeError("JAX array with PRNGKey dtype cannot be converted to a Python scalar.")
 

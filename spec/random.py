@@ -116,6 +116,42 @@ def _const(example: Any, val: Any) -> Any:
     return np.array(val, dt)
 
 
+# ------------------------------------------------------------------ out_sharding
+
+def _canonical_sharding(out_sharding: Any, name: str) -> Any:
+    """A sampler's ``out_sharding`` (None, P or NamedSharding) as a
+    NamedSharding over the context mesh, or None."""
+    from spec.rules._sharding_reduce_dot import canonicalize_out_sharding
+    return canonicalize_out_sharding(out_sharding, name)
+
+
+def _sampler_sharding(out_sharding: Any, name: str, shape: Shape | None) -> Any:
+    """As ``_canonical_sharding``; moreover a scalar sample under a mesh whose
+    axes are all Explicit is made replicated (``P()``), as JAX does."""
+    from spec.sharding import AxisType, NamedSharding, P, get_abstract_mesh
+    sharding = _canonical_sharding(out_sharding, name)
+    mesh = get_abstract_mesh()
+    all_explicit = bool(mesh.axis_types) and all(t == AxisType.Explicit
+                                                  for t in mesh.axis_types)
+    if all_explicit and sharding is None and not shape:
+        sharding = NamedSharding(mesh, P())
+    return sharding
+
+
+def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
+                     ) -> Callable[..., Any]:
+    """``fun`` with ``static`` bound; given an output sharding, run under the
+    mesh's Explicit axes switched to Auto and resharded to it on the way out."""
+    import functools
+
+    from spec.sharding import auto_axes
+    bound = functools.partial(fun, **static)
+    if out_sharding is None:
+        return bound
+    return cast(Callable[..., Any], auto_axes(bound, out_sharding=out_sharding,
+                                              axes=out_sharding.mesh.explicit_axes))
+
+
 # ------------------------------------------------------------------ keys
 
 def _check_key_data(impl: R.PRNGImpl, data: Any) -> None:
@@ -264,13 +300,15 @@ def _random_bits(key: Any, bit_width: int, shape: Shape) -> Any:
 
 # ------------------------------------------------------------------ samplers
 
-def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def bits(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Uniform random unsigned integers."""
     key, _ = _check_prng_key("bits", key)
     dt = T.default_uint() if dtype is None else _user_dtype(dtype, "bits")
     if not T.is_unsigned_int(dt):
         raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
-    return _random_bits(key, dt.itemsize * 8, _canonical_shape(shape))
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "bits", shp)
+    return _maybe_auto_axes(_random_bits, sharding, bit_width=dt.itemsize * 8, shape=shp)(key)
 
 
 def _float_dtype(name: str, dtype: Any, *, complex_ok: bool = False) -> T.DType:
@@ -285,14 +323,15 @@ def _float_dtype(name: str, dtype: Any, *, complex_ok: bool = False) -> T.DType:
 
 
 def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.,
-            maxval: Any = 1.) -> Any:
+            maxval: Any = 1., *, out_sharding: Any = None) -> Any:
     """Uniform floats in [minval, maxval)."""
     key, _ = _check_prng_key("uniform", key)
     dt = _user_dtype(float if dtype is None else dtype, "uniform")
     shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "uniform", shape)
     if not T.is_float(dt):
         raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
-    return _uniform(key, minval, maxval, shape, dt)
+    return _maybe_auto_axes(_uniform, sharding, shape=shape, dtype=dt)(key, minval, maxval)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -319,13 +358,14 @@ def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     return lax.max(minval, lax.reshape(floats * (maxval - minval) + minval, shape))
 
 
-def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal floats (or complex: independent real and imaginary
     parts of variance 1/2)."""
     key, _ = _check_prng_key("normal", key)
     shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "normal", shape)
     dt = _float_dtype("normal", dtype, complex_ok=True)
-    return _normal(key, shape, dt)
+    return _maybe_auto_axes(_normal, sharding, shape=shape, dtype=dt)(key)
 
 
 @_jitted(static_argnums=(1, 2))
@@ -357,11 +397,13 @@ def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
     return jnp.clip(val, min_val, max_val).astype(dtype)
 
 
-def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
+def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
+            out_sharding: Any = None) -> Any:
     """Uniform integers in [minval, maxval)."""
     key, _ = _check_prng_key("randint", key)
     dt = _user_dtype(int if dtype is None else dtype, "randint")
     shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "randint", shape)
     if not T.is_int(dt):
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     info = _iinfo(dt)
@@ -371,7 +413,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
         sampling = T.int32
         minval = jnp.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
         maxval = jnp.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
-    return _randint(key, minval, maxval, shape, sampling).astype(dt)
+    return _maybe_auto_axes(_randint, sharding, shape=shape, dtype=sampling)(
+        key, minval, maxval).astype(dt)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -413,18 +456,20 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
-def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *,
+              out_sharding: Any = None) -> Any:
     """Booleans that are True with probability ``p``."""
     if shape is not None:
         shape = _canonical_shape(shape)
     if mode not in ("high", "low"):
         raise ValueError(f"got {mode=}, expected 'high' or 'low'")
     key, _ = _check_prng_key("bernoulli", key)
+    sharding = _canonical_sharding(out_sharding, "bernoulli")
     dt = T.dtype_of_value(p)
     if not T.is_float(dt):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     p = lax.convert_element_type(p, dt)
-    return _bernoulli(key, p, shape=shape, mode=mode)
+    return _maybe_auto_axes(_bernoulli, sharding, shape=shape, mode=mode)(key, p)
 
 
 @_jitted(static_argnames=("shape", "mode"))
@@ -441,28 +486,34 @@ def _bernoulli(key: Any, p: Any, shape: Shape | None, mode: str) -> Any:
     return uniform(key, shape, dtype) < p
 
 
-def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def rademacher(key: Any, shape: Any = (), dtype: Any = None, *,
+               out_sharding: Any = None) -> Any:
     """-1 or +1 with equal probability."""
     key, _ = _check_prng_key("rademacher", key)
     dt = _user_dtype(int if dtype is None else dtype, "rademacher")
-    return _rademacher(key, _canonical_shape(shape), dt, None)
+    shp = _canonical_shape(shape)
+    return _rademacher(key, shp, dt, _sampler_sharding(out_sharding, "rademacher", shp))
 
 
 @_jitted(static_argnums=(1, 2, 3))
 def _rademacher(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
-    samples = bernoulli(key=key, p=0.5, shape=shape).astype(dtype)
+    samples = bernoulli(key=key, p=0.5, shape=shape, out_sharding=out_sharding).astype(dtype)
     return (2 * samples - 1).astype(dtype)
 
 
-def _float_sampler(name: str, key: Any, shape: Any, dtype: Any) -> tuple[Any, Shape, T.DType]:
+def _float_sampler(name: str, fun: Callable[..., Any], key: Any, shape: Any, dtype: Any,
+                   out_sharding: Any) -> Any:
+    """A sampler of one key, a shape and a float dtype (JAX's order of checks)."""
     key, _ = _check_prng_key(name, key)
     dt = _float_dtype(name, dtype)
-    return key, _canonical_shape(shape), dt
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, name, shp)
+    return _maybe_auto_axes(fun, sharding, shape=shp, dtype=dt)(key)
 
 
-def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def exponential(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Exponential(1) floats."""
-    return _exponential(*_float_sampler("exponential", key, shape, dtype))
+    return _float_sampler("exponential", _exponential, key, shape, dtype, out_sharding)
 
 
 @_jitted(static_argnums=(1, 2))
@@ -472,21 +523,21 @@ def _exponential(key: Any, shape: Shape, dtype: T.DType) -> Any:
     return lax.neg(lax.log1p(lax.neg(u)))
 
 
-def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def laplace(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Laplace(0, 1) floats."""
-    return _laplace(*_float_sampler("laplace", key, shape, dtype))
+    return _float_sampler("laplace", _laplace, key, shape, dtype, out_sharding)
 
 
 @_jitted(static_argnums=(1, 2))
 def _laplace(key: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("laplace", shape)
-    u = uniform(key, shape, dtype, minval=-1. + float(_finfo(dtype).epsneg), maxval=1.)
+    u = uniform(key, shape, dtype, minval=-1. + _finfo(dtype).epsneg, maxval=1.)
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def logistic(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Logistic(0, 1) floats."""
-    return _logistic(*_float_sampler("logistic", key, shape, dtype))
+    return _float_sampler("logistic", _logistic, key, shape, dtype, out_sharding)
 
 
 @_jitted(static_argnums=(1, 2))
@@ -496,9 +547,9 @@ def _logistic(key: Any, shape: Shape, dtype: T.DType) -> Any:
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+def cauchy(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard Cauchy floats."""
-    return _cauchy(*_float_sampler("cauchy", key, shape, dtype))
+    return _float_sampler("cauchy", _cauchy, key, shape, dtype, out_sharding)
 
 
 @_jitted(static_argnums=(1, 2))
@@ -509,18 +560,20 @@ def _cauchy(key: Any, shape: Shape, dtype: T.DType) -> Any:
     return lax.tan(lax.mul(pi, lax.sub(u, _const(u, 0.5))))
 
 
-def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
+def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None, *,
+           out_sharding: Any = None) -> Any:
     """Standard Gumbel floats (``mode="high"``: more bits near the tails)."""
     key, _ = _check_prng_key("gumbel", key)
     dt = _float_dtype("gumbel", dtype)
     shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "gumbel", shape)
     if mode is None:
         mode = "low"
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
     if mode == "highest" and dt == T.float32:
         raise NotImplementedError("spec: gumbel mode='highest' for float32 is not implemented")
-    return _gumbel(key, shape, dt, mode)
+    return _maybe_auto_axes(_gumbel, sharding, shape=shape, dtype=dt, mode=mode)(key)
 
 
 @_jitted(static_argnums=(1, 2, 3))
@@ -538,13 +591,15 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
 
 
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None,
-                     dtype: Any = None) -> Any:
+                     dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal floats conditioned on [lower, upper]."""
     if shape is not None:
         shape = _canonical_shape(shape)
     key, _ = _check_prng_key("truncated_normal", key)
+    sharding = _canonical_sharding(out_sharding, "truncated_normal")
     dt = _float_dtype("truncated_normal", dtype)
-    return _truncated_normal(key, lower, upper, shape, dt)
+    return _maybe_auto_axes(_truncated_normal, sharding, shape=shape, dtype=dt)(
+        key, lower, upper)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -566,17 +621,24 @@ def _truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None,
                     lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
 
 
-def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
+                out_sharding: Any = None) -> Any:
     """A random permutation of ``arange(x)`` or of ``x`` along ``axis``."""
     key, _ = _check_prng_key("permutation", key)
     jnp_util_check("permutation", x)
     ndim = int(np.ndim(x))
     axis = _canonical_axis(axis, ndim or 1)
+    sharding = _canonical_sharding(out_sharding, "permutation")
     if not ndim:
         if not T.is_int(T.dtype_of_value(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(x)
-        return _shuffle(key, jnp.arange(r), axis)
+        return _maybe_auto_axes(lambda k: _shuffle(k, jnp.arange(r), axis), sharding)(key)
+    return _maybe_auto_axes(_permutation, sharding, axis=axis, independent=independent)(key, x)
+
+
+def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
+    ndim = int(np.ndim(x))
     if independent or ndim == 1:
         return _shuffle(key, x, axis)
     ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
@@ -658,7 +720,8 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
 
 
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
-                replace: bool = True, mode: str | None = None) -> Any:
+                replace: bool = True, mode: str | None = None, *,
+                out_sharding: Any = None) -> Any:
     """Category indices drawn with probabilities ``softmax(logits)`` (the
     Gumbel-max trick)."""
     key, _ = _check_prng_key("categorical", key)
@@ -670,7 +733,9 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
     else:
         shape = _canonical_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    return _categorical(key, logits_arr, shape, batch_shape, axis, replace, mode)
+    sharding = _canonical_sharding(out_sharding, "categorical")
+    return _maybe_auto_axes(_categorical, sharding, shape=shape, batch_shape=batch_shape,
+                            axis=axis, replace=replace, mode=mode)(key, logits_arr)
 
 
 def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, axis: int,
@@ -692,3 +757,392 @@ def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, ax
     _, indices = lax.top_k(jnp.moveaxis(logits_arr, axis, -1), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
     return lax.reshape(indices, shape, dimensions)
+
+
+# ------------------------------------------------------------------ gamma and kin
+
+def _method(name: str, method: str) -> None:
+    if method not in {"exact", "approximate"}:
+        raise ValueError(f"method argument to `{name}` must be one of "
+                         f"{{'exact', 'approximate'}}, got {method!r}")
+    if method == "approximate":
+        raise NotImplementedError(f"spec: {name}(method='approximate') is not implemented")
+
+
+def _safe_to_cast(value: Any, dtype: T.DType) -> bool:
+    """JAX's ``dtypes.safe_to_cast``: casting loses nothing under promotion
+    (the target counted as a strong type)."""
+    if D.dtype_of(value) == dtype:
+        return True
+    return bool(T.result_type(value, dtype) == dtype)
+
+
+def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
+    for arg in args:
+        if not _safe_to_cast(arg, dtype):
+            raise T.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type "
+                f"{jnp.asarray(arg).dtype} to {dtype}")
+
+
+def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
+    """The sample shape: ``shape`` (checked against the parameters'), or
+    the parameters' broadcast shape."""
+    arg_shapes = [tuple(np.shape(a)) for a in args]
+    if shape is None:
+        return _broadcast_shapes(*arg_shapes) if arg_shapes else ()
+    shp = _canonical_shape(shape)
+    _check_shape(name, shp, *arg_shapes)
+    return shp
+
+
+def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
+    """One Gamma(alpha) sample: Marsaglia and Tsang's squeeze-and-reject
+    method for alpha >= 1; smaller alpha is sampled at alpha + 1 and scaled
+    by U**(1/alpha) (in log space: plus log(U)/alpha, with log(U) drawn as
+    -Exponential so that both spaces consume the same bits)."""
+    zero, one, two, minus_one = (_const(alpha, v) for v in (0, 1, 2, -1))
+    half, third, squeeze = (_const(alpha, v) for v in (0.5, 1. / 3., 0.0331))
+    dtype = alpha.dtype
+    boost = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, third)
+    c = lax.div(third, lax.sqrt(d))
+
+    def rejected(state: Any) -> Any:
+        # Both tests are computed (the log test only matters where the
+        # cheap squeeze fails), which keeps the loop batchable.
+        _, x2, v, u = state
+        squeeze_fails = lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x2, x2))))
+        log_fails = lax.ge(lax.log(u), lax.add(lax.mul(x2, half),
+                                               lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
+        return lax.bitwise_and(squeeze_fails, log_fails)
+
+    def propose(state: Any) -> Any:
+        def next_normal(kxv: Any) -> Any:
+            k, sub = _split(kxv[0])
+            x = _normal(sub, (), dtype)
+            return k, x, lax.add(one, lax.mul(x, c))
+
+        k, x_key, u_key = _split(state[0], 3)
+        # A normal x with v = 1 + c x > 0 (redrawn until it is).
+        _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_normal,
+                                 (x_key, zero, minus_one))
+        u = _uniform(u_key, 0., 1., (), dtype)
+        return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+
+    key, subkey = _split(key)
+    # The initial state is one that the test rejects.
+    _, _, v, _ = lax.while_loop(rejected, propose, (key, zero, one, two))
+    if log_space:
+        log_u = lax.neg(_exponential(subkey, (), dtype))
+        log_boost = lax.select(lax.bitwise_or(boost, lax.eq(log_u, zero)), zero,
+                               lax.mul(log_u, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+    u = 1 - _uniform(subkey, 0., 1., (), dtype)
+    scale = lax.select(boost, one, lax.pow(u, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, v), scale)
+
+
+_GAMMA_PROGRAMS: dict[tuple[Any, ...], Any] = {}
+
+
+def gamma_values(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray:
+    """``random_gamma``'s impl: each key split into one key per parameter
+    under it, and ``_gamma_one`` vmapped over (key, parameter) pairs (as
+    XLA runs it); the staged program is cached per shape and dtype."""
+    from spec.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
+    from spec.types import ArrayType
+    cache_key = (keys.shape, a.shape, a.dtype, log_space)
+    program = _GAMMA_PROGRAMS.get(cache_key)
+    if program is None:
+        program = trace_to_jaxpr(
+            lambda k, x: [_gamma_batched(k, x, log_space)],
+            [R.key_type(keys.shape), ArrayType(a.shape, a.dtype)])[0]
+        _GAMMA_PROGRAMS[cache_key] = program
+    consts = [canonical_value(c)[0] for c in program.consts]
+    out: np.ndarray = eval_jaxpr_values(program, consts, [keys, a])[0]
+    return out
+
+
+def _gamma_batched(keys: Any, a: Any, log_space: bool) -> Any:
+    from spec._vmap_api import vmap
+    per_key = math.prod(a.shape[keys.ndim:])
+    flat_keys = vmap(lambda k: _split(k, per_key))(keys.reshape(-1)).reshape(-1)
+    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(flat_keys, a.reshape(-1))
+    return samples.reshape(a.shape)
+
+
+def _gamma_dtype(name: str, dtype: Any, shown: str | None = None) -> T.DType:
+    dt = _user_dtype(float if dtype is None else dtype, name)
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `{shown or name}` must be a float dtype, got {dt}")
+    return dt
+
+
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact",
+          out_sharding: Any = None) -> Any:
+    """Gamma(a, 1) floats (Marsaglia-Tsang rejection sampling)."""
+    key, _ = _check_prng_key("gamma", key)
+    if method not in {"exact", "approximate"}:
+        _method("gamma", method)
+    dt = _gamma_dtype("gamma", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "gamma", shp)
+    _method("gamma", method)
+    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt)(key, a)
+
+
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *,
+             method: str = "exact", out_sharding: Any = None) -> Any:
+    """log(Gamma(a, 1)) floats, accurate where the samples underflow."""
+    key, _ = _check_prng_key("loggamma", key)
+    if method not in {"exact", "approximate"}:
+        _method("loggamma", method)
+    dt = _gamma_dtype("loggamma", dtype, shown="gamma")
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _canonical_sharding(out_sharding, "loggamma")
+    _method("loggamma", method)
+    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt, log_space=True)(key, a)
+
+
+@_jitted(static_argnames=("shape", "dtype", "log_space"))
+def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: bool = False
+           ) -> Any:
+    from spec.rules.prng import random_gamma_p
+    if shape is None:
+        shape = tuple(np.shape(a))
+    else:
+        _check_shape("gamma", shape, np.shape(a))
+    a = lax.convert_element_type(a, dtype)
+    if tuple(np.shape(a)) != tuple(shape):
+        a = jnp.broadcast_to(a, shape)
+    return random_gamma_p.bind(key, a, log_space=log_space)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None, *,
+         method: str = "exact", out_sharding: Any = None) -> Any:
+    """Beta(a, b) floats, from two log-gamma samples."""
+    key, _ = _check_prng_key("beta", key)
+    if method not in {"exact", "approximate"}:
+        _method("beta", method)
+    dt = _gamma_dtype("beta", dtype)
+    _check_all_safe_to_cast("beta", dt, a, b)
+    shp = _check_broadcast_shapes("beta", shape, a, b)
+    sharding = _sampler_sharding(out_sharding, "beta", shp)
+    _method("beta", method)
+    return _maybe_auto_axes(_beta, sharding, method=method, shape=shp, dtype=dt)(key, a, b)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("beta", shape, np.shape(a), np.shape(b))
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
+    key_a, key_b = _split(key)
+    a = jnp.broadcast_to(a, shape)
+    b = jnp.broadcast_to(b, shape)
+    log_gamma_a = loggamma(key_a, a, shape, dtype, method=method)
+    log_gamma_b = loggamma(key_b, b, shape, dtype, method=method)
+    # a / (a + b) of the two gammas, scaled by the larger so nothing overflows.
+    log_max = lax.max(log_gamma_a, log_gamma_b)
+    gamma_a_scaled = jnp.exp(log_gamma_a - log_max)
+    gamma_b_scaled = jnp.exp(log_gamma_b - log_max)
+    return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
+
+
+def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Dirichlet(alpha) vectors along the last axis (softmax of log-gammas)."""
+    key, _ = _check_prng_key("dirichlet", key)
+    dt = _gamma_dtype("dirichlet", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "dirichlet", shp)
+    return _maybe_auto_axes(_dirichlet, sharding, shape=shp, dtype=dt)(key, alpha)
+
+
+@_jitted(static_argnums=(2, 3))
+def _dirichlet(key: Any, alpha: Any, shape: Shape | None, dtype: T.DType) -> Any:
+    if not np.ndim(alpha) >= 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
+                         f"{np.ndim(alpha)}")
+    if shape is None:
+        shape = tuple(np.shape(alpha)[:-1])
+    else:
+        _check_shape("dirichlet", shape, tuple(np.shape(alpha)[:-1]))
+    alpha = lax.convert_element_type(alpha, dtype)
+    log_gamma_samples = loggamma(key, alpha, tuple(shape) + tuple(np.shape(alpha)[-1:]), dtype)
+    return _softmax(log_gamma_samples, -1)
+
+
+def _softmax(x: Any, axis: int = -1) -> Any:
+    """``jax.nn.softmax`` as JAX 0.12 runs it by default (spec has no ``nn``
+    module yet): the maximum, held constant for differentiation, is
+    subtracted before exponentiating."""
+    x_max = jnp.max(x, axis, initial=-np.inf, keepdims=True)
+    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
+    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+
+
+def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
+              method: str = "exact", out_sharding: Any = None) -> Any:
+    """Chi-square(df) floats: twice a Gamma(df / 2) sample."""
+    key, _ = _check_prng_key("chisquare", key)
+    if method not in {"exact", "approximate"}:
+        _method("chisquare", method)
+    dt = _gamma_dtype("chisquare", dtype)
+    shp = _check_broadcast_shapes("chisquare", shape, df)
+    _check_all_safe_to_cast("chisquare", dt, df)
+    sharding = _sampler_sharding(out_sharding, "chisquare", shp)
+    _method("chisquare", method)
+    return _maybe_auto_axes(_chisquare, sharding, method=method, shape=shp, dtype=dt)(key, df)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _chisquare(key: Any, df: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("chisquare", shape, np.shape(df))
+    df = lax.convert_element_type(df, dtype)
+    two = _const(df, 2)
+    half_df = lax.div(df, two)
+    log_g = loggamma(key, a=half_df, shape=shape, dtype=dtype, method=method)
+    return lax.mul(jnp.exp(log_g), two)
+
+
+def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
+      out_sharding: Any = None) -> Any:
+    """Student's t(df) floats: a normal over the root of a scaled gamma."""
+    key, _ = _check_prng_key("t", key)
+    dt = _gamma_dtype("t", dtype)
+    shp = _check_broadcast_shapes("t", shape, df)
+    sharding = _sampler_sharding(out_sharding, "t", shp)
+    _check_all_safe_to_cast("t", dt, df)
+    return _maybe_auto_axes(_t, sharding, shape=shp, dtype=dt)(key, df)
+
+
+@_jitted(static_argnums=(2, 3))
+def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("t", shape, np.shape(df))
+    df = lax.convert_element_type(df, dtype)
+    key_n, key_g = _split(key)
+    n = normal(key_n, shape, dtype)
+    half_df = lax.div(df, _const(n, 2))
+    g = gamma(key_g, half_df, shape, dtype)
+    return n * jnp.sqrt(half_df / g)
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
+      out_sharding: Any = None) -> Any:
+    """F(dfnum, dfden) floats: a ratio of scaled chi-squares."""
+    key, _ = _check_prng_key("f", key)
+    dt = _gamma_dtype("f", dtype)
+    shp = _check_broadcast_shapes("f", shape, dfnum, dfden)
+    sharding = _sampler_sharding(out_sharding, "f", shp)
+    _check_all_safe_to_cast("f", dt, dfnum, dfden)
+    return _f(key, dfnum, dfden, shp, dt, sharding)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _f(key: Any, dfnum: Any, dfden: Any, shape: Shape, dtype: T.DType,
+       out_sharding: Any) -> Any:
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
+    key_dfd, key_dfn = _split(key)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype, out_sharding=out_sharding)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype, out_sharding=out_sharding)
+    return lax.div(chi2_dfn / dfnum, chi2_dfd / dfden)
+
+
+def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None, *,
+                       out_sharding: Any = None) -> Any:
+    """Generalized normal floats of shape parameter p (density ~ exp(-|x|**p))."""
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("generalized_normal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "generalized_normal")
+    _check_shape("generalized_normal", shp)
+    sharding = _sampler_sharding(out_sharding, "generalized_normal", shp)
+    return _maybe_auto_axes(_generalized_normal, sharding, shape=shp, dtype=dt)(key, p)
+
+
+@_jitted(static_argnums=(2, 3))
+def _generalized_normal(key: Any, p: Any, shape: Shape, dtype: T.DType) -> Any:
+    keys = split(key)
+    g = gamma(keys[0], 1 / p, shape, dtype)
+    r = rademacher(keys[1], shape, dtype)
+    return r * g ** (1 / p)
+
+
+def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *,
+           out_sharding: Any = None) -> Any:
+    """Pareto(b) floats: exp(Exponential / b)."""
+    key, _ = _check_prng_key("pareto", key)
+    dt = _gamma_dtype("pareto", dtype)
+    shp = _check_broadcast_shapes("pareto", shape, b)
+    _check_all_safe_to_cast("pareto", dt, b)
+    sharding = _sampler_sharding(out_sharding, "pareto", shp)
+    return _maybe_auto_axes(_pareto, sharding, shape=shp, dtype=dt)(key, b)
+
+
+@_jitted(static_argnums=(2, 3))
+def _pareto(key: Any, b: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("pareto", shape, np.shape(b))
+    b = lax.convert_element_type(b, dtype)
+    e = exponential(key, shape, dtype)
+    return lax.exp(e / b)
+
+
+def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
+                dtype: Any = None) -> Any:
+    """Weibull floats: the inverse CDF at a uniform sample."""
+    key, _ = _check_prng_key("weibull_min", key)
+    dt = _gamma_dtype("weibull_min", dtype)
+    return _weibull_min(key, scale, concentration, _canonical_shape(shape), dt)
+
+
+@_jitted(static_argnums=(3, 4))
+def _weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape,
+                 dtype: T.DType) -> Any:
+    u = uniform(key=key, shape=shape, minval=0, maxval=1, dtype=dtype)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Geometric(p) integers >= 1: the number of trials to the first success."""
+    key, _ = _check_prng_key("geometric", key)
+    dt = _user_dtype(int if dtype is None else dtype, "geometric")
+    if not T.is_int(dt):
+        raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
+    shp = _check_broadcast_shapes("geometric", shape, p)
+    sharding = _sampler_sharding(out_sharding, "geometric", shp)
+    return _geometric(key, p, shp, dt, sharding)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
+    from spec.numpy._util import to_weak_or_strong
+    jnp_util_check("geometric", p)
+    _check_shape("geometric", shape, np.shape(p))
+    # p promoted to an inexact dtype, keeping its weak type.
+    dt, weak = T.result_type_and_weak(p)
+    if not T.is_inexact(dt):
+        dt = T.promote_types(dt, T.default_float())
+    p = to_weak_or_strong(p, dt, weak)
+    u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
+    # u = 0 is mapped to 1, keeping log(u) finite (JAX's choice, kept for its bits).
+    u = jnp.where(u == 0, 1, u)
+    log_u = lax.log(u)
+    log_one_minus_p = lax.log1p(-p)
+    if out_sharding is not None and not np.ndim(log_one_minus_p):
+        # (spec.numpy's broadcast_to does not take out_sharding yet; a
+        # scalar broadcast is one broadcast_in_dim either way.)
+        log_one_minus_p = lax.broadcast_in_dim(log_one_minus_p, shape, (),
+                                               out_sharding=out_sharding)
+    else:
+        log_one_minus_p = jnp.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
+    g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
+    return g.astype(dtype)
+
+
+__all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
+            "loggamma", "pareto", "t", "weibull_min"]

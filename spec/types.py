@@ -323,10 +323,10 @@ def least_upper_bound(mode: bool | str, *nodes: LatticeNode) -> LatticeNode:
     upper = _UPPER_BOUNDS[mode]
     for n in nodes:
         if n not in upper:
-            # Extended dtypes (PRNG keys) take part in no arithmetic: a
-            # TypeError, as JAX's primitives raise for them.
-            exc = ValueError if isinstance(n, (np.dtype, type)) else TypeError
-            raise exc(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
+            # Extended dtypes (PRNG keys) are not in the lattice: a ValueError,
+            # as JAX's (jnp's arithmetic on keys and other dtypes raises its
+            # TypeError before promoting: spec.numpy's check_for_prngkeys).
+            raise ValueError(f"dtype={n!r} is not a valid dtype for JAX type promotion.")
     common = frozenset.intersection(*(upper[n] for n in nodes))
     least = (common & set(nodes)) or {c for c in common if common <= upper[c]}
     if len(least) == 1:

@@ -236,12 +236,14 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
     mine = aval.sharding.spec.partitions if aval.sharding is not None else (None,) * aval.ndim
     if (not all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
             or not all(a in (None, b) for a, b in zip(mine, tail))):
-        wanted = T.ArrayType(target, aval.dtype, sharding=s).str_short()
-        raise ValueError(f"Incompatible types for broadcasting: input type={aval.str_short()} "
+        wanted = T.ArrayType(target, aval.dtype, sharding=s)
+        raise ValueError(f"Incompatible types for broadcasting: input type={aval} "
                          f"and requested type={wanted}")
     if aval.shape == target:
         from spec.sharding import reshard
         return reshard(arr, s)
+    from spec.rules.reshard import check_divisible
+    check_divisible(T.ArrayType(target, aval.dtype, sharding=s))
     return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))), out_sharding=s)
 
 
@@ -255,18 +257,31 @@ def _like_args(name: str, a: Any, dtype: Any, shape: Any
     return a, dt, shp
 
 
+def _keys_like(a: Any, fill_value: Any, dt: Any, shp: tuple[int, ...] | None) -> Any:
+    """``full_like`` where the result dtype is a PRNG key dtype (None when it
+    is not): JAX's key dtype rule fills the key words instead."""
+    from spec._prng import is_key_dtype
+    a_dtype = getattr(a, "dtype", None) if dt is None else dt
+    if not is_key_dtype(a_dtype):
+        return None
+    from spec.rules.prng import full_keys
+    return full_keys(tuple(np.shape(a)) if shp is None else shp, fill_value, a_dtype)
+
+
 def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
                out_sharding: Any = None) -> Any:
     a, dt, shp = _like_args("zeros_like", a, dtype, shape)
     sharding = _device_or_out_sharding(device, out_sharding, "jnp.zeros_like")
-    return L.full_like(a, 0, dt, shp, sharding=sharding)
+    keys = _keys_like(a, 0, dt, shp)
+    return keys if keys is not None else L.full_like(a, 0, dt, shp, sharding=sharding)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
               out_sharding: Any = None) -> Any:
     a, dt, shp = _like_args("ones_like", a, dtype, shape)
     sharding = _device_or_out_sharding(device, out_sharding, "jnp.ones_like")
-    return L.full_like(a, 1, dt, shp, sharding=sharding)
+    keys = _keys_like(a, 1, dt, shp)
+    return keys if keys is not None else L.full_like(a, 1, dt, shp, sharding=sharding)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
@@ -316,6 +331,9 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     shp = None if shape is None else _shape_arg(shape, "full_like")
     sharding = _device_or_out_sharding(device, out_sharding, "full_like")
     if not canonical_aval_of(fill_value).shape:
+        keys = _keys_like(a, fill_value, dt, shp)
+        if keys is not None:
+            return keys
         return L.full_like(a, fill_value, dt, shp, sharding=sharding)
     target = canonical_aval_of(a).shape if shp is None else shp
     fill_dt = canonical_aval_of(a).dtype if dt is None else dt

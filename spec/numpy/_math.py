@@ -27,6 +27,7 @@ from spec.rules import elementwise as E
 from spec.numpy._util import (
     _agree,
     check_arraylike,
+    check_for_prngkeys,
     promote_dtypes,
     python_scalar_operand,
     to_weak_or_strong,
@@ -190,6 +191,7 @@ def promote_args(fun_name: str, *args: Any) -> list[Any]:
     if fast is not None:
         return fast
     check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes(*args))
 
 
@@ -197,6 +199,7 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
     if _agree(args, same_rank=True) and T.is_inexact(args[0].aval.dtype):
         return list(args)
     check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes_inexact(*args))
 
 
@@ -204,6 +207,7 @@ def promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
     if _agree(args, same_rank=True) and args[0].aval.dtype != T.bool_:
         return list(args)
     check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
     return _promote_shapes(fun_name, *_promote_dtypes_numeric(*args))
 
 

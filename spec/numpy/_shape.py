@@ -65,6 +65,10 @@ def _jit(name: str, fn: Callable[..., Any], statics: tuple[str, ...] = ()) -> Ca
 def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
     arr = _ensure("astype", x)
     dt = T.default_float() if dtype is None else T.to_dtype(dtype, "astype")
+    from spec._prng import is_key_dtype
+    if is_key_dtype(_aval(arr).dtype) and dt != _aval(arr).dtype:
+        # Key words are reached through random.key_data, not a conversion.
+        raise ValueError(f"Cannot convert_element_type from {_aval(arr).dtype} to {dt}")
     if T.is_complex(_aval(arr).dtype) and dt == T.bool_:
         # convert_element_type(complex, bool) looks at the real part only;
         # NumPy's astype tests both parts.
@@ -212,14 +216,18 @@ def _broadcast_to(arr: Any, shape: Any) -> Any:
     lead = len(target) - aval.ndim
     ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
     if not ok or any(t < 0 for t in target):
-        wanted = T.ArrayType(target, aval.dtype).str_short()
+        wanted = T.ArrayType(target, aval.dtype)
         raise ValueError(f"Incompatible types for broadcasting: input type="
-                         f"{aval.str_short()} and requested type={wanted}")
+                         f"{aval} and requested type={wanted}")
     return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
 
 
 def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
-    return _broadcast_to(array, shape)
+    if out_sharding is None:
+        return _broadcast_to(array, shape)
+    # With a sharding: lax.broadcast_to's layout rules (spec.numpy._creation).
+    from spec.numpy._creation import _broadcast_to as sharded
+    return sharded(array, shape, out_sharding)
 
 
 def broadcast_arrays(*args: Any) -> tuple[Any, ...]:

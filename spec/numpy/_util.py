@@ -12,7 +12,8 @@ from spec.array import Array, weak_scalar
 from spec.interpreter import Tracer, canonical_aval_of
 from spec.lax._structural import _convert_element_type
 
-__all__ = ["check_arraylike", "promote_args", "promote_dtypes", "to_weak_or_strong"]
+__all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
+           "to_weak_or_strong"]
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
@@ -23,6 +24,17 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
             continue
         raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(a)} at "
                         f"position {i}.")
+
+
+def check_for_prngkeys(fun_name: str, *args: Any) -> None:
+    """Operands of different dtypes, one of them a key dtype: a TypeError
+    naming them all, before any promotion (as JAX's jnp functions). Operands
+    of one dtype pass: the primitive's typing rule decides about keys."""
+    from spec._prng import is_key_dtype
+    dtypes = [canonical_aval_of(a).dtype for a in args]
+    if len(set(dtypes)) < 2 or not any(is_key_dtype(d) for d in dtypes):
+        return
+    raise TypeError(f"{fun_name} does not accept dtypes {', '.join(map(str, dtypes))}.")
 
 
 def to_weak_or_strong(x: Any, dtype: T.DType, weak: bool) -> Any:
@@ -137,6 +149,7 @@ def _agree(args: tuple[Any, ...] | list[Any], same_rank: bool = False) -> bool:
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
     check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
     return promote_dtypes(*args)
 
 

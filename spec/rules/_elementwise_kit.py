@@ -129,8 +129,9 @@ def lifted_to(result: T.DType, fn: Callable[..., Any]) -> Callable[..., list[np.
 SIGNED_OR_INEXACT: tuple[str, DTypePredicate] = (
     "signed integer, floating or complex",
     lambda d: T.is_signed_int(d) or T.is_inexact(d))
-ORDERED: tuple[str, DTypePredicate] = ("integer, floating or boolean",
-                                       lambda d: not T.is_complex(d))
+ORDERED: tuple[str, DTypePredicate] = (
+    "integer, floating or boolean",
+    lambda d: T.is_int(d) or T.is_float(d) or d == T.bool_)
 COMPLEX_PARTS: tuple[str, DTypePredicate] = (
     "float32 or float64", lambda d: d in (T.float32, T.float64))
 CONJ_INPUT: tuple[str, DTypePredicate] = (

@@ -891,8 +891,22 @@ shift_right_logical_p = _binary("shift_right_logical", INTEGER, _shift("logical"
                                 **_zero_deriv("shift_right_logical"))
 shift_right_arithmetic_p = _binary("shift_right_arithmetic", INTEGER, _shift("arithmetic"),
                                    **_zero_deriv("shift_right_arithmetic"))
-eq_p = _comparison("eq", ANY, np.equal)
-ne_p = _comparison("ne", ANY, np.not_equal)
+def _key_aware(fn: Callable[..., Any], combine: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` elementwise, and for arrays of PRNG keys (record values, see
+    spec._prng) ``fn`` on their words combined over each key's words: keys
+    are equal iff all their words are."""
+    def impl(x: np.ndarray, y: np.ndarray) -> Any:
+        if x.dtype.names is None:
+            return fn(x, y)
+        from spec._prng import words
+        w = fn(words(x), words(y))
+        key_axes = tuple(range(w.ndim - (words(x).ndim - x.ndim), w.ndim))
+        return combine(w, axis=key_axes)
+    return impl
+
+
+eq_p = _comparison("eq", ANY, _key_aware(np.equal, np.all))
+ne_p = _comparison("ne", ANY, _key_aware(np.not_equal, np.any))
 lt_p = _comparison("lt", K.ORDERED, np.less)
 le_p = _comparison("le", K.ORDERED, np.less_equal)
 gt_p = _comparison("gt", K.ORDERED, np.greater)
@@ -1482,6 +1496,52 @@ polynomial_p = declare("polynomial", typing=_polynomial_type, impl=_polynomial_i
 
 __all__ = [n for n in dir() if n.endswith("_p")] + [
     "AccuracyMode", "RoundingMethod", "const_like", "exp_neg_sq"]
+
+
+# ------------------------------------------------- incomplete gamma functions
+# igamma(a, x) = P(a, x), igammac(a, x) = 1 - P(a, x), igamma_grad_a(a, x) =
+# dP/da. Typing: the standard binary rule over floating dtypes. Impl: XLA has
+# no kernel; JAX lowers each to a composite of lax operations (series and
+# continued fraction in while loops, spec.lax._special), which the impl
+# stages and evaluates. JVPs as JAX's: dP/da is igamma_grad_a, dP/dx =
+# x^(a-1) e^-x / Gamma(a); igamma_grad_a itself has no derivative rule.
+
+def _special_impl(name: str) -> Impl:
+    def impl(a: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        from spec.lax._special import special_values
+        return [special_values(name, a, x)]
+    return impl
+
+
+def _igamma_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().multiply(g, igamma_grad_a_p.bind(a, x))
+
+
+def _igamma_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    jnp, lax = _jnp(), _lax()
+    log_density = jnp.subtract(
+        jnp.add(jnp.negative(x), jnp.multiply(jnp.subtract(a, _ones(a)), lax.log(x))),
+        lax.lgamma(a))
+    return jnp.multiply(g, lax.exp(log_density))
+
+
+def _igammac_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().negative(_igamma_jvp_a(g, a, x))
+
+
+def _igammac_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().negative(_igamma_jvp_x(g, a, x))
+
+
+igamma_p = _binary("igamma", FLOAT, _special_impl("igamma"),
+                   jvp=defjvp(_igamma_jvp_a, _igamma_jvp_x), transpose=_not_linear("igamma"))
+igamma_grad_a_p = _binary(
+    "igamma_grad_a", FLOAT, _special_impl("igamma_grad_a"),
+    jvp=not_applicable("JAX defines no derivative of igamma_grad_a"),
+    transpose=_not_linear("igamma_grad_a"))
+igammac_p = _binary("igammac", FLOAT, _special_impl("igammac"),
+                    jvp=defjvp(_igammac_jvp_a, _igammac_jvp_x),
+                    transpose=_not_linear("igammac"))
 
 
 # ================================================================ sharding

@@ -12,13 +12,15 @@ sense: the outputs are integers or keys, so their tangents are zero
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from spec import _prng as R
 from spec import types as T
-from spec.ad_util import zero_jvp
+from spec.ad_util import defjvp2, zero_jvp
 from spec.batching import AxisData, BatchDim, bdim_at_front, broadcasting, vectorized
 from spec.interpreter import not_applicable
 from spec.rules import _sharding_kit as SK
@@ -224,7 +226,87 @@ random_clone_p = declare(
     sharding=SK.section("random_clone", SK.same_as(0)))
 
 
+def full_keys(shape: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
+    """Keys of ``dtype`` filling ``shape`` (``full_like`` of a key dtype): a
+    key ``fill_value`` broadcast, anything else filling each key word as a
+    uint32, then ``random_wrap``, as JAX's key dtype rules do (shardings and
+    weak types are not carried over)."""
+    from spec import lax
+    from spec import numpy as jnp
+    impl: R.PRNGImpl = dtype.impl
+    physical = (*shape, *impl.key_shape)
+    if R.is_key_dtype(getattr(fill_value, "dtype", None)):
+        data = jnp.broadcast_to(random_unwrap_p.bind(fill_value), physical)
+    else:
+        data = lax.full(physical, fill_value, T.uint32)
+    return random_wrap_p.bind(data, impl=impl)
+
+
 __all__ = [
-    "random_bits_p", "random_clone_p", "random_fold_in_p", "random_seed_p", "random_split_p",
-    "random_unwrap_p", "random_wrap_p", "threefry2x32_p",
+    "full_keys", "random_bits_p", "random_clone_p", "random_fold_in_p", "random_seed_p",
+    "random_split_p", "random_unwrap_p", "random_wrap_p", "threefry2x32_p",
 ]
+
+
+# ------------------------------------------------------------------ random_gamma
+
+def _gamma_type(keys: ArrayType, a: ArrayType, *, log_space: bool) -> list[ArrayType]:
+    _require_keys("random_gamma", "C1", keys)
+    require(T.is_float(a.dtype), "random_gamma", "C2",
+            f"the shape parameter must be a float array, got {a}")
+    require(a.shape[:keys.ndim] == keys.shape, "random_gamma", "C3",
+            f"the keys' shape must be a prefix of the shape parameter's, got {keys} and {a}")
+    return [a]
+
+
+def _gamma_impl(keys: np.ndarray, a: np.ndarray, *, log_space: bool) -> list[np.ndarray]:
+    from spec.random import gamma_values  # (spec.random imports this module)
+    return [gamma_values(keys, a, log_space)]
+
+
+def _gamma_batch(axis: AxisData, args: Any, dims: list[BatchDim], *, log_space: bool
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    # Keys and parameters batched at the front: each key then samples its
+    # own row of parameters (the keys' shape is a prefix of theirs).
+    keys = bdim_at_front(args[0], dims[0], axis.size)
+    a = bdim_at_front(args[1], dims[1], axis.size)
+    return [random_gamma_p.bind(keys, a, log_space=log_space)], [0]
+
+
+def _finfo(dtype: Any) -> Any:
+    return ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
+
+
+def _gamma_sample_grad(sample: Any, a: Any, *, log_space: bool) -> Any:
+    """d(sample)/da, elementwise: ``random_gamma_grad`` mapped (``lax.map``,
+    as JAX does on CPU) over the flattened parameters and samples. In log
+    space the sample is exp'd first (a zero becomes the smallest normal
+    float) and the derivative of its log is taken."""
+    from spec import lax
+    from spec import numpy as jnp
+    from spec.rules.elementwise import const_like
+    samples = jnp.reshape(sample, -1)
+    alphas = jnp.reshape(a, -1)
+    one: Callable[[Any, Any], Any] = lax.random_gamma_grad
+    if log_space:
+        samples = lax.exp(samples)
+        tiny = lax.full_like(samples, _finfo(samples.dtype).tiny)
+        samples = lax.select(lax.eq(samples, const_like(sample, 0)), tiny, samples)
+
+        def one(alpha: Any, s: Any) -> Any:
+            return lax.random_gamma_grad(alpha, s) / s
+    grads = lax.map(lambda pair: one(*pair), (alphas, samples))
+    return grads.reshape(np.shape(a))
+
+
+def _gamma_jvp_a(t: Any, sample: Any, keys: Any, a: Any, *, log_space: bool) -> Any:
+    return t * _gamma_sample_grad(sample, a, log_space=log_space)
+
+
+random_gamma_p = declare(
+    "random_gamma", typing=_gamma_type, impl=_gamma_impl,
+    jvp=defjvp2(None, _gamma_jvp_a),
+    transpose=_not_linear("random_gamma"), batch=_gamma_batch,
+    sharding=SK.section("random_gamma", SK.same_as(1)))
+
+__all__ += ["random_gamma_p"]

@@ -1,0 +1,187 @@
+"""jax.random on Threefry keys: raw key data, key functions, sampler values for
+several seeds, shapes and dtypes, both bit layouts, and key errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from conformance.registry import capture, case, register_case
+
+
+def _words(jax: Any, keys: Any) -> Any:
+    return jax.random.key_data(keys)
+
+
+@case(tags=("random",))
+def key_data_of_seeds(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    seeds = (0, 1, 42, -1, 2 ** 31 - 1, -2 ** 31, 2 ** 40 + 5)
+    return [[_words(jax, r.key(s)), r.PRNGKey(s)] for s in seeds]
+
+
+@case(tags=("random",))
+def key_types_and_repr(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    ks = r.split(r.key(3), 3)
+    return [str(jax.typeof(ks)), str(jax.typeof(r.key(0))), repr(ks), str(ks.dtype),
+            r.key_impl(ks), ks.dtype.itemsize, str(jax.typeof(r.PRNGKey(0)))]
+
+
+def _key_functions(partitionable: bool) -> Any:
+    def fn(jax: Any, jnp: Any, lax: Any) -> Any:
+        r = jax.random
+        jax.config.update("jax_threefry_partitionable", partitionable)
+        try:
+            k = r.key(7)
+            return [_words(jax, r.split(k)), _words(jax, r.split(k, (2, 3))),
+                    r.split(r.PRNGKey(7), 4), _words(jax, r.fold_in(k, 2 ** 32 - 1)),
+                    _words(jax, r.clone(k)), _words(jax, r.wrap_key_data(r.PRNGKey(1))),
+                    [r.bits(k, (5,), dt) for dt in ("uint8", "uint16", "uint32")]]
+        finally:
+            jax.config.update("jax_threefry_partitionable", True)
+    return fn
+
+
+register_case("key_functions_partitionable", _key_functions(True), module=__name__,
+              tags=("random",))
+register_case("key_functions_original", _key_functions(False), module=__name__,
+              tags=("random",))
+
+
+@case(tags=("random",), x64=True)
+def bits_64(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    return [r.bits(r.key(11), (4,), "uint64"), r.bits(r.key(11)),
+            r.randint(r.key(5), (3,), -100, 10 ** 12, "int64")]
+
+
+for _seed in (0, 7, 123):
+    register_case(
+        f"uniform_seed{_seed}",
+        lambda jax, jnp, lax, s=_seed: [
+            jax.random.uniform(jax.random.key(s), shape)
+            for shape in ((), (5,), (3, 4), (2, 0, 3))]
+        + [jax.random.uniform(jax.random.key(s), (6,), dt) for dt in ("float16", "bfloat16")],
+        module=__name__, tags=("random",))
+
+
+@case(tags=("random",), ulp=8)
+def normal_and_ranges(jax: Any, jnp: Any, lax: Any) -> Any:
+    # Ranges other than [0, 1) pass through XLA's fused multiply-add: ULPs.
+    r = jax.random
+    return [r.normal(r.key(1), (4, 3)), r.normal(r.key(2), (5,), "bfloat16"),
+            r.uniform(r.key(3), (6,), minval=-3.0, maxval=2.5)]
+
+
+@case(tags=("random",))
+def randint_dtypes(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    return [r.randint(r.key(4), (6,), lo, hi, dt)
+            for dt in ("int8", "uint8", "int16", "int32", "uint32")
+            for lo, hi in ((0, 10), (-5, 5), (3, 3), (0, 2 ** 31 - 1))]
+
+
+@case(tags=("random",))
+def discrete_samplers(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(9)
+    return [r.bernoulli(k, 0.3, (10,)), r.rademacher(k, (6,)), r.permutation(k, 8),
+            r.permutation(k, jnp.arange(12.0).reshape(3, 4), axis=1),
+            r.choice(k, 7, (4,)), r.choice(k, 7, (4,), replace=False),
+            r.categorical(k, jnp.log(jnp.asarray(np.array([0.1, 0.2, 0.7], np.float32))),
+                          shape=(8,)),
+            r.geometric(k, 0.3, (8,))]
+
+
+@case(tags=("random",), ulp=16)
+def continuous_samplers(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(5)
+    return [r.exponential(k, (6,)), r.laplace(k, (6,)), r.logistic(k, (6,)), r.cauchy(k, (6,)),
+            r.gumbel(k, (6,)), r.truncated_normal(k, -1.0, 2.0, (6,)), r.pareto(k, 3.0, (6,)),
+            r.weibull_min(k, 2.0, 1.5, (6,))]
+
+
+@case(tags=("random",), ulp=64)
+def gamma_family(jax: Any, jnp: Any, lax: Any) -> Any:
+    # The rejection loops take the same decisions; the normals they draw
+    # carry the fused multiply-add ULPs on.
+    r = jax.random
+    k = r.key(2)
+    alphas = jnp.asarray(np.array([0.1, 0.5, 1.0, 2.0, 10.0], np.float32))
+    return [r.gamma(k, alphas), r.loggamma(k, alphas), r.gamma(k, 2.0, (6,), "float16"),
+            r.beta(k, 2.0, 3.0, (4,)), r.chisquare(k, 3.0, (4,)), r.t(k, 5.0, (4,)),
+            r.f(k, 3.0, 7.0, (4,)), r.dirichlet(k, alphas[:3])]
+
+
+@case(tags=("random",))
+def samplers_under_jit_and_vmap(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    keys = r.split(r.key(8), 3)
+    return [jax.jit(lambda k: r.bits(k, (4,)))(r.key(1)),
+            jax.vmap(lambda k: r.uniform(k, (2,)))(keys),
+            _words(jax, jax.vmap(lambda k: r.fold_in(k, 3))(keys)),
+            jax.vmap(r.key)(jnp.arange(3)).shape]
+
+
+@case(tags=("random",))
+def keys_as_values(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    a, b = r.split(r.key(0), 3), r.split(r.key(1), 3)
+    pick = jnp.asarray(np.array([True, False, True]))
+    return [_words(jax, jnp.where(pick, a, b)), _words(jax, jnp.stack([a, b])),
+            _words(jax, jnp.concatenate([a, b])), _words(jax, a[1:]),
+            _words(jax, a[jnp.asarray(np.array([2, 0]))]),
+            lax.scan(lambda c, k: (c + r.uniform(k), r.bits(k)), 0.0, a)]
+
+
+@case(tags=("random", "jaxpr"))
+def jaxpr_text(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(0)
+    return [str(jax.make_jaxpr(f)(k)) for f in (
+        lambda k: r.split(k, (2, 3)), lambda k: r.fold_in(k, 3),
+        lambda k: r.bits(k, (3,), "uint8"), lambda k: r.uniform(k, (2,)),
+        lambda k: r.normal(k, (3,)), lambda k: r.gamma(k, 2.0, (3,)),
+        lambda k: r.key_data(k), lambda k: r.uniform(r.key_data(k)))]
+
+
+@case(tags=("random", "errors"))
+def key_errors(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(0)
+    return [
+        capture(r.uniform, np.zeros((3,), np.uint32)),
+        capture(r.uniform, np.zeros((2,), np.float32)),
+        capture(r.wrap_key_data, np.uint32(0)),
+        capture(r.uniform, r.split(k, 3)),
+        capture(r.split, r.split(k, 3)),
+        capture(r.key, k),
+        capture(r.key, np.arange(3)),
+        capture(r.fold_in, k, np.arange(2)),
+        capture(r.split, "key"),
+        capture(lambda: np.asarray(k)),
+        capture(lambda: bool(k)),
+        capture(lambda: k + 1),
+        capture(lambda: r.key(0, impl="nope")),
+    ]
+
+
+@case(tags=("random", "errors"))
+def sampler_errors(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(0)
+    return [
+        capture(r.uniform, k, (), np.int32),
+        capture(r.bits, k, (), np.int32),
+        capture(r.randint, k, (2,), 0, 5, np.float32),
+        capture(r.bernoulli, k, 1),
+        capture(r.gamma, k, 1.0, None, np.int32),
+        capture(lambda: r.gamma(k, 1.0, method="nope")),
+        capture(r.dirichlet, k, 1.0),
+        capture(r.geometric, k, 0.5, None, np.float32),
+        capture(r.choice, k, 3, (5,), False),
+        capture(r.bernoulli, k, np.ones(3, np.float32), (4,)),
+    ]
