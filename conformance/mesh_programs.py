@@ -153,6 +153,20 @@ def from_callback(jax: Any, jnp: Any, n: int) -> Any:
         return [x * 2.0, jnp.sum(x, axis=0)]
 
 
+@program
+def sharded_keys(jax: Any, jnp: Any, n: int) -> Any:
+    """Typed keys split over the mesh: sampling, folding and splitting run on
+    each device's keys."""
+    with jax.set_mesh(_mesh(jax, n)):
+        keys = jax.device_put(jax.random.split(jax.random.key(7), 2 * n), jax.P("x"))
+        u = jax.vmap(lambda k: jax.random.uniform(k, (3,)))(keys)
+        ids = jnp.arange(2 * n, out_sharding=jax.P("x"))
+        folded = jax.vmap(lambda k, i: jax.random.fold_in(k, i))(keys, ids)
+        pairs = jax.vmap(lambda k: jax.random.split(k, 2))(folded)
+        return [u, jax.random.key_data(folded), jax.random.key_data(pairs),
+                jax.vmap(lambda k: jax.random.bits(k, (2,)))(keys)]
+
+
 # --------------------------------------------------------------- shard_map
 
 

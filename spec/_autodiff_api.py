@@ -661,7 +661,11 @@ def _downcast(x: Any, example: Any) -> Any:
     aval = canonical_aval_of(example)
     x_aval = canonical_aval_of(x)
     if x_aval.dtype == T.FLOAT0:
-        # A Jacobian block of an integer output (forward mode): zeros.
+        # A Jacobian block of an integer output (forward mode): zeros. JAX
+        # converts the float0 block with NumPy, which cannot make a bool of
+        # float0's empty bytes: the same TypeError as JAX's.
+        if aval.dtype == np.dtype(bool):
+            raise TypeError("a bytes-like object is required, not 'int'")
         from spec import lax
         from spec.lax._structural import _convert_element_type as convert
         return convert(lax.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)

@@ -276,10 +276,12 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
             continue
         t_aval = canonical_aval_of(x).tangent_type()
         t_arg = tangent_trace.new_arg(t_aval)
-        # Integer inputs have float0 tangents: symbolically zero throughout
-        # (still wrapped, so the function sees a tracer, as in JAX).
-        tangent = t_arg if _is_differentiable(t_aval) else Zero(t_aval)
-        tracers.append(LinearizeTracer(trace, x, tangent))
+        # Integer inputs have float0 tangents, symbolically zero throughout:
+        # as in JAX, the function sees the value itself, not a tracer.
+        if not _is_differentiable(t_aval):
+            tracers.append(x)
+            continue
+        tracers.append(LinearizeTracer(trace, x, t_arg))
     try:
         with set_current_trace(trace):
             outs = fun(*tracers)

@@ -291,7 +291,8 @@ class BatchTracer(Tracer):
         return unbatched_aval(canonical_aval_of(self.val), self.batch_dim)
 
     def __repr__(self) -> str:
-        return f"BatchTracer(val={self.val}, batch_dim={self.batch_dim})"
+        # JAX's wording: the per-example type and the type of the batched value.
+        return f"VmapTracer(aval={self.aval}, batched={canonical_aval_of(self.val)})"
 
 
 class BatchTrace(Trace):

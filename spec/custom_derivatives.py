@@ -463,7 +463,19 @@ class _FlatBwd:
                          "produce an output with the same type as the args tuple of the "
                          f"primal function, but at output{where} the bwd rule produced an "
                          f"output of type {_short(got)} corresponding to an input of type "
-                         f"{_short(aval)}")
+                         f"{_short(aval)}{_mismatch_extra(aval, got)}")
+
+
+def _mismatch_extra(want: ArrayType, got: ArrayType) -> str:
+    """What differs between two types, as JAX words it after a type error."""
+    found = [what for what, differs in (("the dtypes do not match", want.dtype != got.dtype),
+                                        ("the shapes do not match", want.shape != got.shape))
+             if differs]
+    if not found:
+        return ""
+    if len(found) == 1:
+        return ", so " + found[0]
+    return ", so " + ", ".join(found[:-1]) + ", and " + found[-1]
 
 
 def _check_for_tracers(x: Any) -> None:

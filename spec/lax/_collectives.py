@@ -139,9 +139,29 @@ def pvary(x: Any, axis_name: Any) -> Any:
     return tree_util.tree_map(lambda leaf: cast(leaf, axes), x)
 
 
+def _check_ppermute_bound(names: tuple[Any, ...]) -> None:
+    """An unbound axis name fails as in JAX: while staging (jit, make_jaxpr;
+    under vmap too, whose rule passes the collective down) with JAX's advice
+    (NameError); eagerly, ppermute reaches evaluation, which it has none
+    of outside shard_map (NotImplementedError)."""
+    from spec.interpreter import JaxprTrace, current_trace
+    from spec.rules.collectives import check_bound
+    from spec.sharding import _context
+    bound = {n for n, _ in _context.axis_frames}
+    if all(isinstance(n, (int, np.integer)) or n in bound for n in names):
+        return
+    trace: Any = current_trace()
+    while trace is not None:
+        if isinstance(trace, JaxprTrace):
+            check_bound(names, "ppermute")
+        trace = getattr(trace, "parent", None)
+    raise NotImplementedError("Evaluation rule for 'ppermute' not implemented")
+
+
 def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
     """Send each device's block to another position along the named axes."""
     from spec.rules.shard_map import ppermute_p
+    _check_ppermute_bound(_names(axis_name))
     axes = _axes(axis_name)
     pairs = tuple((int(s), int(d)) for s, d in perm)
     manual = _manual(axes)

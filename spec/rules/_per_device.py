@@ -646,10 +646,43 @@ def _programs() -> dict[str, Program]:
     out["remat2"] = _call("jaxpr")(p["remat2"])
     out["custom_jvp_call"] = _call("call_jaxpr")(p["custom_jvp_call"])
     out["custom_vjp_call"] = _call("call_jaxpr")(p["custom_vjp_call"])
+    out["eval_jaxpr"] = _call("call_jaxpr")(p["eval_jaxpr"])
     out["cond"] = _cond(p["cond"])
     out["while"] = _while(p["while"])
     out["scan"] = _scan(p["scan"])
+    # PRNG: a key is an elementwise value; the words or bits a primitive adds
+    # (or removes) after the key dimensions must not be split.
+    for name in ("threefry2x32", "random_seed", "random_fold_in", "random_clone",
+                 "random_gamma"):
+        out[name] = aligned(p[name])
+    for name in ("random_bits", "random_split", "random_wrap", "random_unwrap"):
+        out[name] = guarded(p[name], _leading_layout_kept, local(p[name]))
+    for name in REFUSED:
+        out[name] = _refused(name)
     return out
+
+
+# Refs of sharded arrays are not specified yet (their sharding sections say
+# so): a program that gets one over a mesh says that, rather than guessing.
+REFUSED = ("new_ref", "get", "swap", "addupdate", "freeze")
+
+
+def _refused(name: str) -> Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        raise NotImplementedError(f"{name}: refs of arrays laid out over a mesh are not "
+                                  "specified yet (issue 8)")
+    return program
+
+
+def _leading_layout_kept(args: list[Dist], out_avals: list[ArrayType], **params: Any
+                         ) -> bool:
+    """The operand's and the result's common leading dimensions are laid out
+    alike, and the dimensions only one of them has are whole."""
+    src, dst = S.parts_of(args[0].aval), S.parts_of(out_avals[0])
+    n = min(len(src), len(dst))
+    return src[:n] == dst[:n] and not any(src[n:]) and not any(dst[n:]) and not (
+        S.unreduced_of(args[0].aval) or S.unreduced_of(out_avals[0]))
 
 
 def aligned_stack(prim: Primitive) -> Program:

@@ -35,6 +35,7 @@ from spec.interpreter import (
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
+from spec.rules.remat import custom_rules as remat_custom_rules
 from spec import types as T
 from spec.types import FLOAT0, ArrayType
 
@@ -356,6 +357,82 @@ def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, out_uk
 
 
+def _cond_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bool], eqn: Eqn
+                              ) -> tuple[Eqn | None, Eqn | None, list[bool], list[bool],
+                                         list[Var]]:
+    """Policy-aware split of a cond inside a checkpoint (JAX's custom rule).
+
+    An output is unknown if it is in some branch. Each branch splits with
+    the policy (the staged branch has every operand and recomputes what is
+    not saved); the residuals of all branches share typed slots. The known
+    cond returns the known outputs and the slots (a branch fills the slots
+    it does not produce with ``empty2``); the staged cond reads the index,
+    the slots and every operand, and returns every output."""
+    from spec.rules.remat import partial_eval_jaxpr_custom
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    index_uk, ops_uk = unks_in[0], unks_in[1:]
+    new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
+    n_out = len(eqn.outvars)
+    if index_uk:
+        return None, eqn, [True] * n_out, [True] * n_out, new_inst
+    unks_out = [False] * n_out
+    for b in branches:
+        _, _, uo, _, _ = partial_eval_jaxpr_custom(b, ops_uk, True, False, True, policy)
+        unks_out = [x or y for x, y in zip(unks_out, uo)]
+    n_known_out = n_out - sum(unks_out)
+    knowns: list[Jaxpr] = []
+    stageds: list[Jaxpr] = []
+    res_avals: list[list[ArrayType]] = []
+    inst_out = [True] * n_out
+    for b in branches:
+        known, staged, _, inst_out, num_res = partial_eval_jaxpr_custom(
+            b, ops_uk, True, unks_out, True, policy)
+        # Each branch is cleaned before the slots are shared: afterwards no
+        # one could tell which branch reads a shared slot.
+        staged, used = dce_sub_jaxpr(staged, [True] * len(staged.outvars),
+                                     [False] * num_res + [True] * len(ops_uk))
+        used_res = used[:num_res]
+        known, _ = dce_sub_jaxpr(known, [True] * n_known_out + used_res, True)
+        knowns.append(known)
+        stageds.append(staged)
+        res_avals.append(staged.in_avals[:sum(used_res)])
+    slots, where = _merge_residual_slots(res_avals)
+    joined_known: list[Jaxpr] = []
+    for known, mine in zip(knowns, where):
+        def aug(*xs: Any, known: Jaxpr = known, mine: list[int] = mine) -> list[Any]:
+            outs = eval_jaxpr(known, known.consts, *xs)
+            res = [_empty_like(a) for a in slots]
+            for k, r in zip(mine, outs[n_known_out:]):
+                res[k] = r
+            return [*outs[:n_known_out], *res]
+        joined_known.append(trace_to_jaxpr(aug, known.in_avals)[0])
+    all_res = [Var(a) for a in slots]
+    joined_staged: list[Jaxpr] = []
+    for staged, mine in zip(stageds, where):
+        binders = list(all_res)
+        for k, v in zip(mine, staged.invars[:len(mine)]):
+            binders[k] = v
+        joined_staged.append(Jaxpr(list(staged.constvars),
+                                   [*binders, *staged.invars[len(mine):]],
+                                   list(staged.outvars), staged.eqns, staged.effects,
+                                   list(staged.consts)))
+    hoisted_k, k_consts = hoist_consts(joined_known)
+    hoisted_s, s_consts = hoist_consts(joined_staged)
+    if k_consts or s_consts:  # constants only arise from tracing under a trace
+        return None, eqn, [True] * n_out, [True] * n_out, new_inst
+    res_binders = [Var(a) for a in slots]
+    ins_known = [x for x, u in zip(eqn.invars, unks_in) if not u]
+    eqn_known = eqn.replace(
+        invars=ins_known,
+        outvars=[*(v for v, u in zip(eqn.outvars, unks_out) if not u), *res_binders],
+        params={**eqn.params, "branches": tuple(hoisted_k)})
+    eqn_staged = eqn.replace(
+        invars=[eqn.invars[0], *res_binders, *eqn.invars[1:]],
+        outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+        params={**eqn.params, "branches": tuple(hoisted_s)})
+    return eqn_known, eqn_staged, unks_out, inst_out, [*new_inst, *res_binders]
+
+
 def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
                     branches: tuple[Jaxpr, ...], **params: Any
                     ) -> tuple[list[Any], list[Any]]:
@@ -477,6 +554,7 @@ cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=Tr
 cond_p.linearize = _cond_linearize
 cond_p.partial_eval = _cond_partial_eval
 cond_p.dce = _cond_dce
+remat_custom_rules["cond"] = _cond_partial_eval_custom
 
 
 # ===================================================================== while
@@ -638,6 +716,46 @@ def _while_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, carry_uk
 
 
+def _while_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bool],
+                               eqn: Eqn) -> tuple[Eqn | None, Eqn | None, list[bool],
+                                                  list[bool], list[Var]]:
+    """Split of a while inside a checkpoint (JAX's custom rule): a loop
+    saves nothing per iteration, so the known loop computes the carries
+    that stay known (fixpoint over the body, nothing saveable) and the
+    staged side reruns the whole loop. An unknown predicate stages it all."""
+    from spec.rules.remat import partial_eval_jaxpr_custom
+    del policy  # nothing can be saved from inside a loop of unknown length
+    p = eqn.params
+    cond_nconsts: int = p["cond_nconsts"]
+    body_nconsts: int = p["body_nconsts"]
+    cond_jaxpr: Jaxpr = p["cond_jaxpr"]
+    body_jaxpr: Jaxpr = p["body_jaxpr"]
+    cconst_uk, bconst_uk, carry_uk = _split3(unks_in, cond_nconsts, body_nconsts)
+    n_carry = len(carry_uk)
+    for _ in range(1 + n_carry):
+        body_known, _, carry_out, _, num_res = partial_eval_jaxpr_custom(
+            body_jaxpr, bconst_uk + carry_uk, True, carry_uk, True, None)
+        if carry_out == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, carry_out)]
+    else:
+        raise AssertionError("while: carry fixed point not reached")
+    assert num_res == 0
+    new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
+    cond_known, _, (cond_uk,), _, _ = partial_eval_jaxpr_custom(
+        cond_jaxpr, cconst_uk + carry_uk, True, False, True, None)
+    if cond_uk:
+        return None, eqn, [True] * n_carry, [True] * n_carry, new_inst
+    unks = [*cconst_uk, *bconst_uk, *carry_uk]
+    eqn_known = eqn.replace(
+        invars=[x for x, u in zip(eqn.invars, unks) if not u],
+        outvars=[v for v, u in zip(eqn.outvars, carry_uk) if not u],
+        params={**p, "cond_jaxpr": cond_known, "body_jaxpr": body_known,
+                "cond_nconsts": cond_nconsts - sum(cconst_uk),
+                "body_nconsts": body_nconsts - sum(bconst_uk)})
+    return eqn_known, eqn, carry_uk, [True] * n_carry, new_inst
+
+
 def _while_transpose(cts: list[Any], *args: Any, **params: Any) -> list[Any]:
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
                      "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
@@ -733,3 +851,4 @@ while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_result
 while_p.linearize = _while_linearize
 while_p.partial_eval = _while_partial_eval
 while_p.dce = _while_dce
+remat_custom_rules["while"] = _while_partial_eval_custom

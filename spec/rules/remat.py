@@ -162,94 +162,154 @@ def _saveable(policy: Policy, eqn: Eqn) -> bool:
     return bool(policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params))
 
 
-def remat_partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
-                             policy: Policy | None, stage_known_outputs: bool = False
-                             ) -> RematSplit:
-    """Split ``jaxpr`` (closed over nothing) into a known and a staged part.
+# A partial-eval rule of a primitive with sub-jaxprs (scan, cond, while):
+# ``rule(policy, unks_in, inst_in, eqn)`` returns the known equation (or
+# None), the staged equation (or None), which outputs are unknown, which the
+# staged side has, and the residual variables (known values the staged
+# equation reads that it could not compute itself).
+CustomRule = Callable[[Policy, list[bool], list[bool], Eqn],
+                      tuple[Eqn | None, Eqn | None, list[bool], list[bool], list[Var]]]
+custom_rules: dict[str, CustomRule] = {}
+
+
+def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                              in_inst: bool | Sequence[bool],
+                              ensure_out_unknowns: bool | Sequence[bool],
+                              ensure_out_inst: bool | Sequence[bool],
+                              policy: Policy | None
+                              ) -> tuple[Jaxpr, Jaxpr, list[bool], list[bool], int]:
+    """JAX's policy-aware split (``partial_eval_jaxpr_custom``), no cleanup.
 
     Each variable has two flags: *unknown* (depends on an unknown input) and
-    *available* (the staged side can compute or read it without a residual).
-    Inputs are available on both sides. An equation reading an unknown is
-    staged. An equation reading only knowns runs on the known side; if the
-    policy saves it, its outputs are known but not available, so a staged
-    reader makes them residuals; otherwise the equation is also copied to
-    the staged side (recomputed there) and its outputs are available.
-    Equations carrying a ``partial_eval`` hook (calls) split by their hook,
-    their residuals being saved. With ``stage_known_outputs`` the staged side
-    also returns the known outputs it can recompute (``out_staged`` says
-    which outputs it returns). Both sides are then pruned of dead code,
-    and residuals that the known side also reads get a ``reduce_precision``
-    (as JAX does, so that both passes see the same rounded value)."""
+    *instantiated* (the staged side has it without a residual). An equation
+    reading an unknown is staged. One reading only knowns runs on the known
+    side; if the policy saves it, its outputs are known but not
+    instantiated (a staged reader makes them residuals); otherwise it is also
+    copied to the staged side (recomputed there). Primitives with a rule in
+    ``custom_rules`` split themselves; calls (``remat2``, ``jit``) split
+    recursively. Returns the known jaxpr (known inputs -> known outputs,
+    residuals), the staged jaxpr (residuals, instantiated inputs ->
+    instantiated outputs), the output flags and the number of residuals."""
     pol = policy if policy is not None else _nothing_saveable
-    unknown: set[int] = {id(v) for v, u in zip(jaxpr.invars, in_unknowns) if u}
-    unavailable: set[int] = set()
+    n_in, n_out = len(jaxpr.invars), len(jaxpr.outvars)
+    inst_in = [in_inst] * n_in if isinstance(in_inst, bool) else list(in_inst)
+    ens_uk = [ensure_out_unknowns] * n_out if isinstance(ensure_out_unknowns, bool) \
+        else list(ensure_out_unknowns)
+    ens_inst = [ensure_out_inst] * n_out if isinstance(ensure_out_inst, bool) \
+        else list(ensure_out_inst)
+    env: dict[int, tuple[bool, bool]] = {}
     residuals: dict[int, Var] = {}
     known_eqns: list[Eqn] = []
     staged_eqns: list[Eqn] = []
 
-    def is_unknown(a: Atom) -> bool:
-        return isinstance(a, Var) and id(a) in unknown
+    def read(a: Atom) -> tuple[bool, bool]:
+        return env.get(id(a), (False, True)) if isinstance(a, Var) else (False, True)
 
-    def need_on_staged(a: Atom) -> None:
-        if isinstance(a, Var) and id(a) in unavailable:
+    def write(unk: bool, inst: bool, v: Var) -> None:
+        env[id(v)] = (unk, inst)
+
+    def ensure_inst(a: Atom) -> None:
+        if isinstance(a, Var) and not read(a)[1]:
             residuals.setdefault(id(a), a)
 
+    for v, u, i in zip(jaxpr.invars, in_unknowns, inst_in):
+        write(u, i, v)
     for eqn in jaxpr.eqns:
-        ins_unknown = [is_unknown(a) for a in eqn.invars]
-        if any(ins_unknown) and eqn.primitive.partial_eval is not None:
-            if eqn.primitive.name in ("remat2", "jit"):
-                # Nested calls split recursively under this (outer) policy, as JAX does.
-                k_eqn, u_eqn, outs_unknown = _split_call(eqn, ins_unknown, pol)
-            else:
-                k_eqn, u_eqn, outs_unknown = eqn.primitive.partial_eval(eqn, ins_unknown)
+        unks = [read(a)[0] for a in eqn.invars]
+        rule = custom_rules.get(eqn.primitive.name)
+        if rule is not None:
+            k_eqn, s_eqn, unks_out, inst_out, res = rule(
+                pol, unks, [read(a)[1] for a in eqn.invars], eqn)
             if k_eqn is not None:
                 known_eqns.append(k_eqn)
-                if _saveable(pol, k_eqn):
-                    unavailable.update(id(v) for v in k_eqn.outvars)
-                else:
+            if s_eqn is not None:
+                staged_eqns.append(s_eqn)
+            for r in res:
+                residuals.setdefault(id(r), r)
+            for v, u, i in zip(eqn.outvars, unks_out, inst_out):
+                write(u, i, v)
+        elif any(unks) and eqn.primitive.partial_eval is not None:
+            if eqn.primitive.name in ("remat2", "jit"):
+                # Nested calls split recursively under this (outer) policy, as JAX does.
+                k_eqn2, u_eqn, outs_unknown = _split_call(eqn, unks, pol)
+            else:
+                k_eqn2, u_eqn, outs_unknown = eqn.primitive.partial_eval(eqn, unks)
+            if k_eqn2 is not None:
+                known_eqns.append(k_eqn2)
+                saved = _saveable(pol, k_eqn2)
+                if not saved:
                     # The known call is recomputed whole on the staged side (a
                     # primal-only equation there, which transposition evaluates).
-                    for a in k_eqn.invars:
-                        need_on_staged(a)
-                    staged_eqns.append(k_eqn)
+                    for a in k_eqn2.invars:
+                        ensure_inst(a)
+                    staged_eqns.append(k_eqn2)
+                for v in k_eqn2.outvars:
+                    write(False, not saved, v)
             if u_eqn is not None:
                 for a in u_eqn.invars:
-                    need_on_staged(a)
+                    ensure_inst(a)
                 staged_eqns.append(u_eqn)
-            unknown.update(id(v) for v, u in zip(eqn.outvars, outs_unknown) if u)
-        elif any(ins_unknown):
+            for v, u in zip(eqn.outvars, outs_unknown):
+                if u:
+                    write(True, True, v)
+        elif any(unks):
             for a in eqn.invars:
-                need_on_staged(a)
+                ensure_inst(a)
             staged_eqns.append(eqn)
-            unknown.update(id(v) for v in eqn.outvars)
+            for v in eqn.outvars:
+                write(True, True, v)
         else:
             known_eqns.append(eqn)
             if _saveable(pol, eqn):
-                unavailable.update(id(v) for v in eqn.outvars)
+                for v in eqn.outvars:
+                    write(False, False, v)
             else:
                 for a in eqn.invars:
-                    need_on_staged(a)
+                    ensure_inst(a)
                 staged_eqns.append(eqn)
-
-    out_unknowns = [is_unknown(a) for a in jaxpr.outvars]
-    out_staged = [u or (stage_known_outputs and not (isinstance(a, Var)
-                                                     and id(a) in unavailable))
-                  for a, u in zip(jaxpr.outvars, out_unknowns)]
+                for v in eqn.outvars:
+                    write(False, True, v)
+    out_flags = [read(a) for a in jaxpr.outvars]
+    for a, (_, i), e in zip(jaxpr.outvars, out_flags, ens_inst):
+        if e and not i:
+            ensure_inst(a)
+    out_unknowns = [f[0] or e for f, e in zip(out_flags, ens_uk)]
+    out_inst = [f[1] or e for f, e in zip(out_flags, ens_inst)]
     res_vars = list(residuals.values())
-    staged = Jaxpr(list(jaxpr.constvars), [*res_vars, *jaxpr.invars],
-                   [a for a, st in zip(jaxpr.outvars, out_staged) if st], staged_eqns,
-                   consts=list(jaxpr.consts))
-    staged, staged_used = dce_jaxpr(staged, [True] * len(staged.outvars))
-    res_used = staged_used[:len(res_vars)]
-    res_vars = [v for v, u in zip(res_vars, res_used) if u]
-    staged_inputs = staged_used[len(res_used):]
-    known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
-    known = Jaxpr(list(jaxpr.constvars), known_invars,
+    known = Jaxpr(list(jaxpr.constvars), [v for v, u in zip(jaxpr.invars, in_unknowns) if not u],
                   [*(a for a, u in zip(jaxpr.outvars, out_unknowns) if not u), *res_vars],
                   known_eqns, consts=list(jaxpr.consts))
-    known, _ = dce_jaxpr(known, [True] * len(known.outvars), prune_inputs=False)
-    known = _insert_reduce_precision(known, len(res_vars))
-    return RematSplit(known, staged, out_unknowns, len(res_vars), staged_inputs, out_staged)
+    staged = Jaxpr(list(jaxpr.constvars),
+                   [*res_vars, *(v for v, i in zip(jaxpr.invars, inst_in) if i)],
+                   [a for a, i in zip(jaxpr.outvars, out_inst) if i], staged_eqns,
+                   consts=list(jaxpr.consts))
+    return known, staged, out_unknowns, out_inst, len(res_vars)
+
+
+def remat_partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                             policy: Policy | None, stage_known_outputs: bool = False
+                             ) -> RematSplit:
+    """Split ``jaxpr`` (closed over nothing) as JAX's ``remat_partial_eval``:
+    ``partial_eval_jaxpr_custom`` with every input instantiated (the
+    checkpoint's inputs are available on both sides), then dead code is
+    removed (with the primitives' DCE rules): the staged side keeps its
+    unknown outputs (with ``stage_known_outputs`` also the known outputs it
+    recomputes) and the inputs and residuals they need, the known side its
+    known outputs and those residuals. Residuals that the known side also
+    reads get a ``reduce_precision`` (as JAX does, so that both passes see
+    the same rounded value)."""
+    known, staged, out_unknowns, out_inst, num_res = partial_eval_jaxpr_custom(
+        jaxpr, in_unknowns, True, False, False, policy)
+    out_staged = [u or (stage_known_outputs and i) for u, i in zip(out_unknowns, out_inst)]
+    keep = [st for st, i in zip(out_staged, out_inst) if i]
+    staged, staged_used = dce_sub_jaxpr(staged, keep)
+    res_used = staged_used[:num_res]
+    staged_inputs = staged_used[num_res:]
+    n_known_out = len(known.outvars) - num_res
+    known, _ = dce_sub_jaxpr(known, [True] * n_known_out + res_used, True)
+    n_res = sum(res_used)
+    known = _insert_reduce_precision(known, n_res)
+    return RematSplit(known, staged, out_unknowns, n_res, staged_inputs, out_staged)
 
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool], prune_inputs: bool = True
@@ -402,6 +462,35 @@ def _remat_partial_eval(eqn: Eqn, ins_unknown: list[bool]
 # ---------------------------------------------------------------- transpose
 
 
+def _rematted_backward(jaxpr: Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequence[bool]
+                       ) -> Callable[..., list[Any]]:
+    """The backward pass of a checkpointed (linear-in-``undefined``) jaxpr as
+    a function to trace, as JAX transposes ``remat2``: the jaxpr is first
+    split by partial evaluation (a loop carrying primal and tangent values
+    splits into a primal loop and a linear one), the primal part is
+    re-evaluated from the defined operands, then the linear part is
+    transposed. Takes the defined operands then the nonzero output
+    cotangents; returns every input's cotangent (None for defined ones)."""
+    split = ad.partial_eval_jaxpr(jaxpr, list(undefined), False)
+    n_defined = sum(not u for u in undefined)
+    n_known_out = len(split.known.outvars) - split.num_res
+    lin_avals = [v.aval for v, u in zip(jaxpr.invars, undefined) if u]
+
+    def backward(*xs: Any) -> list[Any]:
+        known_outs = eval_jaxpr(split.known, split.known.consts, *xs[:n_defined])
+        res = known_outs[n_known_out:]
+        ct_it = iter(xs[n_defined:])
+        cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
+               for nz, v in zip(ct_nonzero, jaxpr.outvars)]
+        lin_cts = [c for c, u in zip(cts, split.out_unknowns) if u]
+        got = iter(ad.backward_pass(split.unknown, [], [*res, *(UndefinedPrimal(a)
+                                                                for a in lin_avals)],
+                                    lin_cts)[len(res):])
+        return [next(got) if u else None for u in undefined]
+
+    return backward
+
+
 def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
                      prevent_cse: bool | tuple[bool, ...], differentiated: bool,
                      policy: Policy | None) -> list[Any]:
@@ -413,7 +502,7 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
     ct_nonzero = [type(c) is not Zero for c in cts]
     in_nonzero: list[bool] = []
 
-    backward = ad.call_backward(jaxpr, [], undefined, ct_nonzero)
+    backward = _rematted_backward(jaxpr, undefined, ct_nonzero)
 
     def transposed(*xs: Any) -> list[Any]:
         cts_in = backward(*xs)

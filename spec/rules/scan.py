@@ -23,6 +23,7 @@ from spec import ad, batching
 from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.batching import AxisData
 from spec.interpreter import (
+    DropVar,
     Eqn,
     Jaxpr,
     Literal,
@@ -39,6 +40,7 @@ from spec.interpreter import (
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
+from spec.rules.remat import custom_rules as remat_custom_rules
 from spec.types import FLOAT0, ArrayType
 
 # ============================================================ flat trees
@@ -509,7 +511,31 @@ def _split(jaxpr: Jaxpr, nc: int, nk: int, ny: int, unknowns: list[bool]) -> _Sp
     known = Jaxpr(list(pe.known.constvars), list(pe.known.invars),
                   [*pe.known.outvars[:n_known_out], *stacked], pe.known.eqns,
                   pe.known.effects, list(pe.known.consts))
-    return _Split(known, pe.unknown, uk, pe.out_unknowns, residuals, intensive)
+    # Both sides get variables of their own (JAX traces them anew): the
+    # known body may be printed next to the body it came from.
+    return _Split(_fresh(known), _fresh(pe.unknown), uk, pe.out_unknowns, residuals,
+                  intensive)
+
+
+def _fresh(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` over fresh variables (same equations and sub-jaxprs)."""
+    ren: dict[int, Var] = {}
+
+    def new(v: Var) -> Var:
+        w = ren.get(id(v))
+        if w is None:
+            w = ren[id(v)] = DropVar(v.aval) if isinstance(v, DropVar) else Var(v.aval)
+        return w
+
+    def atom(a: Any) -> Any:
+        return new(a) if isinstance(a, Var) else a
+
+    constvars = [new(v) for v in jaxpr.constvars]
+    invars = [new(v) for v in jaxpr.invars]
+    eqns = [e.replace(invars=[atom(a) for a in e.invars], outvars=[new(v) for v in e.outvars])
+            for e in jaxpr.eqns]
+    return Jaxpr(constvars, invars, [atom(a) for a in jaxpr.outvars], eqns, jaxpr.effects,
+                 list(jaxpr.consts))
 
 
 def _unknown_body(sp: _Split, nc: int, nk: int) -> Jaxpr:
@@ -722,6 +748,185 @@ def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, sp.out_unknowns
 
 
+# ====================================================== remat partial eval
+
+
+def _scan_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bool], eqn: Eqn
+                              ) -> tuple[Eqn | None, Eqn | None, list[bool], list[bool],
+                                         list[Var]]:
+    """Policy-aware split of a scan inside a checkpoint (JAX's custom rule).
+
+    The body splits with the policy (carries unknown by fixpoint); the known
+    side becomes an ``eval_jaxpr`` call that first computes, once, what
+    depends only on the known constants (loop-invariant residuals included)
+    and then runs a known scan stacking the per-iteration residuals. The
+    staged side is the whole scan (every operand available) reading the
+    loop-invariant residuals as leading constants and the stacked ones as
+    trailing extensive inputs."""
+    from spec.rules.remat import partial_eval_jaxpr_custom
+    p = eqn.params
+    jaxpr: Jaxpr = p["jaxpr"]
+    ft_in, ft_out = p["ft_in"], p["ft_out"]
+    length, reverse, unroll = p["length"], p["reverse"], p["unroll"]
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    const_uk, carry_uk, xs_uk = unks_in[:nc], unks_in[nc:nc + nk], unks_in[nc + nk:]
+    for _ in range(1 + nk):
+        unks = const_uk + carry_uk + xs_uk
+        known, staged, unks_out, inst_out, num_res = partial_eval_jaxpr_custom(
+            jaxpr, unks, True, carry_uk + [False] * ny, True, policy)
+        carry_out = unks_out[:nk]
+        if carry_out == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, carry_out)]
+    else:
+        raise AssertionError("scan: carry fixed point not reached")
+    res_avals = staged.in_avals[:num_res]
+    n_in = len(staged.invars) - num_res
+    ins_s, res_s = staged.invars[num_res:], staged.invars[:num_res]
+    new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
+    # Hoisting: what the known body computes from its constants alone runs
+    # once, outside the loop.
+    n_const_known = nc - sum(const_uk)
+    n_known_outs = len(unks_out) - sum(unks_out)
+    hoist = ad.partial_eval_jaxpr(
+        known, [False] * n_const_known + [True] * (len(known.invars) - n_const_known),
+        [True] * n_known_outs + [False] * num_res)
+    loop_dep_res = hoist.out_unknowns[len(hoist.out_unknowns) - num_res:]
+    int_s = [v for v, d in zip(res_s, loop_dep_res) if not d]
+    ext_s = [v for v, d in zip(res_s, loop_dep_res) if d]
+    staged = Jaxpr(list(staged.constvars), [*int_s, *ins_s, *ext_s], list(staged.outvars),
+                   staged.eqns, staged.effects, list(staged.consts))
+    assert len(ins_s) == n_in
+    intensive_res = [Var(a) for a, d in zip(res_avals, loop_dep_res) if not d]
+    extensive_res = [Var(a.update(shape=(length, *a.shape)))
+                     for a, d in zip(res_avals, loop_dep_res) if d]
+    n_int = len(intensive_res)
+    known_mask = [not u for u in unks]
+    ins_known = [x for x, u in zip(eqn.invars, unks) if not u]
+    out_binders_known = [v for v, u in zip(eqn.outvars, unks_out) if not u]
+    _, known_carry_g, known_xs_g = ft_in.filter_with_mask(known_mask).unpack()
+    _, known_ys_g = ft_out.filter_with_mask([not u for u in unks_out]).unpack()
+    # JAX traces the loop body anew: fresh variables.
+    hoist_known, loop = hoist.known, _fresh(hoist.unknown)
+    n_ext = sum(loop_dep_res)
+
+    def known_fun(*ins: Any) -> list[Any]:
+        out_hoist = eval_jaxpr(hoist_known, hoist_known.consts, *ins[:n_const_known])
+        int_vals, consts_lp = out_hoist[:n_int], out_hoist[n_int:]
+        k_in = pack((nones(len(consts_lp)), known_carry_g, known_xs_g))
+        k_out = pack((known_carry_g, (known_ys_g, nones(n_ext))))
+        out_loop = scan_p.bind(*consts_lp, *ins[n_const_known:],
+                               **_params(length, reverse, unroll, loop, k_in, k_out))
+        return [*int_vals, *out_loop]
+
+    call_jaxpr, _ = trace_to_jaxpr(known_fun, [canonical_aval_of(x) if not isinstance(x, Var)
+                                               else x.aval for x in ins_known])
+    eqn_known = Eqn(ins_known, [*intensive_res, *out_binders_known, *extensive_res],
+                    eval_jaxpr_p, {"call_jaxpr": call_jaxpr})
+    consts_g, carry_g, xs_g = ft_in.unpack()
+    ft_in_s = pack(((nones(n_int), consts_g), carry_g, (xs_g, nones(len(extensive_res)))))
+    eqn_staged = eqn.replace(
+        invars=[*intensive_res, *eqn.invars, *extensive_res],
+        outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+        params=dict(p, jaxpr=staged, ft_in=ft_in_s))
+    return eqn_known, eqn_staged, unks_out, inst_out, [*new_inst, *intensive_res,
+                                                       *extensive_res]
+
+
+# ============================================================ eval_jaxpr
+
+
+def _eval_jaxpr_type(*avals: ArrayType, call_jaxpr: Jaxpr) -> list[ArrayType]:
+    expected = call_jaxpr.in_avals
+    require(len(avals) == len(expected), "eval_jaxpr", "C1",
+            f"called with {len(avals)} operands, the jaxpr takes {len(expected)}")
+    for i, (got, want) in enumerate(zip(avals, expected)):
+        require(_same(got, want), "eval_jaxpr", "C2",
+                f"operand {i} has type {got}, the jaxpr expects {want}")
+    return call_jaxpr.out_avals
+
+
+def _eval_jaxpr_impl(*args: np.ndarray, call_jaxpr: Jaxpr) -> Sequence[np.ndarray]:
+    return eval_jaxpr_values(call_jaxpr, _body_consts(call_jaxpr), args)
+
+
+def _eval_jaxpr_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxpr
+                    ) -> tuple[list[Any], list[Any]]:
+    nonzero = tuple(type(t) is not Zero for t in tangents)
+    new, out_nz = ad.jvp_jaxpr(call_jaxpr, nonzero)
+    outs = eval_jaxpr_p.bind(*primals, *(t for t in tangents if type(t) is not Zero),
+                             call_jaxpr=new)
+    n_out = len(call_jaxpr.outvars)
+    it = iter(outs[n_out:])
+    return list(outs[:n_out]), [next(it) if nz else Zero(v.aval.tangent_type())
+                                for nz, v in zip(out_nz, call_jaxpr.outvars)]
+
+
+def _eval_jaxpr_transpose(cts: list[Any], *args: Any, call_jaxpr: Jaxpr) -> list[Any]:
+    undefined = [type(a) is UndefinedPrimal for a in args]
+    wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
+    defined = [a for a, u in zip(args, undefined) if not u]
+    ct_nonzero = [type(c) is not Zero for c in cts]
+    backward = ad.call_backward(call_jaxpr, call_jaxpr.consts, undefined, ct_nonzero)
+
+    def transposed(*xs: Any) -> list[Any]:
+        return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
+
+    avals = [canonical_aval_of(a) for a in defined] + \
+        [v.aval.ct_type() for v, nz in zip(call_jaxpr.outvars, ct_nonzero) if nz]
+    t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
+    outs = iter(eval_jaxpr_p.bind(*defined, *(c for c in cts if type(c) is not Zero),
+                                  call_jaxpr=t_jaxpr))
+    return [next(outs) if w else (Zero(a.aval.ct_type()) if u else None)
+            for a, u, w in zip(args, undefined, wanted)]
+
+
+def _eval_jaxpr_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                      call_jaxpr: Jaxpr) -> tuple[list[Any], list[Any]]:
+    new, out_dims = batching.batch_jaxpr(call_jaxpr, axis, dims)
+    return list(eval_jaxpr_p.bind(*args, call_jaxpr=new)), out_dims
+
+
+def _eval_jaxpr_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                             ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    split = ad.partial_eval_jaxpr(eqn.params["call_jaxpr"], ins_unknown)
+    n_known = len(split.known.outvars) - split.num_res
+    res_vars = [Var(v.aval) for v in split.known.outvars[n_known:]]
+    known = eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, ins_unknown) if not u],
+        outvars=[*(v for v, u in zip(eqn.outvars, split.out_unknowns) if not u), *res_vars],
+        params={"call_jaxpr": split.known})
+    unknown = eqn.replace(
+        invars=[*res_vars, *(a for a, u in zip(eqn.invars, ins_unknown) if u)],
+        outvars=[v for v, u in zip(eqn.outvars, split.out_unknowns) if u],
+        params={"call_jaxpr": split.unknown})
+    return known, unknown, split.out_unknowns
+
+
+def _eval_jaxpr_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    jaxpr: Jaxpr = eqn.params["call_jaxpr"]
+    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
+    if new is jaxpr:
+        return used_inputs, eqn
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params={"call_jaxpr": new})
+
+
+def _eval_jaxpr_sharding(*avals: ArrayType, call_jaxpr: Jaxpr) -> list[Any]:
+    return [a.sharding for a in call_jaxpr.out_avals]
+
+
+eval_jaxpr_p = declare("eval_jaxpr", typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
+                       multiple_results=True, jvp=_eval_jaxpr_jvp,
+                       transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
+                       sharding=_eval_jaxpr_sharding,
+                       doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)")
+eval_jaxpr_p.partial_eval = _eval_jaxpr_partial_eval
+eval_jaxpr_p.dce = _eval_jaxpr_dce
+
+
 # ============================================================= transpose
 
 
@@ -874,5 +1079,6 @@ scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=Tr
 scan_p.linearize = _scan_linearize
 scan_p.partial_eval = _scan_partial_eval
 scan_p.dce = _scan_dce
+remat_custom_rules["scan"] = _scan_partial_eval_custom
 
-__all__ = ["FlatTree", "counts", "nones", "pack", "scan_p", "scan_trees"]
+__all__ = ["FlatTree", "counts", "eval_jaxpr_p", "nones", "pack", "scan_p", "scan_trees"]
