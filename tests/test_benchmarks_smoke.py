@@ -106,3 +106,9 @@ def test_mpi_benchmark_quick_on_two_ranks(tmp_path: Path) -> None:
                                          "ppermute 1 MB per rank",
                                          "capstone step (reduced weights)"]
     assert all(r["spec"] > 0 and r["baseline"] > 0 for r in rows)
+
+
+def test_prng_benchmark_quick() -> None:
+    from benchmarks import prng
+    rows = prng.main(["--quick"])
+    assert rows and all(set(r) >= {"spec", "jax", "numpy"} for r in rows), rows

@@ -90,3 +90,28 @@ def test_cumulative_scans_are_bit_exact(dtype: Any, n: int, reverse: bool, op: s
 def test_cumsum_starts_from_the_identity() -> None:
     x = np.array([-0.0, -0.0], np.float32)
     assert _bits(snp.cumsum(snp.asarray(x))) == _bits(jnp.cumsum(jnp.asarray(x)))
+
+
+def test_scatter_arithmetic_and_ref_addupdate_flush_subnormals_as_jax() -> None:
+    """A scatter that adds or multiplies is arithmetic: XLA CPU flushes its
+    subnormal operands and results (found by the refs discharge property
+    test); a ref's in-place add is the same addition."""
+    import jax
+    import jax.numpy as jnp
+
+    import spec
+    import spec.numpy as snp
+
+    def run(lib: object, np_: object) -> list[object]:
+        x = np_.zeros(3, np_.float32)  # type: ignore[attr-defined]
+        v = np.float32(1.9742697882087342e-39)
+        r = lib.new_ref(x)  # type: ignore[attr-defined]
+        r[1] += v
+        r2 = lib.new_ref(x)  # type: ignore[attr-defined]
+        lib.ref.addupdate(r2, 1, v)  # type: ignore[attr-defined]
+        return [np.asarray(x.at[1].add(v)).tolist(), np.asarray(x.at[1].mul(v)).tolist(),
+                np.asarray((x + 1).at[1].add(-1 + v)).tolist(),
+                np.asarray(lib.freeze(r)).tolist(),  # type: ignore[attr-defined]
+                np.asarray(lib.freeze(r2)).tolist()]  # type: ignore[attr-defined]
+
+    assert run(spec, snp) == run(jax, jnp)

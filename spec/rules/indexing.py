@@ -29,6 +29,7 @@ from spec.batching import _PrimitiveRule as _BatchRule
 from spec.errors import ShardingTypeError
 from spec.interpreter import canonical_aval_of, not_applicable
 from spec.rules import _sharding_kit as SK
+from spec.rules._denormals import flush, flushing
 from spec.rules._registry import declare, require
 from spec.sharding import UnreducedKind
 from spec.types import ArrayType
@@ -465,9 +466,17 @@ def _ufunc_at(ufunc: np.ufunc) -> Combine:
             np.logical_or.at(out, where, vals)  # XLA's add on bool is "or"
         elif T.is_bool(out.dtype) and ufunc is np.multiply:
             np.logical_and.at(out, where, vals)
+        elif ufunc in _ARITHMETIC and T.is_inexact(out.dtype) and flushing():
+            # Arithmetic: XLA CPU's denormals-are-zero and flush-to-zero (SPEC 8).
+            out[...] = flush(out)
+            ufunc.at(out, where, flush(vals))
+            out[...] = flush(out)
         else:
             ufunc.at(out, where, vals)
     return combine
+
+
+_ARITHMETIC = (np.add, np.subtract, np.multiply)
 
 
 def _scatter_impl_for(combine: Combine) -> Callable[..., list[np.ndarray]]:

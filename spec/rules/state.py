@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from spec.rules._denormals import flush, flush_all, flushing
+
 from spec import _pretty as pp
 from spec._state import (
     NDIndexer,
@@ -170,10 +172,13 @@ def _swap_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
 def _addupdate_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
                     ) -> list[np.ndarray]:
     where = _index(idx, tree)
+    val = flush(val) if flushing() else val  # an addition: XLA CPU flushes (SPEC 8)
     if _has_int_arrays(idx):
         np.add.at(buf, where, val)  # repeated indices accumulate
     else:
-        buf[where] = np.asarray(buf[where] + val, dtype=buf.dtype)
+        buf[where] = np.asarray(flush_all([buf[where]])[0] + val, dtype=buf.dtype)
+    if flushing():
+        buf[where] = flush(np.asarray(buf[where]))
     return []
 
 

@@ -4,7 +4,7 @@ Prints one row per size with the best time of each and spec's time as a
 ratio to the others. ``--quick`` uses 10**5 floats and one repeat (a smoke
 run); the default is 10**7 floats, best of 3.
 
-    .venv/bin/python benchmarks/random.py [--quick]
+    .venv/bin/python -m benchmarks.prng [--quick]
 """
 
 from __future__ import annotations
