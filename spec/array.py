@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from spec.types import ArrayType, dtype_of_value
+from spec.types import ArrayType, Typed, dtype_of_value
 
 
 class SpecInternalError(AssertionError):
     """A rule broke an invariant of the specification itself (a spec bug)."""
 
 
-class Array:
+class Array(Typed):
     # ``_py`` marks a host constant made from a Python scalar (JAX's typed
     # scalars): staged, it is a jaxpr literal, not a constant. It holds the
     # value to print: the Python scalar itself when its type was kept (JAX
@@ -93,22 +93,6 @@ class Array:
         return s is None or bool(s.is_fully_replicated)
 
     # -------------------------------------------------------------- attributes
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
-
     @property
     def weak_type(self) -> bool:
         return self.aval.weak_type

@@ -32,6 +32,7 @@ from spec._state import RefType
 from spec.sharding import _context as _mesh_context
 from spec.types import (
     ArrayType,
+    Typed,
     canonicalize_dtype,
     dtype_of_value,
     is_python_scalar,
@@ -303,7 +304,7 @@ def _shape_text(aval: ArrayType) -> str:
     return str(aval)
 
 
-class Tracer:
+class Tracer(Typed):
     """A value standing for an array inside a trace.
 
     Array methods and operators come from ``spec._array_methods``, which
@@ -316,22 +317,6 @@ class Tracer:
     @property
     def aval(self) -> ArrayType:
         raise NotImplementedError
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
 
     @property
     def weak_type(self) -> bool:

@@ -30,11 +30,12 @@ from spec.interpreter import (
     current_trace,
 )
 from spec.rules.state import addupdate_p, freeze_p, get_p, new_ref_p, swap_p
+from spec.types import Typed
 
 AbstractRef = RefType
 
 
-class Ref:
+class Ref(Typed):
     """An eager ref: a mutable buffer and its type ``Ref{dtype[shape]}``."""
 
     __slots__ = ("_buf", "aval", "__weakref__")
@@ -49,22 +50,6 @@ class Ref:
     def _value(self) -> np.ndarray:
         """The buffer itself: impls given a ref write it in place."""
         return self._buf
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.aval.shape
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.aval.dtype
-
-    @property
-    def ndim(self) -> int:
-        return self.aval.ndim
-
-    @property
-    def size(self) -> int:
-        return self.aval.size
 
     def __len__(self) -> int:
         if not self.aval.shape:

@@ -648,4 +648,30 @@ def iinfo_bits(dt: DType) -> int:
     return int(dt.itemsize * 8)
 
 
+
+class Typed:
+    """A value that carries its type in ``aval`` (arrays, tracers, refs):
+    its shape, dtype, rank and size are the type's."""
+
+    __slots__ = ()
+    aval: Any
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        shape: tuple[int, ...] = self.aval.shape
+        return shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        dtype: np.dtype[Any] = self.aval.dtype
+        return dtype
+
+    @property
+    def ndim(self) -> int:
+        return int(self.aval.ndim)
+
+    @property
+    def size(self) -> int:
+        return int(self.aval.size)
+
 __all__ = [n for n in dir() if not n.startswith("_") and n != "annotations"]
