@@ -353,6 +353,14 @@ def _remat(draw: Draw, rng: np.random.Generator) -> Case:
     return spec.checkpoint(lambda x: lax.neg(x) * 2.0), (_rand(rng, _shape(draw)),), "vjp"
 
 
+def _eval_jaxpr(draw: Draw, rng: np.random.Generator) -> Case:
+    """A call of a linear jaxpr (what a checkpointed scan's known side binds)."""
+    from spec.rules.scan import eval_jaxpr_p
+    x = _rand(rng, _shape(draw))
+    call = spec.make_jaxpr(lambda v: 3.0 * v - lax.neg(v))(x)
+    return (lambda v: eval_jaxpr_p.bind(v, call_jaxpr=call)[0]), (x,), "lt"
+
+
 def _name(draw: Draw, rng: np.random.Generator) -> Case:
     from spec.ad_checkpoint import checkpoint_name
     return (lambda x: checkpoint_name(2.0 * x, "h")), (_rand(rng, _shape(draw)),), "lt"
@@ -377,6 +385,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "dot_general": _dot,
     "dynamic_slice": _dynamic_slice,
     "dynamic_update_slice": _dynamic_update_slice,
+    "eval_jaxpr": _eval_jaxpr,
     "gather": _gather,
     "imag": _unary(lax.imag, np.complex64),
     "jit": _jit,

@@ -481,8 +481,12 @@ def test_discharge_of_calls_and_closed_refs() -> None:
     np.testing.assert_array_equal(np.asarray(spec.freeze(acc)), [1., 1.])  # untouched
 
 
+# No subnormal values: whether XLA flushes one depends on whether its
+# optimiser removed the arithmetic around it (0 + x is simplified away), a
+# compiler choice spec does not model (SPEC.md section 8).
 _OPS = st.lists(st.tuples(st.sampled_from(["get", "set", "add", "addupdate", "swap"]),
-                          st.integers(-4, 4), st.booleans(), st.floats(-3, 3, width=32)),
+                          st.integers(-4, 4), st.booleans(),
+                          st.floats(-3, 3, width=32, allow_subnormal=False)),
                 min_size=1, max_size=6)
 
 
