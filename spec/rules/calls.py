@@ -9,7 +9,7 @@ of the transposed jaxpr; partial evaluation splits a call in two.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -138,6 +138,16 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
 
 
 def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    return transpose_call(
+        lambda operands, t_jaxpr: jit_p.bind(*operands, **_call_params(params, t_jaxpr)),
+        cts, args, jaxpr)
+
+
+def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[Any],
+                   args: Sequence[Any], jaxpr: Jaxpr) -> list[Any]:
+    """The transpose of a call of ``jaxpr``: a call (made by ``bind`` from
+    the operands and the transposed jaxpr) of the jaxpr's backward pass, on
+    the defined operands and the nonzero cotangents."""
     undefined = [type(a) is UndefinedPrimal for a in args]
     # float0 inputs (tangents of integers) get symbolic zero cotangents.
     wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
@@ -152,9 +162,7 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> l
     avals = [canonical_aval_of(a) for a in defined] + \
         [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
     t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
-    outs = jit_p.bind(*defined, *(c for c in cts if type(c) is not Zero),
-                      **_call_params(params, t_jaxpr))
-    it = iter(outs)
+    it = iter(bind([*defined, *(c for c in cts if type(c) is not Zero)], t_jaxpr))
     return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
             for a, u, w in zip(args, undefined, wanted)]
 

@@ -863,22 +863,9 @@ def _eval_jaxpr_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxp
 
 
 def _eval_jaxpr_transpose(cts: list[Any], *args: Any, call_jaxpr: Jaxpr) -> list[Any]:
-    undefined = [type(a) is UndefinedPrimal for a in args]
-    wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
-    defined = [a for a, u in zip(args, undefined) if not u]
-    ct_nonzero = [type(c) is not Zero for c in cts]
-    backward = ad.call_backward(call_jaxpr, call_jaxpr.consts, undefined, ct_nonzero)
-
-    def transposed(*xs: Any) -> list[Any]:
-        return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
-
-    avals = [canonical_aval_of(a) for a in defined] + \
-        [v.aval.ct_type() for v, nz in zip(call_jaxpr.outvars, ct_nonzero) if nz]
-    t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
-    outs = iter(eval_jaxpr_p.bind(*defined, *(c for c in cts if type(c) is not Zero),
-                                  call_jaxpr=t_jaxpr))
-    return [next(outs) if w else (Zero(a.aval.ct_type()) if u else None)
-            for a, u, w in zip(args, undefined, wanted)]
+    from spec.rules.calls import transpose_call
+    return transpose_call(lambda ops, t_jaxpr: eval_jaxpr_p.bind(*ops, call_jaxpr=t_jaxpr),
+                          cts, args, call_jaxpr)
 
 
 def _eval_jaxpr_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
