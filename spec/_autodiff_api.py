@@ -216,11 +216,29 @@ class VJP:
     pass on a cotangent of the output."""
 
     def __init__(self, backward: _Backward, args_res: list[Any], opaque_residuals: list[Any],
-                 structured_residuals: list[Any]) -> None:
+                 structured_residuals: list[Any],
+                 grad_entries: Sequence[Any] | None = None) -> None:
         self._backward = backward
         self.args_res = args_res
         self.opaque_residuals = opaque_residuals
         self.structured_residuals = structured_residuals
+        # Per argument leaf: a gradient ref, ``GradValue()`` or ``DontWant()``
+        # (``with_refs``); None before any binding.
+        self._grad_entries = None if grad_entries is None else list(grad_entries)
+
+    def with_refs(self, *entries: Any) -> VJP:
+        """This VJP function with gradient refs bound: one entry per argument
+        (a pytree like the arguments) that is a ``Ref`` (the gradient is
+        added into it in place; the call returns ``GradRef()`` there),
+        ``jax.ad.GradValue()`` (returned as a value) or ``jax.ad.DontWant()``
+        (not computed; the call returns ``DidntWant()``)."""
+        b = self._backward
+        flat, tree = tree_util.tree_flatten(entries)
+        if tree != b.in_tree:
+            raise ValueError(_with_refs_tree_message(b, tree))
+        for k, (v, e) in enumerate(zip(b.jaxpr.invars, flat)):
+            _check_grad_entry(b, k, v.aval, e)
+        return VJP(b, self.args_res, self.opaque_residuals, self.structured_residuals, flat)
 
     @property
     def jaxpr(self) -> Jaxpr:
@@ -245,7 +263,7 @@ class VJP:
         fields = {k: getattr(self, k) for k in allowed}
         fields.update(changes)
         return VJP(self._backward, list(fields["args_res"]), list(fields["opaque_residuals"]),
-                   list(fields["structured_residuals"]))
+                   list(fields["structured_residuals"]), self._grad_entries)
 
     def __repr__(self) -> str:
         b = self._backward
@@ -287,9 +305,11 @@ class VJP:
                              f"has structure {b.out_tree}")
         checked = [self._check_ct(c, a) for c, a in zip(ct_leaves, b.out_avals)]
         residuals = self._residual_values()
-        args = [UndefinedPrimal(v.aval) for v in b.jaxpr.invars]
+        entries = self._grad_entries or [ad.GradValue()] * len(b.jaxpr.invars)
+        args = [_backward_arg(b, k, v.aval, e)
+                for k, (v, e) in enumerate(zip(b.jaxpr.invars, entries))]
         cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
-        return tree_util.tree_unflatten(b.in_tree, [_materialize(c) for c in cts_in])
+        return tree_util.tree_unflatten(b.in_tree, [_gradient(c, e) for c, e in zip(cts_in, entries)])
 
     @staticmethod
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
@@ -302,6 +322,113 @@ class VJP:
         if want.dtype == T.FLOAT0:
             return Zero(want)
         return ct
+
+
+def _arg_name(b: _Backward, k: int) -> str:
+    return f"the argument at position {b.arg_paths[k]} of the differentiated function {b.fun_name}"
+
+
+def _is_ref_aval(aval: Any) -> bool:
+    from spec._state import RefType
+    return type(aval) is RefType
+
+
+def _check_grad_entry(b: _Backward, k: int, aval: ArrayType, entry: Any) -> None:
+    """JAX's checks of one ``with_refs`` entry against its argument."""
+    if type(entry) in (ad.GradValue, ad.DontWant):
+        if type(entry) is ad.GradValue and _is_ref_aval(aval):
+            raise ValueError(
+                f"the gradient for {_arg_name(b, k)}, which is Ref-typed, can't be returned as "
+                "a value. In the arguments to the VJP function's `with_refs` method, pass a "
+                "`Ref` for it, to accumulate the gradient into the ref in-place, or pass "
+                "`jax.ad.DontWant()` to skip computing this argument's gradient.")
+        return
+    given = getattr(entry, "aval", None)
+    if given is None or not _is_ref_aval(given):
+        raise TypeError(f"a `with_refs` entry for {_arg_name(b, k)} must be a Ref, "
+                        f"jax.ad.GradValue() or jax.ad.DontWant(), got {entry!r}")
+    want = _ct_aval(aval)
+    if given.shape != want.shape or given.dtype != want.dtype:
+        raise ValueError(
+            "unexpected JAX type (e.g. shape/dtype) for gradient ref passed to the VJP "
+            f"function's `with_refs` method for {_arg_name(b, k)}: the given ref has type "
+            f"{given.str_short(False)}, but accumulating this argument's gradient requires a "
+            f"ref of type Ref{{{want.str_short(False)}}}")
+
+
+def _ct_aval(aval: ArrayType) -> ArrayType:
+    """The cotangent type of an argument (of a ref argument: of its contents)."""
+    inner = getattr(aval, "inner_aval", aval) if _is_ref_aval(aval) else aval
+    return inner.ct_type()
+
+
+def _backward_arg(b: _Backward, k: int, aval: ArrayType, entry: Any) -> Any:
+    """What the backward pass gets for argument ``k``: where its cotangent goes."""
+    if type(entry) is ad.DontWant:
+        return ad.NotWanted(aval)
+    if type(entry) is not ad.GradValue:
+        return ad.RefAccum(_ct_aval(aval), entry)
+    if _is_ref_aval(aval):
+        raise ValueError(
+            f"{_arg_name(b, k)} is Ref-typed, so its gradient must be accumulated into a ref, "
+            "but no gradient ref was provided. Bind one using the VJP function's `with_refs` "
+            "method before applying it, as in `f_vjp.with_refs(grad_ref)(ct)`; the gradient "
+            "will be accumulated into `grad_ref` in-place via addition. Or, to skip computing "
+            "this argument's gradient, pass `jax.ad.DontWant()` in place of a gradient ref.")
+    return UndefinedPrimal(aval)
+
+
+def _gradient(ct: Any, entry: Any) -> Any:
+    if type(entry) is ad.DontWant:
+        return ad.DidntWant()
+    if type(entry) is not ad.GradValue:
+        return ad.GradRef()
+    return _materialize(ct)
+
+
+def _with_refs_tree_message(b: _Backward, tree: Any) -> str:
+    lines = "\n".join(f"  * args{path} was a {a} in the primal arguments, but a {c} in the "
+                      f"`with_refs` arguments, so {why}."
+                      for path, a, c, why in _tree_differences(b.in_tree, tree, ""))
+    return (
+        "unexpected tree structure in the arguments to a VJP function's `with_refs` method.\n\n"
+        "The arguments to `with_refs` must match the pytree structure of the primal\n"
+        f"arguments of the differentiated function {b.fun_name},\n"
+        "with one entry for each array argument. Each entry must be a `Ref` (to\n"
+        "accumulate this argument's gradient into the ref in-place), a\n"
+        "`jax.ad.GradValue()` (to have this argument's gradient returned as a value,\n"
+        "the default behavior), or a `jax.ad.DontWant()` (to skip computing this\n"
+        "argument's gradient). Note that `None` is an empty pytree, so it can't be\n"
+        "used as a placeholder entry.\n\n"
+        "But the tree structures differ:\n" + lines)
+
+
+def _node_kind(td: Any) -> tuple[Any, str]:
+    data = td.node_data()
+    if data is None:
+        return None, "pytree leaf"
+    kind = data[0]
+    n = len(td.children())
+    name = getattr(kind, "__name__", str(kind))
+    return kind, f"{name} of length {n}" if kind in (tuple, list) else name
+
+
+def _tree_differences(a: Any, c: Any, path: str) -> list[tuple[str, str, str, str]]:
+    """The first places where two tree structures differ (JAX's wording)."""
+    ka, da = _node_kind(a)
+    kc, dc = _node_kind(c)
+    if ka is not kc:
+        return [(path, da, dc, "their Python types differ")]
+    if ka is None:
+        return []
+    if len(a.children()) != len(c.children()):
+        return [(path, da, dc, "the lengths do not match")]
+    if a.node_data() != c.node_data():
+        return [(path, da, dc, "their auxiliary data differ")]
+    out: list[tuple[str, str, str, str]] = []
+    for i, (x, y) in enumerate(zip(a.children(), c.children())):
+        out += _tree_differences(x, y, f"{path}[{i}]")
+    return out
 
 
 def _vjp_flatten(v: VJP) -> tuple[list[Any], Any]:
@@ -559,6 +686,13 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
         chosen = _check_argnums(nums, len(args), argnums)
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
+            if _is_ref_aval(getattr(leaf, "aval", None)):
+                raise TypeError(
+                    "grad cannot differentiate with respect to a Ref-typed argument, because "
+                    "the gradient for a ref must itself be accumulated into a ref. Instead, use "
+                    "`jax.vjp` and bind a gradient ref using the returned VJP function's "
+                    "`with_refs` method. (Ref arguments not selected by grad's argnums are "
+                    "fine: they are treated as plumbing, and are not differentiated.)")
             _check_input_dtype(leaf, holomorphic, allow_int, "grad")
         if has_aux:
             ans, vjp_fn, aux = vjp(f_partial, *diff_args, has_aux=True)

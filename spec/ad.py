@@ -20,9 +20,10 @@ every cotangent it produces has the cotangent type of its variable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +124,7 @@ class JVPTrace(Trace):
         pairs = [self.unpack(a) for a in args]
         primals = [p for p, _ in pairs]
         tangents = [t for _, t in pairs]
-        if all(type(t) is Zero for t in tangents):
+        if all(type(t) is Zero for t in tangents) and not prim.jvp_on_zero_tangents:
             # Nothing to differentiate: the primal computation alone.
             with set_current_trace(self.parent):
                 outs = prim.bind(*primals, **params)
@@ -216,6 +217,27 @@ class _SplitTrace(Trace):
         while isinstance(trace, JVPTrace):
             trace = trace.parent
         return isinstance(trace, EvalTrace)
+
+
+@contextlib.contextmanager
+def tangent_side() -> Iterator[None]:
+    """Binds in the block compute tangents: while a JVP rule runs for
+    linearize, they are staged into the linear jaxpr even when no operand
+    is a tangent (a materialised zero, a tangent ref of zeros)."""
+    trace = current_trace()
+    if not isinstance(trace, _SplitTrace):
+        yield
+        return
+    with set_current_trace(trace.tangent):
+        yield
+
+
+def instantiate_tangent(t: Any) -> Any:
+    """A tangent as a value, made where tangents are computed."""
+    if type(t) is not Zero:
+        return t
+    with tangent_side():
+        return instantiate(t)
 
 
 class LinearizeTrace(JVPTrace):
@@ -507,20 +529,148 @@ def _is_linear_atom(a: Atom, linear: set[int]) -> bool:
     return isinstance(a, Var) and id(a) in linear
 
 
+class RefAccum:
+    """The cotangent of a ref: a ref that the transposes of its reads add
+    into and its writes take from. It is allocated on first use (``new_ref``
+    of the first contribution, or of zeros) unless the caller bound one
+    (``VJP.with_refs``): a bound ref accumulates in place with ``+=``."""
+
+    __slots__ = ("aval", "ref")
+
+    def __init__(self, aval: ArrayType, ref: Any = None) -> None:
+        self.aval = aval  # the cotangent type of the ref's contents
+        self.ref = ref
+
+    def __repr__(self) -> str:
+        return f"RefAccum({self.aval})"
+
+    def inst(self) -> Any:
+        """The accumulating ref, allocated (holding zeros) if need be."""
+        if self.ref is None:
+            from spec.ad_util import zeros_like_aval
+            from spec.rules.state import new_ref_p
+            self.ref = new_ref_p.bind(zeros_like_aval(self.aval), kind=None, memory_space=None,
+                                      pin=False)
+        return self.ref
+
+    def accum(self, ct: Any) -> None:
+        """Add a cotangent of the whole contents."""
+        if ct is None or type(ct) is Zero:
+            return
+        from spec._state import indexer_tree
+        from spec.rules.state import addupdate_p, new_ref_p
+        _check_cotangent(self.aval, ct)
+        if self.ref is None:
+            self.ref = new_ref_p.bind(ct, kind=None, memory_space=None, pin=False)
+        else:
+            addupdate_p.bind(self.ref, ct, tree=indexer_tree(None))
+
+    def freeze(self) -> Any:
+        """The accumulated cotangent as a value (``Zero`` if nothing came)."""
+        if self.ref is None:
+            return Zero(self.aval)
+        from spec.rules.state import freeze_p
+        return freeze_p.bind(self.ref)
+
+
+class _Marker:
+    """``jax.ad``'s entries and placeholders: all instances of one class are
+    equal and print as ``Name()``; they are pytree leaves."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class GradValue(_Marker):
+    """A ``VJP.with_refs`` entry: return this argument's gradient as a value
+    (the default)."""
+
+
+class GradRef(_Marker):
+    """What a VJP call returns for an argument whose gradient went into a
+    bound gradient ref."""
+
+
+class DontWant(_Marker):
+    """A ``VJP.with_refs`` entry: do not compute this argument's gradient."""
+
+
+class DidntWant(_Marker):
+    """What a VJP call returns for an argument given ``DontWant()``."""
+
+
+def _register_placeholders() -> None:
+    # The two results are pytree nodes without children (JAX's field-less
+    # dataclasses): a tree of gradients has no leaves there. The two
+    # entries stay leaves, so that ``with_refs`` arguments match the
+    # arguments' structure.
+    from spec import tree_util
+
+    def no_children(_: Any) -> tuple[tuple[()], None]:
+        return (), None
+    tree_util.register_pytree_node(GradRef, no_children, lambda _, __: GradRef())
+    tree_util.register_pytree_node(DidntWant, no_children, lambda _, __: DidntWant())
+
+
+_register_placeholders()
+
+
+class NotWanted:
+    """An input of a linear jaxpr whose cotangent is not wanted
+    (``jax.ad.DontWant``): equations that only it feeds are not transposed."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ArrayType) -> None:
+        self.aval = aval
+
+
+def _ref_ct_aval(aval: ArrayType) -> ArrayType:
+    from spec._state import RefType
+    assert isinstance(aval, RefType)
+    return aval.inner_aval.ct_type()
+
+
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
                   cts_out: Sequence[Any]) -> list[Any]:
     """Transpose ``jaxpr`` with respect to the ``args`` that are
-    ``UndefinedPrimal``: returns their cotangents (``Zero`` where none
-    flowed). Equations that read no undefined value are evaluated forward
-    first; the rest are transposed in reverse order. Operations bind under
-    the current trace."""
+    ``UndefinedPrimal`` (or ``RefAccum``, a ref input's cotangent ref;
+    ``NotWanted``, an input whose cotangent is not computed): returns their
+    cotangents (``Zero`` where none flowed, the accumulator for a ref).
+    Equations that read no undefined value are evaluated forward first; the
+    rest are transposed in reverse order. Operations bind under the current
+    trace.
+
+    Refs: the cotangent of a ref variable is a ``RefAccum``, handed to the
+    transpose rules of the ref primitives in place of the ref (a
+    ``new_ref`` is always transposed: its ref is a tangent ref)."""
+    from spec._state import RefType
     env: dict[int, Any] = {}
     linear: set[int] = set()
+    accums: dict[int, RefAccum] = {}
+    unwanted: set[int] = set()
     for v, c in zip(jaxpr.constvars, consts):
         env[id(v)] = c
+    bound: dict[int, RefAccum] = {}  # value inputs whose cotangent goes into a ref
     for v, a in zip(jaxpr.invars, args):
-        if type(a) is UndefinedPrimal:
+        if isinstance(a, RefAccum) and type(v.aval) is not RefType:
             linear.add(id(v))
+            bound[id(v)] = a
+        elif isinstance(a, RefAccum):
+            linear.add(id(v))
+            accums[id(v)] = a
+        elif type(a) is UndefinedPrimal or type(a) is NotWanted:
+            linear.add(id(v))
+            if type(v.aval) is RefType:
+                accums[id(v)] = RefAccum(_ref_ct_aval(v.aval))
+            elif type(a) is NotWanted:
+                unwanted.add(id(v))
         else:
             env[id(v)] = a
 
@@ -529,11 +679,22 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             return literal_value(a)
         return env[id(a)]
 
+    def touches_refs(eqn: Eqn) -> bool:
+        return any(type(a.aval) is RefType for a in (*eqn.invars, *eqn.outvars))
+
     linear_eqns: list[Eqn] = []
     for eqn in jaxpr.eqns:
-        if any(_is_linear_atom(a, linear) for a in eqn.invars):
-            linear_eqns.append(eqn)
+        lin_ins = [a for a in eqn.invars if _is_linear_atom(a, linear)]
+        if lin_ins or eqn.primitive.jvp_on_zero_tangents:
             linear.update(id(v) for v in eqn.outvars)
+            if lin_ins and all(id(a) in unwanted for a in lin_ins) and not touches_refs(eqn):
+                # Fed only by unwanted inputs: its cotangents would be dropped.
+                unwanted.update(id(v) for v in eqn.outvars)
+                continue
+            linear_eqns.append(eqn)
+            for v in eqn.outvars:
+                if type(v.aval) is RefType:
+                    accums[id(v)] = RefAccum(_ref_ct_aval(v.aval))
         else:
             outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
             outs = outs if eqn.primitive.multiple_results else [outs]
@@ -545,31 +706,40 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     def write_ct(v: Atom, ct: Any) -> None:
         if not isinstance(v, Var) or isinstance(v, DropVar) or id(v) not in linear:
             return
-        if ct is None or type(ct) is Zero:
+        if ct is None or type(ct) is Zero or id(v) in unwanted or id(v) in accums:
             return
         _check_cotangent(v.aval, ct)
         known = cts.get(id(v))
         cts[id(v)] = ct if known is None else add_tangents(known, ct)
 
     def read_ct(v: Var) -> Any:
+        if id(v) in accums:
+            return accums[id(v)]
         ct = cts.pop(id(v), None)
         return Zero(v.aval.ct_type()) if ct is None else ct
+
+    def operand(a: Atom) -> Any:
+        if not _is_linear_atom(a, linear):
+            return read(a)
+        return accums[id(a)] if id(a) in accums else UndefinedPrimal(a.aval)
 
     for out, ct in zip(jaxpr.outvars, cts_out):
         write_ct(out, ct)
     for eqn in reversed(linear_eqns):
         eqn_cts = [read_ct(v) for v in eqn.outvars]
-        if all(type(c) is Zero for c in eqn_cts):
+        if all(type(c) is Zero for c in eqn_cts) and not touches_refs(eqn):
             continue
-        invals = [UndefinedPrimal(a.aval) if _is_linear_atom(a, linear) else read(a)
-                  for a in eqn.invars]
+        invals = [operand(a) for a in eqn.invars]
         rule = transpose_rule(eqn.primitive)
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
         cts_in = rule(ct_arg, *invals, **eqn.params)
         for a, ct in zip(eqn.invars, cts_in):
             write_ct(a, ct)
-    return [read_ct(invar) if type(a) is UndefinedPrimal else None
-            for invar, a in zip(jaxpr.invars, args)]
+    for invar in jaxpr.invars:
+        if id(invar) in bound:
+            bound[id(invar)].accum(read_ct(invar))
+    return [bound.get(id(invar)) or read_ct(invar) if type(a) in (UndefinedPrimal, RefAccum)
+            else None for invar, a in zip(jaxpr.invars, args)]
 
 
 def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool],
@@ -631,7 +801,7 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
-    "PartialEval", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
+    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
     "linear_transpose_jaxpr",
     "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

@@ -124,6 +124,10 @@ class Primitive:
         # elimination keeps.
         self.accepts_refs = False
         self.effects_rule: Callable[[list[Any], dict[str, Any]], frozenset[Any]] | None = None
+        # Autodiff runs this primitive's JVP rule even when no operand has a
+        # tangent (``new_ref``: every ref gets a tangent ref, which later
+        # writes of differentiated values need).
+        self.jvp_on_zero_tangents = False
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -537,8 +541,15 @@ class EvalTrace(Trace):
         outs = prim.impl(*values, **params)
         made = array._from_checked
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                   if type(a) is not RefType else _eager_ref(o, a)
                    for o, a in zip(outs, out_avals)]
         return results
+
+
+def _eager_ref(buf: np.ndarray, aval: ArrayType) -> Any:
+    """A primitive's ref result (``new_ref``) as an eager ``Ref``."""
+    from spec.ref import Ref
+    return Ref(buf, aval)  # type: ignore[arg-type]
 
 
 _context = _Context()

@@ -20,17 +20,9 @@ import numpy as np
 
 from spec._state import RefIndexError, RefType, indexer_tree, parse_index
 from spec.array import Array
-from spec.interpreter import (
-    EvalTrace,
-    JaxprTrace,
-    Tracer,
-    apply_typing,
-    canonical_aval_of,
-    canonical_value,
-    current_trace,
-)
+from spec.interpreter import EvalTrace, JaxprTrace, Tracer, canonical_aval_of, current_trace
 from spec.rules.state import addupdate_p, freeze_p, get_p, new_ref_p, swap_p
-from spec.types import Typed
+from spec.types import Typed, is_float, is_int
 
 AbstractRef = RefType
 
@@ -85,19 +77,7 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None,
             pin: bool = False) -> Any:
     """A new ref holding a copy of ``init_val`` (weak types dropped)."""
     _check_init(init_val)
-    params = dict(kind=kind, memory_space=memory_space, pin=pin)
-    trace = current_trace()
-    if not isinstance(trace, (EvalTrace, JaxprTrace)):
-        raise NotImplementedError(
-            f"new_ref under {trace.name} (autodiff or vmap of functions creating refs) is not "
-            "specified yet (issue 8, refs slice 2)")
-    if type(trace) is EvalTrace:
-        value, aval = canonical_value(init_val)
-        (ref_aval,) = apply_typing(new_ref_p, [aval], params)
-        assert isinstance(ref_aval, RefType)
-        (buf,) = new_ref_p.impl(value, **params)
-        return Ref(buf, ref_aval)
-    return new_ref_p.bind(init_val, **params)
+    return new_ref_p.bind(init_val, kind=kind, memory_space=memory_space, pin=pin)
 
 
 def _ref_aval(ref: Any, fun: str) -> RefType:
@@ -137,7 +117,24 @@ def get(ref: Any, idx: Any = None) -> Any:
 def swap(ref: Any, idx: Any, value: Any, _function_name: str = "ref_swap") -> Any:
     """Store ``value`` at ``ref[idx]``; returns what was there."""
     tree, operands = _indexing(ref, idx, "swap")
-    return swap_p.bind(ref, value, *operands, tree=tree)
+    return swap_p.bind(ref, _implicit_cast(_ref_aval(ref, "swap"), value), *operands, tree=tree)
+
+
+def _implicit_cast(aval: RefType, value: Any) -> Any:
+    """A written value as the ref's dtype, as JAX converts it: weak floats
+    into float refs, any integer into integer refs (other mismatches are
+    the typing rule's errors)."""
+    try:
+        v_aval = canonical_aval_of(value)
+    except TypeError:
+        return value
+    if type(v_aval) is RefType:
+        return value
+    if (v_aval.weak_type and is_float(aval.dtype) and is_float(v_aval.dtype)) or (
+            is_int(aval.dtype) and is_int(v_aval.dtype)):
+        from spec import lax
+        return lax.convert_element_type(value, aval.dtype)
+    return value
 
 
 def set(ref: Any, idx: Any, value: Any) -> None:  # noqa: A001 (JAX's name)

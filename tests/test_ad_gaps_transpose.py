@@ -349,6 +349,22 @@ def _scan(draw: Draw, rng: np.random.Generator) -> Case:
     return f, (_rand(rng, s), _rand(rng, (n, *s))), "lt"
 
 
+def _refs(draw: Draw, rng: np.random.Generator) -> Case:
+    """A linear map through a ref: whole and indexed reads, writes (swap) and
+    add-updates, then the final contents frozen (all five ref primitives)."""
+    n = draw(st.integers(2, 5))
+    mode = draw(st.sampled_from(["lt", "vjp"]))
+
+    def f(x: Any, y: Any) -> Any:
+        r = spec.new_ref(x)
+        r[1:] += 2.0 * r[:-1]
+        old = spec.ref.swap(r, 0, y)
+        spec.ref.addupdate(r, snp.array([n - 1, 0]), snp.stack([old, y]))
+        y3 = r[...] * 3.0
+        return spec.freeze(r), y3
+    return f, (_rand(rng, (n,)), _rand(rng, ())), mode
+
+
 def _remat(draw: Draw, rng: np.random.Generator) -> Case:
     return spec.checkpoint(lambda x: lax.neg(x) * 2.0), (_rand(rng, _shape(draw)),), "vjp"
 
@@ -398,6 +414,11 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "reduce_precision": _unary(lambda x: lax.reduce_precision(x, 8, 23)),
     "reduce_sum": _reduce_sum,
     "remat2": _remat,
+    "new_ref": _refs,
+    "get": _refs,
+    "swap": _refs,
+    "addupdate": _refs,
+    "freeze": _refs,
     "reshape": _reshape,
     "rev": _rev,
     "scan": _scan,
@@ -415,6 +436,10 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "transpose": _transpose,
     "unstack": _unstack,
 }
+
+# How the ref primitives appear in a printed jaxpr.
+REF_SYNTAX = {"new_ref": r"= new_ref\[", "get": r":\S+ <- \w+\[", "swap": r", \w+\[\S*\] <- ",
+              "addupdate": r"\] \+= ", "freeze": r"= freeze "}
 
 # Transpose rules that exist only to raise JAX's error: no adjoint to test.
 RAISES = {"while": ValueError}
@@ -453,6 +478,9 @@ def test_case_exercises_its_primitive(name: str) -> None:
         f, args, mode = CASES[name](data.draw, np.random.default_rng(0))
         text = _program_text(f, args, mode)
         shown = name
+        if name in REF_SYNTAX:  # ref primitives print as reads and writes
+            assert re.search(REF_SYNTAX[name], text), text
+            return
         assert re.search(rf"= {re.escape(shown)}(\[| )", text) or \
             re.search(rf"\b{re.escape(shown)}\[", text), text
     run()

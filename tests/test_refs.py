@@ -528,18 +528,3 @@ def test_discharge_property(ops: list[tuple[str, int, bool, float]], traced: boo
     np.testing.assert_array_equal(d_fin, np.asarray(jax.freeze(jr)))
     np.testing.assert_array_equal(d_fin, fin)
     np.testing.assert_allclose(direct[0], d_out, rtol=1e-6)
-
-
-def test_transforms_of_refs_are_reported_as_not_specified() -> None:
-    """grad/vmap of ref programs are the next slice: a clear NotImplementedError."""
-    def g(x: Any) -> Any:
-        r = spec.new_ref(0.)
-        r[...] = snp.sin(x)
-        return r[...]
-    assert "refs slice 2" in str(error_of(lambda: spec.grad(g)(1.0)))
-    out = spec.new_ref(snp.zeros(3))
-
-    def scale_into(x: Any, ref: Any) -> None:
-        ref[...] = 2.0 * x
-    assert isinstance(error_of(lambda: spec.vmap(scale_into)(snp.arange(3.), out)),
-                      NotImplementedError)

@@ -464,3 +464,9 @@ custom_lin_p = declare(
 
 __all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "custom_jvp_call_p", "custom_lin_p",
            "custom_vjp_call_p", "rule_name", "zeros_like_aval"]
+
+# Refs pass through custom rules as plumbing: a custom_vjp function may take
+# refs (not differentiated), and its fwd rule may return ref arguments as
+# residuals, which the bwd rule then writes (JAX's special allowance).
+for _p in (custom_jvp_call_p, custom_vjp_call_p, custom_lin_p):
+    _p.accepts_refs = True

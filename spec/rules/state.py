@@ -33,6 +33,8 @@ from spec._state import (
     transforms_repr,
     unflatten_transforms,
 )
+from spec.ad import RefAccum, instantiate_tangent, tangent_side
+from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.interpreter import (
     Eqn,
     Jaxpr,
@@ -40,16 +42,16 @@ from spec.interpreter import (
     NotApplicable,
     PpContext,
     Var,
+    canonical_aval_of,
     not_applicable,
     pp_eqn_default,
     pp_vars,
 )
+from spec.rules import _state_batching as _sb
 from spec.rules._registry import declare, fail, require
 from spec.rules.calls import jit_p
-from spec.types import ArrayType, is_int
+from spec.types import FLOAT0, ArrayType, is_int
 
-_AUTODIFF = "autodiff of refs is the next refs slice (issue 8): not specified yet"
-_VMAP = "vmap of refs is the next refs slice (issue 8): not specified yet"
 _SHARDING = "refs of sharded arrays are not specified yet (issue 8)"
 
 
@@ -265,32 +267,151 @@ def _pp_new_ref(eqn: Eqn, ctx: PpContext) -> pp.Doc:
     return pp_eqn_default(eqn, ctx)
 
 
+# ------------------------------------------------------------------- autodiff
+#
+# A ref's tangent is a ref of the tangent type, created with it: ``new_ref``
+# makes a tangent ref even when its operand has no tangent (zeros), so that
+# a differentiated value written later has somewhere to go. Reads read the
+# tangent ref, writes write it. A ref without a tangent (one the
+# differentiated function does not own: a plumbing argument) can be read but
+# not written with a differentiated value (JAX's ``Exception``). Integer refs
+# have no tangent refs (float0 carries nothing).
+#
+# Transposed, the cotangent of a ref is a ref too (``spec.ad.RefAccum``):
+# a read's cotangent is added into it, a write takes the written value's
+# cotangent out of it (leaving the old value's cotangent in its place), an
+# add-update reads the cotangent of its addend from it, ``new_ref`` is
+# transposed into freezing it, ``freeze`` into adding into it.
+
+
+def _nondiff_write(prim: str, ref: Any) -> Exception:
+    op = "a set/swap" if prim == "swap" else "an addupdate"
+    return Exception(
+        f"performing {op} operation with a differentiated value on a non-differentiated "
+        f"array reference of type {canonical_aval_of(ref)}. Move the array reference to be "
+        "an argument of the differentiated function?")
+
+
+def _new_ref_jvp(primals: list[Any], tangents: list[Any], **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+    (x,), (t,) = primals, tangents
+    ref = new_ref_p.bind(x, **params)
+    t_aval = canonical_aval_of(ref).tangent_type()
+    if t_aval.dtype == FLOAT0:
+        return [ref], [Zero(t_aval)]
+    with tangent_side():
+        return [ref], [new_ref_p.bind(instantiate(t), **params)]
+
+
+def _get_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+             ) -> tuple[list[Any], list[Any]]:
+    ref, *idx = primals
+    out = get_p.bind(ref, *idx, tree=tree)
+    if type(tangents[0]) is Zero:
+        return [out], [Zero(canonical_aval_of(out).tangent_type())]
+    return [out], [get_p.bind(tangents[0], *idx, tree=tree)]
+
+
+def _swap_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+              ) -> tuple[list[Any], list[Any]]:
+    ref, x, *idx = primals
+    ref_t, x_t = tangents[:2]
+    old = swap_p.bind(ref, x, *idx, tree=tree)
+    if type(ref_t) is Zero:
+        if type(x_t) is not Zero:
+            raise _nondiff_write("swap", ref)
+        return [old], [Zero(canonical_aval_of(old).tangent_type())]
+    return [old], [swap_p.bind(ref_t, instantiate_tangent(x_t), *idx, tree=tree)]
+
+
+def _addupdate_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+                   ) -> tuple[list[Any], list[Any]]:
+    ref, x, *idx = primals
+    ref_t, x_t = tangents[:2]
+    addupdate_p.bind(ref, x, *idx, tree=tree)
+    if type(ref_t) is Zero:
+        if type(x_t) is not Zero:
+            raise _nondiff_write("addupdate", ref)
+        return [], []
+    addupdate_p.bind(ref_t, instantiate_tangent(x_t), *idx, tree=tree)
+    return [], []
+
+
+def _freeze_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    (ref,), (ref_t,) = primals, tangents
+    out = freeze_p.bind(ref)
+    if type(ref_t) is Zero:
+        return [out], [Zero(canonical_aval_of(out).tangent_type())]
+    return [out], [freeze_p.bind(ref_t)]
+
+
+def _no_cts(n: int) -> list[Any]:
+    return [None] * n
+
+
+def _new_ref_transpose(acc: RefAccum, x: Any, **params: Any) -> list[Any]:
+    ct = acc.freeze()  # (also when the initial value is a constant, as JAX)
+    return [ct if type(x) is UndefinedPrimal else None]
+
+
+def _get_transpose(ct: Any, acc: RefAccum, *idx: Any, tree: Any) -> list[Any]:
+    if type(ct) is not Zero:
+        if unflatten_transforms(tree, idx):
+            addupdate_p.bind(acc.inst(), ct, *idx, tree=tree)
+        else:
+            acc.accum(ct)
+    return _no_cts(1 + len(idx))
+
+
+def _swap_transpose(ct: Any, acc: RefAccum, x: Any, *idx: Any, tree: Any) -> list[Any]:
+    if acc.ref is None and type(ct) is Zero:
+        return _no_cts(2 + len(idx))  # nothing accumulated, nothing to take out
+    if acc.ref is None:  # the written value's cotangent is zero
+        swap_p.bind(acc.inst(), instantiate(ct), *idx, tree=tree)
+        return _no_cts(2 + len(idx))
+    x_ct = swap_p.bind(acc.ref, instantiate(ct), *idx, tree=tree)
+    return [None, x_ct if type(x) is UndefinedPrimal else None, *_no_cts(len(idx))]
+
+
+def _addupdate_transpose(cts: list[Any], acc: RefAccum, x: Any, *idx: Any, tree: Any
+                         ) -> list[Any]:
+    if acc.ref is None or type(x) is not UndefinedPrimal:
+        return _no_cts(2 + len(idx))
+    return [None, get_p.bind(acc.ref, *idx, tree=tree), *_no_cts(len(idx))]
+
+
+def _freeze_transpose(ct: Any, acc: RefAccum) -> list[Any]:
+    acc.accum(ct)
+    return [None]
+
+
 # ------------------------------------------------------------ declarations
 
 
 new_ref_p = declare(
     "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
-    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
     sharding=_later(_SHARDING), doc="A new ref holding a copy of the operand.")
 get_p = declare(
     "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
-    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
     sharding=_later(_SHARDING), doc="Read (a part of) a ref.")
 swap_p = declare(
     "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
-    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
     sharding=_later(_SHARDING), doc="Write (a part of) a ref, returning the old contents.")
 addupdate_p = declare(
     "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
-    multiple_results=True, jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF),
-    batch=_later(_VMAP), sharding=_later(_SHARDING), doc="Add into (a part of) a ref.")
+    multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
+    batch=_sb.addupdate_batch, sharding=_later(_SHARDING), doc="Add into (a part of) a ref.")
 freeze_p = declare(
     "freeze", typing=_freeze_type, impl=_freeze_impl,
-    jvp=_later(_AUTODIFF), transpose=_later(_AUTODIFF), batch=_later(_VMAP),
+    jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
     sharding=_later(_SHARDING), doc="The final contents of a ref, as an array.")
 
 for _p in (get_p, swap_p, addupdate_p, freeze_p):
     _p.accepts_refs = True
+new_ref_p.jvp_on_zero_tangents = True  # every ref gets a tangent ref
 swap_p.effects_rule = _write_effects
 addupdate_p.effects_rule = _accum_effects
 # Calls take refs as operands (refs passed to, or closed over by, jit).
@@ -455,4 +576,12 @@ _DISCHARGE: dict[str, Any] = {
     "addupdate": _discharge_addupdate, "freeze": _discharge_freeze, "jit": _discharge_call,
 }
 
-__all__ = ["addupdate_p", "discharge_state", "freeze_p", "get_p", "new_ref_p", "swap_p"]
+
+def register_discharge(name: str, rule: Any) -> None:
+    """Register the discharge rule of a primitive that takes refs (control
+    flow registers its own): ``rule(ins, atoms, params)`` returns the
+    equation's outputs and ``(operand position, final contents)`` pairs."""
+    _DISCHARGE[name] = rule
+
+__all__ = ["addupdate_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
+           "register_discharge", "swap_p"]
