@@ -631,6 +631,13 @@ class NotWanted:
         self.aval = aval
 
 
+def _accum_aval(aval: ArrayType) -> ArrayType:
+    """What an accumulator of a variable of type ``aval`` holds: the
+    cotangent type of a ref's contents, or of a value."""
+    from spec._state import RefType
+    return _ref_ct_aval(aval) if type(aval) is RefType else aval.ct_type()
+
+
 def _ref_ct_aval(aval: ArrayType) -> ArrayType:
     from spec._state import RefType
     assert isinstance(aval, RefType)
@@ -743,18 +750,24 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
 
 
 def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool],
-                  ct_nonzero: Sequence[bool]) -> Callable[..., list[Any]]:
+                  ct_nonzero: Sequence[bool], accums: Sequence[bool] = ()
+                  ) -> Callable[..., list[Any]]:
     """The backward pass of a call-like jaxpr (jit, cond branch, checkpoint)
-    as a function to trace: it takes the defined operands, then the nonzero
-    output cotangents, and returns the cotangent of every input (``Zero``
-    where none flowed, None for defined ones)."""
-    n_defined = sum(not u for u in undefined)
+    as a function to trace: it takes the defined operands, then the refs
+    that accumulate the cotangents of the inputs marked in ``accums``, then
+    the nonzero output cotangents, and returns the cotangent of every input
+    (``Zero`` where none flowed, None for defined ones)."""
+    accums = list(accums) or [False] * len(undefined)
+    n_defined = sum(not u and not r for u, r in zip(undefined, accums))
+    n_refs = sum(accums)
 
     def backward(*xs: Any) -> list[Any]:
         res = iter(xs[:n_defined])
-        ct_it = iter(xs[n_defined:])
-        full = [UndefinedPrimal(v.aval) if u else next(res)
-                for v, u in zip(jaxpr.invars, undefined)]
+        refs = iter(xs[n_defined:n_defined + n_refs])
+        ct_it = iter(xs[n_defined + n_refs:])
+        full = [RefAccum(_accum_aval(v.aval), next(refs)) if r
+                else UndefinedPrimal(v.aval) if u else next(res)
+                for v, u, r in zip(jaxpr.invars, undefined, accums)]
         cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
                for nz, v in zip(ct_nonzero, jaxpr.outvars)]
         return backward_pass(jaxpr, consts, full, cts)

@@ -8,8 +8,8 @@ size and name), ``args`` the operands with the batch axis inside them, and
 for an operand without one. The rule binds primitives under the enclosing
 trace and returns the outputs (a list) with their batch axes (``not_mapped``
 for outputs that do not vary along the batch). The rule is only called when
-at least one operand is mapped; it may move batch axes but never loops over
-the batch.
+at least one operand is mapped, unless it is a ``batch_unmapped`` rule (the
+ref primitives); it may move batch axes but never loops over the batch.
 """
 
 from __future__ import annotations
@@ -224,10 +224,20 @@ class _PrimitiveRule:
     """A rule that needs its primitive; attached at declaration."""
 
     prim: Primitive
+    runs_unmapped = False  # (see ``batch_unmapped``)
 
     def for_primitive(self, prim: Primitive) -> _PrimitiveRule:
         self.prim = prim
         return self
+
+
+class batch_unmapped(_PrimitiveRule):
+    """A rule that ``BatchTrace`` runs even when no operand is batched (the
+    ref primitives: a ref made under vmap is batched whatever its initial
+    value, and a write into an unbatched ref is refused, batched value or
+    not)."""
+
+    runs_unmapped = True
 
 
 class vectorized(_PrimitiveRule):
@@ -321,7 +331,7 @@ class BatchTrace(Trace):
         if collective is not None and self.axis.name is not None \
                 and self.axis.name in collective(params):
             rule = batch_rule(prim)
-        elif all(d is None for d in dims):
+        elif all(d is None for d in dims) and not getattr(prim.batch, "runs_unmapped", False):
             with set_current_trace(self.parent):
                 outs = prim.bind(*vals, **params)
             return list(outs) if prim.multiple_results else [outs]
@@ -385,7 +395,7 @@ def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
 
 __all__ = [
     "AxisData", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr", "batch_rule",
-    "batched_aval", "bdim_at_front", "broadcast", "broadcasting", "delete_spec_entry",
-    "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped", "sharding_for_vmap",
+    "batch_unmapped", "batched_aval", "bdim_at_front", "broadcast", "broadcasting",
+    "delete_spec_entry", "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped", "sharding_for_vmap",
     "unbatched_aval", "vectorized", "zero_if_mapped",
 ]

@@ -296,3 +296,20 @@ def test_gradients_of_ref_programs_match_finite_differences(
     fd = np.array([(float(f(snp.asarray(x0 + eps * e))) - float(f(snp.asarray(x0 - eps * e))))
                    / (2 * eps) for e in np.eye(n)])
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_grad_through_a_jit_that_closes_over_a_ref() -> None:
+    """The jit takes the ref (and, transposed, its cotangent ref) as an operand."""
+    def build(j: Any, jn: Any) -> Any:
+        def f(x: Any) -> Any:
+            r = j.new_ref(x)
+
+            @j.jit
+            def inner(y: Any) -> Any:
+                r[...] = r[...] * y
+                return r[...] + 1.
+            return inner(x) * r[...]
+        return j.grad(f)(3.), str(j.make_jaxpr(j.grad(f))(3.))
+    jr, sr = both(build)
+    assert float(jr[0]) == float(sr[0]) == 114.0
+    assert jr[1] == sr[1]

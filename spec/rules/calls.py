@@ -149,20 +149,25 @@ def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[
     the operands and the transposed jaxpr) of the jaxpr's backward pass, on
     the defined operands and the nonzero cotangents."""
     undefined = [type(a) is UndefinedPrimal for a in args]
+    # Operands whose cotangents accumulate into refs (ref operands, values
+    # bound to gradient refs): the refs are passed to the transposed call,
+    # which adds into them, and it returns nothing for them.
+    accums = [isinstance(a, ad.RefAccum) for a in args]
+    refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
     # float0 inputs (tangents of integers) get symbolic zero cotangents.
     wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
-    defined = [a for a, u in zip(args, undefined) if not u]
+    defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
     ct_nonzero = [type(c) is not Zero for c in cts]
 
-    backward = ad.call_backward(jaxpr, jaxpr.consts, undefined, ct_nonzero)
+    backward = ad.call_backward(jaxpr, jaxpr.consts, undefined, ct_nonzero, accums)
 
     def transposed(*xs: Any) -> list[Any]:
         return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
 
-    avals = [canonical_aval_of(a) for a in defined] + \
+    avals = [canonical_aval_of(a) for a in [*defined, *refs]] + \
         [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
     t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
-    it = iter(bind([*defined, *(c for c in cts if type(c) is not Zero)], t_jaxpr))
+    it = iter(bind([*defined, *refs, *(c for c in cts if type(c) is not Zero)], t_jaxpr))
     return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
             for a, u, w in zip(args, undefined, wanted)]
 
