@@ -1144,5 +1144,488 @@ def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any
     return g.astype(dtype)
 
 
+
+# ------------------------------------------------------------------ more samplers
+
+def _staged_args(*args: Any) -> tuple[Any, ...]:
+    """JAX stages some samplers' helpers as jits inlined at trace time: their
+    array arguments are tracers of the enclosing trace (closed-over arrays
+    become its constants, once each, in argument order). Staged here, the
+    arguments are made such tracers first; Python scalars stay literals."""
+    from spec.interpreter import JaxprTrace, JitTracer, Var, current_trace
+    trace = current_trace()
+    if not isinstance(trace, JaxprTrace):
+        return args
+    out = []
+    for x in args:
+        atom = trace.to_atom(x)
+        out.append(JitTracer(trace, atom) if isinstance(atom, Var) else x)
+    return tuple(out)
+
+
+def _float_only(name: str, dtype: Any) -> T.DType:
+    """The sample dtype (default float); a non-float one is a ValueError."""
+    dt = _user_dtype(float if dtype is None else dtype, name)
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
+    return dt
+
+
+def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """One-sided Maxwell floats: the length of a standard normal 3-vector."""
+    key, _ = _check_prng_key("maxwell", key)
+    dt = _float_only("maxwell", dtype)
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "maxwell", shp)
+    return _maxwell(key, shp, dt, sharding)
+
+
+def _norm_impl(x: Any) -> Any:
+    # ``jnp.linalg.norm(x, axis=-1)`` of a real array, as JAX stages it
+    # (spec has no ``jnp.linalg`` yet): a jit named ``norm``.
+    return jnp.sqrt(jnp.sum(x * x, axis=-1))
+
+
+_norm_impl.__name__ = _norm_impl.__qualname__ = "norm"
+_norm = jit(_norm_impl)
+
+
+@_jitted(static_argnums=(1, 2, 3))
+def _maxwell(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
+    shape = (*shape, 3)
+    if out_sharding is not None:
+        # The three components of a sample live together: the new axis is unsharded.
+        from spec.sharding import NamedSharding, P
+        out_sharding = NamedSharding(out_sharding.mesh, P(*out_sharding.spec, None))
+    norm_rvs = normal(key=key, shape=shape, dtype=dtype, out_sharding=out_sharding)
+    return _norm(norm_rvs)
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (),
+                         dtype: Any = None) -> Any:
+    """Double-sided Maxwell floats: a Maxwell sample of random sign,
+    scaled by ``scale`` and shifted by ``loc``."""
+    key, _ = _check_prng_key("double_sided_maxwell", key)
+    dt = _float_only("double_sided_maxwell", dtype)
+    return _double_sided_maxwell(key, loc, scale, _canonical_shape(shape), dt)
+
+
+@_jitted(static_argnums=(3, 4))
+def _double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape, dtype: T.DType
+                          ) -> Any:
+    params_shapes = _broadcast_shapes(np.shape(loc), np.shape(scale))
+    if not shape:
+        shape = params_shapes
+    # (JAX appends the parameters' shape even when it was just taken as
+    # the sample shape, so that a default shape doubles it; kept.)
+    shape = shape + params_shapes
+    maxwell_key, rademacher_key = _split(key)
+    maxwell_rvs = maxwell(maxwell_key, shape=shape, dtype=dtype)
+    random_sign = rademacher(rademacher_key, shape=shape, dtype=dtype)
+    return random_sign * maxwell_rvs * scale + loc
+
+
+def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
+             out_sharding: Any = None) -> Any:
+    """Rayleigh(scale) floats: ``scale * sqrt(-2 log U)``."""
+    key, _ = _check_prng_key("rayleigh", key)
+    dt = _float_only("rayleigh", dtype)
+    shp = _check_broadcast_shapes("rayleigh", shape, scale)
+    sharding = _sampler_sharding(out_sharding, "rayleigh", shp)
+    _check_all_safe_to_cast("rayleigh", dt, scale)
+    return _maybe_auto_axes(_rayleigh, sharding, shape=shp, dtype=dt)(key, scale)
+
+
+@_jitted(static_argnums=(2, 3))
+def _rayleigh(key: Any, scale: Any, shape: Shape, dtype: T.DType) -> Any:
+    u = uniform(key, shape, dtype)
+    scale = jnp.asarray(scale).astype(dtype)
+    scale = jnp.broadcast_to(scale, shape)
+    log_u = lax.log(u)
+    sqrt_u = lax.sqrt(lax.mul(log_u, _const(scale, -2)))
+    return lax.mul(scale, sqrt_u)
+
+
+def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
+         out_sharding: Any = None) -> Any:
+    """Wald (inverse Gaussian, unit shape) floats of mean ``mean``, by
+    Michael, Schucany and Haas's transformation of a normal sample."""
+    key, _ = _check_prng_key("wald", key)
+    dt = _float_only("wald", dtype)
+    shp = _check_broadcast_shapes("wald", shape, mean)
+    sharding = _canonical_sharding(out_sharding, "wald")
+    _check_all_safe_to_cast("wald", dt, mean)
+    return _maybe_auto_axes(_wald, sharding, shape=shp, dtype=dt)(key, mean)
+
+
+@_jitted(static_argnums=(2, 3))
+def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
+    k1, k2 = _split(key, 2)
+    mean = jnp.asarray(mean).astype(dtype)
+    mean = jnp.broadcast_to(mean, shape)
+    v = normal(k1, shape, dtype)
+    z = uniform(k2, shape, dtype)
+    y = lax.integer_pow(v, 2)
+    y_sq = lax.integer_pow(y, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+    # The smaller root x of the quadratic; the larger, mean**2 / x, is
+    # taken with probability x / (mean + x).
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
+               dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Triangular floats on [left, right] peaking at ``mode`` (inverse CDF)."""
+    key, _ = _check_prng_key("triangular", key)
+    dt = _float_only("triangular", dtype)
+    shp = _check_broadcast_shapes("triangular", shape, left, mode, right)
+    sharding = _sampler_sharding(out_sharding, "triangular", shp)
+    _check_all_safe_to_cast("triangular", dt, left, mode, right)
+    return _maybe_auto_axes(_triangular, sharding, shape=shp, dtype=dt)(
+        key, left, mode, right)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _triangular(key: Any, left: Any, mode: Any, right: Any, shape: Shape,
+                dtype: T.DType) -> Any:
+    key, left, mode, right = _staged_args(key, left, mode, right)
+    left = jnp.broadcast_to(lax.convert_element_type(left, dtype), shape)
+    right = jnp.broadcast_to(lax.convert_element_type(right, dtype), shape)
+    mode = jnp.broadcast_to(lax.convert_element_type(mode, dtype), shape)
+    # The CDF at the mode splits the uniform between the two branches.
+    fc = (mode - left) / (right - left)
+    u = uniform(key, shape, dtype)
+    out1 = left + lax.sqrt(u * (right - left) * (mode - left))
+    out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+    return lax.select(u < fc, out1, out2)
+
+
+_SIGMA_ONE = np.float32(1)  # lognormal's default sigma (a float32 scalar, as JAX's)
+
+
+def lognormal(key: Any, sigma: Any = _SIGMA_ONE, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Log-normal floats: ``exp(sigma * N(0, 1))`` (complex dtypes allowed)."""
+    key, _ = _check_prng_key("lognormal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "lognormal")
+    if not T.is_inexact(dt):
+        raise ValueError("dtype argument to `lognormal` must be a float or complex dtype, "
+                         f"got {dt}")
+    shp = _check_broadcast_shapes("lognormal", shape, sigma)
+    sharding = _canonical_sharding(out_sharding, "lognormal")
+    _check_all_safe_to_cast("lognormal", dt, sigma)
+    return _maybe_auto_axes(_lognormal, sharding, shape=shp, dtype=dt)(key, sigma)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _lognormal(key: Any, sigma: Any, shape: Shape, dtype: T.DType) -> Any:
+    key, sigma = _staged_args(key, sigma)
+    sigma = lax.convert_element_type(sigma, dtype)
+    return lax.exp(normal(key, shape, dtype) * sigma)
+
+
+def ball(key: Any, d: Any, p: Any = 2, shape: Any = (), dtype: Any = None, *,
+         out_sharding: Any = None) -> Any:
+    """Uniform points of the unit Lp ball in ``d`` dimensions (Barthe et
+    al.: generalized normals over an Lp norm inflated by an exponential)."""
+    import operator
+
+    from spec.interpreter import is_concrete
+    jnp_util_check("ball", p)
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("ball", key)
+    dt = _user_dtype(float if dtype is None else dtype, "ball")
+    _check_shape("ball", shp)
+    if isinstance(d, Tracer) and not is_concrete(d):
+        from spec.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {d}\n"
+            "The error occurred in jax.random.ball()")
+    dim = operator.index(d)
+    sharding = _canonical_sharding(out_sharding, "ball")
+    return _maybe_auto_axes(_ball, sharding, d=dim, shape=shp, dtype=dt)(key, p)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _ball(key: Any, p: Any, d: int, shape: Shape, dtype: T.DType) -> Any:
+    k1, k2 = split(key)
+    g = generalized_normal(k1, p, (*shape, d), dtype)
+    e = exponential(k2, shape, dtype)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+# --- poisson
+
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
+            method: str = "exact", out_sharding: Any = None) -> Any:
+    """Poisson(lam) integers: Knuth's multiplication method below a mean
+    of 10, Hormann's transformed rejection (PTRS) from 10 up."""
+    key, _ = _check_prng_key("poisson", key)
+    if method not in {"exact", "approximate"}:
+        raise ValueError("method argument to `poisson` must be one of "
+                         f"{{'exact', 'approximate'}}, got {method!r}")
+    dt = _user_dtype(int if dtype is None else dtype, "poisson")
+    shp = tuple(np.shape(lam)) if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "poisson", shp)
+    if method == "approximate":
+        raise NotImplementedError("spec: poisson(method='approximate') is not implemented")
+    lam = jnp.broadcast_to(lam, shp)
+    impl = key.dtype.impl
+    if impl is not R.THREEFRY:
+        raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
+                                  f"threefry2x32 RNG, not {impl}")
+    lam = lax.convert_element_type(lam, np.float32)
+    return _maybe_auto_axes(_poisson, sharding, shape=shp, dtype=dt)(key, lam)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _poisson_knuth(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: Any) -> Any:
+    # Multiply uniforms until the product drops under exp(-lam) (in logs);
+    # the count of factors, less one, is the sample.
+    def body_fn(carry: Any) -> Any:
+        i, k, rng, log_prod = carry
+        rng, subkey = _split(rng)
+        k = lax.select(log_prod > -lam, k + 1, k)
+        u = uniform(subkey, shape, np.float32)
+        return i + 1, k, rng, log_prod + jnp.log(u)
+
+    def cond_fn(carry: Any) -> Any:
+        i, log_prod = carry[0], carry[3]
+        return (log_prod > -lam).any() & (i < max_iters)
+
+    k_init = lax.full_like(lam, 0, dtype, shape)
+    log_rate_init = lax.full_like(lam, 0, np.float32, shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, k_init, key, log_rate_init))[1]
+    return (k - 1).astype(dtype)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: Any
+                       ) -> Any:
+    # Hormann (1993), "The transformed rejection method for generating
+    # Poisson random variables": a hat over the squeezed region, with the
+    # constants of the paper.
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body_fn(carry: Any) -> Any:
+        i, k_out, accepted, key = carry
+        key, subkey_0, subkey_1 = _split(key, 3)
+        u = uniform(subkey_0, shape, lam.dtype) - 0.5
+        v = uniform(subkey_1, shape, lam.dtype)
+        u_shifted = 0.5 - abs(u)
+        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept2 = s <= t
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, k, k_out)
+        accepted |= accept
+        return i + 1, k_out, accepted, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, _, accepted, _ = carry
+        return (~accepted).any() & (i < max_iters)
+
+    k_init = lax.full_like(lam, -1, lam.dtype, shape)
+    accepted = lax.full_like(lam, False, np.dtype("bool"), shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, k_init, accepted, key))[1]
+    return k.astype(dtype)
+
+
+@_jitted(static_argnums=(2, 3))
+def _poisson(key: Any, lam: Any, shape: Shape, dtype: T.DType) -> Any:
+    # Both samplers run on every element (each on a harmless rate where the
+    # other is used), and a select picks, as in TensorFlow and NumPy.
+    use_knuth = lax.ne(lam, lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    max_iters = dtype.type(_iinfo(dtype).max)
+    result = lax.select(use_knuth,
+                        _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
+                        _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
+    return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+# --- binomial
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_approx_tail(k: Any) -> Any:
+    """log(k!) less its Stirling approximation: tabulated for k <= 9, from
+    the asymptotic series above."""
+    tail_vals = jnp.array(_STIRLING_TAIL, dtype=k.dtype)
+    use_tail_values = k <= 9
+    k = lax.clamp(_const(k, 0.0), k, _const(k, 9.0))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    k = jnp.floor(k)
+    return lax.select(use_tail_values, tail_vals[jnp.asarray(k, dtype="int32")], approx)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _binomial_inversion(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType,
+                        max_iters: Any) -> Any:
+    # Sum geometric waiting times until they pass ``count``: the number of
+    # successes is the number of whole waits that fit.
+    log1minusprob = jnp.log1p(-prob)
+
+    def body_fn(carry: Any) -> Any:
+        i, num_geom, geom_sum, key = carry
+        subkey, key = split(key)
+        num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = uniform(subkey, shape, prob.dtype)
+        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        geom_sum = geom_sum + geom
+        return i + 1, num_geom_out, geom_sum, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, geom_sum = carry[0], carry[2]
+        return (geom_sum <= count).any() & (i < max_iters)
+
+    num_geom_init = lax.full_like(prob, 0, prob.dtype, shape)
+    geom_sum_init = lax.full_like(prob, 0, prob.dtype, shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, num_geom_init, geom_sum_init, key))[1]
+    return (k - 1).astype(dtype)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_iters: Any
+          ) -> Any:
+    # Hormann (1993), "The generation of binomial random variates": the
+    # BTRS transformed rejection with squeeze, and its constants.
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((count + 1) * prob)
+
+    def body_fn(carry: Any) -> Any:
+        i, k_out, accepted, key = carry
+        key, subkey_0, subkey_1 = split(key, 3)
+        u = uniform(subkey_0, shape, prob.dtype)
+        v = uniform(subkey_1, shape, prob.dtype)
+        u = u - 0.5
+        us = 0.5 - jnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = jnp.floor((2 * a / us + b) * u + c)
+        reject = (k < 0) | (k > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+              + _stirling_approx_tail(m)
+              + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(k)
+              - _stirling_approx_tail(count - k))
+        accept2 = v <= ub
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, k, k_out)
+        accepted |= accept
+        return i + 1, k_out, accepted, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, accepted = carry[0], carry[2]
+        return (~accepted).any() & (i < max_iters)
+
+    k_init = lax.full_like(prob, -1, prob.dtype, shape)
+    carry = (0, k_init, jnp.full(shape, False, bool), key)
+    return lax.while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DType) -> Any:
+    from spec.numpy._math import _promote_dtypes_inexact
+    key, count, prob = _staged_args(key, count, prob)
+    if shape is None:
+        shape = jnp.broadcast_shapes(np.shape(count), np.shape(prob))
+    else:
+        _check_shape("binomial", shape, np.shape(count), np.shape(prob))
+    (prob,) = _promote_dtypes_inexact(prob)
+    count = lax.convert_element_type(count, prob.dtype)
+    count = jnp.broadcast_to(count, shape)
+    prob = jnp.broadcast_to(prob, shape)
+    # Sampled for q = min(p, 1 - p) (then reflected), by inversion when
+    # n q <= 10, else by BTRS; both run everywhere and a select picks.
+    p_lt_half = prob < 0.5
+    q = lax.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = lax.ne(count, count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan = lax.ne(q, q)
+    q_l_0 = q < 0.0
+    q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    # A fractional count is rounded down, as NumPy does.
+    count = jnp.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    max_iters = dtype.type(_finfo(dtype).max)
+    samples = lax.select(use_inversion,
+                         _binomial_inversion(key, count_inv, q, shape, dtype, max_iters),
+                         _btrs(key, count_btrs, q_btrs, shape, dtype, max_iters))
+    # NaN for a NaN or negative p or n; inf for an infinite n.
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+    samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+                         samples)
+    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
+                      samples, count.astype(dtype) - samples)
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Binomial(n, p) counts, as floats of ``dtype``."""
+    key, _ = _check_prng_key("binomial", key)
+    jnp_util_check("binomial", n, p)
+    dt = _float_only("binomial", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    return _binomial(key, n, p, shp, dt)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None,
+                unroll: int | bool = 1) -> Any:
+    """Multinomial(n, p) counts along the last axis: one binomial draw per
+    category, of the trials left, at the category's share of what is left."""
+    from spec.numpy._math import _promote_dtypes_inexact
+    key, _ = _check_prng_key("multinomial", key)
+    jnp_util_check("multinomial", n, p)
+    n, p = _promote_dtypes_inexact(n, p)
+    if shape is None:
+        shp = tuple(p.shape[:-1])
+    else:
+        shp = _canonical_shape(shape)
+        _check_shape("multinomial", shp, np.shape(n), tuple(p.shape[:-1]))
+    n = jnp.broadcast_to(n, shp)
+    p = jnp.broadcast_to(p, (*shp, p.shape[-1]))
+
+    def f(remainder: Any, ratio_key: Any) -> Any:
+        ratio, k = ratio_key
+        count = binomial(k, remainder, ratio.clip(0, 1), dtype=remainder.dtype)
+        return remainder - count, count
+
+    p = jnp.moveaxis(p, -1, 0)
+    remaining_probs = lax.cumsum(p, 0, reverse=True)
+    ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+    keys = split(key, ratios.shape[0])
+    _, counts = lax.scan(f, n, (ratios, keys), unroll=unroll)
+    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
 __all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
             "loggamma", "pareto", "t", "weibull_min"]
+__all__ += ["ball", "binomial", "double_sided_maxwell", "lognormal", "maxwell", "multinomial",
+            "poisson", "rayleigh", "triangular", "wald"]

@@ -185,3 +185,59 @@ def sampler_errors(jax: Any, jnp: Any, lax: Any) -> Any:
         capture(r.choice, k, 3, (5,), False),
         capture(r.bernoulli, k, np.ones(3, np.float32), (4,)),
     ]
+
+
+# ------------------------------------------------------------------ more samplers
+
+@case(tags=("random",))
+def poisson_binomial_multinomial(jax: Any, jnp: Any, lax: Any) -> Any:
+    # Rejection samplers: the same accept/reject decisions give equal counts.
+    r = jax.random
+    lam = np.array([0.0, 0.5, 3.0, 9.5, 10.0, 25.0, 140.0, 900.0], np.float32)
+    n = np.array([0.0, 4.0, 9.5, 30.0, 200.0, 5000.0, np.inf, -1.0], np.float32)
+    p = np.array([0.5, 0.2, 0.9, 0.6, 0.3, 0.75, 0.5, 0.5], np.float32)
+    probs = np.array([[0.2, 0.3, 0.5], [0.0, 0.9, 0.1]], np.float32)
+    return [r.poisson(r.key(s), lam, (2, 8)) for s in (0, 7)] + [
+        r.poisson(r.key(1), 4.0, (5,), "int16"), r.poisson(r.key(2), 60.0),
+        r.binomial(r.key(3), n, p), r.binomial(r.key(4), 12.0, 0.3, (6,), "float16"),
+        r.multinomial(r.key(5), np.array([10.0, 400.0], np.float32), probs)]
+
+
+@case(tags=("random",), ulp=16)
+def maxwell_wald_and_kin(jax: Any, jnp: Any, lax: Any) -> Any:
+    # Normals and ranged uniforms carry XLA's fused multiply-add ULPs.
+    r = jax.random
+    k = r.key(6)
+    return [r.maxwell(k, (6,)), r.double_sided_maxwell(k, 1.0, 2.0, (6,)),
+            r.rayleigh(k, 2.0, (6,)), r.wald(k, 1.5, (6,)),
+            r.triangular(k, -1.0, 0.5, 2.0, (6,)), r.lognormal(k, 0.7, (6,)),
+            r.ball(k, 3, 2.0, (2,)), r.maxwell(k, (4,), "bfloat16")]
+
+
+@case(tags=("random", "errors"))
+def more_sampler_errors(jax: Any, jnp: Any, lax: Any) -> Any:
+    r = jax.random
+    k = r.key(0)
+    return [
+        capture(lambda: r.poisson(k, 1.0, method="nope")),
+        capture(r.maxwell, k, (2,), np.int32),
+        capture(r.rayleigh, k, 1.0, None, np.int32),
+        capture(r.wald, k, np.ones(3, np.float32), (4,)),
+        capture(r.triangular, k, 0.0, np.ones(3, np.float32), 1.0, None, "bfloat16"),
+        capture(r.lognormal, k, 1.0, None, np.int32),
+        capture(r.ball, k, 2.5),
+        capture(r.binomial, k, 3.0, 0.5, None, np.int32),
+        capture(r.binomial, k, [3.0], 0.5),
+    ]
+
+
+@case(tags=("random",))
+def stateful_rng_sequence(jax: Any, jnp: Any, lax: Any) -> Any:
+    # JEP 28845: draw n of a generator seeded s uses fold_in(key(s), n).
+    import importlib
+    xr = importlib.import_module(jax.__name__ + ".experimental.random")
+    rng = xr.stateful_rng(42)
+    f = jax.jit(lambda g: g.random(3))
+    return [rng.random(), rng.random((2, 2)), rng.integers(10, size=4), f(rng), f(rng),
+            rng.uniform(size=2), jax.random.key_data(rng.key()), rng._counter[...],
+            [c.integers(0, 100, 2) for c in rng.spawn(2)]]
