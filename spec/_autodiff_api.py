@@ -334,19 +334,17 @@ def _is_ref_aval(aval: Any) -> bool:
 
 
 def _check_grad_entry(b: _Backward, k: int, aval: ArrayType, entry: Any) -> None:
-    """JAX's checks of one ``with_refs`` entry against its argument."""
-    if type(entry) in (ad.GradValue, ad.DontWant):
-        if type(entry) is ad.GradValue and _is_ref_aval(aval):
+    """JAX's checks of one ``with_refs`` entry against its argument (any
+    entry that is neither a Ref nor ``DontWant()`` means ``GradValue()``)."""
+    given = getattr(entry, "aval", None)
+    if type(entry) is ad.DontWant or given is None or not _is_ref_aval(given):
+        if type(entry) is not ad.DontWant and _is_ref_aval(aval):
             raise ValueError(
                 f"the gradient for {_arg_name(b, k)}, which is Ref-typed, can't be returned as "
                 "a value. In the arguments to the VJP function's `with_refs` method, pass a "
                 "`Ref` for it, to accumulate the gradient into the ref in-place, or pass "
                 "`jax.ad.DontWant()` to skip computing this argument's gradient.")
         return
-    given = getattr(entry, "aval", None)
-    if given is None or not _is_ref_aval(given):
-        raise TypeError(f"a `with_refs` entry for {_arg_name(b, k)} must be a Ref, "
-                        f"jax.ad.GradValue() or jax.ad.DontWant(), got {entry!r}")
     want = _ct_aval(aval)
     if given.shape != want.shape or given.dtype != want.dtype:
         raise ValueError(
@@ -366,7 +364,7 @@ def _backward_arg(b: _Backward, k: int, aval: ArrayType, entry: Any) -> Any:
     """What the backward pass gets for argument ``k``: where its cotangent goes."""
     if type(entry) is ad.DontWant:
         return ad.NotWanted(aval)
-    if type(entry) is not ad.GradValue:
+    if _is_ref_aval(getattr(entry, "aval", None)):
         return ad.RefAccum(_ct_aval(aval), entry)
     if _is_ref_aval(aval):
         raise ValueError(
@@ -381,7 +379,7 @@ def _backward_arg(b: _Backward, k: int, aval: ArrayType, entry: Any) -> Any:
 def _gradient(ct: Any, entry: Any) -> Any:
     if type(entry) is ad.DontWant:
         return ad.DidntWant()
-    if type(entry) is not ad.GradValue:
+    if _is_ref_aval(getattr(entry, "aval", None)):
         return ad.GradRef()
     return _materialize(ct)
 

@@ -12,7 +12,10 @@ program of its own runs the conservative one: gather every operand to a full
 replica (recorded), compute, keep each device's block.
 
 The buffers of replicated devices may be one shared object; buffers are never
-mutated after they are made. A process holds the buffers of its own devices
+mutated after they are made, except a ref's (SPEC.md 17, "Refs over a mesh"): a
+ref's Dist holds views of one global buffer (each device's block; devices
+holding the same block view the same memory), which the ref primitives'
+programs write in place through one device per block (``writers``). A process holds the buffers of its own devices
 only (``Geometry.local``): under the MPI backend (spec.mesh_mpi) each rank's
 Dists have ``None`` at every other device's position.
 """
@@ -27,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from spec import _ledger
+from spec._state import RefType
 from spec.sharding import axis_names_of
 from spec.types import ArrayType
 
@@ -573,10 +577,14 @@ def _live_equations(jaxpr: Any) -> list[bool]:
 
 
 def from_value(x: Any, geo: Geometry) -> Dist:
-    """An operand as a Dist: a sharded Array's own buffers; anything else
-    (unsharded Arrays, NumPy values, Python scalars) laid out by its type."""
+    """An operand as a Dist: a sharded Array's own buffers; a ref's blocks as
+    views of its buffer (written in place); anything else (unsharded Arrays,
+    NumPy values, Python scalars) laid out by its type."""
     from spec.array import Array
     from spec.interpreter import canonical_value
+    if type(getattr(x, "aval", None)) is RefType:
+        check_ref_layout(x.aval, geo)
+        return Dist(x.aval, split_value(x._value, x.aval, geo))
     if isinstance(x, Array):
         if x._shards is not None and _shards_follow_type(x):
             if len(x._shards) != geo.n:
@@ -603,6 +611,56 @@ def _shards_follow_type(x: Any) -> bool:
     return bool(want.partitions == have.partitions and want.unreduced == have.unreduced)
 
 
+# ==================================================================== refs
+
+
+def check_ref_layout(aval: ArrayType, geo: Geometry) -> None:
+    """A ref's blocks are views of one buffer in this process: refs over the
+    devices of several processes, and refs of unreduced values (whose
+    devices hold different partial sums), are not supported."""
+    if not geo.all_local:
+        raise NotImplementedError(
+            f"refs of arrays laid out over a mesh ({aval}) are not supported by spec when the "
+            "mesh spans several processes (MPI) yet")
+    if unreduced_of(aval):
+        raise NotImplementedError(
+            f"refs of unreduced arrays ({aval}) cannot be used on devices by spec yet")
+
+
+def writers(aval: ArrayType, geo: Geometry) -> tuple[int, ...]:
+    """The devices through which a ref's blocks are written: one per block,
+    at position 0 along the mesh axes that do not split the ref (the other
+    devices' blocks are views of the same memory)."""
+    used = {a for p in parts_of(aval) for a in p}
+    free = [a for a in geo.names if a not in used]
+    if not free:
+        return tuple(range(geo.n))
+    return tuple(int(k) for k in np.flatnonzero(geo.position(free) == 0))
+
+
+def new_ref_blocks(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Bufs:
+    """A new ref's blocks: views of ``value`` (a fresh buffer) laid out by
+    ``aval``."""
+    check_ref_layout(aval, geo)
+    return split_value(value, aval, geo)
+
+
+def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
+    """A ref result (``new_ref``) as an eager Ref: its blocks assembled into
+    one buffer, placed on the mesh by its type."""
+    from spec.ref import Ref
+    from spec.sharding import NamedSharding
+    check_ref_layout(d.aval, geo)
+    whole = assemble(d, geo)
+    if not any(parts_of(d.aval)):
+        whole = np.array(whole, copy=True)  # (a plain ref's block may be shared)
+    placed = None
+    if d.aval.sharding is not None and not mesh.empty:
+        placed = NamedSharding(mesh, d.aval.sharding.spec)
+    assert isinstance(d.aval, RefType)
+    return Ref(whole, d.aval, placed)
+
+
 def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
     from spec.array import Array
     from spec.sharding import NamedSharding
@@ -627,7 +685,8 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
-    return [to_array(d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
+    return [(to_ref if type(d.aval) is RefType else to_array)(
+        d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
 
 
 def _check_device_assignment(mesh: Any, out_avals: Sequence[ArrayType]) -> None:
@@ -673,5 +732,5 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 __all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "all_reduce",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
-           "geometry", "local_shape", "parts_of", "reshard", "run_local", "split_value",
-           "uniform"]
+           "geometry", "local_shape", "new_ref_blocks", "parts_of", "reshard", "run_local",
+           "split_value", "to_ref", "uniform", "writers"]

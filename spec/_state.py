@@ -83,23 +83,34 @@ class RefEffect:
 
 @dataclass(frozen=True)
 class Slice:
-    """A static slice of one dimension: ``size`` elements from ``start``,
-    ``stride`` apart."""
+    """A slice of one dimension: ``size`` elements from ``start``, ``stride``
+    apart. The start is static (an int) or dynamic (a scalar integer
+    operand, a leaf of the indexer; the transposes of slicing make such
+    slices, as JAX's ``ds(start, size)``); size and stride are static."""
 
-    start: int
+    start: Any
     size: int
     stride: int = 1
+
+    @property
+    def is_dynamic_start(self) -> bool:
+        return not isinstance(self.start, (int, np.integer))
 
     def __repr__(self) -> str:
         return f"Slice(start={self.start}, size={self.size}, stride={self.stride})"
 
 
-def _flatten_slice(s: Slice) -> tuple[tuple[None, None], tuple[int, int, int]]:
+def _flatten_slice(s: Slice) -> tuple[tuple[Any, None], tuple[Any, int, int]]:
+    # As JAX: a static start is node data, a dynamic one a child.
+    if s.is_dynamic_start:
+        return (s.start, None), (None, s.size, s.stride)
     return (None, None), (s.start, s.size, s.stride)
 
 
-def _unflatten_slice(aux: tuple[int, int, int], _: Any) -> Slice:
-    return Slice(*aux)
+def _unflatten_slice(aux: tuple[Any, int, int], children: Any) -> Slice:
+    start, size, stride = aux
+    dynamic = list(children)[0] if children else None
+    return Slice(start if dynamic is None else dynamic, size, stride)
 
 
 tree_util.register_pytree_node(Slice, _flatten_slice, _unflatten_slice)
@@ -247,8 +258,12 @@ def numpy_index(indexer: NDIndexer | None, dynamic_clamp: bool = True) -> Any:
     out: list[Any] = []
     for entry, dim in zip(indexer.indices, indexer.shape):
         if isinstance(entry, Slice):
-            out.append(slice(entry.start, entry.start + entry.stride * (entry.size - 1) + 1
-                             if entry.size else entry.start, entry.stride))
+            start = entry.start
+            if entry.is_dynamic_start:  # clamped into range, as XLA's dynamic slices
+                span = entry.stride * (entry.size - 1) + 1 if entry.size else 0
+                start = int(np.clip(np.asarray(start).astype(np.int64), 0, dim - span))
+            out.append(slice(start, start + entry.stride * (entry.size - 1) + 1
+                             if entry.size else start, entry.stride))
             continue
         i = np.asarray(entry).astype(np.int64)
         i = np.where(i < 0, i + dim, i)

@@ -725,9 +725,11 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         ct = cts.pop(id(v), None)
         return Zero(v.aval.ct_type()) if ct is None else ct
 
-    def operand(a: Atom) -> Any:
+    def operand(a: Atom, prim: Primitive) -> Any:
         if not _is_linear_atom(a, linear):
             return read(a)
+        if id(a) in bound and prim.transpose_accumulates:
+            return bound[id(a)]  # a sparse add into the gradient ref
         return accums[id(a)] if id(a) in accums else UndefinedPrimal(a.aval)
 
     for out, ct in zip(jaxpr.outvars, cts_out):
@@ -736,7 +738,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         eqn_cts = [read_ct(v) for v in eqn.outvars]
         if all(type(c) is Zero for c in eqn_cts) and not touches_refs(eqn):
             continue
-        invals = [operand(a) for a in eqn.invars]
+        invals = [operand(a, eqn.primitive) for a in eqn.invars]
         rule = transpose_rule(eqn.primitive)
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
         cts_in = rule(ct_arg, *invals, **eqn.params)

@@ -128,6 +128,10 @@ class Primitive:
         # tangent (``new_ref``: every ref gets a tangent ref, which later
         # writes of differentiated values need).
         self.jvp_on_zero_tangents = False
+        # Its transpose rule accepts a ``RefAccum`` for a value operand whose
+        # cotangent goes into a gradient ref (``VJP.with_refs``), and adds
+        # into that ref only where it contributes (slicing; calls pass it on).
+        self.transpose_accumulates = False
         for section in self.SECTIONS:
             value = getattr(self, section)
             attach = getattr(value, "for_primitive", None)
@@ -534,6 +538,9 @@ class EvalTrace(Trace):
                 value, aval = canonical_value(a)
                 values.append(value)
                 avals.append(aval)
+                # A Ref laid out over a mesh is placed as an Array is.
+                placed = placed or (type(aval) is RefType
+                                    and getattr(a, "_sharding", None) is not None)
         out_avals = apply_typing(prim, avals, params)
         if placed or _typed_on_mesh(out_avals):
             from spec import _spmd

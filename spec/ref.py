@@ -28,15 +28,22 @@ AbstractRef = RefType
 
 
 class Ref(Typed):
-    """An eager ref: a mutable buffer and its type ``Ref{dtype[shape]}``."""
+    """An eager ref: a mutable buffer and its type ``Ref{dtype[shape]}``.
 
-    __slots__ = ("_buf", "aval", "__weakref__")
+    A ref whose type is sharded over a mesh also records its placement
+    (``_sharding``, over the concrete mesh, as Arrays do): the buffer holds the
+    whole contents, and operations on the mesh's devices run on views of
+    each device's block of it (spec/_spmd.py), so their writes land here."""
+
+    __slots__ = ("__weakref__", "_buf", "_sharding", "aval")
     _buf: np.ndarray
     aval: RefType
+    _sharding: Any
 
-    def __init__(self, buf: np.ndarray, aval: RefType) -> None:
+    def __init__(self, buf: np.ndarray, aval: RefType, sharding: Any = None) -> None:
         self._buf = buf
         self.aval = aval
+        self._sharding = sharding
 
     @property
     def _value(self) -> np.ndarray:

@@ -151,10 +151,6 @@ def test_key_fills_and_comparisons_jaxpr(name: str,
     assert str(ours) == str(theirs)
 
 
-_SORT = "sort of keys: JAX's comparator fails at lowering; spec's sort impl (spec/rules/" \
-    "reductions.py, not this slice) sorts the key records"
-_CONVERT = "lax.convert_element_type of keys: the check belongs in convert_element_type's " \
-    "typing rule (spec/rules/structural.py, not this slice); jnp.astype checks already"
 
 ERRORS: list[Any] = [
     ("lt", lambda r, np_, j: r.key(0) < r.key(1)),
@@ -170,11 +166,9 @@ ERRORS: list[Any] = [
     ("eq int", lambda r, np_, j: j.jit(lambda k: k == 3)(r.key(0))),
     ("eq raw key", lambda r, np_, j: r.key(0) == r.PRNGKey(0)),
     ("sum", lambda r, np_, j: np_.sum(r.split(r.key(0)))),
-    pytest.param("sort", lambda r, np_, j: np_.sort(r.split(r.key(0))), marks=pytest.mark.xfail(
-        strict=True, reason=_SORT)),
-    pytest.param("convert_element_type jit", lambda r, np_, j: j.jit(
-        lambda k: j.lax.convert_element_type(k, np.uint32))(r.key(0)),
-        marks=pytest.mark.xfail(strict=True, reason=_CONVERT)),
+    ("sort", lambda r, np_, j: np_.sort(r.split(r.key(0)))),
+    ("convert_element_type jit", lambda r, np_, j: j.jit(
+        lambda k: j.lax.convert_element_type(k, np.uint32))(r.key(0))),
     ("stack mixed", lambda r, np_, j: np_.stack([r.key(0), np.zeros((), np.uint32)])),
     ("where mixed", lambda r, np_, j: np_.where(True, r.key(0), 1)),
     ("result_type", lambda r, np_, j: np_.result_type(r.key(0), np.uint32)),
@@ -183,7 +177,7 @@ ERRORS: list[Any] = [
 # Cases whose message is JAX's word for word (the others raise from typing
 # rules, whose messages cite spec's constraint numbers).
 SAME_MESSAGE = {"add one", "mul", "divide float", "astype jit", "jnp astype", "eq int",
-                "eq raw key", "stack mixed", "where mixed", "result_type"}
+                "eq raw key", "stack mixed", "where mixed", "result_type", "sort"}
 
 
 @pytest.mark.parametrize("name, prog", ERRORS)

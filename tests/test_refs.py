@@ -528,3 +528,22 @@ def test_discharge_property(ops: list[tuple[str, int, bool, float]], traced: boo
     np.testing.assert_array_equal(d_fin, np.asarray(jax.freeze(jr)))
     np.testing.assert_array_equal(d_fin, fin)
     np.testing.assert_allclose(direct[0], d_out, rtol=1e-6)
+
+
+def test_refs_where_arrays_are_expected_raise_jaxs_type_error() -> None:
+    """jnp functions, arithmetic and jnp.asarray refuse refs (eager and
+    traced) with JAX's TypeError telling to read the ref first."""
+    def cases(j: Any, jn: Any) -> list[Any]:
+        r = j.new_ref(1.0)
+        thunks = [lambda: jn.sin(r), lambda: j.jit(lambda: jn.sin(r))(),
+                  lambda: jn.add(r, 1.0), lambda: r + 1, lambda: jn.sum(r),
+                  lambda: j.jit(lambda: r * 2)(), lambda: j.jit(lambda: jn.asarray(r))()]
+        out = []
+        for thunk in thunks:
+            try:
+                thunk()
+                out.append(None)
+            except Exception as err:  # noqa: BLE001 (class and message compared)
+                out.append((type(err).__name__, str(err)))
+        return out
+    assert cases(spec, snp) == cases(jax, jnp)

@@ -254,14 +254,9 @@ def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) ->
 
 def test_every_primitive_has_its_own_per_device_program() -> None:
     """Only these run the conservative gathered program: custom_lin (it is
-    transposed away, never executed) and empty2 (no operands). The ref
-    primitives refuse arrays over a mesh (not specified yet), by name."""
-    from spec.rules._per_device import REFUSED, _programs, gathered_names
+    transposed away, never executed) and empty2 (no operands)."""
+    from spec.rules._per_device import gathered_names
     assert gathered_names() == ["custom_lin", "empty2"]
-    assert set(REFUSED) == {"new_ref", "get", "swap", "addupdate", "freeze"}
-    geo = spec._spmd.geometry(spec.sharding.AbstractMesh((2,), ("X",)))
-    with pytest.raises(NotImplementedError, match="get: refs of arrays laid out over a mesh"):
-        _programs()["get"](geo, [], [])
 
 
 def test_local_gather_scatter_and_conv_move_nothing() -> None:

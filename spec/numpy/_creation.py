@@ -127,6 +127,12 @@ def _lattice_dtype(leaves: list[Any]) -> T.DType:
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
             device: Any = None, out_sharding: Any = None) -> Any:
+    from spec._state import RefType
+    aval = getattr(a, "aval", None)
+    if type(aval) is RefType:
+        raise TypeError(f"jnp.asarray got a Ref of type {aval}, but a Ref can't be passed where "
+                        "an array is expected. Did you forget to read its value with "
+                        "`ref[...]`?")
     dt = None if dtype is None else _user_dtype(dtype, "asarray")
     return array(a, dtype=dt, copy=bool(copy), order=order)
 

@@ -18,7 +18,13 @@ __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dty
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
     """jnp functions accept arrays and scalars, not lists/tuples (as JAX)."""
+    from spec._state import RefType
     for i, a in enumerate(args):
+        aval = getattr(a, "aval", None)
+        if type(aval) is RefType:  # an eager Ref or a traced ref
+            raise TypeError(f"{fun_name} got a Ref of type {aval} at position {i}, but a Ref "
+                            "can't be passed where an array is expected. Did you forget to read "
+                            "its value with `ref[...]`?")
         if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or isinstance(
                 a, T.PYTHON_SCALAR_TYPES) or hasattr(a, "__jax_array__"):
             continue

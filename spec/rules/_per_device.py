@@ -27,6 +27,7 @@ never cheaper than what XLA would do.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,8 @@ import numpy as np
 
 from spec import _spmd as S
 from spec._spmd import Dist, Geometry
+from spec._state import NDIndexer, RefType, Slice, indexer_tree, unflatten_transforms
+from spec.errors import ShardingTypeError
 from spec.interpreter import Primitive
 from spec.rules._registry import REGISTRY
 from spec.sharding import NamedSharding, P, entry_of
@@ -496,6 +499,7 @@ def _call(key: str) -> Callable[[Primitive], Program]:
         def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                     **params: Any) -> list[Dist]:
             jaxpr = params[key]
+            check_ref_equations(jaxpr)
             outs = S.eval_jaxpr(jaxpr, jaxpr.consts, args, geo)
             return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
         return program
@@ -657,22 +661,260 @@ def _programs() -> dict[str, Program]:
         out[name] = aligned(p[name])
     for name in ("random_bits", "random_split", "random_wrap", "random_unwrap"):
         out[name] = guarded(p[name], _leading_layout_kept, local(p[name]))
-    for name in REFUSED:
-        out[name] = _refused(name)
+    out["new_ref"] = _new_ref_program
+    out["get"] = _get_program
+    out["swap"] = _swap_program
+    out["addupdate"] = _addupdate_program
+    out["freeze"] = _freeze_program
     return out
 
 
-# Refs of sharded arrays are not specified yet (their sharding sections say
-# so): a program that gets one over a mesh says that, rather than guessing.
-REFUSED = ("new_ref", "get", "swap", "addupdate", "freeze")
+# ------------------------------------------------------------------- refs
+#
+# (SPEC.md 17, "Refs over a mesh".) A ref's Dist holds views of one buffer:
+# each device's block of it, devices holding the same block viewing the same
+# memory. Reads copy every device's block out; writes go through one device
+# per block (``S.writers``), after every device has read what a swap
+# returns. Indexers into a split ref are slices, whole on split dims (M2,
+# M3): each device applies them to its block with the split dims' sizes made
+# local. Before anything runs, the ref equations are checked as JAX checks
+# them when it compiles them (``lowering_check``).
 
 
-def _refused(name: str) -> Program:
-    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
-                **params: Any) -> list[Dist]:
-        raise NotImplementedError(f"{name}: refs of arrays laid out over a mesh are not "
-                                  "specified yet (issue 8)")
-    return program
+def _local_tree(ref: ArrayType, tree: Any, leaves: Sequence[Any], geo: Geometry) -> Any:
+    """The ``tree`` param for each device's block of ``ref``."""
+    parts = S.parts_of(ref)
+    if not any(parts):
+        return tree
+    transforms = unflatten_transforms(tree, leaves)
+    if not transforms:
+        return tree
+    (t,) = transforms
+    local = S.local_shape(ref, geo)
+    indices = tuple(Slice(0, n, 1) if p else e for e, n, p in zip(t.indices, local, parts))
+    return indexer_tree(NDIndexer(indices, local, t.int_indexer_shape))
+
+
+def _replicated(d: Dist, geo: Geometry) -> Dist:
+    return d if S.is_plain(d.aval) else S.reshard(d, d.aval.update(sharding=None), geo)
+
+
+def _to_layout(d: Dist, sharding: Any, geo: Geometry) -> Dist:
+    """A written value moved to the layout of the part of the ref it goes to."""
+    target = d.aval.update(sharding=sharding)
+    if S.parts_of(target) == S.parts_of(d.aval) and \
+            S.unreduced_of(target) == S.unreduced_of(d.aval):
+        return d
+    return S.reshard(d, target, geo)
+
+
+def _write(prim: Primitive, geo: Geometry, ref: Dist, val: Dist, idx: list[Dist],
+           tree: Any) -> None:
+    for k in S.writers(ref.aval, geo):
+        prim.impl(S.held(ref.bufs[k]), S.held(val.bufs[k]), *[S.held(i.bufs[k]) for i in idx],
+                  tree=tree)
+
+
+def _new_ref_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                     **params: Any) -> list[Dist]:
+    (x,), (out,) = args, out_avals
+    S.check_ref_layout(out, geo)
+    x = _to_layout(x, out.sharding, geo)
+    whole = np.array(S.assemble(x, geo), copy=True)  # (the ref's own buffer)
+    return [Dist(out, S.new_ref_blocks(whole, out, geo))]
+
+
+def _get_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, tree: Any
+                 ) -> list[Dist]:
+    ref, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    lowering_check("get", ref.aval, None, [i.aval for i in idx], tree)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    return S.run_local(_prim("get"), geo, [ref, *idx], out_avals, {"tree": local})
+
+
+def _swap_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, tree: Any
+                  ) -> list[Dist]:
+    ref, val, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    lowering_check("swap", ref.aval, val.aval, [i.aval for i in idx], tree)
+    val = _to_layout(val, out_avals[0].sharding, geo)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    old = S.run_local(_prim("get"), geo, [ref, *idx], out_avals, {"tree": local})
+    _write(_prim("swap"), geo, ref, val, idx, local)
+    return old
+
+
+def _addupdate_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                       tree: Any) -> list[Dist]:
+    from spec.rules.state import _indexed_sharding
+    ref, val, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    lowering_check("addupdate", ref.aval, val.aval, [i.aval for i in idx], tree)
+    assert isinstance(ref.aval, RefType)
+    val = _to_layout(val, _indexed_sharding(ref.aval, val.aval.ndim, []), geo)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    _write(_prim("addupdate"), geo, ref, val, idx, local)
+    return []
+
+
+def _freeze_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
+                    ) -> list[Dist]:
+    S.check_ref_layout(args[0].aval, geo)
+    return S.run_local(_prim("freeze"), geo, args, out_avals, {})
+
+
+def _prim(name: str) -> Primitive:
+    return REGISTRY[name]
+
+
+# JAX compiles a ref program by turning each ref operation into array
+# operations on the ref's value ("discharging" it): a read through static
+# slices becomes ``slice``, one through unstrided slices and integer scalars
+# ``dynamic_slice``, a write ``dynamic_update_slice``, anything else (strided
+# writes, integer arrays) ``gather``/``scatter`` through ``jnp`` indexing. The
+# sharding rules of those operations then refuse some layouts that typing
+# accepted; spec raises the same errors when the operation runs (R1-R3).
+
+
+def lowering_check(prim: str, ref: ArrayType, val: ArrayType | None,
+                   idx: Sequence[ArrayType], tree: Any) -> None:
+    transforms = unflatten_transforms(tree, idx)
+    if not transforms:
+        return  # R1: a whole write moves any value to the ref's layout
+    (t,) = transforms
+    ints = [e for e in t.indices if not isinstance(e, Slice)]
+    strided = any(isinstance(e, Slice) and e.stride > 1 for e in t.indices)
+    if prim == "get":
+        if not ints and not any(e.is_dynamic_start for e in t.indices):
+            return  # slice
+        if not strided and not any(e.shape for e in ints):
+            return  # dynamic_slice
+        if any(_split(e) for e in ints):
+            raise _gather_error(prim, ref, t, ints)
+        return
+    assert val is not None
+    if not strided and not any(e.shape for e in ints):
+        if prim == "swap":
+            _check_update(ref, val, t)  # R2
+        return
+    # R3: gather (swap's read of the old value) and scatter.
+    if prim == "swap" and (_split(ref) or any(_split(e) for e in ints)):
+        raise _gather_error(prim, ref, t, ints)
+    if _split(val):
+        val = val.strip_weak_type()  # (JAX's message shows the value as the ref's dtype)
+        plain = val.update(sharding=None)
+        raise ValueError(f"Incompatible types for broadcasting: input type={val} and requested "
+                         f"type={plain} ({prim} R3)")
+    if _split(ref) or any(_split(e) for e in ints):
+        operand, indices = _gather_types(ref, t, ints)
+        updates = val.update(sharding=_sharding_of(indices, S.parts_of(indices)[:-1]))
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+            "the scatter update as out sharding could not be resolved unambiguously (or would "
+            f"require collectives on inputs). Got operand={operand!r}, indices={indices!r}, "
+            f"updates={updates!r} ({prim} R3)")
+
+
+_CHECKED: dict[int, Any] = {}
+
+
+def check_ref_equations(jaxpr: Any) -> None:
+    """``lowering_check`` on every ref equation of a program (its sub-programs
+    included) before any runs: as in JAX, whose compiler refuses the
+    program before it writes anything."""
+    if _CHECKED.get(id(jaxpr)) is jaxpr:
+        return
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name == "get":
+            ref, *idx = eqn.invars
+            lowering_check(name, ref.aval, None, [a.aval for a in idx], eqn.params["tree"])
+        elif name in ("swap", "addupdate"):
+            ref, val, *idx = eqn.invars
+            lowering_check(name, ref.aval, val.aval, [a.aval for a in idx],
+                           eqn.params["tree"])
+        for p in eqn.params.values():
+            for sub in p if isinstance(p, (tuple, list)) else (p,):
+                if hasattr(sub, "eqns") and hasattr(sub, "invars"):
+                    check_ref_equations(sub)
+    if len(_CHECKED) > 4096:
+        _CHECKED.clear()
+    _CHECKED[id(jaxpr)] = jaxpr
+
+
+def _split(a: ArrayType) -> bool:
+    return any(S.parts_of(a))
+
+
+def _sharding_of(like: ArrayType, parts: Sequence[tuple[str, ...]]) -> Any:
+    from spec.rules._sharding_kit import mesh_of
+    return NamedSharding(mesh_of([like]), P(*(entry_of(p) for p in parts)))
+
+
+def _check_update(ref: ArrayType, val: ArrayType, t: Any) -> None:
+    """R2: a write through ``dynamic_update_slice`` needs the value (with
+    the integer-indexed dims put back as size 1) split as the ref."""
+    from spec.rules._sharding_kit import mesh_of
+    from spec.rules.indexing import _with_axis_types
+    from spec.rules.state import _normalized
+    assert isinstance(ref, RefType)
+    vparts = iter(S.parts_of(val))
+    parts = [next(vparts) if isinstance(e, Slice) else () for e in t.indices]
+    shape = tuple(e.size if isinstance(e, Slice) else 1 for e in t.indices)
+    mesh = mesh_of([ref, val])
+    have = NamedSharding(mesh, P(*(entry_of(p) for p in parts), unreduced=S.unreduced_of(val)))
+    operand = ref.inner_aval
+    want = operand.sharding or NamedSharding(mesh, P())
+    if _normalized(want, ref.ndim) == _normalized(have, ref.ndim):
+        return
+    update = ArrayType(shape, val.dtype, sharding=have)
+    if operand.sharding is None:
+        operand = operand.update(sharding=NamedSharding(mesh, P(*(None,) * ref.ndim)))
+    raise ShardingTypeError(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got operand "
+        f"sharding {_with_axis_types(operand)} and update sharding {_with_axis_types(update)}. "
+        "(swap R2)")
+
+
+def _gather_types(ref: ArrayType, t: Any, ints: list[ArrayType]
+                  ) -> tuple[ArrayType, ArrayType]:
+    """The operand and indices of the gather JAX reads ``ref[t]`` with: the
+    ref's value (integer-indexed dims first when they are not adjacent) and
+    the stacked index arrays, split where the integer indexers are."""
+
+    assert isinstance(ref, RefType)
+    is_int = [not isinstance(e, Slice) for e in t.indices]
+    at = [k for k, b in enumerate(is_int) if b]
+    contiguous = at == list(range(at[0], at[0] + len(at))) if at else True
+    operand = ref.inner_aval
+    if not contiguous:
+        order = at + [k for k, b in enumerate(is_int) if not b]
+        ops = S.parts_of(operand)
+        operand = operand.update(shape=tuple(operand.shape[k] for k in order),
+                                 sharding=_sharding_of(operand, [ops[k] for k in order]))
+    total = t.result_shape()
+    start = sum(1 for k in range(at[0]) if not is_int[k]) if at and contiguous else 0
+    parts: list[tuple[str, ...]] = [()] * (len(total) + 1)
+    for e in ints:
+        for d, p in enumerate(S.parts_of(e)):
+            parts[start + d] = parts[start + d] or p
+    dtype = functools.reduce(np.promote_types, [e.dtype for e in ints], np.dtype(np.int32))
+    like = next((e for e in ints if e.sharding is not None), ref)
+    indices = ArrayType((*total, ref.ndim), dtype, sharding=_sharding_of(like, parts))
+    return operand, indices
+
+
+def _gather_error(prim: str, ref: ArrayType, t: Any, ints: list[ArrayType]
+                  ) -> ShardingTypeError:
+    operand, indices = _gather_types(ref, t, ints)
+    return ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r} ({prim} R3)")
 
 
 def _leading_layout_kept(args: list[Dist], out_avals: list[ArrayType], **params: Any

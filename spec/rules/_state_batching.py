@@ -93,6 +93,10 @@ def _plan(indexer: NDIndexer, idx_dims: Sequence[BatchDim], size: int,
     int_shape = (size, *indexer.int_indexer_shape)
     dims = iter(idx_dims)
     entries: list[Any] = []
+    if any(isinstance(e, Slice) and e.is_dynamic_start for e in indexer.indices):
+        # (only the transposes of slicing into gradient refs make these)
+        raise NotImplementedError("vmap of ref reads and writes at dynamic slices is not "
+                                  "specified yet")
     for entry in indexer.indices:
         if isinstance(entry, Slice):  # static: the same for every example
             entries.append(entry)

@@ -223,5 +223,6 @@ jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
                 pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
                 sharding=_jit_sharding)
 jit_p.linearize = _jit_linearize
+jit_p.transpose_accumulates = True  # the call's body adds into gradient refs
 jit_p.partial_eval = _jit_partial_eval
 jit_p.dce = _jit_dce

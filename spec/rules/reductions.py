@@ -857,11 +857,32 @@ def _sort_keys(x: np.ndarray) -> list[np.ndarray]:
 def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
                ) -> list[np.ndarray]:
     keys: list[np.ndarray] = []
-    for x in xs[:num_keys]:
+    for k, x in enumerate(xs[:num_keys]):
+        if not _orderable(x.dtype):
+            # JAX stages a sort of typed keys and fails when its comparator
+            # is built (at run time): the same class and message here.
+            raise TypeError(f"lt_to does not accept dtype {_key_name(x.dtype)} at position {k}. "
+                            f"Accepted dtypes at position {k} are subtypes of integer, bool, "
+                            "floating.")
         keys.extend(_sort_keys(x))
     # np.lexsort is stable and takes its most significant key last.
     perm = np.lexsort(keys[::-1], axis=dimension)
     return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
+
+
+def _key_name(physical: Any) -> str:
+    """The key dtype whose values are records of dtype ``physical``."""
+    from spec._prng import PRNGS, KeyTy
+    for impl in PRNGS.values():
+        if KeyTy(impl).physical == physical:
+            return KeyTy(impl).name
+    return str(physical)
+
+
+def _orderable(dt: Any) -> bool:
+    """Whether sort can compare values of dtype ``dt`` (typed PRNG keys,
+    which are structured records here, cannot)."""
+    return bool(dt.fields is None)
 
 
 sort_p = declare("sort", batch=_sort_batch,

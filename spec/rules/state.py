@@ -23,6 +23,7 @@ import numpy as np
 from spec.rules._denormals import flush, flush_all, flushing
 
 from spec import _pretty as pp
+from spec import tree_util
 from spec._state import (
     NDIndexer,
     RefEffect,
@@ -39,25 +40,18 @@ from spec.interpreter import (
     Eqn,
     Jaxpr,
     Literal,
-    NotApplicable,
     PpContext,
     Var,
     canonical_aval_of,
-    not_applicable,
     pp_eqn_default,
     pp_vars,
 )
 from spec.rules import _state_batching as _sb
+from spec.rules import _sharding_kit as SK
 from spec.rules._registry import declare, fail, require
 from spec.rules.calls import jit_p
+from spec.sharding import AxisType, NamedSharding, P
 from spec.types import FLOAT0, ArrayType, is_int
-
-_SHARDING = "refs of sharded arrays are not specified yet (issue 8)"
-
-
-def _later(reason: str) -> NotApplicable:
-    return not_applicable(reason)
-
 
 # ------------------------------------------------------------------ typing
 
@@ -84,9 +78,7 @@ def _transform_avals(prim: str, ref: RefType, idx: Sequence[ArrayType], tree: An
                 f"the indexer is for shape {t.shape}, the ref has shape {shape}")
         for entry, dim in zip(t.indices, t.shape):
             if isinstance(entry, Slice):
-                require(0 <= entry.start and entry.size >= 0 and entry.stride >= 1
-                        and (entry.size == 0 or entry.start + entry.stride * (entry.size - 1)
-                             < dim), prim, "C2", f"slice {entry!r} out of range of {dim}")
+                _check_slice(prim, entry, dim)
                 continue
             require(isinstance(entry, ArrayType) and is_int(entry.dtype)
                     and type(entry) is not RefType, prim, "C2",
@@ -94,8 +86,123 @@ def _transform_avals(prim: str, ref: RefType, idx: Sequence[ArrayType], tree: An
             require(entry.shape == t.int_indexer_shape or not entry.shape, prim, "C2",
                     f"integer indexer of shape {entry.shape}, expected "
                     f"{t.int_indexer_shape}")
+        if shape == ref.shape:  # (JAX checks against the type being indexed: the ref's)
+            _check_sharded_index(prim, _split_parts(ref), t)
         shape = t.result_shape()
     return transforms, shape
+
+
+# ------------------------------------------------------- refs over a mesh
+#
+# (SPEC.md 17, "Refs over a mesh".) A ref's type carries the sharding of its
+# contents. M2/M3 are checked with the indexer (before the shape checks of
+# the written value, as JAX); the sharding sections give M1, M4, M5.
+
+
+def _split_parts(aval: ArrayType) -> tuple[Any, ...]:
+    """Per dimension, the partition entry of a type (None where unsplit)."""
+    s = aval.sharding
+    parts = () if s is None else tuple(s.spec.partitions)
+    return parts + (None,) * (aval.ndim - len(parts))
+
+
+def _check_sharded_index(prim: str, parts: tuple[Any, ...], t: NDIndexer) -> None:
+    """M2: a ref split over mesh axes is indexed by slices only (a result of
+    the ref's rank, so that it keeps the ref's partitions); M3: each split
+    dimension is sliced whole."""
+    if all(p is None for p in parts):
+        return
+    if t.int_indexer_shape or any(t.is_int):
+        raise TypeError("sharded ref (array reference) can only be indexed by slices, not "
+                        f"integers ({prim} M2)")
+    for axis, (entry, dim, p) in enumerate(zip(t.indices, t.shape, parts)):
+        if p is None or (not entry.is_dynamic_start and entry.start == 0 and entry.size == dim
+                         and entry.stride == 1):
+            continue
+        raise ValueError(
+            "sharded ref (array reference) can only be sliced along unsharded axes, but ref of "
+            f"shape {t.shape} was sliced on axis {axis}, which is sharded like {p} ({prim} M3)")
+
+
+def _indexed_sharding(r: RefType, ndim: int, others: Sequence[ArrayType]) -> NamedSharding:
+    """M4: the sharding of an indexed part of ``r`` (a read, the old value of
+    a write, what addupdate adds): the ref's, its partitions cut or padded to
+    the part's rank (only an unsplit ref changes rank: M2). A ref without a
+    sharding counts as replicated over the operands' mesh."""
+    s = r.sharding
+    if s is None:
+        return NamedSharding(SK.mesh_of([r, *others]), P(*(None,) * ndim))
+    parts = _split_parts(r)
+    parts = parts[:ndim] + (None,) * (ndim - len(parts))
+    spec = s.spec
+    return NamedSharding(s.mesh, P(*parts, unreduced=spec.unreduced, reduced=spec.reduced,
+                                   unreduced_kind=spec.unreduced_kind))
+
+
+def _normalized(s: NamedSharding, ndim: int) -> NamedSharding:
+    return NamedSharding(s.mesh, s.spec._normalized_spec_for_aval(ndim))
+
+
+def _new_ref_sharding(x: ArrayType, **params: Any) -> list[NamedSharding | None]:
+    """M1: the ref's contents keep the initial value's sharding."""
+    return [x.sharding]
+
+
+def _get_sharding(ref: ArrayType, *idx: ArrayType, tree: Any) -> list[NamedSharding | None]:
+    r = _check_ref("get", ref)
+    _, shape = _transform_avals("get", r, idx, tree)
+    return [_indexed_sharding(r, len(shape), idx)]
+
+
+def _swap_sharding(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                   ) -> list[NamedSharding | None]:
+    """The old value has the ref's sharding (M4); the written value may have
+    any: how it reaches the ref's layout is decided when the write runs
+    (SPEC.md 17, "Refs over a mesh", run-time rules)."""
+    r = _check_ref("swap", ref)
+    _, shape = _transform_avals("swap", r, idx, tree)
+    return [_indexed_sharding(r, len(shape), [val, *idx])]
+
+
+def _addupdate_sharding(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                        ) -> list[NamedSharding | None]:
+    """M5: the added value is sharded as the indexed part of the ref, when
+    the ref's or the value's mesh has an explicit axis (ValueError, JAX's
+    text). A value without a sharding counts as replicated."""
+    r = _check_ref("addupdate", ref)
+    _, shape = _transform_avals("addupdate", r, idx, tree)
+    want = _normalized(_indexed_sharding(r, len(shape), [val, *idx]), val.ndim)
+    have = val.sharding
+    if have is None:
+        have = NamedSharding(want.mesh, P(*(None,) * val.ndim))
+    have = _normalized(have, val.ndim)
+    explicit = AxisType.Explicit in tuple(want.mesh.axis_types) + tuple(have.mesh.axis_types)
+    if explicit and (want.mesh != have.mesh or want.spec != have.spec):
+        shown = r.sharding if r.sharding is not None else want
+        raise ValueError(f"Invalid sharding for `addupdate`. Ref sharding: "
+                         f"{_normalized(shown, r.ndim)!r}. Value sharding: {have!r}. "
+                         "(addupdate M5)")
+    return []
+
+
+def _freeze_sharding(ref: ArrayType) -> list[NamedSharding | None]:
+    return [_check_ref("freeze", ref).sharding]
+
+
+def _check_slice(prim: str, s: Slice, dim: int) -> None:
+    """A static slice lies in range; a dynamic one has an integer scalar
+    start and fits (its start is clamped at run time)."""
+    span = s.stride * (s.size - 1) + 1 if s.size else 0
+    require(s.size >= 0 and s.stride >= 1 and span <= dim, prim, "C2",
+            f"slice {s!r} out of range of {dim}")
+    if s.is_dynamic_start:
+        start = s.start
+        require(isinstance(start, ArrayType) and is_int(start.dtype) and not start.shape
+                and type(start) is not RefType, prim, "C2",
+                f"a dynamic slice start must be an integer scalar, got {start}")
+        return
+    require(0 <= s.start and (s.size == 0 or s.start + span - 1 < dim), prim, "C2",
+            f"slice {s!r} out of range of {dim}")
 
 
 def _new_ref_type(x: ArrayType, *, kind: Any, memory_space: Any, pin: bool
@@ -216,7 +323,10 @@ def _call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
 # --------------------------------------------------------------- printing
 
 
-def _pp_slice(s: Slice, dim: int) -> str:
+def _pp_slice(s: Slice, dim: int, ctx: PpContext) -> str:
+    if s.is_dynamic_start:  # JAX's form: ``c:c+1``
+        start_text = _pp_index_atom(s.start, ctx)
+        return f"{start_text}:{start_text}+{s.size}"
     start = "" if s.start == 0 else str(s.start)
     end = s.start + s.size
     return f"{start}:{'' if end == dim else end}"
@@ -234,7 +344,7 @@ def _pp_ref(ref: Any, idx: Sequence[Any], tree: Any, ctx: PpContext) -> pp.Doc:
     if not transforms:
         parts.append("[...]")
     for t in transforms:
-        entries = [_pp_slice(e, d) if isinstance(e, Slice) else _pp_index_atom(e, ctx)
+        entries = [_pp_slice(e, d, ctx) if isinstance(e, Slice) else _pp_index_atom(e, ctx)
                    for e, d in zip(t.indices, t.shape)]
         parts.append("[" + ",".join(entries) + "]")
     return pp.text("".join(parts))
@@ -380,6 +490,21 @@ def _addupdate_transpose(cts: list[Any], acc: RefAccum, x: Any, *idx: Any, tree:
     return [None, get_p.bind(acc.ref, *idx, tree=tree), *_no_cts(len(idx))]
 
 
+def add_into_slices(acc: RefAccum, ct: Any, starts: Sequence[Any], sizes: Sequence[int],
+                    strides: Sequence[int] | None = None) -> None:
+    """``ref[starts:starts+sizes:strides] += ct`` into a cotangent ref: the
+    transposes of slicing add only where they read (static starts are ints,
+    dynamic ones scalar operands)."""
+    ref = acc.inst()
+    shape = canonical_aval_of(ref).shape
+    steps = strides if strides is not None else (1,) * len(shape)
+    slices = tuple(Slice(s if isinstance(s, (int, np.integer)) and not isinstance(s, bool)
+                         else s, int(n), int(k)) for s, n, k in zip(starts, sizes, steps))
+    indexer = NDIndexer(slices, tuple(shape), ())
+    leaves, tree = tree_util.tree_flatten((indexer,))
+    addupdate_p.bind(ref, ct, *leaves, tree=tree)
+
+
 def _freeze_transpose(ct: Any, acc: RefAccum) -> list[Any]:
     acc.accum(ct)
     return [None]
@@ -391,23 +516,23 @@ def _freeze_transpose(ct: Any, acc: RefAccum) -> list[Any]:
 new_ref_p = declare(
     "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
     jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
-    sharding=_later(_SHARDING), doc="A new ref holding a copy of the operand.")
+    sharding=_new_ref_sharding, doc="A new ref holding a copy of the operand.")
 get_p = declare(
     "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
     jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
-    sharding=_later(_SHARDING), doc="Read (a part of) a ref.")
+    sharding=_get_sharding, doc="Read (a part of) a ref.")
 swap_p = declare(
     "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
     jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
-    sharding=_later(_SHARDING), doc="Write (a part of) a ref, returning the old contents.")
+    sharding=_swap_sharding, doc="Write (a part of) a ref, returning the old contents.")
 addupdate_p = declare(
     "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
     multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
-    batch=_sb.addupdate_batch, sharding=_later(_SHARDING), doc="Add into (a part of) a ref.")
+    batch=_sb.addupdate_batch, sharding=_addupdate_sharding, doc="Add into (a part of) a ref.")
 freeze_p = declare(
     "freeze", typing=_freeze_type, impl=_freeze_impl,
     jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
-    sharding=_later(_SHARDING), doc="The final contents of a ref, as an array.")
+    sharding=_freeze_sharding, doc="The final contents of a ref, as an array.")
 
 for _p in (get_p, swap_p, addupdate_p, freeze_p):
     _p.accepts_refs = True
@@ -501,8 +626,11 @@ def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
         return ...
     from spec import lax
     out: list[Any] = []
-    for entry, dim in zip(transforms[0].indices, transforms[0].shape):
-        if isinstance(entry, Slice):
+    indices = transforms[0].indices
+    for entry, dim in zip(indices, transforms[0].shape):
+        if isinstance(entry, Slice) and entry.is_dynamic_start:
+            out.append(_dynamic_slice_positions(entry, dim, indices))
+        elif isinstance(entry, Slice):
             stop = entry.start + entry.stride * (entry.size - 1) + 1 if entry.size else 0
             out.append(slice(entry.start, stop, entry.stride))
         else:
@@ -511,6 +639,22 @@ def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
                                  entry)
             out.append(lax.clamp(zero, wrapped, lax.full_like(entry, max(dim - 1, 0))))
     return tuple(out)
+
+
+def _dynamic_slice_positions(s: Slice, dim: int, indices: Sequence[Any]) -> Any:
+    """A dynamic slice as the integer array of the positions it covers (its
+    start clamped as the impls do): the same elements, and, as the only
+    array indexer, the same place in the result."""
+    from spec import lax
+    if sum(1 for e in indices if not isinstance(e, Slice) or e.is_dynamic_start) > 1:
+        raise NotImplementedError("discharge_state: a dynamic ref slice together with other "
+                                  "integer indexers is not supported")
+    start = lax.convert_element_type(s.start, np.dtype("int32"))
+    span = s.stride * (s.size - 1) + 1 if s.size else 0
+    first = lax.clamp(lax.full_like(start, 0), start, lax.full_like(start, dim - span))
+    steps = lax.mul(lax.iota(np.dtype("int32"), s.size),
+                    lax.full((s.size,), s.stride, np.dtype("int32")))
+    return lax.add(lax.broadcast_in_dim(first, (s.size,), ()), steps)
 
 
 def _as_value(v: Any, dtype: Any) -> Any:

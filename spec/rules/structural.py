@@ -106,6 +106,9 @@ def _convert_type(x: ArrayType, *, new_dtype: T.DType, weak_type: bool,
                   sharding: Any = None) -> list[ArrayType]:
     require(isinstance(new_dtype, np.dtype) and T.is_valid_dtype(new_dtype),
             "convert_element_type", "C1", f"new_dtype {new_dtype!r} is not a JAX dtype")
+    if not isinstance(x.dtype, np.dtype):  # an extended dtype (typed PRNG keys)
+        raise ValueError(f"Cannot convert_element_type from {x.dtype} to {new_dtype} "
+                         "(convert_element_type C2)")
     return [ArrayType(x.shape, new_dtype, bool(weak_type))]
 
 
@@ -684,8 +687,24 @@ def _slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     return [_lax().slice(x, starts, limits, steps)], [dim]
 
 
+def _slice_transpose_into(ct: Any, operand: Any, *, start_indices: Shape,
+                          limit_indices: Shape, strides: Shape | None) -> list[Any]:
+    """Into a gradient ref: add the cotangent where the slice read."""
+    from spec.ad import RefAccum
+    if not isinstance(operand, RefAccum):
+        return _slice_transpose_dense(ct, operand, start_indices=start_indices,
+                                      limit_indices=limit_indices, strides=strides)
+    if type(ct) is not Zero:
+        from spec.rules.state import add_into_slices
+        add_into_slices(operand, ct, [int(s) for s in start_indices],
+                        canonical_aval_of(ct).shape, strides)
+    return [None]
+
+
+_slice_transpose_dense = linear_transpose(_slice_transpose)
 slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
-                  transpose=linear_transpose(_slice_transpose), batch=_slice_batch)
+                  transpose=_slice_transpose_into, batch=_slice_batch)
+slice_p.transpose_accumulates = True
 
 
 # ============================================================ dynamic_slice
@@ -743,6 +762,12 @@ def _dynamic_slice_transpose(ct: Any, operand: Any, *idx: Any, slice_sizes: Shap
                              ) -> list[Any]:
     """Write the cotangent into zeros (of the cotangent's dtype) at the same,
     identically clamped, start indices."""
+    from spec.ad import RefAccum
+    if isinstance(operand, RefAccum):  # into a gradient ref: only the slice read
+        if type(ct) is not Zero:
+            from spec.rules.state import add_into_slices
+            add_into_slices(operand, ct, idx, slice_sizes)
+        return [None] * (1 + len(idx))
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type())] + [None] * len(idx)
     zeros = _lax().full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
@@ -811,6 +836,7 @@ def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
 dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
                           impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                           transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch)
+dynamic_slice_p.transpose_accumulates = True
 
 
 def _dynamic_update_slice_type(x: ArrayType, update: ArrayType, *idx: ArrayType
