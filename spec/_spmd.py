@@ -629,9 +629,10 @@ def check_ref_layout(aval: ArrayType, geo: Geometry) -> None:
 
 def writers(aval: ArrayType, geo: Geometry) -> tuple[int, ...]:
     """The devices through which a ref's blocks are written: one per block,
-    at position 0 along the mesh axes that do not split the ref (the other
-    devices' blocks are views of the same memory)."""
-    used = {a for p in parts_of(aval) for a in p}
+    at position 0 along the mesh axes that neither split the ref nor make it
+    vary (the other devices' blocks are views of the same memory)."""
+    # Inside shard_map a block varying over manual axes is its device's own.
+    used = {a for p in parts_of(aval) for a in p} | set(aval.vma)
     free = [a for a in geo.names if a not in used]
     if not free:
         return tuple(range(geo.n))

@@ -10,6 +10,8 @@ record along which of them a value varies (``{V:x}``).
 
 from __future__ import annotations
 
+from spec._state import RefType
+
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -61,13 +63,23 @@ def _broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
     """One entry per leaf of ``tree``: each P (or None) of the prefix tree
     stands for the whole subtree at its position (P is a leaf here, as in
     JAX, not a tuple)."""
-    def is_leaf(x: Any) -> bool:
-        return x is None or isinstance(x, P)
-    entries, prefix_tree = tree_util.tree_flatten(prefix, is_leaf=is_leaf)
-    subtrees = prefix_tree.flatten_up_to(tree_util.tree_unflatten(tree, [0] * tree.num_leaves))
+    # Walks the prefix and the arguments' tree structure together (never
+    # rebuilding the arguments: a custom node may refuse stand-in leaves).
     out: list[Any] = []
-    for entry, sub in zip(entries, subtrees):
-        out.extend([entry] * len(tree_util.tree_leaves(sub)))
+
+    def walk(pre: Any, td: Any) -> None:
+        if pre is None or isinstance(pre, P):
+            out.extend([pre] * td.num_leaves)
+            return
+        kids = list(tree_util.flatten_one_level(pre)[0])
+        td_kids = td.children()
+        td_data = td.node_data()
+        if td_data is None or len(kids) != len(td_kids) or type(pre) is not td_data[0]:
+            raise ValueError(f"{pre!r} is not a prefix of a tree of structure {td}")
+        for k, t in zip(kids, td_kids):
+            walk(k, t)
+
+    walk(prefix, tree)
     return out
 
 
@@ -120,6 +132,10 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
              for i, (a, s) in enumerate(zip(avals, specs))]
     from spec.interpreter import EvalTrace, current_trace
     if isinstance(current_trace(), EvalTrace):
+        if any(type(a) is RefType for a in avals):
+            raise NotImplementedError(
+                "Eager shard_map doesn't support `jax.Ref` arguments yet, including gradient "
+                "refs from `with_refs`. Please use it under `jax.jit`.")
         return _call_eager(f, leaves, in_tree, local, specs, mesh, concrete, out_specs, who,
                            check_vma, manual)
     jaxpr, out_tree = _traced(f, in_tree, tuple(local), mesh, check_vma, manual)

@@ -97,6 +97,26 @@ def refused_second(v):
 record("refused before anything runs", lambda: jax.jit(refused_second)(
     jax.device_put(jnp.ones((8, 2)), P('x'))))
 record("nothing written", lambda: value(rr[...]))
+def into_block(v, ref):
+    ref[...] += v
+    return v * 2
+sm = jax.shard_map(into_block, in_specs=(P('x'), P('x')), out_specs=P('x'))
+rs = jax.new_ref(x)
+record("eager shard_map of a ref", lambda: sm(x, rs))
+record("jit shard_map of a ref", lambda: [shards(jax.jit(sm)(x, rs)), shards(rs[...])])
+record("shard_map of a ref jaxpr", lambda: str(jax.make_jaxpr(sm)(x, rs)))
+r0 = jax.new_ref(0.)
+def closes(v):
+    r0[...] += v.sum()
+    return v
+def raised_class(fn):
+    try:
+        fn()
+    except Exception as e:
+        return type(e).__name__
+# (the class only: JAX's message names the primitive its trace first hands the ref to)
+record("shard_map closing over a ref", lambda: raised_class(lambda: jax.shard_map(
+    closes, in_specs=P('x'), out_specs=P('x'))(x)))
 '''
 
 TWO_AXES = _PRELUDE + r'''

@@ -252,8 +252,6 @@ cell('counter', lambda: rng._counter[...])
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="refs laid out over a mesh (issue 8) are not specified "
-                   "yet, and shard_map's in_specs check rebuilds the generator from zeros")
 def test_shard_map_matches_jax() -> None:
     ours, theirs = run_both(SHARD_MAP)
     assert ours == theirs

@@ -29,6 +29,7 @@ from spec.interpreter import (
 )
 from spec.rules._registry import declare, require
 from spec.sharding import AbstractMesh, AxisType, NamedSharding, P, axis_names_of, entry_of
+from spec._state import RefType
 from spec.types import ArrayType
 
 # ------------------------------------------------------------ manual context
@@ -230,7 +231,9 @@ def local_aval(aval: ArrayType, spec: P, mesh: AbstractMesh, manual: frozenset[A
         else frozenset()
     # Unreduced and reduced manual axes pass through as themselves; the
     # split over the other (explicit) axes stays in the type.
-    return ArrayType(tuple(shape), aval.dtype, aval.weak_type, vma=vma,
+    # A ref argument's block is a ref (of the block's type).
+    block_type = RefType if type(aval) is RefType else ArrayType
+    return block_type(tuple(shape), aval.dtype, aval.weak_type, vma=vma,
                      sharding=_explicit_part(aval, mesh, manual),
                      munreduced=frozenset(spec.unreduced) & manual if check_vma else frozenset(),
                      mreduced=frozenset(spec.reduced) & manual if check_vma else frozenset())
@@ -334,8 +337,14 @@ def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
     into blocks, run per device, assemble."""
     mesh = params["mesh"]
     g = S.geometry(mesh)
-    out_avals = _shard_map_type(*(canonical_aval_of(a) for a in args), **params)
-    dists = [S.uniform(np.asarray(a), canonical_aval_of(a), g) for a in args]
+    # The operands' types: their shapes, the dtypes (and ref-ness) of the
+    # blocks the body takes (a key's value does not tell its key dtype).
+    avals = [(RefType if type(b) is RefType else ArrayType)(np.shape(a), b.dtype, b.weak_type)
+             for a, b in zip(args, params["jaxpr"].in_avals)]
+    out_avals = _shard_map_type(*avals, **params)
+    # A ref's blocks are views of its buffer: the body writes it in place.
+    dists = [S.Dist(aval, S.split_value(a, aval, g)) if type(aval) is RefType
+             else S.uniform(np.asarray(a), aval, g) for a, aval in zip(args, avals)]
     outs = _shard_map_program(g, dists, out_avals, **params)
     return [np.asarray(S.assemble(o, g)) for o in outs]
 

@@ -544,6 +544,16 @@ jit_p.accepts_refs = True
 jit_p.effects_rule = _call_effects
 
 
+def _register_shard_map() -> None:
+    # shard_map takes refs under jit (each device gets its block as a ref).
+    from spec.rules.shard_map import shard_map_p
+    shard_map_p.accepts_refs = True
+    shard_map_p.effects_rule = _call_effects
+
+
+_register_shard_map()
+
+
 # ================================================================ discharge
 #
 # Discharging turns a program with refs into a pure one: each ref becomes the
