@@ -195,14 +195,15 @@ def _expand(idx: Any, ndim: int) -> list[Any]:
     return items + [slice(None)] * (ndim - len(items))
 
 
-def parse_index(idx: Any, shape: tuple[int, ...], aval_of: Any, check_bounds: bool
-                ) -> tuple[NDIndexer | None, list[Any]]:
+def parse_index(idx: Any, shape: tuple[int, ...], aval_of: Any, check_bounds: bool,
+                broadcast: Any = None) -> tuple[NDIndexer | None, list[Any]]:
     """An index expression as (indexer, its integer operands); None for the
     whole ref (``ref[...]``, ``ref[()]`` on a scalar, or ``idx`` None).
 
     ``aval_of(x)`` types an integer operand; with ``check_bounds`` static
     integers out of range raise ValueError (JAX checks eagerly, not when
-    tracing).
+    tracing). The integer indexers broadcast against each other (NumPy's
+    rule); ``broadcast(x, shape)`` makes one of another shape that shape.
     """
     if idx is None or idx is Ellipsis or (isinstance(idx, tuple) and not idx):
         return None, []
@@ -230,10 +231,20 @@ def parse_index(idx: Any, shape: tuple[int, ...], aval_of: Any, check_bounds: bo
         indices.append(None)
         operands.append(entry)
         int_shapes.append(aval.shape)
-    ranked = {s for s in int_shapes if s}
-    if len(ranked) > 1 or (ranked and any(not s for s in int_shapes)):
-        raise RefIndexError("integer ref indexers of different shapes (broadcasting)")
-    int_shape = next(iter(ranked), ())
+    try:
+        int_shape = tuple(np.broadcast_shapes(*int_shapes))
+    except ValueError:
+        raise ValueError(f"Cannot broadcast shapes for indexing: {int_shapes}") from None
+    if check_bounds:  # (as JAX, only eagerly) array indexers have the common rank
+        for x, s in zip(operands, int_shapes):
+            if s and len(s) != len(int_shape):
+                raise ValueError(f"Indexer must have rank {len(s)}: idx={x!r} vs. "
+                                 f"self.int_indexer_shape={int_shape}")
+    if any(s != int_shape for s in int_shapes):
+        if broadcast is None:
+            raise RefIndexError("integer ref indexers of different shapes (broadcasting)")
+        operands = [x if s == int_shape else broadcast(x, int_shape)
+                    for x, s in zip(operands, int_shapes)]
     it = iter(operands)
     filled = tuple(next(it) if i is None else i for i in indices)
     return NDIndexer(filled, tuple(shape), int_shape), operands

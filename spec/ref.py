@@ -102,7 +102,8 @@ def _indexing(ref: Any, idx: Any, fun: str) -> tuple[Any, list[Any]]:
         idx = tuple(idx)
     eager = type(current_trace()) is EvalTrace
     try:
-        indexer, operands = parse_index(idx, aval.shape, canonical_aval_of, eager)
+        indexer, operands = parse_index(idx, aval.shape, canonical_aval_of, eager,
+                                        _broadcast_to)
     except RefIndexError as err:
         raise NotImplementedError(f"{fun}: {err} are not supported by spec's refs yet") \
             from None
@@ -113,6 +114,14 @@ def _indexing(ref: Any, idx: Any, fun: str) -> tuple[Any, list[Any]]:
         for x in operands:
             trace.to_atom(x)
     return indexer_tree(indexer), operands
+
+
+def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    """An integer indexer broadcast to the indexers' common shape (JAX's
+    ``broadcast_to`` primitive, as JAX stages it)."""
+    from spec.numpy import asarray
+    from spec.rules.state import broadcast_to_p
+    return broadcast_to_p.bind(asarray(x), shape=tuple(shape))
 
 
 def get(ref: Any, idx: Any = None) -> Any:

@@ -365,6 +365,14 @@ def _refs(draw: Draw, rng: np.random.Generator) -> Case:
     return f, (_rand(rng, (n,)), _rand(rng, ())), mode
 
 
+def _broadcast_to(draw: Draw, rng: np.random.Generator) -> Case:
+    """NumPy-style broadcasting: new leading dims and stretched size-1 dims."""
+    from spec.rules.state import broadcast_to_p
+    shape = _shape(draw, 1, 3)
+    operand = tuple(1 if draw(st.booleans()) else d for d in shape[draw(st.integers(0, 1)):])
+    return (lambda x: broadcast_to_p.bind(x, shape=shape)), (_rand(rng, operand),), "lt"
+
+
 def _remat(draw: Draw, rng: np.random.Generator) -> Case:
     return spec.checkpoint(lambda x: lax.neg(x) * 2.0), (_rand(rng, _shape(draw)),), "vjp"
 
@@ -414,6 +422,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "reduce_precision": _unary(lambda x: lax.reduce_precision(x, 8, 23)),
     "reduce_sum": _reduce_sum,
     "remat2": _remat,
+    "broadcast_to": _broadcast_to,
     "new_ref": _refs,
     "get": _refs,
     "swap": _refs,

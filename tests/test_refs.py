@@ -547,3 +547,44 @@ def test_refs_where_arrays_are_expected_raise_jaxs_type_error() -> None:
                 out.append((type(err).__name__, str(err)))
         return out
     assert cases(spec, snp) == cases(jax, jnp)
+
+
+def test_integer_indexers_broadcast_as_jax() -> None:
+    """Integer indexers of different shapes broadcast (staged with JAX's
+    broadcast_to primitive); eagerly an array indexer of another rank than
+    the common shape is refused, as JAX validates."""
+    def run(j: Any, jn: Any) -> list[Any]:
+        r = j.new_ref(jn.zeros((3, 4)))
+        out: list[Any] = [
+            str(j.make_jaxpr(lambda: j.ref.addupdate(r, (jn.array([0, 0]), 1), jn.ones(2)))()),
+            str(j.make_jaxpr(lambda: r[jn.array([0, 2]), 1])()),
+            str(j.make_jaxpr(lambda i: r[jn.array([[0], [2]]), i])(jn.array([1, 2, 3])))]
+        j.ref.addupdate(r, (jn.array([0, 0]), 1), jn.ones(2))
+        j.jit(lambda i, v: r.__setitem__((jn.array([[0], [2]]), i), v))(
+            jn.array([1, 2, 3]), jn.arange(6.).reshape(2, 3))
+        out += [np.asarray(r[...]).tolist(), np.asarray(r[2, jn.array([0, 3])]).tolist()]
+
+        def f(x: Any) -> Any:
+            rr = j.new_ref(jn.zeros((3, 4)))
+            rr[jn.array([0, 2]), 1] = x
+            return rr[jn.array([2]), jn.array([1, 0])].sum()
+        out.append(np.asarray(j.grad(f)(jn.array([1., 2.]))).tolist())
+        for bad in [lambda: r.__setitem__((jn.array([[0], [2]]), jn.array([1, 2, 3])),
+                                          jn.zeros((2, 3))),
+                    lambda: r[jn.array([0, 1]), jn.array([0, 1, 2])]]:
+            try:
+                bad()
+                out.append(None)
+            except Exception as err:  # noqa: BLE001 (class and message compared)
+                out.append((type(err).__name__, str(err)))
+        return out
+    ours, theirs = run(spec, snp), run(jax, jnp)
+    assert ours[:-1] == theirs[:-1]
+    # (JAX's message prints "{indexer_shapes}" literally; spec names the shapes)
+    assert ours[-1][0] == theirs[-1][0] == "ValueError" and "[(2,), (3,)]" in ours[-1][1]
+    # JAX has no batching rule for broadcast_to (NotImplementedError); spec's
+    # equals a loop over the batch.
+    r = spec.new_ref(snp.arange(12.).reshape(3, 4))
+    got = spec.vmap(lambda i: r[i, snp.array([0, 3])])(snp.array([0, 2]))
+    np.testing.assert_array_equal(np.asarray(got), [np.asarray(r[i, snp.array([0, 3])])
+                                                    for i in (0, 2)])

@@ -633,6 +633,8 @@ def _programs() -> dict[str, Program]:
     out["convert_element_type"] = then_reshard(p["convert_element_type"],
                                                _same_layout_natural, local)
     out["empty"] = localized(p["empty"], _shape_fix("shape"))
+    # (split dimensions are never stretched: each block broadcasts locally)
+    out["broadcast_to"] = localized(p["broadcast_to"], _shape_fix("shape"))
     out["iota"] = _iota(p["iota"])
     out["dot_general"] = _dot_general(p["dot_general"])
     out["gather"] = guarded(p["gather"], _gather_ok, _gather(p["gather"]))

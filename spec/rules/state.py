@@ -35,7 +35,7 @@ from spec._state import (
     unflatten_transforms,
 )
 from spec.ad import RefAccum, instantiate_tangent, tangent_side
-from spec.ad_util import UndefinedPrimal, Zero, instantiate
+from spec.ad_util import UndefinedPrimal, Zero, instantiate, linear_jvp
 from spec.interpreter import (
     Eqn,
     Jaxpr,
@@ -534,6 +534,68 @@ freeze_p = declare(
     jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
     sharding=_freeze_sharding, doc="The final contents of a ref, as an array.")
 
+# -------------------------------------------------------------- broadcast_to
+#
+# JAX's state primitive that brings a ref's integer indexers to their common
+# shape (NumPy's broadcasting: the operand's dimensions align with the
+# trailing ones of ``shape``, each equal or 1).
+
+
+def _broadcast_to_type(x: ArrayType, *, shape: tuple[int, ...]) -> list[ArrayType]:
+    lead = len(shape) - x.ndim
+    require(lead >= 0 and all(d in (1, n) for d, n in zip(x.shape, shape[lead:])),
+            "broadcast_to", "C1", f"cannot broadcast an operand of shape {x.shape} to {shape}",
+            ValueError)
+    return [ArrayType(tuple(shape), x.dtype)]  # (not weak: JAX's abstract eval)
+
+
+def _broadcast_to_impl(x: np.ndarray, *, shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.array(np.broadcast_to(x, shape), copy=True)]
+
+
+def _broadcast_to_transpose(ct: Any, x: UndefinedPrimal, *, shape: tuple[int, ...]
+                            ) -> list[Any]:
+    """Sum the cotangent over the leading dimensions added and the size-1
+    dimensions stretched, back to the operand's shape."""
+    if type(ct) is Zero:
+        return [Zero(x.aval.ct_type())]
+    from spec import lax
+    lead = len(shape) - x.aval.ndim
+    stretched = [lead + i for i, (d, n) in enumerate(zip(x.aval.shape, shape[lead:]))
+                 if d == 1 and n != 1]
+    summed = lax.reduce_sum(ct, axes=(*range(lead), *stretched))
+    return [lax.reshape(summed, x.aval.shape)]
+
+
+def _broadcast_to_batch(axis: Any, args: list[Any], dims: list[Any], *,
+                        shape: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+    """The batch dimension leads; the operand's own dimensions align with the
+    trailing ones (a broadcast_in_dim, which stretches size-1 dimensions)."""
+    from spec import lax
+    from spec.batching import moveaxis
+    (x,), (dim,) = args, dims
+    x = moveaxis(x, dim, 0)
+    ndim = canonical_aval_of(x).ndim - 1
+    lead = len(shape) - ndim
+    out_shape = (axis.size, *shape)
+    return [lax.broadcast_in_dim(x, out_shape, (0, *range(1 + lead, 1 + len(shape))))], [0]
+
+
+def _broadcast_to_parts(mesh: Any, x: ArrayType, *, shape: tuple[int, ...]) -> list[Any]:
+    """Dimensions taken from the operand unstretched keep its partitions; new
+    and stretched ones are replicated."""
+    lead = len(shape) - x.ndim
+    own = [p if d == n else None for p, d, n in zip(SK.parts(x), x.shape, shape[lead:])]
+    return [(*(None,) * lead, *own)]
+
+
+broadcast_to_p = declare(
+    "broadcast_to", typing=_broadcast_to_type, impl=_broadcast_to_impl, jvp=linear_jvp(),
+    transpose=_broadcast_to_transpose, batch=_broadcast_to_batch,
+    sharding=SK.section("broadcast_to", _broadcast_to_parts, SK.linear_unary),
+    doc="Broadcast to a shape, NumPy's way (a ref's integer indexers).")
+
+
 for _p in (get_p, swap_p, addupdate_p, freeze_p):
     _p.accepts_refs = True
 new_ref_p.jvp_on_zero_tangents = True  # every ref gets a tangent ref
@@ -737,5 +799,5 @@ def register_discharge(name: str, rule: Any) -> None:
     equation's outputs and ``(operand position, final contents)`` pairs."""
     _DISCHARGE[name] = rule
 
-__all__ = ["addupdate_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
+__all__ = ["addupdate_p", "broadcast_to_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
            "register_discharge", "swap_p"]
