@@ -52,6 +52,25 @@ def mesh_of(avals: Sequence[ArrayType]) -> AbstractMesh:
     return get_abstract_mesh() if mesh is None else mesh
 
 
+def _operands_or_param_mesh(avals: Sequence[ArrayType], params: dict[str, Any]
+                            ) -> AbstractMesh:
+    """The operands' mesh; without one, the context's, except that an output
+    sharding given on the context's mesh with other axis types names the
+    view the equation was typed under (inside ``auto_axes``, re-checked by
+    check_jaxpr outside it)."""
+    if any(a.sharding is not None and not a.sharding.mesh.empty for a in avals):
+        return mesh_of(avals)
+    context = get_abstract_mesh()
+    for key in ("sharding", "out_sharding"):
+        s = params.get(key)
+        if isinstance(s, NamedSharding) and not context.empty:
+            given = abstract(s).mesh
+            if (given.axis_names, given.axis_sizes) == (context.axis_names,
+                                                       context.axis_sizes):
+                return given
+    return context
+
+
 def parts(aval: ArrayType) -> Parts:
     """One partition entry per dimension (all None for an unsharded type)."""
     if aval.sharding is None:
@@ -146,7 +165,7 @@ def section(name: str, parts_rule: PartsRule, ur_rule: URRule | None = None, *,
     ur = no_ur(name) if ur_rule is None else ur_rule
 
     def rule(*avals: ArrayType, **params: Any) -> list[NamedSharding | None]:
-        mesh = mesh_of(avals)
+        mesh = _operands_or_param_mesh(avals, params)
         if AxisType.Explicit not in mesh.axis_types:
             # Auto/manual meshes carry no shardings in types: replicated outputs.
             from spec.rules._registry import REGISTRY
