@@ -65,8 +65,8 @@ def _operands_or_param_mesh(avals: Sequence[ArrayType], params: dict[str, Any]
         s = params.get(key)
         if isinstance(s, NamedSharding) and not context.empty:
             given = abstract(s).mesh
-            if (given.axis_names, given.axis_sizes) == (context.axis_names,
-                                                       context.axis_sizes):
+            if isinstance(given, AbstractMesh) and (given.axis_names, given.axis_sizes) == (
+                    context.axis_names, context.axis_sizes):
                 return given
     return context
 
