@@ -1629,3 +1629,86 @@ __all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal"
             "loggamma", "pareto", "t", "weibull_min"]
 __all__ += ["ball", "binomial", "double_sided_maxwell", "lognormal", "maxwell", "multinomial",
             "poisson", "rayleigh", "triangular", "wald"]
+
+
+# ------------------------------------------------------------------ linear algebra
+
+def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
+                        method: str = "cholesky", *, out_sharding: Any = None) -> Any:
+    """N(mean, cov) vectors along the last axis: ``mean + factor @ z`` for
+    standard normal ``z``, where ``factor factor^T = cov`` comes from a
+    Cholesky factorisation (default), or ``v sqrt(w)`` from ``eigh``, or
+    ``u sqrt(s)`` from ``svd`` (these two accept singular covariances)."""
+    from spec.numpy._math import _promote_dtypes_inexact
+    key, _ = _check_prng_key("multivariate_normal", key)
+    jnp_util_check("multivariate_normal", mean, cov)
+    mean, cov = _promote_dtypes_inexact(mean, cov)
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    dt = mean.dtype if dtype is None else _user_dtype(dtype, "multivariate_normal")
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, "
+                         f"got {dt}")
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "multivariate_normal", shp)
+    return _maybe_auto_axes(_multivariate_normal, sharding, shape=shp, dtype=dt)(
+        key, mean, cov, method=method)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dtype: T.DType,
+                         method: str) -> Any:
+    if not np.ndim(mean) >= 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                         f"{np.ndim(mean)}")
+    if not np.ndim(cov) >= 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                         f"{np.ndim(cov)}")
+    n = mean.shape[-1]
+    if tuple(np.shape(cov)[-2:]) != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {tuple(np.shape(cov))}.")
+    if shape is None:
+        shape = _broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    else:
+        _check_shape("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    if method == "svd":
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jnp.linalg.cholesky(cov)
+    normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
+    from spec.config import numpy_rank_promotion
+    with numpy_rank_promotion("allow"):
+        return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None, *,
+               out_sharding: Any = None) -> Any:
+    """A Haar-random orthogonal (unitary, for complex dtypes) n x m matrix:
+    the Q of a QR factorisation of a Gaussian matrix, its columns' signs
+    fixed by R's diagonal (Mezzadri 2007); semi-orthogonal when n != m."""
+    import operator
+    cols = n if m is None else m
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("orthogonal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "orthogonal")
+    _check_shape("orthogonal", shp)
+    rows, cols = operator.index(n), operator.index(cols)
+    sharding = _sampler_sharding(out_sharding, "orthogonal", shp)
+    return _maybe_auto_axes(_orthogonal, sharding, n=rows, _m=cols, shape=shp, dtype=dt)(key)
+
+
+@_jitted(static_argnums=(1, 2, 3, 4))
+def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
+    z = normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.linalg.diagonal(r)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return x.mT if n < _m else x
+
+
+__all__ += ["multivariate_normal", "orthogonal"]

@@ -390,6 +390,20 @@ def _name(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda x: checkpoint_name(2.0 * x, "h")), (_rand(rng, _shape(draw)),), "lt"
 
 
+def _triangular_solve(draw: Draw, rng: np.random.Generator) -> Case:
+    """Linear in b, for every combination of the flags; a is a fixed,
+    well-conditioned matrix (both triangles filled: one is ignored)."""
+    n, k, nb = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(0, 2))
+    batch = (nb,) if nb else ()
+    left, lower, trans, conj, unit = (draw(st.booleans()) for _ in range(5))
+    dtype = draw(st.sampled_from([np.float32, np.complex64]))
+    a = _rand(rng, (*batch, n, n), dtype) * 0.2 + 3 * snp.eye(n, dtype=dtype)
+    kw = dict(left_side=left, lower=lower, transpose_a=trans, conjugate_a=conj,
+              unit_diagonal=unit)
+    b = _rand(rng, (*batch, n, k) if left else (*batch, k, n), dtype)
+    return (lambda y: spec.lax.linalg.triangular_solve(a, y, **kw)), (b,), "lt"
+
+
 CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "Ldexp": _ldexp,
     "add": _binary_same(lax.add),
@@ -443,6 +457,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "sub": _binary_same(lax.sub),
     "tile": _tile,
     "transpose": _transpose,
+    "triangular_solve": _triangular_solve,
     "unstack": _unstack,
 }
 

@@ -14,8 +14,17 @@ from typing import Any
 import numpy as np
 
 from spec import tree_util
+from spec._state import is_ref_type
 from spec.config import config
-from spec.interpreter import Jaxpr, Tracer, canonical_aval_of, dce_jaxpr, trace_to_jaxpr
+from spec.interpreter import (
+    EvalTrace,
+    Jaxpr,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+    dce_jaxpr,
+    trace_to_jaxpr,
+)
 from spec.rules.control_flow import cond_p, hoist_consts, same_type, while_p
 from spec.types import ArrayType, result_type_and_weak
 
@@ -43,9 +52,13 @@ def _aval_of(x: Any, what: str) -> ArrayType:
                         f"({what})") from None
 
 
-def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType]
-           ) -> tuple[Jaxpr, Any]:
-    """``fun`` called on the pytree ``in_tree`` of arrays of ``avals``, staged."""
+def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType],
+           traced_for: str, leaves: Sequence[Any] = ()) -> tuple[Jaxpr, Any]:
+    """``fun`` called on the pytree ``in_tree`` of arrays of ``avals``
+    (the values ``leaves``), staged. It may not be passed a ref twice, close
+    over a ref it is passed, nor return a ref (ValueError, JAX's messages
+    naming ``traced_for``)."""
+    check_ref_args(fun, traced_for, in_tree, leaves)
     out_trees: list[Any] = []
 
     def flat(*leaves: Any) -> list[Any]:
@@ -57,7 +70,136 @@ def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType]
         return list(leaves_out)
 
     jaxpr, _ = trace_to_jaxpr(flat, avals)
+    check_returned_refs(fun, traced_for, in_tree, jaxpr, out_trees[0])
+    check_ref_consts(fun, traced_for, in_tree, leaves, jaxpr)
     return jaxpr, out_trees[0]
+
+
+# ------------------------------------------------------------------ refs
+
+
+def with_debug_info(fun: Callable[..., Any], shown: Callable[..., Any], traced_for: str,
+                    arg_names: Sequence[str] | None) -> Callable[..., Any]:
+    """Mark a wrapper that lax builds around a user's function (fori_loop's
+    loop bodies) so that errors name the user's function, what it was
+    traced for and its arguments, as JAX's messages do."""
+    fun.__spec_debug_info__ = (shown, traced_for, arg_names)  # type: ignore[attr-defined]
+    return fun
+
+
+def arg_names(fun: Callable[..., Any], args_tree: Any) -> list[str]:
+    """The names of a function's flat arguments (``args_tree``: the structure
+    of the tuple of its positional arguments), as JAX's error messages give
+    them: the parameter name and the leaf's key path (``c``, ``c[1]``,
+    ``c['a']``); ``args[k]...`` when the signature does not bind."""
+    args = tree_util.tree_unflatten(args_tree, [0] * args_tree.num_leaves)
+    try:
+        bound = list(inspect.signature(fun).bind(*args).arguments.items())
+    except (TypeError, ValueError):
+        bound = [("args", tuple(args))]
+    return [f"{name}{tree_util.keystr(path)}" for name, x in bound
+            for path, _ in tree_util.tree_flatten_with_path(x)[0]]
+
+
+def result_paths(out_tree: Any) -> list[str]:
+    """``result[0][1]``-style paths of a function's flat results; none for a
+    single bare result (JAX names no path then)."""
+    out = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    paths = [f"result{tree_util.keystr(p)}" for p, _ in tree_util.tree_flatten_with_path(out)[0]]
+    return [""] if paths == ["result"] else paths
+
+
+def tuple_tree(*trees: Any) -> Any:
+    """The structure of a tuple of pytrees of the given structures."""
+    return tree_util.tree_structure(tuple(
+        tree_util.tree_unflatten(t, [0] * t.num_leaves) for t in trees))
+
+
+def check_returned_refs(fun: Callable[..., Any], traced_for: str, args_tree: Any,
+                        jaxpr: Jaxpr, out_tree: Any) -> None:
+    """A function traced for control flow returns no ref (ValueError, JAX's
+    message): the caller would get a second name for a buffer. Says where
+    the ref came from: an argument, a ref the function closed over, or one
+    it created."""
+    bad = [k for k, v in enumerate(jaxpr.outvars) if is_ref_type(v.aval)]
+    if not bad:
+        return
+    k = bad[0]
+    out = jaxpr.outvars[k]
+    shown, what, names = getattr(fun, "__spec_debug_info__", (fun, traced_for, None))
+    paths = result_paths(out_tree)
+    loc = f" at output tree path {paths[k]}" if k < len(paths) and paths[k] else ""
+    if any(out is v for v in jaxpr.invars):
+        i = next(i for i, v in enumerate(jaxpr.invars) if out is v)
+        names = list(names) if names is not None else arg_names(fun, args_tree)
+        origin = f"was passed in as the argument {names[i] if i < len(names) else ''}"
+    elif any(out is v for e in jaxpr.eqns for v in e.outvars):
+        origin = "was created inside the function"
+    else:
+        origin = ("was closed over by the function, rather than passed in as an argument or "
+                  "created inside it")
+    raise ValueError(
+        f"function {_source(shown)} traced for {what} returned a mutable array reference of "
+        f"type {out.aval}{loc}, but mutable array references cannot be returned.\n\n"
+        f"The returned mutable array {origin}.")
+
+
+def _referent(x: Any) -> Any:
+    """What a ref value stands for: a staged ref its variable, an eager ref
+    itself."""
+    return getattr(x, "var", x)
+
+
+def check_ref_args(fun: Callable[..., Any], traced_for: str, args_tree: Any,
+                   leaves: Sequence[Any]) -> None:
+    """A ref may be passed to a traced function once: two arguments naming
+    one buffer would alias (ValueError, JAX's message)."""
+    seen: dict[int, int] = {}
+    for i, x in enumerate(leaves):
+        aval = getattr(x, "aval", None)
+        if not is_ref_type(aval):
+            continue
+        first = seen.setdefault(id(_referent(x)), i)
+        if first != i:
+            names = arg_names(fun, args_tree)
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {_source(fun)} for {traced_for} the mutable "
+                f"array reference of type {aval} appeared at both {names[first]} and "
+                f"{names[i]}.")
+
+
+def check_ref_consts(fun: Callable[..., Any], traced_for: str, args_tree: Any,
+                     leaves: Sequence[Any], jaxpr: Jaxpr) -> None:
+    """A ref may not be both closed over by a traced function and passed to
+    it (ValueError, JAX's message)."""
+    passed = {id(_referent(x)): i for i, x in enumerate(leaves)
+              if is_ref_type(getattr(x, "aval", None))}
+    if not passed:
+        return
+    for c in jaxpr.consts:
+        i = passed.get(id(_referent(c)))
+        if i is not None and is_ref_type(getattr(c, "aval", None)):
+            raise ValueError(
+                f"when tracing {_source(fun)} for {traced_for}, a mutable array reference of "
+                f"type {c.aval} was both closed over and passed as the argument "
+                f"{arg_names(fun, args_tree)[i]}")
+
+
+def _check_eager_aliases(operands: Sequence[Any], prim: str) -> None:
+    """Eagerly JAX runs a control-flow primitive as a jit of it, whose
+    arguments may not name one ref twice (a while whose predicate and body
+    both read a ref passes it twice); staged, the equation may."""
+    if type(current_trace()) is not EvalTrace:
+        return
+    seen: dict[int, int] = {}
+    for i, x in enumerate(operands):
+        aval = getattr(x, "aval", None)
+        if is_ref_type(aval) and seen.setdefault(id(_referent(x)), i) != i:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {prim} for jit the mutable array reference of "
+                f"type {aval} appeared at both args[{seen[id(_referent(x))]}] and args[{i}].")
 
 
 def _long(a: ArrayType) -> str:
@@ -291,7 +433,7 @@ def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[s
                api: str, operands: Sequence[Any]) -> Any:
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = [_aval_of(x, f"{api} operand") for x in leaves]
-    traced = [_trace(f, in_tree, avals) for f in funs]
+    traced = [_trace(f, in_tree, avals, api, leaves) for f in funs]
     for (j, tree), f, name in zip(traced[1:], funs[1:], names[1:]):
         _check_branch_outputs(api, names[0], name, funs[0], f, traced[0][1],
                               traced[0][0].out_avals, tree, j.out_avals)
@@ -414,8 +556,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     in_tree = tree_util.tree_structure((init_val,))
 
     def make(avals: Sequence[ArrayType]) -> tuple[Jaxpr, Jaxpr, Any]:
-        cj, ctree = _trace(cond_fun, in_tree, avals)
-        bj, btree = _trace(body_fun, in_tree, avals)
+        cj, ctree = _trace(cond_fun, in_tree, avals, "while_cond")
+        bj, btree = _trace(body_fun, in_tree, avals, "while_body")
         if not tree_util.treedef_is_leaf(ctree) or len(cj.outvars) != 1:
             raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
         p = cj.out_avals[0]
@@ -461,6 +603,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
         moved = [x for x, m in zip(init, move) if m]
         init = [x for x, m in zip(init, move) if not m]
         bconsts = [*moved, *bconsts]
+    _check_eager_aliases([*cconsts, *bconsts, *init], "while")
     outs = while_p.bind(*cconsts, *bconsts, *init, cond_nconsts=len(cconsts),
                         cond_jaxpr=cond_j, body_nconsts=len(bconsts), body_jaxpr=body_j)
     it, mv = iter(outs), iter(moved)
@@ -484,6 +627,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
             raise TypeError("lower and upper arguments to fori_loop must have equal types, "
                             f"got {lo_aval.dtype.name} and {hi_aval.dtype.name}")
     static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    # Errors about the loop body name the user's function and its arguments.
+    names = arg_names(body_fun, tree_util.tree_structure((0, init_val)))
     scan = getattr(lax, "scan", None)
     if static and scan is not None:
         # As JAX: static bounds run as a scan (reverse-differentiable).
@@ -492,6 +637,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         def scanned(loop_carry: Any, _: Any) -> Any:  # JAX's parameter name, for messages
             i, x = loop_carry
             return (i + 1, body_fun(i, x)), None
+        with_debug_info(scanned, body_fun, "fori_loop", names)
 
         (_, result), _ = scan(scanned, (lo, init_val), None,
                               length=max(int(upper) - lo, 0),
@@ -515,6 +661,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
         i, hi, x = loop_carry
         one = np.array(1, canonical_aval_of(i).dtype)
         return lax.add(i, one), hi, body_fun(i, x)
+    with_debug_info(body, body_fun, "fori_loop", [names[0], "", *names[1:]])
 
     _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
     return result

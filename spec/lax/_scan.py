@@ -104,6 +104,9 @@ def _trace_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
         return [*c_leaves, *y_leaves]
 
     jaxpr, _ = trace_to_jaxpr(flat, [*carry_avals, *x_avals])
+    from spec.lax._control_flow import check_returned_refs, tuple_tree
+    check_returned_refs(f, "scan", tuple_tree(carry_tree, x_tree), jaxpr,
+                        tuple_tree(trees["carry"], trees["ys"]))
     return jaxpr, trees["carry"], trees["ys"]
 
 
@@ -121,6 +124,8 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     x_avals = [_slice_aval(canonical_aval_of(x)) for x in xs_flat]
     init_avals = [canonical_aval_of(c) for c in init_flat]
     jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
+    from spec.lax._control_flow import check_ref_consts, tuple_tree
+    check_ref_consts(f, "scan", tuple_tree(carry_tree, x_tree), [*init_flat, *xs_flat], jaxpr)
     nk = len(init_flat)
     out_avals = jaxpr.out_avals
     if out_tree == carry_tree:

@@ -1,13 +1,16 @@
 """jnp products: dot, matmul (the ``@`` operator), vdot, inner, outer,
 tensordot and einsum, each emitting the dot_general (and transpose /
-reduce_sum) equations JAX 0.12 emits."""
+reduce_sum) equations JAX 0.12 emits; and the ``jnp.linalg`` namespace
+(decompositions over ``spec.lax.linalg``, at the end of the module)."""
 
 from __future__ import annotations
 
 import string
+import sys
+import types
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -18,7 +21,7 @@ from spec.lax import _reductions as lr
 from spec.numpy._reductions import _lax, _ravel, canonicalize_axis, convert, expand_dims
 from spec.numpy._util import check_arraylike, promote_dtypes
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum"]
+__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg"]
 
 
 def _result_dtype(fun_name: str, a: Any, b: Any, preferred: Any) -> tuple[T.DType, bool]:
@@ -393,3 +396,177 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     if xn != result:
         x = _lax("transpose")(x, tuple(xn.index(n) for n in result))
     return convert(x, pet, weak)
+
+
+# ------------------------------------------------------------ jnp.linalg
+# Each decomposition is a jitted function named as JAX's (a visible ``jit``
+# equation), which promotes its operand to an inexact dtype and calls the
+# ``spec.lax.linalg`` wrapper.
+
+from spec.lax import linalg as lax_linalg  # noqa: E402  (also makes ``spec.lax.linalg``)
+
+
+class EighResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class QRResult(NamedTuple):
+    Q: Any
+    R: Any
+
+
+class SVDResult(NamedTuple):
+    U: Any
+    S: Any
+    Vh: Any
+
+
+def _inexact(fun_name: str, a: Any) -> Any:
+    from spec.lax._structural import asarray
+    from spec.numpy._math import _promote_dtypes_inexact
+    check_arraylike(fun_name, a)
+    (out,) = _promote_dtypes_inexact(asarray(a))
+    return out
+
+
+def _square(fun: str, a: Any) -> None:
+    shape = canonical_aval_of(a).shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"Argument to linalg.{fun} must have shape [..., n, n], got {shape}.")
+
+
+def _cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
+    a = _inexact("jnp.linalg.cholesky", a)
+    _square("cholesky", a)
+    factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
+    if not upper:
+        return factor
+    from spec.numpy import conjugate, matrix_transpose
+    return conjugate(matrix_transpose(factor))
+
+
+def _eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True  # noqa: N803
+          ) -> EighResult:
+    a = _inexact("jnp.linalg.eigh", a)
+    _square("eigh", a)
+    if UPLO is None or UPLO == "L":
+        lower = True
+    elif UPLO == "U":
+        lower = False
+    else:
+        raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+    v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def _eigvalsh(a: Any, UPLO: str | None = "L", *,  # noqa: N803
+              symmetrize_input: bool = True) -> Any:
+    a = _inexact("jnp.linalg.eigvalsh", a)
+    w, _ = _jitted_eigh(a, UPLO, symmetrize_input=symmetrize_input)
+    return w
+
+
+def _qr(a: Any, mode: str = "reduced") -> Any:
+    a = _inexact("jnp.linalg.qr", a)
+    if mode == "raw":
+        raise NotImplementedError("jnp.linalg.qr(mode='raw') needs geqrf, which spec does "
+                                  "not have")
+    if mode in ("reduced", "r", "full"):
+        full_matrices = False
+    elif mode == "complete":
+        full_matrices = True
+    else:
+        raise ValueError(f"Unsupported QR decomposition mode '{mode}'")
+    q, r = lax_linalg.qr(a, pivoting=False, full_matrices=full_matrices)
+    if mode == "r":
+        return r
+    return QRResult(q, r)
+
+
+def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+         subset_by_index: tuple[int, int] | None = None) -> Any:
+    a = _inexact("jnp.linalg.svd", a)
+    if hermitian:
+        raise NotImplementedError("jnp.linalg.svd(hermitian=True) is not implemented in spec")
+    if compute_uv:
+        u, s, vh = lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=True,
+                                  subset_by_index=subset_by_index)
+        return SVDResult(u, s, vh)
+    return lax_linalg.svd(a, full_matrices=full_matrices, compute_uv=False,
+                          subset_by_index=subset_by_index)
+
+
+def _jit(name: str, fn: Any, statics: tuple[str, ...]) -> Any:
+    from spec._api import jit
+    fn.__name__ = fn.__qualname__ = name
+    return jit(fn, static_argnames=statics)
+
+
+_jitted_cholesky = _jit("cholesky", _cholesky, ("upper", "symmetrize_input"))
+_jitted_eigh = _jit("eigh", _eigh, ("UPLO", "symmetrize_input"))
+_jitted_eigvalsh = _jit("eigvalsh", _eigvalsh, ("UPLO", "symmetrize_input"))
+_jitted_qr = _jit("qr", _qr, ("mode",))
+_jitted_svd = _jit("svd", _svd, ("full_matrices", "compute_uv", "hermitian",
+                                 "subset_by_index"))
+
+
+def _linalg_cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
+    """The Cholesky factor (lower, or upper = L^H); NaNs where ``a`` is not
+    positive definite."""
+    return _jitted_cholesky(a, upper=upper, symmetrize_input=symmetrize_input)
+
+
+def _linalg_eigh(a: Any, UPLO: str | None = None,  # noqa: N803
+                 symmetrize_input: bool = True) -> EighResult:
+    """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix."""
+    out: EighResult = _jitted_eigh(a, UPLO, symmetrize_input)
+    return out
+
+
+def _linalg_eigvalsh(a: Any, UPLO: str | None = "L", *,  # noqa: N803
+                     symmetrize_input: bool = True) -> Any:
+    return _jitted_eigvalsh(a, UPLO, symmetrize_input=symmetrize_input)
+
+
+def _linalg_qr(a: Any, mode: str = "reduced") -> Any:
+    """QR decomposition; ``mode`` is "reduced" (default), "complete" or "r"."""
+    return _jitted_qr(a, mode)
+
+
+def _linalg_svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
+                hermitian: bool = False, subset_by_index: tuple[int, int] | None = None
+                ) -> Any:
+    """Singular value decomposition ``(U, S, Vh)``, or ``S`` alone."""
+    return _jitted_svd(a, full_matrices, compute_uv, hermitian, subset_by_index)
+
+
+def _linalg_svdvals(x: Any, /) -> Any:
+    check_arraylike("jnp.linalg.svdvals", x)
+    return _linalg_svd(x, compute_uv=False, hermitian=False)
+
+
+def _linalg_diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    from spec.numpy import diagonal
+    check_arraylike("jnp.linalg.diagonal", x)
+    return diagonal(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def _make_linalg_module() -> types.ModuleType:
+    """``spec.numpy.linalg``: a module object (also importable by name)."""
+    mod = types.ModuleType("spec.numpy.linalg", "jnp.linalg: the decompositions and the "
+                           "matrix products")
+    fns: dict[str, Any] = {
+        "cholesky": _linalg_cholesky, "eigh": _linalg_eigh, "eigvalsh": _linalg_eigvalsh,
+        "qr": _linalg_qr, "svd": _linalg_svd, "svdvals": _linalg_svdvals,
+        "diagonal": _linalg_diagonal, "matmul": matmul, "tensordot": tensordot,
+        "outer": outer, "EighResult": EighResult, "QRResult": QRResult,
+        "SVDResult": SVDResult,
+    }
+    for name, fn in fns.items():
+        setattr(mod, name, fn)
+    sys.modules["spec.numpy.linalg"] = mod
+    return mod
+
+
+linalg = _make_linalg_module()

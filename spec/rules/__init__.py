@@ -31,6 +31,7 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
 from spec.rules import manual_collectives  # noqa: F401
 from spec.rules import prng  # noqa: F401
 from spec.rules import state  # noqa: F401  (refs)
+from spec.rules import linalg  # noqa: F401  (decompositions)
 from spec.rules import _per_device
 
 _per_device.attach()

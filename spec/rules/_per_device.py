@@ -148,6 +148,20 @@ def _axes_untouched(param: str) -> Callable[..., bool]:
     return ok
 
 
+def _batch_split_only(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+    """Decompositions: every operand and result is split alike over the
+    batch dimensions (those before the first operand's two matrix
+    dimensions) and not at all over the rest, so each device's blocks are
+    whole matrices of its own batch entries."""
+    n_batch = args[0].aval.ndim - 2
+    batch = tuple(S.parts_of(args[0].aval)[:n_batch])
+    for aval in [*(a.aval for a in args), *out_avals]:
+        parts = tuple(S.parts_of(aval))
+        if parts[:n_batch] != batch or any(parts[n_batch:]) or S.unreduced_of(aval):
+            return False
+    return True
+
+
 def _full_on_sharded(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
     """Sharded dimensions keep their size (the op is the identity there)."""
     x, out = args[0].aval, out_avals[0]
@@ -633,6 +647,10 @@ def _programs() -> dict[str, Program]:
     out["convert_element_type"] = then_reshard(p["convert_element_type"],
                                                _same_layout_natural, local)
     out["empty"] = localized(p["empty"], _shape_fix("shape"))
+    # Decompositions act on the trailing matrix dims, which their typing keeps
+    # unsplit: each device factors its own block of the batch.
+    for name in ("cholesky", "triangular_solve", "qr", "eigh", "svd"):
+        out[name] = guarded(p[name], _batch_split_only, local(p[name]))
     # (split dimensions are never stretched: each block broadcasts locally)
     out["broadcast_to"] = localized(p["broadcast_to"], _shape_fix("shape"))
     out["iota"] = _iota(p["iota"])

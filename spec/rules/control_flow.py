@@ -17,26 +17,34 @@ from typing import Any
 import numpy as np
 
 from spec import ad, batching
+from spec import types as T
+from spec._state import is_ref_type
 from spec.ad_util import UndefinedPrimal, Zero, instantiate, zero_jvp, zeros_like_aval
 from spec.batching import AxisData, BatchDim
 from spec.interpreter import (
+    Atom,
     DropVar,
     Eqn,
     Jaxpr,
     Var,
     canonical_aval_of,
     canonical_value,
-    eval_jaxpr,
-    eval_jaxpr_values,
     dce_jaxpr,
     dce_sub_jaxpr,
+    eval_jaxpr,
+    eval_jaxpr_values,
     not_applicable,
     set_current_trace,
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
 from spec.rules.remat import custom_rules as remat_custom_rules
-from spec import types as T
+from spec.rules.scan import (
+    closed_to_operands,
+    no_aliased_refs,
+    refuse_tangent_refs,
+    sub_jaxpr_effects,
+)
 from spec.types import FLOAT0, ArrayType
 
 
@@ -149,7 +157,25 @@ def _cond_type(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...],
             same_type(a, o) for a, o in zip(first.out_avals, b.out_avals)), "cond", "C4",
             f"branches 0 and {i} have mismatching output types: "
             f"{_avals_text(first.out_avals)} vs {_avals_text(b.out_avals)}")
+        _check_refs("cond", f"branch {i}", ops, b, ())
     return list(first.out_avals)
+
+
+def _check_refs(prim: str, name: str, ops: Sequence[ArrayType], jaxpr: Jaxpr,
+                carry: Sequence[ArrayType]) -> None:
+    """C5 (cond) / C5 (while): an operand is a Ref exactly where the sub-jaxpr
+    takes one; carries and results are never refs."""
+    for k, (a, v) in enumerate(zip(ops, jaxpr.in_avals)):
+        require(is_ref_type(a) == is_ref_type(v), prim, "C5",
+                f"{name} takes {v.str_short()} for an operand of type {a.str_short()}: an "
+                "operand is a Ref exactly where the jaxpr takes one", ValueError)
+    for a in carry:
+        require(not is_ref_type(a), prim, "C5",
+                f"a carry has type {a.str_short()}: a Ref cannot be a loop carry", ValueError)
+    for o in jaxpr.out_avals:
+        require(not is_ref_type(o), prim, "C5",
+                f"{name} returns a Ref ({o.str_short()}): refs cannot be returned",
+                ValueError)
 
 
 def _cond_impl(index: np.ndarray, *ops: np.ndarray, branches: tuple[Jaxpr, ...],
@@ -331,6 +357,7 @@ def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     """Known index: a known cond computing the known outputs and the taken
     branch's residuals, and an unknown cond reading them. Unknown index:
     the whole cond is unknown."""
+    refuse_tangent_refs("cond", [a.aval for a in eqn.invars], ins_unknown)
     branches: tuple[Jaxpr, ...] = eqn.params["branches"]
     n_out = len(eqn.outvars)
     if ins_unknown[0]:
@@ -438,6 +465,7 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
                     ) -> tuple[list[Any], list[Any]]:
     """JVP branches split by partial evaluation: a primal cond returning the
     outputs and the taken branch's residuals, a tangent cond reading them."""
+    refuse_tangent_refs("cond", primals, [type(t) is not Zero for t in tangents])
     index, *ops = primals
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
@@ -479,6 +507,9 @@ def _select_or_stop(chosen: Any, x: Any) -> Any:
 
 def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                 branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
+    if any(is_ref_type(v.aval) for b in branches for v in b.invars):
+        # JAX refuses any branch with ref effects (reads included).
+        raise NotImplementedError("State effect not supported in vmap-of-cond.")
     lax = _lax()
     n_out = len(branches[0].outvars)
     if dims[0] is not None:
@@ -577,6 +608,8 @@ def _while_type(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nc
             same_type(a, v) for a, v in zip(ins, jaxpr.in_avals)), "while", "C2",
             f"{name} takes input types {_avals_text(jaxpr.in_avals)}, called with operands "
             f"of type {_avals_text(ins)}")
+    _check_refs("while", "cond_jaxpr", cconsts + carry, cond_jaxpr, carry)
+    _check_refs("while", "body_jaxpr", bconsts + carry, body_jaxpr, carry)
     outs = body_jaxpr.out_avals
     require(len(outs) == len(carry) and all(same_type(a, o) for a, o in zip(carry, outs)),
             "while", "C3", f"body_fun output and input must have identical types, got "
@@ -852,3 +885,142 @@ while_p.linearize = _while_linearize
 while_p.partial_eval = _while_partial_eval
 while_p.dce = _while_dce
 remat_custom_rules["while"] = _while_partial_eval_custom
+
+
+# ================================================================== refs
+#
+# cond and while take refs as operands: refs the branches, predicate or body
+# close over (hoisted to operands like any constant), and refs passed to
+# cond as explicit operands. Carries and results are never refs. The
+# equation writes the operands whose binders a sub-jaxpr writes.
+
+
+def _cond_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    out: set[Any] = set()
+    for b in params["branches"]:
+        out |= sub_jaxpr_effects(b, atoms[1:])
+    return frozenset(out)
+
+
+def _while_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    carry = atoms[nc + nb:]
+    return frozenset(sub_jaxpr_effects(params["cond_jaxpr"], [*atoms[:nc], *carry])
+                     | sub_jaxpr_effects(params["body_jaxpr"], [*atoms[nc:nc + nb], *carry]))
+
+
+Discharged = tuple[list[Any], list[tuple[int, Any]]]
+
+
+def _cond_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]) -> Discharged:
+    """A cond given refs as a pure cond: every branch takes the refs' values
+    (after the other operands) and returns their final values after its
+    results; the branch not taken returns them unchanged."""
+    from spec.rules.state import discharge_state
+    index, *ops = ins
+    is_ref = [is_ref_type(a.aval) for a in atoms[1:]]
+    if not any(is_ref):
+        return list(cond_p.bind(*ins, **params)), []
+    no_aliased_refs("cond", atoms)
+    branches: tuple[Jaxpr, ...] = params["branches"]
+    plain = [x for x, r in zip(ops, is_ref) if not r]
+    refs = [x for x, r in zip(ops, is_ref) if r]
+    n_plain = len(plain)
+
+    def discharged(b: Jaxpr) -> Jaxpr:
+        pure, consts = discharge_state(b)
+
+        def fun(*args: Any) -> list[Any]:
+            it_p, it_r = iter(args[:n_plain]), iter(args[n_plain:])
+            return eval_jaxpr(pure, consts, *(next(it_r) if r else next(it_p)
+                                              for r in is_ref))
+
+        return trace_to_jaxpr(fun, [canonical_aval_of(x) for x in (*plain, *refs)])[0]
+
+    new, consts = hoist_consts([discharged(b) for b in branches])
+    outs = cond_p.bind(index, *consts, *plain, *refs,
+                       **{**params, "branches": tuple(new)})
+    n_out = len(branches[0].outvars)
+    finals = iter(outs[n_out:])
+    return list(outs[:n_out]), [(1 + k, next(finals)) for k, r in enumerate(is_ref) if r]
+
+
+def _while_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]
+                     ) -> Discharged:
+    """A while given refs as a pure while: each distinct ref (the predicate
+    and the body may both read one) becomes a leading carry that the body
+    updates with its final value and the predicate reads."""
+    from spec.rules.state import discharge_state
+    is_ref = [is_ref_type(a.aval) for a in atoms]
+    if not any(is_ref):
+        return list(while_p.bind(*ins, **params)), []
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cond_j: Jaxpr = params["cond_jaxpr"]
+    body_j: Jaxpr = params["body_jaxpr"]
+    if cond_j.effects:
+        raise NotImplementedError(
+            "discharge_state: a while_loop predicate that writes refs is not supported yet")
+    slot: dict[int, int] = {}  # operand position -> its ref's carry
+    first: dict[int, int] = {}  # ref atom -> its carry
+    ref_vals: list[Any] = []
+    for k in range(nc + nb):
+        if is_ref[k]:
+            key = id(atoms[k]) if isinstance(atoms[k], Var) else -k - 1
+            if key not in first:
+                first[key] = len(ref_vals)
+                ref_vals.append(ins[k])
+            slot[k] = first[key]
+    n_u = len(ref_vals)
+    carry = ins[nc + nb:]
+    pure_c, c_consts = discharge_state(cond_j)
+    pure_b, b_consts = discharge_state(body_j)
+
+    def merged(args: Sequence[Any], start: int, n: int) -> tuple[list[Any], Sequence[Any]]:
+        """A sub-jaxpr's constants, refs' values taken from the ref carries."""
+        n_plain = sum(1 for k in range(start, start + n) if not is_ref[k])
+        plain = iter(args[:n_plain])
+        refs = args[n_plain:n_plain + n_u]
+        vals = [refs[slot[k]] if is_ref[k] else next(plain) for k in range(start, start + n)]
+        return vals, args[n_plain + n_u:]
+
+    def cond_fun(*args: Any) -> list[Any]:
+        vals, rest = merged(args, 0, nc)
+        return eval_jaxpr(pure_c, c_consts, *vals, *rest)[:1]
+
+    def body_fun(*args: Any) -> list[Any]:
+        vals, rest = merged(args, nc, nb)
+        outs = eval_jaxpr(pure_b, b_consts, *vals, *rest)
+        n_carry = len(rest)
+        refs = list(args[len(args) - n_carry - n_u:len(args) - n_carry])
+        finals = iter(outs[n_carry:])
+        for k in range(nc, nc + nb):
+            if is_ref[k]:
+                refs[slot[k]] = next(finals)
+        return [*refs, *outs[:n_carry]]
+
+    plain_c = [x for x, r in zip(ins[:nc], is_ref[:nc]) if not r]
+    plain_b = [x for x, r in zip(ins[nc:nc + nb], is_ref[nc:nc + nb]) if not r]
+    tail = [canonical_aval_of(x) for x in (*ref_vals, *carry)]
+    cond_new, cond_h = closed_to_operands(trace_to_jaxpr(
+        cond_fun, [*(canonical_aval_of(x) for x in plain_c), *tail])[0])
+    body_new, body_h = closed_to_operands(trace_to_jaxpr(
+        body_fun, [*(canonical_aval_of(x) for x in plain_b), *tail])[0])
+    outs = while_p.bind(*cond_h, *plain_c, *body_h, *plain_b, *ref_vals, *carry,
+                        cond_nconsts=len(cond_h) + len(plain_c), cond_jaxpr=cond_new,
+                        body_nconsts=len(body_h) + len(plain_b), body_jaxpr=body_new)
+    return list(outs[n_u:]), [(k, outs[slot[k]]) for k in range(nc + nb) if is_ref[k]]
+
+
+cond_p.accepts_refs = True
+cond_p.effects_rule = _cond_effects
+while_p.accepts_refs = True
+while_p.effects_rule = _while_effects
+
+
+def _register_discharge() -> None:
+    from spec.rules.state import register_discharge
+    register_discharge("cond", _cond_discharge)
+    register_discharge("while", _while_discharge)
+
+
+_register_discharge()

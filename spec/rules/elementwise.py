@@ -1550,15 +1550,16 @@ igammac_p = _binary("igammac", FLOAT, _special_impl("igammac"),
 # what differs is how unreduced operands are treated (SPEC.md section 14).
 
 def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tuple[Any, ...]]:
-    """All cases alike; a non-scalar predicate partitioned as they are."""
-    sharded = [c for c in cases if c.sharding is not None]
+    """All cases alike; a non-scalar predicate partitioned as they are.
+    Types on the empty mesh (made outside any mesh) count as unsharded."""
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
     if not sharded:
         return [SK.parts(cases[0])]
     first = sharded[0].sharding
     if any(c.sharding != first for c in sharded[1:]):
         shown = ", ".join(str(c.sharding) for c in cases)
         raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
-    if which.shape and which.sharding is not None and (
+    if which.shape and which.sharding is not None and not which.sharding.mesh.empty and (
             which.sharding.mesh != first.mesh or SK.parts(which) != SK.parts(sharded[0])):
         raise ShardingTypeError(
             "select `which` must be scalar or have the same sharding as cases, got `which`"
@@ -1567,7 +1568,7 @@ def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tupl
 
 
 def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
-    sharded = [c for c in cases if c.sharding is not None]
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
     return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from spec import ad, batching
+from spec._state import RefEffect, is_ref_type
 from spec.ad_util import UndefinedPrimal, Zero, instantiate
 from spec.batching import AxisData
 from spec.interpreter import (
@@ -29,9 +30,9 @@ from spec.interpreter import (
     Literal,
     Var,
     canonical_aval_of,
+    canonical_value,
     dce_jaxpr,
     dce_sub_jaxpr,
-    canonical_value,
     eval_jaxpr,
     eval_jaxpr_values,
     literal_value,
@@ -269,8 +270,28 @@ def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
         require(_same(a, b), "scan", "C5",
                 f"carry {i} enters the body as {a.str_short()} and leaves it as "
                 f"{b.str_short()}; carry input and output must have equal types")
+    _check_ref_operands(avals, body_in, body_out, nc, nk)
     ys = [a.update(shape=(length, *a.shape)) for a in body_out[nk:]]
     return [*body_out[:nk], *ys]
+
+
+def _check_ref_operands(avals: Sequence[ArrayType], body_in: Sequence[ArrayType],
+                        body_out: Sequence[ArrayType], nc: int, nk: int) -> None:
+    """C6: refs are constants (read and written by every iteration) or
+    extensive inputs (iteration i sees the ref of row i); never carries nor
+    results. An operand is a ref exactly where the body takes one."""
+    for i, (got, want) in enumerate(zip(avals, body_in)):
+        require(is_ref_type(got) == is_ref_type(want), "scan", "C6",
+                f"operand {i} has type {got.str_short()}, the body takes "
+                f"{want.str_short()}: an operand is a Ref exactly where the body takes one",
+                ValueError)
+        require(not (is_ref_type(got) and nc <= i < nc + nk), "scan", "C6",
+                f"carry {i - nc} has type {got.str_short()}: a Ref cannot be a scan carry",
+                ValueError)
+    for i, b in enumerate(body_out):
+        require(not is_ref_type(b), "scan", "C6",
+                f"the body returns a Ref ({b.str_short()}) as output {i}: refs cannot be "
+                "returned", ValueError)
 
 
 # ============================================================== sharding
@@ -318,10 +339,15 @@ def _scan_impl(*args: np.ndarray, reverse: bool, length: int, jaxpr: Jaxpr,
     consts, carry, xs = list(args[:nc]), list(args[nc:nc + nk]), args[nc + nk:]
     body_consts = _body_consts(jaxpr)
     ys = [np.empty((length, *a.shape), a.dtype) for a in jaxpr.out_avals[nk:]]
+    # An extensive ref is handed to iteration i as a view of its row i (the
+    # ``...`` keeps a 0-d row a writable view rather than a scalar copy), so
+    # that the body's writes land in the caller's buffer.
+    x_refs = [is_ref_type(a) for a in jaxpr.in_avals[nc + nk:]]
     # The loop over iterations is the semantics: each reads the previous carry.
     for step in range(length):
         i = length - 1 - step if reverse else step
-        outs = eval_jaxpr_values(jaxpr, body_consts, [*consts, *carry, *(x[i] for x in xs)])
+        rows = [x[i, ...] if r else x[i] for x, r in zip(xs, x_refs)]
+        outs = eval_jaxpr_values(jaxpr, body_consts, [*consts, *carry, *rows])
         carry = list(outs[:nk])
         for y, o in zip(ys, outs[nk:]):
             y[i] = o
@@ -588,6 +614,7 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
                     ft_out: FlatTree, unroll: int) -> tuple[list[Any], list[Any]]:
     """Split the JVP body into a primal scan (also stacking the residuals)
     run now, and a tangent scan (reading them) staged into the linear jaxpr."""
+    refuse_tangent_refs("scan", primals, [type(t) is not Zero for t in tangents])
     nc, nk, nx, ny = counts(ft_in, ft_out)
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
@@ -716,6 +743,7 @@ def _primal_out_mask(fout: FlatTree) -> list[bool]:
 
 def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
                        ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    refuse_tangent_refs("scan", [a.aval for a in eqn.invars], ins_unknown)
     p = eqn.params
     ft_in, ft_out = p["ft_in"], p["ft_out"]
     nc, nk, nx, ny = counts(ft_in, ft_out)
@@ -1059,6 +1087,106 @@ def _scan_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | Non
         outvars=[v for v, u in zip(eqn.outvars, used_out) if u], params=params)
 
 
+# ================================================================== refs
+#
+# A scan takes refs as operands: constants (refs the body closes over, read
+# and written by every iteration) and extensive inputs (iteration i gets the
+# ref of row i). The equation writes the operands whose binders the body
+# writes, so dead-code elimination keeps it.
+
+
+def sub_jaxpr_effects(jaxpr: Jaxpr, atoms: Sequence[Any]) -> set[RefEffect]:
+    """The writes ``jaxpr`` makes to its inputs, as writes to the atoms bound
+    to them (``atoms[k]`` is the operand of ``jaxpr.invars[k]``)."""
+    if not jaxpr.effects:
+        return set()
+    position = {id(v): k for k, v in enumerate(jaxpr.invars)}
+    out: set[RefEffect] = set()
+    for e in jaxpr.effects:
+        k = position.get(id(getattr(e, "ref", None)))
+        if k is not None and k < len(atoms) and isinstance(atoms[k], Var):
+            out.add(RefEffect(e.kind, atoms[k]))
+    return out
+
+
+def refuse_tangent_refs(prim: str, operands: Sequence[Any], tangent: Sequence[bool]) -> None:
+    """Reverse mode (linearize, partial evaluation) of a loop or cond given a
+    ref with a tangent ref is not specified yet: refuse it rather than lose
+    the writes to the tangent ref. (JVP is; refs without tangents pass.)"""
+    for x, t in zip(operands, tangent):
+        aval = x if isinstance(x, ArrayType) else canonical_aval_of(x)
+        if t and is_ref_type(aval):
+            raise NotImplementedError(
+                f"reverse-mode differentiation of '{prim}' given a differentiated ref "
+                f"({aval}) is not specified yet (issue 8, refs in control flow)")
+
+
+def _scan_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return frozenset(sub_jaxpr_effects(params["jaxpr"], atoms))
+
+
+def no_aliased_refs(prim: str, atoms: Sequence[Any]) -> None:
+    """Discharge gives each ref operand its own value: one ref passed at two
+    positions would need them merged, which no rule here does."""
+    seen: set[int] = set()
+    for a in atoms:
+        if is_ref_type(a.aval) and isinstance(a, Var):
+            if id(a) in seen:
+                raise NotImplementedError(
+                    f"discharge_state: the same ref is passed to '{prim}' twice")
+            seen.add(id(a))
+
+
+def closed_to_operands(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any]]:
+    """A traced jaxpr's constants as leading inputs (loop bodies take none)."""
+    return (Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], list(jaxpr.outvars), jaxpr.eqns,
+                  jaxpr.effects), list(jaxpr.consts))
+
+
+def _scan_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                    ) -> tuple[list[Any], list[tuple[int, Any]]]:
+    """A scan over refs as a pure scan: constant refs become leading carries
+    (their value in, their final value out); an extensive ref becomes an
+    extensive input (its rows in) and a stacked output (each iteration's
+    final row, the only row that iteration can touch)."""
+    from spec.rules.state import discharge_state
+    is_ref = [is_ref_type(a.aval) for a in atoms]
+    if not any(is_ref):
+        return list(scan_p.bind(*ins, **params)), []
+    no_aliased_refs("scan", atoms)
+    jaxpr: Jaxpr = params["jaxpr"]
+    ft_in, ft_out = params["ft_in"], params["ft_out"]
+    nc, nk, nx, ny = counts(ft_in, ft_out)
+    ref_c, ref_x = is_ref[:nc], is_ref[nc + nk:]
+    n_rc, n_rx = sum(ref_c), sum(ref_x)
+    pure, pure_consts = discharge_state(jaxpr)
+    consts, carry, xs = ins[:nc], ins[nc:nc + nk], ins[nc + nk:]
+    plain_c = [c for c, r in zip(consts, ref_c) if not r]
+    ref_vals = [c for c, r in zip(consts, ref_c) if r]
+    n_pc = len(plain_c)
+
+    def body(*args: Any) -> list[Any]:
+        pc, rc = iter(args[:n_pc]), iter(args[n_pc:n_pc + n_rc])
+        merged = [next(rc) if r else next(pc) for r in ref_c]
+        outs = eval_jaxpr(pure, pure_consts, *merged, *args[n_pc + n_rc:])
+        finals = outs[nk + ny:]
+        return [*finals[:n_rc], *outs[:nk + ny], *finals[n_rc:]]
+
+    avals = [*(canonical_aval_of(v) for v in (*plain_c, *ref_vals, *carry)),
+             *(_slice_aval(canonical_aval_of(x)) for x in xs)]
+    new, hoisted = closed_to_operands(trace_to_jaxpr(body, avals)[0])
+    _, _, xs_g = ft_in.unpack()
+    _, ys_g = ft_out.unpack()
+    new_in = pack((nones(len(hoisted) + n_pc), nones(n_rc + nk), xs_g))
+    new_out = pack((nones(n_rc + nk), (ys_g, nones(n_rx).filter_with_mask([True] * n_rx))))
+    outs = scan_p.bind(*hoisted, *plain_c, *ref_vals, *carry, *xs,
+                       **_params(params["length"], params["reverse"], params["unroll"], new,
+                                 new_in, new_out))
+    finals = iter([*outs[:n_rc], *outs[n_rc + nk + ny:]])
+    updates = [(k, next(finals)) for k, r in enumerate(is_ref) if r]
+    return list(outs[n_rc:n_rc + nk + ny]), updates
+
+
 scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch, sharding=_scan_sharding,
@@ -1067,5 +1195,17 @@ scan_p.linearize = _scan_linearize
 scan_p.partial_eval = _scan_partial_eval
 scan_p.dce = _scan_dce
 remat_custom_rules["scan"] = _scan_partial_eval_custom
+scan_p.accepts_refs = True
+scan_p.effects_rule = _scan_effects
 
-__all__ = ["FlatTree", "counts", "eval_jaxpr_p", "nones", "pack", "scan_p", "scan_trees"]
+
+def _register_discharge() -> None:
+    from spec.rules.state import register_discharge
+    register_discharge("scan", _scan_discharge)
+
+
+_register_discharge()
+
+__all__ = ["FlatTree", "closed_to_operands", "counts", "eval_jaxpr_p", "no_aliased_refs",
+           "nones", "pack", "refuse_tangent_refs", "scan_p", "scan_trees",
+           "sub_jaxpr_effects"]
