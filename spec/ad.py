@@ -50,6 +50,7 @@ from spec.interpreter import (
     current_trace,
     dce_jaxpr,
     eval_jaxpr,
+    jaxpr_effects,
     literal_value,
     set_current_trace,
     trace_to_jaxpr,
@@ -451,6 +452,50 @@ def _legacy_linearize(fun: Callable[..., Sequence[Any]],
     return Linearized(primals_out, dce_jaxpr(linear), structured)
 
 
+def _refs_written_with_unknowns(jaxpr: Jaxpr, unknown: set[int]) -> set[int]:
+    """The refs (variables) that equations reading unknown values write, to
+    a fixed point (a ref written with unknowns makes its readers unknown)."""
+    unknown = set(unknown)
+    written: set[int] = set()
+    while True:
+        before = len(written)
+        for eqn in jaxpr.eqns:
+            ins = [isinstance(a, Var) and (id(a) in unknown or id(a) in written)
+                   for a in eqn.invars]
+            if not any(ins):
+                continue
+            unknown.update(id(v) for v in eqn.outvars)
+            if eqn.effects:
+                written.update(_written_operands(eqn, ins))
+        if len(written) == before:
+            return written
+
+
+def _written_operands(eqn: Eqn, ins: Sequence[bool]) -> set[int]:
+    """The ref operands an equation with unknown operands ``ins`` writes
+    with unknown values: for an equation with a body (jit, scan, cond),
+    those its body writes so (the body's inputs are its operands, after
+    cond's index); for the others, every ref it writes."""
+    bodies: list[tuple[Jaxpr, int]] = []
+    if "jaxpr" in eqn.params and isinstance(eqn.params["jaxpr"], Jaxpr):
+        bodies = [(eqn.params["jaxpr"], 0)]
+    elif "branches" in eqn.params:
+        bodies = [(b, 1) for b in eqn.params["branches"]]
+    refs = {id(e.ref) for e in eqn.effects if isinstance(getattr(e, "ref", None), Var)}
+    if not bodies:
+        return refs
+    out: set[int] = set()
+    for body, skip in bodies:
+        operands = eqn.invars[skip:]
+        if len(body.invars) != len(operands):
+            return refs
+        inner = _refs_written_with_unknowns(
+            body, {id(v) for v, u in zip(body.invars, ins[skip:]) if u})
+        out.update(id(a) for v, a in zip(body.invars, operands)
+                   if id(v) in inner and isinstance(a, Var))
+    return out
+
+
 @dataclass
 class PartialEval:
     """A jaxpr split in two. ``known`` takes the known inputs and returns the
@@ -473,10 +518,17 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
     n_out = len(jaxpr.outvars)
     inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
     unknown_vars: set[int] = {id(v) for v, u in zip(jaxpr.invars, in_unknowns) if u}
+    written = _refs_written_with_unknowns(jaxpr, unknown_vars)
     known_eqns: list[Eqn] = []
     unknown_eqns: list[Eqn] = []
     for eqn in jaxpr.eqns:
         ins_unknown = [isinstance(a, Var) and id(a) in unknown_vars for a in eqn.invars]
+        if any(id(v) in written for v in eqn.outvars):
+            # A ref that unknown values are written into is itself unknown
+            # (a tangent ref made from zeros): made on the unknown side.
+            unknown_eqns.append(eqn)
+            unknown_vars.update(id(v) for v in eqn.outvars)
+            continue
         if not any(ins_unknown):
             known_eqns.append(eqn)
         elif eqn.primitive.partial_eval is not None:
@@ -507,6 +559,7 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
     known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
     known_outs = [a for a, u in zip(jaxpr.outvars, out_unknowns) if not u]
     known = Jaxpr(list(jaxpr.constvars), known_invars, [*known_outs, *res_vars], known_eqns,
+                  jaxpr_effects(jaxpr.constvars, known_invars, known_eqns),
                   consts=list(jaxpr.consts))
     # The unknown side binds fresh variables for the residuals.
     fresh = {id(v): Var(v.aval) for v in res_vars}
@@ -517,8 +570,8 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
     renamed = [e.replace(invars=[rename(a) for a in e.invars]) for e in unknown_eqns]
     unknown_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
     unknown_outs = [rename(a) for a, u in zip(jaxpr.outvars, out_unknowns) if u]
-    unknown = Jaxpr([], [*(fresh[id(v)] for v in res_vars), *unknown_invars], unknown_outs,
-                    renamed)
+    u_invars = [*(fresh[id(v)] for v in res_vars), *unknown_invars]
+    unknown = Jaxpr([], u_invars, unknown_outs, renamed, jaxpr_effects([], u_invars, renamed))
     return PartialEval(known, unknown, out_unknowns, len(res_vars))
 
 

@@ -220,6 +220,10 @@ class Eqn:
     def replace(self, **changes: Any) -> Eqn:
         fields = dict(invars=self.invars, outvars=self.outvars, primitive=self.primitive,
                       params=self.params, effects=self.effects, source_info=self.source_info)
+        if self.effects and "invars" in changes and "effects" not in changes \
+                and len(changes["invars"]) == len(self.invars):
+            # A write names its ref operand's variable: renamed operands carry it.
+            fields["effects"] = _renamed_effects(self.effects, self.invars, changes["invars"])
         fields.update(changes)
         return Eqn(**fields)
 
@@ -652,6 +656,14 @@ class JaxprTrace(Trace):
         consts = [c for _, c in self._consts.values()]
         return Jaxpr(constvars, list(self.invars), outvars, list(self.eqns),
                      jaxpr_effects(constvars, self.invars, self.eqns), consts=consts)
+
+
+def _renamed_effects(effects: frozenset[Any], old: Sequence[Any], new: Sequence[Any]
+                     ) -> frozenset[Any]:
+    from dataclasses import replace as dc_replace
+    to_new = {id(a): b for a, b in zip(old, new)}
+    return frozenset(dc_replace(e, ref=to_new.get(id(e.ref), e.ref)) if hasattr(e, "ref")
+                     else e for e in effects)
 
 
 def jaxpr_effects(constvars: Sequence[Var], invars: Sequence[Var], eqns: Sequence[Eqn]

@@ -590,10 +590,13 @@ def test_discharge_property(ops: list[tuple[str, str, float]], loop: str, length
 # ------------------------------------------------------- transforms (later)
 
 
-def test_reverse_mode_of_loops_over_differentiated_refs_is_refused() -> None:
-    """grad of a loop or cond writing a ref the function created (whose
-    tangent is a tangent ref) is not specified yet: NotImplementedError
-    rather than a wrong gradient. Forward mode agrees with JAX."""
+def test_reverse_mode_of_loops_and_conds_over_differentiated_refs() -> None:
+    """grad of loops and conds writing refs the function created (whose
+    tangents are tangent refs): the tangent loop writes the tangent ref; the
+    transposed loop or cond adds into its cotangent ref (a constant of the
+    transposed scan, an operand of the transposed cond). Values, and the
+    printed programs, equal JAX's; the direct and legacy linearize paths and
+    checkpoint agree."""
     def scan_own(j: Any, n: Any) -> Callable[..., Any]:
         def f(x: Any) -> Any:
             q = j.new_ref(0.)
@@ -611,12 +614,85 @@ def test_reverse_mode_of_loops_over_differentiated_refs_is_refused() -> None:
             j.lax.cond(x > 0, lambda: q.__setitem__(..., x), lambda: None)
             return q[...]
         return f
-    for build in (scan_own, cond_own):
-        grad_f = spec.grad(build(spec, snp))
-        assert isinstance(error_of(lambda: grad_f(1.)), NotImplementedError)  # noqa: B023
-        ours = spec.jvp(build(spec, snp), (2.,), (1.,))
-        theirs = jax.jvp(build(jax, jnp), (2.,), (1.,))
-        assert [float(a) for a in ours] == [float(a) for a in theirs]
+
+    def fori_own(j: Any, n: Any) -> Callable[..., Any]:
+        def f(x: Any) -> Any:
+            r = j.new_ref(x)
+
+            def body(i: Any, c: Any) -> Any:
+                r[...] = r[...] * x
+                return c + r[...]
+            return j.lax.fori_loop(0, 3, body, 0.)
+        return f
+
+    def scan_sin(j: Any, n: Any) -> Callable[..., Any]:
+        def f(x: Any) -> Any:
+            r = j.new_ref(x)
+
+            def body(c: Any, _: Any) -> Any:
+                r[...] = n.sin(r[...]) * c
+                return c + 1., None
+            j.lax.scan(body, x[0], None, length=3)
+            return r[...].sum()
+        return f
+
+    def cond_branches(j: Any, n: Any) -> Callable[..., Any]:
+        def f(x: Any) -> Any:
+            r = j.new_ref(x)
+
+            def yes() -> None:
+                r[...] = n.sin(r[...]) * 2.
+
+            def no() -> None:
+                r[1] += r[0] * r[0]
+            j.lax.cond(x[0] > x[1], yes, no)
+            return r[...].sum() * x[0]
+        return f
+    vec = np.array([0.5, 1.5], np.float32)
+    cases = [(scan_own, 2.), (cond_own, 2.), (fori_own, 3.), (scan_sin, vec),
+             (cond_branches, vec), (cond_branches, vec[::-1].copy())]
+    for build, x in cases:
+        theirs = np.asarray(jax.grad(build(jax, jnp))(x))
+        np.testing.assert_allclose(np.asarray(spec.grad(build(spec, snp))(x)), theirs,
+                                   rtol=2e-6)
+        np.testing.assert_allclose(np.asarray(spec.jit(spec.grad(build(spec, snp)))(x)),
+                                   theirs, rtol=2e-6)
+        spec.config.update("jax_use_direct_linearize", False)
+        try:
+            legacy = spec.grad(build(spec, snp))(x)
+        finally:
+            spec.config.update("jax_use_direct_linearize", True)
+        np.testing.assert_allclose(np.asarray(legacy), theirs, rtol=2e-6)
+        # Under checkpoint a ref made from a constant and written with
+        # differentiated values is JAX's NotImplementedError (spec's too);
+        # where JAX's cond lacks a rule for refs, spec's checkpointed gradient
+        # equals the plain one (checkpoint does not change values).
+        try:
+            theirs_remat: Any = np.asarray(jax.grad(jax.checkpoint(build(jax, jnp)))(x))
+        except NotImplementedError as err:
+            theirs_remat = str(err)
+        try:
+            ours_remat: Any = np.asarray(spec.grad(spec.checkpoint(build(spec, snp)))(x))
+        except NotImplementedError as err:
+            ours_remat = str(err)
+        if isinstance(theirs_remat, str) and "cond partial-eval" in theirs_remat:
+            np.testing.assert_allclose(ours_remat, theirs, rtol=2e-6)
+        elif isinstance(theirs_remat, str) or isinstance(ours_remat, str):
+            assert str(ours_remat) == str(theirs_remat)
+        else:
+            np.testing.assert_allclose(ours_remat, theirs_remat, rtol=2e-6)
+        ours_t = spec.jvp(build(spec, snp), (x,), (np.ones_like(x),))
+        theirs_t = jax.jvp(build(jax, jnp), (x,), (np.ones_like(x),))
+        np.testing.assert_allclose(np.asarray(ours_t[1]), np.asarray(theirs_t[1]), rtol=2e-6)
+    # (In the grad program of fori_own JAX's known loop body prints an unused
+    # swap result as `_`: its partial evaluation drops variables no tracer
+    # still holds; spec names it. The linearized programs agree.)
+    assert str(spec.make_jaxpr(spec.grad(cond_branches(spec, snp)))(vec)) == \
+        str(jax.make_jaxpr(jax.grad(cond_branches(jax, jnp)))(vec))
+    for build, x in [(fori_own, 3.), (cond_branches, vec)]:
+        _, lin_s = spec.linearize(build(spec, snp), x)
+        _, lin_j = jax.linearize(build(jax, jnp), x)
+        assert str(spec.make_jaxpr(lin_s)(x)) == str(jax.make_jaxpr(lin_j)(x))
 
 
 def test_vmap_of_cond_with_refs_as_jax() -> None:

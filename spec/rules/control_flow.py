@@ -42,7 +42,6 @@ from spec.rules.remat import custom_rules as remat_custom_rules
 from spec.rules.scan import (
     closed_to_operands,
     no_aliased_refs,
-    refuse_tangent_refs,
     sub_jaxpr_effects,
 )
 from spec.types import FLOAT0, ArrayType
@@ -211,22 +210,27 @@ def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr
     """A cond of the branches' transposes: the residual operands and the
     nonzero cotangents in, the linear operands' cotangents out."""
     undefined = [type(a) is UndefinedPrimal for a in ops]
+    # Refs whose cotangents are refs: the branches' transposes add into them
+    # (passed as operands after the defined ones), as a transposed call does.
+    accums = [isinstance(a, ad.RefAccum) for a in ops]
+    refs = [a.inst() for a in ops if isinstance(a, ad.RefAccum)]
     wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(ops, undefined)]
-    defined = [a for a, u in zip(ops, undefined) if not u]
+    defined = [a for a, u, r in zip(ops, undefined, accums) if not u and not r]
     ct_nz = [type(c) is not Zero for c in cts]
 
     def transposed(b: Jaxpr) -> Jaxpr:
-        backward = ad.call_backward(b, b.consts, undefined, ct_nz)
+        backward = ad.call_backward(b, b.consts, undefined, ct_nz, accums)
 
         def fun(*xs: Any) -> list[Any]:
             return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
 
-        avals = [canonical_aval_of(a) for a in defined] + \
+        avals = [canonical_aval_of(a) for a in [*defined, *refs]] + \
             [v.aval.ct_type() for v, nz in zip(b.outvars, ct_nz) if nz]
         return trace_to_jaxpr(fun, avals)[0]
 
     new, consts = hoist_consts([transposed(b) for b in branches])
-    outs = cond_p.bind(index, *consts, *defined, *(c for c in cts if type(c) is not Zero),
+    outs = cond_p.bind(index, *consts, *defined, *refs,
+                       *(c for c in cts if type(c) is not Zero),
                        branches=tuple(new), **params)
     it = iter(outs)
     return [None] + [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
@@ -357,7 +361,6 @@ def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     """Known index: a known cond computing the known outputs and the taken
     branch's residuals, and an unknown cond reading them. Unknown index:
     the whole cond is unknown."""
-    refuse_tangent_refs("cond", [a.aval for a in eqn.invars], ins_unknown)
     branches: tuple[Jaxpr, ...] = eqn.params["branches"]
     n_out = len(eqn.outvars)
     if ins_unknown[0]:
@@ -465,7 +468,6 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
                     ) -> tuple[list[Any], list[Any]]:
     """JVP branches split by partial evaluation: a primal cond returning the
     outputs and the taken branch's residuals, a tangent cond reading them."""
-    refuse_tangent_refs("cond", primals, [type(t) is not Zero for t in tangents])
     index, *ops = primals
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]

@@ -556,12 +556,18 @@ def _fresh(jaxpr: Jaxpr) -> Jaxpr:
     def atom(a: Any) -> Any:
         return new(a) if isinstance(a, Var) else a
 
+    def effects(found: Iterable[Any]) -> frozenset[Any]:
+        # (a write names the variable of its ref: renamed with it)
+        return frozenset(RefEffect(e.kind, atom(e.ref)) if isinstance(e, RefEffect) else e
+                         for e in found)
+
     constvars = [new(v) for v in jaxpr.constvars]
     invars = [new(v) for v in jaxpr.invars]
-    eqns = [e.replace(invars=[atom(a) for a in e.invars], outvars=[new(v) for v in e.outvars])
+    eqns = [e.replace(invars=[atom(a) for a in e.invars], outvars=[new(v) for v in e.outvars],
+                      effects=effects(e.effects))
             for e in jaxpr.eqns]
-    return Jaxpr(constvars, invars, [atom(a) for a in jaxpr.outvars], eqns, jaxpr.effects,
-                 list(jaxpr.consts))
+    return Jaxpr(constvars, invars, [atom(a) for a in jaxpr.outvars], eqns,
+                 effects(jaxpr.effects), list(jaxpr.consts))
 
 
 def _unknown_body(sp: _Split, nc: int, nk: int) -> Jaxpr:
@@ -614,7 +620,6 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
                     ft_out: FlatTree, unroll: int) -> tuple[list[Any], list[Any]]:
     """Split the JVP body into a primal scan (also stacking the residuals)
     run now, and a tangent scan (reading them) staged into the linear jaxpr."""
-    refuse_tangent_refs("scan", primals, [type(t) is not Zero for t in tangents])
     nc, nk, nx, ny = counts(ft_in, ft_out)
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
@@ -681,13 +686,17 @@ def _hoist(sp: _Split, consts: list[Any]) -> tuple[_Split, list[Any], list[Any]]
     known = sp.known
     n_stacked = sum(1 for k, _ in sp.residuals if k == "out")
     n_out = len(known.outvars) - n_stacked
-    pe = ad.partial_eval_jaxpr(known, [False] * n + [True] * (len(known.invars) - n),
+    # A constant ref is not loop-invariant (the loop may write it): what
+    # reads it stays in the loop, and the ref stays a constant of the loop.
+    is_ref = [is_ref_type(v.aval) for v in known.invars[:n]]
+    pe = ad.partial_eval_jaxpr(known, [*is_ref, *[True] * (len(known.invars) - n)],
                                [True] * n_out + [False] * n_stacked)
     # Equations with no outputs (an emptied known side of a call) are dropped.
     hoist = dce_jaxpr(pe.known, rules=False)
-    vals = eval_jaxpr(hoist, hoist.consts, *consts)
+    vals = eval_jaxpr(hoist, hoist.consts, *(c for c, r in zip(consts, is_ref) if not r))
     n_hoisted = len(pe.known.outvars) - pe.num_res
-    hoisted, new_consts = list(vals[:n_hoisted]), list(vals[n_hoisted:])
+    hoisted = list(vals[:n_hoisted])
+    new_consts = [*vals[n_hoisted:], *(c for c, r in zip(consts, is_ref) if r)]
     res_uk = pe.out_unknowns[n_out:]
     h_idx = iter(range(n_hoisted))
     s_idx = iter(range(n_stacked))
@@ -743,7 +752,6 @@ def _primal_out_mask(fout: FlatTree) -> list[bool]:
 
 def _scan_partial_eval(eqn: Eqn, ins_unknown: list[bool]
                        ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
-    refuse_tangent_refs("scan", [a.aval for a in eqn.invars], ins_unknown)
     p = eqn.params
     ft_in, ft_out = p["ft_in"], p["ft_out"]
     nc, nk, nx, ny = counts(ft_in, ft_out)
@@ -953,12 +961,17 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     stacked cotangents. Defined operands are residuals."""
     nc, nk, nx, ny = counts(ft_in, ft_out)
     undef = [type(a) is UndefinedPrimal for a in args]
+    # Constant refs whose cotangents are refs (tangent refs the body reads
+    # and writes): the transposed scan takes the cotangent refs as constants
+    # and its body adds into them in place.
+    accum = [isinstance(a, ad.RefAccum) for a in args]
+    ct_refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
     avals = jaxpr.in_avals
     lin_c = [undef[i] and _differentiable(avals[i]) for i in range(nc)]
     lin_x = [undef[i] and _differentiable(avals[i]) for i in range(nc + nk, nc + nk + nx)]
-    res_c = [a for a, u in zip(args[:nc], undef[:nc]) if not u]
+    res_c = [a for a, u, r in zip(args[:nc], undef[:nc], accum[:nc]) if not u and not r]
     res_x = [a for a, u in zip(args[nc + nk:], undef[nc + nk:]) if not u]
-    n_lc, n_rc, n_rx = sum(lin_c), len(res_c), len(res_x)
+    n_lc, n_rc, n_rx, n_refs = sum(lin_c), len(res_c), len(res_x), len(ct_refs)
 
     ct_carry = [instantiate(c) for c in cts[:nk]]
     k_avals = [avals[nc + i].ct_type() for i in range(nk)]
@@ -974,6 +987,8 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
 
     def body(*xs: Any) -> list[Any]:
         rc = iter(xs[:n_rc])
+        refs = iter(xs[n_rc:n_rc + n_refs])
+        xs = xs[:n_rc] + xs[n_rc + n_refs:]
         acc = xs[n_rc:n_rc + n_lc]
         ct_carry = xs[n_rc + n_lc:n_rc + n_lc + nk]
         yl = iter(xs[n_rc + n_lc + nk:n_rc + n_lc + nk + n_yl])
@@ -982,7 +997,9 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
         rx = iter(xs[n_rc + n_lc + nk + n_yl:])
         full: list[Any] = []
         for i in range(nc + nk + nx):
-            if nc <= i < nc + nk or undef[i]:
+            if accum[i]:
+                full.append(ad.RefAccum(args[i].aval, next(refs)))
+            elif nc <= i < nc + nk or undef[i]:
                 full.append(UndefinedPrimal(avals[i]))
             else:
                 full.append(next(rc) if i < nc else next(rx))
@@ -994,8 +1011,8 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
 
     c_avals = [avals[i].ct_type() for i in range(nc) if lin_c[i]]
     y_avals = [a.ct_type() for a, live in zip(jaxpr.out_avals[nk:], y_live) if live]
-    in_avals = [*(canonical_aval_of(a) for a in res_c), *c_avals, *k_avals, *y_avals,
-                *(_slice_aval(canonical_aval_of(a)) for a in res_x)]
+    in_avals = [*(canonical_aval_of(a) for a in [*res_c, *ct_refs]), *c_avals, *k_avals,
+                *y_avals, *(_slice_aval(canonical_aval_of(a)) for a in res_x)]
     t_body, _ = trace_to_jaxpr(body, in_avals)
     from spec.ad_util import zeros_like_aval
     acc0 = [zeros_like_aval(a) for a in c_avals]
@@ -1003,16 +1020,16 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     n_lx = sum(lin_x)
     # JAX's trees: ((residuals, refs), (const cts, carry cts), (refs, ys cts,
     # extensive residuals)) flattened; outputs (const and carry cts, xs cts).
-    t_in: FlatTree = FTPyTree(((n_rc, 0), (n_lc, nk), (0, n_yl, n_rx)))
+    t_in: FlatTree = FTPyTree(((n_rc, n_refs), (n_lc, nk), (0, n_yl, n_rx)))
     t_out = pack((FTPyTree((n_lc, nk)), (FTPyTree(n_lx), nones(0))))
-    outs = scan_p.bind(*res_c, *acc0, *ct_carry, *ct_ys, *res_x,
+    outs = scan_p.bind(*res_c, *ct_refs, *acc0, *ct_carry, *ct_ys, *res_x,
                        **_params(length, not reverse, unroll, t_body, t_in, t_out))
     c_cts = iter(outs[:n_lc])
     k_cts = outs[n_lc:n_lc + nk]
     x_cts = iter(outs[n_lc + nk:])
     result: list[Any] = []
     for i, a in enumerate(args):
-        if not undef[i]:
+        if not undef[i]:  # (a residual, or a ref whose cotangent ref was written)
             result.append(None)
         elif i < nc:
             result.append(next(c_cts) if lin_c[i] else Zero(a.aval.ct_type()))
@@ -1109,18 +1126,6 @@ def sub_jaxpr_effects(jaxpr: Jaxpr, atoms: Sequence[Any]) -> set[RefEffect]:
     return out
 
 
-def refuse_tangent_refs(prim: str, operands: Sequence[Any], tangent: Sequence[bool]) -> None:
-    """Reverse mode (linearize, partial evaluation) of a loop or cond given a
-    ref with a tangent ref is not specified yet: refuse it rather than lose
-    the writes to the tangent ref. (JVP is; refs without tangents pass.)"""
-    for x, t in zip(operands, tangent):
-        aval = x if isinstance(x, ArrayType) else canonical_aval_of(x)
-        if t and is_ref_type(aval):
-            raise NotImplementedError(
-                f"reverse-mode differentiation of '{prim}' given a differentiated ref "
-                f"({aval}) is not specified yet (issue 8, refs in control flow)")
-
-
 def _scan_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     return frozenset(sub_jaxpr_effects(params["jaxpr"], atoms))
 
@@ -1207,5 +1212,5 @@ def _register_discharge() -> None:
 _register_discharge()
 
 __all__ = ["FlatTree", "closed_to_operands", "counts", "eval_jaxpr_p", "no_aliased_refs",
-           "nones", "pack", "refuse_tangent_refs", "scan_p", "scan_trees",
+           "nones", "pack", "scan_p", "scan_trees",
            "sub_jaxpr_effects"]

@@ -606,11 +606,70 @@ jit_p.accepts_refs = True
 jit_p.effects_rule = _call_effects
 
 
+# ------------------------------------------------ checkpoint partial evaluation
+#
+# Under jax.checkpoint ref operations are never saved: on known operands they
+# run on both sides (the staged side rematerialises them), on an unknown ref
+# only on the staged side; a known ref written with unknown values is JAX's
+# NotImplementedError (the ref would have to be both).
+
+_REMAT_MUTATION = (
+    "Mutating a reference with unknown/differentiated values is not supported.\n"
+    "If this occurred under `jax.checkpoint` and `jax.config.jax_remat3 == False`, consider "
+    "one of the following options:\n\n"
+    "  * Enabling `jax_remat3` via `jax.config.update('jax_remat3', True)`.\n"
+    "  * Creating the Ref outside the function being rematerialized and passing it as an "
+    "input.\n"
+    "  * Creating the Ref in a data-dependent way from a value being differentiated, "
+    "e.g.:\n\n"
+    "      ref = jax.new_ref(x * 0.0)  # instead of zeros_like(x)")
+
+
+def _not_instantiated(atoms: Sequence[Any], inst: Sequence[bool]) -> list[Any]:
+    return [a for a, i in zip(atoms, inst) if not i and isinstance(a, Var)]
+
+
+def _new_ref_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -> Any:
+    res = _not_instantiated(eqn.invars, inst)
+    if unks[0]:
+        return None, eqn, [True], [True], res
+    return eqn, eqn, [False], [True], res  # made on both sides
+
+
+def _state_op_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -> Any:
+    ref_unknown, *values_unknown = unks
+    res = _not_instantiated(eqn.invars[1:], inst[1:])
+    n = len(eqn.outvars)
+    if ref_unknown:
+        return None, eqn, [True] * n, [True] * n, res
+    if any(values_unknown):
+        raise NotImplementedError(_REMAT_MUTATION)
+    return eqn, eqn, [False] * n, [True] * n, res  # run on both sides
+
+
+def _register_remat_rules() -> None:
+    from spec.rules.remat import custom_rules
+    custom_rules["new_ref"] = _new_ref_remat
+    for name in ("get", "swap", "addupdate"):
+        custom_rules[name] = _state_op_remat
+
+
+_register_remat_rules()
+
+
 def _register_shard_map() -> None:
     # shard_map takes refs under jit (each device gets its block as a ref).
     from spec.rules.shard_map import shard_map_p
     shard_map_p.accepts_refs = True
     shard_map_p.effects_rule = _call_effects
+    # eval_jaxpr (a checkpointed loop's known side) takes the loop's refs.
+    from spec.rules.scan import eval_jaxpr_p
+    eval_jaxpr_p.accepts_refs = True
+    eval_jaxpr_p.effects_rule = _eval_jaxpr_effects
+
+
+def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return _call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
 
 
 _register_shard_map()
