@@ -159,18 +159,9 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
 # ---------------------------------------------------------------------- vjp
 
 
-class _Sentinel:
-    """An argument entry of ``VJP.args_res`` that holds no value; all
-    instances of one sentinel class are equal, and print as ``Name()``."""
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
+# The sentinels print as ``Name()`` and compare equal by class, as the
+# ``jax.ad`` placeholders do (spec.ad.Placeholder).
+_Sentinel = ad.Placeholder
 
 
 class NotNeeded(_Sentinel):

@@ -626,9 +626,10 @@ class RefAccum:
         return freeze_p.bind(self.ref)
 
 
-class _Marker:
-    """``jax.ad``'s entries and placeholders: all instances of one class are
-    equal and print as ``Name()``; they are pytree leaves."""
+class Placeholder:
+    """A value standing for an argument (``jax.ad``'s entries and results,
+    VJP sentinels): all instances of one class are equal and print as
+    ``Name()``."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -640,21 +641,21 @@ class _Marker:
         return hash(type(self))
 
 
-class GradValue(_Marker):
+class GradValue(Placeholder):
     """A ``VJP.with_refs`` entry: return this argument's gradient as a value
     (the default)."""
 
 
-class GradRef(_Marker):
+class GradRef(Placeholder):
     """What a VJP call returns for an argument whose gradient went into a
     bound gradient ref."""
 
 
-class DontWant(_Marker):
+class DontWant(Placeholder):
     """A ``VJP.with_refs`` entry: do not compute this argument's gradient."""
 
 
-class DidntWant(_Marker):
+class DidntWant(Placeholder):
     """What a VJP call returns for an argument given ``DontWant()``."""
 
 
@@ -869,7 +870,7 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
-    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
+    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder", "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
     "linear_transpose_jaxpr",
     "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

@@ -23,28 +23,9 @@ from hypothesis import strategies as st
 
 import spec
 import spec.numpy as snp
+from _pair import LIBS, both, error_of, same
 from spec.interpreter import check_jaxpr, dce_jaxpr, eval_jaxpr
 
-LIBS = [(spec, snp), (jax, jnp)]
-
-
-def both(fn: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
-    """``fn(lib, numpy_module)`` on spec, then on JAX."""
-    return fn(spec, snp), fn(jax, jnp)
-
-
-def same(fn: Callable[[Any, Any], Any]) -> Any:
-    ours, theirs = both(fn)
-    assert ours == theirs, f"\nspec:\n{ours}\njax:\n{theirs}"
-    return ours
-
-
-def error_of(fn: Callable[[], Any]) -> BaseException:
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 (the error is the result)
-        return e
-    raise AssertionError("no error raised")
 
 
 def _unlocated(message: str) -> str:
