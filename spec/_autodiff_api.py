@@ -300,7 +300,8 @@ class VJP:
         args = [_backward_arg(b, k, v.aval, e)
                 for k, (v, e) in enumerate(zip(b.jaxpr.invars, entries))]
         cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
-        return tree_util.tree_unflatten(b.in_tree, [_gradient(c, e) for c, e in zip(cts_in, entries)])
+        grads = [_gradient(c, e) for c, e in zip(cts_in, entries)]
+        return tree_util.tree_unflatten(b.in_tree, grads)
 
     @staticmethod
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:

@@ -15,9 +15,10 @@ The buffers of replicated devices may be one shared object; buffers are never
 mutated after they are made, except a ref's (SPEC.md 17, "Refs over a mesh"): a
 ref's Dist holds views of one global buffer (each device's block; devices
 holding the same block view the same memory), which the ref primitives'
-programs write in place through one device per block (``writers``). A process holds the buffers of its own devices
-only (``Geometry.local``): under the MPI backend (spec.mesh_mpi) each rank's
-Dists have ``None`` at every other device's position.
+programs write in place through one device per block (``writers``). A
+process holds the buffers of its own devices only (``Geometry.local``):
+under the MPI backend (spec.mesh_mpi) each rank's Dists have ``None`` at
+every other device's position.
 """
 
 from __future__ import annotations

@@ -870,7 +870,8 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
-    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder", "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
+    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder",
+    "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
     "linear_transpose_jaxpr",
     "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

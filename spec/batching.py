@@ -396,6 +396,7 @@ def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
 __all__ = [
     "AxisData", "BatchTrace", "BatchTracer", "batch_flat", "batch_jaxpr", "batch_rule",
     "batch_unmapped", "batched_aval", "bdim_at_front", "broadcast", "broadcasting",
-    "delete_spec_entry", "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped", "sharding_for_vmap",
+    "delete_spec_entry", "insert_spec_entry", "match_axis", "move_to", "moveaxis", "not_mapped",
+    "sharding_for_vmap",
     "unbatched_aval", "vectorized", "zero_if_mapped",
 ]

@@ -732,8 +732,9 @@ def _matrix_parts(name: str) -> SK.PartsRule:
         for i, a in enumerate(avals):
             ps = SK.parts(a)
             if any(p is not None for p in ps[-2:]):
+                shown = a.sharding.spec if a.sharding else ps
                 raise ShardingTypeError(f"Input {i} to {name} must be unsharded on non-batch "
-                                        f"dimensions, but got {a.sharding.spec if a.sharding else ps}.")
+                                        f"dimensions, but got {shown}.")
             batch_specs.append(ps[:-2])
         if any(b != batch_specs[0] for b in batch_specs[1:]):
             raise ShardingTypeError(f"All inputs to {name} must have the same batch sharding, "
