@@ -85,8 +85,15 @@ def install(cls: type) -> None:
     cls.__hash__ = None  # type: ignore[assignment]
     setattr(cls, "real", _part("real"))
     setattr(cls, "imag", _part("imag"))
-    for name in ("conj", "conjugate", "clip", "round", "take"):
+    for name in ("conj", "conjugate", "round", "take"):
         setattr(cls, name, _named(name))
+    setattr(cls, "clip", _clip_method)
+
+
+def _clip_method(self: Any, min: Any = None, max: Any = None) -> Any:
+    """``x.clip(lo, hi)``: JAX's method passes the bounds to jnp.clip by
+    keyword (so its staged call takes them in keyword order)."""
+    return _jnp().clip(self, min=min, max=max)
 
 
 for _cls in (Array, Tracer):

@@ -346,14 +346,7 @@ JAXPRS: list[tuple[str, Callable[[Any, Any, Any], Any]]] = [
 ]
 
 
-# spec's Array.clip passes min/max positionally; JAX's passes them by
-# keyword, so its jitted clip takes them in sorted (max, min) order.
-_CLIP_ORDER = pytest.mark.xfail(strict=True, reason="Array.clip argument order (spec.numpy)")
-
-
-@pytest.mark.parametrize("name, prog", [
-    pytest.param(n, p, marks=_CLIP_ORDER) if n == "randint u8" else (n, p) for n, p in JAXPRS],
-    ids=[n for n, _ in JAXPRS])
+@pytest.mark.parametrize("name, prog", JAXPRS, ids=[n for n, _ in JAXPRS])
 def test_jaxpr_text(name: str, prog: Callable[[Any, Any, Any], Any]) -> None:
     ours = spec.make_jaxpr(lambda k: prog(spec.random, snp, k))(spec.random.key(0))
     theirs = jax.make_jaxpr(lambda k: prog(jax.random, jnp, k))(jax.random.key(0))

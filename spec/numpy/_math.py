@@ -551,7 +551,9 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
     return _heaviside(x1, x2)
 
 
-def _clip_impl(arr: Any, min: Any = None, max: Any = None) -> Any:
+def _clip_impl(arr: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Clamp ``arr`` to [min, max] (either bound may be None)."""
+    check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
     if min is not None:
         arr = maximum(min, arr)
     if max is not None:
@@ -559,13 +561,9 @@ def _clip_impl(arr: Any, min: Any = None, max: Any = None) -> Any:
     return _as_array(arr)
 
 
-_clip = _named_jit("clip", _clip_impl)
-
-
-def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
-    """Clamp ``arr`` to [min, max] (either bound may be None)."""
-    check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
-    return _clip(arr, min, max)
+# Jitted as called: bounds passed by keyword are the call's keyword operands
+# (after the positional ones, by name), as JAX's jitted jnp.clip stages them.
+clip = _named_jit("clip", _clip_impl)
 
 
 # ============================================================ rounding
