@@ -8,11 +8,12 @@ every wait has a deadline, and the process is killed when the deadline passes.
 from __future__ import annotations
 
 import json
-import os
 import selectors
 import subprocess
 import sys
 from typing import Any
+
+from _twin import jax_env
 
 _SERVER = r'''
 import json, sys, traceback
@@ -33,16 +34,25 @@ for line in sys.stdin:
 
 class JaxServer:
     def __init__(self, devices: int = 4, timeout: float = 120.0) -> None:
-        env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES=str(devices))
+        env = jax_env(devices)
         self.timeout = timeout
         self.proc = subprocess.Popen([sys.executable, "-u", "-c", _SERVER], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True)
 
     def run(self, program: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.send(program)
+        return self.receive()
+
+    def send(self, program: str) -> None:
+        """Start one case; ``receive`` gives its result (meanwhile this
+        process may do other work: the server computes on another core)."""
+        assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"code": program}) + "\n")
         self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
         with selectors.DefaultSelector() as sel:
             sel.register(self.proc.stdout, selectors.EVENT_READ)
             if not sel.select(self.timeout):

@@ -6,7 +6,7 @@ shardings, values and error classes must agree."""
 
 from __future__ import annotations
 
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 import spec
 
@@ -63,3 +63,7 @@ def test_multiprocess_api_matches_jax(four_devices: None) -> None:
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not differ, differ
     assert spec.process_count() == 1
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM)

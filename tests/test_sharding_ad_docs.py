@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _twin import run_both
+from _twin import prefetch, run_both
 
 
 PROGRAM = r'''
@@ -142,3 +142,7 @@ def test_cell_prints_what_jax_prints(both: tuple[dict[str, Any], dict[str, Any]]
     ours, theirs = both
     assert sorted(ours) == sorted(CELLS)
     assert ours[name] == theirs[name]
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM, devices=2)

@@ -28,7 +28,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 import spec
 
@@ -725,3 +725,7 @@ def test_device_local_layout(program: str, key: str) -> None:
 def test_layout_constraint(program: str, key: str) -> None:
     """Device-local layout: constraining intermediate layouts."""
     _compare(program, key)
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(*PROGRAMS.values(), devices=8)

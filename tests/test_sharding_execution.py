@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 import spec
 import spec.numpy as snp
@@ -284,3 +284,7 @@ def test_local_gather_scatter_and_conv_move_nothing() -> None:
     assert str(spec.typeof(conv)) == "float32[4@X,3,4,4]"
     direct = np.asarray(spec.lax.conv(lhs, rhs, (1, 1), "VALID"))
     np.testing.assert_array_equal(np.asarray(conv), direct)
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(UNREDUCED, LAYOUT_PARAMS)

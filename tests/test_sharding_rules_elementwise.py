@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 from spec.rules import missing_sections
 
@@ -159,3 +159,7 @@ def test_unreduced_operands_follow_linearity(four_devices: None) -> None:
     assert rule("sin")(r)[0] == r.sharding
     assert rule("transpose")(u, permutation=(1, 0))[0] == NamedSharding(
         mesh, P(None, "Y", unreduced={"X"}))
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 PRELUDE = r'''
 import numpy as np
@@ -428,3 +428,8 @@ def test_sharding_sections_written() -> None:
             "scatter-max", "conv_general_dilated"}
     pending = {name for name, section, _ in missing_sections() if section == "sharding"}
     assert not (mine & pending), mine & pending
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(INDEXING, LAX, CONV, GROUPED_GRAD.replace("SHARDED", "False"), JNP_GAPS,
+         UR_JAX.replace("__CASES__", repr(UR_CASES)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 PROGRAM = r'''
 import numpy as np
@@ -153,3 +153,7 @@ def test_scan_carry_sharding_change_is_an_error(four_devices: None) -> None:
         assert run_spec(CARRY_PROGRAM) == run_jax(CARRY_PROGRAM) == {"traced": "TypeError"}
     finally:
         set_mesh(None)
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM, CARRY_PROGRAM)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 
 PROGRAM = r'''
@@ -151,3 +151,7 @@ def test_reduction_and_dot_sharding_rules_match_jax(four_devices: None) -> None:
     assert any(str(v).startswith("raises ShardingTypeError") for v in theirs.values())
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not differ, differ
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM)

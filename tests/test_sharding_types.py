@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 import spec
 
@@ -78,3 +78,7 @@ def test_shards_are_views_of_the_global_value(four_devices: None) -> None:
     assert all(b.shape == (2, 2) for b in blocks)
     assert np.array_equal(np.block([[blocks[0], blocks[1]], [blocks[2], blocks[3]]]),
                           np.asarray(x))
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _twin import run_jax, run_spec
+from _twin import prefetch, run_jax, run_spec
 
 from spec.batching import (
     AxisData,
@@ -389,3 +389,7 @@ def test_sharding_for_vmap_uses_the_explicit_mesh_axes() -> None:
     assert sharding_for_vmap(AxisData(3, None, None, ("X",)), s, 1).spec == P(None, "X", "Y")
     assert sharding_for_vmap(AxisData(3), s, 0).spec == P(None, None, "Y")
     assert sharding_for_vmap(AxisData(3, None, None, ("X",)), None, 0) is None
+
+
+# JAX's sides run ahead while earlier tests run (tests/_twin.py).
+prefetch(PROGRAM, GRID.replace("CASES", repr(_grid_cases())), RESHARD, BROADCASTS)
