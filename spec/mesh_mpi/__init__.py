@@ -305,12 +305,26 @@ def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
         _abandon(requests)
-        time.sleep(_CHECK_EVERY)  # let the process table catch up with the failure
-        dead = sorted({p for p in peers if not alive(p)})
+        dead = _dead_peers_after_error(peers)
         if dead:
             _announce(dead)
         raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
+
+
+_SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
+
+
+def _dead_peers_after_error(peers: list[int]) -> list[int]:
+    """The peers that died, after MPI reported a broken connection: the
+    process table may lag the broken socket (a loaded machine), so it is
+    polled for a short, bounded time before naming none."""
+    deadline = time.monotonic() + _SETTLE
+    while True:
+        dead = sorted({p for p in peers if not alive(p)})
+        if dead or time.monotonic() > deadline:
+            return dead
+        time.sleep(_CHECK_EVERY)
 
 
 def _abandon(requests: list[Any]) -> None:
