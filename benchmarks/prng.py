@@ -11,31 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from benchmarks.sharding import best_seconds
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-# Run as a script, this folder comes first on sys.path, and this file's name
-# would shadow the standard library's ``random`` (which numpy imports).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-
-def best_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    """The best of ``repeats`` timed calls, after one warm-up call."""
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def measure(n: int, repeats: int) -> dict[str, float]:

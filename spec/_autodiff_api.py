@@ -14,6 +14,7 @@ import numpy as np
 
 from spec import ad, tree_util
 from spec import types as T
+from spec._state import is_ref_type
 from spec.ad_util import UndefinedPrimal, Zero
 from spec.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
 from spec.types import ArrayType
@@ -320,24 +321,19 @@ def _arg_name(b: _Backward, k: int) -> str:
     return f"the argument at position {b.arg_paths[k]} of the differentiated function {b.fun_name}"
 
 
-def _is_ref_aval(aval: Any) -> bool:
-    from spec._state import RefType
-    return type(aval) is RefType
-
-
 def _check_grad_entry(b: _Backward, k: int, aval: ArrayType, entry: Any) -> None:
     """JAX's checks of one ``with_refs`` entry against its argument (any
     entry that is neither a Ref nor ``DontWant()`` means ``GradValue()``)."""
     given = getattr(entry, "aval", None)
-    if type(entry) is ad.DontWant or given is None or not _is_ref_aval(given):
-        if type(entry) is not ad.DontWant and _is_ref_aval(aval):
+    if type(entry) is ad.DontWant or given is None or not is_ref_type(given):
+        if type(entry) is not ad.DontWant and is_ref_type(aval):
             raise ValueError(
                 f"the gradient for {_arg_name(b, k)}, which is Ref-typed, can't be returned as "
                 "a value. In the arguments to the VJP function's `with_refs` method, pass a "
                 "`Ref` for it, to accumulate the gradient into the ref in-place, or pass "
                 "`jax.ad.DontWant()` to skip computing this argument's gradient.")
         return
-    want = _ct_aval(aval)
+    want = ad.cotangent_aval(aval)
     if given.shape != want.shape or given.dtype != want.dtype:
         raise ValueError(
             "unexpected JAX type (e.g. shape/dtype) for gradient ref passed to the VJP "
@@ -346,19 +342,13 @@ def _check_grad_entry(b: _Backward, k: int, aval: ArrayType, entry: Any) -> None
             f"ref of type Ref{{{want.str_short(False)}}}")
 
 
-def _ct_aval(aval: ArrayType) -> ArrayType:
-    """The cotangent type of an argument (of a ref argument: of its contents)."""
-    inner = getattr(aval, "inner_aval", aval) if _is_ref_aval(aval) else aval
-    return inner.ct_type()
-
-
 def _backward_arg(b: _Backward, k: int, aval: ArrayType, entry: Any) -> Any:
     """What the backward pass gets for argument ``k``: where its cotangent goes."""
     if type(entry) is ad.DontWant:
         return ad.NotWanted(aval)
-    if _is_ref_aval(getattr(entry, "aval", None)):
-        return ad.RefAccum(_ct_aval(aval), entry)
-    if _is_ref_aval(aval):
+    if is_ref_type(getattr(entry, "aval", None)):
+        return ad.RefAccum(ad.cotangent_aval(aval), entry)
+    if is_ref_type(aval):
         raise ValueError(
             f"{_arg_name(b, k)} is Ref-typed, so its gradient must be accumulated into a ref, "
             "but no gradient ref was provided. Bind one using the VJP function's `with_refs` "
@@ -371,7 +361,7 @@ def _backward_arg(b: _Backward, k: int, aval: ArrayType, entry: Any) -> Any:
 def _gradient(ct: Any, entry: Any) -> Any:
     if type(entry) is ad.DontWant:
         return ad.DidntWant()
-    if _is_ref_aval(getattr(entry, "aval", None)):
+    if is_ref_type(getattr(entry, "aval", None)):
         return ad.GradRef()
     return _materialize(ct)
 
@@ -676,7 +666,7 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
         chosen = _check_argnums(nums, len(args), argnums)
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
-            if _is_ref_aval(getattr(leaf, "aval", None)):
+            if is_ref_type(getattr(leaf, "aval", None)):
                 raise TypeError(
                     "grad cannot differentiate with respect to a Ref-typed argument, because "
                     "the gradient for a ref must itself be accumulated into a ref. Instead, use "

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spec._state import RefType
 from spec.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
 from spec.array import on_device
 from spec.config import config
@@ -685,17 +686,11 @@ class NotWanted:
         self.aval = aval
 
 
-def _accum_aval(aval: ArrayType) -> ArrayType:
+def cotangent_aval(aval: ArrayType) -> ArrayType:
     """What an accumulator of a variable of type ``aval`` holds: the
     cotangent type of a ref's contents, or of a value."""
-    from spec._state import RefType
-    return _ref_ct_aval(aval) if type(aval) is RefType else aval.ct_type()
-
-
-def _ref_ct_aval(aval: ArrayType) -> ArrayType:
-    from spec._state import RefType
-    assert isinstance(aval, RefType)
-    return aval.inner_aval.ct_type()
+    inner = aval.inner_aval if isinstance(aval, RefType) else aval
+    return inner.ct_type()
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
@@ -711,7 +706,6 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
     Refs: the cotangent of a ref variable is a ``RefAccum``, handed to the
     transpose rules of the ref primitives in place of the ref (a
     ``new_ref`` is always transposed: its ref is a tangent ref)."""
-    from spec._state import RefType
     env: dict[int, Any] = {}
     linear: set[int] = set()
     accums: dict[int, RefAccum] = {}
@@ -729,7 +723,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         elif type(a) is UndefinedPrimal or type(a) is NotWanted:
             linear.add(id(v))
             if type(v.aval) is RefType:
-                accums[id(v)] = RefAccum(_ref_ct_aval(v.aval))
+                accums[id(v)] = RefAccum(cotangent_aval(v.aval))
             elif type(a) is NotWanted:
                 unwanted.add(id(v))
         else:
@@ -755,7 +749,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
             linear_eqns.append(eqn)
             for v in eqn.outvars:
                 if type(v.aval) is RefType:
-                    accums[id(v)] = RefAccum(_ref_ct_aval(v.aval))
+                    accums[id(v)] = RefAccum(cotangent_aval(v.aval))
         else:
             outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
             outs = outs if eqn.primitive.multiple_results else [outs]
@@ -821,7 +815,7 @@ def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool]
         res = iter(xs[:n_defined])
         refs = iter(xs[n_defined:n_defined + n_refs])
         ct_it = iter(xs[n_defined + n_refs:])
-        full = [RefAccum(_accum_aval(v.aval), next(refs)) if r
+        full = [RefAccum(cotangent_aval(v.aval), next(refs)) if r
                 else UndefinedPrimal(v.aval) if u else next(res)
                 for v, u, r in zip(jaxpr.invars, undefined, accums)]
         cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
@@ -871,7 +865,7 @@ def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
 __all__ = [
     "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
     "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder",
-    "RefAccum", "backward_pass", "call_backward", "jvp_flat", "jvp_rule",
+    "RefAccum", "backward_pass", "call_backward", "cotangent_aval", "jvp_flat", "jvp_rule",
     "linear_transpose_jaxpr",
     "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
 ]

@@ -18,18 +18,25 @@ __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dty
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
     """jnp functions accept arrays and scalars, not lists/tuples (as JAX)."""
-    from spec._state import RefType
     for i, a in enumerate(args):
-        aval = getattr(a, "aval", None)
-        if type(aval) is RefType:  # an eager Ref or a traced ref
-            raise TypeError(f"{fun_name} got a Ref of type {aval} at position {i}, but a Ref "
-                            "can't be passed where an array is expected. Did you forget to read "
-                            "its value with `ref[...]`?")
-        if isinstance(a, (Array, Tracer, np.ndarray, np.generic)) or isinstance(
-                a, T.PYTHON_SCALAR_TYPES) or hasattr(a, "__jax_array__"):
+        if isinstance(a, (Array, np.ndarray, np.generic)) or isinstance(
+                a, T.PYTHON_SCALAR_TYPES):
+            continue
+        # Refs (eager Refs, traced refs) are not arrays: JAX's TypeError.
+        _refuse_ref(fun_name, a, i)
+        if isinstance(a, Tracer) or hasattr(a, "__jax_array__"):
             continue
         raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(a)} at "
                         f"position {i}.")
+
+
+def _refuse_ref(fun_name: str, a: Any, position: int) -> None:
+    from spec._state import RefType
+    aval = getattr(a, "aval", None)
+    if type(aval) is RefType:
+        raise TypeError(f"{fun_name} got a Ref of type {aval} at position {position}, but a Ref "
+                        "can't be passed where an array is expected. Did you forget to read its "
+                        "value with `ref[...]`?")
 
 
 def check_for_prngkeys(fun_name: str, *args: Any) -> None:

@@ -10,6 +10,7 @@ of the transposed jaxpr; partial evaluation splits a call in two.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -143,33 +144,62 @@ def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> l
         cts, args, jaxpr)
 
 
+@dataclass
+class TransposedOperands:
+    """A transposed call's view of its operands: which are undefined (their
+    cotangents are results), which accumulate into refs (ref operands,
+    values bound to gradient refs: the refs are passed to the transposed
+    call, which adds into them and returns nothing for them), and which are
+    defined (residuals, passed first)."""
+
+    args: Sequence[Any]
+    undefined: list[bool]
+    accums: list[bool]
+    refs: list[Any]
+    wanted: list[bool]
+    defined: list[Any]
+
+    @staticmethod
+    def of(args: Sequence[Any]) -> TransposedOperands:
+        undefined = [type(a) is UndefinedPrimal for a in args]
+        accums = [isinstance(a, ad.RefAccum) for a in args]
+        refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
+        # float0 inputs (tangents of integers) get symbolic zero cotangents.
+        wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(args, undefined)]
+        defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
+        return TransposedOperands(args, undefined, accums, refs, wanted, defined)
+
+    def transposed(self, jaxpr: Jaxpr, ct_nonzero: Sequence[bool]) -> Jaxpr:
+        """``jaxpr``'s backward pass as a jaxpr: the defined operands, the
+        refs and the nonzero cotangents in, the wanted cotangents out."""
+        backward = ad.call_backward(jaxpr, jaxpr.consts, self.undefined, ct_nonzero,
+                                    self.accums)
+
+        def fun(*xs: Any) -> list[Any]:
+            return [instantiate(c) for c, w in zip(backward(*xs), self.wanted) if w]
+
+        avals = [canonical_aval_of(a) for a in [*self.defined, *self.refs]] + \
+            [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
+        return trace_to_jaxpr(fun, avals)[0]
+
+    def operands(self, cts: Sequence[Any]) -> list[Any]:
+        """The transposed call's operands."""
+        return [*self.defined, *self.refs, *(c for c in cts if type(c) is not Zero)]
+
+    def cotangents(self, outs: Sequence[Any]) -> list[Any]:
+        """Each operand's cotangent from the transposed call's results."""
+        it = iter(outs)
+        return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
+                for a, u, w in zip(self.args, self.undefined, self.wanted)]
+
+
 def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[Any],
                    args: Sequence[Any], jaxpr: Jaxpr) -> list[Any]:
     """The transpose of a call of ``jaxpr``: a call (made by ``bind`` from
-    the operands and the transposed jaxpr) of the jaxpr's backward pass, on
-    the defined operands and the nonzero cotangents."""
-    undefined = [type(a) is UndefinedPrimal for a in args]
-    # Operands whose cotangents accumulate into refs (ref operands, values
-    # bound to gradient refs): the refs are passed to the transposed call,
-    # which adds into them, and it returns nothing for them.
-    accums = [isinstance(a, ad.RefAccum) for a in args]
-    refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
-    # float0 inputs (tangents of integers) get symbolic zero cotangents.
-    wanted = [u and args[i].aval.dtype != FLOAT0 for i, u in enumerate(undefined)]
-    defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
-    ct_nonzero = [type(c) is not Zero for c in cts]
-
-    backward = ad.call_backward(jaxpr, jaxpr.consts, undefined, ct_nonzero, accums)
-
-    def transposed(*xs: Any) -> list[Any]:
-        return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
-
-    avals = [canonical_aval_of(a) for a in [*defined, *refs]] + \
-        [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
-    t_jaxpr, _ = trace_to_jaxpr(transposed, avals)
-    it = iter(bind([*defined, *refs, *(c for c in cts if type(c) is not Zero)], t_jaxpr))
-    return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
-            for a, u, w in zip(args, undefined, wanted)]
+    the operands and the transposed jaxpr) of the jaxpr's backward pass."""
+    ops = TransposedOperands.of(args)
+    t_jaxpr = ops.transposed(jaxpr, [type(c) is not Zero for c in cts])
+    return ops.cotangents(bind(ops.operands(cts), t_jaxpr))
 
 
 def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]

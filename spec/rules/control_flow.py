@@ -19,7 +19,7 @@ import numpy as np
 from spec import ad, batching
 from spec import types as T
 from spec._state import is_ref_type
-from spec.ad_util import UndefinedPrimal, Zero, instantiate, zero_jvp, zeros_like_aval
+from spec.ad_util import Zero, instantiate, zero_jvp, zeros_like_aval
 from spec.batching import AxisData, BatchDim
 from spec.interpreter import (
     Atom,
@@ -38,6 +38,7 @@ from spec.interpreter import (
     trace_to_jaxpr,
 )
 from spec.rules._registry import declare, require
+from spec.rules.calls import TransposedOperands
 from spec.rules.remat import custom_rules as remat_custom_rules
 from spec.rules.scan import (
     closed_to_operands,
@@ -209,32 +210,13 @@ def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr
                     **params: Any) -> list[Any]:
     """A cond of the branches' transposes: the residual operands and the
     nonzero cotangents in, the linear operands' cotangents out."""
-    undefined = [type(a) is UndefinedPrimal for a in ops]
-    # Refs whose cotangents are refs: the branches' transposes add into them
-    # (passed as operands after the defined ones), as a transposed call does.
-    accums = [isinstance(a, ad.RefAccum) for a in ops]
-    refs = [a.inst() for a in ops if isinstance(a, ad.RefAccum)]
-    wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(ops, undefined)]
-    defined = [a for a, u, r in zip(ops, undefined, accums) if not u and not r]
+    # Refs whose cotangents are refs are passed after the defined operands
+    # and written by the branches' transposes, as a transposed call does.
+    t_ops = TransposedOperands.of(ops)
     ct_nz = [type(c) is not Zero for c in cts]
-
-    def transposed(b: Jaxpr) -> Jaxpr:
-        backward = ad.call_backward(b, b.consts, undefined, ct_nz, accums)
-
-        def fun(*xs: Any) -> list[Any]:
-            return [instantiate(c) for c, w in zip(backward(*xs), wanted) if w]
-
-        avals = [canonical_aval_of(a) for a in [*defined, *refs]] + \
-            [v.aval.ct_type() for v, nz in zip(b.outvars, ct_nz) if nz]
-        return trace_to_jaxpr(fun, avals)[0]
-
-    new, consts = hoist_consts([transposed(b) for b in branches])
-    outs = cond_p.bind(index, *consts, *defined, *refs,
-                       *(c for c in cts if type(c) is not Zero),
-                       branches=tuple(new), **params)
-    it = iter(outs)
-    return [None] + [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
-                     for a, u, w in zip(ops, undefined, wanted)]
+    new, consts = hoist_consts([t_ops.transposed(b, ct_nz) for b in branches])
+    outs = cond_p.bind(index, *consts, *t_ops.operands(cts), branches=tuple(new), **params)
+    return [None, *t_ops.cotangents(outs)]
 
 
 def _type_key(a: ArrayType) -> tuple[Any, ...]:
