@@ -3,7 +3,7 @@
     mpiexec -n 2 python -m benchmarks.mpi [--quick] [--json FILE]
     mpiexec -n 4 python -m benchmarks.mpi
 
-1. Each collective through spec's backend (``spec._spmd.all_reduce`` etc.,
+1. Each collective through spec's backend (``spec._src.interpreters.spmd.all_reduce`` etc.,
    the calls the per-device programs make, ledger included) against raw
    mpi4py on the same buffers (``Allreduce``, ``Allgather``, ``Sendrecv``),
    at 1 MB and 64 MB per rank; reported as seconds per call and the ratio.
@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 import spec
-from spec import _spmd as S
-from spec import mesh_mpi
+from spec._src.interpreters import spmd as S
+from spec._src.backends import mpi as mesh_mpi
 
 
 def _best(fn: Callable[[], Any], repeats: int) -> float:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 import spec as jax
-from spec.experimental import multihost_utils
+from spec._src.backends import multihost_utils
 
 
 def devices(default: int = 4) -> int:

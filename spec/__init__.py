@@ -9,31 +9,36 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from spec import config as _config_module
-from spec import errors, rules, tree_util, types
-from spec import _array_methods as _array_methods  # installs operators
-from spec._api import jit, make_jaxpr, typeof, eval_shape
-from spec._vmap_api import vmap
-from spec._autodiff_api import fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp, \
-    linear_transpose, linearize, value_and_grad, vjp
-from spec._devices import Device, device_count, devices, local_device_count, local_devices, \
-    process_count, process_index, device_put, device_get, make_array_from_callback, \
-    make_array_from_process_local_data
-from spec.basearray import Array
-from spec.config import config
-from spec.stages import ShapeDtypeStruct
+# Public modules (thin facades over spec._src) and the names JAX exports at its top level.
+from spec import config as _config_facade  # noqa: F401
+from spec._src.core import config as _config_module
+from spec import errors, rules, tree_util
+from spec._src.api import array_methods as _array_methods  # installs the Array operators
+from spec._src.api.jit import jit, make_jaxpr, typeof, eval_shape
+from spec._src.api.jit import _CACHES as _JIT_CACHES
+from spec._src.api.vmap import vmap
+from spec._src.api.autodiff import (fwd_and_bwd, grad, hessian, jacfwd, jacobian, jacrev, jvp,
+                                    linear_transpose, linearize, value_and_grad, vjp)
+from spec._src.backends.devices import (Device, device_count, devices, local_device_count,
+                                        local_devices, process_count, process_index, device_put,
+                                        device_get, make_array_from_callback,
+                                        make_array_from_process_local_data)
+from spec._src.core.basearray import Array
+from spec._src.core.config import config
+from spec._src.api.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
-from spec.ad_checkpoint import checkpoint, checkpoint_policies, remat
+from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, experimental, sharding
-from spec.experimental.multihost_utils import live_devices
-from spec.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
-from spec._ledger import collectives_log
-from spec.shard_map import shard_map
-from spec.custom_derivatives import custom_jvp, custom_vjp
+from spec._src.backends.multihost_utils import live_devices
+from spec._src.core.sharding import NamedSharding, P, get_mesh, make_mesh, reshard, set_mesh
+from spec._src.core.ledger import collectives_log
+from spec._src.api.shard_map import shard_map
+from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec import random as random
 from spec import ref as ref
-from spec.ref import Ref, freeze, new_ref
-from spec.rules.state import discharge_state
+from spec import ad as ad
+from spec._src.api.ref import Ref, freeze, new_ref
+from spec._src.lax.state import discharge_state
 
 __version__ = "0.1.0"
 
@@ -61,8 +66,7 @@ def named_scope(name: str) -> Iterator[None]:
 
 def clear_caches() -> None:
     """Drop every jit cache (traced jaxprs are re-traced on next call)."""
-    from spec import _api
-    _api._CACHES.clear()
+    _JIT_CACHES.clear()
 
 
 def block_until_ready(x: object) -> object:
@@ -86,5 +90,5 @@ __all__ = [
     "make_array_from_process_local_data",
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
-    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "types",
+    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad",
 ]

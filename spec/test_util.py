@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from spec import tree_util
-from spec import types as T
+from spec._src.core import tree_util
+from spec._src.core import types as T
 
 _STEP = {2: 3e-2, 4: 1e-3, 8: 1e-6}  # by float itemsize
 _TOL = {2: 5e-2, 4: 2e-3, 8: 1e-7}
@@ -132,7 +132,7 @@ def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[A
     <ct, (f(x + h t) - f(x - h t)) / 2h> for random t and ct. Where ``f``
     also has a forward mode (not a ``custom_vjp`` function), the exact
     dot-product test <ct, J t> = <J^T ct, t> against its JVP follows."""
-    from spec import _autodiff_api as api
+    from spec._src.api import autodiff as api
     rng = np.random.default_rng(seed)
     args = tuple(args)
     tangents = tree_util.tree_map(lambda x: _random_like(x, rng), args)
@@ -181,7 +181,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
     JVP where forward mode exists), "lin" the linearized JVP. As in JAX,
     ``modes`` is tested by membership (a string like "rev" works) and other
     entries are ignored."""
-    from spec import _autodiff_api as api
+    from spec._src.api import autodiff as api
     args = tuple(args)
 
     def check(fun: Callable[..., Any], at: tuple[Any, ...], k: int, msg: str) -> None:
@@ -209,7 +209,7 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
 
 def _jvp_from_lin(f: Callable[..., Any], primals: tuple[Any, ...], tangents: Any
                   ) -> tuple[Any, Any]:
-    from spec import _autodiff_api as api
+    from spec._src.api import autodiff as api
     out, f_lin = api.linearize(f, *primals)
     return out, f_lin(*tangents)
 

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from spec import types as T
-from spec.interpreter import Primitive, canonical_value
+from spec._src.core import types as T
+from spec._src.core.interpreter import Primitive, canonical_value
 from spec.test_util import check_grads, check_jvp, check_vjp
-from spec.types import ArrayType
+from spec._src.core.types import ArrayType
 
 __all__ = [
     "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",

@@ -1,6 +1,6 @@
 """Short names for the pytree utilities, mirroring ``jax.tree`` of JAX 0.12.
 
-Every function here delegates to :mod:`spec.tree_util`, so both modules share one registry.
+Every function here delegates to :mod:`spec._src.core.tree_util`, so both modules share one registry.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from spec import tree_util
-from spec.tree_util import KeyPath, Leaf, PyTreeDef, Unspecified
+from spec._src.core import tree_util
+from spec._src.core.tree_util import KeyPath, Leaf, PyTreeDef, Unspecified
 
 __all__ = [
     "all",
@@ -83,7 +83,7 @@ def reduce_associative(
 
 
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
-    """The :class:`~spec.tree_util.PyTreeDef` of ``tree``."""
+    """The :class:`~spec._src.core.tree_util.PyTreeDef` of ``tree``."""
     return tree_util.tree_structure(tree, is_leaf)
 
 

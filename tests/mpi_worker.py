@@ -16,14 +16,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import spec as jax  # noqa: E402
 import spec.numpy as jnp  # noqa: E402
-from spec import mesh_mpi  # noqa: E402
+from spec._src.backends import mpi as mesh_mpi  # noqa: E402
 
 
 def corpus() -> dict[str, Any]:
     from conformance.mesh_programs import run_all
     n = jax.process_count()
     names = sys.argv[3].split(",") if len(sys.argv) > 3 else None
-    from spec import _spmd
+    from spec._src.interpreters import spmd as _spmd
     return {"programs": run_all(jax, jnp, n, names), "backend": _spmd.backend().name,
             "devices": [d.id for d in jax.local_devices()]}
 
@@ -38,7 +38,7 @@ def _error(fn: Any) -> str:
 
 def api() -> dict[str, Any]:
     """The multi-process API and the errors for bad input."""
-    from spec.experimental import multihost_utils as mh
+    from spec._src.backends import multihost_utils as mh
     r, n = jax.process_index(), jax.process_count()
     mesh = jax.make_mesh((n,), ("x",))
     sharding = jax.NamedSharding(mesh, jax.P("x"))

@@ -24,7 +24,7 @@ import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec.config import config
-from spec.rules._registry import missing_sections
+from spec._src.core.registry import missing_sections
 from spec.test_util import check_grads
 
 SETTINGS = settings(max_examples=15, deadline=None,

@@ -34,8 +34,8 @@ from jax import lax as jl
 import spec
 import spec.numpy as sjnp
 from spec import lax as sl
-from spec.interpreter import Primitive
-from spec.rules import elementwise as E
+from spec._src.core.interpreter import Primitive
+from spec._src.lax import elementwise as E
 from spec.test_util import check_grads
 
 F32, F64, C64, C128, F16 = (np.dtype(d) for d in

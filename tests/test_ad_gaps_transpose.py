@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec import lax
-from spec.interpreter import NotApplicable, Pending
-from spec.rules._registry import REGISTRY
+from spec._src.core.interpreter import NotApplicable, Pending
+from spec._src.core.registry import REGISTRY
 
 Case = tuple[Callable[..., Any], tuple[Any, ...], str]
 Draw = Callable[..., Any]
@@ -367,7 +367,7 @@ def _refs(draw: Draw, rng: np.random.Generator) -> Case:
 
 def _broadcast_to(draw: Draw, rng: np.random.Generator) -> Case:
     """NumPy-style broadcasting: new leading dims and stretched size-1 dims."""
-    from spec.rules.state import broadcast_to_p
+    from spec._src.lax.state import broadcast_to_p
     shape = _shape(draw, 1, 3)
     operand = tuple(1 if draw(st.booleans()) else d for d in shape[draw(st.integers(0, 1)):])
     return (lambda x: broadcast_to_p.bind(x, shape=shape)), (_rand(rng, operand),), "lt"
@@ -379,7 +379,7 @@ def _remat(draw: Draw, rng: np.random.Generator) -> Case:
 
 def _eval_jaxpr(draw: Draw, rng: np.random.Generator) -> Case:
     """A call of a linear jaxpr (what a checkpointed scan's known side binds)."""
-    from spec.rules.scan import eval_jaxpr_p
+    from spec._src.lax.scan import eval_jaxpr_p
     x = _rand(rng, _shape(draw))
     call = spec.make_jaxpr(lambda v: 3.0 * v - lax.neg(v))(x)
     return (lambda v: eval_jaxpr_p.bind(v, call_jaxpr=call)[0]), (x,), "lt"

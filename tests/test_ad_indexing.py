@@ -19,9 +19,9 @@ import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec.config import config
-from spec.interpreter import Pending
-from spec.rules import indexing
-from spec.rules._registry import REGISTRY, missing_sections
+from spec._src.core.interpreter import Pending
+from spec._src.lax import indexing
+from spec._src.core.registry import REGISTRY, missing_sections
 from spec.test_util import check_grads
 
 # make(lax, jnp) -> a function of array arguments

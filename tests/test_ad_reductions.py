@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec import lax as slax
-from spec.ad_util import Zero
+from spec._src.interpreters.ad_util import Zero
 from spec.config import config
-from spec.rules._registry import missing_sections
+from spec._src.core.registry import missing_sections
 from spec.test_util import check_grads
 
 MINE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
@@ -130,7 +130,7 @@ def test_no_pending_ad_sections() -> None:
 
 
 def test_nonlinear_transposes_are_not_applicable() -> None:
-    from spec.interpreter import NotApplicable
+    from spec._src.core.interpreter import NotApplicable
     for name in ["reduce_max", "reduce_prod", "cumprod", "cummax", "sort", "top_k", "argmax"]:
         assert isinstance(getattr(slax, f"{name}_p").transpose, NotApplicable)
 

@@ -20,8 +20,8 @@ import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec.config import config
-from spec.rules import structural
-from spec.rules._registry import REGISTRY, missing_sections
+from spec._src.lax import structural
+from spec._src.core.registry import REGISTRY, missing_sections
 from spec.test_util import check_grads
 
 # make(lax, jnp) -> a function of array arguments

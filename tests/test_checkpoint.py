@@ -17,8 +17,8 @@ from jax._src import ad_checkpoint as jadc
 import spec
 import spec.ad_checkpoint as sadc
 import spec.numpy as snp
-import spec.rules.remat  # registers remat2 and name until spec.rules imports it
-from spec.rules._registry import missing_sections
+import spec._src.lax.remat  # registers remat2 and name until spec.rules imports it
+from spec._src.core.registry import missing_sections
 
 JP = jadc.checkpoint_policies
 jname: Any = jadc.checkpoint_name

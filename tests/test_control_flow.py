@@ -13,7 +13,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec.lax import _control_flow as scf
+from spec._src.lax import control_flow_api as scf
 from spec.test_util import check_grads
 
 # A "program" is built from (api, numpy, lax-control-flow) so that one
@@ -220,7 +220,7 @@ def test_weak_carry_promotion() -> None:
 
 def test_primitive_typing_and_sections() -> None:
     from spec.rules import missing_sections
-    from spec.rules.control_flow import cond_p
+    from spec._src.lax.control_flow import cond_p
     assert not [m for m in missing_sections() if m[0] in ("cond", "while")
                 and m[1] != "sharding"]
     jaxpr = spec.make_jaxpr(cond_f(*SPEC))(True, 1.0)
@@ -307,7 +307,7 @@ def test_cond_vjp_and_linearize_paths_agree() -> None:
 
 def test_empty2_primitive() -> None:
     from spec.rules import missing_sections
-    from spec.rules.control_flow import MemorySpace, empty2_p
+    from spec._src.lax.control_flow import MemorySpace, empty2_p
     assert not [m for m in missing_sections() if m[0] == "empty2" and m[1] != "sharding"]
     x = empty2_p.bind(dtype=np.dtype(np.int32), memory_space=MemorySpace.Device)
     assert str(spec.typeof(x)) == "int32[]" and not x.aval.weak_type

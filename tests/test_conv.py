@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import spec
 from spec import lax as slax
-from spec.rules import _denormals
+from spec._src.core import denormals as _denormals
 
 RNG = np.random.default_rng(0)
 BF16 = np.dtype(ml_dtypes.bfloat16)

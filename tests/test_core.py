@@ -20,7 +20,7 @@ from spec.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from spec.interpreter import Eqn, Var, check_jaxpr
+from spec._src.core.interpreter import Eqn, Var, check_jaxpr
 
 
 def both(fn: Any) -> tuple[str, str]:
@@ -149,13 +149,13 @@ def test_check_jaxpr_accepts_traced_and_rejects_broken() -> None:
     jaxpr = spec.make_jaxpr(spec.jit(_prog(spec, snp)))(X, 1.0)
     check_jaxpr(jaxpr)
     eqn = jaxpr.eqns[0]
-    wrong = Var(spec.types.ArrayType((7,), np.dtype(np.float32)))
-    broken = spec.interpreter.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars,
+    wrong = Var(spec._src.core.types.ArrayType((7,), np.dtype(np.float32)))
+    broken = spec._src.core.interpreter.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars,
                                     [Eqn(eqn.invars, [wrong, *eqn.outvars[1:]], eqn.primitive,
                                          eqn.params)])
     with pytest.raises(JaxprTypeError):
         check_jaxpr(broken)
-    unbound = spec.interpreter.Jaxpr([], [], [Var(wrong.aval)], [])
+    unbound = spec._src.core.interpreter.Jaxpr([], [], [Var(wrong.aval)], [])
     with pytest.raises(JaxprTypeError):
         check_jaxpr(unbound)
 

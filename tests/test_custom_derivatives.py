@@ -21,8 +21,8 @@ import pytest
 
 import spec
 import spec.numpy as snp
-import spec.rules.custom  # registers the primitives
-from spec import custom_derivatives as scd
+import spec._src.lax.custom  # registers the primitives
+from spec._src.api import custom_derivatives as scd
 
 JAX = SimpleNamespace(jax=jax, jnp=jnp, custom_jvp=jax.custom_jvp, custom_vjp=jax.custom_vjp,
                       SymbolicZero=jax.custom_derivatives.SymbolicZero,
@@ -706,7 +706,7 @@ def test_differentiating_closed_over_value_rejected() -> None:
 
 
 def test_primitive_params_and_registry() -> None:
-    from spec.rules._registry import REGISTRY
+    from spec._src.core.registry import REGISTRY
 
     f = sin_times(SPEC)
     eqn = spec.make_jaxpr(f)(2., 3.).eqns[0]

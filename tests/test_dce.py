@@ -18,7 +18,7 @@ from jax._src.interpreters import partial_eval as pe
 import spec
 import spec.numpy as snp
 from spec.config import use_direct_linearize
-from spec.interpreter import dce_jaxpr, dce_sub_jaxpr, eval_jaxpr
+from spec._src.core.interpreter import dce_jaxpr, dce_sub_jaxpr, eval_jaxpr
 
 Fn = Callable[[Any], Any]
 

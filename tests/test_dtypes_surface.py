@@ -442,7 +442,7 @@ def test_result_type_errors() -> None:
         assert _outcome(snp.result_type, *args) == _outcome(jnp.result_type, *jargs), args
     with pytest.raises(sdt.TypePromotionError):
         snp.result_type(snp.float8_e4m3fn, snp.bfloat16)
-    assert sdt.TypePromotionError is spec.types.TypePromotionError
+    assert sdt.TypePromotionError is spec._src.core.types.TypePromotionError
     assert issubclass(sdt.TypePromotionError, ValueError)
 
 

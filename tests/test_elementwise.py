@@ -39,8 +39,8 @@ from jax import lax as jlax
 import spec
 import spec.numpy as snp
 from spec import lax as slax
-from spec.rules import elementwise as E
-from spec.types import ArrayType
+from spec._src.lax import elementwise as E
+from spec._src.core.types import ArrayType
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 GRID = [np.dtype(d) for d in (np.bool_, np.int8, np.int32, np.uint8, np.uint32, np.float16)] + \
@@ -667,7 +667,7 @@ def test_jnp_rank_promotion_errors() -> None:
 
 
 def test_jnp_all_exported() -> None:
-    from spec.numpy import _math
+    from spec._src.numpy import math as _math
     for name in JNP_UNARY + JNP_BINARY + ["where", "clip"]:
         assert name in _math.__all__
         assert callable(getattr(snp, name))

@@ -158,7 +158,7 @@ def test_grad_allow_int_passes_integer_untraced() -> None:
         kinds.append(isinstance(n, tracer_type))
         return x * n
     from jax.core import Tracer as JTracer
-    from spec.interpreter import Tracer as STracer
+    from spec._src.core.interpreter import Tracer as STracer
     g_s = spec.grad(lambda x, n: f(STracer, x, n), argnums=(0, 1), allow_int=True)(1.0, 3)
     g_j = jax.grad(lambda x, n: f(JTracer, x, n), argnums=(0, 1), allow_int=True)(1.0, 3)
     assert kinds == [False, False]

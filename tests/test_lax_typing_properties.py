@@ -38,11 +38,11 @@ def _outcome(lax_module: Any, make_jaxpr: Any, name: str, structs: list[Any]) ->
     return ("ok", [str(a) for a in jaxpr.out_avals])
 
 
-def _structs(avals: list[spec.types.ArrayType], module: Any) -> list[Any]:
+def _structs(avals: list[spec._src.core.types.ArrayType], module: Any) -> list[Any]:
     return [module(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
 
 
-def _check(name: str, avals: list[spec.types.ArrayType]) -> None:
+def _check(name: str, avals: list[spec._src.core.types.ArrayType]) -> None:
     theirs = _outcome(jax.lax, jax.make_jaxpr, name, _structs(avals, jax.ShapeDtypeStruct))
     ours = _outcome(spec.lax, spec.make_jaxpr, name, _structs(avals, ShapeDtypeStruct))
     assert ours == theirs, (name, avals)
@@ -53,7 +53,7 @@ def _check(name: str, avals: list[spec.types.ArrayType]) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(UNARY), sth.array_types(shape_strategy=sth.shapes(max_rank=3)))
-def test_unary_typing_matches_jax(name: str, aval: spec.types.ArrayType) -> None:
+def test_unary_typing_matches_jax(name: str, aval: spec._src.core.types.ArrayType) -> None:
     _check(name, [aval])
 
 
@@ -63,6 +63,6 @@ def test_unary_typing_matches_jax(name: str, aval: spec.types.ArrayType) -> None
 def test_binary_typing_matches_jax(name: str, shapes: Any, dt1: Any, dt2: Any, w1: bool,
                                    w2: bool) -> None:
     dt2 = dt1 if dt2 is None else dt2  # mostly equal dtypes: the interesting case
-    avals = [spec.types.ArrayType(shapes[0], dt1, w1 and dt1 != np.bool_),
-             spec.types.ArrayType(shapes[1], dt2, w2 and dt2 != np.bool_)]
+    avals = [spec._src.core.types.ArrayType(shapes[0], dt1, w1 and dt1 != np.bool_),
+             spec._src.core.types.ArrayType(shapes[1], dt2, w2 and dt2 != np.bool_)]
     _check(name, avals)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from _twin import prefetch, run_jax, run_spec
-from spec.rules import linalg as R
+from spec._src.lax import linalg as R
 
 JL = jax.lax.linalg
 SL = spec.lax.linalg

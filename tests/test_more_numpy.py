@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import spec
 import spec.lax as slax
 import spec.numpy as snp
-from spec.numpy._indexing import _where_one_arg
+from spec._src.numpy.indexing import _where_one_arg
 
 Fn = Callable[[Any], Any]
 
@@ -255,8 +255,8 @@ def test_top_k_weak_jaxpr_and_errors() -> None:
 
 
 def test_top_k_rule_constraints() -> None:
-    from spec.rules.reductions import top_k_p
-    from spec.types import ArrayType
+    from spec._src.lax.reductions import top_k_p
+    from spec._src.core.types import ArrayType
     with pytest.raises(TypeError, match="C3"):
         top_k_p.typing(ArrayType((), np.dtype(np.float32)), k=0, axis=0, is_stable=True)
     with pytest.raises(ValueError, match="C5"):

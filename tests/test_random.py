@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import spec
 import spec.numpy as snp
-from spec import _prng
+from spec._src.core import prng as _prng
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 Prog = Callable[[Any, Any], Any]
@@ -85,7 +85,7 @@ def test_threefry_matches_jax(keypair: list[int], n: int, start: int) -> None:
 
 
 def test_threefry_primitive_jaxpr_and_values() -> None:
-    from spec.rules.prng import threefry2x32_p
+    from spec._src.lax.prng import threefry2x32_p
     args = (np.uint32(1), np.uint32(2), np.arange(5, dtype=np.uint32),
             np.zeros((1,), np.uint32))
     ours = spec.make_jaxpr(threefry2x32_p.bind)(*args)
@@ -100,7 +100,7 @@ def test_threefry_primitive_jaxpr_and_values() -> None:
 
 
 def test_threefry_vmap() -> None:
-    from spec.rules.prng import threefry2x32_p
+    from spec._src.lax.prng import threefry2x32_p
     ks = np.arange(6, dtype=np.uint32).reshape(3, 2)
     x = np.arange(4, dtype=np.uint32)
     ours = spec.vmap(lambda k: threefry2x32_p.bind(k[0], k[1], x, x))(ks)

@@ -17,7 +17,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec.rules.prng import random_gamma_p
+from spec._src.lax.prng import random_gamma_p
 
 Prog = Callable[[Any, Any], Any]
 RTOL = 2e-5

@@ -14,7 +14,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec import _prng
+from spec._src.core import prng as _prng
 
 Prog = Callable[[Any, Any, Any], Any]
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import spec
 import spec.numpy as snp
-from spec.interpreter import check_jaxpr
+from spec._src.core.interpreter import check_jaxpr
 from spec.testing import Program, programs
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from _pair import both, error_of, same
-from spec.interpreter import dce_jaxpr, eval_jaxpr
+from spec._src.core.interpreter import dce_jaxpr, eval_jaxpr
 
 
 

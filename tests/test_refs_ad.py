@@ -351,7 +351,7 @@ def test_dynamic_slice_writes_discharge_as_they_run() -> None:
     """The transposed take (an add-update at a dynamic slice of a gradient
     ref) discharged to a pure program gives what running it in place gives,
     for starts in and out of range (clamped as XLA's dynamic slices)."""
-    from spec.interpreter import eval_jaxpr
+    from spec._src.core.interpreter import eval_jaxpr
 
     @spec.jit
     def take(x: Any, i: Any) -> Any:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from _pair import LIBS, both, error_of, same
-from spec.interpreter import check_jaxpr, dce_jaxpr, eval_jaxpr
+from spec._src.core.interpreter import check_jaxpr, dce_jaxpr, eval_jaxpr
 
 
 
@@ -387,9 +387,9 @@ def test_map_returning_a_ref() -> None:
 def test_typing_rules_refuse_misplaced_refs() -> None:
     """Binding the primitives directly: a ref carry or a ref result breaks
     a numbered constraint (ValueError)."""
-    from spec.interpreter import Jaxpr, Var
-    from spec.rules.control_flow import cond_p, while_p
-    from spec.rules.scan import scan_p, scan_trees
+    from spec._src.core.interpreter import Jaxpr, Var
+    from spec._src.lax.control_flow import cond_p, while_p
+    from spec._src.lax.scan import scan_p, scan_trees
     r = spec.new_ref(snp.zeros(3))
     v = Var(r.aval)
     body = Jaxpr([], [v], [v], [])  # returns the ref it takes (no tracing allows it)

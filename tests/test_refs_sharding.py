@@ -20,7 +20,7 @@ import pytest
 from _twin import run_spec
 
 import spec
-from spec import _spmd as S
+from spec._src.interpreters import spmd as S
 
 _PRELUDE = r'''
 import numpy as np

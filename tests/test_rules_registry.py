@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec.interpreter import NotApplicable, Pending, Primitive
+from spec._src.core.interpreter import NotApplicable, Pending, Primitive
 from spec.rules import REGISTRY, missing_sections
 
 SPEC_MD = Path(__file__).resolve().parent.parent / "SPEC.md"

@@ -13,8 +13,9 @@ import pytest
 
 import spec
 import spec.numpy as jnp
-from spec import ad_checkpoint, config
-from spec.lax._scan import associative_scan, map as smap, scan
+from spec._src.api import checkpoint as ad_checkpoint
+from spec._src.core import config
+from spec._src.lax.scan_api import associative_scan, map as smap, scan
 from spec.test_util import check_grads
 
 jlax = jax.lax

@@ -359,11 +359,11 @@ def _adjoint_sides(fun: Callable[[Any], Any], in_aval: Any, mesh: Any, seed: int
     """(<ct, L t>, <L^T ct, t>) with L = ``fun`` traced inside a shard_map
     body and its transpose from spec's backward pass (or ``transpose``),
     both run per device."""
-    from spec import _spmd as S
-    from spec import ad
-    from spec.ad_util import instantiate
-    from spec.interpreter import trace_to_jaxpr
-    from spec.rules.shard_map import _inside
+    from spec._src.interpreters import spmd as S
+    from spec._src.interpreters import ad
+    from spec._src.interpreters.ad_util import instantiate
+    from spec._src.core.interpreter import trace_to_jaxpr
+    from spec._src.lax.shard_map import _inside
     geo = S.geometry(mesh.abstract_mesh)
     with _inside(mesh.abstract_mesh, True):
         fwd, _ = trace_to_jaxpr(lambda t: [fun(t)], [in_aval])
@@ -382,13 +382,13 @@ def _adjoint_sides(fun: Callable[[Any], Any], in_aval: Any, mesh: Any, seed: int
 
 def _aval(shape: tuple[int, ...], vma: str = "xy", unreduced: str = "", reduced: str = ""
           ) -> Any:
-    from spec.types import ArrayType, float64
+    from spec._src.core.types import ArrayType, float64
     return ArrayType(shape, float64, vma=frozenset(vma), munreduced=frozenset(unreduced),
                      mreduced=frozenset(reduced))
 
 
 def _linear_cases() -> dict[str, tuple[Callable[[Any], Any], Any]]:
-    from spec.rules import manual_collectives as M
+    from spec._src.lax import manual_collectives as M
     lax = spec.lax
     v = _aval((4, 6))
     return {

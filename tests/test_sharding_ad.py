@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import spec
-from spec.ad import _check_cotangent
+from spec._src.interpreters.ad import _check_cotangent
 from spec.sharding import NamedSharding, P
-from spec.types import ArrayType
+from spec._src.core.types import ArrayType
 
 # One program, run by both: `jax`/`jnp` are JAX's or spec's. It fills `out`
 # with printed forms (str) and values (nested lists).

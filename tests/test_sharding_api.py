@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import spec
-from spec import sharding as S
+from spec._src.core import sharding as S
 
 # A case is an expression, or statements that leave their result in `out`.
 CASES: dict[str, str] = {
@@ -306,7 +306,7 @@ def _jax_results(cases: dict[str, str]) -> dict[str, list[str]]:
 def _spec_results(cases: dict[str, str]) -> dict[str, list[str]]:
     scope: dict[str, Any] = {}
     exec(_RUNNER, scope)
-    from spec._devices import devices
+    from spec._src.backends.devices import devices
     names = dict(S=S, P=S.P, D=devices(), np=np, make_mesh=S.make_mesh, set_mesh=S.set_mesh)
     out: dict[str, list[str]] = scope["run_cases"](cases, names, lambda: S.set_mesh(None))
     return out

@@ -134,7 +134,7 @@ def test_unreduced_operands_follow_linearity(four_devices: None) -> None:
     from spec.errors import ShardingTypeError
     from spec.rules import primitive
     from spec.sharding import AbstractMesh, NamedSharding, P
-    from spec.types import ArrayType
+    from spec._src.core.types import ArrayType
 
     mesh = AbstractMesh((2, 2), ("X", "Y"))
 

@@ -381,9 +381,9 @@ with jax.set_mesh(mesh):
 
 def _spec_ur_side() -> dict[str, Any]:
     import spec
-    from spec.interpreter import apply_typing
+    from spec._src.core.interpreter import apply_typing
     from spec.sharding import NamedSharding, P, set_mesh
-    from spec.types import ArrayType
+    from spec._src.core.types import ArrayType
 
     scope: dict[str, Any] = {"jax": spec, "lax": spec.lax, "np": np}
     mesh = spec.make_mesh((2, 2), ("X", "Y"))

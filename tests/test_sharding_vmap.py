@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from _twin import prefetch, run_jax, run_spec
 
-from spec.batching import (
+from spec._src.interpreters.batching import (
     AxisData,
     batched_aval,
     delete_spec_entry,
@@ -26,7 +26,7 @@ from spec.batching import (
     unbatched_aval,
 )
 from spec.sharding import AbstractMesh, NamedSharding, P, set_mesh
-from spec.types import ArrayType
+from spec._src.core.types import ArrayType
 
 HEADER = r'''
 import numpy as np

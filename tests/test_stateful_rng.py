@@ -17,7 +17,7 @@ from jax.experimental import random as jxr
 
 import spec
 import spec.numpy as sjnp
-from spec.experimental import random as sxr
+from spec._src.random import stateful as sxr
 
 SEEDS = [0, 1, 42, 2**31 - 1, -7]
 

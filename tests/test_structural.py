@@ -38,7 +38,7 @@ def _same_values(a: Any, b: Any) -> None:
         xa, ya = np.asarray(x), np.asarray(y)
         assert xa.dtype == ya.dtype, (xa.dtype, ya.dtype)
         assert xa.shape == ya.shape, (xa.shape, ya.shape)
-        if spec.types.is_float(xa.dtype):  # NaN-aware compare needs a NumPy float
+        if spec._src.core.types.is_float(xa.dtype):  # NaN-aware compare needs a NumPy float
             xa, ya = xa.astype(np.float64), ya.astype(np.float64)
         np.testing.assert_array_equal(xa, ya)
         assert bool(getattr(x, "weak_type", False)) == bool(getattr(y, "weak_type", False))
@@ -145,7 +145,7 @@ def test_lax_int_operand() -> None:
 
 
 def test_copy_prints_as_copy() -> None:
-    from spec.rules.structural import copy_p
+    from spec._src.lax.structural import copy_p
     assert copy_p.name == "copy"
     check(lambda n, l, x: n.array(x), F32)
 
@@ -424,7 +424,7 @@ def test_error_messages_cite_constraints() -> None:
 
 def test_typing_rules_in_check_jaxpr() -> None:
     jaxpr = spec.make_jaxpr(lambda x: sjnp.concatenate([x.T, x.T]).reshape(-1))(F32)
-    spec.interpreter.check_jaxpr(jaxpr)
+    spec._src.core.interpreter.check_jaxpr(jaxpr)
 
 
 # ================================================================ properties

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import spec
 import spec.numpy as snp
-from spec import types as T
+from spec._src.core import types as T
 
 ALL = T.ALL_DTYPES + [int, float, complex]
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec import lax as slax
-from spec.rules._registry import missing_sections
+from spec._src.core.registry import missing_sections
 
 MINE = ["gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
         "scatter-max"]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec import lax as slax
-from spec.rules._registry import missing_sections
+from spec._src.core.registry import missing_sections
 
 MINE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
         "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",

@@ -20,7 +20,8 @@ from jax import lax as jl
 import spec
 import spec.numpy as snp
 from spec import lax as sl
-from spec.rules import missing_sections, structural
+from spec._src.core.registry import missing_sections
+from spec._src.lax import structural
 
 _jax_lax_internal: Any = jax._src.lax.lax  # JAX's primitives, bound as spec binds its own
 

@@ -13,7 +13,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec.rules import _denormals
+from spec._src.core import denormals as _denormals
 
 SUBNORMALS = np.array([1e-40, -1e-40, 2e-39, 0.0, -0.0, 1.5, -3.0, 1e-38], np.float32)
 

@@ -8,10 +8,10 @@ explicit ``pending(issue)``; one that cannot exist is
 
 from __future__ import annotations
 
-from spec.rules._registry import REGISTRY, declare, missing_sections, primitive
+from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
 
 # Importing a family module declares its primitives.
-from spec.rules import (  # noqa: F401  (imported for their declarations)
+from spec._src.lax import (
     elementwise,
     structural,
     indexing,
@@ -28,11 +28,11 @@ from spec.rules import (  # noqa: F401  (imported for their declarations)
     reshard,
     shard_map,
 )
-from spec.rules import manual_collectives  # noqa: F401
-from spec.rules import prng  # noqa: F401
-from spec.rules import state  # noqa: F401  (refs)
-from spec.rules import linalg  # noqa: F401  (decompositions)
-from spec.rules import _per_device
+from spec._src.lax import manual_collectives  # noqa: F401
+from spec._src.lax import prng  # noqa: F401
+from spec._src.lax import state  # noqa: F401  (refs)
+from spec._src.lax import linalg  # noqa: F401  (decompositions)
+from spec._src.interpreters import per_device as _per_device
 
 _per_device.attach()
 

@@ -1,0 +1,100 @@
+"""Operators and methods shared by ``Array`` and ``Tracer``.
+
+They dispatch to ``spec.numpy`` so that ``x + y`` means ``jnp.add(x, y)``
+whether ``x`` is concrete or traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.core.array import Array
+from spec._src.core.interpreter import Tracer
+
+
+_JNP: list[Any] = []
+
+
+def _jnp() -> Any:
+    """spec.numpy, imported on first use (it imports this module)."""
+    if not _JNP:
+        import spec.numpy as jnp
+        _JNP.append(jnp)
+    return _JNP[0]
+
+
+def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
+    def method(self: Any, other: Any) -> Any:
+        if not _is_operand(other):
+            return NotImplemented
+        fn = getattr(_jnp(), name)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = name
+    return method
+
+
+def _unary(name: str) -> Callable[[Any], Any]:
+    def method(self: Any) -> Any:
+        return getattr(_jnp(), name)(self)
+    method.__name__ = name
+    return method
+
+
+_OPERAND_TYPES = (Array, Tracer, np.ndarray, np.generic, *T.PYTHON_SCALAR_TYPES)
+
+
+def _is_operand(x: Any) -> bool:
+    return isinstance(x, _OPERAND_TYPES) or hasattr(x, "__jax_array__")
+
+
+_BINARY = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift", "divmod": "divmod",
+}
+_COMPARE = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+            "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+
+
+def _named(name: str) -> Callable[..., Any]:
+    """A method forwarding its arguments to ``jnp.<name>(self, ...)``."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_jnp(), name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _part(name: str) -> property:
+    return property(lambda self: getattr(_jnp(), name)(self))
+
+
+def install(cls: type) -> None:
+    for dunder, fn in _BINARY.items():
+        setattr(cls, f"__{dunder}__", _binary(fn))
+        setattr(cls, f"__r{dunder}__", _binary(fn, reflected=True))
+    for dunder, fn in _COMPARE.items():
+        setattr(cls, f"__{dunder}__", _binary(fn))
+    for dunder, fn in _UNARY.items():
+        setattr(cls, f"__{dunder}__", _unary(fn))
+    cls.__hash__ = None  # type: ignore[assignment]
+    setattr(cls, "real", _part("real"))
+    setattr(cls, "imag", _part("imag"))
+    for name in ("conj", "conjugate", "round", "take"):
+        setattr(cls, name, _named(name))
+    setattr(cls, "clip", _clip_method)
+
+
+def _clip_method(self: Any, min: Any = None, max: Any = None) -> Any:
+    """``x.clip(lo, hi)``: JAX's method passes the bounds to jnp.clip by
+    keyword (so its staged call takes them in keyword order)."""
+    return _jnp().clip(self, min=min, max=max)
+
+
+for _cls in (Array, Tracer):
+    install(_cls)

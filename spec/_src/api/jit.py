@@ -1,0 +1,512 @@
+"""The top-level transforms of this issue: ``jit``, ``make_jaxpr``, ``typeof``.
+
+``jit`` stages a function into a typed jaxpr once per (argument structure,
+argument types, static arguments, relevant config) and binds the ``jit``
+primitive with it; evaluating that primitive runs the jaxpr's NumPy impls
+without re-typing. Under another trace the same bind stages a nested ``jit``
+equation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import tree_util
+from spec._src.core.array import Array
+from spec._src.core.config import config
+from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_jaxpr, trace_to_jaxpr
+from spec._src.core.state_types import RefType
+from spec._src.lax.calls import jit_p
+from spec._src.core.types import ArrayType
+
+# ------------------------------------------------------------ argument handling
+
+
+def _normalize_argnums(argnums: int | Sequence[int] | None) -> tuple[int, ...]:
+    if argnums is None:
+        return ()
+    if isinstance(argnums, int):
+        return (argnums,)
+    return tuple(argnums)
+
+
+def _normalize_argnames(names: str | Sequence[str] | None) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if isinstance(names, str):
+        return (names,)
+    return tuple(names)
+
+
+def _check_hashable(value: Any, where: str) -> None:
+    try:
+        hash(value)
+    except TypeError as err:
+        raise ValueError(
+            f"Non-hashable static arguments are not supported. An error occurred while "
+            f"trying to hash an object of type {type(value)}, {value!r} ({where}). "
+            f"The error was:\nTypeError: {err}") from None
+
+
+def _leaf_aval(leaf: Any, fun_name: str, path: str) -> ArrayType:
+    try:
+        return canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(
+            f"Error interpreting argument to {fun_name} as an abstract array. The problematic "
+            f"value is of type {type(leaf)} and was passed to the function at path {path}.\n"
+            "This typically means that a jit-wrapped function was called with a non-array "
+            "argument, and this argument was not marked as static using the static_argnums "
+            "or static_argnames parameters of jax.jit.") from None
+
+
+@dataclass(frozen=True)
+class _Split:
+    """A call's arguments, split into static values and flat dynamic leaves."""
+
+    static_args: tuple[tuple[int, Any], ...]
+    static_kwargs: tuple[tuple[str, Any], ...]
+    dyn_treedef: Any
+    leaves: list[Any]
+
+    def rebuild(self, dyn_leaves: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+        dyn_args, dyn_kwargs = tree_util.tree_unflatten(self.dyn_treedef, list(dyn_leaves))
+        args = list(dyn_args)
+        for i, v in self.static_args:
+            args.insert(i, v)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update(self.static_kwargs)
+        return args, kwargs
+
+
+_LEAF_TYPES = (Array, Tracer, np.ndarray, np.generic, bool, int, float, complex)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_args_treedef(n: int) -> Any:
+    return tree_util.tree_structure((tuple(range(n)), {}))
+
+
+def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tuple[int, ...],
+                static_argnames: tuple[str, ...]) -> _Split:
+    if not kwargs and not static_argnums and all(isinstance(a, _LEAF_TYPES) for a in args):
+        # The common call f(x, y, ...) with array arguments: no tree to walk.
+        return _Split((), (), _flat_args_treedef(len(args)), list(args))
+    n = len(args)
+    statics = sorted({i + n if i < 0 else i for i in static_argnums if -n <= i < n})
+    static_args = tuple((i, args[i]) for i in statics)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in statics)
+    static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
+    for i, v in static_args:
+        _check_hashable(v, f"static argument {i}")
+    for k, v in static_kwargs:
+        _check_hashable(v, f"static argument {k!r}")
+    leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    return _Split(static_args, static_kwargs, treedef, leaves)
+
+
+def _ctx_mesh() -> Any:
+    """The mesh in context when the call is made: the concrete one of
+    set_mesh, else the abstract one (as JAX records it)."""
+    from spec._src.core.sharding import get_abstract_mesh, get_concrete_mesh
+    concrete = get_concrete_mesh()
+    return get_abstract_mesh() if concrete.empty else concrete
+
+
+def _fun_name(fun: Callable[..., Any]) -> str:
+    return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _flat_fun(fun: Callable[..., Any], split: _Split, out_tree: list[Any]
+              ) -> Callable[..., list[Any]]:
+    def flat(*leaves: Any) -> list[Any]:
+        args, kwargs = split.rebuild(leaves)
+        out = fun(*args, **kwargs)
+        out_leaves, treedef = tree_util.tree_flatten(out)
+        for leaf in out_leaves:
+            _output_leaf_check(leaf, fun, split, leaves)
+        out_tree.append(treedef)
+        return list(out_leaves)
+    return flat
+
+
+def _output_leaf_check(leaf: Any, fun: Callable[..., Any], split: _Split | None = None,
+                       args: Sequence[Any] = ()) -> None:
+    try:
+        aval = canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"function {_fun_name(fun)} returned a value of type {type(leaf)}, "
+                        "which is not a valid JAX type") from None
+    if type(aval) is RefType:
+        # Refs cannot leave a jit: the caller would alias the callee's buffer.
+        where = "was created inside the function"
+        for i, x in enumerate(args):
+            if x is leaf and split is not None:
+                where = f"was passed in as the argument {_arg_name(fun, split, i)}"
+        raise ValueError(
+            f"function {_fun_sourceinfo(fun)} traced for jit returned a mutable array "
+            f"reference of type {aval}, but mutable array references cannot be returned.\n\n"
+            f"The returned mutable array {where}.")
+
+
+def _ref_identity(x: Any) -> Any:
+    """The object a ref value stands for: a tracer of a jit argument is its
+    variable's tracer, an eager ref itself."""
+    return getattr(x, "var", x)
+
+
+def _fun_sourceinfo(fun: Callable[..., Any]) -> str:
+    """``f at file.py:12``, as JAX names a traced function in errors."""
+    code = getattr(inspect.unwrap(fun), "__code__", None)
+    if code is None:
+        return _fun_name(fun)
+    return f"{_fun_name(fun)} at {code.co_filename}:{code.co_firstlineno}"
+
+
+def _arg_name(fun: Callable[..., Any], split: _Split, leaf: int) -> str:
+    """The name of the parameter a flat argument leaf was passed as (for
+    arguments that are single arrays; else its leaf number)."""
+    try:
+        names = [p.name for p in inspect.signature(fun).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    dynamic = [n for i, n in enumerate(names) if i not in dict(split.static_args)]
+    if len(split.leaves) <= len(dynamic) and split.dyn_treedef == _flat_args_treedef(
+            len(split.leaves)):
+        return dynamic[leaf]
+    return f"leaf {leaf}"
+
+
+def _check_ref_args(fun: Callable[..., Any], split: _Split) -> None:
+    """A ref may be passed to a jit function once (two names for one buffer
+    would alias)."""
+    seen: dict[int, int] = {}
+    for i, x in enumerate(split.leaves):
+        aval = getattr(x, "aval", None)
+        if type(aval) is not RefType:
+            continue
+        first = seen.setdefault(id(_ref_identity(x)), i)
+        if first != i:
+            raise ValueError(
+                "only one reference to a mutable array may be passed as an argument to a "
+                f"function, but when tracing {_fun_sourceinfo(fun)} for jit the mutable array "
+                f"reference of type {aval} appeared at both {_arg_name(fun, split, first)} and "
+                f"{_arg_name(fun, split, i)}.")
+
+
+def _check_ref_consts(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr) -> None:
+    """A ref may not be both closed over and passed as an argument."""
+    passed = {id(_ref_identity(x)): i for i, x in enumerate(split.leaves)
+              if type(getattr(x, "aval", None)) is RefType}
+    for c in jaxpr.consts:
+        i = passed.get(id(_ref_identity(c)))
+        if i is not None and type(getattr(c, "aval", None)) is RefType:
+            raise ValueError(
+                f"when tracing {_fun_sourceinfo(fun)} for jit, a mutable array reference of "
+                f"type {c.aval} was both closed over and passed as the argument "
+                f"{_arg_name(fun, split, i)}")
+
+
+def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
+    out_tree: list[Any] = []
+    avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
+    if any(type(a) is RefType for a in avals):
+        _check_ref_args(fun, split)
+    jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals)
+    if jaxpr.consts and any(type(a) is RefType for a in avals):
+        _check_ref_consts(fun, split, jaxpr)
+    if config.jax_enable_checks:
+        check_jaxpr(jaxpr)
+    return jaxpr, out_tree[0]
+
+
+def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any], list[Any]]:
+    """Closed-over tracers of an enclosing trace become leading parameters,
+    closed-over refs trailing ones (as JAX passes them to the jit equation:
+    a ref is never a constant of a call); concrete constants stay as the
+    closed jaxpr's consts."""
+    traced = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if isinstance(c, Tracer)]
+    refs = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts)
+            if not isinstance(c, Tracer) and type(getattr(c, "aval", None)) is RefType]
+    if not traced and not refs:
+        return jaxpr, [], []
+    moved = {id(v) for v, _ in (*traced, *refs)}
+    kept = [(v, c) for v, c in zip(jaxpr.constvars, jaxpr.consts) if id(v) not in moved]
+    new = Jaxpr([v for v, _ in kept],
+                [v for v, _ in traced] + jaxpr.invars + [v for v, _ in refs], jaxpr.outvars,
+                jaxpr.eqns, jaxpr.effects, [c for _, c in kept])
+    return new, [c for _, c in traced], [c for _, c in refs]
+
+
+# ------------------------------------------------------------------------ jit
+
+
+class Traced:
+    """``jit(f).trace(*args)``: the staged program."""
+
+    def __init__(self, jitted: Jitted, jaxpr: Jaxpr, out_tree: Any, split: _Split) -> None:
+        self.jaxpr = jaxpr
+        self._jitted = jitted
+        self._out_tree = out_tree
+        self._split = split
+
+    @property
+    def out_info(self) -> Any:
+        from spec._src.api.stages import ShapeDtypeStruct
+        return tree_util.tree_unflatten(
+            self._out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                             for a in self.jaxpr.out_avals])
+
+    def lower(self) -> Lowered:
+        return Lowered(self)
+
+
+class Lowered:
+    """``jit(f).lower(*args)``. spec has no compiler: the text is the jaxpr."""
+
+    def __init__(self, traced: Traced) -> None:
+        self._traced = traced
+
+    def as_text(self, dialect: str | None = None) -> str:
+        return str(self._traced.jaxpr)
+
+    @property
+    def out_info(self) -> Any:
+        return self._traced.out_info
+
+    def compile(self, compiler_options: Any = None) -> Compiled:
+        return Compiled(self._traced)
+
+
+class Compiled:
+    def __init__(self, traced: Traced) -> None:
+        self._traced = traced
+
+    def as_text(self) -> str:
+        return str(self._traced.jaxpr)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._traced._jitted(*args, **kwargs)
+
+
+class Jitted:
+    """A jit-wrapped function (``PjitFunction`` in JAX)."""
+
+    def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
+                 static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...],
+                 keep_unused: bool, inline: bool) -> None:
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
+        # Copy the wrapped function's name, doc and __dict__ first: that dict
+        # may hold another wrapper's private state (a function wrapped with
+        # functools.wraps around a Jitted carries the inner Jitted's ``_fun``
+        # and ``_cache``), which must never replace this object's own.
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._static_argnums, self._static_argnames = _infer_statics(
+            fun, static_argnums, static_argnames)
+        _check_donations(fun, donate_argnums)
+        self._donate_argnums = donate_argnums
+        self._keep_unused = keep_unused
+        self._inline = inline
+        self._cache = _cache_for(fun)
+        self._options = (self._static_argnums, self._static_argnames, donate_argnums,
+                         keep_unused, inline)
+
+    def __repr__(self) -> str:
+        return f"<PjitFunction of {self._fun!r}>"
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self, obj)
+
+    def _split(self, args: Sequence[Any], kwargs: dict[str, Any]) -> _Split:
+        return _split_args(args, kwargs, self._static_argnums, self._static_argnames)
+
+    def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any], list[Any], Jaxpr]:
+        """The call's jaxpr, its output tree, the closed-over tracers and refs
+        it takes as leading and trailing operands, and the jaxpr as traced
+        (closed over its refs)."""
+        avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
+        # The context mesh types sharded operations: it is part of the key.
+        from spec._src.core.sharding import _context
+        key = (self._options, split.dyn_treedef, avals, split.static_args,
+               split.static_kwargs, config.values_key(), _context.typing_key)
+        cached = self._cache.get(key)
+        if cached is not None:
+            jaxpr, out_tree, *ref_entry = cached
+            refs, closed = ref_entry if ref_entry else ([], jaxpr)
+            return jaxpr, out_tree, [], refs, closed
+        closed, out_tree = _trace(self._fun, split)
+        jaxpr, tracer_consts, refs = _hoist_tracer_consts(closed)
+        if not tracer_consts:
+            # (closed-over refs are kept alive by the entry, as by the function)
+            self._cache[key] = (jaxpr, out_tree, refs, closed) if refs else (jaxpr, out_tree)
+        return jaxpr, out_tree, tracer_consts, refs, closed if refs else jaxpr
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if config.jax_disable_jit:
+            return self._fun(*args, **kwargs)
+        split = self._split(args, kwargs)
+        jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
+        operands = [*tracer_consts, *split.leaves, *refs]
+        donated = (tuple(False for _ in tracer_consts) + self._donated(split)
+                   + tuple(False for _ in refs))
+        outs = jit_p.bind(*operands, jaxpr=jaxpr, name=_fun_name(self._fun),
+                          donated_invars=donated, inline=self._inline,
+                          keep_unused=self._keep_unused, ctx_mesh=_ctx_mesh())
+        return tree_util.tree_unflatten(out_tree, outs)
+
+    def _donated(self, split: _Split) -> tuple[bool, ...]:
+        return tuple(False for _ in split.leaves)  # accepted; spec never aliases buffers
+
+    def trace(self, *args: Any, **kwargs: Any) -> Traced:
+        split = self._split(args, kwargs)
+        _, out_tree, _, _, closed = self._staged(split)
+        return Traced(self, closed, out_tree, split)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+        return self.trace(*args, **kwargs).out_info
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+
+# Traced jaxprs are cached per underlying function, shared by every jit
+# wrapper of it (``jit(f)`` twice reuses one trace, as in JAX); the entry goes
+# away with the function.
+_CacheDict = dict[Hashable, tuple[Any, ...]]
+_CACHES: weakref.WeakKeyDictionary[Any, _CacheDict] = weakref.WeakKeyDictionary()
+
+
+def _cache_for(fun: Callable[..., Any]) -> _CacheDict:
+    try:
+        return _CACHES.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: a private cache
+        return {}
+
+
+def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: tuple[str, ...]
+                   ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static argnums and argnames name the same parameters, as in JAX."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return argnums, argnames
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    _check_argnums_exist(params, positional, argnums, argnames)
+    names = set(argnames)
+    nums = set(argnums)
+    for i in argnums:
+        if 0 <= i < len(positional) and params[i].kind != params[i].POSITIONAL_ONLY:
+            names.add(positional[i])
+    for n in argnames:
+        if n in positional:
+            nums.add(positional.index(n))
+    return tuple(sorted(nums)), tuple(sorted(names))
+
+
+def _check_donations(fun: Callable[..., Any], donate_argnums: tuple[int, ...]) -> None:
+    """Donated argnums must be positions the function accepts."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return
+    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    bad = [i for i in donate_argnums if not -n <= i < n]
+    if bad:
+        raise ValueError(f"jit: donate_argnums={donate_argnums} names positions {bad}, but "
+                         f"the function accepts only {n} positional arguments.")
+
+
+def _check_argnums_exist(params: list[inspect.Parameter], positional: list[str],
+                         argnums: tuple[int, ...], argnames: tuple[str, ...]) -> None:
+    """Static argnums/argnames must name parameters the function has."""
+    kinds = {p.kind for p in params}
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        bad = [i for i in argnums if not -len(positional) <= i < len(positional)]
+        if bad:
+            raise ValueError(f"jit: static_argnums={argnums} names positions {bad}, but the "
+                             f"function accepts only {len(positional)} positional arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        keywordable = {p.name for p in params if p.kind in (
+            p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unknown = sorted(set(argnames) - keywordable)
+        if unknown:
+            raise ValueError(f"jit: static_argnames names {unknown}, which the function does "
+                             "not take as arguments.")
+
+
+def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
+        out_shardings: Any = None, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: Any = None, inline: bool = False,
+        abstracted_axes: Any = None, compiler_options: Any = None) -> Any:
+    """Stage ``fun`` into a jaxpr per argument signature and evaluate that."""
+    def wrap(f: Callable[..., Any]) -> Jitted:
+        return Jitted(f, _normalize_argnums(static_argnums), _normalize_argnames(static_argnames),
+                      _normalize_argnums(donate_argnums), keep_unused, inline)
+    return wrap if fun is None else wrap(fun)
+
+
+# ----------------------------------------------------------------- make_jaxpr
+
+
+def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+               axis_env: Any = None, return_shape: bool = False,
+               abstracted_axes: Any = None) -> Callable[..., Any]:
+    """``make_jaxpr(f)(*args)`` is the closed jaxpr of ``f`` at the args' types."""
+    nums = _normalize_argnums(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args: Any, **kwargs: Any) -> Any:
+        split = _split_args(args, kwargs, nums, ())
+        with contextlib.ExitStack() as stack:
+            # Named axes the traced function may use in collectives.
+            from spec._src.lax.collectives import extend_axis_env
+            for name, size in axis_env or ():
+                stack.enter_context(extend_axis_env(name, int(size)))
+            jaxpr, out_tree = _trace(fun, split)
+        if not return_shape:
+            return jaxpr
+        from spec._src.api.stages import ShapeDtypeStruct
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                  for a in jaxpr.out_avals]
+        return jaxpr, tree_util.tree_unflatten(out_tree, shapes)
+
+    return make
+
+
+def typeof(x: Any) -> ArrayType:
+    """The type of a value: ``float32[3]``, weak Python scalars ``~int32[]``.
+    A tracer's type is known even after its trace has ended."""
+    if isinstance(x, Tracer):
+        return x.aval
+    try:
+        return canonical_aval_of(x)
+    except TypeError:
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type") from None
+
+
+def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return jit(fun).eval_shape(*args, **kwargs)

@@ -1,0 +1,253 @@
+"""Devices of the embedded (virtual, in-process) backend.
+
+``jax_num_cpu_devices`` sets how many virtual CPU devices exist; every array
+of this issue lives on device 0. The MPI backend (spec._src.backends.mpi) replaces
+this list with one device per rank.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from spec._src.core.config import config
+
+
+class Device:
+    platform = "cpu"
+    device_kind = "cpu"
+
+    def __init__(self, id: int, process_index: int = 0) -> None:
+        self.id = id
+        self.process_index = process_index
+
+    def __repr__(self) -> str:
+        return f"CpuDevice(id={self.id})"
+
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.id}"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(("cpu", self.id))
+
+
+def devices(backend: Any = None) -> list[Device]:
+    """Every device: the virtual ones (``jax_num_cpu_devices``), or one per
+    MPI rank under mpiexec (device r is rank r's)."""
+    from spec._src.backends import mpi as mesh_mpi
+    if mesh_mpi.active():
+        return list(_rank_devices(mesh_mpi.size()))
+    return list(_virtual_devices(int(config.jax_num_cpu_devices)))
+
+
+@functools.cache
+def _virtual_devices(n: int) -> tuple[Device, ...]:
+    return tuple(Device(i) for i in range(n))
+
+
+@functools.cache
+def _rank_devices(n: int) -> tuple[Device, ...]:
+    return tuple(Device(r, process_index=r) for r in range(n))
+
+
+def local_devices(process_index: int | None = None, backend: Any = None) -> list[Device]:
+    """The devices of one process (this one by default)."""
+    from spec._src.backends import mpi as mesh_mpi
+    if not mesh_mpi.active():
+        return devices()
+    which = mesh_mpi.rank() if process_index is None else int(process_index)
+    return [d for d in devices() if d.process_index == which]
+
+
+def device_count(backend: Any = None) -> int:
+    return len(devices())
+
+
+def local_device_count(backend: Any = None) -> int:
+    return len(local_devices())
+
+
+def process_index(backend: Any = None) -> int:
+    from spec._src.backends import mpi as mesh_mpi
+    return mesh_mpi.rank() if mesh_mpi.active() else 0
+
+
+def process_count(backend: Any = None) -> int:
+    from spec._src.backends import mpi as mesh_mpi
+    return mesh_mpi.size() if mesh_mpi.active() else 1
+
+
+def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:
+    """Place ``x`` (a pytree) on a device, or lay it out by a sharding: a
+    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``."""
+    from spec._src.core import tree_util
+    from spec._src.numpy.creation import asarray
+    from spec._src.core.sharding import NamedSharding, P, get_concrete_mesh
+    if isinstance(device, P):
+        mesh = get_concrete_mesh()
+        if mesh.empty:
+            raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
+                             "to device_put")
+        device = NamedSharding(mesh, device)
+    if isinstance(device, NamedSharding):
+        sharding = device
+        return tree_util.tree_map(lambda leaf: _place(asarray(leaf), sharding), x)
+    return tree_util.tree_map(asarray, x)
+
+
+def _place(x: Any, sharding: Any) -> Any:
+    """An Array laid out over ``sharding``'s mesh (virtual devices); staged,
+    a reshard to that sharding."""
+    from spec._src.interpreters import spmd as _spmd
+    from spec._src.core.array import Array
+    from spec._src.core.interpreter import Tracer
+    from spec._src.core.sharding import NamedSharding
+    if isinstance(x, Tracer):
+        from spec._src.lax.reshard import reshard_p
+        return reshard_p.bind(x, dst_sharding=NamedSharding(sharding.mesh.abstract_mesh,
+                                                            _full_spec(sharding, x.aval.ndim)),
+                              concrete_mesh=sharding.mesh)
+    assert isinstance(x, Array)
+    same_mesh = x._sharding is not None and x._sharding.mesh == sharding.mesh
+    if sharding.spec.unreduced and not (x._shards is not None and same_mesh):
+        # As JAX: placing a host value indexes devices by blocks, which an
+        # unreduced layout does not have (an array on the mesh is resharded).
+        raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file"
+                                  " a bug at https://github.com/jax-ml/jax/issues")
+    shape = x.aval.shape
+    # The type's sharding: the abstract mesh, one spec entry per dimension.
+    from spec._src.core.sharding import modify_spec_for_auto_manual
+    typed = NamedSharding(sharding.mesh.abstract_mesh, modify_spec_for_auto_manual(
+        _full_spec(sharding, len(shape)), sharding.mesh))
+    sharding.shard_shape(shape)  # divisibility, with JAX's error
+    aval = x.aval.update(sharding=typed)
+    geo = _spmd.geometry(sharding.mesh)
+    source = _spmd.from_value(x, geo) if x._shards is not None and same_mesh else None
+    if source is not None:  # already on the mesh: move it (recorded collectives)
+        placed = _spmd.reshard(source, aval, geo)
+    else:
+        placed = _spmd.Dist(aval, _spmd.split_value(x._value, aval, geo))
+    out = _spmd.to_array(placed, sharding.mesh, geo)
+    out._sharding = sharding  # x.sharding is the one asked for, as written
+    return out
+
+
+def _full_spec(sharding: Any, ndim: int) -> Any:
+    from spec._src.core.sharding import P
+    spec = sharding.spec
+    parts = spec.partitions + (None,) * (ndim - len(spec.partitions))
+    return P(*parts, unreduced=spec.unreduced, reduced=spec.reduced)
+
+
+def device_get(x: Any) -> Any:
+    from spec._src.core import tree_util
+    return tree_util.tree_map(lambda a: np.asarray(a) if hasattr(a, "aval") else a, x)
+
+
+def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
+                             dtype: Any = None) -> Any:
+    """An array of ``shape`` laid out by ``sharding``, each device's block
+    produced by ``data_callback(index)`` (its slices of the global array)."""
+    from spec._src.interpreters import spmd as _spmd
+    from spec._src.core.sharding import (
+        NamedSharding,
+        SingleDeviceSharding,
+        modify_spec_for_auto_manual,
+    )
+    from spec._src.core.types import ArrayType, canonicalize_dtype
+    shape = tuple(int(d) for d in shape)
+    if isinstance(sharding, SingleDeviceSharding):
+        index = tuple(slice(None) for _ in shape)
+        from spec._src.numpy.creation import asarray
+        block = np.asarray(data_callback(index))
+        if block.shape != shape:
+            raise ValueError(f"Expected shard shape {shape} doesn't match the single device "
+                             f"array shape {block.shape}.")
+        return asarray(block if dtype is None else block.astype(dtype))
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"make_array_from_callback expects a Sharding, got {sharding!r}")
+    want = sharding.shard_shape(shape)
+    indices = sharding.devices_indices_map(shape)
+    # A fully replicated layout asks for the whole array once (as JAX).
+    replicated = all(p is None for p in sharding.spec.partitions)
+    mine = {d.id for d in local_devices()}
+    blocks: list[np.ndarray | None] = []
+    held: list[np.ndarray] = []
+    for device in sharding.mesh.devices.flat:
+        if device.id not in mine:  # another process makes that block
+            blocks.append(None)
+            continue
+        if replicated and held:
+            blocks.append(held[0])
+            continue
+        block = np.asarray(data_callback(indices[device]))
+        if dtype is not None:
+            block = block.astype(dtype)
+        if block.shape != tuple(want):
+            raise ValueError(f"Expected shard shape {tuple(want)} doesn't match the single "
+                             f"device array shape {block.shape}. Shape of Array is "
+                             f"{ArrayType(shape, block.dtype).str_short()} with sharding "
+                             f"{sharding}")
+        blocks.append(block)
+        held.append(block)
+    dt = canonicalize_dtype(held[0].dtype)
+    from spec._src.backends import mpi as mesh_mpi
+    if mesh_mpi.active():
+        procs = sorted({d.process_index for d in sharding.mesh.devices.flat})
+        mesh_mpi.agree("make_array_from_callback's global shape, dtype and sharding",
+                       [list(shape), str(dt), str(sharding.spec)], procs)
+    blocks = [None if b is None else b.astype(dt, copy=False) for b in blocks]
+    spec = _full_spec(sharding, len(shape))
+    typed = NamedSharding(sharding.mesh.abstract_mesh,
+                          modify_spec_for_auto_manual(spec, sharding.mesh))
+    aval = ArrayType(shape, dt, sharding=typed)
+    geo = _spmd.geometry(sharding.mesh)
+    out = _spmd.to_array(_spmd.Dist(aval, tuple(blocks)), sharding.mesh, geo)
+    out._sharding = sharding
+    return out
+
+
+def make_array_from_process_local_data(sharding: Any, local_data: Any,
+                                       global_shape: Any = None) -> Any:
+    """This process's data as a global array laid out by ``sharding``. With
+    one process, the local data is the whole array; with one device per
+    process (MPI ranks), it is that device's block, and the global shape,
+    when not given, is the block's times the number of blocks per
+    dimension."""
+    data = np.asarray(local_data)
+    if process_count() == 1:
+        shape = data.shape if global_shape is None else tuple(int(d) for d in global_shape)
+        if shape != data.shape:
+            raise ValueError(f"With one process the local data is the whole array: got local "
+                             f"data of shape {data.shape} for global shape {shape}")
+        return make_array_from_callback(shape, sharding, lambda index: data[index])
+    ways = _blocks_per_dim(sharding, data.ndim)
+    shape = (tuple(n * w for n, w in zip(data.shape, ways)) if global_shape is None
+             else tuple(int(d) for d in global_shape))
+    if len(shape) != data.ndim or any(
+            n * w != g and n != g for n, w, g in zip(data.shape, ways, shape)):
+        raise ValueError(f"rank {process_index()}: local data of shape {data.shape} is not "
+                         f"this process's block of global shape {shape} under {sharding}")
+    return make_array_from_callback(shape, sharding, lambda index: _local_block(data, index,
+                                                                                 shape))
+
+
+def _blocks_per_dim(sharding: Any, ndim: int) -> tuple[int, ...]:
+    from spec._src.core.sharding import axis_names_of
+    sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
+    parts = tuple(sharding.spec.partitions) + (None,) * ndim
+    return tuple(int(np.prod([sizes[a] for a in axis_names_of(p)], dtype=np.int64))
+                 for p in parts[:ndim])
+
+
+def _local_block(data: np.ndarray, index: tuple[slice, ...], shape: tuple[int, ...]
+                 ) -> np.ndarray:
+    """The device's block: the local data itself along split dimensions,
+    its slice along dimensions where the process holds the whole extent."""
+    cut = tuple(s if n == g else slice(None) for s, n, g in zip(index, data.shape, shape))
+    return data[cut]

@@ -1,0 +1,630 @@
+"""MPI ranks as devices (SPEC.md section 14.5).
+
+Under ``mpiexec -n N`` (N > 1) spec's devices are the N ranks: device r is
+rank r's one device, ``process_index()`` is the rank, and a sharded value is
+held as each rank's own block only. Every collective the per-device programs
+need is carried out here with point-to-point messages of mpi4py's buffer API
+on a communicator of spec's own (a duplicate of COMM_WORLD).
+
+Why point-to-point rather than MPI's collectives:
+- every wait has a deadline: requests are polled, and a peer that does not
+  arrive in time becomes a ``CollectiveTimeoutError`` naming it, never a
+  hang (blocking MPI collectives cannot be abandoned);
+- reductions combine blocks in the virtual backend's order (position order
+  along the axes), so both backends give bitwise the same values;
+- each message is preceded by a header (collective number, kind, axes,
+  block type) that the receiver checks: ranks that reach different
+  collectives raise ``CollectiveMismatchError`` naming both sides.
+
+The backend is selected at import when the process runs under mpiexec with
+more than one rank (``SPEC_BACKEND=virtual`` keeps the virtual devices;
+``SPEC_BACKEND=mpi`` insists on MPI). ``SPEC_MPI_TIMEOUT`` sets the deadline
+in seconds (default 60).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.interpreters import spmd as S
+
+_HEADER_BYTES = 512
+_TAG_SPAN = 16000  # tags cycle through [0, 2 * _TAG_SPAN): header and data tags per collective
+
+
+class CollectiveTimeoutError(RuntimeError):
+    """Peers did not join a collective before its deadline."""
+
+
+class CollectiveMismatchError(RuntimeError):
+    """Ranks reached different collectives (or the same one with different
+    block types) at the same point of the program."""
+
+
+def _launched_size() -> int:
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+@functools.cache
+def active() -> bool:
+    """Whether spec's devices are MPI ranks in this process."""
+    choice = os.environ.get("SPEC_BACKEND", "").lower()
+    if choice == "virtual":
+        return False
+    if choice not in ("", "mpi"):
+        raise ValueError(f"SPEC_BACKEND must be 'mpi' or 'virtual', got {choice!r}")
+    if choice == "" and _launched_size() <= 1:
+        return False
+    from mpi4py import MPI
+    return bool(MPI.COMM_WORLD.Get_size() > 1 or choice == "mpi")
+
+
+class CollectiveFailedError(RuntimeError):
+    """A collective was abandoned because a participating process failed
+    (seen here, or reported by another process)."""
+
+
+class _Comms:
+    """spec's communicators: ``data`` carries the collectives (a duplicate of
+    COMM_WORLD, so user messages never match spec's; after a failure, a new
+    communicator among the survivors, so no message of an abandoned
+    collective can match a later one); ``ctrl`` carries the live_devices
+    protocol and failure notices, and is never rebuilt."""
+
+    def __init__(self) -> None:
+        from mpi4py import MPI
+        self.ctrl = MPI.COMM_WORLD.Dup()
+        self.ctrl.Set_errhandler(MPI.ERRORS_RETURN)  # errors raise; never abort the job
+        self.data = MPI.COMM_WORLD.Dup()
+        self.data.Set_errhandler(MPI.ERRORS_RETURN)
+        self.rank = int(self.ctrl.Get_rank())
+        self.members = list(range(int(self.ctrl.Get_size())))  # world ranks, data order
+        self.index = {w: i for i, w in enumerate(self.members)}
+        # Processes of one host (the loopback launches this backend serves):
+        # a peer's death is visible as its pid disappearing.
+        self.pids = [int(p) for p in self.ctrl.allgather(os.getpid())]
+        self.dead: set[int] = set()
+        self.epoch = 0
+        self.pending: list[Any] = []  # requests of abandoned collectives, kept alive
+
+    def to_data(self, world_rank: int) -> int:
+        if world_rank not in self.index:
+            raise CollectiveFailedError(
+                f"rank {self.rank}: rank {world_rank} is not among the live processes "
+                f"{self.members}")
+        return self.index[world_rank]
+
+    def rebuild(self, live: list[int]) -> None:
+        """A fresh data communicator among ``live`` (collective over them
+        only: the dead cannot hold it up, as a Split over all would)."""
+        from mpi4py import MPI
+        group = self.ctrl.Get_group().Incl(live)
+        self.data = self.ctrl.Create_group(group, tag=7)
+        self.data.Set_errhandler(MPI.ERRORS_RETURN)
+        self.members = list(live)
+        self.index = {w: i for i, w in enumerate(live)}
+        _count.value = 0
+
+
+@functools.cache
+def _comms() -> _Comms:
+    comms = _Comms()
+    _install_exit_guards()
+    return comms
+
+
+def world() -> Any:
+    """spec's data communicator."""
+    return _comms().data
+
+
+def rank() -> int:
+    """This process's rank in COMM_WORLD (its device's id)."""
+    return _comms().rank
+
+
+def size() -> int:
+    return len(_comms().pids)
+
+
+def timeout() -> float:
+    """Seconds any wait may last (``SPEC_MPI_TIMEOUT``, read when MPI is
+    first used)."""
+    return _timeout()
+
+
+@functools.cache
+def _timeout() -> float:
+    return float(os.environ.get("SPEC_MPI_TIMEOUT", "60"))
+
+
+def alive(world_rank: int) -> bool:
+    """Whether a process still runs (its pid exists and is not a zombie)."""
+    if world_rank in _comms().dead:
+        return False
+    try:
+        with open(f"/proc/{_comms().pids[world_rank]}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+_exit_code = [0]
+
+
+def _install_exit_guards() -> None:
+    """After a process failure MPI cannot finalize (it would wait for the
+    dead): exit without it. hydra (``-disable-auto-cleanup``) signals the
+    survivors with SIGUSR1 when a rank dies: not a reason to die too."""
+    import atexit
+    import signal
+    import sys
+
+    signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    previous = sys.excepthook
+
+    def hook(*args: Any) -> None:
+        _exit_code[0] = 1
+        previous(*args)
+
+    sys.excepthook = hook
+
+    def leave() -> None:
+        if _comms().dead:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(_exit_code[0])
+
+    atexit.register(leave)
+
+
+# ============================================================== transport
+
+
+class _Counter:
+    """Collectives are numbered in program order; every rank counts the same
+    (SPMD), so the number names a collective across ranks."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def next(self) -> int:
+        self.value += 1
+        return self.value
+
+
+_count = _Counter()
+
+
+def collectives_run() -> int:
+    """How many collectives this rank has taken part in."""
+    return _count.value
+
+
+@functools.lru_cache(maxsize=256)
+def _described(kind: str, detail: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    return _encode({"n": 0, "kind": kind, "detail": detail, "dtype": str(np.dtype(dtype)),
+                    "shape": list(shape)})
+
+
+def _header(number: int, kind: str, detail: str, dtype: str, shape: tuple[int, ...]
+            ) -> np.ndarray:
+    """A collective's header: its number (8 bytes), then its description
+    (encoded once per kind of collective)."""
+    out = np.empty(_HEADER_BYTES + 8, np.uint8)
+    out[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
+    out[8:] = _described(kind, detail, dtype, shape)
+    return out
+
+
+def _encode(header: dict[str, Any]) -> np.ndarray:
+    raw = json.dumps(header, sort_keys=True).encode()
+    if len(raw) > _HEADER_BYTES:
+        raise ValueError(f"collective header too long: {raw[:80]!r}...")
+    out = np.zeros(_HEADER_BYTES, np.uint8)
+    out[:len(raw)] = np.frombuffer(raw, np.uint8)
+    return out
+
+
+def _decode(buf: np.ndarray) -> dict[str, Any]:
+    """A header back as a dict (its number from the first 8 bytes, when it
+    has them)."""
+    number = None
+    if buf.size == _HEADER_BYTES + 8:
+        number = int(np.frombuffer(buf[:8].tobytes(), np.int64)[0])
+        buf = buf[8:]
+    raw = bytes(buf).rstrip(b"\0")
+    decoded: dict[str, Any] = json.loads(raw.decode())
+    if number is not None:
+        decoded["n"] = number
+    return decoded
+
+
+_ABORT_TAG = 32001
+_CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
+
+
+def _wait(requests: list[Any], peers: list[int], what: str) -> None:
+    """Poll ``requests`` (one per peer, world ranks) until all complete. A
+    peer that dies, a failure another process reports, or the deadline
+    passing ends the wait with an error naming the peers."""
+    c = _comms()
+    start = time.monotonic()
+    deadline = start + timeout()
+    next_check = start + _CHECK_EVERY
+    while not _test_all(requests, peers, what):
+        now = time.monotonic()
+        # Large transfers move as MPI makes progress, which testing drives:
+        # keep testing, only yielding the core (ranks may outnumber cores);
+        # a wait this long is for a peer still computing: sleep between tests.
+        if now - start < 0.02:
+            os.sched_yield()
+        else:
+            time.sleep(min(1e-3, (now - start) / 100))
+        if now >= next_check:
+            next_check = now + _CHECK_EVERY
+            missing = [p for p, r in zip(peers, requests) if not r.Test()]
+            dead = sorted({p for p in missing if not alive(p)})
+            if dead:
+                _abandon(requests)
+                _announce(dead)
+                raise CollectiveFailedError(
+                    f"rank {c.rank}: {what}: process(es) {dead} failed")
+            reported = _reported_failure()
+            if reported is not None:
+                _abandon(requests)
+                raise CollectiveFailedError(
+                    f"rank {c.rank}: {what}: abandoned, rank {reported[0]} reported failed "
+                    f"process(es) {reported[1]}")
+        if now > deadline:
+            missing = [p for p, r in zip(peers, requests) if not r.Test()]
+            _abandon(requests)
+            raise CollectiveTimeoutError(
+                f"rank {c.rank}: {what}: rank(s) {missing} did not join within "
+                f"{timeout():g} s (a collective reached by only some ranks?)")
+
+
+def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
+    """Whether all requests completed; an error MPI reports (a peer's
+    connection broke) names the peers that died."""
+    from mpi4py import MPI
+    try:
+        return bool(MPI.Request.Testall(requests))
+    except MPI.Exception as e:
+        _abandon(requests)
+        dead = _dead_peers_after_error(peers)
+        if dead:
+            _announce(dead)
+        raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
+                                    f"(MPI: {e.Get_error_string()})") from None
+
+
+_SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
+
+
+def _dead_peers_after_error(peers: list[int]) -> list[int]:
+    """The peers that died, after MPI reported a broken connection: the
+    process table may lag the broken socket (a loaded machine), so it is
+    polled for a short, bounded time before naming none."""
+    deadline = time.monotonic() + _SETTLE
+    while True:
+        dead = sorted({p for p in peers if not alive(p)})
+        if dead or time.monotonic() > deadline:
+            return dead
+        time.sleep(_CHECK_EVERY)
+
+
+def _abandon(requests: list[Any]) -> None:
+    """Receives are cancelled; sends to a dead peer never complete: all are
+    kept referenced, with the communicator they belong to."""
+    for r in requests:
+        try:
+            if not r.Test():
+                r.Cancel()
+        except Exception:  # a request of a failed peer may refuse even that
+            pass
+    _comms().pending.extend(requests)
+
+
+def _announce(dead: list[int]) -> None:
+    """Tell every other live process that a collective failed, so that
+    those waiting elsewhere (for processes that are alive but gave up) stop
+    too; the notice carries the live_devices epoch it belongs to."""
+    c = _comms()
+    c.dead.update(dead)
+    note = np.array([c.epoch, c.rank, *dead], np.int64)
+    for peer in range(len(c.pids)):
+        if peer != c.rank and alive(peer):
+            c.pending.append(c.ctrl.Isend(note, dest=peer, tag=_ABORT_TAG))
+
+
+def _reported_failure() -> tuple[int, list[int]] | None:
+    """A failure notice of the current epoch, if one arrived (older ones are
+    read and dropped)."""
+    from mpi4py import MPI
+    c = _comms()
+    status = MPI.Status()
+    while c.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
+        note = np.empty(status.Get_count(MPI.INT64_T), np.int64)
+        c.ctrl.Recv(note, source=status.Get_source(), tag=_ABORT_TAG)
+        if int(note[0]) == c.epoch:
+            c.dead.update(int(d) for d in note[2:])
+            return int(note[1]), [int(d) for d in note[2:]]
+    return None
+
+
+def _as_bytes(block: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+
+
+def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
+             ) -> dict[int, np.ndarray]:
+    """Send ``block`` to the ranks ``send_to`` and receive one block of the
+    same type from each of ``recv_from`` (into the contiguous buffers
+    ``into`` when given); both sides' headers must agree."""
+    c = _comms()
+    comm = c.data
+    number = _count.next()
+    me = c.rank
+    encoded = _header(number, kind, detail, block.dtype.str, block.shape)
+    h_tag = (2 * number) % (2 * _TAG_SPAN)
+    d_tag = h_tag + 1
+    what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
+    payload = _as_bytes(block)
+    sends = []
+    for peer in send_to:
+        sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
+        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
+    _after_sends(number, payload.nbytes)
+    peers = list(recv_from)
+    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
+    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
+          peers, what)
+    for peer, raw in zip(peers, headers):
+        if not np.array_equal(raw, encoded):
+            theirs = _decode(raw)
+            raise CollectiveMismatchError(
+                f"rank {me}: {what} here, but rank {peer} reached "
+                f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
+                f"{theirs['dtype']}{theirs['shape']}")
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in peers}
+    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
+           for p in peers], peers, what)
+    _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
+    return received
+
+
+def _after_sends(number: int, nbytes: int) -> None:
+    """A seam for fault-injection tests (a process dying inside a
+    collective, its sends under way); does nothing."""
+
+
+def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
+    return buf.reshape(-1).view(np.uint8)
+
+
+# ================================================================ backend
+
+
+def _keep_freed_memory() -> None:
+    """Every collective's result is a fresh buffer; so that receiving 64 MB
+    does not fault in 64 MB of new pages each time, ask glibc to serve large
+    blocks from its heap and keep freed ones (Linux only; else nothing)."""
+    import ctypes
+    import ctypes.util
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 1 << 30)
+    mallopt(m_trim_threshold, (1 << 31) - 1)
+
+
+def _my_group(geo: S.Geometry, axes: S.Axes) -> tuple[np.ndarray, int]:
+    """The group of this rank's device along ``axes`` and its place in it."""
+    (k,) = geo.local
+    return geo.group_of(k, axes)
+
+
+def _detail(axes: S.Axes, extra: str = "") -> str:
+    return ",".join(map(str, axes)) + extra
+
+
+class MPIBackend(S.Backend):
+    """One device per rank: a collective exchanges this rank's block with
+    its group's ranks, then combines in position order."""
+
+    name = "mpi"
+    local = S.VirtualBackend()  # for meshes whose devices all live here
+
+    def __init__(self) -> None:
+        _keep_freed_memory()
+
+    def all_gather(self, bufs: S.Bufs, axes: S.Axes, dim: int, geo: S.Geometry) -> S.Bufs:
+        if geo.all_local:
+            return self.local.all_gather(bufs, axes, dim, geo)
+        # The blocks land in one stacked buffer: along dimension 0 it is
+        # already the concatenation.
+        group, pos = _my_group(geo, axes)
+        mine = S.first(bufs)
+        stacked = np.empty((len(group), *mine.shape), mine.dtype)
+        stacked[pos] = mine
+        peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
+        exchange(mine, list(peers), list(peers), "all_gather", _detail(axes, f";dim={dim}"),
+                 into=peers)
+        if dim == 0:
+            whole = stacked.reshape((-1, *mine.shape[1:]))
+        else:
+            whole = np.concatenate(list(stacked), axis=dim)
+        return geo.place(whole)
+
+    def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
+        if geo.all_local:
+            return self.local.all_reduce(bufs, axes, op, geo)
+        blocks = self._group_blocks(bufs, axes, geo, "all_reduce", f";op={op}")
+        acc = blocks[0]
+        for b in blocks[1:]:
+            acc = S.combine(op, acc, b)
+        return geo.place(acc)
+
+    def ppermute(self, bufs: S.Bufs, axes: S.Axes, perm: Sequence[tuple[int, int]],
+                 geo: S.Geometry) -> S.Bufs:
+        if geo.all_local:
+            return self.local.ppermute(bufs, axes, perm, geo)
+        group, pos = _my_group(geo, axes)
+        mine = S.first(bufs)
+        send_to = [geo.procs[int(group[d])] for s, d in perm if s == pos]
+        recv_from = [geo.procs[int(group[s])] for s, d in perm if d == pos]
+        got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
+        out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
+        return geo.place(out)
+
+    def _group_blocks(self, bufs: S.Bufs, axes: S.Axes, geo: S.Geometry, kind: str,
+                      extra: str) -> list[np.ndarray]:
+        group, pos = _my_group(geo, axes)
+        mine = S.first(bufs)
+        peers = [geo.procs[int(k)] for i, k in enumerate(group) if i != pos]
+        got = exchange(mine, peers, peers, kind, _detail(axes, extra))
+        return [mine if i == pos else got[geo.procs[int(k)]] for i, k in enumerate(group)]
+
+
+# =========================================================== live processes
+
+_BARRIER_TAG = 32002
+_REPLY_TAG = 32003
+
+
+def live_processes(procs: Sequence[int]) -> list[int]:
+    """The processes among ``procs`` that are alive, the same list returned
+    to each of them: a barrier among the live ones, run by a coordinator
+    (the lowest of ``procs``; its death ends the job). Everyone sends its
+    arrival; the coordinator waits for each process to arrive or be seen
+    dead (or the deadline, after which it counts as dead), then sends the
+    live list to the arrived. When the list changed, the survivors make a
+    new data communicator among themselves."""
+    c = _comms()
+    c.epoch += 1
+    procs = sorted(set(int(p) for p in procs))
+    coordinator = procs[0]
+    if c.rank == coordinator:
+        live = _coordinate([p for p in procs if p != c.rank and p not in c.dead])
+    else:
+        live = _arrive(coordinator)
+    _reported_failure()  # drop the notices of the epoch that ended
+    c.dead.update(p for p in procs if p not in live)
+    if live != [w for w in c.members if w in procs] or len(live) != len(c.members):
+        c.rebuild(live)
+    return live
+
+
+def _coordinate(expected: list[int]) -> list[int]:
+    c = _comms()
+    tag = _BARRIER_TAG
+    arrivals = {p: np.zeros(1, np.int64) for p in expected}
+    requests = {p: c.ctrl.Irecv(arrivals[p], source=p, tag=tag) for p in expected}
+    deadline = time.monotonic() + timeout()
+    arrived: set[int] = set()
+    gone: set[int] = set()
+    while len(arrived) + len(gone) < len(expected):
+        for p in expected:
+            if p in arrived or p in gone:
+                continue
+            if requests[p].Test():
+                if int(arrivals[p][0]) == c.epoch:
+                    arrived.add(p)
+                else:  # a stale arrival from an epoch this process left early: wait on
+                    requests[p] = c.ctrl.Irecv(arrivals[p], source=p, tag=tag)
+            elif not alive(p) or time.monotonic() > deadline:
+                gone.add(p)
+        time.sleep(1e-4)
+    _abandon([requests[p] for p in gone])
+    live = sorted(arrived | {c.rank})
+    reply = np.full(len(c.pids) + 1, -1, np.int64)
+    reply[0] = c.epoch
+    reply[1:1 + len(live)] = live
+    c.pending.extend(c.ctrl.Isend(reply, dest=p, tag=_REPLY_TAG) for p in arrived)
+    return live
+
+
+def _arrive(coordinator: int) -> list[int]:
+    import sys
+    c = _comms()
+    c.pending.append(c.ctrl.Isend(np.array([c.epoch], np.int64), dest=coordinator,
+                                  tag=_BARRIER_TAG))
+    reply = np.empty(len(c.pids) + 1, np.int64)
+    request = c.ctrl.Irecv(reply, source=coordinator, tag=_REPLY_TAG)
+    deadline = time.monotonic() + 2 * timeout()
+    while not request.Test():
+        if not alive(coordinator) or time.monotonic() > deadline:
+            # Without its coordinator no process can agree on anything.
+            print(f"rank {c.rank}: process {coordinator}, the coordinator of live_devices, "
+                  "failed: the job ends", file=sys.stderr, flush=True)
+            c.dead.add(coordinator)
+            os._exit(1)
+        time.sleep(1e-4)
+    return [int(p) for p in reply[1:] if p >= 0]
+
+
+def _others(procs: Sequence[int] | None) -> list[int]:
+    """The other live processes (of ``procs``, when given)."""
+    c = _comms()
+    return [r for r in (c.members if procs is None else procs) if r != c.rank]
+
+
+def agree(what: str, value: Any, procs: Sequence[int] | None = None) -> None:
+    """Check that every rank (of ``procs``, default all live ones) passes
+    the same ``value`` (a JSON-able description) at this point; raise
+    ValueError naming the ranks that differ."""
+    if not active():
+        return
+    me = rank()
+    others = _others(procs)
+    raw = json.dumps(value, sort_keys=True).encode()
+    if len(raw) > _HEADER_BYTES:  # compare a digest; show it when they differ
+        raw = json.dumps(hashlib.sha256(raw).hexdigest()).encode()
+    mine = np.zeros(_HEADER_BYTES, np.uint8)
+    mine[:len(raw)] = np.frombuffer(raw, np.uint8)
+    got = exchange(mine, others, others, "agree", what)
+    differ = {r: _decode(b) for r, b in got.items() if not np.array_equal(b, mine)}
+    if differ:
+        shown = "; ".join(f"rank {r}: {v}" for r, v in sorted(differ.items()))
+        raise ValueError(f"rank {me}: {what} differs across ranks: here {value}; {shown}")
+
+
+def allgather_blocks(block: np.ndarray, what: str) -> list[np.ndarray]:
+    """Every live rank's block (all of the same type), in rank order."""
+    me = rank()
+    others = _others(None)
+    got = exchange(block, others, others, "process_allgather", what)
+    return [block if r == me else got[r] for r in sorted([me, *others])]
+
+
+def barrier(name: str) -> None:
+    """All ranks meet here (with a deadline)."""
+    others = _others(None)
+    exchange(np.zeros(1, np.uint8), others, others, "barrier", name)
+
+
+__all__ = ["CollectiveFailedError", "CollectiveMismatchError", "CollectiveTimeoutError",
+           "MPIBackend", "active", "agree", "alive", "allgather_blocks", "barrier",
+           "collectives_run", "exchange", "live_processes", "rank", "size", "timeout", "world"]

@@ -1,0 +1,183 @@
+"""Configuration flags, spelled as JAX spells them.
+
+Each flag has a default, an environment variable that overrides the default
+at import time, and can be changed with ``config.update(name, value)``, read
+as ``config.<name>``, and set for a block with the flag's context manager
+(``with config.enable_x64(True): ...``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["config", "Config", "enable_x64", "use_direct_linearize"]
+
+_FALSY = ("", "0", "false", "f", "no", "n", "off")
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() not in _FALSY
+
+
+def _parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+def _parse_str(text: str) -> str:
+    return text
+
+
+@dataclass
+class _Flag:
+    name: str
+    default: Any
+    env_var: str
+    parse: Callable[[str], Any]
+    choices: tuple[Any, ...] | None = None
+
+    def initial_value(self) -> Any:
+        raw = os.environ.get(self.env_var)
+        return self.default if raw is None else self.parse(raw)
+
+
+_FLAGS: dict[str, _Flag] = {
+    flag.name: flag
+    for flag in (
+        _Flag("jax_enable_x64", False, "JAX_ENABLE_X64", _parse_bool),
+        _Flag("jax_num_cpu_devices", 1, "JAX_NUM_CPU_DEVICES", _parse_int),
+        _Flag("jax_use_direct_linearize", True, "JAX_USE_DIRECT_LINEARIZE", _parse_bool),
+        _Flag("jax_default_matmul_precision", None, "JAX_DEFAULT_MATMUL_PRECISION", _parse_str,
+              (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               "bfloat16_3x", "tensorfloat32_3x", "fastest", "ANY_F8_ANY_F8_F32",
+               "F16_F16_F16", "F32_F32_F32", "F64_F64_F64", "BF16_BF16_F32")),
+        _Flag("jax_explicit_x64_dtypes", "warn", "JAX_EXPLICIT_X64_DTYPES", _parse_str,
+              ("allow", "warn", "error")),
+        _Flag("jax_numpy_rank_promotion", "allow", "JAX_NUMPY_RANK_PROMOTION", _parse_str,
+              ("allow", "warn", "raise")),
+        _Flag("jax_numpy_dtype_promotion", "standard", "JAX_NUMPY_DTYPE_PROMOTION", _parse_str,
+              ("standard", "strict")),
+        _Flag("jax_platforms", None, "JAX_PLATFORMS", _parse_str),
+        _Flag("jax_threefry_partitionable", True, "JAX_THREEFRY_PARTITIONABLE", _parse_bool),
+        _Flag("jax_disable_jit", False, "JAX_DISABLE_JIT", _parse_bool),
+        # As in JAX, enables internal checking; in spec: check_jaxpr on every
+        # jaxpr that jit/make_jaxpr trace.
+        _Flag("jax_enable_checks", False, "JAX_ENABLE_CHECKS", _parse_bool),
+        # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
+        # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
+        _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
+    )
+}
+
+
+class Config:
+    """The flag store. ``config.jax_enable_x64`` reads; ``update`` writes."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {n: f.initial_value() for n, f in _FLAGS.items()}
+        # Bumped on every change, so caches keyed on configuration can use it.
+        self.epoch = 0
+
+    def update(self, name: str, value: Any) -> None:
+        flag = _FLAGS.get(name)
+        if flag is None:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        if isinstance(flag.default, bool):
+            # As JAX: a boolean flag stores the truth value of whatever it is
+            # given (0, None, [] are False; any non-empty string is True).
+            value = bool(value)
+        if flag.choices is not None and value not in flag.choices:
+            raise ValueError(f"{name} must be one of {flag.choices}, got {value!r}")
+        self._values[name] = value
+        self.epoch += 1
+
+    def read(self, name: str) -> Any:
+        if name not in self._values:
+            raise AttributeError(f"Unrecognized config option: {name}")
+        return self._values[name]
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_values")
+        if values is not None and name in values:
+            return values[name]
+        raise AttributeError(f"Unrecognized config option: {name}")
+
+    def values_key(self) -> tuple[Any, ...]:
+        """The flags that change what a traced program means (for jit caches)."""
+        v = self._values
+        return (v["jax_enable_x64"], v["jax_use_direct_linearize"],
+                v["jax_default_matmul_precision"], v["jax_numpy_rank_promotion"],
+                v["jax_numpy_dtype_promotion"])
+
+    def use_direct_linearize(self, new_val: bool = True) -> contextlib.AbstractContextManager[None]:
+        """Within the block, select the direct (True) or legacy (False)
+        linearize path (``spec.config.use_direct_linearize(False)``)."""
+        return self._override("jax_use_direct_linearize", new_val)
+
+    @contextlib.contextmanager
+    def _override(self, name: str, value: Any) -> Iterator[None]:
+        old = self._values[name]
+        self.update(name, value)
+        try:
+            yield
+        finally:
+            self.update(name, old)
+
+
+config = Config()
+
+
+def x64_enabled() -> bool:
+    return bool(config._values["jax_enable_x64"])
+
+
+@contextlib.contextmanager
+def enable_x64(new_val: bool = True) -> Iterator[None]:
+    with config._override("jax_enable_x64", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def use_direct_linearize(new_val: bool = True) -> Iterator[None]:
+    with config._override("jax_use_direct_linearize", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def default_matmul_precision(new_val: str | None) -> Iterator[None]:
+    with config._override("jax_default_matmul_precision", new_val):
+        yield
+
+
+def update(name: str, value: Any) -> None:
+    config.update(name, value)
+
+
+@contextlib.contextmanager
+def numpy_dtype_promotion(mode: str) -> Iterator[None]:
+    """``with numpy_dtype_promotion("strict"): ...``"""
+    with config._override("jax_numpy_dtype_promotion", mode):
+        yield
+
+
+@contextlib.contextmanager
+def numpy_rank_promotion(mode: str) -> Iterator[None]:
+    """``with numpy_rank_promotion("raise"): ...``"""
+    with config._override("jax_numpy_rank_promotion", mode):
+        yield
+
+
+@contextlib.contextmanager
+def enable_checks(new_val: bool = True) -> Iterator[None]:
+    with config._override("jax_enable_checks", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Run jit-decorated functions eagerly (op by op) inside the block."""
+    with config._override("jax_disable_jit", disable):
+        yield

@@ -1,0 +1,1139 @@
+"""The core: typed IR, primitives, traces, evaluation, type checking, printing.
+
+Data flows one way: a user function calls ``Primitive.bind``; ``bind`` hands
+the primitive to the *current trace*. The eval trace types the operands,
+runs the typing rule and then the NumPy impl; the jaxpr trace runs only the
+typing rule and records an equation. Transforms (later issues) are further
+traces with the same interface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from spec._src.core import pretty as pp
+from spec._src.core.errors import (
+    ConcretizationTypeError,
+    JaxprTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from spec._src.core.state_types import RefType
+from spec._src.core.sharding import _context as _mesh_context
+from spec._src.core.types import (
+    ArrayType,
+    Typed,
+    canonicalize_dtype,
+    dtype_of_value,
+    is_python_scalar,
+    python_scalar_dtype,
+)
+
+# ============================================================ rule sections
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A rule section not written yet; ``missing_sections()`` lists it."""
+
+    issue: str
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """A rule section that cannot exist for this primitive, and why."""
+
+    reason: str
+
+
+def pending(issue: str) -> Pending:
+    return Pending(issue)
+
+
+def not_applicable(reason: str) -> NotApplicable:
+    return NotApplicable(reason)
+
+
+Section = Callable[..., Any] | Pending | NotApplicable
+TypingRule = Callable[..., Sequence[ArrayType]]
+PpRule = Callable[["Eqn", "PpContext"], pp.Doc]
+
+
+class Primitive:
+    """One primitive: a name and its rule sections.
+
+    ``typing(*in_types, **params)`` returns the output types (a sequence) or
+    raises TypeError/ValueError citing a numbered constraint. ``impl(*arrays,
+    **params)`` computes on NumPy arrays of exactly the operand types and
+    returns a sequence of arrays of exactly the output types.
+    """
+
+    SECTIONS: ClassVar[tuple[str, ...]] = (
+        "typing", "impl", "sharding", "jvp", "transpose", "batch")
+
+    def __init__(self, name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
+                 multiple_results: bool = False, jvp: Section = Pending("autodiff"),
+                 transpose: Section = Pending("autodiff"), batch: Section = Pending("vmap"),
+                 sharding: Section = Pending("sharding"), pp_rule: PpRule | None = None,
+                 doc: str = "") -> None:
+        self.name = name
+        self.typing = typing
+        self.impl = impl
+        self.multiple_results = multiple_results
+        self.jvp = jvp
+        self.transpose = transpose
+        self.batch = batch
+        self.sharding = sharding
+        self.pp_rule = pp_rule
+        self.doc = doc
+        # Optional transform hooks beyond the per-primitive sections: how the
+        # direct linearize trace and partial evaluation handle primitives that
+        # carry sub-jaxprs (jit, custom rules, checkpoint, control flow).
+        self.linearize: Callable[..., Any] | None = None
+        self.partial_eval: Callable[..., Any] | None = None
+        # Staging with only literal operands may fold the equation away
+        # (JAX's constant folding of conversions): returns host values, or
+        # None to stage as usual.
+        self.const_fold: Callable[..., list[Any] | None] | None = None
+        # Dead-code elimination inside the equation (primitives with
+        # sub-jaxprs): ``dce(eqn, used_outputs)`` returns which operands are
+        # still read and the rewritten equation, or None to drop it. Without
+        # a rule an equation is kept whole or dropped whole.
+        self.dce: Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]] | None = None
+        # Varying manual axes (inside shard_map): by default a result varies
+        # along every axis an operand varies along, and operands varying
+        # along fewer axes are first cast up with ``pvary`` (JAX's standard
+        # rule). A primitive with its own rule sets ``vma_rule(*avals,
+        # **params) -> [frozenset]``; one whose typing rule already gives
+        # the vma (calls, control flow) sets ``vma_from_typing``.
+        self.vma_rule: Callable[..., list[frozenset[Any]]] | None = None
+        self.vma_from_typing = False
+        # Refs (issue 8): only primitives that declare it take ref operands
+        # (get/swap/..., calls); staging asks ``effects_rule(atoms, params)``
+        # for the equation's effects (writes to refs), which dead-code
+        # elimination keeps.
+        self.accepts_refs = False
+        self.effects_rule: Callable[[list[Any], dict[str, Any]], frozenset[Any]] | None = None
+        # Autodiff runs this primitive's JVP rule even when no operand has a
+        # tangent (``new_ref``: every ref gets a tangent ref, which later
+        # writes of differentiated values need).
+        self.jvp_on_zero_tangents = False
+        # Its transpose rule accepts a ``RefAccum`` for a value operand whose
+        # cotangent goes into a gradient ref (``VJP.with_refs``), and adds
+        # into that ref only where it contributes (slicing; calls pass it on).
+        self.transpose_accumulates = False
+        for section in self.SECTIONS:
+            value = getattr(self, section)
+            attach = getattr(value, "for_primitive", None)
+            if attach is not None:
+                setattr(self, section, attach(self))
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        if _mesh_context.in_manual and self.vma_rule is None and not self.vma_from_typing:
+            args = tuple(_insert_pvary(args))
+        outs = current_trace().process_primitive(self, args, params)
+        return outs if self.multiple_results else outs[0]
+
+    def section(self, name: str) -> Section:
+        return getattr(self, name)  # type: ignore[no-any-return]
+
+
+def _insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
+    """Operands that vary along fewer manual axes than others are cast up
+    with ``pvary`` (a free cast), so that every operand has the result's
+    varying axes, as JAX's standard rule stages it."""
+    vmas: list[frozenset[Any]] = [getattr(_aval_or_none(a), "vma", frozenset()) for a in args]
+    union: frozenset[Any] = frozenset().union(*vmas)
+    if not union or all(v == union for v in vmas):
+        return args
+    from spec._src.lax.shard_map import vary
+    return [vary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
+            for a, v in zip(args, vmas)]
+
+
+def _aval_or_none(x: Any) -> ArrayType | None:
+    try:
+        return canonical_aval_of(x)
+    except TypeError:
+        return None
+
+
+# ===================================================================== IR
+
+
+class Var:
+    """A jaxpr variable. Identity is the variable; names are given at printing."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ArrayType) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class DropVar(Var):
+    """An equation output that nothing reads (printed ``_``)."""
+
+    __slots__ = ()
+
+
+class Literal:
+    """A scalar constant inlined in an equation (printed ``2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ArrayType) -> None:
+        self.val = val
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({_literal_text(self)})"
+
+
+Atom = Var | Literal
+
+
+@dataclass(eq=False)
+class Eqn:
+    invars: list[Atom]
+    outvars: list[Var]
+    primitive: Primitive
+    params: dict[str, Any]
+    effects: frozenset[Any] = frozenset()
+    source_info: Any = None
+
+    def replace(self, **changes: Any) -> Eqn:
+        fields = dict(invars=self.invars, outvars=self.outvars, primitive=self.primitive,
+                      params=self.params, effects=self.effects, source_info=self.source_info)
+        if self.effects and "invars" in changes and "effects" not in changes \
+                and len(changes["invars"]) == len(self.invars):
+            # A write names its ref operand's variable: renamed operands carry it.
+            fields["effects"] = _renamed_effects(self.effects, self.invars, changes["invars"])
+        fields.update(changes)
+        return Eqn(**fields)
+
+    def __str__(self) -> str:
+        return pp_eqn(self, PpContext()).format()
+
+
+@dataclass(eq=False)
+class Jaxpr:
+    """A typed program. ``consts`` are the values of ``constvars`` when known
+    (a closed jaxpr); ``str`` is JAX's jaxpr text."""
+
+    constvars: list[Var]
+    invars: list[Var]
+    outvars: list[Atom]
+    eqns: list[Eqn]
+    effects: frozenset[Any] = frozenset()
+    consts: list[Any] = field(default_factory=list)
+    # The evaluation plan, built on first evaluation (see eval_jaxpr_values).
+    _plan: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def in_avals(self) -> list[ArrayType]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ArrayType]:
+        return [v.aval for v in self.outvars]
+
+    @property
+    def jaxpr(self) -> Jaxpr:
+        """A closed jaxpr's open jaxpr; here one object plays both roles."""
+        return self
+
+    @property
+    def literals(self) -> list[Any]:
+        return self.consts
+
+    def __str__(self) -> str:
+        return pp_toplevel(self).format()
+
+    __repr__ = __str__
+
+    def pretty_print(self, width: int = 80) -> str:
+        return pp_toplevel(self).format(width)
+
+
+ClosedJaxpr = Jaxpr
+
+
+# ================================================================ tracers
+
+
+class Trace:
+    """Interprets primitives. Subclasses say what binding means."""
+
+    name: ClassVar[str] = "Trace"
+
+    def __init__(self) -> None:
+        self.valid = True
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def invalidate(self) -> None:
+        self.valid = False
+
+
+class _Context(threading.local):
+    def __init__(self) -> None:
+        self.trace: Trace = EvalTrace()
+
+
+def current_trace() -> Trace:
+    return _context.trace
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace) -> Iterator[None]:
+    previous = _context.trace
+    _context.trace = trace
+    try:
+        yield
+    finally:
+        _context.trace = previous
+
+
+def _shape_text(aval: ArrayType) -> str:
+    return str(aval)
+
+
+class Tracer(Typed):
+    """A value standing for an array inside a trace.
+
+    Array methods and operators come from ``spec._src.api.array_methods``, which
+    installs them on both Array and Tracer.
+    """
+
+    __array_priority__ = 1000
+    _trace: Trace
+
+    @property
+    def aval(self) -> ArrayType:
+        raise NotImplementedError
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object")
+        return self.aval.shape[0]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.aval})"
+
+    def _concretization(self, what: str) -> str:
+        return (f"Abstract tracer value encountered where concrete value is expected: "
+                f"traced array with shape {self.aval}\nThe problem arose with the `{what}` "
+                "function. The value depends on a traced argument, so it is not known in "
+                "Python while the function is being traced.")
+
+    def __bool__(self) -> bool:
+        raise TracerBoolConversionError(
+            f"Attempted boolean conversion of traced array with shape {self.aval}.\n"
+            "The value is not known while tracing; use lax.cond or jnp.where for "
+            "value-dependent control flow, or mark the argument static.")
+
+    def __int__(self) -> int:
+        raise ConcretizationTypeError(self._concretization("int"))
+
+    def __float__(self) -> float:
+        raise ConcretizationTypeError(self._concretization("float"))
+
+    def __complex__(self) -> complex:
+        raise ConcretizationTypeError(self._concretization("complex"))
+
+    def __index__(self) -> int:
+        raise TracerIntegerConversionError(
+            f"The __index__() method was called on traced array with shape {self.aval}.\n"
+            "A traced value cannot be used as a Python integer (e.g. as an index or a "
+            "size); use lax.dynamic_slice or make the argument static.")
+
+    def item(self, *args: Any) -> Any:
+        raise ConcretizationTypeError(self._concretization("item"))
+
+    def tolist(self) -> Any:
+        raise ConcretizationTypeError(self._concretization("tolist"))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise TracerArrayConversionError(
+            "The numpy.ndarray conversion method __array__() was called on traced array "
+            f"with shape {self.aval}.\nNumPy functions cannot be applied to traced values; "
+            "use the spec.numpy equivalent.")
+
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: {type(self).__name__}")
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        from spec import lax  # a structural op: the rules layer provides it
+        return iter(lax.unstack(self))
+
+
+def check_tracer_alive(x: Tracer) -> None:
+    if not x._trace.valid:
+        raise UnexpectedTracerError(
+            "Encountered an unexpected tracer. A function transformed by spec had a side "
+            "effect, allowing for a reference to an intermediate value with type "
+            f"{x.aval} wrapped in a {type(x).__name__} to escape the scope of the "
+            "transformation.\nTransformed functions must return their outputs instead of "
+            "storing traced values in outer scopes.")
+
+
+# ========================================================= concrete values
+
+
+def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
+    """A concrete operand as (NumPy array of its canonical dtype, its type)."""
+    if type(x) is _array_class():
+        return x._value, x.aval  # the common case, first
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ArrayType):
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+            raise UnexpectedTracerError(
+                f"A tracer of type {aval} from {type(x._trace).__name__} reached a "
+                "computation outside its trace.")
+        return x._value, aval
+    if is_python_scalar(x):
+        dt = python_scalar_dtype(type(x))
+        return _scalar_array(x, dt), ArrayType((), dt, not isinstance(x, bool))
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtype_of_value(x)
+        arr = np.asarray(x)
+        if arr.dtype != dt:
+            arr = arr.astype(dt)
+        return arr, ArrayType(arr.shape, dt, False)
+    if hasattr(x, "__jax_array__"):
+        return canonical_value(x.__jax_array__())
+    if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
+        raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+    if hasattr(x, "__array__"):
+        return canonical_value(np.asarray(x))
+    raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
+
+
+def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
+    if isinstance(x, int) and not isinstance(x, bool):
+        info = np.iinfo(dt)
+        if not info.min <= x <= info.max:
+            raise OverflowError(f"Python int {x} too large to convert to {dt}")
+    return np.asarray(x, dtype=dt)
+
+
+@functools.cache
+def _array_class() -> Any:
+    from spec._src.core.array import Array
+    return Array
+
+
+# Typing rules are pure functions of (primitive, operand types, params), so
+# their results can be memoised; eager dispatch of a repeated operation then
+# skips re-deriving types. Failures are not cached: they re-raise each time.
+_TYPING_CACHE: dict[Any, Sequence[ArrayType]] = {}
+_TYPING_CACHE_LIMIT = 20_000
+
+
+def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+                 ) -> Sequence[ArrayType]:
+    try:
+        # Sharding sections read the context mesh: it is part of the key.
+        key = (prim, _mesh_context.typing_key, *avals, *params.items())
+        cached = _TYPING_CACHE.get(key)
+    except TypeError:  # an unhashable param: type without the cache
+        return _typed(prim, avals, params)
+    if cached is None:
+        cached = _typed(prim, avals, params)
+        if len(_TYPING_CACHE) >= _TYPING_CACHE_LIMIT:
+            _TYPING_CACHE.clear()
+        _TYPING_CACHE[key] = cached
+    return cached
+
+
+def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+           ) -> Sequence[ArrayType]:
+    """The typing rule's output types, with shardings when an operand has one:
+    the sharding section ``sharding(*avals, **params) -> [NamedSharding | None]``
+    gives them (raising ShardingTypeError where the operands' shardings do not
+    combine). Until a primitive's section is written, sharded operands are
+    refused rather than their shardings dropped."""
+    if not prim.accepts_refs:
+        for a in avals:
+            if type(a) is RefType:
+                raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
+                                 "did you forget to unpack ([...]) the ref?")
+    out = prim.typing(*avals, **params)
+    if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
+            params.get(k) is not None for k in ("sharding", "out_sharding")):
+        if prim.vma_rule is not None or any(a.vma for a in avals):
+            return _with_vma(prim, avals, out, params)
+        return out
+    rule = prim.sharding
+    if isinstance(rule, (Pending, NotApplicable)):
+        why = rule.issue if isinstance(rule, Pending) else rule.reason
+        raise NotImplementedError(
+            f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
+            "cannot be used with it yet")
+    shardings = rule(*avals, **params)
+    return _with_vma(prim, avals, [a.update(sharding=s) for a, s in zip(out, shardings)], params)
+
+
+def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayType],
+              params: dict[str, Any]) -> Sequence[ArrayType]:
+    """Results' varying manual axes: the primitive's own rule, the typing
+    rule's (calls, control flow), or the union of the operands'."""
+    if prim.vma_from_typing:
+        return outs
+    if prim.vma_rule is not None:
+        return [o.update(vma=v) for o, v in zip(outs, prim.vma_rule(*avals, **params))]
+    union: frozenset[Any] = frozenset().union(*(a.vma for a in avals))
+    if not union:
+        return outs
+    return [o.update(vma=union) for o in outs]
+
+
+def _typed_on_mesh(out_avals: Sequence[ArrayType]) -> bool:
+    """Whether a result's type is sharded over a mesh."""
+    for o in out_avals:
+        s = o.sharding
+        if s is not None and not s.mesh.empty:
+            return True
+    return False
+
+
+class EvalTrace(Trace):
+    """Eager evaluation: typing rule, then the NumPy impl."""
+
+    name = "EvalTrace"
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        array = _array_class()
+        values = []
+        avals = []
+        placed = False  # an operand laid out over a mesh: the op runs per device
+        for a in args:
+            if type(a) is array:  # the common case, inline
+                values.append(a._val)
+                avals.append(a.aval)
+                placed = placed or a._shards is not None
+            else:
+                value, aval = canonical_value(a)
+                values.append(value)
+                avals.append(aval)
+                # A Ref laid out over a mesh is placed as an Array is.
+                placed = placed or (type(aval) is RefType
+                                    and getattr(a, "_sharding", None) is not None)
+        out_avals = apply_typing(prim, avals, params)
+        if placed or _typed_on_mesh(out_avals):
+            from spec._src.interpreters import spmd as _spmd
+            return _spmd.eager(prim, args, params, out_avals)
+        outs = prim.impl(*values, **params)
+        made = array._from_checked
+        results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                   if type(a) is not RefType else _eager_ref(o, a)
+                   for o, a in zip(outs, out_avals)]
+        return results
+
+
+def _eager_ref(buf: np.ndarray, aval: ArrayType) -> Any:
+    """A primitive's ref result (``new_ref``) as an eager ``Ref``."""
+    from spec._src.api.ref import Ref
+    return Ref(buf, aval)  # type: ignore[arg-type]
+
+
+_context = _Context()
+
+
+# =========================================================== jaxpr tracing
+
+
+class JitTracer(Tracer):
+    __slots__ = ("_trace", "var")
+
+    def __init__(self, trace: JaxprTrace, var: Var) -> None:
+        self._trace = trace
+        self.var = var
+
+    @property
+    def aval(self) -> ArrayType:
+        return self.var.aval
+
+
+class JaxprTrace(Trace):
+    """Staging: every bind records a typed equation."""
+
+    name = "DynamicJaxprTrace"
+
+    def __init__(self, literal_host_values: bool = True) -> None:
+        super().__init__()
+        # Host scalars (Arrays with ``_py``, JAX's typed host values) are
+        # literals when staged where they were made; a trace that receives
+        # them from another (the tangent side of linearize) captures them
+        # as constants, as JAX does after staging them into the primal side.
+        self.literal_host_values = literal_host_values
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self._consts: dict[int, tuple[Var, Any]] = {}
+
+    def new_arg(self, aval: ArrayType) -> JitTracer:
+        var = Var(aval)
+        self.invars.append(var)
+        return JitTracer(self, var)
+
+    def to_atom(self, x: Any) -> Atom:
+        if isinstance(x, JitTracer) and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+            return self._const_var(x, x.aval)
+        if type(x) is _array_class():  # (its value is not read: it may live elsewhere)
+            py = x._py
+            if py is not None and not x.aval.shape and self.literal_host_values:
+                return Literal(py, x.aval)
+            return self._const_var(x, x.aval)
+        value, aval = canonical_value(x)
+        if not aval.shape:
+            # As in JAX: Python and NumPy scalars, and weak scalars made from
+            # Python values, are inlined; computed arrays are constants.
+            if is_python_scalar(x):
+                return Literal(x, aval)
+            py = getattr(x, "_py", None)
+            if py is not None and self.literal_host_values:
+                return Literal(py, aval)
+            if isinstance(x, (np.ndarray, np.generic)):
+                return Literal(value, aval)
+        return self._const_var(x, aval)
+
+    def _const_var(self, x: Any, aval: ArrayType) -> Var:
+        known = self._consts.get(id(x))
+        if known is not None:
+            return known[0]
+        var = Var(aval)
+        self._consts[id(x)] = (var, x)
+        return var
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        atoms = [self.to_atom(a) for a in args]
+        if prim.const_fold is not None and atoms and all(isinstance(a, Literal) for a in atoms):
+            folded = prim.const_fold(*[literal_value(a) for a in atoms if isinstance(a, Literal)],
+                                     **params)
+            if folded is not None:
+                return folded
+        out_avals = apply_typing(prim, [a.aval for a in atoms], params)
+        outvars = [Var(a) for a in out_avals]
+        eqn = Eqn(atoms, outvars, prim, params)
+        if prim.effects_rule is not None:
+            eqn.effects = prim.effects_rule(atoms, params)
+        self.eqns.append(eqn)
+        return [JitTracer(self, v) for v in outvars]
+
+    def to_jaxpr(self, outs: Sequence[Any]) -> Jaxpr:
+        outvars = [self.to_atom(o) for o in outs]
+        constvars = [v for v, _ in self._consts.values()]
+        consts = [c for _, c in self._consts.values()]
+        return Jaxpr(constvars, list(self.invars), outvars, list(self.eqns),
+                     jaxpr_effects(constvars, self.invars, self.eqns), consts=consts)
+
+
+def _renamed_effects(effects: frozenset[Any], old: Sequence[Any], new: Sequence[Any]
+                     ) -> frozenset[Any]:
+    from dataclasses import replace as dc_replace
+    to_new = {id(a): b for a, b in zip(old, new)}
+    return frozenset(dc_replace(e, ref=to_new.get(id(e.ref), e.ref)) if hasattr(e, "ref")
+                     else e for e in effects)
+
+
+def jaxpr_effects(constvars: Sequence[Var], invars: Sequence[Var], eqns: Sequence[Eqn]
+                  ) -> frozenset[Any]:
+    """A jaxpr's effects: its equations' writes to refs it takes (as inputs
+    or constants); writes to refs it creates are internal."""
+    found = [e for eqn in eqns for e in eqn.effects]
+    if not found:
+        return frozenset()
+    boundary = {id(v) for v in (*constvars, *invars)}
+    return frozenset(e for e in found if id(getattr(e, "ref", None)) in boundary)
+
+
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]
+                   ) -> tuple[Jaxpr, Sequence[Any]]:
+    """Stage ``fun`` (flat arrays in, flat arrays out) into a jaxpr.
+
+    Returns the jaxpr, whose ``consts`` hold the values of its constvars
+    (possibly tracers of an enclosing trace), and ``fun``'s raw outputs.
+    """
+    trace = JaxprTrace()
+    args = [trace.new_arg(a) for a in in_avals]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*args)
+            jaxpr = trace.to_jaxpr(outs)
+    finally:
+        trace.invalidate()
+    return jaxpr, outs
+
+
+# ============================================================== evaluation
+
+
+def _read(env: dict[Var, Any], atom: Atom) -> Any:
+    if isinstance(atom, Literal):
+        return np.asarray(atom.val, dtype=atom.aval.dtype)
+    return env[atom]
+
+
+@dataclass(frozen=True)
+class _Step:
+    impl: Callable[..., Sequence[Any]]
+    params: dict[str, Any]
+    inputs: tuple[tuple[bool, Any], ...]  # (is_slot, slot index or literal value)
+    outputs: tuple[int, ...]
+    release: tuple[int, ...]  # slots read for the last time here
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A jaxpr compiled for repeated NumPy evaluation: variables become list
+    slots, literals are converted once, and each value is released after its
+    last use so large intermediates do not pile up."""
+
+    n_slots: int
+    const_slots: tuple[int, ...]
+    in_slots: tuple[int, ...]
+    steps: tuple[_Step, ...]
+    outputs: tuple[tuple[bool, Any], ...]
+
+
+def _plan_of(jaxpr: Jaxpr) -> _Plan:
+    plan = jaxpr._plan
+    if plan is None:
+        plan = jaxpr._plan = _make_plan(jaxpr)
+    return plan  # type: ignore[no-any-return]
+
+
+def _make_plan(jaxpr: Jaxpr) -> _Plan:
+    slot: dict[int, int] = {}
+
+    def bind(v: Var) -> int:
+        slot[id(v)] = len(slot)
+        return slot[id(v)]
+
+    def ref(a: Atom) -> tuple[bool, Any]:
+        if isinstance(a, Literal):
+            return (False, np.asarray(a.val, dtype=a.aval.dtype))
+        return (True, slot[id(a)])
+
+    const_slots = tuple(bind(v) for v in jaxpr.constvars)
+    in_slots = tuple(bind(v) for v in jaxpr.invars)
+    last_use: dict[int, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.invars:
+            if isinstance(a, Var):
+                last_use[id(a)] = i
+    kept = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    steps = []
+    for i, eqn in enumerate(jaxpr.eqns):
+        inputs = tuple(ref(a) for a in eqn.invars)
+        outputs = tuple(bind(v) for v in eqn.outvars)
+        release = tuple(sorted({slot[id(a)] for a in eqn.invars if isinstance(a, Var)
+                                and last_use[id(a)] == i and id(a) not in kept}))
+        steps.append(_Step(eqn.primitive.impl, eqn.params, inputs, outputs, release))
+    outs = tuple(ref(a) for a in jaxpr.outvars)
+    return _Plan(len(slot), const_slots, in_slots, tuple(steps), outs)
+
+
+def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
+                      args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run an already type-checked jaxpr on NumPy values (no re-typing)."""
+    plan = _plan_of(jaxpr)
+    env: list[Any] = [None] * plan.n_slots
+    for i, c in zip(plan.const_slots, consts):
+        env[i] = c
+    for i, a in zip(plan.in_slots, args):
+        env[i] = a
+    for step in plan.steps:
+        outs = step.impl(*[env[x] if is_slot else x for is_slot, x in step.inputs],
+                         **step.params)
+        for i, o in zip(step.outputs, outs):
+            env[i] = o
+        for i in step.release:
+            env[i] = None
+    return [env[x] if is_slot else x for is_slot, x in plan.outputs]
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
+    """Evaluate by binding every equation under the current trace."""
+
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Atom) -> Any:
+        return literal_value(atom) if isinstance(atom, Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        outs = current_trace().process_primitive(
+            eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def literal_value(lit: Literal) -> Any:
+    """A literal as an operand: a host scalar of exactly the literal's type
+    (weak type included), which re-staging keeps a literal."""
+    from spec._src.core.array import weak_scalar
+    return weak_scalar(lit.val, np.asarray(lit.val, dtype=lit.aval.dtype), lit.aval)
+
+
+# ============================================================ type checking
+
+
+def check_jaxpr(jaxpr: Jaxpr) -> None:
+    """Re-derive every equation's output types from its typing rule.
+
+    Raises JaxprTypeError naming the equation on any mismatch, on a variable
+    read before it is bound, or on a variable bound twice.
+    """
+    bound: set[int] = set()
+
+    def bind(v: Var, where: str) -> None:
+        if id(v) in bound:
+            raise JaxprTypeError(f"{where}: variable {v} is bound more than once")
+        bound.add(id(v))
+
+    def read(a: Atom, where: str) -> ArrayType:
+        if isinstance(a, Var) and id(a) not in bound:
+            raise JaxprTypeError(f"{where}: variable {a} is read before it is bound")
+        return a.aval
+
+    for v in jaxpr.constvars + jaxpr.invars:
+        bind(v, "binders")
+    for i, eqn in enumerate(jaxpr.eqns):
+        where = f"equation {i} ({eqn.primitive.name})"
+        in_avals = [read(a, where) for a in eqn.invars]
+        try:
+            expected = list(_typed(eqn.primitive, in_avals, eqn.params))
+        except (TypeError, ValueError) as err:
+            raise JaxprTypeError(f"{where}: typing rule rejects operands: {err}") from err
+        actual = [v.aval for v in eqn.outvars]
+        if expected != actual:
+            raise JaxprTypeError(f"{where}: typing rule gives {expected}, equation binds {actual}")
+        # Sub-jaxprs are checked in the context their primitive traces them
+        # in (shard_map: its manual axes).
+        context = getattr(eqn.primitive, "body_context", None)
+        with (context(eqn.params) if context is not None else contextlib.nullcontext()):
+            for sub in jaxprs_in_params(eqn.params):
+                check_jaxpr(sub)
+        for v in eqn.outvars:
+            if not isinstance(v, DropVar):
+                bind(v, where)
+    for out in jaxpr.outvars:
+        read(out, "outputs")
+
+
+def dce_jaxpr(jaxpr: Jaxpr, *, rules: bool = True) -> Jaxpr:
+    """Drop equations whose outputs nothing reads and that have no effects
+    (writes to refs), and constants nothing reads; inputs and outputs are kept. With
+    ``rules``, equations with a ``dce`` rule are also pruned inside (unused
+    outputs of calls, branches and loops, and the work that fed only them),
+    as JAX's dead-code elimination does."""
+    new, _ = _dce(jaxpr, [True] * len(jaxpr.outvars), [True] * len(jaxpr.invars), rules)
+    return new
+
+
+def dce_sub_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
+                  instantiate: bool | Sequence[bool] = False) -> tuple[Jaxpr, list[bool]]:
+    """Dead-code elimination of a sub-jaxpr, for ``dce`` rules: keeps the used
+    outputs, the equations they need and the inputs they read (or that
+    ``instantiate`` asks to keep); returns the jaxpr (the same object when
+    nothing changed) and which inputs it still takes."""
+    inst = [instantiate] * len(jaxpr.invars) if isinstance(instantiate, bool) \
+        else list(instantiate)
+    return _dce(jaxpr, list(used_outputs), inst, True)
+
+
+def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules: bool
+         ) -> tuple[Jaxpr, list[bool]]:
+    live: set[int] = {id(a) for a, u in zip(jaxpr.outvars, used_outputs)
+                      if u and isinstance(a, Var)}
+    kept: list[Eqn] = []
+    changed = False
+    for eqn in reversed(jaxpr.eqns):
+        used_outs = [id(v) in live for v in eqn.outvars]
+        new: Eqn | None
+        if eqn.effects:
+            used_ins, new = [True] * len(eqn.invars), eqn
+        elif not any(used_outs):
+            used_ins, new = [False] * len(eqn.invars), None
+        elif rules and eqn.primitive.dce is not None:
+            used_ins, new = eqn.primitive.dce(eqn, used_outs)
+        else:
+            used_ins, new = [True] * len(eqn.invars), eqn
+        changed = changed or new is not eqn
+        if new is not None:
+            kept.append(new)
+        live.update(id(a) for a, u in zip(eqn.invars, used_ins) if u and isinstance(a, Var))
+    kept.reverse()
+    used_inputs = [inst or id(v) in live for v, inst in zip(jaxpr.invars, instantiate)]
+    used_consts = [id(v) in live for v in jaxpr.constvars]
+    if not changed and all(used_inputs) and all(used_outputs) and all(used_consts):
+        return jaxpr, used_inputs
+    pairs = [(v, c) for v, c, u in zip(jaxpr.constvars, jaxpr.consts or [None] * len(
+        jaxpr.constvars), used_consts) if u]
+    consts = [c for _, c in pairs] if jaxpr.consts else []
+    new_jaxpr = Jaxpr([v for v, _ in pairs], [v for v, u in zip(jaxpr.invars, used_inputs) if u],
+                      [a for a, u in zip(jaxpr.outvars, used_outputs) if u], kept,
+                      jaxpr.effects, consts)
+    return new_jaxpr, used_inputs
+
+
+def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:
+    found: list[Jaxpr] = []
+    for value in params.values():
+        if isinstance(value, Jaxpr):
+            found.append(value)
+        elif isinstance(value, tuple) and value and all(isinstance(j, Jaxpr) for j in value):
+            found.extend(value)
+    return found
+
+
+# ================================================================ printing
+
+
+def _alphabetic(n: int) -> str:
+    """0 -> a, 25 -> z, 26 -> ba: base 26 with letters as digits."""
+    s = ""
+    while not s or n:
+        n, digit = divmod(n, 26)
+        s = chr(ord("a") + digit) + s
+    return s
+
+
+class PpContext:
+    """Names variables in order of first printing, across nested jaxprs."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.shared_names: set[str] = set()
+        self.shared: dict[int, str] = {}
+        self._counter = 0
+        self._keep: list[Any] = []  # keeps named objects alive so ids stay unique
+
+    def name(self, v: Var) -> str:
+        known = self.names.get(id(v))
+        if known is not None:
+            return known
+        while True:
+            candidate = _alphabetic(self._counter)
+            self._counter += 1
+            if candidate not in self.shared_names:
+                break
+        self.names[id(v)] = candidate
+        self._keep.append(v)
+        return candidate
+
+    def suggest_same_names(self, for_vars: Sequence[Atom], like_vars: Sequence[Atom]) -> None:
+        """Let an inner jaxpr's binders reuse the names of the outer atoms they alias."""
+        if len(for_vars) != len(like_vars):
+            return
+        used: set[int] = set()
+        for inner, outer in zip(for_vars, like_vars):
+            if (isinstance(outer, Var) and id(outer) not in used and isinstance(inner, Var)
+                    and id(inner) not in self.names):
+                used.add(id(outer))
+                self.names[id(inner)] = self.atom_text(outer)
+                self._keep.append(inner)
+
+    def atom_text(self, a: Atom) -> str:
+        if isinstance(a, Literal):
+            return _literal_text(a)
+        if isinstance(a, DropVar):
+            return "_"
+        return self.name(a)
+
+
+def _literal_text(lit: Literal) -> str:
+    return f"{np.asarray(lit.val).item()}:{lit.aval.str_short()}"
+
+
+def pp_vars(vs: Sequence[Atom], ctx: PpContext, *, separator: str = "",
+            print_shapes: bool = False) -> pp.Doc:
+    if print_shapes:
+        items = [pp.text(f"{ctx.atom_text(v)}:{v.aval.str_short()}") for v in vs]
+    else:
+        items = [pp.text(ctx.atom_text(v)) for v in vs]
+    return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), items)))
+
+
+def pp_param_value(value: Any, ctx: PpContext) -> pp.Doc:
+    if isinstance(value, Jaxpr):
+        return pp_jaxpr(value, ctx)
+    if isinstance(value, tuple) and value and all(isinstance(j, Jaxpr) for j in value):
+        return pp.group(pp.concat([
+            pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                                  pp.join(pp.brk(), [pp_jaxpr(j, ctx) for j in value])])),
+            pp.brk(""), pp.text(")")]))
+    return pp.text(str(value))
+
+
+def pp_params(params: dict[str, Any], ctx: PpContext, sort: bool = True) -> pp.Doc:
+    if not params:
+        return pp.NIL
+    keys = sorted(params) if sort else list(params)
+    pairs = [pp.text(f"{k}=") + pp_param_value(params[k], ctx) for k in keys]
+    return pp.group(pp.concat([
+        pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), pairs)])),
+        pp.brk(""), pp.text("]")]))
+
+
+def pp_eqn_default(eqn: Eqn, ctx: PpContext, params: dict[str, Any] | None = None,
+                   sort: bool = True) -> pp.Doc:
+    """Print ``outs = name[params] ins``; ``params`` overrides what is shown,
+    in sorted key order unless ``sort`` is False."""
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True)
+    rhs = [pp.text(eqn.primitive.name),
+           pp_params(eqn.params if params is None else params, ctx, sort),
+           pp.text(" ") + pp_vars(eqn.invars, ctx)]
+    if eqn.outvars:
+        return pp.concat([lhs, pp.text(" = "), *rhs])
+    return pp.concat(rhs)
+
+
+def pp_eqn(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    rule = eqn.primitive.pp_rule
+    return rule(eqn, ctx) if rule is not None else pp_eqn_default(eqn, ctx)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:
+    shared = ctx.shared.get(id(jaxpr))
+    if shared is not None:
+        return pp.text(shared)
+    return _pp_skeleton(jaxpr, ctx)
+
+
+def _pp_skeleton(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:
+    constvars = pp_vars(jaxpr.constvars, ctx, print_shapes=True)
+    invars = pp_vars(jaxpr.invars, ctx, print_shapes=True)
+    eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
+    close = ")" if len(jaxpr.outvars) != 1 else ",)"
+    outvars = pp.concat([pp.text("("), pp_vars(jaxpr.outvars, ctx, separator=","), pp.text(close)])
+    return pp.group(pp.nest(2, pp.concat([
+        pp.text("{ "), pp.text("lambda "), constvars, pp.text("; "), invars, pp.text(". "),
+        pp.text("let"), pp.nest(2, pp.brk() + eqns), pp.brk(), pp.text("in "), outvars,
+    ])) + pp.text(" }"))
+
+
+def _subjaxprs(eqn: Eqn) -> list[tuple[str, Jaxpr]]:
+    name = str(eqn.params.get("name", "jaxpr"))
+    return [(name, j) for j in jaxprs_in_params(eqn.params)]
+
+
+def _name_unread_outputs(jaxpr: Jaxpr, ctx: PpContext) -> None:
+    """In the printed (top-level) jaxpr, equation outputs that nothing later
+    reads are shown as ``_``; nested jaxprs keep their names."""
+    read = {id(a) for a in jaxpr.outvars if isinstance(a, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        for v in eqn.outvars:
+            if id(v) not in read:
+                ctx.names[id(v)] = "_"
+                ctx._keep.append(v)
+        read.update(id(a) for a in eqn.invars if isinstance(a, Var))
+
+
+def pp_toplevel(top: Jaxpr) -> pp.Doc:
+    """Print a jaxpr; sub-jaxprs used more than once (or large ones used from
+    a nested position) are hoisted into ``let name = {...} in`` headers."""
+    ctx = PpContext()
+    _name_unread_outputs(top, ctx)
+    counts: Counter[int] = Counter()
+    by_id: dict[int, Jaxpr] = {}
+    names: dict[int, str] = {}
+    queue = [top]
+    while queue:
+        j = queue.pop(0)
+        counts[id(j)] += 1
+        by_id[id(j)] = j
+        if j is not top and len(j.eqns) > 10:
+            counts[id(j)] += 1
+        for eqn in j.eqns:
+            for name, sub in _subjaxprs(eqn):
+                queue.append(sub)
+                names.setdefault(id(sub), name.strip("<>"))
+    used_names: Counter[str] = Counter()
+    docs: list[pp.Doc] = []
+    hoisted: list[tuple[str, Jaxpr]] = []
+    for jid, count in counts.items():
+        if count == 1:
+            continue
+        name = names.get(jid, "jaxpr")
+        seen = used_names[name]
+        used_names[name] += 1
+        if seen:
+            name += str(seen)
+            used_names[name] += 1
+        ctx.shared_names.add(name)
+        ctx.shared[jid] = name
+        hoisted.append((name, by_id[jid]))
+    for name, j in hoisted:
+        docs.append(pp.concat([pp.text(f"let {name} = "), _pp_skeleton(j, ctx), pp.text(" in"),
+                               pp.brk()]))
+    docs.append(pp_jaxpr(top, ctx))
+    return pp.concat(docs)
+
+
+def pp_hiding(*hidden: str, when: Callable[[str, Any], bool] | None = None) -> PpRule:
+    """A pp rule that omits the named params (or those ``when`` selects)."""
+
+    def rule(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+        params = {k: v for k, v in eqn.params.items()
+                  if k not in hidden and not (when is not None and when(k, v))}
+        return pp_eqn_default(eqn, ctx, params)
+
+    return rule
+
+
+def canonical_aval_of(x: Any) -> ArrayType:
+    """The type a value would have as an operand (tracers included)."""
+    if isinstance(x, Tracer):
+        check_tracer_alive(x)
+        return x.aval
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ArrayType):
+        return aval
+    return canonical_value(x)[1]
+
+
+def is_concrete(x: Any) -> bool:
+    return not isinstance(x, Tracer)
+
+
+__all__ = [
+    "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
+    "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
+    "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
+    "dce_jaxpr", "dce_sub_jaxpr", "literal_value",
+    "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
+    "pp_hiding", "set_current_trace", "trace_to_jaxpr",
+]

@@ -1,0 +1,871 @@
+"""Automatic differentiation: the JVP trace, linearize (direct and legacy),
+partial evaluation, and transposition of linear programs.
+
+Forward mode is a trace whose tracers carry (primal, tangent) pairs; each
+primitive's JVP rule maps them. Reverse mode is linearize followed by
+transpose:
+
+- *direct linearize* runs the function once under a ``LinearizeTrace``: each
+  JVP rule runs with its primal computations sent to the enclosing trace and
+  its tangent computations staged into a linear jaxpr; the values the tangent
+  side reads from the primal side become that jaxpr's constants (residuals);
+- the *legacy* path stages the whole JVP into one jaxpr, splits it by partial
+  evaluation into a known (primal) jaxpr that also outputs residuals and an
+  unknown (tangent) jaxpr that reads them, and evaluates the known part.
+
+``config.jax_use_direct_linearize`` selects the path. ``backward_pass``
+transposes a linear jaxpr equation by equation in reverse, checking that
+every cotangent it produces has the cotangent type of its variable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec._src.core.state_types import RefType
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec._src.core.array import on_device
+from spec._src.core.config import config
+from spec._src.core.interpreter import (
+    Atom,
+    DropVar,
+    Eqn,
+    EvalTrace,
+    Jaxpr,
+    JaxprTrace,
+    JitTracer,
+    Literal,
+    NotApplicable,
+    Pending,
+    Primitive,
+    Trace,
+    Tracer,
+    Var,
+    canonical_aval_of,
+    check_tracer_alive,
+    current_trace,
+    dce_jaxpr,
+    eval_jaxpr,
+    jaxpr_effects,
+    literal_value,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec._src.core.types import FLOAT0, ArrayType
+
+# ================================================================ rule lookup
+
+
+def jvp_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[Any]]]:
+    rule = prim.jvp
+    if isinstance(rule, (Pending, NotApplicable)):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+    return rule
+
+
+def transpose_rule(prim: Primitive) -> Callable[..., list[Any]]:
+    rule = prim.transpose
+    if isinstance(rule, (Pending, NotApplicable)):
+        raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                  f"'{prim.name}' not implemented")
+    return rule
+
+
+def _check_tangent(prim: Primitive, primal: Any, tangent: Any) -> None:
+    """A rule's output tangent must have its primal's tangent type."""
+    want = canonical_aval_of(primal).tangent_type()
+    got = tangent.aval if type(tangent) is Zero else canonical_aval_of(tangent)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        raise TypeError(f"JVP rule of {prim.name} produced a tangent of type {got} for a "
+                        f"primal of type {canonical_aval_of(primal)}; expected {want}")
+
+
+# ================================================================== forward
+
+
+class JVPTracer(Tracer):
+    __slots__ = ("_trace", "primal", "tangent")
+
+    def __init__(self, trace: Trace, primal: Any, tangent: Any) -> None:
+        self._trace = trace
+        self.primal = primal
+        self.tangent = tangent
+
+    @property
+    def aval(self) -> ArrayType:
+        return canonical_aval_of(self.primal)
+
+    def __repr__(self) -> str:
+        return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
+
+class JVPTrace(Trace):
+    """Forward mode: tracers carry a primal and a tangent (or a symbolic zero)."""
+
+    name = "JVPTrace"
+    tracer_type: type[JVPTracer] = JVPTracer
+
+    def __init__(self, parent: Trace) -> None:
+        super().__init__()
+        self.parent = parent
+
+    def unpack(self, x: Any) -> tuple[Any, Any]:
+        if isinstance(x, self.tracer_type) and x._trace is self:
+            return x.primal, x.tangent
+        if isinstance(x, Tracer):
+            check_tracer_alive(x)
+        return x, Zero(canonical_aval_of(x).tangent_type())
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        pairs = [self.unpack(a) for a in args]
+        primals = [p for p, _ in pairs]
+        tangents = [t for _, t in pairs]
+        if all(type(t) is Zero for t in tangents) and not prim.jvp_on_zero_tangents:
+            # Nothing to differentiate: the primal computation alone.
+            with set_current_trace(self.parent):
+                outs = prim.bind(*primals, **params)
+            return list(outs) if prim.multiple_results else [outs]
+        p_outs, t_outs = self.apply_rule(prim, primals, tangents, params)
+        return self.wrap(prim, p_outs, t_outs)
+
+    def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
+                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        with set_current_trace(self.parent):
+            return jvp_rule(prim)(primals, tangents, **params)
+
+    def wrap(self, prim: Primitive, p_outs: Sequence[Any], t_outs: Sequence[Any]) -> list[Any]:
+        result = []
+        for p, t in zip(p_outs, t_outs):
+            _check_tangent(prim, p, t)
+            result.append(p if type(t) is Zero else self.tracer_type(self, p, t))
+        return result
+
+
+def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
+             tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Primal and tangent outputs of ``fun`` (flat lists in and out); tangents
+    may be ``Zero``; output tangents are ``Zero`` where nothing flowed."""
+    trace = JVPTrace(current_trace())
+    tracers = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
+    try:
+        with set_current_trace(trace):
+            outs = fun(*tracers)
+        unpacked = [trace.unpack(o) for o in outs]
+    finally:
+        trace.invalidate()
+    return [p for p, _ in unpacked], [t for _, t in unpacked]
+
+
+# ============================================================ direct linearize
+
+
+class LinearizeTracer(JVPTracer):
+    """A primal value (of the enclosing trace) and its tangent, a variable of
+    the linear jaxpr being staged (or a symbolic zero)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        t = self.tangent
+        # JAX names this tracer ``GradTracer`` when printing it.
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+
+
+class _SplitTrace(Trace):
+    """Runs one JVP rule for the linearize trace: operations that read a
+    tangent are staged into the linear jaxpr, all others go to the primal
+    (enclosing) trace."""
+
+    name = "LinearizeTrace"
+
+    def __init__(self, primal: Trace, tangent: JaxprTrace,
+                 staged: dict[int, tuple[Any, Any]]) -> None:
+        super().__init__()
+        self.primal = primal
+        self.tangent = tangent
+        self.staged = staged
+
+    def process_primitive(self, prim: Primitive, args: Sequence[Any],
+                          params: dict[str, Any]) -> list[Any]:
+        if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
+            if self.eager:
+                args = [self._staged(a) for a in args]
+            return self.tangent.process_primitive(prim, args, params)
+        return self.primal.process_primitive(prim, args, params)
+
+    def _staged(self, x: Any) -> Any:
+        """A host scalar as a device array, once per object (so the linear
+        jaxpr captures it as one constant however often it is read)."""
+        if getattr(x, "_py", None) is None:
+            return x
+        known = self.staged.get(id(x))
+        if known is None:
+            known = self.staged[id(x)] = (x, on_device(x))
+        return known[1]
+
+    @functools.cached_property
+    def eager(self) -> bool:
+        """Whether the primal side bottoms out in evaluation. JAX stages a
+        host scalar into the primal side before the tangent side captures
+        it: evaluated, it becomes a device array (a constant of the linear
+        jaxpr, never a literal), so here too."""
+        trace = self.primal
+        while isinstance(trace, JVPTrace):
+            trace = trace.parent
+        return isinstance(trace, EvalTrace)
+
+
+@contextlib.contextmanager
+def tangent_side() -> Iterator[None]:
+    """Binds in the block compute tangents: while a JVP rule runs for
+    linearize, they are staged into the linear jaxpr even when no operand
+    is a tangent (a materialised zero, a tangent ref of zeros)."""
+    trace = current_trace()
+    if not isinstance(trace, _SplitTrace):
+        yield
+        return
+    with set_current_trace(trace.tangent):
+        yield
+
+
+def instantiate_tangent(t: Any) -> Any:
+    """A tangent as a value, made where tangents are computed."""
+    if type(t) is not Zero:
+        return t
+    with tangent_side():
+        return instantiate(t)
+
+
+class LinearizeTrace(JVPTrace):
+    """Direct linearize: primal outputs now, tangent equations staged."""
+
+    name = "LinearizeTrace"
+    tracer_type = LinearizeTracer
+
+    def __init__(self, parent: Trace, tangent_trace: JaxprTrace) -> None:
+        super().__init__(parent)
+        self.tangent_trace = tangent_trace
+        self.staged: dict[int, tuple[Any, Any]] = {}
+        # JAX's "structured residuals" (see ``structured_residuals``).
+        self.structured: list[Any] = []
+
+    def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
+                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+        entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
+        if entry is not None:
+            self.structured.append(entry[0])
+        if prim.linearize is not None:
+            return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
+        with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
+            return jvp_rule(prim)(primals, tangents, **params)
+
+
+@dataclass
+class Linearized:
+    """The result of linearizing a flat function at a point: the primal
+    outputs and a linear jaxpr from input tangents to output tangents whose
+    ``consts`` are the residuals (values of the enclosing trace)."""
+
+    primals_out: list[Any]
+    jaxpr: Jaxpr
+    # The shape of JAX's structured residuals (``VJP.structured_residuals``).
+    structured: list[Any] = field(default_factory=list)
+
+
+def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Linearized:
+    """Linearize ``fun`` at ``primals``; the linear jaxpr has one input per
+    primal (float0 for integer primals, which get no tangent)."""
+    if config.jax_use_direct_linearize:
+        return direct_linearize(fun, primals)
+    return _legacy_linearize(fun, primals)
+
+
+def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
+                     differentiate: Sequence[bool] | None = None) -> Linearized:
+    """Direct linearize; ``differentiate`` selects the primals that get a
+    tangent input (default: all), the others are held constant and have no
+    input in the linear jaxpr."""
+    tangent_trace = JaxprTrace(literal_host_values=False)
+    trace = LinearizeTrace(current_trace(), tangent_trace)
+    tracers = []
+    for i, x in enumerate(primals):
+        if differentiate is not None and not differentiate[i]:
+            tracers.append(x)
+            continue
+        t_aval = canonical_aval_of(x).tangent_type()
+        t_arg = tangent_trace.new_arg(t_aval)
+        # Integer inputs have float0 tangents, symbolically zero throughout:
+        # as in JAX, the function sees the value itself, not a tracer.
+        if not _is_differentiable(t_aval):
+            tracers.append(x)
+            continue
+        tracers.append(LinearizeTracer(trace, x, t_arg))
+    try:
+        with set_current_trace(trace):
+            outs = fun(*tracers)
+        unpacked = [trace.unpack(o) for o in outs]
+        with set_current_trace(tangent_trace):
+            t_outs = [instantiate(t) for _, t in unpacked]
+        jaxpr = dce_jaxpr(tangent_trace.to_jaxpr(t_outs))
+    finally:
+        trace.invalidate()
+        tangent_trace.invalidate()
+    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured)
+
+
+def _is_differentiable(aval: ArrayType) -> bool:
+    return aval.dtype != FLOAT0
+
+
+# ===================================================== structured residuals
+
+# JAX's linearization collects one "structured residual" per ``jit`` or
+# ``scan`` it linearizes with a nonzero input tangent (the nested structure of
+# the call body, recursively); other primitives add nothing, and a ``cond``
+# adds an entry only when one of its branches has structured residuals with
+# leaves (which calls and loops never produce). The values are empty nested
+# lists, with no array leaves: ``VJP.structured_residuals`` shows their shape.
+
+
+def _structured_entry(prim: Primitive, nonzero: Sequence[bool], params: dict[str, Any]
+                      ) -> tuple[list[Any], list[bool]] | None:
+    """For a call or loop with these nonzero input tangents: its entry and
+    which of its outputs have nonzero tangents; ``None`` for the others."""
+    if not any(nonzero):
+        return None
+    if prim.name == "jit":
+        jaxpr: Jaxpr = params["jaxpr"]
+        return _structured_walk(jaxpr, list(nonzero))
+    if prim.name == "scan":
+        body: Jaxpr = params["jaxpr"]
+        nc = len(params["ft_in"].unpack()[0])
+        nk = len(params["ft_in"].unpack()[1])
+        nz = list(nonzero)
+        while True:  # carries are nonzero once any iteration makes them so
+            entry, out_nz = _structured_walk(body, nz)
+            grown = [a or b for a, b in zip(nz[nc:nc + nk], out_nz[:nk])]
+            if grown == nz[nc:nc + nk]:
+                return entry, [*grown, *out_nz[nk:]]
+            nz[nc:nc + nk] = grown
+    return None
+
+
+def _structured_walk(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[list[Any], list[bool]]:
+    """The structured residuals of linearizing ``jaxpr`` with these nonzero
+    input tangents, and which outputs get nonzero tangents (an output is
+    nonzero when an equation of inexact result reads a nonzero tangent and its
+    JVP is not identically zero)."""
+    from spec._src.core import types as T
+    from spec._src.interpreters.ad_util import zero_jvp
+    nz: dict[int, bool] = {id(v): bool(b) for v, b in zip(jaxpr.invars, nonzero)}
+    entries: list[Any] = []
+    for eqn in jaxpr.eqns:
+        ins = [isinstance(a, Var) and nz.get(id(a), False) for a in eqn.invars]
+        found = _structured_entry(eqn.primitive, ins, eqn.params)
+        if found is not None:
+            entries.append(found[0])
+            outs = found[1]
+        else:
+            live = any(ins) and not isinstance(eqn.primitive.jvp, zero_jvp)
+            outs = [live and T.is_inexact(v.aval.dtype) for v in eqn.outvars]
+        for v, b in zip(eqn.outvars, outs):
+            nz[id(v)] = b
+    out_nz = [isinstance(a, Var) and nz.get(id(a), False) for a in jaxpr.outvars]
+    return entries, out_nz
+
+
+def structured_residuals(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> list[Any]:
+    """The structured residuals of linearizing a closed ``jaxpr``."""
+    return _structured_walk(jaxpr, nonzero)[0]
+
+
+# ============================================================== JVP jaxprs
+
+# JVP jaxprs of sub-jaxprs (calls, checkpoints), per jaxpr and per pattern of
+# nonzero input tangents and relevant configuration: differentiating the same
+# call repeatedly traces its JVP once.
+_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[bool]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+    """The JVP of a closed ``jaxpr`` as a closed jaxpr: inputs are the primals
+    and the nonzero tangents; outputs are the primals and the output tangents
+    that are not symbolically zero (the returned mask says which)."""
+    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
+    key = (tuple(nonzero), config.values_key())
+    if key in per_jaxpr:
+        return per_jaxpr[key]
+    n = len(jaxpr.invars)
+    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
+    out_nonzero: list[bool] = []
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        it = iter(args[n:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
+        p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
+                                  args[:n], tangents)
+        out_nonzero.extend(type(t) is not Zero for t in t_outs)
+        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
+
+    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
+    new, _ = trace_to_jaxpr(jvp_fun, avals)
+    # Constants that are tracers belong to a trace that ends: not cached.
+    if not any(isinstance(c, Tracer) for c in new.consts):
+        per_jaxpr[key] = (new, out_nonzero)
+    return new, out_nonzero
+
+
+# ============================================================ legacy linearize
+
+
+def _legacy_linearize(fun: Callable[..., Sequence[Any]],
+                      primals: Sequence[Any]) -> Linearized:
+    p_avals = [canonical_aval_of(x) for x in primals]
+    t_avals = [a.tangent_type() for a in p_avals]
+    n = len(primals)
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        ps, ts = args[:n], args[n:]
+        tangents = [t if _is_differentiable(a) else Zero(a) for t, a in zip(ts, t_avals)]
+        p_outs, t_outs = jvp_flat(fun, ps, tangents)
+        return [*p_outs, *(instantiate(t) for t in t_outs)]
+
+    jvp_jaxpr, _ = trace_to_jaxpr(jvp_fun, [*p_avals, *t_avals])
+    n_out = len(jvp_jaxpr.outvars) // 2
+    split = partial_eval_jaxpr(jvp_jaxpr, [False] * n + [True] * n,
+                               [False] * n_out + [True] * n_out)
+    known_outs = eval_jaxpr(split.known, split.known.consts, *primals)
+    primals_out, residuals = known_outs[:n_out], known_outs[n_out:]
+    unknown = split.unknown
+    linear = Jaxpr(unknown.invars[:len(residuals)], unknown.invars[len(residuals):],
+                   unknown.outvars, unknown.eqns, consts=list(residuals))
+    # The JVP jaxpr has a call (loop) equation exactly where the function
+    # made one with a nonzero tangent input: the same structure as direct.
+    structured = structured_residuals(
+        jvp_jaxpr, [False] * n + [_is_differentiable(a) for a in t_avals])
+    return Linearized(primals_out, dce_jaxpr(linear), structured)
+
+
+def _refs_written_with_unknowns(jaxpr: Jaxpr, unknown: set[int]) -> set[int]:
+    """The refs (variables) that equations reading unknown values write, to
+    a fixed point (a ref written with unknowns makes its readers unknown)."""
+    unknown = set(unknown)
+    written: set[int] = set()
+    while True:
+        before = len(written)
+        for eqn in jaxpr.eqns:
+            ins = [isinstance(a, Var) and (id(a) in unknown or id(a) in written)
+                   for a in eqn.invars]
+            if not any(ins):
+                continue
+            unknown.update(id(v) for v in eqn.outvars)
+            if eqn.effects:
+                written.update(_written_operands(eqn, ins))
+        if len(written) == before:
+            return written
+
+
+def _written_operands(eqn: Eqn, ins: Sequence[bool]) -> set[int]:
+    """The ref operands an equation with unknown operands ``ins`` writes
+    with unknown values: for an equation with a body (jit, scan, cond),
+    those its body writes so (the body's inputs are its operands, after
+    cond's index); for the others, every ref it writes."""
+    bodies: list[tuple[Jaxpr, int]] = []
+    if "jaxpr" in eqn.params and isinstance(eqn.params["jaxpr"], Jaxpr):
+        bodies = [(eqn.params["jaxpr"], 0)]
+    elif "branches" in eqn.params:
+        bodies = [(b, 1) for b in eqn.params["branches"]]
+    refs = {id(e.ref) for e in eqn.effects if isinstance(getattr(e, "ref", None), Var)}
+    if not bodies:
+        return refs
+    out: set[int] = set()
+    for body, skip in bodies:
+        operands = eqn.invars[skip:]
+        if len(body.invars) != len(operands):
+            return refs
+        inner = _refs_written_with_unknowns(
+            body, {id(v) for v, u in zip(body.invars, ins[skip:]) if u})
+        out.update(id(a) for v, a in zip(body.invars, operands)
+                   if id(v) in inner and isinstance(a, Var))
+    return out
+
+
+@dataclass
+class PartialEval:
+    """A jaxpr split in two. ``known`` takes the known inputs and returns the
+    known outputs followed by the residuals; ``unknown`` takes the residuals
+    followed by the unknown inputs and returns the unknown outputs."""
+
+    known: Jaxpr
+    unknown: Jaxpr
+    out_unknowns: list[bool]
+    num_res: int
+
+
+def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
+                       instantiate: Sequence[bool] | bool = False) -> PartialEval:
+    """Split ``jaxpr`` into the equations computable from the known inputs and
+    the rest. Equations with sub-jaxprs and a ``partial_eval`` hook (jit)
+    split recursively; any other equation reading an unknown is unknown.
+    Outputs listed in ``instantiate`` are produced by the unknown side even
+    when known (their value travels as a residual)."""
+    n_out = len(jaxpr.outvars)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    unknown_vars: set[int] = {id(v) for v, u in zip(jaxpr.invars, in_unknowns) if u}
+    written = _refs_written_with_unknowns(jaxpr, unknown_vars)
+    known_eqns: list[Eqn] = []
+    unknown_eqns: list[Eqn] = []
+    for eqn in jaxpr.eqns:
+        ins_unknown = [isinstance(a, Var) and id(a) in unknown_vars for a in eqn.invars]
+        if any(id(v) in written for v in eqn.outvars):
+            # A ref that unknown values are written into is itself unknown
+            # (a tangent ref made from zeros): made on the unknown side.
+            unknown_eqns.append(eqn)
+            unknown_vars.update(id(v) for v in eqn.outvars)
+            continue
+        if not any(ins_unknown):
+            known_eqns.append(eqn)
+        elif eqn.primitive.partial_eval is not None:
+            k_eqn, u_eqn, outs_unknown = eqn.primitive.partial_eval(eqn, ins_unknown)
+            if k_eqn is not None:
+                known_eqns.append(k_eqn)
+            if u_eqn is not None:
+                unknown_eqns.append(u_eqn)
+            unknown_vars.update(id(v) for v, u in zip(eqn.outvars, outs_unknown) if u)
+        else:
+            unknown_eqns.append(eqn)
+            unknown_vars.update(id(v) for v in eqn.outvars)
+
+    def is_unknown(a: Atom) -> bool:
+        return isinstance(a, Var) and id(a) in unknown_vars
+
+    out_unknowns = [is_unknown(a) or i for a, i in zip(jaxpr.outvars, inst)]
+    # Residuals: known variables the unknown side reads, in order of first read.
+    residuals: dict[int, Var] = {}
+    for eqn in unknown_eqns:
+        for a in eqn.invars:
+            if isinstance(a, Var) and not is_unknown(a):
+                residuals.setdefault(id(a), a)
+    for a, u in zip(jaxpr.outvars, out_unknowns):
+        if u and isinstance(a, Var) and not is_unknown(a):
+            residuals.setdefault(id(a), a)
+    res_vars = list(residuals.values())
+    known_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if not u]
+    known_outs = [a for a, u in zip(jaxpr.outvars, out_unknowns) if not u]
+    known = Jaxpr(list(jaxpr.constvars), known_invars, [*known_outs, *res_vars], known_eqns,
+                  jaxpr_effects(jaxpr.constvars, known_invars, known_eqns),
+                  consts=list(jaxpr.consts))
+    # The unknown side binds fresh variables for the residuals.
+    fresh = {id(v): Var(v.aval) for v in res_vars}
+
+    def rename(a: Atom) -> Atom:
+        return fresh.get(id(a), a) if isinstance(a, Var) else a
+
+    renamed = [e.replace(invars=[rename(a) for a in e.invars]) for e in unknown_eqns]
+    unknown_invars = [v for v, u in zip(jaxpr.invars, in_unknowns) if u]
+    unknown_outs = [rename(a) for a, u in zip(jaxpr.outvars, out_unknowns) if u]
+    u_invars = [*(fresh[id(v)] for v in res_vars), *unknown_invars]
+    unknown = Jaxpr([], u_invars, unknown_outs, renamed, jaxpr_effects([], u_invars, renamed))
+    return PartialEval(known, unknown, out_unknowns, len(res_vars))
+
+
+# ================================================================ transpose
+
+
+def _is_linear_atom(a: Atom, linear: set[int]) -> bool:
+    return isinstance(a, Var) and id(a) in linear
+
+
+class RefAccum:
+    """The cotangent of a ref: a ref that the transposes of its reads add
+    into and its writes take from. It is allocated on first use (``new_ref``
+    of the first contribution, or of zeros) unless the caller bound one
+    (``VJP.with_refs``): a bound ref accumulates in place with ``+=``."""
+
+    __slots__ = ("aval", "ref")
+
+    def __init__(self, aval: ArrayType, ref: Any = None) -> None:
+        self.aval = aval  # the cotangent type of the ref's contents
+        self.ref = ref
+
+    def __repr__(self) -> str:
+        return f"RefAccum({self.aval})"
+
+    def inst(self) -> Any:
+        """The accumulating ref, allocated (holding zeros) if need be."""
+        if self.ref is None:
+            from spec._src.interpreters.ad_util import zeros_like_aval
+            from spec._src.lax.state import new_ref_p
+            self.ref = new_ref_p.bind(zeros_like_aval(self.aval), kind=None, memory_space=None,
+                                      pin=False)
+        return self.ref
+
+    def accum(self, ct: Any) -> None:
+        """Add a cotangent of the whole contents."""
+        if ct is None or type(ct) is Zero:
+            return
+        from spec._src.core.state_types import indexer_tree
+        from spec._src.lax.state import addupdate_p, new_ref_p
+        _check_cotangent(self.aval, ct)
+        if self.ref is None:
+            self.ref = new_ref_p.bind(ct, kind=None, memory_space=None, pin=False)
+        else:
+            addupdate_p.bind(self.ref, ct, tree=indexer_tree(None))
+
+    def freeze(self) -> Any:
+        """The accumulated cotangent as a value (``Zero`` if nothing came)."""
+        if self.ref is None:
+            return Zero(self.aval)
+        from spec._src.lax.state import freeze_p
+        return freeze_p.bind(self.ref)
+
+
+class Placeholder:
+    """A value standing for an argument (``jax.ad``'s entries and results,
+    VJP sentinels): all instances of one class are equal and print as
+    ``Name()``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+class GradValue(Placeholder):
+    """A ``VJP.with_refs`` entry: return this argument's gradient as a value
+    (the default)."""
+
+
+class GradRef(Placeholder):
+    """What a VJP call returns for an argument whose gradient went into a
+    bound gradient ref."""
+
+
+class DontWant(Placeholder):
+    """A ``VJP.with_refs`` entry: do not compute this argument's gradient."""
+
+
+class DidntWant(Placeholder):
+    """What a VJP call returns for an argument given ``DontWant()``."""
+
+
+def _register_placeholders() -> None:
+    # The two results are pytree nodes without children (JAX's field-less
+    # dataclasses): a tree of gradients has no leaves there. The two
+    # entries stay leaves, so that ``with_refs`` arguments match the
+    # arguments' structure.
+    from spec._src.core import tree_util
+
+    def no_children(_: Any) -> tuple[tuple[()], None]:
+        return (), None
+    tree_util.register_pytree_node(GradRef, no_children, lambda _, __: GradRef())
+    tree_util.register_pytree_node(DidntWant, no_children, lambda _, __: DidntWant())
+
+
+_register_placeholders()
+
+
+class NotWanted:
+    """An input of a linear jaxpr whose cotangent is not wanted
+    (``jax.ad.DontWant``): equations that only it feeds are not transposed."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ArrayType) -> None:
+        self.aval = aval
+
+
+def cotangent_aval(aval: ArrayType) -> ArrayType:
+    """What an accumulator of a variable of type ``aval`` holds: the
+    cotangent type of a ref's contents, or of a value."""
+    inner = aval.inner_aval if isinstance(aval, RefType) else aval
+    return inner.ct_type()
+
+
+def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
+                  cts_out: Sequence[Any]) -> list[Any]:
+    """Transpose ``jaxpr`` with respect to the ``args`` that are
+    ``UndefinedPrimal`` (or ``RefAccum``, a ref input's cotangent ref;
+    ``NotWanted``, an input whose cotangent is not computed): returns their
+    cotangents (``Zero`` where none flowed, the accumulator for a ref).
+    Equations that read no undefined value are evaluated forward first; the
+    rest are transposed in reverse order. Operations bind under the current
+    trace.
+
+    Refs: the cotangent of a ref variable is a ``RefAccum``, handed to the
+    transpose rules of the ref primitives in place of the ref (a
+    ``new_ref`` is always transposed: its ref is a tangent ref)."""
+    env: dict[int, Any] = {}
+    linear: set[int] = set()
+    accums: dict[int, RefAccum] = {}
+    unwanted: set[int] = set()
+    for v, c in zip(jaxpr.constvars, consts):
+        env[id(v)] = c
+    bound: dict[int, RefAccum] = {}  # value inputs whose cotangent goes into a ref
+    for v, a in zip(jaxpr.invars, args):
+        if isinstance(a, RefAccum) and type(v.aval) is not RefType:
+            linear.add(id(v))
+            bound[id(v)] = a
+        elif isinstance(a, RefAccum):
+            linear.add(id(v))
+            accums[id(v)] = a
+        elif type(a) is UndefinedPrimal or type(a) is NotWanted:
+            linear.add(id(v))
+            if type(v.aval) is RefType:
+                accums[id(v)] = RefAccum(cotangent_aval(v.aval))
+            elif type(a) is NotWanted:
+                unwanted.add(id(v))
+        else:
+            env[id(v)] = a
+
+    def read(a: Atom) -> Any:
+        if isinstance(a, Literal):
+            return literal_value(a)
+        return env[id(a)]
+
+    def touches_refs(eqn: Eqn) -> bool:
+        return any(type(a.aval) is RefType for a in (*eqn.invars, *eqn.outvars))
+
+    linear_eqns: list[Eqn] = []
+    for eqn in jaxpr.eqns:
+        lin_ins = [a for a in eqn.invars if _is_linear_atom(a, linear)]
+        if lin_ins or eqn.primitive.jvp_on_zero_tangents:
+            linear.update(id(v) for v in eqn.outvars)
+            if lin_ins and all(id(a) in unwanted for a in lin_ins) and not touches_refs(eqn):
+                # Fed only by unwanted inputs: its cotangents would be dropped.
+                unwanted.update(id(v) for v in eqn.outvars)
+                continue
+            linear_eqns.append(eqn)
+            for v in eqn.outvars:
+                if type(v.aval) is RefType:
+                    accums[id(v)] = RefAccum(cotangent_aval(v.aval))
+        else:
+            outs = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for v, o in zip(eqn.outvars, outs):
+                env[id(v)] = o
+
+    cts: dict[int, Any] = {}
+
+    def write_ct(v: Atom, ct: Any) -> None:
+        if not isinstance(v, Var) or isinstance(v, DropVar) or id(v) not in linear:
+            return
+        if ct is None or type(ct) is Zero or id(v) in unwanted or id(v) in accums:
+            return
+        _check_cotangent(v.aval, ct)
+        known = cts.get(id(v))
+        cts[id(v)] = ct if known is None else add_tangents(known, ct)
+
+    def read_ct(v: Var) -> Any:
+        if id(v) in accums:
+            return accums[id(v)]
+        ct = cts.pop(id(v), None)
+        return Zero(v.aval.ct_type()) if ct is None else ct
+
+    def operand(a: Atom, prim: Primitive) -> Any:
+        if not _is_linear_atom(a, linear):
+            return read(a)
+        if id(a) in bound and prim.transpose_accumulates:
+            return bound[id(a)]  # a sparse add into the gradient ref
+        return accums[id(a)] if id(a) in accums else UndefinedPrimal(a.aval)
+
+    for out, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(out, ct)
+    for eqn in reversed(linear_eqns):
+        eqn_cts = [read_ct(v) for v in eqn.outvars]
+        if all(type(c) is Zero for c in eqn_cts) and not touches_refs(eqn):
+            continue
+        invals = [operand(a, eqn.primitive) for a in eqn.invars]
+        rule = transpose_rule(eqn.primitive)
+        ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
+        cts_in = rule(ct_arg, *invals, **eqn.params)
+        for a, ct in zip(eqn.invars, cts_in):
+            write_ct(a, ct)
+    for invar in jaxpr.invars:
+        if id(invar) in bound:
+            bound[id(invar)].accum(read_ct(invar))
+    return [bound.get(id(invar)) or read_ct(invar) if type(a) in (UndefinedPrimal, RefAccum)
+            else None for invar, a in zip(jaxpr.invars, args)]
+
+
+def call_backward(jaxpr: Jaxpr, consts: Sequence[Any], undefined: Sequence[bool],
+                  ct_nonzero: Sequence[bool], accums: Sequence[bool] = ()
+                  ) -> Callable[..., list[Any]]:
+    """The backward pass of a call-like jaxpr (jit, cond branch, checkpoint)
+    as a function to trace: it takes the defined operands, then the refs
+    that accumulate the cotangents of the inputs marked in ``accums``, then
+    the nonzero output cotangents, and returns the cotangent of every input
+    (``Zero`` where none flowed, None for defined ones)."""
+    accums = list(accums) or [False] * len(undefined)
+    n_defined = sum(not u and not r for u, r in zip(undefined, accums))
+    n_refs = sum(accums)
+
+    def backward(*xs: Any) -> list[Any]:
+        res = iter(xs[:n_defined])
+        refs = iter(xs[n_defined:n_defined + n_refs])
+        ct_it = iter(xs[n_defined + n_refs:])
+        full = [RefAccum(cotangent_aval(v.aval), next(refs)) if r
+                else UndefinedPrimal(v.aval) if u else next(res)
+                for v, u, r in zip(jaxpr.invars, undefined, accums)]
+        cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
+               for nz, v in zip(ct_nonzero, jaxpr.outvars)]
+        return backward_pass(jaxpr, consts, full, cts)
+
+    return backward
+
+
+# Set while ``linear_transpose`` transposes an integer -> integer function:
+# integer values then have cotangents of their own dtype (not float0).
+integer_cotangents = [False]
+
+
+def _check_cotangent(aval: ArrayType, ct: Any) -> None:
+    want = aval.ct_type()
+    got = canonical_aval_of(ct)
+    if integer_cotangents[0] and got.dtype == aval.dtype and got.shape == aval.shape:
+        return
+    if (got.shape != want.shape or got.dtype != want.dtype
+            or _layout(got) != _layout(want)):
+        raise TypeError(f"a transpose rule produced a cotangent of type {got} for a value of "
+                        f"type {aval}; its cotangent type is {want}")
+
+
+def _layout(aval: ArrayType) -> Any:
+    """What of a type's sharding a cotangent must match: the mesh and the
+    normalised spec. No sharding and a fully replicated one (no partitions,
+    unreduced or reduced axes) are the same layout: spec leaves values that
+    were never placed on a mesh unsharded, where JAX gives them the mesh's
+    replicated sharding."""
+    s = aval.sharding
+    if s is None:
+        return None
+    spec = s.spec._normalized_spec_for_aval(aval.ndim)
+    if all(p is None for p in spec.partitions) and not spec.unreduced and not spec.reduced:
+        return None
+    return (s.mesh, spec)
+
+
+def linear_transpose_jaxpr(jaxpr: Jaxpr, cts_out: Sequence[Any]) -> list[Any]:
+    """Cotangents of all inputs of a linear jaxpr (consts are residuals)."""
+    args = [UndefinedPrimal(v.aval) for v in jaxpr.invars]
+    return backward_pass(jaxpr, jaxpr.consts, args, cts_out)
+
+
+__all__ = [
+    "JVPTrace", "JVPTracer", "LinearizeTrace", "LinearizeTracer", "Linearized",
+    "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder",
+    "RefAccum", "backward_pass", "call_backward", "cotangent_aval", "jvp_flat", "jvp_rule",
+    "linear_transpose_jaxpr",
+    "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
+]

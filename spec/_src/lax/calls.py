@@ -1,0 +1,258 @@
+"""Call primitives: ``jit`` (a staged sub-program).
+
+Its autodiff rules transform the sub-jaxpr and bind ``jit`` again, so that
+differentiated programs keep their call structure: the JVP of a call is a
+call of the JVP jaxpr; linearizing a call gives a primal call (returning the
+residuals) and a tangent call (reading them); transposing a call is a call
+of the transposed jaxpr; partial evaluation splits a call in two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec._src.interpreters import ad, batching
+from spec._src.interpreters.batching import AxisData
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
+from spec._src.core.interpreter import (
+    Eqn,
+    canonical_aval_of,
+    dce_jaxpr,
+    dce_sub_jaxpr,
+    Jaxpr,
+    JitTracer,
+    Var,
+    eval_jaxpr,
+    eval_jaxpr_values,
+    pp_eqn_default,
+    trace_to_jaxpr,
+)
+from spec._src.core.registry import declare, require
+from spec._src.core.types import FLOAT0, ArrayType
+
+
+def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]:
+    expected = jaxpr.in_avals
+    require(len(avals) == len(expected), "jit", "C1",
+            f"called with {len(avals)} operands, the jaxpr takes {len(expected)}")
+    for i, (got, want) in enumerate(zip(avals, expected)):
+        require(got.shape == want.shape and got.dtype == want.dtype, "jit", "C2",
+                f"operand {i} has type {got}, the jaxpr expects {want}")
+    return jaxpr.out_avals
+
+
+def _jit_impl(*args: np.ndarray, jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
+    consts = [_const_value(c) for c in jaxpr.consts]
+    return eval_jaxpr_values(jaxpr, consts, args)
+
+
+def _const_value(c: Any) -> np.ndarray:
+    from spec._src.core.interpreter import canonical_value
+    return canonical_value(c)[0]
+
+
+def _pp_jit(eqn: Any, ctx: Any) -> Any:
+    params = dict(eqn.params)
+    params.pop("inline", None)
+    if not any(params.get("donated_invars", ())):
+        params.pop("donated_invars", None)
+    if not params.get("keep_unused", False):
+        params.pop("keep_unused", None)
+    mesh = params.get("ctx_mesh")
+    if mesh is None or mesh.empty:  # printed only when a mesh was in context
+        params.pop("ctx_mesh", None)
+    inner = params["jaxpr"]
+    if id(inner) not in ctx.shared:
+        ctx.suggest_same_names(inner.invars, eqn.invars)
+        ctx.suggest_same_names(inner.outvars, eqn.outvars)
+    # name= first, then the rest sorted: easier to scan, and JAX's order.
+    name = params.pop("name")
+    ordered = {"name": name, **{k: params[k] for k in sorted(params)}}
+    return pp_eqn_default(eqn, ctx, ordered, sort=False)
+
+
+# ------------------------------------------------------------------ autodiff
+
+def _call_params(params: dict[str, Any], jaxpr: Jaxpr) -> dict[str, Any]:
+    """The params of a derived call: same name and options, a new jaxpr."""
+    return {**params, "jaxpr": jaxpr, "donated_invars": (False,) * len(jaxpr.invars)}
+
+
+def _evaluator(jaxpr: Jaxpr) -> Any:
+    return lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs)
+
+
+def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
+             **params: Any) -> tuple[list[Any], list[Any]]:
+    nonzero = tuple(type(t) is not Zero for t in tangents)
+    new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
+    operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
+    outs = jit_p.bind(*operands, **_call_params(params, new))
+    n_out = len(jaxpr.outvars)
+    it = iter(outs[n_out:])
+    t_outs = [next(it) if nz else Zero(v.aval.tangent_type())
+              for nz, v in zip(out_nonzero, jaxpr.outvars)]
+    return list(outs[:n_out]), t_outs
+
+
+def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                   jaxpr: Jaxpr, **params: Any) -> tuple[list[Any], list[Any]]:
+    """A primal call returning the primal outputs and the residuals it
+    computes, and a tangent call reading the residuals. Residuals that are
+    inputs of the call are passed from outside, not returned."""
+    differentiate = [type(t) is not Zero for t in tangents]
+    n_out = len(jaxpr.outvars)
+    found: dict[str, Any] = {}
+
+    def primal_fun(*xs: Any) -> list[Any]:
+        lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
+        inputs = {id(x): i for i, x in enumerate(xs)}
+        traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
+                  if isinstance(c, JitTracer)]
+        found["lin"], found["traced"] = lin.jaxpr, traced
+        found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
+        return [*lin.primals_out,
+                *(c for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
+
+    primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
+    # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
+    # of an inner loop that only the tangent side would have read).
+    primal_jaxpr = dce_jaxpr(primal_jaxpr)
+    from spec._src.core.interpreter import set_current_trace
+    with set_current_trace(trace.parent):
+        outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
+    computed = iter(outs[n_out:])
+    residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
+    lin, traced = found["lin"], found["traced"]
+    traced_ids = {id(v) for v, _ in traced}
+    kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
+    tangent_jaxpr = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + lin.invars,
+                          lin.outvars, lin.eqns, consts=[c for _, c in kept])
+    t_in = [t for t in tangents if type(t) is not Zero]
+    t_outs = trace.tangent_trace.process_primitive(
+        jit_p, [*residuals, *t_in], _call_params(params, tangent_jaxpr))
+    return list(outs[:n_out]), list(t_outs)
+
+
+def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    return transpose_call(
+        lambda operands, t_jaxpr: jit_p.bind(*operands, **_call_params(params, t_jaxpr)),
+        cts, args, jaxpr)
+
+
+@dataclass
+class TransposedOperands:
+    """A transposed call's view of its operands: which are undefined (their
+    cotangents are results), which accumulate into refs (ref operands,
+    values bound to gradient refs: the refs are passed to the transposed
+    call, which adds into them and returns nothing for them), and which are
+    defined (residuals, passed first)."""
+
+    args: Sequence[Any]
+    undefined: list[bool]
+    accums: list[bool]
+    refs: list[Any]
+    wanted: list[bool]
+    defined: list[Any]
+
+    @staticmethod
+    def of(args: Sequence[Any]) -> TransposedOperands:
+        undefined = [type(a) is UndefinedPrimal for a in args]
+        accums = [isinstance(a, ad.RefAccum) for a in args]
+        refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
+        # float0 inputs (tangents of integers) get symbolic zero cotangents.
+        wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(args, undefined)]
+        defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
+        return TransposedOperands(args, undefined, accums, refs, wanted, defined)
+
+    def transposed(self, jaxpr: Jaxpr, ct_nonzero: Sequence[bool]) -> Jaxpr:
+        """``jaxpr``'s backward pass as a jaxpr: the defined operands, the
+        refs and the nonzero cotangents in, the wanted cotangents out."""
+        backward = ad.call_backward(jaxpr, jaxpr.consts, self.undefined, ct_nonzero,
+                                    self.accums)
+
+        def fun(*xs: Any) -> list[Any]:
+            return [instantiate(c) for c, w in zip(backward(*xs), self.wanted) if w]
+
+        avals = [canonical_aval_of(a) for a in [*self.defined, *self.refs]] + \
+            [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
+        return trace_to_jaxpr(fun, avals)[0]
+
+    def operands(self, cts: Sequence[Any]) -> list[Any]:
+        """The transposed call's operands."""
+        return [*self.defined, *self.refs, *(c for c in cts if type(c) is not Zero)]
+
+    def cotangents(self, outs: Sequence[Any]) -> list[Any]:
+        """Each operand's cotangent from the transposed call's results."""
+        it = iter(outs)
+        return [next(it) if w else (Zero(a.aval.ct_type()) if u else None)
+                for a, u, w in zip(self.args, self.undefined, self.wanted)]
+
+
+def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[Any],
+                   args: Sequence[Any], jaxpr: Jaxpr) -> list[Any]:
+    """The transpose of a call of ``jaxpr``: a call (made by ``bind`` from
+    the operands and the transposed jaxpr) of the jaxpr's backward pass."""
+    ops = TransposedOperands.of(args)
+    t_jaxpr = ops.transposed(jaxpr, [type(c) is not Zero for c in cts])
+    return ops.cotangents(bind(ops.operands(cts), t_jaxpr))
+
+
+def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                      ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Split a call whose inputs are partly unknown into a known call (also
+    returning residuals) and an unknown call reading them."""
+    inner: Jaxpr = eqn.params["jaxpr"]
+    split = ad.partial_eval_jaxpr(inner, ins_unknown)
+    res_vars = [Var(v.aval) for v in split.known.outvars[len(split.known.outvars)
+                                                         - split.num_res:]]
+    known_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if not u]
+    unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
+    known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
+    unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
+    known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
+                        params=_call_params(eqn.params, split.known))
+    unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
+                          params=_call_params(eqn.params, split.unknown))
+    return known, unknown, split.out_unknowns
+
+
+def _jit_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
+               **params: Any) -> tuple[list[Any], list[Any]]:
+    """A call of the batched jaxpr; batch axes stay where they are."""
+    new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+    outs = jit_p.bind(*args, **_call_params(params, new))
+    return list(outs), out_dims
+
+
+def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """A call of the pruned jaxpr: unused results go, with the work only they
+    needed and the operands nothing else reads (JAX ignores ``keep_unused``
+    here; it matters only when compiling)."""
+    jaxpr: Jaxpr = eqn.params["jaxpr"]
+    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
+    if new is jaxpr:
+        return used_inputs, eqn
+    params = dict(eqn.params, jaxpr=new, donated_invars=tuple(
+        d for d, u in zip(eqn.params["donated_invars"], used_inputs) if u))
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
+
+
+def _jit_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """A call's results have the shardings its jaxpr gives them."""
+    return [a.sharding for a in jaxpr.out_avals]
+
+
+jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
+                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
+                sharding=_jit_sharding)
+jit_p.linearize = _jit_linearize
+jit_p.transpose_accumulates = True  # the call's body adds into gradient refs
+jit_p.partial_eval = _jit_partial_eval
+jit_p.dce = _jit_dce

@@ -1,0 +1,1006 @@
+"""Control-flow primitives: ``cond`` (run one of several branch jaxprs) and
+``while`` (run a body jaxpr while a predicate jaxpr holds).
+
+Their sub-jaxprs take no closed-over constants: whatever a branch or loop
+closes over is an operand (``hoist_consts``), so that every transformation
+sees it. Transformations transform the sub-jaxprs and bind the primitive
+again, as jit's rules do (spec/rules/calls.py).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec._src.interpreters import ad, batching
+from spec._src.core import types as T
+from spec._src.core.state_types import is_ref_type
+from spec._src.interpreters.ad_util import Zero, instantiate, zero_jvp, zeros_like_aval
+from spec._src.interpreters.batching import AxisData, BatchDim
+from spec._src.core.interpreter import (
+    Atom,
+    DropVar,
+    Eqn,
+    Jaxpr,
+    Var,
+    canonical_aval_of,
+    canonical_value,
+    dce_jaxpr,
+    dce_sub_jaxpr,
+    eval_jaxpr,
+    eval_jaxpr_values,
+    not_applicable,
+    set_current_trace,
+    trace_to_jaxpr,
+)
+from spec._src.core.registry import declare, require
+from spec._src.lax.calls import TransposedOperands
+from spec._src.lax.remat import custom_rules as remat_custom_rules
+from spec._src.lax.scan import closed_to_operands, no_aliased_refs, sub_jaxpr_effects
+from spec._src.core.types import FLOAT0, ArrayType
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def same_type(a: ArrayType, b: ArrayType) -> bool:
+    """JAX's ``typematch``: shape and dtype agree (weak types may differ)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _avals_text(avals: Sequence[ArrayType]) -> str:
+    return "[" + ", ".join(a.str_short() for a in avals) + "]"
+
+
+def hoist_consts(jaxprs: Sequence[Jaxpr]) -> tuple[list[Jaxpr], list[Any]]:
+    """Jaxprs with their constants turned into leading inputs, shared by all
+    of them (each constant once, by identity, in order of first appearance);
+    a jaxpr gets an unused input for another's constant."""
+    consts: list[Any] = []
+    slot: dict[int, int] = {}
+    for j in jaxprs:
+        for c in j.consts:
+            if id(c) not in slot:
+                slot[id(c)] = len(consts)
+                consts.append(c)
+    out = []
+    for j in jaxprs:
+        binders = [Var(canonical_aval_of(c)) for c in consts]
+        for v, c in zip(j.constvars, j.consts):
+            binders[slot[id(c)]] = v
+        out.append(Jaxpr([], [*binders, *j.invars], list(j.outvars), list(j.eqns), j.effects))
+    return out, consts
+
+
+def _values(jaxpr: Jaxpr, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    consts = [canonical_value(c)[0] for c in jaxpr.consts]
+    return list(eval_jaxpr_values(jaxpr, consts, args))
+
+
+def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool],
+               inst: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+    """``ad.jvp_jaxpr`` with the output tangents selected by ``inst``
+    materialised (zeros) where they are symbolically zero."""
+    new, out_nz = ad.jvp_jaxpr(jaxpr, nonzero)
+    want = [nz or i for nz, i in zip(out_nz, inst)]
+    if want == out_nz:
+        return new, out_nz
+    n_out = len(jaxpr.outvars)
+
+    def padded(*xs: Any) -> list[Any]:
+        outs = eval_jaxpr(new, new.consts, *xs)
+        it = iter(outs[n_out:])
+        ts = [next(it) if nz else zeros_like_aval(v.aval.tangent_type())
+              for nz, w, v in zip(out_nz, want, jaxpr.outvars) if w]
+        return [*outs[:n_out], *ts]
+
+    wrapped, _ = trace_to_jaxpr(padded, [v.aval for v in new.invars])
+    return wrapped, want
+
+
+# ==================================================================== empty2
+
+
+class MemorySpace(enum.Enum):
+    """Where a buffer lives; printed as JAX prints its own enum
+    (``MemorySpace.Device``). Only device memory exists here."""
+
+    Device = "device"
+
+
+def _empty2_type(*, dtype: Any, memory_space: Any) -> list[ArrayType]:
+    ok = isinstance(dtype, np.dtype) and (dtype == FLOAT0 or T.is_valid_dtype(dtype))
+    require(ok, "empty2", "C1", f"dtype {dtype!r} is not a JAX dtype")
+    require(isinstance(memory_space, MemorySpace), "empty2", "C2",
+            f"memory_space {memory_space!r} is not a MemorySpace")
+    return [ArrayType((), dtype, False)]
+
+
+def _empty2_impl(*, dtype: Any, memory_space: Any) -> list[np.ndarray]:
+    # The contents are unspecified; XLA's CPU lowering materialises zeros.
+    return [np.zeros((), dtype)]
+
+
+empty2_p = declare(
+    "empty2", typing=_empty2_type, impl=_empty2_impl, jvp=zero_jvp(),
+    transpose=not_applicable("empty2 has no operands"),
+    batch=not_applicable("empty2 has no operands, so vmap never batches it"),
+    sharding=not_applicable("empty2 has no operands and no sharding param; the filler is "
+                            "broadcast to its slot with the slot's sharding"))
+
+
+# ====================================================================== cond
+
+
+def _cond_type(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...],
+               **params: Any) -> list[ArrayType]:
+    require(len(branches) >= 1, "cond", "C1", "cond requires at least one branch")
+    require(index.shape == () and index.dtype == np.dtype(np.int32), "cond", "C2",
+            f"the index has type {index}, expected int32[]")
+    first = branches[0]
+    for i, b in enumerate(branches):
+        require(len(b.invars) == len(ops) and all(
+            same_type(a, v) for a, v in zip(ops, b.in_avals)), "cond", "C3",
+            f"branch {i} takes input types {_avals_text(b.in_avals)}, called with operands "
+            f"of type {_avals_text(ops)}")
+        require(len(b.outvars) == len(first.outvars) and all(
+            same_type(a, o) for a, o in zip(first.out_avals, b.out_avals)), "cond", "C4",
+            f"branches 0 and {i} have mismatching output types: "
+            f"{_avals_text(first.out_avals)} vs {_avals_text(b.out_avals)}")
+        _check_refs("cond", f"branch {i}", ops, b, ())
+    return list(first.out_avals)
+
+
+def _check_refs(prim: str, name: str, ops: Sequence[ArrayType], jaxpr: Jaxpr,
+                carry: Sequence[ArrayType]) -> None:
+    """C5 (cond) / C5 (while): an operand is a Ref exactly where the sub-jaxpr
+    takes one; carries and results are never refs."""
+    for k, (a, v) in enumerate(zip(ops, jaxpr.in_avals)):
+        require(is_ref_type(a) == is_ref_type(v), prim, "C5",
+                f"{name} takes {v.str_short()} for an operand of type {a.str_short()}: an "
+                "operand is a Ref exactly where the jaxpr takes one", ValueError)
+    for a in carry:
+        require(not is_ref_type(a), prim, "C5",
+                f"a carry has type {a.str_short()}: a Ref cannot be a loop carry", ValueError)
+    for o in jaxpr.out_avals:
+        require(not is_ref_type(o), prim, "C5",
+                f"{name} returns a Ref ({o.str_short()}): refs cannot be returned",
+                ValueError)
+
+
+def _cond_impl(index: np.ndarray, *ops: np.ndarray, branches: tuple[Jaxpr, ...],
+               **params: Any) -> list[np.ndarray]:
+    # Out-of-range indices clamp, as XLA's conditional does.
+    i = min(max(int(index), 0), len(branches) - 1)
+    return _values(branches[i], ops)
+
+
+def _cond_out_nonzero(branches: Sequence[Jaxpr], ops_nz: Sequence[bool]) -> list[bool]:
+    per_branch = [ad.jvp_jaxpr(b, ops_nz)[1] for b in branches]
+    return [any(col) for col in zip(*per_branch)]
+
+
+def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[Jaxpr, ...],
+              **params: Any) -> tuple[list[Any], list[Any]]:
+    index, *ops = primals
+    ops_t = tangents[1:]
+    ops_nz = [type(t) is not Zero for t in ops_t]
+    out_nz = _cond_out_nonzero(branches, ops_nz)
+    jvps, consts = hoist_consts([_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
+    outs = cond_p.bind(index, *consts, *ops, *(t for t in ops_t if type(t) is not Zero),
+                       branches=tuple(jvps), **params)
+    n_out = len(branches[0].outvars)
+    it = iter(outs[n_out:])
+    t_outs = [next(it) if nz else Zero(a.tangent_type())
+              for nz, a in zip(out_nz, branches[0].out_avals)]
+    return list(outs[:n_out]), t_outs
+
+
+def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr, ...],
+                    **params: Any) -> list[Any]:
+    """A cond of the branches' transposes: the residual operands and the
+    nonzero cotangents in, the linear operands' cotangents out."""
+    # Refs whose cotangents are refs are passed after the defined operands
+    # and written by the branches' transposes, as a transposed call does.
+    t_ops = TransposedOperands.of(ops)
+    ct_nz = [type(c) is not Zero for c in cts]
+    new, consts = hoist_consts([t_ops.transposed(b, ct_nz) for b in branches])
+    outs = cond_p.bind(index, *consts, *t_ops.operands(cts), branches=tuple(new), **params)
+    return [None, *t_ops.cotangents(outs)]
+
+
+def _type_key(a: ArrayType) -> tuple[Any, ...]:
+    return (a.shape, a.dtype, a.weak_type)
+
+
+def _merge_residual_slots(per_branch: Sequence[Sequence[ArrayType]]
+                          ) -> tuple[list[ArrayType], list[list[int]]]:
+    """Residual slots shared between branches by type: a branch's k-th
+    residual of some type takes the k-th slot of that type, so the slots
+    are as few as the branch needing most of each type requires."""
+    slots: list[ArrayType] = []
+    where: list[list[int]] = []
+    for avals in per_branch:
+        taken: set[int] = set()
+        mine = []
+        for a in avals:
+            k = next((i for i, b in enumerate(slots)
+                      if i not in taken and _type_key(b) == _type_key(a)), None)
+            if k is None:
+                k = len(slots)
+                slots.append(a)
+            taken.add(k)
+            mine.append(k)
+        where.append(mine)
+    return slots, where
+
+
+def _empty_like(aval: ArrayType) -> Any:
+    """Filler for a residual slot the taken branch does not produce: its
+    contents are never read, so JAX stages an ``empty2`` (broadcast to the
+    shape) rather than a zero."""
+    if aval.dtype == FLOAT0:
+        return zeros_like_aval(aval)
+    e = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
+    return e if aval.shape == () else _lax().broadcast_in_dim(e, aval.shape, ())
+
+
+@dataclass
+class _BranchSplit:
+    """Every branch split alike. ``knowns`` take the known operands and
+    return the known outputs then ``n_res`` residual slots; ``unknowns`` take
+    those slots, then the known operands listed in ``forwarded`` (residuals
+    that are simply a known operand travel as that operand, not through the
+    known cond), then the unknown operands."""
+
+    knowns: list[Jaxpr]
+    unknowns: list[Jaxpr]
+    n_res: int
+    forwarded: list[int]
+    out_unknowns: list[bool]
+
+
+def _dce_branches(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` without dead equations, also inside the branches of its
+    conds (whose outputs all stay): JAX cleans the known side of a
+    partially evaluated branch so, which drops the fillers an inner cond's
+    branches create but do not return."""
+    eqns = [e.replace(params={**e.params, "branches": tuple(
+        _dce_branches(b) for b in e.params["branches"])}) if e.primitive is cond_p else e
+        for e in jaxpr.eqns]
+    return dce_jaxpr(Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns, jaxpr.effects,
+                           jaxpr.consts), rules=False)
+
+
+def _split_branches(branches: Sequence[Jaxpr], ops_uk: Sequence[bool],
+                    inst: Sequence[bool]) -> _BranchSplit:
+    """Partial evaluation of every branch with the same unknown outputs, as
+    JAX's cond partial evaluation joins them."""
+    first = [ad.partial_eval_jaxpr(b, ops_uk, inst) for b in branches]
+    out_uk = [any(col) for col in zip(*(s.out_unknowns for s in first))]
+    splits = [ad.partial_eval_jaxpr(b, ops_uk, out_uk) for b in branches]
+    for s in splits:
+        s.known = _dce_branches(s.known)
+    n_known_out = len(out_uk) - sum(out_uk)
+    known_pos = [i for i, u in enumerate(ops_uk) if not u]
+    # Per branch and residual: the operand it forwards, or None.
+    fwd_of: list[list[int | None]] = []
+    for s in splits:
+        pos = {id(v): known_pos[j] for j, v in enumerate(s.known.invars)}
+        fwd_of.append([pos.get(id(r)) for r in s.known.outvars[n_known_out:]])
+    slots, where = _merge_residual_slots([
+        [r.aval for r, f in zip(s.known.outvars[n_known_out:], fs) if f is None]
+        for s, fs in zip(splits, fwd_of)])
+    forwarded: list[int] = []
+    for fs in fwd_of:
+        forwarded.extend(f for f in fs if f is not None and f not in forwarded)
+    known_in = [v.aval for v, u in zip(branches[0].invars, ops_uk) if not u]
+    fwd_in = [branches[0].invars[i].aval for i in forwarded]
+    shared = [Var(a) for a in [*slots, *fwd_in]]
+    knowns, unknowns = [], []
+    for s, mine, fs in zip(splits, where, fwd_of):
+        # Where each of this branch's residuals comes from among the
+        # unknown side's inputs (slots, then forwarded operands).
+        it = iter(mine)
+        src = [next(it) if f is None else len(slots) + forwarded.index(f) for f in fs]
+
+        def known_fun(*xs: Any, s: Any = s, mine: list[int] = mine,
+                      fs: list[int | None] = fs) -> list[Any]:
+            outs = eval_jaxpr(s.known, s.known.consts, *xs)
+            # Every slot gets a filler first (JAX's order of equations);
+            # the branch's own residuals then take theirs.
+            res = [_empty_like(a) for a in slots]
+            own = [r for r, f in zip(outs[n_known_out:], fs) if f is None]
+            for k, r in zip(mine, own):
+                res[k] = r
+            return [*outs[:n_known_out], *res]
+
+        knowns.append(trace_to_jaxpr(known_fun, known_in)[0])
+        # The unknown branch keeps its equations and takes every slot: its
+        # own residuals bind their slots, the binders of the others are
+        # shared by all branches (as JAX joins them; visible in the text).
+        binders = list(shared)
+        for k, v in zip(src, s.unknown.invars):
+            binders[k] = v
+        u = s.unknown
+        unknowns.append(Jaxpr([], [*binders, *u.invars[len(src):]], list(u.outvars),
+                              list(u.eqns), u.effects))
+    return _BranchSplit(knowns, unknowns, len(slots), forwarded, out_uk)
+
+
+def _cond_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                       ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Known index: a known cond computing the known outputs and the taken
+    branch's residuals, and an unknown cond reading them. Unknown index:
+    the whole cond is unknown."""
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    n_out = len(eqn.outvars)
+    if ins_unknown[0]:
+        return None, eqn, [True] * n_out
+    ops_uk = ins_unknown[1:]
+    split = _split_branches(branches, ops_uk, [False] * n_out)
+    out_uk = split.out_unknowns
+    knowns, k_consts = hoist_consts(split.knowns)
+    unknowns, u_consts = hoist_consts(split.unknowns)
+    if k_consts or u_consts:  # constants only arise from tracing under a trace
+        return None, eqn, [True] * n_out
+    n_known_out = len(knowns[0].outvars) - split.n_res
+    res_vars = [Var(v.aval) for v in knowns[0].outvars[n_known_out:]]
+    index, *ops = eqn.invars
+    known = eqn.replace(
+        invars=[index, *(a for a, u in zip(ops, ops_uk) if not u)],
+        outvars=[*(v for v, u in zip(eqn.outvars, out_uk) if not u), *res_vars],
+        params={**eqn.params, "branches": tuple(knowns)})
+    unknown = eqn.replace(
+        invars=[index, *res_vars, *(ops[i] for i in split.forwarded),
+                *(a for a, u in zip(ops, ops_uk) if u)],
+        outvars=[v for v, u in zip(eqn.outvars, out_uk) if u],
+        params={**eqn.params, "branches": tuple(unknowns)})
+    return known, unknown, out_uk
+
+
+def _cond_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bool], eqn: Eqn
+                              ) -> tuple[Eqn | None, Eqn | None, list[bool], list[bool],
+                                         list[Var]]:
+    """Policy-aware split of a cond inside a checkpoint (JAX's custom rule).
+
+    An output is unknown if it is in some branch. Each branch splits with
+    the policy (the staged branch has every operand and recomputes what is
+    not saved); the residuals of all branches share typed slots. The known
+    cond returns the known outputs and the slots (a branch fills the slots
+    it does not produce with ``empty2``); the staged cond reads the index,
+    the slots and every operand, and returns every output."""
+    from spec._src.lax.remat import partial_eval_jaxpr_custom
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    index_uk, ops_uk = unks_in[0], unks_in[1:]
+    new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
+    n_out = len(eqn.outvars)
+    if index_uk:
+        return None, eqn, [True] * n_out, [True] * n_out, new_inst
+    unks_out = [False] * n_out
+    for b in branches:
+        _, _, uo, _, _ = partial_eval_jaxpr_custom(b, ops_uk, True, False, True, policy)
+        unks_out = [x or y for x, y in zip(unks_out, uo)]
+    n_known_out = n_out - sum(unks_out)
+    knowns: list[Jaxpr] = []
+    stageds: list[Jaxpr] = []
+    res_avals: list[list[ArrayType]] = []
+    inst_out = [True] * n_out
+    for b in branches:
+        known, staged, _, inst_out, num_res = partial_eval_jaxpr_custom(
+            b, ops_uk, True, unks_out, True, policy)
+        # Each branch is cleaned before the slots are shared: afterwards no
+        # one could tell which branch reads a shared slot.
+        staged, used = dce_sub_jaxpr(staged, [True] * len(staged.outvars),
+                                     [False] * num_res + [True] * len(ops_uk))
+        used_res = used[:num_res]
+        known, _ = dce_sub_jaxpr(known, [True] * n_known_out + used_res, True)
+        knowns.append(known)
+        stageds.append(staged)
+        res_avals.append(staged.in_avals[:sum(used_res)])
+    slots, where = _merge_residual_slots(res_avals)
+    joined_known: list[Jaxpr] = []
+    for known, mine in zip(knowns, where):
+        def aug(*xs: Any, known: Jaxpr = known, mine: list[int] = mine) -> list[Any]:
+            outs = eval_jaxpr(known, known.consts, *xs)
+            res = [_empty_like(a) for a in slots]
+            for k, r in zip(mine, outs[n_known_out:]):
+                res[k] = r
+            return [*outs[:n_known_out], *res]
+        joined_known.append(trace_to_jaxpr(aug, known.in_avals)[0])
+    all_res = [Var(a) for a in slots]
+    joined_staged: list[Jaxpr] = []
+    for staged, mine in zip(stageds, where):
+        binders = list(all_res)
+        for k, v in zip(mine, staged.invars[:len(mine)]):
+            binders[k] = v
+        joined_staged.append(Jaxpr(list(staged.constvars),
+                                   [*binders, *staged.invars[len(mine):]],
+                                   list(staged.outvars), staged.eqns, staged.effects,
+                                   list(staged.consts)))
+    hoisted_k, k_consts = hoist_consts(joined_known)
+    hoisted_s, s_consts = hoist_consts(joined_staged)
+    if k_consts or s_consts:  # constants only arise from tracing under a trace
+        return None, eqn, [True] * n_out, [True] * n_out, new_inst
+    res_binders = [Var(a) for a in slots]
+    ins_known = [x for x, u in zip(eqn.invars, unks_in) if not u]
+    eqn_known = eqn.replace(
+        invars=ins_known,
+        outvars=[*(v for v, u in zip(eqn.outvars, unks_out) if not u), *res_binders],
+        params={**eqn.params, "branches": tuple(hoisted_k)})
+    eqn_staged = eqn.replace(
+        invars=[eqn.invars[0], *res_binders, *eqn.invars[1:]],
+        outvars=[v for v, i in zip(eqn.outvars, inst_out) if i],
+        params={**eqn.params, "branches": tuple(hoisted_s)})
+    return eqn_known, eqn_staged, unks_out, inst_out, [*new_inst, *res_binders]
+
+
+def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                    branches: tuple[Jaxpr, ...], **params: Any
+                    ) -> tuple[list[Any], list[Any]]:
+    """JVP branches split by partial evaluation: a primal cond returning the
+    outputs and the taken branch's residuals, a tangent cond reading them."""
+    index, *ops = primals
+    ops_t = tangents[1:]
+    ops_nz = [type(t) is not Zero for t in ops_t]
+    out_nz = _cond_out_nonzero(branches, ops_nz)
+    jvps = [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches]
+    n_ops, n_out = len(ops), len(branches[0].outvars)
+    n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
+    split = _split_branches(
+        jvps, [False] * n_ops + [True] * n_t_in, [False] * n_out + [True] * n_t_out)
+    knowns, k_consts = hoist_consts(split.knowns)
+    unknowns, u_consts = hoist_consts(split.unknowns)
+    with set_current_trace(trace.parent):
+        outs = cond_p.bind(index, *k_consts, *ops, branches=tuple(knowns), **params)
+    # Residuals: the known cond's, then the forwarded primal operands.
+    residuals = [*outs[n_out:], *(ops[i] for i in split.forwarded)]
+    t_in = [t for t in ops_t if type(t) is not Zero]
+    t_outs = trace.tangent_trace.process_primitive(
+        cond_p, [index, *u_consts, *residuals, *t_in], {**params, "branches": tuple(unknowns)})
+    it = iter(t_outs)
+    tangents_out = [next(it) if nz else Zero(a.tangent_type())
+                    for nz, a in zip(out_nz, branches[0].out_avals)]
+    return list(outs[:n_out]), tangents_out
+
+
+def _bcast_to(pred: Any, x: Any) -> Any:
+    """``pred`` broadcast along the trailing axes of ``x``."""
+    p, a = canonical_aval_of(pred), canonical_aval_of(x)
+    if p.ndim == a.ndim:
+        return pred
+    return _lax().broadcast_in_dim(pred, a.shape, tuple(range(p.ndim)))
+
+
+def _select_or_stop(chosen: Any, x: Any) -> Any:
+    """``x`` where ``chosen``, else ``stop_gradient(x)``; the stop_gradient is
+    bound before the predicate's broadcast, in JAX's order."""
+    stopped = _lax().stop_gradient(x)
+    return _lax().select(_bcast_to(chosen, x), x, stopped)
+
+
+def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
+    if any(is_ref_type(v.aval) for b in branches for v in b.invars):
+        # JAX refuses any branch with ref effects (reads included).
+        raise NotImplementedError("State effect not supported in vmap-of-cond.")
+    lax = _lax()
+    n_out = len(branches[0].outvars)
+    if dims[0] is not None:
+        # A batched index: every branch runs on the whole batch and select_n
+        # picks per example. Each branch sees its operands only where it is
+        # chosen (stop_gradient elsewhere), so that reverse mode through the
+        # unchosen branches contributes nothing.
+        index, *ops = [batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
+                       for x, d in zip(args, dims)]
+        branch_outs = []
+        for i, b in enumerate(branches):
+            bj, _ = batching.batch_jaxpr(b, axis, [0] * len(ops), [0] * n_out)
+            chosen = lax.eq(index, np.array(i, np.int32))
+            ops_i = [_select_or_stop(chosen, x) for x in ops]
+            branch_outs.append(eval_jaxpr(bj, bj.consts, *ops_i))
+        outs = [lax.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
+        return outs, [0] * n_out
+    index, *ops = args
+    op_dims: list[BatchDim] = [None if d is None else 0 for d in dims[1:]]
+    ops = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(ops, dims[1:])]
+    out_bat = [any(col) for col in zip(*(
+        [d is not None for d in batching.batch_jaxpr(b, axis, op_dims)[1]] for b in branches))]
+    wanted: list[BatchDim] = [0 if b else None for b in out_bat]
+    new, consts = hoist_consts([batching.batch_jaxpr(b, axis, op_dims, wanted)[0]
+                                for b in branches])
+    outs = cond_p.bind(index, *consts, *ops, branches=tuple(new), **params)
+    return list(outs), wanted
+
+
+def _cond_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Every branch keeps only the results the caller reads; an operand stays
+    if some branch still reads it (then all branches take it). The index is
+    always read."""
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    n_ops = len(eqn.invars) - 1
+    used_ops = [False] * n_ops
+    for b in branches:
+        _, used = dce_sub_jaxpr(b, used_outputs)
+        used_ops = [x or y for x, y in zip(used_ops, used)]
+    new = tuple(dce_sub_jaxpr(b, used_outputs, used_ops)[0] for b in branches)
+    used_inputs = [True, *used_ops]
+    if all(used_ops) and all(used_outputs) and all(n is b for n, b in zip(new, branches)):
+        return used_inputs, eqn
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+        params=dict(eqn.params, branches=new))
+
+
+def _explicit(a: ArrayType) -> bool:
+    s = a.sharding
+    return s is not None and not s.mesh.empty
+
+
+def _cond_sharding(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...],
+                   **params: Any) -> list[Any]:
+    """The results have the first branch's output shardings. Where two
+    branches give an output shardings on a mesh, they must be equal (JAX's
+    ``typematch``: an output without a mesh matches any sharding)."""
+    first = branches[0].out_avals
+    for b in branches[1:]:
+        for a, o in zip(first, b.out_avals):
+            if _explicit(a) and _explicit(o) and a.sharding != o.sharding:
+                raise TypeError(
+                    "branches of cond must have identical output types, got "
+                    f"{_avals_text(first)} and {_avals_text(b.out_avals)}")
+    return [a.sharding for a in first]
+
+
+cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
+                 sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
+                 batch=_cond_batch)
+cond_p.linearize = _cond_linearize
+cond_p.partial_eval = _cond_partial_eval
+cond_p.dce = _cond_dce
+remat_custom_rules["cond"] = _cond_partial_eval_custom
+
+
+# ===================================================================== while
+
+
+def _split3(xs: Sequence[Any], n1: int, n2: int) -> tuple[list[Any], list[Any], list[Any]]:
+    return list(xs[:n1]), list(xs[n1:n1 + n2]), list(xs[n1 + n2:])
+
+
+def _while_type(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+                body_jaxpr: Jaxpr) -> list[ArrayType]:
+    require(cond_nconsts >= 0 and body_nconsts >= 0
+            and len(avals) >= cond_nconsts + body_nconsts, "while", "C1",
+            f"called with {len(avals)} operands, fewer than cond_nconsts={cond_nconsts} plus "
+            f"body_nconsts={body_nconsts}")
+    cconsts, bconsts, carry = _split3(avals, cond_nconsts, body_nconsts)
+    for name, jaxpr, ins in (("cond_jaxpr", cond_jaxpr, cconsts + carry),
+                             ("body_jaxpr", body_jaxpr, bconsts + carry)):
+        require(len(jaxpr.invars) == len(ins) and all(
+            same_type(a, v) for a, v in zip(ins, jaxpr.in_avals)), "while", "C2",
+            f"{name} takes input types {_avals_text(jaxpr.in_avals)}, called with operands "
+            f"of type {_avals_text(ins)}")
+    _check_refs("while", "cond_jaxpr", cconsts + carry, cond_jaxpr, carry)
+    _check_refs("while", "body_jaxpr", bconsts + carry, body_jaxpr, carry)
+    outs = body_jaxpr.out_avals
+    require(len(outs) == len(carry) and all(same_type(a, o) for a, o in zip(carry, outs)),
+            "while", "C3", f"body_fun output and input must have identical types, got "
+            f"{_avals_text(outs)} for a carry of type {_avals_text(carry)}")
+    preds = cond_jaxpr.out_avals
+    ok = len(preds) == 1 and preds[0].dtype == np.dtype(np.bool_) and all(
+        c.shape[:preds[0].ndim] == preds[0].shape for c in carry)
+    require(ok, "while", "C4", f"cond_jaxpr must return one boolean scalar (or, batched, a "
+            f"boolean array whose shape prefixes every carry's), got {_avals_text(preds)}")
+    return list(outs)
+
+
+def _select_carry(pred: np.ndarray, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    mask = pred.reshape(pred.shape + (1,) * (old.ndim - pred.ndim))
+    return np.where(mask, new, old)
+
+
+def _while_impl(*args: np.ndarray, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+                body_jaxpr: Jaxpr) -> list[np.ndarray]:
+    cconsts, bconsts, carry = _split3(args, cond_nconsts, body_nconsts)
+    while True:
+        pred = np.asarray(_values(cond_jaxpr, [*cconsts, *carry])[0])
+        if not pred.any():
+            return carry
+        new = _values(body_jaxpr, [*bconsts, *carry])
+        if pred.ndim == 0:
+            carry = new
+        else:
+            # A batched predicate (from vmap): finished examples keep their carry.
+            carry = [_select_carry(pred, n, c) for n, c in zip(new, carry)]
+
+
+def _while_jvp(primals: list[Any], tangents: list[Any], *, cond_nconsts: int,
+               cond_jaxpr: Jaxpr, body_nconsts: int,
+               body_jaxpr: Jaxpr) -> tuple[list[Any], list[Any]]:
+    """A while over the carry and its tangent: the body is the body's JVP,
+    the predicate ignores the tangents. Which carry tangents are nonzero is
+    the fixpoint of the body's JVP."""
+    nz = [type(t) is not Zero for t in tangents]
+    _, bconst_nz, carry_nz = _split3(nz, cond_nconsts, body_nconsts)
+    for _ in range(1 + len(carry_nz)):
+        body_jvp, out_nz = _jvp_jaxpr(body_jaxpr, bconst_nz + carry_nz, carry_nz)
+        if out_nz == carry_nz:
+            break
+        carry_nz = [a or b for a, b in zip(carry_nz, out_nz)]
+    cconst, bconst, init = _split3(primals, cond_nconsts, body_nconsts)
+    _, bconst_t, init_t = _split3(tangents, cond_nconsts, body_nconsts)
+    bconst_dot = [t for t in bconst_t if type(t) is not Zero]
+    init_dot = [instantiate(t) for t, n in zip(init_t, carry_nz) if n]
+    n_carry = len(init)
+    # The JVP body takes (bconst, carry, bconst_dot, carry_dot); while wants
+    # the body constants first: (bconst, bconst_dot, carry, carry_dot).
+    iv = body_jvp.invars
+    nb, nbd = len(bconst), len(bconst_dot)
+    order = [*iv[:nb], *iv[nb + n_carry:nb + n_carry + nbd], *iv[nb:nb + n_carry],
+             *iv[nb + n_carry + nbd:]]
+    body_new = Jaxpr(body_jvp.constvars, order, body_jvp.outvars, body_jvp.eqns,
+                     body_jvp.effects, body_jvp.consts)
+    (body_new,), b_consts = hoist_consts([body_new])
+    cond_new = Jaxpr([], [*cond_jaxpr.invars, *(Var(canonical_aval_of(t)) for t in init_dot)],
+                     cond_jaxpr.outvars, cond_jaxpr.eqns, cond_jaxpr.effects)
+    outs = while_p.bind(*cconst, *b_consts, *bconst, *bconst_dot, *init, *init_dot,
+                        cond_nconsts=cond_nconsts, cond_jaxpr=cond_new,
+                        body_nconsts=len(b_consts) + nb + nbd, body_jaxpr=body_new)
+    it = iter(outs[n_carry:])
+    t_outs = [next(it) if n else Zero(a.tangent_type())
+              for n, a in zip(carry_nz, body_jaxpr.out_avals)]
+    return list(outs[:n_carry]), t_outs
+
+
+def _while_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any],
+                     **params: Any) -> tuple[list[Any], list[Any]]:
+    """Primal outputs from a primal loop; the tangent side reruns the JVP
+    loop (its primal carry included) on the residual inputs: a loop is only
+    forward-differentiable, so nothing is saved per iteration."""
+    with set_current_trace(trace.parent):
+        outs = while_p.bind(*primals, **params)
+    split = ad._SplitTrace(trace.parent, trace.tangent_trace, trace.staged)
+    with set_current_trace(split):
+        _, t_outs = _while_jvp(primals, tangents, **params)
+    return list(outs), t_outs
+
+
+def _copy(jaxpr: Jaxpr) -> Jaxpr:
+    """``jaxpr`` retraced: the same equations over fresh variables."""
+    return trace_to_jaxpr(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), jaxpr.in_avals)[0]
+
+
+def _while_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                        ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """Carries that stay known (by fixpoint over the body) are computed by a
+    known loop when the predicate depends on known values only; the unknown
+    carries come from the whole loop, rerun on the unknown side (a loop
+    saves no per-iteration residuals). Otherwise the whole loop is unknown."""
+    cond_nconsts: int = eqn.params["cond_nconsts"]
+    body_nconsts: int = eqn.params["body_nconsts"]
+    cond_jaxpr: Jaxpr = eqn.params["cond_jaxpr"]
+    body_jaxpr: Jaxpr = eqn.params["body_jaxpr"]
+    cconst_uk, bconst_uk, carry_uk = _split3(ins_unknown, cond_nconsts, body_nconsts)
+    n_carry = len(carry_uk)
+    everything = None, eqn, [True] * n_carry
+    for _ in range(1 + n_carry):
+        body_split = ad.partial_eval_jaxpr(body_jaxpr, bconst_uk + carry_uk, carry_uk)
+        out_uk = body_split.out_unknowns
+        if out_uk == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, out_uk)]
+    cond_split = ad.partial_eval_jaxpr(cond_jaxpr, cconst_uk + carry_uk, False)
+    if cond_split.out_unknowns[0] or all(carry_uk):
+        return everything
+    n_known = n_carry - sum(carry_uk)
+    # The known sides return the known outputs first; their residuals (read
+    # only by the unknown side, which recomputes them) are dropped.
+    body_known = body_split.known
+    body_known = Jaxpr(body_known.constvars, body_known.invars, body_known.outvars[:n_known],
+                       body_known.eqns, body_known.effects, body_known.consts)
+    cond_known = cond_split.known
+    cond_known = Jaxpr(cond_known.constvars, cond_known.invars, cond_known.outvars[:1],
+                       cond_known.eqns, cond_known.effects, cond_known.consts)
+    # Fresh copies: the known sides share variables with the loop the
+    # unknown side reruns, which would show in the jaxpr text.
+    (cond_known,), c_consts = hoist_consts([_copy(cond_known)])
+    (body_known,), b_consts = hoist_consts([_copy(body_known)])
+    if c_consts or b_consts:  # constants only arise from tracing under a trace
+        return everything
+    cconsts, bconsts, init = _split3(eqn.invars, cond_nconsts, body_nconsts)
+    known = eqn.replace(
+        invars=[*(a for a, u in zip(cconsts, cconst_uk) if not u),
+                *(a for a, u in zip(bconsts, bconst_uk) if not u),
+                *(a for a, u in zip(init, carry_uk) if not u)],
+        outvars=[v for v, u in zip(eqn.outvars, carry_uk) if not u],
+        params={**eqn.params, "cond_nconsts": cond_nconsts - sum(cconst_uk),
+                "cond_jaxpr": cond_known, "body_nconsts": body_nconsts - sum(bconst_uk),
+                "body_jaxpr": body_known})
+    unknown = eqn.replace(outvars=[v if u else DropVar(v.aval)
+                                   for v, u in zip(eqn.outvars, carry_uk)])
+    return known, unknown, carry_uk
+
+
+def _while_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bool],
+                               eqn: Eqn) -> tuple[Eqn | None, Eqn | None, list[bool],
+                                                  list[bool], list[Var]]:
+    """Split of a while inside a checkpoint (JAX's custom rule): a loop
+    saves nothing per iteration, so the known loop computes the carries
+    that stay known (fixpoint over the body, nothing saveable) and the
+    staged side reruns the whole loop. An unknown predicate stages it all."""
+    from spec._src.lax.remat import partial_eval_jaxpr_custom
+    del policy  # nothing can be saved from inside a loop of unknown length
+    p = eqn.params
+    cond_nconsts: int = p["cond_nconsts"]
+    body_nconsts: int = p["body_nconsts"]
+    cond_jaxpr: Jaxpr = p["cond_jaxpr"]
+    body_jaxpr: Jaxpr = p["body_jaxpr"]
+    cconst_uk, bconst_uk, carry_uk = _split3(unks_in, cond_nconsts, body_nconsts)
+    n_carry = len(carry_uk)
+    for _ in range(1 + n_carry):
+        body_known, _, carry_out, _, num_res = partial_eval_jaxpr_custom(
+            body_jaxpr, bconst_uk + carry_uk, True, carry_uk, True, None)
+        if carry_out == carry_uk:
+            break
+        carry_uk = [a or b for a, b in zip(carry_uk, carry_out)]
+    else:
+        raise AssertionError("while: carry fixed point not reached")
+    assert num_res == 0
+    new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
+    cond_known, _, (cond_uk,), _, _ = partial_eval_jaxpr_custom(
+        cond_jaxpr, cconst_uk + carry_uk, True, False, True, None)
+    if cond_uk:
+        return None, eqn, [True] * n_carry, [True] * n_carry, new_inst
+    unks = [*cconst_uk, *bconst_uk, *carry_uk]
+    eqn_known = eqn.replace(
+        invars=[x for x, u in zip(eqn.invars, unks) if not u],
+        outvars=[v for v, u in zip(eqn.outvars, carry_uk) if not u],
+        params={**p, "cond_jaxpr": cond_known, "body_jaxpr": body_known,
+                "cond_nconsts": cond_nconsts - sum(cconst_uk),
+                "body_nconsts": body_nconsts - sum(bconst_uk)})
+    return eqn_known, eqn, carry_uk, [True] * n_carry, new_inst
+
+
+def _while_transpose(cts: list[Any], *args: Any, **params: Any) -> list[Any]:
+    raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or "
+                     "lax.fori_loop with dynamic start/stop values. Try using lax.scan, or "
+                     "using fori_loop with static start/stop.")
+
+
+def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_nconsts: int,
+                 cond_jaxpr: Jaxpr, body_nconsts: int,
+                 body_jaxpr: Jaxpr) -> tuple[list[Any], list[BatchDim]]:
+    """Carries that become batched are found by fixpoint. A batched
+    predicate batches every carry (at axis 0) and the loop runs while any
+    example's predicate holds; the primitive keeps finished examples'
+    carries (see the impl). Otherwise batched carries sit after the
+    predicate's own (batch) axes."""
+    cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
+    cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
+    carry_bat = [d is not None for d in idims]
+    for _ in range(1 + len(carry_bat)):
+        trial: list[BatchDim] = [0 if b else None for b in carry_bat]
+        _, out_dims = batching.batch_jaxpr(body_jaxpr, axis, bdims + trial)
+        out_bat = [a or d is not None for a, d in zip(carry_bat, out_dims)]
+        if out_bat == carry_bat:
+            break
+        carry_bat = out_bat
+    trial = [0 if b else None for b in carry_bat]
+    _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis, cdims + trial)
+    carry_dims: list[BatchDim]
+    if pred_dim is not None:
+        carry_dims = [0] * len(init)
+        pred_wanted: BatchDim = 0
+    else:
+        rank = cond_jaxpr.out_avals[0].ndim
+        carry_dims = [rank if b else None for b in carry_bat]
+        pred_wanted = None
+    body_b, _ = batching.batch_jaxpr(body_jaxpr, axis, bdims + carry_dims, carry_dims)
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [pred_wanted])
+    (cond_b,), c_consts = hoist_consts([cond_b])
+    (body_b,), b_consts = hoist_consts([body_b])
+    new_init = [x if new is None else batching.match_axis(axis, x, old, new)
+                for x, old, new in zip(init, idims, carry_dims)]
+    outs = while_p.bind(*c_consts, *cconsts, *b_consts, *bconsts, *new_init,
+                        cond_nconsts=len(c_consts) + cond_nconsts, cond_jaxpr=cond_b,
+                        body_nconsts=len(b_consts) + body_nconsts, body_jaxpr=body_b)
+    return list(outs), carry_dims
+
+
+def _while_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Keep a carry if the caller reads it, the predicate reads it, or the
+    body needs it to compute a kept carry (a fixed point: keeping one carry
+    may make others needed); the rest leave the loop, with the body work
+    and the constants that served only them."""
+    p = eqn.params
+    cond_j: Jaxpr = p["cond_jaxpr"]
+    body_j: Jaxpr = p["body_jaxpr"]
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    n_carry = len(eqn.outvars)
+    _, cond_used = dce_sub_jaxpr(cond_j, [True])
+    used_carry = [u or c for u, c in zip(used_outputs, cond_used[nc:])]
+    for _ in range(n_carry + 1):
+        body_new, body_used = dce_sub_jaxpr(body_j, used_carry, [False] * nb + used_carry)
+        carry_in = body_used[nb:]
+        if carry_in == used_carry:
+            break
+        used_carry = [u or c for u, c in zip(used_carry, carry_in)]
+    cond_new, cond_used = dce_sub_jaxpr(cond_j, [True], [False] * nc + used_carry)
+    used_inputs = [*cond_used[:nc], *body_used[:nb], *used_carry]
+    if cond_new is cond_j and body_new is body_j and all(used_inputs):
+        return used_inputs, eqn
+    params = dict(p, cond_jaxpr=cond_new, body_jaxpr=body_new,
+                  cond_nconsts=sum(cond_used[:nc]), body_nconsts=sum(body_used[:nb]))
+    return used_inputs, eqn.replace(
+        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+        outvars=[v for v, u in zip(eqn.outvars, used_carry) if u], params=params)
+
+
+def _while_sharding(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr,
+                    body_nconsts: int, body_jaxpr: Jaxpr) -> list[Any]:
+    """The carries leave with the body's output shardings; a carry whose
+    sharding the body changes is an error (JAX's carry ``typematch``)."""
+    carry = avals[cond_nconsts + body_nconsts:]
+    outs = body_jaxpr.out_avals
+    for a, o in zip(carry, outs):
+        if _explicit(a) and _explicit(o) and a.sharding != o.sharding:
+            raise TypeError(
+                "while_loop body function carry input and carry output must have equal "
+                f"types, got {_avals_text(outs)} for a carry of type {_avals_text(carry)}")
+    return [o.sharding for o in outs]
+
+
+while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
+                  sharding=_while_sharding,
+                  jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
+while_p.linearize = _while_linearize
+while_p.partial_eval = _while_partial_eval
+while_p.dce = _while_dce
+remat_custom_rules["while"] = _while_partial_eval_custom
+
+
+# ================================================================== refs
+#
+# cond and while take refs as operands: refs the branches, predicate or body
+# close over (hoisted to operands like any constant), and refs passed to
+# cond as explicit operands. Carries and results are never refs. The
+# equation writes the operands whose binders a sub-jaxpr writes.
+
+
+def _cond_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    out: set[Any] = set()
+    for b in params["branches"]:
+        out |= sub_jaxpr_effects(b, atoms[1:])
+    return frozenset(out)
+
+
+def _while_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    carry = atoms[nc + nb:]
+    return frozenset(sub_jaxpr_effects(params["cond_jaxpr"], [*atoms[:nc], *carry])
+                     | sub_jaxpr_effects(params["body_jaxpr"], [*atoms[nc:nc + nb], *carry]))
+
+
+Discharged = tuple[list[Any], list[tuple[int, Any]]]
+
+
+def _cond_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]) -> Discharged:
+    """A cond given refs as a pure cond: every branch takes the refs' values
+    (after the other operands) and returns their final values after its
+    results; the branch not taken returns them unchanged."""
+    from spec._src.lax.state import discharge_state
+    index, *ops = ins
+    is_ref = [is_ref_type(a.aval) for a in atoms[1:]]
+    if not any(is_ref):
+        return list(cond_p.bind(*ins, **params)), []
+    no_aliased_refs("cond", atoms)
+    branches: tuple[Jaxpr, ...] = params["branches"]
+    plain = [x for x, r in zip(ops, is_ref) if not r]
+    refs = [x for x, r in zip(ops, is_ref) if r]
+    n_plain = len(plain)
+
+    def discharged(b: Jaxpr) -> Jaxpr:
+        pure, consts = discharge_state(b)
+
+        def fun(*args: Any) -> list[Any]:
+            it_p, it_r = iter(args[:n_plain]), iter(args[n_plain:])
+            return eval_jaxpr(pure, consts, *(next(it_r) if r else next(it_p)
+                                              for r in is_ref))
+
+        return trace_to_jaxpr(fun, [canonical_aval_of(x) for x in (*plain, *refs)])[0]
+
+    new, consts = hoist_consts([discharged(b) for b in branches])
+    outs = cond_p.bind(index, *consts, *plain, *refs,
+                       **{**params, "branches": tuple(new)})
+    n_out = len(branches[0].outvars)
+    finals = iter(outs[n_out:])
+    return list(outs[:n_out]), [(1 + k, next(finals)) for k, r in enumerate(is_ref) if r]
+
+
+def _while_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]
+                     ) -> Discharged:
+    """A while given refs as a pure while: each distinct ref (the predicate
+    and the body may both read one) becomes a leading carry that the body
+    updates with its final value and the predicate reads."""
+    from spec._src.lax.state import discharge_state
+    is_ref = [is_ref_type(a.aval) for a in atoms]
+    if not any(is_ref):
+        return list(while_p.bind(*ins, **params)), []
+    nc, nb = params["cond_nconsts"], params["body_nconsts"]
+    cond_j: Jaxpr = params["cond_jaxpr"]
+    body_j: Jaxpr = params["body_jaxpr"]
+    if cond_j.effects:
+        raise NotImplementedError(
+            "discharge_state: a while_loop predicate that writes refs is not supported yet")
+    slot: dict[int, int] = {}  # operand position -> its ref's carry
+    first: dict[int, int] = {}  # ref atom -> its carry
+    ref_vals: list[Any] = []
+    for k in range(nc + nb):
+        if is_ref[k]:
+            key = id(atoms[k]) if isinstance(atoms[k], Var) else -k - 1
+            if key not in first:
+                first[key] = len(ref_vals)
+                ref_vals.append(ins[k])
+            slot[k] = first[key]
+    n_u = len(ref_vals)
+    carry = ins[nc + nb:]
+    pure_c, c_consts = discharge_state(cond_j)
+    pure_b, b_consts = discharge_state(body_j)
+
+    def merged(args: Sequence[Any], start: int, n: int) -> tuple[list[Any], Sequence[Any]]:
+        """A sub-jaxpr's constants, refs' values taken from the ref carries."""
+        n_plain = sum(1 for k in range(start, start + n) if not is_ref[k])
+        plain = iter(args[:n_plain])
+        refs = args[n_plain:n_plain + n_u]
+        vals = [refs[slot[k]] if is_ref[k] else next(plain) for k in range(start, start + n)]
+        return vals, args[n_plain + n_u:]
+
+    def cond_fun(*args: Any) -> list[Any]:
+        vals, rest = merged(args, 0, nc)
+        return eval_jaxpr(pure_c, c_consts, *vals, *rest)[:1]
+
+    def body_fun(*args: Any) -> list[Any]:
+        vals, rest = merged(args, nc, nb)
+        outs = eval_jaxpr(pure_b, b_consts, *vals, *rest)
+        n_carry = len(rest)
+        refs = list(args[len(args) - n_carry - n_u:len(args) - n_carry])
+        finals = iter(outs[n_carry:])
+        for k in range(nc, nc + nb):
+            if is_ref[k]:
+                refs[slot[k]] = next(finals)
+        return [*refs, *outs[:n_carry]]
+
+    plain_c = [x for x, r in zip(ins[:nc], is_ref[:nc]) if not r]
+    plain_b = [x for x, r in zip(ins[nc:nc + nb], is_ref[nc:nc + nb]) if not r]
+    tail = [canonical_aval_of(x) for x in (*ref_vals, *carry)]
+    cond_new, cond_h = closed_to_operands(trace_to_jaxpr(
+        cond_fun, [*(canonical_aval_of(x) for x in plain_c), *tail])[0])
+    body_new, body_h = closed_to_operands(trace_to_jaxpr(
+        body_fun, [*(canonical_aval_of(x) for x in plain_b), *tail])[0])
+    outs = while_p.bind(*cond_h, *plain_c, *body_h, *plain_b, *ref_vals, *carry,
+                        cond_nconsts=len(cond_h) + len(plain_c), cond_jaxpr=cond_new,
+                        body_nconsts=len(body_h) + len(plain_b), body_jaxpr=body_new)
+    return list(outs[n_u:]), [(k, outs[slot[k]]) for k in range(nc + nb) if is_ref[k]]
+
+
+cond_p.accepts_refs = True
+cond_p.effects_rule = _cond_effects
+while_p.accepts_refs = True
+while_p.effects_rule = _while_effects
+
+
+def _register_discharge() -> None:
+    from spec._src.lax.state import register_discharge
+    register_discharge("cond", _cond_discharge)
+    register_discharge("while", _while_discharge)
+
+
+_register_discharge()

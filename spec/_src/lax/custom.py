@@ -1,0 +1,472 @@
+"""Custom-derivative primitives: ``custom_jvp_call``, ``custom_vjp_call`` and
+the linear ``custom_lin``.
+
+``custom_jvp_call`` and ``custom_vjp_call`` evaluate a sub-jaxpr
+(``call_jaxpr``: the user's function, whose closed-over values were turned
+into its first ``num_consts`` inputs) and carry the user's derivative rules
+as opaque callables in their params (built by ``spec._src.api.custom_derivatives``):
+
+- ``jvp_jaxpr_fun(primals, tangents) -> (primal_outs, tangent_outs)``;
+- ``fwd_jaxpr_thunk(primals, nonzeros) -> (residuals, primal_outs)``;
+- ``bwd(residuals, cts_out) -> cts_in`` (``Zero`` for inputs given none).
+
+All take and return flat lists without the consts. The JVP of
+``custom_jvp_call`` runs the user's rule; the JVP of ``custom_vjp_call``
+runs ``fwd`` and applies ``custom_lin`` (linear in the tangents, reading the
+residuals), whose transpose runs ``bwd``. ``custom_lin`` cannot be evaluated
+or differentiated in forward mode: that is where a forward-mode derivative of
+a ``custom_vjp`` function fails, as in JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.interpreters import ad, batching
+from spec._src.interpreters.batching import AxisData
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
+from spec._src.core.errors import UnexpectedTracerError
+from spec._src.core.interpreter import (
+    Eqn,
+    Jaxpr,
+    PpContext,
+    canonical_aval_of,
+    eval_jaxpr_values,
+    not_applicable,
+    pp_eqn_default,
+)
+from spec._src.core.registry import declare, require
+from spec._src.core.types import FLOAT0, ArrayType
+
+
+class SymbolicZero:
+    """A zero tangent (or cotangent) passed to a custom rule declared with
+    ``symbolic_zeros=True``, in place of a materialised array: the input is not
+    being differentiated. Rules may also return one for a zero output."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ArrayType) -> None:
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return "SymbolicZero"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.aval.shape, dtype=np.int64))
+
+    @staticmethod
+    def from_primal_value(x: Any) -> SymbolicZero:
+        return SymbolicZero(canonical_aval_of(x).tangent_type())
+
+
+def rule_name(f: Any) -> str:
+    """The name a rule prints under: a function's ``__name__`` (through
+    ``functools.partial``), else its ``str``."""
+    while hasattr(f, "func") and not hasattr(f, "__name__"):
+        f = f.func
+    return str(getattr(f, "__name__", f))
+
+
+FORWARD_MODE_ERROR = "can't apply forward-mode autodiff (jvp) to a custom_vjp function."
+
+# ------------------------------------------------------------------ typing
+
+
+def _call_type(prim: str, avals: Sequence[ArrayType], jaxpr: Jaxpr,
+               num_consts: int) -> list[ArrayType]:
+    expected = jaxpr.in_avals
+    require(len(avals) == len(expected), prim, "C1",
+            f"called with {len(avals)} operands, call_jaxpr takes {len(expected)}")
+    require(0 <= num_consts <= len(avals), prim, "C2",
+            f"num_consts={num_consts} is not between 0 and the {len(avals)} operands")
+    for i, (got, want) in enumerate(zip(avals, expected)):
+        require(got.shape == want.shape and got.dtype == want.dtype, prim, "C3",
+                f"operand {i} has type {got}, call_jaxpr expects {want}")
+    return list(jaxpr.out_avals)
+
+
+def _custom_jvp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
+                          **params: Any) -> list[ArrayType]:
+    return _call_type("custom_jvp_call", avals, call_jaxpr, num_consts)
+
+
+def _custom_vjp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
+                          **params: Any) -> list[ArrayType]:
+    return _call_type("custom_vjp_call", avals, call_jaxpr, num_consts)
+
+
+def _call_sharding(*avals: ArrayType, call_jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """The results have the shardings of call_jaxpr's outputs (traced from the
+    operands' sharded types)."""
+    return [a.sharding for a in call_jaxpr.out_avals]
+
+
+def _call_impl(*args: np.ndarray, call_jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
+    # Closed-over values are operands (num_consts of them), so the jaxpr has none.
+    return eval_jaxpr_values(call_jaxpr, [], args)
+
+
+# ---------------------------------------------------------------- printing
+
+
+def _pp_call(eqn: Eqn, ctx: PpContext, hidden: Sequence[str], shown: dict[str, Any],
+             rule: Any) -> Any:
+    """``name=`` (the user's function) first, the rest sorted; the rules by
+    name; ``num_consts`` only when nonzero."""
+    params = {k: v for k, v in eqn.params.items() if k not in hidden}
+    if not params.get("num_consts"):
+        params.pop("num_consts", None)
+    params.update(shown)
+    name = getattr(rule, "fun_name", "<unknown>")
+    ordered = {"name": name, **{k: params[k] for k in sorted(params)}}
+    return pp_eqn_default(eqn, ctx, ordered, sort=False)
+
+
+def _pp_custom_jvp_call(eqn: Eqn, ctx: PpContext) -> Any:
+    rule = eqn.params["jvp_jaxpr_fun"]
+    return _pp_call(eqn, ctx, ("jvp_jaxpr_fun",), {"jvp": rule_name(rule)}, rule)
+
+
+def _pp_custom_vjp_call(eqn: Eqn, ctx: PpContext) -> Any:
+    fwd, bwd = eqn.params["fwd_jaxpr_thunk"], eqn.params["bwd"]
+    return _pp_call(eqn, ctx, ("fwd_jaxpr_thunk", "bwd", "out_trees"),
+                    {"fwd": rule_name(fwd), "bwd": rule_name(bwd)}, fwd)
+
+
+def _pp_custom_lin(eqn: Eqn, ctx: PpContext) -> Any:
+    params = {k: v for k, v in eqn.params.items() if k != "out_avals"}
+    params["bwd"] = rule_name(params["bwd"])
+    return pp_eqn_default(eqn, ctx, params)
+
+
+# ---------------------------------------------------------------- autodiff
+
+
+def _check_no_const_tangents(prim: str, tangents: Sequence[Any], num_consts: int) -> None:
+    """Differentiating with respect to a value the function closes over is not
+    supported (JAX fails on it too: the rule knows nothing of such inputs)."""
+    for t in tangents[:num_consts]:
+        if type(t) is not Zero:
+            raise UnexpectedTracerError(
+                f"Encountered an unexpected tracer: a {prim.split('_call')[0]} function "
+                f"closes over a value of type {t.aval if hasattr(t, 'aval') else '?'} "
+                "that is being differentiated. Custom derivative rules only say how to "
+                "differentiate with respect to the function's arguments: pass the value "
+                "as an argument instead of closing over it.")
+
+
+def zeros_like_aval(aval: ArrayType) -> Any:
+    """A materialised zero of type ``aval``, weak type included (as JAX's);
+    float0 zeros are NumPy arrays."""
+    if aval.dtype == FLOAT0:
+        return np.zeros(aval.shape, FLOAT0)
+    if aval.sharding is not None:  # laid out as the type says
+        from spec._src.interpreters.ad_util import zeros_like_aval as laid_out_zeros
+        return laid_out_zeros(aval)
+    from spec._src.lax.structural_api import _convert_element_type, broadcast
+    return broadcast(_convert_element_type(0, aval.dtype, aval.weak_type), aval.shape)
+
+
+def _to_rule_tangent(t: Any, symbolic_zeros: bool) -> Any:
+    if type(t) is not Zero:
+        return t
+    return SymbolicZero(t.aval) if symbolic_zeros else zeros_like_aval(t.aval)
+
+
+def _from_rule_tangent(t: Any) -> Any:
+    return Zero(t.aval) if type(t) is SymbolicZero else t
+
+
+def _custom_jvp_call_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxpr,
+                         jvp_jaxpr_fun: Any, num_consts: int,
+                         symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
+    _check_no_const_tangents("custom_jvp_call", tangents, num_consts)
+    args = primals[num_consts:]
+    ts = [_to_rule_tangent(t, symbolic_zeros) for t in tangents[num_consts:]]
+    p_outs, t_outs = jvp_jaxpr_fun(args, ts)
+    return list(p_outs), [_from_rule_tangent(t) for t in t_outs]
+
+
+def _custom_jvp_call_transpose(cts: list[Any], *args: Any, call_jaxpr: Jaxpr,
+                               **params: Any) -> list[Any]:
+    """A custom_jvp function used linearly (its rule applied it to tangents)
+    transposes as its own body."""
+    return ad.backward_pass(call_jaxpr, [], list(args), cts)
+
+
+def _custom_vjp_call_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxpr,
+                         fwd_jaxpr_thunk: Any, num_consts: int, bwd: Any, out_trees: Any,
+                         symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
+    _check_no_const_tangents("custom_vjp_call", tangents, num_consts)
+    args = primals[num_consts:]
+    ts = tangents[num_consts:]
+    nonzero = [type(t) is not Zero for t in ts]
+    residuals, p_outs = fwd_jaxpr_thunk(args, nonzero)
+    out_avals = tuple(canonical_aval_of(p).tangent_type() for p in p_outs)
+    t_outs = custom_lin_p.bind(
+        *residuals, *(t for t in ts if type(t) is not Zero), num_res=len(residuals), bwd=bwd,
+        out_avals=out_avals, symbolic_zeros=symbolic_zeros,
+        in_zeros=tuple(not nz for nz in nonzero))
+    return list(p_outs), list(t_outs)
+
+
+def _custom_lin_sharding(*avals: ArrayType, out_avals: tuple[ArrayType, ...],
+                         **params: Any) -> list[Any]:
+    """The tangent outputs' types were recorded when linearizing: their
+    shardings with them."""
+    return [a.sharding for a in out_avals]
+
+
+def _custom_lin_type(*avals: ArrayType, num_res: int, out_avals: tuple[ArrayType, ...],
+                     in_zeros: tuple[bool, ...], **params: Any) -> list[ArrayType]:
+    n_tangents = sum(not z for z in in_zeros)
+    require(len(avals) == num_res + n_tangents, "custom_lin", "C1",
+            f"called with {len(avals)} operands, expected num_res={num_res} residuals and "
+            f"{n_tangents} tangents")
+    return list(out_avals)
+
+
+def _custom_lin_impl(*args: Any, **params: Any) -> Sequence[np.ndarray]:
+    raise TypeError(FORWARD_MODE_ERROR)
+
+
+def _custom_lin_jvp(primals: list[Any], tangents: list[Any],
+                    **params: Any) -> tuple[list[Any], list[Any]]:
+    raise TypeError(FORWARD_MODE_ERROR)
+
+
+def _custom_lin_transpose(cts: list[Any], *invals: Any, num_res: int, bwd: Any,
+                          out_avals: tuple[ArrayType, ...], symbolic_zeros: bool,
+                          in_zeros: tuple[bool, ...]) -> list[Any]:
+    residuals = list(invals[:num_res])
+    cts_out = [_to_rule_tangent(c, symbolic_zeros) for c in cts]
+    cts_in = bwd(residuals, cts_out)
+    nonzero_cts = [ct for ct, z in zip(cts_in, in_zeros) if not z]
+    undefined = [type(a) is UndefinedPrimal for a in invals[num_res:]]
+    return [None] * num_res + [ct if u else None for ct, u in zip(nonzero_cts, undefined)]
+
+
+# ---------------------------------------------------------------- batching
+# A custom rule is per-example code: batched, it runs under vmap itself. The
+# function's outputs (and the rule's) are batched where the function's batched
+# jaxpr naturally puts them (at 0 for one that does not vary); residuals
+# keep the axes the batched forward pass gives them; a cotangent for an
+# input that was not batched is summed over the batch.
+
+
+def _per_example(t: Any, d: Any) -> Any:
+    """A symbolic zero of a batched value, as the rule sees it per example."""
+    if isinstance(t, SymbolicZero) and d is not None:
+        return SymbolicZero(batching.unbatched_aval(t.aval, d))
+    return t
+
+
+def _is_array_like(t: Any) -> bool:
+    return not isinstance(t, (SymbolicZero, Zero)) and t is not None
+
+
+def _batched_call(fun: Any, axis: AxisData, vals: list[Any], dims: list[Any],
+                  want: list[Any] | None = None) -> tuple[list[Any], list[Any]]:
+    outs, out_dims = batching.batch_flat(fun, axis, vals, dims)
+    if want is None:
+        return outs, out_dims
+    return [batching.match_axis(axis, o, d, w) if w is not None else
+            _sum_out(o, d) for o, d, w in zip(outs, out_dims, want)], list(want)
+
+
+def _sum_out(x: Any, d: Any) -> Any:
+    """A per-example cotangent of an unbatched input: summed over the batch."""
+    if d is None:
+        return x
+    from spec import lax
+    return lax.reduce_sum(x, (d,))
+
+
+class _NamedRule:
+    """A batched rule that prints (and names its function) as the user's rule
+    it wraps, as JAX's batched rules do."""
+
+    def __init__(self, fn: Any, like: Any) -> None:
+        self.fn = fn
+        self.__name__ = rule_name(like)
+        self.fun_name = getattr(like, "fun_name", "<unknown>")
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+def _call_out_dims(call_jaxpr: Jaxpr, axis: AxisData, dims: list[Any]
+                   ) -> tuple[Jaxpr, list[Any]]:
+    """The call's jaxpr batched with its outputs where they naturally come
+    out (as JAX); an output that does not depend on the batch is broadcast at
+    0 anyway, since the rule run under vmap may give a batched value for it."""
+    new_call, natural = batching.batch_jaxpr(call_jaxpr, axis, dims)
+    if None not in natural:
+        return new_call, natural
+    wanted: list[Any] = [0 if d is None else d for d in natural]
+    new_call, _ = batching.batch_jaxpr(call_jaxpr, axis, dims, wanted)
+    return new_call, wanted
+
+
+def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, jvp_jaxpr_fun: Any, num_consts: int,
+                           symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
+    n_out = len(call_jaxpr.outvars)
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
+    arg_dims = list(dims[num_consts:])
+
+    def batched_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+        live = [_is_array_like(t) for t in tangents]
+        vals = [*primals, *(t for t, a in zip(tangents, live) if a)]
+        vdims = [*arg_dims, *(d for d, a in zip(arg_dims, live) if a)]
+        n = len(primals)
+
+        def per_example(*xs: Any) -> list[Any]:
+            it = iter(xs[n:])
+            ts = [next(it) if a else _per_example(t, d)
+                  for t, a, d in zip(tangents, live, arg_dims)]
+            p_out, t_out = jvp_jaxpr_fun(list(xs[:n]), ts)
+            return [*p_out, *t_out]
+
+        outs, _ = _batched_call(per_example, axis, vals, vdims, out_dims * 2)
+        return outs[:n_out], outs[n_out:]
+
+    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call,
+                                  jvp_jaxpr_fun=_NamedRule(batched_jvp, jvp_jaxpr_fun),
+                                  num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return list(outs), out_dims
+
+
+def _batched_bwd(bwd: Any, axis: AxisData, res_dims: list[Any], ct_dims: list[Any],
+                 in_dims: list[Any]) -> Any:
+    """``bwd`` run per example: residuals at ``res_dims``, cotangents at
+    ``ct_dims``; input cotangents returned at ``in_dims`` (summed over the
+    batch for unbatched inputs)."""
+    def batched(residuals: list[Any], cts: list[Any]) -> list[Any]:
+        live = [_is_array_like(c) for c in cts]
+        vals = [*residuals, *(c for c, a in zip(cts, live) if a)]
+        vdims = [*res_dims, *(d for d, a in zip(ct_dims, live) if a)]
+        r = len(residuals)
+        zero_slots: list[bool] = []
+
+        def per_example(*xs: Any) -> list[Any]:
+            it = iter(xs[r:])
+            cs = [next(it) if a else _per_example(c, d) for c, a, d in zip(cts, live, ct_dims)]
+            outs = list(bwd(list(xs[:r]), cs))
+            zero_slots[:] = [not _is_array_like(o) for o in outs]
+            return [o for o in outs if _is_array_like(o)]
+
+        arrays, out_dims = batching.batch_flat(per_example, axis, vals, vdims)
+        kept_dims = [d for d, z in zip(in_dims, zero_slots) if not z]
+        moved = iter([batching.match_axis(axis, o, d, w) if w is not None else
+                      _sum_out(o, d) for o, d, w in zip(arrays, out_dims, kept_dims)])
+        return [None if z else next(moved) for z in zero_slots]
+
+    return batched
+
+
+def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, fwd_jaxpr_thunk: Any, num_consts: int,
+                           bwd: Any, out_trees: Any, symbolic_zeros: bool
+                           ) -> tuple[list[Any], list[Any]]:
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
+    arg_dims = list(dims[num_consts:])
+    res_dims: list[Any] = []
+
+    def batched_fwd(primals: list[Any], nonzero: list[bool]) -> tuple[list[Any], list[Any]]:
+        n_res: list[int] = []
+
+        def per_example(*xs: Any) -> list[Any]:
+            residuals, p_outs = fwd_jaxpr_thunk(list(xs), nonzero)
+            n_res[:] = [len(residuals)]
+            return [*residuals, *p_outs]
+
+        outs, dims_out = batching.batch_flat(per_example, axis, list(primals), arg_dims)
+        r = n_res[0]
+        res_dims[:] = dims_out[:r]
+        p_outs = [batching.match_axis(axis, o, d, w) for o, d, w in
+                  zip(outs[r:], dims_out[r:], out_dims)]
+        return outs[:r], p_outs
+
+    def lazy_bwd(residuals: list[Any], cts: list[Any]) -> list[Any]:
+        # The residuals' axes are known once the batched forward pass ran.
+        run = _batched_bwd(bwd, axis, list(res_dims), out_dims, arg_dims)
+        return list(run(residuals, cts))
+
+    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call,
+                                  fwd_jaxpr_thunk=_NamedRule(batched_fwd, fwd_jaxpr_thunk),
+                                  num_consts=num_consts, bwd=_NamedRule(lazy_bwd, bwd),
+                                  out_trees=out_trees,
+                                  symbolic_zeros=symbolic_zeros)
+    return list(outs), out_dims
+
+
+def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_res: int,
+                      bwd: Any, out_avals: tuple[ArrayType, ...], symbolic_zeros: bool,
+                      in_zeros: tuple[bool, ...]) -> tuple[list[Any], list[Any]]:
+    """The tangent map batched: its transpose runs ``bwd`` per example, with
+    the output cotangents at axis 0 and input cotangents at the tangents' axes."""
+    res_dims = list(dims[:num_res])
+    # Every tangent at axis 0 (an unmapped one broadcast), so the input
+    # cotangents the transpose returns are there too.
+    moved = [*args[:num_res], *(batching.match_axis(axis, t, d, 0)
+                                for t, d in zip(args[num_res:], dims[num_res:]))]
+    in_dims: list[Any] = [None if z else 0 for z in in_zeros]
+    batched_avals = tuple(batching.batched_aval(a, 0, axis.size, axis.explicit_mesh_axis)
+                          for a in out_avals)
+    outs = custom_lin_p.bind(
+        *moved, num_res=num_res,
+        bwd=_batched_bwd(bwd, axis, res_dims, [0] * len(out_avals), in_dims),
+        out_avals=batched_avals, symbolic_zeros=symbolic_zeros, in_zeros=in_zeros)
+    return list(outs), [0] * len(out_avals)
+
+
+# --------------------------------------------------------------- declaring
+
+custom_jvp_call_p = declare(
+    "custom_jvp_call", typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
+    pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
+    transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
+    sharding=_call_sharding,
+    doc="A function with a user-defined JVP rule.")
+
+custom_vjp_call_p = declare(
+    "custom_vjp_call", typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
+    pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
+    transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
+    batch=_custom_vjp_call_batch, sharding=_call_sharding,
+    doc="A function with user-defined forward and backward passes.")
+
+custom_lin_p = declare(
+    "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
+    pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
+    batch=_custom_lin_batch,
+    sharding=_custom_lin_sharding,
+    doc="The tangent map of a custom_vjp function: transposes to its bwd rule.")
+
+
+__all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "custom_jvp_call_p", "custom_lin_p",
+           "custom_vjp_call_p", "rule_name", "zeros_like_aval"]
+
+# Refs pass through custom rules as plumbing: a custom_vjp function may take
+# refs (not differentiated), and its fwd rule may return ref arguments as
+# residuals, which the bwd rule then writes (JAX's special allowance).
+for _p in (custom_jvp_call_p, custom_vjp_call_p, custom_lin_p):
+    _p.accepts_refs = True

@@ -1,0 +1,450 @@
+"""dot_general: batched tensor contraction, and the ``Precision`` enum.
+
+Constraint numbering (see SPEC.md, section 9.4):
+C1 every dimension number is an axis of its operand; C2 batch and contracting
+lists are each distinct, disjoint, and lhs/rhs batch lists have equal length;
+C3 contracting dimensions have equal sizes; C4 batch dimensions have equal
+sizes; C5 the operand dtypes are ordered (XLA's "higher precision type");
+C6 an integer/bool preferred_element_type is not narrower than the result.
+
+Autodiff: bilinear (JVP and transposes as JAX's, see the end of the module);
+``bilinear_transpose`` is shared with conv_general_dilated.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.interpreters.ad_util import Zero, defjvp, is_undefined_primal
+from spec._src.interpreters.batching import sharding_for_vmap
+from spec._src.core.interpreter import canonical_aval_of, pp_eqn_default
+from spec._src.core.denormals import flush_all, flush_result
+from spec._src.core.registry import declare, require
+from spec._src.lax.sharding_reduce_dot import fit_out, make, mesh_of, parts_of
+from spec._src.core.errors import ShardingTypeError
+from spec._src.core.sharding import UnreducedKind
+from spec._src.core.types import ArrayType
+
+DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
+                         tuple[tuple[int, ...], tuple[int, ...]]]
+
+
+class Precision(enum.Enum):
+    """Matmul precision hint. It changes nothing on CPU; it is recorded in
+    the equation and printed as ``Precision.HIGHEST``."""
+
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value: object) -> Precision | None:
+        return PRECISION_STRINGS.get(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}.{self.name}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+PRECISION_STRINGS: dict[Any, Precision] = {
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
+    None: Precision.DEFAULT,
+}
+
+
+# ------------------------------------------------------------------- typing
+
+def _check_dims(side: str, x: ArrayType, contract: tuple[int, ...],
+                batch: tuple[int, ...]) -> None:
+    bad = [d for d in contract + batch if not 0 <= d < x.ndim]
+    require(not bad, "dot_general", "C1",
+            f"{side} dimension numbers must be axes of the {side} (rank {x.ndim}), got "
+            f"{side}_batch {batch} and {side}_contracting {contract}")
+    require(len(set(batch)) == len(batch), "dot_general", "C2",
+            f"{side} batch dimensions must be distinct, got {side}_batch {batch}")
+    require(len(set(contract)) == len(contract), "dot_general", "C2",
+            f"{side} contracting dimensions must be distinct, got {side}_contracting {contract}")
+    require(not set(batch) & set(contract), "dot_general", "C2",
+            f"{side} batch dimensions must be disjoint from contracting dimensions, got "
+            f"{side}_batch {batch} and {side}_contracting {contract}")
+
+
+def _sizes_text(sizes: tuple[int, ...]) -> str:
+    return str(sizes[0]) if len(sizes) == 1 else str(sizes)
+
+
+def dot_general_shape(lhs: ArrayType, rhs: ArrayType, dims: DimensionNumbers) -> T.Shape:
+    (lc, rc), (lb, rb) = dims
+    _check_dims("lhs", lhs, lc, lb)
+    _check_dims("rhs", rhs, rc, rb)
+    require(len(lb) == len(rb), "dot_general", "C2",
+            f"lhs and rhs must have equal numbers of batch dimensions, got lhs_batch {lb} "
+            f"and rhs_batch {rb}")
+    require(len(lc) == len(rc), "dot_general", "C3",
+            f"lhs and rhs must have equal numbers of contracting dimensions, got "
+            f"lhs_contracting {lc} and rhs_contracting {rc}")
+    lcs, rcs = tuple(lhs.shape[d] for d in lc), tuple(rhs.shape[d] for d in rc)
+    require(lcs == rcs, "dot_general", "C3",
+            f"contracting dimensions must have equal sizes, got {_sizes_text(lcs)} and "
+            f"{_sizes_text(rcs)}")
+    lbs, rbs = tuple(lhs.shape[d] for d in lb), tuple(rhs.shape[d] for d in rb)
+    require(lbs == rbs, "dot_general", "C4",
+            f"batch dimensions must have equal sizes, got {lbs} and {rbs}")
+    lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lc and i not in lb)
+    rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rc and i not in rb)
+    return lbs + lfree + rfree
+
+
+def _finfo(dt: T.DType) -> Any:
+    return ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+
+
+def _bits(dt: T.DType) -> int:
+    if dt == T.bool_:
+        return 1
+    if T.is_inexact(dt):
+        return int(_finfo(_real(dt)).bits)
+    return T.iinfo_bits(dt)
+
+
+def _real(dt: T.DType) -> T.DType:
+    return np.dtype(np.float32) if dt == T.complex64 else (
+        np.dtype(np.float64) if dt == T.complex128 else dt)
+
+
+def _precision_rank(dt: T.DType) -> tuple[bool, int, int, int, bool]:
+    """XLA's ordering of operand types: complex beats real; then exponent
+    range, mantissa width, bit width; signed beats unsigned."""
+    real = _real(dt)
+    fl = T.is_float(real)
+    info = _finfo(real) if fl else None
+    return (T.is_complex(dt), int(info.maxexp) if info is not None else -1,
+            int(info.nmant) if info is not None else -1, _bits(real),
+            not T.is_unsigned_int(real))
+
+
+def dot_general_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None) -> T.DType:
+    lp, rp = _precision_rank(lhs), _precision_rank(rhs)
+    if lp == rp:
+        require(lhs == rhs, "dot_general", "C5",
+                f"operand dtypes {lhs.name} and {rhs.name} are unordered (neither has higher "
+                "precision); convert one of them")
+    result = lhs if lp >= rp else rhs
+    if preferred is None or preferred == result:
+        return result
+    require(T.is_float(result) or _bits(preferred) >= _bits(result), "dot_general", "C6",
+            f"preferred_element_type {preferred.name} must not be narrower than the result "
+            f"type {result.name}")
+    return preferred
+
+
+def _dot_general_type(lhs: ArrayType, rhs: ArrayType, *, dimension_numbers: DimensionNumbers,
+                      precision: Any, preferred_element_type: T.DType | None,
+                      out_sharding: Any = None) -> list[ArrayType]:
+    shape = dot_general_shape(lhs, rhs, dimension_numbers)
+    dtype = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    return [ArrayType(shape, dtype, lhs.weak_type and rhs.weak_type)]
+
+
+# --------------------------------------------------------------------- impl
+
+def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
+    """Accumulation dtype. Integer (and bool) contractions are exact modulo
+    2**64 and then wrap to the result width, which is what accumulating in
+    the result type gives. Narrow floats accumulate in float32 and round
+    once, as XLA's CPU backend does."""
+    if not T.is_inexact(lhs) and not T.is_inexact(rhs):
+        return np.dtype(np.uint64) if T.is_unsigned_int(out) else np.dtype(np.int64)
+    if T.is_inexact(out):
+        return out if out.itemsize >= 4 and out not in T.SMALL_FLOAT_TYPES else T.float32
+    # A float contraction with an integer result: compute in the operands' float type.
+    widest = max((d for d in (lhs, rhs) if T.is_inexact(d)), key=lambda d: d.itemsize)
+    return widest if widest.itemsize >= 4 else T.float32
+
+
+def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    if lhs.shape[-1] == 1:
+        # A single product per output is not a sum: it keeps the sign of a
+        # zero product (-0.0), as XLA's dot does; a sum starts from +0.0.
+        return np.asarray(lhs * rhs)  # (..., m, 1) * (..., 1, n)
+    return np.asarray(np.matmul(lhs, rhs))
+
+
+def _matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Batched matmul with XLA's rounding: a complex product is four real
+    products, real = re·re - im·im and imag = re·im + im·re."""
+    if not T.is_complex(lhs.dtype):
+        return _real_matmul(lhs, rhs)
+    lr, li, rr, ri = lhs.real, lhs.imag, rhs.real, rhs.imag
+    out = np.empty((*lhs.shape[:-1], rhs.shape[-1]), lhs.dtype)
+    out.real = _real_matmul(lr, rr) - _real_matmul(li, ri)
+    out.imag = _real_matmul(lr, ri) + _real_matmul(li, rr)
+    return out
+
+
+def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: DimensionNumbers,
+                      precision: Any, preferred_element_type: T.DType | None,
+                      out_sharding: Any = None) -> list[np.ndarray]:
+    (lc, rc), (lb, rb) = dimension_numbers
+    out = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    cd = _compute_dtype(lhs.dtype, rhs.dtype, out)
+    lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
+    # Bring both operands to (batch, free, contract) / (batch, contract, free)
+    # and let one batched matmul do the work.
+    lhs, rhs = flush_all((lhs, rhs))  # XLA CPU reads subnormal operands as zero
+    lt = np.transpose(lhs, [*lb, *lfree, *lc]).astype(cd, copy=False)
+    rt = np.transpose(rhs, [*rb, *rc, *rfree]).astype(cd, copy=False)
+    bshape = tuple(lhs.shape[d] for d in lb)
+    lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
+    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
+    m, n = int(np.prod(lfs, dtype=np.int64)), int(np.prod(rfs, dtype=np.int64))
+    with np.errstate(all="ignore"):
+        res = _matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)))
+    res = np.asarray(res).reshape((*bshape, *lfs, *rfs))
+    if out == T.bool_:
+        return [np.asarray(res != 0)]
+    with np.errstate(all="ignore"):
+        if T.is_complex(cd) and not T.is_complex(out):
+            res = res.real
+        return [flush_result(np.asarray(res).astype(out, copy=False))]
+
+
+def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
+    params = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    params["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+    return pp_eqn_default(eqn, ctx, params)
+
+
+# ----------------------------------------------------------------- autodiff
+
+# dot_general is bilinear: its JVP is dot(t_lhs, rhs) + dot(lhs, t_rhs) with
+# the same params, and each operand's transpose is again a dot_general (of
+# the cotangent with the other operand) followed by a transpose that puts the
+# axes back in the operand's order; both as JAX's.
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _remaining(n: int, *removed: tuple[int, ...]) -> list[int]:
+    gone = {int(d) for r in removed for d in r}
+    return [i for i in range(n) if i not in gone]
+
+
+def _consecutive(*lengths: int) -> list[tuple[int, ...]]:
+    """Consecutive ranges of the given lengths, starting at 0."""
+    out, start = [], 0
+    for n in lengths:
+        out.append(tuple(range(start, start + n)))
+        start += n
+    return out
+
+
+def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbers,
+                   precision: Any, preferred_element_type: T.DType | None,
+                   out_sharding: Any = None, swap_ans: bool = False) -> Any:
+    """The cotangent of the lhs ``x`` (undefined) of ``dot_general(x, y)``:
+    contract the output cotangent with ``y`` over y's free axes (and match
+    the batch axes); the result has x's batch axes, then x's free axes, then
+    x's contracting axes in the order of y's, which a transpose undoes.
+    ``swap_ans``: x is really the rhs, whose free axes come last in the
+    output."""
+    lax = _lax()
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    x_aval = x.aval
+    x_kept = _remaining(x_aval.ndim, x_contract, x_batch)
+    y_kept = _remaining(canonical_aval_of(y).ndim, y_contract, y_batch)
+    if swap_ans:
+        ans_batch, ans_y, _ = _consecutive(len(x_batch), len(y_kept), len(x_kept))
+    else:
+        ans_batch, _, ans_y = _consecutive(len(x_batch), len(x_kept), len(y_kept))
+    dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+    x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract, kind="stable")]
+    unsorted = [*x_batch, *x_kept, *x_contract_by_y]
+    out_axes = tuple(int(i) for i in np.argsort(unsorted, kind="stable"))
+    out = lax.dot_general(ct, y, dims, precision=precision,
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=_transposed_sharding(x_aval, unsorted))
+    x_bar = lax.transpose(out, out_axes)
+    if canonical_aval_of(x_bar).dtype != x_aval.dtype:
+        from spec._src.lax.structural_api import _convert_element_type
+        x_bar = _convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
+                                      warn_on_complex_to_real_cast=False)
+    return x_bar
+
+
+def _transposed_sharding(x_aval: T.ArrayType, unsorted: list[int]) -> Any:
+    """The sharding of the contraction that yields x's cotangent before its
+    final transpose: x's cotangent sharding with the partitions in the
+    contraction's axis order (so the cotangent ends up sharded as x is,
+    whatever collective that needs). Without shardings: a replicated
+    sharding on the current mesh, or None when no mesh is set."""
+    ct_sharding = x_aval.ct_type().sharding
+    if ct_sharding is None:
+        from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
+        mesh = get_abstract_mesh()
+        return None if mesh.empty else NamedSharding(mesh, P(*[None] * x_aval.ndim))
+    parts = list(ct_sharding.spec.partitions) + [None] * x_aval.ndim
+    return ct_sharding.update(spec=ct_sharding.spec.update(
+        partitions=[parts[o] for o in unsorted]))
+
+
+def _transpose_rhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbers,
+                   precision: Any, preferred_element_type: T.DType | None,
+                   out_sharding: Any = None) -> Any:
+    (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+    swapped = ((y_contract, x_contract), (y_batch, x_batch))
+    return _transpose_lhs(ct, y, x, dimension_numbers=swapped, precision=precision,
+                          preferred_element_type=preferred_element_type, swap_ans=True)
+
+
+def bilinear_transpose(lhs_rule: Any, rhs_rule: Any, name: str) -> Any:
+    """The transpose rule of a primitive linear in each operand separately:
+    exactly one operand is undefined (a product of two linear values is not
+    linear)."""
+    def rule(ct: Any, x: Any, y: Any, **params: Any) -> list[Any]:
+        x_lin, y_lin = is_undefined_primal(x), is_undefined_primal(y)
+        if x_lin == y_lin:
+            raise TypeError(f"{name}: can transpose with respect to exactly one operand, "
+                            f"got {'both' if x_lin else 'neither'}")
+        if x_lin:
+            out = lhs_rule(ct, x, y, **params)
+            return [Zero(x.aval.ct_type()) if out is None else out, None]
+        out = rhs_rule(ct, x, y, **params)
+        return [None, Zero(y.aval.ct_type()) if out is None else out]
+
+    return rule
+
+
+def _jvp_lhs(g: Any, x: Any, y: Any, **params: Any) -> Any:
+    return dot_general_p.bind(g, y, **params)
+
+
+def _jvp_rhs(g: Any, x: Any, y: Any, **params: Any) -> Any:
+    return dot_general_p.bind(x, g, **params)
+
+
+# ----------------------------------------------------------------- batching
+
+def _bump(dims: tuple[int, ...], b: int) -> tuple[int, ...]:
+    """Axis numbers of an operand after a batch axis is inserted at ``b``."""
+    return tuple(int(d) + 1 if d >= b else int(d) for d in dims)
+
+
+def batch_dimension_numbers(ndims: tuple[int, int], bdims: tuple[int | None, int | None],
+                            dimension_numbers: DimensionNumbers
+                            ) -> tuple[DimensionNumbers, int]:
+    """The dimension numbers of a dot_general whose operands carry vmap axes
+    at ``bdims`` (positions in the batched operands), and where the vmap axis
+    lands in its result. Both batched: the two vmap axes pair up as a new
+    leading dot batch axis (result axis 0). One batched: its vmap axis is one
+    more free axis of that operand, so it lands among that operand's free
+    axes in the result."""
+    lhs_ndim, _ = ndims
+    lbd, rbd = bdims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lbd is not None and rbd is not None:
+        return (((_bump(lc, lbd), _bump(rc, rbd)),
+                 ((lbd, *_bump(lb, lbd)), (rbd, *_bump(rb, rbd)))), 0)
+    if lbd is not None:
+        lhs_free = [d for d in range(lhs_ndim) if d not in lb and d not in lc]
+        out = len(lb) + sum(1 for d in lhs_free if d < lbd)
+        return ((_bump(lc, lbd), tuple(rc)), (_bump(lb, lbd), tuple(rb))), out
+    assert rbd is not None
+    rhs_ndim = ndims[1]
+    rhs_free = [d for d in range(rhs_ndim) if d not in rb and d not in rc]
+    out = (lhs_ndim - len(lc)) + sum(1 for d in rhs_free if d < rbd)
+    return ((tuple(lc), _bump(rc, rbd)), (tuple(lb), _bump(rb, rbd))), out
+
+
+def _dot_general_batch(axis: Any, args: list[Any], dims: list[Any], *,
+                       dimension_numbers: DimensionNumbers, **params: Any
+                       ) -> tuple[list[Any], list[Any]]:
+    """One dot_general on the batched operands (no transposes of its own):
+    the vmap axes become dot batch axes or free axes as above. An
+    ``out_sharding`` gains the result's batch axis, sharded over the vmap's
+    explicit mesh axes."""
+    lhs, rhs = args
+    ndims = (canonical_aval_of(lhs).ndim, canonical_aval_of(rhs).ndim)
+    dn, out_dim = batch_dimension_numbers(ndims, (dims[0], dims[1]), dimension_numbers)
+    if params.get("out_sharding") is not None:
+        params = dict(params, out_sharding=sharding_for_vmap(axis, params["out_sharding"],
+                                                             out_dim))
+    return [dot_general_p.bind(lhs, rhs, dimension_numbers=dn, **params)], [out_dim]
+
+
+# ----------------------------------------------------------------- sharding
+# The result's spec is the batch dims' entries (lhs and rhs must agree), then
+# the lhs free dims', then the rhs free dims'. A contracting dimension
+# sharded on both sides leaves open whether the result is all-reduced or
+# kept unreduced, so JAX asks for ``out_sharding`` (which then wins as is).
+
+def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
+                          dimension_numbers: DimensionNumbers, precision: Any,
+                          preferred_element_type: T.DType | None,
+                          out_sharding: Any = None) -> list[Any]:
+    mesh = mesh_of([lhs, rhs])
+    (lc, rc), (lb, rb) = dimension_numbers
+    lp, rp = parts_of(lhs), parts_of(rhs)
+    l_contract, r_contract = tuple(lp[d] for d in lc), tuple(rp[d] for d in rc)
+    for a in (lhs, rhs):
+        s = a.sharding
+        if s is not None and s.spec.unreduced:
+            raise ShardingTypeError(f"lhs or rhs passed to dot_general cannot be unreduced. "
+                                    f"Got lhs={lhs!r} and rhs={rhs!r}")
+    if out_sharding is not None:
+        unreduced = out_sharding.spec.unreduced
+        if unreduced:
+            if l_contract != r_contract:
+                raise ShardingTypeError(
+                    "lhs and rhs contracting dims should be sharded identically when "
+                    "out_sharding provided to dot_general mentions unreduced_axes. Got "
+                    f"lhs_contracting_spec={l_contract}, rhs_contracting_spec={r_contract}")
+            flat = {a for p in l_contract if p is not None
+                    for a in (p if isinstance(p, tuple) else (p,))}
+            if unreduced != frozenset(flat):
+                raise ShardingTypeError(
+                    "out_sharding's unreduced axes should be equal to the contracting specs. "
+                    f"Got unreduced axes={unreduced} and contracting spec={l_contract}")
+            if out_sharding.spec.unreduced_kind is not UnreducedKind.sum:
+                raise ValueError("`out_sharding` passed to `dot_general` can only contain "
+                                 f"unreduced of kind `sum`. Got out_sharding={out_sharding}")
+        out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers,
+                                precision=precision,
+                                preferred_element_type=preferred_element_type)[0]
+        return [fit_out(out_sharding, out.shape)]
+    l_batch, r_batch = tuple(lp[d] for d in lb), tuple(rp[d] for d in rb)
+    if l_batch != r_batch:
+        raise ShardingTypeError("dot_general requires lhs batch dimensions and rhs batch "
+                                f"dimensions to have the same sharding, got {l_batch} and "
+                                f"{r_batch}.")
+    if any(lx is not None and rx is not None for lx, rx in zip(l_contract, r_contract)):
+        raise ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be "
+            "sharded. Please specify the output sharding via the `out_sharding` parameter. "
+            f"Got lhs_contracting_spec={l_contract} and rhs_contracting_spec={r_contract}")
+    l_free = tuple(p for i, p in enumerate(lp) if i not in lc and i not in lb)
+    r_free = tuple(p for i, p in enumerate(rp) if i not in rc and i not in rb)
+    out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
+                            preferred_element_type=preferred_element_type)[0]
+    return [make("dot_general", [lhs, rhs], out, mesh, l_batch + l_free + r_free)]
+
+
+dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
+                        pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
+                        batch=_dot_general_batch, sharding=_dot_general_sharding,
+                        transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
+                                                     "dot_general"))
+

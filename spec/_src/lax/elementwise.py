@@ -1,0 +1,1595 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, bitwise,
+select_n and clamp.
+
+Typing (the standard n-ary rule, unless a primitive says otherwise):
+C1 each operand's dtype is in the primitive's accepted class;
+C2 operands share one dtype;
+C3 shapes broadcast (rank-0 stretches, else equal ranks and per-axis equal
+sizes up to 1).
+The result is weak iff every operand is weak (also for bool results).
+
+Impl: NumPy, vectorised; float16/bfloat16 are computed in float32 and rounded
+once (XLA CPU does the same); integer arithmetic wraps.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.interpreters.ad_util import (
+    Zero,
+    add_tangents,
+    ct_aval,
+    defjvp,
+    defjvp2,
+    is_undefined_primal,
+    linear_jvp,
+    linear_transpose,
+    unbroadcast,
+    zero_jvp,
+)
+from spec._src.interpreters.batching import (
+    AxisData,
+    BatchDim,
+    bdim_at_front,
+    broadcasting,
+    moveaxis,
+    vectorized,
+)
+from spec._src.core.errors import ShardingTypeError
+from spec._src.core.interpreter import (
+    Eqn,
+    Pending,
+    PpContext,
+    Primitive,
+    canonical_aval_of,
+    not_applicable,
+    pp_eqn_default,
+    pp_hiding,
+)
+from spec._src.lax import elementwise_kit as K
+from spec._src.lax import sharding_kit as SK
+from spec._src.core.denormals import arithmetic
+from spec._src.lax.elementwise_kit import (
+    ANY,
+    COMPLEX,
+    FLOAT,
+    INEXACT,
+    INT_OR_BOOL,
+    INTEGER,
+    NUMBER,
+    DTypePredicate,
+    lifted,
+    lifted_to,
+    nary_type,
+)
+from spec._src.core.registry import declare, require
+from spec._src.core.types import ArrayType
+
+Impl = Callable[..., list[np.ndarray]]
+Accepted = tuple[str, DTypePredicate]
+
+
+class RoundingMethod(enum.IntEnum):
+    """``round``'s tie rule; an IntEnum so the jaxpr prints ``0``/``1`` as JAX does."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def _hide_none(*names: str) -> Any:
+    return pp_hiding(when=lambda k, v: k in names and v is None)
+
+
+def _binary_type(name: str, accepted: Accepted, result: T.DType | None = None) -> Any:
+    def typing(x: ArrayType, y: ArrayType, **params: Any) -> list[ArrayType]:
+        return nary_type(name, [x, y], accepted, result)
+    return typing
+
+
+def _unary_type(name: str, accepted: Accepted, result: T.DType | None = None) -> Any:
+    def typing(x: ArrayType, **params: Any) -> list[ArrayType]:
+        return nary_type(name, [x], accepted, result)
+    return typing
+
+
+def _unary(name: str, accepted: Accepted, impl: Impl, *, accuracy: bool = False,
+           result: T.DType | None = None, **sections: Any) -> Any:
+    """Declare a unary primitive; ``accuracy`` ones carry JAX's ``accuracy``
+    param, hidden from the jaxpr while it is None. Batching: elementwise, the
+    output is batched where the operand is."""
+    sections.setdefault("batch", vectorized())
+    return declare(name, typing=_unary_type(name, accepted, result), impl=impl,
+                   pp_rule=_hide_none("accuracy") if accuracy else None, **sections)
+
+
+def _binary(name: str, accepted: Accepted, impl: Impl,
+            result: T.DType | None = None, **sections: Any) -> Any:
+    """Declare a binary primitive. Batching: lax's implicit broadcasting
+    (``batching.broadcasting``)."""
+    sections.setdefault("batch", broadcasting())
+    return declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
+
+
+def _lax() -> Any:
+    """``spec.lax``, which imports this module: rules reach it at call time."""
+    from spec import lax
+    return lax
+
+
+def _jnp() -> Any:
+    """``spec.numpy``: where JAX's rules use Python operators (``a * b``),
+    which go through jnp's promotion."""
+    from spec import numpy as jnp
+    return jnp
+
+
+class AccuracyMode(enum.Enum):
+    """The ``accuracy`` modes of transcendental functions (printed as
+    ``AccuracyMode.HIGHEST``, as JAX prints them)."""
+
+    HIGHEST = 1
+    DEFAULT = 2
+
+
+# ================================================================== autodiff
+# JVP rules use JAX 0.12's formulas and emit the same primitives in the same
+# order, with constants made as JAX makes them (``const_like``), so that the
+# jaxprs of jvp/grad programs print as JAX's do. Primal-only subexpressions
+# never read a tangent, so linearize keeps them on the primal side.
+
+_SCALAR_TYPES: dict[str, type] = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def _aval(x: Any) -> ArrayType:
+    return canonical_aval_of(x)
+
+
+def _is_complex_value(x: Any) -> bool:
+    return T.is_complex(_aval(x).dtype)
+
+
+def const_like(example: Any, val: Any) -> Any:
+    """A constant ``val`` of ``example``'s dtype, as JAX's rules make it: a
+    weak Python scalar when ``example`` is a weak rank-0 value or a Python
+    scalar (so it stays weak in arithmetic), else a strong NumPy scalar
+    (a literal in jaxprs)."""
+    aval = _aval(example)
+    if T.is_python_scalar(example) or (aval.weak_type and not aval.shape):
+        dt = aval.dtype
+        kind = "f" if T.is_float(dt) else ("i" if T.is_int(dt) else dt.kind)
+        py = _SCALAR_TYPES[kind](val)
+        return py if T.python_scalar_dtype(type(py)) == dt else np.array(py, dt)
+    return np.array(val, aval.dtype)
+
+
+def _full_like(x: Any, val: Any, *, shape: Any = None, dtype: Any = None) -> Any:
+    return _lax().full_like(x, val, dtype=dtype, shape=shape)
+
+
+def _zeros(x: Any) -> Any:
+    return _full_like(x, 0)
+
+
+def _ones(x: Any) -> Any:
+    return _full_like(x, 1)
+
+
+def _zero(x: Any) -> Any:
+    """A rank-0 zero like ``x`` (weak if ``x`` is)."""
+    return _full_like(x, 0, shape=())
+
+
+def _one(x: Any) -> Any:
+    return _full_like(x, 1, shape=())
+
+
+def _replace_zero(x: Any) -> Any:
+    """``x`` with its zeros replaced by ones (a safe divisor or log operand)."""
+    lax = _lax()
+    return lax.select(lax.eq(x, const_like(x, 0)), _ones(x), x)
+
+
+def _maybe_broadcast(shape: T.Shape, x: Any) -> Any:
+    """``x`` broadcast to ``shape`` (axes of equal size are kept, the others
+    squeezed first), as JAX's rules broadcast a tangent."""
+    lax = _lax()
+    x_shape = _aval(x).shape
+    if x_shape == tuple(shape):
+        return x
+    if not x_shape:
+        return lax.broadcast_in_dim(x, shape, ())
+    dims = tuple(i for i, (a, b) in enumerate(zip(x_shape, shape)) if a == b)
+    return lax.broadcast_in_dim(lax.reshape(x, tuple(x_shape[i] for i in dims)), shape, dims)
+
+
+def _out_shape(*xs: Any) -> T.Shape:
+    return tuple(np.broadcast_shapes(*(_aval(x).shape for x in xs)))
+
+
+def _balanced_cmp(x: Any, y: Any) -> Any:
+    """1 where x > y, 1/2 where x == y, 0 elsewhere (also nan): max and min
+    split the derivative of a tie evenly between the operands."""
+    lax = _lax()
+    gt_mask = lax.gt(x, y)
+    eq_mask = lax.eq(x, y)
+    dt = _aval(x).dtype
+    ones = _full_like(gt_mask, 1, dtype=dt)
+    zeros = _full_like(gt_mask, 0, dtype=dt)
+    half = _full_like(gt_mask, 0.5, dtype=dt)
+    return lax.select(gt_mask, ones, lax.select(eq_mask, half, zeros))
+
+
+def _stop_gradient(x: Any) -> Any:
+    from spec._src.lax.ad_prims import stop_gradient_p
+    return stop_gradient_p.bind(x)
+
+
+def _not_linear(name: str) -> Any:
+    return not_applicable(f"{name} is not linear")
+
+
+def _zero_deriv(name: str, why: str = "its output is integer or boolean") -> dict[str, Any]:
+    """The sections of a primitive whose derivative is zero everywhere
+    (piecewise constant, or integer/boolean valued)."""
+    return {"jvp": zero_jvp(), "transpose": not_applicable(f"{name} is not linear ({why})")}
+
+
+def _unary_jvp(name: str, fn: Callable[..., Any], *, with_out: bool = False) -> dict[str, Any]:
+    """Sections of a non-linear unary primitive from its derivative rule
+    ``fn(g, x, **params)`` (or ``fn(g, ans, x, **params)`` with ``with_out``)."""
+    return {"jvp": defjvp2(fn) if with_out else defjvp(fn), "transpose": _not_linear(name)}
+
+
+# ---------------------------------------------------------------- unary rules
+
+def _sign_jvp(g: Any, ans: Any, x: Any) -> Any:
+    """Zero on the real line; for complex x, sign(x) = e^(i theta) moves by
+    i sign(x) dtheta with dtheta = Im(conj(sign x) dx) / |x|."""
+    lax = _lax()
+    if not _is_complex_value(x):
+        return Zero.from_primal_value(ans)
+    dtheta = lax.div(lax.imag(lax.mul(lax.conj(ans), g)), _replace_zero(lax.abs(x)))
+    return lax.mul(ans, lax.complex(_zeros(dtheta), dtheta))
+
+
+def _tanh_jvp(g: Any, ans: Any, x: Any, *, accuracy: Any) -> Any:
+    lax = _lax()
+    if accuracy is AccuracyMode.HIGHEST:
+        # 1 - tanh^2 = 4 logistic(2x) logistic(-2x), without cancellation.
+        return lax.mul(g, lax.mul(const_like(x, 4), lax.mul(
+            lax.logistic(lax.mul(const_like(x, 2), x), accuracy=accuracy),
+            lax.logistic(lax.mul(const_like(x, -2), x), accuracy=accuracy))))
+    return lax.mul(g, lax.one_minus_square(ans))
+
+
+def _logistic_jvp(g: Any, ans: Any, x: Any, *, accuracy: Any) -> Any:
+    lax = _lax()
+    if accuracy is AccuracyMode.HIGHEST:
+        return lax.mul(g, lax.mul(ans, lax.logistic(lax.neg(x))))
+    return lax.mul(g, lax.mul(ans, lax.sub(_one(ans), ans)))
+
+
+def _asinh_jvp(g: Any, x: Any) -> Any:
+    """g / sqrt(x^2 + 1), evaluated on x scaled by a power of two (held
+    constant by stop_gradient) so that x^2 neither overflows nor loses the
+    1; complex x keeps the signs of zeros on the branch cuts."""
+    lax = _lax()
+    finfo = ml_dtypes.finfo(K.real_dtype(_aval(x).dtype))  # type: ignore[no-untyped-call]
+    inv_t = 2.0 ** -(int(finfo.maxexp) // 2 - 2)
+    max_scale = 2.0 ** (int(finfo.maxexp) // 2 + 2)
+    if not _is_complex_value(x):
+        scale = _stop_gradient(lax.clamp(_one(x), lax.mul(lax.abs(x), const_like(x, inv_t)),
+                                         const_like(x, max_scale)))
+        inv_scale = lax.reciprocal(scale)
+        x_scaled = lax.mul(x, inv_scale)
+        deriv = lax.mul(inv_scale, lax.rsqrt(lax.add(lax.square(x_scaled),
+                                                      lax.square(inv_scale))))
+        return lax.mul(g, deriv)
+    rx, ix = lax.real(x), lax.imag(x)
+    max_abs = lax.max(lax.abs(rx), lax.abs(ix))
+    scale = _stop_gradient(lax.clamp(_one(rx), lax.mul(max_abs, const_like(rx, inv_t)),
+                                     const_like(rx, max_scale)))
+    inv_scale = lax.reciprocal(scale)
+    rx_s = lax.mul(rx, inv_scale)
+    ix_s = lax.mul(ix, inv_scale)
+    re_w = lax.add(lax.square(rx_s), lax.one_minus_square(ix_s))
+    im_w = lax.mul(const_like(rx_s, 2), lax.mul(rx_s, ix_s))
+    r = lax.rsqrt(lax.complex(re_w, im_w))
+    deriv = lax.select(lax.eq(max_abs, const_like(rx, np.inf)), _zeros(x),
+                       lax.complex(lax.mul(lax.real(r), inv_scale),
+                                   lax.mul(lax.imag(r), inv_scale)))
+    return lax.mul(g, deriv)
+
+
+def _abs_jvp(g: Any, ans: Any, x: Any) -> Any:
+    """sign(x) g for real x (the + side at 0); Re(conj(x) g) / |x| for complex."""
+    lax = _lax()
+    if _is_complex_value(x):
+        dt = _aval(x).dtype
+        return lax.real(lax.mul(g, lax.div(lax.conj(x), _replace_zero(
+            lax.convert_element_type(ans, dt)))))
+    return lax.select(lax.ge(x, _zero(x)), g, lax.neg(g))
+
+
+def _split_square(x: Any) -> tuple[Any, Any]:
+    """x^2 as s_hi + s_lo with s_hi = x_hi^2 exact (x_hi: x with the low half
+    of its mantissa cleared)."""
+    lax, jnp = _lax(), _jnp()
+    if _aval(x).dtype == T.float32:
+        x_u = lax.bitcast_convert_type(x, np.uint32)
+        x_hi = lax.bitcast_convert_type(jnp.bitwise_and(x_u, np.uint32(0xFFFFF000)),
+                                        np.float32)
+    else:
+        x_u = lax.bitcast_convert_type(x, np.uint64)
+        x_hi = lax.bitcast_convert_type(
+            jnp.bitwise_and(x_u, const_like(x_u, 0xFFFFFFFFF8000000)), np.float64)
+    x_lo = jnp.subtract(x, x_hi)
+    return jnp.multiply(x_hi, x_hi), jnp.multiply(x_lo, jnp.add(x, x_hi))
+
+
+def _expm1_lo(u: Any) -> Any:
+    """e^u - 1 for the small |u| of a split square's low part (Taylor)."""
+    jnp = _jnp()
+    if _aval(u).dtype == T.float32:
+        return jnp.multiply(u, _lax().polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0,
+                                                     1.0 / 120.0]))
+    return jnp.multiply(u, _lax().polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0]))
+
+
+def _exp_neg_sq_body(x: Any) -> Any:
+    """exp(-x^2): float32/float64 split x^2 exactly into two parts so that
+    its rounding is not magnified by exp; |x| is capped where the result
+    underflows anyway."""
+    lax, jnp = _lax(), _jnp()
+    dt = _aval(x).dtype
+    if dt not in (T.float32, T.float64):
+        return lax.exp(lax.neg(lax.square(x)))
+    max_ax = 11.0 if dt == T.float32 else 28.0
+    ax = lax.min(lax.abs(x), const_like(x, max_ax))
+    s_hi, s_lo = _split_square(ax)
+    e = lax.exp(jnp.negative(s_hi), accuracy=AccuracyMode.HIGHEST)
+    return jnp.add(e, jnp.multiply(e, _expm1_lo(jnp.negative(s_lo))))
+
+
+def _exp_neg_sq_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+    """d exp(-x^2) = -2 x exp(-x^2) dx, with x taken as 0 where the value
+    has underflowed to 0 (so x = inf gives 0, not inf * 0)."""
+    lax, jnp = _lax(), _jnp()
+    (x,), (x_dot,) = primals, tangents
+    x = lax.asarray(x)
+    ans = exp_neg_sq(x)
+    max_ax = 11.0 if _aval(x).dtype == T.float32 else 28.0
+    safe_x = lax.select(jnp.less(lax.abs(x), const_like(x, max_ax)), x,
+                        lax.full_like(x, 0.0))
+    return ans, jnp.multiply(jnp.multiply(jnp.multiply(const_like(x, -2.0), safe_x), ans),
+                             x_dot)
+
+
+@functools.cache
+def _exp_neg_sq_fn() -> Any:
+    """The custom_jvp function (spec._src.api.custom_derivatives imports the rule
+    modules, so it is made on first use)."""
+    from spec._src.api.custom_derivatives import custom_jvp
+
+    def exp_neg_sq(x: Any) -> Any:
+        return _exp_neg_sq_body(x)
+
+    fn = custom_jvp(exp_neg_sq)
+    fn.defjvp(_exp_neg_sq_jvp)
+    return fn
+
+
+def exp_neg_sq(x: Any) -> Any:
+    """exp(-x^2) as JAX 0.12 computes it for the derivatives of erf and
+    erfc: a ``custom_jvp`` function (bound as ``custom_jvp_call`` named
+    exp_neg_sq) whose derivative is -2 x exp(-x^2)."""
+    return _exp_neg_sq_fn()(x)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+
+
+def _erf_jvp(g: Any, x: Any) -> Any:
+    lax = _lax()
+    return lax.mul(const_like(x, _TWO_OVER_SQRT_PI), lax.mul(g, exp_neg_sq(x)))
+
+
+def _erfc_jvp(g: Any, x: Any, **params: Any) -> Any:
+    lax = _lax()
+    return lax.mul(const_like(x, -_TWO_OVER_SQRT_PI), lax.mul(g, exp_neg_sq(x)))
+
+
+def _polygamma_jvp_m(g: Any, m: Any, x: Any) -> Any:
+    raise ValueError("polygamma gradient with respect to m is not supported")
+
+
+def _polygamma_jvp_x(g: Any, m: Any, x: Any) -> Any:
+    lax = _lax()
+    return _jnp().multiply(g, lax.polygamma(lax.add(m, const_like(m, 1)), x))
+
+
+def _real_transpose(ct: Any, x: Any) -> Any:
+    return _lax().complex(ct, np.zeros((), _aval(ct).dtype))
+
+
+def _imag_transpose(ct: Any, x: Any) -> Any:
+    lax = _lax()
+    return lax.complex(np.zeros((), _aval(ct).dtype), lax.neg(ct))
+
+
+def _conj_transpose(ct: Any, x: Any, *, input_dtype: Any) -> Any:
+    """conj is linear over the reals: its transpose conjugates back (complex
+    input) or keeps the real part (real input)."""
+    lax = _lax()
+    return lax.conj(ct) if T.is_complex(np.dtype(input_dtype)) else lax.real(ct)
+
+
+
+# ====================================================================== unary
+
+def _neg(x: np.ndarray) -> np.ndarray:
+    return np.negative(x)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    if T.is_unsigned_int(x.dtype):
+        return np.asarray((x != 0).astype(x.dtype))
+    if T.is_complex(x.dtype):
+        return K.complex_sign(x)
+    if T.is_float(x.dtype):
+        # sign(+-0) keeps the zero's sign and sign(nan) is nan, as XLA.
+        return np.where((x == 0) | np.isnan(x), x, np.sign(x))
+    return np.sign(x)
+
+
+def _round_afz(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)
+    # x - t is exact, so ties are detected exactly (0.49999997 stays 0).
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
+def _round_impl(x: np.ndarray, *, rounding_method: Any) -> list[np.ndarray]:
+    fn = np.rint if int(rounding_method) == RoundingMethod.TO_NEAREST_EVEN else _round_afz
+    return lifted(fn)(x)
+
+
+def _round_type(x: ArrayType, *, rounding_method: Any) -> list[ArrayType]:
+    require(isinstance(rounding_method, (int, enum.IntEnum)) and int(rounding_method) in (0, 1),
+            "round", "C2", f"rounding_method {rounding_method!r} is not a RoundingMethod "
+            "(0 = AWAY_FROM_ZERO, 1 = TO_NEAREST_EVEN)", ValueError)
+    return nary_type("round", [x], FLOAT)
+
+
+def _complex_or(real_fn: Callable[..., Any], complex_fn: Callable[..., np.ndarray]
+                ) -> Callable[..., np.ndarray]:
+    """A kernel that uses XLA's own formula for complex operands (NumPy's
+    complex kernels differ on special values)."""
+    def fn(x: np.ndarray) -> np.ndarray:
+        return complex_fn(x) if T.is_complex(x.dtype) else np.asarray(real_fn(x))
+    return fn
+
+
+def _log1p(x: np.ndarray) -> np.ndarray:
+    if not T.is_complex(x.dtype):
+        return np.asarray(np.log1p(x))
+    # log|1+z| = log1p(2a + a^2 + b^2) / 2 keeps small |z| accurate, where
+    # NumPy's complex log1p loses the real part; evaluated in complex128.
+    z = x.astype(np.complex128)
+    a, b = z.real, z.imag
+    re = 0.5 * np.log1p(2 * a + a * a + b * b)
+    out = re + 1j * np.arctan2(b, 1 + a)
+    return np.asarray(out.astype(x.dtype))
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    one = np.ones((), x.dtype)
+    return np.asarray(one / (one + np.exp(-x)))
+
+
+def _exp2_impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
+    """JAX lowers exp2 as exp(log(2) * x) with log(2) and the product in x's
+    dtype; the rounding of the product is visible in narrow floats."""
+    cd = K.compute_dtype(x.dtype)
+    ln2 = np.asarray(np.log(2), x.dtype).astype(cd)
+    with np.errstate(all="ignore"):
+        product = (ln2 * x.astype(cd)).astype(x.dtype)
+    return lifted(np.exp)(product)
+
+
+def _sinh(x: np.ndarray) -> np.ndarray:
+    """XLA's real sinh: copysign(e^(|x| - ln 2) - e^(-|x| - ln 2), x) for
+    |x| >= 1 (no overflow before the result does), else
+    (expm1(x) + expm1(x) / (expm1(x) + 1)) / 2; every step rounds in x's
+    (compute) dtype."""
+    if T.is_complex(x.dtype):
+        return np.asarray(np.sinh(x))
+    half = np.asarray(np.log(0.5), x.dtype)
+    a = np.abs(x)
+    big = np.copysign(np.exp(a + half) - np.exp(-a + half), x)
+    em = np.expm1(x)
+    small = (em + em / (em + np.ones((), x.dtype))) * np.asarray(0.5, x.dtype)
+    return np.asarray(np.where(a >= 1, big, small))
+
+
+def _cosh(x: np.ndarray) -> np.ndarray:
+    """XLA's real cosh: e^(x - ln 2) + e^(-x - ln 2)."""
+    if T.is_complex(x.dtype):
+        return np.asarray(np.cosh(x))
+    half = np.asarray(np.log(0.5), x.dtype)
+    return np.asarray(np.exp(x + half) + np.exp(-x + half))
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    # One rounding from a wider type: within an ULP of XLA's rsqrt.
+    wide = np.complex128 if T.is_complex(x.dtype) else np.float64
+    return (1.0 / np.sqrt(x.astype(wide))).astype(x.dtype)
+
+
+def _abs_type(x: ArrayType) -> list[ArrayType]:
+    (out,) = nary_type("abs", [x], K.SIGNED_OR_INEXACT)
+    return [out.update(dtype=K.real_dtype(x.dtype))]
+
+
+def _abs_impl(x: np.ndarray) -> list[np.ndarray]:
+    if T.is_complex(x.dtype):
+        with np.errstate(all="ignore"):
+            return [np.abs(x).astype(K.real_dtype(x.dtype))]
+    return lifted(np.abs, ftz=False)(x)
+
+
+def _part_type(name: str) -> Any:
+    def typing(x: ArrayType) -> list[ArrayType]:
+        (out,) = nary_type(name, [x], COMPLEX)
+        return [out.update(dtype=K.real_dtype(x.dtype))]
+    return typing
+
+
+def _conj_type(x: ArrayType, *, input_dtype: Any) -> list[ArrayType]:
+    (out,) = nary_type("conj", [x], K.CONJ_INPUT)
+    return [out.update(dtype=K.complex_dtype(x.dtype))]
+
+
+def _conj_impl(x: np.ndarray, *, input_dtype: Any) -> list[np.ndarray]:
+    as_complex = x.astype(K.complex_dtype(x.dtype))
+    # A real operand gets a +0 imaginary part (not the -0 of conjugating 0).
+    return [np.conj(x) if T.is_complex(x.dtype) else as_complex]
+
+
+def _pp_conj(eqn: Eqn, ctx: PpContext) -> Any:
+    # JAX prints the dtype by its name (``input_dtype=complex64``).
+    params = {k: (np.dtype(v).name if k == "input_dtype" else v) for k, v in eqn.params.items()}
+    return pp_eqn_default(eqn, ctx, params)
+
+
+def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray],
+                     xla_f64: Callable[[np.ndarray], np.ndarray] | None = None) -> Impl:
+    """A float64 kernel, rounded to the operand dtype; ``xla_f64`` is XLA's
+    own float64 algorithm, used for float64 operands."""
+    inner = K.lifted64(fn64, xla_f64)
+
+    def impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
+        return inner(x)
+    return impl
+
+
+def _L() -> Any:
+    """``spec.lax`` (short, for the one-line derivative rules below)."""
+    return _lax()
+
+
+neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
+               transpose=linear_transpose(lambda ct, x: _lax().neg(ct)))
+sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
+floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
+ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
+round_p = declare("round", typing=_round_type, impl=_round_impl,
+                  batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
+is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
+                     **_zero_deriv("is_finite"))
+exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True, **_unary_jvp(
+    "exp", lambda g, ans, x, **p: _L().mul(g, ans), with_out=True))
+exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True, **_unary_jvp(
+    "exp2", lambda g, ans, x, **p: _L().mul(_L().log(const_like(x, 2)), _L().mul(g, ans)),
+    with_out=True))
+log_p = _unary("log", INEXACT, lifted(_complex_or(np.log, K.complex_log)), accuracy=True,
+               **_unary_jvp("log", lambda g, x, **p: _L().div(g, x)))
+log2_p = _unary("log2", INEXACT, lifted(np.log2), accuracy=True, **_unary_jvp(
+    "log2", lambda g, x, **p: _L().div(g, _L().mul(x, _L().log(const_like(x, 2))))))
+log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True, **_unary_jvp(
+    "log1p", lambda g, x, **p: _L().div(g, _L().add(x, _one(x)))))
+expm1_p = _unary("expm1", INEXACT, lifted(np.expm1), accuracy=True, **_unary_jvp(
+    "expm1", lambda g, ans, x, accuracy: _L().mul(g, _L().exp(x, accuracy=accuracy)),
+    with_out=True))
+tanh_p = _unary("tanh", INEXACT, lifted(np.tanh), accuracy=True,
+                **_unary_jvp("tanh", _tanh_jvp, with_out=True))
+logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True,
+                    **_unary_jvp("logistic", _logistic_jvp, with_out=True))
+sin_p = _unary("sin", INEXACT, lifted(_complex_or(np.sin, K.complex_sin)), accuracy=True,
+               jvp=defjvp(lambda g, x, accuracy: _lax().mul(g, _lax().cos(x, accuracy=accuracy))),
+               transpose=not_applicable("sin is not linear"))
+cos_p = _unary("cos", INEXACT, lifted(_complex_or(np.cos, K.complex_cos)), accuracy=True,
+               jvp=defjvp(lambda g, x, accuracy: _lax().neg(
+                   _lax().mul(g, _lax().sin(x, accuracy=accuracy)))),
+               transpose=not_applicable("cos is not linear"))
+tan_p = _unary("tan", INEXACT, lifted(np.tan), accuracy=True, **_unary_jvp(
+    "tan", lambda g, ans, x, **p: _L().mul(g, _L().add(const_like(x, 1), _L().square(ans))),
+    with_out=True))
+asin_p = _unary("asin", INEXACT, lifted(np.arcsin), **_unary_jvp(
+    "asin", lambda g, x: _L().mul(g, _L().rsqrt(_L().one_minus_square(x)))))
+acos_p = _unary("acos", INEXACT, lifted(np.arccos), **_unary_jvp(
+    "acos", lambda g, x: _L().mul(g, _L().neg(_L().rsqrt(_L().one_minus_square(x))))))
+atan_p = _unary("atan", INEXACT, lifted(np.arctan), **_unary_jvp(
+    "atan", lambda g, x: _L().div(g, _L().add(const_like(x, 1), _L().square(x)))))
+sinh_p = _unary("sinh", INEXACT, lifted(_sinh),
+                **_unary_jvp("sinh", lambda g, x: _L().mul(g, _L().cosh(x))))
+cosh_p = _unary("cosh", INEXACT, lifted(_cosh),
+                **_unary_jvp("cosh", lambda g, x: _L().mul(g, _L().sinh(x))))
+asinh_p = _unary("asinh", INEXACT, lifted(np.arcsinh), **_unary_jvp("asinh", _asinh_jvp))
+acosh_p = _unary("acosh", INEXACT, lifted(np.arccosh), **_unary_jvp(
+    "acosh", lambda g, x: _L().mul(g, _L().mul(_L().rsqrt(_L().sub(x, _one(x))),
+                                               _L().rsqrt(_L().add(x, _one(x)))))))
+atanh_p = _unary("atanh", INEXACT, lifted(np.arctanh), **_unary_jvp(
+    "atanh", lambda g, x: _L().div(g, _L().one_minus_square(x))))
+sqrt_p = _unary("sqrt", INEXACT, lifted(_complex_or(np.sqrt, K.complex_sqrt)), accuracy=True,
+                **_unary_jvp("sqrt", lambda g, ans, x, **p: _L().mul(
+                    g, _L().div(const_like(x, 0.5), ans)), with_out=True))
+rsqrt_p = _unary("rsqrt", INEXACT, lifted(_rsqrt), accuracy=True, **_unary_jvp(
+    "rsqrt", lambda g, ans, x, **p: _L().mul(g, _L().mul(const_like(x, -0.5), _L().div(ans, x))),
+    with_out=True))
+cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True, **_unary_jvp(
+    "cbrt", lambda g, ans, x, **p: _L().mul(g, _L().mul(const_like(x, 1 / 3),
+                                                        _L().integer_pow(ans, -2))),
+    with_out=True))
+square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
+    "square", lambda g, ans, x: _L().mul(g, _L().mul(const_like(x, 2), x)), with_out=True))
+abs_p = declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
+                **_unary_jvp("abs", _abs_jvp, with_out=True))
+erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
+               **_unary_jvp("erf", _erf_jvp))
+erfc_p = _unary("erfc", FLOAT, K.lifted_xla(K.erfc32_xla, K.erfc64_xla), accuracy=True,
+                **_unary_jvp("erfc", _erfc_jvp))
+erf_inv_p = _unary("erf_inv", FLOAT, K.lifted_xla(K.erf_inv32_xla, K.erf_inv64_xla),
+                   **_unary_jvp("erf_inv", lambda g, ans, x: _L().mul(
+                       const_like(x, np.sqrt(np.pi) / 2.0),
+                       _L().mul(g, _L().exp(_L().square(ans)))), with_out=True))
+lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla),
+                  **_unary_jvp("lgamma", lambda g, x: _L().mul(g, _L().digamma(x))))
+digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla),
+                   **_unary_jvp("digamma", lambda g, x: _L().mul(
+                       g, _L().polygamma(const_like(x, 1), x))))
+real_p = declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()],
+                 jvp=linear_jvp(), transpose=linear_transpose(_real_transpose),
+                 batch=vectorized())
+imag_p = declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()],
+                 jvp=linear_jvp(), transpose=linear_transpose(_imag_transpose),
+                 batch=vectorized())
+conj_p = declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj,
+                 jvp=linear_jvp(), transpose=linear_transpose(_conj_transpose),
+                 batch=vectorized())
+not_p = _unary("not", INT_OR_BOOL, lifted(np.invert), **_zero_deriv("not"))
+population_count_p = _unary("population_count", INTEGER, lifted(K.population_count),
+                            **_zero_deriv("population_count"))
+clz_p = _unary("clz", INTEGER, lifted(K.count_leading_zeros), **_zero_deriv("clz"))
+
+
+# ------------------------------------------------------------ one_minus_square
+# 1 - x^2, for the derivatives of tanh, asin, acos, atanh and asinh. Typing:
+# the standard unary rule over integers, floats and complex. Impl:
+# (1 + x) * (1 - x), each step rounded to x's dtype (JAX's lowering), which
+# keeps |x| near 1 accurate; its JVP is -2x directly, so no cancellation
+# appears in the derivative near 0.
+
+def _one_minus_square_impl(x: np.ndarray) -> list[np.ndarray]:
+    one = np.ones((), x.dtype)
+    with np.errstate(all="ignore"):
+        return lifted(np.multiply)(lifted(np.add)(one, x)[0], lifted(np.subtract)(one, x)[0])
+
+
+one_minus_square_p = _unary(
+    "one_minus_square", NUMBER, _one_minus_square_impl, **_unary_jvp(
+        "one_minus_square",
+        lambda g, x: _L().mul(g, _L().mul(const_like(x, -2), x))))
+
+
+# ===================================================================== binary
+
+def _div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if T.is_int(x.dtype):
+        return K.int_div_rem(x, y)[0]
+    if T.is_complex(x.dtype):
+        return K.complex_div(x, y)
+    return np.asarray(np.true_divide(x, y))
+
+
+def _rem(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if T.is_int(x.dtype):
+        return K.int_div_rem(x, y)[1]
+    return np.asarray(np.fmod(x, y))
+
+
+def _minmax(take_max: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    def fn(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        if T.is_complex(x.dtype):
+            # Lexicographic on (real, imag); when neither wins (ties, nan) the
+            # second operand, as XLA's CPU backend does.
+            a, b = (x, y) if take_max else (y, x)
+            first = (a.real > b.real) | ((a.real == b.real) & (a.imag > b.imag))
+            return np.where(first, x, y)
+        if not T.is_float(x.dtype):
+            return np.asarray(np.maximum(x, y) if take_max else np.minimum(x, y))
+        out = np.maximum(x, y) if take_max else np.minimum(x, y)  # propagates nan
+        # Equal zeros: max prefers +0 and min prefers -0 regardless of order.
+        zeros = (x == 0) & (y == 0)
+        signed = (x + y) if take_max else -((-x) + (-y))
+        return np.asarray(np.where(zeros, signed, out))
+    return fn
+
+
+def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if T.is_complex(x.dtype):
+        # atan2 on complex numbers: -i log((x + i y) / sqrt(x^2 + y^2)).
+        return np.asarray(-1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y)))
+    # float32 through float64: one correctly rounded result (NumPy's float32
+    # kernel is off by an ULP or two).
+    wide = np.arctan2(y.astype(np.float64), x.astype(np.float64)) if x.dtype == T.float32 \
+        else np.arctan2(y, x)
+    return np.asarray(wide).astype(x.dtype)
+
+
+def _nextafter(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    with np.errstate(all="ignore"):
+        return [np.asarray(np.nextafter(x, y))]
+
+
+def _complex_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    out = np.empty(shape, K.complex_dtype(x.dtype))
+    out.real = x  # assigning parts keeps inf/nan components apart
+    out.imag = y
+    return [out]
+
+
+def _bool_or_int(fn: Callable[..., Any], bool_fn: Callable[..., Any]) -> Impl:
+    def impl(*xs: np.ndarray) -> list[np.ndarray]:
+        return [np.asarray((bool_fn if xs[0].dtype == T.bool_ else fn)(*xs))]
+    return impl
+
+
+def _shift(kind: str) -> Impl:
+    def impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+        x, y = np.broadcast_arrays(x, y)
+        return [K.shift(x, y, kind)]
+    return impl
+
+
+def _comparison(name: str, accepted: Accepted, fn: Callable[..., Any]) -> Any:
+    return _binary(name, accepted, lifted_to(T.bool_, fn), result=T.bool_,
+                   **_zero_deriv(name))
+
+
+def _mul_type(x: ArrayType, y: ArrayType, *, out_dtype: Any = None) -> list[ArrayType]:
+    if out_dtype is None:
+        return nary_type("mul", [x, y], NUMBER)
+    K.check_dtypes("mul", [x, y], NUMBER)
+    shape = K.out_shape("mul", [x, y])
+    return [ArrayType(shape, np.dtype(out_dtype), K.all_weak([x, y]))]
+
+
+def _mul_impl(x: np.ndarray, y: np.ndarray, *, out_dtype: Any = None) -> list[np.ndarray]:
+    if out_dtype is not None:
+        x, y = x.astype(out_dtype), y.astype(out_dtype)
+    return lifted(np.multiply)(x, y)
+
+
+def _add_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    """x + y: a tangent on one side alone is broadcast to the output shape."""
+    out = add_p.bind(*primals)
+    tx, ty = tangents
+    if type(tx) is Zero and type(ty) is Zero:
+        return [out], [Zero.from_primal_value(out)]
+    if type(tx) is Zero or type(ty) is Zero:
+        t = ty if type(tx) is Zero else tx
+        return [out], [_broadcast_to_shape(t, out)]
+    return [out], [_lax().add(tx, ty)]
+
+
+def _sub_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    out = sub_p.bind(*primals)
+    tx, ty = tangents
+    if type(tx) is Zero and type(ty) is Zero:
+        return [out], [Zero.from_primal_value(out)]
+    if type(ty) is Zero:
+        return [out], [_broadcast_to_shape(tx, out)]
+    if type(tx) is Zero:
+        return [out], [_broadcast_to_shape(_lax().neg(ty), out)]
+    return [out], [_lax().sub(tx, ty)]
+
+
+def _broadcast_to_shape(t: Any, like: Any) -> Any:
+    return _maybe_broadcast(canonical_aval_of(like).shape, t)
+
+
+def _add_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    return [unbroadcast(ct_aval(x), ct), unbroadcast(ct_aval(y), ct)]
+
+
+def _sub_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    return [unbroadcast(ct_aval(x), ct), unbroadcast(ct_aval(y), _lax().neg(ct))]
+
+
+def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: Any = None) -> list[Any]:
+    """Linear in whichever operand is undefined (never both)."""
+    if is_undefined_primal(x):
+        if is_undefined_primal(y):
+            raise TypeError("mul: cannot transpose a product of two linear operands")
+        dt = None if out_dtype is None else x.aval.dtype
+        return [unbroadcast(x.aval, _lax().mul(ct, y, out_dtype=dt)), None]
+    dt = None if out_dtype is None else y.aval.dtype
+    return [None, unbroadcast(y.aval, _lax().mul(x, ct, out_dtype=dt))]
+
+
+add_p = _binary("add", NUMBER, lifted(np.add), jvp=_add_jvp, transpose=_add_transpose)
+sub_p = _binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub_transpose)
+mul_p: Primitive = declare("mul", typing=_mul_type, impl=_mul_impl, pp_rule=_hide_none("out_dtype"),
+                jvp=defjvp(lambda g, x, y, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
+                           lambda g, x, y, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype)),
+                transpose=_mul_transpose, batch=broadcasting())
+
+
+def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    """x / y is linear in x only."""
+    if is_undefined_primal(y):
+        raise TypeError("div: cannot transpose a quotient whose divisor is linear")
+    return [unbroadcast(x.aval, _lax().div(ct, y)), None]
+
+
+def _rem_jvp_y(g: Any, x: Any, y: Any) -> Any:
+    """rem(x, y) = x - y trunc(x / y): d/dy = -trunc(x / y)."""
+    lax = _lax()
+    return lax.mul(lax.neg(g), lax.mul(lax.sign(lax.div(x, y)),
+                                       lax.floor(lax.abs(lax.div(x, y)))))
+
+
+def _atan2_denominator(x: Any, y: Any) -> Any:
+    lax = _lax()
+    return lax.add(lax.square(x), lax.square(y))
+
+
+div_p = _binary("div", NUMBER, lifted(_div),
+                jvp=defjvp(lambda g, x, y: _L().div(g, y),
+                           lambda g, x, y: _L().mul(_L().mul(_L().neg(g), x),
+                                                    _L().integer_pow(y, -2))),
+                transpose=_div_transpose)
+rem_p = _binary("rem", K.REAL_NUMBER, lifted(_rem),
+                jvp=defjvp(lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g), _rem_jvp_y),
+                transpose=_not_linear("rem"))
+max_p = _binary("max", ANY, lifted(_minmax(True)),
+                jvp=defjvp(lambda g, x, y: _L().mul(g, _balanced_cmp(x, y)),
+                           lambda g, x, y: _L().mul(g, _balanced_cmp(y, x))),
+                transpose=_not_linear("max"))
+min_p = _binary("min", ANY, lifted(_minmax(False)),
+                jvp=defjvp(lambda g, x, y: _L().mul(g, _balanced_cmp(y, x)),
+                           lambda g, x, y: _L().mul(g, _balanced_cmp(x, y))),
+                transpose=_not_linear("min"))
+atan2_p = _binary("atan2", INEXACT, lifted(_atan2),
+                  jvp=defjvp(lambda g, x, y: _L().mul(g, _L().div(y, _atan2_denominator(x, y))),
+                             lambda g, x, y: _L().mul(g, _L().div(_L().neg(x),
+                                                                  _atan2_denominator(x, y)))),
+                  transpose=_not_linear("atan2"))
+nextafter_p = _binary("nextafter", FLOAT, _nextafter,
+                      jvp=defjvp(lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g), None),
+                      transpose=_not_linear("nextafter"))
+and_p = _binary("and", INT_OR_BOOL, _bool_or_int(np.bitwise_and, np.logical_and),
+                **_zero_deriv("and"))
+or_p = _binary("or", INT_OR_BOOL, _bool_or_int(np.bitwise_or, np.logical_or),
+               **_zero_deriv("or"))
+xor_p = _binary("xor", INT_OR_BOOL, _bool_or_int(np.bitwise_xor, np.logical_xor),
+                **_zero_deriv("xor"))
+shift_left_p = _binary("shift_left", INTEGER, _shift("left"), **_zero_deriv("shift_left"))
+shift_right_logical_p = _binary("shift_right_logical", INTEGER, _shift("logical"),
+                                **_zero_deriv("shift_right_logical"))
+shift_right_arithmetic_p = _binary("shift_right_arithmetic", INTEGER, _shift("arithmetic"),
+                                   **_zero_deriv("shift_right_arithmetic"))
+def _key_aware(fn: Callable[..., Any], combine: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` elementwise, and for arrays of PRNG keys (record values, see
+    spec._src.core.prng) ``fn`` on their words combined over each key's words: keys
+    are equal iff all their words are."""
+    def impl(x: np.ndarray, y: np.ndarray) -> Any:
+        if x.dtype.names is None:
+            return fn(x, y)
+        from spec._src.core.prng import words
+        w = fn(words(x), words(y))
+        key_axes = tuple(range(w.ndim - (words(x).ndim - x.ndim), w.ndim))
+        return combine(w, axis=key_axes)
+    return impl
+
+
+eq_p = _comparison("eq", ANY, _key_aware(np.equal, np.all))
+ne_p = _comparison("ne", ANY, _key_aware(np.not_equal, np.any))
+lt_p = _comparison("lt", K.ORDERED, np.less)
+le_p = _comparison("le", K.ORDERED, np.less_equal)
+gt_p = _comparison("gt", K.ORDERED, np.greater)
+ge_p = _comparison("ge", K.ORDERED, np.greater_equal)
+
+
+def _complex_type(x: ArrayType, y: ArrayType) -> list[ArrayType]:
+    (out,) = nary_type("complex", [x, y], K.COMPLEX_PARTS)
+    return [out.update(dtype=K.complex_dtype(x.dtype))]
+
+
+def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+    """x + i y is linear in both parts: x receives Re(ct) and y receives
+    Im(-ct) (JAX's convention for complex cotangents), each summed over the
+    axes it was broadcast along."""
+    lax = _lax()
+    ct_x = unbroadcast(x.aval, lax.real(ct)) if is_undefined_primal(x) else None
+    ct_y = unbroadcast(y.aval, lax.imag(lax.neg(ct))) if is_undefined_primal(y) else None
+    return [ct_x, ct_y]
+
+
+complex_p = declare("complex", typing=_complex_type, impl=_complex_impl, jvp=linear_jvp(),
+                    transpose=_complex_transpose, batch=broadcasting())
+
+
+# ------------------------------------------------------------------------ pow
+# C1 x is floating or complex; C2 y is integer, floating or complex;
+# C3 y is an integer or has x's dtype; C4 shapes broadcast. Result: x's dtype.
+
+def _pow_type(x: ArrayType, y: ArrayType) -> list[ArrayType]:
+    K.check_dtypes("pow", [x], INEXACT, "C1")
+    K.check_dtypes("pow", [y], NUMBER, "C2", first=1)
+    require(T.is_int(y.dtype) or x.dtype == y.dtype, "pow", "C3",
+            f"an inexact exponent must have the base's dtype, got {x.dtype.name} and "
+            f"{y.dtype.name}")
+    shape = K.out_shape("pow", [x, y], "C4")
+    return [ArrayType(shape, x.dtype, K.all_weak([x, y]))]
+
+
+def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """XLA's complex power in polar form (so integer exponents are not exact
+    either): |x|^c e^(-d arg x) (cos t + i sin t), t = c arg x + d log|x|,
+    for x = a+bi, y = c+di."""
+    x, y = np.broadcast_arrays(x, y)
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    sq = a * a + b * b
+    arg = np.arctan2(b, a)
+    coeff = np.power(sq, c / 2) * np.exp(-d * arg)
+    angle = c * arg + d * np.log(sq) / 2
+    general = np.empty(x.shape, x.dtype)
+    general.real = coeff * np.cos(angle)  # set parts: no complex multiply
+    general.imag = coeff * np.sin(angle)
+    # A zero base: 1 for a zero exponent, 0 for a positive real one, else nan.
+    at_zero = np.where(y == 0, 1 + 0j,
+                       np.where((c > 0) & (d == 0), 0j, complex(np.nan, np.nan)))
+    return np.where(x == 0, at_zero.astype(x.dtype), general)
+
+
+def _pow_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    # An integer exponent is converted to the base's dtype first, as JAX's
+    # lowering does.
+    cd = K.compute_dtype(x.dtype)
+    with np.errstate(all="ignore"):
+        xs = K.flush_subnormals(x.astype(cd))
+        ys = K.flush_subnormals(y.astype(x.dtype).astype(cd))
+        if T.is_complex(cd):
+            out = _complex_pow(xs, ys)
+        else:  # float32 through float64, rounded once
+            wide = np.power(xs.astype(np.float64), ys.astype(np.float64))
+            out = K.flush_subnormals(wide.astype(cd))
+        return [np.asarray(out).astype(x.dtype)]
+
+
+def _pow_jvp_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    """d/dx x^y = y x^(y-1); for an integer exponent the y = 0 case is 0
+    (not 0 * x^-1, a nan at x = 0)."""
+    lax = _lax()
+    y_is_int = T.is_int(_aval(y).dtype)
+    dt, _ = T.result_type_and_weak(x, y)
+    dt = T.int32 if dt == T.bool_ else dt
+    x = lax.convert_element_type(x, dt)
+    y = lax.convert_element_type(y, dt)
+    if y_is_int:
+        x_shape, y_shape = _aval(x).shape, _aval(y).shape
+        if x_shape != y_shape:
+            shape = _out_shape(x, y)
+            x = _maybe_broadcast(shape, x)
+            y = _maybe_broadcast(shape, y)
+        jac = lax.select(lax.eq(y, const_like(y, 0)), _zeros(y),
+                         lax.mul(_replace_zero(y), lax.pow(x, lax.sub(y, _ones(y)))))
+    else:
+        jac = lax.mul(y, lax.pow(x, lax.sub(y, _ones(y))))
+    return lax.mul(g, jac)
+
+
+def _pow_jvp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    """d/dy x^y = log(x) x^y (log 1 = 0 where x = 0)."""
+    lax = _lax()
+    return lax.convert_element_type(lax.mul(g, lax.mul(lax.log(_replace_zero(x)), ans)),
+                                    _aval(y).dtype)
+
+
+pow_p = declare("pow", typing=_pow_type, impl=_pow_impl, jvp=defjvp2(_pow_jvp_x, _pow_jvp_y),
+                transpose=_not_linear("pow"), batch=broadcasting())
+
+
+# ---------------------------------------------------------------- integer_pow
+# C1 x is integer, floating or complex; C2 y is a Python int; C3 an integer
+# x needs y >= 0.
+
+def _integer_pow_type(x: ArrayType, *, y: Any) -> list[ArrayType]:
+    require(isinstance(y, (int, np.integer)) and not isinstance(y, bool), "integer_pow", "C2",
+            f"exponent y={y!r} must be an integer")
+    out = nary_type("integer_pow", [x], NUMBER)
+    require(not (y < 0 and T.is_int(x.dtype)), "integer_pow", "C3",
+            f"integers cannot be raised to negative powers, got integer_pow({x}, {y})")
+    return out
+
+
+def _power_by_squaring(x: np.ndarray, y: int, mul: Callable[..., np.ndarray]
+                       ) -> np.ndarray:
+    """The multiplication sequence of JAX's lowering: binary exponentiation
+    (y = 2 and 3 as x*x and (x*x)*x), then 1/acc for negative y."""
+    if y == 0:
+        return np.ones_like(x)
+    n = -y if y < 0 else y
+    acc: np.ndarray | None = None
+    base = x
+    while n > 0:  # log2(y) whole-array steps
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n > 0:
+            base = mul(base, base)
+    assert acc is not None
+    return lifted(np.true_divide)(np.ones_like(acc), acc)[0] if y < 0 else acc
+
+
+def _integer_pow_impl(x: np.ndarray, *, y: int) -> list[np.ndarray]:
+    # Every multiplication rounds to x's dtype (visible in float16: x**3
+    # overflows before 1/x**3 is taken).
+    def mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return lifted(np.multiply)(a, b)[0]
+    with np.errstate(all="ignore"):
+        return [np.asarray(_power_by_squaring(x, int(y), mul))]
+
+
+def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
+    lax = _lax()
+    if y == 0:
+        return _zeros(g)
+    if y == 1:
+        return g
+    if y == 2:
+        return lax.mul(g, lax.mul(const_like(x, y), x))
+    return lax.mul(g, lax.mul(const_like(x, y), lax.integer_pow(x, y - 1)))
+
+
+integer_pow_p = declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
+                        jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"),
+                        batch=vectorized())
+
+
+# ------------------------------------------------------------------- select_n
+# C1 at least one case; C2 `which` is bool or integer; C3 bool `which` takes at
+# most 2 cases; C4 cases share one dtype; C5 cases share one shape; C6 `which`
+# is rank-0 or has the cases' shape. Result: the cases' type, weak iff all
+# cases are weak. Out-of-range integer `which` clamps to [0, n-1] (XLA's
+# lowering is a binary tree of `which < k` selects).
+
+def _select_n_type(which: ArrayType, *cases: ArrayType) -> list[ArrayType]:
+    name = "select_n"
+    require(len(cases) > 0, name, "C1", "select_n needs at least one case", ValueError)
+    require(which.dtype == T.bool_ or T.is_int(which.dtype), name, "C2",
+            f"`which` must be boolean or integer, got {which.dtype.name}")
+    require(not (which.dtype == T.bool_ and len(cases) > 2), name, "C3",
+            f"a boolean `which` selects between at most 2 cases, got {len(cases)}")
+    K.check_same_dtypes(name, cases, "C4")
+    shapes = [c.shape for c in cases]
+    require(all(s == shapes[0] for s in shapes), name, "C5",
+            f"cases must have the same shapes, got {shapes}")
+    require(not which.shape or which.shape == shapes[0], name, "C6",
+            f"`which` must be scalar or have the cases' shape {shapes[0]}, got {which.shape}")
+    return [ArrayType(shapes[0], cases[0].dtype, K.all_weak(cases))]
+
+
+def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> list[np.ndarray]:
+    shape = cases[0].shape
+    if len(cases) == 1:
+        return [cases[0].copy()]
+    idx = np.clip(which.astype(np.int64), 0, len(cases) - 1)
+    stacked = np.stack(cases)
+    picked = np.take_along_axis(stacked, np.broadcast_to(idx, shape)[None], axis=0)
+    return [picked[0]]
+
+
+def _select_n_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Select among the cases' tangents with the same ``which`` (zero
+    tangents become materialised zeros unless all are zero)."""
+    lax = _lax()
+    which, *cases = primals
+    case_tangents = tangents[1:]
+    out = lax.select_n(which, *cases)
+    if all(type(t) is Zero for t in case_tangents):
+        return [out], [Zero.from_primal_value(out)]
+    z = _zeros(next(t for t in case_tangents if type(t) is not Zero))
+    filled = [z if type(t) is Zero else t for t in case_tangents]
+    return [out], [lax.select_n(which, *filled)]
+
+
+def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
+    """Linear in the cases: each undefined case receives the cotangent where
+    it was selected and zero elsewhere (an integer ``which`` clamped first,
+    as the selection itself clamps)."""
+    lax = _lax()
+    if is_undefined_primal(which):
+        raise TypeError("select_n: cannot transpose with respect to `which`")
+    if len(cases) == 1:
+        return [None, ct if is_undefined_primal(cases[0]) else None]
+    zeros = _full_like(ct, 0)
+    if _aval(which).dtype == T.bool_:
+        ct0 = lax.select(which, zeros, ct) if is_undefined_primal(cases[0]) else None
+        ct1 = lax.select(which, ct, zeros) if is_undefined_primal(cases[1]) else None
+        return [None, ct0, ct1]
+    which = lax.clamp(const_like(which, 0), which, const_like(which, len(cases) - 1))
+    return [None] + [lax.select(lax.eq(which, const_like(which, i)), ct, zeros)
+                     if is_undefined_primal(case) else None for i, case in enumerate(cases)]
+
+
+def _shape(x: Any) -> T.Shape:
+    return _aval(x).shape
+
+
+def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
+                    ) -> tuple[list[Any], list[BatchDim]]:
+    """As JAX: when `which` and every case share one batch axis, bind as is
+    (a batched rank-0 `which` is first broadcast along the cases); a rank-0
+    unbatched `which` with batched cases moves the cases' batch axes to the
+    first case's. Otherwise every batch axis goes to the front (unbatched
+    cases are broadcast there) and a batched rank-0 `which` is broadcast
+    along the cases; rank-0 cases against a batched array `which` are
+    broadcast to its shape."""
+    lax = _lax()
+    which, *cases = args
+    wdim, *cdims = dims
+    size = axis.size
+    if all(d == wdim for d in cdims):
+        if _shape(which) == _shape(cases[0]):
+            return [lax.select_n(which, *cases)], [wdim]
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (wdim,),
+                                     out_sharding=_aval(cases[0]).sharding)
+        return [lax.select_n(which, *cases)], [wdim]
+    if not _shape(which) and all(d is not None for d in cdims):
+        if all(d == cdims[0] for d in cdims[1:]):
+            return [lax.select_n(which, *cases)], [cdims[0]]
+        if all(_shape(c) == _shape(cases[0]) for c in cases):
+            first = cdims[0]
+            assert first is not None
+            rest = [moveaxis(c, d, first) for c, d in zip(cases[1:], cdims[1:])
+                    if d is not None]
+            return [lax.select_n(which, cases[0], *rest)], [first]
+    # Broadcast values take the vmap's explicit mesh axes on the batch
+    # dimension, and a broadcast `which` (or case) the other side's sharding,
+    # so that select_n's operands agree on it.
+    mesh_axis = axis.explicit_mesh_axis
+    if _shape(which):
+        which = bdim_at_front(which, wdim, size, mesh_axis)
+    if not all(_shape(c) == () for c in cases):
+        cases = [bdim_at_front(c, d, size, mesh_axis) for c, d in zip(cases, cdims)]
+    ndim_which, ndim_case = len(_shape(which)), len(_shape(cases[0]))
+    if 0 < ndim_which < ndim_case:
+        which = lax.broadcast_in_dim(which, _shape(cases[0]), (0,),
+                                     out_sharding=_aval(cases[0]).sharding)
+    if ndim_which > ndim_case:
+        cases = [lax.broadcast_in_dim(c, _shape(which), (), out_sharding=_aval(which).sharding)
+                 for c in cases]
+    return [lax.select_n(which, *cases)], [0]
+
+
+select_n_p = declare("select_n", typing=_select_n_type, impl=_select_n_impl,
+                     jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch)
+
+
+# ---------------------------------------------------------------------- clamp
+# C1 operands share one dtype (any dtype); C2 min is rank-0 or has operand's
+# shape; C3 max likewise. Result: operand's shape and dtype, weak iff all weak.
+
+def _clamp_type(lo: ArrayType, x: ArrayType, hi: ArrayType) -> list[ArrayType]:
+    name = "clamp"
+    K.check_same_dtypes(name, [lo, x, hi], "C1")
+    require(not lo.shape or lo.shape == x.shape, name, "C2",
+            f"min must be scalar or have the operand's shape, got min.shape={lo.shape}, "
+            f"operand.shape={x.shape}")
+    require(not hi.shape or hi.shape == x.shape, name, "C3",
+            f"max must be scalar or have the operand's shape, got max.shape={hi.shape}, "
+            f"operand.shape={x.shape}")
+    return [ArrayType(x.shape, x.dtype, K.all_weak([lo, x, hi]))]
+
+
+def _clamp_impl(lo: np.ndarray, x: np.ndarray, hi: np.ndarray) -> list[np.ndarray]:
+    # clamp(lo, x, hi) = min(max(x, lo), hi), with max/min's nan and zero rules.
+    upper = max_p.impl(x, lo)[0]
+    return [np.broadcast_to(min_p.impl(upper, hi)[0], x.shape).copy()]
+
+
+def _clamp_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    """The tangent of whichever operand is the result: min where min > x
+    (and min < max), x strictly inside (min, max), max where max < x. All
+    contributions are formed before they are summed, in operand order."""
+    lax = _lax()
+    lo, x, hi = primals
+    t_lo, t_x, t_hi = tangents
+    out = clamp_p.bind(lo, x, hi)
+    parts = []
+    if type(t_lo) is not Zero:
+        parts.append(lax.select(lax.bitwise_and(lax.gt(lo, x), lax.lt(lo, hi)), t_lo, _zeros(x)))
+    if type(t_x) is not Zero:
+        parts.append(lax.select(lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi)), t_x, _zeros(x)))
+    if type(t_hi) is not Zero:
+        parts.append(lax.select(lax.lt(hi, x), t_hi, _zeros(x)))
+    total: Any = Zero.from_primal_value(out)
+    for part in parts:
+        total = add_tangents(total, part)
+    return [out], [total]
+
+
+def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    """As JAX: bind as is when all three share a batch axis and the bounds
+    are rank-0 or of the operand's shape, or when the bounds are unbatched
+    rank-0 values; batched rank-0 bounds sharing the operand's batch axis
+    are broadcast along it. Otherwise the batch axes go to the front and
+    rank-0 / batched rank-0 bounds are broadcast to the operand's shape (a
+    rank-0 operand to the batched bounds')."""
+    lax = _lax()
+    lo, x, hi = args
+    lo_d, x_d, hi_d = dims
+    size = axis.size
+    nd_lo, nd_x, nd_hi = len(_shape(lo)), len(_shape(x)), len(_shape(hi))
+    if lo_d == x_d == hi_d:
+        if _shape(lo) == _shape(x) == _shape(hi) or nd_lo == nd_hi == 0:
+            return [clamp_p.bind(lo, x, hi)], [x_d]
+        if nd_lo == nd_hi == 1:
+            lo = lax.broadcast_in_dim(lo, _shape(x), (lo_d,))
+            hi = lax.broadcast_in_dim(hi, _shape(x), (hi_d,))
+            return [clamp_p.bind(lo, x, hi)], [x_d]
+    elif nd_lo == 0 and nd_hi == 0 and x_d is not None:
+        return [clamp_p.bind(lo, x, hi)], [x_d]
+    lo = bdim_at_front(lo, lo_d, size) if nd_lo else lo
+    hi = bdim_at_front(hi, hi_d, size) if nd_hi else hi
+    x = bdim_at_front(x, x_d, size) if nd_x else x
+    x_shape = _shape(x)
+    if not _shape(lo) and x_shape:
+        lo = lax.broadcast(lo, x_shape)
+    if not _shape(hi) and x_shape:
+        hi = lax.broadcast(hi, x_shape)
+    if 0 < len(_shape(lo)) < len(x_shape):
+        lo = lax.broadcast_in_dim(lo, x_shape, (0,))
+    if 0 < len(_shape(hi)) < len(x_shape):
+        hi = lax.broadcast_in_dim(hi, x_shape, (0,))
+    # A rank-0 operand takes the batched bounds' shape. (JAX 0.12 does this
+    # only for a batched min, and fails when just max is batched.)
+    wider = [b for b in (lo, hi) if len(_shape(b)) > len(x_shape)]
+    if wider:
+        x = lax.broadcast(x, _shape(wider[0]))
+    return [clamp_p.bind(lo, x, hi)], [0]
+
+
+clamp_p = declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
+                  transpose=_not_linear("clamp"), batch=_clamp_batch)
+
+
+# ---------------------------------------------------------- Ldexp and Frexp
+# jnp.ldexp / jnp.frexp bind these two primitives (JAX 0.12 names them after
+# their classes, capitalised). They work on the bit fields of the float:
+# subnormal operands read as signed zero, results that would be subnormal are
+# signed zero, and too-large results are signed infinity (XLA's
+# flush-to-zero semantics, made explicit so every dtype shares them).
+# Ldexp: C1 x1 is floating; C2 x2 is integer; C3 x1 and x2 have one shape;
+# result: x1's dtype and shape, strong. Frexp: C1 x is floating; results:
+# (mantissa of x's dtype, int32 exponent), strong, of x's shape.
+
+def _float_fields(x: np.ndarray) -> tuple[Any, ...]:
+    info = ml_dtypes.finfo(x.dtype)  # type: ignore[no-untyped-call]
+    bits, nexp, nmant = int(info.bits), int(info.nexp), int(info.nmant)
+    ut = np.dtype(f"u{bits // 8}")
+    u = x.view(ut)
+    exp_mask = ut.type((1 << nexp) - 1)
+    sign = u & ut.type(1 << (bits - 1))
+    exp = (u >> ut.type(nmant)) & exp_mask
+    mant = u & ut.type((1 << nmant) - 1)
+    return info, ut, u, sign, exp, mant, exp_mask, nmant
+
+
+def _ldexp_impl(x1: np.ndarray, x2: np.ndarray, *, x1_aval: Any, x2_aval: Any
+                ) -> list[np.ndarray]:
+    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x1)
+    max_shift = 1 << (int(info.nexp) + 1)
+    # Clamp the shift first: anything this large over- or underflows anyway,
+    # and the clamp keeps the exponent sum from wrapping.
+    if T.is_unsigned_int(x2.dtype):
+        shift = np.minimum(x2.astype(np.uint64), np.uint64(max_shift)).astype(np.int32)
+    else:
+        shift = np.clip(x2.astype(np.int64), -max_shift, max_shift).astype(np.int32)
+    new_exp = exp.astype(np.int32) + shift
+    with np.errstate(all="ignore"):
+        normal = sign | (new_exp.astype(ut) << ut.type(nmant)) | mant
+    inf_bits = sign | (exp_mask << ut.type(nmant))
+    scaled = np.where(new_exp <= 0, sign, np.where(new_exp >= int(exp_mask), inf_bits, normal))
+    out = np.where(exp == exp_mask, u, np.where(exp == 0, sign, scaled))
+    return [np.asarray(out, ut).view(x1.dtype)]
+
+
+def _frexp_impl(x: np.ndarray, *, x_aval: Any) -> list[np.ndarray]:
+    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x)
+    bias = int(info.maxexp) - 1
+    special = (exp == exp_mask) | (exp == 0)
+    halved = sign | (ut.type(bias - 1) << ut.type(nmant)) | mant  # |m| in [1/2, 1)
+    m = np.where(exp == exp_mask, u, np.where(exp == 0, sign, halved))
+    e = np.where(special, np.int32(0), exp.astype(np.int32) - np.int32(bias - 1))
+    return [np.asarray(m, ut).view(x.dtype), np.asarray(e, np.int32)]
+
+
+def _ldexp_type(x1: ArrayType, x2: ArrayType, *, x1_aval: Any, x2_aval: Any
+                ) -> list[ArrayType]:
+    K.check_dtypes("Ldexp", [x1], FLOAT, "C1")
+    K.check_dtypes("Ldexp", [x2], INTEGER, "C2", first=1)
+    require(x1.shape == x2.shape, "Ldexp", "C3",
+            f"operands must have one shape, got {x1.shape} and {x2.shape}", ValueError)
+    return [ArrayType(x1.shape, x1.dtype, False)]
+
+
+def _frexp_type(x: ArrayType, *, x_aval: Any) -> list[ArrayType]:
+    K.check_dtypes("Frexp", [x], FLOAT, "C1")
+    return [ArrayType(x.shape, x.dtype, False), ArrayType(x.shape, T.int32, False)]
+
+
+def _pp_avals(eqn: Eqn, ctx: PpContext) -> Any:
+    # JAX prints the aval params in their short form (``f32[3]``).
+    params = {k: (v.str_short() if isinstance(v, ArrayType) else v)
+              for k, v in eqn.params.items()}
+    return pp_eqn_default(eqn, ctx, params)
+
+
+def _ldexp_jvp(primals: list[Any], tangents: list[Any], *, x1_aval: Any, x2_aval: Any
+               ) -> tuple[list[Any], list[Any]]:
+    """x1 2^x2 is linear in x1 (x2 is integer): the tangent is ldexp(dx1, x2),
+    formed (as jnp.ldexp) before the primal, as JAX's rule does."""
+    x1, x2 = primals
+    t1 = tangents[0]
+    t_out = None if type(t1) is Zero else _jnp().ldexp(t1, x2)
+    out = ldexp_p.bind(x1, x2, x1_aval=x1_aval, x2_aval=x2_aval)
+    return [out], [Zero.from_primal_value(out) if t_out is None else t_out]
+
+
+def _ldexp_transpose(ct: Any, x1: Any, x2: Any, *, x1_aval: Any, x2_aval: Any) -> list[Any]:
+    if is_undefined_primal(x2):
+        raise TypeError("Ldexp: cannot transpose with respect to the integer exponent")
+    return [_jnp().ldexp(ct, x2), None]
+
+
+def _frexp_jvp(primals: list[Any], tangents: list[Any], *, x_aval: Any
+               ) -> tuple[list[Any], list[Any]]:
+    """x = m 2^e with e locally constant: dm = ldexp(dx, -e); e is integer."""
+    (x,), (t,) = primals, tangents
+    m, e = frexp_p.bind(x, x_aval=x_aval)
+    jnp = _jnp()
+    m_dot = Zero.from_primal_value(m) if type(t) is Zero else jnp.ldexp(t, jnp.negative(e))
+    return [m, e], [m_dot, Zero.from_primal_value(e)]
+
+
+def _ldexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x1_aval: Any,
+                 x2_aval: Any) -> tuple[list[Any], list[BatchDim]]:
+    """Operands of one shape: where their batch axes differ both go to the
+    front (an unbatched one broadcast); the avals params describe the
+    batched operands."""
+    x1, x2 = args
+    d1, d2 = dims
+    if d1 != d2:
+        x1, x2 = bdim_at_front(x1, d1, axis.size), bdim_at_front(x2, d2, axis.size)
+        d1 = 0
+    return [ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))], [d1]
+
+
+def _frexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x_aval: Any
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    """Elementwise: both results are batched where the operand is."""
+    (x,), (d,) = args, dims
+    return list(frexp_p.bind(x, x_aval=_aval(x))), [d, d]
+
+
+ldexp_p = declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
+                  jvp=_ldexp_jvp, transpose=_ldexp_transpose, batch=_ldexp_batch)
+frexp_p = declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
+                  multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"),
+                  batch=_frexp_batch)
+
+
+# ----------------------------------------------------------------- polygamma
+# polygamma(m, x), the m-th derivative of digamma (the JVP of digamma binds
+# it). Typing: the standard binary rule over floating dtypes. Impl: XLA's
+# decomposition (see _elementwise_kit.polygamma_xla), narrow floats in
+# float32; nan unless m is a natural number.
+
+def _polygamma_impl(m: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+    dt = x.dtype
+    cd = T.float64 if dt == T.float64 else T.float32
+    m, x = (np.asarray(v, cd) for v in np.broadcast_arrays(m, x))
+    # lgamma(m + 1) and digamma(x) come from those primitives' kernels (run
+    # first: each sets up its own subnormal handling). XLA's decomposition
+    # calls its own float32 lgamma, whose last bits differ: polygamma(m > 1)
+    # is within a few tens of float32 ULPs of XLA's; m = 0 and 1 agree.
+    lgamma_m1 = lgamma_p.impl(lifted(np.add)(m, np.ones((), cd))[0])[0]
+    digamma_x = digamma_p.impl(x)[0]
+    with np.errstate(all="ignore"):
+        out = np.asarray(arithmetic(K.polygamma_xla, m, x, lgamma_m1, digamma_x))
+    return [out.astype(dt)]
+
+
+polygamma_p = _binary("polygamma", FLOAT, _polygamma_impl,
+                      jvp=defjvp(_polygamma_jvp_m, _polygamma_jvp_x),
+                      transpose=_not_linear("polygamma"))
+
+
+# ---------------------------------------------------------------- polynomial
+# polynomial(x, c0, ..., cN) = c0 + x (c1 + x (c2 + ... + x cN)), optional
+# param ``unroll`` (absent unless given). C1 at least one coefficient; C2
+# operands are numbers (not bool); C3 operands share one dtype; C4 shapes
+# broadcast. Result: the broadcast shape, weak iff all operands are weak.
+# Impl: Horner's rule as JAX lowers it (see K.polynomial_horner).
+
+def _polynomial_type(x: ArrayType, *coeffs: ArrayType, unroll: Any = None) -> list[ArrayType]:
+    require(len(coeffs) > 0, "polynomial", "C1", "polynomial needs at least one coefficient",
+            ValueError)
+    K.check_dtypes("polynomial", [x, *coeffs], NUMBER, "C2")
+    K.check_same_dtypes("polynomial", [x, *coeffs], "C3")
+    shape = K.out_shape("polynomial", [x, *coeffs], "C4")
+    return [ArrayType(shape, x.dtype, K.all_weak([x, *coeffs]))]
+
+
+def _polynomial_impl(x: np.ndarray, *coeffs: np.ndarray, unroll: Any = None
+                     ) -> list[np.ndarray]:
+    shape = np.broadcast_shapes(x.shape, *(c.shape for c in coeffs))
+    with np.errstate(all="ignore"):
+        return [np.asarray(arithmetic(
+            lambda *a: K.polynomial_horner(a[0], a[1:], unroll, shape), x, *coeffs))]
+
+
+def _polynomial_jvp(primals: list[Any], tangents: list[Any], **params: Any
+                    ) -> tuple[list[Any], list[Any]]:
+    """d/dx is the derivative polynomial (coefficients k c_k); the
+    polynomial is linear in its coefficients, so their tangents are
+    evaluated as a polynomial of the same x."""
+    lax = _lax()
+    x, *coeffs = primals
+    t_x, *t_coeffs = tangents
+    unroll = params.get("unroll")
+    out = polynomial_p.bind(x, *coeffs, **params)
+    total: Any = Zero.from_primal_value(out)
+    if type(t_x) is not Zero:
+        deriv = [lax.mul(const_like(c, k), c) for k, c in enumerate(coeffs[1:], 1)]
+        total = add_tangents(total, lax.mul(t_x, lax.polynomial(x, deriv, unroll=unroll)))
+    if any(type(t) is not Zero for t in t_coeffs):
+        filled = [_zeros(c) if type(t) is Zero else t for c, t in zip(coeffs, t_coeffs)]
+        total = add_tangents(total, lax.polynomial(x, filled, unroll=unroll))
+    return [out], [total]
+
+
+def _polynomial_transpose(ct: Any, x: Any, *coeffs: Any, **params: Any) -> list[Any]:
+    """Coefficient k receives ct x^k (summed over its broadcast axes)."""
+    if is_undefined_primal(x):
+        raise TypeError("polynomial: cannot transpose with respect to x (not linear)")
+    lax = _lax()
+    cts: list[Any] = [None]
+    power_ct = ct
+    for k, c in enumerate(coeffs):
+        cts.append(unbroadcast(c.aval, power_ct) if is_undefined_primal(c) else None)
+        if k + 1 < len(coeffs):
+            power_ct = lax.mul(power_ct, x)
+    return cts
+
+
+polynomial_p = declare("polynomial", typing=_polynomial_type, impl=_polynomial_impl,
+                       jvp=_polynomial_jvp, transpose=_polynomial_transpose,
+                       batch=broadcasting())
+
+
+__all__ = [n for n in dir() if n.endswith("_p")] + [
+    "AccuracyMode", "RoundingMethod", "const_like", "exp_neg_sq"]
+
+
+# ------------------------------------------------- incomplete gamma functions
+# igamma(a, x) = P(a, x), igammac(a, x) = 1 - P(a, x), igamma_grad_a(a, x) =
+# dP/da. Typing: the standard binary rule over floating dtypes. Impl: XLA has
+# no kernel; JAX lowers each to a composite of lax operations (series and
+# continued fraction in while loops, spec._src.lax.special_api), which the impl
+# stages and evaluates. JVPs as JAX's: dP/da is igamma_grad_a, dP/dx =
+# x^(a-1) e^-x / Gamma(a); igamma_grad_a itself has no derivative rule.
+
+def _special_impl(name: str) -> Impl:
+    def impl(a: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        from spec._src.lax.special_api import special_values
+        return [special_values(name, a, x)]
+    return impl
+
+
+def _igamma_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().multiply(g, igamma_grad_a_p.bind(a, x))
+
+
+def _igamma_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    jnp, lax = _jnp(), _lax()
+    log_density = jnp.subtract(
+        jnp.add(jnp.negative(x), jnp.multiply(jnp.subtract(a, _ones(a)), lax.log(x))),
+        lax.lgamma(a))
+    return jnp.multiply(g, lax.exp(log_density))
+
+
+def _igammac_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().negative(_igamma_jvp_a(g, a, x))
+
+
+def _igammac_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    return _jnp().negative(_igamma_jvp_x(g, a, x))
+
+
+igamma_p = _binary("igamma", FLOAT, _special_impl("igamma"),
+                   jvp=defjvp(_igamma_jvp_a, _igamma_jvp_x), transpose=_not_linear("igamma"))
+igamma_grad_a_p = _binary(
+    "igamma_grad_a", FLOAT, _special_impl("igamma_grad_a"),
+    jvp=not_applicable("JAX defines no derivative of igamma_grad_a"),
+    transpose=_not_linear("igamma_grad_a"))
+igammac_p = _binary("igammac", FLOAT, _special_impl("igammac"),
+                    jvp=defjvp(_igammac_jvp_a, _igammac_jvp_x),
+                    transpose=_not_linear("igammac"))
+
+
+# ================================================================ sharding
+# Every primitive above gets its sharding section here, from one table: the
+# operands are zipped per dimension (spec._src.lax.sharding_kit.elementwise);
+# what differs is how unreduced operands are treated (SPEC.md section 14).
+
+def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tuple[Any, ...]]:
+    """All cases alike; a non-scalar predicate partitioned as they are.
+    Types on the empty mesh (made outside any mesh) count as unsharded."""
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
+    if not sharded:
+        return [SK.parts(cases[0])]
+    first = sharded[0].sharding
+    if any(c.sharding != first for c in sharded[1:]):
+        shown = ", ".join(str(c.sharding) for c in cases)
+        raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+    if which.shape and which.sharding is not None and not which.sharding.mesh.empty and (
+            which.sharding.mesh != first.mesh or SK.parts(which) != SK.parts(sharded[0])):
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which`"
+            f" sharding {which.sharding} but case sharding {cases[0].sharding}.")
+    return [SK.parts(sharded[0])]
+
+
+def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
+    return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
+
+
+_UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "div",
+            "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
+
+for _prim in [v for k, v in dict(globals()).items() if k.endswith("_p")]:
+    if not isinstance(_prim, Primitive) or not isinstance(_prim.sharding, Pending):
+        continue
+    if _prim.name == "select_n":
+        _prim.sharding = SK.section("select_n", _select_n_parts, _select_n_ur)
+    elif _prim.name == "clamp":
+        # JAX takes the operand's partitions as they are (the bounds are not zipped).
+        _prim.sharding = SK.section("clamp", SK.same_as(1))
+    else:
+        _prim.sharding = SK.elementwise(_prim.name, ur=_UR_KIND.get(_prim.name, "nonlinear"),
+                                        n_out=2 if _prim.multiple_results else 1)

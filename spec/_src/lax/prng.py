@@ -1,0 +1,318 @@
+"""PRNG primitives: the Threefry-2x32 hash and the typed-key primitives.
+
+``threefry2x32`` hashes uint32 counters under uint32 key words. The key
+primitives (``random_seed``, ``random_bits``, ``random_split``,
+``random_fold_in``, ``random_wrap``, ``random_unwrap``, ``random_clone``)
+take or make arrays of keys, whose dtype is a key dtype ``key<fry>``
+(``spec._src.core.prng.KeyTy``); their impls see key arrays as NumPy record arrays of
+the keys' shape (``spec._src.core.prng``). None of them is differentiable in a useful
+sense: the outputs are integers or keys, so their tangents are zero
+(float0), and none is linear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec._src.core import prng as R
+from spec._src.core import types as T
+from spec._src.interpreters.ad_util import defjvp2, zero_jvp
+from spec._src.interpreters.batching import (
+    AxisData,
+    BatchDim,
+    bdim_at_front,
+    broadcasting,
+    vectorized,
+)
+from spec._src.core.interpreter import not_applicable
+from spec._src.lax import sharding_kit as SK
+from spec._src.core.registry import declare, require
+from spec._src.core.sharding import AbstractMesh
+from spec._src.core.types import ArrayType
+
+_BIT_WIDTHS = (8, 16, 32, 64)
+
+
+def _not_linear(name: str) -> Any:
+    return not_applicable(f"{name} is not linear (its outputs are integers or keys)")
+
+
+def _require_keys(name: str, c: str, aval: ArrayType) -> None:
+    require(R.is_key_dtype(aval.dtype), name, c,
+            f"operand must be an array of PRNG keys, got {aval}")
+
+
+def _impl_of(keys: ArrayType) -> R.PRNGImpl:
+    dt: Any = keys.dtype  # a KeyTy (checked by the caller's typing rule)
+    impl: R.PRNGImpl = dt.impl
+    return impl
+
+
+def _extend_parts(mesh: AbstractMesh, keys: ArrayType, **params: Any) -> list[SK.Parts]:
+    """Outputs that append unsharded trailing dims to the keys' dims."""
+    return [SK.parts(keys) + (None,) * len(params.get("shape", ()))]
+
+
+# ------------------------------------------------------------------ threefry2x32
+
+def _threefry_type(k1: ArrayType, k2: ArrayType, x1: ArrayType, x2: ArrayType
+                   ) -> list[ArrayType]:
+    avals = (k1, k2, x1, x2)
+    require(all(a.dtype == T.uint32 for a in avals), "threefry2x32", "C1",
+            f"Arguments to threefry2x32 must have uint32 type, got "
+            f"{', '.join(str(a) for a in avals)}")
+    shape = _broadcast_shape("threefry2x32", avals)
+    out = ArrayType(shape, T.uint32)
+    return [out, out]
+
+
+def _broadcast_shape(name: str, avals: tuple[ArrayType, ...]) -> T.Shape:
+    """lax's implicit broadcasting: rank-0 operands stretch; the others share
+    a rank and, per axis, a size (size 1 stretches)."""
+    try:
+        return T.broadcast_shapes(name, [a.shape for a in avals])
+    except TypeError as err:
+        raise TypeError(f"{name} C2: {err}") from None
+
+
+def _threefry_impl(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarray
+                   ) -> list[np.ndarray]:
+    shape = np.broadcast_shapes(k1.shape, k2.shape, x1.shape, x2.shape)
+    y1, y2 = R.threefry2x32(k1, k2, x1, x2)
+    return [np.broadcast_to(y1, shape).copy(), np.broadcast_to(y2, shape).copy()]
+
+
+threefry2x32_p = declare(
+    "threefry2x32", typing=_threefry_type, impl=_threefry_impl, multiple_results=True,
+    jvp=zero_jvp(), transpose=_not_linear("threefry2x32"), batch=broadcasting(),
+    sharding=SK.section("threefry2x32", SK.broadcasting("threefry2x32", 2)))
+
+
+# ------------------------------------------------------------------ random_seed
+
+def _seed_type(seeds: ArrayType, *, impl: R.PRNGImpl) -> list[ArrayType]:
+    require(T.is_int(seeds.dtype), "random_seed", "C1",
+            f"PRNG key seed must be an integer; got {seeds}")
+    return [R.key_type(seeds.shape, impl)]
+
+
+def _seed_impl(seeds: np.ndarray, *, impl: R.PRNGImpl) -> list[np.ndarray]:
+    return [R.seed(seeds)]
+
+
+random_seed_p = declare(
+    "random_seed", typing=_seed_type, impl=_seed_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_seed"), batch=vectorized(),
+    sharding=SK.section("random_seed", SK.same_as(0)))
+
+
+# ------------------------------------------------------------------ random_bits
+
+def _bits_type(keys: ArrayType, *, bit_width: int, shape: tuple[int, ...]) -> list[ArrayType]:
+    _require_keys("random_bits", "C1", keys)
+    require(bit_width in _BIT_WIDTHS, "random_bits", "C2",
+            f"bit_width must be one of 8, 16, 32 or 64, got {bit_width}")
+    T.check_shape(shape, "random_bits")
+    return [ArrayType((*keys.shape, *shape), R.UINT_DTYPES[bit_width])]
+
+
+def _bits_impl(keys: np.ndarray, *, bit_width: int, shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [R.random_bits(keys, bit_width, tuple(shape))]
+
+
+random_bits_p = declare(
+    "random_bits", typing=_bits_type, impl=_bits_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_bits"), batch=vectorized(),
+    sharding=SK.section("random_bits", _extend_parts))
+
+
+# ------------------------------------------------------------------ random_split
+
+def _split_type(keys: ArrayType, *, shape: tuple[int, ...]) -> list[ArrayType]:
+    _require_keys("random_split", "C1", keys)
+    T.check_shape(shape, "random_split")
+    return [keys.update(shape=(*keys.shape, *shape), weak_type=False)]
+
+
+def _split_impl(keys: np.ndarray, *, shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [R.split(keys, tuple(shape))]
+
+
+random_split_p = declare(
+    "random_split", typing=_split_type, impl=_split_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_split"), batch=vectorized(),
+    sharding=SK.section("random_split", _extend_parts))
+
+
+# ------------------------------------------------------------------ random_fold_in
+
+def _fold_in_type(keys: ArrayType, msgs: ArrayType) -> list[ArrayType]:
+    _require_keys("random_fold_in", "C1", keys)
+    require(msgs.dtype == T.uint32, "random_fold_in", "C2",
+            f"messages must have dtype uint32, got {msgs}")
+    shape = _broadcast_shape("random_fold_in", (keys, msgs))
+    return [R.key_type(shape, _impl_of(keys))]
+
+
+def _fold_in_impl(keys: np.ndarray, msgs: np.ndarray) -> list[np.ndarray]:
+    return [R.fold_in(keys, msgs)]
+
+
+random_fold_in_p = declare(
+    "random_fold_in", typing=_fold_in_type, impl=_fold_in_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_fold_in"), batch=broadcasting(),
+    sharding=SK.section("random_fold_in", SK.broadcasting("random_fold_in")))
+
+
+# ------------------------------------------------------------------ random_wrap / unwrap
+
+def _wrap_type(data: ArrayType, *, impl: R.PRNGImpl) -> list[ArrayType]:
+    n = len(impl.key_shape)
+    require(data.dtype == T.uint32, "random_wrap", "C1",
+            f"key data must have dtype uint32, got {data}")
+    require(data.ndim >= n and data.shape[data.ndim - n:] == impl.key_shape, "random_wrap",
+            "C2", f"key data's shape must end with {impl.key_shape}, got {data}")
+    return [R.key_type(data.shape[:data.ndim - n], impl)]
+
+
+def _wrap_impl(data: np.ndarray, *, impl: R.PRNGImpl) -> list[np.ndarray]:
+    return [R.from_words(data, impl)]
+
+
+def _wrap_batch(axis: AxisData, args: Any, dims: list[BatchDim], *, impl: R.PRNGImpl
+                ) -> tuple[list[Any], list[BatchDim]]:
+    # The key words are the trailing axes: the batch axis goes first.
+    x = bdim_at_front(args[0], dims[0], axis.size)
+    return [random_wrap_p.bind(x, impl=impl)], [0]
+
+
+def _wrap_parts(mesh: AbstractMesh, data: ArrayType, *, impl: R.PRNGImpl) -> list[SK.Parts]:
+    return [SK.parts(data)[:data.ndim - len(impl.key_shape)]]
+
+
+random_wrap_p = declare(
+    "random_wrap", typing=_wrap_type, impl=_wrap_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_wrap"), batch=_wrap_batch,
+    sharding=SK.section("random_wrap", _wrap_parts))
+
+
+def _unwrap_type(keys: ArrayType) -> list[ArrayType]:
+    _require_keys("random_unwrap", "C1", keys)
+    return [ArrayType((*keys.shape, *_impl_of(keys).key_shape), T.uint32)]
+
+
+def _unwrap_impl(keys: np.ndarray) -> list[np.ndarray]:
+    return [R.words(keys).copy()]
+
+
+def _unwrap_parts(mesh: AbstractMesh, keys: ArrayType) -> list[SK.Parts]:
+    return [SK.parts(keys) + (None,) * len(_impl_of(keys).key_shape)]
+
+
+random_unwrap_p = declare(
+    "random_unwrap", typing=_unwrap_type, impl=_unwrap_impl,
+    jvp=zero_jvp(), transpose=_not_linear("random_unwrap"), batch=vectorized(),
+    sharding=SK.section("random_unwrap", _unwrap_parts))
+
+
+# ------------------------------------------------------------------ random_clone
+
+def _clone_type(keys: ArrayType) -> list[ArrayType]:
+    _require_keys("random_clone", "C1", keys)
+    return [keys]
+
+
+random_clone_p = declare(
+    "random_clone", typing=_clone_type, impl=lambda keys: [keys.copy()],
+    jvp=zero_jvp(), transpose=_not_linear("random_clone"), batch=vectorized(),
+    sharding=SK.section("random_clone", SK.same_as(0)))
+
+
+def full_keys(shape: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
+    """Keys of ``dtype`` filling ``shape`` (``full_like`` of a key dtype): a
+    key ``fill_value`` broadcast, anything else filling each key word as a
+    uint32, then ``random_wrap``, as JAX's key dtype rules do (shardings and
+    weak types are not carried over)."""
+    from spec import lax
+    from spec import numpy as jnp
+    impl: R.PRNGImpl = dtype.impl
+    physical = (*shape, *impl.key_shape)
+    if R.is_key_dtype(getattr(fill_value, "dtype", None)):
+        data = jnp.broadcast_to(random_unwrap_p.bind(fill_value), physical)
+    else:
+        data = lax.full(physical, fill_value, T.uint32)
+    return random_wrap_p.bind(data, impl=impl)
+
+
+__all__ = [
+    "full_keys", "random_bits_p", "random_clone_p", "random_fold_in_p", "random_seed_p",
+    "random_split_p", "random_unwrap_p", "random_wrap_p", "threefry2x32_p",
+]
+
+
+# ------------------------------------------------------------------ random_gamma
+
+def _gamma_type(keys: ArrayType, a: ArrayType, *, log_space: bool) -> list[ArrayType]:
+    _require_keys("random_gamma", "C1", keys)
+    require(T.is_float(a.dtype), "random_gamma", "C2",
+            f"the shape parameter must be a float array, got {a}")
+    require(a.shape[:keys.ndim] == keys.shape, "random_gamma", "C3",
+            f"the keys' shape must be a prefix of the shape parameter's, got {keys} and {a}")
+    return [a]
+
+
+def _gamma_impl(keys: np.ndarray, a: np.ndarray, *, log_space: bool) -> list[np.ndarray]:
+    from spec._src.random.samplers import gamma_values  # (spec._src.random.samplers imports this module)
+    return [gamma_values(keys, a, log_space)]
+
+
+def _gamma_batch(axis: AxisData, args: Any, dims: list[BatchDim], *, log_space: bool
+                 ) -> tuple[list[Any], list[BatchDim]]:
+    # Keys and parameters batched at the front: each key then samples its
+    # own row of parameters (the keys' shape is a prefix of theirs).
+    keys = bdim_at_front(args[0], dims[0], axis.size)
+    a = bdim_at_front(args[1], dims[1], axis.size)
+    return [random_gamma_p.bind(keys, a, log_space=log_space)], [0]
+
+
+def _finfo(dtype: Any) -> Any:
+    return ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
+
+
+def _gamma_sample_grad(sample: Any, a: Any, *, log_space: bool) -> Any:
+    """d(sample)/da, elementwise: ``random_gamma_grad`` mapped (``lax.map``,
+    as JAX does on CPU) over the flattened parameters and samples. In log
+    space the sample is exp'd first (a zero becomes the smallest normal
+    float) and the derivative of its log is taken."""
+    from spec import lax
+    from spec import numpy as jnp
+    from spec._src.lax.elementwise import const_like
+    samples = jnp.reshape(sample, -1)
+    alphas = jnp.reshape(a, -1)
+    one: Callable[[Any, Any], Any] = lax.random_gamma_grad
+    if log_space:
+        samples = lax.exp(samples)
+        tiny = lax.full_like(samples, _finfo(samples.dtype).tiny)
+        samples = lax.select(lax.eq(samples, const_like(sample, 0)), tiny, samples)
+
+        def one(alpha: Any, s: Any) -> Any:
+            return lax.random_gamma_grad(alpha, s) / s
+    grads = lax.map(lambda pair: one(*pair), (alphas, samples))
+    return grads.reshape(np.shape(a))
+
+
+def _gamma_jvp_a(t: Any, sample: Any, keys: Any, a: Any, *, log_space: bool) -> Any:
+    return t * _gamma_sample_grad(sample, a, log_space=log_space)
+
+
+random_gamma_p = declare(
+    "random_gamma", typing=_gamma_type, impl=_gamma_impl,
+    jvp=defjvp2(None, _gamma_jvp_a),
+    transpose=_not_linear("random_gamma"), batch=_gamma_batch,
+    sharding=SK.section("random_gamma", SK.same_as(1)))
+
+__all__ += ["random_gamma_p"]

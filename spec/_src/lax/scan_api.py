@@ -1,0 +1,289 @@
+"""``lax.scan``, ``lax.map`` and ``lax.associative_scan``.
+
+``scan`` traces the body once on the carry and per-iteration slice types,
+checks that the carry keeps its structure and types, hoists the body's
+constants to operands and binds the ``scan`` primitive. As JAX does, carries
+the body returns unchanged become constants, and extensive outputs that are
+just an extensive input are not stacked again (the input is returned).
+``map`` is a scan without carry (or a scan of ``vmap``-ed batches);
+``associative_scan`` is the parallel prefix algorithm built from slices,
+pads and the combining function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spec._src.core import tree_util
+from spec._src.core.interpreter import Jaxpr, canonical_aval_of, trace_to_jaxpr
+from spec._src.lax.scan import FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p
+from spec._src.core.types import ArrayType
+
+__all__ = ["associative_scan", "map", "scan"]
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+# ------------------------------------------------------------------- scan
+
+
+def _slice_aval(aval: Any) -> Any:
+    """The type of one iteration's slice of an ``xs`` operand: the leading
+    axis dropped, from the shape and from the sharding's spec (which must
+    not shard that axis, as JAX requires)."""
+    sharding = aval.sharding
+    if sharding is None:
+        return aval.update(shape=aval.shape[1:])
+    from spec._src.core.sharding import NamedSharding, P
+    parts = tuple(sharding.spec.partitions)
+    if parts and parts[0] is not None:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding.spec}")
+    spec = P(*parts[1:], unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced)
+    return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
+
+
+def _infer_length(xs: Sequence[Any], length: Any) -> int:
+    shapes = []
+    for x in xs:
+        shape = getattr(canonical_aval_of(x), "shape", ())
+        if not shape:
+            raise ValueError(f"scan got value with no leading axis to scan over: {x}.")
+        shapes.append(shape[0])
+    if length is not None:
+        length = int(length)
+        if not all(length == n for n in shapes):
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                             f"leading axis sizes {shapes}.")
+        return int(length)
+    if len(set(shapes)) > 1:
+        raise ValueError("scan got values with different leading axis sizes: "
+                         f"{', '.join(str(n) for n in shapes)}.")
+    if not shapes:
+        raise ValueError("scan got no values to scan over and `length` not provided.")
+    return int(shapes[0])
+
+
+def _check_carry(f: Callable[..., Any], init: Any, in_tree: Any, out_tree: Any,
+                 in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> None:
+    """JAX's checks and messages: same pytree structure, then equal types
+    (a sharding layout difference counts as a shape difference)."""
+    from spec._src.lax.control_flow_api import check_carry
+    check_carry("scan body", f, in_tree, in_avals, out_tree, out_avals, layout=_layout)
+
+
+def _layout(aval: ArrayType) -> Any:
+    """A type's sharding as a comparable value; unsharded and fully
+    replicated are the same layout."""
+    spec = getattr(aval.sharding, "spec", None)
+    if spec is None:
+        return None
+    parts = tuple(spec.partitions)
+    if all(p is None for p in parts) and not spec.unreduced and not spec.reduced:
+        return None
+    return (parts, frozenset(spec.unreduced), frozenset(spec.reduced))
+
+
+def _trace_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
+                carry_avals: list[ArrayType], x_avals: list[ArrayType]
+                ) -> tuple[Jaxpr, Any, Any]:
+    trees: dict[str, Any] = {}
+    nk = len(carry_avals)
+
+    def flat(*args: Any) -> list[Any]:
+        carry = tree_util.tree_unflatten(carry_tree, list(args[:nk]))
+        x = tree_util.tree_unflatten(x_tree, list(args[nk:]))
+        out = f(carry, x)
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            raise TypeError(f"scan body output must be a pair, got {out}.")
+        c_leaves, trees["carry"] = tree_util.tree_flatten(out[0])
+        y_leaves, trees["ys"] = tree_util.tree_flatten(out[1])
+        return [*c_leaves, *y_leaves]
+
+    jaxpr, _ = trace_to_jaxpr(flat, [*carry_avals, *x_avals])
+    from spec._src.lax.control_flow_api import check_returned_refs, tuple_tree
+    check_returned_refs(f, "scan", tuple_tree(carry_tree, x_tree), jaxpr,
+                        tuple_tree(trees["carry"], trees["ys"]))
+    return jaxpr, trees["carry"], trees["ys"]
+
+
+def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = None,
+         reverse: bool = False, unroll: int | bool = 1,
+         _split_transpose: bool = False) -> tuple[Any, Any]:
+    """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``;
+    returns the final carry and the stacked ``y``s."""
+    if not callable(f):
+        raise TypeError("lax.scan: f argument should be a callable.")
+    lax = _lax()
+    init_flat, carry_tree = tree_util.tree_flatten(init)
+    xs_flat, x_tree = tree_util.tree_flatten(xs)
+    n = _infer_length(xs_flat, length)
+    x_avals = [_slice_aval(canonical_aval_of(x)) for x in xs_flat]
+    init_avals = [canonical_aval_of(c) for c in init_flat]
+    jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
+    from spec._src.lax.control_flow_api import check_ref_consts, tuple_tree
+    check_ref_consts(f, "scan", tuple_tree(carry_tree, x_tree), [*init_flat, *xs_flat], jaxpr)
+    nk = len(init_flat)
+    out_avals = jaxpr.out_avals
+    if out_tree == carry_tree:
+        # Weakly typed initial carries take the type the body gives them.
+        changed = False
+        for i, (a, b) in enumerate(zip(init_avals, out_avals[:nk])):
+            if a.weak_type and (a.shape != b.shape or a.dtype != b.dtype):
+                from spec._src.numpy.dtypes import result_type
+                init_flat[i] = lax.convert_element_type(init_flat[i],
+                                                        result_type(init_flat[i], b.dtype))
+                changed = True
+        if changed:
+            init_avals = [canonical_aval_of(c) for c in init_flat]
+            jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
+            out_avals = jaxpr.out_avals
+    _check_carry(f, init, carry_tree, out_tree, init_avals, out_avals[:nk])
+    if isinstance(unroll, bool):
+        unroll = max(n, 1) if unroll else 1
+    if unroll < 0:
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
+    consts = list(jaxpr.consts)
+    nc = len(consts)
+    invars = [*jaxpr.constvars, *jaxpr.invars]
+    outvars = list(jaxpr.outvars)
+    index = {id(v): i for i, v in enumerate(invars)}
+    # Carries the body forwards unchanged are read-only: constants.
+    to_const = [index.get(id(outvars[i])) == nc + i for i in range(nk)]
+    moved = [c for c, m in zip(init_flat, to_const) if m]
+    carry_in = [c for c, m in zip(init_flat, to_const) if not m]
+    k_vars = [v for v, m in zip(jaxpr.invars[:nk], to_const) if m]
+    body_invars = [*k_vars, *jaxpr.constvars,
+                   *(v for v, m in zip(jaxpr.invars[:nk], to_const) if not m),
+                   *jaxpr.invars[nk:]]
+    # Extensive outputs that are an extensive input are not stacked again.
+    ys_fwd = [index.get(id(v)) for v in outvars[nk:]]
+    ys_fwd = [i - nc - nk if i is not None and i >= nc + nk else None for i in ys_fwd]
+    keep = [i is None for i in ys_fwd]
+    body_outvars = [*(v for v, m in zip(outvars[:nk], to_const) if not m),
+                    *(v for v, k in zip(outvars[nk:], keep) if k)]
+    body = Jaxpr([], body_invars, body_outvars, jaxpr.eqns, jaxpr.effects)
+    n_carry = nk - len(moved)
+    ys_g = FTTuple(*(FTFiltered(FTSingleton(Either(k, None))) for k in keep))
+    outs = scan_p.bind(
+        *moved, *consts, *carry_in, *xs_flat, reverse=reverse, length=n, jaxpr=body,
+        ft_in=pack((nones(len(moved) + nc), nones(n_carry), nones(len(xs_flat)))),
+        ft_out=pack((nones(n_carry), ys_g)), unroll=int(unroll))
+    it_c = iter(outs[:n_carry])
+    carry_out = [c if m else next(it_c) for c, m in zip(init_flat, to_const)]
+    it_y = iter(outs[n_carry:])
+    ys = [next(it_y) if i is None else xs_flat[i] for i in ys_fwd]
+    return (tree_util.tree_unflatten(out_tree, carry_out),
+            tree_util.tree_unflatten(y_tree, ys))
+
+
+# -------------------------------------------------------------------- map
+
+
+def map(f: Callable[..., Any], xs: Any, *, batch_size: int | None = None) -> Any:
+    """``f`` applied to each slice of ``xs`` along axis 0, stacked; with
+    ``batch_size``, ``vmap``-ed over batches (a remainder batch separately)."""
+    if batch_size is None:
+        return scan(lambda _, x: ((), f(x)), (), xs)[1]
+    from spec._src.api.vmap import vmap
+    lax = _lax()
+    leaves, tree = tree_util.tree_flatten(xs)
+    if not leaves:
+        return scan(lambda _, x: ((), f(x)), (), xs)[1]
+    total = canonical_aval_of(leaves[0]).shape[0]
+    num, rem = (0, total) if batch_size == 0 else divmod(total, batch_size)
+    used = num * batch_size
+
+    def rows(x: Any, start: int, stop: int) -> Any:
+        # As ``x[start:stop]``: no equation for the whole axis, no strides.
+        shape = canonical_aval_of(x).shape
+        if (start, stop) == (0, shape[0]):
+            return x
+        return lax.slice(x, (start, *[0] * (len(shape) - 1)), (stop, *shape[1:]))
+
+    # Each leaf's batches, then its remainder, as JAX slices them.
+    batched, rest = [], []
+    for x in leaves:
+        if num:
+            batched.append(lax.reshape(rows(x, 0, used),
+                                       (num, batch_size, *canonical_aval_of(x).shape[1:])))
+        if rem or not num:
+            rest.append(rows(x, used, total))
+    outs = []
+    if num:
+        ys = scan(lambda _, x: ((), vmap(f)(x)), (),
+                  tree_util.tree_unflatten(tree, batched))[1]
+        outs.append(tree_util.tree_map(
+            lambda y: lax.reshape(y, (used, *canonical_aval_of(y).shape[2:])), ys)
+            if not rem else ys)
+    if rem or not num:
+        outs.append(vmap(f)(tree_util.tree_unflatten(tree, rest)))
+    if len(outs) == 1:
+        return outs[0]
+    return tree_util.tree_map(
+        lambda a, b: lax.concatenate(
+            [lax.reshape(a, (used, *canonical_aval_of(a).shape[2:])), b], 0),
+        outs[0], outs[1])
+
+
+# ------------------------------------------------------- associative_scan
+
+
+def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
+                     axis: int = 0) -> Any:
+    """Inclusive prefix combination of ``elems`` along ``axis`` with the
+    associative ``fn``, in O(log n) rounds of elementwise work."""
+    if not callable(fn):
+        raise TypeError("lax.associative_scan: fn argument should be callable.")
+    lax = _lax()
+    flat, tree = tree_util.tree_flatten(elems)
+    if reverse:
+        flat = [lax.rev(e, (axis % canonical_aval_of(e).ndim,)) for e in flat]
+    ndim = canonical_aval_of(flat[0]).ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    axis = axis % ndim
+    n = canonical_aval_of(flat[0]).shape[axis]
+    if not all(canonical_aval_of(e).shape[axis] == n for e in flat[1:]):
+        raise ValueError("Array inputs to associative_scan must have the same first "
+                         f"dimension. (saw: {[canonical_aval_of(e).shape for e in flat]})")
+
+    def combine(a: list[Any], b: list[Any]) -> list[Any]:
+        out = fn(tree_util.tree_unflatten(tree, a), tree_util.tree_unflatten(tree, b))
+        return list(tree_util.tree_leaves(out))
+
+    def sl(xs: list[Any], start: int, stop: int | None, stride: int = 1) -> list[Any]:
+        return [lax.slice_in_dim(x, start, stop, stride, axis) for x in xs]
+
+    def interleave(a: Any, b: Any) -> Any:
+        na, nb = canonical_aval_of(a).shape[axis], canonical_aval_of(b).shape[axis]
+        pa = [(0, 0, 0)] * ndim
+        pb = [(0, 0, 0)] * ndim
+        pa[axis] = (0, 1 if na == nb else 0, 1)
+        pb[axis] = (1, 0 if na == nb else 1, 1)
+        dt = canonical_aval_of(a).dtype
+        zero = lax.convert_element_type(0, dt)
+        op = lax.bitwise_or if dt.kind == "b" else lax.add
+        return op(lax.pad(a, zero, pa), lax.pad(b, zero, pb))
+
+    def go(xs: list[Any]) -> list[Any]:
+        m = canonical_aval_of(xs[0]).shape[axis]
+        if m < 2:
+            return xs
+        reduced = combine(sl(xs, 0, -1, 2), sl(xs, 1, None, 2))
+        odd = go(reduced)
+        if m % 2 == 0:
+            even = combine(sl(odd, 0, -1), sl(xs, 2, None, 2))
+        else:
+            even = combine(odd, sl(xs, 2, None, 2))
+        even = [lax.concatenate([lax.slice_in_dim(x, 0, 1, axis=axis), e], axis)
+                for x, e in zip(xs, even)]
+        return [interleave(e, o) for e, o in zip(even, odd)]
+
+    out = go(flat)
+    if reverse:
+        out = [lax.rev(e, (axis,)) for e in out]
+    return tree_util.tree_unflatten(tree, out)

@@ -1,0 +1,610 @@
+"""``shard_map`` and the manual-axis casts and collectives it adds (SPEC.md
+section 15): ``pvary`` (invariant -> varying, free), ``psum_invariant``
+(varying -> invariant, an all-reduce) and ``ppermute``.
+
+Inside a shard_map body every value is one device's block; its type says
+along which manual mesh axes it may differ between devices (``vma``, printed
+``{V:x}``). Execution is per device (spec/_spmd.py): a body equation runs on
+each device's block, and a collective combines the blocks of the devices that
+differ only along its axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.ad_util import Zero, instantiate, linear_jvp, linear_transpose
+from spec._src.interpreters.batching import AxisData, moveaxis, vectorized
+from spec._src.core.interpreter import (
+    Jaxpr,
+    Primitive,
+    canonical_aval_of,
+    pp_eqn_default,
+    trace_to_jaxpr,
+)
+from spec._src.core.registry import declare, require
+from spec._src.core.sharding import (
+    AbstractMesh,
+    AxisType,
+    NamedSharding,
+    P,
+    axis_names_of,
+    entry_of,
+)
+from spec._src.core.state_types import RefType
+from spec._src.core.types import ArrayType
+
+# ------------------------------------------------------------ manual context
+
+
+@contextmanager
+def manual_context(check_vma: bool) -> Iterator[None]:
+    from spec._src.core.sharding import _context
+    before = _context.check_vma
+    _context.update(check_vma=check_vma)
+    try:
+        yield
+    finally:
+        _context.update(check_vma=before)
+
+
+def vma_checked() -> bool:
+    """Whether the innermost shard_map tracks varying axes (check_vma)."""
+    from spec._src.core.sharding import _context
+    return _context.check_vma
+
+
+def _ordered(axes: Any, mesh: Any) -> tuple[Any, ...]:
+    names = list(getattr(mesh, "axis_names", ()))
+    return tuple(sorted(axes, key=lambda a: names.index(a) if a in names else len(names)))
+
+
+def _program_error(name: str) -> Any:
+    def impl(*args: Any, **params: Any) -> list[np.ndarray]:
+        raise NotImplementedError(f"{name} runs per device: it can only be evaluated inside "
+                                  "shard_map")
+    return impl
+
+
+# --------------------------------------------------------------- pvary
+
+
+def _identity_type(x: ArrayType, **params: Any) -> list[ArrayType]:
+    return [x]
+
+
+def _no_unreduced(name: str, x: ArrayType, axes: Sequence[Any]) -> None:
+    """C1 of pvary and psum_invariant: not along unreduced or reduced axes."""
+    bad = (x.munreduced | x.mreduced) & frozenset(axes)
+    require(not bad, name, "C1",
+            f"{name} over axes {tuple(axes)} cannot take an operand unreduced or reduced "
+            f"along {tuple(sorted(bad, key=str))}: got {x.str_short()}", ValueError)
+
+
+def _pvary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("pvary", x, axes)
+    return [x]
+
+
+def _pvary_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
+    return [x.vma | frozenset(axes)]
+
+
+def _pvary_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
+    """Making a value vary along axes transposes to summing the cotangent's
+    per-device variants back to one invariant value."""
+    return psum_invariant_p.bind(ct, axes=axes)
+
+
+def vary(x: Any, axes: Sequence[Any]) -> Any:
+    """``x`` made to vary along ``axes``: a reduced value by the free cast
+    reduced -> varying, an invariant one by ``pvary`` (JAX's
+    auto_insert_reshard)."""
+    aval = canonical_aval_of(x)
+    if aval.mreduced and aval.mreduced == frozenset(axes):
+        from spec._src.lax.manual_collectives import reduced_vary_cast_p
+        from spec._src.core.sharding import get_abstract_mesh
+        return reduced_vary_cast_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
+    return pvary(x, axes)
+
+
+def pvary(x: Any, axes: Sequence[Any]) -> Any:
+    from spec._src.core.sharding import get_abstract_mesh
+    if not axes:
+        return x
+    return pvary_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
+
+
+pvary_p = declare(
+    "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
+    transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
+    sharding=lambda x, **p: [x.sharding],
+    doc="Invariant to varying along manual axes: a free cast (types only).")
+pvary_p.vma_rule = _pvary_vma
+pvary_p.per_device = (  # type: ignore[attr-defined]
+    lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
+
+
+# ------------------------------------------------------------ psum_invariant
+
+
+def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("psum_invariant", x, axes)
+    missing = [a for a in axes if a not in x.vma]
+    require(not missing, "psum_invariant", "C1",
+            f"psum_invariant over axes {tuple(axes)} needs an operand varying along them; "
+            f"{x.str_short()} is invariant along {tuple(missing)}", ValueError)
+    return [x]
+
+
+def _psum_invariant_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
+    return [x.vma - frozenset(axes)]
+
+
+def _psum_invariant_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
+    return pvary_p.bind(ct, axes=axes)
+
+
+def _all_reduce_program(op: str, axes_of: Any) -> S.Program:
+    def program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[S.Dist]:
+        (x,), (out,) = args, out_avals
+        axes = _mesh_axes(axes_of(params), geo)
+        if not axes:
+            return [S.Dist(out, x.bufs)]
+        return [S.Dist(out, S.all_reduce(x.bufs, axes, op, geo))]
+    return program
+
+
+def _mesh_axes(names: Sequence[Any], geo: S.Geometry) -> tuple[Any, ...]:
+    return tuple(a for a in geo.names if a in names)
+
+
+psum_invariant_p = declare(
+    "psum_invariant", typing=_psum_invariant_type, impl=_program_error("psum_invariant"),
+    jvp=linear_jvp(), transpose=linear_transpose(_psum_invariant_transpose),
+    batch=vectorized(), sharding=lambda x, **p: [x.sharding],
+    doc="All-reduce sum over manual axes: varying to invariant.")
+psum_invariant_p.vma_rule = _psum_invariant_vma
+psum_invariant_p.per_device = _all_reduce_program(  # type: ignore[attr-defined]
+    "sum", lambda params: params["axes"])
+
+
+# ------------------------------------------------------------------ ppermute
+
+
+def _ppermute_type(x: ArrayType, *, axis_name: tuple[Any, ...], perm: Any
+                   ) -> list[ArrayType]:
+    sources = [s for s, _ in perm]
+    dests = [d for _, d in perm]
+    require(len(set(sources)) == len(sources) and len(set(dests)) == len(dests), "ppermute",
+            "C1", f"ppermute sources and destinations must be unique, got {perm}", ValueError)
+    return [x]
+
+
+def _ppermute_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                      axis_name: tuple[Any, ...], perm: Any) -> list[S.Dist]:
+    """Along the axes, position s sends its block to position d; positions
+    no pair sends to receive zeros."""
+    (x,), (out,) = args, out_avals
+    axes = _mesh_axes(axis_name, geo)
+    pairs = [(int(s), int(d)) for s, d in perm]
+    return [S.Dist(out, S.ppermute(x.bufs, axes, pairs, geo))]
+
+
+def _ppermute_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...], perm: Any) -> Any:
+    inverse = tuple((d, s) for s, d in perm)
+    return ppermute_p.bind(ct, axis_name=axis_name, perm=inverse)
+
+
+ppermute_p = declare(
+    "ppermute", typing=_ppermute_type, impl=_program_error("ppermute"), jvp=linear_jvp(),
+    transpose=linear_transpose(_ppermute_transpose), batch=vectorized(),
+    sharding=lambda x, **p: [x.sharding],
+    doc="Send each block to another position along manual axes.")
+ppermute_p.per_device = _ppermute_program  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------ shard_map
+
+
+def local_aval(aval: ArrayType, spec: P, mesh: AbstractMesh, manual: frozenset[Any],
+               check_vma: bool, who: str, index: int) -> ArrayType:
+    """One device's block type of an argument split by ``spec``."""
+    sizes = mesh.shape
+    entries = tuple(spec.partitions)
+    if len(entries) > aval.ndim:
+        raise ValueError(f"{who}: in_specs[{index}] is {spec} of length {len(entries)}, but "
+                         f"the corresponding argument has shape {aval.str_short()} of rank "
+                         f"{aval.ndim}")
+    shape = list(aval.shape)
+    varying: set[Any] = set()
+    for d, e in enumerate(entries):
+        names = () if e is None else (e,) if isinstance(e, str) else tuple(e)
+        names = tuple(n for n in names if n in manual)
+        ways = int(np.prod([sizes[n] for n in names], dtype=np.int64)) if names else 1
+        if shape[d] % ways:
+            raise ValueError(f"{who}: in_specs[{index}] is {spec}, which divides dimension {d}"
+                             f" of the argument of shape {aval.str_short()} into {ways} parts,"
+                             f" but {shape[d]} is not divisible by {ways}")
+        shape[d] //= ways
+        varying |= set(names) & manual
+    vma = frozenset(varying) | (aval.vma if check_vma else frozenset()) if check_vma \
+        else frozenset()
+    # Unreduced and reduced manual axes pass through as themselves; the
+    # split over the other (explicit) axes stays in the type.
+    # A ref argument's block is a ref (of the block's type).
+    block_type = RefType if type(aval) is RefType else ArrayType
+    return block_type(tuple(shape), aval.dtype, aval.weak_type, vma=vma,
+                     sharding=_explicit_part(aval, mesh, manual),
+                     munreduced=frozenset(spec.unreduced) & manual if check_vma else frozenset(),
+                     mreduced=frozenset(spec.reduced) & manual if check_vma else frozenset())
+
+
+_entry = entry_of
+_names_of = axis_names_of
+
+
+def _explicit_part(aval: ArrayType, mesh: AbstractMesh, manual: frozenset[Any]) -> Any:
+    """The argument's split over the non-manual axes, on the manual mesh
+    (None when every mesh axis is manual or the argument is unsplit)."""
+    if aval.sharding is None or manual >= frozenset(mesh.axis_names):
+        return None
+    spec = aval.sharding.spec._normalized_spec_for_aval(aval.ndim)
+    parts = [_entry([n for n in _names_of(e) if n not in manual]) for e in spec.partitions]
+    if all(p is None for p in parts):
+        return None
+    return NamedSharding(manual_mesh(mesh, manual), P(*parts))
+
+
+def merged_spec(spec: P, local: ArrayType, ndim: int) -> P:
+    """A boundary spec (manual axes) with the local type's explicit split
+    added: the layout the global value has outside."""
+    entries = list(spec._normalized_spec_for_aval(ndim).partitions)
+    if local.sharding is not None:
+        inner = local.sharding.spec._normalized_spec_for_aval(ndim).partitions
+        entries = [_entry(_names_of(e) + _names_of(i)) for e, i in zip(entries, inner)]
+    return P(*entries, unreduced=spec.unreduced, reduced=spec.reduced,
+             unreduced_kind=spec.unreduced_kind)
+
+
+def global_aval(local: ArrayType, spec: P, mesh: AbstractMesh, outer_sharded: bool
+                ) -> ArrayType:
+    sizes = mesh.shape
+    shape = list(local.shape)
+    for d, e in enumerate(spec.partitions):
+        names = _names_of(e)
+        shape[d] *= int(np.prod([sizes[n] for n in names], dtype=np.int64)) if names else 1
+    sharding = None
+    if outer_sharded:
+        sharding = NamedSharding(mesh, merged_spec(spec, local, len(shape)))
+    return ArrayType(tuple(shape), local.dtype, local.weak_type, sharding=sharding)
+
+
+def _shard_map_type(*avals: ArrayType, mesh: AbstractMesh, in_specs: tuple[P, ...],
+                    out_specs: tuple[P, ...], jaxpr: Jaxpr, check_vma: bool,
+                    newly_manual_axes: frozenset[Any]) -> list[ArrayType]:
+    require(len(avals) == len(in_specs), "shard_map", "C1",
+            f"{len(avals)} operands for {len(in_specs)} in_specs", TypeError)
+    explicit = bool(mesh.explicit_axes)
+    return [global_aval(a, s, mesh, explicit) for a, s in zip(jaxpr.out_avals, out_specs)]
+
+
+def _shard_map_sharding(*avals: ArrayType, **params: Any) -> list[Any]:
+    return [a.sharding for a in _shard_map_type(*avals, **params)]
+
+
+def _geometry(mesh: AbstractMesh, geo: S.Geometry | None = None) -> S.Geometry:
+    g = S.geometry(mesh, None if geo is None else geo.procs)
+    if geo is not None and g.n != geo.n:
+        raise ValueError(f"shard_map over a mesh of {g.n} devices run on {geo.n}")
+    return g
+
+
+def _shard_map_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                       mesh: AbstractMesh, in_specs: tuple[P, ...], out_specs: tuple[P, ...],
+                       jaxpr: Jaxpr, check_vma: bool, newly_manual_axes: frozenset[Any]
+                       ) -> list[S.Dist]:
+    """Each argument laid out by its in_spec, the body run on every device's
+    block, each result's blocks put together by its out_spec."""
+    g = _geometry(mesh, geo)
+    blocks = [enter_block(x, spec, inner, mesh, g)
+              for x, spec, inner in zip(args, in_specs, jaxpr.in_avals)]
+    outs = S.eval_jaxpr(jaxpr, jaxpr.consts, blocks, g)
+    return [leave_block(o, a, spec, mesh, g)
+            for o, a, spec in zip(outs, out_avals, out_specs)]
+
+
+def enter_block(x: S.Dist, spec: P, inner: ArrayType, mesh: AbstractMesh, g: S.Geometry
+                ) -> S.Dist:
+    """An argument laid out by its in_spec (plus its own split over the other
+    axes): every device's block, typed by the block type ``inner``."""
+    laid = x.aval.update(sharding=NamedSharding(mesh, merged_spec(spec, inner, x.aval.ndim)))
+    moved = S.parts_of(x.aval) != S.parts_of(laid) or bool(S.unreduced_of(x.aval))
+    return S.Dist(inner, (S.reshard(x, laid, g) if moved else x).bufs)
+
+
+def leave_block(o: S.Dist, aval: ArrayType, spec: P, mesh: AbstractMesh, g: S.Geometry
+                ) -> S.Dist:
+    """A result's blocks read as the global value split by its out_spec; over
+    Auto axes the result type is not split, so its blocks are gathered."""
+    laid = aval.update(sharding=NamedSharding(mesh, merged_spec(spec, o.aval, aval.ndim)))
+    same = S.parts_of(laid) == S.parts_of(aval) and S.unreduced_of(laid) == \
+        S.unreduced_of(aval)
+    return S.Dist(aval, o.bufs) if same else S.reshard(S.Dist(laid, o.bufs), aval, g)
+
+
+def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
+    """Outside a mesh evaluation (no operand placed): split the operands
+    into blocks, run per device, assemble."""
+    mesh = params["mesh"]
+    g = S.geometry(mesh)
+    # The operands' types: their shapes, the dtypes (and ref-ness) of the
+    # blocks the body takes (a key's value does not tell its key dtype).
+    avals = [(RefType if type(b) is RefType else ArrayType)(np.shape(a), b.dtype, b.weak_type)
+             for a, b in zip(args, params["jaxpr"].in_avals)]
+    out_avals = _shard_map_type(*avals, **params)
+    # A ref's blocks are views of its buffer: the body writes it in place.
+    dists = [S.Dist(aval, S.split_value(a, aval, g)) if type(aval) is RefType
+             else S.uniform(np.asarray(a), aval, g) for a, aval in zip(args, avals)]
+    outs = _shard_map_program(g, dists, out_avals, **params)
+    return [np.asarray(S.assemble(o, g)) for o in outs]
+
+
+class _Axes:
+    """A frozenset of axes printed as JAX prints it (sorted)."""
+
+    def __init__(self, axes: frozenset[Any]) -> None:
+        self.axes = axes
+
+    def __repr__(self) -> str:
+        return "frozenset({" + ", ".join(repr(a) for a in sorted(self.axes, key=str)) + "})"
+
+
+def _pp_shard_map(eqn: Any, ctx: Any) -> Any:
+    params = dict(eqn.params)
+    params["newly_manual_axes"] = _Axes(params["newly_manual_axes"])
+    return pp_eqn_default(eqn, ctx, params)
+
+
+def _shard_map_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
+                   in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
+                   ) -> tuple[list[Any], list[Any]]:
+    from spec._src.interpreters import ad
+    nonzero = tuple(type(t) is not Zero for t in tangents)
+    with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
+        new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
+    t_specs = tuple(s for s, nz in zip(in_specs, nonzero) if nz)
+    t_out_specs = tuple(s for s, nz in zip(out_specs, out_nonzero) if nz)
+    operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
+    outs = shard_map_p.bind(*operands, jaxpr=new, in_specs=in_specs + t_specs,
+                            out_specs=out_specs + t_out_specs, **params)
+    n_out = len(jaxpr.outvars)
+    it = iter(outs[n_out:])
+    t_outs = [next(it) if nz else Zero(canonical_aval_of(o).tangent_type())
+              for nz, o in zip(out_nonzero, outs[:n_out])]
+    return list(outs[:n_out]), t_outs
+
+
+def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tuple[P, ...],
+                         out_specs: tuple[P, ...], **params: Any) -> list[Any]:
+    """The body's backward pass, as a shard_map: defined operands and nonzero
+    cotangents go in by their specs, the undefined operands' cotangents come
+    out by theirs."""
+    from spec._src.interpreters import ad
+    from spec._src.interpreters.ad_util import UndefinedPrimal
+    undefined = [type(a) is UndefinedPrimal for a in args]
+    defined = [a for a, u in zip(args, undefined) if not u]
+    ct_nonzero = [type(c) is not Zero for c in cts]
+    backward = ad.call_backward(jaxpr, jaxpr.consts, undefined, ct_nonzero)
+    n_ct = sum(ct_nonzero)
+
+    def transposed(*xs: Any) -> list[Any]:
+        # Cotangents come first, then the defined operands (JAX's order).
+        cts_in, rest = xs[:n_ct], xs[n_ct:]
+        return [instantiate(c) for c, u in zip(backward(*rest, *cts_in), undefined) if u]
+
+    local_in = [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz] + \
+        [v.aval for v, u in zip(jaxpr.invars, undefined) if not u]
+    with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
+        t_jaxpr, _ = trace_to_jaxpr(transposed, local_in)
+    # Cotangents cross the boundary with their cotangent specs: unreduced and
+    # reduced swap (varying and invariant are their own).
+    new_in = tuple(s.to_ct_spec() for s, nz in zip(out_specs, ct_nonzero) if nz) + \
+        tuple(s for s, u in zip(in_specs, undefined) if not u)
+    new_out = tuple(s.to_ct_spec() for s, u in zip(in_specs, undefined) if u)
+    outs = shard_map_p.bind(*(c for c in cts if type(c) is not Zero), *defined,
+                            jaxpr=t_jaxpr, in_specs=new_in, out_specs=new_out, **params)
+    it = iter(outs)
+    return [next(it) if u else None for u in undefined]
+
+
+def _shard_map_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
+                     in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
+                     ) -> tuple[list[Any], list[Any]]:
+    """vmap of shard_map: batched operands carry their batch axis in front,
+    unsplit; every result is batched in front."""
+    from spec._src.interpreters import batching
+    moved = [moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
+    new_dims = [0 if d is not None else None for d in dims]
+    with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
+        new, _ = batching.batch_jaxpr(jaxpr, axis, new_dims, [0] * len(jaxpr.outvars))
+    specs = tuple(P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
+                  if d is not None else s for s, d in zip(in_specs, new_dims))
+    o_specs = tuple(P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
+                    for s in out_specs)
+    outs = shard_map_p.bind(*moved, jaxpr=new, in_specs=specs, out_specs=o_specs, **params)
+    return list(outs), [0] * len(outs)
+
+
+def manual_mesh(mesh: AbstractMesh, manual: frozenset[Any]) -> AbstractMesh:
+    """``mesh`` as seen inside the map: its manual axes of type Manual."""
+    return mesh.update(axis_types=tuple(AxisType.Manual if n in manual else t
+                                        for n, t in zip(mesh.axis_names, mesh.axis_types)))
+
+
+@contextmanager
+def _inside(mesh: AbstractMesh, check_vma: bool, manual: frozenset[Any] | None = None
+            ) -> Iterator[None]:
+    """The context a shard_map body is traced in: its manual axes bound as
+    named axes, the abstract mesh with them Manual."""
+    from spec._src.lax.collectives import extend_axis_env
+    from spec._src.core.sharding import use_abstract_mesh
+    axes = frozenset(mesh.axis_names) if manual is None else manual
+    frames = [(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes) if n in axes]
+    with use_abstract_mesh(manual_mesh(mesh, axes)), manual_context(check_vma):
+        with _axis_env(frames, extend_axis_env):
+            yield
+
+
+@contextmanager
+def _axis_env(frames: list[tuple[Any, int]], extend: Any) -> Iterator[None]:
+    if not frames:
+        yield
+        return
+    (name, size), rest = frames[0], frames[1:]
+    with extend(name, size), _axis_env(rest, extend):
+        yield
+
+
+shard_map_p: Primitive = declare(
+    "shard_map", typing=_shard_map_type, impl=_shard_map_impl, multiple_results=True,
+    pp_rule=_pp_shard_map, jvp=_shard_map_jvp, transpose=_shard_map_transpose,
+    batch=_shard_map_batch, sharding=_shard_map_sharding,
+    doc="Per-device programming over manual mesh axes.")
+shard_map_p.vma_from_typing = True
+shard_map_p.body_context = (  # type: ignore[attr-defined]
+    lambda params: _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]))
+shard_map_p.per_device = _shard_map_program  # type: ignore[attr-defined]
+
+
+__all__ = ["local_aval", "global_aval", "manual_context", "ppermute_p", "psum_invariant_p",
+           "pvary", "pvary_p", "shard_map_p", "vma_checked"]
+
+
+# ------------------------------------------------------- linearize (direct)
+
+
+def _residual_spec(aval: ArrayType, mesh: AbstractMesh) -> P:
+    """A residual leaves the primal shard_map and enters the tangent one
+    split along its leading dim over the axes it varies along (each device
+    gets its own block back); invariant residuals are replicated."""
+    if not aval.vma:
+        return P()
+    axes = _ordered(aval.vma, mesh)
+    return P(axes[0] if len(axes) == 1 else axes)
+
+
+def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
+                         jaxpr: Jaxpr, in_specs: tuple[P, ...], out_specs: tuple[P, ...],
+                         **params: Any) -> tuple[list[Any], list[Any]]:
+    """A primal shard_map returning the primal outputs and the residuals, and
+    a tangent shard_map reading them (operands that are residuals are passed
+    from outside with their in_specs; rank-0 varying residuals travel as
+    shape (1,))."""
+    from spec._src.interpreters import ad
+    from spec._src.core.interpreter import JitTracer, dce_jaxpr, set_current_trace
+    mesh = params["mesh"]
+    differentiate = [type(t) is not Zero for t in tangents]
+    n_out = len(jaxpr.outvars)
+    found: dict[str, Any] = {}
+
+    def primal_fun(*xs: Any) -> list[Any]:
+        lin = ad.direct_linearize(lambda *a: _eval(jaxpr, a), xs, differentiate)
+        inputs = {id(x): i for i, x in enumerate(xs)}
+        traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
+                  if isinstance(c, JitTracer)]
+        found["lin"], found["traced"] = lin.jaxpr, traced
+        found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
+        return [*lin.primals_out, *(_lift(c) for (_, c), f in zip(traced, found["forwarded"])
+                                    if f is None)]
+
+    with _inside(mesh, params["check_vma"], params["newly_manual_axes"]):
+        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, list(jaxpr.in_avals))
+    primal_jaxpr = dce_jaxpr(primal_jaxpr)
+    res_avals = primal_jaxpr.out_avals[n_out:]
+    res_specs = tuple(_residual_spec(a, mesh) for a in res_avals)
+    with set_current_trace(trace.parent):
+        outs = shard_map_p.bind(*primals, jaxpr=primal_jaxpr, in_specs=in_specs,
+                                out_specs=out_specs + res_specs, **params)
+    computed = iter(zip(outs[n_out:], res_specs))
+    residuals, specs = [], []
+    for f in found["forwarded"]:
+        if f is not None:
+            residuals.append(primals[f])
+            specs.append(in_specs[f])
+        else:
+            r, s = next(computed)
+            residuals.append(r)
+            specs.append(s)
+    lin, traced = found["lin"], found["traced"]
+    traced_ids = {id(v) for v, _ in traced}
+    kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
+    res_vars = [v for v, _ in traced]
+    tangent_jaxpr = _unlift_inputs(
+        Jaxpr([v for v, _ in kept], res_vars + lin.invars, lin.outvars, lin.eqns,
+              consts=[c for _, c in kept]),
+        [f is None and not v.aval.shape and bool(v.aval.vma)
+         for v, f in zip(res_vars, found["forwarded"])], mesh, params["check_vma"])
+    t_specs = tuple(s for s, d in zip(in_specs, differentiate) if d)
+    t_in = [t for t in tangents if type(t) is not Zero]
+    t_outs = trace.tangent_trace.process_primitive(
+        shard_map_p, [*residuals, *t_in],
+        dict(params, jaxpr=tangent_jaxpr, in_specs=tuple(specs) + t_specs,
+             out_specs=out_specs))
+    return list(outs[:n_out]), list(t_outs)
+
+
+def _eval(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
+    from spec._src.core.interpreter import eval_jaxpr
+    return eval_jaxpr(jaxpr, jaxpr.consts, *args)
+
+
+def _lift(x: Any) -> Any:
+    """A rank-0 varying residual as shape (1,): out_specs split dim 0."""
+    aval = canonical_aval_of(x)
+    if aval.shape or not aval.vma:
+        return x
+    from spec import lax
+    return lax.broadcast_in_dim(x, (1,), ())
+
+
+def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_vma: bool
+                   ) -> Jaxpr:
+    """``jaxpr`` taking shape (1,) for the lifted rank-0 residuals."""
+    if not any(lifted):
+        return jaxpr
+    n = len(lifted)
+    avals = [v.aval.update(shape=(1,)) if lift else v.aval
+             for v, lift in zip(jaxpr.invars[:n], lifted)] + \
+        [v.aval for v in jaxpr.invars[n:]]
+
+    def body(*xs: Any) -> list[Any]:
+        from spec import lax
+        fixed = [lax.reshape(x, ()) if i < n and lifted[i] else x for i, x in enumerate(xs)]
+        return _eval(jaxpr, fixed)
+
+    with _inside(mesh, check_vma):
+        out, _ = trace_to_jaxpr(body, avals)
+    return out
+
+
+shard_map_p.linearize = _shard_map_linearize
+
+
+# Calls and control flow type their results by their jaxprs, varying axes
+# included: no pvary is inserted before them, no union is taken.
+def _calls_type_their_vma() -> None:
+    from spec._src.core.registry import REGISTRY
+    for prim in REGISTRY.values():
+        if prim.name in ("jit", "cond", "while", "scan", "remat2", "custom_jvp_call",
+                         "custom_vjp_call", "custom_lin"):
+            prim.vma_from_typing = True
+
+
+_calls_type_their_vma()

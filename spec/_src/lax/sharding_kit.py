@@ -1,0 +1,390 @@
+"""Builders for the ``sharding`` sections of primitives (SPEC.md section 14).
+
+A sharding section is ``rule(*avals, **params) -> [NamedSharding | None]``,
+one entry per output; ``spec._src.core.interpreter._typed`` calls it only when some
+operand's type has a sharding. Each builder here splits JAX's rule in two,
+as JAX does: a *partition* rule (which mesh axes split each output
+dimension) and an *unreduced/reduced* rule (which mesh axes the output is
+unreduced or reduced over). ``section`` composes them: it finds the mesh,
+builds the output spec, and turns a mesh axis named by two output
+dimensions into JAX's "illegally sharded result" ShardingTypeError.
+
+An operand whose type has no sharding (a NumPy constant, a Python scalar)
+counts as replicated over the other operands' mesh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spec._src.core.errors import ShardingTypeError
+from spec._src.core.sharding import (
+    AbstractMesh,
+    AxisType,
+    DuplicateSpecError,
+    Mesh,
+    NamedSharding,
+    P,
+    UnreducedKind,
+    get_abstract_mesh,
+)
+from spec._src.core.types import ArrayType
+
+Parts = tuple[Any, ...]
+Axes = frozenset[Any]
+UR = tuple[Axes, Axes, UnreducedKind | None]
+PartsRule = Callable[..., list[Parts]]
+URRule = Callable[..., UR]
+ShardingRule = Callable[..., list[NamedSharding | None]]
+
+_NONE: Axes = frozenset()
+
+
+# ---------------------------------------------------------------- operands
+
+
+def mesh_of(avals: Sequence[ArrayType]) -> AbstractMesh:
+    """The operands' common mesh (the mesh in context when none has one)."""
+    mesh: AbstractMesh | None = None
+    for a in avals:
+        s = a.sharding
+        if s is None or s.mesh.empty:
+            continue
+        if mesh is not None and mesh != s.mesh:
+            raise ValueError(f"Mesh for all inputs should be equal. Got one mesh: {mesh} and"
+                             f" another mesh: {s.mesh}")
+        mesh = s.mesh
+    return get_abstract_mesh() if mesh is None else mesh
+
+
+def _operands_or_param_mesh(avals: Sequence[ArrayType], params: dict[str, Any]
+                            ) -> AbstractMesh:
+    """The operands' mesh; without one, the context's, except that an output
+    sharding given on the context's mesh with other axis types names the
+    view the equation was typed under (inside ``auto_axes``, re-checked by
+    check_jaxpr outside it)."""
+    if any(a.sharding is not None and not a.sharding.mesh.empty for a in avals):
+        return mesh_of(avals)
+    context = get_abstract_mesh()
+    for key in ("sharding", "out_sharding"):
+        s = params.get(key)
+        if isinstance(s, NamedSharding) and not context.empty:
+            given = abstract(s).mesh
+            if isinstance(given, AbstractMesh) and (given.axis_names, given.axis_sizes) == (
+                    context.axis_names, context.axis_sizes):
+                return given
+    return context
+
+
+def parts(aval: ArrayType) -> Parts:
+    """One partition entry per dimension (all None for an unsharded type)."""
+    if aval.sharding is None:
+        return (None,) * aval.ndim
+    ps: Parts = aval.sharding.spec.partitions
+    return ps + (None,) * (aval.ndim - len(ps))
+
+
+def getu(aval: ArrayType) -> Axes:
+    return _NONE if aval.sharding is None else frozenset(aval.sharding.spec.unreduced)
+
+
+def getu_kind(aval: ArrayType) -> UnreducedKind | None:
+    return None if aval.sharding is None else aval.sharding.spec.unreduced_kind
+
+
+def getr(aval: ArrayType) -> Axes:
+    return _NONE if aval.sharding is None else frozenset(aval.sharding.spec.reduced)
+
+
+def abstract(sharding: Any) -> NamedSharding:
+    """A sharding param (concrete or abstract mesh) as an abstract-mesh sharding."""
+    if isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, Mesh):
+        return NamedSharding(sharding.mesh.abstract_mesh, sharding.spec)
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"expected a NamedSharding for the output sharding, got {sharding!r}")
+    return sharding
+
+
+def param_parts(sharding: NamedSharding, ndim: int) -> Parts:
+    ps: Parts = sharding.spec.partitions
+    return ps + (None,) * (ndim - len(ps))
+
+
+def _flat(entries: Parts) -> Axes:
+    out: set[Any] = set()
+    for e in entries:
+        if e is None:
+            continue
+        out.update(e if isinstance(e, tuple) else (e,))
+    return frozenset(out)
+
+
+# ------------------------------------------------------------- composition
+
+
+class _Shown:
+    """Stands in for a NamedSharding when printing a type whose spec is illegal."""
+
+    def __init__(self, mesh: AbstractMesh, spec: P) -> None:
+        self.mesh = mesh
+        self.spec = spec
+
+
+def _illegal(name: str, avals: Sequence[ArrayType], params: dict[str, Any], mesh: AbstractMesh,
+             spec: P, index: int) -> ShardingTypeError:
+    # Imported here: the registry imports the interpreter, which imports rule modules' kit users.
+    from spec._src.core.registry import REGISTRY
+    out = REGISTRY[name].typing(*avals, **params)[index]
+    shown = ArrayType(out.shape, out.dtype, sharding=_Shown(mesh, spec))
+    ins = ", ".join(a.str_short() for a in avals)
+    return ShardingTypeError(f"{name} operation with inputs: {ins} produces an illegally"
+                             f" sharded result: {shown.str_short()}")
+
+
+def show(aval: ArrayType) -> str:
+    """``str(aval)``, also for unreduced/reduced specs (ArrayType's own
+    printing iterates the spec, which P refuses when it has such axes)."""
+    s = aval.sharding
+    if s is None or not (s.spec.unreduced or s.spec.reduced):
+        return str(aval)
+    bare = aval.update(sharding=_Shown(s.mesh, P(*s.spec.partitions)))
+    return str(bare) + aval._suffix()
+
+
+def no_ur(name: str) -> URRule:
+    """JAX's default: primitives without an unreduced/reduced rule refuse such operands."""
+    def rule(*avals: ArrayType, **params: Any) -> UR:
+        if any(getu(a) or getr(a) for a in avals if isinstance(a, ArrayType)):
+            raise NotImplementedError(
+                f"unreduced/reduced rule for {name} is not implemented. Please file an issue"
+                " at https://github.com/jax-ml/jax/issues")
+        return _NONE, _NONE, None
+    return rule
+
+
+def section(name: str, parts_rule: PartsRule, ur_rule: URRule | None = None, *,
+            out_ndims: Callable[..., list[int]] | None = None) -> ShardingRule:
+    """The sharding section of primitive ``name``: ``parts_rule(mesh, *avals, **params)``
+    gives each output's partitions, ``ur_rule(*avals, **params)`` its unreduced and
+    reduced axes (all outputs share them)."""
+    ur = no_ur(name) if ur_rule is None else ur_rule
+
+    def rule(*avals: ArrayType, **params: Any) -> list[NamedSharding | None]:
+        mesh = _operands_or_param_mesh(avals, params)
+        if AxisType.Explicit not in mesh.axis_types:
+            # Auto/manual meshes carry no shardings in types: replicated outputs.
+            from spec._src.core.registry import REGISTRY
+            outs = REGISTRY[name].typing(*avals, **params)
+            return [NamedSharding(mesh, P(*(None,) * o.ndim)) for o in outs]
+        out_parts = parts_rule(mesh, *avals, **params)
+        unreduced, reduced, kind = ur(*avals, **params)
+        result: list[NamedSharding | None] = []
+        for i, ps in enumerate(out_parts):
+            spec = P(*ps, unreduced=unreduced, reduced=reduced, unreduced_kind=kind)
+            try:
+                result.append(NamedSharding(mesh, spec))
+            except DuplicateSpecError as e:
+                raise _illegal(name, avals, params, mesh, spec, i) from e
+        return result
+    return rule
+
+
+# ------------------------------------------------------- partition rules
+
+
+def same_as(index: int = 0, n_out: int = 1) -> PartsRule:
+    """Every output is partitioned as operand ``index`` (unary ops, clamp, rev...)."""
+    def rule(mesh: AbstractMesh, *avals: ArrayType, **params: Any) -> list[Parts]:
+        return [parts(avals[index])] * n_out
+    return rule
+
+
+def broadcast_parts(name: str, avals: Sequence[ArrayType]) -> Parts:
+    """JAX's zipping of n-ary elementwise operands: rank-0 operands are left
+    out; per dimension the entries must agree, where a None entry on a size-1
+    dimension does not count, and a None entry yields to a named one; two
+    different named entries are an error."""
+    ranked = [a for a in avals if a.shape]
+    if not ranked:
+        return ()
+    specs = [parts(a) for a in ranked]
+    out: list[Any] = []
+    for i in range(len(specs[0])):
+        ss = [s[i] for s in specs]
+        if all(s == ss[0] for s in ss[1:]):
+            out.append(ss[0])
+            continue
+        live = [s for s, a in zip(ss, ranked) if not (a.shape[i] == 1 and s is None)]
+        if not live:
+            out.append(None)
+            continue
+        if all(s == live[0] for s in live[1:]):
+            out.append(live[0])
+            continue
+        named = [s for s in ss if s is not None]
+        if any(s != named[0] for s in named[1:]):
+            shown = ", ".join(str(tuple(s)) for s in specs)
+            raise ShardingTypeError(
+                f"{name} got incompatible shardings for broadcasting: {shown}.")
+        out.append(named[0])
+    return tuple(out)
+
+
+def broadcasting(name: str, n_out: int = 1) -> PartsRule:
+    def rule(mesh: AbstractMesh, *avals: ArrayType, **params: Any) -> list[Parts]:
+        return [broadcast_parts(name, avals)] * n_out
+    return rule
+
+
+# ------------------------------------------------ unreduced/reduced rules
+
+
+def nary_reduced(avals: Sequence[ArrayType]) -> Axes:
+    """The reduced axes of an n-ary op's output: every reduced operand reduced
+    over the same axes, which no operand may leave replicated or shard."""
+    reds = {r for a in avals if (r := getr(a))}
+    if len(reds) > 1:
+        raise ShardingTypeError(
+            f"All inputs should be reduced across the same mesh axes. Got specs: {reds}")
+    if not reds:
+        return _NONE
+    (red,) = reds
+    mesh = mesh_of(avals)
+    for a in avals:
+        sharded = _flat(parts(a))
+        replicated = frozenset(mesh.axis_names) - (sharded | getu(a) | getr(a))
+        if replicated & red:
+            raise ShardingTypeError(
+                "Inputs cannot be replicated on the same axes that another input is reduced"
+                f" on. Got input type: {show(a)} and reduced spec: {red}")
+        if sharded & red:
+            raise ShardingTypeError(
+                "Inputs cannot be sharded/varying on the same axes that another input is"
+                " reduced on. Reshard the input which is reduced to be sharded on the mesh"
+                " axes it is reduced on via `jax.sharding.reshard(inp, jax.P(...))`. Got"
+                f" input type: {show(a)} and reduced spec: {red}")
+    return red
+
+
+def nonlinear(name: str) -> URRule:
+    """Elementwise ops that are not linear: an unreduced operand is an error
+    (its partial sums cannot go through the op); reduced axes carry over."""
+    def rule(*avals: ArrayType, **params: Any) -> UR:
+        if len(avals) == 1:
+            (a,) = avals
+            if getu(a):
+                raise ShardingTypeError(f"{name} is a non-linear operation and cannot accept"
+                                        f" input that is unreduced. Got {show(a)}")
+            return _NONE, getr(a), None
+        red = nary_reduced(avals)
+        if any(getu(a) for a in avals):
+            raise ShardingTypeError(f"{name} is a non-linear operation and cannot accept inputs"
+                                    " that are unreduced. Got ("
+                                    + ", ".join(f"ShapedArray({show(a)})" for a in avals)
+                                    + ")")
+        return _NONE, red, None
+    return rule
+
+
+def linear_unary(*avals: ArrayType, **params: Any) -> UR:
+    """neg and friends: unreduced (as a sum) and reduced axes carry over."""
+    u = getu(avals[0])
+    return u, getr(avals[0]), UnreducedKind.sum if u else None
+
+
+def keeps(*avals: ArrayType, **params: Any) -> UR:
+    """Structural ops on one operand: its unreduced axes (with their kind) and
+    reduced axes carry over."""
+    u = getu(avals[0])
+    return u, getr(avals[0]), getu_kind(avals[0]) if u else None
+
+
+def additive(name: str) -> URRule:
+    """add/sub: both operands unreduced over the same axes, or neither."""
+    def rule(*avals: ArrayType, **params: Any) -> UR:
+        x, y = avals
+        red = nary_reduced(avals)
+        xu, yu = getu(x), getu(y)
+        if xu and yu:
+            if xu != yu:
+                raise ShardingTypeError(f"lhs and rhs to `{name}` must be unreduced along the"
+                                        f" same mesh axes. Got lhs={xu}, rhs={yu}")
+            return xu, red, UnreducedKind.sum
+        if xu or yu:
+            lhs, rhs = ("lhs", "rhs") if xu else ("rhs", "lhs")
+            raise ShardingTypeError(
+                f"{lhs} is unreduced while {rhs} is not. `{name}` operation does not allow"
+                f" this because there will be implicit communication. Please reduce {lhs} via"
+                f" `reshard` before calling `{name}`.")
+        return _NONE, red, None
+    return rule
+
+
+def _partial_product(red: Axes, u: Axes) -> UR:
+    # When an unreduced operand meets one reduced over the same axes, the
+    # output is unreduced there and no longer reduced.
+    return (u, red - u if u else red, UnreducedKind.sum if u else None)
+
+
+def multiplicative(*avals: ArrayType, **params: Any) -> UR:
+    """mul is bilinear: at most one operand unreduced, the other reduced over its axes."""
+    x, y = avals
+    red = nary_reduced(avals)
+    xu, yu = getu(x), getu(y)
+    if xu and yu:
+        raise ShardingTypeError("lhs and rhs to `mul` cannot be unreduced since mul is"
+                                f" bilinear. Got lhs={xu}, rhs={yu}")
+    if xu and xu != getr(y):
+        raise ShardingTypeError("RHS should be reduced along the same axes LHS is unreduced"
+                                f" on. Got lhs={show(x)} and rhs={show(y)}")
+    if yu and getr(x) != yu:
+        raise ShardingTypeError("LHS should be reduced along the same axes RHS is unreduced"
+                                f" on. Got lhs={show(x)} and rhs={show(y)}")
+    return _partial_product(red, xu or yu)
+
+
+def divisive(*avals: ArrayType, **params: Any) -> UR:
+    """div is linear in its numerator only."""
+    x, y = avals
+    red = nary_reduced(avals)
+    xu, yu = getu(x), getu(y)
+    if yu:
+        raise ValueError("The denominator cannot be unreduced passed to `div`. Got"
+                         f" y=ShapedArray({show(y)})")
+    if xu and xu != getr(y):
+        raise ValueError("Denominator should be reduced along the same axes numerator is"
+                         f" unreduced on. Got x=ShapedArray({show(x)}),"
+                         f" y=ShapedArray({show(y)})")
+    return _partial_product(red, xu)
+
+
+# ------------------------------------------------------------- builders
+
+
+def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> ShardingRule:
+    """The sharding section of an n-ary elementwise primitive: operands zipped
+    per dimension (``broadcast_parts``); ``ur`` names how unreduced operands
+    are treated: "nonlinear" (refused), "linear" (neg: carried), "add",
+    "mul", "div", or "none" (refused with NotImplementedError, as JAX for
+    primitives without such a rule)."""
+    ur_rules: dict[str, URRule] = {
+        "nonlinear": nonlinear(name), "linear": linear_unary, "add": additive(name),
+        "mul": multiplicative, "div": divisive, "none": no_ur(name), "keep": keeps,
+    }
+    return section(name, broadcasting(name, n_out), ur_rules[ur])
+
+
+def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:
+    """The sharding of the common broadcast of ``avals`` (numpy-style rank
+    promotion, then size-1 broadcasting), as jnp's implicit broadcasts give
+    it to each broadcast operand; None when no operand is on a mesh."""
+    on_mesh = [a for a in avals if a.sharding is not None and not a.sharding.mesh.empty]
+    if not on_mesh:
+        return None
+    mesh = mesh_of(avals)
+    ndim = max(a.ndim for a in avals)
+    padded = [ArrayType((1,) * (ndim - a.ndim) + a.shape, a.dtype,
+                        sharding=NamedSharding(mesh, P(*((None,) * (ndim - a.ndim) + parts(a)))))
+              for a in avals]
+    return NamedSharding(mesh, P(*broadcast_parts("broadcast_shardings", padded)))

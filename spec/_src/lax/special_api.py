@@ -1,0 +1,341 @@
+"""The regularized incomplete gamma functions and the gamma-sample derivative.
+
+``igamma(a, x)`` = P(a, x) = gamma(a, x) / Gamma(a), ``igammac`` = 1 - P and
+``igamma_grad_a`` = dP/da are primitives (JAX declares them so); XLA has no
+kernel for them, so JAX lowers each to a composite of lax operations: a
+power series for small x and Legendre's continued fraction for large x, both
+iterated in a ``while_loop`` until every element has converged. The impls of
+the primitives evaluate those same composites (``special_values``), so the
+numbers follow XLA's.
+
+``random_gamma_grad(a, x)`` is not a primitive: it stages the composite for
+d(sample)/da of a Gamma(a, 1) sample x (implicit differentiation of
+P(a, x) = const), which is what ``random_gamma``'s JVP multiplies its tangent
+by. Its jaxpr is the composite itself, equation for equation as JAX emits it;
+where JAX writes Python operators (``a * b``) the code below does too, because
+those go through jnp's promotion (weak operands may be converted), while the
+lax functions do not.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.core.interpreter import canonical_aval_of
+from spec._src.lax import elementwise as E
+from spec._src.lax.elementwise import const_like
+
+
+class _Want(enum.Enum):
+    """What a loop's result is turned into."""
+
+    VALUE = 0        # P(a, x) (or 1 - P from the continued fraction)
+    DERIVATIVE = 1   # dP/da
+    SAMPLE = 2       # dx/da along P(a, x) = const
+
+
+def _lax() -> Any:
+    from spec import lax
+    return lax
+
+
+def _finfo(dtype: Any) -> Any:
+    return ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
+
+
+def _or_all(preds: list[Any]) -> Any:
+    lax = _lax()
+    out = preds[0]
+    for p in preds[1:]:
+        out = lax.bitwise_or(out, p)
+    return out
+
+
+def _any(pred: Any) -> Any:
+    """True iff some element is true (a reduce_or over every axis)."""
+    return _lax().reduce_or(pred, tuple(range(canonical_aval_of(pred).ndim)))
+
+
+def _log_prefactor(a: Any, x: Any) -> Any:
+    """log(x^a e^-x / Gamma(a))."""
+    lax = _lax()
+    return a * lax.log(x) - x - lax.lgamma(a)
+
+
+# ----------------------------------------------------------------- the series
+
+def _series(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any, want: _Want) -> Any:
+    """P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a+1)...(a+n)), and
+    its a-derivative, summed term by term until each element's last term is
+    below eps relative to its sum (where ``enabled``)."""
+    lax = _lax()
+    eps = _finfo(dtype).eps
+
+    def more(state: tuple[Any, ...]) -> Any:
+        return _any(state[0])
+
+    def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
+        on, r, term, total, xx, dterm, dtotal = state
+        r2 = r + const_like(r, 1.)
+        dterm2 = dterm * (xx / r2) - (term * xx) / (r2 * r2)
+        dtotal2 = dtotal + dterm2
+        term2 = term * (xx / r2)
+        total2 = total + term2
+        if want is _Want.VALUE:
+            going = lax.bitwise_and(on, term2 / total2 > eps)
+        else:
+            going = lax.bitwise_and(on, abs(dterm2 / dtotal2) > eps)
+        new = (r2, term2, total2, xx, dterm2, dtotal2)
+        return (going, *(lax.select(on, n, o) for n, o in zip(new, state[1:])))
+
+    init = (enabled, a, lax.full_like(a, 1), lax.full_like(a, 1), x, lax.full_like(a, 0),
+            lax.full_like(a, 0))
+    out = lax.while_loop(more, step, init)
+    total, dtotal = out[3], out[6]
+    if want is _Want.VALUE:
+        return (total * ax) / a
+    dlog_ax = lax.log(x) - lax.digamma(a + const_like(a, 1))
+    if want is _Want.DERIVATIVE:
+        return ax * (total * dlog_ax + dtotal) / a
+    return -(dtotal + total * dlog_ax) * x / a
+
+
+# -------------------------------------------------------- the continued fraction
+
+def _continued_fraction(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any,
+                        want: _Want) -> Any:
+    """1 - P(a, x) by the continued fraction of Gamma(a, x) (convergents
+    p_k / q_k, with their a-derivatives), at most 2000 steps; convergents
+    that grow past 1/eps are rescaled by eps."""
+    lax = _lax()
+    eps = _finfo(dtype).eps
+
+    def more(state: tuple[Any, ...]) -> Any:
+        return lax.bitwise_and(state[5] < const_like(state[5], 2000), _any(state[0]))
+
+    def scaled(big: Any, v: Any) -> Any:
+        return lax.select(big, lax.mul(v, const_like(v, eps)), v)
+
+    def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
+        (on, ans, _, y, z, c, p1, q1, p2, q2, dp2, dq2, dp1, dq1, dans) = state
+        c = c + const_like(c, 1)
+        y = y + const_like(y, 1)
+        z = z + const_like(z, 2)
+        yc = y * c
+        pk = p1 * z - p2 * yc
+        qk = q1 * z - q2 * yc
+        ok = lax.ne(qk, const_like(qk, 0))
+        ratio = pk / qk
+        rel = lax.select(ok, abs(lax.div(lax.sub(ans, ratio), ratio)), lax.full_like(ratio, 1))
+        ans = lax.select(ok, ratio, ans)
+        dpk = dp1 * z - p1 - dp2 * yc + p2 * c
+        dqk = dq1 * z - q1 - dq2 * yc + q2 * c
+        dans_new = lax.select(ok, lax.div(dpk - ans * dqk, qk), dans)
+        dchange = lax.select(ok, abs(dans_new - dans), lax.full_like(dans, 1))
+        # Shift the recurrence: (k-2, k-1) <- (k-1, k).
+        p2, p1, q2, q1 = p1, pk, q1, qk
+        dp2, dq2, dp1, dq1 = dp1, dq1, dpk, dqk
+        big = lax.gt(abs(pk), lax.reciprocal(const_like(pk, eps)))
+        p2, p1, q2, q1 = (scaled(big, v) for v in (p2, p1, q2, q1))
+        dp2, dq2, dp1, dq1 = (scaled(big, v) for v in (dp2, dq2, dp1, dq1))
+        if want is _Want.VALUE:
+            going = lax.bitwise_and(on, rel > eps)
+        else:
+            going = lax.bitwise_and(on, dchange > const_like(dchange, eps))
+        keep = (ans, rel, y, z)
+        kept = tuple(lax.select(on, n, o) for n, o in zip(keep, state[1:5]))
+        rest = (p1, q1, p2, q2, dp2, dq2, dp1, dq1, dans_new)
+        kept2 = tuple(lax.select(on, n, o) for n, o in zip(rest, state[6:]))
+        return (going, *kept, c, *kept2)
+
+    # (The initial values are made in the order JAX makes them: for shaped
+    # operands each full_like is an equation.)
+    y0 = const_like(a, 1) - a
+    z0 = x + y0 + const_like(x, 1)
+    c0 = const_like(x, 0)
+    p2 = lax.full_like(x, 1)
+    p1 = x + const_like(x, 1)
+    q1 = z0 * x
+    ans0 = p1 / q1
+    t0 = lax.full_like(x, 1)
+    dp2, dq2, dp1 = lax.full_like(x, 0), lax.full_like(x, 0), lax.full_like(x, 0)
+    dq1 = -x
+    dans0 = (dp1 - ans0 * dq1) / q1
+    init = (enabled, ans0, t0, y0, z0, c0, p1, q1, p2, x, dp2, dq2, dp1, dq1, dans0)
+    out = lax.while_loop(more, step, init)
+    ans = out[1]
+    if want is _Want.VALUE:
+        return ans * ax
+    dans = out[14]
+    dlog_ax = lax.log(x) - lax.digamma(a)
+    if want is _Want.DERIVATIVE:
+        return lax.mul(ax, lax.add(lax.mul(ans, dlog_ax), dans))
+    return lax.neg(lax.add(dans, lax.mul(ans, dlog_ax)) * x)
+
+
+# ------------------------------------------------------------ the four functions
+
+def _is_nan(v: Any) -> Any:
+    return _lax().ne(v, v)
+
+
+def _underflows(log_ax: Any, dtype: Any) -> Any:
+    """x^a e^-x / Gamma(a) below 1 / max: exp of it would be zero."""
+    lax = _lax()
+    return lax.lt(log_ax, -lax.log(_finfo(dtype).max))
+
+
+def igamma_value(a: Any, x: Any, *, dtype: Any) -> Any:
+    """P(a, x): the series below x = max(1, a), else 1 - continued fraction;
+    nan off the domain (x < 0, a < 0, a = x = 0, a = x = inf, nan)."""
+    lax = _lax()
+    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
+    x_inf = lax.eq(x, const_like(x, float("inf")))
+    a_inf = lax.eq(a, const_like(a, float("inf")))
+    a_zero = lax.eq(a, const_like(a, 0))
+    x_zero = lax.eq(x, const_like(x, 0))
+    bad = _or_all([lax.lt(x, const_like(x, 0)), lax.lt(a, const_like(a, 0)),
+                   lax.bitwise_and(a_zero, x_zero), lax.bitwise_and(a_inf, x_inf), nan])
+    by_fraction = lax.bitwise_and(lax.ge(x, const_like(x, 1)), lax.gt(x, a))
+    log_ax = _log_prefactor(a, x)
+    under = _underflows(log_ax, dtype)
+    ax = lax.exp(log_ax)
+    on = lax.bitwise_not(_or_all([x_zero, bad, under, x_inf, a_inf]))
+    out = lax.select(
+        by_fraction,
+        const_like(a, 1) - _continued_fraction(
+            ax, x, a, lax.bitwise_and(on, by_fraction), dtype, _Want.VALUE),
+        _series(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_fraction)), dtype,
+                _Want.VALUE))
+    out = lax.select(a_inf, lax.full_like(a, 0), out)
+    out = lax.select(x_zero, lax.full_like(a, 0), out)
+    out = lax.select(x_inf, lax.full_like(a, 1), out)
+    return lax.select(bad, lax.full_like(a, float("nan")), out)
+
+
+def igammac_value(a: Any, x: Any, *, dtype: Any) -> Any:
+    """1 - P(a, x): 1 - series where x < 1 or x < a, else the continued
+    fraction; the domain as for igamma."""
+    lax = _lax()
+    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
+    a_zero = lax.eq(a, const_like(a, 0))
+    x_zero = lax.eq(x, const_like(x, 0))
+    x_inf = lax.eq(x, const_like(x, float("inf")))
+    a_inf = lax.eq(a, const_like(a, float("inf")))
+    bad = _or_all([lax.lt(x, const_like(x, 0)), lax.lt(a, const_like(a, 0)),
+                   lax.bitwise_and(a_zero, x_zero), lax.bitwise_and(a_inf, x_inf), nan])
+    by_series = lax.bitwise_or(lax.lt(x, const_like(x, 1)), lax.lt(x, a))
+    log_ax = _log_prefactor(a, x)
+    under = _underflows(log_ax, dtype)
+    on = lax.bitwise_not(_or_all([bad, under, x_inf, a_zero, a_inf]))
+    ax = lax.exp(log_ax)
+    low = _series(ax, x, a, lax.bitwise_and(on, by_series), dtype, _Want.VALUE)
+    high = _continued_fraction(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_series)),
+                               dtype, _Want.VALUE)
+    out = lax.select(by_series, const_like(a, 1) - low, high)
+    out = lax.select(a_inf, lax.full_like(a, 1), out)
+    out = lax.select(lax.bitwise_or(x_inf, a_zero), lax.full_like(out, 0), out)
+    return lax.select(bad, lax.full_like(a, float("nan")), out)
+
+
+def _derivative(a: Any, x: Any, dtype: Any, want: _Want, max_of: Any) -> Any:
+    """dP/da (``DERIVATIVE``) or dx/da (``SAMPLE``): the continued fraction
+    where x > 1 and x > a (its sign flipped), else the series; 0 at x = 0,
+    nan for x < 0, a <= 0 or nan operands."""
+    lax = _lax()
+    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
+    x_zero = lax.eq(x, lax.full_like(x, 0))
+    bad = lax.bitwise_or(lax.lt(x, lax.full_like(x, 0)), lax.le(a, lax.full_like(a, 0)))
+    by_fraction = lax.bitwise_and(lax.gt(x, lax.full_like(x, 1)), lax.gt(x, a))
+    log_ax = _log_prefactor(a, x)
+    under = _underflows(log_ax, max_of)
+    ax = lax.exp(log_ax)
+    on = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(lax.bitwise_or(x_zero, bad), under),
+                                        nan))
+    out = lax.select(
+        by_fraction,
+        -_continued_fraction(ax, x, a, lax.bitwise_and(on, by_fraction), dtype, want),
+        _series(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_fraction)), dtype, want))
+    out = lax.select(x_zero, lax.full_like(out, 0), out)
+    return lax.select(lax.bitwise_or(bad, nan), lax.full_like(a, float("nan")), out)
+
+
+def igamma_grad_a_value(a: Any, x: Any, *, dtype: Any) -> Any:
+    return _derivative(a, x, dtype, _Want.DERIVATIVE, dtype)
+
+
+def random_gamma_grad_value(a: Any, x: Any, *, dtype: Any) -> Any:
+    return _derivative(a, x, dtype, _Want.SAMPLE, canonical_aval_of(a).dtype)
+
+
+def _widened(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """``fn`` applied as JAX lowers these functions: the operands broadcast
+    (as leading axes) to a common shape, float16/bfloat16 computed in float32
+    and the result rounded back."""
+    def run(*args: Any) -> Any:
+        lax = _lax()
+        shapes = [canonical_aval_of(v).shape for v in args]
+        shape = T.broadcast_shapes("random_gamma_grad", shapes)
+        args = tuple(lax.broadcast_in_dim(v, shape, tuple(range(len(s))))
+                     for v, s in zip(args, shapes))
+        dt = canonical_aval_of(args[0]).dtype
+        narrow = dt in (T.bfloat16, T.float16)
+        if narrow:
+            args = tuple(lax.convert_element_type(v, T.float32) for v in args)
+        out = fn(*args, dtype=T.float32 if narrow else dt)
+        return lax.convert_element_type(out, dt) if narrow else out
+    return run
+
+
+_VALUES: dict[str, Callable[..., Any]] = {
+    "igamma": igamma_value, "igammac": igammac_value, "igamma_grad_a": igamma_grad_a_value,
+}
+_PROGRAMS: dict[tuple[Any, ...], Any] = {}
+
+
+def special_values(name: str, a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The impl of ``igamma``/``igammac``/``igamma_grad_a``: the composite JAX
+    lowers the primitive to, staged once per shape and dtype and evaluated."""
+    from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
+    key = (name, a.shape, x.shape, a.dtype)
+    program = _PROGRAMS.get(key)
+    if program is None:
+        run = _widened(_VALUES[name])
+        program = trace_to_jaxpr(lambda u, v: [run(u, v)],
+                                 [T.ArrayType(a.shape, a.dtype), T.ArrayType(x.shape, x.dtype)])[0]
+        _PROGRAMS[key] = program
+    consts = [canonical_value(c)[0] for c in program.consts]
+    out: np.ndarray = eval_jaxpr_values(program, consts, [a, x])[0]
+    return out
+
+
+# ----------------------------------------------------------------- lax functions
+
+def igamma(a: Any, x: Any) -> Any:
+    """Elementwise regularized lower incomplete gamma function P(a, x)."""
+    return E.igamma_p.bind(a, x)
+
+
+def igammac(a: Any, x: Any) -> Any:
+    """Elementwise regularized upper incomplete gamma function 1 - P(a, x)."""
+    return E.igammac_p.bind(a, x)
+
+
+def igamma_grad_a(a: Any, x: Any) -> Any:
+    """Elementwise dP(a, x)/da."""
+    return E.igamma_grad_a_p.bind(a, x)
+
+
+def random_gamma_grad(a: Any, x: Any) -> Any:
+    """Elementwise d(sample)/da for samples x of Gamma(a, 1): staged as the
+    composite above (there is no primitive)."""
+    return _widened(random_gamma_grad_value)(a, x)
+
+
+__all__ = ["igamma", "igamma_grad_a", "igammac", "random_gamma_grad"]

@@ -1,0 +1,862 @@
+"""Ref primitives (issue 8): ``new_ref``, ``get``, ``swap``, ``addupdate``, ``freeze``.
+
+At run time a ref is a NumPy buffer that the impls read and write in place:
+an eager ``Ref`` hands its own buffer to the impls, so a jit call that writes
+a ref argument (or a ref it closes over, which jit passes as an argument)
+updates the caller's ref. ``get`` copies out, ``swap`` returns the old
+contents and stores the new, ``addupdate`` adds in place, ``freeze`` copies
+the final contents out as an immutable array.
+
+Staged, ``swap`` and ``addupdate`` record a write effect on their ref
+operand (a call records the writes of its body to its ref operands), so
+dead-code elimination keeps them; ``get``, ``new_ref`` and ``freeze`` have
+none and go when unused, as in JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.core.denormals import flush, flush_all, flushing
+
+from spec._src.core import pretty as pp
+from spec._src.core import tree_util
+from spec._src.core.state_types import (
+    NDIndexer,
+    RefEffect,
+    RefType,
+    Slice,
+    numpy_index,
+    ref_type_of,
+    transforms_repr,
+    unflatten_transforms,
+)
+from spec._src.interpreters.ad import RefAccum, instantiate_tangent, tangent_side
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate, linear_jvp
+from spec._src.core.interpreter import (
+    Eqn,
+    Jaxpr,
+    Literal,
+    PpContext,
+    Var,
+    canonical_aval_of,
+    pp_eqn_default,
+    pp_vars,
+)
+from spec._src.lax import state_batching as _sb
+from spec._src.lax import sharding_kit as SK
+from spec._src.core.registry import declare, fail, require
+from spec._src.lax.calls import jit_p
+from spec._src.core.sharding import AxisType, NamedSharding, P
+from spec._src.core.types import FLOAT0, ArrayType, is_int
+
+# ------------------------------------------------------------------ typing
+
+
+def _check_ref(prim: str, ref: ArrayType) -> RefType:
+    if type(ref) is not RefType:
+        fail(prim, "C1", f"`{prim}` must be called on `Ref` types: {ref}", ValueError)
+    assert isinstance(ref, RefType)
+    return ref
+
+
+def _transform_avals(prim: str, ref: RefType, idx: Sequence[ArrayType], tree: Any
+                     ) -> tuple[tuple[NDIndexer, ...], tuple[int, ...]]:
+    """The indexers with their operands' types, and the indexed shape."""
+    try:
+        transforms = unflatten_transforms(tree, idx)
+    except (ValueError, TypeError) as err:
+        fail(prim, "C2", f"the index operands {list(map(str, idx))} do not fit the index "
+             f"structure {tree}: {err}")
+    shape = ref.shape
+    for t in transforms:
+        require(isinstance(t, NDIndexer), prim, "C2", f"unknown ref transform {t!r}")
+        require(t.shape == shape, prim, "C2",
+                f"the indexer is for shape {t.shape}, the ref has shape {shape}")
+        for entry, dim in zip(t.indices, t.shape):
+            if isinstance(entry, Slice):
+                _check_slice(prim, entry, dim)
+                continue
+            require(isinstance(entry, ArrayType) and is_int(entry.dtype)
+                    and type(entry) is not RefType, prim, "C2",
+                    f"ref indexers must be integers, got {entry}")
+            require(entry.shape == t.int_indexer_shape or not entry.shape, prim, "C2",
+                    f"integer indexer of shape {entry.shape}, expected "
+                    f"{t.int_indexer_shape}")
+        if shape == ref.shape:  # (JAX checks against the type being indexed: the ref's)
+            _check_sharded_index(prim, _split_parts(ref), t)
+        shape = t.result_shape()
+    return transforms, shape
+
+
+# ------------------------------------------------------- refs over a mesh
+#
+# (SPEC.md 17, "Refs over a mesh".) A ref's type carries the sharding of its
+# contents. M2/M3 are checked with the indexer (before the shape checks of
+# the written value, as JAX); the sharding sections give M1, M4, M5.
+
+
+def _split_parts(aval: ArrayType) -> tuple[Any, ...]:
+    """Per dimension, the partition entry of a type (None where unsplit)."""
+    s = aval.sharding
+    parts = () if s is None else tuple(s.spec.partitions)
+    return parts + (None,) * (aval.ndim - len(parts))
+
+
+def _check_sharded_index(prim: str, parts: tuple[Any, ...], t: NDIndexer) -> None:
+    """M2: a ref split over mesh axes is indexed by slices only (a result of
+    the ref's rank, so that it keeps the ref's partitions); M3: each split
+    dimension is sliced whole."""
+    if all(p is None for p in parts):
+        return
+    if t.int_indexer_shape or any(t.is_int):
+        raise TypeError("sharded ref (array reference) can only be indexed by slices, not "
+                        f"integers ({prim} M2)")
+    for axis, (entry, dim, p) in enumerate(zip(t.indices, t.shape, parts)):
+        if p is None or (not entry.is_dynamic_start and entry.start == 0 and entry.size == dim
+                         and entry.stride == 1):
+            continue
+        raise ValueError(
+            "sharded ref (array reference) can only be sliced along unsharded axes, but ref of "
+            f"shape {t.shape} was sliced on axis {axis}, which is sharded like {p} ({prim} M3)")
+
+
+def _indexed_sharding(r: RefType, ndim: int, others: Sequence[ArrayType]) -> NamedSharding:
+    """M4: the sharding of an indexed part of ``r`` (a read, the old value of
+    a write, what addupdate adds): the ref's, its partitions cut or padded to
+    the part's rank (only an unsplit ref changes rank: M2). A ref without a
+    sharding counts as replicated over the operands' mesh."""
+    s = r.sharding
+    if s is None:
+        return NamedSharding(SK.mesh_of([r, *others]), P(*(None,) * ndim))
+    parts = _split_parts(r)
+    parts = parts[:ndim] + (None,) * (ndim - len(parts))
+    spec = s.spec
+    return NamedSharding(s.mesh, P(*parts, unreduced=spec.unreduced, reduced=spec.reduced,
+                                   unreduced_kind=spec.unreduced_kind))
+
+
+def _normalized(s: NamedSharding, ndim: int) -> NamedSharding:
+    return NamedSharding(s.mesh, s.spec._normalized_spec_for_aval(ndim))
+
+
+def _new_ref_sharding(x: ArrayType, **params: Any) -> list[NamedSharding | None]:
+    """M1: the ref's contents keep the initial value's sharding."""
+    return [x.sharding]
+
+
+def _get_sharding(ref: ArrayType, *idx: ArrayType, tree: Any) -> list[NamedSharding | None]:
+    r = _check_ref("get", ref)
+    _, shape = _transform_avals("get", r, idx, tree)
+    return [_indexed_sharding(r, len(shape), idx)]
+
+
+def _swap_sharding(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                   ) -> list[NamedSharding | None]:
+    """The old value has the ref's sharding (M4); the written value may have
+    any: how it reaches the ref's layout is decided when the write runs
+    (SPEC.md 17, "Refs over a mesh", run-time rules)."""
+    r = _check_ref("swap", ref)
+    _, shape = _transform_avals("swap", r, idx, tree)
+    return [_indexed_sharding(r, len(shape), [val, *idx])]
+
+
+def _addupdate_sharding(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                        ) -> list[NamedSharding | None]:
+    """M5: the added value is sharded as the indexed part of the ref, when
+    the ref's or the value's mesh has an explicit axis (ValueError, JAX's
+    text). A value without a sharding counts as replicated."""
+    r = _check_ref("addupdate", ref)
+    _, shape = _transform_avals("addupdate", r, idx, tree)
+    want = _normalized(_indexed_sharding(r, len(shape), [val, *idx]), val.ndim)
+    have = val.sharding
+    if have is None:
+        have = NamedSharding(want.mesh, P(*(None,) * val.ndim))
+    have = _normalized(have, val.ndim)
+    explicit = AxisType.Explicit in tuple(want.mesh.axis_types) + tuple(have.mesh.axis_types)
+    if explicit and (want.mesh != have.mesh or want.spec != have.spec):
+        shown = r.sharding if r.sharding is not None else want
+        raise ValueError(f"Invalid sharding for `addupdate`. Ref sharding: "
+                         f"{_normalized(shown, r.ndim)!r}. Value sharding: {have!r}. "
+                         "(addupdate M5)")
+    return []
+
+
+def _freeze_sharding(ref: ArrayType) -> list[NamedSharding | None]:
+    return [_check_ref("freeze", ref).sharding]
+
+
+def _check_slice(prim: str, s: Slice, dim: int) -> None:
+    """A static slice lies in range; a dynamic one has an integer scalar
+    start and fits (its start is clamped at run time)."""
+    span = s.stride * (s.size - 1) + 1 if s.size else 0
+    require(s.size >= 0 and s.stride >= 1 and span <= dim, prim, "C2",
+            f"slice {s!r} out of range of {dim}")
+    if s.is_dynamic_start:
+        start = s.start
+        require(isinstance(start, ArrayType) and is_int(start.dtype) and not start.shape
+                and type(start) is not RefType, prim, "C2",
+                f"a dynamic slice start must be an integer scalar, got {start}")
+        return
+    require(0 <= s.start and (s.size == 0 or s.start + span - 1 < dim), prim, "C2",
+            f"slice {s!r} out of range of {dim}")
+
+
+def _new_ref_type(x: ArrayType, *, kind: Any, memory_space: Any, pin: bool
+                  ) -> list[ArrayType]:
+    return [ref_type_of(x)]
+
+
+def _get_type(ref: ArrayType, *idx: ArrayType, tree: Any) -> list[ArrayType]:
+    r = _check_ref("get", ref)
+    _, shape = _transform_avals("get", r, idx, tree)
+    return [ArrayType(shape, r.dtype)]
+
+
+def _check_value(prim: str, r: RefType, val: ArrayType, idx: Sequence[ArrayType], tree: Any
+                 ) -> tuple[int, ...]:
+    transforms, shape = _transform_avals(prim, r, idx, tree)
+    require(type(val) is not RefType, prim, "C3", f"the value written is a Ref {val}",
+            ValueError)
+    # JAX's messages, the constraint cited after them.
+    if val.shape != shape:
+        raise ValueError(
+            f"Invalid shape for `{prim}`. Ref shape: {r.shape}. Expected shape: {shape}. Value "
+            f"shape: {val.shape}. Transforms: {transforms_repr(transforms)}. ({prim} C3)")
+    if val.dtype != r.dtype:
+        what = "dtype" if prim == "swap" else "shape"  # (JAX's addupdate wording)
+        raise ValueError(f"Invalid dtype for `{prim}`. Ref dtype: {r.dtype}. Value {what}: "
+                         f"{val.dtype}. ({prim} C4)")
+    return shape
+
+
+def _swap_type(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any) -> list[ArrayType]:
+    r = _check_ref("swap", ref)
+    return [ArrayType(_check_value("swap", r, val, idx, tree), r.dtype)]
+
+
+def _addupdate_type(ref: ArrayType, val: ArrayType, *idx: ArrayType, tree: Any
+                    ) -> list[ArrayType]:
+    r = _check_ref("addupdate", ref)
+    _check_value("addupdate", r, val, idx, tree)
+    return []
+
+
+def _freeze_type(ref: ArrayType) -> list[ArrayType]:
+    r = _check_ref("freeze", ref)
+    return [r.inner_aval]
+
+
+# -------------------------------------------------------------------- impls
+
+
+def _index(idx: Sequence[np.ndarray], tree: Any) -> Any:
+    transforms = unflatten_transforms(tree, idx)
+    return numpy_index(transforms[0]) if transforms else ...
+
+
+def _has_int_arrays(idx: Sequence[np.ndarray]) -> bool:
+    return any(np.ndim(i) for i in idx)
+
+
+def _new_ref_impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
+    return [np.array(x, copy=True)]
+
+
+def _get_impl(buf: np.ndarray, *idx: np.ndarray, tree: Any) -> list[np.ndarray]:
+    return [np.array(buf[_index(idx, tree)], copy=True)]
+
+
+def _swap_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
+               ) -> list[np.ndarray]:
+    where = _index(idx, tree)
+    old = np.array(buf[where], copy=True)
+    buf[where] = val
+    return [old]
+
+
+def _addupdate_impl(buf: np.ndarray, val: np.ndarray, *idx: np.ndarray, tree: Any
+                    ) -> list[np.ndarray]:
+    where = _index(idx, tree)
+    val = flush(val) if flushing() else val  # an addition: XLA CPU flushes (SPEC 8)
+    if _has_int_arrays(idx):
+        np.add.at(buf, where, val)  # repeated indices accumulate
+    else:
+        buf[where] = np.asarray(flush_all([buf[where]])[0] + val, dtype=buf.dtype)
+    if flushing():
+        buf[where] = flush(np.asarray(buf[where]))
+    return []
+
+
+def _freeze_impl(buf: np.ndarray) -> list[np.ndarray]:
+    return [np.array(buf, copy=True)]
+
+
+# ------------------------------------------------------------------ effects
+
+
+def _write_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return frozenset({RefEffect("write", atoms[0])})
+
+
+def _accum_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return frozenset({RefEffect("accum", atoms[0])})
+
+
+def _call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    """A call writes the operands its body writes (its inputs, by position)."""
+    inner: Jaxpr = params["jaxpr"]
+    if not inner.effects:
+        return frozenset()
+    position = {id(v): k for k, v in enumerate(inner.invars)}
+    out = set()
+    for e in inner.effects:
+        k = position.get(id(e.ref))
+        if k is not None and isinstance(atoms[k], Var):
+            out.add(RefEffect(e.kind, atoms[k]))
+    return frozenset(out)
+
+
+# --------------------------------------------------------------- printing
+
+
+def _pp_slice(s: Slice, dim: int, ctx: PpContext) -> str:
+    if s.is_dynamic_start:  # JAX's form: ``c:c+1``
+        start_text = _pp_index_atom(s.start, ctx)
+        return f"{start_text}:{start_text}+{s.size}"
+    start = "" if s.start == 0 else str(s.start)
+    end = s.start + s.size
+    return f"{start}:{'' if end == dim else end}"
+
+
+def _pp_index_atom(a: Any, ctx: PpContext) -> str:
+    if isinstance(a, Literal):
+        return str(np.asarray(a.val).item())  # literals print without their type here
+    return ctx.atom_text(a)
+
+
+def _pp_ref(ref: Any, idx: Sequence[Any], tree: Any, ctx: PpContext) -> pp.Doc:
+    transforms = unflatten_transforms(tree, idx)
+    parts = [ctx.atom_text(ref)]
+    if not transforms:
+        parts.append("[...]")
+    for t in transforms:
+        entries = [_pp_slice(e, d, ctx) if isinstance(e, Slice) else _pp_index_atom(e, ctx)
+                   for e, d in zip(t.indices, t.shape)]
+        parts.append("[" + ",".join(entries) + "]")
+    return pp.text("".join(parts))
+
+
+def _pp_get(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, *idx = eqn.invars
+    lhs = pp_vars(eqn.outvars, ctx, print_shapes=True)
+    return pp.concat([lhs, pp.text(" <- "), _pp_ref(ref, idx, eqn.params["tree"], ctx)])
+
+
+def _pp_swap(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, val, *idx = eqn.invars
+    target = _pp_ref(ref, idx, eqn.params["tree"], ctx)
+    out = eqn.outvars[0]
+    if ctx.atom_text(out) == "_":  # a plain write: ``x[i] <- v``
+        return pp.concat([target, pp.text(" <- "), pp.text(ctx.atom_text(val))])
+    lhs = pp_vars([out], ctx, print_shapes=True)
+    return pp.concat([lhs, pp.text(", "), target, pp.text(" <- "), target, pp.text(", "),
+                      pp.text(ctx.atom_text(val))])
+
+
+def _pp_addupdate(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    ref, val, *idx = eqn.invars
+    return pp.concat([_pp_ref(ref, idx, eqn.params["tree"], ctx), pp.text(" += "),
+                      pp.text(ctx.atom_text(val))])
+
+
+def _pp_new_ref(eqn: Eqn, ctx: PpContext) -> pp.Doc:
+    return pp_eqn_default(eqn, ctx)
+
+
+# ------------------------------------------------------------------- autodiff
+#
+# A ref's tangent is a ref of the tangent type, created with it: ``new_ref``
+# makes a tangent ref even when its operand has no tangent (zeros), so that
+# a differentiated value written later has somewhere to go. Reads read the
+# tangent ref, writes write it. A ref without a tangent (one the
+# differentiated function does not own: a plumbing argument) can be read but
+# not written with a differentiated value (JAX's ``Exception``). Integer refs
+# have no tangent refs (float0 carries nothing).
+#
+# Transposed, the cotangent of a ref is a ref too (``spec._src.interpreters.ad.RefAccum``):
+# a read's cotangent is added into it, a write takes the written value's
+# cotangent out of it (leaving the old value's cotangent in its place), an
+# add-update reads the cotangent of its addend from it, ``new_ref`` is
+# transposed into freezing it, ``freeze`` into adding into it.
+
+
+def _nondiff_write(prim: str, ref: Any) -> Exception:
+    op = "a set/swap" if prim == "swap" else "an addupdate"
+    return Exception(
+        f"performing {op} operation with a differentiated value on a non-differentiated "
+        f"array reference of type {canonical_aval_of(ref)}. Move the array reference to be "
+        "an argument of the differentiated function?")
+
+
+def _new_ref_jvp(primals: list[Any], tangents: list[Any], **params: Any
+                 ) -> tuple[list[Any], list[Any]]:
+    (x,), (t,) = primals, tangents
+    ref = new_ref_p.bind(x, **params)
+    t_aval = canonical_aval_of(ref).tangent_type()
+    if t_aval.dtype == FLOAT0:
+        return [ref], [Zero(t_aval)]
+    with tangent_side():
+        return [ref], [new_ref_p.bind(instantiate(t), **params)]
+
+
+def _get_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+             ) -> tuple[list[Any], list[Any]]:
+    ref, *idx = primals
+    out = get_p.bind(ref, *idx, tree=tree)
+    if type(tangents[0]) is Zero:
+        return [out], [Zero(canonical_aval_of(out).tangent_type())]
+    return [out], [get_p.bind(tangents[0], *idx, tree=tree)]
+
+
+def _swap_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+              ) -> tuple[list[Any], list[Any]]:
+    ref, x, *idx = primals
+    ref_t, x_t = tangents[:2]
+    old = swap_p.bind(ref, x, *idx, tree=tree)
+    if type(ref_t) is Zero:
+        if type(x_t) is not Zero:
+            raise _nondiff_write("swap", ref)
+        return [old], [Zero(canonical_aval_of(old).tangent_type())]
+    return [old], [swap_p.bind(ref_t, instantiate_tangent(x_t), *idx, tree=tree)]
+
+
+def _addupdate_jvp(primals: list[Any], tangents: list[Any], *, tree: Any
+                   ) -> tuple[list[Any], list[Any]]:
+    ref, x, *idx = primals
+    ref_t, x_t = tangents[:2]
+    addupdate_p.bind(ref, x, *idx, tree=tree)
+    if type(ref_t) is Zero:
+        if type(x_t) is not Zero:
+            raise _nondiff_write("addupdate", ref)
+        return [], []
+    addupdate_p.bind(ref_t, instantiate_tangent(x_t), *idx, tree=tree)
+    return [], []
+
+
+def _freeze_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    (ref,), (ref_t,) = primals, tangents
+    out = freeze_p.bind(ref)
+    if type(ref_t) is Zero:
+        return [out], [Zero(canonical_aval_of(out).tangent_type())]
+    return [out], [freeze_p.bind(ref_t)]
+
+
+def _no_cts(n: int) -> list[Any]:
+    return [None] * n
+
+
+def _new_ref_transpose(acc: RefAccum, x: Any, **params: Any) -> list[Any]:
+    ct = acc.freeze()  # (also when the initial value is a constant, as JAX)
+    return [ct if type(x) is UndefinedPrimal else None]
+
+
+def _get_transpose(ct: Any, acc: RefAccum, *idx: Any, tree: Any) -> list[Any]:
+    if type(ct) is not Zero:
+        if unflatten_transforms(tree, idx):
+            addupdate_p.bind(acc.inst(), ct, *idx, tree=tree)
+        else:
+            acc.accum(ct)
+    return _no_cts(1 + len(idx))
+
+
+def _swap_transpose(ct: Any, acc: RefAccum, x: Any, *idx: Any, tree: Any) -> list[Any]:
+    if acc.ref is None and type(ct) is Zero:
+        return _no_cts(2 + len(idx))  # nothing accumulated, nothing to take out
+    if acc.ref is None:  # the written value's cotangent is zero
+        swap_p.bind(acc.inst(), instantiate(ct), *idx, tree=tree)
+        return _no_cts(2 + len(idx))
+    x_ct = swap_p.bind(acc.ref, instantiate(ct), *idx, tree=tree)
+    return [None, x_ct if type(x) is UndefinedPrimal else None, *_no_cts(len(idx))]
+
+
+def _addupdate_transpose(cts: list[Any], acc: RefAccum, x: Any, *idx: Any, tree: Any
+                         ) -> list[Any]:
+    if acc.ref is None or type(x) is not UndefinedPrimal:
+        return _no_cts(2 + len(idx))
+    return [None, get_p.bind(acc.ref, *idx, tree=tree), *_no_cts(len(idx))]
+
+
+def add_into_slices(acc: RefAccum, ct: Any, starts: Sequence[Any], sizes: Sequence[int],
+                    strides: Sequence[int] | None = None) -> None:
+    """``ref[starts:starts+sizes:strides] += ct`` into a cotangent ref: the
+    transposes of slicing add only where they read (static starts are ints,
+    dynamic ones scalar operands)."""
+    ref = acc.inst()
+    shape = canonical_aval_of(ref).shape
+    steps = strides if strides is not None else (1,) * len(shape)
+    slices = tuple(Slice(s if isinstance(s, (int, np.integer)) and not isinstance(s, bool)
+                         else s, int(n), int(k)) for s, n, k in zip(starts, sizes, steps))
+    indexer = NDIndexer(slices, tuple(shape), ())
+    leaves, tree = tree_util.tree_flatten((indexer,))
+    addupdate_p.bind(ref, ct, *leaves, tree=tree)
+
+
+def _freeze_transpose(ct: Any, acc: RefAccum) -> list[Any]:
+    acc.accum(ct)
+    return [None]
+
+
+# ------------------------------------------------------------ declarations
+
+
+new_ref_p = declare(
+    "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
+    jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
+    sharding=_new_ref_sharding, doc="A new ref holding a copy of the operand.")
+get_p = declare(
+    "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
+    jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
+    sharding=_get_sharding, doc="Read (a part of) a ref.")
+swap_p = declare(
+    "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
+    jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
+    sharding=_swap_sharding, doc="Write (a part of) a ref, returning the old contents.")
+addupdate_p = declare(
+    "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
+    multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
+    batch=_sb.addupdate_batch, sharding=_addupdate_sharding, doc="Add into (a part of) a ref.")
+freeze_p = declare(
+    "freeze", typing=_freeze_type, impl=_freeze_impl,
+    jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
+    sharding=_freeze_sharding, doc="The final contents of a ref, as an array.")
+
+# -------------------------------------------------------------- broadcast_to
+#
+# JAX's state primitive that brings a ref's integer indexers to their common
+# shape (NumPy's broadcasting: the operand's dimensions align with the
+# trailing ones of ``shape``, each equal or 1).
+
+
+def _broadcast_to_type(x: ArrayType, *, shape: tuple[int, ...]) -> list[ArrayType]:
+    lead = len(shape) - x.ndim
+    require(lead >= 0 and all(d in (1, n) for d, n in zip(x.shape, shape[lead:])),
+            "broadcast_to", "C1", f"cannot broadcast an operand of shape {x.shape} to {shape}",
+            ValueError)
+    return [ArrayType(tuple(shape), x.dtype)]  # (not weak: JAX's abstract eval)
+
+
+def _broadcast_to_impl(x: np.ndarray, *, shape: tuple[int, ...]) -> list[np.ndarray]:
+    return [np.array(np.broadcast_to(x, shape), copy=True)]
+
+
+def _broadcast_to_transpose(ct: Any, x: UndefinedPrimal, *, shape: tuple[int, ...]
+                            ) -> list[Any]:
+    """Sum the cotangent over the leading dimensions added and the size-1
+    dimensions stretched, back to the operand's shape."""
+    if type(ct) is Zero:
+        return [Zero(x.aval.ct_type())]
+    from spec import lax
+    lead = len(shape) - x.aval.ndim
+    stretched = [lead + i for i, (d, n) in enumerate(zip(x.aval.shape, shape[lead:]))
+                 if d == 1 and n != 1]
+    summed = lax.reduce_sum(ct, axes=(*range(lead), *stretched))
+    return [lax.reshape(summed, x.aval.shape)]
+
+
+def _broadcast_to_batch(axis: Any, args: list[Any], dims: list[Any], *,
+                        shape: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+    """The batch dimension leads; the operand's own dimensions align with the
+    trailing ones (a broadcast_in_dim, which stretches size-1 dimensions)."""
+    from spec import lax
+    from spec._src.interpreters.batching import moveaxis
+    (x,), (dim,) = args, dims
+    x = moveaxis(x, dim, 0)
+    ndim = canonical_aval_of(x).ndim - 1
+    lead = len(shape) - ndim
+    out_shape = (axis.size, *shape)
+    return [lax.broadcast_in_dim(x, out_shape, (0, *range(1 + lead, 1 + len(shape))))], [0]
+
+
+def _broadcast_to_parts(mesh: Any, x: ArrayType, *, shape: tuple[int, ...]) -> list[Any]:
+    """Dimensions taken from the operand unstretched keep its partitions; new
+    and stretched ones are replicated."""
+    lead = len(shape) - x.ndim
+    own = [p if d == n else None for p, d, n in zip(SK.parts(x), x.shape, shape[lead:])]
+    return [(*(None,) * lead, *own)]
+
+
+broadcast_to_p = declare(
+    "broadcast_to", typing=_broadcast_to_type, impl=_broadcast_to_impl, jvp=linear_jvp(),
+    transpose=_broadcast_to_transpose, batch=_broadcast_to_batch,
+    sharding=SK.section("broadcast_to", _broadcast_to_parts, SK.linear_unary),
+    doc="Broadcast to a shape, NumPy's way (a ref's integer indexers).")
+
+
+for _p in (get_p, swap_p, addupdate_p, freeze_p):
+    _p.accepts_refs = True
+new_ref_p.jvp_on_zero_tangents = True  # every ref gets a tangent ref
+swap_p.effects_rule = _write_effects
+addupdate_p.effects_rule = _accum_effects
+# Calls take refs as operands (refs passed to, or closed over by, jit).
+jit_p.accepts_refs = True
+jit_p.effects_rule = _call_effects
+
+
+# ------------------------------------------------ checkpoint partial evaluation
+#
+# Under jax.checkpoint ref operations are never saved: on known operands they
+# run on both sides (the staged side rematerialises them), on an unknown ref
+# only on the staged side; a known ref written with unknown values is JAX's
+# NotImplementedError (the ref would have to be both).
+
+_REMAT_MUTATION = (
+    "Mutating a reference with unknown/differentiated values is not supported.\n"
+    "If this occurred under `jax.checkpoint` and `jax.config.jax_remat3 == False`, consider "
+    "one of the following options:\n\n"
+    "  * Enabling `jax_remat3` via `jax.config.update('jax_remat3', True)`.\n"
+    "  * Creating the Ref outside the function being rematerialized and passing it as an "
+    "input.\n"
+    "  * Creating the Ref in a data-dependent way from a value being differentiated, "
+    "e.g.:\n\n"
+    "      ref = jax.new_ref(x * 0.0)  # instead of zeros_like(x)")
+
+
+def _not_instantiated(atoms: Sequence[Any], inst: Sequence[bool]) -> list[Any]:
+    return [a for a, i in zip(atoms, inst) if not i and isinstance(a, Var)]
+
+
+def _new_ref_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -> Any:
+    res = _not_instantiated(eqn.invars, inst)
+    if unks[0]:
+        return None, eqn, [True], [True], res
+    return eqn, eqn, [False], [True], res  # made on both sides
+
+
+def _state_op_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -> Any:
+    ref_unknown, *values_unknown = unks
+    res = _not_instantiated(eqn.invars[1:], inst[1:])
+    n = len(eqn.outvars)
+    if ref_unknown:
+        return None, eqn, [True] * n, [True] * n, res
+    if any(values_unknown):
+        raise NotImplementedError(_REMAT_MUTATION)
+    return eqn, eqn, [False] * n, [True] * n, res  # run on both sides
+
+
+def _register_remat_rules() -> None:
+    from spec._src.lax.remat import custom_rules
+    custom_rules["new_ref"] = _new_ref_remat
+    for name in ("get", "swap", "addupdate"):
+        custom_rules[name] = _state_op_remat
+
+
+_register_remat_rules()
+
+
+def _register_shard_map() -> None:
+    # shard_map takes refs under jit (each device gets its block as a ref).
+    from spec._src.lax.shard_map import shard_map_p
+    shard_map_p.accepts_refs = True
+    shard_map_p.effects_rule = _call_effects
+    # eval_jaxpr (a checkpointed loop's known side) takes the loop's refs.
+    from spec._src.lax.scan import eval_jaxpr_p
+    eval_jaxpr_p.accepts_refs = True
+    eval_jaxpr_p.effects_rule = _eval_jaxpr_effects
+
+
+def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return _call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
+
+
+_register_shard_map()
+
+
+# ================================================================ discharge
+#
+# Discharging turns a program with refs into a pure one: each ref becomes the
+# value it holds, threaded through the program. ``get`` reads the value,
+# ``swap`` and ``addupdate`` compute the updated value (``.at[].set`` /
+# ``.at[].add``), ``freeze`` and ``new_ref`` are the value itself. Integer
+# indexers are first brought into range as the impls do (negative ones count
+# from the end; the rest clamp), so that discharged and direct evaluation
+# agree everywhere.
+
+
+def discharge_state(jaxpr: Jaxpr, consts: Sequence[Any] | None = None
+                    ) -> tuple[Jaxpr, list[Any]]:
+    """The pure program of a jaxpr with refs, and its constants.
+
+    The new jaxpr takes the same constants and arguments, with each ref
+    replaced by the array it holds (a ref constant's current contents), and
+    returns the original results followed by the final contents of every ref
+    it takes, constants first, in order. A call (``jit``) given refs becomes
+    a call of its discharged jaxpr.
+    """
+    from spec._src.core.array import Array
+    from spec._src.core.interpreter import trace_to_jaxpr
+    consts = list(jaxpr.consts if consts is None else consts)
+    binders = [*jaxpr.constvars, *jaxpr.invars]
+    n_consts = len(jaxpr.constvars)
+    refs = [k for k, v in enumerate(binders) if type(v.aval) is RefType]
+
+    def run(*values: Any) -> list[Any]:
+        outs, final = _run_discharged(jaxpr, values)
+        return [*outs, *(final[k] for k in refs)]
+
+    in_avals = [_value_type(v.aval) for v in binders]
+    traced, _ = trace_to_jaxpr(run, in_avals)
+    snapshot = [Array._from_checked(np.array(c._value, copy=True), c.aval.inner_aval, "ref")
+                if type(getattr(c, "aval", None)) is RefType else c for c in consts]
+    new = Jaxpr([*traced.constvars, *traced.invars[:n_consts]], traced.invars[n_consts:],
+                traced.outvars, traced.eqns, traced.effects, [*traced.consts, *snapshot])
+    return new, list(new.consts)
+
+
+def _value_type(aval: ArrayType) -> ArrayType:
+    return aval.inner_aval if isinstance(aval, RefType) else aval
+
+
+def _run_discharged(jaxpr: Jaxpr, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """Evaluate ``jaxpr`` (binders given ``values``, refs as their contents)
+    under the current trace; returns its results and the final contents of
+    its binders (unchanged for non-refs)."""
+    from spec._src.core.interpreter import current_trace, literal_value
+    binders = [*jaxpr.constvars, *jaxpr.invars]
+    env: dict[int, Any] = {id(v): x for v, x in zip(binders, values)}
+
+    def read(a: Any) -> Any:
+        return literal_value(a) if isinstance(a, Literal) else env[id(a)]
+
+    for eqn in jaxpr.eqns:
+        ins = [read(a) for a in eqn.invars]
+        prim = eqn.primitive
+        rule = _DISCHARGE.get(prim.name)
+        if rule is not None and (prim is not jit_p or any(
+                type(a.aval) is RefType for a in eqn.invars)):
+            outs, updates = rule(ins, eqn.invars, eqn.params)
+            for k, new_value in updates:
+                env[id(eqn.invars[k])] = new_value
+        elif any(type(a.aval) is RefType for a in eqn.invars):
+            raise NotImplementedError(
+                f"discharge_state: refs given to '{prim.name}' are not supported yet")
+        else:
+            outs = current_trace().process_primitive(prim, ins, eqn.params)
+        for v, o in zip(eqn.outvars, outs):
+            env[id(v)] = o
+    return [read(a) for a in jaxpr.outvars], [env[id(v)] for v in binders]
+
+
+def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
+    """The transforms (with operand values as leaves) as a jnp index, integer
+    indexers brought into range."""
+    if not transforms:
+        return ...
+    from spec import lax
+    out: list[Any] = []
+    indices = transforms[0].indices
+    for entry, dim in zip(indices, transforms[0].shape):
+        if isinstance(entry, Slice) and entry.is_dynamic_start:
+            out.append(_dynamic_slice_positions(entry, dim, indices))
+        elif isinstance(entry, Slice):
+            stop = entry.start + entry.stride * (entry.size - 1) + 1 if entry.size else 0
+            out.append(slice(entry.start, stop, entry.stride))
+        else:
+            zero = lax.full_like(entry, 0)
+            wrapped = lax.select(lax.lt(entry, zero), lax.add(entry, lax.full_like(entry, dim)),
+                                 entry)
+            out.append(lax.clamp(zero, wrapped, lax.full_like(entry, max(dim - 1, 0))))
+    return tuple(out)
+
+
+def _dynamic_slice_positions(s: Slice, dim: int, indices: Sequence[Any]) -> Any:
+    """A dynamic slice as the integer array of the positions it covers (its
+    start clamped as the impls do): the same elements, and, as the only
+    array indexer, the same place in the result."""
+    from spec import lax
+    if sum(1 for e in indices if not isinstance(e, Slice) or e.is_dynamic_start) > 1:
+        raise NotImplementedError("discharge_state: a dynamic ref slice together with other "
+                                  "integer indexers is not supported")
+    start = lax.convert_element_type(s.start, np.dtype("int32"))
+    span = s.stride * (s.size - 1) + 1 if s.size else 0
+    first = lax.clamp(lax.full_like(start, 0), start, lax.full_like(start, dim - span))
+    steps = lax.mul(lax.iota(np.dtype("int32"), s.size),
+                    lax.full((s.size,), s.stride, np.dtype("int32")))
+    return lax.add(lax.broadcast_in_dim(first, (s.size,), ()), steps)
+
+
+def _as_value(v: Any, dtype: Any) -> Any:
+    """A written value as the ref's (strong) dtype."""
+    from spec import lax
+    from spec._src.core.interpreter import canonical_aval_of
+    return lax.convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
+
+
+Discharged = tuple[list[Any], list[tuple[int, Any]]]  # (results, (operand, new contents))
+
+
+def _discharge_new_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                       ) -> Discharged:
+    from spec._src.core.interpreter import canonical_aval_of
+    return [_as_value(ins[0], canonical_aval_of(ins[0]).dtype)], []
+
+
+def _discharge_get(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    value, *idx = ins
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    return [value if index is ... else value[index]], []
+
+
+def _discharge_swap(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    value, new, *idx = ins
+    new = _as_value(new, atoms[0].aval.dtype)
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    if index is ...:
+        return [value], [(0, new)]
+    return [value[index]], [(0, value.at[index].set(new))]
+
+
+def _discharge_addupdate(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                         ) -> Discharged:
+    from spec import lax
+    value, new, *idx = ins
+    new = _as_value(new, atoms[0].aval.dtype)
+    index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
+    if index is ...:
+        return [], [(0, lax.add(value, new))]
+    return [], [(0, value.at[index].add(new))]
+
+
+def _discharge_freeze(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    return [ins[0]], []
+
+
+def _discharge_call(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    """A call given refs: a call of the discharged jaxpr, which also returns
+    the refs' final contents."""
+    inner: Jaxpr = params["jaxpr"]
+    new, _ = discharge_state(inner)
+    outs = jit_p.bind(*ins, **{**params, "jaxpr": new,
+                               "donated_invars": (False,) * len(new.invars)})
+    n_out = len(inner.outvars)
+    refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
+    return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
+
+
+_DISCHARGE: dict[str, Any] = {
+    "new_ref": _discharge_new_ref, "get": _discharge_get, "swap": _discharge_swap,
+    "addupdate": _discharge_addupdate, "freeze": _discharge_freeze, "jit": _discharge_call,
+}
+
+
+def register_discharge(name: str, rule: Any) -> None:
+    """Register the discharge rule of a primitive that takes refs (control
+    flow registers its own): ``rule(ins, atoms, params)`` returns the
+    equation's outputs and ``(operand position, final contents)`` pairs."""
+    _DISCHARGE[name] = rule
+
+__all__ = ["addupdate_p", "broadcast_to_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
+           "register_discharge", "swap_p"]

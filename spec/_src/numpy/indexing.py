@@ -1,0 +1,1054 @@
+"""NumPy-style indexing (``x[idx]``, ``x.at[idx].op(...)``) lowered as JAX 0.12 does.
+
+``x[idx]`` tries, in order: a static slice (ints, slices, ``...``, None:
+slice + rev + squeeze + broadcast_in_dim), a dynamic slice (additionally
+scalar integer arrays, unit-step slices: dynamic_slice + rev + squeeze +
+broadcast_in_dim), and otherwise a gather. ``x.at[idx]`` updates lower to
+scatter / scatter-add / scatter-mul / scatter-min / scatter-max with the
+transposed dimension numbers of that gather.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.core.array import Array, host_value
+from spec._src.core.errors import NonConcreteBooleanIndexError
+from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax.indexing import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+)
+
+__all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
+           "diagonal", "diag"]
+
+INDEX_DTYPE = np.dtype(np.int32)
+
+
+def _lax() -> Any:
+    from spec import lax  # primitives of other families land over time
+    return lax
+
+
+# ============================================================ value helpers
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer, np.ndarray))
+
+
+def _concrete(value: np.ndarray, dtype: T.DType, weak: bool) -> Array:
+    return host_value(np.asarray(value).astype(dtype), T.ArrayType(
+        np.shape(value), dtype, weak), "index")
+
+
+def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
+    """``lax.convert_element_type`` as JAX stages it: scalar constants fold
+    (JAX's constant folding), arrays and tracers bind."""
+    from spec._src.lax.structural_api import _convert_element_type
+    from spec._src.lax.structural import convert_element_type_p
+    if isinstance(x, Tracer) or np.ndim(x) > 0:  # only scalar constants fold
+        return _convert_element_type(x, dtype, weak)
+    value, aval = _value_and_aval(x)
+    if (aval.dtype, aval.weak_type) == (dtype, weak):
+        return x if isinstance(x, Array) else _concrete(value, dtype, weak)
+    out = convert_element_type_p.impl(value, new_dtype=dtype, weak_type=weak, sharding=None)[0]
+    return _concrete(out, dtype, weak)
+
+
+def _value_and_aval(x: Any) -> tuple[np.ndarray, T.ArrayType]:
+    from spec._src.core.interpreter import canonical_value
+    return canonical_value(x)
+
+
+def _asarray(x: Any) -> Any:
+    """``jnp.asarray`` of an index: arrays stay, Python/NumPy values become Arrays."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    value, aval = _value_and_aval(np.asarray(x) if isinstance(x, (list, tuple)) else x)
+    return host_value(value, aval, "asarray")
+
+
+def _expand_dims(x: Any, dims: Sequence[int]) -> Any:
+    if not dims:
+        return x
+    shape = list(canonical_aval_of(x).shape)
+    for d in sorted(dims):
+        shape.insert(d, 1)
+    kept = tuple(i for i in range(len(shape)) if i not in set(dims))
+    return _lax().broadcast_in_dim(x, tuple(shape), kept)
+
+
+def _squeeze(x: Any, dims: Sequence[int]) -> Any:
+    return _lax().squeeze(x, tuple(dims)) if dims else x
+
+
+def _broadcast_to(x: Any, shape: T.Shape) -> Any:
+    """``lax.broadcast_to``: leading axes are added, size-1 axes stretch."""
+    old = canonical_aval_of(x).shape
+    if old == tuple(shape):
+        return x
+    lead = len(shape) - len(old)
+    if lead < 0 or any(a not in (1, b) for a, b in zip(old, shape[lead:])):
+        raise ValueError(f"Incompatible types for broadcasting: input shape {old} and "
+                         f"requested shape {tuple(shape)}")
+    return _lax().broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
+
+
+def _broadcast_arrays(arrays: list[Any]) -> list[Any]:
+    shapes = [canonical_aval_of(a).shape for a in arrays]
+    if all(s == shapes[0] for s in shapes):
+        return arrays
+    try:  # NumPy rank promotion; JAX raises ValueError on a mismatch too
+        out_shape = tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}") from None
+    return [_broadcast_to(a, out_shape) for a in arrays]
+
+
+# ================================================================ parsing
+
+
+class _Kind(enum.Enum):
+    NONE = "none"
+    SLICE = "slice"
+    ELLIPSIS = "ellipsis"
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    ARRAY = "array"
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    index: Any
+    kind: _Kind
+    axes: tuple[int, ...]
+
+
+def _dtype_of(x: Any) -> T.DType:
+    return canonical_aval_of(x).dtype if isinstance(x, (Array, Tracer)) else np.asarray(x).dtype
+
+
+def _kind(idx: Any) -> _Kind:
+    if idx is None:
+        return _Kind.NONE
+    if idx is Ellipsis:
+        return _Kind.ELLIPSIS
+    if isinstance(idx, slice):
+        return _Kind.SLICE
+    if isinstance(idx, (bool, np.bool_)):
+        return _Kind.BOOLEAN
+    if isinstance(idx, (int, np.integer)):
+        return _Kind.INTEGER
+    if _is_array(idx):
+        dt = _dtype_of(idx)
+        if T.is_bool(dt):
+            return _Kind.BOOLEAN
+        if T.is_int(dt):
+            return _Kind.ARRAY
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt}")
+    if isinstance(idx, str):
+        raise TypeError(f"JAX does not support string indexing; got idx={idx!r}")
+    if isinstance(idx, Sequence):
+        if not idx:
+            return _Kind.ARRAY
+        dt = np.asarray(idx).dtype
+        if T.is_bool(dt):
+            return _Kind.BOOLEAN
+        if dt.kind in "iu":
+            return _Kind.ARRAY
+        raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {dt}")
+    if isinstance(idx, (float, complex, np.generic)):
+        raise TypeError("Indexer must have integer or boolean type, got indexer with type "
+                        f"{np.dtype(type(idx))}")
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
+                     f"integer or boolean arrays are valid indices. Got {idx}")
+
+
+def _as_tuple(idx: Any) -> tuple[Any, ...]:
+    if isinstance(idx, tuple):
+        return idx
+    if isinstance(idx, Sequence) and not isinstance(idx, str):
+        unpack = any(_is_array(i) and np.ndim(i) != 0 if not isinstance(i, Tracer)
+                     else i.ndim != 0 for i in idx) or any(
+            isinstance(i, (Sequence, slice)) or i is Ellipsis or i is None for i in idx)
+        hint = "arr[tuple(seq)]" if unpack else "arr[array(seq)]"
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not "
+                        f"allowed; use `{hint}` instead of `arr[seq]`. See "
+                        "https://github.com/jax-ml/jax/issues/4564 for more information.")
+    return (idx,)
+
+
+def _ndim(x: Any) -> int:
+    return canonical_aval_of(x).ndim if isinstance(x, (Array, Tracer)) else int(np.ndim(x))
+
+
+def _parse(idx: Any, shape: T.Shape) -> list[_Parsed]:
+    items = _as_tuple(idx)
+    kinds = [_kind(i) for i in items]
+    consumed = [0 if k in (_Kind.NONE, _Kind.ELLIPSIS) else
+                _ndim(i) if k == _Kind.BOOLEAN else 1 for i, k in zip(items, kinds)]
+    ellipses = [n for n, k in enumerate(kinds) if k == _Kind.ELLIPSIS]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if sum(consumed) > len(shape):
+        raise IndexError(f"Too many indices: array is {len(shape)}-dimensional, but "
+                         f"{sum(consumed)} were indexed")
+    if ellipses:
+        consumed[ellipses[0]] = len(shape) - sum(consumed)
+    out, axis = [], 0
+    for i, k, n in zip(items, kinds, consumed):
+        out.append(_Parsed(i, k, tuple(range(axis, axis + n))))
+        axis += n
+    return out
+
+
+def _expand_ellipsis(parsed: list[_Parsed], rank: int) -> list[_Parsed]:
+    out: list[_Parsed] = []
+    used = 0
+    for p in parsed:
+        used += len(p.axes)
+        if p.kind == _Kind.ELLIPSIS:
+            out.extend(_Parsed(slice(None), _Kind.SLICE, (a,)) for a in p.axes)
+        else:
+            out.append(p)
+    out.extend(_Parsed(slice(None), _Kind.SLICE, (a,)) for a in range(used, rank))
+    return out
+
+
+def _static_slice_parts(s: slice) -> bool:
+    return all(v is None or not isinstance(v, Tracer) for v in (s.start, s.stop, s.step))
+
+
+class _NotThisWay(Exception):
+    """This lowering does not apply; try the next one (JAX's TypeError fallbacks)."""
+
+
+# ================================================================ getitem
+
+
+def getitem(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+            fill_value: Any = None) -> Any:
+    """``arr[idx]`` (and ``arr.at[idx].get(...)``) with JAX's lowering."""
+    shape = canonical_aval_of(arr).shape
+    parsed = _parse(idx, shape)
+    parsed_mode = None if mode is None else GatherScatterMode.from_any(mode)
+    slice_ok = parsed_mode in (None, GatherScatterMode.PROMISE_IN_BOUNDS, GatherScatterMode.CLIP)
+    if slice_ok:
+        try:
+            return _static_slice(arr, shape, parsed, parsed_mode)
+        except _NotThisWay:
+            pass
+        try:
+            return _dynamic_slice(arr, shape, parsed)
+        except _NotThisWay:
+            pass
+    return _gather(arr, shape, _expand_bool(parsed, shape), indices_are_sorted=indices_are_sorted,
+                   unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+
+
+def _static_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed],
+                  mode: GatherScatterMode | None) -> Any:
+    for p in parsed:
+        if p.kind in (_Kind.ARRAY, _Kind.BOOLEAN):
+            raise _NotThisWay
+        if p.kind == _Kind.INTEGER and mode != GatherScatterMode.CLIP:
+            size = shape[p.axes[0]]
+            i = int(p.index)
+            if not 0 <= (i + size if i < 0 else i) < size:
+                raise _NotThisWay  # JAX then clamps through dynamic_slice
+        if p.kind == _Kind.SLICE and not _static_slice_parts(p.index):
+            raise _NotThisWay
+    start: list[int] = []
+    limit: list[int] = []
+    strides: list[int] = []
+    rev: list[int] = []
+    squeeze: list[int] = []
+    newaxis: list[int] = []
+    for p in _expand_ellipsis(parsed, len(shape)):
+        if p.kind == _Kind.NONE:
+            newaxis.append(len(start) - len(squeeze) + len(newaxis))
+        elif p.kind == _Kind.INTEGER:
+            (axis,) = p.axes
+            if shape[axis] == 0:
+                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            i = int(p.index)
+            i = min(max(i + shape[axis] if i < 0 else i, 0), shape[axis] - 1)
+            start.append(i)
+            limit.append(i + 1)
+            strides.append(1)
+            squeeze.append(axis)
+        else:
+            (axis,) = p.axes
+            lo, hi, step = _slice_indices(p.index, shape[axis])
+            if step < 0:
+                first = min(shape[axis], hi + 1 + abs(lo - hi - 1) % -step)
+                start.append(first)
+                limit.append(max(first, lo + 1))
+                strides.append(-step)
+                rev.append(axis)
+            else:
+                start.append(lo)
+                limit.append(max(lo, hi))
+                strides.append(step)
+    lax = _lax()
+    trivial = all(s == 1 for s in strides) and all(
+        (a, b) == (0, n) for a, b, n in zip(start, limit, shape))
+    out = arr if trivial else lax.slice(arr, tuple(start), tuple(limit),
+                                        None if all(s == 1 for s in strides) else tuple(strides))
+    if rev:
+        out = lax.rev(out, tuple(rev))
+    out = _squeeze(out, squeeze)
+    return _expand_dims(out, newaxis)
+
+
+def _slice_indices(s: slice, size: int) -> tuple[int, int, int]:
+    try:
+        return s.indices(size)
+    except TypeError as err:
+        raise TypeError(f"slice indices must be integers or None, got {s}") from err
+
+
+def _dynamic_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed]) -> Any:
+    for p in parsed:
+        if p.kind == _Kind.BOOLEAN:
+            raise _NotThisWay
+        if p.kind == _Kind.SLICE and (not _static_slice_parts(p.index)
+                                      or p.index.step not in (None, 1, -1)):
+            raise _NotThisWay
+        if p.kind == _Kind.ARRAY and (isinstance(p.index, Sequence) or _ndim(p.index) != 0):
+            raise _NotThisWay
+    starts: list[Any] = []
+    sizes: list[int] = []
+    rev: list[int] = []
+    squeeze: list[int] = []
+    newaxis: list[int] = []
+    trivial = True
+    for p in _expand_ellipsis(parsed, len(shape)):
+        if p.kind == _Kind.NONE:
+            newaxis.append(len(starts) - len(squeeze) + len(newaxis))
+        elif p.kind in (_Kind.INTEGER, _Kind.ARRAY):
+            trivial = False
+            (axis,) = p.axes
+            if shape[axis] == 0:
+                raise IndexError(f"index is out of bounds for axis {axis} with size 0")
+            starts.append(_asarray(p.index))
+            sizes.append(1)
+            squeeze.append(axis)
+        else:
+            (axis,) = p.axes
+            if p.index != slice(None):
+                trivial = False
+            lo, hi, step = _slice_indices(p.index, shape[axis])
+            if step < 0:
+                first = hi + 1 + abs(lo - hi - 1) % -step
+                starts.append(first)
+                sizes.append(max(0, lo + 1 - first))
+                rev.append(axis)
+            else:
+                starts.append(lo)
+                sizes.append(max(0, hi - lo))
+    if len(starts) > 1:
+        starts = [_convert(s, INDEX_DTYPE) for s in starts]
+    lax = _lax()
+    out = arr if trivial else lax.dynamic_slice(arr, starts, tuple(sizes))
+    if rev:
+        out = lax.rev(out, tuple(rev))
+    out = _squeeze(out, squeeze)
+    return _expand_dims(out, newaxis)
+
+
+def _expand_bool(parsed: list[_Parsed], shape: T.Shape) -> list[_Parsed]:
+    """Concrete boolean masks become integer index arrays (``np.nonzero``)."""
+    out: list[_Parsed] = []
+    for pos, p in enumerate(parsed):
+        if p.kind != _Kind.BOOLEAN:
+            out.append(p)
+            continue
+        if isinstance(p.index, Tracer):
+            raise NonConcreteBooleanIndexError(
+                f"Array boolean indices must be concrete; got {p.index.aval.str_short()}")
+        mask = np.asarray(p.index)
+        if mask.ndim == 0:
+            out.append(_Parsed(bool(mask), p.kind, ()))
+            continue
+        expected = [shape[a] for a in p.axes]
+        if not all(s in (0, e) for s, e in zip(mask.shape, expected)):
+            raise IndexError("boolean index did not match shape of indexed array in index "
+                             f"{pos}: got {mask.shape}, expected {expected}")
+        out.extend(_Parsed(i, _Kind.ARRAY, (a,)) for i, a in zip(np.nonzero(mask), p.axes))
+    return out
+
+
+# ======================================================== gather indexer
+
+
+@dataclass
+class _GatherPlan:
+    slice_shape: list[int]
+    gather_slice_shape: list[int]
+    indices: Any
+    dnums: GatherDimensionNumbers
+    unique: bool
+    reversed_dims: list[int]
+    newaxis_dims: list[int]
+    scalar_bool_dims: list[int]
+
+
+def _normalize(index: Any, size: int) -> Any:
+    """Negative entries count from the end: select_n(index < 0, index, index + size)."""
+    if isinstance(index, (int, np.integer)) and not isinstance(index, np.unsignedinteger):
+        return index + size if index < 0 else index
+    dt = _dtype_of(index)
+    if T.is_unsigned_int(dt):
+        return index
+    lax = _lax()
+    if isinstance(index, np.ndarray):
+        negative: Any = index < 0  # NumPy operands compare eagerly, as in JAX
+    else:
+        negative = lax.lt(index, _concrete(np.asarray(0), dt, True))
+    size_const = np.asarray(size, dtype=dt)
+    return lax.select_n(negative, index, lax.add(index, size_const))
+
+
+def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
+    for pos, p in enumerate(parsed):
+        if p.kind == _Kind.SLICE and not _static_slice_parts(p.index):
+            raise IndexError(
+                "Array slice indices must have static start/stop/step to be used with NumPy "
+                f"indexing syntax. Got {p.index} at position {pos}. To index an array at a "
+                "dynamic position with a static slice size, use lax.dynamic_slice instead.")
+    parsed = [_Parsed(_asarray(p.index), p.kind, p.axes)
+              if isinstance(p.index, Sequence) and not isinstance(p.index, str) else p
+              for p in parsed]
+    advanced_pos = [n for n, p in enumerate(parsed) if p.kind in (_Kind.ARRAY, _Kind.INTEGER)]
+    contiguous = all(b - a == 1 for a, b in zip(advanced_pos, advanced_pos[1:]))
+    parsed = _expand_ellipsis(parsed, len(shape))
+    scalar_bool_dims = [n for n, p in enumerate(parsed) if p.kind == _Kind.BOOLEAN]
+    # Scalar booleans become an axis of size 1 indexed by arange(int(b)).
+    new_shape = list(shape)
+    expanded: list[_Parsed] = []
+    dim = 0
+    for n, p in enumerate(parsed):
+        if p.kind == _Kind.BOOLEAN:
+            new_shape.insert(n, 1)
+            expanded.append(_Parsed(np.arange(int(p.index)), _Kind.ARRAY, (dim,)))
+            dim += 1
+        else:
+            expanded.append(_Parsed(p.index, p.kind, tuple(range(dim, dim + len(p.axes)))))
+            dim += len(p.axes)
+    xshape = tuple(new_shape)
+    normed = [_Parsed(_normalize(p.index, xshape[p.axes[0]]), p.kind, p.axes)
+              if p.kind in (_Kind.ARRAY, _Kind.INTEGER) else p for p in expanded]
+    is_advanced = any(p.kind == _Kind.ARRAY and _ndim(p.index) > 0 for p in normed)
+    adv_arrays: list[Any] = []
+    adv_idx_pos: list[int] = []
+    adv_x_axes: list[int] = []
+    if is_advanced:
+        without_none = [(n, p) for n, p in enumerate(normed) if p.kind != _Kind.NONE]
+        for j, (n, p) in enumerate(without_none):
+            if p.kind in (_Kind.ARRAY, _Kind.INTEGER):
+                adv_arrays.append(_asarray(p.index))
+                adv_idx_pos.append(n)
+                adv_x_axes.append(j)
+    x_axis = y_axis = collapsed_y = 0
+    offset_dims: list[int] = []
+    collapsed: list[int] = []
+    start_map: list[int] = []
+    pieces: list[tuple[Any, int]] = []
+    ind_shape: list[int] = []
+    slice_shape: list[int] = []
+    newaxis_dims: list[int] = []
+    reversed_dims: list[int] = []
+    gshape: list[int] = []
+    lax = _lax()
+    for pos, p in enumerate(normed):
+        if adv_arrays and ((contiguous and pos == adv_idx_pos[0]) or
+                           (not contiguous and pos == 0)):
+            arrays = _broadcast_arrays(adv_arrays)
+            bshape = canonical_aval_of(arrays[0]).shape
+            first = len(ind_shape)
+            pieces.extend((_convert(a, INDEX_DTYPE), first) for a in arrays)
+            ind_shape += bshape
+            start_map.extend(adv_x_axes)
+            collapsed.extend(adv_x_axes)
+            slice_shape.extend(bshape)
+            y_axis += len(bshape)
+            collapsed_y += len(bshape)
+        if pos in adv_idx_pos:
+            x_axis += 1
+            gshape.append(1)
+            continue
+        if p.kind in (_Kind.INTEGER, _Kind.ARRAY):  # a scalar integer index
+            if xshape[x_axis] == 0:
+                raise IndexError(f"index is out of bounds for axis {x_axis} with size 0")
+            pieces.append((_convert(p.index, INDEX_DTYPE), len(ind_shape)))
+            collapsed.append(x_axis)
+            gshape.append(1)
+            start_map.append(x_axis)
+            x_axis += 1
+        elif p.kind == _Kind.NONE:
+            slice_shape.append(1)
+            newaxis_dims.append(y_axis)
+            y_axis += 1
+        else:
+            lo, hi, step = _slice_indices(p.index, xshape[x_axis])
+            size = len(range(lo, hi, step))
+            slice_shape.append(size)
+            if step == 1:
+                if size != xshape[x_axis]:
+                    pieces.append((_convert(lo, INDEX_DTYPE), len(ind_shape)))
+                    start_map.append(x_axis)
+                gshape.append(size)
+                offset_dims.append(collapsed_y)
+            else:
+                iota = lax.iota(INDEX_DTYPE, size)
+                idx = lax.add(_concrete(np.asarray(lo), INDEX_DTYPE, False),
+                              lax.mul(_concrete(np.asarray(step), INDEX_DTYPE, False), iota))
+                if step < 0:
+                    reversed_dims.append(collapsed_y)
+                    idx = lax.rev(idx, (0,))
+                gshape.append(1)
+                pieces.append((idx, len(ind_shape)))
+                start_map.append(x_axis)
+                ind_shape.append(size)
+                collapsed.append(x_axis)
+            collapsed_y += 1
+            y_axis += 1
+            x_axis += 1
+    if not pieces:
+        indices: Any = np.zeros((0,), INDEX_DTYPE)
+    elif len(pieces) == 1:
+        g = pieces[0][0]
+        indices = _expand_dims(g, (canonical_aval_of(g).ndim,))
+    else:
+        full = tuple(ind_shape) + (1,)
+        indices = lax.concatenate([
+            lax.broadcast_in_dim(g, full, tuple(range(i, i + canonical_aval_of(g).ndim)))
+            for g, i in pieces], len(ind_shape))
+    dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
+                                   collapsed_slice_dims=tuple(sorted(collapsed)),
+                                   start_index_map=tuple(start_map))
+    return _GatherPlan(slice_shape, gshape, indices, dnums, not adv_arrays, reversed_dims,
+                       newaxis_dims, scalar_bool_dims)
+
+
+def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sorted: bool,
+            unique_indices: bool, mode: str | GatherScatterMode | None, fill_value: Any) -> Any:
+    plan = _gather_plan(shape, parsed)
+    lax = _lax()
+    if fill_value is not None:
+        if isinstance(fill_value, Tracer):
+            from spec._src.core.errors import ConcretizationTypeError
+            raise ConcretizationTypeError(
+                "fill_value argument to indexed get() must be concrete, got a traced value")
+        if np.ndim(fill_value) != 0:
+            raise ValueError("fill_value argument to indexed get() must be a scalar")
+        if isinstance(fill_value, (np.ndarray, Array)):
+            fill_value = np.asarray(fill_value).item()
+    y = _expand_dims(arr, plan.scalar_bool_dims)
+    aval = canonical_aval_of(y)
+    if 0 in plan.slice_shape:
+        zero = _concrete(np.zeros((), aval.dtype), aval.dtype, False)
+        return lax.broadcast_in_dim(zero, tuple(plan.slice_shape), ())
+    if 0 not in canonical_aval_of(plan.indices).shape:
+        y = lax.gather(y, plan.indices, plan.dnums, plan.gather_slice_shape,
+                       unique_indices=unique_indices or plan.unique,
+                       indices_are_sorted=indices_are_sorted or plan.unique,
+                       mode=mode, fill_value=fill_value)
+    if plan.reversed_dims:
+        y = lax.rev(y, tuple(plan.reversed_dims))
+    return _expand_dims(y, plan.newaxis_dims)
+
+
+# ================================================================ scatter
+
+
+def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
+                    indices_are_sorted: bool, unique_indices: bool,
+                    mode: str | GatherScatterMode | None) -> Any:
+    x_aval = canonical_aval_of(x)
+    if (isinstance(y, int) and not isinstance(y, bool) and T.is_int(x_aval.dtype)
+            and np.iinfo(x_aval.dtype).min <= y <= np.iinfo(x_aval.dtype).max):
+        y = _concrete(np.asarray(y), x_aval.dtype, False)
+    elif not isinstance(y, (Array, Tracer)):
+        y = _asarray(y) if not isinstance(y, T.PYTHON_SCALAR_TYPES) else y
+    _stage_now(y)
+    parsed = _expand_bool(_parse(idx, x_aval.shape), x_aval.shape)
+    plan = _gather_plan(x_aval.shape, parsed)
+    if 0 in plan.slice_shape:
+        return x
+    x2, y2 = _promote(x, y)
+    y2 = _broadcast_to(y2, tuple(plan.slice_shape))
+    y2 = _squeeze(y2, plan.newaxis_dims)
+    lax = _lax()
+    if plan.reversed_dims:
+        y2 = lax.rev(y2, tuple(plan.reversed_dims))
+    x2 = _expand_dims(x2, plan.scalar_bool_dims)
+    dn = plan.dnums
+    sdn = ScatterDimensionNumbers(
+        update_window_dims=dn.offset_dims, inserted_window_dims=dn.collapsed_slice_dims,
+        scatter_dims_to_operand_dims=dn.start_index_map,
+        operand_batching_dims=dn.operand_batching_dims,
+        scatter_indices_batching_dims=dn.start_indices_batching_dims)
+    out = op(x2, plan.indices, y2, sdn, indices_are_sorted=plan.unique or indices_are_sorted,
+             unique_indices=plan.unique or unique_indices, mode=mode)
+    out = _squeeze(out, plan.scalar_bool_dims)
+    return _convert(out, x_aval.dtype, x_aval.weak_type)
+
+
+def _stage_now(v: Any) -> None:
+    """JAX makes the updates array a jaxpr constant as soon as it converts it,
+    before the index arrays; register it now so constvars come in JAX's order."""
+    from spec._src.core.interpreter import JaxprTrace, current_trace
+    trace = current_trace()
+    if isinstance(trace, JaxprTrace) and isinstance(v, Array) and v.ndim > 0:
+        trace.to_atom(v)
+
+
+def _promote(x: Any, y: Any) -> list[Any]:
+    """jnp's promote_dtypes, with constants converted eagerly (JAX folds them)."""
+    dtype, weak = T.result_type_and_weak(x, y)
+    return [_convert(v, dtype, weak) for v in (x, y)]
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional indexed reads and updates."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array: Any, index: Any) -> None:
+        self.array = array
+        self.index = index
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: str | GatherScatterMode | None = None, fill_value: Any = None,
+            out_sharding: Any = None) -> Any:
+        return getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
+                       unique_indices=unique_indices, mode=mode, fill_value=fill_value)
+
+    def _update(self, op_name: str, values: Any, indices_are_sorted: bool,
+                unique_indices: bool, mode: str | GatherScatterMode | None) -> Any:
+        op = getattr(_lax(), op_name)
+        return _scatter_update(self.array, self.index, values, op,
+                               indices_are_sorted=indices_are_sorted,
+                               unique_indices=unique_indices, mode=mode)
+
+    def set(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+            out_sharding: Any = None) -> Any:
+        return self._update("scatter", values, indices_are_sorted, unique_indices, mode)
+
+    def add(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+            out_sharding: Any = None) -> Any:
+        return self._update("scatter_add", values, indices_are_sorted, unique_indices, mode)
+
+    def subtract(self, values: Any, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+                 out_sharding: Any = None) -> Any:
+        return self._update("scatter_sub", values, indices_are_sorted, unique_indices, mode)
+
+    def multiply(self, values: Any, *, indices_are_sorted: bool = False,
+                 unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+                 out_sharding: Any = None) -> Any:
+        return self._update("scatter_mul", values, indices_are_sorted, unique_indices, mode)
+
+    mul = multiply
+
+    def min(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+            out_sharding: Any = None) -> Any:
+        return self._update("scatter_min", values, indices_are_sorted, unique_indices, mode)
+
+    def max(self, values: Any, *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+            out_sharding: Any = None) -> Any:
+        return self._update("scatter_max", values, indices_are_sorted, unique_indices, mode)
+
+
+    def divide(self, values: Any, *, indices_are_sorted: bool = False,
+               unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+               out_sharding: Any = None) -> Any:
+        """``x / d`` where ``d`` is 1 except at the indexed places, which hold the
+        product of their updates (so ints divide into floats, as jnp.divide)."""
+        import spec.numpy as jnp
+        divisor = _scatter_update(jnp.ones_like(self.array), self.index, values,
+                                  _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+                                  unique_indices=unique_indices, mode=mode)
+        return jnp.divide(self.array, divisor)
+
+    def power(self, values: Any, *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
+              out_sharding: Any = None) -> Any:
+        import spec.numpy as jnp
+        exponent = _scatter_update(jnp.ones_like(self.array), self.index, values,
+                                   _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+                                   unique_indices=unique_indices, mode=mode)
+        return jnp.power(self.array, exponent)
+
+    def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
+              unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
+        """``func`` applied at the indexed places, once per time a place is
+        indexed (XLA's scatter applies its combiner once per update).
+
+        JAX stages one scatter whose update_jaxpr is ``func``; here the hit
+        count of every element is scattered first and ``func`` (which must be
+        elementwise, as JAX requires) is applied to the whole array, the result
+        kept where the count is large enough."""
+        import spec.numpy as jnp
+        x = self.array
+        aval = canonical_aval_of(x)
+        counts = _scatter_update(jnp.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
+                                 _lax().scatter_add, indices_are_sorted=indices_are_sorted,
+                                 unique_indices=unique_indices, mode=mode)
+        if isinstance(counts, Tracer):
+            # At most every indexed position hits one element.
+            rounds = int(np.prod(canonical_aval_of(getitem(jnp.zeros(aval.shape, bool),
+                                                           self.index)).shape))
+        else:
+            rounds = int(np.max(np.asarray(counts), initial=0))
+        for i in range(rounds):
+            y = _convert(func(x), aval.dtype, aval.weak_type)
+            x = jnp.where(counts > i, y, x)
+        return x
+
+
+class _IndexUpdateHelper:
+    """The object ``x.at`` returns; ``x.at[idx]`` makes an ``_IndexUpdateRef``."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __getitem__(self, index: Any) -> _IndexUpdateRef:
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self) -> str:
+        return f"_IndexUpdateHelper({self.array!r})"
+
+
+# ================================================================== take
+
+
+def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
+         mode: str | None = None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+    """``jnp.take``: one gather along ``axis`` (of ``a.ravel()`` when None).
+
+    mode None/"fill": negative indices wrap once, out-of-bounds ones fill;
+    "clip": clamp (negative indices are NOT wrapped). Values match JAX; the
+    jaxpr differs in that JAX wraps negatives with a jitted ``where``."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    lax = _lax()
+    indices = _asarray(indices)
+    if axis is None:
+        a = lax.reshape(a, (canonical_aval_of(a).size,))
+        axis = 0
+    shape = canonical_aval_of(a).shape
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {len(shape)}")
+    axis %= len(shape)
+    if mode is None or mode == "fill":
+        gmode = GatherScatterMode.FILL_OR_DROP
+        indices = _normalize(indices, shape[axis])
+    elif mode == "clip":
+        gmode = GatherScatterMode.CLIP
+    elif mode in ("raise", "wrap"):
+        raise NotImplementedError(f"The {mode!r} mode to jnp.take is not supported.")
+    else:
+        raise ValueError(f"Invalid mode '{mode}' for np.take")
+    ishape = canonical_aval_of(indices).shape
+    sizes = list(shape)
+    if sizes[axis] == 0:
+        if 0 not in ishape and ishape != ():
+            raise IndexError("Cannot do a non-empty jnp.take() from an empty axis.")
+        return a
+    sizes[axis] = 1
+    nd = len(ishape)
+    dnums = GatherDimensionNumbers(
+        offset_dims=tuple(range(axis)) + tuple(range(axis + nd, len(shape) + nd - 1)),
+        collapsed_slice_dims=(axis,), start_index_map=(axis,))
+    return lax.gather(a, _expand_dims(indices, (nd,)), dnums, tuple(sizes), mode=gmode,
+                      unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                      fill_value=fill_value)
+
+
+# ======================================================== take_along_axis
+
+
+def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = None,
+                        fill_value: Any = None) -> Any:
+    from spec._src.numpy.util import check_arraylike
+    lax = _lax()
+    check_arraylike("take_along_axis", arr, indices)
+    a, idx = _asarray(arr), _asarray(indices)
+    idx_aval = canonical_aval_of(idx)
+    if not T.is_int(idx_aval.dtype):
+        raise TypeError("take_along_axis indices must be of integer type, got "
+                        f"{idx_aval.dtype}")
+    if axis is None:
+        if idx_aval.ndim != 1:
+            raise ValueError("take_along_axis indices must be 1D if axis=None, got shape "
+                             f"{idx_aval.shape}")
+        a = lax.reshape(a, (canonical_aval_of(a).size,))
+        axis = 0
+    shape = canonical_aval_of(a).shape
+    rank = len(shape)
+    if rank != idx_aval.ndim:
+        raise ValueError("indices and arr must have the same number of dimensions; "
+                         f"{idx_aval.ndim} vs. {rank}")
+    ax = _canonical_axis(axis, rank)
+    arr_shape = tuple(1 if d == ax else n for d, n in enumerate(shape))
+    try:
+        out_shape = tuple(int(d) for d in np.broadcast_shapes(idx_aval.shape, arr_shape))
+    except ValueError:
+        raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                         f"{[idx_aval.shape, arr_shape]}") from None
+    if shape[ax] == 0:
+        return lax.full(out_shape, 0, canonical_aval_of(a).dtype)
+    idx = _broadcast_to(idx, out_shape)
+    # Every other axis is indexed by its own position (0 where arr has size 1).
+    grid: list[Any] = []
+    for d in range(rank):
+        if d == ax:
+            grid.append(idx)
+        else:
+            pos = np.arange(out_shape[d]) if shape[d] != 1 else np.zeros(out_shape[d], int)
+            grid.append(np.broadcast_to(pos.reshape([-1 if e == d else 1
+                                                     for e in range(rank)]), out_shape))
+    gmode = "fill" if mode is None else mode
+    return getitem(a, tuple(grid), mode=gmode, fill_value=fill_value)
+
+
+def _canonical_axis(axis: Any, ndim: int) -> int:
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a + ndim if a < 0 else a
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
+                    fill_value: Any = None) -> Any:
+    """``arr`` gathered at ``indices`` along ``axis``; negative indices wrap
+    once and out-of-bounds ones give ``fill_value`` (NaN for inexact types),
+    unless mode="clip". Values match JAX; the gather is built differently."""
+    return _take_along_axis_fn(arr, indices, axis, mode, fill_value)
+
+
+# ============================================================ nonzero & co
+
+
+def _nonzero_dtype(fill_value: Any) -> T.DType:
+    import spec._src.core.tree_util as tu
+    leaves = tu.tree_leaves(fill_value)
+    return T.result_type_and_weak(np.zeros((), T.default_int()), *leaves)[0]
+
+
+def _fill_per_dim(fill_value: Any, nd: int) -> list[Any]:
+    if fill_value is None:
+        return [0] * nd
+    if np.ndim(fill_value) == 0 and not isinstance(fill_value, (tuple, list)):
+        return [fill_value] * nd
+    fills = list(fill_value)
+    if len(fills) != nd:
+        raise ValueError(f"fill_value must be a scalar or a tuple of length {nd}; got "
+                         f"{fill_value}")
+    return fills
+
+
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Any, ...]:
+    """Indices of the non-zero entries, one int array per axis. Without
+    ``size`` the input must be concrete; with it the result is truncated or
+    padded with ``fill_value`` (0 by default) to ``size`` entries."""
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike("nonzero", a)
+    arr = _asarray(a)
+    aval = canonical_aval_of(arr)
+    if aval.ndim == 0:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "jnp.atleast_1d(scalar).nonzero() instead.")
+    if size is None and isinstance(arr, Tracer):
+        from spec._src.core.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {aval}\n"
+            "The size argument of jnp.nonzero must be statically specified to use "
+            "jnp.nonzero within JAX transformations.")
+    dtype = _nonzero_dtype(fill_value)
+    fills = _fill_per_dim(fill_value, aval.ndim)
+    if aval.size == 0:
+        fills = [0] * aval.ndim  # JAX ignores fill_value for an empty input
+    if isinstance(arr, Tracer) or any(isinstance(f, Tracer) for f in fills):
+        return _nonzero_traced(arr, int(size), fills, dtype)  # type: ignore[arg-type]
+    coords = np.nonzero(np.asarray(arr))
+    n = len(coords[0]) if size is None else int(size)
+    out = []
+    for c, f in zip(coords, fills):
+        col = np.full(n, np.asarray(f).astype(dtype), dtype=dtype)
+        k = min(n, len(c))
+        col[:k] = c[:k]
+        out.append(_concrete(col, dtype, False))
+    return tuple(out)
+
+
+def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tuple[Any, ...]:
+    """nonzero with a static size, from primitives: the k-th non-zero flat
+    position is scattered to slot k, then unravelled; unused slots are filled."""
+    import spec.numpy as jnp
+    lax = _lax()
+    aval = canonical_aval_of(arr)
+    flat = lax.reshape(arr, (aval.size,))
+    mask = flat if aval.dtype == T.bool_ else jnp.not_equal(flat, 0)
+    slot = jnp.cumsum(mask.astype(INDEX_DTYPE)) - 1
+    slot = jnp.where(mask, slot, size)  # zeros land past the end and are dropped
+    positions = jnp.zeros((size,), INDEX_DTYPE).at[slot].set(
+        jnp.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
+    valid = jnp.arange(size, dtype=INDEX_DTYPE) < jnp.sum(mask.astype(INDEX_DTYPE))
+    out = []
+    stride = aval.size
+    for dim, f in zip(aval.shape, fills):
+        stride //= max(dim, 1)
+        coord = (positions // max(stride, 1)) % max(dim, 1)
+        out.append(jnp.where(valid, coord.astype(dtype), jnp.asarray(f).astype(dtype)))
+    return tuple(out)
+
+
+def _where_one_arg(condition: Any, size: int | None = None, fill_value: Any = None
+                   ) -> tuple[Any, ...]:
+    """``jnp.where(condition)``: the same as ``jnp.nonzero(condition)``."""
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike("where", condition)
+    return nonzero(condition, size=size, fill_value=fill_value)
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    from spec._src.numpy.shape import ravel
+    return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """One row of indices per non-zero entry: shape (count, a.ndim)."""
+    import spec.numpy as jnp
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike("argwhere", a)
+    nd = canonical_aval_of(_asarray(a)).ndim
+    result = jnp.transpose(jnp.vstack(nonzero(jnp.atleast_1d(a), size=size,
+                                              fill_value=fill_value)))
+    rows = canonical_aval_of(result).shape[0]
+    if nd == 0:
+        return result[:0].reshape(rows, 0)
+    return result.reshape(rows, nd)
+
+
+# ============================================================ diagonal / diag
+
+
+def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    import spec.numpy as jnp
+    shape = canonical_aval_of(a).shape
+    nd = len(shape)
+    if nd < 2:
+        raise ValueError("diagonal requires an array of at least two dimensions.")
+    a1, a2 = _canonical_axis(axis1, nd), _canonical_axis(axis2, nd)
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    moved = jnp.moveaxis(a, (a1, a2), (-2, -1))
+    n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
+    i = jnp.arange(n)
+    j = jnp.arange(abs(offset), abs(offset) + n)
+    return moved[..., i, j] if offset >= 0 else moved[..., j, i]
+
+
+def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
+    import operator
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike("diagonal", a)
+    if isinstance(offset, Tracer):
+        from spec._src.core.errors import ConcretizationTypeError
+        raise ConcretizationTypeError("Abstract tracer value encountered where concrete "
+                                      "value is expected: 'offset' argument of "
+                                      "jnp.diagonal()")
+    return _jit_named("diagonal", _diagonal_fn, ("offset", "axis1", "axis2"))(
+        _asarray(a), offset=operator.index(offset), axis1=axis1, axis2=axis2)
+
+
+def _diag_fn(v: Any, k: int = 0) -> Any:
+    import spec.numpy as jnp
+    lax = _lax()
+    shape = canonical_aval_of(v).shape
+    if len(shape) == 1:
+        zero = lax.full_like(v, 0, shape=())
+        n = shape[0] + abs(k)
+        v = lax.pad(v, zero, ((max(0, -k), max(0, k), 0),))
+        return jnp.where(jnp.eye(n, k=k, dtype=bool), v[:, None], zero)
+    if len(shape) == 2:
+        return diagonal(v, offset=k)
+    raise ValueError("diag input must be 1d or 2d")
+
+
+def diag(v: Any, k: int = 0) -> Any:
+    """A 1-D input becomes a matrix with it on diagonal ``k``; a 2-D input
+    gives its ``k``-th diagonal."""
+    import operator
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike("diag", v)
+    return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))
+
+
+_JITS: dict[str, Callable[..., Any]] = {}
+
+
+def _jit_named(name: str, fn: Callable[..., Any], statics: tuple[str, ...]
+               ) -> Callable[..., Any]:
+    """One persistent jitted function per name (a visible ``jit`` named as JAX's)."""
+    if name not in _JITS:
+        from spec._src.api.jit import jit
+        fn.__name__ = fn.__qualname__ = name
+        _JITS[name] = jit(fn, static_argnames=statics)
+    return _JITS[name]
+
+
+# ======================================================== array methods
+
+
+def _getitem_method(self: Any, idx: Any) -> Any:
+    return getitem(self, idx)
+
+
+def _at_property(self: Any) -> _IndexUpdateHelper:
+    return _IndexUpdateHelper(self)
+
+
+def _nonzero_method(self: Any, *, size: int | None = None, fill_value: Any = None
+                    ) -> tuple[Any, ...]:
+    return nonzero(self, size=size, fill_value=fill_value)
+
+
+def _diagonal_method(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return diagonal(self, offset, axis1, axis2)
+
+
+def _install_array_methods() -> None:
+    for cls in (Array, Tracer):
+        setattr(cls, "__getitem__", _getitem_method)
+        setattr(cls, "at", property(_at_property))
+        setattr(cls, "nonzero", _nonzero_method)
+        setattr(cls, "diagonal", _diagonal_method)
+
+
+_install_array_methods()

@@ -1,0 +1,1406 @@
+"""Elementwise jnp functions: dtype promotion, rank promotion, then lax.
+
+Each function emits the primitives JAX 0.12's jnp emits for it, including
+the nested ``jit`` equations of the jnp functions JAX stages with a plain
+``@jit`` (floor_divide, remainder, fmod, trunc, round, isinf, clip, where's
+``_where``, ...). Functions JAX marks ``inline`` leave no ``jit`` equation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import operator
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from spec import lax
+from spec._src.core import types as T
+from spec._src.api.jit import jit
+from spec._src.core.array import host_constant, Array, from_numpy
+from spec._src.core.config import config
+from spec._src.core.interpreter import Tracer, canonical_aval_of, is_concrete
+from spec._src.lax import elementwise as E
+from spec._src.numpy.util import (
+    _agree,
+    check_arraylike,
+    check_for_prngkeys,
+    promote_dtypes,
+    python_scalar_operand,
+    to_weak_or_strong,
+)
+
+Fn = Callable[..., Any]
+
+# ================================================================== helpers
+
+
+def _aval(x: Any) -> T.ArrayType:
+    return canonical_aval_of(x)
+
+
+def _dtype(x: Any) -> T.DType:
+    return _aval(x).dtype
+
+
+def _const(x: Any, value: Any) -> np.ndarray:
+    """A strong constant of ``x``'s dtype (a literal when traced)."""
+    return np.asarray(value, dtype=_dtype(x))
+
+
+def _like(x: Any, value: Any) -> Any:
+    """A scalar of ``x``'s dtype and weak type (weak results stay weak)."""
+    aval = _aval(x)
+    return to_weak_or_strong(float(value), aval.dtype, aval.weak_type)
+
+
+def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
+    """``lax.full_like``: without a dtype, the result keeps x's weak type."""
+    aval = _aval(x)
+    scalar = host_constant(np.asarray(value, dtype=aval.dtype if dtype is None else dtype),
+                           weak_type=dtype is None and aval.weak_type)
+    if not aval.shape:
+        return scalar
+    return lax.broadcast_in_dim(scalar, aval.shape, ())
+
+
+def _broadcast_shapes_np(fun_name: str, shapes: list[T.Shape]) -> T.Shape:
+    """NumPy broadcasting of shapes (right-aligned); ValueError if impossible."""
+    rank = builtins.max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+    out: list[int] = []
+    for dims in zip(*padded):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def _broadcast_to_rank(x: Any, rank: int) -> Any:
+    aval = _aval(x)
+    lead = rank - aval.ndim
+    if lead == 0:
+        return x
+    return lax.broadcast_in_dim(x, (1,) * lead + aval.shape, tuple(range(lead, rank)))
+
+
+def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
+    """Rank promotion: operands of different non-zero ranks get leading size-1
+    axes (a ``broadcast_in_dim``); rank-0 operands are left to lax."""
+    if len(args) < 2:
+        return list(args)
+    if all(isinstance(a, (Array, Tracer)) for a in args) and len(
+            {len(a.aval.shape) for a in args} - {0}) < 2:
+        return list(args)  # equal ranks, or only rank-0 beside them: lax broadcasts
+    shapes = [_aval(a).shape for a in args]
+    if all(len(s) == len(shapes[0]) for s in shapes[1:]):
+        return list(args)
+    if len({len(s) for s in shapes if s}) < 2:
+        return list(args)
+    mode = config.jax_numpy_rank_promotion
+    if mode != "allow":
+        msg = (f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+               f"{' '.join(map(str, shapes))}.")
+        if mode == "raise":
+            raise ValueError(f"Operands could not be broadcast together for {fun_name} on "
+                             f"shapes {' '.join(map(str, shapes))} and with the config "
+                             "option jax_numpy_rank_promotion='raise'.")
+        warnings.warn(msg, stacklevel=3)
+    rank = len(_broadcast_shapes_np(fun_name, shapes))
+    return [_broadcast_to_rank(a, rank) for a in args]
+
+
+def _result(args: tuple[Any, ...]) -> tuple[T.DType, bool]:
+    return T.result_type_and_weak(*args)
+
+
+def _convert_all(args: tuple[Any, ...], dtype: T.DType, weak: bool) -> list[Any]:
+    return [to_weak_or_strong(a, dtype, weak) for a in _varying_alike(args)]
+
+
+def _varying_alike(args: Sequence[Any]) -> Sequence[Any]:
+    """Inside shard_map operands are cast to the common varying axes before
+    their dtypes are promoted, as JAX stages it."""
+    from spec._src.core.interpreter import _insert_pvary
+    from spec._src.core.sharding import _context
+    return _insert_pvary(args) if _context.in_manual else args
+
+
+# JAX's ``promote_dtypes``: every operand converts to the common (dtype, weak
+# type); e.g. two weak bools both become strong bools.
+_promote_dtypes = promote_dtypes
+
+
+def _promote_dtypes_inexact(*args: Any) -> list[Any]:
+    """Promote, then map integer/bool results to a float (int8..int32 ->
+    float32, int64 -> float64), keeping the weak flag."""
+    dtype, weak = _result(args)
+    return _convert_all(args, _to_inexact(dtype), weak)
+
+
+def _promote_dtypes_numeric(*args: Any) -> list[Any]:
+    """Promote, then map a bool result to int32 (JAX's choice, x64 or not)."""
+    dtype, weak = _result(args)
+    return _convert_all(args, T.int32 if dtype == T.bool_ else dtype, weak)
+
+
+def _to_inexact(dt: T.DType) -> T.DType:
+    if T.is_inexact(dt):
+        return dt
+    if dt in (T.int64, T.uint64):
+        return T.float64
+    return T.float32
+
+
+# A Python scalar beside an array of its kind or a wider one (int beside
+# int/float/complex arrays, float beside float/complex ones, complex beside
+# complex ones) takes the array's dtype and weak type: the lattice join is the
+# array's own type, so the general promotion can be skipped.
+_SCALAR_FITS: dict[type, Callable[[T.DType], bool]] = {
+    int: lambda d: T.is_int(d) or T.is_inexact(d),
+    float: T.is_inexact,
+    complex: T.is_complex,
+}
+
+
+def _array_and_scalar(args: tuple[Any, ...]) -> list[Any] | None:
+    if len(args) != 2:
+        return None
+    a, b = args
+    if isinstance(a, (Array, Tracer)) and type(b) in _SCALAR_FITS:
+        array, scalar, array_first = a, b, True
+    elif isinstance(b, (Array, Tracer)) and type(a) in _SCALAR_FITS:
+        array, scalar, array_first = b, a, False
+    else:
+        return None
+    aval = array.aval
+    if not _SCALAR_FITS[type(scalar)](aval.dtype) or aval.vma:
+        return None
+    converted = python_scalar_operand(scalar, aval.dtype, aval.weak_type)
+    return [array, converted] if array_first else [converted, array]
+
+
+def promote_args(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True):
+        return list(args)  # one dtype, weak type and rank already: nothing to do
+    fast = _array_and_scalar(args)
+    if fast is not None:
+        return fast
+    check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True) and T.is_inexact(args[0].aval.dtype):
+        return list(args)
+    check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
+    if _agree(args, same_rank=True) and args[0].aval.dtype != T.bool_:
+        return list(args)
+    check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
+    return _promote_shapes(fun_name, *_promote_dtypes_numeric(*args))
+
+
+def _as_array(x: Any) -> Any:
+    """``lax.asarray``: Python scalars become weak arrays; arrays pass through."""
+    if T.is_python_scalar(x):
+        aval = T.value_type(x)
+        return to_weak_or_strong(x, aval.dtype, aval.weak_type)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(x)  # canonical dtype, strong
+    return x
+
+
+def _named_jit(name: str, fn: Fn, **kw: Any) -> Any:
+    """A module-level jitted helper whose equation is named ``name``, as the
+    jnp function JAX stages under ``@jit``; one Jitted object per function so
+    its cache (and shared-jaxpr printing) persists across calls."""
+    fn.__name__ = fn.__qualname__ = name
+    return jit(fn, **kw)
+
+
+def _is_complex(x: Any) -> bool:
+    return T.is_complex(_dtype(x))
+
+
+def _to_bool(x: Any) -> Any:
+    return x if _dtype(x) == T.bool_ else lax.ne(x, _const(x, 0))
+
+
+# ============================================================== where / select
+
+def _where_impl(condition: Any, x: Any, y: Any) -> Any:
+    check_arraylike("where", condition, x, y)
+    if _dtype(condition) != T.bool_:
+        condition = lax.ne(condition, _const(condition, 0))
+    x, y = _promote_dtypes(x, y)
+    if not _aval(condition).shape:
+        x, y = _broadcast_arrays(x, y)
+    else:
+        condition, x, y = _broadcast_arrays(condition, x, y)
+    if 0 in _aval(x).shape:
+        return x  # nothing to select from: JAX returns the (empty) x unchanged
+    return lax.select(condition, x, y)
+
+
+_where = _named_jit("_where", _where_impl)
+
+
+def _broadcast_arrays(*args: Any) -> list[Any]:
+    shapes = [_aval(a).shape for a in args]
+    if all(s == shapes[0] for s in shapes):
+        return [_as_array(a) for a in args]
+    shape = _broadcast_shapes_np("broadcast_arrays", shapes)
+    from spec._src.lax.sharding_kit import broadcast_shardings
+    sharding = broadcast_shardings(*(_aval(a) for a in args))
+    return [_broadcast_to(a, shape, sharding) for a in args]
+
+
+def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
+    aval = _aval(x)
+    if aval.shape == shape:
+        return _as_array(x)
+    lead = len(shape) - aval.ndim
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
+                                out_sharding=sharding)
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
+    With only ``condition``, the indices of its nonzero elements."""
+    if x is None and y is None:
+        from spec._src.numpy.indexing import _where_one_arg
+        return _where_one_arg(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    return _where(condition, x, y)
+
+
+# ============================================================ arithmetic
+
+
+def add(x: Any, y: Any, /) -> Any:
+    a, b = promote_args("add", x, y)
+    return lax.bitwise_or(a, b) if _dtype(a) == T.bool_ else lax.add(a, b)
+
+
+def subtract(x: Any, y: Any, /) -> Any:
+    return lax.sub(*promote_args("subtract", x, y))
+
+
+def multiply(x: Any, y: Any, /) -> Any:
+    a, b = promote_args("multiply", x, y)
+    return lax.bitwise_and(a, b) if _dtype(a) == T.bool_ else lax.mul(a, b)
+
+
+def true_divide(x1: Any, x2: Any, /) -> Any:
+    """Division in a float dtype: integer and bool operands convert first."""
+    return lax.div(*promote_args_inexact("true_divide", x1, x2))
+
+
+def divide(x1: Any, x2: Any, /) -> Any:
+    return true_divide(x1, x2)
+
+
+def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
+    # CPython's float divmod: rem, correct toward floor, round the quotient.
+    mod = lax.rem(x1, x2)
+    corrected = _where(equal(x2, 0), x1, lax.sub(x1, mod))
+    div = lax.div(corrected, x2)
+    ind = lax.bitwise_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
+    mod = lax.select(ind, mod + x2, mod)
+    div = lax.select(ind, div - 1.0, div)
+    return lax.round(div), mod
+
+
+def _floor_divide_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_numeric("floor_divide", x1, x2)
+    dt = _dtype(x1)
+    if T.is_unsigned_int(dt):
+        return lax.div(x1, x2)
+    if T.is_int(dt):
+        quotient = lax.div(x1, x2)
+        select = logical_and(not_equal(lax.sign(x1), lax.sign(x2)),
+                             not_equal(lax.rem(x1, x2), 0))
+        return _where(select, quotient - 1, quotient)
+    if T.is_complex(dt):
+        raise TypeError("floor_divide does not support complex-valued inputs")
+    return _float_divmod(x1, x2)[0]
+
+
+_floor_divide = _named_jit("floor_divide", _floor_divide_impl)
+
+
+def floor_divide(x1: Any, x2: Any, /) -> Any:
+    """Quotient rounded toward -inf (Python's ``//``)."""
+    check_arraylike("floor_divide", x1, x2)
+    return _floor_divide(x1, x2)
+
+
+def _remainder_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_numeric("remainder", x1, x2)
+    zero = _const(x1, 0)
+    if T.is_int(_dtype(x2)):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    trunc_mod = lax.rem(x1, x2)
+    nonzero = lax.ne(trunc_mod, zero)
+    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)), nonzero)
+    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+
+
+_remainder = _named_jit("remainder", _remainder_impl)
+
+
+def remainder(x1: Any, x2: Any, /) -> Any:
+    """Remainder with the divisor's sign (Python's ``%``); ``x % 0`` is 0 for ints."""
+    check_arraylike("remainder", x1, x2)
+    return _remainder(x1, x2)
+
+
+def mod(x1: Any, x2: Any, /) -> Any:
+    return remainder(x1, x2)
+
+
+def _fmod_impl(x1: Any, x2: Any) -> Any:
+    if T.is_int(T.result_type(x1, x2)):
+        x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
+    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+
+
+_fmod = _named_jit("fmod", _fmod_impl)
+
+
+def fmod(x1: Any, x2: Any, /) -> Any:
+    """Remainder with the dividend's sign (C fmod)."""
+    check_arraylike("fmod", x1, x2)
+    return _fmod(x1, x2)
+
+
+def _divmod_impl(x1: Any, x2: Any) -> tuple[Any, Any]:
+    x1, x2 = promote_args_numeric("divmod", x1, x2)
+    if T.is_int(_dtype(x1)):
+        return floor_divide(x1, x2), remainder(x1, x2)
+    return _float_divmod(x1, x2)
+
+
+_divmod = _named_jit("divmod", _divmod_impl)
+
+
+def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
+    check_arraylike("divmod", x1, x2)
+    return _divmod(x1, x2)  # type: ignore[no-any-return]
+
+
+def _pow_int_int(x1: Any, x2: Any) -> Any:
+    """Integer power by 6 rounds of binary exponentiation (more would
+    overflow for any base > 1), as JAX does."""
+    zero, one = _const(x2, 0), _const(x2, 1)
+    acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    for _ in range(6):
+        acc = _where(lax.bitwise_and(x2, one), lax.mul(acc, x1), acc)
+        x1 = lax.mul(x1, x1)
+        x2 = lax.shift_right_logical(x2, one)
+    return acc
+
+
+def power(x1: Any, x2: Any, /) -> Any:
+    """x1 ** x2. A concrete integer exponent is an ``integer_pow``; integer
+    operands use binary exponentiation; a float/complex base keeps an
+    integer exponent unconverted (``pow`` accepts it)."""
+    check_arraylike("power", x1, x2)
+    if is_concrete(x2) and not isinstance(x2, (bool, np.bool_)):
+        try:
+            y = operator.index(x2)
+        except TypeError:
+            pass
+        else:
+            (base,) = _promote_dtypes_numeric(x1)
+            return lax.integer_pow(base, y)
+    a, b = _promote_shapes("power", x1, x2)
+    a_, b_ = promote_args_numeric("power", a, b)
+    if T.is_int(_dtype(a_)):
+        return _pow_int_int(a_, b_)
+    if T.is_inexact(_dtype(a)) and T.is_int(_dtype(b)):
+        return lax.pow(a, b)
+    return lax.pow(a_, b_)
+
+
+def pow(x1: Any, x2: Any, /) -> Any:
+    return power(x1, x2)
+
+
+def float_power(x1: Any, x2: Any, /) -> Any:
+    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+
+
+def negative(x: Any, /) -> Any:
+    return lax.neg(*promote_args("negative", x))
+
+
+def positive(x: Any, /) -> Any:
+    (a,) = promote_args("positive", x)
+    return _as_array(a)
+
+
+def sign(x: Any, /) -> Any:
+    return lax.sign(*promote_args("sign", x))
+
+
+def square(x: Any, /) -> Any:
+    check_arraylike("square", x)
+    (a,) = _promote_dtypes_numeric(x)
+    return lax.square(a)
+
+
+def reciprocal(x: Any, /) -> Any:
+    check_arraylike("reciprocal", x)
+    (a,) = _promote_dtypes_inexact(x)
+    return lax.integer_pow(a, -1)
+
+
+def absolute(x: Any, /) -> Any:
+    """|x|; bool and unsigned operands are returned unchanged."""
+    check_arraylike("absolute", x)
+    dt = _dtype(x)
+    return _as_array(x) if dt == T.bool_ or T.is_unsigned_int(dt) else lax.abs(x)
+
+
+def abs(x: Any, /) -> Any:
+    return absolute(x)
+
+
+def fabs(x: Any, /) -> Any:
+    check_arraylike("fabs", x)
+    if _is_complex(x):
+        raise TypeError("ufunc 'fabs' does not support complex dtypes")
+    return lax.abs(*promote_args_inexact("fabs", x))
+
+
+def maximum(x: Any, y: Any, /) -> Any:
+    return lax.max(*promote_args("maximum", x, y))
+
+
+def minimum(x: Any, y: Any, /) -> Any:
+    return lax.min(*promote_args("minimum", x, y))
+
+
+def _fmax_impl(x1: Any, x2: Any) -> Any:
+    return where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
+
+
+def _fmin_impl(x1: Any, x2: Any) -> Any:
+    return where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
+
+
+_fmax = _named_jit("fmax", _fmax_impl)
+_fmin = _named_jit("fmin", _fmin_impl)
+
+
+def fmax(x1: Any, x2: Any, /) -> Any:
+    """Maximum that ignores nan where the other operand is a number."""
+    check_arraylike("fmax", x1, x2)
+    return _fmax(x1, x2)
+
+
+def fmin(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("fmin", x1, x2)
+    return _fmin(x1, x2)
+
+
+def nextafter(x1: Any, x2: Any, /) -> Any:
+    return lax.nextafter(*promote_args_inexact("nextafter", x1, x2))
+
+
+def _heaviside_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes_inexact(x1, x2)
+    zero = _lax_const(x1, 0)
+    return _where(lax.lt(x1, zero), zero,
+                  _where(lax.gt(x1, zero), _lax_const(x1, 1),
+                         _where(lax.ne(x1, x1), x1, x2)))
+
+
+def _lax_const(x: Any, value: Any) -> Any:
+    """A constant of ``x``'s dtype as JAX's ``lax._const`` makes it: weak when
+    ``x`` is a weak rank-0 value, strong otherwise (also for weak arrays)."""
+    aval = _aval(x)
+    if aval.weak_type and not aval.shape:
+        return to_weak_or_strong(float(value), aval.dtype, True)
+    return _const(x, value)
+
+
+_heaviside = _named_jit("heaviside", _heaviside_impl)
+
+
+def heaviside(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("heaviside", x1, x2)
+    return _heaviside(x1, x2)
+
+
+def _clip_impl(arr: Any, /, min: Any = None, max: Any = None) -> Any:
+    """Clamp ``arr`` to [min, max] (either bound may be None)."""
+    check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
+    if min is not None:
+        arr = maximum(min, arr)
+    if max is not None:
+        arr = minimum(max, arr)
+    return _as_array(arr)
+
+
+# Jitted as called: bounds passed by keyword are the call's keyword operands
+# (after the positional ones, by name), as JAX's jitted jnp.clip stages them.
+clip = _named_jit("clip", _clip_impl)
+
+
+# ============================================================ rounding
+
+
+def floor(x: Any, /) -> Any:
+    check_arraylike("floor", x)
+    if not T.is_inexact(_dtype(x)):
+        return _as_array(x)
+    return lax.floor(*promote_args_inexact("floor", x))
+
+
+def ceil(x: Any, /) -> Any:
+    check_arraylike("ceil", x)
+    if not T.is_inexact(_dtype(x)):
+        return _as_array(x)
+    return lax.ceil(*promote_args_inexact("ceil", x))
+
+
+def _trunc_impl(x: Any) -> Any:
+    if not T.is_inexact(_dtype(x)):
+        return _as_array(x)
+    return where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+_trunc = _named_jit("trunc", _trunc_impl)
+
+
+def trunc(x: Any) -> Any:
+    """Round toward zero."""
+    check_arraylike("trunc", x)
+    return _trunc(x)
+
+
+def _round_impl(a: Any, decimals: int = 0) -> Any:
+    check_arraylike("round", a)
+    dt = _dtype(a)
+    if T.is_int(dt):
+        if decimals < 0:
+            raise NotImplementedError("integer np.round not implemented for decimals < 0")
+        return _as_array(a)
+    if dt == T.bool_:
+        raise ValueError(f"data type {dt!r} not compatible with finfo (round needs a "
+                         "float or integer operand)")
+
+    def round_float(x: Any) -> Any:
+        if decimals == 0:
+            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        narrow = _dtype(x) == T.float16
+        x = lax.convert_element_type(x, np.float32) if narrow else x
+        factor = _const(x, 10 ** decimals)
+        out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN),
+                      factor)
+        return lax.convert_element_type(out, np.float16) if narrow else out
+
+    real_dt = {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
+    # ml_dtypes.finfo also knows bfloat16 and the float8s (np.finfo does not).
+    if decimals > np.log10(float(ml_dtypes.finfo(real_dt).max)):  # type: ignore[no-untyped-call]
+        return _as_array(a)
+    if T.is_complex(dt):
+        return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
+    return round_float(a)
+
+
+_round = _named_jit("round", _round_impl, static_argnames=("decimals",))
+
+
+def round(a: Any, decimals: int = 0, out: None = None) -> Any:
+    """Round half to even, to ``decimals`` decimal places."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
+    return _round(a, decimals=decimals)
+
+
+def _around_impl(a: Any, decimals: int = 0) -> Any:
+    return round(a, decimals)
+
+
+_around = _named_jit("around", _around_impl, static_argnames=("decimals",))
+
+
+def around(a: Any, decimals: int = 0, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.around is not supported.")
+    return _around(a, decimals=decimals)
+
+
+def _rint_impl(x: Any) -> Any:
+    check_arraylike("rint", x)
+    dt = _dtype(x)
+    if not T.is_inexact(dt):
+        return lax.convert_element_type(x, T.default_float())
+    if T.is_complex(dt):
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+_rint = _named_jit("rint", _rint_impl)
+
+
+def rint(x: Any, /) -> Any:
+    """Round half to even; integer and bool operands become the default float."""
+    return _rint(x)
+
+
+# ============================================================ predicates
+
+
+def isfinite(x: Any, /) -> Any:
+    check_arraylike("isfinite", x)
+    dt = _dtype(x)
+    if T.is_float(dt):
+        return lax.is_finite(x)
+    if T.is_complex(dt):
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    return _full_like(x, True, T.bool_)
+
+
+def isnan(x: Any, /) -> Any:
+    check_arraylike("isnan", x)
+    return lax.ne(x, x)
+
+
+def _isinf_impl(x: Any) -> Any:
+    dt = _dtype(x)
+    if T.is_float(dt):
+        if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
+            return _full_like(x, False, T.bool_)  # a dtype without infinity
+        return lax.eq(lax.abs(x), _const(x, np.inf))
+    if T.is_complex(dt):
+        re, im = lax.real(x), lax.imag(x)
+        return lax.bitwise_or(lax.eq(lax.abs(re), _const(re, np.inf)),
+                              lax.eq(lax.abs(im), _const(im, np.inf)))
+    return _full_like(x, False, T.bool_)
+
+
+_isinf = _named_jit("isinf", _isinf_impl)
+
+
+def isinf(x: Any, /) -> Any:
+    check_arraylike("isinf", x)
+    return _isinf(x)
+
+
+# ============================================================ transcendental
+
+
+def _inexact_unary(name: str, op: Fn) -> Fn:
+    def fn(x: Any, /) -> Any:
+        return op(*promote_args_inexact(name, x))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}``, computed in a float dtype."
+    return fn
+
+
+exp = _inexact_unary("exp", lax.exp)
+exp2 = _inexact_unary("exp2", lax.exp2)
+expm1 = _inexact_unary("expm1", lax.expm1)
+log = _inexact_unary("log", lax.log)
+log2 = _inexact_unary("log2", lax.log2)
+log1p = _inexact_unary("log1p", lax.log1p)
+sqrt = _inexact_unary("sqrt", lax.sqrt)
+cbrt = _inexact_unary("cbrt", lax.cbrt)
+sin = _inexact_unary("sin", lax.sin)
+cos = _inexact_unary("cos", lax.cos)
+tan = _inexact_unary("tan", lax.tan)
+arcsin = _inexact_unary("arcsin", lax.asin)
+arccos = _inexact_unary("arccos", lax.acos)
+arctan = _inexact_unary("arctan", lax.atan)
+sinh = _inexact_unary("sinh", lax.sinh)
+cosh = _inexact_unary("cosh", lax.cosh)
+tanh = _inexact_unary("tanh", lax.tanh)
+arcsinh = _inexact_unary("arcsinh", lax.asinh)
+arctanh = _inexact_unary("arctanh", lax.atanh)
+
+
+def log10(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("log10", x)
+    inv_ln10 = 0.4342944819032518  # 1 / log(10)
+    if _is_complex(a):
+        r = lax.log(a)
+        re, im = lax.real(r), lax.imag(r)
+        return lax.complex(lax.mul(re, _const(re, inv_ln10)), lax.mul(im, _const(im, inv_ln10)))
+    return lax.mul(lax.log(a), _const(a, inv_ln10))
+
+
+def _arccosh_impl(x: Any) -> Any:
+    result = lax.acosh(*promote_args_inexact("arccosh", x))
+    if _is_complex(result):
+        re = lax.real(result)
+        result = _where(lax.lt(re, _const(re, 0)), lax.neg(result), result)
+    return result
+
+
+_arccosh = _named_jit("arccosh", _arccosh_impl)
+
+
+def arccosh(x: Any, /) -> Any:
+    check_arraylike("arccosh", x)
+    return _arccosh(x)
+
+
+def arctan2(x1: Any, x2: Any, /) -> Any:
+    return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
+
+
+def hypot(x1: Any, x2: Any, /) -> Any:
+    """sqrt(x1**2 + x2**2) without intermediate overflow (scaled by the larger
+    magnitude); inf if either operand is infinite."""
+    a, b = promote_args_inexact("hypot", x1, x2)
+    if _is_complex(a):
+        raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
+                         "convert to real values first, such as by using abs(x)")
+    a, b = _broadcast_arrays(lax.abs(a), lax.abs(b))
+    big, small = lax.max(a, b), lax.min(a, b)
+    safe = _where(lax.eq(big, _const(big, 0)), _like(big, 1), big)
+    ratio = lax.div(small, safe)
+    out = lax.mul(big, lax.sqrt(lax.add(_like(big, 1), lax.mul(ratio, ratio))))
+    inf = _const(big, np.inf)
+    return _where(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), _like(big, np.inf), out)
+
+
+def deg2rad(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("deg2rad", x)
+    return lax.mul(a, _const(a, np.pi / 180))
+
+
+def rad2deg(x: Any, /) -> Any:
+    (a,) = promote_args_inexact("rad2deg", x)
+    return lax.mul(a, _const(a, 180 / np.pi))
+
+
+def degrees(x: Any, /) -> Any:
+    return rad2deg(x)
+
+
+def radians(x: Any, /) -> Any:
+    return deg2rad(x)
+
+
+# ============================================================ complex parts
+
+
+def real(val: Any, /) -> Any:
+    check_arraylike("real", val)
+    return lax.real(val) if _is_complex(val) else _as_array(val)
+
+
+def imag(val: Any, /) -> Any:
+    check_arraylike("imag", val)
+    return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
+
+
+def conjugate(x: Any, /) -> Any:
+    check_arraylike("conjugate", x)
+    return lax.conj(x) if _is_complex(x) else _as_array(x)
+
+
+def conj(x: Any, /) -> Any:
+    return conjugate(x)
+
+
+def _angle_impl(z: Any, deg: bool = False) -> Any:
+    check_arraylike("angle", z)
+    re, im = real(z), imag(z)
+    dt = _dtype(re)
+    if not T.is_inexact(dt) or (T.is_float(_dtype(z)) and not _aval(z).shape):
+        re = lax.convert_element_type(re, T.default_float())
+        im = lax.convert_element_type(im, T.default_float())
+    result = lax.atan2(im, re)
+    return degrees(result) if deg else result
+
+
+_angle = _named_jit("angle", _angle_impl, static_argnames=("deg",))
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The complex argument of ``z`` (radians, or degrees with ``deg``)."""
+    return _angle(z, deg=deg)
+
+
+# ============================================================ bitwise / logical
+
+
+def bitwise_and(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_and(*promote_args("bitwise_and", x, y))
+
+
+def bitwise_or(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_or(*promote_args("bitwise_or", x, y))
+
+
+def bitwise_xor(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_xor(*promote_args("bitwise_xor", x, y))
+
+
+def bitwise_not(x: Any, /) -> Any:
+    return lax.bitwise_not(*promote_args("bitwise_not", x))
+
+
+def invert(x: Any, /) -> Any:
+    return lax.bitwise_not(*promote_args("invert", x))
+
+
+def left_shift(x: Any, y: Any, /) -> Any:
+    return lax.shift_left(*promote_args_numeric("left_shift", x, y))
+
+
+def right_shift(x1: Any, x2: Any, /) -> Any:
+    """Arithmetic shift for signed operands, logical for unsigned."""
+    a, b = promote_args_numeric("right_shift", x1, x2)
+    if T.is_unsigned_int(_dtype(a)):
+        return lax.shift_right_logical(a, b)
+    return lax.shift_right_arithmetic(a, b)
+
+
+def logical_and(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
+
+
+def logical_or(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
+
+
+def logical_xor(x: Any, y: Any, /) -> Any:
+    return lax.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
+
+
+def logical_not(x: Any, /) -> Any:
+    return lax.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
+
+
+# ============================================================ comparisons
+
+
+def _comparison(name: str, op: Fn) -> Fn:
+    ordered = name not in ("equal", "not_equal")
+
+    def fn(x: Any, y: Any, /) -> Any:
+        a, b = promote_args(name, x, y)
+        if ordered and _is_complex(a):
+            # Complex numbers compare lexicographically: real parts, then
+            # imaginary parts where the real parts tie.
+            return lax.select(lax.eq(lax.real(a), lax.real(b)),
+                              op(lax.imag(a), lax.imag(b)),
+                              op(lax.real(a), lax.real(b)))
+        return op(a, b)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` after dtype and rank promotion; bool result."
+    return fn
+
+
+equal = _comparison("equal", lax.eq)
+not_equal = _comparison("not_equal", lax.ne)
+less = _comparison("less", lax.lt)
+less_equal = _comparison("less_equal", lax.le)
+greater = _comparison("greater", lax.gt)
+greater_equal = _comparison("greater_equal", lax.ge)
+
+
+# ============================================================ sign bits, ldexp/frexp
+
+
+def _signbit_impl(x: Any) -> Any:
+    (x,) = promote_args("signbit", x)
+    dt = _dtype(x)
+    if T.is_int(dt):
+        return lax.lt(x, _const(x, 0))
+    if dt == T.bool_:
+        return _full_like(x, False, T.bool_)
+    if not T.is_float(dt):
+        raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
+    bits = dt.itemsize * 8
+    if bits not in (16, 32, 64):
+        raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
+    as_int = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
+    # The arithmetic shift smears the sign bit over the word: -1 or 0.
+    smeared = lax.shift_right_arithmetic(as_int, _const(as_int, bits - 1))
+    return lax.convert_element_type(smeared, T.bool_)
+
+
+_signbit = _named_jit("signbit", _signbit_impl)
+
+
+def signbit(x: Any, /) -> Any:
+    """True where the sign bit is set (-0.0 and negative nan included)."""
+    check_arraylike("signbit", x)
+    return _signbit(x)
+
+
+def _copysign_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = promote_args_inexact("copysign", x1, x2)
+    if _is_complex(x1):
+        raise TypeError("copysign does not support complex-valued inputs")
+    negative = _signbit(x2)
+    return _where(negative, lax.neg(lax.abs(x1)), lax.abs(x1))
+
+
+_copysign = _named_jit("copysign", _copysign_impl)
+
+
+def copysign(x1: Any, x2: Any, /) -> Any:
+    """|x1| with the sign bit of x2, in a float dtype."""
+    check_arraylike("copysign", x1, x2)
+    return _copysign(x1, x2)
+
+
+def _isposneginf(name: str, infinity: float, x: Any) -> Any:
+    check_arraylike(name, x)
+    dt = _dtype(x)
+    if T.is_float(dt):
+        if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
+            return _full_like(x, False, T.bool_)  # a dtype without infinity
+        return lax.eq(x, _const(x, infinity))
+    if T.is_complex(dt):
+        raise ValueError("isposinf/isneginf are not well defined for complex types")
+    return _full_like(x, False, T.bool_)
+
+
+def isposinf(x: Any, /, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+    return _isposneginf("isposinf", np.inf, x)
+
+
+def isneginf(x: Any, /, out: None = None) -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
+    return _isposneginf("isneginf", -np.inf, x)
+
+
+def _ldexp_impl(x1: Any, x2: Any) -> Any:
+    d1, d2 = _dtype(x1), _dtype(x2)
+    if T.is_complex(d1) or T.is_inexact(d2):
+        raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
+    (x1,) = promote_args_inexact("ldexp", x1)
+    if _dtype(x2) == T.bool_:
+        x2 = lax.convert_element_type(x2, T.int32)
+    x1, x2 = _promote_shapes("ldexp", x1, x2)
+    x1, x2 = _broadcast_arrays(x1, x2)
+    x1, x2 = _strong(x1), _strong(x2)
+    return E.ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))
+
+
+_ldexp = _named_jit("ldexp", _ldexp_impl)
+
+
+def ldexp(x1: Any, x2: Any, /) -> Any:
+    """x1 * 2**x2 by editing the exponent field; subnormal inputs and
+    underflowing results are signed zeros."""
+    check_arraylike("ldexp", x1, x2)
+    return _ldexp(x1, x2)
+
+
+def _frexp_impl(x: Any) -> Any:
+    (x,) = _promote_dtypes_inexact(x)
+    if _is_complex(x):
+        raise TypeError("frexp does not support complex-valued inputs")
+    x = _strong(x)
+    return tuple(E.frexp_p.bind(x, x_aval=_aval(x)))
+
+
+_frexp = _named_jit("frexp", _frexp_impl)
+
+
+def frexp(x: Any, /) -> tuple[Any, Any]:
+    """(mantissa, exponent) with |mantissa| in [1/2, 1) and x = m * 2**e."""
+    check_arraylike("frexp", x)
+    return _frexp(x)  # type: ignore[no-any-return]
+
+
+def _strong(x: Any) -> Any:
+    """``x`` with its weak type dropped (a convert_element_type only if weak)."""
+    aval = _aval(x)
+    if not aval.weak_type:
+        return _as_array(x)
+    return to_weak_or_strong(x, aval.dtype, False)
+
+
+# ============================================================ log-add-exp, sinc
+
+
+def _wrap_between(x: Any, bound: float) -> Any:
+    """``x`` wrapped into [-bound, bound)."""
+    a, two_a, zero = _lax_const(x, bound), _lax_const(x, 2 * bound), _lax_const(x, 0)
+    rem = lax.rem(lax.add(x, a), two_a)
+    rem = lax.select(lax.lt(rem, zero), lax.add(rem, two_a), rem)
+    return lax.sub(rem, a)
+
+
+def _logaddexp_body(x1: Any, x2: Any, base2: bool) -> Any:
+    amax = lax.max(x1, x2)
+    exp = lax.exp2 if base2 else lax.exp
+    if T.is_float(_dtype(x1)):
+        delta = lax.sub(x1, x2)
+        # A nan delta: nan operands, or infinities of one sign (their sum).
+        # (Equations in JAX's order: the select's operands left to right.)
+        is_nan = lax.ne(delta, delta)
+        total = lax.add(x1, x2)
+        tail = lax.log1p(exp(lax.neg(lax.abs(delta))))
+        if base2:
+            tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
+        return lax.select(is_nan, total, lax.add(amax, tail))
+    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _lax_const(amax, 2)))
+    tail = lax.log1p(exp(delta))
+    if base2:
+        tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
+    out = lax.add(amax, tail)
+    period = np.pi / np.log(2) if base2 else np.pi
+    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
+
+
+def logaddexp(x1: Any, x2: Any, /) -> Any:
+    """log(exp(x1) + exp(x2)) without overflow. (JAX wraps this in a
+    custom_jvp_call; spec emits the body's primitives directly.)"""
+    a, b = promote_args_inexact("logaddexp", x1, x2)
+    return _logaddexp_body(a, b, base2=False)
+
+
+def logaddexp2(x1: Any, x2: Any, /) -> Any:
+    """log2(2**x1 + 2**x2) without overflow (custom_jvp_call in JAX, see
+    logaddexp)."""
+    a, b = promote_args_inexact("logaddexp2", x1, x2)
+    return _logaddexp_body(a, b, base2=True)
+
+
+# sin(pi r) / (pi r) = 1 + t Q(t), t = r^2: Taylor coefficients of Q.
+_SINC_Q32 = tuple(float.fromhex(h) for h in (
+    "-0x1.a51a66p0", "0x1.9f9cb4p-1", "-0x1.86a8e4p-3", "0x1.ac6806p-6", "-0x1.33816ap-9",
+    "0x1.37471ap-13"))
+_SINC_Q64 = tuple(float.fromhex(h) for h in (
+    "-0x1.a51a6625307d3p0", "0x1.9f9cb402bc46cp-1", "-0x1.86a8e4720db67p-3",
+    "0x1.ac6805cf350a6p-6", "-0x1.33816aa4607abp-9", "0x1.374719fab3915p-13",
+    "-0x1.d42498d1ce099p-18", "0x1.0fc992ff39e13p-22", "-0x1.f5f9d970ca6dfp-28",
+    "0x1.79788684225eap-33", "-0x1.d7353939082fep-39"))
+
+
+def _sinc_real(x: Any) -> Any:
+    """sinc(x) = (-1)^n sinc(r) r / x with x = n + r, n the nearest integer:
+    the reduction is exact, and sinc(r) comes from its Taylor series."""
+    n = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+    is_inf = lax.eq(lax.abs(x), _like(x, np.inf))
+    r = _where(is_inf, 0, lax.sub(x, n))
+    t = lax.mul(r, r)
+    coeffs = _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32
+    q = _like(t, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        q = lax.add(lax.mul(q, t), _like(t, c))
+    tq = lax.mul(t, q)
+    near_zero = lax.add(_like(t, 1), tq)  # sinc(x) where n == 0
+    r_sinc_r = lax.add(r, lax.mul(r, tq))
+    odd = lax.ne(lax.mul(_like(n, 2), lax.round(lax.mul(_like(n, 0.5), n),
+                                                  lax.RoundingMethod.TO_NEAREST_EVEN)), n)
+    n_zero = lax.eq(n, _like(n, 0))
+    denom = _where(odd, lax.neg(x), _where(n_zero, 1, x))
+    out = lax.div(r_sinc_r, denom)
+    out = _where(lax.eq(r, _like(r, 0)), lax.sub(out, out), out)  # integers: 0 (nan for inf)
+    return _where(n_zero, near_zero, out)
+
+
+def _sinc_impl(x: Any) -> Any:
+    check_arraylike("sinc", x)
+    (x,) = _promote_dtypes_inexact(x)
+    dt = _dtype(x)
+    if T.is_complex(dt):
+        pi_x = lax.mul(_like(x, np.pi), x)
+        zero = lax.eq(x, _like(x, 0))
+        safe = _where(zero, _like(x, 1), pi_x)
+        return _where(zero, _like(x, 1), lax.div(lax.sin(safe), safe))
+    if dt.itemsize < 4:
+        return lax.convert_element_type(_sinc_real(lax.convert_element_type(x, T.float32)), dt)
+    return _sinc_real(x)
+
+
+_sinc = _named_jit("sinc", _sinc_impl)
+
+
+def sinc(x: Any, /) -> Any:
+    """sin(pi x) / (pi x), 1 at 0. Values follow JAX's exact range reduction
+    and series; JAX's jaxpr uses `polynomial` and `stop_gradient`, which spec
+    does not have, so the primitive sequence differs."""
+    return _sinc(x)
+
+
+# ============================================================ closeness, nan_to_num
+
+
+def _isclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+                  equal_nan: bool = False) -> Any:
+    a, b = promote_args("isclose", a, b)
+    a, b = promote_args_inexact("isclose", a, b)
+    dt = _real_dtype(_dtype(a))
+    rtol = lax.convert_element_type(rtol, dt)
+    atol = lax.convert_element_type(atol, dt)
+    both_nan = logical_and(isnan(a), isnan(b))
+    finite_b = isfinite(b)
+    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+    out = logical_or(lax.eq(a, b), logical_and(finite_b, in_range))
+    return logical_or(out, both_nan) if equal_nan else out
+
+
+def _real_dtype(dt: T.DType) -> T.DType:
+    return {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
+
+
+_isclose = _named_jit("isclose", _isclose_impl, static_argnames=("equal_nan",))
+_UNSET: Any = object()
+
+
+def isclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
+            equal_nan: bool = False) -> Any:
+    """|a - b| <= atol + rtol |b| (or a == b), elementwise."""
+    check_arraylike("isclose", a, b)
+    # Only the tolerances the caller passes are arguments of JAX's jitted
+    # function; defaults are constants inside it.
+    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
+    return _isclose(a, b, **kwargs, equal_nan=equal_nan)
+
+
+def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
+                   equal_nan: bool = False) -> Any:
+    from spec._src.numpy.reductions import all as all_
+    return all_(_isclose(a, b, rtol, atol, equal_nan=equal_nan))
+
+
+_allclose = _named_jit("allclose", _allclose_impl, static_argnames=("equal_nan",))
+
+
+def allclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
+             equal_nan: bool = False) -> Any:
+    """isclose(...).all()."""
+    check_arraylike("allclose", a, b)
+    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
+    return _allclose(a, b, **kwargs, equal_nan=equal_nan)
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """True iff the shapes agree and every element is equal."""
+    from spec._src.numpy.creation import array, asarray
+    from spec._src.numpy.reductions import all as all_
+    a1, a2 = asarray(a1), asarray(a2)
+    if _aval(a1).shape != _aval(a2).shape:
+        return array(False, dtype=T.bool_)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all_(eq)
+
+
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """True iff the arrays broadcast together and every element is equal."""
+    from spec._src.numpy.creation import array, asarray
+    from spec._src.numpy.reductions import all as all_
+    a1, a2 = asarray(a1), asarray(a2)
+    try:
+        eq = equal(a1, a2)
+    except ValueError:
+        return array(False)  # shapes do not broadcast
+    return all_(eq)
+
+
+def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
+                     neginf: Any = None) -> Any:
+    from spec._src.numpy.creation import asarray
+    check_arraylike("nan_to_num", x)
+    dt = _dtype(x)
+    if not T.is_inexact(dt):
+        return _as_array(x)
+    if T.is_complex(dt):
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), asarray(nan, dtype=dt), x)
+    out = where(isposinf(out), asarray(posinf, dtype=dt), out)
+    return where(isneginf(out), asarray(neginf, dtype=dt), out)
+
+
+_nan_to_num = _named_jit("nan_to_num", _nan_to_num_impl)
+
+
+def nan_to_num(x: Any, copy: Any = _UNSET, nan: Any = _UNSET, posinf: Any = _UNSET,
+               neginf: Any = _UNSET) -> Any:
+    """nan -> ``nan``, +-inf -> ``posinf``/``neginf`` (default: the largest
+    finite values of the dtype)."""
+    # As for isclose: only what the caller passes is an argument of the jit.
+    given = {"copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf}
+    return _nan_to_num(x, **{k: v for k, v in given.items() if v is not _UNSET})
+
+
+# ============================================================ gcd / lcm
+
+
+def _gcd_step(x1: Any, x2: Any) -> tuple[Any, Any]:
+    nonzero = lax.ne(x2, _const(x2, 0))
+    # JAX's lax._const: a Python 0 (keeping the weak type) for a weak rank-0
+    # x2, else a strong zero of x2's dtype, which makes the where strong.
+    zero = 0 if _aval(x2).weak_type and not _aval(x2).shape else _const(x2, 0)
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), zero))
+    swap = lax.lt(x1, x2)
+    return _where(swap, x2, x1), _where(swap, x1, x2)
+
+
+def _gcd_core(x1: Any, x2: Any) -> Any:
+    """Euclid's algorithm on whole arrays, stepping until every divisor is 0
+    (JAX's while loop). Traced operands run a fixed number of steps (enough
+    for any operands of the dtype: Euclid needs under 1.5 steps per bit), each
+    step kept only while some divisor is nonzero, so the values agree."""
+    x1, x2 = absolute(x1), absolute(x2)
+    if is_concrete(x1) and is_concrete(x2):
+        while bool(np.asarray(lax.reduce_or(lax.ne(x2, _const(x2, 0)),
+                                            tuple(range(_aval(x2).ndim))))):
+            x1, x2 = _gcd_step(x1, x2)
+        return x1
+    for _ in range(3 * _dtype(x1).itemsize * 8 // 2 + 2):
+        running = lax.reduce_or(lax.ne(x2, _const(x2, 0)), tuple(range(_aval(x2).ndim)))
+        n1, n2 = _gcd_step(x1, x2)
+        x1, x2 = lax.select(running, n1, x1), lax.select(running, n2, x2)
+    return x1
+
+
+def _gcd_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes(x1, x2)
+    if not T.is_int(_dtype(x1)):
+        raise ValueError("Arguments to jax.numpy.gcd must be integers.")
+    x1, x2 = _broadcast_arrays(x1, x2)
+    return _gcd_core(x1, x2)
+
+
+_gcd = _named_jit("gcd", _gcd_impl)
+
+
+def gcd(x1: Any, x2: Any, /) -> Any:
+    """Greatest common divisor (JAX uses a while loop; spec, which has no
+    while primitive yet, unrolls a bounded loop under tracing)."""
+    check_arraylike("gcd", x1, x2)
+    return _gcd(x1, x2)
+
+
+def _lcm_impl(x1: Any, x2: Any) -> Any:
+    x1, x2 = _promote_dtypes(x1, x2)
+    x1, x2 = absolute(x1), absolute(x2)
+    if not T.is_int(_dtype(x1)):
+        raise ValueError("Arguments to jax.numpy.lcm must be integers.")
+    d = _gcd(x1, x2)
+    return where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
+
+
+_lcm = _named_jit("lcm", _lcm_impl)
+
+
+def lcm(x1: Any, x2: Any, /) -> Any:
+    """Least common multiple (0 where either operand is 0)."""
+    check_arraylike("lcm", x1, x2)
+    return _lcm(x1, x2)
+
+
+# ============================================================ roll
+
+
+def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
+    shape = _aval(a).shape
+    for ax, s in zip(*np.broadcast_arrays(np.asarray(axis), np.asarray(shift))):
+        ax = int(ax)
+        if shape[ax] == 0:
+            continue
+        i = (-int(s)) % shape[ax]
+        a = lax.concatenate([lax.slice_in_dim(a, i, shape[ax], axis=ax),
+                             lax.slice_in_dim(a, 0, i, axis=ax)], ax)
+    return a
+
+
+_roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
+
+
+def _index_tuple(x: Any) -> tuple[int, ...]:
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
+def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
+    from spec._src.numpy.creation import array
+    from spec._src.numpy.shape import broadcast_to
+    shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
+    if len(shape) != 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    shifts = broadcast_to(shift, shape)
+    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
+        ax = int(ax)
+        size = array(_aval(a).shape[ax], dtype=T.int32)
+        s = remainder(lax.convert_element_type(shifts[k], T.int32),
+                      lax.max(size, np.int32(1)))
+        doubled = lax.concatenate((a, a), ax)
+        a = lax.dynamic_slice_in_dim(doubled, lax.sub(size, s), _aval(a).shape[ax], axis=ax)
+    return a
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """Elements shifted cyclically by ``shift`` along ``axis`` (the flattened
+    array when None)."""
+    from spec._src.numpy.shape import ravel, reshape
+    check_arraylike("roll", a)
+    arr = _as_array(a)
+    if axis is None:
+        return reshape(roll(ravel(arr), shift, 0), _aval(arr).shape)
+    ndim = _aval(arr).ndim
+    axes = tuple(_canonical_axis(ax, ndim) for ax in _index_tuple(axis))
+    try:
+        shifts = _index_tuple(shift)
+    except TypeError:
+        from spec._src.numpy.creation import asarray
+        return _roll_dynamic(arr, asarray(shift), axes)
+    return _roll_static(arr, shifts, axes)
+
+
+def _canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+__all__ = [
+    "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "around", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "cbrt", "ceil", "clip", "conj", "conjugate", "cos", "cosh", "deg2rad", "degrees", "divide",
+    "divmod", "equal", "exp", "exp2", "expm1", "fabs", "float_power", "floor", "floor_divide",
+    "fmax", "fmin", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
+    "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p",
+    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
+    "mod", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power",
+    "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round",
+    "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
+    "where", "allclose", "array_equal", "array_equiv", "copysign", "frexp", "gcd", "isclose",
+    "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "roll",
+    "signbit", "sinc",
+]

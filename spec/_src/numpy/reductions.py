@@ -1,0 +1,738 @@
+"""jnp reductions, cumulative reductions and sorting.
+
+Each function emits the primitive sequence JAX 0.12 emits: dtype handling
+(integer promotion of sums, float16 upcasting, bool casts) is done with
+explicit ``convert_element_type`` equations, keepdims with
+``broadcast_in_dim``, and some functions are staged as named ``jit``
+sub-programs exactly where JAX stages them (cumsum, sort, var, ...).
+Primitives owned by other families (div, sub, reshape, rev, iota, where...)
+are looked up in ``spec.lax`` / ``spec.numpy`` at call time.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.core.errors import ConcretizationTypeError
+from spec._src.api.jit import jit
+from spec._src.core.array import Array, host_value
+from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
+from spec._src.lax import reductions_api as lr
+from spec._src.lax.structural_api import _convert_element_type
+from spec._src.numpy.util import check_arraylike
+
+__all__ = ["sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std",
+           "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero",
+           "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax",
+           "nanargmin", "nancumsum", "nancumprod", "trace"]
+
+Axis = int | Sequence[int] | None
+_builtin_all = all
+
+
+# ------------------------------------------------------------------ helpers
+
+def _lax(name: str) -> Any:
+    from spec import lax
+    fn = getattr(lax, name, None)
+    if fn is None:
+        raise NotImplementedError(f"spec.lax.{name} is not available yet")
+    return fn
+
+
+def _jnp(name: str) -> Any:
+    import spec.numpy as jnp
+    fn = getattr(jnp, name, None)
+    if fn is None:
+        raise NotImplementedError(f"spec.numpy.{name} is not available yet")
+    return fn
+
+
+def _operand(fun_name: str, a: Any) -> Any:
+    check_arraylike(fun_name, a)
+    return a
+
+
+def convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
+    """``x`` as (dtype, weak). Python scalars and NumPy values are converted
+    eagerly (JAX constant-folds them: they become literals, not equations);
+    arrays and tracers get a ``convert_element_type`` unless already right."""
+    if isinstance(x, (Array, Tracer)):
+        return _convert_element_type(x, dtype, weak)
+    value, aval = canonical_value(x)
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return host_value(value, aval, "convert")
+    if T.is_complex(value.dtype) and not T.is_complex(dtype):
+        value = value.real
+    with np.errstate(all="ignore"):
+        arr = np.asarray(value).astype(dtype)
+    return host_value(arr, T.ArrayType(arr.shape, dtype, weak), "convert")
+
+
+def canonicalize_axis(axis: Any, ndim: int) -> int:
+    if isinstance(axis, Tracer):
+        raise ConcretizationTypeError(
+            f"axis argument must be a concrete integer, got the traced value {axis}. "
+            "Pass the axis as a static argument (jit's static_argnums).")
+    try:
+        a = int(axis)
+    except TypeError:
+        raise TypeError(f"axis must be an integer, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise np.exceptions.AxisError(
+            f"axis {a} is out of bounds for array of dimension {ndim}")
+    return a + ndim if a < 0 else a
+
+
+def reduction_dims(ndim: int, axis: Axis) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list, np.ndarray)) else (axis,)
+    canon = tuple(canonicalize_axis(a, ndim) for a in axes)
+    if len(set(canon)) != len(canon):
+        raise ValueError(f"duplicate value in 'axis': {axis}")
+    return canon
+
+
+def expand_dims(x: Any, dims: Sequence[int]) -> Any:
+    """Re-insert size-1 axes at ``dims`` of the result (keepdims)."""
+    aval = canonical_aval_of(x)
+    ndim = aval.ndim + len(dims)
+    kept = [i for i in range(ndim) if i not in dims]
+    shape = [1] * ndim
+    for i, d in zip(kept, aval.shape):
+        shape[i] = d
+    return _lax("broadcast_in_dim")(x, tuple(shape), tuple(kept))
+
+
+def promote_integer_dtype(dt: T.DType) -> T.DType:
+    """Sums and products of small ints/bools accumulate in the default int."""
+    if dt == T.bool_:
+        return T.default_int()
+    if T.is_unsigned_int(dt):
+        du = T.default_uint()
+        return du if T.iinfo_bits(dt) < T.iinfo_bits(du) else dt
+    if T.is_signed_int(dt):
+        di = T.default_int()
+        return di if T.iinfo_bits(dt) < T.iinfo_bits(di) else dt
+    return dt
+
+
+def _upcast_f16(dt: T.DType) -> T.DType:
+    return T.float32 if dt in (T.float16, T.bfloat16) else dt
+
+
+def _to_inexact(dt: T.DType) -> T.DType:
+    """Ints of up to 32 bits and bools become float32 (even under x64); 64-bit
+    ints float64."""
+    if T.is_inexact(dt):
+        return dt
+    return T.float64 if T.is_int(dt) and T.iinfo_bits(dt) == 64 else T.float32
+
+
+def _cast_to_numeric(x: Any) -> Any:
+    """Bools become int32 (in either x64 mode) before a numeric reduction."""
+    aval = canonical_aval_of(x)
+    return convert(x, T.int32, aval.weak_type) if aval.dtype == T.bool_ else x
+
+
+def _cast_to_bool(x: Any) -> Any:
+    if T.is_complex(canonical_aval_of(x).dtype):
+        x = _lax("real")(x)
+    return convert(x, T.bool_)
+
+
+def _init_value(dt: T.DType, init: Any) -> np.ndarray:
+    """The reduction's identity as a strong scalar of ``dt`` (inf clamps to
+    the integer range)."""
+    if dt == T.bool_:
+        return np.array(init > 0, dtype=dt)
+    if T.is_int(dt) and not (isinstance(init, (int, bool)) or np.isfinite(init)):
+        info = np.iinfo(dt)
+        return np.array(info.min if init < 0 else info.max, dtype=dt)
+    return np.array(init, dtype=dt)
+
+
+_REDUCERS: dict[str, Callable[[Any, tuple[int, ...]], Any]] = {
+    "add": lr.reduce_sum, "mul": lr.reduce_prod, "max": lr.reduce_max, "min": lr.reduce_min,
+    "and": lr.reduce_and, "or": lr.reduce_or,
+}
+_COMBINE = {"add": "add", "mul": "mul", "max": "max", "min": "min", "and": "bitwise_and",
+            "or": "bitwise_or"}
+
+
+def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = True,
+               preproc: Callable[[Any], Any] | None = None, bool_op: str | None = None,
+               upcast_f16: bool = False, axis: Axis = None, dtype: Any = None,
+               out: None = None, keepdims: bool = False, initial: Any = None,
+               where: Any = None, promote_integers: bool = False) -> Any:
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    a = _operand(name, a)
+    if where is not None and canonical_aval_of(where).dtype != T.bool_:
+        raise ValueError(f"jnp.{name}: where must be None or a boolean array; got "
+                         f"where.dtype={canonical_aval_of(where).dtype}.")
+    if initial is None and not has_identity and where is not None:
+        raise ValueError(f"reduction operation {name} does not have an identity, so to use a "
+                         "where mask one has to specify 'initial'")
+    a = preproc(a) if preproc else a
+    aval = canonical_aval_of(a)
+    dims = reduction_dims(aval.ndim, axis)
+    if initial is None and not has_identity and not _builtin_all(aval.shape[d] >= 1
+                                                                 for d in dims):
+        raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
+    if dtype is None:
+        result_dtype = promote_integer_dtype(aval.dtype) if promote_integers else aval.dtype
+    else:
+        result_dtype = T.to_dtype(dtype, name)
+    comp = _upcast_f16(result_dtype) if upcast_f16 and T.is_inexact(result_dtype) \
+        else result_dtype
+    a = convert(a, comp)
+    if comp == T.bool_ and bool_op is not None:
+        op = bool_op
+    init_val = _init_value(comp, init)
+    if where is not None:
+        a = _jnp("where")(where, a, init_val)
+    result = _REDUCERS[op](a, dims)
+    if initial is not None:
+        init_arr = convert(initial, comp)
+        if canonical_aval_of(init_arr).shape != ():
+            raise ValueError("initial value must be a scalar. Got array of shape "
+                             f"{canonical_aval_of(init_arr).shape}")
+        result = _lax(_COMBINE[op])(init_arr, result)
+    if keepdims:
+        result = expand_dims(result, dims)
+    return convert(result, result_dtype)
+
+
+# --------------------------------------------------------------- reductions
+
+def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+        keepdims: bool = False, initial: Any = None, where: Any = None,
+        promote_integers: bool = True) -> Any:
+    """Sum over ``axis``; bools and narrow ints accumulate in the default int."""
+    return _reduction(a, "sum", "add", 0, preproc=_cast_to_numeric, bool_op="or",
+                      upcast_f16=dtype is None, axis=axis, dtype=dtype, out=out,
+                      keepdims=keepdims, initial=initial, where=where,
+                      promote_integers=promote_integers)
+
+
+def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, initial: Any = None, where: Any = None,
+         promote_integers: bool = True) -> Any:
+    return _reduction(a, "prod", "mul", 1, preproc=_cast_to_numeric, bool_op="and",
+                      upcast_f16=dtype is None, axis=axis, dtype=dtype, out=out,
+                      keepdims=keepdims, initial=initial, where=where,
+                      promote_integers=promote_integers)
+
+
+def max(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+        initial: Any = None, where: Any = None) -> Any:
+    return _reduction(a, "max", "max", -np.inf, has_identity=False, axis=axis, out=out,
+                      keepdims=keepdims, initial=initial, where=where)
+
+
+def min(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+        initial: Any = None, where: Any = None) -> Any:
+    return _reduction(a, "min", "min", np.inf, has_identity=False, axis=axis, out=out,
+                      keepdims=keepdims, initial=initial, where=where)
+
+
+amax = max
+amin = min
+
+
+def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
+        where: Any = None) -> Any:
+    return _reduction(a, "all", "and", True, preproc=_cast_to_bool, axis=axis, out=out,
+                      keepdims=keepdims, where=where)
+
+
+def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
+        where: Any = None) -> Any:
+    return _reduction(a, "any", "or", False, preproc=_cast_to_bool, axis=axis, out=out,
+                      keepdims=keepdims, where=where)
+
+
+def _count(a: Any, axis: Axis, keepdims: bool, where: Any, dtype: T.DType) -> Any:
+    aval = canonical_aval_of(a)
+    if where is None:
+        dims = reduction_dims(aval.ndim, axis)
+        n = math.prod(aval.shape[d] for d in dims)
+        return convert(n, dtype)
+    mask = where
+    if canonical_aval_of(where).shape != aval.shape:
+        mask = _jnp("broadcast_to")(where, aval.shape)
+    return sum(mask, axis, dtype=dtype, keepdims=keepdims)
+
+
+def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+         keepdims: bool = False, *, where: Any = None) -> Any:
+    """Arithmetic mean; ints and bools give the default float, float16 is
+    accumulated in float32."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.mean is not supported.")
+    a = _operand("mean", a)
+    aval = canonical_aval_of(a)
+    result_dtype = _to_inexact(aval.dtype) if dtype is None else T.to_dtype(dtype, "mean")
+    comp = _upcast_f16(result_dtype) if dtype is None and T.is_inexact(result_dtype) \
+        else result_dtype
+    normalizer = _count(a, axis, keepdims, where, comp)
+    total = sum(a, axis, dtype=comp, keepdims=keepdims, where=where)
+    return convert(_lax("div")(total, normalizer), result_dtype)
+
+
+def _var_promote_types(a_dtype: T.DType, dtype: T.DType | None) -> tuple[T.DType, T.DType]:
+    if dtype is not None:
+        if not T.is_complex(dtype) and T.is_complex(a_dtype):
+            raise ValueError("jax.numpy.var does not yet support real dtype parameters when "
+                             "computing the variance of an array of complex values.")
+        comp, out = dtype, dtype
+    elif not T.is_inexact(a_dtype):
+        comp = out = _to_inexact(a_dtype)
+    else:
+        out = np.dtype(np.zeros((), a_dtype).real.dtype)
+        comp = a_dtype
+    return _upcast_f16(comp), out
+
+
+def _var_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
+            keepdims: bool = False, where: Any = None, a_mean: Any = None) -> Any:
+    comp, out_dtype = _var_promote_types(canonical_aval_of(a).dtype,
+                                         None if dtype is None else T.to_dtype(dtype, "var"))
+    a = convert(a, comp)
+    if a_mean is None:
+        a_mean = mean(a, axis, dtype=comp, keepdims=True, where=where)
+    else:
+        a_mean = convert(a_mean, comp)
+    centered = _lax("sub")(a, a_mean)
+    if T.is_complex(comp):
+        centered = _lax("real")(_lax("mul")(centered, _lax("conj")(centered)))
+        comp = canonical_aval_of(centered).dtype
+    else:
+        centered = _lax("square")(centered)
+    normalizer = _count(a, axis, keepdims, where, comp)
+    normalizer = _lax("sub")(normalizer, convert(correction, comp))
+    result = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
+    result = convert(_lax("div")(result, normalizer), out_dtype)
+    return _jnp("where")(normalizer > 0, result, np.nan)
+
+
+_var_fn.__name__ = "_var"
+_var = jit(_var_fn, static_argnames=("axis", "dtype", "keepdims"))
+
+
+def _axes_arg(axis: Axis) -> Axis:
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def _correction(name: str, ddof: Any, correction: Any, out: Any) -> Any:
+    """The degrees-of-freedom correction of var/std (``ddof`` is its old name)."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    if correction is None:
+        return ddof
+    if not isinstance(ddof, int) or ddof != 0:
+        raise ValueError("ddof and correction can't be provided simultaneously.")
+    return correction
+
+
+def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: Any = None) -> Any:
+    correction = _correction("var", ddof, correction, out)
+    a = _operand("var", a)
+    return _var(a, axis=_axes_arg(axis), dtype=dtype, correction=correction,
+                keepdims=keepdims, where=where, a_mean=mean)
+
+
+def _std_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
+            keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
+    if dtype is not None and not T.is_inexact(T.to_dtype(dtype, "std")):
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
+    return _lax("sqrt")(var(a, axis=axis, dtype=dtype, correction=correction,
+                            keepdims=keepdims, where=where, mean=mean))
+
+
+_std_fn.__name__ = "_std"
+_std = jit(_std_fn, static_argnames=("axis", "dtype", "keepdims"))
+
+
+def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: Any = None) -> Any:
+    correction = _correction("std", ddof, correction, out)
+    a = _operand("std", a)
+    return _std(a, axis=_axes_arg(axis), dtype=dtype, correction=correction,
+                keepdims=keepdims, where=where, mean=mean)
+
+
+# ------------------------------------------------------------ arg-reductions
+
+def _ravel(a: Any) -> Any:
+    aval = canonical_aval_of(a)
+    if aval.ndim == 1 and isinstance(a, (Array, Tracer)):
+        return a
+    return _lax("reshape")(a, (aval.size,))
+
+
+def _arg_reduction(name: str, a: Any, axis: Any, keepdims: Any, out: None) -> Any:
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    a = _operand(name, a)
+    ndim = canonical_aval_of(a).ndim
+    if axis is None:
+        dims = list(range(ndim))
+        a, ax = _ravel(a), 0
+    else:
+        ax = canonicalize_axis(axis, ndim)
+        dims = [ax]
+    if canonical_aval_of(a).shape[ax] == 0:
+        raise ValueError(f"attempt to get {name} of an empty sequence")
+    fn = lr.argmax if name == "argmax" else lr.argmin
+    result = fn(a, ax, int)
+    return expand_dims(result, dims) if keepdims else result
+
+
+def argmax(a: Any, axis: int | None = None, out: None = None,
+           keepdims: bool | None = None) -> Any:
+    """Index of the maximum (the first NaN if any; ties give the first index)."""
+    return _arg_reduction("argmax", a, axis, keepdims, out)
+
+
+def argmin(a: Any, axis: int | None = None, out: None = None,
+           keepdims: bool | None = None) -> Any:
+    return _arg_reduction("argmin", a, axis, keepdims, out)
+
+
+# -------------------------------------------------------------- cumulative
+
+def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: int | None,
+                dtype: Any, fill_nan: Any = None) -> Any:
+    a = _operand(name, a)
+    aval = canonical_aval_of(a)
+    if axis is None or aval.ndim == 0:
+        a = _lax("reshape")(a, (aval.size,))
+        aval = canonical_aval_of(a)
+    ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
+    if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
+        a = _jnp("where")(_isnan(a), np.array(fill_nan, aval.dtype), a)
+    if dtype is None:
+        result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
+            else aval.dtype
+        comp = result_dtype
+    elif np.dtype(dtype) == T.bool_:
+        # Accumulate in an integer type, on the truth values of the input.
+        result_dtype = T.bool_
+        if aval.dtype != T.bool_:
+            a = _jnp("not_equal")(a, 0)
+        comp = promote_integer_dtype(T.bool_)
+    else:
+        result_dtype = comp = T.to_dtype(dtype, name)
+    a = convert(a, comp)
+    return convert(reduction(a, ax), result_dtype)
+
+
+def _cumsum_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("cumsum", lr.cumsum, a, axis, dtype)
+
+
+def _cumprod_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("cumprod", lr.cumprod, a, axis, dtype)
+
+
+_cumsum_fn.__name__ = "cumsum"
+_cumprod_fn.__name__ = "cumprod"
+cumsum: Callable[..., Any] = jit(_cumsum_fn, static_argnames=("axis", "dtype"))
+cumprod: Callable[..., Any] = jit(_cumprod_fn, static_argnames=("axis", "dtype"))
+
+
+def _nancumsum_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
+    return _cumulative("nancumsum", lr.cumsum, a, axis, dtype, fill_nan=0)
+
+
+def _nancumprod_fn(a: Any, axis: int | None = None, dtype: Any = None, out: None = None
+                   ) -> Any:
+    return _cumulative("nancumprod", lr.cumprod, a, axis, dtype, fill_nan=1)
+
+
+_nancumsum_fn.__name__ = "nancumsum"
+_nancumprod_fn.__name__ = "nancumprod"
+nancumsum: Callable[..., Any] = jit(_nancumsum_fn, static_argnames=("axis", "dtype"))
+nancumprod: Callable[..., Any] = jit(_nancumprod_fn, static_argnames=("axis", "dtype"))
+
+
+# ------------------------------------------------------------- nan-reductions
+# Each is a visible jit named after the function (JAX's @jit), whose body
+# replaces NaNs by the reduction's identity with a ``_where`` and reduces;
+# integer and bool inputs (which hold no NaN) go straight to the reduction.
+
+def _isnan(x: Any) -> Any:
+    return _lax("ne")(x, x)
+
+
+def _nan_init(dt: T.DType, init: float) -> np.ndarray:
+    """The identity as a strong scalar of ``dt``; infinities clamp to the
+    largest finite value for float types without inf."""
+    if np.isinf(init) and T.is_float(dt) and not np.isinf(np.array(init).astype(dt)):
+        import ml_dtypes
+        info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
+        return np.array(info.min if init < 0 else info.max, dtype=dt)
+    return np.array(init, dtype=dt)
+
+
+def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float,
+                   nan_if_all_nan: bool, axis: Axis, keepdims: bool, where: Any,
+                   **kwargs: Any) -> Any:
+    a = _operand(name, a)
+    dt = canonical_aval_of(a).dtype
+    if not T.is_inexact(dt):
+        return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    filled = _jnp("where")(_isnan(a), _nan_init(dt, init), a)
+    out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
+    if not nan_if_all_nan:
+        return out
+    all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
+    return _jnp("where")(all_nan, np.array(np.nan, dt), out)
+
+
+def _user_dtype(dtype: Any, name: str) -> T.DType | None:
+    return None if dtype is None else T.to_dtype(dtype, name)
+
+
+def _nanmin_fn(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+               initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanmin", min, np.inf, initial is None, axis, keepdims, where,
+                          out=out, initial=initial)
+
+
+def _nanmax_fn(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+               initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanmax", max, -np.inf, initial is None, axis, keepdims, where,
+                          out=out, initial=initial)
+
+
+def _nansum_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nansum", sum, 0, False, axis, keepdims, where,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out, initial=initial)
+
+
+def _nanprod_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _nan_reduction(a, "nanprod", prod, 1, False, axis, keepdims, where,
+                          dtype=_user_dtype(dtype, "nanprod"), out=out, initial=initial)
+
+
+def _nanmean_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, where: Any = None) -> Any:
+    a = _operand("nanmean", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanmean is not supported.")
+    dt = canonical_aval_of(a).dtype
+    if not T.is_inexact(dt):
+        return mean(a, axis, dtype, out, keepdims, where=where)
+    # Unlike mean, float16 is not accumulated in float32 here.
+    comp = dt if dtype is None else T.to_dtype(dtype, "mean")
+    not_nan = _lax("bitwise_not")(_isnan(a))
+    normalizer = sum(not_nan, axis=axis, dtype=comp, keepdims=keepdims, where=where)
+    total = nansum(a, axis, dtype=comp, keepdims=keepdims, where=where)
+    return _lax("div")(total, normalizer)
+
+
+def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               ddof: int = 0, keepdims: bool = False, where: Any = None,
+               mean: Any = None) -> Any:
+    a = _operand("nanvar", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanvar is not supported.")
+    comp, out_dtype = _var_promote_types(canonical_aval_of(a).dtype,
+                                         _user_dtype(dtype, "nanvar"))
+    a = convert(a, comp)
+    a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
+        else convert(mean, comp)
+    centered = _jnp("where")(_isnan(a), 0, _lax("sub")(a, a_mean))
+    if T.is_complex(comp):
+        centered = _lax("real")(_lax("mul")(centered, _lax("conj")(centered)))
+    else:
+        centered = _lax("square")(centered)
+    normalizer = sum(_lax("bitwise_not")(_isnan(a)), axis=axis, keepdims=keepdims,
+                     where=where)
+    normalizer = normalizer - ddof
+    empty = _lax("le")(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
+    result = sum(centered, axis, keepdims=keepdims, where=where)
+    result = _jnp("where")(empty, np.nan, result)
+    divisor = _jnp("where")(empty, 1, normalizer)
+    result_dt = canonical_aval_of(result).dtype
+    result = _lax("div")(result, convert(divisor, result_dt))
+    return convert(result, out_dtype)
+
+
+def _nanstd_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               ddof: int = 0, keepdims: bool = False, where: Any = None,
+               mean: Any = None) -> Any:
+    a = _operand("nanstd", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.nanstd is not supported.")
+    return _lax("sqrt")(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
+                               where=where, mean=mean))
+
+
+def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
+    def fn(a: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+        arg = argmax if name == "nanargmax" else argmin
+        if not T.is_inexact(canonical_aval_of(a).dtype):
+            return arg(a, axis=axis, keepdims=keepdims)
+        nan_mask = _isnan(a)
+        res = arg(_jnp("where")(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return _jnp("where")(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+    fn.__name__ = "_" + name
+    return fn
+
+
+def _named(name: str, fn: Callable[..., Any], statics: tuple[str, ...]) -> Callable[..., Any]:
+    fn.__name__ = fn.__qualname__ = name
+    jitted: Callable[..., Any] = jit(fn, static_argnames=statics)
+    return jitted
+
+
+nanmin = _named("nanmin", _nanmin_fn, ("axis", "keepdims"))
+nanmax = _named("nanmax", _nanmax_fn, ("axis", "keepdims"))
+nansum = _named("nansum", _nansum_fn, ("axis", "dtype", "keepdims"))
+nanprod = _named("nanprod", _nanprod_fn, ("axis", "dtype", "keepdims"))
+nanmean = _named("nanmean", _nanmean_fn, ("axis", "dtype", "keepdims"))
+nanvar = _named("nanvar", _nanvar_fn, ("axis", "dtype", "keepdims"))
+nanstd = _named("nanstd", _nanstd_fn, ("axis", "dtype", "keepdims"))
+_nanargmax = _named("_nanargmax", _nanarg_fn("nanargmax", -np.inf), ("axis", "keepdims"))
+_nanargmin = _named("_nanargmin", _nanarg_fn("nanargmin", np.inf), ("axis", "keepdims"))
+
+
+def _nanarg(name: str, jitted: Callable[..., Any], a: Any, axis: int | None, out: None,
+            keepdims: bool | None) -> Any:
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{name} is not supported.")
+    a = _operand(name, a)
+    ax = None if axis is None else operator.index(axis)
+    return jitted(a, ax, keepdims=bool(keepdims))
+
+
+def nanargmax(a: Any, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Any:
+    """Index of the maximum ignoring NaNs; -1 where a slice is all NaN."""
+    return _nanarg("nanargmax", _nanargmax, a, axis, out, keepdims)
+
+
+def nanargmin(a: Any, axis: int | None = None, out: None = None,
+              keepdims: bool | None = None) -> Any:
+    return _nanarg("nanargmin", _nanargmin, a, axis, out, keepdims)
+
+
+# -------------------------------------------------------------------- trace
+
+def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: None = None) -> Any:
+    a = _operand("trace", a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
+    shape = canonical_aval_of(a).shape
+    nd = len(shape)
+    if canonicalize_axis(axis1, nd) == canonicalize_axis(axis2, nd):
+        raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
+    dt = _user_dtype(dtype, "trace")
+    a = _jnp("moveaxis")(a, (axis1, axis2), (-2, -1))
+    mask = _jnp("eye")(shape[axis1], shape[axis2], k=offset, dtype=bool)
+    a = _jnp("where")(mask, a, _jnp("zeros_like")(a))
+    return sum(a, axis=(-2, -1), dtype=dt)
+
+
+trace = _named("trace", _trace_fn, ("axis1", "axis2", "dtype"))
+
+
+# ------------------------------------------------------------------ sorting
+
+def _sort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
+             stable: bool = True, descending: bool = False) -> Any:
+    if kind is not None:
+        raise TypeError("'kind' argument to sort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
+    if order is not None:
+        raise TypeError("'order' argument to sort is not supported.")
+    a = _operand("sort", a)
+    if axis is None:
+        a, axis = _ravel(a), 0
+    dim = canonicalize_axis(axis, canonical_aval_of(a).ndim)
+    result = lr.sort(a, dimension=dim, is_stable=stable)
+    return _lax("rev")(result, (dim,)) if descending else result
+
+
+def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
+                stable: bool = True, descending: bool = False, dtype: Any = None) -> Any:
+    if kind is not None:
+        raise TypeError("'kind' argument to argsort is not supported. Use stable=True or "
+                        "stable=False to specify sort stability.")
+    if order is not None:
+        raise TypeError("'order' argument to argsort is not supported.")
+    a = _operand("argsort", a)
+    if axis is None:
+        a, axis = _ravel(a), 0
+    aval = canonical_aval_of(a)
+    dim = canonicalize_axis(axis, aval.ndim)
+    if dtype is not None:
+        idx_dtype = T.to_dtype(dtype, "argsort")
+    else:
+        idx_dtype = T.int64 if aval.shape[dim] > np.iinfo(np.int32).max else T.default_int()
+    iota = _lax("broadcasted_iota")(idx_dtype, aval.shape, dim)
+    if descending and stable:
+        a = _lax("rev")(a, (dim,))
+        iota = _lax("rev")(iota, (dim,))
+    _, indices = lr.sort_key_val(a, iota, dimension=dim, is_stable=stable)
+    return _lax("rev")(indices, (dim,)) if descending else indices
+
+
+_sort_fn.__name__ = "sort"
+_argsort_fn.__name__ = "argsort"
+sort: Callable[..., Any] = jit(_sort_fn, static_argnames=("axis", "kind", "order", "stable",
+                                                          "descending"))
+argsort: Callable[..., Any] = jit(_argsort_fn, static_argnames=(
+    "axis", "kind", "order", "stable", "descending", "dtype"))
+
+
+def _count_nonzero_fn(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
+    a = _operand("count_nonzero", a)
+    zero = convert(0, canonical_aval_of(a).dtype)
+    return sum(_lax("ne")(a, zero), axis=axis, dtype=T.default_int(), keepdims=keepdims)
+
+
+_count_nonzero_fn.__name__ = "count_nonzero"
+count_nonzero: Callable[..., Any] = jit(_count_nonzero_fn, static_argnames=("axis", "keepdims"))
+
+
+# ------------------------------------------------------------ array methods
+
+def _method(fn_name: str, module: str = "spec._src.numpy.reductions") -> Callable[..., Any]:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        import importlib
+        return getattr(importlib.import_module(module), fn_name)(self, *args, **kwargs)
+    method.__name__ = fn_name
+    return method
+
+
+_METHODS = ("sum", "mean", "var", "std", "max", "min", "prod", "argmax", "argmin", "all",
+            "any", "cumsum", "cumprod", "sort", "argsort")
+
+
+def _install_array_methods() -> None:
+    """``x.sum()``, ``x.dot(y)`` ... on concrete arrays and tracers alike."""
+    for cls in (Array, Tracer):
+        for name in _METHODS:
+            setattr(cls, name, _method(name))
+        setattr(cls, "dot", _method("dot", "spec._src.numpy.linalg"))
+
+
+_install_array_methods()

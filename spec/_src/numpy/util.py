@@ -1,0 +1,170 @@
+"""Shared machinery of the jnp layer: dtype promotion of operands."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import types as T
+from spec._src.core.array import Array, weak_scalar
+from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax.structural_api import _convert_element_type
+
+__all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
+           "to_weak_or_strong"]
+
+
+def check_arraylike(fun_name: str, *args: Any) -> None:
+    """jnp functions accept arrays and scalars, not lists/tuples (as JAX)."""
+    for i, a in enumerate(args):
+        if isinstance(a, (Array, np.ndarray, np.generic)) or isinstance(
+                a, T.PYTHON_SCALAR_TYPES):
+            continue
+        # Refs (eager Refs, traced refs) are not arrays: JAX's TypeError.
+        _refuse_ref(fun_name, a, i)
+        if isinstance(a, Tracer) or hasattr(a, "__jax_array__"):
+            continue
+        raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(a)} at "
+                        f"position {i}.")
+
+
+def _refuse_ref(fun_name: str, a: Any, position: int) -> None:
+    from spec._src.core.state_types import RefType
+    aval = getattr(a, "aval", None)
+    if type(aval) is RefType:
+        raise TypeError(f"{fun_name} got a Ref of type {aval} at position {position}, but a Ref "
+                        "can't be passed where an array is expected. Did you forget to read its "
+                        "value with `ref[...]`?")
+
+
+def check_for_prngkeys(fun_name: str, *args: Any) -> None:
+    """Operands of different dtypes, one of them a key dtype: a TypeError
+    naming them all, before any promotion (as JAX's jnp functions). Operands
+    of one dtype pass: the primitive's typing rule decides about keys."""
+    from spec._src.core.prng import is_key_dtype
+    dtypes = [canonical_aval_of(a).dtype for a in args]
+    if len(set(dtypes)) < 2 or not any(is_key_dtype(d) for d in dtypes):
+        return
+    raise TypeError(f"{fun_name} does not accept dtypes {', '.join(map(str, dtypes))}.")
+
+
+def to_weak_or_strong(x: Any, dtype: T.DType, weak: bool) -> Any:
+    """``x`` as an operand of exactly (dtype, weak). Python scalars become
+    concrete values (inlined as literals when traced); the rest convert."""
+    if T.is_python_scalar(x):
+        return python_scalar_operand(x, dtype, weak)
+    if type(x) is np.ndarray and x.dtype == dtype and not weak:
+        # Already what is asked for: the NumPy array itself, so that a trace
+        # capturing it twice makes one constant (as JAX, which keys constants
+        # by the object).
+        return x
+    return _convert_element_type(x, dtype, weak)
+
+
+@functools.lru_cache(maxsize=256)
+def _scalar_type(dtype: T.DType, weak: bool) -> T.ArrayType:
+    return T.ArrayType((), dtype, weak)
+
+
+def python_scalar_operand(x: Any, dtype: T.DType, weak: bool) -> Array:
+    """A Python scalar as a typed rank-0 value.
+
+    A float/complex/bool that keeps its own type stays the Python value
+    (printed as written in jaxpr literals); ints, and anything converted, are
+    the value of the new dtype, as in JAX. An int that the target integer
+    dtype cannot hold raises OverflowError, as JAX does.
+    """
+    aval = _scalar_type(dtype, weak)
+    kind = type(x)
+    if kind is int:
+        # The int must fit the weak int type (int32, or int64 under x64);
+        # converting it on to a narrower integer dtype then wraps.
+        weak_int = T.default_int()
+        low, high = _iinfo(weak_int)
+        if not low <= x <= high:
+            raise OverflowError(f"Python int {x} too large to convert to {weak_int.name}")
+        arr = _narrowed(np.int64(x), dtype)
+        return weak_scalar(arr, arr, aval)
+    if kind is complex and not T.is_complex(dtype):
+        x = x.real
+    arr = _narrowed(x, dtype)
+    keeps_type = T.python_scalar_dtype(kind) == dtype and weak == (kind is not bool)
+    # Like JAX's typed host scalars, the result stays a jaxpr literal when
+    # staged: the Python value if its type is kept, else the converted value.
+    return weak_scalar(x if keeps_type else arr, arr, aval)
+
+
+@functools.lru_cache(maxsize=64)
+def _iinfo(dtype: T.DType) -> tuple[int, int]:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _narrowed(x: Any, dtype: T.DType) -> np.ndarray:
+    """``x`` rounded to ``dtype``; out-of-range values become inf/wrap
+    silently, as a conversion does (no NumPy warning)."""
+    limit = _float_limit(dtype)
+    if type(x) is float and -limit <= x <= limit:
+        return np.array(x, dtype)  # in range: no overflow to silence
+    with np.errstate(all="ignore"):
+        return np.array(x).astype(dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _float_limit(dtype: T.DType) -> float:
+    """The largest finite value of a real float dtype (-1: not a real float)."""
+    if not T.is_float(dtype):
+        return -1.0
+    import ml_dtypes
+    return float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
+
+
+_TYPED = (Array, Tracer)
+
+
+def promote_dtypes(*args: Any) -> list[Any]:
+    """Convert operands to their common (dtype, weak type), JAX's ``promote_dtypes``."""
+    if len(args) < 2:
+        return list(args)
+    if _agree(args):
+        return list(args)  # already of one (dtype, weak): nothing to convert
+    dtype, weak = T.result_type_and_weak(*args)
+    from spec._src.core.interpreter import _insert_pvary
+    from spec._src.core.sharding import _context
+    if _context.in_manual:
+        # Inside shard_map operands are cast to the common varying axes before
+        # their dtypes are promoted, as JAX stages it.
+        args = tuple(_insert_pvary(args))
+    return [to_weak_or_strong(a, dtype, weak) for a in args]
+
+
+def _agree(args: tuple[Any, ...] | list[Any], same_rank: bool = False) -> bool:
+    """Do all operands already have one (dtype, weak type) — and, if asked,
+    one rank — so that promotion has nothing to do? (A weak bool is never
+    left alone: promotion makes it strong.)"""
+    if not isinstance(args[0], _TYPED):
+        return False
+    first = args[0].aval
+    if first.weak_type and first.dtype == T.bool_:
+        return False
+    for a in args[1:]:
+        if not isinstance(a, _TYPED):
+            return False
+        aval = a.aval
+        if aval.dtype != first.dtype or aval.weak_type != first.weak_type:
+            return False
+        if same_rank and len(aval.shape) != len(first.shape):
+            return False
+    return True
+
+
+def promote_args(fun_name: str, *args: Any) -> list[Any]:
+    check_arraylike(fun_name, *args)
+    check_for_prngkeys(fun_name, *args)
+    return promote_dtypes(*args)
+
+
+def aval_of(x: Any) -> T.ArrayType:
+    return canonical_aval_of(x)

@@ -1,0 +1,1714 @@
+"""``spec._src.random.samplers``: JAX's ``jax.random`` on Threefry-2x32 keys.
+
+Keys are either typed (``key(seed)``: dtype ``key<fry>``, shape ``()``) or
+raw (``PRNGKey(seed)``: ``uint32[2]``); raw keys are wrapped on entry
+(``random_wrap``) and the key functions unwrap their results again, so a
+raw key in gives a raw key out. Samplers are staged exactly as JAX stages
+them (the same jitted helpers, of the same names, binding the same
+primitives in the same order), which is what makes their values agree bit
+for bit: every primitive involved follows XLA's CPU numerics.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from spec._src.core import prng as R
+from spec._src.core import dtypes as D
+from spec import lax
+from spec import numpy as jnp
+from spec._src.core import types as T
+from spec._src.api.jit import jit
+from spec._src.core.array import Array
+from spec._src.core.interpreter import Tracer
+from spec._src.lax.prng import (
+    random_bits_p,
+    random_clone_p,
+    random_fold_in_p,
+    random_seed_p,
+    random_split_p,
+    random_unwrap_p,
+    random_wrap_p,
+)
+
+__all__ = [
+    "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
+    "exponential", "fold_in", "gumbel", "key", "key_data", "key_impl", "laplace", "logistic",
+    "normal", "permutation", "rademacher", "randint", "split", "truncated_normal", "uniform",
+    "wrap_key_data",
+]
+
+Shape = tuple[int, ...]
+# ml_dtypes' finfo/iinfo are untyped.
+_finfo: Any = D.finfo
+_iinfo: Any = D.iinfo
+
+
+def _jitted(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``@_jitted(...)`` for the samplers' staged helpers (named as JAX's)."""
+    def wrap(fun: Callable[..., Any]) -> Callable[..., Any]:
+        return cast(Callable[..., Any], jit(fun, **options))
+    return wrap
+
+
+# ------------------------------------------------------------------ utilities
+
+def _is_key(x: Any) -> bool:
+    return R.is_key_dtype(getattr(x, "dtype", None))
+
+
+def _arraylike(x: Any) -> bool:
+    return (isinstance(x, (np.ndarray, np.generic, Array, Tracer)) or bool(np.isscalar(x))
+            or hasattr(x, "__jax_array__"))
+
+
+def _canonical_shape(shape: Any) -> Shape:
+    """JAX's ``canonicalize_shape``: an int or a sequence of ints."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return (int(shape),)
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.") from None
+    if not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in dims):
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.")
+    return tuple(int(d) for d in dims)
+
+
+def _user_dtype(dtype: Any, name: str) -> T.DType:
+    return T.to_dtype(dtype, name)
+
+
+def _broadcast_shapes(*shapes: Any) -> Shape:
+    """NumPy-style broadcasting of shapes (ranks padded on the left)."""
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ValueError("Incompatible shapes for broadcasting: shapes="
+                         f"{[tuple(s) for s in shapes]}") from None
+
+
+def _check_shape(name: str, shape: Shape, *param_shapes: Shape) -> None:
+    if param_shapes:
+        got = _broadcast_shapes(shape, *param_shapes)
+        if tuple(shape) != tuple(got):
+            raise ValueError(
+                f"{name} parameter shapes must be broadcast-compatible with shape argument, "
+                "and the result of broadcasting the shapes must equal the shape argument, "
+                f"but got result {got} for shape argument {shape}.")
+
+
+def _const(example: Any, val: Any) -> Any:
+    """A constant of ``example``'s dtype, as lax makes one: a Python scalar
+    for a weak rank-0 example (so it stays weak), else a NumPy scalar array
+    (a literal when staged)."""
+    aval = jnp.asarray(example).aval if not hasattr(example, "aval") else example.aval
+    dt = aval.dtype
+    if aval.weak_type and not aval.shape:
+        py = D.scalar_type_of(example)(val)
+        return py if T.python_scalar_dtype(type(py)) == dt else np.array(py, dt)
+    return np.array(val, dt)
+
+
+# ------------------------------------------------------------------ out_sharding
+
+def _canonical_sharding(out_sharding: Any, name: str) -> Any:
+    """A sampler's ``out_sharding`` (None, P or NamedSharding) as a
+    NamedSharding over the context mesh, or None."""
+    from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+    return canonicalize_out_sharding(out_sharding, name)
+
+
+def _sampler_sharding(out_sharding: Any, name: str, shape: Shape | None) -> Any:
+    """As ``_canonical_sharding``; moreover a scalar sample under a mesh whose
+    axes are all Explicit is made replicated (``P()``), as JAX does."""
+    from spec._src.core.sharding import AxisType, NamedSharding, P, get_abstract_mesh
+    sharding = _canonical_sharding(out_sharding, name)
+    mesh = get_abstract_mesh()
+    all_explicit = bool(mesh.axis_types) and all(t == AxisType.Explicit
+                                                  for t in mesh.axis_types)
+    if all_explicit and sharding is None and not shape:
+        sharding = NamedSharding(mesh, P())
+    return sharding
+
+
+def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
+                     ) -> Callable[..., Any]:
+    """``fun`` with ``static`` bound; given an output sharding, run under the
+    mesh's Explicit axes switched to Auto and resharded to it on the way out."""
+    import functools
+
+    from spec._src.core.sharding import auto_axes
+    bound = functools.partial(fun, **static)
+    if out_sharding is None:
+        return bound
+    return cast(Callable[..., Any], auto_axes(bound, out_sharding=out_sharding,
+                                              axes=out_sharding.mesh.explicit_axes))
+
+
+# ------------------------------------------------------------------ keys
+
+def _check_key_data(impl: R.PRNGImpl, data: Any) -> None:
+    """JAX's checks of raw key data (shape ending with the key shape, uint32)."""
+    if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
+                        f"ndim, shape, and dtype attributes. Got {data}")
+    n = len(impl.key_shape)
+    if data.ndim < 1:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
+                        f"got ndim={data.ndim}")
+    if tuple(data.shape[-n:]) != impl.key_shape:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
+                        f"end with {impl.key_shape}; got shape={tuple(data.shape)} for "
+                        f"impl={impl!r}")
+    if data.dtype != np.uint32:
+        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
+                        f"uint32; got dtype={data.dtype}")
+
+
+def _random_wrap(data: Any, impl: R.PRNGImpl) -> Any:
+    _check_key_data(impl, data)
+    return random_wrap_p.bind(data, impl=impl)
+
+
+def _check_prng_key(name: str, key: Any, *, allow_batched: bool = False) -> tuple[Any, bool]:
+    """A typed key (raw keys wrapped: the flag says so), single unless batched."""
+    if _is_key(key):
+        typed, wrapped = key, False
+    elif _arraylike(key):
+        typed, wrapped = _random_wrap(key, R.THREEFRY), True
+    else:
+        raise TypeError(f"unexpected PRNG key type {type(key)}")
+    if not allow_batched and typed.ndim:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{np.shape(key)} != (). Use jax.vmap for batching.")
+    return typed, wrapped
+
+
+def _return_keys(wrapped: bool, keys: Any) -> Any:
+    return random_unwrap_p.bind(keys) if wrapped else keys
+
+
+def _resolve_impl(spec: Any) -> R.PRNGImpl:
+    if spec is None:
+        return R.THREEFRY
+    if isinstance(spec, R.PRNGImpl):
+        return spec
+    if isinstance(spec, R.KeyTy):
+        return spec.impl
+    if type(spec) is str:
+        if spec in R.PRNGS:
+            return R.PRNGS[spec]
+        if spec in R.UNSUPPORTED_PRNGS:
+            raise NotImplementedError(f"spec implements the threefry2x32 PRNG only, not {spec}")
+        names = ", ".join(f'"{s}"' for s in (*R.PRNGS, *R.UNSUPPORTED_PRNGS))
+        raise ValueError(f'unrecognized PRNG implementation "{spec}". Did you mean one of: '
+                         f"{names}?")
+    raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation.")
+
+
+def _key(ctor_name: str, seed: Any, impl_spec: Any) -> Any:
+    impl = _resolve_impl(impl_spec)
+    if _is_key(seed):
+        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
+    if np.ndim(seed):
+        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
+                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
+    # A Python int goes through int64 first, so that large ints (hashes)
+    # wrap instead of overflowing under x64-off, as in JAX.
+    seeds = jnp.asarray(np.int64(seed)) if isinstance(seed, int) else jnp.asarray(seed)
+    return random_seed_p.bind(seeds, impl=impl)
+
+
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> Any:
+    """A typed key (``key<fry>[]``) from an integer seed."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "jax.random.key")
+        impl = dtype
+    return _key("key", seed, impl)
+
+
+def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802  (JAX's name)
+    """A raw key (``uint32[2]``) from an integer seed."""
+    return random_unwrap_p.bind(_key("PRNGKey", seed, impl))
+
+
+def key_data(keys: Any) -> Any:
+    """The uint32 words under a (possibly batched) key array."""
+    typed, _ = _check_prng_key("key_data", keys, allow_batched=True)
+    return random_unwrap_p.bind(typed)
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> Any:
+    """Key words (uint32, trailing shape ``(2,)``) as a typed key array."""
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
+                             "jax.random.wrap_key_data")
+        impl = dtype
+    return _random_wrap(key_bits_array, _resolve_impl(impl))
+
+
+def key_impl(keys: Any) -> str:
+    typed, _ = _check_prng_key("key_impl", keys, allow_batched=True)
+    return str(typed.dtype.impl.name)
+
+
+def key_dtype(impl: Any = None) -> Any:
+    return R.KeyTy(_resolve_impl(impl))
+
+
+def _split(key: Any, num: Any = 2) -> Any:
+    if key.ndim:
+        raise TypeError("split accepts a single key, but was given a key array of shape "
+                        f"{key.shape} != (). Use jax.vmap for batching.")
+    shape = tuple(num) if isinstance(num, Sequence) else (num,)
+    return random_split_p.bind(key, shape=shape)
+
+
+def split(key: Any, num: Any = 2) -> Any:
+    """``num`` new keys (or an array of keys of shape ``num``)."""
+    typed, wrapped = _check_prng_key("split", key)
+    return _return_keys(wrapped, _split(typed, num))
+
+
+def fold_in(key: Any, data: Any) -> Any:
+    """A new key from ``key`` and a 32-bit integer."""
+    typed, wrapped = _check_prng_key("fold_in", key)
+    if np.ndim(data):
+        raise TypeError("fold_in accepts a scalar, but was given an array of"
+                        f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
+    return _return_keys(wrapped, random_fold_in_p.bind(typed, jnp.asarray(data, dtype="uint32")))
+
+
+def clone(key: Any) -> Any:
+    """The key itself (JAX's key-reuse checker treats the clone as fresh)."""
+    return random_clone_p.bind(key)
+
+
+def _random_bits(key: Any, bit_width: int, shape: Shape) -> Any:
+    return random_bits_p.bind(key, bit_width=bit_width, shape=tuple(shape))
+
+
+# ------------------------------------------------------------------ samplers
+
+def bits(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Uniform random unsigned integers."""
+    key, _ = _check_prng_key("bits", key)
+    dt = T.default_uint() if dtype is None else _user_dtype(dtype, "bits")
+    if not T.is_unsigned_int(dt):
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "bits", shp)
+    return _maybe_auto_axes(_random_bits, sharding, bit_width=dt.itemsize * 8, shape=shp)(key)
+
+
+def _float_dtype(name: str, dtype: Any, *, complex_ok: bool = False) -> T.DType:
+    dt = _user_dtype(float if dtype is None else dtype, name)
+    if complex_ok:
+        if not T.is_inexact(dt):
+            raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, "
+                             f"got {dt}")
+    elif not T.is_float(dt):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
+    return dt
+
+
+def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.,
+            maxval: Any = 1., *, out_sharding: Any = None) -> Any:
+    """Uniform floats in [minval, maxval)."""
+    key, _ = _check_prng_key("uniform", key)
+    dt = _user_dtype(float if dtype is None else dtype, "uniform")
+    shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "uniform", shape)
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
+    return _maybe_auto_axes(_uniform, sharding, shape=shape, dtype=dt)(key, minval, maxval)
+
+
+@_jitted(static_argnums=(3, 4))
+def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("uniform", shape)
+    minval = lax.convert_element_type(minval, dtype)
+    maxval = lax.convert_element_type(maxval, dtype)
+    minval = lax.broadcast_to_rank(minval, len(shape))
+    maxval = lax.broadcast_to_rank(maxval, len(shape))
+    finfo = _finfo(dtype)
+    nbits, nmant = int(finfo.bits), int(finfo.nmant)
+    if nbits not in (8, 16, 32, 64):
+        raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypesgot {dtype}.")
+    # Random mantissa bits under the exponent of 1.0 give a float in [1, 2).
+    rng_bits = 8 if nmant < 8 else nbits
+    raw = _random_bits(key, rng_bits, shape)
+    uint_dtype = R.UINT_DTYPES[nbits]
+    if rng_bits != nbits:
+        raw = lax.convert_element_type(raw, uint_dtype)
+    float_bits = lax.shift_right_logical(raw, jnp.array(rng_bits - nmant, uint_dtype))
+    one_bits = np.array(1.0, dtype).view(uint_dtype)
+    float_bits = lax.bitwise_or(float_bits, jnp.asarray(one_bits, dtype=uint_dtype))
+    floats = lax.bitcast_convert_type(float_bits, dtype) - jnp.array(1., dtype)
+    return lax.max(minval, lax.reshape(floats * (maxval - minval) + minval, shape))
+
+
+def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Standard normal floats (or complex: independent real and imaginary
+    parts of variance 1/2)."""
+    key, _ = _check_prng_key("normal", key)
+    shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "normal", shape)
+    dt = _float_dtype("normal", dtype, complex_ok=True)
+    return _maybe_auto_axes(_normal, sharding, shape=shape, dtype=dt)(key)
+
+
+@_jitted(static_argnums=(1, 2))
+def _normal(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    if T.is_complex(dtype):
+        sqrt2 = np.array(np.sqrt(2), dtype)
+        key_re, key_im = _split(key)
+        real_dtype = np.array(0, dtype).real.dtype
+        re = _normal_real(key_re, shape, real_dtype).astype(dtype)
+        im = _normal_real(key_im, shape, real_dtype).astype(dtype)
+        return (re + 1j * im) / sqrt2
+    return _normal_real(key, shape, dtype)
+
+
+@_jitted(static_argnums=(1, 2))
+def _normal_real(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("normal", shape)
+    lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
+    hi = np.array(1., dtype)
+    u = uniform(key, shape, dtype, lo, hi)
+    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
+    """``val`` converted to ``dtype``, clipped to its range rather than wrapped."""
+    info, vinfo = _iinfo(dtype), _iinfo(val.dtype)
+    min_val = _const(val, max(int(info.min), int(vinfo.min)))
+    max_val = _const(val, min(int(info.max), int(vinfo.max)))
+    return jnp.clip(val, min_val, max_val).astype(dtype)
+
+
+def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
+            out_sharding: Any = None) -> Any:
+    """Uniform integers in [minval, maxval)."""
+    key, _ = _check_prng_key("randint", key)
+    dt = _user_dtype(int if dtype is None else dtype, "randint")
+    shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "randint", shape)
+    if not T.is_int(dt):
+        raise TypeError(f"randint only accepts integer dtypes, got {dt}")
+    info = _iinfo(dt)
+    sampling = dt
+    if int(info.bits) < 32:
+        # Sampled in 32 bits, which keeps the modulus bias small.
+        sampling = T.int32
+        minval = jnp.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
+        maxval = jnp.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
+    return _maybe_auto_axes(_randint, sharding, shape=shape, dtype=sampling)(
+        key, minval, maxval).astype(dt)
+
+
+@_jitted(static_argnums=(3, 4))
+def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
+    if not T.is_int(dtype):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    minval = jnp.asarray(minval)
+    maxval = jnp.asarray(maxval)
+    if not T.is_int(minval.dtype):
+        minval = minval.astype(int)
+    if not T.is_int(maxval.dtype):
+        maxval = maxval.astype(int)
+    # Where maxval exceeds the dtype's range the span must be one larger.
+    top = _convert_and_clip_integer(jnp.array(_iinfo(dtype).max, dtype), maxval.dtype)
+    maxval_out_of_range = lax.gt(maxval, top)
+    minval = _convert_and_clip_integer(minval, dtype)
+    maxval = _convert_and_clip_integer(maxval, dtype)
+    minval = lax.broadcast_to_rank(minval, len(shape))
+    maxval = lax.broadcast_to_rank(maxval, len(shape))
+    nbits = int(_iinfo(dtype).bits)
+    if nbits not in (8, 16, 32, 64):
+        raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")
+    # Twice the bits of the dtype, reduced modulo the span (biased when the
+    # span is not a power of two; the bias shrinks with the extra bits).
+    k1, k2 = _split(key)
+    higher_bits = _random_bits(k1, nbits, shape)
+    lower_bits = _random_bits(k2, nbits, shape)
+    unsigned = R.UINT_DTYPES[nbits]
+    span = lax.convert_element_type(maxval - minval, unsigned)
+    span = lax.select(maxval <= minval, lax.full_like(span, 1), span)
+    span = lax.select(maxval_out_of_range & (maxval > minval),
+                      lax.add(span, _const(span, 1)), span)
+    multiplier = lax.rem(_const(span, 2 ** (nbits // 2)), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
+                     lax.rem(lower_bits, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *,
+              out_sharding: Any = None) -> Any:
+    """Booleans that are True with probability ``p``."""
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got {mode=}, expected 'high' or 'low'")
+    key, _ = _check_prng_key("bernoulli", key)
+    sharding = _canonical_sharding(out_sharding, "bernoulli")
+    dt = T.dtype_of_value(p)
+    if not T.is_float(dt):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
+    p = lax.convert_element_type(p, dt)
+    return _maybe_auto_axes(_bernoulli, sharding, shape=shape, mode=mode)(key, p)
+
+
+@_jitted(static_argnames=("shape", "mode"))
+def _bernoulli(key: Any, p: Any, shape: Shape | None, mode: str) -> Any:
+    if shape is None:
+        shape = tuple(np.shape(p))
+    else:
+        _check_shape("bernoulli", shape, np.shape(p))
+    dtype = p.dtype
+    if mode == "high":
+        u1, u2 = uniform(key, (2, *shape), dtype)
+        u2 = u2 * 2 ** -int(_finfo(dtype).nmant)
+        return u2 < p - u1
+    return uniform(key, shape, dtype) < p
+
+
+def rademacher(key: Any, shape: Any = (), dtype: Any = None, *,
+               out_sharding: Any = None) -> Any:
+    """-1 or +1 with equal probability."""
+    key, _ = _check_prng_key("rademacher", key)
+    dt = _user_dtype(int if dtype is None else dtype, "rademacher")
+    shp = _canonical_shape(shape)
+    return _rademacher(key, shp, dt, _sampler_sharding(out_sharding, "rademacher", shp))
+
+
+@_jitted(static_argnums=(1, 2, 3))
+def _rademacher(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
+    samples = bernoulli(key=key, p=0.5, shape=shape, out_sharding=out_sharding).astype(dtype)
+    return (2 * samples - 1).astype(dtype)
+
+
+def _float_sampler(name: str, fun: Callable[..., Any], key: Any, shape: Any, dtype: Any,
+                   out_sharding: Any) -> Any:
+    """A sampler of one key, a shape and a float dtype (JAX's order of checks)."""
+    key, _ = _check_prng_key(name, key)
+    dt = _float_dtype(name, dtype)
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, name, shp)
+    return _maybe_auto_axes(fun, sharding, shape=shp, dtype=dt)(key)
+
+
+def exponential(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Exponential(1) floats."""
+    return _float_sampler("exponential", _exponential, key, shape, dtype, out_sharding)
+
+
+@_jitted(static_argnums=(1, 2))
+def _exponential(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("exponential", shape)
+    u = uniform(key, shape, dtype)
+    return lax.neg(lax.log1p(lax.neg(u)))
+
+
+def laplace(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Laplace(0, 1) floats."""
+    return _float_sampler("laplace", _laplace, key, shape, dtype, out_sharding)
+
+
+@_jitted(static_argnums=(1, 2))
+def _laplace(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("laplace", shape)
+    u = uniform(key, shape, dtype, minval=-1. + _finfo(dtype).epsneg, maxval=1.)
+    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+
+
+def logistic(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Logistic(0, 1) floats."""
+    return _float_sampler("logistic", _logistic, key, shape, dtype, out_sharding)
+
+
+@_jitted(static_argnums=(1, 2))
+def _logistic(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("logistic", shape)
+    x = uniform(key, shape, dtype, minval=_finfo(dtype).tiny, maxval=1.)
+    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+
+
+def cauchy(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Standard Cauchy floats."""
+    return _float_sampler("cauchy", _cauchy, key, shape, dtype, out_sharding)
+
+
+@_jitted(static_argnums=(1, 2))
+def _cauchy(key: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("cauchy", shape)
+    u = uniform(key, shape, dtype, minval=_finfo(dtype).eps, maxval=1.)
+    pi = _const(u, np.pi)
+    return lax.tan(lax.mul(pi, lax.sub(u, _const(u, 0.5))))
+
+
+def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None, *,
+           out_sharding: Any = None) -> Any:
+    """Standard Gumbel floats (``mode="high"``: more bits near the tails)."""
+    key, _ = _check_prng_key("gumbel", key)
+    dt = _float_dtype("gumbel", dtype)
+    shape = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "gumbel", shape)
+    if mode is None:
+        mode = "low"
+    if mode not in ("highest", "high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+    if mode == "highest" and dt == T.float32:
+        raise NotImplementedError("spec: gumbel mode='highest' for float32 is not implemented")
+    return _maybe_auto_axes(_gumbel, sharding, shape=shape, dtype=dt, mode=mode)(key)
+
+
+@_jitted(static_argnums=(1, 2, 3))
+def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
+    _check_shape("gumbel", shape)
+    info = _finfo(dtype)
+    if mode in ("high", "highest"):
+        high, low = _uniform(key, minval=0., maxval=1., shape=(2, *shape), dtype=dtype)
+        nmant = int(info.nmant)
+        x = jnp.where(high >= 0.5, high,
+                      high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
+        return -jnp.log(-jnp.log1p(-x))
+    return -jnp.log(-jnp.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
+                                       dtype=dtype)))
+
+
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None,
+                     dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Standard normal floats conditioned on [lower, upper]."""
+    if shape is not None:
+        shape = _canonical_shape(shape)
+    key, _ = _check_prng_key("truncated_normal", key)
+    sharding = _canonical_sharding(out_sharding, "truncated_normal")
+    dt = _float_dtype("truncated_normal", dtype)
+    return _maybe_auto_axes(_truncated_normal, sharding, shape=shape, dtype=dt)(
+        key, lower, upper)
+
+
+@_jitted(static_argnums=(3, 4))
+def _truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None,
+                      dtype: T.DType) -> Any:
+    if shape is None:
+        shape = _broadcast_shapes(np.shape(lower), np.shape(upper))
+    else:
+        _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    lower = lax.convert_element_type(lower, dtype)
+    upper = lax.convert_element_type(upper, dtype)
+    a = lax.erf(lower / sqrt2)
+    b = lax.erf(upper / sqrt2)
+    u = uniform(key, shape, dtype, minval=a, maxval=b)
+    out = sqrt2 * lax.erf_inv(u)
+    return jnp.clip(out,
+                    lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype=dtype)),
+                    lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
+
+
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
+                out_sharding: Any = None) -> Any:
+    """A random permutation of ``arange(x)`` or of ``x`` along ``axis``."""
+    key, _ = _check_prng_key("permutation", key)
+    jnp_util_check("permutation", x)
+    ndim = int(np.ndim(x))
+    axis = _canonical_axis(axis, ndim or 1)
+    sharding = _canonical_sharding(out_sharding, "permutation")
+    if not ndim:
+        if not T.is_int(T.dtype_of_value(x)):
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        r = int(x)
+        return _maybe_auto_axes(lambda k: _shuffle(k, jnp.arange(r), axis), sharding)(key)
+    return _maybe_auto_axes(_permutation, sharding, axis=axis, independent=independent)(key, x)
+
+
+def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
+    ndim = int(np.ndim(x))
+    if independent or ndim == 1:
+        return _shuffle(key, x, axis)
+    ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
+    return jnp.take(x, ind, axis, unique_indices=True)
+
+
+def jnp_util_check(name: str, *args: Any) -> None:
+    from spec._src.numpy.util import check_arraylike
+    check_arraylike(name, *args)
+
+
+def _canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+@_jitted(static_argnums=(2,))
+def _shuffle(key: Any, x: Any, axis: int) -> Any:
+    # Sorting by random 32-bit keys, repeated so that ties (which would
+    # bias the order) are unlikely: the number of rounds grows with log(n).
+    exponent = 3
+    uint32max = int(np.iinfo(np.uint32).max)
+    num_rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(uint32max)))
+    for _ in range(num_rounds):
+        key, subkey = _split(key)
+        sort_keys = _random_bits(subkey, 32, x.shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
+           p: Any = None, axis: int = 0, mode: str | None = None) -> Any:
+    """Samples of ``a`` (or ``arange(a)``), uniformly or with weights ``p``."""
+    key, _ = _check_prng_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
+    jnp_util_check("choice", a)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = int(a)
+    else:
+        axis = _canonical_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population "
+                         f"(size {n_inputs}) when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(key, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+        else:
+            slices = (slice(None),) * axis + (slice(n_draws),)
+            result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
+    else:
+        jnp_util_check("choice", p)
+        p_arr = jnp.asarray(p)
+        if not T.is_inexact(p_arr.dtype):
+            p_arr = p_arr.astype(T.default_float())
+        if p_arr.shape != (n_inputs,):
+            raise ValueError(
+                "p must be None or a 1D vector with the same size as a.shape[axis]. "
+                f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
+            ind = jnp.searchsorted(p_cuml, r).astype(int)
+        else:
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            ind = lax.top_k(g, k=n_draws)[1].astype(int)
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+    return result.reshape(tuple(shape) if arr.ndim == 0 else
+                          arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
+
+
+def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
+                replace: bool = True, mode: str | None = None, *,
+                out_sharding: Any = None) -> Any:
+    """Category indices drawn with probabilities ``softmax(logits)`` (the
+    Gumbel-max trick)."""
+    key, _ = _check_prng_key("categorical", key)
+    jnp_util_check("categorical", logits)
+    logits_arr = jnp.asarray(logits)
+    batch_shape = tuple(int(d) for d in np.delete(logits_arr.shape, axis))
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _canonical_shape(shape)
+        _check_shape("categorical", shape, batch_shape)
+    sharding = _canonical_sharding(out_sharding, "categorical")
+    return _maybe_auto_axes(_categorical, sharding, shape=shape, batch_shape=batch_shape,
+                            axis=axis, replace=replace, mode=mode)(key, logits_arr)
+
+
+def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, axis: int,
+                 replace: bool, mode: str | None) -> Any:
+    shape_prefix = shape[:len(shape) - len(batch_shape)]
+    if replace:
+        if axis >= 0:
+            axis -= len(logits_arr.shape)
+        logits_shape = list(shape[len(shape) - len(batch_shape):])
+        logits_shape.insert(axis % len(logits_arr.shape), logits_arr.shape[axis])
+        return jnp.argmax(
+            gumbel(key, (*shape_prefix, *logits_shape), logits_arr.dtype, mode=mode)
+            + lax.expand_dims(logits_arr, tuple(range(len(shape_prefix)))), axis=axis)
+    logits_arr = logits_arr + gumbel(key, logits_arr.shape, logits_arr.dtype, mode=mode)
+    k = math.prod(shape_prefix)
+    if k > logits_arr.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
+                         f"of categories ({logits_arr.shape[axis]}).")
+    _, indices = lax.top_k(jnp.moveaxis(logits_arr, axis, -1), k)
+    dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
+    return lax.reshape(indices, shape, dimensions)
+
+
+# ------------------------------------------------------------------ gamma and kin
+
+def _method(name: str, method: str) -> None:
+    if method not in {"exact", "approximate"}:
+        raise ValueError(f"method argument to `{name}` must be one of "
+                         f"{{'exact', 'approximate'}}, got {method!r}")
+    if method == "approximate":
+        raise NotImplementedError(f"spec: {name}(method='approximate') is not implemented")
+
+
+def _safe_to_cast(value: Any, dtype: T.DType) -> bool:
+    """JAX's ``dtypes.safe_to_cast``: casting loses nothing under promotion
+    (the target counted as a strong type)."""
+    if D.dtype_of(value) == dtype:
+        return True
+    return bool(T.result_type(value, dtype) == dtype)
+
+
+def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
+    for arg in args:
+        if not _safe_to_cast(arg, dtype):
+            raise T.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type "
+                f"{jnp.asarray(arg).dtype} to {dtype}")
+
+
+def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
+    """The sample shape: ``shape`` (checked against the parameters'), or
+    the parameters' broadcast shape."""
+    arg_shapes = [tuple(np.shape(a)) for a in args]
+    if shape is None:
+        return _broadcast_shapes(*arg_shapes) if arg_shapes else ()
+    shp = _canonical_shape(shape)
+    _check_shape(name, shp, *arg_shapes)
+    return shp
+
+
+def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
+    """One Gamma(alpha) sample: Marsaglia and Tsang's squeeze-and-reject
+    method for alpha >= 1; smaller alpha is sampled at alpha + 1 and scaled
+    by U**(1/alpha) (in log space: plus log(U)/alpha, with log(U) drawn as
+    -Exponential so that both spaces consume the same bits)."""
+    zero, one, two, minus_one = (_const(alpha, v) for v in (0, 1, 2, -1))
+    half, third, squeeze = (_const(alpha, v) for v in (0.5, 1. / 3., 0.0331))
+    dtype = alpha.dtype
+    boost = lax.ge(alpha, one)
+    alpha_orig = alpha
+    alpha = lax.select(boost, alpha, lax.add(alpha, one))
+    d = lax.sub(alpha, third)
+    c = lax.div(third, lax.sqrt(d))
+
+    def rejected(state: Any) -> Any:
+        # Both tests are computed (the log test only matters where the
+        # cheap squeeze fails), which keeps the loop batchable.
+        _, x2, v, u = state
+        squeeze_fails = lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x2, x2))))
+        log_fails = lax.ge(lax.log(u), lax.add(lax.mul(x2, half),
+                                               lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
+        return lax.bitwise_and(squeeze_fails, log_fails)
+
+    def propose(state: Any) -> Any:
+        def next_normal(kxv: Any) -> Any:
+            k, sub = _split(kxv[0])
+            x = _normal(sub, (), dtype)
+            return k, x, lax.add(one, lax.mul(x, c))
+
+        k, x_key, u_key = _split(state[0], 3)
+        # A normal x with v = 1 + c x > 0 (redrawn until it is).
+        _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_normal,
+                                 (x_key, zero, minus_one))
+        u = _uniform(u_key, 0., 1., (), dtype)
+        return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+
+    key, subkey = _split(key)
+    # The initial state is one that the test rejects.
+    _, _, v, _ = lax.while_loop(rejected, propose, (key, zero, one, two))
+    if log_space:
+        log_u = lax.neg(_exponential(subkey, (), dtype))
+        log_boost = lax.select(lax.bitwise_or(boost, lax.eq(log_u, zero)), zero,
+                               lax.mul(log_u, lax.div(one, alpha_orig)))
+        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+    u = 1 - _uniform(subkey, 0., 1., (), dtype)
+    scale = lax.select(boost, one, lax.pow(u, lax.div(one, alpha_orig)))
+    return lax.mul(lax.mul(d, v), scale)
+
+
+_GAMMA_PROGRAMS: dict[tuple[Any, ...], Any] = {}
+
+
+def gamma_values(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray:
+    """``random_gamma``'s impl: each key split into one key per parameter
+    under it, and ``_gamma_one`` vmapped over (key, parameter) pairs (as
+    XLA runs it); the staged program is cached per shape and dtype."""
+    from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
+    from spec._src.core.types import ArrayType
+    cache_key = (keys.shape, a.shape, a.dtype, log_space)
+    program = _GAMMA_PROGRAMS.get(cache_key)
+    if program is None:
+        program = trace_to_jaxpr(
+            lambda k, x: [_gamma_batched(k, x, log_space)],
+            [R.key_type(keys.shape), ArrayType(a.shape, a.dtype)])[0]
+        _GAMMA_PROGRAMS[cache_key] = program
+    consts = [canonical_value(c)[0] for c in program.consts]
+    out: np.ndarray = eval_jaxpr_values(program, consts, [keys, a])[0]
+    return out
+
+
+def _gamma_batched(keys: Any, a: Any, log_space: bool) -> Any:
+    from spec._src.api.vmap import vmap
+    per_key = math.prod(a.shape[keys.ndim:])
+    flat_keys = vmap(lambda k: _split(k, per_key))(keys.reshape(-1)).reshape(-1)
+    samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(flat_keys, a.reshape(-1))
+    return samples.reshape(a.shape)
+
+
+def _gamma_dtype(name: str, dtype: Any, shown: str | None = None) -> T.DType:
+    dt = _user_dtype(float if dtype is None else dtype, name)
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `{shown or name}` must be a float dtype, got {dt}")
+    return dt
+
+
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact",
+          out_sharding: Any = None) -> Any:
+    """Gamma(a, 1) floats (Marsaglia-Tsang rejection sampling)."""
+    key, _ = _check_prng_key("gamma", key)
+    if method not in {"exact", "approximate"}:
+        _method("gamma", method)
+    dt = _gamma_dtype("gamma", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "gamma", shp)
+    _method("gamma", method)
+    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt)(key, a)
+
+
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *,
+             method: str = "exact", out_sharding: Any = None) -> Any:
+    """log(Gamma(a, 1)) floats, accurate where the samples underflow."""
+    key, _ = _check_prng_key("loggamma", key)
+    if method not in {"exact", "approximate"}:
+        _method("loggamma", method)
+    dt = _gamma_dtype("loggamma", dtype, shown="gamma")
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _canonical_sharding(out_sharding, "loggamma")
+    _method("loggamma", method)
+    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt, log_space=True)(key, a)
+
+
+@_jitted(static_argnames=("shape", "dtype", "log_space"))
+def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: bool = False
+           ) -> Any:
+    from spec._src.lax.prng import random_gamma_p
+    if shape is None:
+        shape = tuple(np.shape(a))
+    else:
+        _check_shape("gamma", shape, np.shape(a))
+    a = lax.convert_element_type(a, dtype)
+    if tuple(np.shape(a)) != tuple(shape):
+        a = jnp.broadcast_to(a, shape)
+    return random_gamma_p.bind(key, a, log_space=log_space)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None, *,
+         method: str = "exact", out_sharding: Any = None) -> Any:
+    """Beta(a, b) floats, from two log-gamma samples."""
+    key, _ = _check_prng_key("beta", key)
+    if method not in {"exact", "approximate"}:
+        _method("beta", method)
+    dt = _gamma_dtype("beta", dtype)
+    _check_all_safe_to_cast("beta", dt, a, b)
+    shp = _check_broadcast_shapes("beta", shape, a, b)
+    sharding = _sampler_sharding(out_sharding, "beta", shp)
+    _method("beta", method)
+    return _maybe_auto_axes(_beta, sharding, method=method, shape=shp, dtype=dt)(key, a, b)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("beta", shape, np.shape(a), np.shape(b))
+    a = lax.convert_element_type(a, dtype)
+    b = lax.convert_element_type(b, dtype)
+    key_a, key_b = _split(key)
+    a = jnp.broadcast_to(a, shape)
+    b = jnp.broadcast_to(b, shape)
+    log_gamma_a = loggamma(key_a, a, shape, dtype, method=method)
+    log_gamma_b = loggamma(key_b, b, shape, dtype, method=method)
+    # a / (a + b) of the two gammas, scaled by the larger so nothing overflows.
+    log_max = lax.max(log_gamma_a, log_gamma_b)
+    gamma_a_scaled = jnp.exp(log_gamma_a - log_max)
+    gamma_b_scaled = jnp.exp(log_gamma_b - log_max)
+    return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
+
+
+def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Dirichlet(alpha) vectors along the last axis (softmax of log-gammas)."""
+    key, _ = _check_prng_key("dirichlet", key)
+    dt = _gamma_dtype("dirichlet", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "dirichlet", shp)
+    return _maybe_auto_axes(_dirichlet, sharding, shape=shp, dtype=dt)(key, alpha)
+
+
+@_jitted(static_argnums=(2, 3))
+def _dirichlet(key: Any, alpha: Any, shape: Shape | None, dtype: T.DType) -> Any:
+    if not np.ndim(alpha) >= 1:
+        raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == "
+                         f"{np.ndim(alpha)}")
+    if shape is None:
+        shape = tuple(np.shape(alpha)[:-1])
+    else:
+        _check_shape("dirichlet", shape, tuple(np.shape(alpha)[:-1]))
+    alpha = lax.convert_element_type(alpha, dtype)
+    log_gamma_samples = loggamma(key, alpha, tuple(shape) + tuple(np.shape(alpha)[-1:]), dtype)
+    return _softmax(log_gamma_samples, -1)
+
+
+def _softmax(x: Any, axis: int = -1) -> Any:
+    """``jax.nn.softmax`` as JAX 0.12 runs it by default (spec has no ``nn``
+    module yet): the maximum, held constant for differentiation, is
+    subtracted before exponentiating."""
+    x_max = jnp.max(x, axis, initial=-np.inf, keepdims=True)
+    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
+    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+
+
+def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
+              method: str = "exact", out_sharding: Any = None) -> Any:
+    """Chi-square(df) floats: twice a Gamma(df / 2) sample."""
+    key, _ = _check_prng_key("chisquare", key)
+    if method not in {"exact", "approximate"}:
+        _method("chisquare", method)
+    dt = _gamma_dtype("chisquare", dtype)
+    shp = _check_broadcast_shapes("chisquare", shape, df)
+    _check_all_safe_to_cast("chisquare", dt, df)
+    sharding = _sampler_sharding(out_sharding, "chisquare", shp)
+    _method("chisquare", method)
+    return _maybe_auto_axes(_chisquare, sharding, method=method, shape=shp, dtype=dt)(key, df)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _chisquare(key: Any, df: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("chisquare", shape, np.shape(df))
+    df = lax.convert_element_type(df, dtype)
+    two = _const(df, 2)
+    half_df = lax.div(df, two)
+    log_g = loggamma(key, a=half_df, shape=shape, dtype=dtype, method=method)
+    return lax.mul(jnp.exp(log_g), two)
+
+
+def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
+      out_sharding: Any = None) -> Any:
+    """Student's t(df) floats: a normal over the root of a scaled gamma."""
+    key, _ = _check_prng_key("t", key)
+    dt = _gamma_dtype("t", dtype)
+    shp = _check_broadcast_shapes("t", shape, df)
+    sharding = _sampler_sharding(out_sharding, "t", shp)
+    _check_all_safe_to_cast("t", dt, df)
+    return _maybe_auto_axes(_t, sharding, shape=shp, dtype=dt)(key, df)
+
+
+@_jitted(static_argnums=(2, 3))
+def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("t", shape, np.shape(df))
+    df = lax.convert_element_type(df, dtype)
+    key_n, key_g = _split(key)
+    n = normal(key_n, shape, dtype)
+    half_df = lax.div(df, _const(n, 2))
+    g = gamma(key_g, half_df, shape, dtype)
+    return n * jnp.sqrt(half_df / g)
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
+      out_sharding: Any = None) -> Any:
+    """F(dfnum, dfden) floats: a ratio of scaled chi-squares."""
+    key, _ = _check_prng_key("f", key)
+    dt = _gamma_dtype("f", dtype)
+    shp = _check_broadcast_shapes("f", shape, dfnum, dfden)
+    sharding = _sampler_sharding(out_sharding, "f", shp)
+    _check_all_safe_to_cast("f", dt, dfnum, dfden)
+    return _f(key, dfnum, dfden, shp, dt, sharding)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _f(key: Any, dfnum: Any, dfden: Any, shape: Shape, dtype: T.DType,
+       out_sharding: Any) -> Any:
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
+    key_dfd, key_dfn = _split(key)
+    chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype, out_sharding=out_sharding)
+    chi2_dfd = chisquare(key_dfd, dfden, shape, dtype, out_sharding=out_sharding)
+    return lax.div(chi2_dfn / dfnum, chi2_dfd / dfden)
+
+
+def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None, *,
+                       out_sharding: Any = None) -> Any:
+    """Generalized normal floats of shape parameter p (density ~ exp(-|x|**p))."""
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("generalized_normal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "generalized_normal")
+    _check_shape("generalized_normal", shp)
+    sharding = _sampler_sharding(out_sharding, "generalized_normal", shp)
+    return _maybe_auto_axes(_generalized_normal, sharding, shape=shp, dtype=dt)(key, p)
+
+
+@_jitted(static_argnums=(2, 3))
+def _generalized_normal(key: Any, p: Any, shape: Shape, dtype: T.DType) -> Any:
+    keys = split(key)
+    g = gamma(keys[0], 1 / p, shape, dtype)
+    r = rademacher(keys[1], shape, dtype)
+    return r * g ** (1 / p)
+
+
+def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *,
+           out_sharding: Any = None) -> Any:
+    """Pareto(b) floats: exp(Exponential / b)."""
+    key, _ = _check_prng_key("pareto", key)
+    dt = _gamma_dtype("pareto", dtype)
+    shp = _check_broadcast_shapes("pareto", shape, b)
+    _check_all_safe_to_cast("pareto", dt, b)
+    sharding = _sampler_sharding(out_sharding, "pareto", shp)
+    return _maybe_auto_axes(_pareto, sharding, shape=shp, dtype=dt)(key, b)
+
+
+@_jitted(static_argnums=(2, 3))
+def _pareto(key: Any, b: Any, shape: Shape, dtype: T.DType) -> Any:
+    _check_shape("pareto", shape, np.shape(b))
+    b = lax.convert_element_type(b, dtype)
+    e = exponential(key, shape, dtype)
+    return lax.exp(e / b)
+
+
+def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
+                dtype: Any = None) -> Any:
+    """Weibull floats: the inverse CDF at a uniform sample."""
+    key, _ = _check_prng_key("weibull_min", key)
+    dt = _gamma_dtype("weibull_min", dtype)
+    return _weibull_min(key, scale, concentration, _canonical_shape(shape), dt)
+
+
+@_jitted(static_argnums=(3, 4))
+def _weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape,
+                 dtype: T.DType) -> Any:
+    u = uniform(key=key, shape=shape, minval=0, maxval=1, dtype=dtype)
+    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+
+
+def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Geometric(p) integers >= 1: the number of trials to the first success."""
+    key, _ = _check_prng_key("geometric", key)
+    dt = _user_dtype(int if dtype is None else dtype, "geometric")
+    if not T.is_int(dt):
+        raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
+    shp = _check_broadcast_shapes("geometric", shape, p)
+    sharding = _sampler_sharding(out_sharding, "geometric", shp)
+    return _geometric(key, p, shp, dt, sharding)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
+    from spec._src.numpy.util import to_weak_or_strong
+    jnp_util_check("geometric", p)
+    _check_shape("geometric", shape, np.shape(p))
+    # p promoted to an inexact dtype, keeping its weak type.
+    dt, weak = T.result_type_and_weak(p)
+    if not T.is_inexact(dt):
+        dt = T.promote_types(dt, T.default_float())
+    p = to_weak_or_strong(p, dt, weak)
+    u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
+    # u = 0 is mapped to 1, keeping log(u) finite (JAX's choice, kept for its bits).
+    u = jnp.where(u == 0, 1, u)
+    log_u = lax.log(u)
+    log_one_minus_p = lax.log1p(-p)
+    if out_sharding is not None and not np.ndim(log_one_minus_p):
+        # (spec.numpy's broadcast_to does not take out_sharding yet; a
+        # scalar broadcast is one broadcast_in_dim either way.)
+        log_one_minus_p = lax.broadcast_in_dim(log_one_minus_p, shape, (),
+                                               out_sharding=out_sharding)
+    else:
+        log_one_minus_p = jnp.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
+    g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
+    return g.astype(dtype)
+
+
+
+# ------------------------------------------------------------------ more samplers
+
+def _staged_args(*args: Any) -> tuple[Any, ...]:
+    """JAX stages some samplers' helpers as jits inlined at trace time: their
+    array arguments are tracers of the enclosing trace (closed-over arrays
+    become its constants, once each, in argument order). Staged here, the
+    arguments are made such tracers first; Python scalars stay literals."""
+    from spec._src.core.interpreter import JaxprTrace, JitTracer, Var, current_trace
+    trace = current_trace()
+    if not isinstance(trace, JaxprTrace):
+        return args
+    out = []
+    for x in args:
+        atom = trace.to_atom(x)
+        out.append(JitTracer(trace, atom) if isinstance(atom, Var) else x)
+    return tuple(out)
+
+
+def _float_only(name: str, dtype: Any) -> T.DType:
+    """The sample dtype (default float); a non-float one is a ValueError."""
+    dt = _user_dtype(float if dtype is None else dtype, name)
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
+    return dt
+
+
+def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """One-sided Maxwell floats: the length of a standard normal 3-vector."""
+    key, _ = _check_prng_key("maxwell", key)
+    dt = _float_only("maxwell", dtype)
+    shp = _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "maxwell", shp)
+    return _maxwell(key, shp, dt, sharding)
+
+
+def _norm_impl(x: Any) -> Any:
+    # ``jnp.linalg.norm(x, axis=-1)`` of a real array, as JAX stages it
+    # (spec has no ``jnp.linalg`` yet): a jit named ``norm``.
+    return jnp.sqrt(jnp.sum(x * x, axis=-1))
+
+
+_norm_impl.__name__ = _norm_impl.__qualname__ = "norm"
+_norm = jit(_norm_impl)
+
+
+@_jitted(static_argnums=(1, 2, 3))
+def _maxwell(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
+    shape = (*shape, 3)
+    if out_sharding is not None:
+        # The three components of a sample live together: the new axis is unsharded.
+        from spec._src.core.sharding import NamedSharding, P
+        out_sharding = NamedSharding(out_sharding.mesh, P(*out_sharding.spec, None))
+    norm_rvs = normal(key=key, shape=shape, dtype=dtype, out_sharding=out_sharding)
+    return _norm(norm_rvs)
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (),
+                         dtype: Any = None) -> Any:
+    """Double-sided Maxwell floats: a Maxwell sample of random sign,
+    scaled by ``scale`` and shifted by ``loc``."""
+    key, _ = _check_prng_key("double_sided_maxwell", key)
+    dt = _float_only("double_sided_maxwell", dtype)
+    return _double_sided_maxwell(key, loc, scale, _canonical_shape(shape), dt)
+
+
+@_jitted(static_argnums=(3, 4))
+def _double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape, dtype: T.DType
+                          ) -> Any:
+    params_shapes = _broadcast_shapes(np.shape(loc), np.shape(scale))
+    if not shape:
+        shape = params_shapes
+    # (JAX appends the parameters' shape even when it was just taken as
+    # the sample shape, so that a default shape doubles it; kept.)
+    shape = shape + params_shapes
+    maxwell_key, rademacher_key = _split(key)
+    maxwell_rvs = maxwell(maxwell_key, shape=shape, dtype=dtype)
+    random_sign = rademacher(rademacher_key, shape=shape, dtype=dtype)
+    return random_sign * maxwell_rvs * scale + loc
+
+
+def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
+             out_sharding: Any = None) -> Any:
+    """Rayleigh(scale) floats: ``scale * sqrt(-2 log U)``."""
+    key, _ = _check_prng_key("rayleigh", key)
+    dt = _float_only("rayleigh", dtype)
+    shp = _check_broadcast_shapes("rayleigh", shape, scale)
+    sharding = _sampler_sharding(out_sharding, "rayleigh", shp)
+    _check_all_safe_to_cast("rayleigh", dt, scale)
+    return _maybe_auto_axes(_rayleigh, sharding, shape=shp, dtype=dt)(key, scale)
+
+
+@_jitted(static_argnums=(2, 3))
+def _rayleigh(key: Any, scale: Any, shape: Shape, dtype: T.DType) -> Any:
+    u = uniform(key, shape, dtype)
+    scale = jnp.asarray(scale).astype(dtype)
+    scale = jnp.broadcast_to(scale, shape)
+    log_u = lax.log(u)
+    sqrt_u = lax.sqrt(lax.mul(log_u, _const(scale, -2)))
+    return lax.mul(scale, sqrt_u)
+
+
+def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
+         out_sharding: Any = None) -> Any:
+    """Wald (inverse Gaussian, unit shape) floats of mean ``mean``, by
+    Michael, Schucany and Haas's transformation of a normal sample."""
+    key, _ = _check_prng_key("wald", key)
+    dt = _float_only("wald", dtype)
+    shp = _check_broadcast_shapes("wald", shape, mean)
+    sharding = _canonical_sharding(out_sharding, "wald")
+    _check_all_safe_to_cast("wald", dt, mean)
+    return _maybe_auto_axes(_wald, sharding, shape=shp, dtype=dt)(key, mean)
+
+
+@_jitted(static_argnums=(2, 3))
+def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
+    k1, k2 = _split(key, 2)
+    mean = jnp.asarray(mean).astype(dtype)
+    mean = jnp.broadcast_to(mean, shape)
+    v = normal(k1, shape, dtype)
+    z = uniform(k2, shape, dtype)
+    y = lax.integer_pow(v, 2)
+    y_sq = lax.integer_pow(y, 2)
+    mean_sq = lax.integer_pow(mean, 2)
+    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+    # The smaller root x of the quadratic; the larger, mean**2 / x, is
+    # taken with probability x / (mean + x).
+    x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
+               dtype: Any = None, *, out_sharding: Any = None) -> Any:
+    """Triangular floats on [left, right] peaking at ``mode`` (inverse CDF)."""
+    key, _ = _check_prng_key("triangular", key)
+    dt = _float_only("triangular", dtype)
+    shp = _check_broadcast_shapes("triangular", shape, left, mode, right)
+    sharding = _sampler_sharding(out_sharding, "triangular", shp)
+    _check_all_safe_to_cast("triangular", dt, left, mode, right)
+    return _maybe_auto_axes(_triangular, sharding, shape=shp, dtype=dt)(
+        key, left, mode, right)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _triangular(key: Any, left: Any, mode: Any, right: Any, shape: Shape,
+                dtype: T.DType) -> Any:
+    key, left, mode, right = _staged_args(key, left, mode, right)
+    left = jnp.broadcast_to(lax.convert_element_type(left, dtype), shape)
+    right = jnp.broadcast_to(lax.convert_element_type(right, dtype), shape)
+    mode = jnp.broadcast_to(lax.convert_element_type(mode, dtype), shape)
+    # The CDF at the mode splits the uniform between the two branches.
+    fc = (mode - left) / (right - left)
+    u = uniform(key, shape, dtype)
+    out1 = left + lax.sqrt(u * (right - left) * (mode - left))
+    out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
+    return lax.select(u < fc, out1, out2)
+
+
+_SIGMA_ONE = np.float32(1)  # lognormal's default sigma (a float32 scalar, as JAX's)
+
+
+def lognormal(key: Any, sigma: Any = _SIGMA_ONE, shape: Any = None, dtype: Any = None, *,
+              out_sharding: Any = None) -> Any:
+    """Log-normal floats: ``exp(sigma * N(0, 1))`` (complex dtypes allowed)."""
+    key, _ = _check_prng_key("lognormal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "lognormal")
+    if not T.is_inexact(dt):
+        raise ValueError("dtype argument to `lognormal` must be a float or complex dtype, "
+                         f"got {dt}")
+    shp = _check_broadcast_shapes("lognormal", shape, sigma)
+    sharding = _canonical_sharding(out_sharding, "lognormal")
+    _check_all_safe_to_cast("lognormal", dt, sigma)
+    return _maybe_auto_axes(_lognormal, sharding, shape=shp, dtype=dt)(key, sigma)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _lognormal(key: Any, sigma: Any, shape: Shape, dtype: T.DType) -> Any:
+    key, sigma = _staged_args(key, sigma)
+    sigma = lax.convert_element_type(sigma, dtype)
+    return lax.exp(normal(key, shape, dtype) * sigma)
+
+
+def ball(key: Any, d: Any, p: Any = 2, shape: Any = (), dtype: Any = None, *,
+         out_sharding: Any = None) -> Any:
+    """Uniform points of the unit Lp ball in ``d`` dimensions (Barthe et
+    al.: generalized normals over an Lp norm inflated by an exponential)."""
+    import operator
+
+    from spec._src.core.interpreter import is_concrete
+    jnp_util_check("ball", p)
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("ball", key)
+    dt = _user_dtype(float if dtype is None else dtype, "ball")
+    _check_shape("ball", shp)
+    if isinstance(d, Tracer) and not is_concrete(d):
+        from spec._src.core.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {d}\n"
+            "The error occurred in jax.random.ball()")
+    dim = operator.index(d)
+    sharding = _canonical_sharding(out_sharding, "ball")
+    return _maybe_auto_axes(_ball, sharding, d=dim, shape=shp, dtype=dt)(key, p)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _ball(key: Any, p: Any, d: int, shape: Shape, dtype: T.DType) -> Any:
+    k1, k2 = split(key)
+    g = generalized_normal(k1, p, (*shape, d), dtype)
+    e = exponential(k2, shape, dtype)
+    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+
+
+# --- poisson
+
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
+            method: str = "exact", out_sharding: Any = None) -> Any:
+    """Poisson(lam) integers: Knuth's multiplication method below a mean
+    of 10, Hormann's transformed rejection (PTRS) from 10 up."""
+    key, _ = _check_prng_key("poisson", key)
+    if method not in {"exact", "approximate"}:
+        raise ValueError("method argument to `poisson` must be one of "
+                         f"{{'exact', 'approximate'}}, got {method!r}")
+    dt = _user_dtype(int if dtype is None else dtype, "poisson")
+    shp = tuple(np.shape(lam)) if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "poisson", shp)
+    if method == "approximate":
+        raise NotImplementedError("spec: poisson(method='approximate') is not implemented")
+    lam = jnp.broadcast_to(lam, shp)
+    impl = key.dtype.impl
+    if impl is not R.THREEFRY:
+        raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
+                                  f"threefry2x32 RNG, not {impl}")
+    lam = lax.convert_element_type(lam, np.float32)
+    return _maybe_auto_axes(_poisson, sharding, shape=shp, dtype=dt)(key, lam)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _poisson_knuth(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: Any) -> Any:
+    # Multiply uniforms until the product drops under exp(-lam) (in logs);
+    # the count of factors, less one, is the sample.
+    def body_fn(carry: Any) -> Any:
+        i, k, rng, log_prod = carry
+        rng, subkey = _split(rng)
+        k = lax.select(log_prod > -lam, k + 1, k)
+        u = uniform(subkey, shape, np.float32)
+        return i + 1, k, rng, log_prod + jnp.log(u)
+
+    def cond_fn(carry: Any) -> Any:
+        i, log_prod = carry[0], carry[3]
+        return (log_prod > -lam).any() & (i < max_iters)
+
+    k_init = lax.full_like(lam, 0, dtype, shape)
+    log_rate_init = lax.full_like(lam, 0, np.float32, shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, k_init, key, log_rate_init))[1]
+    return (k - 1).astype(dtype)
+
+
+@_jitted(static_argnums=(2, 3, 4))
+def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: Any
+                       ) -> Any:
+    # Hormann (1993), "The transformed rejection method for generating
+    # Poisson random variables": a hat over the squeezed region, with the
+    # constants of the paper.
+    log_lam = lax.log(lam)
+    b = 0.931 + 2.53 * lax.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def body_fn(carry: Any) -> Any:
+        i, k_out, accepted, key = carry
+        key, subkey_0, subkey_1 = _split(key, 3)
+        u = uniform(subkey_0, shape, lam.dtype) - 0.5
+        v = uniform(subkey_1, shape, lam.dtype)
+        u_shifted = 0.5 - abs(u)
+        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - lax.lgamma(k + 1)
+        accept1 = (u_shifted >= 0.07) & (v <= v_r)
+        reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
+        accept2 = s <= t
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, k, k_out)
+        accepted |= accept
+        return i + 1, k_out, accepted, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, _, accepted, _ = carry
+        return (~accepted).any() & (i < max_iters)
+
+    k_init = lax.full_like(lam, -1, lam.dtype, shape)
+    accepted = lax.full_like(lam, False, np.dtype("bool"), shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, k_init, accepted, key))[1]
+    return k.astype(dtype)
+
+
+@_jitted(static_argnums=(2, 3))
+def _poisson(key: Any, lam: Any, shape: Shape, dtype: T.DType) -> Any:
+    # Both samplers run on every element (each on a harmless rate where the
+    # other is used), and a select picks, as in TensorFlow and NumPy.
+    use_knuth = lax.ne(lam, lam) | (lam < 10)
+    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
+    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    max_iters = dtype.type(_iinfo(dtype).max)
+    result = lax.select(use_knuth,
+                        _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
+                        _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
+    return lax.select(lam == 0, jnp.zeros_like(result), result)
+
+
+# --- binomial
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_approx_tail(k: Any) -> Any:
+    """log(k!) less its Stirling approximation: tabulated for k <= 9, from
+    the asymptotic series above."""
+    tail_vals = jnp.array(_STIRLING_TAIL, dtype=k.dtype)
+    use_tail_values = k <= 9
+    k = lax.clamp(_const(k, 0.0), k, _const(k, 9.0))
+    kp1sq = (k + 1) * (k + 1)
+    approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+    k = jnp.floor(k)
+    return lax.select(use_tail_values, tail_vals[jnp.asarray(k, dtype="int32")], approx)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _binomial_inversion(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType,
+                        max_iters: Any) -> Any:
+    # Sum geometric waiting times until they pass ``count``: the number of
+    # successes is the number of whole waits that fit.
+    log1minusprob = jnp.log1p(-prob)
+
+    def body_fn(carry: Any) -> Any:
+        i, num_geom, geom_sum, key = carry
+        subkey, key = split(key)
+        num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        u = uniform(subkey, shape, prob.dtype)
+        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        geom_sum = geom_sum + geom
+        return i + 1, num_geom_out, geom_sum, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, geom_sum = carry[0], carry[2]
+        return (geom_sum <= count).any() & (i < max_iters)
+
+    num_geom_init = lax.full_like(prob, 0, prob.dtype, shape)
+    geom_sum_init = lax.full_like(prob, 0, prob.dtype, shape)
+    k = lax.while_loop(cond_fn, body_fn, (0, num_geom_init, geom_sum_init, key))[1]
+    return (k - 1).astype(dtype)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_iters: Any
+          ) -> Any:
+    # Hormann (1993), "The generation of binomial random variates": the
+    # BTRS transformed rejection with squeeze, and its constants.
+    stddev = jnp.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = jnp.floor((count + 1) * prob)
+
+    def body_fn(carry: Any) -> Any:
+        i, k_out, accepted, key = carry
+        key, subkey_0, subkey_1 = split(key, 3)
+        u = uniform(subkey_0, shape, prob.dtype)
+        v = uniform(subkey_1, shape, prob.dtype)
+        u = u - 0.5
+        us = 0.5 - jnp.abs(u)
+        accept1 = (us >= 0.07) & (v <= v_r)
+        k = jnp.floor((2 * a / us + b) * u + c)
+        reject = (k < 0) | (k > count)
+        v = jnp.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+              + _stirling_approx_tail(m)
+              + _stirling_approx_tail(count - m)
+              - _stirling_approx_tail(k)
+              - _stirling_approx_tail(count - k))
+        accept2 = v <= ub
+        accept = accept1 | (~reject & accept2)
+        k_out = lax.select(accept, k, k_out)
+        accepted |= accept
+        return i + 1, k_out, accepted, key
+
+    def cond_fn(carry: Any) -> Any:
+        i, accepted = carry[0], carry[2]
+        return (~accepted).any() & (i < max_iters)
+
+    k_init = lax.full_like(prob, -1, prob.dtype, shape)
+    carry = (0, k_init, jnp.full(shape, False, bool), key)
+    return lax.while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
+
+
+# (JAX stages this inline, at trace time: a plain function here.)
+def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DType) -> Any:
+    from spec._src.numpy.math import _promote_dtypes_inexact
+    key, count, prob = _staged_args(key, count, prob)
+    if shape is None:
+        shape = jnp.broadcast_shapes(np.shape(count), np.shape(prob))
+    else:
+        _check_shape("binomial", shape, np.shape(count), np.shape(prob))
+    (prob,) = _promote_dtypes_inexact(prob)
+    count = lax.convert_element_type(count, prob.dtype)
+    count = jnp.broadcast_to(count, shape)
+    prob = jnp.broadcast_to(prob, shape)
+    # Sampled for q = min(p, 1 - p) (then reflected), by inversion when
+    # n q <= 10, else by BTRS; both run everywhere and a select picks.
+    p_lt_half = prob < 0.5
+    q = lax.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = lax.ne(count, count) | (count < 0.0)
+    count_inf = jnp.isinf(count)
+    q_is_nan = lax.ne(q, q)
+    q_l_0 = q < 0.0
+    q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+    use_inversion = count_nan_or_neg | (count * q <= 10.0)
+    # A fractional count is rounded down, as NumPy does.
+    count = jnp.floor(count)
+    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    max_iters = dtype.type(_finfo(dtype).max)
+    samples = lax.select(use_inversion,
+                         _binomial_inversion(key, count_inv, q, shape, dtype, max_iters),
+                         _btrs(key, count_btrs, q_btrs, shape, dtype, max_iters))
+    # NaN for a NaN or negative p or n; inf for an infinite n.
+    invalid = q_l_0 | q_is_nan | count_nan_or_neg
+    samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
+    samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+                         samples)
+    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
+                      samples, count.astype(dtype) - samples)
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Binomial(n, p) counts, as floats of ``dtype``."""
+    key, _ = _check_prng_key("binomial", key)
+    jnp_util_check("binomial", n, p)
+    dt = _float_only("binomial", dtype)
+    shp = None if shape is None else _canonical_shape(shape)
+    return _binomial(key, n, p, shp, dt)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None,
+                unroll: int | bool = 1) -> Any:
+    """Multinomial(n, p) counts along the last axis: one binomial draw per
+    category, of the trials left, at the category's share of what is left."""
+    from spec._src.numpy.math import _promote_dtypes_inexact
+    key, _ = _check_prng_key("multinomial", key)
+    jnp_util_check("multinomial", n, p)
+    n, p = _promote_dtypes_inexact(n, p)
+    if shape is None:
+        shp = tuple(p.shape[:-1])
+    else:
+        shp = _canonical_shape(shape)
+        _check_shape("multinomial", shp, np.shape(n), tuple(p.shape[:-1]))
+    n = jnp.broadcast_to(n, shp)
+    p = jnp.broadcast_to(p, (*shp, p.shape[-1]))
+
+    def f(remainder: Any, ratio_key: Any) -> Any:
+        ratio, k = ratio_key
+        count = binomial(k, remainder, ratio.clip(0, 1), dtype=remainder.dtype)
+        return remainder - count, count
+
+    p = jnp.moveaxis(p, -1, 0)
+    remaining_probs = lax.cumsum(p, 0, reverse=True)
+    ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+    keys = split(key, ratios.shape[0])
+    _, counts = lax.scan(f, n, (ratios, keys), unroll=unroll)
+    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+
+
+__all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
+            "loggamma", "pareto", "t", "weibull_min"]
+__all__ += ["ball", "binomial", "double_sided_maxwell", "lognormal", "maxwell", "multinomial",
+            "poisson", "rayleigh", "triangular", "wald"]
+
+
+# ------------------------------------------------------------------ linear algebra
+
+def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None,
+                        method: str = "cholesky", *, out_sharding: Any = None) -> Any:
+    """N(mean, cov) vectors along the last axis: ``mean + factor @ z`` for
+    standard normal ``z``, where ``factor factor^T = cov`` comes from a
+    Cholesky factorisation (default), or ``v sqrt(w)`` from ``eigh``, or
+    ``u sqrt(s)`` from ``svd`` (these two accept singular covariances)."""
+    from spec._src.numpy.math import _promote_dtypes_inexact
+    key, _ = _check_prng_key("multivariate_normal", key)
+    jnp_util_check("multivariate_normal", mean, cov)
+    mean, cov = _promote_dtypes_inexact(mean, cov)
+    if method not in {"svd", "eigh", "cholesky"}:
+        raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
+    dt = mean.dtype if dtype is None else _user_dtype(dtype, "multivariate_normal")
+    if not T.is_float(dt):
+        raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, "
+                         f"got {dt}")
+    shp = None if shape is None else _canonical_shape(shape)
+    sharding = _sampler_sharding(out_sharding, "multivariate_normal", shp)
+    return _maybe_auto_axes(_multivariate_normal, sharding, shape=shp, dtype=dt)(
+        key, mean, cov, method=method)
+
+
+@_jitted(static_argnums=(3, 4, 5))
+def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dtype: T.DType,
+                         method: str) -> Any:
+    if not np.ndim(mean) >= 1:
+        raise ValueError(f"multivariate_normal requires mean.ndim >= 1, got mean.ndim == "
+                         f"{np.ndim(mean)}")
+    if not np.ndim(cov) >= 2:
+        raise ValueError(f"multivariate_normal requires cov.ndim >= 2, got cov.ndim == "
+                         f"{np.ndim(cov)}")
+    n = mean.shape[-1]
+    if tuple(np.shape(cov)[-2:]) != (n, n):
+        raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
+                         f"but got cov.shape == {tuple(np.shape(cov))}.")
+    if shape is None:
+        shape = _broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    else:
+        _check_shape("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    if method == "svd":
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.sqrt(s[..., None, :])
+    elif method == "eigh":
+        w, v = jnp.linalg.eigh(cov)
+        factor = v * jnp.sqrt(w[..., None, :])
+    else:
+        factor = jnp.linalg.cholesky(cov)
+    normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
+    from spec._src.core.config import numpy_rank_promotion
+    with numpy_rank_promotion("allow"):
+        return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None, *,
+               out_sharding: Any = None) -> Any:
+    """A Haar-random orthogonal (unitary, for complex dtypes) n x m matrix:
+    the Q of a QR factorisation of a Gaussian matrix, its columns' signs
+    fixed by R's diagonal (Mezzadri 2007); semi-orthogonal when n != m."""
+    import operator
+    cols = n if m is None else m
+    shp = _canonical_shape(shape)
+    key, _ = _check_prng_key("orthogonal", key)
+    dt = _user_dtype(float if dtype is None else dtype, "orthogonal")
+    _check_shape("orthogonal", shp)
+    rows, cols = operator.index(n), operator.index(cols)
+    sharding = _sampler_sharding(out_sharding, "orthogonal", shp)
+    return _maybe_auto_axes(_orthogonal, sharding, n=rows, _m=cols, shape=shp, dtype=dt)(key)
+
+
+@_jitted(static_argnums=(1, 2, 3, 4))
+def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
+    z = normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
+    q, r = jnp.linalg.qr(z)
+    d = jnp.linalg.diagonal(r)
+    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    return x.mT if n < _m else x
+
+
+__all__ += ["multivariate_normal", "orthogonal"]
