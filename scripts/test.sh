@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# All tests: pytest (unit, property and conformance tests) and mypy --strict on spec.
+# All tests: mypy --strict on spec, ruff, the import-layer contracts, then pytest (unit,
+# property and conformance tests).
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 "$PY" -m mypy --strict spec
+"$PY" -m ruff check spec tests conformance examples benchmarks scripts
+"$ROOT/.venv/bin/lint-imports" --no-cache
 "$PY" -m pytest -p no:cacheprovider "$@"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from spec import config as _config_facade  # noqa: F401
 from spec._src.core import config as _config_module
 from spec import errors, rules, tree_util
-from spec._src.api import array_methods as _array_methods  # installs the Array operators
+from spec._src.api import array_methods as _array_methods  # noqa: F401  (installs operators)
 from spec._src.api.jit import jit, make_jaxpr, typeof, eval_shape
 from spec._src.api.jit import _CACHES as _JIT_CACHES
 from spec._src.api.vmap import vmap

@@ -1,6 +1,6 @@
 """Short names for the pytree utilities, mirroring ``jax.tree`` of JAX 0.12.
 
-Every function here delegates to :mod:`spec._src.core.tree_util`, so both modules share one registry.
+Every function here delegates to :mod:`spec.tree_util`; both share one registry.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``mpiexec -disable-auto-cleanup -n N python -m spec._src.backends.mpi.guard
+"""``mpiexec -disable-auto-cleanup -n N python -m spec.mesh_mpi.guard
 script.py ...``: run each rank as a child process of a small guard.
 
 hydra keeps the surviving ranks running when a rank exits with an error
@@ -20,7 +20,7 @@ import sys
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print("usage: python -m spec._src.backends.mpi.guard script.py [args...] | -m module [args...]",
+        print("usage: python -m spec.mesh_mpi.guard script.py [args...] | -m module [args...]",
               file=sys.stderr)
         return 2
     # hydra's notice that a rank died is for the ranks (spec handles it there).

@@ -1,38 +1,37 @@
-"""The primitive rules: one declaration per primitive, grouped by family.
+"""``spec.rules``: the primitive registry, spec's own public surface.
 
-Every primitive is declared once, with all of its sections (typing, impl,
-sharding, jvp, transpose, batch). A section that is not written yet is an
-explicit ``pending(issue)``; one that cannot exist is
-``not_applicable(reason)``. ``missing_sections()`` lists the pending ones.
+Every primitive is one declaration with all of its sections; importing the rule families
+declares them. ``missing_sections()`` lists any section that is neither written nor marked
+``not_applicable(reason)``.
 """
 
 from __future__ import annotations
 
 from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
+from spec._src.interpreters import per_device as _per_device
 
 # Importing a family module declares its primitives.
-from spec._src.lax import (
-    elementwise,
-    structural,
-    indexing,
-    reductions,
-    dot,
-    calls,
-    conv,
+from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ad_prims,
-    remat,
-    custom,
-    scan,
+    calls,
     collectives,
     control_flow,
+    conv,
+    custom,
+    dot,
+    elementwise,
+    indexing,
+    linalg,
+    manual_collectives,
+    prng,
+    reductions,
+    remat,
     reshard,
+    scan,
     shard_map,
+    state,
+    structural,
 )
-from spec._src.lax import manual_collectives  # noqa: F401
-from spec._src.lax import prng  # noqa: F401
-from spec._src.lax import state  # noqa: F401  (refs)
-from spec._src.lax import linalg  # noqa: F401  (decompositions)
-from spec._src.interpreters import per_device as _per_device
 
 _per_device.attach()
 

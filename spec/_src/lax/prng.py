@@ -266,7 +266,7 @@ def _gamma_type(keys: ArrayType, a: ArrayType, *, log_space: bool) -> list[Array
 
 
 def _gamma_impl(keys: np.ndarray, a: np.ndarray, *, log_space: bool) -> list[np.ndarray]:
-    from spec._src.random.samplers import gamma_values  # (spec._src.random.samplers imports this module)
+    from spec._src.random.samplers import gamma_values  # (samplers imports this module)
     return [gamma_values(keys, a, log_space)]
 
 
