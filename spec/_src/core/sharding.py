@@ -336,6 +336,18 @@ _context = _MeshContext()
 
 
 @contextlib.contextmanager
+def extend_axis_env(name: Any, size: int) -> Iterator[None]:
+    """Bind the axis ``name`` of ``size`` while tracing the block (the
+    frames live in the typing context: result types depend on them)."""
+    before = _context.axis_frames
+    _context.update(axis_frames=before + ((name, size),))
+    try:
+        yield
+    finally:
+        _context.update(axis_frames=before)
+
+
+@contextlib.contextmanager
 def concrete_mesh_for(mesh: Mesh) -> Iterator[None]:
     """``set_mesh`` for spec's own use: allowed while tracing."""
     prev_abstract, prev = _context.abstract, _context.concrete
