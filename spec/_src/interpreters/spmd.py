@@ -661,7 +661,7 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
     return get_concrete_mesh()
 
 
-__all__ = ["Dist", "Geometry", "all_gather", "all_reduce",
+__all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
            "geometry", "local_shape", "new_ref_blocks", "parts_of", "reshard", "run_local",
            "split_value", "to_ref", "uniform", "writers"]
