@@ -15,11 +15,9 @@ from spec._src.core.sharding import (
     UnreducedKind,
     get_abstract_mesh,
     get_concrete_mesh,
-    get_mesh,
-    make_mesh,
-    set_mesh,
     use_abstract_mesh,
 )
+from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
 
 __all__ = [
     "AbstractDevice",

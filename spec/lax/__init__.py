@@ -25,6 +25,6 @@ def _export_primitives() -> None:
 
 
 _export_primitives()
-from spec._src.core.sharding import with_sharding_constraint  # noqa: E402,F401
+from spec._src.lax.reshard_api import with_sharding_constraint  # noqa: E402,F401
 from spec.lax import linalg as linalg  # noqa: E402
 from spec._src.lax.reshard import reshard_p, sharding_constraint_p  # noqa: E402,F401

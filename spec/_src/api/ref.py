@@ -22,6 +22,7 @@ from spec._src.core.state_types import RefIndexError, RefType, indexer_tree, par
 from spec._src.core.array import Array
 from spec._src.core.interpreter import (
     EvalTrace,
+    hooks,
     JaxprTrace,
     Tracer,
     canonical_aval_of,
@@ -205,5 +206,6 @@ def _install_tracer_methods() -> None:
 
 
 _install_tracer_methods()
+hooks.eager_ref = Ref  # ref results of eager evaluation (new_ref), on a mesh or not
 
 __all__ = ["AbstractRef", "Ref", "addupdate", "freeze", "get", "new_ref", "set", "swap"]

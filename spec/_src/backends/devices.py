@@ -1,18 +1,34 @@
-"""Devices of the embedded (virtual, in-process) backend.
+"""Devices, and the embedded (virtual, in-process) backend.
 
-``jax_num_cpu_devices`` sets how many virtual CPU devices exist; every array
-of this issue lives on device 0. The MPI backend (spec._src.backends.mpi) replaces
-this list with one device per rank.
+``jax_num_cpu_devices`` sets how many virtual CPU devices exist. The MPI
+backend (spec._src.backends.mpi) replaces this list with one device per rank.
+The device functions (``devices()``, ``process_index()``, ...) ask the
+registered backend (spec._src.core.backend).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from spec._src.core import tree_util
+from spec._src.core.backend import Axes, Bufs, current_backend
 from spec._src.core.config import config
+from spec._src.core.sharding import (
+    NamedSharding,
+    P,
+    SingleDeviceSharding,
+    axis_names_of,
+    get_concrete_mesh,
+    modify_spec_for_auto_manual,
+)
+from spec._src.core.types import ArrayType, canonicalize_dtype
+from spec._src.interpreters import spmd as _spmd
+from spec._src.lax.reshard_api import full_spec, place
+from spec._src.numpy.creation import asarray
 
 
 class Device:
@@ -36,13 +52,51 @@ class Device:
         return hash(("cpu", self.id))
 
 
-def devices(backend: Any = None) -> list[Device]:
-    """Every device: the virtual ones (``jax_num_cpu_devices``), or one per
-    MPI rank under mpiexec (device r is rank r's)."""
-    from spec._src.backends import mpi as mesh_mpi
-    if mesh_mpi.active():
-        return list(_rank_devices(mesh_mpi.size()))
-    return list(_virtual_devices(int(config.jax_num_cpu_devices)))
+class VirtualBackend:
+    """Every device in this process (``jax_num_cpu_devices`` of them):
+    collectives combine the buffers in position order along their axes."""
+
+    name = "virtual"
+
+    def devices(self) -> list[Any]:
+        return list(_virtual_devices(int(config.jax_num_cpu_devices)))
+
+    def local_devices(self, process_index: int | None) -> list[Any]:
+        return self.devices()
+
+    def process_index(self) -> int:
+        return 0
+
+    def process_count(self) -> int:
+        return 1
+
+    def check_mesh_devices(self, sizes: tuple[int, ...], count: int,
+                           devices: Sequence[Any]) -> None:
+        pass
+
+    def agree(self, what: str, value: Any, procs: Sequence[int]) -> None:
+        pass
+
+    def all_reduce(self, bufs: Bufs, axes: Axes, op: str, geo: Any) -> Bufs:
+        return _spmd.reduce_in_groups(bufs, axes, op, geo)
+
+    def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Any) -> Bufs:
+        out = list(bufs)
+        for group in geo.groups(axes):
+            whole = np.concatenate([bufs[k] for k in group], axis=dim)
+            for k in group:
+                out[k] = whole
+        return tuple(out)
+
+    def ppermute(self, bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]],
+                 geo: Any) -> Bufs:
+        sent = {int(d): int(s) for s, d in perm}
+        out = list(bufs)
+        for group in geo.groups(axes):
+            for pos, k in enumerate(group):
+                # Buffers are never mutated: a received block is the sender's.
+                out[k] = bufs[group[sent[pos]]] if pos in sent else np.zeros_like(bufs[k])
+        return tuple(out)
 
 
 @functools.cache
@@ -50,18 +104,15 @@ def _virtual_devices(n: int) -> tuple[Device, ...]:
     return tuple(Device(i) for i in range(n))
 
 
-@functools.cache
-def _rank_devices(n: int) -> tuple[Device, ...]:
-    return tuple(Device(r, process_index=r) for r in range(n))
+def devices(backend: Any = None) -> list[Any]:
+    """Every device: the virtual ones (``jax_num_cpu_devices``), or one per
+    MPI rank under mpiexec (device r is rank r's)."""
+    return current_backend().devices()
 
 
-def local_devices(process_index: int | None = None, backend: Any = None) -> list[Device]:
+def local_devices(process_index: int | None = None, backend: Any = None) -> list[Any]:
     """The devices of one process (this one by default)."""
-    from spec._src.backends import mpi as mesh_mpi
-    if not mesh_mpi.active():
-        return devices()
-    which = mesh_mpi.rank() if process_index is None else int(process_index)
-    return [d for d in devices() if d.process_index == which]
+    return current_backend().local_devices(process_index)
 
 
 def device_count(backend: Any = None) -> int:
@@ -73,21 +124,16 @@ def local_device_count(backend: Any = None) -> int:
 
 
 def process_index(backend: Any = None) -> int:
-    from spec._src.backends import mpi as mesh_mpi
-    return mesh_mpi.rank() if mesh_mpi.active() else 0
+    return current_backend().process_index()
 
 
 def process_count(backend: Any = None) -> int:
-    from spec._src.backends import mpi as mesh_mpi
-    return mesh_mpi.size() if mesh_mpi.active() else 1
+    return current_backend().process_count()
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:
     """Place ``x`` (a pytree) on a device, or lay it out by a sharding: a
     NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``."""
-    from spec._src.core import tree_util
-    from spec._src.numpy.creation import asarray
-    from spec._src.core.sharding import NamedSharding, P, get_concrete_mesh
     if isinstance(device, P):
         mesh = get_concrete_mesh()
         if mesh.empty:
@@ -96,56 +142,11 @@ def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: A
         device = NamedSharding(mesh, device)
     if isinstance(device, NamedSharding):
         sharding = device
-        return tree_util.tree_map(lambda leaf: _place(asarray(leaf), sharding), x)
+        return tree_util.tree_map(lambda leaf: place(asarray(leaf), sharding), x)
     return tree_util.tree_map(asarray, x)
 
 
-def _place(x: Any, sharding: Any) -> Any:
-    """An Array laid out over ``sharding``'s mesh (virtual devices); staged,
-    a reshard to that sharding."""
-    from spec._src.interpreters import spmd as _spmd
-    from spec._src.core.array import Array
-    from spec._src.core.interpreter import Tracer
-    from spec._src.core.sharding import NamedSharding
-    if isinstance(x, Tracer):
-        from spec._src.lax.reshard import reshard_p
-        return reshard_p.bind(x, dst_sharding=NamedSharding(sharding.mesh.abstract_mesh,
-                                                            _full_spec(sharding, x.aval.ndim)),
-                              concrete_mesh=sharding.mesh)
-    assert isinstance(x, Array)
-    same_mesh = x._sharding is not None and x._sharding.mesh == sharding.mesh
-    if sharding.spec.unreduced and not (x._shards is not None and same_mesh):
-        # As JAX: placing a host value indexes devices by blocks, which an
-        # unreduced layout does not have (an array on the mesh is resharded).
-        raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file"
-                                  " a bug at https://github.com/jax-ml/jax/issues")
-    shape = x.aval.shape
-    # The type's sharding: the abstract mesh, one spec entry per dimension.
-    from spec._src.core.sharding import modify_spec_for_auto_manual
-    typed = NamedSharding(sharding.mesh.abstract_mesh, modify_spec_for_auto_manual(
-        _full_spec(sharding, len(shape)), sharding.mesh))
-    sharding.shard_shape(shape)  # divisibility, with JAX's error
-    aval = x.aval.update(sharding=typed)
-    geo = _spmd.geometry(sharding.mesh)
-    source = _spmd.from_value(x, geo) if x._shards is not None and same_mesh else None
-    if source is not None:  # already on the mesh: move it (recorded collectives)
-        placed = _spmd.reshard(source, aval, geo)
-    else:
-        placed = _spmd.Dist(aval, _spmd.split_value(x._value, aval, geo))
-    out = _spmd.to_array(placed, sharding.mesh, geo)
-    out._sharding = sharding  # x.sharding is the one asked for, as written
-    return out
-
-
-def _full_spec(sharding: Any, ndim: int) -> Any:
-    from spec._src.core.sharding import P
-    spec = sharding.spec
-    parts = spec.partitions + (None,) * (ndim - len(spec.partitions))
-    return P(*parts, unreduced=spec.unreduced, reduced=spec.reduced)
-
-
 def device_get(x: Any) -> Any:
-    from spec._src.core import tree_util
     return tree_util.tree_map(lambda a: np.asarray(a) if hasattr(a, "aval") else a, x)
 
 
@@ -153,17 +154,9 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
                              dtype: Any = None) -> Any:
     """An array of ``shape`` laid out by ``sharding``, each device's block
     produced by ``data_callback(index)`` (its slices of the global array)."""
-    from spec._src.interpreters import spmd as _spmd
-    from spec._src.core.sharding import (
-        NamedSharding,
-        SingleDeviceSharding,
-        modify_spec_for_auto_manual,
-    )
-    from spec._src.core.types import ArrayType, canonicalize_dtype
     shape = tuple(int(d) for d in shape)
     if isinstance(sharding, SingleDeviceSharding):
         index = tuple(slice(None) for _ in shape)
-        from spec._src.numpy.creation import asarray
         block = np.asarray(data_callback(index))
         if block.shape != shape:
             raise ValueError(f"Expected shard shape {shape} doesn't match the single device "
@@ -196,13 +189,11 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
         blocks.append(block)
         held.append(block)
     dt = canonicalize_dtype(held[0].dtype)
-    from spec._src.backends import mpi as mesh_mpi
-    if mesh_mpi.active():
-        procs = sorted({d.process_index for d in sharding.mesh.devices.flat})
-        mesh_mpi.agree("make_array_from_callback's global shape, dtype and sharding",
-                       [list(shape), str(dt), str(sharding.spec)], procs)
+    procs = sorted({d.process_index for d in sharding.mesh.devices.flat})
+    current_backend().agree("make_array_from_callback's global shape, dtype and sharding",
+                            [list(shape), str(dt), str(sharding.spec)], procs)
     blocks = [None if b is None else b.astype(dt, copy=False) for b in blocks]
-    spec = _full_spec(sharding, len(shape))
+    spec = full_spec(sharding, len(shape))
     typed = NamedSharding(sharding.mesh.abstract_mesh,
                           modify_spec_for_auto_manual(spec, sharding.mesh))
     aval = ArrayType(shape, dt, sharding=typed)
@@ -238,7 +229,6 @@ def make_array_from_process_local_data(sharding: Any, local_data: Any,
 
 
 def _blocks_per_dim(sharding: Any, ndim: int) -> tuple[int, ...]:
-    from spec._src.core.sharding import axis_names_of
     sizes = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_sizes))
     parts = tuple(sharding.spec.partitions) + (None,) * ndim
     return tuple(int(np.prod([sizes[a] for a in axis_names_of(p)], dtype=np.int64))

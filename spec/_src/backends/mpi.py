@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.backends.devices import Device, VirtualBackend
 from spec._src.interpreters import spmd as S
 
 _HEADER_BYTES = 512
@@ -67,7 +68,7 @@ def active() -> bool:
         raise ValueError(f"SPEC_BACKEND must be 'mpi' or 'virtual', got {choice!r}")
     if choice == "" and _launched_size() <= 1:
         return False
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
     return bool(MPI.COMM_WORLD.Get_size() > 1 or choice == "mpi")
 
 
@@ -84,7 +85,7 @@ class _Comms:
     protocol and failure notices, and is never rebuilt."""
 
     def __init__(self) -> None:
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional dependency: imported only when MPI is in use
         self.ctrl = MPI.COMM_WORLD.Dup()
         self.ctrl.Set_errhandler(MPI.ERRORS_RETURN)  # errors raise; never abort the job
         self.data = MPI.COMM_WORLD.Dup()
@@ -109,7 +110,7 @@ class _Comms:
     def rebuild(self, live: list[int]) -> None:
         """A fresh data communicator among ``live`` (collective over them
         only: the dead cannot hold it up, as a Split over all would)."""
-        from mpi4py import MPI
+        from mpi4py import MPI  # optional dependency: imported only when MPI is in use
         group = self.ctrl.Get_group().Incl(live)
         self.data = self.ctrl.Create_group(group, tag=7)
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
@@ -300,7 +301,7 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
 def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
     try:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
@@ -354,7 +355,7 @@ def _announce(dead: list[int]) -> None:
 def _reported_failure() -> tuple[int, list[int]] | None:
     """A failure notice of the current epoch, if one arrived (older ones are
     read and dropped)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
     c = _comms()
     status = MPI.Status()
     while c.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
@@ -450,15 +451,46 @@ def _detail(axes: S.Axes, extra: str = "") -> str:
     return ",".join(map(str, axes)) + extra
 
 
-class MPIBackend(S.Backend):
-    """One device per rank: a collective exchanges this rank's block with
-    its group's ranks, then combines in position order."""
+@functools.cache
+def _rank_devices(n: int) -> tuple[Device, ...]:
+    return tuple(Device(r, process_index=r) for r in range(n))
+
+
+class MPIBackend:
+    """One device per rank (device r is rank r's): a collective exchanges
+    this rank's block with its group's ranks, then combines in position
+    order."""
 
     name = "mpi"
-    local = S.VirtualBackend()  # for meshes whose devices all live here
+    local = VirtualBackend()  # for meshes whose devices all live here
 
     def __init__(self) -> None:
         _keep_freed_memory()
+
+    def devices(self) -> list[Any]:
+        return list(_rank_devices(size()))
+
+    def local_devices(self, process_index: int | None) -> list[Any]:
+        which = rank() if process_index is None else int(process_index)
+        return [d for d in self.devices() if d.process_index == which]
+
+    def process_index(self) -> int:
+        return rank()
+
+    def process_count(self) -> int:
+        return size()
+
+    def check_mesh_devices(self, sizes: tuple[int, ...], count: int,
+                           devices: Sequence[Any]) -> None:
+        """Every rank must hold one device of a mesh: a rank outside it
+        would have nothing to run and its peers would wait for it."""
+        if count != len(devices):
+            raise ValueError(f"rank {rank()}: a mesh of shape {sizes} has {count} "
+                             f"devices, but {len(devices)} MPI ranks run this program: each "
+                             "rank is one device, so the mesh must have exactly that many")
+
+    def agree(self, what: str, value: Any, procs: Sequence[int]) -> None:
+        agree(what, value, procs)
 
     def all_gather(self, bufs: S.Bufs, axes: S.Axes, dim: int, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.backend import current_backend
+from spec._src.core.sharding import NamedSharding, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType, Typed, dtype_of_value
 
 
@@ -114,9 +116,7 @@ class Array(Typed):
         """Where the array lives: its NamedSharding, or the single device."""
         if self._sharding is not None:
             return self._sharding
-        from spec._src.core.sharding import SingleDeviceSharding
-        from spec._src.backends.devices import local_devices
-        return SingleDeviceSharding(local_devices()[0])
+        return SingleDeviceSharding(current_backend().local_devices(None)[0])
 
     def devices(self) -> set[Any]:
         return {shard.device for shard in self.addressable_shards}
@@ -126,9 +126,8 @@ class Array(Typed):
         """One shard per device: its device, its index into the global
         array, its replica id and its local buffer."""
         if self._sharding is None or self._shards is None:
-            from spec._src.backends.devices import local_devices
             full = tuple(slice(None) for _ in self.aval.shape)
-            return [Shard(local_devices()[0], full, 0, self._value)]
+            return [Shard(current_backend().local_devices(None)[0], full, 0, self._value)]
         return _shards_of(self._sharding, self.aval.shape, self._placed_buffers())
 
     def _placed_buffers(self) -> Any:
@@ -140,13 +139,15 @@ class Array(Typed):
         if typed is not None and typed.spec.partitions == placed._normalized_spec_for_aval(
                 self.ndim).partitions:
             return self._shards
-        from spec._src.interpreters import spmd as _spmd
-        from spec._src.core.sharding import NamedSharding, P
-        geo = _spmd.geometry(self._sharding.mesh)
-        aval = self.aval.update(sharding=NamedSharding(
-            self._sharding.mesh.abstract_mesh, P(*placed._normalized_spec_for_aval(
-                self.ndim).partitions)))
-        return _spmd.split_value(self._value, aval, geo)
+        mesh = self._sharding.mesh
+        by_blocks = NamedSharding(mesh, P(*placed._normalized_spec_for_aval(self.ndim).partitions))
+        indices = by_blocks.devices_indices_map(self.aval.shape)
+        procs = [d.process_index for d in mesh.devices.flat]
+        me = current_backend().process_index()
+        everywhere = not any(procs)  # one process holds every device
+        value = self._value
+        return tuple(value[indices[d]] if everywhere or p == me else None
+                     for d, p in zip(mesh.devices.flat, procs))
 
     def is_deleted(self) -> bool:
         return False
@@ -283,19 +284,8 @@ def host_value(value: np.ndarray, aval: ArrayType, origin: str) -> Array:
     return out
 
 
-def device_array(x: Any) -> Any:
-    """``x`` as a user-facing array. Made eagerly, a host scalar (``_py``
-    set) becomes a plain Array, which a later trace captures as a constant
-    (JAX's eager jnp.array, jnp.zeros, ... return device arrays); made while
-    tracing, it stays a host value, so it is a literal (JAX stages it so)."""
-    from spec._src.core.interpreter import EvalTrace, current_trace
-    if type(current_trace()) is EvalTrace:
-        return on_device(x)
-    return x
-
-
 def on_device(x: Any) -> Any:
-    """``x`` without the host-scalar mark (see ``device_array``)."""
+    """``x`` without the host-scalar mark (see ``interpreter.device_array``)."""
     if type(x) is Array and x._py is not None:
         return Array._from_checked(x._value, x.aval, "device_array")
     return x
@@ -326,7 +316,6 @@ class Shard:
 def _shards_of(sharding: Any, shape: tuple[int, ...], buffers: Any) -> list[Shard]:
     # Unreduced axes hold partial sums of the whole block: index by the
     # partitions alone.
-    from spec._src.core.sharding import NamedSharding, P
     placed = NamedSharding(sharding.mesh, P(*sharding.spec.partitions))
     indices = placed.devices_indices_map(shape)
     seen: dict[Any, int] = {}

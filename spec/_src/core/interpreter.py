@@ -10,7 +10,6 @@ traces with the same interface.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from spec._src.core import pretty as pp
+from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
     ConcretizationTypeError,
     JaxprTypeError,
@@ -28,8 +28,8 @@ from spec._src.core.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from spec._src.core.state_types import RefType
 from spec._src.core.sharding import _context as _mesh_context
+from spec._src.core.state_types import RefType
 from spec._src.core.types import (
     ArrayType,
     Typed,
@@ -67,6 +67,48 @@ def not_applicable(reason: str) -> NotApplicable:
 Section = Callable[..., Any] | Pending | NotApplicable
 TypingRule = Callable[..., Sequence[ArrayType]]
 PpRule = Callable[["Eqn", "PpContext"], pp.Doc]
+
+
+# ================================================= hooks filled from above
+
+# The traces here need a few operations that higher layers define; each layer
+# fills its hook when it is imported (importing ``spec`` fills them all), so
+# that the core never imports them.
+
+VaryHook = Callable[[Any, tuple[Any, ...]], Any]
+UnstackHook = Callable[[Any], tuple[Any, ...]]
+EagerOnMeshHook = Callable[["Primitive", Sequence[Any], dict[str, Any], Sequence[ArrayType]],
+                           list[Any]]
+EagerRefHook = Callable[[np.ndarray, RefType, Any], Any]
+
+
+def _unregistered(what: str, where: str) -> Callable[..., Any]:
+    def missing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{what} is not registered: import {where} (importing spec does)")
+    return missing
+
+
+@dataclass
+class CoreHooks:
+    """``vary(x, axes)``: ``x`` cast to vary along manual ``axes``
+    (spec._src.lax.shard_map). ``unstack(x)``: the slices of ``x`` along
+    axis 0, what iterating over a tracer gives (spec._src.lax.structural_api).
+    ``eager_on_mesh(prim, args, params, out_avals)``: eager evaluation whose
+    operands or results are laid out over a mesh (spec._src.interpreters.spmd).
+    ``eager_ref(buf, aval, placement)``: a ref result as an eager ``Ref``
+    (spec._src.api.ref)."""
+
+    vary: VaryHook = field(default_factory=lambda: _unregistered(
+        "casting to varying axes", "spec._src.lax.shard_map"))
+    unstack: UnstackHook = field(default_factory=lambda: _unregistered(
+        "iterating over a tracer", "spec._src.lax.structural_api"))
+    eager_on_mesh: EagerOnMeshHook = field(default_factory=lambda: _unregistered(
+        "eager evaluation over a mesh", "spec._src.interpreters.spmd"))
+    eager_ref: EagerRefHook = field(default_factory=lambda: _unregistered(
+        "eager refs", "spec._src.api.ref"))
+
+
+hooks = CoreHooks()
 
 
 class Primitive:
@@ -159,8 +201,7 @@ def _insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
     union: frozenset[Any] = frozenset().union(*vmas)
     if not union or all(v == union for v in vmas):
         return args
-    from spec._src.lax.shard_map import vary
-    return [vary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
+    return [hooks.vary(a, tuple(union - v)) if v != union and _aval_or_none(a) is not None else a
             for a, v in zip(args, vmas)]
 
 
@@ -387,8 +428,7 @@ class Tracer(Typed):
     def __iter__(self) -> Iterator[Any]:
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
-        from spec import lax  # a structural op: the rules layer provides it
-        return iter(lax.unstack(self))
+        return iter(hooks.unstack(self))
 
 
 def check_tracer_alive(x: Tracer) -> None:
@@ -406,7 +446,7 @@ def check_tracer_alive(x: Tracer) -> None:
 
 def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
     """A concrete operand as (NumPy array of its canonical dtype, its type)."""
-    if type(x) is _array_class():
+    if type(x) is Array:
         return x._value, x.aval  # the common case, first
     aval = getattr(x, "aval", None)
     if isinstance(aval, ArrayType):
@@ -440,12 +480,6 @@ def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
         if not info.min <= x <= info.max:
             raise OverflowError(f"Python int {x} too large to convert to {dt}")
     return np.asarray(x, dtype=dt)
-
-
-@functools.cache
-def _array_class() -> Any:
-    from spec._src.core.array import Array
-    return Array
 
 
 # Typing rules are pure functions of (primitive, operand types, params), so
@@ -529,7 +563,7 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
-        array = _array_class()
+        array = Array
         values = []
         avals = []
         placed = False  # an operand laid out over a mesh: the op runs per device
@@ -547,20 +581,13 @@ class EvalTrace(Trace):
                                     and getattr(a, "_sharding", None) is not None)
         out_avals = apply_typing(prim, avals, params)
         if placed or _typed_on_mesh(out_avals):
-            from spec._src.interpreters import spmd as _spmd
-            return _spmd.eager(prim, args, params, out_avals)
+            return hooks.eager_on_mesh(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
         made = array._from_checked
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
-                   if type(a) is not RefType else _eager_ref(o, a)
+                   if type(a) is not RefType else hooks.eager_ref(o, a, None)
                    for o, a in zip(outs, out_avals)]
         return results
-
-
-def _eager_ref(buf: np.ndarray, aval: ArrayType) -> Any:
-    """A primitive's ref result (``new_ref``) as an eager ``Ref``."""
-    from spec._src.api.ref import Ref
-    return Ref(buf, aval)  # type: ignore[arg-type]
 
 
 _context = _Context()
@@ -608,7 +635,7 @@ class JaxprTrace(Trace):
         if isinstance(x, Tracer):
             check_tracer_alive(x)
             return self._const_var(x, x.aval)
-        if type(x) is _array_class():  # (its value is not read: it may live elsewhere)
+        if type(x) is Array:  # (its value is not read: it may live elsewhere)
             py = x._py
             if py is not None and not x.aval.shape and self.literal_host_values:
                 return Literal(py, x.aval)
@@ -800,10 +827,19 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
     return [read(v) for v in jaxpr.outvars]
 
 
+def device_array(x: Any) -> Any:
+    """``x`` as a user-facing array. Made eagerly, a host scalar (``_py``
+    set) becomes a plain Array, which a later trace captures as a constant
+    (JAX's eager jnp.array, jnp.zeros, ... return device arrays); made while
+    tracing, it stays a host value, so it is a literal (JAX stages it so)."""
+    if type(current_trace()) is EvalTrace:
+        return on_device(x)
+    return x
+
+
 def literal_value(lit: Literal) -> Any:
     """A literal as an operand: a host scalar of exactly the literal's type
     (weak type included), which re-staging keeps a literal."""
-    from spec._src.core.array import weak_scalar
     return weak_scalar(lit.val, np.asarray(lit.val, dtype=lit.aval.dtype), lit.aval)
 
 

@@ -6,6 +6,11 @@ two. Nothing here moves data: these are the values that array types and the
 per-device execution (issue 5, later steps) are keyed on. Names, reprs and
 error classes follow JAX 0.12 (checked live in tests/test_sharding_api.py).
 
+The functions that bind primitives (``reshard``, ``with_sharding_constraint``,
+``auto_axes``, ``explicit_axes``: spec._src.lax.reshard_api) or that need the
+trace or the devices (``set_mesh``, ``get_mesh``, ``make_mesh``:
+spec._src.api.sharding) live above; this module is what types and the IR use.
+
 Deviations, on purpose: where JAX fails with an internal error (AttributeError
 for a tuple spec, IndexError for a too-short shape, a C++ ``bad_cast`` for a
 non-string memory kind) this module raises TypeError/ValueError naming the
@@ -29,8 +34,7 @@ import numpy as np
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError", "IndivisibleError",
     "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding", "SingleDeviceSharding",
-    "UnreducedKind", "get_abstract_mesh", "get_concrete_mesh", "get_mesh", "make_mesh",
-    "set_mesh", "use_abstract_mesh",
+    "UnreducedKind", "get_abstract_mesh", "get_concrete_mesh", "use_abstract_mesh",
 ]
 
 AxisName = Hashable
@@ -298,44 +302,6 @@ class Mesh(_BaseMesh):
                 f"axis_types={self.axis_types})")
 
 
-def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[AxisName],
-              axis_types: AxisType | tuple[AxisType, ...] | None = None, *,
-              devices: Sequence[Any] | None = None) -> Mesh:
-    """A mesh over the first prod(axis_shapes) devices, in device order; Explicit axes."""
-    if devices is None:
-        from spec._src.backends.devices import devices as all_devices
-        devices = all_devices()
-    try:
-        items = list(axis_shapes)
-    except TypeError:
-        raise TypeError(f"`axis_shapes` passed to `make_mesh` should be a sequence of ints."
-                        f" Got {axis_shapes!r}") from None
-    try:
-        sizes = tuple(int(s) for s in items)
-    except (TypeError, ValueError):
-        raise ValueError("`axis_sizes` passed to `make_mesh` should be a sequence of ints."
-                         f" Got {axis_shapes}") from None
-    count = math.prod(sizes)
-    _check_covers_ranks(sizes, count, devices)
-    if count > len(devices):
-        raise ValueError(
-            f"Number of devices {len(devices)} must be >= the product of mesh_shape {sizes}")
-    grid = _object_array(list(devices)[:count]).reshape(sizes)
-    if axis_types is None:
-        axis_types = (AxisType.Explicit,) * len(sizes)
-    return Mesh(grid, axis_names, axis_types)
-
-
-def _check_covers_ranks(sizes: tuple[int, ...], count: int, devices: Sequence[Any]) -> None:
-    """Under MPI every rank must hold one device of a mesh: a rank outside
-    it would have nothing to run and its peers would wait for it."""
-    from spec._src.backends import mpi as mesh_mpi
-    if mesh_mpi.active() and count != len(devices):
-        raise ValueError(f"rank {mesh_mpi.rank()}: a mesh of shape {sizes} has {count} "
-                         f"devices, but {len(devices)} MPI ranks run this program: each rank "
-                         "is one device, so the mesh must have exactly that many")
-
-
 # ---------------------------------------------------------------------------
 # The mesh in context (thread-local; `set_mesh` with no `with` sets it for good)
 
@@ -369,37 +335,16 @@ class _MeshContext(threading.local):
 _context = _MeshContext()
 
 
-def _require_outside_jit(message: str) -> None:
-    # Imported here: spec._src.core.interpreter imports the type modules that import this one.
-    from spec._src.core.interpreter import EvalTrace, current_trace
-    if not isinstance(current_trace(), EvalTrace):
-        raise ValueError(message)
-
-
-class set_mesh:
-    """Sets the mesh: as a plain call for the rest of the program, or for a ``with`` block."""
-
-    __slots__ = ("prev_abstract_mesh", "prev_mesh")
-
-    def __init__(self, mesh: Mesh | None) -> None:
-        if mesh is not None and not isinstance(mesh, Mesh):
-            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
-        _require_outside_jit("`set_mesh` can only be used outside of `jax.jit`.")
-        if mesh is not None and AxisType.Manual in mesh.axis_types:
-            raise ValueError(
-                f"mesh {mesh} contains manual axes which is not allowed when using"
-                " `jax.set_mesh`. Please use `jax.shard_map` to enter into `Manual` mode"
-                " instead.")
-        self.prev_abstract_mesh = _context.abstract
-        self.prev_mesh = _context.concrete
-        _context.update(abstract=AbstractMesh((), ()) if mesh is None else mesh.abstract_mesh,
-                        concrete=_empty_mesh() if mesh is None else mesh)
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc: object) -> None:
-        _context.update(abstract=self.prev_abstract_mesh, concrete=self.prev_mesh)
+@contextlib.contextmanager
+def extend_axis_env(name: Any, size: int) -> Iterator[None]:
+    """Bind the axis ``name`` of ``size`` while tracing the block (the
+    frames live in the typing context: result types depend on them)."""
+    before = _context.axis_frames
+    _context.update(axis_frames=before + ((name, size),))
+    try:
+        yield
+    finally:
+        _context.update(axis_frames=before)
 
 
 @contextlib.contextmanager
@@ -444,12 +389,6 @@ def get_abstract_mesh() -> AbstractMesh:
 
 def get_concrete_mesh() -> Mesh:
     """The concrete mesh in context, also under jit (internal in JAX)."""
-    return _context.concrete
-
-
-def get_mesh() -> Mesh:
-    _require_outside_jit("`get_mesh` can only be used outside of `jax.jit`. Maybe you want"
-                         " `jax.sharding.get_abstract_mesh()`?")
     return _context.concrete
 
 
@@ -896,33 +835,6 @@ class SingleDeviceSharding(Sharding):
         return {self._device: (slice(None),) * len(global_shape)}
 
 
-
-def reshard(xs: Any, out_shardings: Any) -> Any:
-    """Move each leaf of ``xs`` to a sharding (a P over the context mesh, or
-    a NamedSharding): a ``reshard`` equation, whose per-device program runs
-    the collectives the two layouts require (SPEC.md section 14.2)."""
-    from spec._src.core import tree_util
-    from spec._src.core.interpreter import canonical_aval_of
-    from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
-    from spec._src.lax.reshard import reshard_p
-    leaves, tree = tree_util.tree_flatten(xs)
-    if isinstance(out_shardings, (P, NamedSharding)) or out_shardings is None:
-        targets = [out_shardings] * len(leaves)
-    else:
-        targets = tree.flatten_up_to(out_shardings)
-    outs = []
-    for x, s in zip(leaves, targets):
-        dst = canonicalize_out_sharding(s, "reshard")
-        if dst is None:
-            raise ValueError("Reshard should only be used with out_shardings which are non-None"
-                             f" and have a non-empty mesh. Got sharding {s}.")
-        ndim = canonical_aval_of(x).ndim
-        dst = NamedSharding(dst.mesh, dst.spec._normalized_spec_for_aval(ndim))
-        concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
-        outs.append(reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete))
-    return tree_util.tree_unflatten(tree, outs)
-
-
 # ---------------------------------------------------------- Auto and Explicit
 
 
@@ -939,170 +851,6 @@ def modify_spec_for_auto_manual(spec: P, mesh: AbstractMesh | Mesh) -> P:
     reduced = {r for r in spec.reduced if types.get(r) == AxisType.Explicit}
     return P(*(keep(p) for p in spec.partitions), unreduced=unreduced, reduced=reduced,
              unreduced_kind=spec.unreduced_kind if unreduced else None)
-
-
-def _switched_mesh(axes: Any, axis_type: AxisType, who: str, shardings: Any = None
-                   ) -> tuple[AbstractMesh, AbstractMesh, tuple[Any, ...]] | None:
-    """(mesh in context, the same mesh with ``axes`` switched to
-    ``axis_type``, the axes); None without any mesh."""
-    from spec._src.core import tree_util
-    current = get_abstract_mesh()
-    given: AbstractMesh | None = None
-    for s in tree_util.tree_leaves(shardings):
-        if isinstance(s, NamedSharding):
-            m = s.mesh.abstract_mesh
-            if given is not None and given != m:
-                raise ValueError(f"Shardings passed to {who} should have the same mesh. Got one"
-                                 f" mesh {given} and another {s.mesh}")
-            given = m
-    if given is None and current.empty:
-        return None
-    if given is not None and not current.empty and given != current:
-        raise ValueError(f"Context mesh {current} must match the mesh passed to shardings"
-                         f" {given}. Recommended approach is to use `jax.set_mesh` context"
-                         " manager.")
-    mesh = current if not current.empty else given
-    assert mesh is not None
-    names = mesh.axis_names if axes is None else (axes if isinstance(axes, tuple) else (axes,))
-    for a in names:
-        if mesh._name_to_type[a] == AxisType.Manual:
-            raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit`"
-                                      " AxisType is not allowed. Please file a bug at"
-                                      " https://github.com/jax-ml/jax/issues with your use case")
-    types = tuple(axis_type if n in names else t
-                  for n, t in zip(mesh.axis_names, mesh.axis_types))
-    return mesh, mesh.update(axis_types=types), tuple(names)
-
-
-def auto_axes(f: Any = None, /, *, axes: Any = None, out_sharding: Any = None) -> Any:
-    """Run ``f`` with ``axes`` (all by default) switched to Auto: its inputs
-    are resharded to types that no longer name those axes, its outputs to
-    ``out_sharding`` (given here or at the call)."""
-    if f is None:
-        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
-    import functools
-
-    @functools.wraps(f)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        from spec._src.core import tree_util
-        from spec._src.core.interpreter import canonical_aval_of
-        target = _sharding_arg(out_sharding, kwargs, "out_sharding")
-        switched = _switched_mesh(axes, AxisType.Auto, "auto_axes", target)
-        if switched is None:
-            return f(*args, **kwargs)
-        before, after, names = switched
-        if set(before.auto_axes) == set(names):
-            return f(*args, **kwargs)
-        with use_abstract_mesh(after):
-            specs = tree_util.tree_map(lambda a: modify_spec_for_auto_manual(
-                _spec_of(canonical_aval_of(a)), after), args)
-            args = reshard(args, specs)
-            out = f(*args, **kwargs)
-        return reshard(out, target)
-    return wrapped
-
-
-def explicit_axes(f: Any = None, /, *, axes: Any = None, in_sharding: Any = None) -> Any:
-    """Run ``f`` with ``axes`` (all by default) switched to Explicit: its
-    inputs are resharded to ``in_sharding`` (given here or at the call), its
-    outputs back to types without those axes."""
-    if f is None:
-        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
-    import functools
-
-    @functools.wraps(f)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        from spec._src.core import tree_util
-        from spec._src.core.interpreter import canonical_aval_of
-        target = _sharding_arg(in_sharding, kwargs, "in_sharding")
-        switched = _switched_mesh(axes, AxisType.Explicit, "explicit_axes")
-        if switched is None:
-            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to"
-                             " enter into a mesh context when using `explicit_axes` API.")
-        _, after, _ = switched
-        with use_abstract_mesh(after):
-            args = reshard(args, target)
-            out = f(*args, **kwargs)
-        specs = tree_util.tree_map(lambda o: modify_spec_for_auto_manual(
-            _spec_of(canonical_aval_of(o)), get_abstract_mesh()), out)
-        return reshard(out, specs)
-    return wrapped
-
-
-def _sharding_arg(given: Any, kwargs: dict[str, Any], name: str) -> Any:
-    """The sharding given to the decorator, else the call's keyword."""
-    if given is not None:
-        return given
-    if name not in kwargs:
-        raise TypeError(f"Missing required keyword argument: '{name}'")
-    return kwargs.pop(name)
-
-
-def _spec_of(aval: Any) -> P:
-    return P() if aval.sharding is None else aval.sharding.spec
-
-
-def with_sharding_constraint(x: Any, shardings: Any) -> Any:
-    """Under Explicit mesh axes an assertion that each leaf's type already
-    has the sharding (AssertionError otherwise; the value is returned as
-    is); under Auto axes a ``sharding_constraint`` hint, which eagerly also
-    places the value that way."""
-    from spec._src.core import tree_util
-    from spec._src.core.interpreter import Tracer, canonical_aval_of
-    from spec._src.lax.reshard import sharding_constraint_p
-    leaves, tree = tree_util.tree_flatten(x)
-    if isinstance(shardings, (P, NamedSharding)):
-        targets = [shardings] * len(leaves)
-    else:
-        targets = tree.flatten_up_to(shardings)
-    outs = []
-    for leaf, s in zip(leaves, targets):
-        wanted = _hint(s)
-        if wanted is None:
-            outs.append(leaf)
-            continue
-        aval = canonical_aval_of(leaf)
-        spec = wanted.spec._normalized_spec_for_aval(aval.ndim)
-        mesh = wanted.mesh
-        if mesh.axis_types and all(t == AxisType.Explicit for t in mesh.axis_types):
-            have = P() if aval.sharding is None else aval.sharding.spec
-            if have._normalized_spec_for_aval(aval.ndim) != spec:
-                raise AssertionError(
-                    "`with_sharding_constraint` acts as an assert when all axes of mesh are"
-                    f" of type `Explicit`. The array sharding: {have} did not match the"
-                    f" sharding provided: {wanted.spec}. Please use `jax.sharding.reshard` to"
-                    " shard your input to the sharding you want.")
-            outs.append(leaf)
-            continue
-        free = frozenset(i for i, p in enumerate(spec.partitions) if p is _UNCONSTRAINED)
-        out = sharding_constraint_p.bind(
-            leaf, sharding=NamedSharding(mesh, spec), layout=None,
-            context_mesh=get_abstract_mesh(), unconstrained_dims=free)
-        concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) \
-            else get_concrete_mesh()
-        if not isinstance(out, Tracer) and not concrete.empty and not free:
-            from spec._src.backends.devices import device_put
-            out = device_put(out, NamedSharding(concrete, spec))
-        outs.append(out)
-    return tree_util.tree_unflatten(tree, outs)
-
-
-def _hint(s: Any) -> NamedSharding | None:
-    """A with_sharding_constraint target over an abstract mesh (a P needs
-    the context mesh); None for no constraint."""
-    if s is None:
-        return None
-    if isinstance(s, P):
-        mesh = get_abstract_mesh()
-        if mesh.empty:
-            raise ValueError("with_sharding_constraint requires a non-empty mesh in context"
-                             " (jax.set_mesh) when passed a PartitionSpec. Got"
-                             f" PartitionSpec: {s}")
-        return NamedSharding(mesh, s)
-    if isinstance(s, NamedSharding):
-        return NamedSharding(s.mesh.abstract_mesh, s.spec)
-    raise TypeError(f"with_sharding_constraint expects a NamedSharding or PartitionSpec, got"
-                    f" {s!r} of type {type(s).__name__}")
 
 
 def make_single_device_sharding(device: Any, *, memory_kind: str | None = None

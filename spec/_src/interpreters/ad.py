@@ -31,6 +31,7 @@ from spec._src.core.state_types import RefType
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
 from spec._src.core.array import on_device
 from spec._src.core.config import config
+from spec._src.core.registry import primitive
 from spec._src.core.interpreter import (
     Atom,
     DropVar,
@@ -602,8 +603,7 @@ class RefAccum:
         """The accumulating ref, allocated (holding zeros) if need be."""
         if self.ref is None:
             from spec._src.interpreters.ad_util import zeros_like_aval
-            from spec._src.lax.state import new_ref_p
-            self.ref = new_ref_p.bind(zeros_like_aval(self.aval), kind=None, memory_space=None,
+            self.ref = primitive("new_ref").bind(zeros_like_aval(self.aval), kind=None, memory_space=None,
                                       pin=False)
         return self.ref
 
@@ -612,19 +612,17 @@ class RefAccum:
         if ct is None or type(ct) is Zero:
             return
         from spec._src.core.state_types import indexer_tree
-        from spec._src.lax.state import addupdate_p, new_ref_p
         _check_cotangent(self.aval, ct)
         if self.ref is None:
-            self.ref = new_ref_p.bind(ct, kind=None, memory_space=None, pin=False)
+            self.ref = primitive("new_ref").bind(ct, kind=None, memory_space=None, pin=False)
         else:
-            addupdate_p.bind(self.ref, ct, tree=indexer_tree(None))
+            primitive("addupdate").bind(self.ref, ct, tree=indexer_tree(None))
 
     def freeze(self) -> Any:
         """The accumulated cotangent as a value (``Zero`` if nothing came)."""
         if self.ref is None:
             return Zero(self.aval)
-        from spec._src.lax.state import freeze_p
-        return freeze_p.bind(self.ref)
+        return primitive("freeze").bind(self.ref)
 
 
 class Placeholder:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.interpreter import Primitive, canonical_aval_of
+from spec._src.core.registry import primitive
 from spec._src.core.types import FLOAT0, ArrayType
 
 
@@ -78,8 +79,7 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     zero = _convert_element_type(0, aval.dtype, aval.weak_type)
     if aval.sharding is not None and not aval.shape:
         # A scalar needs no broadcast, only its layout: JAX reshards it.
-        from spec._src.lax.reshard import reshard_p
-        return _varying(reshard_p.bind(zero, dst_sharding=aval.sharding, concrete_mesh=None),
+        return _varying(primitive("reshard").bind(zero, dst_sharding=aval.sharding, concrete_mesh=None),
                         aval)
     # Sharded zeros are laid out as the type says (cotangent types are a
     # function of primal types, zeros included).
@@ -100,8 +100,7 @@ def _float0_zeros(shape: tuple[int, ...]) -> Any:
     from spec._src.core.interpreter import EvalTrace, current_trace
     if not shape or type(current_trace()) is EvalTrace:
         return np.zeros(shape, FLOAT0)
-    from spec._src.lax.structural import broadcast_in_dim_p
-    return broadcast_in_dim_p.bind(np.zeros((), FLOAT0), shape=tuple(shape),
+    return primitive("broadcast_in_dim").bind(np.zeros((), FLOAT0), shape=tuple(shape),
                                    broadcast_dimensions=(), sharding=None)
 
 
@@ -116,8 +115,7 @@ def add_tangents(x: Any, y: Any) -> Any:
         return y
     if type(y) is Zero:
         return x
-    from spec._src.lax.ad_prims import add_any_p
-    return add_any_p.bind(x, y)
+    return primitive("add_any").bind(x, y)
 
 
 # --------------------------------------------------------------- JVP helpers

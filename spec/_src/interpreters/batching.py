@@ -35,6 +35,8 @@ from spec._src.core.interpreter import (
     set_current_trace,
     trace_to_jaxpr,
 )
+from spec._src.core.registry import primitive
+from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
 
 not_mapped = None
@@ -130,7 +132,7 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
         return x
     perm = [i for i in range(ndim) if i != src]
     perm.insert(dst, src)
-    return _lax().transpose(x, tuple(perm))
+    return primitive("transpose").bind(x, permutation=tuple(perm))
 
 
 def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
@@ -139,7 +141,6 @@ def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
     sharded ``x`` gets its result sharding as a param: its own spec with
     ``mesh_axis`` (None: unsharded) for the new axis; a value without a mesh
     (a NumPy constant) stays without one, whatever ``mesh_axis`` says."""
-    from spec._src.lax.structural import broadcast_in_dim_p
     from spec._src.core.sharding import NamedSharding, P
     aval = canonical_aval_of(x)
     shape = list(aval.shape)
@@ -159,7 +160,7 @@ def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
         parts.insert(axis, mesh_axis)
         # As JAX, only the partitions carry over to the param.
         sharding = NamedSharding(mesh, P(*parts))
-    return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims,
+    return primitive("broadcast_in_dim").bind(x, shape=tuple(shape), broadcast_dimensions=dims,
                                    sharding=sharding)
 
 
@@ -353,7 +354,6 @@ def batch_flat(fun: Callable[..., Sequence[Any]], axis: AxisData, args: Sequence
     """Run ``fun`` on per-example views of ``args`` (batched at ``dims``);
     returns the outputs with their batch axes (``not_mapped`` where an
     output does not depend on the batch)."""
-    from spec._src.lax.collectives import extend_axis_env
     trace = BatchTrace(current_trace(), axis)
     tracers = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, dims)]
     env = extend_axis_env(axis.name, axis.size) if axis.name is not None \

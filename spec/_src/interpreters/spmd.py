@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import ledger as _ledger
+from spec._src.core.array import Array
+from spec._src.core.backend import Axes, Backend, Bufs, current_backend
+from spec._src.core.interpreter import Literal, Var, canonical_value, hooks
+from spec._src.core.sharding import Mesh, NamedSharding, axis_names_of, get_concrete_mesh
 from spec._src.core.state_types import RefType
-from spec._src.core.sharding import axis_names_of
 from spec._src.core.types import ArrayType
-
-Axes = tuple[Any, ...]
-Bufs = tuple[np.ndarray | None, ...]  # None: a device another process holds
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,13 +184,12 @@ def geometry(mesh: Any, procs: tuple[int, ...] | None = None) -> Geometry:
     """A mesh's geometry. Where its devices live comes from the mesh's
     devices, or ``procs`` for an abstract mesh (a program moving to another
     mesh shape over the same devices keeps their flat order)."""
-    from spec._src.core.sharding import Mesh
     if procs is None and isinstance(mesh, Mesh):
         procs = procs_of(mesh)
     if procs is not None and not any(procs):
         procs = None  # one process holds every device
     return _geometry(tuple(mesh.axis_names), tuple(mesh.axis_sizes), procs,
-                     _process_index())
+                     current_backend().process_index())
 
 
 @functools.lru_cache(maxsize=64)
@@ -199,11 +198,6 @@ def procs_of(mesh: Any) -> tuple[int, ...] | None:
     if not mesh.size:
         return None
     return tuple(int(d.process_index) for d in mesh.devices.flat)
-
-
-def _process_index() -> int:
-    from spec._src.backends.devices import process_index
-    return process_index()
 
 
 def local_shape(aval: ArrayType, geo: Geometry) -> tuple[int, ...]:
@@ -249,7 +243,7 @@ def assemble(d: Dist, geo: Geometry) -> np.ndarray:
     bufs = d.bufs
     u = unreduced_of(d.aval)
     if u:
-        bufs = _reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
+        bufs = reduce_in_groups(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
     if not any(parts_of(d.aval)):
         return first(bufs)
     out = np.empty(d.aval.shape, dtype=first(bufs).dtype)
@@ -283,7 +277,7 @@ def combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray(_OPS[op](a, b)).astype(a.dtype, copy=False)
 
 
-def _reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
+def reduce_in_groups(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
     out = list(bufs)
     for group in geo.groups(axes):
         acc = bufs[group[0]]
@@ -294,73 +288,15 @@ def _reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
     return tuple(out)
 
 
-class Backend:
-    """Where a mesh's devices live and how their buffers meet. A collective
-    takes every device's buffer (mesh order) and returns every device's
-    result; the ledger entry is written by the caller, once per collective.
-    The virtual backend holds all devices in this process; the MPI backend
-    (spec._src.backends.mpi, issue 7) implements the same methods with messages."""
-
-    name = "abstract"
-
-    def all_reduce(self, bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
-        raise NotImplementedError
-
-    def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Geometry) -> Bufs:
-        raise NotImplementedError
-
-    def ppermute(self, bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]],
-                 geo: Geometry) -> Bufs:
-        """Along ``axes``, position s's block goes to position d for each
-        pair (s, d); positions no pair sends to get zeros."""
-        raise NotImplementedError
-
-
-class VirtualBackend(Backend):
-    """Every device in this process: collectives combine the buffers in
-    position order along the collective's axes."""
-
-    name = "virtual"
-
-    def all_reduce(self, bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
-        return _reduce(bufs, axes, op, geo)
-
-    def all_gather(self, bufs: Bufs, axes: Axes, dim: int, geo: Geometry) -> Bufs:
-        out = list(bufs)
-        for group in geo.groups(axes):
-            whole = np.concatenate([bufs[k] for k in group], axis=dim)
-            for k in group:
-                out[k] = whole
-        return tuple(out)
-
-    def ppermute(self, bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]],
-                 geo: Geometry) -> Bufs:
-        sent = {int(d): int(s) for s, d in perm}
-        out = list(bufs)
-        for group in geo.groups(axes):
-            for pos, k in enumerate(group):
-                # Buffers are never mutated: a received block is the sender's.
-                out[k] = bufs[group[sent[pos]]] if pos in sent else np.zeros_like(bufs[k])
-        return tuple(out)
-
-
-_backend: list[Backend] = []
-
-
 def backend() -> Backend:
-    if not _backend:
-        from spec._src.backends import mpi as mesh_mpi
-        if mesh_mpi.active():
-            _backend.append(mesh_mpi.MPIBackend())
-        else:
-            _backend.append(VirtualBackend())
-    return _backend[-1]
+    """The backend the collectives run on (spec._src.core.backend)."""
+    return current_backend()
 
 
 def all_reduce(bufs: Bufs, axes: Axes, op: str, geo: Geometry, kind: str = "all_reduce"
                ) -> Bufs:
     _ledger.record(kind, axes, first(bufs).nbytes)
-    return backend().all_reduce(bufs, axes, op, geo)
+    return current_backend().all_reduce(bufs, axes, op, geo)
 
 
 def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all_gather"
@@ -368,12 +304,12 @@ def all_gather(bufs: Bufs, axes: Axes, dim: int, geo: Geometry, kind: str = "all
     """Each device gets the concatenation (along ``dim``, in ``axes`` order)
     of its group's blocks."""
     _ledger.record(kind, axes, first(bufs).nbytes)
-    return backend().all_gather(bufs, axes, dim, geo)
+    return current_backend().all_gather(bufs, axes, dim, geo)
 
 
 def ppermute(bufs: Bufs, axes: Axes, perm: Sequence[tuple[int, int]], geo: Geometry) -> Bufs:
     _ledger.record("ppermute", axes, first(bufs).nbytes)
-    return backend().ppermute(bufs, axes, perm, geo)
+    return current_backend().ppermute(bufs, axes, perm, geo)
 
 
 # ================================================================ reshard
@@ -481,7 +417,7 @@ def whole_value(d: Dist, geo: Geometry) -> np.ndarray:
     does not record: callers record what they stand for)."""
     if geo.all_local:
         return assemble(d, geo)
-    b, bufs = backend(), d.bufs
+    b, bufs = current_backend(), d.bufs
     u = unreduced_of(d.aval)
     if u:
         bufs = b.all_reduce(bufs, _mesh_order(u, geo), unreduced_kind(d.aval), geo)
@@ -535,7 +471,6 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
                ) -> list[Dist]:
     """Every equation's per-device program, in order (types come from the
     jaxpr: nothing is re-typed)."""
-    from spec._src.core.interpreter import Literal
     env: dict[Any, Dist] = {}
     for v, c in zip(jaxpr.constvars, consts):
         env[v] = c if isinstance(c, Dist) else from_value(c, geo)
@@ -565,7 +500,6 @@ def _live_equations(jaxpr: Any) -> list[bool]:
     cached = _LIVENESS.get(id(jaxpr))
     if cached is not None and cached[0] is jaxpr:
         return cached[1]
-    from spec._src.core.interpreter import Var
     needed = {v for v in jaxpr.outvars if isinstance(v, Var)}
     live = [False] * len(jaxpr.eqns)
     for i in range(len(jaxpr.eqns) - 1, -1, -1):
@@ -581,8 +515,6 @@ def from_value(x: Any, geo: Geometry) -> Dist:
     """An operand as a Dist: a sharded Array's own buffers; a ref's blocks as
     views of its buffer (written in place); anything else (unsharded Arrays,
     NumPy values, Python scalars) laid out by its type."""
-    from spec._src.core.array import Array
-    from spec._src.core.interpreter import canonical_value
     if type(getattr(x, "aval", None)) is RefType:
         check_ref_layout(x.aval, geo)
         return Dist(x.aval, split_value(x._value, x.aval, geo))
@@ -650,8 +582,6 @@ def new_ref_blocks(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Bufs:
 def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
     """A ref result (``new_ref``) as an eager Ref: its blocks assembled into
     one buffer, placed on the mesh by its type."""
-    from spec._src.api.ref import Ref
-    from spec._src.core.sharding import NamedSharding
     check_ref_layout(d.aval, geo)
     whole = assemble(d, geo)
     if not any(parts_of(d.aval)):
@@ -660,12 +590,10 @@ def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
     if d.aval.sharding is not None and not mesh.empty:
         placed = NamedSharding(mesh, d.aval.sharding.spec)
     assert isinstance(d.aval, RefType)
-    return Ref(whole, d.aval, placed)
+    return hooks.eager_ref(whole, d.aval, placed)
 
 
 def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
-    from spec._src.core.array import Array
-    from spec._src.core.sharding import NamedSharding
     if not geo.all_local and not mesh.empty:
         if is_plain(d.aval):  # every process holds the whole value
             out = Array._from_checked(d.any, d.aval, "per-device program")
@@ -689,6 +617,9 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     outs = apply(prim, dists, params, out_avals, geo)
     return [(to_ref if type(d.aval) is RefType else to_array)(
         d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
+
+
+hooks.eager_on_mesh = eager  # EvalTrace's path for operands or results over a mesh
 
 
 def _check_device_assignment(mesh: Any, out_avals: Sequence[ArrayType]) -> None:
@@ -717,7 +648,6 @@ def _concrete_for(aval: ArrayType, mesh: Any) -> Any:
             tuple(s.mesh.axis_names) == tuple(mesh.axis_names)
             and tuple(s.mesh.axis_sizes) == tuple(mesh.axis_sizes)):
         return mesh
-    from spec._src.core.sharding import Mesh
     devices = np.asarray(list(mesh.devices.flat), dtype=object).reshape(s.mesh.axis_sizes)
     return Mesh(devices, s.mesh.axis_names, s.mesh.axis_types)
 
@@ -728,11 +658,10 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
         s = getattr(a, "_sharding", None)
         if s is not None:
             return s.mesh
-    from spec._src.core.sharding import get_concrete_mesh
     return get_concrete_mesh()
 
 
-__all__ = ["Backend", "Dist", "Geometry", "VirtualBackend", "all_gather", "all_reduce",
+__all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
            "geometry", "local_shape", "new_ref_blocks", "parts_of", "reshard", "run_local",
            "split_value", "to_ref", "uniform", "writers"]

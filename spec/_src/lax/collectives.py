@@ -12,8 +12,7 @@ axes of the operand, reduced like ``reduce_sum``.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,22 +23,10 @@ from spec._src.interpreters.batching import AxisData, moveaxis
 from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.core.denormals import arithmetic
 from spec._src.core.registry import declare, require
+from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
 
 # ------------------------------------------------------------- axis env
-
-
-@contextlib.contextmanager
-def extend_axis_env(name: Any, size: int) -> Iterator[None]:
-    """Bind the axis ``name`` of ``size`` while tracing the block (the
-    frames live in the typing context: result types depend on them)."""
-    from spec._src.core.sharding import _context
-    before = _context.axis_frames
-    _context.update(axis_frames=before + ((name, size),))
-    try:
-        yield
-    finally:
-        _context.update(axis_frames=before)
 
 
 def axis_size(name: Any) -> int:

@@ -24,6 +24,7 @@ from spec._src.core.interpreter import (
     Jaxpr,
     Primitive,
     canonical_aval_of,
+    hooks,
     pp_eqn_default,
     trace_to_jaxpr,
 )
@@ -126,6 +127,7 @@ pvary_p = declare(
     sharding=lambda x, **p: [x.sharding],
     doc="Invariant to varying along manual axes: a free cast (types only).")
 pvary_p.vma_rule = _pvary_vma
+hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
 pvary_p.per_device = (  # type: ignore[attr-defined]
     lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
 

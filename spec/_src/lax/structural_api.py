@@ -19,7 +19,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
-from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.interpreter import Tracer, canonical_aval_of, hooks
 from spec._src.lax.structural import (
     _convert_impl,
     bitcast_convert_type_p,
@@ -283,7 +283,7 @@ def _broadcast_scalar_sharded(value: Any, shape: tuple[int, ...], sharding: Any)
         from spec._src.lax.sharding_reduce_dot import fit_out
         fit_out(s, shape)
     if not shape and canonical_aval_of(value).sharding != s:
-        from spec._src.core.sharding import reshard
+        from spec._src.lax.reshard_api import reshard
         return reshard(value, s)
     return broadcast(value, shape, out_sharding=s)
 
@@ -347,7 +347,8 @@ def reduced_like(out: Any, x: Any) -> Any:
     """JAX's last step of ``*_like`` outside shard_map: under an explicit
     context mesh, a rank-0 result that is replicated over the axes on which
     the result or ``x`` is reduced is resharded to be reduced over them."""
-    from spec._src.core.sharding import AxisType, P, get_abstract_mesh, reshard
+    from spec._src.core.sharding import AxisType, P, get_abstract_mesh
+    from spec._src.lax.reshard_api import reshard
     mesh = get_abstract_mesh()
     if mesh.empty or any(t != AxisType.Explicit for t in mesh.axis_types):
         return out
@@ -399,7 +400,7 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
             and dims == tuple(range(len(shp)))
             and canonical_aval_of(operand).sharding != out_sharding):
         # Only the layout changes: a reshard, as JAX stages it.
-        from spec._src.core.sharding import reshard
+        from spec._src.lax.reshard_api import reshard
         return reshard(operand, out_sharding)
     return broadcast_in_dim_p.bind(operand, shape=shp, broadcast_dimensions=dims,
                                    sharding=out_sharding)
@@ -512,6 +513,8 @@ def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
     arr = asarray(x)
     return tuple(unstack_p.bind(arr, axis=canonicalize_axis(axis, _ndim(arr))))
 
+
+hooks.unstack = unstack  # iterating over a tracer (Tracer.__iter__)
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:
     return tile_p.bind(operand, reps=tuple(reps))

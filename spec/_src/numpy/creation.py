@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
-from spec._src.core.array import Array, device_array
-from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.array import Array
+from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type
 
@@ -246,7 +246,7 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
         raise ValueError(f"Incompatible types for broadcasting: input type={aval} "
                          f"and requested type={wanted}")
     if aval.shape == target:
-        from spec._src.core.sharding import reshard
+        from spec._src.lax.reshard_api import reshard
         return reshard(arr, s)
     from spec._src.lax.reshard import check_divisible
     check_divisible(T.ArrayType(target, aval.dtype, sharding=s))

@@ -144,7 +144,7 @@ def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
     mesh's Explicit axes switched to Auto and resharded to it on the way out."""
     import functools
 
-    from spec._src.core.sharding import auto_axes
+    from spec._src.lax.reshard_api import auto_axes
     bound = functools.partial(fun, **static)
     if out_sharding is None:
         return bound
