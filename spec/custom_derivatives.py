@@ -9,6 +9,10 @@ from spec._src.api.custom_derivatives import (
     zero_from_primal,
 )
 
+# Importable as before, though not in JAX's __all__ of this module.
+from spec._src.lax.custom import custom_jvp_call_p as custom_jvp_call_p
+from spec._src.lax.custom import custom_vjp_call_p as custom_vjp_call_p
+
 __all__ = [
     "CustomVJPPrimal",
     "SymbolicZero",

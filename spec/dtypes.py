@@ -15,6 +15,10 @@ from spec._src.core.dtypes import (
     scalar_type_of,
 )
 
+# Importable as before, though not in JAX's __all__ of this module.
+from spec._src.core.dtypes import ExtendedDType as ExtendedDType
+from spec._src.core.dtypes import dtype_of as dtype_of
+
 __all__ = [
     "TypePromotionError",
     "bfloat16",

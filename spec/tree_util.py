@@ -40,6 +40,11 @@ from spec._src.core.tree_util import (
     treedef_tuple,
 )
 
+# Importable as before, though not in JAX's __all__ of this module.
+from spec._src.core.tree_util import Unspecified as Unspecified
+from spec._src.core.tree_util import broadcast_prefix as broadcast_prefix
+from spec._src.core.tree_util import prefix_errors as prefix_errors
+
 __all__ = [
     "DictKey",
     "FlattenedIndexKey",

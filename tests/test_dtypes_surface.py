@@ -583,7 +583,7 @@ def test_public_names_match_jax() -> None:
     assert want - have - set(EXCLUDED) == set()
     assert set(ABSTRACT) | set(CONCRETE) | set(ALIASES) <= want
     # spec exports them all through its star import, and nothing JAX lacks.
-    exported = set(snp._dtypes.__all__)
+    exported = set(spec._src.numpy.dtypes.__all__)
     assert exported <= set(dir(jnp))
     assert want <= exported | set(EXCLUDED)
 

@@ -81,7 +81,7 @@ def _scalar_type(np_type: type) -> _ScalarMeta:
            "Calling it returns a zero-dimensional (or n-dimensional) JAX array\n"
            "of this dtype; JAX has no separate scalar objects.")
     cls = _ScalarMeta(name, (object,), {"dtype": np.dtype(np_type), "__doc__": doc})
-    cls.__module__ = __name__.rsplit(".", 1)[0]  # spec.numpy, so pickling resolves
+    cls.__module__ = "spec.numpy"  # the public module, so pickling resolves
     return cls
 
 
