@@ -5,7 +5,7 @@
     python -m benchmarks.collectives [--quick] [--json FILE]
 
 Reported: seconds per call of the jitted shard_map and of the NumPy version,
-and their ratio. Never asserted on by tests (tests/test_benchmarks_smoke.py
+and their ratio. Never asserted on by tests (tests/benchmarks/test_smoke.py
 only runs the quick sizes).
 """
 

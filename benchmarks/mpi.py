@@ -14,7 +14,7 @@
    against the same step on as many virtual devices in one process.
 
 Rank 0 prints a table (and writes JSON with --json). Never asserted on by
-tests (tests/test_benchmarks_smoke.py runs --quick on 2 ranks).
+tests (tests/benchmarks/test_smoke.py runs --quick on 2 ranks).
 """
 
 from __future__ import annotations

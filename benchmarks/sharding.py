@@ -9,7 +9,7 @@ against the least a step must move (one all-reduce of the weight gradients).
 
     python -m benchmarks.sharding [--quick] [--json FILE]
 
-Never asserted on by tests: tests/test_benchmarks_smoke.py only runs it.
+Never asserted on by tests: tests/benchmarks/test_smoke.py only runs it.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ collective kind.
 Each program is a function of ``(jax, jnp, n)`` (n devices, 2 or 4) that
 builds its inputs, runs, and returns a pytree of arrays. The same function
 runs on spec's virtual devices, on MPI ranks (one device per rank) and on
-JAX; tests/test_mpi.py checks that every device's block and the collective
+JAX; tests/mpi/test_mpi.py checks that every device's block and the collective
 ledger agree between spec's two backends, bit for bit, and
-tests/test_mesh_programs.py checks the global values against JAX.
+tests/sharding/test_mesh_programs.py checks the global values against JAX.
 """
 
 from __future__ import annotations

@@ -51,31 +51,32 @@ if os.environ.get("CI"):
     _hypothesis_settings.load_profile("ci")
 
 
-# JAX sides of twin programs (tests/_twin.py) run ahead in a background
+# JAX sides of twin programs (tests/support/twin.py) run ahead in a background
 # process while earlier tests run here; none starts during the tests that
 # launch MPI ranks or time things, whose deadlines assume a quiet machine.
-_QUIET_MODULES = {"test_mpi", "test_mpi_faults", "test_examples", "test_benchmarks_smoke"}
+_QUIET_MODULES = {"tests.mpi.test_mpi", "tests.mpi.test_faults", "tests.mpi.test_examples",
+                  "tests.benchmarks.test_smoke"}
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    import _twin
+    from tests.support import twin
     modules: list[str] = []
     for item in session.items:
         name = item.module.__name__ if isinstance(item, pytest.Function) else ""
         if name and name not in modules:
             modules.append(name)
-    _twin.start(modules)
+    twin.start(modules)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    import _twin
+    from tests.support import twin
     module = item.module.__name__ if isinstance(item, pytest.Function) else ""
     if module in _QUIET_MODULES:
-        _twin.pause()
+        twin.pause()
     else:
-        _twin.resume()
+        twin.resume()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    import _twin
-    _twin.stop()
+    from tests.support import twin
+    twin.stop()

@@ -1,0 +1,162 @@
+"""Run by tests/mpi/test_mpi.py and tests/mpi/test_faults.py (through
+tests/support/mpiexec.py) under ``mpiexec -n N python -m mpi4py`` (never
+pytest inside mpiexec): each rank runs one scenario and writes its results
+to OUTDIR/rank<r>.json, which the test reads and checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+import spec as jax  # noqa: E402
+import spec.numpy as jnp  # noqa: E402
+from spec._src.backends import mpi as mesh_mpi  # noqa: E402
+
+
+def corpus() -> dict[str, Any]:
+    from conformance.mesh_programs import run_all
+    n = jax.process_count()
+    names = sys.argv[3].split(",") if len(sys.argv) > 3 else None
+    from spec._src.interpreters import spmd as _spmd
+    return {"programs": run_all(jax, jnp, n, names), "backend": _spmd.backend().name,
+            "devices": [d.id for d in jax.local_devices()]}
+
+
+def _error(fn: Any) -> str:
+    try:
+        fn()
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return "no error"
+
+
+def api() -> dict[str, Any]:
+    """The multi-process API and the errors for bad input."""
+    from spec._src.backends import multihost_utils as mh
+    r, n = jax.process_index(), jax.process_count()
+    mesh = jax.make_mesh((n,), ("x",))
+    sharding = jax.NamedSharding(mesh, jax.P("x"))
+    out: dict[str, Any] = {"rank": r, "count": n,
+                           "devices": [d.id for d in jax.devices()],
+                           "local": [d.id for d in jax.local_devices()]}
+    whole = np.arange(4.0 * n, dtype=np.float32)
+    calls: list[Any] = []
+    x = jax.make_array_from_callback(whole.shape, sharding,
+                                     lambda idx: calls.append(idx) or whole[idx])
+    out["callback calls"] = len(calls)
+    out["repr"] = repr(x)
+    out["str"] = str(x)
+    out["value error"] = _error(lambda: np.asarray(x))
+    out["allgather"] = mh.process_allgather(x).tolist()
+    out["allgather local"] = mh.process_allgather(np.float32(r)).tolist()
+    out["allgather tiled"] = mh.process_allgather(np.full(2, r, np.float32), tiled=True).tolist()
+    local = jax.make_array_from_process_local_data(sharding, whole[4 * r:4 * r + 4])
+    out["local data"] = mh.process_allgather(local).tolist()
+    out["local shape"] = list(local.shape)
+    total = jnp.sum(x)
+    out["replicated value"] = float(total)
+    mh.sync_global_devices("api")
+    out["mesh mismatch"] = _error(lambda: jax.make_mesh((n + 1,), ("x",)))
+    out["mesh too small"] = _error(lambda: jax.make_mesh((1,), ("x",)))
+    # Ranks disagree on the global shape: every rank names the difference.
+    shape = (4 * n + (2 if r == 1 else 0),)
+    out["shape mismatch"] = _error(lambda: jax.make_array_from_callback(
+        shape, sharding, lambda idx: np.zeros(shape, np.float32)[idx]))
+    # Rank 0 reaches a collective that rank 1 skips: at rank 1's next
+    # collective, both find the other at a different one.
+    if r == 0:
+        out["skipped collective"] = _error(lambda: jnp.sum(x * 2.0).block_until_ready())
+    else:
+        out["skipped collective"] = _error(lambda: mh.sync_global_devices("after"))
+    return out
+
+
+def timeout() -> dict[str, Any]:
+    """Rank 0 waits at a collective no other rank reaches."""
+    import time
+    n = jax.process_count()
+    x = jax.device_put(np.arange(4.0 * n, dtype=np.float32),
+                       jax.NamedSharding(jax.make_mesh((n,), ("x",)), jax.P("x")))
+    if jax.process_index() == 0:
+        start = time.monotonic()
+        error = _error(lambda: jnp.sum(x))
+        return {"error": error, "waited": time.monotonic() - start}
+    time.sleep(mesh_mpi.timeout() + 1)
+    return {"error": "no error"}
+
+
+def train() -> dict[str, Any]:
+    """Data-parallel training of y = alpha * x with live_devices around each
+    step (the fault-tolerance page's first example). argv: a list of
+    rank:step:how kills, how = sigkill | exit | collective (die inside the
+    step's 64 MB all-reduce, its sends under way)."""
+    import signal
+
+    from spec.experimental.multihost_utils import ProcessFailureError, live_devices
+    kills = {}
+    for item in (sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[3] else []):
+        r, step, how = item.split(":")
+        kills[(int(r), int(step))] = how
+    me = jax.process_index()
+    rng = np.random.default_rng(0)
+    steps = 8
+    xs = rng.standard_normal((steps, 12)).astype(np.float32)
+    ys = 3.0 * xs
+    alpha, step, log = np.float32(0.0), 0, []
+    big = 16 * 2 ** 20  # float32 elements per device: a 64 MB all-reduce
+    while step < steps:
+        try:
+            with live_devices(jax.devices()) as devices:
+                n = len(devices)
+                mesh = jax.make_mesh((n,), ("i",), devices=devices)
+                how = kills.get((me, step))
+                if how == "sigkill":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if how == "exit":
+                    os._exit(1)
+                if how == "collective":
+                    def die_in_big(number: int, nbytes: int) -> None:
+                        if nbytes >= 4 * big:  # inside the 64 MB all-reduce
+                            os.kill(os.getpid(), signal.SIGKILL)
+                    mesh_mpi._after_sends = die_in_big
+                with jax.set_mesh(mesh):
+                    x = jax.device_put(xs[step], jax.P("i"))
+                    y = jax.device_put(ys[step], jax.P("i"))
+                    a = jax.device_put(np.float32(alpha), jax.P())
+                    g = jax.grad(lambda a: jnp.mean((a * x - y) ** 2))(a)
+                    if any(h == "collective" for (_, s), h in kills.items() if s == step):
+                        block = jax.make_array_from_callback(
+                            (n, big), jax.NamedSharding(mesh, jax.P("i")),
+                            lambda idx: np.ones((1, big), np.float32))
+                        total = jnp.sum(block, axis=0)[0]
+                        g = g + 0.0 * total
+                    new = float(a - np.float32(0.1) * g)
+        except ProcessFailureError as e:
+            log.append(["failed", step, sorted(d.id for d in e.failed_devices),
+                        f"{type(e.__cause__).__name__}: {e.__cause__}"])
+        else:
+            alpha, step = np.float32(new), step + 1
+            log.append(["ok", step, [d.id for d in devices]])
+    return {"alpha": float(alpha), "log": log}
+
+
+def main() -> None:
+    outdir, scenario = sys.argv[1], sys.argv[2]
+    rank = mesh_mpi.rank() if mesh_mpi.active() else 0
+    try:
+        result = {"corpus": corpus, "api": api, "timeout": timeout, "train": train}[scenario]()
+    except Exception:
+        result = {"crash": traceback.format_exc()}
+    with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main()
