@@ -5,7 +5,7 @@ ProcessFailureError for that step on every survivor, rebuild the mesh over
 the live devices and finish training with the right result.
 
 Runs under ``mpiexec -disable-auto-cleanup`` with each rank behind
-spec._src.backends.mpi.guard (hydra ends the whole job when a rank dies by a
+spec.mesh_mpi.guard (hydra ends the whole job when a rank dies by a
 signal; the guard reports that as an ordinary failing exit)."""
 
 from __future__ import annotations

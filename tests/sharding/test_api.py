@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import spec
-from spec._src.core import sharding as S
+from spec import sharding as S
 
 # A case is an expression, or statements that leave their result in `out`.
 CASES: dict[str, str] = {

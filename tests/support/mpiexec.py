@@ -39,7 +39,7 @@ def launch(n: int, *args: str, timeout: float = 120, mpi_timeout: float = 20,
     the job when a rank dies."""
     with tempfile.TemporaryDirectory() as outdir:
         flags = ["-disable-auto-cleanup"] if fault_tolerant else []
-        guard = ["-m", "spec._src.backends.mpi.guard"] if fault_tolerant else []
+        guard = ["-m", "spec.mesh_mpi.guard"] if fault_tolerant else []
         cmd = [mpiexec(), *flags, "-n", str(n), sys.executable, *guard, "-m", "mpi4py",
                str(script), outdir, *args]
         done = _run(cmd, dict(env or {}, PYTHONPATH=str(ROOT)), timeout, mpi_timeout)
