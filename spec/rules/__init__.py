@@ -1,9 +1,12 @@
 """The primitive rules: one declaration per primitive, grouped by family.
 
-Every primitive is declared once, with all of its sections (typing, impl,
-sharding, jvp, transpose, batch). A section that is not written yet is an
-explicit ``pending(issue)``; one that cannot exist is
-``not_applicable(reason)``. ``missing_sections()`` lists the pending ones.
+Every primitive is declared once, with all of its fields (``Primitive.FIELDS``:
+the rule sections typing, impl, sharding, jvp, transpose, batch; the optional
+hooks such as its per-device program, discharge rule or dce rule; its flags).
+A section that is not written yet is an explicit ``pending(issue)``; one that
+cannot exist is ``not_applicable(reason)``; a hook left at its default is a
+named ``Default`` (``GATHERED``, ``KEPT_OR_DROPPED_WHOLE``, ...).
+``missing_sections()`` lists every field not accounted for.
 """
 
 from __future__ import annotations
@@ -32,8 +35,5 @@ from spec._src.lax import manual_collectives  # noqa: F401
 from spec._src.lax import prng  # noqa: F401
 from spec._src.lax import state  # noqa: F401  (refs)
 from spec._src.lax import linalg  # noqa: F401  (decompositions)
-from spec._src.interpreters import per_device as _per_device
-
-_per_device.attach()
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]
