@@ -749,7 +749,8 @@ class JaxprTrace(Trace):
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         atoms = [self.to_atom(a) for a in args]
-        if not isinstance(prim.const_fold, Default) and atoms and all(isinstance(a, Literal) for a in atoms):
+        if not isinstance(prim.const_fold, Default) and atoms and all(
+                isinstance(a, Literal) for a in atoms):
             folded = prim.const_fold(*[literal_value(a) for a in atoms if isinstance(a, Literal)],
                                      **params)
             if folded is not None:

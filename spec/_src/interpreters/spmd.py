@@ -5,9 +5,10 @@ A value laid out over a mesh is a ``Dist``: its global type (whose sharding
 says which mesh axes split each dimension, and which axes it is unreduced or
 reduced over) and one NumPy buffer per device of the mesh, in mesh order.
 Every primitive runs its *per-device program* (``prim.per_device``, a field
-of its declaration, built from the kit in spec._src.interpreters.per_device): NumPy work on each device's local buffers plus
-the collectives the types require, which are computed across the buffers
-here and recorded in the ledger (spec/_ledger.py). A primitive without a
+of its declaration, built from the kit in spec._src.interpreters.per_device):
+NumPy work on each device's local buffers plus the collectives the types
+require, which are computed across the buffers here and recorded in the
+ledger (spec/_ledger.py). A primitive without a
 program of its own runs the conservative one: gather every operand to a full
 replica (recorded), compute, keep each device's block.
 

@@ -286,8 +286,8 @@ def _jit_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> 
 jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
                 pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
                 sharding=_jit_sharding,
-    linearize=_jit_linearize, partial_eval=_jit_partial_eval, dce=_jit_dce,
-    transpose_accumulates=True,  # the call's body adds into gradient refs
-    accepts_refs=True, effects_rule=call_effects, discharge=_jit_discharge,
-    per_device=from_primitive(PD.call_program("jaxpr")),
-    vma_rule=VMA_FROM_TYPING)
+                linearize=_jit_linearize, partial_eval=_jit_partial_eval, dce=_jit_dce,
+                transpose_accumulates=True,  # the call's body adds into gradient refs
+                accepts_refs=True, effects_rule=call_effects, discharge=_jit_discharge,
+                per_device=from_primitive(PD.call_program("jaxpr")),
+                vma_rule=VMA_FROM_TYPING)

@@ -488,5 +488,5 @@ dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_gener
                         batch=_dot_general_batch, sharding=_dot_general_sharding,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
                                                      "dot_general"),
-    per_device=from_primitive(_dot_general))
+                        per_device=from_primitive(_dot_general))
 

@@ -883,7 +883,8 @@ def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: Any = None) -> list[An
 
 add_p = _binary("add", NUMBER, lifted(np.add), jvp=_add_jvp, transpose=_add_transpose)
 sub_p = _binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub_transpose)
-mul_p: Primitive = _declare("mul", typing=_mul_type, impl=_mul_impl, pp_rule=_hide_none("out_dtype"),
+mul_p: Primitive = _declare("mul", typing=_mul_type, impl=_mul_impl,
+                pp_rule=_hide_none("out_dtype"),
                 jvp=defjvp(lambda g, x, y, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
                            lambda g, x, y, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype)),
                 transpose=_mul_transpose, batch=broadcasting())
@@ -1240,7 +1241,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
-    sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
+                      sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
 
 
 # ---------------------------------------------------------------------- clamp
@@ -1330,8 +1331,8 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
                   transpose=_not_linear("clamp"), batch=_clamp_batch,
-    # JAX takes the operand's partitions as they are (the bounds are not zipped).
-    sharding=SK.section("clamp", SK.same_as(1)))
+                   # JAX takes the operand's partitions as they are (the bounds are not zipped).
+                   sharding=SK.section("clamp", SK.same_as(1)))
 
 
 # ---------------------------------------------------------- Ldexp and Frexp

@@ -636,8 +636,8 @@ def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbe
 gather_p = declare("gather", typing=_gather_type, impl=_gather_impl,
                    jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose,
                    batch=_gather_batch,
-    sharding=SK.section("gather", _gather_parts, _gather_ur),
-    per_device=from_primitive(lambda p: PD.guarded(p, _gather_ok, _gather(p))))
+                   sharding=SK.section("gather", _gather_parts, _gather_ur),
+                   per_device=from_primitive(lambda p: PD.guarded(p, _gather_ok, _gather(p))))
 
 
 # ================================================================= scatter

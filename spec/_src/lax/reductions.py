@@ -659,25 +659,25 @@ reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
                        transpose=linear_transpose(_reduce_sum_transpose),
-    per_device=from_primitive(lambda p: _reduction(p, "sum")))
+                       per_device=from_primitive(lambda p: _reduction(p, "sum")))
 reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_prod"),
                         typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
                         transpose=not_applicable("reduce_prod is not linear"),
-    per_device=from_primitive(lambda p: _reduction(p, "prod")))
+                        per_device=from_primitive(lambda p: _reduction(p, "prod")))
 reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_max is not linear"),
-    per_device=from_primitive(lambda p: _reduction(p, "max")))
+                       per_device=from_primitive(lambda p: _reduction(p, "max")))
 reduce_min_p = declare("reduce_min", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_min"),
                        typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_min is not linear"),
-    per_device=from_primitive(lambda p: _reduction(p, "min")))
+                       per_device=from_primitive(lambda p: _reduction(p, "min")))
 
 _INT_OR_BOOL = "bool or integer types"
 
@@ -691,19 +691,19 @@ reduce_and_p = declare("reduce_and", batch=_ReducerBatch(),
                        typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_and has integer or bool results"),
-    per_device=from_primitive(lambda p: _reduction(p, "and")))
+                       per_device=from_primitive(lambda p: _reduction(p, "and")))
 reduce_or_p = declare("reduce_or", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_or"),
                       typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
                       transpose=not_applicable("reduce_or has integer or bool results"),
-    per_device=from_primitive(lambda p: _reduction(p, "or")))
+                      per_device=from_primitive(lambda p: _reduction(p, "or")))
 reduce_xor_p = declare("reduce_xor", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_xor"),
                        typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_xor has integer or bool results"),
-    per_device=from_primitive(lambda p: _reduction(p, "xor")))
+                       per_device=from_primitive(lambda p: _reduction(p, "xor")))
 
 
 # --------------------------------------------------------- argmax / argmin
@@ -739,12 +739,12 @@ argmax_p = declare("argmax", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmax"),
                    typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"),
-    per_device=from_primitive(lambda p: _reduction(p, "none")))
+                   per_device=from_primitive(lambda p: _reduction(p, "none")))
 argmin_p = declare("argmin", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmin"),
                    typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"),
-    per_device=from_primitive(lambda p: _reduction(p, "none")))
+                   per_device=from_primitive(lambda p: _reduction(p, "none")))
 
 
 # ----------------------------------------------------- cumulative reductions
@@ -832,33 +832,33 @@ cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
                    typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
                    transpose=linear_transpose(_cumsum_transpose),
-    per_device=from_primitive(PD.local))
+                   per_device=from_primitive(PD.local))
 cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cumprod"),
                     typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
                     transpose=not_applicable("cumprod is not linear"),
-    per_device=from_primitive(PD.local))
+                    per_device=from_primitive(PD.local))
 cummax_p = declare("cummax", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cummax"),
                    typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"),
-    per_device=from_primitive(PD.local))
+                   per_device=from_primitive(PD.local))
 cummin_p = declare("cummin", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cummin"),
                    typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"),
-    per_device=from_primitive(PD.local))
+                   per_device=from_primitive(PD.local))
 cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cumlogsumexp"),
                          typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),
                          transpose=not_applicable("cumlogsumexp is not linear"),
-    per_device=from_primitive(PD.local))
+                         per_device=from_primitive(PD.local))
 
 
 # --------------------------------------------------------------------- sort
@@ -933,7 +933,7 @@ sort_p = declare("sort", batch=_sort_batch,
                    sharding=_sort_sharding,
                  typing=_sort_type, impl=_sort_impl, multiple_results=True,
                  jvp=_sort_jvp, transpose=not_applicable("sort is not linear"),
-    per_device=from_primitive(PD.aligned))
+                 per_device=from_primitive(PD.aligned))
 
 
 # -------------------------------------------------------------------- top_k
@@ -992,7 +992,7 @@ top_k_p = declare("top_k", batch=_top_k_batch,
                    sharding=_top_k_sharding,
                   typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
                   jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"),
-    per_device=from_primitive(PD.local))
+                  per_device=from_primitive(PD.local))
 
 
 # --------------------------------------------------------- reduce_precision
@@ -1061,4 +1061,4 @@ reduce_precision_p = declare("reduce_precision", batch=vectorized(),
                              typing=_reduce_precision_type,
                              impl=_reduce_precision_impl, jvp=linear_jvp(),
                              transpose=linear_transpose(_reduce_precision_transpose),
-    per_device=from_primitive(PD.aligned))
+                             per_device=from_primitive(PD.aligned))

@@ -581,9 +581,9 @@ remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_resul
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
                   batch=_remat_batch, sharding=_remat_sharding,
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD",
-    linearize=_remat_linearize, partial_eval=_remat_partial_eval, dce=_remat_dce,
-    per_device=from_primitive(PD.call_program("jaxpr")),
-    vma_rule=VMA_FROM_TYPING)
+                  linearize=_remat_linearize, partial_eval=_remat_partial_eval, dce=_remat_dce,
+                  per_device=from_primitive(PD.call_program("jaxpr")),
+                  vma_rule=VMA_FROM_TYPING)
 
 
 # --------------------------------------------------------------------- name
@@ -618,7 +618,7 @@ name_p = declare("name", typing=_name_type, impl=_name_impl, jvp=_name_jvp,
                  transpose=_name_transpose, batch=batching.vectorized(),
                  sharding=_name_sharding,
                  doc="checkpoint_name: the identity, labelled",
-    per_device=from_primitive(PD.local))
+                 per_device=from_primitive(PD.local))
 
 
 __all__ = ["RematSplit", "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]

@@ -121,7 +121,7 @@ reshard_p = declare("reshard", typing=_reshard_type, impl=_reshard_impl,
                     sharding=_reshard_sharding, jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
-    per_device=from_primitive(_reshard))
+                    per_device=from_primitive(_reshard))
 
 
 # ------------------------------------------------------- sharding_constraint

@@ -956,9 +956,9 @@ eval_jaxpr_p = declare("eval_jaxpr", typing=_eval_jaxpr_type, impl=_eval_jaxpr_i
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
                        sharding=_eval_jaxpr_sharding,
                        doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)",
-    partial_eval=_eval_jaxpr_partial_eval, dce=_eval_jaxpr_dce,
-    accepts_refs=True, effects_rule=_eval_jaxpr_effects,
-    per_device=from_primitive(PD.call_program("call_jaxpr")))
+                       partial_eval=_eval_jaxpr_partial_eval, dce=_eval_jaxpr_dce,
+                       accepts_refs=True, effects_rule=_eval_jaxpr_effects,
+                       per_device=from_primitive(PD.call_program("call_jaxpr")))
 
 
 # ============================================================= transpose
@@ -1260,10 +1260,11 @@ scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=Tr
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch, sharding=_scan_sharding,
                  doc="scan: a loop carrying state, slicing and stacking along axis 0",
-    linearize=_scan_linearize, partial_eval=_scan_partial_eval, dce=_scan_dce,
-    remat_rule=_scan_partial_eval_custom, accepts_refs=True, effects_rule=_scan_effects,
-    discharge=_scan_discharge, per_device=from_primitive(_scan),
-    vma_rule=VMA_FROM_TYPING)
+                 linearize=_scan_linearize, partial_eval=_scan_partial_eval, dce=_scan_dce,
+                 remat_rule=_scan_partial_eval_custom, accepts_refs=True,
+                 effects_rule=_scan_effects,
+                 discharge=_scan_discharge, per_device=from_primitive(_scan),
+                 vma_rule=VMA_FROM_TYPING)
 
 __all__ = ["FlatTree", "closed_to_operands", "counts", "eval_jaxpr_p", "no_aliased_refs",
            "nones", "pack", "scan_p", "scan_trees",

@@ -896,8 +896,8 @@ def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = 
 
 iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(),
                  transpose=not_applicable("iota has no operands"), batch=_no_operands("iota"),
-    sharding=_from_param("sharding"),
-    per_device=from_primitive(_iota))
+                 sharding=_from_param("sharding"),
+                 per_device=from_primitive(_iota))
 
 
 # ==================================================================== empty
@@ -929,8 +929,8 @@ def _empty_impl(*, shape: Shape, dtype: Any, out_sharding: Any = None
 
 empty_p = declare("empty", typing=_empty_type, impl=_empty_impl, jvp=zero_jvp(),
                   transpose=not_applicable("empty has no operands"), batch=_no_operands("empty"),
-    sharding=_from_param("out_sharding"),
-    per_device=from_primitive(lambda p: PD.localized(p, PD.shape_fix("shape"))))
+                  sharding=_from_param("out_sharding"),
+                  per_device=from_primitive(lambda p: PD.localized(p, PD.shape_fix("shape"))))
 
 
 # ========================================================= broadcast_in_dim
@@ -1071,9 +1071,9 @@ def _reshape_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
                     transpose=linear_transpose(_reshape_transpose), batch=_reshape_batch,
-    sharding=SK.section("reshape", _reshape_parts, _reshape_ur),
-    per_device=from_primitive(lambda p: PD.then_reshard(
-        p, _reshape_natural, lambda q: PD.localized(q, PD.shape_fix("new_sizes")))))
+                    sharding=SK.section("reshape", _reshape_parts, _reshape_ur),
+                    per_device=from_primitive(lambda p: PD.then_reshard(
+                        p, _reshape_natural, lambda q: PD.localized(q, PD.shape_fix("new_sizes")))))
 
 
 # ================================================================ transpose
@@ -1170,9 +1170,9 @@ rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
                 transpose=linear_transpose(
                     lambda ct, x, *, dimensions: _lax().rev(ct, dimensions)),
                 batch=_rev_batch,
-    sharding=SK.section("rev", SK.same_as(0)),
-    per_device=from_primitive(
-        lambda p: PD.guarded(p, _axes_untouched("dimensions"), PD.local(p))))
+                sharding=SK.section("rev", SK.same_as(0)),
+                per_device=from_primitive(
+                    lambda p: PD.guarded(p, _axes_untouched("dimensions"), PD.local(p))))
 
 
 # ==================================================================== slice
@@ -1264,10 +1264,10 @@ def _slice_transpose_into(ct: Any, operand: Any, *, start_indices: Shape,
 _slice_transpose_dense = linear_transpose(_slice_transpose)
 slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
                   transpose=_slice_transpose_into, batch=_slice_batch,
-    sharding=SK.section("slice", _slice_parts, SK.keeps),
-    transpose_accumulates=True,
-    per_device=from_primitive(
-        lambda p: PD.guarded(p, _slice_ok, PD.localized(p, _slice_fix))))
+                  sharding=SK.section("slice", _slice_parts, SK.keeps),
+                  transpose_accumulates=True,
+                  per_device=from_primitive(
+                      lambda p: PD.guarded(p, _slice_ok, PD.localized(p, _slice_fix))))
 
 
 # ============================================================ dynamic_slice
@@ -1399,9 +1399,11 @@ def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
 dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
                           impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                           transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch,
-    sharding=SK.section("dynamic_slice", _dynamic_slice_parts, _dynamic_slice_ur),
-    transpose_accumulates=True, per_device=from_primitive(lambda p: PD.guarded(
-        p, _full_on_sharded, PD.localized(p, PD.shape_fix("slice_sizes")))))
+                          sharding=SK.section("dynamic_slice", _dynamic_slice_parts,
+                                              _dynamic_slice_ur),
+                          transpose_accumulates=True,
+                          per_device=from_primitive(lambda p: PD.guarded(
+                              p, _full_on_sharded, PD.localized(p, PD.shape_fix("slice_sizes")))))
 
 
 def _dynamic_update_slice_type(x: ArrayType, update: ArrayType, *idx: ArrayType
@@ -1485,8 +1487,9 @@ dynamic_update_slice_p = declare("dynamic_update_slice", typing=_dynamic_update_
                                  jvp=_dynamic_update_slice_jvp,
                                  transpose=_dynamic_update_slice_transpose,
                                  batch=_dynamic_update_slice_batch,
-    sharding=SK.section("dynamic_update_slice", _dus_parts, _dus_ur),
-    per_device=from_primitive(lambda p: PD.guarded(p, _dus_ok, PD.local(p))))
+                                 sharding=SK.section("dynamic_update_slice", _dus_parts, _dus_ur),
+                                 per_device=from_primitive(
+                                     lambda p: PD.guarded(p, _dus_ok, PD.local(p))))
 
 
 # ============================================================== concatenate
@@ -1559,8 +1562,9 @@ def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
                         jvp=linear_jvp(), transpose=_concatenate_transpose,
                         batch=_concatenate_batch,
-    sharding=SK.section("concatenate", _concatenate_parts, _concatenate_ur),
-    per_device=from_primitive(lambda p: PD.guarded(p, _concat_ok, PD.aligned(p))))
+                        sharding=SK.section("concatenate", _concatenate_parts, _concatenate_ur),
+                        per_device=from_primitive(
+                            lambda p: PD.guarded(p, _concat_ok, PD.aligned(p))))
 
 
 # ==================================================================== stack
@@ -1605,8 +1609,8 @@ def _stack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
 
 stack_p = declare("stack", typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
                   transpose=_stack_transpose, batch=_stack_batch,
-    sharding=SK.section("stack", _stack_parts, _stack_ur),
-    per_device=from_primitive(aligned_stack))
+                  sharding=SK.section("stack", _stack_parts, _stack_ur),
+                  per_device=from_primitive(aligned_stack))
 
 
 # ==================================================================== split
@@ -1652,9 +1656,9 @@ def _split_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
 
 split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True,
                   jvp=linear_jvp(), transpose=_split_transpose, batch=_split_batch,
-    sharding=SK.section("split", _split_parts, SK.linear_unary),
-    per_device=from_primitive(
-        lambda p: PD.guarded(p, _axes_untouched("axis"), PD.local(p))))
+                  sharding=SK.section("split", _split_parts, SK.linear_unary),
+                  per_device=from_primitive(
+                      lambda p: PD.guarded(p, _axes_untouched("axis"), PD.local(p))))
 
 
 # ================================================================== unstack
@@ -1692,8 +1696,8 @@ def _unstack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /
 unstack_p = declare("unstack", typing=_unstack_type, impl=_unstack_impl,
                     multiple_results=True, jvp=linear_jvp(), transpose=_unstack_transpose,
                     batch=_unstack_batch,
-    sharding=SK.section("unstack", _unstack_parts, SK.linear_unary),
-    per_device=from_primitive(PD.local))
+                    sharding=SK.section("unstack", _unstack_parts, SK.linear_unary),
+                    per_device=from_primitive(PD.local))
 
 
 # ===================================================================== tile
@@ -1729,8 +1733,8 @@ def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: 
 
 tile_p = declare("tile", typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
                  transpose=linear_transpose(_tile_transpose), batch=_tile_batch,
-    sharding=SK.section("tile", _tile_parts),
-    per_device=from_primitive(PD.local))
+                 sharding=SK.section("tile", _tile_parts),
+                 per_device=from_primitive(PD.local))
 
 
 # ====================================================================== pad
@@ -1821,8 +1825,8 @@ def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(),
                 transpose=_pad_transpose, batch=_pad_batch,
-    sharding=SK.section("pad", _pad_parts, SK.linear_unary),
-    per_device=from_primitive(lambda p: PD.guarded(p, _pad_ok, PD.local(p))))
+                sharding=SK.section("pad", _pad_parts, SK.linear_unary),
+                per_device=from_primitive(lambda p: PD.guarded(p, _pad_ok, PD.local(p))))
 
 
 # ===================================================================== copy
@@ -1841,8 +1845,8 @@ def _copy_transpose(ct: Any, x: UndefinedPrimal) -> Any:
 
 copy_p = declare("copy", typing=_copy_type, impl=_copy_impl, jvp=linear_jvp(),
                  transpose=linear_transpose(_copy_transpose), batch=vectorized(),
-    sharding=SK.section("copy", SK.same_as(0), SK.keeps),
-    per_device=from_primitive(PD.aligned))
+                 sharding=SK.section("copy", SK.same_as(0), SK.keeps),
+                 per_device=from_primitive(PD.aligned))
 
 
 __all__ = [
