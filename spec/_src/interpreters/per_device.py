@@ -158,6 +158,8 @@ def cut(d: Dist, parts: list[tuple[str, ...]], geo: Geometry, *like: ArrayType) 
 
 
 def call_program(key: str) -> Callable[[Primitive], Program]:
+    """A call's program: its jaxpr (the param ``key``) evaluated per device,
+    after its ref equations are checked as JAX's compiler checks them."""
     def make(prim: Primitive) -> Program:
         def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                     **params: Any) -> list[Dist]:
@@ -170,8 +172,10 @@ def call_program(key: str) -> Callable[[Primitive], Program]:
 
 
 # ------------------------------------------------------------------- refs
-
-
+#
+# The ref primitives' programs live with their declarations
+# (spec._src.lax.state); calls check their bodies' ref equations first.
+#
 # JAX compiles a ref program by turning each ref operation into array
 # operations on the ref's value ("discharging" it): a read through static
 # slices becomes ``slice``, one through unstrided slices and integer scalars

@@ -696,7 +696,7 @@ def _discharge_freeze(ins: list[Any], atoms: list[Any], params: dict[str, Any]) 
     return [ins[0]], []
 
 
-# ------------------------------------------------------------------- refs
+# ---------------------------------------------------- per-device programs
 #
 # (SPEC.md 17, "Refs over a mesh".) A ref's Dist holds views of one buffer:
 # each device's block of it, devices holding the same block viewing the same
@@ -794,7 +794,9 @@ def _freeze_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
 
 
 # ------------------------------------------------------------ declarations
-
+#
+# Last in the module, after every rule they name; a ref operand is taken only
+# by get/swap/addupdate/freeze (``accepts_refs``).
 
 new_ref_p = declare(
     "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
