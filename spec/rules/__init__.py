@@ -1,16 +1,16 @@
 """``spec.rules``: the primitive registry, spec's own public surface.
 
-Every primitive is one declaration with all of its sections; importing the rule families
-declares them. ``missing_sections()`` lists any section that is neither written nor marked
-``not_applicable(reason)``.
+Every primitive is declared once, with all of its fields (``Primitive.FIELDS``: the rule
+sections typing, impl, sharding, jvp, transpose, batch; the hooks such as its per-device
+program, discharge rule or dce rule; its flags). A section that cannot exist is
+``not_applicable(reason)``; a hook left at its default is a named ``Default``
+(``GATHERED``, ``KEPT_OR_DROPPED_WHOLE``, ...). ``missing_sections()`` lists every field
+not accounted for. Importing the rule families declares their primitives.
 """
 
 from __future__ import annotations
 
 from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
-from spec._src.interpreters import per_device as _per_device
-
-# Importing a family module declares its primitives.
 from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ad_prims,
     calls,
@@ -32,7 +32,5 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     state,
     structural,
 )
-
-_per_device.attach()
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -64,9 +64,62 @@ def not_applicable(reason: str) -> NotApplicable:
     return NotApplicable(reason)
 
 
+@dataclass(frozen=True)
+class Default:
+    """An optional hook left at its documented default behaviour (a choice,
+    not a forgotten rule): ``behaviour`` says what happens without a rule."""
+
+    behaviour: str
+
+
 Section = Callable[..., Any] | Pending | NotApplicable
+Hook = Callable[..., Any] | Default | NotApplicable
 TypingRule = Callable[..., Sequence[ArrayType]]
 PpRule = Callable[["Eqn", "PpContext"], pp.Doc]
+
+# The default of each optional hook, named so that a declaration (and
+# ``missing_sections()``) shows "default behaviour" apart from "forgotten".
+GATHERED = Default("runs the gathered program on a mesh: operands replicated, the impl on "
+                   "whole arrays, recorded in the ledger")
+NO_DISCHARGE = Default("no discharge rule: refs given to it are refused by discharge_state; "
+                       "without refs it runs as usual")
+GENERIC_REMAT = Default("checkpoint's generic partial evaluation: known when every operand "
+                        "is, its outputs saved or recomputed as the policy says")
+NO_EFFECTS = Default("no effects: the equation writes no refs")
+NOT_COLLECTIVE = Default("not an axis collective: vmap runs its batch rule only where an "
+                         "operand is mapped")
+ENCLOSING_CONTEXT = Default("its sub-jaxprs (if any) are type-checked in the enclosing "
+                            "context")
+JVP_THEN_PARTIAL_EVAL = Default("linearize runs the jvp rule and splits the result into "
+                                "primal and tangent work")
+WHOLE_PARTIAL_EVAL = Default("partial evaluation: known when every operand is known, else "
+                             "staged whole")
+NO_CONST_FOLD = Default("staged as usual even when every operand is a literal")
+KEPT_OR_DROPPED_WHOLE = Default("no dce rule: the equation is kept whole or dropped whole")
+STANDARD_VMA = Default("JAX's standard rule: results vary along every manual axis an operand "
+                       "varies along; operands varying along fewer are first cast up with "
+                       "pvary")
+VMA_FROM_TYPING = Default("the typing rule already gives the results' varying manual axes "
+                          "(calls, control flow, manual collectives)")
+DEFAULT_PP = Default("printed as `outs = name[params] operands`")
+NO_LOWERING = Default("spec has no lowering to a compiler: it runs the impl (on a mesh, the "
+                      "per-device program) directly")
+
+
+@dataclass(frozen=True)
+class FromPrimitive:
+    """A rule built from the primitive it belongs to (a per-device program
+    that runs the primitive's own impl, a rule that binds it): the
+    declaration passes the builder, ``Primitive`` calls it with itself."""
+
+    build: Callable[[Primitive], Callable[..., Any]]
+
+    def for_primitive(self, prim: Primitive) -> Callable[..., Any]:
+        return self.build(prim)
+
+
+def from_primitive(build: Callable[[Primitive], Callable[..., Any]]) -> FromPrimitive:
+    return FromPrimitive(build)
 
 
 # ================================================= hooks filled from above
@@ -112,85 +165,144 @@ hooks = CoreHooks()
 
 
 class Primitive:
-    """One primitive: a name and its rule sections.
+    """One primitive: a name and every rule it has, each a typed field set
+    once, by its declaration (``registry.declare``).
 
-    ``typing(*in_types, **params)`` returns the output types (a sequence) or
-    raises TypeError/ValueError citing a numbered constraint. ``impl(*arrays,
-    **params)`` computes on NumPy arrays of exactly the operand types and
-    returns a sequence of arrays of exactly the output types.
+    Rule sections (a rule, ``pending(issue)`` or ``not_applicable(why)``):
+
+    - ``typing(*in_types, **params)``: the output types (a sequence), or
+      TypeError/ValueError citing a numbered constraint;
+    - ``impl(*arrays, **params)``: computes on NumPy arrays of exactly the
+      operand types, returns arrays of exactly the output types;
+    - ``sharding(*in_types, **params) -> [NamedSharding | None]``: the
+      results' shardings when an operand has one;
+    - ``jvp``, ``transpose``, ``batch``: autodiff and vmap rules.
+
+    Optional hooks (a rule, or the named ``Default`` saying what happens
+    without one):
+
+    - ``per_device(geo, args, out_avals, **params) -> [Dist]``: the
+      primitive's program on a mesh (default ``GATHERED``);
+    - ``discharge(ins, atoms, params) -> (outs, [(operand, contents)])``:
+      the pure form of an equation given refs (``NO_DISCHARGE``);
+    - ``remat_rule(policy, unknowns, instantiate, eqn)``: checkpoint's
+      partial evaluation of the equation (``GENERIC_REMAT``);
+    - ``effects_rule(atoms, params) -> frozenset``: the equation's effects
+      (writes to refs), which dead-code elimination keeps (``NO_EFFECTS``);
+    - ``axis_collective(params) -> names``: the axis names a collective acts
+      over; vmap over one of them runs the batch rule even on unmapped
+      operands (``NOT_COLLECTIVE``);
+    - ``body_context(params)``: a context manager the sub-jaxprs are
+      type-checked in (shard_map: its manual axes) (``ENCLOSING_CONTEXT``);
+    - ``linearize(trace, primals, tangents, **params)``: the direct
+      linearize trace's rule for primitives with sub-jaxprs
+      (``JVP_THEN_PARTIAL_EVAL``);
+    - ``partial_eval(eqn, unknowns) -> (known eqn, unknown eqn, outs
+      unknown)``: partial evaluation of primitives with sub-jaxprs
+      (``WHOLE_PARTIAL_EVAL``);
+    - ``const_fold(*values, **params) -> [value] | None``: folds an
+      equation whose operands are all literals away at staging, or None to
+      stage as usual (``NO_CONST_FOLD``);
+    - ``dce(eqn, used_outputs) -> (used inputs, eqn | None)``: dead-code
+      elimination inside the equation (``KEPT_OR_DROPPED_WHOLE``);
+    - ``vma_rule(*avals, **params) -> [frozenset]``: the results' varying
+      manual axes inside shard_map (``STANDARD_VMA``, or
+      ``VMA_FROM_TYPING`` where the typing rule gives them);
+    - ``pp_rule(eqn, ctx) -> Doc``: how the equation prints (``DEFAULT_PP``);
+    - ``lowering``: reserved for a lowering to a compiler (``NO_LOWERING``).
+
+    Flags: ``multiple_results`` (bind returns a list); ``accepts_refs``
+    (only such primitives take ref operands: get/swap/..., calls, control
+    flow); ``jvp_on_zero_tangents`` (autodiff runs the JVP rule even when no
+    operand has a tangent: ``new_ref``, whose ref every later write of a
+    differentiated value needs a tangent of); ``transpose_accumulates``
+    (its transpose rule accepts a ``RefAccum`` for a value operand whose
+    cotangent goes into a gradient ref, and adds into that ref only where it
+    contributes: slicing; calls pass it on).
+
+    A field given as ``from_primitive(build)`` is ``build(prim)``.
     """
 
     SECTIONS: ClassVar[tuple[str, ...]] = (
         "typing", "impl", "sharding", "jvp", "transpose", "batch")
+    HOOKS: ClassVar[tuple[str, ...]] = (
+        "per_device", "discharge", "remat_rule", "effects_rule", "axis_collective",
+        "body_context", "linearize", "partial_eval", "const_fold", "dce", "vma_rule",
+        "pp_rule", "lowering")
+    FLAGS: ClassVar[tuple[str, ...]] = (
+        "multiple_results", "accepts_refs", "jvp_on_zero_tangents", "transpose_accumulates")
+    FIELDS: ClassVar[tuple[str, ...]] = (*SECTIONS, *HOOKS, *FLAGS)
 
     def __init__(self, name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
                  multiple_results: bool = False, jvp: Section = Pending("autodiff"),
                  transpose: Section = Pending("autodiff"), batch: Section = Pending("vmap"),
-                 sharding: Section = Pending("sharding"), pp_rule: PpRule | None = None,
-                 doc: str = "") -> None:
+                 sharding: Section = Pending("sharding"),
+                 per_device: Hook | FromPrimitive = GATHERED,
+                 discharge: Hook | FromPrimitive = NO_DISCHARGE,
+                 remat_rule: Hook = GENERIC_REMAT,
+                 effects_rule: Callable[[list[Any], dict[str, Any]], frozenset[Any]]
+                 | Default = NO_EFFECTS,
+                 axis_collective: Callable[[dict[str, Any]], Any] | Default = NOT_COLLECTIVE,
+                 body_context: Callable[[dict[str, Any]], Any] | Default = ENCLOSING_CONTEXT,
+                 linearize: Hook = JVP_THEN_PARTIAL_EVAL,
+                 partial_eval: Hook = WHOLE_PARTIAL_EVAL,
+                 const_fold: Callable[..., list[Any] | None] | Default = NO_CONST_FOLD,
+                 dce: Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]]
+                 | Default = KEPT_OR_DROPPED_WHOLE,
+                 vma_rule: Callable[..., list[frozenset[Any]]] | Default = STANDARD_VMA,
+                 pp_rule: PpRule | Default = DEFAULT_PP,
+                 lowering: Hook = NO_LOWERING,
+                 accepts_refs: bool = False, jvp_on_zero_tangents: bool = False,
+                 transpose_accumulates: bool = False, doc: str = "") -> None:
         self.name = name
+        self.doc = doc
         self.typing = typing
         self.impl = impl
-        self.multiple_results = multiple_results
+        self.sharding = sharding
         self.jvp = jvp
         self.transpose = transpose
         self.batch = batch
-        self.sharding = sharding
+        self.per_device: Hook = _built(self, per_device)
+        self.discharge: Hook = _built(self, discharge)
+        self.remat_rule = remat_rule
+        self.effects_rule = effects_rule
+        self.axis_collective = axis_collective
+        self.body_context = body_context
+        self.linearize = linearize
+        self.partial_eval = partial_eval
+        self.const_fold = const_fold
+        self.dce = dce
+        self.vma_rule = vma_rule
         self.pp_rule = pp_rule
-        self.doc = doc
-        # Optional transform hooks beyond the per-primitive sections: how the
-        # direct linearize trace and partial evaluation handle primitives that
-        # carry sub-jaxprs (jit, custom rules, checkpoint, control flow).
-        self.linearize: Callable[..., Any] | None = None
-        self.partial_eval: Callable[..., Any] | None = None
-        # Staging with only literal operands may fold the equation away
-        # (JAX's constant folding of conversions): returns host values, or
-        # None to stage as usual.
-        self.const_fold: Callable[..., list[Any] | None] | None = None
-        # Dead-code elimination inside the equation (primitives with
-        # sub-jaxprs): ``dce(eqn, used_outputs)`` returns which operands are
-        # still read and the rewritten equation, or None to drop it. Without
-        # a rule an equation is kept whole or dropped whole.
-        self.dce: Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]] | None = None
-        # Varying manual axes (inside shard_map): by default a result varies
-        # along every axis an operand varies along, and operands varying
-        # along fewer axes are first cast up with ``pvary`` (JAX's standard
-        # rule). A primitive with its own rule sets ``vma_rule(*avals,
-        # **params) -> [frozenset]``; one whose typing rule already gives
-        # the vma (calls, control flow) sets ``vma_from_typing``.
-        self.vma_rule: Callable[..., list[frozenset[Any]]] | None = None
-        self.vma_from_typing = False
-        # Refs (issue 8): only primitives that declare it take ref operands
-        # (get/swap/..., calls); staging asks ``effects_rule(atoms, params)``
-        # for the equation's effects (writes to refs), which dead-code
-        # elimination keeps.
-        self.accepts_refs = False
-        self.effects_rule: Callable[[list[Any], dict[str, Any]], frozenset[Any]] | None = None
-        # Autodiff runs this primitive's JVP rule even when no operand has a
-        # tangent (``new_ref``: every ref gets a tangent ref, which later
-        # writes of differentiated values need).
-        self.jvp_on_zero_tangents = False
-        # Its transpose rule accepts a ``RefAccum`` for a value operand whose
-        # cotangent goes into a gradient ref (``VJP.with_refs``), and adds
-        # into that ref only where it contributes (slicing; calls pass it on).
-        self.transpose_accumulates = False
+        self.lowering = lowering
+        self.multiple_results = multiple_results
+        self.accepts_refs = accepts_refs
+        self.jvp_on_zero_tangents = jvp_on_zero_tangents
+        self.transpose_accumulates = transpose_accumulates
         for section in self.SECTIONS:
-            value = getattr(self, section)
-            attach = getattr(value, "for_primitive", None)
-            if attach is not None:
-                setattr(self, section, attach(self))
+            setattr(self, section, _built(self, getattr(self, section)))
 
     def __repr__(self) -> str:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        if _mesh_context.in_manual and self.vma_rule is None and not self.vma_from_typing:
+        if _mesh_context.in_manual and self.vma_rule is STANDARD_VMA:
             args = tuple(_insert_pvary(args))
         outs = current_trace().process_primitive(self, args, params)
         return outs if self.multiple_results else outs[0]
 
     def section(self, name: str) -> Section:
         return getattr(self, name)  # type: ignore[no-any-return]
+
+    def field(self, name: str) -> Any:
+        """The value of a declared field (``FIELDS``)."""
+        return getattr(self, name)
+
+
+def _built(prim: Primitive, value: Any) -> Any:
+    """``value``, or the rule it builds for ``prim`` (``from_primitive``)."""
+    attach = getattr(value, "for_primitive", None)
+    return attach(prim) if attach is not None else value
 
 
 def _insert_pvary(args: Sequence[Any]) -> Sequence[Any]:
@@ -520,7 +632,7 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     out = prim.typing(*avals, **params)
     if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
             params.get(k) is not None for k in ("sharding", "out_sharding")):
-        if prim.vma_rule is not None or any(a.vma for a in avals):
+        if not isinstance(prim.vma_rule, Default) or any(a.vma for a in avals):
             return _with_vma(prim, avals, out, params)
         return out
     rule = prim.sharding
@@ -537,9 +649,9 @@ def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayT
               params: dict[str, Any]) -> Sequence[ArrayType]:
     """Results' varying manual axes: the primitive's own rule, the typing
     rule's (calls, control flow), or the union of the operands'."""
-    if prim.vma_from_typing:
+    if prim.vma_rule is VMA_FROM_TYPING:
         return outs
-    if prim.vma_rule is not None:
+    if not isinstance(prim.vma_rule, Default):
         return [o.update(vma=v) for o, v in zip(outs, prim.vma_rule(*avals, **params))]
     union: frozenset[Any] = frozenset().union(*(a.vma for a in avals))
     if not union:
@@ -664,7 +776,8 @@ class JaxprTrace(Trace):
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         atoms = [self.to_atom(a) for a in args]
-        if prim.const_fold is not None and atoms and all(isinstance(a, Literal) for a in atoms):
+        if not isinstance(prim.const_fold, Default) and atoms and all(
+                isinstance(a, Literal) for a in atoms):
             folded = prim.const_fold(*[literal_value(a) for a in atoms if isinstance(a, Literal)],
                                      **params)
             if folded is not None:
@@ -672,7 +785,7 @@ class JaxprTrace(Trace):
         out_avals = apply_typing(prim, [a.aval for a in atoms], params)
         outvars = [Var(a) for a in out_avals]
         eqn = Eqn(atoms, outvars, prim, params)
-        if prim.effects_rule is not None:
+        if not isinstance(prim.effects_rule, Default):
             eqn.effects = prim.effects_rule(atoms, params)
         self.eqns.append(eqn)
         return [JitTracer(self, v) for v in outvars]
@@ -878,8 +991,9 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
             raise JaxprTypeError(f"{where}: typing rule gives {expected}, equation binds {actual}")
         # Sub-jaxprs are checked in the context their primitive traces them
         # in (shard_map: its manual axes).
-        context = getattr(eqn.primitive, "body_context", None)
-        with (context(eqn.params) if context is not None else contextlib.nullcontext()):
+        context = eqn.primitive.body_context
+        with (contextlib.nullcontext() if isinstance(context, Default)
+              else context(eqn.params)):
             for sub in jaxprs_in_params(eqn.params):
                 check_jaxpr(sub)
         for v in eqn.outvars:
@@ -923,7 +1037,7 @@ def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules:
             used_ins, new = [True] * len(eqn.invars), eqn
         elif not any(used_outs):
             used_ins, new = [False] * len(eqn.invars), None
-        elif rules and eqn.primitive.dce is not None:
+        elif rules and not isinstance(eqn.primitive.dce, Default):
             used_ins, new = eqn.primitive.dce(eqn, used_outs)
         else:
             used_ins, new = [True] * len(eqn.invars), eqn
@@ -1059,7 +1173,7 @@ def pp_eqn_default(eqn: Eqn, ctx: PpContext, params: dict[str, Any] | None = Non
 
 def pp_eqn(eqn: Eqn, ctx: PpContext) -> pp.Doc:
     rule = eqn.primitive.pp_rule
-    return rule(eqn, ctx) if rule is not None else pp_eqn_default(eqn, ctx)
+    return pp_eqn_default(eqn, ctx) if isinstance(rule, Default) else rule(eqn, ctx)
 
 
 def pp_jaxpr(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:

@@ -261,7 +261,7 @@ class LinearizeTrace(JVPTrace):
         entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
         if entry is not None:
             self.structured.append(entry[0])
-        if prim.linearize is not None:
+        if callable(prim.linearize):
             return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
         with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
             return jvp_rule(prim)(primals, tangents, **params)
@@ -533,7 +533,7 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
             continue
         if not any(ins_unknown):
             known_eqns.append(eqn)
-        elif eqn.primitive.partial_eval is not None:
+        elif callable(eqn.primitive.partial_eval):
             k_eqn, u_eqn, outs_unknown = eqn.primitive.partial_eval(eqn, ins_unknown)
             if k_eqn is not None:
                 known_eqns.append(k_eqn)

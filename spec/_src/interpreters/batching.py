@@ -328,8 +328,8 @@ class BatchTrace(Trace):
         pairs = [self.unpack(a) for a in args]
         vals = [v for v, _ in pairs]
         dims = [d for _, d in pairs]
-        collective = getattr(prim, "axis_collective", None)
-        if collective is not None and self.axis.name is not None \
+        collective = prim.axis_collective
+        if callable(collective) and self.axis.name is not None \
                 and self.axis.name in collective(params):
             rule = batch_rule(prim)
         elif all(d is None for d in dims) and not getattr(prim.batch, "runs_unmapped", False):

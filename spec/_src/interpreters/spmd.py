@@ -4,10 +4,11 @@ section 14.3).
 A value laid out over a mesh is a ``Dist``: its global type (whose sharding
 says which mesh axes split each dimension, and which axes it is unreduced or
 reduced over) and one NumPy buffer per device of the mesh, in mesh order.
-Every primitive runs its *per-device program* (``prim.per_device``, attached
-in spec/rules/_per_device.py): NumPy work on each device's local buffers plus
-the collectives the types require, which are computed across the buffers
-here and recorded in the ledger (spec/_ledger.py). A primitive without a
+Every primitive runs its *per-device program* (``prim.per_device``, a field
+of its declaration, built from the kit in spec._src.interpreters.per_device):
+NumPy work on each device's local buffers plus the collectives the types
+require, which are computed across the buffers here and recorded in the
+ledger (spec/_ledger.py). A primitive without a
 program of its own runs the conservative one: gather every operand to a full
 replica (recorded), compute, keep each device's block.
 
@@ -384,9 +385,8 @@ def uniform(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Dist:
 
 def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequence[ArrayType],
           geo: Geometry) -> list[Dist]:
-    program: Program | None = getattr(prim, "per_device", None)
-    if program is None:
-        program = gathered(prim)
+    rule = prim.per_device
+    program: Program = rule if callable(rule) else gathered(prim)
     return program(_geometry_of(out_avals, geo), args, list(out_avals), **params)
 
 

@@ -15,6 +15,8 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.core.denormals import arithmetic
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
 
 
 # ================================================================== add_any
@@ -52,7 +54,8 @@ add_any_p = declare(
     "add_any", typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
     transpose=_add_any_transpose, batch=_add_any_batch,
     sharding=SK.section("add_any", SK.same_as(0), SK.keeps),
-    doc="x + y for two values of one type; autodiff's accumulation of tangents.")
+    doc="x + y for two values of one type; autodiff's accumulation of tangents.",
+    per_device=from_primitive(PD.aligned))
 
 
 # ============================================================ stop_gradient
@@ -67,6 +70,7 @@ stop_gradient_p = declare(
     "stop_gradient", typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
     batch=vectorized(), sharding=SK.section("stop_gradient", SK.same_as(0), SK.keeps),
     transpose=not_applicable("its JVP is zero, so it never appears in a linear program"),
-    doc="The identity, whose derivative is zero.")
+    doc="The identity, whose derivative is zero.",
+    per_device=from_primitive(PD.aligned))
 
 __all__ = ["add_any_p", "add_tangents", "stop_gradient_p"]

@@ -33,6 +33,11 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import current_trace, from_primitive
+from spec._src.core.state_types import RefEffect, RefType
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters.discharge import Discharged, discharge_state
+from spec._src.core.interpreter import VMA_FROM_TYPING
 
 
 def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]:
@@ -249,10 +254,40 @@ def _jit_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     return [a.sharding for a in jaxpr.out_avals]
 
 
+# Calls take refs as operands (refs passed to, or closed over by, jit).
+def call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    """A call writes the operands its body writes (its inputs, by position)."""
+    inner: Jaxpr = params["jaxpr"]
+    if not inner.effects:
+        return frozenset()
+    position = {id(v): k for k, v in enumerate(inner.invars)}
+    out = set()
+    for e in inner.effects:
+        k = position.get(id(e.ref))
+        if k is not None and isinstance(atoms[k], Var):
+            out.add(RefEffect(e.kind, atoms[k]))
+    return frozenset(out)
+
+
+def _jit_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+    """A call given refs: a call of the discharged jaxpr, which also returns
+    the refs' final contents; one given none runs as usual."""
+    if not any(type(a.aval) is RefType for a in atoms):
+        return current_trace().process_primitive(jit_p, ins, params), []
+    inner: Jaxpr = params["jaxpr"]
+    new, _ = discharge_state(inner)
+    outs = jit_p.bind(*ins, **{**params, "jaxpr": new,
+                               "donated_invars": (False,) * len(new.invars)})
+    n_out = len(inner.outvars)
+    refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
+    return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
+
+
 jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
                 pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
-                sharding=_jit_sharding)
-jit_p.linearize = _jit_linearize
-jit_p.transpose_accumulates = True  # the call's body adds into gradient refs
-jit_p.partial_eval = _jit_partial_eval
-jit_p.dce = _jit_dce
+                sharding=_jit_sharding,
+                linearize=_jit_linearize, partial_eval=_jit_partial_eval, dce=_jit_dce,
+                transpose_accumulates=True,  # the call's body adds into gradient refs
+                accepts_refs=True, effects_rule=call_effects, discharge=_jit_discharge,
+                per_device=from_primitive(PD.call_program("jaxpr")),
+                vma_rule=VMA_FROM_TYPING)

@@ -25,6 +25,10 @@ from spec._src.core.denormals import arithmetic
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 # ------------------------------------------------------------- axis env
 
@@ -142,6 +146,77 @@ def _times(x: Any, n: int) -> Any:
     return host_value(value, aval, "psum")
 
 
+# ------------------------------------------------------------------ sharding
+#
+# Named axes are vmap's or shard_map's manual axes, never explicit ones: the
+# result keeps the operand's split over explicit mesh axes (partially manual
+# maps), minus the dimensions the collective removes or gathers whole.
+
+
+def _drop_entries(s: Any, ndim: int, gone: set[int], insert: int | None = None) -> Any:
+    if s is None:
+        return None
+    from spec._src.core.sharding import NamedSharding
+    parts = [p for i, p in enumerate(s.spec._normalized_spec_for_aval(ndim).partitions)
+             if i not in gone]
+    if insert is not None:
+        parts.insert(insert, None)
+    return NamedSharding(s.mesh, s.spec.update(partitions=parts))
+
+
+def _reduce_sharding(x: ArrayType, *, axes: tuple[Any, ...], axis_index_groups: Any
+                     ) -> list[Any]:
+    return [_drop_entries(x.sharding, x.ndim, set(_positional(axes)))]
+
+
+def _all_gather_sharding(x: ArrayType, *, all_gather_dimension: int, tiled: bool,
+                         **params: Any) -> list[Any]:
+    if tiled:
+        return [_drop_entries(x.sharding, x.ndim, set(), None) if x.sharding is None else
+                _drop_entries(x.sharding, x.ndim, {all_gather_dimension},
+                              all_gather_dimension)]
+    return [_drop_entries(x.sharding, x.ndim, set(), all_gather_dimension)]
+
+
+# ------------------------------------------------------- per-device programs
+
+
+def _named_reduce(prim: Primitive, op: str) -> PD.Program:
+    """psum/pmax/pmin over manual mesh axes: positional axes reduced on each
+    device, then an all-reduce over the named ones."""
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                axes: tuple[Any, ...], axis_index_groups: Any) -> list[Dist]:
+        pos = tuple(a for a in axes if isinstance(a, (int, np.integer)))
+        named = tuple(a for a in geo.names if a in axes)
+        (x,), (out,) = args, out_avals
+        local = S.run_local(prim, geo, [x], [out.update(vma=frozenset())],
+                            {"axes": pos, "axis_index_groups": None})[0] if pos else x
+        bufs = S.all_reduce(local.bufs, named, op, geo) if named else local.bufs
+        return [Dist(out, bufs)]
+    return program
+
+
+def _all_gather_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                        all_gather_dimension: int, axis_name: tuple[Any, ...],
+                        axis_index_groups: Any, axis_size: int, tiled: bool) -> list[Dist]:
+    (x,), (out,) = args, out_avals
+    axes = tuple(a for a in axis_name if a in geo.names)
+    bufs = x.bufs if tiled else S.each(lambda b: np.expand_dims(b, all_gather_dimension), x.bufs)
+    return [Dist(out, S.all_gather(bufs, axes, all_gather_dimension, geo))]
+
+
+def _axis_index_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                        axis_name: Any) -> list[Dist]:
+    pos = geo.position((axis_name,))
+    return [Dist(out_avals[0], tuple(np.asarray(p, np.int32) for p in pos))]
+
+
+def _reduced_vma(x: ArrayType, *, axes: tuple[Any, ...], axis_index_groups: Any
+                 ) -> list[frozenset[Any]]:
+    """Reduced over manual axes, a value no longer varies along them."""
+    return [x.vma - frozenset(_named(axes))]
+
+
 def _collective_axes(params: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(params["axes"])
 
@@ -149,21 +224,22 @@ def _collective_axes(params: dict[str, Any]) -> tuple[Any, ...]:
 psum_p = declare(
     "psum", typing=_reduce_type("psum"), impl=_reduce_impl("psum", np.sum),
     jvp=linear_jvp(), transpose=_psum_transpose, batch=_reduce_batch("psum"),
-    doc="All-reduce sum over named axes (and positional axes).")
+    doc="All-reduce sum over named axes (and positional axes).",
+    sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
+    per_device=from_primitive(lambda p: _named_reduce(p, "sum")))
 pmax_p = declare(
     "pmax", typing=_reduce_type("pmax"), impl=_reduce_impl("pmax", np.max),
     jvp=not_applicable("JAX defines no derivative for pmax"),
-    transpose=not_applicable("pmax is not linear"), batch=_reduce_batch("pmax"))
+    transpose=not_applicable("pmax is not linear"), batch=_reduce_batch("pmax"),
+    sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
+    per_device=from_primitive(lambda p: _named_reduce(p, "max")))
 pmin_p = declare(
     "pmin", typing=_reduce_type("pmin"), impl=_reduce_impl("pmin", np.min),
     jvp=not_applicable("JAX defines no derivative for pmin"),
-    transpose=not_applicable("pmin is not linear"), batch=_reduce_batch("pmin"))
+    transpose=not_applicable("pmin is not linear"), batch=_reduce_batch("pmin"),
+    sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
+    per_device=from_primitive(lambda p: _named_reduce(p, "min")))
 _PRIMS = {"psum": psum_p, "pmax": pmax_p, "pmin": pmin_p}
-for _p in _PRIMS.values():
-    _p.axis_collective = _collective_axes  # type: ignore[attr-defined]
-    # Reduced over manual axes, a value no longer varies along them.
-    _p.vma_rule = (lambda x, *, axes, axis_index_groups:
-                   [x.vma - frozenset(_named(axes))])
 
 
 # ---------------------------------------------------------------- all_gather
@@ -230,9 +306,9 @@ def _all_gather_transpose(ct: Any, x: Any, **params: Any) -> Any:
 all_gather_p = declare(
     "all_gather", typing=_all_gather_type, impl=_all_gather_impl,
     jvp=linear_jvp(), transpose=linear_transpose(_all_gather_transpose),
-    batch=_all_gather_batch)
-all_gather_p.axis_collective = (  # type: ignore[attr-defined]
-    lambda params: tuple(params["axis_name"]))
+    batch=_all_gather_batch,
+    sharding=_all_gather_sharding, per_device=_all_gather_program,
+    axis_collective=lambda params: tuple(params["axis_name"]))
 
 
 # ---------------------------------------------------------------- axis_index
@@ -247,20 +323,6 @@ def _axis_index_impl(*, axis_name: Any) -> list[Any]:
     raise NameError("axis_index can only be evaluated inside vmap or shard_map")
 
 
-def _axis_index_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
-                      axis_name: Any) -> tuple[list[Any], list[Any]]:
-    from spec import lax
-    return [lax.iota(T.int32, axis.size)], [0]
-
-
-axis_index_p = declare(
-    "axis_index", typing=_axis_index_type, impl=_axis_index_impl,
-    jvp=not_applicable("integer-valued, no inputs"),
-    transpose=not_applicable("no inputs"), batch=_axis_index_batch)
-axis_index_p.axis_collective = (  # type: ignore[attr-defined]
-    lambda params: (params["axis_name"],))
-
-
 def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
     """Inside shard_map (check_vma) the index varies along its axis."""
     from spec._src.lax.shard_map import vma_checked
@@ -270,46 +332,19 @@ def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
     return [frozenset()]
 
 
-axis_index_p.vma_rule = _axis_index_vma
+def _axis_index_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                      axis_name: Any) -> tuple[list[Any], list[Any]]:
+    from spec import lax
+    return [lax.iota(T.int32, axis.size)], [0]
+
+
+axis_index_p = declare(
+    "axis_index", typing=_axis_index_type, impl=_axis_index_impl,
+    jvp=not_applicable("integer-valued, no inputs"),
+    transpose=not_applicable("no inputs"), batch=_axis_index_batch,
+    sharding=lambda **params: [None], per_device=_axis_index_program,
+    axis_collective=lambda params: (params["axis_name"],), vma_rule=_axis_index_vma)
 
 
 __all__ = ["all_gather_p", "axis_index_p", "axis_size", "extend_axis_env", "pmax_p",
            "pmin_p", "psum_p"]
-
-
-# ------------------------------------------------------------------ sharding
-#
-# Named axes are vmap's or shard_map's manual axes, never explicit ones: the
-# result keeps the operand's split over explicit mesh axes (partially manual
-# maps), minus the dimensions the collective removes or gathers whole.
-
-
-def _drop_entries(s: Any, ndim: int, gone: set[int], insert: int | None = None) -> Any:
-    if s is None:
-        return None
-    from spec._src.core.sharding import NamedSharding
-    parts = [p for i, p in enumerate(s.spec._normalized_spec_for_aval(ndim).partitions)
-             if i not in gone]
-    if insert is not None:
-        parts.insert(insert, None)
-    return NamedSharding(s.mesh, s.spec.update(partitions=parts))
-
-
-def _reduce_sharding(x: ArrayType, *, axes: tuple[Any, ...], axis_index_groups: Any
-                     ) -> list[Any]:
-    return [_drop_entries(x.sharding, x.ndim, set(_positional(axes)))]
-
-
-def _all_gather_sharding(x: ArrayType, *, all_gather_dimension: int, tiled: bool,
-                         **params: Any) -> list[Any]:
-    if tiled:
-        return [_drop_entries(x.sharding, x.ndim, set(), None) if x.sharding is None else
-                _drop_entries(x.sharding, x.ndim, {all_gather_dimension},
-                              all_gather_dimension)]
-    return [_drop_entries(x.sharding, x.ndim, set(), all_gather_dimension)]
-
-
-for _p in (psum_p, pmax_p, pmin_p):
-    _p.sharding = _reduce_sharding
-all_gather_p.sharding = _all_gather_sharding
-axis_index_p.sharding = lambda **params: [None]

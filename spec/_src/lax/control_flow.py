@@ -39,9 +39,12 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.lax.calls import TransposedOperands
-from spec._src.lax.remat import custom_rules as remat_custom_rules
 from spec._src.lax.scan import closed_to_operands, no_aliased_refs, sub_jaxpr_effects
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 
 def _lax() -> Any:
@@ -559,15 +562,6 @@ def _cond_sharding(index: ArrayType, *ops: ArrayType, branches: tuple[Jaxpr, ...
     return [a.sharding for a in first]
 
 
-cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
-                 sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
-                 batch=_cond_batch)
-cond_p.linearize = _cond_linearize
-cond_p.partial_eval = _cond_partial_eval
-cond_p.dce = _cond_dce
-remat_custom_rules["cond"] = _cond_partial_eval_custom
-
-
 # ===================================================================== while
 
 
@@ -858,15 +852,6 @@ def _while_sharding(*avals: ArrayType, cond_nconsts: int, cond_jaxpr: Jaxpr,
     return [o.sharding for o in outs]
 
 
-while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
-                  sharding=_while_sharding,
-                  jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch)
-while_p.linearize = _while_linearize
-while_p.partial_eval = _while_partial_eval
-while_p.dce = _while_dce
-remat_custom_rules["while"] = _while_partial_eval_custom
-
-
 # ================================================================== refs
 #
 # cond and while take refs as operands: refs the branches, predicate or body
@@ -991,16 +976,55 @@ def _while_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]
     return list(outs[n_u:]), [(k, outs[slot[k]]) for k in range(nc + nb) if is_ref[k]]
 
 
-cond_p.accepts_refs = True
-cond_p.effects_rule = _cond_effects
-while_p.accepts_refs = True
-while_p.effects_rule = _while_effects
+# ========================================================== declarations
+#
+# Last in the module: each declaration names every rule of its primitive,
+# from the typing rule to the ref discharge above.
 
 
-def _register_discharge() -> None:
-    from spec._src.lax.state import register_discharge
-    register_discharge("cond", _cond_discharge)
-    register_discharge("while", _while_discharge)
+def _cond(prim: Primitive) -> PD.Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                branches: Any, **params: Any) -> list[Dist]:
+        index, *ops = args
+        # The index is replicated (scalar): every device takes the same branch.
+        i = min(max(int(index.any), 0), len(branches) - 1)
+        outs = S.eval_jaxpr(branches[i], branches[i].consts, ops, geo)
+        return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
+    return program
 
 
-_register_discharge()
+def _while(prim: Primitive) -> PD.Program:
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                cond_nconsts: int, cond_jaxpr: Any, body_nconsts: int, body_jaxpr: Any
+                ) -> list[Dist]:
+        if cond_jaxpr.out_avals[0].ndim:  # a batched predicate (vmap)
+            return fallback(geo, args, out_avals, cond_nconsts=cond_nconsts,
+                            cond_jaxpr=cond_jaxpr, body_nconsts=body_nconsts,
+                            body_jaxpr=body_jaxpr)
+        cconsts = args[:cond_nconsts]
+        bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
+        carry = args[cond_nconsts + body_nconsts:]
+        while True:
+            (pred,) = S.eval_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
+            if not bool(pred.any):
+                return [Dist(a, c.bufs) for c, a in zip(carry, out_avals)]
+            carry = S.eval_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
+    return program
+
+
+cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
+                 sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
+                 batch=_cond_batch, linearize=_cond_linearize,
+                 partial_eval=_cond_partial_eval, dce=_cond_dce,
+                 remat_rule=_cond_partial_eval_custom, accepts_refs=True,
+                 effects_rule=_cond_effects, discharge=_cond_discharge,
+                 per_device=from_primitive(_cond))
+while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
+                  sharding=_while_sharding,
+                  jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch,
+                  linearize=_while_linearize, partial_eval=_while_partial_eval,
+                  dce=_while_dce, remat_rule=_while_partial_eval_custom, accepts_refs=True,
+                  effects_rule=_while_effects, discharge=_while_discharge,
+                  per_device=from_primitive(_while))

@@ -40,6 +40,10 @@ from spec._src.core.denormals import arithmetic
 from spec._src.core.registry import declare, require
 from spec._src.lax.dot import bilinear_transpose
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist
 
 _P = "conv_general_dilated"
 Padding = tuple[tuple[int, int], ...]
@@ -594,14 +598,6 @@ def _conv_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
     return [out], [out_spec[1]]
 
 
-conv_general_dilated_p = declare(
-    "conv_general_dilated", typing=_conv_type, impl=_conv_impl,
-    batch=_conv_batch,
-    jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
-    transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,
-                                 "conv_general_dilated"))
-
-
 # ----------------------------------------------------------------- sharding
 #
 # Explicit-sharding types (SPEC.md section 14.1), as JAX 0.12: an explicit
@@ -676,4 +672,27 @@ def _conv_ur(lhs: ArrayType, rhs: ArrayType, *, out_sharding: Any = None, **para
     return frozenset(), frozenset(), None
 
 
-conv_general_dilated_p.sharding = SK.section(_P, _conv_parts, _conv_ur)
+def _conv_batch_only(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+    """A convolution is local when only the lhs batch dim is split (the same
+    way in the result) and the kernel is whole: each device convolves its
+    examples. Split spatial dims would need halos; split features, sums."""
+    lhs, rhs = args[0].aval, args[1].aval
+    lspec, _, ospec = (tuple(int(i) for i in s) for s in params["dimension_numbers"])
+    lp, op = S.parts_of(lhs), S.parts_of(out_avals[0])
+    return (params["batch_group_count"] == 1 and not any(S.parts_of(rhs))
+            and not S.unreduced_of(lhs) and not S.unreduced_of(rhs)
+            and all(not lp[d] for d in lspec[1:]) and lp[lspec[0]] == op[ospec[0]]
+            and all(not op[d] for d in ospec[1:]))
+
+
+conv_general_dilated_p = declare(
+    "conv_general_dilated", typing=_conv_type, impl=_conv_impl,
+    batch=_conv_batch,
+    jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
+    transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,
+                                 "conv_general_dilated"),
+    sharding=SK.section(_P, _conv_parts, _conv_ur),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _conv_batch_only, PD.local(p))))
+
+

@@ -40,6 +40,9 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.core.interpreter import VMA_FROM_TYPING
 
 
 class SymbolicZero:
@@ -440,33 +443,37 @@ def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_r
 
 # --------------------------------------------------------------- declaring
 
+# Refs pass through custom rules as plumbing: a custom_vjp function may take
+# refs (not differentiated), and its fwd rule may return ref arguments as
+# residuals, which the bwd rule then writes (JAX's special allowance): all
+# three declare ``accepts_refs``.
 custom_jvp_call_p = declare(
     "custom_jvp_call", typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
     transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
     sharding=_call_sharding,
-    doc="A function with a user-defined JVP rule.")
+    doc="A function with a user-defined JVP rule.",
+    accepts_refs=True, per_device=from_primitive(PD.call_program("call_jaxpr")),
+    vma_rule=VMA_FROM_TYPING)
 
 custom_vjp_call_p = declare(
     "custom_vjp_call", typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
     transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
     batch=_custom_vjp_call_batch, sharding=_call_sharding,
-    doc="A function with user-defined forward and backward passes.")
+    doc="A function with user-defined forward and backward passes.",
+    accepts_refs=True, per_device=from_primitive(PD.call_program("call_jaxpr")),
+    vma_rule=VMA_FROM_TYPING)
 
 custom_lin_p = declare(
     "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
     pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,
     sharding=_custom_lin_sharding,
-    doc="The tangent map of a custom_vjp function: transposes to its bwd rule.")
+    doc="The tangent map of a custom_vjp function: transposes to its bwd rule.",
+    accepts_refs=True,
+    vma_rule=VMA_FROM_TYPING)
 
 
 __all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "custom_jvp_call_p", "custom_lin_p",
            "custom_vjp_call_p", "rule_name", "zeros_like_aval"]
-
-# Refs pass through custom rules as plumbing: a custom_vjp function may take
-# refs (not differentiated), and its fwd rule may return ref arguments as
-# residuals, which the bwd rule then writes (JAX's special allowance).
-for _p in (custom_jvp_call_p, custom_vjp_call_p, custom_lin_p):
-    _p.accepts_refs = True

@@ -29,6 +29,10 @@ from spec._src.lax.sharding_reduce_dot import fit_out, make, mesh_of, parts_of
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
@@ -442,9 +446,47 @@ def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
     return [make("dot_general", [lhs, rhs], out, mesh, l_batch + l_free + r_free)]
 
 
+def _dot_general(prim: Primitive) -> PD.Program:
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        lhs, rhs = args
+        (out,) = out_avals
+        (lc, rc), (lb, rb) = params["dimension_numbers"]
+        lp, rp = list(S.parts_of(lhs.aval)), list(S.parts_of(rhs.aval))
+        # Contracted and batch dims must be split alike on both sides: an
+        # unsplit side keeps only the other side's block (free).
+        # When the split is taken by another dim of the unsplit side, or the
+        # two sides disagree, both are gathered along that dim instead.
+        for ld, rd in [*zip(lc, rc), *zip(lb, rb)]:
+            if lp[ld] == rp[rd]:
+                continue
+            axes = lp[ld] or rp[rd]
+            taken = {a for i, p in enumerate(lp) if i != ld for a in p} | \
+                {a for i, p in enumerate(rp) if i != rd for a in p}
+            if (lp[ld] and rp[rd]) or set(axes) & taken:
+                axes = ()
+            lp[ld] = rp[rd] = axes
+        lhs = PD.cut(lhs, lp, geo, rhs.aval)
+        rhs = PD.cut(rhs, rp, geo, lhs.aval)
+        contracted = frozenset(a for d in lc for a in lp[d])
+        free_l = [lp[d] for d in range(len(lp)) if d not in lc and d not in lb]
+        free_r = [rp[d] for d in range(len(rp)) if d not in rc and d not in rb]
+        parts = [lp[d] for d in lb] + free_l + free_r
+        u = contracted | S.unreduced_of(lhs.aval) | S.unreduced_of(rhs.aval)
+        if PD.has_duplicates(parts, u):
+            return fallback(geo, args, out_avals, **params)
+        nat = PD.laid_out(out, parts, u, out, lhs.aval, rhs.aval)
+        (partial,) = S.run_local(prim, geo, [lhs, rhs], [nat], params)
+        return [S.reshard(partial, out, geo, "sum")]
+    return program
+
+
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
                         batch=_dot_general_batch, sharding=_dot_general_sharding,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
-                                                     "dot_general"))
+                                                     "dot_general"),
+                        per_device=from_primitive(_dot_general))
 

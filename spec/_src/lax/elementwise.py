@@ -46,7 +46,6 @@ from spec._src.interpreters.batching import (
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.interpreter import (
     Eqn,
-    Pending,
     PpContext,
     Primitive,
     canonical_aval_of,
@@ -72,6 +71,8 @@ from spec._src.lax.elementwise_kit import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import DEFAULT_PP, from_primitive
+from spec._src.interpreters import per_device as PD
 
 Impl = Callable[..., list[np.ndarray]]
 Accepted = tuple[str, DTypePredicate]
@@ -94,6 +95,51 @@ def _binary_type(name: str, accepted: Accepted, result: T.DType | None = None) -
     return typing
 
 
+# ================================================================ sharding
+# Every primitive of the family gets its sharding section from one table
+# (``_declare``): the operands are zipped per dimension
+# (spec._src.lax.sharding_kit.elementwise); what differs is how unreduced
+# operands are treated (SPEC.md section 14).
+
+def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tuple[Any, ...]]:
+    """All cases alike; a non-scalar predicate partitioned as they are.
+    Types on the empty mesh (made outside any mesh) count as unsharded."""
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
+    if not sharded:
+        return [SK.parts(cases[0])]
+    first = sharded[0].sharding
+    if any(c.sharding != first for c in sharded[1:]):
+        shown = ", ".join(str(c.sharding) for c in cases)
+        raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
+    if which.shape and which.sharding is not None and not which.sharding.mesh.empty and (
+            which.sharding.mesh != first.mesh or SK.parts(which) != SK.parts(sharded[0])):
+        raise ShardingTypeError(
+            "select `which` must be scalar or have the same sharding as cases, got `which`"
+            f" sharding {which.sharding} but case sharding {cases[0].sharding}.")
+    return [SK.parts(sharded[0])]
+
+
+def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
+    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
+    return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
+
+
+_UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "div",
+            "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
+
+
+def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Primitive:
+    """Declare a primitive of the family: unless given, its sharding section
+    zips the operands per dimension (``_UR_KIND`` says how it treats
+    unreduced operands) and its per-device program runs the impl on blocks
+    aligned to the result's (``per_device.aligned``)."""
+    if "sharding" not in fields:
+        fields["sharding"] = SK.elementwise(name, ur=_UR_KIND.get(name, "nonlinear"),
+                                            n_out=2 if multiple_results else 1)
+    fields.setdefault("per_device", from_primitive(PD.aligned))
+    return declare(name, multiple_results=multiple_results, **fields)
+
+
 def _unary_type(name: str, accepted: Accepted, result: T.DType | None = None) -> Any:
     def typing(x: ArrayType, **params: Any) -> list[ArrayType]:
         return nary_type(name, [x], accepted, result)
@@ -106,8 +152,8 @@ def _unary(name: str, accepted: Accepted, impl: Impl, *, accuracy: bool = False,
     param, hidden from the jaxpr while it is None. Batching: elementwise, the
     output is batched where the operand is."""
     sections.setdefault("batch", vectorized())
-    return declare(name, typing=_unary_type(name, accepted, result), impl=impl,
-                   pp_rule=_hide_none("accuracy") if accuracy else None, **sections)
+    return _declare(name, typing=_unary_type(name, accepted, result), impl=impl,
+                   pp_rule=_hide_none("accuracy") if accuracy else DEFAULT_PP, **sections)
 
 
 def _binary(name: str, accepted: Accepted, impl: Impl,
@@ -115,7 +161,7 @@ def _binary(name: str, accepted: Accepted, impl: Impl,
     """Declare a binary primitive. Batching: lax's implicit broadcasting
     (``batching.broadcasting``)."""
     sections.setdefault("batch", broadcasting())
-    return declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
+    return _declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
 
 
 def _lax() -> Any:
@@ -432,7 +478,6 @@ def _conj_transpose(ct: Any, x: Any, *, input_dtype: Any) -> Any:
     return lax.conj(ct) if T.is_complex(np.dtype(input_dtype)) else lax.real(ct)
 
 
-
 # ====================================================================== unary
 
 def _neg(x: np.ndarray) -> np.ndarray:
@@ -590,7 +635,7 @@ neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
 sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
-round_p = declare("round", typing=_round_type, impl=_round_impl,
+round_p = _declare("round", typing=_round_type, impl=_round_impl,
                   batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))
@@ -650,7 +695,7 @@ cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True, **_unar
     with_out=True))
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
     "square", lambda g, ans, x: _L().mul(g, _L().mul(const_like(x, 2), x)), with_out=True))
-abs_p = declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
+abs_p = _declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
 erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
                **_unary_jvp("erf", _erf_jvp))
@@ -665,13 +710,13 @@ lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla),
 digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla),
                    **_unary_jvp("digamma", lambda g, x: _L().mul(
                        g, _L().polygamma(const_like(x, 1), x))))
-real_p = declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()],
+real_p = _declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()],
                  jvp=linear_jvp(), transpose=linear_transpose(_real_transpose),
                  batch=vectorized())
-imag_p = declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()],
+imag_p = _declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).copy()],
                  jvp=linear_jvp(), transpose=linear_transpose(_imag_transpose),
                  batch=vectorized())
-conj_p = declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj,
+conj_p = _declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj,
                  jvp=linear_jvp(), transpose=linear_transpose(_conj_transpose),
                  batch=vectorized())
 not_p = _unary("not", INT_OR_BOOL, lifted(np.invert), **_zero_deriv("not"))
@@ -838,7 +883,8 @@ def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: Any = None) -> list[An
 
 add_p = _binary("add", NUMBER, lifted(np.add), jvp=_add_jvp, transpose=_add_transpose)
 sub_p = _binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub_transpose)
-mul_p: Primitive = declare("mul", typing=_mul_type, impl=_mul_impl, pp_rule=_hide_none("out_dtype"),
+mul_p: Primitive = _declare("mul", typing=_mul_type, impl=_mul_impl,
+                pp_rule=_hide_none("out_dtype"),
                 jvp=defjvp(lambda g, x, y, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
                            lambda g, x, y, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype)),
                 transpose=_mul_transpose, batch=broadcasting())
@@ -935,7 +981,7 @@ def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     return [ct_x, ct_y]
 
 
-complex_p = declare("complex", typing=_complex_type, impl=_complex_impl, jvp=linear_jvp(),
+complex_p = _declare("complex", typing=_complex_type, impl=_complex_impl, jvp=linear_jvp(),
                     transpose=_complex_transpose, batch=broadcasting())
 
 
@@ -1016,7 +1062,7 @@ def _pow_jvp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
                                     _aval(y).dtype)
 
 
-pow_p = declare("pow", typing=_pow_type, impl=_pow_impl, jvp=defjvp2(_pow_jvp_x, _pow_jvp_y),
+pow_p = _declare("pow", typing=_pow_type, impl=_pow_impl, jvp=defjvp2(_pow_jvp_x, _pow_jvp_y),
                 transpose=_not_linear("pow"), batch=broadcasting())
 
 
@@ -1072,7 +1118,7 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
     return lax.mul(g, lax.mul(const_like(x, y), lax.integer_pow(x, y - 1)))
 
 
-integer_pow_p = declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
+integer_pow_p = _declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
                         jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"),
                         batch=vectorized())
 
@@ -1193,8 +1239,9 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     return [lax.select_n(which, *cases)], [0]
 
 
-select_n_p = declare("select_n", typing=_select_n_type, impl=_select_n_impl,
-                     jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch)
+select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
+                     jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
+                      sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
 
 
 # ---------------------------------------------------------------------- clamp
@@ -1282,8 +1329,10 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     return [clamp_p.bind(lo, x, hi)], [0]
 
 
-clamp_p = declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
-                  transpose=_not_linear("clamp"), batch=_clamp_batch)
+clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
+                  transpose=_not_linear("clamp"), batch=_clamp_batch,
+                   # JAX takes the operand's partitions as they are (the bounds are not zipped).
+                   sharding=SK.section("clamp", SK.same_as(1)))
 
 
 # ---------------------------------------------------------- Ldexp and Frexp
@@ -1405,9 +1454,9 @@ def _frexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x_ava
     return list(frexp_p.bind(x, x_aval=_aval(x))), [d, d]
 
 
-ldexp_p = declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
+ldexp_p = _declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
                   jvp=_ldexp_jvp, transpose=_ldexp_transpose, batch=_ldexp_batch)
-frexp_p = declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
+frexp_p = _declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
                   multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"),
                   batch=_frexp_batch)
 
@@ -1496,7 +1545,7 @@ def _polynomial_transpose(ct: Any, x: Any, *coeffs: Any, **params: Any) -> list[
     return cts
 
 
-polynomial_p = declare("polynomial", typing=_polynomial_type, impl=_polynomial_impl,
+polynomial_p = _declare("polynomial", typing=_polynomial_type, impl=_polynomial_impl,
                        jvp=_polynomial_jvp, transpose=_polynomial_transpose,
                        batch=broadcasting())
 
@@ -1551,45 +1600,3 @@ igammac_p = _binary("igammac", FLOAT, _special_impl("igammac"),
                     transpose=_not_linear("igammac"))
 
 
-# ================================================================ sharding
-# Every primitive above gets its sharding section here, from one table: the
-# operands are zipped per dimension (spec._src.lax.sharding_kit.elementwise);
-# what differs is how unreduced operands are treated (SPEC.md section 14).
-
-def _select_n_parts(mesh: Any, which: ArrayType, *cases: ArrayType) -> list[tuple[Any, ...]]:
-    """All cases alike; a non-scalar predicate partitioned as they are.
-    Types on the empty mesh (made outside any mesh) count as unsharded."""
-    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
-    if not sharded:
-        return [SK.parts(cases[0])]
-    first = sharded[0].sharding
-    if any(c.sharding != first for c in sharded[1:]):
-        shown = ", ".join(str(c.sharding) for c in cases)
-        raise ShardingTypeError(f"select cases must have the same shardings, got [{shown}].")
-    if which.shape and which.sharding is not None and not which.sharding.mesh.empty and (
-            which.sharding.mesh != first.mesh or SK.parts(which) != SK.parts(sharded[0])):
-        raise ShardingTypeError(
-            "select `which` must be scalar or have the same sharding as cases, got `which`"
-            f" sharding {which.sharding} but case sharding {cases[0].sharding}.")
-    return [SK.parts(sharded[0])]
-
-
-def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
-    sharded = [c for c in cases if c.sharding is not None and not c.sharding.mesh.empty]
-    return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
-
-
-_UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "div",
-            "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
-
-for _prim in [v for k, v in dict(globals()).items() if k.endswith("_p")]:
-    if not isinstance(_prim, Primitive) or not isinstance(_prim.sharding, Pending):
-        continue
-    if _prim.name == "select_n":
-        _prim.sharding = SK.section("select_n", _select_n_parts, _select_n_ur)
-    elif _prim.name == "clamp":
-        # JAX takes the operand's partitions as they are (the bounds are not zipped).
-        _prim.sharding = SK.section("clamp", SK.same_as(1))
-    else:
-        _prim.sharding = SK.elementwise(_prim.name, ur=_UR_KIND.get(_prim.name, "nonlinear"),
-                                        n_out=2 if _prim.multiple_results else 1)

@@ -33,6 +33,10 @@ from spec._src.core.denormals import flush, flushing
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -383,9 +387,257 @@ def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
     return [out], [0]
 
 
+# ================================================================ sharding
+#
+# Explicit-sharding types (SPEC.md section 14.1), following JAX 0.12. Both
+# rules propagate a mesh axis only where every device already holds the data
+# its share of the result needs; any layout that would need communication is
+# refused with a ShardingTypeError that asks for an explicit output sharding.
+
+
+def _shaped(a: ArrayType) -> str:
+    return repr(a)
+
+
+def _with_axis_types(a: ArrayType) -> str:
+    """JAX's ``str_short(mesh_axis_types=True)``: the type and the mesh's axis
+    types, as ``int32[4,1]{R:X}({Explicit: ('X', 'Y')})``."""
+    s = a.sharding
+    text = a.str_short(short_dtypes=False)
+    if s is None:
+        return text + "({})"
+    groups: dict[Any, tuple[Any, ...]] = {}
+    for name, kind in zip(s.mesh.axis_names, s.mesh.axis_types):
+        groups[kind] = (*groups.get(kind, ()), name)
+    return f"{text}({groups})"
+
+
+def _gather_out_parts(operand: ArrayType, indices: ArrayType, dn: GatherDimensionNumbers,
+                      slice_sizes: Sequence[int]) -> SK.Parts | None:
+    """The result's partitions, or None where they are ambiguous or would
+    need communication (SPEC.md S1-S3 of gather)."""
+    ops, ids = SK.parts(operand), list(SK.parts(indices))
+    out_rank = len(dn.offset_dims) + indices.ndim - 1
+    if all(e is None for e in ops) and all(e is None for e in ids):
+        return (None,) * out_rank
+    pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    # S1: an indexed operand axis is read whole or is not split.
+    indexed_ok = all(slice_sizes[d] == operand.shape[d] or ops[d] is None
+                     for d in dn.start_index_map)
+    # S2: paired batching axes are split alike (or one of them not at all).
+    batch_ok = all(ops[o] is None or ids[i] is None or ops[o] == ids[i] for o, i in pairs)
+    # S3: the other indices axes (the index vector axis among them) are not split.
+    rest_ok = all(e is None for i, e in enumerate(ids)
+                  if i not in dn.start_indices_batching_dims)
+    if not (indexed_ok and batch_ok and rest_ok):
+        return None
+    for o, i in pairs:
+        ids[i] = ids[i] if ids[i] is not None else ops[o]
+    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+    window = iter(ops[d] for d in range(operand.ndim) if d not in dropped)
+    batch = iter(ids)
+    return tuple(next(window) if k in dn.offset_dims else next(batch) for k in range(out_rank))
+
+
+def _gather_parts(mesh: Any, operand: ArrayType, indices: ArrayType, *,
+                  dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
+                  **params: Any) -> list[SK.Parts]:
+    out = _gather_out_parts(operand, indices, dimension_numbers, slice_sizes)
+    if out is None:
+        raise ShardingTypeError(
+            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather"
+            " indexing as out sharding could not be resolved unambiguously (or would require"
+            f" collectives on inputs). Got operand={_shaped(operand)},"
+            f" indices={_shaped(indices)}")
+    return [out]
+
+
+def _gather_ur(operand: ArrayType, indices: ArrayType, **params: Any) -> SK.UR:
+    """S4: no unreduced operand; reduced operand axes carry over (with
+    unsplit indices); the indices cannot be reduced."""
+    if SK.getu(operand) or SK.getu(indices):
+        raise NotImplementedError("unreduced rule for gather is not implemented. Please file"
+                                  " an issue at https://github.com/jax-ml/jax/issues")
+    if SK.getr(indices):
+        raise ShardingTypeError("gather indices cannot be reduced. Got indices sharding"
+                                f" {_with_axis_types(indices)}.")
+    reduced = SK.getr(operand)
+    if reduced and any(e is not None for e in SK.parts(indices)):
+        raise NotImplementedError(
+            "gather of a reduced operand with split indices is not implemented (as in JAX)")
+    return frozenset(), reduced, None
+
+
+def _updates_batching_dims(dn: ScatterDimensionNumbers, indices: ArrayType,
+                           updates: ArrayType) -> list[int]:
+    """The updates axis paired with each indices batching axis: the updates'
+    scatter (non-window) axes follow the indices' batch axes in order."""
+    scatter_axes = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+    return [scatter_axes[i] for i in dn.scatter_indices_batching_dims]
+
+
+def _scatter_out_parts(operand: ArrayType, indices: ArrayType, updates: ArrayType,
+                       dn: ScatterDimensionNumbers) -> SK.Parts | None:
+    """The result's partitions, or None (SPEC.md S1-S5 of scatter)."""
+    ops, ids, ups = SK.parts(operand), SK.parts(indices), SK.parts(updates)
+    if all(e is None for e in (*ops, *ids, *ups)):
+        return (None,) * operand.ndim
+    ubatch = _updates_batching_dims(dn, indices, updates)
+    triples = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, ubatch))
+    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+    windows = list(zip(dn.update_window_dims,
+                       [d for d in range(operand.ndim) if d not in dropped]))
+    vec = indices.ndim - 1
+    ok = (
+        # S1: batching axes of operand, indices and updates split by at most one entry.
+        all(len({e for e in (ops[o], ids[i], ups[u]) if e is not None}) <= 1
+            for o, i, u in triples)
+        # S2: a window axis is split alike in operand and updates and written
+        # whole, or split in neither.
+        and all((updates.shape[u] == operand.shape[o] and ups[u] == ops[o])
+                or (ups[u] is None and ops[o] is None) for u, o in windows)
+        # S3: the inserted (size-1 window) operand axes are not split.
+        and all(ops[d] is None for d in dn.inserted_window_dims)
+        # S4: unbatched scatter axes of updates and indices, and the index
+        # vector axis, are not split.
+        and all(ups[d] is None for d in range(updates.ndim)
+                if d not in ubatch and d not in dn.update_window_dims)
+        and all(ids[d] is None for d in range(vec) if d not in dn.scatter_indices_batching_dims)
+        and ids[vec] is None)
+    if not ok:
+        return None
+    out = list(ops)
+    for o, i, u in triples:
+        if out[o] is None:
+            out[o] = ids[i] if ids[i] is not None else ups[u]
+    return tuple(out)
+
+
+def _scatter_parts_for(name: str) -> SK.PartsRule:
+    def rule(mesh: Any, operand: ArrayType, indices: ArrayType, updates: ArrayType, *,
+             dimension_numbers: ScatterDimensionNumbers, **params: Any) -> list[SK.Parts]:
+        out = _scatter_out_parts(operand, indices, updates, dimension_numbers)
+        if out is None:
+            raise ShardingTypeError(
+                "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec"
+                " for the scatter update as out sharding could not be resolved unambiguously"
+                f" (or would require collectives on inputs). Got operand={_shaped(operand)},"
+                f" indices={_shaped(indices)}, updates={_shaped(updates)}")
+        return [out]
+    return rule
+
+
+def _scatter_add_ur(operand: ArrayType, indices: ArrayType, updates: ArrayType, **params: Any
+                    ) -> SK.UR:
+    """S5 of scatter-add: linear in (operand, updates) jointly, so both may be
+    unreduced over the same axes (a sum); nothing may be reduced."""
+    if SK.getr(operand) or SK.getr(indices) or SK.getr(updates):
+        raise NotImplementedError("reduced rule for scatter is not implemented. Please file an"
+                                  " issue at https://github.com/jax-ml/jax/issues")
+    if SK.getu(indices):
+        raise ShardingTypeError("scatter indices cannot be unreduced. Got indices sharding"
+                                f" {_with_axis_types(indices)}.")
+    unreduced = SK.getu(operand)
+    if unreduced != SK.getu(updates):
+        raise ShardingTypeError(
+            "scatter operand and updates must be unreduced along the same axes. Got operand"
+            f" sharding {_with_axis_types(operand)} and updates sharding"
+            f" {_with_axis_types(updates)}.")
+    if unreduced and any(e is not None for e in SK.parts(indices)):
+        raise NotImplementedError(
+            "scatter-add of unreduced values with split indices is not implemented (as in JAX)")
+    return unreduced, frozenset(), UnreducedKind.sum if unreduced else None
+
+
+# ------------------------------------------------------- per-device programs
+
+
+def _gather_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbers: Any,
+               slice_sizes: Any, **params: Any) -> bool:
+    """Each device can gather from its own operand block with its own
+    indices when: split operand dims are windows read whole (the result's
+    offset dim split alike) or batching dims matched by the indices; split
+    indices dims are batch dims of the result, split alike; the
+    index-vector dim is whole."""
+    dn = dimension_numbers
+    op, ix, out = (S.parts_of(a) for a in (args[0].aval, args[1].aval, out_avals[0]))
+    shape = args[0].aval.shape
+    windows = [d for d in range(len(op)) if d not in dn.collapsed_slice_dims
+               and d not in dn.operand_batching_dims]
+    batch_out = [d for d in range(len(out)) if d not in dn.offset_dims]
+    if ix and ix[-1]:
+        return False
+    for od, outd in zip(windows, dn.offset_dims):
+        if out[outd] != op[od] or (op[od] and slice_sizes[od] != shape[od]):
+            return False
+    for ixd, outd in zip(range(len(ix) - 1), batch_out):
+        if out[outd] != ix[ixd]:
+            return False
+    pairs = dict(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
+    for d, p in enumerate(op):
+        if p and d not in windows and (d not in pairs or ix[pairs[d]] != p):
+            return False
+    return True
+
+
+def _gather_fix(args: list[Dist], out_avals: list[ArrayType], shapes: list[Any], **params: Any
+                ) -> dict[str, Any]:
+    """Windows read whole over a split dim read the whole local block."""
+    op, local, shape = S.parts_of(args[0].aval), args[0].any.shape, args[0].aval.shape
+    sizes = tuple(int(local[d]) if op[d] and s == shape[d] else int(s)
+                  for d, s in enumerate(params["slice_sizes"]))
+    return {**params, "slice_sizes": sizes}
+
+
+def _gather(prim: Primitive) -> PD.Program:
+    """A whole operand batching dim is cut to its indices' split (free: batch
+    elements pair positionally), then each device gathers locally."""
+    run = PD.localized(prim, _gather_fix)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        dn = params["dimension_numbers"]
+        operand, indices = args
+        parts = list(S.parts_of(operand.aval))
+        ix = S.parts_of(indices.aval)
+        for od, idd in zip(dn.operand_batching_dims, dn.start_indices_batching_dims):
+            parts[od] = parts[od] or ix[idd]
+        operand = PD.cut(operand, parts, geo, indices.aval)
+        return run(geo, [operand, indices], out_avals, **params)
+    return program
+
+
+def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbers: Any,
+                **params: Any) -> bool:
+    """Each device can scatter its updates block into its operand block when
+    the result is split like the operand, update windows are split like
+    their operand dims (and cover them whole), batching dims agree, and every
+    other indices/updates dim is whole."""
+    dn = dimension_numbers
+    operand, indices, updates = (a.aval for a in args)
+    op, ix, up = (S.parts_of(a) for a in (operand, indices, updates))
+    if S.parts_of(out_avals[0]) != op or (ix and ix[-1]):
+        return False
+    windows = [d for d in range(len(op)) if d not in dn.inserted_window_dims
+               and d not in dn.operand_batching_dims]
+    for od, ud in zip(windows, dn.update_window_dims):
+        if up[ud] != op[od] or (op[od] and updates.shape[ud] != operand.shape[od]):
+            return False
+    scatter_dims = [d for d in range(len(up)) if d not in dn.update_window_dims]
+    batching = dict(zip(dn.scatter_indices_batching_dims, dn.operand_batching_dims))
+    for ixd, ud in zip(range(len(ix) - 1), scatter_dims):
+        want = op[batching[ixd]] if ixd in batching else ()
+        if ix[ixd] != want or up[ud] != want:
+            return False
+    return all(not p or d in windows or d in dn.operand_batching_dims
+               for d, p in enumerate(op))
+
+
 gather_p = declare("gather", typing=_gather_type, impl=_gather_impl,
                    jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose,
-                   batch=_gather_batch)
+                   batch=_gather_batch,
+                   sharding=SK.section("gather", _gather_parts, _gather_ur),
+                   per_device=from_primitive(lambda p: PD.guarded(p, _gather_ok, _gather(p))))
 
 
 # ================================================================= scatter
@@ -550,7 +802,13 @@ class _ScatterBatch(_BatchRule):
 
 def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> Any:
     return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
-                   jvp=jvp, transpose=transpose, batch=_ScatterBatch())
+                   jvp=jvp, transpose=transpose, batch=_ScatterBatch(),
+                   # Only scatter-add has an unreduced rule in JAX; the others
+                   # refuse unreduced/reduced operands as not implemented.
+                   sharding=SK.section(name, _scatter_parts_for(name),
+                                       _scatter_add_ur if name == "scatter-add" else None),
+                   per_device=from_primitive(
+                       lambda p: PD.guarded(p, _scatter_ok, PD.local(p))))
 
 
 # ------------------------------------------------------------ scatter autodiff
@@ -831,178 +1089,6 @@ scatter_min_p = _declare_scatter("scatter-min", _ufunc_at(np.minimum), _ScatterE
                                  not_applicable("scatter-min is not linear; " + _NO_TRANSPOSE))
 scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum), _ScatterExtremalJvp(),
                                  not_applicable("scatter-max is not linear; " + _NO_TRANSPOSE))
-
-
-
-# ================================================================ sharding
-#
-# Explicit-sharding types (SPEC.md section 14.1), following JAX 0.12. Both
-# rules propagate a mesh axis only where every device already holds the data
-# its share of the result needs; any layout that would need communication is
-# refused with a ShardingTypeError that asks for an explicit output sharding.
-
-
-def _shaped(a: ArrayType) -> str:
-    return repr(a)
-
-
-def _with_axis_types(a: ArrayType) -> str:
-    """JAX's ``str_short(mesh_axis_types=True)``: the type and the mesh's axis
-    types, as ``int32[4,1]{R:X}({Explicit: ('X', 'Y')})``."""
-    s = a.sharding
-    text = a.str_short(short_dtypes=False)
-    if s is None:
-        return text + "({})"
-    groups: dict[Any, tuple[Any, ...]] = {}
-    for name, kind in zip(s.mesh.axis_names, s.mesh.axis_types):
-        groups[kind] = (*groups.get(kind, ()), name)
-    return f"{text}({groups})"
-
-
-def _gather_out_parts(operand: ArrayType, indices: ArrayType, dn: GatherDimensionNumbers,
-                      slice_sizes: Sequence[int]) -> SK.Parts | None:
-    """The result's partitions, or None where they are ambiguous or would
-    need communication (SPEC.md S1-S3 of gather)."""
-    ops, ids = SK.parts(operand), list(SK.parts(indices))
-    out_rank = len(dn.offset_dims) + indices.ndim - 1
-    if all(e is None for e in ops) and all(e is None for e in ids):
-        return (None,) * out_rank
-    pairs = list(zip(dn.operand_batching_dims, dn.start_indices_batching_dims))
-    # S1: an indexed operand axis is read whole or is not split.
-    indexed_ok = all(slice_sizes[d] == operand.shape[d] or ops[d] is None
-                     for d in dn.start_index_map)
-    # S2: paired batching axes are split alike (or one of them not at all).
-    batch_ok = all(ops[o] is None or ids[i] is None or ops[o] == ids[i] for o, i in pairs)
-    # S3: the other indices axes (the index vector axis among them) are not split.
-    rest_ok = all(e is None for i, e in enumerate(ids)
-                  if i not in dn.start_indices_batching_dims)
-    if not (indexed_ok and batch_ok and rest_ok):
-        return None
-    for o, i in pairs:
-        ids[i] = ids[i] if ids[i] is not None else ops[o]
-    dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
-    window = iter(ops[d] for d in range(operand.ndim) if d not in dropped)
-    batch = iter(ids)
-    return tuple(next(window) if k in dn.offset_dims else next(batch) for k in range(out_rank))
-
-
-def _gather_parts(mesh: Any, operand: ArrayType, indices: ArrayType, *,
-                  dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
-                  **params: Any) -> list[SK.Parts]:
-    out = _gather_out_parts(operand, indices, dimension_numbers, slice_sizes)
-    if out is None:
-        raise ShardingTypeError(
-            "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather"
-            " indexing as out sharding could not be resolved unambiguously (or would require"
-            f" collectives on inputs). Got operand={_shaped(operand)},"
-            f" indices={_shaped(indices)}")
-    return [out]
-
-
-def _gather_ur(operand: ArrayType, indices: ArrayType, **params: Any) -> SK.UR:
-    """S4: no unreduced operand; reduced operand axes carry over (with
-    unsplit indices); the indices cannot be reduced."""
-    if SK.getu(operand) or SK.getu(indices):
-        raise NotImplementedError("unreduced rule for gather is not implemented. Please file"
-                                  " an issue at https://github.com/jax-ml/jax/issues")
-    if SK.getr(indices):
-        raise ShardingTypeError("gather indices cannot be reduced. Got indices sharding"
-                                f" {_with_axis_types(indices)}.")
-    reduced = SK.getr(operand)
-    if reduced and any(e is not None for e in SK.parts(indices)):
-        raise NotImplementedError(
-            "gather of a reduced operand with split indices is not implemented (as in JAX)")
-    return frozenset(), reduced, None
-
-
-def _updates_batching_dims(dn: ScatterDimensionNumbers, indices: ArrayType,
-                           updates: ArrayType) -> list[int]:
-    """The updates axis paired with each indices batching axis: the updates'
-    scatter (non-window) axes follow the indices' batch axes in order."""
-    scatter_axes = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
-    return [scatter_axes[i] for i in dn.scatter_indices_batching_dims]
-
-
-def _scatter_out_parts(operand: ArrayType, indices: ArrayType, updates: ArrayType,
-                       dn: ScatterDimensionNumbers) -> SK.Parts | None:
-    """The result's partitions, or None (SPEC.md S1-S5 of scatter)."""
-    ops, ids, ups = SK.parts(operand), SK.parts(indices), SK.parts(updates)
-    if all(e is None for e in (*ops, *ids, *ups)):
-        return (None,) * operand.ndim
-    ubatch = _updates_batching_dims(dn, indices, updates)
-    triples = list(zip(dn.operand_batching_dims, dn.scatter_indices_batching_dims, ubatch))
-    dropped = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
-    windows = list(zip(dn.update_window_dims,
-                       [d for d in range(operand.ndim) if d not in dropped]))
-    vec = indices.ndim - 1
-    ok = (
-        # S1: batching axes of operand, indices and updates split by at most one entry.
-        all(len({e for e in (ops[o], ids[i], ups[u]) if e is not None}) <= 1
-            for o, i, u in triples)
-        # S2: a window axis is split alike in operand and updates and written
-        # whole, or split in neither.
-        and all((updates.shape[u] == operand.shape[o] and ups[u] == ops[o])
-                or (ups[u] is None and ops[o] is None) for u, o in windows)
-        # S3: the inserted (size-1 window) operand axes are not split.
-        and all(ops[d] is None for d in dn.inserted_window_dims)
-        # S4: unbatched scatter axes of updates and indices, and the index
-        # vector axis, are not split.
-        and all(ups[d] is None for d in range(updates.ndim)
-                if d not in ubatch and d not in dn.update_window_dims)
-        and all(ids[d] is None for d in range(vec) if d not in dn.scatter_indices_batching_dims)
-        and ids[vec] is None)
-    if not ok:
-        return None
-    out = list(ops)
-    for o, i, u in triples:
-        if out[o] is None:
-            out[o] = ids[i] if ids[i] is not None else ups[u]
-    return tuple(out)
-
-
-def _scatter_parts_for(name: str) -> SK.PartsRule:
-    def rule(mesh: Any, operand: ArrayType, indices: ArrayType, updates: ArrayType, *,
-             dimension_numbers: ScatterDimensionNumbers, **params: Any) -> list[SK.Parts]:
-        out = _scatter_out_parts(operand, indices, updates, dimension_numbers)
-        if out is None:
-            raise ShardingTypeError(
-                "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec"
-                " for the scatter update as out sharding could not be resolved unambiguously"
-                f" (or would require collectives on inputs). Got operand={_shaped(operand)},"
-                f" indices={_shaped(indices)}, updates={_shaped(updates)}")
-        return [out]
-    return rule
-
-
-def _scatter_add_ur(operand: ArrayType, indices: ArrayType, updates: ArrayType, **params: Any
-                    ) -> SK.UR:
-    """S5 of scatter-add: linear in (operand, updates) jointly, so both may be
-    unreduced over the same axes (a sum); nothing may be reduced."""
-    if SK.getr(operand) or SK.getr(indices) or SK.getr(updates):
-        raise NotImplementedError("reduced rule for scatter is not implemented. Please file an"
-                                  " issue at https://github.com/jax-ml/jax/issues")
-    if SK.getu(indices):
-        raise ShardingTypeError("scatter indices cannot be unreduced. Got indices sharding"
-                                f" {_with_axis_types(indices)}.")
-    unreduced = SK.getu(operand)
-    if unreduced != SK.getu(updates):
-        raise ShardingTypeError(
-            "scatter operand and updates must be unreduced along the same axes. Got operand"
-            f" sharding {_with_axis_types(operand)} and updates sharding"
-            f" {_with_axis_types(updates)}.")
-    if unreduced and any(e is not None for e in SK.parts(indices)):
-        raise NotImplementedError(
-            "scatter-add of unreduced values with split indices is not implemented (as in JAX)")
-    return unreduced, frozenset(), UnreducedKind.sum if unreduced else None
-
-
-gather_p.sharding = SK.section("gather", _gather_parts, _gather_ur)
-for _prim in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
-              scatter_max_p):
-    # Only scatter-add has an unreduced rule in JAX; the others refuse
-    # unreduced/reduced operands as not implemented.
-    _prim.sharding = SK.section(_prim.name, _scatter_parts_for(_prim.name),
-                                _scatter_add_ur if _prim is scatter_add_p else None)
 
 
 __all__ = [

@@ -47,6 +47,10 @@ from spec._src.lax.elementwise_kit import compute_dtype
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist
 
 
 class EighImplementation(enum.Enum):
@@ -771,31 +775,55 @@ def _triangular_solve_parts(mesh: AbstractMesh, a: ArrayType, b: ArrayType, *,
 
 _NONLINEAR = "a matrix decomposition is not linear"
 
+def _batch_split_only(args: list[Dist], out_avals: list[ArrayType], **params: Any) -> bool:
+    """Decompositions: every operand and result is split alike over the
+    batch dimensions (those before the first operand's two matrix
+    dimensions) and not at all over the rest, so each device's blocks are
+    whole matrices of its own batch entries."""
+    n_batch = args[0].aval.ndim - 2
+    batch = tuple(S.parts_of(args[0].aval)[:n_batch])
+    for aval in [*(a.aval for a in args), *out_avals]:
+        parts = tuple(S.parts_of(aval))
+        if parts[:n_batch] != batch or any(parts[n_batch:]) or S.unreduced_of(aval):
+            return False
+    return True
+
+
 cholesky_p = declare(
     "cholesky", typing=_cholesky_type, impl=_cholesky_impl, jvp=_cholesky_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("cholesky"),
-    sharding=SK.section("cholesky", _matrix_parts("cholesky")))
+    sharding=SK.section("cholesky", _matrix_parts("cholesky")),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 triangular_solve_p = declare(
     "triangular_solve", typing=_triangular_solve_type, impl=_triangular_solve_impl,
     jvp=defjvp2(_triangular_solve_jvp_a, _triangular_solve_jvp_b),
     transpose=_triangular_solve_transpose, batch=_triangular_solve_batch,
-    sharding=SK.section("triangular_solve", _triangular_solve_parts))
+    sharding=SK.section("triangular_solve", _triangular_solve_parts),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 qr_p = declare(
     "qr", typing=_qr_type, impl=_qr_impl, multiple_results=True, jvp=_qr_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("qr"),
-    sharding=SK.section("qr", _matrix_parts("qr")))
+    sharding=SK.section("qr", _matrix_parts("qr")),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 eigh_p = declare(
     "eigh", typing=_eigh_type, impl=_eigh_impl, multiple_results=True, jvp=_eigh_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("eigh"),
-    sharding=SK.section("eigh", _matrix_parts("eigh")))
+    sharding=SK.section("eigh", _matrix_parts("eigh")),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 svd_p = declare(
     "svd", typing=_svd_type, impl=_svd_impl, multiple_results=True, jvp=_svd_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("svd"),
-    sharding=SK.section("svd", _matrix_parts("svd")))
+    sharding=SK.section("svd", _matrix_parts("svd")),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 __all__ = ["EighImplementation", "SvdAlgorithm", "cholesky_p", "eigh_p", "qr_p", "svd_p",
            "symmetrize", "triangular_solve", "triangular_solve_p", "tril", "triu"]

@@ -40,6 +40,7 @@ from spec._src.core.interpreter import Primitive
 from spec._src.core.registry import declare, require
 from spec._src.lax.collectives import axis_size as env_axis_size
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import VMA_FROM_TYPING
 
 # ================================================================= helpers
 
@@ -222,11 +223,12 @@ def _identity_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Array
     return [S.Dist(out_avals[0], args[0].bufs)]
 
 
-def _declare_manual(prim: Any, axes_key: str) -> None:
-    """Typing rules here give the varying/unreduced/reduced axes themselves;
-    the batch trace hands a collective over a vmapped axis to the rule."""
-    prim.vma_from_typing = True
-    prim.axis_collective = lambda params: names_of(params[axes_key])
+def _manual(axes_key: str) -> dict[str, Any]:
+    """The declaration fields every manual collective shares: typing rules
+    here give the varying/unreduced/reduced axes themselves; the batch trace
+    hands a collective over a vmapped axis to the rule."""
+    return {"vma_rule": VMA_FROM_TYPING,
+            "axis_collective": lambda params: names_of(params[axes_key])}
 
 
 # =========================================================== reduce_scatter
@@ -300,11 +302,11 @@ reduce_scatter_p: Primitive = declare(
     batch=_reduce_scatter_batch,
     sharding=lambda x, *, scatter_dimension, tiled, **p: _sharding_scattered(
         x, dim=scatter_dimension, tiled=tiled),
-    doc="Sum over named axes, each member keeping its block of one dimension.")
-_declare_manual(reduce_scatter_p, "axis_name")
-reduce_scatter_p.per_device = on_whole_dims(  # type: ignore[attr-defined]
-    lambda p: (p["scatter_dimension"],),
-    lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _reduce_scatter_program)
+    doc="Sum over named axes, each member keeping its block of one dimension.",
+    **_manual("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["scatter_dimension"],),
+        lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _reduce_scatter_program))
 
 
 # ================================================================ all_to_all
@@ -438,11 +440,11 @@ all_to_all_p: Primitive = declare(
     jvp=linear_jvp(), transpose=linear_transpose(_all_to_all_transpose),
     batch=_all_to_all_batch,
     sharding=_same_sharding,
-    doc="Split one dimension among the members, concatenate their chunks along another.")
-_declare_manual(all_to_all_p, "axis_name")
-all_to_all_p.per_device = on_whole_dims(  # type: ignore[attr-defined]
-    lambda p: (p["split_axis"], p["concat_axis"]),
-    lambda p: (p["split_axis"], p["concat_axis"]), _all_to_all_program)
+    doc="Split one dimension among the members, concatenate their chunks along another.",
+    **_manual("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["split_axis"], p["concat_axis"]),
+        lambda p: (p["split_axis"], p["concat_axis"]), _all_to_all_program))
 
 
 # ================================================================== casts
@@ -504,12 +506,10 @@ def _unreduced_psum_program(geo: S.Geometry, args: list[S.Dist], out_avals: list
 
 def _cast(name: str, typing: Any, transpose: Callable[..., Any], doc: str,
           program: Any = _identity_program) -> Primitive:
-    prim = declare(name, typing=typing, impl=_program_error(name), jvp=linear_jvp(),
+    return declare(name, typing=typing, impl=_program_error(name), jvp=linear_jvp(),
                    transpose=linear_transpose(transpose), batch=_not_batchable(name),
-                   sharding=_same_sharding, doc=doc)
-    prim.vma_from_typing = True
-    prim.per_device = program  # type: ignore[attr-defined]
-    return prim
+                   sharding=_same_sharding, vma_rule=VMA_FROM_TYPING, per_device=program,
+                   doc=doc)
 
 
 preduced_p: Primitive = _cast(
@@ -593,11 +593,11 @@ unreduced_reduce_scatter_p: Primitive = declare(
     batch=_not_batchable("unreduced_reduce_scatter"),
     sharding=lambda x, *, scatter_dimension, tiled, **p: _sharding_scattered(
         x, dim=scatter_dimension, tiled=tiled),
-    doc="Unreduced to varying: the pending sum, each member keeping its block.")
-_declare_manual(unreduced_reduce_scatter_p, "axis_name")
-unreduced_reduce_scatter_p.per_device = on_whole_dims(  # type: ignore[attr-defined]
-    lambda p: (p["scatter_dimension"],),
-    lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _unreduced_rs_program)
+    doc="Unreduced to varying: the pending sum, each member keeping its block.",
+    **_manual("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["scatter_dimension"],),
+        lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _unreduced_rs_program))
 
 all_gather_reduced_p: Primitive = declare(
     "all_gather_reduced", typing=_ag_reduced_type, impl=_program_error("all_gather_reduced"),
@@ -610,11 +610,11 @@ all_gather_reduced_p: Primitive = declare(
     batch=_not_batchable("all_gather_reduced"),
     sharding=lambda x, *, all_gather_dimension, tiled, **p: _sharding_gathered(
         x, dim=all_gather_dimension, tiled=tiled),
-    doc="Varying to reduced: every member's block, gathered.")
-_declare_manual(all_gather_reduced_p, "axis_name")
-all_gather_reduced_p.per_device = on_whole_dims(  # type: ignore[attr-defined]
-    lambda p: (p["all_gather_dimension"],) if p["tiled"] else (),
-    lambda p: (p["all_gather_dimension"],), _ag_reduced_program)
+    doc="Varying to reduced: every member's block, gathered.",
+    **_manual("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["all_gather_dimension"],) if p["tiled"] else (),
+        lambda p: (p["all_gather_dimension"],), _ag_reduced_program))
 
 
 # ======================================================= all_gather's transpose

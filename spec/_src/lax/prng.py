@@ -33,6 +33,10 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist
 
 _BIT_WIDTHS = (8, 16, 32, 64)
 
@@ -86,10 +90,21 @@ def _threefry_impl(k1: np.ndarray, k2: np.ndarray, x1: np.ndarray, x2: np.ndarra
     return [np.broadcast_to(y1, shape).copy(), np.broadcast_to(y2, shape).copy()]
 
 
+def _leading_layout_kept(args: list[Dist], out_avals: list[ArrayType], **params: Any
+                         ) -> bool:
+    """The operand's and the result's common leading dimensions are laid out
+    alike, and the dimensions only one of them has are whole."""
+    src, dst = S.parts_of(args[0].aval), S.parts_of(out_avals[0])
+    n = min(len(src), len(dst))
+    return src[:n] == dst[:n] and not any(src[n:]) and not any(dst[n:]) and not (
+        S.unreduced_of(args[0].aval) or S.unreduced_of(out_avals[0]))
+
+
 threefry2x32_p = declare(
     "threefry2x32", typing=_threefry_type, impl=_threefry_impl, multiple_results=True,
     jvp=zero_jvp(), transpose=_not_linear("threefry2x32"), batch=broadcasting(),
-    sharding=SK.section("threefry2x32", SK.broadcasting("threefry2x32", 2)))
+    sharding=SK.section("threefry2x32", SK.broadcasting("threefry2x32", 2)),
+    per_device=from_primitive(PD.aligned))
 
 
 # ------------------------------------------------------------------ random_seed
@@ -107,7 +122,8 @@ def _seed_impl(seeds: np.ndarray, *, impl: R.PRNGImpl) -> list[np.ndarray]:
 random_seed_p = declare(
     "random_seed", typing=_seed_type, impl=_seed_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_seed"), batch=vectorized(),
-    sharding=SK.section("random_seed", SK.same_as(0)))
+    sharding=SK.section("random_seed", SK.same_as(0)),
+    per_device=from_primitive(PD.aligned))
 
 
 # ------------------------------------------------------------------ random_bits
@@ -127,7 +143,9 @@ def _bits_impl(keys: np.ndarray, *, bit_width: int, shape: tuple[int, ...]) -> l
 random_bits_p = declare(
     "random_bits", typing=_bits_type, impl=_bits_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_bits"), batch=vectorized(),
-    sharding=SK.section("random_bits", _extend_parts))
+    sharding=SK.section("random_bits", _extend_parts),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
 
 
 # ------------------------------------------------------------------ random_split
@@ -145,7 +163,9 @@ def _split_impl(keys: np.ndarray, *, shape: tuple[int, ...]) -> list[np.ndarray]
 random_split_p = declare(
     "random_split", typing=_split_type, impl=_split_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_split"), batch=vectorized(),
-    sharding=SK.section("random_split", _extend_parts))
+    sharding=SK.section("random_split", _extend_parts),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
 
 
 # ------------------------------------------------------------------ random_fold_in
@@ -165,7 +185,8 @@ def _fold_in_impl(keys: np.ndarray, msgs: np.ndarray) -> list[np.ndarray]:
 random_fold_in_p = declare(
     "random_fold_in", typing=_fold_in_type, impl=_fold_in_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_fold_in"), batch=broadcasting(),
-    sharding=SK.section("random_fold_in", SK.broadcasting("random_fold_in")))
+    sharding=SK.section("random_fold_in", SK.broadcasting("random_fold_in")),
+    per_device=from_primitive(PD.aligned))
 
 
 # ------------------------------------------------------------------ random_wrap / unwrap
@@ -197,7 +218,9 @@ def _wrap_parts(mesh: AbstractMesh, data: ArrayType, *, impl: R.PRNGImpl) -> lis
 random_wrap_p = declare(
     "random_wrap", typing=_wrap_type, impl=_wrap_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_wrap"), batch=_wrap_batch,
-    sharding=SK.section("random_wrap", _wrap_parts))
+    sharding=SK.section("random_wrap", _wrap_parts),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
 
 
 def _unwrap_type(keys: ArrayType) -> list[ArrayType]:
@@ -216,7 +239,9 @@ def _unwrap_parts(mesh: AbstractMesh, keys: ArrayType) -> list[SK.Parts]:
 random_unwrap_p = declare(
     "random_unwrap", typing=_unwrap_type, impl=_unwrap_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_unwrap"), batch=vectorized(),
-    sharding=SK.section("random_unwrap", _unwrap_parts))
+    sharding=SK.section("random_unwrap", _unwrap_parts),
+    per_device=from_primitive(
+        lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
 
 
 # ------------------------------------------------------------------ random_clone
@@ -229,7 +254,8 @@ def _clone_type(keys: ArrayType) -> list[ArrayType]:
 random_clone_p = declare(
     "random_clone", typing=_clone_type, impl=lambda keys: [keys.copy()],
     jvp=zero_jvp(), transpose=_not_linear("random_clone"), batch=vectorized(),
-    sharding=SK.section("random_clone", SK.same_as(0)))
+    sharding=SK.section("random_clone", SK.same_as(0)),
+    per_device=from_primitive(PD.aligned))
 
 
 def full_keys(shape: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
@@ -313,6 +339,7 @@ random_gamma_p = declare(
     "random_gamma", typing=_gamma_type, impl=_gamma_impl,
     jvp=defjvp2(None, _gamma_jvp_a),
     transpose=_not_linear("random_gamma"), batch=_gamma_batch,
-    sharding=SK.section("random_gamma", SK.same_as(1)))
+    sharding=SK.section("random_gamma", SK.same_as(1)),
+    per_device=from_primitive(PD.aligned))
 
 __all__ += ["random_gamma_p"]

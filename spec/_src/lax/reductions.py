@@ -48,7 +48,8 @@ from spec._src.interpreters.batching import (
     sharding_for_vmap,
     vectorized,
 )
-from spec._src.core.interpreter import canonical_aval_of, not_applicable
+from spec._src.core.interpreter import canonical_aval_of, from_primitive, not_applicable
+from spec._src.core.interpreter import Primitive
 from spec._src.core.denormals import arithmetic, flush_result
 from spec._src.lax.elementwise_kit import compute_dtype
 from spec._src.core.registry import declare, require
@@ -61,6 +62,9 @@ from spec._src.lax.sharding_reduce_dot import (
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.sharding import NamedSharding, P, UnreducedKind
 from spec._src.core.types import ArrayType
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 Impl = Callable[..., list[np.ndarray]]
 
@@ -630,26 +634,50 @@ def _xor_bool(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 
 _NUMBER = "number types (not bool)"
+def _reduction(prim: Primitive, op: str) -> PD.Program:
+    """Local reduction to the natural result (unreduced over the mesh axes of
+    the reduced dims), then the collective to the result type."""
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        (x,), (out,) = args, out_avals
+        axes = {int(a) for a in params["axes"]}
+        xp = S.parts_of(x.aval)
+        split = frozenset(a for d in axes for a in xp[d])
+        if split and op == "none":  # argmax/argmin: no monoid to finish with
+            return fallback(geo, args, out_avals, **params)
+        kept = [p for d, p in enumerate(xp) if d not in axes]
+        nat = PD.laid_out(out, kept, S.unreduced_of(x.aval) | split, out, x.aval)
+        (partial,) = S.run_local(prim, geo, [x], [nat], params)
+        return [S.reshard(partial, out, geo, op)]
+    return program
+
+
 reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_sum"),
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
-                       transpose=linear_transpose(_reduce_sum_transpose))
+                       transpose=linear_transpose(_reduce_sum_transpose),
+                       per_device=from_primitive(lambda p: _reduction(p, "sum")))
 reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_prod"),
                         typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
-                        transpose=not_applicable("reduce_prod is not linear"))
+                        transpose=not_applicable("reduce_prod is not linear"),
+                        per_device=from_primitive(lambda p: _reduction(p, "prod")))
 reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
-                       transpose=not_applicable("reduce_max is not linear"))
+                       transpose=not_applicable("reduce_max is not linear"),
+                       per_device=from_primitive(lambda p: _reduction(p, "max")))
 reduce_min_p = declare("reduce_min", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_min"),
                        typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
-                       transpose=not_applicable("reduce_min is not linear"))
+                       transpose=not_applicable("reduce_min is not linear"),
+                       per_device=from_primitive(lambda p: _reduction(p, "min")))
 
 _INT_OR_BOOL = "bool or integer types"
 
@@ -662,17 +690,20 @@ reduce_and_p = declare("reduce_and", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_and"),
                        typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
-                       transpose=not_applicable("reduce_and has integer or bool results"))
+                       transpose=not_applicable("reduce_and has integer or bool results"),
+                       per_device=from_primitive(lambda p: _reduction(p, "and")))
 reduce_or_p = declare("reduce_or", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_or"),
                       typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
-                      transpose=not_applicable("reduce_or has integer or bool results"))
+                      transpose=not_applicable("reduce_or has integer or bool results"),
+                      per_device=from_primitive(lambda p: _reduction(p, "or")))
 reduce_xor_p = declare("reduce_xor", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_xor"),
                        typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
-                       transpose=not_applicable("reduce_xor has integer or bool results"))
+                       transpose=not_applicable("reduce_xor has integer or bool results"),
+                       per_device=from_primitive(lambda p: _reduction(p, "xor")))
 
 
 # --------------------------------------------------------- argmax / argmin
@@ -707,11 +738,13 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
 argmax_p = declare("argmax", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmax"),
                    typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
-                   jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"))
+                   jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"),
+                   per_device=from_primitive(lambda p: _reduction(p, "none")))
 argmin_p = declare("argmin", batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmin"),
                    typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
-                   jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"))
+                   jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"),
+                   per_device=from_primitive(lambda p: _reduction(p, "none")))
 
 
 # ----------------------------------------------------- cumulative reductions
@@ -798,29 +831,34 @@ cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cumsum"),
                    typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
-                   transpose=linear_transpose(_cumsum_transpose))
+                   transpose=linear_transpose(_cumsum_transpose),
+                   per_device=from_primitive(PD.local))
 cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cumprod"),
                     typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
-                    transpose=not_applicable("cumprod is not linear"))
+                    transpose=not_applicable("cumprod is not linear"),
+                    per_device=from_primitive(PD.local))
 cummax_p = declare("cummax", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cummax"),
                    typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
-                   transpose=not_applicable("cummax is not linear"))
+                   transpose=not_applicable("cummax is not linear"),
+                   per_device=from_primitive(PD.local))
 cummin_p = declare("cummin", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cummin"),
                    typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
-                   transpose=not_applicable("cummin is not linear"))
+                   transpose=not_applicable("cummin is not linear"),
+                   per_device=from_primitive(PD.local))
 cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
                    sharding=_cum_sharding("cumlogsumexp"),
                          typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),
-                         transpose=not_applicable("cumlogsumexp is not linear"))
+                         transpose=not_applicable("cumlogsumexp is not linear"),
+                         per_device=from_primitive(PD.local))
 
 
 # --------------------------------------------------------------------- sort
@@ -894,7 +932,8 @@ def _orderable(dt: Any) -> bool:
 sort_p = declare("sort", batch=_sort_batch,
                    sharding=_sort_sharding,
                  typing=_sort_type, impl=_sort_impl, multiple_results=True,
-                 jvp=_sort_jvp, transpose=not_applicable("sort is not linear"))
+                 jvp=_sort_jvp, transpose=not_applicable("sort is not linear"),
+                 per_device=from_primitive(PD.aligned))
 
 
 # -------------------------------------------------------------------- top_k
@@ -952,7 +991,8 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
 top_k_p = declare("top_k", batch=_top_k_batch,
                    sharding=_top_k_sharding,
                   typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
-                  jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"))
+                  jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"),
+                  per_device=from_primitive(PD.local))
 
 
 # --------------------------------------------------------- reduce_precision
@@ -1020,4 +1060,5 @@ reduce_precision_p = declare("reduce_precision", batch=vectorized(),
                              sharding=_same_sharding("reduce_precision"),
                              typing=_reduce_precision_type,
                              impl=_reduce_precision_impl, jvp=linear_jvp(),
-                             transpose=linear_transpose(_reduce_precision_transpose))
+                             transpose=linear_transpose(_reduce_precision_transpose),
+                             per_device=from_primitive(PD.aligned))

@@ -42,6 +42,9 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.core.interpreter import VMA_FROM_TYPING
 
 Policy = Callable[..., Any]
 
@@ -169,7 +172,6 @@ def _saveable(policy: Policy, eqn: Eqn) -> bool:
 # equation reads that it could not compute itself).
 CustomRule = Callable[[Policy, list[bool], list[bool], Eqn],
                       tuple[Eqn | None, Eqn | None, list[bool], list[bool], list[Var]]]
-custom_rules: dict[str, CustomRule] = {}
 
 
 def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
@@ -185,8 +187,8 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
     reading an unknown is staged. One reading only knowns runs on the known
     side; if the policy saves it, its outputs are known but not
     instantiated (a staged reader makes them residuals); otherwise it is also
-    copied to the staged side (recomputed there). Primitives with a rule in
-    ``custom_rules`` split themselves; calls (``remat2``, ``jit``) split
+    copied to the staged side (recomputed there). Primitives with a
+    ``remat_rule`` (a ``CustomRule``) split themselves; calls (``remat2``, ``jit``) split
     recursively. Returns the known jaxpr (known inputs -> known outputs,
     residuals), the staged jaxpr (residuals, instantiated inputs ->
     instantiated outputs), the output flags and the number of residuals."""
@@ -216,8 +218,8 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
         write(u, i, v)
     for eqn in jaxpr.eqns:
         unks = [read(a)[0] for a in eqn.invars]
-        rule = custom_rules.get(eqn.primitive.name)
-        if rule is not None:
+        rule = eqn.primitive.remat_rule
+        if callable(rule):
             k_eqn, s_eqn, unks_out, inst_out, res = rule(
                 pol, unks, [read(a)[1] for a in eqn.invars], eqn)
             if k_eqn is not None:
@@ -228,7 +230,7 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
                 residuals.setdefault(id(r), r)
             for v, u, i in zip(eqn.outvars, unks_out, inst_out):
                 write(u, i, v)
-        elif any(unks) and eqn.primitive.partial_eval is not None:
+        elif any(unks) and callable(eqn.primitive.partial_eval):
             if eqn.primitive.name in ("remat2", "jit"):
                 # Nested calls split recursively under this (outer) policy, as JAX does.
                 k_eqn2, u_eqn, outs_unknown = _split_call(eqn, unks, pol)
@@ -578,10 +580,10 @@ def _remat_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]
 remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
                   batch=_remat_batch, sharding=_remat_sharding,
-                  doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD")
-remat_p.linearize = _remat_linearize
-remat_p.partial_eval = _remat_partial_eval
-remat_p.dce = _remat_dce
+                  doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD",
+                  linearize=_remat_linearize, partial_eval=_remat_partial_eval, dce=_remat_dce,
+                  per_device=from_primitive(PD.call_program("jaxpr")),
+                  vma_rule=VMA_FROM_TYPING)
 
 
 # --------------------------------------------------------------------- name
@@ -615,7 +617,8 @@ def _name_transpose(ct: Any, x: Any, *, name: str) -> list[Any]:
 name_p = declare("name", typing=_name_type, impl=_name_impl, jvp=_name_jvp,
                  transpose=_name_transpose, batch=batching.vectorized(),
                  sharding=_name_sharding,
-                 doc="checkpoint_name: the identity, labelled")
+                 doc="checkpoint_name: the identity, labelled",
+                 per_device=from_primitive(PD.local))
 
 
 __all__ = ["RematSplit", "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]

@@ -19,6 +19,10 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 
 
 def _target(dst_sharding: Any) -> Any:
@@ -100,10 +104,24 @@ def _reshard_batch(axis: Any, args: list[Any], dims: list[Any], *, dst_sharding:
     return [reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete_mesh)], [d]
 
 
+def _reshard(prim: Primitive) -> PD.Program:
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        (x,), (out,) = args, out_avals
+        src = x.aval.sharding
+        if src is not None and not src.mesh.empty:
+            src_geo = S.geometry(src.mesh, geo.procs)
+            if src_geo != geo:  # onto another mesh of the same devices
+                return [S.moved_mesh(x, out, src_geo, geo)]
+        return [S.reshard(x, out, geo)]
+    return program
+
+
 reshard_p = declare("reshard", typing=_reshard_type, impl=_reshard_impl,
                     sharding=_reshard_sharding, jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
-                    pp_rule=pp_hiding("dst_sharding", "concrete_mesh"))
+                    pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
+                    per_device=from_primitive(_reshard))
 
 
 # ------------------------------------------------------- sharding_constraint
@@ -167,7 +185,8 @@ sharding_constraint_p = declare(
     "sharding_constraint", typing=_sc_type, impl=_sc_impl, sharding=_sc_sharding,
     pp_rule=_pp_sc,
     jvp=linear_jvp(), transpose=linear_transpose(_sc_transpose), batch=_sc_batch,
-    doc="with_sharding_constraint in Auto mode: the identity, with a layout hint")
+    doc="with_sharding_constraint in Auto mode: the identity, with a layout hint",
+    per_device=from_primitive(PD.local))
 
 
 __all__ = ["reshard_p", "sharding_constraint_p"]

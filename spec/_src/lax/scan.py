@@ -41,8 +41,13 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
-from spec._src.lax.remat import custom_rules as remat_custom_rules
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.lax.calls import call_effects
+from spec._src.core.interpreter import VMA_FROM_TYPING
 
 # ============================================================ flat trees
 
@@ -941,13 +946,19 @@ def _eval_jaxpr_sharding(*avals: ArrayType, call_jaxpr: Jaxpr) -> list[Any]:
     return [a.sharding for a in call_jaxpr.out_avals]
 
 
+def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    """eval_jaxpr (a checkpointed loop's known side) takes the loop's refs."""
+    return call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
+
+
 eval_jaxpr_p = declare("eval_jaxpr", typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
                        multiple_results=True, jvp=_eval_jaxpr_jvp,
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
                        sharding=_eval_jaxpr_sharding,
-                       doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)")
-eval_jaxpr_p.partial_eval = _eval_jaxpr_partial_eval
-eval_jaxpr_p.dce = _eval_jaxpr_dce
+                       doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)",
+                       partial_eval=_eval_jaxpr_partial_eval, dce=_eval_jaxpr_dce,
+                       accepts_refs=True, effects_rule=_eval_jaxpr_effects,
+                       per_device=from_primitive(PD.call_program("call_jaxpr")))
 
 
 # ============================================================= transpose
@@ -1192,24 +1203,68 @@ def _scan_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]
     return list(outs[n_rc:n_rc + nk + ny]), updates
 
 
+# ------------------------------------------------------ per-device program
+
+
+def _scan(prim: Primitive) -> PD.Program:
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], **params: Any
+                ) -> list[Dist]:
+        nc, nk, nx, ny = counts(params["ft_in"], params["ft_out"])
+        jaxpr, length, reverse = params["jaxpr"], params["length"], params["reverse"]
+        consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+        if any(S.parts_of(x.aval)[0] for x in xs):
+            return fallback(geo, args, out_avals, **params)
+        x_avals = jaxpr.in_avals[nc + nk:]
+        ys: list[list[list[np.ndarray]]] = [[[] for _ in range(geo.n)] for _ in range(ny)]
+        order = range(length - 1, -1, -1) if reverse else range(length)
+        for i in order:
+            x_i = [_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals)]
+            outs = S.eval_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
+            carry = outs[:nk]
+            for slot, y in zip(ys, outs[nk:]):
+                for k in geo.local:
+                    slot[k].append(S.held(y.bufs[k]))
+        if reverse:
+            for slot in ys:
+                for column in slot:
+                    column.reverse()
+        stacked = [_stacked(slot, a, geo) for slot, a in zip(ys, out_avals[nk:])]
+        return [*(Dist(a, c.bufs) for c, a in zip(carry, out_avals)), *stacked]
+    return program
+
+
+def _step_slice(x: Dist, aval: ArrayType, i: int, geo: Geometry) -> Dist:
+    """Iteration i's slice of a scanned operand (one shared slice when every
+    device shares the buffer: replicated work stays done once)."""
+    if x.uniform:
+        return S.uniform(x.any[i], aval, geo)
+    return Dist(aval, S.each(lambda b: b[i], x.bufs))
+
+
+def _stacked(columns: list[list[np.ndarray]], aval: ArrayType, geo: Geometry) -> Dist:
+    """Per device, the iterations' outputs stacked (once when shared)."""
+    held = [columns[k] for k in geo.local]
+    if not held[0]:
+        empty = np.empty(S.local_shape(aval, geo), aval.dtype)
+        return S.uniform(empty, aval, geo)
+    first = held[0]
+    if all(all(a is b for a, b in zip(c, first)) for c in held[1:]):
+        return S.uniform(np.stack(first), aval, geo)
+    mine = set(geo.local)
+    return Dist(aval, tuple(np.stack(c) if k in mine else None for k, c in enumerate(columns)))
+
+
 scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch, sharding=_scan_sharding,
-                 doc="scan: a loop carrying state, slicing and stacking along axis 0")
-scan_p.linearize = _scan_linearize
-scan_p.partial_eval = _scan_partial_eval
-scan_p.dce = _scan_dce
-remat_custom_rules["scan"] = _scan_partial_eval_custom
-scan_p.accepts_refs = True
-scan_p.effects_rule = _scan_effects
-
-
-def _register_discharge() -> None:
-    from spec._src.lax.state import register_discharge
-    register_discharge("scan", _scan_discharge)
-
-
-_register_discharge()
+                 doc="scan: a loop carrying state, slicing and stacking along axis 0",
+                 linearize=_scan_linearize, partial_eval=_scan_partial_eval, dce=_scan_dce,
+                 remat_rule=_scan_partial_eval_custom, accepts_refs=True,
+                 effects_rule=_scan_effects,
+                 discharge=_scan_discharge, per_device=from_primitive(_scan),
+                 vma_rule=VMA_FROM_TYPING)
 
 __all__ = ["FlatTree", "closed_to_operands", "counts", "eval_jaxpr_p", "no_aliased_refs",
            "nones", "pack", "scan_p", "scan_trees",

@@ -39,6 +39,8 @@ from spec._src.core.sharding import (
 )
 from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import VMA_FROM_TYPING
+from spec._src.lax.calls import call_effects
 
 # ------------------------------------------------------------ manual context
 
@@ -125,11 +127,10 @@ pvary_p = declare(
     "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
     transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
-    doc="Invariant to varying along manual axes: a free cast (types only).")
-pvary_p.vma_rule = _pvary_vma
+    doc="Invariant to varying along manual axes: a free cast (types only).",
+    vma_rule=_pvary_vma,
+    per_device=lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
 hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
-pvary_p.per_device = (  # type: ignore[attr-defined]
-    lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
 
 
 # ------------------------------------------------------------ psum_invariant
@@ -171,10 +172,9 @@ psum_invariant_p = declare(
     "psum_invariant", typing=_psum_invariant_type, impl=_program_error("psum_invariant"),
     jvp=linear_jvp(), transpose=linear_transpose(_psum_invariant_transpose),
     batch=vectorized(), sharding=lambda x, **p: [x.sharding],
-    doc="All-reduce sum over manual axes: varying to invariant.")
-psum_invariant_p.vma_rule = _psum_invariant_vma
-psum_invariant_p.per_device = _all_reduce_program(  # type: ignore[attr-defined]
-    "sum", lambda params: params["axes"])
+    doc="All-reduce sum over manual axes: varying to invariant.",
+    vma_rule=_psum_invariant_vma,
+    per_device=_all_reduce_program("sum", lambda params: params["axes"]))
 
 
 # ------------------------------------------------------------------ ppermute
@@ -208,8 +208,8 @@ ppermute_p = declare(
     "ppermute", typing=_ppermute_type, impl=_program_error("ppermute"), jvp=linear_jvp(),
     transpose=linear_transpose(_ppermute_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
-    doc="Send each block to another position along manual axes.")
-ppermute_p.per_device = _ppermute_program  # type: ignore[attr-defined]
+    doc="Send each block to another position along manual axes.",
+    per_device=_ppermute_program)
 
 
 # ------------------------------------------------------------------ shard_map
@@ -474,17 +474,6 @@ def _axis_env(frames: list[tuple[Any, int]], extend: Any) -> Iterator[None]:
         yield
 
 
-shard_map_p: Primitive = declare(
-    "shard_map", typing=_shard_map_type, impl=_shard_map_impl, multiple_results=True,
-    pp_rule=_pp_shard_map, jvp=_shard_map_jvp, transpose=_shard_map_transpose,
-    batch=_shard_map_batch, sharding=_shard_map_sharding,
-    doc="Per-device programming over manual mesh axes.")
-shard_map_p.vma_from_typing = True
-shard_map_p.body_context = (  # type: ignore[attr-defined]
-    lambda params: _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]))
-shard_map_p.per_device = _shard_map_program  # type: ignore[attr-defined]
-
-
 __all__ = ["local_aval", "global_aval", "manual_context", "ppermute_p", "psum_invariant_p",
            "pvary", "pvary_p", "shard_map_p", "vma_checked"]
 
@@ -596,17 +585,17 @@ def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_v
     return out
 
 
-shard_map_p.linearize = _shard_map_linearize
+# ============================================================ declaration
+#
+# Last in the module, after the rules it names. shard_map takes refs under
+# jit (each device gets its block as a ref).
 
-
-# Calls and control flow type their results by their jaxprs, varying axes
-# included: no pvary is inserted before them, no union is taken.
-def _calls_type_their_vma() -> None:
-    from spec._src.core.registry import REGISTRY
-    for prim in REGISTRY.values():
-        if prim.name in ("jit", "cond", "while", "scan", "remat2", "custom_jvp_call",
-                         "custom_vjp_call", "custom_lin"):
-            prim.vma_from_typing = True
-
-
-_calls_type_their_vma()
+shard_map_p: Primitive = declare(
+    "shard_map", typing=_shard_map_type, impl=_shard_map_impl, multiple_results=True,
+    pp_rule=_pp_shard_map, jvp=_shard_map_jvp, transpose=_shard_map_transpose,
+    batch=_shard_map_batch, sharding=_shard_map_sharding, vma_rule=VMA_FROM_TYPING,
+    body_context=lambda params: _inside(params["mesh"], params["check_vma"],
+                                        params["newly_manual_axes"]),
+    per_device=_shard_map_program, linearize=_shard_map_linearize, accepts_refs=True,
+    effects_rule=call_effects,
+    doc="Per-device programming over manual mesh axes.")

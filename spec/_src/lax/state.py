@@ -38,7 +38,6 @@ from spec._src.interpreters.ad import RefAccum, instantiate_tangent, tangent_sid
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate, linear_jvp
 from spec._src.core.interpreter import (
     Eqn,
-    Jaxpr,
     Literal,
     PpContext,
     Var,
@@ -49,9 +48,14 @@ from spec._src.core.interpreter import (
 from spec._src.lax import state_batching as _sb
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, fail, require
-from spec._src.lax.calls import jit_p
 from spec._src.core.sharding import AxisType, NamedSharding, P
 from spec._src.core.types import FLOAT0, ArrayType, is_int
+from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.core.state_types import indexer_tree
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.discharge import Discharged, discharge_state
+from spec._src.interpreters.spmd import Dist, Geometry
 
 # ------------------------------------------------------------------ typing
 
@@ -306,20 +310,6 @@ def _accum_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     return frozenset({RefEffect("accum", atoms[0])})
 
 
-def _call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
-    """A call writes the operands its body writes (its inputs, by position)."""
-    inner: Jaxpr = params["jaxpr"]
-    if not inner.effects:
-        return frozenset()
-    position = {id(v): k for k, v in enumerate(inner.invars)}
-    out = set()
-    for e in inner.effects:
-        k = position.get(id(e.ref))
-        if k is not None and isinstance(atoms[k], Var):
-            out.add(RefEffect(e.kind, atoms[k]))
-    return frozenset(out)
-
-
 # --------------------------------------------------------------- printing
 
 
@@ -510,30 +500,6 @@ def _freeze_transpose(ct: Any, acc: RefAccum) -> list[Any]:
     return [None]
 
 
-# ------------------------------------------------------------ declarations
-
-
-new_ref_p = declare(
-    "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
-    jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
-    sharding=_new_ref_sharding, doc="A new ref holding a copy of the operand.")
-get_p = declare(
-    "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
-    jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
-    sharding=_get_sharding, doc="Read (a part of) a ref.")
-swap_p = declare(
-    "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
-    jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
-    sharding=_swap_sharding, doc="Write (a part of) a ref, returning the old contents.")
-addupdate_p = declare(
-    "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
-    multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
-    batch=_sb.addupdate_batch, sharding=_addupdate_sharding, doc="Add into (a part of) a ref.")
-freeze_p = declare(
-    "freeze", typing=_freeze_type, impl=_freeze_impl,
-    jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
-    sharding=_freeze_sharding, doc="The final contents of a ref, as an array.")
-
 # -------------------------------------------------------------- broadcast_to
 #
 # JAX's state primitive that brings a ref's integer indexers to their common
@@ -593,17 +559,8 @@ broadcast_to_p = declare(
     "broadcast_to", typing=_broadcast_to_type, impl=_broadcast_to_impl, jvp=linear_jvp(),
     transpose=_broadcast_to_transpose, batch=_broadcast_to_batch,
     sharding=SK.section("broadcast_to", _broadcast_to_parts, SK.linear_unary),
-    doc="Broadcast to a shape, NumPy's way (a ref's integer indexers).")
-
-
-for _p in (get_p, swap_p, addupdate_p, freeze_p):
-    _p.accepts_refs = True
-new_ref_p.jvp_on_zero_tangents = True  # every ref gets a tangent ref
-swap_p.effects_rule = _write_effects
-addupdate_p.effects_rule = _accum_effects
-# Calls take refs as operands (refs passed to, or closed over by, jit).
-jit_p.accepts_refs = True
-jit_p.effects_rule = _call_effects
+    doc="Broadcast to a shape, NumPy's way (a ref's integer indexers).",
+    per_device=from_primitive(lambda p: PD.localized(p, PD.shape_fix("shape"))))
 
 
 # ------------------------------------------------ checkpoint partial evaluation
@@ -647,34 +604,6 @@ def _state_op_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -
     return eqn, eqn, [False] * n, [True] * n, res  # run on both sides
 
 
-def _register_remat_rules() -> None:
-    from spec._src.lax.remat import custom_rules
-    custom_rules["new_ref"] = _new_ref_remat
-    for name in ("get", "swap", "addupdate"):
-        custom_rules[name] = _state_op_remat
-
-
-_register_remat_rules()
-
-
-def _register_shard_map() -> None:
-    # shard_map takes refs under jit (each device gets its block as a ref).
-    from spec._src.lax.shard_map import shard_map_p
-    shard_map_p.accepts_refs = True
-    shard_map_p.effects_rule = _call_effects
-    # eval_jaxpr (a checkpointed loop's known side) takes the loop's refs.
-    from spec._src.lax.scan import eval_jaxpr_p
-    eval_jaxpr_p.accepts_refs = True
-    eval_jaxpr_p.effects_rule = _eval_jaxpr_effects
-
-
-def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
-    return _call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
-
-
-_register_shard_map()
-
-
 # ================================================================ discharge
 #
 # Discharging turns a program with refs into a pure one: each ref becomes the
@@ -684,70 +613,6 @@ _register_shard_map()
 # indexers are first brought into range as the impls do (negative ones count
 # from the end; the rest clamp), so that discharged and direct evaluation
 # agree everywhere.
-
-
-def discharge_state(jaxpr: Jaxpr, consts: Sequence[Any] | None = None
-                    ) -> tuple[Jaxpr, list[Any]]:
-    """The pure program of a jaxpr with refs, and its constants.
-
-    The new jaxpr takes the same constants and arguments, with each ref
-    replaced by the array it holds (a ref constant's current contents), and
-    returns the original results followed by the final contents of every ref
-    it takes, constants first, in order. A call (``jit``) given refs becomes
-    a call of its discharged jaxpr.
-    """
-    from spec._src.core.array import Array
-    from spec._src.core.interpreter import trace_to_jaxpr
-    consts = list(jaxpr.consts if consts is None else consts)
-    binders = [*jaxpr.constvars, *jaxpr.invars]
-    n_consts = len(jaxpr.constvars)
-    refs = [k for k, v in enumerate(binders) if type(v.aval) is RefType]
-
-    def run(*values: Any) -> list[Any]:
-        outs, final = _run_discharged(jaxpr, values)
-        return [*outs, *(final[k] for k in refs)]
-
-    in_avals = [_value_type(v.aval) for v in binders]
-    traced, _ = trace_to_jaxpr(run, in_avals)
-    snapshot = [Array._from_checked(np.array(c._value, copy=True), c.aval.inner_aval, "ref")
-                if type(getattr(c, "aval", None)) is RefType else c for c in consts]
-    new = Jaxpr([*traced.constvars, *traced.invars[:n_consts]], traced.invars[n_consts:],
-                traced.outvars, traced.eqns, traced.effects, [*traced.consts, *snapshot])
-    return new, list(new.consts)
-
-
-def _value_type(aval: ArrayType) -> ArrayType:
-    return aval.inner_aval if isinstance(aval, RefType) else aval
-
-
-def _run_discharged(jaxpr: Jaxpr, values: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """Evaluate ``jaxpr`` (binders given ``values``, refs as their contents)
-    under the current trace; returns its results and the final contents of
-    its binders (unchanged for non-refs)."""
-    from spec._src.core.interpreter import current_trace, literal_value
-    binders = [*jaxpr.constvars, *jaxpr.invars]
-    env: dict[int, Any] = {id(v): x for v, x in zip(binders, values)}
-
-    def read(a: Any) -> Any:
-        return literal_value(a) if isinstance(a, Literal) else env[id(a)]
-
-    for eqn in jaxpr.eqns:
-        ins = [read(a) for a in eqn.invars]
-        prim = eqn.primitive
-        rule = _DISCHARGE.get(prim.name)
-        if rule is not None and (prim is not jit_p or any(
-                type(a.aval) is RefType for a in eqn.invars)):
-            outs, updates = rule(ins, eqn.invars, eqn.params)
-            for k, new_value in updates:
-                env[id(eqn.invars[k])] = new_value
-        elif any(type(a.aval) is RefType for a in eqn.invars):
-            raise NotImplementedError(
-                f"discharge_state: refs given to '{prim.name}' are not supported yet")
-        else:
-            outs = current_trace().process_primitive(prim, ins, eqn.params)
-        for v, o in zip(eqn.outvars, outs):
-            env[id(v)] = o
-    return [read(a) for a in jaxpr.outvars], [env[id(v)] for v in binders]
 
 
 def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
@@ -795,9 +660,6 @@ def _as_value(v: Any, dtype: Any) -> Any:
     return lax.convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
 
 
-Discharged = tuple[list[Any], list[tuple[int, Any]]]  # (results, (operand, new contents))
-
-
 def _discharge_new_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
                        ) -> Discharged:
     from spec._src.core.interpreter import canonical_aval_of
@@ -834,29 +696,138 @@ def _discharge_freeze(ins: list[Any], atoms: list[Any], params: dict[str, Any]) 
     return [ins[0]], []
 
 
-def _discharge_call(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
-    """A call given refs: a call of the discharged jaxpr, which also returns
-    the refs' final contents."""
-    inner: Jaxpr = params["jaxpr"]
-    new, _ = discharge_state(inner)
-    outs = jit_p.bind(*ins, **{**params, "jaxpr": new,
-                               "donated_invars": (False,) * len(new.invars)})
-    n_out = len(inner.outvars)
-    refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
-    return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
+# ---------------------------------------------------- per-device programs
+#
+# (SPEC.md 17, "Refs over a mesh".) A ref's Dist holds views of one buffer:
+# each device's block of it, devices holding the same block viewing the same
+# memory. Reads copy every device's block out; writes go through one device
+# per block (``S.writers``), after every device has read what a swap
+# returns. Indexers into a split ref are slices, whole on split dims (M2,
+# M3): each device applies them to its block with the split dims' sizes made
+# local. Before anything runs, the ref equations are checked as JAX checks
+# them when it compiles them (``lowering_check``).
 
 
-_DISCHARGE: dict[str, Any] = {
-    "new_ref": _discharge_new_ref, "get": _discharge_get, "swap": _discharge_swap,
-    "addupdate": _discharge_addupdate, "freeze": _discharge_freeze, "jit": _discharge_call,
-}
+def _local_tree(ref: ArrayType, tree: Any, leaves: Sequence[Any], geo: Geometry) -> Any:
+    """The ``tree`` param for each device's block of ``ref``."""
+    parts = S.parts_of(ref)
+    if not any(parts):
+        return tree
+    transforms = unflatten_transforms(tree, leaves)
+    if not transforms:
+        return tree
+    (t,) = transforms
+    local = S.local_shape(ref, geo)
+    indices = tuple(Slice(0, n, 1) if p else e for e, n, p in zip(t.indices, local, parts))
+    return indexer_tree(NDIndexer(indices, local, t.int_indexer_shape))
 
 
-def register_discharge(name: str, rule: Any) -> None:
-    """Register the discharge rule of a primitive that takes refs (control
-    flow registers its own): ``rule(ins, atoms, params)`` returns the
-    equation's outputs and ``(operand position, final contents)`` pairs."""
-    _DISCHARGE[name] = rule
+def _replicated(d: Dist, geo: Geometry) -> Dist:
+    return d if S.is_plain(d.aval) else S.reshard(d, d.aval.update(sharding=None), geo)
+
+
+def _to_layout(d: Dist, sharding: Any, geo: Geometry) -> Dist:
+    """A written value moved to the layout of the part of the ref it goes to."""
+    target = d.aval.update(sharding=sharding)
+    if S.parts_of(target) == S.parts_of(d.aval) and \
+            S.unreduced_of(target) == S.unreduced_of(d.aval):
+        return d
+    return S.reshard(d, target, geo)
+
+
+def _write(prim: Primitive, geo: Geometry, ref: Dist, val: Dist, idx: list[Dist],
+           tree: Any) -> None:
+    for k in S.writers(ref.aval, geo):
+        prim.impl(S.held(ref.bufs[k]), S.held(val.bufs[k]), *[S.held(i.bufs[k]) for i in idx],
+                  tree=tree)
+
+
+def _new_ref_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                     **params: Any) -> list[Dist]:
+    (x,), (out,) = args, out_avals
+    S.check_ref_layout(out, geo)
+    x = _to_layout(x, out.sharding, geo)
+    whole = np.array(S.assemble(x, geo), copy=True)  # (the ref's own buffer)
+    return [Dist(out, S.new_ref_blocks(whole, out, geo))]
+
+
+def _get_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, tree: Any
+                 ) -> list[Dist]:
+    ref, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    PD.lowering_check("get", ref.aval, None, [i.aval for i in idx], tree)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    return S.run_local(get_p, geo, [ref, *idx], out_avals, {"tree": local})
+
+
+def _swap_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *, tree: Any
+                  ) -> list[Dist]:
+    ref, val, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    PD.lowering_check("swap", ref.aval, val.aval, [i.aval for i in idx], tree)
+    val = _to_layout(val, out_avals[0].sharding, geo)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    old = S.run_local(get_p, geo, [ref, *idx], out_avals, {"tree": local})
+    _write(swap_p, geo, ref, val, idx, local)
+    return old
+
+
+def _addupdate_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
+                       tree: Any) -> list[Dist]:
+    ref, val, *idx = args
+    S.check_ref_layout(ref.aval, geo)
+    PD.lowering_check("addupdate", ref.aval, val.aval, [i.aval for i in idx], tree)
+    assert isinstance(ref.aval, RefType)
+    val = _to_layout(val, _indexed_sharding(ref.aval, val.aval.ndim, []), geo)
+    idx = [_replicated(i, geo) for i in idx]
+    local = _local_tree(ref.aval, tree, idx, geo)
+    _write(addupdate_p, geo, ref, val, idx, local)
+    return []
+
+
+def _freeze_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
+                    ) -> list[Dist]:
+    S.check_ref_layout(args[0].aval, geo)
+    return S.run_local(freeze_p, geo, args, out_avals, {})
+
+
+# ------------------------------------------------------------ declarations
+#
+# Last in the module, after every rule they name; a ref operand is taken only
+# by get/swap/addupdate/freeze (``accepts_refs``).
+
+new_ref_p = declare(
+    "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
+    jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
+    sharding=_new_ref_sharding, doc="A new ref holding a copy of the operand.",
+    jvp_on_zero_tangents=True,  # every ref gets a tangent ref
+    remat_rule=_new_ref_remat, discharge=_discharge_new_ref, per_device=_new_ref_program)
+get_p = declare(
+    "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
+    jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
+    sharding=_get_sharding, doc="Read (a part of) a ref.",
+    accepts_refs=True, remat_rule=_state_op_remat, discharge=_discharge_get,
+    per_device=_get_program)
+swap_p = declare(
+    "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
+    jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
+    sharding=_swap_sharding, doc="Write (a part of) a ref, returning the old contents.",
+    accepts_refs=True, effects_rule=_write_effects, remat_rule=_state_op_remat,
+    discharge=_discharge_swap, per_device=_swap_program)
+addupdate_p = declare(
+    "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
+    multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
+    batch=_sb.addupdate_batch, sharding=_addupdate_sharding, doc="Add into (a part of) a ref.",
+    accepts_refs=True, effects_rule=_accum_effects, remat_rule=_state_op_remat,
+    discharge=_discharge_addupdate, per_device=_addupdate_program)
+freeze_p = declare(
+    "freeze", typing=_freeze_type, impl=_freeze_impl,
+    jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
+    sharding=_freeze_sharding, doc="The final contents of a ref, as an array.",
+    accepts_refs=True, discharge=_discharge_freeze, per_device=_freeze_program)
+
 
 __all__ = ["addupdate_p", "broadcast_to_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
-           "register_discharge", "swap_p"]
+           "swap_p"]
