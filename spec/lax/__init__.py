@@ -14,6 +14,7 @@ from spec._src.lax.conv_api import *  # noqa: F403
 from spec._src.lax.ad_api import *  # noqa: F403
 from spec._src.lax.collectives_api import *  # noqa: F403
 from spec._src.lax.scan_api import *  # noqa: F403
+from spec._src.api.lax_map import map as map
 from spec._src.lax.control_flow_api import *  # noqa: F403
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec._src.lax import control_flow_api as scf
+from spec import lax as scf
 from spec.test_util import check_grads
 from tests.support.text_programs import same_text
 

@@ -603,8 +603,8 @@ class RefAccum:
         """The accumulating ref, allocated (holding zeros) if need be."""
         if self.ref is None:
             from spec._src.interpreters.ad_util import zeros_like_aval
-            self.ref = primitive("new_ref").bind(zeros_like_aval(self.aval), kind=None, memory_space=None,
-                                      pin=False)
+            self.ref = primitive("new_ref").bind(zeros_like_aval(self.aval), kind=None,
+                                                 memory_space=None, pin=False)
         return self.ref
 
     def accum(self, ct: Any) -> None:

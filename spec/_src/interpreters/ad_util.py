@@ -79,8 +79,9 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     zero = _convert_element_type(0, aval.dtype, aval.weak_type)
     if aval.sharding is not None and not aval.shape:
         # A scalar needs no broadcast, only its layout: JAX reshards it.
-        return _varying(primitive("reshard").bind(zero, dst_sharding=aval.sharding, concrete_mesh=None),
-                        aval)
+        resharded = primitive("reshard").bind(zero, dst_sharding=aval.sharding,
+                                              concrete_mesh=None)
+        return _varying(resharded, aval)
     # Sharded zeros are laid out as the type says (cotangent types are a
     # function of primal types, zeros included).
     return _varying(lax.full(aval.shape, zero, sharding=aval.sharding), aval)

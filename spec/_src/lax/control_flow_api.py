@@ -27,13 +27,10 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax.control_flow import cond_p, hoist_consts, same_type, while_p
 from spec._src.core.types import ArrayType, result_type_and_weak
+from spec._src.lax.elementwise_api import clamp
+from spec._src.lax.structural_api import asarray, convert_element_type
 
 _no_operand = object()
-
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def _source(fun: Callable[..., Any]) -> str:
@@ -448,8 +445,7 @@ def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[s
 def _finish(outs: Sequence[Any], fwd: Sequence[int | None], inputs: Sequence[Any],
             out_tree: Any) -> Any:
     it = iter(outs)
-    lax = _lax()
-    flat = [next(it) if f is None else lax.asarray(inputs[f]) for f in fwd]
+    flat = [next(it) if f is None else asarray(inputs[f]) for f in fwd]
     return tree_util.tree_unflatten(out_tree, flat)
 
 
@@ -483,8 +479,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         return true_fun(*operands) if bool(pred) else false_fun(*operands)
     jaxprs, consts, leaves, fwd, out_tree = _bind_cond(
         pred, [true_fun, false_fun], ["true_fun", "false_fun"], "cond", operands)
-    lax = _lax()
-    index = lax.convert_element_type(pred, np.int32)
+    index = convert_element_type(pred, np.int32)
     outs = cond_p.bind(index, *consts, *leaves, branches=(jaxprs[1], jaxprs[0]))
     return _finish(outs, fwd, [*consts, *leaves], out_tree)
 
@@ -521,9 +516,8 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
         raise ValueError("Empty branch sequence")
     if len(funs) == 1:
         return funs[0](*operands)
-    lax = _lax()
-    index = lax.convert_element_type(index, np.int32)
-    index = lax.clamp(np.array(0, np.int32), index, np.array(len(funs) - 1, np.int32))
+    index = convert_element_type(index, np.int32)
+    index = clamp(np.array(0, np.int32), index, np.array(len(funs) - 1, np.int32))
     if config.jax_disable_jit and not isinstance(index, Tracer):
         return funs[int(index)](*operands)
     names = ["branch 0", *(f"branch{i}" for i in range(1, len(funs)))]
@@ -546,11 +540,10 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     """Apply ``body_fun`` to the carry while ``cond_fun`` of it is true."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
-    lax = _lax()
     if config.jax_disable_jit:
-        val = tree_util.tree_map(lax.asarray, init_val)
+        val = tree_util.tree_map(asarray, init_val)
         while cond_fun(val):
-            val = tree_util.tree_map(lax.asarray, body_fun(val))
+            val = tree_util.tree_map(asarray, body_fun(val))
         return val
     leaves, tree = tree_util.tree_flatten(init_val)
     in_tree = tree_util.tree_structure((init_val,))
@@ -575,7 +568,7 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     for i, (a, o) in enumerate(zip(avals, body_j.out_avals)):
         if a.weak_type and not same_type(a, o):
             dtype, _ = result_type_and_weak(leaves[i], o.dtype)
-            leaves[i] = lax.convert_element_type(leaves[i], dtype)
+            leaves[i] = convert_element_type(leaves[i], dtype)
             changed = True
     if changed:
         avals = [_aval_of(x, "while_loop carry") for x in leaves]
@@ -611,60 +604,4 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     return tree_util.tree_unflatten(tree, flat)
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
-              *, unroll: int | bool | None = None) -> Any:
-    """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
-    lax = _lax()
-    lo_aval, hi_aval = _aval_of(lower, "fori_loop lower"), _aval_of(upper, "fori_loop upper")
-    dtype = lo_aval.dtype
-    if lo_aval.dtype != hi_aval.dtype:
-        both_signed = lo_aval.dtype.kind == "i" and hi_aval.dtype.kind == "i"
-        if both_signed and lo_aval.weak_type and not hi_aval.weak_type:
-            dtype = hi_aval.dtype
-        elif both_signed and hi_aval.weak_type and not lo_aval.weak_type:
-            dtype = lo_aval.dtype
-        else:
-            raise TypeError("lower and upper arguments to fori_loop must have equal types, "
-                            f"got {lo_aval.dtype.name} and {hi_aval.dtype.name}")
-    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
-    # Errors about the loop body name the user's function and its arguments.
-    names = arg_names(body_fun, tree_util.tree_structure((0, init_val)))
-    scan = getattr(lax, "scan", None)
-    if static and scan is not None:
-        # As JAX: static bounds run as a scan (reverse-differentiable).
-        lo = int(lower)
-
-        def scanned(loop_carry: Any, _: Any) -> Any:  # JAX's parameter name, for messages
-            i, x = loop_carry
-            return (i + 1, body_fun(i, x)), None
-        with_debug_info(scanned, body_fun, "fori_loop", names)
-
-        (_, result), _ = scan(scanned, (lo, init_val), None,
-                              length=max(int(upper) - lo, 0),
-                              unroll=False if unroll is None else unroll)
-        return result
-    # TODO(scan): with spec.lax.scan available, static bounds take the branch
-    # above, as JAX does; until then they run as a while (forward mode only).
-    if not static and unroll is not None and unroll is not False and unroll != 1:
-        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
-                         "statically known.")
-    if lo_aval.dtype != dtype:
-        lower = lax.convert_element_type(lower, dtype)
-    if hi_aval.dtype != dtype:
-        upper = lax.convert_element_type(upper, dtype)
-
-    def cond_fun(carry: Any) -> Any:
-        i, hi, _ = carry
-        return lax.lt(i, hi)
-
-    def body(loop_carry: Any) -> Any:
-        i, hi, x = loop_carry
-        one = np.array(1, canonical_aval_of(i).dtype)
-        return lax.add(i, one), hi, body_fun(i, x)
-    with_debug_info(body, body_fun, "fori_loop", [names[0], "", *names[1:]])
-
-    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
-    return result
-
-
-__all__ = ["cond", "fori_loop", "switch", "while_loop"]
+__all__ = ["cond", "switch", "while_loop"]

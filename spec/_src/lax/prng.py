@@ -28,7 +28,12 @@ from spec._src.interpreters.batching import (
     broadcasting,
     vectorized,
 )
-from spec._src.core.interpreter import not_applicable
+from spec._src.core.interpreter import canonical_aval_of, not_applicable
+from spec._src.lax.elementwise import const_like
+from spec._src.lax.elementwise_api import eq, exp, select
+from spec._src.lax.scan_api import scan
+from spec._src.lax.special_api import random_gamma_grad
+from spec._src.lax.structural_api import full, full_like, reshape
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
@@ -263,14 +268,13 @@ def full_keys(shape: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
     key ``fill_value`` broadcast, anything else filling each key word as a
     uint32, then ``random_wrap``, as JAX's key dtype rules do (shardings and
     weak types are not carried over)."""
-    from spec import lax
     from spec import numpy as jnp
     impl: R.PRNGImpl = dtype.impl
     physical = (*shape, *impl.key_shape)
     if R.is_key_dtype(getattr(fill_value, "dtype", None)):
         data = jnp.broadcast_to(random_unwrap_p.bind(fill_value), physical)
     else:
-        data = lax.full(physical, fill_value, T.uint32)
+        data = full(physical, fill_value, T.uint32)
     return random_wrap_p.bind(data, impl=impl)
 
 
@@ -291,9 +295,21 @@ def _gamma_type(keys: ArrayType, a: ArrayType, *, log_space: bool) -> list[Array
     return [a]
 
 
+GammaSampler = Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
+_gamma_samplers: list[GammaSampler] = []
+
+
+def register_gamma_sampler(sampler: GammaSampler) -> None:
+    """Install the program ``random_gamma``'s impl runs: JAX's sampler is a
+    jnp/vmap program, written in the random layer above this one, which
+    registers it when it is imported (as spec's facade always does)."""
+    _gamma_samplers[:] = [sampler]
+
+
 def _gamma_impl(keys: np.ndarray, a: np.ndarray, *, log_space: bool) -> list[np.ndarray]:
-    from spec._src.random.samplers import gamma_values  # (samplers imports this module)
-    return [gamma_values(keys, a, log_space)]
+    if not _gamma_samplers:
+        raise NotImplementedError("random_gamma needs spec._src.random.samplers imported")
+    return [_gamma_samplers[0](keys, a, log_space)]
 
 
 def _gamma_batch(axis: AxisData, args: Any, dims: list[BatchDim], *, log_space: bool
@@ -314,20 +330,17 @@ def _gamma_sample_grad(sample: Any, a: Any, *, log_space: bool) -> Any:
     as JAX does on CPU) over the flattened parameters and samples. In log
     space the sample is exp'd first (a zero becomes the smallest normal
     float) and the derivative of its log is taken."""
-    from spec import lax
-    from spec import numpy as jnp
-    from spec._src.lax.elementwise import const_like
-    samples = jnp.reshape(sample, -1)
-    alphas = jnp.reshape(a, -1)
-    one: Callable[[Any, Any], Any] = lax.random_gamma_grad
+    samples = reshape(sample, (canonical_aval_of(sample).size,))
+    alphas = reshape(a, (canonical_aval_of(a).size,))
+    one: Callable[[Any, Any], Any] = random_gamma_grad
     if log_space:
-        samples = lax.exp(samples)
-        tiny = lax.full_like(samples, _finfo(samples.dtype).tiny)
-        samples = lax.select(lax.eq(samples, const_like(sample, 0)), tiny, samples)
+        samples = exp(samples)
+        tiny = full_like(samples, _finfo(samples.dtype).tiny)
+        samples = select(eq(samples, const_like(sample, 0)), tiny, samples)
 
         def one(alpha: Any, s: Any) -> Any:
-            return lax.random_gamma_grad(alpha, s) / s
-    grads = lax.map(lambda pair: one(*pair), (alphas, samples))
+            return random_gamma_grad(alpha, s) / s
+    grads = scan(lambda _, pair: ((), one(*pair)), (), (alphas, samples))[1]
     return grads.reshape(np.shape(a))
 
 

@@ -328,10 +328,19 @@ def _scan_sharding(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
 # ================================================================== impl
 
 
-def _slice_aval(aval: ArrayType) -> ArrayType:
-    from spec._src.lax.scan_api import _slice_aval as sliced
-    result: ArrayType = sliced(aval)
-    return result
+def slice_aval(aval: ArrayType) -> ArrayType:
+    """The type of one iteration's slice of an ``xs`` operand: the leading
+    axis dropped, from the shape and from the sharding's spec (which must
+    not shard that axis, as JAX requires)."""
+    sharding = aval.sharding
+    if sharding is None:
+        return aval.update(shape=aval.shape[1:])
+    from spec._src.core.sharding import NamedSharding, P
+    parts = tuple(sharding.spec.partitions)
+    if parts and parts[0] is not None:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding.spec}")
+    spec = P(*parts[1:], unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced)
+    return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
 
 
 def _body_consts(jaxpr: Jaxpr) -> list[np.ndarray]:
@@ -1023,7 +1032,7 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     c_avals = [avals[i].ct_type() for i in range(nc) if lin_c[i]]
     y_avals = [a.ct_type() for a, live in zip(jaxpr.out_avals[nk:], y_live) if live]
     in_avals = [*(canonical_aval_of(a) for a in [*res_c, *ct_refs]), *c_avals, *k_avals,
-                *y_avals, *(_slice_aval(canonical_aval_of(a)) for a in res_x)]
+                *y_avals, *(slice_aval(canonical_aval_of(a)) for a in res_x)]
     t_body, _ = trace_to_jaxpr(body, in_avals)
     from spec._src.interpreters.ad_util import zeros_like_aval
     acc0 = [zeros_like_aval(a) for a in c_avals]
@@ -1189,7 +1198,7 @@ def _scan_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]
         return [*finals[:n_rc], *outs[:nk + ny], *finals[n_rc:]]
 
     avals = [*(canonical_aval_of(v) for v in (*plain_c, *ref_vals, *carry)),
-             *(_slice_aval(canonical_aval_of(x)) for x in xs)]
+             *(slice_aval(canonical_aval_of(x)) for x in xs)]
     new, hoisted = closed_to_operands(trace_to_jaxpr(body, avals)[0])
     _, _, xs_g = ft_in.unpack()
     _, ys_g = ft_out.unpack()

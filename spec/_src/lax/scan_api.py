@@ -1,11 +1,11 @@
-"""``lax.scan``, ``lax.map`` and ``lax.associative_scan``.
+"""``lax.scan``, ``lax.fori_loop`` and ``lax.associative_scan``.
 
 ``scan`` traces the body once on the carry and per-iteration slice types,
 checks that the carry keeps its structure and types, hoists the body's
 constants to operands and binds the ``scan`` primitive. As JAX does, carries
 the body returns unchanged become constants, and extensive outputs that are
 just an extensive input are not stacked again (the input is returned).
-``map`` is a scan without carry (or a scan of ``vmap``-ed batches);
+``fori_loop`` with static bounds is a scan (else a while loop);
 ``associative_scan`` is the parallel prefix algorithm built from slices,
 pads and the combining function.
 """
@@ -15,35 +15,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from spec._src.core import tree_util
-from spec._src.core.interpreter import Jaxpr, canonical_aval_of, trace_to_jaxpr
-from spec._src.lax.scan import FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p
-from spec._src.core.types import ArrayType
+from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, trace_to_jaxpr
+from spec._src.lax.scan import (
+    FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p, slice_aval as _slice_aval)
+from spec._src.core.types import ArrayType, result_type
+from spec._src.lax.control_flow_api import (
+    _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, tuple_tree,
+    while_loop, with_debug_info)
+from spec._src.lax.elementwise_api import add, bitwise_or, lt
+from spec._src.lax.structural_api import (
+    concatenate, convert_element_type, pad, rev, slice_in_dim)
 
-__all__ = ["associative_scan", "map", "scan"]
-
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
+__all__ = ["associative_scan", "fori_loop", "scan"]
 
 
 # ------------------------------------------------------------------- scan
-
-
-def _slice_aval(aval: Any) -> Any:
-    """The type of one iteration's slice of an ``xs`` operand: the leading
-    axis dropped, from the shape and from the sharding's spec (which must
-    not shard that axis, as JAX requires)."""
-    sharding = aval.sharding
-    if sharding is None:
-        return aval.update(shape=aval.shape[1:])
-    from spec._src.core.sharding import NamedSharding, P
-    parts = tuple(sharding.spec.partitions)
-    if parts and parts[0] is not None:
-        raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding.spec}")
-    spec = P(*parts[1:], unreduced=sharding.spec.unreduced, reduced=sharding.spec.reduced)
-    return aval.update(shape=aval.shape[1:], sharding=NamedSharding(sharding.mesh, spec))
 
 
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
@@ -71,7 +60,6 @@ def _check_carry(f: Callable[..., Any], init: Any, in_tree: Any, out_tree: Any,
                  in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> None:
     """JAX's checks and messages: same pytree structure, then equal types
     (a sharding layout difference counts as a shape difference)."""
-    from spec._src.lax.control_flow_api import check_carry
     check_carry("scan body", f, in_tree, in_avals, out_tree, out_avals, layout=_layout)
 
 
@@ -104,7 +92,6 @@ def _trace_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
         return [*c_leaves, *y_leaves]
 
     jaxpr, _ = trace_to_jaxpr(flat, [*carry_avals, *x_avals])
-    from spec._src.lax.control_flow_api import check_returned_refs, tuple_tree
     check_returned_refs(f, "scan", tuple_tree(carry_tree, x_tree), jaxpr,
                         tuple_tree(trees["carry"], trees["ys"]))
     return jaxpr, trees["carry"], trees["ys"]
@@ -117,14 +104,12 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     returns the final carry and the stacked ``y``s."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
-    lax = _lax()
     init_flat, carry_tree = tree_util.tree_flatten(init)
     xs_flat, x_tree = tree_util.tree_flatten(xs)
     n = _infer_length(xs_flat, length)
     x_avals = [_slice_aval(canonical_aval_of(x)) for x in xs_flat]
     init_avals = [canonical_aval_of(c) for c in init_flat]
     jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
-    from spec._src.lax.control_flow_api import check_ref_consts, tuple_tree
     check_ref_consts(f, "scan", tuple_tree(carry_tree, x_tree), [*init_flat, *xs_flat], jaxpr)
     nk = len(init_flat)
     out_avals = jaxpr.out_avals
@@ -133,8 +118,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
         changed = False
         for i, (a, b) in enumerate(zip(init_avals, out_avals[:nk])):
             if a.weak_type and (a.shape != b.shape or a.dtype != b.dtype):
-                from spec._src.numpy.dtypes import result_type
-                init_flat[i] = lax.convert_element_type(init_flat[i],
+                init_flat[i] = convert_element_type(init_flat[i],
                                                         result_type(init_flat[i], b.dtype))
                 changed = True
         if changed:
@@ -183,50 +167,60 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
 # -------------------------------------------------------------------- map
 
 
-def map(f: Callable[..., Any], xs: Any, *, batch_size: int | None = None) -> Any:
-    """``f`` applied to each slice of ``xs`` along axis 0, stacked; with
-    ``batch_size``, ``vmap``-ed over batches (a remainder batch separately)."""
-    if batch_size is None:
-        return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    from spec._src.api.vmap import vmap
-    lax = _lax()
-    leaves, tree = tree_util.tree_flatten(xs)
-    if not leaves:
-        return scan(lambda _, x: ((), f(x)), (), xs)[1]
-    total = canonical_aval_of(leaves[0]).shape[0]
-    num, rem = (0, total) if batch_size == 0 else divmod(total, batch_size)
-    used = num * batch_size
+# ------------------------------------------------------------ fori_loop
 
-    def rows(x: Any, start: int, stop: int) -> Any:
-        # As ``x[start:stop]``: no equation for the whole axis, no strides.
-        shape = canonical_aval_of(x).shape
-        if (start, stop) == (0, shape[0]):
-            return x
-        return lax.slice(x, (start, *[0] * (len(shape) - 1)), (stop, *shape[1:]))
 
-    # Each leaf's batches, then its remainder, as JAX slices them.
-    batched, rest = [], []
-    for x in leaves:
-        if num:
-            batched.append(lax.reshape(rows(x, 0, used),
-                                       (num, batch_size, *canonical_aval_of(x).shape[1:])))
-        if rem or not num:
-            rest.append(rows(x, used, total))
-    outs = []
-    if num:
-        ys = scan(lambda _, x: ((), vmap(f)(x)), (),
-                  tree_util.tree_unflatten(tree, batched))[1]
-        outs.append(tree_util.tree_map(
-            lambda y: lax.reshape(y, (used, *canonical_aval_of(y).shape[2:])), ys)
-            if not rem else ys)
-    if rem or not num:
-        outs.append(vmap(f)(tree_util.tree_unflatten(tree, rest)))
-    if len(outs) == 1:
-        return outs[0]
-    return tree_util.tree_map(
-        lambda a, b: lax.concatenate(
-            [lax.reshape(a, (used, *canonical_aval_of(a).shape[2:])), b], 0),
-        outs[0], outs[1])
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
+              *, unroll: int | bool | None = None) -> Any:
+    """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
+    lo_aval, hi_aval = _aval_of(lower, "fori_loop lower"), _aval_of(upper, "fori_loop upper")
+    dtype = lo_aval.dtype
+    if lo_aval.dtype != hi_aval.dtype:
+        both_signed = lo_aval.dtype.kind == "i" and hi_aval.dtype.kind == "i"
+        if both_signed and lo_aval.weak_type and not hi_aval.weak_type:
+            dtype = hi_aval.dtype
+        elif both_signed and hi_aval.weak_type and not lo_aval.weak_type:
+            dtype = lo_aval.dtype
+        else:
+            raise TypeError("lower and upper arguments to fori_loop must have equal types, "
+                            f"got {lo_aval.dtype.name} and {hi_aval.dtype.name}")
+    static = not isinstance(lower, Tracer) and not isinstance(upper, Tracer)
+    # Errors about the loop body name the user's function and its arguments.
+    names = arg_names(body_fun, tree_util.tree_structure((0, init_val)))
+    if static:
+        # As JAX: static bounds run as a scan (reverse-differentiable).
+        lo = int(lower)
+
+        def scanned(loop_carry: Any, _: Any) -> Any:  # JAX's parameter name, for messages
+            i, x = loop_carry
+            return (i + 1, body_fun(i, x)), None
+        with_debug_info(scanned, body_fun, "fori_loop", names)
+
+        (_, result), _ = scan(scanned, (lo, init_val), None,
+                              length=max(int(upper) - lo, 0),
+                              unroll=False if unroll is None else unroll)
+        return result
+    if not static and unroll is not None and unroll is not False and unroll != 1:
+        raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
+                         "statically known.")
+    if lo_aval.dtype != dtype:
+        lower = convert_element_type(lower, dtype)
+    if hi_aval.dtype != dtype:
+        upper = convert_element_type(upper, dtype)
+
+    def cond_fun(carry: Any) -> Any:
+        i, hi, _ = carry
+        return lt(i, hi)
+
+    def body(loop_carry: Any) -> Any:
+        i, hi, x = loop_carry
+        one = np.array(1, canonical_aval_of(i).dtype)
+        return add(i, one), hi, body_fun(i, x)
+    with_debug_info(body, body_fun, "fori_loop", [names[0], "", *names[1:]])
+
+    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
+    return result
+
 
 
 # ------------------------------------------------------- associative_scan
@@ -238,10 +232,9 @@ def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
     associative ``fn``, in O(log n) rounds of elementwise work."""
     if not callable(fn):
         raise TypeError("lax.associative_scan: fn argument should be callable.")
-    lax = _lax()
     flat, tree = tree_util.tree_flatten(elems)
     if reverse:
-        flat = [lax.rev(e, (axis % canonical_aval_of(e).ndim,)) for e in flat]
+        flat = [rev(e, (axis % canonical_aval_of(e).ndim,)) for e in flat]
     ndim = canonical_aval_of(flat[0]).ndim
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
@@ -256,7 +249,7 @@ def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
         return list(tree_util.tree_leaves(out))
 
     def sl(xs: list[Any], start: int, stop: int | None, stride: int = 1) -> list[Any]:
-        return [lax.slice_in_dim(x, start, stop, stride, axis) for x in xs]
+        return [slice_in_dim(x, start, stop, stride, axis) for x in xs]
 
     def interleave(a: Any, b: Any) -> Any:
         na, nb = canonical_aval_of(a).shape[axis], canonical_aval_of(b).shape[axis]
@@ -265,9 +258,9 @@ def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
         pa[axis] = (0, 1 if na == nb else 0, 1)
         pb[axis] = (1, 0 if na == nb else 1, 1)
         dt = canonical_aval_of(a).dtype
-        zero = lax.convert_element_type(0, dt)
-        op = lax.bitwise_or if dt.kind == "b" else lax.add
-        return op(lax.pad(a, zero, pa), lax.pad(b, zero, pb))
+        zero = convert_element_type(0, dt)
+        op = bitwise_or if dt.kind == "b" else add
+        return op(pad(a, zero, pa), pad(b, zero, pb))
 
     def go(xs: list[Any]) -> list[Any]:
         m = canonical_aval_of(xs[0]).shape[axis]
@@ -279,11 +272,11 @@ def associative_scan(fn: Callable[..., Any], elems: Any, reverse: bool = False,
             even = combine(sl(odd, 0, -1), sl(xs, 2, None, 2))
         else:
             even = combine(odd, sl(xs, 2, None, 2))
-        even = [lax.concatenate([lax.slice_in_dim(x, 0, 1, axis=axis), e], axis)
+        even = [concatenate([slice_in_dim(x, 0, 1, axis=axis), e], axis)
                 for x, e in zip(xs, even)]
         return [interleave(e, o) for e, o in zip(even, odd)]
 
     out = go(flat)
     if reverse:
-        out = [lax.rev(e, (axis,)) for e in out]
+        out = [rev(e, (axis,)) for e in out]
     return tree_util.tree_unflatten(tree, out)

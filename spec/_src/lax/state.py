@@ -48,6 +48,10 @@ from spec._src.core.interpreter import (
 from spec._src.lax import state_batching as _sb
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, fail, require
+from spec._src.lax.elementwise_api import add, clamp, lt, mul, select
+from spec._src.lax.reductions_api import reduce_sum
+from spec._src.lax.structural_api import (
+    broadcast_in_dim, convert_element_type, full, full_like, iota, reshape)
 from spec._src.core.sharding import AxisType, NamedSharding, P
 from spec._src.core.types import FLOAT0, ArrayType, is_int
 from spec._src.core.interpreter import Primitive, from_primitive
@@ -525,26 +529,24 @@ def _broadcast_to_transpose(ct: Any, x: UndefinedPrimal, *, shape: tuple[int, ..
     dimensions stretched, back to the operand's shape."""
     if type(ct) is Zero:
         return [Zero(x.aval.ct_type())]
-    from spec import lax
     lead = len(shape) - x.aval.ndim
     stretched = [lead + i for i, (d, n) in enumerate(zip(x.aval.shape, shape[lead:]))
                  if d == 1 and n != 1]
-    summed = lax.reduce_sum(ct, axes=(*range(lead), *stretched))
-    return [lax.reshape(summed, x.aval.shape)]
+    summed = reduce_sum(ct, axes=(*range(lead), *stretched))
+    return [reshape(summed, x.aval.shape)]
 
 
 def _broadcast_to_batch(axis: Any, args: list[Any], dims: list[Any], *,
                         shape: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
     """The batch dimension leads; the operand's own dimensions align with the
     trailing ones (a broadcast_in_dim, which stretches size-1 dimensions)."""
-    from spec import lax
     from spec._src.interpreters.batching import moveaxis
     (x,), (dim,) = args, dims
     x = moveaxis(x, dim, 0)
     ndim = canonical_aval_of(x).ndim - 1
     lead = len(shape) - ndim
     out_shape = (axis.size, *shape)
-    return [lax.broadcast_in_dim(x, out_shape, (0, *range(1 + lead, 1 + len(shape))))], [0]
+    return [broadcast_in_dim(x, out_shape, (0, *range(1 + lead, 1 + len(shape))))], [0]
 
 
 def _broadcast_to_parts(mesh: Any, x: ArrayType, *, shape: tuple[int, ...]) -> list[Any]:
@@ -620,7 +622,6 @@ def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
     indexers brought into range."""
     if not transforms:
         return ...
-    from spec import lax
     out: list[Any] = []
     indices = transforms[0].indices
     for entry, dim in zip(indices, transforms[0].shape):
@@ -630,10 +631,10 @@ def _numpy_like_index(transforms: tuple[NDIndexer, ...]) -> Any:
             stop = entry.start + entry.stride * (entry.size - 1) + 1 if entry.size else 0
             out.append(slice(entry.start, stop, entry.stride))
         else:
-            zero = lax.full_like(entry, 0)
-            wrapped = lax.select(lax.lt(entry, zero), lax.add(entry, lax.full_like(entry, dim)),
+            zero = full_like(entry, 0)
+            wrapped = select(lt(entry, zero), add(entry, full_like(entry, dim)),
                                  entry)
-            out.append(lax.clamp(zero, wrapped, lax.full_like(entry, max(dim - 1, 0))))
+            out.append(clamp(zero, wrapped, full_like(entry, max(dim - 1, 0))))
     return tuple(out)
 
 
@@ -641,23 +642,21 @@ def _dynamic_slice_positions(s: Slice, dim: int, indices: Sequence[Any]) -> Any:
     """A dynamic slice as the integer array of the positions it covers (its
     start clamped as the impls do): the same elements, and, as the only
     array indexer, the same place in the result."""
-    from spec import lax
     if sum(1 for e in indices if not isinstance(e, Slice) or e.is_dynamic_start) > 1:
         raise NotImplementedError("discharge_state: a dynamic ref slice together with other "
                                   "integer indexers is not supported")
-    start = lax.convert_element_type(s.start, np.dtype("int32"))
+    start = convert_element_type(s.start, np.dtype("int32"))
     span = s.stride * (s.size - 1) + 1 if s.size else 0
-    first = lax.clamp(lax.full_like(start, 0), start, lax.full_like(start, dim - span))
-    steps = lax.mul(lax.iota(np.dtype("int32"), s.size),
-                    lax.full((s.size,), s.stride, np.dtype("int32")))
-    return lax.add(lax.broadcast_in_dim(first, (s.size,), ()), steps)
+    first = clamp(full_like(start, 0), start, full_like(start, dim - span))
+    steps = mul(iota(np.dtype("int32"), s.size),
+                    full((s.size,), s.stride, np.dtype("int32")))
+    return add(broadcast_in_dim(first, (s.size,), ()), steps)
 
 
 def _as_value(v: Any, dtype: Any) -> Any:
     """A written value as the ref's (strong) dtype."""
-    from spec import lax
     from spec._src.core.interpreter import canonical_aval_of
-    return lax.convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
+    return convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
 
 
 def _discharge_new_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
@@ -683,12 +682,11 @@ def _discharge_swap(ins: list[Any], atoms: list[Any], params: dict[str, Any]) ->
 
 def _discharge_addupdate(ins: list[Any], atoms: list[Any], params: dict[str, Any]
                          ) -> Discharged:
-    from spec import lax
     value, new, *idx = ins
     new = _as_value(new, atoms[0].aval.dtype)
     index = _numpy_like_index(unflatten_transforms(params["tree"], idx))
     if index is ...:
-        return [], [(0, lax.add(value, new))]
+        return [], [(0, add(value, new))]
     return [], [(0, value.at[index].add(new))]
 
 

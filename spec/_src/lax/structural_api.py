@@ -20,6 +20,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.interpreter import Tracer, canonical_aval_of, hooks
+from spec._src.lax.elementwise import select_n_p
 from spec._src.lax.structural import (
     _convert_impl,
     bitcast_convert_type_p,
@@ -590,13 +591,9 @@ def _dynamic_slice_indices(operand: Any, start_indices: Any,
 
 def _wrap_negative(i: Any, d: int, dt: T.DType) -> Any:
     """``select(i < 0, i + d, i)`` as JAX stages it for a dynamic index."""
-    from spec import lax
-    select = getattr(lax, "select", None)
-    if select is None:
-        raise NotImplementedError("dynamic negative-index wrapping needs lax.select "
-                                  "(elementwise family)")
     d_arr = _convert_element_type(d, dt, False)
-    return select(i < 0, i + d_arr, i)
+    negative = i < 0
+    return select_n_p.bind(negative, i, i + d_arr)
 
 
 def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int], *,

@@ -26,6 +26,7 @@ from spec._src.api.jit import jit
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
 from spec._src.lax.prng import (
+    register_gamma_sampler,
     random_bits_p,
     random_clone_p,
     random_fold_in_p,
@@ -864,6 +865,9 @@ def gamma_values(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray
     consts = [canonical_value(c)[0] for c in program.consts]
     out: np.ndarray = eval_jaxpr_values(program, consts, [keys, a])[0]
     return out
+
+
+register_gamma_sampler(gamma_values)
 
 
 def _gamma_batched(keys: Any, a: Any, log_space: bool) -> Any:
