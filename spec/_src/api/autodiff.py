@@ -19,6 +19,7 @@ from spec._src.core.state_types import is_ref_type
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
 from spec._src.core.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
 from spec._src.core.types import ArrayType
+from spec._src.lax import structural_api as L
 
 # ------------------------------------------------------------------ helpers
 
@@ -711,12 +712,11 @@ def _one_like(x: Any) -> Any:
     """The seed cotangent of a scalar output: 1 of the output's cotangent type.
     Under a mesh it carries the output's cotangent sharding (with no
     partitions: it is a scalar), which JAX stages as a reshard of the literal."""
-    from spec import lax
     sharding = canonical_aval_of(x).ct_type().sharding
     if sharding is None:
-        return lax.full_like(x, 1, shape=())
+        return L.full_like(x, 1, shape=())
     from spec._src.lax.reshard import reshard_p
-    one = lax.full_like(x, 1, shape=())
+    one = L.full_like(x, 1, shape=())
     return reshard_p.bind(one, dst_sharding=sharding.update(spec=sharding.spec.update(
         partitions=())), concrete_mesh=None)
 
@@ -755,12 +755,11 @@ def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:
     """Split ``arr`` along ``axis`` into ``tree``'s leaves (that axis becomes
     each leaf's shape), each cast to the dtype and weak type of ``example``
     (or of its own leaf)."""
-    from spec import lax
     leaves, treedef = tree_util.tree_flatten(tree)
     shape = canonical_aval_of(arr).shape
     axis = axis % len(shape)
     sizes: list[Any] = [np.int64(canonical_aval_of(x).size) for x in leaves]
-    parts = lax.split(arr, sizes, axis) if leaves else []
+    parts = L.split(arr, sizes, axis) if leaves else []
     out = []
     for part, leaf in zip(parts, leaves):
         want = shape[:axis] + canonical_aval_of(leaf).shape + shape[axis + 1:]
@@ -781,9 +780,8 @@ def _downcast(x: Any, example: Any) -> Any:
         # float0's empty bytes: the same TypeError as JAX's.
         if aval.dtype == np.dtype(bool):
             raise TypeError("a bytes-like object is required, not 'int'")
-        from spec import lax
         from spec._src.lax.structural_api import _convert_element_type as convert
-        return convert(lax.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
+        return convert(L.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
     if T.is_complex(x_aval.dtype) and not T.is_complex(aval.dtype):
         x = x.real
     return _convert_element_type(x, aval.dtype, aval.weak_type)

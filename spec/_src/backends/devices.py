@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import placement
 from spec._src.core.config import config
 
 
@@ -251,3 +252,6 @@ def _local_block(data: np.ndarray, index: tuple[slice, ...], shape: tuple[int, .
     its slice along dimensions where the process holds the whole extent."""
     cut = tuple(s if n == g else slice(None) for s, n, g in zip(index, data.shape, shape))
     return data[cut]
+
+
+placement.register_backend(Device, devices, device_put)

@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import placement
 from spec._src.core import types as T
 from spec._src.core.array import Array, device_array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type
 
@@ -159,9 +161,8 @@ def _device_or_out_sharding(device: Any, out_sharding: Any, name: str) -> Any:
 def _device_sharding(device: Any) -> Any:
     """A device as the sharding that keeps the whole array on it; a Sharding
     (or anything else, which lax rejects) as given."""
-    from spec._src.backends.devices import Device
     from spec._src.core.sharding import SingleDeviceSharding
-    return SingleDeviceSharding(device) if isinstance(device, Device) else device
+    return SingleDeviceSharding(device) if placement.is_device(device) else device
 
 
 def _is_single_device(sharding: Any) -> bool:
@@ -170,8 +171,7 @@ def _is_single_device(sharding: Any) -> bool:
 
 
 def _put(x: Any, device: Any) -> Any:
-    from spec._src.backends.devices import device_put
-    return device_put(x, device)
+    return placement.device_put(x, device)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
@@ -388,14 +388,12 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> 
         work = T.float32 if T.is_float(dt) and dt.itemsize < 4 else dt
         size = max(0, int(np.ceil((hi - lo) / st)))
         ramp = L.broadcasted_iota(work, (size,), 0, out_sharding=out_sharding)
-        from spec import lax
-        scaled = lax.mul(_convert_element_type(st, work), ramp)
-        return L.convert_element_type(lax.add(_convert_element_type(lo, work), scaled), dt)
+        scaled = ew.mul(_convert_element_type(st, work), ramp)
+        return L.convert_element_type(ew.add(_convert_element_type(lo, work), scaled), dt)
     if lo == 0:
         return L.broadcasted_iota(dt, (max(0, int(np.ceil(hi))),), 0, out_sharding=out_sharding)
-    from spec import lax
     size = max(0, int(np.ceil(hi - lo)))
-    return lax.add(_convert_element_type(lo, dt),
+    return ew.add(_convert_element_type(lo, dt),
                    L.broadcasted_iota(dt, (size,), 0, out_sharding=out_sharding))
 
 
@@ -455,7 +453,6 @@ _LINSPACE: dict[str, Any] = {}
 
 def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                    retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
-    from spec import lax
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     if dtype is None:
@@ -477,15 +474,15 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         real = T.float64 if comp in (T.float64, T.complex128) else (
             T.float32 if comp == T.complex64 else comp)
         div_c = _convert_element_type(div, comp, False)
-        delta = lax.div(lax.sub(b, a), div_c)
+        delta = ew.div(ew.sub(b, a), div_c)
         iota_shape = [1] * len(bounds)
         iota_shape[axis] = div
         ramp = L.reshape(L.iota(real, div), iota_shape)
-        step = lax.div(ramp, _convert_element_type(div, real, False))
+        step = ew.div(ramp, _convert_element_type(div, real, False))
         step = _convert_element_type(step, comp, False)
         one = _convert_element_type(1, comp, True)
-        out = lax.add(lax.mul(L.reshape(a_b, bounds), lax.sub(one, step)),
-                      lax.mul(lax.div(L.reshape(b_b, bounds), div_c),
+        out = ew.add(ew.mul(L.reshape(a_b, bounds), ew.sub(one, step)),
+                      ew.mul(ew.div(L.reshape(b_b, bounds), div_c),
                               _convert_element_type(ramp, comp, False)))
         if endpoint:
             out = L.concatenate([out, L.expand_dims(b_b, (axis,))],
@@ -498,7 +495,7 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         delta = L.full((), np.nan, comp)
         out = L.empty(tuple(shape), dt)
     if T.is_int(dt) and not T.is_int(canonical_aval_of(out).dtype):
-        out = lax.floor(out)
+        out = ew.floor(out)
     result = _convert_element_type(out, dt, False)
     return (result, delta) if retstep else result
 

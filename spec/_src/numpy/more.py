@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 
 import spec.numpy as jnp
-from spec import lax
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax import conv_api as lc
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.util import check_arraylike, promote_dtypes, to_weak_or_strong
@@ -68,7 +71,7 @@ def _dtype(x: Any) -> T.DType:
 def _ensure(name: str, *args: Any) -> Any:
     """JAX's ``ensure_arraylike``: arrays and scalars only, returned as arrays."""
     check_arraylike(name, *args)
-    out = [lax.asarray(a) for a in args]
+    out = [L.asarray(a) for a in args]
     return out[0] if len(out) == 1 else out
 
 
@@ -88,7 +91,7 @@ def _promote_inexact(*args: Any) -> list[Any]:
 def _promote(*args: Any) -> list[Any]:
     """JAX's ``promote_dtypes``."""
     if len(args) < 2:
-        return [lax.asarray(a) for a in args]
+        return [L.asarray(a) for a in args]
     return promote_dtypes(*args)
 
 
@@ -176,7 +179,7 @@ def _bitwise_count_fn(x: Any) -> Any:
     from spec._src.numpy.math import promote_args_numeric
     (x,) = promote_args_numeric("bitwise_count", x)
     # The count is of |x| (NumPy's definition), always as uint8.
-    return jnp.astype(lax.population_count(jnp.abs(x)), T.uint8)
+    return jnp.astype(ew.population_count(jnp.abs(x)), T.uint8)
 
 
 _bitwise_count = _jit("bitwise_count", _bitwise_count_fn)
@@ -212,7 +215,7 @@ def _cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: Any,
     if include_initial:
         edge = list(_shape(arr))
         edge[ax] = 1
-        out = lax.concatenate([lax.full(tuple(edge), initial, _dtype(out)), out], ax)
+        out = L.concatenate([L.full(tuple(edge), initial, _dtype(out)), out], ax)
     return out
 
 
@@ -301,7 +304,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     if _ndim(arr) == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
-    return tuple(lax.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+    return tuple(L.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
 
 
 def isscalar(element: Any) -> bool:
@@ -380,7 +383,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
 
 def _ediff1d_fn(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     arr = jnp.ravel(ary)
-    out = lax.sub(arr[1:], arr[:-1])
+    out = ew.sub(arr[1:], arr[:-1])
     if to_begin is not None:
         out = jnp.concatenate((jnp.ravel(jnp.astype(to_begin, _dtype(arr))), out))
     if to_end is not None:
@@ -465,18 +468,18 @@ def _as_sequence(name: str, tup: Any) -> list[Any]:
     """A stacking function's argument as a list of arrays: an array stands for
     the sequence of its leading-axis slices."""
     if isinstance(tup, (np.ndarray, Array, Tracer)):
-        arr = lax.asarray(tup)
+        arr = L.asarray(tup)
         if _ndim(arr) == 0:
             raise ValueError(f"{name}: a 0-d array is not a sequence of arrays")
         return list(unstack(arr))
     check_arraylike(name, *tup)
-    return [lax.asarray(t) for t in tup]
+    return [L.asarray(t) for t in tup]
 
 
 def column_stack(tup: Any) -> Any:
     is_array = isinstance(tup, (np.ndarray, Array, Tracer))
     arrs = _as_sequence("column_stack", tup)
-    if is_array and _ndim(lax.asarray(tup)) >= 3:
+    if is_array and _ndim(L.asarray(tup)) >= 3:
         return jnp.concatenate(arrs, axis=1)
     # As JAX: each entry of a <3-d array input becomes a column; list entries
     # become columns when they are 1-d (or scalars).
@@ -514,7 +517,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
 
 def _atleast_nd(x: Any, n: int) -> Any:
     nd = _ndim(x)
-    return x if nd >= n else lax.expand_dims(x, tuple(range(n - nd)))
+    return x if nd >= n else L.expand_dims(x, tuple(range(n - nd)))
 
 
 def _block_rec(xs: Any) -> tuple[Any, int]:
@@ -662,7 +665,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
 
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     check_arraylike("insert", arr, 0 if isinstance(obj, slice) else obj, values)
-    a = lax.asarray(arr)
+    a = L.asarray(arr)
     if axis is None:
         a = jnp.ravel(a)
         axis = 0
@@ -706,7 +709,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
              indexing: str = "xy") -> tuple[Any, ...]:
     check_arraylike("meshgrid", *xi)
-    args = [lax.asarray(x) for x in xi]
+    args = [L.asarray(x) for x in xi]
     if not copy:
         raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
@@ -722,7 +725,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
     for i, a in enumerate(args):
         shape = [1] * len(args) if sparse else list(sizes)
         shape[i] = sizes[i]
-        out.append(lax.broadcast_in_dim(a, tuple(shape), (i,)))
+        out.append(L.broadcast_in_dim(a, tuple(shape), (i,)))
     if swap:
         out[0], out[1] = out[1], out[0]
     return tuple(out)
@@ -736,7 +739,7 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
     out = []
     for i, d in enumerate(dims):
         shape = (1,) * i + (d,) + (1,) * (n - i - 1) if sparse else dims
-        out.append(lax.broadcast_in_dim(lax.iota(dt, d), shape, (i,)))
+        out.append(L.broadcast_in_dim(L.iota(dt, d), shape, (i,)))
     if sparse:
         return tuple(out)
     return jnp.stack(out, 0) if out else jnp.array([], dtype=dt)
@@ -757,7 +760,7 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     a, b = _ensure("logspace", start, stop)
     lin = jnp.linspace(jnp.astype(a, comp), jnp.astype(b, comp), num, endpoint=endpoint,
                        axis=axis)
-    return lax.convert_element_type(jnp.power(base, lin), dt)
+    return L.convert_element_type(jnp.power(base, lin), dt)
 
 
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -774,8 +777,8 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     nd = _ndim(res)
     ax = canonicalize_axis(axis, nd)
     if ax != 0:
-        res = lax.transpose(res, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
-    return lax.convert_element_type(res, dt)
+        res = L.transpose(res, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
+    return L.convert_element_type(res, dt)
 
 
 def _triu_size(n: int, m: int, k: int) -> int:
@@ -837,7 +840,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
         raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
     # The smallest signed type that holds n, but never narrower than the default int.
     dt = T.default_int() if n <= np.iinfo(np.int32).max else T.int64
-    return (lax.iota(dt, n),) * ndim
+    return (L.iota(dt, n),) * ndim
 
 
 def diag_indices_from(arr: Any) -> tuple[Any, ...]:
@@ -868,9 +871,9 @@ def _vander_fn(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     n = _shape(x)[0] if N is None else N
     if n < 0:
         raise ValueError(f"N must be nonnegative, got {n}")
-    powers = lax.iota(_dtype(x), n)
+    powers = L.iota(_dtype(x), n)
     if not increasing:
-        powers = lax.sub(lax.full((), n - 1, _dtype(x)), powers)
+        powers = ew.sub(L.full((), n - 1, _dtype(x)), powers)
     return jnp.power(x[..., None], powers[None])
 
 
@@ -885,7 +888,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
 
 def ix_(*args: Any) -> tuple[Any, ...]:
     check_arraylike("ix", *args)
-    arrs = [lax.asarray(a) for a in args]
+    arrs = [L.asarray(a) for a in args]
     n = len(arrs)
     out = []
     for i, a in enumerate(arrs):
@@ -897,9 +900,9 @@ def ix_(*args: Any) -> tuple[Any, ...]:
         shape = [1] * n
         shape[i] = _shape(a)[0]
         if shape[i] == 0:
-            out.append(lax.full(tuple(shape), 0, T.canonicalize_dtype(np.dtype(np.intp))))
+            out.append(L.full(tuple(shape), 0, T.canonicalize_dtype(np.dtype(np.intp))))
         else:
-            out.append(lax.broadcast_in_dim(a, tuple(shape), (i,)))
+            out.append(L.broadcast_in_dim(a, tuple(shape), (i,)))
     return tuple(out)
 
 
@@ -939,7 +942,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         axes = _axis_tuple(axis, _ndim(arr))
         avg = jnp.mean(arr, axis=axis, keepdims=keepdims)
         count = math.prod(_shape(arr)[d] for d in axes)
-        wsum = lax.full((), count, _dtype(avg))
+        wsum = L.full((), count, _dtype(avg))
     else:
         arr, w = _ensure("average", a, weights)
         arr, w = _promote_inexact(arr, w)
@@ -968,7 +971,7 @@ def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> A
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.ptp is not supported.")
     axis = _hashable_axis(axis)
-    return lax.sub(jnp.max(arr, axis=axis, keepdims=keepdims),
+    return ew.sub(jnp.max(arr, axis=axis, keepdims=keepdims),
                    jnp.min(arr, axis=axis, keepdims=keepdims))
 
 
@@ -1007,32 +1010,32 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
             a2 = jnp.where(jnp.isnan(a2), np.nan, a2)  # one NaN sign: they sort last
         else:
             a2 = jnp.where(jnp.any(jnp.isnan(a2), axis=-1, keepdims=True), np.nan, a2)
-        a2 = lax.sort(a2, dimension=_ndim(a2) - 1, is_stable=False)
+        a2 = lr.sort(a2, dimension=_ndim(a2) - 1, is_stable=False)
         if squash_nans:
             count = jnp.sum(jnp.logical_not(jnp.isnan(a2)), axis=-1, dtype=qdt)
-            count = lax.expand_dims(count, tuple(range(q_nd)))      # q dims first
-            qq = lax.expand_dims(q, tuple(range(q_nd, q_nd + len(rest_shape))))
+            count = L.expand_dims(count, tuple(range(q_nd)))      # q dims first
+            qq = L.expand_dims(q, tuple(range(q_nd, q_nd + len(rest_shape))))
         else:
-            count = lax.full((), n, qdt)
+            count = L.full((), n, qdt)
             qq = q
-        pos = lax.mul(qq, lax.sub(count, lax.full((), 1, qdt)))
-        low, high = lax.floor(pos), lax.ceil(pos)
-        high_w = lax.sub(pos, low)
-        low_w = lax.sub(lax.full((), 1, qdt), high_w)
-        top = lax.sub(count, lax.full((), 1, qdt))
-        zero = lax.full((), 0, qdt)
-        low = lax.max(zero, lax.min(low, top))
-        high = lax.max(zero, lax.min(high, top))
+        pos = ew.mul(qq, ew.sub(count, L.full((), 1, qdt)))
+        low, high = ew.floor(pos), ew.ceil(pos)
+        high_w = ew.sub(pos, low)
+        low_w = ew.sub(L.full((), 1, qdt), high_w)
+        top = ew.sub(count, L.full((), 1, qdt))
+        zero = L.full((), 0, qdt)
+        low = ew.max(zero, ew.min(low, top))
+        high = ew.max(zero, ew.min(high, top))
         full_q = (*_shape(q), *rest_shape)
-        low_v = _take_last(a2, lax.convert_element_type(low, T.default_int()), full_q)
-        high_v = _take_last(a2, lax.convert_element_type(high, T.default_int()), full_q)
+        low_v = _take_last(a2, L.convert_element_type(low, T.default_int()), full_q)
+        high_v = _take_last(a2, L.convert_element_type(high, T.default_int()), full_q)
         low_w = jnp.broadcast_to(jnp.reshape(low_w, _shape(low_w) + (1,) * (
             len(full_q) - _ndim(low_w))), full_q)
         high_w = jnp.broadcast_to(jnp.reshape(high_w, _shape(high_w) + (1,) * (
             len(full_q) - _ndim(high_w))), full_q)
         if method == "linear":
-            res = lax.add(lax.mul(lax.convert_element_type(low_v, qdt), low_w),
-                          lax.mul(lax.convert_element_type(high_v, qdt), high_w))
+            res = ew.add(ew.mul(L.convert_element_type(low_v, qdt), low_w),
+                          ew.mul(L.convert_element_type(high_v, qdt), high_w))
         elif method == "lower":
             res = low_v
         elif method == "higher":
@@ -1040,14 +1043,14 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         elif method == "nearest":
             res = jnp.where(high_w <= 0.5, low_v, high_v)
         else:
-            res = lax.mul(lax.add(low_v, high_v), lax.full((), 0.5, _dtype(low_v)))
+            res = ew.mul(ew.add(low_v, high_v), L.full((), 0.5, _dtype(low_v)))
         out_shape = None
     if out_shape is not None:  # nanquantile of an empty reduction: all NaN
-        res = lax.full((*_shape(q), *out_shape), np.nan, _dtype(a))
+        res = L.full((*_shape(q), *out_shape), np.nan, _dtype(a))
     if keepdims:
         kept = tuple(1 if d in axes else s for d, s in enumerate(_shape(a)))
         res = jnp.reshape(res, (*_shape(q), *kept))
-    return lax.convert_element_type(res, _dtype(a))
+    return L.convert_element_type(res, _dtype(a))
 
 
 def _take_last(a2: Any, idx: Any, full_q: tuple[int, ...]) -> Any:
@@ -1093,7 +1096,7 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
 
 def _percent(name: str, q: Any) -> Any:
     check_arraylike(name, q)
-    (qa,) = _promote_inexact(lax.asarray(q))
+    (qa,) = _promote_inexact(L.asarray(q))
     return qa / 100
 
 
@@ -1147,7 +1150,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
             raise ValueError(f"y has more than 2 dimensions: shape {_shape(y)}")
     else:
         check_arraylike("cov", m)
-        (m,) = _promote_inexact(lax.asarray(m))
+        (m,) = _promote_inexact(L.asarray(m))
     if _ndim(m) > 2:
         raise ValueError(f"m has more than 2 dimensions: shape {_shape(m)}")
     _check_inexact_dtype("cov", dtype)
@@ -1214,7 +1217,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
     c = c / std[:, None] / std[None, :]
     re = jnp.clip(jnp.real(c), -1, 1)
     if T.is_complex(_dtype(c)):
-        return lax.complex(re, jnp.clip(jnp.imag(c), -1, 1))
+        return ew.complex(re, jnp.clip(jnp.imag(c), -1, 1))
     return re
 
 
@@ -1243,7 +1246,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
               density: bool | None = None, out_sharding: Any = None) -> tuple[Any, Any]:
     if weights is None:
         check_arraylike("histogram", a, bins)
-        (arr,) = _promote_inexact(lax.asarray(a))
+        (arr,) = _promote_inexact(L.asarray(a))
         w = jnp.ones_like(arr)
     else:
         check_arraylike("histogram", a, bins, weights)
@@ -1266,7 +1269,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
              out_sharding: Any = None) -> Any:
     arr = _ensure("bincount", x)
     if _dtype(arr) == T.bool_:
-        arr = lax.convert_element_type(arr, T.int32)
+        arr = L.convert_element_type(arr, T.int32)
     if not T.is_int(_dtype(arr)):
         raise TypeError(f"x argument to bincount must have an integer type; got "
                         f"{_dtype(arr).name}")
@@ -1280,7 +1283,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     else:
         length = _index(length, "argument 'length' of jnp.bincount")
     if weights is None:
-        w: Any = lax.full((), 1, T.default_int())
+        w: Any = L.full((), 1, T.default_int())
     else:
         w = _ensure("bincount", weights)
         if _shape(w) != _shape(arr):
@@ -1361,7 +1364,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         check_arraylike("searchsorted", a, v)
     else:
         check_arraylike("searchsorted", a, v, sorter)
-    return _searchsorted(lax.asarray(a), lax.asarray(v), side=side, sorter=sorter,
+    return _searchsorted(L.asarray(a), L.asarray(v), side=side, sorter=sorter,
                          method=method)
 
 
@@ -1377,29 +1380,29 @@ def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
         k = _ensure("lexsort", keys)
         if _ndim(k) == 0 or _shape(k)[0] == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
-        key_list = list(lax.unstack(k, 0)) if _ndim(k) > 1 else []
+        key_list = list(L.unstack(k, 0)) if _ndim(k) > 1 else []
         if _ndim(k) == 1:
-            return lax.full((), 0, T.default_int())
+            return L.full((), 0, T.default_int())
     else:
         check_arraylike("lexsort", *keys)
-        key_list = [lax.asarray(x) for x in keys]
+        key_list = [L.asarray(x) for x in keys]
         if not key_list:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
         if len({_shape(x) for x in key_list}) > 1:
             raise ValueError("all keys need to be the same shape")
         if _ndim(key_list[0]) == 0:
-            return lax.full((), 0, T.default_int())
+            return L.full((), 0, T.default_int())
     shape = _shape(key_list[0])
     ax = canonicalize_axis(axis, len(shape))
-    iota = lax.broadcasted_iota(_lexsort_dtype(shape[ax]), shape, ax)
+    iota = L.broadcasted_iota(_lexsort_dtype(shape[ax]), shape, ax)
     # The last key is the primary one; ties fall through to earlier keys,
     # then to the position (the sort is stable).
-    out = lax.sort((*key_list[::-1], iota), dimension=ax, num_keys=len(key_list))
+    out = lr.sort((*key_list[::-1], iota), dimension=ax, num_keys=len(key_list))
     return out[-1]
 
 
 def _order_reversing(x: Any) -> Any:
-    return lax.bitwise_not(x) if (T.is_int(_dtype(x)) or _dtype(x) == T.bool_) else lax.neg(x)
+    return ew.bitwise_not(x) if (T.is_int(_dtype(x)) or _dtype(x) == T.bool_) else ew.neg(x)
 
 
 def _partition_prep(name: str, a: Any, kth: int, axis: int) -> tuple[Any, int, int]:
@@ -1413,22 +1416,22 @@ def _partition_prep(name: str, a: Any, kth: int, axis: int) -> tuple[Any, int, i
 
 def _partition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     arr, ax, k = _partition_prep("partition", a, kth, axis)
-    bottom = _order_reversing(lax.top_k(_order_reversing(arr), k + 1)[0])
-    top = lax.top_k(arr, _shape(arr)[-1] - k - 1)[0]
-    return jnp.swapaxes(lax.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    bottom = _order_reversing(lr.top_k(_order_reversing(arr), k + 1)[0])
+    top = lr.top_k(arr, _shape(arr)[-1] - k - 1)[0]
+    return jnp.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 def _argpartition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     arr, ax, k = _partition_prep("argpartition", a, kth, axis)
     n = _shape(arr)[-1]
-    bottom = lax.top_k(_order_reversing(arr), k + 1)[1]
+    bottom = lr.top_k(_order_reversing(arr), k + 1)[1]
     # The rest are the positions not among ``bottom``, in increasing order:
     # top_k of a 0/1 marker (ties keep the lower index first).
-    positions = lax.broadcasted_iota(_dtype(bottom), (*_shape(arr)[:-1], 1, n), _ndim(arr))
+    positions = L.broadcasted_iota(_dtype(bottom), (*_shape(arr)[:-1], 1, n), _ndim(arr))
     taken = jnp.any(bottom[..., :, None] == positions, axis=-2)
     marker = jnp.where(taken, np.float32(0), np.float32(1))
-    top = lax.top_k(marker, n - k - 1)[1]
-    return jnp.swapaxes(lax.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    top = lr.top_k(marker, n - k - 1)[1]
+    return jnp.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 _partition = _jit("partition", _partition_fn, ("kth", "axis"))
@@ -1452,8 +1455,8 @@ def _to_complex(dt: T.DType) -> T.DType:
 
 
 def _sort_complex_fn(a: Any) -> Any:
-    out = lax.sort(a, dimension=_ndim(a) - 1)
-    return lax.convert_element_type(out, T.canonicalize_dtype(_to_complex(_dtype(out))))
+    out = lr.sort(a, dimension=_ndim(a) - 1)
+    return L.convert_element_type(out, T.canonicalize_dtype(_to_complex(_dtype(out))))
 
 
 _sort_complex = _jit("sort_complex", _sort_complex_fn)
@@ -1486,7 +1489,7 @@ def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, 
     aux = jnp.moveaxis(ar, axis, 0)
     if T.is_complex(_dtype(aux)):
         # One canonical NaN, so that complex NaNs compare (and sort) together.
-        aux = jnp.where(jnp.isnan(aux), lax.full((), np.nan, _dtype(aux)), aux)
+        aux = jnp.where(jnp.isnan(aux), L.full((), np.nan, _dtype(aux)), aux)
     size, *rest = _shape(aux)
     inner = math.prod(rest)
     if inner == 0:
@@ -1498,9 +1501,9 @@ def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, 
     if math.prod(_shape(aux)):
         if T.is_inexact(_dtype(aux)) and equal_nan:
             def neq(x: Any, y: Any) -> Any:
-                return lax.ne(x, y) & jnp.logical_not(jnp.isnan(x) & jnp.isnan(y))
+                return ew.ne(x, y) & jnp.logical_not(jnp.isnan(x) & jnp.isnan(y))
         else:
-            neq = lax.ne
+            neq = ew.ne
         changed = jnp.any(neq(aux[1:], aux[:-1]), tuple(range(1, _ndim(aux))))
         mask = jnp.ones(size, dtype=bool).at[1:].set(changed)
     else:
@@ -1524,9 +1527,9 @@ def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse:
         ind = jnp.nonzero(mask, size=size)[0]
     result = aux[ind] if nonempty else aux
     if size is not None and fill_value is not None:
-        fill = jnp.astype(lax.asarray(fill_value), _dtype(result))
+        fill = jnp.astype(L.asarray(fill_value), _dtype(result))
         if _shape(result)[0]:
-            valid = lax.expand_dims(jnp.arange(size) < jnp.sum(mask),
+            valid = L.expand_dims(jnp.arange(size) < jnp.sum(mask),
                                     tuple(range(1, _ndim(result))))
             result = jnp.where(valid, result, fill)
         else:
@@ -1691,9 +1694,9 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
     both = jnp.concatenate((a, b))
     if return_indices:
         n = _shape(both)[0]
-        iota = lax.broadcasted_iota(T.int64 if n > np.iinfo(np.int32).max else T.int32,
+        iota = L.broadcasted_iota(T.int64 if n > np.iinfo(np.int32).max else T.int32,
                                     (n,), 0)
-        aux, order = lax.sort((both, iota), dimension=0, num_keys=1)
+        aux, order = lr.sort((both, iota), dimension=0, num_keys=1)
     else:
         aux = jnp.sort(both)
     mask = aux[1:] == aux[:-1]
@@ -1771,7 +1774,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     # The first true condition wins; index 0 (the default) where none holds.
     stacked = jnp.stack(jnp.broadcast_arrays(False, *conds))
     idx = jnp.argmax(jnp.astype(stacked, bool), axis=0)
-    return lax.select_n(*jnp.broadcast_arrays(idx, *choices))
+    return ew.select_n(*jnp.broadcast_arrays(idx, *choices))
 
 
 def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
@@ -1779,7 +1782,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
     items = [a, *choices]
     check_arraylike("choose", *items)
-    idx, *opts = [lax.asarray(v) for v in items]
+    idx, *opts = [L.asarray(v) for v in items]
     if not T.is_int(_dtype(idx)):
         raise ValueError(f"`a` array must be integer typed, got {_dtype(idx).name}")
     n = len(opts)
@@ -1801,8 +1804,8 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
 def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
              fill_value: Any = 0, out: None = None) -> Any:
     check_arraylike("compress", condition, a, fill_value)
-    cond = jnp.astype(lax.asarray(condition), bool)
-    arr = lax.asarray(a)
+    cond = jnp.astype(L.asarray(condition), bool)
+    arr = L.asarray(a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     if _ndim(cond) != 1:
@@ -1826,7 +1829,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
         raise ValueError(f"size must be positive and not greater than the size of the array "
                          f"axis; got size={size} for a.shape[axis]={_shape(arr)[0]}")
     else:
-        mask = lax.expand_dims(cond, tuple(range(1, _ndim(arr))))
+        mask = L.expand_dims(cond, tuple(range(1, _ndim(arr))))
         arr = jnp.where(mask, arr, jnp.array(fill_value, dtype=_dtype(arr)))
         result = arr[jnp.argsort(cond, stable=True, descending=True)][:size]
     return jnp.moveaxis(result, 0, axis)
@@ -1886,14 +1889,14 @@ def _kron_fn(a: Any, b: Any) -> Any:
     a, b = _promote(a, b)
     na, nb = _ndim(a), _ndim(b)
     if na < nb:
-        a = lax.expand_dims(a, tuple(range(nb - na)))
+        a = L.expand_dims(a, tuple(range(nb - na)))
     elif nb < na:
-        b = lax.expand_dims(b, tuple(range(na - nb)))
+        b = L.expand_dims(b, tuple(range(na - nb)))
     nd = _ndim(a)
     out_shape = tuple(x * y for x, y in zip(_shape(a), _shape(b)))
-    ae = lax.expand_dims(a, tuple(range(1, 2 * nd, 2)))
-    be = lax.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    return jnp.reshape(lax.mul(*jnp.broadcast_arrays(ae, be)), out_shape)
+    ae = L.expand_dims(a, tuple(range(1, 2 * nd, 2)))
+    be = L.expand_dims(b, tuple(range(0, 2 * nd, 2)))
+    return jnp.reshape(ew.mul(*jnp.broadcast_arrays(ae, be)), out_shape)
 
 
 _kron = _jit("kron", _kron_fn)
@@ -1958,7 +1961,7 @@ def _gradient_fn(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None
 
 def _gradient_along(a: Any, h: Any, axis: int) -> Any:
     def sl(x: Any, start: int | None, stop: int | None) -> Any:
-        return lax.slice_in_dim(x, start, stop, axis=axis)
+        return L.slice_in_dim(x, start, stop, axis=axis)
     upper = sl(a, 1, 2) - sl(a, 0, 1)
     lower = sl(a, -1, None) - sl(a, -2, -1)
     if np.ndim(h) == 0:
@@ -1996,7 +1999,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
 
 def _modf_fn(x: Any) -> tuple[Any, Any]:
     (x,) = _promote_inexact(x)
-    whole = jnp.where(lax.ge(x, lax.full((), 0, _dtype(x))), jnp.floor(x), jnp.ceil(x))
+    whole = jnp.where(ew.ge(x, L.full((), 0, _dtype(x))), jnp.floor(x), jnp.ceil(x))
     return x - whole, whole
 
 
@@ -2035,7 +2038,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                          f"len(dims)={len(dims)}")
     dims_t = tuple(_index(d, "in `dims` argument of ravel_multi_index().") for d in dims)
     check_arraylike("ravel_multi_index", *multi_index)
-    idx = [lax.asarray(i) for i in multi_index]
+    idx = [L.asarray(i) for i in multi_index]
     if dtype is None:
         dt = T.result_type_and_weak(int, *idx)[0]
     else:
@@ -2075,7 +2078,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
 
 
 def _packbits_fn(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
-    bits01 = jnp.astype(lax.ne(a, lax.full((), 0, _dtype(a))), T.uint8)
+    bits01 = jnp.astype(ew.ne(a, L.full((), 0, _dtype(a))), T.uint8)
     weights = jnp.arange(8, dtype=T.uint8)
     if bitorder == "big":
         weights = weights[::-1]
@@ -2085,10 +2088,10 @@ def _packbits_fn(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     bits01 = jnp.swapaxes(bits01, axis, -1)
     rem = _shape(bits01)[-1] % 8
     if rem:
-        bits01 = lax.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
+        bits01 = L.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
                          [(0, 8 - rem, 0)])
     bits01 = jnp.reshape(bits01, (*_shape(bits01)[:-1], _shape(bits01)[-1] // 8, 8))
-    weights = lax.expand_dims(weights, tuple(range(_ndim(bits01) - 1)))
+    weights = L.expand_dims(weights, tuple(range(_ndim(bits01) - 1)))
     packed = jnp.astype(jnp.sum(bits01 << weights, axis=-1), T.uint8)
     return jnp.swapaxes(packed, axis, -1)
 
@@ -2115,7 +2118,7 @@ def _unpackbits_fn(a: Any, axis: int | None = None, count: int | None = None,
         a = jnp.ravel(a)
         axis = 0
     a = jnp.swapaxes(a, axis, -1)
-    w = lax.expand_dims(weights, tuple(range(_ndim(a))))
+    w = L.expand_dims(weights, tuple(range(_ndim(a))))
     bits = jnp.astype((a[..., None] & w) > 0, T.uint8)
     bits = jnp.reshape(bits, (*_shape(bits)[:-2], -1))
     if count is not None:
@@ -2154,8 +2157,8 @@ def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np
     ddmod = jnp.where((ddmod == -interval) & (dd > 0), interval, ddmod)
     correction = jnp.where(jnp.abs(dd) < discont, 0, ddmod - dd)
     ax = canonicalize_axis(axis, _ndim(p))
-    head = lax.slice_in_dim(p, 0, 1, axis=ax)
-    tail = lax.slice_in_dim(p, 1, None, axis=ax) + jnp.cumsum(correction, axis=ax)
+    head = L.slice_in_dim(p, 0, 1, axis=ax)
+    tail = L.slice_in_dim(p, 1, None, axis=ax) + jnp.cumsum(correction, axis=ax)
     return jnp.concatenate((head, tail), axis=ax)
 
 
@@ -2179,12 +2182,12 @@ def array_equiv(a1: Any, a2: Any) -> Any:
 
 def _isreal_fn(x: Any) -> Any:
     i = jnp.imag(x)
-    return lax.eq(i, lax.full((), 0, _dtype(i)))
+    return ew.eq(i, L.full((), 0, _dtype(i)))
 
 
 def _iscomplex_fn(x: Any) -> Any:
     i = jnp.imag(x)
-    return lax.ne(i, lax.full((), 0, _dtype(i)))
+    return ew.ne(i, L.full((), 0, _dtype(i)))
 
 
 _isreal = _jit("isreal", _isreal_fn)
@@ -2244,7 +2247,7 @@ def _conv_1d(x: Any, y: Any, mode: str, op: str, precision: Any,
     pads = {"valid": (0, 0), "same": (k // 2, k - k // 2 - 1), "full": (k - 1, k - 1)}
     if mode not in pads:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    out = lax.conv_general_dilated(x[None, None, :], y[None, None, :], (1,), [pads[mode]],
+    out = lc.conv_general_dilated(x[None, None, :], y[None, None, :], (1,), [pads[mode]],
                                    precision=precision,
                                    preferred_element_type=preferred_element_type)
     return out[0, 0, ::-1] if reverse_output else out[0, 0]
@@ -2287,19 +2290,19 @@ def _top_k(a: Any, k: int, axis: int = -1, mode: str = "largest") -> tuple[Any, 
         raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
     axis = canonicalize_axis(axis, _ndim(arr))
     if mode == "largest":
-        vals, idx = lax.top_k(arr, k, axis=axis)
+        vals, idx = lr.top_k(arr, k, axis=axis)
         return vals, idx
     # The k smallest are the k largest of an order-reversed copy; undo after.
-    vals, idx = lax.top_k(_order_reverse(arr), k, axis=axis)
+    vals, idx = lr.top_k(_order_reverse(arr), k, axis=axis)
     return _order_reverse(vals), idx
 
 
 def _order_reverse(x: Any) -> Any:
     """A map that reverses the total order of x's dtype (its own inverse)."""
     if T.is_inexact(_dtype(x)):
-        return lax.neg(x)
+        return ew.neg(x)
     # Integers and bool: ~x reverses the order (-x - 1 when signed) and cannot overflow.
-    return lax.bitwise_not(x)
+    return ew.bitwise_not(x)
 
 
 _top_k_jit = _named_jit("top_k", _top_k, static_argnames=("k", "axis", "mode"))
@@ -2443,7 +2446,7 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any, right: Any, period: Any) -> Any
         period = jnp.abs(period)
         x = x % period
         xp = xp % period
-        xp, fp = lax.sort_key_val(xp, fp)
+        xp, fp = lr.sort_key_val(xp, fp)
         # Wrap one point around each end so every x has a bracketing pair.
         xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
         fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
@@ -2476,9 +2479,9 @@ def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     if x is None:
         y = _ensure("trapezoid", y)
         (ya,) = _promote_inexact(y)
-        dxa = lax.asarray(dx)
+        dxa = L.asarray(dx)
         if _ndim(dxa) > 0:
-            dxa = lax.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
+            dxa = L.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
             dxa = jnp.moveaxis(dxa, axis, -1)
     else:
         y, x = _ensure("trapezoid", y, x)
@@ -2507,10 +2510,10 @@ def _spacing(x: Any) -> Any:
     dt = _dtype(arr)
     if T.is_complex(dt):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    inf = lax.full_like(arr, np.inf)
+    inf = L.full_like(arr, np.inf)
     if dt == T.float16:  # JAX steps float16 towards +inf only
-        return lax.nextafter(arr, inf) - arr
-    res = lax.nextafter(arr, jnp.copysign(inf, arr)) - arr
+        return ew.nextafter(arr, inf) - arr
+    res = ew.nextafter(arr, jnp.copysign(inf, arr)) - arr
     # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
     tiny = np.finfo(np.dtype(dt)).smallest_subnormal
     return jnp.where(res == 0, jnp.copysign(tiny, arr), res)
@@ -2561,16 +2564,16 @@ def _window(M: int, name: str) -> tuple[int, T.DType]:
 def bartlett(M: int) -> Any:
     m, dt = _window(M, "bartlett")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     return 1 - jnp.abs(2 * n + 1 - m) / (m - 1)
 
 
 def blackman(M: int) -> Any:
     m, dt = _window(M, "blackman")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     return (0.42 - 0.5 * jnp.cos(2 * np.pi * n / (m - 1))
             + 0.08 * jnp.cos(4 * np.pi * n / (m - 1)))
 
@@ -2578,24 +2581,24 @@ def blackman(M: int) -> Any:
 def hamming(M: int) -> Any:
     m, dt = _window(M, "hamming")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     return 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (m - 1))
 
 
 def hanning(M: int) -> Any:
     m, dt = _window(M, "hanning")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     return 0.5 * (1 - jnp.cos(2 * np.pi * n / (m - 1)))
 
 
 def kaiser(M: int, beta: Any) -> Any:
     m, dt = _window(M, "kaiser")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     alpha = 0.5 * (m - 1)
     return i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
 
@@ -2646,7 +2649,7 @@ def _i0(x: Any) -> Any:
     work = T.float32 if np.dtype(dt).itemsize < 4 else dt
     weak = _aval(x).weak_type
     ax = jnp.abs(x)
-    wx = ax if work == dt else lax.convert_element_type(ax, work)
+    wx = ax if work == dt else L.convert_element_type(ax, work)
     small = _chbevl(wx / 2 - 2, _I0A)
     safe = jnp.where(wx > 8, wx, 8)  # keeps the unused branch finite
     big = _chbevl(32 / safe - 2, _I0B) / jnp.sqrt(safe)
@@ -2665,7 +2668,7 @@ def _polyval(p: Any, x: Any) -> Any:
     p, x = _promote(p, x)
     shape = tuple(np.broadcast_shapes(_shape(p)[1:], _shape(x)))
     if _shape(p)[0] == 0:
-        return lax.full_like(x, 0, shape=shape)
+        return L.full_like(x, 0, shape=shape)
     # Horner's rule from the leading coefficient.
     y = jnp.broadcast_to(p[0], shape)
     for i in range(1, _shape(p)[0]):
@@ -2793,7 +2796,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
                 weights: Any = None, density: bool | None = None) -> tuple[Any, list[Any]]:
     if weights is None:
         check_arraylike("histogramdd", sample)
-        (sample,) = _promote_inexact(lax.asarray(sample))
+        (sample,) = _promote_inexact(L.asarray(sample))
     else:
         check_arraylike("histogramdd", sample, weights)
         if np.shape(weights) != np.shape(sample)[:1]:
