@@ -12,14 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.interpreters import ad
 from spec._src.core import tree_util
 from spec._src.core import types as T
-from spec._src.core.state_types import is_ref_type
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
 from spec._src.core.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
+from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import ArrayType
+from spec._src.interpreters import ad
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
 from spec._src.lax import structural_api as L
+from spec._src.numpy import creation
+from spec._src.numpy import dtypes as jnp_dtypes
 
 # ------------------------------------------------------------------ helpers
 
@@ -744,11 +746,10 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
 def _std_basis(tree: Any) -> Any:
     """The standard basis of ``tree``'s leaves as ``tree``, each leaf with a
     leading axis of the total size: an identity matrix split by leaf."""
-    from spec import numpy as jnp
     leaves = tree_util.tree_leaves(tree)
     total = sum(canonical_aval_of(x).size for x in leaves)
-    dtype = jnp.result_type(*leaves)
-    return _unravel(tree, 1, None, jnp.eye(total, dtype=dtype))
+    dtype = jnp_dtypes.result_type(*leaves)
+    return _unravel(tree, 1, None, creation.eye(total, dtype=dtype))
 
 
 def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:

@@ -29,6 +29,10 @@ from spec._src.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
+from spec._src.numpy import creation
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import reductions
+from spec._src.numpy import shape as jnp_shape
 
 __all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
            "diagonal", "diag"]
@@ -675,20 +679,18 @@ class _IndexUpdateRef:
                out_sharding: Any = None) -> Any:
         """``x / d`` where ``d`` is 1 except at the indexed places, which hold the
         product of their updates (so ints divide into floats, as jnp.divide)."""
-        import spec.numpy as jnp
-        divisor = _scatter_update(jnp.ones_like(self.array), self.index, values,
+        divisor = _scatter_update(creation.ones_like(self.array), self.index, values,
                                   li.scatter_mul, indices_are_sorted=indices_are_sorted,
                                   unique_indices=unique_indices, mode=mode)
-        return jnp.divide(self.array, divisor)
+        return jnp_math.divide(self.array, divisor)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
               out_sharding: Any = None) -> Any:
-        import spec.numpy as jnp
-        exponent = _scatter_update(jnp.ones_like(self.array), self.index, values,
+        exponent = _scatter_update(creation.ones_like(self.array), self.index, values,
                                    li.scatter_mul, indices_are_sorted=indices_are_sorted,
                                    unique_indices=unique_indices, mode=mode)
-        return jnp.power(self.array, exponent)
+        return jnp_math.power(self.array, exponent)
 
     def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
@@ -699,21 +701,20 @@ class _IndexUpdateRef:
         count of every element is scattered first and ``func`` (which must be
         elementwise, as JAX requires) is applied to the whole array, the result
         kept where the count is large enough."""
-        import spec.numpy as jnp
         x = self.array
         aval = canonical_aval_of(x)
-        counts = _scatter_update(jnp.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
+        counts = _scatter_update(creation.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
                                  li.scatter_add, indices_are_sorted=indices_are_sorted,
                                  unique_indices=unique_indices, mode=mode)
         if isinstance(counts, Tracer):
             # At most every indexed position hits one element.
-            rounds = int(np.prod(canonical_aval_of(getitem(jnp.zeros(aval.shape, bool),
+            rounds = int(np.prod(canonical_aval_of(getitem(creation.zeros(aval.shape, bool),
                                                            self.index)).shape))
         else:
             rounds = int(np.max(np.asarray(counts), initial=0))
         for i in range(rounds):
             y = _convert(func(x), aval.dtype, aval.weak_type)
-            x = jnp.where(counts > i, y, x)
+            x = jnp_math.where(counts > i, y, x)
         return x
 
 
@@ -897,21 +898,20 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
 def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tuple[Any, ...]:
     """nonzero with a static size, from primitives: the k-th non-zero flat
     position is scattered to slot k, then unravelled; unused slots are filled."""
-    import spec.numpy as jnp
     aval = canonical_aval_of(arr)
     flat = L.reshape(arr, (aval.size,))
-    mask = flat if aval.dtype == T.bool_ else jnp.not_equal(flat, 0)
-    slot = jnp.cumsum(mask.astype(INDEX_DTYPE)) - 1
-    slot = jnp.where(mask, slot, size)  # zeros land past the end and are dropped
-    positions = jnp.zeros((size,), INDEX_DTYPE).at[slot].set(
-        jnp.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
-    valid = jnp.arange(size, dtype=INDEX_DTYPE) < jnp.sum(mask.astype(INDEX_DTYPE))
+    mask = flat if aval.dtype == T.bool_ else jnp_math.not_equal(flat, 0)
+    slot = reductions.cumsum(mask.astype(INDEX_DTYPE)) - 1
+    slot = jnp_math.where(mask, slot, size)  # zeros land past the end and are dropped
+    positions = creation.zeros((size,), INDEX_DTYPE).at[slot].set(
+        creation.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
+    valid = creation.arange(size, dtype=INDEX_DTYPE) < reductions.sum(mask.astype(INDEX_DTYPE))
     out = []
     stride = aval.size
     for dim, f in zip(aval.shape, fills):
         stride //= max(dim, 1)
         coord = (positions // max(stride, 1)) % max(dim, 1)
-        out.append(jnp.where(valid, coord.astype(dtype), jnp.asarray(f).astype(dtype)))
+        out.append(jnp_math.where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
     return tuple(out)
 
 
@@ -930,11 +930,10 @@ def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> A
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """One row of indices per non-zero entry: shape (count, a.ndim)."""
-    import spec.numpy as jnp
     from spec._src.numpy.util import check_arraylike
     check_arraylike("argwhere", a)
     nd = canonical_aval_of(_asarray(a)).ndim
-    result = jnp.transpose(jnp.vstack(nonzero(jnp.atleast_1d(a), size=size,
+    result = jnp_shape.transpose(jnp_shape.vstack(nonzero(jnp_shape.atleast_1d(a), size=size,
                                               fill_value=fill_value)))
     rows = canonical_aval_of(result).shape[0]
     if nd == 0:
@@ -946,7 +945,6 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
 
 
 def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    import spec.numpy as jnp
     shape = canonical_aval_of(a).shape
     nd = len(shape)
     if nd < 2:
@@ -954,10 +952,10 @@ def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any
     a1, a2 = _canonical_axis(axis1, nd), _canonical_axis(axis2, nd)
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    moved = jnp.moveaxis(a, (a1, a2), (-2, -1))
+    moved = jnp_shape.moveaxis(a, (a1, a2), (-2, -1))
     n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
-    i = jnp.arange(n)
-    j = jnp.arange(abs(offset), abs(offset) + n)
+    i = creation.arange(n)
+    j = creation.arange(abs(offset), abs(offset) + n)
     return moved[..., i, j] if offset >= 0 else moved[..., j, i]
 
 
@@ -977,13 +975,12 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
 
 def _diag_fn(v: Any, k: int = 0) -> Any:
-    import spec.numpy as jnp
     shape = canonical_aval_of(v).shape
     if len(shape) == 1:
         zero = L.full_like(v, 0, shape=())
         n = shape[0] + abs(k)
         v = L.pad(v, zero, ((max(0, -k), max(0, k), 0),))
-        return jnp.where(jnp.eye(n, k=k, dtype=bool), v[:, None], zero)
+        return jnp_math.where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
     if len(shape) == 2:
         return diagonal(v, offset=k)
     raise ValueError("diag input must be 1d or 2d")

@@ -18,16 +18,19 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.core import types as T
-from spec._src.core.errors import ConcretizationTypeError
 from spec._src.api.jit import jit
+from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
-from spec._src.lax import reductions_api as lr
-from spec._src.lax.structural_api import _convert_element_type
-from spec._src.numpy.util import check_arraylike
 from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
 from spec._src.lax import structural_api as L
+from spec._src.lax.structural_api import _convert_element_type
+from spec._src.numpy import creation
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.util import check_arraylike
 
 __all__ = ["sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std",
            "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero",
@@ -39,14 +42,6 @@ _builtin_all = all
 
 
 # ------------------------------------------------------------------ helpers
-
-def _jnp(name: str) -> Any:
-    import spec.numpy as jnp
-    fn = getattr(jnp, name, None)
-    if fn is None:
-        raise NotImplementedError(f"spec.numpy.{name} is not available yet")
-    return fn
-
 
 def _operand(fun_name: str, a: Any) -> Any:
     check_arraylike(fun_name, a)
@@ -194,7 +189,7 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
         op = bool_op
     init_val = _init_value(comp, init)
     if where is not None:
-        a = _jnp("where")(where, a, init_val)
+        a = jnp_math.where(where, a, init_val)
     result = _REDUCERS[op](a, dims)
     if initial is not None:
         init_arr = convert(initial, comp)
@@ -264,7 +259,7 @@ def _count(a: Any, axis: Axis, keepdims: bool, where: Any, dtype: T.DType) -> An
         return convert(n, dtype)
     mask = where
     if canonical_aval_of(where).shape != aval.shape:
-        mask = _jnp("broadcast_to")(where, aval.shape)
+        mask = jnp_shape.broadcast_to(where, aval.shape)
     return sum(mask, axis, dtype=dtype, keepdims=keepdims)
 
 
@@ -317,7 +312,7 @@ def _var_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
     normalizer = ew.sub(normalizer, convert(correction, comp))
     result = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
     result = convert(ew.div(result, normalizer), out_dtype)
-    return _jnp("where")(normalizer > 0, result, np.nan)
+    return jnp_math.where(normalizer > 0, result, np.nan)
 
 
 _var_fn.__name__ = "_var"
@@ -418,7 +413,7 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
         aval = canonical_aval_of(a)
     ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
     if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
-        a = _jnp("where")(_isnan(a), np.array(fill_nan, aval.dtype), a)
+        a = jnp_math.where(_isnan(a), np.array(fill_nan, aval.dtype), a)
     if dtype is None:
         result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
             else aval.dtype
@@ -427,7 +422,7 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
         # Accumulate in an integer type, on the truth values of the input.
         result_dtype = T.bool_
         if aval.dtype != T.bool_:
-            a = _jnp("not_equal")(a, 0)
+            a = jnp_math.not_equal(a, 0)
         comp = promote_integer_dtype(T.bool_)
     else:
         result_dtype = comp = T.to_dtype(dtype, name)
@@ -490,12 +485,12 @@ def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float
     dt = canonical_aval_of(a).dtype
     if not T.is_inexact(dt):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
-    filled = _jnp("where")(_isnan(a), _nan_init(dt, init), a)
+    filled = jnp_math.where(_isnan(a), _nan_init(dt, init), a)
     out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
     if not nan_if_all_nan:
         return out
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
-    return _jnp("where")(all_nan, np.array(np.nan, dt), out)
+    return jnp_math.where(all_nan, np.array(np.nan, dt), out)
 
 
 def _user_dtype(dtype: Any, name: str) -> T.DType | None:
@@ -553,7 +548,7 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     a = convert(a, comp)
     a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
         else convert(mean, comp)
-    centered = _jnp("where")(_isnan(a), 0, ew.sub(a, a_mean))
+    centered = jnp_math.where(_isnan(a), 0, ew.sub(a, a_mean))
     if T.is_complex(comp):
         centered = ew.real(ew.mul(centered, ew.conj(centered)))
     else:
@@ -563,8 +558,8 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     normalizer = normalizer - ddof
     empty = ew.le(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
     result = sum(centered, axis, keepdims=keepdims, where=where)
-    result = _jnp("where")(empty, np.nan, result)
-    divisor = _jnp("where")(empty, 1, normalizer)
+    result = jnp_math.where(empty, np.nan, result)
+    divisor = jnp_math.where(empty, 1, normalizer)
     result_dt = canonical_aval_of(result).dtype
     result = ew.div(result, convert(divisor, result_dt))
     return convert(result, out_dtype)
@@ -586,8 +581,8 @@ def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
         if not T.is_inexact(canonical_aval_of(a).dtype):
             return arg(a, axis=axis, keepdims=keepdims)
         nan_mask = _isnan(a)
-        res = arg(_jnp("where")(nan_mask, fill, a), axis=axis, keepdims=keepdims)
-        return _jnp("where")(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+        res = arg(jnp_math.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return jnp_math.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
     fn.__name__ = "_" + name
     return fn
 
@@ -641,9 +636,9 @@ def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: An
     if canonicalize_axis(axis1, nd) == canonicalize_axis(axis2, nd):
         raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
     dt = _user_dtype(dtype, "trace")
-    a = _jnp("moveaxis")(a, (axis1, axis2), (-2, -1))
-    mask = _jnp("eye")(shape[axis1], shape[axis2], k=offset, dtype=bool)
-    a = _jnp("where")(mask, a, _jnp("zeros_like")(a))
+    a = jnp_shape.moveaxis(a, (axis1, axis2), (-2, -1))
+    mask = creation.eye(shape[axis1], shape[axis2], k=offset, dtype=bool)
+    a = jnp_math.where(mask, a, creation.zeros_like(a))
     return sum(a, axis=(-2, -1), dtype=dt)
 
 

@@ -17,13 +17,17 @@ from typing import Any, cast
 
 import numpy as np
 
-from spec._src.core import prng as R
-from spec._src.core import dtypes as D
-from spec import numpy as jnp
-from spec._src.core import types as T
 from spec._src.api.jit import jit
+from spec._src.core import dtypes as D
+from spec._src.core import prng as R
+from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
+from spec._src.lax.ad_api import stop_gradient
+from spec._src.lax.control_flow_api import while_loop
 from spec._src.lax.prng import (
     random_bits_p,
     random_clone_p,
@@ -33,12 +37,10 @@ from spec._src.lax.prng import (
     random_unwrap_p,
     random_wrap_p,
 )
-from spec._src.lax.ad_api import stop_gradient
-from spec._src.lax.control_flow_api import while_loop
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
 from spec._src.lax.scan_api import scan
-from spec._src.lax import structural_api as L
+from spec._src.numpy import creation, indexing, linalg, more, reductions
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
@@ -113,7 +115,7 @@ def _const(example: Any, val: Any) -> Any:
     """A constant of ``example``'s dtype, as lax makes one: a Python scalar
     for a weak rank-0 example (so it stays weak), else a NumPy scalar array
     (a literal when staged)."""
-    aval = jnp.asarray(example).aval if not hasattr(example, "aval") else example.aval
+    aval = creation.asarray(example).aval if not hasattr(example, "aval") else example.aval
     dt = aval.dtype
     if aval.weak_type and not aval.shape:
         py = D.scalar_type_of(example)(val)
@@ -227,7 +229,7 @@ def _key(ctor_name: str, seed: Any, impl_spec: Any) -> Any:
                         f"{np.shape(seed)} != (). Use jax.vmap for batching")
     # A Python int goes through int64 first, so that large ints (hashes)
     # wrap instead of overflowing under x64-off, as in JAX.
-    seeds = jnp.asarray(np.int64(seed)) if isinstance(seed, int) else jnp.asarray(seed)
+    seeds = creation.asarray(np.int64(seed)) if isinstance(seed, int) else creation.asarray(seed)
     return random_seed_p.bind(seeds, impl=impl)
 
 
@@ -291,7 +293,7 @@ def fold_in(key: Any, data: Any) -> Any:
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of"
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    return _return_keys(wrapped, random_fold_in_p.bind(typed, jnp.asarray(data, dtype="uint32")))
+    return _return_keys(wrapped, random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
 
 
 def clone(key: Any) -> Any:
@@ -356,10 +358,10 @@ def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     uint_dtype = R.UINT_DTYPES[nbits]
     if rng_bits != nbits:
         raw = L.convert_element_type(raw, uint_dtype)
-    float_bits = ew.shift_right_logical(raw, jnp.array(rng_bits - nmant, uint_dtype))
+    float_bits = ew.shift_right_logical(raw, creation.array(rng_bits - nmant, uint_dtype))
     one_bits = np.array(1.0, dtype).view(uint_dtype)
-    float_bits = ew.bitwise_or(float_bits, jnp.asarray(one_bits, dtype=uint_dtype))
-    floats = L.bitcast_convert_type(float_bits, dtype) - jnp.array(1., dtype)
+    float_bits = ew.bitwise_or(float_bits, creation.asarray(one_bits, dtype=uint_dtype))
+    floats = L.bitcast_convert_type(float_bits, dtype) - creation.array(1., dtype)
     return ew.max(minval, L.reshape(floats * (maxval - minval) + minval, shape))
 
 
@@ -399,7 +401,7 @@ def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
     info, vinfo = _iinfo(dtype), _iinfo(val.dtype)
     min_val = _const(val, max(int(info.min), int(vinfo.min)))
     max_val = _const(val, min(int(info.max), int(vinfo.max)))
-    return jnp.clip(val, min_val, max_val).astype(dtype)
+    return jnp_math.clip(val, min_val, max_val).astype(dtype)
 
 
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
@@ -416,8 +418,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *
     if int(info.bits) < 32:
         # Sampled in 32 bits, which keeps the modulus bias small.
         sampling = T.int32
-        minval = jnp.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
-        maxval = jnp.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
+        minval = creation.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
+        maxval = creation.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
     return _maybe_auto_axes(_randint, sharding, shape=shape, dtype=sampling)(
         key, minval, maxval).astype(dt)
 
@@ -427,14 +429,14 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
     if not T.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
-    minval = jnp.asarray(minval)
-    maxval = jnp.asarray(maxval)
+    minval = creation.asarray(minval)
+    maxval = creation.asarray(maxval)
     if not T.is_int(minval.dtype):
         minval = minval.astype(int)
     if not T.is_int(maxval.dtype):
         maxval = maxval.astype(int)
     # Where maxval exceeds the dtype's range the span must be one larger.
-    top = _convert_and_clip_integer(jnp.array(_iinfo(dtype).max, dtype), maxval.dtype)
+    top = _convert_and_clip_integer(creation.array(_iinfo(dtype).max, dtype), maxval.dtype)
     maxval_out_of_range = ew.gt(maxval, top)
     minval = _convert_and_clip_integer(minval, dtype)
     maxval = _convert_and_clip_integer(maxval, dtype)
@@ -588,10 +590,10 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
     if mode in ("high", "highest"):
         high, low = _uniform(key, minval=0., maxval=1., shape=(2, *shape), dtype=dtype)
         nmant = int(info.nmant)
-        x = jnp.where(high >= 0.5, high,
+        x = jnp_math.where(high >= 0.5, high,
                       high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
-        return -jnp.log(-jnp.log1p(-x))
-    return -jnp.log(-jnp.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
+        return -jnp_math.log(-jnp_math.log1p(-x))
+    return -jnp_math.log(-jnp_math.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
                                        dtype=dtype)))
 
 
@@ -621,7 +623,7 @@ def _truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None,
     b = ew.erf(upper / sqrt2)
     u = uniform(key, shape, dtype, minval=a, maxval=b)
     out = sqrt2 * ew.erf_inv(u)
-    return jnp.clip(out,
+    return jnp_math.clip(out,
                     ew.nextafter(stop_gradient(lower), np.array(np.inf, dtype=dtype)),
                     ew.nextafter(stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
 
@@ -638,7 +640,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
         if not T.is_int(T.dtype_of_value(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(x)
-        return _maybe_auto_axes(lambda k: _shuffle(k, jnp.arange(r), axis), sharding)(key)
+        return _maybe_auto_axes(lambda k: _shuffle(k, creation.arange(r), axis), sharding)(key)
     return _maybe_auto_axes(_permutation, sharding, axis=axis, independent=independent)(key, x)
 
 
@@ -646,8 +648,8 @@ def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
     ndim = int(np.ndim(x))
     if independent or ndim == 1:
         return _shuffle(key, x, axis)
-    ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
-    return jnp.take(x, ind, axis, unique_indices=True)
+    ind = _shuffle(key, creation.arange(x.shape[axis]), 0)
+    return indexing.take(x, ind, axis, unique_indices=True)
 
 
 def jnp_util_check(name: str, *args: Any) -> None:
@@ -682,7 +684,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
     jnp_util_check("choice", a)
-    arr = jnp.asarray(a)
+    arr = creation.asarray(a)
     if arr.ndim == 0:
         n_inputs = int(a)
     else:
@@ -690,7 +692,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
         n_inputs = arr.shape[axis]
     n_draws = math.prod(shape)
     if n_draws == 0:
-        return jnp.zeros(shape, dtype=arr.dtype)
+        return creation.zeros(shape, dtype=arr.dtype)
     if n_inputs <= 0:
         raise ValueError("a must be greater than 0 unless no samples are taken")
     if not replace and n_draws > n_inputs:
@@ -699,13 +701,13 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     if p is None:
         if replace:
             ind = randint(key, shape, 0, n_inputs)
-            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+            result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
         else:
             slices = (slice(None),) * axis + (slice(n_draws),)
             result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
     else:
         jnp_util_check("choice", p)
-        p_arr = jnp.asarray(p)
+        p_arr = creation.asarray(p)
         if not T.is_inexact(p_arr.dtype):
             p_arr = p_arr.astype(T.default_float())
         if p_arr.shape != (n_inputs,):
@@ -713,13 +715,13 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
                 "p must be None or a 1D vector with the same size as a.shape[axis]. "
                 f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
         if replace:
-            p_cuml = jnp.cumsum(p_arr)
+            p_cuml = reductions.cumsum(p_arr)
             r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
-            ind = jnp.searchsorted(p_cuml, r).astype(int)
+            ind = more.searchsorted(p_cuml, r).astype(int)
         else:
-            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp_math.log(p_arr)
             ind = lr.top_k(g, k=n_draws)[1].astype(int)
-        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+        result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
     return result.reshape(tuple(shape) if arr.ndim == 0 else
                           arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
 
@@ -731,7 +733,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
     Gumbel-max trick)."""
     key, _ = _check_prng_key("categorical", key)
     jnp_util_check("categorical", logits)
-    logits_arr = jnp.asarray(logits)
+    logits_arr = creation.asarray(logits)
     batch_shape = tuple(int(d) for d in np.delete(logits_arr.shape, axis))
     if shape is None:
         shape = batch_shape
@@ -751,7 +753,7 @@ def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, ax
             axis -= len(logits_arr.shape)
         logits_shape = list(shape[len(shape) - len(batch_shape):])
         logits_shape.insert(axis % len(logits_arr.shape), logits_arr.shape[axis])
-        return jnp.argmax(
+        return reductions.argmax(
             gumbel(key, (*shape_prefix, *logits_shape), logits_arr.dtype, mode=mode)
             + L.expand_dims(logits_arr, tuple(range(len(shape_prefix)))), axis=axis)
     logits_arr = logits_arr + gumbel(key, logits_arr.shape, logits_arr.dtype, mode=mode)
@@ -759,7 +761,7 @@ def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, ax
     if k > logits_arr.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
                          f"of categories ({logits_arr.shape[axis]}).")
-    _, indices = lr.top_k(jnp.moveaxis(logits_arr, axis, -1), k)
+    _, indices = lr.top_k(jnp_shape.moveaxis(logits_arr, axis, -1), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
     return L.reshape(indices, shape, dimensions)
 
@@ -787,7 +789,7 @@ def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
         if not _safe_to_cast(arg, dtype):
             raise T.TypePromotionError(
                 f"In arguments to {name}, cannot safely cast argument of type "
-                f"{jnp.asarray(arg).dtype} to {dtype}")
+                f"{creation.asarray(arg).dtype} to {dtype}")
 
 
 def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
@@ -922,7 +924,7 @@ def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: boo
         _check_shape("gamma", shape, np.shape(a))
     a = L.convert_element_type(a, dtype)
     if tuple(np.shape(a)) != tuple(shape):
-        a = jnp.broadcast_to(a, shape)
+        a = jnp_shape.broadcast_to(a, shape)
     return random_gamma_p.bind(key, a, log_space=log_space)
 
 
@@ -946,14 +948,14 @@ def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -
     a = L.convert_element_type(a, dtype)
     b = L.convert_element_type(b, dtype)
     key_a, key_b = _split(key)
-    a = jnp.broadcast_to(a, shape)
-    b = jnp.broadcast_to(b, shape)
+    a = jnp_shape.broadcast_to(a, shape)
+    b = jnp_shape.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype, method=method)
     log_gamma_b = loggamma(key_b, b, shape, dtype, method=method)
     # a / (a + b) of the two gammas, scaled by the larger so nothing overflows.
     log_max = ew.max(log_gamma_a, log_gamma_b)
-    gamma_a_scaled = jnp.exp(log_gamma_a - log_max)
-    gamma_b_scaled = jnp.exp(log_gamma_b - log_max)
+    gamma_a_scaled = jnp_math.exp(log_gamma_a - log_max)
+    gamma_b_scaled = jnp_math.exp(log_gamma_b - log_max)
     return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
 
 
@@ -985,9 +987,9 @@ def _softmax(x: Any, axis: int = -1) -> Any:
     """``jax.nn.softmax`` as JAX 0.12 runs it by default (spec has no ``nn``
     module yet): the maximum, held constant for differentiation, is
     subtracted before exponentiating."""
-    x_max = jnp.max(x, axis, initial=-np.inf, keepdims=True)
-    unnormalized = jnp.exp(x - stop_gradient(x_max))
-    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+    x_max = reductions.max(x, axis, initial=-np.inf, keepdims=True)
+    unnormalized = jnp_math.exp(x - stop_gradient(x_max))
+    return unnormalized / reductions.sum(unnormalized, axis, keepdims=True)
 
 
 def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
@@ -1011,7 +1013,7 @@ def _chisquare(key: Any, df: Any, method: str, shape: Shape, dtype: T.DType) -> 
     two = _const(df, 2)
     half_df = ew.div(df, two)
     log_g = loggamma(key, a=half_df, shape=shape, dtype=dtype, method=method)
-    return ew.mul(jnp.exp(log_g), two)
+    return ew.mul(jnp_math.exp(log_g), two)
 
 
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
@@ -1033,7 +1035,7 @@ def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
     n = normal(key_n, shape, dtype)
     half_df = ew.div(df, _const(n, 2))
     g = gamma(key_g, half_df, shape, dtype)
-    return n * jnp.sqrt(half_df / g)
+    return n * jnp_math.sqrt(half_df / g)
 
 
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
@@ -1108,7 +1110,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
 def _weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape,
                  dtype: T.DType) -> Any:
     u = uniform(key=key, shape=shape, minval=0, maxval=1, dtype=dtype)
-    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+    return jnp_math.power(-jnp_math.log1p(-u), 1.0 / concentration) * scale
 
 
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
@@ -1135,7 +1137,7 @@ def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any
     p = to_weak_or_strong(p, dt, weak)
     u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
     # u = 0 is mapped to 1, keeping log(u) finite (JAX's choice, kept for its bits).
-    u = jnp.where(u == 0, 1, u)
+    u = jnp_math.where(u == 0, 1, u)
     log_u = ew.log(u)
     log_one_minus_p = ew.log1p(-p)
     if out_sharding is not None and not np.ndim(log_one_minus_p):
@@ -1144,7 +1146,7 @@ def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any
         log_one_minus_p = L.broadcast_in_dim(log_one_minus_p, shape, (),
                                                out_sharding=out_sharding)
     else:
-        log_one_minus_p = jnp.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
+        log_one_minus_p = jnp_shape.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
     g = ew.floor(ew.div(log_u, log_one_minus_p)) + 1
     return g.astype(dtype)
 
@@ -1188,7 +1190,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any =
 def _norm_impl(x: Any) -> Any:
     # ``jnp.linalg.norm(x, axis=-1)`` of a real array, as JAX stages it
     # (spec has no ``jnp.linalg`` yet): a jit named ``norm``.
-    return jnp.sqrt(jnp.sum(x * x, axis=-1))
+    return jnp_math.sqrt(reductions.sum(x * x, axis=-1))
 
 
 _norm_impl.__name__ = _norm_impl.__qualname__ = "norm"
@@ -1244,8 +1246,8 @@ def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _rayleigh(key: Any, scale: Any, shape: Shape, dtype: T.DType) -> Any:
     u = uniform(key, shape, dtype)
-    scale = jnp.asarray(scale).astype(dtype)
-    scale = jnp.broadcast_to(scale, shape)
+    scale = creation.asarray(scale).astype(dtype)
+    scale = jnp_shape.broadcast_to(scale, shape)
     log_u = ew.log(u)
     sqrt_u = ew.sqrt(ew.mul(log_u, _const(scale, -2)))
     return ew.mul(scale, sqrt_u)
@@ -1266,8 +1268,8 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
     k1, k2 = _split(key, 2)
-    mean = jnp.asarray(mean).astype(dtype)
-    mean = jnp.broadcast_to(mean, shape)
+    mean = creation.asarray(mean).astype(dtype)
+    mean = jnp_shape.broadcast_to(mean, shape)
     v = normal(k1, shape, dtype)
     z = uniform(k2, shape, dtype)
     y = ew.integer_pow(v, 2)
@@ -1296,9 +1298,9 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
 def _triangular(key: Any, left: Any, mode: Any, right: Any, shape: Shape,
                 dtype: T.DType) -> Any:
     key, left, mode, right = _staged_args(key, left, mode, right)
-    left = jnp.broadcast_to(L.convert_element_type(left, dtype), shape)
-    right = jnp.broadcast_to(L.convert_element_type(right, dtype), shape)
-    mode = jnp.broadcast_to(L.convert_element_type(mode, dtype), shape)
+    left = jnp_shape.broadcast_to(L.convert_element_type(left, dtype), shape)
+    right = jnp_shape.broadcast_to(L.convert_element_type(right, dtype), shape)
+    mode = jnp_shape.broadcast_to(L.convert_element_type(mode, dtype), shape)
     # The CDF at the mode splits the uniform between the two branches.
     fc = (mode - left) / (right - left)
     u = uniform(key, shape, dtype)
@@ -1358,7 +1360,7 @@ def _ball(key: Any, p: Any, d: int, shape: Shape, dtype: T.DType) -> Any:
     k1, k2 = split(key)
     g = generalized_normal(k1, p, (*shape, d), dtype)
     e = exponential(k2, shape, dtype)
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    return g / (((jnp_math.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
 # --- poisson
@@ -1376,7 +1378,7 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
     sharding = _sampler_sharding(out_sharding, "poisson", shp)
     if method == "approximate":
         raise NotImplementedError("spec: poisson(method='approximate') is not implemented")
-    lam = jnp.broadcast_to(lam, shp)
+    lam = jnp_shape.broadcast_to(lam, shp)
     impl = key.dtype.impl
     if impl is not R.THREEFRY:
         raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
@@ -1394,7 +1396,7 @@ def _poisson_knuth(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: 
         rng, subkey = _split(rng)
         k = ew.select(log_prod > -lam, k + 1, k)
         u = uniform(subkey, shape, np.float32)
-        return i + 1, k, rng, log_prod + jnp.log(u)
+        return i + 1, k, rng, log_prod + jnp_math.log(u)
 
     def cond_fn(carry: Any) -> Any:
         i, log_prod = carry[0], carry[3]
@@ -1456,7 +1458,7 @@ def _poisson(key: Any, lam: Any, shape: Shape, dtype: T.DType) -> Any:
     result = ew.select(use_knuth,
                         _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
                         _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
-    return ew.select(lam == 0, jnp.zeros_like(result), result)
+    return ew.select(lam == 0, creation.zeros_like(result), result)
 
 
 # --- binomial
@@ -1470,13 +1472,13 @@ _STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
 def _stirling_approx_tail(k: Any) -> Any:
     """log(k!) less its Stirling approximation: tabulated for k <= 9, from
     the asymptotic series above."""
-    tail_vals = jnp.array(_STIRLING_TAIL, dtype=k.dtype)
+    tail_vals = creation.array(_STIRLING_TAIL, dtype=k.dtype)
     use_tail_values = k <= 9
     k = ew.clamp(_const(k, 0.0), k, _const(k, 9.0))
     kp1sq = (k + 1) * (k + 1)
     approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
-    k = jnp.floor(k)
-    return ew.select(use_tail_values, tail_vals[jnp.asarray(k, dtype="int32")], approx)
+    k = jnp_math.floor(k)
+    return ew.select(use_tail_values, tail_vals[creation.asarray(k, dtype="int32")], approx)
 
 
 # (JAX stages this inline, at trace time: a plain function here.)
@@ -1484,14 +1486,14 @@ def _binomial_inversion(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.
                         max_iters: Any) -> Any:
     # Sum geometric waiting times until they pass ``count``: the number of
     # successes is the number of whole waits that fit.
-    log1minusprob = jnp.log1p(-prob)
+    log1minusprob = jnp_math.log1p(-prob)
 
     def body_fn(carry: Any) -> Any:
         i, num_geom, geom_sum, key = carry
         subkey, key = split(key)
         num_geom_out = ew.select(geom_sum <= count, num_geom + 1, num_geom)
         u = uniform(subkey, shape, prob.dtype)
-        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        geom = jnp_math.ceil(jnp_math.log(u) / log1minusprob)
         geom_sum = geom_sum + geom
         return i + 1, num_geom_out, geom_sum, key
 
@@ -1510,14 +1512,14 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
           ) -> Any:
     # Hormann (1993), "The generation of binomial random variates": the
     # BTRS transformed rejection with squeeze, and its constants.
-    stddev = jnp.sqrt(count * prob * (1 - prob))
+    stddev = jnp_math.sqrt(count * prob * (1 - prob))
     b = 1.15 + 2.53 * stddev
     a = -0.0873 + 0.0248 * b + 0.01 * prob
     c = count * prob + 0.5
     v_r = 0.92 - 4.2 / b
     r = prob / (1 - prob)
     alpha = (2.83 + 5.1 / b) * stddev
-    m = jnp.floor((count + 1) * prob)
+    m = jnp_math.floor((count + 1) * prob)
 
     def body_fn(carry: Any) -> Any:
         i, k_out, accepted, key = carry
@@ -1525,14 +1527,14 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
         u = uniform(subkey_0, shape, prob.dtype)
         v = uniform(subkey_1, shape, prob.dtype)
         u = u - 0.5
-        us = 0.5 - jnp.abs(u)
+        us = 0.5 - jnp_math.abs(u)
         accept1 = (us >= 0.07) & (v <= v_r)
-        k = jnp.floor((2 * a / us + b) * u + c)
+        k = jnp_math.floor((2 * a / us + b) * u + c)
         reject = (k < 0) | (k > count)
-        v = jnp.log(v * alpha / (a / (us * us) + b))
-        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
-              + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
-              + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+        v = jnp_math.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp_math.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp_math.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * jnp_math.log(r * (count - k + 1) / (k + 1))
               + _stirling_approx_tail(m)
               + _stirling_approx_tail(count - m)
               - _stirling_approx_tail(k)
@@ -1548,7 +1550,7 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
         return (~accepted).any() & (i < max_iters)
 
     k_init = L.full_like(prob, -1, prob.dtype, shape)
-    carry = (0, k_init, jnp.full(shape, False, bool), key)
+    carry = (0, k_init, creation.full(shape, False, bool), key)
     return while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
 
 
@@ -1557,25 +1559,25 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DTy
     from spec._src.numpy.math import _promote_dtypes_inexact
     key, count, prob = _staged_args(key, count, prob)
     if shape is None:
-        shape = jnp.broadcast_shapes(np.shape(count), np.shape(prob))
+        shape = more.broadcast_shapes(np.shape(count), np.shape(prob))
     else:
         _check_shape("binomial", shape, np.shape(count), np.shape(prob))
     (prob,) = _promote_dtypes_inexact(prob)
     count = L.convert_element_type(count, prob.dtype)
-    count = jnp.broadcast_to(count, shape)
-    prob = jnp.broadcast_to(prob, shape)
+    count = jnp_shape.broadcast_to(count, shape)
+    prob = jnp_shape.broadcast_to(prob, shape)
     # Sampled for q = min(p, 1 - p) (then reflected), by inversion when
     # n q <= 10, else by BTRS; both run everywhere and a select picks.
     p_lt_half = prob < 0.5
     q = ew.select(p_lt_half, prob, 1.0 - prob)
     count_nan_or_neg = ew.ne(count, count) | (count < 0.0)
-    count_inf = jnp.isinf(count)
+    count_inf = jnp_math.isinf(count)
     q_is_nan = ew.ne(q, q)
     q_l_0 = q < 0.0
     q = ew.select(q_is_nan | q_l_0, L.full_like(q, 0.01), q)
     use_inversion = count_nan_or_neg | (count * q <= 10.0)
     # A fractional count is rounded down, as NumPy does.
-    count = jnp.floor(count)
+    count = jnp_math.floor(count)
     count_inv = ew.select(use_inversion, count, L.full_like(count, 0.0))
     count_btrs = ew.select(use_inversion, L.full_like(count, 1e4), count)
     q_btrs = ew.select(use_inversion, L.full_like(q, 0.5), q)
@@ -1585,8 +1587,8 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DTy
                          _btrs(key, count_btrs, q_btrs, shape, dtype, max_iters))
     # NaN for a NaN or negative p or n; inf for an infinite n.
     invalid = q_l_0 | q_is_nan | count_nan_or_neg
-    samples = ew.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
-    samples = ew.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+    samples = ew.select(invalid, creation.full_like(samples, np.nan, dtype), samples)
+    samples = ew.select(count_inf & (~invalid), creation.full_like(samples, np.inf, dtype),
                          samples)
     return ew.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
                       samples, count.astype(dtype) - samples)
@@ -1614,20 +1616,20 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
     else:
         shp = _canonical_shape(shape)
         _check_shape("multinomial", shp, np.shape(n), tuple(p.shape[:-1]))
-    n = jnp.broadcast_to(n, shp)
-    p = jnp.broadcast_to(p, (*shp, p.shape[-1]))
+    n = jnp_shape.broadcast_to(n, shp)
+    p = jnp_shape.broadcast_to(p, (*shp, p.shape[-1]))
 
     def f(remainder: Any, ratio_key: Any) -> Any:
         ratio, k = ratio_key
         count = binomial(k, remainder, ratio.clip(0, 1), dtype=remainder.dtype)
         return remainder - count, count
 
-    p = jnp.moveaxis(p, -1, 0)
+    p = jnp_shape.moveaxis(p, -1, 0)
     remaining_probs = lr.cumsum(p, 0, reverse=True)
-    ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+    ratios = p / jnp_math.where(remaining_probs == 0, 1, remaining_probs)
     keys = split(key, ratios.shape[0])
     _, counts = scan(f, n, (ratios, keys), unroll=unroll)
-    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+    return jnp_shape.moveaxis(counts, 0, -1).astype(dtype)
 
 
 __all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
@@ -1678,17 +1680,17 @@ def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dty
     else:
         _check_shape("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
     if method == "svd":
-        u, s, _ = jnp.linalg.svd(cov)
-        factor = u * jnp.sqrt(s[..., None, :])
+        u, s, _ = linalg.svd(cov)
+        factor = u * jnp_math.sqrt(s[..., None, :])
     elif method == "eigh":
-        w, v = jnp.linalg.eigh(cov)
-        factor = v * jnp.sqrt(w[..., None, :])
+        w, v = linalg.eigh(cov)
+        factor = v * jnp_math.sqrt(w[..., None, :])
     else:
-        factor = jnp.linalg.cholesky(cov)
+        factor = linalg.cholesky(cov)
     normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
     from spec._src.core.config import numpy_rank_promotion
     with numpy_rank_promotion("allow"):
-        return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+        return mean + linalg.einsum("...ij,...j->...i", factor, normal_samples)
 
 
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None, *,
@@ -1710,9 +1712,9 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 @_jitted(static_argnums=(1, 2, 3, 4))
 def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
     z = normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
-    q, r = jnp.linalg.qr(z)
-    d = jnp.linalg.diagonal(r)
-    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    q, r = linalg.qr(z)
+    d = linalg.diagonal(r)
+    x = q * jnp_shape.expand_dims(jnp_math.sign(d), -2)
     return x.mT if n < _m else x
 
 
