@@ -41,6 +41,7 @@ from spec._src.lax.scan_api import scan
 from spec._src.numpy import creation, indexing, linalg, more, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.linalg import linalg as jnp_linalg
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
@@ -1680,13 +1681,13 @@ def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dty
     else:
         _check_shape("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
     if method == "svd":
-        u, s, _ = linalg.svd(cov)
+        u, s, _ = jnp_linalg.svd(cov)
         factor = u * jnp_math.sqrt(s[..., None, :])
     elif method == "eigh":
-        w, v = linalg.eigh(cov)
+        w, v = jnp_linalg.eigh(cov)
         factor = v * jnp_math.sqrt(w[..., None, :])
     else:
-        factor = linalg.cholesky(cov)
+        factor = jnp_linalg.cholesky(cov)
     normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
     from spec._src.core.config import numpy_rank_promotion
     with numpy_rank_promotion("allow"):
@@ -1712,8 +1713,8 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 @_jitted(static_argnums=(1, 2, 3, 4))
 def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
     z = normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
-    q, r = linalg.qr(z)
-    d = linalg.diagonal(r)
+    q, r = jnp_linalg.qr(z)
+    d = jnp_linalg.diagonal(r)
     x = q * jnp_shape.expand_dims(jnp_math.sign(d), -2)
     return x.mT if n < _m else x
 
