@@ -1,6 +1,6 @@
 """Operators and methods shared by ``Array`` and ``Tracer``.
 
-They dispatch to ``spec.numpy`` so that ``x + y`` means ``jnp.add(x, y)``
+They dispatch to the ``jnp`` functions so that ``x + y`` means ``jnp.add(x, y)``
 whether ``x`` is concrete or traced.
 """
 
@@ -14,32 +14,35 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
+from spec._src.numpy import indexing, linalg
+from spec._src.numpy import math as jnp_math
 
 
-_JNP: list[Any] = []
-
-
-def _jnp() -> Any:
-    """spec.numpy, imported on first use (it imports this module)."""
-    if not _JNP:
-        import spec.numpy as jnp
-        _JNP.append(jnp)
-    return _JNP[0]
+def _numpy_function(name: str) -> Callable[..., Any]:
+    """``jnp.<name>``, from the module that defines it."""
+    for module in (jnp_math, linalg, indexing):
+        fn = getattr(module, name, None)
+        if fn is not None:
+            return fn  # type: ignore[no-any-return]
+    raise AttributeError(f"spec.numpy has no function {name!r}")
 
 
 def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
+    fn = _numpy_function(name)
+
     def method(self: Any, other: Any) -> Any:
         if not _is_operand(other):
             return NotImplemented
-        fn = getattr(_jnp(), name)
         return fn(other, self) if reflected else fn(self, other)
     method.__name__ = name
     return method
 
 
 def _unary(name: str) -> Callable[[Any], Any]:
+    fn = _numpy_function(name)
+
     def method(self: Any) -> Any:
-        return getattr(_jnp(), name)(self)
+        return fn(self)
     method.__name__ = name
     return method
 
@@ -64,14 +67,17 @@ _UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"
 
 def _named(name: str) -> Callable[..., Any]:
     """A method forwarding its arguments to ``jnp.<name>(self, ...)``."""
+    fn = _numpy_function(name)
+
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(_jnp(), name)(self, *args, **kwargs)
+        return fn(self, *args, **kwargs)
     method.__name__ = name
     return method
 
 
 def _part(name: str) -> property:
-    return property(lambda self: getattr(_jnp(), name)(self))
+    fn = _numpy_function(name)
+    return property(lambda self: fn(self))
 
 
 def install(cls: type) -> None:
@@ -93,7 +99,7 @@ def install(cls: type) -> None:
 def _clip_method(self: Any, min: Any = None, max: Any = None) -> Any:
     """``x.clip(lo, hi)``: JAX's method passes the bounds to jnp.clip by
     keyword (so its staged call takes them in keyword order)."""
-    return _jnp().clip(self, min=min, max=max)
+    return jnp_math.clip(self, min=min, max=max)
 
 
 for _cls in (Array, Tracer):

@@ -12,13 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.interpreters import ad
 from spec._src.core import tree_util
 from spec._src.core import types as T
-from spec._src.core.state_types import is_ref_type
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
 from spec._src.core.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
+from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import ArrayType
+from spec._src.interpreters import ad
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
+from spec._src.lax import structural_api as L
+from spec._src.numpy import creation
+from spec._src.numpy import dtypes as jnp_dtypes
 
 # ------------------------------------------------------------------ helpers
 
@@ -711,12 +714,11 @@ def _one_like(x: Any) -> Any:
     """The seed cotangent of a scalar output: 1 of the output's cotangent type.
     Under a mesh it carries the output's cotangent sharding (with no
     partitions: it is a scalar), which JAX stages as a reshard of the literal."""
-    from spec import lax
     sharding = canonical_aval_of(x).ct_type().sharding
     if sharding is None:
-        return lax.full_like(x, 1, shape=())
+        return L.full_like(x, 1, shape=())
     from spec._src.lax.reshard import reshard_p
-    one = lax.full_like(x, 1, shape=())
+    one = L.full_like(x, 1, shape=())
     return reshard_p.bind(one, dst_sharding=sharding.update(spec=sharding.spec.update(
         partitions=())), concrete_mesh=None)
 
@@ -744,23 +746,21 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
 def _std_basis(tree: Any) -> Any:
     """The standard basis of ``tree``'s leaves as ``tree``, each leaf with a
     leading axis of the total size: an identity matrix split by leaf."""
-    from spec import numpy as jnp
     leaves = tree_util.tree_leaves(tree)
     total = sum(canonical_aval_of(x).size for x in leaves)
-    dtype = jnp.result_type(*leaves)
-    return _unravel(tree, 1, None, jnp.eye(total, dtype=dtype))
+    dtype = jnp_dtypes.result_type(*leaves)
+    return _unravel(tree, 1, None, creation.eye(total, dtype=dtype))
 
 
 def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:
     """Split ``arr`` along ``axis`` into ``tree``'s leaves (that axis becomes
     each leaf's shape), each cast to the dtype and weak type of ``example``
     (or of its own leaf)."""
-    from spec import lax
     leaves, treedef = tree_util.tree_flatten(tree)
     shape = canonical_aval_of(arr).shape
     axis = axis % len(shape)
     sizes: list[Any] = [np.int64(canonical_aval_of(x).size) for x in leaves]
-    parts = lax.split(arr, sizes, axis) if leaves else []
+    parts = L.split(arr, sizes, axis) if leaves else []
     out = []
     for part, leaf in zip(parts, leaves):
         want = shape[:axis] + canonical_aval_of(leaf).shape + shape[axis + 1:]
@@ -781,9 +781,8 @@ def _downcast(x: Any, example: Any) -> Any:
         # float0's empty bytes: the same TypeError as JAX's.
         if aval.dtype == np.dtype(bool):
             raise TypeError("a bytes-like object is required, not 'int'")
-        from spec import lax
         from spec._src.lax.structural_api import _convert_element_type as convert
-        return convert(lax.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
+        return convert(L.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
     if T.is_complex(x_aval.dtype) and not T.is_complex(aval.dtype):
         x = x.real
     return _convert_element_type(x, aval.dtype, aval.weak_type)

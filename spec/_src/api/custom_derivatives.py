@@ -33,6 +33,8 @@ from spec._src.lax.custom import (
     zeros_like_aval,
 )
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.lax.ad_api import stop_gradient
+from spec._src.lax import structural_api as L
 
 
 class CustomVJPPrimal:
@@ -258,9 +260,8 @@ class _FlatJvp:
 
 def _stop_gradient_leaves(x: Any) -> Any:
     """Non-differentiable arguments: tracers among them get ``stop_gradient``."""
-    from spec import lax
 
-    return tree_util.tree_map(lambda v: lax.stop_gradient(v) if isinstance(v, Tracer) else v, x)
+    return tree_util.tree_map(lambda v: stop_gradient(v) if isinstance(v, Tracer) else v, x)
 
 
 def _sum_tangents(_: Any, x: Any, *xs: Any) -> Any:
@@ -457,8 +458,7 @@ class _FlatBwd:
             return ct
         if got.shape == want.shape and want.dtype.kind in "fc":
             # JAX lets a floating cotangent differ in dtype; give it the input's.
-            from spec import lax
-            return lax.convert_element_type(ct, want.dtype)
+            return L.convert_element_type(ct, want.dtype)
         raise ValueError(f"Custom VJP bwd rule attached to {_fun_sourceinfo(self.fun)} must "
                          "produce an output with the same type as the args tuple of the "
                          f"primal function, but at output{where} the bwd rule produced an "

@@ -30,6 +30,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax.state import addupdate_p, freeze_p, get_p, new_ref_p, swap_p
 from spec._src.core.types import Typed, is_float, is_int
+from spec._src.lax import structural_api as L
 
 AbstractRef = RefType
 
@@ -155,8 +156,7 @@ def _implicit_cast(aval: RefType, value: Any) -> Any:
         return value
     if (v_aval.weak_type and is_float(aval.dtype) and is_float(v_aval.dtype)) or (
             is_int(aval.dtype) and is_int(v_aval.dtype)):
-        from spec import lax
-        return lax.convert_element_type(value, aval.dtype)
+        return L.convert_element_type(value, aval.dtype)
     return value
 
 

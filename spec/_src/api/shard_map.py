@@ -16,6 +16,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from spec._src.api import placement
 from spec._src.core import tree_util
 from spec._src.core.interpreter import canonical_aval_of, trace_to_jaxpr
 from spec._src.lax.shard_map import _entry, _inside, _names_of, local_aval, shard_map_p
@@ -196,8 +197,7 @@ def _devices_for(mesh: AbstractMesh) -> Mesh:
     context = get_concrete_mesh()
     if not context.empty:
         return context
-    from spec._src.backends.devices import devices
-    grid = np.asarray(devices()[:mesh.size], dtype=object).reshape(mesh.axis_sizes)
+    grid = np.asarray(placement.devices()[:mesh.size], dtype=object).reshape(mesh.axis_sizes)
     return Mesh(grid, mesh.axis_names, mesh.axis_types)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import placement
 from spec._src.core import tree_util
 from spec._src.core.backend import Axes, Bufs, current_backend
 from spec._src.core.config import config
@@ -241,3 +242,6 @@ def _local_block(data: np.ndarray, index: tuple[slice, ...], shape: tuple[int, .
     its slice along dimensions where the process holds the whole extent."""
     cut = tuple(s if n == g else slice(None) for s, n, g in zip(index, data.shape, shape))
     return data[cut]
+
+
+placement.register_placement(Device, device_put)

@@ -11,11 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import placement
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
+from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type
+from spec._src.numpy.util import check_arraylike
 
 __all__ = [
     "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
@@ -159,9 +162,8 @@ def _device_or_out_sharding(device: Any, out_sharding: Any, name: str) -> Any:
 def _device_sharding(device: Any) -> Any:
     """A device as the sharding that keeps the whole array on it; a Sharding
     (or anything else, which lax rejects) as given."""
-    from spec._src.backends.devices import Device
     from spec._src.core.sharding import SingleDeviceSharding
-    return SingleDeviceSharding(device) if isinstance(device, Device) else device
+    return SingleDeviceSharding(device) if placement.is_device(device) else device
 
 
 def _is_single_device(sharding: Any) -> bool:
@@ -170,8 +172,7 @@ def _is_single_device(sharding: Any) -> bool:
 
 
 def _put(x: Any, device: Any) -> Any:
-    from spec._src.backends.devices import device_put
-    return device_put(x, device)
+    return placement.device_put(x, device)
 
 
 def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
@@ -208,7 +209,6 @@ def empty(shape: Any, dtype: Any = None, *, device: Any = None,
 def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
          out_sharding: Any = None) -> Any:
     dt = None if dtype is None else _user_dtype(dtype, "full")
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("full", fill_value)
     sharding = _device_or_out_sharding(device, out_sharding, "full")
     if not canonical_aval_of(fill_value).shape:
@@ -220,15 +220,41 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
     return device_array(_broadcast_to(filled, shape, sharding))
 
 
+def _broadcast_to_unsharded(arr: Any, shape: Any) -> Any:
+    """``jnp.broadcast_to`` without a sharding: leading axes added, size-1 axes
+    stretched."""
+    check_arraylike("broadcast_to", arr)
+    arr = L.asarray(arr)
+    if not isinstance(shape, tuple) and np.ndim(shape) == 0:
+        shape = (shape,)
+    try:
+        target = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
+                        f"got {shape}.") from None
+    aval = canonical_aval_of(arr)
+    if aval.shape == target:
+        return arr
+    if len(target) < aval.ndim:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={target}")
+    lead = len(target) - aval.ndim
+    ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
+    if not ok or any(t < 0 for t in target):
+        wanted = T.ArrayType(target, aval.dtype)
+        raise ValueError(f"Incompatible types for broadcasting: input type="
+                         f"{aval} and requested type={wanted}")
+    return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
+
+
 def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
     """``jnp.broadcast_to`` with JAX's ``sharding`` (lax.broadcast_to): the
     result laid out by it; each operand dimension must be unsharded or
     sharded as its result dimension; same shape and another layout is a
     reshard."""
-    from spec._src.numpy.shape import _broadcast_to as plain
     s = L._canonical_out_sharding(sharding, "jnp.broadcast_to")
     if s is None:
-        return plain(arr, shape)
+        return _broadcast_to_unsharded(arr, shape)
     shp = (shape,) if not isinstance(shape, (tuple, list)) and np.ndim(shape) == 0 else shape
     target = _shape_arg(shp, "broadcast_to")
     aval = canonical_aval_of(arr)
@@ -256,7 +282,6 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
 def _like_args(name: str, a: Any, dtype: Any, shape: Any
                ) -> tuple[Any, T.DType | None, tuple[int, ...] | None]:
     if not (hasattr(a, "dtype") and hasattr(a, "shape")):
-        from spec._src.numpy.util import check_arraylike
         check_arraylike(name, a)
     dt = None if dtype is None else _user_dtype(dtype, name)
     shp = None if shape is None else _shape_arg(shape, name)
@@ -328,7 +353,6 @@ def _arrayish(a: Any) -> bool:
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
               device: Any = None, out_sharding: Any = None) -> Any:
-    from spec._src.numpy.util import check_arraylike
     if hasattr(a, "dtype") and hasattr(a, "shape"):
         check_arraylike("full_like", 0, fill_value)
     else:
@@ -362,7 +386,6 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
 
 def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> Any:
     dt = None if dtype is None else _user_dtype(dtype, "arange")
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("arange", *(v for v in (start, stop, step) if v is not None))
     start_name = "stop" if stop is None and step is None else "start"
     for name, val in ((start_name, start), ("stop", stop), ("step", step)):
@@ -388,14 +411,12 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> 
         work = T.float32 if T.is_float(dt) and dt.itemsize < 4 else dt
         size = max(0, int(np.ceil((hi - lo) / st)))
         ramp = L.broadcasted_iota(work, (size,), 0, out_sharding=out_sharding)
-        from spec import lax
-        scaled = lax.mul(_convert_element_type(st, work), ramp)
-        return L.convert_element_type(lax.add(_convert_element_type(lo, work), scaled), dt)
+        scaled = ew.mul(_convert_element_type(st, work), ramp)
+        return L.convert_element_type(ew.add(_convert_element_type(lo, work), scaled), dt)
     if lo == 0:
         return L.broadcasted_iota(dt, (max(0, int(np.ceil(hi))),), 0, out_sharding=out_sharding)
-    from spec import lax
     size = max(0, int(np.ceil(hi - lo)))
-    return lax.add(_convert_element_type(lo, dt),
+    return ew.add(_convert_element_type(lo, dt),
                    L.broadcasted_iota(dt, (size,), 0, out_sharding=out_sharding))
 
 
@@ -455,7 +476,6 @@ _LINSPACE: dict[str, Any] = {}
 
 def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                    retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
-    from spec import lax
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     if dtype is None:
@@ -467,8 +487,8 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     a = _convert_element_type(start, comp, False)
     b = _convert_element_type(stop, comp, False)
     shape = list(np.broadcast_shapes(canonical_aval_of(a).shape, canonical_aval_of(b).shape))
-    from spec._src.numpy.shape import _broadcast_to
-    a_b, b_b = _broadcast_to(a, tuple(shape)), _broadcast_to(b, tuple(shape))
+    a_b = _broadcast_to_unsharded(a, tuple(shape))
+    b_b = _broadcast_to_unsharded(b, tuple(shape))
     axis = len(shape) + axis + 1 if axis < 0 else axis
     bounds = list(shape)
     bounds.insert(axis, 1)
@@ -477,15 +497,15 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         real = T.float64 if comp in (T.float64, T.complex128) else (
             T.float32 if comp == T.complex64 else comp)
         div_c = _convert_element_type(div, comp, False)
-        delta = lax.div(lax.sub(b, a), div_c)
+        delta = ew.div(ew.sub(b, a), div_c)
         iota_shape = [1] * len(bounds)
         iota_shape[axis] = div
         ramp = L.reshape(L.iota(real, div), iota_shape)
-        step = lax.div(ramp, _convert_element_type(div, real, False))
+        step = ew.div(ramp, _convert_element_type(div, real, False))
         step = _convert_element_type(step, comp, False)
         one = _convert_element_type(1, comp, True)
-        out = lax.add(lax.mul(L.reshape(a_b, bounds), lax.sub(one, step)),
-                      lax.mul(lax.div(L.reshape(b_b, bounds), div_c),
+        out = ew.add(ew.mul(L.reshape(a_b, bounds), ew.sub(one, step)),
+                      ew.mul(ew.div(L.reshape(b_b, bounds), div_c),
                               _convert_element_type(ramp, comp, False)))
         if endpoint:
             out = L.concatenate([out, L.expand_dims(b_b, (axis,))],
@@ -498,7 +518,7 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
         delta = L.full((), np.nan, comp)
         out = L.empty(tuple(shape), dt)
     if T.is_int(dt) and not T.is_int(canonical_aval_of(out).dtype):
-        out = lax.floor(out)
+        out = ew.floor(out)
     result = _convert_element_type(out, dt, False)
     return (result, delta) if retstep else result
 

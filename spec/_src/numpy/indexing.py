@@ -21,21 +21,23 @@ from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.errors import NonConcreteBooleanIndexError
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import indexing_api as li
+from spec._src.lax import structural_api as L
 from spec._src.lax.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
+from spec._src.numpy import creation
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import reductions
+from spec._src.numpy import shape as jnp_shape
 
 __all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
            "diagonal", "diag"]
 
 INDEX_DTYPE = np.dtype(np.int32)
-
-
-def _lax() -> Any:
-    from spec import lax  # primitives of other families land over time
-    return lax
 
 
 # ============================================================ value helpers
@@ -53,8 +55,8 @@ def _concrete(value: np.ndarray, dtype: T.DType, weak: bool) -> Array:
 def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
     """``lax.convert_element_type`` as JAX stages it: scalar constants fold
     (JAX's constant folding), arrays and tracers bind."""
-    from spec._src.lax.structural_api import _convert_element_type
     from spec._src.lax.structural import convert_element_type_p
+    from spec._src.lax.structural_api import _convert_element_type
     if isinstance(x, Tracer) or np.ndim(x) > 0:  # only scalar constants fold
         return _convert_element_type(x, dtype, weak)
     value, aval = _value_and_aval(x)
@@ -84,11 +86,11 @@ def _expand_dims(x: Any, dims: Sequence[int]) -> Any:
     for d in sorted(dims):
         shape.insert(d, 1)
     kept = tuple(i for i in range(len(shape)) if i not in set(dims))
-    return _lax().broadcast_in_dim(x, tuple(shape), kept)
+    return L.broadcast_in_dim(x, tuple(shape), kept)
 
 
 def _squeeze(x: Any, dims: Sequence[int]) -> Any:
-    return _lax().squeeze(x, tuple(dims)) if dims else x
+    return L.squeeze(x, tuple(dims)) if dims else x
 
 
 def _broadcast_to(x: Any, shape: T.Shape) -> Any:
@@ -100,7 +102,7 @@ def _broadcast_to(x: Any, shape: T.Shape) -> Any:
     if lead < 0 or any(a not in (1, b) for a, b in zip(old, shape[lead:])):
         raise ValueError(f"Incompatible types for broadcasting: input shape {old} and "
                          f"requested shape {tuple(shape)}")
-    return _lax().broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
+    return L.broadcast_in_dim(x, tuple(shape), tuple(range(lead, len(shape))))
 
 
 def _broadcast_arrays(arrays: list[Any]) -> list[Any]:
@@ -300,13 +302,12 @@ def _static_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed],
                 start.append(lo)
                 limit.append(max(lo, hi))
                 strides.append(step)
-    lax = _lax()
     trivial = all(s == 1 for s in strides) and all(
         (a, b) == (0, n) for a, b, n in zip(start, limit, shape))
-    out = arr if trivial else lax.slice(arr, tuple(start), tuple(limit),
+    out = arr if trivial else L.slice(arr, tuple(start), tuple(limit),
                                         None if all(s == 1 for s in strides) else tuple(strides))
     if rev:
-        out = lax.rev(out, tuple(rev))
+        out = L.rev(out, tuple(rev))
     out = _squeeze(out, squeeze)
     return _expand_dims(out, newaxis)
 
@@ -359,10 +360,9 @@ def _dynamic_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed]) -> Any:
                 sizes.append(max(0, hi - lo))
     if len(starts) > 1:
         starts = [_convert(s, INDEX_DTYPE) for s in starts]
-    lax = _lax()
-    out = arr if trivial else lax.dynamic_slice(arr, starts, tuple(sizes))
+    out = arr if trivial else L.dynamic_slice(arr, starts, tuple(sizes))
     if rev:
-        out = lax.rev(out, tuple(rev))
+        out = L.rev(out, tuple(rev))
     out = _squeeze(out, squeeze)
     return _expand_dims(out, newaxis)
 
@@ -411,13 +411,12 @@ def _normalize(index: Any, size: int) -> Any:
     dt = _dtype_of(index)
     if T.is_unsigned_int(dt):
         return index
-    lax = _lax()
     if isinstance(index, np.ndarray):
         negative: Any = index < 0  # NumPy operands compare eagerly, as in JAX
     else:
-        negative = lax.lt(index, _concrete(np.asarray(0), dt, True))
+        negative = ew.lt(index, _concrete(np.asarray(0), dt, True))
     size_const = np.asarray(size, dtype=dt)
-    return lax.select_n(negative, index, lax.add(index, size_const))
+    return ew.select_n(negative, index, ew.add(index, size_const))
 
 
 def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
@@ -470,7 +469,6 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
     newaxis_dims: list[int] = []
     reversed_dims: list[int] = []
     gshape: list[int] = []
-    lax = _lax()
     for pos, p in enumerate(normed):
         if adv_arrays and ((contiguous and pos == adv_idx_pos[0]) or
                            (not contiguous and pos == 0)):
@@ -511,12 +509,12 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
                 gshape.append(size)
                 offset_dims.append(collapsed_y)
             else:
-                iota = lax.iota(INDEX_DTYPE, size)
-                idx = lax.add(_concrete(np.asarray(lo), INDEX_DTYPE, False),
-                              lax.mul(_concrete(np.asarray(step), INDEX_DTYPE, False), iota))
+                iota = L.iota(INDEX_DTYPE, size)
+                idx = ew.add(_concrete(np.asarray(lo), INDEX_DTYPE, False),
+                              ew.mul(_concrete(np.asarray(step), INDEX_DTYPE, False), iota))
                 if step < 0:
                     reversed_dims.append(collapsed_y)
-                    idx = lax.rev(idx, (0,))
+                    idx = L.rev(idx, (0,))
                 gshape.append(1)
                 pieces.append((idx, len(ind_shape)))
                 start_map.append(x_axis)
@@ -532,8 +530,8 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
         indices = _expand_dims(g, (canonical_aval_of(g).ndim,))
     else:
         full = tuple(ind_shape) + (1,)
-        indices = lax.concatenate([
-            lax.broadcast_in_dim(g, full, tuple(range(i, i + canonical_aval_of(g).ndim)))
+        indices = L.concatenate([
+            L.broadcast_in_dim(g, full, tuple(range(i, i + canonical_aval_of(g).ndim)))
             for g, i in pieces], len(ind_shape))
     dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
                                    collapsed_slice_dims=tuple(sorted(collapsed)),
@@ -545,7 +543,6 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
 def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sorted: bool,
             unique_indices: bool, mode: str | GatherScatterMode | None, fill_value: Any) -> Any:
     plan = _gather_plan(shape, parsed)
-    lax = _lax()
     if fill_value is not None:
         if isinstance(fill_value, Tracer):
             from spec._src.core.errors import ConcretizationTypeError
@@ -559,14 +556,14 @@ def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sort
     aval = canonical_aval_of(y)
     if 0 in plan.slice_shape:
         zero = _concrete(np.zeros((), aval.dtype), aval.dtype, False)
-        return lax.broadcast_in_dim(zero, tuple(plan.slice_shape), ())
+        return L.broadcast_in_dim(zero, tuple(plan.slice_shape), ())
     if 0 not in canonical_aval_of(plan.indices).shape:
-        y = lax.gather(y, plan.indices, plan.dnums, plan.gather_slice_shape,
+        y = li.gather(y, plan.indices, plan.dnums, plan.gather_slice_shape,
                        unique_indices=unique_indices or plan.unique,
                        indices_are_sorted=indices_are_sorted or plan.unique,
                        mode=mode, fill_value=fill_value)
     if plan.reversed_dims:
-        y = lax.rev(y, tuple(plan.reversed_dims))
+        y = L.rev(y, tuple(plan.reversed_dims))
     return _expand_dims(y, plan.newaxis_dims)
 
 
@@ -590,9 +587,8 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
     x2, y2 = _promote(x, y)
     y2 = _broadcast_to(y2, tuple(plan.slice_shape))
     y2 = _squeeze(y2, plan.newaxis_dims)
-    lax = _lax()
     if plan.reversed_dims:
-        y2 = lax.rev(y2, tuple(plan.reversed_dims))
+        y2 = L.rev(y2, tuple(plan.reversed_dims))
     x2 = _expand_dims(x2, plan.scalar_bool_dims)
     dn = plan.dnums
     sdn = ScatterDimensionNumbers(
@@ -639,9 +635,8 @@ class _IndexUpdateRef:
         return getitem(self.array, self.index, indices_are_sorted=indices_are_sorted,
                        unique_indices=unique_indices, mode=mode, fill_value=fill_value)
 
-    def _update(self, op_name: str, values: Any, indices_are_sorted: bool,
+    def _update(self, op: Callable[..., Any], values: Any, indices_are_sorted: bool,
                 unique_indices: bool, mode: str | GatherScatterMode | None) -> Any:
-        op = getattr(_lax(), op_name)
         return _scatter_update(self.array, self.index, values, op,
                                indices_are_sorted=indices_are_sorted,
                                unique_indices=unique_indices, mode=mode)
@@ -649,34 +644,34 @@ class _IndexUpdateRef:
     def set(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
             out_sharding: Any = None) -> Any:
-        return self._update("scatter", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter, values, indices_are_sorted, unique_indices, mode)
 
     def add(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
             out_sharding: Any = None) -> Any:
-        return self._update("scatter_add", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter_add, values, indices_are_sorted, unique_indices, mode)
 
     def subtract(self, values: Any, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
                  out_sharding: Any = None) -> Any:
-        return self._update("scatter_sub", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter_sub, values, indices_are_sorted, unique_indices, mode)
 
     def multiply(self, values: Any, *, indices_are_sorted: bool = False,
                  unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
                  out_sharding: Any = None) -> Any:
-        return self._update("scatter_mul", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter_mul, values, indices_are_sorted, unique_indices, mode)
 
     mul = multiply
 
     def min(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
             out_sharding: Any = None) -> Any:
-        return self._update("scatter_min", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter_min, values, indices_are_sorted, unique_indices, mode)
 
     def max(self, values: Any, *, indices_are_sorted: bool = False,
             unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
             out_sharding: Any = None) -> Any:
-        return self._update("scatter_max", values, indices_are_sorted, unique_indices, mode)
+        return self._update(li.scatter_max, values, indices_are_sorted, unique_indices, mode)
 
 
     def divide(self, values: Any, *, indices_are_sorted: bool = False,
@@ -684,20 +679,18 @@ class _IndexUpdateRef:
                out_sharding: Any = None) -> Any:
         """``x / d`` where ``d`` is 1 except at the indexed places, which hold the
         product of their updates (so ints divide into floats, as jnp.divide)."""
-        import spec.numpy as jnp
-        divisor = _scatter_update(jnp.ones_like(self.array), self.index, values,
-                                  _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+        divisor = _scatter_update(creation.ones_like(self.array), self.index, values,
+                                  li.scatter_mul, indices_are_sorted=indices_are_sorted,
                                   unique_indices=unique_indices, mode=mode)
-        return jnp.divide(self.array, divisor)
+        return jnp_math.divide(self.array, divisor)
 
     def power(self, values: Any, *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: str | GatherScatterMode | None = None,
               out_sharding: Any = None) -> Any:
-        import spec.numpy as jnp
-        exponent = _scatter_update(jnp.ones_like(self.array), self.index, values,
-                                   _lax().scatter_mul, indices_are_sorted=indices_are_sorted,
+        exponent = _scatter_update(creation.ones_like(self.array), self.index, values,
+                                   li.scatter_mul, indices_are_sorted=indices_are_sorted,
                                    unique_indices=unique_indices, mode=mode)
-        return jnp.power(self.array, exponent)
+        return jnp_math.power(self.array, exponent)
 
     def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
@@ -708,21 +701,20 @@ class _IndexUpdateRef:
         count of every element is scattered first and ``func`` (which must be
         elementwise, as JAX requires) is applied to the whole array, the result
         kept where the count is large enough."""
-        import spec.numpy as jnp
         x = self.array
         aval = canonical_aval_of(x)
-        counts = _scatter_update(jnp.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
-                                 _lax().scatter_add, indices_are_sorted=indices_are_sorted,
+        counts = _scatter_update(creation.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
+                                 li.scatter_add, indices_are_sorted=indices_are_sorted,
                                  unique_indices=unique_indices, mode=mode)
         if isinstance(counts, Tracer):
             # At most every indexed position hits one element.
-            rounds = int(np.prod(canonical_aval_of(getitem(jnp.zeros(aval.shape, bool),
+            rounds = int(np.prod(canonical_aval_of(getitem(creation.zeros(aval.shape, bool),
                                                            self.index)).shape))
         else:
             rounds = int(np.max(np.asarray(counts), initial=0))
         for i in range(rounds):
             y = _convert(func(x), aval.dtype, aval.weak_type)
-            x = jnp.where(counts > i, y, x)
+            x = jnp_math.where(counts > i, y, x)
         return x
 
 
@@ -754,10 +746,9 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     jaxpr differs in that JAX wraps negatives with a jitted ``where``."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
-    lax = _lax()
     indices = _asarray(indices)
     if axis is None:
-        a = lax.reshape(a, (canonical_aval_of(a).size,))
+        a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
     shape = canonical_aval_of(a).shape
     if not -len(shape) <= axis < len(shape):
@@ -783,7 +774,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     dnums = GatherDimensionNumbers(
         offset_dims=tuple(range(axis)) + tuple(range(axis + nd, len(shape) + nd - 1)),
         collapsed_slice_dims=(axis,), start_index_map=(axis,))
-    return lax.gather(a, _expand_dims(indices, (nd,)), dnums, tuple(sizes), mode=gmode,
+    return li.gather(a, _expand_dims(indices, (nd,)), dnums, tuple(sizes), mode=gmode,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                       fill_value=fill_value)
 
@@ -794,7 +785,6 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
 def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = None,
                         fill_value: Any = None) -> Any:
     from spec._src.numpy.util import check_arraylike
-    lax = _lax()
     check_arraylike("take_along_axis", arr, indices)
     a, idx = _asarray(arr), _asarray(indices)
     idx_aval = canonical_aval_of(idx)
@@ -805,7 +795,7 @@ def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = No
         if idx_aval.ndim != 1:
             raise ValueError("take_along_axis indices must be 1D if axis=None, got shape "
                              f"{idx_aval.shape}")
-        a = lax.reshape(a, (canonical_aval_of(a).size,))
+        a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
     shape = canonical_aval_of(a).shape
     rank = len(shape)
@@ -820,7 +810,7 @@ def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = No
         raise ValueError(f"Incompatible shapes for broadcasting: shapes="
                          f"{[idx_aval.shape, arr_shape]}") from None
     if shape[ax] == 0:
-        return lax.full(out_shape, 0, canonical_aval_of(a).dtype)
+        return L.full(out_shape, 0, canonical_aval_of(a).dtype)
     idx = _broadcast_to(idx, out_shape)
     # Every other axis is indexed by its own position (0 where arr has size 1).
     grid: list[Any] = []
@@ -908,22 +898,20 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
 def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tuple[Any, ...]:
     """nonzero with a static size, from primitives: the k-th non-zero flat
     position is scattered to slot k, then unravelled; unused slots are filled."""
-    import spec.numpy as jnp
-    lax = _lax()
     aval = canonical_aval_of(arr)
-    flat = lax.reshape(arr, (aval.size,))
-    mask = flat if aval.dtype == T.bool_ else jnp.not_equal(flat, 0)
-    slot = jnp.cumsum(mask.astype(INDEX_DTYPE)) - 1
-    slot = jnp.where(mask, slot, size)  # zeros land past the end and are dropped
-    positions = jnp.zeros((size,), INDEX_DTYPE).at[slot].set(
-        jnp.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
-    valid = jnp.arange(size, dtype=INDEX_DTYPE) < jnp.sum(mask.astype(INDEX_DTYPE))
+    flat = L.reshape(arr, (aval.size,))
+    mask = flat if aval.dtype == T.bool_ else jnp_math.not_equal(flat, 0)
+    slot = reductions.cumsum(mask.astype(INDEX_DTYPE)) - 1
+    slot = jnp_math.where(mask, slot, size)  # zeros land past the end and are dropped
+    positions = creation.zeros((size,), INDEX_DTYPE).at[slot].set(
+        creation.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
+    valid = creation.arange(size, dtype=INDEX_DTYPE) < reductions.sum(mask.astype(INDEX_DTYPE))
     out = []
     stride = aval.size
     for dim, f in zip(aval.shape, fills):
         stride //= max(dim, 1)
         coord = (positions // max(stride, 1)) % max(dim, 1)
-        out.append(jnp.where(valid, coord.astype(dtype), jnp.asarray(f).astype(dtype)))
+        out.append(jnp_math.where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
     return tuple(out)
 
 
@@ -942,11 +930,10 @@ def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> A
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """One row of indices per non-zero entry: shape (count, a.ndim)."""
-    import spec.numpy as jnp
     from spec._src.numpy.util import check_arraylike
     check_arraylike("argwhere", a)
     nd = canonical_aval_of(_asarray(a)).ndim
-    result = jnp.transpose(jnp.vstack(nonzero(jnp.atleast_1d(a), size=size,
+    result = jnp_shape.transpose(jnp_shape.vstack(nonzero(jnp_shape.atleast_1d(a), size=size,
                                               fill_value=fill_value)))
     rows = canonical_aval_of(result).shape[0]
     if nd == 0:
@@ -958,7 +945,6 @@ def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
 
 
 def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-    import spec.numpy as jnp
     shape = canonical_aval_of(a).shape
     nd = len(shape)
     if nd < 2:
@@ -966,16 +952,17 @@ def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any
     a1, a2 = _canonical_axis(axis1, nd), _canonical_axis(axis2, nd)
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    moved = jnp.moveaxis(a, (a1, a2), (-2, -1))
+    moved = jnp_shape.moveaxis(a, (a1, a2), (-2, -1))
     n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
-    i = jnp.arange(n)
-    j = jnp.arange(abs(offset), abs(offset) + n)
+    i = creation.arange(n)
+    j = creation.arange(abs(offset), abs(offset) + n)
     return moved[..., i, j] if offset >= 0 else moved[..., j, i]
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
     import operator
+
     from spec._src.numpy.util import check_arraylike
     check_arraylike("diagonal", a)
     if isinstance(offset, Tracer):
@@ -988,14 +975,12 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
 
 def _diag_fn(v: Any, k: int = 0) -> Any:
-    import spec.numpy as jnp
-    lax = _lax()
     shape = canonical_aval_of(v).shape
     if len(shape) == 1:
-        zero = lax.full_like(v, 0, shape=())
+        zero = L.full_like(v, 0, shape=())
         n = shape[0] + abs(k)
-        v = lax.pad(v, zero, ((max(0, -k), max(0, k), 0),))
-        return jnp.where(jnp.eye(n, k=k, dtype=bool), v[:, None], zero)
+        v = L.pad(v, zero, ((max(0, -k), max(0, k), 0),))
+        return jnp_math.where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
     if len(shape) == 2:
         return diagonal(v, offset=k)
     raise ValueError("diag input must be 1d or 2d")
@@ -1005,6 +990,7 @@ def diag(v: Any, k: int = 0) -> Any:
     """A 1-D input becomes a matrix with it on diagonal ``k``; a 2-D input
     gives its ``k``-th diagonal."""
     import operator
+
     from spec._src.numpy.util import check_arraylike
     check_arraylike("diag", v)
     return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))

@@ -18,7 +18,7 @@ from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot_api as ld
 from spec._src.lax import reductions_api as lr
-from spec._src.numpy.reductions import _lax, _ravel, canonicalize_axis, convert, expand_dims
+from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert, expand_dims
 from spec._src.numpy.util import check_arraylike, promote_dtypes
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg"]
@@ -104,14 +104,14 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
         idx_b.append(nb + int(a_mat))
     perm = tuple(int(p) for p in np.argsort(np.array(idx_batch + idx_a + idx_b, dtype=int)))
     if a_sq:
-        a = _lax("squeeze")(a, tuple(a_sq))
+        a = L.squeeze(a, tuple(a_sq))
     if b_sq:
-        b = _lax("squeeze")(b, tuple(b_sq))
+        b = L.squeeze(b, tuple(b_sq))
     dims = (((_ndim(a) - 1,), (_ndim(b) - 1 - int(b_mat),)), (tuple(a_batch), tuple(b_batch)))
     out = ld.dot_general(a, b, dims, precision=precision, preferred_element_type=pet,
                          out_sharding=out_sharding)
     if perm != tuple(range(len(perm))):
-        out = _lax("transpose")(out, perm)
+        out = L.transpose(out, perm)
     if both_sq:
         out = expand_dims(out, both_sq)
     return convert(out, pet, weak)
@@ -120,7 +120,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     check_arraylike("vdot", a, b)
     if T.is_complex(canonical_aval_of(a).dtype):
-        a = _lax("conj")(a)
+        a = ew.conj(a)
     return dot(_ravel(a), _ravel(b), precision=precision,
                preferred_element_type=preferred_element_type)
 
@@ -144,9 +144,9 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
     a, b = promote_dtypes(a, b)
     a, b = _ravel(a), _ravel(b)
     n, m = canonical_aval_of(a).shape[0], canonical_aval_of(b).shape[0]
-    col = _lax("broadcast_in_dim")(a, (n, 1), (0,))
-    row = _lax("broadcast_in_dim")(b, (1, m), (1,))
-    return _lax("mul")(col, row)
+    col = L.broadcast_in_dim(a, (n, 1), (0,))
+    row = L.broadcast_in_dim(b, (1, m), (1,))
+    return ew.mul(col, row)
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
@@ -267,7 +267,7 @@ class _Einsum:
                 axes = [i for i, n in enumerate(names) if n == name]
                 eye = _delta(canonical_aval_of(x).shape, axes)
                 zeros = _full_like_zero(x)
-                x = _lax("select_n")(eye, zeros, x)
+                x = ew.select_n(eye, zeros, x)
                 if name not in keep:
                     x = self.sum(x, axes)
                     names = names.replace(name, "")
@@ -329,21 +329,21 @@ def _inverse_sharding(out_sharding: Any, names: str, result: str) -> Any:
 
 def _delta(shape: T.Shape, axes: Sequence[int]) -> Any:
     base = tuple(shape[a] for a in axes)
-    iota = _lax("broadcasted_iota")
+    iota = L.broadcasted_iota
     iotas = [iota(np.uint32, base, i) for i in range(len(base))]
-    eyes = [_lax("eq")(x, y) for x, y in zip(iotas[:-1], iotas[1:])]
+    eyes = [ew.eq(x, y) for x, y in zip(iotas[:-1], iotas[1:])]
     result = eyes[0]
     for e in eyes[1:]:
-        result = _lax("bitwise_and")(result, e)
+        result = ew.bitwise_and(result, e)
     if base != tuple(shape):
-        result = _lax("broadcast_in_dim")(result, tuple(shape), tuple(axes))
+        result = L.broadcast_in_dim(result, tuple(shape), tuple(axes))
     return result
 
 
 def _full_like_zero(x: Any) -> Any:
     aval = canonical_aval_of(x)
     zero = convert(0, aval.dtype)
-    return _lax("broadcast_in_dim")(zero, aval.shape, ())
+    return L.broadcast_in_dim(zero, aval.shape, ())
 
 
 def _filter_singletons(x: Any, names: str, other: Any, other_names: str) -> tuple[Any, str]:
@@ -352,7 +352,7 @@ def _filter_singletons(x: Any, names: str, other: Any, other_names: str) -> tupl
             for i, j in enumerate(other_names.find(n) for n in names)]
     squeeze = tuple(i for i, k in enumerate(keep) if not k)
     if squeeze:
-        x = _lax("squeeze")(x, squeeze)
+        x = L.squeeze(x, squeeze)
     return x, "".join(n for n, k in zip(names, keep) if k)
 
 
@@ -394,7 +394,7 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
             # JAX pops the second operand first: it becomes the "lhs".
             x, xn = ein.two(ops[k], names[k], x, xn, target, out_sharding)
     if xn != result:
-        x = _lax("transpose")(x, tuple(xn.index(n) for n in result))
+        x = L.transpose(x, tuple(xn.index(n) for n in result))
     return convert(x, pet, weak)
 
 
@@ -403,7 +403,9 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
 # equation), which promotes its operand to an inexact dtype and calls the
 # ``spec._src.lax.linalg_api`` wrapper.
 
+from spec._src.lax import elementwise_api as ew
 from spec._src.lax import linalg_api as lax_linalg  # noqa: E402  (also makes ``spec._src.lax.linalg_api``)
+from spec._src.lax import structural_api as L
 
 
 class EighResult(NamedTuple):

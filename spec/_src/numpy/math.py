@@ -17,7 +17,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from spec import lax
 from spec._src.core import types as T
 from spec._src.api.jit import jit
 from spec._src.core.array import host_constant, Array, from_numpy
@@ -32,6 +31,9 @@ from spec._src.numpy.util import (
     python_scalar_operand,
     to_weak_or_strong,
 )
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
 
 Fn = Callable[..., Any]
 
@@ -64,7 +66,7 @@ def _full_like(x: Any, value: Any, dtype: T.DType | None = None) -> Any:
                            weak_type=dtype is None and aval.weak_type)
     if not aval.shape:
         return scalar
-    return lax.broadcast_in_dim(scalar, aval.shape, ())
+    return L.broadcast_in_dim(scalar, aval.shape, ())
 
 
 def _broadcast_shapes_np(fun_name: str, shapes: list[T.Shape]) -> T.Shape:
@@ -85,7 +87,7 @@ def _broadcast_to_rank(x: Any, rank: int) -> Any:
     lead = rank - aval.ndim
     if lead == 0:
         return x
-    return lax.broadcast_in_dim(x, (1,) * lead + aval.shape, tuple(range(lead, rank)))
+    return L.broadcast_in_dim(x, (1,) * lead + aval.shape, tuple(range(lead, rank)))
 
 
 def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
@@ -234,7 +236,7 @@ def _is_complex(x: Any) -> bool:
 
 
 def _to_bool(x: Any) -> Any:
-    return x if _dtype(x) == T.bool_ else lax.ne(x, _const(x, 0))
+    return x if _dtype(x) == T.bool_ else ew.ne(x, _const(x, 0))
 
 
 # ============================================================== where / select
@@ -242,7 +244,7 @@ def _to_bool(x: Any) -> Any:
 def _where_impl(condition: Any, x: Any, y: Any) -> Any:
     check_arraylike("where", condition, x, y)
     if _dtype(condition) != T.bool_:
-        condition = lax.ne(condition, _const(condition, 0))
+        condition = ew.ne(condition, _const(condition, 0))
     x, y = _promote_dtypes(x, y)
     if not _aval(condition).shape:
         x, y = _broadcast_arrays(x, y)
@@ -250,7 +252,7 @@ def _where_impl(condition: Any, x: Any, y: Any) -> Any:
         condition, x, y = _broadcast_arrays(condition, x, y)
     if 0 in _aval(x).shape:
         return x  # nothing to select from: JAX returns the (empty) x unchanged
-    return lax.select(condition, x, y)
+    return ew.select(condition, x, y)
 
 
 _where = _named_jit("_where", _where_impl)
@@ -271,7 +273,7 @@ def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
     if aval.shape == shape:
         return _as_array(x)
     lead = len(shape) - aval.ndim
-    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
+    return L.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))),
                                 out_sharding=sharding)
 
 
@@ -296,21 +298,21 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
 
 def add(x: Any, y: Any, /) -> Any:
     a, b = promote_args("add", x, y)
-    return lax.bitwise_or(a, b) if _dtype(a) == T.bool_ else lax.add(a, b)
+    return ew.bitwise_or(a, b) if _dtype(a) == T.bool_ else ew.add(a, b)
 
 
 def subtract(x: Any, y: Any, /) -> Any:
-    return lax.sub(*promote_args("subtract", x, y))
+    return ew.sub(*promote_args("subtract", x, y))
 
 
 def multiply(x: Any, y: Any, /) -> Any:
     a, b = promote_args("multiply", x, y)
-    return lax.bitwise_and(a, b) if _dtype(a) == T.bool_ else lax.mul(a, b)
+    return ew.bitwise_and(a, b) if _dtype(a) == T.bool_ else ew.mul(a, b)
 
 
 def true_divide(x1: Any, x2: Any, /) -> Any:
     """Division in a float dtype: integer and bool operands convert first."""
-    return lax.div(*promote_args_inexact("true_divide", x1, x2))
+    return ew.div(*promote_args_inexact("true_divide", x1, x2))
 
 
 def divide(x1: Any, x2: Any, /) -> Any:
@@ -319,24 +321,24 @@ def divide(x1: Any, x2: Any, /) -> Any:
 
 def _float_divmod(x1: Any, x2: Any) -> tuple[Any, Any]:
     # CPython's float divmod: rem, correct toward floor, round the quotient.
-    mod = lax.rem(x1, x2)
-    corrected = _where(equal(x2, 0), x1, lax.sub(x1, mod))
-    div = lax.div(corrected, x2)
-    ind = lax.bitwise_and(not_equal(mod, 0), not_equal(lax.sign(x2), lax.sign(mod)))
-    mod = lax.select(ind, mod + x2, mod)
-    div = lax.select(ind, div - 1.0, div)
-    return lax.round(div), mod
+    mod = ew.rem(x1, x2)
+    corrected = _where(equal(x2, 0), x1, ew.sub(x1, mod))
+    div = ew.div(corrected, x2)
+    ind = ew.bitwise_and(not_equal(mod, 0), not_equal(ew.sign(x2), ew.sign(mod)))
+    mod = ew.select(ind, mod + x2, mod)
+    div = ew.select(ind, div - 1.0, div)
+    return ew.round(div), mod
 
 
 def _floor_divide_impl(x1: Any, x2: Any) -> Any:
     x1, x2 = promote_args_numeric("floor_divide", x1, x2)
     dt = _dtype(x1)
     if T.is_unsigned_int(dt):
-        return lax.div(x1, x2)
+        return ew.div(x1, x2)
     if T.is_int(dt):
-        quotient = lax.div(x1, x2)
-        select = logical_and(not_equal(lax.sign(x1), lax.sign(x2)),
-                             not_equal(lax.rem(x1, x2), 0))
+        quotient = ew.div(x1, x2)
+        select = logical_and(not_equal(ew.sign(x1), ew.sign(x2)),
+                             not_equal(ew.rem(x1, x2), 0))
         return _where(select, quotient - 1, quotient)
     if T.is_complex(dt):
         raise TypeError("floor_divide does not support complex-valued inputs")
@@ -357,10 +359,10 @@ def _remainder_impl(x1: Any, x2: Any) -> Any:
     zero = _const(x1, 0)
     if T.is_int(_dtype(x2)):
         x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
-    trunc_mod = lax.rem(x1, x2)
-    nonzero = lax.ne(trunc_mod, zero)
-    do_plus = lax.bitwise_and(lax.ne(lax.lt(trunc_mod, zero), lax.lt(x2, zero)), nonzero)
-    return lax.select(do_plus, lax.add(trunc_mod, x2), trunc_mod)
+    trunc_mod = ew.rem(x1, x2)
+    nonzero = ew.ne(trunc_mod, zero)
+    do_plus = ew.bitwise_and(ew.ne(ew.lt(trunc_mod, zero), ew.lt(x2, zero)), nonzero)
+    return ew.select(do_plus, ew.add(trunc_mod, x2), trunc_mod)
 
 
 _remainder = _named_jit("remainder", _remainder_impl)
@@ -379,7 +381,7 @@ def mod(x1: Any, x2: Any, /) -> Any:
 def _fmod_impl(x1: Any, x2: Any) -> Any:
     if T.is_int(T.result_type(x1, x2)):
         x2 = _where(equal(x2, 0), _full_like(x2, 1), x2)
-    return lax.rem(*promote_args_numeric("fmod", x1, x2))
+    return ew.rem(*promote_args_numeric("fmod", x1, x2))
 
 
 _fmod = _named_jit("fmod", _fmod_impl)
@@ -410,11 +412,11 @@ def _pow_int_int(x1: Any, x2: Any) -> Any:
     """Integer power by 6 rounds of binary exponentiation (more would
     overflow for any base > 1), as JAX does."""
     zero, one = _const(x2, 0), _const(x2, 1)
-    acc = _where(lax.bitwise_and(lax.eq(x1, zero), lax.ne(x2, zero)), zero, one)
+    acc = _where(ew.bitwise_and(ew.eq(x1, zero), ew.ne(x2, zero)), zero, one)
     for _ in range(6):
-        acc = _where(lax.bitwise_and(x2, one), lax.mul(acc, x1), acc)
-        x1 = lax.mul(x1, x1)
-        x2 = lax.shift_right_logical(x2, one)
+        acc = _where(ew.bitwise_and(x2, one), ew.mul(acc, x1), acc)
+        x1 = ew.mul(x1, x1)
+        x2 = ew.shift_right_logical(x2, one)
     return acc
 
 
@@ -430,14 +432,14 @@ def power(x1: Any, x2: Any, /) -> Any:
             pass
         else:
             (base,) = _promote_dtypes_numeric(x1)
-            return lax.integer_pow(base, y)
+            return ew.integer_pow(base, y)
     a, b = _promote_shapes("power", x1, x2)
     a_, b_ = promote_args_numeric("power", a, b)
     if T.is_int(_dtype(a_)):
         return _pow_int_int(a_, b_)
     if T.is_inexact(_dtype(a)) and T.is_int(_dtype(b)):
-        return lax.pow(a, b)
-    return lax.pow(a_, b_)
+        return ew.pow(a, b)
+    return ew.pow(a_, b_)
 
 
 def pow(x1: Any, x2: Any, /) -> Any:
@@ -445,11 +447,11 @@ def pow(x1: Any, x2: Any, /) -> Any:
 
 
 def float_power(x1: Any, x2: Any, /) -> Any:
-    return lax.pow(*promote_args_inexact("float_power", x1, x2))
+    return ew.pow(*promote_args_inexact("float_power", x1, x2))
 
 
 def negative(x: Any, /) -> Any:
-    return lax.neg(*promote_args("negative", x))
+    return ew.neg(*promote_args("negative", x))
 
 
 def positive(x: Any, /) -> Any:
@@ -458,26 +460,26 @@ def positive(x: Any, /) -> Any:
 
 
 def sign(x: Any, /) -> Any:
-    return lax.sign(*promote_args("sign", x))
+    return ew.sign(*promote_args("sign", x))
 
 
 def square(x: Any, /) -> Any:
     check_arraylike("square", x)
     (a,) = _promote_dtypes_numeric(x)
-    return lax.square(a)
+    return ew.square(a)
 
 
 def reciprocal(x: Any, /) -> Any:
     check_arraylike("reciprocal", x)
     (a,) = _promote_dtypes_inexact(x)
-    return lax.integer_pow(a, -1)
+    return ew.integer_pow(a, -1)
 
 
 def absolute(x: Any, /) -> Any:
     """|x|; bool and unsigned operands are returned unchanged."""
     check_arraylike("absolute", x)
     dt = _dtype(x)
-    return _as_array(x) if dt == T.bool_ or T.is_unsigned_int(dt) else lax.abs(x)
+    return _as_array(x) if dt == T.bool_ or T.is_unsigned_int(dt) else ew.abs(x)
 
 
 def abs(x: Any, /) -> Any:
@@ -488,15 +490,15 @@ def fabs(x: Any, /) -> Any:
     check_arraylike("fabs", x)
     if _is_complex(x):
         raise TypeError("ufunc 'fabs' does not support complex dtypes")
-    return lax.abs(*promote_args_inexact("fabs", x))
+    return ew.abs(*promote_args_inexact("fabs", x))
 
 
 def maximum(x: Any, y: Any, /) -> Any:
-    return lax.max(*promote_args("maximum", x, y))
+    return ew.max(*promote_args("maximum", x, y))
 
 
 def minimum(x: Any, y: Any, /) -> Any:
-    return lax.min(*promote_args("minimum", x, y))
+    return ew.min(*promote_args("minimum", x, y))
 
 
 def _fmax_impl(x1: Any, x2: Any) -> Any:
@@ -523,15 +525,15 @@ def fmin(x1: Any, x2: Any, /) -> Any:
 
 
 def nextafter(x1: Any, x2: Any, /) -> Any:
-    return lax.nextafter(*promote_args_inexact("nextafter", x1, x2))
+    return ew.nextafter(*promote_args_inexact("nextafter", x1, x2))
 
 
 def _heaviside_impl(x1: Any, x2: Any) -> Any:
     x1, x2 = _promote_dtypes_inexact(x1, x2)
     zero = _lax_const(x1, 0)
-    return _where(lax.lt(x1, zero), zero,
-                  _where(lax.gt(x1, zero), _lax_const(x1, 1),
-                         _where(lax.ne(x1, x1), x1, x2)))
+    return _where(ew.lt(x1, zero), zero,
+                  _where(ew.gt(x1, zero), _lax_const(x1, 1),
+                         _where(ew.ne(x1, x1), x1, x2)))
 
 
 def _lax_const(x: Any, value: Any) -> Any:
@@ -573,20 +575,20 @@ def floor(x: Any, /) -> Any:
     check_arraylike("floor", x)
     if not T.is_inexact(_dtype(x)):
         return _as_array(x)
-    return lax.floor(*promote_args_inexact("floor", x))
+    return ew.floor(*promote_args_inexact("floor", x))
 
 
 def ceil(x: Any, /) -> Any:
     check_arraylike("ceil", x)
     if not T.is_inexact(_dtype(x)):
         return _as_array(x)
-    return lax.ceil(*promote_args_inexact("ceil", x))
+    return ew.ceil(*promote_args_inexact("ceil", x))
 
 
 def _trunc_impl(x: Any) -> Any:
     if not T.is_inexact(_dtype(x)):
         return _as_array(x)
-    return where(lax.lt(x, _const(x, 0)), lax.ceil(x), lax.floor(x))
+    return where(ew.lt(x, _const(x, 0)), ew.ceil(x), ew.floor(x))
 
 
 _trunc = _named_jit("trunc", _trunc_impl)
@@ -611,20 +613,20 @@ def _round_impl(a: Any, decimals: int = 0) -> Any:
 
     def round_float(x: Any) -> Any:
         if decimals == 0:
-            return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+            return ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN)
         narrow = _dtype(x) == T.float16
-        x = lax.convert_element_type(x, np.float32) if narrow else x
+        x = L.convert_element_type(x, np.float32) if narrow else x
         factor = _const(x, 10 ** decimals)
-        out = lax.div(lax.round(lax.mul(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN),
+        out = ew.div(ew.round(ew.mul(x, factor), ew.RoundingMethod.TO_NEAREST_EVEN),
                       factor)
-        return lax.convert_element_type(out, np.float16) if narrow else out
+        return L.convert_element_type(out, np.float16) if narrow else out
 
     real_dt = {T.complex64: T.float32, T.complex128: T.float64}.get(dt, dt)
     # ml_dtypes.finfo also knows bfloat16 and the float8s (np.finfo does not).
     if decimals > np.log10(float(ml_dtypes.finfo(real_dt).max)):  # type: ignore[no-untyped-call]
         return _as_array(a)
     if T.is_complex(dt):
-        return lax.complex(round_float(lax.real(a)), round_float(lax.imag(a)))
+        return ew.complex(round_float(ew.real(a)), round_float(ew.imag(a)))
     return round_float(a)
 
 
@@ -655,10 +657,10 @@ def _rint_impl(x: Any) -> Any:
     check_arraylike("rint", x)
     dt = _dtype(x)
     if not T.is_inexact(dt):
-        return lax.convert_element_type(x, T.default_float())
+        return L.convert_element_type(x, T.default_float())
     if T.is_complex(dt):
-        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
-    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+        return ew.complex(rint(ew.real(x)), rint(ew.imag(x)))
+    return ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN)
 
 
 _rint = _named_jit("rint", _rint_impl)
@@ -676,15 +678,15 @@ def isfinite(x: Any, /) -> Any:
     check_arraylike("isfinite", x)
     dt = _dtype(x)
     if T.is_float(dt):
-        return lax.is_finite(x)
+        return ew.is_finite(x)
     if T.is_complex(dt):
-        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+        return ew.bitwise_and(ew.is_finite(ew.real(x)), ew.is_finite(ew.imag(x)))
     return _full_like(x, True, T.bool_)
 
 
 def isnan(x: Any, /) -> Any:
     check_arraylike("isnan", x)
-    return lax.ne(x, x)
+    return ew.ne(x, x)
 
 
 def _isinf_impl(x: Any) -> Any:
@@ -692,11 +694,11 @@ def _isinf_impl(x: Any) -> Any:
     if T.is_float(dt):
         if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
             return _full_like(x, False, T.bool_)  # a dtype without infinity
-        return lax.eq(lax.abs(x), _const(x, np.inf))
+        return ew.eq(ew.abs(x), _const(x, np.inf))
     if T.is_complex(dt):
-        re, im = lax.real(x), lax.imag(x)
-        return lax.bitwise_or(lax.eq(lax.abs(re), _const(re, np.inf)),
-                              lax.eq(lax.abs(im), _const(im, np.inf)))
+        re, im = ew.real(x), ew.imag(x)
+        return ew.bitwise_or(ew.eq(ew.abs(re), _const(re, np.inf)),
+                              ew.eq(ew.abs(im), _const(im, np.inf)))
     return _full_like(x, False, T.bool_)
 
 
@@ -719,42 +721,42 @@ def _inexact_unary(name: str, op: Fn) -> Fn:
     return fn
 
 
-exp = _inexact_unary("exp", lax.exp)
-exp2 = _inexact_unary("exp2", lax.exp2)
-expm1 = _inexact_unary("expm1", lax.expm1)
-log = _inexact_unary("log", lax.log)
-log2 = _inexact_unary("log2", lax.log2)
-log1p = _inexact_unary("log1p", lax.log1p)
-sqrt = _inexact_unary("sqrt", lax.sqrt)
-cbrt = _inexact_unary("cbrt", lax.cbrt)
-sin = _inexact_unary("sin", lax.sin)
-cos = _inexact_unary("cos", lax.cos)
-tan = _inexact_unary("tan", lax.tan)
-arcsin = _inexact_unary("arcsin", lax.asin)
-arccos = _inexact_unary("arccos", lax.acos)
-arctan = _inexact_unary("arctan", lax.atan)
-sinh = _inexact_unary("sinh", lax.sinh)
-cosh = _inexact_unary("cosh", lax.cosh)
-tanh = _inexact_unary("tanh", lax.tanh)
-arcsinh = _inexact_unary("arcsinh", lax.asinh)
-arctanh = _inexact_unary("arctanh", lax.atanh)
+exp = _inexact_unary("exp", ew.exp)
+exp2 = _inexact_unary("exp2", ew.exp2)
+expm1 = _inexact_unary("expm1", ew.expm1)
+log = _inexact_unary("log", ew.log)
+log2 = _inexact_unary("log2", ew.log2)
+log1p = _inexact_unary("log1p", ew.log1p)
+sqrt = _inexact_unary("sqrt", ew.sqrt)
+cbrt = _inexact_unary("cbrt", ew.cbrt)
+sin = _inexact_unary("sin", ew.sin)
+cos = _inexact_unary("cos", ew.cos)
+tan = _inexact_unary("tan", ew.tan)
+arcsin = _inexact_unary("arcsin", ew.asin)
+arccos = _inexact_unary("arccos", ew.acos)
+arctan = _inexact_unary("arctan", ew.atan)
+sinh = _inexact_unary("sinh", ew.sinh)
+cosh = _inexact_unary("cosh", ew.cosh)
+tanh = _inexact_unary("tanh", ew.tanh)
+arcsinh = _inexact_unary("arcsinh", ew.asinh)
+arctanh = _inexact_unary("arctanh", ew.atanh)
 
 
 def log10(x: Any, /) -> Any:
     (a,) = promote_args_inexact("log10", x)
     inv_ln10 = 0.4342944819032518  # 1 / log(10)
     if _is_complex(a):
-        r = lax.log(a)
-        re, im = lax.real(r), lax.imag(r)
-        return lax.complex(lax.mul(re, _const(re, inv_ln10)), lax.mul(im, _const(im, inv_ln10)))
-    return lax.mul(lax.log(a), _const(a, inv_ln10))
+        r = ew.log(a)
+        re, im = ew.real(r), ew.imag(r)
+        return ew.complex(ew.mul(re, _const(re, inv_ln10)), ew.mul(im, _const(im, inv_ln10)))
+    return ew.mul(ew.log(a), _const(a, inv_ln10))
 
 
 def _arccosh_impl(x: Any) -> Any:
-    result = lax.acosh(*promote_args_inexact("arccosh", x))
+    result = ew.acosh(*promote_args_inexact("arccosh", x))
     if _is_complex(result):
-        re = lax.real(result)
-        result = _where(lax.lt(re, _const(re, 0)), lax.neg(result), result)
+        re = ew.real(result)
+        result = _where(ew.lt(re, _const(re, 0)), ew.neg(result), result)
     return result
 
 
@@ -767,7 +769,7 @@ def arccosh(x: Any, /) -> Any:
 
 
 def arctan2(x1: Any, x2: Any, /) -> Any:
-    return lax.atan2(*promote_args_inexact("arctan2", x1, x2))
+    return ew.atan2(*promote_args_inexact("arctan2", x1, x2))
 
 
 def hypot(x1: Any, x2: Any, /) -> Any:
@@ -777,23 +779,23 @@ def hypot(x1: Any, x2: Any, /) -> Any:
     if _is_complex(a):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
                          "convert to real values first, such as by using abs(x)")
-    a, b = _broadcast_arrays(lax.abs(a), lax.abs(b))
-    big, small = lax.max(a, b), lax.min(a, b)
-    safe = _where(lax.eq(big, _const(big, 0)), _like(big, 1), big)
-    ratio = lax.div(small, safe)
-    out = lax.mul(big, lax.sqrt(lax.add(_like(big, 1), lax.mul(ratio, ratio))))
+    a, b = _broadcast_arrays(ew.abs(a), ew.abs(b))
+    big, small = ew.max(a, b), ew.min(a, b)
+    safe = _where(ew.eq(big, _const(big, 0)), _like(big, 1), big)
+    ratio = ew.div(small, safe)
+    out = ew.mul(big, ew.sqrt(ew.add(_like(big, 1), ew.mul(ratio, ratio))))
     inf = _const(big, np.inf)
-    return _where(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), _like(big, np.inf), out)
+    return _where(ew.bitwise_or(ew.eq(a, inf), ew.eq(b, inf)), _like(big, np.inf), out)
 
 
 def deg2rad(x: Any, /) -> Any:
     (a,) = promote_args_inexact("deg2rad", x)
-    return lax.mul(a, _const(a, np.pi / 180))
+    return ew.mul(a, _const(a, np.pi / 180))
 
 
 def rad2deg(x: Any, /) -> Any:
     (a,) = promote_args_inexact("rad2deg", x)
-    return lax.mul(a, _const(a, 180 / np.pi))
+    return ew.mul(a, _const(a, 180 / np.pi))
 
 
 def degrees(x: Any, /) -> Any:
@@ -809,17 +811,17 @@ def radians(x: Any, /) -> Any:
 
 def real(val: Any, /) -> Any:
     check_arraylike("real", val)
-    return lax.real(val) if _is_complex(val) else _as_array(val)
+    return ew.real(val) if _is_complex(val) else _as_array(val)
 
 
 def imag(val: Any, /) -> Any:
     check_arraylike("imag", val)
-    return lax.imag(val) if _is_complex(val) else _full_like(val, 0)
+    return ew.imag(val) if _is_complex(val) else _full_like(val, 0)
 
 
 def conjugate(x: Any, /) -> Any:
     check_arraylike("conjugate", x)
-    return lax.conj(x) if _is_complex(x) else _as_array(x)
+    return ew.conj(x) if _is_complex(x) else _as_array(x)
 
 
 def conj(x: Any, /) -> Any:
@@ -831,9 +833,9 @@ def _angle_impl(z: Any, deg: bool = False) -> Any:
     re, im = real(z), imag(z)
     dt = _dtype(re)
     if not T.is_inexact(dt) or (T.is_float(_dtype(z)) and not _aval(z).shape):
-        re = lax.convert_element_type(re, T.default_float())
-        im = lax.convert_element_type(im, T.default_float())
-    result = lax.atan2(im, re)
+        re = L.convert_element_type(re, T.default_float())
+        im = L.convert_element_type(im, T.default_float())
+    result = ew.atan2(im, re)
     return degrees(result) if deg else result
 
 
@@ -849,51 +851,51 @@ def angle(z: Any, deg: bool = False) -> Any:
 
 
 def bitwise_and(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_and(*promote_args("bitwise_and", x, y))
+    return ew.bitwise_and(*promote_args("bitwise_and", x, y))
 
 
 def bitwise_or(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_or(*promote_args("bitwise_or", x, y))
+    return ew.bitwise_or(*promote_args("bitwise_or", x, y))
 
 
 def bitwise_xor(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_xor(*promote_args("bitwise_xor", x, y))
+    return ew.bitwise_xor(*promote_args("bitwise_xor", x, y))
 
 
 def bitwise_not(x: Any, /) -> Any:
-    return lax.bitwise_not(*promote_args("bitwise_not", x))
+    return ew.bitwise_not(*promote_args("bitwise_not", x))
 
 
 def invert(x: Any, /) -> Any:
-    return lax.bitwise_not(*promote_args("invert", x))
+    return ew.bitwise_not(*promote_args("invert", x))
 
 
 def left_shift(x: Any, y: Any, /) -> Any:
-    return lax.shift_left(*promote_args_numeric("left_shift", x, y))
+    return ew.shift_left(*promote_args_numeric("left_shift", x, y))
 
 
 def right_shift(x1: Any, x2: Any, /) -> Any:
     """Arithmetic shift for signed operands, logical for unsigned."""
     a, b = promote_args_numeric("right_shift", x1, x2)
     if T.is_unsigned_int(_dtype(a)):
-        return lax.shift_right_logical(a, b)
-    return lax.shift_right_arithmetic(a, b)
+        return ew.shift_right_logical(a, b)
+    return ew.shift_right_arithmetic(a, b)
 
 
 def logical_and(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
+    return ew.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
 
 
 def logical_or(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
+    return ew.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
 
 
 def logical_xor(x: Any, y: Any, /) -> Any:
-    return lax.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
+    return ew.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
 
 
 def logical_not(x: Any, /) -> Any:
-    return lax.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
+    return ew.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
 
 
 # ============================================================ comparisons
@@ -907,9 +909,9 @@ def _comparison(name: str, op: Fn) -> Fn:
         if ordered and _is_complex(a):
             # Complex numbers compare lexicographically: real parts, then
             # imaginary parts where the real parts tie.
-            return lax.select(lax.eq(lax.real(a), lax.real(b)),
-                              op(lax.imag(a), lax.imag(b)),
-                              op(lax.real(a), lax.real(b)))
+            return ew.select(ew.eq(ew.real(a), ew.real(b)),
+                              op(ew.imag(a), ew.imag(b)),
+                              op(ew.real(a), ew.real(b)))
         return op(a, b)
 
     fn.__name__ = fn.__qualname__ = name
@@ -917,12 +919,12 @@ def _comparison(name: str, op: Fn) -> Fn:
     return fn
 
 
-equal = _comparison("equal", lax.eq)
-not_equal = _comparison("not_equal", lax.ne)
-less = _comparison("less", lax.lt)
-less_equal = _comparison("less_equal", lax.le)
-greater = _comparison("greater", lax.gt)
-greater_equal = _comparison("greater_equal", lax.ge)
+equal = _comparison("equal", ew.eq)
+not_equal = _comparison("not_equal", ew.ne)
+less = _comparison("less", ew.lt)
+less_equal = _comparison("less_equal", ew.le)
+greater = _comparison("greater", ew.gt)
+greater_equal = _comparison("greater_equal", ew.ge)
 
 
 # ============================================================ sign bits, ldexp/frexp
@@ -932,7 +934,7 @@ def _signbit_impl(x: Any) -> Any:
     (x,) = promote_args("signbit", x)
     dt = _dtype(x)
     if T.is_int(dt):
-        return lax.lt(x, _const(x, 0))
+        return ew.lt(x, _const(x, 0))
     if dt == T.bool_:
         return _full_like(x, False, T.bool_)
     if not T.is_float(dt):
@@ -940,10 +942,10 @@ def _signbit_impl(x: Any) -> Any:
     bits = dt.itemsize * 8
     if bits not in (16, 32, 64):
         raise NotImplementedError("jax.numpy.signbit only supports 16, 32, and 64-bit types.")
-    as_int = lax.bitcast_convert_type(x, np.dtype(f"int{bits}"))
+    as_int = L.bitcast_convert_type(x, np.dtype(f"int{bits}"))
     # The arithmetic shift smears the sign bit over the word: -1 or 0.
-    smeared = lax.shift_right_arithmetic(as_int, _const(as_int, bits - 1))
-    return lax.convert_element_type(smeared, T.bool_)
+    smeared = ew.shift_right_arithmetic(as_int, _const(as_int, bits - 1))
+    return L.convert_element_type(smeared, T.bool_)
 
 
 _signbit = _named_jit("signbit", _signbit_impl)
@@ -960,7 +962,7 @@ def _copysign_impl(x1: Any, x2: Any) -> Any:
     if _is_complex(x1):
         raise TypeError("copysign does not support complex-valued inputs")
     negative = _signbit(x2)
-    return _where(negative, lax.neg(lax.abs(x1)), lax.abs(x1))
+    return _where(negative, ew.neg(ew.abs(x1)), ew.abs(x1))
 
 
 _copysign = _named_jit("copysign", _copysign_impl)
@@ -978,7 +980,7 @@ def _isposneginf(name: str, infinity: float, x: Any) -> Any:
     if T.is_float(dt):
         if not np.isinf(np.array(np.inf, dt).astype(np.float64)):
             return _full_like(x, False, T.bool_)  # a dtype without infinity
-        return lax.eq(x, _const(x, infinity))
+        return ew.eq(x, _const(x, infinity))
     if T.is_complex(dt):
         raise ValueError("isposinf/isneginf are not well defined for complex types")
     return _full_like(x, False, T.bool_)
@@ -1002,7 +1004,7 @@ def _ldexp_impl(x1: Any, x2: Any) -> Any:
         raise ValueError(f"ldexp not supported for input types {(d1, d2)}")
     (x1,) = promote_args_inexact("ldexp", x1)
     if _dtype(x2) == T.bool_:
-        x2 = lax.convert_element_type(x2, T.int32)
+        x2 = L.convert_element_type(x2, T.int32)
     x1, x2 = _promote_shapes("ldexp", x1, x2)
     x1, x2 = _broadcast_arrays(x1, x2)
     x1, x2 = _strong(x1), _strong(x2)
@@ -1050,31 +1052,31 @@ def _strong(x: Any) -> Any:
 def _wrap_between(x: Any, bound: float) -> Any:
     """``x`` wrapped into [-bound, bound)."""
     a, two_a, zero = _lax_const(x, bound), _lax_const(x, 2 * bound), _lax_const(x, 0)
-    rem = lax.rem(lax.add(x, a), two_a)
-    rem = lax.select(lax.lt(rem, zero), lax.add(rem, two_a), rem)
-    return lax.sub(rem, a)
+    rem = ew.rem(ew.add(x, a), two_a)
+    rem = ew.select(ew.lt(rem, zero), ew.add(rem, two_a), rem)
+    return ew.sub(rem, a)
 
 
 def _logaddexp_body(x1: Any, x2: Any, base2: bool) -> Any:
-    amax = lax.max(x1, x2)
-    exp = lax.exp2 if base2 else lax.exp
+    amax = ew.max(x1, x2)
+    exp = ew.exp2 if base2 else ew.exp
     if T.is_float(_dtype(x1)):
-        delta = lax.sub(x1, x2)
+        delta = ew.sub(x1, x2)
         # A nan delta: nan operands, or infinities of one sign (their sum).
         # (Equations in JAX's order: the select's operands left to right.)
-        is_nan = lax.ne(delta, delta)
-        total = lax.add(x1, x2)
-        tail = lax.log1p(exp(lax.neg(lax.abs(delta))))
+        is_nan = ew.ne(delta, delta)
+        total = ew.add(x1, x2)
+        tail = ew.log1p(exp(ew.neg(ew.abs(delta))))
         if base2:
-            tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
-        return lax.select(is_nan, total, lax.add(amax, tail))
-    delta = lax.sub(lax.add(x1, x2), lax.mul(amax, _lax_const(amax, 2)))
-    tail = lax.log1p(exp(delta))
+            tail = ew.mul(_lax_const(amax, 1 / np.log(2)), tail)
+        return ew.select(is_nan, total, ew.add(amax, tail))
+    delta = ew.sub(ew.add(x1, x2), ew.mul(amax, _lax_const(amax, 2)))
+    tail = ew.log1p(exp(delta))
     if base2:
-        tail = lax.mul(_lax_const(amax, 1 / np.log(2)), tail)
-    out = lax.add(amax, tail)
+        tail = ew.mul(_lax_const(amax, 1 / np.log(2)), tail)
+    out = ew.add(amax, tail)
     period = np.pi / np.log(2) if base2 else np.pi
-    return lax.complex(lax.real(out), _wrap_between(lax.imag(out), period))
+    return ew.complex(ew.real(out), _wrap_between(ew.imag(out), period))
 
 
 def logaddexp(x1: Any, x2: Any, /) -> Any:
@@ -1105,23 +1107,23 @@ _SINC_Q64 = tuple(float.fromhex(h) for h in (
 def _sinc_real(x: Any) -> Any:
     """sinc(x) = (-1)^n sinc(r) r / x with x = n + r, n the nearest integer:
     the reduction is exact, and sinc(r) comes from its Taylor series."""
-    n = lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-    is_inf = lax.eq(lax.abs(x), _like(x, np.inf))
-    r = _where(is_inf, 0, lax.sub(x, n))
-    t = lax.mul(r, r)
+    n = ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN)
+    is_inf = ew.eq(ew.abs(x), _like(x, np.inf))
+    r = _where(is_inf, 0, ew.sub(x, n))
+    t = ew.mul(r, r)
     coeffs = _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32
     q = _like(t, coeffs[-1])
     for c in reversed(coeffs[:-1]):
-        q = lax.add(lax.mul(q, t), _like(t, c))
-    tq = lax.mul(t, q)
-    near_zero = lax.add(_like(t, 1), tq)  # sinc(x) where n == 0
-    r_sinc_r = lax.add(r, lax.mul(r, tq))
-    odd = lax.ne(lax.mul(_like(n, 2), lax.round(lax.mul(_like(n, 0.5), n),
-                                                  lax.RoundingMethod.TO_NEAREST_EVEN)), n)
-    n_zero = lax.eq(n, _like(n, 0))
-    denom = _where(odd, lax.neg(x), _where(n_zero, 1, x))
-    out = lax.div(r_sinc_r, denom)
-    out = _where(lax.eq(r, _like(r, 0)), lax.sub(out, out), out)  # integers: 0 (nan for inf)
+        q = ew.add(ew.mul(q, t), _like(t, c))
+    tq = ew.mul(t, q)
+    near_zero = ew.add(_like(t, 1), tq)  # sinc(x) where n == 0
+    r_sinc_r = ew.add(r, ew.mul(r, tq))
+    odd = ew.ne(ew.mul(_like(n, 2), ew.round(ew.mul(_like(n, 0.5), n),
+                                                  ew.RoundingMethod.TO_NEAREST_EVEN)), n)
+    n_zero = ew.eq(n, _like(n, 0))
+    denom = _where(odd, ew.neg(x), _where(n_zero, 1, x))
+    out = ew.div(r_sinc_r, denom)
+    out = _where(ew.eq(r, _like(r, 0)), ew.sub(out, out), out)  # integers: 0 (nan for inf)
     return _where(n_zero, near_zero, out)
 
 
@@ -1130,12 +1132,12 @@ def _sinc_impl(x: Any) -> Any:
     (x,) = _promote_dtypes_inexact(x)
     dt = _dtype(x)
     if T.is_complex(dt):
-        pi_x = lax.mul(_like(x, np.pi), x)
-        zero = lax.eq(x, _like(x, 0))
+        pi_x = ew.mul(_like(x, np.pi), x)
+        zero = ew.eq(x, _like(x, 0))
         safe = _where(zero, _like(x, 1), pi_x)
-        return _where(zero, _like(x, 1), lax.div(lax.sin(safe), safe))
+        return _where(zero, _like(x, 1), ew.div(ew.sin(safe), safe))
     if dt.itemsize < 4:
-        return lax.convert_element_type(_sinc_real(lax.convert_element_type(x, T.float32)), dt)
+        return L.convert_element_type(_sinc_real(L.convert_element_type(x, T.float32)), dt)
     return _sinc_real(x)
 
 
@@ -1157,12 +1159,12 @@ def _isclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
     a, b = promote_args("isclose", a, b)
     a, b = promote_args_inexact("isclose", a, b)
     dt = _real_dtype(_dtype(a))
-    rtol = lax.convert_element_type(rtol, dt)
-    atol = lax.convert_element_type(atol, dt)
+    rtol = L.convert_element_type(rtol, dt)
+    atol = L.convert_element_type(atol, dt)
     both_nan = logical_and(isnan(a), isnan(b))
     finite_b = isfinite(b)
-    in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
-    out = logical_or(lax.eq(a, b), logical_and(finite_b, in_range))
+    in_range = ew.le(ew.abs(ew.sub(a, b)), ew.add(atol, ew.mul(rtol, ew.abs(b))))
+    out = logical_or(ew.eq(a, b), logical_and(finite_b, in_range))
     return logical_or(out, both_nan) if equal_nan else out
 
 
@@ -1234,8 +1236,8 @@ def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = No
     if not T.is_inexact(dt):
         return _as_array(x)
     if T.is_complex(dt):
-        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
-                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+        return ew.complex(nan_to_num(ew.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(ew.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
@@ -1260,12 +1262,12 @@ def nan_to_num(x: Any, copy: Any = _UNSET, nan: Any = _UNSET, posinf: Any = _UNS
 
 
 def _gcd_step(x1: Any, x2: Any) -> tuple[Any, Any]:
-    nonzero = lax.ne(x2, _const(x2, 0))
+    nonzero = ew.ne(x2, _const(x2, 0))
     # JAX's lax._const: a Python 0 (keeping the weak type) for a weak rank-0
     # x2, else a strong zero of x2's dtype, which makes the where strong.
     zero = 0 if _aval(x2).weak_type and not _aval(x2).shape else _const(x2, 0)
-    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, lax.rem(x1, x2), zero))
-    swap = lax.lt(x1, x2)
+    x1, x2 = (_where(nonzero, x2, x1), _where(nonzero, ew.rem(x1, x2), zero))
+    swap = ew.lt(x1, x2)
     return _where(swap, x2, x1), _where(swap, x1, x2)
 
 
@@ -1276,14 +1278,14 @@ def _gcd_core(x1: Any, x2: Any) -> Any:
     step kept only while some divisor is nonzero, so the values agree."""
     x1, x2 = absolute(x1), absolute(x2)
     if is_concrete(x1) and is_concrete(x2):
-        while bool(np.asarray(lax.reduce_or(lax.ne(x2, _const(x2, 0)),
+        while bool(np.asarray(lr.reduce_or(ew.ne(x2, _const(x2, 0)),
                                             tuple(range(_aval(x2).ndim))))):
             x1, x2 = _gcd_step(x1, x2)
         return x1
     for _ in range(3 * _dtype(x1).itemsize * 8 // 2 + 2):
-        running = lax.reduce_or(lax.ne(x2, _const(x2, 0)), tuple(range(_aval(x2).ndim)))
+        running = lr.reduce_or(ew.ne(x2, _const(x2, 0)), tuple(range(_aval(x2).ndim)))
         n1, n2 = _gcd_step(x1, x2)
-        x1, x2 = lax.select(running, n1, x1), lax.select(running, n2, x2)
+        x1, x2 = ew.select(running, n1, x1), ew.select(running, n2, x2)
     return x1
 
 
@@ -1333,8 +1335,8 @@ def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> 
         if shape[ax] == 0:
             continue
         i = (-int(s)) % shape[ax]
-        a = lax.concatenate([lax.slice_in_dim(a, i, shape[ax], axis=ax),
-                             lax.slice_in_dim(a, 0, i, axis=ax)], ax)
+        a = L.concatenate([L.slice_in_dim(a, i, shape[ax], axis=ax),
+                             L.slice_in_dim(a, 0, i, axis=ax)], ax)
     return a
 
 
@@ -1358,10 +1360,10 @@ def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
     for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
         ax = int(ax)
         size = array(_aval(a).shape[ax], dtype=T.int32)
-        s = remainder(lax.convert_element_type(shifts[k], T.int32),
-                      lax.max(size, np.int32(1)))
-        doubled = lax.concatenate((a, a), ax)
-        a = lax.dynamic_slice_in_dim(doubled, lax.sub(size, s), _aval(a).shape[ax], axis=ax)
+        s = remainder(L.convert_element_type(shifts[k], T.int32),
+                      ew.max(size, np.int32(1)))
+        doubled = L.concatenate((a, a), ax)
+        a = L.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
     return a
 
 

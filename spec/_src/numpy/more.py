@@ -16,12 +16,17 @@ from typing import Any
 
 import numpy as np
 
-import spec.numpy as jnp
-from spec import lax
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax import conv_api as lc
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.numpy import creation, indexing, linalg, reductions
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.util import check_arraylike, promote_dtypes, to_weak_or_strong
 
@@ -68,7 +73,7 @@ def _dtype(x: Any) -> T.DType:
 def _ensure(name: str, *args: Any) -> Any:
     """JAX's ``ensure_arraylike``: arrays and scalars only, returned as arrays."""
     check_arraylike(name, *args)
-    out = [lax.asarray(a) for a in args]
+    out = [L.asarray(a) for a in args]
     return out[0] if len(out) == 1 else out
 
 
@@ -88,7 +93,7 @@ def _promote_inexact(*args: Any) -> list[Any]:
 def _promote(*args: Any) -> list[Any]:
     """JAX's ``promote_dtypes``."""
     if len(args) < 2:
-        return [lax.asarray(a) for a in args]
+        return [L.asarray(a) for a in args]
     return promote_dtypes(*args)
 
 
@@ -122,61 +127,61 @@ def _jit(name: str, fn: Fn, statics: tuple[str, ...] = ()) -> Fn:
 
 
 def _moveaxis(a: Any, src: int, dst: int) -> Any:
-    return jnp.moveaxis(a, src, dst)
+    return jnp_shape.moveaxis(a, src, dst)
 
 
 # =========================================================== array-API aliases
 
 def acos(x: Any, /) -> Any:
-    return jnp.arccos(x)
+    return jnp_math.arccos(x)
 
 
 def acosh(x: Any, /) -> Any:
-    return jnp.arccosh(x)
+    return jnp_math.arccosh(x)
 
 
 def asin(x: Any, /) -> Any:
-    return jnp.arcsin(x)
+    return jnp_math.arcsin(x)
 
 
 def asinh(x: Any, /) -> Any:
-    return jnp.arcsinh(x)
+    return jnp_math.arcsinh(x)
 
 
 def atan(x: Any, /) -> Any:
-    return jnp.arctan(x)
+    return jnp_math.arctan(x)
 
 
 def atanh(x: Any, /) -> Any:
-    return jnp.arctanh(x)
+    return jnp_math.arctanh(x)
 
 
 def atan2(x1: Any, x2: Any, /) -> Any:
-    return jnp.arctan2(x1, x2)
+    return jnp_math.arctan2(x1, x2)
 
 
 def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
     check_arraylike("concat", *arrays)
-    return jnp.concatenate(arrays, axis=axis)
+    return jnp_shape.concatenate(arrays, axis=axis)
 
 
 def bitwise_invert(x: Any, /) -> Any:
-    return jnp.invert(x)
+    return jnp_math.invert(x)
 
 
 def bitwise_left_shift(x1: Any, x2: Any, /) -> Any:
-    return jnp.left_shift(x1, x2)
+    return jnp_math.left_shift(x1, x2)
 
 
 def bitwise_right_shift(x1: Any, x2: Any, /) -> Any:
-    return jnp.right_shift(x1, x2)
+    return jnp_math.right_shift(x1, x2)
 
 
 def _bitwise_count_fn(x: Any) -> Any:
     from spec._src.numpy.math import promote_args_numeric
     (x,) = promote_args_numeric("bitwise_count", x)
     # The count is of |x| (NumPy's definition), always as uint8.
-    return jnp.astype(lax.population_count(jnp.abs(x)), T.uint8)
+    return jnp_shape.astype(ew.population_count(jnp_math.abs(x)), T.uint8)
 
 
 _bitwise_count = _jit("bitwise_count", _bitwise_count_fn)
@@ -212,18 +217,18 @@ def _cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: Any,
     if include_initial:
         edge = list(_shape(arr))
         edge[ax] = 1
-        out = lax.concatenate([lax.full(tuple(edge), initial, _dtype(out)), out], ax)
+        out = L.concatenate([L.full(tuple(edge), initial, _dtype(out)), out], ax)
     return out
 
 
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Any:
-    return _cumulative("cumulative_sum", jnp.cumsum, x, axis, dtype, include_initial, 0, True)
+    return _cumulative("cumulative_sum", reductions.cumsum, x, axis, dtype, include_initial, 0, True)
 
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
-    return _cumulative("cumulative_prod", jnp.cumprod, x, axis, dtype, include_initial, 1, False)
+    return _cumulative("cumulative_prod", reductions.cumprod, x, axis, dtype, include_initial, 1, False)
 
 
 def _batch_letters(n: int) -> str:
@@ -245,10 +250,10 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
     b = _moveaxis(b, axis, -1)
     # conj(a) . b over the last axis, broadcasting the leading (batch) axes.
     batch = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
-    a = jnp.broadcast_to(a, (*batch, n1))
-    b = jnp.broadcast_to(b, (*batch, n1))
+    a = jnp_shape.broadcast_to(a, (*batch, n1))
+    b = jnp_shape.broadcast_to(b, (*batch, n1))
     letters = _batch_letters(len(batch))
-    return jnp.einsum(f"{letters}z,{letters}z->{letters}", jnp.conj(a), b,
+    return linalg.einsum(f"{letters}z,{letters}z->{letters}", jnp_math.conj(a), b,
                       precision=precision, preferred_element_type=preferred_element_type)
 
 
@@ -261,10 +266,10 @@ def _matvec_fn(x1: Any, x2: Any) -> Any:
     if _shape(b)[-1] != m:
         raise ValueError(f"matvec: contracting dimensions differ: {_shape(a)} and {_shape(b)}")
     batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-1])
-    a = jnp.broadcast_to(a, (*batch, n, m))
-    b = jnp.broadcast_to(b, (*batch, m))
+    a = jnp_shape.broadcast_to(a, (*batch, n, m))
+    b = jnp_shape.broadcast_to(b, (*batch, m))
     letters = _batch_letters(len(batch))
-    return jnp.einsum(f"{letters}yz,{letters}z->{letters}y", a, b)
+    return linalg.einsum(f"{letters}yz,{letters}z->{letters}y", a, b)
 
 
 def _vecmat_fn(x1: Any, x2: Any) -> Any:
@@ -276,10 +281,10 @@ def _vecmat_fn(x1: Any, x2: Any) -> Any:
     if _shape(a)[-1] != n:
         raise ValueError(f"vecmat: contracting dimensions differ: {_shape(a)} and {_shape(b)}")
     batch = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-2])
-    a = jnp.broadcast_to(jnp.conj(a), (*batch, n))
-    b = jnp.broadcast_to(b, (*batch, n, m))
+    a = jnp_shape.broadcast_to(jnp_math.conj(a), (*batch, n))
+    b = jnp_shape.broadcast_to(b, (*batch, n, m))
     letters = _batch_letters(len(batch))
-    return jnp.einsum(f"{letters}y,{letters}yz->{letters}z", a, b)
+    return linalg.einsum(f"{letters}y,{letters}yz->{letters}z", a, b)
 
 
 _matvec = _jit("matvec", _matvec_fn)
@@ -301,7 +306,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     if _ndim(arr) == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
-    return tuple(lax.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+    return tuple(L.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
 
 
 def isscalar(element: Any) -> bool:
@@ -311,7 +316,7 @@ def isscalar(element: Any) -> bool:
         return bool(np.ndim(element) == 0) if isinstance(element, np.ndarray) else \
             _ndim(element) == 0
     if getattr(element, "__jax_array__", None) is not None:
-        return _ndim(jnp.asarray(element)) == 0
+        return _ndim(creation.asarray(element)) == 0
     return False
 
 
@@ -323,8 +328,8 @@ def iterable(y: Any) -> bool:
 
 def _append_fn(arr: Any, values: Any, axis: int | None = None) -> Any:
     if axis is None:
-        return jnp.concatenate([jnp.ravel(arr), jnp.ravel(values)], 0)
-    return jnp.concatenate([arr, values], axis=axis)
+        return jnp_shape.concatenate([jnp_shape.ravel(arr), jnp_shape.ravel(values)], 0)
+    return jnp_shape.concatenate([arr, values], axis=axis)
 
 
 _append = _jit("append", _append_fn, ("axis",))
@@ -354,15 +359,15 @@ def _diff_fn(a: Any, n: int = 1, axis: int = -1, prepend: Any = None,
         if _ndim(extra) == 0:
             edge = list(_shape(arr))
             edge[ax] = 1
-            extra = jnp.broadcast_to(extra, tuple(edge))
+            extra = jnp_shape.broadcast_to(extra, tuple(edge))
         parts.append((before, extra))
     combined = [p for b, p in parts if b] + [arr] + [p for b, p in parts if not b]
     if len(combined) > 1:
-        arr = jnp.concatenate(combined, ax)
+        arr = jnp_shape.concatenate(combined, ax)
     hi = tuple(slice(1, None) if i == ax else slice(None) for i in range(nd))
     lo = tuple(slice(None, -1) if i == ax else slice(None) for i in range(nd))
     # Booleans have no subtraction: NumPy (and JAX) take "changed" instead.
-    op = jnp.not_equal if _dtype(arr) == T.bool_ else jnp.subtract
+    op = jnp_math.not_equal if _dtype(arr) == T.bool_ else jnp_math.subtract
     for _ in range(n):
         arr = op(arr[hi], arr[lo])
     return arr
@@ -379,12 +384,12 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
 
 
 def _ediff1d_fn(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
-    arr = jnp.ravel(ary)
-    out = lax.sub(arr[1:], arr[:-1])
+    arr = jnp_shape.ravel(ary)
+    out = ew.sub(arr[1:], arr[:-1])
     if to_begin is not None:
-        out = jnp.concatenate((jnp.ravel(jnp.astype(to_begin, _dtype(arr))), out))
+        out = jnp_shape.concatenate((jnp_shape.ravel(jnp_shape.astype(to_begin, _dtype(arr))), out))
     if to_end is not None:
-        out = jnp.concatenate((out, jnp.ravel(jnp.astype(to_end, _dtype(arr)))))
+        out = jnp_shape.concatenate((out, jnp_shape.ravel(jnp_shape.astype(to_end, _dtype(arr)))))
     return out
 
 
@@ -402,11 +407,11 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
 
 
 def fliplr(m: Any) -> Any:
-    return jnp.flip(_ensure("fliplr", m), 1)
+    return jnp_shape.flip(_ensure("fliplr", m), 1)
 
 
 def flipud(m: Any) -> Any:
-    return jnp.flip(_ensure("flipud", m), 0)
+    return jnp_shape.flip(_ensure("flipud", m), 0)
 
 
 def _rot90_fn(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
@@ -421,12 +426,12 @@ def _rot90_fn(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     if k == 0:
         return m
     if k == 2:
-        return jnp.flip(jnp.flip(m, ax1), ax2)
+        return jnp_shape.flip(jnp_shape.flip(m, ax1), ax2)
     perm = list(range(nd))
     perm[ax1], perm[ax2] = perm[ax2], perm[ax1]
     if k == 1:
-        return jnp.transpose(jnp.flip(m, ax2), perm)
-    return jnp.flip(jnp.transpose(m, perm), ax2)
+        return jnp_shape.transpose(jnp_shape.flip(m, ax2), perm)
+    return jnp_shape.flip(jnp_shape.transpose(m, perm), ax2)
 
 
 _rot90 = _jit("rot90", _rot90_fn, ("k", "axes"))
@@ -449,7 +454,7 @@ def _rollaxis_fn(a: Any, axis: int, start: int = 0) -> Any:
         start += nd
     if start > ax:
         start -= 1
-    return jnp.moveaxis(a, ax, start)
+    return jnp_shape.moveaxis(a, ax, start)
 
 
 _rollaxis = _jit("rollaxis", _rollaxis_fn, ("axis", "start"))
@@ -465,28 +470,28 @@ def _as_sequence(name: str, tup: Any) -> list[Any]:
     """A stacking function's argument as a list of arrays: an array stands for
     the sequence of its leading-axis slices."""
     if isinstance(tup, (np.ndarray, Array, Tracer)):
-        arr = lax.asarray(tup)
+        arr = L.asarray(tup)
         if _ndim(arr) == 0:
             raise ValueError(f"{name}: a 0-d array is not a sequence of arrays")
         return list(unstack(arr))
     check_arraylike(name, *tup)
-    return [lax.asarray(t) for t in tup]
+    return [L.asarray(t) for t in tup]
 
 
 def column_stack(tup: Any) -> Any:
     is_array = isinstance(tup, (np.ndarray, Array, Tracer))
     arrs = _as_sequence("column_stack", tup)
-    if is_array and _ndim(lax.asarray(tup)) >= 3:
-        return jnp.concatenate(arrs, axis=1)
+    if is_array and _ndim(L.asarray(tup)) >= 3:
+        return jnp_shape.concatenate(arrs, axis=1)
     # As JAX: each entry of a <3-d array input becomes a column; list entries
     # become columns when they are 1-d (or scalars).
-    cols = [jnp.atleast_2d(a).T if (is_array or _ndim(a) < 2) else a for a in arrs]
-    return jnp.concatenate(cols, axis=1)
+    cols = [jnp_shape.atleast_2d(a).T if (is_array or _ndim(a) < 2) else a for a in arrs]
+    return jnp_shape.concatenate(cols, axis=1)
 
 
 def dstack(tup: Any, dtype: Any = None) -> Any:
     arrs = _as_sequence("dstack", tup)
-    return jnp.concatenate([jnp.atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
+    return jnp_shape.concatenate([jnp_shape.atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
 
 
 def _split_along(name: str, ary: Any, sections: Any, axis: int, min_ndim: int) -> list[Any]:
@@ -514,7 +519,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
 
 def _atleast_nd(x: Any, n: int) -> Any:
     nd = _ndim(x)
-    return x if nd >= n else lax.expand_dims(x, tuple(range(n - nd)))
+    return x if nd >= n else L.expand_dims(x, tuple(range(n - nd)))
 
 
 def _block_rec(xs: Any) -> tuple[Any, int]:
@@ -528,8 +533,8 @@ def _block_rec(xs: Any) -> tuple[Any, int]:
         if any(d != depth for _, d in parts[1:]):
             raise ValueError("Mismatched list depths in jax.numpy.block")
         rank = builtins.max(depth, builtins.max(_ndim(p) for p, _ in parts))
-        return jnp.concatenate([_atleast_nd(p, rank) for p, _ in parts], axis=-depth), depth + 1
-    return jnp.asarray(xs), 1
+        return jnp_shape.concatenate([_atleast_nd(p, rank) for p, _ in parts], axis=-depth), depth + 1
+    return creation.asarray(xs), 1
 
 
 def _block_fn(arrays: Any) -> Any:
@@ -560,13 +565,13 @@ def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
 
 
 def _resize_fn(a: Any, new_shape: tuple[int, ...]) -> Any:
-    arr = jnp.ravel(a)
+    arr = jnp_shape.ravel(a)
     new_size = math.prod(new_shape)
     size = math.prod(_shape(arr))
     if size == 0 or new_size == 0:
-        return jnp.zeros_like(arr, shape=new_shape)
+        return creation.zeros_like(arr, shape=new_shape)
     reps = -(-new_size // size)
-    return jnp.reshape(jnp.tile(arr, reps)[:new_size], new_shape)
+    return jnp_shape.reshape(jnp_shape.tile(arr, reps)[:new_size], new_shape)
 
 
 _resize = _jit("resize", _resize_fn, ("new_shape",))
@@ -616,7 +621,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
            assume_unique_indices: bool = False) -> Any:
     a = _ensure("delete", arr)
     if axis is None:
-        a = jnp.ravel(a)
+        a = jnp_shape.ravel(a)
         axis = 0
     ax = canonicalize_axis(axis, _ndim(a))
     n = _shape(a)[ax]
@@ -628,7 +633,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
             pass
         else:
             i = canonicalize_axis(i, n)
-            return jnp.concatenate([a[lead + (slice(0, i),)], a[lead + (slice(i + 1, None),)]],
+            return jnp_shape.concatenate([a[lead + (slice(0, i),)], a[lead + (slice(i + 1, None),)]],
                                    axis=ax)
     if isinstance(obj, slice):
         obj = np.arange(n)[obj]
@@ -637,13 +642,13 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
     obj_dtype = _dtype(obj) if isinstance(obj, (Array, Tracer)) else np.asarray(obj).dtype
     if T.is_int(obj_dtype) and assume_unique_indices:
         # Traceable: the kept positions are 0..n-k-1 shifted past each deleted index.
-        idx = jnp.ravel(jnp.asarray(obj))
-        idx = jnp.clip(jnp.where(idx < 0, idx + n, idx), 0, n)
-        idx = jnp.sort(idx)
+        idx = jnp_shape.ravel(creation.asarray(obj))
+        idx = jnp_math.clip(jnp_math.where(idx < 0, idx + n, idx), 0, n)
+        idx = reductions.sort(idx)
         k = _shape(idx)[0]
-        idx = idx - jnp.arange(k, dtype=_dtype(idx))
-        keep = jnp.arange(n - k, dtype=_dtype(idx))
-        keep = keep + jnp.sum(keep[None, :] >= idx[:, None], axis=0, dtype=_dtype(keep))
+        idx = idx - creation.arange(k, dtype=_dtype(idx))
+        keep = creation.arange(n - k, dtype=_dtype(idx))
+        keep = keep + reductions.sum(keep[None, :] >= idx[:, None], axis=0, dtype=_dtype(keep))
         return a[lead + (keep,)]
     value = _concrete(obj, "'obj' array argument of jnp.delete()")
     if np.issubdtype(value.dtype, np.integer):
@@ -662,40 +667,40 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
 
 def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     check_arraylike("insert", arr, 0 if isinstance(obj, slice) else obj, values)
-    a = lax.asarray(arr)
+    a = L.asarray(arr)
     if axis is None:
-        a = jnp.ravel(a)
+        a = jnp_shape.ravel(a)
         axis = 0
     ax = canonicalize_axis(_index(axis, "axis argument of jnp.insert()"), _ndim(a))
     n_input = _shape(a)[ax]
     if isinstance(obj, slice):
-        indices = jnp.arange(*obj.indices(n_input))
+        indices = creation.arange(*obj.indices(n_input))
     else:
-        indices = jnp.asarray(obj)
+        indices = creation.asarray(obj)
     if _ndim(indices) > 1:
         raise ValueError("jnp.insert(): obj must be a slice, a one-dimensional array, or a "
                          f"scalar; got {obj}")
     if not T.is_int(_dtype(indices)):
         if math.prod(_shape(indices)) == 0 and not isinstance(obj, (Array, Tracer)):
-            indices = jnp.astype(indices, int)
+            indices = jnp_shape.astype(indices, int)
         else:
             raise ValueError(f"jnp.insert(): index array must be integer typed; got {obj}")
-    vals = jnp.array(values, ndmin=_ndim(a), dtype=_dtype(a), copy=False)
+    vals = creation.array(values, ndmin=_ndim(a), dtype=_dtype(a), copy=False)
     if math.prod(_shape(indices)) == 1:
-        first = jnp.ravel(indices)[0]
+        first = jnp_shape.ravel(indices)[0]
         if _ndim(indices) == 0:
-            vals = jnp.moveaxis(vals, 0, ax)
-        indices = jnp.full(_shape(vals)[ax], first)
+            vals = jnp_shape.moveaxis(vals, 0, ax)
+        indices = creation.full(_shape(vals)[ax], first)
     n_insert = broadcast_shapes(_shape(indices), (_shape(vals)[ax],))[0]
     out_shape = list(_shape(a))
     out_shape[ax] += n_insert
-    out = jnp.zeros_like(a, shape=tuple(out_shape))
-    indices = jnp.clip(jnp.where(indices < 0, indices + n_input, indices), 0, n_input)
+    out = creation.zeros_like(a, shape=tuple(out_shape))
+    indices = jnp_math.clip(jnp_math.where(indices < 0, indices + n_input, indices), 0, n_input)
     # Inserted item j lands at its index plus the number of inserts before it.
-    values_ind = indices.at[jnp.argsort(indices)].add(
-        jnp.arange(n_insert, dtype=_dtype(indices)))
-    arr_mask = jnp.ones(n_input + n_insert, dtype=bool).at[values_ind].set(False)
-    arr_ind = jnp.where(arr_mask, size=n_input)[0]
+    values_ind = indices.at[reductions.argsort(indices)].add(
+        creation.arange(n_insert, dtype=_dtype(indices)))
+    arr_mask = creation.ones(n_input + n_insert, dtype=bool).at[values_ind].set(False)
+    arr_ind = jnp_math.where(arr_mask, size=n_input)[0]
     lead = (slice(None),) * ax
     out = out.at[lead + (values_ind,)].set(vals)
     return out.at[lead + (arr_ind,)].set(a)
@@ -706,7 +711,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
 def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
              indexing: str = "xy") -> tuple[Any, ...]:
     check_arraylike("meshgrid", *xi)
-    args = [lax.asarray(x) for x in xi]
+    args = [L.asarray(x) for x in xi]
     if not copy:
         raise ValueError("jax.numpy.meshgrid only supports copy=True")
     if indexing not in ("xy", "ij"):
@@ -722,7 +727,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
     for i, a in enumerate(args):
         shape = [1] * len(args) if sparse else list(sizes)
         shape[i] = sizes[i]
-        out.append(lax.broadcast_in_dim(a, tuple(shape), (i,)))
+        out.append(L.broadcast_in_dim(a, tuple(shape), (i,)))
     if swap:
         out[0], out[1] = out[1], out[0]
     return tuple(out)
@@ -736,10 +741,10 @@ def indices(dimensions: Sequence[int], dtype: Any = None,
     out = []
     for i, d in enumerate(dims):
         shape = (1,) * i + (d,) + (1,) * (n - i - 1) if sparse else dims
-        out.append(lax.broadcast_in_dim(lax.iota(dt, d), shape, (i,)))
+        out.append(L.broadcast_in_dim(L.iota(dt, d), shape, (i,)))
     if sparse:
         return tuple(out)
-    return jnp.stack(out, 0) if out else jnp.array([], dtype=dt)
+    return jnp_shape.stack(out, 0) if out else creation.array([], dtype=dt)
 
 
 def _space_dtype(name: str, start: Any, stop: Any, dtype: Any) -> T.DType:
@@ -755,9 +760,9 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     dt = _space_dtype("logspace", start, stop, dtype)
     comp = _to_inexact(dt)
     a, b = _ensure("logspace", start, stop)
-    lin = jnp.linspace(jnp.astype(a, comp), jnp.astype(b, comp), num, endpoint=endpoint,
+    lin = creation.linspace(jnp_shape.astype(a, comp), jnp_shape.astype(b, comp), num, endpoint=endpoint,
                        axis=axis)
-    return lax.convert_element_type(jnp.power(base, lin), dt)
+    return L.convert_element_type(jnp_math.power(base, lin), dt)
 
 
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
@@ -767,15 +772,15 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     dt = _space_dtype("geomspace", start, stop, dtype)
     comp = _to_inexact(dt)
     a, b = _ensure("geomspace", start, stop)
-    a, b = jnp.astype(a, comp), jnp.astype(b, comp)
-    sign = jnp.sign(a)
-    res = sign * logspace(jnp.log10(a / sign), jnp.log10(b / sign), num, endpoint=endpoint,
+    a, b = jnp_shape.astype(a, comp), jnp_shape.astype(b, comp)
+    sign = jnp_math.sign(a)
+    res = sign * logspace(jnp_math.log10(a / sign), jnp_math.log10(b / sign), num, endpoint=endpoint,
                           base=10.0, dtype=comp, axis=0)
     nd = _ndim(res)
     ax = canonicalize_axis(axis, nd)
     if ax != 0:
-        res = lax.transpose(res, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
-    return lax.convert_element_type(res, dt)
+        res = L.transpose(res, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
+    return L.convert_element_type(res, dt)
 
 
 def _triu_size(n: int, m: int, k: int) -> int:
@@ -793,10 +798,10 @@ def _tri_indices(name: str, n: Any, k: Any, m: Any, lower: bool) -> tuple[Any, A
     k = _index(k, f"k argument of jnp.{name}")
     m = n if m is None else _index(m, f"m argument of jnp.{name}")
     if lower:
-        mask, size = jnp.tril(jnp.ones((n, m)), k=k), _triu_size(m, n, -k)
+        mask, size = jnp_shape.tril(creation.ones((n, m)), k=k), _triu_size(m, n, -k)
     else:
-        mask, size = jnp.triu(jnp.ones((n, m)), k=k), _triu_size(n, m, k)
-    i, j = jnp.nonzero(mask, size=size)
+        mask, size = jnp_shape.triu(creation.ones((n, m)), k=k), _triu_size(n, m, k)
+    i, j = indexing.nonzero(mask, size=size)
     return i, j
 
 
@@ -837,7 +842,7 @@ def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
         raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
     # The smallest signed type that holds n, but never narrower than the default int.
     dt = T.default_int() if n <= np.iinfo(np.int32).max else T.int64
-    return (lax.iota(dt, n),) * ndim
+    return (L.iota(dt, n),) * ndim
 
 
 def diag_indices_from(arr: Any) -> tuple[Any, ...]:
@@ -852,12 +857,12 @@ def diag_indices_from(arr: Any) -> tuple[Any, ...]:
 
 def diagflat(v: Any, k: int = 0) -> Any:
     check_arraylike("diagflat", v)
-    flat = jnp.ravel(v)
+    flat = jnp_shape.ravel(v)
     length = _shape(flat)[0]
     k = operator.index(k)
     size = length + builtins.abs(k)
-    res = jnp.zeros(size * size, dtype=_dtype(flat))
-    i = jnp.arange(0, size - builtins.abs(k))
+    res = creation.zeros(size * size, dtype=_dtype(flat))
+    i = creation.arange(0, size - builtins.abs(k))
     pos = i + k + i * size if k >= 0 else i + (i - k) * size
     return res.at[pos].set(flat).reshape(size, size)
 
@@ -868,10 +873,10 @@ def _vander_fn(x: Any, N: int | None = None, increasing: bool = False) -> Any:
     n = _shape(x)[0] if N is None else N
     if n < 0:
         raise ValueError(f"N must be nonnegative, got {n}")
-    powers = lax.iota(_dtype(x), n)
+    powers = L.iota(_dtype(x), n)
     if not increasing:
-        powers = lax.sub(lax.full((), n - 1, _dtype(x)), powers)
-    return jnp.power(x[..., None], powers[None])
+        powers = ew.sub(L.full((), n - 1, _dtype(x)), powers)
+    return jnp_math.power(x[..., None], powers[None])
 
 
 _vander = _jit("vander", _vander_fn, ("N", "increasing"))
@@ -885,7 +890,7 @@ def vander(x: Any, N: int | None = None, increasing: bool = False) -> Any:
 
 def ix_(*args: Any) -> tuple[Any, ...]:
     check_arraylike("ix", *args)
-    arrs = [lax.asarray(a) for a in args]
+    arrs = [L.asarray(a) for a in args]
     n = len(arrs)
     out = []
     for i, a in enumerate(arrs):
@@ -897,15 +902,15 @@ def ix_(*args: Any) -> tuple[Any, ...]:
         shape = [1] * n
         shape[i] = _shape(a)[0]
         if shape[i] == 0:
-            out.append(lax.full(tuple(shape), 0, T.canonicalize_dtype(np.dtype(np.intp))))
+            out.append(L.full(tuple(shape), 0, T.canonicalize_dtype(np.dtype(np.intp))))
         else:
-            out.append(lax.broadcast_in_dim(a, tuple(shape), (i,)))
+            out.append(L.broadcast_in_dim(a, tuple(shape), (i,)))
     return tuple(out)
 
 
 def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
                  size: int | None = None) -> tuple[Any, Any]:
-    i, j = jnp.nonzero(mask_func(jnp.ones((n, n)), k), size=size)
+    i, j = indexing.nonzero(mask_func(creation.ones((n, n)), k), size=size)
     return i, j
 
 
@@ -937,9 +942,9 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         arr = _ensure("average", a)
         (arr,) = _promote_inexact(arr)
         axes = _axis_tuple(axis, _ndim(arr))
-        avg = jnp.mean(arr, axis=axis, keepdims=keepdims)
+        avg = reductions.mean(arr, axis=axis, keepdims=keepdims)
         count = math.prod(_shape(arr)[d] for d in axes)
-        wsum = lax.full((), count, _dtype(avg))
+        wsum = L.full((), count, _dtype(avg))
     else:
         arr, w = _ensure("average", a, weights)
         arr, w = _promote_inexact(arr, w)
@@ -952,13 +957,13 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
                                  f"specified axis: weights {_shape(w)}, a {_shape(arr)}, "
                                  f"axis {axis}")
             # Lay the weights along the reduced axes (in the order axis names them).
-            w = jnp.transpose(w, tuple(int(i) for i in np.argsort(axes)))
-            w = jnp.reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(_shape(arr))))
-        wsum = jnp.sum(w, axis=axis, keepdims=keepdims)
-        avg = jnp.sum(arr * w, axis=axis, keepdims=keepdims) / wsum
+            w = jnp_shape.transpose(w, tuple(int(i) for i in np.argsort(axes)))
+            w = jnp_shape.reshape(w, tuple(d if i in axes else 1 for i, d in enumerate(_shape(arr))))
+        wsum = reductions.sum(w, axis=axis, keepdims=keepdims)
+        avg = reductions.sum(arr * w, axis=axis, keepdims=keepdims) / wsum
     if returned:
         if _shape(avg) != _shape(wsum):
-            wsum = jnp.broadcast_to(wsum, _shape(avg))
+            wsum = jnp_shape.broadcast_to(wsum, _shape(avg))
         return avg, wsum
     return avg
 
@@ -968,8 +973,8 @@ def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> A
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.ptp is not supported.")
     axis = _hashable_axis(axis)
-    return lax.sub(jnp.max(arr, axis=axis, keepdims=keepdims),
-                   jnp.min(arr, axis=axis, keepdims=keepdims))
+    return ew.sub(reductions.max(arr, axis=axis, keepdims=keepdims),
+                   reductions.min(arr, axis=axis, keepdims=keepdims))
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
@@ -997,57 +1002,57 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
     rest = tuple(d for d in range(nd) if d not in axes)
     rest_shape = tuple(_shape(a)[d] for d in rest)
     n = math.prod(_shape(a)[d] for d in axes)
-    a2 = jnp.reshape(jnp.transpose(a, rest + axes), (*rest_shape, n))
+    a2 = jnp_shape.reshape(jnp_shape.transpose(a, rest + axes), (*rest_shape, n))
     qdt = _dtype(q)
     q_nd = _ndim(q)
     if squash_nans and n == 0:
         out_shape = rest_shape
     else:
         if squash_nans:
-            a2 = jnp.where(jnp.isnan(a2), np.nan, a2)  # one NaN sign: they sort last
+            a2 = jnp_math.where(jnp_math.isnan(a2), np.nan, a2)  # one NaN sign: they sort last
         else:
-            a2 = jnp.where(jnp.any(jnp.isnan(a2), axis=-1, keepdims=True), np.nan, a2)
-        a2 = lax.sort(a2, dimension=_ndim(a2) - 1, is_stable=False)
+            a2 = jnp_math.where(reductions.any(jnp_math.isnan(a2), axis=-1, keepdims=True), np.nan, a2)
+        a2 = lr.sort(a2, dimension=_ndim(a2) - 1, is_stable=False)
         if squash_nans:
-            count = jnp.sum(jnp.logical_not(jnp.isnan(a2)), axis=-1, dtype=qdt)
-            count = lax.expand_dims(count, tuple(range(q_nd)))      # q dims first
-            qq = lax.expand_dims(q, tuple(range(q_nd, q_nd + len(rest_shape))))
+            count = reductions.sum(jnp_math.logical_not(jnp_math.isnan(a2)), axis=-1, dtype=qdt)
+            count = L.expand_dims(count, tuple(range(q_nd)))      # q dims first
+            qq = L.expand_dims(q, tuple(range(q_nd, q_nd + len(rest_shape))))
         else:
-            count = lax.full((), n, qdt)
+            count = L.full((), n, qdt)
             qq = q
-        pos = lax.mul(qq, lax.sub(count, lax.full((), 1, qdt)))
-        low, high = lax.floor(pos), lax.ceil(pos)
-        high_w = lax.sub(pos, low)
-        low_w = lax.sub(lax.full((), 1, qdt), high_w)
-        top = lax.sub(count, lax.full((), 1, qdt))
-        zero = lax.full((), 0, qdt)
-        low = lax.max(zero, lax.min(low, top))
-        high = lax.max(zero, lax.min(high, top))
+        pos = ew.mul(qq, ew.sub(count, L.full((), 1, qdt)))
+        low, high = ew.floor(pos), ew.ceil(pos)
+        high_w = ew.sub(pos, low)
+        low_w = ew.sub(L.full((), 1, qdt), high_w)
+        top = ew.sub(count, L.full((), 1, qdt))
+        zero = L.full((), 0, qdt)
+        low = ew.max(zero, ew.min(low, top))
+        high = ew.max(zero, ew.min(high, top))
         full_q = (*_shape(q), *rest_shape)
-        low_v = _take_last(a2, lax.convert_element_type(low, T.default_int()), full_q)
-        high_v = _take_last(a2, lax.convert_element_type(high, T.default_int()), full_q)
-        low_w = jnp.broadcast_to(jnp.reshape(low_w, _shape(low_w) + (1,) * (
+        low_v = _take_last(a2, L.convert_element_type(low, T.default_int()), full_q)
+        high_v = _take_last(a2, L.convert_element_type(high, T.default_int()), full_q)
+        low_w = jnp_shape.broadcast_to(jnp_shape.reshape(low_w, _shape(low_w) + (1,) * (
             len(full_q) - _ndim(low_w))), full_q)
-        high_w = jnp.broadcast_to(jnp.reshape(high_w, _shape(high_w) + (1,) * (
+        high_w = jnp_shape.broadcast_to(jnp_shape.reshape(high_w, _shape(high_w) + (1,) * (
             len(full_q) - _ndim(high_w))), full_q)
         if method == "linear":
-            res = lax.add(lax.mul(lax.convert_element_type(low_v, qdt), low_w),
-                          lax.mul(lax.convert_element_type(high_v, qdt), high_w))
+            res = ew.add(ew.mul(L.convert_element_type(low_v, qdt), low_w),
+                          ew.mul(L.convert_element_type(high_v, qdt), high_w))
         elif method == "lower":
             res = low_v
         elif method == "higher":
             res = high_v
         elif method == "nearest":
-            res = jnp.where(high_w <= 0.5, low_v, high_v)
+            res = jnp_math.where(high_w <= 0.5, low_v, high_v)
         else:
-            res = lax.mul(lax.add(low_v, high_v), lax.full((), 0.5, _dtype(low_v)))
+            res = ew.mul(ew.add(low_v, high_v), L.full((), 0.5, _dtype(low_v)))
         out_shape = None
     if out_shape is not None:  # nanquantile of an empty reduction: all NaN
-        res = lax.full((*_shape(q), *out_shape), np.nan, _dtype(a))
+        res = L.full((*_shape(q), *out_shape), np.nan, _dtype(a))
     if keepdims:
         kept = tuple(1 if d in axes else s for d, s in enumerate(_shape(a)))
-        res = jnp.reshape(res, (*_shape(q), *kept))
-    return lax.convert_element_type(res, _dtype(a))
+        res = jnp_shape.reshape(res, (*_shape(q), *kept))
+    return L.convert_element_type(res, _dtype(a))
 
 
 def _take_last(a2: Any, idx: Any, full_q: tuple[int, ...]) -> Any:
@@ -1055,12 +1060,12 @@ def _take_last(a2: Any, idx: Any, full_q: tuple[int, ...]) -> Any:
     result has shape q_shape + rest shape."""
     q_nd = len(full_q) - (_ndim(a2) - 1)
     if _ndim(idx) == q_nd:  # one index per q, shared by every row
-        picked = jnp.take(a2, jnp.ravel(idx) if q_nd else idx, axis=-1)
+        picked = indexing.take(a2, jnp_shape.ravel(idx) if q_nd else idx, axis=-1)
         if q_nd:
-            picked = jnp.moveaxis(picked, -1, 0)
+            picked = jnp_shape.moveaxis(picked, -1, 0)
         return picked
-    b = jnp.broadcast_to(a2, (*full_q[:q_nd], *_shape(a2)))
-    return jnp.take_along_axis(b, idx[..., None], axis=-1)[..., 0]
+    b = jnp_shape.broadcast_to(a2, (*full_q[:q_nd], *_shape(a2)))
+    return indexing.take_along_axis(b, idx[..., None], axis=-1)[..., 0]
 
 
 def _quantile_common(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_input: bool,
@@ -1093,7 +1098,7 @@ def nanquantile(a: Any, q: Any, axis: Any = None, out: None = None,
 
 def _percent(name: str, q: Any) -> Any:
     check_arraylike(name, q)
-    (qa,) = _promote_inexact(lax.asarray(q))
+    (qa,) = _promote_inexact(L.asarray(q))
     return qa / 100
 
 
@@ -1147,23 +1152,23 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
             raise ValueError(f"y has more than 2 dimensions: shape {_shape(y)}")
     else:
         check_arraylike("cov", m)
-        (m,) = _promote_inexact(lax.asarray(m))
+        (m,) = _promote_inexact(L.asarray(m))
     if _ndim(m) > 2:
         raise ValueError(f"m has more than 2 dimensions: shape {_shape(m)}")
     _check_inexact_dtype("cov", dtype)
-    x = jnp.atleast_2d(m)
+    x = jnp_shape.atleast_2d(m)
     if not rowvar and _ndim(m) != 1:
         x = x.T
     if _shape(x)[0] == 0:
-        return jnp.reshape(jnp.array([]), (0, 0))
+        return jnp_shape.reshape(creation.array([]), (0, 0))
     if y is not None:
-        yy = jnp.atleast_2d(y)
+        yy = jnp_shape.atleast_2d(y)
         if not rowvar and _shape(yy)[0] != 1:
             yy = yy.T
-        x = jnp.concatenate((x, yy), axis=0)
+        x = jnp_shape.concatenate((x, yy), axis=0)
     rows, cols = _shape(x)
     if cols == 0:
-        return jnp.full(() if rows == 1 else (rows, rows), np.nan, dtype=_dtype(x))
+        return creation.full(() if rows == 1 else (rows, rows), np.nan, dtype=_dtype(x))
     if ddof is None:
         ddof = 1 if not bias else 0
     w = None
@@ -1175,7 +1180,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
             raise RuntimeError("incompatible numbers of samples and fweights")
         if not T.is_int(_dtype(fw)):
             raise TypeError(f"fweights must be integer, got {_dtype(fw).name}")
-        w = jnp.abs(fw)
+        w = jnp_math.abs(fw)
     aw = None
     if aweights is not None:
         aw = _ensure("cov", aweights)
@@ -1183,11 +1188,11 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
             raise RuntimeError("cannot handle multidimensional aweights")
         if _shape(aw)[0] != cols:
             raise RuntimeError("incompatible numbers of samples and aweights")
-        aw = jnp.abs(aw)
+        aw = jnp_math.abs(aw)
         w = aw if w is None else w * aw
     if dtype is not None:
-        x = jnp.astype(x, dtype)
-        w = None if w is None else jnp.astype(w, dtype)
+        x = jnp_shape.astype(x, dtype)
+        w = None if w is None else jnp_shape.astype(w, dtype)
     avg, wsum = average(x, axis=1, weights=w, returned=True)
     wsum = wsum[0]
     if w is None:
@@ -1197,10 +1202,10 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
     elif aw is None:
         f = wsum - ddof
     else:
-        f = wsum - ddof * jnp.sum(w * aw) / wsum
+        f = wsum - ddof * reductions.sum(w * aw) / wsum
     x = x - avg[:, None]
     xt = x.T if w is None else (x * w[None, :]).T
-    return jnp.squeeze(jnp.true_divide(jnp.dot(x, jnp.conj(xt)), f))
+    return jnp_shape.squeeze(jnp_math.true_divide(linalg.dot(x, jnp_math.conj(xt)), f))
 
 
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
@@ -1208,13 +1213,13 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
     _check_inexact_dtype("corrcoef", dtype)
     c = cov(x, y, rowvar, dtype=dtype)
     if _ndim(c) == 0:
-        return jnp.divide(c, c)
-    d = jnp.diagonal(c)
-    std = jnp.astype(jnp.sqrt(jnp.real(d)), _dtype(c))
+        return jnp_math.divide(c, c)
+    d = indexing.diagonal(c)
+    std = jnp_shape.astype(jnp_math.sqrt(jnp_math.real(d)), _dtype(c))
     c = c / std[:, None] / std[None, :]
-    re = jnp.clip(jnp.real(c), -1, 1)
+    re = jnp_math.clip(jnp_math.real(c), -1, 1)
     if T.is_complex(_dtype(c)):
-        return lax.complex(re, jnp.clip(jnp.imag(c), -1, 1))
+        return ew.complex(re, jnp_math.clip(jnp_math.imag(c), -1, 1))
     return re
 
 
@@ -1223,28 +1228,28 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,
     if isinstance(bins, str):
         raise NotImplementedError("string values for `bins` not implemented.")
     check_arraylike("histogram_bin_edges", a, bins)
-    arr = jnp.asarray(a)
+    arr = creation.asarray(a)
     dt = _to_inexact(_dtype(arr))
     if np.ndim(bins) == 1:
-        return jnp.asarray(bins, dtype=dt)
+        return creation.asarray(bins, dtype=dt)
     nbins = _index(bins, "bins argument of histogram_bin_edges")
     if range is None:
-        range = [0, 1] if math.prod(_shape(arr)) == 0 else [jnp.min(arr), jnp.max(arr)]
-    r = jnp.asarray(range, dtype=dt)
+        range = [0, 1] if math.prod(_shape(arr)) == 0 else [reductions.min(arr), reductions.max(arr)]
+    r = creation.asarray(range, dtype=dt)
     if _shape(r) != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
     flat = ptp(r) == 0
-    lo = jnp.where(flat, r[0] - 0.5, r[0])
-    hi = jnp.where(flat, r[1] + 0.5, r[1])
-    return jnp.linspace(lo, hi, nbins + 1, dtype=dt)
+    lo = jnp_math.where(flat, r[0] - 0.5, r[0])
+    hi = jnp_math.where(flat, r[1] + 0.5, r[1])
+    return creation.linspace(lo, hi, nbins + 1, dtype=dt)
 
 
 def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
               density: bool | None = None, out_sharding: Any = None) -> tuple[Any, Any]:
     if weights is None:
         check_arraylike("histogram", a, bins)
-        (arr,) = _promote_inexact(lax.asarray(a))
-        w = jnp.ones_like(arr)
+        (arr,) = _promote_inexact(L.asarray(a))
+        w = creation.ones_like(arr)
     else:
         check_arraylike("histogram", a, bins, weights)
         if np.shape(a) != np.shape(weights):
@@ -1255,10 +1260,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     idx = searchsorted(edges, arr, side="right")
     nedges = _shape(edges)[0]
     # The last bin is closed: values equal to the right edge count in it.
-    idx = jnp.where(arr == edges[-1], nedges - 1, idx)
-    counts = jnp.zeros(nedges, _dtype(w)).at[idx].add(w)[1:]
+    idx = jnp_math.where(arr == edges[-1], nedges - 1, idx)
+    counts = creation.zeros(nedges, _dtype(w)).at[idx].add(w)[1:]
     if density:
-        counts = counts / diff(edges) / jnp.sum(counts)
+        counts = counts / diff(edges) / reductions.sum(counts)
     return counts, edges
 
 
@@ -1266,7 +1271,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
              out_sharding: Any = None) -> Any:
     arr = _ensure("bincount", x)
     if _dtype(arr) == T.bool_:
-        arr = lax.convert_element_type(arr, T.int32)
+        arr = L.convert_element_type(arr, T.int32)
     if not T.is_int(_dtype(arr)):
         raise TypeError(f"x argument to bincount must have an integer type; got "
                         f"{_dtype(arr).name}")
@@ -1280,21 +1285,21 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     else:
         length = _index(length, "argument 'length' of jnp.bincount")
     if weights is None:
-        w: Any = lax.full((), 1, T.default_int())
+        w: Any = L.full((), 1, T.default_int())
     else:
         w = _ensure("bincount", weights)
         if _shape(w) != _shape(arr):
             raise ValueError(f"type of weights must match type of x. Got typeof(x)="
                              f"{_aval(arr).str_short()} and typeof(weights)="
                              f"{_aval(w).str_short()}")
-    return jnp.zeros(length, _dtype(w)).at[jnp.clip(arr, 0)].add(w, mode="drop")
+    return creation.zeros(length, _dtype(w)).at[jnp_math.clip(arr, 0)].add(w, mode="drop")
 
 
 def _digitize_fn(x: Any, bins: Any, right: bool = False, method: str | None = None) -> Any:
     kw = {} if method is None else {"method": method}
     side = "left" if right else "right"
     n = _shape(bins)[0]
-    return jnp.where(bins[-1] >= bins[0], searchsorted(bins, x, side=side, **kw),
+    return jnp_math.where(bins[-1] >= bins[0], searchsorted(bins, x, side=side, **kw),
                      n - searchsorted(bins[::-1], x, side=side, **kw))
 
 
@@ -1307,7 +1312,7 @@ def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = Non
     if _ndim(ba) != 1:
         raise ValueError(f"digitize: bins must be a 1-dimensional array; got bins={bins}")
     if _shape(ba)[0] == 0:
-        return jnp.zeros_like(xa, dtype=T.int32)
+        return creation.zeros_like(xa, dtype=T.int32)
     return _digitize(xa, ba, right=right, method=method)
 
 
@@ -1317,16 +1322,16 @@ def _sort_lt(x: Any, y: Any) -> Any:
     """``x < y`` in lax.sort's total order: NaNs after everything, -0 == +0;
     complex numbers compare by real part, then imaginary part."""
     if T.is_complex(_dtype(x)):
-        xr, yr = jnp.real(x), jnp.real(y)
-        return _sort_lt(xr, yr) | ((_sort_eq(xr, yr)) & _sort_lt(jnp.imag(x), jnp.imag(y)))
+        xr, yr = jnp_math.real(x), jnp_math.real(y)
+        return _sort_lt(xr, yr) | ((_sort_eq(xr, yr)) & _sort_lt(jnp_math.imag(x), jnp_math.imag(y)))
     if T.is_float(_dtype(x)):
-        return (x < y) | (jnp.logical_not(jnp.isnan(x)) & jnp.isnan(y))
+        return (x < y) | (jnp_math.logical_not(jnp_math.isnan(x)) & jnp_math.isnan(y))
     return x < y
 
 
 def _sort_eq(x: Any, y: Any) -> Any:
     if T.is_float(_dtype(x)):
-        return (x == y) | (jnp.isnan(x) & jnp.isnan(y))
+        return (x == y) | (jnp_math.isnan(x) & jnp_math.isnan(y))
     return x == y
 
 
@@ -1344,12 +1349,12 @@ def _searchsorted_fn(a: Any, v: Any, side: str = "left", sorter: Any = None,
     n = _shape(a)[0]
     dt = T.int64 if n > np.iinfo(np.int32).max else T.int32
     if n == 0:
-        return jnp.zeros(_shape(v), dt)
+        return creation.zeros(_shape(v), dt)
     # Every method counts the sorted entries that come before each query
     # (strictly before for side='left', before or equal for 'right').
-    av = jnp.reshape(a, (n,) + (1,) * _ndim(v))
-    before = _sort_lt(av, v[None]) if side == "left" else jnp.logical_not(_sort_lt(v[None], av))
-    return jnp.sum(before, axis=0, dtype=dt)
+    av = jnp_shape.reshape(a, (n,) + (1,) * _ndim(v))
+    before = _sort_lt(av, v[None]) if side == "left" else jnp_math.logical_not(_sort_lt(v[None], av))
+    return reductions.sum(before, axis=0, dtype=dt)
 
 
 _searchsorted = _jit("searchsorted", _searchsorted_fn, ("side", "method"))
@@ -1361,7 +1366,7 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
         check_arraylike("searchsorted", a, v)
     else:
         check_arraylike("searchsorted", a, v, sorter)
-    return _searchsorted(lax.asarray(a), lax.asarray(v), side=side, sorter=sorter,
+    return _searchsorted(L.asarray(a), L.asarray(v), side=side, sorter=sorter,
                          method=method)
 
 
@@ -1377,29 +1382,29 @@ def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
         k = _ensure("lexsort", keys)
         if _ndim(k) == 0 or _shape(k)[0] == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
-        key_list = list(lax.unstack(k, 0)) if _ndim(k) > 1 else []
+        key_list = list(L.unstack(k, 0)) if _ndim(k) > 1 else []
         if _ndim(k) == 1:
-            return lax.full((), 0, T.default_int())
+            return L.full((), 0, T.default_int())
     else:
         check_arraylike("lexsort", *keys)
-        key_list = [lax.asarray(x) for x in keys]
+        key_list = [L.asarray(x) for x in keys]
         if not key_list:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
         if len({_shape(x) for x in key_list}) > 1:
             raise ValueError("all keys need to be the same shape")
         if _ndim(key_list[0]) == 0:
-            return lax.full((), 0, T.default_int())
+            return L.full((), 0, T.default_int())
     shape = _shape(key_list[0])
     ax = canonicalize_axis(axis, len(shape))
-    iota = lax.broadcasted_iota(_lexsort_dtype(shape[ax]), shape, ax)
+    iota = L.broadcasted_iota(_lexsort_dtype(shape[ax]), shape, ax)
     # The last key is the primary one; ties fall through to earlier keys,
     # then to the position (the sort is stable).
-    out = lax.sort((*key_list[::-1], iota), dimension=ax, num_keys=len(key_list))
+    out = lr.sort((*key_list[::-1], iota), dimension=ax, num_keys=len(key_list))
     return out[-1]
 
 
 def _order_reversing(x: Any) -> Any:
-    return lax.bitwise_not(x) if (T.is_int(_dtype(x)) or _dtype(x) == T.bool_) else lax.neg(x)
+    return ew.bitwise_not(x) if (T.is_int(_dtype(x)) or _dtype(x) == T.bool_) else ew.neg(x)
 
 
 def _partition_prep(name: str, a: Any, kth: int, axis: int) -> tuple[Any, int, int]:
@@ -1408,27 +1413,27 @@ def _partition_prep(name: str, a: Any, kth: int, axis: int) -> tuple[Any, int, i
         raise NotImplementedError(f"jnp.{name} for complex dtype is not implemented.")
     ax = canonicalize_axis(axis, _ndim(arr))
     k = canonicalize_axis(kth, _shape(arr)[ax])
-    return jnp.swapaxes(arr, ax, -1), ax, k
+    return jnp_shape.swapaxes(arr, ax, -1), ax, k
 
 
 def _partition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     arr, ax, k = _partition_prep("partition", a, kth, axis)
-    bottom = _order_reversing(lax.top_k(_order_reversing(arr), k + 1)[0])
-    top = lax.top_k(arr, _shape(arr)[-1] - k - 1)[0]
-    return jnp.swapaxes(lax.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    bottom = _order_reversing(lr.top_k(_order_reversing(arr), k + 1)[0])
+    top = lr.top_k(arr, _shape(arr)[-1] - k - 1)[0]
+    return jnp_shape.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 def _argpartition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     arr, ax, k = _partition_prep("argpartition", a, kth, axis)
     n = _shape(arr)[-1]
-    bottom = lax.top_k(_order_reversing(arr), k + 1)[1]
+    bottom = lr.top_k(_order_reversing(arr), k + 1)[1]
     # The rest are the positions not among ``bottom``, in increasing order:
     # top_k of a 0/1 marker (ties keep the lower index first).
-    positions = lax.broadcasted_iota(_dtype(bottom), (*_shape(arr)[:-1], 1, n), _ndim(arr))
-    taken = jnp.any(bottom[..., :, None] == positions, axis=-2)
-    marker = jnp.where(taken, np.float32(0), np.float32(1))
-    top = lax.top_k(marker, n - k - 1)[1]
-    return jnp.swapaxes(lax.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    positions = L.broadcasted_iota(_dtype(bottom), (*_shape(arr)[:-1], 1, n), _ndim(arr))
+    taken = reductions.any(bottom[..., :, None] == positions, axis=-2)
+    marker = jnp_math.where(taken, np.float32(0), np.float32(1))
+    top = lr.top_k(marker, n - k - 1)[1]
+    return jnp_shape.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 _partition = _jit("partition", _partition_fn, ("kth", "axis"))
@@ -1452,8 +1457,8 @@ def _to_complex(dt: T.DType) -> T.DType:
 
 
 def _sort_complex_fn(a: Any) -> Any:
-    out = lax.sort(a, dimension=_ndim(a) - 1)
-    return lax.convert_element_type(out, T.canonicalize_dtype(_to_complex(_dtype(out))))
+    out = lr.sort(a, dimension=_ndim(a) - 1)
+    return L.convert_element_type(out, T.canonicalize_dtype(_to_complex(_dtype(out))))
 
 
 _sort_complex = _jit("sort_complex", _sort_complex_fn)
@@ -1483,28 +1488,28 @@ _UNIQUE_HINT = ("To make jnp.unique() compatible with JIT and other transforms, 
 def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, Any]:
     """The slices of ``ar`` along ``axis`` sorted lexicographically, a mask of
     the first of each run of equal slices, and the sorting permutation."""
-    aux = jnp.moveaxis(ar, axis, 0)
+    aux = jnp_shape.moveaxis(ar, axis, 0)
     if T.is_complex(_dtype(aux)):
         # One canonical NaN, so that complex NaNs compare (and sort) together.
-        aux = jnp.where(jnp.isnan(aux), lax.full((), np.nan, _dtype(aux)), aux)
+        aux = jnp_math.where(jnp_math.isnan(aux), L.full((), np.nan, _dtype(aux)), aux)
     size, *rest = _shape(aux)
     inner = math.prod(rest)
     if inner == 0:
         size = builtins.min(size, 1)  # empty slices are all equal: keep at most one
-        perm = jnp.zeros(size, dtype=int)
+        perm = creation.zeros(size, dtype=int)
     else:
-        perm = lexsort(jnp.reshape(aux, (size, inner)).T[::-1])
+        perm = lexsort(jnp_shape.reshape(aux, (size, inner)).T[::-1])
     aux = aux[perm]
     if math.prod(_shape(aux)):
         if T.is_inexact(_dtype(aux)) and equal_nan:
             def neq(x: Any, y: Any) -> Any:
-                return lax.ne(x, y) & jnp.logical_not(jnp.isnan(x) & jnp.isnan(y))
+                return ew.ne(x, y) & jnp_math.logical_not(jnp_math.isnan(x) & jnp_math.isnan(y))
         else:
-            neq = lax.ne
-        changed = jnp.any(neq(aux[1:], aux[:-1]), tuple(range(1, _ndim(aux))))
-        mask = jnp.ones(size, dtype=bool).at[1:].set(changed)
+            neq = ew.ne
+        changed = reductions.any(neq(aux[1:], aux[:-1]), tuple(range(1, _ndim(aux))))
+        mask = creation.ones(size, dtype=bool).at[1:].set(changed)
     else:
-        mask = jnp.zeros(size, dtype=bool)
+        mask = creation.zeros(size, dtype=bool)
     return aux, mask, perm
 
 
@@ -1519,43 +1524,43 @@ def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse:
     nonempty = math.prod(_shape(aux)) > 0
     if size is None:
         _concrete(mask, "The error arose in jnp.unique(). " + _UNIQUE_HINT)
-        ind = jnp.nonzero(mask)[0]
+        ind = indexing.nonzero(mask)[0]
     else:
-        ind = jnp.nonzero(mask, size=size)[0]
+        ind = indexing.nonzero(mask, size=size)[0]
     result = aux[ind] if nonempty else aux
     if size is not None and fill_value is not None:
-        fill = jnp.astype(lax.asarray(fill_value), _dtype(result))
+        fill = jnp_shape.astype(L.asarray(fill_value), _dtype(result))
         if _shape(result)[0]:
-            valid = lax.expand_dims(jnp.arange(size) < jnp.sum(mask),
+            valid = L.expand_dims(creation.arange(size) < reductions.sum(mask),
                                     tuple(range(1, _ndim(result))))
-            result = jnp.where(valid, result, fill)
+            result = jnp_math.where(valid, result, fill)
         else:
-            result = jnp.full_like(result, fill, shape=(size, *_shape(result)[1:]))
-    result = jnp.moveaxis(result, 0, axis)
+            result = creation.full_like(result, fill, shape=(size, *_shape(result)[1:]))
+    result = jnp_shape.moveaxis(result, 0, axis)
     ret: list[Any] = [result]
     if return_index:
         ret.append(perm[ind] if nonempty else perm)
     if return_inverse:
         if nonempty:
-            inv = jnp.zeros(_shape(mask), dtype=int).at[perm].set(jnp.cumsum(mask) - 1)
+            inv = creation.zeros(_shape(mask), dtype=int).at[perm].set(reductions.cumsum(mask) - 1)
         else:
-            inv = jnp.zeros(_shape(ar)[axis], dtype=int)
+            inv = creation.zeros(_shape(ar)[axis], dtype=int)
         ret.append(inv)
     if return_counts:
         if nonempty:
             n = _shape(mask)[0]
             if size is None:
-                idx = jnp.concatenate([jnp.nonzero(mask)[0], jnp.array([n])])
+                idx = jnp_shape.concatenate([indexing.nonzero(mask)[0], creation.array([n])])
             else:
-                idx = jnp.nonzero(mask, size=size + 1)[0]
-                idx = idx.at[1:].set(jnp.where(idx[1:], idx[1:], n))
+                idx = indexing.nonzero(mask, size=size + 1)[0]
+                idx = idx.at[1:].set(jnp_math.where(idx[1:], idx[1:], n))
             ret.append(diff(idx))
         elif _shape(ar)[axis]:
-            ret.append(jnp.full((1,), _shape(ar)[axis], dtype=int))
+            ret.append(creation.full((1,), _shape(ar)[axis], dtype=int))
         else:
-            ret.append(jnp.empty(0, dtype=int))
+            ret.append(creation.empty(0, dtype=int))
     if return_true_size:
-        ret.append(jnp.sum(mask))
+        ret.append(reductions.sum(mask))
     return ret[0] if len(ret) == 1 else tuple(ret)
 
 
@@ -1571,7 +1576,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
                       _UNIQUE_HINT)
     shape = _shape(arr)
     if axis is None:
-        arr = jnp.ravel(arr)
+        arr = jnp_shape.ravel(arr)
         ax = 0
     else:
         ax = canonicalize_axis(axis, _ndim(arr))
@@ -1579,7 +1584,7 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
                        equal_nan=equal_nan, size=size, fill_value=fill_value)
     if return_inverse and axis is None:
         k = 2 if return_index else 1
-        out = (*out[:k], jnp.reshape(out[k], shape), *out[k + 1:])
+        out = (*out[:k], jnp_shape.reshape(out[k], shape), *out[k + 1:])
     return out
 
 
@@ -1623,19 +1628,19 @@ def _in1d(ar1: Any, ar2: Any, invert: bool, method: str = "auto") -> Any:
         raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
                          "'binary_search', 'sort', and 'auto'")
     a, b = _promote(ar1, ar2)
-    a, b = jnp.ravel(a), jnp.ravel(b)
+    a, b = jnp_shape.ravel(a), jnp_shape.ravel(b)
     if not math.prod(_shape(a)) or not math.prod(_shape(b)):
-        return (jnp.ones if invert else jnp.zeros)(_shape(a), dtype=bool)
+        return (creation.ones if invert else creation.zeros)(_shape(a), dtype=bool)
     # Every method gives the same answer; compare all pairs.
     if invert:
-        return jnp.all(a[:, None] != b[None, :], axis=-1)
-    return jnp.any(a[:, None] == b[None, :], axis=-1)
+        return reductions.all(a[:, None] != b[None, :], axis=-1)
+    return reductions.any(a[:, None] == b[None, :], axis=-1)
 
 
 def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
          *, method: str = "auto") -> Any:
     el, te = _ensure("isin", element, test_elements)
-    return jnp.reshape(_in1d(el, te, invert=invert, method=method), _shape(el))
+    return jnp_shape.reshape(_in1d(el, te, invert=invert, method=method), _shape(el))
 
 
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
@@ -1645,21 +1650,21 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
         _concrete(b, "The error arose in union1d()")
     else:
         size = _index(size, "The error arose in union1d()")
-    return unique(jnp.concatenate((a, b), axis=None), size=size, fill_value=fill_value)
+    return unique(jnp_shape.concatenate((a, b), axis=None), size=size, fill_value=fill_value)
 
 
 def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
               fill_value: Any = None) -> Any:
     a, b = _ensure("setdiff1d", ar1, ar2)
-    a, b = jnp.ravel(a), jnp.ravel(b)
+    a, b = jnp_shape.ravel(a), jnp_shape.ravel(b)
     if size is None:
         _concrete(a, "The error arose in setdiff1d()")
     else:
         size = _index(size, "The error arose in setdiff1d()")
-    fill = jnp.full_like(a, 0 if fill_value is None else fill_value, shape=())
+    fill = creation.full_like(a, 0 if fill_value is None else fill_value, shape=())
     n = math.prod(_shape(a))
     if n == 0 or size == 0:
-        return jnp.full_like(a, fill, shape=size or 0)
+        return creation.full_like(a, fill, shape=size or 0)
     if not assume_unique:
         a = unique(a, size=size and n)
     mask = _in1d(a, b, invert=True)
@@ -1667,9 +1672,9 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
         return a[mask]
     if not assume_unique:
         # unique(size=n) repeats its first value as padding: not part of the set.
-        n_unique = n + 1 - jnp.sum(a == a[0])
-        mask = jnp.where(jnp.arange(n) < n_unique, mask, False)
-    return jnp.where(jnp.arange(size) < jnp.sum(mask), a[jnp.where(mask, size=size)],
+        n_unique = n + 1 - reductions.sum(a == a[0])
+        mask = jnp_math.where(creation.arange(n) < n_unique, mask, False)
+    return jnp_math.where(creation.arange(size) < reductions.sum(mask), a[jnp_math.where(mask, size=size)],
                      fill)
 
 
@@ -1677,25 +1682,25 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
                 *, size: int | None = None, fill_value: Any = None) -> Any:
     a, b = _ensure("intersect1d", ar1, ar2)
     a, b = _promote(a, b)
-    a, b = jnp.ravel(a), jnp.ravel(b)
+    a, b = jnp_shape.ravel(a), jnp_shape.ravel(b)
     if size is not None:
         return _intersect1d_size(a, b, assume_unique, return_indices,
                                  _index(size, "size argument of intersect1d"), fill_value)
-    ind1 = ind2 = jnp.arange(0)
+    ind1 = ind2 = creation.arange(0)
     if not assume_unique:
         if return_indices:
             a, ind1 = unique(a, return_index=True)
             b, ind2 = unique(b, return_index=True)
         else:
             a, b = unique(a), unique(b)
-    both = jnp.concatenate((a, b))
+    both = jnp_shape.concatenate((a, b))
     if return_indices:
         n = _shape(both)[0]
-        iota = lax.broadcasted_iota(T.int64 if n > np.iinfo(np.int32).max else T.int32,
+        iota = L.broadcasted_iota(T.int64 if n > np.iinfo(np.int32).max else T.int32,
                                     (n,), 0)
-        aux, order = lax.sort((both, iota), dimension=0, num_keys=1)
+        aux, order = lr.sort((both, iota), dimension=0, num_keys=1)
     else:
-        aux = jnp.sort(both)
+        aux = reductions.sort(both)
     mask = aux[1:] == aux[:-1]
     common = aux[:-1][mask]
     if not return_indices:
@@ -1716,38 +1721,38 @@ def _intersect1d_size(a: Any, b: Any, assume_unique: bool, return_indices: bool,
                                   "implemented")
     n = _shape(a)[0]
     if assume_unique:
-        ua, valid = jnp.sort(a), jnp.ones(n, dtype=bool)
+        ua, valid = reductions.sort(a), creation.ones(n, dtype=bool)
     elif n:
         ua, count = _unique_impl(a, 0, size=n, fill_value=0, return_true_size=True)
-        valid = jnp.arange(n) < count
+        valid = creation.arange(n) < count
     else:
-        ua, valid = a, jnp.zeros(0, dtype=bool)
+        ua, valid = a, creation.zeros(0, dtype=bool)
     keep = valid & _in1d(ua, b, invert=False)
     if size == 0:
-        return jnp.zeros(size, _dtype(a))
-    num = jnp.sum(keep)
-    vals = ua[jnp.nonzero(keep, size=size, fill_value=0)[0]] if n else jnp.zeros(size, _dtype(a))
-    inside = jnp.arange(size) < num
+        return creation.zeros(size, _dtype(a))
+    num = reductions.sum(keep)
+    vals = ua[indexing.nonzero(keep, size=size, fill_value=0)[0]] if n else creation.zeros(size, _dtype(a))
+    inside = creation.arange(size) < num
     if fill_value is None:
-        vals = jnp.where(inside, vals, jnp.max(jnp.where(inside, vals, 0)))
-        return jnp.where(inside, vals, jnp.min(vals))
-    return jnp.where(inside, vals, fill_value)
+        vals = jnp_math.where(inside, vals, reductions.max(jnp_math.where(inside, vals, 0)))
+        return jnp_math.where(inside, vals, reductions.min(vals))
+    return jnp_math.where(inside, vals, fill_value)
 
 
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
              fill_value: Any = None) -> Any:
     a, b = _ensure("setxor1d", ar1, ar2)
-    a, b = _promote(jnp.ravel(a), jnp.ravel(b))
+    a, b = _promote(jnp_shape.ravel(a), jnp_shape.ravel(b))
     if size is not None:
         raise NotImplementedError("spec: setxor1d(size=...) is not implemented")
     if not assume_unique:
         a, b = unique(a), unique(b)
-    aux = jnp.concatenate((a, b))
+    aux = jnp_shape.concatenate((a, b))
     if math.prod(_shape(aux)) == 0:
         return aux
-    aux = jnp.sort(aux)
-    edge = jnp.array([True])
-    flag = jnp.concatenate((edge, aux[1:] != aux[:-1], edge))
+    aux = reductions.sort(aux)
+    edge = creation.array([True])
+    flag = jnp_shape.concatenate((edge, aux[1:] != aux[:-1], edge))
     return aux[flag[1:] & flag[:-1]]
 
 
@@ -1766,12 +1771,12 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     if not condlist:
         raise ValueError("condlist must be non-empty")
     check_arraylike("select", *condlist, *choicelist, default)
-    conds = [jnp.asarray(c) for c in condlist]
-    choices = _promote(jnp.asarray(default), *[jnp.asarray(c) for c in choicelist])
+    conds = [creation.asarray(c) for c in condlist]
+    choices = _promote(creation.asarray(default), *[creation.asarray(c) for c in choicelist])
     # The first true condition wins; index 0 (the default) where none holds.
-    stacked = jnp.stack(jnp.broadcast_arrays(False, *conds))
-    idx = jnp.argmax(jnp.astype(stacked, bool), axis=0)
-    return lax.select_n(*jnp.broadcast_arrays(idx, *choices))
+    stacked = jnp_shape.stack(jnp_shape.broadcast_arrays(False, *conds))
+    idx = reductions.argmax(jnp_shape.astype(stacked, bool), axis=0)
+    return ew.select_n(*jnp_shape.broadcast_arrays(idx, *choices))
 
 
 def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
@@ -1779,7 +1784,7 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
         raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
     items = [a, *choices]
     check_arraylike("choose", *items)
-    idx, *opts = [lax.asarray(v) for v in items]
+    idx, *opts = [L.asarray(v) for v in items]
     if not T.is_int(_dtype(idx)):
         raise ValueError(f"`a` array must be integer typed, got {_dtype(idx).name}")
     n = len(opts)
@@ -1791,27 +1796,27 @@ def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
     elif mode == "wrap":
         idx = idx % n
     elif mode == "clip":
-        idx = jnp.clip(idx, 0, n - 1)
+        idx = jnp_math.clip(idx, 0, n - 1)
     else:
         raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
-    idx, *opts = jnp.broadcast_arrays(idx, *opts)
-    return jnp.array(opts)[(idx, *indices(_shape(idx), sparse=True))]
+    idx, *opts = jnp_shape.broadcast_arrays(idx, *opts)
+    return creation.array(opts)[(idx, *indices(_shape(idx), sparse=True))]
 
 
 def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
              fill_value: Any = 0, out: None = None) -> Any:
     check_arraylike("compress", condition, a, fill_value)
-    cond = jnp.astype(lax.asarray(condition), bool)
-    arr = lax.asarray(a)
+    cond = jnp_shape.astype(L.asarray(condition), bool)
+    arr = L.asarray(a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
     if _ndim(cond) != 1:
         raise ValueError(f"condition must be a 1D array, got shape {_shape(cond)}")
     if axis is None:
         axis = 0
-        arr = jnp.ravel(arr)
+        arr = jnp_shape.ravel(arr)
     else:
-        arr = jnp.moveaxis(arr, axis, 0)
+        arr = jnp_shape.moveaxis(arr, axis, 0)
     n = _shape(arr)[0]
     cond, extra = cond[:n], cond[n:]
     arr = arr[:_shape(cond)[0]]
@@ -1826,22 +1831,22 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
         raise ValueError(f"size must be positive and not greater than the size of the array "
                          f"axis; got size={size} for a.shape[axis]={_shape(arr)[0]}")
     else:
-        mask = lax.expand_dims(cond, tuple(range(1, _ndim(arr))))
-        arr = jnp.where(mask, arr, jnp.array(fill_value, dtype=_dtype(arr)))
-        result = arr[jnp.argsort(cond, stable=True, descending=True)][:size]
-    return jnp.moveaxis(result, 0, axis)
+        mask = L.expand_dims(cond, tuple(range(1, _ndim(arr))))
+        arr = jnp_math.where(mask, arr, creation.array(fill_value, dtype=_dtype(arr)))
+        result = arr[reductions.argsort(cond, stable=True, descending=True)][:size]
+    return jnp_shape.moveaxis(result, 0, axis)
 
 
 def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
     check_arraylike("extract", condition, arr, fill_value)
-    return compress(jnp.ravel(condition), jnp.ravel(arr), size=size, fill_value=fill_value)
+    return compress(jnp_shape.ravel(condition), jnp_shape.ravel(arr), size=size, fill_value=fill_value)
 
 
 def _put_along_axis_fn(arr: Any, indices: Any, values: Any, axis: int | None,
                        mode: str | None = None) -> Any:
     shape = _shape(arr)
     if axis is None:
-        arr = jnp.ravel(arr)
+        arr = jnp_shape.ravel(arr)
         ax = 0
     else:
         ax = canonicalize_axis(axis, _ndim(arr))
@@ -1849,7 +1854,7 @@ def _put_along_axis_fn(arr: Any, indices: Any, values: Any, axis: int | None,
         raise ValueError("put_along_axis arguments 'arr' and 'indices' must have same ndim. "
                          f"Got arr.ndim={_ndim(arr)} and indices.ndim={_ndim(indices)}.")
     try:
-        values = jnp.broadcast_to(values, _shape(indices))
+        values = jnp_shape.broadcast_to(values, _shape(indices))
     except (ValueError, TypeError):
         raise ValueError("put_along_axis argument 'values' must be broadcastable to "
                          f"'indices'. Got values.shape={_shape(values)} and "
@@ -1862,9 +1867,9 @@ def _put_along_axis_fn(arr: Any, indices: Any, values: Any, axis: int | None,
         else:
             s = [1] * _ndim(arr)
             s[d] = _shape(indices)[d]
-            idx.append(jnp.reshape(jnp.arange(_shape(indices)[d]), tuple(s)))
+            idx.append(jnp_shape.reshape(creation.arange(_shape(indices)[d]), tuple(s)))
     out = arr.at[tuple(idx)].set(values, mode=mode)
-    return jnp.reshape(out, shape) if axis is None else out
+    return jnp_shape.reshape(out, shape) if axis is None else out
 
 
 _put_along_axis = _jit("put_along_axis", _put_along_axis_fn, ("axis", "mode"))
@@ -1886,14 +1891,14 @@ def _kron_fn(a: Any, b: Any) -> Any:
     a, b = _promote(a, b)
     na, nb = _ndim(a), _ndim(b)
     if na < nb:
-        a = lax.expand_dims(a, tuple(range(nb - na)))
+        a = L.expand_dims(a, tuple(range(nb - na)))
     elif nb < na:
-        b = lax.expand_dims(b, tuple(range(na - nb)))
+        b = L.expand_dims(b, tuple(range(na - nb)))
     nd = _ndim(a)
     out_shape = tuple(x * y for x, y in zip(_shape(a), _shape(b)))
-    ae = lax.expand_dims(a, tuple(range(1, 2 * nd, 2)))
-    be = lax.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    return jnp.reshape(lax.mul(*jnp.broadcast_arrays(ae, be)), out_shape)
+    ae = L.expand_dims(a, tuple(range(1, 2 * nd, 2)))
+    be = L.expand_dims(b, tuple(range(0, 2 * nd, 2)))
+    return jnp_shape.reshape(ew.mul(*jnp_shape.broadcast_arrays(ae, be)), out_shape)
 
 
 _kron = _jit("kron", _kron_fn)
@@ -1908,15 +1913,15 @@ def _cross_fn(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
               axis: int | None = None) -> Any:
     if axis is not None:
         axisa = axisb = axisc = axis
-    a = jnp.moveaxis(a, axisa, -1)
-    b = jnp.moveaxis(b, axisb, -1)
+    a = jnp_shape.moveaxis(a, axisa, -1)
+    b = jnp_shape.moveaxis(b, axisb, -1)
     if _shape(a)[-1] != 3 or _shape(b)[-1] != 3:
         raise ValueError(f"Dimension must be 3 for cross product, got shapes {_shape(a)} and "
                          f"{_shape(b)}")
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    c = jnp.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-    return jnp.moveaxis(c, 0, axisc)
+    c = creation.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+    return jnp_shape.moveaxis(c, 0, axisc)
 
 
 _cross = _jit("cross", _cross_fn, ("axisa", "axisb", "axisc", "axis"))
@@ -1958,7 +1963,7 @@ def _gradient_fn(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None
 
 def _gradient_along(a: Any, h: Any, axis: int) -> Any:
     def sl(x: Any, start: int | None, stop: int | None) -> Any:
-        return lax.slice_in_dim(x, start, stop, axis=axis)
+        return L.slice_in_dim(x, start, stop, axis=axis)
     upper = sl(a, 1, 2) - sl(a, 0, 1)
     lower = sl(a, -1, None) - sl(a, -2, -1)
     if np.ndim(h) == 0:
@@ -1971,7 +1976,7 @@ def _gradient_along(a: Any, h: Any, axis: int) -> Any:
                              "which the gradient is calculated.")
         hs = [1] * _ndim(a)
         hs[axis] = _shape(h)[0]
-        h = jnp.reshape(h, tuple(hs))
+        h = jnp_shape.reshape(h, tuple(hs))
         upper = upper / (sl(h, 1, 2) - sl(h, 0, 1))
         lower = lower / (sl(h, -1, None) - sl(h, -2, -1))
         dx1 = sl(h, 1, -1) - sl(h, 0, -2)
@@ -1982,7 +1987,7 @@ def _gradient_along(a: Any, h: Any, axis: int) -> Any:
         inner = c0 * sl(a, 0, -2) + c1 * sl(a, 1, -1) + c2 * sl(a, 2, None)
     else:
         raise ValueError("Spacing arrays must be 1D arrays or scalars.")
-    return jnp.concatenate((upper, inner, lower), axis=axis)
+    return jnp_shape.concatenate((upper, inner, lower), axis=axis)
 
 
 _gradient = _jit("gradient", _gradient_fn, ("axis", "edge_order"))
@@ -1996,7 +2001,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
 
 def _modf_fn(x: Any) -> tuple[Any, Any]:
     (x,) = _promote_inexact(x)
-    whole = jnp.where(lax.ge(x, lax.full((), 0, _dtype(x))), jnp.floor(x), jnp.ceil(x))
+    whole = jnp_math.where(ew.ge(x, L.full((), 0, _dtype(x))), jnp_math.floor(x), jnp_math.ceil(x))
     return x - whole, whole
 
 
@@ -2021,11 +2026,11 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Any, ...]:
         raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
     out: list[Any] = [0] * len(dims)
     for i, s in reversed(list(enumerate(dims))):
-        idx, out[i] = jnp.divmod(idx, s)
+        idx, out[i] = jnp_math.divmod(idx, s)
     oob_pos = idx > 0
-    oob_neg = jnp.asarray(False) if T.is_unsigned_int(_dtype(idx)) else idx < -1
+    oob_neg = creation.asarray(False) if T.is_unsigned_int(_dtype(idx)) else idx < -1
     # Out-of-range flat indices clip to the last (or first) position, as JAX.
-    return tuple(jnp.where(oob_pos, s - 1, jnp.where(oob_neg, 0, i)) for s, i in zip(dims, out))
+    return tuple(jnp_math.where(oob_pos, s - 1, jnp_math.where(oob_neg, 0, i)) for s, i in zip(dims, out))
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
@@ -2035,7 +2040,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                          f"len(dims)={len(dims)}")
     dims_t = tuple(_index(d, "in `dims` argument of ravel_multi_index().") for d in dims)
     check_arraylike("ravel_multi_index", *multi_index)
-    idx = [lax.asarray(i) for i in multi_index]
+    idx = [L.asarray(i) for i in multi_index]
     if dtype is None:
         dt = T.result_type_and_weak(int, *idx)[0]
     else:
@@ -2056,7 +2061,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                for i, d in zip(idx, dims_t)):
             raise ValueError("invalid entry in coordinates array")
     elif mode == "clip":
-        idx = [jnp.clip(i, 0, d - 1) for i, d in zip(idx, dims_t)]
+        idx = [jnp_math.clip(i, 0, d - 1) for i, d in zip(idx, dims_t)]
     elif mode == "wrap":
         idx = [i % d for i, d in zip(idx, dims_t)]
     elif mode != "ignore":
@@ -2068,29 +2073,29 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
         strides = np.cumprod((1,) + dims_t[1:][::-1])[::-1]
     else:
         raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
-    result = jnp.array(0, dtype=dt)
+    result = creation.array(0, dtype=dt)
     for i, s in zip(idx, strides):
-        result = result + jnp.astype(i, dt) * int(s)
+        result = result + jnp_shape.astype(i, dt) * int(s)
     return result
 
 
 def _packbits_fn(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
-    bits01 = jnp.astype(lax.ne(a, lax.full((), 0, _dtype(a))), T.uint8)
-    weights = jnp.arange(8, dtype=T.uint8)
+    bits01 = jnp_shape.astype(ew.ne(a, L.full((), 0, _dtype(a))), T.uint8)
+    weights = creation.arange(8, dtype=T.uint8)
     if bitorder == "big":
         weights = weights[::-1]
     if axis is None:
-        bits01 = jnp.ravel(bits01)
+        bits01 = jnp_shape.ravel(bits01)
         axis = 0
-    bits01 = jnp.swapaxes(bits01, axis, -1)
+    bits01 = jnp_shape.swapaxes(bits01, axis, -1)
     rem = _shape(bits01)[-1] % 8
     if rem:
-        bits01 = lax.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
+        bits01 = L.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
                          [(0, 8 - rem, 0)])
-    bits01 = jnp.reshape(bits01, (*_shape(bits01)[:-1], _shape(bits01)[-1] // 8, 8))
-    weights = lax.expand_dims(weights, tuple(range(_ndim(bits01) - 1)))
-    packed = jnp.astype(jnp.sum(bits01 << weights, axis=-1), T.uint8)
-    return jnp.swapaxes(packed, axis, -1)
+    bits01 = jnp_shape.reshape(bits01, (*_shape(bits01)[:-1], _shape(bits01)[-1] // 8, 8))
+    weights = L.expand_dims(weights, tuple(range(_ndim(bits01) - 1)))
+    packed = jnp_shape.astype(reductions.sum(bits01 << weights, axis=-1), T.uint8)
+    return jnp_shape.swapaxes(packed, axis, -1)
 
 
 _packbits = _jit("packbits", _packbits_fn, ("axis", "bitorder"))
@@ -2108,22 +2113,22 @@ def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
 
 def _unpackbits_fn(a: Any, axis: int | None = None, count: int | None = None,
                    bitorder: str = "big") -> Any:
-    weights = jnp.asarray(1) << jnp.arange(8, dtype=T.uint8)
+    weights = creation.asarray(1) << creation.arange(8, dtype=T.uint8)
     if bitorder == "big":
         weights = weights[::-1]
     if axis is None:
-        a = jnp.ravel(a)
+        a = jnp_shape.ravel(a)
         axis = 0
-    a = jnp.swapaxes(a, axis, -1)
-    w = lax.expand_dims(weights, tuple(range(_ndim(a))))
-    bits = jnp.astype((a[..., None] & w) > 0, T.uint8)
-    bits = jnp.reshape(bits, (*_shape(bits)[:-2], -1))
+    a = jnp_shape.swapaxes(a, axis, -1)
+    w = L.expand_dims(weights, tuple(range(_ndim(a))))
+    bits = jnp_shape.astype((a[..., None] & w) > 0, T.uint8)
+    bits = jnp_shape.reshape(bits, (*_shape(bits)[:-2], -1))
     if count is not None:
         if count > _shape(bits)[-1]:
-            bits = jnp.pad(bits, [(0, 0)] * (_ndim(bits) - 1) + [(0, count - _shape(bits)[-1])])
+            bits = jnp_shape.pad(bits, [(0, 0)] * (_ndim(bits) - 1) + [(0, count - _shape(bits)[-1])])
         else:
             bits = bits[..., :count]
-    return jnp.swapaxes(bits, axis, -1)
+    return jnp_shape.swapaxes(bits, axis, -1)
 
 
 _unpackbits = _jit("unpackbits", _unpackbits_fn, ("axis", "count", "bitorder"))
@@ -2150,13 +2155,13 @@ def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np
         discont = period / 2
     interval = period // 2 if T.is_int(_dtype(p)) else period / 2
     dd = diff(p, axis=axis)
-    ddmod = jnp.mod(dd + interval, period) - interval
-    ddmod = jnp.where((ddmod == -interval) & (dd > 0), interval, ddmod)
-    correction = jnp.where(jnp.abs(dd) < discont, 0, ddmod - dd)
+    ddmod = jnp_math.mod(dd + interval, period) - interval
+    ddmod = jnp_math.where((ddmod == -interval) & (dd > 0), interval, ddmod)
+    correction = jnp_math.where(jnp_math.abs(dd) < discont, 0, ddmod - dd)
     ax = canonicalize_axis(axis, _ndim(p))
-    head = lax.slice_in_dim(p, 0, 1, axis=ax)
-    tail = lax.slice_in_dim(p, 1, None, axis=ax) + jnp.cumsum(correction, axis=ax)
-    return jnp.concatenate((head, tail), axis=ax)
+    head = L.slice_in_dim(p, 0, 1, axis=ax)
+    tail = L.slice_in_dim(p, 1, None, axis=ax) + reductions.cumsum(correction, axis=ax)
+    return jnp_shape.concatenate((head, tail), axis=ax)
 
 
 _unwrap = _jit("unwrap", _unwrap_fn, ("axis",))
@@ -2168,23 +2173,23 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi)
 
 
 def array_equiv(a1: Any, a2: Any) -> Any:
-    x, y = jnp.asarray(a1), jnp.asarray(a2)
+    x, y = creation.asarray(a1), creation.asarray(a2)
     try:
-        eq = jnp.equal(x, y)
+        eq = jnp_math.equal(x, y)
     except ValueError:
         # As JAX: a ValueError means "not equivalent" (a TypeError propagates).
-        return jnp.array(False)
-    return jnp.all(eq)
+        return creation.array(False)
+    return reductions.all(eq)
 
 
 def _isreal_fn(x: Any) -> Any:
-    i = jnp.imag(x)
-    return lax.eq(i, lax.full((), 0, _dtype(i)))
+    i = jnp_math.imag(x)
+    return ew.eq(i, L.full((), 0, _dtype(i)))
 
 
 def _iscomplex_fn(x: Any) -> Any:
-    i = jnp.imag(x)
-    return lax.ne(i, lax.full((), 0, _dtype(i)))
+    i = jnp_math.imag(x)
+    return ew.ne(i, L.full((), 0, _dtype(i)))
 
 
 _isreal = _jit("isreal", _isreal_fn)
@@ -2221,9 +2226,9 @@ def _conv_1d(x: Any, y: Any, mode: str, op: str, precision: Any,
              preferred_element_type: Any) -> Any:
     """Full/same/valid 1-D convolution or correlation as one conv_general_dilated
     over (batch 1, feature 1, length) views; the shorter operand is the kernel."""
-    if jnp.ndim(x) != 1 or jnp.ndim(y) != 1:
+    if jnp_shape.ndim(x) != 1 or jnp_shape.ndim(y) != 1:
         raise ValueError(f"{op}() only supports 1-dimensional inputs, got shapes "
-                         f"{jnp.shape(x)} and {jnp.shape(y)}.")
+                         f"{jnp_shape.shape(x)} and {jnp_shape.shape(y)}.")
     from spec._src.numpy.math import promote_args, promote_args_inexact
     if preferred_element_type is None:  # NumPy's convolutions return inexact values
         x, y = promote_args_inexact(op, x, y)
@@ -2233,18 +2238,18 @@ def _conv_1d(x: Any, y: Any, mode: str, op: str, precision: Any,
         raise ValueError(f"{op}: inputs cannot be empty, got shapes {x.shape} and {y.shape}.")
     reverse_output = False
     if op == "correlate":
-        y = jnp.conj(y)
+        y = jnp_math.conj(y)
         if x.shape[0] < y.shape[0]:
             x, y, reverse_output = y, x, True
     else:
         if x.shape[0] < y.shape[0]:
             x, y = y, x
-        y = jnp.flip(y)
+        y = jnp_shape.flip(y)
     k = y.shape[0]
     pads = {"valid": (0, 0), "same": (k // 2, k - k // 2 - 1), "full": (k - 1, k - 1)}
     if mode not in pads:
         raise ValueError("mode must be one of ['full', 'same', 'valid']")
-    out = lax.conv_general_dilated(x[None, None, :], y[None, None, :], (1,), [pads[mode]],
+    out = lc.conv_general_dilated(x[None, None, :], y[None, None, :], (1,), [pads[mode]],
                                    precision=precision,
                                    preferred_element_type=preferred_element_type)
     return out[0, 0, ::-1] if reverse_output else out[0, 0]
@@ -2287,19 +2292,19 @@ def _top_k(a: Any, k: int, axis: int = -1, mode: str = "largest") -> tuple[Any, 
         raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
     axis = canonicalize_axis(axis, _ndim(arr))
     if mode == "largest":
-        vals, idx = lax.top_k(arr, k, axis=axis)
+        vals, idx = lr.top_k(arr, k, axis=axis)
         return vals, idx
     # The k smallest are the k largest of an order-reversed copy; undo after.
-    vals, idx = lax.top_k(_order_reverse(arr), k, axis=axis)
+    vals, idx = lr.top_k(_order_reverse(arr), k, axis=axis)
     return _order_reverse(vals), idx
 
 
 def _order_reverse(x: Any) -> Any:
     """A map that reverses the total order of x's dtype (its own inverse)."""
     if T.is_inexact(_dtype(x)):
-        return lax.neg(x)
+        return ew.neg(x)
     # Integers and bool: ~x reverses the order (-x - 1 when signed) and cannot overflow.
-    return lax.bitwise_not(x)
+    return ew.bitwise_not(x)
 
 
 _top_k_jit = _named_jit("top_k", _top_k, static_argnames=("k", "axis", "mode"))
@@ -2325,8 +2330,8 @@ def _grid_1d(s: slice, op: str) -> Any:
     stop = _concrete_scalar(s.stop, f"slice stop of jnp.{op}")
     step = _concrete_scalar(s.step, f"slice step of jnp.{op}") or 1
     if np.iscomplex(step):  # 5j means "5 points, stop included"
-        return jnp.linspace(start, stop, int(abs(step)))
-    return jnp.arange(start, stop, step)
+        return creation.linspace(start, stop, int(abs(step)))
+    return creation.arange(start, stop, step)
 
 
 def _grid_parts(key: Any, op: str) -> list[Any]:
@@ -2342,8 +2347,8 @@ class _MGrid:
             return _grid_1d(key, "mgrid")
         parts = _grid_parts(key, "mgrid")
         if not parts:
-            return jnp.arange(0)
-        return jnp.stack(meshgrid(*parts, indexing="ij", sparse=False), 0)
+            return creation.arange(0)
+        return jnp_shape.stack(meshgrid(*parts, indexing="ij", sparse=False), 0)
 
 
 class _OGrid:
@@ -2386,18 +2391,18 @@ class _AxisConcat:
             elif isinstance(item, str):
                 raise ValueError("string directive must be placed at the beginning")  # noqa: TRY004 (JAX raises ValueError)
             else:
-                obj = jnp.array(item, copy=False)
+                obj = creation.array(item, copy=False)
                 item_ndim = _ndim(obj)
-            obj = jnp.array(obj, copy=False, ndmin=ndmin)
+            obj = creation.array(obj, copy=False, ndmin=ndmin)
             if trans1d != -1 and ndmin - item_ndim > 0:
                 # The item's own axes go where trans1d says among the ndmin axes.
                 shift = ndmin - builtins.abs(ndmin + trans1d + 1) % ndmin
                 order = tuple(range(ndmin))
-                obj = jnp.transpose(obj, order[shift:] + order[:shift])
+                obj = jnp_shape.transpose(obj, order[shift:] + order[:shift])
             out.append(obj)
-        res = jnp.concatenate(tuple(out), axis=axis)
+        res = jnp_shape.concatenate(tuple(out), axis=axis)
         if matrix != -1 and _ndim(res) == 1:
-            res = jnp.expand_dims(res, matrix)
+            res = jnp_shape.expand_dims(res, matrix)
         return res
 
     def __len__(self) -> int:
@@ -2440,25 +2445,25 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any, right: Any, period: Any) -> Any
     if period is not None:
         if np.ndim(period) != 0:
             raise ValueError(f"period must be a scalar; got {period}")
-        period = jnp.abs(period)
+        period = jnp_math.abs(period)
         x = x % period
         xp = xp % period
-        xp, fp = lax.sort_key_val(xp, fp)
+        xp, fp = lr.sort_key_val(xp, fp)
         # Wrap one point around each end so every x has a bracketing pair.
-        xp = jnp.concatenate([xp[-1:] - period, xp, xp[:1] + period])
-        fp = jnp.concatenate([fp[-1:], fp, fp[:1]])
-    i = jnp.clip(searchsorted(xp, x, side="right"), 1, _shape(xp)[0] - 1)
+        xp = jnp_shape.concatenate([xp[-1:] - period, xp, xp[:1] + period])
+        fp = jnp_shape.concatenate([fp[-1:], fp, fp[:1]])
+    i = jnp_math.clip(searchsorted(xp, x, side="right"), 1, _shape(xp)[0] - 1)
     df = fp[i] - fp[i - 1]
     dx = xp[i] - xp[i - 1]
     delta = x - xp[i - 1]
     # Coincident xp points: take the left value rather than divide by ~0.
     eps = np.spacing(np.finfo(np.dtype(_dtype(xp))).eps)
-    dx0 = jnp.abs(dx) <= eps
-    f = jnp.where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp.where(dx0, 1, dx)) * df)
+    dx0 = jnp_math.abs(dx) <= eps
+    f = jnp_math.where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp_math.where(dx0, 1, dx)) * df)
     if not ext_left and period is None:
-        f = jnp.where(x < xp[0], fp[0] if left is None else left, f)
+        f = jnp_math.where(x < xp[0], fp[0] if left is None else left, f)
     if not ext_right and period is None:
-        f = jnp.where(x > xp[-1], fp[-1] if right is None else right, f)
+        f = jnp_math.where(x > xp[-1], fp[-1] if right is None else right, f)
     return f
 
 
@@ -2476,20 +2481,20 @@ def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     if x is None:
         y = _ensure("trapezoid", y)
         (ya,) = _promote_inexact(y)
-        dxa = lax.asarray(dx)
+        dxa = L.asarray(dx)
         if _ndim(dxa) > 0:
-            dxa = lax.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
-            dxa = jnp.moveaxis(dxa, axis, -1)
+            dxa = L.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
+            dxa = jnp_shape.moveaxis(dxa, axis, -1)
     else:
         y, x = _ensure("trapezoid", y, x)
         ya, xa = _promote_inexact(y, x)
-        dxa = diff(xa) if _ndim(xa) == 1 else jnp.moveaxis(diff(xa, axis=axis), axis, -1)
-    ya = jnp.moveaxis(ya, axis, -1)
+        dxa = diff(xa) if _ndim(xa) == 1 else jnp_shape.moveaxis(diff(xa, axis=axis), axis, -1)
+    ya = jnp_shape.moveaxis(ya, axis, -1)
     if _ndim(dxa) == 0 or _shape(dxa)[-1] == 1:
         # Uniform spacing: dx * (sum - half the two end points).
         d = dxa if _ndim(dxa) == 0 else dxa[..., 0]
-        return d * (jnp.sum(ya, -1) - 0.5 * (ya[..., 0] + ya[..., -1]))
-    return 0.5 * jnp.sum(dxa * (ya[..., 1:] + ya[..., :-1]), -1)
+        return d * (reductions.sum(ya, -1) - 0.5 * (ya[..., 0] + ya[..., -1]))
+    return 0.5 * reductions.sum(dxa * (ya[..., 1:] + ya[..., :-1]), -1)
 
 
 _trapezoid_jit = _named_jit("trapezoid", _trapezoid, static_argnames=("axis",))
@@ -2507,13 +2512,13 @@ def _spacing(x: Any) -> Any:
     dt = _dtype(arr)
     if T.is_complex(dt):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    inf = lax.full_like(arr, np.inf)
+    inf = L.full_like(arr, np.inf)
     if dt == T.float16:  # JAX steps float16 towards +inf only
-        return lax.nextafter(arr, inf) - arr
-    res = lax.nextafter(arr, jnp.copysign(inf, arr)) - arr
+        return ew.nextafter(arr, inf) - arr
+    res = ew.nextafter(arr, jnp_math.copysign(inf, arr)) - arr
     # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
     tiny = np.finfo(np.dtype(dt)).smallest_subnormal
-    return jnp.where(res == 0, jnp.copysign(tiny, arr), res)
+    return jnp_math.where(res == 0, jnp_math.copysign(tiny, arr), res)
 
 
 spacing = _named_jit("spacing", _spacing)
@@ -2536,13 +2541,13 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
     idx = diag_indices(n, len(shape))
     if _ndim(val) == 0:
         return a.at[idx].set(val)
-    flat = jnp.ravel(val)
+    flat = jnp_shape.ravel(val)
     size = _shape(flat)[0]
     if size == 0:  # JAX's tiling divides by the size of val
         raise ZeroDivisionError(f"fill_diagonal: val has shape {_shape(val)}, no values to "
                                 f"fill a diagonal of length {n} with")
     reps = -(-n // size)
-    return a.at[idx].set(jnp.tile(flat, reps)[:n])
+    return a.at[idx].set(jnp_shape.tile(flat, reps)[:n])
 
 
 # --------------------------------------------------------- window functions
@@ -2561,43 +2566,43 @@ def _window(M: int, name: str) -> tuple[int, T.DType]:
 def bartlett(M: int) -> Any:
     m, dt = _window(M, "bartlett")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
-    return 1 - jnp.abs(2 * n + 1 - m) / (m - 1)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
+    return 1 - jnp_math.abs(2 * n + 1 - m) / (m - 1)
 
 
 def blackman(M: int) -> Any:
     m, dt = _window(M, "blackman")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
-    return (0.42 - 0.5 * jnp.cos(2 * np.pi * n / (m - 1))
-            + 0.08 * jnp.cos(4 * np.pi * n / (m - 1)))
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
+    return (0.42 - 0.5 * jnp_math.cos(2 * np.pi * n / (m - 1))
+            + 0.08 * jnp_math.cos(4 * np.pi * n / (m - 1)))
 
 
 def hamming(M: int) -> Any:
     m, dt = _window(M, "hamming")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
-    return 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (m - 1))
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
+    return 0.54 - 0.46 * jnp_math.cos(2 * np.pi * n / (m - 1))
 
 
 def hanning(M: int) -> Any:
     m, dt = _window(M, "hanning")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
-    return 0.5 * (1 - jnp.cos(2 * np.pi * n / (m - 1)))
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
+    return 0.5 * (1 - jnp_math.cos(2 * np.pi * n / (m - 1)))
 
 
 def kaiser(M: int, beta: Any) -> Any:
     m, dt = _window(M, "kaiser")
     if m <= 1:
-        return lax.full((m,), 1, dt)
-    n = lax.iota(dt, m)
+        return L.full((m,), 1, dt)
+    n = L.iota(dt, m)
     alpha = 0.5 * (m - 1)
-    return i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
+    return i0(beta * jnp_math.sqrt(1 - ((n - alpha) / alpha) ** 2)) / i0(beta)
 
 
 # ---------------------------------------------------------------------- i0
@@ -2627,8 +2632,8 @@ _I0B: tuple[float, ...] = (
 
 def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
     """Clenshaw's recurrence for a Chebyshev series at t (vectorised, traceable)."""
-    b0 = jnp.zeros_like(t)
-    b1 = jnp.zeros_like(t)
+    b0 = creation.zeros_like(t)
+    b1 = creation.zeros_like(t)
     b2 = b1
     for c in coeffs:
         b2, b1 = b1, b0
@@ -2645,14 +2650,14 @@ def _i0(x: Any) -> Any:
     # Narrow floats are evaluated in float32 and rounded back, as XLA does.
     work = T.float32 if np.dtype(dt).itemsize < 4 else dt
     weak = _aval(x).weak_type
-    ax = jnp.abs(x)
-    wx = ax if work == dt else lax.convert_element_type(ax, work)
+    ax = jnp_math.abs(x)
+    wx = ax if work == dt else L.convert_element_type(ax, work)
     small = _chbevl(wx / 2 - 2, _I0A)
-    safe = jnp.where(wx > 8, wx, 8)  # keeps the unused branch finite
-    big = _chbevl(32 / safe - 2, _I0B) / jnp.sqrt(safe)
-    i0e = jnp.where(wx <= 8, small, big)
+    safe = jnp_math.where(wx > 8, wx, 8)  # keeps the unused branch finite
+    big = _chbevl(32 / safe - 2, _I0B) / jnp_math.sqrt(safe)
+    i0e = jnp_math.where(wx <= 8, small, big)
     # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
-    return jnp.exp(ax) * _convert(i0e, dt, weak)
+    return jnp_math.exp(ax) * _convert(i0e, dt, weak)
 
 
 i0 = _named_jit("i0", _i0)
@@ -2665,13 +2670,13 @@ def _polyval(p: Any, x: Any) -> Any:
     p, x = _promote(p, x)
     shape = tuple(np.broadcast_shapes(_shape(p)[1:], _shape(x)))
     if _shape(p)[0] == 0:
-        return lax.full_like(x, 0, shape=shape)
+        return L.full_like(x, 0, shape=shape)
     # Horner's rule from the leading coefficient.
-    y = jnp.broadcast_to(p[0], shape)
+    y = jnp_shape.broadcast_to(p[0], shape)
     for i in range(1, _shape(p)[0]):
         y = y * x + p[i]
     # JAX evaluates through its `polynomial` primitive, whose result is never weak.
-    return _convert(jnp.broadcast_to(y, shape), _dtype(y), False)
+    return _convert(jnp_shape.broadcast_to(y, shape), _dtype(y), False)
 
 
 _polyval_jit = _named_jit("polyval", _polyval)
@@ -2713,9 +2718,9 @@ def _polyder(p: Any, m: int = 1) -> Any:
     if m == 0:
         return p
     dt = _dtype(p)
-    grid = (jnp.arange(m, _shape(p)[0], dtype=dt)[None]
-            - jnp.arange(m, dtype=dt)[:, None])
-    coeff = jnp.prod(grid, 0)
+    grid = (creation.arange(m, _shape(p)[0], dtype=dt)[None]
+            - creation.arange(m, dtype=dt)[:, None])
+    coeff = reductions.prod(grid, 0)
     return p[:-m] * coeff[::-1]
 
 
@@ -2732,18 +2737,18 @@ def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     p, k = _promote_inexact(p, k)
     if m < 0:
         raise ValueError(f"Order of integral must be positive (see polyder), got m={m}")
-    k = jnp.atleast_1d(k)
+    k = jnp_shape.atleast_1d(k)
     if _shape(k)[0] == 1:
-        k = jnp.full((m,), k[0])
+        k = creation.full((m,), k[0])
     if _shape(k) != (m,):
         raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
     if m == 0:
         return p
     dt = _dtype(p)
-    grid = (jnp.arange(_shape(p)[0] + m, dtype=dt)[None]
-            - jnp.arange(m, dtype=dt)[:, None])
-    coeff = jnp.prod(jnp.maximum(1, grid), 0)[::-1]
-    return jnp.true_divide(jnp.concatenate((p, k)), coeff)
+    grid = (creation.arange(_shape(p)[0] + m, dtype=dt)[None]
+            - creation.arange(m, dtype=dt)[:, None])
+    coeff = reductions.prod(jnp_math.maximum(1, grid), 0)[::-1]
+    return jnp_math.true_divide(jnp_shape.concatenate((p, k)), coeff)
 
 
 _polyint_jit = _named_jit("polyint", _polyint, static_argnames=("m",))
@@ -2759,16 +2764,16 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     if trim_leading_zeros and (_shape(a1)[0] > 1 or _shape(a2)[0] > 1):
         a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
     if _shape(a1)[0] == 0:
-        a1 = jnp.zeros(1, dtype=_dtype(a2))
+        a1 = creation.zeros(1, dtype=_dtype(a2))
     if _shape(a2)[0] == 0:
-        a2 = jnp.zeros(1, dtype=_dtype(a1))
+        a2 = creation.zeros(1, dtype=_dtype(a1))
     return convolve(a1, a2, mode="full")
 
 
 def _poly(seq_of_zeros: Any) -> Any:
     z = _ensure("poly", seq_of_zeros)
     (z,) = _promote_inexact(z)
-    z = jnp.atleast_1d(z)
+    z = jnp_shape.atleast_1d(z)
     sh = _shape(z)
     if len(sh) == 2 and sh[0] == sh[1] and sh[0] != 0:
         raise NotImplementedError("poly of a square matrix (its eigenvalues) is not "
@@ -2777,10 +2782,10 @@ def _poly(seq_of_zeros: Any) -> Any:
         raise ValueError(f"input must be 1d or non-empty square 2d array, got shape {sh}.")
     dt = _dtype(z)
     if sh[0] == 0:
-        return jnp.ones((), dtype=dt)
-    a = jnp.ones((1,), dtype=dt)
+        return creation.ones((), dtype=dt)
+    a = creation.ones((1,), dtype=dt)
     for k in range(sh[0]):
-        a = convolve(a, jnp.stack([jnp.ones((), dt), -z[k]]), mode="full")
+        a = convolve(a, jnp_shape.stack([creation.ones((), dt), -z[k]]), mode="full")
     return a
 
 
@@ -2793,7 +2798,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
                 weights: Any = None, density: bool | None = None) -> tuple[Any, list[Any]]:
     if weights is None:
         check_arraylike("histogramdd", sample)
-        (sample,) = _promote_inexact(lax.asarray(sample))
+        (sample,) = _promote_inexact(L.asarray(sample))
     else:
         check_arraylike("histogramdd", sample, weights)
         if np.shape(weights) != np.shape(sample)[:1]:
@@ -2819,19 +2824,19 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
         e_i = histogram_bin_edges(sample[:, i], bins_per_dim[i], rng, weights)
         idx = searchsorted(e_i, sample[:, i], side="right")
         # The last bin is closed on the right.
-        bin_idx.append(jnp.where(sample[:, i] == e_i[-1], idx - 1, idx))
+        bin_idx.append(jnp_math.where(sample[:, i] == e_i[-1], idx - 1, idx))
         nbins.append(_shape(e_i)[0] + 1)
         edges.append(e_i)
     flat = ravel_multi_index(tuple(bin_idx), tuple(nbins), mode="clip")
     hist = bincount(flat, weights, length=math.prod(nbins))
-    hist = jnp.reshape(hist, tuple(nbins))
+    hist = jnp_shape.reshape(hist, tuple(nbins))
     hist = hist[tuple(builtins.slice(1, -1) for _ in builtins.range(d))]
     if density:
-        hist = hist / jnp.sum(hist)
+        hist = hist / reductions.sum(hist)
         for i in builtins.range(d):
             shape = [1] * d
             shape[i] = nbins[i] - 2
-            hist = hist / jnp.reshape(diff(edges[i]), tuple(shape))
+            hist = hist / jnp_shape.reshape(diff(edges[i]), tuple(shape))
     return hist, edges
 
 
@@ -2844,7 +2849,7 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[None | Sequence[
         nb = 1
     if nb != 1 and nb != 2:
         bins = [bins, bins]
-    sample = jnp.transpose(jnp.array([x, y]))
+    sample = jnp_shape.transpose(creation.array([x, y]))
     hist, edges = histogramdd(sample, bins, range, weights, density)
     return hist, edges[0], edges[1]
 
@@ -2852,11 +2857,11 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[None | Sequence[
 # ------------------------------------------------------ frombuffer/fromstring
 
 def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
-    return jnp.asarray(np.frombuffer(buffer=buffer, dtype=dtype, count=count, offset=offset))
+    return creation.asarray(np.frombuffer(buffer=buffer, dtype=dtype, count=count, offset=offset))
 
 
 def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
-    return jnp.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
+    return creation.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
 # ------------------------------------------------------------------ minmax
@@ -2871,8 +2876,8 @@ def minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
         lo, hi = initial
     else:
         lo = hi = initial
-    return (jnp.min(a, axis=axis, keepdims=keepdims, initial=lo, where=where),
-            jnp.max(a, axis=axis, keepdims=keepdims, initial=hi, where=where))
+    return (reductions.min(a, axis=axis, keepdims=keepdims, initial=lo, where=where),
+            reductions.max(a, axis=axis, keepdims=keepdims, initial=hi, where=where))
 
 
 __all__ += [

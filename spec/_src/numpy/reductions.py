@@ -18,13 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.core import types as T
-from spec._src.core.errors import ConcretizationTypeError
 from spec._src.api.jit import jit
+from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
+from spec._src.lax import elementwise_api as ew
 from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type
+from spec._src.numpy import creation
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.util import check_arraylike
 
 __all__ = ["sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std",
@@ -37,22 +42,6 @@ _builtin_all = all
 
 
 # ------------------------------------------------------------------ helpers
-
-def _lax(name: str) -> Any:
-    from spec import lax
-    fn = getattr(lax, name, None)
-    if fn is None:
-        raise NotImplementedError(f"spec.lax.{name} is not available yet")
-    return fn
-
-
-def _jnp(name: str) -> Any:
-    import spec.numpy as jnp
-    fn = getattr(jnp, name, None)
-    if fn is None:
-        raise NotImplementedError(f"spec.numpy.{name} is not available yet")
-    return fn
-
 
 def _operand(fun_name: str, a: Any) -> Any:
     check_arraylike(fun_name, a)
@@ -108,7 +97,7 @@ def expand_dims(x: Any, dims: Sequence[int]) -> Any:
     shape = [1] * ndim
     for i, d in zip(kept, aval.shape):
         shape[i] = d
-    return _lax("broadcast_in_dim")(x, tuple(shape), tuple(kept))
+    return L.broadcast_in_dim(x, tuple(shape), tuple(kept))
 
 
 def promote_integer_dtype(dt: T.DType) -> T.DType:
@@ -144,7 +133,7 @@ def _cast_to_numeric(x: Any) -> Any:
 
 def _cast_to_bool(x: Any) -> Any:
     if T.is_complex(canonical_aval_of(x).dtype):
-        x = _lax("real")(x)
+        x = ew.real(x)
     return convert(x, T.bool_)
 
 
@@ -163,8 +152,10 @@ _REDUCERS: dict[str, Callable[[Any, tuple[int, ...]], Any]] = {
     "add": lr.reduce_sum, "mul": lr.reduce_prod, "max": lr.reduce_max, "min": lr.reduce_min,
     "and": lr.reduce_and, "or": lr.reduce_or,
 }
-_COMBINE = {"add": "add", "mul": "mul", "max": "max", "min": "min", "and": "bitwise_and",
-            "or": "bitwise_or"}
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "add": ew.add, "mul": ew.mul, "max": ew.max, "min": ew.min, "and": ew.bitwise_and,
+    "or": ew.bitwise_or,
+}
 
 
 def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = True,
@@ -198,14 +189,14 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
         op = bool_op
     init_val = _init_value(comp, init)
     if where is not None:
-        a = _jnp("where")(where, a, init_val)
+        a = jnp_math.where(where, a, init_val)
     result = _REDUCERS[op](a, dims)
     if initial is not None:
         init_arr = convert(initial, comp)
         if canonical_aval_of(init_arr).shape != ():
             raise ValueError("initial value must be a scalar. Got array of shape "
                              f"{canonical_aval_of(init_arr).shape}")
-        result = _lax(_COMBINE[op])(init_arr, result)
+        result = _COMBINE[op](init_arr, result)
     if keepdims:
         result = expand_dims(result, dims)
     return convert(result, result_dtype)
@@ -268,7 +259,7 @@ def _count(a: Any, axis: Axis, keepdims: bool, where: Any, dtype: T.DType) -> An
         return convert(n, dtype)
     mask = where
     if canonical_aval_of(where).shape != aval.shape:
-        mask = _jnp("broadcast_to")(where, aval.shape)
+        mask = jnp_shape.broadcast_to(where, aval.shape)
     return sum(mask, axis, dtype=dtype, keepdims=keepdims)
 
 
@@ -285,7 +276,7 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
         else result_dtype
     normalizer = _count(a, axis, keepdims, where, comp)
     total = sum(a, axis, dtype=comp, keepdims=keepdims, where=where)
-    return convert(_lax("div")(total, normalizer), result_dtype)
+    return convert(ew.div(total, normalizer), result_dtype)
 
 
 def _var_promote_types(a_dtype: T.DType, dtype: T.DType | None) -> tuple[T.DType, T.DType]:
@@ -311,17 +302,17 @@ def _var_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
         a_mean = mean(a, axis, dtype=comp, keepdims=True, where=where)
     else:
         a_mean = convert(a_mean, comp)
-    centered = _lax("sub")(a, a_mean)
+    centered = ew.sub(a, a_mean)
     if T.is_complex(comp):
-        centered = _lax("real")(_lax("mul")(centered, _lax("conj")(centered)))
+        centered = ew.real(ew.mul(centered, ew.conj(centered)))
         comp = canonical_aval_of(centered).dtype
     else:
-        centered = _lax("square")(centered)
+        centered = ew.square(centered)
     normalizer = _count(a, axis, keepdims, where, comp)
-    normalizer = _lax("sub")(normalizer, convert(correction, comp))
+    normalizer = ew.sub(normalizer, convert(correction, comp))
     result = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
-    result = convert(_lax("div")(result, normalizer), out_dtype)
-    return _jnp("where")(normalizer > 0, result, np.nan)
+    result = convert(ew.div(result, normalizer), out_dtype)
+    return jnp_math.where(normalizer > 0, result, np.nan)
 
 
 _var_fn.__name__ = "_var"
@@ -356,7 +347,7 @@ def _std_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
             keepdims: bool = False, where: Any = None, mean: Any = None) -> Any:
     if dtype is not None and not T.is_inexact(T.to_dtype(dtype, "std")):
         raise ValueError(f"dtype argument to jnp.std must be inexact; got {dtype}")
-    return _lax("sqrt")(var(a, axis=axis, dtype=dtype, correction=correction,
+    return ew.sqrt(var(a, axis=axis, dtype=dtype, correction=correction,
                             keepdims=keepdims, where=where, mean=mean))
 
 
@@ -379,7 +370,7 @@ def _ravel(a: Any) -> Any:
     aval = canonical_aval_of(a)
     if aval.ndim == 1 and isinstance(a, (Array, Tracer)):
         return a
-    return _lax("reshape")(a, (aval.size,))
+    return L.reshape(a, (aval.size,))
 
 
 def _arg_reduction(name: str, a: Any, axis: Any, keepdims: Any, out: None) -> Any:
@@ -418,11 +409,11 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
     a = _operand(name, a)
     aval = canonical_aval_of(a)
     if axis is None or aval.ndim == 0:
-        a = _lax("reshape")(a, (aval.size,))
+        a = L.reshape(a, (aval.size,))
         aval = canonical_aval_of(a)
     ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
     if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
-        a = _jnp("where")(_isnan(a), np.array(fill_nan, aval.dtype), a)
+        a = jnp_math.where(_isnan(a), np.array(fill_nan, aval.dtype), a)
     if dtype is None:
         result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
             else aval.dtype
@@ -431,7 +422,7 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
         # Accumulate in an integer type, on the truth values of the input.
         result_dtype = T.bool_
         if aval.dtype != T.bool_:
-            a = _jnp("not_equal")(a, 0)
+            a = jnp_math.not_equal(a, 0)
         comp = promote_integer_dtype(T.bool_)
     else:
         result_dtype = comp = T.to_dtype(dtype, name)
@@ -474,7 +465,7 @@ nancumprod: Callable[..., Any] = jit(_nancumprod_fn, static_argnames=("axis", "d
 # integer and bool inputs (which hold no NaN) go straight to the reduction.
 
 def _isnan(x: Any) -> Any:
-    return _lax("ne")(x, x)
+    return ew.ne(x, x)
 
 
 def _nan_init(dt: T.DType, init: float) -> np.ndarray:
@@ -494,12 +485,12 @@ def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float
     dt = canonical_aval_of(a).dtype
     if not T.is_inexact(dt):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
-    filled = _jnp("where")(_isnan(a), _nan_init(dt, init), a)
+    filled = jnp_math.where(_isnan(a), _nan_init(dt, init), a)
     out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
     if not nan_if_all_nan:
         return out
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
-    return _jnp("where")(all_nan, np.array(np.nan, dt), out)
+    return jnp_math.where(all_nan, np.array(np.nan, dt), out)
 
 
 def _user_dtype(dtype: Any, name: str) -> T.DType | None:
@@ -540,10 +531,10 @@ def _nanmean_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
         return mean(a, axis, dtype, out, keepdims, where=where)
     # Unlike mean, float16 is not accumulated in float32 here.
     comp = dt if dtype is None else T.to_dtype(dtype, "mean")
-    not_nan = _lax("bitwise_not")(_isnan(a))
+    not_nan = ew.bitwise_not(_isnan(a))
     normalizer = sum(not_nan, axis=axis, dtype=comp, keepdims=keepdims, where=where)
     total = nansum(a, axis, dtype=comp, keepdims=keepdims, where=where)
-    return _lax("div")(total, normalizer)
+    return ew.div(total, normalizer)
 
 
 def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
@@ -557,20 +548,20 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     a = convert(a, comp)
     a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
         else convert(mean, comp)
-    centered = _jnp("where")(_isnan(a), 0, _lax("sub")(a, a_mean))
+    centered = jnp_math.where(_isnan(a), 0, ew.sub(a, a_mean))
     if T.is_complex(comp):
-        centered = _lax("real")(_lax("mul")(centered, _lax("conj")(centered)))
+        centered = ew.real(ew.mul(centered, ew.conj(centered)))
     else:
-        centered = _lax("square")(centered)
-    normalizer = sum(_lax("bitwise_not")(_isnan(a)), axis=axis, keepdims=keepdims,
+        centered = ew.square(centered)
+    normalizer = sum(ew.bitwise_not(_isnan(a)), axis=axis, keepdims=keepdims,
                      where=where)
     normalizer = normalizer - ddof
-    empty = _lax("le")(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
+    empty = ew.le(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
     result = sum(centered, axis, keepdims=keepdims, where=where)
-    result = _jnp("where")(empty, np.nan, result)
-    divisor = _jnp("where")(empty, 1, normalizer)
+    result = jnp_math.where(empty, np.nan, result)
+    divisor = jnp_math.where(empty, 1, normalizer)
     result_dt = canonical_aval_of(result).dtype
-    result = _lax("div")(result, convert(divisor, result_dt))
+    result = ew.div(result, convert(divisor, result_dt))
     return convert(result, out_dtype)
 
 
@@ -580,7 +571,7 @@ def _nanstd_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     a = _operand("nanstd", a)
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.nanstd is not supported.")
-    return _lax("sqrt")(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
+    return ew.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims,
                                where=where, mean=mean))
 
 
@@ -590,8 +581,8 @@ def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
         if not T.is_inexact(canonical_aval_of(a).dtype):
             return arg(a, axis=axis, keepdims=keepdims)
         nan_mask = _isnan(a)
-        res = arg(_jnp("where")(nan_mask, fill, a), axis=axis, keepdims=keepdims)
-        return _jnp("where")(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+        res = arg(jnp_math.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return jnp_math.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
     fn.__name__ = "_" + name
     return fn
 
@@ -645,9 +636,9 @@ def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: An
     if canonicalize_axis(axis1, nd) == canonicalize_axis(axis2, nd):
         raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
     dt = _user_dtype(dtype, "trace")
-    a = _jnp("moveaxis")(a, (axis1, axis2), (-2, -1))
-    mask = _jnp("eye")(shape[axis1], shape[axis2], k=offset, dtype=bool)
-    a = _jnp("where")(mask, a, _jnp("zeros_like")(a))
+    a = jnp_shape.moveaxis(a, (axis1, axis2), (-2, -1))
+    mask = creation.eye(shape[axis1], shape[axis2], k=offset, dtype=bool)
+    a = jnp_math.where(mask, a, creation.zeros_like(a))
     return sum(a, axis=(-2, -1), dtype=dt)
 
 
@@ -668,7 +659,7 @@ def _sort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = 
         a, axis = _ravel(a), 0
     dim = canonicalize_axis(axis, canonical_aval_of(a).ndim)
     result = lr.sort(a, dimension=dim, is_stable=stable)
-    return _lax("rev")(result, (dim,)) if descending else result
+    return L.rev(result, (dim,)) if descending else result
 
 
 def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
@@ -687,12 +678,12 @@ def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None
         idx_dtype = T.to_dtype(dtype, "argsort")
     else:
         idx_dtype = T.int64 if aval.shape[dim] > np.iinfo(np.int32).max else T.default_int()
-    iota = _lax("broadcasted_iota")(idx_dtype, aval.shape, dim)
+    iota = L.broadcasted_iota(idx_dtype, aval.shape, dim)
     if descending and stable:
-        a = _lax("rev")(a, (dim,))
-        iota = _lax("rev")(iota, (dim,))
+        a = L.rev(a, (dim,))
+        iota = L.rev(iota, (dim,))
     _, indices = lr.sort_key_val(a, iota, dimension=dim, is_stable=stable)
-    return _lax("rev")(indices, (dim,)) if descending else indices
+    return L.rev(indices, (dim,)) if descending else indices
 
 
 _sort_fn.__name__ = "sort"
@@ -706,7 +697,7 @@ argsort: Callable[..., Any] = jit(_argsort_fn, static_argnames=(
 def _count_nonzero_fn(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
     a = _operand("count_nonzero", a)
     zero = convert(0, canonical_aval_of(a).dtype)
-    return sum(_lax("ne")(a, zero), axis=axis, dtype=T.default_int(), keepdims=keepdims)
+    return sum(ew.ne(a, zero), axis=axis, dtype=T.default_int(), keepdims=keepdims)
 
 
 _count_nonzero_fn.__name__ = "count_nonzero"

@@ -21,6 +21,9 @@ from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.numpy import creation, indexing, reductions
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy.creation import _broadcast_to_unsharded
 
 __all__ = [
     "array_split", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
@@ -72,8 +75,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
     if T.is_complex(_aval(arr).dtype) and dt == T.bool_:
         # convert_element_type(complex, bool) looks at the real part only;
         # NumPy's astype tests both parts.
-        import spec.numpy as jnp
-        arr = jnp.not_equal(arr, L._convert_element_type(0, _aval(arr).dtype, False))
+        arr = jnp_math.not_equal(arr, L._convert_element_type(0, _aval(arr).dtype, False))
     result = L._convert_element_type(arr, dt, False, warn_on_complex_to_real_cast=False)
     return L._array_copy(result) if copy else result
 
@@ -198,36 +200,11 @@ def expand_dims(a: Any, axis: int | Sequence[int]) -> Any:
 
 # =============================================================== broadcasting
 
-def _broadcast_to(arr: Any, shape: Any) -> Any:
-    arr = _ensure("broadcast_to", arr)
-    if not isinstance(shape, tuple) and np.ndim(shape) == 0:
-        shape = (shape,)
-    try:
-        target = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {shape}.") from None
-    aval = _aval(arr)
-    if aval.shape == target:
-        return arr
-    if len(target) < aval.ndim:
-        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
-                         f"arr_shape={aval.shape} shape={target}")
-    lead = len(target) - aval.ndim
-    ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
-    if not ok or any(t < 0 for t in target):
-        wanted = T.ArrayType(target, aval.dtype)
-        raise ValueError(f"Incompatible types for broadcasting: input type="
-                         f"{aval} and requested type={wanted}")
-    return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
-
-
 def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
     if out_sharding is None:
-        return _broadcast_to(array, shape)
-    # With a sharding: lax.broadcast_to's layout rules (spec._src.numpy.creation).
-    from spec._src.numpy.creation import _broadcast_to as sharded
-    return sharded(array, shape, out_sharding)
+        return _broadcast_to_unsharded(array, shape)
+    # With a sharding: lax.broadcast_to's layout rules.
+    return creation._broadcast_to(array, shape, out_sharding)
 
 
 def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
@@ -240,7 +217,7 @@ def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
         result = tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}") from None
-    return tuple(_broadcast_to(a, result) for a in arrs)
+    return tuple(_broadcast_to_unsharded(a, result) for a in arrs)
 
 
 # ============================================================ join / split
@@ -372,7 +349,7 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
         total = operator.index(total_repeat_length)
         reps = ravel(L.asarray(repeats))
         if _aval(arr).ndim != 0:
-            reps = _broadcast_to(reps, (_aval(arr).shape[axis],))
+            reps = _broadcast_to_unsharded(reps, (_aval(arr).shape[axis],))
     return _repeat_general(arr, reps, axis, total)
 
 
@@ -405,28 +382,27 @@ def _roll_static_fn(a: Any) -> Any:
 
 
 def _repeat_general(arr: Any, reps: Any, axis: int, total: int) -> Any:
-    import spec.numpy as jnp
     shp = _aval(arr).shape
     if not shp:
         if np.shape(reps) == (1,):
-            return jnp.full([total], arr)
+            return creation.full([total], arr)
         raise ValueError("`repeat` with a scalar parameter `a` is only implemented for scalar "
                          "values of the parameter `repeats`.")
     ax = canonicalize_axis(axis, len(shp))
     if total == 0:
         result = list(shp)
         result[ax] = 0
-        return _reshape_method(jnp.array([], dtype=_aval(arr).dtype), tuple(result))
+        return _reshape_method(creation.array([], dtype=_aval(arr).dtype), tuple(result))
     if shp[ax] == 0:
         return arr
     # Each element's first output position is the exclusive cumsum of repeats;
     # marking those positions and cumsumming again gives, for every output
     # position, the index of the element it copies.
     exclusive = _jitted("_roll_static")(reps).at[0].set(0)
-    starts = jnp.cumsum(exclusive)
-    marks = jnp.zeros([total], dtype="int32").at[starts].add(1)
-    gather = jnp.cumsum(marks) - 1
-    return jnp.take(arr, gather, axis=ax)
+    starts = reductions.cumsum(exclusive)
+    marks = creation.zeros([total], dtype="int32").at[starts].add(1)
+    gather = reductions.cumsum(marks) - 1
+    return indexing.take(arr, gather, axis=ax)
 
 
 # ===================================================================== pad
@@ -442,8 +418,8 @@ PadPairs = tuple[tuple[Any, Any], ...]
 
 def _pad_pairs(nvals: Any, nd: int, name: str) -> PadPairs:
     """``pad_width``-style input as one (before, after) pair per axis."""
-    from spec._src.core.errors import ConcretizationTypeError
     import spec._src.core.tree_util as tu
+    from spec._src.core.errors import ConcretizationTypeError
     if any(isinstance(v, Tracer) for v in tu.tree_leaves(nvals)):
         raise ConcretizationTypeError(
             "Abstract tracer value encountered where concrete value is expected: the "
@@ -497,7 +473,7 @@ def _pad_constant(x: Any, pw: PadPairs, constant_values: Any) -> Any:
             raise ValueError("jnp.pad: constant_values has unsupported shape "
                              f"{_aval(cv).shape}. If the shape is 1D or 2D, the last dimension "
                              "must be of size 1 or 2.")
-    cv = _broadcast_to(cv, (nd, 2))
+    cv = _broadcast_to_unsharded(cv, (nd, 2))
     for i in range(nd):
         widths: list[tuple[Any, Any, int]] = [(0, 0, 0)] * nd
         if pw[i][0] != 0:
@@ -577,9 +553,8 @@ def _pad_edge(x: Any, pw: PadPairs) -> Any:
 
 
 def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) -> Any:
-    import spec.numpy as jnp
-    stats: dict[str, Callable[..., Any]] = {"maximum": jnp.amax, "minimum": jnp.amin,
-                                            "mean": jnp.mean}
+    stats: dict[str, Callable[..., Any]] = {"maximum": reductions.amax, "minimum": reductions.amin,
+                                            "mean": reductions.mean}
     stat = stats[mode]
     for i in range(_aval(x).ndim):
         if stat_length is None:
@@ -596,7 +571,7 @@ def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) ->
             s_after = stat(sl_after, axis=i, keepdims=True)
         aval = _aval(x)
         if T.is_int(aval.dtype):
-            s_before, s_after = jnp.round(s_before), jnp.round(s_after)
+            s_before, s_after = jnp_math.round(s_before), jnp_math.round(s_after)
         s_before = L._convert_element_type(s_before, aval.dtype, aval.weak_type)
         s_after = L._convert_element_type(s_after, aval.dtype, aval.weak_type)
         x = L.concatenate([repeat(s_before, pw[i][0], axis=i), x,
@@ -605,11 +580,10 @@ def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) ->
 
 
 def _pad_empty(x: Any, pw: PadPairs) -> Any:
-    import spec.numpy as jnp
     for i in range(_aval(x).ndim):
         shp = _aval(x).shape
-        before = jnp.empty_like(x, shape=shp[:i] + (int(pw[i][0]),) + shp[i + 1:])
-        after = jnp.empty_like(x, shape=shp[:i] + (int(pw[i][1]),) + shp[i + 1:])
+        before = creation.empty_like(x, shape=shp[:i] + (int(pw[i][0]),) + shp[i + 1:])
+        after = creation.empty_like(x, shape=shp[:i] + (int(pw[i][1]),) + shp[i + 1:])
         x = L.concatenate([before, x, after], i)
     return x
 
@@ -683,28 +657,25 @@ def _hashable(v: Any) -> Any:
 # ================================================================ tril / triu
 
 def _tri_mask(m: Any, k: int, name: str) -> tuple[Any, T.Shape]:
-    import spec.numpy as jnp
     shp = _aval(m).shape
     if len(shp) < 2:
         raise ValueError(f"Argument to jax.numpy.{name} must be at least 2D")
-    mask = jnp.tri(shp[-2], shp[-1], k=k, dtype=bool)
+    mask = creation.tri(shp[-2], shp[-1], k=k, dtype=bool)
     return L.broadcast(mask, shp[:-2]), shp
 
 
 def _tril_fn(m: Any, k: int = 0) -> Any:
-    import spec.numpy as jnp
     m = _ensure("tril", m)
     which, _ = _tri_mask(m, k, "tril")
     from spec._src.lax.elementwise_api import select
-    return select(which, m, jnp.zeros_like(m))
+    return select(which, m, creation.zeros_like(m))
 
 
 def _triu_fn(m: Any, k: int = 0) -> Any:
-    import spec.numpy as jnp
     m = _ensure("triu", m)
     which, _ = _tri_mask(m, k - 1, "triu")
     from spec._src.lax.elementwise_api import select
-    return select(which, jnp.zeros_like(m), m)
+    return select(which, creation.zeros_like(m), m)
 
 
 def tril(m: Any, k: int = 0) -> Any:

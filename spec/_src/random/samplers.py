@@ -17,14 +17,17 @@ from typing import Any, cast
 
 import numpy as np
 
-from spec._src.core import prng as R
-from spec._src.core import dtypes as D
-from spec import lax
-from spec import numpy as jnp
-from spec._src.core import types as T
 from spec._src.api.jit import jit
+from spec._src.core import dtypes as D
+from spec._src.core import prng as R
+from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
+from spec._src.lax.ad_api import stop_gradient
+from spec._src.lax.control_flow_api import while_loop
 from spec._src.lax.prng import (
     register_gamma_sampler,
     random_bits_p,
@@ -35,6 +38,11 @@ from spec._src.lax.prng import (
     random_unwrap_p,
     random_wrap_p,
 )
+from spec._src.lax.scan_api import scan
+from spec._src.numpy import creation, indexing, linalg, more, reductions
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.linalg import linalg as jnp_linalg
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
@@ -109,7 +117,7 @@ def _const(example: Any, val: Any) -> Any:
     """A constant of ``example``'s dtype, as lax makes one: a Python scalar
     for a weak rank-0 example (so it stays weak), else a NumPy scalar array
     (a literal when staged)."""
-    aval = jnp.asarray(example).aval if not hasattr(example, "aval") else example.aval
+    aval = creation.asarray(example).aval if not hasattr(example, "aval") else example.aval
     dt = aval.dtype
     if aval.weak_type and not aval.shape:
         py = D.scalar_type_of(example)(val)
@@ -223,7 +231,7 @@ def _key(ctor_name: str, seed: Any, impl_spec: Any) -> Any:
                         f"{np.shape(seed)} != (). Use jax.vmap for batching")
     # A Python int goes through int64 first, so that large ints (hashes)
     # wrap instead of overflowing under x64-off, as in JAX.
-    seeds = jnp.asarray(np.int64(seed)) if isinstance(seed, int) else jnp.asarray(seed)
+    seeds = creation.asarray(np.int64(seed)) if isinstance(seed, int) else creation.asarray(seed)
     return random_seed_p.bind(seeds, impl=impl)
 
 
@@ -287,7 +295,7 @@ def fold_in(key: Any, data: Any) -> Any:
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of"
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    return _return_keys(wrapped, random_fold_in_p.bind(typed, jnp.asarray(data, dtype="uint32")))
+    return _return_keys(wrapped, random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
 
 
 def clone(key: Any) -> Any:
@@ -338,10 +346,10 @@ def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.,
 @_jitted(static_argnums=(3, 4))
 def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("uniform", shape)
-    minval = lax.convert_element_type(minval, dtype)
-    maxval = lax.convert_element_type(maxval, dtype)
-    minval = lax.broadcast_to_rank(minval, len(shape))
-    maxval = lax.broadcast_to_rank(maxval, len(shape))
+    minval = L.convert_element_type(minval, dtype)
+    maxval = L.convert_element_type(maxval, dtype)
+    minval = L.broadcast_to_rank(minval, len(shape))
+    maxval = L.broadcast_to_rank(maxval, len(shape))
     finfo = _finfo(dtype)
     nbits, nmant = int(finfo.bits), int(finfo.nmant)
     if nbits not in (8, 16, 32, 64):
@@ -351,12 +359,12 @@ def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     raw = _random_bits(key, rng_bits, shape)
     uint_dtype = R.UINT_DTYPES[nbits]
     if rng_bits != nbits:
-        raw = lax.convert_element_type(raw, uint_dtype)
-    float_bits = lax.shift_right_logical(raw, jnp.array(rng_bits - nmant, uint_dtype))
+        raw = L.convert_element_type(raw, uint_dtype)
+    float_bits = ew.shift_right_logical(raw, creation.array(rng_bits - nmant, uint_dtype))
     one_bits = np.array(1.0, dtype).view(uint_dtype)
-    float_bits = lax.bitwise_or(float_bits, jnp.asarray(one_bits, dtype=uint_dtype))
-    floats = lax.bitcast_convert_type(float_bits, dtype) - jnp.array(1., dtype)
-    return lax.max(minval, lax.reshape(floats * (maxval - minval) + minval, shape))
+    float_bits = ew.bitwise_or(float_bits, creation.asarray(one_bits, dtype=uint_dtype))
+    floats = L.bitcast_convert_type(float_bits, dtype) - creation.array(1., dtype)
+    return ew.max(minval, L.reshape(floats * (maxval - minval) + minval, shape))
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -387,7 +395,7 @@ def _normal_real(key: Any, shape: Shape, dtype: T.DType) -> Any:
     lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
     hi = np.array(1., dtype)
     u = uniform(key, shape, dtype, lo, hi)
-    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+    return ew.mul(np.array(np.sqrt(2), dtype), ew.erf_inv(u))
 
 
 def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
@@ -395,7 +403,7 @@ def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
     info, vinfo = _iinfo(dtype), _iinfo(val.dtype)
     min_val = _const(val, max(int(info.min), int(vinfo.min)))
     max_val = _const(val, min(int(info.max), int(vinfo.max)))
-    return jnp.clip(val, min_val, max_val).astype(dtype)
+    return jnp_math.clip(val, min_val, max_val).astype(dtype)
 
 
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
@@ -412,8 +420,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *
     if int(info.bits) < 32:
         # Sampled in 32 bits, which keeps the modulus bias small.
         sampling = T.int32
-        minval = jnp.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
-        maxval = jnp.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
+        minval = creation.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
+        maxval = creation.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
     return _maybe_auto_axes(_randint, sharding, shape=shape, dtype=sampling)(
         key, minval, maxval).astype(dt)
 
@@ -423,19 +431,19 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     _check_shape("randint", shape, np.shape(minval), np.shape(maxval))
     if not T.is_int(dtype):
         raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
-    minval = jnp.asarray(minval)
-    maxval = jnp.asarray(maxval)
+    minval = creation.asarray(minval)
+    maxval = creation.asarray(maxval)
     if not T.is_int(minval.dtype):
         minval = minval.astype(int)
     if not T.is_int(maxval.dtype):
         maxval = maxval.astype(int)
     # Where maxval exceeds the dtype's range the span must be one larger.
-    top = _convert_and_clip_integer(jnp.array(_iinfo(dtype).max, dtype), maxval.dtype)
-    maxval_out_of_range = lax.gt(maxval, top)
+    top = _convert_and_clip_integer(creation.array(_iinfo(dtype).max, dtype), maxval.dtype)
+    maxval_out_of_range = ew.gt(maxval, top)
     minval = _convert_and_clip_integer(minval, dtype)
     maxval = _convert_and_clip_integer(maxval, dtype)
-    minval = lax.broadcast_to_rank(minval, len(shape))
-    maxval = lax.broadcast_to_rank(maxval, len(shape))
+    minval = L.broadcast_to_rank(minval, len(shape))
+    maxval = L.broadcast_to_rank(maxval, len(shape))
     nbits = int(_iinfo(dtype).bits)
     if nbits not in (8, 16, 32, 64):
         raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")
@@ -445,16 +453,16 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
     higher_bits = _random_bits(k1, nbits, shape)
     lower_bits = _random_bits(k2, nbits, shape)
     unsigned = R.UINT_DTYPES[nbits]
-    span = lax.convert_element_type(maxval - minval, unsigned)
-    span = lax.select(maxval <= minval, lax.full_like(span, 1), span)
-    span = lax.select(maxval_out_of_range & (maxval > minval),
-                      lax.add(span, _const(span, 1)), span)
-    multiplier = lax.rem(_const(span, 2 ** (nbits // 2)), span)
-    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
-    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier),
-                     lax.rem(lower_bits, span))
-    offset = lax.rem(offset, span)
-    return lax.add(minval, lax.convert_element_type(offset, dtype))
+    span = L.convert_element_type(maxval - minval, unsigned)
+    span = ew.select(maxval <= minval, L.full_like(span, 1), span)
+    span = ew.select(maxval_out_of_range & (maxval > minval),
+                      ew.add(span, _const(span, 1)), span)
+    multiplier = ew.rem(_const(span, 2 ** (nbits // 2)), span)
+    multiplier = ew.rem(ew.mul(multiplier, multiplier), span)
+    offset = ew.add(ew.mul(ew.rem(higher_bits, span), multiplier),
+                     ew.rem(lower_bits, span))
+    offset = ew.rem(offset, span)
+    return ew.add(minval, L.convert_element_type(offset, dtype))
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *,
@@ -469,7 +477,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *,
     dt = T.dtype_of_value(p)
     if not T.is_float(dt):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
-    p = lax.convert_element_type(p, dt)
+    p = L.convert_element_type(p, dt)
     return _maybe_auto_axes(_bernoulli, sharding, shape=shape, mode=mode)(key, p)
 
 
@@ -521,7 +529,7 @@ def exponential(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: A
 def _exponential(key: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("exponential", shape)
     u = uniform(key, shape, dtype)
-    return lax.neg(lax.log1p(lax.neg(u)))
+    return ew.neg(ew.log1p(ew.neg(u)))
 
 
 def laplace(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -533,7 +541,7 @@ def laplace(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any =
 def _laplace(key: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("laplace", shape)
     u = uniform(key, shape, dtype, minval=-1. + _finfo(dtype).epsneg, maxval=1.)
-    return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+    return ew.mul(ew.sign(u), ew.log1p(ew.neg(ew.abs(u))))
 
 
 def logistic(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -545,7 +553,7 @@ def logistic(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any 
 def _logistic(key: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("logistic", shape)
     x = uniform(key, shape, dtype, minval=_finfo(dtype).tiny, maxval=1.)
-    return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
+    return ew.sub(ew.log(x), ew.log1p(ew.neg(x)))
 
 
 def cauchy(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -558,7 +566,7 @@ def _cauchy(key: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("cauchy", shape)
     u = uniform(key, shape, dtype, minval=_finfo(dtype).eps, maxval=1.)
     pi = _const(u, np.pi)
-    return lax.tan(lax.mul(pi, lax.sub(u, _const(u, 0.5))))
+    return ew.tan(ew.mul(pi, ew.sub(u, _const(u, 0.5))))
 
 
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None, *,
@@ -584,10 +592,10 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
     if mode in ("high", "highest"):
         high, low = _uniform(key, minval=0., maxval=1., shape=(2, *shape), dtype=dtype)
         nmant = int(info.nmant)
-        x = jnp.where(high >= 0.5, high,
+        x = jnp_math.where(high >= 0.5, high,
                       high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
-        return -jnp.log(-jnp.log1p(-x))
-    return -jnp.log(-jnp.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
+        return -jnp_math.log(-jnp_math.log1p(-x))
+    return -jnp_math.log(-jnp_math.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
                                        dtype=dtype)))
 
 
@@ -611,15 +619,15 @@ def _truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None,
     else:
         _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
     sqrt2 = np.array(np.sqrt(2), dtype)
-    lower = lax.convert_element_type(lower, dtype)
-    upper = lax.convert_element_type(upper, dtype)
-    a = lax.erf(lower / sqrt2)
-    b = lax.erf(upper / sqrt2)
+    lower = L.convert_element_type(lower, dtype)
+    upper = L.convert_element_type(upper, dtype)
+    a = ew.erf(lower / sqrt2)
+    b = ew.erf(upper / sqrt2)
     u = uniform(key, shape, dtype, minval=a, maxval=b)
-    out = sqrt2 * lax.erf_inv(u)
-    return jnp.clip(out,
-                    lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype=dtype)),
-                    lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
+    out = sqrt2 * ew.erf_inv(u)
+    return jnp_math.clip(out,
+                    ew.nextafter(stop_gradient(lower), np.array(np.inf, dtype=dtype)),
+                    ew.nextafter(stop_gradient(upper), np.array(-np.inf, dtype=dtype)))
 
 
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
@@ -634,7 +642,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
         if not T.is_int(T.dtype_of_value(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(x)
-        return _maybe_auto_axes(lambda k: _shuffle(k, jnp.arange(r), axis), sharding)(key)
+        return _maybe_auto_axes(lambda k: _shuffle(k, creation.arange(r), axis), sharding)(key)
     return _maybe_auto_axes(_permutation, sharding, axis=axis, independent=independent)(key, x)
 
 
@@ -642,8 +650,8 @@ def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
     ndim = int(np.ndim(x))
     if independent or ndim == 1:
         return _shuffle(key, x, axis)
-    ind = _shuffle(key, jnp.arange(x.shape[axis]), 0)
-    return jnp.take(x, ind, axis, unique_indices=True)
+    ind = _shuffle(key, creation.arange(x.shape[axis]), 0)
+    return indexing.take(x, ind, axis, unique_indices=True)
 
 
 def jnp_util_check(name: str, *args: Any) -> None:
@@ -667,7 +675,7 @@ def _shuffle(key: Any, x: Any, axis: int) -> Any:
     for _ in range(num_rounds):
         key, subkey = _split(key)
         sort_keys = _random_bits(subkey, 32, x.shape)
-        _, x = lax.sort_key_val(sort_keys, x, axis)
+        _, x = lr.sort_key_val(sort_keys, x, axis)
     return x
 
 
@@ -678,7 +686,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
     jnp_util_check("choice", a)
-    arr = jnp.asarray(a)
+    arr = creation.asarray(a)
     if arr.ndim == 0:
         n_inputs = int(a)
     else:
@@ -686,7 +694,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
         n_inputs = arr.shape[axis]
     n_draws = math.prod(shape)
     if n_draws == 0:
-        return jnp.zeros(shape, dtype=arr.dtype)
+        return creation.zeros(shape, dtype=arr.dtype)
     if n_inputs <= 0:
         raise ValueError("a must be greater than 0 unless no samples are taken")
     if not replace and n_draws > n_inputs:
@@ -695,13 +703,13 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
     if p is None:
         if replace:
             ind = randint(key, shape, 0, n_inputs)
-            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+            result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
         else:
             slices = (slice(None),) * axis + (slice(n_draws),)
             result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
     else:
         jnp_util_check("choice", p)
-        p_arr = jnp.asarray(p)
+        p_arr = creation.asarray(p)
         if not T.is_inexact(p_arr.dtype):
             p_arr = p_arr.astype(T.default_float())
         if p_arr.shape != (n_inputs,):
@@ -709,13 +717,13 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
                 "p must be None or a 1D vector with the same size as a.shape[axis]. "
                 f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
         if replace:
-            p_cuml = jnp.cumsum(p_arr)
+            p_cuml = reductions.cumsum(p_arr)
             r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
-            ind = jnp.searchsorted(p_cuml, r).astype(int)
+            ind = more.searchsorted(p_cuml, r).astype(int)
         else:
-            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
-            ind = lax.top_k(g, k=n_draws)[1].astype(int)
-        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+            g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp_math.log(p_arr)
+            ind = lr.top_k(g, k=n_draws)[1].astype(int)
+        result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
     return result.reshape(tuple(shape) if arr.ndim == 0 else
                           arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
 
@@ -727,7 +735,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
     Gumbel-max trick)."""
     key, _ = _check_prng_key("categorical", key)
     jnp_util_check("categorical", logits)
-    logits_arr = jnp.asarray(logits)
+    logits_arr = creation.asarray(logits)
     batch_shape = tuple(int(d) for d in np.delete(logits_arr.shape, axis))
     if shape is None:
         shape = batch_shape
@@ -747,17 +755,17 @@ def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, ax
             axis -= len(logits_arr.shape)
         logits_shape = list(shape[len(shape) - len(batch_shape):])
         logits_shape.insert(axis % len(logits_arr.shape), logits_arr.shape[axis])
-        return jnp.argmax(
+        return reductions.argmax(
             gumbel(key, (*shape_prefix, *logits_shape), logits_arr.dtype, mode=mode)
-            + lax.expand_dims(logits_arr, tuple(range(len(shape_prefix)))), axis=axis)
+            + L.expand_dims(logits_arr, tuple(range(len(shape_prefix)))), axis=axis)
     logits_arr = logits_arr + gumbel(key, logits_arr.shape, logits_arr.dtype, mode=mode)
     k = math.prod(shape_prefix)
     if k > logits_arr.shape[axis]:
         raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number "
                          f"of categories ({logits_arr.shape[axis]}).")
-    _, indices = lax.top_k(jnp.moveaxis(logits_arr, axis, -1), k)
+    _, indices = lr.top_k(jnp_shape.moveaxis(logits_arr, axis, -1), k)
     dimensions = (indices.ndim - 1, *range(indices.ndim - 1))
-    return lax.reshape(indices, shape, dimensions)
+    return L.reshape(indices, shape, dimensions)
 
 
 # ------------------------------------------------------------------ gamma and kin
@@ -783,7 +791,7 @@ def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
         if not _safe_to_cast(arg, dtype):
             raise T.TypePromotionError(
                 f"In arguments to {name}, cannot safely cast argument of type "
-                f"{jnp.asarray(arg).dtype} to {dtype}")
+                f"{creation.asarray(arg).dtype} to {dtype}")
 
 
 def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
@@ -805,45 +813,45 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
     zero, one, two, minus_one = (_const(alpha, v) for v in (0, 1, 2, -1))
     half, third, squeeze = (_const(alpha, v) for v in (0.5, 1. / 3., 0.0331))
     dtype = alpha.dtype
-    boost = lax.ge(alpha, one)
+    boost = ew.ge(alpha, one)
     alpha_orig = alpha
-    alpha = lax.select(boost, alpha, lax.add(alpha, one))
-    d = lax.sub(alpha, third)
-    c = lax.div(third, lax.sqrt(d))
+    alpha = ew.select(boost, alpha, ew.add(alpha, one))
+    d = ew.sub(alpha, third)
+    c = ew.div(third, ew.sqrt(d))
 
     def rejected(state: Any) -> Any:
         # Both tests are computed (the log test only matters where the
         # cheap squeeze fails), which keeps the loop batchable.
         _, x2, v, u = state
-        squeeze_fails = lax.ge(u, lax.sub(one, lax.mul(squeeze, lax.mul(x2, x2))))
-        log_fails = lax.ge(lax.log(u), lax.add(lax.mul(x2, half),
-                                               lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
-        return lax.bitwise_and(squeeze_fails, log_fails)
+        squeeze_fails = ew.ge(u, ew.sub(one, ew.mul(squeeze, ew.mul(x2, x2))))
+        log_fails = ew.ge(ew.log(u), ew.add(ew.mul(x2, half),
+                                               ew.mul(d, ew.add(ew.sub(one, v), ew.log(v)))))
+        return ew.bitwise_and(squeeze_fails, log_fails)
 
     def propose(state: Any) -> Any:
         def next_normal(kxv: Any) -> Any:
             k, sub = _split(kxv[0])
             x = _normal(sub, (), dtype)
-            return k, x, lax.add(one, lax.mul(x, c))
+            return k, x, ew.add(one, ew.mul(x, c))
 
         k, x_key, u_key = _split(state[0], 3)
         # A normal x with v = 1 + c x > 0 (redrawn until it is).
-        _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_normal,
+        _, x, v = while_loop(lambda kxv: ew.le(kxv[2], zero), next_normal,
                                  (x_key, zero, minus_one))
         u = _uniform(u_key, 0., 1., (), dtype)
-        return k, lax.mul(x, x), lax.mul(lax.mul(v, v), v), u
+        return k, ew.mul(x, x), ew.mul(ew.mul(v, v), v), u
 
     key, subkey = _split(key)
     # The initial state is one that the test rejects.
-    _, _, v, _ = lax.while_loop(rejected, propose, (key, zero, one, two))
+    _, _, v, _ = while_loop(rejected, propose, (key, zero, one, two))
     if log_space:
-        log_u = lax.neg(_exponential(subkey, (), dtype))
-        log_boost = lax.select(lax.bitwise_or(boost, lax.eq(log_u, zero)), zero,
-                               lax.mul(log_u, lax.div(one, alpha_orig)))
-        return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+        log_u = ew.neg(_exponential(subkey, (), dtype))
+        log_boost = ew.select(ew.bitwise_or(boost, ew.eq(log_u, zero)), zero,
+                               ew.mul(log_u, ew.div(one, alpha_orig)))
+        return ew.add(ew.add(ew.log(d), ew.log(v)), log_boost)
     u = 1 - _uniform(subkey, 0., 1., (), dtype)
-    scale = lax.select(boost, one, lax.pow(u, lax.div(one, alpha_orig)))
-    return lax.mul(lax.mul(d, v), scale)
+    scale = ew.select(boost, one, ew.pow(u, ew.div(one, alpha_orig)))
+    return ew.mul(ew.mul(d, v), scale)
 
 
 _GAMMA_PROGRAMS: dict[tuple[Any, ...], Any] = {}
@@ -919,9 +927,9 @@ def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: boo
         shape = tuple(np.shape(a))
     else:
         _check_shape("gamma", shape, np.shape(a))
-    a = lax.convert_element_type(a, dtype)
+    a = L.convert_element_type(a, dtype)
     if tuple(np.shape(a)) != tuple(shape):
-        a = jnp.broadcast_to(a, shape)
+        a = jnp_shape.broadcast_to(a, shape)
     return random_gamma_p.bind(key, a, log_space=log_space)
 
 
@@ -942,17 +950,17 @@ def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(3, 4, 5))
 def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("beta", shape, np.shape(a), np.shape(b))
-    a = lax.convert_element_type(a, dtype)
-    b = lax.convert_element_type(b, dtype)
+    a = L.convert_element_type(a, dtype)
+    b = L.convert_element_type(b, dtype)
     key_a, key_b = _split(key)
-    a = jnp.broadcast_to(a, shape)
-    b = jnp.broadcast_to(b, shape)
+    a = jnp_shape.broadcast_to(a, shape)
+    b = jnp_shape.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype, method=method)
     log_gamma_b = loggamma(key_b, b, shape, dtype, method=method)
     # a / (a + b) of the two gammas, scaled by the larger so nothing overflows.
-    log_max = lax.max(log_gamma_a, log_gamma_b)
-    gamma_a_scaled = jnp.exp(log_gamma_a - log_max)
-    gamma_b_scaled = jnp.exp(log_gamma_b - log_max)
+    log_max = ew.max(log_gamma_a, log_gamma_b)
+    gamma_a_scaled = jnp_math.exp(log_gamma_a - log_max)
+    gamma_b_scaled = jnp_math.exp(log_gamma_b - log_max)
     return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
 
 
@@ -975,7 +983,7 @@ def _dirichlet(key: Any, alpha: Any, shape: Shape | None, dtype: T.DType) -> Any
         shape = tuple(np.shape(alpha)[:-1])
     else:
         _check_shape("dirichlet", shape, tuple(np.shape(alpha)[:-1]))
-    alpha = lax.convert_element_type(alpha, dtype)
+    alpha = L.convert_element_type(alpha, dtype)
     log_gamma_samples = loggamma(key, alpha, tuple(shape) + tuple(np.shape(alpha)[-1:]), dtype)
     return _softmax(log_gamma_samples, -1)
 
@@ -984,9 +992,9 @@ def _softmax(x: Any, axis: int = -1) -> Any:
     """``jax.nn.softmax`` as JAX 0.12 runs it by default (spec has no ``nn``
     module yet): the maximum, held constant for differentiation, is
     subtracted before exponentiating."""
-    x_max = jnp.max(x, axis, initial=-np.inf, keepdims=True)
-    unnormalized = jnp.exp(x - lax.stop_gradient(x_max))
-    return unnormalized / jnp.sum(unnormalized, axis, keepdims=True)
+    x_max = reductions.max(x, axis, initial=-np.inf, keepdims=True)
+    unnormalized = jnp_math.exp(x - stop_gradient(x_max))
+    return unnormalized / reductions.sum(unnormalized, axis, keepdims=True)
 
 
 def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
@@ -1006,11 +1014,11 @@ def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3, 4))
 def _chisquare(key: Any, df: Any, method: str, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("chisquare", shape, np.shape(df))
-    df = lax.convert_element_type(df, dtype)
+    df = L.convert_element_type(df, dtype)
     two = _const(df, 2)
-    half_df = lax.div(df, two)
+    half_df = ew.div(df, two)
     log_g = loggamma(key, a=half_df, shape=shape, dtype=dtype, method=method)
-    return lax.mul(jnp.exp(log_g), two)
+    return ew.mul(jnp_math.exp(log_g), two)
 
 
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
@@ -1027,12 +1035,12 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("t", shape, np.shape(df))
-    df = lax.convert_element_type(df, dtype)
+    df = L.convert_element_type(df, dtype)
     key_n, key_g = _split(key)
     n = normal(key_n, shape, dtype)
-    half_df = lax.div(df, _const(n, 2))
+    half_df = ew.div(df, _const(n, 2))
     g = gamma(key_g, half_df, shape, dtype)
-    return n * jnp.sqrt(half_df / g)
+    return n * jnp_math.sqrt(half_df / g)
 
 
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
@@ -1049,12 +1057,12 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(3, 4, 5))
 def _f(key: Any, dfnum: Any, dfden: Any, shape: Shape, dtype: T.DType,
        out_sharding: Any) -> Any:
-    dfden = lax.convert_element_type(dfden, dtype)
-    dfnum = lax.convert_element_type(dfnum, dtype)
+    dfden = L.convert_element_type(dfden, dtype)
+    dfnum = L.convert_element_type(dfnum, dtype)
     key_dfd, key_dfn = _split(key)
     chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype, out_sharding=out_sharding)
     chi2_dfd = chisquare(key_dfd, dfden, shape, dtype, out_sharding=out_sharding)
-    return lax.div(chi2_dfn / dfnum, chi2_dfd / dfden)
+    return ew.div(chi2_dfn / dfnum, chi2_dfd / dfden)
 
 
 def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None, *,
@@ -1090,9 +1098,9 @@ def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _pareto(key: Any, b: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("pareto", shape, np.shape(b))
-    b = lax.convert_element_type(b, dtype)
+    b = L.convert_element_type(b, dtype)
     e = exponential(key, shape, dtype)
-    return lax.exp(e / b)
+    return ew.exp(e / b)
 
 
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
@@ -1107,7 +1115,7 @@ def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
 def _weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape,
                  dtype: T.DType) -> Any:
     u = uniform(key=key, shape=shape, minval=0, maxval=1, dtype=dtype)
-    return jnp.power(-jnp.log1p(-u), 1.0 / concentration) * scale
+    return jnp_math.power(-jnp_math.log1p(-u), 1.0 / concentration) * scale
 
 
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
@@ -1134,17 +1142,17 @@ def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any
     p = to_weak_or_strong(p, dt, weak)
     u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
     # u = 0 is mapped to 1, keeping log(u) finite (JAX's choice, kept for its bits).
-    u = jnp.where(u == 0, 1, u)
-    log_u = lax.log(u)
-    log_one_minus_p = lax.log1p(-p)
+    u = jnp_math.where(u == 0, 1, u)
+    log_u = ew.log(u)
+    log_one_minus_p = ew.log1p(-p)
     if out_sharding is not None and not np.ndim(log_one_minus_p):
         # (spec.numpy's broadcast_to does not take out_sharding yet; a
         # scalar broadcast is one broadcast_in_dim either way.)
-        log_one_minus_p = lax.broadcast_in_dim(log_one_minus_p, shape, (),
+        log_one_minus_p = L.broadcast_in_dim(log_one_minus_p, shape, (),
                                                out_sharding=out_sharding)
     else:
-        log_one_minus_p = jnp.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
-    g = lax.floor(lax.div(log_u, log_one_minus_p)) + 1
+        log_one_minus_p = jnp_shape.broadcast_to(log_one_minus_p, shape, out_sharding=out_sharding)
+    g = ew.floor(ew.div(log_u, log_one_minus_p)) + 1
     return g.astype(dtype)
 
 
@@ -1187,7 +1195,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any =
 def _norm_impl(x: Any) -> Any:
     # ``jnp.linalg.norm(x, axis=-1)`` of a real array, as JAX stages it
     # (spec has no ``jnp.linalg`` yet): a jit named ``norm``.
-    return jnp.sqrt(jnp.sum(x * x, axis=-1))
+    return jnp_math.sqrt(reductions.sum(x * x, axis=-1))
 
 
 _norm_impl.__name__ = _norm_impl.__qualname__ = "norm"
@@ -1243,11 +1251,11 @@ def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _rayleigh(key: Any, scale: Any, shape: Shape, dtype: T.DType) -> Any:
     u = uniform(key, shape, dtype)
-    scale = jnp.asarray(scale).astype(dtype)
-    scale = jnp.broadcast_to(scale, shape)
-    log_u = lax.log(u)
-    sqrt_u = lax.sqrt(lax.mul(log_u, _const(scale, -2)))
-    return lax.mul(scale, sqrt_u)
+    scale = creation.asarray(scale).astype(dtype)
+    scale = jnp_shape.broadcast_to(scale, shape)
+    log_u = ew.log(u)
+    sqrt_u = ew.sqrt(ew.mul(log_u, _const(scale, -2)))
+    return ew.mul(scale, sqrt_u)
 
 
 def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
@@ -1265,18 +1273,18 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
 @_jitted(static_argnums=(2, 3))
 def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
     k1, k2 = _split(key, 2)
-    mean = jnp.asarray(mean).astype(dtype)
-    mean = jnp.broadcast_to(mean, shape)
+    mean = creation.asarray(mean).astype(dtype)
+    mean = jnp_shape.broadcast_to(mean, shape)
     v = normal(k1, shape, dtype)
     z = uniform(k2, shape, dtype)
-    y = lax.integer_pow(v, 2)
-    y_sq = lax.integer_pow(y, 2)
-    mean_sq = lax.integer_pow(mean, 2)
-    sqrt_term = lax.sqrt(4 * mean * y + mean_sq * y_sq)
+    y = ew.integer_pow(v, 2)
+    y_sq = ew.integer_pow(y, 2)
+    mean_sq = ew.integer_pow(mean, 2)
+    sqrt_term = ew.sqrt(4 * mean * y + mean_sq * y_sq)
     # The smaller root x of the quadratic; the larger, mean**2 / x, is
     # taken with probability x / (mean + x).
     x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
-    return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+    return ew.select(ew.le(z, mean / (mean + x)), x, mean_sq / x)
 
 
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
@@ -1295,15 +1303,15 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
 def _triangular(key: Any, left: Any, mode: Any, right: Any, shape: Shape,
                 dtype: T.DType) -> Any:
     key, left, mode, right = _staged_args(key, left, mode, right)
-    left = jnp.broadcast_to(lax.convert_element_type(left, dtype), shape)
-    right = jnp.broadcast_to(lax.convert_element_type(right, dtype), shape)
-    mode = jnp.broadcast_to(lax.convert_element_type(mode, dtype), shape)
+    left = jnp_shape.broadcast_to(L.convert_element_type(left, dtype), shape)
+    right = jnp_shape.broadcast_to(L.convert_element_type(right, dtype), shape)
+    mode = jnp_shape.broadcast_to(L.convert_element_type(mode, dtype), shape)
     # The CDF at the mode splits the uniform between the two branches.
     fc = (mode - left) / (right - left)
     u = uniform(key, shape, dtype)
-    out1 = left + lax.sqrt(u * (right - left) * (mode - left))
-    out2 = right - lax.sqrt((1 - u) * (right - left) * (right - mode))
-    return lax.select(u < fc, out1, out2)
+    out1 = left + ew.sqrt(u * (right - left) * (mode - left))
+    out2 = right - ew.sqrt((1 - u) * (right - left) * (right - mode))
+    return ew.select(u < fc, out1, out2)
 
 
 _SIGMA_ONE = np.float32(1)  # lognormal's default sigma (a float32 scalar, as JAX's)
@@ -1326,8 +1334,8 @@ def lognormal(key: Any, sigma: Any = _SIGMA_ONE, shape: Any = None, dtype: Any =
 # (JAX stages this inline, at trace time: a plain function here.)
 def _lognormal(key: Any, sigma: Any, shape: Shape, dtype: T.DType) -> Any:
     key, sigma = _staged_args(key, sigma)
-    sigma = lax.convert_element_type(sigma, dtype)
-    return lax.exp(normal(key, shape, dtype) * sigma)
+    sigma = L.convert_element_type(sigma, dtype)
+    return ew.exp(normal(key, shape, dtype) * sigma)
 
 
 def ball(key: Any, d: Any, p: Any = 2, shape: Any = (), dtype: Any = None, *,
@@ -1357,7 +1365,7 @@ def _ball(key: Any, p: Any, d: int, shape: Shape, dtype: T.DType) -> Any:
     k1, k2 = split(key)
     g = generalized_normal(k1, p, (*shape, d), dtype)
     e = exponential(k2, shape, dtype)
-    return g / (((jnp.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
+    return g / (((jnp_math.abs(g) ** p).sum(-1) + e) ** (1 / p))[..., None]
 
 
 # --- poisson
@@ -1375,12 +1383,12 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
     sharding = _sampler_sharding(out_sharding, "poisson", shp)
     if method == "approximate":
         raise NotImplementedError("spec: poisson(method='approximate') is not implemented")
-    lam = jnp.broadcast_to(lam, shp)
+    lam = jnp_shape.broadcast_to(lam, shp)
     impl = key.dtype.impl
     if impl is not R.THREEFRY:
         raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
                                   f"threefry2x32 RNG, not {impl}")
-    lam = lax.convert_element_type(lam, np.float32)
+    lam = L.convert_element_type(lam, np.float32)
     return _maybe_auto_axes(_poisson, sharding, shape=shp, dtype=dt)(key, lam)
 
 
@@ -1391,17 +1399,17 @@ def _poisson_knuth(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: 
     def body_fn(carry: Any) -> Any:
         i, k, rng, log_prod = carry
         rng, subkey = _split(rng)
-        k = lax.select(log_prod > -lam, k + 1, k)
+        k = ew.select(log_prod > -lam, k + 1, k)
         u = uniform(subkey, shape, np.float32)
-        return i + 1, k, rng, log_prod + jnp.log(u)
+        return i + 1, k, rng, log_prod + jnp_math.log(u)
 
     def cond_fn(carry: Any) -> Any:
         i, log_prod = carry[0], carry[3]
         return (log_prod > -lam).any() & (i < max_iters)
 
-    k_init = lax.full_like(lam, 0, dtype, shape)
-    log_rate_init = lax.full_like(lam, 0, np.float32, shape)
-    k = lax.while_loop(cond_fn, body_fn, (0, k_init, key, log_rate_init))[1]
+    k_init = L.full_like(lam, 0, dtype, shape)
+    log_rate_init = L.full_like(lam, 0, np.float32, shape)
+    k = while_loop(cond_fn, body_fn, (0, k_init, key, log_rate_init))[1]
     return (k - 1).astype(dtype)
 
 
@@ -1411,8 +1419,8 @@ def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_ite
     # Hormann (1993), "The transformed rejection method for generating
     # Poisson random variables": a hat over the squeezed region, with the
     # constants of the paper.
-    log_lam = lax.log(lam)
-    b = 0.931 + 2.53 * lax.sqrt(lam)
+    log_lam = ew.log(lam)
+    b = 0.931 + 2.53 * ew.sqrt(lam)
     a = -0.059 + 0.02483 * b
     inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
     v_r = 0.9277 - 3.6224 / (b - 2)
@@ -1423,14 +1431,14 @@ def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_ite
         u = uniform(subkey_0, shape, lam.dtype) - 0.5
         v = uniform(subkey_1, shape, lam.dtype)
         u_shifted = 0.5 - abs(u)
-        k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-        s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-        t = -lam + k * log_lam - lax.lgamma(k + 1)
+        k = ew.floor((2 * a / u_shifted + b) * u + lam + 0.43)
+        s = ew.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+        t = -lam + k * log_lam - ew.lgamma(k + 1)
         accept1 = (u_shifted >= 0.07) & (v <= v_r)
         reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
         accept2 = s <= t
         accept = accept1 | (~reject & accept2)
-        k_out = lax.select(accept, k, k_out)
+        k_out = ew.select(accept, k, k_out)
         accepted |= accept
         return i + 1, k_out, accepted, key
 
@@ -1438,9 +1446,9 @@ def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_ite
         i, _, accepted, _ = carry
         return (~accepted).any() & (i < max_iters)
 
-    k_init = lax.full_like(lam, -1, lam.dtype, shape)
-    accepted = lax.full_like(lam, False, np.dtype("bool"), shape)
-    k = lax.while_loop(cond_fn, body_fn, (0, k_init, accepted, key))[1]
+    k_init = L.full_like(lam, -1, lam.dtype, shape)
+    accepted = L.full_like(lam, False, np.dtype("bool"), shape)
+    k = while_loop(cond_fn, body_fn, (0, k_init, accepted, key))[1]
     return k.astype(dtype)
 
 
@@ -1448,14 +1456,14 @@ def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_ite
 def _poisson(key: Any, lam: Any, shape: Shape, dtype: T.DType) -> Any:
     # Both samplers run on every element (each on a harmless rate where the
     # other is used), and a select picks, as in TensorFlow and NumPy.
-    use_knuth = lax.ne(lam, lam) | (lam < 10)
-    lam_knuth = lax.select(use_knuth, lam, lax.full_like(lam, 0.0))
-    lam_rejection = lax.select(use_knuth, lax.full_like(lam, 1e5), lam)
+    use_knuth = ew.ne(lam, lam) | (lam < 10)
+    lam_knuth = ew.select(use_knuth, lam, L.full_like(lam, 0.0))
+    lam_rejection = ew.select(use_knuth, L.full_like(lam, 1e5), lam)
     max_iters = dtype.type(_iinfo(dtype).max)
-    result = lax.select(use_knuth,
+    result = ew.select(use_knuth,
                         _poisson_knuth(key, lam_knuth, shape, dtype, max_iters),
                         _poisson_rejection(key, lam_rejection, shape, dtype, max_iters))
-    return lax.select(lam == 0, jnp.zeros_like(result), result)
+    return ew.select(lam == 0, creation.zeros_like(result), result)
 
 
 # --- binomial
@@ -1469,13 +1477,13 @@ _STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
 def _stirling_approx_tail(k: Any) -> Any:
     """log(k!) less its Stirling approximation: tabulated for k <= 9, from
     the asymptotic series above."""
-    tail_vals = jnp.array(_STIRLING_TAIL, dtype=k.dtype)
+    tail_vals = creation.array(_STIRLING_TAIL, dtype=k.dtype)
     use_tail_values = k <= 9
-    k = lax.clamp(_const(k, 0.0), k, _const(k, 9.0))
+    k = ew.clamp(_const(k, 0.0), k, _const(k, 9.0))
     kp1sq = (k + 1) * (k + 1)
     approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
-    k = jnp.floor(k)
-    return lax.select(use_tail_values, tail_vals[jnp.asarray(k, dtype="int32")], approx)
+    k = jnp_math.floor(k)
+    return ew.select(use_tail_values, tail_vals[creation.asarray(k, dtype="int32")], approx)
 
 
 # (JAX stages this inline, at trace time: a plain function here.)
@@ -1483,14 +1491,14 @@ def _binomial_inversion(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.
                         max_iters: Any) -> Any:
     # Sum geometric waiting times until they pass ``count``: the number of
     # successes is the number of whole waits that fit.
-    log1minusprob = jnp.log1p(-prob)
+    log1minusprob = jnp_math.log1p(-prob)
 
     def body_fn(carry: Any) -> Any:
         i, num_geom, geom_sum, key = carry
         subkey, key = split(key)
-        num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
+        num_geom_out = ew.select(geom_sum <= count, num_geom + 1, num_geom)
         u = uniform(subkey, shape, prob.dtype)
-        geom = jnp.ceil(jnp.log(u) / log1minusprob)
+        geom = jnp_math.ceil(jnp_math.log(u) / log1minusprob)
         geom_sum = geom_sum + geom
         return i + 1, num_geom_out, geom_sum, key
 
@@ -1498,9 +1506,9 @@ def _binomial_inversion(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.
         i, geom_sum = carry[0], carry[2]
         return (geom_sum <= count).any() & (i < max_iters)
 
-    num_geom_init = lax.full_like(prob, 0, prob.dtype, shape)
-    geom_sum_init = lax.full_like(prob, 0, prob.dtype, shape)
-    k = lax.while_loop(cond_fn, body_fn, (0, num_geom_init, geom_sum_init, key))[1]
+    num_geom_init = L.full_like(prob, 0, prob.dtype, shape)
+    geom_sum_init = L.full_like(prob, 0, prob.dtype, shape)
+    k = while_loop(cond_fn, body_fn, (0, num_geom_init, geom_sum_init, key))[1]
     return (k - 1).astype(dtype)
 
 
@@ -1509,14 +1517,14 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
           ) -> Any:
     # Hormann (1993), "The generation of binomial random variates": the
     # BTRS transformed rejection with squeeze, and its constants.
-    stddev = jnp.sqrt(count * prob * (1 - prob))
+    stddev = jnp_math.sqrt(count * prob * (1 - prob))
     b = 1.15 + 2.53 * stddev
     a = -0.0873 + 0.0248 * b + 0.01 * prob
     c = count * prob + 0.5
     v_r = 0.92 - 4.2 / b
     r = prob / (1 - prob)
     alpha = (2.83 + 5.1 / b) * stddev
-    m = jnp.floor((count + 1) * prob)
+    m = jnp_math.floor((count + 1) * prob)
 
     def body_fn(carry: Any) -> Any:
         i, k_out, accepted, key = carry
@@ -1524,21 +1532,21 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
         u = uniform(subkey_0, shape, prob.dtype)
         v = uniform(subkey_1, shape, prob.dtype)
         u = u - 0.5
-        us = 0.5 - jnp.abs(u)
+        us = 0.5 - jnp_math.abs(u)
         accept1 = (us >= 0.07) & (v <= v_r)
-        k = jnp.floor((2 * a / us + b) * u + c)
+        k = jnp_math.floor((2 * a / us + b) * u + c)
         reject = (k < 0) | (k > count)
-        v = jnp.log(v * alpha / (a / (us * us) + b))
-        ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
-              + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
-              + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+        v = jnp_math.log(v * alpha / (a / (us * us) + b))
+        ub = ((m + 0.5) * jnp_math.log((m + 1) / (r * (count - m + 1)))
+              + (count + 1) * jnp_math.log((count - m + 1) / (count - k + 1))
+              + (k + 0.5) * jnp_math.log(r * (count - k + 1) / (k + 1))
               + _stirling_approx_tail(m)
               + _stirling_approx_tail(count - m)
               - _stirling_approx_tail(k)
               - _stirling_approx_tail(count - k))
         accept2 = v <= ub
         accept = accept1 | (~reject & accept2)
-        k_out = lax.select(accept, k, k_out)
+        k_out = ew.select(accept, k, k_out)
         accepted |= accept
         return i + 1, k_out, accepted, key
 
@@ -1546,9 +1554,9 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
         i, accepted = carry[0], carry[2]
         return (~accepted).any() & (i < max_iters)
 
-    k_init = lax.full_like(prob, -1, prob.dtype, shape)
-    carry = (0, k_init, jnp.full(shape, False, bool), key)
-    return lax.while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
+    k_init = L.full_like(prob, -1, prob.dtype, shape)
+    carry = (0, k_init, creation.full(shape, False, bool), key)
+    return while_loop(cond_fn, body_fn, carry)[1].astype(dtype)
 
 
 # (JAX stages this inline, at trace time: a plain function here.)
@@ -1556,38 +1564,38 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DTy
     from spec._src.numpy.math import _promote_dtypes_inexact
     key, count, prob = _staged_args(key, count, prob)
     if shape is None:
-        shape = jnp.broadcast_shapes(np.shape(count), np.shape(prob))
+        shape = more.broadcast_shapes(np.shape(count), np.shape(prob))
     else:
         _check_shape("binomial", shape, np.shape(count), np.shape(prob))
     (prob,) = _promote_dtypes_inexact(prob)
-    count = lax.convert_element_type(count, prob.dtype)
-    count = jnp.broadcast_to(count, shape)
-    prob = jnp.broadcast_to(prob, shape)
+    count = L.convert_element_type(count, prob.dtype)
+    count = jnp_shape.broadcast_to(count, shape)
+    prob = jnp_shape.broadcast_to(prob, shape)
     # Sampled for q = min(p, 1 - p) (then reflected), by inversion when
     # n q <= 10, else by BTRS; both run everywhere and a select picks.
     p_lt_half = prob < 0.5
-    q = lax.select(p_lt_half, prob, 1.0 - prob)
-    count_nan_or_neg = lax.ne(count, count) | (count < 0.0)
-    count_inf = jnp.isinf(count)
-    q_is_nan = lax.ne(q, q)
+    q = ew.select(p_lt_half, prob, 1.0 - prob)
+    count_nan_or_neg = ew.ne(count, count) | (count < 0.0)
+    count_inf = jnp_math.isinf(count)
+    q_is_nan = ew.ne(q, q)
     q_l_0 = q < 0.0
-    q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
+    q = ew.select(q_is_nan | q_l_0, L.full_like(q, 0.01), q)
     use_inversion = count_nan_or_neg | (count * q <= 10.0)
     # A fractional count is rounded down, as NumPy does.
-    count = jnp.floor(count)
-    count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
-    count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
-    q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
+    count = jnp_math.floor(count)
+    count_inv = ew.select(use_inversion, count, L.full_like(count, 0.0))
+    count_btrs = ew.select(use_inversion, L.full_like(count, 1e4), count)
+    q_btrs = ew.select(use_inversion, L.full_like(q, 0.5), q)
     max_iters = dtype.type(_finfo(dtype).max)
-    samples = lax.select(use_inversion,
+    samples = ew.select(use_inversion,
                          _binomial_inversion(key, count_inv, q, shape, dtype, max_iters),
                          _btrs(key, count_btrs, q_btrs, shape, dtype, max_iters))
     # NaN for a NaN or negative p or n; inf for an infinite n.
     invalid = q_l_0 | q_is_nan | count_nan_or_neg
-    samples = lax.select(invalid, jnp.full_like(samples, np.nan, dtype), samples)
-    samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dtype),
+    samples = ew.select(invalid, creation.full_like(samples, np.nan, dtype), samples)
+    samples = ew.select(count_inf & (~invalid), creation.full_like(samples, np.inf, dtype),
                          samples)
-    return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
+    return ew.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf,
                       samples, count.astype(dtype) - samples)
 
 
@@ -1613,20 +1621,20 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
     else:
         shp = _canonical_shape(shape)
         _check_shape("multinomial", shp, np.shape(n), tuple(p.shape[:-1]))
-    n = jnp.broadcast_to(n, shp)
-    p = jnp.broadcast_to(p, (*shp, p.shape[-1]))
+    n = jnp_shape.broadcast_to(n, shp)
+    p = jnp_shape.broadcast_to(p, (*shp, p.shape[-1]))
 
     def f(remainder: Any, ratio_key: Any) -> Any:
         ratio, k = ratio_key
         count = binomial(k, remainder, ratio.clip(0, 1), dtype=remainder.dtype)
         return remainder - count, count
 
-    p = jnp.moveaxis(p, -1, 0)
-    remaining_probs = lax.cumsum(p, 0, reverse=True)
-    ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+    p = jnp_shape.moveaxis(p, -1, 0)
+    remaining_probs = lr.cumsum(p, 0, reverse=True)
+    ratios = p / jnp_math.where(remaining_probs == 0, 1, remaining_probs)
     keys = split(key, ratios.shape[0])
-    _, counts = lax.scan(f, n, (ratios, keys), unroll=unroll)
-    return jnp.moveaxis(counts, 0, -1).astype(dtype)
+    _, counts = scan(f, n, (ratios, keys), unroll=unroll)
+    return jnp_shape.moveaxis(counts, 0, -1).astype(dtype)
 
 
 __all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
@@ -1677,17 +1685,17 @@ def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dty
     else:
         _check_shape("normal", shape, tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
     if method == "svd":
-        u, s, _ = jnp.linalg.svd(cov)
-        factor = u * jnp.sqrt(s[..., None, :])
+        u, s, _ = jnp_linalg.svd(cov)
+        factor = u * jnp_math.sqrt(s[..., None, :])
     elif method == "eigh":
-        w, v = jnp.linalg.eigh(cov)
-        factor = v * jnp.sqrt(w[..., None, :])
+        w, v = jnp_linalg.eigh(cov)
+        factor = v * jnp_math.sqrt(w[..., None, :])
     else:
-        factor = jnp.linalg.cholesky(cov)
+        factor = jnp_linalg.cholesky(cov)
     normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
     from spec._src.core.config import numpy_rank_promotion
     with numpy_rank_promotion("allow"):
-        return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+        return mean + linalg.einsum("...ij,...j->...i", factor, normal_samples)
 
 
 def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None, *,
@@ -1709,9 +1717,9 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
 @_jitted(static_argnums=(1, 2, 3, 4))
 def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
     z = normal(key, (*shape, max(n, _m), min(n, _m)), dtype)
-    q, r = jnp.linalg.qr(z)
-    d = jnp.linalg.diagonal(r)
-    x = q * jnp.expand_dims(jnp.sign(d), -2)
+    q, r = jnp_linalg.qr(z)
+    d = jnp_linalg.diagonal(r)
+    x = q * jnp_shape.expand_dims(jnp_math.sign(d), -2)
     return x.mT if n < _m else x
 
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from spec import numpy as jnp
-from spec._src.random import samplers as random
-from spec._src.core import tree_util
 from spec._src.api import ref as _ref
-from spec._src.core.state_types import RefType
+from spec._src.core import tree_util
 from spec._src.core.array import Array
 from spec._src.core.interpreter import EvalTrace, Tracer, current_trace
+from spec._src.core.state_types import RefType
+from spec._src.numpy import creation
+from spec._src.random import samplers as random
 
 __all__ = ["StatefulPRNG", "stateful_rng"]
 
@@ -109,7 +109,7 @@ class StatefulPRNG:
                dtype: Any = float) -> Any:
         """Normal floats of mean ``loc`` and standard deviation ``scale``."""
         norm = random.normal(self.key(), _canonicalize_size(size, loc, scale), dtype)
-        return (jnp.asarray(loc) + jnp.asarray(scale) * norm).astype(dtype)
+        return (creation.asarray(loc) + creation.asarray(scale) * norm).astype(dtype)
 
     def integers(self, low: Any, high: Any = None, size: Size = None, *,
                  dtype: Any = int) -> Any:
@@ -123,7 +123,7 @@ class StatefulPRNG:
         """One generator whose key and counter have shape ``num``: children
         to be mapped over by ``vmap``."""
         return StatefulPRNG(_base_key=self.key(num),
-                            _counter=_ref.new_ref(jnp.zeros(num, dtype=int)))
+                            _counter=_ref.new_ref(creation.zeros(num, dtype=int)))
 
     def spawn(self, n_children: int) -> list[StatefulPRNG]:
         """A list of ``n_children`` independent generators."""
