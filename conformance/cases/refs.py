@@ -1,4 +1,4 @@
-"""Refs (mutable arrays, issue 8): reads and writes eagerly and under jit,
+"""Refs (mutable arrays): reads and writes eagerly and under jit,
 their printed forms and errors, autodiff with refs (plumbing refs, gradient
 refs bound with ``with_refs``, ``DontWant``), and vmap of ref functions."""
 

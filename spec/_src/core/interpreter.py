@@ -46,7 +46,7 @@ from spec._src.core.types import (
 class Pending:
     """A rule section not written yet; ``missing_sections()`` lists it."""
 
-    issue: str
+    what: str
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class NotApplicable:
     reason: str
 
 
-def pending(issue: str) -> Pending:
-    return Pending(issue)
+def pending(what: str) -> Pending:
+    return Pending(what)
 
 
 def not_applicable(reason: str) -> NotApplicable:
@@ -168,7 +168,7 @@ class Primitive:
     """One primitive: a name and every rule it has, each a typed field set
     once, by its declaration (``registry.declare``).
 
-    Rule sections (a rule, ``pending(issue)`` or ``not_applicable(why)``):
+    Rule sections (a rule, ``pending(what)`` or ``not_applicable(why)``):
 
     - ``typing(*in_types, **params)``: the output types (a sequence), or
       TypeError/ValueError citing a numbered constraint;
@@ -234,9 +234,10 @@ class Primitive:
     FIELDS: ClassVar[tuple[str, ...]] = (*SECTIONS, *HOOKS, *FLAGS)
 
     def __init__(self, name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
-                 multiple_results: bool = False, jvp: Section = Pending("autodiff"),
-                 transpose: Section = Pending("autodiff"), batch: Section = Pending("vmap"),
-                 sharding: Section = Pending("sharding"),
+                 multiple_results: bool = False, jvp: Section = Pending("the jvp rule"),
+                 transpose: Section = Pending("the transpose rule"),
+                 batch: Section = Pending("the batching rule"),
+                 sharding: Section = Pending("the sharding rule"),
                  per_device: Hook | FromPrimitive = GATHERED,
                  discharge: Hook | FromPrimitive = NO_DISCHARGE,
                  remat_rule: Hook = GENERIC_REMAT,
@@ -637,7 +638,7 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
         return out
     rule = prim.sharding
     if isinstance(rule, (Pending, NotApplicable)):
-        why = rule.issue if isinstance(rule, Pending) else rule.reason
+        why = rule.what if isinstance(rule, Pending) else rule.reason
         raise NotImplementedError(
             f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
             "cannot be used with it yet")

@@ -36,10 +36,10 @@ REGISTRY: dict[str, Primitive] = {}
 
 
 def declare(name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]],
-            jvp: Section = Pending("autodiff (issue 3)"),
-            transpose: Section = Pending("autodiff (issue 3)"),
-            batch: Section = Pending("vmap (issue 4)"),
-            sharding: Section = Pending("sharding (issue 5)"),
+            jvp: Section = Pending("the jvp rule"),
+            transpose: Section = Pending("the transpose rule"),
+            batch: Section = Pending("the batching rule"),
+            sharding: Section = Pending("the sharding rule"),
             per_device: Hook | FromPrimitive = GATHERED,
             discharge: Hook | FromPrimitive = NO_DISCHARGE,
             remat_rule: Hook = GENERIC_REMAT,
@@ -63,7 +63,7 @@ def declare(name: str, *, typing: TypingRule, impl: Callable[..., Sequence[Any]]
     This is the one way a primitive comes to exist, for spec's own families
     and for user-defined primitives alike; nothing is attached afterwards.
     Each keyword is a field of ``Primitive`` (its docstring says what each
-    means): the rule sections default to ``pending(issue)``, listed by
+    means): the rule sections default to ``pending(what)``, listed by
     ``missing_sections()``; the optional hooks default to a named
     ``Default`` saying what happens without a rule (``GATHERED``,
     ``KEPT_OR_DROPPED_WHOLE``, ``STANDARD_VMA``, ...); the flags to False.
@@ -100,7 +100,7 @@ def missing_sections() -> list[tuple[str, str, str]]:
         for field in Primitive.FIELDS:
             value = prim.field(field)
             if isinstance(value, Pending):
-                missing.append((name, field, value.issue))
+                missing.append((name, field, value.what))
             elif field in Primitive.FLAGS:
                 if not isinstance(value, bool):
                     missing.append((name, field, "absent"))

@@ -3,8 +3,8 @@
 Meshes name the axes of a grid of devices; a ``PartitionSpec`` (``P``) says,
 per array dimension, which mesh axes split it; a ``NamedSharding`` pairs the
 two. Nothing here moves data: these are the values that array types and the
-per-device execution (issue 5, later steps) are keyed on. Names, reprs and
-error classes follow JAX 0.12 (checked live in tests/test_sharding_api.py).
+per-device execution are keyed on. Names, reprs and
+error classes follow JAX 0.12 (checked live in tests/sharding/test_api.py).
 
 The functions that bind primitives (``reshard``, ``with_sharding_constraint``,
 ``auto_axes``, ``explicit_axes``: spec._src.lax.reshard_api) or that need the

@@ -1,4 +1,4 @@
-"""Refs as data: the ref type, ref effects and indexers (issue 8, refs).
+"""Refs as data: the ref type, ref effects and indexers.
 
 A ref is a mutable array. Its type ``RefType`` is the type of the array it
 holds, marked as a ref: it prints ``Ref{float32[3]}`` (``Ref{f32[3]}`` in
