@@ -118,11 +118,6 @@ def sharding_for_vmap(axis: AxisData, sharding: Any, dim: int) -> Any:
     return insert_spec_entry(sharding, dim, axis.explicit_mesh_axis)
 
 
-def _lax() -> Any:
-    from spec import lax
-    return lax
-
-
 def moveaxis(x: Any, src: int, dst: int) -> Any:
     """Move axis ``src`` of ``x`` to position ``dst`` (a transpose; none when
     they agree)."""
@@ -270,13 +265,20 @@ class broadcasting(_PrimitiveRule):
         moved = [bdim_at_front(x, d, 1) if a.ndim else x
                  for x, a, d in zip(args, avals, dims)]
         ndim = max(canonical_aval_of(x).ndim for x in moved)
-        lax = _lax()
         moved = [x if d is None or canonical_aval_of(x).ndim == ndim else
-                 lax.expand_dims(x, tuple(range(canonical_aval_of(x).ndim, ndim)))
-                 for x, d in zip(moved, dims)]
+                 _trailing_ones(x, ndim) for x, d in zip(moved, dims)]
         out = self.prim.bind(*moved, **params)
         outs = list(out) if self.prim.multiple_results else [out]
         return outs, [0] * len(outs)
+
+
+def _trailing_ones(x: Any, ndim: int) -> Any:
+    """``x`` with size-1 axes appended up to rank ``ndim``: the equation
+    ``lax.expand_dims`` records for them (a ``broadcast_in_dim``)."""
+    shape = canonical_aval_of(x).shape
+    return primitive("broadcast_in_dim").bind(
+        x, shape=(*shape, *(1,) * (ndim - len(shape))),
+        broadcast_dimensions=tuple(range(len(shape))), sharding=None)
 
 
 # -------------------------------------------------------------- the trace
