@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.array import Array
-from spec._src.core.interpreter import Primitive, Tracer, canonical_aval_of
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Primitive,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+)
 from spec._src.core.sharding import get_abstract_mesh
 from spec._src.core.registry import primitive
 from spec._src.core.types import FLOAT0, ArrayType
@@ -117,7 +123,6 @@ def _varying(x: Any, aval: ArrayType) -> Any:
 def _float0_zeros(shape: tuple[int, ...]) -> Any:
     """float0 zeros: a NumPy array when evaluating or rank-0 (a literal when
     staged); staged with a shape, a broadcast of the rank-0 literal, as JAX."""
-    from spec._src.core.interpreter import EvalTrace, current_trace
     if not shape or type(current_trace()) is EvalTrace:
         return np.zeros(shape, FLOAT0)
     return primitive("broadcast_in_dim").bind(np.zeros((), FLOAT0), shape=tuple(shape),

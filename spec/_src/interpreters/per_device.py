@@ -36,7 +36,7 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.core.interpreter import GATHERED, Primitive
 from spec._src.core.registry import REGISTRY
-from spec._src.core.sharding import NamedSharding, P, entry_of
+from spec._src.core.sharding import NamedSharding, P, entry_of, get_abstract_mesh
 from spec._src.core.types import ArrayType
 
 Program = Callable[..., list[Dist]]
@@ -49,7 +49,6 @@ def laid_out(aval: ArrayType, parts: Sequence[tuple[str, ...]], unreduced: froze
     mesh = next((a.sharding.mesh for a in like if a.sharding is not None
                  and not a.sharding.mesh.empty), None)
     if mesh is None:
-        from spec._src.core.sharding import get_abstract_mesh
         mesh = get_abstract_mesh()
     entries = [entry_of(p) for p in parts]
     reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
