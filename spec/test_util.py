@@ -19,8 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import autodiff as api
 from spec._src.core import tree_util
 from spec._src.core import types as T
+from spec._src.numpy.creation import asarray, ones_like
+from spec._src.numpy.math import conj
 
 _STEP = {2: 3e-2, 4: 1e-3, 8: 1e-6}  # by float itemsize
 _TOL = {2: 5e-2, 4: 2e-3, 8: 1e-7}
@@ -40,13 +43,12 @@ def _inexact_leaves(tree: Any) -> list[Any]:
 
 
 def _random_like(x: Any, rng: np.random.Generator) -> Any:
-    from spec import numpy as jnp
     dt = np.dtype(x.dtype)
     shape = np.shape(x)
     v = rng.standard_normal(shape)
     if T.is_complex(dt):
         v = v + 1j * rng.standard_normal(shape)
-    return jnp.asarray(np.asarray(v).astype(dt))
+    return asarray(np.asarray(v).astype(dt))
 
 
 def _vdot(a: Any, b: Any) -> complex:
@@ -80,10 +82,9 @@ def _axpy(a: float, x: Any, y: Any) -> Any:
     """y + a*x leafwise, in each leaf's dtype."""
     def combine(xi: Any, yi: Any) -> Any:
         dt = np.dtype(yi.dtype)
-        from spec import numpy as jnp
-        return jnp.asarray((np.asarray(yi).astype(np.complex128 if T.is_complex(dt)
-                                                  else np.float64)
-                            + a * np.asarray(xi)).astype(dt))
+        return asarray((np.asarray(yi).astype(np.complex128 if T.is_complex(dt)
+                                              else np.float64)
+                        + a * np.asarray(xi)).astype(dt))
     return tree_util.tree_map(combine, x, y)
 
 
@@ -132,7 +133,6 @@ def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[A
     <ct, (f(x + h t) - f(x - h t)) / 2h> for random t and ct. Where ``f``
     also has a forward mode (not a ``custom_vjp`` function), the exact
     dot-product test <ct, J t> = <J^T ct, t> against its JVP follows."""
-    from spec._src.api import autodiff as api
     rng = np.random.default_rng(seed)
     args = tuple(args)
     tangents = tree_util.tree_map(lambda x: _random_like(x, rng), args)
@@ -164,13 +164,11 @@ def check_vjp(f: Callable[..., Any], f_vjp: Callable[..., Any], args: Sequence[A
 
 
 def _conj(tree: Any) -> Any:
-    from spec import numpy as jnp
-
-    def conj(x: Any) -> Any:
+    def conj_leaf(x: Any) -> Any:
         if T.is_complex(np.dtype(x.dtype)):
-            return jnp.conj(x)
+            return conj(x)
         return x
-    return tree_util.tree_map(conj, tree)
+    return tree_util.tree_map(conj_leaf, tree)
 
 
 def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
@@ -181,7 +179,6 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
     JVP where forward mode exists), "lin" the linearized JVP. As in JAX,
     ``modes`` is tested by membership (a string like "rev" works) and other
     entries are ignored."""
-    from spec._src.api import autodiff as api
     args = tuple(args)
 
     def check(fun: Callable[..., Any], at: tuple[Any, ...], k: int, msg: str) -> None:
@@ -209,14 +206,12 @@ def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
 
 def _jvp_from_lin(f: Callable[..., Any], primals: tuple[Any, ...], tangents: Any
                   ) -> tuple[Any, Any]:
-    from spec._src.api import autodiff as api
     out, f_lin = api.linearize(f, *primals)
     return out, f_lin(*tangents)
 
 
 def _ones_like(xs: tuple[Any, ...]) -> tuple[Any, ...]:
-    from spec import numpy as jnp
-    return tree_util.tree_map(jnp.ones_like, xs)  # type: ignore[no-any-return]
+    return tree_util.tree_map(ones_like, xs)  # type: ignore[no-any-return]
 
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]

@@ -12,14 +12,25 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
+from spec._src.api.vmap import vmap
 from spec._src.core import tree_util
 from spec._src.core import types as T
-from spec._src.core.interpreter import Jaxpr, canonical_aval_of, canonical_value, eval_jaxpr
+from spec._src.core.array import from_numpy
+from spec._src.core.interpreter import (
+    Jaxpr,
+    canonical_aval_of,
+    canonical_value,
+    eval_jaxpr,
+    trace_to_jaxpr,
+)
 from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, zeros_like_aval
 from spec._src.lax import structural_api as L
+from spec._src.lax.reshard import reshard_p
+from spec._src.lax.structural_api import _convert_element_type
 from spec._src.numpy import creation
 from spec._src.numpy import dtypes as jnp_dtypes
 
@@ -70,7 +81,6 @@ def _materialize(t: Any, aval: ArrayType | None = None) -> Any:
     """A tangent or cotangent for the user: zeros are materialised (float0
     zeros as NumPy arrays, as JAX returns them)."""
     if type(t) is Zero:
-        from spec._src.interpreters.ad_util import zeros_like_aval
         return zeros_like_aval(t.aval)
     return t
 
@@ -553,7 +563,6 @@ def fwd_and_bwd(fun: Callable[..., Any], argnums: int | Sequence[int], has_aux: 
         return g[0] if isinstance(argnums, (int, np.integer)) else g
 
     if jitted:
-        from spec._src.api.jit import jit
         return jit(fwd), jit(bwd)
     return fwd, bwd
 
@@ -717,7 +726,6 @@ def _one_like(x: Any) -> Any:
     sharding = canonical_aval_of(x).ct_type().sharding
     if sharding is None:
         return L.full_like(x, 1, shape=())
-    from spec._src.lax.reshard import reshard_p
     one = L.full_like(x, 1, shape=())
     return reshard_p.bind(one, dst_sharding=sharding.update(spec=sharding.spec.update(
         partitions=())), concrete_mesh=None)
@@ -772,7 +780,6 @@ def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:
 def _downcast(x: Any, example: Any) -> Any:
     """``x`` as ``example``'s dtype and weak type (a complex block of a real
     example keeps its real part), as JAX's Jacobians do."""
-    from spec._src.lax.structural_api import _convert_element_type
     aval = canonical_aval_of(example)
     x_aval = canonical_aval_of(x)
     if x_aval.dtype == T.FLOAT0:
@@ -781,8 +788,8 @@ def _downcast(x: Any, example: Any) -> Any:
         # float0's empty bytes: the same TypeError as JAX's.
         if aval.dtype == np.dtype(bool):
             raise TypeError("a bytes-like object is required, not 'int'")
-        from spec._src.lax.structural_api import _convert_element_type as convert
-        return convert(L.full(x_aval.shape, 0, aval.dtype), aval.dtype, aval.weak_type)
+        zeros = L.full(x_aval.shape, 0, aval.dtype)
+        return _convert_element_type(zeros, aval.dtype, aval.weak_type)
     if T.is_complex(x_aval.dtype) and not T.is_complex(aval.dtype):
         x = x.real
     return _convert_element_type(x, aval.dtype, aval.weak_type)
@@ -794,7 +801,6 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        from spec._src.api.vmap import vmap
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
@@ -822,7 +828,6 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
     nums = _argnums_tuple(argnums)
 
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        from spec._src.api.vmap import vmap
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
         for leaf in tree_util.tree_leaves(diff_args):
@@ -849,7 +854,6 @@ jacobian = jacrev
 def _like(block: Any, example: ArrayType) -> Any:
     """A Jacobian block takes the dtype and weak type of its example leaf
     (the output for jacfwd, the input for jacrev), as in JAX."""
-    from spec._src.lax.structural_api import _convert_element_type
     return _convert_element_type(block, example.dtype, example.weak_type)
 
 
@@ -867,7 +871,6 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
                      reduce_axes: Sequence[Any] = ()) -> Callable[..., Any]:
     """The transpose of a linear ``fun`` at the types of ``primals``: real or
     complex (or float0) inputs and outputs, or integer ones throughout."""
-    from spec._src.core.interpreter import Jaxpr, eval_jaxpr, trace_to_jaxpr
     leaves, in_tree = tree_util.tree_flatten(tuple(primals))
     in_avals = [canonical_aval_of(x) for x in leaves]
     store: dict[str, Any] = {}
@@ -923,7 +926,6 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
 
 def _on_device(x: Any) -> Any:
     """A host cotangent (NumPy value or Python scalar) as an Array."""
-    from spec._src.core.array import from_numpy
     if isinstance(x, (np.ndarray, np.generic)) and x.dtype != T.FLOAT0:
         return from_numpy(x)
     if T.is_python_scalar(x):

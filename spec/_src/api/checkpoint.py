@@ -16,8 +16,10 @@ import types
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from spec._src.api.autodiff import vjp
 from spec._src.core import tree_util
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, canonical_aval_of, trace_to_jaxpr
+from spec._src.lax.reductions import reduce_precision_p
 from spec._src.lax.remat import name_p, remat_p
 from spec._src.core.types import ArrayType
 
@@ -251,7 +253,6 @@ def saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any
     comes from: a literal, a constant, an argument (by name) or the output of
     an operation (``output of sin from <source>``; spec records no source
     locations, so ``<source>`` is ``unknown``)."""
-    from spec._src.api.autodiff import vjp
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
 
     def flat(*xs: Any) -> list[Any]:
@@ -264,7 +265,6 @@ def saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any
 
 
 def _describe_residuals(jaxpr: Jaxpr, arg_names: Sequence[str]) -> list[tuple[ArrayType, str]]:
-    from spec._src.lax.reductions import reduce_precision_p
     lits = [a for a in jaxpr.outvars if isinstance(a, Literal)]
     # A reduce_precision inserted on a residual is not its producer: look through it.
     subst = {id(e.outvars[0]): e.invars[0] for e in jaxpr.eqns

@@ -19,12 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core import tree_util
 from spec._src.core.array import Array
 from spec._src.core.config import config
 from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_jaxpr, trace_to_jaxpr
+from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
+from spec._src.lax.collectives import extend_axis_env
 from spec._src.core.types import ArrayType
 
 # ------------------------------------------------------------ argument handling
@@ -117,7 +120,6 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
 def _ctx_mesh() -> Any:
     """The mesh in context when the call is made: the concrete one of
     set_mesh, else the abstract one (as JAX records it)."""
-    from spec._src.core.sharding import get_abstract_mesh, get_concrete_mesh
     concrete = get_concrete_mesh()
     return get_abstract_mesh() if concrete.empty else concrete
 
@@ -262,7 +264,6 @@ class Traced:
 
     @property
     def out_info(self) -> Any:
-        from spec._src.api.stages import ShapeDtypeStruct
         return tree_util.tree_unflatten(
             self._out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                              for a in self.jaxpr.out_avals])
@@ -338,7 +339,6 @@ class Jitted:
         (closed over its refs)."""
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         # The context mesh types sharded operations: it is part of the key.
-        from spec._src.core.sharding import _context
         key = (self._options, split.dyn_treedef, avals, split.static_args,
                split.static_kwargs, config.values_key(), _context.typing_key)
         cached = self._cache.get(key)
@@ -483,13 +483,11 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
         split = _split_args(args, kwargs, nums, ())
         with contextlib.ExitStack() as stack:
             # Named axes the traced function may use in collectives.
-            from spec._src.lax.collectives import extend_axis_env
             for name, size in axis_env or ():
                 stack.enter_context(extend_axis_env(name, int(size)))
             jaxpr, out_tree = _trace(fun, split)
         if not return_shape:
             return jaxpr
-        from spec._src.api.stages import ShapeDtypeStruct
         shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                   for a in jaxpr.out_avals]
         return jaxpr, tree_util.tree_unflatten(out_tree, shapes)

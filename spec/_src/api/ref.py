@@ -28,9 +28,13 @@ from spec._src.core.interpreter import (
     canonical_aval_of,
     current_trace,
 )
-from spec._src.lax.state import addupdate_p, freeze_p, get_p, new_ref_p, swap_p
+from spec._src.lax.state import addupdate_p, broadcast_to_p, freeze_p, get_p, new_ref_p, swap_p
 from spec._src.core.types import Typed, is_float, is_int
 from spec._src.lax import structural_api as L
+from spec._src.numpy.creation import asarray
+# Array indexing on tracers (Tracer.__getitem__), installed by spec.numpy's
+# indexing module: imported first so that it is the one the ref methods wrap.
+from spec._src.numpy import indexing as _jnp_indexing  # noqa: F401
 
 AbstractRef = RefType
 
@@ -127,8 +131,6 @@ def _indexing(ref: Any, idx: Any, fun: str) -> tuple[Any, list[Any]]:
 def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
     """An integer indexer broadcast to the indexers' common shape (JAX's
     ``broadcast_to`` primitive, as JAX stages it)."""
-    from spec._src.numpy.creation import asarray
-    from spec._src.lax.state import broadcast_to_p
     return broadcast_to_p.bind(asarray(x), shape=tuple(shape))
 
 
@@ -184,7 +186,6 @@ def _install_tracer_methods() -> None:
     """Tracers of ref type read and write the ref; other tracers keep array
     indexing (installed by spec.numpy, imported first so that it is the one
     wrapped) and refuse assignment as JAX arrays do."""
-    from spec._src.numpy import indexing as _indexing  # noqa: F401  (installs Tracer.__getitem__)
     array_getitem = builtins.getattr(Tracer, "__getitem__")
 
     def __getitem__(self: Tracer, idx: Any) -> Any:

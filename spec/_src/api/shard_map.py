@@ -17,9 +17,27 @@ from collections.abc import Callable
 from typing import Any
 
 from spec._src.api import placement
+from spec._src.api.shard_map_eager import run_eager
 from spec._src.core import tree_util
-from spec._src.core.interpreter import canonical_aval_of, trace_to_jaxpr
-from spec._src.lax.shard_map import _entry, _inside, _names_of, local_aval, shard_map_p
+from spec._src.core.config import config
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+    trace_to_jaxpr,
+)
+from spec._src.core.types import AXIS_ORDER
+from spec._src.interpreters import spmd as S
+from spec._src.lax.shard_map import (
+    _entry,
+    _inside,
+    _names_of,
+    global_aval,
+    leave_block,
+    local_aval,
+    shard_map_p,
+)
 import numpy as np
 
 from spec._src.core.sharding import (
@@ -27,6 +45,7 @@ from spec._src.core.sharding import (
     AxisType,
     Mesh,
     P,
+    concrete_mesh_for,
     get_abstract_mesh,
     get_concrete_mesh,
 )
@@ -136,7 +155,6 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     _check_in_specs(name, mesh, avals, specs, manual)
     local = [local_aval(a, s, mesh, manual, check_vma, who, i)
              for i, (a, s) in enumerate(zip(avals, specs))]
-    from spec._src.core.interpreter import EvalTrace, current_trace
     if isinstance(current_trace(), EvalTrace):
         if any(type(a) is RefType for a in avals):
             raise NotImplementedError(
@@ -151,7 +169,6 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     if concrete is not None and get_concrete_mesh().empty:
         # The devices to run on, for transforms that evaluate the map (also
         # while a jit traces around it, where set_mesh itself is refused).
-        from spec._src.core.sharding import concrete_mesh_for
         with concrete_mesh_for(concrete):
             outs = shard_map_p.bind(*leaves, **params)
     else:
@@ -176,9 +193,6 @@ def _call_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: l
                 specs: list[P], mesh: AbstractMesh, concrete: Mesh | None, out_specs: Any,
                 who: str, check_vma: bool, manual: frozenset[Any]) -> Any:
     """Eagerly the body runs op by op on every device's blocks."""
-    from spec._src.interpreters import spmd as S
-    from spec._src.api.shard_map_eager import run_eager
-    from spec._src.lax.shard_map import global_aval, leave_block
     devices = concrete if concrete is not None else _devices_for(mesh)
     dists, out_tree, out_local = run_eager(f, leaves, in_tree, local, specs, mesh, devices,
                                            check_vma, manual)
@@ -208,8 +222,6 @@ def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: A
             check_vma: bool, manual: frozenset[Any]) -> tuple[Any, Any]:
     """The body traced on the block types (cached, as JAX caches it, unless
     it closes over values of an enclosing trace)."""
-    from spec._src.core.config import config
-    from spec._src.core.interpreter import EvalTrace, Tracer, current_trace
     # Eagerly JAX runs the body op by op each call; staged, it reuses a trace.
     key: Any = None
     if not isinstance(current_trace(), EvalTrace):
@@ -228,7 +240,6 @@ def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: A
         out_tree_box.append(tree)
         return flat
 
-    from spec._src.core.types import AXIS_ORDER
     for i, a in enumerate(mesh.axis_names):
         AXIS_ORDER.setdefault(a, i)
     with _inside(mesh, check_vma, manual):

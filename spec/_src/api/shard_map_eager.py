@@ -21,6 +21,7 @@ from spec._src.core.interpreter import (
     set_current_trace,
 )
 from spec._src.core.types import ArrayType
+from spec._src.lax.shard_map import _inside, enter_block, vma_checked
 
 
 class ShardMapTracer(Tracer):
@@ -53,7 +54,6 @@ class ShardMapTracer(Tracer):
     def _concrete(self) -> np.ndarray | None:
         """An invariant value is the same on every device: it is known (as
         JAX's to_concrete_value, under check_vma)."""
-        from spec._src.lax.shard_map import vma_checked
         a = self.aval
         if not vma_checked() or a.vma or a.munreduced or a.mreduced:
             return None
@@ -108,7 +108,6 @@ def run_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: lis
               manual: frozenset[Any]) -> tuple[list[S.Dist], Any, list[ArrayType]]:
     """The body run on every device's blocks: the result blocks, the output
     tree and the result block types."""
-    from spec._src.lax.shard_map import _inside, enter_block
     geo = S.geometry(mesh, S.procs_of(concrete))
     trace = ShardMapTrace(concrete, geo)
     tracers = [ShardMapTracer(trace, enter_block(S.from_value(x, geo), spec, inner, mesh, geo))

@@ -27,8 +27,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec._src.core.state_types import RefType
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
+from spec._src.core import tree_util
+from spec._src.core import types as T
+from spec._src.core.state_types import RefType, indexer_tree
+from spec._src.interpreters.ad_util import (
+    UndefinedPrimal,
+    Zero,
+    add_tangents,
+    instantiate,
+    zero_jvp,
+    zeros_like_aval,
+)
 from spec._src.core.array import on_device
 from spec._src.core.config import config
 from spec._src.core.registry import primitive
@@ -362,8 +371,6 @@ def _structured_walk(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[list[Any], 
     input tangents, and which outputs get nonzero tangents (an output is
     nonzero when an equation of inexact result reads a nonzero tangent and its
     JVP is not identically zero)."""
-    from spec._src.core import types as T
-    from spec._src.interpreters.ad_util import zero_jvp
     nz: dict[int, bool] = {id(v): bool(b) for v, b in zip(jaxpr.invars, nonzero)}
     entries: list[Any] = []
     for eqn in jaxpr.eqns:
@@ -602,7 +609,6 @@ class RefAccum:
     def inst(self) -> Any:
         """The accumulating ref, allocated (holding zeros) if need be."""
         if self.ref is None:
-            from spec._src.interpreters.ad_util import zeros_like_aval
             self.ref = primitive("new_ref").bind(zeros_like_aval(self.aval), kind=None,
                                                  memory_space=None, pin=False)
         return self.ref
@@ -611,7 +617,6 @@ class RefAccum:
         """Add a cotangent of the whole contents."""
         if ct is None or type(ct) is Zero:
             return
-        from spec._src.core.state_types import indexer_tree
         _check_cotangent(self.aval, ct)
         if self.ref is None:
             self.ref = primitive("new_ref").bind(ct, kind=None, memory_space=None, pin=False)
@@ -663,7 +668,6 @@ def _register_placeholders() -> None:
     # dataclasses): a tree of gradients has no leaves there. The two
     # entries stay leaves, so that ``with_refs`` arguments match the
     # arguments' structure.
-    from spec._src.core import tree_util
 
     def no_children(_: Any) -> tuple[tuple[()], None]:
         return (), None

@@ -22,11 +22,20 @@ and ``linear_transpose`` (a transpose for a primitive linear in one operand).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Primitive, canonical_aval_of
+from spec._src.core.array import Array
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Primitive,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+)
+from spec._src.core.sharding import get_abstract_mesh
 from spec._src.core.registry import primitive
 from spec._src.core.types import FLOAT0, ArrayType
 
@@ -67,38 +76,53 @@ def is_zero(x: Any) -> bool:
     return type(x) is Zero
 
 
+# How a zero of a (non-float0) array type is materialised: a zero of the
+# type's dtype and weak type broadcast to its shape and laid out as its
+# sharding says, as lax builds it (``full``). The lax module that defines
+# ``full`` (spec._src.lax.structural_api) fills the hook when it is imported
+# (importing spec does), so that the interpreters build zeros without
+# importing lax (JAX's ``aval_zeros_likers``).
+ArrayZeros = Callable[[ArrayType], Any]
+
+
+def _array_zeros_unregistered(aval: ArrayType) -> Any:
+    raise RuntimeError("building zeros is not registered: import spec._src.lax.structural_api "
+                       "(importing spec does)")
+
+
+@dataclass
+class ZerosHooks:
+    """``array_zeros(aval)``: a materialised zero of exactly type ``aval``
+    (a non-float0 array type; varying axes excepted, which ``zeros_like_aval``
+    adds)."""
+
+    array_zeros: ArrayZeros = _array_zeros_unregistered
+
+
+zeros_hooks = ZerosHooks()
+
+
 def zeros_like_aval(aval: ArrayType) -> Any:
     """A materialised zero of type ``aval``: a literal broadcast to the shape,
     as JAX stages it; float0 zeros are plain NumPy arrays (they carry no data)."""
     if aval.dtype == FLOAT0:
         return _float0_zeros(aval.shape)
-    from spec import lax
-    from spec._src.lax.structural_api import _convert_element_type
-    # A zero of exactly type ``aval``: weak types kept, so that sums with it
-    # (add_any takes its first operand's type) keep theirs.
-    zero = _convert_element_type(0, aval.dtype, aval.weak_type)
-    if aval.sharding is not None and not aval.shape:
-        # A scalar needs no broadcast, only its layout: JAX reshards it.
-        resharded = primitive("reshard").bind(zero, dst_sharding=aval.sharding,
-                                              concrete_mesh=None)
-        return _varying(resharded, aval)
-    # Sharded zeros are laid out as the type says (cotangent types are a
-    # function of primal types, zeros included).
-    return _varying(lax.full(aval.shape, zero, sharding=aval.sharding), aval)
+    return _varying(zeros_hooks.array_zeros(aval), aval)
 
 
 def _varying(x: Any, aval: ArrayType) -> Any:
-    """Inside shard_map a zero of a varying type varies too (a free cast)."""
+    """Inside shard_map a zero of a varying type varies too (a free cast,
+    ``pvary`` with its axes in the mesh's order)."""
     if not aval.vma:
         return x
-    from spec._src.lax.shard_map import pvary
-    return pvary(x, tuple(aval.vma))
+    names = list(getattr(get_abstract_mesh(), "axis_names", ()))
+    axes = tuple(sorted(aval.vma, key=lambda a: names.index(a) if a in names else len(names)))
+    return primitive("pvary").bind(x, axes=axes)
 
 
 def _float0_zeros(shape: tuple[int, ...]) -> Any:
     """float0 zeros: a NumPy array when evaluating or rank-0 (a literal when
     staged); staged with a shape, a broadcast of the rank-0 literal, as JAX."""
-    from spec._src.core.interpreter import EvalTrace, current_trace
     if not shape or type(current_trace()) is EvalTrace:
         return np.zeros(shape, FLOAT0)
     return primitive("broadcast_in_dim").bind(np.zeros((), FLOAT0), shape=tuple(shape),
@@ -205,15 +229,22 @@ def unbroadcast(aval: ArrayType, x: Any) -> Any:
     """The cotangent of an operand of type ``aval`` that was broadcast (rank-0
     operands, or size-1 axes) to the shape of ``x``: sum over the broadcast
     axes and restore the operand's shape."""
-    from spec import lax
     x_shape = canonical_aval_of(x).shape
     if x_shape == aval.shape:
         return x
     if not aval.shape:
-        return lax.reduce_sum(x, tuple(range(len(x_shape))))
+        return _reduce_sum(x, tuple(range(len(x_shape))))
     dims = tuple(i for i, (a, b) in enumerate(zip(x_shape, aval.shape)) if a != b)
-    summed = lax.reduce_sum(x, dims) if dims else x
-    return lax.reshape(summed, aval.shape)
+    summed = _reduce_sum(x, dims) if dims else x
+    if canonical_aval_of(summed).shape == aval.shape and isinstance(summed, (Array, Tracer)):
+        return summed
+    return primitive("reshape").bind(summed, new_sizes=tuple(aval.shape), dimensions=None,
+                                     sharding=None)
+
+
+def _reduce_sum(x: Any, axes: tuple[int, ...]) -> Any:
+    """``lax.reduce_sum(x, axes)``: the equation its wrapper records."""
+    return primitive("reduce_sum").bind(x, axes=tuple(int(a) for a in axes), out_sharding=None)
 
 
 def ct_aval(x: Any) -> ArrayType:
@@ -222,8 +253,8 @@ def ct_aval(x: Any) -> ArrayType:
 
 
 __all__ = [
-    "JvpRule", "UndefinedPrimal", "Zero", "add_tangents", "ct_aval", "defjvp", "defjvp2",
-    "instantiate",
+    "ArrayZeros", "JvpRule", "UndefinedPrimal", "Zero", "ZerosHooks", "add_tangents", "ct_aval",
+    "defjvp", "defjvp2", "instantiate",
     "is_undefined_primal", "is_zero", "linear_jvp", "linear_transpose", "unbroadcast", "zero_jvp",
     "zeros_like_aval",
 ]

@@ -36,7 +36,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.registry import primitive
-from spec._src.core.sharding import extend_axis_env
+from spec._src.core.sharding import NamedSharding, P, extend_axis_env, get_abstract_mesh
 from spec._src.core.types import ArrayType
 
 not_mapped = None
@@ -90,7 +90,6 @@ def insert_spec_entry(sharding: Any, dim: int, entry: Any) -> Any:
     """``sharding`` (a NamedSharding for the unbatched shape) with ``entry``
     (mesh axes or None) as the spec entry of a new dimension ``dim``; its
     unreduced and reduced axes are kept."""
-    from spec._src.core.sharding import P
     spec = sharding.spec
     parts = _padded(spec, dim)
     parts.insert(dim, entry)
@@ -100,7 +99,6 @@ def insert_spec_entry(sharding: Any, dim: int, entry: Any) -> Any:
 
 def delete_spec_entry(sharding: Any, dim: int, ndim: int) -> Any:
     """``sharding`` (of a rank-``ndim`` value) without dimension ``dim``'s entry."""
-    from spec._src.core.sharding import P
     spec = sharding.spec
     parts = _padded(spec, ndim)
     del parts[dim]
@@ -116,11 +114,6 @@ def sharding_for_vmap(axis: AxisData, sharding: Any, dim: int) -> Any:
     if sharding is None:
         return None
     return insert_spec_entry(sharding, dim, axis.explicit_mesh_axis)
-
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def moveaxis(x: Any, src: int, dst: int) -> Any:
@@ -141,7 +134,6 @@ def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
     sharded ``x`` gets its result sharding as a param: its own spec with
     ``mesh_axis`` (None: unsharded) for the new axis; a value without a mesh
     (a NumPy constant) stays without one, whatever ``mesh_axis`` says."""
-    from spec._src.core.sharding import NamedSharding, P
     aval = canonical_aval_of(x)
     shape = list(aval.shape)
     shape.insert(axis, size)
@@ -152,7 +144,6 @@ def broadcast(x: Any, size: int, axis: int, mesh_axis: Any = None) -> Any:
         # A value made under ``set_mesh`` (jnp.ones inside the vmapped
         # function) has the context mesh in JAX's types, unlike in spec's:
         # it still broadcasts to the sharded batch dimension, as in JAX.
-        from spec._src.core.sharding import get_abstract_mesh
         mesh = get_abstract_mesh()
     if mesh is not None and not mesh.empty:
         parts = [None] * aval.ndim if aval.sharding is None else _padded(aval.sharding.spec,
@@ -270,13 +261,20 @@ class broadcasting(_PrimitiveRule):
         moved = [bdim_at_front(x, d, 1) if a.ndim else x
                  for x, a, d in zip(args, avals, dims)]
         ndim = max(canonical_aval_of(x).ndim for x in moved)
-        lax = _lax()
         moved = [x if d is None or canonical_aval_of(x).ndim == ndim else
-                 lax.expand_dims(x, tuple(range(canonical_aval_of(x).ndim, ndim)))
-                 for x, d in zip(moved, dims)]
+                 _trailing_ones(x, ndim) for x, d in zip(moved, dims)]
         out = self.prim.bind(*moved, **params)
         outs = list(out) if self.prim.multiple_results else [out]
         return outs, [0] * len(outs)
+
+
+def _trailing_ones(x: Any, ndim: int) -> Any:
+    """``x`` with size-1 axes appended up to rank ``ndim``: the equation
+    ``lax.expand_dims`` records for them (a ``broadcast_in_dim``)."""
+    shape = canonical_aval_of(x).shape
+    return primitive("broadcast_in_dim").bind(
+        x, shape=(*shape, *(1,) * (ndim - len(shape))),
+        broadcast_dimensions=tuple(range(len(shape))), sharding=None)
 
 
 # -------------------------------------------------------------- the trace

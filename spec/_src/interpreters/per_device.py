@@ -29,19 +29,14 @@ never cheaper than what XLA would do.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
-from spec._src.core.state_types import RefType, Slice, unflatten_transforms
-from spec._src.core.errors import ShardingTypeError
 from spec._src.core.interpreter import GATHERED, Primitive
 from spec._src.core.registry import REGISTRY
-from spec._src.core.sharding import NamedSharding, P, entry_of
+from spec._src.core.sharding import NamedSharding, P, entry_of, get_abstract_mesh
 from spec._src.core.types import ArrayType
 
 Program = Callable[..., list[Dist]]
@@ -54,7 +49,6 @@ def laid_out(aval: ArrayType, parts: Sequence[tuple[str, ...]], unreduced: froze
     mesh = next((a.sharding.mesh for a in like if a.sharding is not None
                  and not a.sharding.mesh.empty), None)
     if mesh is None:
-        from spec._src.core.sharding import get_abstract_mesh
         mesh = get_abstract_mesh()
     entries = [entry_of(p) for p in parts]
     reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
@@ -174,74 +168,29 @@ def call_program(key: str) -> Callable[[Primitive], Program]:
 # ------------------------------------------------------------------- refs
 #
 # The ref primitives' programs live with their declarations
-# (spec._src.lax.state); calls check their bodies' ref equations first.
-#
-# JAX compiles a ref program by turning each ref operation into array
-# operations on the ref's value ("discharging" it): a read through static
-# slices becomes ``slice``, one through unstrided slices and integer scalars
-# ``dynamic_slice``, a write ``dynamic_update_slice``, anything else (strided
-# writes, integer arrays) ``gather``/``scatter`` through ``jnp`` indexing. The
-# sharding rules of those operations then refuse some layouts that typing
-# accepted; spec raises the same errors when the operation runs (R1-R3).
+# (spec._src.lax.state); calls check their bodies' ref equations first, as
+# JAX's compiler refuses a program before it writes anything.
 
-
-def lowering_check(prim: str, ref: ArrayType, val: ArrayType | None,
-                   idx: Sequence[ArrayType], tree: Any) -> None:
-    transforms = unflatten_transforms(tree, idx)
-    if not transforms:
-        return  # R1: a whole write moves any value to the ref's layout
-    (t,) = transforms
-    ints = [e for e in t.indices if not isinstance(e, Slice)]
-    strided = any(isinstance(e, Slice) and e.stride > 1 for e in t.indices)
-    if prim == "get":
-        if not ints and not any(e.is_dynamic_start for e in t.indices):
-            return  # slice
-        if not strided and not any(e.shape for e in ints):
-            return  # dynamic_slice
-        if any(_split(e) for e in ints):
-            raise _gather_error(prim, ref, t, ints)
-        return
-    assert val is not None
-    if not strided and not any(e.shape for e in ints):
-        if prim == "swap":
-            _check_update(ref, val, t)  # R2
-        return
-    # R3: gather (swap's read of the old value) and scatter.
-    if prim == "swap" and (_split(ref) or any(_split(e) for e in ints)):
-        raise _gather_error(prim, ref, t, ints)
-    if _split(val):
-        val = val.strip_weak_type()  # (JAX's message shows the value as the ref's dtype)
-        plain = val.update(sharding=None)
-        raise ValueError(f"Incompatible types for broadcasting: input type={val} and requested "
-                         f"type={plain} ({prim} R3)")
-    if _split(ref) or any(_split(e) for e in ints):
-        operand, indices = _gather_types(ref, t, ints)
-        updates = val.update(sharding=_sharding_of(indices, S.parts_of(indices)[:-1]))
-        raise ShardingTypeError(
-            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
-            "the scatter update as out sharding could not be resolved unambiguously (or would "
-            f"require collectives on inputs). Got operand={operand!r}, indices={indices!r}, "
-            f"updates={updates!r} ({prim} R3)")
-
+# How an equation of a ref primitive is checked before its program runs
+# (``check(in_avals, params)`` raises what JAX's compiler raises for it), by
+# primitive name. The module declaring the ref primitives
+# (spec._src.lax.state) fills it when imported (importing spec does), so that
+# this layer checks refs without importing lax.
+RefEquationCheck = Callable[[Sequence[ArrayType], dict[str, Any]], None]
+REF_EQUATION_CHECKS: dict[str, RefEquationCheck] = {}
 
 _CHECKED: dict[int, Any] = {}
 
 
 def check_ref_equations(jaxpr: Any) -> None:
-    """``lowering_check`` on every ref equation of a program (its sub-programs
-    included) before any runs: as in JAX, whose compiler refuses the
-    program before it writes anything."""
+    """``REF_EQUATION_CHECKS`` on every ref equation of a program (its
+    sub-programs included) before any runs."""
     if _CHECKED.get(id(jaxpr)) is jaxpr:
         return
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        if name == "get":
-            ref, *idx = eqn.invars
-            lowering_check(name, ref.aval, None, [a.aval for a in idx], eqn.params["tree"])
-        elif name in ("swap", "addupdate"):
-            ref, val, *idx = eqn.invars
-            lowering_check(name, ref.aval, val.aval, [a.aval for a in idx],
-                           eqn.params["tree"])
+        check = REF_EQUATION_CHECKS.get(eqn.primitive.name)
+        if check is not None:
+            check([a.aval for a in eqn.invars], eqn.params)
         for p in eqn.params.values():
             for sub in p if isinstance(p, (tuple, list)) else (p,):
                 if hasattr(sub, "eqns") and hasattr(sub, "invars"):
@@ -251,78 +200,8 @@ def check_ref_equations(jaxpr: Any) -> None:
     _CHECKED[id(jaxpr)] = jaxpr
 
 
-def _split(a: ArrayType) -> bool:
-    return any(S.parts_of(a))
-
-
-def _sharding_of(like: ArrayType, parts: Sequence[tuple[str, ...]]) -> Any:
-    from spec._src.lax.sharding_kit import mesh_of
-    return NamedSharding(mesh_of([like]), P(*(entry_of(p) for p in parts)))
-
-
-def _check_update(ref: ArrayType, val: ArrayType, t: Any) -> None:
-    """R2: a write through ``dynamic_update_slice`` needs the value (with
-    the integer-indexed dims put back as size 1) split as the ref."""
-    from spec._src.lax.sharding_kit import mesh_of
-    from spec._src.lax.indexing import _with_axis_types
-    from spec._src.lax.state import _normalized
-    assert isinstance(ref, RefType)
-    vparts = iter(S.parts_of(val))
-    parts = [next(vparts) if isinstance(e, Slice) else () for e in t.indices]
-    shape = tuple(e.size if isinstance(e, Slice) else 1 for e in t.indices)
-    mesh = mesh_of([ref, val])
-    have = NamedSharding(mesh, P(*(entry_of(p) for p in parts), unreduced=S.unreduced_of(val)))
-    operand = ref.inner_aval
-    want = operand.sharding or NamedSharding(mesh, P())
-    if _normalized(want, ref.ndim) == _normalized(have, ref.ndim):
-        return
-    update = ArrayType(shape, val.dtype, sharding=have)
-    if operand.sharding is None:
-        operand = operand.update(sharding=NamedSharding(mesh, P(*(None,) * ref.ndim)))
-    raise ShardingTypeError(
-        "dynamic_update_slice operand sharding must be equal to update sharding, got operand "
-        f"sharding {_with_axis_types(operand)} and update sharding {_with_axis_types(update)}. "
-        "(swap R2)")
-
-
-def _gather_types(ref: ArrayType, t: Any, ints: list[ArrayType]
-                  ) -> tuple[ArrayType, ArrayType]:
-    """The operand and indices of the gather JAX reads ``ref[t]`` with: the
-    ref's value (integer-indexed dims first when they are not adjacent) and
-    the stacked index arrays, split where the integer indexers are."""
-
-    assert isinstance(ref, RefType)
-    is_int = [not isinstance(e, Slice) for e in t.indices]
-    at = [k for k, b in enumerate(is_int) if b]
-    contiguous = at == list(range(at[0], at[0] + len(at))) if at else True
-    operand = ref.inner_aval
-    if not contiguous:
-        order = at + [k for k, b in enumerate(is_int) if not b]
-        ops = S.parts_of(operand)
-        operand = operand.update(shape=tuple(operand.shape[k] for k in order),
-                                 sharding=_sharding_of(operand, [ops[k] for k in order]))
-    total = t.result_shape()
-    start = sum(1 for k in range(at[0]) if not is_int[k]) if at and contiguous else 0
-    parts: list[tuple[str, ...]] = [()] * (len(total) + 1)
-    for e in ints:
-        for d, p in enumerate(S.parts_of(e)):
-            parts[start + d] = parts[start + d] or p
-    dtype = functools.reduce(np.promote_types, [e.dtype for e in ints], np.dtype(np.int32))
-    like = next((e for e in ints if e.sharding is not None), ref)
-    indices = ArrayType((*total, ref.ndim), dtype, sharding=_sharding_of(like, parts))
-    return operand, indices
-
-
-def _gather_error(prim: str, ref: ArrayType, t: Any, ints: list[ArrayType]
-                  ) -> ShardingTypeError:
-    operand, indices = _gather_types(ref, t, ints)
-    return ShardingTypeError(
-        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
-        "indexing as out sharding could not be resolved unambiguously (or would require "
-        f"collectives on inputs). Got operand={operand!r}, indices={indices!r} ({prim} R3)")
-
-
-__all__ = ["aligned", "call_program", "cut", "gathered_names", "guarded", "laid_out", "local",
+__all__ = ["REF_EQUATION_CHECKS", "RefEquationCheck", "aligned", "call_program",
+           "check_ref_equations", "cut", "gathered_names", "guarded", "laid_out", "local",
            "localized", "shape_fix", "sharded_dims", "then_reshard"]
 
 

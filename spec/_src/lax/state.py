@@ -15,6 +15,7 @@ none and go when unused, as in JAX.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,12 +48,14 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax import state_batching as _sb
 from spec._src.lax import sharding_kit as SK
+from spec._src.lax.indexing import _with_axis_types
 from spec._src.core.registry import declare, fail, require
 from spec._src.lax.elementwise_api import add, clamp, lt, mul, select
 from spec._src.lax.reductions_api import reduce_sum
 from spec._src.lax.structural_api import (
     broadcast_in_dim, convert_element_type, full, full_like, iota, reshape)
-from spec._src.core.sharding import AxisType, NamedSharding, P
+from spec._src.core.errors import ShardingTypeError
+from spec._src.core.sharding import AxisType, NamedSharding, P, entry_of
 from spec._src.core.types import FLOAT0, ArrayType, is_int
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.core.state_types import indexer_tree
@@ -703,7 +706,141 @@ def _discharge_freeze(ins: list[Any], atoms: list[Any], params: dict[str, Any]) 
 # returns. Indexers into a split ref are slices, whole on split dims (M2,
 # M3): each device applies them to its block with the split dims' sizes made
 # local. Before anything runs, the ref equations are checked as JAX checks
-# them when it compiles them (``lowering_check``).
+# them when it compiles them (``lowering_check``, below).
+
+
+# JAX compiles a ref program by turning each ref operation into array
+# operations on the ref's value ("discharging" it): a read through static
+# slices becomes ``slice``, one through unstrided slices and integer scalars
+# ``dynamic_slice``, a write ``dynamic_update_slice``, anything else (strided
+# writes, integer arrays) ``gather``/``scatter`` through ``jnp`` indexing. The
+# sharding rules of those operations then refuse some layouts that typing
+# accepted; spec raises the same errors when the operation runs (R1-R3), and
+# before a call's body runs (``PD.check_ref_equations``).
+
+
+def lowering_check(prim: str, ref: ArrayType, val: ArrayType | None,
+                   idx: Sequence[ArrayType], tree: Any) -> None:
+    """Raise what JAX's compiler raises for the array operation the ref
+    operation ``prim`` lowers to (R1-R3 above); nothing when it accepts it."""
+    transforms = unflatten_transforms(tree, idx)
+    if not transforms:
+        return  # R1: a whole write moves any value to the ref's layout
+    (t,) = transforms
+    ints = [e for e in t.indices if not isinstance(e, Slice)]
+    strided = any(isinstance(e, Slice) and e.stride > 1 for e in t.indices)
+    if prim == "get":
+        if not ints and not any(e.is_dynamic_start for e in t.indices):
+            return  # slice
+        if not strided and not any(e.shape for e in ints):
+            return  # dynamic_slice
+        if any(_split(e) for e in ints):
+            raise _gather_error(prim, ref, t, ints)
+        return
+    assert val is not None
+    if not strided and not any(e.shape for e in ints):
+        if prim == "swap":
+            _check_update(ref, val, t)  # R2
+        return
+    # R3: gather (swap's read of the old value) and scatter.
+    if prim == "swap" and (_split(ref) or any(_split(e) for e in ints)):
+        raise _gather_error(prim, ref, t, ints)
+    if _split(val):
+        val = val.strip_weak_type()  # (JAX's message shows the value as the ref's dtype)
+        plain = val.update(sharding=None)
+        raise ValueError(f"Incompatible types for broadcasting: input type={val} and requested "
+                         f"type={plain} ({prim} R3)")
+    if _split(ref) or any(_split(e) for e in ints):
+        operand, indices = _gather_types(ref, t, ints)
+        updates = val.update(sharding=_sharding_of(indices, S.parts_of(indices)[:-1]))
+        raise ShardingTypeError(
+            "Use `.at[...].set/add/mul/...(out_sharding=)` to provide output PartitionSpec for "
+            "the scatter update as out sharding could not be resolved unambiguously (or would "
+            f"require collectives on inputs). Got operand={operand!r}, indices={indices!r}, "
+            f"updates={updates!r} ({prim} R3)")
+
+
+def _split(a: ArrayType) -> bool:
+    return any(S.parts_of(a))
+
+
+def _sharding_of(like: ArrayType, parts: Sequence[tuple[str, ...]]) -> Any:
+    return NamedSharding(SK.mesh_of([like]), P(*(entry_of(p) for p in parts)))
+
+
+def _check_update(ref: ArrayType, val: ArrayType, t: Any) -> None:
+    """R2: a write through ``dynamic_update_slice`` needs the value (with
+    the integer-indexed dims put back as size 1) split as the ref."""
+    assert isinstance(ref, RefType)
+    vparts = iter(S.parts_of(val))
+    parts = [next(vparts) if isinstance(e, Slice) else () for e in t.indices]
+    shape = tuple(e.size if isinstance(e, Slice) else 1 for e in t.indices)
+    mesh = SK.mesh_of([ref, val])
+    have = NamedSharding(mesh, P(*(entry_of(p) for p in parts), unreduced=S.unreduced_of(val)))
+    operand = ref.inner_aval
+    want = operand.sharding or NamedSharding(mesh, P())
+    if _normalized(want, ref.ndim) == _normalized(have, ref.ndim):
+        return
+    update = ArrayType(shape, val.dtype, sharding=have)
+    if operand.sharding is None:
+        operand = operand.update(sharding=NamedSharding(mesh, P(*(None,) * ref.ndim)))
+    raise ShardingTypeError(
+        "dynamic_update_slice operand sharding must be equal to update sharding, got operand "
+        f"sharding {_with_axis_types(operand)} and update sharding {_with_axis_types(update)}. "
+        "(swap R2)")
+
+
+def _gather_types(ref: ArrayType, t: Any, ints: list[ArrayType]
+                  ) -> tuple[ArrayType, ArrayType]:
+    """The operand and indices of the gather JAX reads ``ref[t]`` with: the
+    ref's value (integer-indexed dims first when they are not adjacent) and
+    the stacked index arrays, split where the integer indexers are."""
+
+    assert isinstance(ref, RefType)
+    is_int = [not isinstance(e, Slice) for e in t.indices]
+    at = [k for k, b in enumerate(is_int) if b]
+    contiguous = at == list(range(at[0], at[0] + len(at))) if at else True
+    operand = ref.inner_aval
+    if not contiguous:
+        order = at + [k for k, b in enumerate(is_int) if not b]
+        ops = S.parts_of(operand)
+        operand = operand.update(shape=tuple(operand.shape[k] for k in order),
+                                 sharding=_sharding_of(operand, [ops[k] for k in order]))
+    total = t.result_shape()
+    start = sum(1 for k in range(at[0]) if not is_int[k]) if at and contiguous else 0
+    parts: list[tuple[str, ...]] = [()] * (len(total) + 1)
+    for e in ints:
+        for d, p in enumerate(S.parts_of(e)):
+            parts[start + d] = parts[start + d] or p
+    dtype = functools.reduce(np.promote_types, [e.dtype for e in ints], np.dtype(np.int32))
+    like = next((e for e in ints if e.sharding is not None), ref)
+    indices = ArrayType((*total, ref.ndim), dtype, sharding=_sharding_of(like, parts))
+    return operand, indices
+
+
+def _gather_error(prim: str, ref: ArrayType, t: Any, ints: list[ArrayType]
+                  ) -> ShardingTypeError:
+    operand, indices = _gather_types(ref, t, ints)
+    return ShardingTypeError(
+        "Use `.at[...].get(out_sharding=)` to provide output PartitionSpec for the gather "
+        "indexing as out sharding could not be resolved unambiguously (or would require "
+        f"collectives on inputs). Got operand={operand!r}, indices={indices!r} ({prim} R3)")
+
+
+def _check_get_equation(in_avals: Sequence[ArrayType], params: dict[str, Any]) -> None:
+    ref, *idx = in_avals
+    lowering_check("get", ref, None, idx, params["tree"])
+
+
+def _write_equation_check(prim: str) -> PD.RefEquationCheck:
+    def check(in_avals: Sequence[ArrayType], params: dict[str, Any]) -> None:
+        ref, val, *idx = in_avals
+        lowering_check(prim, ref, val, idx, params["tree"])
+    return check
+
+
+PD.REF_EQUATION_CHECKS.update(get=_check_get_equation, swap=_write_equation_check("swap"),
+                              addupdate=_write_equation_check("addupdate"))
 
 
 def _local_tree(ref: ArrayType, tree: Any, leaves: Sequence[Any], geo: Geometry) -> Any:
@@ -753,7 +890,7 @@ def _get_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *,
                  ) -> list[Dist]:
     ref, *idx = args
     S.check_ref_layout(ref.aval, geo)
-    PD.lowering_check("get", ref.aval, None, [i.aval for i in idx], tree)
+    lowering_check("get", ref.aval, None, [i.aval for i in idx], tree)
     idx = [_replicated(i, geo) for i in idx]
     local = _local_tree(ref.aval, tree, idx, geo)
     return S.run_local(get_p, geo, [ref, *idx], out_avals, {"tree": local})
@@ -763,7 +900,7 @@ def _swap_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType], *
                   ) -> list[Dist]:
     ref, val, *idx = args
     S.check_ref_layout(ref.aval, geo)
-    PD.lowering_check("swap", ref.aval, val.aval, [i.aval for i in idx], tree)
+    lowering_check("swap", ref.aval, val.aval, [i.aval for i in idx], tree)
     val = _to_layout(val, out_avals[0].sharding, geo)
     idx = [_replicated(i, geo) for i in idx]
     local = _local_tree(ref.aval, tree, idx, geo)
@@ -776,7 +913,7 @@ def _addupdate_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayTyp
                        tree: Any) -> list[Dist]:
     ref, val, *idx = args
     S.check_ref_layout(ref.aval, geo)
-    PD.lowering_check("addupdate", ref.aval, val.aval, [i.aval for i in idx], tree)
+    lowering_check("addupdate", ref.aval, val.aval, [i.aval for i in idx], tree)
     assert isinstance(ref.aval, RefType)
     val = _to_layout(val, _indexed_sharding(ref.aval, val.aval.ndim, []), geo)
     idx = [_replicated(i, geo) for i in idx]

@@ -20,6 +20,8 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.interpreter import Tracer, canonical_aval_of, hooks
+from spec._src.core.registry import primitive
+from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.elementwise import select_n_p
 from spec._src.lax.structural import (
     _convert_impl,
@@ -242,6 +244,21 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
         return _filled_on_devices(value, fill_dtype, shp, sharding)
     # Staged, a concrete sharding places nothing: JAX drops it.
     return broadcast(value, shp)
+
+
+def _zeros_of_type(aval: T.ArrayType) -> Any:
+    """A zero of exactly type ``aval``: weak types kept, so that sums with it
+    (add_any takes its first operand's type) keep theirs; sharded zeros are
+    laid out as the type says (cotangent types are a function of primal
+    types, zeros included)."""
+    zero = _convert_element_type(0, aval.dtype, aval.weak_type)
+    if aval.sharding is not None and not aval.shape:
+        # A scalar needs no broadcast, only its layout: JAX reshards it.
+        return primitive("reshard").bind(zero, dst_sharding=aval.sharding, concrete_mesh=None)
+    return full(aval.shape, zero, sharding=aval.sharding)
+
+
+zeros_hooks.array_zeros = _zeros_of_type  # the zeros autodiff materialises (zeros_like_aval)
 
 
 def _is_concrete_value(value: Any) -> bool:
