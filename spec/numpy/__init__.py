@@ -5,7 +5,10 @@ from spec._src.numpy.creation import *  # noqa: F403
 from spec._src.numpy.math import *  # noqa: F403
 from spec._src.numpy.reductions import *  # noqa: F403
 from spec._src.numpy.shape import *  # noqa: F403
+from spec._src.numpy.tiling import *  # noqa: F403
+from spec._src.numpy.padding import *  # noqa: F403
 from spec._src.numpy.linalg import *  # noqa: F403
 from spec._src.numpy.indexing import *  # noqa: F403
+from spec._src.numpy.logic import *  # noqa: F403
 from spec._src.numpy.more import *  # noqa: F403
 from spec._src.core.basearray import Array as ndarray  # noqa: F401

@@ -29,13 +29,17 @@ from spec._src.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
-from spec._src.numpy import creation
+from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
-from spec._src.numpy import reductions
 from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.math import _where
+from spec._src.numpy.shape import ravel
+from spec._src.numpy.util import check_arraylike
 
-__all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
-           "diagonal", "diag"]
+__all__ = [
+    "getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero", "diagonal", "diag",
+    "where",
+]
 
 INDEX_DTYPE = np.dtype(np.int32)
 
@@ -714,7 +718,7 @@ class _IndexUpdateRef:
             rounds = int(np.max(np.asarray(counts), initial=0))
         for i in range(rounds):
             y = _convert(func(x), aval.dtype, aval.weak_type)
-            x = jnp_math.where(counts > i, y, x)
+            x = jnp_math._where(counts > i, y, x)
         return x
 
 
@@ -784,7 +788,6 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
 
 def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = None,
                         fill_value: Any = None) -> Any:
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("take_along_axis", arr, indices)
     a, idx = _asarray(arr), _asarray(indices)
     idx_aval = canonical_aval_of(idx)
@@ -865,7 +868,6 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     """Indices of the non-zero entries, one int array per axis. Without
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("nonzero", a)
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
@@ -902,7 +904,7 @@ def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tu
     flat = L.reshape(arr, (aval.size,))
     mask = flat if aval.dtype == T.bool_ else jnp_math.not_equal(flat, 0)
     slot = reductions.cumsum(mask.astype(INDEX_DTYPE)) - 1
-    slot = jnp_math.where(mask, slot, size)  # zeros land past the end and are dropped
+    slot = jnp_math._where(mask, slot, size)  # zeros land past the end and are dropped
     positions = creation.zeros((size,), INDEX_DTYPE).at[slot].set(
         creation.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
     valid = creation.arange(size, dtype=INDEX_DTYPE) < reductions.sum(mask.astype(INDEX_DTYPE))
@@ -911,26 +913,23 @@ def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tu
     for dim, f in zip(aval.shape, fills):
         stride //= max(dim, 1)
         coord = (positions // max(stride, 1)) % max(dim, 1)
-        out.append(jnp_math.where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
+        out.append(jnp_math._where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
     return tuple(out)
 
 
 def _where_one_arg(condition: Any, size: int | None = None, fill_value: Any = None
                    ) -> tuple[Any, ...]:
     """``jnp.where(condition)``: the same as ``jnp.nonzero(condition)``."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("where", condition)
     return nonzero(condition, size=size, fill_value=fill_value)
 
 
 def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    from spec._src.numpy.shape import ravel
     return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """One row of indices per non-zero entry: shape (count, a.ndim)."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("argwhere", a)
     nd = canonical_aval_of(_asarray(a)).ndim
     result = jnp_shape.transpose(jnp_shape.vstack(nonzero(jnp_shape.atleast_1d(a), size=size,
@@ -963,7 +962,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
     import operator
 
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("diagonal", a)
     if isinstance(offset, Tracer):
         from spec._src.core.errors import ConcretizationTypeError
@@ -980,7 +978,7 @@ def _diag_fn(v: Any, k: int = 0) -> Any:
         zero = L.full_like(v, 0, shape=())
         n = shape[0] + abs(k)
         v = L.pad(v, zero, ((max(0, -k), max(0, k), 0),))
-        return jnp_math.where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
+        return jnp_math._where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
     if len(shape) == 2:
         return diagonal(v, offset=k)
     raise ValueError("diag input must be 1d or 2d")
@@ -991,7 +989,6 @@ def diag(v: Any, k: int = 0) -> Any:
     gives its ``k``-th diagonal."""
     import operator
 
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("diag", v)
     return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))
 
@@ -1038,3 +1035,18 @@ def _install_array_methods() -> None:
 
 
 _install_array_methods()
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
+    With only ``condition``, the indices of its nonzero elements."""
+    if x is None and y is None:
+        return _where_one_arg(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    return _where(condition, x, y)

@@ -18,7 +18,10 @@ from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot_api as ld
 from spec._src.lax import reductions_api as lr
+from spec._src.numpy.indexing import diagonal
+from spec._src.numpy.math import _promote_dtypes_inexact, conjugate, multiply
 from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert, expand_dims
+from spec._src.numpy.shape import matrix_transpose
 from spec._src.numpy.util import check_arraylike, promote_dtypes
 
 __all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg"]
@@ -131,7 +134,6 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
         if preferred_element_type is not None:
             dt = T.to_dtype(preferred_element_type, "inner")
             a, b = convert(a, dt), convert(b, dt)
-        from spec._src.numpy.math import multiply
         return multiply(a, b)
     return tensordot(a, b, (-1, -1), precision=precision,
                      preferred_element_type=preferred_element_type)
@@ -426,7 +428,6 @@ class SVDResult(NamedTuple):
 
 def _inexact(fun_name: str, a: Any) -> Any:
     from spec._src.lax.structural_api import asarray
-    from spec._src.numpy.math import _promote_dtypes_inexact
     check_arraylike(fun_name, a)
     (out,) = _promote_dtypes_inexact(asarray(a))
     return out
@@ -444,8 +445,6 @@ def _cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> 
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     if not upper:
         return factor
-    from spec._src.numpy.math import conjugate
-    from spec._src.numpy.shape import matrix_transpose
     return conjugate(matrix_transpose(factor))
 
 
@@ -550,7 +549,6 @@ def _linalg_svdvals(x: Any, /) -> Any:
 
 
 def _linalg_diagonal(x: Any, /, *, offset: int = 0) -> Any:
-    from spec._src.numpy.indexing import diagonal
     check_arraylike("jnp.linalg.diagonal", x)
     return diagonal(x, offset=offset, axis1=-2, axis2=-1)
 

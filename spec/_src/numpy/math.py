@@ -17,12 +17,16 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from spec._src.core import types as T
 from spec._src.api.jit import jit
-from spec._src.core.array import host_constant, Array, from_numpy
+from spec._src.core import types as T
+from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, canonical_aval_of, is_concrete
 from spec._src.lax import elementwise as E
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
+from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
     _agree,
     check_arraylike,
@@ -31,9 +35,6 @@ from spec._src.numpy.util import (
     python_scalar_operand,
     to_weak_or_strong,
 )
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
-from spec._src.lax import structural_api as L
 
 Fn = Callable[..., Any]
 
@@ -277,22 +278,6 @@ def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
                                 out_sharding=sharding)
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
-          fill_value: Any = None) -> Any:
-    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
-    With only ``condition``, the indices of its nonzero elements."""
-    if x is None and y is None:
-        from spec._src.numpy.indexing import _where_one_arg
-        return _where_one_arg(condition, size=size, fill_value=fill_value)
-    if size is not None or fill_value is not None:
-        raise ValueError("size and fill_value arguments cannot be used in three-term where "
-                         "function.")
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
-    return _where(condition, x, y)
-
-
 # ============================================================ arithmetic
 
 
@@ -502,11 +487,11 @@ def minimum(x: Any, y: Any, /) -> Any:
 
 
 def _fmax_impl(x1: Any, x2: Any) -> Any:
-    return where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
+    return _where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def _fmin_impl(x1: Any, x2: Any) -> Any:
-    return where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
+    return _where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 _fmax = _named_jit("fmax", _fmax_impl)
@@ -588,7 +573,7 @@ def ceil(x: Any, /) -> Any:
 def _trunc_impl(x: Any) -> Any:
     if not T.is_inexact(_dtype(x)):
         return _as_array(x)
-    return where(ew.lt(x, _const(x, 0)), ew.ceil(x), ew.floor(x))
+    return _where(ew.lt(x, _const(x, 0)), ew.ceil(x), ew.floor(x))
 
 
 _trunc = _named_jit("trunc", _trunc_impl)
@@ -1186,51 +1171,8 @@ def isclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
     return _isclose(a, b, **kwargs, equal_nan=equal_nan)
 
 
-def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
-                   equal_nan: bool = False) -> Any:
-    from spec._src.numpy.reductions import all as all_
-    return all_(_isclose(a, b, rtol, atol, equal_nan=equal_nan))
-
-
-_allclose = _named_jit("allclose", _allclose_impl, static_argnames=("equal_nan",))
-
-
-def allclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
-             equal_nan: bool = False) -> Any:
-    """isclose(...).all()."""
-    check_arraylike("allclose", a, b)
-    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
-    return _allclose(a, b, **kwargs, equal_nan=equal_nan)
-
-
-def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
-    """True iff the shapes agree and every element is equal."""
-    from spec._src.numpy.creation import array, asarray
-    from spec._src.numpy.reductions import all as all_
-    a1, a2 = asarray(a1), asarray(a2)
-    if _aval(a1).shape != _aval(a2).shape:
-        return array(False, dtype=T.bool_)
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
-    return all_(eq)
-
-
-def array_equiv(a1: Any, a2: Any) -> Any:
-    """True iff the arrays broadcast together and every element is equal."""
-    from spec._src.numpy.creation import array, asarray
-    from spec._src.numpy.reductions import all as all_
-    a1, a2 = asarray(a1), asarray(a2)
-    try:
-        eq = equal(a1, a2)
-    except ValueError:
-        return array(False)  # shapes do not broadcast
-    return all_(eq)
-
-
 def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
                      neginf: Any = None) -> Any:
-    from spec._src.numpy.creation import asarray
     check_arraylike("nan_to_num", x)
     dt = _dtype(x)
     if not T.is_inexact(dt):
@@ -1241,9 +1183,9 @@ def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = No
     info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = where(isnan(x), asarray(nan, dtype=dt), x)
-    out = where(isposinf(out), asarray(posinf, dtype=dt), out)
-    return where(isneginf(out), asarray(neginf, dtype=dt), out)
+    out = _where(isnan(x), asarray(nan, dtype=dt), x)
+    out = _where(isposinf(out), asarray(posinf, dtype=dt), out)
+    return _where(isneginf(out), asarray(neginf, dtype=dt), out)
 
 
 _nan_to_num = _named_jit("nan_to_num", _nan_to_num_impl)
@@ -1313,7 +1255,7 @@ def _lcm_impl(x1: Any, x2: Any) -> Any:
     if not T.is_int(_dtype(x1)):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     d = _gcd(x1, x2)
-    return where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
+    return _where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
 
 
 _lcm = _named_jit("lcm", _lcm_impl)
@@ -1325,72 +1267,6 @@ def lcm(x1: Any, x2: Any, /) -> Any:
     return _lcm(x1, x2)
 
 
-# ============================================================ roll
-
-
-def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
-    shape = _aval(a).shape
-    for ax, s in zip(*np.broadcast_arrays(np.asarray(axis), np.asarray(shift))):
-        ax = int(ax)
-        if shape[ax] == 0:
-            continue
-        i = (-int(s)) % shape[ax]
-        a = L.concatenate([L.slice_in_dim(a, i, shape[ax], axis=ax),
-                             L.slice_in_dim(a, 0, i, axis=ax)], ax)
-    return a
-
-
-_roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
-
-
-def _index_tuple(x: Any) -> tuple[int, ...]:
-    try:
-        return (operator.index(x),)
-    except TypeError:
-        return tuple(map(operator.index, x))
-
-
-def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
-    from spec._src.numpy.creation import array
-    from spec._src.numpy.shape import broadcast_to
-    shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
-    if len(shape) != 1:
-        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
-    shifts = broadcast_to(shift, shape)
-    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
-        ax = int(ax)
-        size = array(_aval(a).shape[ax], dtype=T.int32)
-        s = remainder(L.convert_element_type(shifts[k], T.int32),
-                      ew.max(size, np.int32(1)))
-        doubled = L.concatenate((a, a), ax)
-        a = L.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
-    return a
-
-
-def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """Elements shifted cyclically by ``shift`` along ``axis`` (the flattened
-    array when None)."""
-    from spec._src.numpy.shape import ravel, reshape
-    check_arraylike("roll", a)
-    arr = _as_array(a)
-    if axis is None:
-        return reshape(roll(ravel(arr), shift, 0), _aval(arr).shape)
-    ndim = _aval(arr).ndim
-    axes = tuple(_canonical_axis(ax, ndim) for ax in _index_tuple(axis))
-    try:
-        shifts = _index_tuple(shift)
-    except TypeError:
-        from spec._src.numpy.creation import asarray
-        return _roll_dynamic(arr, asarray(shift), axes)
-    return _roll_static(arr, shifts, axes)
-
-
-def _canonical_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
-    return axis % ndim
-
-
 __all__ = [
     "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctan2", "arctanh", "around", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
@@ -1398,11 +1274,10 @@ __all__ = [
     "divmod", "equal", "exp", "exp2", "expm1", "fabs", "float_power", "floor", "floor_divide",
     "fmax", "fmin", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
     "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p",
-    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
-    "mod", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power",
-    "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round",
-    "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
-    "where", "allclose", "array_equal", "array_equiv", "copysign", "frexp", "gcd", "isclose",
-    "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "roll",
-    "signbit", "sinc",
+    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod",
+    "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power", "rad2deg",
+    "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round", "sign", "sin",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "copysign",
+    "frexp", "gcd", "isclose", "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2",
+    "nan_to_num", "signbit", "sinc",
 ]

@@ -24,10 +24,17 @@ from spec._src.lax import elementwise_api as ew
 from spec._src.lax import reductions_api as lr
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
-from spec._src.numpy import creation, indexing, linalg, reductions
+from spec._src.numpy import creation, indexing, linalg, padding, reductions, tiling
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
-from spec._src.numpy.math import _named_jit
+from spec._src.numpy.math import (
+    _named_jit,
+    promote_args,
+    promote_args_inexact,
+    promote_args_numeric,
+)
+from spec._src.numpy.reductions import promote_integer_dtype
+from spec._src.numpy.shape import _split
 from spec._src.numpy.util import check_arraylike, promote_dtypes, to_weak_or_strong
 
 __all__ = [
@@ -35,11 +42,10 @@ __all__ = [
     "bitwise_invert", "bitwise_left_shift", "bitwise_right_shift", "block", "broadcast_shapes",
     "column_stack", "concat", "cumulative_prod", "cumulative_sum", "delete", "diag_indices",
     "diag_indices_from", "diagflat", "diff", "dsplit", "dstack", "e", "ediff1d", "euler_gamma",
-    "fliplr", "flipud", "geomspace", "hsplit", "index_exp", "indices", "inf", "insert",
-    "isscalar", "iterable", "ix_", "logspace", "mask_indices", "matvec", "meshgrid", "nan",
-    "newaxis", "pi", "resize", "rollaxis", "rot90", "s_", "tril_indices", "tril_indices_from",
-    "trim_zeros", "triu_indices", "triu_indices_from", "unstack", "vander", "vecdot", "vecmat",
-    "vsplit",
+    "fliplr", "flipud", "geomspace", "hsplit", "index_exp", "indices", "inf", "insert", "isscalar",
+    "iterable", "ix_", "logspace", "mask_indices", "matvec", "meshgrid", "nan", "newaxis", "pi",
+    "resize", "rollaxis", "rot90", "s_", "tril_indices", "tril_indices_from", "trim_zeros",
+    "triu_indices", "triu_indices_from", "unstack", "vander", "vecdot", "vecmat", "vsplit",
 ]
 
 pi: float = np.pi
@@ -178,7 +184,6 @@ def bitwise_right_shift(x1: Any, x2: Any, /) -> Any:
 
 
 def _bitwise_count_fn(x: Any) -> Any:
-    from spec._src.numpy.math import promote_args_numeric
     (x,) = promote_args_numeric("bitwise_count", x)
     # The count is of |x| (NumPy's definition), always as uint8.
     return jnp_shape.astype(ew.population_count(jnp_math.abs(x)), T.uint8)
@@ -211,7 +216,6 @@ def _cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: Any,
     ax = canonicalize_axis(axis, nd)
     if dtype is None and promote and T.is_int(_dtype(arr)):
         # cumulative_sum widens small integers as sum does; cumulative_prod does not.
-        from spec._src.numpy.reductions import promote_integer_dtype
         dtype = promote_integer_dtype(_dtype(arr))
     out = fn(arr, axis=ax, dtype=dtype)
     if include_initial:
@@ -495,7 +499,6 @@ def dstack(tup: Any, dtype: Any = None) -> Any:
 
 
 def _split_along(name: str, ary: Any, sections: Any, axis: int, min_ndim: int) -> list[Any]:
-    from spec._src.numpy.shape import _split
     arr = _ensure(name, ary)
     if _ndim(arr) < min_ndim:
         # JAX fails reading the missing axis of the shape: an IndexError.
@@ -571,7 +574,7 @@ def _resize_fn(a: Any, new_shape: tuple[int, ...]) -> Any:
     if size == 0 or new_size == 0:
         return creation.zeros_like(arr, shape=new_shape)
     reps = -(-new_size // size)
-    return jnp_shape.reshape(jnp_shape.tile(arr, reps)[:new_size], new_shape)
+    return jnp_shape.reshape(tiling.tile(arr, reps)[:new_size], new_shape)
 
 
 _resize = _jit("resize", _resize_fn, ("new_shape",))
@@ -643,7 +646,7 @@ def delete(arr: Any, obj: Any, axis: int | None = None, *,
     if T.is_int(obj_dtype) and assume_unique_indices:
         # Traceable: the kept positions are 0..n-k-1 shifted past each deleted index.
         idx = jnp_shape.ravel(creation.asarray(obj))
-        idx = jnp_math.clip(jnp_math.where(idx < 0, idx + n, idx), 0, n)
+        idx = jnp_math.clip(jnp_math._where(idx < 0, idx + n, idx), 0, n)
         idx = reductions.sort(idx)
         k = _shape(idx)[0]
         idx = idx - creation.arange(k, dtype=_dtype(idx))
@@ -695,12 +698,12 @@ def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
     out_shape = list(_shape(a))
     out_shape[ax] += n_insert
     out = creation.zeros_like(a, shape=tuple(out_shape))
-    indices = jnp_math.clip(jnp_math.where(indices < 0, indices + n_input, indices), 0, n_input)
+    indices = jnp_math.clip(jnp_math._where(indices < 0, indices + n_input, indices), 0, n_input)
     # Inserted item j lands at its index plus the number of inserts before it.
     values_ind = indices.at[reductions.argsort(indices)].add(
         creation.arange(n_insert, dtype=_dtype(indices)))
     arr_mask = creation.ones(n_input + n_insert, dtype=bool).at[values_ind].set(False)
-    arr_ind = jnp_math.where(arr_mask, size=n_input)[0]
+    arr_ind = indexing.where(arr_mask, size=n_input)[0]
     lead = (slice(None),) * ax
     out = out.at[lead + (values_ind,)].set(vals)
     return out.at[lead + (arr_ind,)].set(a)
@@ -1009,9 +1012,9 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         out_shape = rest_shape
     else:
         if squash_nans:
-            a2 = jnp_math.where(jnp_math.isnan(a2), np.nan, a2)  # one NaN sign: they sort last
+            a2 = jnp_math._where(jnp_math.isnan(a2), np.nan, a2)  # one NaN sign: they sort last
         else:
-            a2 = jnp_math.where(reductions.any(jnp_math.isnan(a2), axis=-1, keepdims=True), np.nan, a2)
+            a2 = jnp_math._where(reductions.any(jnp_math.isnan(a2), axis=-1, keepdims=True), np.nan, a2)
         a2 = lr.sort(a2, dimension=_ndim(a2) - 1, is_stable=False)
         if squash_nans:
             count = reductions.sum(jnp_math.logical_not(jnp_math.isnan(a2)), axis=-1, dtype=qdt)
@@ -1043,7 +1046,7 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         elif method == "higher":
             res = high_v
         elif method == "nearest":
-            res = jnp_math.where(high_w <= 0.5, low_v, high_v)
+            res = jnp_math._where(high_w <= 0.5, low_v, high_v)
         else:
             res = ew.mul(ew.add(low_v, high_v), L.full((), 0.5, _dtype(low_v)))
         out_shape = None
@@ -1239,8 +1242,8 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,
     if _shape(r) != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
     flat = ptp(r) == 0
-    lo = jnp_math.where(flat, r[0] - 0.5, r[0])
-    hi = jnp_math.where(flat, r[1] + 0.5, r[1])
+    lo = jnp_math._where(flat, r[0] - 0.5, r[0])
+    hi = jnp_math._where(flat, r[1] + 0.5, r[1])
     return creation.linspace(lo, hi, nbins + 1, dtype=dt)
 
 
@@ -1260,7 +1263,7 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,
     idx = searchsorted(edges, arr, side="right")
     nedges = _shape(edges)[0]
     # The last bin is closed: values equal to the right edge count in it.
-    idx = jnp_math.where(arr == edges[-1], nedges - 1, idx)
+    idx = jnp_math._where(arr == edges[-1], nedges - 1, idx)
     counts = creation.zeros(nedges, _dtype(w)).at[idx].add(w)[1:]
     if density:
         counts = counts / diff(edges) / reductions.sum(counts)
@@ -1299,7 +1302,7 @@ def _digitize_fn(x: Any, bins: Any, right: bool = False, method: str | None = No
     kw = {} if method is None else {"method": method}
     side = "left" if right else "right"
     n = _shape(bins)[0]
-    return jnp_math.where(bins[-1] >= bins[0], searchsorted(bins, x, side=side, **kw),
+    return jnp_math._where(bins[-1] >= bins[0], searchsorted(bins, x, side=side, **kw),
                      n - searchsorted(bins[::-1], x, side=side, **kw))
 
 
@@ -1431,7 +1434,7 @@ def _argpartition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     # top_k of a 0/1 marker (ties keep the lower index first).
     positions = L.broadcasted_iota(_dtype(bottom), (*_shape(arr)[:-1], 1, n), _ndim(arr))
     taken = reductions.any(bottom[..., :, None] == positions, axis=-2)
-    marker = jnp_math.where(taken, np.float32(0), np.float32(1))
+    marker = jnp_math._where(taken, np.float32(0), np.float32(1))
     top = lr.top_k(marker, n - k - 1)[1]
     return jnp_shape.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
@@ -1491,7 +1494,7 @@ def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, 
     aux = jnp_shape.moveaxis(ar, axis, 0)
     if T.is_complex(_dtype(aux)):
         # One canonical NaN, so that complex NaNs compare (and sort) together.
-        aux = jnp_math.where(jnp_math.isnan(aux), L.full((), np.nan, _dtype(aux)), aux)
+        aux = jnp_math._where(jnp_math.isnan(aux), L.full((), np.nan, _dtype(aux)), aux)
     size, *rest = _shape(aux)
     inner = math.prod(rest)
     if inner == 0:
@@ -1533,7 +1536,7 @@ def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse:
         if _shape(result)[0]:
             valid = L.expand_dims(creation.arange(size) < reductions.sum(mask),
                                     tuple(range(1, _ndim(result))))
-            result = jnp_math.where(valid, result, fill)
+            result = jnp_math._where(valid, result, fill)
         else:
             result = creation.full_like(result, fill, shape=(size, *_shape(result)[1:]))
     result = jnp_shape.moveaxis(result, 0, axis)
@@ -1553,7 +1556,7 @@ def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse:
                 idx = jnp_shape.concatenate([indexing.nonzero(mask)[0], creation.array([n])])
             else:
                 idx = indexing.nonzero(mask, size=size + 1)[0]
-                idx = idx.at[1:].set(jnp_math.where(idx[1:], idx[1:], n))
+                idx = idx.at[1:].set(jnp_math._where(idx[1:], idx[1:], n))
             ret.append(diff(idx))
         elif _shape(ar)[axis]:
             ret.append(creation.full((1,), _shape(ar)[axis], dtype=int))
@@ -1673,8 +1676,8 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
     if not assume_unique:
         # unique(size=n) repeats its first value as padding: not part of the set.
         n_unique = n + 1 - reductions.sum(a == a[0])
-        mask = jnp_math.where(creation.arange(n) < n_unique, mask, False)
-    return jnp_math.where(creation.arange(size) < reductions.sum(mask), a[jnp_math.where(mask, size=size)],
+        mask = jnp_math._where(creation.arange(n) < n_unique, mask, False)
+    return jnp_math._where(creation.arange(size) < reductions.sum(mask), a[indexing.where(mask, size=size)],
                      fill)
 
 
@@ -1734,9 +1737,9 @@ def _intersect1d_size(a: Any, b: Any, assume_unique: bool, return_indices: bool,
     vals = ua[indexing.nonzero(keep, size=size, fill_value=0)[0]] if n else creation.zeros(size, _dtype(a))
     inside = creation.arange(size) < num
     if fill_value is None:
-        vals = jnp_math.where(inside, vals, reductions.max(jnp_math.where(inside, vals, 0)))
-        return jnp_math.where(inside, vals, reductions.min(vals))
-    return jnp_math.where(inside, vals, fill_value)
+        vals = jnp_math._where(inside, vals, reductions.max(jnp_math._where(inside, vals, 0)))
+        return jnp_math._where(inside, vals, reductions.min(vals))
+    return jnp_math._where(inside, vals, fill_value)
 
 
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
@@ -1832,7 +1835,7 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
                          f"axis; got size={size} for a.shape[axis]={_shape(arr)[0]}")
     else:
         mask = L.expand_dims(cond, tuple(range(1, _ndim(arr))))
-        arr = jnp_math.where(mask, arr, creation.array(fill_value, dtype=_dtype(arr)))
+        arr = jnp_math._where(mask, arr, creation.array(fill_value, dtype=_dtype(arr)))
         result = arr[reductions.argsort(cond, stable=True, descending=True)][:size]
     return jnp_shape.moveaxis(result, 0, axis)
 
@@ -2001,7 +2004,7 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
 
 def _modf_fn(x: Any) -> tuple[Any, Any]:
     (x,) = _promote_inexact(x)
-    whole = jnp_math.where(ew.ge(x, L.full((), 0, _dtype(x))), jnp_math.floor(x), jnp_math.ceil(x))
+    whole = jnp_math._where(ew.ge(x, L.full((), 0, _dtype(x))), jnp_math.floor(x), jnp_math.ceil(x))
     return x - whole, whole
 
 
@@ -2030,7 +2033,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Any, ...]:
     oob_pos = idx > 0
     oob_neg = creation.asarray(False) if T.is_unsigned_int(_dtype(idx)) else idx < -1
     # Out-of-range flat indices clip to the last (or first) position, as JAX.
-    return tuple(jnp_math.where(oob_pos, s - 1, jnp_math.where(oob_neg, 0, i)) for s, i in zip(dims, out))
+    return tuple(jnp_math._where(oob_pos, s - 1, jnp_math._where(oob_neg, 0, i)) for s, i in zip(dims, out))
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
@@ -2125,7 +2128,7 @@ def _unpackbits_fn(a: Any, axis: int | None = None, count: int | None = None,
     bits = jnp_shape.reshape(bits, (*_shape(bits)[:-2], -1))
     if count is not None:
         if count > _shape(bits)[-1]:
-            bits = jnp_shape.pad(bits, [(0, 0)] * (_ndim(bits) - 1) + [(0, count - _shape(bits)[-1])])
+            bits = padding.pad(bits, [(0, 0)] * (_ndim(bits) - 1) + [(0, count - _shape(bits)[-1])])
         else:
             bits = bits[..., :count]
     return jnp_shape.swapaxes(bits, axis, -1)
@@ -2156,8 +2159,8 @@ def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np
     interval = period // 2 if T.is_int(_dtype(p)) else period / 2
     dd = diff(p, axis=axis)
     ddmod = jnp_math.mod(dd + interval, period) - interval
-    ddmod = jnp_math.where((ddmod == -interval) & (dd > 0), interval, ddmod)
-    correction = jnp_math.where(jnp_math.abs(dd) < discont, 0, ddmod - dd)
+    ddmod = jnp_math._where((ddmod == -interval) & (dd > 0), interval, ddmod)
+    correction = jnp_math._where(jnp_math.abs(dd) < discont, 0, ddmod - dd)
     ax = canonicalize_axis(axis, _ndim(p))
     head = L.slice_in_dim(p, 0, 1, axis=ax)
     tail = L.slice_in_dim(p, 1, None, axis=ax) + reductions.cumsum(correction, axis=ax)
@@ -2170,16 +2173,6 @@ _unwrap = _jit("unwrap", _unwrap_fn, ("axis",))
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
     arr = _ensure("unwrap", p)
     return _unwrap(arr, discont, axis=operator.index(axis), period=period)
-
-
-def array_equiv(a1: Any, a2: Any) -> Any:
-    x, y = creation.asarray(a1), creation.asarray(a2)
-    try:
-        eq = jnp_math.equal(x, y)
-    except ValueError:
-        # As JAX: a ValueError means "not equivalent" (a TypeError propagates).
-        return creation.array(False)
-    return reductions.all(eq)
 
 
 def _isreal_fn(x: Any) -> Any:
@@ -2213,10 +2206,10 @@ array_str = np.array_str
 
 
 __all__ += [
-    "array_equiv", "array_repr", "array_str", "choose", "compress", "cross", "extract",
-    "get_printoptions", "gradient", "iscomplex", "isreal", "kron", "modf", "packbits",
-    "printoptions", "put_along_axis", "ravel_multi_index", "select", "set_printoptions",
-    "unpackbits", "unravel_index", "unwrap",
+    "array_repr", "array_str", "choose", "compress", "cross", "extract", "get_printoptions",
+    "gradient", "iscomplex", "isreal", "kron", "modf", "packbits", "printoptions",
+    "put_along_axis", "ravel_multi_index", "select", "set_printoptions", "unpackbits",
+    "unravel_index", "unwrap",
 ]
 
 
@@ -2229,7 +2222,6 @@ def _conv_1d(x: Any, y: Any, mode: str, op: str, precision: Any,
     if jnp_shape.ndim(x) != 1 or jnp_shape.ndim(y) != 1:
         raise ValueError(f"{op}() only supports 1-dimensional inputs, got shapes "
                          f"{jnp_shape.shape(x)} and {jnp_shape.shape(y)}.")
-    from spec._src.numpy.math import promote_args, promote_args_inexact
     if preferred_element_type is None:  # NumPy's convolutions return inexact values
         x, y = promote_args_inexact(op, x, y)
     else:  # the caller picks the accumulation type: operands only agree in dtype
@@ -2274,7 +2266,9 @@ convolve = _named_jit("convolve", _convolve,
 correlate = _named_jit("correlate", _correlate,
                       static_argnames=("mode", "precision", "preferred_element_type"))
 
-__all__ += ["convolve", "correlate"]
+__all__ += [
+    "convolve", "correlate",
+]
 
 
 # ============================================ more surface (second batch)
@@ -2459,11 +2453,11 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any, right: Any, period: Any) -> Any
     # Coincident xp points: take the left value rather than divide by ~0.
     eps = np.spacing(np.finfo(np.dtype(_dtype(xp))).eps)
     dx0 = jnp_math.abs(dx) <= eps
-    f = jnp_math.where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp_math.where(dx0, 1, dx)) * df)
+    f = jnp_math._where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp_math._where(dx0, 1, dx)) * df)
     if not ext_left and period is None:
-        f = jnp_math.where(x < xp[0], fp[0] if left is None else left, f)
+        f = jnp_math._where(x < xp[0], fp[0] if left is None else left, f)
     if not ext_right and period is None:
-        f = jnp_math.where(x > xp[-1], fp[-1] if right is None else right, f)
+        f = jnp_math._where(x > xp[-1], fp[-1] if right is None else right, f)
     return f
 
 
@@ -2507,7 +2501,6 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 # ----------------------------------------------------------------- spacing
 
 def _spacing(x: Any) -> Any:
-    from spec._src.numpy.math import promote_args_inexact
     (arr,) = promote_args_inexact("spacing", x)
     dt = _dtype(arr)
     if T.is_complex(dt):
@@ -2518,7 +2511,7 @@ def _spacing(x: Any) -> Any:
     res = ew.nextafter(arr, jnp_math.copysign(inf, arr)) - arr
     # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
     tiny = np.finfo(np.dtype(dt)).smallest_subnormal
-    return jnp_math.where(res == 0, jnp_math.copysign(tiny, arr), res)
+    return jnp_math._where(res == 0, jnp_math.copysign(tiny, arr), res)
 
 
 spacing = _named_jit("spacing", _spacing)
@@ -2547,7 +2540,7 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False, *, inplace: bool = True)
         raise ZeroDivisionError(f"fill_diagonal: val has shape {_shape(val)}, no values to "
                                 f"fill a diagonal of length {n} with")
     reps = -(-n // size)
-    return a.at[idx].set(jnp_shape.tile(flat, reps)[:n])
+    return a.at[idx].set(tiling.tile(flat, reps)[:n])
 
 
 # --------------------------------------------------------- window functions
@@ -2642,7 +2635,6 @@ def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
 
 
 def _i0(x: Any) -> Any:
-    from spec._src.numpy.math import promote_args_inexact
     (x,) = promote_args_inexact("i0", x)
     dt = _dtype(x)
     if not T.is_float(dt):
@@ -2653,9 +2645,9 @@ def _i0(x: Any) -> Any:
     ax = jnp_math.abs(x)
     wx = ax if work == dt else L.convert_element_type(ax, work)
     small = _chbevl(wx / 2 - 2, _I0A)
-    safe = jnp_math.where(wx > 8, wx, 8)  # keeps the unused branch finite
+    safe = jnp_math._where(wx > 8, wx, 8)  # keeps the unused branch finite
     big = _chbevl(32 / safe - 2, _I0B) / jnp_math.sqrt(safe)
-    i0e = jnp_math.where(wx <= 8, small, big)
+    i0e = jnp_math._where(wx <= 8, small, big)
     # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
     return jnp_math.exp(ax) * _convert(i0e, dt, weak)
 
@@ -2824,7 +2816,7 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
         e_i = histogram_bin_edges(sample[:, i], bins_per_dim[i], rng, weights)
         idx = searchsorted(e_i, sample[:, i], side="right")
         # The last bin is closed on the right.
-        bin_idx.append(jnp_math.where(sample[:, i] == e_i[-1], idx - 1, idx))
+        bin_idx.append(jnp_math._where(sample[:, i] == e_i[-1], idx - 1, idx))
         nbins.append(_shape(e_i)[0] + 1)
         edges.append(e_i)
     flat = ravel_multi_index(tuple(bin_idx), tuple(nbins), mode="clip")
@@ -2881,8 +2873,8 @@ def minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
 
 
 __all__ += [
-    "ComplexWarning", "bartlett", "blackman", "c_", "fill_diagonal", "frombuffer",
-    "fromstring", "hamming", "hanning", "histogram2d", "histogramdd", "i0", "interp",
-    "kaiser", "mgrid", "minmax", "ogrid", "poly", "polyadd", "polyder", "polyint", "polymul",
-    "polysub", "polyval", "r_", "spacing", "top_k", "trapezoid",
+    "ComplexWarning", "bartlett", "blackman", "c_", "fill_diagonal", "frombuffer", "fromstring",
+    "hamming", "hanning", "histogram2d", "histogramdd", "i0", "interp", "kaiser", "mgrid",
+    "minmax", "ogrid", "poly", "polyadd", "polyder", "polyint", "polymul", "polysub", "polyval",
+    "r_", "spacing", "top_k", "trapezoid",
 ]

@@ -189,7 +189,7 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
         op = bool_op
     init_val = _init_value(comp, init)
     if where is not None:
-        a = jnp_math.where(where, a, init_val)
+        a = jnp_math._where(where, a, init_val)
     result = _REDUCERS[op](a, dims)
     if initial is not None:
         init_arr = convert(initial, comp)
@@ -312,7 +312,7 @@ def _var_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
     normalizer = ew.sub(normalizer, convert(correction, comp))
     result = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
     result = convert(ew.div(result, normalizer), out_dtype)
-    return jnp_math.where(normalizer > 0, result, np.nan)
+    return jnp_math._where(normalizer > 0, result, np.nan)
 
 
 _var_fn.__name__ = "_var"
@@ -413,7 +413,7 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
         aval = canonical_aval_of(a)
     ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
     if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
-        a = jnp_math.where(_isnan(a), np.array(fill_nan, aval.dtype), a)
+        a = jnp_math._where(_isnan(a), np.array(fill_nan, aval.dtype), a)
     if dtype is None:
         result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
             else aval.dtype
@@ -485,12 +485,12 @@ def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float
     dt = canonical_aval_of(a).dtype
     if not T.is_inexact(dt):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
-    filled = jnp_math.where(_isnan(a), _nan_init(dt, init), a)
+    filled = jnp_math._where(_isnan(a), _nan_init(dt, init), a)
     out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
     if not nan_if_all_nan:
         return out
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
-    return jnp_math.where(all_nan, np.array(np.nan, dt), out)
+    return jnp_math._where(all_nan, np.array(np.nan, dt), out)
 
 
 def _user_dtype(dtype: Any, name: str) -> T.DType | None:
@@ -548,7 +548,7 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     a = convert(a, comp)
     a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
         else convert(mean, comp)
-    centered = jnp_math.where(_isnan(a), 0, ew.sub(a, a_mean))
+    centered = jnp_math._where(_isnan(a), 0, ew.sub(a, a_mean))
     if T.is_complex(comp):
         centered = ew.real(ew.mul(centered, ew.conj(centered)))
     else:
@@ -558,8 +558,8 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     normalizer = normalizer - ddof
     empty = ew.le(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
     result = sum(centered, axis, keepdims=keepdims, where=where)
-    result = jnp_math.where(empty, np.nan, result)
-    divisor = jnp_math.where(empty, 1, normalizer)
+    result = jnp_math._where(empty, np.nan, result)
+    divisor = jnp_math._where(empty, 1, normalizer)
     result_dt = canonical_aval_of(result).dtype
     result = ew.div(result, convert(divisor, result_dt))
     return convert(result, out_dtype)
@@ -581,8 +581,8 @@ def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
         if not T.is_inexact(canonical_aval_of(a).dtype):
             return arg(a, axis=axis, keepdims=keepdims)
         nan_mask = _isnan(a)
-        res = arg(jnp_math.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
-        return jnp_math.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+        res = arg(jnp_math._where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return jnp_math._where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
     fn.__name__ = "_" + name
     return fn
 
@@ -638,7 +638,7 @@ def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: An
     dt = _user_dtype(dtype, "trace")
     a = jnp_shape.moveaxis(a, (axis1, axis2), (-2, -1))
     mask = creation.eye(shape[axis1], shape[axis2], k=offset, dtype=bool)
-    a = jnp_math.where(mask, a, creation.zeros_like(a))
+    a = jnp_math._where(mask, a, creation.zeros_like(a))
     return sum(a, axis=(-2, -1), dtype=dt)
 
 
