@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from spec._src.core import types as T
+from spec._src.core.array import Array
+from spec._src.core.interpreter import Tracer
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import structural_api as L
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import array, asarray
@@ -20,7 +26,7 @@ from spec._src.numpy.math import (
     logical_or,
 )
 from spec._src.numpy.reductions import all as all_
-from spec._src.numpy.util import check_arraylike
+from spec._src.numpy.util import _dtype, _jit, _ndim, check_arraylike
 
 
 def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
@@ -60,6 +66,45 @@ def array_equiv(a1: Any, a2: Any) -> Any:
     return reductions.all(eq)
 
 
+def isscalar(element: Any) -> bool:
+    if np.isscalar(element):
+        return True
+    if isinstance(element, (np.ndarray, Array, Tracer)):
+        return bool(np.ndim(element) == 0) if isinstance(element, np.ndarray) else \
+            _ndim(element) == 0
+    if getattr(element, "__jax_array__", None) is not None:
+        return _ndim(creation.asarray(element)) == 0
+    return False
+
+
+def iterable(y: Any) -> bool:
+    return bool(np.iterable(y))
+
+
+def _isreal_fn(x: Any) -> Any:
+    i = jnp_math.imag(x)
+    return ew.eq(i, L.full((), 0, _dtype(i)))
+
+
+def _iscomplex_fn(x: Any) -> Any:
+    i = jnp_math.imag(x)
+    return ew.ne(i, L.full((), 0, _dtype(i)))
+
+
+_isreal = _jit("isreal", _isreal_fn)
+
+
+_iscomplex = _jit("iscomplex", _iscomplex_fn)
+
+
+def isreal(x: Any) -> Any:
+    return _isreal(x)
+
+
+def iscomplex(x: Any) -> Any:
+    return _iscomplex(x)
+
+
 __all__ = [
-    "allclose", "array_equal", "array_equiv",
+    "allclose", "array_equal", "array_equiv", "iscomplex", "isreal", "isscalar", "iterable",
 ]

@@ -26,9 +26,14 @@ from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import reductions_api as lr
 from spec._src.lax import structural_api as L
+from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
     _agree,
+    _convert,
+    _ensure,
+    _jit,
+    _promote_inexact,
     check_arraylike,
     check_for_prngkeys,
     promote_dtypes,
@@ -1267,6 +1272,127 @@ def lcm(x1: Any, x2: Any, /) -> Any:
     return _lcm(x1, x2)
 
 
+def acos(x: Any, /) -> Any:
+    return arccos(x)
+
+
+def acosh(x: Any, /) -> Any:
+    return arccosh(x)
+
+
+def asin(x: Any, /) -> Any:
+    return arcsin(x)
+
+
+def asinh(x: Any, /) -> Any:
+    return arcsinh(x)
+
+
+def atan(x: Any, /) -> Any:
+    return arctan(x)
+
+
+def atanh(x: Any, /) -> Any:
+    return arctanh(x)
+
+
+def atan2(x1: Any, x2: Any, /) -> Any:
+    return arctan2(x1, x2)
+
+
+def _modf_fn(x: Any) -> tuple[Any, Any]:
+    (x,) = _promote_inexact(x)
+    whole = _where(ew.ge(x, L.full((), 0, _dtype(x))), floor(x), ceil(x))
+    return x - whole, whole
+
+
+_modf = _jit("modf", _modf_fn)
+
+
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
+    arr = _ensure("modf", x)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    result: tuple[Any, Any] = _modf(arr)
+    return result
+
+
+def _spacing(x: Any) -> Any:
+    (arr,) = promote_args_inexact("spacing", x)
+    dt = _dtype(arr)
+    if T.is_complex(dt):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = L.full_like(arr, np.inf)
+    if dt == T.float16:  # JAX steps float16 towards +inf only
+        return ew.nextafter(arr, inf) - arr
+    res = ew.nextafter(arr, copysign(inf, arr)) - arr
+    # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
+    tiny = np.finfo(np.dtype(dt)).smallest_subnormal
+    return _where(res == 0, copysign(tiny, arr), res)
+
+
+spacing = _named_jit("spacing", _spacing)
+
+
+# ---------------------------------------------------------------------- i0
+# Cephes' Chebyshev coefficients for exp(-|x|) I0(x) on [0, 8] and 8 < |x|.
+_I0A: tuple[float, ...] = (
+    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
+    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
+    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11, 9.675809035373237e-11,
+    -5.189795601635263e-10, 2.6598237246823866e-09, -1.300025009986248e-08,
+    6.046995022541919e-08, -2.670793853940612e-07, 1.1173875391201037e-06,
+    -4.4167383584587505e-06, 1.6448448070728896e-05, -5.754195010082104e-05,
+    0.00018850288509584165, -0.0005763755745385824, 0.0016394756169413357,
+    -0.004324309995050576, 0.010546460394594998, -0.02373741480589947, 0.04930528423967071,
+    -0.09490109704804764, 0.17162090152220877, -0.3046826723431984, 0.6767952744094761,
+)
+
+
+_I0B: tuple[float, ...] = (
+    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17, 3.461222867697461e-17,
+    -2.8276239805165836e-16, -3.425485619677219e-16, 1.7725601330565263e-15,
+    3.8116806693526224e-15, -9.554846698828307e-15, -4.150569347287222e-14,
+    1.54008621752141e-14, 3.8527783827421426e-13, 7.180124451383666e-13,
+    -1.7941785315068062e-12, -1.3215811840447713e-11, -3.1499165279632416e-11,
+    1.1889147107846439e-11, 4.94060238822497e-10, 3.3962320257083865e-09, 2.266668990498178e-08,
+    2.0489185894690638e-07, 2.8913705208347567e-06, 6.889758346916825e-05,
+    0.0033691164782556943, 0.8044904110141088,
+)
+
+
+def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
+    """Clenshaw's recurrence for a Chebyshev series at t (vectorised, traceable)."""
+    b0 = creation.zeros_like(t)
+    b1 = creation.zeros_like(t)
+    b2 = b1
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = t * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def _i0(x: Any) -> Any:
+    (x,) = promote_args_inexact("i0", x)
+    dt = _dtype(x)
+    if not T.is_float(dt):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {dt.name}")
+    # Narrow floats are evaluated in float32 and rounded back, as XLA does.
+    work = T.float32 if np.dtype(dt).itemsize < 4 else dt
+    weak = _aval(x).weak_type
+    ax = abs(x)
+    wx = ax if work == dt else L.convert_element_type(ax, work)
+    small = _chbevl(wx / 2 - 2, _I0A)
+    safe = _where(wx > 8, wx, 8)  # keeps the unused branch finite
+    big = _chbevl(32 / safe - 2, _I0B) / sqrt(safe)
+    i0e = _where(wx <= 8, small, big)
+    # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
+    return exp(ax) * _convert(i0e, dt, weak)
+
+
+i0 = _named_jit("i0", _i0)
+
+
 __all__ = [
     "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctan2", "arctanh", "around", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
@@ -1279,5 +1405,6 @@ __all__ = [
     "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round", "sign", "sin",
     "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "copysign",
     "frexp", "gcd", "isclose", "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2",
-    "nan_to_num", "signbit", "sinc",
+    "nan_to_num", "signbit", "sinc", "i0", "spacing", "modf", "acos", "acosh", "asin", "asinh",
+    "atan", "atan2", "atanh",
 ]

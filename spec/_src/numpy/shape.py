@@ -8,6 +8,7 @@ leave no trace in a jaxpr and are plain functions here.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import operator
@@ -22,17 +23,19 @@ from spec._src.core.interpreter import Tracer, canonical_aval_of
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
-from spec._src.numpy import creation
+from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import _broadcast_to_unsharded, array, asarray
 from spec._src.numpy.math import _as_array, _named_jit, remainder
-from spec._src.numpy.util import check_arraylike, promote_dtypes
+from spec._src.numpy.util import _index, _ndim, _shape, check_arraylike, promote_dtypes
 
 __all__ = [
     "array_split", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
     "broadcast_to", "concatenate", "expand_dims", "flip", "hstack", "matrix_transpose", "moveaxis",
     "ndim", "permute_dims", "ravel", "reshape", "shape", "size", "split", "squeeze", "stack",
-    "swapaxes", "transpose", "tril", "triu", "vstack", "roll",
+    "swapaxes", "transpose", "tril", "triu", "vstack", "roll", "block", "broadcast_shapes",
+    "column_stack", "concat", "dsplit", "dstack", "fliplr", "flipud", "hsplit", "rollaxis",
+    "rot90", "unstack", "vsplit",
 ]
 
 
@@ -313,7 +316,6 @@ def _roll_static_fn(a: Any) -> Any:
     return L.concatenate([L.slice_in_dim(a, i, n), L.slice_in_dim(a, 0, i)], 0)
 
 
-# ===================================================================== pad
 
 
 # ================================================================ tril / triu
@@ -539,3 +541,177 @@ def _canonical_axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
         raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
     return axis % ndim
+
+
+def _moveaxis(a: Any, src: int, dst: int) -> Any:
+    return moveaxis(a, src, dst)
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
+    check_arraylike("concat", *arrays)
+    return concatenate(arrays, axis=axis)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    arr = util._ensure("unstack", x)
+    if _ndim(arr) == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
+                         "passed.")
+    return tuple(L.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+
+
+def fliplr(m: Any) -> Any:
+    return flip(util._ensure("fliplr", m), 1)
+
+
+def flipud(m: Any) -> Any:
+    return flip(util._ensure("flipud", m), 0)
+
+
+def _rot90_fn(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    nd = _ndim(m)
+    if nd < 2:
+        raise ValueError(f"rot90 requires its first argument to have ndim at least two, but got "
+                         f"first argument of shape {_shape(m)}, which has ndim {nd}")
+    ax1, ax2 = (canonicalize_axis(a, nd) for a in axes)
+    if ax1 == ax2:
+        raise ValueError(f"rot90: axes must be different, got {axes}")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, ax1), ax2)
+    perm = list(range(nd))
+    perm[ax1], perm[ax2] = perm[ax2], perm[ax1]
+    if k == 1:
+        return transpose(flip(m, ax2), perm)
+    return flip(transpose(m, perm), ax2)
+
+
+_rot90 = util._jit("rot90", _rot90_fn, ("k", "axes"))
+
+
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    arr = util._ensure("rot90", m)
+    axes_t = tuple(operator.index(a) for a in axes)
+    if len(axes_t) != 2:
+        raise ValueError(f"rot90: axes must be a pair of ints, got {axes}")
+    return _rot90(arr, k=operator.index(k), axes=axes_t)
+
+
+def _rollaxis_fn(a: Any, axis: int, start: int = 0) -> Any:
+    nd = _ndim(a)
+    ax = canonicalize_axis(axis, nd)
+    if not -nd <= start <= nd:
+        raise ValueError(f"start={start} must satisfy {-nd}<=start<={nd}")
+    if start < 0:
+        start += nd
+    if start > ax:
+        start -= 1
+    return moveaxis(a, ax, start)
+
+
+_rollaxis = util._jit("rollaxis", _rollaxis_fn, ("axis", "start"))
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    arr = util._ensure("rollaxis", a)
+    start = _index(start, "'start' argument of jnp.rollaxis()")
+    return _rollaxis(arr, axis=operator.index(axis), start=start)
+
+
+def _as_sequence(name: str, tup: Any) -> list[Any]:
+    """A stacking function's argument as a list of arrays: an array stands for
+    the sequence of its leading-axis slices."""
+    if isinstance(tup, (np.ndarray, Array, Tracer)):
+        arr = L.asarray(tup)
+        if _ndim(arr) == 0:
+            raise ValueError(f"{name}: a 0-d array is not a sequence of arrays")
+        return list(unstack(arr))
+    check_arraylike(name, *tup)
+    return [L.asarray(t) for t in tup]
+
+
+def column_stack(tup: Any) -> Any:
+    is_array = isinstance(tup, (np.ndarray, Array, Tracer))
+    arrs = _as_sequence("column_stack", tup)
+    if is_array and _ndim(L.asarray(tup)) >= 3:
+        return concatenate(arrs, axis=1)
+    # As JAX: each entry of a <3-d array input becomes a column; list entries
+    # become columns when they are 1-d (or scalars).
+    cols = [atleast_2d(a).T if (is_array or _ndim(a) < 2) else a for a in arrs]
+    return concatenate(cols, axis=1)
+
+
+def dstack(tup: Any, dtype: Any = None) -> Any:
+    arrs = _as_sequence("dstack", tup)
+    return concatenate([atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
+
+
+def _split_along(name: str, ary: Any, sections: Any, axis: int, min_ndim: int) -> list[Any]:
+    arr = util._ensure(name, ary)
+    if _ndim(arr) < min_ndim:
+        # JAX fails reading the missing axis of the shape: an IndexError.
+        raise IndexError(f"{name} requires an array of at least {min_ndim} dimensions, got "
+                         f"shape {_shape(arr)}")
+    return _split(name, arr, sections, axis)
+
+
+def hsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    arr = util._ensure("hsplit", ary)
+    return _split_along("hsplit", arr, indices_or_sections, 0 if _ndim(arr) == 1 else 1, 1)
+
+
+def vsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    return _split_along("vsplit", ary, indices_or_sections, 0, 1)
+
+
+def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    return _split_along("dsplit", ary, indices_or_sections, 2, 3)
+
+
+def _atleast_nd(x: Any, n: int) -> Any:
+    nd = _ndim(x)
+    return x if nd >= n else L.expand_dims(x, tuple(range(n - nd)))
+
+
+def _block_rec(xs: Any) -> tuple[Any, int]:
+    if isinstance(xs, tuple):
+        raise ValueError(f"jax.numpy.block does not allow tuples, got {xs}")  # noqa: TRY004 (JAX raises ValueError)
+    if isinstance(xs, list):
+        if not xs:
+            raise ValueError("jax.numpy.block does not allow empty list arguments")
+        parts = [_block_rec(x) for x in xs]
+        depth = parts[0][1]
+        if any(d != depth for _, d in parts[1:]):
+            raise ValueError("Mismatched list depths in jax.numpy.block")
+        rank = builtins.max(depth, builtins.max(_ndim(p) for p, _ in parts))
+        return concatenate([_atleast_nd(p, rank) for p, _ in parts], axis=-depth), depth + 1
+    return creation.asarray(xs), 1
+
+
+def _block_fn(arrays: Any) -> Any:
+    return _block_rec(arrays)[0]
+
+
+_block = util._jit("block", _block_fn)
+
+
+def block(arrays: Any) -> Any:
+    return _block(arrays)
+
+
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    if not shapes:
+        return ()
+    tuples = [(s,) if np.ndim(s) == 0 else tuple(s) for s in shapes]
+    dims = [tuple(operator.index(d) for d in s) for s in tuples]
+    rank = builtins.max(len(s) for s in dims)
+    padded = [(1,) * (rank - len(s)) + s for s in dims]
+    out = []
+    for sizes in zip(*padded):
+        big = {d for d in sizes if d != 1}
+        if len(big) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(tuples)}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)

@@ -39,7 +39,7 @@ from spec._src.lax.prng import (
     register_gamma_sampler,
 )
 from spec._src.lax.scan_api import scan
-from spec._src.numpy import creation, indexing, linalg, more, reductions
+from spec._src.numpy import creation, indexing, linalg, reductions, sorting
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.linalg import linalg as jnp_linalg
@@ -297,7 +297,8 @@ def fold_in(key: Any, data: Any) -> Any:
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of"
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    return _return_keys(wrapped, random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
+    return _return_keys(wrapped,
+                        random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
 
 
 def clone(key: Any) -> Any:
@@ -595,7 +596,7 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
         high, low = _uniform(key, minval=0., maxval=1., shape=(2, *shape), dtype=dtype)
         nmant = int(info.nmant)
         x = jnp_math._where(high >= 0.5, high,
-                      high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
+                            high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
         return -jnp_math.log(-jnp_math.log1p(-x))
     return -jnp_math.log(-jnp_math.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
                                        dtype=dtype)))
@@ -720,7 +721,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
         if replace:
             p_cuml = reductions.cumsum(p_arr)
             r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
-            ind = more.searchsorted(p_cuml, r).astype(int)
+            ind = sorting.searchsorted(p_cuml, r).astype(int)
         else:
             g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp_math.log(p_arr)
             ind = lr.top_k(g, k=n_draws)[1].astype(int)
@@ -1563,7 +1564,7 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
 def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DType) -> Any:
     key, count, prob = _staged_args(key, count, prob)
     if shape is None:
-        shape = more.broadcast_shapes(np.shape(count), np.shape(prob))
+        shape = jnp_shape.broadcast_shapes(np.shape(count), np.shape(prob))
     else:
         _check_shape("binomial", shape, np.shape(count), np.shape(prob))
     (prob,) = _promote_dtypes_inexact(prob)
