@@ -22,7 +22,8 @@ from spec._src.numpy.util import check_arraylike
 
 __all__ = [
     "arange", "array", "asarray", "copy", "empty", "empty_like", "eye", "full", "full_like",
-    "identity", "linspace", "ones", "ones_like", "tri", "zeros", "zeros_like",
+    "identity", "linspace", "ones", "ones_like", "tri", "zeros", "zeros_like", "frombuffer",
+    "fromstring",
 ]
 
 
@@ -563,3 +564,10 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     j = L.broadcasted_iota(T.int32, (n, m), 1)
     return L.convert_element_type(shifted >= j, dt)
 
+
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Any:
+    return asarray(np.frombuffer(buffer=buffer, dtype=dtype, count=count, offset=offset))
+
+
+def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) -> Any:
+    return asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))

@@ -19,21 +19,15 @@ from spec._src.core import types as T
 from spec._src.numpy.creation import asarray
 
 __all__ = [
-    # concrete scalar types ("bool" is served by __getattr__ below)
-    "bool", "bool_", "int1", "int2", "int4", "int8", "int16", "int32", "int64",
-    "uint1", "uint2", "uint4", "uint8", "uint16", "uint32", "uint64",
-    "bfloat16", "float16", "float32", "float64", "float4_e2m1fn", "float6_e2m3fn",
-    "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
-    "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-    "complex64", "complex128",
-    # aliases
-    "int_", "uint", "float_", "complex_", "single", "double", "csingle", "cdouble",
-    # NumPy's abstract classes
-    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact", "floating",
-    "complexfloating", "character", "flexible", "object_",
-    # functions
-    "can_cast", "dtype", "finfo", "iinfo", "iscomplexobj", "isdtype", "isrealobj",
-    "issubdtype", "promote_types", "result_type",
+    "bool", "bool_", "int1", "int2", "int4", "int8", "int16", "int32", "int64", "uint1", "uint2",
+    "uint4", "uint8", "uint16", "uint32", "uint64", "bfloat16", "float16", "float32", "float64",
+    "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+    "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+    "float8_e8m0fnu", "complex64", "complex128", "int_", "uint", "float_", "complex_", "single",
+    "double", "csingle", "cdouble", "generic", "number", "integer", "signedinteger",
+    "unsignedinteger", "inexact", "floating", "complexfloating", "character", "flexible",
+    "object_", "can_cast", "dtype", "finfo", "iinfo", "iscomplexobj", "isdtype", "isrealobj",
+    "issubdtype", "promote_types", "result_type", "ComplexWarning",
 ]
 
 
@@ -235,6 +229,9 @@ def iscomplexobj(x: Any) -> bool:
 def isrealobj(x: Any) -> bool:
     """True unless ``x`` has a complex type."""
     return not iscomplexobj(x)
+
+
+ComplexWarning = np.exceptions.ComplexWarning
 
 
 # int1/uint1 are listed only when this ml_dtypes provides them.

@@ -10,7 +10,9 @@ transposed dimension numbers of that gather.
 
 from __future__ import annotations
 
+import builtins
 import enum
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,13 +31,21 @@ from spec._src.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
-from spec._src.numpy import creation
+from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.numpy import creation, reductions, util
 from spec._src.numpy import math as jnp_math
-from spec._src.numpy import reductions
 from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.math import _where
+from spec._src.numpy.ranges import _grid_1d
+from spec._src.numpy.shape import ravel
+from spec._src.numpy.util import _dtype, _ensure, _index, _jit, _shape, check_arraylike
 
-__all__ = ["getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero",
-           "diagonal", "diag"]
+__all__ = [
+    "getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero", "diagonal", "diag",
+    "where", "c_", "r_", "choose", "compress", "put_along_axis", "ravel_multi_index", "select",
+    "unravel_index", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_",
+    "mask_indices", "s_", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
+]
 
 INDEX_DTYPE = np.dtype(np.int32)
 
@@ -714,7 +724,7 @@ class _IndexUpdateRef:
             rounds = int(np.max(np.asarray(counts), initial=0))
         for i in range(rounds):
             y = _convert(func(x), aval.dtype, aval.weak_type)
-            x = jnp_math.where(counts > i, y, x)
+            x = jnp_math._where(counts > i, y, x)
         return x
 
 
@@ -784,7 +794,6 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
 
 def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = None,
                         fill_value: Any = None) -> Any:
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("take_along_axis", arr, indices)
     a, idx = _asarray(arr), _asarray(indices)
     idx_aval = canonical_aval_of(idx)
@@ -865,7 +874,6 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     """Indices of the non-zero entries, one int array per axis. Without
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("nonzero", a)
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
@@ -902,7 +910,7 @@ def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tu
     flat = L.reshape(arr, (aval.size,))
     mask = flat if aval.dtype == T.bool_ else jnp_math.not_equal(flat, 0)
     slot = reductions.cumsum(mask.astype(INDEX_DTYPE)) - 1
-    slot = jnp_math.where(mask, slot, size)  # zeros land past the end and are dropped
+    slot = jnp_math._where(mask, slot, size)  # zeros land past the end and are dropped
     positions = creation.zeros((size,), INDEX_DTYPE).at[slot].set(
         creation.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
     valid = creation.arange(size, dtype=INDEX_DTYPE) < reductions.sum(mask.astype(INDEX_DTYPE))
@@ -911,26 +919,23 @@ def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tu
     for dim, f in zip(aval.shape, fills):
         stride //= max(dim, 1)
         coord = (positions // max(stride, 1)) % max(dim, 1)
-        out.append(jnp_math.where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
+        out.append(jnp_math._where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
     return tuple(out)
 
 
 def _where_one_arg(condition: Any, size: int | None = None, fill_value: Any = None
                    ) -> tuple[Any, ...]:
     """``jnp.where(condition)``: the same as ``jnp.nonzero(condition)``."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("where", condition)
     return nonzero(condition, size=size, fill_value=fill_value)
 
 
 def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
-    from spec._src.numpy.shape import ravel
     return nonzero(ravel(a), size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """One row of indices per non-zero entry: shape (count, a.ndim)."""
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("argwhere", a)
     nd = canonical_aval_of(_asarray(a)).ndim
     result = jnp_shape.transpose(jnp_shape.vstack(nonzero(jnp_shape.atleast_1d(a), size=size,
@@ -963,7 +968,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
     import operator
 
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("diagonal", a)
     if isinstance(offset, Tracer):
         from spec._src.core.errors import ConcretizationTypeError
@@ -980,7 +984,7 @@ def _diag_fn(v: Any, k: int = 0) -> Any:
         zero = L.full_like(v, 0, shape=())
         n = shape[0] + abs(k)
         v = L.pad(v, zero, ((max(0, -k), max(0, k), 0),))
-        return jnp_math.where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
+        return jnp_math._where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
     if len(shape) == 2:
         return diagonal(v, offset=k)
     raise ValueError("diag input must be 1d or 2d")
@@ -991,7 +995,6 @@ def diag(v: Any, k: int = 0) -> Any:
     gives its ``k``-th diagonal."""
     import operator
 
-    from spec._src.numpy.util import check_arraylike
     check_arraylike("diag", v)
     return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))
 
@@ -1038,3 +1041,383 @@ def _install_array_methods() -> None:
 
 
 _install_array_methods()
+
+
+def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
+          fill_value: Any = None) -> Any:
+    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
+    With only ``condition``, the indices of its nonzero elements."""
+    if x is None and y is None:
+        return _where_one_arg(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                         "function.")
+    if x is None or y is None:
+        raise ValueError("Either both or neither of the x and y arguments should be provided "
+                         f"to jax.numpy.where, got {x} and {y}.")
+    return _where(condition, x, y)
+
+
+def indices(dimensions: Sequence[int], dtype: Any = None,
+            sparse: bool = False) -> Any:
+    dt = T.to_dtype(int if dtype is None else dtype, "indices")
+    dims = tuple(_index(d, "dimensions argument of jnp.indices") for d in dimensions)
+    n = len(dims)
+    out = []
+    for i, d in enumerate(dims):
+        shape = (1,) * i + (d,) + (1,) * (n - i - 1) if sparse else dims
+        out.append(L.broadcast_in_dim(L.iota(dt, d), shape, (i,)))
+    if sparse:
+        return tuple(out)
+    return jnp_shape.stack(out, 0) if out else creation.array([], dtype=dt)
+
+
+def _triu_size(n: int, m: int, k: int) -> int:
+    """How many (i, j) in an n x m grid have j - i >= k."""
+    if k < 0:
+        return n * m - _triu_size(m, n, 1 - k)
+    if k >= m:
+        return 0
+    mk = builtins.min(n, m - k)
+    return mk * (mk + 1) // 2 + mk * (m - k - mk)
+
+
+def _tri_indices(name: str, n: Any, k: Any, m: Any, lower: bool) -> tuple[Any, Any]:
+    n = _index(n, f"n argument of jnp.{name}")
+    k = _index(k, f"k argument of jnp.{name}")
+    m = n if m is None else _index(m, f"m argument of jnp.{name}")
+    if lower:
+        mask, size = jnp_shape.tril(creation.ones((n, m)), k=k), _triu_size(m, n, -k)
+    else:
+        mask, size = jnp_shape.triu(creation.ones((n, m)), k=k), _triu_size(n, m, k)
+    i, j = nonzero(mask, size=size)
+    return i, j
+
+
+def tril_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    return _tri_indices("tril_indices", n, k, m, True)
+
+
+def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
+    return _tri_indices("triu_indices", n, k, m, False)
+
+
+def _shape_2d(name: str, arr: Any) -> tuple[int, ...]:
+    if hasattr(arr, "shape"):
+        shape = tuple(arr.shape)
+    else:
+        shape = _shape(_ensure(name, arr))
+    if len(shape) != 2:
+        raise ValueError(f"{name}: only 2-D inputs are accepted, got shape {shape}")
+    return shape
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    s = _shape_2d("tril_indices_from", arr)
+    return tril_indices(s[0], k=k, m=s[1])
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    s = _shape_2d("triu_indices_from", arr)
+    return triu_indices(s[0], k=k, m=s[1])
+
+
+def diag_indices(n: int, ndim: int = 2) -> tuple[Any, ...]:
+    n = _index(n, "'n' argument of jnp.diag_indices()")
+    ndim = _index(ndim, "'ndim' argument of jnp.diag_indices()")
+    if n < 0:
+        raise ValueError(f"n argument to diag_indices must be nonnegative, got {n}")
+    if ndim < 0:
+        raise ValueError(f"ndim argument to diag_indices must be nonnegative, got {ndim}")
+    # The smallest signed type that holds n, but never narrower than the default int.
+    dt = T.default_int() if n <= np.iinfo(np.int32).max else T.int64
+    return (L.iota(dt, n),) * ndim
+
+
+def diag_indices_from(arr: Any) -> tuple[Any, ...]:
+    a = _ensure("diag_indices_from", arr)
+    nd = util._ndim(a)
+    if nd < 2:
+        raise ValueError(f"input array must be at least 2-d, got shape {_shape(a)}")
+    if len(set(_shape(a))) != 1:
+        raise ValueError(f"All dimensions of input must be of equal length, got {_shape(a)}")
+    return diag_indices(_shape(a)[0], ndim=nd)
+
+
+def ix_(*args: Any) -> tuple[Any, ...]:
+    check_arraylike("ix", *args)
+    arrs = [L.asarray(a) for a in args]
+    n = len(arrs)
+    out = []
+    for i, a in enumerate(arrs):
+        if util._ndim(a) != 1:
+            raise ValueError(f"Arguments to jax.numpy.ix_ must be 1-dimensional, got shape "
+                             f"{_shape(a)}")
+        if _dtype(a) == T.bool_:
+            raise NotImplementedError("Boolean arguments to jax.numpy.ix_ are not implemented")
+        shape = [1] * n
+        shape[i] = _shape(a)[0]
+        if shape[i] == 0:
+            out.append(L.full(tuple(shape), 0, T.canonicalize_dtype(np.dtype(np.intp))))
+        else:
+            out.append(L.broadcast_in_dim(a, tuple(shape), (i,)))
+    return tuple(out)
+
+
+def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
+                 size: int | None = None) -> tuple[Any, Any]:
+    i, j = nonzero(mask_func(creation.ones((n, n)), k), size=size)
+    return i, j
+
+
+# NumPy's index-expression builders; JAX re-exports the very same objects.
+index_exp = np.index_exp
+
+
+s_ = np.s_
+
+
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"condlist must have length equal to choicelist ({len(condlist)} vs "
+                         f"{len(choicelist)})")
+    if not condlist:
+        raise ValueError("condlist must be non-empty")
+    check_arraylike("select", *condlist, *choicelist, default)
+    conds = [creation.asarray(c) for c in condlist]
+    choices = util._promote(creation.asarray(default), *[creation.asarray(c) for c in choicelist])
+    # The first true condition wins; index 0 (the default) where none holds.
+    stacked = jnp_shape.stack(jnp_shape.broadcast_arrays(False, *conds))
+    idx = reductions.argmax(jnp_shape.astype(stacked, bool), axis=0)
+    return ew.select_n(*jnp_shape.broadcast_arrays(idx, *choices))
+
+
+def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Any:
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+    items = [a, *choices]
+    check_arraylike("choose", *items)
+    idx, *opts = [L.asarray(v) for v in items]
+    if not T.is_int(_dtype(idx)):
+        raise ValueError(f"`a` array must be integer typed, got {_dtype(idx).name}")
+    n = len(opts)
+    if mode == "raise":
+        value = util._concrete(idx, "jnp.choose was jit-compiled with mode='raise'. Use "
+                          "mode='wrap' or mode='clip' instead.")
+        if np.any((value < 0) | (value >= n)):
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
+        idx = idx % n
+    elif mode == "clip":
+        idx = jnp_math.clip(idx, 0, n - 1)
+    else:
+        raise ValueError(f"mode={mode!r} not understood. Must be 'raise', 'wrap', or 'clip'")
+    idx, *opts = jnp_shape.broadcast_arrays(idx, *opts)
+    return creation.array(opts)[(idx, *indices(_shape(idx), sparse=True))]
+
+
+def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
+             fill_value: Any = 0, out: None = None) -> Any:
+    check_arraylike("compress", condition, a, fill_value)
+    cond = jnp_shape.astype(L.asarray(condition), bool)
+    arr = L.asarray(a)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+    if util._ndim(cond) != 1:
+        raise ValueError(f"condition must be a 1D array, got shape {_shape(cond)}")
+    if axis is None:
+        axis = 0
+        arr = jnp_shape.ravel(arr)
+    else:
+        arr = jnp_shape.moveaxis(arr, axis, 0)
+    n = _shape(arr)[0]
+    cond, extra = cond[:n], cond[n:]
+    arr = arr[:_shape(cond)[0]]
+    if size is None:
+        msg = ("The size argument of jnp.compress must be specified in order to use "
+               "jnp.compress within JAX transformations like jax.jit.")
+        c = util._concrete(cond, msg)
+        if util._concrete(extra, msg).any():
+            raise ValueError("condition contains entries that are out of bounds")
+        result = arr[c]
+    elif not 0 <= size <= _shape(arr)[0]:
+        raise ValueError(f"size must be positive and not greater than the size of the array "
+                         f"axis; got size={size} for a.shape[axis]={_shape(arr)[0]}")
+    else:
+        mask = L.expand_dims(cond, tuple(range(1, util._ndim(arr))))
+        arr = jnp_math._where(mask, arr, creation.array(fill_value, dtype=_dtype(arr)))
+        result = arr[reductions.argsort(cond, stable=True, descending=True)][:size]
+    return jnp_shape.moveaxis(result, 0, axis)
+
+
+def _put_along_axis_fn(arr: Any, indices: Any, values: Any, axis: int | None,
+                       mode: str | None = None) -> Any:
+    shape = _shape(arr)
+    if axis is None:
+        arr = jnp_shape.ravel(arr)
+        ax = 0
+    else:
+        ax = canonicalize_axis(axis, util._ndim(arr))
+    if util._ndim(arr) != util._ndim(indices):
+        raise ValueError("put_along_axis arguments 'arr' and 'indices' must have same ndim. "
+                         f"Got arr.ndim={util._ndim(arr)} and indices.ndim={util._ndim(indices)}.")
+    try:
+        values = jnp_shape.broadcast_to(values, _shape(indices))
+    except (ValueError, TypeError):
+        raise ValueError("put_along_axis argument 'values' must be broadcastable to "
+                         f"'indices'. Got values.shape={_shape(values)} and "
+                         f"indices.shape={_shape(indices)}.") from None
+    # Index every other axis by its own (broadcast) position.
+    idx = []
+    for d in range(util._ndim(arr)):
+        if d == ax:
+            idx.append(indices)
+        else:
+            s = [1] * util._ndim(arr)
+            s[d] = _shape(indices)[d]
+            idx.append(jnp_shape.reshape(creation.arange(_shape(indices)[d]), tuple(s)))
+    out = arr.at[tuple(idx)].set(values, mode=mode)
+    return jnp_shape.reshape(out, shape) if axis is None else out
+
+
+_put_along_axis = _jit("put_along_axis", _put_along_axis_fn, ("axis", "mode"))
+
+
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None, inplace: bool = True,
+                   *, mode: str | None = None) -> Any:
+    if inplace:
+        raise ValueError("jax.numpy.put_along_axis cannot modify arrays in-place, because JAX "
+                         "arrays are immutable. Pass inplace=False to instead return an "
+                         "updated array.")
+    a, i, v = _ensure("put_along_axis", arr, indices, values)
+    return _put_along_axis(a, i, v, axis=axis, mode=mode)
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple[Any, ...]:
+    idx = _ensure("unravel_index", indices)
+    try:
+        dims = list(shape)
+    except TypeError:
+        dims = [shape]
+    if any(np.ndim(s) != 0 for s in dims):
+        raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
+    out: list[Any] = [0] * len(dims)
+    for i, s in reversed(list(enumerate(dims))):
+        idx, out[i] = jnp_math.divmod(idx, s)
+    oob_pos = idx > 0
+    oob_neg = creation.asarray(False) if T.is_unsigned_int(_dtype(idx)) else idx < -1
+    # Out-of-range flat indices clip to the last (or first) position, as JAX.
+    return tuple(jnp_math._where(oob_pos, s - 1, jnp_math._where(oob_neg, 0, i))
+                 for s, i in zip(dims, out))
+
+
+def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
+                      order: str = "C", *, dtype: Any = None) -> Any:
+    if len(multi_index) != len(dims):
+        raise ValueError(f"ravel_multi_index: len(multi_index)={len(multi_index)} != "
+                         f"len(dims)={len(dims)}")
+    dims_t = tuple(_index(d, "in `dims` argument of ravel_multi_index().") for d in dims)
+    check_arraylike("ravel_multi_index", *multi_index)
+    idx = [L.asarray(i) for i in multi_index]
+    if dtype is None:
+        dt = T.result_type_and_weak(int, *idx)[0]
+    else:
+        dt = T.to_dtype(dtype, "ravel_multi_index")
+    if not T.is_int(dt):
+        raise ValueError(f"dtype={dt} is not an integer type.")
+    if math.prod(dims_t) - 1 > np.iinfo(dt).max:
+        raise ValueError(f"jnp.ravel_multi_index: dtype={dt} not large enough to hold "
+                         f"flattened index for dims={dims_t}.")
+    for i in idx:
+        if mode == "raise":
+            util._concrete(i, "ravel_multi_index was jit-compiled with mode='raise'. Use "
+                      "mode='wrap' or mode='clip' instead.")
+        if not T.is_int(_dtype(i)):
+            raise TypeError(f"only int indices permitted, got {_dtype(i).name}")
+    if mode == "raise":
+        if any(np.any((util._concrete(i, "") < 0) | (util._concrete(i, "") >= d))
+               for i, d in zip(idx, dims_t)):
+            raise ValueError("invalid entry in coordinates array")
+    elif mode == "clip":
+        idx = [jnp_math.clip(i, 0, d - 1) for i, d in zip(idx, dims_t)]
+    elif mode == "wrap":
+        idx = [i % d for i, d in zip(idx, dims_t)]
+    elif mode != "ignore":
+        raise ValueError(f"invalid mode={mode!r}. Expected 'raise', 'wrap', 'clip', or "
+                         "'ignore'.")
+    if order == "F":
+        strides = np.cumprod((1,) + dims_t[:-1])
+    elif order == "C":
+        strides = np.cumprod((1,) + dims_t[1:][::-1])[::-1]
+    else:
+        raise ValueError(f"invalid order={order!r}. Expected 'C' or 'F'")
+    result = creation.array(0, dtype=dt)
+    for i, s in zip(idx, strides):
+        result = result + jnp_shape.astype(i, dt) * int(s)
+    return result
+
+
+class _AxisConcat:
+    """r_/c_: concatenate slices, arrays and scalars along an axis."""
+    axis: int = 0
+    ndmin: int = 1
+    trans1d: int = -1
+    op_name: str = "r_"
+
+    def __getitem__(self, key: Any) -> Any:
+        items: tuple[Any, ...] = key if isinstance(key, tuple) else (key,)
+        params = [self.axis, self.ndmin, self.trans1d, -1]
+        if items and isinstance(items[0], str):
+            directive, items = items[0], items[1:]
+            if directive == "r":
+                params[-1] = 0
+            elif directive == "c":
+                params[-1] = 1
+            else:
+                vec: list[Any] = directive.split(",")
+                vec = vec + params[len(vec):] if len(vec) < 4 else vec[:3] + [params[-1]]
+                try:
+                    params = [int(v) for v in vec]
+                except ValueError as err:
+                    raise ValueError(f"could not understand directive {directive!r}") from err
+        axis, ndmin, trans1d, matrix = params
+        out = []
+        for item in items:
+            if isinstance(item, slice):
+                obj, item_ndim = _grid_1d(item, self.op_name), 0
+            elif isinstance(item, str):
+                raise ValueError("string directive must be placed at the beginning")  # noqa: TRY004 (JAX raises ValueError)
+            else:
+                obj = creation.array(item, copy=False)
+                item_ndim = util._ndim(obj)
+            obj = creation.array(obj, copy=False, ndmin=ndmin)
+            if trans1d != -1 and ndmin - item_ndim > 0:
+                # The item's own axes go where trans1d says among the ndmin axes.
+                shift = ndmin - builtins.abs(ndmin + trans1d + 1) % ndmin
+                order = tuple(range(ndmin))
+                obj = jnp_shape.transpose(obj, order[shift:] + order[:shift])
+            out.append(obj)
+        res = jnp_shape.concatenate(tuple(out), axis=axis)
+        if matrix != -1 and util._ndim(res) == 1:
+            res = jnp_shape.expand_dims(res, matrix)
+        return res
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _RClass(_AxisConcat):
+    pass
+
+
+class _CClass(_AxisConcat):
+    axis = -1
+    ndmin = 2
+    trans1d = 0
+    op_name = "c_"
+
+
+r_ = _RClass()
+
+
+c_ = _CClass()

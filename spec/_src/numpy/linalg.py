@@ -18,10 +18,19 @@ from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot_api as ld
 from spec._src.lax import reductions_api as lr
+from spec._src.numpy import creation, util
+from spec._src.numpy import math as jnp_math
+from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.indexing import diagonal
+from spec._src.numpy.math import _promote_dtypes_inexact, conjugate, multiply
 from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert, expand_dims
-from spec._src.numpy.util import check_arraylike, promote_dtypes
+from spec._src.numpy.shape import _moveaxis, matrix_transpose
+from spec._src.numpy.util import _ensure, _promote, _shape, check_arraylike, promote_dtypes
 
-__all__ = ["dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg"]
+__all__ = [
+    "dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg", "cross", "kron",
+    "matvec", "vecdot", "vecmat",
+]
 
 
 def _result_dtype(fun_name: str, a: Any, b: Any, preferred: Any) -> tuple[T.DType, bool]:
@@ -131,7 +140,6 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
         if preferred_element_type is not None:
             dt = T.to_dtype(preferred_element_type, "inner")
             a, b = convert(a, dt), convert(b, dt)
-        from spec._src.numpy.math import multiply
         return multiply(a, b)
     return tensordot(a, b, (-1, -1), precision=precision,
                      preferred_element_type=preferred_element_type)
@@ -426,7 +434,6 @@ class SVDResult(NamedTuple):
 
 def _inexact(fun_name: str, a: Any) -> Any:
     from spec._src.lax.structural_api import asarray
-    from spec._src.numpy.math import _promote_dtypes_inexact
     check_arraylike(fun_name, a)
     (out,) = _promote_dtypes_inexact(asarray(a))
     return out
@@ -444,8 +451,6 @@ def _cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> 
     factor = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
     if not upper:
         return factor
-    from spec._src.numpy.math import conjugate
-    from spec._src.numpy.shape import matrix_transpose
     return conjugate(matrix_transpose(factor))
 
 
@@ -550,7 +555,6 @@ def _linalg_svdvals(x: Any, /) -> Any:
 
 
 def _linalg_diagonal(x: Any, /, *, offset: int = 0) -> Any:
-    from spec._src.numpy.indexing import diagonal
     check_arraylike("jnp.linalg.diagonal", x)
     return diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
@@ -573,3 +577,121 @@ def _make_linalg_module() -> types.ModuleType:
 
 
 linalg = _make_linalg_module()
+
+
+def _batch_letters(n: int) -> str:
+    return "".join(chr(ord("a") + i) for i in range(n))
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Any:
+    a, b = _ensure("jnp.vecdot", x1, x2)
+    sa, sb = _shape(a), _shape(b)
+    try:
+        n1, n2 = sa[axis], sb[axis]
+    except IndexError:
+        raise ValueError(f"vecdot: axis={axis} is out of bounds for shapes {sa} and {sb}"
+                         ) from None
+    if n1 != n2:
+        raise ValueError(f"axes must match; got shapes {sa} and {sb} with axis={axis}")
+    a = _moveaxis(a, axis, -1)
+    b = _moveaxis(b, axis, -1)
+    # conj(a) . b over the last axis, broadcasting the leading (batch) axes.
+    batch = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
+    a = jnp_shape.broadcast_to(a, (*batch, n1))
+    b = jnp_shape.broadcast_to(b, (*batch, n1))
+    letters = _batch_letters(len(batch))
+    return einsum(f"{letters}z,{letters}z->{letters}", jnp_math.conj(a), b,
+                      precision=precision, preferred_element_type=preferred_element_type)
+
+
+def _matvec_fn(x1: Any, x2: Any) -> Any:
+    a, b = _promote(x1, x2)
+    if _ndim(a) < 2 or _ndim(b) < 1:
+        raise ValueError(f"matvec: x1 must be at least 2-D and x2 at least 1-D, got shapes "
+                         f"{_shape(a)} and {_shape(b)}")
+    n, m = _shape(a)[-2:]
+    if _shape(b)[-1] != m:
+        raise ValueError(f"matvec: contracting dimensions differ: {_shape(a)} and {_shape(b)}")
+    batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-1])
+    a = jnp_shape.broadcast_to(a, (*batch, n, m))
+    b = jnp_shape.broadcast_to(b, (*batch, m))
+    letters = _batch_letters(len(batch))
+    return einsum(f"{letters}yz,{letters}z->{letters}y", a, b)
+
+
+def _vecmat_fn(x1: Any, x2: Any) -> Any:
+    a, b = _promote(x1, x2)
+    if _ndim(a) < 1 or _ndim(b) < 2:
+        raise ValueError(f"vecmat: x1 must be at least 1-D and x2 at least 2-D, got shapes "
+                         f"{_shape(a)} and {_shape(b)}")
+    n, m = _shape(b)[-2:]
+    if _shape(a)[-1] != n:
+        raise ValueError(f"vecmat: contracting dimensions differ: {_shape(a)} and {_shape(b)}")
+    batch = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-2])
+    a = jnp_shape.broadcast_to(jnp_math.conj(a), (*batch, n))
+    b = jnp_shape.broadcast_to(b, (*batch, n, m))
+    letters = _batch_letters(len(batch))
+    return einsum(f"{letters}y,{letters}yz->{letters}z", a, b)
+
+
+_matvec = util._jit("matvec", _matvec_fn)
+
+
+_vecmat = util._jit("vecmat", _vecmat_fn)
+
+
+def matvec(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("matvec", x1, x2)
+    return _matvec(x1, x2)
+
+
+def vecmat(x1: Any, x2: Any, /) -> Any:
+    check_arraylike("vecmat", x1, x2)
+    return _vecmat(x1, x2)
+
+
+def _kron_fn(a: Any, b: Any) -> Any:
+    a, b = _promote(a, b)
+    na, nb = _ndim(a), _ndim(b)
+    if na < nb:
+        a = L.expand_dims(a, tuple(range(nb - na)))
+    elif nb < na:
+        b = L.expand_dims(b, tuple(range(na - nb)))
+    nd = _ndim(a)
+    out_shape = tuple(x * y for x, y in zip(_shape(a), _shape(b)))
+    ae = L.expand_dims(a, tuple(range(1, 2 * nd, 2)))
+    be = L.expand_dims(b, tuple(range(0, 2 * nd, 2)))
+    return jnp_shape.reshape(ew.mul(*jnp_shape.broadcast_arrays(ae, be)), out_shape)
+
+
+_kron = util._jit("kron", _kron_fn)
+
+
+def kron(a: Any, b: Any) -> Any:
+    check_arraylike("kron", a, b)
+    return _kron(a, b)
+
+
+def _cross_fn(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+              axis: int | None = None) -> Any:
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = jnp_shape.moveaxis(a, axisa, -1)
+    b = jnp_shape.moveaxis(b, axisb, -1)
+    if _shape(a)[-1] != 3 or _shape(b)[-1] != 3:
+        raise ValueError(f"Dimension must be 3 for cross product, got shapes {_shape(a)} and "
+                         f"{_shape(b)}")
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    c = creation.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+    return jnp_shape.moveaxis(c, 0, axisc)
+
+
+_cross = util._jit("cross", _cross_fn, ("axisa", "axisb", "axisc", "axis"))
+
+
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: int | None = None) -> Any:
+    check_arraylike("cross", a, b)
+    return _cross(a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis)

@@ -17,23 +17,29 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from spec._src.core import types as T
 from spec._src.api.jit import jit
-from spec._src.core.array import host_constant, Array, from_numpy
+from spec._src.core import types as T
+from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, canonical_aval_of, is_concrete
 from spec._src.lax import elementwise as E
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import reductions_api as lr
+from spec._src.lax import structural_api as L
+from spec._src.numpy import creation
+from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
     _agree,
+    _convert,
+    _ensure,
+    _jit,
+    _promote_inexact,
     check_arraylike,
     check_for_prngkeys,
     promote_dtypes,
     python_scalar_operand,
     to_weak_or_strong,
 )
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
-from spec._src.lax import structural_api as L
 
 Fn = Callable[..., Any]
 
@@ -277,22 +283,6 @@ def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
                                 out_sharding=sharding)
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
-          fill_value: Any = None) -> Any:
-    """``x`` where ``condition`` else ``y`` (promoted, broadcast): a select_n.
-    With only ``condition``, the indices of its nonzero elements."""
-    if x is None and y is None:
-        from spec._src.numpy.indexing import _where_one_arg
-        return _where_one_arg(condition, size=size, fill_value=fill_value)
-    if size is not None or fill_value is not None:
-        raise ValueError("size and fill_value arguments cannot be used in three-term where "
-                         "function.")
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
-    return _where(condition, x, y)
-
-
 # ============================================================ arithmetic
 
 
@@ -502,11 +492,11 @@ def minimum(x: Any, y: Any, /) -> Any:
 
 
 def _fmax_impl(x1: Any, x2: Any) -> Any:
-    return where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
+    return _where(bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def _fmin_impl(x1: Any, x2: Any) -> Any:
-    return where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
+    return _where(bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 _fmax = _named_jit("fmax", _fmax_impl)
@@ -588,7 +578,7 @@ def ceil(x: Any, /) -> Any:
 def _trunc_impl(x: Any) -> Any:
     if not T.is_inexact(_dtype(x)):
         return _as_array(x)
-    return where(ew.lt(x, _const(x, 0)), ew.ceil(x), ew.floor(x))
+    return _where(ew.lt(x, _const(x, 0)), ew.ceil(x), ew.floor(x))
 
 
 _trunc = _named_jit("trunc", _trunc_impl)
@@ -1186,51 +1176,8 @@ def isclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
     return _isclose(a, b, **kwargs, equal_nan=equal_nan)
 
 
-def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
-                   equal_nan: bool = False) -> Any:
-    from spec._src.numpy.reductions import all as all_
-    return all_(_isclose(a, b, rtol, atol, equal_nan=equal_nan))
-
-
-_allclose = _named_jit("allclose", _allclose_impl, static_argnames=("equal_nan",))
-
-
-def allclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
-             equal_nan: bool = False) -> Any:
-    """isclose(...).all()."""
-    check_arraylike("allclose", a, b)
-    kwargs = {k: v for k, v in (("rtol", rtol), ("atol", atol)) if v is not _UNSET}
-    return _allclose(a, b, **kwargs, equal_nan=equal_nan)
-
-
-def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
-    """True iff the shapes agree and every element is equal."""
-    from spec._src.numpy.creation import array, asarray
-    from spec._src.numpy.reductions import all as all_
-    a1, a2 = asarray(a1), asarray(a2)
-    if _aval(a1).shape != _aval(a2).shape:
-        return array(False, dtype=T.bool_)
-    eq = equal(a1, a2)
-    if equal_nan:
-        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
-    return all_(eq)
-
-
-def array_equiv(a1: Any, a2: Any) -> Any:
-    """True iff the arrays broadcast together and every element is equal."""
-    from spec._src.numpy.creation import array, asarray
-    from spec._src.numpy.reductions import all as all_
-    a1, a2 = asarray(a1), asarray(a2)
-    try:
-        eq = equal(a1, a2)
-    except ValueError:
-        return array(False)  # shapes do not broadcast
-    return all_(eq)
-
-
 def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
                      neginf: Any = None) -> Any:
-    from spec._src.numpy.creation import asarray
     check_arraylike("nan_to_num", x)
     dt = _dtype(x)
     if not T.is_inexact(dt):
@@ -1241,9 +1188,9 @@ def _nan_to_num_impl(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = No
     info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = where(isnan(x), asarray(nan, dtype=dt), x)
-    out = where(isposinf(out), asarray(posinf, dtype=dt), out)
-    return where(isneginf(out), asarray(neginf, dtype=dt), out)
+    out = _where(isnan(x), asarray(nan, dtype=dt), x)
+    out = _where(isposinf(out), asarray(posinf, dtype=dt), out)
+    return _where(isneginf(out), asarray(neginf, dtype=dt), out)
 
 
 _nan_to_num = _named_jit("nan_to_num", _nan_to_num_impl)
@@ -1313,7 +1260,7 @@ def _lcm_impl(x1: Any, x2: Any) -> Any:
     if not T.is_int(_dtype(x1)):
         raise ValueError("Arguments to jax.numpy.lcm must be integers.")
     d = _gcd(x1, x2)
-    return where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
+    return _where(equal(d, 0), 0, multiply(x1, floor_divide(x2, d)))  # Python 0, as in JAX
 
 
 _lcm = _named_jit("lcm", _lcm_impl)
@@ -1325,70 +1272,125 @@ def lcm(x1: Any, x2: Any, /) -> Any:
     return _lcm(x1, x2)
 
 
-# ============================================================ roll
+def acos(x: Any, /) -> Any:
+    return arccos(x)
 
 
-def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
-    shape = _aval(a).shape
-    for ax, s in zip(*np.broadcast_arrays(np.asarray(axis), np.asarray(shift))):
-        ax = int(ax)
-        if shape[ax] == 0:
-            continue
-        i = (-int(s)) % shape[ax]
-        a = L.concatenate([L.slice_in_dim(a, i, shape[ax], axis=ax),
-                             L.slice_in_dim(a, 0, i, axis=ax)], ax)
-    return a
+def acosh(x: Any, /) -> Any:
+    return arccosh(x)
 
 
-_roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
+def asin(x: Any, /) -> Any:
+    return arcsin(x)
 
 
-def _index_tuple(x: Any) -> tuple[int, ...]:
-    try:
-        return (operator.index(x),)
-    except TypeError:
-        return tuple(map(operator.index, x))
+def asinh(x: Any, /) -> Any:
+    return arcsinh(x)
 
 
-def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
-    from spec._src.numpy.creation import array
-    from spec._src.numpy.shape import broadcast_to
-    shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
-    if len(shape) != 1:
-        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
-    shifts = broadcast_to(shift, shape)
-    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
-        ax = int(ax)
-        size = array(_aval(a).shape[ax], dtype=T.int32)
-        s = remainder(L.convert_element_type(shifts[k], T.int32),
-                      ew.max(size, np.int32(1)))
-        doubled = L.concatenate((a, a), ax)
-        a = L.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
-    return a
+def atan(x: Any, /) -> Any:
+    return arctan(x)
 
 
-def roll(a: Any, shift: Any, axis: Any = None) -> Any:
-    """Elements shifted cyclically by ``shift`` along ``axis`` (the flattened
-    array when None)."""
-    from spec._src.numpy.shape import ravel, reshape
-    check_arraylike("roll", a)
-    arr = _as_array(a)
-    if axis is None:
-        return reshape(roll(ravel(arr), shift, 0), _aval(arr).shape)
-    ndim = _aval(arr).ndim
-    axes = tuple(_canonical_axis(ax, ndim) for ax in _index_tuple(axis))
-    try:
-        shifts = _index_tuple(shift)
-    except TypeError:
-        from spec._src.numpy.creation import asarray
-        return _roll_dynamic(arr, asarray(shift), axes)
-    return _roll_static(arr, shifts, axes)
+def atanh(x: Any, /) -> Any:
+    return arctanh(x)
 
 
-def _canonical_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
-    return axis % ndim
+def atan2(x1: Any, x2: Any, /) -> Any:
+    return arctan2(x1, x2)
+
+
+def _modf_fn(x: Any) -> tuple[Any, Any]:
+    (x,) = _promote_inexact(x)
+    whole = _where(ew.ge(x, L.full((), 0, _dtype(x))), floor(x), ceil(x))
+    return x - whole, whole
+
+
+_modf = _jit("modf", _modf_fn)
+
+
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
+    arr = _ensure("modf", x)
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.modf is not supported.")
+    result: tuple[Any, Any] = _modf(arr)
+    return result
+
+
+def _spacing(x: Any) -> Any:
+    (arr,) = promote_args_inexact("spacing", x)
+    dt = _dtype(arr)
+    if T.is_complex(dt):
+        raise ValueError("jnp.spacing is not defined for complex inputs.")
+    inf = L.full_like(arr, np.inf)
+    if dt == T.float16:  # JAX steps float16 towards +inf only
+        return ew.nextafter(arr, inf) - arr
+    res = ew.nextafter(arr, copysign(inf, arr)) - arr
+    # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
+    tiny = np.finfo(np.dtype(dt)).smallest_subnormal
+    return _where(res == 0, copysign(tiny, arr), res)
+
+
+spacing = _named_jit("spacing", _spacing)
+
+
+# ---------------------------------------------------------------------- i0
+# Cephes' Chebyshev coefficients for exp(-|x|) I0(x) on [0, 8] and 8 < |x|.
+_I0A: tuple[float, ...] = (
+    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
+    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
+    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11, 9.675809035373237e-11,
+    -5.189795601635263e-10, 2.6598237246823866e-09, -1.300025009986248e-08,
+    6.046995022541919e-08, -2.670793853940612e-07, 1.1173875391201037e-06,
+    -4.4167383584587505e-06, 1.6448448070728896e-05, -5.754195010082104e-05,
+    0.00018850288509584165, -0.0005763755745385824, 0.0016394756169413357,
+    -0.004324309995050576, 0.010546460394594998, -0.02373741480589947, 0.04930528423967071,
+    -0.09490109704804764, 0.17162090152220877, -0.3046826723431984, 0.6767952744094761,
+)
+
+
+_I0B: tuple[float, ...] = (
+    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17, 3.461222867697461e-17,
+    -2.8276239805165836e-16, -3.425485619677219e-16, 1.7725601330565263e-15,
+    3.8116806693526224e-15, -9.554846698828307e-15, -4.150569347287222e-14,
+    1.54008621752141e-14, 3.8527783827421426e-13, 7.180124451383666e-13,
+    -1.7941785315068062e-12, -1.3215811840447713e-11, -3.1499165279632416e-11,
+    1.1889147107846439e-11, 4.94060238822497e-10, 3.3962320257083865e-09, 2.266668990498178e-08,
+    2.0489185894690638e-07, 2.8913705208347567e-06, 6.889758346916825e-05,
+    0.0033691164782556943, 0.8044904110141088,
+)
+
+
+def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
+    """Clenshaw's recurrence for a Chebyshev series at t (vectorised, traceable)."""
+    b0 = creation.zeros_like(t)
+    b1 = creation.zeros_like(t)
+    b2 = b1
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = t * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def _i0(x: Any) -> Any:
+    (x,) = promote_args_inexact("i0", x)
+    dt = _dtype(x)
+    if not T.is_float(dt):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {dt.name}")
+    # Narrow floats are evaluated in float32 and rounded back, as XLA does.
+    work = T.float32 if np.dtype(dt).itemsize < 4 else dt
+    weak = _aval(x).weak_type
+    ax = abs(x)
+    wx = ax if work == dt else L.convert_element_type(ax, work)
+    small = _chbevl(wx / 2 - 2, _I0A)
+    safe = _where(wx > 8, wx, 8)  # keeps the unused branch finite
+    big = _chbevl(32 / safe - 2, _I0B) / sqrt(safe)
+    i0e = _where(wx <= 8, small, big)
+    # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
+    return exp(ax) * _convert(i0e, dt, weak)
+
+
+i0 = _named_jit("i0", _i0)
 
 
 __all__ = [
@@ -1398,11 +1400,11 @@ __all__ = [
     "divmod", "equal", "exp", "exp2", "expm1", "fabs", "float_power", "floor", "floor_divide",
     "fmax", "fmin", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
     "isfinite", "isinf", "isnan", "left_shift", "less", "less_equal", "log", "log10", "log1p",
-    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
-    "mod", "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power",
-    "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round",
-    "sign", "sin", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
-    "where", "allclose", "array_equal", "array_equiv", "copysign", "frexp", "gcd", "isclose",
-    "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2", "nan_to_num", "roll",
-    "signbit", "sinc",
+    "log2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod",
+    "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "power", "rad2deg",
+    "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round", "sign", "sin",
+    "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "copysign",
+    "frexp", "gcd", "isclose", "isneginf", "isposinf", "lcm", "ldexp", "logaddexp", "logaddexp2",
+    "nan_to_num", "signbit", "sinc", "i0", "spacing", "modf", "acos", "acosh", "asin", "asinh",
+    "atan", "atan2", "atanh",
 ]

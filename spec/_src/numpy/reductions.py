@@ -11,6 +11,7 @@ are looked up in ``spec.lax`` / ``spec.numpy`` at call time.
 
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -30,12 +31,28 @@ from spec._src.lax.structural_api import _convert_element_type
 from spec._src.numpy import creation
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
-from spec._src.numpy.util import check_arraylike
+from spec._src.numpy.math import _named_jit
+from spec._src.numpy.util import (
+    Fn,
+    _dtype,
+    _ensure,
+    _hashable_axis,
+    _index,
+    _jit,
+    _ndim,
+    _promote,
+    _promote_inexact,
+    _shape,
+    check_arraylike,
+)
 
-__all__ = ["sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std",
-           "argmax", "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero",
-           "nansum", "nanprod", "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax",
-           "nanargmin", "nancumsum", "nancumprod", "trace"]
+__all__ = [
+    "sum", "prod", "max", "amax", "min", "amin", "all", "any", "mean", "var", "std", "argmax",
+    "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero", "nansum", "nanprod",
+    "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "nancumsum",
+    "nancumprod", "trace", "trapezoid", "gradient", "unwrap", "cumulative_prod", "cumulative_sum",
+    "diff", "ediff1d",
+]
 
 Axis = int | Sequence[int] | None
 _builtin_all = all
@@ -189,7 +206,7 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
         op = bool_op
     init_val = _init_value(comp, init)
     if where is not None:
-        a = jnp_math.where(where, a, init_val)
+        a = jnp_math._where(where, a, init_val)
     result = _REDUCERS[op](a, dims)
     if initial is not None:
         init_arr = convert(initial, comp)
@@ -312,7 +329,7 @@ def _var_fn(a: Any, axis: Axis = None, dtype: Any = None, correction: Any = 0,
     normalizer = ew.sub(normalizer, convert(correction, comp))
     result = sum(centered, axis, dtype=comp, keepdims=keepdims, where=where)
     result = convert(ew.div(result, normalizer), out_dtype)
-    return jnp_math.where(normalizer > 0, result, np.nan)
+    return jnp_math._where(normalizer > 0, result, np.nan)
 
 
 _var_fn.__name__ = "_var"
@@ -411,9 +428,9 @@ def _cumulative(name: str, reduction: Callable[[Any, int], Any], a: Any, axis: i
     if axis is None or aval.ndim == 0:
         a = L.reshape(a, (aval.size,))
         aval = canonical_aval_of(a)
-    ax = canonicalize_axis(0 if axis is None else axis, aval.ndim)
+    ax = L.canonicalize_axis(0 if axis is None else axis, aval.ndim)
     if fill_nan is not None:  # nancumsum/nancumprod: NaNs become the identity
-        a = jnp_math.where(_isnan(a), np.array(fill_nan, aval.dtype), a)
+        a = jnp_math._where(_isnan(a), np.array(fill_nan, aval.dtype), a)
     if dtype is None:
         result_dtype = promote_integer_dtype(aval.dtype) if aval.dtype == T.bool_ \
             else aval.dtype
@@ -485,12 +502,12 @@ def _nan_reduction(a: Any, name: str, reduction: Callable[..., Any], init: float
     dt = canonical_aval_of(a).dtype
     if not T.is_inexact(dt):
         return reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
-    filled = jnp_math.where(_isnan(a), _nan_init(dt, init), a)
+    filled = jnp_math._where(_isnan(a), _nan_init(dt, init), a)
     out = reduction(filled, axis=axis, keepdims=keepdims, where=where, **kwargs)
     if not nan_if_all_nan:
         return out
     all_nan = all(_isnan(a), axis=axis, keepdims=keepdims)
-    return jnp_math.where(all_nan, np.array(np.nan, dt), out)
+    return jnp_math._where(all_nan, np.array(np.nan, dt), out)
 
 
 def _user_dtype(dtype: Any, name: str) -> T.DType | None:
@@ -548,7 +565,7 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     a = convert(a, comp)
     a_mean = nanmean(a, axis, dtype=comp, keepdims=True, where=where) if mean is None \
         else convert(mean, comp)
-    centered = jnp_math.where(_isnan(a), 0, ew.sub(a, a_mean))
+    centered = jnp_math._where(_isnan(a), 0, ew.sub(a, a_mean))
     if T.is_complex(comp):
         centered = ew.real(ew.mul(centered, ew.conj(centered)))
     else:
@@ -558,8 +575,8 @@ def _nanvar_fn(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
     normalizer = normalizer - ddof
     empty = ew.le(normalizer, convert(0, canonical_aval_of(normalizer).dtype))
     result = sum(centered, axis, keepdims=keepdims, where=where)
-    result = jnp_math.where(empty, np.nan, result)
-    divisor = jnp_math.where(empty, 1, normalizer)
+    result = jnp_math._where(empty, np.nan, result)
+    divisor = jnp_math._where(empty, 1, normalizer)
     result_dt = canonical_aval_of(result).dtype
     result = ew.div(result, convert(divisor, result_dt))
     return convert(result, out_dtype)
@@ -581,8 +598,8 @@ def _nanarg_fn(name: str, fill: float) -> Callable[..., Any]:
         if not T.is_inexact(canonical_aval_of(a).dtype):
             return arg(a, axis=axis, keepdims=keepdims)
         nan_mask = _isnan(a)
-        res = arg(jnp_math.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
-        return jnp_math.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+        res = arg(jnp_math._where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+        return jnp_math._where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
     fn.__name__ = "_" + name
     return fn
 
@@ -633,12 +650,12 @@ def _trace_fn(a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1, dtype: An
         raise NotImplementedError("The 'out' argument to jnp.trace is not supported.")
     shape = canonical_aval_of(a).shape
     nd = len(shape)
-    if canonicalize_axis(axis1, nd) == canonicalize_axis(axis2, nd):
+    if L.canonicalize_axis(axis1, nd) == L.canonicalize_axis(axis2, nd):
         raise ValueError(f"axis1 and axis2 can not be same. axis1={axis1} and axis2={axis2}")
     dt = _user_dtype(dtype, "trace")
     a = jnp_shape.moveaxis(a, (axis1, axis2), (-2, -1))
     mask = creation.eye(shape[axis1], shape[axis2], k=offset, dtype=bool)
-    a = jnp_math.where(mask, a, creation.zeros_like(a))
+    a = jnp_math._where(mask, a, creation.zeros_like(a))
     return sum(a, axis=(-2, -1), dtype=dt)
 
 
@@ -657,7 +674,7 @@ def _sort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = 
     a = _operand("sort", a)
     if axis is None:
         a, axis = _ravel(a), 0
-    dim = canonicalize_axis(axis, canonical_aval_of(a).ndim)
+    dim = L.canonicalize_axis(axis, canonical_aval_of(a).ndim)
     result = lr.sort(a, dimension=dim, is_stable=stable)
     return L.rev(result, (dim,)) if descending else result
 
@@ -673,7 +690,7 @@ def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None
     if axis is None:
         a, axis = _ravel(a), 0
     aval = canonical_aval_of(a)
-    dim = canonicalize_axis(axis, aval.ndim)
+    dim = L.canonicalize_axis(axis, aval.ndim)
     if dtype is not None:
         idx_dtype = T.to_dtype(dtype, "argsort")
     else:
@@ -727,3 +744,224 @@ def _install_array_methods() -> None:
 
 
 _install_array_methods()
+
+
+def _array_api_cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: Any,
+                          include_initial: bool, initial: int, promote: bool) -> Any:
+    arr = _ensure(name, x)
+    nd = _ndim(arr)
+    if nd == 0:
+        raise ValueError(f"{name}: the input must be non-scalar, but a scalar value or scalar "
+                         "array was given.")
+    if axis is None:
+        if nd > 1:
+            raise ValueError(f"{name}: the input array has rank {nd}, but axis was not set to "
+                             "an explicit value; axis is only optional for one-dimensional "
+                             "arrays.")
+        axis = 0
+    ax = L.canonicalize_axis(axis, nd)
+    if dtype is None and promote and T.is_int(_dtype(arr)):
+        # cumulative_sum widens small integers as sum does; cumulative_prod does not.
+        dtype = promote_integer_dtype(_dtype(arr))
+    out = fn(arr, axis=ax, dtype=dtype)
+    if include_initial:
+        edge = list(_shape(arr))
+        edge[ax] = 1
+        out = L.concatenate([L.full(tuple(edge), initial, _dtype(out)), out], ax)
+    return out
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                   include_initial: bool = False) -> Any:
+    return _array_api_cumulative("cumulative_sum", cumsum, x, axis, dtype, include_initial, 0,
+                                 True)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Any:
+    return _array_api_cumulative("cumulative_prod", cumprod, x, axis, dtype, include_initial, 1,
+                                 False)
+
+
+def _diff_fn(a: Any, n: int = 1, axis: int = -1, prepend: Any = None,
+             append: Any = None) -> Any:
+    arr = a
+    if n == 0:
+        return arr
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n}")
+    nd = _ndim(arr)
+    if nd == 0:
+        raise ValueError(f"diff requires input that is at least one dimensional; got {a}")
+    ax = L.canonicalize_axis(axis, nd)
+    parts: list[Any] = []
+    for extra, before in ((prepend, True), (append, False)):
+        if extra is None:
+            continue
+        extra = _ensure("diff", extra)
+        if _ndim(extra) == 0:
+            edge = list(_shape(arr))
+            edge[ax] = 1
+            extra = jnp_shape.broadcast_to(extra, tuple(edge))
+        parts.append((before, extra))
+    combined = [p for b, p in parts if b] + [arr] + [p for b, p in parts if not b]
+    if len(combined) > 1:
+        arr = jnp_shape.concatenate(combined, ax)
+    hi = tuple(slice(1, None) if i == ax else slice(None) for i in range(nd))
+    lo = tuple(slice(None, -1) if i == ax else slice(None) for i in range(nd))
+    # Booleans have no subtraction: NumPy (and JAX) take "changed" instead.
+    op = jnp_math.not_equal if _dtype(arr) == T.bool_ else jnp_math.subtract
+    for _ in range(n):
+        arr = op(arr[hi], arr[lo])
+    return arr
+
+
+_diff = _jit("diff", _diff_fn, ("n", "axis"))
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    arr = _ensure("diff", a)
+    n = _index(n, "'n' argument of jnp.diff")
+    axis = _index(axis, "'axis' argument of jnp.diff")
+    return _diff(arr, n=n, axis=axis, prepend=prepend, append=append)
+
+
+def _ediff1d_fn(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    arr = jnp_shape.ravel(ary)
+    out = ew.sub(arr[1:], arr[:-1])
+    if to_begin is not None:
+        out = jnp_shape.concatenate((jnp_shape.ravel(jnp_shape.astype(to_begin, _dtype(arr))), out))
+    if to_end is not None:
+        out = jnp_shape.concatenate((out, jnp_shape.ravel(jnp_shape.astype(to_end, _dtype(arr)))))
+    return out
+
+
+_ediff1d = _jit("ediff1d", _ediff1d_fn)
+
+
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    arr = _ensure("ediff1d", ary)
+    if _dtype(arr) == T.bool_:
+        raise TypeError("ediff1d does not accept boolean input (sub of bool is undefined)")
+    for extra in (to_end, to_begin):
+        if extra is not None:
+            check_arraylike("ediff1d", extra)
+    return _ediff1d(arr, to_end, to_begin)
+
+
+def _gradient_fn(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None = None
+                 ) -> Any:
+    if edge_order is not None:
+        raise NotImplementedError("The 'edge_order' argument to jnp.gradient is not "
+                                  "supported.")
+    a, *spacing = _promote_inexact(f, *varargs)
+    nd = _ndim(a)
+    axes = tuple(range(nd)) if axis is None else tuple(
+        L.canonicalize_axis(i, nd) for i in ((axis,) if isinstance(axis, int) else axis))
+    if not axes:
+        return []
+    if builtins.min(_shape(a)[i] for i in axes) < 2:
+        raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                         "least 2 elements are required.")
+    if not spacing:
+        steps: list[Any] = [1.0] * len(axes)
+    elif len(spacing) == 1:
+        steps = spacing * len(axes)
+    elif len(spacing) == len(axes):
+        steps = list(spacing)
+    else:
+        raise TypeError(f"Invalid number of spacing arguments {len(spacing)} for axis={axis}")
+    grads = [_gradient_along(a, h, ax) for ax, h in zip(axes, steps)]
+    return grads[0] if len(axes) == 1 else grads
+
+
+def _gradient_along(a: Any, h: Any, axis: int) -> Any:
+    def sl(x: Any, start: int | None, stop: int | None) -> Any:
+        return L.slice_in_dim(x, start, stop, axis=axis)
+    upper = sl(a, 1, 2) - sl(a, 0, 1)
+    lower = sl(a, -1, None) - sl(a, -2, -1)
+    if np.ndim(h) == 0:
+        inner = (sl(a, 2, None) - sl(a, None, -2)) * 0.5 / h
+        lower = lower / h
+        upper = upper / h
+    elif np.ndim(h) == 1:
+        if _shape(h)[0] != _shape(a)[axis]:
+            raise ValueError("Spacing arrays must have the same length as the dimension along "
+                             "which the gradient is calculated.")
+        hs = [1] * _ndim(a)
+        hs[axis] = _shape(h)[0]
+        h = jnp_shape.reshape(h, tuple(hs))
+        upper = upper / (sl(h, 1, 2) - sl(h, 0, 1))
+        lower = lower / (sl(h, -1, None) - sl(h, -2, -1))
+        dx1 = sl(h, 1, -1) - sl(h, 0, -2)
+        dx2 = sl(h, 2, None) - sl(h, 1, -1)
+        c0 = -dx2 / (dx1 * (dx1 + dx2))
+        c1 = (dx2 - dx1) / (dx1 * dx2)
+        c2 = dx1 / (dx2 * (dx1 + dx2))
+        inner = c0 * sl(a, 0, -2) + c1 * sl(a, 1, -1) + c2 * sl(a, 2, None)
+    else:
+        raise ValueError("Spacing arrays must be 1D arrays or scalars.")
+    return jnp_shape.concatenate((upper, inner, lower), axis=axis)
+
+
+_gradient = _jit("gradient", _gradient_fn, ("axis", "edge_order"))
+
+
+def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
+             edge_order: int | None = None) -> Any:
+    check_arraylike("gradient", f, *varargs)
+    return _gradient(f, *varargs, axis=_hashable_axis(axis), edge_order=edge_order)
+
+
+def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    p, period = _promote(p, period)
+    if T.is_complex(_dtype(p)):
+        raise ValueError("jnp.unwrap does not support complex inputs.")
+    if _shape(p)[axis] == 0:
+        return p
+    if discont is None:
+        discont = period / 2
+    interval = period // 2 if T.is_int(_dtype(p)) else period / 2
+    dd = diff(p, axis=axis)
+    ddmod = jnp_math.mod(dd + interval, period) - interval
+    ddmod = jnp_math._where((ddmod == -interval) & (dd > 0), interval, ddmod)
+    correction = jnp_math._where(jnp_math.abs(dd) < discont, 0, ddmod - dd)
+    ax = L.canonicalize_axis(axis, _ndim(p))
+    head = L.slice_in_dim(p, 0, 1, axis=ax)
+    tail = L.slice_in_dim(p, 1, None, axis=ax) + cumsum(correction, axis=ax)
+    return jnp_shape.concatenate((head, tail), axis=ax)
+
+
+_unwrap = _jit("unwrap", _unwrap_fn, ("axis",))
+
+
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    arr = _ensure("unwrap", p)
+    return _unwrap(arr, discont, axis=operator.index(axis), period=period)
+
+
+def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    if x is None:
+        y = _ensure("trapezoid", y)
+        (ya,) = _promote_inexact(y)
+        dxa = L.asarray(dx)
+        if _ndim(dxa) > 0:
+            dxa = L.expand_dims(dxa, tuple(range(_ndim(ya) - _ndim(dxa))))
+            dxa = jnp_shape.moveaxis(dxa, axis, -1)
+    else:
+        y, x = _ensure("trapezoid", y, x)
+        ya, xa = _promote_inexact(y, x)
+        dxa = diff(xa) if _ndim(xa) == 1 else jnp_shape.moveaxis(diff(xa, axis=axis), axis, -1)
+    ya = jnp_shape.moveaxis(ya, axis, -1)
+    if _ndim(dxa) == 0 or _shape(dxa)[-1] == 1:
+        # Uniform spacing: dx * (sum - half the two end points).
+        d = dxa if _ndim(dxa) == 0 else dxa[..., 0]
+        return d * (sum(ya, -1) - 0.5 * (ya[..., 0] + ya[..., -1]))
+    return 0.5 * sum(dxa * (ya[..., 1:] + ya[..., :-1]), -1)
+
+
+_trapezoid_jit = _named_jit("trapezoid", _trapezoid, static_argnames=("axis",))
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    return _trapezoid_jit(y, x, dx, axis=axis)

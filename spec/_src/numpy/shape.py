@@ -8,6 +8,7 @@ leave no trace in a jaxpr and are plain functions here.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import operator
@@ -19,22 +20,26 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
-from spec._src.numpy import creation, indexing, reductions
+from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
-from spec._src.numpy.creation import _broadcast_to_unsharded
+from spec._src.numpy.creation import _broadcast_to_unsharded, array, asarray
+from spec._src.numpy.math import _as_array, _named_jit, remainder
+from spec._src.numpy.util import _index, _ndim, _shape, check_arraylike, promote_dtypes
 
 __all__ = [
     "array_split", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
-    "broadcast_to", "concatenate", "expand_dims", "flip", "hstack", "matrix_transpose",
-    "moveaxis", "ndim", "pad", "permute_dims", "ravel", "repeat", "reshape", "shape", "size",
-    "split", "squeeze", "stack", "swapaxes", "tile", "transpose", "tril", "triu", "vstack",
+    "broadcast_to", "concatenate", "expand_dims", "flip", "hstack", "matrix_transpose", "moveaxis",
+    "ndim", "permute_dims", "ravel", "reshape", "shape", "size", "split", "squeeze", "stack",
+    "swapaxes", "transpose", "tril", "triu", "vstack", "roll", "block", "broadcast_shapes",
+    "column_stack", "concat", "dsplit", "dstack", "fliplr", "flipud", "hsplit", "rollaxis",
+    "rot90", "unstack", "vsplit",
 ]
 
 
 def _check_arraylike(name: str, *args: Any) -> None:
-    from spec._src.numpy.util import check_arraylike
     check_arraylike(name, *args)
 
 
@@ -223,8 +228,6 @@ def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
 # ============================================================ join / split
 
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
-    from spec._src.numpy.creation import asarray
-    from spec._src.numpy.util import promote_dtypes
     if isinstance(arrays, (np.ndarray, Array, Tracer)):
         arrays = list(arrays)
     _check_arraylike("concatenate", *arrays)
@@ -244,8 +247,6 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
 
 
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
-    from spec._src.numpy.creation import asarray
-    from spec._src.numpy.util import promote_dtypes
     if not len(arrays):
         raise ValueError("Need at least one array to stack.")
     if out is not None:
@@ -305,72 +306,6 @@ def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
 
 # ============================================================= tile / repeat
 
-def tile(A: Any, reps: Any) -> Any:
-    arr = _ensure("tile", A)
-    try:
-        reps_t = tuple(operator.index(r) for r in reps)
-    except TypeError:
-        reps_t = (operator.index(reps),)
-    nd = _aval(arr).ndim
-    reps_t = (1,) * (nd - len(reps_t)) + reps_t
-    if len(reps_t) > nd:
-        arr = L.expand_dims(arr, tuple(range(len(reps_t) - nd)))
-    return L.tile(arr, reps_t)
-
-
-def repeat(a: Any, repeats: Any, axis: int | None = None, *,
-           total_repeat_length: int | None = None, out_sharding: Any = None) -> Any:
-    """Repeat elements along ``axis``. A static scalar ``repeats`` broadcasts
-    and reshapes; an array ``repeats`` (concrete, or traced together with a
-    static ``total_repeat_length``) goes through JAX's scatter/cumsum/take
-    sequence, which pads with the last element up to ``total_repeat_length``
-    or truncates to it."""
-    _check_arraylike("repeat", a, repeats)
-    arr = L.asarray(a)
-    if axis is None:
-        arr = ravel(arr)
-        axis = 0
-    axis = operator.index(axis)
-    if total_repeat_length is None:
-        if isinstance(repeats, Tracer):
-            from spec._src.core.errors import ConcretizationTypeError
-            raise ConcretizationTypeError(
-                "Abstract tracer value encountered where concrete value is expected: "
-                f"{repeats.aval}\nWhen jit-compiling jnp.repeat, the total number of repeats "
-                "must be static. To fix this, either specify a static value for `repeats`, "
-                "or pass a static value to `total_repeat_length`.")
-        if np.ndim(repeats) == 0 and _aval(arr).ndim != 0:
-            return _repeat_scalar(arr, operator.index(np.asarray(repeats).item()), axis)
-        reps: Any = np.ravel(np.asarray(repeats))
-        if _aval(arr).ndim != 0:
-            reps = _np_broadcast_repeats(reps, _aval(arr).shape[axis])
-        total = int(np.sum(reps))
-    else:
-        total = operator.index(total_repeat_length)
-        reps = ravel(L.asarray(repeats))
-        if _aval(arr).ndim != 0:
-            reps = _broadcast_to_unsharded(reps, (_aval(arr).shape[axis],))
-    return _repeat_general(arr, reps, axis, total)
-
-
-def _np_broadcast_repeats(reps: np.ndarray, n: int) -> np.ndarray:
-    try:
-        return np.broadcast_to(reps, (n,))
-    except ValueError:
-        raise ValueError(f"jnp.repeat: repeats of shape {reps.shape} cannot be broadcast to "
-                         f"the repeated axis of size {n}") from None
-
-
-def _repeat_scalar(arr: Any, n: int, axis: int) -> Any:
-    shp = _aval(arr).shape
-    ax = canonicalize_axis(axis, len(shp))
-    aux = list(shp)
-    aux.insert(ax + 1, n)
-    out = L.broadcast_in_dim(arr, tuple(aux), [i for i in range(len(aux)) if i != ax + 1])
-    result = list(shp)
-    result[ax] *= n
-    return _reshape_method(out, tuple(result))
-
 
 def _roll_static_fn(a: Any) -> Any:
     """``jnp.roll(a, 1)`` of a 1-D array, as JAX stages it (``_roll_static``)."""
@@ -381,277 +316,6 @@ def _roll_static_fn(a: Any) -> Any:
     return L.concatenate([L.slice_in_dim(a, i, n), L.slice_in_dim(a, 0, i)], 0)
 
 
-def _repeat_general(arr: Any, reps: Any, axis: int, total: int) -> Any:
-    shp = _aval(arr).shape
-    if not shp:
-        if np.shape(reps) == (1,):
-            return creation.full([total], arr)
-        raise ValueError("`repeat` with a scalar parameter `a` is only implemented for scalar "
-                         "values of the parameter `repeats`.")
-    ax = canonicalize_axis(axis, len(shp))
-    if total == 0:
-        result = list(shp)
-        result[ax] = 0
-        return _reshape_method(creation.array([], dtype=_aval(arr).dtype), tuple(result))
-    if shp[ax] == 0:
-        return arr
-    # Each element's first output position is the exclusive cumsum of repeats;
-    # marking those positions and cumsumming again gives, for every output
-    # position, the index of the element it copies.
-    exclusive = _jitted("_roll_static")(reps).at[0].set(0)
-    starts = reductions.cumsum(exclusive)
-    marks = creation.zeros([total], dtype="int32").at[starts].add(1)
-    gather = reductions.cumsum(marks) - 1
-    return indexing.take(arr, gather, axis=ax)
-
-
-# ===================================================================== pad
-
-_PAD_KWARGS: dict[str, tuple[str, ...]] = {
-    "empty": (), "edge": (), "wrap": (), "constant": ("constant_values",),
-    "linear_ramp": ("end_values",), "maximum": ("stat_length",), "mean": ("stat_length",),
-    "median": ("stat_length",), "minimum": ("stat_length",), "reflect": ("reflect_type",),
-    "symmetric": ("reflect_type",),
-}
-PadPairs = tuple[tuple[Any, Any], ...]
-
-
-def _pad_pairs(nvals: Any, nd: int, name: str) -> PadPairs:
-    """``pad_width``-style input as one (before, after) pair per axis."""
-    import spec._src.core.tree_util as tu
-    from spec._src.core.errors import ConcretizationTypeError
-    if any(isinstance(v, Tracer) for v in tu.tree_leaves(nvals)):
-        raise ConcretizationTypeError(
-            "Abstract tracer value encountered where concrete value is expected: the "
-            f"{name} argument of jnp.pad must be concrete")
-    try:
-        arr = np.asarray(nvals)
-    except ValueError:
-        raise TypeError(f"`{name}` entries must be the same shape: {nvals}") from None
-    if arr.dtype == object:
-        raise TypeError(f"`{name}` entries must be the same shape: {nvals}")
-    if arr.shape == (nd, 2):
-        return tuple((row[0], row[1]) for row in arr)
-    if arr.shape == (1, 2):
-        return tuple((arr[0, 0], arr[0, 1]) for _ in range(nd))
-    if arr.shape == (2,):
-        return tuple((arr[0], arr[1]) for _ in range(nd))
-    if arr.shape in ((1,), ()):
-        v = arr.reshape(-1)[0]
-        return tuple((v, v) for _ in range(nd))
-    raise ValueError(f"jnp.pad: {name} with nd={nd} has unsupported shape {arr.shape}. "
-                     f"Valid shapes are ({nd}, 2), (1, 2), (2,), (1,), or ().")
-
-
-def _is_dim(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
-def _check_no_padding(pair: tuple[Any, Any], mode: str) -> None:
-    if pair[0] > 0 or pair[1] > 0:
-        raise ValueError(f"Cannot apply '{mode}' padding to empty axis")
-
-
-def _lax_pad(x: Any, value: Any, widths: Sequence[tuple[Any, Any, int]]) -> Any:
-    """``lax.pad`` keeping the width entries as given: JAX passes NumPy
-    int64 widths through, and they are part of the printed params."""
-    from spec._src.lax.structural import pad_p
-    return pad_p.bind(x, value, padding_config=tuple(tuple(w) for w in widths))
-
-
-def _pad_constant(x: Any, pw: PadPairs, constant_values: Any) -> Any:
-    aval = _aval(x)
-    nd = aval.ndim
-    cv = L._convert_element_type(constant_values, aval.dtype, aval.weak_type)
-    cv_nd = _aval(cv).ndim
-    if cv_nd == 0:
-        return _lax_pad(x, cv, [(lo, hi, 0) for lo, hi in pw])
-    if cv_nd == 1:
-        if _aval(cv).shape[-1] == 1:
-            return _lax_pad(x, squeeze(cv), [(lo, hi, 0) for lo, hi in pw])
-        if _aval(cv).shape[-1] != 2:
-            raise ValueError("jnp.pad: constant_values has unsupported shape "
-                             f"{_aval(cv).shape}. If the shape is 1D or 2D, the last dimension "
-                             "must be of size 1 or 2.")
-    cv = _broadcast_to_unsharded(cv, (nd, 2))
-    for i in range(nd):
-        widths: list[tuple[Any, Any, int]] = [(0, 0, 0)] * nd
-        if pw[i][0] != 0:
-            widths[i] = (pw[i][0], 0, 0)
-            x = _lax_pad(x, cv[i, 0], widths)
-        if pw[i][1] != 0:
-            widths[i] = (0, pw[i][1], 0)
-            x = _lax_pad(x, cv[i, 1], widths)
-    return x
-
-
-def _pad_wrap(x: Any, pw: PadPairs) -> Any:
-    for i in range(_aval(x).ndim):
-        size = _aval(x).shape[i]
-        if size == 0:
-            _check_no_padding(pw[i], "wrap")
-            continue
-        left_reps, left_rem = divmod(int(pw[i][0]), size)
-        right_reps, right_rem = divmod(int(pw[i][1]), size)
-        parts = []
-        if left_rem > 0:
-            parts.append(L.slice_in_dim(x, size - left_rem, size, axis=i))
-        parts += (left_reps + right_reps + 1) * [x]
-        if right_rem > 0:
-            parts.append(L.slice_in_dim(x, 0, right_rem, axis=i))
-        x = L.concatenate(parts, i)
-    return x
-
-
-def _reflect_side(x: Any, i: int, padding: int, before: bool, mode: str, odd: bool,
-                  size: int) -> Any:
-    edge = L.slice_in_dim(x, 0, 1, axis=i) if before else L.slice_in_dim(x, -1, None, axis=i)
-    offset = 1 if (mode == "reflect" and size > 1) else 0
-    while padding > 0:
-        cur = min(padding, size - offset)
-        padding -= cur
-        if before:
-            part = L.slice_in_dim(x, offset, offset + cur, axis=i)
-        else:
-            stop = None if (mode == "symmetric" or size == 1) else -1
-            part = L.slice_in_dim(x, -(cur + offset), stop, axis=i)
-        part = flip(part, axis=i)
-        if odd:
-            part = 2 * edge - part
-            if size > 1:
-                edge = (L.slice_in_dim(part, 0, 1, axis=i) if before
-                        else L.slice_in_dim(part, -1, None, axis=i))
-        x = L.concatenate([part, x] if before else [x, part], i)
-    return x
-
-
-def _pad_reflect(x: Any, pw: PadPairs, mode: str, reflect_type: str) -> Any:
-    if reflect_type not in ("even", "odd"):
-        raise ValueError(f"jnp.pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
-    for i in range(_aval(x).ndim):
-        size = _aval(x).shape[i]
-        if size == 0:
-            _check_no_padding(pw[i], mode)
-            continue
-        if pw[i][0] == 0 and pw[i][1] == 0:
-            continue
-        x = _reflect_side(x, i, int(pw[i][0]), True, mode, reflect_type == "odd", size)
-        x = _reflect_side(x, i, int(pw[i][1]), False, mode, reflect_type == "odd", size)
-    return x
-
-
-def _pad_edge(x: Any, pw: PadPairs) -> Any:
-    for i in range(_aval(x).ndim):
-        n = _aval(x).shape[i]
-        if n == 0:
-            _check_no_padding(pw[i], "edge")
-            continue
-        before = repeat(L.slice_in_dim(x, 0, 1, axis=i), pw[i][0], axis=i)
-        after = repeat(L.slice_in_dim(x, n - 1, n, axis=i), pw[i][1], axis=i)
-        x = L.concatenate([before, x, after], i)
-    return x
-
-
-def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) -> Any:
-    stats: dict[str, Callable[..., Any]] = {"maximum": reductions.amax, "minimum": reductions.amin,
-                                            "mean": reductions.mean}
-    stat = stats[mode]
-    for i in range(_aval(x).ndim):
-        if stat_length is None:
-            s_before = s_after = stat(x, axis=i, keepdims=True)
-        else:
-            n = _aval(x).shape[i]
-            lb, la = (int(v) for v in stat_length[i])
-            if lb == 0 or la == 0:
-                raise ValueError("stat_length of 0 yields no value for padding")
-            lb, la = min(lb, n), min(la, n)
-            sl_before = L.slice_in_dim(x, 0, lb, axis=i)
-            sl_after = L.slice_in_dim(x, -la, None, axis=i)
-            s_before = stat(sl_before, axis=i, keepdims=True)
-            s_after = stat(sl_after, axis=i, keepdims=True)
-        aval = _aval(x)
-        if T.is_int(aval.dtype):
-            s_before, s_after = jnp_math.round(s_before), jnp_math.round(s_after)
-        s_before = L._convert_element_type(s_before, aval.dtype, aval.weak_type)
-        s_after = L._convert_element_type(s_after, aval.dtype, aval.weak_type)
-        x = L.concatenate([repeat(s_before, pw[i][0], axis=i), x,
-                           repeat(s_after, pw[i][1], axis=i)], i)
-    return x
-
-
-def _pad_empty(x: Any, pw: PadPairs) -> Any:
-    for i in range(_aval(x).ndim):
-        shp = _aval(x).shape
-        before = creation.empty_like(x, shape=shp[:i] + (int(pw[i][0]),) + shp[i + 1:])
-        after = creation.empty_like(x, shape=shp[:i] + (int(pw[i][1]),) + shp[i + 1:])
-        x = L.concatenate([before, x, after], i)
-    return x
-
-
-def _pad_fn(array: Any, pad_width: PadPairs, mode: str, constant_values: Any,
-            stat_length: Any, end_values: Any, reflect_type: str) -> Any:
-    x = L.asarray(array)
-    nd = _aval(x).ndim
-    if nd == 0:
-        return x
-    pw = _pad_pairs(pad_width, nd, "pad_width")
-    if any(v < 0 for pair in pw for v in pair):
-        raise ValueError("index can't contain negative values")
-    if mode == "constant":
-        from spec._src.numpy.creation import asarray
-        return _pad_constant(x, pw, asarray(constant_values))
-    if mode == "wrap":
-        return _pad_wrap(x, pw)
-    if mode in ("symmetric", "reflect"):
-        return _pad_reflect(x, pw, mode, reflect_type)
-    if mode == "edge":
-        return _pad_edge(x, pw)
-    if mode in ("maximum", "minimum", "mean"):
-        sl = None if stat_length is None else _pad_pairs(stat_length, nd, "stat_length")
-        return _pad_stats(x, pw, sl, mode)
-    if mode == "empty":
-        return _pad_empty(x, pw)
-    raise NotImplementedError(f"jnp.pad mode {mode!r} is not specified yet")
-
-
-@functools.cache
-def _pad_jit() -> Callable[..., Any]:
-    from spec._src.api.jit import jit
-    _pad_fn.__name__ = _pad_fn.__qualname__ = "_pad"
-    jitted: Callable[..., Any] = jit(_pad_fn, static_argnums=(1, 2, 4, 5, 6))
-    return jitted
-
-
-def pad(array: Any, pad_width: Any, mode: str | Callable[..., Any] = "constant",
-        **kwargs: Any) -> Any:
-    """``numpy.pad`` for the modes constant, edge, wrap, reflect, symmetric
-    (even/odd), empty, maximum, minimum and mean; a visible ``_pad`` jit as in
-    JAX, whose constant mode is one ``lax.pad``."""
-    arr = _ensure("pad", array)
-    pw = _pad_pairs(pad_width, _aval(arr).ndim, "pad_width")
-    if pw and not all(_is_dim(lo) and _is_dim(hi) for lo, hi in pw):
-        raise TypeError("`pad_width` must be of integral type.")
-    if callable(mode):
-        raise NotImplementedError("jnp.pad with a callable mode is not specified yet")
-    if mode not in _PAD_KWARGS:
-        raise NotImplementedError(f"Unimplemented padding mode '{mode}' for np.pad.")
-    unsupported = set(kwargs) - set(_PAD_KWARGS[mode])
-    if unsupported:
-        raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
-    if mode in ("linear_ramp", "median"):
-        raise NotImplementedError(f"jnp.pad mode {mode!r} is not specified yet")
-    stat_length = kwargs.get("stat_length")
-    if stat_length is not None:
-        stat_length = _hashable(stat_length)
-    return _pad_jit()(arr, pw, mode, kwargs.get("constant_values", 0), stat_length,
-                      _hashable(kwargs.get("end_values", 0)), kwargs.get("reflect_type", "even"))
-
-
-def _hashable(v: Any) -> Any:
-    """Static jit arguments must hash: nested sequences become tuples."""
-    if isinstance(v, (list, tuple, np.ndarray)):
-        return tuple(_hashable(e) for e in v)
-    return v
 
 
 # ================================================================ tril / triu
@@ -720,7 +384,6 @@ def flip(m: Any, axis: int | Sequence[int] | None = None) -> Any:
 
 def _atleast_one(x: Any, n: int) -> Any:
     if n < 3:
-        from spec._src.numpy.creation import array
         return array(x, copy=False, ndmin=n)
     arr = L.asarray(x)
     nd = _aval(arr).ndim
@@ -807,11 +470,6 @@ def _astype_method(self: Any, dtype: Any, copy: bool = False, device: Any = None
     return astype(self, dtype, copy=copy, device=device)
 
 
-def _repeat_method(self: Any, repeats: Any, axis: int | None = None, *,
-                   total_repeat_length: int | None = None) -> Any:
-    return repeat(self, repeats, axis, total_repeat_length=total_repeat_length)
-
-
 def _install_array_methods() -> None:
     """Shape methods on both Array and Tracer, so traced code reads like NumPy."""
     methods: dict[str, Any] = {
@@ -824,7 +482,6 @@ def _install_array_methods() -> None:
         "ravel": _ravel_method,
         "flatten": _ravel_method,
         "astype": _astype_method,
-        "repeat": _repeat_method,
     }
     for cls in (Array, Tracer):
         for name, fn in methods.items():
@@ -832,3 +489,229 @@ def _install_array_methods() -> None:
 
 
 _install_array_methods()
+
+
+def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> Any:
+    shape = _aval(a).shape
+    for ax, s in zip(*np.broadcast_arrays(np.asarray(axis), np.asarray(shift))):
+        ax = int(ax)
+        if shape[ax] == 0:
+            continue
+        i = (-int(s)) % shape[ax]
+        a = L.concatenate([L.slice_in_dim(a, i, shape[ax], axis=ax),
+                             L.slice_in_dim(a, 0, i, axis=ax)], ax)
+    return a
+
+
+_roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
+
+
+def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
+    shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
+    if len(shape) != 1:
+        raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    shifts = broadcast_to(shift, shape)
+    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
+        ax = int(ax)
+        size = array(_aval(a).shape[ax], dtype=T.int32)
+        s = remainder(L.convert_element_type(shifts[k], T.int32),
+                      ew.max(size, np.int32(1)))
+        doubled = L.concatenate((a, a), ax)
+        a = L.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
+    return a
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """Elements shifted cyclically by ``shift`` along ``axis`` (the flattened
+    array when None)."""
+    check_arraylike("roll", a)
+    arr = _as_array(a)
+    if axis is None:
+        return reshape(roll(ravel(arr), shift, 0), _aval(arr).shape)
+    ndim = _aval(arr).ndim
+    axes = tuple(_canonical_axis(ax, ndim) for ax in _index_tuple(axis))
+    try:
+        shifts = _index_tuple(shift)
+    except TypeError:
+        return _roll_dynamic(arr, asarray(shift), axes)
+    return _roll_static(arr, shifts, axes)
+
+
+def _canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def _moveaxis(a: Any, src: int, dst: int) -> Any:
+    return moveaxis(a, src, dst)
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
+    check_arraylike("concat", *arrays)
+    return concatenate(arrays, axis=axis)
+
+
+def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
+    arr = util._ensure("unstack", x)
+    if _ndim(arr) == 0:
+        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
+                         "passed.")
+    return tuple(L.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+
+
+def fliplr(m: Any) -> Any:
+    return flip(util._ensure("fliplr", m), 1)
+
+
+def flipud(m: Any) -> Any:
+    return flip(util._ensure("flipud", m), 0)
+
+
+def _rot90_fn(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    nd = _ndim(m)
+    if nd < 2:
+        raise ValueError(f"rot90 requires its first argument to have ndim at least two, but got "
+                         f"first argument of shape {_shape(m)}, which has ndim {nd}")
+    ax1, ax2 = (canonicalize_axis(a, nd) for a in axes)
+    if ax1 == ax2:
+        raise ValueError(f"rot90: axes must be different, got {axes}")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, ax1), ax2)
+    perm = list(range(nd))
+    perm[ax1], perm[ax2] = perm[ax2], perm[ax1]
+    if k == 1:
+        return transpose(flip(m, ax2), perm)
+    return flip(transpose(m, perm), ax2)
+
+
+_rot90 = util._jit("rot90", _rot90_fn, ("k", "axes"))
+
+
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    arr = util._ensure("rot90", m)
+    axes_t = tuple(operator.index(a) for a in axes)
+    if len(axes_t) != 2:
+        raise ValueError(f"rot90: axes must be a pair of ints, got {axes}")
+    return _rot90(arr, k=operator.index(k), axes=axes_t)
+
+
+def _rollaxis_fn(a: Any, axis: int, start: int = 0) -> Any:
+    nd = _ndim(a)
+    ax = canonicalize_axis(axis, nd)
+    if not -nd <= start <= nd:
+        raise ValueError(f"start={start} must satisfy {-nd}<=start<={nd}")
+    if start < 0:
+        start += nd
+    if start > ax:
+        start -= 1
+    return moveaxis(a, ax, start)
+
+
+_rollaxis = util._jit("rollaxis", _rollaxis_fn, ("axis", "start"))
+
+
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    arr = util._ensure("rollaxis", a)
+    start = _index(start, "'start' argument of jnp.rollaxis()")
+    return _rollaxis(arr, axis=operator.index(axis), start=start)
+
+
+def _as_sequence(name: str, tup: Any) -> list[Any]:
+    """A stacking function's argument as a list of arrays: an array stands for
+    the sequence of its leading-axis slices."""
+    if isinstance(tup, (np.ndarray, Array, Tracer)):
+        arr = L.asarray(tup)
+        if _ndim(arr) == 0:
+            raise ValueError(f"{name}: a 0-d array is not a sequence of arrays")
+        return list(unstack(arr))
+    check_arraylike(name, *tup)
+    return [L.asarray(t) for t in tup]
+
+
+def column_stack(tup: Any) -> Any:
+    is_array = isinstance(tup, (np.ndarray, Array, Tracer))
+    arrs = _as_sequence("column_stack", tup)
+    if is_array and _ndim(L.asarray(tup)) >= 3:
+        return concatenate(arrs, axis=1)
+    # As JAX: each entry of a <3-d array input becomes a column; list entries
+    # become columns when they are 1-d (or scalars).
+    cols = [atleast_2d(a).T if (is_array or _ndim(a) < 2) else a for a in arrs]
+    return concatenate(cols, axis=1)
+
+
+def dstack(tup: Any, dtype: Any = None) -> Any:
+    arrs = _as_sequence("dstack", tup)
+    return concatenate([atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
+
+
+def _split_along(name: str, ary: Any, sections: Any, axis: int, min_ndim: int) -> list[Any]:
+    arr = util._ensure(name, ary)
+    if _ndim(arr) < min_ndim:
+        # JAX fails reading the missing axis of the shape: an IndexError.
+        raise IndexError(f"{name} requires an array of at least {min_ndim} dimensions, got "
+                         f"shape {_shape(arr)}")
+    return _split(name, arr, sections, axis)
+
+
+def hsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    arr = util._ensure("hsplit", ary)
+    return _split_along("hsplit", arr, indices_or_sections, 0 if _ndim(arr) == 1 else 1, 1)
+
+
+def vsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    return _split_along("vsplit", ary, indices_or_sections, 0, 1)
+
+
+def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
+    return _split_along("dsplit", ary, indices_or_sections, 2, 3)
+
+
+def _atleast_nd(x: Any, n: int) -> Any:
+    nd = _ndim(x)
+    return x if nd >= n else L.expand_dims(x, tuple(range(n - nd)))
+
+
+def _block_rec(xs: Any) -> tuple[Any, int]:
+    if isinstance(xs, tuple):
+        raise ValueError(f"jax.numpy.block does not allow tuples, got {xs}")  # noqa: TRY004 (JAX raises ValueError)
+    if isinstance(xs, list):
+        if not xs:
+            raise ValueError("jax.numpy.block does not allow empty list arguments")
+        parts = [_block_rec(x) for x in xs]
+        depth = parts[0][1]
+        if any(d != depth for _, d in parts[1:]):
+            raise ValueError("Mismatched list depths in jax.numpy.block")
+        rank = builtins.max(depth, builtins.max(_ndim(p) for p, _ in parts))
+        return concatenate([_atleast_nd(p, rank) for p, _ in parts], axis=-depth), depth + 1
+    return creation.asarray(xs), 1
+
+
+def _block_fn(arrays: Any) -> Any:
+    return _block_rec(arrays)[0]
+
+
+_block = util._jit("block", _block_fn)
+
+
+def block(arrays: Any) -> Any:
+    return _block(arrays)
+
+
+def broadcast_shapes(*shapes: Any) -> tuple[int, ...]:
+    if not shapes:
+        return ()
+    tuples = [(s,) if np.ndim(s) == 0 else tuple(s) for s in shapes]
+    dims = [tuple(operator.index(d) for d in s) for s in tuples]
+    rank = builtins.max(len(s) for s in dims)
+    padded = [(1,) * (rank - len(s)) + s for s in dims]
+    out = []
+    for sizes in zip(*padded):
+        big = {d for d in sizes if d != 1}
+        if len(big) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(tuples)}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,8 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
 from spec._src.core.interpreter import Tracer, canonical_aval_of
-from spec._src.lax.structural_api import _convert_element_type
+from spec._src.lax import structural_api as L
+from spec._src.lax.structural_api import _convert_element_type, canonicalize_axis
 
 __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
            "to_weak_or_strong"]
@@ -168,3 +171,92 @@ def promote_args(fun_name: str, *args: Any) -> list[Any]:
 
 def aval_of(x: Any) -> T.ArrayType:
     return canonical_aval_of(x)
+
+
+Fn = Callable[..., Any]
+
+
+def _aval(x: Any) -> T.ArrayType:
+    return canonical_aval_of(x)
+
+
+def _ndim(x: Any) -> int:
+    return _aval(x).ndim
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(_aval(x).shape)
+
+
+def _dtype(x: Any) -> T.DType:
+    return _aval(x).dtype
+
+
+def _ensure(name: str, *args: Any) -> Any:
+    """JAX's ``ensure_arraylike``: arrays and scalars only, returned as arrays."""
+    check_arraylike(name, *args)
+    out = [L.asarray(a) for a in args]
+    return out[0] if len(out) == 1 else out
+
+
+def _to_inexact(dt: T.DType) -> T.DType:
+    """int64/uint64 -> float64, other ints and bool -> float32 (JAX's mapping)."""
+    if T.is_inexact(dt):
+        return dt
+    return T.float64 if dt in (T.int64, T.uint64) else T.float32
+
+
+def _promote_inexact(*args: Any) -> list[Any]:
+    """JAX's ``promote_dtypes_inexact``: one common inexact (dtype, weak type)."""
+    dtype, weak = T.result_type_and_weak(*args)
+    return [to_weak_or_strong(a, _to_inexact(dtype), weak) for a in args]
+
+
+def _promote(*args: Any) -> list[Any]:
+    """JAX's ``promote_dtypes``."""
+    if len(args) < 2:
+        return [L.asarray(a) for a in args]
+    return promote_dtypes(*args)
+
+
+def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
+    return to_weak_or_strong(x, dtype, weak)
+
+
+def _concrete(x: Any, what: str) -> np.ndarray:
+    """The value of ``x`` where it must be known at trace time."""
+    if isinstance(x, Tracer):
+        from spec._src.core.errors import ConcretizationTypeError
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {what}")
+    if isinstance(x, Array):
+        return np.asarray(x._value)
+    return np.asarray(x)
+
+
+def _index(x: Any, what: str) -> int:
+    if isinstance(x, Tracer):
+        _concrete(x, what)
+    return operator.index(x)
+
+
+def _jit(name: str, fn: Fn, statics: tuple[str, ...] = ()) -> Fn:
+    """``fn`` staged as a visible ``jit`` equation named ``name``, as JAX does."""
+    from spec._src.api.jit import jit
+    fn.__name__ = fn.__qualname__ = name
+    jitted: Fn = jit(fn, static_argnames=statics or None)
+    return jitted
+
+
+def _axis_tuple(axis: Any, nd: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(nd))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(canonicalize_axis(operator.index(a), nd) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"repeated axis in {axis}")
+    return out
+
+
+def _hashable_axis(axis: Any) -> Any:
+    return axis if axis is None or isinstance(axis, int) else tuple(axis)

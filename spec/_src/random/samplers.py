@@ -29,7 +29,6 @@ from spec._src.lax import structural_api as L
 from spec._src.lax.ad_api import stop_gradient
 from spec._src.lax.control_flow_api import while_loop
 from spec._src.lax.prng import (
-    register_gamma_sampler,
     random_bits_p,
     random_clone_p,
     random_fold_in_p,
@@ -37,12 +36,15 @@ from spec._src.lax.prng import (
     random_split_p,
     random_unwrap_p,
     random_wrap_p,
+    register_gamma_sampler,
 )
 from spec._src.lax.scan_api import scan
-from spec._src.numpy import creation, indexing, linalg, more, reductions
+from spec._src.numpy import creation, indexing, linalg, reductions, sorting
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.linalg import linalg as jnp_linalg
+from spec._src.numpy.math import _promote_dtypes_inexact
+from spec._src.numpy.util import check_arraylike, to_weak_or_strong
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
@@ -295,7 +297,8 @@ def fold_in(key: Any, data: Any) -> Any:
     if np.ndim(data):
         raise TypeError("fold_in accepts a scalar, but was given an array of"
                         f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    return _return_keys(wrapped, random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
+    return _return_keys(wrapped,
+                        random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
 
 
 def clone(key: Any) -> Any:
@@ -592,8 +595,8 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
     if mode in ("high", "highest"):
         high, low = _uniform(key, minval=0., maxval=1., shape=(2, *shape), dtype=dtype)
         nmant = int(info.nmant)
-        x = jnp_math.where(high >= 0.5, high,
-                      high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
+        x = jnp_math._where(high >= 0.5, high,
+                            high + 2 ** -nmant * low + max(2 ** -(2 * nmant + 1), float(info.tiny)))
         return -jnp_math.log(-jnp_math.log1p(-x))
     return -jnp_math.log(-jnp_math.log(_uniform(key, minval=info.tiny, maxval=1., shape=shape,
                                        dtype=dtype)))
@@ -655,7 +658,6 @@ def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
 
 
 def jnp_util_check(name: str, *args: Any) -> None:
-    from spec._src.numpy.util import check_arraylike
     check_arraylike(name, *args)
 
 
@@ -719,7 +721,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
         if replace:
             p_cuml = reductions.cumsum(p_arr)
             r = p_cuml[-1] * (1 - uniform(key, shape, dtype=p_cuml.dtype))
-            ind = more.searchsorted(p_cuml, r).astype(int)
+            ind = sorting.searchsorted(p_cuml, r).astype(int)
         else:
             g = gumbel(key, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp_math.log(p_arr)
             ind = lr.top_k(g, k=n_draws)[1].astype(int)
@@ -1132,7 +1134,6 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
 
 @_jitted(static_argnums=(2, 3, 4))
 def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
-    from spec._src.numpy.util import to_weak_or_strong
     jnp_util_check("geometric", p)
     _check_shape("geometric", shape, np.shape(p))
     # p promoted to an inexact dtype, keeping its weak type.
@@ -1142,7 +1143,7 @@ def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any
     p = to_weak_or_strong(p, dt, weak)
     u = uniform(key, shape, p.dtype, out_sharding=out_sharding)
     # u = 0 is mapped to 1, keeping log(u) finite (JAX's choice, kept for its bits).
-    u = jnp_math.where(u == 0, 1, u)
+    u = jnp_math._where(u == 0, 1, u)
     log_u = ew.log(u)
     log_one_minus_p = ew.log1p(-p)
     if out_sharding is not None and not np.ndim(log_one_minus_p):
@@ -1561,10 +1562,9 @@ def _btrs(key: Any, count: Any, prob: Any, shape: Shape, dtype: T.DType, max_ite
 
 # (JAX stages this inline, at trace time: a plain function here.)
 def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DType) -> Any:
-    from spec._src.numpy.math import _promote_dtypes_inexact
     key, count, prob = _staged_args(key, count, prob)
     if shape is None:
-        shape = more.broadcast_shapes(np.shape(count), np.shape(prob))
+        shape = jnp_shape.broadcast_shapes(np.shape(count), np.shape(prob))
     else:
         _check_shape("binomial", shape, np.shape(count), np.shape(prob))
     (prob,) = _promote_dtypes_inexact(prob)
@@ -1612,7 +1612,6 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
                 unroll: int | bool = 1) -> Any:
     """Multinomial(n, p) counts along the last axis: one binomial draw per
     category, of the trials left, at the category's share of what is left."""
-    from spec._src.numpy.math import _promote_dtypes_inexact
     key, _ = _check_prng_key("multinomial", key)
     jnp_util_check("multinomial", n, p)
     n, p = _promote_dtypes_inexact(n, p)
@@ -1631,7 +1630,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
 
     p = jnp_shape.moveaxis(p, -1, 0)
     remaining_probs = lr.cumsum(p, 0, reverse=True)
-    ratios = p / jnp_math.where(remaining_probs == 0, 1, remaining_probs)
+    ratios = p / jnp_math._where(remaining_probs == 0, 1, remaining_probs)
     keys = split(key, ratios.shape[0])
     _, counts = scan(f, n, (ratios, keys), unroll=unroll)
     return jnp_shape.moveaxis(counts, 0, -1).astype(dtype)
@@ -1651,7 +1650,6 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     standard normal ``z``, where ``factor factor^T = cov`` comes from a
     Cholesky factorisation (default), or ``v sqrt(w)`` from ``eigh``, or
     ``u sqrt(s)`` from ``svd`` (these two accept singular covariances)."""
-    from spec._src.numpy.math import _promote_dtypes_inexact
     key, _ = _check_prng_key("multivariate_normal", key)
     jnp_util_check("multivariate_normal", mean, cov)
     mean, cov = _promote_dtypes_inexact(mean, cov)
