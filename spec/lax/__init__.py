@@ -15,6 +15,8 @@ from spec._src.lax.ad_api import *  # noqa: F403
 from spec._src.lax.collectives_api import *  # noqa: F403
 from spec._src.lax.scan_api import *  # noqa: F403
 from spec._src.api.lax_map import map as map
+from spec._src.api.lax_index import dynamic_index_in_dim as dynamic_index_in_dim
+from spec._src.api.lax_index import dynamic_update_index_in_dim as dynamic_update_index_in_dim
 from spec._src.lax.control_flow_api import *  # noqa: F403
 
 
