@@ -20,7 +20,7 @@ from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.interpreter import Tracer, canonical_aval_of, hooks
 from spec._src.lax.elementwise import select_n_p
-from spec._src.lax.reshard_api import place, reshard
+from spec._src.lax.reshard import place, reshard
 from spec._src.lax.structural import (
     _convert_impl,
     bitcast_convert_type_p,

@@ -32,7 +32,7 @@ from spec._src.numpy.util import (
     to_weak_or_strong,
 )
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 
 Fn = Callable[..., Any]
