@@ -48,6 +48,7 @@ import operator
 from spec._src.lax.dot import canonicalize_precision
 from spec._src.lax.structural_api import rev, transpose
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+from spec._src.lax.structural_api import convert_element_type, full, reshape
 
 _P = "conv_general_dilated"
 Padding = tuple[tuple[int, int], ...]
@@ -388,9 +389,6 @@ def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Any, padding
 #   strides and rhs dilation are exchanged; feature groups become batch
 #   groups and vice versa.
 
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
@@ -418,7 +416,7 @@ def _split_axis(src: int, size1: int, x: Any) -> Any:
     """Reshape axis ``src`` of size size1 * size2 into two axes (size1, size2)."""
     shape = list(_shape_of(x))
     shape[src:src + 1] = [size1, shape[src] // size1]
-    return _lax().reshape(x, shape)
+    return reshape(x, shape)
 
 
 def _merge_axis(src: int, dst: int, x: Any) -> Any:
@@ -429,7 +427,7 @@ def _merge_axis(src: int, dst: int, x: Any) -> Any:
     perm.insert(dst, src)
     new_shape = [d for i, d in enumerate(shape) if i != src]
     new_shape[dst] *= shape[src]
-    return _lax().reshape(x, new_shape, perm)
+    return reshape(x, new_shape, perm)
 
 
 def _lhs_padding(in_shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
@@ -460,7 +458,6 @@ def _conv_transpose_lhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
                         feature_group_count: int, batch_group_count: int, precision: Any,
                         preferred_element_type: T.DType | None, out_sharding: Any = None
                         ) -> Any:
-    lax = _lax()
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_aval = lhs.aval
     rhs_shape = _shape_of(rhs)  # of the kernel as given, before any regrouping
@@ -475,17 +472,17 @@ def _conv_transpose_lhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
                         _take(rhs_shape, _spatial(rhs_spec)), window_strides,
                         _take(_shape_of(g), _spatial(out_spec)), padding, lhs_dilation,
                         rhs_dilation)
-    kernel = lax.rev(rhs, _spatial(rhs_spec))
+    kernel = rev(rhs, _spatial(rhs_spec))
     g_dtype = _dtype_of(g)
     if g_dtype != _dtype_of(kernel):
-        kernel = lax.convert_element_type(kernel, g_dtype)
-    out = lax.conv_general_dilated(
+        kernel = convert_element_type(kernel, g_dtype)
+    out = conv_general_dilated(
         g, kernel, window_strides=lhs_dilation, padding=pads, lhs_dilation=window_strides,
         rhs_dilation=rhs_dilation, dimension_numbers=trans_dnums, feature_group_count=groups,
         batch_group_count=1, precision=precision, preferred_element_type=preferred_element_type,
         out_sharding=lhs_aval.sharding)
     if _dtype_of(out) != lhs_aval.dtype:
-        out = lax.convert_element_type(out, lhs_aval.dtype)
+        out = convert_element_type(out, lhs_aval.dtype)
     if batch_group_count > 1:
         out = _split_axis(int(lhs_spec[1]), batch_group_count, out)
         out = _merge_axis(int(lhs_spec[1]), int(lhs_spec[0]), out)
@@ -497,7 +494,6 @@ def _conv_transpose_rhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
                         feature_group_count: int, batch_group_count: int, precision: Any,
                         preferred_element_type: T.DType | None, out_sharding: Any = None
                         ) -> Any:
-    lax = _lax()
     rhs_aval = rhs.aval
     g_shape = _shape_of(g)
     if math.prod(g_shape) == 0:
@@ -516,14 +512,14 @@ def _conv_transpose_rhs(g: Any, lhs: Any, rhs: Any, *, window_strides: Any, padd
                         rhs_dilation)
     g_dtype = _dtype_of(g)
     if g_dtype != _dtype_of(lhs):
-        lhs = lax.convert_element_type(lhs, g_dtype)
-    out = lax.conv_general_dilated(
+        lhs = convert_element_type(lhs, g_dtype)
+    out = conv_general_dilated(
         lhs, g, window_strides=rhs_dilation, padding=pads, lhs_dilation=lhs_dilation,
         rhs_dilation=window_strides, dimension_numbers=trans_dnums, feature_group_count=fgc,
         batch_group_count=bgc, precision=precision, preferred_element_type=preferred_element_type,
         out_sharding=rhs_aval.sharding)
     if _dtype_of(out) != rhs_aval.dtype:
-        out = lax.convert_element_type(out, rhs_aval.dtype)
+        out = convert_element_type(out, rhs_aval.dtype)
     return out
 
 
@@ -560,7 +556,7 @@ def _conv_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
         lt = unbatched_aval(canonical_aval_of(lhs), lbd)
         rt = unbatched_aval(canonical_aval_of(rhs), rbd)
         (out,) = _conv_type(lt, rt, **params)
-        return [_lax().full((0, *out.shape), 0, out.dtype)], [0]
+        return [full((0, *out.shape), 0, out.dtype)], [0]
 
     def conv(x: Any, y: Any, **changed: Any) -> Any:
         return conv_general_dilated_p.bind(x, y, **{**params, **changed})

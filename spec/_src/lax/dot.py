@@ -36,6 +36,7 @@ from spec._src.interpreters.spmd import Dist, Geometry
 from collections.abc import Sequence
 from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+from spec._src.lax.structural_api import transpose
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
@@ -240,9 +241,6 @@ def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
 # the cotangent with the other operand) followed by a transpose that puts the
 # axes back in the operand's order; both as JAX's.
 
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def _remaining(n: int, *removed: tuple[int, ...]) -> list[int]:
@@ -268,7 +266,6 @@ def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbe
     x's contracting axes in the order of y's, which a transpose undoes.
     ``swap_ans``: x is really the rhs, whose free axes come last in the
     output."""
-    lax = _lax()
     (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
     x_aval = x.aval
     x_kept = _remaining(x_aval.ndim, x_contract, x_batch)
@@ -281,10 +278,10 @@ def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbe
     x_contract_by_y = [x_contract[i] for i in np.argsort(y_contract, kind="stable")]
     unsorted = [*x_batch, *x_kept, *x_contract_by_y]
     out_axes = tuple(int(i) for i in np.argsort(unsorted, kind="stable"))
-    out = lax.dot_general(ct, y, dims, precision=precision,
+    out = dot_general(ct, y, dims, precision=precision,
                           preferred_element_type=preferred_element_type,
                           out_sharding=_transposed_sharding(x_aval, unsorted))
-    x_bar = lax.transpose(out, out_axes)
+    x_bar = transpose(out, out_axes)
     if canonical_aval_of(x_bar).dtype != x_aval.dtype:
         from spec._src.lax.structural_api import _convert_element_type
         x_bar = _convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
@@ -517,8 +514,8 @@ def canonicalize_precision(precision: Any) -> CanonicalPrecision:
             return PRECISION_STRINGS[precision[0]], PRECISION_STRINGS[precision[1]]
     raise ValueError(
         "Precision argument must be one of:\n- None,\n"
-        f"- a string in {list(PRECISION_STRINGS)},\n- a lax.Precision value,\n"
-        "- a tuple of two lax.Precision values or strings;\n"
+        f"- a string in {list(PRECISION_STRINGS)},\n- a Precision value,\n"
+        "- a tuple of two Precision values or strings;\n"
         f"but got {precision}.")
 
 
