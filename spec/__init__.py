@@ -32,7 +32,7 @@ from spec import custom_derivatives, experimental, sharding
 from spec._src.backends.multihost_utils import live_devices
 from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
 from spec._src.core.sharding import NamedSharding, P
-from spec._src.lax.reshard_api import reshard
+from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp

@@ -18,10 +18,10 @@ from spec._src.core.sharding import (
     use_abstract_mesh,
 )
 from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
-from spec._src.lax.reshard_api import auto_axes as auto_axes
-from spec._src.lax.reshard_api import explicit_axes as explicit_axes
-from spec._src.lax.reshard_api import reshard as reshard
-from spec._src.lax.reshard_api import with_sharding_constraint as with_sharding_constraint
+from spec._src.lax.reshard import auto_axes as auto_axes
+from spec._src.lax.reshard import explicit_axes as explicit_axes
+from spec._src.lax.reshard import reshard as reshard
+from spec._src.lax.reshard import with_sharding_constraint as with_sharding_constraint
 from spec._src.core.sharding import make_single_device_sharding as make_single_device_sharding
 
 __all__ = [

@@ -7,14 +7,16 @@ from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise_api import *  # noqa: F403
 from spec._src.lax.special_api import *  # noqa: F403
 from spec._src.lax.structural_api import *  # noqa: F403
-from spec._src.lax.indexing_api import *  # noqa: F403
-from spec._src.lax.reductions_api import *  # noqa: F403
-from spec._src.lax.dot_api import *  # noqa: F403
-from spec._src.lax.conv_api import *  # noqa: F403
-from spec._src.lax.ad_api import *  # noqa: F403
+from spec._src.lax.indexing import *  # noqa: F403
+from spec._src.lax.reductions import *  # noqa: F403
+from spec._src.lax.dot import *  # noqa: F403
+from spec._src.lax.conv import *  # noqa: F403
+from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives_api import *  # noqa: F403
 from spec._src.lax.scan_api import *  # noqa: F403
 from spec._src.api.lax_map import map as map
+from spec._src.api.lax_index import dynamic_index_in_dim as dynamic_index_in_dim
+from spec._src.api.lax_index import dynamic_update_index_in_dim as dynamic_update_index_in_dim
 from spec._src.lax.control_flow_api import *  # noqa: F403
 
 
@@ -26,6 +28,6 @@ def _export_primitives() -> None:
 
 
 _export_primitives()
-from spec._src.lax.reshard_api import with_sharding_constraint  # noqa: E402,F401
+from spec._src.lax.reshard import with_sharding_constraint  # noqa: E402,F401
 from spec.lax import linalg as linalg  # noqa: E402
 from spec._src.lax.reshard import reshard_p, sharding_constraint_p  # noqa: E402,F401

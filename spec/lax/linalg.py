@@ -1,6 +1,6 @@
 """``jax.lax.linalg``: decompositions and triangular solves."""
 
-from spec._src.lax.linalg_api import (
+from spec._src.lax.linalg import (
     EighImplementation,
     SvdAlgorithm,
     cholesky,

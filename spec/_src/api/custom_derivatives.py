@@ -33,7 +33,7 @@ from spec._src.lax.custom import (
     zeros_like_aval,
 )
 from spec._src.core.types import FLOAT0, ArrayType
-from spec._src.lax.ad_api import stop_gradient
+from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax import structural_api as L
 
 

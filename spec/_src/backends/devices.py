@@ -28,7 +28,7 @@ from spec._src.core.sharding import (
 )
 from spec._src.core.types import ArrayType, canonicalize_dtype
 from spec._src.interpreters import spmd as _spmd
-from spec._src.lax.reshard_api import full_spec, place
+from spec._src.lax.reshard import full_spec, place
 from spec._src.numpy.creation import asarray
 
 

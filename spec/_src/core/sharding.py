@@ -7,7 +7,7 @@ per-device execution are keyed on. Names, reprs and
 error classes follow JAX 0.12 (checked live in tests/sharding/test_api.py).
 
 The functions that bind primitives (``reshard``, ``with_sharding_constraint``,
-``auto_axes``, ``explicit_axes``: spec._src.lax.reshard_api) or that need the
+``auto_axes``, ``explicit_axes``: spec._src.lax.reshard) or that need the
 trace or the devices (``set_mesh``, ``get_mesh``, ``make_mesh``:
 spec._src.api.sharding) live above; this module is what types and the IR use.
 

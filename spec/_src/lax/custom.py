@@ -28,6 +28,7 @@ import numpy as np
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters.batching import AxisData
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero
+from spec._src.interpreters.ad_util import zeros_like_aval as laid_out_zeros
 from spec._src.core.errors import UnexpectedTracerError
 from spec._src.core.interpreter import (
     Eqn,
@@ -42,6 +43,8 @@ from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
+from spec._src.lax.reductions import reduce_sum
+from spec._src.lax.structural_api import _convert_element_type, broadcast
 from spec._src.core.interpreter import VMA_FROM_TYPING
 
 
@@ -181,9 +184,7 @@ def zeros_like_aval(aval: ArrayType) -> Any:
     if aval.dtype == FLOAT0:
         return np.zeros(aval.shape, FLOAT0)
     if aval.sharding is not None:  # laid out as the type says
-        from spec._src.interpreters.ad_util import zeros_like_aval as laid_out_zeros
         return laid_out_zeros(aval)
-    from spec._src.lax.structural_api import _convert_element_type, broadcast
     return broadcast(_convert_element_type(0, aval.dtype, aval.weak_type), aval.shape)
 
 
@@ -298,8 +299,7 @@ def _sum_out(x: Any, d: Any) -> Any:
     """A per-example cotangent of an unbatched input: summed over the batch."""
     if d is None:
         return x
-    from spec import lax
-    return lax.reduce_sum(x, (d,))
+    return reduce_sum(x, (d,))
 
 
 class _NamedRule:

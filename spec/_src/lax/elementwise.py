@@ -15,8 +15,7 @@ once (XLA CPU does the same); integer arithmetic wraps.
 from __future__ import annotations
 
 import enum
-import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -46,12 +45,16 @@ from spec._src.interpreters.batching import (
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.interpreter import (
     Eqn,
+    EvalTrace,
+    Jaxpr,
     PpContext,
     Primitive,
     canonical_aval_of,
+    current_trace,
     not_applicable,
     pp_eqn_default,
     pp_hiding,
+    trace_to_jaxpr,
 )
 from spec._src.lax import elementwise_kit as K
 from spec._src.lax import sharding_kit as SK
@@ -69,7 +72,7 @@ from spec._src.lax.elementwise_kit import (
     lifted_to,
     nary_type,
 )
-from spec._src.core.registry import declare, require
+from spec._src.core.registry import declare, primitive, require
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import DEFAULT_PP, from_primitive
 from spec._src.interpreters import per_device as PD
@@ -419,25 +422,38 @@ def _exp_neg_sq_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tupl
                              x_dot)
 
 
-@functools.cache
-def _exp_neg_sq_fn() -> Any:
-    """The custom_jvp function (spec._src.api.custom_derivatives imports the rule
-    modules, so it is made on first use)."""
-    from spec._src.api.custom_derivatives import custom_jvp
+class _ExpNegSqRule:
+    """exp_neg_sq's JVP rule as ``custom_jvp_call`` calls it (flat lists in
+    and out), named as JAX prints it."""
 
-    def exp_neg_sq(x: Any) -> Any:
-        return _exp_neg_sq_body(x)
+    __name__ = "_exp_neg_sq_jvp"
+    fun_name = "exp_neg_sq"
 
-    fn = custom_jvp(exp_neg_sq)
-    fn.defjvp(_exp_neg_sq_jvp)
-    return fn
+    def __call__(self, primals: Sequence[Any], tangents: Sequence[Any]
+                 ) -> tuple[list[Any], list[Any]]:
+        ans, ans_dot = _exp_neg_sq_jvp(tuple(primals), tuple(tangents))
+        return [ans], [ans_dot]
+
+
+_EXP_NEG_SQ_RULE = _ExpNegSqRule()
 
 
 def exp_neg_sq(x: Any) -> Any:
     """exp(-x^2) as JAX 0.12 computes it for the derivatives of erf and
     erfc: a ``custom_jvp`` function (bound as ``custom_jvp_call`` named
-    exp_neg_sq) whose derivative is -2 x exp(-x^2)."""
-    return _exp_neg_sq_fn()(x)
+    exp_neg_sq) whose derivative is -2 x exp(-x^2). Evaluated eagerly it is
+    its body; traced, the body is staged and ``custom_jvp_call`` (a
+    primitive of a higher family, so found in the registry) is bound."""
+    if isinstance(current_trace(), EvalTrace):
+        return _exp_neg_sq_body(x)
+    traced, _ = trace_to_jaxpr(lambda v: [_exp_neg_sq_body(v)], [canonical_aval_of(x)])
+    body = Jaxpr([], [*traced.constvars, *traced.invars], traced.outvars, traced.eqns,
+                 traced.effects)
+    consts = list(traced.consts)
+    (out,) = primitive("custom_jvp_call").bind(
+        *consts, x, call_jaxpr=body, jvp_jaxpr_fun=_EXP_NEG_SQ_RULE,
+        num_consts=len(consts), symbolic_zeros=False)
+    return out
 
 
 _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)

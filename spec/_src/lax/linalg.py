@@ -43,7 +43,14 @@ from spec._src.interpreters.batching import AxisData, BatchDim, bdim_at_front, m
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.lax import sharding_kit as SK
+from spec._src.lax.dot import dot_general
 from spec._src.lax.elementwise_kit import compute_dtype
+from spec._src.lax.structural_api import (
+    _convert_element_type,
+    expand_dims,
+    squeeze,
+    transpose,
+)
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
@@ -51,6 +58,30 @@ from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
+from spec._src.lax.structural_api import asarray
+from spec._src.lax.dot import batch_matmul, dot
+from spec._src.lax.elementwise_api import (
+    add,
+    complex,
+    conj,
+    eq,
+    ge,
+    imag,
+    integer_pow,
+    neg,
+    real,
+    select,
+)
+from spec._src.lax.structural_api import (
+    broadcast,
+    broadcasted_iota,
+    concatenate,
+    convert_element_type,
+    full,
+    full_like,
+    iota,
+    reshape,
+)
 
 
 class EighImplementation(enum.Enum):
@@ -370,9 +401,6 @@ def _empty_svd(x: np.ndarray, full_matrices: bool, compute_uv: bool) -> list[np.
 # ------------------------------------------------------ lax-level helpers
 # Written as JAX's helpers, so that the rules below record its equations.
 
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def _aval(x: Any) -> ArrayType:
@@ -381,12 +409,12 @@ def _aval(x: Any) -> ArrayType:
 
 def _T(x: Any) -> Any:
     nd = _aval(x).ndim
-    return _lax().transpose(x, (*range(nd - 2), nd - 1, nd - 2))
+    return transpose(x, (*range(nd - 2), nd - 1, nd - 2))
 
 
 def _conj(x: Any) -> Any:
     """jnp's conj: a no-op (no equation) for real arrays."""
-    return _lax().conj(x) if T.is_complex(_aval(x).dtype) else x
+    return conj(x) if T.is_complex(_aval(x).dtype) else x
 
 
 def _H(x: Any) -> Any:
@@ -402,61 +430,104 @@ def _tri(n: int, m: int, k: int) -> Any:
     JAX's, the indices are int64 when the offset (a Python int, so int64
     under x64) or the shape does not fit int32."""
     from spec._src.core.config import x64_enabled
-    lax = _lax()
     big = x64_enabled() or max(n, m) > np.iinfo(np.int32).max
     dt = np.dtype(np.int64 if big else np.int32)
-    rows = lax.add(lax.broadcasted_iota(dt, (n, m), 0), np.array(k, dt))
-    return lax.ge(rows, lax.broadcasted_iota(dt, (n, m), 1))
+    rows = add(broadcasted_iota(dt, (n, m), 0), np.array(k, dt))
+    return ge(rows, broadcasted_iota(dt, (n, m), 1))
 
 
 def tril(x: Any, k: int = 0) -> Any:
-    lax = _lax()
     *batch, n, m = _aval(x).shape
-    mask = lax.broadcast(_tri(n, m, k), tuple(batch))
-    return lax.select(mask, x, lax.full_like(x, 0))
+    mask = broadcast(_tri(n, m, k), tuple(batch))
+    return select(mask, x, full_like(x, 0))
 
 
 def triu(x: Any, k: int = 0) -> Any:
-    lax = _lax()
     *batch, n, m = _aval(x).shape
-    mask = lax.broadcast(_tri(n, m, k - 1), tuple(batch))
-    return lax.select(mask, lax.full_like(x, 0), x)
+    mask = broadcast(_tri(n, m, k - 1), tuple(batch))
+    return select(mask, full_like(x, 0), x)
 
 
 def _eye(dtype: T.DType, n: int, m: int) -> Any:
-    lax = _lax()
-    rows = lax.add(lax.broadcasted_iota(np.int32, (n, m), 0), np.int32(0))
-    eye = lax.eq(rows, lax.broadcasted_iota(np.int32, (n, m), 1))
-    return lax.convert_element_type(eye, dtype)
+    rows = add(broadcasted_iota(np.int32, (n, m), 0), np.int32(0))
+    eye = eq(rows, broadcasted_iota(np.int32, (n, m), 1))
+    return convert_element_type(eye, dtype)
 
 
 def _astype(x: Any, dtype: T.DType) -> Any:
-    return x if _aval(x).dtype == dtype else _lax().convert_element_type(x, dtype)
+    return x if _aval(x).dtype == dtype else convert_element_type(x, dtype)
 
 
 def _real(x: Any) -> Any:
     """jnp's ``.real``: the array itself when it is real."""
-    return _lax().real(x) if T.is_complex(_aval(x).dtype) else x
+    return real(x) if T.is_complex(_aval(x).dtype) else x
 
 
 def _matmul(a: Any, b: Any) -> Any:
-    from spec._src.numpy.linalg import matmul
-    return matmul(a, b)
+    """``a @ b`` of two stacks of matrices as ``jnp.matmul`` stages it (JAX's
+    rules write ``@``): leading axes broadcast NumPy's way, an axis of size 1
+    squeezed away, the others batch axes of one ``dot_general`` to the joint
+    result type, its result moved into place."""
+    pet, weak = T.result_type_and_weak(a, b)
+    sa, sb = _aval(a).shape, _aval(b).shape
+    nb = max(len(sa), len(sb)) - 2
+    a_bd: list[int | None] = [None] * (nb - len(sa) + 2) + list(sa[:-2])
+    b_bd: list[int | None] = [None] * (nb - len(sb) + 2) + list(sb[:-2])
+    a_sq: list[int] = []
+    b_sq: list[int] = []
+    both_sq: list[int] = []
+    a_batch: list[int] = []
+    b_batch: list[int] = []
+    idx_batch: list[int] = []
+    idx_a: list[int] = []
+    idx_b: list[int] = []
+    for i, (ba, bb) in enumerate(zip(a_bd, b_bd)):
+        if ba is None:
+            idx_b.append(i)
+        elif bb is None:
+            idx_a.append(i)
+        elif ba == 1 and bb == 1:
+            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
+            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
+            both_sq.append(i)
+        elif ba == 1:
+            idx_b.append(i)
+            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
+        elif bb == 1:
+            idx_a.append(i)
+            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
+        else:
+            a_batch.append(len(idx_batch) + len(idx_a))
+            b_batch.append(len(idx_batch) + len(idx_b))
+            idx_batch.append(i)
+    idx_a.append(nb)
+    idx_b.append(nb + 1)
+    perm = tuple(int(p) for p in np.argsort(np.array(idx_batch + idx_a + idx_b, dtype=int)))
+    if a_sq:
+        a = squeeze(a, tuple(a_sq))
+    if b_sq:
+        b = squeeze(b, tuple(b_sq))
+    dims = (((_aval(a).ndim - 1,), (_aval(b).ndim - 2,)), (tuple(a_batch), tuple(b_batch)))
+    out = dot_general(a, b, dims, preferred_element_type=pet)
+    if perm != tuple(range(len(perm))):
+        out = transpose(out, perm)
+    if both_sq:
+        out = expand_dims(out, both_sq)
+    return _convert_element_type(out, pet, weak)
 
 
 def _dot(a: Any, b: Any) -> Any:
-    """JAX's rules multiply with HIGHEST precision: ``lax.dot`` for matrices,
+    """JAX's rules multiply with HIGHEST precision: ``dot`` for matrices,
     ``batch_matmul`` for batches of them."""
-    lax = _lax()
     from spec._src.lax.dot import Precision
     if _aval(a).ndim == 2:
-        return lax.dot(a, b, precision=Precision.HIGHEST)
-    return lax.batch_matmul(a, b, precision=Precision.HIGHEST)
+        return dot(a, b, precision=Precision.HIGHEST)
+    return batch_matmul(a, b, precision=Precision.HIGHEST)
 
 
 def _extract_diagonal(s: Any) -> Any:
     *_, n, m = _aval(s).shape
-    i = _lax().iota(np.int32, min(n, m))
+    i = iota(np.int32, min(n, m))
     return s[..., i, i]
 
 
@@ -471,9 +542,8 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     a, b = asarray(a), asarray(b)
     conjugate_a = bool(conjugate_a) and T.is_complex(_aval(a).dtype)
     singleton = _aval(b).ndim == _aval(a).ndim - 1
-    lax = _lax()
     if singleton:
-        b = lax.expand_dims(b, (-1 if left_side else -2,))
+        b = expand_dims(b, (-1 if left_side else -2,))
     out = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
                                   transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
                                   unit_diagonal=bool(unit_diagonal))
@@ -491,12 +561,11 @@ def _cholesky_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], l
     factor (its upper triangle zero), as in JAX."""
     from spec._src.interpreters.ad_util import instantiate
     from spec._src.lax.dot import Precision
-    lax = _lax()
     (x,), (sigma_dot,) = primals, tangents
     sigma_dot = instantiate(sigma_dot)
     if T.is_complex(_aval(sigma_dot).dtype):
-        r, i = lax.real(sigma_dot), lax.imag(sigma_dot)
-        sigma_dot = lax.complex(tril(r) + _T(tril(r, -1)), tril(i, -1) - _T(tril(i, -1)))
+        r, i = real(sigma_dot), imag(sigma_dot)
+        sigma_dot = complex(tril(r) + _T(tril(r, -1)), tril(i, -1) - _T(tril(i, -1)))
     else:
         sigma_dot = tril(sigma_dot) + _T(tril(sigma_dot, -1))
     factor = tril(cholesky_p.bind(x))
@@ -505,13 +574,13 @@ def _cholesky_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], l
         low = tril(m)
         a = _aval(m)
         n = a.shape[-1]
-        return low / lax.expand_dims(np.array(1, a.dtype) + _eye(a.dtype, n, n),
+        return low / expand_dims(np.array(1, a.dtype) + _eye(a.dtype, n, n),
                                      tuple(range(a.ndim - 2)))
 
     tmp = triangular_solve(factor, sigma_dot, left_side=False, transpose_a=True,
                            conjugate_a=True, lower=True)
     inner = triangular_solve(factor, tmp, left_side=True, transpose_a=False, lower=True)
-    l_dot = lax.batch_matmul(factor, phi(inner), precision=Precision.HIGHEST)
+    l_dot = batch_matmul(factor, phi(inner), precision=Precision.HIGHEST)
     return [factor], [l_dot]
 
 
@@ -524,7 +593,7 @@ def _triangular_solve_jvp_a(g_a: Any, ans: Any, a: Any, b: Any, *, left_side: bo
     m, n = _aval(b).shape[-2:]
     k = 1 if unit_diagonal else 0
     g_a = tril(g_a, -k) if lower else triu(g_a, k)
-    g_a = _lax().neg(g_a)
+    g_a = neg(g_a)
     g_a = _T(g_a) if transpose_a else g_a
     g_a = _conj(g_a) if conjugate_a else g_a
 
@@ -565,7 +634,6 @@ def _eigh_jvp(primals: list[Any], tangents: list[Any], *, lower: bool, sort_eige
     dw = diag(V^H dA V), dV = V (F * V^H dA V) with F_ij = 1/(w_j - w_i) off
     the diagonal and 0 on it."""
     from spec._src.interpreters.ad_util import instantiate
-    lax = _lax()
     (a,), (a_dot,) = primals, tangents
     a_dot = instantiate(a_dot)
     aval = _aval(a)
@@ -577,7 +645,7 @@ def _eigh_jvp(primals: list[Any], tangents: list[Any], *, lower: bool, sort_eige
     w = _astype(w_real, aval.dtype)
     eye_n = _eye(aval.dtype, n, n)
     delta_w = w[..., np.newaxis, :] - w[..., np.newaxis]
-    fmat = lax.integer_pow(delta_w + eye_n, -1) - eye_n
+    fmat = integer_pow(delta_w + eye_n, -1) - eye_n
     vdag_adot_v = _dot(_dot(_H(v), a_dot), v)
     dv = _dot(v, fmat * vdag_adot_v)
     dw = _extract_diagonal(_real(vdag_adot_v))
@@ -587,14 +655,13 @@ def _eigh_jvp(primals: list[Any], tangents: list[Any], *, lower: bool, sort_eige
 def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
     """The QR JVP for m >= n (Townsend): with C = Q^H dX R^-1, dQ and dR come
     from splitting C into a skew-Hermitian part and an upper part."""
-    lax = _lax()
     dx_rinv = triangular_solve(r, dx)
     qt_dx_rinv = _matmul(_H(q), dx_rinv)
     qt_dx_rinv_lower = tril(qt_dx_rinv, -1)
     do = qt_dx_rinv_lower - _H(qt_dx_rinv_lower)
     a = _aval(qt_dx_rinv)
     n = _aval(r).shape[-1]
-    eye = lax.expand_dims(_eye(_aval(do).dtype, n, n), tuple(range(a.ndim - 2)))
+    eye = expand_dims(_eye(_aval(do).dtype, n, n), tuple(range(a.ndim - 2)))
     do = do + eye * (qt_dx_rinv - _astype(_real(qt_dx_rinv), a.dtype))
     dq = _matmul(q, do - qt_dx_rinv) + dx_rinv
     dr = _matmul(qt_dx_rinv - do, r)
@@ -604,7 +671,6 @@ def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
 def _qr_jvp(primals: list[Any], tangents: list[Any], *, pivoting: bool, full_matrices: bool,
             use_magma: Any) -> tuple[list[Any], list[Any]]:
     from spec._src.interpreters.ad_util import instantiate
-    lax = _lax()
     (x,), (dx,) = primals, tangents
     dx = instantiate(dx)
     if pivoting:
@@ -616,7 +682,7 @@ def _qr_jvp(primals: list[Any], tangents: list[Any], *, pivoting: bool, full_mat
         x2, dx1, dx2 = x[..., :, m:], dx[..., :, :m], dx[..., :, m:]
         dq, dr1 = _thin_qr_jvp(q, r[..., :, :m], dx1)
         dr2 = _matmul(_H(dq), x2) + _matmul(_H(q), dx2)
-        dr = lax.concatenate((dr1, dr2), _aval(dr1).ndim - 1)
+        dr = concatenate((dr1, dr2), _aval(dr1).ndim - 1)
         return [q, r], [dq, dr]
     if full_matrices and m != n:
         raise NotImplementedError("qr: the JVP of a full (complete) QR of a tall matrix needs "
@@ -632,7 +698,6 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool, co
     from the off-diagonal parts scaled by 1/(s_j^2 - s_i^2), plus the
     components outside the span of U (tall) or V (wide)."""
     from spec._src.interpreters.ad_util import instantiate
-    lax = _lax()
     (a,), (da,) = primals, tangents
     da = instantiate(da)
     aval = _aval(a)
@@ -655,7 +720,7 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool, co
     s_aval = _aval(s)
     k = s_aval.shape[-1]
     s_diffs = (s_dim + _T(s_dim)) * (s_dim - _T(s_dim))
-    zeros_diag = lax.expand_dims(_eye(s_aval.dtype, k, k), tuple(range(_aval(s_diffs).ndim - 2)))
+    zeros_diag = expand_dims(_eye(s_aval.dtype, k, k), tuple(range(_aval(s_diffs).ndim - 2)))
     f = 1 / (s_diffs + zeros_diag) - zeros_diag
     dss = _astype(s_dim, dt) * ds_mat
     sds = _T(_astype(s_dim, dt)) * ds_mat
@@ -675,10 +740,9 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool, co
 
 
 def _construct_diagonal(s: Any) -> Any:
-    lax = _lax()
     a = _aval(s)
-    i = lax.iota(np.int32, a.shape[-1])
-    return lax.full((*a.shape, a.shape[-1]), 0, a.dtype).at[..., i, i].set(s)
+    i = iota(np.int32, a.shape[-1])
+    return full((*a.shape, a.shape[-1]), 0, a.dtype).at[..., i, i].set(s)
 
 
 # ----------------------------------------------------------------- batching
@@ -702,7 +766,6 @@ def _triangular_solve_batch(axis: AxisData, args: list[Any], dims: list[BatchDim
                             **params: Any) -> tuple[list[Any], list[BatchDim]]:
     """As JAX: with only b batched, the batch axis joins b's right-hand sides
     (one solve for all of them); otherwise both batch axes go to the front."""
-    lax = _lax()
     a, b = args
     da, db = dims
     if da is None:
@@ -711,15 +774,15 @@ def _triangular_solve_batch(axis: AxisData, args: list[Any], dims: list[BatchDim
         if params["left_side"]:
             b = moveaxis(b, db, -1)
             s = _aval(b).shape
-            flat = lax.reshape(b, (*s[:-2], s[-2] * s[-1]))
+            flat = reshape(b, (*s[:-2], s[-2] * s[-1]))
             out_dim = len(shape) - 1
         else:
             b = moveaxis(b, db, -2)
             s = _aval(b).shape
-            flat = lax.reshape(b, (*s[:-3], s[-3] * s[-2], s[-1]))
+            flat = reshape(b, (*s[:-3], s[-3] * s[-2], s[-1]))
             out_dim = len(shape) - 2
         out = triangular_solve_p.bind(a, flat, **params)
-        return [lax.reshape(out, _aval(b).shape)], [out_dim]
+        return [reshape(out, _aval(b).shape)], [out_dim]
     a = bdim_at_front(a, da, axis.size, axis.explicit_mesh_axis)
     b = bdim_at_front(b, db, axis.size, axis.explicit_mesh_axis)
     return [triangular_solve_p.bind(a, b, **params)], [0]
@@ -825,5 +888,64 @@ svd_p = declare(
     per_device=from_primitive(
         lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
-__all__ = ["EighImplementation", "SvdAlgorithm", "cholesky_p", "eigh_p", "qr_p", "svd_p",
-           "symmetrize", "triangular_solve", "triangular_solve_p", "tril", "triu"]
+__all__ = [
+    "EighImplementation", "SvdAlgorithm", "cholesky", "cholesky_p", "eigh", "eigh_p", "qr", "qr_p",
+    "svd", "svd_p", "symmetrize", "triangular_solve", "triangular_solve_p", "tril", "triu",
+]
+
+
+# ------------------------------------------------------------ lax wrappers
+
+def _check_square(fun: str, x: Any) -> None:
+    shape = canonical_aval_of(x).shape
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ValueError(f"The input to linalg.{fun} must have shape [..., n, n], got shape "
+                         f"{shape}")
+
+
+def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
+    """The lower Cholesky factor L (x = L L^H); NaNs where x is not positive
+    definite. Without ``symmetrize_input`` only x's lower triangle is read."""
+    x = asarray(x)
+    _check_square("cholesky", x)
+    if symmetrize_input:
+        x = symmetrize(x)
+    return tril(cholesky_p.bind(x))
+
+
+def eigh(x: Any, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index: tuple[int, int] | None = None,
+         implementation: EighImplementation | None = None) -> tuple[Any, Any]:
+    """``(v, w)``: eigenvectors (columns of v) and ascending eigenvalues of a
+    Hermitian matrix."""
+    x = asarray(x)
+    _check_square("eigh", x)
+    if symmetrize_input:
+        x = symmetrize(x)
+    v, w = eigh_p.bind(x, lower=lower, sort_eigenvalues=sort_eigenvalues,
+                       subset_by_index=subset_by_index, algorithm=implementation)
+    return v, w
+
+
+def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None) -> Any:
+    """``(q, r)`` (``(q, r, p)`` when pivoting) with q unitary and r upper
+    triangular."""
+    q, r, *p = qr_p.bind(asarray(x), pivoting=pivoting, full_matrices=full_matrices,
+                         use_magma=use_magma)
+    if pivoting:
+        return q, r, p[0]
+    return q, r
+
+
+def svd(x: Any, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: tuple[int, int] | None = None,
+        algorithm: SvdAlgorithm | None = None) -> Any:
+    """``(u, s, vh)``, or only ``s`` (descending) without ``compute_uv``."""
+    result = svd_p.bind(asarray(x), full_matrices=full_matrices, compute_uv=compute_uv,
+                        subset_by_index=subset_by_index, algorithm=algorithm)
+    if compute_uv:
+        s, u, v = result
+        return u, s, v
+    (s,) = result
+    return s

@@ -33,7 +33,7 @@ from spec._src.lax.elementwise import const_like
 from spec._src.lax.elementwise_api import eq, exp, select
 from spec._src.lax.scan_api import scan
 from spec._src.lax.special_api import random_gamma_grad
-from spec._src.lax.structural_api import full, full_like, reshape
+from spec._src.lax.structural_api import broadcast_in_dim, full, full_like, reshape
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
@@ -263,16 +263,33 @@ random_clone_p = declare(
     per_device=from_primitive(PD.aligned))
 
 
+def _broadcast_to(arr: Any, target: tuple[int, ...]) -> Any:
+    """``jnp.broadcast_to(arr, target)`` (leading axes added, size-1 axes
+    stretched), with its errors."""
+    aval = canonical_aval_of(arr)
+    if aval.shape == target:
+        return arr
+    if len(target) < aval.ndim:
+        raise ValueError("Cannot broadcast to shape with fewer dimensions: "
+                         f"arr_shape={aval.shape} shape={target}")
+    lead = len(target) - aval.ndim
+    ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
+    if not ok or any(t < 0 for t in target):
+        wanted = T.ArrayType(target, aval.dtype)
+        raise ValueError(f"Incompatible types for broadcasting: input type="
+                         f"{aval} and requested type={wanted}")
+    return broadcast_in_dim(arr, target, tuple(range(lead, len(target))))
+
+
 def full_keys(shape: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
     """Keys of ``dtype`` filling ``shape`` (``full_like`` of a key dtype): a
     key ``fill_value`` broadcast, anything else filling each key word as a
     uint32, then ``random_wrap``, as JAX's key dtype rules do (shardings and
     weak types are not carried over)."""
-    from spec import numpy as jnp
     impl: R.PRNGImpl = dtype.impl
     physical = (*shape, *impl.key_shape)
     if R.is_key_dtype(getattr(fill_value, "dtype", None)):
-        data = jnp.broadcast_to(random_unwrap_p.bind(fill_value), physical)
+        data = _broadcast_to(random_unwrap_p.bind(fill_value), physical)
     else:
         data = full(physical, fill_value, T.uint32)
     return random_wrap_p.bind(data, impl=impl)

@@ -23,6 +23,23 @@ from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
+import functools
+from spec._src.core import tree_util
+from spec._src.core.array import Array
+from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.sharding import (
+    AbstractMesh,
+    AxisType,
+    Mesh,
+    NamedSharding,
+    P,
+    get_abstract_mesh,
+    get_concrete_mesh,
+    modify_spec_for_auto_manual,
+    use_abstract_mesh,
+)
+from spec._src.interpreters import spmd as _spmd
+from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 
 
 def _target(dst_sharding: Any) -> Any:
@@ -189,4 +206,221 @@ sharding_constraint_p = declare(
     per_device=from_primitive(PD.local))
 
 
-__all__ = ["reshard_p", "sharding_constraint_p"]
+__all__ = [
+    "auto_axes", "explicit_axes", "full_spec", "place", "reshard", "reshard_p",
+    "sharding_constraint_p", "with_sharding_constraint",
+]
+
+
+# ------------------------------------------------------------ lax wrappers
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """Move each leaf of ``xs`` to a sharding (a P over the context mesh, or
+    a NamedSharding): a ``reshard`` equation, whose per-device program runs
+    the collectives the two layouts require (SPEC.md section 14.2)."""
+    leaves, tree = tree_util.tree_flatten(xs)
+    if isinstance(out_shardings, (P, NamedSharding)) or out_shardings is None:
+        targets = [out_shardings] * len(leaves)
+    else:
+        targets = tree.flatten_up_to(out_shardings)
+    outs = []
+    for x, s in zip(leaves, targets):
+        dst = canonicalize_out_sharding(s, "reshard")
+        if dst is None:
+            raise ValueError("Reshard should only be used with out_shardings which are non-None"
+                             f" and have a non-empty mesh. Got sharding {s}.")
+        ndim = canonical_aval_of(x).ndim
+        dst = NamedSharding(dst.mesh, dst.spec._normalized_spec_for_aval(ndim))
+        concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
+        outs.append(reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete))
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _switched_mesh(axes: Any, axis_type: AxisType, who: str, shardings: Any = None
+                   ) -> tuple[AbstractMesh, AbstractMesh, tuple[Any, ...]] | None:
+    """(mesh in context, the same mesh with ``axes`` switched to
+    ``axis_type``, the axes); None without any mesh."""
+    current = get_abstract_mesh()
+    given: AbstractMesh | None = None
+    for s in tree_util.tree_leaves(shardings):
+        if isinstance(s, NamedSharding):
+            m = s.mesh.abstract_mesh
+            if given is not None and given != m:
+                raise ValueError(f"Shardings passed to {who} should have the same mesh. Got one"
+                                 f" mesh {given} and another {s.mesh}")
+            given = m
+    if given is None and current.empty:
+        return None
+    if given is not None and not current.empty and given != current:
+        raise ValueError(f"Context mesh {current} must match the mesh passed to shardings"
+                         f" {given}. Recommended approach is to use `jax.set_mesh` context"
+                         " manager.")
+    mesh = current if not current.empty else given
+    assert mesh is not None
+    names = mesh.axis_names if axes is None else (axes if isinstance(axes, tuple) else (axes,))
+    for a in names:
+        if mesh._name_to_type[a] == AxisType.Manual:
+            raise NotImplementedError("Going from `Manual` AxisType to `Auto` or `Explicit`"
+                                      " AxisType is not allowed. Please file a bug at"
+                                      " https://github.com/jax-ml/jax/issues with your use case")
+    types = tuple(axis_type if n in names else t
+                  for n, t in zip(mesh.axis_names, mesh.axis_types))
+    return mesh, mesh.update(axis_types=types), tuple(names)
+
+
+def auto_axes(f: Any = None, /, *, axes: Any = None, out_sharding: Any = None) -> Any:
+    """Run ``f`` with ``axes`` (all by default) switched to Auto: its inputs
+    are resharded to types that no longer name those axes, its outputs to
+    ``out_sharding`` (given here or at the call)."""
+    if f is None:
+        return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        target = _sharding_arg(out_sharding, kwargs, "out_sharding")
+        switched = _switched_mesh(axes, AxisType.Auto, "auto_axes", target)
+        if switched is None:
+            return f(*args, **kwargs)
+        before, after, names = switched
+        if set(before.auto_axes) == set(names):
+            return f(*args, **kwargs)
+        with use_abstract_mesh(after):
+            specs = tree_util.tree_map(lambda a: modify_spec_for_auto_manual(
+                _spec_of(canonical_aval_of(a)), after), args)
+            args = reshard(args, specs)
+            out = f(*args, **kwargs)
+        return reshard(out, target)
+    return wrapped
+
+
+def explicit_axes(f: Any = None, /, *, axes: Any = None, in_sharding: Any = None) -> Any:
+    """Run ``f`` with ``axes`` (all by default) switched to Explicit: its
+    inputs are resharded to ``in_sharding`` (given here or at the call), its
+    outputs back to types without those axes."""
+    if f is None:
+        return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        target = _sharding_arg(in_sharding, kwargs, "in_sharding")
+        switched = _switched_mesh(axes, AxisType.Explicit, "explicit_axes")
+        if switched is None:
+            raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to"
+                             " enter into a mesh context when using `explicit_axes` API.")
+        _, after, _ = switched
+        with use_abstract_mesh(after):
+            args = reshard(args, target)
+            out = f(*args, **kwargs)
+        specs = tree_util.tree_map(lambda o: modify_spec_for_auto_manual(
+            _spec_of(canonical_aval_of(o)), get_abstract_mesh()), out)
+        return reshard(out, specs)
+    return wrapped
+
+
+def _sharding_arg(given: Any, kwargs: dict[str, Any], name: str) -> Any:
+    """The sharding given to the decorator, else the call's keyword."""
+    if given is not None:
+        return given
+    if name not in kwargs:
+        raise TypeError(f"Missing required keyword argument: '{name}'")
+    return kwargs.pop(name)
+
+
+def _spec_of(aval: Any) -> P:
+    return P() if aval.sharding is None else aval.sharding.spec
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """Under Explicit mesh axes an assertion that each leaf's type already
+    has the sharding (AssertionError otherwise; the value is returned as
+    is); under Auto axes a ``sharding_constraint`` hint, which eagerly also
+    places the value that way."""
+    leaves, tree = tree_util.tree_flatten(x)
+    if isinstance(shardings, (P, NamedSharding)):
+        targets = [shardings] * len(leaves)
+    else:
+        targets = tree.flatten_up_to(shardings)
+    outs = []
+    for leaf, s in zip(leaves, targets):
+        wanted = _hint(s)
+        if wanted is None:
+            outs.append(leaf)
+            continue
+        aval = canonical_aval_of(leaf)
+        spec = wanted.spec._normalized_spec_for_aval(aval.ndim)
+        mesh = wanted.mesh
+        if mesh.axis_types and all(t == AxisType.Explicit for t in mesh.axis_types):
+            have = P() if aval.sharding is None else aval.sharding.spec
+            if have._normalized_spec_for_aval(aval.ndim) != spec:
+                raise AssertionError(
+                    "`with_sharding_constraint` acts as an assert when all axes of mesh are"
+                    f" of type `Explicit`. The array sharding: {have} did not match the"
+                    f" sharding provided: {wanted.spec}. Please use `jax.sharding.reshard` to"
+                    " shard your input to the sharding you want.")
+            outs.append(leaf)
+            continue
+        free = frozenset(i for i, p in enumerate(spec.partitions) if p is P.UNCONSTRAINED)
+        out = sharding_constraint_p.bind(
+            leaf, sharding=NamedSharding(mesh, spec), layout=None,
+            context_mesh=get_abstract_mesh(), unconstrained_dims=free)
+        concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) \
+            else get_concrete_mesh()
+        if not isinstance(out, Tracer) and not concrete.empty and not free:
+            out = place(out, NamedSharding(concrete, spec))
+        outs.append(out)
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _hint(s: Any) -> NamedSharding | None:
+    """A with_sharding_constraint target over an abstract mesh (a P needs
+    the context mesh); None for no constraint."""
+    if s is None:
+        return None
+    if isinstance(s, P):
+        mesh = get_abstract_mesh()
+        if mesh.empty:
+            raise ValueError("with_sharding_constraint requires a non-empty mesh in context"
+                             " (jax.set_mesh) when passed a PartitionSpec. Got"
+                             f" PartitionSpec: {s}")
+        return NamedSharding(mesh, s)
+    if isinstance(s, NamedSharding):
+        return NamedSharding(s.mesh.abstract_mesh, s.spec)
+    raise TypeError(f"with_sharding_constraint expects a NamedSharding or PartitionSpec, got"
+                    f" {s!r} of type {type(s).__name__}")
+
+
+def place(x: Any, sharding: Any) -> Any:
+    """An Array laid out over ``sharding``'s mesh (virtual devices); staged,
+    a reshard to that sharding."""
+    if isinstance(x, Tracer):
+        return reshard_p.bind(x, dst_sharding=NamedSharding(sharding.mesh.abstract_mesh,
+                                                            full_spec(sharding, x.aval.ndim)),
+                              concrete_mesh=sharding.mesh)
+    assert isinstance(x, Array)
+    same_mesh = x._sharding is not None and x._sharding.mesh == sharding.mesh
+    if sharding.spec.unreduced and not (x._shards is not None and same_mesh):
+        # As JAX: placing a host value indexes devices by blocks, which an
+        # unreduced layout does not have (an array on the mesh is resharded).
+        raise NotImplementedError("device_indices_map doesn't work with unreduced. Please file"
+                                  " a bug at https://github.com/jax-ml/jax/issues")
+    shape = x.aval.shape
+    # The type's sharding: the abstract mesh, one spec entry per dimension.
+    typed = NamedSharding(sharding.mesh.abstract_mesh, modify_spec_for_auto_manual(
+        full_spec(sharding, len(shape)), sharding.mesh))
+    sharding.shard_shape(shape)  # divisibility, with JAX's error
+    aval = x.aval.update(sharding=typed)
+    geo = _spmd.geometry(sharding.mesh)
+    source = _spmd.from_value(x, geo) if x._shards is not None and same_mesh else None
+    if source is not None:  # already on the mesh: move it (recorded collectives)
+        placed = _spmd.reshard(source, aval, geo)
+    else:
+        placed = _spmd.Dist(aval, _spmd.split_value(x._value, aval, geo))
+    out = _spmd.to_array(placed, sharding.mesh, geo)
+    out._sharding = sharding  # x.sharding is the one asked for, as written
+    return out
+
+
+def full_spec(sharding: Any, ndim: int) -> Any:
+    spec = sharding.spec
+    parts = spec.partitions + (None,) * (ndim - len(spec.partitions))
+    return P(*parts, unreduced=spec.unreduced, reduced=spec.reduced)

@@ -51,7 +51,7 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import _with_axis_types
 from spec._src.core.registry import declare, fail, require
 from spec._src.lax.elementwise_api import add, clamp, lt, mul, select
-from spec._src.lax.reductions_api import reduce_sum
+from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.structural_api import (
     broadcast_in_dim, convert_element_type, full, full_like, iota, reshape)
 from spec._src.core.errors import ShardingTypeError

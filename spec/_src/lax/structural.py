@@ -1002,7 +1002,7 @@ def _broadcast_in_dim_batch(axis: AxisData, args: list[Any], dims: list[BatchDim
             return [x], [0]  # the identity, which JAX's staging forwards
         # JAX's lax.broadcast_in_dim turns an identity that changes the
         # sharding into a reshard.
-        from spec._src.lax.reshard_api import reshard
+        from spec._src.lax.reshard import reshard
         return [reshard(x, sharding)], [0]
     out = broadcast_in_dim_p.bind(x, shape=new_shape, broadcast_dimensions=new_dims,
                                   sharding=sharding)

@@ -7,12 +7,11 @@ primitive (or the short sequence JAX emits), so that jaxprs match JAX's.
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 import weakref
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from spec._src.core.interpreter import Tracer, canonical_aval_of, hooks
 from spec._src.core.registry import primitive
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.elementwise import select_n_p
+from spec._src.lax.reshard import place, reshard
 from spec._src.lax.structural import (
     _convert_impl,
     bitcast_convert_type_p,
@@ -49,8 +49,8 @@ from spec._src.lax.structural import (
 
 __all__ = [
     "asarray", "bitcast_convert_type", "broadcast", "broadcast_in_dim", "broadcast_to_rank",
-    "broadcasted_iota", "collapse", "concatenate", "convert_element_type", "dynamic_index_in_dim",
-    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "broadcasted_iota", "collapse", "concatenate", "convert_element_type", "dynamic_slice",
+    "dynamic_slice_in_dim",
     "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "expand_dims", "full",
     "full_like", "index_in_dim", "iota", "pad", "reshape", "rev", "slice", "slice_in_dim",
     "split", "squeeze", "stack", "tile", "transpose", "unstack",
@@ -276,7 +276,6 @@ def _filled_on_devices(value: Any, dtype: T.DType, shape: tuple[int, ...], shard
     concrete ``sharding`` (JAX builds it shard by shard, so the result is not
     weakly typed). The layout is checked first: rank, divisibility, and JAX
     cannot place blocks of an unreduced layout (NotImplementedError)."""
-    from spec._src.backends.devices import device_put
     from spec._src.core.array import on_device
     from spec._src.core.sharding import NamedSharding
     sharding.shard_shape(shape)
@@ -284,7 +283,7 @@ def _filled_on_devices(value: Any, dtype: T.DType, shape: tuple[int, ...], shard
         sharding.devices_indices_map(shape)
     filled = on_device(broadcast(_convert_element_type(value, dtype, False), shape))
     if isinstance(sharding, NamedSharding):
-        return device_put(filled, sharding)
+        return place(filled, sharding)
     return filled  # one device: the embedded backend keeps every array on device 0
 
 
@@ -301,7 +300,6 @@ def _broadcast_scalar_sharded(value: Any, shape: tuple[int, ...], sharding: Any)
         from spec._src.lax.sharding_reduce_dot import fit_out
         fit_out(s, shape)
     if not shape and canonical_aval_of(value).sharding != s:
-        from spec._src.lax.reshard_api import reshard
         return reshard(value, s)
     return broadcast(value, shape, out_sharding=s)
 
@@ -366,7 +364,6 @@ def reduced_like(out: Any, x: Any) -> Any:
     context mesh, a rank-0 result that is replicated over the axes on which
     the result or ``x`` is reduced is resharded to be reduced over them."""
     from spec._src.core.sharding import AxisType, P, get_abstract_mesh
-    from spec._src.lax.reshard_api import reshard
     mesh = get_abstract_mesh()
     if mesh.empty or any(t != AxisType.Explicit for t in mesh.axis_types):
         return out
@@ -418,7 +415,6 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
             and dims == tuple(range(len(shp)))
             and canonical_aval_of(operand).sharding != out_sharding):
         # Only the layout changes: a reshard, as JAX stages it.
-        from spec._src.lax.reshard_api import reshard
         return reshard(operand, out_sharding)
     return broadcast_in_dim_p.bind(operand, shape=shp, broadcast_dimensions=dims,
                                    sharding=out_sharding)
@@ -656,47 +652,3 @@ def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axi
     flags = [False] * nd
     flags[axis] = allow_negative_indices
     return dynamic_update_slice(operand, update, starts, allow_negative_indices=flags)
-
-
-def _dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True,
-                          *, allow_negative_indices: bool = True) -> Any:
-    result = dynamic_slice_in_dim(operand, index, 1, axis,
-                                  allow_negative_indices=allow_negative_indices)
-    return result if keepdims else squeeze(result, (axis,))
-
-
-def _dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
-                                 allow_negative_indices: bool = True) -> Any:
-    axis = int(axis)
-    if _ndim(update) != _ndim(operand):
-        update = expand_dims(update, (axis,))
-    return dynamic_update_slice_in_dim(operand, update, index, axis,
-                                       allow_negative_indices=allow_negative_indices)
-
-
-@functools.cache
-def _jitted(name: str) -> Callable[..., Any]:
-    """JAX wraps these two in ``jit``, so their jaxprs contain a ``jit`` equation."""
-    from spec._src.api.jit import jit
-    table: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
-        "dynamic_index_in_dim": (_dynamic_index_in_dim,
-                                 ("axis", "keepdims", "allow_negative_indices")),
-        "dynamic_update_index_in_dim": (_dynamic_update_index_in_dim,
-                                        ("axis", "allow_negative_indices")),
-    }
-    fn, statics = table[name]
-    fn.__name__ = name
-    jitted: Callable[..., Any] = jit(fn, static_argnames=statics)
-    return jitted
-
-
-def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
-                         allow_negative_indices: bool = True) -> Any:
-    return _jitted("dynamic_index_in_dim")(operand, index, axis, keepdims,
-                                           allow_negative_indices=allow_negative_indices)
-
-
-def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
-                                allow_negative_indices: bool = True) -> Any:
-    return _jitted("dynamic_update_index_in_dim")(
-        operand, update, index, axis, allow_negative_indices=allow_negative_indices)

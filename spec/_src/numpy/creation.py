@@ -273,7 +273,7 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
         raise ValueError(f"Incompatible types for broadcasting: input type={aval} "
                          f"and requested type={wanted}")
     if aval.shape == target:
-        from spec._src.lax.reshard_api import reshard
+        from spec._src.lax.reshard import reshard
         return reshard(arr, s)
     from spec._src.lax.reshard import check_divisible
     check_divisible(T.ArrayType(target, aval.dtype, sharding=s))

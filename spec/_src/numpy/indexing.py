@@ -24,7 +24,7 @@ from spec._src.core.array import Array, host_value
 from spec._src.core.errors import NonConcreteBooleanIndexError
 from spec._src.core.interpreter import Tracer, canonical_aval_of
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import indexing_api as li
+from spec._src.lax import indexing as li
 from spec._src.lax import structural_api as L
 from spec._src.lax.indexing import (
     GatherDimensionNumbers,

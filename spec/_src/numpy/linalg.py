@@ -1,7 +1,7 @@
 """jnp products: dot, matmul (the ``@`` operator), vdot, inner, outer,
 tensordot and einsum, each emitting the dot_general (and transpose /
 reduce_sum) equations JAX 0.12 emits; and the ``jnp.linalg`` namespace
-(decompositions over ``spec._src.lax.linalg_api``, at the end of the module)."""
+(decompositions over ``spec._src.lax.linalg``, at the end of the module)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
-from spec._src.lax import dot_api as ld
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import dot as ld
+from spec._src.lax import reductions as lr
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -409,10 +409,10 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
 # ------------------------------------------------------------ jnp.linalg
 # Each decomposition is a jitted function named as JAX's (a visible ``jit``
 # equation), which promotes its operand to an inexact dtype and calls the
-# ``spec._src.lax.linalg_api`` wrapper.
+# ``spec._src.lax.linalg`` wrapper.
 
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import linalg_api as lax_linalg  # noqa: E402  (also makes ``spec._src.lax.linalg_api``)
+from spec._src.lax import linalg as lax_linalg  # noqa: E402  (also makes ``spec._src.lax.linalg``)
 from spec._src.lax import structural_api as L
 
 

@@ -24,7 +24,7 @@ from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, canonical_aval_of, is_concrete
 from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray

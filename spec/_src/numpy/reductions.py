@@ -25,7 +25,7 @@ from spec._src.core.array import Array, host_value
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type
 from spec._src.numpy import creation

@@ -13,7 +13,7 @@ from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
 from spec._src.numpy import creation, reductions

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
-from spec._src.lax import conv_api as lc
+from spec._src.lax import conv as lc
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 from spec._src.numpy import creation, indexing, linalg, reductions
 from spec._src.numpy import math as jnp_math

@@ -24,9 +24,9 @@ from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import elementwise_api as ew
-from spec._src.lax import reductions_api as lr
+from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
-from spec._src.lax.ad_api import stop_gradient
+from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.control_flow_api import while_loop
 from spec._src.lax.prng import (
     random_bits_p,
@@ -155,7 +155,7 @@ def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
     mesh's Explicit axes switched to Auto and resharded to it on the way out."""
     import functools
 
-    from spec._src.lax.reshard_api import auto_axes
+    from spec._src.lax.reshard import auto_axes
     bound = functools.partial(fun, **static)
     if out_sharding is None:
         return bound
