@@ -546,7 +546,7 @@ def custom_vjp_nondiff_argnums(jax: Any, jnp: Any, lax: Any) -> Any:
     return jax.grad(lambda x: scale(3.0, x))(1.0)
 
 
-# -- autodiff API details: jit of wrappers, reprs, sentinels, integers -------------------------------
+# -- autodiff API details: jit of wrappers, reprs, sentinels, integers ---------------------
 
 
 @case(ulp=4)

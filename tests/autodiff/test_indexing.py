@@ -357,7 +357,8 @@ def test_integer_scatter_and_gather_allow_int() -> None:
     xi = np.arange(6, dtype=np.int32).reshape(2, 3)
 
     def f(N: Any) -> Callable[..., Any]:
-        return lambda x, i, y: N.sum(N.sin(y[i[0]])) + N.sum(N.asarray(x).at[i].add(1)).astype(N.float32)
+        return lambda x, i, y: (N.sum(N.sin(y[i[0]]))
+                                + N.sum(N.asarray(x).at[i].add(1)).astype(N.float32))
     ours = spec.grad(f(snp), argnums=(0, 1, 2), allow_int=True)(xi, I2, X)
     theirs = jax.grad(f(jnp), argnums=(0, 1, 2), allow_int=True)(xi, I2, X)
     assert_same(ours, theirs, exact=False)

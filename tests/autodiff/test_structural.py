@@ -130,7 +130,8 @@ def test_reshape(shape: tuple[int, ...], data: Any, dtype: Any) -> None:
         else:
             new.append(s)
     new += [1] * data.draw(st.integers(0, 1))
-    dims = None if data.draw(st.booleans()) else tuple(data.draw(st.permutations(range(len(shape)))))
+    dims = (None if data.draw(st.booleans())
+            else tuple(data.draw(st.permutations(range(len(shape))))))
     x = _random(shape, dtype, np.random.default_rng(2))
     run_case(lambda L, N: lambda x: L.reshape(x, tuple(new), dims), [x])
 

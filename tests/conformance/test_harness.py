@@ -15,7 +15,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # for the conforma
 
 from conformance import xfail  # noqa: E402
 from conformance.compare import (  # noqa: E402
-    ArrayLeaf,
     Raised,
     compare,
     compare_values,

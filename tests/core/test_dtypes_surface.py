@@ -604,7 +604,8 @@ _RT_POOL: list[tuple[Any, Any]] = (
     + [(v, v) for v in (True, 3, -1.5, 2j, int, float, complex, bool, "uint16", None,
                         np.dtype("int64"), np.float16, np.int8(1))]
     + [(np.zeros(2, np.float16), np.zeros(2, np.float16)),
-       (snp.asarray(1.0), jnp.asarray(1.0)), (snp.arange(3, dtype="int8"), jnp.arange(3, dtype="int8"))])
+       (snp.asarray(1.0), jnp.asarray(1.0)),
+       (snp.arange(3, dtype="int8"), jnp.arange(3, dtype="int8"))])
 
 
 @settings(max_examples=300, deadline=None)

@@ -345,7 +345,8 @@ def test_nested_vmap_and_jit() -> None:
     x = rng.randn(2, 3, 4, 5).astype(np.float32)
 
     def make(s: Side) -> Callable[..., Any]:
-        inner: Callable[..., Any] = s[0].vmap(s[0].jit(lambda v: s[2].top_k(v, 2)[0] + s[1].sum(v)), in_axes=1)
+        inner: Callable[..., Any] = s[0].vmap(
+            s[0].jit(lambda v: s[2].top_k(v, 2)[0] + s[1].sum(v)), in_axes=1)
         return inner
 
     check_vmap(make, [x], [3], exact=False)

@@ -14,7 +14,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
-from spec._src.numpy import indexing, linalg
+from spec._src.numpy import indexing, linalg, reductions
 from spec._src.numpy import math as jnp_math
 
 
@@ -104,3 +104,26 @@ def _clip_method(self: Any, min: Any = None, max: Any = None) -> Any:
 
 for _cls in (Array, Tracer):
     install(_cls)
+
+
+_REDUCTION_METHODS = ("sum", "mean", "var", "std", "max", "min", "prod", "argmax", "argmin",
+                      "all", "any", "cumsum", "cumprod", "sort", "argsort")
+
+
+def _function_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    # A wrapper, not fn itself: a jit-wrapped fn is no function and would not bind self.
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+def _install_function_methods() -> None:
+    """``x.sum()``, ``x.dot(y)`` ... on concrete arrays and tracers alike."""
+    for cls in (Array, Tracer):
+        for name in _REDUCTION_METHODS:
+            setattr(cls, name, _function_method(getattr(reductions, name), name))
+        setattr(cls, "dot", _function_method(linalg.dot, "dot"))
+
+
+_install_function_methods()

@@ -5,6 +5,9 @@ error messages (in spec's words). The machinery is in ``spec._src.interpreters.a
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -526,8 +529,6 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
 def _fun_name(fun: Any) -> str:
     """``name at file:line`` of the function's definition (seen through
     wrappers and partials), as JAX names a differentiated function."""
-    import inspect
-    import re
     try:
         fun = inspect.unwrap(fun)
         while isinstance(fun, functools.partial):

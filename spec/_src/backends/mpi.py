@@ -24,6 +24,12 @@ in seconds (default 60).
 
 from __future__ import annotations
 
+import atexit
+import signal
+import sys
+import ctypes
+import ctypes.util
+
 import functools
 import hashlib
 import json
@@ -170,9 +176,6 @@ def _install_exit_guards() -> None:
     """After a process failure MPI cannot finalize (it would wait for the
     dead): exit without it. hydra (``-disable-auto-cleanup``) signals the
     survivors with SIGUSR1 when a rank dies: not a reason to die too."""
-    import atexit
-    import signal
-    import sys
 
     signal.signal(signal.SIGUSR1, lambda signum, frame: None)
     previous = sys.excepthook
@@ -426,8 +429,6 @@ def _keep_freed_memory() -> None:
     """Every collective's result is a fresh buffer; so that receiving 64 MB
     does not fault in 64 MB of new pages each time, ask glibc to serve large
     blocks from its heap and keep freed ones (Linux only; else nothing)."""
-    import ctypes
-    import ctypes.util
     name = ctypes.util.find_library("c")
     if name is None:
         return
@@ -599,7 +600,6 @@ def _coordinate(expected: list[int]) -> list[int]:
 
 
 def _arrive(coordinator: int) -> list[int]:
-    import sys
     c = _comms()
     c.pending.append(c.ctrl.Isend(np.array([c.epoch], np.int64), dest=coordinator,
                                   tag=_BARRIER_TAG))

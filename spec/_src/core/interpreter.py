@@ -9,6 +9,8 @@ traces with the same interface.
 
 from __future__ import annotations
 
+from dataclasses import replace as dc_replace
+
 import contextlib
 import threading
 from collections import Counter
@@ -801,7 +803,6 @@ class JaxprTrace(Trace):
 
 def _renamed_effects(effects: frozenset[Any], old: Sequence[Any], new: Sequence[Any]
                      ) -> frozenset[Any]:
-    from dataclasses import replace as dc_replace
     to_new = {id(a): b for a, b in zip(old, new)}
     return frozenset(dc_replace(e, ref=to_new.get(id(e.ref), e.ref)) if hasattr(e, "ref")
                      else e for e in effects)

@@ -1104,7 +1104,6 @@ __all__ = [
 
 def _default_fill_value(dtype: T.DType) -> Any:
     """The fill of an out-of-bounds FILL_OR_DROP gather, as a Python scalar."""
-    import numpy as np
     if T.is_inexact(dtype):
         return np.nan
     if T.is_signed_int(dtype):

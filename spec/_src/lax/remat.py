@@ -17,6 +17,8 @@ policies can select it.
 
 from __future__ import annotations
 
+import ml_dtypes
+
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -334,7 +336,6 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool], prune_inputs: bool = T
 
 
 def _float_layout(dt: np.dtype[Any]) -> tuple[int, int]:
-    import ml_dtypes
     info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
     return int(info.nexp), int(info.nmant)
 

@@ -14,6 +14,8 @@ unreduced or reduced operands and output shardings as JAX does.
 
 from __future__ import annotations
 
+import math
+
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -86,7 +88,6 @@ def fit_out(out_sharding: NamedSharding, shape: tuple[int, ...]) -> NamedShardin
     """An out_sharding as the result type's sharding (as JAX checks it): a
     short spec is padded with None; a longer one, or a sharded dimension the
     mesh axes do not divide, is a ValueError."""
-    import math
     ndim = len(shape)
     spec = out_sharding.spec
     if len(spec) < ndim:

@@ -10,6 +10,8 @@ transposed dimension numbers of that gather.
 
 from __future__ import annotations
 
+import operator
+
 import builtins
 import enum
 import math
@@ -966,7 +968,6 @@ def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
     """The ``offset``-th diagonal of the (axis1, axis2) planes, as the last axis."""
-    import operator
 
     check_arraylike("diagonal", a)
     if isinstance(offset, Tracer):
@@ -993,7 +994,6 @@ def _diag_fn(v: Any, k: int = 0) -> Any:
 def diag(v: Any, k: int = 0) -> Any:
     """A 1-D input becomes a matrix with it on diagonal ``k``; a 2-D input
     gives its ``k``-th diagonal."""
-    import operator
 
     check_arraylike("diag", v)
     return _jit_named("_diag", _diag_fn, ("k",))(_asarray(v), k=operator.index(k))

@@ -17,6 +17,9 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot as ld
+from spec._src.lax import elementwise_api as ew
+from spec._src.lax import linalg as lax_linalg
+from spec._src.lax import structural_api as L
 from spec._src.lax import reductions as lr
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
@@ -411,9 +414,6 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
 # equation), which promotes its operand to an inexact dtype and calls the
 # ``spec._src.lax.linalg`` wrapper.
 
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import linalg as lax_linalg  # noqa: E402  (also makes ``spec._src.lax.linalg``)
-from spec._src.lax import structural_api as L
 
 
 class EighResult(NamedTuple):

@@ -11,6 +11,8 @@ are looked up in ``spec.lax`` / ``spec.numpy`` at call time.
 
 from __future__ import annotations
 
+import ml_dtypes
+
 import builtins
 import math
 import operator
@@ -489,7 +491,6 @@ def _nan_init(dt: T.DType, init: float) -> np.ndarray:
     """The identity as a strong scalar of ``dt``; infinities clamp to the
     largest finite value for float types without inf."""
     if np.isinf(init) and T.is_float(dt) and not np.isinf(np.array(init).astype(dt)):
-        import ml_dtypes
         info = ml_dtypes.finfo(dt)  # type: ignore[no-untyped-call]
         return np.array(info.min if init < 0 else info.max, dtype=dt)
     return np.array(init, dtype=dt)
@@ -719,31 +720,6 @@ def _count_nonzero_fn(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
 _count_nonzero_fn.__name__ = "count_nonzero"
 count_nonzero: Callable[..., Any] = jit(_count_nonzero_fn, static_argnames=("axis", "keepdims"))
-
-
-# ------------------------------------------------------------ array methods
-
-def _method(fn_name: str, module: str = "spec._src.numpy.reductions") -> Callable[..., Any]:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        import importlib
-        return getattr(importlib.import_module(module), fn_name)(self, *args, **kwargs)
-    method.__name__ = fn_name
-    return method
-
-
-_METHODS = ("sum", "mean", "var", "std", "max", "min", "prod", "argmax", "argmin", "all",
-            "any", "cumsum", "cumprod", "sort", "argsort")
-
-
-def _install_array_methods() -> None:
-    """``x.sum()``, ``x.dot(y)`` ... on concrete arrays and tracers alike."""
-    for cls in (Array, Tracer):
-        for name in _METHODS:
-            setattr(cls, name, _method(name))
-        setattr(cls, "dot", _method("dot", "spec._src.numpy.linalg"))
-
-
-_install_array_methods()
 
 
 def _array_api_cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: Any,

@@ -3,6 +3,8 @@ variants, ``isin`` and the 1-D set operations, with JAX's static ``size``."""
 
 from __future__ import annotations
 
+import collections
+
 import builtins
 import math
 from typing import Any
@@ -135,7 +137,6 @@ def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None)
 
 
 def _result_tuple(name: str, fields: tuple[str, ...]) -> Any:
-    import collections
     return collections.namedtuple(name, fields)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ml_dtypes
+
 import functools
 import operator
 from collections.abc import Callable
@@ -120,7 +122,6 @@ def _float_limit(dtype: T.DType) -> float:
     """The largest finite value of a real float dtype (-1: not a real float)."""
     if not T.is_float(dtype):
         return -1.0
-    import ml_dtypes
     return float(ml_dtypes.finfo(dtype).max)  # type: ignore[no-untyped-call]
 
 

@@ -11,6 +11,9 @@ for bit: every primitive involved follows XLA's CPU numerics.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -153,7 +156,6 @@ def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
                      ) -> Callable[..., Any]:
     """``fun`` with ``static`` bound; given an output sharding, run under the
     mesh's Explicit axes switched to Auto and resharded to it on the way out."""
-    import functools
 
     from spec._src.lax.reshard import auto_axes
     bound = functools.partial(fun, **static)
@@ -1343,7 +1345,6 @@ def ball(key: Any, d: Any, p: Any = 2, shape: Any = (), dtype: Any = None, *,
          out_sharding: Any = None) -> Any:
     """Uniform points of the unit Lp ball in ``d`` dimensions (Barthe et
     al.: generalized normals over an Lp norm inflated by an exponential)."""
-    import operator
 
     from spec._src.core.interpreter import is_concrete
     jnp_util_check("ball", p)
@@ -1701,7 +1702,6 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     """A Haar-random orthogonal (unitary, for complex dtypes) n x m matrix:
     the Q of a QR factorisation of a Gaussian matrix, its columns' signs
     fixed by R's diagonal (Mezzadri 2007); semi-orthogonal when n != m."""
-    import operator
     cols = n if m is None else m
     shp = _canonical_shape(shape)
     key, _ = _check_prng_key("orthogonal", key)
