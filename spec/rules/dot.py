@@ -22,11 +22,12 @@ import numpy as np
 from spec import types as T
 from spec.ad_util import Zero, defjvp, is_undefined_primal
 from spec.batching import sharding_for_vmap
+from spec.errors import ShardingTypeError
 from spec.interpreter import canonical_aval_of, pp_eqn_default
+from spec.rules import _exact_matmul
 from spec.rules._denormals import flush_all, flush_result
 from spec.rules._registry import declare, require
 from spec.rules._sharding_reduce_dot import fit_out, make, mesh_of, parts_of
-from spec.errors import ShardingTypeError
 from spec.sharding import UnreducedKind
 from spec.types import ArrayType
 
@@ -172,10 +173,17 @@ def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
 
 
 def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Batched ``lhs (..., m, k) @ rhs (..., k, n)`` of one real dtype (the
+    accumulation type), under the numerical contract (SPEC.md 9.4): a float
+    element is the exact sum of the exact products rounded once, so it does
+    not depend on the BLAS build, kernel or thread count; integers wrap
+    modulo 2**64 (NumPy's integer matmul is exact and uses no BLAS)."""
     if lhs.shape[-1] == 1:
         # A single product per output is not a sum: it keeps the sign of a
         # zero product (-0.0), as XLA's dot does; a sum starts from +0.0.
         return np.asarray(lhs * rhs)  # (..., m, 1) * (..., 1, n)
+    if T.is_float(lhs.dtype):
+        return _exact_matmul.matmul(lhs, rhs)
     return np.asarray(np.matmul(lhs, rhs))
 
 
