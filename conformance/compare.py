@@ -267,7 +267,7 @@ def _ulp(values: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, 
     finfo: Callable[[np.dtype[Any]], Any] = ml_dtypes.finfo
     info = finfo(dtype)
     exponent = np.frexp(np.abs(values))[1] - 1
-    return np.ldexp(1.0, np.maximum(exponent, int(info.minexp)) - int(info.nmant))
+    return np.asarray(np.ldexp(1.0, np.maximum(exponent, int(info.minexp)) - int(info.nmant)))
 
 
 def _compare_contraction_part(
@@ -280,8 +280,9 @@ def _compare_contraction_part(
     inf = finite & (np.isinf(e64) | np.isinf(a64))
     bad |= inf & (e64 != a64)
     regular = finite & ~inf
-    diff = np.abs(np.where(regular, e64 - a64, 0.0))
-    allowed = np.where(regular, bound + _ulp(np.where(regular, e64, 0.0), exp.dtype), 0.0)
+    e_reg, a_reg = np.where(regular, e64, 0.0), np.where(regular, a64, 0.0)
+    diff = np.abs(e_reg - a_reg)
+    allowed = np.where(regular, bound + _ulp(e_reg, exp.dtype), 0.0)
     bad |= regular & (diff > allowed)
     if not bad.any():
         return None
@@ -351,6 +352,8 @@ def _kind(n: Norm) -> str:
         return n.kind
     if isinstance(n, ArrayLeaf):
         return "array"
+    if isinstance(n, ContractionLeaf):
+        return "contraction"
     if isinstance(n, ScalarLeaf):
         return f"Python {n.type_name}"
     if isinstance(n, DtypeLeaf):

@@ -64,12 +64,15 @@ _ONE_SLICE_MAX_K = 32
 # What an underflowing float64 operation can lose, with room to spare.
 _UNDERFLOW = 2.0 ** -1022
 # Elements (times the depth) gathered at once for per-element work.
-_GATHER = 1 << 20
+_GATHER = 1 << 16
 # Products with at most this many terms in all are summed in Python floats.
 _FEW = 64
-# Where float64 factors lie for TwoProduct to be exact (zeros aside): no
-# product overflows, and no product's rounding error falls below 2**-1022.
-_SAFE_LOW, _SAFE_HIGH = 2.0 ** -458, 2.0 ** 500
+# TwoProduct (Dekker, Veltkamp's splitting) is exact when no factor's
+# splitting overflows and each nonzero product lies where neither it nor
+# its partial products (multiples of 2**-104 times it) leave the range;
+# sums of up to 2**22 such products stay finite.
+_SPLIT_MAX = 2.0 ** 995
+_PRODUCT_MIN, _PRODUCT_MAX = 2.0 ** -900, 2.0 ** 1000
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -342,9 +345,10 @@ def _fsum_f64(xs: list[float], ys: list[float]) -> float:
     for a, b in zip(xs, ys):
         if a == 0.0 or b == 0.0:
             continue
-        if not (_SAFE_LOW <= abs(a) <= _SAFE_HIGH and _SAFE_LOW <= abs(b) <= _SAFE_HIGH):
-            return _exact_sum(xs, ys, F64)
         p = a * b
+        if not (abs(a) <= _SPLIT_MAX and abs(b) <= _SPLIT_MAX
+                and _PRODUCT_MIN <= abs(p) <= _PRODUCT_MAX):
+            return _exact_sum(xs, ys, F64)
         t = a * 134217729.0  # Veltkamp's splitting, 2**27 + 1
         ah = t - (t - a)
         al = a - ah
@@ -497,20 +501,16 @@ def _exact_f64(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
     an exact pair of floats and ``math.fsum`` rounds their sum correctly;
     other rows are summed in integers."""
     out = np.empty(xr.shape[0], F64)
-    big = np.maximum(_row_max(xr), _row_max(yr))
-    small = np.minimum(_min_nonzero(xr), _min_nonzero(yr))
-    safe = (big <= _SAFE_HIGH) & (small >= _SAFE_LOW)
+    p = np.abs(xr * yr)
+    in_range = (p >= _PRODUCT_MIN) & (p <= _PRODUCT_MAX) | (xr == 0.0) | (yr == 0.0)
+    safe = in_range.all(axis=-1) & (np.maximum(_row_max(xr), _row_max(yr)) <= _SPLIT_MAX)
+    safe &= xr.shape[-1] <= 1 << 22
     if safe.any():
         p, e = _two_product(xr[safe], yr[safe])
         out[safe] = [math.fsum(row) for row in np.concatenate([p, e], axis=-1).tolist()]
     for r in np.flatnonzero(~safe):
         out[r] = _exact_sum(xr[r].tolist(), yr[r].tolist(), F64)
     return out
-
-
-def _min_nonzero(v: np.ndarray) -> np.ndarray:
-    a = np.abs(v)
-    return np.asarray(np.min(np.where(a > 0.0, a, np.inf), axis=-1))
 
 
 def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
