@@ -261,6 +261,14 @@ def _adversarial(dt: Any) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
     yield "subnormal result", np.array([[tiny, tiny]], dt), np.array([[0.75], [-0.5]], dt)
     yield "underflow to -0", np.array([[tiny, tiny]], dt), np.array([[1e-30], [-2e-30]], dt)
     yield "subnormal operands", np.array([[tiny / 4, 1.0]], dt), np.array([[3.0], [tiny]], dt)
+    if dt == np.float64:  # rows and columns wider than the exponent range
+        for k in (10, 42):
+            wide = np.zeros((2, k), dt)
+            wide[:, 0], wide[:, 1] = 2.0**1000, 2.0**-80
+            pick = np.zeros((k, 3), dt)
+            pick[1] = 1.0
+            yield f"lost to scaling k={k}", wide, pick
+            yield f"lost to scaling, columns k={k}", pick.T.copy(), wide.T.copy()
     yield "zeros", np.zeros((2, 3), dt), -np.ones((3, 2), dt)
     yield "negative zeros", -np.zeros((2, 3), dt), np.ones((3, 2), dt)
     yield "one product keeps -0.0", np.array([[-0.0], [2.0]], dt), np.array([[1.0, -0.0]], dt)

@@ -3,7 +3,8 @@
 ``matmul(a, b)`` multiplies float32 or float64 operands ``a (..., m, k)`` and
 ``b (..., k, n)`` (equal batch shapes, equal dtypes) and returns every element
 as the exact sum of the exact products, rounded once, to nearest with ties to
-even, to the operands' type (SPEC.md 9.4, "Numerical contract"). The result
+even, to the operands' type (SPEC.md 9.4, "Numerical contract of
+contractions"). The result
 is a function of the operands alone: not of the BLAS library, its kernel
 (``OPENBLAS_CORETYPE``), its blocking or its thread count.
 
@@ -377,7 +378,8 @@ def _cut(rest: np.ndarray, level: int, bits: int) -> np.ndarray:
 def _round_to_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     """float64 results (None if an operand is inf or nan)."""
     k = x.shape[-1]
-    mx, my = _row_max(x), _col_max(y)
+    ax, ay = np.abs(x), np.abs(y)
+    mx, my = np.maximum.reduce(ax, axis=-1), np.maximum.reduce(ay, axis=-2)
     if not math.isfinite(float(mx.max()) + float(my.max())):
         return None
     # Scale rows of x and columns of y to maxima in [1/2, 1): exact, except
@@ -387,6 +389,12 @@ def _round_to_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     ys = np.ldexp(y, -ey[..., None, :])
     slices = 2 if k > _ONE_SLICE_MAX_K else 1
     hi, lo, extra, rx, ry = _approximate(xs, ys, slices)
+    # Rows or columns spanning more than the exponent range lost elements to
+    # underflow in the scaling; a positive remainder size brings in the
+    # width's underflow term, which covers them.
+    rx[_lossy_scaling(ax, ex, -1)] += _UNDERFLOW
+    ry[_lossy_scaling(ay, ey, -2)] += _UNDERFLOW
+    del ax, ay
     width = _remainder_width(k, float(rx.max()) + float(ry.max()), slices)
     settled = _settled(hi, lo, width, extra)
     hi += 0.0  # an exact zero is +0.0
@@ -397,6 +405,18 @@ def _round_to_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     if not settled.all():
         _settle_f64(x, y, (hi, lo, extra), (rx, ry), res, np.flatnonzero(~settled), slices)
     return np.asarray(res)
+
+
+def _lossy_scaling(magnitudes: np.ndarray, exps: np.ndarray, axis: int) -> np.ndarray:
+    """Which rows (axis -1) or columns (axis -2) of ``magnitudes``, scaled by
+    2**-exps, may have had nonzero elements rounded below 2**-1022 (or to
+    zero): those spanning more than about 1020 binades."""
+    positive = magnitudes > 0.0
+    smallest = float(np.min(magnitudes, where=positive, initial=np.inf))
+    if math.frexp(smallest)[1] >= int(exps.max()) - 1020:
+        return np.zeros(exps.shape, bool)  # no element is that far below any row's maximum
+    limit = np.expand_dims(np.ldexp(1.0, exps - 1020), axis)
+    return np.asarray(np.any(positive & (magnitudes < limit), axis=axis))
 
 
 def _approximate(xs: np.ndarray, ys: np.ndarray, slices: int) -> tuple[
