@@ -45,6 +45,7 @@ multi-megabyte temporaries cost page faults comparable to the arithmetic.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -74,6 +75,9 @@ _FEW = 64
 # sums of up to 2**22 such products stay finite.
 _SPLIT_MAX = 2.0 ** 995
 _PRODUCT_MIN, _PRODUCT_MAX = 2.0 ** -900, 2.0 ** 1000
+# The float32 path's temporaries come from per-thread scratch memory when
+# they take between these many bytes (see _Scratch).
+_SCRATCH_MIN, _SCRATCH_MAX = 1 << 18, 1 << 26
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -82,22 +86,70 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if dtype not in (F32, F64) or b.dtype != dtype:
         raise TypeError(f"matmul needs two float32 or two float64 operands, got {a.dtype} "
                         f"and {b.dtype}")
+    if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul needs (..., m, k) and (..., k, n) operands with equal batch "
+                         f"shapes, got {a.shape} and {b.shape}")
     shape = (*a.shape[:-1], b.shape[-1])
     if 0 in shape or a.shape[-1] == 0:
         return np.zeros(shape, dtype)
-    x, y = a.astype(F64, copy=False), b.astype(F64, copy=False)
-    path = _round_to_f32 if dtype == F32 else _round_to_f64
     with np.errstate(all="ignore"):
         if math.prod(shape) * a.shape[-1] <= _FEW:
             found = _few_terms(a, b)
             if found is not None:
                 return found
-        out = path(x, y)
-        if out is None:  # inf or nan among the operands: the finite parts first
-            out = path(_finite_part(x), _finite_part(y))
-            assert out is not None
-            _apply_ieee_specials(x, y, out)
-    return out
+        if dtype == F32:
+            # Operands, GEMM result and partial products in scratch memory.
+            work = _SCRATCH.arrays([a.shape, b.shape, shape, shape])
+            if work is None:
+                x, y = a.astype(F64), b.astype(F64)
+            else:
+                x, y = work[0], work[1]
+                np.copyto(x, a)
+                np.copyto(y, b)
+            out = _round_to_f32(x, y, None if work is None else (work[2], work[3]))
+            if out is None:  # inf or nan among the operands: the finite parts first
+                out = _round_to_f32(_finite_part(x), _finite_part(y))
+                assert out is not None
+                _apply_ieee_specials(x, y, out)
+            return out
+        x, y = a.astype(F64, copy=False), b.astype(F64, copy=False)
+        found = _round_to_f64(x, y)
+        if found is None:
+            found = _round_to_f64(_finite_part(x), _finite_part(y))
+            assert found is not None
+            _apply_ieee_specials(x, y, found)
+        return found
+
+
+class _Scratch(threading.local):
+    """Per-thread memory for temporaries, reused from call to call. A fresh
+    multi-megabyte array costs a page fault per 4 KiB page once the
+    allocator has returned the previous call's to the system, which on some
+    machines costs as much as the arithmetic; arrays carved out of one
+    kept buffer do not. Only for sizes between _SCRATCH_MIN and
+    _SCRATCH_MAX bytes: smaller ones are cheap, bigger ones not worth
+    keeping. Nothing carved from it may outlive the call."""
+
+    def __init__(self) -> None:
+        self.buffer = np.empty(0, np.uint8)
+
+    def arrays(self, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray] | None:
+        """float64 arrays of these shapes (uninitialised), or None outside
+        the size range."""
+        sizes = [math.prod(shape) * 8 for shape in shapes]
+        steps = [-(-n // 64) * 64 for n in sizes]  # 64-byte aligned offsets
+        if not _SCRATCH_MIN <= sum(steps) <= _SCRATCH_MAX:
+            return None
+        if self.buffer.size < sum(steps):
+            self.buffer = np.empty(sum(steps), np.uint8)
+        views, at = [], 0
+        for shape, n, step in zip(shapes, sizes, steps):
+            views.append(self.buffer[at:at + n].view(F64).reshape(shape))
+            at += step
+        return views
+
+
+_SCRATCH = _Scratch()
 
 
 def _few_terms(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -122,17 +174,19 @@ def _finite_part(v: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------ arithmetic
 
 def _gemm(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
-          scratch: np.ndarray | None = None) -> np.ndarray:
+          scratch: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """The float64 sum of ``x @ y`` over the pairs, at most ``_CHUNK``
-    contraction terms per BLAS call (``scratch``, if given, holds the
-    partial products). Callers either bound its rounding for any order of
-    summation or use it where every partial sum is exact."""
-    out: np.ndarray | None = None
+    contraction terms per BLAS call (into ``out`` if given; ``scratch``,
+    if given, holds the partial products). Callers either bound its
+    rounding for any order of summation or use it where every partial sum
+    is exact."""
+    first = True
     for x, y in pairs:
         for lo in range(0, x.shape[-1], _CHUNK):
             xs, ys = x[..., lo:lo + _CHUNK], y[..., lo:lo + _CHUNK, :]
-            if out is None:
-                out = np.matmul(xs, ys)
+            if first:
+                out = np.matmul(xs, ys, out=out)
+                first = False
                 continue
             scratch = np.matmul(xs, ys, out=scratch)
             out += scratch
@@ -202,9 +256,11 @@ def _gathered(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, ...],
 
 # --------------------------------------------------------------- float32
 
-def _round_to_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+def _round_to_f32(x: np.ndarray, y: np.ndarray,
+                  work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray | None:
     """float32 results from float64 operands holding float32 values (None
-    if one is inf or nan)."""
+    if one is inf or nan); ``work``: two float64 arrays of the result's
+    shape to compute in."""
     k = x.shape[-1]
     # Squared row and column norms (the squares are exact): by
     # Cauchy-Schwarz their roots' product bounds sum |products|.
@@ -214,9 +270,13 @@ def _round_to_f32(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
         return None
     if mx == 0.0 or my == 0.0:
         return np.zeros((*x.shape[:-1], y.shape[-1]), F32)  # all products zero: +0.0
-    s = _gemm([(x, y)])
+    s_buf, part = (None, None) if work is None else work
+    s = _gemm([(x, y)], part, s_buf)
     width = _f32_width(k, math.sqrt(mx) * math.sqrt(my))
-    out, hi = np.empty(s.shape, F32), np.empty(s.shape, F32)
+    # The upper ends go where the partial products were.
+    out = np.empty(s.shape, F32)
+    hi = np.empty(s.shape, F32) if part is None else part.reshape(-1).view(F32)[:s.size].reshape(
+        s.shape)
     np.subtract(s, width, out=out, casting="unsafe")
     np.add(s, width, out=hi, casting="unsafe")
     unsettled = out.view(np.uint32) != hi.view(np.uint32)
