@@ -269,6 +269,14 @@ def _adversarial(dt: Any) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
             pick[1] = 1.0
             yield f"lost to scaling k={k}", wide, pick
             yield f"lost to scaling, columns k={k}", pick.T.copy(), wide.T.copy()
+    if dt == np.float64:  # products beyond TwoProduct's range: summed in integers
+        huge = 2.0**1010
+        yield "integer sums, cancelling", np.array([[huge * (1 + 2.0**-52), huge, 3.0]], dt), (
+            np.array([[2.0**-5], [-(2.0**-5)], [0.0]], dt))
+        yield "integer sums, to zero", np.array([[huge, huge] * 20], dt), np.array(
+            [[2.0**-5], [-(2.0**-5)]] * 20, dt)
+        yield "integer sums, rounding", np.array([[huge, 3.0] * 20], dt), np.array(
+            [[2.0**-5], [1.0]] * 20, dt)
     yield "zeros", np.zeros((2, 3), dt), -np.ones((3, 2), dt)
     yield "negative zeros", -np.zeros((2, 3), dt), np.ones((3, 2), dt)
     yield "one product keeps -0.0", np.array([[-0.0], [2.0]], dt), np.array([[1.0, -0.0]], dt)
@@ -328,6 +336,52 @@ def test_sampled_elements_of_large_products() -> None:
         for i, j in zip(r.integers(0, m, 12), r.integers(0, n, 12)):
             want = oracle(a[i:i + 1], b[:, j:j + 1], np.dtype(dt))
             assert_same_bits(got[i:i + 1, j:j + 1], want)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_every_element_refined_against_fractions(dt: Any) -> None:
+    """Factors scaled along the contraction (products of moderate size from factors that are
+    not) leave every element to the per-element sums; all against Fractions."""
+    r = np.random.default_rng(12)
+    spread = 60 if dt == np.float32 else 400
+    scale = np.ldexp(1.0, r.integers(-spread, spread, 200))
+    a = (r.standard_normal((12, 200)) * scale).astype(dt)
+    b = (r.standard_normal((200, 12)) / scale[:, None]).astype(dt)
+    with spec.enable_x64(dt == np.float64):
+        got = _spec_matmul(a, b)
+    assert_same_bits(got, oracle(a, b, np.dtype(dt)))
+
+
+def test_float32_ties_decided_by_far_smaller_terms() -> None:
+    """Rows whose sums lie just off a float32 tie, by a term 2**-124 of the largest: more
+    than the refined sums resolve, so exact ones decide."""
+    r = np.random.default_rng(13)
+    tiny = r.choice([-1.0, 1.0], 40) * 2.0**-100
+    a = np.stack([np.full(40, 2.0**24), np.ones(40), tiny], axis=1).astype(np.float32)
+    b = np.ones((3, 4), np.float32)
+    assert_same_bits(_spec_matmul(a, b), oracle(a, b, np.dtype(np.float32)))
+
+
+def test_float64_rows_settled_by_their_own_bound() -> None:
+    """Integer rows and columns have no remainder, so their sums that cancel to zero are
+    exact, though another row's remainder widens the common bound."""
+    r = np.random.default_rng(14)
+    a = r.integers(-9, 9, (6, 40)).astype(np.float64)
+    a[0] = r.standard_normal(40)
+    b = r.integers(-9, 9, (40, 5)).astype(np.float64)
+    a2, b2 = np.concatenate([a, a], 1), np.concatenate([b, -b], 0)
+    a2[0, 40:] = 0.0  # row 0's sums do not cancel
+    with spec.enable_x64():
+        got = _spec_matmul(a2, b2)
+    assert_same_bits(got, oracle(a2, b2, np.dtype(np.float64)))
+
+
+def test_kernel_rejects_mismatched_operands() -> None:
+    from spec.rules import _exact_matmul
+    with pytest.raises(TypeError):
+        _exact_matmul.matmul(np.ones((2, 2), np.float32), np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        _exact_matmul.matmul(np.ones((2, 3)), np.ones((2, 2)))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

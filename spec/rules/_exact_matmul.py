@@ -296,26 +296,24 @@ def _f32_width(k: int, norms: float | np.ndarray) -> float | np.ndarray:
 def _settle_f32(x: np.ndarray, y: np.ndarray, s: np.ndarray, out: np.ndarray,
                 idx: np.ndarray, squares: tuple[np.ndarray, np.ndarray]) -> None:
     """Decide the flat elements ``idx`` of ``out`` that the common bound
-    left open: by the bound of their own row and column norms; then, if
-    many are left, without any error where every partial sum is exact;
-    then by sharper and exact sums of their own products."""
+    left open, by sharper and exact sums of their own products. When
+    there are many (sums that cancel to zero, rows of very different
+    norms), first cheaper tests: the bound of their own row and column
+    norms, then no error at all where every partial sum is exact."""
+    k = x.shape[-1]
     rows, cols = _row_col(idx, s.shape)
-    norms = np.sqrt(squares[0][rows]) * np.sqrt(squares[1][cols])
-    sv = s.reshape(-1)[idx]
     flat = out.reshape(-1)
-    found, settled = _f32_interval(sv, _f32_width(x.shape[-1], norms))
-    flat[idx] = found
-    if settled.all():
-        return
-    keep = ~settled
-    idx, sv, norms = idx[keep], sv[keep], norms[keep]
-    rows, cols = tuple(r[keep] for r in rows), tuple(c[keep] for c in cols)
-    if idx.size * x.shape[-1] > x.size + y.size:
-        # Many left (sums that cancel to zero, say): before gathering a row
-        # and a column per element, settle those whose partial sums are all
-        # exact. Every product is a multiple of ux * uy; if their magnitudes
-        # add up to at most 2**53 such units, s is the exact sum.
-        exact = norms * (1.0 + _gamma(x.shape[-1] + 2)) ** 2 <= 2.0 ** 53 * (
+    if idx.size * k > x.size + y.size:  # gathering would cost more than a pass over x and y
+        norms = np.sqrt(squares[0][rows]) * np.sqrt(squares[1][cols])
+        sv = s.reshape(-1)[idx]
+        found, settled = _f32_interval(sv, _f32_width(k, norms))
+        flat[idx] = found
+        keep = ~settled
+        idx, sv, norms = idx[keep], sv[keep], norms[keep]
+        rows, cols = tuple(r[keep] for r in rows), tuple(c[keep] for c in cols)
+        # Every product is a multiple of ux * uy; if their magnitudes add up
+        # to at most 2**53 such units, every partial sum is exact: s is the sum.
+        exact = norms * (1.0 + _gamma(k + 2)) ** 2 <= 2.0 ** 53 * (
             _lowest_bits(x, rows, -1) * _lowest_bits(y, cols, -2))
         flat[idx[exact]] = (sv[exact] + 0.0).astype(F32)  # an exact zero is +0.0
         keep = ~exact
@@ -353,9 +351,12 @@ def _exact_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
     """Row r: the exact sum of ``xr[r] * yr[r]`` (exact float64 products)
     rounded once to float32. Two ExtractVector passes (Rump, Ogita and
     Oishi) split off exactly summable parts and leave a remainder summed
-    with a tiny error; ``math.fsum`` decides what that leaves open."""
+    with a tiny error; ``math.fsum`` decides what that leaves open, and
+    all of a few short rows."""
+    k = xr.shape[-1]
+    if len(xr) * (k + 64) <= 2048:  # a few short rows: fsum costs less than the passes below
+        return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
     products = xr * yr
-    k = products.shape[-1]
     rest = products.copy()
     parts = []
     spread = (k + 1).bit_length()  # 2**spread >= k + 2
