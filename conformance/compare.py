@@ -56,6 +56,32 @@ class ArrayLeaf:
 
 
 @dataclasses.dataclass(frozen=True)
+class Contraction:
+    """A case result that is a contraction (dot_general, matmul, einsum, conv_general_dilated),
+    compared under the numerical contract of SPEC.md section 9.4 instead of bit for bit.
+
+    spec rounds each element's exact sum of products once; XLA rounds as it adds, in its own
+    order. So ``|spec - jax| <= gamma_depth * magnitude + ulp``: ``magnitude`` is the same
+    contraction of the operands' absolute values (per element, the sum of |a_k * b_k|; for
+    complex results a bound for each part), ``depth`` the number of products per element,
+    gamma_n = n*u / (1 - n*u) with u the accumulation type's unit roundoff (2**-24 for float32
+    and narrower, 2**-53 for float64) and ulp one unit in the last place of the result type.
+    Built by cases with ``conformance.registry.contraction``.
+    """
+
+    value: Any
+    magnitude: Any
+    depth: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ContractionLeaf:
+    array: ArrayLeaf
+    magnitude: np.ndarray[Any, Any]  # float64, the array's shape
+    depth: int
+
+
+@dataclasses.dataclass(frozen=True)
 class ScalarLeaf:
     """A Python bool/int/float/complex: compared by exact type and ``repr`` (so -0.0 != 0.0)."""
 
@@ -83,7 +109,7 @@ class Node:
     children: tuple[Norm, ...]
 
 
-Leaf = ArrayLeaf | ScalarLeaf | DtypeLeaf | OtherLeaf | Raised | str | None
+Leaf = ArrayLeaf | ContractionLeaf | ScalarLeaf | DtypeLeaf | OtherLeaf | Raised | str | None
 Norm = Node | Leaf
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -101,6 +127,12 @@ def normalize(x: object) -> Norm:
         return ScalarLeaf(type(x).__name__, repr(x))
     if isinstance(x, np.dtype):
         return DtypeLeaf(x.name)
+    if isinstance(x, Contraction):
+        array = normalize(x.value)
+        if not isinstance(array, ArrayLeaf):
+            return OtherLeaf("Contraction", f"of a non-array {type(x.value).__name__}")
+        magnitude = np.broadcast_to(np.asarray(x.magnitude, np.float64), array.shape)
+        return ContractionLeaf(array, magnitude, int(x.depth))
     if isinstance(x, dict):
         keys = sorted(x, key=repr)
         return Node("dict", tuple(repr(k) for k in keys), tuple(normalize(x[k]) for k in keys))
@@ -223,6 +255,66 @@ def _compare_float(
     )
 
 
+def _unit_roundoff(dtype: np.dtype[Any]) -> float:
+    """Unit roundoff of the accumulation type of a contraction with result ``dtype``: float64
+    for float64 and complex128, float32 for everything narrower."""
+    real_bytes = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+    return 2.0**-53 if real_bytes == 8 else 2.0**-24
+
+
+def _ulp(values: np.ndarray[Any, Any], dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """One unit in the last place of ``dtype`` at each (finite, float64) value."""
+    finfo: Callable[[np.dtype[Any]], Any] = ml_dtypes.finfo
+    info = finfo(dtype)
+    exponent = np.frexp(np.abs(values))[1] - 1
+    return np.asarray(np.ldexp(1.0, np.maximum(exponent, int(info.minexp)) - int(info.nmant)))
+
+
+def _compare_contraction_part(
+    exp: np.ndarray[Any, Any], act: np.ndarray[Any, Any], bound: np.ndarray[Any, Any]
+) -> str | None:
+    e64, a64 = exp.astype(np.float64), act.astype(np.float64)
+    e_nan, a_nan = np.isnan(e64), np.isnan(a64)
+    bad = e_nan != a_nan
+    finite = ~(e_nan | a_nan)
+    inf = finite & (np.isinf(e64) | np.isinf(a64))
+    bad |= inf & (e64 != a64)
+    regular = finite & ~inf
+    e_reg, a_reg = np.where(regular, e64, 0.0), np.where(regular, a64, 0.0)
+    diff = np.abs(e_reg - a_reg)
+    allowed = np.where(regular, bound + _ulp(e_reg, exp.dtype), 0.0)
+    bad |= regular & (diff > allowed)
+    if not bad.any():
+        return None
+    idx = _first_index(bad)
+    return (
+        f"values differ at {int(bad.sum())}/{exp.size} elements beyond the contraction bound; "
+        f"first at {idx}: expected {_fmt(exp[idx])}, got {_fmt(act[idx])} "
+        f"(allowed {float(allowed[idx]):.3g})"
+    )
+
+
+def compare_contraction(
+    exp: np.ndarray[Any, Any], act: np.ndarray[Any, Any], magnitude: np.ndarray[Any, Any],
+    depth: int,
+) -> str | None:
+    """Compare two contraction results under SPEC.md's bound (see ``Contraction``)."""
+    if exp.dtype.kind not in "fc" and float_bits(exp.dtype) is None:
+        return compare_values(exp, act, 0)  # integers and bools: exact
+    nu = depth * _unit_roundoff(exp.dtype)
+    bound = nu / (1.0 - nu) * (1.0 + 2.0**-20) * magnitude
+    if exp.dtype.kind == "c":
+        part = np.dtype(f"float{exp.dtype.itemsize * 4}")
+        for label, fn in (("real", np.real), ("imag", np.imag)):
+            why = _compare_contraction_part(
+                _c(fn(exp)).astype(part), _c(fn(act)).astype(part), bound
+            )
+            if why is not None:
+                return f"{label} part: {why}"
+        return None
+    return _compare_contraction_part(exp, act, bound)
+
+
 def compare_values(
     exp: np.ndarray[Any, Any], act: np.ndarray[Any, Any], tol: int
 ) -> str | None:
@@ -260,6 +352,8 @@ def _kind(n: Norm) -> str:
         return n.kind
     if isinstance(n, ArrayLeaf):
         return "array"
+    if isinstance(n, ContractionLeaf):
+        return "contraction"
     if isinstance(n, ScalarLeaf):
         return f"Python {n.type_name}"
     if isinstance(n, DtypeLeaf):
@@ -283,6 +377,16 @@ def _first_line_diff(exp: str, act: str) -> str:
     return f"expected {exp!r}, got {act!r}"
 
 
+def _compare_array_types(exp: ArrayLeaf, act: ArrayLeaf) -> str | None:
+    if exp.shape != act.shape:
+        return f"shape: expected {exp.shape}, got {act.shape}"
+    if exp.dtype != act.dtype:
+        return f"dtype: expected {exp.dtype}, got {act.dtype}"
+    if exp.weak_type is not None and act.weak_type is not None and exp.weak_type != act.weak_type:
+        return f"weak_type: expected {exp.weak_type}, got {act.weak_type}"
+    return None
+
+
 def _compare_leaf(exp: Leaf, act: Leaf, ulp_for: Callable[[str], int]) -> str | None:
     if isinstance(exp, Raised):
         if not isinstance(act, Raised):
@@ -296,15 +400,17 @@ def _compare_leaf(exp: Leaf, act: Leaf, ulp_for: Callable[[str], int]) -> str | 
         return f"unsupported result type {act.type_name}: {act.text}"
     if type(exp) is not type(act):
         return f"expected {_kind(exp)}, got {_kind(act)}"
+    if isinstance(exp, ContractionLeaf):
+        assert isinstance(act, ContractionLeaf)
+        why = _compare_array_types(exp.array, act.array)
+        if why is not None:
+            return why
+        return compare_contraction(exp.array.value, act.array.value, exp.magnitude, exp.depth)
     if isinstance(exp, ArrayLeaf):
         assert isinstance(act, ArrayLeaf)
-        if exp.shape != act.shape:
-            return f"shape: expected {exp.shape}, got {act.shape}"
-        if exp.dtype != act.dtype:
-            return f"dtype: expected {exp.dtype}, got {act.dtype}"
-        if exp.weak_type is not None and act.weak_type is not None:
-            if exp.weak_type != act.weak_type:
-                return f"weak_type: expected {exp.weak_type}, got {act.weak_type}"
+        why = _compare_array_types(exp, act)
+        if why is not None:
+            return why
         return compare_values(exp.value, act.value, ulp_for(exp.dtype))
     if isinstance(exp, ScalarLeaf):
         assert isinstance(act, ScalarLeaf)

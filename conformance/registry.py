@@ -12,7 +12,7 @@ import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
-from conformance.compare import Raised
+from conformance.compare import Contraction, Raised
 
 CaseFn = Callable[[Any, Any, Any], Any]
 ExcSpec = type[BaseException] | str
@@ -137,6 +137,14 @@ def capture(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001 - the exception *is* the result being recorded
         return Raised.of(e)
+
+
+def contraction(value: Any, magnitude: Any, depth: int) -> Contraction:
+    """Mark ``value``, the result of a contraction, for comparison under SPEC.md's numerical
+    contract (within gamma_depth * magnitude + 1 ULP of the reference; see ``Contraction``)
+    instead of bit for bit. ``magnitude``: the same contraction of the operands' absolute
+    values; ``depth``: the number of products summed per element."""
+    return Contraction(value, magnitude, depth)
 
 
 def load_cases(package: str = CASES_PACKAGE) -> list[Case]:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from conformance.cases._util import data
-from conformance.registry import case, register_case
+from conformance.registry import case, contraction, register_case
 
 
 def _m(jnp: Any, dtype: str = "float32", seed: int = 0) -> Any:
@@ -241,4 +241,5 @@ def lax_x64(jax: Any, jnp: Any, lax: Any) -> Any:
     i = jnp.asarray(data((6,), "int64", 22))
     return [lax.iota(np.int64, 4), lax.sort(f), lax.reduce_sum(i, (0,)),
             lax.convert_element_type(i, np.dtype("float64")), lax.dynamic_slice(f, (i[0],), (2,)),
-            lax.population_count(i), lax.clz(i), lax.div(i, 7), lax.dot(f, f)]
+            lax.population_count(i), lax.clz(i), lax.div(i, 7),
+            contraction(lax.dot(f, f), np.abs(np.asarray(f)) @ np.abs(np.asarray(f)), 6)]

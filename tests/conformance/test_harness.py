@@ -22,7 +22,7 @@ from conformance.compare import (  # noqa: E402
     ulp_distance,
 )
 from conformance.impls import Impl, ImplUnavailable, load  # noqa: E402
-from conformance.registry import Case, capture  # noqa: E402
+from conformance.registry import Case, capture, contraction  # noqa: E402
 from conformance.runner import (  # noqa: E402
     ERROR,
     FAIL,
@@ -162,6 +162,40 @@ def test_dtype_and_shape_mismatch() -> None:
     assert why is not None and "dtype" in why
     why = compare(normalize(np.zeros(2)), normalize(np.zeros(3)))
     assert why is not None and "shape" in why
+
+
+def test_contraction_within_the_contract_bound() -> None:
+    # depth 4, float32: gamma_4 = 4 * 2**-24 / (1 - 4 * 2**-24), plus one ULP of the result.
+    exp = np.array([1.0, 100.0, -3.0], np.float32)
+    mag = np.array([1.0, 1000.0, 3.0])
+    gamma = 4 * 2.0**-24 / (1 - 4 * 2.0**-24)
+    inside = exp.astype(np.float64) + 0.99 * (gamma * mag + np.spacing(exp).astype(np.float64))
+    outside = exp.astype(np.float64) + 2.5 * (gamma * mag + np.spacing(exp).astype(np.float64))
+    ok = compare(normalize(contraction(exp, mag, 4)),
+                 normalize(contraction(inside.astype(np.float32), mag, 4)))
+    assert ok is None
+    why = compare(normalize(contraction(exp, mag, 4)),
+                  normalize(contraction(outside.astype(np.float32), mag, 4)))
+    assert why is not None and "contraction bound" in why
+    # The same values as plain arrays are compared bit for bit.
+    assert compare(normalize(exp), normalize(inside.astype(np.float32))) is not None
+
+
+def test_contraction_specials_ints_and_types() -> None:
+    nan = normalize(contraction(np.array([np.nan, np.inf]), np.ones(2), 3))
+    assert compare(nan, normalize(contraction(np.array([np.nan, np.inf]), np.ones(2), 3))) is None
+    why = compare(nan, normalize(contraction(np.array([1.0, np.inf]), np.ones(2), 3)))
+    assert why is not None
+    why = compare(nan, normalize(contraction(np.array([np.nan, -np.inf]), np.ones(2), 3)))
+    assert why is not None
+    ints = normalize(contraction(np.array([5], np.int32), [9.0], 3))
+    assert compare(ints, normalize(contraction(np.array([6], np.int32), [9.0], 3))) is not None
+    why = compare(ints, normalize(contraction(np.array([5], np.int64), [9.0], 3)))
+    assert why is not None and "dtype" in why
+    # float64 results get float64's unit roundoff: 1e-12 is far outside gamma_3 * 1 + 1 ulp.
+    f64 = normalize(contraction(np.array([1.0]), [1.0], 3))
+    assert compare(f64, normalize(contraction(np.array([1.0 + 1e-12]), [1.0], 3))) is not None
+    assert compare(f64, normalize(np.array([1.0]))) is not None  # a plain array is no match
 
 
 def test_structure_and_path_in_reason() -> None:

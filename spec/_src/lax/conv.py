@@ -36,9 +36,9 @@ from spec._src.interpreters.ad_util import Zero, defjvp
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import sharding_kit as SK
-from spec._src.core.denormals import arithmetic
+from spec._src.core.denormals import arithmetic, flush_all, flush_result
 from spec._src.core.registry import declare, require
-from spec._src.lax.dot import bilinear_transpose
+from spec._src.lax.dot import _real_matmul, bilinear_transpose
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
@@ -290,11 +290,7 @@ def _conv_canonical(lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple[int, ...]
     w = np.moveaxis(w, 1, 2).reshape((groups, nb, cg, npos, kvol))
     w = np.moveaxis(w, 2, 3).reshape((groups, nb * npos, cg * kvol))
     k = rhs.reshape((groups, fg, cg * kvol)).transpose(0, 2, 1)
-    if cg * kvol == 1:
-        # One product per output is not a sum: keep the sign of a zero product.
-        res = w * k
-    else:
-        res = np.matmul(w, k)  # (groups, nb * npos, fg)
+    res = _real_matmul(w, k)  # (groups, nb * npos, fg), under dot_general's contract
     res = res.reshape((groups, nb, *osp, fg))
     # Output feature index = group * fg + f.
     res = np.moveaxis(res, -1, 1).reshape((groups * fg, nb, *osp))
@@ -354,12 +350,19 @@ def _conv_impl(lhs: np.ndarray, rhs: np.ndarray, *, window_strides: Any, padding
     def conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return _conv_canonical(a, b, out_full, g)
 
+    def float_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        # Subnormal operands read as zero and a subnormal result is written
+        # as zero (XLA CPU), flushed explicitly: the exact contraction must
+        # not run in the FTZ/DAZ mode that ``arithmetic`` may use.
+        fa, fb = flush_all((a, b))
+        return flush_result(conv(fa, fb))
+
     with np.errstate(all="ignore"):
         if T.is_complex(lhs.dtype):
-            res = _complex_conv(lambda a, b: arithmetic(conv, a, b), lt, rt, out_dtype)
+            res = _complex_conv(float_conv, lt, rt, out_dtype)
         elif T.is_inexact(lhs.dtype):
             cd = _compute_dtype(lhs.dtype, out_dtype)
-            res = arithmetic(conv, lt.astype(cd, copy=False), rt.astype(cd, copy=False))
+            res = float_conv(lt.astype(cd, copy=False), rt.astype(cd, copy=False))
             res = np.asarray(res).astype(out_dtype, copy=False)
         else:
             cd = _compute_dtype(lhs.dtype, out_dtype)

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.structural_api import transpose
+from spec._src.lax import exact_matmul
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
@@ -180,10 +181,17 @@ def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
 
 
 def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Batched ``lhs (..., m, k) @ rhs (..., k, n)`` of one real dtype (the
+    accumulation type), under the numerical contract (SPEC.md 9.4): a float
+    element is the exact sum of the exact products rounded once, so it does
+    not depend on the BLAS build, kernel or thread count; integers wrap
+    modulo 2**64 (NumPy's integer matmul is exact and uses no BLAS)."""
     if lhs.shape[-1] == 1:
         # A single product per output is not a sum: it keeps the sign of a
         # zero product (-0.0), as XLA's dot does; a sum starts from +0.0.
         return np.asarray(lhs * rhs)  # (..., m, 1) * (..., 1, n)
+    if T.is_float(lhs.dtype):
+        return exact_matmul.matmul(lhs, rhs)
     return np.asarray(np.matmul(lhs, rhs))
 
 
