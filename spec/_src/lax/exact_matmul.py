@@ -137,9 +137,9 @@ class _Scratch(threading.local):
         """float64 arrays of these shapes (uninitialised), or None outside
         the size range."""
         sizes = [math.prod(shape) * 8 for shape in shapes]
-        steps = [-(-n // 64) * 64 for n in sizes]  # 64-byte aligned offsets
-        if not _SCRATCH_MIN <= sum(steps) <= _SCRATCH_MAX:
+        if not _SCRATCH_MIN <= sum(sizes) <= _SCRATCH_MAX:
             return None
+        steps = [-(-n // 64) * 64 for n in sizes]  # 64-byte aligned offsets
         if self.buffer.size < sum(steps):
             self.buffer = np.empty(sum(steps), np.uint8)
         views, at = [], 0
@@ -180,6 +180,8 @@ def _gemm(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
     if given, holds the partial products). Callers either bound its
     rounding for any order of summation or use it where every partial sum
     is exact."""
+    if len(pairs) == 1 and pairs[0][0].shape[-1] <= _CHUNK:
+        return np.matmul(*pairs[0], out=out)
     first = True
     for x, y in pairs:
         for lo in range(0, x.shape[-1], _CHUNK):
@@ -226,6 +228,11 @@ def _abs_max(v: np.ndarray, axis: int) -> np.ndarray:
                                  -np.minimum.reduce(v, axis=axis)))
 
 
+def _largest(v: np.ndarray) -> float:
+    """max(v) as a Python float (nan if one is nan)."""
+    return float(np.maximum.reduce(v, axis=None))
+
+
 def _row_max(v: np.ndarray) -> np.ndarray:
     return _abs_max(v, -1)
 
@@ -264,8 +271,8 @@ def _round_to_f32(x: np.ndarray, y: np.ndarray,
     k = x.shape[-1]
     # Squared row and column norms (the squares are exact): by
     # Cauchy-Schwarz their roots' product bounds sum |products|.
-    sx, sy = np.einsum("...k,...k->...", x, x), np.einsum("...kn,...kn->...n", y, y)
-    mx, my = float(sx.max()), float(sy.max())
+    sx, sy = np.vecdot(x, x), np.einsum("...kn,...kn->...n", y, y)
+    mx, my = _largest(sx), _largest(sy)
     if not math.isfinite(mx + my):
         return None
     if mx == 0.0 or my == 0.0:
@@ -441,7 +448,7 @@ def _round_to_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     k = x.shape[-1]
     ax, ay = np.abs(x), np.abs(y)
     mx, my = np.maximum.reduce(ax, axis=-1), np.maximum.reduce(ay, axis=-2)
-    if not math.isfinite(float(mx.max()) + float(my.max())):
+    if not math.isfinite(_largest(mx) + _largest(my)):
         return None
     # Scale rows of x and columns of y to maxima in [1/2, 1): exact, except
     # for elements that land below 2**-1022, whose error the bound covers.
@@ -456,7 +463,7 @@ def _round_to_f64(x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
     rx[_lossy_scaling(ax, ex, -1)] += _UNDERFLOW
     ry[_lossy_scaling(ay, ey, -2)] += _UNDERFLOW
     del ax, ay
-    width = _remainder_width(k, float(rx.max()) + float(ry.max()), slices)
+    width = _remainder_width(k, _largest(rx) + _largest(ry), slices)
     settled = _settled(hi, lo, width, extra)
     hi += 0.0  # an exact zero is +0.0
     res = np.ldexp(hi, ex[..., :, None] + ey[..., None, :])
@@ -473,8 +480,8 @@ def _lossy_scaling(magnitudes: np.ndarray, exps: np.ndarray, axis: int) -> np.nd
     2**-exps, may have had nonzero elements rounded below 2**-1022 (or to
     zero): those spanning more than about 1020 binades."""
     positive = magnitudes > 0.0
-    smallest = float(np.min(magnitudes, where=positive, initial=np.inf))
-    if math.frexp(smallest)[1] >= int(exps.max()) - 1020:
+    smallest = float(np.minimum.reduce(magnitudes, axis=None, where=positive, initial=np.inf))
+    if math.frexp(smallest)[1] >= int(np.maximum.reduce(exps, axis=None)) - 1020:
         return np.zeros(exps.shape, bool)  # no element is that far below any row's maximum
     limit = np.expand_dims(np.ldexp(1.0, exps - 1020), axis)
     return np.asarray(np.any(positive & (magnitudes < limit), axis=axis))
