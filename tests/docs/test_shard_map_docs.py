@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.printed import assert_prints_match_up_to_rounding
 from tests.support.twin import prefetch, run_both
 
 PRELUDE = r'''
@@ -1038,6 +1039,10 @@ def results() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     return {"shard_map": _both(SHARD_MAP_PAGE, 8), "sharding_ad": _both(SHARDING_AD_MANUAL, 2)}
 
 
+# Cells that print a matrix product (to 5 significant digits), compared under the contraction
+# contract's rounding.
+PRINTS_A_CONTRACTION = {("shard_map", "matmul_allgather [probe]")}
+
 CASES = [("shard_map", k) for k in SHARD_MAP_CELLS] + \
     [("sharding_ad", k) for k in SHARDING_AD_CELLS]
 
@@ -1050,7 +1055,10 @@ def test_cell_prints_what_jax_prints(results: dict[str, tuple[dict[str, Any], di
     ours, theirs = results[page]
     names = SHARD_MAP_CELLS if page == "shard_map" else SHARDING_AD_CELLS
     assert sorted(ours) == sorted(theirs) == sorted(names)
-    assert ours[name] == theirs[name]
+    if (page, name) in PRINTS_A_CONTRACTION:
+        assert_prints_match_up_to_rounding(ours[name], theirs[name], rounded=True)
+    else:
+        assert ours[name] == theirs[name]
 
 
 # JAX's sides run ahead while earlier tests run (tests/support/twin.py).

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.printed import assert_prints_match_up_to_rounding
 from tests.support.twin import prefetch, run_both
 
 PROGRAM = r'''
@@ -130,6 +131,10 @@ CELLS = ["grad types", "grad jaxpr", "a b types", "a @ b", "einsum replicated",
          "cos of unreduced", "reduced type", "loss2 jaxpr", "loss2 grad", "fanout jaxpr",
          "fanout grad", "capstone", "capstone jaxpr", "replicated step", "replicated jaxpr"]
 
+# Cells that print gradients of matrix products, compared under the contraction contract's
+# rounding.
+PRINTS_A_CONTRACTION = {"grad types", "loss2 grad"}
+
 
 @pytest.fixture(scope="module")
 def both() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,7 +146,10 @@ def test_cell_prints_what_jax_prints(both: tuple[dict[str, Any], dict[str, Any]]
                                      name: str) -> None:
     ours, theirs = both
     assert sorted(ours) == sorted(CELLS)
-    assert ours[name] == theirs[name]
+    if name in PRINTS_A_CONTRACTION:
+        assert_prints_match_up_to_rounding(ours[name], theirs[name])
+    else:
+        assert ours[name] == theirs[name]
 
 
 # JAX's sides run ahead while earlier tests run (tests/support/twin.py).
