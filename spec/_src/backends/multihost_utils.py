@@ -14,7 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.backends import mpi as mesh_mpi
+from spec._src.backends.devices import process_index
 from spec._src.core import tree_util
+from spec._src.core.array import Array
+from spec._src.interpreters import spmd as _spmd
 
 
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
@@ -25,9 +29,6 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
 
 
 def _gather(x: Any, tiled: bool) -> np.ndarray:
-    from spec._src.interpreters import spmd as _spmd
-    from spec._src.backends import mpi as mesh_mpi
-    from spec._src.core.array import Array
     if isinstance(x, Array) and not x.is_fully_addressable:
         geo = _spmd.geometry(x._sharding.mesh)
         return np.asarray(_spmd.whole_value(_spmd.from_value(x, geo), geo))
@@ -40,7 +41,6 @@ def _gather(x: Any, tiled: bool) -> np.ndarray:
 
 def sync_global_devices(name: str) -> None:
     """A barrier across processes (with a deadline under MPI)."""
-    from spec._src.backends import mpi as mesh_mpi
     if mesh_mpi.active():
         mesh_mpi.barrier(name)
 
@@ -73,7 +73,6 @@ class _LiveDevices:
         if not devices:
             raise ValueError("No devices provided.")
         devices = list(devices)
-        from spec._src.backends.devices import process_index
         if process_index() not in {d.process_index for d in devices}:
             raise ValueError("Provided devices do not have any local devices.")
         if self.devices is None:
@@ -94,7 +93,6 @@ class _LiveDevices:
 
 
 def _live(devices: list[Any]) -> list[Any]:
-    from spec._src.backends import mpi as mesh_mpi
     if not mesh_mpi.active():
         return list(devices)
     live = set(mesh_mpi.live_processes([d.process_index for d in devices]))

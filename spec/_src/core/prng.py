@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import dtypes as D
-from spec._src.core.array import Array
+from spec._src.core.array import Array, SpecInternalError
 from spec._src.core.config import config
 from spec._src.core.types import ArrayType
 
@@ -101,7 +101,6 @@ class KeyTy(D.ExtendedDType):
         """The Array for a primitive's output of this type (``Array._from_checked``
         calls this for extended dtypes)."""
         if value.dtype != self.physical or value.shape != aval.shape:
-            from spec._src.core.array import SpecInternalError
             raise SpecInternalError(f"a key value of dtype {value.dtype} and shape "
                                     f"{value.shape} does not hold keys of type {aval}")
         return PRNGKeyArray._make(value, aval)

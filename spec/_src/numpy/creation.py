@@ -12,11 +12,18 @@ from typing import Any
 import numpy as np
 
 from spec._src.api import placement
+from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
+from spec._src.core.prng import is_key_dtype
+from spec._src.core.sharding import AxisType, NamedSharding, Sharding, SingleDeviceSharding
+from spec._src.core.state_types import RefType
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
+from spec._src.lax.prng import full_keys
+from spec._src.lax.reshard import check_divisible, reshard
 from spec._src.lax.structural_api import _convert_element_type
 from spec._src.numpy.util import check_arraylike
 
@@ -131,7 +138,6 @@ def _lattice_dtype(leaves: list[Any]) -> T.DType:
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
             device: Any = None, out_sharding: Any = None) -> Any:
-    from spec._src.core.state_types import RefType
     aval = getattr(a, "aval", None)
     if type(aval) is RefType:
         raise TypeError(f"jnp.asarray got a Ref of type {aval}, but a Ref can't be passed where "
@@ -163,12 +169,10 @@ def _device_or_out_sharding(device: Any, out_sharding: Any, name: str) -> Any:
 def _device_sharding(device: Any) -> Any:
     """A device as the sharding that keeps the whole array on it; a Sharding
     (or anything else, which lax rejects) as given."""
-    from spec._src.core.sharding import SingleDeviceSharding
     return SingleDeviceSharding(device) if placement.is_device(device) else device
 
 
 def _is_single_device(sharding: Any) -> bool:
-    from spec._src.core.sharding import SingleDeviceSharding
     return isinstance(sharding, SingleDeviceSharding)
 
 
@@ -273,9 +277,7 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
         raise ValueError(f"Incompatible types for broadcasting: input type={aval} "
                          f"and requested type={wanted}")
     if aval.shape == target:
-        from spec._src.lax.reshard import reshard
         return reshard(arr, s)
-    from spec._src.lax.reshard import check_divisible
     check_divisible(T.ArrayType(target, aval.dtype, sharding=s))
     return L.broadcast_in_dim(arr, target, tuple(range(lead, len(target))), out_sharding=s)
 
@@ -292,11 +294,9 @@ def _like_args(name: str, a: Any, dtype: Any, shape: Any
 def _keys_like(a: Any, fill_value: Any, dt: Any, shp: tuple[int, ...] | None) -> Any:
     """``full_like`` where the result dtype is a PRNG key dtype (None when it
     is not): JAX's key dtype rule fills the key words instead."""
-    from spec._src.core.prng import is_key_dtype
     a_dtype = getattr(a, "dtype", None) if dt is None else dt
     if not is_key_dtype(a_dtype):
         return None
-    from spec._src.lax.prng import full_keys
     return full_keys(tuple(np.shape(a)) if shp is None else shp, fill_value, a_dtype)
 
 
@@ -391,7 +391,6 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> 
     start_name = "stop" if stop is None and step is None else "start"
     for name, val in ((start_name, start), ("stop", stop), ("step", step)):
         if isinstance(val, Tracer):
-            from spec._src.core.errors import ConcretizationTypeError
             raise ConcretizationTypeError(
                 f"Abstract tracer value encountered where concrete value is expected: "
                 f"{val.aval}\nIt arose in the jnp.arange argument '{name}'")
@@ -433,7 +432,6 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     """Evenly spaced samples; computed as JAX does (a jitted ``_linspace``)."""
     num = operator.index(num)
     axis = operator.index(axis)
-    from spec._src.api.jit import jit
     fn = _LINSPACE.get("fn")
     if fn is None:
         _linspace_impl.__name__ = "_linspace"  # the name JAX's jit equation shows
@@ -455,7 +453,6 @@ def _linspace_sharding(device: Any) -> Any:
     it there (``with_sharding_constraint``): the device must be a Sharding,
     and a NamedSharding may name only Auto mesh axes (explicit ones are
     ``reshard``'s business)."""
-    from spec._src.core.sharding import AxisType, NamedSharding, Sharding
     sharding = _device_sharding(device)
     if not isinstance(sharding, Sharding):  # JAX's class here is ValueError
         raise ValueError(  # noqa: TRY004

@@ -21,10 +21,18 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
 from spec._src.core import types as T
+from spec._src.core import tree_util as tu
 from spec._src.core.array import Array, host_value
-from spec._src.core.errors import NonConcreteBooleanIndexError
-from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.errors import ConcretizationTypeError, NonConcreteBooleanIndexError
+from spec._src.core.interpreter import (
+    JaxprTrace,
+    Tracer,
+    canonical_aval_of,
+    canonical_value,
+    current_trace,
+)
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import indexing as li
 from spec._src.lax import structural_api as L
@@ -33,7 +41,8 @@ from spec._src.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax.structural import convert_element_type_p
+from spec._src.lax.structural_api import _convert_element_type, canonicalize_axis
 from spec._src.numpy import creation, reductions, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -67,8 +76,6 @@ def _concrete(value: np.ndarray, dtype: T.DType, weak: bool) -> Array:
 def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
     """``lax.convert_element_type`` as JAX stages it: scalar constants fold
     (JAX's constant folding), arrays and tracers bind."""
-    from spec._src.lax.structural import convert_element_type_p
-    from spec._src.lax.structural_api import _convert_element_type
     if isinstance(x, Tracer) or np.ndim(x) > 0:  # only scalar constants fold
         return _convert_element_type(x, dtype, weak)
     value, aval = _value_and_aval(x)
@@ -79,7 +86,6 @@ def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
 
 
 def _value_and_aval(x: Any) -> tuple[np.ndarray, T.ArrayType]:
-    from spec._src.core.interpreter import canonical_value
     return canonical_value(x)
 
 
@@ -557,7 +563,6 @@ def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sort
     plan = _gather_plan(shape, parsed)
     if fill_value is not None:
         if isinstance(fill_value, Tracer):
-            from spec._src.core.errors import ConcretizationTypeError
             raise ConcretizationTypeError(
                 "fill_value argument to indexed get() must be concrete, got a traced value")
         if np.ndim(fill_value) != 0:
@@ -617,7 +622,6 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
 def _stage_now(v: Any) -> None:
     """JAX makes the updates array a jaxpr constant as soon as it converts it,
     before the index arrays; register it now so constvars come in JAX's order."""
-    from spec._src.core.interpreter import JaxprTrace, current_trace
     trace = current_trace()
     if isinstance(trace, JaxprTrace) and isinstance(v, Array) and v.ndim > 0:
         trace.to_atom(v)
@@ -855,7 +859,6 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
 
 
 def _nonzero_dtype(fill_value: Any) -> T.DType:
-    import spec._src.core.tree_util as tu
     leaves = tu.tree_leaves(fill_value)
     return T.result_type_and_weak(np.zeros((), T.default_int()), *leaves)[0]
 
@@ -883,7 +886,6 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
     if size is None and isinstance(arr, Tracer):
-        from spec._src.core.errors import ConcretizationTypeError
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: {aval}\n"
             "The size argument of jnp.nonzero must be statically specified to use "
@@ -971,7 +973,6 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
 
     check_arraylike("diagonal", a)
     if isinstance(offset, Tracer):
-        from spec._src.core.errors import ConcretizationTypeError
         raise ConcretizationTypeError("Abstract tracer value encountered where concrete "
                                       "value is expected: 'offset' argument of "
                                       "jnp.diagonal()")
@@ -1006,7 +1007,6 @@ def _jit_named(name: str, fn: Callable[..., Any], statics: tuple[str, ...]
                ) -> Callable[..., Any]:
     """One persistent jitted function per name (a visible ``jit`` named as JAX's)."""
     if name not in _JITS:
-        from spec._src.api.jit import jit
         fn.__name__ = fn.__qualname__ = name
         _JITS[name] = jit(fn, static_argnames=statics)
     return _JITS[name]

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot as ld
@@ -21,6 +22,8 @@ from spec._src.lax import elementwise_api as ew
 from spec._src.lax import linalg as lax_linalg
 from spec._src.lax import structural_api as L
 from spec._src.lax import reductions as lr
+from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+from spec._src.lax.structural_api import asarray
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -388,7 +391,6 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         pet, weak = T.to_dtype(preferred_element_type, "einsum"), False
     ein = _Einsum(pet, precision)
     ops = list(operands)
-    from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
     out_sharding = canonicalize_out_sharding(out_sharding, "einsum")
     if out_sharding is not None and len(ops) != 2:
         raise NotImplementedError("einsum's out_sharding with other than two operands is "
@@ -433,7 +435,6 @@ class SVDResult(NamedTuple):
 
 
 def _inexact(fun_name: str, a: Any) -> Any:
-    from spec._src.lax.structural_api import asarray
     check_arraylike(fun_name, a)
     (out,) = _promote_dtypes_inexact(asarray(a))
     return out
@@ -506,7 +507,6 @@ def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian:
 
 
 def _jit(name: str, fn: Any, statics: tuple[str, ...]) -> Any:
-    from spec._src.api.jit import jit
     fn.__name__ = fn.__qualname__ = name
     return jit(fn, static_argnames=statics)
 

@@ -21,11 +21,13 @@ from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
-from spec._src.core.interpreter import Tracer, canonical_aval_of, is_concrete
+from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
+from spec._src.core.sharding import _context
 from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
+from spec._src.lax.sharding_kit import broadcast_shardings
 from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
@@ -133,8 +135,6 @@ def _convert_all(args: tuple[Any, ...], dtype: T.DType, weak: bool) -> list[Any]
 def _varying_alike(args: Sequence[Any]) -> Sequence[Any]:
     """Inside shard_map operands are cast to the common varying axes before
     their dtypes are promoted, as JAX stages it."""
-    from spec._src.core.interpreter import _insert_pvary
-    from spec._src.core.sharding import _context
     return _insert_pvary(args) if _context.in_manual else args
 
 
@@ -269,7 +269,6 @@ def _broadcast_arrays(*args: Any) -> list[Any]:
     if all(s == shapes[0] for s in shapes):
         return [_as_array(a) for a in args]
     shape = _broadcast_shapes_np("broadcast_arrays", shapes)
-    from spec._src.lax.sharding_kit import broadcast_shardings
     sharding = broadcast_shardings(*(_aval(a) for a in args))
     return [_broadcast_to(a, shape, sharding) for a in args]
 

@@ -9,9 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
 from spec._src.core import types as T
+from spec._src.core import tree_util as tu
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import structural_api as L
+from spec._src.lax.structural import pad_p
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import _broadcast_to_unsharded, asarray
@@ -31,8 +35,6 @@ PadPairs = tuple[tuple[Any, Any], ...]
 
 def _pad_pairs(nvals: Any, nd: int, name: str) -> PadPairs:
     """``pad_width``-style input as one (before, after) pair per axis."""
-    import spec._src.core.tree_util as tu
-    from spec._src.core.errors import ConcretizationTypeError
     if any(isinstance(v, Tracer) for v in tu.tree_leaves(nvals)):
         raise ConcretizationTypeError(
             "Abstract tracer value encountered where concrete value is expected: the "
@@ -68,7 +70,6 @@ def _check_no_padding(pair: tuple[Any, Any], mode: str) -> None:
 def _lax_pad(x: Any, value: Any, widths: Sequence[tuple[Any, Any, int]]) -> Any:
     """``lax.pad`` keeping the width entries as given: JAX passes NumPy
     int64 widths through, and they are part of the printed params."""
-    from spec._src.lax.structural import pad_p
     return pad_p.bind(x, value, padding_config=tuple(tuple(w) for w in widths))
 
 
@@ -228,7 +229,6 @@ def _pad_fn(array: Any, pad_width: PadPairs, mode: str, constant_values: Any,
 
 @functools.cache
 def _pad_jit() -> Callable[..., Any]:
-    from spec._src.api.jit import jit
     _pad_fn.__name__ = _pad_fn.__qualname__ = "_pad"
     jitted: Callable[..., Any] = jit(_pad_fn, static_argnums=(1, 2, 4, 5, 6))
     return jitted

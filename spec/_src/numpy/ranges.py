@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
@@ -89,7 +90,6 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
 
 def _concrete_scalar(v: Any, what: str) -> Any:
     if isinstance(v, Tracer):
-        from spec._src.core.errors import ConcretizationTypeError
         raise ConcretizationTypeError(f"{what} must be concrete, got a traced value {v}")
     return v if v is None or isinstance(v, (int, float, complex)) else np.asarray(v).item()
 

@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.prng import is_key_dtype
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import structural_api as L
+from spec._src.lax.elementwise_api import select
 from spec._src.lax.structural_api import canonicalize_axis
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
@@ -62,7 +65,6 @@ def _index_tuple(x: Any) -> tuple[int, ...]:
 
 def _jit(name: str, fn: Callable[..., Any], statics: tuple[str, ...] = ()) -> Callable[..., Any]:
     """A function JAX jits visibly (a ``jit`` equation named ``name``)."""
-    from spec._src.api.jit import jit
     fn.__name__ = name
     jitted: Callable[..., Any] = jit(fn, static_argnames=statics or None)
     return jitted
@@ -73,7 +75,6 @@ def _jit(name: str, fn: Callable[..., Any], statics: tuple[str, ...] = ()) -> Ca
 def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
     arr = _ensure("astype", x)
     dt = T.default_float() if dtype is None else T.to_dtype(dtype, "astype")
-    from spec._src.core.prng import is_key_dtype
     if is_key_dtype(_aval(arr).dtype) and dt != _aval(arr).dtype:
         # Key words are reached through random.key_data, not a conversion.
         raise ValueError(f"Cannot convert_element_type from {_aval(arr).dtype} to {dt}")
@@ -331,14 +332,12 @@ def _tri_mask(m: Any, k: int, name: str) -> tuple[Any, T.Shape]:
 def _tril_fn(m: Any, k: int = 0) -> Any:
     m = _ensure("tril", m)
     which, _ = _tri_mask(m, k, "tril")
-    from spec._src.lax.elementwise_api import select
     return select(which, m, creation.zeros_like(m))
 
 
 def _triu_fn(m: Any, k: int = 0) -> Any:
     m = _ensure("triu", m)
     which, _ = _tri_mask(m, k - 1, "triu")
-    from spec._src.lax.elementwise_api import select
     return select(which, creation.zeros_like(m), m)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.array import Array
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import canonicalize_axis
@@ -45,7 +46,6 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
     axis = operator.index(axis)
     if total_repeat_length is None:
         if isinstance(repeats, Tracer):
-            from spec._src.core.errors import ConcretizationTypeError
             raise ConcretizationTypeError(
                 "Abstract tracer value encountered where concrete value is expected: "
                 f"{repeats.aval}\nWhen jit-compiling jnp.repeat, the total number of repeats "

@@ -11,9 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
-from spec._src.core.interpreter import Tracer, canonical_aval_of
+from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of
+from spec._src.core.prng import is_key_dtype
+from spec._src.core.sharding import _context
+from spec._src.core.state_types import RefType
 from spec._src.lax import structural_api as L
 from spec._src.lax.structural_api import _convert_element_type, canonicalize_axis
 
@@ -36,7 +41,6 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
 
 
 def _refuse_ref(fun_name: str, a: Any, position: int) -> None:
-    from spec._src.core.state_types import RefType
     aval = getattr(a, "aval", None)
     if type(aval) is RefType:
         raise TypeError(f"{fun_name} got a Ref of type {aval} at position {position}, but a Ref "
@@ -48,7 +52,6 @@ def check_for_prngkeys(fun_name: str, *args: Any) -> None:
     """Operands of different dtypes, one of them a key dtype: a TypeError
     naming them all, before any promotion (as JAX's jnp functions). Operands
     of one dtype pass: the primitive's typing rule decides about keys."""
-    from spec._src.core.prng import is_key_dtype
     dtypes = [canonical_aval_of(a).dtype for a in args]
     if len(set(dtypes)) < 2 or not any(is_key_dtype(d) for d in dtypes):
         return
@@ -135,8 +138,6 @@ def promote_dtypes(*args: Any) -> list[Any]:
     if _agree(args):
         return list(args)  # already of one (dtype, weak): nothing to convert
     dtype, weak = T.result_type_and_weak(*args)
-    from spec._src.core.interpreter import _insert_pvary
-    from spec._src.core.sharding import _context
     if _context.in_manual:
         # Inside shard_map operands are cast to the common varying axes before
         # their dtypes are promoted, as JAX stages it.
@@ -227,7 +228,6 @@ def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
 def _concrete(x: Any, what: str) -> np.ndarray:
     """The value of ``x`` where it must be known at trace time."""
     if isinstance(x, Tracer):
-        from spec._src.core.errors import ConcretizationTypeError
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: {what}")
     if isinstance(x, Array):
@@ -243,7 +243,6 @@ def _index(x: Any, what: str) -> int:
 
 def _jit(name: str, fn: Fn, statics: tuple[str, ...] = ()) -> Fn:
     """``fn`` staged as a visible ``jit`` equation named ``name``, as JAX does."""
-    from spec._src.api.jit import jit
     fn.__name__ = fn.__qualname__ = name
     jitted: Fn = jit(fn, static_argnames=statics or None)
     return jitted

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 from spec._src.lax import structural_api as L
 from spec._src.numpy import math as jnp_math
@@ -18,7 +19,6 @@ def _window(M: int, name: str) -> tuple[int, T.DType]:
     try:
         m = operator.index(M)
     except TypeError as err:
-        from spec._src.core.errors import ConcretizationTypeError
         if isinstance(M, Tracer):
             raise ConcretizationTypeError(f"M argument of jnp.{name} must be concrete") from err
         raise

@@ -1,59 +1,68 @@
-"""``spec._src.random.samplers``: JAX's ``jax.random`` on Threefry-2x32 keys.
+"""``spec._src.random.samplers``: JAX's ``jax.random`` distributions.
 
-Keys are either typed (``key(seed)``: dtype ``key<fry>``, shape ``()``) or
-raw (``PRNGKey(seed)``: ``uint32[2]``); raw keys are wrapped on entry
-(``random_wrap``) and the key functions unwrap their results again, so a
-raw key in gives a raw key out. Samplers are staged exactly as JAX stages
-them (the same jitted helpers, of the same names, binding the same
-primitives in the same order), which is what makes their values agree bit
-for bit: every primitive involved follows XLA's CPU numerics.
+Each sampler takes a key (``spec._src.random.keys``) and draws from it. Samplers are staged
+exactly as JAX stages them (the same jitted helpers, of the same names, binding the same
+primitives in the same order), which is what makes their values agree bit for bit: every
+primitive involved follows XLA's CPU numerics. A sampler's arguments are checked by
+``SamplerArgs``, step by step, in the order in which JAX checks that sampler's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import operator
-
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
 
 from spec._src.api.jit import jit
+from spec._src.api.vmap import vmap
 from spec._src.core import dtypes as D
 from spec._src.core import prng as R
 from spec._src.core import types as T
-from spec._src.core.array import Array
-from spec._src.core.interpreter import Tracer
+from spec._src.core.array import SpecInternalError
+from spec._src.core.config import numpy_rank_promotion
+from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.interpreter import (
+    JaxprTrace,
+    JitTracer,
+    Tracer,
+    Var,
+    canonical_value,
+    current_trace,
+    eval_jaxpr_values,
+    is_concrete,
+    trace_to_jaxpr,
+)
+from spec._src.core.sharding import AxisType, NamedSharding, P, get_abstract_mesh
+from spec._src.core.types import ArrayType
 from spec._src.lax import elementwise_api as ew
 from spec._src.lax import reductions as lr
 from spec._src.lax import structural_api as L
 from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.control_flow_api import while_loop
-from spec._src.lax.prng import (
-    random_bits_p,
-    random_clone_p,
-    random_fold_in_p,
-    random_seed_p,
-    random_split_p,
-    random_unwrap_p,
-    random_wrap_p,
-    register_gamma_sampler,
-)
+from spec._src.lax.prng import random_gamma_p, register_gamma_sampler
+from spec._src.lax.reshard import auto_axes
 from spec._src.lax.scan_api import scan
+from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.numpy import creation, indexing, linalg, reductions, sorting
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.linalg import linalg as jnp_linalg
 from spec._src.numpy.math import _promote_dtypes_inexact
 from spec._src.numpy.util import check_arraylike, to_weak_or_strong
+from spec._src.random.keys import check_prng_key, random_bits, split, split_key
 
 __all__ = [
-    "PRNGKey", "bernoulli", "bits", "categorical", "cauchy", "choice", "clone",
-    "exponential", "fold_in", "gumbel", "key", "key_data", "key_impl", "laplace", "logistic",
-    "normal", "permutation", "rademacher", "randint", "split", "truncated_normal", "uniform",
-    "wrap_key_data",
+    "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy", "chisquare",
+    "choice", "dirichlet", "double_sided_maxwell", "exponential", "f", "gamma",
+    "generalized_normal", "geometric", "gumbel", "laplace", "logistic", "loggamma",
+    "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal",
+    "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "t",
+    "triangular", "truncated_normal", "uniform", "wald", "weibull_min",
 ]
 
 Shape = tuple[int, ...]
@@ -71,15 +80,6 @@ def _jitted(**options: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]
 
 # ------------------------------------------------------------------ utilities
 
-def _is_key(x: Any) -> bool:
-    return R.is_key_dtype(getattr(x, "dtype", None))
-
-
-def _arraylike(x: Any) -> bool:
-    return (isinstance(x, (np.ndarray, np.generic, Array, Tracer)) or bool(np.isscalar(x))
-            or hasattr(x, "__jax_array__"))
-
-
 def _canonical_shape(shape: Any) -> Shape:
     """JAX's ``canonicalize_shape``: an int or a sequence of ints."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
@@ -93,10 +93,6 @@ def _canonical_shape(shape: Any) -> Shape:
         raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
                         f"got {shape}.")
     return tuple(int(d) for d in dims)
-
-
-def _user_dtype(dtype: Any, name: str) -> T.DType:
-    return T.to_dtype(dtype, name)
 
 
 def _broadcast_shapes(*shapes: Any) -> Shape:
@@ -130,20 +126,40 @@ def _const(example: Any, val: Any) -> Any:
     return np.array(val, dt)
 
 
+def _safe_to_cast(value: Any, dtype: T.DType) -> bool:
+    """JAX's ``dtypes.safe_to_cast``: casting loses nothing under promotion
+    (the target counted as a strong type)."""
+    if D.dtype_of(value) == dtype:
+        return True
+    return bool(T.result_type(value, dtype) == dtype)
+
+
+def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
+    for arg in args:
+        if not _safe_to_cast(arg, dtype):
+            raise T.TypePromotionError(
+                f"In arguments to {name}, cannot safely cast argument of type "
+                f"{creation.asarray(arg).dtype} to {dtype}")
+
+
+def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
+    """The sample shape: ``shape`` (checked against the parameters'), or
+    the parameters' broadcast shape."""
+    arg_shapes = [tuple(np.shape(a)) for a in args]
+    if shape is None:
+        return _broadcast_shapes(*arg_shapes) if arg_shapes else ()
+    shp = _canonical_shape(shape)
+    _check_shape(name, shp, *arg_shapes)
+    return shp
+
+
 # ------------------------------------------------------------------ out_sharding
 
-def _canonical_sharding(out_sharding: Any, name: str) -> Any:
-    """A sampler's ``out_sharding`` (None, P or NamedSharding) as a
-    NamedSharding over the context mesh, or None."""
-    from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
-    return canonicalize_out_sharding(out_sharding, name)
-
-
 def _sampler_sharding(out_sharding: Any, name: str, shape: Shape | None) -> Any:
-    """As ``_canonical_sharding``; moreover a scalar sample under a mesh whose
-    axes are all Explicit is made replicated (``P()``), as JAX does."""
-    from spec._src.core.sharding import AxisType, NamedSharding, P, get_abstract_mesh
-    sharding = _canonical_sharding(out_sharding, name)
+    """``out_sharding`` (None, P or NamedSharding) as a NamedSharding over the context mesh,
+    or None; moreover a scalar sample under a mesh whose axes are all Explicit is made
+    replicated (``P()``), as JAX does."""
+    sharding = canonicalize_out_sharding(out_sharding, name)
     mesh = get_abstract_mesh()
     all_explicit = bool(mesh.axis_types) and all(t == AxisType.Explicit
                                                   for t in mesh.axis_types)
@@ -156,8 +172,6 @@ def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
                      ) -> Callable[..., Any]:
     """``fun`` with ``static`` bound; given an output sharding, run under the
     mesh's Explicit axes switched to Auto and resharded to it on the way out."""
-
-    from spec._src.lax.reshard import auto_axes
     bound = functools.partial(fun, **static)
     if out_sharding is None:
         return bound
@@ -165,187 +179,122 @@ def _maybe_auto_axes(fun: Callable[..., Any], out_sharding: Any, **static: Any
                                               axes=out_sharding.mesh.explicit_axes))
 
 
-# ------------------------------------------------------------------ keys
+# ------------------------------------------------------------------ arguments
 
-def _check_key_data(impl: R.PRNGImpl, data: Any) -> None:
-    """JAX's checks of raw key data (shape ending with the key shape, uint32)."""
-    if not all(hasattr(data, a) for a in ("ndim", "shape", "dtype")):
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data to have "
-                        f"ndim, shape, and dtype attributes. Got {data}")
-    n = len(impl.key_shape)
-    if data.ndim < 1:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.ndim >= 1; "
-                        f"got ndim={data.ndim}")
-    if tuple(data.shape[-n:]) != impl.key_shape:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.shape to "
-                        f"end with {impl.key_shape}; got shape={tuple(data.shape)} for "
-                        f"impl={impl!r}")
-    if data.dtype != np.uint32:
-        raise TypeError("JAX encountered invalid PRNG key data: expected key_data.dtype = "
-                        f"uint32; got dtype={data.dtype}")
+_METHODS = ("exact", "approximate")
 
 
-def _random_wrap(data: Any, impl: R.PRNGImpl) -> Any:
-    _check_key_data(impl, data)
-    return random_wrap_p.bind(data, impl=impl)
+@dataclasses.dataclass(frozen=True)
+class SamplerArgs:
+    """A sampler call's key, dtype, shape and output sharding, each checked and made
+    canonical by one step. JAX checks each sampler's arguments in an order of its own,
+    which decides the error that a call with several bad arguments raises; so a sampler
+    spells its steps out in its order, e.g.
+    ``SamplerArgs("uniform").with_key(key).with_dtype(dtype).with_shape(shape)``."""
 
+    name: str
+    key: Any = None
+    checked_dtype: T.DType | None = None
+    shape: Shape | None = None
+    sharding: NamedSharding | None = None
 
-def _check_prng_key(name: str, key: Any, *, allow_batched: bool = False) -> tuple[Any, bool]:
-    """A typed key (raw keys wrapped: the flag says so), single unless batched."""
-    if _is_key(key):
-        typed, wrapped = key, False
-    elif _arraylike(key):
-        typed, wrapped = _random_wrap(key, R.THREEFRY), True
-    else:
-        raise TypeError(f"unexpected PRNG key type {type(key)}")
-    if not allow_batched and typed.ndim:
-        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{np.shape(key)} != (). Use jax.vmap for batching.")
-    return typed, wrapped
+    @property
+    def dtype(self) -> T.DType:
+        if self.checked_dtype is None:
+            raise SpecInternalError(f"{self.name}: the dtype is read before it is checked")
+        return self.checked_dtype
 
+    def with_key(self, key: Any) -> SamplerArgs:
+        """One typed key (a raw key is wrapped); a key array is a ValueError."""
+        typed, _ = check_prng_key(self.name, key)
+        return dataclasses.replace(self, key=typed)
 
-def _return_keys(wrapped: bool, keys: Any) -> Any:
-    return random_unwrap_p.bind(keys) if wrapped else keys
+    def with_dtype(self, dtype: Any, default: Any = float) -> SamplerArgs:
+        """The requested dtype (``default`` when None), canonical."""
+        dt = T.to_dtype(default if dtype is None else dtype, self.name)
+        return dataclasses.replace(self, checked_dtype=dt)
 
+    def require_dtype(self, is_kind: Callable[[T.DType], bool], kind: str, *,
+                      shown: str | None = None) -> SamplerArgs:
+        """A ValueError unless the dtype is ``kind`` (``"a float"``, ...); the message
+        names the sampler (or ``shown``)."""
+        if not is_kind(self.dtype):
+            raise ValueError(f"dtype argument to `{shown or self.name}` must be {kind} dtype, "
+                             f"got {self.dtype}")
+        return self
 
-def _resolve_impl(spec: Any) -> R.PRNGImpl:
-    if spec is None:
-        return R.THREEFRY
-    if isinstance(spec, R.PRNGImpl):
-        return spec
-    if isinstance(spec, R.KeyTy):
-        return spec.impl
-    if type(spec) is str:
-        if spec in R.PRNGS:
-            return R.PRNGS[spec]
-        if spec in R.UNSUPPORTED_PRNGS:
-            raise NotImplementedError(f"spec implements the threefry2x32 PRNG only, not {spec}")
-        names = ", ".join(f'"{s}"' for s in (*R.PRNGS, *R.UNSUPPORTED_PRNGS))
-        raise ValueError(f'unrecognized PRNG implementation "{spec}". Did you mean one of: '
-                         f"{names}?")
-    raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation.")
+    def with_float_dtype(self, dtype: Any, *, shown: str | None = None) -> SamplerArgs:
+        """The requested dtype (default float), which must be a float dtype."""
+        return self.with_dtype(dtype).require_dtype(T.is_float, "a float", shown=shown)
 
+    def with_shape(self, shape: Any) -> SamplerArgs:
+        """The sample shape: an int or a sequence of ints."""
+        return dataclasses.replace(self, shape=_canonical_shape(shape))
 
-def _key(ctor_name: str, seed: Any, impl_spec: Any) -> Any:
-    impl = _resolve_impl(impl_spec)
-    if _is_key(seed):
-        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given a PRNG key.")
-    if np.ndim(seed):
-        raise TypeError(f"{ctor_name} accepts a scalar seed, but was given an array of shape "
-                        f"{np.shape(seed)} != (). Use jax.vmap for batching")
-    # A Python int goes through int64 first, so that large ints (hashes)
-    # wrap instead of overflowing under x64-off, as in JAX.
-    seeds = creation.asarray(np.int64(seed)) if isinstance(seed, int) else creation.asarray(seed)
-    return random_seed_p.bind(seeds, impl=impl)
+    def with_optional_shape(self, shape: Any) -> SamplerArgs:
+        """As ``with_shape``; None (the parameters' shape, found later) stays None."""
+        return self if shape is None else self.with_shape(shape)
 
+    def with_broadcast_shape(self, shape: Any, *params: Any) -> SamplerArgs:
+        """The sample shape: ``shape``, broadcast-compatible with the parameters' shapes,
+        or (when None) their broadcast shape."""
+        return dataclasses.replace(self, shape=_check_broadcast_shapes(self.name, shape,
+                                                                       *params))
 
-def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> Any:
-    """A typed key (``key<fry>[]``) from an integer seed."""
-    if dtype is not None:
-        if impl is not None:
-            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "jax.random.key")
-        impl = dtype
-    return _key("key", seed, impl)
+    def require_safe_cast(self, *params: Any) -> SamplerArgs:
+        """A TypePromotionError unless each parameter converts to the dtype losslessly."""
+        _check_all_safe_to_cast(self.name, self.dtype, *params)
+        return self
 
+    def require_known_method(self, method: str) -> SamplerArgs:
+        """A ValueError unless ``method`` is ``"exact"`` or ``"approximate"``."""
+        if method not in _METHODS:
+            raise ValueError(f"method argument to `{self.name}` must be one of "
+                             f"{{'exact', 'approximate'}}, got {method!r}")
+        return self
 
-def PRNGKey(seed: Any, *, impl: Any = None) -> Any:  # noqa: N802  (JAX's name)
-    """A raw key (``uint32[2]``) from an integer seed."""
-    return random_unwrap_p.bind(_key("PRNGKey", seed, impl))
+    def require_implemented_method(self, method: str) -> SamplerArgs:
+        """A NotImplementedError for ``method="approximate"``, which spec lacks."""
+        if method == "approximate":
+            raise NotImplementedError(f"spec: {self.name}(method='approximate') is not "
+                                      "implemented")
+        return self
 
+    def with_sharding(self, out_sharding: Any) -> SamplerArgs:
+        """``out_sharding`` made canonical; a scalar sample under an all-Explicit mesh is
+        replicated when none is given."""
+        return dataclasses.replace(self, sharding=_sampler_sharding(out_sharding, self.name,
+                                                                     self.shape))
 
-def key_data(keys: Any) -> Any:
-    """The uint32 words under a (possibly batched) key array."""
-    typed, _ = _check_prng_key("key_data", keys, allow_batched=True)
-    return random_unwrap_p.bind(typed)
+    def with_given_sharding(self, out_sharding: Any) -> SamplerArgs:
+        """``out_sharding`` made canonical, and None when none is given."""
+        return dataclasses.replace(self, sharding=canonicalize_out_sharding(out_sharding,
+                                                                            self.name))
 
-
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> Any:
-    """Key words (uint32, trailing shape ``(2,)``) as a typed key array."""
-    if dtype is not None:
-        if impl is not None:
-            raise ValueError("Cannot specify both `impl` and `dtype` arguments to "
-                             "jax.random.wrap_key_data")
-        impl = dtype
-    return _random_wrap(key_bits_array, _resolve_impl(impl))
-
-
-def key_impl(keys: Any) -> str:
-    typed, _ = _check_prng_key("key_impl", keys, allow_batched=True)
-    return str(typed.dtype.impl.name)
-
-
-def key_dtype(impl: Any = None) -> Any:
-    return R.KeyTy(_resolve_impl(impl))
-
-
-def _split(key: Any, num: Any = 2) -> Any:
-    if key.ndim:
-        raise TypeError("split accepts a single key, but was given a key array of shape "
-                        f"{key.shape} != (). Use jax.vmap for batching.")
-    shape = tuple(num) if isinstance(num, Sequence) else (num,)
-    return random_split_p.bind(key, shape=shape)
-
-
-def split(key: Any, num: Any = 2) -> Any:
-    """``num`` new keys (or an array of keys of shape ``num``)."""
-    typed, wrapped = _check_prng_key("split", key)
-    return _return_keys(wrapped, _split(typed, num))
-
-
-def fold_in(key: Any, data: Any) -> Any:
-    """A new key from ``key`` and a 32-bit integer."""
-    typed, wrapped = _check_prng_key("fold_in", key)
-    if np.ndim(data):
-        raise TypeError("fold_in accepts a scalar, but was given an array of"
-                        f"shape {np.shape(data)} != (). Use jax.vmap for batching.")
-    return _return_keys(wrapped,
-                        random_fold_in_p.bind(typed, creation.asarray(data, dtype="uint32")))
-
-
-def clone(key: Any) -> Any:
-    """The key itself (JAX's key-reuse checker treats the clone as fresh)."""
-    return random_clone_p.bind(key)
-
-
-def _random_bits(key: Any, bit_width: int, shape: Shape) -> Any:
-    return random_bits_p.bind(key, bit_width=bit_width, shape=tuple(shape))
+    def auto_axes(self, fun: Callable[..., Any], **static: Any) -> Callable[..., Any]:
+        """``fun`` with ``static`` bound, run under Auto axes and resharded to the
+        output sharding when there is one."""
+        return _maybe_auto_axes(fun, self.sharding, **static)
 
 
 # ------------------------------------------------------------------ samplers
 
 def bits(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Uniform random unsigned integers."""
-    key, _ = _check_prng_key("bits", key)
-    dt = T.default_uint() if dtype is None else _user_dtype(dtype, "bits")
-    if not T.is_unsigned_int(dt):
-        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dt}")
-    shp = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "bits", shp)
-    return _maybe_auto_axes(_random_bits, sharding, bit_width=dt.itemsize * 8, shape=shp)(key)
-
-
-def _float_dtype(name: str, dtype: Any, *, complex_ok: bool = False) -> T.DType:
-    dt = _user_dtype(float if dtype is None else dtype, name)
-    if complex_ok:
-        if not T.is_inexact(dt):
-            raise ValueError(f"dtype argument to `{name}` must be a float or complex dtype, "
-                             f"got {dt}")
-    elif not T.is_float(dt):
-        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
-    return dt
+    args = (SamplerArgs("bits").with_key(key).with_dtype(dtype, T.default_uint())
+            .require_dtype(T.is_unsigned_int, "an unsigned int").with_shape(shape)
+            .with_sharding(out_sharding))
+    return args.auto_axes(random_bits, bit_width=args.dtype.itemsize * 8,
+                          shape=args.shape)(args.key)
 
 
 def uniform(key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.,
             maxval: Any = 1., *, out_sharding: Any = None) -> Any:
     """Uniform floats in [minval, maxval)."""
-    key, _ = _check_prng_key("uniform", key)
-    dt = _user_dtype(float if dtype is None else dtype, "uniform")
-    shape = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "uniform", shape)
-    if not T.is_float(dt):
-        raise ValueError(f"dtype argument to `uniform` must be a float dtype, got {dt}")
-    return _maybe_auto_axes(_uniform, sharding, shape=shape, dtype=dt)(key, minval, maxval)
+    args = (SamplerArgs("uniform").with_key(key).with_dtype(dtype).with_shape(shape)
+            .with_sharding(out_sharding).require_dtype(T.is_float, "a float"))
+    return args.auto_axes(_uniform, shape=args.shape, dtype=args.dtype)(args.key, minval,
+                                                                        maxval)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -361,7 +310,7 @@ def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
         raise TypeError(f"uniform only accepts 8-, 16-, 32-, or 64-bit dtypesgot {dtype}.")
     # Random mantissa bits under the exponent of 1.0 give a float in [1, 2).
     rng_bits = 8 if nmant < 8 else nbits
-    raw = _random_bits(key, rng_bits, shape)
+    raw = random_bits(key, rng_bits, shape)
     uint_dtype = R.UINT_DTYPES[nbits]
     if rng_bits != nbits:
         raw = L.convert_element_type(raw, uint_dtype)
@@ -375,18 +324,16 @@ def _uniform(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
 def normal(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal floats (or complex: independent real and imaginary
     parts of variance 1/2)."""
-    key, _ = _check_prng_key("normal", key)
-    shape = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "normal", shape)
-    dt = _float_dtype("normal", dtype, complex_ok=True)
-    return _maybe_auto_axes(_normal, sharding, shape=shape, dtype=dt)(key)
+    args = (SamplerArgs("normal").with_key(key).with_shape(shape).with_sharding(out_sharding)
+            .with_dtype(dtype).require_dtype(T.is_inexact, "a float or complex"))
+    return args.auto_axes(_normal, shape=args.shape, dtype=args.dtype)(args.key)
 
 
 @_jitted(static_argnums=(1, 2))
 def _normal(key: Any, shape: Shape, dtype: T.DType) -> Any:
     if T.is_complex(dtype):
         sqrt2 = np.array(np.sqrt(2), dtype)
-        key_re, key_im = _split(key)
+        key_re, key_im = split_key(key)
         real_dtype = np.array(0, dtype).real.dtype
         re = _normal_real(key_re, shape, real_dtype).astype(dtype)
         im = _normal_real(key_im, shape, real_dtype).astype(dtype)
@@ -414,10 +361,9 @@ def _convert_and_clip_integer(val: Any, dtype: T.DType) -> Any:
 def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *,
             out_sharding: Any = None) -> Any:
     """Uniform integers in [minval, maxval)."""
-    key, _ = _check_prng_key("randint", key)
-    dt = _user_dtype(int if dtype is None else dtype, "randint")
-    shape = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "randint", shape)
+    args = (SamplerArgs("randint").with_key(key).with_dtype(dtype, int).with_shape(shape)
+            .with_sharding(out_sharding))
+    dt = args.dtype
     if not T.is_int(dt):
         raise TypeError(f"randint only accepts integer dtypes, got {dt}")
     info = _iinfo(dt)
@@ -427,8 +373,8 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None, *
         sampling = T.int32
         minval = creation.asarray(minval).astype("int32").clip(int(info.min), int(info.max))
         maxval = creation.asarray(maxval).astype("int32").clip(int(info.min), int(info.max) + 1)
-    return _maybe_auto_axes(_randint, sharding, shape=shape, dtype=sampling)(
-        key, minval, maxval).astype(dt)
+    return args.auto_axes(_randint, shape=args.shape, dtype=sampling)(
+        args.key, minval, maxval).astype(dt)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -454,9 +400,9 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
         raise TypeError(f"randint only accepts 8-, 16-, 32-, or 64-bit dtypes, got {dtype}")
     # Twice the bits of the dtype, reduced modulo the span (biased when the
     # span is not a power of two; the bias shrinks with the extra bits).
-    k1, k2 = _split(key)
-    higher_bits = _random_bits(k1, nbits, shape)
-    lower_bits = _random_bits(k2, nbits, shape)
+    k1, k2 = split_key(key)
+    higher_bits = random_bits(k1, nbits, shape)
+    lower_bits = random_bits(k2, nbits, shape)
     unsigned = R.UINT_DTYPES[nbits]
     span = L.convert_element_type(maxval - minval, unsigned)
     span = ew.select(maxval <= minval, L.full_like(span, 1), span)
@@ -473,17 +419,15 @@ def _randint(key: Any, minval: Any, maxval: Any, shape: Shape, dtype: T.DType) -
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low", *,
               out_sharding: Any = None) -> Any:
     """Booleans that are True with probability ``p``."""
-    if shape is not None:
-        shape = _canonical_shape(shape)
+    args = SamplerArgs("bernoulli").with_optional_shape(shape)
     if mode not in ("high", "low"):
         raise ValueError(f"got {mode=}, expected 'high' or 'low'")
-    key, _ = _check_prng_key("bernoulli", key)
-    sharding = _canonical_sharding(out_sharding, "bernoulli")
+    args = args.with_key(key).with_given_sharding(out_sharding)
     dt = T.dtype_of_value(p)
     if not T.is_float(dt):
         raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dt}.")
     p = L.convert_element_type(p, dt)
-    return _maybe_auto_axes(_bernoulli, sharding, shape=shape, mode=mode)(key, p)
+    return args.auto_axes(_bernoulli, shape=args.shape, mode=mode)(args.key, p)
 
 
 @_jitted(static_argnames=("shape", "mode"))
@@ -503,10 +447,9 @@ def _bernoulli(key: Any, p: Any, shape: Shape | None, mode: str) -> Any:
 def rademacher(key: Any, shape: Any = (), dtype: Any = None, *,
                out_sharding: Any = None) -> Any:
     """-1 or +1 with equal probability."""
-    key, _ = _check_prng_key("rademacher", key)
-    dt = _user_dtype(int if dtype is None else dtype, "rademacher")
-    shp = _canonical_shape(shape)
-    return _rademacher(key, shp, dt, _sampler_sharding(out_sharding, "rademacher", shp))
+    args = (SamplerArgs("rademacher").with_key(key).with_dtype(dtype, int).with_shape(shape)
+            .with_sharding(out_sharding))
+    return _rademacher(args.key, args.shape, args.dtype, args.sharding)
 
 
 @_jitted(static_argnums=(1, 2, 3))
@@ -517,12 +460,10 @@ def _rademacher(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> An
 
 def _float_sampler(name: str, fun: Callable[..., Any], key: Any, shape: Any, dtype: Any,
                    out_sharding: Any) -> Any:
-    """A sampler of one key, a shape and a float dtype (JAX's order of checks)."""
-    key, _ = _check_prng_key(name, key)
-    dt = _float_dtype(name, dtype)
-    shp = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, name, shp)
-    return _maybe_auto_axes(fun, sharding, shape=shp, dtype=dt)(key)
+    """A sampler of one key, a shape and a float dtype."""
+    args = (SamplerArgs(name).with_key(key).with_float_dtype(dtype).with_shape(shape)
+            .with_sharding(out_sharding))
+    return args.auto_axes(fun, shape=args.shape, dtype=args.dtype)(args.key)
 
 
 def exponential(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
@@ -577,17 +518,15 @@ def _cauchy(key: Any, shape: Shape, dtype: T.DType) -> Any:
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None, *,
            out_sharding: Any = None) -> Any:
     """Standard Gumbel floats (``mode="high"``: more bits near the tails)."""
-    key, _ = _check_prng_key("gumbel", key)
-    dt = _float_dtype("gumbel", dtype)
-    shape = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "gumbel", shape)
+    args = (SamplerArgs("gumbel").with_key(key).with_float_dtype(dtype).with_shape(shape)
+            .with_sharding(out_sharding))
     if mode is None:
         mode = "low"
     if mode not in ("highest", "high", "low"):
         raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
-    if mode == "highest" and dt == T.float32:
+    if mode == "highest" and args.dtype == T.float32:
         raise NotImplementedError("spec: gumbel mode='highest' for float32 is not implemented")
-    return _maybe_auto_axes(_gumbel, sharding, shape=shape, dtype=dt, mode=mode)(key)
+    return args.auto_axes(_gumbel, shape=args.shape, dtype=args.dtype, mode=mode)(args.key)
 
 
 @_jitted(static_argnums=(1, 2, 3))
@@ -607,13 +546,10 @@ def _gumbel(key: Any, shape: Shape, dtype: T.DType, mode: str) -> Any:
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None,
                      dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Standard normal floats conditioned on [lower, upper]."""
-    if shape is not None:
-        shape = _canonical_shape(shape)
-    key, _ = _check_prng_key("truncated_normal", key)
-    sharding = _canonical_sharding(out_sharding, "truncated_normal")
-    dt = _float_dtype("truncated_normal", dtype)
-    return _maybe_auto_axes(_truncated_normal, sharding, shape=shape, dtype=dt)(
-        key, lower, upper)
+    args = (SamplerArgs("truncated_normal").with_optional_shape(shape).with_key(key)
+            .with_given_sharding(out_sharding).with_float_dtype(dtype))
+    return args.auto_axes(_truncated_normal, shape=args.shape, dtype=args.dtype)(
+        args.key, lower, upper)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -638,17 +574,17 @@ def _truncated_normal(key: Any, lower: Any, upper: Any, shape: Shape | None,
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False, *,
                 out_sharding: Any = None) -> Any:
     """A random permutation of ``arange(x)`` or of ``x`` along ``axis``."""
-    key, _ = _check_prng_key("permutation", key)
-    jnp_util_check("permutation", x)
+    args = SamplerArgs("permutation").with_key(key)
+    check_arraylike("permutation", x)
     ndim = int(np.ndim(x))
     axis = _canonical_axis(axis, ndim or 1)
-    sharding = _canonical_sharding(out_sharding, "permutation")
+    args = args.with_given_sharding(out_sharding)
     if not ndim:
         if not T.is_int(T.dtype_of_value(x)):
             raise TypeError("x must be an integer or at least 1-dimensional")
         r = int(x)
-        return _maybe_auto_axes(lambda k: _shuffle(k, creation.arange(r), axis), sharding)(key)
-    return _maybe_auto_axes(_permutation, sharding, axis=axis, independent=independent)(key, x)
+        return args.auto_axes(lambda k: _shuffle(k, creation.arange(r), axis))(args.key)
+    return args.auto_axes(_permutation, axis=axis, independent=independent)(args.key, x)
 
 
 def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
@@ -657,10 +593,6 @@ def _permutation(key: Any, x: Any, axis: int, independent: bool) -> Any:
         return _shuffle(key, x, axis)
     ind = _shuffle(key, creation.arange(x.shape[axis]), 0)
     return indexing.take(x, ind, axis, unique_indices=True)
-
-
-def jnp_util_check(name: str, *args: Any) -> None:
-    check_arraylike(name, *args)
 
 
 def _canonical_axis(axis: int, ndim: int) -> int:
@@ -677,8 +609,8 @@ def _shuffle(key: Any, x: Any, axis: int) -> Any:
     uint32max = int(np.iinfo(np.uint32).max)
     num_rounds = int(np.ceil(exponent * np.log(max(1, x.size)) / np.log(uint32max)))
     for _ in range(num_rounds):
-        key, subkey = _split(key)
-        sort_keys = _random_bits(subkey, 32, x.shape)
+        key, subkey = split_key(key)
+        sort_keys = random_bits(subkey, 32, x.shape)
         _, x = lr.sort_key_val(sort_keys, x, axis)
     return x
 
@@ -686,10 +618,10 @@ def _shuffle(key: Any, x: Any, axis: int) -> Any:
 def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
            p: Any = None, axis: int = 0, mode: str | None = None) -> Any:
     """Samples of ``a`` (or ``arange(a)``), uniformly or with weights ``p``."""
-    key, _ = _check_prng_key("choice", key)
+    key = SamplerArgs("choice").with_key(key).key
     if not isinstance(shape, Sequence):
         raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
-    jnp_util_check("choice", a)
+    check_arraylike("choice", a)
     arr = creation.asarray(a)
     if arr.ndim == 0:
         n_inputs = int(a)
@@ -712,7 +644,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True,
             slices = (slice(None),) * axis + (slice(n_draws),)
             result = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)[slices]
     else:
-        jnp_util_check("choice", p)
+        check_arraylike("choice", p)
         p_arr = creation.asarray(p)
         if not T.is_inexact(p_arr.dtype):
             p_arr = p_arr.astype(T.default_float())
@@ -737,8 +669,8 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
                 out_sharding: Any = None) -> Any:
     """Category indices drawn with probabilities ``softmax(logits)`` (the
     Gumbel-max trick)."""
-    key, _ = _check_prng_key("categorical", key)
-    jnp_util_check("categorical", logits)
+    args = SamplerArgs("categorical").with_key(key)
+    check_arraylike("categorical", logits)
     logits_arr = creation.asarray(logits)
     batch_shape = tuple(int(d) for d in np.delete(logits_arr.shape, axis))
     if shape is None:
@@ -746,9 +678,9 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Any = None,
     else:
         shape = _canonical_shape(shape)
         _check_shape("categorical", shape, batch_shape)
-    sharding = _canonical_sharding(out_sharding, "categorical")
-    return _maybe_auto_axes(_categorical, sharding, shape=shape, batch_shape=batch_shape,
-                            axis=axis, replace=replace, mode=mode)(key, logits_arr)
+    args = args.with_given_sharding(out_sharding)
+    return args.auto_axes(_categorical, shape=shape, batch_shape=batch_shape,
+                          axis=axis, replace=replace, mode=mode)(args.key, logits_arr)
 
 
 def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, axis: int,
@@ -773,41 +705,6 @@ def _categorical(key: Any, logits_arr: Any, shape: Shape, batch_shape: Shape, ax
 
 
 # ------------------------------------------------------------------ gamma and kin
-
-def _method(name: str, method: str) -> None:
-    if method not in {"exact", "approximate"}:
-        raise ValueError(f"method argument to `{name}` must be one of "
-                         f"{{'exact', 'approximate'}}, got {method!r}")
-    if method == "approximate":
-        raise NotImplementedError(f"spec: {name}(method='approximate') is not implemented")
-
-
-def _safe_to_cast(value: Any, dtype: T.DType) -> bool:
-    """JAX's ``dtypes.safe_to_cast``: casting loses nothing under promotion
-    (the target counted as a strong type)."""
-    if D.dtype_of(value) == dtype:
-        return True
-    return bool(T.result_type(value, dtype) == dtype)
-
-
-def _check_all_safe_to_cast(name: str, dtype: T.DType, *args: Any) -> None:
-    for arg in args:
-        if not _safe_to_cast(arg, dtype):
-            raise T.TypePromotionError(
-                f"In arguments to {name}, cannot safely cast argument of type "
-                f"{creation.asarray(arg).dtype} to {dtype}")
-
-
-def _check_broadcast_shapes(name: str, shape: Any, *args: Any) -> Shape:
-    """The sample shape: ``shape`` (checked against the parameters'), or
-    the parameters' broadcast shape."""
-    arg_shapes = [tuple(np.shape(a)) for a in args]
-    if shape is None:
-        return _broadcast_shapes(*arg_shapes) if arg_shapes else ()
-    shp = _canonical_shape(shape)
-    _check_shape(name, shp, *arg_shapes)
-    return shp
-
 
 def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
     """One Gamma(alpha) sample: Marsaglia and Tsang's squeeze-and-reject
@@ -834,18 +731,18 @@ def _gamma_one(key: Any, alpha: Any, log_space: bool) -> Any:
 
     def propose(state: Any) -> Any:
         def next_normal(kxv: Any) -> Any:
-            k, sub = _split(kxv[0])
+            k, sub = split_key(kxv[0])
             x = _normal(sub, (), dtype)
             return k, x, ew.add(one, ew.mul(x, c))
 
-        k, x_key, u_key = _split(state[0], 3)
+        k, x_key, u_key = split_key(state[0], 3)
         # A normal x with v = 1 + c x > 0 (redrawn until it is).
         _, x, v = while_loop(lambda kxv: ew.le(kxv[2], zero), next_normal,
                                  (x_key, zero, minus_one))
         u = _uniform(u_key, 0., 1., (), dtype)
         return k, ew.mul(x, x), ew.mul(ew.mul(v, v), v), u
 
-    key, subkey = _split(key)
+    key, subkey = split_key(key)
     # The initial state is one that the test rejects.
     _, _, v, _ = while_loop(rejected, propose, (key, zero, one, two))
     if log_space:
@@ -865,8 +762,6 @@ def gamma_values(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray
     """``random_gamma``'s impl: each key split into one key per parameter
     under it, and ``_gamma_one`` vmapped over (key, parameter) pairs (as
     XLA runs it); the staged program is cached per shape and dtype."""
-    from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
-    from spec._src.core.types import ArrayType
     cache_key = (keys.shape, a.shape, a.dtype, log_space)
     program = _GAMMA_PROGRAMS.get(cache_key)
     if program is None:
@@ -883,50 +778,34 @@ register_gamma_sampler(gamma_values)
 
 
 def _gamma_batched(keys: Any, a: Any, log_space: bool) -> Any:
-    from spec._src.api.vmap import vmap
     per_key = math.prod(a.shape[keys.ndim:])
-    flat_keys = vmap(lambda k: _split(k, per_key))(keys.reshape(-1)).reshape(-1)
+    flat_keys = vmap(lambda k: split_key(k, per_key))(keys.reshape(-1)).reshape(-1)
     samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(flat_keys, a.reshape(-1))
     return samples.reshape(a.shape)
-
-
-def _gamma_dtype(name: str, dtype: Any, shown: str | None = None) -> T.DType:
-    dt = _user_dtype(float if dtype is None else dtype, name)
-    if not T.is_float(dt):
-        raise ValueError(f"dtype argument to `{shown or name}` must be a float dtype, got {dt}")
-    return dt
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact",
           out_sharding: Any = None) -> Any:
     """Gamma(a, 1) floats (Marsaglia-Tsang rejection sampling)."""
-    key, _ = _check_prng_key("gamma", key)
-    if method not in {"exact", "approximate"}:
-        _method("gamma", method)
-    dt = _gamma_dtype("gamma", dtype)
-    shp = None if shape is None else _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "gamma", shp)
-    _method("gamma", method)
-    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt)(key, a)
+    args = (SamplerArgs("gamma").with_key(key).require_known_method(method)
+            .with_float_dtype(dtype).with_optional_shape(shape).with_sharding(out_sharding)
+            .require_implemented_method(method))
+    return args.auto_axes(_gamma, shape=args.shape, dtype=args.dtype)(args.key, a)
 
 
 def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *,
              method: str = "exact", out_sharding: Any = None) -> Any:
     """log(Gamma(a, 1)) floats, accurate where the samples underflow."""
-    key, _ = _check_prng_key("loggamma", key)
-    if method not in {"exact", "approximate"}:
-        _method("loggamma", method)
-    dt = _gamma_dtype("loggamma", dtype, shown="gamma")
-    shp = None if shape is None else _canonical_shape(shape)
-    sharding = _canonical_sharding(out_sharding, "loggamma")
-    _method("loggamma", method)
-    return _maybe_auto_axes(_gamma, sharding, shape=shp, dtype=dt, log_space=True)(key, a)
+    args = (SamplerArgs("loggamma").with_key(key).require_known_method(method)
+            .with_float_dtype(dtype, shown="gamma").with_optional_shape(shape)
+            .with_given_sharding(out_sharding).require_implemented_method(method))
+    return args.auto_axes(_gamma, shape=args.shape, dtype=args.dtype, log_space=True)(
+        args.key, a)
 
 
 @_jitted(static_argnames=("shape", "dtype", "log_space"))
 def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: bool = False
            ) -> Any:
-    from spec._src.lax.prng import random_gamma_p
     if shape is None:
         shape = tuple(np.shape(a))
     else:
@@ -940,15 +819,11 @@ def _gamma(key: Any, a: Any, shape: Shape | None, dtype: T.DType, log_space: boo
 def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None, *,
          method: str = "exact", out_sharding: Any = None) -> Any:
     """Beta(a, b) floats, from two log-gamma samples."""
-    key, _ = _check_prng_key("beta", key)
-    if method not in {"exact", "approximate"}:
-        _method("beta", method)
-    dt = _gamma_dtype("beta", dtype)
-    _check_all_safe_to_cast("beta", dt, a, b)
-    shp = _check_broadcast_shapes("beta", shape, a, b)
-    sharding = _sampler_sharding(out_sharding, "beta", shp)
-    _method("beta", method)
-    return _maybe_auto_axes(_beta, sharding, method=method, shape=shp, dtype=dt)(key, a, b)
+    args = (SamplerArgs("beta").with_key(key).require_known_method(method)
+            .with_float_dtype(dtype).require_safe_cast(a, b).with_broadcast_shape(shape, a, b)
+            .with_sharding(out_sharding).require_implemented_method(method))
+    return args.auto_axes(_beta, method=method, shape=args.shape, dtype=args.dtype)(
+        args.key, a, b)
 
 
 @_jitted(static_argnums=(3, 4, 5))
@@ -956,7 +831,7 @@ def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -
     _check_shape("beta", shape, np.shape(a), np.shape(b))
     a = L.convert_element_type(a, dtype)
     b = L.convert_element_type(b, dtype)
-    key_a, key_b = _split(key)
+    key_a, key_b = split_key(key)
     a = jnp_shape.broadcast_to(a, shape)
     b = jnp_shape.broadcast_to(b, shape)
     log_gamma_a = loggamma(key_a, a, shape, dtype, method=method)
@@ -971,11 +846,9 @@ def _beta(key: Any, a: Any, b: Any, method: str, shape: Shape, dtype: T.DType) -
 def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None, *,
               out_sharding: Any = None) -> Any:
     """Dirichlet(alpha) vectors along the last axis (softmax of log-gammas)."""
-    key, _ = _check_prng_key("dirichlet", key)
-    dt = _gamma_dtype("dirichlet", dtype)
-    shp = None if shape is None else _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "dirichlet", shp)
-    return _maybe_auto_axes(_dirichlet, sharding, shape=shp, dtype=dt)(key, alpha)
+    args = (SamplerArgs("dirichlet").with_key(key).with_float_dtype(dtype)
+            .with_optional_shape(shape).with_sharding(out_sharding))
+    return args.auto_axes(_dirichlet, shape=args.shape, dtype=args.dtype)(args.key, alpha)
 
 
 @_jitted(static_argnums=(2, 3))
@@ -1004,15 +877,11 @@ def _softmax(x: Any, axis: int = -1) -> Any:
 def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
               method: str = "exact", out_sharding: Any = None) -> Any:
     """Chi-square(df) floats: twice a Gamma(df / 2) sample."""
-    key, _ = _check_prng_key("chisquare", key)
-    if method not in {"exact", "approximate"}:
-        _method("chisquare", method)
-    dt = _gamma_dtype("chisquare", dtype)
-    shp = _check_broadcast_shapes("chisquare", shape, df)
-    _check_all_safe_to_cast("chisquare", dt, df)
-    sharding = _sampler_sharding(out_sharding, "chisquare", shp)
-    _method("chisquare", method)
-    return _maybe_auto_axes(_chisquare, sharding, method=method, shape=shp, dtype=dt)(key, df)
+    args = (SamplerArgs("chisquare").with_key(key).require_known_method(method)
+            .with_float_dtype(dtype).with_broadcast_shape(shape, df).require_safe_cast(df)
+            .with_sharding(out_sharding).require_implemented_method(method))
+    return args.auto_axes(_chisquare, method=method, shape=args.shape, dtype=args.dtype)(
+        args.key, df)
 
 
 @_jitted(static_argnums=(2, 3, 4))
@@ -1028,19 +897,16 @@ def _chisquare(key: Any, df: Any, method: str, shape: Shape, dtype: T.DType) -> 
 def t(key: Any, df: Any, shape: Any = None, dtype: Any = None, *,
       out_sharding: Any = None) -> Any:
     """Student's t(df) floats: a normal over the root of a scaled gamma."""
-    key, _ = _check_prng_key("t", key)
-    dt = _gamma_dtype("t", dtype)
-    shp = _check_broadcast_shapes("t", shape, df)
-    sharding = _sampler_sharding(out_sharding, "t", shp)
-    _check_all_safe_to_cast("t", dt, df)
-    return _maybe_auto_axes(_t, sharding, shape=shp, dtype=dt)(key, df)
+    args = (SamplerArgs("t").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, df).with_sharding(out_sharding).require_safe_cast(df))
+    return args.auto_axes(_t, shape=args.shape, dtype=args.dtype)(args.key, df)
 
 
 @_jitted(static_argnums=(2, 3))
 def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
     _check_shape("t", shape, np.shape(df))
     df = L.convert_element_type(df, dtype)
-    key_n, key_g = _split(key)
+    key_n, key_g = split_key(key)
     n = normal(key_n, shape, dtype)
     half_df = ew.div(df, _const(n, 2))
     g = gamma(key_g, half_df, shape, dtype)
@@ -1050,12 +916,10 @@ def _t(key: Any, df: Any, shape: Shape, dtype: T.DType) -> Any:
 def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None, *,
       out_sharding: Any = None) -> Any:
     """F(dfnum, dfden) floats: a ratio of scaled chi-squares."""
-    key, _ = _check_prng_key("f", key)
-    dt = _gamma_dtype("f", dtype)
-    shp = _check_broadcast_shapes("f", shape, dfnum, dfden)
-    sharding = _sampler_sharding(out_sharding, "f", shp)
-    _check_all_safe_to_cast("f", dt, dfnum, dfden)
-    return _f(key, dfnum, dfden, shp, dt, sharding)
+    args = (SamplerArgs("f").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, dfnum, dfden).with_sharding(out_sharding)
+            .require_safe_cast(dfnum, dfden))
+    return _f(args.key, dfnum, dfden, args.shape, args.dtype, args.sharding)
 
 
 @_jitted(static_argnums=(3, 4, 5))
@@ -1063,7 +927,7 @@ def _f(key: Any, dfnum: Any, dfden: Any, shape: Shape, dtype: T.DType,
        out_sharding: Any) -> Any:
     dfden = L.convert_element_type(dfden, dtype)
     dfnum = L.convert_element_type(dfnum, dtype)
-    key_dfd, key_dfn = _split(key)
+    key_dfd, key_dfn = split_key(key)
     chi2_dfn = chisquare(key_dfn, dfnum, shape, dtype, out_sharding=out_sharding)
     chi2_dfd = chisquare(key_dfd, dfden, shape, dtype, out_sharding=out_sharding)
     return ew.div(chi2_dfn / dfnum, chi2_dfd / dfden)
@@ -1072,12 +936,9 @@ def _f(key: Any, dfnum: Any, dfden: Any, shape: Shape, dtype: T.DType,
 def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None, *,
                        out_sharding: Any = None) -> Any:
     """Generalized normal floats of shape parameter p (density ~ exp(-|x|**p))."""
-    shp = _canonical_shape(shape)
-    key, _ = _check_prng_key("generalized_normal", key)
-    dt = _user_dtype(float if dtype is None else dtype, "generalized_normal")
-    _check_shape("generalized_normal", shp)
-    sharding = _sampler_sharding(out_sharding, "generalized_normal", shp)
-    return _maybe_auto_axes(_generalized_normal, sharding, shape=shp, dtype=dt)(key, p)
+    args = (SamplerArgs("generalized_normal").with_shape(shape).with_key(key)
+            .with_dtype(dtype).with_sharding(out_sharding))
+    return args.auto_axes(_generalized_normal, shape=args.shape, dtype=args.dtype)(args.key, p)
 
 
 @_jitted(static_argnums=(2, 3))
@@ -1091,12 +952,9 @@ def _generalized_normal(key: Any, p: Any, shape: Shape, dtype: T.DType) -> Any:
 def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None, *,
            out_sharding: Any = None) -> Any:
     """Pareto(b) floats: exp(Exponential / b)."""
-    key, _ = _check_prng_key("pareto", key)
-    dt = _gamma_dtype("pareto", dtype)
-    shp = _check_broadcast_shapes("pareto", shape, b)
-    _check_all_safe_to_cast("pareto", dt, b)
-    sharding = _sampler_sharding(out_sharding, "pareto", shp)
-    return _maybe_auto_axes(_pareto, sharding, shape=shp, dtype=dt)(key, b)
+    args = (SamplerArgs("pareto").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, b).require_safe_cast(b).with_sharding(out_sharding))
+    return args.auto_axes(_pareto, shape=args.shape, dtype=args.dtype)(args.key, b)
 
 
 @_jitted(static_argnums=(2, 3))
@@ -1110,9 +968,8 @@ def _pareto(key: Any, b: Any, shape: Shape, dtype: T.DType) -> Any:
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Any = (),
                 dtype: Any = None) -> Any:
     """Weibull floats: the inverse CDF at a uniform sample."""
-    key, _ = _check_prng_key("weibull_min", key)
-    dt = _gamma_dtype("weibull_min", dtype)
-    return _weibull_min(key, scale, concentration, _canonical_shape(shape), dt)
+    args = SamplerArgs("weibull_min").with_key(key).with_float_dtype(dtype).with_shape(shape)
+    return _weibull_min(args.key, scale, concentration, args.shape, args.dtype)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -1125,18 +982,15 @@ def _weibull_min(key: Any, scale: Any, concentration: Any, shape: Shape,
 def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None, *,
               out_sharding: Any = None) -> Any:
     """Geometric(p) integers >= 1: the number of trials to the first success."""
-    key, _ = _check_prng_key("geometric", key)
-    dt = _user_dtype(int if dtype is None else dtype, "geometric")
-    if not T.is_int(dt):
-        raise ValueError(f"dtype argument to `geometric` must be an int dtype, got {dt}")
-    shp = _check_broadcast_shapes("geometric", shape, p)
-    sharding = _sampler_sharding(out_sharding, "geometric", shp)
-    return _geometric(key, p, shp, dt, sharding)
+    args = (SamplerArgs("geometric").with_key(key).with_dtype(dtype, int)
+            .require_dtype(T.is_int, "an int").with_broadcast_shape(shape, p)
+            .with_sharding(out_sharding))
+    return _geometric(args.key, p, args.shape, args.dtype, args.sharding)
 
 
 @_jitted(static_argnums=(2, 3, 4))
 def _geometric(key: Any, p: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
-    jnp_util_check("geometric", p)
+    check_arraylike("geometric", p)
     _check_shape("geometric", shape, np.shape(p))
     # p promoted to an inexact dtype, keeping its weak type.
     dt, weak = T.result_type_and_weak(p)
@@ -1167,7 +1021,6 @@ def _staged_args(*args: Any) -> tuple[Any, ...]:
     array arguments are tracers of the enclosing trace (closed-over arrays
     become its constants, once each, in argument order). Staged here, the
     arguments are made such tracers first; Python scalars stay literals."""
-    from spec._src.core.interpreter import JaxprTrace, JitTracer, Var, current_trace
     trace = current_trace()
     if not isinstance(trace, JaxprTrace):
         return args
@@ -1178,21 +1031,11 @@ def _staged_args(*args: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _float_only(name: str, dtype: Any) -> T.DType:
-    """The sample dtype (default float); a non-float one is a ValueError."""
-    dt = _user_dtype(float if dtype is None else dtype, name)
-    if not T.is_float(dt):
-        raise ValueError(f"dtype argument to `{name}` must be a float dtype, got {dt}")
-    return dt
-
-
 def maxwell(key: Any, shape: Any = (), dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """One-sided Maxwell floats: the length of a standard normal 3-vector."""
-    key, _ = _check_prng_key("maxwell", key)
-    dt = _float_only("maxwell", dtype)
-    shp = _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "maxwell", shp)
-    return _maxwell(key, shp, dt, sharding)
+    args = (SamplerArgs("maxwell").with_key(key).with_float_dtype(dtype).with_shape(shape)
+            .with_sharding(out_sharding))
+    return _maxwell(args.key, args.shape, args.dtype, args.sharding)
 
 
 def _norm_impl(x: Any) -> Any:
@@ -1210,7 +1053,6 @@ def _maxwell(key: Any, shape: Shape, dtype: T.DType, out_sharding: Any) -> Any:
     shape = (*shape, 3)
     if out_sharding is not None:
         # The three components of a sample live together: the new axis is unsharded.
-        from spec._src.core.sharding import NamedSharding, P
         out_sharding = NamedSharding(out_sharding.mesh, P(*out_sharding.spec, None))
     norm_rvs = normal(key=key, shape=shape, dtype=dtype, out_sharding=out_sharding)
     return _norm(norm_rvs)
@@ -1220,9 +1062,9 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (),
                          dtype: Any = None) -> Any:
     """Double-sided Maxwell floats: a Maxwell sample of random sign,
     scaled by ``scale`` and shifted by ``loc``."""
-    key, _ = _check_prng_key("double_sided_maxwell", key)
-    dt = _float_only("double_sided_maxwell", dtype)
-    return _double_sided_maxwell(key, loc, scale, _canonical_shape(shape), dt)
+    args = (SamplerArgs("double_sided_maxwell").with_key(key).with_float_dtype(dtype)
+            .with_shape(shape))
+    return _double_sided_maxwell(args.key, loc, scale, args.shape, args.dtype)
 
 
 @_jitted(static_argnums=(3, 4))
@@ -1234,7 +1076,7 @@ def _double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape, dtype: T
     # (JAX appends the parameters' shape even when it was just taken as
     # the sample shape, so that a default shape doubles it; kept.)
     shape = shape + params_shapes
-    maxwell_key, rademacher_key = _split(key)
+    maxwell_key, rademacher_key = split_key(key)
     maxwell_rvs = maxwell(maxwell_key, shape=shape, dtype=dtype)
     random_sign = rademacher(rademacher_key, shape=shape, dtype=dtype)
     return random_sign * maxwell_rvs * scale + loc
@@ -1243,12 +1085,10 @@ def _double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Shape, dtype: T
 def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None, *,
              out_sharding: Any = None) -> Any:
     """Rayleigh(scale) floats: ``scale * sqrt(-2 log U)``."""
-    key, _ = _check_prng_key("rayleigh", key)
-    dt = _float_only("rayleigh", dtype)
-    shp = _check_broadcast_shapes("rayleigh", shape, scale)
-    sharding = _sampler_sharding(out_sharding, "rayleigh", shp)
-    _check_all_safe_to_cast("rayleigh", dt, scale)
-    return _maybe_auto_axes(_rayleigh, sharding, shape=shp, dtype=dt)(key, scale)
+    args = (SamplerArgs("rayleigh").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, scale).with_sharding(out_sharding)
+            .require_safe_cast(scale))
+    return args.auto_axes(_rayleigh, shape=args.shape, dtype=args.dtype)(args.key, scale)
 
 
 @_jitted(static_argnums=(2, 3))
@@ -1265,17 +1105,15 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None, *,
          out_sharding: Any = None) -> Any:
     """Wald (inverse Gaussian, unit shape) floats of mean ``mean``, by
     Michael, Schucany and Haas's transformation of a normal sample."""
-    key, _ = _check_prng_key("wald", key)
-    dt = _float_only("wald", dtype)
-    shp = _check_broadcast_shapes("wald", shape, mean)
-    sharding = _canonical_sharding(out_sharding, "wald")
-    _check_all_safe_to_cast("wald", dt, mean)
-    return _maybe_auto_axes(_wald, sharding, shape=shp, dtype=dt)(key, mean)
+    args = (SamplerArgs("wald").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, mean).with_given_sharding(out_sharding)
+            .require_safe_cast(mean))
+    return args.auto_axes(_wald, shape=args.shape, dtype=args.dtype)(args.key, mean)
 
 
 @_jitted(static_argnums=(2, 3))
 def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
-    k1, k2 = _split(key, 2)
+    k1, k2 = split_key(key, 2)
     mean = creation.asarray(mean).astype(dtype)
     mean = jnp_shape.broadcast_to(mean, shape)
     v = normal(k1, shape, dtype)
@@ -1293,13 +1131,11 @@ def _wald(key: Any, mean: Any, shape: Shape, dtype: T.DType) -> Any:
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Any = None,
                dtype: Any = None, *, out_sharding: Any = None) -> Any:
     """Triangular floats on [left, right] peaking at ``mode`` (inverse CDF)."""
-    key, _ = _check_prng_key("triangular", key)
-    dt = _float_only("triangular", dtype)
-    shp = _check_broadcast_shapes("triangular", shape, left, mode, right)
-    sharding = _sampler_sharding(out_sharding, "triangular", shp)
-    _check_all_safe_to_cast("triangular", dt, left, mode, right)
-    return _maybe_auto_axes(_triangular, sharding, shape=shp, dtype=dt)(
-        key, left, mode, right)
+    args = (SamplerArgs("triangular").with_key(key).with_float_dtype(dtype)
+            .with_broadcast_shape(shape, left, mode, right).with_sharding(out_sharding)
+            .require_safe_cast(left, mode, right))
+    return args.auto_axes(_triangular, shape=args.shape, dtype=args.dtype)(
+        args.key, left, mode, right)
 
 
 # (JAX stages this inline, at trace time: a plain function here.)
@@ -1323,15 +1159,11 @@ _SIGMA_ONE = np.float32(1)  # lognormal's default sigma (a float32 scalar, as JA
 def lognormal(key: Any, sigma: Any = _SIGMA_ONE, shape: Any = None, dtype: Any = None, *,
               out_sharding: Any = None) -> Any:
     """Log-normal floats: ``exp(sigma * N(0, 1))`` (complex dtypes allowed)."""
-    key, _ = _check_prng_key("lognormal", key)
-    dt = _user_dtype(float if dtype is None else dtype, "lognormal")
-    if not T.is_inexact(dt):
-        raise ValueError("dtype argument to `lognormal` must be a float or complex dtype, "
-                         f"got {dt}")
-    shp = _check_broadcast_shapes("lognormal", shape, sigma)
-    sharding = _canonical_sharding(out_sharding, "lognormal")
-    _check_all_safe_to_cast("lognormal", dt, sigma)
-    return _maybe_auto_axes(_lognormal, sharding, shape=shp, dtype=dt)(key, sigma)
+    args = (SamplerArgs("lognormal").with_key(key).with_dtype(dtype)
+            .require_dtype(T.is_inexact, "a float or complex")
+            .with_broadcast_shape(shape, sigma).with_given_sharding(out_sharding)
+            .require_safe_cast(sigma))
+    return args.auto_axes(_lognormal, shape=args.shape, dtype=args.dtype)(args.key, sigma)
 
 
 # (JAX stages this inline, at trace time: a plain function here.)
@@ -1345,21 +1177,15 @@ def ball(key: Any, d: Any, p: Any = 2, shape: Any = (), dtype: Any = None, *,
          out_sharding: Any = None) -> Any:
     """Uniform points of the unit Lp ball in ``d`` dimensions (Barthe et
     al.: generalized normals over an Lp norm inflated by an exponential)."""
-
-    from spec._src.core.interpreter import is_concrete
-    jnp_util_check("ball", p)
-    shp = _canonical_shape(shape)
-    key, _ = _check_prng_key("ball", key)
-    dt = _user_dtype(float if dtype is None else dtype, "ball")
-    _check_shape("ball", shp)
+    check_arraylike("ball", p)
+    args = SamplerArgs("ball").with_shape(shape).with_key(key).with_dtype(dtype)
     if isinstance(d, Tracer) and not is_concrete(d):
-        from spec._src.core.errors import ConcretizationTypeError
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: {d}\n"
             "The error occurred in jax.random.ball()")
     dim = operator.index(d)
-    sharding = _canonical_sharding(out_sharding, "ball")
-    return _maybe_auto_axes(_ball, sharding, d=dim, shape=shp, dtype=dt)(key, p)
+    args = args.with_given_sharding(out_sharding)
+    return args.auto_axes(_ball, d=dim, shape=args.shape, dtype=args.dtype)(args.key, p)
 
 
 @_jitted(static_argnums=(2, 3, 4))
@@ -1376,22 +1202,16 @@ def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None, *,
             method: str = "exact", out_sharding: Any = None) -> Any:
     """Poisson(lam) integers: Knuth's multiplication method below a mean
     of 10, Hormann's transformed rejection (PTRS) from 10 up."""
-    key, _ = _check_prng_key("poisson", key)
-    if method not in {"exact", "approximate"}:
-        raise ValueError("method argument to `poisson` must be one of "
-                         f"{{'exact', 'approximate'}}, got {method!r}")
-    dt = _user_dtype(int if dtype is None else dtype, "poisson")
-    shp = tuple(np.shape(lam)) if shape is None else _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "poisson", shp)
-    if method == "approximate":
-        raise NotImplementedError("spec: poisson(method='approximate') is not implemented")
-    lam = jnp_shape.broadcast_to(lam, shp)
-    impl = key.dtype.impl
+    args = (SamplerArgs("poisson").with_key(key).require_known_method(method)
+            .with_dtype(dtype, int).with_shape(np.shape(lam) if shape is None else shape)
+            .with_sharding(out_sharding).require_implemented_method(method))
+    lam = jnp_shape.broadcast_to(lam, args.shape)
+    impl = args.key.dtype.impl
     if impl is not R.THREEFRY:
         raise NotImplementedError("`poisson` with method='exact' is only implemented for the "
                                   f"threefry2x32 RNG, not {impl}")
     lam = L.convert_element_type(lam, np.float32)
-    return _maybe_auto_axes(_poisson, sharding, shape=shp, dtype=dt)(key, lam)
+    return args.auto_axes(_poisson, shape=args.shape, dtype=args.dtype)(args.key, lam)
 
 
 @_jitted(static_argnums=(2, 3, 4))
@@ -1400,7 +1220,7 @@ def _poisson_knuth(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_iters: 
     # the count of factors, less one, is the sample.
     def body_fn(carry: Any) -> Any:
         i, k, rng, log_prod = carry
-        rng, subkey = _split(rng)
+        rng, subkey = split_key(rng)
         k = ew.select(log_prod > -lam, k + 1, k)
         u = uniform(subkey, shape, np.float32)
         return i + 1, k, rng, log_prod + jnp_math.log(u)
@@ -1429,7 +1249,7 @@ def _poisson_rejection(key: Any, lam: Any, shape: Shape, dtype: T.DType, max_ite
 
     def body_fn(carry: Any) -> Any:
         i, k_out, accepted, key = carry
-        key, subkey_0, subkey_1 = _split(key, 3)
+        key, subkey_0, subkey_1 = split_key(key, 3)
         u = uniform(subkey_0, shape, lam.dtype) - 0.5
         v = uniform(subkey_1, shape, lam.dtype)
         u_shifted = 0.5 - abs(u)
@@ -1602,19 +1422,18 @@ def _binomial(key: Any, count: Any, prob: Any, shape: Shape | None, dtype: T.DTy
 
 def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     """Binomial(n, p) counts, as floats of ``dtype``."""
-    key, _ = _check_prng_key("binomial", key)
-    jnp_util_check("binomial", n, p)
-    dt = _float_only("binomial", dtype)
-    shp = None if shape is None else _canonical_shape(shape)
-    return _binomial(key, n, p, shp, dt)
+    args = SamplerArgs("binomial").with_key(key)
+    check_arraylike("binomial", n, p)
+    args = args.with_float_dtype(dtype).with_optional_shape(shape)
+    return _binomial(args.key, n, p, args.shape, args.dtype)
 
 
 def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None,
                 unroll: int | bool = 1) -> Any:
     """Multinomial(n, p) counts along the last axis: one binomial draw per
     category, of the trials left, at the category's share of what is left."""
-    key, _ = _check_prng_key("multinomial", key)
-    jnp_util_check("multinomial", n, p)
+    args = SamplerArgs("multinomial").with_key(key)
+    check_arraylike("multinomial", n, p)
     n, p = _promote_dtypes_inexact(n, p)
     if shape is None:
         shp = tuple(p.shape[:-1])
@@ -1632,15 +1451,9 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = Non
     p = jnp_shape.moveaxis(p, -1, 0)
     remaining_probs = lr.cumsum(p, 0, reverse=True)
     ratios = p / jnp_math._where(remaining_probs == 0, 1, remaining_probs)
-    keys = split(key, ratios.shape[0])
+    keys = split(args.key, ratios.shape[0])
     _, counts = scan(f, n, (ratios, keys), unroll=unroll)
     return jnp_shape.moveaxis(counts, 0, -1).astype(dtype)
-
-
-__all__ += ["beta", "chisquare", "dirichlet", "f", "gamma", "generalized_normal", "geometric",
-            "loggamma", "pareto", "t", "weibull_min"]
-__all__ += ["ball", "binomial", "double_sided_maxwell", "lognormal", "maxwell", "multinomial",
-            "poisson", "rayleigh", "triangular", "wald"]
 
 
 # ------------------------------------------------------------------ linear algebra
@@ -1651,19 +1464,15 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Any = None, dtype:
     standard normal ``z``, where ``factor factor^T = cov`` comes from a
     Cholesky factorisation (default), or ``v sqrt(w)`` from ``eigh``, or
     ``u sqrt(s)`` from ``svd`` (these two accept singular covariances)."""
-    key, _ = _check_prng_key("multivariate_normal", key)
-    jnp_util_check("multivariate_normal", mean, cov)
+    args = SamplerArgs("multivariate_normal").with_key(key)
+    check_arraylike("multivariate_normal", mean, cov)
     mean, cov = _promote_dtypes_inexact(mean, cov)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
-    dt = mean.dtype if dtype is None else _user_dtype(dtype, "multivariate_normal")
-    if not T.is_float(dt):
-        raise ValueError(f"dtype argument to `multivariate_normal` must be a float dtype, "
-                         f"got {dt}")
-    shp = None if shape is None else _canonical_shape(shape)
-    sharding = _sampler_sharding(out_sharding, "multivariate_normal", shp)
-    return _maybe_auto_axes(_multivariate_normal, sharding, shape=shp, dtype=dt)(
-        key, mean, cov, method=method)
+    args = (args.with_dtype(dtype, mean.dtype).require_dtype(T.is_float, "a float")
+            .with_optional_shape(shape).with_sharding(out_sharding))
+    return args.auto_axes(_multivariate_normal, shape=args.shape, dtype=args.dtype)(
+        args.key, mean, cov, method=method)
 
 
 @_jitted(static_argnums=(3, 4, 5))
@@ -1692,7 +1501,6 @@ def _multivariate_normal(key: Any, mean: Any, cov: Any, shape: Shape | None, dty
     else:
         factor = jnp_linalg.cholesky(cov)
     normal_samples = normal(key, tuple(shape) + tuple(mean.shape[-1:]), dtype)
-    from spec._src.core.config import numpy_rank_promotion
     with numpy_rank_promotion("allow"):
         return mean + linalg.einsum("...ij,...j->...i", factor, normal_samples)
 
@@ -1703,13 +1511,11 @@ def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | No
     the Q of a QR factorisation of a Gaussian matrix, its columns' signs
     fixed by R's diagonal (Mezzadri 2007); semi-orthogonal when n != m."""
     cols = n if m is None else m
-    shp = _canonical_shape(shape)
-    key, _ = _check_prng_key("orthogonal", key)
-    dt = _user_dtype(float if dtype is None else dtype, "orthogonal")
-    _check_shape("orthogonal", shp)
+    args = SamplerArgs("orthogonal").with_shape(shape).with_key(key).with_dtype(dtype)
     rows, cols = operator.index(n), operator.index(cols)
-    sharding = _sampler_sharding(out_sharding, "orthogonal", shp)
-    return _maybe_auto_axes(_orthogonal, sharding, n=rows, _m=cols, shape=shp, dtype=dt)(key)
+    args = args.with_sharding(out_sharding)
+    return args.auto_axes(_orthogonal, n=rows, _m=cols, shape=args.shape, dtype=args.dtype)(
+        args.key)
 
 
 @_jitted(static_argnums=(1, 2, 3, 4))
@@ -1720,5 +1526,3 @@ def _orthogonal(key: Any, n: int, _m: int, shape: Shape, dtype: T.DType) -> Any:
     x = q * jnp_shape.expand_dims(jnp_math.sign(d), -2)
     return x.mT if n < _m else x
 
-
-__all__ += ["multivariate_normal", "orthogonal"]

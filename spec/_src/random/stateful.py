@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from spec._src.api import ref as _ref
+from spec._src.api.vmap import _PytreeLeaf
 from spec._src.core import tree_util
 from spec._src.core.array import Array
 from spec._src.core.interpreter import EvalTrace, Tracer, current_trace
 from spec._src.core.state_types import RefType
 from spec._src.numpy import creation
-from spec._src.random import samplers as random
+from spec._src.random import keys, samplers
 
 __all__ = ["StatefulPRNG", "stateful_rng"]
 
@@ -54,12 +55,11 @@ def _canonicalize_size(size: Size, *args: Any) -> Shape:
 def _is_placeholder(x: Any) -> bool:
     """Whether ``x`` is a stand-in leaf that pytree utilities put in a
     rebuilt node (vmap's prefix-error reporting does), not real data."""
-    from spec._src.api.vmap import _PytreeLeaf
     return isinstance(x, _PytreeLeaf)
 
 
 def _is_typed_key(x: Any) -> bool:
-    return isinstance(x, (Array, Tracer)) and random._is_key(x)
+    return isinstance(x, (Array, Tracer)) and keys.is_key(x)
 
 
 def _is_ref(x: Any) -> bool:
@@ -90,25 +90,25 @@ class StatefulPRNG:
         if self._base_key.shape:
             raise ValueError("cannot operate on split stateful generator")
         # Read, then increment: the key depends on the value before the draw.
-        new_key = random.fold_in(self._base_key, _ref.get(self._counter, ...))
+        new_key = keys.fold_in(self._base_key, _ref.get(self._counter, ...))
         _ref.addupdate(self._counter, ..., 1)
         shape_tuple = _canonicalize_size(shape)
-        return random.split(new_key, shape_tuple) if shape_tuple else new_key
+        return keys.split(new_key, shape_tuple) if shape_tuple else new_key
 
     def random(self, size: Size = None, dtype: Any = float) -> Any:
         """Uniform floats in [0, 1)."""
-        return random.uniform(self.key(), shape=_canonicalize_size(size), dtype=dtype)
+        return samplers.uniform(self.key(), shape=_canonicalize_size(size), dtype=dtype)
 
     def uniform(self, low: Any = 0, high: Any = 1, size: Size = None, *,
                 dtype: Any = float) -> Any:
         """Uniform floats in [low, high)."""
-        return random.uniform(self.key(), _canonicalize_size(size, low, high),
-                              minval=low, maxval=high, dtype=dtype)
+        return samplers.uniform(self.key(), _canonicalize_size(size, low, high),
+                                minval=low, maxval=high, dtype=dtype)
 
     def normal(self, loc: Any = 0, scale: Any = 1, size: Size = None, *,
                dtype: Any = float) -> Any:
         """Normal floats of mean ``loc`` and standard deviation ``scale``."""
-        norm = random.normal(self.key(), _canonicalize_size(size, loc, scale), dtype)
+        norm = samplers.normal(self.key(), _canonicalize_size(size, loc, scale), dtype)
         return (creation.asarray(loc) + creation.asarray(scale) * norm).astype(dtype)
 
     def integers(self, low: Any, high: Any = None, size: Size = None, *,
@@ -116,8 +116,8 @@ class StatefulPRNG:
         """Uniform integers in [low, high) (in [0, low) when ``high`` is None)."""
         if high is None:
             low, high = 0, low
-        return random.randint(self.key(), _canonicalize_size(size, low, high),
-                              minval=low, maxval=high, dtype=dtype)
+        return samplers.randint(self.key(), _canonicalize_size(size, low, high),
+                                minval=low, maxval=high, dtype=dtype)
 
     def split(self, num: int | Sequence[int]) -> StatefulPRNG:
         """One generator whose key and counter have shape ``num``: children
@@ -147,4 +147,4 @@ def stateful_rng(seed: Any = None, *, impl: Any = None) -> StatefulPRNG:
         entropy = np.random.SeedSequence().entropy
         assert isinstance(entropy, int)
         seed = np.int64(entropy & int(np.iinfo(np.int64).max))
-    return StatefulPRNG(_base_key=random.key(seed, impl=impl), _counter=_ref.new_ref(0))
+    return StatefulPRNG(_base_key=keys.key(seed, impl=impl), _counter=_ref.new_ref(0))
