@@ -107,7 +107,6 @@ LOCAL_SPEC_IMPORTS: dict[str, int] = {
     "spec._src.lax.sharding_reduce_dot": 2,
     "spec._src.lax.special_api": 2,
     "spec._src.lax.state": 3,
-    "spec._src.lax.state_batching": 1,
     "spec._src.lax.structural": 10,
     "spec._src.lax.structural_api": 13,
     "spec._src.numpy.creation": 10,
@@ -139,7 +138,6 @@ FACADE_USERS: dict[str, list[str]] = {
         "spec._src.lax.reductions",
         "spec._src.lax.shard_map",
         "spec._src.lax.special_api",
-        "spec._src.lax.state_batching",
         "spec._src.lax.structural",
     ],
 }
