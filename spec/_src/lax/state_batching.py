@@ -51,7 +51,7 @@ from spec._src.interpreters.batching import (
     moveaxis,
 )
 from spec._src.core.interpreter import canonical_aval_of
-from spec._src.lax.structural_api import broadcast_in_dim, broadcasted_iota, transpose
+from spec._src.lax.shaping import broadcast_in_dim, broadcasted_iota, transpose
 
 
 # ------------------------------------------------------------- indexers

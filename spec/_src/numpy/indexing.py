@@ -67,7 +67,7 @@ def _concrete(value: np.ndarray, dtype: T.DType, weak: bool) -> Array:
 def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
     """``lax.convert_element_type`` as JAX stages it: scalar constants fold
     (JAX's constant folding), arrays and tracers bind."""
-    from spec._src.lax.structural import convert_element_type_p
+    from spec._src.lax.shaping import convert_element_type_p
     from spec._src.lax.structural_api import _convert_element_type
     if isinstance(x, Tracer) or np.ndim(x) > 0:  # only scalar constants fold
         return _convert_element_type(x, dtype, weak)
