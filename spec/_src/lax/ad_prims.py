@@ -18,6 +18,9 @@ from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core import tree_util
+from spec._src.core.array import Array
+from spec._src.core.interpreter import EvalTrace, canonical_value, current_trace
+from spec._src.core.types import is_python_scalar
 
 
 # ================================================================== add_any
@@ -82,9 +85,6 @@ __all__ = [
 # ------------------------------------------------------------ lax wrappers
 
 def _stop(x: Any) -> Any:
-    from spec._src.core.array import Array
-    from spec._src.core.interpreter import EvalTrace, canonical_value, current_trace
-    from spec._src.core.types import is_python_scalar
     if type(current_trace()) is EvalTrace:
         # Outside every transform the primitive is the identity and JAX
         # hands back what it was given: an Array as itself, a host value as a

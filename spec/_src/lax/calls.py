@@ -38,6 +38,7 @@ from spec._src.core.state_types import RefEffect, RefType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.discharge import Discharged, discharge_state
 from spec._src.core.interpreter import VMA_FROM_TYPING
+from spec._src.core.interpreter import canonical_value, set_current_trace
 
 
 def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]:
@@ -56,7 +57,6 @@ def _jit_impl(*args: np.ndarray, jaxpr: Jaxpr, **params: Any) -> Sequence[np.nda
 
 
 def _const_value(c: Any) -> np.ndarray:
-    from spec._src.core.interpreter import canonical_value
     return canonical_value(c)[0]
 
 
@@ -127,7 +127,6 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
     # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
     # of an inner loop that only the tangent side would have read).
     primal_jaxpr = dce_jaxpr(primal_jaxpr)
-    from spec._src.core.interpreter import set_current_trace
     with set_current_trace(trace.parent):
         outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
     computed = iter(outs[n_out:])

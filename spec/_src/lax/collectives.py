@@ -29,13 +29,16 @@ from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.core.array import host_value
+from spec._src.core.interpreter import Tracer
+from spec._src.core.sharding import NamedSharding, _context, get_abstract_mesh
+from spec._src.interpreters.batching import broadcast
 
 # ------------------------------------------------------------- axis env
 
 
 def axis_size(name: Any) -> int:
     """The size of a bound named axis; NameError (as JAX) when unbound."""
-    from spec._src.core.sharding import _context
     for bound, size in reversed(_context.axis_frames):
         if bound == name:
             return int(size)
@@ -45,7 +48,6 @@ def axis_size(name: Any) -> int:
 def check_bound(names: Sequence[Any], api: str) -> None:
     """Every named axis among ``names`` is bound; JAX's advice (for the
     collective ``api``) otherwise."""
-    from spec._src.core.sharding import _context
     bound = {n for n, _ in _context.axis_frames}
     for n in names:
         if not isinstance(n, (int, np.integer)) and n not in bound:
@@ -137,8 +139,6 @@ def _times(x: Any, n: int) -> Any:
     """``x * n``; for a constant operand computed now (JAX multiplies the
     Python value, so a literal stays a literal)."""
     from spec import lax
-    from spec._src.core.array import host_value
-    from spec._src.core.interpreter import Tracer
     aval = canonical_aval_of(x)
     if isinstance(x, Tracer):
         return lax.mul(x, np.asarray(n, aval.dtype))
@@ -156,7 +156,6 @@ def _times(x: Any, n: int) -> Any:
 def _drop_entries(s: Any, ndim: int, gone: set[int], insert: int | None = None) -> Any:
     if s is None:
         return None
-    from spec._src.core.sharding import NamedSharding
     parts = [p for i, p in enumerate(s.spec._normalized_spec_for_aval(ndim).partitions)
              if i not in gone]
     if insert is not None:
@@ -285,7 +284,6 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
             x, all_gather_dimension=all_gather_dimension + 1, axis_name=axis_name,
             axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)], [0]
     if d is None:
-        from spec._src.interpreters.batching import broadcast
         x, d = broadcast(x, axis.size, 0), 0
     out = moveaxis(x, d, all_gather_dimension)
     if tiled:
@@ -326,7 +324,6 @@ def _axis_index_impl(*, axis_name: Any) -> list[Any]:
 def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
     """Inside shard_map (check_vma) the index varies along its axis."""
     from spec._src.lax.shard_map import vma_checked
-    from spec._src.core.sharding import get_abstract_mesh
     if vma_checked() and axis_name in get_abstract_mesh().manual_axes:
         return [frozenset({axis_name})]
     return [frozenset()]

@@ -17,6 +17,9 @@ from spec._src.lax.collectives import (
     pmin_p,
     psum_p,
 )
+from spec._src.core.interpreter import JaxprTrace, Tracer, canonical_aval_of, current_trace
+from spec._src.core.sharding import _context, get_abstract_mesh
+from spec._src.lax.shaping import canonicalize_axis
 
 
 def _axes(axis_name: Any) -> tuple[Any, ...]:
@@ -32,7 +35,6 @@ def _manual(axes: tuple[Any, ...]) -> tuple[Any, ...]:
     """The named axes that are manual mesh axes of the shard_map in context
     (when it tracks varying axes)."""
     from spec._src.lax.shard_map import vma_checked
-    from spec._src.core.sharding import get_abstract_mesh
     if not vma_checked():
         return ()
     manual = get_abstract_mesh().manual_axes
@@ -42,7 +44,6 @@ def _manual(axes: tuple[Any, ...]) -> tuple[Any, ...]:
 def _varying_over(leaf: Any, axes: tuple[Any, ...]) -> Any:
     """``leaf`` cast to vary along ``axes`` (a reduction over an axis first
     makes an invariant operand vary along it, as JAX does)."""
-    from spec._src.core.interpreter import canonical_aval_of
     from spec._src.lax.shard_map import pvary
     missing = tuple(a for a in axes if a not in canonical_aval_of(leaf).vma)
     return pvary(leaf, missing) if missing else leaf
@@ -66,7 +67,6 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
     """All-reduce sum over the named axes (a pytree is reduced leafwise).
     Over manual axes of a shard_map that tracks varying axes it is
     ``psum_invariant`` (varying in, invariant out)."""
-    from spec._src.core.interpreter import Tracer
     if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
         check_bound(_names(axis_name), "psum")
     axes = _axes(axis_name)
@@ -80,7 +80,6 @@ def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
 def _manual_sum(leaf: Any, axes: tuple[Any, ...], psum_invariant_p: Any) -> Any:
     """An operand unreduced along the axes is summed from its partials
     (unreduced -> invariant); otherwise varying -> invariant."""
-    from spec._src.core.interpreter import canonical_aval_of
     if frozenset(axes) <= canonical_aval_of(leaf).munreduced:
         from spec._src.lax.manual_collectives import unreduced_psum_p
         return unreduced_psum_p.bind(leaf, axes=axes)
@@ -120,10 +119,8 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
     manual = _manual(names)
 
     def gather(leaf: Any) -> Any:
-        from spec._src.core.interpreter import canonical_aval_of
         if manual:  # an invariant operand first varies along the gathered axes
             leaf = _varying_over(leaf, manual)
-        from spec._src.lax.structural_api import canonicalize_axis
         ndim = canonical_aval_of(leaf).ndim
         dim = canonicalize_axis(axis, ndim if tiled else ndim + 1)
         return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
@@ -151,9 +148,7 @@ def _check_ppermute_bound(names: tuple[Any, ...]) -> None:
     under vmap too, whose rule passes the collective down) with JAX's advice
     (NameError); eagerly, ppermute reaches evaluation, which it has none
     of outside shard_map (NotImplementedError)."""
-    from spec._src.core.interpreter import JaxprTrace, current_trace
     from spec._src.lax.collectives import check_bound
-    from spec._src.core.sharding import _context
     bound = {n for n, _ in _context.axis_frames}
     if all(isinstance(n, (int, np.integer)) or n in bound for n in names):
         return
@@ -189,7 +184,6 @@ __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax
 def _state(leaf: Any, axes: tuple[Any, ...], who: str) -> str:
     """Along ``axes``, which of the four manual states ``leaf`` is in
     (ValueError when the axes disagree, as JAX)."""
-    from spec._src.core.interpreter import canonical_aval_of
     aval = canonical_aval_of(leaf)
     states = {"varying" if a in aval.vma else "unreduced" if a in aval.munreduced
               else "reduced" if a in aval.mreduced else "invarying" for a in axes}
@@ -201,7 +195,6 @@ def _state(leaf: Any, axes: tuple[Any, ...], who: str) -> str:
 
 
 def _canonical_dim(dim: int, ndim: int) -> int:
-    from spec._src.lax.structural_api import canonicalize_axis
     return canonicalize_axis(dim, ndim)
 
 
@@ -210,7 +203,6 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
     """``psum`` with each member keeping only its block of
     ``scatter_dimension`` (removed if untiled, divided if tiled). An
     operand unreduced along the axes is summed by ``unreduced_reduce_scatter``."""
-    from spec._src.core.interpreter import canonical_aval_of
     from spec._src.lax.manual_collectives import reduce_scatter_p, unreduced_reduce_scatter_p
     axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
     if not axes:
@@ -240,7 +232,6 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     axis (of size = number of members) disappears and a new one appears at
     ``concat_axis``; JAX stages that as expand_dims, the primitive, squeeze."""
     from spec import lax
-    from spec._src.core.interpreter import canonical_aval_of
     from spec._src.lax.manual_collectives import all_to_all_p
 
     def exchange(leaf: Any) -> Any:
@@ -325,7 +316,6 @@ def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
 
 
 def _all_manual(axes: tuple[Any, ...]) -> bool:
-    from spec._src.core.sharding import get_abstract_mesh
     manual = get_abstract_mesh().manual_axes
     return all(a in manual for a in axes)
 

@@ -28,7 +28,8 @@ from spec._src.core.interpreter import (
 from spec._src.lax.control_flow import cond_p, hoist_consts, same_type, while_p
 from spec._src.core.types import ArrayType, result_type_and_weak
 from spec._src.lax.elementwise_api import clamp
-from spec._src.lax.structural_api import asarray, convert_element_type
+from spec._src.lax.shaping import asarray, convert_element_type
+from spec._src.core.sharding import get_abstract_mesh
 
 _no_operand = object()
 
@@ -208,7 +209,6 @@ def _long(a: ArrayType) -> str:
 
 def vma_hint(missing: Any, where: str, comma: bool = False) -> str:
     """JAX's advice for values whose varying manual axes differ."""
-    from spec._src.core.sharding import get_abstract_mesh
     order = list(get_abstract_mesh().axis_names)
     axes = tuple(sorted(missing, key=lambda a: order.index(a) if a in order else len(order)))
     return (f"\nThis might be fixed by applying `jax.lax.pcast(..., {axes}, to='varying')`"

@@ -49,6 +49,7 @@ from spec._src.lax.dot import canonicalize_precision
 from spec._src.lax.structural_api import rev, transpose
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.structural_api import convert_element_type, full, reshape
+from spec._src.interpreters.batching import unbatched_aval
 
 _P = "conv_general_dilated"
 Padding = tuple[tuple[int, int], ...]
@@ -555,7 +556,6 @@ def _conv_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
     if size == 0:
         # Folding a size-0 axis into another loses that axis's size: build
         # the (empty) result from the unbatched type instead.
-        from spec._src.interpreters.batching import unbatched_aval
         lt = unbatched_aval(canonical_aval_of(lhs), lbd)
         rt = unbatched_aval(canonical_aval_of(rhs), rbd)
         (out,) = _conv_type(lt, rt, **params)

@@ -44,7 +44,7 @@ from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.lax.reductions import reduce_sum
-from spec._src.lax.structural_api import _convert_element_type, broadcast
+from spec._src.lax.shaping import _convert_element_type, broadcast
 from spec._src.core.interpreter import VMA_FROM_TYPING
 
 

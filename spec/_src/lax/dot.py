@@ -36,8 +36,10 @@ from spec._src.interpreters.spmd import Dist, Geometry
 from collections.abc import Sequence
 from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
-from spec._src.lax.structural_api import transpose
+from spec._src.lax.shaping import transpose
 from spec._src.lax import exact_matmul
+from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
+from spec._src.lax.shaping import _convert_element_type
 
 DimensionNumbers = tuple[tuple[tuple[int, ...], tuple[int, ...]],
                          tuple[tuple[int, ...], tuple[int, ...]]]
@@ -291,7 +293,6 @@ def _transpose_lhs(ct: Any, x: Any, y: Any, *, dimension_numbers: DimensionNumbe
                           out_sharding=_transposed_sharding(x_aval, unsorted))
     x_bar = transpose(out, out_axes)
     if canonical_aval_of(x_bar).dtype != x_aval.dtype:
-        from spec._src.lax.structural_api import _convert_element_type
         x_bar = _convert_element_type(x_bar, x_aval.dtype, x_aval.weak_type,
                                       warn_on_complex_to_real_cast=False)
     return x_bar
@@ -305,7 +306,6 @@ def _transposed_sharding(x_aval: T.ArrayType, unsorted: list[int]) -> Any:
     sharding on the current mesh, or None when no mesh is set."""
     ct_sharding = x_aval.ct_type().sharding
     if ct_sharding is None:
-        from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
         mesh = get_abstract_mesh()
         return None if mesh.empty else NamedSharding(mesh, P(*[None] * x_aval.ndim))
     parts = list(ct_sharding.spec.partitions) + [None] * x_aval.ndim

@@ -76,6 +76,8 @@ from spec._src.core.registry import declare, primitive, require
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import DEFAULT_PP, from_primitive
 from spec._src.interpreters import per_device as PD
+from spec._src.core.prng import words
+from spec._src.lax.ad_prims import stop_gradient_p
 
 Impl = Callable[..., list[np.ndarray]]
 Accepted = tuple[str, DTypePredicate]
@@ -277,7 +279,6 @@ def _balanced_cmp(x: Any, y: Any) -> Any:
 
 
 def _stop_gradient(x: Any) -> Any:
-    from spec._src.lax.ad_prims import stop_gradient_p
     return stop_gradient_p.bind(x)
 
 
@@ -967,7 +968,6 @@ def _key_aware(fn: Callable[..., Any], combine: Callable[..., Any]) -> Callable[
     def impl(x: np.ndarray, y: np.ndarray) -> Any:
         if x.dtype.names is None:
             return fn(x, y)
-        from spec._src.core.prng import words
         w = fn(words(x), words(y))
         key_axes = tuple(range(w.ndim - (words(x).ndim - x.ndim), w.ndim))
         return combine(w, axis=key_axes)

@@ -16,6 +16,7 @@ from spec._src.core import types as T
 from spec._src.core.interpreter import Primitive, Tracer, canonical_aval_of
 from spec._src.lax import elementwise as E
 from spec._src.lax.elementwise import AccuracyMode, RoundingMethod, const_like
+from spec._src.lax.shaping import convert_element_type, full_like
 
 Fn = Callable[..., Any]
 
@@ -126,7 +127,6 @@ def polynomial(x: Any, coeffs: Any, *, unroll: int | None = None) -> Any:
     one gives that coefficient broadcast to the result shape."""
     cs = tuple(coeffs)
     dtype = canonical_aval_of(x).dtype
-    from spec._src.lax.structural_api import convert_element_type, full_like
     args = [const_like(x, c) if not isinstance(c, Tracer) and np.ndim(c) == 0
             else convert_element_type(c, dtype) for c in cs]
     if not args:

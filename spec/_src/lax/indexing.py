@@ -39,6 +39,8 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 import operator
 from spec._src.core.interpreter import Jaxpr, trace_to_jaxpr
+from spec._src.interpreters.batching import moveaxis
+from spec._src.lax.shaping import broadcast_in_dim_p
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -331,10 +333,8 @@ def _plus1(dims: Sequence[int]) -> tuple[int, ...]:
 def _front(x: Any, dim: int | None, size: int) -> Any:
     """``x`` with its vmap axis first: moved there, or broadcast in (with
     int64 broadcast dimensions, as JAX's batching helper writes them)."""
-    from spec._src.interpreters.batching import moveaxis
     if dim is not None:
         return moveaxis(x, dim, 0)
-    from spec._src.lax.structural import broadcast_in_dim_p
     aval = canonical_aval_of(x)
     kept = tuple(np.int64(i) for i in range(1, aval.ndim + 1))
     return broadcast_in_dim_p.bind(x, shape=(size, *aval.shape), broadcast_dimensions=kept,

@@ -45,12 +45,7 @@ from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.dot import dot_general
 from spec._src.lax.elementwise_kit import compute_dtype
-from spec._src.lax.structural_api import (
-    _convert_element_type,
-    expand_dims,
-    squeeze,
-    transpose,
-)
+from spec._src.lax.shaping import _convert_element_type, expand_dims, squeeze, transpose
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
@@ -58,7 +53,7 @@ from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
-from spec._src.lax.structural_api import asarray
+from spec._src.lax.shaping import asarray
 from spec._src.lax.dot import batch_matmul, dot
 from spec._src.lax.elementwise_api import (
     add,
@@ -72,16 +67,19 @@ from spec._src.lax.elementwise_api import (
     real,
     select,
 )
-from spec._src.lax.structural_api import (
+from spec._src.lax.shaping import (
     broadcast,
     broadcasted_iota,
-    concatenate,
     convert_element_type,
     full,
     full_like,
     iota,
     reshape,
 )
+from spec._src.lax.structural_api import concatenate
+from spec._src.core.config import x64_enabled
+from spec._src.core.registry import REGISTRY
+from spec._src.interpreters.ad_util import instantiate
 
 
 class EighImplementation(enum.Enum):
@@ -429,7 +427,6 @@ def _tri(n: int, m: int, k: int) -> Any:
     """Boolean (n, m) mask of the entries on or below the k-th diagonal. As
     JAX's, the indices are int64 when the offset (a Python int, so int64
     under x64) or the shape does not fit int32."""
-    from spec._src.core.config import x64_enabled
     big = x64_enabled() or max(n, m) > np.iinfo(np.int32).max
     dt = np.dtype(np.int64 if big else np.int32)
     rows = add(broadcasted_iota(dt, (n, m), 0), np.array(k, dt))
@@ -538,7 +535,6 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
                      unit_diagonal: bool = False) -> Any:
     """``op(a) x = b`` (left_side) or ``x op(a) = b``; a ``b`` of one rank less
     than ``a`` is a single vector."""
-    from spec._src.lax.structural_api import asarray
     a, b = asarray(a), asarray(b)
     conjugate_a = bool(conjugate_a) and T.is_complex(_aval(a).dtype)
     singleton = _aval(b).ndim == _aval(a).ndim - 1
@@ -559,7 +555,6 @@ def _cholesky_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], l
     symmetric, L_dot = L phi(L^-1 sigma_dot L^-H), phi taking the lower
     triangle with the diagonal halved. The primal output is the masked
     factor (its upper triangle zero), as in JAX."""
-    from spec._src.interpreters.ad_util import instantiate
     from spec._src.lax.dot import Precision
     (x,), (sigma_dot,) = primals, tangents
     sigma_dot = instantiate(sigma_dot)
@@ -633,7 +628,6 @@ def _eigh_jvp(primals: list[Any], tangents: list[Any], *, lower: bool, sort_eige
     """First-order perturbation theory for distinct eigenvalues:
     dw = diag(V^H dA V), dV = V (F * V^H dA V) with F_ij = 1/(w_j - w_i) off
     the diagonal and 0 on it."""
-    from spec._src.interpreters.ad_util import instantiate
     (a,), (a_dot,) = primals, tangents
     a_dot = instantiate(a_dot)
     aval = _aval(a)
@@ -670,7 +664,6 @@ def _thin_qr_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
 
 def _qr_jvp(primals: list[Any], tangents: list[Any], *, pivoting: bool, full_matrices: bool,
             use_magma: Any) -> tuple[list[Any], list[Any]]:
-    from spec._src.interpreters.ad_util import instantiate
     (x,), (dx,) = primals, tangents
     dx = instantiate(dx)
     if pivoting:
@@ -697,7 +690,6 @@ def _svd_jvp(primals: list[Any], tangents: list[Any], *, full_matrices: bool, co
     """JAX's SVD JVP (Townsend's formulas): ds = diag(Re(U^H dA V)); dU, dV
     from the off-diagonal parts scaled by 1/(s_j^2 - s_i^2), plus the
     components outside the span of U (tall) or V (wide)."""
-    from spec._src.interpreters.ad_util import instantiate
     (a,), (da,) = primals, tangents
     da = instantiate(da)
     aval = _aval(a)
@@ -752,7 +744,6 @@ def _construct_diagonal(s: Any) -> Any:
 def _leading_batch(prim_name: str) -> Callable[..., tuple[list[Any], list[BatchDim]]]:
     def rule(axis: AxisData, args: list[Any], dims: list[BatchDim], **params: Any
              ) -> tuple[list[Any], list[BatchDim]]:
-        from spec._src.core.registry import REGISTRY
         prim = REGISTRY[prim_name]
         moved = [bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
                  for x, d in zip(args, dims)]
@@ -806,7 +797,6 @@ def _matrix_parts(name: str) -> SK.PartsRule:
         if any(b != batch_specs[0] for b in batch_specs[1:]):
             raise ShardingTypeError(f"All inputs to {name} must have the same batch sharding, "
                                     f"but got {batch_specs}.")
-        from spec._src.core.registry import REGISTRY
         outs = REGISTRY[name].typing(*avals, **params)
         b = batch_specs[0]
         return [b + (None,) * (o.ndim - len(b)) for o in outs]

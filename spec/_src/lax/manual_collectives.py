@@ -38,9 +38,12 @@ from spec._src.interpreters.ad_util import linear_jvp, linear_transpose
 from spec._src.interpreters.batching import AxisData, delete_spec_entry, insert_spec_entry
 from spec._src.core.interpreter import Primitive
 from spec._src.core.registry import declare, require
+from spec._src.lax.sharding_kit import mesh_ordered
 from spec._src.lax.collectives import axis_size as env_axis_size
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import VMA_FROM_TYPING
+from spec._src.core.interpreter import canonical_aval_of
+from spec._src.core.sharding import get_abstract_mesh
 
 # ================================================================= helpers
 
@@ -60,18 +63,10 @@ def tracked(axes: Sequence[Any]) -> tuple[Any, ...]:
     """The axes among ``axes`` whose varying state types record: manual axes
     of a shard_map in context that checks it (check_vma)."""
     from spec._src.lax.shard_map import vma_checked
-    from spec._src.core.sharding import get_abstract_mesh
     if not vma_checked():
         return ()
     manual = get_abstract_mesh().manual_axes
     return tuple(a for a in axes if a in manual)
-
-
-def mesh_ordered(axes: Sequence[Any]) -> tuple[Any, ...]:
-    """``axes`` in the order of the context mesh (JAX orders cast axes so)."""
-    from spec._src.core.sharding import get_abstract_mesh
-    order = list(get_abstract_mesh().axis_names)
-    return tuple(sorted(axes, key=lambda a: order.index(a) if a in order else len(order)))
 
 
 def _shown(axes: Any) -> str:
@@ -369,7 +364,6 @@ def _all_to_all_transpose(ct: Any, x: Any, *, axis_name: Any, split_axis: int,
 
 def _split_dim(x: Any, dim: int, factor: int) -> Any:
     from spec import lax
-    from spec._src.core.interpreter import canonical_aval_of
     shape = list(canonical_aval_of(x).shape)
     shape[dim:dim + 1] = [factor, shape[dim] // factor]
     return lax.reshape(x, tuple(shape))
@@ -377,7 +371,6 @@ def _split_dim(x: Any, dim: int, factor: int) -> Any:
 
 def _merge_dims(x: Any, dim: int) -> Any:
     from spec import lax
-    from spec._src.core.interpreter import canonical_aval_of
     shape = list(canonical_aval_of(x).shape)
     shape[dim:dim + 2] = [shape[dim] * shape[dim + 1]]
     return lax.reshape(x, tuple(shape))
@@ -385,7 +378,6 @@ def _merge_dims(x: Any, dim: int) -> Any:
 
 def _transpose_to(x: Any, src: int, dst: int) -> Any:
     from spec import lax
-    from spec._src.core.interpreter import canonical_aval_of
     perm = [i for i in range(canonical_aval_of(x).ndim) if i != src]
     perm.insert(dst, src)
     return lax.transpose(x, tuple(perm))
@@ -431,7 +423,6 @@ def _all_to_all_batch(axis: AxisData, args: list[Any], dims: list[Any], *, axis_
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    from spec._src.core.interpreter import canonical_aval_of
     return canonical_aval_of(x).shape
 
 

@@ -33,7 +33,7 @@ from spec._src.lax.elementwise import const_like
 from spec._src.lax.elementwise_api import eq, exp, select
 from spec._src.lax.scan_api import scan
 from spec._src.lax.special_api import random_gamma_grad
-from spec._src.lax.structural_api import broadcast_in_dim, full, full_like, reshape
+from spec._src.lax.shaping import broadcast_in_dim, full, full_like, reshape
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh

@@ -68,6 +68,10 @@ from spec._src.interpreters.spmd import Dist, Geometry
 import operator
 from collections.abc import Sequence
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.interpreter import Tracer
+from spec._src.core.prng import KeyTy, PRNGS
+from spec._src.lax.shaping import broadcast_in_dim_p
 
 Impl = Callable[..., list[np.ndarray]]
 
@@ -167,7 +171,6 @@ def _reduce_sum_transpose(ct: Any, operand: Any, *, axes: tuple[int, ...],
                           out_sharding: Any = None) -> Any:
     """Every operand element contributes once to its reduced output element:
     the cotangent is broadcast back along the reduced axes."""
-    from spec._src.lax.structural import broadcast_in_dim_p
     shape = operand.aval.shape
     # JAX computes the kept axes with NumPy and binds them unconverted
     # (np.int64 entries, visible in the printed jaxpr); so does this rule.
@@ -919,7 +922,6 @@ def _sort_impl(*xs: np.ndarray, dimension: int, is_stable: bool, num_keys: int
 
 def _key_name(physical: Any) -> str:
     """The key dtype whose values are records of dtype ``physical``."""
-    from spec._src.core.prng import PRNGS, KeyTy
     for impl in PRNGS.values():
         if KeyTy(impl).physical == physical:
             return KeyTy(impl).name
@@ -1184,8 +1186,6 @@ def top_k(operand: Any, k: int, *, axis: int = -1, is_stable: bool = True
 def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
     """Round ``operand`` to a float format with the given exponent and mantissa
     widths, keeping its dtype."""
-    from spec._src.core.errors import ConcretizationTypeError
-    from spec._src.core.interpreter import Tracer
     for name, v in (("exponent_bits", exponent_bits), ("mantissa_bits", mantissa_bits)):
         if isinstance(v, Tracer):
             raise ConcretizationTypeError(

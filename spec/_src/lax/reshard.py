@@ -40,6 +40,8 @@ from spec._src.core.sharding import (
 )
 from spec._src.interpreters import spmd as _spmd
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
+from spec._src.core.interpreter import pp_eqn_default
+from spec._src.interpreters.batching import sharding_for_vmap
 
 
 def _target(dst_sharding: Any) -> Any:
@@ -115,7 +117,6 @@ def _reshard_batch(axis: Any, args: list[Any], dims: list[Any], *, dst_sharding:
                    concrete_mesh: Any) -> tuple[list[Any], list[Any]]:
     """Per example the destination layout; the batch dimension keeps the
     vmap's explicit mesh axes (unsharded when it has none), as JAX."""
-    from spec._src.interpreters.batching import sharding_for_vmap
     (x,), (d,) = args, dims
     dst = sharding_for_vmap(axis, dst_sharding, d)
     return [reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete_mesh)], [d]
@@ -169,7 +170,6 @@ def _sc_transpose(ct: Any, operand: Any, **params: Any) -> Any:
 def _sc_batch(axis: Any, args: list[Any], dims: list[Any], *, sharding: Any, layout: Any,
               context_mesh: Any, unconstrained_dims: Any) -> tuple[list[Any], list[Any]]:
     """The hint gains an unconstrained entry for the batch dimension."""
-    from spec._src.core.sharding import NamedSharding
     (x,), (d,) = args, dims
     parts = list(sharding.spec.partitions)
     parts.insert(d, None)
@@ -192,7 +192,6 @@ class _Dims:
 
 
 def _pp_sc(eqn: Any, ctx: Any) -> Any:
-    from spec._src.core.interpreter import pp_eqn_default
     params = dict(eqn.params)
     params["unconstrained_dims"] = _Dims(params["unconstrained_dims"])
     return pp_eqn_default(eqn, ctx, params)

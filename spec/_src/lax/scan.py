@@ -48,6 +48,9 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lax.calls import call_effects
 from spec._src.core.interpreter import VMA_FROM_TYPING
+from spec._src.core.sharding import NamedSharding, P
+from spec._src.interpreters.ad_util import zeros_like_aval
+from spec._src.lax.calls import transpose_call
 
 # ============================================================ flat trees
 
@@ -307,7 +310,6 @@ def _scan_sharding(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
     """Carries leave with the body's output shardings; each ys entry gets the
     body's per-step sharding with a replicated leading (stacking) axis. The
     scanned axis of every xs must be replicated (ValueError, as lax.scan)."""
-    from spec._src.core.sharding import NamedSharding, P
     nc, nk, nx, _ = counts(ft_in, ft_out)
     xs = avals[nc + nk:nc + nk + nx]
     if any(a.sharding is not None and a.sharding.spec.partitions[:1] not in ((), (None,))
@@ -335,7 +337,6 @@ def slice_aval(aval: ArrayType) -> ArrayType:
     sharding = aval.sharding
     if sharding is None:
         return aval.update(shape=aval.shape[1:])
-    from spec._src.core.sharding import NamedSharding, P
     parts = tuple(sharding.spec.partitions)
     if parts and parts[0] is not None:
         raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding.spec}")
@@ -913,7 +914,6 @@ def _eval_jaxpr_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxp
 
 
 def _eval_jaxpr_transpose(cts: list[Any], *args: Any, call_jaxpr: Jaxpr) -> list[Any]:
-    from spec._src.lax.calls import transpose_call
     return transpose_call(lambda ops, t_jaxpr: eval_jaxpr_p.bind(*ops, call_jaxpr=t_jaxpr),
                           cts, args, call_jaxpr)
 
@@ -1034,7 +1034,6 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     in_avals = [*(canonical_aval_of(a) for a in [*res_c, *ct_refs]), *c_avals, *k_avals,
                 *y_avals, *(slice_aval(canonical_aval_of(a)) for a in res_x)]
     t_body, _ = trace_to_jaxpr(body, in_avals)
-    from spec._src.interpreters.ad_util import zeros_like_aval
     acc0 = [zeros_like_aval(a) for a in c_avals]
     ct_ys = [c for c in cts[nk:] if type(c) is not Zero]
     n_lx = sum(lin_x)

@@ -41,13 +41,16 @@ from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.lax.calls import call_effects
+from spec._src.core.interpreter import JitTracer, dce_jaxpr, eval_jaxpr, set_current_trace
+from spec._src.core.sharding import _context, get_abstract_mesh, use_abstract_mesh
+from spec._src.interpreters import ad, batching
+from spec._src.interpreters.ad_util import UndefinedPrimal
 
 # ------------------------------------------------------------ manual context
 
 
 @contextmanager
 def manual_context(check_vma: bool) -> Iterator[None]:
-    from spec._src.core.sharding import _context
     before = _context.check_vma
     _context.update(check_vma=check_vma)
     try:
@@ -58,7 +61,6 @@ def manual_context(check_vma: bool) -> Iterator[None]:
 
 def vma_checked() -> bool:
     """Whether the innermost shard_map tracks varying axes (check_vma)."""
-    from spec._src.core.sharding import _context
     return _context.check_vma
 
 
@@ -111,13 +113,11 @@ def vary(x: Any, axes: Sequence[Any]) -> Any:
     aval = canonical_aval_of(x)
     if aval.mreduced and aval.mreduced == frozenset(axes):
         from spec._src.lax.manual_collectives import reduced_vary_cast_p
-        from spec._src.core.sharding import get_abstract_mesh
         return reduced_vary_cast_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
     return pvary(x, axes)
 
 
 def pvary(x: Any, axes: Sequence[Any]) -> Any:
-    from spec._src.core.sharding import get_abstract_mesh
     if not axes:
         return x
     return pvary_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
@@ -377,7 +377,6 @@ def _pp_shard_map(eqn: Any, ctx: Any) -> Any:
 def _shard_map_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
                    in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
                    ) -> tuple[list[Any], list[Any]]:
-    from spec._src.interpreters import ad
     nonzero = tuple(type(t) is not Zero for t in tangents)
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
         new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
@@ -398,8 +397,6 @@ def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tup
     """The body's backward pass, as a shard_map: defined operands and nonzero
     cotangents go in by their specs, the undefined operands' cotangents come
     out by theirs."""
-    from spec._src.interpreters import ad
-    from spec._src.interpreters.ad_util import UndefinedPrimal
     undefined = [type(a) is UndefinedPrimal for a in args]
     defined = [a for a, u in zip(args, undefined) if not u]
     ct_nonzero = [type(c) is not Zero for c in cts]
@@ -431,7 +428,6 @@ def _shard_map_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr:
                      ) -> tuple[list[Any], list[Any]]:
     """vmap of shard_map: batched operands carry their batch axis in front,
     unsplit; every result is batched in front."""
-    from spec._src.interpreters import batching
     moved = [moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
     new_dims = [0 if d is not None else None for d in dims]
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
@@ -456,7 +452,6 @@ def _inside(mesh: AbstractMesh, check_vma: bool, manual: frozenset[Any] | None =
     """The context a shard_map body is traced in: its manual axes bound as
     named axes, the abstract mesh with them Manual."""
     from spec._src.lax.collectives import extend_axis_env
-    from spec._src.core.sharding import use_abstract_mesh
     axes = frozenset(mesh.axis_names) if manual is None else manual
     frames = [(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes) if n in axes]
     with use_abstract_mesh(manual_mesh(mesh, axes)), manual_context(check_vma):
@@ -498,8 +493,6 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
     a tangent shard_map reading them (operands that are residuals are passed
     from outside with their in_specs; rank-0 varying residuals travel as
     shape (1,))."""
-    from spec._src.interpreters import ad
-    from spec._src.core.interpreter import JitTracer, dce_jaxpr, set_current_trace
     mesh = params["mesh"]
     differentiate = [type(t) is not Zero for t in tangents]
     n_out = len(jaxpr.outvars)
@@ -552,7 +545,6 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
 
 
 def _eval(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
-    from spec._src.core.interpreter import eval_jaxpr
     return eval_jaxpr(jaxpr, jaxpr.consts, *args)
 
 

@@ -30,6 +30,7 @@ from spec._src.core.sharding import (
     get_abstract_mesh,
 )
 from spec._src.core.types import ArrayType
+from spec._src.core.registry import REGISTRY
 
 Parts = tuple[Any, ...]
 Axes = frozenset[Any]
@@ -134,7 +135,6 @@ class _Shown:
 def _illegal(name: str, avals: Sequence[ArrayType], params: dict[str, Any], mesh: AbstractMesh,
              spec: P, index: int) -> ShardingTypeError:
     # Imported here: the registry imports the interpreter, which imports rule modules' kit users.
-    from spec._src.core.registry import REGISTRY
     out = REGISTRY[name].typing(*avals, **params)[index]
     shown = ArrayType(out.shape, out.dtype, sharding=_Shown(mesh, spec))
     ins = ", ".join(a.str_short() for a in avals)
@@ -174,7 +174,6 @@ def section(name: str, parts_rule: PartsRule, ur_rule: URRule | None = None, *,
         mesh = _operands_or_param_mesh(avals, params)
         if AxisType.Explicit not in mesh.axis_types:
             # Auto/manual meshes carry no shardings in types: replicated outputs.
-            from spec._src.core.registry import REGISTRY
             outs = REGISTRY[name].typing(*avals, **params)
             return [NamedSharding(mesh, P(*(None,) * o.ndim)) for o in outs]
         out_parts = parts_rule(mesh, *avals, **params)
@@ -388,3 +387,9 @@ def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:
                         sharding=NamedSharding(mesh, P(*((None,) * (ndim - a.ndim) + parts(a)))))
               for a in avals]
     return NamedSharding(mesh, P(*broadcast_parts("broadcast_shardings", padded)))
+
+
+def mesh_ordered(axes: Sequence[Any]) -> tuple[Any, ...]:
+    """``axes`` in the order of the context mesh (JAX orders cast axes so)."""
+    order = list(get_abstract_mesh().axis_names)
+    return tuple(sorted(axes, key=lambda a: order.index(a) if a in order else len(order)))

@@ -23,6 +23,7 @@ from typing import Any
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.sharding import AbstractMesh, DuplicateSpecError, Mesh, NamedSharding, P
 from spec._src.core.types import ArrayType
+from spec._src.core.sharding import AxisType, get_abstract_mesh
 
 Parts = tuple[Any, ...]
 
@@ -46,7 +47,6 @@ def mesh_of(avals: Sequence[ArrayType]) -> AbstractMesh:
                              f"another mesh: {a.sharding.mesh}")
         mesh = a.sharding.mesh
     if mesh is None:  # only called with a sharded operand; kept total anyway
-        from spec._src.core.sharding import get_abstract_mesh
         return get_abstract_mesh()
     return mesh
 
@@ -115,7 +115,6 @@ def canonicalize_out_sharding(sharding: Any, api_name: str) -> NamedSharding | N
     """A user's ``out_sharding`` (None, P, NamedSharding) as the NamedSharding
     over an abstract mesh that the primitive records (JAX's canonical form):
     a P needs the mesh of ``set_mesh``; a concrete mesh becomes abstract."""
-    from spec._src.core.sharding import AxisType, get_abstract_mesh
     if sharding is None:
         return None
     if isinstance(sharding, NamedSharding) and sharding.mesh.empty:

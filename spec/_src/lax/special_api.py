@@ -30,6 +30,7 @@ from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import elementwise as E
 from spec._src.lax.elementwise import const_like
+from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
 
 
 class _Want(enum.Enum):
@@ -302,7 +303,6 @@ _PROGRAMS: dict[tuple[Any, ...], Any] = {}
 def special_values(name: str, a: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The impl of ``igamma``/``igammac``/``igamma_grad_a``: the composite JAX
     lowers the primitive to, staged once per shape and dtype and evaluated."""
-    from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
     key = (name, a.shape, x.shape, a.dtype)
     program = _PROGRAMS.get(key)
     if program is None:

@@ -52,8 +52,14 @@ from spec._src.lax.indexing import _with_axis_types
 from spec._src.core.registry import declare, fail, require
 from spec._src.lax.elementwise_api import add, clamp, lt, mul, select
 from spec._src.lax.reductions import reduce_sum
-from spec._src.lax.structural_api import (
-    broadcast_in_dim, convert_element_type, full, full_like, iota, reshape)
+from spec._src.lax.shaping import (
+    broadcast_in_dim,
+    convert_element_type,
+    full,
+    full_like,
+    iota,
+    reshape,
+)
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.sharding import AxisType, NamedSharding, P, entry_of
 from spec._src.core.types import FLOAT0, ArrayType, is_int
@@ -63,6 +69,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.discharge import Discharged, discharge_state
 from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.interpreters.batching import moveaxis
 
 # ------------------------------------------------------------------ typing
 
@@ -543,7 +550,6 @@ def _broadcast_to_batch(axis: Any, args: list[Any], dims: list[Any], *,
                         shape: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
     """The batch dimension leads; the operand's own dimensions align with the
     trailing ones (a broadcast_in_dim, which stretches size-1 dimensions)."""
-    from spec._src.interpreters.batching import moveaxis
     (x,), (dim,) = args, dims
     x = moveaxis(x, dim, 0)
     ndim = canonical_aval_of(x).ndim - 1
@@ -658,13 +664,11 @@ def _dynamic_slice_positions(s: Slice, dim: int, indices: Sequence[Any]) -> Any:
 
 def _as_value(v: Any, dtype: Any) -> Any:
     """A written value as the ref's (strong) dtype."""
-    from spec._src.core.interpreter import canonical_aval_of
     return convert_element_type(v, dtype) if canonical_aval_of(v).weak_type else v
 
 
 def _discharge_new_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
                        ) -> Discharged:
-    from spec._src.core.interpreter import canonical_aval_of
     return [_as_value(ins[0], canonical_aval_of(ins[0]).dtype)], []
 
 

@@ -51,11 +51,7 @@ from spec._src.interpreters.batching import (
     moveaxis,
 )
 from spec._src.core.interpreter import canonical_aval_of
-
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
+from spec._src.lax.shaping import broadcast_in_dim, broadcasted_iota, transpose
 
 
 # ------------------------------------------------------------- indexers
@@ -88,7 +84,6 @@ def _plan(indexer: NDIndexer, idx_dims: Sequence[BatchDim], size: int,
           ref_shape: tuple[int, ...], ref_dim: BatchDim) -> _Plan:
     """The indexer of the batched ref (shape ``ref_shape``, batch dimension
     ``ref_dim``) whose integer operands are batched at ``idx_dims``."""
-    lax = _lax()
     idx_batched = any(d is not None for d in idx_dims)
     int_shape = (size, *indexer.int_indexer_shape)
     dims = iter(idx_dims)
@@ -107,13 +102,13 @@ def _plan(indexer: NDIndexer, idx_dims: Sequence[BatchDim], size: int,
             entries.append(moveaxis(entry, dim, 0))
         elif ndim:
             # an array indexer shared by the examples: one copy per example
-            entries.append(lax.broadcast_in_dim(entry, int_shape, tuple(range(1, ndim + 1))))
+            entries.append(broadcast_in_dim(entry, int_shape, tuple(range(1, ndim + 1))))
         else:
             entries.append(entry)  # a scalar broadcasts against the others
     adds_int_axis = idx_batched or bool(indexer.int_indexer_shape)
     if ref_dim is not None:
         if adds_int_axis:
-            batch_entry: Any = lax.broadcasted_iota(np.dtype("int32"), int_shape, 0)
+            batch_entry: Any = broadcasted_iota(np.dtype("int32"), int_shape, 0)
         else:
             batch_entry, int_shape = Slice(0, size), ()
         entries.insert(ref_dim, batch_entry)
@@ -141,7 +136,7 @@ def _plan(indexer: NDIndexer, idx_dims: Sequence[BatchDim], size: int,
 
 
 def _transpose(x: Any, perm: tuple[int, ...]) -> Any:
-    return _lax().transpose(x, perm)
+    return transpose(x, perm)
 
 
 def _inverse(perm: tuple[int, ...]) -> tuple[int, ...]:

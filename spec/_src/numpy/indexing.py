@@ -41,8 +41,8 @@ from spec._src.lax.indexing import (
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
-from spec._src.lax.structural import convert_element_type_p
-from spec._src.lax.structural_api import _convert_element_type, canonicalize_axis
+from spec._src.lax.shaping import _convert_element_type, convert_element_type_p
+from spec._src.lax.structural_api import canonicalize_axis
 from spec._src.numpy import creation, reductions, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
