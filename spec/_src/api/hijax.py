@@ -30,6 +30,8 @@ H1..H6 (SPEC.md, "Hijax primitives") and quoted in the errors.
 from __future__ import annotations
 
 import abc
+import functools
+import inspect
 from collections import namedtuple
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -421,7 +423,24 @@ VJPHiPrimitive = HiPrim
 def _params_text(params: dict[str, Any]) -> str:
     if not params:
         return ""
-    return "[" + " ".join(f"{k}={v!r}" for k, v in params.items()) + "]"
+    return "[" + " ".join(f"{k}={_param_text(v)}" for k, v in params.items()) + "]"
+
+
+def _param_text(v: Any) -> Any:
+    """A param as JAX prints a hijax primitive's: a nested primitive as
+    ``Name[params]``, a type in short form, a Python function by its name,
+    a jaxpr as a jaxpr, anything else by ``str``."""
+    if isinstance(v, HiPrim):
+        return repr(v)
+    if isinstance(v, ArrayType):
+        return v.str_short()
+    if inspect.isfunction(v) or isinstance(v, functools.partial):
+        while isinstance(v, functools.partial):
+            v = v.func
+        return getattr(v, "__name__", str(v))
+    if isinstance(v, Jaxpr):
+        return v
+    return str(v)
 
 
 # ====================================================== the hijax primitive
@@ -559,7 +578,7 @@ def _hijax_transpose(cts: list[Any], *invals: Any, prim: HiPrim) -> list[Any]:
     """The ``transpose`` method of a primitive linear in some inputs: it gets
     the output cotangent and, per input, an accumulator (a linear input) or
     the value."""
-    name = f"{type(prim).__name__}.transpose"
+    name = f"{type(prim).__name__} H7: transpose"
     accums = [ValAccum(ad.cotangent_aval(x.aval), name) if type(x) is UndefinedPrimal else x
               for x in invals]
     ct_tree = tree_util.tree_unflatten(prim.out_tree, cts)
@@ -586,7 +605,8 @@ def _hijax_batch(axis: AxisData, args: list[Any], dims: list[Any], *, prim: HiPr
 def _pp_hijax(eqn: Eqn, ctx: PpContext) -> pp.Doc:
     """``outs = ClassName[params] operands``, as JAX prints a hijax primitive."""
     prim: HiPrim = eqn.params["prim"]
-    return _pp_named(eqn, ctx, type(prim).__name__, prim.pp_params())
+    shown = {k: _param_text(v) for k, v in prim.pp_params().items()}
+    return _pp_named(eqn, ctx, type(prim).__name__, shown)
 
 
 def _pp_named(eqn: Eqn, ctx: PpContext, name: str, params: dict[str, Any]) -> pp.Doc:
@@ -650,7 +670,7 @@ def _linearized_transpose(cts: list[Any], *invals: Any, prim: HiPrim, residuals_
     ``NullAccum`` where none is wanted."""
     n_res = residuals_tree.num_leaves
     res = tree_util.tree_unflatten(residuals_tree, invals[:n_res])
-    where = f"{type(prim).__name__}.vjp_bwd"
+    where = f"{type(prim).__name__} H7: vjp_bwd"
     operands = iter(invals[n_res:])
     accums: list[GradAccum] = []
     for aval, nz in zip(prim.in_avals_flat, nz_in_flat):
