@@ -1,5 +1,5 @@
 """``jax.experimental`` names spec provides."""
 
-from spec.experimental import multihost_utils, random, shard_map
+from spec.experimental import hijax, multihost_utils, random, shard_map
 
-__all__ = ["multihost_utils", "random", "shard_map"]
+__all__ = ["hijax", "multihost_utils", "random", "shard_map"]

@@ -30,6 +30,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad
+from spec._src.interpreters.accumulators import reverse_mode
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, zeros_like_aval
 from spec._src.lax import structural_api as L
 from spec._src.lax.reshard import reshard_p
@@ -109,7 +110,8 @@ def jvp(fun: Callable[..., Any], primals: Any, tangents: Any,
     flat = _flatten_fun(fun, p_tree, store, has_aux)
     tangents_in = [Zero(canonical_aval_of(p).tangent_type()) if _is_float0(t) else t
                    for p, t in zip(p_leaves, t_leaves)]
-    p_out, t_out = ad.jvp_flat(flat, p_leaves, tangents_in)
+    with reverse_mode(False):
+        p_out, t_out = ad.jvp_flat(flat, p_leaves, tangents_in)
     out_tree = store["tree"]
     primals_out = tree_util.tree_unflatten(out_tree, p_out)
     tangents_out = tree_util.tree_unflatten(out_tree, [_materialize(t) for t in t_out])
@@ -149,7 +151,8 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     """``(fun(*primals), f_jvp)`` where ``f_jvp`` is the linear map of tangents."""
     store: dict[str, Any] = {}
     flat, leaves, in_tree = _call_flat(fun, primals, store, has_aux)
-    lin = ad.linearize_flat(flat, leaves)
+    with reverse_mode(False):
+        lin = ad.linearize_flat(flat, leaves)
     out_tree = store["tree"]
     in_avals = [canonical_aval_of(x).tangent_type() for x in leaves]
 
@@ -494,7 +497,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
     store: dict[str, Any] = {}
     flat, leaves, in_tree = _call_flat(fun, primals, store, has_aux)
     saveable = _saveable_mask(saveable_args, tuple(primals))
-    lin = ad.linearize_flat(flat, leaves)
+    with reverse_mode(True):
+        lin = ad.linearize_flat(flat, leaves)
     out_tree = store["tree"]
     out_avals = tuple(canonical_aval_of(o) for o in lin.primals_out)
     # Classify residuals: argument leaves saved verbatim, or computed values.

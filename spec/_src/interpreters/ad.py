@@ -39,6 +39,7 @@ from spec._src.interpreters.ad_util import (
     zeros_like_aval,
 )
 from spec._src.core.array import on_device
+from spec._src.interpreters.accumulators import GradAccum
 from spec._src.core.config import config
 from spec._src.core.registry import primitive
 from spec._src.core.interpreter import (
@@ -591,7 +592,7 @@ def _is_linear_atom(a: Atom, linear: set[int]) -> bool:
     return isinstance(a, Var) and id(a) in linear
 
 
-class RefAccum:
+class RefAccum(GradAccum):
     """The cotangent of a ref: a ref that the transposes of its reads add
     into and its writes take from. It is allocated on first use (``new_ref``
     of the first contribution, or of zeros) unless the caller bound one
