@@ -262,10 +262,10 @@ def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) ->
 
 
 def test_every_primitive_has_its_own_per_device_program() -> None:
-    """Only these run the conservative gathered program: custom_lin (it is
-    transposed away, never executed) and empty2 (no operands)."""
+    """Only these run the conservative gathered program: custom_lin and
+    hijax_linearized (transposed away, never executed) and empty2 (no operands)."""
     from spec._src.interpreters.per_device import gathered_names
-    assert gathered_names() == ["custom_lin", "empty2"]
+    assert gathered_names() == ["custom_lin", "empty2", "hijax_linearized"]
 
 
 def test_local_gather_scatter_and_conv_move_nothing() -> None:

@@ -61,6 +61,7 @@ from spec._src.core.registry import declare, primitive, require
 from spec._src.core.state_types import RefEffect, RefType
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad, batching
+from spec._src.interpreters import spmd
 from spec._src.interpreters.accumulators import (
     GradAccum,
     NullAccum,
@@ -485,6 +486,18 @@ def _expand_on_values(prim: HiPrim, values: Sequence[np.ndarray]) -> list[np.nda
     return [np.asarray(o._value if isinstance(o, Array) else o) for o in outs]
 
 
+def _hijax_program(geo: spmd.Geometry, args: list[spmd.Dist], out_avals: list[ArrayType],
+                   *, prim: HiPrim) -> list[spmd.Dist]:
+    """On a mesh, the expansion's equations each run their own per-device
+    program; an expansion that branches on values runs gathered."""
+    try:
+        jaxpr = prim.expanded_jaxpr()
+    except ConcretizationTypeError:
+        return spmd.gathered(hijax_p)(geo, args, out_avals, prim=prim)
+    outs = spmd.eval_jaxpr(jaxpr, [canonical_aval_value(c) for c in jaxpr.consts], args, geo)
+    return [spmd.Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
+
+
 def _tangent_zero(aval: ArrayType) -> Zero:
     return Zero(aval.tangent_type())
 
@@ -622,6 +635,7 @@ hijax_p = declare(
     "hijax", typing=_hijax_type, impl=_hijax_impl, multiple_results=True,
     jvp=_hijax_jvp, transpose=_hijax_transpose, batch=_hijax_batch,
     sharding=_hijax_sharding, linearize=_hijax_linearize, pp_rule=_pp_hijax,
+    per_device=_hijax_program,
     vma_rule=VMA_FROM_TYPING,
     doc="A user-defined primitive (a HiPrim instance, the param `prim`): each rule is "
         "one of its methods.")
