@@ -27,7 +27,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax.control_flow import cond_p, hoist_consts, same_type, while_p
 from spec._src.core.types import ArrayType, result_type_and_weak
-from spec._src.lax.elementwise_api import clamp
+from spec._src.lax.elementwise import clamp
 from spec._src.lax.shaping import asarray, convert_element_type
 from spec._src.core.sharding import get_abstract_mesh
 

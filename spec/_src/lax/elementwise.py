@@ -1,5 +1,5 @@
 """Elementwise primitives: unary math, binary arithmetic, comparisons, bitwise,
-select_n and clamp.
+select_n and clamp; and their lax wrappers, which the rules call.
 
 Typing (the standard n-ary rule, unless a primitive says otherwise):
 C1 each operand's dtype is in the primitive's accepted class;
@@ -14,9 +14,10 @@ once (XLA CPU does the same); integer arithmetic wraps.
 
 from __future__ import annotations
 
+import builtins
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import ml_dtypes
 import numpy as np
@@ -49,6 +50,7 @@ from spec._src.core.interpreter import (
     Jaxpr,
     PpContext,
     Primitive,
+    Tracer,
     canonical_aval_of,
     current_trace,
     not_applicable,
@@ -77,7 +79,16 @@ from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import DEFAULT_PP, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core.prng import words
-from spec._src.lax.ad_prims import stop_gradient_p
+from spec._src.lax import ad_prims
+from spec._src.lax.shaping import (
+    asarray,
+    bitcast_convert_type,
+    broadcast,
+    broadcast_in_dim,
+    convert_element_type,
+    full_like,
+    reshape,
+)
 
 Impl = Callable[..., list[np.ndarray]]
 Accepted = tuple[str, DTypePredicate]
@@ -161,23 +172,17 @@ def _unary(name: str, accepted: Accepted, impl: Impl, *, accuracy: bool = False,
                    pp_rule=_hide_none("accuracy") if accuracy else DEFAULT_PP, **sections)
 
 
-def _binary(name: str, accepted: Accepted, impl: Impl,
-            result: T.DType | None = None, **sections: Any) -> Any:
+def declare_binary(name: str, accepted: Accepted, impl: Impl,
+                   result: T.DType | None = None, **sections: Any) -> Any:
     """Declare a binary primitive. Batching: lax's implicit broadcasting
     (``batching.broadcasting``)."""
     sections.setdefault("batch", broadcasting())
     return _declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
 
 
-def _lax() -> Any:
-    """``spec.lax``, which imports this module: rules reach it at call time."""
-    from spec import lax
-    return lax
-
-
 def _jnp() -> Any:
-    """``spec.numpy``: where JAX's rules use Python operators (``a * b``),
-    which go through jnp's promotion."""
+    """``spec.numpy``: ldexp's and frexp's derivative rules stage
+    ``jnp.ldexp``, a jitted function of the jnp layer."""
     from spec import numpy as jnp
     return jnp
 
@@ -195,8 +200,11 @@ class AccuracyMode(enum.Enum):
 # order, with constants made as JAX makes them (``const_like``), so that the
 # jaxprs of jvp/grad programs print as JAX's do. Primal-only subexpressions
 # never read a tangent, so linearize keeps them on the primal side.
+# Where JAX's rules write Python operators (``a * b``) these do too: on
+# arrays and tracers they are the jnp functions (array methods), whose
+# promotion may convert weak operands where the lax functions would not.
 
-_SCALAR_TYPES: dict[str, type] = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+_SCALAR_TYPES: dict[str, type] = {"b": bool, "i": int, "u": int, "f": float, "c": builtins.complex}
 
 
 def _aval(x: Any) -> ArrayType:
@@ -222,7 +230,7 @@ def const_like(example: Any, val: Any) -> Any:
 
 
 def _full_like(x: Any, val: Any, *, shape: Any = None, dtype: Any = None) -> Any:
-    return _lax().full_like(x, val, dtype=dtype, shape=shape)
+    return full_like(x, val, dtype=dtype, shape=shape)
 
 
 def _zeros(x: Any) -> Any:
@@ -244,21 +252,19 @@ def _one(x: Any) -> Any:
 
 def _replace_zero(x: Any) -> Any:
     """``x`` with its zeros replaced by ones (a safe divisor or log operand)."""
-    lax = _lax()
-    return lax.select(lax.eq(x, const_like(x, 0)), _ones(x), x)
+    return select(eq(x, const_like(x, 0)), _ones(x), x)
 
 
 def _maybe_broadcast(shape: T.Shape, x: Any) -> Any:
     """``x`` broadcast to ``shape`` (axes of equal size are kept, the others
     squeezed first), as JAX's rules broadcast a tangent."""
-    lax = _lax()
     x_shape = _aval(x).shape
     if x_shape == tuple(shape):
         return x
     if not x_shape:
-        return lax.broadcast_in_dim(x, shape, ())
+        return broadcast_in_dim(x, shape, ())
     dims = tuple(i for i, (a, b) in enumerate(zip(x_shape, shape)) if a == b)
-    return lax.broadcast_in_dim(lax.reshape(x, tuple(x_shape[i] for i in dims)), shape, dims)
+    return broadcast_in_dim(reshape(x, tuple(x_shape[i] for i in dims)), shape, dims)
 
 
 def _out_shape(*xs: Any) -> T.Shape:
@@ -268,18 +274,17 @@ def _out_shape(*xs: Any) -> T.Shape:
 def _balanced_cmp(x: Any, y: Any) -> Any:
     """1 where x > y, 1/2 where x == y, 0 elsewhere (also nan): max and min
     split the derivative of a tie evenly between the operands."""
-    lax = _lax()
-    gt_mask = lax.gt(x, y)
-    eq_mask = lax.eq(x, y)
+    gt_mask = gt(x, y)
+    eq_mask = eq(x, y)
     dt = _aval(x).dtype
     ones = _full_like(gt_mask, 1, dtype=dt)
     zeros = _full_like(gt_mask, 0, dtype=dt)
     half = _full_like(gt_mask, 0.5, dtype=dt)
-    return lax.select(gt_mask, ones, lax.select(eq_mask, half, zeros))
+    return select(gt_mask, ones, select(eq_mask, half, zeros))
 
 
 def _stop_gradient(x: Any) -> Any:
-    return stop_gradient_p.bind(x)
+    return ad_prims.stop_gradient_p.bind(x)
 
 
 def _not_linear(name: str) -> Any:
@@ -303,124 +308,110 @@ def _unary_jvp(name: str, fn: Callable[..., Any], *, with_out: bool = False) -> 
 def _sign_jvp(g: Any, ans: Any, x: Any) -> Any:
     """Zero on the real line; for complex x, sign(x) = e^(i theta) moves by
     i sign(x) dtheta with dtheta = Im(conj(sign x) dx) / |x|."""
-    lax = _lax()
     if not _is_complex_value(x):
         return Zero.from_primal_value(ans)
-    dtheta = lax.div(lax.imag(lax.mul(lax.conj(ans), g)), _replace_zero(lax.abs(x)))
-    return lax.mul(ans, lax.complex(_zeros(dtheta), dtheta))
+    dtheta = div(imag(mul(conj(ans), g)), _replace_zero(abs(x)))
+    return mul(ans, complex(_zeros(dtheta), dtheta))
 
 
 def _tanh_jvp(g: Any, ans: Any, x: Any, *, accuracy: Any) -> Any:
-    lax = _lax()
     if accuracy is AccuracyMode.HIGHEST:
         # 1 - tanh^2 = 4 logistic(2x) logistic(-2x), without cancellation.
-        return lax.mul(g, lax.mul(const_like(x, 4), lax.mul(
-            lax.logistic(lax.mul(const_like(x, 2), x), accuracy=accuracy),
-            lax.logistic(lax.mul(const_like(x, -2), x), accuracy=accuracy))))
-    return lax.mul(g, lax.one_minus_square(ans))
+        return mul(g, mul(const_like(x, 4), mul(
+            logistic(mul(const_like(x, 2), x), accuracy=accuracy),
+            logistic(mul(const_like(x, -2), x), accuracy=accuracy))))
+    return mul(g, one_minus_square(ans))
 
 
 def _logistic_jvp(g: Any, ans: Any, x: Any, *, accuracy: Any) -> Any:
-    lax = _lax()
     if accuracy is AccuracyMode.HIGHEST:
-        return lax.mul(g, lax.mul(ans, lax.logistic(lax.neg(x))))
-    return lax.mul(g, lax.mul(ans, lax.sub(_one(ans), ans)))
+        return mul(g, mul(ans, logistic(neg(x))))
+    return mul(g, mul(ans, sub(_one(ans), ans)))
 
 
 def _asinh_jvp(g: Any, x: Any) -> Any:
     """g / sqrt(x^2 + 1), evaluated on x scaled by a power of two (held
     constant by stop_gradient) so that x^2 neither overflows nor loses the
     1; complex x keeps the signs of zeros on the branch cuts."""
-    lax = _lax()
     finfo = ml_dtypes.finfo(K.real_dtype(_aval(x).dtype))  # type: ignore[no-untyped-call]
     inv_t = 2.0 ** -(int(finfo.maxexp) // 2 - 2)
     max_scale = 2.0 ** (int(finfo.maxexp) // 2 + 2)
     if not _is_complex_value(x):
-        scale = _stop_gradient(lax.clamp(_one(x), lax.mul(lax.abs(x), const_like(x, inv_t)),
+        scale = _stop_gradient(clamp(_one(x), mul(abs(x), const_like(x, inv_t)),
                                          const_like(x, max_scale)))
-        inv_scale = lax.reciprocal(scale)
-        x_scaled = lax.mul(x, inv_scale)
-        deriv = lax.mul(inv_scale, lax.rsqrt(lax.add(lax.square(x_scaled),
-                                                      lax.square(inv_scale))))
-        return lax.mul(g, deriv)
-    rx, ix = lax.real(x), lax.imag(x)
-    max_abs = lax.max(lax.abs(rx), lax.abs(ix))
-    scale = _stop_gradient(lax.clamp(_one(rx), lax.mul(max_abs, const_like(rx, inv_t)),
+        inv_scale = reciprocal(scale)
+        x_scaled = mul(x, inv_scale)
+        deriv = mul(inv_scale, rsqrt(add(square(x_scaled),
+                                                      square(inv_scale))))
+        return mul(g, deriv)
+    rx, ix = real(x), imag(x)
+    max_abs = max(abs(rx), abs(ix))
+    scale = _stop_gradient(clamp(_one(rx), mul(max_abs, const_like(rx, inv_t)),
                                      const_like(rx, max_scale)))
-    inv_scale = lax.reciprocal(scale)
-    rx_s = lax.mul(rx, inv_scale)
-    ix_s = lax.mul(ix, inv_scale)
-    re_w = lax.add(lax.square(rx_s), lax.one_minus_square(ix_s))
-    im_w = lax.mul(const_like(rx_s, 2), lax.mul(rx_s, ix_s))
-    r = lax.rsqrt(lax.complex(re_w, im_w))
-    deriv = lax.select(lax.eq(max_abs, const_like(rx, np.inf)), _zeros(x),
-                       lax.complex(lax.mul(lax.real(r), inv_scale),
-                                   lax.mul(lax.imag(r), inv_scale)))
-    return lax.mul(g, deriv)
+    inv_scale = reciprocal(scale)
+    rx_s = mul(rx, inv_scale)
+    ix_s = mul(ix, inv_scale)
+    re_w = add(square(rx_s), one_minus_square(ix_s))
+    im_w = mul(const_like(rx_s, 2), mul(rx_s, ix_s))
+    r = rsqrt(complex(re_w, im_w))
+    deriv = select(eq(max_abs, const_like(rx, np.inf)), _zeros(x),
+                       complex(mul(real(r), inv_scale),
+                                   mul(imag(r), inv_scale)))
+    return mul(g, deriv)
 
 
 def _abs_jvp(g: Any, ans: Any, x: Any) -> Any:
     """sign(x) g for real x (the + side at 0); Re(conj(x) g) / |x| for complex."""
-    lax = _lax()
     if _is_complex_value(x):
         dt = _aval(x).dtype
-        return lax.real(lax.mul(g, lax.div(lax.conj(x), _replace_zero(
-            lax.convert_element_type(ans, dt)))))
-    return lax.select(lax.ge(x, _zero(x)), g, lax.neg(g))
+        return real(mul(g, div(conj(x), _replace_zero(
+            convert_element_type(ans, dt)))))
+    return select(ge(x, _zero(x)), g, neg(g))
 
 
 def _split_square(x: Any) -> tuple[Any, Any]:
     """x^2 as s_hi + s_lo with s_hi = x_hi^2 exact (x_hi: x with the low half
     of its mantissa cleared)."""
-    lax, jnp = _lax(), _jnp()
     if _aval(x).dtype == T.float32:
-        x_u = lax.bitcast_convert_type(x, np.uint32)
-        x_hi = lax.bitcast_convert_type(jnp.bitwise_and(x_u, np.uint32(0xFFFFF000)),
-                                        np.float32)
+        x_u = bitcast_convert_type(x, np.uint32)
+        x_hi = bitcast_convert_type(x_u & np.uint32(0xFFFFF000), np.float32)
     else:
-        x_u = lax.bitcast_convert_type(x, np.uint64)
-        x_hi = lax.bitcast_convert_type(
-            jnp.bitwise_and(x_u, const_like(x_u, 0xFFFFFFFFF8000000)), np.float64)
-    x_lo = jnp.subtract(x, x_hi)
-    return jnp.multiply(x_hi, x_hi), jnp.multiply(x_lo, jnp.add(x, x_hi))
+        x_u = bitcast_convert_type(x, np.uint64)
+        x_hi = bitcast_convert_type(x_u & const_like(x_u, 0xFFFFFFFFF8000000), np.float64)
+    x_lo = x - x_hi
+    return x_hi * x_hi, x_lo * (x + x_hi)
 
 
 def _expm1_lo(u: Any) -> Any:
     """e^u - 1 for the small |u| of a split square's low part (Taylor)."""
-    jnp = _jnp()
     if _aval(u).dtype == T.float32:
-        return jnp.multiply(u, _lax().polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0,
-                                                     1.0 / 120.0]))
-    return jnp.multiply(u, _lax().polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0]))
+        return u * polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0])
+    return u * polynomial(u, [1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0])
 
 
 def _exp_neg_sq_body(x: Any) -> Any:
     """exp(-x^2): float32/float64 split x^2 exactly into two parts so that
     its rounding is not magnified by exp; |x| is capped where the result
     underflows anyway."""
-    lax, jnp = _lax(), _jnp()
     dt = _aval(x).dtype
     if dt not in (T.float32, T.float64):
-        return lax.exp(lax.neg(lax.square(x)))
+        return exp(neg(square(x)))
     max_ax = 11.0 if dt == T.float32 else 28.0
-    ax = lax.min(lax.abs(x), const_like(x, max_ax))
+    ax = min(abs(x), const_like(x, max_ax))
     s_hi, s_lo = _split_square(ax)
-    e = lax.exp(jnp.negative(s_hi), accuracy=AccuracyMode.HIGHEST)
-    return jnp.add(e, jnp.multiply(e, _expm1_lo(jnp.negative(s_lo))))
+    e = exp(-s_hi, accuracy=AccuracyMode.HIGHEST)
+    return e + e * _expm1_lo(-s_lo)
 
 
 def _exp_neg_sq_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
     """d exp(-x^2) = -2 x exp(-x^2) dx, with x taken as 0 where the value
     has underflowed to 0 (so x = inf gives 0, not inf * 0)."""
-    lax, jnp = _lax(), _jnp()
     (x,), (x_dot,) = primals, tangents
-    x = lax.asarray(x)
+    x = asarray(x)
     ans = exp_neg_sq(x)
     max_ax = 11.0 if _aval(x).dtype == T.float32 else 28.0
-    safe_x = lax.select(jnp.less(lax.abs(x), const_like(x, max_ax)), x,
-                        lax.full_like(x, 0.0))
-    return ans, jnp.multiply(jnp.multiply(jnp.multiply(const_like(x, -2.0), safe_x), ans),
-                             x_dot)
+    safe_x = select(abs(x) < const_like(x, max_ax), x, full_like(x, 0.0))
+    return ans, const_like(x, -2.0) * safe_x * ans * x_dot
 
 
 class _ExpNegSqRule:
@@ -461,13 +452,11 @@ _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
 
 
 def _erf_jvp(g: Any, x: Any) -> Any:
-    lax = _lax()
-    return lax.mul(const_like(x, _TWO_OVER_SQRT_PI), lax.mul(g, exp_neg_sq(x)))
+    return mul(const_like(x, _TWO_OVER_SQRT_PI), mul(g, exp_neg_sq(x)))
 
 
 def _erfc_jvp(g: Any, x: Any, **params: Any) -> Any:
-    lax = _lax()
-    return lax.mul(const_like(x, -_TWO_OVER_SQRT_PI), lax.mul(g, exp_neg_sq(x)))
+    return mul(const_like(x, -_TWO_OVER_SQRT_PI), mul(g, exp_neg_sq(x)))
 
 
 def _polygamma_jvp_m(g: Any, m: Any, x: Any) -> Any:
@@ -475,24 +464,21 @@ def _polygamma_jvp_m(g: Any, m: Any, x: Any) -> Any:
 
 
 def _polygamma_jvp_x(g: Any, m: Any, x: Any) -> Any:
-    lax = _lax()
-    return _jnp().multiply(g, lax.polygamma(lax.add(m, const_like(m, 1)), x))
+    return g * polygamma(add(m, const_like(m, 1)), x)
 
 
 def _real_transpose(ct: Any, x: Any) -> Any:
-    return _lax().complex(ct, np.zeros((), _aval(ct).dtype))
+    return complex(ct, np.zeros((), _aval(ct).dtype))
 
 
 def _imag_transpose(ct: Any, x: Any) -> Any:
-    lax = _lax()
-    return lax.complex(np.zeros((), _aval(ct).dtype), lax.neg(ct))
+    return complex(np.zeros((), _aval(ct).dtype), neg(ct))
 
 
 def _conj_transpose(ct: Any, x: Any, *, input_dtype: Any) -> Any:
     """conj is linear over the reals: its transpose conjugates back (complex
     input) or keeps the real part (real input)."""
-    lax = _lax()
-    return lax.conj(ct) if T.is_complex(np.dtype(input_dtype)) else lax.real(ct)
+    return conj(ct) if T.is_complex(np.dtype(input_dtype)) else real(ct)
 
 
 # ====================================================================== unary
@@ -642,13 +628,8 @@ def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray],
     return impl
 
 
-def _L() -> Any:
-    """``spec.lax`` (short, for the one-line derivative rules below)."""
-    return _lax()
-
-
 neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
-               transpose=linear_transpose(lambda ct, x: _lax().neg(ct)))
+               transpose=linear_transpose(lambda ct, x: neg(ct)))
 sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
@@ -657,61 +638,61 @@ round_p = _declare("round", typing=_round_type, impl=_round_impl,
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))
 exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True, **_unary_jvp(
-    "exp", lambda g, ans, x, **p: _L().mul(g, ans), with_out=True))
+    "exp", lambda g, ans, x, **p: mul(g, ans), with_out=True))
 exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True, **_unary_jvp(
-    "exp2", lambda g, ans, x, **p: _L().mul(_L().log(const_like(x, 2)), _L().mul(g, ans)),
+    "exp2", lambda g, ans, x, **p: mul(log(const_like(x, 2)), mul(g, ans)),
     with_out=True))
 log_p = _unary("log", INEXACT, lifted(_complex_or(np.log, K.complex_log)), accuracy=True,
-               **_unary_jvp("log", lambda g, x, **p: _L().div(g, x)))
+               **_unary_jvp("log", lambda g, x, **p: div(g, x)))
 log2_p = _unary("log2", INEXACT, lifted(np.log2), accuracy=True, **_unary_jvp(
-    "log2", lambda g, x, **p: _L().div(g, _L().mul(x, _L().log(const_like(x, 2))))))
+    "log2", lambda g, x, **p: div(g, mul(x, log(const_like(x, 2))))))
 log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True, **_unary_jvp(
-    "log1p", lambda g, x, **p: _L().div(g, _L().add(x, _one(x)))))
+    "log1p", lambda g, x, **p: div(g, add(x, _one(x)))))
 expm1_p = _unary("expm1", INEXACT, lifted(np.expm1), accuracy=True, **_unary_jvp(
-    "expm1", lambda g, ans, x, accuracy: _L().mul(g, _L().exp(x, accuracy=accuracy)),
+    "expm1", lambda g, ans, x, accuracy: mul(g, exp(x, accuracy=accuracy)),
     with_out=True))
 tanh_p = _unary("tanh", INEXACT, lifted(np.tanh), accuracy=True,
                 **_unary_jvp("tanh", _tanh_jvp, with_out=True))
 logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True,
                     **_unary_jvp("logistic", _logistic_jvp, with_out=True))
 sin_p = _unary("sin", INEXACT, lifted(_complex_or(np.sin, K.complex_sin)), accuracy=True,
-               jvp=defjvp(lambda g, x, accuracy: _lax().mul(g, _lax().cos(x, accuracy=accuracy))),
+               jvp=defjvp(lambda g, x, accuracy: mul(g, cos(x, accuracy=accuracy))),
                transpose=not_applicable("sin is not linear"))
 cos_p = _unary("cos", INEXACT, lifted(_complex_or(np.cos, K.complex_cos)), accuracy=True,
-               jvp=defjvp(lambda g, x, accuracy: _lax().neg(
-                   _lax().mul(g, _lax().sin(x, accuracy=accuracy)))),
+               jvp=defjvp(lambda g, x, accuracy: neg(
+                   mul(g, sin(x, accuracy=accuracy)))),
                transpose=not_applicable("cos is not linear"))
 tan_p = _unary("tan", INEXACT, lifted(np.tan), accuracy=True, **_unary_jvp(
-    "tan", lambda g, ans, x, **p: _L().mul(g, _L().add(const_like(x, 1), _L().square(ans))),
+    "tan", lambda g, ans, x, **p: mul(g, add(const_like(x, 1), square(ans))),
     with_out=True))
 asin_p = _unary("asin", INEXACT, lifted(np.arcsin), **_unary_jvp(
-    "asin", lambda g, x: _L().mul(g, _L().rsqrt(_L().one_minus_square(x)))))
+    "asin", lambda g, x: mul(g, rsqrt(one_minus_square(x)))))
 acos_p = _unary("acos", INEXACT, lifted(np.arccos), **_unary_jvp(
-    "acos", lambda g, x: _L().mul(g, _L().neg(_L().rsqrt(_L().one_minus_square(x))))))
+    "acos", lambda g, x: mul(g, neg(rsqrt(one_minus_square(x))))))
 atan_p = _unary("atan", INEXACT, lifted(np.arctan), **_unary_jvp(
-    "atan", lambda g, x: _L().div(g, _L().add(const_like(x, 1), _L().square(x)))))
+    "atan", lambda g, x: div(g, add(const_like(x, 1), square(x)))))
 sinh_p = _unary("sinh", INEXACT, lifted(_sinh),
-                **_unary_jvp("sinh", lambda g, x: _L().mul(g, _L().cosh(x))))
+                **_unary_jvp("sinh", lambda g, x: mul(g, cosh(x))))
 cosh_p = _unary("cosh", INEXACT, lifted(_cosh),
-                **_unary_jvp("cosh", lambda g, x: _L().mul(g, _L().sinh(x))))
+                **_unary_jvp("cosh", lambda g, x: mul(g, sinh(x))))
 asinh_p = _unary("asinh", INEXACT, lifted(np.arcsinh), **_unary_jvp("asinh", _asinh_jvp))
 acosh_p = _unary("acosh", INEXACT, lifted(np.arccosh), **_unary_jvp(
-    "acosh", lambda g, x: _L().mul(g, _L().mul(_L().rsqrt(_L().sub(x, _one(x))),
-                                               _L().rsqrt(_L().add(x, _one(x)))))))
+    "acosh", lambda g, x: mul(g, mul(rsqrt(sub(x, _one(x))),
+                                               rsqrt(add(x, _one(x)))))))
 atanh_p = _unary("atanh", INEXACT, lifted(np.arctanh), **_unary_jvp(
-    "atanh", lambda g, x: _L().div(g, _L().one_minus_square(x))))
+    "atanh", lambda g, x: div(g, one_minus_square(x))))
 sqrt_p = _unary("sqrt", INEXACT, lifted(_complex_or(np.sqrt, K.complex_sqrt)), accuracy=True,
-                **_unary_jvp("sqrt", lambda g, ans, x, **p: _L().mul(
-                    g, _L().div(const_like(x, 0.5), ans)), with_out=True))
+                **_unary_jvp("sqrt", lambda g, ans, x, **p: mul(
+                    g, div(const_like(x, 0.5), ans)), with_out=True))
 rsqrt_p = _unary("rsqrt", INEXACT, lifted(_rsqrt), accuracy=True, **_unary_jvp(
-    "rsqrt", lambda g, ans, x, **p: _L().mul(g, _L().mul(const_like(x, -0.5), _L().div(ans, x))),
+    "rsqrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, -0.5), div(ans, x))),
     with_out=True))
 cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True, **_unary_jvp(
-    "cbrt", lambda g, ans, x, **p: _L().mul(g, _L().mul(const_like(x, 1 / 3),
-                                                        _L().integer_pow(ans, -2))),
+    "cbrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, 1 / 3),
+                                                        integer_pow(ans, -2))),
     with_out=True))
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
-    "square", lambda g, ans, x: _L().mul(g, _L().mul(const_like(x, 2), x)), with_out=True))
+    "square", lambda g, ans, x: mul(g, mul(const_like(x, 2), x)), with_out=True))
 abs_p = _declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
 erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
@@ -719,14 +700,14 @@ erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
 erfc_p = _unary("erfc", FLOAT, K.lifted_xla(K.erfc32_xla, K.erfc64_xla), accuracy=True,
                 **_unary_jvp("erfc", _erfc_jvp))
 erf_inv_p = _unary("erf_inv", FLOAT, K.lifted_xla(K.erf_inv32_xla, K.erf_inv64_xla),
-                   **_unary_jvp("erf_inv", lambda g, ans, x: _L().mul(
+                   **_unary_jvp("erf_inv", lambda g, ans, x: mul(
                        const_like(x, np.sqrt(np.pi) / 2.0),
-                       _L().mul(g, _L().exp(_L().square(ans)))), with_out=True))
+                       mul(g, exp(square(ans)))), with_out=True))
 lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla),
-                  **_unary_jvp("lgamma", lambda g, x: _L().mul(g, _L().digamma(x))))
+                  **_unary_jvp("lgamma", lambda g, x: mul(g, digamma(x))))
 digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla),
-                   **_unary_jvp("digamma", lambda g, x: _L().mul(
-                       g, _L().polygamma(const_like(x, 1), x))))
+                   **_unary_jvp("digamma", lambda g, x: mul(
+                       g, polygamma(const_like(x, 1), x))))
 real_p = _declare("real", typing=_part_type("real"), impl=lambda x: [np.real(x).copy()],
                  jvp=linear_jvp(), transpose=linear_transpose(_real_transpose),
                  batch=vectorized())
@@ -758,7 +739,7 @@ def _one_minus_square_impl(x: np.ndarray) -> list[np.ndarray]:
 one_minus_square_p = _unary(
     "one_minus_square", NUMBER, _one_minus_square_impl, **_unary_jvp(
         "one_minus_square",
-        lambda g, x: _L().mul(g, _L().mul(const_like(x, -2), x))))
+        lambda g, x: mul(g, mul(const_like(x, -2), x))))
 
 
 # ===================================================================== binary
@@ -833,7 +814,7 @@ def _shift(kind: str) -> Impl:
 
 
 def _comparison(name: str, accepted: Accepted, fn: Callable[..., Any]) -> Any:
-    return _binary(name, accepted, lifted_to(T.bool_, fn), result=T.bool_,
+    return declare_binary(name, accepted, lifted_to(T.bool_, fn), result=T.bool_,
                    **_zero_deriv(name))
 
 
@@ -860,7 +841,7 @@ def _add_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[A
     if type(tx) is Zero or type(ty) is Zero:
         t = ty if type(tx) is Zero else tx
         return [out], [_broadcast_to_shape(t, out)]
-    return [out], [_lax().add(tx, ty)]
+    return [out], [add(tx, ty)]
 
 
 def _sub_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
@@ -871,8 +852,8 @@ def _sub_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[A
     if type(ty) is Zero:
         return [out], [_broadcast_to_shape(tx, out)]
     if type(tx) is Zero:
-        return [out], [_broadcast_to_shape(_lax().neg(ty), out)]
-    return [out], [_lax().sub(tx, ty)]
+        return [out], [_broadcast_to_shape(neg(ty), out)]
+    return [out], [sub(tx, ty)]
 
 
 def _broadcast_to_shape(t: Any, like: Any) -> Any:
@@ -884,7 +865,7 @@ def _add_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
 
 
 def _sub_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
-    return [unbroadcast(ct_aval(x), ct), unbroadcast(ct_aval(y), _lax().neg(ct))]
+    return [unbroadcast(ct_aval(x), ct), unbroadcast(ct_aval(y), neg(ct))]
 
 
 def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: Any = None) -> list[Any]:
@@ -893,13 +874,13 @@ def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: Any = None) -> list[An
         if is_undefined_primal(y):
             raise TypeError("mul: cannot transpose a product of two linear operands")
         dt = None if out_dtype is None else x.aval.dtype
-        return [unbroadcast(x.aval, _lax().mul(ct, y, out_dtype=dt)), None]
+        return [unbroadcast(x.aval, mul(ct, y, out_dtype=dt)), None]
     dt = None if out_dtype is None else y.aval.dtype
-    return [None, unbroadcast(y.aval, _lax().mul(x, ct, out_dtype=dt))]
+    return [None, unbroadcast(y.aval, mul(x, ct, out_dtype=dt))]
 
 
-add_p = _binary("add", NUMBER, lifted(np.add), jvp=_add_jvp, transpose=_add_transpose)
-sub_p = _binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub_transpose)
+add_p = declare_binary("add", NUMBER, lifted(np.add), jvp=_add_jvp, transpose=_add_transpose)
+sub_p = declare_binary("sub", NUMBER, lifted(np.subtract), jvp=_sub_jvp, transpose=_sub_transpose)
 mul_p: Primitive = _declare("mul", typing=_mul_type, impl=_mul_impl,
                 pp_rule=_hide_none("out_dtype"),
                 jvp=defjvp(lambda g, x, y, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
@@ -911,55 +892,53 @@ def _div_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     """x / y is linear in x only."""
     if is_undefined_primal(y):
         raise TypeError("div: cannot transpose a quotient whose divisor is linear")
-    return [unbroadcast(x.aval, _lax().div(ct, y)), None]
+    return [unbroadcast(x.aval, div(ct, y)), None]
 
 
 def _rem_jvp_y(g: Any, x: Any, y: Any) -> Any:
     """rem(x, y) = x - y trunc(x / y): d/dy = -trunc(x / y)."""
-    lax = _lax()
-    return lax.mul(lax.neg(g), lax.mul(lax.sign(lax.div(x, y)),
-                                       lax.floor(lax.abs(lax.div(x, y)))))
+    return mul(neg(g), mul(sign(div(x, y)),
+                                       floor(abs(div(x, y)))))
 
 
 def _atan2_denominator(x: Any, y: Any) -> Any:
-    lax = _lax()
-    return lax.add(lax.square(x), lax.square(y))
+    return add(square(x), square(y))
 
 
-div_p = _binary("div", NUMBER, lifted(_div),
-                jvp=defjvp(lambda g, x, y: _L().div(g, y),
-                           lambda g, x, y: _L().mul(_L().mul(_L().neg(g), x),
-                                                    _L().integer_pow(y, -2))),
+div_p = declare_binary("div", NUMBER, lifted(_div),
+                jvp=defjvp(lambda g, x, y: div(g, y),
+                           lambda g, x, y: mul(mul(neg(g), x),
+                                                    integer_pow(y, -2))),
                 transpose=_div_transpose)
-rem_p = _binary("rem", K.REAL_NUMBER, lifted(_rem),
+rem_p = declare_binary("rem", K.REAL_NUMBER, lifted(_rem),
                 jvp=defjvp(lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g), _rem_jvp_y),
                 transpose=_not_linear("rem"))
-max_p = _binary("max", ANY, lifted(_minmax(True)),
-                jvp=defjvp(lambda g, x, y: _L().mul(g, _balanced_cmp(x, y)),
-                           lambda g, x, y: _L().mul(g, _balanced_cmp(y, x))),
+max_p = declare_binary("max", ANY, lifted(_minmax(True)),
+                jvp=defjvp(lambda g, x, y: mul(g, _balanced_cmp(x, y)),
+                           lambda g, x, y: mul(g, _balanced_cmp(y, x))),
                 transpose=_not_linear("max"))
-min_p = _binary("min", ANY, lifted(_minmax(False)),
-                jvp=defjvp(lambda g, x, y: _L().mul(g, _balanced_cmp(y, x)),
-                           lambda g, x, y: _L().mul(g, _balanced_cmp(x, y))),
+min_p = declare_binary("min", ANY, lifted(_minmax(False)),
+                jvp=defjvp(lambda g, x, y: mul(g, _balanced_cmp(y, x)),
+                           lambda g, x, y: mul(g, _balanced_cmp(x, y))),
                 transpose=_not_linear("min"))
-atan2_p = _binary("atan2", INEXACT, lifted(_atan2),
-                  jvp=defjvp(lambda g, x, y: _L().mul(g, _L().div(y, _atan2_denominator(x, y))),
-                             lambda g, x, y: _L().mul(g, _L().div(_L().neg(x),
+atan2_p = declare_binary("atan2", INEXACT, lifted(_atan2),
+                  jvp=defjvp(lambda g, x, y: mul(g, div(y, _atan2_denominator(x, y))),
+                             lambda g, x, y: mul(g, div(neg(x),
                                                                   _atan2_denominator(x, y)))),
                   transpose=_not_linear("atan2"))
-nextafter_p = _binary("nextafter", FLOAT, _nextafter,
+nextafter_p = declare_binary("nextafter", FLOAT, _nextafter,
                       jvp=defjvp(lambda g, x, y: _maybe_broadcast(_out_shape(x, y), g), None),
                       transpose=_not_linear("nextafter"))
-and_p = _binary("and", INT_OR_BOOL, _bool_or_int(np.bitwise_and, np.logical_and),
+and_p = declare_binary("and", INT_OR_BOOL, _bool_or_int(np.bitwise_and, np.logical_and),
                 **_zero_deriv("and"))
-or_p = _binary("or", INT_OR_BOOL, _bool_or_int(np.bitwise_or, np.logical_or),
+or_p = declare_binary("or", INT_OR_BOOL, _bool_or_int(np.bitwise_or, np.logical_or),
                **_zero_deriv("or"))
-xor_p = _binary("xor", INT_OR_BOOL, _bool_or_int(np.bitwise_xor, np.logical_xor),
+xor_p = declare_binary("xor", INT_OR_BOOL, _bool_or_int(np.bitwise_xor, np.logical_xor),
                 **_zero_deriv("xor"))
-shift_left_p = _binary("shift_left", INTEGER, _shift("left"), **_zero_deriv("shift_left"))
-shift_right_logical_p = _binary("shift_right_logical", INTEGER, _shift("logical"),
+shift_left_p = declare_binary("shift_left", INTEGER, _shift("left"), **_zero_deriv("shift_left"))
+shift_right_logical_p = declare_binary("shift_right_logical", INTEGER, _shift("logical"),
                                 **_zero_deriv("shift_right_logical"))
-shift_right_arithmetic_p = _binary("shift_right_arithmetic", INTEGER, _shift("arithmetic"),
+shift_right_arithmetic_p = declare_binary("shift_right_arithmetic", INTEGER, _shift("arithmetic"),
                                    **_zero_deriv("shift_right_arithmetic"))
 def _key_aware(fn: Callable[..., Any], combine: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` elementwise, and for arrays of PRNG keys (record values, see
@@ -991,9 +970,8 @@ def _complex_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
     """x + i y is linear in both parts: x receives Re(ct) and y receives
     Im(-ct) (JAX's convention for complex cotangents), each summed over the
     axes it was broadcast along."""
-    lax = _lax()
-    ct_x = unbroadcast(x.aval, lax.real(ct)) if is_undefined_primal(x) else None
-    ct_y = unbroadcast(y.aval, lax.imag(lax.neg(ct))) if is_undefined_primal(y) else None
+    ct_x = unbroadcast(x.aval, real(ct)) if is_undefined_primal(x) else None
+    ct_y = unbroadcast(y.aval, imag(neg(ct))) if is_undefined_primal(y) else None
     return [ct_x, ct_y]
 
 
@@ -1030,7 +1008,7 @@ def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     general.imag = coeff * np.sin(angle)
     # A zero base: 1 for a zero exponent, 0 for a positive real one, else nan.
     at_zero = np.where(y == 0, 1 + 0j,
-                       np.where((c > 0) & (d == 0), 0j, complex(np.nan, np.nan)))
+                       np.where((c > 0) & (d == 0), 0j, builtins.complex(np.nan, np.nan)))
     return np.where(x == 0, at_zero.astype(x.dtype), general)
 
 
@@ -1052,29 +1030,27 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
 def _pow_jvp_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     """d/dx x^y = y x^(y-1); for an integer exponent the y = 0 case is 0
     (not 0 * x^-1, a nan at x = 0)."""
-    lax = _lax()
     y_is_int = T.is_int(_aval(y).dtype)
     dt, _ = T.result_type_and_weak(x, y)
     dt = T.int32 if dt == T.bool_ else dt
-    x = lax.convert_element_type(x, dt)
-    y = lax.convert_element_type(y, dt)
+    x = convert_element_type(x, dt)
+    y = convert_element_type(y, dt)
     if y_is_int:
         x_shape, y_shape = _aval(x).shape, _aval(y).shape
         if x_shape != y_shape:
             shape = _out_shape(x, y)
             x = _maybe_broadcast(shape, x)
             y = _maybe_broadcast(shape, y)
-        jac = lax.select(lax.eq(y, const_like(y, 0)), _zeros(y),
-                         lax.mul(_replace_zero(y), lax.pow(x, lax.sub(y, _ones(y)))))
+        jac = select(eq(y, const_like(y, 0)), _zeros(y),
+                         mul(_replace_zero(y), pow(x, sub(y, _ones(y)))))
     else:
-        jac = lax.mul(y, lax.pow(x, lax.sub(y, _ones(y))))
-    return lax.mul(g, jac)
+        jac = mul(y, pow(x, sub(y, _ones(y))))
+    return mul(g, jac)
 
 
 def _pow_jvp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     """d/dy x^y = log(x) x^y (log 1 = 0 where x = 0)."""
-    lax = _lax()
-    return lax.convert_element_type(lax.mul(g, lax.mul(lax.log(_replace_zero(x)), ans)),
+    return convert_element_type(mul(g, mul(log(_replace_zero(x)), ans)),
                                     _aval(y).dtype)
 
 
@@ -1124,14 +1100,13 @@ def _integer_pow_impl(x: np.ndarray, *, y: int) -> list[np.ndarray]:
 
 
 def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
-    lax = _lax()
     if y == 0:
         return _zeros(g)
     if y == 1:
         return g
     if y == 2:
-        return lax.mul(g, lax.mul(const_like(x, y), x))
-    return lax.mul(g, lax.mul(const_like(x, y), lax.integer_pow(x, y - 1)))
+        return mul(g, mul(const_like(x, y), x))
+    return mul(g, mul(const_like(x, y), integer_pow(x, y - 1)))
 
 
 integer_pow_p = _declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
@@ -1175,33 +1150,31 @@ def _select_n_impl(which: np.ndarray, *cases: np.ndarray) -> list[np.ndarray]:
 def _select_n_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
     """Select among the cases' tangents with the same ``which`` (zero
     tangents become materialised zeros unless all are zero)."""
-    lax = _lax()
     which, *cases = primals
     case_tangents = tangents[1:]
-    out = lax.select_n(which, *cases)
+    out = select_n(which, *cases)
     if all(type(t) is Zero for t in case_tangents):
         return [out], [Zero.from_primal_value(out)]
     z = _zeros(next(t for t in case_tangents if type(t) is not Zero))
     filled = [z if type(t) is Zero else t for t in case_tangents]
-    return [out], [lax.select_n(which, *filled)]
+    return [out], [select_n(which, *filled)]
 
 
 def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
     """Linear in the cases: each undefined case receives the cotangent where
     it was selected and zero elsewhere (an integer ``which`` clamped first,
     as the selection itself clamps)."""
-    lax = _lax()
     if is_undefined_primal(which):
         raise TypeError("select_n: cannot transpose with respect to `which`")
     if len(cases) == 1:
         return [None, ct if is_undefined_primal(cases[0]) else None]
     zeros = _full_like(ct, 0)
     if _aval(which).dtype == T.bool_:
-        ct0 = lax.select(which, zeros, ct) if is_undefined_primal(cases[0]) else None
-        ct1 = lax.select(which, ct, zeros) if is_undefined_primal(cases[1]) else None
+        ct0 = select(which, zeros, ct) if is_undefined_primal(cases[0]) else None
+        ct1 = select(which, ct, zeros) if is_undefined_primal(cases[1]) else None
         return [None, ct0, ct1]
-    which = lax.clamp(const_like(which, 0), which, const_like(which, len(cases) - 1))
-    return [None] + [lax.select(lax.eq(which, const_like(which, i)), ct, zeros)
+    which = clamp(const_like(which, 0), which, const_like(which, len(cases) - 1))
+    return [None] + [select(eq(which, const_like(which, i)), ct, zeros)
                      if is_undefined_primal(case) else None for i, case in enumerate(cases)]
 
 
@@ -1218,25 +1191,24 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     cases are broadcast there) and a batched rank-0 `which` is broadcast
     along the cases; rank-0 cases against a batched array `which` are
     broadcast to its shape."""
-    lax = _lax()
     which, *cases = args
     wdim, *cdims = dims
     size = axis.size
     if all(d == wdim for d in cdims):
         if _shape(which) == _shape(cases[0]):
-            return [lax.select_n(which, *cases)], [wdim]
-        which = lax.broadcast_in_dim(which, _shape(cases[0]), (wdim,),
+            return [select_n(which, *cases)], [wdim]
+        which = broadcast_in_dim(which, _shape(cases[0]), (cast(int, wdim),),
                                      out_sharding=_aval(cases[0]).sharding)
-        return [lax.select_n(which, *cases)], [wdim]
+        return [select_n(which, *cases)], [wdim]
     if not _shape(which) and all(d is not None for d in cdims):
         if all(d == cdims[0] for d in cdims[1:]):
-            return [lax.select_n(which, *cases)], [cdims[0]]
+            return [select_n(which, *cases)], [cdims[0]]
         if all(_shape(c) == _shape(cases[0]) for c in cases):
             first = cdims[0]
             assert first is not None
             rest = [moveaxis(c, d, first) for c, d in zip(cases[1:], cdims[1:])
                     if d is not None]
-            return [lax.select_n(which, cases[0], *rest)], [first]
+            return [select_n(which, cases[0], *rest)], [first]
     # Broadcast values take the vmap's explicit mesh axes on the batch
     # dimension, and a broadcast `which` (or case) the other side's sharding,
     # so that select_n's operands agree on it.
@@ -1247,12 +1219,12 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
         cases = [bdim_at_front(c, d, size, mesh_axis) for c, d in zip(cases, cdims)]
     ndim_which, ndim_case = len(_shape(which)), len(_shape(cases[0]))
     if 0 < ndim_which < ndim_case:
-        which = lax.broadcast_in_dim(which, _shape(cases[0]), (0,),
+        which = broadcast_in_dim(which, _shape(cases[0]), (0,),
                                      out_sharding=_aval(cases[0]).sharding)
     if ndim_which > ndim_case:
-        cases = [lax.broadcast_in_dim(c, _shape(which), (), out_sharding=_aval(which).sharding)
+        cases = [broadcast_in_dim(c, _shape(which), (), out_sharding=_aval(which).sharding)
                  for c in cases]
-    return [lax.select_n(which, *cases)], [0]
+    return [select_n(which, *cases)], [0]
 
 
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
@@ -1286,17 +1258,16 @@ def _clamp_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list
     """The tangent of whichever operand is the result: min where min > x
     (and min < max), x strictly inside (min, max), max where max < x. All
     contributions are formed before they are summed, in operand order."""
-    lax = _lax()
     lo, x, hi = primals
     t_lo, t_x, t_hi = tangents
     out = clamp_p.bind(lo, x, hi)
     parts = []
     if type(t_lo) is not Zero:
-        parts.append(lax.select(lax.bitwise_and(lax.gt(lo, x), lax.lt(lo, hi)), t_lo, _zeros(x)))
+        parts.append(select(bitwise_and(gt(lo, x), lt(lo, hi)), t_lo, _zeros(x)))
     if type(t_x) is not Zero:
-        parts.append(lax.select(lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi)), t_x, _zeros(x)))
+        parts.append(select(bitwise_and(gt(x, lo), lt(x, hi)), t_x, _zeros(x)))
     if type(t_hi) is not Zero:
-        parts.append(lax.select(lax.lt(hi, x), t_hi, _zeros(x)))
+        parts.append(select(lt(hi, x), t_hi, _zeros(x)))
     total: Any = Zero.from_primal_value(out)
     for part in parts:
         total = add_tangents(total, part)
@@ -1311,7 +1282,6 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     are broadcast along it. Otherwise the batch axes go to the front and
     rank-0 / batched rank-0 bounds are broadcast to the operand's shape (a
     rank-0 operand to the batched bounds')."""
-    lax = _lax()
     lo, x, hi = args
     lo_d, x_d, hi_d = dims
     size = axis.size
@@ -1320,8 +1290,8 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
         if _shape(lo) == _shape(x) == _shape(hi) or nd_lo == nd_hi == 0:
             return [clamp_p.bind(lo, x, hi)], [x_d]
         if nd_lo == nd_hi == 1:
-            lo = lax.broadcast_in_dim(lo, _shape(x), (lo_d,))
-            hi = lax.broadcast_in_dim(hi, _shape(x), (hi_d,))
+            lo = broadcast_in_dim(lo, _shape(x), (cast(int, lo_d),))
+            hi = broadcast_in_dim(hi, _shape(x), (cast(int, hi_d),))
             return [clamp_p.bind(lo, x, hi)], [x_d]
     elif nd_lo == 0 and nd_hi == 0 and x_d is not None:
         return [clamp_p.bind(lo, x, hi)], [x_d]
@@ -1330,18 +1300,18 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
     x = bdim_at_front(x, x_d, size) if nd_x else x
     x_shape = _shape(x)
     if not _shape(lo) and x_shape:
-        lo = lax.broadcast(lo, x_shape)
+        lo = broadcast(lo, x_shape)
     if not _shape(hi) and x_shape:
-        hi = lax.broadcast(hi, x_shape)
+        hi = broadcast(hi, x_shape)
     if 0 < len(_shape(lo)) < len(x_shape):
-        lo = lax.broadcast_in_dim(lo, x_shape, (0,))
+        lo = broadcast_in_dim(lo, x_shape, (0,))
     if 0 < len(_shape(hi)) < len(x_shape):
-        hi = lax.broadcast_in_dim(hi, x_shape, (0,))
+        hi = broadcast_in_dim(hi, x_shape, (0,))
     # A rank-0 operand takes the batched bounds' shape. (JAX 0.12 does this
     # only for a batched min, and fails when just max is batched.)
     wider = [b for b in (lo, hi) if len(_shape(b)) > len(x_shape)]
     if wider:
-        x = lax.broadcast(x, _shape(wider[0]))
+        x = broadcast(x, _shape(wider[0]))
     return [clamp_p.bind(lo, x, hi)], [0]
 
 
@@ -1498,7 +1468,7 @@ def _polygamma_impl(m: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
     return [out.astype(dt)]
 
 
-polygamma_p = _binary("polygamma", FLOAT, _polygamma_impl,
+polygamma_p = declare_binary("polygamma", FLOAT, _polygamma_impl,
                       jvp=defjvp(_polygamma_jvp_m, _polygamma_jvp_x),
                       transpose=_not_linear("polygamma"))
 
@@ -1532,18 +1502,17 @@ def _polynomial_jvp(primals: list[Any], tangents: list[Any], **params: Any
     """d/dx is the derivative polynomial (coefficients k c_k); the
     polynomial is linear in its coefficients, so their tangents are
     evaluated as a polynomial of the same x."""
-    lax = _lax()
     x, *coeffs = primals
     t_x, *t_coeffs = tangents
     unroll = params.get("unroll")
     out = polynomial_p.bind(x, *coeffs, **params)
     total: Any = Zero.from_primal_value(out)
     if type(t_x) is not Zero:
-        deriv = [lax.mul(const_like(c, k), c) for k, c in enumerate(coeffs[1:], 1)]
-        total = add_tangents(total, lax.mul(t_x, lax.polynomial(x, deriv, unroll=unroll)))
+        deriv = [mul(const_like(c, k), c) for k, c in enumerate(coeffs[1:], 1)]
+        total = add_tangents(total, mul(t_x, polynomial(x, deriv, unroll=unroll)))
     if any(type(t) is not Zero for t in t_coeffs):
         filled = [_zeros(c) if type(t) is Zero else t for c, t in zip(coeffs, t_coeffs)]
-        total = add_tangents(total, lax.polynomial(x, filled, unroll=unroll))
+        total = add_tangents(total, polynomial(x, filled, unroll=unroll))
     return [out], [total]
 
 
@@ -1551,13 +1520,12 @@ def _polynomial_transpose(ct: Any, x: Any, *coeffs: Any, **params: Any) -> list[
     """Coefficient k receives ct x^k (summed over its broadcast axes)."""
     if is_undefined_primal(x):
         raise TypeError("polynomial: cannot transpose with respect to x (not linear)")
-    lax = _lax()
     cts: list[Any] = [None]
     power_ct = ct
     for k, c in enumerate(coeffs):
         cts.append(unbroadcast(c.aval, power_ct) if is_undefined_primal(c) else None)
         if k + 1 < len(coeffs):
-            power_ct = lax.mul(power_ct, x)
+            power_ct = mul(power_ct, x)
     return cts
 
 
@@ -1566,53 +1534,192 @@ polynomial_p = _declare("polynomial", typing=_polynomial_type, impl=_polynomial_
                        batch=broadcasting())
 
 
-__all__ = [n for n in dir() if n.endswith("_p")] + [
-    "AccuracyMode", "RoundingMethod", "const_like", "exp_neg_sq"]
+# =================================================================== wrappers
+# The lax functions of the family, with JAX's signatures. The operands of a
+# lax function must already share a dtype (the jnp functions promote); Python
+# scalars are accepted and become weak-typed arrays of the default dtype of
+# their kind, exactly as when JAX binds them.
+
+Fn = Callable[..., Any]
 
 
-# ------------------------------------------------- incomplete gamma functions
-# igamma(a, x) = P(a, x), igammac(a, x) = 1 - P(a, x), igamma_grad_a(a, x) =
-# dP/da. Typing: the standard binary rule over floating dtypes. Impl: XLA has
-# no kernel; JAX lowers each to a composite of lax operations (series and
-# continued fraction in while loops, spec._src.lax.special_api), which the impl
-# stages and evaluates. JVPs as JAX's: dP/da is igamma_grad_a, dP/dx =
-# x^(a-1) e^-x / Gamma(a); igamma_grad_a itself has no derivative rule.
-
-def _special_impl(name: str) -> Impl:
-    def impl(a: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
-        from spec._src.lax.special_api import special_values
-        return [special_values(name, a, x)]
-    return impl
+def _plain_unary(prim: Primitive, name: str, doc: str) -> Fn:
+    def fn(x: Any) -> Any:
+        return prim.bind(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def _igamma_jvp_a(g: Any, a: Any, x: Any) -> Any:
-    return _jnp().multiply(g, igamma_grad_a_p.bind(a, x))
+def _accuracy_unary(prim: Primitive, name: str, doc: str) -> Fn:
+    def fn(x: Any, *, accuracy: Any = None) -> Any:
+        return prim.bind(x, accuracy=accuracy)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def _igamma_jvp_x(g: Any, a: Any, x: Any) -> Any:
-    jnp, lax = _jnp(), _lax()
-    log_density = jnp.subtract(
-        jnp.add(jnp.negative(x), jnp.multiply(jnp.subtract(a, _ones(a)), lax.log(x))),
-        lax.lgamma(a))
-    return jnp.multiply(g, lax.exp(log_density))
+def _binary_fn(prim: Primitive, name: str, doc: str) -> Fn:
+    def fn(x: Any, y: Any) -> Any:
+        return prim.bind(x, y)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
 
 
-def _igammac_jvp_a(g: Any, a: Any, x: Any) -> Any:
-    return _jnp().negative(_igamma_jvp_a(g, a, x))
+neg: Fn = _plain_unary(neg_p, "neg", "Elementwise -x (integers wrap).")
+sign: Fn = _plain_unary(sign_p, "sign", "Elementwise sign: -1, 0 or 1 (x/|x| for complex).")
+floor: Fn = _plain_unary(floor_p, "floor", "Elementwise floor.")
+ceil: Fn = _plain_unary(ceil_p, "ceil", "Elementwise ceiling.")
+is_finite: Fn = _plain_unary(is_finite_p, "is_finite", "Elementwise: neither inf nor nan.")
+exp: Fn = _accuracy_unary(exp_p, "exp", "Elementwise e**x.")
+exp2: Fn = _accuracy_unary(exp2_p, "exp2", "Elementwise 2**x.")
+log: Fn = _accuracy_unary(log_p, "log", "Elementwise natural logarithm.")
+log2: Fn = _accuracy_unary(log2_p, "log2", "Elementwise base-2 logarithm.")
+log1p: Fn = _accuracy_unary(log1p_p, "log1p", "Elementwise log(1 + x).")
+expm1: Fn = _accuracy_unary(expm1_p, "expm1", "Elementwise e**x - 1.")
+tanh: Fn = _accuracy_unary(tanh_p, "tanh", "Elementwise hyperbolic tangent.")
+logistic: Fn = _accuracy_unary(logistic_p, "logistic", "Elementwise 1 / (1 + e**-x).")
+sin: Fn = _accuracy_unary(sin_p, "sin", "Elementwise sine.")
+cos: Fn = _accuracy_unary(cos_p, "cos", "Elementwise cosine.")
+tan: Fn = _accuracy_unary(tan_p, "tan", "Elementwise tangent.")
+asin: Fn = _plain_unary(asin_p, "asin", "Elementwise arc sine.")
+acos: Fn = _plain_unary(acos_p, "acos", "Elementwise arc cosine.")
+atan: Fn = _plain_unary(atan_p, "atan", "Elementwise arc tangent.")
+sinh: Fn = _plain_unary(sinh_p, "sinh", "Elementwise hyperbolic sine.")
+cosh: Fn = _plain_unary(cosh_p, "cosh", "Elementwise hyperbolic cosine.")
+asinh: Fn = _plain_unary(asinh_p, "asinh", "Elementwise inverse hyperbolic sine.")
+acosh: Fn = _plain_unary(acosh_p, "acosh", "Elementwise inverse hyperbolic cosine.")
+atanh: Fn = _plain_unary(atanh_p, "atanh", "Elementwise inverse hyperbolic tangent.")
+sqrt: Fn = _accuracy_unary(sqrt_p, "sqrt", "Elementwise square root.")
+rsqrt: Fn = _accuracy_unary(rsqrt_p, "rsqrt", "Elementwise 1 / sqrt(x).")
+cbrt: Fn = _accuracy_unary(cbrt_p, "cbrt", "Elementwise cube root.")
+square: Fn = _plain_unary(square_p, "square", "Elementwise x * x.")
+abs: Fn = _plain_unary(abs_p, "abs", "Elementwise |x|; complex operands give their real dtype.")
+erf: Fn = _plain_unary(erf_p, "erf", "Elementwise error function.")
+erfc: Fn = _accuracy_unary(erfc_p, "erfc", "Elementwise complementary error function.")
+erf_inv: Fn = _plain_unary(erf_inv_p, "erf_inv", "Elementwise inverse error function.")
+lgamma: Fn = _plain_unary(lgamma_p, "lgamma", "Elementwise log |Gamma(x)|.")
+digamma: Fn = _plain_unary(digamma_p, "digamma", "Elementwise digamma (d/dx lgamma).")
+real: Fn = _plain_unary(real_p, "real", "Real part of a complex array.")
+imag: Fn = _plain_unary(imag_p, "imag", "Imaginary part of a complex array.")
+bitwise_not: Fn = _plain_unary(not_p, "bitwise_not", "Elementwise NOT (logical for bool).")
+population_count: Fn = _plain_unary(population_count_p, "population_count",
+                                "Elementwise count of set bits.")
+clz: Fn = _plain_unary(clz_p, "clz", "Elementwise count of leading zero bits.")
+one_minus_square: Fn = _plain_unary(
+    one_minus_square_p, "one_minus_square",
+    "Elementwise 1 - x**2, evaluated as (1 + x) * (1 - x); its derivative is -2x.")
+
+add: Fn = _binary_fn(add_p, "add", "Elementwise x + y (operands of one dtype; jnp.add promotes).")
+sub: Fn = _binary_fn(sub_p, "sub", "Elementwise x - y.")
+div: Fn = _binary_fn(div_p, "div", "Elementwise x / y; integers truncate toward zero.")
+rem: Fn = _binary_fn(rem_p, "rem", "Elementwise remainder with the dividend's sign (C fmod).")
+pow: Fn = _binary_fn(pow_p, "pow", "Elementwise x ** y; y may be an integer array.")
+max: Fn = _binary_fn(max_p, "max", "Elementwise maximum; nan propagates.")
+min: Fn = _binary_fn(min_p, "min", "Elementwise minimum; nan propagates.")
+atan2: Fn = _binary_fn(atan2_p, "atan2", "Elementwise arc tangent of x / y.")
+bitwise_and: Fn = _binary_fn(and_p, "bitwise_and", "Elementwise AND.")
+bitwise_or: Fn = _binary_fn(or_p, "bitwise_or", "Elementwise OR.")
+bitwise_xor: Fn = _binary_fn(xor_p, "bitwise_xor", "Elementwise XOR.")
+shift_left: Fn = _binary_fn(shift_left_p, "shift_left", "Elementwise x << y.")
+shift_right_logical: Fn = _binary_fn(shift_right_logical_p, "shift_right_logical",
+                              "Elementwise logical x >> y.")
+shift_right_arithmetic: Fn = _binary_fn(shift_right_arithmetic_p, "shift_right_arithmetic",
+                                 "Elementwise arithmetic x >> y.")
+eq: Fn = _binary_fn(eq_p, "eq", "Elementwise x == y.")
+ne: Fn = _binary_fn(ne_p, "ne", "Elementwise x != y.")
+lt: Fn = _binary_fn(lt_p, "lt", "Elementwise x < y.")
+le: Fn = _binary_fn(le_p, "le", "Elementwise x <= y.")
+gt: Fn = _binary_fn(gt_p, "gt", "Elementwise x > y.")
+ge: Fn = _binary_fn(ge_p, "ge", "Elementwise x >= y.")
+complex: Fn = _binary_fn(complex_p, "complex", "Elementwise x + i y from float32/float64 parts.")
+polygamma: Fn = _binary_fn(polygamma_p, "polygamma", "Elementwise polygamma psi^(m)(x).")
 
 
-def _igammac_jvp_x(g: Any, a: Any, x: Any) -> Any:
-    return _jnp().negative(_igamma_jvp_x(g, a, x))
+def reciprocal(x: Any) -> Any:
+    """Elementwise 1 / x (``integer_pow(x, -1)``)."""
+    return integer_pow(x, -1)
 
 
-igamma_p = _binary("igamma", FLOAT, _special_impl("igamma"),
-                   jvp=defjvp(_igamma_jvp_a, _igamma_jvp_x), transpose=_not_linear("igamma"))
-igamma_grad_a_p = _binary(
-    "igamma_grad_a", FLOAT, _special_impl("igamma_grad_a"),
-    jvp=not_applicable("JAX defines no derivative of igamma_grad_a"),
-    transpose=_not_linear("igamma_grad_a"))
-igammac_p = _binary("igammac", FLOAT, _special_impl("igammac"),
-                    jvp=defjvp(_igammac_jvp_a, _igammac_jvp_x),
-                    transpose=_not_linear("igammac"))
+def polynomial(x: Any, coeffs: Any, *, unroll: int | None = None) -> Any:
+    """c0 + x (c1 + x (c2 + ...)) for ``coeffs = (c0, c1, ..., cN)`` by
+    Horner's rule. Concrete scalar coefficients become constants of x's
+    dtype; others are converted to it. No coefficients give zeros like x;
+    one gives that coefficient broadcast to the result shape."""
+    cs = tuple(coeffs)
+    dtype = canonical_aval_of(x).dtype
+    args = [const_like(x, c) if not isinstance(c, Tracer) and np.ndim(c) == 0
+            else convert_element_type(c, dtype) for c in cs]
+    if not args:
+        return full_like(x, 0)
+    if len(args) == 1:
+        shape = np.broadcast_shapes(canonical_aval_of(x).shape, canonical_aval_of(args[0]).shape)
+        return _maybe_broadcast(tuple(shape), args[0])
+    params = {} if unroll is None else {"unroll": unroll}
+    return polynomial_p.bind(x, *args, **params)
 
 
+def nextafter(x1: Any, x2: Any) -> Any:
+    """The next representable float after x1 in the direction of x2."""
+    return nextafter_p.bind(x1, x2)
+
+
+def round(x: Any, rounding_method: Any = RoundingMethod.AWAY_FROM_ZERO) -> Any:
+    """Round to an integral value; ties away from zero (0) or to even (1)."""
+    try:
+        method = RoundingMethod(rounding_method)
+    except ValueError:
+        raise ValueError(f"round C2: {rounding_method!r} is not a valid RoundingMethod "
+                         "(0 = AWAY_FROM_ZERO, 1 = TO_NEAREST_EVEN)") from None
+    return round_p.bind(x, rounding_method=method)
+
+
+def conj(x: Any) -> Any:
+    """Complex conjugate; float32/float64 operands become complex."""
+    return conj_p.bind(x, input_dtype=canonical_aval_of(x).dtype)
+
+
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+    """Elementwise x * y; ``out_dtype`` names a result dtype to compute in."""
+    dt = None if out_dtype is None else T.to_dtype(out_dtype, "mul")
+    return mul_p.bind(x, y, out_dtype=dt)
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    """x ** y for a static Python integer y, by repeated squaring."""
+    return integer_pow_p.bind(x, y=y)
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """Pick ``cases[which]`` elementwise (bool `which`: False->0, True->1)."""
+    if not cases:
+        raise ValueError("select_n C1: select_n() must have at least one case")
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """``on_true`` where ``pred`` else ``on_false``."""
+    return select_n_p.bind(pred, on_false, on_true)
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:
+    """Elementwise min(max(x, min), max); min/max rank-0 or of x's shape."""
+    return clamp_p.bind(min, x, max)
+
+
+WRAPPERS = [
+    "AccuracyMode", "RoundingMethod", "abs", "acos", "acosh", "add", "asin", "asinh", "atan",
+    "atan2", "atanh",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "clz",
+    "complex", "conj", "cos", "cosh", "digamma", "div", "eq", "erf", "erf_inv", "erfc", "exp",
+    "exp2", "expm1", "floor", "ge", "gt", "imag", "integer_pow", "is_finite", "le", "lgamma",
+    "log", "log1p", "log2", "logistic", "lt", "max", "min", "mul", "ne", "neg", "nextafter",
+    "one_minus_square", "polygamma", "polynomial", "population_count", "pow", "real",
+    "reciprocal", "rem", "round", "rsqrt", "select", "select_n",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh",
+    "sqrt", "square", "sub", "tan", "tanh",
+]
+
+__all__ = [n for n in dir() if n.endswith("_p")] + WRAPPERS + [
+    "const_like", "declare_binary", "exp_neg_sq"]

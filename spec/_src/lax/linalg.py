@@ -55,7 +55,7 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
 from spec._src.lax.shaping import asarray
 from spec._src.lax.dot import batch_matmul, dot
-from spec._src.lax.elementwise_api import (
+from spec._src.lax.elementwise import (
     add,
     complex,
     conj,

@@ -25,7 +25,7 @@ from spec._src.core.types import ArrayType, result_type
 from spec._src.lax.control_flow_api import (
     _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, tuple_tree,
     while_loop, with_debug_info)
-from spec._src.lax.elementwise_api import add, bitwise_or, lt
+from spec._src.lax.elementwise import add, bitwise_or, lt
 from spec._src.lax.shaping import convert_element_type
 from spec._src.lax.structural_api import concatenate, pad, rev, slice_in_dim
 

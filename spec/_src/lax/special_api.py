@@ -29,7 +29,11 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import elementwise as E
-from spec._src.lax.elementwise import const_like
+from spec._src.lax.elementwise import const_like, declare_binary
+from spec._src.lax.elementwise_kit import FLOAT
+from spec._src.lax.shaping import full_like
+from spec._src.interpreters.ad_util import defjvp
+from spec._src.core.interpreter import not_applicable
 from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
 
 
@@ -315,21 +319,64 @@ def special_values(name: str, a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
+# ------------------------------------------------------------- the primitives
+# igamma(a, x) = P(a, x), igammac(a, x) = 1 - P(a, x), igamma_grad_a(a, x) =
+# dP/da. Typing: the standard binary rule over floating dtypes. Impl: XLA has
+# no kernel; JAX lowers each to the composites above, which the impl stages
+# and evaluates (``special_values``). JVPs as JAX's, with its Python
+# operators: dP/da is igamma_grad_a, dP/dx = x^(a-1) e^-x / Gamma(a);
+# igamma_grad_a itself has no derivative rule.
+
+def _special_impl(name: str) -> Callable[..., list[np.ndarray]]:
+    def impl(a: np.ndarray, x: np.ndarray) -> list[np.ndarray]:
+        return [special_values(name, a, x)]
+    return impl
+
+
+def _igamma_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return g * igamma_grad_a_p.bind(a, x)
+
+
+def _igamma_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    log_density = E.neg(x) + (a - full_like(a, 1)) * E.log(x) - E.lgamma(a)
+    return g * E.exp(log_density)
+
+
+def _igammac_jvp_a(g: Any, a: Any, x: Any) -> Any:
+    return E.neg(_igamma_jvp_a(g, a, x))
+
+
+def _igammac_jvp_x(g: Any, a: Any, x: Any) -> Any:
+    return E.neg(_igamma_jvp_x(g, a, x))
+
+
+igamma_p = declare_binary("igamma", FLOAT, _special_impl("igamma"),
+                          jvp=defjvp(_igamma_jvp_a, _igamma_jvp_x),
+                          transpose=not_applicable("igamma is not linear"))
+igamma_grad_a_p = declare_binary(
+    "igamma_grad_a", FLOAT, _special_impl("igamma_grad_a"),
+    jvp=not_applicable("JAX defines no derivative of igamma_grad_a"),
+    transpose=not_applicable("igamma_grad_a is not linear"))
+igammac_p = declare_binary("igammac", FLOAT, _special_impl("igammac"),
+                           jvp=defjvp(_igammac_jvp_a, _igammac_jvp_x),
+                           transpose=not_applicable("igammac is not linear"))
+
+
 # ----------------------------------------------------------------- lax functions
 
 def igamma(a: Any, x: Any) -> Any:
     """Elementwise regularized lower incomplete gamma function P(a, x)."""
-    return E.igamma_p.bind(a, x)
+    return igamma_p.bind(a, x)
 
 
 def igammac(a: Any, x: Any) -> Any:
     """Elementwise regularized upper incomplete gamma function 1 - P(a, x)."""
-    return E.igammac_p.bind(a, x)
+    return igammac_p.bind(a, x)
 
 
 def igamma_grad_a(a: Any, x: Any) -> Any:
     """Elementwise dP(a, x)/da."""
-    return E.igamma_grad_a_p.bind(a, x)
+    return igamma_grad_a_p.bind(a, x)
 
 
 def random_gamma_grad(a: Any, x: Any) -> Any:

@@ -50,7 +50,7 @@ from spec._src.lax import state_batching as _sb
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import _with_axis_types
 from spec._src.core.registry import declare, fail, require
-from spec._src.lax.elementwise_api import add, clamp, lt, mul, select
+from spec._src.lax.elementwise import add, clamp, lt, mul, select
 from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.shaping import (
     broadcast_in_dim,
