@@ -12,7 +12,7 @@ tests/rules/test_elementwise.py), and formulas like 1 - tanh(x)^2 magnify the
 primal's error; real-dtype rules that only multiply and add are exact.
 
 bfloat16 is left out of the reverse-mode comparisons: the machinery in
-spec/ad.py and spec/rules/ad_prims.py currently reads numpy dtype kind "V"
+spec/_src/interpreters/ad.py and spec/_src/lax/ad_prims.py currently reads numpy dtype kind "V"
 as float0, which bfloat16 (an ml_dtypes type) also has.
 """
 

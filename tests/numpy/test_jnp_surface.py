@@ -1,4 +1,4 @@
-"""The wider jnp surface of ``spec/numpy/_more.py``, checked live against JAX 0.12:
+"""The wider jnp surface of ``spec/_src/numpy/``, checked live against JAX 0.12:
 array-API aliases, shape helpers, creation, statistics, searching and sorting,
 set operations, selection, index tricks, interpolation and integration,
 windows, polynomials, histograms and the other functions below.

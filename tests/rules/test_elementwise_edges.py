@@ -15,7 +15,7 @@
 
 Subnormal operands are left out of the complex grids: XLA's atan2 and sin
 read subnormal operands without flushing them (atan2(1e-45, 0) = pi/2),
-while spec's arithmetic flushes them (see spec/rules/_denormals.py).
+while spec's arithmetic flushes them (see spec/_src/core/denormals.py).
 """
 
 from __future__ import annotations

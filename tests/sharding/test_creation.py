@@ -288,7 +288,7 @@ with jax.set_mesh(mesh):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="iota's and empty's typing rules (spec/rules/structural.py) "
+@pytest.mark.xfail(strict=True, reason="iota's and empty's typing rules (spec/_src/lax/shaping.py) "
                    "take the sharding param as the result type's sharding unpadded (P('X',) for "
                    "a rank-2 result; JAX's type has P('X', None)) and unchecked (rank, "
                    "divisibility: lax.broadcasted_iota checks for now)")

@@ -98,7 +98,7 @@ INTS = _ints(0, 7)
 
 # The lax function (same name in spec.lax and jax.lax) of each elementwise
 # primitive, with its operands' value makers. Covers every primitive of
-# spec/rules/elementwise.py (checked below).
+# spec/_src/lax/elementwise.py (checked below).
 UNARY: dict[str, Any] = {
     "neg": POS, "sign": _floats(-1, 1), "floor": _floats(-2, 2), "ceil": _floats(-2, 2),
     "round": _floats(-2, 2), "is_finite": POS, "exp": POS, "exp2": POS, "log": POS,

@@ -3,7 +3,7 @@ the ``checkpoint_policies`` and the residual inspectors ``saved_residuals``
 and ``print_saved_residuals`` (JAX's ``jax.ad_checkpoint``).
 
 ``checkpoint(f)`` stages ``f`` into a jaxpr and binds the ``remat2``
-primitive with it (spec/rules/remat.py): same values as ``f``; under
+primitive with it (spec/_src/lax/remat.py): same values as ``f``; under
 ``grad``/``vjp``/``linearize`` only the values the policy allows (and the
 checkpoint's inputs) are saved, the rest is recomputed on the tangent side.
 """

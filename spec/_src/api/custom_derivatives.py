@@ -2,7 +2,7 @@
 
 Calling a decorated function stages its body into a jaxpr (closed-over values
 become leading operands) and binds ``custom_jvp_call`` / ``custom_vjp_call``
-(spec/rules/custom.py) with the user's rules wrapped as flat callables that
+(spec/_src/lax/custom.py) with the user's rules wrapped as flat callables that
 check what the rules return, with JAX's messages. Called with no trace
 around (eager), the function simply runs, as in JAX.
 """

@@ -296,7 +296,7 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
 
 
 def _all_gather_transpose(ct: Any, x: Any, **params: Any) -> Any:
-    """A reduce_scatter of the cotangent (spec/rules/manual_collectives.py)."""
+    """A reduce_scatter of the cotangent (spec/_src/lax/manual_collectives.py)."""
     from spec._src.lax.manual_collectives import all_gather_transpose
     return all_gather_transpose(ct, x, **params)
 

@@ -178,7 +178,7 @@ __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax
 
 # ------------------------------------------------- manual-mode collectives
 # psum_scatter, all_to_all, pshuffle, pswapaxes, axis_size and pcast; their
-# primitives are in spec/rules/manual_collectives.py.
+# primitives are in spec/_src/lax/manual_collectives.py.
 
 
 def _state(leaf: Any, axes: tuple[Any, ...], who: str) -> str:

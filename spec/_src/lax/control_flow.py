@@ -4,7 +4,7 @@
 Their sub-jaxprs take no closed-over constants: whatever a branch or loop
 closes over is an operand (``hoist_consts``), so that every transformation
 sees it. Transformations transform the sub-jaxprs and bind the primitive
-again, as jit's rules do (spec/rules/calls.py).
+again, as jit's rules do (spec/_src/lax/calls.py).
 """
 
 from __future__ import annotations

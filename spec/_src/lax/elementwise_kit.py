@@ -89,7 +89,7 @@ def flush_subnormals(a: np.ndarray) -> np.ndarray:
     """XLA's CPU backend runs float32/float64 arithmetic with denormals
     flushed to zero, both as operands and as results (FTZ + DAZ): a
     subnormal becomes a zero of the same sign. Other dtypes pass through.
-    See spec/rules/_denormals.py (and config ``spec_denormals``)."""
+    See spec/_src/core/denormals.py (and config ``spec_denormals``)."""
     return flush(a) if flushing() else a
 
 

@@ -15,7 +15,7 @@ primitives here move data or only change that state:
 - the free casts of ``lax.pcast``: ``preduced`` (invariant -> reduced),
   ``vary_unreduced_cast`` (varying -> unreduced) and ``reduced_vary_cast``
   (reduced -> varying); with ``pvary`` (invariant -> varying, in
-  spec/rules/shard_map.py);
+  spec/_src/lax/shard_map.py);
 - the collectives that consume unreduced values: ``unreduced_psum``
   (unreduced -> invariant, the transpose of ``preduced``) and
   ``unreduced_reduce_scatter`` (unreduced -> varying), whose transpose is

@@ -1001,7 +1001,7 @@ top_k_p = declare("top_k", batch=_top_k_batch,
 
 
 # --------------------------------------------------------- reduce_precision
-# An elementwise primitive, declared in this module because spec/rules/
+# An elementwise primitive, declared in this module because spec/_src/lax/
 # elementwise.py was being edited by another helper when it was added.
 
 def _reduce_precision_type(x: ArrayType, *, exponent_bits: int, mantissa_bits: int

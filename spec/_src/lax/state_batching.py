@@ -1,6 +1,6 @@
 """Batching (vmap) rules of the ref primitives (issue 8).
 
-Kept apart from ``spec/rules/state.py`` so that the vmap rules of refs can
+Kept apart from ``spec/_src/lax/state.py`` so that the vmap rules of refs can
 grow on their own; the declarations there take their ``batch`` sections
 from here (this module must not import ``spec._src.lax.state``: each rule
 binds the primitive it is attached to).
