@@ -11,10 +11,7 @@ pages' ``import`` lines are dropped (the namespace provides the library).
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import functools
-import io
 from typing import Any
 
 import jax
@@ -23,6 +20,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
+from tests.support.notebook import run_cell
 
 STATE_101 = [
     '''
@@ -337,32 +335,11 @@ KNOWN = {
 }
 
 
-def _run_cell(source: str, ns: dict[str, Any]) -> str:
-    """Run a cell as a notebook does (its final expression shown by repr);
-    returns what it printed, and the exception it raised, if any."""
-    tree = ast.parse(source)
-    last = tree.body[-1] if tree.body else None
-    shown = isinstance(last, ast.Expr)
-    body = ast.Module(body=tree.body[:-1] if shown else tree.body, type_ignores=[])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            exec(compile(body, "<cell>", "exec"), ns)
-            if shown:
-                assert isinstance(last, ast.Expr)
-                value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), ns)
-                if value is not None:
-                    print(repr(value))
-        except Exception as err:  # noqa: BLE001 (the class and message are compared)
-            print(f"raises {type(err).__name__}: {err}")
-    return out.getvalue()
-
-
 @functools.cache
 def run_page(page: str, impl: str) -> tuple[str, ...]:
     lib, np_mod = (jax, jnp) if impl == "jax" else (spec, snp)
     ns: dict[str, Any] = {"jax": lib, "jnp": np_mod}
-    return tuple(_run_cell(cell, ns) for cell in PAGES[page])
+    return tuple(run_cell(cell, ns) for cell in PAGES[page])
 
 
 def _cases() -> list[Any]:

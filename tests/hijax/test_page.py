@@ -16,10 +16,7 @@ where spec differs, with the reason.
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import functools
-import io
 from collections import namedtuple
 from functools import partial
 from typing import Any
@@ -33,6 +30,7 @@ import pytest
 import spec
 import spec.experimental.hijax as spec_hijax
 import spec.numpy as snp
+from tests.support.notebook import run_cell
 
 CELLS = [
     '''
@@ -776,31 +774,10 @@ def _namespace(impl: str) -> dict[str, Any]:
     return ns
 
 
-def _run_cell(source: str, ns: dict[str, Any]) -> str:
-    """Run a cell as a notebook does (its final expression shown by repr);
-    returns what it printed, and the exception it raised, if any."""
-    tree = ast.parse(source)
-    last = tree.body[-1] if tree.body else None
-    shown = isinstance(last, ast.Expr)
-    body = ast.Module(body=tree.body[:-1] if shown else tree.body, type_ignores=[])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        try:
-            exec(compile(body, "<cell>", "exec"), ns)
-            if shown:
-                assert isinstance(last, ast.Expr)
-                value = eval(compile(ast.Expression(last.value), "<cell>", "eval"), ns)
-                if value is not None:
-                    print(repr(value))
-        except Exception as err:  # noqa: BLE001 (the class and message are compared)
-            print(f"raises {type(err).__name__}: {err}")
-    return out.getvalue()
-
-
 @functools.cache
 def run_page(impl: str) -> tuple[str, ...]:
     ns = _namespace(impl)
-    return tuple(_run_cell(cell, ns) for cell in CELLS)
+    return tuple(run_cell(cell, ns) for cell in CELLS)
 
 
 def _cases() -> list[Any]:
