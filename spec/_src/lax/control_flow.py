@@ -39,17 +39,17 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.lax.calls import TransposedOperands
+from spec._src.lax.ad_prims import stop_gradient
+from spec._src.lax.elementwise import eq, select, select_n
+from spec._src.lax.remat import partial_eval_jaxpr_custom
+from spec._src.lax.state import discharge_state
+from spec._src.lax.shaping import broadcast_in_dim
 from spec._src.lax.scan import closed_to_operands, no_aliased_refs, sub_jaxpr_effects
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
-
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
 
 
 def same_type(a: ArrayType, b: ArrayType) -> bool:
@@ -251,7 +251,7 @@ def _empty_like(aval: ArrayType) -> Any:
     if aval.dtype == FLOAT0:
         return zeros_like_aval(aval)
     e = empty2_p.bind(dtype=aval.dtype, memory_space=MemorySpace.Device)
-    return e if aval.shape == () else _lax().broadcast_in_dim(e, aval.shape, ())
+    return e if aval.shape == () else broadcast_in_dim(e, aval.shape, ())
 
 
 @dataclass
@@ -379,7 +379,6 @@ def _cond_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bo
     cond returns the known outputs and the slots (a branch fills the slots
     it does not produce with ``empty2``); the staged cond reads the index,
     the slots and every operand, and returns every output."""
-    from spec._src.lax.remat import partial_eval_jaxpr_custom
     branches: tuple[Jaxpr, ...] = eqn.params["branches"]
     index_uk, ops_uk = unks_in[0], unks_in[1:]
     new_inst = [x for x, i in zip(eqn.invars, inst_in) if isinstance(x, Var) and not i]
@@ -478,14 +477,14 @@ def _bcast_to(pred: Any, x: Any) -> Any:
     p, a = canonical_aval_of(pred), canonical_aval_of(x)
     if p.ndim == a.ndim:
         return pred
-    return _lax().broadcast_in_dim(pred, a.shape, tuple(range(p.ndim)))
+    return broadcast_in_dim(pred, a.shape, tuple(range(p.ndim)))
 
 
 def _select_or_stop(chosen: Any, x: Any) -> Any:
     """``x`` where ``chosen``, else ``stop_gradient(x)``; the stop_gradient is
     bound before the predicate's broadcast, in JAX's order."""
-    stopped = _lax().stop_gradient(x)
-    return _lax().select(_bcast_to(chosen, x), x, stopped)
+    stopped = stop_gradient(x)
+    return select(_bcast_to(chosen, x), x, stopped)
 
 
 def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
@@ -493,7 +492,6 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     if any(is_ref_type(v.aval) for b in branches for v in b.invars):
         # JAX refuses any branch with ref effects (reads included).
         raise NotImplementedError("State effect not supported in vmap-of-cond.")
-    lax = _lax()
     n_out = len(branches[0].outvars)
     if dims[0] is not None:
         # A batched index: every branch runs on the whole batch and select_n
@@ -505,10 +503,10 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
         branch_outs = []
         for i, b in enumerate(branches):
             bj, _ = batching.batch_jaxpr(b, axis, [0] * len(ops), [0] * n_out)
-            chosen = lax.eq(index, np.array(i, np.int32))
+            chosen = eq(index, np.array(i, np.int32))
             ops_i = [_select_or_stop(chosen, x) for x in ops]
             branch_outs.append(eval_jaxpr(bj, bj.consts, *ops_i))
-        outs = [lax.select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
+        outs = [select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
         return outs, [0] * n_out
     index, *ops = args
     op_dims: list[BatchDim] = [None if d is None else 0 for d in dims[1:]]
@@ -730,7 +728,6 @@ def _while_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[b
     saves nothing per iteration, so the known loop computes the carries
     that stay known (fixpoint over the body, nothing saveable) and the
     staged side reruns the whole loop. An unknown predicate stages it all."""
-    from spec._src.lax.remat import partial_eval_jaxpr_custom
     del policy  # nothing can be saved from inside a loop of unknown length
     p = eqn.params
     cond_nconsts: int = p["cond_nconsts"]
@@ -881,7 +878,6 @@ def _cond_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]) -
     """A cond given refs as a pure cond: every branch takes the refs' values
     (after the other operands) and returns their final values after its
     results; the branch not taken returns them unchanged."""
-    from spec._src.lax.state import discharge_state
     index, *ops = ins
     is_ref = [is_ref_type(a.aval) for a in atoms[1:]]
     if not any(is_ref):
@@ -915,7 +911,6 @@ def _while_discharge(ins: list[Any], atoms: list[Atom], params: dict[str, Any]
     """A while given refs as a pure while: each distinct ref (the predicate
     and the body may both read one) becomes a leading carry that the body
     updates with its final value and the predicate reads."""
-    from spec._src.lax.state import discharge_state
     is_ref = [is_ref_type(a.aval) for a in atoms]
     if not any(is_ref):
         return list(while_p.bind(*ins, **params)), []

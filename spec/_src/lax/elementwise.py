@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -180,11 +181,22 @@ def declare_binary(name: str, accepted: Accepted, impl: Impl,
     return _declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
 
 
-def _jnp() -> Any:
-    """``spec.numpy``: ldexp's and frexp's derivative rules stage
-    ``jnp.ldexp``, a jitted function of the jnp layer."""
-    from spec import numpy as jnp
-    return jnp
+def _ldexp_unregistered(x1: Any, x2: Any) -> Any:
+    raise RuntimeError("jnp.ldexp is not registered: import spec._src.numpy.math "
+                       "(importing spec does)")
+
+
+@dataclass
+class StagedLdexp:
+    """``jnp.ldexp``, a jitted function of the numpy layer, which ldexp's and
+    frexp's derivative rules stage (as JAX's rules do, so that differentiated
+    jaxprs print the same nested ``jit[name=ldexp]``);
+    spec._src.numpy.math fills it when it is imported."""
+
+    ldexp: Callable[[Any, Any], Any] = _ldexp_unregistered
+
+
+staged = StagedLdexp()
 
 
 class AccuracyMode(enum.Enum):
@@ -1399,7 +1411,7 @@ def _ldexp_jvp(primals: list[Any], tangents: list[Any], *, x1_aval: Any, x2_aval
     formed (as jnp.ldexp) before the primal, as JAX's rule does."""
     x1, x2 = primals
     t1 = tangents[0]
-    t_out = None if type(t1) is Zero else _jnp().ldexp(t1, x2)
+    t_out = None if type(t1) is Zero else staged.ldexp(t1, x2)
     out = ldexp_p.bind(x1, x2, x1_aval=x1_aval, x2_aval=x2_aval)
     return [out], [Zero.from_primal_value(out) if t_out is None else t_out]
 
@@ -1407,7 +1419,7 @@ def _ldexp_jvp(primals: list[Any], tangents: list[Any], *, x1_aval: Any, x2_aval
 def _ldexp_transpose(ct: Any, x1: Any, x2: Any, *, x1_aval: Any, x2_aval: Any) -> list[Any]:
     if is_undefined_primal(x2):
         raise TypeError("Ldexp: cannot transpose with respect to the integer exponent")
-    return [_jnp().ldexp(ct, x2), None]
+    return [staged.ldexp(ct, x2), None]
 
 
 def _frexp_jvp(primals: list[Any], tangents: list[Any], *, x_aval: Any
@@ -1415,8 +1427,7 @@ def _frexp_jvp(primals: list[Any], tangents: list[Any], *, x_aval: Any
     """x = m 2^e with e locally constant: dm = ldexp(dx, -e); e is integer."""
     (x,), (t,) = primals, tangents
     m, e = frexp_p.bind(x, x_aval=x_aval)
-    jnp = _jnp()
-    m_dot = Zero.from_primal_value(m) if type(t) is Zero else jnp.ldexp(t, jnp.negative(e))
+    m_dot = Zero.from_primal_value(m) if type(t) is Zero else staged.ldexp(t, neg(e))
     return [m, e], [m_dot, Zero.from_primal_value(e)]
 
 

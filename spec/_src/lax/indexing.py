@@ -40,7 +40,8 @@ from spec._src.interpreters.spmd import Dist, Geometry
 import operator
 from spec._src.core.interpreter import Jaxpr, trace_to_jaxpr
 from spec._src.interpreters.batching import moveaxis
-from spec._src.lax.shaping import broadcast_in_dim_p
+from spec._src.lax import elementwise as E
+from spec._src.lax.shaping import broadcast_in_dim_p, full, full_like, iota, reshape
 
 
 class GatherDimensionNumbers(NamedTuple):
@@ -269,18 +270,12 @@ def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
     return [np.array(vals.transpose(perm), order="C", copy=None)]  # keeps rank 0
 
 
-def _lax() -> Any:
-    """``spec.lax``, imported when a rule runs (it imports this module)."""
-    from spec import lax
-    return lax
-
-
 def _gather_jvp(g: Any, operand: Any, indices: Any, *, dimension_numbers: GatherDimensionNumbers,
                 slice_sizes: Sequence[int], indices_are_sorted: bool, unique_indices: bool,
                 mode: GatherScatterMode, fill_value: Any) -> Any:
     """Linear in the operand: gather the tangent; out-of-bounds windows of a
     FILL_OR_DROP gather are constant (the fill), so their tangent is 0."""
-    return _lax().gather(g, indices, dimension_numbers, slice_sizes,
+    return gather(g, indices, dimension_numbers, slice_sizes,
                          unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                          mode=mode, fill_value=0)
 
@@ -303,11 +298,10 @@ def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
     read it; dropped (out-of-bounds) windows contribute nothing."""
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type()), None]
-    lax = _lax()
     # The zeros take the primal operand's sharding, so the cotangent does too.
-    zeros = lax.full(operand.aval.shape, 0, canonical_aval_of(ct).dtype,
+    zeros = full(operand.aval.shape, 0, canonical_aval_of(ct).dtype,
                      sharding=operand.aval.sharding)
-    return [lax.scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+    return [scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
                             unique_indices=unique_indices,
                             indices_are_sorted=indices_are_sorted, mode=mode), None]
 
@@ -348,7 +342,6 @@ def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
     operand, indices = args
     op_dim, idx_dim = dims
     dn = dimension_numbers
-    lax = _lax()
     if idx_dim is None:
         operand = _front(operand, op_dim, axis.size)
         new = GatherDimensionNumbers(
@@ -358,7 +351,7 @@ def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
             operand_batching_dims=_plus1(dn.operand_batching_dims),
             start_indices_batching_dims=dn.start_indices_batching_dims)
         sizes = (canonical_aval_of(operand).shape[0], *slice_sizes)
-        out = lax.gather(operand, indices, new, sizes, unique_indices=unique_indices,
+        out = gather(operand, indices, new, sizes, unique_indices=unique_indices,
                          indices_are_sorted=indices_are_sorted, mode=mode,
                          fill_value=fill_value)
         return [out], [0]
@@ -372,7 +365,7 @@ def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
             start_index_map=dn.start_index_map,
             operand_batching_dims=dn.operand_batching_dims,
             start_indices_batching_dims=_plus1(dn.start_indices_batching_dims))
-        out = lax.gather(operand, indices, new, slice_sizes, unique_indices=False,
+        out = gather(operand, indices, new, slice_sizes, unique_indices=False,
                          indices_are_sorted=False, mode=mode, fill_value=fill_value)
         return [out], [0]
     operand = _front(operand, op_dim, axis.size)
@@ -384,7 +377,7 @@ def _gather_batch(axis: Any, args: list[Any], dims: list[Any], *,
         operand_batching_dims=(0, *_plus1(dn.operand_batching_dims)),
         start_indices_batching_dims=(0, *_plus1(dn.start_indices_batching_dims)))
     sizes = (0 if canonical_aval_of(operand).shape[0] == 0 else 1, *slice_sizes)
-    out = lax.gather(operand, indices, new, sizes, unique_indices=unique_indices,
+    out = gather(operand, indices, new, sizes, unique_indices=unique_indices,
                      indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill_value)
     return [out], [0]
 
@@ -864,7 +857,7 @@ def _gather_windows(x: Any, indices: Any, updates_shape: T.Shape,
     """The windows of ``x`` a scatter with ``dn`` writes, shaped like its
     updates (out-of-bounds windows read as 0)."""
     sizes = _window_sizes(len(_shape_of(x)), updates_shape, dn)
-    return _lax().gather(x, indices, dimension_numbers=_gather_dnums_of(dn),
+    return gather(x, indices, dimension_numbers=_gather_dnums_of(dn),
                          slice_sizes=sizes, mode=mode, fill_value=0)
 
 
@@ -895,7 +888,7 @@ def _scatter_addsub_transpose(negate: bool) -> Callable[..., list[Any]]:
             up_ct = _gather_windows(ct, indices, updates.aval.shape, p.dimension_numbers,
                                     p.mode)
             if negate:
-                up_ct = _lax().neg(up_ct)
+                up_ct = E.neg(up_ct)
         return [op_ct, None, up_ct]
     return transpose
 
@@ -906,9 +899,8 @@ def _scatter_mul_jvp_updates(g: Any, x: Any, i: Any, y: Any, **params: Any) -> A
     if not p.unique_indices:
         raise NotImplementedError(
             "scatter_mul gradients are only implemented if `unique_indices=True`")
-    lax = _lax()
     zeros = zeros_like_aval(canonical_aval_of(x))
-    return lax.mul(x, lax.scatter_add(zeros, i, g, dimension_numbers=p.dimension_numbers,
+    return E.mul(x, scatter_add(zeros, i, g, dimension_numbers=p.dimension_numbers,
                                       indices_are_sorted=p.indices_are_sorted,
                                       unique_indices=p.unique_indices, mode=p.mode))
 
@@ -921,17 +913,16 @@ def _scatter_mul_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None, None,
                 Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
-    lax = _lax()
     op_ct = up_ct = None
     if is_undefined_primal(operand):
-        op_ct = lax.scatter_mul(ct, indices, updates, dimension_numbers=p.dimension_numbers,
+        op_ct = scatter_mul(ct, indices, updates, dimension_numbers=p.dimension_numbers,
                                 indices_are_sorted=p.indices_are_sorted,
                                 unique_indices=p.unique_indices, mode=p.mode)
     if is_undefined_primal(updates):
         if not p.unique_indices:
             raise NotImplementedError(
                 "scatter_mul gradients are only implemented if `unique_indices=True`")
-        up_ct = _gather_windows(lax.mul(ct, operand), indices, updates.aval.shape,
+        up_ct = _gather_windows(E.mul(ct, operand), indices, updates.aval.shape,
                                 p.dimension_numbers, p.mode)
     return [op_ct, None, up_ct]
 
@@ -953,32 +944,31 @@ def _extremal_jvp(prim: Any, primals: list[Any], tangents: list[Any], p: _Scatte
     if type(t_op) is Zero and type(t_up) is Zero:
         return [out], [Zero.from_primal_value(out)]
     t_op, t_up = instantiate(t_op), instantiate(t_up)
-    lax = _lax()
     gdn = _gather_dnums_of(dn)
     sizes = _window_sizes(len(_shape_of(operand)), _shape_of(updates), dn)
     common: dict[str, Any] = {"indices_are_sorted": p.indices_are_sorted,
                               "unique_indices": p.unique_indices, "mode": p.mode}
 
     def gather(x: Any) -> Any:
-        return lax.gather(x, indices, gdn, sizes, **common)
+        return gather(x, indices, gdn, sizes, **common)
 
     def scatter_add(x: Any, u: Any) -> Any:
-        return lax.scatter_add(x, indices, u, dn, **common)
+        return scatter_add(x, indices, u, dn, **common)
 
     initial_vals = gather(operand)
     target_vals = gather(out)
     successful_updates = updates == target_vals
     retained_values = initial_vals == target_vals
     num_updates = gather(scatter_add(
-        lax.full_like(operand, 0),
-        lax.select(successful_updates, lax.full_like(updates, 1), lax.full_like(updates, 0))))
-    num_refs = gather(scatter_add(lax.full_like(operand, 0), lax.full_like(updates, 1)))
-    updates_normalizer = lax.select(retained_values, 1.0 / (num_updates + 1),
+        full_like(operand, 0),
+        E.select(successful_updates, full_like(updates, 1), full_like(updates, 0))))
+    num_refs = gather(scatter_add(full_like(operand, 0), full_like(updates, 1)))
+    updates_normalizer = E.select(retained_values, 1.0 / (num_updates + 1),
                                     1.0 / num_updates)
-    updates_coef = lax.select(successful_updates, updates_normalizer,
-                              lax.full_like(updates, 0))
-    operand_normalizer = lax.select(retained_values, 1.0 / (num_updates + 1),
-                                    lax.full_like(num_updates, 0))
+    updates_coef = E.select(successful_updates, updates_normalizer,
+                              full_like(updates, 0))
+    operand_normalizer = E.select(retained_values, 1.0 / (num_updates + 1),
+                                    full_like(num_updates, 0))
     operand_coef = (-1.0 + operand_normalizer) / num_refs
     target_tangents = gather(t_op)
     tangent_updates = target_tangents * operand_coef + t_up * updates_coef
@@ -1015,34 +1005,33 @@ def _scatter_jvp_overlapping(primals: list[Any], t_op: Any, t_up: Any, p: _Scatt
     operand masked to the unwritten elements (primal and tangent alike)."""
     operand, indices, updates = primals
     dn = p.dimension_numbers
-    lax = _lax()
     up_shape = _shape_of(updates)
     ids_shape = [1 if d in dn.update_window_dims else s for d, s in enumerate(up_shape)]
     num_ids = int(np.prod(ids_shape, dtype=np.int64))
     id_dtype = _uint_dtype_for(num_ids)
-    update_ids = lax.add(lax.reshape(lax.iota(id_dtype, num_ids), ids_shape),
-                         lax.full_like(updates, 1, dtype=id_dtype))
-    scattered_ids = lax.scatter(lax.full(_shape_of(operand), 0, id_dtype), indices,
+    update_ids = E.add(reshape(iota(id_dtype, num_ids), ids_shape),
+                         full_like(updates, 1, dtype=id_dtype))
+    scattered_ids = scatter(full(_shape_of(operand), 0, id_dtype), indices,
                                 update_ids, dn, indices_are_sorted=p.indices_are_sorted,
                                 unique_indices=p.unique_indices, mode=p.mode)
     sizes = _window_sizes(len(_shape_of(operand)), up_shape, dn)
-    gathered_ids = lax.gather(scattered_ids, indices, dimension_numbers=_gather_dnums_of(dn),
+    gathered_ids = gather(scattered_ids, indices, dimension_numbers=_gather_dnums_of(dn),
                               slice_sizes=sizes)
 
     def unwritten(x: Any) -> Any:
-        return lax.select(lax.eq(scattered_ids, lax.full_like(scattered_ids, 0)), x,
-                          lax.full_like(x, 0))
+        return E.select(E.eq(scattered_ids, full_like(scattered_ids, 0)), x,
+                          full_like(x, 0))
 
     def winners(x: Any) -> Any:
-        return lax.select(lax.eq(update_ids, gathered_ids), x, lax.full_like(x, 0))
+        return E.select(E.eq(update_ids, gathered_ids), x, full_like(x, 0))
 
     masked_operand, masked_updates = unwritten(operand), winners(updates)
     masked_t_op, masked_t_up = unwritten(t_op), winners(t_up)
     common: dict[str, Any] = {"indices_are_sorted": p.indices_are_sorted,
                               "unique_indices": p.unique_indices, "mode": p.mode}
-    out = lax.scatter_add(masked_operand, indices, masked_updates, dimension_numbers=dn,
+    out = scatter_add(masked_operand, indices, masked_updates, dimension_numbers=dn,
                           **common)
-    t_out = lax.scatter_add(masked_t_op, indices, masked_t_up, dimension_numbers=dn, **common)
+    t_out = scatter_add(masked_t_op, indices, masked_t_up, dimension_numbers=dn, **common)
     return [out], [t_out]
 
 
@@ -1057,14 +1046,13 @@ def _scatter_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **para
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None, None,
                 Zero(updates.aval.ct_type()) if is_undefined_primal(updates) else None]
-    lax = _lax()
     up_shape = _shape_of(updates)
     up_sharding = (updates.aval if is_undefined_primal(updates)
                    else canonical_aval_of(updates)).sharding
     op_ct = up_ct = None
     if is_undefined_primal(operand):
-        zeros = lax.full(up_shape, 0, dtype=canonical_aval_of(ct).dtype, sharding=up_sharding)
-        op_ct = lax.scatter(ct, indices, zeros, dimension_numbers=p.dimension_numbers,
+        zeros = full(up_shape, 0, dtype=canonical_aval_of(ct).dtype, sharding=up_sharding)
+        op_ct = scatter(ct, indices, zeros, dimension_numbers=p.dimension_numbers,
                             indices_are_sorted=p.indices_are_sorted, unique_indices=True,
                             mode=p.mode)
     if is_undefined_primal(updates):
@@ -1139,16 +1127,17 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
 _UPDATE_JAXPRS: dict[tuple[str, T.DType], Jaxpr] = {}
 
 
-def _update_jaxpr(op_name: str, dtype: T.DType) -> Jaxpr | None:
+_COMBINERS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": E.add, "sub": E.sub, "mul": E.mul, "min": E.min, "max": E.max}
+
+
+def _update_jaxpr(op_name: str, dtype: T.DType) -> Jaxpr:
     """The scalar combiner ``op(a, b)`` on ``dtype`` as a jaxpr (cached, as JAX
     caches it, so two scatters of one kind share one jaxpr object)."""
     known = _UPDATE_JAXPRS.get((op_name, dtype))
     if known is not None:
         return known
-    from spec import lax
-    fn: Callable[[Any, Any], Any] | None = getattr(lax, op_name, None)
-    if fn is None:  # the combiner's lax function has not landed yet
-        return None
+    fn = _COMBINERS[op_name]
     scalar = T.ArrayType((), dtype, False)
     jaxpr, _ = trace_to_jaxpr(lambda a, b: [fn(a, b)], [scalar, scalar])
     _UPDATE_JAXPRS[(op_name, dtype)] = jaxpr

@@ -71,7 +71,20 @@ from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 from spec._src.core.prng import KeyTy, PRNGS
-from spec._src.lax.shaping import broadcast_in_dim_p
+from spec._src.lax import elementwise as E
+from spec._src.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather
+from spec._src.lax.shaping import (
+    broadcast_in_dim,
+    broadcast_in_dim_p,
+    broadcasted_iota,
+    convert_element_type,
+    expand_dims,
+    full,
+    full_like,
+    reshape,
+    squeeze,
+)
+from spec._src.lax.structural import concatenate, pad, rev, slice_in_dim
 
 Impl = Callable[..., list[np.ndarray]]
 
@@ -149,15 +162,9 @@ def _empty_reduction(x: np.ndarray, axes: tuple[int, ...]) -> bool:
 # ------------------------------------------------------------ autodiff rules
 # JVPs and transposes follow JAX's: the same mathematics and the same
 # sequence of primitives, so that differentiated jaxprs print as JAX's. The
-# rules compute with ``spec.lax`` (imported at call time: it imports this
-# module), so that each operation is recorded or evaluated by the current
-# trace; operations that read no tangent go to the primal side under
-# linearize.
-
-def _lax() -> Any:
-    from spec import lax
-    return lax
-
+# rules compute with the lax wrappers, so that each operation is recorded or
+# evaluated by the current trace; operations that read no tangent go to the
+# primal side under linearize.
 
 def _aval(x: Any) -> ArrayType:
     return canonical_aval_of(x)
@@ -187,13 +194,12 @@ def _chooser_jvp(g: Any, ans: Any, operand: Any, *, axes: tuple[int, ...],
                  out_sharding: Any = None) -> Any:
     """reduce_max/reduce_min: the tangent is the mean of the operand's
     tangents at the positions that attain the extremum (ties share it)."""
-    lax = _lax()
     x = _aval(operand)
     keep_shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    where = lax.convert_element_type(lax.eq(operand, lax.reshape(ans, keep_shape)),
+    where = convert_element_type(E.eq(operand, reshape(ans, keep_shape)),
                                      _aval(g).dtype)
-    counts = lax.reduce_sum(where, axes)
-    return lax.div(lax.reduce_sum(lax.mul(g, where), axes), counts)
+    counts = reduce_sum(where, axes)
+    return E.div(reduce_sum(E.mul(g, where), axes), counts)
 
 
 Pair = tuple[Any, Any]  # a primal value and its tangent
@@ -206,9 +212,8 @@ def _pairwise(fn: Callable[[Any], Any], pair: Pair) -> Pair:
 
 
 def _mul_pair(a: Pair, b: Pair) -> Pair:
-    lax = _lax()
-    out = lax.mul(a[0], b[0])
-    return out, add_tangents(lax.mul(a[1], b[0]), lax.mul(a[0], b[1]))
+    out = E.mul(a[0], b[0])
+    return out, add_tangents(E.mul(a[1], b[0]), E.mul(a[0], b[1]))
 
 
 def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int, ...]
@@ -218,37 +223,36 @@ def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int
     leading axis is halved repeatedly (an odd half is padded with the
     identity 1) and the halves multiplied. Primal and tangent are carried
     together, each product contributing t_a * b + a * t_b."""
-    lax = _lax()
     x = _aval(primals[0])
     kept = _kept_axes(x.ndim, axes)
     n = math.prod(x.shape[a] for a in axes)
     flat = (n, *(x.shape[i] for i in kept))
     perm = tuple(axes) + kept
-    pair = _pairwise(lambda v: lax.reshape(v, flat, perm),
+    pair = _pairwise(lambda v: reshape(v, flat, perm),
                      (primals[0], instantiate(tangents[0])))
     one, zero = np.array(1, x.dtype), np.array(0, x.dtype)
     while n > 1:
         n1 = (n + 1) // 2
-        low = _pairwise(functools.partial(lax.slice_in_dim, start_index=0, limit_index=n1),
+        low = _pairwise(functools.partial(slice_in_dim, start_index=0, limit_index=n1),
                         pair)
-        high = _pairwise(functools.partial(lax.slice_in_dim, start_index=n1,
+        high = _pairwise(functools.partial(slice_in_dim, start_index=n1,
                                            limit_index=None), pair)
         if n - n1 != n1:
             config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept)
-            high = (lax.pad(high[0], one, config), lax.pad(high[1], zero, config))
+            high = (pad(high[0], one, config), pad(high[1], zero, config))
         pair = _mul_pair(low, high)
         n = n1
     if n == 0:
-        out = lax.full(flat[1:], one)
+        out = full(flat[1:], one)
         return [out], [Zero(_aval(out).tangent_type())]
-    p, t = _pairwise(lambda v: lax.squeeze(v, (0,)), pair)
+    p, t = _pairwise(lambda v: squeeze(v, (0,)), pair)
     return [p], [t]
 
 
 def _cumsum_transpose(ct: Any, operand: Any, *, axis: int, reverse: bool) -> Any:
     """Each output is a sum of a prefix (suffix): the cotangent of an input
     is the sum of the output cotangents of the windows holding it."""
-    return _lax().cumsum(ct, axis=axis, reverse=not reverse)
+    return cumsum(ct, axis=axis, reverse=not reverse)
 
 
 # The scan JAX differentiates cumulative reductions through (its
@@ -262,7 +266,6 @@ Combine = Callable[[Pair, Pair], Pair]
 
 
 def _interleave(a: Pair, b: Pair, axis: int) -> Pair:
-    lax = _lax()
     na, nb = _aval(a[0]).shape[axis], _aval(b[0]).shape[axis]
     ndim = _aval(a[0]).ndim
     a_cfg = [(0, 0, 0)] * ndim
@@ -270,19 +273,18 @@ def _interleave(a: Pair, b: Pair, axis: int) -> Pair:
     a_cfg[axis] = (0, 1 if na == nb else 0, 1)
     b_cfg[axis] = (1, 0 if na == nb else 1, 1)
     zero = np.array(0, _aval(a[0]).dtype)
-    pa = _pairwise(lambda v: lax.pad(v, zero, a_cfg), a)
-    pb = _pairwise(lambda v: lax.pad(v, zero, b_cfg), b)
-    return lax.add(pa[0], pb[0]), lax.add(pa[1], pb[1])
+    pa = _pairwise(lambda v: pad(v, zero, a_cfg), a)
+    pb = _pairwise(lambda v: pad(v, zero, b_cfg), b)
+    return E.add(pa[0], pb[0]), E.add(pa[1], pb[1])
 
 
 def _scan_pairs(combine: Combine, elems: Pair, axis: int) -> Pair:
-    lax = _lax()
     n = _aval(elems[0]).shape[axis]
     if n < 2:
         return elems
 
     def sl(start: int, limit: int | None, stride: int = 1) -> Callable[[Any], Any]:
-        return lambda v: lax.slice_in_dim(v, start, limit, stride=stride, axis=axis)
+        return lambda v: slice_in_dim(v, start, limit, stride=stride, axis=axis)
 
     reduced = combine(_pairwise(sl(0, -1, 2), elems), _pairwise(sl(1, None, 2), elems))
     odd = _scan_pairs(combine, reduced, axis)
@@ -291,58 +293,54 @@ def _scan_pairs(combine: Combine, elems: Pair, axis: int) -> Pair:
     else:
         even = combine(odd, _pairwise(sl(2, None, 2), elems))
     first = _pairwise(sl(0, 1), elems)
-    even = (lax.concatenate([first[0], even[0]], axis),
-            lax.concatenate([first[1], even[1]], axis))
+    even = (concatenate([first[0], even[0]], axis),
+            concatenate([first[1], even[1]], axis))
     return _interleave(even, odd, axis)
 
 
 def _balanced_cmp(x: Any, y: Any) -> Any:
     """1 where x > y, 1/2 where x == y, 0 elsewhere (also for NaN): the share
     of a max's derivative that goes to x; ties split it evenly."""
-    lax = _lax()
-    gt_mask = lax.gt(x, y)
-    eq_mask = lax.eq(x, y)
+    gt_mask = E.gt(x, y)
+    eq_mask = E.eq(x, y)
     dt = _aval(x).dtype
-    ones = lax.full_like(gt_mask, 1, dtype=dt)
-    zeros = lax.full_like(gt_mask, 0, dtype=dt)
-    half = lax.full_like(gt_mask, 0.5, dtype=dt)
-    return lax.select(gt_mask, ones, lax.select(eq_mask, half, zeros))
+    ones = full_like(gt_mask, 1, dtype=dt)
+    zeros = full_like(gt_mask, 0, dtype=dt)
+    half = full_like(gt_mask, 0.5, dtype=dt)
+    return E.select(gt_mask, ones, E.select(eq_mask, half, zeros))
 
 
 def _chooser_pair(is_max: bool) -> Combine:
     def combine(a: Pair, b: Pair) -> Pair:
-        lax = _lax()
-        out = lax.max(a[0], b[0]) if is_max else lax.min(a[0], b[0])
+        out = E.max(a[0], b[0]) if is_max else E.min(a[0], b[0])
         wa = _balanced_cmp(a[0], b[0]) if is_max else _balanced_cmp(b[0], a[0])
-        ta = lax.mul(a[1], wa)
+        ta = E.mul(a[1], wa)
         wb = _balanced_cmp(b[0], a[0]) if is_max else _balanced_cmp(a[0], b[0])
-        return out, add_tangents(ta, lax.mul(b[1], wb))
+        return out, add_tangents(ta, E.mul(b[1], wb))
     return combine
 
 
 def _drop_pos_inf(x: Any) -> Any:
     """x with +inf replaced by 0 (keeps exp(x - out) finite when both are +inf)."""
-    lax = _lax()
     inf = np.array(np.inf, _aval(x).dtype)
-    return lax.select(lax.eq(x, inf), lax.full_like(x, 0), x)
+    return E.select(E.eq(x, inf), full_like(x, 0), x)
 
 
 def _logaddexp_pair(a: Pair, b: Pair) -> Pair:
     """log(exp(a) + exp(b)) computed as JAX's logaddexp does (max plus
     log1p(exp(-|a - b|)); a + b where the difference is NaN), with
     derivative exp(a - out) t_a + exp(b - out) t_b."""
-    lax = _lax()
     x1, x2 = a[0], b[0]
     if not T.is_float(_aval(x1).dtype):
         raise NotImplementedError("the JVP of cumlogsumexp is implemented for real floating "
                                   f"operands, got {_aval(x1).dtype.name}")
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    out = lax.select(lax.ne(delta, delta), lax.add(x1, x2),
-                     lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
-    ta = lax.mul(a[1], lax.exp(lax.sub(_drop_pos_inf(x1), _drop_pos_inf(out))))
-    tb = lax.mul(b[1], lax.exp(lax.sub(_drop_pos_inf(x2), _drop_pos_inf(out))))
-    return out, lax.add(ta, tb)
+    amax = E.max(x1, x2)
+    delta = E.sub(x1, x2)
+    out = E.select(E.ne(delta, delta), E.add(x1, x2),
+                     E.add(amax, E.log1p(E.exp(E.neg(E.abs(delta))))))
+    ta = E.mul(a[1], E.exp(E.sub(_drop_pos_inf(x1), _drop_pos_inf(out))))
+    tb = E.mul(b[1], E.exp(E.sub(_drop_pos_inf(x2), _drop_pos_inf(out))))
+    return out, E.add(ta, tb)
 
 
 def _cumulative_jvp(combine: Callable[[], Combine]) -> Callable[..., tuple[list[Any], list[Any]]]:
@@ -350,13 +348,12 @@ def _cumulative_jvp(combine: Callable[[], Combine]) -> Callable[..., tuple[list[
     tangent) pairs; the primal output is the scan's (as in JAX)."""
     def rule(primals: list[Any], tangents: list[Any], *, axis: int, reverse: bool
              ) -> tuple[list[Any], list[Any]]:
-        lax = _lax()
         pair: Pair = (primals[0], instantiate(tangents[0]))
         if reverse:
-            pair = _pairwise(lambda v: lax.rev(v, (axis,)), pair)
+            pair = _pairwise(lambda v: rev(v, (axis,)), pair)
         pair = _scan_pairs(combine(), pair, axis)
         if reverse:
-            pair = _pairwise(lambda v: lax.rev(v, (axis,)), pair)
+            pair = _pairwise(lambda v: rev(v, (axis,)), pair)
         return [pair[0]], [pair[1]]
     return rule
 
@@ -365,11 +362,9 @@ def _sort_jvp(primals: list[Any], tangents: list[Any], *, dimension: int, is_sta
               num_keys: int) -> tuple[list[Any], list[Any]]:
     """Sort the operands together with an iota along ``dimension``; the
     sorted iota is the permutation, by which each tangent is gathered."""
-    from spec._src.lax.indexing import GatherDimensionNumbers, GatherScatterMode
-    lax = _lax()
     shape = _aval(primals[0]).shape
     index_dtype = T.uint64 if any(d > np.iinfo(np.uint32).max for d in shape) else T.uint32
-    iota = lax.broadcasted_iota(index_dtype, shape, dimension)
+    iota = broadcasted_iota(index_dtype, shape, dimension)
     outs = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                        num_keys=num_keys)
     # JAX builds the batching axes with NumPy (np.int64 entries); kept so
@@ -378,9 +373,9 @@ def _sort_jvp(primals: list[Any], tangents: list[Any], *, dimension: int, is_sta
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
                                    start_index_map=(dimension,), operand_batching_dims=batch,
                                    start_indices_batching_dims=batch)
-    idx = lax.expand_dims(outs[-1], (len(shape),))
+    idx = expand_dims(outs[-1], (len(shape),))
     t_outs = [t if type(t) is Zero else
-              lax.gather(t, idx, dnums, (1,) * len(shape),
+              gather(t, idx, dnums, (1,) * len(shape),
                          mode=GatherScatterMode.PROMISE_IN_BOUNDS)
               for t in tangents]
     return list(outs[:-1]), t_outs
@@ -389,8 +384,6 @@ def _sort_jvp(primals: list[Any], tangents: list[Any], *, dimension: int, is_sta
 def _top_k_jvp(primals: list[Any], tangents: list[Any], *, k: int, axis: int,
                is_stable: bool) -> tuple[list[Any], list[Any]]:
     """The tangents at the chosen indices, gathered along ``axis``."""
-    from spec._src.lax.indexing import GatherDimensionNumbers
-    lax = _lax()
     values, idxs = top_k_p.bind(primals[0], k=k, axis=axis, is_stable=is_stable)
     idx_zero = Zero(_aval(idxs).tangent_type())
     if type(tangents[0]) is Zero:
@@ -401,8 +394,8 @@ def _top_k_jvp(primals: list[Any], tangents: list[Any], *, k: int, axis: int,
     dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
                                    start_index_map=(axis,), operand_batching_dims=batch,
                                    start_indices_batching_dims=batch)
-    indices = lax.reshape(idxs, (*idx_shape, 1))
-    t_out = lax.gather(tangents[0], indices, dnums, (1,) * rank)
+    indices = reshape(idxs, (*idx_shape, 1))
+    t_out = gather(tangents[0], indices, dnums, (1,) * rank)
     return [values, idxs], [t_out, idx_zero]
 
 
@@ -456,14 +449,13 @@ def _sort_batch(axis: AxisData, args: list[Any], dims: list[Any], *, dimension: 
     renumbered past it."""
     proto, bdim = next((x, d) for x, d in zip(args, dims) if d is not None)
     shape = _aval(proto).shape
-    lax = _lax()
     moved = []
     # Unbatched operands broadcast to the first batched one's type, sharding included.
     proto_sharding = _aval(proto).sharding
     for x, d in zip(args, dims):
         if d is None:
             kept = tuple(i for i in range(len(shape)) if i != bdim)
-            moved.append(lax.broadcast_in_dim(x, shape, kept, out_sharding=proto_sharding))
+            moved.append(broadcast_in_dim(x, shape, kept, out_sharding=proto_sharding))
         else:
             moved.append(moveaxis(x, d, bdim))
     new_dim = dimension + 1 if bdim <= dimension else dimension

@@ -48,6 +48,7 @@ from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.core import types as T
+from spec._src.lax.reductions import reduce_precision_p
 
 Policy = Callable[..., Any]
 
@@ -345,7 +346,6 @@ def _insert_reduce_precision(jaxpr: Jaxpr, num_res: int) -> Jaxpr:
     """After the producer of each floating residual that known equations
     also read, round it with ``reduce_precision`` to its own format; later
     readers and the residual output see the rounded value."""
-    from spec._src.lax.reductions import reduce_precision_p
     res_vars = jaxpr.outvars[len(jaxpr.outvars) - num_res:]
     read = {id(a) for e in jaxpr.eqns for a in e.invars if isinstance(a, Var)}
     eqns = list(jaxpr.eqns)

@@ -51,6 +51,8 @@ from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.core.sharding import NamedSharding, P
 from spec._src.interpreters.ad_util import zeros_like_aval
 from spec._src.lax.calls import transpose_call
+from spec._src.lax.remat import partial_eval_jaxpr_custom
+from spec._src.lax.state import discharge_state
 
 # ============================================================ flat trees
 
@@ -814,7 +816,6 @@ def _scan_partial_eval_custom(policy: Any, unks_in: list[bool], inst_in: list[bo
     staged side is the whole scan (every operand available) reading the
     loop-invariant residuals as leading constants and the stacked ones as
     trailing extensive inputs."""
-    from spec._src.lax.remat import partial_eval_jaxpr_custom
     p = eqn.params
     jaxpr: Jaxpr = p["jaxpr"]
     ft_in, ft_out = p["ft_in"], p["ft_out"]
@@ -1173,7 +1174,6 @@ def _scan_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]
     (their value in, their final value out); an extensive ref becomes an
     extensive input (its rows in) and a stacked output (each iteration's
     final row, the only row that iteration can touch)."""
-    from spec._src.lax.state import discharge_state
     is_ref = [is_ref_type(a.aval) for a in atoms]
     if not any(is_ref):
         return list(scan_p.bind(*ins, **params)), []

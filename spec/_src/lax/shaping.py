@@ -829,10 +829,10 @@ def _pp_broadcast_in_dim(eqn: Any, ctx: Any) -> Any:
     return pp_eqn_default(eqn, ctx, params)
 
 
-def _reduce_sum(x: Any, axes: tuple[int, ...]) -> Any:
-    """``lax.reduce_sum``: the reductions family sits above this module (its
-    rules use these wrappers), so broadcast_in_dim's transpose finds the
-    primitive in the registry."""
+def bind_reduce_sum(x: Any, axes: tuple[int, ...]) -> Any:
+    """``lax.reduce_sum(x, axes)`` for the transposes of the families below
+    reductions (shaping, state, slicing), whose wrappers the reductions' rules
+    use: they find the primitive in the registry."""
     return primitive("reduce_sum").bind(x, axes=tuple(int(a) for a in axes), out_sharding=None)
 
 
@@ -843,7 +843,7 @@ def _broadcast_in_dim_transpose(ct: Any, operand: UndefinedPrimal, *, shape: Sha
     unit = [i for i, d in enumerate(operand.aval.shape) if d == 1]
     kept = [d for i, d in enumerate(broadcast_dimensions) if i not in unit]
     axes = tuple(i for i in range(len(shape)) if i not in kept)
-    return expand_dims(_reduce_sum(ct, axes), unit)
+    return expand_dims(bind_reduce_sum(ct, axes), unit)
 
 
 def _broadcast_in_dim_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,

@@ -31,7 +31,9 @@ from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import elementwise as E
 from spec._src.lax.elementwise import const_like, declare_binary
 from spec._src.lax.elementwise_kit import FLOAT
-from spec._src.lax.shaping import full_like
+from spec._src.lax.control_flow_api import while_loop
+from spec._src.lax.reductions import reduce_or
+from spec._src.lax.shaping import broadcast_in_dim, convert_element_type, full_like
 from spec._src.interpreters.ad_util import defjvp
 from spec._src.core.interpreter import not_applicable
 from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
@@ -45,32 +47,25 @@ class _Want(enum.Enum):
     SAMPLE = 2       # dx/da along P(a, x) = const
 
 
-def _lax() -> Any:
-    from spec import lax
-    return lax
-
-
 def _finfo(dtype: Any) -> Any:
     return ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
 
 
 def _or_all(preds: list[Any]) -> Any:
-    lax = _lax()
     out = preds[0]
     for p in preds[1:]:
-        out = lax.bitwise_or(out, p)
+        out = E.bitwise_or(out, p)
     return out
 
 
 def _any(pred: Any) -> Any:
     """True iff some element is true (a reduce_or over every axis)."""
-    return _lax().reduce_or(pred, tuple(range(canonical_aval_of(pred).ndim)))
+    return reduce_or(pred, tuple(range(canonical_aval_of(pred).ndim)))
 
 
 def _log_prefactor(a: Any, x: Any) -> Any:
     """log(x^a e^-x / Gamma(a))."""
-    lax = _lax()
-    return a * lax.log(x) - x - lax.lgamma(a)
+    return a * E.log(x) - x - E.lgamma(a)
 
 
 # ----------------------------------------------------------------- the series
@@ -79,7 +74,6 @@ def _series(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any, want: _Want) -> A
     """P(a, x) = x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a+1)...(a+n)), and
     its a-derivative, summed term by term until each element's last term is
     below eps relative to its sum (where ``enabled``)."""
-    lax = _lax()
     eps = _finfo(dtype).eps
 
     def more(state: tuple[Any, ...]) -> Any:
@@ -93,19 +87,19 @@ def _series(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any, want: _Want) -> A
         term2 = term * (xx / r2)
         total2 = total + term2
         if want is _Want.VALUE:
-            going = lax.bitwise_and(on, term2 / total2 > eps)
+            going = E.bitwise_and(on, term2 / total2 > eps)
         else:
-            going = lax.bitwise_and(on, abs(dterm2 / dtotal2) > eps)
+            going = E.bitwise_and(on, abs(dterm2 / dtotal2) > eps)
         new = (r2, term2, total2, xx, dterm2, dtotal2)
-        return (going, *(lax.select(on, n, o) for n, o in zip(new, state[1:])))
+        return (going, *(E.select(on, n, o) for n, o in zip(new, state[1:])))
 
-    init = (enabled, a, lax.full_like(a, 1), lax.full_like(a, 1), x, lax.full_like(a, 0),
-            lax.full_like(a, 0))
-    out = lax.while_loop(more, step, init)
+    init = (enabled, a, full_like(a, 1), full_like(a, 1), x, full_like(a, 0),
+            full_like(a, 0))
+    out = while_loop(more, step, init)
     total, dtotal = out[3], out[6]
     if want is _Want.VALUE:
         return (total * ax) / a
-    dlog_ax = lax.log(x) - lax.digamma(a + const_like(a, 1))
+    dlog_ax = E.log(x) - E.digamma(a + const_like(a, 1))
     if want is _Want.DERIVATIVE:
         return ax * (total * dlog_ax + dtotal) / a
     return -(dtotal + total * dlog_ax) * x / a
@@ -118,14 +112,13 @@ def _continued_fraction(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any,
     """1 - P(a, x) by the continued fraction of Gamma(a, x) (convergents
     p_k / q_k, with their a-derivatives), at most 2000 steps; convergents
     that grow past 1/eps are rescaled by eps."""
-    lax = _lax()
     eps = _finfo(dtype).eps
 
     def more(state: tuple[Any, ...]) -> Any:
-        return lax.bitwise_and(state[5] < const_like(state[5], 2000), _any(state[0]))
+        return E.bitwise_and(state[5] < const_like(state[5], 2000), _any(state[0]))
 
     def scaled(big: Any, v: Any) -> Any:
-        return lax.select(big, lax.mul(v, const_like(v, eps)), v)
+        return E.select(big, E.mul(v, const_like(v, eps)), v)
 
     def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
         (on, ans, _, y, z, c, p1, q1, p2, q2, dp2, dq2, dp1, dq1, dans) = state
@@ -135,28 +128,28 @@ def _continued_fraction(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any,
         yc = y * c
         pk = p1 * z - p2 * yc
         qk = q1 * z - q2 * yc
-        ok = lax.ne(qk, const_like(qk, 0))
+        ok = E.ne(qk, const_like(qk, 0))
         ratio = pk / qk
-        rel = lax.select(ok, abs(lax.div(lax.sub(ans, ratio), ratio)), lax.full_like(ratio, 1))
-        ans = lax.select(ok, ratio, ans)
+        rel = E.select(ok, abs(E.div(E.sub(ans, ratio), ratio)), full_like(ratio, 1))
+        ans = E.select(ok, ratio, ans)
         dpk = dp1 * z - p1 - dp2 * yc + p2 * c
         dqk = dq1 * z - q1 - dq2 * yc + q2 * c
-        dans_new = lax.select(ok, lax.div(dpk - ans * dqk, qk), dans)
-        dchange = lax.select(ok, abs(dans_new - dans), lax.full_like(dans, 1))
+        dans_new = E.select(ok, E.div(dpk - ans * dqk, qk), dans)
+        dchange = E.select(ok, abs(dans_new - dans), full_like(dans, 1))
         # Shift the recurrence: (k-2, k-1) <- (k-1, k).
         p2, p1, q2, q1 = p1, pk, q1, qk
         dp2, dq2, dp1, dq1 = dp1, dq1, dpk, dqk
-        big = lax.gt(abs(pk), lax.reciprocal(const_like(pk, eps)))
+        big = E.gt(abs(pk), E.reciprocal(const_like(pk, eps)))
         p2, p1, q2, q1 = (scaled(big, v) for v in (p2, p1, q2, q1))
         dp2, dq2, dp1, dq1 = (scaled(big, v) for v in (dp2, dq2, dp1, dq1))
         if want is _Want.VALUE:
-            going = lax.bitwise_and(on, rel > eps)
+            going = E.bitwise_and(on, rel > eps)
         else:
-            going = lax.bitwise_and(on, dchange > const_like(dchange, eps))
+            going = E.bitwise_and(on, dchange > const_like(dchange, eps))
         keep = (ans, rel, y, z)
-        kept = tuple(lax.select(on, n, o) for n, o in zip(keep, state[1:5]))
+        kept = tuple(E.select(on, n, o) for n, o in zip(keep, state[1:5]))
         rest = (p1, q1, p2, q2, dp2, dq2, dp1, dq1, dans_new)
-        kept2 = tuple(lax.select(on, n, o) for n, o in zip(rest, state[6:]))
+        kept2 = tuple(E.select(on, n, o) for n, o in zip(rest, state[6:]))
         return (going, *kept, c, *kept2)
 
     # (The initial values are made in the order JAX makes them: for shaped
@@ -164,111 +157,107 @@ def _continued_fraction(ax: Any, x: Any, a: Any, enabled: Any, dtype: Any,
     y0 = const_like(a, 1) - a
     z0 = x + y0 + const_like(x, 1)
     c0 = const_like(x, 0)
-    p2 = lax.full_like(x, 1)
+    p2 = full_like(x, 1)
     p1 = x + const_like(x, 1)
     q1 = z0 * x
     ans0 = p1 / q1
-    t0 = lax.full_like(x, 1)
-    dp2, dq2, dp1 = lax.full_like(x, 0), lax.full_like(x, 0), lax.full_like(x, 0)
+    t0 = full_like(x, 1)
+    dp2, dq2, dp1 = full_like(x, 0), full_like(x, 0), full_like(x, 0)
     dq1 = -x
     dans0 = (dp1 - ans0 * dq1) / q1
     init = (enabled, ans0, t0, y0, z0, c0, p1, q1, p2, x, dp2, dq2, dp1, dq1, dans0)
-    out = lax.while_loop(more, step, init)
+    out = while_loop(more, step, init)
     ans = out[1]
     if want is _Want.VALUE:
         return ans * ax
     dans = out[14]
-    dlog_ax = lax.log(x) - lax.digamma(a)
+    dlog_ax = E.log(x) - E.digamma(a)
     if want is _Want.DERIVATIVE:
-        return lax.mul(ax, lax.add(lax.mul(ans, dlog_ax), dans))
-    return lax.neg(lax.add(dans, lax.mul(ans, dlog_ax)) * x)
+        return E.mul(ax, E.add(E.mul(ans, dlog_ax), dans))
+    return E.neg(E.add(dans, E.mul(ans, dlog_ax)) * x)
 
 
 # ------------------------------------------------------------ the four functions
 
 def _is_nan(v: Any) -> Any:
-    return _lax().ne(v, v)
+    return E.ne(v, v)
 
 
 def _underflows(log_ax: Any, dtype: Any) -> Any:
     """x^a e^-x / Gamma(a) below 1 / max: exp of it would be zero."""
-    lax = _lax()
-    return lax.lt(log_ax, -lax.log(_finfo(dtype).max))
+    return E.lt(log_ax, -E.log(_finfo(dtype).max))
 
 
 def igamma_value(a: Any, x: Any, *, dtype: Any) -> Any:
     """P(a, x): the series below x = max(1, a), else 1 - continued fraction;
     nan off the domain (x < 0, a < 0, a = x = 0, a = x = inf, nan)."""
-    lax = _lax()
-    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
-    x_inf = lax.eq(x, const_like(x, float("inf")))
-    a_inf = lax.eq(a, const_like(a, float("inf")))
-    a_zero = lax.eq(a, const_like(a, 0))
-    x_zero = lax.eq(x, const_like(x, 0))
-    bad = _or_all([lax.lt(x, const_like(x, 0)), lax.lt(a, const_like(a, 0)),
-                   lax.bitwise_and(a_zero, x_zero), lax.bitwise_and(a_inf, x_inf), nan])
-    by_fraction = lax.bitwise_and(lax.ge(x, const_like(x, 1)), lax.gt(x, a))
+    nan = E.bitwise_or(_is_nan(a), _is_nan(x))
+    x_inf = E.eq(x, const_like(x, float("inf")))
+    a_inf = E.eq(a, const_like(a, float("inf")))
+    a_zero = E.eq(a, const_like(a, 0))
+    x_zero = E.eq(x, const_like(x, 0))
+    bad = _or_all([E.lt(x, const_like(x, 0)), E.lt(a, const_like(a, 0)),
+                   E.bitwise_and(a_zero, x_zero), E.bitwise_and(a_inf, x_inf), nan])
+    by_fraction = E.bitwise_and(E.ge(x, const_like(x, 1)), E.gt(x, a))
     log_ax = _log_prefactor(a, x)
     under = _underflows(log_ax, dtype)
-    ax = lax.exp(log_ax)
-    on = lax.bitwise_not(_or_all([x_zero, bad, under, x_inf, a_inf]))
-    out = lax.select(
+    ax = E.exp(log_ax)
+    on = E.bitwise_not(_or_all([x_zero, bad, under, x_inf, a_inf]))
+    out = E.select(
         by_fraction,
         const_like(a, 1) - _continued_fraction(
-            ax, x, a, lax.bitwise_and(on, by_fraction), dtype, _Want.VALUE),
-        _series(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_fraction)), dtype,
+            ax, x, a, E.bitwise_and(on, by_fraction), dtype, _Want.VALUE),
+        _series(ax, x, a, E.bitwise_and(on, E.bitwise_not(by_fraction)), dtype,
                 _Want.VALUE))
-    out = lax.select(a_inf, lax.full_like(a, 0), out)
-    out = lax.select(x_zero, lax.full_like(a, 0), out)
-    out = lax.select(x_inf, lax.full_like(a, 1), out)
-    return lax.select(bad, lax.full_like(a, float("nan")), out)
+    out = E.select(a_inf, full_like(a, 0), out)
+    out = E.select(x_zero, full_like(a, 0), out)
+    out = E.select(x_inf, full_like(a, 1), out)
+    return E.select(bad, full_like(a, float("nan")), out)
 
 
 def igammac_value(a: Any, x: Any, *, dtype: Any) -> Any:
     """1 - P(a, x): 1 - series where x < 1 or x < a, else the continued
     fraction; the domain as for igamma."""
-    lax = _lax()
-    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
-    a_zero = lax.eq(a, const_like(a, 0))
-    x_zero = lax.eq(x, const_like(x, 0))
-    x_inf = lax.eq(x, const_like(x, float("inf")))
-    a_inf = lax.eq(a, const_like(a, float("inf")))
-    bad = _or_all([lax.lt(x, const_like(x, 0)), lax.lt(a, const_like(a, 0)),
-                   lax.bitwise_and(a_zero, x_zero), lax.bitwise_and(a_inf, x_inf), nan])
-    by_series = lax.bitwise_or(lax.lt(x, const_like(x, 1)), lax.lt(x, a))
+    nan = E.bitwise_or(_is_nan(a), _is_nan(x))
+    a_zero = E.eq(a, const_like(a, 0))
+    x_zero = E.eq(x, const_like(x, 0))
+    x_inf = E.eq(x, const_like(x, float("inf")))
+    a_inf = E.eq(a, const_like(a, float("inf")))
+    bad = _or_all([E.lt(x, const_like(x, 0)), E.lt(a, const_like(a, 0)),
+                   E.bitwise_and(a_zero, x_zero), E.bitwise_and(a_inf, x_inf), nan])
+    by_series = E.bitwise_or(E.lt(x, const_like(x, 1)), E.lt(x, a))
     log_ax = _log_prefactor(a, x)
     under = _underflows(log_ax, dtype)
-    on = lax.bitwise_not(_or_all([bad, under, x_inf, a_zero, a_inf]))
-    ax = lax.exp(log_ax)
-    low = _series(ax, x, a, lax.bitwise_and(on, by_series), dtype, _Want.VALUE)
-    high = _continued_fraction(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_series)),
+    on = E.bitwise_not(_or_all([bad, under, x_inf, a_zero, a_inf]))
+    ax = E.exp(log_ax)
+    low = _series(ax, x, a, E.bitwise_and(on, by_series), dtype, _Want.VALUE)
+    high = _continued_fraction(ax, x, a, E.bitwise_and(on, E.bitwise_not(by_series)),
                                dtype, _Want.VALUE)
-    out = lax.select(by_series, const_like(a, 1) - low, high)
-    out = lax.select(a_inf, lax.full_like(a, 1), out)
-    out = lax.select(lax.bitwise_or(x_inf, a_zero), lax.full_like(out, 0), out)
-    return lax.select(bad, lax.full_like(a, float("nan")), out)
+    out = E.select(by_series, const_like(a, 1) - low, high)
+    out = E.select(a_inf, full_like(a, 1), out)
+    out = E.select(E.bitwise_or(x_inf, a_zero), full_like(out, 0), out)
+    return E.select(bad, full_like(a, float("nan")), out)
 
 
 def _derivative(a: Any, x: Any, dtype: Any, want: _Want, max_of: Any) -> Any:
     """dP/da (``DERIVATIVE``) or dx/da (``SAMPLE``): the continued fraction
     where x > 1 and x > a (its sign flipped), else the series; 0 at x = 0,
     nan for x < 0, a <= 0 or nan operands."""
-    lax = _lax()
-    nan = lax.bitwise_or(_is_nan(a), _is_nan(x))
-    x_zero = lax.eq(x, lax.full_like(x, 0))
-    bad = lax.bitwise_or(lax.lt(x, lax.full_like(x, 0)), lax.le(a, lax.full_like(a, 0)))
-    by_fraction = lax.bitwise_and(lax.gt(x, lax.full_like(x, 1)), lax.gt(x, a))
+    nan = E.bitwise_or(_is_nan(a), _is_nan(x))
+    x_zero = E.eq(x, full_like(x, 0))
+    bad = E.bitwise_or(E.lt(x, full_like(x, 0)), E.le(a, full_like(a, 0)))
+    by_fraction = E.bitwise_and(E.gt(x, full_like(x, 1)), E.gt(x, a))
     log_ax = _log_prefactor(a, x)
     under = _underflows(log_ax, max_of)
-    ax = lax.exp(log_ax)
-    on = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(lax.bitwise_or(x_zero, bad), under),
+    ax = E.exp(log_ax)
+    on = E.bitwise_not(E.bitwise_or(E.bitwise_or(E.bitwise_or(x_zero, bad), under),
                                         nan))
-    out = lax.select(
+    out = E.select(
         by_fraction,
-        -_continued_fraction(ax, x, a, lax.bitwise_and(on, by_fraction), dtype, want),
-        _series(ax, x, a, lax.bitwise_and(on, lax.bitwise_not(by_fraction)), dtype, want))
-    out = lax.select(x_zero, lax.full_like(out, 0), out)
-    return lax.select(lax.bitwise_or(bad, nan), lax.full_like(a, float("nan")), out)
+        -_continued_fraction(ax, x, a, E.bitwise_and(on, by_fraction), dtype, want),
+        _series(ax, x, a, E.bitwise_and(on, E.bitwise_not(by_fraction)), dtype, want))
+    out = E.select(x_zero, full_like(out, 0), out)
+    return E.select(E.bitwise_or(bad, nan), full_like(a, float("nan")), out)
 
 
 def igamma_grad_a_value(a: Any, x: Any, *, dtype: Any) -> Any:
@@ -284,17 +273,16 @@ def _widened(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
     (as leading axes) to a common shape, float16/bfloat16 computed in float32
     and the result rounded back."""
     def run(*args: Any) -> Any:
-        lax = _lax()
         shapes = [canonical_aval_of(v).shape for v in args]
         shape = T.broadcast_shapes("random_gamma_grad", shapes)
-        args = tuple(lax.broadcast_in_dim(v, shape, tuple(range(len(s))))
+        args = tuple(broadcast_in_dim(v, shape, tuple(range(len(s))))
                      for v, s in zip(args, shapes))
         dt = canonical_aval_of(args[0]).dtype
         narrow = dt in (T.bfloat16, T.float16)
         if narrow:
-            args = tuple(lax.convert_element_type(v, T.float32) for v in args)
+            args = tuple(convert_element_type(v, T.float32) for v in args)
         out = fn(*args, dtype=T.float32 if narrow else dt)
-        return lax.convert_element_type(out, dt) if narrow else out
+        return convert_element_type(out, dt) if narrow else out
     return run
 
 

@@ -51,8 +51,8 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import _with_axis_types
 from spec._src.core.registry import declare, fail, require
 from spec._src.lax.elementwise import add, clamp, lt, mul, select
-from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.shaping import (
+    bind_reduce_sum,
     broadcast_in_dim,
     convert_element_type,
     full,
@@ -542,7 +542,7 @@ def _broadcast_to_transpose(ct: Any, x: UndefinedPrimal, *, shape: tuple[int, ..
     lead = len(shape) - x.aval.ndim
     stretched = [lead + i for i, (d, n) in enumerate(zip(x.aval.shape, shape[lead:]))
                  if d == 1 and n != 1]
-    summed = reduce_sum(ct, axes=(*range(lead), *stretched))
+    summed = bind_reduce_sum(ct, (*range(lead), *stretched))
     return [reshape(summed, x.aval.shape)]
 
 

@@ -7,6 +7,7 @@ error messages and in SPEC.md (section 9.2).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,8 +30,10 @@ from spec._src.interpreters.batching import (
     moveaxis,
     vectorized,
 )
+from spec._src.core.array import host_value
 from spec._src.core.interpreter import (
     canonical_aval_of,
+    hooks,
     Primitive,
     from_primitive,
 )
@@ -44,7 +47,29 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.interpreters.ad import RefAccum
 
+from spec._src.lax.elementwise import select, select_n_p, sub
+from spec._src.lax.indexing import (
+    GatherDimensionNumbers,
+    GatherScatterMode,
+    ScatterDimensionNumbers,
+    gather_p,
+    scatter_p,
+)
+from spec._src.lax.state import add_into_slices
 from spec._src.lax.shaping import (
+    _convert_element_type,
+    _is_array,
+    _ndim,
+    _shape,
+    asarray,
+    bind_reduce_sum,
+    broadcast,
+    broadcast_in_dim,
+    canonicalize_axis,
+    full,
+    full_like,
+    reshape,
+    squeeze,
     Batched,
     _NO_AXES,
     _Parts,
@@ -58,11 +83,7 @@ from spec._src.lax.shaping import (
     Shape,
 )
 
-
-def _lax() -> Any:
-    """``spec.lax``, imported when a rule runs (it imports this module)."""
-    from spec import lax
-    return lax
+_builtin_slice = slice
 
 
 def _concatenate_parts(mesh: Any, *xs: ArrayType, dimension: int) -> list[_Parts]:
@@ -246,12 +267,12 @@ def _rev_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     """The reversed axes renumbered around the batch axis, which stays put."""
     dim = _bd(dims[0])
     new = tuple(i + 1 if i >= dim else i for i in dimensions)
-    return [_lax().rev(args[0], new)], [dim]
+    return [rev(args[0], new)], [dim]
 
 
 rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
                 transpose=linear_transpose(
-                    lambda ct, x, *, dimensions: _lax().rev(ct, dimensions)),
+                    lambda ct, x, *, dimensions: rev(ct, dimensions)),
                 batch=_rev_batch,
                 sharding=SK.section("rev", SK.same_as(0)),
                 per_device=from_primitive(
@@ -292,7 +313,8 @@ def _slice_type(x: ArrayType, *, start_indices: Shape, limit_indices: Shape,
 def _slice_impl(x: np.ndarray, *, start_indices: Shape, limit_indices: Shape,
                 strides: Shape | None) -> list[np.ndarray]:
     steps = strides if strides is not None else (1,) * x.ndim
-    idx = tuple(slice(s, lim, st) for s, lim, st in zip(start_indices, limit_indices, steps))
+    idx = tuple(_builtin_slice(s, lim, st)
+                for s, lim, st in zip(start_indices, limit_indices, steps))
     return [x[idx]]
 
 
@@ -327,7 +349,7 @@ def _slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     if strides is not None:
         steps = list(strides)
         steps.insert(dim, 1)
-    return [_lax().slice(x, starts, limits, steps)], [dim]
+    return [slice(x, starts, limits, steps)], [dim]
 
 
 def _slice_transpose_into(ct: Any, operand: Any, *, start_indices: Shape,
@@ -337,7 +359,6 @@ def _slice_transpose_into(ct: Any, operand: Any, *, start_indices: Shape,
         return _slice_transpose_dense(ct, operand, start_indices=start_indices,
                                       limit_indices=limit_indices, strides=strides)
     if type(ct) is not Zero:
-        from spec._src.lax.state import add_into_slices
         add_into_slices(operand, ct, [int(s) for s in start_indices],
                         canonical_aval_of(ct).shape, strides)
     return [None]
@@ -388,7 +409,7 @@ def _clamped_starts(shape: Shape, sizes: Shape, idx: Sequence[np.ndarray]) -> li
 def _dynamic_slice_impl(x: np.ndarray, *idx: np.ndarray, slice_sizes: Shape
                         ) -> list[np.ndarray]:
     starts = _clamped_starts(x.shape, slice_sizes, idx)
-    return [x[tuple(slice(s, s + n) for s, n in zip(starts, slice_sizes))]]
+    return [x[tuple(_builtin_slice(s, s + n) for s, n in zip(starts, slice_sizes))]]
 
 
 def _dynamic_slice_jvp(primals: list[Any], tangents: list[Any], *, slice_sizes: Shape
@@ -409,12 +430,11 @@ def _dynamic_slice_transpose(ct: Any, operand: Any, *idx: Any, slice_sizes: Shap
     identically clamped, start indices."""
     if isinstance(operand, RefAccum):  # into a gradient ref: only the slice read
         if type(ct) is not Zero:
-            from spec._src.lax.state import add_into_slices
             add_into_slices(operand, ct, idx, slice_sizes)
         return [None] * (1 + len(idx))
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type())] + [None] * len(idx)
-    zeros = _lax().full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
+    zeros = full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
     return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
 
 
@@ -423,19 +443,18 @@ def _index_vector(axis: AxisData, idx: Sequence[Any], dims: Sequence[BatchDim]
     """The scalar start indices as one index vector (for gather/scatter):
     shape (n,) when none is batched, else (batch, n) batched at 0 with the
     unbatched ones broadcast along the batch."""
-    lax = _lax()
     if not idx:
         return np.array([], np.int32), None
     if all(d is None for d in dims):
-        return lax.concatenate([lax.broadcast(i, (1,)) for i in idx], 0), None
+        return concatenate([broadcast(i, (1,)) for i in idx], 0), None
     # The index vector's batch axis is sharded as the first batched index's.
     first = next(i for i, d in zip(idx, dims) if d is not None)
     s = canonical_aval_of(first).sharding
     out_s = None if s is None else NamedSharding(s.mesh, P(_spec_entry(first, 0), None))
-    cols = [lax.broadcast_in_dim(i, (axis.size, 1), (0,) if d is not None else (),
+    cols = [broadcast_in_dim(i, (axis.size, 1), (0,) if d is not None else (),
                                  out_sharding=out_s)
             for i, d in zip(idx, dims)]
-    return lax.concatenate(cols, 1), 0
+    return concatenate(cols, 1), 0
 
 
 def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
@@ -444,7 +463,6 @@ def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
     vector (batched when any is); a batched operand gains a batch axis in
     front, which is a window axis of full size when the indices are
     unbatched and a batching axis shared with the indices otherwise."""
-    from spec._src.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather_p
     x, *idx = args
     x_dim, *idx_dims = dims
     ndim = len(idx)
@@ -505,7 +523,7 @@ def _dynamic_update_slice_impl(x: np.ndarray, update: np.ndarray, *idx: np.ndarr
                                ) -> list[np.ndarray]:
     starts = _clamped_starts(x.shape, update.shape, idx)
     out = x.copy()
-    out[tuple(slice(s, s + n) for s, n in zip(starts, update.shape))] = update
+    out[tuple(_builtin_slice(s, s + n) for s, n in zip(starts, update.shape))] = update
     return [out]
 
 
@@ -527,7 +545,7 @@ def _dynamic_update_slice_transpose(ct: Any, operand: Any, update: Any, *idx: An
     if type(ct) is Zero:
         return [*_zero_cts([operand, update]), *([None] * len(idx))]
     update_shape = _shape_of(update)
-    zeros = _lax().full_like(ct, 0, shape=update_shape)
+    zeros = full_like(ct, 0, shape=update_shape)
     op_ct = (dynamic_update_slice_p.bind(ct, zeros, *idx)
              if is_undefined_primal(operand) else None)
     up_ct = (dynamic_slice_p.bind(ct, *idx, slice_sizes=update_shape)
@@ -541,7 +559,6 @@ def _dynamic_update_slice_batch(axis: AxisData, args: list[Any], dims: list[Batc
     in front (broadcast there when unbatched); the start indices become one
     index vector, and the batch axis is an update window axis when that is
     unbatched, a batching axis shared with the indices otherwise."""
-    from spec._src.lax.indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_p
     x, update, *idx = args
     x_dim, u_dim, *idx_dims = dims
     axes = tuple(range(len(idx)))
@@ -608,7 +625,7 @@ def _concatenate_transpose(ct: Any, *operands: Any, dimension: int) -> list[Any]
     if type(ct) is Zero:
         return _zero_cts(operands)
     sizes = tuple(_shape_of(x)[dimension] for x in operands)
-    return _cts_or_none(_lax().split(ct, sizes, axis=dimension), operands)
+    return _cts_or_none(split(ct, sizes, axis=dimension), operands)
 
 
 def _front(axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim],
@@ -617,14 +634,13 @@ def _front(axis: AxisData, args: Sequence[Any], dims: Sequence[BatchDim],
     with ``lax.broadcast``, as JAX's concatenate and stack rules do; with
     ``keep_sharding`` (concatenate's rule) a sharded unbatched operand's new
     axis is sharded as the first batched operand's batch axis)."""
-    lax = _lax()
     entry = next(_spec_entry(x, d) for x, d in zip(args, dims) if d is not None)
 
     def front(x: Any) -> Any:
         s = canonical_aval_of(x).sharding
         if not keep_sharding or s is None:
-            return lax.broadcast(x, (axis.size,))
-        return lax.broadcast(x, (axis.size,), out_sharding=insert_spec_entry(s, 0, entry))
+            return broadcast(x, (axis.size,))
+        return broadcast(x, (axis.size,), out_sharding=insert_spec_entry(s, 0, entry))
     return [moveaxis(x, d, 0) if d is not None else front(x) for x, d in zip(args, dims)]
 
 
@@ -637,7 +653,7 @@ def _spec_entry(x: Any, dim: int) -> Any:
 def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                        dimension: int) -> Batched:
     """Batch axes to the front; concatenate along the shifted dimension."""
-    return [_lax().concatenate(_front(axis, args, dims, True), dimension + 1)], [0]
+    return [concatenate(_front(axis, args, dims, True), dimension + 1)], [0]
 
 
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
@@ -724,14 +740,14 @@ def _split_transpose(cts: list[Any], operand: UndefinedPrimal, *, sizes: Shape, 
     """Concatenate the pieces' cotangents (zeros materialised) along ``axis``."""
     if all(type(c) is Zero for c in cts):
         return [Zero(operand.aval.ct_type())]
-    return [_lax().concatenate([instantiate(c) for c in cts], axis)]
+    return [concatenate([instantiate(c) for c in cts], axis)]
 
 
 def _split_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, *,
                  sizes: Shape, axis: int) -> Batched:
     """Split along the axis renumbered around the batch axis."""
     ax, dim = axis, _bd(dims[0])
-    outs = _lax().split(args[0], sizes, ax + 1 if ax >= dim else ax)
+    outs = split(args[0], sizes, ax + 1 if ax >= dim else ax)
     return list(outs), [dim] * len(sizes)
 
 
@@ -798,9 +814,9 @@ def _tile_impl(x: np.ndarray, *, reps: Shape) -> list[np.ndarray]:
 
 def _tile_transpose(ct: Any, operand: UndefinedPrimal, *, reps: Shape) -> Any:
     """View the cotangent as (rep, size) pairs of axes and sum over the reps."""
-    lax, shape = _lax(), operand.aval.shape
+    shape = operand.aval.shape
     pairs = tuple(k for pair in zip(reps, shape) for k in pair)
-    return lax.reduce_sum(lax.reshape(ct, pairs), tuple(2 * i for i in range(len(shape))))
+    return bind_reduce_sum(reshape(ct, pairs), tuple(2 * i for i in range(len(shape))))
 
 
 def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: Shape
@@ -809,7 +825,7 @@ def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: 
     dim = _bd(dims[0])
     new_reps = list(reps)
     new_reps.insert(dim, 1)
-    return [_lax().tile(args[0], new_reps)], [dim]
+    return [tile(args[0], new_reps)], [dim]
 
 
 tile_p = declare("tile", typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
@@ -848,11 +864,11 @@ def _pad_impl(x: np.ndarray, padding_value: np.ndarray, *,
     grown = [max(lo, 0) + max(hi, 0) + (d + max(d - 1, 0) * i if d else 0)
              for (lo, hi, i), d in zip(padding_config, x.shape)]
     out = np.full(grown, padding_value, dtype=x.dtype)
-    dst = tuple(slice(max(lo, 0), max(lo, 0) + (d - 1) * (i + 1) + 1, i + 1) if d
-                else slice(0, 0)
+    dst = tuple(_builtin_slice(max(lo, 0), max(lo, 0) + (d - 1) * (i + 1) + 1, i + 1) if d
+                else _builtin_slice(0, 0)
                 for (lo, _, i), d in zip(padding_config, x.shape))
     out[dst] = x
-    crop = tuple(slice(max(-lo, 0), g - max(-hi, 0))
+    crop = tuple(_builtin_slice(max(-lo, 0), g - max(-hi, 0))
                  for (lo, hi, _), g in zip(padding_config, grown))
     return [out[crop]]
 
@@ -874,9 +890,8 @@ def _pad_transpose(ct: Any, operand: Any, padding_value: Any, *,
                              strides=tuple(np.add(interior, 1)))
     t_padv = None
     if is_undefined_primal(padding_value):
-        lax = _lax()
         axes = tuple(range(len(padding_config)))
-        t_padv = lax.sub(lax.reduce_sum(ct, axes), lax.reduce_sum(t_operand, axes))
+        t_padv = sub(bind_reduce_sum(ct, axes), bind_reduce_sum(t_operand, axes))
     return [t_operand if is_undefined_primal(operand) else None, t_padv]
 
 
@@ -886,11 +901,10 @@ def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     pad's scalar: pad with zero, pad a mask of the operand's positions the
     same way, and select the padding values (broadcast along the batch
     axis) outside the mask."""
-    lax = _lax()
     x, pv = args
     x_dim, pv_dim = dims
     if x_dim is None:
-        x, x_dim = lax.broadcast(x, (axis.size,)), 0
+        x, x_dim = broadcast(x, (axis.size,)), 0
     # Bound directly: lax.pad would turn the config's np.int64 entries (as
     # jnp.pad makes them) into ints, and JAX keeps them.
     cfg = list(padding_config)
@@ -898,10 +912,10 @@ def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     config = tuple(cfg)
     if pv_dim is None:
         return [pad_p.bind(x, pv, padding_config=config)], [x_dim]
-    padded = pad_p.bind(x, lax.full_like(x, 0, shape=()), padding_config=config)
-    mask = pad_p.bind(lax.full_like(x, True, np.bool_), False, padding_config=config)
-    fill = lax.broadcast_in_dim(pv, canonical_aval_of(padded).shape, (x_dim,))
-    return [lax.select(mask, padded, fill)], [x_dim]
+    padded = pad_p.bind(x, full_like(x, 0, shape=()), padding_config=config)
+    mask = pad_p.bind(full_like(x, True, np.bool_), False, padding_config=config)
+    fill = broadcast_in_dim(pv, canonical_aval_of(padded).shape, (x_dim,))
+    return [select(mask, padded, fill)], [x_dim]
 
 
 pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(),
@@ -932,6 +946,173 @@ copy_p = declare("copy", typing=_copy_type, impl=_copy_impl, jvp=linear_jvp(),
 
 
 __all__ = [
+    "concatenate", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "index_in_dim", "pad", "rev", "slice", "slice_in_dim",
+    "split", "stack", "tile", "unstack",
     "concatenate_p", "copy_p", "dynamic_slice_p", "dynamic_update_slice_p", "pad_p", "rev_p",
     "slice_p", "split_p", "stack_p", "tile_p", "unstack_p",
 ]
+
+
+# =================================================================== wrappers
+
+def _array_copy(x: Any) -> Any:
+    return copy_p.bind(x)
+
+
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
+    return rev_p.bind(operand, dimensions=tuple(dimensions))
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    if len(operands) == 0:
+        raise ValueError("concatenate requires a non-empty sequences of arrays")
+    if len(operands) == 1 and _is_array(operands[0]):
+        return operands[0]
+    return concatenate_p.bind(*operands, dimension=operator.index(dimension))
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    arrays = [asarray(op) for op in operands]
+    if not arrays:
+        raise ValueError("stack expects at least one operand, got 0.")
+    ax = canonicalize_axis(axis, _ndim(arrays[0]) + 1)
+    return stack_p.bind(*arrays, axis=ax)
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> Sequence[Any]:
+    operand = asarray(operand)
+    return split_p.bind(operand, sizes=tuple(sizes),  # type: ignore[no-any-return]
+                        axis=canonicalize_axis(axis, _ndim(operand)))
+
+
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """The slices along ``axis`` (what iterating over a traced array gives in JAX)."""
+    arr = asarray(x)
+    return tuple(unstack_p.bind(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+
+
+hooks.unstack = unstack  # iterating over a tracer (Tracer.__iter__)
+
+def tile(operand: Any, reps: Sequence[int]) -> Any:
+    return tile_p.bind(operand, reps=tuple(reps))
+
+
+def pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
+    config = tuple(tuple(operator.index(v) for v in entry) for entry in padding_config)
+    return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+# =================================================================== slicing
+
+def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],
+          strides: Sequence[int] | None = None) -> Any:
+    return slice_p.bind(operand, start_indices=tuple(start_indices),
+                        limit_indices=tuple(limit_indices),
+                        strides=None if strides is None else tuple(strides))
+
+
+def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Any:
+    shp = _shape(operand)
+    starts, limits, strides = [0] * len(shp), list(shp), [1] * len(shp)
+    axis = int(axis)
+    size = shp[axis]
+    start = 0 if start_index is None else operator.index(start_index)
+    limit = size if limit_index is None else operator.index(limit_index)
+    starts[axis] = start + size if start < 0 else start
+    limits[axis] = limit + size if limit < 0 else limit
+    strides[axis] = operator.index(stride)
+    return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    index, axis = operator.index(index), int(axis)
+    size = _shape(operand)[axis]
+    wrapped = index + size if index < 0 else index
+    if not 0 <= wrapped < size:
+        raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+    result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+    return result if keepdims else squeeze(result, (axis,))
+
+
+def _dynamic_slice_indices(operand: Any, start_indices: Any,
+                           allow_negative: bool | Sequence[bool]) -> list[Any]:
+    shp = _shape(operand)
+    if not isinstance(start_indices, (list, tuple)):
+        idx_aval = canonical_aval_of(start_indices)
+        if idx_aval.ndim != 1:
+            raise ValueError(f"Slice indices must be a 1D sequence, got {idx_aval.shape}")
+        start_indices = list(start_indices)
+    if len(start_indices) != len(shp):
+        raise ValueError("Length of slice indices must match number of operand dimensions "
+                         f"({len(start_indices)} vs {shp})")
+    flags = [allow_negative] * len(shp) if isinstance(allow_negative, bool) else list(
+        allow_negative)
+    out: list[Any] = []
+    for i, d, neg in zip(start_indices, shp, flags):
+        dt = canonical_aval_of(i).dtype
+        if T.is_unsigned_int(dt):
+            out.append(i)
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            if i < 0 and not neg:
+                raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                                 "allow_negative_indices=False")
+            out.append(_convert_element_type(int(i) + d if i < 0 else i, dt, False))
+        elif neg:
+            out.append(_wrap_negative(i, d, dt))
+        else:
+            out.append(i)
+    return out
+
+
+def _wrap_negative(i: Any, d: int, dt: T.DType) -> Any:
+    """``select(i < 0, i + d, i)`` as JAX stages it for a dynamic index."""
+    d_arr = _convert_element_type(d, dt, False)
+    negative = i < 0
+    return select_n_p.bind(negative, i, i + d_arr)
+
+
+def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True) -> Any:
+    idx = _dynamic_slice_indices(operand, start_indices, allow_negative_indices)
+    sizes = T.check_shape(slice_sizes, "dynamic_slice", "slice_sizes")
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=sizes)
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Any, *,
+                         allow_negative_indices: bool | Sequence[bool] = True) -> Any:
+    idx = _dynamic_slice_indices(operand, start_indices, allow_negative_indices)
+    return dynamic_update_slice_p.bind(operand, update, *idx)
+
+
+def _zero_like_index(start_index: Any) -> Any:
+    """The start index of the untouched axes: 0 of the given index's type."""
+    if isinstance(start_index, int) and not isinstance(start_index, bool):
+        return 0
+    dt = canonical_aval_of(start_index).dtype
+    return host_value(np.zeros((), dt), T.ArrayType((), dt, False), "index")
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True) -> Any:
+    shp = _shape(operand)
+    axis = int(axis)
+    starts: list[Any] = [_zero_like_index(start_index)] * len(shp)
+    starts[axis] = start_index
+    sizes = list(shp)
+    sizes[axis] = operator.index(slice_size)
+    flags = [False] * len(shp)
+    flags[axis] = allow_negative_indices
+    return dynamic_slice(operand, starts, sizes, allow_negative_indices=flags)
+
+
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
+    nd = _ndim(operand)
+    axis = int(axis)
+    starts: list[Any] = [_zero_like_index(start_index)] * nd
+    starts[axis] = start_index
+    flags = [False] * nd
+    flags[axis] = allow_negative_indices
+    return dynamic_update_slice(operand, update, starts, allow_negative_indices=flags)

@@ -1010,6 +1010,9 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     return _ldexp(x1, x2)
 
 
+E.staged.ldexp = ldexp
+
+
 def _frexp_impl(x: Any) -> Any:
     (x,) = _promote_dtypes_inexact(x)
     if _is_complex(x):
