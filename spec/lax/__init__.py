@@ -12,7 +12,7 @@ from spec._src.lax.reductions import *  # noqa: F403
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
-from spec._src.lax.collectives_api import *  # noqa: F403
+from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.scan_api import *  # noqa: F403
 from spec._src.api.lax_map import map as map
 from spec._src.api.lax_index import dynamic_index_in_dim as dynamic_index_in_dim

@@ -22,7 +22,6 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     elementwise,
     indexing,
     linalg,
-    manual_collectives,
     prng,
     reductions,
     remat,

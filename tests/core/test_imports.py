@@ -1,6 +1,6 @@
-"""The import graph of spec/: no cycles between spec modules, and function-local imports only
-for reasons other than a cycle. What is not there yet is listed, exactly, in import_debt.py:
-a change may only shorten those lists.
+"""The import graph of spec/: no cycles between spec modules, no internal module importing a
+public facade, and function-local imports only of other packages, each with a comment naming
+its reason (an optional dependency, say).
 
 Every import statement counts, including those inside functions: a cycle hidden in a function
 body is still a cycle in the design. ``from spec.x import y`` depends on ``spec.x`` and, when
@@ -11,13 +11,10 @@ that imports a facade package (``from spec import lax``) depends on everything i
 from __future__ import annotations
 
 import ast
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.core.import_debt import CYCLIC, FACADE_USERS, LOCAL_SPEC_IMPORTS
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "spec"
@@ -129,16 +126,6 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_import_cycles_are_exactly_the_known_debt() -> None:
-    """No module joins an import cycle, and a module that leaves one leaves the debt list."""
-    found = {m for component in cycles(import_graph()) for m in component}
-    joined, left = sorted(found - set(CYCLIC)), sorted(set(CYCLIC) - found)
-    assert not joined, f"modules newly in an import cycle: {joined}"
-    assert not left, f"no longer in a cycle (remove from import_debt.CYCLIC): {left}"
-
-
-@pytest.mark.xfail(strict=True, reason="the lax families still import each other in a cycle "
-                   "(import_debt.CYCLIC); this passes, and must be unmarked, once it is empty")
 def test_no_import_cycles_between_spec_modules() -> None:
     found = cycles(import_graph())
     listing = "\n".join(f"{len(c)} modules: {', '.join(c)}" for c in found)
@@ -162,17 +149,15 @@ def test_function_local_imports_of_other_packages_name_a_reason() -> None:
     assert not bad, "function-local imports without a comment saying why:\n" + "\n".join(bad)
 
 
-def test_function_local_imports_of_spec_modules_are_exactly_the_known_debt() -> None:
-    counts = Counter(m for m, _, of_spec, _ in local_imports() if of_spec)
-    grown = {m: n for m, n in counts.items() if n > LOCAL_SPEC_IMPORTS.get(m, 0)}
-    shrunk = {m: n for m, n in LOCAL_SPEC_IMPORTS.items() if counts.get(m, 0) < n}
-    assert not grown, f"new function-local imports of spec modules: {grown}"
-    assert not shrunk, f"fewer than import_debt.LOCAL_SPEC_IMPORTS says (lower it): {shrunk}"
+def test_no_function_local_imports_of_spec_modules() -> None:
+    """A spec module imported inside a function hides a dependency: it goes at the top."""
+    local = [f"{m}:{line}" for m, line, of_spec, _ in local_imports() if of_spec]
+    assert not local, "function-local imports of spec modules:\n" + "\n".join(local)
 
 
 @pytest.mark.parametrize("facade", ["spec.numpy", "spec.lax", "spec.random", "spec.sharding"])
-def test_internals_import_public_facades_only_where_known(facade: str) -> None:
+def test_internals_do_not_import_public_facades(facade: str) -> None:
     graph = import_graph()
     users = sorted(m for m, targets in graph.items()
                    if m.startswith("spec._src.") and facade in targets)
-    assert users == sorted(FACADE_USERS.get(facade, [])), f"{facade} is imported by {users}"
+    assert not users, f"{facade} is imported by {users}"

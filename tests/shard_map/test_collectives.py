@@ -388,7 +388,7 @@ def _aval(shape: tuple[int, ...], vma: str = "xy", unreduced: str = "", reduced:
 
 
 def _linear_cases() -> dict[str, tuple[Callable[[Any], Any], Any]]:
-    from spec._src.lax import manual_collectives as M
+    from spec._src.lax import collectives as M
     lax = spec.lax
     v = _aval((4, 6))
     return {

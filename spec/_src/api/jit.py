@@ -27,7 +27,7 @@ from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_j
 from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
-from spec._src.lax.collectives import extend_axis_env
+from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
 
 # ------------------------------------------------------------ argument handling

@@ -21,7 +21,8 @@ from spec._src.core.interpreter import (
     set_current_trace,
 )
 from spec._src.core.types import ArrayType
-from spec._src.lax.shard_map import _inside, enter_block, vma_checked
+from spec._src.lax.collectives import vma_checked
+from spec._src.lax.shard_map import _inside, enter_block
 
 
 class ShardMapTracer(Tracer):

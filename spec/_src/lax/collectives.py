@@ -1,43 +1,95 @@
-"""Collectives over named axes: ``psum``, ``pmax``, ``pmin``, ``all_gather``,
-``axis_index``.
+"""Collectives over named axes (SPEC.md section 15): the named axes' sizes,
+the primitives that combine the values of the members of an axis, and their
+``lax`` wrappers.
 
-A named axis is bound by ``vmap(..., axis_name=...)`` (and by ``make_jaxpr``'s
-``axis_env``; shard_map binds mesh axes in issue 6). Under vmap the batch
-trace hands a collective naming its axis to the primitive's batching rule,
-which replaces the named axis by the positional batch axis: ``psum`` over a
-vmapped axis is a sum over the batch axis (``psum`` with an integer axis),
-``axis_index`` is an ``iota``. Integer entries of ``axes`` are positional
-axes of the operand, reduced like ``reduce_sum``.
+A named axis is bound by ``vmap(..., axis_name=...)``, by ``make_jaxpr``'s
+``axis_env`` and by shard_map, whose mesh axes are manual in its body. Under
+vmap the batch trace hands a collective naming its axis to the primitive's
+batching rule, which replaces the named axis by the positional batch axis:
+``psum`` over a vmapped axis is a sum over the batch axis, ``axis_index`` an
+``iota``. Integer entries of ``axes`` are positional axes of the operand,
+reduced like ``reduce_sum``.
+
+Inside a shard_map body a value is, along each manual axis, *varying*
+(``{V:x}``: devices hold different values), *invariant* (the same value),
+*unreduced* (``{U:x}``: devices hold partial sums of the true value) or
+*reduced* (``{R:x}``: the same value, whose cotangent is unreduced). The
+primitives, in the order of this module:
+
+- ``psum``, ``pmax``, ``pmin``, ``all_gather``, ``axis_index``: over named
+  axes, under vmap or shard_map;
+- ``pvary`` (invariant -> varying, free), ``psum_invariant`` (varying ->
+  invariant, an all-reduce) and ``ppermute``;
+- ``reduce_scatter`` (``lax.psum_scatter``), whose transpose is
+  ``all_gather``, and ``all_to_all``;
+- the free casts of ``lax.pcast``: ``preduced`` (invariant -> reduced),
+  ``vary_unreduced_cast`` (varying -> unreduced), ``reduced_vary_cast``
+  (reduced -> varying);
+- the collectives that consume unreduced values: ``unreduced_psum``
+  (unreduced -> invariant, the transpose of ``preduced``) and
+  ``unreduced_reduce_scatter`` (unreduced -> varying), whose transpose is
+  ``all_gather_reduced`` (varying -> reduced).
+
+Each primitive's per-device program moves the buffers through the Backend
+(spec/_src/interpreters/spmd.py), recording its collective in the ledger; the
+casts move nothing and record nothing. The wrappers come last.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from spec._src.core import types as T
-from spec._src.interpreters.ad_util import Zero, linear_jvp, linear_transpose
-from spec._src.interpreters.batching import AxisData, moveaxis
-from spec._src.core.interpreter import canonical_aval_of, not_applicable
-from spec._src.core.denormals import arithmetic
-from spec._src.core.registry import declare, require
-from spec._src.core.sharding import extend_axis_env
-from spec._src.core.types import ArrayType
-from spec._src.core.interpreter import Primitive, from_primitive
-from spec._src.interpreters import per_device as PD
-from spec._src.interpreters import spmd as S
-from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.core import tree_util, types as T
 from spec._src.core.array import host_value
-from spec._src.core.interpreter import Tracer
-from spec._src.core.sharding import NamedSharding, _context, get_abstract_mesh
-from spec._src.interpreters.batching import broadcast
+from spec._src.core.denormals import arithmetic
+from spec._src.core.interpreter import (
+    JaxprTrace,
+    Primitive,
+    Tracer,
+    VMA_FROM_TYPING,
+    canonical_aval_of,
+    current_trace,
+    from_primitive,
+    hooks,
+    not_applicable,
+)
+from spec._src.core.registry import declare, require
+from spec._src.core.sharding import (
+    NamedSharding,
+    _context,
+    get_abstract_mesh,
+)
+from spec._src.core.types import ArrayType
+from spec._src.interpreters import per_device as PD, spmd as S
+from spec._src.interpreters.ad_util import (
+    Zero,
+    linear_jvp,
+    linear_transpose,
+)
+from spec._src.interpreters.batching import (
+    AxisData,
+    broadcast,
+    delete_spec_entry,
+    insert_spec_entry,
+    moveaxis,
+    vectorized,
+)
+from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.lax import shaping
+from spec._src.lax.elementwise import div, mul
+from spec._src.lax.reductions import reduce_sum
+from spec._src.lax.shaping import canonicalize_axis
+from spec._src.lax.sharding_kit import mesh_ordered
+
 
 # ------------------------------------------------------------- axis env
 
 
-def axis_size(name: Any) -> int:
+def bound_axis_size(name: Any) -> int:
     """The size of a bound named axis; NameError (as JAX) when unbound."""
     for bound, size in reversed(_context.axis_frames):
         if bound == name:
@@ -85,7 +137,7 @@ def _reduce_impl(name: str, np_fn: Callable[..., np.ndarray]) -> Callable[..., l
         named = _named(axes)
         if named:
             # Outside vmap/shard_map a named axis has no members to reduce over.
-            axis_size(named[0])
+            bound_axis_size(named[0])
             raise NameError(f"{name} over the named axis {named[0]!r} can only be evaluated "
                             "inside vmap or shard_map")
         pos = _positional(axes)
@@ -122,7 +174,6 @@ def _psum_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...], axis_index_groups
                     ) -> list[Any]:
     """Positional axes transpose to a broadcast back (as reduce_sum); named
     axes to a psum of the cotangent."""
-    from spec import lax
     if type(ct) is Zero:
         return [Zero(x.aval.ct_type())]
     pos = _positional(axes)
@@ -131,17 +182,16 @@ def _psum_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...], axis_index_groups
     if pos:
         shape = x.aval.shape
         kept = tuple(i for i in range(len(shape)) if i not in pos)
-        out = lax.broadcast_in_dim(out, shape, kept)
+        out = shaping.broadcast_in_dim(out, shape, kept)
     return [out]
 
 
 def _times(x: Any, n: int) -> Any:
     """``x * n``; for a constant operand computed now (JAX multiplies the
     Python value, so a literal stays a literal)."""
-    from spec import lax
     aval = canonical_aval_of(x)
     if isinstance(x, Tracer):
-        return lax.mul(x, np.asarray(n, aval.dtype))
+        return mul(x, np.asarray(n, aval.dtype))
     value = np.asarray(np.asarray(x) * n, aval.dtype)
     return host_value(value, aval, "psum")
 
@@ -260,7 +310,7 @@ def _all_gather_type(x: ArrayType, *, all_gather_dimension: int, axis_name: tupl
 
 
 def _all_gather_impl(x: np.ndarray, **params: Any) -> list[Any]:
-    axis_size(params["axis_name"][0])
+    bound_axis_size(params["axis_name"][0])
     raise NameError("all_gather can only be evaluated inside vmap or shard_map")
 
 
@@ -270,7 +320,6 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
                       ) -> tuple[list[Any], list[Any]]:
     """Gathering over the vmapped axis: every member sees the whole batch,
     the batch axis moved to the gathered position (merged into it if tiled)."""
-    from spec import lax
     (x,), (d,) = args, dims
     if axis.name not in axis_name:
         # Gathering over other axes: the batch dimension rides along.
@@ -291,13 +340,13 @@ def _all_gather_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
         merged = shape[:all_gather_dimension] + [
             shape[all_gather_dimension] * shape[all_gather_dimension + 1]] + \
             shape[all_gather_dimension + 2:]
-        out = lax.reshape(out, tuple(merged))
+        out = shaping.reshape(out, tuple(merged))
     return [out], [None]
 
 
 def _all_gather_transpose(ct: Any, x: Any, **params: Any) -> Any:
-    """A reduce_scatter of the cotangent (spec/_src/lax/manual_collectives.py)."""
-    from spec._src.lax.manual_collectives import all_gather_transpose
+    """A reduce_scatter of the cotangent (``all_gather_transpose``, with the
+    manual-mode collectives below)."""
     return all_gather_transpose(ct, x, **params)
 
 
@@ -317,13 +366,12 @@ def _axis_index_type(*, axis_name: Any) -> list[ArrayType]:
 
 
 def _axis_index_impl(*, axis_name: Any) -> list[Any]:
-    axis_size(axis_name)
+    bound_axis_size(axis_name)
     raise NameError("axis_index can only be evaluated inside vmap or shard_map")
 
 
 def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
     """Inside shard_map (check_vma) the index varies along its axis."""
-    from spec._src.lax.shard_map import vma_checked
     if vma_checked() and axis_name in get_abstract_mesh().manual_axes:
         return [frozenset({axis_name})]
     return [frozenset()]
@@ -331,8 +379,7 @@ def _axis_index_vma(*, axis_name: Any) -> list[frozenset[Any]]:
 
 def _axis_index_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
                       axis_name: Any) -> tuple[list[Any], list[Any]]:
-    from spec import lax
-    return [lax.iota(T.int32, axis.size)], [0]
+    return [shaping.iota(T.int32, axis.size)], [0]
 
 
 axis_index_p = declare(
@@ -343,5 +390,1015 @@ axis_index_p = declare(
     axis_collective=lambda params: (params["axis_name"],), vma_rule=_axis_index_vma)
 
 
-__all__ = ["all_gather_p", "axis_index_p", "axis_size", "extend_axis_env", "pmax_p",
-           "pmin_p", "psum_p"]
+# ------------------------------------------------------------ manual context
+
+
+@contextmanager
+def manual_context(check_vma: bool) -> Iterator[None]:
+    before = _context.check_vma
+    _context.update(check_vma=check_vma)
+    try:
+        yield
+    finally:
+        _context.update(check_vma=before)
+
+
+def vma_checked() -> bool:
+    """Whether the innermost shard_map tracks varying axes (check_vma)."""
+    return _context.check_vma
+
+
+def _ordered(axes: Any, mesh: Any) -> tuple[Any, ...]:
+    names = list(getattr(mesh, "axis_names", ()))
+    return tuple(sorted(axes, key=lambda a: names.index(a) if a in names else len(names)))
+
+
+def _per_device_only(name: str) -> Any:
+    def impl(*args: Any, **params: Any) -> list[np.ndarray]:
+        raise NotImplementedError(f"{name} runs per device: it can only be evaluated inside "
+                                  "shard_map")
+    return impl
+
+
+# --------------------------------------------------------------- pvary
+
+
+def _identity_type(x: ArrayType, **params: Any) -> list[ArrayType]:
+    return [x]
+
+
+def _no_unreduced(name: str, x: ArrayType, axes: Sequence[Any]) -> None:
+    """C1 of pvary and psum_invariant: not along unreduced or reduced axes."""
+    bad = (x.munreduced | x.mreduced) & frozenset(axes)
+    require(not bad, name, "C1",
+            f"{name} over axes {tuple(axes)} cannot take an operand unreduced or reduced "
+            f"along {tuple(sorted(bad, key=str))}: got {x.str_short()}", ValueError)
+
+
+def _pvary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("pvary", x, axes)
+    return [x]
+
+
+def _pvary_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
+    return [x.vma | frozenset(axes)]
+
+
+def _pvary_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
+    """Making a value vary along axes transposes to summing the cotangent's
+    per-device variants back to one invariant value."""
+    return psum_invariant_p.bind(ct, axes=axes)
+
+
+def vary(x: Any, axes: Sequence[Any]) -> Any:
+    """``x`` made to vary along ``axes``: a reduced value by the free cast
+    reduced -> varying, an invariant one by ``pvary`` (JAX's
+    auto_insert_reshard)."""
+    aval = canonical_aval_of(x)
+    if aval.mreduced and aval.mreduced == frozenset(axes):
+        return reduced_vary_cast_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
+    return bind_pvary(x, axes)
+
+
+def bind_pvary(x: Any, axes: Sequence[Any]) -> Any:
+    if not axes:
+        return x
+    return pvary_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
+
+
+pvary_p = declare(
+    "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
+    transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
+    sharding=lambda x, **p: [x.sharding],
+    doc="Invariant to varying along manual axes: a free cast (types only).",
+    vma_rule=_pvary_vma,
+    per_device=lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
+hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
+
+
+# ------------------------------------------------------------ psum_invariant
+
+
+def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    _no_unreduced("psum_invariant", x, axes)
+    missing = [a for a in axes if a not in x.vma]
+    require(not missing, "psum_invariant", "C1",
+            f"psum_invariant over axes {tuple(axes)} needs an operand varying along them; "
+            f"{x.str_short()} is invariant along {tuple(missing)}", ValueError)
+    return [x]
+
+
+def _psum_invariant_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
+    return [x.vma - frozenset(axes)]
+
+
+def _psum_invariant_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
+    return pvary_p.bind(ct, axes=axes)
+
+
+def _all_reduce_program(op: str, axes_of: Any) -> S.Program:
+    def program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[S.Dist]:
+        (x,), (out,) = args, out_avals
+        axes = _mesh_axes(axes_of(params), geo)
+        if not axes:
+            return [S.Dist(out, x.bufs)]
+        return [S.Dist(out, S.all_reduce(x.bufs, axes, op, geo))]
+    return program
+
+
+def _mesh_axes(names: Sequence[Any], geo: S.Geometry) -> tuple[Any, ...]:
+    return tuple(a for a in geo.names if a in names)
+
+
+psum_invariant_p = declare(
+    "psum_invariant", typing=_psum_invariant_type, impl=_per_device_only("psum_invariant"),
+    jvp=linear_jvp(), transpose=linear_transpose(_psum_invariant_transpose),
+    batch=vectorized(), sharding=lambda x, **p: [x.sharding],
+    doc="All-reduce sum over manual axes: varying to invariant.",
+    vma_rule=_psum_invariant_vma,
+    per_device=_all_reduce_program("sum", lambda params: params["axes"]))
+
+
+# ------------------------------------------------------------------ ppermute
+
+
+def _ppermute_type(x: ArrayType, *, axis_name: tuple[Any, ...], perm: Any
+                   ) -> list[ArrayType]:
+    sources = [s for s, _ in perm]
+    dests = [d for _, d in perm]
+    require(len(set(sources)) == len(sources) and len(set(dests)) == len(dests), "ppermute",
+            "C1", f"ppermute sources and destinations must be unique, got {perm}", ValueError)
+    return [x]
+
+
+def _ppermute_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                      axis_name: tuple[Any, ...], perm: Any) -> list[S.Dist]:
+    """Along the axes, position s sends its block to position d; positions
+    no pair sends to receive zeros."""
+    (x,), (out,) = args, out_avals
+    axes = _mesh_axes(axis_name, geo)
+    pairs = [(int(s), int(d)) for s, d in perm]
+    return [S.Dist(out, S.ppermute(x.bufs, axes, pairs, geo))]
+
+
+def _ppermute_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...], perm: Any) -> Any:
+    inverse = tuple((d, s) for s, d in perm)
+    return ppermute_p.bind(ct, axis_name=axis_name, perm=inverse)
+
+
+ppermute_p = declare(
+    "ppermute", typing=_ppermute_type, impl=_per_device_only("ppermute"), jvp=linear_jvp(),
+    transpose=linear_transpose(_ppermute_transpose), batch=vectorized(),
+    sharding=lambda x, **p: [x.sharding],
+    doc="Send each block to another position along manual axes.",
+    per_device=_ppermute_program)
+
+
+def names_of(axis_name: Any) -> tuple[Any, ...]:
+    """An ``axis_name`` param (one name, or a tuple or list of them) as a tuple."""
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def group_size(axis_name: Any) -> int:
+    """Members of a collective over ``axis_name``: the product of the bound
+    axes' sizes (NameError for an unbound one, as JAX)."""
+    return int(np.prod([bound_axis_size(n) for n in names_of(axis_name)], dtype=np.int64))
+
+
+def tracked(axes: Sequence[Any]) -> tuple[Any, ...]:
+    """The axes among ``axes`` whose varying state types record: manual axes
+    of a shard_map in context that checks it (check_vma)."""
+    if not vma_checked():
+        return ()
+    manual = get_abstract_mesh().manual_axes
+    return tuple(a for a in axes if a in manual)
+
+
+def _shown(axes: Any) -> str:
+    return "{" + ", ".join(repr(a) for a in sorted(axes, key=str)) + "}"
+
+
+def _require_varying(prim: str, c: str, x: ArrayType, axes: Sequence[Any]) -> None:
+    """A collective that combines devices' values needs them to differ: the
+    operand varies along every tracked axis it acts over (JAX's check_vma)."""
+    missing = [a for a in tracked(axes) if a not in x.vma]
+    require(not missing, prim, c,
+            f"{prim} over {tuple(axes)} must be applied to a value varying along them, but "
+            f"{x.str_short()} does not vary along {tuple(missing)}", ValueError)
+
+
+def _require_settled(prim: str, c: str, x: ArrayType, axes: Sequence[Any]) -> None:
+    """A data-moving collective needs a settled operand: not unreduced (a
+    pending sum) and not reduced along its axes."""
+    bad = (x.munreduced | x.mreduced) & frozenset(axes)
+    require(not bad, prim, c,
+            f"{prim} over {tuple(axes)} cannot take {x.str_short()}, which is unreduced or "
+            f"reduced along {_shown(bad)}", ValueError)
+
+
+def _require_dim(prim: str, c: str, name: str, dim: int, ndim: int) -> None:
+    require(isinstance(dim, (int, np.integer)) and 0 <= dim < ndim, prim, c,
+            f"{name}={dim} is out of range for an operand of rank {ndim}", ValueError)
+
+
+def _scattered_shape(prim: str, c: str, x: ArrayType, dim: int, size: int, tiled: bool
+                     ) -> tuple[int, ...]:
+    """The shape of one member's block: ``dim`` divided among ``size``
+    members (tiled), or removed (untiled: ``dim`` has exactly ``size``)."""
+    n = x.shape[dim]
+    shape = list(x.shape)
+    if tiled:
+        require(n % size == 0, prim, c,
+                f"tiled: dimension {dim} of {x.str_short()} (size {n}) must be divisible by "
+                f"the number of members {size}", ValueError)
+        shape[dim] = n // size
+    else:
+        require(n == size, prim, c,
+                f"untiled: dimension {dim} of {x.str_short()} (size {n}) must equal the "
+                f"number of members {size}", ValueError)
+        del shape[dim]
+    return tuple(shape)
+
+
+def _gathered_shape(x: ArrayType, dim: int, size: int, tiled: bool) -> tuple[int, ...]:
+    shape = list(x.shape)
+    if tiled:
+        shape[dim] *= size
+    else:
+        shape.insert(dim, size)
+    return tuple(shape)
+
+
+def _on_mesh(axis_name: Any, geo: S.Geometry) -> tuple[Any, ...]:
+    """The collective's mesh axes, in the order the collective names them
+    (the order a member's position is counted in, major first)."""
+    return tuple(a for a in names_of(axis_name) if a in geo.names)
+
+
+def _block(buf: np.ndarray, dim: int, ways: int, index: int, tiled: bool) -> np.ndarray:
+    """Member ``index``'s block of ``dim``: a slice (tiled) or an index."""
+    if not tiled:
+        return np.asarray(np.take(buf, index, axis=dim))
+    step = buf.shape[dim] // ways
+    sl = [slice(None)] * buf.ndim
+    sl[dim] = slice(index * step, (index + 1) * step)
+    return buf[tuple(sl)]
+
+
+def _scatter(bufs: S.Bufs, axes: tuple[Any, ...], dim: int, tiled: bool, geo: S.Geometry
+             ) -> S.Bufs:
+    ways, pos = geo.size_of(axes), geo.position(axes)
+    return tuple(None if b is None else _block(b, dim, ways, int(p), tiled)
+                 for b, p in zip(bufs, pos))
+
+
+def _sharding_scattered(x: ArrayType, *, dim: int, tiled: bool) -> list[Any]:
+    """Sharding over non-manual axes (a partially manual map): as JAX, the
+    operand's spec is kept (tiled: the dimension stays split as it was, now
+    over the member's block); untiled, the removed dimension's entry goes."""
+    if x.sharding is None or tiled:
+        return [x.sharding]
+    return [delete_spec_entry(x.sharding, dim, x.ndim)]
+
+
+def _sharding_gathered(x: ArrayType, *, dim: int, tiled: bool) -> list[Any]:
+    if x.sharding is None or tiled:
+        return [x.sharding]
+    return [insert_spec_entry(x.sharding, dim, None)]
+
+
+def _cleared(aval: ArrayType, dims: Sequence[int]) -> ArrayType:
+    """``aval`` with the spec entries of ``dims`` removed (those dimensions
+    whole on every device)."""
+    out = aval.sharding
+    for dim in sorted(set(dims)):
+        out = insert_spec_entry(delete_spec_entry(out, dim, aval.ndim), dim, None)
+    return aval.update(sharding=out)
+
+
+def on_whole_dims(in_dims: Callable[[dict[str, Any]], Sequence[int]],
+                  out_dims: Callable[[dict[str, Any]], Sequence[int]],
+                  program: S.Program) -> S.Program:
+    """A collective's program for operands whose dimensions it reshapes are
+    split over non-manual mesh axes (partially manual maps): those
+    dimensions are first gathered whole (an all_gather in the ledger), the
+    collective runs on the whole dimensions, and each device keeps its
+    block of the result's (free)."""
+    def wrapped(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[S.Dist]:
+        (x,), (out,) = args, out_avals
+        ins, outs = in_dims(params), out_dims(params)
+        if x.aval.sharding is None or not any(S.parts_of(x.aval)[d] for d in ins):
+            return program(geo, args, out_avals, **params)
+        whole = S.reshard(x, _cleared(x.aval, ins), geo)
+        (result,) = program(geo, [whole], [_cleared(out, outs)], **params)
+        return [S.reshard(result, out, geo)]
+    return wrapped
+
+
+def _same_sharding(x: ArrayType, **params: Any) -> list[Any]:
+    return [x.sharding]
+
+
+def _program_error(name: str) -> Callable[..., list[np.ndarray]]:
+    def impl(*args: Any, **params: Any) -> list[np.ndarray]:
+        axes = params.get("axis_name", params.get("axes", ()))
+        for n in names_of(axes):
+            bound_axis_size(n)  # NameError (as JAX) when unbound
+        raise NameError(f"{name} can only be evaluated inside vmap or shard_map")
+    return impl
+
+
+def _not_batchable(name: str) -> Callable[..., tuple[list[Any], list[Any]]]:
+    """JAX 0.12 defines no batching rule (NotImplementedError, as JAX)."""
+    def rule(axis: AxisData, args: list[Any], dims: list[Any], **params: Any
+             ) -> tuple[list[Any], list[Any]]:
+        raise NotImplementedError(f"vmap of {name} is not implemented in JAX 0.12")
+    return rule
+
+
+def _identity_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                      **params: Any) -> list[S.Dist]:
+    """A free cast: every device keeps its buffer; only the type changes."""
+    return [S.Dist(out_avals[0], args[0].bufs)]
+
+
+def _manual_fields(axes_key: str) -> dict[str, Any]:
+    """The declaration fields every manual collective shares: typing rules
+    here give the varying/unreduced/reduced axes themselves; the batch trace
+    hands a collective over a vmapped axis to the rule."""
+    return {"vma_rule": VMA_FROM_TYPING,
+            "axis_collective": lambda params: names_of(params[axes_key])}
+
+
+# =========================================================== reduce_scatter
+
+
+def _reduce_scatter_type(x: ArrayType, *, axis_name: tuple[Any, ...], scatter_dimension: int,
+                         axis_index_groups: Any, axis_size: int, tiled: bool
+                         ) -> list[ArrayType]:
+    prim = "reduce_scatter"
+    require(axis_index_groups is None, prim, "C1", "axis_index_groups is not supported",
+            NotImplementedError)
+    _require_dim(prim, "C2", "scatter_dimension", scatter_dimension, x.ndim)
+    shape = _scattered_shape(prim, "C3", x, scatter_dimension, axis_size, tiled)
+    _require_settled(prim, "C4", x, axis_name)
+    _require_varying(prim, "C5", x, axis_name)
+    return [x.update(shape=shape)]
+
+
+def _reduce_scatter_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                            *, axis_name: tuple[Any, ...], scatter_dimension: int,
+                            axis_index_groups: Any, axis_size: int, tiled: bool
+                            ) -> list[S.Dist]:
+    """Sum the group's buffers, each member keeping its block (one
+    reduce_scatter in the ledger)."""
+    (x,), (out,) = args, out_avals
+    axes = _on_mesh(axis_name, geo)
+    summed = S.all_reduce(x.bufs, axes, "sum", geo, kind="reduce_scatter")
+    return [S.Dist(out, _scatter(summed, axes, scatter_dimension, tiled, geo))]
+
+
+def _reduce_scatter_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...],
+                              scatter_dimension: int, axis_index_groups: Any, axis_size: int,
+                              tiled: bool) -> Any:
+    """Each member's block of the sum came from every member's operand: the
+    cotangent is every member's cotangent block, gathered."""
+    return all_gather(ct, axis_name, axis_index_groups=axis_index_groups,
+                      axis=scatter_dimension, tiled=tiled)
+
+
+def _reduce_scatter_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                          axis_name: tuple[Any, ...], scatter_dimension: int,
+                          axis_index_groups: Any, axis_size: int, tiled: bool
+                          ) -> tuple[list[Any], list[Any]]:
+    """Over another axis: the batch dimension rides along (the scattered
+    dimension shifts past it). Over the vmapped axis: members are the batch,
+    so sum it and leave member k's block at batch index k."""
+    (x,), (d,) = args, dims
+    params = {"axis_name": axis_name, "axis_index_groups": axis_index_groups,
+              "axis_size": axis_size, "tiled": tiled}
+    if axis.name is None or axis.name not in axis_name:
+        if d is None:
+            return [reduce_scatter_p.bind(x, scatter_dimension=scatter_dimension,
+                                          **params)], [None]
+        dim = scatter_dimension + (d <= scatter_dimension)
+        out_d = d if tiled or d < dim else d - 1
+        return [reduce_scatter_p.bind(x, scatter_dimension=dim, **params)], [out_d]
+    if axis_index_groups is not None or len(axis_name) > 1:
+        raise NotImplementedError("reduce_scatter over a vmapped axis together with other "
+                                  "axes (or with axis_index_groups) is not implemented")
+    y = x * axis.size if d is None else reduce_sum(x, (d,))
+    if tiled:
+        y = _split_dim(y, scatter_dimension, axis.size)
+    return [y], [scatter_dimension]
+
+
+reduce_scatter_p: Primitive = declare(
+    "reduce_scatter", typing=_reduce_scatter_type, impl=_program_error("reduce_scatter"),
+    jvp=linear_jvp(), transpose=linear_transpose(_reduce_scatter_transpose),
+    batch=_reduce_scatter_batch,
+    sharding=lambda x, *, scatter_dimension, tiled, **p: _sharding_scattered(
+        x, dim=scatter_dimension, tiled=tiled),
+    doc="Sum over named axes, each member keeping its block of one dimension.",
+    **_manual_fields("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["scatter_dimension"],),
+        lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _reduce_scatter_program))
+
+
+# ================================================================ all_to_all
+
+
+def _all_to_all_type(x: ArrayType, *, axis_name: Any, split_axis: int, concat_axis: int,
+                     axis_index_groups: Any, tiled: bool) -> list[ArrayType]:
+    prim = "all_to_all"
+    require(axis_index_groups is None, prim, "C1", "axis_index_groups is not supported",
+            NotImplementedError)
+    _require_dim(prim, "C2", "split_axis", split_axis, x.ndim)
+    _require_dim(prim, "C2", "concat_axis", concat_axis, x.ndim)
+    size = group_size(axis_name)
+    require(x.shape[split_axis] % size == 0, prim, "C3",
+            f"dimension split_axis={split_axis} of {x.str_short()} (size "
+            f"{x.shape[split_axis]}) must be divisible by the number of members {size}",
+            ValueError)
+    _require_settled(prim, "C4", x, names_of(axis_name))
+    _require_varying(prim, "C5", x, names_of(axis_name))
+    shape = list(x.shape)
+    shape[split_axis] //= size
+    shape[concat_axis] *= size
+    return [x.update(shape=tuple(shape), weak_type=False)]
+
+
+def _all_to_all_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                        axis_name: Any, split_axis: int, concat_axis: int,
+                        axis_index_groups: Any, tiled: bool) -> list[S.Dist]:
+    """Member j's chunk k (of split_axis) goes to member k, which concatenates
+    what it receives along concat_axis in member order (one all_to_all in
+    the ledger). The backend moves the group's buffers; each member keeps
+    its chunks."""
+    (x,), (out,) = args, out_avals
+    axes = _on_mesh(axis_name, geo)
+    ways, pos = geo.size_of(axes), geo.position(axes)
+    stacked = S.all_gather(S.each(lambda b: b[None], x.bufs), axes, 0, geo, kind="all_to_all")
+    result: list[np.ndarray | None] = []
+    for whole, p in zip(stacked, pos):
+        if whole is None:  # another process's device
+            result.append(None)
+            continue
+        mine = _block(whole, split_axis + 1, ways, int(p), True)  # (members, ...chunk...)
+        moved = np.moveaxis(mine, 0, concat_axis)
+        shape = list(mine.shape[1:])
+        shape[concat_axis] *= ways
+        result.append(moved.reshape(shape))
+    return [S.Dist(out, tuple(result))]
+
+
+def _all_to_all_transpose(ct: Any, x: Any, *, axis_name: Any, split_axis: int,
+                          concat_axis: int, axis_index_groups: Any, tiled: bool) -> Any:
+    """A permutation of blocks: its transpose sends them back, the two
+    dimensions' roles swapped. (JAX 0.12 re-enters its ``all_to_all``
+    wrapper here, which fails for untiled calls; binding the primitive is
+    the transpose for both.)"""
+    return all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis,
+                             concat_axis=split_axis, axis_index_groups=axis_index_groups,
+                             tiled=tiled)
+
+
+def _split_dim(x: Any, dim: int, factor: int) -> Any:
+    shape = list(canonical_aval_of(x).shape)
+    shape[dim:dim + 1] = [factor, shape[dim] // factor]
+    return shaping.reshape(x, tuple(shape))
+
+
+def _merge_dims(x: Any, dim: int) -> Any:
+    shape = list(canonical_aval_of(x).shape)
+    shape[dim:dim + 2] = [shape[dim] * shape[dim + 1]]
+    return shaping.reshape(x, tuple(shape))
+
+
+def _transpose_to(x: Any, src: int, dst: int) -> Any:
+    perm = [i for i in range(canonical_aval_of(x).ndim) if i != src]
+    perm.insert(dst, src)
+    return shaping.transpose(x, tuple(perm))
+
+
+def _all_to_all_batch(axis: AxisData, args: list[Any], dims: list[Any], *, axis_name: Any,
+                      split_axis: int, concat_axis: int, axis_index_groups: Any, tiled: bool
+                      ) -> tuple[list[Any], list[Any]]:
+    """Over another axis: the batch dimension rides along. Over the vmapped
+    axis (alone): the members are the batch, so the exchange is a local
+    reshuffle of the batch dimension with split_axis and concat_axis."""
+    (x,), (d,) = args, dims
+    params = {"axis_name": axis_name, "axis_index_groups": axis_index_groups, "tiled": tiled}
+    names = names_of(axis_name)
+    if axis.name is None or axis.name not in names:
+        if d is None:
+            return [all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis,
+                                      **params)], [None]
+        return [all_to_all_p.bind(x, split_axis=split_axis + (d <= split_axis),
+                                  concat_axis=concat_axis + (d <= concat_axis),
+                                  **params)], [d]
+    if axis_index_groups is not None or len(names) > 1:
+        raise NotImplementedError("all_to_all over a vmapped axis together with other axes "
+                                  "(or with axis_index_groups) is not implemented")
+    n = axis.size
+    if d is None:
+        x, d = shaping.broadcast(x, (n,)), 0
+    if split_axis == concat_axis:
+        # Member k's j-th block of the axis is member j's k-th chunk: split
+        # the axis into (chunk, rest) and swap the chunk index with the batch.
+        dim = split_axis + (d <= split_axis)
+        y = _split_dim(x, dim, n)
+        bd = d + (dim < d)
+        perm = list(range(len(_shape(y))))
+        perm[bd], perm[dim] = dim, bd
+        return [_merge_dims(shaping.transpose(y, tuple(perm)), dim)], [d]
+    # Otherwise the members' operands, concatenated along concat_axis, are
+    # every member's result stacked along split_axis: the chunk index of
+    # split_axis becomes the batch.
+    y = _merge_dims(_transpose_to(x, d, concat_axis), concat_axis)
+    return [_split_dim(y, split_axis, n)], [split_axis]
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return canonical_aval_of(x).shape
+
+
+all_to_all_p: Primitive = declare(
+    "all_to_all", typing=_all_to_all_type, impl=_program_error("all_to_all"),
+    jvp=linear_jvp(), transpose=linear_transpose(_all_to_all_transpose),
+    batch=_all_to_all_batch,
+    sharding=_same_sharding,
+    doc="Split one dimension among the members, concatenate their chunks along another.",
+    **_manual_fields("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["split_axis"], p["concat_axis"]),
+        lambda p: (p["split_axis"], p["concat_axis"]), _all_to_all_program))
+
+
+# ================================================================== casts
+
+
+def _preduced_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    prim = "preduced"
+    bad = x.vma & frozenset(axes)
+    require(not bad, prim, "C1",
+            f"invariant -> reduced: {x.str_short()} varies along {_shown(bad)}", ValueError)
+    bad = x.mreduced & frozenset(axes)
+    require(not bad, prim, "C2",
+            f"{x.str_short()} is already reduced along {_shown(bad)}", ValueError)
+    return [x.update(mreduced=x.mreduced | frozenset(axes))]
+
+
+def _vary_unreduced_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    prim = "vary_unreduced_cast"
+    _require_settled(prim, "C1", x, axes)
+    missing = frozenset(axes) - x.vma
+    require(not missing, prim, "C2",
+            f"varying -> unreduced: {x.str_short()} does not vary along {_shown(missing)}",
+            ValueError)
+    return [x.update(vma=x.vma - frozenset(axes), munreduced=x.munreduced | frozenset(axes))]
+
+
+def _reduced_vary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    prim = "reduced_vary_cast"
+    missing = frozenset(axes) - x.mreduced
+    require(not missing, prim, "C1",
+            f"reduced -> varying: {x.str_short()} is not reduced along {_shown(missing)}",
+            ValueError)
+    bad = x.vma & frozenset(axes)
+    require(not bad, prim, "C2", f"{x.str_short()} already varies along {_shown(bad)}",
+            ValueError)
+    return [x.update(vma=x.vma | frozenset(axes), mreduced=x.mreduced - frozenset(axes))]
+
+
+def _unreduced_psum_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    prim = "unreduced_psum"
+    require(not any(isinstance(a, (int, np.integer)) for a in axes), prim, "C1",
+            f"axes must be mesh axis names, got {axes}", ValueError)
+    missing = frozenset(axes) - x.munreduced
+    require(not missing, prim, "C2",
+            f"unreduced -> invariant: {x.str_short()} is not unreduced along "
+            f"{_shown(missing)}", ValueError)
+    bad = x.vma & frozenset(axes)
+    require(not bad, prim, "C3", f"{x.str_short()} varies along {_shown(bad)}", ValueError)
+    return [x.update(munreduced=x.munreduced - frozenset(axes))]
+
+
+def _unreduced_psum_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                            *, axes: tuple[Any, ...]) -> list[S.Dist]:
+    """The pending sum, paid: one all_reduce over the axes."""
+    (x,), (out,) = args, out_avals
+    ordered = tuple(a for a in geo.names if a in axes)
+    return [S.Dist(out, S.all_reduce(x.bufs, ordered, "sum", geo))]
+
+
+def _cast(name: str, typing: Any, transpose: Callable[..., Any], doc: str,
+          program: Any = _identity_program) -> Primitive:
+    return declare(name, typing=typing, impl=_program_error(name), jvp=linear_jvp(),
+                   transpose=linear_transpose(transpose), batch=_not_batchable(name),
+                   sharding=_same_sharding, vma_rule=VMA_FROM_TYPING, per_device=program,
+                   doc=doc)
+
+
+preduced_p: Primitive = _cast(
+    "preduced", _preduced_type,
+    lambda ct, x, *, axes: unreduced_psum_p.bind(ct, axes=axes),
+    "Invariant to reduced along manual axes: free (types only).")
+unreduced_psum_p: Primitive = _cast(
+    "unreduced_psum", _unreduced_psum_type,
+    lambda ct, x, *, axes: preduced_p.bind(ct, axes=axes),
+    "Unreduced to invariant: the all-reduce a pending sum waits for.",
+    _unreduced_psum_program)
+vary_unreduced_cast_p: Primitive = _cast(
+    "vary_unreduced_cast", _vary_unreduced_type,
+    lambda ct, x, *, axes: reduced_vary_cast_p.bind(ct, axes=axes),
+    "Varying to unreduced: free (the devices' values are declared partial sums).")
+reduced_vary_cast_p: Primitive = _cast(
+    "reduced_vary_cast", _reduced_vary_type,
+    lambda ct, x, *, axes: vary_unreduced_cast_p.bind(ct, axes=axes),
+    "Reduced to varying: free (types only).")
+
+
+# ============================================ unreduced reduce-scatter pair
+
+
+def _unreduced_rs_type(x: ArrayType, *, axis_name: tuple[Any, ...], scatter_dimension: int,
+                       axis_size: int, tiled: bool) -> list[ArrayType]:
+    prim = "unreduced_reduce_scatter"
+    missing = frozenset(axis_name) - x.munreduced
+    require(not missing, prim, "C1",
+            f"unreduced -> varying: {x.str_short()} is not unreduced along "
+            f"{_shown(missing)}", ValueError)
+    bad = x.vma & frozenset(axis_name)
+    require(not bad, prim, "C2", f"{x.str_short()} varies along {_shown(bad)}", ValueError)
+    _require_dim(prim, "C3", "scatter_dimension", scatter_dimension, x.ndim)
+    shape = _scattered_shape(prim, "C4", x, scatter_dimension, axis_size, tiled)
+    return [x.update(shape=shape, vma=x.vma | frozenset(axis_name),
+                     munreduced=x.munreduced - frozenset(axis_name))]
+
+
+def _unreduced_rs_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                          *, axis_name: tuple[Any, ...], scatter_dimension: int,
+                          axis_size: int, tiled: bool) -> list[S.Dist]:
+    return _reduce_scatter_program(geo, args, out_avals, axis_name=axis_name,
+                                   scatter_dimension=scatter_dimension,
+                                   axis_index_groups=None, axis_size=axis_size, tiled=tiled)
+
+
+def _ag_reduced_type(x: ArrayType, *, all_gather_dimension: int, axis_name: tuple[Any, ...],
+                     axis_size: int, tiled: bool) -> list[ArrayType]:
+    prim = "all_gather_reduced"
+    missing = frozenset(axis_name) - x.vma
+    require(not missing, prim, "C1",
+            f"varying -> reduced: {x.str_short()} does not vary along {_shown(missing)}",
+            ValueError)
+    bad = x.mreduced & frozenset(axis_name)
+    require(not bad, prim, "C2", f"{x.str_short()} is already reduced along {_shown(bad)}",
+            ValueError)
+    limit = x.ndim if tiled else x.ndim + 1
+    _require_dim(prim, "C3", "all_gather_dimension", all_gather_dimension, limit)
+    return [x.update(shape=_gathered_shape(x, all_gather_dimension, axis_size, tiled),
+                     vma=x.vma - frozenset(axis_name),
+                     mreduced=x.mreduced | frozenset(axis_name))]
+
+
+def _ag_reduced_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                        all_gather_dimension: int, axis_name: tuple[Any, ...],
+                        axis_size: int, tiled: bool) -> list[S.Dist]:
+    (x,), (out,) = args, out_avals
+    axes = _on_mesh(axis_name, geo)
+    bufs = x.bufs if tiled else S.each(lambda b: np.expand_dims(b, all_gather_dimension), x.bufs)
+    return [S.Dist(out, S.all_gather(bufs, axes, all_gather_dimension, geo))]
+
+
+unreduced_reduce_scatter_p: Primitive = declare(
+    "unreduced_reduce_scatter", typing=_unreduced_rs_type,
+    impl=_program_error("unreduced_reduce_scatter"), jvp=linear_jvp(),
+    transpose=linear_transpose(lambda ct, x, *, axis_name, scatter_dimension, axis_size,
+                               tiled: all_gather_reduced_p.bind(
+                                   ct, all_gather_dimension=scatter_dimension,
+                                   axis_name=axis_name, axis_size=axis_size, tiled=tiled)),
+    batch=_not_batchable("unreduced_reduce_scatter"),
+    sharding=lambda x, *, scatter_dimension, tiled, **p: _sharding_scattered(
+        x, dim=scatter_dimension, tiled=tiled),
+    doc="Unreduced to varying: the pending sum, each member keeping its block.",
+    **_manual_fields("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["scatter_dimension"],),
+        lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _unreduced_rs_program))
+
+all_gather_reduced_p: Primitive = declare(
+    "all_gather_reduced", typing=_ag_reduced_type, impl=_program_error("all_gather_reduced"),
+    jvp=linear_jvp(),
+    transpose=linear_transpose(lambda ct, x, *, all_gather_dimension, axis_name, axis_size,
+                               tiled: unreduced_reduce_scatter_p.bind(
+                                   ct, axis_name=axis_name,
+                                   scatter_dimension=all_gather_dimension,
+                                   axis_size=axis_size, tiled=tiled)),
+    batch=_not_batchable("all_gather_reduced"),
+    sharding=lambda x, *, all_gather_dimension, tiled, **p: _sharding_gathered(
+        x, dim=all_gather_dimension, tiled=tiled),
+    doc="Varying to reduced: every member's block, gathered.",
+    **_manual_fields("axis_name"),
+    per_device=on_whole_dims(
+        lambda p: (p["all_gather_dimension"],) if p["tiled"] else (),
+        lambda p: (p["all_gather_dimension"],), _ag_reduced_program))
+
+
+# ======================================================= all_gather's transpose
+
+
+def all_gather_transpose(ct: Any, x: Any, *, all_gather_dimension: int,
+                         axis_name: tuple[Any, ...], axis_index_groups: Any, axis_size: int,
+                         tiled: bool) -> Any:
+    """The cotangent of a member's block is the sum, over members, of their
+    cotangents' blocks at its position: a reduce_scatter (what JAX's
+    ``psum_scatter`` stages)."""
+    return psum_scatter(ct, axis_name, scatter_dimension=all_gather_dimension,
+                        axis_index_groups=axis_index_groups, tiled=tiled)
+
+
+def _axes(axis_name: Any) -> tuple[Any, ...]:
+    """Axis names as a tuple, each bound (NameError otherwise, as JAX)."""
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    for n in names:
+        if not isinstance(n, (int, np.integer)):
+            axis_size(n)
+    return names
+
+
+def _manual(axes: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The named axes that are manual mesh axes of the shard_map in context
+    (when it tracks varying axes)."""
+    if not vma_checked():
+        return ()
+    manual = get_abstract_mesh().manual_axes
+    return tuple(a for a in axes if a in manual)
+
+
+def _varying_over(leaf: Any, axes: tuple[Any, ...]) -> Any:
+    """``leaf`` cast to vary along ``axes`` (a reduction over an axis first
+    makes an invariant operand vary along it, as JAX does)."""
+    missing = tuple(a for a in axes if a not in canonical_aval_of(leaf).vma)
+    return bind_pvary(leaf, missing) if missing else leaf
+
+
+def _names(axis_name: Any) -> tuple[Any, ...]:
+    return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _reduce(prim: Any, x: Any, axis_name: Any, axis_index_groups: Any) -> Any:
+    # As JAX: the reductions check their axes when typing an equation.
+    check_bound(_names(axis_name), "psum")
+    axes = _axes(axis_name)
+    manual = _manual(axes)
+    return tree_util.tree_map(
+        lambda leaf: prim.bind(_varying_over(leaf, manual) if manual else leaf, axes=axes,
+                               axis_index_groups=axis_index_groups), x)
+
+
+def psum(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """All-reduce sum over the named axes (a pytree is reduced leafwise).
+    Over manual axes of a shard_map that tracks varying axes it is
+    ``psum_invariant`` (varying in, invariant out)."""
+    if any(isinstance(leaf, Tracer) for leaf in tree_util.tree_leaves(x)):
+        check_bound(_names(axis_name), "psum")
+    axes = _axes(axis_name)
+    manual = _manual(axes)
+    if manual and len(manual) == len(axes):
+        return tree_util.tree_map(lambda leaf: _manual_sum(leaf, manual, psum_invariant_p), x)
+    return _reduce(psum_p, x, axis_name, axis_index_groups)
+
+
+def _manual_sum(leaf: Any, axes: tuple[Any, ...], psum_invariant_p: Any) -> Any:
+    """An operand unreduced along the axes is summed from its partials
+    (unreduced -> invariant); otherwise varying -> invariant."""
+    if frozenset(axes) <= canonical_aval_of(leaf).munreduced:
+        return unreduced_psum_p.bind(leaf, axes=axes)
+    return psum_invariant_p.bind(_varying_over(leaf, axes), axes=axes)
+
+
+def pmax(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    return _reduce(pmax_p, x, axis_name, axis_index_groups)
+
+
+def pmin(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    return _reduce(pmin_p, x, axis_name, axis_index_groups)
+
+
+def _group_size(axis_name: Any) -> int:
+    size = 1
+    for n in _axes(axis_name):
+        if not isinstance(n, (int, np.integer)):
+            size *= axis_size(n)
+    return size
+
+
+def pmean(x: Any, axis_name: Any, *, axis_index_groups: Any = None) -> Any:
+    """``psum(x) / n``, n the number of members of the named axes."""
+    total = psum(x, axis_name, axis_index_groups=axis_index_groups)
+    n = _group_size(axis_name)
+    return tree_util.tree_map(lambda t: div(t, shaping.full_like(t, n, shape=())), total)
+
+
+def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False) -> Any:
+    """Every member's value, stacked along ``axis`` (concatenated if tiled)."""
+    names = _axes(axis_name)
+    size = _group_size(axis_name)
+
+    manual = _manual(names)
+
+    def gather(leaf: Any) -> Any:
+        if manual:  # an invariant operand first varies along the gathered axes
+            leaf = _varying_over(leaf, manual)
+        ndim = canonical_aval_of(leaf).ndim
+        dim = canonicalize_axis(axis, ndim if tiled else ndim + 1)
+        return all_gather_p.bind(leaf, all_gather_dimension=dim, axis_name=names,
+                                 axis_index_groups=axis_index_groups, axis_size=size,
+                                 tiled=tiled)
+    return tree_util.tree_map(gather, x)
+
+
+def axis_index(axis_name: Any) -> Any:
+    """This member's position along the named axis (int32)."""
+    check_bound(_names(axis_name), "axis_index")
+    axis_size(axis_name)
+    return axis_index_p.bind(axis_name=axis_name)
+
+
+def pvary(x: Any, axis_name: Any) -> Any:
+    """Cast to varying along manual axes (free: only the type changes)."""
+    axes = _axes(axis_name)
+    return tree_util.tree_map(lambda leaf: bind_pvary(leaf, axes), x)
+
+
+def _check_ppermute_bound(names: tuple[Any, ...]) -> None:
+    """An unbound axis name fails as in JAX: while staging (jit, make_jaxpr;
+    under vmap too, whose rule passes the collective down) with JAX's advice
+    (NameError); eagerly, ppermute reaches evaluation, which it has none
+    of outside shard_map (NotImplementedError)."""
+    bound = {n for n, _ in _context.axis_frames}
+    if all(isinstance(n, (int, np.integer)) or n in bound for n in names):
+        return
+    trace: Any = current_trace()
+    while trace is not None:
+        if isinstance(trace, JaxprTrace):
+            check_bound(names, "ppermute")
+        trace = getattr(trace, "parent", None)
+    raise NotImplementedError("Evaluation rule for 'ppermute' not implemented")
+
+
+def ppermute(x: Any, axis_name: Any, perm: Any) -> Any:
+    """Send each device's block to another position along the named axes."""
+    _check_ppermute_bound(_names(axis_name))
+    axes = _axes(axis_name)
+    pairs = tuple((int(s), int(d)) for s, d in perm)
+    manual = _manual(axes)
+    return tree_util.tree_map(
+        lambda leaf: ppermute_p.bind(_varying_over(leaf, manual) if manual else leaf,
+                                     axis_name=axes, perm=pairs), x)
+
+
+# ------------------------------------------------- manual-mode collectives
+# psum_scatter, all_to_all, pshuffle, pswapaxes, axis_size and pcast.
+
+
+def _state(leaf: Any, axes: tuple[Any, ...], who: str) -> str:
+    """Along ``axes``, which of the four manual states ``leaf`` is in
+    (ValueError when the axes disagree, as JAX)."""
+    aval = canonical_aval_of(leaf)
+    states = {"varying" if a in aval.vma else "unreduced" if a in aval.munreduced
+              else "reduced" if a in aval.mreduced else "invarying" for a in axes}
+    if len(states) > 1:
+        raise ValueError(f"{who} can only accept axis_name which corresponds to one of "
+                         f"varying, unreduced, reduced or invarying state of the input. Got "
+                         f"input type: {aval}, axes: {axes} and input state: {states}")
+    return states.pop()
+
+
+def _canonical_dim(dim: int, ndim: int) -> int:
+    return canonicalize_axis(dim, ndim)
+
+
+def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                 axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """``psum`` with each member keeping only its block of
+    ``scatter_dimension`` (removed if untiled, divided if tiled). An
+    operand unreduced along the axes is summed by ``unreduced_reduce_scatter``."""
+    axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if not axes:
+        return x
+
+    def scatter(leaf: Any) -> Any:
+        size = _group_size(axes)
+        dim = _canonical_dim(scatter_dimension, canonical_aval_of(leaf).ndim)
+        if _state(leaf, axes, "jax.lax.psum_scatter") == "unreduced":
+            if axis_index_groups is not None:
+                raise NotImplementedError("psum_scatter of an unreduced value with "
+                                          "axis_index_groups")
+            return unreduced_reduce_scatter_p.bind(leaf, axis_name=axes, scatter_dimension=dim,
+                                                   axis_size=size, tiled=tiled)
+        manual = _manual(axes)
+        return reduce_scatter_p.bind(_varying_over(leaf, manual) if manual else leaf,
+                                     axis_name=axes, scatter_dimension=dim,
+                                     axis_index_groups=axis_index_groups, axis_size=size,
+                                     tiled=tiled)
+    return tree_util.tree_map(scatter, x)
+
+
+def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
+               axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """Each member splits ``split_axis`` into one chunk per member and
+    receives the members' chunks along ``concat_axis``. Untiled, the split
+    axis (of size = number of members) disappears and a new one appears at
+    ``concat_axis``; JAX stages that as expand_dims, the primitive, squeeze."""
+
+    def exchange(leaf: Any) -> Any:
+        ndim = canonical_aval_of(leaf).ndim
+        split, concat = _canonical_dim(split_axis, ndim), _canonical_dim(concat_axis, ndim)
+        size = _group_size(axis_name)
+        n = canonical_aval_of(leaf).shape[split]
+        if tiled and n % size:
+            raise ValueError(f"The size of all_to_all split_axis ({n}) has to be divisible by "
+                             f"the size of the named axis {axis_name} ({size})")
+        if not tiled and n != size:
+            raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to "
+                             f"equal x.shape[split_axis], but they are {size} and {n} "
+                             "respectively.")
+        if not tiled and split < concat:
+            concat += 1  # concat_axis counts positions after split_axis is gone
+            leaf = shaping.expand_dims(leaf, (concat,))
+        elif not tiled and concat < split:
+            leaf = shaping.expand_dims(leaf, (concat,))
+            split += 1
+        manual = _manual(_axes(axis_name))
+        out = all_to_all_p.bind(_varying_over(leaf, manual) if manual else leaf,
+                                split_axis=split, concat_axis=concat, axis_name=axis_name,
+                                axis_index_groups=axis_index_groups, tiled=tiled)
+        if not tiled and split != concat:
+            out = shaping.squeeze(out, (split,))
+        return out
+    return tree_util.tree_map(exchange, x)
+
+
+def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
+    """``all_to_all(x, axis_name, axis, axis)``."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def pshuffle(x: Any, axis_name: Any, perm: Any) -> Any:
+    """``ppermute`` where member i receives from member ``perm[i]``."""
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def axis_size(axis_name: Any) -> int:
+    """The number of members along the named axes (a Python int; NameError
+    for an unbound one)."""
+    return group_size(axis_name)
+
+
+_PCAST_ALLOWED = ("unreduced", "reduced", "varying")
+
+
+def pcast(x: Any, axis_name: Any, *, to: str) -> Any:
+    """Change a value's state along manual axes without moving data:
+    invariant -> varying (``pvary``), invariant -> reduced (``preduced``),
+    varying -> unreduced (``vary_unreduced_cast``), reduced -> varying
+    (``reduced_vary_cast``)."""
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"{axis_name=} must be a tuple or a str. Got {axis_name}")
+    axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+    if not axis_name:
+        return x
+    if to not in _PCAST_ALLOWED:
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: "
+                         f"{set(_PCAST_ALLOWED)}")
+    casts = {("invarying", "varying"): pvary_p, ("invarying", "reduced"): preduced_p,
+             ("varying", "unreduced"): vary_unreduced_cast_p,
+             ("reduced", "varying"): reduced_vary_cast_p}
+
+    def cast(leaf: Any) -> Any:
+        state = _state(leaf, axes, "jax.lax.pcast")
+        prim = casts.get((state, to))
+        if prim is None:
+            raise ValueError(f"Unsupported pcast from={state}, {to=}")
+        _axes(axes)  # NameError for an unbound axis
+        if not vma_checked() and _all_manual(axes):
+            return leaf  # without check_vma the casts are no-ops, as in JAX
+        return prim.bind(leaf, axes=mesh_ordered(axes))
+    return tree_util.tree_map(cast, x)
+
+
+def _all_manual(axes: tuple[Any, ...]) -> bool:
+    manual = get_abstract_mesh().manual_axes
+    return all(a in manual for a in axes)
+
+
+__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean",
+           "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes", "pvary"]

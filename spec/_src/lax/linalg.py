@@ -54,7 +54,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
 from spec._src.lax.shaping import asarray
-from spec._src.lax.dot import batch_matmul, dot
+from spec._src.lax.dot import Precision, batch_matmul, dot
 from spec._src.lax.elementwise import (
     add,
     complex,
@@ -516,7 +516,6 @@ def _matmul(a: Any, b: Any) -> Any:
 def _dot(a: Any, b: Any) -> Any:
     """JAX's rules multiply with HIGHEST precision: ``dot`` for matrices,
     ``batch_matmul`` for batches of them."""
-    from spec._src.lax.dot import Precision
     if _aval(a).ndim == 2:
         return dot(a, b, precision=Precision.HIGHEST)
     return batch_matmul(a, b, precision=Precision.HIGHEST)
@@ -555,7 +554,6 @@ def _cholesky_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], l
     symmetric, L_dot = L phi(L^-1 sigma_dot L^-H), phi taking the lower
     triangle with the diagonal halved. The primal output is the masked
     factor (its upper triangle zero), as in JAX."""
-    from spec._src.lax.dot import Precision
     (x,), (sigma_dot,) = primals, tangents
     sigma_dot = instantiate(sigma_dot)
     if T.is_complex(_aval(sigma_dot).dtype):

@@ -1,6 +1,6 @@
-"""``shard_map`` and the manual-axis casts and collectives it adds (SPEC.md
-section 15): ``pvary`` (invariant -> varying, free), ``psum_invariant``
-(varying -> invariant, an all-reduce) and ``ppermute``.
+"""``shard_map`` (SPEC.md section 15); the manual-axis casts and collectives
+it adds (``pvary``, ``psum_invariant``, ``ppermute``...) are in
+spec/_src/lax/collectives.py.
 
 Inside a shard_map body every value is one device's block; its type says
 along which manual mesh axes it may differ between devices (``vma``, printed
@@ -18,13 +18,12 @@ from typing import Any
 import numpy as np
 
 from spec._src.interpreters import spmd as S
-from spec._src.interpreters.ad_util import Zero, instantiate, linear_jvp, linear_transpose
-from spec._src.interpreters.batching import AxisData, moveaxis, vectorized
+from spec._src.interpreters.ad_util import Zero, instantiate
+from spec._src.interpreters.batching import AxisData, moveaxis
 from spec._src.core.interpreter import (
     Jaxpr,
     Primitive,
     canonical_aval_of,
-    hooks,
     pp_eqn_default,
     trace_to_jaxpr,
 )
@@ -41,176 +40,15 @@ from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.lax.calls import call_effects
+from spec._src.lax.collectives import (
+    _ordered,
+    manual_context,
+)
+from spec._src.lax.shaping import broadcast_in_dim, reshape
 from spec._src.core.interpreter import JitTracer, dce_jaxpr, eval_jaxpr, set_current_trace
-from spec._src.core.sharding import _context, get_abstract_mesh, use_abstract_mesh
+from spec._src.core.sharding import extend_axis_env, use_abstract_mesh
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters.ad_util import UndefinedPrimal
-
-# ------------------------------------------------------------ manual context
-
-
-@contextmanager
-def manual_context(check_vma: bool) -> Iterator[None]:
-    before = _context.check_vma
-    _context.update(check_vma=check_vma)
-    try:
-        yield
-    finally:
-        _context.update(check_vma=before)
-
-
-def vma_checked() -> bool:
-    """Whether the innermost shard_map tracks varying axes (check_vma)."""
-    return _context.check_vma
-
-
-def _ordered(axes: Any, mesh: Any) -> tuple[Any, ...]:
-    names = list(getattr(mesh, "axis_names", ()))
-    return tuple(sorted(axes, key=lambda a: names.index(a) if a in names else len(names)))
-
-
-def _program_error(name: str) -> Any:
-    def impl(*args: Any, **params: Any) -> list[np.ndarray]:
-        raise NotImplementedError(f"{name} runs per device: it can only be evaluated inside "
-                                  "shard_map")
-    return impl
-
-
-# --------------------------------------------------------------- pvary
-
-
-def _identity_type(x: ArrayType, **params: Any) -> list[ArrayType]:
-    return [x]
-
-
-def _no_unreduced(name: str, x: ArrayType, axes: Sequence[Any]) -> None:
-    """C1 of pvary and psum_invariant: not along unreduced or reduced axes."""
-    bad = (x.munreduced | x.mreduced) & frozenset(axes)
-    require(not bad, name, "C1",
-            f"{name} over axes {tuple(axes)} cannot take an operand unreduced or reduced "
-            f"along {tuple(sorted(bad, key=str))}: got {x.str_short()}", ValueError)
-
-
-def _pvary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
-    _no_unreduced("pvary", x, axes)
-    return [x]
-
-
-def _pvary_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
-    return [x.vma | frozenset(axes)]
-
-
-def _pvary_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
-    """Making a value vary along axes transposes to summing the cotangent's
-    per-device variants back to one invariant value."""
-    return psum_invariant_p.bind(ct, axes=axes)
-
-
-def vary(x: Any, axes: Sequence[Any]) -> Any:
-    """``x`` made to vary along ``axes``: a reduced value by the free cast
-    reduced -> varying, an invariant one by ``pvary`` (JAX's
-    auto_insert_reshard)."""
-    aval = canonical_aval_of(x)
-    if aval.mreduced and aval.mreduced == frozenset(axes):
-        from spec._src.lax.manual_collectives import reduced_vary_cast_p
-        return reduced_vary_cast_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
-    return pvary(x, axes)
-
-
-def pvary(x: Any, axes: Sequence[Any]) -> Any:
-    if not axes:
-        return x
-    return pvary_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
-
-
-pvary_p = declare(
-    "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
-    transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
-    sharding=lambda x, **p: [x.sharding],
-    doc="Invariant to varying along manual axes: a free cast (types only).",
-    vma_rule=_pvary_vma,
-    per_device=lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
-hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
-
-
-# ------------------------------------------------------------ psum_invariant
-
-
-def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
-    _no_unreduced("psum_invariant", x, axes)
-    missing = [a for a in axes if a not in x.vma]
-    require(not missing, "psum_invariant", "C1",
-            f"psum_invariant over axes {tuple(axes)} needs an operand varying along them; "
-            f"{x.str_short()} is invariant along {tuple(missing)}", ValueError)
-    return [x]
-
-
-def _psum_invariant_vma(x: ArrayType, *, axes: tuple[Any, ...]) -> list[frozenset[Any]]:
-    return [x.vma - frozenset(axes)]
-
-
-def _psum_invariant_transpose(ct: Any, x: Any, *, axes: tuple[Any, ...]) -> Any:
-    return pvary_p.bind(ct, axes=axes)
-
-
-def _all_reduce_program(op: str, axes_of: Any) -> S.Program:
-    def program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
-                **params: Any) -> list[S.Dist]:
-        (x,), (out,) = args, out_avals
-        axes = _mesh_axes(axes_of(params), geo)
-        if not axes:
-            return [S.Dist(out, x.bufs)]
-        return [S.Dist(out, S.all_reduce(x.bufs, axes, op, geo))]
-    return program
-
-
-def _mesh_axes(names: Sequence[Any], geo: S.Geometry) -> tuple[Any, ...]:
-    return tuple(a for a in geo.names if a in names)
-
-
-psum_invariant_p = declare(
-    "psum_invariant", typing=_psum_invariant_type, impl=_program_error("psum_invariant"),
-    jvp=linear_jvp(), transpose=linear_transpose(_psum_invariant_transpose),
-    batch=vectorized(), sharding=lambda x, **p: [x.sharding],
-    doc="All-reduce sum over manual axes: varying to invariant.",
-    vma_rule=_psum_invariant_vma,
-    per_device=_all_reduce_program("sum", lambda params: params["axes"]))
-
-
-# ------------------------------------------------------------------ ppermute
-
-
-def _ppermute_type(x: ArrayType, *, axis_name: tuple[Any, ...], perm: Any
-                   ) -> list[ArrayType]:
-    sources = [s for s, _ in perm]
-    dests = [d for _, d in perm]
-    require(len(set(sources)) == len(sources) and len(set(dests)) == len(dests), "ppermute",
-            "C1", f"ppermute sources and destinations must be unique, got {perm}", ValueError)
-    return [x]
-
-
-def _ppermute_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
-                      axis_name: tuple[Any, ...], perm: Any) -> list[S.Dist]:
-    """Along the axes, position s sends its block to position d; positions
-    no pair sends to receive zeros."""
-    (x,), (out,) = args, out_avals
-    axes = _mesh_axes(axis_name, geo)
-    pairs = [(int(s), int(d)) for s, d in perm]
-    return [S.Dist(out, S.ppermute(x.bufs, axes, pairs, geo))]
-
-
-def _ppermute_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...], perm: Any) -> Any:
-    inverse = tuple((d, s) for s, d in perm)
-    return ppermute_p.bind(ct, axis_name=axis_name, perm=inverse)
-
-
-ppermute_p = declare(
-    "ppermute", typing=_ppermute_type, impl=_program_error("ppermute"), jvp=linear_jvp(),
-    transpose=linear_transpose(_ppermute_transpose), batch=vectorized(),
-    sharding=lambda x, **p: [x.sharding],
-    doc="Send each block to another position along manual axes.",
-    per_device=_ppermute_program)
-
 
 # ------------------------------------------------------------------ shard_map
 
@@ -451,7 +289,6 @@ def _inside(mesh: AbstractMesh, check_vma: bool, manual: frozenset[Any] | None =
             ) -> Iterator[None]:
     """The context a shard_map body is traced in: its manual axes bound as
     named axes, the abstract mesh with them Manual."""
-    from spec._src.lax.collectives import extend_axis_env
     axes = frozenset(mesh.axis_names) if manual is None else manual
     frames = [(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes) if n in axes]
     with use_abstract_mesh(manual_mesh(mesh, axes)), manual_context(check_vma):
@@ -469,8 +306,7 @@ def _axis_env(frames: list[tuple[Any, int]], extend: Any) -> Iterator[None]:
         yield
 
 
-__all__ = ["local_aval", "global_aval", "manual_context", "ppermute_p", "psum_invariant_p",
-           "pvary", "pvary_p", "shard_map_p", "vma_checked"]
+__all__ = ["global_aval", "local_aval", "shard_map_p"]
 
 
 # ------------------------------------------------------- linearize (direct)
@@ -553,8 +389,7 @@ def _lift(x: Any) -> Any:
     aval = canonical_aval_of(x)
     if aval.shape or not aval.vma:
         return x
-    from spec import lax
-    return lax.broadcast_in_dim(x, (1,), ())
+    return broadcast_in_dim(x, (1,), ())
 
 
 def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_vma: bool
@@ -568,8 +403,7 @@ def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_v
         [v.aval for v in jaxpr.invars[n:]]
 
     def body(*xs: Any) -> list[Any]:
-        from spec import lax
-        fixed = [lax.reshape(x, ()) if i < n and lifted[i] else x for i, x in enumerate(xs)]
+        fixed = [reshape(x, ()) if i < n and lifted[i] else x for i, x in enumerate(xs)]
         return _eval(jaxpr, fixed)
 
     with _inside(mesh, check_vma):
