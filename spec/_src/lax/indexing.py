@@ -949,20 +949,20 @@ def _extremal_jvp(prim: Any, primals: list[Any], tangents: list[Any], p: _Scatte
     common: dict[str, Any] = {"indices_are_sorted": p.indices_are_sorted,
                               "unique_indices": p.unique_indices, "mode": p.mode}
 
-    def gather(x: Any) -> Any:
+    def gather_at(x: Any) -> Any:
         return gather(x, indices, gdn, sizes, **common)
 
-    def scatter_add(x: Any, u: Any) -> Any:
+    def scatter_add_at(x: Any, u: Any) -> Any:
         return scatter_add(x, indices, u, dn, **common)
 
-    initial_vals = gather(operand)
-    target_vals = gather(out)
+    initial_vals = gather_at(operand)
+    target_vals = gather_at(out)
     successful_updates = updates == target_vals
     retained_values = initial_vals == target_vals
-    num_updates = gather(scatter_add(
+    num_updates = gather_at(scatter_add_at(
         full_like(operand, 0),
         E.select(successful_updates, full_like(updates, 1), full_like(updates, 0))))
-    num_refs = gather(scatter_add(full_like(operand, 0), full_like(updates, 1)))
+    num_refs = gather_at(scatter_add_at(full_like(operand, 0), full_like(updates, 1)))
     updates_normalizer = E.select(retained_values, 1.0 / (num_updates + 1),
                                     1.0 / num_updates)
     updates_coef = E.select(successful_updates, updates_normalizer,
@@ -970,9 +970,9 @@ def _extremal_jvp(prim: Any, primals: list[Any], tangents: list[Any], p: _Scatte
     operand_normalizer = E.select(retained_values, 1.0 / (num_updates + 1),
                                     full_like(num_updates, 0))
     operand_coef = (-1.0 + operand_normalizer) / num_refs
-    target_tangents = gather(t_op)
+    target_tangents = gather_at(t_op)
     tangent_updates = target_tangents * operand_coef + t_up * updates_coef
-    return [out], [scatter_add(t_op, tangent_updates)]
+    return [out], [scatter_add_at(t_op, tangent_updates)]
 
 
 def _uint_dtype_for(n: int) -> T.DType:
