@@ -4,9 +4,10 @@ Each family lives in its own module; this package re-exports them all.
 """
 
 from spec.rules import REGISTRY as _REGISTRY  # every family declared
-from spec._src.lax.elementwise_api import *  # noqa: F403
+from spec._src.lax.elementwise import *  # noqa: F403
 from spec._src.lax.special_api import *  # noqa: F403
-from spec._src.lax.structural_api import *  # noqa: F403
+from spec._src.lax.shaping import *  # noqa: F403
+from spec._src.lax.slicing import *  # noqa: F403
 from spec._src.lax.indexing import *  # noqa: F403
 from spec._src.lax.reductions import *  # noqa: F403
 from spec._src.lax.dot import *  # noqa: F403

@@ -29,7 +29,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     scan,
     shard_map,
     state,
-    structural,
+    slicing,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

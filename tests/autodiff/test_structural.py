@@ -1,5 +1,5 @@
 """Autodiff rules (JVP and transpose) of the structural primitives
-(spec/_src/lax/structural.py), against real JAX run live and against
+(spec/_src/lax/slicing.py), against real JAX run live and against
 mathematics (finite differences, the dot-product test)."""
 
 from __future__ import annotations

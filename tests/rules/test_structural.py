@@ -145,7 +145,7 @@ def test_lax_int_operand() -> None:
 
 
 def test_copy_prints_as_copy() -> None:
-    from spec._src.lax.structural import copy_p
+    from spec._src.lax.slicing import copy_p
     assert copy_p.name == "copy"
     check(lambda n, l, x: n.array(x), F32)
 

@@ -1,4 +1,4 @@
-"""vmap of the structural primitives (spec/_src/lax/structural.py): spec's vmap
+"""vmap of the structural primitives (spec/_src/lax/slicing.py): spec's vmap
 against a Python loop over the batch (run with spec) and real JAX's vmap, for
 hypothesis-drawn shapes, params, in_axes (None and negative included) and
 out_axes; jaxprs of representative vmapped functions against JAX's; vmap with

@@ -32,9 +32,10 @@ from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad
 from spec._src.interpreters.accumulators import reverse_mode
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, zeros_like_aval
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
 from spec._src.lax.reshard import reshard_p
-from spec._src.lax.structural_api import _convert_element_type
+from spec._src.lax.shaping import _convert_element_type
 from spec._src.numpy import creation
 from spec._src.numpy import dtypes as jnp_dtypes
 
@@ -773,7 +774,7 @@ def _unravel(tree: Any, axis: int, example: Any, arr: Any) -> Any:
     shape = canonical_aval_of(arr).shape
     axis = axis % len(shape)
     sizes: list[Any] = [np.int64(canonical_aval_of(x).size) for x in leaves]
-    parts = L.split(arr, sizes, axis) if leaves else []
+    parts = slicing.split(arr, sizes, axis) if leaves else []
     out = []
     for part, leaf in zip(parts, leaves):
         want = shape[:axis] + canonical_aval_of(leaf).shape + shape[axis + 1:]

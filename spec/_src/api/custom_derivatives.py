@@ -34,7 +34,7 @@ from spec._src.lax.custom import (
 )
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.lax.ad_prims import stop_gradient
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 
 
 class CustomVJPPrimal:

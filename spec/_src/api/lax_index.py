@@ -12,12 +12,8 @@ import numpy as np
 
 from spec._src.api.jit import jit
 from spec._src.core.interpreter import canonical_aval_of
-from spec._src.lax.structural_api import (
-    dynamic_slice_in_dim,
-    dynamic_update_slice_in_dim,
-    expand_dims,
-    squeeze,
-)
+from spec._src.lax.shaping import expand_dims, squeeze
+from spec._src.lax.slicing import dynamic_slice_in_dim, dynamic_update_slice_in_dim
 
 __all__ = ["dynamic_index_in_dim", "dynamic_update_index_in_dim"]
 

@@ -10,7 +10,8 @@ from spec._src.api.vmap import vmap
 from spec._src.core import tree_util
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax.scan_api import scan
-from spec._src.lax.structural_api import concatenate, reshape, slice as lax_slice
+from spec._src.lax.shaping import reshape
+from spec._src.lax.slicing import concatenate, slice as lax_slice
 
 __all__ = ["map"]
 

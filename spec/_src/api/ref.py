@@ -30,7 +30,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax.state import addupdate_p, broadcast_to_p, freeze_p, get_p, new_ref_p, swap_p
 from spec._src.core.types import Typed, is_float, is_int
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.numpy.creation import asarray
 # Array indexing on tracers (Tracer.__getitem__), installed by spec.numpy's
 # indexing module: imported first so that it is the one the ref methods wrap.

@@ -147,7 +147,7 @@ def _unregistered(what: str, where: str) -> Callable[..., Any]:
 class CoreHooks:
     """``vary(x, axes)``: ``x`` cast to vary along manual ``axes``
     (spec._src.lax.shard_map). ``unstack(x)``: the slices of ``x`` along
-    axis 0, what iterating over a tracer gives (spec._src.lax.structural_api).
+    axis 0, what iterating over a tracer gives (spec._src.lax.slicing).
     ``eager_on_mesh(prim, args, params, out_avals)``: eager evaluation whose
     operands or results are laid out over a mesh (spec._src.interpreters.spmd).
     ``eager_ref(buf, aval, placement)``: a ref result as an eager ``Ref``
@@ -156,7 +156,7 @@ class CoreHooks:
     vary: VaryHook = field(default_factory=lambda: _unregistered(
         "casting to varying axes", "spec._src.lax.shard_map"))
     unstack: UnstackHook = field(default_factory=lambda: _unregistered(
-        "iterating over a tracer", "spec._src.lax.structural_api"))
+        "iterating over a tracer", "spec._src.lax.slicing"))
     eager_on_mesh: EagerOnMeshHook = field(default_factory=lambda: _unregistered(
         "eager evaluation over a mesh", "spec._src.interpreters.spmd"))
     eager_ref: EagerRefHook = field(default_factory=lambda: _unregistered(

@@ -79,14 +79,14 @@ def is_zero(x: Any) -> bool:
 # How a zero of a (non-float0) array type is materialised: a zero of the
 # type's dtype and weak type broadcast to its shape and laid out as its
 # sharding says, as lax builds it (``full``). The lax module that defines
-# ``full`` (spec._src.lax.structural_api) fills the hook when it is imported
+# ``full`` (spec._src.lax.shaping) fills the hook when it is imported
 # (importing spec does), so that the interpreters build zeros without
 # importing lax (JAX's ``aval_zeros_likers``).
 ArrayZeros = Callable[[ArrayType], Any]
 
 
 def _array_zeros_unregistered(aval: ArrayType) -> Any:
-    raise RuntimeError("building zeros is not registered: import spec._src.lax.structural_api "
+    raise RuntimeError("building zeros is not registered: import spec._src.lax.shaping "
                        "(importing spec does)")
 
 

@@ -46,7 +46,7 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
 import operator
 from spec._src.lax.dot import canonicalize_precision
-from spec._src.lax.structural import rev
+from spec._src.lax.slicing import rev
 from spec._src.lax.shaping import transpose
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.shaping import convert_element_type, full, reshape

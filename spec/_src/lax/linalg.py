@@ -76,7 +76,7 @@ from spec._src.lax.shaping import (
     iota,
     reshape,
 )
-from spec._src.lax.structural import concatenate
+from spec._src.lax.slicing import concatenate
 from spec._src.core.config import x64_enabled
 from spec._src.core.registry import REGISTRY
 from spec._src.interpreters.ad_util import instantiate

@@ -84,7 +84,7 @@ from spec._src.lax.shaping import (
     reshape,
     squeeze,
 )
-from spec._src.lax.structural import concatenate, pad, rev, slice_in_dim
+from spec._src.lax.slicing import concatenate, pad, rev, slice_in_dim
 
 Impl = Callable[..., list[np.ndarray]]
 

@@ -27,7 +27,7 @@ from spec._src.lax.control_flow_api import (
     while_loop, with_debug_info)
 from spec._src.lax.elementwise import add, bitwise_or, lt
 from spec._src.lax.shaping import convert_element_type
-from spec._src.lax.structural import concatenate, pad, rev, slice_in_dim
+from spec._src.lax.slicing import concatenate, pad, rev, slice_in_dim
 
 __all__ = ["associative_scan", "fori_loop", "scan"]
 

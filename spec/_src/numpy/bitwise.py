@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import structural_api as L
+from spec._src.lax import elementwise as ew
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
 from spec._src.numpy import creation, padding, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -57,7 +58,7 @@ def _packbits_fn(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     bits01 = jnp_shape.swapaxes(bits01, axis, -1)
     rem = _shape(bits01)[-1] % 8
     if rem:
-        bits01 = L.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
+        bits01 = slicing.pad(bits01, np.uint8(0), [(0, 0, 0)] * (_ndim(bits01) - 1) +
                          [(0, 8 - rem, 0)])
     bits01 = jnp_shape.reshape(bits01, (*_shape(bits01)[:-1], _shape(bits01)[-1] // 8, 8))
     weights = L.expand_dims(weights, tuple(range(_ndim(bits01) - 1)))

@@ -20,11 +20,12 @@ from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import AxisType, NamedSharding, Sharding, SingleDeviceSharding
 from spec._src.core.state_types import RefType
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import structural_api as L
+from spec._src.lax import elementwise as ew
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
 from spec._src.lax.prng import full_keys
 from spec._src.lax.reshard import check_divisible, reshard
-from spec._src.lax.structural_api import _convert_element_type
+from spec._src.lax.shaping import _convert_element_type
 from spec._src.numpy.util import check_arraylike
 
 __all__ = [
@@ -65,7 +66,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
         raise NotImplementedError("Only implemented for order='K'")
     if dtype is None and ndmin == 0:
         if isinstance(object, Tracer):
-            return device_array(L._array_copy(object) if copy else object)
+            return device_array(slicing._array_copy(object) if copy else object)
         if isinstance(object, (int, float, complex, np.number, np.ndarray)):
             return device_array(
                 L.asarray(object) if not isinstance(object, np.ndarray) else
@@ -81,7 +82,7 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
         dt = _lattice_dtype(leaves)
     out: Any
     if isinstance(object, (Array, Tracer)):
-        out = L._array_copy(object) if copy else object
+        out = slicing._array_copy(object) if copy else object
     elif not any(isinstance(leaf, (Array, Tracer)) for leaf in leaves):
         if T.is_python_scalar(object):
             T.value_type(object)  # overflow check of Python ints, as coerce_to_array
@@ -94,8 +95,8 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
         else:
             parts = [L.expand_dims(array(e, dtype=dt, copy=False), [0]) for e in object]
             while len(parts) > 16:  # JAX concatenates in groups of 16
-                parts = [L.concatenate(parts[i:i + 16], 0) for i in range(0, len(parts), 16)]
-            out = L.concatenate(parts, 0)
+                parts = [slicing.concatenate(parts[i:i + 16], 0) for i in range(0, len(parts), 16)]
+            out = slicing.concatenate(parts, 0)
     else:
         raise TypeError(f"Unexpected input type for array: {type(object)}")
     result = _convert_element_type(out, dt, weak)
@@ -506,7 +507,7 @@ def _linspace_impl(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                       ew.mul(ew.div(L.reshape(b_b, bounds), div_c),
                               _convert_element_type(ramp, comp, False)))
         if endpoint:
-            out = L.concatenate([out, L.expand_dims(b_b, (axis,))],
+            out = slicing.concatenate([out, L.expand_dims(b_b, (axis,))],
                                 L.canonicalize_axis(axis, len(bounds)))
     elif num == 1:
         delta = _convert_element_type(np.nan if endpoint else 0.0, comp, False)

@@ -15,8 +15,8 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax import shaping as L
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, indexing, reductions, tiling
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

@@ -33,16 +33,17 @@ from spec._src.core.interpreter import (
     canonical_value,
     current_trace,
 )
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import indexing as li
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
 from spec._src.lax.indexing import (
     GatherDimensionNumbers,
     GatherScatterMode,
     ScatterDimensionNumbers,
 )
 from spec._src.lax.shaping import _convert_element_type, convert_element_type_p
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, reductions, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -322,10 +323,10 @@ def _static_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed],
                 strides.append(step)
     trivial = all(s == 1 for s in strides) and all(
         (a, b) == (0, n) for a, b, n in zip(start, limit, shape))
-    out = arr if trivial else L.slice(arr, tuple(start), tuple(limit),
+    out = arr if trivial else slicing.slice(arr, tuple(start), tuple(limit),
                                         None if all(s == 1 for s in strides) else tuple(strides))
     if rev:
-        out = L.rev(out, tuple(rev))
+        out = slicing.rev(out, tuple(rev))
     out = _squeeze(out, squeeze)
     return _expand_dims(out, newaxis)
 
@@ -378,9 +379,9 @@ def _dynamic_slice(arr: Any, shape: T.Shape, parsed: list[_Parsed]) -> Any:
                 sizes.append(max(0, hi - lo))
     if len(starts) > 1:
         starts = [_convert(s, INDEX_DTYPE) for s in starts]
-    out = arr if trivial else L.dynamic_slice(arr, starts, tuple(sizes))
+    out = arr if trivial else slicing.dynamic_slice(arr, starts, tuple(sizes))
     if rev:
-        out = L.rev(out, tuple(rev))
+        out = slicing.rev(out, tuple(rev))
     out = _squeeze(out, squeeze)
     return _expand_dims(out, newaxis)
 
@@ -532,7 +533,7 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
                               ew.mul(_concrete(np.asarray(step), INDEX_DTYPE, False), iota))
                 if step < 0:
                     reversed_dims.append(collapsed_y)
-                    idx = L.rev(idx, (0,))
+                    idx = slicing.rev(idx, (0,))
                 gshape.append(1)
                 pieces.append((idx, len(ind_shape)))
                 start_map.append(x_axis)
@@ -548,7 +549,7 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
         indices = _expand_dims(g, (canonical_aval_of(g).ndim,))
     else:
         full = tuple(ind_shape) + (1,)
-        indices = L.concatenate([
+        indices = slicing.concatenate([
             L.broadcast_in_dim(g, full, tuple(range(i, i + canonical_aval_of(g).ndim)))
             for g, i in pieces], len(ind_shape))
     dnums = GatherDimensionNumbers(offset_dims=tuple(offset_dims),
@@ -580,7 +581,7 @@ def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sort
                        indices_are_sorted=indices_are_sorted or plan.unique,
                        mode=mode, fill_value=fill_value)
     if plan.reversed_dims:
-        y = L.rev(y, tuple(plan.reversed_dims))
+        y = slicing.rev(y, tuple(plan.reversed_dims))
     return _expand_dims(y, plan.newaxis_dims)
 
 
@@ -605,7 +606,7 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
     y2 = _broadcast_to(y2, tuple(plan.slice_shape))
     y2 = _squeeze(y2, plan.newaxis_dims)
     if plan.reversed_dims:
-        y2 = L.rev(y2, tuple(plan.reversed_dims))
+        y2 = slicing.rev(y2, tuple(plan.reversed_dims))
     x2 = _expand_dims(x2, plan.scalar_bool_dims)
     dn = plan.dnums
     sdn = ScatterDimensionNumbers(
@@ -985,7 +986,7 @@ def _diag_fn(v: Any, k: int = 0) -> Any:
     if len(shape) == 1:
         zero = L.full_like(v, 0, shape=())
         n = shape[0] + abs(k)
-        v = L.pad(v, zero, ((max(0, -k), max(0, k), 0),))
+        v = slicing.pad(v, zero, ((max(0, -k), max(0, k), 0),))
         return jnp_math._where(creation.eye(n, k=k, dtype=bool), v[:, None], zero)
     if len(shape) == 2:
         return diagonal(v, offset=k)

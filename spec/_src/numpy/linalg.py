@@ -18,12 +18,12 @@ from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot as ld
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import linalg as lax_linalg
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.lax import reductions as lr
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
-from spec._src.lax.structural_api import asarray
+from spec._src.lax.shaping import asarray
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

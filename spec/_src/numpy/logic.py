@@ -10,8 +10,8 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import structural_api as L
+from spec._src.lax import elementwise as ew
+from spec._src.lax import shaping as L
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import array, asarray

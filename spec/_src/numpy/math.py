@@ -24,9 +24,9 @@ from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
 from spec._src.core.sharding import _context
 from spec._src.lax import elementwise as E
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.lax.sharding_kit import broadcast_shardings
 from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray

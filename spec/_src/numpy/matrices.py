@@ -7,8 +7,8 @@ import builtins
 import operator
 from typing import Any
 
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import structural_api as L
+from spec._src.lax import elementwise as ew
+from spec._src.lax import shaping as L
 from spec._src.numpy import creation
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

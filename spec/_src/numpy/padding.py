@@ -14,8 +14,9 @@ from spec._src.core import types as T
 from spec._src.core import tree_util as tu
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural import pad_p
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
+from spec._src.lax.slicing import pad_p
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import _broadcast_to_unsharded, asarray
@@ -109,33 +110,34 @@ def _pad_wrap(x: Any, pw: PadPairs) -> Any:
         right_reps, right_rem = divmod(int(pw[i][1]), size)
         parts = []
         if left_rem > 0:
-            parts.append(L.slice_in_dim(x, size - left_rem, size, axis=i))
+            parts.append(slicing.slice_in_dim(x, size - left_rem, size, axis=i))
         parts += (left_reps + right_reps + 1) * [x]
         if right_rem > 0:
-            parts.append(L.slice_in_dim(x, 0, right_rem, axis=i))
-        x = L.concatenate(parts, i)
+            parts.append(slicing.slice_in_dim(x, 0, right_rem, axis=i))
+        x = slicing.concatenate(parts, i)
     return x
 
 
 def _reflect_side(x: Any, i: int, padding: int, before: bool, mode: str, odd: bool,
                   size: int) -> Any:
-    edge = L.slice_in_dim(x, 0, 1, axis=i) if before else L.slice_in_dim(x, -1, None, axis=i)
+    edge = (slicing.slice_in_dim(x, 0, 1, axis=i) if before
+            else slicing.slice_in_dim(x, -1, None, axis=i))
     offset = 1 if (mode == "reflect" and size > 1) else 0
     while padding > 0:
         cur = min(padding, size - offset)
         padding -= cur
         if before:
-            part = L.slice_in_dim(x, offset, offset + cur, axis=i)
+            part = slicing.slice_in_dim(x, offset, offset + cur, axis=i)
         else:
             stop = None if (mode == "symmetric" or size == 1) else -1
-            part = L.slice_in_dim(x, -(cur + offset), stop, axis=i)
+            part = slicing.slice_in_dim(x, -(cur + offset), stop, axis=i)
         part = flip(part, axis=i)
         if odd:
             part = 2 * edge - part
             if size > 1:
-                edge = (L.slice_in_dim(part, 0, 1, axis=i) if before
-                        else L.slice_in_dim(part, -1, None, axis=i))
-        x = L.concatenate([part, x] if before else [x, part], i)
+                edge = (slicing.slice_in_dim(part, 0, 1, axis=i) if before
+                        else slicing.slice_in_dim(part, -1, None, axis=i))
+        x = slicing.concatenate([part, x] if before else [x, part], i)
     return x
 
 
@@ -160,9 +162,9 @@ def _pad_edge(x: Any, pw: PadPairs) -> Any:
         if n == 0:
             _check_no_padding(pw[i], "edge")
             continue
-        before = repeat(L.slice_in_dim(x, 0, 1, axis=i), pw[i][0], axis=i)
-        after = repeat(L.slice_in_dim(x, n - 1, n, axis=i), pw[i][1], axis=i)
-        x = L.concatenate([before, x, after], i)
+        before = repeat(slicing.slice_in_dim(x, 0, 1, axis=i), pw[i][0], axis=i)
+        after = repeat(slicing.slice_in_dim(x, n - 1, n, axis=i), pw[i][1], axis=i)
+        x = slicing.concatenate([before, x, after], i)
     return x
 
 
@@ -179,8 +181,8 @@ def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) ->
             if lb == 0 or la == 0:
                 raise ValueError("stat_length of 0 yields no value for padding")
             lb, la = min(lb, n), min(la, n)
-            sl_before = L.slice_in_dim(x, 0, lb, axis=i)
-            sl_after = L.slice_in_dim(x, -la, None, axis=i)
+            sl_before = slicing.slice_in_dim(x, 0, lb, axis=i)
+            sl_after = slicing.slice_in_dim(x, -la, None, axis=i)
             s_before = stat(sl_before, axis=i, keepdims=True)
             s_after = stat(sl_after, axis=i, keepdims=True)
         aval = _aval(x)
@@ -188,7 +190,7 @@ def _pad_stats(x: Any, pw: PadPairs, stat_length: PadPairs | None, mode: str) ->
             s_before, s_after = jnp_math.round(s_before), jnp_math.round(s_after)
         s_before = L._convert_element_type(s_before, aval.dtype, aval.weak_type)
         s_after = L._convert_element_type(s_after, aval.dtype, aval.weak_type)
-        x = L.concatenate([repeat(s_before, pw[i][0], axis=i), x,
+        x = slicing.concatenate([repeat(s_before, pw[i][0], axis=i), x,
                            repeat(s_after, pw[i][1], axis=i)], i)
     return x
 
@@ -198,7 +200,7 @@ def _pad_empty(x: Any, pw: PadPairs) -> Any:
         shp = _aval(x).shape
         before = creation.empty_like(x, shape=shp[:i] + (int(pw[i][0]),) + shp[i + 1:])
         after = creation.empty_like(x, shape=shp[:i] + (int(pw[i][1]),) + shp[i + 1:])
-        x = L.concatenate([before, x, after], i)
+        x = slicing.concatenate([before, x, after], i)
     return x
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

@@ -26,10 +26,11 @@ from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural_api import _convert_element_type
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
+from spec._src.lax.shaping import _convert_element_type
 from spec._src.numpy import creation
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -677,7 +678,7 @@ def _sort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = 
         a, axis = _ravel(a), 0
     dim = L.canonicalize_axis(axis, canonical_aval_of(a).ndim)
     result = lr.sort(a, dimension=dim, is_stable=stable)
-    return L.rev(result, (dim,)) if descending else result
+    return slicing.rev(result, (dim,)) if descending else result
 
 
 def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None = None,
@@ -698,10 +699,10 @@ def _argsort_fn(a: Any, axis: int | None = -1, *, kind: None = None, order: None
         idx_dtype = T.int64 if aval.shape[dim] > np.iinfo(np.int32).max else T.default_int()
     iota = L.broadcasted_iota(idx_dtype, aval.shape, dim)
     if descending and stable:
-        a = L.rev(a, (dim,))
-        iota = L.rev(iota, (dim,))
+        a = slicing.rev(a, (dim,))
+        iota = slicing.rev(iota, (dim,))
     _, indices = lr.sort_key_val(a, iota, dimension=dim, is_stable=stable)
-    return L.rev(indices, (dim,)) if descending else indices
+    return slicing.rev(indices, (dim,)) if descending else indices
 
 
 _sort_fn.__name__ = "sort"
@@ -743,7 +744,7 @@ def _array_api_cumulative(name: str, fn: Fn, x: Any, axis: int | None, dtype: An
     if include_initial:
         edge = list(_shape(arr))
         edge[ax] = 1
-        out = L.concatenate([L.full(tuple(edge), initial, _dtype(out)), out], ax)
+        out = slicing.concatenate([L.full(tuple(edge), initial, _dtype(out)), out], ax)
     return out
 
 
@@ -853,7 +854,7 @@ def _gradient_fn(f: Any, *varargs: Any, axis: Any = None, edge_order: int | None
 
 def _gradient_along(a: Any, h: Any, axis: int) -> Any:
     def sl(x: Any, start: int | None, stop: int | None) -> Any:
-        return L.slice_in_dim(x, start, stop, axis=axis)
+        return slicing.slice_in_dim(x, start, stop, axis=axis)
     upper = sl(a, 1, 2) - sl(a, 0, 1)
     lower = sl(a, -1, None) - sl(a, -2, -1)
     if np.ndim(h) == 0:
@@ -903,8 +904,8 @@ def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np
     ddmod = jnp_math._where((ddmod == -interval) & (dd > 0), interval, ddmod)
     correction = jnp_math._where(jnp_math.abs(dd) < discont, 0, ddmod - dd)
     ax = L.canonicalize_axis(axis, _ndim(p))
-    head = L.slice_in_dim(p, 0, 1, axis=ax)
-    tail = L.slice_in_dim(p, 1, None, axis=ax) + cumsum(correction, axis=ax)
+    head = slicing.slice_in_dim(p, 0, 1, axis=ax)
+    tail = slicing.slice_in_dim(p, 1, None, axis=ax) + cumsum(correction, axis=ax)
     return jnp_shape.concatenate((head, tail), axis=ax)
 
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax import shaping as L
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, indexing, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

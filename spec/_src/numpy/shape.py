@@ -22,10 +22,11 @@ from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
 from spec._src.core.prng import is_key_dtype
-from spec._src.lax import elementwise_api as ew
-from spec._src.lax import structural_api as L
-from spec._src.lax.elementwise_api import select
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax import elementwise as ew
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
+from spec._src.lax.elementwise import select
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import _broadcast_to_unsharded, array, asarray
@@ -83,7 +84,7 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = False, device: Any = None) -> 
         # NumPy's astype tests both parts.
         arr = jnp_math.not_equal(arr, L._convert_element_type(0, _aval(arr).dtype, False))
     result = L._convert_element_type(arr, dt, False, warn_on_complex_to_real_cast=False)
-    return L._array_copy(result) if copy else result
+    return slicing._array_copy(result) if copy else result
 
 
 # ================================================================== reshape
@@ -244,7 +245,7 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
         outs = promote_dtypes(*[L.asarray(a) for a in arrays])
     else:
         outs = [asarray(a, dtype=dtype) for a in arrays]
-    return L.concatenate(outs, ax)
+    return slicing.concatenate(outs, ax)
 
 
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
@@ -261,7 +262,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
         arrs = [asarray(a, dtype=dtype) for a in arrays]
     else:
         arrs = promote_dtypes(*[L.asarray(a) for a in arrays])
-    return L.stack(arrs, axis=axis)
+    return slicing.stack(arrs, axis=axis)
 
 
 def hstack(tup: Any, dtype: Any = None) -> Any:
@@ -294,7 +295,7 @@ def _split(op: str, ary: Any, sections: Any, axis: int) -> list[Any]:
         else:
             raise ValueError(f"array split does not result in an equal division: rest is {rest}")
     # JAX passes NumPy int64 sizes; they are part of the printed params.
-    return list(L.split(arr, [np.int64(s) for s in sizes], axis=axis))  # type: ignore[misc]
+    return list(slicing.split(arr, [np.int64(s) for s in sizes], axis=axis))  # type: ignore[misc]
 
 
 def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
@@ -314,7 +315,7 @@ def _roll_static_fn(a: Any) -> Any:
     if n == 0:
         return a
     i = (-1) % n
-    return L.concatenate([L.slice_in_dim(a, i, n), L.slice_in_dim(a, 0, i)], 0)
+    return slicing.concatenate([slicing.slice_in_dim(a, i, n), slicing.slice_in_dim(a, 0, i)], 0)
 
 
 
@@ -355,8 +356,8 @@ def triu(m: Any, k: int = 0) -> Any:
 def _flip_impl(m: Any, axis: Any = None) -> Any:
     nd = _aval(m).ndim
     if axis is None:
-        return L.rev(m, list(range(nd)))
-    return L.rev(m, [canonicalize_axis(ax, nd) for ax in _index_tuple(axis)])
+        return slicing.rev(m, list(range(nd)))
+    return slicing.rev(m, [canonicalize_axis(ax, nd) for ax in _index_tuple(axis)])
 
 
 @functools.cache
@@ -497,8 +498,8 @@ def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> 
         if shape[ax] == 0:
             continue
         i = (-int(s)) % shape[ax]
-        a = L.concatenate([L.slice_in_dim(a, i, shape[ax], axis=ax),
-                             L.slice_in_dim(a, 0, i, axis=ax)], ax)
+        a = slicing.concatenate([slicing.slice_in_dim(a, i, shape[ax], axis=ax),
+                             slicing.slice_in_dim(a, 0, i, axis=ax)], ax)
     return a
 
 
@@ -515,8 +516,8 @@ def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
         size = array(_aval(a).shape[ax], dtype=T.int32)
         s = remainder(L.convert_element_type(shifts[k], T.int32),
                       ew.max(size, np.int32(1)))
-        doubled = L.concatenate((a, a), ax)
-        a = L.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
+        doubled = slicing.concatenate((a, a), ax)
+        a = slicing.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
     return a
 
 
@@ -556,7 +557,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     if _ndim(arr) == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
-    return tuple(L.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+    return tuple(slicing.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
 
 
 def fliplr(m: Any) -> Any:

@@ -12,10 +12,11 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -99,7 +100,7 @@ def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
         k = _ensure("lexsort", keys)
         if _ndim(k) == 0 or _shape(k)[0] == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
-        key_list = list(L.unstack(k, 0)) if _ndim(k) > 1 else []
+        key_list = list(slicing.unstack(k, 0)) if _ndim(k) > 1 else []
         if _ndim(k) == 1:
             return L.full((), 0, T.default_int())
     else:
@@ -137,7 +138,7 @@ def _partition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     arr, ax, k = _partition_prep("partition", a, kth, axis)
     bottom = _order_reversing(lr.top_k(_order_reversing(arr), k + 1)[0])
     top = lr.top_k(arr, _shape(arr)[-1] - k - 1)[0]
-    return jnp_shape.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    return jnp_shape.swapaxes(slicing.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 def _argpartition_fn(a: Any, kth: int, axis: int = -1) -> Any:
@@ -150,7 +151,7 @@ def _argpartition_fn(a: Any, kth: int, axis: int = -1) -> Any:
     taken = reductions.any(bottom[..., :, None] == positions, axis=-2)
     marker = jnp_math._where(taken, np.float32(0), np.float32(1))
     top = lr.top_k(marker, n - k - 1)[1]
-    return jnp_shape.swapaxes(L.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
+    return jnp_shape.swapaxes(slicing.concatenate([bottom, top], _ndim(arr) - 1), -1, ax)
 
 
 _partition = _jit("partition", _partition_fn, ("kth", "axis"))

@@ -17,9 +17,9 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.lax import conv as lc
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.numpy import creation, indexing, linalg, reductions
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape

@@ -11,8 +11,9 @@ import numpy as np
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import structural_api as L
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax import shaping as L
+from spec._src.lax import slicing
+from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, indexing, reductions
 from spec._src.numpy.creation import _broadcast_to_unsharded
 from spec._src.numpy.shape import _aval, _check_arraylike, _ensure, _jitted, _reshape_method, ravel
@@ -28,7 +29,7 @@ def tile(A: Any, reps: Any) -> Any:
     reps_t = (1,) * (nd - len(reps_t)) + reps_t
     if len(reps_t) > nd:
         arr = L.expand_dims(arr, tuple(range(len(reps_t) - nd)))
-    return L.tile(arr, reps_t)
+    return slicing.tile(arr, reps_t)
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,

@@ -19,9 +19,9 @@ from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import _context
 from spec._src.core.state_types import RefType
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.lax.shaping import _convert_element_type
-from spec._src.lax.structural_api import canonicalize_axis
+from spec._src.lax.shaping import canonicalize_axis
 
 __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
            "to_weak_or_strong"]

@@ -10,7 +10,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.math import i0
 

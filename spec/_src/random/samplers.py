@@ -39,9 +39,9 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.sharding import AxisType, NamedSharding, P, get_abstract_mesh
 from spec._src.core.types import ArrayType
-from spec._src.lax import elementwise_api as ew
+from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
-from spec._src.lax import structural_api as L
+from spec._src.lax import shaping as L
 from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.control_flow_api import while_loop
 from spec._src.lax.prng import random_gamma_p, register_gamma_sampler
