@@ -5,7 +5,7 @@ Each family lives in its own module; this package re-exports them all.
 
 from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
-from spec._src.lax.special_api import *  # noqa: F403
+from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.shaping import *  # noqa: F403
 from spec._src.lax.slicing import *  # noqa: F403
 from spec._src.lax.indexing import *  # noqa: F403
@@ -14,11 +14,11 @@ from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives import *  # noqa: F403
-from spec._src.lax.scan_api import *  # noqa: F403
+from spec._src.lax.loops import *  # noqa: F403
 from spec._src.api.lax_map import map as map
 from spec._src.api.lax_index import dynamic_index_in_dim as dynamic_index_in_dim
 from spec._src.api.lax_index import dynamic_update_index_in_dim as dynamic_update_index_in_dim
-from spec._src.lax.control_flow_api import *  # noqa: F403
+from spec._src.lax.control_flow import *  # noqa: F403
 
 
 def _export_primitives() -> None:

@@ -27,9 +27,11 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     remat,
     reshard,
     scan,
+    shaping,
     shard_map,
-    state,
     slicing,
+    special,
+    state,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]

@@ -16,7 +16,7 @@ import spec.numpy as jnp
 from spec._src.api import checkpoint as ad_checkpoint
 from spec._src.core import config
 from spec._src.api.lax_map import map as smap
-from spec._src.lax.scan_api import associative_scan, scan
+from spec._src.lax.loops import associative_scan, scan
 from spec.test_util import check_grads
 from tests.support.text_programs import same_text
 

@@ -20,7 +20,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
-from spec._src.lax.special_api import igamma_grad_a_p, igamma_p, igammac_p
+from spec._src.lax.special import igamma_grad_a_p, igamma_p, igammac_p
 
 FUNS = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad"]
 RNG = np.random.default_rng(0)

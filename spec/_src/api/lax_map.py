@@ -9,7 +9,7 @@ from typing import Any
 from spec._src.api.vmap import vmap
 from spec._src.core import tree_util
 from spec._src.core.interpreter import canonical_aval_of
-from spec._src.lax.scan_api import scan
+from spec._src.lax.loops import scan
 from spec._src.lax.shaping import reshape
 from spec._src.lax.slicing import concatenate, slice as lax_slice
 

@@ -31,8 +31,8 @@ from spec._src.interpreters.batching import (
 from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.lax.elementwise import const_like
 from spec._src.lax.elementwise import eq, exp, select
-from spec._src.lax.scan_api import scan
-from spec._src.lax.special_api import random_gamma_grad
+from spec._src.lax.loops import scan
+from spec._src.lax.special import random_gamma_grad
 from spec._src.lax.shaping import broadcast_in_dim, full, full_like, reshape
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require

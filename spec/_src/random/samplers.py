@@ -43,10 +43,10 @@ from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
 from spec._src.lax import shaping as L
 from spec._src.lax.ad_prims import stop_gradient
-from spec._src.lax.control_flow_api import while_loop
+from spec._src.lax.control_flow import while_loop
 from spec._src.lax.prng import random_gamma_p, register_gamma_sampler
 from spec._src.lax.reshard import auto_axes
-from spec._src.lax.scan_api import scan
+from spec._src.lax.loops import scan
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.numpy import creation, indexing, linalg, reductions, sorting
 from spec._src.numpy import math as jnp_math

@@ -31,7 +31,7 @@ from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import elementwise as E
 from spec._src.lax.elementwise import const_like, declare_binary
 from spec._src.lax.elementwise_kit import FLOAT
-from spec._src.lax.control_flow_api import while_loop
+from spec._src.lax.control_flow import while_loop
 from spec._src.lax.reductions import reduce_or
 from spec._src.lax.shaping import broadcast_in_dim, convert_element_type, full_like
 from spec._src.interpreters.ad_util import defjvp

@@ -22,7 +22,7 @@ from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, trace_t
 from spec._src.lax.scan import (
     FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p, slice_aval as _slice_aval)
 from spec._src.core.types import ArrayType, result_type
-from spec._src.lax.control_flow_api import (
+from spec._src.lax.control_flow import (
     _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, tuple_tree,
     while_loop, with_debug_info)
 from spec._src.lax.elementwise import add, bitwise_or, lt
