@@ -45,7 +45,7 @@ class Ref(Typed):
     A ref whose type is sharded over a mesh also records its placement
     (``_sharding``, over the concrete mesh, as Arrays do): the buffer holds the
     whole contents, and operations on the mesh's devices run on views of
-    each device's block of it (spec/_spmd.py), so their writes land here."""
+    each device's block of it (spec/_src/interpreters/spmd.py), so their writes land here."""
 
     __slots__ = ("__weakref__", "_buf", "_sharding", "aval")
     _buf: np.ndarray

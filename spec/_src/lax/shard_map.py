@@ -4,7 +4,7 @@ spec/_src/lax/collectives.py.
 
 Inside a shard_map body every value is one device's block; its type says
 along which manual mesh axes it may differ between devices (``vma``, printed
-``{V:x}``). Execution is per device (spec/_spmd.py): a body equation runs on
+``{V:x}``). Execution is per device (spec/_src/interpreters/spmd.py): a body equation runs on
 each device's block, and a collective combines the blocks of the devices that
 differ only along its axes.
 """
