@@ -20,15 +20,15 @@ import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec.config import config
-from spec._src.lax import shaping, structural
+from spec._src.lax import shaping, slicing
 from spec._src.core.registry import REGISTRY, missing_sections
 from spec.test_util import check_grads
 
 # make(lax, jnp) -> a function of array arguments
 Make = Callable[[Any, Any], Callable[..., Any]]
 
-STRUCTURAL = sorted({p.name for module in (shaping, structural) for p in vars(module).values()
-                     if isinstance(p, type(structural.copy_p))})
+STRUCTURAL = sorted({p.name for module in (shaping, slicing) for p in vars(module).values()
+                     if isinstance(p, type(slicing.copy_p))})
 HYP = settings(max_examples=15, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

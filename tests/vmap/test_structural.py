@@ -21,7 +21,7 @@ import spec
 import spec.numpy as snp
 from spec import lax as sl
 from spec._src.core.registry import missing_sections
-from spec._src.lax import shaping, structural
+from spec._src.lax import shaping, slicing
 
 _jax_lax_internal: Any = jax._src.lax.lax  # JAX's primitives, bound as spec binds its own
 
@@ -167,9 +167,9 @@ def test_transpose_rev_tile_copy(data: st.DataObject, shape: tuple[int, ...]) ->
                  ) if shape else ()
     _unary(data, shape, len(shape), lambda x: sl.rev(x, axes), lambda x: jl.rev(x, axes))
     reps = tuple(data.draw(st.integers(0, 2)) for _ in shape)
-    _unary(data, shape, len(shape), lambda x: structural.tile_p.bind(x, reps=reps),
+    _unary(data, shape, len(shape), lambda x: slicing.tile_p.bind(x, reps=reps),
            lambda x: _jax_lax_internal.tile_p.bind(x, reps=reps))
-    _unary(data, shape, len(shape), lambda x: structural.copy_p.bind(x),
+    _unary(data, shape, len(shape), lambda x: slicing.copy_p.bind(x),
            lambda x: _jax_lax_internal.copy_p.bind(x))
 
 
@@ -234,7 +234,7 @@ def test_stack(data: st.DataObject, shape: tuple[int, ...], n: int) -> None:
     axes = _axes(data.draw, [len(shape)] * n)
     rng, size = _rng(data), data.draw(st.integers(1, 3))
     args = [_batched(rng, shape, a, size) for a in axes]
-    check_vmap(lambda *xs: structural.stack_p.bind(*xs, axis=axis),
+    check_vmap(lambda *xs: slicing.stack_p.bind(*xs, axis=axis),
                lambda *xs: _jax_lax_internal.stack_p.bind(*xs, axis=axis),
                args, axes, _out(data.draw, len(shape) + 1))
 
@@ -381,7 +381,7 @@ def test_nested_vmap_of_jit() -> None:
 
 
 def test_no_batch_rule_missing() -> None:
-    mine = {getattr(module, n).name for module in (shaping, structural)
+    mine = {getattr(module, n).name for module in (shaping, slicing)
             for n in module.__all__ if n.endswith("_p")}
     missing = {m[0] for m in missing_sections() if m[1] == "batch"}
     assert not (mine & missing), mine & missing
