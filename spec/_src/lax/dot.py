@@ -33,10 +33,10 @@ from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
-from spec._src.lax.shaping import transpose
+from spec._src.lax.shaping import expand_dims, squeeze, transpose
 from spec._src.lax import exact_matmul
 from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
 from spec._src.lax.shaping import _convert_element_type
@@ -579,6 +579,76 @@ def batch_matmul(lhs: Any, rhs: Any, precision: Any = None) -> Any:
     dims = (((la.ndim - 1,), (ra.ndim - 2,)), (tuple(batch), tuple(batch)))
     return dot_general(lhs, rhs, dims, precision=precision)
 
+
+
+# ------------------------------------------------- matmul as jnp stages it
+
+DotGeneral = Callable[[Any, Any, Any], Any]
+
+
+def staged_matmul(a: Any, b: Any, contract: DotGeneral) -> Any:
+    """``a @ b`` as ``jnp.matmul`` stages it (JAX's rules write ``@`` too):
+    a rank-1 operand is a vector; the leading axes broadcast NumPy's way,
+    those of size 1 squeezed away and the others batch axes of one
+    ``contract(a, b, dimension_numbers)`` (a ``dot_general``), whose result
+    is transposed into place. ValueError for leading axes that do not
+    broadcast."""
+    a_aval, b_aval = canonical_aval_of(a), canonical_aval_of(b)
+    sa, sb = a_aval.shape, b_aval.shape
+    a_mat, b_mat = len(sa) > 1, len(sb) > 1
+    a_bd: list[int | None] = list(sa[:-2]) if a_mat else []
+    b_bd: list[int | None] = list(sb[:-2]) if b_mat else []
+    nb = max(len(a_bd), len(b_bd))
+    a_bd = [None] * (nb - len(a_bd)) + a_bd
+    b_bd = [None] * (nb - len(b_bd)) + b_bd
+    a_sq: list[int] = []
+    b_sq: list[int] = []
+    both_sq: list[int] = []
+    a_batch: list[int] = []
+    b_batch: list[int] = []
+    idx_batch: list[int] = []
+    idx_a: list[int] = []
+    idx_b: list[int] = []
+    # Classify each broadcast axis: missing on one side, size 1 on one or
+    # both sides (squeezed away), or a true batch axis.
+    for i, (ba, bb) in enumerate(zip(a_bd, b_bd)):
+        if ba is None:
+            idx_b.append(i)
+        elif bb is None:
+            idx_a.append(i)
+        elif ba == 1 and bb == 1:
+            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
+            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
+            both_sq.append(i)
+        elif ba == 1:
+            idx_b.append(i)
+            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
+        elif bb == 1:
+            idx_a.append(i)
+            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
+        elif ba == bb:
+            a_batch.append(len(idx_batch) + len(idx_a))
+            b_batch.append(len(idx_batch) + len(idx_b))
+            idx_batch.append(i)
+        else:
+            raise ValueError(f"Incompatible types for matmul arguments: {a_aval} and {b_aval}")
+    if a_mat:
+        idx_a.append(nb)
+    if b_mat:
+        idx_b.append(nb + int(a_mat))
+    perm = tuple(int(p) for p in np.argsort(np.array(idx_batch + idx_a + idx_b, dtype=int)))
+    if a_sq:
+        a = squeeze(a, tuple(a_sq))
+    if b_sq:
+        b = squeeze(b, tuple(b_sq))
+    a_nd, b_nd = canonical_aval_of(a).ndim, canonical_aval_of(b).ndim
+    dims = (((a_nd - 1,), (b_nd - 1 - int(b_mat),)), (tuple(a_batch), tuple(b_batch)))
+    out = contract(a, b, dims)
+    if perm != tuple(range(len(perm))):
+        out = transpose(out, perm)
+    if both_sq:
+        out = expand_dims(out, both_sq)
+    return out
 
 __all__ = [
     "Precision", "batch_matmul", "canonicalize_precision", "dot", "dot_general",

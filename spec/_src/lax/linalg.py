@@ -45,7 +45,7 @@ from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.dot import dot_general
 from spec._src.lax.elementwise_kit import compute_dtype
-from spec._src.lax.shaping import _convert_element_type, expand_dims, squeeze, transpose
+from spec._src.lax.shaping import _convert_element_type, expand_dims, transpose
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
@@ -54,7 +54,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist
 from spec._src.lax.shaping import asarray
-from spec._src.lax.dot import Precision, batch_matmul, dot
+from spec._src.lax.dot import Precision, batch_matmul, dot, staged_matmul
 from spec._src.lax.elementwise import (
     add,
     complex,
@@ -461,55 +461,11 @@ def _real(x: Any) -> Any:
 
 
 def _matmul(a: Any, b: Any) -> Any:
-    """``a @ b`` of two stacks of matrices as ``jnp.matmul`` stages it (JAX's
-    rules write ``@``): leading axes broadcast NumPy's way, an axis of size 1
-    squeezed away, the others batch axes of one ``dot_general`` to the joint
-    result type, its result moved into place."""
+    """``a @ b`` of two stacks of matrices, as JAX's rules write it: jnp's
+    staging (``staged_matmul``) to the joint result type."""
     pet, weak = T.result_type_and_weak(a, b)
-    sa, sb = _aval(a).shape, _aval(b).shape
-    nb = max(len(sa), len(sb)) - 2
-    a_bd: list[int | None] = [None] * (nb - len(sa) + 2) + list(sa[:-2])
-    b_bd: list[int | None] = [None] * (nb - len(sb) + 2) + list(sb[:-2])
-    a_sq: list[int] = []
-    b_sq: list[int] = []
-    both_sq: list[int] = []
-    a_batch: list[int] = []
-    b_batch: list[int] = []
-    idx_batch: list[int] = []
-    idx_a: list[int] = []
-    idx_b: list[int] = []
-    for i, (ba, bb) in enumerate(zip(a_bd, b_bd)):
-        if ba is None:
-            idx_b.append(i)
-        elif bb is None:
-            idx_a.append(i)
-        elif ba == 1 and bb == 1:
-            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
-            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
-            both_sq.append(i)
-        elif ba == 1:
-            idx_b.append(i)
-            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
-        elif bb == 1:
-            idx_a.append(i)
-            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
-        else:
-            a_batch.append(len(idx_batch) + len(idx_a))
-            b_batch.append(len(idx_batch) + len(idx_b))
-            idx_batch.append(i)
-    idx_a.append(nb)
-    idx_b.append(nb + 1)
-    perm = tuple(int(p) for p in np.argsort(np.array(idx_batch + idx_a + idx_b, dtype=int)))
-    if a_sq:
-        a = squeeze(a, tuple(a_sq))
-    if b_sq:
-        b = squeeze(b, tuple(b_sq))
-    dims = (((_aval(a).ndim - 1,), (_aval(b).ndim - 2,)), (tuple(a_batch), tuple(b_batch)))
-    out = dot_general(a, b, dims, preferred_element_type=pet)
-    if perm != tuple(range(len(perm))):
-        out = transpose(out, perm)
-    if both_sq:
-        out = expand_dims(out, both_sq)
+    out = staged_matmul(a, b, lambda x, y, dims: dot_general(x, y, dims,
+                                                            preferred_element_type=pet))
     return _convert_element_type(out, pet, weak)
 
 

@@ -29,7 +29,7 @@ from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.indexing import diagonal
 from spec._src.numpy.math import _promote_dtypes_inexact, conjugate, multiply
-from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert, expand_dims
+from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert
 from spec._src.numpy.shape import _moveaxis, matrix_transpose
 from spec._src.numpy.util import _ensure, _promote, _shape, check_arraylike, promote_dtypes
 
@@ -73,62 +73,8 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
             raise ValueError(f"matmul input operand {i} must have ndim at least 1, but it "
                              f"has ndim {_ndim(x)}")
     pet, weak = _result_dtype("matmul", a, b, preferred_element_type)
-    sa, sb = canonical_aval_of(a).shape, canonical_aval_of(b).shape
-    a_mat, b_mat = len(sa) > 1, len(sb) > 1
-    a_bd: list[int | None] = list(sa[:-2]) if a_mat else []
-    b_bd: list[int | None] = list(sb[:-2]) if b_mat else []
-    nb = len(a_bd) if len(a_bd) > len(b_bd) else len(b_bd)
-    pad: list[int | None] = [None] * nb
-    a_bd = pad[:nb - len(a_bd)] + a_bd
-    b_bd = pad[:nb - len(b_bd)] + b_bd
-    a_sq: list[int] = []
-    b_sq: list[int] = []
-    both_sq: list[int] = []
-    a_batch: list[int] = []
-    b_batch: list[int] = []
-    idx_batch: list[int] = []
-    idx_a: list[int] = []
-    idx_b: list[int] = []
-    # Classify each broadcast axis: missing on one side, size 1 on one or
-    # both sides (squeezed away), or a true batch axis.
-    for i, (ba, bb) in enumerate(zip(a_bd, b_bd)):
-        if ba is None:
-            idx_b.append(i)
-        elif bb is None:
-            idx_a.append(i)
-        elif ba == 1 and bb == 1:
-            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
-            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
-            both_sq.append(i)
-        elif ba == 1:
-            idx_b.append(i)
-            a_sq.append(len(idx_batch) + len(idx_a) + len(a_sq))
-        elif bb == 1:
-            idx_a.append(i)
-            b_sq.append(len(idx_batch) + len(idx_b) + len(b_sq))
-        elif ba == bb:
-            a_batch.append(len(idx_batch) + len(idx_a))
-            b_batch.append(len(idx_batch) + len(idx_b))
-            idx_batch.append(i)
-        else:
-            raise ValueError(f"Incompatible types for matmul arguments: "
-                             f"{canonical_aval_of(a)} and {canonical_aval_of(b)}")
-    if a_mat:
-        idx_a.append(nb)
-    if b_mat:
-        idx_b.append(nb + int(a_mat))
-    perm = tuple(int(p) for p in np.argsort(np.array(idx_batch + idx_a + idx_b, dtype=int)))
-    if a_sq:
-        a = L.squeeze(a, tuple(a_sq))
-    if b_sq:
-        b = L.squeeze(b, tuple(b_sq))
-    dims = (((_ndim(a) - 1,), (_ndim(b) - 1 - int(b_mat),)), (tuple(a_batch), tuple(b_batch)))
-    out = ld.dot_general(a, b, dims, precision=precision, preferred_element_type=pet,
-                         out_sharding=out_sharding)
-    if perm != tuple(range(len(perm))):
-        out = L.transpose(out, perm)
-    if both_sq:
-        out = expand_dims(out, both_sq)
+    out = ld.staged_matmul(a, b, lambda x, y, dims: ld.dot_general(
+        x, y, dims, precision=precision, preferred_element_type=pet, out_sharding=out_sharding))
     return convert(out, pet, weak)
 
 
