@@ -224,17 +224,20 @@ class VJP:
     """The function returned by ``vjp``: a pytree whose leaves are the values
     the backward pass needs, in three channels: ``args_res`` (argument values
     saved verbatim, mirroring the arguments), ``opaque_residuals`` (values
-    computed by the forward pass) and ``structured_residuals`` (named
-    residuals of custom rules; empty here). Calling it runs the backward
-    pass on a cotangent of the output."""
+    computed by the forward pass) and ``structured_residuals`` (one entry
+    per call, loop or custom rule that saves named residuals, see
+    ``ad.inline_call``). Calling it runs the backward pass on a cotangent of
+    the output; ``with_logs`` is the same function returning
+    ``(cotangents, logs)``, the dict the backward rules logged."""
 
     def __init__(self, backward: _Backward, args_res: list[Any], opaque_residuals: list[Any],
                  structured_residuals: list[Any],
-                 grad_entries: Sequence[Any] | None = None) -> None:
+                 grad_entries: Sequence[Any] | None = None, want_logs: bool = False) -> None:
         self._backward = backward
         self.args_res = args_res
         self.opaque_residuals = opaque_residuals
         self.structured_residuals = structured_residuals
+        self.want_logs = want_logs
         # Per argument leaf: a gradient ref, ``GradValue()`` or ``DontWant()``
         # (``with_refs``); None before any binding.
         self._grad_entries = None if grad_entries is None else list(grad_entries)
@@ -251,7 +254,14 @@ class VJP:
             raise ValueError(_with_refs_tree_message(b, tree))
         for k, (v, e) in enumerate(zip(b.jaxpr.invars, flat)):
             _check_grad_entry(b, k, v.aval, e)
-        return VJP(b, self.args_res, self.opaque_residuals, self.structured_residuals, flat)
+        return VJP(b, self.args_res, self.opaque_residuals, self.structured_residuals, flat,
+                   self.want_logs)
+
+    @property
+    def with_logs(self) -> VJP:
+        """This VJP function returning ``(cotangents, logs)``."""
+        return VJP(self._backward, self.args_res, self.opaque_residuals,
+                   self.structured_residuals, self._grad_entries, True)
 
     @property
     def jaxpr(self) -> Jaxpr:
@@ -268,7 +278,7 @@ class VJP:
     def replace(self, **changes: Any) -> VJP:
         """A copy with some of ``args_res``, ``opaque_residuals``,
         ``structured_residuals`` replaced."""
-        allowed = {"args_res", "opaque_residuals", "structured_residuals"}
+        allowed = {"args_res", "opaque_residuals", "structured_residuals", "want_logs"}
         unknown = set(changes) - allowed
         if unknown:
             raise TypeError(f"VJP.replace got unexpected fields {sorted(unknown)}; "
@@ -276,7 +286,8 @@ class VJP:
         fields = {k: getattr(self, k) for k in allowed}
         fields.update(changes)
         return VJP(self._backward, list(fields["args_res"]), list(fields["opaque_residuals"]),
-                   list(fields["structured_residuals"]), self._grad_entries)
+                   list(fields["structured_residuals"]), self._grad_entries,
+                   bool(fields["want_logs"]))
 
     def __repr__(self) -> str:
         b = self._backward
@@ -321,9 +332,11 @@ class VJP:
         entries = self._grad_entries or [ad.GradValue()] * len(b.jaxpr.invars)
         args = [_backward_arg(b, k, v.aval, e)
                 for k, (v, e) in enumerate(zip(b.jaxpr.invars, entries))]
-        cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
+        with ad.collecting_logs(self.want_logs) as logs:
+            cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
         grads = [_gradient(c, e) for c, e in zip(cts_in, entries)]
-        return tree_util.tree_unflatten(b.in_tree, grads)
+        arg_cts = tree_util.tree_unflatten(b.in_tree, grads)
+        return (arg_cts, logs) if self.want_logs else arg_cts
 
     @staticmethod
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
@@ -433,12 +446,13 @@ def _tree_differences(a: Any, c: Any, path: str) -> list[tuple[str, str, str, st
 
 
 def _vjp_flatten(v: VJP) -> tuple[list[Any], Any]:
-    return [v.args_res, v.opaque_residuals, v.structured_residuals], v._backward
+    return [v.args_res, v.opaque_residuals, v.structured_residuals], (v._backward, v.want_logs)
 
 
-def _vjp_unflatten(backward: _Backward, children: Sequence[Any]) -> VJP:
+def _vjp_unflatten(aux: tuple[_Backward, bool], children: Sequence[Any]) -> VJP:
     args_res, opaque, structured = children
-    return VJP(backward, list(args_res), list(opaque), list(structured))
+    backward, want_logs = aux
+    return VJP(backward, list(args_res), list(opaque), list(structured), want_logs=want_logs)
 
 
 tree_util.register_pytree_node(VJP, _vjp_flatten, _vjp_unflatten)

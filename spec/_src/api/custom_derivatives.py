@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from spec._src.core import tree_util
+from spec._src.interpreters import ad
 from spec._src.interpreters.ad_util import Zero, add_tangents
 from spec._src.core.errors import UnexpectedTracerError
 from spec._src.core.interpreter import (
@@ -389,8 +390,9 @@ class _FlatBwd:
 
     def __init__(self, bwd: Callable[..., Any], static: list[Any], in_tree: Any,
                  in_avals: Sequence[ArrayType], fwd: _FlatFwd, fun: Callable[..., Any],
-                 symbolic_zeros: bool) -> None:
+                 symbolic_zeros: bool, with_logs: bool = False) -> None:
         self.bwd = bwd
+        self.with_logs = with_logs
         self.static = static
         self.in_tree = in_tree
         self.in_avals = list(in_avals)
@@ -406,6 +408,8 @@ class _FlatBwd:
         py_res = tree_util.tree_unflatten(self.fwd.res_tree, list(residuals))
         py_cts = tree_util.tree_unflatten(self.fwd.out_tree, list(cts_out))
         cts_in = self.bwd(*self.static, py_res, py_cts)
+        if self.with_logs:
+            cts_in = self._logged(cts_in)
         n_args = len(tree_util.treedef_children(self.in_tree))
         if isinstance(cts_in, list) and len(cts_in) == n_args:
             cts_in = tuple(cts_in)
@@ -415,6 +419,22 @@ class _FlatBwd:
         return [self._check(p, a, ct) for p, a, ct in zip(paths, self.in_avals, flat)]
 
     _NONE = object()
+
+    def _logged(self, got: Any) -> Any:
+        """The cotangents of a ``defvjp_with_logs`` rule's ``(in_cts, logs)``,
+        its logs merged into the backward pass."""
+        if not (isinstance(got, (list, tuple)) and len(got) == 2):
+            raise TypeError(f"Custom VJP bwd rule {self.bwd} was registered with "
+                            "defvjp_with_logs and so must produce a pair (in_cts, logs), "
+                            f"but got {got}.")
+        cts_in, logs = got
+        if logs is not None and type(logs) is not dict:
+            raise TypeError(f"Custom VJP bwd rule {self.bwd} was registered with "
+                            "defvjp_with_logs, and so the second element of the pair it "
+                            "returns must be None or a dict of backward-pass log entries, "
+                            f"but got {type(logs).__name__}.")
+        ad.add_logs(logs, f"the custom_vjp rule {self.__name__}")
+        return cts_in
 
     def _flatten_like_args(self, cts_in: Any) -> list[Any]:
         """One entry per argument leaf; a ``None`` stands for all leaves of its subtree."""
@@ -502,6 +522,7 @@ class custom_vjp[R]:
         self.bwd: Callable[..., Any] | None = None
         self.symbolic_zeros = False
         self.optimize_remat = False
+        self.with_logs = False
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any],
                symbolic_zeros: bool = False, optimize_remat: bool = False) -> None:
@@ -515,6 +536,15 @@ class custom_vjp[R]:
         self.symbolic_zeros = symbolic_zeros
         # Accepted for compatibility: spec has no rematerialisation to optimise.
         self.optimize_remat = optimize_remat
+        self.with_logs = False
+
+    def defvjp_with_logs(self, fwd: Callable[..., Any], bwd: Callable[..., Any],
+                         symbolic_zeros: bool = False, optimize_remat: bool = False) -> None:
+        """Like ``defvjp``, but ``bwd`` returns ``(in_cts, logs)``: ``logs`` a
+        dict of named pytrees logged out of the backward pass (``None``:
+        nothing), which ``VJP.with_logs`` returns."""
+        self.defvjp(fwd, bwd, symbolic_zeros=symbolic_zeros, optimize_remat=optimize_remat)
+        self.with_logs = True
 
     def __call__(self, *args: Any, **kwargs: Any) -> R:
         name = rule_name(self.fun)
@@ -533,7 +563,7 @@ class custom_vjp[R]:
         fwd = _FlatFwd(self.fwd, nondiff, static, in_tree, staged.out_tree, staged.out_avals,
                        self.symbolic_zeros, name)
         bwd = _FlatBwd(self.bwd, static, in_tree, [canonical_aval_of(x) for x in leaves], fwd,
-                       self.fun, self.symbolic_zeros)
+                       self.fun, self.symbolic_zeros, self.with_logs)
         outs = custom_vjp_call_p.bind(
             *staged.consts, *leaves, call_jaxpr=staged.jaxpr, fwd_jaxpr_thunk=fwd,
             num_consts=len(staged.consts), bwd=bwd, out_trees=fwd.out_trees,

@@ -544,6 +544,8 @@ def _run_fwd(prim: HiPrim, rule: str, primals: list[Any], tangents: list[Any]
                         "`vjp_fwd`, which requires overriding `vjp_bwd(res, sres, outgrad, "
                         "*arg_accums)`")
     del name
+    if sres is not None:
+        ad.add_structured_residual(sres)
     return outs, res, nzs_out, sres
 
 
@@ -596,14 +598,8 @@ def _hijax_transpose(cts: list[Any], *invals: Any, prim: HiPrim) -> list[Any]:
               for x in invals]
     ct_tree = tree_util.tree_unflatten(prim.out_tree, cts)
     log = prim.transpose(ct_tree, *tree_util.tree_unflatten(prim.in_tree, accums))
-    _check_log(prim, "transpose", log)
+    ad.add_logs(log, f"{type(prim).__name__}.transpose")
     return [a.freeze() if isinstance(a, ValAccum) else None for a in accums]
-
-
-def _check_log(prim: HiPrim, rule: str, log: Any) -> None:
-    if log is not None and type(log) is not dict:
-        raise TypeError(f"{type(prim).__name__}.{rule} should return None or a dict of "
-                        f"backward-pass log entries, got {type(log).__name__}")
 
 
 def _hijax_batch(axis: AxisData, args: list[Any], dims: list[Any], *, prim: HiPrim
@@ -706,7 +702,7 @@ def _linearized_transpose(cts: list[Any], *invals: Any, prim: HiPrim, residuals_
         log = prim.vjp_bwd(plain, sres, ct_tree, *acc_tree)
     else:
         log = prim.vjp_bwd(res, ct_tree, *acc_tree)
-    _check_log(prim, "vjp_bwd", log)
+    ad.add_logs(log, f"{type(prim).__name__}.vjp_bwd")
     results = [a.freeze() for a, nz in zip(accums, nz_in_flat)
                if nz and isinstance(a, ValAccum)]
     it = iter(results)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.types import FLOAT0, ArrayType
+from spec._src.interpreters.batching import BatchTrace, BatchTracer
 
 # ================================================================ rule lookup
 
@@ -121,9 +123,14 @@ class JVPTrace(Trace):
     name = "JVPTrace"
     tracer_type: type[JVPTracer] = JVPTracer
 
-    def __init__(self, parent: Trace) -> None:
+    def __init__(self, parent: Trace, structured: list[Any] | None = None) -> None:
         super().__init__()
         self.parent = parent
+        # Reverse mode records JAX's structured residuals here (see
+        # "structured residuals" below); None: not recorded.
+        self.structured = structured
+        # How many calls JAX stages inline are open on this trace.
+        self.inline_depth = 0
 
     def unpack(self, x: Any) -> tuple[Any, Any]:
         if isinstance(x, self.tracer_type) and x._trace is self:
@@ -147,8 +154,26 @@ class JVPTrace(Trace):
 
     def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
                    params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-        with set_current_trace(self.parent):
+        with self.recording(prim, tangents, params), set_current_trace(self.parent):
             return jvp_rule(prim)(primals, tangents, **params)
+
+    @contextlib.contextmanager
+    def recording(self, prim: Primitive, tangents: Sequence[Any],
+                  params: dict[str, Any]) -> Iterator[None]:
+        """While ``prim``'s rule runs: its structured residual entry (a call
+        or loop) recorded, and the rule able to add its own (a hijax
+        primitive's ``vjp_fwd``, through ``add_structured_residual``)."""
+        if self.structured is not None:
+            entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
+            if entry is not None:
+                self.structured.append(entry[0])
+        # A rule run by a trace that does not record (forward mode, the body
+        # of a loop) records nothing into an enclosing trace's list.
+        _recorders.stack.append(self.structured)
+        try:
+            yield
+        finally:
+            _recorders.stack.pop()
 
     def wrap(self, prim: Primitive, p_outs: Sequence[Any], t_outs: Sequence[Any]) -> list[Any]:
         result = []
@@ -159,10 +184,12 @@ class JVPTrace(Trace):
 
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
-             tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+             tangents: Sequence[Any], structured: list[Any] | None = None
+             ) -> tuple[list[Any], list[Any]]:
     """Primal and tangent outputs of ``fun`` (flat lists in and out); tangents
-    may be ``Zero``; output tangents are ``Zero`` where nothing flowed."""
-    trace = JVPTrace(current_trace())
+    may be ``Zero``; output tangents are ``Zero`` where nothing flowed.
+    ``structured`` collects the structured residuals (reverse mode)."""
+    trace = JVPTrace(current_trace(), structured)
     tracers = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
     try:
         with set_current_trace(trace):
@@ -260,21 +287,17 @@ class LinearizeTrace(JVPTrace):
     tracer_type = LinearizeTracer
 
     def __init__(self, parent: Trace, tangent_trace: JaxprTrace) -> None:
-        super().__init__(parent)
+        super().__init__(parent, [])
         self.tangent_trace = tangent_trace
         self.staged: dict[int, tuple[Any, Any]] = {}
-        # JAX's "structured residuals" (see ``structured_residuals``).
-        self.structured: list[Any] = []
 
     def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
                    params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-        entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
-        if entry is not None:
-            self.structured.append(entry[0])
-        if callable(prim.linearize):
-            return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
-        with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
-            return jvp_rule(prim)(primals, tangents, **params)
+        with self.recording(prim, tangents, params):
+            if callable(prim.linearize):
+                return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
+            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
+                return jvp_rule(prim)(primals, tangents, **params)
 
 
 @dataclass
@@ -327,7 +350,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     finally:
         trace.invalidate()
         tangent_trace.invalidate()
-    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured)
+    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured or [])
 
 
 def _is_differentiable(aval: ArrayType) -> bool:
@@ -336,12 +359,85 @@ def _is_differentiable(aval: ArrayType) -> bool:
 
 # ===================================================== structured residuals
 
-# JAX's linearization collects one "structured residual" per ``jit`` or
-# ``scan`` it linearizes with a nonzero input tangent (the nested structure of
-# the call body, recursively); other primitives add nothing, and a ``cond``
-# adds an entry only when one of its branches has structured residuals with
-# leaves (which calls and loops never produce). The values are empty nested
-# lists, with no array leaves: ``VJP.structured_residuals`` shows their shape.
+# JAX's linearization collects "structured residuals" (``VJP.structured_residuals``):
+# one entry per application, with a nonzero input tangent, of a primitive
+# whose linearization returns some. Here those are:
+#
+# - a ``jit`` or ``scan``: the entries of its body, recursively (a list);
+# - a ``cond``: only when one of its branches has entries with leaves;
+# - a jnp function that JAX wraps in ``jit(inline=JAX_EARLY)`` (``inline_call``):
+#   inlined where it is staged, so it adds an entry only when applied
+#   outside any staging, the entries of what it calls inside it;
+# - a hijax primitive whose ``vjp_fwd`` returns structured residuals
+#   (``add_structured_residual``): those values, keeping their structure.
+#
+# Other primitives add nothing. The entries of calls and loops are computed
+# from their bodies (``_structured_walk``) as empty nested lists.
+
+
+class _Recorders(threading.local):
+    """The structured-residual lists of the reverse-mode rules running now
+    (innermost last): a rule adds its entry to the last one."""
+
+    def __init__(self) -> None:
+        self.stack: list[list[Any] | None] = []
+
+
+_recorders = _Recorders()
+
+
+def add_structured_residual(entry: Any) -> None:
+    """Record ``entry`` as the structured residual of the rule running now
+    (a hijax primitive's linearization); outside reverse mode, nothing."""
+    recorder = _recorders.stack[-1] if _recorders.stack else None
+    if recorder is not None:
+        recorder.append(entry)
+
+
+def _recording_trace(trace: Trace, operands: list[Any]) -> JVPTrace | None:
+    """The reverse-mode trace that a call of ``operands`` made under ``trace``
+    reaches, if one of the operands has a nonzero tangent in it: through
+    forward-mode and vmap traces, which bind a call on their parent."""
+    while True:
+        if isinstance(trace, JVPTrace) and trace.structured is not None:
+            has_tangent = any(isinstance(x, JVPTracer) and x._trace is trace
+                              and type(x.tangent) is not Zero for x in operands)
+            return trace if has_tangent else None
+        if isinstance(trace, JVPTrace):
+            operands = [y for x in operands for y in (
+                (x.primal, x.tangent) if isinstance(x, JVPTracer) and x._trace is trace else (x,))]
+        elif isinstance(trace, BatchTrace):
+            operands = [x.val if isinstance(x, BatchTracer) and x._trace is trace else x
+                        for x in operands]
+        else:
+            return None
+        trace = trace.parent
+
+
+@contextlib.contextmanager
+def inline_call(operands: Any) -> Iterator[None]:
+    """The body of a jnp function JAX stages as ``jit(inline=JAX_EARLY)``,
+    called on ``operands`` (a pytree): one structured residual entry when a
+    reverse-mode trace receives it with a nonzero tangent, holding the
+    entries of the calls inside it; none when it runs inside another such
+    function (there it is inlined)."""
+    here = current_trace()
+    if not isinstance(here, (JVPTrace, BatchTrace)):  # evaluation or staging: nothing
+        yield
+        return
+    trace = _recording_trace(here, tree_util.tree_leaves(operands))
+    if trace is None or trace.inline_depth or trace.structured is None:
+        yield
+        return
+    outer = trace.structured
+    trace.structured = []
+    trace.inline_depth += 1
+    try:
+        yield
+    finally:
+        trace.inline_depth -= 1
+        entry, trace.structured = trace.structured, outer
+        outer.append(entry)
 
 
 def _structured_entry(prim: Primitive, nonzero: Sequence[bool], params: dict[str, Any]
@@ -439,27 +535,45 @@ def _legacy_linearize(fun: Callable[..., Sequence[Any]],
     p_avals = [canonical_aval_of(x) for x in primals]
     t_avals = [a.tangent_type() for a in p_avals]
     n = len(primals)
+    # The structured residuals recorded while tracing: their values are
+    # outputs of the known side.
+    recorded: dict[str, Any] = {}
 
     def jvp_fun(*args: Any) -> list[Any]:
         ps, ts = args[:n], args[n:]
         tangents = [t if _is_differentiable(a) else Zero(a) for t, a in zip(ts, t_avals)]
-        p_outs, t_outs = jvp_flat(fun, ps, tangents)
-        return [*p_outs, *(instantiate(t) for t in t_outs)]
+        structured: list[Any] = []
+        p_outs, t_outs = jvp_flat(fun, ps, tangents, structured)
+        leaves = tree_util.tree_leaves(structured)
+        recorded["traced"], recorded["leaves"] = structured, leaves
+        recorded["n_out"], recorded["n_leaves"] = len(p_outs), len(leaves)
+        return [*p_outs, *leaves, *(instantiate(t) for t in t_outs)]
 
     jvp_jaxpr, _ = trace_to_jaxpr(jvp_fun, [*p_avals, *t_avals])
-    n_out = len(jvp_jaxpr.outvars) // 2
+    n_out, n_leaves = recorded["n_out"], recorded["n_leaves"]
     split = partial_eval_jaxpr(jvp_jaxpr, [False] * n + [True] * n,
-                               [False] * n_out + [True] * n_out)
+                               [False] * (n_out + n_leaves) + [True] * n_out)
     known_outs = eval_jaxpr(split.known, split.known.consts, *primals)
-    primals_out, residuals = known_outs[:n_out], known_outs[n_out:]
+    primals_out, residuals = known_outs[:n_out], known_outs[n_out + n_leaves:]
+    values = {id(t): v for t, v in zip(recorded["leaves"], known_outs[n_out:n_out + n_leaves])}
+    structured = _with_leaves(recorded["traced"], values)
     unknown = split.unknown
     linear = Jaxpr(unknown.invars[:len(residuals)], unknown.invars[len(residuals):],
                    unknown.outvars, unknown.eqns, consts=list(residuals))
-    # The JVP jaxpr has a call (loop) equation exactly where the function
-    # made one with a nonzero tangent input: the same structure as direct.
-    structured = structured_residuals(
-        jvp_jaxpr, [False] * n + [_is_differentiable(a) for a in t_avals])
     return Linearized(primals_out, dce_jaxpr(linear), structured)
+
+
+def _with_leaves(tree: Any, values: dict[int, Any]) -> Any:
+    """``tree`` with each leaf replaced by ``values[id(leaf)]``, keeping its
+    containers as built (a dict's keys in their insertion order)."""
+    if type(tree) is dict:
+        return {k: _with_leaves(v, values) for k, v in tree.items()}
+    if type(tree) is list:
+        return [_with_leaves(v, values) for v in tree]
+    if type(tree) is tuple:
+        return tuple(_with_leaves(v, values) for v in tree)
+    leaves, treedef = tree_util.tree_flatten(tree)
+    return tree_util.tree_unflatten(treedef, [values.get(id(x), x) for x in leaves])
 
 
 def _refs_written_with_unknowns(jaxpr: Jaxpr, unknown: set[int]) -> set[int]:
@@ -586,6 +700,64 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
 
 
 # ================================================================ transpose
+
+# Backward-pass logs (``VJP.with_logs``): a transpose rule (a hijax
+# primitive's ``vjp_bwd`` or ``transpose``, a ``custom_vjp`` rule registered
+# with ``defvjp_with_logs``) may return a dict of named pytrees. The dicts of
+# one backward pass merge in backward execution order; a key logged twice is
+# an error, also when the caller drops the logs.
+
+
+@dataclass
+class _LogSink:
+    logs: dict[Any, Any]
+    trace: Trace  # where the backward pass runs
+    wanted: bool
+
+
+class _LogSinks(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[_LogSink] = []
+
+
+_log_sinks = _LogSinks()
+
+
+@contextlib.contextmanager
+def collecting_logs(wanted: bool) -> Iterator[dict[Any, Any]]:
+    """The logs of the backward pass run in the block, merged into the dict
+    yielded (``wanted``: the caller reads them)."""
+    sink = _LogSink({}, current_trace(), wanted)
+    _log_sinks.stack.append(sink)
+    try:
+        yield sink.logs
+    finally:
+        _log_sinks.stack.pop()
+
+
+def add_logs(logs: Any, rule: str) -> None:
+    """Merge the dict of log entries that ``rule`` returned (None: nothing)
+    into the backward pass running now."""
+    if logs is None:
+        return
+    if type(logs) is not dict:
+        raise TypeError(f"{rule} should return None or a dict of backward-pass log entries, "
+                        f"got {type(logs).__name__}")
+    if not _log_sinks.stack or not logs:
+        return
+    sink = _log_sinks.stack[-1]
+    if current_trace() is not sink.trace:
+        if sink.wanted:
+            raise NotImplementedError(
+                f"backward-pass logs of {rule} from inside a transposed jit, scan, cond or "
+                "vmap: spec collects logs only where the backward pass itself runs")
+        return
+    for key in logs:
+        if key in sink.logs:
+            raise ValueError(f"Duplicate backward-pass log key {key!r} from {rule}. Each key "
+                             "must be unique within a backward pass.")
+    sink.logs.update(logs)
+
 
 
 def _is_linear_atom(a: Atom, linear: set[int]) -> bool:

@@ -31,7 +31,14 @@ from spec._src.numpy.indexing import diagonal
 from spec._src.numpy.math import _promote_dtypes_inexact, conjugate, multiply
 from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert
 from spec._src.numpy.shape import _moveaxis, matrix_transpose
-from spec._src.numpy.util import _ensure, _promote, _shape, check_arraylike, promote_dtypes
+from spec._src.numpy.util import (
+    _ensure,
+    _inline_jit,
+    _promote,
+    _shape,
+    check_arraylike,
+    promote_dtypes,
+)
 
 __all__ = [
     "dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg", "cross", "kron",
@@ -49,6 +56,7 @@ def _ndim(x: Any) -> int:
     return canonical_aval_of(x).ndim
 
 
+@_inline_jit
 def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
         out_sharding: Any = None) -> Any:
     """Sum-product over the last axis of ``a`` and the second-to-last of ``b``."""
@@ -64,6 +72,7 @@ def dot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = 
     return convert(out, pet, weak)
 
 
+@_inline_jit
 def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None,
            out_sharding: Any = None) -> Any:
     """Matrix product with NumPy's broadcasting of leading (batch) axes."""
@@ -78,6 +87,7 @@ def matmul(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any
     return convert(out, pet, weak)
 
 
+@_inline_jit
 def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     check_arraylike("vdot", a, b)
     if T.is_complex(canonical_aval_of(a).dtype):
@@ -86,6 +96,7 @@ def vdot(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any =
                preferred_element_type=preferred_element_type)
 
 
+@_inline_jit
 def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None) -> Any:
     check_arraylike("inner", a, b)
     if _ndim(a) == 0 or _ndim(b) == 0:
@@ -97,6 +108,7 @@ def inner(a: Any, b: Any, *, precision: Any = None, preferred_element_type: Any 
                      preferred_element_type=preferred_element_type)
 
 
+@_inline_jit
 def outer(a: Any, b: Any, out: None = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.outer is not supported.")

@@ -26,7 +26,7 @@ from spec._src.numpy.math import (
     logical_or,
 )
 from spec._src.numpy.reductions import all as all_
-from spec._src.numpy.util import _dtype, _jit, _ndim, check_arraylike
+from spec._src.numpy.util import _dtype, _inline_jit, _jit, _ndim, check_arraylike
 
 
 def _allclose_impl(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08,
@@ -45,6 +45,7 @@ def allclose(a: Any, b: Any, rtol: Any = _UNSET, atol: Any = _UNSET,
     return _allclose(a, b, **kwargs, equal_nan=equal_nan)
 
 
+@_inline_jit
 def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     """True iff the shapes agree and every element is equal."""
     a1, a2 = asarray(a1), asarray(a2)
@@ -56,6 +57,7 @@ def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     return all_(eq)
 
 
+@_inline_jit
 def array_equiv(a1: Any, a2: Any) -> Any:
     x, y = creation.asarray(a1), creation.asarray(a2)
     try:

@@ -31,6 +31,7 @@ from spec._src.lax.sharding_kit import broadcast_shardings
 from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
+    _inline_jit,
     _agree,
     _convert,
     _ensure,
@@ -285,25 +286,30 @@ def _broadcast_to(x: Any, shape: T.Shape, sharding: Any = None) -> Any:
 # ============================================================ arithmetic
 
 
+@_inline_jit
 def add(x: Any, y: Any, /) -> Any:
     a, b = promote_args("add", x, y)
     return ew.bitwise_or(a, b) if _dtype(a) == T.bool_ else ew.add(a, b)
 
 
+@_inline_jit
 def subtract(x: Any, y: Any, /) -> Any:
     return ew.sub(*promote_args("subtract", x, y))
 
 
+@_inline_jit
 def multiply(x: Any, y: Any, /) -> Any:
     a, b = promote_args("multiply", x, y)
     return ew.bitwise_and(a, b) if _dtype(a) == T.bool_ else ew.mul(a, b)
 
 
+@_inline_jit
 def true_divide(x1: Any, x2: Any, /) -> Any:
     """Division in a float dtype: integer and bool operands convert first."""
     return ew.div(*promote_args_inexact("true_divide", x1, x2))
 
 
+@_inline_jit
 def divide(x1: Any, x2: Any, /) -> Any:
     return true_divide(x1, x2)
 
@@ -422,6 +428,11 @@ def power(x1: Any, x2: Any, /) -> Any:
         else:
             (base,) = _promote_dtypes_numeric(x1)
             return ew.integer_pow(base, y)
+    return _power(x1, x2)
+
+
+@_inline_jit
+def _power(x1: Any, x2: Any) -> Any:
     a, b = _promote_shapes("power", x1, x2)
     a_, b_ = promote_args_numeric("power", a, b)
     if T.is_int(_dtype(a_)):
@@ -435,35 +446,42 @@ def pow(x1: Any, x2: Any, /) -> Any:
     return power(x1, x2)
 
 
+@_inline_jit
 def float_power(x1: Any, x2: Any, /) -> Any:
     return ew.pow(*promote_args_inexact("float_power", x1, x2))
 
 
+@_inline_jit
 def negative(x: Any, /) -> Any:
     return ew.neg(*promote_args("negative", x))
 
 
+@_inline_jit
 def positive(x: Any, /) -> Any:
     (a,) = promote_args("positive", x)
     return _as_array(a)
 
 
+@_inline_jit
 def sign(x: Any, /) -> Any:
     return ew.sign(*promote_args("sign", x))
 
 
+@_inline_jit
 def square(x: Any, /) -> Any:
     check_arraylike("square", x)
     (a,) = _promote_dtypes_numeric(x)
     return ew.square(a)
 
 
+@_inline_jit
 def reciprocal(x: Any, /) -> Any:
     check_arraylike("reciprocal", x)
     (a,) = _promote_dtypes_inexact(x)
     return ew.integer_pow(a, -1)
 
 
+@_inline_jit
 def absolute(x: Any, /) -> Any:
     """|x|; bool and unsigned operands are returned unchanged."""
     check_arraylike("absolute", x)
@@ -471,10 +489,12 @@ def absolute(x: Any, /) -> Any:
     return _as_array(x) if dt == T.bool_ or T.is_unsigned_int(dt) else ew.abs(x)
 
 
+@_inline_jit
 def abs(x: Any, /) -> Any:
     return absolute(x)
 
 
+@_inline_jit
 def fabs(x: Any, /) -> Any:
     check_arraylike("fabs", x)
     if _is_complex(x):
@@ -482,10 +502,12 @@ def fabs(x: Any, /) -> Any:
     return ew.abs(*promote_args_inexact("fabs", x))
 
 
+@_inline_jit
 def maximum(x: Any, y: Any, /) -> Any:
     return ew.max(*promote_args("maximum", x, y))
 
 
+@_inline_jit
 def minimum(x: Any, y: Any, /) -> Any:
     return ew.min(*promote_args("minimum", x, y))
 
@@ -513,6 +535,7 @@ def fmin(x1: Any, x2: Any, /) -> Any:
     return _fmin(x1, x2)
 
 
+@_inline_jit
 def nextafter(x1: Any, x2: Any, /) -> Any:
     return ew.nextafter(*promote_args_inexact("nextafter", x1, x2))
 
@@ -560,6 +583,7 @@ clip = _named_jit("clip", _clip_impl)
 # ============================================================ rounding
 
 
+@_inline_jit
 def floor(x: Any, /) -> Any:
     check_arraylike("floor", x)
     if not T.is_inexact(_dtype(x)):
@@ -567,6 +591,7 @@ def floor(x: Any, /) -> Any:
     return ew.floor(*promote_args_inexact("floor", x))
 
 
+@_inline_jit
 def ceil(x: Any, /) -> Any:
     check_arraylike("ceil", x)
     if not T.is_inexact(_dtype(x)):
@@ -663,6 +688,7 @@ def rint(x: Any, /) -> Any:
 # ============================================================ predicates
 
 
+@_inline_jit
 def isfinite(x: Any, /) -> Any:
     check_arraylike("isfinite", x)
     dt = _dtype(x)
@@ -673,6 +699,7 @@ def isfinite(x: Any, /) -> Any:
     return _full_like(x, True, T.bool_)
 
 
+@_inline_jit
 def isnan(x: Any, /) -> Any:
     check_arraylike("isnan", x)
     return ew.ne(x, x)
@@ -707,7 +734,7 @@ def _inexact_unary(name: str, op: Fn) -> Fn:
         return op(*promote_args_inexact(name, x))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}``, computed in a float dtype."
-    return fn
+    return _inline_jit(fn)
 
 
 exp = _inexact_unary("exp", ew.exp)
@@ -731,6 +758,7 @@ arcsinh = _inexact_unary("arcsinh", ew.asinh)
 arctanh = _inexact_unary("arctanh", ew.atanh)
 
 
+@_inline_jit
 def log10(x: Any, /) -> Any:
     (a,) = promote_args_inexact("log10", x)
     inv_ln10 = 0.4342944819032518  # 1 / log(10)
@@ -757,6 +785,7 @@ def arccosh(x: Any, /) -> Any:
     return _arccosh(x)
 
 
+@_inline_jit
 def arctan2(x1: Any, x2: Any, /) -> Any:
     return ew.atan2(*promote_args_inexact("arctan2", x1, x2))
 
@@ -777,20 +806,24 @@ def hypot(x1: Any, x2: Any, /) -> Any:
     return _where(ew.bitwise_or(ew.eq(a, inf), ew.eq(b, inf)), _like(big, np.inf), out)
 
 
+@_inline_jit
 def deg2rad(x: Any, /) -> Any:
     (a,) = promote_args_inexact("deg2rad", x)
     return ew.mul(a, _const(a, np.pi / 180))
 
 
+@_inline_jit
 def rad2deg(x: Any, /) -> Any:
     (a,) = promote_args_inexact("rad2deg", x)
     return ew.mul(a, _const(a, 180 / np.pi))
 
 
+@_inline_jit
 def degrees(x: Any, /) -> Any:
     return rad2deg(x)
 
 
+@_inline_jit
 def radians(x: Any, /) -> Any:
     return deg2rad(x)
 
@@ -798,21 +831,25 @@ def radians(x: Any, /) -> Any:
 # ============================================================ complex parts
 
 
+@_inline_jit
 def real(val: Any, /) -> Any:
     check_arraylike("real", val)
     return ew.real(val) if _is_complex(val) else _as_array(val)
 
 
+@_inline_jit
 def imag(val: Any, /) -> Any:
     check_arraylike("imag", val)
     return ew.imag(val) if _is_complex(val) else _full_like(val, 0)
 
 
+@_inline_jit
 def conjugate(x: Any, /) -> Any:
     check_arraylike("conjugate", x)
     return ew.conj(x) if _is_complex(x) else _as_array(x)
 
 
+@_inline_jit
 def conj(x: Any, /) -> Any:
     return conjugate(x)
 
@@ -871,18 +908,22 @@ def right_shift(x1: Any, x2: Any, /) -> Any:
     return ew.shift_right_arithmetic(a, b)
 
 
+@_inline_jit
 def logical_and(x: Any, y: Any, /) -> Any:
     return ew.bitwise_and(*map(_to_bool, promote_args("logical_and", x, y)))
 
 
+@_inline_jit
 def logical_or(x: Any, y: Any, /) -> Any:
     return ew.bitwise_or(*map(_to_bool, promote_args("logical_or", x, y)))
 
 
+@_inline_jit
 def logical_xor(x: Any, y: Any, /) -> Any:
     return ew.bitwise_xor(*map(_to_bool, promote_args("logical_xor", x, y)))
 
 
+@_inline_jit
 def logical_not(x: Any, /) -> Any:
     return ew.bitwise_not(*map(_to_bool, promote_args("logical_not", x)))
 
@@ -905,7 +946,7 @@ def _comparison(name: str, op: Fn) -> Fn:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` after dtype and rank promotion; bool result."
-    return fn
+    return _inline_jit(fn)
 
 
 equal = _comparison("equal", ew.eq)
@@ -1071,6 +1112,7 @@ def _logaddexp_body(x1: Any, x2: Any, base2: bool) -> Any:
     return ew.complex(ew.real(out), _wrap_between(ew.imag(out), period))
 
 
+@_inline_jit
 def logaddexp(x1: Any, x2: Any, /) -> Any:
     """log(exp(x1) + exp(x2)) without overflow. (JAX wraps this in a
     custom_jvp_call; spec emits the body's primitives directly.)"""
@@ -1078,6 +1120,7 @@ def logaddexp(x1: Any, x2: Any, /) -> Any:
     return _logaddexp_body(a, b, base2=False)
 
 
+@_inline_jit
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
     """log2(2**x1 + 2**x2) without overflow (custom_jvp_call in JAX, see
     logaddexp)."""
@@ -1274,6 +1317,7 @@ def lcm(x1: Any, x2: Any, /) -> Any:
     return _lcm(x1, x2)
 
 
+@_inline_jit
 def acos(x: Any, /) -> Any:
     return arccos(x)
 
@@ -1282,22 +1326,27 @@ def acosh(x: Any, /) -> Any:
     return arccosh(x)
 
 
+@_inline_jit
 def asin(x: Any, /) -> Any:
     return arcsin(x)
 
 
+@_inline_jit
 def asinh(x: Any, /) -> Any:
     return arcsinh(x)
 
 
+@_inline_jit
 def atan(x: Any, /) -> Any:
     return arctan(x)
 
 
+@_inline_jit
 def atanh(x: Any, /) -> Any:
     return arctanh(x)
 
 
+@_inline_jit
 def atan2(x1: Any, x2: Any, /) -> Any:
     return arctan2(x1, x2)
 

@@ -36,6 +36,7 @@ from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.util import (
+    _inline_jit,
     Fn,
     _dtype,
     _ensure,
@@ -224,6 +225,7 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
 
 # --------------------------------------------------------------- reductions
 
+@_inline_jit
 def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
         keepdims: bool = False, initial: Any = None, where: Any = None,
         promote_integers: bool = True) -> Any:
@@ -234,6 +236,7 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
                       promote_integers=promote_integers)
 
 
+@_inline_jit
 def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, initial: Any = None, where: Any = None,
          promote_integers: bool = True) -> Any:
@@ -243,12 +246,14 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
                       promote_integers=promote_integers)
 
 
+@_inline_jit
 def max(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None) -> Any:
     return _reduction(a, "max", "max", -np.inf, has_identity=False, axis=axis, out=out,
                       keepdims=keepdims, initial=initial, where=where)
 
 
+@_inline_jit
 def min(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None) -> Any:
     return _reduction(a, "min", "min", np.inf, has_identity=False, axis=axis, out=out,
@@ -259,12 +264,14 @@ amax = max
 amin = min
 
 
+@_inline_jit
 def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Any:
     return _reduction(a, "all", "and", True, preproc=_cast_to_bool, axis=axis, out=out,
                       keepdims=keepdims, where=where)
 
 
+@_inline_jit
 def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Any:
     return _reduction(a, "any", "or", False, preproc=_cast_to_bool, axis=axis, out=out,
@@ -283,6 +290,7 @@ def _count(a: Any, axis: Axis, keepdims: bool, where: Any, dtype: T.DType) -> An
     return sum(mask, axis, dtype=dtype, keepdims=keepdims)
 
 
+@_inline_jit
 def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
     """Arithmetic mean; ints and bools give the default float, float16 is
@@ -411,12 +419,14 @@ def _arg_reduction(name: str, a: Any, axis: Any, keepdims: Any, out: None) -> An
     return expand_dims(result, dims) if keepdims else result
 
 
+@_inline_jit
 def argmax(a: Any, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Any:
     """Index of the maximum (the first NaN if any; ties give the first index)."""
     return _arg_reduction("argmax", a, axis, keepdims, out)
 
 
+@_inline_jit
 def argmin(a: Any, axis: int | None = None, out: None = None,
            keepdims: bool | None = None) -> Any:
     return _arg_reduction("argmin", a, axis, keepdims, out)

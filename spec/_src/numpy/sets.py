@@ -21,7 +21,16 @@ from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.reductions import diff
 from spec._src.numpy.sorting import lexsort
-from spec._src.numpy.util import _concrete, _dtype, _ensure, _index, _ndim, _promote, _shape
+from spec._src.numpy.util import (
+    _concrete,
+    _dtype,
+    _ensure,
+    _index,
+    _inline_jit,
+    _ndim,
+    _promote,
+    _shape,
+)
 
 _UNIQUE_HINT = ("To make jnp.unique() compatible with JIT and other transforms, you can "
                 "specify a concrete value for the size argument, which will determine the "
@@ -183,6 +192,7 @@ def _in1d(ar1: Any, ar2: Any, invert: bool, method: str = "auto") -> Any:
     return reductions.any(a[:, None] == b[None, :], axis=-1)
 
 
+@_inline_jit
 def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
          *, method: str = "auto") -> Any:
     el, te = _ensure("isin", element, test_elements)

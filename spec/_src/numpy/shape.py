@@ -31,7 +31,7 @@ from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy.creation import _broadcast_to_unsharded, array, asarray
 from spec._src.numpy.math import _as_array, _named_jit, remainder
-from spec._src.numpy.util import _index, _ndim, _shape, check_arraylike, promote_dtypes
+from spec._src.numpy.util import _index, _inline_jit, _ndim, _shape, check_arraylike, promote_dtypes
 
 __all__ = [
     "array_split", "astype", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays",
@@ -136,6 +136,7 @@ def reshape(a: Any, shape: Any, order: str = "C", *, copy: Any = None,
     return _reshape_method(L.asarray(a), shape, order=order, out_sharding=out_sharding)
 
 
+@_inline_jit
 def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
     arr = _ensure("ravel", a)
     if order == "K":
@@ -191,6 +192,7 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
 
 # ======================================================== squeeze / expand
 
+@_inline_jit
 def squeeze(a: Any, axis: int | Sequence[int] | None = None) -> Any:
     arr = _ensure("squeeze", a)
     if axis is None:
@@ -214,6 +216,7 @@ def broadcast_to(array: Any, shape: Any, *, out_sharding: Any = None) -> Any:
     return creation._broadcast_to(array, shape, out_sharding)
 
 
+@_inline_jit
 def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
     _check_arraylike("broadcast_arrays", *args)
     arrs = [L.asarray(a) for a in args]
@@ -552,6 +555,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
     return concatenate(arrays, axis=axis)
 
 
+@_inline_jit
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     arr = util._ensure("unstack", x)
     if _ndim(arr) == 0:

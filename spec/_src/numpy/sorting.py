@@ -23,6 +23,7 @@ from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.indexing import compress
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.util import (
+    _inline_jit,
     _dtype,
     _ensure,
     _index,
@@ -92,6 +93,7 @@ def _lexsort_dtype(n: int) -> T.DType:
     return T.int64 if n > np.iinfo(np.int32).max else T.default_int()
 
 
+@_inline_jit
 def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
     batch_size = _index(batch_size, "batch_size argument of jnp.lexsort()")
     if batch_size < 1:

@@ -32,6 +32,7 @@ from spec._src.numpy.math import (
 from spec._src.numpy.reductions import diff
 from spec._src.numpy.sorting import searchsorted
 from spec._src.numpy.util import (
+    _inline_jit,
     _aval,
     _axis_tuple,
     _concrete,
@@ -50,6 +51,7 @@ from spec._src.numpy.util import (
 # ================================================================= statistics
 
 
+@_inline_jit
 def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False,
             keepdims: bool = False) -> Any:
     axis = _hashable_axis(axis)
@@ -84,6 +86,7 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     return avg
 
 
+@_inline_jit
 def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
     arr = _ensure("ptp", a)
     if out is not None:

@@ -7,7 +7,7 @@ import ml_dtypes
 import functools
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from spec._src.core.state_types import RefType
 from spec._src.lax import shaping as L
 from spec._src.lax.shaping import _convert_element_type
 from spec._src.lax.shaping import canonicalize_axis
+from spec._src.interpreters import ad
 
 __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
            "to_weak_or_strong"]
@@ -247,6 +248,20 @@ def _jit(name: str, fn: Fn, statics: tuple[str, ...] = ()) -> Fn:
     fn.__name__ = fn.__qualname__ = name
     jitted: Fn = jit(fn, static_argnames=statics or None)
     return jitted
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _inline_jit(fn: F) -> F:
+    """``fn`` as JAX stages it, a ``jit(inline=JAX_EARLY)``: no equation of
+    its own in a jaxpr, but under ``vjp`` outside staging one structured
+    residual entry (``ad.inline_call``)."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with ad.inline_call((args, kwargs)):
+            return fn(*args, **kwargs)
+    return cast(F, call)
 
 
 def _axis_tuple(axis: Any, nd: int) -> tuple[int, ...]:
