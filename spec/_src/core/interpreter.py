@@ -597,26 +597,27 @@ def _scalar_array(x: Any, dt: np.dtype[Any]) -> np.ndarray:
     return np.asarray(x, dtype=dt)
 
 
-# Typing rules are pure functions of (primitive, operand types, params), so
-# their results can be memoised; eager dispatch of a repeated operation then
-# skips re-deriving types. Failures are not cached: they re-raise each time.
-_TYPING_CACHE: dict[Any, Sequence[ArrayType]] = {}
+# Typing rules are pure functions of (primitive, operand types, params) in a
+# typing context (the mesh, check_vma, the named axes), so their results can
+# be memoised; eager dispatch of a repeated operation then skips re-deriving
+# types. Each context has its memo (``typing_memo``). Failures are not cached:
+# they re-raise each time.
 _TYPING_CACHE_LIMIT = 20_000
 
 
 def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Sequence[ArrayType]:
+    memo = _mesh_context.typing_memo
     try:
-        # Sharding sections read the context mesh: it is part of the key.
-        key = (prim, _mesh_context.typing_key, *avals, *params.items())
-        cached = _TYPING_CACHE.get(key)
+        key = (prim, *avals, *params.items())
+        cached: Sequence[ArrayType] | None = memo.get(key)
     except TypeError:  # an unhashable param: type without the cache
         return _typed(prim, avals, params)
     if cached is None:
         cached = _typed(prim, avals, params)
-        if len(_TYPING_CACHE) >= _TYPING_CACHE_LIMIT:
-            _TYPING_CACHE.clear()
-        _TYPING_CACHE[key] = cached
+        if len(memo) >= _TYPING_CACHE_LIMIT:
+            memo.clear()
+        memo[key] = cached
     return cached
 
 

@@ -310,12 +310,28 @@ def _empty_mesh() -> Mesh:
     return Mesh(np.empty((), dtype=object), ())
 
 
+# The typing memo, one dict per typing key (core.interpreter.apply_typing): a
+# dispatch looks its key up in the memo of the context it runs in, without
+# hashing the context each time. Few contexts ever exist; the bound is a guard.
+_TYPING_MEMOS: dict[tuple[Any, ...], dict[Any, Any]] = {}
+_TYPING_MEMOS_LIMIT = 1_000
+
+
+def _typing_memo(key: tuple[Any, ...]) -> dict[Any, Any]:
+    memo = _TYPING_MEMOS.get(key)
+    if memo is None:
+        if len(_TYPING_MEMOS) >= _TYPING_MEMOS_LIMIT:
+            _TYPING_MEMOS.clear()
+        memo = _TYPING_MEMOS[key] = {}
+    return memo
+
+
 class _MeshContext(threading.local):
     """What typing depends on besides operand types and params: the abstract
     mesh, whether a shard_map body tracks varying axes (check_vma), and the
-    named axes in scope (vmap's and shard_map's, with their sizes). The
-    typing memo and the jit cache key on ``typing_key``, kept up to date by
-    ``update``."""
+    named axes in scope (vmap's and shard_map's, with their sizes). The jit
+    cache keys on ``typing_key``, and the typing memo of the context is
+    ``typing_memo``; ``update`` keeps both up to date."""
 
     def __init__(self) -> None:
         self.abstract: AbstractMesh = AbstractMesh((), ())
@@ -323,12 +339,14 @@ class _MeshContext(threading.local):
         self.check_vma: bool = False
         self.axis_frames: tuple[tuple[Any, int], ...] = ()
         self.typing_key: tuple[Any, ...] = (self.abstract, False, ())
+        self.typing_memo: dict[Any, Any] = _typing_memo(self.typing_key)
         self.in_manual = False  # inside a shard_map body (the mesh has Manual axes)
 
     def update(self, **changes: Any) -> None:
         for name, value in changes.items():
             setattr(self, name, value)
         self.typing_key = (self.abstract, self.check_vma, self.axis_frames)
+        self.typing_memo = _typing_memo(self.typing_key)
         self.in_manual = bool(self.abstract.manual_axes)
 
 

@@ -414,6 +414,12 @@ def _recording_trace(trace: Trace, operands: list[Any]) -> JVPTrace | None:
         trace = trace.parent
 
 
+# The traces ``inline_call`` can record under (a JVP trace, or a batch trace
+# above one): under any other, a caller skips the context manager, which
+# costs more than an eager call of the function it wraps.
+INLINE_RECORDING_TRACES = (JVPTrace, BatchTrace)
+
+
 @contextlib.contextmanager
 def inline_call(operands: Any) -> Iterator[None]:
     """The body of a jnp function JAX stages as ``jit(inline=JAX_EARLY)``,
@@ -422,7 +428,7 @@ def inline_call(operands: Any) -> Iterator[None]:
     entries of the calls inside it; none when it runs inside another such
     function (there it is inlined)."""
     here = current_trace()
-    if not isinstance(here, (JVPTrace, BatchTrace)):  # evaluation or staging: nothing
+    if not isinstance(here, INLINE_RECORDING_TRACES):  # evaluation or staging: nothing
         yield
         return
     trace = _recording_trace(here, tree_util.tree_leaves(operands))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 
 import functools
+import inspect
 import operator
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -15,7 +16,7 @@ from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
 from spec._src.core.errors import ConcretizationTypeError
-from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of
+from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, current_trace
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import _context
 from spec._src.core.state_types import RefType
@@ -253,15 +254,45 @@ def _jit(name: str, fn: Fn, statics: tuple[str, ...] = ()) -> Fn:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+_RECORDING = ad.INLINE_RECORDING_TRACES
+
+
 def _inline_jit(fn: F) -> F:
     """``fn`` as JAX stages it, a ``jit(inline=JAX_EARLY)``: no equation of
     its own in a jaxpr, but under ``vjp`` outside staging one structured
-    residual entry (``ad.inline_call``)."""
-    @functools.wraps(fn)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        with ad.inline_call((args, kwargs)):
-            return fn(*args, **kwargs)
-    return cast(F, call)
+    residual entry (``ad.inline_call``). Functions of one or two positional
+    operands (the elementwise ones, on the eager hot path) get a wrapper of
+    that signature, which skips packing the arguments."""
+    arity = _positional_arity(fn)
+    call: Callable[..., Any]
+    if arity == 1:
+        def call(x: Any, /) -> Any:
+            if not isinstance(current_trace(), _RECORDING):
+                return fn(x)
+            with ad.inline_call(((x,), {})):
+                return fn(x)
+    elif arity == 2:
+        def call(x: Any, y: Any, /) -> Any:
+            if not isinstance(current_trace(), _RECORDING):
+                return fn(x, y)
+            with ad.inline_call(((x, y), {})):
+                return fn(x, y)
+    else:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not isinstance(current_trace(), _RECORDING):
+                return fn(*args, **kwargs)
+            with ad.inline_call((args, kwargs)):
+                return fn(*args, **kwargs)
+    return cast(F, functools.wraps(fn)(call))
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """The number of parameters when all are positional-only without
+    defaults, else None."""
+    params = inspect.signature(fn).parameters.values()
+    if all(p.kind is p.POSITIONAL_ONLY and p.default is p.empty for p in params):
+        return len(params)
+    return None
 
 
 def _axis_tuple(axis: Any, nd: int) -> tuple[int, ...]:
