@@ -489,6 +489,9 @@ def test_each_transformation_goes_through_the_primitive() -> None:
         spec.grad(_loss(_prim(ByVjpRetval, prog, False), False)), x, y)
     jvp_text = text(lambda *a: spec.jvp(_prim(ByJvp, prog, True), a[:2], a[2:]), x, y, dx, dy)
     assert "ByJvp[prog=('sin', 'mul_y') pair=True]" in jvp_text
-    vmap_text = text(spec.vmap(_prim(ByBatchDimRule, prog, False)), jnp.stack([x, x]),
-                     jnp.stack([y, y]))
+    def dim_rule(a: Any, b: Any) -> Any:
+        return ByBatchDimRule(spec.typeof(a), spec.typeof(b), prog, False,
+                              follow_input=False)(a, b)
+
+    vmap_text = text(spec.vmap(dim_rule), jnp.stack([x, x]), jnp.stack([y, y]))
     assert "VmapOf[prim=ByBatchDimRule[" in vmap_text
