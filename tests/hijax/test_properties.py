@@ -494,4 +494,4 @@ def test_each_transformation_goes_through_the_primitive() -> None:
                               follow_input=False)(a, b)
 
     vmap_text = text(spec.vmap(dim_rule), jnp.stack([x, x]), jnp.stack([y, y]))
-    assert "VmapOf[prim=ByBatchDimRule[" in vmap_text
+    assert "= VmapOf[" in vmap_text and "prim=ByBatchDimRule[" in vmap_text
