@@ -24,7 +24,8 @@ same rule mechanism as spec's own:
 - printing: ``ClassName[params] operands`` as JAX prints it.
 
 The typing constraints a user primitive is checked against are numbered
-H1..H6 (SPEC.md, "Hijax primitives") and quoted in the errors.
+H1..H9 (SPEC.md, "Hijax primitives") and quoted in the errors
+(``hijax_checks`` checks the rules' outputs).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.registry import declare, primitive, require
 from spec._src.core.state_types import RefEffect, RefType
 from spec._src.core.types import ArrayType
+from spec._src.api import hijax_checks as checks
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters import spmd
 from spec._src.interpreters.accumulators import (
@@ -333,7 +335,10 @@ class HiPrim:
         else:
             args_grad, logs = self.vjp_bwd_retval(res, outgrad), None
         accums = _flatten(tuple(arg_accums))[0]
-        for acc, g in zip(accums, _leaves_up_to(self.in_tree, tuple(args_grad))):
+        grads = checks.flattened(type(self).__name__, "vjp_bwd_retval", "the cotangents",
+                                 self.in_tree, args_grad,
+                                 lambda: _leaves_up_to(self.in_tree, tuple(args_grad)))
+        for acc, g in zip(accums, grads):
             if isinstance(acc, GradAccum):
                 acc.accum(g)
         return logs
@@ -365,7 +370,12 @@ class HiPrim:
                                   "implement `transpose`")
 
     def batch(self, axis_data: AxisData, args: Any, dims: Any) -> Any:
-        out_dim = self.batch_dim_rule(axis_data, dims)
+        name, rule = type(self).__name__, "batch_dim_rule"
+        got = self.batch_dim_rule(axis_data, dims)
+        flat = checks.flattened(name, rule, "the batch dimensions", self.out_tree, got,
+                                lambda: _broadcast_flags(got, self.out_tree))
+        checks.check_out_dims(name, rule, flat, self.out_avals_flat)
+        out_dim = tree_util.tree_unflatten(self.out_tree, flat)
         return VmapOf(self, axis_data, dims, out_dim)(*args), out_dim
 
     def batch_dim_rule(self, axis_data: AxisData, dims: Any, /) -> Any:
@@ -390,12 +400,20 @@ class HiPrim:
     def __repr__(self) -> str:
         return type(self).__name__ + _params_text(self.pp_params())
 
+    def _types(self) -> tuple[Any, ...]:
+        return (self.in_tree, tuple(self.in_avals_flat), self.out_tree,
+                tuple(self.out_avals_flat))
+
+    # Equal instances are one primitive to every cache, so equality includes
+    # the types (JAX compares params and effects only).
     def __hash__(self) -> int:
-        return hash((type(self).__name__, tuple(self.params.items()), self.effects))
+        return hash((type(self).__name__, tuple(self.params.items()), self.effects,
+                     self._types()))
 
     def __eq__(self, other: object) -> bool:
         return (type(self) is type(other) and isinstance(other, HiPrim)
-                and self.params == other.params and self.effects == other.effects)
+                and self.params == other.params and self.effects == other.effects
+                and self._types() == other._types())
 
     # ------------------------------------------------ the expanded program
 
@@ -411,7 +429,7 @@ class HiPrim:
 
             jaxpr, _ = trace_to_jaxpr(flat_expand, self.in_avals_flat)
             for i, (got, want) in enumerate(zip(jaxpr.out_avals, self.out_avals_flat)):
-                require(got.shape == want.shape and got.dtype == want.dtype, name, "H5",
+                require(checks.layout(got) == checks.layout(want), name, "H5",
                         f"expand returned {got.str_short()} for result {i}, out_aval "
                         f"says {want.str_short()}")
             self._expanded = jaxpr
@@ -453,7 +471,7 @@ def _hijax_type(*avals: ArrayType, prim: HiPrim) -> list[ArrayType]:
     require(len(avals) == len(want), name, "H1",
             f"called with {len(avals)} array operands, in_avals has {len(want)} leaves")
     for i, (got, w) in enumerate(zip(avals, want)):
-        require(got.shape == w.shape and got.dtype == w.dtype, name, "H2",
+        require(checks.layout(got) == checks.layout(w), name, "H2",
                 f"operand {i} has type {got.str_short()}, in_avals says {w.str_short()}")
     return list(prim.out_avals_flat)
 
@@ -515,7 +533,10 @@ def _hijax_jvp(primals: list[Any], tangents: list[Any], *, prim: HiPrim
     t_tree = tree_util.tree_unflatten(prim.in_tree, tangents)
     p_out, t_out = prim.jvp(p_tree, t_tree)
     p_flat = _leaves_checked(prim.out_tree, p_out, "the primal output of jvp", name)
-    t_flat = _leaves_up_to(prim.out_tree, t_out)
+    checks.check_primals(name, "jvp", p_flat, prim.out_avals_flat)
+    t_flat = checks.flattened(name, "jvp", "the output tangents", prim.out_tree, t_out,
+                              lambda: _leaves_up_to(prim.out_tree, t_out))
+    checks.check_tangents(name, "jvp", t_flat, prim.out_avals_flat)
     return p_flat, [_tangent_zero(a) if t is None else t
                     for t, a in zip(t_flat, prim.out_avals_flat)]
 
@@ -537,6 +558,7 @@ def _run_fwd(prim: HiPrim, rule: str, primals: list[Any], tangents: list[Any]
     out, res, *rest = got
     outs = _leaves_checked(prim.out_tree, out, f"the primal output of {rule}",
                            type(prim).__name__)
+    checks.check_primals(type(prim).__name__, rule, outs, prim.out_avals_flat)
     nzs_out = [bool(b) for b in _broadcast_flags(rest[0] if rest else True, prim.out_tree)]
     sres = rest[1] if len(rest) > 1 else None
     if sres is not None and rule == "vjp_fwd" and not _overrides(prim, "vjp_bwd"):
@@ -585,7 +607,10 @@ def _hijax_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: lis
 def _user_linearized(prim: HiPrim, res: Any, sres: Any, tangents: list[Any]) -> list[Any]:
     t_tree = tree_util.tree_unflatten(prim.in_tree, tangents)
     got = prim.linearized(res, *t_tree) if sres is None else prim.linearized(res, sres, *t_tree)
-    flat = _leaves_up_to(prim.out_tree, got)
+    name = type(prim).__name__
+    flat = checks.flattened(name, "linearized", "the output tangents", prim.out_tree, got,
+                            lambda: _leaves_up_to(prim.out_tree, got))
+    checks.check_tangents(name, "linearized", flat, prim.out_avals_flat)
     return [_tangent_zero(a) if t is None else t for t, a in zip(flat, prim.out_avals_flat)]
 
 
@@ -607,8 +632,12 @@ def _hijax_batch(axis: AxisData, args: list[Any], dims: list[Any], *, prim: HiPr
     name = type(prim).__name__
     out, out_dims = prim.batch(axis, tree_util.tree_unflatten(prim.in_tree, args),
                                tree_util.tree_unflatten(prim.in_tree, dims))
-    return (_leaves_checked(prim.out_tree, out, "the result of batch", name),
-            _broadcast_flags(out_dims, prim.out_tree))
+    outs = _leaves_checked(prim.out_tree, out, "the result of batch", name)
+    dims_flat = checks.flattened(name, "batch", "the batch dimensions", prim.out_tree,
+                                 out_dims, lambda: _broadcast_flags(out_dims, prim.out_tree))
+    checks.check_out_dims(name, "batch", dims_flat, prim.out_avals_flat)
+    checks.check_batched(name, axis, outs, dims_flat, prim.out_avals_flat)
+    return outs, dims_flat
 
 
 def _pp_hijax(eqn: Eqn, ctx: PpContext) -> pp.Doc:
@@ -844,9 +873,12 @@ class VmapOf(HiPrim):
                                    type(inner).__name__)
 
         flat = _flatten(tuple(args))[0]
-        outs, _ = _vmapped(self.axis_data, per_example, self._in_dims_flat,  # type: ignore[attr-defined]
-                           self._out_dims_flat, flat)
-        return tree_util.tree_unflatten(inner.out_tree, outs)
+        outs, natural = _vmapped(self.axis_data, per_example, self._in_dims_flat,  # type: ignore[attr-defined]
+                                 None, flat)
+        checks.check_unbatched(type(inner).__name__, natural, self._out_dims_flat)
+        return tree_util.tree_unflatten(inner.out_tree, [
+            batching.match_axis(self.axis_data, o, d, w)  # type: ignore[attr-defined]
+            for o, d, w in zip(outs, natural, self._out_dims_flat)])
 
     def jvp(self, primals: Any, tangents: Any) -> Any:
         inner: HiPrim = self.prim  # type: ignore[attr-defined]

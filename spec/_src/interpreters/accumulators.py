@@ -38,12 +38,24 @@ class GradAccum:
         raise NotImplementedError(f"{type(self).__name__} must implement `freeze`")
 
 
+def _layout(a: ArrayType) -> str:
+    """Shape, dtype and explicit sharding, as printed."""
+    return a.update(weak_type=False, vma=frozenset(), munreduced=frozenset(),
+                    mreduced=frozenset()).str_short()
+
+
 def check_cotangent(aval: ArrayType, ct: Any, where: str) -> None:
     """A contribution must have exactly the accumulator's cotangent type
-    (shape and dtype; a weak type is not a different type)."""
-    got = ct.aval if type(ct) is Zero else canonical_aval_of(ct)
-    if got.shape != aval.shape or got.dtype != aval.dtype:
-        raise TypeError(f"{where} produced a cotangent of type {got.str_short()} where "
+    (shape, dtype and explicit sharding; a weak type is not a different
+    type): a ValueError
+    otherwise, JAX's class for it (a non-array is a TypeError)."""
+    try:
+        got = ct.aval if type(ct) is Zero else canonical_aval_of(ct)
+    except TypeError:
+        raise TypeError(f"{where} produced a cotangent that is a {type(ct).__name__}, not "
+                        "an array") from None
+    if _layout(got) != _layout(aval):
+        raise ValueError(f"{where} produced a cotangent of type {got.str_short()} where "
                         f"{aval.str_short()} was expected (the cotangent type of the "
                         "corresponding primal input)")
 
