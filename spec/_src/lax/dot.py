@@ -599,8 +599,9 @@ def staged_matmul(a: Any, b: Any, contract: DotGeneral) -> Any:
     a_bd: list[int | None] = list(sa[:-2]) if a_mat else []
     b_bd: list[int | None] = list(sb[:-2]) if b_mat else []
     nb = max(len(a_bd), len(b_bd))
-    a_bd = [None] * (nb - len(a_bd)) + a_bd
-    b_bd = [None] * (nb - len(b_bd)) + b_bd
+    missing: list[int | None] = [None] * nb
+    a_bd = missing[:nb - len(a_bd)] + a_bd
+    b_bd = missing[:nb - len(b_bd)] + b_bd
     a_sq: list[int] = []
     b_sq: list[int] = []
     both_sq: list[int] = []
