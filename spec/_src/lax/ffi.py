@@ -28,11 +28,11 @@ from spec._src.interpreters.batching import (
     AxisData,
     BatchDim,
     batched_aval,
-    bdim_at_front,
     moveaxis,
 )
 from spec._src.lax import ffi_frame
 from spec._src.lax.loops import scan
+from spec._src.lax.shaping import broadcast
 from spec._src.lax.sharding_kit import mesh_of
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
@@ -214,7 +214,7 @@ def _ffi_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                 params["input_layouts"], [d is not None for d in dims])
         else:
             lead = size if vmap_method == "broadcast_all" else 1
-            operands = [bdim_at_front(a, None, lead) if d is None else a
+            operands = [broadcast(a, (lead,)) if d is None else a
                         for a, d in zip(moved, dims)]
             params["input_layouts"] = _shifted_layouts(params["input_layouts"])
         outs = ffi_call_p.bind(*operands, vmap_method=vmap_method,

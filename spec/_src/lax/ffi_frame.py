@@ -671,10 +671,6 @@ def lookup_legacy(name: str, platform: str = HOST) -> int:
 # ========================================================== attributes
 
 
-class UnsupportedAttribute(TypeError):
-    """A Python value with no attribute encoding (JAX's lowering refuses it)."""
-
-
 def dtype_code(dtype: np.dtype[Any]) -> int:
     code = DATA_TYPES.get(dtype.name)
     if code is None:
@@ -700,7 +696,7 @@ def check_attribute(name: str, value: Any) -> None:
         return
     if any(isinstance(value, t) for t, _ in _PYTHON_SCALARS):
         return
-    raise UnsupportedAttribute(f"No attribute handler defined for type: {type(value)}")
+    raise TypeError(f"No attribute handler defined for type: {type(value)}")
 
 
 def _encode_value(name: str, value: Any, keep: list[Any]) -> tuple[int, int]:
