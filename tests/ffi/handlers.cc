@@ -2,6 +2,7 @@
 // exactly as a user library would be; tests/ffi runs them on spec and on JAX.
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "xla/ffi/api/c_api.h"
@@ -131,3 +132,69 @@ extern "C" void LegacyAdd(void* out, const void** in) {
   float* o = static_cast<float*>(out);
   for (int n = 0; n < 4; ++n) o[n] = a[n] + b[n];
 }
+
+// The runtime's aliasing: an aliased result is its input's buffer.
+ffi::Error AliasingImpl(ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y) {
+  if (x.untyped_data() != y->untyped_data()) {
+    return ffi::Error::InvalidArgument("aliased buffers differ");
+  }
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(Aliasing, AliasingImpl,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::AnyBuffer>()
+                                  .Ret<ffi::AnyBuffer>());
+
+// All attributes as one dictionary: out = [number of attributes, "secret"].
+ffi::Error DictAttrsImpl(ffi::Dictionary attrs, ffi::ResultBuffer<ffi::S64> out) {
+  auto secret = attrs.get<int64_t>("secret");
+  if (secret.has_error()) return secret.error();
+  out->typed_data()[0] = attrs.size();
+  out->typed_data()[1] = *secret;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(DictAttrs, DictAttrsImpl,
+                              ffi::Ffi::Bind().Attrs().Ret<ffi::Buffer<ffi::S64>>());
+
+// A stateful handler: instantiation makes the state from an attribute, the
+// execution reads it (state, registered type, deleter).
+struct CounterState {
+  static ffi::TypeId id;
+  explicit CounterState(int64_t start) : value(start) {}
+  int64_t value;
+};
+
+ffi::TypeId CounterState::id = {};
+static int64_t states_deleted = 0;
+
+extern "C" XLA_FFI_TypeId* CounterStateTypeId() { return &CounterState::id; }
+
+extern "C" const XLA_FFI_TypeInfo* CounterStateTypeInfo() {
+  static const XLA_FFI_TypeInfo info = {
+      XLA_FFI_TypeInfo_STRUCT_SIZE, nullptr, [](void* state) {
+        ++states_deleted;
+        delete static_cast<CounterState*>(state);
+      }};
+  return &info;
+}
+
+extern "C" int64_t StatesDeleted() { return states_deleted; }
+
+static ffi::ErrorOr<std::unique_ptr<CounterState>> StatefulInit(int64_t start) {
+  return std::make_unique<CounterState>(start);
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StatefulInstantiate, StatefulInit,
+                              ffi::Ffi::BindInstantiate().Attr<int64_t>("start"));
+
+static ffi::Error StatefulRun(CounterState* state, ffi::ResultBuffer<ffi::S64> out) {
+  out->typed_data()[0] = state->value++;
+  return ffi::Error::Success();
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(StatefulExecute, StatefulRun,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::State<CounterState>>()
+                                  .Ret<ffi::Buffer<ffi::S64>>());

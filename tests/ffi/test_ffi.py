@@ -24,7 +24,8 @@ LIBS = [(spec, snp), (jax, jnp)]
 TARGETS = {"rms_norm": ("rms_norm", "RmsNorm"), "rms_norm_fwd": ("rms_norm", "RmsNormFwd"),
            "rms_norm_bwd": ("rms_norm", "RmsNormBwd"), "AttrEcho": ("handlers", "AttrEcho"),
            "Fail": ("handlers", "Fail"), "AddOne": ("handlers", "AddOne"),
-           "Count": ("handlers", "Count"), "ShapeOf": ("handlers", "ShapeOf")}
+           "Count": ("handlers", "Count"), "ShapeOf": ("handlers", "ShapeOf"),
+           "Aliasing": ("handlers", "Aliasing"), "DictAttrs": ("handlers", "DictAttrs")}
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +266,32 @@ def test_legacy_custom_call(libs: dict[str, ctypes.CDLL]) -> None:
         "no_legacy", lib.ShapeDtypeStruct((4,), np.float32), custom_call_api_version=1)(a, b)))
 
 
+def test_all_attributes_as_one_dictionary(libs: dict[str, ctypes.CDLL]) -> None:
+    out = lambda lib: lib.ShapeDtypeStruct((2,), np.int64)  # noqa: E731
+    same_values(lambda lib, _: lib.ffi.ffi_call("DictAttrs", out(lib))(secret=5, a="x", b=1.0))
+    same_error(lambda lib, _: np.asarray(lib.ffi.ffi_call("DictAttrs", out(lib))(a=1)))
+
+
+def test_stateful_handler(libs: dict[str, ctypes.CDLL]) -> None:
+    """Instantiation creates the state (a registered type), execution reads
+    it; spec deletes it with the type's deleter when the call ends."""
+    h = libs["handlers"]
+    h.CounterStateTypeId.restype = ctypes.c_void_p
+    h.CounterStateTypeInfo.restype = ctypes.c_void_p
+    h.StatesDeleted.restype = ctypes.c_int64
+    for lib, _ in [(jax, jnp), (spec, snp)]:  # JAX picks the id, spec keeps it
+        lib.ffi.register_ffi_type("counter_state", {
+            "type_id": lib.ffi.pycapsule(h.CounterStateTypeId()),
+            "type_info": lib.ffi.pycapsule(h.CounterStateTypeInfo())})
+        lib.ffi.register_ffi_target("stateful", {
+            "instantiate": lib.ffi.pycapsule(h.StatefulInstantiate),
+            "execute": lib.ffi.pycapsule(h.StatefulExecute)})
+    deleted = h.StatesDeleted()
+    same_values(lambda lib, _: lib.ffi.ffi_call(
+        "stateful", lib.ShapeDtypeStruct((1,), np.int64))(start=41))
+    assert h.StatesDeleted() > deleted
+
+
 # ------------------------------------------------------ layouts, aliases
 
 
@@ -282,6 +309,10 @@ def test_layouts_and_aliases(libs: dict[str, ctypes.CDLL]) -> None:
     same_values(lambda lib, _: lib.ffi.ffi_call(
         "AddOne", lib.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0})(x))
     np.testing.assert_array_equal(x, np.arange(6).reshape(2, 3))  # operands are not written
+    same_values(lambda lib, _: lib.ffi.ffi_call(
+        "Aliasing", lib.ShapeDtypeStruct(x.shape, x.dtype), input_output_aliases={0: 0})(x))
+    same_error(lambda lib, _: np.asarray(lib.ffi.ffi_call(
+        "Aliasing", lib.ShapeDtypeStruct(x.shape, x.dtype))(x)))
 
 
 def test_side_effects_keep_the_call(libs: dict[str, ctypes.CDLL]) -> None:
@@ -414,6 +445,16 @@ def test_python_callable_targets() -> None:
     with pytest.raises(spec.errors.JaxRuntimeError,
                        match="INTERNAL: FFI target py_broken raised KeyError: 'missing'"):
         spec.ffi.ffi_call("py_broken", spec.ShapeDtypeStruct(X.shape, X.dtype))(X)
+
+
+def test_runtime_keeps_no_errors_or_contexts(libs: dict[str, ctypes.CDLL]) -> None:
+    """Errors handlers return are consumed; every call's context is released."""
+    from spec._src.lax import ffi_frame as F
+    with pytest.raises(spec.errors.JaxRuntimeError):
+        spec.ffi.ffi_call("Fail", spec.ShapeDtypeStruct(X.shape, X.dtype))(X, message="x")
+    assert not F._RT.errors and not F._RT.contexts
+    target = F.lookup("rms_norm")
+    assert isinstance(target, F.CTarget) and target.api_version == (F.API_MAJOR, F.API_MINOR)
 
 
 def test_lowering_rule_runs_the_target(libs: dict[str, ctypes.CDLL]) -> None:

@@ -205,7 +205,7 @@ METADATA_SIZE = struct_size(Metadata, "traits")
 METADATA_EXTENSION_SIZE = struct_size(MetadataExtension, "metadata")
 
 
-def _args_of(pointer: int | None, struct: type[ctypes.Structure]) -> Any:
+def _args_of(pointer: int, struct: type[ctypes.Structure]) -> Any:
     return ctypes.cast(pointer, ctypes.POINTER(struct)).contents
 
 
@@ -515,6 +515,7 @@ class CTarget:
     bundle: Mapping[str, int]
     traits: int = 0
     state_type_id: int = 0
+    api_version: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -563,7 +564,8 @@ def make_capsule(address: int) -> object:
     new = ctypes.pythonapi.PyCapsule_New
     new.restype = ctypes.py_object
     new.argtypes = [c_void_p, ctypes.c_char_p, c_void_p]
-    return new(address, None, None)  # type: ignore[no-any-return]
+    capsule: object = new(address, None, None)
+    return capsule
 
 
 def is_capsule(obj: object) -> bool:
@@ -618,17 +620,19 @@ def _target_of(name: str, fn: Any, canonical: str) -> Target:
     else:
         raise runtime_error(INVALID_ARGUMENT, "Unsupported custom call target type for "
                             "api_version=1")
-    traits, state_type_id = _probe_metadata(name, bundle)
-    return CTarget(bundle, traits, state_type_id)
+    traits, state_type_id, version = _probe_metadata(name, bundle)
+    return CTarget(bundle, traits, state_type_id, version)
 
 
-def _probe_metadata(name: str, bundle: Mapping[str, int]) -> tuple[int, int]:
+def _probe_metadata(name: str, bundle: Mapping[str, int]
+                    ) -> tuple[int, int, tuple[int, int] | None]:
     """XLA's registration-time probe: each handler is called with a call
     frame carrying the metadata extension and fills in the API version it
     was compiled against, its traits and its state type. A version this
     runtime cannot serve is refused; a handler that cannot answer the probe
     (not built with XLA's binding macros) is registered without metadata."""
     traits, state_type_id = 0, 0
+    api_version: tuple[int, int] | None = None
     for stage, address in bundle.items():
         metadata = Metadata(METADATA_SIZE)
         extension = MetadataExtension(
@@ -649,7 +653,8 @@ def _probe_metadata(name: str, bundle: Mapping[str, int]) -> tuple[int, int]:
                 f"with the framework's API version ({API_MAJOR}.{API_MINOR})")
         traits |= int(metadata.traits)
         state_type_id = state_type_id or int(metadata.state_type_id)
-    return traits, state_type_id
+        api_version = (int(version.major_version), int(version.minor_version))
+    return traits, state_type_id, api_version
 
 
 def lookup(name: str, platform: str = HOST) -> Target:
