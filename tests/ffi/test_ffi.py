@@ -377,6 +377,7 @@ def test_vmap_without_a_method(libs: dict[str, ctypes.CDLL]) -> None:
 def test_not_differentiable(libs: dict[str, ctypes.CDLL]) -> None:
     same_error(lambda lib, np_: lib.grad(lambda x: rms_norm(lib, x).sum())(X))
     same_error(lambda lib, np_: lib.jvp(lambda x: rms_norm(lib, x), (X,), (X,)))
+    same_error(lambda lib, np_: lib.linear_transpose(lambda x: rms_norm(lib, x), X)(X))
 
 
 def custom_vjp_rms_norm(lib: Any) -> Any:
