@@ -39,6 +39,7 @@ from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec import random as random
 from spec import ref as ref
 from spec import ad as ad
+from spec import ffi as ffi
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
 
@@ -92,5 +93,5 @@ __all__ = [
     "make_array_from_process_local_data",
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
-    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad",
+    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad", "ffi",
 ]

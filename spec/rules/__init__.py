@@ -20,6 +20,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     custom,
     dot,
     elementwise,
+    ffi,
     indexing,
     linalg,
     prng,

@@ -466,7 +466,7 @@ REF_SYNTAX = {"new_ref": r"= new_ref\[", "get": r":\S+ <- \w+\[", "swap": r", \w
               "addupdate": r"\] \+= ", "freeze": r"= freeze "}
 
 # Transpose rules that exist only to raise JAX's error: no adjoint to test.
-RAISES = {"while": ValueError}
+RAISES = {"while": ValueError, "ffi_call": ValueError}  # ffi_call: tests/ffi
 
 # Primitives that act on values laid out over a device mesh: their adjoint
 # tests need a mesh of several devices and live with the other mesh tests.

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.interpreter import canonical_aval_of
 from spec._src.core.types import ArrayType, to_dtype
 
 
@@ -20,6 +21,13 @@ class ShapeDtypeStruct:
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
         self.sharding = sharding
+
+    @classmethod
+    def like(cls, x: Any) -> ShapeDtypeStruct:
+        """The shape, dtype, weak type and sharding of ``x`` (an array, a
+        tracer or a type)."""
+        aval = x if isinstance(x, ArrayType) else canonical_aval_of(x)
+        return cls(aval.shape, aval.dtype, weak_type=aval.weak_type, sharding=aval.sharding)
 
     @property
     def ndim(self) -> int:
