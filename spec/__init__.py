@@ -28,7 +28,7 @@ from spec._src.core.config import config
 from spec._src.api.stages import ShapeDtypeStruct
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
-from spec import custom_derivatives, experimental, sharding
+from spec import custom_derivatives, debug, experimental, sharding
 from spec._src.backends.multihost_utils import live_devices
 from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
 from spec._src.core.sharding import NamedSharding, P
@@ -83,7 +83,7 @@ __all__ = [
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
-    "shard_map", "sharding",
+    "debug", "shard_map", "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
