@@ -111,11 +111,11 @@ def visualize_sharding(shape: Sequence[int], sharding: Any, *, use_color: bool =
         raise ValueError("`visualize_sharding` requires `rich` to be installed.")
     # rich is an optional dependency (the `debug` extra): imported only to draw.
     import rich.align
-    import rich.box
-    import rich.console
-    import rich.padding
-    import rich.style
-    import rich.table
+    import rich.box  # optional: as above
+    import rich.console  # optional: as above
+    import rich.padding  # optional: as above
+    import rich.style  # optional: as above
+    import rich.table  # optional: as above
 
     if not 1 <= len(shape) <= 2:
         raise ValueError("`visualize_sharding` only works for shapes with 1 and 2 dimensions.")
