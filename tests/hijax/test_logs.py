@@ -210,3 +210,18 @@ def test_duplicate_key_across_a_jit_boundary_is_a_value_error() -> None:
         _, f_vjp = lib.vjp(lambda x: lib.jit(sq)(sq(x)), np_.arange(1., 4.))
         with pytest.raises(ValueError, match="Duplicate backward-pass log key 'sq'"):
             f_vjp(np_.ones(3))
+
+
+def _typed_scalars(impl: str) -> str:
+    lib, np_, _ = LIBS[impl]
+    square = _square(impl)
+    _, f_vjp = lib.vjp(square, 3.)
+    cts, logs = f_vjp.with_logs(1.)
+    outs, g_vjp = lib.vjp(lambda x, n: (x, n), 2.5, 3)
+    return repr((cts, logs, outs, f_vjp.args_res, g_vjp.args_res))
+
+
+def test_vjp_makes_python_scalar_primals_typed_scalars_as_jax() -> None:
+    """``TypedFloat(3.0, dtype=float32)`` residuals; arithmetic on them stays
+    in Python floats, so the cotangent is the float 6.0."""
+    assert _typed_scalars("spec") == _typed_scalars("jax")

@@ -11,7 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.core.types import ArrayType, is_python_scalar, python_scalar_dtype
+from spec._src.core.types import (
+    ArrayType,
+    is_python_scalar,
+    python_scalar_dtype,
+    register_weak_scalar_type,
+)
 
 
 class TypedInt(int):
@@ -23,6 +28,10 @@ class TypedInt(int):
         v = super().__new__(cls, value)
         _set_type(v, int(value), dtype)
         return v
+
+    @property
+    def weak_type(self) -> bool:
+        return True  # (as an Array's: spec's rules read it there)
 
     def __repr__(self) -> str:
         return f"TypedInt({int(self)}, dtype={self.dtype.name})"
@@ -42,6 +51,10 @@ class TypedFloat(float):
         v = super().__new__(cls, value)
         _set_type(v, float(value), dtype)
         return v
+
+    @property
+    def weak_type(self) -> bool:
+        return True  # (as an Array's: spec's rules read it there)
 
     def __repr__(self) -> str:
         return f"TypedFloat({float(self)}, dtype={self.dtype.name})"
@@ -65,6 +78,10 @@ class TypedComplex(complex):
         _set_type(v, complex(value), dtype)
         return v
 
+    @property
+    def weak_type(self) -> bool:
+        return True  # (as an Array's: spec's rules read it there)
+
     def __repr__(self) -> str:
         return f"TypedComplex({complex(self)}, dtype={self.dtype.name})"
 
@@ -73,6 +90,10 @@ class TypedComplex(complex):
 
 
 TYPED_SCALAR_TYPES: tuple[type, ...] = (TypedInt, TypedFloat, TypedComplex)
+
+
+for _typed in TYPED_SCALAR_TYPES:
+    register_weak_scalar_type(_typed)
 
 
 def _set_type(v: Any, value: Any, dtype: Any) -> None:
@@ -89,7 +110,7 @@ def is_typed_scalar(x: Any) -> bool:
 def typed_scalar(x: Any) -> Any:
     """A Python int, float or complex as its typed scalar (JAX's
     ``canonicalize_value`` of one); anything else (bools included) as is."""
-    if not is_python_scalar(x) or isinstance(x, bool):
+    if not is_python_scalar(x) or isinstance(x, bool) or is_typed_scalar(x):
         return x
     dt = python_scalar_dtype(type(x))
     if isinstance(x, int):
