@@ -753,12 +753,8 @@ KNOWN = {
     3: "spec's float32 exp/log differ from XLA's by 1 ULP at 2.0 (no hijax primitive)",
     41: "JAX 0.12 runs an eager expand on the raw Python float (x ** 2 stays a float); "
         "spec's operands are arrays; and sin(1.0) differs by 1 ULP from XLA's",
-    43: "JAX 0.12's vjp turns a Python float primal into a TypedFloat (its residual and "
-        "the arithmetic on it stay Python floats); spec's residual is a weak f32 Array",
-    44: "as cell 43: the logged residuals are TypedFloats on JAX's side",
-    45: "logs out of a transposed scan (stacked per iteration) are not collected yet",
-    46: "logs out of a transposed cond (CondSum per key) are not collected yet",
-    48: "as cell 43: JAX's residuals print as TypedFloat (the structure and values agree)",
+    44: "as cell 41: JAX's eager expand of the inner Square gives the Python float 4.0, "
+        "a TypedFloat residual of the outer one; spec's eager result is a weak f32 Array",
 }
 
 

@@ -27,6 +27,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr,
     trace_to_jaxpr,
 )
+from spec._src.core.literals import typed_scalar
 from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad
@@ -511,6 +512,8 @@ def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False,
     """``(fun(*primals), vjp_fn)``: ``vjp_fn(ct)`` is the cotangent of each primal."""
     store: dict[str, Any] = {}
     flat, leaves, in_tree = _call_flat(fun, primals, store, has_aux)
+    # Python-scalar primals become typed scalars, as JAX canonicalizes them.
+    leaves = [typed_scalar(x) for x in leaves]
     saveable = _saveable_mask(saveable_args, tuple(primals))
     with reverse_mode(True):
         lin = ad.linearize_flat(flat, leaves)

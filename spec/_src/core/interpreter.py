@@ -30,6 +30,7 @@ from spec._src.core.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from spec._src.core.literals import is_typed_scalar
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
 from spec._src.core.types import (
@@ -760,7 +761,7 @@ class JaxprTrace(Trace):
         if not aval.shape:
             # As in JAX: Python and NumPy scalars, and weak scalars made from
             # Python values, are inlined; computed arrays are constants.
-            if is_python_scalar(x):
+            if is_python_scalar(x) or is_typed_scalar(x):
                 return Literal(x, aval)
             py = getattr(x, "_py", None)
             if py is not None and self.literal_host_values:
@@ -955,7 +956,10 @@ def device_array(x: Any) -> Any:
 
 def literal_value(lit: Literal) -> Any:
     """A literal as an operand: a host scalar of exactly the literal's type
-    (weak type included), which re-staging keeps a literal."""
+    (weak type included), which re-staging keeps a literal; a typed Python
+    scalar is itself."""
+    if is_typed_scalar(lit.val):
+        return lit.val
     return weak_scalar(lit.val, np.asarray(lit.val, dtype=lit.aval.dtype), lit.aval)
 
 

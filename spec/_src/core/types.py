@@ -72,14 +72,21 @@ PYTHON_SCALAR_TYPES: tuple[type, ...] = (bool, int, float, complex)
 _X64_TO_X32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
 
 
-_PYTHON_SCALAR_SET = frozenset(PYTHON_SCALAR_TYPES)
+_PYTHON_SCALAR_SET = set(PYTHON_SCALAR_TYPES)
 
 
 def is_python_scalar(x: Any) -> bool:
-    """Exactly a Python bool/int/float/complex. NumPy's float64 and complex128
-    subclass float and complex but are strongly typed, so the test is on the
-    exact type, not isinstance."""
+    """Exactly a Python bool/int/float/complex (or a registered weak scalar
+    type). NumPy's float64 and complex128 subclass float and complex but are
+    strongly typed, so the test is on the exact type, not isinstance."""
     return type(x) in _PYTHON_SCALAR_SET
+
+
+def register_weak_scalar_type(t: type) -> None:
+    """Treat ``t`` (a subclass of a Python scalar type) as that Python
+    scalar: weakly typed. ``core.literals`` registers its typed scalars at
+    import, as JAX's ``dtypes.register_weak_scalar_type``."""
+    _PYTHON_SCALAR_SET.add(t)
 
 
 class TypePromotionError(ValueError):

@@ -711,7 +711,10 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
 # primitive's ``vjp_bwd`` or ``transpose``, a ``custom_vjp`` rule registered
 # with ``defvjp_with_logs``) may return a dict of named pytrees. The dicts of
 # one backward pass merge in backward execution order; a key logged twice is
-# an error, also when the caller drops the logs.
+# an error, also when the caller drops the logs. A transposed body (of a
+# ``jit``, ``scan``, ``cond``) collects its own logs while it is traced and
+# returns their leaves as extra outputs (``LoggedBody``); the transpose rule
+# that binds it logs them, reshaped (stacked, per branch), one level up.
 
 
 @dataclass
@@ -764,6 +767,47 @@ def add_logs(logs: Any, rule: str) -> None:
                              "must be unique within a backward pass.")
     sink.logs.update(logs)
 
+
+
+class LoggedBody:
+    """A traced backward pass whose logs become extra outputs: ``wrap(fun)``
+    is ``fun`` returning ``[*outs, *log_leaves]`` (the logs, optionally
+    reshaped by ``shape``, flattened with sorted keys as JAX's trees are);
+    after tracing, ``split`` separates a call's results again."""
+
+    def __init__(self, shape: Callable[[dict[Any, Any]], dict[Any, Any]] | None = None) -> None:
+        self.shape = shape
+        self.tree: Any = tree_util.tree_structure({})
+        self.raw: dict[Any, tuple[Any, tuple[ArrayType, ...]]] = {}  # key: (tree, types)
+
+    def wrap(self, fun: Callable[..., Sequence[Any]]) -> Callable[..., list[Any]]:
+        def logged(*xs: Any) -> list[Any]:
+            # Logs deeper down (under vmap inside the body) are wanted as
+            # much as the caller of the whole backward pass wants them.
+            wanted = bool(_log_sinks.stack) and _log_sinks.stack[-1].wanted
+            with collecting_logs(wanted) as logs:
+                outs = list(fun(*xs))
+            # (the types while the body's values are alive: a cond's
+            # transpose makes the other branches' slots of them)
+            self.raw = {k: _log_types(v) for k, v in logs.items()}
+            shaped = self.shape(logs) if self.shape is not None else logs
+            leaves, self.tree = tree_util.tree_flatten(shaped)
+            return [*outs, *leaves]
+        return logged
+
+    @property
+    def num_leaves(self) -> int:
+        return int(self.tree.num_leaves)
+
+    def split(self, outs: Sequence[Any]) -> tuple[list[Any], dict[Any, Any]]:
+        """The call's own results and its logs (a dict)."""
+        n = len(outs) - self.num_leaves
+        return list(outs[:n]), tree_util.tree_unflatten(self.tree, list(outs[n:]))
+
+
+def _log_types(entry: Any) -> tuple[Any, tuple[ArrayType, ...]]:
+    leaves, tree = tree_util.tree_flatten(entry)
+    return tree, tuple(canonical_aval_of(x) for x in leaves)
 
 
 def _is_linear_atom(a: Atom, linear: set[int]) -> bool:

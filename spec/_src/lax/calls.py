@@ -145,7 +145,7 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
 def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     return transpose_call(
         lambda operands, t_jaxpr: jit_p.bind(*operands, **_call_params(params, t_jaxpr)),
-        cts, args, jaxpr)
+        cts, args, jaxpr, "jit")
 
 
 @dataclass
@@ -173,9 +173,12 @@ class TransposedOperands:
         defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
         return TransposedOperands(args, undefined, accums, refs, wanted, defined)
 
-    def transposed(self, jaxpr: Jaxpr, ct_nonzero: Sequence[bool]) -> Jaxpr:
+    def transposed(self, jaxpr: Jaxpr, cts: Sequence[Any], logged: ad.LoggedBody) -> Jaxpr:
         """``jaxpr``'s backward pass as a jaxpr: the defined operands, the
-        refs and the nonzero cotangents in, the wanted cotangents out."""
+        refs and the nonzero cotangents (``cts``: Zero or not) in, the
+        wanted cotangents out, then the leaves of the logs its rules
+        returned (``logged`` keeps their tree)."""
+        ct_nonzero = [type(c) is not Zero for c in cts]
         backward = ad.call_backward(jaxpr, jaxpr.consts, self.undefined, ct_nonzero,
                                     self.accums)
 
@@ -184,7 +187,7 @@ class TransposedOperands:
 
         avals = [canonical_aval_of(a) for a in [*self.defined, *self.refs]] + \
             [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
-        return trace_to_jaxpr(fun, avals)[0]
+        return trace_to_jaxpr(logged.wrap(fun), avals)[0]
 
     def operands(self, cts: Sequence[Any]) -> list[Any]:
         """The transposed call's operands."""
@@ -198,12 +201,16 @@ class TransposedOperands:
 
 
 def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[Any],
-                   args: Sequence[Any], jaxpr: Jaxpr) -> list[Any]:
+                   args: Sequence[Any], jaxpr: Jaxpr, name: str) -> list[Any]:
     """The transpose of a call of ``jaxpr``: a call (made by ``bind`` from
-    the operands and the transposed jaxpr) of the jaxpr's backward pass."""
+    the operands and the transposed jaxpr) of the jaxpr's backward pass. The
+    logs of the body's rules pass out unchanged (``name``: the primitive)."""
     ops = TransposedOperands.of(args)
-    t_jaxpr = ops.transposed(jaxpr, [type(c) is not Zero for c in cts])
-    return ops.cotangents(bind(ops.operands(cts), t_jaxpr))
+    logged = ad.LoggedBody()
+    t_jaxpr = ops.transposed(jaxpr, cts, logged)
+    outs, logs = logged.split(bind(ops.operands(cts), t_jaxpr))
+    ad.add_logs(logs, f"the transpose rule for '{name}'")
+    return ops.cotangents(outs)
 
 
 def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]

@@ -14,6 +14,7 @@ between branches), check the types JAX checks, with JAX's messages, and bind
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -224,10 +225,53 @@ def _cond_transpose(cts: list[Any], index: Any, *ops: Any, branches: tuple[Jaxpr
     # Refs whose cotangents are refs are passed after the defined operands
     # and written by the branches' transposes, as a transposed call does.
     t_ops = TransposedOperands.of(ops)
-    ct_nz = [type(c) is not Zero for c in cts]
-    new, consts = hoist_consts([t_ops.transposed(b, ct_nz) for b in branches])
-    outs = cond_p.bind(index, *consts, *t_ops.operands(cts), branches=tuple(new), **params)
+    logged = [ad.LoggedBody() for _ in branches]
+    t_branches = [t_ops.transposed(b, cts, lg) for b, lg in zip(branches, logged)]
+    if any(lg.raw for lg in logged):
+        # The branches' logs differ: each key gets one slot per branch
+        # (CondSum), and the branches are traced again to fill them alike.
+        slots = _log_slots([lg.raw for lg in logged])
+        logged = [ad.LoggedBody(functools.partial(_branch_logs, slots, k))
+                  for k in range(len(branches))]
+        t_branches = [t_ops.transposed(b, cts, lg) for b, lg in zip(branches, logged)]
+    new, consts = hoist_consts(t_branches)
+    outs, logs = logged[0].split(
+        cond_p.bind(index, *consts, *t_ops.operands(cts), branches=tuple(new), **params))
+    ad.add_logs({k: CondSum(index, v) for k, v in logs.items()},
+                "the transpose rule for 'cond'")
     return [None, *t_ops.cotangents(outs)]
+
+
+@tree_util.register_dataclass
+@dataclass(frozen=True, slots=True)
+class CondSum:
+    """A cond-shaped sum, as a tagged product: ``index`` is the branch that
+    ran; ``branches`` has one slot per branch: that branch's value if it ran,
+    zeros if it has the slot but did not run, None if it has no slot (the
+    backward-pass logs of a transposed ``cond``, one per key)."""
+
+    index: Any
+    branches: list[Any]
+
+
+# Per logged key, per branch: the tree and types of what the branch logs
+# under it, or None.
+_LogSlots = tuple[tuple[Any, tuple[Any, ...]], ...]
+
+
+def _log_slots(branch_logs: Sequence[dict[Any, Any]]) -> _LogSlots:
+    keys = sorted({k for logs in branch_logs for k in logs})
+    return tuple((k, tuple(logs.get(k) for logs in branch_logs)) for k in keys)
+
+
+def _branch_logs(slots: _LogSlots, branch: int, raw: dict[Any, Any]) -> dict[Any, Any]:
+    """Branch ``branch``'s logs in every key's slots: its own values where
+    it ran, zeros in the other branches' slots."""
+    return {k: [raw.get(k) if j == branch else
+                None if slot is None else
+                tree_util.tree_unflatten(slot[0], [zeros_like_aval(a) for a in slot[1]])
+                for j, slot in enumerate(per_branch)]
+            for k, per_branch in slots}
 
 
 def _type_key(a: ArrayType) -> tuple[Any, ...]:

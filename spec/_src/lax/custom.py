@@ -376,10 +376,16 @@ def _batched_bwd(bwd: Any, axis: AxisData, res_dims: list[Any], ct_dims: list[An
             zero_slots[:] = [not _is_array_like(o) for o in outs]
             return [o for o in outs if _is_array_like(o)]
 
-        arrays, out_dims = batching.batch_flat(per_example, axis, vals, vdims)
-        kept_dims = [d for d, z in zip(in_dims, zero_slots) if not z]
-        moved = iter([batching.match_axis(axis, o, d, w) if w is not None else
-                      _sum_out(o, d) for o, d, w in zip(arrays, out_dims, kept_dims)])
+        # The rule's logs come out batched at 0, as JAX's batched rules give them.
+        logged = ad.LoggedBody()
+        arrays, out_dims = batching.batch_flat(logged.wrap(per_example), axis, vals, vdims)
+        n_logs = logged.num_leaves
+        kept_dims = [d for d, z in zip(in_dims, zero_slots) if not z] + [0] * n_logs
+        moved_all = [batching.match_axis(axis, o, d, w) if w is not None else
+                     _sum_out(o, d) for o, d, w in zip(arrays, out_dims, kept_dims)]
+        moved_cts, logs = logged.split(moved_all)
+        ad.add_logs(logs, f"the custom_vjp rule {rule_name(bwd)}")
+        moved = iter(moved_cts)
         return [None if z else next(moved) for z in zero_slots]
 
     return batched

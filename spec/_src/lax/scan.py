@@ -916,7 +916,7 @@ def _eval_jaxpr_jvp(primals: list[Any], tangents: list[Any], *, call_jaxpr: Jaxp
 
 def _eval_jaxpr_transpose(cts: list[Any], *args: Any, call_jaxpr: Jaxpr) -> list[Any]:
     return transpose_call(lambda ops, t_jaxpr: eval_jaxpr_p.bind(*ops, call_jaxpr=t_jaxpr),
-                          cts, args, call_jaxpr)
+                          cts, args, call_jaxpr, "eval_jaxpr")
 
 
 def _eval_jaxpr_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
@@ -1034,16 +1034,20 @@ def _scan_transpose(cts: list[Any], *args: Any, reverse: bool, length: int, jaxp
     y_avals = [a.ct_type() for a, live in zip(jaxpr.out_avals[nk:], y_live) if live]
     in_avals = [*(canonical_aval_of(a) for a in [*res_c, *ct_refs]), *c_avals, *k_avals,
                 *y_avals, *(slice_aval(canonical_aval_of(a)) for a in res_x)]
-    t_body, _ = trace_to_jaxpr(body, in_avals)
+    # The body's logs come out as extra ys, stacked per iteration.
+    logged = ad.LoggedBody()
+    t_body, _ = trace_to_jaxpr(logged.wrap(body), in_avals)
     acc0 = [zeros_like_aval(a) for a in c_avals]
     ct_ys = [c for c in cts[nk:] if type(c) is not Zero]
     n_lx = sum(lin_x)
     # JAX's trees: ((residuals, refs), (const cts, carry cts), (refs, ys cts,
     # extensive residuals)) flattened; outputs (const and carry cts, xs cts).
     t_in: FlatTree = FTPyTree(((n_rc, n_refs), (n_lc, nk), (0, n_yl, n_rx)))
-    t_out = pack((FTPyTree((n_lc, nk)), (FTPyTree(n_lx), nones(0))))
-    outs = scan_p.bind(*res_c, *ct_refs, *acc0, *ct_carry, *ct_ys, *res_x,
-                       **_params(length, not reverse, unroll, t_body, t_in, t_out))
+    t_out = pack((FTPyTree((n_lc, nk)), (FTPyTree(n_lx), nones(logged.num_leaves))))
+    outs, logs = logged.split(scan_p.bind(
+        *res_c, *ct_refs, *acc0, *ct_carry, *ct_ys, *res_x,
+        **_params(length, not reverse, unroll, t_body, t_in, t_out)))
+    ad.add_logs(logs, "the transpose rule for 'scan'")
     c_cts = iter(outs[:n_lc])
     k_cts = outs[n_lc:n_lc + nk]
     x_cts = iter(outs[n_lc + nk:])
