@@ -44,12 +44,16 @@ from spec._src.core import pretty as pp
 from spec._src.core import tree_util
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.literals import typed_scalar
 from spec._src.core.interpreter import (
     Eqn,
+    EvalTrace,
     Jaxpr,
     PpContext,
     VMA_FROM_TYPING,
+    Tracer,
     canonical_aval_of,
+    current_trace,
     eval_jaxpr,
     eval_jaxpr_values,
     not_applicable,
@@ -390,8 +394,27 @@ class HiPrim:
     def __call__(self, *args: Any) -> Any:
         flat = _leaves_checked(self.in_tree, tuple(args), "the arguments",
                                type(self).__name__)
+        if _eager(flat):
+            return self._expand_eagerly(flat)
         outs = hijax_p.bind(*flat, prim=self)
         return tree_util.tree_unflatten(self.out_tree, outs)
+
+    def _expand_eagerly(self, flat: list[Any]) -> Any:
+        """Called on concrete values outside any transformation, a hijax
+        primitive is its ``expand``, run op by op on the values themselves
+        (Python scalars as typed scalars), as JAX runs it: what ``expand``
+        returns is the result, unconverted."""
+        name = type(self).__name__
+        _hijax_type(*[canonical_aval_of(x) for x in flat], prim=self)
+        args = tree_util.tree_unflatten(self.in_tree, [typed_scalar(x) for x in flat])
+        result = self.expand(*args)
+        outs = _leaves_checked(self.out_tree, result, "the result of expand", name)
+        for i, (got, want) in enumerate(zip(outs, self.out_avals_flat)):
+            aval = canonical_aval_of(got)
+            require(checks.layout(aval) == checks.layout(want), name, "H5",
+                    f"expand returned {aval.str_short()} for result {i}, out_aval "
+                    f"says {want.str_short()}")
+        return result
 
     def pp_params(self) -> dict[str, Any]:
         """The params shown when printing jaxprs."""
@@ -437,6 +460,11 @@ class HiPrim:
 
 
 VJPHiPrimitive = HiPrim
+
+
+def _eager(flat: Sequence[Any]) -> bool:
+    """No transformation is tracing and every operand is a value."""
+    return type(current_trace()) is EvalTrace and not any(isinstance(x, Tracer) for x in flat)
 
 
 def _params_text(params: dict[str, Any]) -> str:
@@ -576,6 +604,8 @@ def _bind_linearized(prim: HiPrim, tangents: list[Any], nzs_out: list[bool], res
     nz_in = tuple(type(t) is not Zero for t in tangents)
     packed = res if sres is None else (res, sres)
     res_flat, res_tree = tree_util.tree_flatten(packed)
+    # Saved Python scalars are typed scalars, as every staged Python scalar.
+    res_flat = [typed_scalar(r) for r in res_flat]
     if not any(nzs_out):
         return [_tangent_zero(a) for a in prim.out_avals_flat]
     outs = iter(hijax_linearized_p.bind(
