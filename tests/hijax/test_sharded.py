@@ -164,6 +164,37 @@ cell("shard_map invariant operand grad", lambda: jax.grad(mixed, (0, 1))(x, jnp.
 cell("shard_map nested", lambda: jax.shard_map(twice, in_specs=jax.P('X'), out_specs=jax.P('X'))(x))
 cell("shard_map nested grad", lambda: jax.grad(lambda a: jnp.sum(jax.shard_map(
     twice, in_specs=jax.P('X'), out_specs=jax.P('X'))(a)))(x))
+
+# structured residuals leave a shard_map as blocks of the leading axis
+class Square(hijax.HiPrim):
+  def __init__(self, x_aval):
+    self.in_avals = (x_aval,)
+    self.out_aval = x_aval
+    self.params = {}
+    super().__init__()
+  def expand(self, x):
+    return x ** 2
+  def vjp_fwd(self, nzs_in, x):
+    return self(x), (), True, {'x': x}
+  def vjp_bwd(self, res, sres, g, x_acc):
+    x_acc.accum(2. * sres['x'] * g)
+
+def square(x):
+  return Square(jax.typeof(x))(x)
+
+def sres(f, *args):
+  _, f_vjp = jax.vjp(f, *args)
+  print(f_vjp.structured_residuals)
+  print(jax.tree.map(jax.typeof, f_vjp.structured_residuals))
+
+cell("shard_map sres", lambda: sres(jax.shard_map(
+    square, in_specs=jax.P('X'), out_specs=jax.P('X')), x))
+cell("shard_map sres unchecked", lambda: sres(jax.shard_map(
+    square, in_specs=jax.P('X'), out_specs=jax.P('X'), check_vma=False), x))
+cell("shard_map sres invariant", lambda: sres(jax.shard_map(
+    square, in_specs=jax.P(), out_specs=jax.P()), jnp.float32(3.)))
+cell("shard_map sres in jit", lambda: sres(jax.jit(jax.shard_map(
+    lambda b: square(b) * 2., in_specs=jax.P('X'), out_specs=jax.P('X'))), x))
 '''
 prefetch(SHARDED)
 
@@ -182,7 +213,8 @@ def sharded() -> tuple[dict[str, Any], dict[str, Any]]:
     "explicit jvp", "explicit 2d", "explicit nested grad", "shard_map value",
     "shard_map jaxpr", "shard_map grad", "shard_map jit grad", "shard_map jvp",
     "shard_map invariant operand", "shard_map invariant operand grad", "shard_map nested",
-    "shard_map nested grad"])
+    "shard_map nested grad", "shard_map sres", "shard_map sres unchecked",
+    "shard_map sres invariant", "shard_map sres in jit"])
 def test_cell_prints_what_jax_prints(sharded: tuple[dict[str, Any], dict[str, Any]],
                                      name: str) -> None:
     ours, theirs = sharded

@@ -401,7 +401,7 @@ def _spec_ur_side() -> dict[str, Any]:
             try:
                 # An unreduced out_sharding is refused already here.
                 eqn = spec.make_jaxpr(scope["FUNS"][fun])(*plain).eqns[-1]
-                out[name] = apply_typing(eqn.primitive, avals, dict(eqn.params))[0].str_short()
+                out[name] = apply_typing(eqn.primitive, avals, dict(eqn.params))[0].str_short(True)
             except Exception as e:  # noqa: BLE001  (any error is compared with JAX's)
                 kind = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
                 tag = kind.__name__ + ("/sharding" if "Sharding" in type(e).__name__ else "")

@@ -302,7 +302,7 @@ def _describe_output(eqn: Eqn) -> str:
 def print_saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Print ``saved_residuals``: one ``f32[3] <description>`` line each."""
     for aval, src in saved_residuals(f, *args, **kwargs):
-        print(f"{aval.str_short()} {src}")
+        print(f"{aval.str_short(True)} {src}")
 
 
 __all__ = [

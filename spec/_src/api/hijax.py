@@ -412,8 +412,8 @@ class HiPrim:
         for i, (got, want) in enumerate(zip(outs, self.out_avals_flat)):
             aval = canonical_aval_of(got)
             require(checks.layout(aval) == checks.layout(want), name, "H5",
-                    f"expand returned {aval.str_short()} for result {i}, out_aval "
-                    f"says {want.str_short()}")
+                    f"expand returned {aval.str_short(True)} for result {i}, out_aval "
+                    f"says {want.str_short(True)}")
         return result
 
     def pp_params(self) -> dict[str, Any]:
@@ -453,8 +453,8 @@ class HiPrim:
             jaxpr, _ = trace_to_jaxpr(flat_expand, self.in_avals_flat)
             for i, (got, want) in enumerate(zip(jaxpr.out_avals, self.out_avals_flat)):
                 require(checks.layout(got) == checks.layout(want), name, "H5",
-                        f"expand returned {got.str_short()} for result {i}, out_aval "
-                        f"says {want.str_short()}")
+                        f"expand returned {got.str_short(True)} for result {i}, out_aval "
+                        f"says {want.str_short(True)}")
             self._expanded = jaxpr
         return self._expanded
 
@@ -480,7 +480,7 @@ def _param_text(v: Any) -> Any:
     if isinstance(v, HiPrim):
         return repr(v)
     if isinstance(v, ArrayType):
-        return v.str_short()
+        return v.str_short(True)
     if inspect.isfunction(v) or isinstance(v, functools.partial):
         while isinstance(v, functools.partial):
             v = v.func
@@ -500,7 +500,7 @@ def _hijax_type(*avals: ArrayType, prim: HiPrim) -> list[ArrayType]:
             f"called with {len(avals)} array operands, in_avals has {len(want)} leaves")
     for i, (got, w) in enumerate(zip(avals, want)):
         require(checks.layout(got) == checks.layout(w), name, "H2",
-                f"operand {i} has type {got.str_short()}, in_avals says {w.str_short()}")
+                f"operand {i} has type {got.str_short(True)}, in_avals says {w.str_short(True)}")
     return list(prim.out_avals_flat)
 
 

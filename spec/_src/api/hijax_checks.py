@@ -31,7 +31,7 @@ def layout(a: ArrayType) -> str:
     prints alike with or without a sharding; weak types and shard_map's
     varying axes are not compared)."""
     return a.update(weak_type=False, vma=frozenset(), munreduced=frozenset(),
-                    mreduced=frozenset()).str_short()
+                    mreduced=frozenset()).str_short(True)
 
 
 def _aval(name: str, constraint: str, what: str, x: Any) -> ArrayType:
@@ -47,8 +47,8 @@ def check_primals(name: str, rule: str, outs: Sequence[Any],
     for i, (out, w) in enumerate(zip(outs, want)):
         got = _aval(name, "H5", f"primal output {i} of {rule}", out)
         require(layout(got) == layout(w), name, "H5",
-                f"{rule} returned {got.str_short()} for primal output {i}, out_aval says "
-                f"{w.str_short()}")
+                f"{rule} returned {got.str_short(True)} for primal output {i}, out_aval says "
+                f"{w.str_short(True)}")
 
 
 def check_tangents(name: str, rule: str, tangents: Sequence[Any],
@@ -62,8 +62,8 @@ def check_tangents(name: str, rule: str, tangents: Sequence[Any],
                                                        f"output tangent {i} of {rule}", t)
         tw = w.tangent_type()
         require(layout(got) == layout(tw), name, "H8",
-                f"{rule} returned {got.str_short()} for output tangent {i}, the tangent type "
-                f"of out_aval's leaf is {tw.str_short()}")
+                f"{rule} returned {got.str_short(True)} for output tangent {i}, the tangent type "
+                f"of out_aval's leaf is {tw.str_short(True)}")
 
 
 def check_out_dims(name: str, rule: str, dims: Sequence[Any],
@@ -74,7 +74,7 @@ def check_out_dims(name: str, rule: str, dims: Sequence[Any],
         ok = d is None or (isinstance(d, int) and not isinstance(d, bool)
                            and 0 <= d <= len(w.shape))
         require(ok, name, "H9", f"{rule} returned batch dimension {d!r} for result {i} of "
-                f"type {w.str_short()}: expected None or an int from 0 to {len(w.shape)}",
+                f"type {w.str_short(True)}: expected None or an int from 0 to {len(w.shape)}",
                 ValueError)
 
 
@@ -86,8 +86,8 @@ def check_batched(name: str, axis: batching.AxisData, outs: Sequence[Any],
         got = _aval(name, "H9", f"result {i} of batch", out)
         bw = batching.batched_aval(w, d, axis.size, axis.explicit_mesh_axis)
         require(layout(got) == layout(bw), name, "H9",
-                f"batch returned {got.str_short()} for result {i} at batch dimension {d}, "
-                f"expected {bw.str_short()} (out_aval's {w.str_short()} batched)")
+                f"batch returned {got.str_short(True)} for result {i} at batch dimension {d}, "
+                f"expected {bw.str_short(True)} (out_aval's {w.str_short(True)} batched)")
 
 
 def check_unbatched(name: str, natural: Sequence[Any], want: Sequence[Any]) -> None:

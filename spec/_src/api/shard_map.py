@@ -266,7 +266,7 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
                 f"shard_map applied to the function '{name}' was given an in_specs entry"
                 f" which is too long to be compatible with the corresponding input value"
                 f" from the function:\n\nin_specs[{i}] is {s} which has length"
-                f" {len(s.partitions)}, but the passed args[{i}] has shape {a.str_short()},"
+                f" {len(s.partitions)}, but the passed args[{i}] has shape {a.str_short(True)},"
                 f" which has rank {a.ndim} (and {a.ndim} < {len(s.partitions)})")
     msgs = []
     for i, (a, s) in enumerate(zip(avals, specs)):
@@ -275,7 +275,7 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
             if a.shape[d] % ways:
                 axis = f"axes {ns}" if len(ns) > 1 else f"axis '{ns[0]}'"
                 total = "total " if len(ns) > 1 else ""
-                msgs.append(f"the passed args[{i}] of shape {a.str_short()} corresponds to"
+                msgs.append(f"the passed args[{i}] of shape {a.str_short(True)} corresponds to"
                             f" in_specs[{i}] of value {s}, which maps array axis {d} (of size"
                             f" {a.shape[d]}) to mesh {axis} (of {total}size {ways}), but"
                             f" {ways} does not evenly divide {a.shape[d]}")
@@ -319,7 +319,7 @@ def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: fro
                 f"{who} was given an out_specs entry which is too long to be compatible with"
                 f" the corresponding output value from the function:\n\nout_specs[{i}] is"
                 f" {spec} which has length {len(spec.partitions)}, but f(*args)[{i}] has shape"
-                f" {aval.str_short()}, which has rank {aval.ndim} (and {aval.ndim} <"
+                f" {aval.str_short(True)}, which has rank {aval.ndim} (and {aval.ndim} <"
                 f" {len(spec.partitions)})")
         named = {n for e in spec.partitions if e is not None
                  for n in ((e,) if isinstance(e, str) else e)}
@@ -333,7 +333,7 @@ def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: fro
                     raise ValueError(
                         f"out_specs passed to shard_map should be equal to the {kind} present"
                         f" on the out_aval. Got out_specs={spec} and"
-                        f" out_aval={aval.str_short()}")
+                        f" out_aval={aval.str_short(True)}")
     if bad:
         msgs = [_vma_message("" if bare else f"[{i}]", spec, aval, mesh, named_of(spec))
                 for i, spec, aval in bad]

@@ -221,7 +221,7 @@ def _check_unmapped_args(mesh_axis: tuple[Any, ...] | None, leaves: list[Any],
                 for a in (p if isinstance(p, tuple) else (p,))}
         if used & set(mesh_axis):
             raise ValueError("Unmapped values passed to vmap cannot be sharded along the mesh "
-                             f"axis you are vmapping over. Got type: {aval.str_short()}, "
+                             f"axis you are vmapping over. Got type: {aval.str_short(True)}, "
                              f"in_axes: {d} and vmapped mesh axis: {mesh_axis}")
 
 

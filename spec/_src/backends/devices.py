@@ -185,7 +185,7 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
         if block.shape != tuple(want):
             raise ValueError(f"Expected shard shape {tuple(want)} doesn't match the single "
                              f"device array shape {block.shape}. Shape of Array is "
-                             f"{ArrayType(shape, block.dtype).str_short()} with sharding "
+                             f"{ArrayType(shape, block.dtype).str_short(True)} with sharding "
                              f"{sharding}")
         blocks.append(block)
         held.append(block)

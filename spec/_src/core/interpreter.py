@@ -340,7 +340,7 @@ class Var:
         self.aval = aval
 
     def __repr__(self) -> str:
-        return f"Var({self.aval.str_short()})"
+        return f"Var({self.aval.str_short(True)})"
 
 
 class DropVar(Var):
@@ -1132,13 +1132,13 @@ class PpContext:
 
 
 def _literal_text(lit: Literal) -> str:
-    return f"{np.asarray(lit.val).item()}:{lit.aval.str_short()}"
+    return f"{np.asarray(lit.val).item()}:{lit.aval.str_short(True)}"
 
 
 def pp_vars(vs: Sequence[Atom], ctx: PpContext, *, separator: str = "",
             print_shapes: bool = False) -> pp.Doc:
     if print_shapes:
-        items = [pp.text(f"{ctx.atom_text(v)}:{v.aval.str_short()}") for v in vs]
+        items = [pp.text(f"{ctx.atom_text(v)}:{v.aval.str_short(True)}") for v in vs]
     else:
         items = [pp.text(ctx.atom_text(v)) for v in vs]
     return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), items)))

@@ -39,7 +39,7 @@ class RefType(ArrayType):
         return ArrayType(self.shape, self.dtype, self.weak_type, self.sharding, self.vma,
                          self.munreduced, self.mreduced)
 
-    def str_short(self, short_dtypes: bool = True) -> str:
+    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
         return "Ref{" + self.inner_aval.str_short(short_dtypes) + "}"
 
     def __str__(self) -> str:

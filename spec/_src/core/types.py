@@ -561,8 +561,10 @@ class ArrayType:
                  for tag, axes in (("V", self.vma), (u_tag, unreduced), ("R", reduced)) if axes]
         return "{" + ", ".join(parts) + "}"
 
-    def str_short(self, short_dtypes: bool = True) -> str:
-        """The form used in jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``."""
+    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
+        """``float32[3,4]``, or with ``short_dtypes`` the form used in
+        jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``. (JAX's ``mesh_axis_types``
+        is accepted; spec's axis types are in the suffix.)"""
         name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
         return f"{name}[{self._dims()}]{self._suffix()}"
 

@@ -41,7 +41,7 @@ class GradAccum:
 def _layout(a: ArrayType) -> str:
     """Shape, dtype and explicit sharding, as printed."""
     return a.update(weak_type=False, vma=frozenset(), munreduced=frozenset(),
-                    mreduced=frozenset()).str_short()
+                    mreduced=frozenset()).str_short(True)
 
 
 def check_cotangent(aval: ArrayType, ct: Any, where: str) -> None:
@@ -55,8 +55,8 @@ def check_cotangent(aval: ArrayType, ct: Any, where: str) -> None:
         raise TypeError(f"{where} produced a cotangent that is a {type(ct).__name__}, not "
                         "an array") from None
     if _layout(got) != _layout(aval):
-        raise ValueError(f"{where} produced a cotangent of type {got.str_short()} where "
-                        f"{aval.str_short()} was expected (the cotangent type of the "
+        raise ValueError(f"{where} produced a cotangent of type {got.str_short(True)} where "
+                        f"{aval.str_short(True)} was expected (the cotangent type of the "
                         "corresponding primal input)")
 
 
@@ -69,7 +69,7 @@ class ValAccum(GradAccum):
         self.val: Any = Zero(aval)
 
     def __repr__(self) -> str:
-        return f"ValAccum({self.aval.str_short()})"
+        return f"ValAccum({self.aval.str_short(True)})"
 
     def accum(self, ct: Any) -> None:
         if ct is None:
@@ -88,7 +88,7 @@ class NullAccum(GradAccum):
         self.aval = aval
 
     def __repr__(self) -> str:
-        return f"NullAccum({self.aval.str_short()})"
+        return f"NullAccum({self.aval.str_short(True)})"
 
     def accum(self, ct: Any) -> None:
         return None

@@ -163,17 +163,21 @@ class JVPTrace(Trace):
         """While ``prim``'s rule runs: its structured residual entry (a call
         or loop) recorded, and the rule able to add its own (a hijax
         primitive's ``vjp_fwd``, through ``add_structured_residual``)."""
+        slot = None
         if self.structured is not None:
             entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
             if entry is not None:
-                self.structured.append(entry[0])
+                slot = entry[0]
+                self.structured.append(slot)
         # A rule run by a trace that does not record (forward mode, the body
         # of a loop) records nothing into an enclosing trace's list.
         _recorders.stack.append(self.structured)
+        _recorders.slots.append(slot)
         try:
             yield
         finally:
             _recorders.stack.pop()
+            _recorders.slots.pop()
 
     def wrap(self, prim: Primitive, p_outs: Sequence[Any], t_outs: Sequence[Any]) -> list[Any]:
         result = []
@@ -212,7 +216,7 @@ class LinearizeTracer(JVPTracer):
     def __repr__(self) -> str:
         t = self.tangent
         # JAX names this tracer ``GradTracer`` when printing it.
-        return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short()})"
+        return f"GradTracer(primal={self.primal}, typeof(tangent)={t.aval.str_short(True)})"
 
 
 class _SplitTrace(Trace):
@@ -363,7 +367,9 @@ def _is_differentiable(aval: ArrayType) -> bool:
 # one entry per application, with a nonzero input tangent, of a primitive
 # whose linearization returns some. Here those are:
 #
-# - a ``jit`` or ``scan``: the entries of its body, recursively (a list);
+# - a ``jit``, ``shard_map`` or ``scan``: the entries of its body, recursively
+#   (a list; a loop stacks its body's values, a map concatenates each
+#   device's along their leading axis);
 # - a ``cond``: only when one of its branches has entries with leaves;
 # - a jnp function that JAX wraps in ``jit(inline=JAX_EARLY)`` (``inline_call``):
 #   inlined where it is staged, so it adds an entry only when applied
@@ -381,9 +387,27 @@ class _Recorders(threading.local):
 
     def __init__(self) -> None:
         self.stack: list[list[Any] | None] = []
+        # The entry recorded for the call or loop whose rule runs now (its
+        # body's shape, leaves unknown), which the rule may fill with values.
+        self.slots: list[list[Any] | None] = []
 
 
 _recorders = _Recorders()
+
+
+def fill_call_entry(entries: list[Any]) -> None:
+    """The entries, with values, of the call or loop whose linearization
+    rule runs now (its body's hijax residuals, stacked by a loop); they
+    replace the entry recorded from the body's shape alone."""
+    slot = _recorders.slots[-1] if _recorders.slots else None
+    if slot is not None:
+        slot[:] = entries
+
+
+def entries_with_values(tree: Any, values: dict[int, Any]) -> Any:
+    """Structured residual entries with each leaf ``x`` replaced by
+    ``values[id(x)]`` (leaves not in ``values`` kept)."""
+    return _with_leaves(tree, values)
 
 
 def add_structured_residual(entry: Any) -> None:
@@ -452,7 +476,7 @@ def _structured_entry(prim: Primitive, nonzero: Sequence[bool], params: dict[str
     which of its outputs have nonzero tangents; ``None`` for the others."""
     if not any(nonzero):
         return None
-    if prim.name == "jit":
+    if prim.name in ("jit", "shard_map"):
         jaxpr: Jaxpr = params["jaxpr"]
         return _structured_walk(jaxpr, list(nonzero))
     if prim.name == "scan":
@@ -531,6 +555,107 @@ def jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[Jaxpr, list[bool]]
     if not any(isinstance(c, Tracer) for c in new.consts):
         per_jaxpr[key] = (new, out_nonzero)
     return new, out_nonzero
+
+
+@dataclass(frozen=True)
+class _SresSlot:
+    """A leaf of a structured residual template: the ``index``-th extra
+    primal output of the jaxpr it was traced with."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class StructuredJVP:
+    """A JVP jaxpr whose outputs are the primals, then ``n_sres`` values of
+    the structured residuals its body records, then the nonzero tangents;
+    ``template`` is those residuals' entries with slots for the values."""
+
+    jaxpr: Jaxpr
+    out_nonzero: list[bool]
+    template: list[Any]
+    n_sres: int
+
+    def entries(self, values: Sequence[Any]) -> list[Any]:
+        return _filled(self.template, values)  # type: ignore[no-any-return]
+
+
+def _filled(tree: Any, values: Sequence[Any]) -> Any:
+    if type(tree) is _SresSlot:
+        return values[tree.index]
+    if type(tree) is dict:
+        return {k: _filled(v, values) for k, v in tree.items()}
+    if type(tree) is list:
+        return [_filled(v, values) for v in tree]
+    if type(tree) is tuple:
+        return tuple(_filled(v, values) for v in tree)
+    leaves, treedef = tree_util.tree_flatten(tree)
+    return tree_util.tree_unflatten(treedef, [_filled(x, values) if type(x) is _SresSlot else x
+                                              for x in leaves])
+
+
+_STRUCTURED_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, StructuredJVP]] = \
+    weakref.WeakKeyDictionary()
+
+
+def structured_jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> StructuredJVP:
+    """``jvp_jaxpr`` in reverse mode: the body's structured residuals (a
+    hijax primitive's, nested calls') are recorded, their distinct staged
+    values returned after the primal outputs."""
+    per_jaxpr = _STRUCTURED_JVP_CACHE.setdefault(jaxpr, {})
+    key = (tuple(nonzero), config.values_key())
+    if key in per_jaxpr:
+        return per_jaxpr[key]
+    n = len(jaxpr.invars)
+    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
+    out_nonzero: list[bool] = []
+    found: dict[str, Any] = {}
+
+    def jvp_fun(*args: Any) -> list[Any]:
+        it = iter(args[n:])
+        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
+        recorded: list[Any] = []
+        p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
+                                  args[:n], tangents, recorded)
+        out_nonzero.extend(type(t) is not Zero for t in t_outs)
+        found["template"], values = slotted_entries(recorded)
+        return [*p_outs, *values, *(t for t in t_outs if type(t) is not Zero)]
+
+    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
+    new, _ = trace_to_jaxpr(jvp_fun, avals)
+    n_sres = len(new.outvars) - len(jaxpr.outvars) - sum(out_nonzero)
+    result = StructuredJVP(new, out_nonzero, found["template"], n_sres)
+    if not any(isinstance(c, Tracer) for c in new.consts):
+        per_jaxpr[key] = result
+    return result
+
+
+def slotted_entries(recorded: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Recorded structured residual entries with a slot for each distinct
+    staged value, and those values in slot order."""
+    slots: dict[int, _SresSlot] = {}
+    values: list[Any] = []
+    for leaf in tree_util.tree_leaves(recorded):
+        if isinstance(leaf, Tracer) and id(leaf) not in slots:
+            slots[id(leaf)] = _SresSlot(len(values))
+            values.append(leaf)
+    return _with_leaves(recorded, slots), values
+
+
+def filled_entries(template: list[Any], values: Sequence[Any]) -> list[Any]:
+    """Entries with slots (``slotted_entries``) filled with ``values``."""
+    return _filled(template, values)  # type: ignore[no-any-return]
+
+
+def recording_structured() -> bool:
+    """Whether the rule running now records structured residuals."""
+    return bool(_recorders.stack) and _recorders.stack[-1] is not None
+
+
+def recording_call_entry() -> bool:
+    """Whether the call or loop whose rule runs now has a structured
+    residual entry to fill (reverse mode records one)."""
+    return bool(_recorders.slots) and _recorders.slots[-1] is not None
 
 
 # ============================================================ legacy linearize

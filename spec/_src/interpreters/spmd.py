@@ -636,7 +636,7 @@ def _check_device_assignment(mesh: Any, out_avals: Sequence[ArrayType]) -> None:
             shown = ", ".join(f"{k}: ({', '.join(v)}{',' if len(v) == 1 else ''})"
                               for k, v in kinds.items())
             raise ValueError(f"Length of device assignment {n} is not equal to the size of the"
-                             f" mesh {s.mesh.size} of aval {a.str_short()}({{{shown}}}). Please"
+                             f" mesh {s.mesh.size} of aval {a.str_short(True)}({{{shown}}}). Please"
                              " enter your `jit` into a mesh context via `jax.set_mesh`.")
 
 

@@ -25,12 +25,14 @@ from spec._src.core.interpreter import (
     dce_sub_jaxpr,
     Jaxpr,
     JitTracer,
+    Tracer,
     Var,
     eval_jaxpr,
     eval_jaxpr_values,
     pp_eqn_default,
     trace_to_jaxpr,
 )
+from spec._src.core import tree_util
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import current_trace, from_primitive
@@ -94,11 +96,17 @@ def _evaluator(jaxpr: Jaxpr) -> Any:
 def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
              **params: Any) -> tuple[list[Any], list[Any]]:
     nonzero = tuple(type(t) is not Zero for t in tangents)
-    new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
     operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
-    outs = jit_p.bind(*operands, **_call_params(params, new))
     n_out = len(jaxpr.outvars)
-    it = iter(outs[n_out:])
+    if ad.recording_call_entry():
+        structured = ad.structured_jvp_jaxpr(jaxpr, nonzero)
+        new, out_nonzero, n_sres = structured.jaxpr, structured.out_nonzero, structured.n_sres
+    else:
+        (new, out_nonzero), n_sres = ad.jvp_jaxpr(jaxpr, nonzero), 0
+    outs = jit_p.bind(*operands, **_call_params(params, new))
+    if n_sres:
+        ad.fill_call_entry(structured.entries(outs[n_out:n_out + n_sres]))
+    it = iter(outs[n_out + n_sres:])
     t_outs = [next(it) if nz else Zero(v.aval.tangent_type())
               for nz, v in zip(out_nonzero, jaxpr.outvars)]
     return list(outs[:n_out]), t_outs
@@ -120,8 +128,12 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
                   if isinstance(c, JitTracer)]
         found["lin"], found["traced"] = lin.jaxpr, traced
         found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
-        return [*lin.primals_out,
-                *(c for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
+        computed = [c for (_, c), f in zip(traced, found["forwarded"]) if f is None]
+        found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
+        found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
+        found["n_computed"] = len(computed)
+        return [*lin.primals_out, *computed,
+                *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
 
     primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
     # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
@@ -129,8 +141,14 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
     primal_jaxpr = dce_jaxpr(primal_jaxpr)
     with set_current_trace(trace.parent):
         outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
-    computed = iter(outs[n_out:])
+    n_res = n_out + found["n_computed"]
+    computed = iter(outs[n_out:n_res])
     residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
+    if found["sres"]:
+        returned = iter(outs[n_res:])
+        values = {id(x): primals[f] if f is not None else next(returned)
+                  for x, f in zip(found["sres"], found["sres_forwarded"])}
+        ad.fill_call_entry(ad.entries_with_values(found["structured"], values))
     lin, traced = found["lin"], found["traced"]
     traced_ids = {id(v) for v, _ in traced}
     kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
@@ -140,6 +158,16 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
     t_outs = trace.tangent_trace.process_primitive(
         jit_p, [*residuals, *t_in], _call_params(params, tangent_jaxpr))
     return list(outs[:n_out]), list(t_outs)
+
+
+def _staged_leaves(entries: list[Any]) -> list[Any]:
+    """The distinct staged values among the leaves of structured residual
+    entries, each once (a value saved under several names is returned once)."""
+    unique: dict[int, Any] = {}
+    for leaf in tree_util.tree_leaves(entries):
+        if isinstance(leaf, Tracer):
+            unique.setdefault(id(leaf), leaf)
+    return list(unique.values())
 
 
 def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:

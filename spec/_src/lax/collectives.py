@@ -432,7 +432,7 @@ def _no_unreduced(name: str, x: ArrayType, axes: Sequence[Any]) -> None:
     bad = (x.munreduced | x.mreduced) & frozenset(axes)
     require(not bad, name, "C1",
             f"{name} over axes {tuple(axes)} cannot take an operand unreduced or reduced "
-            f"along {tuple(sorted(bad, key=str))}: got {x.str_short()}", ValueError)
+            f"along {tuple(sorted(bad, key=str))}: got {x.str_short(True)}", ValueError)
 
 
 def _pvary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
@@ -484,7 +484,7 @@ def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayTy
     missing = [a for a in axes if a not in x.vma]
     require(not missing, "psum_invariant", "C1",
             f"psum_invariant over axes {tuple(axes)} needs an operand varying along them; "
-            f"{x.str_short()} is invariant along {tuple(missing)}", ValueError)
+            f"{x.str_short(True)} is invariant along {tuple(missing)}", ValueError)
     return [x]
 
 
@@ -585,7 +585,7 @@ def _require_varying(prim: str, c: str, x: ArrayType, axes: Sequence[Any]) -> No
     missing = [a for a in tracked(axes) if a not in x.vma]
     require(not missing, prim, c,
             f"{prim} over {tuple(axes)} must be applied to a value varying along them, but "
-            f"{x.str_short()} does not vary along {tuple(missing)}", ValueError)
+            f"{x.str_short(True)} does not vary along {tuple(missing)}", ValueError)
 
 
 def _require_settled(prim: str, c: str, x: ArrayType, axes: Sequence[Any]) -> None:
@@ -593,7 +593,7 @@ def _require_settled(prim: str, c: str, x: ArrayType, axes: Sequence[Any]) -> No
     pending sum) and not reduced along its axes."""
     bad = (x.munreduced | x.mreduced) & frozenset(axes)
     require(not bad, prim, c,
-            f"{prim} over {tuple(axes)} cannot take {x.str_short()}, which is unreduced or "
+            f"{prim} over {tuple(axes)} cannot take {x.str_short(True)}, which is unreduced or "
             f"reduced along {_shown(bad)}", ValueError)
 
 
@@ -610,12 +610,12 @@ def _scattered_shape(prim: str, c: str, x: ArrayType, dim: int, size: int, tiled
     shape = list(x.shape)
     if tiled:
         require(n % size == 0, prim, c,
-                f"tiled: dimension {dim} of {x.str_short()} (size {n}) must be divisible by "
+                f"tiled: dimension {dim} of {x.str_short(True)} (size {n}) must be divisible by "
                 f"the number of members {size}", ValueError)
         shape[dim] = n // size
     else:
         require(n == size, prim, c,
-                f"untiled: dimension {dim} of {x.str_short()} (size {n}) must equal the "
+                f"untiled: dimension {dim} of {x.str_short(True)} (size {n}) must equal the "
                 f"number of members {size}", ValueError)
         del shape[dim]
     return tuple(shape)
@@ -820,7 +820,7 @@ def _all_to_all_type(x: ArrayType, *, axis_name: Any, split_axis: int, concat_ax
     _require_dim(prim, "C2", "concat_axis", concat_axis, x.ndim)
     size = group_size(axis_name)
     require(x.shape[split_axis] % size == 0, prim, "C3",
-            f"dimension split_axis={split_axis} of {x.str_short()} (size "
+            f"dimension split_axis={split_axis} of {x.str_short(True)} (size "
             f"{x.shape[split_axis]}) must be divisible by the number of members {size}",
             ValueError)
     _require_settled(prim, "C4", x, names_of(axis_name))
@@ -945,10 +945,10 @@ def _preduced_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
     prim = "preduced"
     bad = x.vma & frozenset(axes)
     require(not bad, prim, "C1",
-            f"invariant -> reduced: {x.str_short()} varies along {_shown(bad)}", ValueError)
+            f"invariant -> reduced: {x.str_short(True)} varies along {_shown(bad)}", ValueError)
     bad = x.mreduced & frozenset(axes)
     require(not bad, prim, "C2",
-            f"{x.str_short()} is already reduced along {_shown(bad)}", ValueError)
+            f"{x.str_short(True)} is already reduced along {_shown(bad)}", ValueError)
     return [x.update(mreduced=x.mreduced | frozenset(axes))]
 
 
@@ -957,7 +957,7 @@ def _vary_unreduced_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayTy
     _require_settled(prim, "C1", x, axes)
     missing = frozenset(axes) - x.vma
     require(not missing, prim, "C2",
-            f"varying -> unreduced: {x.str_short()} does not vary along {_shown(missing)}",
+            f"varying -> unreduced: {x.str_short(True)} does not vary along {_shown(missing)}",
             ValueError)
     return [x.update(vma=x.vma - frozenset(axes), munreduced=x.munreduced | frozenset(axes))]
 
@@ -966,10 +966,10 @@ def _reduced_vary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType
     prim = "reduced_vary_cast"
     missing = frozenset(axes) - x.mreduced
     require(not missing, prim, "C1",
-            f"reduced -> varying: {x.str_short()} is not reduced along {_shown(missing)}",
+            f"reduced -> varying: {x.str_short(True)} is not reduced along {_shown(missing)}",
             ValueError)
     bad = x.vma & frozenset(axes)
-    require(not bad, prim, "C2", f"{x.str_short()} already varies along {_shown(bad)}",
+    require(not bad, prim, "C2", f"{x.str_short(True)} already varies along {_shown(bad)}",
             ValueError)
     return [x.update(vma=x.vma | frozenset(axes), mreduced=x.mreduced - frozenset(axes))]
 
@@ -980,10 +980,10 @@ def _unreduced_psum_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayTy
             f"axes must be mesh axis names, got {axes}", ValueError)
     missing = frozenset(axes) - x.munreduced
     require(not missing, prim, "C2",
-            f"unreduced -> invariant: {x.str_short()} is not unreduced along "
+            f"unreduced -> invariant: {x.str_short(True)} is not unreduced along "
             f"{_shown(missing)}", ValueError)
     bad = x.vma & frozenset(axes)
-    require(not bad, prim, "C3", f"{x.str_short()} varies along {_shown(bad)}", ValueError)
+    require(not bad, prim, "C3", f"{x.str_short(True)} varies along {_shown(bad)}", ValueError)
     return [x.update(munreduced=x.munreduced - frozenset(axes))]
 
 
@@ -1030,10 +1030,10 @@ def _unreduced_rs_type(x: ArrayType, *, axis_name: tuple[Any, ...], scatter_dime
     prim = "unreduced_reduce_scatter"
     missing = frozenset(axis_name) - x.munreduced
     require(not missing, prim, "C1",
-            f"unreduced -> varying: {x.str_short()} is not unreduced along "
+            f"unreduced -> varying: {x.str_short(True)} is not unreduced along "
             f"{_shown(missing)}", ValueError)
     bad = x.vma & frozenset(axis_name)
-    require(not bad, prim, "C2", f"{x.str_short()} varies along {_shown(bad)}", ValueError)
+    require(not bad, prim, "C2", f"{x.str_short(True)} varies along {_shown(bad)}", ValueError)
     _require_dim(prim, "C3", "scatter_dimension", scatter_dimension, x.ndim)
     shape = _scattered_shape(prim, "C4", x, scatter_dimension, axis_size, tiled)
     return [x.update(shape=shape, vma=x.vma | frozenset(axis_name),
@@ -1053,10 +1053,10 @@ def _ag_reduced_type(x: ArrayType, *, all_gather_dimension: int, axis_name: tupl
     prim = "all_gather_reduced"
     missing = frozenset(axis_name) - x.vma
     require(not missing, prim, "C1",
-            f"varying -> reduced: {x.str_short()} does not vary along {_shown(missing)}",
+            f"varying -> reduced: {x.str_short(True)} does not vary along {_shown(missing)}",
             ValueError)
     bad = x.mreduced & frozenset(axis_name)
-    require(not bad, prim, "C2", f"{x.str_short()} is already reduced along {_shown(bad)}",
+    require(not bad, prim, "C2", f"{x.str_short(True)} is already reduced along {_shown(bad)}",
             ValueError)
     limit = x.ndim if tiled else x.ndim + 1
     _require_dim(prim, "C3", "all_gather_dimension", all_gather_dimension, limit)

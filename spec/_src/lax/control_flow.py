@@ -71,7 +71,7 @@ def same_type(a: ArrayType, b: ArrayType) -> bool:
 
 
 def _avals_text(avals: Sequence[ArrayType]) -> str:
-    return "[" + ", ".join(a.str_short() for a in avals) + "]"
+    return "[" + ", ".join(a.str_short(True) for a in avals) + "]"
 
 
 def hoist_consts(jaxprs: Sequence[Jaxpr]) -> tuple[list[Jaxpr], list[Any]]:
@@ -118,6 +118,55 @@ def _jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool],
 
     wrapped, _ = trace_to_jaxpr(padded, [v.aval for v in new.invars])
     return wrapped, want
+
+
+@dataclass
+class _RecordedBranches:
+    """JVP branches that also return every branch's structured residual
+    values (each branch its own, zeros in the other branches' places), after
+    the primal outputs: the branches, each one's entries with slots, and
+    where each branch's values lie among the extra outputs."""
+
+    jvps: list[Jaxpr]
+    templates: list[list[Any]]
+    offsets: list[int]
+    n_sres: int
+
+    def record(self, index: Any, values: Sequence[Any]) -> None:
+        ends = [*self.offsets[1:], self.n_sres]
+        entries = [ad.filled_entries(t, values[a:b])
+                   for t, a, b in zip(self.templates, self.offsets, ends)]
+        ad.add_structured_residual(CondSum(index, entries))
+
+
+def _recorded_branches(branches: Sequence[Jaxpr], ops_nz: Sequence[bool],
+                       out_nz: Sequence[bool]) -> _RecordedBranches | None:
+    """In reverse mode, the branches' JVPs recording their structured
+    residuals (a ``CondSum`` of them); None when no branch records a value."""
+    if not ad.recording_structured():
+        return None
+    jvps = [ad.structured_jvp_jaxpr(b, ops_nz) for b in branches]
+    if not any(j.n_sres for j in jvps):
+        return None
+    n_out = len(branches[0].outvars)
+    sres_avals = [[v.aval for v in j.jaxpr.outvars[n_out:n_out + j.n_sres]] for j in jvps]
+    offsets = [sum(len(a) for a in sres_avals[:i]) for i in range(len(jvps))]
+
+    def padded(i: int, *xs: Any) -> list[Any]:
+        j = jvps[i]
+        outs = eval_jaxpr(j.jaxpr, j.jaxpr.consts, *xs)
+        sres = [v for k, avals in enumerate(sres_avals)
+                for v in (outs[n_out:n_out + j.n_sres] if k == i
+                          else [zeros_like_aval(a) for a in avals])]
+        it = iter(outs[n_out + j.n_sres:])
+        ts = [next(it) if nz else zeros_like_aval(v.aval.tangent_type())
+              for nz, w, v in zip(j.out_nonzero, out_nz, branches[i].outvars) if nz or w]
+        return [*outs[:n_out], *sres, *ts]
+
+    traced = [trace_to_jaxpr(functools.partial(padded, i), [v.aval for v in j.jaxpr.invars])[0]
+              for i, j in enumerate(jvps)]
+    return _RecordedBranches(traced, [j.template for j in jvps], offsets,
+                             sum(len(a) for a in sres_avals))
 
 
 # ==================================================================== empty2
@@ -179,14 +228,14 @@ def _check_refs(prim: str, name: str, ops: Sequence[ArrayType], jaxpr: Jaxpr,
     takes one; carries and results are never refs."""
     for k, (a, v) in enumerate(zip(ops, jaxpr.in_avals)):
         require(is_ref_type(a) == is_ref_type(v), prim, "C5",
-                f"{name} takes {v.str_short()} for an operand of type {a.str_short()}: an "
+                f"{name} takes {v.str_short(True)} for an operand of type {a.str_short(True)}: an "
                 "operand is a Ref exactly where the jaxpr takes one", ValueError)
     for a in carry:
         require(not is_ref_type(a), prim, "C5",
-                f"a carry has type {a.str_short()}: a Ref cannot be a loop carry", ValueError)
+                f"a carry has type {a.str_short(True)}: a Ref cannot be a loop carry", ValueError)
     for o in jaxpr.out_avals:
         require(not is_ref_type(o), prim, "C5",
-                f"{name} returns a Ref ({o.str_short()}): refs cannot be returned",
+                f"{name} returns a Ref ({o.str_short(True)}): refs cannot be returned",
                 ValueError)
 
 
@@ -208,11 +257,16 @@ def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[Jaxpr,
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
     out_nz = _cond_out_nonzero(branches, ops_nz)
-    jvps, consts = hoist_consts([_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
+    recorded = _recorded_branches(branches, ops_nz, out_nz)
+    n_sres = 0 if recorded is None else recorded.n_sres
+    jvps, consts = hoist_consts(recorded.jvps if recorded is not None else
+                                [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     outs = cond_p.bind(index, *consts, *ops, *(t for t in ops_t if type(t) is not Zero),
                        branches=tuple(jvps), **params)
     n_out = len(branches[0].outvars)
-    it = iter(outs[n_out:])
+    if recorded is not None:
+        recorded.record(index, outs[n_out:n_out + n_sres])
+    it = iter(outs[n_out + n_sres:])
     t_outs = [next(it) if nz else Zero(a.tangent_type())
               for nz, a in zip(out_nz, branches[0].out_avals)]
     return list(outs[:n_out]), t_outs
@@ -508,17 +562,22 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
     out_nz = _cond_out_nonzero(branches, ops_nz)
-    jvps = [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches]
+    recorded = _recorded_branches(branches, ops_nz, out_nz)
+    n_sres = 0 if recorded is None else recorded.n_sres
+    jvps = (recorded.jvps if recorded is not None else
+            [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_ops, n_out = len(ops), len(branches[0].outvars)
     n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
-    split = _split_branches(
-        jvps, [False] * n_ops + [True] * n_t_in, [False] * n_out + [True] * n_t_out)
+    split = _split_branches(jvps, [False] * n_ops + [True] * n_t_in,
+                            [False] * (n_out + n_sres) + [True] * n_t_out)
     knowns, k_consts = hoist_consts(split.knowns)
     unknowns, u_consts = hoist_consts(split.unknowns)
     with set_current_trace(trace.parent):
         outs = cond_p.bind(index, *k_consts, *ops, branches=tuple(knowns), **params)
+    if recorded is not None:
+        recorded.record(index, outs[n_out:n_out + n_sres])
     # Residuals: the known cond's, then the forwarded primal operands.
-    residuals = [*outs[n_out:], *(ops[i] for i in split.forwarded)]
+    residuals = [*outs[n_out + n_sres:], *(ops[i] for i in split.forwarded)]
     t_in = [t for t in ops_t if type(t) is not Zero]
     t_outs = trace.tangent_trace.process_primitive(
         cond_p, [index, *u_consts, *residuals, *t_in], {**params, "branches": tuple(unknowns)})

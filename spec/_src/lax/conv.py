@@ -662,7 +662,7 @@ def _conv_parts(mesh: Any, lhs: ArrayType, rhs: ArrayType, *, dimension_numbers:
             raise ShardingTypeError(
                 f"{_P} on sharded dims where out dim ({n_out}) is not divisible by mesh axes"
                 f" ({ways}) with spec ({entry}) is not implemented. Got input"
-                f" type={lhs.str_short()} and output shape={_int64s(out.shape)}")
+                f" type={lhs.str_short(True)} and output shape={_int64s(out.shape)}")
     return [lparts]
 
 

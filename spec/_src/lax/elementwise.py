@@ -1400,7 +1400,7 @@ def _frexp_type(x: ArrayType, *, x_aval: Any) -> list[ArrayType]:
 
 def _pp_avals(eqn: Eqn, ctx: PpContext) -> Any:
     # JAX prints the aval params in their short form (``f32[3]``).
-    params = {k: (v.str_short() if isinstance(v, ArrayType) else v)
+    params = {k: (v.str_short(True) if isinstance(v, ArrayType) else v)
               for k, v in eqn.params.items()}
     return pp_eqn_default(eqn, ctx, params)
 

@@ -272,14 +272,14 @@ def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
         if i >= nc + nk:
             want = want.update(shape=(length, *want.shape))
         require(_same(got, want), "scan", "C4",
-                f"operand {i} has type {got.str_short()}, the body expects "
-                f"{want.str_short()} (extensive inputs have a leading axis of length "
+                f"operand {i} has type {got.str_short(True)}, the body expects "
+                f"{want.str_short(True)} (extensive inputs have a leading axis of length "
                 f"{length})")
     for i in range(nk):
         a, b = body_in[nc + i], body_out[i]
         require(_same(a, b), "scan", "C5",
-                f"carry {i} enters the body as {a.str_short()} and leaves it as "
-                f"{b.str_short()}; carry input and output must have equal types")
+                f"carry {i} enters the body as {a.str_short(True)} and leaves it as "
+                f"{b.str_short(True)}; carry input and output must have equal types")
     _check_ref_operands(avals, body_in, body_out, nc, nk)
     ys = [a.update(shape=(length, *a.shape)) for a in body_out[nk:]]
     return [*body_out[:nk], *ys]
@@ -292,15 +292,15 @@ def _check_ref_operands(avals: Sequence[ArrayType], body_in: Sequence[ArrayType]
     results. An operand is a ref exactly where the body takes one."""
     for i, (got, want) in enumerate(zip(avals, body_in)):
         require(is_ref_type(got) == is_ref_type(want), "scan", "C6",
-                f"operand {i} has type {got.str_short()}, the body takes "
-                f"{want.str_short()}: an operand is a Ref exactly where the body takes one",
+                f"operand {i} has type {got.str_short(True)}, the body takes "
+                f"{want.str_short(True)}: an operand is a Ref exactly where the body takes one",
                 ValueError)
         require(not (is_ref_type(got) and nc <= i < nc + nk), "scan", "C6",
-                f"carry {i - nc} has type {got.str_short()}: a Ref cannot be a scan carry",
+                f"carry {i - nc} has type {got.str_short(True)}: a Ref cannot be a scan carry",
                 ValueError)
     for i, b in enumerate(body_out):
         require(not is_ref_type(b), "scan", "C6",
-                f"the body returns a Ref ({b.str_short()}) as output {i}: refs cannot be "
+                f"the body returns a Ref ({b.str_short(True)}) as output {i}: refs cannot be "
                 "returned", ValueError)
 
 
@@ -388,10 +388,13 @@ def _differentiable(aval: ArrayType) -> bool:
     return aval.tangent_type().dtype != FLOAT0
 
 
-def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool]
-              ) -> tuple[Jaxpr, list[bool]]:
+def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool],
+              recorded: list[Any] | None = None) -> tuple[Jaxpr, list[bool]]:
     """The JVP of the body: inputs primals then nonzero tangents; outputs
-    primals then the tangents that are nonzero or instantiated."""
+    primals then the tangents that are nonzero or instantiated. With
+    ``recorded``, the body's structured residuals are recorded there and
+    their distinct staged values are extra primal outputs (after the ys),
+    ``recorded`` holding slots for them."""
     n = len(jaxpr.invars)
     t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
     out_nz: list[bool] = []
@@ -400,14 +403,49 @@ def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool]
         it = iter(args[n:])
         tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
         p, t = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), args[:n],
-                           tangents)
+                           tangents, recorded)
         keep = [type(x) is not Zero or i for x, i in zip(t, inst)]
         out_nz.extend(keep)
-        return [*p, *(instantiate(x) for x, k in zip(t, keep) if k)]
+        sres: list[Any] = []
+        if recorded is not None:
+            recorded[:], sres = ad.slotted_entries(recorded)
+        return [*p, *sres, *(instantiate(x) for x, k in zip(t, keep) if k)]
 
     avals = [*jaxpr.in_avals, *(a for a, nz in zip(t_avals, nonzero) if nz)]
     new, _ = trace_to_jaxpr(fun, avals)
     return new, out_nz
+
+
+@dataclass
+class _Recorded:
+    """A JVP body that also returns its structured residuals' values as
+    extra ys (stacked by the scan): the body, its output trees and tangent
+    pattern, and the entries with slots for the values."""
+
+    body: Jaxpr
+    ft_out: FlatTree
+    out_nz: list[bool]
+    template: list[Any]
+    n_sres: int
+
+    def fill(self, stacked: Sequence[Any]) -> None:
+        ad.fill_call_entry(ad.filled_entries(self.template, stacked))
+
+
+def _recorded_body(jaxpr: Jaxpr, ft_out: FlatTree, nc: int, nk: int, ny: int,
+                   nz: list[bool]) -> _Recorded | None:
+    """In reverse mode, the JVP body at tangent pattern ``nz`` recording its
+    structured residuals; None when it records none."""
+    if not ad.recording_call_entry():
+        return None
+    recorded: list[Any] = []
+    body, out_nz = _jvp_body(jaxpr, nz, nz[nc:nc + nk] + [False] * ny, recorded)
+    n_sres = len(body.outvars) - nk - ny - sum(out_nz)
+    if n_sres == 0:
+        return None
+    carry_g, ys_g = ft_out.unpack()
+    return _Recorded(body, pack((carry_g, (ys_g, nones(n_sres)))),
+                     [*out_nz, *[False] * n_sres], recorded, n_sres)
 
 
 def _carry_fixpoint(nk: int, ny: int, pattern: Callable[[list[bool]], list[bool]],
@@ -480,7 +518,12 @@ def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length:
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
     nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
-    new, fin, fout, arrange = _rearranged(body, ft_in, ft_out, nz, out_nz)
+    recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
+    if recorded is not None:
+        body, out_nz_ext, ft_out_ext = recorded.body, recorded.out_nz, recorded.ft_out
+    else:
+        out_nz_ext, ft_out_ext = out_nz, ft_out
+    new, fin, fout, arrange = _rearranged(body, ft_in, ft_out_ext, nz, out_nz_ext)
     tans = [instantiate(t) for t, z in zip(tangents, nz) if z]
     outs = scan_p.bind(*arrange([*primals, *tans]),
                        **_params(length, reverse, unroll, new, fin, fout))
@@ -488,6 +531,9 @@ def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length:
     pairs = fout.update(outs)
     groups = [g.unpack() for g in pairs.unpack()]
     p_outs = [*groups[0][0].vals, *groups[1][0].vals]
+    if recorded is not None:
+        recorded.fill(p_outs[nk + ny:])
+        p_outs = p_outs[:nk + ny]
     t_flat = iter([*groups[0][1].vals, *groups[1][1].vals])
     out_avals = _scan_out_avals(jaxpr, nk, length)
     t_outs = [next(t_flat) if z else Zero(a.tangent_type()) for z, a in zip(out_nz, out_avals)]
@@ -641,6 +687,9 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
     nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
+    recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
+    if recorded is not None:
+        body, out_nz, ft_out = recorded.body, recorded.out_nz, recorded.ft_out
     new, fin, fout, arrange = _rearranged(body, ft_in, ft_out, nz, out_nz)
     n_t = sum(nz)
     t_in = [object()] * n_t  # placeholders: which arranged operands are tangents
@@ -686,7 +735,9 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
         scan_p, ops, _params(length, reverse, unroll, _unknown_body(sp, nc2, nk2),
                              u_in, u_out))
     carry_p = list(known_outs[:nk])
-    ys_p = list(known_outs[nk:])
+    ys_p = list(known_outs[nk:nk + ny])
+    if recorded is not None:
+        recorded.fill(known_outs[nk + ny:])
     it_t = iter(t_outs_flat)
     t_outs = [next(it_t) if z else Zero(a.tangent_type())
               for z, a in zip(out_nz, _scan_out_avals(jaxpr, nk, length))]

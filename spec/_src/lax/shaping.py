@@ -151,7 +151,7 @@ def _varying_out_shape(name: str, mesh: Any, x: ArrayType, out_shape: Shape) -> 
             raise ShardingTypeError(
                 f"{name} on sharded dims where out dim ({out_sh}) is not divisible by mesh"
                 f" axes ({_spec_size(mesh, entry)}) with spec ({entry}) is not implemented. Got"
-                f" input type={x.str_short()} and output shape={tuple(out_shape)}")
+                f" input type={x.str_short(True)} and output shape={tuple(out_shape)}")
     return ps
 
 
@@ -365,18 +365,18 @@ def _reshape_ur(x: ArrayType, *, new_sizes: Shape, dimensions: Shape | None,
         if frozenset(spec.unreduced) != u:
             raise ValueError("out_sharding passed to reshape must be unreduced over the same"
                              f" mesh axes as operand. Got out_sharding: {spec} and operand"
-                             f" type: {x.str_short()}")
+                             f" type: {x.str_short(True)}")
         if spec.unreduced_kind != kind:
             raise ValueError("out_sharding passed to reshape must have the same unreduced_kind"
                              f" as operand. Got out_sharding: {spec} and operand type:"
-                             f" {x.str_short()}")
+                             f" {x.str_short(True)}")
     if not u and spec is not None and spec.unreduced:
         raise ValueError("out_sharding passed to `reshape` cannot contain unreduced axes."
                          f" Got {sharding}")
     if r and spec is not None and frozenset(spec.reduced) != r:
         raise ValueError("out_sharding passed to reshape must be reduced over the same mesh"
                          f" axes as operand. Got out_sharding: {spec} and operand type:"
-                         f" {x.str_short()}")
+                         f" {x.str_short(True)}")
     if not r and spec is not None and spec.reduced:
         raise ValueError("out_sharding passed to `reshape` cannot contain reduced axes."
                          f" Got {sharding}")

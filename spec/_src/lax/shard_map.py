@@ -60,7 +60,7 @@ def local_aval(aval: ArrayType, spec: P, mesh: AbstractMesh, manual: frozenset[A
     entries = tuple(spec.partitions)
     if len(entries) > aval.ndim:
         raise ValueError(f"{who}: in_specs[{index}] is {spec} of length {len(entries)}, but "
-                         f"the corresponding argument has shape {aval.str_short()} of rank "
+                         f"the corresponding argument has shape {aval.str_short(True)} of rank "
                          f"{aval.ndim}")
     shape = list(aval.shape)
     varying: set[Any] = set()
@@ -70,7 +70,7 @@ def local_aval(aval: ArrayType, spec: P, mesh: AbstractMesh, manual: frozenset[A
         ways = int(np.prod([sizes[n] for n in names], dtype=np.int64)) if names else 1
         if shape[d] % ways:
             raise ValueError(f"{who}: in_specs[{index}] is {spec}, which divides dimension {d}"
-                             f" of the argument of shape {aval.str_short()} into {ways} parts,"
+                             f" of the argument of shape {aval.str_short(True)} into {ways} parts,"
                              f" but {shape[d]} is not divisible by {ways}")
         shape[d] //= ways
         varying |= set(names) & manual
@@ -230,6 +230,11 @@ def _shard_map_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
     return list(outs[:n_out]), t_outs
 
 
+def _stackable(x: Any) -> Any:
+    """A structured residual value leaving a map: rank 0 becomes shape (1,)."""
+    return x if canonical_aval_of(x).shape else broadcast_in_dim(x, (1,), ())
+
+
 def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tuple[P, ...],
                          out_specs: tuple[P, ...], **params: Any) -> list[Any]:
     """The body's backward pass, as a shard_map: defined operands and nonzero
@@ -322,6 +327,17 @@ def _residual_spec(aval: ArrayType, mesh: AbstractMesh) -> P:
     return P(axes[0] if len(axes) == 1 else axes)
 
 
+def _stacked_spec(aval: ArrayType, mesh: AbstractMesh, check_vma: bool,
+                  manual: frozenset[Any]) -> P:
+    """A structured residual leaves the map with each device's value a block
+    along the leading dim: over the axes it varies along, or every manual
+    axis when variance is not tracked."""
+    axes = _ordered(aval.vma if check_vma else manual, mesh)
+    if not axes:
+        return P()
+    return P(axes[0] if len(axes) == 1 else axes)
+
+
 def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
                          jaxpr: Jaxpr, in_specs: tuple[P, ...], out_specs: tuple[P, ...],
                          **params: Any) -> tuple[list[Any], list[Any]]:
@@ -341,18 +357,25 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
                   if isinstance(c, JitTracer)]
         found["lin"], found["traced"] = lin.jaxpr, traced
         found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
-        return [*lin.primals_out, *(_lift(c) for (_, c), f in zip(traced, found["forwarded"])
-                                    if f is None)]
+        found["structured"], sres = ad.slotted_entries(lin.structured)
+        found["n_sres"] = len(sres)
+        return [*lin.primals_out, *(_stackable(x) for x in sres),
+                *(_lift(c) for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
 
     with _inside(mesh, params["check_vma"], params["newly_manual_axes"]):
         primal_jaxpr, _ = trace_to_jaxpr(primal_fun, list(jaxpr.in_avals))
     primal_jaxpr = dce_jaxpr(primal_jaxpr)
     res_avals = primal_jaxpr.out_avals[n_out:]
-    res_specs = tuple(_residual_spec(a, mesh) for a in res_avals)
+    n_sres = found["n_sres"]
+    sres_specs = tuple(_stacked_spec(a, mesh, params["check_vma"], params["newly_manual_axes"])
+                       for a in res_avals[:n_sres])
+    res_specs = sres_specs + tuple(_residual_spec(a, mesh) for a in res_avals[n_sres:])
     with set_current_trace(trace.parent):
         outs = shard_map_p.bind(*primals, jaxpr=primal_jaxpr, in_specs=in_specs,
                                 out_specs=out_specs + res_specs, **params)
-    computed = iter(zip(outs[n_out:], res_specs))
+    if n_sres:
+        ad.fill_call_entry(ad.filled_entries(found["structured"], outs[n_out:n_out + n_sres]))
+    computed = iter(zip(outs[n_out + n_sres:], res_specs[n_sres:]))
     residuals, specs = [], []
     for f in found["forwarded"]:
         if f is not None:

@@ -137,9 +137,9 @@ def _illegal(name: str, avals: Sequence[ArrayType], params: dict[str, Any], mesh
     # Imported here: the registry imports the interpreter, which imports rule modules' kit users.
     out = REGISTRY[name].typing(*avals, **params)[index]
     shown = ArrayType(out.shape, out.dtype, sharding=_Shown(mesh, spec))
-    ins = ", ".join(a.str_short() for a in avals)
+    ins = ", ".join(a.str_short(True) for a in avals)
     return ShardingTypeError(f"{name} operation with inputs: {ins} produces an illegally"
-                             f" sharded result: {shown.str_short()}")
+                             f" sharded result: {shown.str_short(True)}")
 
 
 def show(aval: ArrayType) -> str:

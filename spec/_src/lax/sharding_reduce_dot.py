@@ -78,8 +78,8 @@ def make(prim: str, avals: Sequence[ArrayType], out: ArrayType, mesh: AbstractMe
         return NamedSharding(mesh, P(*parts))
     except DuplicateSpecError:
         loose = types.SimpleNamespace(spec=P(*parts), mesh=mesh)
-        shown = ArrayType(out.shape, out.dtype, sharding=loose).str_short()
-        inputs = ", ".join(a.str_short() for a in avals)
+        shown = ArrayType(out.shape, out.dtype, sharding=loose).str_short(True)
+        inputs = ", ".join(a.str_short(True) for a in avals)
         raise ShardingTypeError(f"{prim} operation with inputs: {inputs} produces an illegally "
                                 f"sharded result: {shown}") from None
 

@@ -138,7 +138,7 @@ def _dus_parts(mesh: Any, x: ArrayType, update: ArrayType, *idx: ArrayType
     if x.sharding != update.sharding:
         raise ShardingTypeError(
             "dynamic_update_slice operand sharding must be equal to update sharding, got"
-            f" operand sharding {x.str_short()} and update sharding {update.str_short()}.")
+            f" operand sharding {x.str_short(True)} and update sharding {update.str_short(True)}.")
     return [SK.parts(x)]
 
 
@@ -173,7 +173,7 @@ def _unstack_parts(mesh: Any, x: ArrayType, *, axis: int) -> list[_Parts]:
     ps = list(SK.parts(x))
     if ps[axis] is not None:
         raise ShardingTypeError(f"unstack operand cannot be sharded on the unstacking axis"
-                                f" {axis}. Got operand type={x.str_short()}")
+                                f" {axis}. Got operand type={x.str_short(True)}")
     del ps[axis]
     return [tuple(ps)] * x.shape[axis]
 

@@ -395,7 +395,7 @@ def _expand_bool(parsed: list[_Parsed], shape: T.Shape) -> list[_Parsed]:
             continue
         if isinstance(p.index, Tracer):
             raise NonConcreteBooleanIndexError(
-                f"Array boolean indices must be concrete; got {p.index.aval.str_short()}")
+                f"Array boolean indices must be concrete; got {p.index.aval.str_short(True)}")
         mask = np.asarray(p.index)
         if mask.ndim == 0:
             out.append(_Parsed(bool(mask), p.kind, ()))

@@ -411,8 +411,8 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
         w = _ensure("bincount", weights)
         if _shape(w) != _shape(arr):
             raise ValueError(f"type of weights must match type of x. Got typeof(x)="
-                             f"{_aval(arr).str_short()} and typeof(weights)="
-                             f"{_aval(w).str_short()}")
+                             f"{_aval(arr).str_short(True)} and typeof(weights)="
+                             f"{_aval(w).str_short(True)}")
     return creation.zeros(length, _dtype(w)).at[jnp_math.clip(arr, 0)].add(w, mode="drop")
 
 
