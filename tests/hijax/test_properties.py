@@ -366,9 +366,7 @@ def test_linearize_rules_equal_autodiff_of_the_program(
     with spec.config.use_direct_linearize(direct):
         want_out, want_t = spec.jvp(plain, (x, y), (dx, dy))
         _, want_t2 = spec.jvp(plain, (x, y), (dy, dx))
-        # The legacy path linearizes by partial evaluation of the jvp rule
-        # (SPEC.md 9.8a), which a lin-only primitive lacks.
-        for cls in (ByLin, LinFromJvp) if direct else (LinFromJvp,):
+        for cls in (ByLin, LinFromJvp):
             out, f_lin = spec.linearize(_transform(_prim(cls, prog, pair), jit), x, y)
             assert_same(out, want_out)
             assert_close(f_lin(dx, dy), want_t)

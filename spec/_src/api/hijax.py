@@ -552,10 +552,18 @@ def _hijax_jvp(primals: list[Any], tangents: list[Any], *, prim: HiPrim
                ) -> tuple[list[Any], list[Any]]:
     """Forward mode runs the ``jvp`` method; reverse mode on the legacy
     linearize path runs ``vjp_fwd``, its tangent map the linear
-    ``hijax_linearized``."""
+    ``hijax_linearized``; forward-mode linearize on that path runs ``lin``
+    and ``linearized`` when there is no ``jvp``."""
     if is_reverse_mode():
         outs, res, nzs_out, sres = _run_fwd(prim, "vjp_fwd", primals, tangents)
         return outs, _bind_linearized(prim, tangents, nzs_out, res, sres)
+    if ad.recording_structured() and _overrides(prim, "lin") and not _overrides(prim, "jvp"):
+        # ``linearize`` on the legacy path (a JVP then partial evaluation):
+        # the ``lin`` rule, as the direct path runs it.
+        outs, res, nzs_out, sres = _run_fwd(prim, "lin", primals, tangents)
+        t_outs = _user_linearized(prim, res, sres, tangents)
+        return outs, [t if nz else _tangent_zero(a)
+                      for t, nz, a in zip(t_outs, nzs_out, prim.out_avals_flat)]
     name = type(prim).__name__
     p_tree = tree_util.tree_unflatten(prim.in_tree, primals)
     t_tree = tree_util.tree_unflatten(prim.in_tree, tangents)
