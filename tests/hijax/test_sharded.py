@@ -195,6 +195,25 @@ cell("shard_map sres invariant", lambda: sres(jax.shard_map(
     square, in_specs=jax.P(), out_specs=jax.P()), jnp.float32(3.)))
 cell("shard_map sres in jit", lambda: sres(jax.jit(jax.shard_map(
     lambda b: square(b) * 2., in_specs=jax.P('X'), out_specs=jax.P('X'))), x))
+
+# backward-pass logs leave a shard_map the same way
+class Logged(Square):
+  def vjp_fwd(self, nzs_in, x):
+    return self(x), x
+  def vjp_bwd(self, x, g, x_acc):
+    x_acc.accum(2. * x * g)
+    return {'sq': {'x': x, 'ct_in': g}}
+
+def logs(f, *args):
+  y, f_vjp = jax.vjp(f, *args)
+  _, logged = f_vjp.with_logs(jnp.ones_like(y))
+  print(logged)
+  print(jax.tree.map(jax.typeof, logged))
+
+logged_map = jax.shard_map(lambda b: Logged(jax.typeof(b))(b), in_specs=jax.P('X'),
+                           out_specs=jax.P('X'))
+cell("shard_map logs", lambda: logs(logged_map, x))
+cell("shard_map logs in jit", lambda: logs(jax.jit(logged_map), x))
 '''
 prefetch(SHARDED)
 
@@ -214,7 +233,8 @@ def sharded() -> tuple[dict[str, Any], dict[str, Any]]:
     "shard_map jaxpr", "shard_map grad", "shard_map jit grad", "shard_map jvp",
     "shard_map invariant operand", "shard_map invariant operand grad", "shard_map nested",
     "shard_map nested grad", "shard_map sres", "shard_map sres unchecked",
-    "shard_map sres invariant", "shard_map sres in jit"])
+    "shard_map sres invariant", "shard_map sres in jit", "shard_map logs",
+    "shard_map logs in jit"])
 def test_cell_prints_what_jax_prints(sharded: tuple[dict[str, Any], dict[str, Any]],
                                      name: str) -> None:
     ours, theirs = sharded

@@ -883,8 +883,9 @@ def add_logs(logs: Any, rule: str) -> None:
     if current_trace() is not sink.trace:
         if sink.wanted:
             raise NotImplementedError(
-                f"backward-pass logs of {rule} from inside a transposed jit, scan, cond or "
-                "vmap: spec collects logs only where the backward pass itself runs")
+                f"backward-pass logs of {rule} from inside a transposed body that does not "
+                "return them (a hijax primitive's vmapped rules): spec collects logs only "
+                "where the backward pass itself runs")
         return
     for key in logs:
         if key in sink.logs:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import tree_util
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.ad_util import Zero, instantiate
 from spec._src.interpreters.batching import AxisData, moveaxis
@@ -253,15 +254,22 @@ def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tup
 
     local_in = [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz] + \
         [v.aval for v, u in zip(jaxpr.invars, undefined) if not u]
-    with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
-        t_jaxpr, _ = trace_to_jaxpr(transposed, local_in)
+    # The body's backward-pass logs leave the map as its structured residuals do.
+    logged = ad.LoggedBody(lambda logs: tree_util.tree_map(_stackable, logs))
+    mesh, check_vma, manual = params["mesh"], params["check_vma"], params["newly_manual_axes"]
+    with _inside(mesh, check_vma, manual):
+        t_jaxpr, _ = trace_to_jaxpr(logged.wrap(transposed), local_in)
+    log_avals = t_jaxpr.out_avals[len(t_jaxpr.outvars) - logged.num_leaves:]
     # Cotangents cross the boundary with their cotangent specs: unreduced and
     # reduced swap (varying and invariant are their own).
     new_in = tuple(s.to_ct_spec() for s, nz in zip(out_specs, ct_nonzero) if nz) + \
         tuple(s for s, u in zip(in_specs, undefined) if not u)
-    new_out = tuple(s.to_ct_spec() for s, u in zip(in_specs, undefined) if u)
-    outs = shard_map_p.bind(*(c for c in cts if type(c) is not Zero), *defined,
-                            jaxpr=t_jaxpr, in_specs=new_in, out_specs=new_out, **params)
+    new_out = tuple(s.to_ct_spec() for s, u in zip(in_specs, undefined) if u) + \
+        tuple(_stacked_spec(a, mesh, check_vma, manual) for a in log_avals)
+    outs, logs = logged.split(shard_map_p.bind(
+        *(c for c in cts if type(c) is not Zero), *defined, jaxpr=t_jaxpr, in_specs=new_in,
+        out_specs=new_out, **params))
+    ad.add_logs(logs, "the transpose rule for 'shard_map'")
     it = iter(outs)
     return [next(it) if u else None for u in undefined]
 
