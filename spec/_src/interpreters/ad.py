@@ -522,41 +522,6 @@ def structured_residuals(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> list[Any]:
 
 # ============================================================== JVP jaxprs
 
-# JVP jaxprs of sub-jaxprs (calls, checkpoints), per jaxpr and per pattern of
-# nonzero input tangents and relevant configuration: differentiating the same
-# call repeatedly traces its JVP once.
-_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, tuple[Jaxpr, list[bool]]]] = \
-    weakref.WeakKeyDictionary()
-
-
-def jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
-    """The JVP of a closed ``jaxpr`` as a closed jaxpr: inputs are the primals
-    and the nonzero tangents; outputs are the primals and the output tangents
-    that are not symbolically zero (the returned mask says which)."""
-    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
-    key = (tuple(nonzero), config.values_key())
-    if key in per_jaxpr:
-        return per_jaxpr[key]
-    n = len(jaxpr.invars)
-    t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
-    out_nonzero: list[bool] = []
-
-    def jvp_fun(*args: Any) -> list[Any]:
-        it = iter(args[n:])
-        tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
-        p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
-                                  args[:n], tangents)
-        out_nonzero.extend(type(t) is not Zero for t in t_outs)
-        return [*p_outs, *(t for t in t_outs if type(t) is not Zero)]
-
-    avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
-    new, _ = trace_to_jaxpr(jvp_fun, avals)
-    # Constants that are tracers belong to a trace that ends: not cached.
-    if not any(isinstance(c, Tracer) for c in new.consts):
-        per_jaxpr[key] = (new, out_nonzero)
-    return new, out_nonzero
-
-
 @dataclass(frozen=True)
 class _SresSlot:
     """A leaf of a structured residual template: the ``index``-th extra
@@ -594,37 +559,55 @@ def _filled(tree: Any, values: Sequence[Any]) -> Any:
                                               for x in leaves])
 
 
-_STRUCTURED_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, StructuredJVP]] = \
+# JVP jaxprs of sub-jaxprs (calls, checkpoints), per jaxpr, per pattern of
+# nonzero input tangents, per relevant configuration and per whether
+# structured residuals are recorded: differentiating the same call repeatedly
+# traces its JVP once.
+_JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, StructuredJVP]] = \
     weakref.WeakKeyDictionary()
+
+
+def jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+    """The JVP of a closed ``jaxpr`` as a closed jaxpr: inputs are the primals
+    and the nonzero tangents; outputs are the primals and the output tangents
+    that are not symbolically zero (the returned mask says which)."""
+    traced = _traced_jvp(jaxpr, nonzero, record=False)
+    return traced.jaxpr, traced.out_nonzero
 
 
 def structured_jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> StructuredJVP:
     """``jvp_jaxpr`` in reverse mode: the body's structured residuals (a
     hijax primitive's, nested calls') are recorded, their distinct staged
     values returned after the primal outputs."""
-    per_jaxpr = _STRUCTURED_JVP_CACHE.setdefault(jaxpr, {})
-    key = (tuple(nonzero), config.values_key())
+    return _traced_jvp(jaxpr, nonzero, record=True)
+
+
+def _traced_jvp(jaxpr: Jaxpr, nonzero: Sequence[bool], record: bool) -> StructuredJVP:
+    per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
+    key = (tuple(nonzero), config.values_key(), record)
     if key in per_jaxpr:
         return per_jaxpr[key]
     n = len(jaxpr.invars)
     t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
     out_nonzero: list[bool] = []
-    found: dict[str, Any] = {}
+    template: list[Any] = []
 
     def jvp_fun(*args: Any) -> list[Any]:
         it = iter(args[n:])
         tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
-        recorded: list[Any] = []
+        recorded: list[Any] | None = [] if record else None
         p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
                                   args[:n], tangents, recorded)
         out_nonzero.extend(type(t) is not Zero for t in t_outs)
-        found["template"], values = slotted_entries(recorded)
+        entries, values = slotted_entries(recorded or [])
+        template.extend(entries)
         return [*p_outs, *values, *(t for t in t_outs if type(t) is not Zero)]
 
     avals = [v.aval for v in jaxpr.invars] + [a for a, nz in zip(t_avals, nonzero) if nz]
     new, _ = trace_to_jaxpr(jvp_fun, avals)
     n_sres = len(new.outvars) - len(jaxpr.outvars) - sum(out_nonzero)
-    result = StructuredJVP(new, out_nonzero, found["template"], n_sres)
+    result = StructuredJVP(new, out_nonzero, template, n_sres)
+    # Constants that are tracers belong to a trace that ends: not cached.
     if not any(isinstance(c, Tracer) for c in new.consts):
         per_jaxpr[key] = result
     return result
