@@ -19,14 +19,21 @@ from spec._src.core.types import (
 )
 
 
-class TypedInt(int):
+class _TypedScalar:
+    """What the three typed scalars share; ``_number`` is the Python number
+    type each one subclasses."""
+
+    __slots__ = ()
+    _number: type
+
     dtype: np.dtype[Any]
     aval: ArrayType
     _value: np.ndarray
 
-    def __new__(cls, value: int, dtype: Any) -> TypedInt:
-        v = super().__new__(cls, value)
-        _set_type(v, int(value), dtype)
+    def __new__(cls, value: Any, dtype: Any) -> Any:
+        number: Any = cls._number
+        v = number.__new__(cls, value)
+        _set_type(v, number(value), dtype)
         return v
 
     @property
@@ -34,59 +41,28 @@ class TypedInt(int):
         return True  # (as an Array's: spec's rules read it there)
 
     def __repr__(self) -> str:
-        return f"TypedInt({int(self)}, dtype={self.dtype.name})"
+        return f"{type(self).__name__}({self._number(self)}, dtype={self.dtype.name})"
 
     def __getnewargs__(self) -> tuple[Any, ...]:
-        return (int(self), self.dtype)
+        return (self._number(self), self.dtype)
 
 
-class TypedFloat(float):
+class TypedInt(_TypedScalar, int):
+    # An int subclass cannot have nonempty slots: its type lives in a dict.
+    _number = int
+
+
+class TypedFloat(_TypedScalar, float):
     __slots__ = ("dtype", "aval", "_value")
-
-    dtype: np.dtype[Any]
-    aval: ArrayType
-    _value: np.ndarray
-
-    def __new__(cls, value: float, dtype: Any) -> TypedFloat:
-        v = super().__new__(cls, value)
-        _set_type(v, float(value), dtype)
-        return v
-
-    @property
-    def weak_type(self) -> bool:
-        return True  # (as an Array's: spec's rules read it there)
-
-    def __repr__(self) -> str:
-        return f"TypedFloat({float(self)}, dtype={self.dtype.name})"
+    _number = float
 
     def __str__(self) -> str:
         return str(float(self))
 
-    def __getnewargs__(self) -> tuple[Any, ...]:
-        return (float(self), self.dtype)
 
-
-class TypedComplex(complex):
+class TypedComplex(_TypedScalar, complex):
     __slots__ = ("dtype", "aval", "_value")
-
-    dtype: np.dtype[Any]
-    aval: ArrayType
-    _value: np.ndarray
-
-    def __new__(cls, value: complex, dtype: Any) -> TypedComplex:
-        v = super().__new__(cls, value)
-        _set_type(v, complex(value), dtype)
-        return v
-
-    @property
-    def weak_type(self) -> bool:
-        return True  # (as an Array's: spec's rules read it there)
-
-    def __repr__(self) -> str:
-        return f"TypedComplex({complex(self)}, dtype={self.dtype.name})"
-
-    def __getnewargs__(self) -> tuple[Any, ...]:
-        return (complex(self), self.dtype)
+    _number = complex
 
 
 TYPED_SCALAR_TYPES: tuple[type, ...] = (TypedInt, TypedFloat, TypedComplex)
