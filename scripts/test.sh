@@ -5,4 +5,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 "$PY" -m mypy --strict spec
 "$PY" -m ruff check spec tests conformance examples benchmarks scripts
 "$ROOT/.venv/bin/lint-imports" --no-cache
-"$PY" -m pytest -p no:cacheprovider "$@"
+# Two workers: CI machines have two cores.
+"$PY" -m pytest -p no:cacheprovider -n 2 "$@"
