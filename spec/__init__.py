@@ -36,6 +36,7 @@ from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
+from spec._src.api.callbacks import effects_barrier, pure_callback
 from spec import random as random
 from spec import ref as ref
 from spec import ad as ad
@@ -79,6 +80,7 @@ def block_until_ready(x: object) -> object:
 __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
+    "effects_barrier", "pure_callback",
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from spec._src.core import pretty as pp
+from spec._src.core.effects import names_ref, world_effects
 from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
     ConcretizationTypeError,
@@ -792,6 +793,9 @@ class JaxprTrace(Trace):
         eqn = Eqn(atoms, outvars, prim, params)
         if not isinstance(prim.effects_rule, Default):
             eqn.effects = prim.effects_rule(atoms, params)
+        inner = inherited_effects(params)
+        if inner:
+            eqn.effects = eqn.effects | inner
         self.eqns.append(eqn)
         return [JitTracer(self, v) for v in outvars]
 
@@ -818,7 +822,17 @@ def jaxpr_effects(constvars: Sequence[Var], invars: Sequence[Var], eqns: Sequenc
     if not found:
         return frozenset()
     boundary = {id(v) for v in (*constvars, *invars)}
-    return frozenset(e for e in found if id(getattr(e, "ref", None)) in boundary)
+    return frozenset(e for e in found if not names_ref(e) or id(e.ref) in boundary)
+
+
+def inherited_effects(params: dict[str, Any]) -> frozenset[Any]:
+    """The effects on the world (prints, callbacks) of the sub-jaxprs in an
+    equation's params: the equation has them too, whatever its own rule says
+    about ref writes."""
+    subs = jaxprs_in_params(params)
+    if not subs:
+        return frozenset()
+    return world_effects(e for j in subs for eqn in j.eqns for e in eqn.effects)
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]

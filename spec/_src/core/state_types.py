@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import tree_util
+from spec._src.core.effects import Effect
 from spec._src.core.types import ArrayType, is_int
 
 # ================================================================== the type
@@ -63,7 +64,7 @@ def is_ref_type(aval: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class RefEffect:
+class RefEffect(Effect):
     """An equation's write to a ref it reads as an operand. ``ref`` is the
     variable of that operand (JAX names the ref the same way on equations).
     Writes are never removed by dead-code elimination; reads are, as in JAX,

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import weakref
+
 import numpy as np
 
 from spec._src.interpreters import ad, batching
@@ -33,6 +35,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core import tree_util
+from spec._src.core.effects import running_compiled
 from spec._src.core.registry import declare, require
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import current_trace, from_primitive
@@ -54,8 +57,24 @@ def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]
 
 
 def _jit_impl(*args: np.ndarray, jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
-    consts = [_const_value(c) for c in jaxpr.consts]
-    return eval_jaxpr_values(jaxpr, consts, args)
+    live = _live_program(jaxpr)
+    consts = [_const_value(c) for c in live.consts]
+    with running_compiled():
+        return eval_jaxpr_values(live, consts, args)
+
+
+# A compiled call runs its program after dead-code elimination: work nothing
+# reads (an unused pure_callback included) does not run, effects always do.
+_LIVE: weakref.WeakKeyDictionary[Jaxpr, Jaxpr | None] = weakref.WeakKeyDictionary()
+
+
+def _live_program(jaxpr: Jaxpr) -> Jaxpr:
+    if jaxpr in _LIVE:
+        return _LIVE[jaxpr] or jaxpr
+    live = dce_jaxpr(jaxpr)
+    # (an unchanged program is not stored as its own value: the entry would keep it alive)
+    _LIVE[jaxpr] = None if live is jaxpr else live
+    return live
 
 
 def _const_value(c: Any) -> np.ndarray:
@@ -297,7 +316,7 @@ def call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     position = {id(v): k for k, v in enumerate(inner.invars)}
     out = set()
     for e in inner.effects:
-        k = position.get(id(e.ref))
+        k = position.get(id(getattr(e, "ref", None)))
         if k is not None and isinstance(atoms[k], Var):
             out.add(RefEffect(e.kind, atoms[k]))
     return frozenset(out)

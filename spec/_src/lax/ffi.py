@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.effects import Effect
 from spec._src.core.interpreter import VMA_FROM_TYPING, Primitive, from_primitive
 from spec._src.core.registry import declare
 from spec._src.core.sharding import NamedSharding, P
@@ -40,7 +41,7 @@ VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_a
 
 
 @dataclass(frozen=True)
-class FfiEffect:
+class FfiEffect(Effect):
     """The effect of an ``ffi_call`` with ``has_side_effect=True``: dead-code
     elimination keeps the equation even when its results are unused."""
 
