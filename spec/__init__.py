@@ -48,6 +48,9 @@ __version__ = "0.1.0"
 enable_x64 = _config_module.enable_x64
 enable_checks = _config_module.enable_checks
 disable_jit = _config_module.disable_jit
+debug_nans = _config_module.debug_nans
+debug_infs = _config_module.debug_infs
+explain_cache_misses = _config_module.explain_cache_misses
 numpy_dtype_promotion = _config_module.numpy_dtype_promotion
 numpy_rank_promotion = _config_module.numpy_rank_promotion
 default_matmul_precision = _config_module.default_matmul_precision
@@ -79,7 +82,8 @@ def block_until_ready(x: object) -> object:
 __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
-    "default_backend", "default_matmul_precision", "device_count", "disable_jit",
+    "debug_infs", "debug_nans", "default_backend", "default_matmul_precision", "device_count",
+    "disable_jit", "explain_cache_misses",
     "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
     "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from spec._src.core import nan_checks
 from spec._src.core import pretty as pp
 from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
@@ -700,11 +701,20 @@ class EvalTrace(Trace):
         if placed or _typed_on_mesh(out_avals):
             return hooks.eager_on_mesh(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
+        if nan_checks.active():
+            nan_checks.check_results(prim.name, params, outs,
+                                     lambda: _rerun_call(prim, args, params))
         made = array._from_checked
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                    if type(a) is not RefType else hooks.eager_ref(o, a, None)
                    for o, a in zip(outs, out_avals)]
         return results
+
+
+def _rerun_call(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> object:
+    """A call primitive evaluated again equation by equation (each checked)."""
+    jaxpr: Jaxpr = params["jaxpr"]
+    return eval_jaxpr(jaxpr, jaxpr.consts, *args)
 
 
 _context = _Context()
