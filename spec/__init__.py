@@ -6,9 +6,6 @@ typed, pure-Python evaluator whose every primitive carries explicit rules.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 # Public modules (thin facades over spec._src) and the names JAX exports at its top level.
 from spec import config as _config_facade  # noqa: F401
 from spec._src.core import config as _config_module
@@ -42,6 +39,8 @@ from spec import ad as ad
 from spec import ffi as ffi
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
+from spec._src.core.source_info import named_call, named_scope
+from spec._src.core.interpreter import ensure_compile_time_eval
 
 __version__ = "0.1.0"
 
@@ -62,14 +61,6 @@ def default_backend() -> str:
     return "cpu"
 
 
-@contextlib.contextmanager
-def named_scope(name: str) -> Iterator[None]:
-    """Accepted for compatibility: spec's jaxprs carry no name stacks."""
-    if not isinstance(name, str):
-        raise TypeError("named_scope name argument must be a string.")
-    yield
-
-
 def clear_caches() -> None:
     """Drop every jit cache (traced jaxprs are re-traced on next call)."""
     _JIT_CACHES.clear()
@@ -84,8 +75,8 @@ __all__ = [
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "debug_infs", "debug_nans", "default_backend", "default_matmul_precision", "device_count",
     "disable_jit", "explain_cache_misses",
-    "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
-    "numpy_rank_promotion",
+    "enable_checks", "enable_x64", "ensure_compile_time_eval", "float0", "named_call",
+    "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
     "debug", "shard_map", "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",

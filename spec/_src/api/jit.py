@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.cache_misses import explain_miss
 from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core import tree_util
 from spec._src.core.array import Array
@@ -347,6 +348,8 @@ class Jitted:
             jaxpr, out_tree, *ref_entry = cached
             refs, closed = ref_entry if ref_entry else ([], jaxpr)
             return jaxpr, out_tree, [], refs, closed
+        if config.jax_explain_cache_misses:
+            explain_miss(self._fun, key, list(self._cache), self._static_argnums)
         closed, out_tree = _trace(self._fun, split)
         jaxpr, tracer_consts, refs = _hoist_tracer_consts(closed)
         if not tracer_consts:
