@@ -6,9 +6,6 @@ typed, pure-Python evaluator whose every primitive carries explicit rules.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
 # Public modules (thin facades over spec._src) and the names JAX exports at its top level.
 from spec import config as _config_facade  # noqa: F401
 from spec._src.core import config as _config_module
@@ -43,12 +40,17 @@ from spec import ad as ad
 from spec import ffi as ffi
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
+from spec._src.core.source_info import named_call, named_scope
+from spec._src.core.interpreter import ensure_compile_time_eval
 
 __version__ = "0.1.0"
 
 enable_x64 = _config_module.enable_x64
 enable_checks = _config_module.enable_checks
 disable_jit = _config_module.disable_jit
+debug_nans = _config_module.debug_nans
+debug_infs = _config_module.debug_infs
+explain_cache_misses = _config_module.explain_cache_misses
 numpy_dtype_promotion = _config_module.numpy_dtype_promotion
 numpy_rank_promotion = _config_module.numpy_rank_promotion
 default_matmul_precision = _config_module.default_matmul_precision
@@ -58,14 +60,6 @@ float0 = dtypes.float0
 def default_backend() -> str:
     """spec's devices are CPU devices (the virtual backend, or MPI ranks)."""
     return "cpu"
-
-
-@contextlib.contextmanager
-def named_scope(name: str) -> Iterator[None]:
-    """Accepted for compatibility: spec's jaxprs carry no name stacks."""
-    if not isinstance(name, str):
-        raise TypeError("named_scope name argument must be a string.")
-    yield
 
 
 def clear_caches() -> None:
@@ -80,10 +74,10 @@ def block_until_ready(x: object) -> object:
 __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
-    "effects_barrier", "pure_callback",
-    "default_backend", "default_matmul_precision", "device_count", "disable_jit",
-    "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
-    "numpy_rank_promotion",
+    "debug_infs", "debug_nans", "default_backend", "default_matmul_precision", "device_count",
+    "disable_jit", "effects_barrier", "explain_cache_misses", "pure_callback",
+    "enable_checks", "enable_x64", "ensure_compile_time_eval", "float0", "named_call",
+    "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
     "debug", "shard_map", "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",

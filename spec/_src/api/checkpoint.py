@@ -18,6 +18,7 @@ from typing import Any
 
 from spec._src.api.autodiff import vjp
 from spec._src.core import tree_util
+from spec._src.core.source_info import summarize
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, canonical_aval_of, trace_to_jaxpr
 from spec._src.lax.reductions import reduce_precision_p
 from spec._src.lax.remat import name_p, remat_p
@@ -251,8 +252,8 @@ def saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any
                     ) -> list[tuple[ArrayType, str]]:
     """The residuals ``vjp(f, *args, **kwargs)`` saves, each with where it
     comes from: a literal, a constant, an argument (by name) or the output of
-    an operation (``output of sin from <source>``; spec records no source
-    locations, so ``<source>`` is ``unknown``)."""
+    an operation (``output of sin from file:line:column (function)``, the
+    user's line that bound it)."""
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
 
     def flat(*xs: Any) -> list[Any]:
@@ -291,7 +292,7 @@ def _describe_residuals(jaxpr: Jaxpr, arg_names: Sequence[str]) -> list[tuple[Ar
 
 
 def _describe_output(eqn: Eqn) -> str:
-    src = "unknown"
+    src = summarize(eqn.source_info)
     if eqn.primitive is name_p:
         return f"named '{eqn.params['name']}' from {src}"
     if eqn.primitive.name == "jit":

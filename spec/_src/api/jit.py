@@ -19,9 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.cache_misses import explain_miss
 from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core import tree_util
 from spec._src.core.array import Array
+from spec._src.core import nan_checks
 from spec._src.core.config import config
 from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_jaxpr, trace_to_jaxpr
 from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
@@ -346,6 +348,8 @@ class Jitted:
             jaxpr, out_tree, *ref_entry = cached
             refs, closed = ref_entry if ref_entry else ([], jaxpr)
             return jaxpr, out_tree, [], refs, closed
+        if config.jax_explain_cache_misses:
+            explain_miss(self._fun, key, list(self._cache), self._static_argnums)
         closed, out_tree = _trace(self._fun, split)
         jaxpr, tracer_consts, refs = _hoist_tracer_consts(closed)
         if not tracer_consts:
@@ -361,9 +365,17 @@ class Jitted:
         operands = [*tracer_consts, *split.leaves, *refs]
         donated = (tuple(False for _ in tracer_consts) + self._donated(split)
                    + tuple(False for _ in refs))
-        outs = jit_p.bind(*operands, jaxpr=jaxpr, name=_fun_name(self._fun),
-                          donated_invars=donated, inline=self._inline,
-                          keep_unused=self._keep_unused, ctx_mesh=_ctx_mesh())
+        params = dict(jaxpr=jaxpr, name=_fun_name(self._fun), donated_invars=donated,
+                      inline=self._inline, keep_unused=self._keep_unused,
+                      ctx_mesh=_ctx_mesh())
+        if nan_checks.active():
+            try:
+                with nan_checks.python_rerun():
+                    outs = jit_p.bind(*operands, **params)
+            except nan_checks.InternalFloatingPointError as e:
+                nan_checks.rerun_deoptimized(e, lambda: self._fun(*args, **kwargs))
+        else:
+            outs = jit_p.bind(*operands, **params)
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _donated(self, split: _Split) -> tuple[bool, ...]:

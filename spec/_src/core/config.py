@@ -66,6 +66,14 @@ _FLAGS: dict[str, _Flag] = {
         # As in JAX, enables internal checking; in spec: check_jaxpr on every
         # jaxpr that jit/make_jaxpr trace.
         _Flag("jax_enable_checks", False, "JAX_ENABLE_CHECKS", _parse_bool),
+        # Check every eagerly computed floating result for NaNs / infinities
+        # (spec/_src/core/nan_checks.py).
+        _Flag("jax_debug_nans", False, "JAX_DEBUG_NANS", _parse_bool),
+        _Flag("jax_debug_infs", False, "JAX_DEBUG_INFS", _parse_bool),
+        # Log why a jit call traced anew (spec/_src/api/cache_misses.py).
+        _Flag("jax_explain_cache_misses", False, "JAX_EXPLAIN_CACHE_MISSES", _parse_bool),
+        # Accepted, as JAX 0.12 accepts it; spec has one checkpoint implementation.
+        _Flag("jax_remat3", False, "JAX_REMAT3", _parse_bool),
         # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
         # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
         _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
@@ -173,6 +181,27 @@ def numpy_rank_promotion(mode: str) -> Iterator[None]:
 @contextlib.contextmanager
 def enable_checks(new_val: bool = True) -> Iterator[None]:
     with config._override("jax_enable_checks", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def debug_nans(new_val: bool = True) -> Iterator[None]:
+    """Within the block, raise FloatingPointError when a NaN is computed."""
+    with config._override("jax_debug_nans", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def debug_infs(new_val: bool = True) -> Iterator[None]:
+    """Within the block, raise FloatingPointError when an infinity is computed."""
+    with config._override("jax_debug_infs", new_val):
+        yield
+
+
+@contextlib.contextmanager
+def explain_cache_misses(new_val: bool = True) -> Iterator[None]:
+    """Within the block, log why each jit call missed its cache."""
+    with config._override("jax_explain_cache_misses", new_val):
         yield
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 
 import contextlib
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +21,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from spec._src.core import nan_checks
 from spec._src.core import pretty as pp
+from spec._src.core import source_info as si
 from spec._src.core.effects import names_ref, world_effects
 from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
@@ -425,8 +428,11 @@ class Jaxpr:
 
     __repr__ = __str__
 
-    def pretty_print(self, width: int = 80) -> str:
-        return pp_toplevel(self).format(width)
+    def pretty_print(self, width: int = 80, *, source_info: bool = False,
+                     name_stack: bool = False, **_: Any) -> str:
+        """The jaxpr text; ``source_info`` / ``name_stack`` annotate each
+        equation with its user source line / its name stack, as comments."""
+        return pp_toplevel(self, source_info=source_info, name_stack=name_stack).format(width)
 
 
 ClosedJaxpr = Jaxpr
@@ -454,10 +460,26 @@ class Trace:
 class _Context(threading.local):
     def __init__(self) -> None:
         self.trace: Trace = EvalTrace()
+        # ensure_compile_time_eval: staging evaluates operations on
+        # concrete operands instead of recording them.
+        self.compile_time_eval = False
 
 
 def current_trace() -> Trace:
     return _context.trace
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """Within the block, operations whose operands are all concrete (no
+    tracers) are evaluated when traced, as outside any ``jit``; their
+    results enter the staged program as constants."""
+    previous = _context.compile_time_eval
+    _context.compile_time_eval = True
+    try:
+        yield
+    finally:
+        _context.compile_time_eval = previous
 
 
 @contextlib.contextmanager
@@ -701,11 +723,20 @@ class EvalTrace(Trace):
         if placed or _typed_on_mesh(out_avals):
             return hooks.eager_on_mesh(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
+        if nan_checks.active():
+            nan_checks.check_results(prim.name, params, outs,
+                                     lambda: _rerun_call(prim, args, params))
         made = array._from_checked
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                    if type(a) is not RefType else hooks.eager_ref(o, a, None)
                    for o, a in zip(outs, out_avals)]
         return results
+
+
+def _rerun_call(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> object:
+    """A call primitive evaluated again equation by equation (each checked)."""
+    jaxpr: Jaxpr = params["jaxpr"]
+    return eval_jaxpr(jaxpr, jaxpr.consts, *args)
 
 
 _context = _Context()
@@ -781,6 +812,9 @@ class JaxprTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
+        if _context.compile_time_eval and not any(isinstance(a, Tracer) for a in args):
+            with set_current_trace(EvalTrace()):
+                return EvalTrace().process_primitive(prim, args, params)
         atoms = [self.to_atom(a) for a in args]
         if not isinstance(prim.const_fold, Default) and atoms and all(
                 isinstance(a, Literal) for a in atoms):
@@ -790,7 +824,7 @@ class JaxprTrace(Trace):
                 return folded
         out_avals = apply_typing(prim, [a.aval for a in atoms], params)
         outvars = [Var(a) for a in out_avals]
-        eqn = Eqn(atoms, outvars, prim, params)
+        eqn = Eqn(atoms, outvars, prim, params, source_info=si.current())
         if not isinstance(prim.effects_rule, Default):
             eqn.effects = prim.effects_rule(atoms, params)
         inner = inherited_effects(params)
@@ -845,7 +879,7 @@ def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayTy
     trace = JaxprTrace()
     args = [trace.new_arg(a) for a in in_avals]
     try:
-        with set_current_trace(trace):
+        with set_current_trace(trace), si.tracing_from(sys._getframe()):
             outs = fun(*args)
             jaxpr = trace.to_jaxpr(outs)
     finally:
@@ -951,8 +985,9 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
         return literal_value(atom) if isinstance(atom, Literal) else env[atom]
 
     for eqn in jaxpr.eqns:
-        outs = current_trace().process_primitive(
-            eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
+        with si.inherited(eqn.source_info):
+            outs = current_trace().process_primitive(
+                eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
@@ -1105,7 +1140,9 @@ def _alphabetic(n: int) -> str:
 class PpContext:
     """Names variables in order of first printing, across nested jaxprs."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, source_info: bool = False, name_stack: bool = False) -> None:
+        self.source_info = source_info
+        self.name_stack = name_stack
         self.names: dict[int, str] = {}
         self.shared_names: set[str] = set()
         self.shared: dict[int, str] = {}
@@ -1194,7 +1231,14 @@ def pp_eqn_default(eqn: Eqn, ctx: PpContext, params: dict[str, Any] | None = Non
 
 def pp_eqn(eqn: Eqn, ctx: PpContext) -> pp.Doc:
     rule = eqn.primitive.pp_rule
-    return pp_eqn_default(eqn, ctx) if isinstance(rule, Default) else rule(eqn, ctx)
+    doc = pp_eqn_default(eqn, ctx) if isinstance(rule, Default) else rule(eqn, ctx)
+    notes: list[pp.Doc] = []
+    if ctx.source_info:
+        notes.append(pp.annotation(si.summarize(eqn.source_info)))
+    if ctx.name_stack:
+        stack = eqn.source_info.name_stack if eqn.source_info is not None else ""
+        notes.append(pp.annotation(f"[{stack}]"))
+    return pp.concat([*notes, doc]) if notes else doc
 
 
 def pp_jaxpr(jaxpr: Jaxpr, ctx: PpContext) -> pp.Doc:
@@ -1233,10 +1277,11 @@ def _name_unread_outputs(jaxpr: Jaxpr, ctx: PpContext) -> None:
         read.update(id(a) for a in eqn.invars if isinstance(a, Var))
 
 
-def pp_toplevel(top: Jaxpr) -> pp.Doc:
+def pp_toplevel(top: Jaxpr, *, source_info: bool = False, name_stack: bool = False
+                ) -> pp.Doc:
     """Print a jaxpr; sub-jaxprs used more than once (or large ones used from
     a nested position) are hoisted into ``let name = {...} in`` headers."""
-    ctx = PpContext()
+    ctx = PpContext(source_info=source_info, name_stack=name_stack)
     _name_unread_outputs(top, ctx)
     counts: Counter[int] = Counter()
     by_id: dict[int, Jaxpr] = {}

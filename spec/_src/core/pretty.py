@@ -50,7 +50,20 @@ class Group(Doc):
     child: Doc
 
 
+@dataclass(frozen=True, slots=True)
+class Annotation(Doc):
+    """A comment for the line it lands on (zero width): the lines that carry
+    annotations are padded to one column, then ``# note`` follows; a
+    line's second and later notes go on lines of their own below it."""
+
+    note: str
+
+
 NIL: Doc = Concat(())
+
+
+def annotation(note: str) -> Doc:
+    return Annotation(note)
 
 
 def text(s: str) -> Doc:
@@ -104,11 +117,15 @@ def _fits(doc: Doc, room: int) -> bool:
 
 def _layout(doc: Doc, width: int) -> str:
     out: list[str] = []
+    notes: dict[int, list[str]] = {}  # line number -> its annotations
+    line = 0
     column = 0
     stack: list[_Item] = [(0, _BREAK, doc)]
     while stack:
         indent, mode, d = stack.pop()
-        if isinstance(d, Text):
+        if isinstance(d, Annotation):
+            notes.setdefault(line, []).append(d.note)
+        elif isinstance(d, Text):
             out.append(d.text)
             column += len(d.text)
         elif isinstance(d, Break):
@@ -118,6 +135,7 @@ def _layout(doc: Doc, width: int) -> str:
             else:
                 out.append("\n" + " " * indent)
                 column = indent
+                line += 1
         elif isinstance(d, Concat):
             stack.extend((indent, mode, c) for c in reversed(d.children))
         elif isinstance(d, Nest):
@@ -125,4 +143,19 @@ def _layout(doc: Doc, width: int) -> str:
         elif isinstance(d, Group):
             flat = mode == _FLAT or _fits(d.child, width - column)
             stack.append((indent, _FLAT if flat else _BREAK, d.child))
-    return "".join(out)
+    text = "".join(out)
+    return _annotated(text, notes) if notes else text
+
+
+def _annotated(text: str, notes: dict[int, list[str]]) -> str:
+    lines = text.split("\n")
+    column = max(len(lines[i]) for i in notes)
+    out: list[str] = []
+    for i, ln in enumerate(lines):
+        first, *rest = notes.get(i, [None])
+        if first is None:
+            out.append(ln)
+            continue
+        out.append(f"{ln.ljust(column)} # {first}")
+        out.extend(f"{'':{column}} # {note}" for note in rest)
+    return "\n".join(out)

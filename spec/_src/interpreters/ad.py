@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.core import types as T
 from spec._src.core.state_types import RefType, indexer_tree
@@ -196,7 +197,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     trace = JVPTrace(current_trace(), structured)
     tracers = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
     try:
-        with set_current_trace(trace):
+        with set_current_trace(trace), si.transform("jvp"):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
     finally:
@@ -345,7 +346,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
             continue
         tracers.append(LinearizeTracer(trace, x, t_arg))
     try:
-        with set_current_trace(trace):
+        with set_current_trace(trace), si.transform("jvp"):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
         with set_current_trace(tangent_trace):
@@ -1123,7 +1124,8 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         invals = [operand(a, eqn.primitive) for a in eqn.invars]
         rule = transpose_rule(eqn.primitive)
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
-        cts_in = rule(ct_arg, *invals, **eqn.params)
+        with si.inherited(si.transposed(eqn.source_info)):
+            cts_in = rule(ct_arg, *invals, **eqn.params)
         for a, ct in zip(eqn.invars, cts_in):
             write_ct(a, ct)
     for invar in jaxpr.invars:

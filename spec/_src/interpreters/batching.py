@@ -35,6 +35,7 @@ from spec._src.core.interpreter import (
     set_current_trace,
     trace_to_jaxpr,
 )
+from spec._src.core import source_info as si
 from spec._src.core.registry import primitive
 from spec._src.core.sharding import NamedSharding, P, extend_axis_env, get_abstract_mesh
 from spec._src.core.types import ArrayType
@@ -357,7 +358,7 @@ def batch_flat(fun: Callable[..., Sequence[Any]], axis: AxisData, args: Sequence
     env = extend_axis_env(axis.name, axis.size) if axis.name is not None \
         else contextlib.nullcontext()
     try:
-        with set_current_trace(trace), env:
+        with set_current_trace(trace), env, si.transform("vmap"):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
     finally:

@@ -1,0 +1,228 @@
+"""Where an equation came from: the user's source line and the name stack.
+
+Every staged equation records a ``SourceInfo``: the innermost frame of user
+code (the first frame outside spec's package and Python's standard library)
+at the moment the primitive was bound, and the name stack of the enclosing
+``named_scope`` / ``named_call`` blocks. Name stacks are relative to the
+jaxpr being traced: tracing a nested jaxpr (a jit body, a loop body) starts
+from an empty stack, and the equation that calls it carries the outer one.
+
+When a transformation re-binds the equations of a jaxpr (evaluating it under
+another trace), each new equation inherits the source of the equation it
+came from (``inherited``), so derivatives and residuals point at the user's
+line that produced the original operation, as in JAX.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import sysconfig
+import threading
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+__all__ = ["NameStack", "SourceInfo", "caller", "current", "inherited", "named_call", "named_scope",
+           "summarize", "tracing_from", "transform", "transposed"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_SPEC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                      for k in ("stdlib", "platstdlib")})
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A transformation on the name stack: it wraps the scope opened right
+    inside it (``jvp(outer)``), or stands alone as ``jvp()``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NameStack:
+    """The enclosing scopes and transformations, outermost first (printed
+    ``transpose(jvp(outer))/inner``)."""
+
+    names: tuple[str | Transform, ...] = ()
+
+    def extend(self, name: str) -> NameStack:
+        return NameStack((*self.names, name))
+
+    def transform(self, name: str) -> NameStack:
+        return NameStack((*self.names, Transform(name)))
+
+    def __add__(self, other: NameStack) -> NameStack:
+        return NameStack((*self.names, *other.names))
+
+    def __str__(self) -> str:
+        # From the innermost entry out: a scope adds a name, a
+        # transformation wraps the name added last.
+        parts: list[str] = []
+        for entry in reversed(self.names):
+            if isinstance(entry, Transform):
+                if parts:
+                    parts[-1] = f"{entry.name}({parts[-1]})"
+                else:
+                    parts.append(f"{entry.name}()")
+            else:
+                parts.append(entry)
+        return "/".join(reversed(parts))
+
+    def __bool__(self) -> bool:
+        return bool(self.names)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A user frame (its code object and instruction offset, resolved to a
+    line and column only when printed) and the name stack."""
+
+    code: types.CodeType | None
+    lasti: int
+    name_stack: NameStack
+
+    def replace_name_stack(self, name_stack: NameStack) -> SourceInfo:
+        return SourceInfo(self.code, self.lasti, name_stack)
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.name_stack = NameStack()
+        # The source of the equation being re-bound by a transformation.
+        self.inherited: SourceInfo | None = None
+        # The frame that started the innermost trace: frames at or above it
+        # are outside the traced function and never its source.
+        self.boundary: types.FrameType | None = None
+
+
+_state = _State()
+
+
+def _is_user_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    if path.startswith(_SPEC_DIR + os.sep):
+        return False
+    return not path.startswith(_STDLIB_DIRS) and not filename.startswith("<frozen")
+
+
+def current() -> SourceInfo:
+    """The source of a primitive bound now."""
+    inherited_info = _state.inherited
+    if inherited_info is not None:
+        return inherited_info.replace_name_stack(_state.name_stack
+                                                 + inherited_info.name_stack)
+    boundary = _state.boundary
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame is not boundary \
+            and not _is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None or frame is boundary:
+        return SourceInfo(None, 0, _state.name_stack)
+    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack)
+
+
+def caller() -> SourceInfo:
+    """The innermost user frame of the current call stack."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and not _is_user_file(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return SourceInfo(None, 0, NameStack())
+    return SourceInfo(frame.f_code, frame.f_lasti, NameStack())
+
+
+@contextlib.contextmanager
+def inherited(info: SourceInfo | None) -> Iterator[None]:
+    """Within the block, bound primitives take ``info`` as their source
+    (its name stack appended to the current one)."""
+    previous = _state.inherited
+    _state.inherited = info
+    try:
+        yield
+    finally:
+        _state.inherited = previous
+
+
+@contextlib.contextmanager
+def tracing_from(entry: types.FrameType) -> Iterator[None]:
+    """Trace a jaxpr from the frame ``entry``: its equations' name stacks
+    start empty, and their sources are user frames below ``entry`` (none
+    inherited)."""
+    previous = (_state.name_stack, _state.inherited, _state.boundary)
+    _state.name_stack, _state.inherited, _state.boundary = NameStack(), None, entry
+    try:
+        yield
+    finally:
+        _state.name_stack, _state.inherited, _state.boundary = previous
+
+
+@contextlib.contextmanager
+def named_scope(name: str) -> Iterator[None]:
+    """Equations staged within the block carry ``name`` on their name stack."""
+    if not isinstance(name, str):
+        raise TypeError("named_scope name argument must be a string.")
+    previous = _state.name_stack
+    _state.name_stack = previous.extend(name)
+    try:
+        yield
+    finally:
+        _state.name_stack = previous
+
+
+@contextlib.contextmanager
+def transform(name: str) -> Iterator[None]:
+    """Equations staged within the block were made by transformation ``name``."""
+    previous = _state.name_stack
+    _state.name_stack = previous.transform(name)
+    try:
+        yield
+    finally:
+        _state.name_stack = previous
+
+
+def transposed(info: SourceInfo | None) -> SourceInfo | None:
+    """The source of the transpose of an equation with source ``info``."""
+    if info is None:
+        return None
+    return info.replace_name_stack(NameStack((Transform("transpose"),
+                                              *info.name_stack.names)))
+
+
+def named_call(fun: _F, *, name: str | None = None) -> _F:
+    """``fun`` whose equations carry ``name`` (default: its ``__name__``)
+    on their name stack."""
+    scope = name if name is not None else getattr(fun, "__name__", type(fun).__name__)
+
+    def named(*args: Any, **kwargs: Any) -> Any:
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+
+    return named  # type: ignore[return-value]
+
+
+def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
+    """The line and column (0-based) of the instruction at ``lasti``."""
+    positions = list(code.co_positions())
+    index = lasti // 2
+    if 0 <= index < len(positions):
+        line, _, column, _ = positions[index]
+        if line is not None:
+            return line, column or 0
+    return code.co_firstlineno, 0
+
+
+def summarize(info: SourceInfo | None) -> str:
+    """``file:line:column (function)`` of the user frame (column omitted
+    when 0), or empty when no user frame bound it."""
+    if info is None or info.code is None:
+        return ""
+    line, column = _position(info.code, info.lasti)
+    where = f"{info.code.co_filename}:{line}"
+    if column:
+        where += f":{column}"
+    return f"{where} ({info.code.co_qualname})"
