@@ -51,6 +51,7 @@ disable_jit = _config_module.disable_jit
 numpy_dtype_promotion = _config_module.numpy_dtype_promotion
 numpy_rank_promotion = _config_module.numpy_rank_promotion
 default_matmul_precision = _config_module.default_matmul_precision
+default_device = _config_module.default_device
 float0 = dtypes.float0
 
 
@@ -80,8 +81,8 @@ __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
     "default_backend", "default_matmul_precision", "device_count", "disable_jit",
-    "enable_checks", "enable_x64", "float0", "named_scope", "numpy_dtype_promotion",
-    "numpy_rank_promotion",
+    "default_device", "enable_checks", "enable_x64", "float0", "named_scope",
+    "numpy_dtype_promotion", "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
     "debug", "shard_map", "sharding",
     "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from spec._src.core import commitment
 from spec._src.core import pretty as pp
 from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
@@ -684,11 +685,13 @@ class EvalTrace(Trace):
         values = []
         avals = []
         placed = False  # an operand laid out over a mesh: the op runs per device
+        committed = False  # an operand placed explicitly: the op runs where it lives
         for a in args:
             if type(a) is array:  # the common case, inline
                 values.append(a._val)
                 avals.append(a.aval)
                 placed = placed or a._shards is not None
+                committed = committed or a._committed
             else:
                 value, aval = canonical_value(a)
                 values.append(value)
@@ -697,6 +700,8 @@ class EvalTrace(Trace):
                 placed = placed or (type(aval) is RefType
                                     and getattr(a, "_sharding", None) is not None)
         out_avals = apply_typing(prim, avals, params)
+        device = (commitment.committed_device(args, commitment.positional_names(len(args)),
+                                              prim.name) if committed else None)
         if placed or _typed_on_mesh(out_avals):
             return hooks.eager_on_mesh(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
@@ -704,6 +709,10 @@ class EvalTrace(Trace):
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                    if type(a) is not RefType else hooks.eager_ref(o, a, None)
                    for o, a in zip(outs, out_avals)]
+        if device is not None:
+            for r in results:
+                if type(r) is array and r._sharding is None:
+                    r._device, r._committed = device, True
         return results
 
 
