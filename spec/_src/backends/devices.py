@@ -26,7 +26,7 @@ from spec._src.core.sharding import (
     get_concrete_mesh,
     modify_spec_for_auto_manual,
 )
-from spec._src.core.types import ArrayType, canonicalize_dtype
+from spec._src.core.types import ArrayType, canonicalize_dtype, refuse_jax_array
 from spec._src.interpreters import spmd as _spmd
 from spec._src.lax.reshard import full_spec, place
 from spec._src.numpy.creation import asarray
@@ -175,6 +175,7 @@ def _prefix_mismatch(x: Any, device: Any) -> ValueError:
 
 
 def _put_leaf(leaf: Any, placement: Any) -> Any:
+    refuse_jax_array(leaf)
     if isinstance(placement, P):
         mesh = get_concrete_mesh()
         if mesh.empty:

@@ -41,6 +41,7 @@ from spec._src.core.types import (
     dtype_of_value,
     is_python_scalar,
     python_scalar_dtype,
+    refuse_jax_array,
 )
 
 # ============================================================ rule sections
@@ -582,8 +583,7 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
         if arr.dtype != dt:
             arr = arr.astype(dt)
         return arr, ArrayType(arr.shape, dt, False)
-    if hasattr(x, "__jax_array__"):
-        return canonical_value(x.__jax_array__())
+    refuse_jax_array(x)
     if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
         raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
     if hasattr(x, "__array__"):
