@@ -54,6 +54,7 @@ explain_cache_misses = _config_module.explain_cache_misses
 numpy_dtype_promotion = _config_module.numpy_dtype_promotion
 numpy_rank_promotion = _config_module.numpy_rank_promotion
 default_matmul_precision = _config_module.default_matmul_precision
+default_device = _config_module.default_device
 float0 = dtypes.float0
 
 
@@ -74,7 +75,8 @@ def block_until_ready(x: object) -> object:
 __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
     "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
-    "debug_infs", "debug_nans", "default_backend", "default_matmul_precision", "device_count",
+    "debug_infs", "debug_nans", "default_backend", "default_device", "default_matmul_precision",
+    "device_count",
     "disable_jit", "effects_barrier", "explain_cache_misses", "pure_callback",
     "enable_checks", "enable_x64", "ensure_compile_time_eval", "float0", "named_call",
     "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",

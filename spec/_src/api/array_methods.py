@@ -33,6 +33,7 @@ def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
     def method(self: Any, other: Any) -> Any:
         if not _is_operand(other):
             return NotImplemented
+        other = T.from_jax_array(other)  # operators convert as jnp.asarray does
         return fn(other, self) if reflected else fn(self, other)
     method.__name__ = name
     return method

@@ -22,7 +22,8 @@ import numpy as np
 from spec._src.api.cache_misses import explain_miss
 from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core import tree_util
-from spec._src.core.array import Array
+from spec._src.core.array import Array, placed_on
+from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core import nan_checks
 from spec._src.core.config import config
 from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_jaxpr, trace_to_jaxpr
@@ -189,6 +190,54 @@ def _arg_name(fun: Callable[..., Any], split: _Split, leaf: int) -> str:
             len(split.leaves)):
         return dynamic[leaf]
     return f"leaf {leaf}"
+
+
+def _leaf_arg_names(fun: Callable[..., Any], split: _Split) -> list[str]:
+    """Each flat argument leaf named as JAX names it in errors: the
+    parameter it was passed as, then its path inside that argument
+    (``p['a']``, ``args[1]`` for a ``*args`` parameter)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    positional = [p.name for p in params
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
+    statics = {i for i, _ in split.static_args}
+    original = [i for i in range(len(positional) + len(split.leaves) + len(statics))
+                if i not in statics]
+    tree = tree_util.tree_unflatten(split.dyn_treedef, list(range(len(split.leaves))))
+    names: list[str] = [""] * len(split.leaves)
+    for path, leaf in tree_util.tree_flatten_with_path(tree)[0]:
+        where, key, *rest = path
+        if where.idx == 0:  # a positional argument
+            i = original[key.idx]
+            head = (positional[i] if i < len(positional)
+                    else f"{varargs}[{i - len(positional)}]")
+        else:
+            head = str(key.key)
+        names[leaf] = head + tree_util.keystr(tuple(rest))
+    return names
+
+
+def _check_committed(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr, skip: int
+                     ) -> list[Any]:
+    """Committed arguments the program reads must live on one device.
+    Arguments it never reads are pruned, as JAX prunes them: they come back
+    uncommitted, so that they place nothing."""
+    read = _read_invars(jaxpr)[skip:skip + len(split.leaves)]
+    names = _leaf_arg_names(fun, split)
+    used = [(x, n) for x, n, r in zip(split.leaves, names, read) if r]
+    qualname = getattr(fun, "__qualname__", _fun_name(fun))
+    committed_device([x for x, _ in used], [n for _, n in used], qualname)
+    return [x if r or type(x) is not Array or x._sharding is not None
+            else placed_on(x, None, False) for x, r in zip(split.leaves, read)]
+
+
+def _read_invars(jaxpr: Jaxpr) -> list[bool]:
+    read = {id(v) for e in jaxpr.eqns for v in e.invars}
+    read |= {id(v) for v in jaxpr.outvars}
+    return [id(v) in read for v in jaxpr.invars]
 
 
 def _check_ref_args(fun: Callable[..., Any], split: _Split) -> None:
@@ -362,7 +411,10 @@ class Jitted:
             return self._fun(*args, **kwargs)
         split = self._split(args, kwargs)
         jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
-        operands = [*tracer_consts, *split.leaves, *refs]
+        leaves = split.leaves
+        if any(is_committed(x) for x in leaves):
+            leaves = _check_committed(self._fun, split, jaxpr, len(tracer_consts))
+        operands = [*tracer_consts, *leaves, *refs]
         donated = (tuple(False for _ in tracer_consts) + self._donated(split)
                    + tuple(False for _ in refs))
         params = dict(jaxpr=jaxpr, name=_fun_name(self._fun), donated_invars=donated,

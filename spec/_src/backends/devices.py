@@ -26,10 +26,12 @@ from spec._src.core.sharding import (
     get_concrete_mesh,
     modify_spec_for_auto_manual,
 )
-from spec._src.core.types import ArrayType, canonicalize_dtype
+from spec._src.core.types import ArrayType, canonicalize_dtype, refuse_jax_array
 from spec._src.interpreters import spmd as _spmd
 from spec._src.lax.reshard import full_spec, place
 from spec._src.numpy.creation import asarray
+from spec._src.api.vmap import _prefix_errors as prefix_errors
+from spec._src.core.array import Array, placed_on
 
 
 class Device:
@@ -134,17 +136,67 @@ def process_count(backend: Any = None) -> int:
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:
     """Place ``x`` (a pytree) on a device, or lay it out by a sharding: a
-    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``."""
-    if isinstance(device, P):
+    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``.
+    ``device`` may be a pytree prefix of ``x``, one placement per subtree.
+    Placed on a device or by a sharding, the result is committed there;
+    with no placement, an array keeps its own and anything else goes to
+    the default device, uncommitted."""
+    if _is_placement(device):
+        return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
+    placements, structure = tree_util.tree_flatten(device, is_leaf=_is_placement)
+    for p in placements:
+        _check_placement(p)
+    try:
+        subtrees = structure.flatten_up_to(x)
+    except (TypeError, ValueError):
+        raise _prefix_mismatch(x, device) from None
+    return structure.unflatten([device_put(sub, p) for sub, p in zip(subtrees, placements)])
+
+
+def _is_placement(p: Any) -> bool:
+    return p is None or isinstance(p, (Device, NamedSharding, SingleDeviceSharding, P))
+
+
+def _check_placement(p: Any) -> None:
+    if not _is_placement(p):
+        raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                         "`jax.Device`, `Format`, `jax.memory.Space` or a pytree of these "
+                         f"values. Received invalid value: {p}")
+
+
+def _prefix_mismatch(x: Any, device: Any) -> ValueError:
+    structure = tree_util.tree_structure(x)
+    dummy = tree_util.tree_unflatten(structure, [0] * structure.num_leaves)
+    errors = prefix_errors("device_put device", device, dummy)
+    details = "\n  ".join(errors)
+    return ValueError("device_put device specification must be a tree prefix of the "
+                      f"corresponding value; \n  Mismatch details ({len(errors)} found):"
+                      f"\n  {details}")
+
+
+def _put_leaf(leaf: Any, placement: Any) -> Any:
+    refuse_jax_array(leaf)
+    if isinstance(placement, P):
         mesh = get_concrete_mesh()
         if mesh.empty:
             raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
                              "to device_put")
-        device = NamedSharding(mesh, device)
-    if isinstance(device, NamedSharding):
-        sharding = device
-        return tree_util.tree_map(lambda leaf: place(asarray(leaf), sharding), x)
-    return tree_util.tree_map(asarray, x)
+        placement = NamedSharding(mesh, placement)
+    if isinstance(placement, SingleDeviceSharding):
+        placement = next(iter(placement.device_set))
+    if isinstance(placement, NamedSharding):
+        return place(asarray(leaf), placement)
+    arr = asarray(leaf)
+    if placement is None:
+        if isinstance(leaf, Array):
+            return leaf
+        return arr
+    if not isinstance(arr, Array):  # a key array or a traced value: placement is not tracked
+        return arr
+    if arr._sharding is not None:  # gathered onto the one device
+        arr = Array._from_checked(np.asarray(arr), ArrayType(arr.shape, arr.dtype,
+                                                             arr.weak_type), "device_put")
+    return placed_on(arr, placement, True)
 
 
 def device_get(x: Any) -> Any:

@@ -14,8 +14,14 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.backend import current_backend
+from spec._src.core.config import config
+from spec._src.core.errors import JaxRuntimeError
 from spec._src.core.sharding import NamedSharding, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType, Typed, dtype_of_value
+
+
+# Read on every array made: the flag store's dict itself, not the accessor.
+_CONFIG_VALUES = config._values
 
 
 class SpecInternalError(AssertionError):
@@ -32,7 +38,12 @@ class Array(Typed):
     # None for an array on one device. ``_val`` is the global value, or None
     # where this process does not hold all of it (MPI ranks as devices: the
     # other blocks live in other processes; ``_shards`` has None there).
-    __slots__ = ("_val", "aval", "_py", "_shards", "_sharding", "__weakref__")
+    # ``_device``: for an array on one device, that device, or what
+    # ``jax_default_device`` was when the array was made (None or a platform
+    # name: the first device). ``_committed``: placed there explicitly
+    # (``device_put`` to a device, or computed from committed operands).
+    __slots__ = ("_val", "aval", "_py", "_shards", "_sharding", "_device", "_committed",
+                 "__weakref__")
     __array_priority__ = 100
 
     _val: np.ndarray | None
@@ -40,6 +51,8 @@ class Array(Typed):
     _py: Any
     _shards: Any
     _sharding: Any
+    _device: Any
+    _committed: bool
 
     @classmethod
     def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
@@ -58,6 +71,8 @@ class Array(Typed):
         out._py = None
         out._shards = None
         out._sharding = None
+        out._device = _CONFIG_VALUES["jax_default_device"]
+        out._committed = False
         return out
 
     @classmethod
@@ -70,6 +85,8 @@ class Array(Typed):
         out._py = None
         out._shards = shards
         out._sharding = sharding
+        out._device = None
+        out._committed = True
         return out
 
     @property
@@ -116,7 +133,34 @@ class Array(Typed):
         """Where the array lives: its NamedSharding, or the single device."""
         if self._sharding is not None:
             return self._sharding
-        return SingleDeviceSharding(current_backend().local_devices(None)[0])
+        return SingleDeviceSharding(self._single_device())
+
+    def _single_device(self) -> Any:
+        device = self._device
+        if device is None or isinstance(device, str):
+            return current_backend().local_devices(None)[0]
+        return device
+
+    @property
+    def device(self) -> Any:
+        """The array's device; for an array over several devices, its sharding."""
+        if self._sharding is not None:
+            return self._sharding
+        return self._single_device()
+
+    @property
+    def committed(self) -> bool:
+        """Whether the array was placed explicitly: computations on it run
+        where it lives, and meeting an array committed elsewhere is an error."""
+        return self._committed or self._sharding is not None
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the array's one buffer."""
+        if self._sharding is not None and len(self._sharding.mesh.devices.flat) > 1:
+            raise JaxRuntimeError(
+                "INVALID_ARGUMENT: UnsafeBufferPointer() is supported only for unsharded "
+                "arrays.")
+        return int(self._value.ctypes.data)
 
     def devices(self) -> set[Any]:
         return {shard.device for shard in self.addressable_shards}
@@ -127,7 +171,7 @@ class Array(Typed):
         array, its replica id and its local buffer."""
         if self._sharding is None or self._shards is None:
             full = tuple(slice(None) for _ in self.aval.shape)
-            return [Shard(current_backend().local_devices(None)[0], full, 0, self._value)]
+            return [Shard(self._single_device(), full, 0, self._value)]
         return _shards_of(self._sharding, self.aval.shape, self._placed_buffers())
 
     def _placed_buffers(self) -> Any:
@@ -287,8 +331,19 @@ def host_value(value: np.ndarray, aval: ArrayType, origin: str) -> Array:
 def on_device(x: Any) -> Any:
     """``x`` without the host-scalar mark (see ``interpreter.device_array``)."""
     if type(x) is Array and x._py is not None:
-        return Array._from_checked(x._value, x.aval, "device_array")
+        out = Array._from_checked(x._value, x.aval, "device_array")
+        out._device, out._committed = x._device, x._committed
+        return out
     return x
+
+
+def placed_on(x: Array, device: Any, committed: bool) -> Array:
+    """``x``'s value on ``device`` (a new array; ``x`` keeps its placement)."""
+    out = Array._from_checked(x._value, x.aval, "device_put")
+    out._py = x._py
+    out._device = device
+    out._committed = committed
+    return out
 
 
 class Shard:

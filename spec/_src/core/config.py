@@ -31,6 +31,17 @@ def _parse_str(text: str) -> str:
     return text
 
 
+def _check_default_device(value: Any) -> None:
+    # A device is anything with a platform and an id (the device class lives
+    # in the backends layer, above this one).
+    if value is None or isinstance(value, str) or (
+            hasattr(value, "platform") and hasattr(value, "id")):
+        return
+    raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                     "`jax.devices('cpu')[0]`) or a platform name string like 'cpu' or "
+                     f"'gpu', got: {value!r}")
+
+
 @dataclass
 class _Flag:
     name: str
@@ -38,6 +49,7 @@ class _Flag:
     env_var: str
     parse: Callable[[str], Any]
     choices: tuple[Any, ...] | None = None
+    validate: Callable[[Any], None] | None = None
 
     def initial_value(self) -> Any:
         raw = os.environ.get(self.env_var)
@@ -74,6 +86,9 @@ _FLAGS: dict[str, _Flag] = {
         _Flag("jax_explain_cache_misses", False, "JAX_EXPLAIN_CACHE_MISSES", _parse_bool),
         # Accepted, as JAX 0.12 accepts it; spec has one checkpoint implementation.
         _Flag("jax_remat3", False, "JAX_REMAT3", _parse_bool),
+        # Where arrays made without a placement live (None: the first device).
+        _Flag("jax_default_device", None, "JAX_DEFAULT_DEVICE", _parse_str,
+              validate=_check_default_device),
         # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
         # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
         _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
@@ -99,6 +114,8 @@ class Config:
             value = bool(value)
         if flag.choices is not None and value not in flag.choices:
             raise ValueError(f"{name} must be one of {flag.choices}, got {value!r}")
+        if flag.validate is not None:
+            flag.validate(value)
         self._values[name] = value
         self.epoch += 1
 
@@ -209,4 +226,12 @@ def explain_cache_misses(new_val: bool = True) -> Iterator[None]:
 def disable_jit(disable: bool = True) -> Iterator[None]:
     """Run jit-decorated functions eagerly (op by op) inside the block."""
     with config._override("jax_disable_jit", disable):
+        yield
+
+
+@contextlib.contextmanager
+def default_device(device: Any) -> Iterator[None]:
+    """Arrays made inside the block without a placement (and computations on
+    uncommitted arrays alone) live on ``device``."""
+    with config._override("jax_default_device", device):
         yield

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from spec._src.core import nan_checks
+from spec._src.core import commitment, nan_checks
 from spec._src.core import pretty as pp
 from spec._src.core import source_info as si
 from spec._src.core.effects import names_ref, world_effects
@@ -44,6 +44,7 @@ from spec._src.core.types import (
     dtype_of_value,
     is_python_scalar,
     python_scalar_dtype,
+    refuse_jax_array,
 )
 
 # ============================================================ rule sections
@@ -604,8 +605,7 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
         if arr.dtype != dt:
             arr = arr.astype(dt)
         return arr, ArrayType(arr.shape, dt, False)
-    if hasattr(x, "__jax_array__"):
-        return canonical_value(x.__jax_array__())
+    refuse_jax_array(x)
     if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
         raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
     if hasattr(x, "__array__"):
@@ -707,11 +707,13 @@ class EvalTrace(Trace):
         values = []
         avals = []
         placed = False  # an operand laid out over a mesh: the op runs per device
+        committed = False  # an operand placed explicitly: the op runs where it lives
         for a in args:
             if type(a) is array:  # the common case, inline
                 values.append(a._val)
                 avals.append(a.aval)
                 placed = placed or a._shards is not None
+                committed = committed or a._committed
             else:
                 value, aval = canonical_value(a)
                 values.append(value)
@@ -720,6 +722,8 @@ class EvalTrace(Trace):
                 placed = placed or (type(aval) is RefType
                                     and getattr(a, "_sharding", None) is not None)
         out_avals = apply_typing(prim, avals, params)
+        device = (commitment.committed_device(args, commitment.positional_names(len(args)),
+                                              prim.name) if committed else None)
         if placed or _typed_on_mesh(out_avals):
             return hooks.eager_on_mesh(prim, args, params, out_avals)
         outs = prim.impl(*values, **params)
@@ -730,6 +734,10 @@ class EvalTrace(Trace):
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                    if type(a) is not RefType else hooks.eager_ref(o, a, None)
                    for o, a in zip(outs, out_avals)]
+        if device is not None:
+            for r in results:
+                if type(r) is array and r._sharding is None:
+                    r._device, r._committed = device, True
         return results
 
 

@@ -145,6 +145,8 @@ class PRNGKeyArray(Array):
         out._py = None
         out._shards = None
         out._sharding = None
+        out._device = None
+        out._committed = False
         return out
 
     def _words(self) -> np.ndarray:

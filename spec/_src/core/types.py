@@ -235,6 +235,24 @@ def explicit_dtype(dt: DType, fun_name: str = "") -> DType:
     return canonical
 
 
+def refuse_jax_array(value: Any) -> None:
+    """JAX converts an object with ``__jax_array__`` only where an array is
+    asked for by name (``jnp.asarray`` and the functions and operators that
+    call it); taking the type of one as an operand is a ValueError."""
+    if hasattr(type(value), "__jax_array__"):
+        raise ValueError("Triggering __jax_array__() during abstractification is no longer "
+                         "supported. To avoid this error, either explicitly convert your "
+                         "object using jax.numpy.array(), or register your object as a pytree.")
+
+
+def from_jax_array(value: Any) -> Any:
+    """``value.__jax_array__()`` for an object that has it, else ``value``
+    (the conversion of ``jnp.asarray`` and of the functions that call it)."""
+    if hasattr(type(value), "__jax_array__") and not isinstance(value, Typed):
+        return value.__jax_array__()
+    return value
+
+
 def dtype_of_value(value: Any) -> DType:
     """The canonical dtype of a concrete value (no warning: implicit conversion)."""
     if is_python_scalar(value):
@@ -244,6 +262,7 @@ def dtype_of_value(value: Any) -> DType:
         return aval.dtype
     dt = getattr(value, "dtype", None)
     if dt is None:
+        refuse_jax_array(value)
         dt = np.asarray(value).dtype
     dt = np.dtype(dt)
     if dt == FLOAT0:

@@ -63,7 +63,7 @@ from spec._src.core.registry import primitive
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.reshard import place, reshard
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding, fit_out
-from spec._src.core.array import on_device
+from spec._src.core.array import on_device, placed_on
 from spec._src.core.sharding import (
     AbstractMesh,
     AxisType,
@@ -1223,7 +1223,7 @@ def _filled_on_devices(value: Any, dtype: T.DType, shape: tuple[int, ...], shard
     filled = on_device(broadcast(_convert_element_type(value, dtype, False), shape))
     if isinstance(sharding, NamedSharding):
         return place(filled, sharding)
-    return filled  # one device: the embedded backend keeps every array on device 0
+    return placed_on(filled, next(iter(sharding.device_set)), True)
 
 
 def _broadcast_scalar_sharded(value: Any, shape: tuple[int, ...], sharding: Any) -> Any:
@@ -1293,7 +1293,7 @@ def like_sharding(x: Any, shape: tuple[int, ...], same_shape: bool, weak: bool) 
     if isinstance(x, Tracer):
         return x.aval.sharding if same_shape else None
     s = x._sharding if isinstance(x, Array) else getattr(x, "sharding", None)
-    if s is None or weak or not getattr(x, "_committed", True):
+    if s is None or weak or not getattr(x, "committed", True):
         return None
     placed = (_sharding_is_concrete(s, "full_like") or not get_concrete_mesh().empty
               or (isinstance(s, NamedSharding)

@@ -116,7 +116,7 @@ def _is_weak(x: Any) -> bool:
 def _leaves(obj: Any) -> list[Any]:
     if isinstance(obj, (list, tuple)):
         return [leaf for item in obj for leaf in _leaves(item)]
-    return [obj]
+    return [T.from_jax_array(obj)]
 
 
 def _numpy_leaves(obj: Any) -> Any:
@@ -287,6 +287,7 @@ def _like_args(name: str, a: Any, dtype: Any, shape: Any
                ) -> tuple[Any, T.DType | None, tuple[int, ...] | None]:
     if not (hasattr(a, "dtype") and hasattr(a, "shape")):
         check_arraylike(name, a)
+    a = T.from_jax_array(a)
     dt = None if dtype is None else _user_dtype(dtype, name)
     shp = None if shape is None else _shape_arg(shape, name)
     return a, dt, shp

@@ -190,6 +190,7 @@ def _kind(idx: Any) -> _Kind:
     if isinstance(idx, (float, complex, np.generic)):
         raise TypeError("Indexer must have integer or boolean type, got indexer with type "
                         f"{np.dtype(type(idx))}")
+    T.refuse_jax_array(idx)  # JAX takes an index's type (abstractifies it) here
     raise IndexError("only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and "
                      f"integer or boolean arrays are valid indices. Got {idx}")
 
@@ -592,6 +593,7 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
                     indices_are_sorted: bool, unique_indices: bool,
                     mode: str | GatherScatterMode | None) -> Any:
     x_aval = canonical_aval_of(x)
+    y = T.from_jax_array(y)
     if (isinstance(y, int) and not isinstance(y, bool) and T.is_int(x_aval.dtype)
             and np.iinfo(x_aval.dtype).min <= y <= np.iinfo(x_aval.dtype).max):
         y = _concrete(np.asarray(y), x_aval.dtype, False)

@@ -50,7 +50,7 @@ def _check_arraylike(name: str, *args: Any) -> None:
 def _ensure(name: str, x: Any) -> Any:
     """``ensure_arraylike``: arrays and scalars only, as an array."""
     _check_arraylike(name, x)
-    return L.asarray(x)
+    return L.asarray(T.from_jax_array(x))
 
 
 def _aval(x: Any) -> T.ArrayType:
@@ -133,7 +133,8 @@ def _reshape_method(self: Any, *args: Any, order: str = "C", out_sharding: Any =
 def reshape(a: Any, shape: Any, order: str = "C", *, copy: Any = None,
             out_sharding: Any = None) -> Any:
     _check_arraylike("reshape", a)
-    return _reshape_method(L.asarray(a), shape, order=order, out_sharding=out_sharding)
+    return _reshape_method(L.asarray(T.from_jax_array(a)), shape, order=order,
+                           out_sharding=out_sharding)
 
 
 @_inline_jit
@@ -236,6 +237,7 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     if isinstance(arrays, (np.ndarray, Array, Tracer)):
         arrays = list(arrays)
     _check_arraylike("concatenate", *arrays)
+    arrays = [T.from_jax_array(a) for a in arrays]
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
@@ -261,6 +263,7 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
                                else _aval(arrays).ndim)
         return concatenate(expand_dims(arrays, ax + 1), axis=ax, dtype=dtype)
     _check_arraylike("stack", *arrays)
+    arrays = [T.from_jax_array(a) for a in arrays]
     if dtype is not None:
         arrs = [asarray(a, dtype=dtype) for a in arrays]
     else:
@@ -418,12 +421,14 @@ def atleast_3d(*arys: Any) -> Any:
 # ================================================================ queries
 
 def shape(a: Any) -> tuple[int, ...]:
+    a = T.from_jax_array(a)
     if hasattr(a, "shape"):
         return tuple(a.shape)
     return tuple(np.shape(a))
 
 
 def ndim(a: Any) -> int:
+    a = T.from_jax_array(a)
     if hasattr(a, "ndim"):
         return int(a.ndim)
     return int(np.ndim(a))

@@ -15,6 +15,7 @@ import numpy as np
 from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
+from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, current_trace
 from spec._src.core.prng import is_key_dtype
@@ -272,8 +273,12 @@ def _inline_jit(fn: F) -> F:
             with ad.inline_call(((x,), {})):
                 return fn(x)
     elif arity == 2:
+        names = list(inspect.signature(fn).parameters)
+
         def call(x: Any, y: Any, /) -> Any:
             if not isinstance(current_trace(), _RECORDING):
+                if is_committed(x) and is_committed(y):  # named as JAX's jit names them
+                    committed_device((x, y), names, fn.__name__)
                 return fn(x, y)
             with ad.inline_call(((x, y), {})):
                 return fn(x, y)

@@ -1,0 +1,60 @@
+"""Where a computation runs, from where its operands live.
+
+An array is committed when it was placed explicitly (``device_put`` to a
+device or a sharding) or computed from committed operands; otherwise it is
+uncommitted and follows the default device. A computation whose operands
+include committed arrays runs on their device(s), and its results are
+committed there; committed operands on different devices are an error, as
+in JAX. A computation on uncommitted operands alone runs on the default
+device (``jax_default_device`` at the time of the call), uncommitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def device_ids(x: Any) -> list[int]:
+    """The ids of the devices ``x`` lives on, in mesh order."""
+    sharding = x._sharding
+    if sharding is not None:
+        return [int(d.id) for d in sharding.mesh.devices.flat]
+    return [int(x._single_device().id)]
+
+
+def is_committed(x: Any) -> bool:
+    return bool(getattr(x, "_committed", False)) or getattr(x, "_sharding", None) is not None
+
+
+def committed_device(operands: Sequence[Any], names: Sequence[str], fun_name: str) -> Any:
+    """The device of the committed single-device operands (None when there
+    are none or the committed ones are sharded); a ValueError naming the
+    first two operands that are committed to different devices."""
+    first: tuple[int, Any] | None = None
+    for i, x in enumerate(operands):
+        if not is_committed(x):
+            continue
+        if first is None:
+            first = (i, x)
+            continue
+        both_sharded = x._sharding is not None and first[1]._sharding is not None
+        # (arrays over two meshes are the sharding rules' to refuse, in their words)
+        if not both_sharded and device_ids(x) != device_ids(first[1]):
+            j, y = first
+            raise ValueError(
+                "Received incompatible devices for jitted computation. Got "
+                f"{_describe(names[j], fun_name, y)} and {_describe(names[i], fun_name, x)}")
+    if first is None or first[1]._sharding is not None:
+        return None
+    return first[1]._single_device()
+
+
+def _describe(name: str, fun_name: str, x: Any) -> str:
+    return (f"argument {name} of {fun_name} with shape {x.aval.str_short()} and with device "
+            f"ids {device_ids(x)} on platform CPU")
+
+
+def positional_names(n: int) -> list[str]:
+    """How JAX names the operands of a primitive applied directly."""
+    return [f"args[{i}]" for i in range(n)]
