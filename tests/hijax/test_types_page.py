@@ -626,13 +626,6 @@ print(jax.typeof(make_tup(rows, jnp.float32(1.))))
 
 KNOWN: dict[int, str] = {
     7: "spec's float32 matmul rounds differently from XLA's in the last digit",
-    12: 'grad through a hi type is not implemented yet',
-    13: 'grad with respect to a hi value is not implemented yet',
-    14: 'grad with respect to a hi value is not implemented yet',
-    18: 'vmap with a MappingSpec is not implemented yet',
-    19: 'vmap with a MappingSpec is not implemented yet',
-    20: 'vmap with a MappingSpec is not implemented yet',
-    21: 'vmap of grad through a hi type is not implemented yet',
     23: "scan over hi values is not implemented yet (needs cell 18's qxs)",
     24: 'scan with hi carries is not implemented yet',
     26: 'tracing with a sharded hi type is not implemented yet',
@@ -641,8 +634,6 @@ KNOWN: dict[int, str] = {
     32: 'shard_map with HiPspec is not implemented yet',
     33: 'shard_map with HiPspec is not implemented yet',
     37: "spec's float32 matmul rounds differently from XLA's in the last digit",
-    39: 'grad with respect to a hi value is not implemented yet',
-    44: 'vmap with a MappingSpec is not implemented yet',
 }
 
 
