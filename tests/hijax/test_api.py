@@ -152,11 +152,6 @@ def test_accumulators() -> None:
         spec_hijax.ValAccum(aval, "Mul H7: vjp_bwd").accum(snp.ones(3))
 
 
-def test_register_hitype_says_hi_types_are_not_supported() -> None:
-    with pytest.raises(NotImplementedError, match="hi types"):
-        spec_hijax.register_hitype(object, lambda x: x)
-
-
 # ------------------------------------------------- spec's typing constraints
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from spec._src.api.jit import jit
 from spec._src.api.vmap import vmap
+from spec._src.core.hitypes import is_high
 from spec._src.core import tree_util
 from spec._src.core import types as T
 from spec._src.core.array import from_numpy
@@ -625,7 +626,10 @@ def _check_argnums(argnums: tuple[int, ...], n_args: int,
 
 
 def _check_input_dtype(leaf: Any, holomorphic: bool, allow_int: bool, name: str) -> None:
-    dt = canonical_aval_of(leaf).dtype
+    aval = canonical_aval_of(leaf)
+    if is_high(aval):
+        return  # a hi type's tangent type is its own choice (to_tangent_aval)
+    dt = aval.dtype
     if holomorphic:
         if not T.is_complex(dt):
             raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
@@ -656,7 +660,10 @@ def _check_output_dtype(aval: ArrayType, holomorphic: bool, name: str) -> None:
 def _check_jacfwd_input(leaf: Any, holomorphic: bool) -> None:
     """Forward-mode Jacobians take real inputs (complex ones only when
     promised holomorphic): no ``allow_int``."""
-    dt = canonical_aval_of(leaf).dtype
+    aval = canonical_aval_of(leaf)
+    if is_high(aval):
+        return  # a hi type's tangent type is its own choice (to_tangent_aval)
+    dt = aval.dtype
     if holomorphic:
         if not T.is_complex(dt):
             raise TypeError("jacfwd with holomorphic=True requires inputs with complex dtype, "

@@ -30,10 +30,8 @@ H1..H9 (SPEC.md, "Hijax primitives") and quoted in the errors
 
 from __future__ import annotations
 
-import abc
 import functools
 import inspect
-from collections import namedtuple
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple
@@ -44,6 +42,16 @@ from spec._src.core import pretty as pp
 from spec._src.core import tree_util
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.hitypes import is_high, plain_aval
+from spec._src.core.hitypes import (
+    AbstractValue,
+    HiPspec,
+    HiType,
+    MappingSpec,
+    aval_method,
+    aval_property,
+    register_hitype,
+)
 from spec._src.core.literals import typed_scalar
 from spec._src.core.interpreter import (
     Eqn,
@@ -82,19 +90,8 @@ from spec._src.interpreters.batching import AxisData
 # ======================================================= types of the API
 
 
-class AbstractValue(abc.ABC):  # noqa: B024 (a base of types, with no abstract method)
-    """The base of every type (JAX's ``core.AbstractValue``): spec's array
-    and ref types are registered as its subclasses, hi types derive from it."""
-
-
-AbstractValue.register(ArrayType)
 ShapedArray = ArrayType
 AbstractRef = RefType
-
-# Forwarding of a tracer's properties and methods to its type: a hi type
-# lists them; the records are JAX's.
-aval_property = namedtuple("aval_property", ["fget"])
-aval_method = namedtuple("aval_method", ["fun"])
 
 
 class EffectTypeSet:
@@ -116,89 +113,6 @@ class EffectTypeSet:
 # The effects control flow (cond, while_loop, scan) accepts in its bodies:
 # spec's only effects are ref effects.
 control_flow_allowed_effects = EffectTypeSet(RefEffect)
-
-
-def _must_override(ty: Any, method: str, needed_for: str) -> Any:
-    raise NotImplementedError(f"{needed_for} requires {type(ty).__name__} to implement the "
-                              f"`{method}` method")
-
-
-class HiType(AbstractValue):
-    """The base of user-defined (hi) types: each method is what a
-    transformation needs of the type. spec does not accept hi types as
-    primitive operands yet (``register_hitype`` says so)."""
-
-    is_high = True
-
-    def __hash__(self) -> int:
-        return _must_override(self, "__hash__", "type equality")  # type: ignore[no-any-return]
-
-    def __eq__(self, other: object) -> bool:
-        return _must_override(self, "__eq__", "type equality")  # type: ignore[no-any-return]
-
-    def lo_ty(self) -> list[Any]:
-        return _must_override(self, "lo_ty", "lowering (e.g. under jit)")  # type: ignore[no-any-return]
-
-    def lower_val(self, hi_val: Any, /) -> list[Any]:
-        return _must_override(self, "lower_val", "lowering values (e.g. under jit)")  # type: ignore[no-any-return]
-
-    def raise_val(self, *lo_vals: Any) -> Any:
-        return _must_override(self, "raise_val", "raising lowered values (e.g. under jit)")
-
-    def to_tangent_aval(self) -> Any:
-        return _must_override(self, "to_tangent_aval", "autodiff")
-
-    def to_ct_aval(self) -> Any:
-        return self.to_tangent_aval()
-
-    def vspace_zero(self) -> Any:
-        return _must_override(self, "vspace_zero", "use as a tangent/cotangent type")
-
-    def vspace_add(self, x: Any, y: Any) -> Any:
-        return _must_override(self, "vspace_add", "use as a tangent/cotangent type")
-
-    def dec_rank(self, size: int | None, spec: MappingSpec) -> Any:
-        return _must_override(self, "dec_rank", "vmap")
-
-    def inc_rank(self, size: int | None, spec: MappingSpec) -> Any:
-        return _must_override(self, "inc_rank", "vmap")
-
-    def leading_axis_spec(self) -> Any:
-        return _must_override(self, "leading_axis_spec", "scan")
-
-    def shard(self, mesh: Any, manual_axes: frozenset[Any], check_vma: bool,
-              spec: HiPspec) -> Any:
-        return _must_override(self, "shard", "shard_map")
-
-    def unshard(self, mesh: Any, check_vma: bool, spec: HiPspec) -> Any:
-        return _must_override(self, "unshard", "shard_map")
-
-    def nospec(self, mesh: Any, check_vma: bool, all_names: tuple[Any, ...]) -> Any:
-        return _must_override(self, "nospec", "autodiff through shard_map")
-
-
-class MappingSpec:
-    """How a hi type maps over an axis (vmap, scan): the type defines it."""
-
-
-class HiPspec:
-    """A hi type's partition spec for shard_map: the type defines it."""
-
-    def to_lo(self) -> Any:
-        return _must_override(self, "to_lo", "shard_map")
-
-    def to_tangent_spec(self) -> Any:
-        return _must_override(self, "to_tangent_spec", "autodiff through shard_map")
-
-    def to_ct_spec(self) -> Any:
-        return _must_override(self, "to_ct_spec", "autodiff through shard_map")
-
-
-def register_hitype(val_cls: type, typeof_fn: Callable[[Any], Any]) -> None:
-    """Make ``val_cls`` values have the hi type ``typeof_fn`` gives."""
-    raise NotImplementedError(
-        f"register_hitype({val_cls.__name__}, ...): spec does not support hi types as "
-        "values yet; hijax primitives take and return arrays (ShapedArray types)")
 
 
 @dataclass(frozen=True)
@@ -313,11 +227,14 @@ class HiPrim:
         if _overrides(self, "vjp_bwd") and _overrides(self, "vjp_bwd_retval"):
             raise AttributeError(f"subclass {type(self)} should not override both "
                                  "`vjp_bwd` and `vjp_bwd_retval`")
-        self.in_avals_flat, self.in_tree = _flatten(tuple(self.in_avals))
-        self.out_avals_flat, self.out_tree = _flatten(self.out_aval)
-        for i, a in enumerate(self.out_avals_flat):
-            require(isinstance(a, ArrayType), type(self).__name__, "H3",
-                    f"out_aval leaf {i} is {a!r}, not an array type (ShapedArray)")
+        in_flat, self.in_tree = _flatten(tuple(self.in_avals))
+        out_flat, self.out_tree = _flatten(self.out_aval)
+        for i, a in enumerate(out_flat):
+            require(isinstance(a, ArrayType) or is_high(a), type(self).__name__, "H3",
+                    f"out_aval leaf {i} is {a!r}, not an array type (ShapedArray) or a "
+                    "hi type (HiType)")
+        self.in_avals_flat = [plain_aval(a) for a in in_flat]
+        self.out_avals_flat = [plain_aval(a) for a in out_flat]
         self.__dict__.update(self.params)
         self._expanded: Jaxpr | None = None
         self.check(*self.in_avals)
@@ -410,8 +327,10 @@ class HiPrim:
         result = self.expand(*args)
         outs = _leaves_checked(self.out_tree, result, "the result of expand", name)
         for i, (got, want) in enumerate(zip(outs, self.out_avals_flat)):
+            if is_high(want):
+                continue  # as in JAX, a hi result's type is its value's own
             aval = canonical_aval_of(got)
-            require(checks.layout(aval) == checks.layout(want), name, "H5",
+            require(_same_type(aval, want), name, "H5",
                     f"expand returned {aval.str_short(True)} for result {i}, out_aval "
                     f"says {want.str_short(True)}")
         return result
@@ -499,9 +418,25 @@ def _hijax_type(*avals: ArrayType, prim: HiPrim) -> list[ArrayType]:
     require(len(avals) == len(want), name, "H1",
             f"called with {len(avals)} array operands, in_avals has {len(want)} leaves")
     for i, (got, w) in enumerate(zip(avals, want)):
-        require(checks.layout(got) == checks.layout(w), name, "H2",
+        require(_same_type(got, w), name, "H2",
                 f"operand {i} has type {got.str_short(True)}, in_avals says {w.str_short(True)}")
     return list(prim.out_avals_flat)
+
+
+def _same_type(got: Any, want: Any) -> bool:
+    """Operand and declared types agree: hi types are equal, array types
+    have the same layout."""
+    if is_high(got) or is_high(want):
+        return bool(got == want)
+    return checks.layout(got) == checks.layout(want)
+
+
+def _hijax_to_lojax(*args: Any, prim: HiPrim) -> list[Any]:
+    """On hi values (their value classes), the primitive is its ``expand``:
+    inside the abstraction, the values are containers of arrays."""
+    name = type(prim).__name__
+    result = prim.expand(*tree_util.tree_unflatten(prim.in_tree, list(args)))
+    return _leaves_checked(prim.out_tree, result, "the result of expand", name)
 
 
 def _hijax_sharding(*avals: ArrayType, prim: HiPrim) -> list[Any]:
@@ -699,7 +634,7 @@ hijax_p = declare(
     jvp=_hijax_jvp, transpose=_hijax_transpose, batch=_hijax_batch,
     sharding=_hijax_sharding, linearize=_hijax_linearize, pp_rule=_pp_hijax,
     per_device=_hijax_program,
-    vma_rule=VMA_FROM_TYPING,
+    vma_rule=VMA_FROM_TYPING, to_lojax=_hijax_to_lojax,
     doc="A user-defined primitive (a HiPrim instance, the param `prim`): each rule is "
         "one of its methods.")
 

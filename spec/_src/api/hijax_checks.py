@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from spec._src.core.hitypes import MappingSpec, is_high
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.core.registry import fail, require
 from spec._src.core.types import ArrayType
@@ -30,6 +31,8 @@ def layout(a: ArrayType) -> str:
     """Shape, dtype and explicit sharding, as printed (a replicated dimension
     prints alike with or without a sharding; weak types and shard_map's
     varying axes are not compared)."""
+    if is_high(a):
+        return f"{type(a).__qualname__}:{a.str_short(True)}"
     return a.update(weak_type=False, vma=frozenset(), munreduced=frozenset(),
                     mreduced=frozenset()).str_short(True)
 
@@ -71,6 +74,11 @@ def check_out_dims(name: str, rule: str, dims: Sequence[Any],
     """H9: each result's batch dimension is None or an axis of the batched
     result (0 to its per-example rank)."""
     for i, (d, w) in enumerate(zip(dims, want)):
+        if is_high(w) or isinstance(d, MappingSpec):
+            require(d is None or isinstance(d, MappingSpec), name, "H9",
+                    f"{rule} returned batch dimension {d!r} for result {i} of hi type "
+                    f"{w.str_short(True)}: expected None or a MappingSpec", ValueError)
+            continue
         ok = d is None or (isinstance(d, int) and not isinstance(d, bool)
                            and 0 <= d <= len(w.shape))
         require(ok, name, "H9", f"{rule} returned batch dimension {d!r} for result {i} of "
@@ -83,6 +91,8 @@ def check_batched(name: str, axis: batching.AxisData, outs: Sequence[Any],
     """H9: the results of ``batch`` have ``out_aval``'s types batched at the
     dimensions it returns."""
     for i, (out, d, w) in enumerate(zip(outs, dims, want)):
+        if is_high(w):
+            continue  # as in JAX, a hi result's type is its value's own
         got = _aval(name, "H9", f"result {i} of batch", out)
         bw = batching.batched_aval(w, d, axis.size, axis.explicit_mesh_axis)
         require(layout(got) == layout(bw), name, "H9",

@@ -26,7 +26,17 @@ from spec._src.core.array import Array, placed_on
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core import nan_checks
 from spec._src.core.config import config
-from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, check_jaxpr, trace_to_jaxpr
+from spec._src.core.hitypes import HI_VALUE_TYPES, shown_aval
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Jaxpr,
+    Tracer,
+    canonical_aval_of,
+    check_jaxpr,
+    current_trace,
+    trace_to_jaxpr,
+)
+from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
@@ -420,14 +430,17 @@ class Jitted:
         params = dict(jaxpr=jaxpr, name=_fun_name(self._fun), donated_invars=donated,
                       inline=self._inline, keep_unused=self._keep_unused,
                       ctx_mesh=_ctx_mesh())
+        bind: Any = jit_p.bind
+        if HI_VALUE_TYPES and type(current_trace()) is EvalTrace and has_hi_types(jaxpr):
+            bind = jit_p.to_lojax  # run on the hi values' components
         if nan_checks.active():
             try:
                 with nan_checks.python_rerun():
-                    outs = jit_p.bind(*operands, **params)
+                    outs = bind(*operands, **params)
             except nan_checks.InternalFloatingPointError as e:
                 nan_checks.rerun_deoptimized(e, lambda: self._fun(*args, **kwargs))
         else:
-            outs = jit_p.bind(*operands, **params)
+            outs = bind(*operands, **params)
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _donated(self, split: _Split) -> tuple[bool, ...]:
@@ -563,9 +576,11 @@ def typeof(x: Any) -> ArrayType:
     """The type of a value: ``float32[3]``, weak Python scalars ``~int32[]``.
     A tracer's type is known even after its trace has ended."""
     if isinstance(x, Tracer):
-        return x.aval
+        shown: ArrayType = shown_aval(x.aval)
+        return shown
     try:
-        return canonical_aval_of(x)
+        shown = shown_aval(canonical_aval_of(x))
+        return shown
     except TypeError:
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type") from None
 

@@ -15,11 +15,13 @@ import numpy as np
 
 from spec._src.interpreters import batching
 from spec._src.core import tree_util
+from spec._src.core.hitypes import MappingSpec, is_high
 from spec._src.core.interpreter import canonical_aval_of
 
 
 def _is_axis(x: Any) -> bool:
-    return x is None or (isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+    return x is None or isinstance(x, MappingSpec) or (
+        isinstance(x, (int, np.integer)) and not isinstance(x, bool))
 
 
 def _check_axes_spec(spec: Any, what: str) -> None:
@@ -150,8 +152,8 @@ def _axis_size(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     names = _leaf_names(fun, args, kwargs)
     sizes: list[tuple[int, str]] = []
     for leaf, axis, name in zip(leaves, axes, names):
-        if axis is None:
-            continue
+        if axis is None or isinstance(axis, MappingSpec):
+            continue  # a hi value's mapped size is not read off it: axis_size gives it
         try:
             aval = canonical_aval_of(leaf)
         except TypeError:
@@ -194,7 +196,8 @@ def _mapped_axis_spec(leaves: list[Any], dims: list[Any]) -> tuple[Any, ...] | N
     """The mesh axes the mapped dimensions are sharded over (explicit
     sharding mode): every mapped input's entry must be the same, an
     unsharded one (a NumPy array's too) included; a tuple, or None."""
-    entries = [_spec_entry(x, d) for x, d in zip(leaves, dims) if d is not None]
+    entries = [_spec_entry(x, d) for x, d in zip(leaves, dims)
+               if d is not None and not isinstance(d, MappingSpec)]
     for first, other in itertools.pairwise(entries):
         if other != first:
             raise ValueError("Mapped away dimension of inputs passed to vmap should be sharded "
@@ -215,7 +218,7 @@ def _check_unmapped_args(mesh_axis: tuple[Any, ...] | None, leaves: list[Any],
         if d is not None:
             continue
         aval = canonical_aval_of(x)
-        if aval.sharding is None:
+        if getattr(aval, "sharding", None) is None or is_high(aval):
             continue
         used = {a for p in aval.sharding.spec.partitions if p is not None
                 for a in (p if isinstance(p, tuple) else (p,))}
@@ -273,8 +276,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         # Keyword arguments are always mapped over axis 0, as in JAX.
         axes = arg_axes + [0] * (len(leaves) - len(arg_axes))
         size = _axis_size(fun, args, kwargs, leaves, axes, axis_size)
-        dims = [None if a is None else a % canonical_aval_of(x).ndim
-                for x, a in zip(leaves, axes)]
+        dims: list[Any] = [a if a is None or isinstance(a, MappingSpec)
+                           else a % canonical_aval_of(x).ndim for x, a in zip(leaves, axes)]
         mesh_axis = _mapped_axis_spec(leaves, dims)
         _check_unmapped_args(mesh_axis, leaves, dims)
         axis = batching.AxisData(size, axis_name, _spmd_name(spmd_axis_name, mesh_axis),
@@ -302,6 +305,11 @@ def _place_output(x: Any, dim: Any, want: Any, axis: batching.AxisData) -> Any:
         if dim is not None:
             raise ValueError(f"at vmap out_axes, got axis spec None but output was batched "
                              f"on axis {dim}")
+        return x
+    if isinstance(want, MappingSpec) or isinstance(dim, MappingSpec):
+        if dim != want:
+            raise ValueError(f"at vmap out_axes, got axis spec {want!r} but the output was "
+                             f"batched as {dim!r}")
         return x
     ndim = canonical_aval_of(x).ndim + (1 if dim is None else 0)
     if not -ndim <= want < ndim:

@@ -34,6 +34,7 @@ from spec._src.core.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from spec._src.core.hitypes import HI_VALUE_TYPES, hi_type_of, is_high, lower_value
 from spec._src.core.literals import is_typed_scalar
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
@@ -110,6 +111,8 @@ STANDARD_VMA = Default("JAX's standard rule: results vary along every manual axi
 VMA_FROM_TYPING = Default("the typing rule already gives the results' varying manual axes "
                           "(calls, control flow, manual collectives)")
 DEFAULT_PP = Default("printed as `outs = name[params] operands`")
+NO_HI_TYPES = Default("takes no hi-typed operands: a hi value given to it is refused as "
+                      "not a valid JAX type")
 NO_LOWERING = Default("spec has no lowering to a compiler: it runs the impl (on a mesh, the "
                       "per-device program) directly")
 
@@ -217,7 +220,11 @@ class Primitive:
       manual axes inside shard_map (``STANDARD_VMA``, or
       ``VMA_FROM_TYPING`` where the typing rule gives them);
     - ``pp_rule(eqn, ctx) -> Doc``: how the equation prints (``DEFAULT_PP``);
-    - ``lowering``: reserved for a lowering to a compiler (``NO_LOWERING``).
+    - ``lowering``: reserved for a lowering to a compiler (``NO_LOWERING``);
+    - ``to_lojax(*args, **params)``: the equation applied to hi values
+      (registered value classes, holding arrays or tracers) in terms of
+      their low-level components: what lowering a program with hi types
+      runs, and what eager evaluation on hi values runs (``NO_HI_TYPES``).
 
     Flags: ``multiple_results`` (bind returns a list); ``accepts_refs``
     (only such primitives take ref operands: get/swap/..., calls, control
@@ -236,7 +243,7 @@ class Primitive:
     HOOKS: ClassVar[tuple[str, ...]] = (
         "per_device", "discharge", "remat_rule", "effects_rule", "axis_collective",
         "body_context", "linearize", "partial_eval", "const_fold", "dce", "vma_rule",
-        "pp_rule", "lowering")
+        "pp_rule", "lowering", "to_lojax")
     FLAGS: ClassVar[tuple[str, ...]] = (
         "multiple_results", "accepts_refs", "jvp_on_zero_tangents", "transpose_accumulates")
     FIELDS: ClassVar[tuple[str, ...]] = (*SECTIONS, *HOOKS, *FLAGS)
@@ -261,6 +268,7 @@ class Primitive:
                  vma_rule: Callable[..., list[frozenset[Any]]] | Default = STANDARD_VMA,
                  pp_rule: PpRule | Default = DEFAULT_PP,
                  lowering: Hook = NO_LOWERING,
+                 to_lojax: Hook = NO_HI_TYPES,
                  accepts_refs: bool = False, jvp_on_zero_tangents: bool = False,
                  transpose_accumulates: bool = False, doc: str = "") -> None:
         self.name = name
@@ -284,6 +292,7 @@ class Primitive:
         self.vma_rule = vma_rule
         self.pp_rule = pp_rule
         self.lowering = lowering
+        self.to_lojax = to_lojax
         self.multiple_results = multiple_results
         self.accepts_refs = accepts_refs
         self.jvp_on_zero_tangents = jvp_on_zero_tangents
@@ -295,6 +304,9 @@ class Primitive:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
+        if HI_VALUE_TYPES and callable(self.to_lojax) and any(
+                type(a) in HI_VALUE_TYPES for a in args):
+            return self.to_lojax(*args, **params)
         if _mesh_context.in_manual and self.vma_rule is STANDARD_VMA:
             args = tuple(_insert_pvary(args))
         outs = current_trace().process_primitive(self, args, params)
@@ -565,6 +577,24 @@ class Tracer(Typed):
     def __hash__(self) -> int:
         raise TypeError(f"unhashable type: {type(self).__name__}")
 
+    def __getattr__(self, name: str) -> Any:
+        # A tracer of a hi type has the attributes its type declares with
+        # ``aval_property``/``aval_method``; its value's own attributes are
+        # not reachable under a trace (the value is not there).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        aval = self.aval
+        declared = getattr(type(aval), name, None) if is_high(aval) else None
+        kind = type(declared).__name__
+        if kind == "aval_property":
+            return declared.fget(self)  # type: ignore[union-attr]
+        if kind == "aval_method":
+            fun = declared.fun  # type: ignore[union-attr]
+            return lambda *args, **kwargs: fun(self, *args, **kwargs)
+        trace = getattr(self, "_trace", None)
+        who = f"{trace.name}r" if trace is not None else type(self).__name__
+        raise AttributeError(f"{who} has no attribute {name}")
+
     def __iter__(self) -> Iterator[Any]:
         if not self.aval.shape:
             raise TypeError("iteration over a 0-d array")
@@ -658,7 +688,8 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                 raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
                                  "did you forget to unpack ([...]) the ref?")
     out = prim.typing(*avals, **params)
-    if not any(getattr(a, "sharding", None) is not None for a in avals) and not any(
+    if not any(getattr(a, "sharding", None) is not None and not is_high(a)
+               for a in avals) and not any(
             params.get(k) is not None for k in ("sharding", "out_sharding")):
         if not isinstance(prim.vma_rule, Default) or any(a.vma for a in avals):
             return _with_vma(prim, avals, out, params)
@@ -797,6 +828,8 @@ class JaxprTrace(Trace):
             if py is not None and not x.aval.shape and self.literal_host_values:
                 return Literal(py, x.aval)
             return self._const_var(x, x.aval)
+        if type(x) in HI_VALUE_TYPES:
+            return self._hi_const_var(x)
         value, aval = canonical_value(x)
         if not aval.shape:
             # As in JAX: Python and NumPy scalars, and weak scalars made from
@@ -808,6 +841,17 @@ class JaxprTrace(Trace):
                 return Literal(py, aval)
             if isinstance(x, (np.ndarray, np.generic)):
                 return Literal(value, aval)
+        return self._const_var(x, aval)
+
+    def _hi_const_var(self, x: Any) -> Var:
+        """A hi value closed over (or built from traced arrays outside any
+        primitive, which the primitives' abstraction forbids: the value
+        cannot be a constant then)."""
+        aval = hi_type_of(x)
+        for part in lower_value(aval, x):
+            if isinstance(part, Tracer):
+                raise TypeError("No constant handler for type: <class "
+                                f"'jax._src.interpreters.partial_eval.{part._trace.name}r'>")
         return self._const_var(x, aval)
 
     def _const_var(self, x: Any, aval: ArrayType) -> Var:
@@ -1346,6 +1390,9 @@ def canonical_aval_of(x: Any) -> ArrayType:
     aval = getattr(x, "aval", None)
     if isinstance(aval, ArrayType):
         return aval
+    if type(x) in HI_VALUE_TYPES:
+        hi: ArrayType = hi_type_of(x)  # (a hi type stands where array types do)
+        return hi
     return canonical_value(x)[1]
 
 

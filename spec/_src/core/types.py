@@ -539,6 +539,32 @@ class ArrayType:
         dt = tangent_dtype(self.dtype)
         return self if dt is self.dtype else replace(self, dtype=dt)
 
+    # The hi-type protocol (SPEC.md, "Hi types"), so that types built from
+    # component types (a tuple type) treat array components alike.
+    def lo_ty(self) -> list[ArrayType]:
+        return [self]
+
+    def lower_val(self, x: Any) -> list[Any]:
+        return [x]
+
+    def raise_val(self, x: Any) -> Any:
+        return x
+
+    def to_tangent_aval(self) -> ArrayType:
+        return self.tangent_type()
+
+    def dec_rank(self, size: int | None, axis: int | None) -> ArrayType:
+        """The type of one slice along ``axis`` (``None``: unmapped)."""
+        if axis is None:
+            return self
+        return replace(self, shape=self.shape[:axis] + self.shape[axis + 1:])
+
+    def inc_rank(self, size: int, axis: int | None) -> ArrayType:
+        """The type of ``size`` values of this type stacked along ``axis``."""
+        if axis is None:
+            return self
+        return replace(self, shape=self.shape[:axis] + (size,) + self.shape[axis:])
+
     def ct_type(self) -> ArrayType:
         """The type of this type's cotangents: the tangent type, whose sharding
         is the primal's (sharded stays sharded, replicated stays replicated),

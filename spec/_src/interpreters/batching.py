@@ -36,6 +36,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core import source_info as si
+from spec._src.core.hitypes import MappingSpec, is_high
 from spec._src.core.registry import primitive
 from spec._src.core.sharding import NamedSharding, P, extend_axis_env, get_abstract_mesh
 from spec._src.core.types import ArrayType
@@ -171,6 +172,9 @@ def move_to(x: Any, src: BatchDim, dst: BatchDim, size: int, mesh_axis: Any = No
     JAX's ``matchaxis`` passes the vmap's ``explicit_mesh_axis``)."""
     if src == dst:
         return x
+    if isinstance(src, MappingSpec) or isinstance(dst, MappingSpec):
+        raise ValueError(f"cannot move a value batched with the mapping spec {src!r} to "
+                         f"{dst!r}: a hi type is mapped only as its mapping spec says")
     if dst is None:
         raise ValueError("cannot unmap a batched value")
     if src is None:
@@ -189,6 +193,8 @@ def batched_aval(aval: ArrayType, dim: BatchDim, size: int,
     dimension sharded over ``mesh_axis`` when ``aval`` has a sharding)."""
     if dim is None:
         return aval
+    if isinstance(dim, MappingSpec) or is_high(aval):
+        return aval.inc_rank(size, dim)
     shape = list(aval.shape)
     shape.insert(dim, size)
     sharding = aval.sharding
@@ -197,11 +203,14 @@ def batched_aval(aval: ArrayType, dim: BatchDim, size: int,
     return aval.update(shape=tuple(shape), sharding=sharding)
 
 
-def unbatched_aval(aval: ArrayType, dim: BatchDim) -> ArrayType:
+def unbatched_aval(aval: ArrayType, dim: BatchDim, size: int | None = None) -> ArrayType:
     """The per-example type of a value of type ``aval`` batched at ``dim``:
-    the batch dimension and its spec entry removed."""
+    the batch dimension and its spec entry removed (a hi type, or a hi
+    type's mapping spec: the type's ``dec_rank``)."""
     if dim is None:
         return aval
+    if isinstance(dim, MappingSpec) or is_high(aval):
+        return aval.dec_rank(size, dim)
     shape = list(aval.shape)
     del shape[dim]
     sharding = aval.sharding
@@ -291,14 +300,17 @@ def batch_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[BatchDim]
 class BatchTracer(Tracer):
     __slots__ = ("_trace", "batch_dim", "val")
 
-    def __init__(self, trace: BatchTrace, val: Any, batch_dim: int) -> None:
+    _trace: BatchTrace
+
+    def __init__(self, trace: BatchTrace, val: Any, batch_dim: Any) -> None:
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
 
     @property
     def aval(self) -> ArrayType:
-        return unbatched_aval(canonical_aval_of(self.val), self.batch_dim)
+        return unbatched_aval(canonical_aval_of(self.val), self.batch_dim,
+                              self._trace.axis.size)
 
     def __repr__(self) -> str:
         # JAX's wording: the per-example type and the type of the batched value.
@@ -344,6 +356,8 @@ class BatchTrace(Trace):
     def wrap(self, val: Any, dim: BatchDim) -> Any:
         if dim is None:
             return val
+        if isinstance(dim, MappingSpec):
+            return BatchTracer(self, val, dim)
         ndim = canonical_aval_of(val).ndim
         return BatchTracer(self, val, dim % ndim if ndim else dim)
 

@@ -17,7 +17,8 @@ import weakref
 
 import numpy as np
 
-from spec._src.interpreters import ad, batching
+from spec._src.core.hitypes import raise_values
+from spec._src.interpreters import ad, batching, hi_lowering
 from spec._src.interpreters.batching import AxisData
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
 from spec._src.core.interpreter import (
@@ -75,6 +76,15 @@ def _live_program(jaxpr: Jaxpr) -> Jaxpr:
     # (an unchanged program is not stored as its own value: the entry would keep it alive)
     _LIVE[jaxpr] = None if live is jaxpr else live
     return live
+
+
+def _jit_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    """A call with hi-typed operands or results: the call of its lowered
+    body on the operands' components, its results rebuilt."""
+    lowered, los = hi_lowering.lower_call(args, jaxpr)
+    donated = hi_lowering.expand_flags(jaxpr.in_avals, params.pop("donated_invars"))
+    outs = jit_p.bind(*los, jaxpr=lowered, donated_invars=donated, **params)
+    return raise_values(jaxpr.out_avals, outs)
 
 
 def _const_value(c: Any) -> np.ndarray:
@@ -343,4 +353,4 @@ jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
                 transpose_accumulates=True,  # the call's body adds into gradient refs
                 accepts_refs=True, effects_rule=call_effects, discharge=_jit_discharge,
                 per_device=from_primitive(PD.call_program("jaxpr")),
-                vma_rule=VMA_FROM_TYPING)
+                vma_rule=VMA_FROM_TYPING, to_lojax=_jit_to_lojax)
