@@ -10,6 +10,7 @@ checkpoint's inputs) are saved, the rest is recomputed on the tangent side.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import types
@@ -92,6 +93,56 @@ def save_only_these_names(*names_which_can_be_saved: str) -> Callable[..., bool]
     return policy
 
 
+@dataclasses.dataclass(frozen=True)
+class Offloadable:
+    """A policy's answer for a value kept in another memory space (``src`` to
+    ``dst``, e.g. ``"device"`` to ``"pinned_host"``) rather than recomputed.
+    spec has one memory space: an offloadable value is saved."""
+
+    src: str
+    dst: str
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable[..., Any]:
+    """As ``dots_with_no_batch_dims_saveable``, the products offloaded to
+    ``offload_dst`` instead of kept."""
+    def policy(prim: Any, *_: Any, **params: Any) -> bool | Offloadable:
+        if _is_prim(prim, "dot_general"):
+            (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
+            if not lhs_b and not rhs_b:
+                return Offloadable(offload_src, offload_dst)
+        return False
+
+    return policy
+
+
+def save_and_offload_only_these_names(
+        *, names_which_can_be_saved: Iterable[str], names_which_can_be_offloaded: Iterable[str],
+        offload_src: str, offload_dst: str) -> Callable[..., Any]:
+    """As ``save_only_these_names``; the values named in
+    ``names_which_can_be_offloaded`` are offloaded to ``offload_dst``."""
+    saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+    both = saved & offloaded
+    if both:
+        raise ValueError(
+            "The names should be exclusive and should not intersect in "
+            "`names_which_can_be_saved` and `names_which_can_be_offloaded`. Got "
+            f"names_which_can_be_saved={saved}, names_which_can_be_offloaded={offloaded} "
+            f"and the intersection={both}")
+
+    def policy(prim: Any, *_: Any, **params: Any) -> bool | Offloadable:
+        if prim is name_p and params["name"] in saved:
+            return True
+        if prim is name_p and params["name"] in offloaded:
+            return Offloadable(offload_src, offload_dst)
+        return False
+
+    return policy
+
+
 def save_from_both_policies(policy_1: Callable[..., Any], policy_2: Callable[..., Any]
                             ) -> Callable[..., Any]:
     """A value is saveable when either policy says so."""
@@ -125,6 +176,8 @@ checkpoint_policies = types.SimpleNamespace(
     save_any_names_but_these=save_any_names_but_these,
     save_only_these_names=save_only_these_names,
     save_from_both_policies=save_from_both_policies,
+    save_and_offload_only_these_names=save_and_offload_only_these_names,
+    offload_dot_with_no_batch_dims=offload_dot_with_no_batch_dims,
 )
 
 
@@ -309,7 +362,8 @@ def print_saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any) -> N
 __all__ = [
     "checkpoint", "checkpoint_dots", "checkpoint_name", "checkpoint_policies",
     "dots_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable",
-    "nothing_saveable", "print_saved_residuals", "remat", "save_any_names_but_these",
+    "nothing_saveable", "offload_dot_with_no_batch_dims", "print_saved_residuals",
+    "save_and_offload_only_these_names", "remat", "save_any_names_but_these",
     "save_anything_except_these_names", "save_from_both_policies", "save_only_these_names",
     "saved_residuals",
 ]
