@@ -626,13 +626,8 @@ print(jax.typeof(make_tup(rows, jnp.float32(1.))))
 
 KNOWN: dict[int, str] = {
     7: "spec's float32 matmul rounds differently from XLA's in the last digit",
-    23: "scan over hi values is not implemented yet (needs cell 18's qxs)",
-    24: 'scan with hi carries is not implemented yet',
-    26: 'tracing with a sharded hi type is not implemented yet',
-    27: "a device_put sharding in a primitive's typing rule outside the mesh context",
-    29: 'grad with respect to a hi value is not implemented yet',
-    32: 'shard_map with HiPspec is not implemented yet',
-    33: 'shard_map with HiPspec is not implemented yet',
+    32: "shard_map with HiPspec out_specs is not implemented yet",
+    33: "shard_map with HiPspec in_specs is not implemented yet",
     37: "spec's float32 matmul rounds differently from XLA's in the last digit",
 }
 
