@@ -624,15 +624,23 @@ print(jax.typeof(make_tup(rows, jnp.float32(1.))))
 '''
 ]
 
+# Bad input, run after the page: a hi value where an array is required (the
+# exception class; JAX's eager message names its internal tracer class, and
+# its AttributeError the private method it looks for), and vmap over a hi
+# value without a mapping spec (class and message).
+BAD_INPUT = [
+    "jnp.sum(qx)",
+    "jax.jit(lambda q: q + 1)(qx)",
+]
+BAD_INPUT_EXACT = [
+    "jax.vmap(dequantize, axis_size=2)(qx)",
+    "jax.vmap(dequantize, in_axes=QArraySpec())(qx)",
+]
+
 KNOWN: dict[int, str] = {
     7: "spec's float32 matmul rounds differently from XLA's in the last digit",
-    23: "scan over hi values is not implemented yet (needs cell 18's qxs)",
-    24: 'scan with hi carries is not implemented yet',
-    26: 'tracing with a sharded hi type is not implemented yet',
-    27: "a device_put sharding in a primitive's typing rule outside the mesh context",
-    29: 'grad with respect to a hi value is not implemented yet',
-    32: 'shard_map with HiPspec is not implemented yet',
-    33: 'shard_map with HiPspec is not implemented yet',
+    32: "shard_map with HiPspec out_specs is not implemented yet",
+    33: "shard_map with HiPspec in_specs is not implemented yet",
     37: "spec's float32 matmul rounds differently from XLA's in the last digit",
 }
 
@@ -658,10 +666,10 @@ def namespace(impl: str) -> dict[str, Any]:
 
 _JAX_PROGRAM = """
 import json
-from tests.hijax.test_types_page import CELLS, namespace
+from tests.hijax.test_types_page import BAD_INPUT, BAD_INPUT_EXACT, CELLS, namespace
 from tests.support.notebook import run_cell
 ns = namespace("jax")
-print(json.dumps([run_cell(c, ns) for c in CELLS]))
+print(json.dumps([run_cell(c, ns) for c in CELLS + BAD_INPUT + BAD_INPUT_EXACT]))
 """
 
 
@@ -677,7 +685,7 @@ def run_page(impl: str) -> tuple[str, ...]:
         ns = namespace("spec")
         # The page sets its mesh for the rest of the program: set for this run.
         with spec.set_mesh(None):
-            return tuple(run_cell(c, ns) for c in CELLS)
+            return tuple(run_cell(c, ns) for c in CELLS + BAD_INPUT + BAD_INPUT_EXACT)
     finally:
         spec.config.update("jax_num_cpu_devices", before)
 
@@ -693,3 +701,16 @@ def _cases() -> list[Any]:
 @pytest.mark.parametrize("k", _cases())
 def test_cell(k: int) -> None:
     assert run_page("spec")[k] == run_page("jax")[k]
+
+
+@pytest.mark.parametrize("k", range(len(BAD_INPUT)))
+def test_bad_input_raises_jax_exception_class(k: int) -> None:
+    ours, theirs = (run_page(impl)[len(CELLS) + k] for impl in ("spec", "jax"))
+    assert ours.startswith("raises ") and ours.split(":")[0] == theirs.split(":")[0]
+
+
+@pytest.mark.parametrize("k", range(len(BAD_INPUT_EXACT)))
+def test_bad_input_raises_jax_error(k: int) -> None:
+    at = len(CELLS) + len(BAD_INPUT) + k
+    assert run_page("spec")[at].startswith("raises ")
+    assert run_page("spec")[at] == run_page("jax")[at]

@@ -159,6 +159,12 @@ def _axis_size(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
         except TypeError:
             raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX "
                             "type") from None
+        if is_high(aval):
+            raise ValueError(
+                f"vmap was requested to map a value of non-array type {aval.str_short()} "
+                f"along axis {axis}, but non-array types can't be mapped along an integer "
+                "axis. Instead pass a mapping spec (a MappingSpec instance) as this "
+                "argument's in_axes entry, and pass axis_size explicitly.")
         if not -aval.ndim <= axis < aval.ndim:
             raise ValueError(f"vmap was requested to map its argument along axis {axis}, "
                              f"which implies that its rank should be at least "

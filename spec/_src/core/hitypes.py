@@ -16,7 +16,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spec._src.core.sharding import AbstractMesh, NamedSharding, P
+from spec._src.core.sharding import AbstractMesh, NamedSharding, P, get_abstract_mesh
 from spec._src.core.types import ArrayType
 
 
@@ -220,10 +220,15 @@ def unmeshed(spec: P) -> UnmeshedSharding:
 
 
 def shown_aval(aval: Any) -> Any:
-    """``aval`` as ``typeof`` shows it: an array type without a mesh gets
-    the unmeshed sharding of its rank."""
+    """``aval`` as ``typeof`` shows it: an array type without a sharding
+    gets the replicated sharding of its rank on the context mesh (the
+    unmeshed one where there is none)."""
     if isinstance(aval, ArrayType) and aval.sharding is None:
-        return aval.update(sharding=unmeshed(P(*([None] * len(aval.shape)))))
+        spec = P(*([None] * len(aval.shape)))
+        mesh = get_abstract_mesh()
+        # Under a context mesh an array without a sharding is replicated on it.
+        sharding = unmeshed(spec) if mesh.empty else NamedSharding(mesh, spec)
+        return aval.update(sharding=sharding)
     return aval
 
 

@@ -701,7 +701,9 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
             f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
             "cannot be used with it yet")
     shardings = rule(*avals, **params)
-    return _with_vma(prim, avals, [a.update(sharding=s) for a, s in zip(out, shardings)], params)
+    # (a hi type's sharding is inside the type, as its typing rule made it)
+    typed = [a if is_high(a) else a.update(sharding=s) for a, s in zip(out, shardings)]
+    return _with_vma(prim, avals, typed, params)
 
 
 def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayType],
