@@ -67,6 +67,16 @@ def _via64_binary(kernel: Callable[[F64, F64], F64],
 
 # ------------------------------------------------------- exact-op arithmetic
 
+
+def _pick(mask: npt.ArrayLike, a: npt.ArrayLike, b: npt.ArrayLike) -> F64:
+    """np.where(mask, a, b) for float64 values as a bitwise blend: the masks
+    here follow the data, and np.where's data-dependent branches cost
+    several times the arithmetic around them."""
+    bits_a = np.asarray(a, np.float64).view(np.uint64)
+    bits_b = np.asarray(b, np.float64).view(np.uint64)
+    ones = np.negative(np.asarray(mask).astype(np.int64)).view(np.uint64)
+    return np.asarray(bits_b ^ ((bits_a ^ bits_b) & ones)).view(np.float64)
+
 _SPLITTER = 134217729.0  # 2^27 + 1: Dekker's split into two 26-bit halves
 
 
@@ -109,7 +119,7 @@ def _exp_dd(x: F64, x_lo: F64 | float = 0.0) -> F64:
     """e^(x + x_lo) for a small correction x_lo: x = k ln2 + r, |r| <= ln2/2,
     e^r from a degree-5 minimax rational form in r^2, scaled by 2^k."""
     k = np.rint(x * _INV_LN2)
-    k = np.where(np.isfinite(k), k, 0.0)
+    k = _pick(np.isfinite(k), k, 0.0)
     hi = x - k * _LN2_HI
     lo = k * _LN2_LO - x_lo
     r = hi - lo
@@ -118,9 +128,9 @@ def _exp_dd(x: F64, x_lo: F64 | float = 0.0) -> F64:
     c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))))
     y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
     out = np.ldexp(y, k.astype(np.int32))
-    out = np.where(x > _EXP_OVER, np.inf, out)
-    out = np.where(x < _EXP_UNDER, 0.0, out)
-    return np.asarray(np.where(np.isnan(x), x, out))
+    out = _pick(x > _EXP_OVER, np.inf, out)
+    out = _pick(x < _EXP_UNDER, 0.0, out)
+    return np.asarray(_pick(np.isnan(x), x, out))
 
 
 def _exp(x: F64) -> F64:
@@ -140,7 +150,7 @@ def _log_parts(u: F64) -> tuple[F64, F64]:
     """u = 2^k (1 + f) with sqrt(1/2) <= 1 + f < sqrt(2): (k, f), exactly."""
     m, e = np.frexp(u)
     low = m < _SQRT_HALF
-    m = np.where(low, m * 2.0, m)
+    m = _pick(low, m * 2.0, m)
     k = (e - low).astype(np.float64)
     return k, m - 1.0
 
@@ -159,15 +169,15 @@ def _log_core(k: F64, f: F64, c: F64 | float = 0.0) -> F64:
 
 
 def _log_specials(x: F64, out: F64) -> F64:
-    out = np.where(x == 0, -np.inf, out)
-    out = np.where(x < 0, np.nan, out)
-    out = np.where(x == np.inf, np.inf, out)
-    return np.asarray(np.where(np.isnan(x), x, out))
+    out = _pick(x == 0, -np.inf, out)
+    out = _pick(x < 0, np.nan, out)
+    out = _pick(x == np.inf, np.inf, out)
+    return np.asarray(_pick(np.isnan(x), x, out))
 
 
 def _log(x: F64) -> F64:
     """Natural logarithm (fdlibm's algorithm)."""
-    safe = np.where((x > 0) & np.isfinite(x), x, 1.0)
+    safe = _pick((x > 0) & np.isfinite(x), x, 1.0)
     k, f = _log_parts(safe)
     return _log_specials(x, _log_core(k, f))
 
@@ -175,15 +185,15 @@ def _log(x: F64) -> F64:
 def _log1p(x: F64) -> F64:
     """log(1 + x): log of u = fl(1 + x) plus the rounding error of u over u."""
     u = 1.0 + x
-    safe = np.where((u > 0) & np.isfinite(u), u, 1.0)
+    safe = _pick((u > 0) & np.isfinite(u), u, 1.0)
     k, f = _log_parts(safe)
     # u - x is exact from u = 2 up, u - 1 below it (Sterbenz).
-    err = np.where(safe >= 2, 1.0 - (safe - x), x - (safe - 1.0)) / safe
+    err = _pick(safe >= 2, 1.0 - (safe - x), x - (safe - 1.0)) / safe
     out = _log_core(k, f, err)
-    out = np.where(x == -1, -np.inf, out)
-    out = np.where(x < -1, np.nan, out)
-    out = np.where(x == np.inf, np.inf, out)
-    return np.asarray(np.where(np.isnan(x) | (x == 0), x, out))
+    out = _pick(x == -1, -np.inf, out)
+    out = _pick(x < -1, np.nan, out)
+    out = _pick(x == np.inf, np.inf, out)
+    return np.asarray(_pick(np.isnan(x) | (x == 0), x, out))
 
 
 _LOG2_E = 1.44269504088896338700
@@ -192,7 +202,7 @@ _LOG10_E = 4.34294481903251816668e-01
 
 def _log2(x: F64) -> F64:
     """log(x) / ln 2 with the product split so integer powers of two are exact."""
-    safe = np.where((x > 0) & np.isfinite(x), x, 1.0)
+    safe = _pick((x > 0) & np.isfinite(x), x, 1.0)
     k, f = _log_parts(safe)
     return _log_specials(x, k + _log_core(np.zeros_like(k), f) * _LOG2_E)
 
@@ -202,7 +212,7 @@ _LOG10_2_LO = 3.69423907715893078616e-13
 
 
 def _log10(x: F64) -> F64:
-    safe = np.where((x > 0) & np.isfinite(x), x, 1.0)
+    safe = _pick((x > 0) & np.isfinite(x), x, 1.0)
     k, f = _log_parts(safe)
     mantissa = _log_core(np.zeros_like(k), f) * _LOG10_E
     return _log_specials(x, k * _LOG10_2_HI + (k * _LOG10_2_LO + mantissa))
@@ -218,7 +228,7 @@ _EXPM1_Q = (-3.33333333333331316428e-02, 1.58730158725481460165e-03,
 def _expm1(x: F64) -> F64:
     """e^x - 1 (fdlibm's algorithm): x = k ln2 + r with the reduction error
     carried, e^r - 1 from a rational form, recombined per range of k."""
-    xs = np.where(np.isfinite(x), x, 0.0)
+    xs = _pick(np.isfinite(x), x, 0.0)
     k = np.rint(xs * _INV_LN2)
     hi = xs - k * _LN2_HI
     lo = k * _LN2_LO
@@ -235,15 +245,15 @@ def _expm1(x: F64) -> F64:
     ki = k.astype(np.int32)
     scale = np.ldexp(1.0, ki)
     k_m1 = 0.5 * (r - e) - 0.5
-    k_1 = np.where(r < -0.25, -2.0 * (e - (r + 0.5)), 1.0 + 2.0 * (r - e))
+    k_1 = _pick(r < -0.25, -2.0 * (e - (r + 0.5)), 1.0 + 2.0 * (r - e))
     wide = np.ldexp(1.0 - (e - r), ki) - 1.0  # k <= -2 or k > 56
-    mid = (np.where(k < 20, 1.0 - np.ldexp(1.0, -ki), 1.0) - (e - r)) * scale
+    mid = (_pick(k < 20, 1.0 - np.ldexp(1.0, -ki), 1.0) - (e - r)) * scale
     high = ((r - (e + np.ldexp(1.0, -ki))) + 1.0) * scale
-    out = np.where(k == 0, small, np.where(k == -1, k_m1, np.where(k == 1, k_1, np.where(
-        (k <= -2) | (k > 56), wide, np.where(k < 20, mid, high)))))
-    out = np.where(x > _EXP_OVER, np.inf, out)
-    out = np.where(x < -38.0, -1.0, out)
-    return np.asarray(np.where(np.isnan(x) | (x == 0), x, out))  # keeps the sign of zero
+    out = _pick(k == 0, small, _pick(k == -1, k_m1, _pick(k == 1, k_1, _pick(
+        (k <= -2) | (k > 56), wide, _pick(k < 20, mid, high)))))
+    out = _pick(x > _EXP_OVER, np.inf, out)
+    out = _pick(x < -38.0, -1.0, out)
+    return np.asarray(_pick(np.isnan(x) | (x == 0), x, out))  # keeps the sign of zero
 
 
 # --------------------------------------------------------- trigonometric ones
@@ -327,8 +337,8 @@ def _rem_pio2_large(ax: F64) -> tuple[F64, F64, F64]:
     n = (top >> np.uint64(30)).astype(np.float64)
     head = (top & np.uint64((1 << 30) - 1)).astype(np.float64)
     up = head >= 2.0 ** 29  # fraction >= 1/2: round n up, fraction negative
-    n = np.where(up, n + 1.0, n)
-    head = np.where(up, head - 2.0 ** 30, head) * 2.0 ** -30
+    n = _pick(up, n + 1.0, n)
+    head = _pick(up, head - 2.0 ** 30, head) * 2.0 ** -30
     parts = [acc[_WINDOW_LIMBS - 1 - i].astype(np.float64) * 2.0 ** (-30 - 32 * i)
              for i in range(1, 4)]
     f_hi, f_lo = _fast_two_sum(head, parts[0])
@@ -343,17 +353,17 @@ def _rem_pio2(x: F64) -> tuple[npt.NDArray[np.int64], F64, F64]:
     """x = n pi/2 + (y0 + y1), |y0 + y1| <= pi/4 (about); n as an integer."""
     ax = np.abs(x)
     large = (ax >= _MEDIUM) & np.isfinite(ax)
-    n, y0, y1 = _rem_pio2_medium(np.where(large, 0.0, x))
+    n, y0, y1 = _rem_pio2_medium(_pick(large, 0.0, x))
     if large.any():
         idx = np.nonzero(large)
         ln, ly0, ly1 = _rem_pio2_large(ax[idx])
         neg = x[idx] < 0
         n, y0, y1 = n.copy(), y0.copy(), y1.copy()
-        n[idx] = np.where(neg, -ln, ln)
-        y0[idx] = np.where(neg, -ly0, ly0)
-        y1[idx] = np.where(neg, -ly1, ly1)
-    y0 = np.where(np.isfinite(x), y0, np.nan)
-    return np.where(np.isfinite(n), n, 0.0).astype(np.int64), y0, y1
+        n[idx] = _pick(neg, -ln, ln)
+        y0[idx] = _pick(neg, -ly0, ly0)
+        y1[idx] = _pick(neg, -ly1, ly1)
+    y0 = _pick(np.isfinite(x), y0, np.nan)
+    return _pick(np.isfinite(n), n, 0.0).astype(np.int64), y0, y1
 
 
 _SIN_S = (-1.66666666666666324348e-01, 8.33333333332248946124e-03,
@@ -384,28 +394,33 @@ def _kernel_cos(x: F64, y: F64) -> F64:
     return np.asarray(w + (((1.0 - w) - hz) + (z * r - x * y)))
 
 
+def _by_quadrant(n: npt.NDArray[np.int64], s: F64, c: F64) -> F64:
+    """sin(n pi/2 + y) from s = sin y, c = cos y: blends by 0/1 factors (exact
+    for finite s, c) rather than selects, whose branches follow the data."""
+    odd = (n & 1).astype(np.float64)
+    sign = 1.0 - (n & 2).astype(np.float64)
+    return np.asarray((s * (1.0 - odd) + c * odd) * sign)
+
+
 def _sin(x: F64) -> F64:
     """sine: reduction modulo pi/2, then the sine or cosine kernel by quadrant."""
     n, y0, y1 = _rem_pio2(x)
     s, c = _kernel_sin(y0, y1), _kernel_cos(y0, y1)
-    q = n & 3
-    out = np.where(q == 0, s, np.where(q == 1, c, np.where(q == 2, -s, -c)))
-    return np.asarray(np.where(x == 0, x, out))  # keeps the sign of zero
+    return np.asarray(_pick(x == 0, x, _by_quadrant(n, s, c)))  # keeps the sign of zero
 
 
 def _cos(x: F64) -> F64:
     n, y0, y1 = _rem_pio2(x)
     s, c = _kernel_sin(y0, y1), _kernel_cos(y0, y1)
-    q = n & 3
-    return np.asarray(np.where(q == 0, c, np.where(q == 1, -s, np.where(q == 2, -c, s))))
+    return _by_quadrant(n + 1, s, c)
 
 
 def _tan(x: F64) -> F64:
     """tangent as the quotient of the two kernels on the reduced argument."""
     n, y0, y1 = _rem_pio2(x)
     s, c = _kernel_sin(y0, y1), _kernel_cos(y0, y1)
-    out = np.where((n & 1) == 0, s / c, -c / s)
-    return np.asarray(np.where(x == 0, x, out))
+    out = _pick((n & 1) == 0, s / c, -c / s)
+    return np.asarray(_pick(x == 0, x, out))
 
 
 # ---------------------------------------------------------------------- atan
@@ -423,21 +438,24 @@ _AT = (3.33333333333329318027e-01, -1.99999999998764832476e-01, 1.42857142725034
 def _atan(x: F64) -> F64:
     """arctangent (fdlibm's algorithm): |x| reduced to [-7/16, 7/16] around
     one of atan(1/2), atan(1), atan(3/2), atan(inf), then an odd polynomial."""
-    a = np.abs(x)
-    region = np.searchsorted(np.array([7 / 16, 11 / 16, 19 / 16, 39 / 16]), a, side="left")
-    region = np.where(np.isnan(a), 0, region)
-    with np.errstate(all="ignore"):
-        t = np.select([region == 0, region == 1, region == 2, region == 3],
-                      [a, (2.0 * a - 1.0) / (2.0 + a), (a - 1.0) / (a + 1.0),
-                       (a - 1.5) / (1.0 + 1.5 * a)], -1.0 / a)
+    # Regions by arithmetic, not by branching selects: the masks follow
+    # the data and mispredicted branches would dominate the time.
+    a = np.minimum(np.abs(x), 2.0 ** 1000)  # atan(inf) as atan(2^1000)
+    region = ((a >= 7 / 16).astype(np.int8) + (a >= 11 / 16) + (a >= 19 / 16)
+              + (a >= 39 / 16))
+    centre = np.take(np.array([0.0, 0.5, 1.0, 1.5, 0.0]), region)
+    last = (region == 4).astype(np.float64)  # t = -1/a there
+    keep = 1.0 - last
+    # (a - c) / (1 + c a): 2(a - 1/2) / 2(1 + a/2) is fdlibm's (2a - 1) / (2 + a).
+    t = ((a - centre) * keep - last) / ((1.0 + centre * a) * keep + a * last)
     z = t * t
     w = z * z
     s1 = z * (_AT[0] + w * (_AT[2] + w * (_AT[4] + w * (_AT[6] + w * (_AT[8] + w * _AT[10])))))
     s2 = w * (_AT[1] + w * (_AT[3] + w * (_AT[5] + w * (_AT[7] + w * _AT[9]))))
-    idx = np.maximum(region - 1, 0)
-    hi, lo = np.array(_ATAN_HI)[idx], np.array(_ATAN_LO)[idx]
-    out = np.where(region == 0, t - t * (s1 + s2), hi - ((t * (s1 + s2) - lo) - t))
-    return np.asarray(np.where(np.isnan(x), x, np.copysign(out, x)))
+    hi = np.take(np.array((0.0, *_ATAN_HI)), region)
+    lo = np.take(np.array((0.0, *_ATAN_LO)), region)
+    out = hi - ((t * (s1 + s2) - lo) - t)  # region 0: exactly t - t (s1 + s2)
+    return np.asarray(_pick(np.isnan(x), x, np.copysign(out, x)))
 
 
 _PI = 3.1415926535897931160e+00
@@ -449,13 +467,13 @@ def _atan2(y: F64, x: F64) -> F64:
     y, x = np.broadcast_arrays(y, x)
     z = _atan(np.abs(y) / np.abs(x))
     neg_x = np.signbit(x)
-    out = np.where(neg_x, _PI - (z - _PI_LO), z)
+    out = _pick(neg_x, _PI - (z - _PI_LO), z)
     both_inf = np.isinf(x) & np.isinf(y)
-    out = np.where(both_inf, np.where(neg_x, 3 * _PI / 4, _PI / 4), out)
-    out = np.where(y == 0, np.where(neg_x, _PI, 0.0), out)
-    out = np.where((x == 0) & (y != 0), _PIO2_HI, out)
+    out = _pick(both_inf, _pick(neg_x, 3 * _PI / 4, _PI / 4), out)
+    out = _pick(y == 0, _pick(neg_x, _PI, 0.0), out)
+    out = _pick((x == 0) & (y != 0), _PIO2_HI, out)
     out = np.copysign(out, y)
-    return np.asarray(np.where(np.isnan(x) | np.isnan(y), x + y, out))
+    return np.asarray(_pick(np.isnan(x) | np.isnan(y), x + y, out))
 
 
 def _asin(x: F64) -> F64:
@@ -464,7 +482,7 @@ def _asin(x: F64) -> F64:
 
 def _acos(x: F64) -> F64:
     out = 2.0 * _atan2(np.sqrt(1.0 - x), np.sqrt(1.0 + x))
-    return np.asarray(np.where(np.abs(x) > 1, np.nan, out))
+    return np.asarray(_pick(np.abs(x) > 1, np.nan, out))
 
 
 # ------------------------------------------------------------- hyperbolic ones
@@ -476,10 +494,10 @@ def _tanh(x: F64) -> F64:
     big = np.minimum(a, 22.0)
     t_big = _expm1(2.0 * big)
     t_small = _expm1(-2.0 * big)
-    out = np.where(a >= 1, 1.0 - 2.0 / (t_big + 2.0), -t_small / (t_small + 2.0))
-    out = np.where(a >= 22, 1.0, out)
-    out = np.where(a < 2.0 ** -55, a, out)
-    return np.asarray(np.where(np.isnan(x), x, np.copysign(out, x)))
+    out = _pick(a >= 1, 1.0 - 2.0 / (t_big + 2.0), -t_small / (t_small + 2.0))
+    out = _pick(a >= 22, 1.0, out)
+    out = _pick(a < 2.0 ** -55, a, out)
+    return np.asarray(_pick(np.isnan(x), x, np.copysign(out, x)))
 
 
 _LN2 = 6.93147180559945286227e-01
@@ -490,8 +508,8 @@ def _asinh(x: F64) -> F64:
     with np.errstate(all="ignore"):
         small = _log1p(a + a * a / (1.0 + np.sqrt(1.0 + a * a)))
         mid = _log(2.0 * a + 1.0 / (np.sqrt(a * a + 1.0) + a))
-    out = np.where(a > 2.0 ** 28, _log(a) + _LN2, np.where(a > 2.0, mid, small))
-    return np.asarray(np.where(np.isnan(x), x, np.copysign(out, x)))
+    out = _pick(a > 2.0 ** 28, _log(a) + _LN2, _pick(a > 2.0, mid, small))
+    return np.asarray(_pick(np.isnan(x), x, np.copysign(out, x)))
 
 
 def _acosh(x: F64) -> F64:
@@ -499,15 +517,15 @@ def _acosh(x: F64) -> F64:
     with np.errstate(all="ignore"):
         small = _log1p(t + np.sqrt(2.0 * t + t * t))
         mid = _log(2.0 * x - 1.0 / (x + np.sqrt(x * x - 1.0)))
-    out = np.where(x > 2.0 ** 28, _log(x) + _LN2, np.where(x > 2.0, mid, small))
-    return np.asarray(np.where(x < 1, np.nan, np.where(np.isnan(x), x, out)))
+    out = _pick(x > 2.0 ** 28, _log(x) + _LN2, _pick(x > 2.0, mid, small))
+    return np.asarray(_pick(x < 1, np.nan, _pick(np.isnan(x), x, out)))
 
 
 def _atanh(x: F64) -> F64:
     a = np.abs(x)
     out = 0.5 * _log1p(2.0 * a / (1.0 - a))
-    out = np.where(a > 1, np.nan, out)
-    return np.asarray(np.where(np.isnan(x), x, np.copysign(out, x)))
+    out = _pick(a > 1, np.nan, out)
+    return np.asarray(_pick(np.isnan(x), x, np.copysign(out, x)))
 
 
 # ---------------------------------------------------------------------- cbrt
@@ -516,7 +534,7 @@ def _atanh(x: F64) -> F64:
 def _cbrt(x: F64) -> F64:
     """Cube root: exponent divided by 3, Newton steps on the mantissa, and
     fdlibm's final step that leaves the result within an ULP."""
-    a = np.where(np.isfinite(x) & (x != 0), np.abs(x), 1.0)
+    a = _pick(np.isfinite(x) & (x != 0), np.abs(x), 1.0)
     m, e = np.frexp(a)
     q = np.floor_divide(e, 3)
     m = np.ldexp(m, e - 3 * q)  # in [1/2, 4)
@@ -527,7 +545,7 @@ def _cbrt(x: F64) -> F64:
     r = m / s
     t = t + t * ((r - t) / (t + t + r))
     out = np.ldexp(t, q)
-    out = np.where(np.isfinite(x) & (x != 0), np.copysign(out, x), x)
+    out = _pick(np.isfinite(x) & (x != 0), np.copysign(out, x), x)
     return np.asarray(out)
 
 
@@ -559,29 +577,29 @@ def _pow(x: F64, y: F64) -> F64:
     x, y = np.broadcast_arrays(x, y)
     ax = np.abs(x)
     ok = (ax > 0) & np.isfinite(ax) & np.isfinite(y)
-    lhi, llo = _log_dd(np.where(ok, ax, 1.0))
-    yy = np.where(ok & (np.abs(y) < 2.0 ** 995), y, 0.0)
+    lhi, llo = _log_dd(_pick(ok, ax, 1.0))
+    yy = _pick(ok & (np.abs(y) < 2.0 ** 995), y, 0.0)
     p, p_lo = _two_prod(yy, lhi)
     p_lo = p_lo + yy * llo
     direct = y * lhi
     huge = np.abs(direct) > 2000.0
-    p = np.where(huge, direct, p)
-    p_lo = np.where(huge, 0.0, p_lo)
+    p = _pick(huge, direct, p)
+    p_lo = _pick(huge, 0.0, p_lo)
     mag = _exp_dd(p, p_lo)
     y_int = np.floor(y) == y
     y_odd = y_int & (np.abs(y) < 2.0 ** 53) & (np.floor(y / 2.0) != y / 2.0)
     neg = np.signbit(x)
-    out = np.where(neg & y_odd, -mag, mag)
-    out = np.where((x < 0) & ~y_int & np.isfinite(x), np.nan, out)
+    out = _pick(neg & y_odd, -mag, mag)
+    out = _pick((x < 0) & ~y_int & np.isfinite(x), np.nan, out)
     # Zeros and infinities of x: the power of |x| gets the sign of an odd y.
-    zero_or_inf = np.where((ax == 0) == (y > 0), 0.0, np.inf)
-    out = np.where((ax == 0) | np.isinf(ax),
-                   np.where(neg & y_odd, -zero_or_inf, zero_or_inf), out)
+    zero_or_inf = _pick((ax == 0) == (y > 0), 0.0, np.inf)
+    out = _pick((ax == 0) | np.isinf(ax),
+                   _pick(neg & y_odd, -zero_or_inf, zero_or_inf), out)
     # Infinite y: |x| < 1 and |x| > 1 go opposite ways; |x| == 1 gives 1.
-    inf_y = np.where((ax < 1) == (y > 0), 0.0, np.inf)
-    out = np.where(np.isinf(y), np.where(ax == 1, 1.0, inf_y), out)
-    out = np.where(np.isnan(x) | np.isnan(y), np.nan, out)
-    out = np.where((y == 0) | (x == 1), 1.0, out)
+    inf_y = _pick((ax < 1) == (y > 0), 0.0, np.inf)
+    out = _pick(np.isinf(y), _pick(ax == 1, 1.0, inf_y), out)
+    out = _pick(np.isnan(x) | np.isnan(y), np.nan, out)
+    out = _pick((y == 0) | (x == 1), 1.0, out)
     return np.asarray(out)
 
 
