@@ -30,10 +30,19 @@ import pytest
 
 from numpy._core import _multiarray_umath as umath
 
+import spec
 from spec import lax as slax
 from spec._src.lax import elementwise_math as M
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def exact_kernels() -> Any:
+    """Every test here but the last runs spec's own kernels."""
+    spec.config.update("spec_transcendentals", "exact")
+    yield
+    spec.config.update("spec_transcendentals", "numpy")
 CASES_SCRIPT = ROOT / "tests" / "support" / "transcendental_cases.py"
 
 
@@ -46,7 +55,7 @@ def _dispatch_variants() -> list[str]:
 
 def _run(disable: str, tunables: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NPY_DISABLE_CPU_FEATURES": disable,
-           "GLIBC_TUNABLES": tunables}
+           "GLIBC_TUNABLES": tunables, "SPEC_TRANSCENDENTALS": "exact"}
     done = subprocess.run([sys.executable, str(CASES_SCRIPT)], env=env, capture_output=True,
                           text=True, timeout=300, check=True)
     return done.stdout
@@ -211,3 +220,11 @@ def test_matches_jax(name: str, operand: np.ndarray) -> None:
     finite = num & ~exact
     d = _ulp_distance(expected[finite], got[finite])
     assert d.max() <= JAX_ULPS.get(name, 1), (name, int(d.max()), x[finite][d.argmax()])
+
+
+def test_default_is_numpy() -> None:
+    spec.config.update("spec_transcendentals", "numpy")
+    x = np.linspace(-20, 20, 1001).astype(np.float32)
+    for name, ufunc in [("exp", np.exp), ("sin", np.sin), ("tanh", np.tanh)]:
+        got = np.asarray(getattr(slax, name)(x))
+        assert np.array_equal(got.view(np.uint8), ufunc(x).view(np.uint8)), name

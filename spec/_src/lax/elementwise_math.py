@@ -10,6 +10,10 @@ classic fdlibm algorithms (argument reduction, then a fixed minimax
 polynomial evaluated without fused multiply-adds), so every machine
 computes the same bits.
 
+They are about two orders of magnitude slower than NumPy's, so they run only
+when config ``spec_transcendentals`` is ``"exact"``; the default,
+``"numpy"``, calls NumPy's ufuncs (whose last bits depend on the CPU).
+
 Each public kernel takes a float32 or float64 array and returns the same
 dtype. float32 operands are evaluated with the float64 kernel and rounded
 once, which puts them within an ULP of the correctly rounded result;
@@ -28,20 +32,30 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from spec._src.core.config import config
+
 F64 = npt.NDArray[np.float64]
+
+_VALUES = config._values  # read directly: this is on every transcendental's path
 Kernel = Callable[[F64], F64]
 
 # ------------------------------------------------------------ dtype dispatch
 
 
-def _via64(kernel: Kernel, complex_fn: Callable[[np.ndarray], np.ndarray]
+def exact() -> bool:
+    """Whether config ``spec_transcendentals`` asks for these kernels."""
+    return bool(_VALUES["spec_transcendentals"] == "exact")
+
+
+def _via64(kernel: Kernel, numpy_fn: Callable[[np.ndarray], np.ndarray]
            ) -> Callable[[npt.ArrayLike], np.ndarray]:
     """Run a float64 kernel on a real float array, rounding once to its
-    dtype; complex operands go to ``complex_fn``."""
+    dtype; complex operands, and every operand unless ``exact()``, go to
+    NumPy's ``numpy_fn``."""
     def fn(operand: npt.ArrayLike) -> np.ndarray:
         x = np.asarray(operand)
-        if np.iscomplexobj(x):
-            return np.asarray(complex_fn(x))
+        if np.iscomplexobj(x) or not exact():
+            return np.asarray(numpy_fn(x))
         with np.errstate(all="ignore"):
             out = kernel(x.astype(np.float64))
             return out if x.dtype == np.float64 else out.astype(x.dtype)
@@ -51,12 +65,12 @@ def _via64(kernel: Kernel, complex_fn: Callable[[np.ndarray], np.ndarray]
 
 
 def _via64_binary(kernel: Callable[[F64, F64], F64],
-                  complex_fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
+                  numpy_fn: Callable[[np.ndarray, np.ndarray], np.ndarray]
                   ) -> Callable[[npt.ArrayLike, npt.ArrayLike], np.ndarray]:
     def fn(first: npt.ArrayLike, second: npt.ArrayLike) -> np.ndarray:
         a, b = np.asarray(first), np.asarray(second)
-        if np.iscomplexobj(a) or np.iscomplexobj(b):
-            return np.asarray(complex_fn(a, b))
+        if np.iscomplexobj(a) or np.iscomplexobj(b) or not exact():
+            return np.asarray(numpy_fn(a, b))
         with np.errstate(all="ignore"):
             out = kernel(a.astype(np.float64), b.astype(np.float64))
             return out if a.dtype == np.float64 else out.astype(a.dtype)
