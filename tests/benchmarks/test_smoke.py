@@ -112,3 +112,10 @@ def test_prng_benchmark_quick() -> None:
     from benchmarks import prng
     rows = prng.main(["--quick"])
     assert rows and all(set(r) >= {"spec", "jax", "numpy"} for r in rows), rows
+
+
+def test_transcendental_benchmark_quick() -> None:
+    from benchmarks import transcendental
+    rows = transcendental.main(["--quick"])
+    assert {r["kernel"] for r in rows} >= {"exp", "sin", "power"}
+    assert all(r["spec"] > 0 and r["numpy"] > 0 for r in rows)

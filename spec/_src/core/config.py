@@ -92,6 +92,11 @@ _FLAGS: dict[str, _Flag] = {
         # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
         # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
         _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
+        # spec's own: "exact" computes real transcendentals with the
+        # machine-independent kernels of spec/_src/lax/elementwise_math.py;
+        # "numpy" (faster) with NumPy's CPU-dispatched ufuncs.
+        _Flag("spec_transcendentals", "numpy", "SPEC_TRANSCENDENTALS", _parse_str,
+              ("numpy", "exact")),
     )
 }
 

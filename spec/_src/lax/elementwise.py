@@ -60,6 +60,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.lax import elementwise_kit as K
+from spec._src.lax import elementwise_math as M
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.denormals import arithmetic
 from spec._src.lax.elementwise_kit import (
@@ -539,29 +540,29 @@ def _complex_or(real_fn: Callable[..., Any], complex_fn: Callable[..., np.ndarra
 
 def _log1p(x: np.ndarray) -> np.ndarray:
     if not T.is_complex(x.dtype):
-        return np.asarray(np.log1p(x))
+        return np.asarray(M.log1p(x))
     # log|1+z| = log1p(2a + a^2 + b^2) / 2 keeps small |z| accurate, where
     # NumPy's complex log1p loses the real part; evaluated in complex128.
     z = x.astype(np.complex128)
     a, b = z.real, z.imag
-    re = 0.5 * np.log1p(2 * a + a * a + b * b)
-    out = re + 1j * np.arctan2(b, 1 + a)
+    re = 0.5 * M.log1p(2 * a + a * a + b * b)
+    out = re + 1j * M.arctan2(b, 1 + a)
     return np.asarray(out.astype(x.dtype))
 
 
 def _logistic(x: np.ndarray) -> np.ndarray:
     one = np.ones((), x.dtype)
-    return np.asarray(one / (one + np.exp(-x)))
+    return np.asarray(one / (one + M.exp(-x)))
 
 
 def _exp2_impl(x: np.ndarray, **params: Any) -> list[np.ndarray]:
     """JAX lowers exp2 as exp(log(2) * x) with log(2) and the product in x's
     dtype; the rounding of the product is visible in narrow floats."""
     cd = K.compute_dtype(x.dtype)
-    ln2 = np.asarray(np.log(2), x.dtype).astype(cd)
+    ln2 = np.asarray(M.log(np.float64(2.0)), x.dtype).astype(cd)
     with np.errstate(all="ignore"):
         product = (ln2 * x.astype(cd)).astype(x.dtype)
-    return lifted(np.exp)(product)
+    return lifted(M.exp)(product)
 
 
 def _sinh(x: np.ndarray) -> np.ndarray:
@@ -571,10 +572,10 @@ def _sinh(x: np.ndarray) -> np.ndarray:
     (compute) dtype."""
     if T.is_complex(x.dtype):
         return np.asarray(np.sinh(x))
-    half = np.asarray(np.log(0.5), x.dtype)
+    half = np.asarray(M.log(np.float64(0.5)), x.dtype)
     a = np.abs(x)
-    big = np.copysign(np.exp(a + half) - np.exp(-a + half), x)
-    em = np.expm1(x)
+    big = np.copysign(M.exp(a + half) - M.exp(-a + half), x)
+    em = M.expm1(x)
     small = (em + em / (em + np.ones((), x.dtype))) * np.asarray(0.5, x.dtype)
     return np.asarray(np.where(a >= 1, big, small))
 
@@ -583,8 +584,8 @@ def _cosh(x: np.ndarray) -> np.ndarray:
     """XLA's real cosh: e^(x - ln 2) + e^(-x - ln 2)."""
     if T.is_complex(x.dtype):
         return np.asarray(np.cosh(x))
-    half = np.asarray(np.log(0.5), x.dtype)
-    return np.asarray(np.exp(x + half) + np.exp(-x + half))
+    half = np.asarray(M.log(np.float64(0.5)), x.dtype)
+    return np.asarray(M.exp(x + half) + M.exp(-x + half))
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -649,49 +650,49 @@ round_p = _declare("round", typing=_round_type, impl=_round_impl,
                   batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))
-exp_p = _unary("exp", INEXACT, lifted(np.exp), accuracy=True, **_unary_jvp(
+exp_p = _unary("exp", INEXACT, lifted(M.exp), accuracy=True, **_unary_jvp(
     "exp", lambda g, ans, x, **p: mul(g, ans), with_out=True))
 exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True, **_unary_jvp(
     "exp2", lambda g, ans, x, **p: mul(log(const_like(x, 2)), mul(g, ans)),
     with_out=True))
-log_p = _unary("log", INEXACT, lifted(_complex_or(np.log, K.complex_log)), accuracy=True,
+log_p = _unary("log", INEXACT, lifted(_complex_or(M.log, K.complex_log)), accuracy=True,
                **_unary_jvp("log", lambda g, x, **p: div(g, x)))
-log2_p = _unary("log2", INEXACT, lifted(np.log2), accuracy=True, **_unary_jvp(
+log2_p = _unary("log2", INEXACT, lifted(M.log2), accuracy=True, **_unary_jvp(
     "log2", lambda g, x, **p: div(g, mul(x, log(const_like(x, 2))))))
 log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True, **_unary_jvp(
     "log1p", lambda g, x, **p: div(g, add(x, _one(x)))))
-expm1_p = _unary("expm1", INEXACT, lifted(np.expm1), accuracy=True, **_unary_jvp(
+expm1_p = _unary("expm1", INEXACT, lifted(M.expm1), accuracy=True, **_unary_jvp(
     "expm1", lambda g, ans, x, accuracy: mul(g, exp(x, accuracy=accuracy)),
     with_out=True))
-tanh_p = _unary("tanh", INEXACT, lifted(np.tanh), accuracy=True,
+tanh_p = _unary("tanh", INEXACT, lifted(M.tanh), accuracy=True,
                 **_unary_jvp("tanh", _tanh_jvp, with_out=True))
 logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True,
                     **_unary_jvp("logistic", _logistic_jvp, with_out=True))
-sin_p = _unary("sin", INEXACT, lifted(_complex_or(np.sin, K.complex_sin)), accuracy=True,
+sin_p = _unary("sin", INEXACT, lifted(_complex_or(M.sin, K.complex_sin)), accuracy=True,
                jvp=defjvp(lambda g, x, accuracy: mul(g, cos(x, accuracy=accuracy))),
                transpose=not_applicable("sin is not linear"))
-cos_p = _unary("cos", INEXACT, lifted(_complex_or(np.cos, K.complex_cos)), accuracy=True,
+cos_p = _unary("cos", INEXACT, lifted(_complex_or(M.cos, K.complex_cos)), accuracy=True,
                jvp=defjvp(lambda g, x, accuracy: neg(
                    mul(g, sin(x, accuracy=accuracy)))),
                transpose=not_applicable("cos is not linear"))
-tan_p = _unary("tan", INEXACT, lifted(np.tan), accuracy=True, **_unary_jvp(
+tan_p = _unary("tan", INEXACT, lifted(M.tan), accuracy=True, **_unary_jvp(
     "tan", lambda g, ans, x, **p: mul(g, add(const_like(x, 1), square(ans))),
     with_out=True))
-asin_p = _unary("asin", INEXACT, lifted(np.arcsin), **_unary_jvp(
+asin_p = _unary("asin", INEXACT, lifted(M.arcsin), **_unary_jvp(
     "asin", lambda g, x: mul(g, rsqrt(one_minus_square(x)))))
-acos_p = _unary("acos", INEXACT, lifted(np.arccos), **_unary_jvp(
+acos_p = _unary("acos", INEXACT, lifted(M.arccos), **_unary_jvp(
     "acos", lambda g, x: mul(g, neg(rsqrt(one_minus_square(x))))))
-atan_p = _unary("atan", INEXACT, lifted(np.arctan), **_unary_jvp(
+atan_p = _unary("atan", INEXACT, lifted(M.arctan), **_unary_jvp(
     "atan", lambda g, x: div(g, add(const_like(x, 1), square(x)))))
 sinh_p = _unary("sinh", INEXACT, lifted(_sinh),
                 **_unary_jvp("sinh", lambda g, x: mul(g, cosh(x))))
 cosh_p = _unary("cosh", INEXACT, lifted(_cosh),
                 **_unary_jvp("cosh", lambda g, x: mul(g, sinh(x))))
-asinh_p = _unary("asinh", INEXACT, lifted(np.arcsinh), **_unary_jvp("asinh", _asinh_jvp))
-acosh_p = _unary("acosh", INEXACT, lifted(np.arccosh), **_unary_jvp(
+asinh_p = _unary("asinh", INEXACT, lifted(M.arcsinh), **_unary_jvp("asinh", _asinh_jvp))
+acosh_p = _unary("acosh", INEXACT, lifted(M.arccosh), **_unary_jvp(
     "acosh", lambda g, x: mul(g, mul(rsqrt(sub(x, _one(x))),
                                                rsqrt(add(x, _one(x)))))))
-atanh_p = _unary("atanh", INEXACT, lifted(np.arctanh), **_unary_jvp(
+atanh_p = _unary("atanh", INEXACT, lifted(M.arctanh), **_unary_jvp(
     "atanh", lambda g, x: div(g, one_minus_square(x))))
 sqrt_p = _unary("sqrt", INEXACT, lifted(_complex_or(np.sqrt, K.complex_sqrt)), accuracy=True,
                 **_unary_jvp("sqrt", lambda g, ans, x, **p: mul(
@@ -699,7 +700,7 @@ sqrt_p = _unary("sqrt", INEXACT, lifted(_complex_or(np.sqrt, K.complex_sqrt)), a
 rsqrt_p = _unary("rsqrt", INEXACT, lifted(_rsqrt), accuracy=True, **_unary_jvp(
     "rsqrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, -0.5), div(ans, x))),
     with_out=True))
-cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(np.cbrt), accuracy=True, **_unary_jvp(
+cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(M.cbrt), accuracy=True, **_unary_jvp(
     "cbrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, 1 / 3),
                                                         integer_pow(ans, -2))),
     with_out=True))
@@ -794,8 +795,8 @@ def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
         return np.asarray(-1j * np.log((x + 1j * y) / np.sqrt(x * x + y * y)))
     # float32 through float64: one correctly rounded result (NumPy's float32
     # kernel is off by an ULP or two).
-    wide = np.arctan2(y.astype(np.float64), x.astype(np.float64)) if x.dtype == T.float32 \
-        else np.arctan2(y, x)
+    wide = M.arctan2(y.astype(np.float64), x.astype(np.float64)) if x.dtype == T.float32 \
+        else M.arctan2(y, x)
     return np.asarray(wide).astype(x.dtype)
 
 
@@ -1012,12 +1013,12 @@ def _complex_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     x, y = np.broadcast_arrays(x, y)
     a, b, c, d = x.real, x.imag, y.real, y.imag
     sq = a * a + b * b
-    arg = np.arctan2(b, a)
-    coeff = np.power(sq, c / 2) * np.exp(-d * arg)
-    angle = c * arg + d * np.log(sq) / 2
+    arg = M.arctan2(b, a)
+    coeff = M.power(sq, c / 2) * M.exp(-d * arg)
+    angle = c * arg + d * M.log(sq) / 2
     general = np.empty(x.shape, x.dtype)
-    general.real = coeff * np.cos(angle)  # set parts: no complex multiply
-    general.imag = coeff * np.sin(angle)
+    general.real = coeff * M.cos(angle)  # set parts: no complex multiply
+    general.imag = coeff * M.sin(angle)
     # A zero base: 1 for a zero exponent, 0 for a positive real one, else nan.
     at_zero = np.where(y == 0, 1 + 0j,
                        np.where((c > 0) & (d == 0), 0j, builtins.complex(np.nan, np.nan)))
@@ -1034,7 +1035,7 @@ def _pow_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
         if T.is_complex(cd):
             out = _complex_pow(xs, ys)
         else:  # float32 through float64, rounded once
-            wide = np.power(xs.astype(np.float64), ys.astype(np.float64))
+            wide = M.power(xs.astype(np.float64), ys.astype(np.float64))
             out = K.flush_subnormals(wide.astype(cd))
         return [np.asarray(out).astype(x.dtype)]
 

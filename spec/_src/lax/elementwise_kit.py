@@ -16,6 +16,7 @@ from spec._src.core import types as T
 from spec._src.core.denormals import arithmetic, flush, flushing, quietly
 from spec._src.core.registry import fail
 from spec._src.core.types import ArrayType
+from spec._src.lax import elementwise_math as M
 
 DTypePredicate = Callable[[T.DType], bool]
 
@@ -225,7 +226,7 @@ def _stirling_lgamma(z: np.ndarray) -> np.ndarray:
     r = 1.0 / z
     r2 = r * r
     series = r * (1 / 12 - r2 * (1 / 360 - r2 * (1 / 1260 - r2 * (1 / 1680 - r2 / 1188))))
-    return np.asarray((z - 0.5) * np.log(z) - z + 0.5 * np.log(2 * np.pi) + series)
+    return np.asarray((z - 0.5) * M.log(z) - z + 0.5 * M.log(np.float64(2 * np.pi)) + series)
 
 
 def _lgamma_positive(x: np.ndarray) -> np.ndarray:
@@ -234,13 +235,13 @@ def _lgamma_positive(x: np.ndarray) -> np.ndarray:
     prod = np.ones_like(x)
     for k in range(21):
         prod = np.where(k < shift_n, prod * (x + k), prod)
-    return _stirling_lgamma(x + shift_n) - np.log(prod)
+    return np.asarray(_stirling_lgamma(x + shift_n) - M.log(prod))
 
 
 def _sin_pi(x: np.ndarray) -> np.ndarray:
     """sin(pi x), reduced to |x| <= 1/2 first so large x keeps its accuracy."""
     n = np.round(x)
-    s = np.sin(np.pi * (x - n))
+    s = M.sin(np.pi * (x - n))
     return np.where(np.fmod(n, 2.0) == 0, s, -s)
 
 
@@ -250,7 +251,7 @@ def lgamma64(x: np.ndarray) -> np.ndarray:
         xp = np.where(pos, x, 1.0 - x)  # reflection for x <= 0
         xp = np.where(np.isfinite(xp), xp, 1.0)
         lg = _lgamma_positive(xp)
-        reflected = np.log(np.pi / np.abs(_sin_pi(x))) - lg
+        reflected = M.log(np.pi / np.abs(_sin_pi(x))) - lg
         out = np.where(pos, lg, reflected)
         pole = (x <= 0) & (x == np.floor(x))
         out = np.where(pole | np.isinf(x), np.inf, out)
@@ -361,7 +362,7 @@ def horner_fma(x: np.ndarray, coeffs: Sequence[float]) -> np.ndarray:
 # ------------------------------------------------------------------ part kernels
 # float32 transcendental kernels are evaluated in float64 and rounded once:
 # within half an ULP, where XLA's own float32 kernels are within one or two;
-# float64 uses NumPy's kernels.
+# float64 uses the same machine-independent kernels.
 
 def part_fn(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
     def kernel(*xs: np.ndarray) -> np.ndarray:
@@ -372,12 +373,12 @@ def part_fn(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
     return kernel
 
 
-_log = part_fn(np.log)
-_log1p = part_fn(np.log1p)
-_atan2 = part_fn(np.arctan2)
-_sin = part_fn(np.sin)
-_cos = part_fn(np.cos)
-_expm1 = part_fn(np.expm1)
+_log = part_fn(M.log)
+_log1p = part_fn(M.log1p)
+_atan2 = part_fn(M.arctan2)
+_sin = part_fn(M.sin)
+_cos = part_fn(M.cos)
+_expm1 = part_fn(M.expm1)
 
 
 def _compose(re: np.ndarray, im: np.ndarray, dt: T.DType) -> np.ndarray:
@@ -657,7 +658,7 @@ def erf64_libm(x: np.ndarray) -> np.ndarray:
                   _paired(w, _ERF_RB) / _paired(w, _ERF_SB))
     # ax with its low 32 bits cleared, so exp(-hi^2) is evaluated exactly.
     hi = (ax.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(np.float64)
-    r = np.exp(-hi * hi - 0.5625) * np.exp((hi - ax) * (hi + ax) + rs)
+    r = M.exp(-hi * hi - 0.5625) * M.exp((hi - ax) * (hi + ax) + rs)
     large = np.where(x >= 0, 1.0 - r / ax, r / ax - 1.0)
     out = np.where(ax < 0.84375, small,
                    np.where(ax < 1.25, middle, np.where(ax < 6.0, large, np.copysign(1.0, x))))
@@ -688,7 +689,7 @@ def erfc64_xla(x: np.ndarray) -> np.ndarray:
     ax = np.abs(x)
     x2 = x * x
     inner = 1.0 - x * horner_fma(x2, _ERF_T) / horner_fma(x2, _ERF_U)
-    e = np.exp(-x2)
+    e = M.exp(-x2)
     tail = np.where(ax < 8.0, e * horner_fma(ax, _ERFC_P) / horner_fma(ax, _ERFC_Q),
                     e * horner_fma(ax, _ERFC_R) / horner_fma(ax, _ERFC_S))
     tail = np.where(-x2 < -_MAXLOG64, 0.0, tail)
@@ -717,15 +718,15 @@ def lgamma64_xla(x: np.ndarray) -> np.ndarray:
     t = half_g + z
     # log(t) = log(g + 1/2) + log1p(z / (g + 1/2)); the division by a
     # constant is a multiplication by its reciprocal in XLA.
-    log_t = np.log(half_g) + np.log1p(z * (1.0 / half_g))
+    log_t = M.log(np.float64(half_g)) + M.log1p(z * (1.0 / half_g))
     factor = (z + 0.5) - t / log_t
-    log_sqrt_2pi = (np.log(2.0) + np.log(np.pi)) / 2.0
-    direct = fma(factor, log_t, np.full_like(x, log_sqrt_2pi)) + np.log(a)
+    log_sqrt_2pi = (M.log(np.float64(2.0)) + M.log(np.float64(np.pi))) / 2.0
+    direct = fma(factor, log_t, np.full_like(x, log_sqrt_2pi)) + M.log(a)
     ax = np.abs(x)
     frac = ax - np.floor(ax)
     frac = np.where(0.5 < frac, 1.0 - frac, frac)
-    denom = np.log(np.sin(np.pi * frac))
-    reflected = np.where(np.isfinite(denom), (np.log(np.pi) - denom) - direct, -denom)
+    denom = M.log(M.sin(np.pi * frac))
+    reflected = np.where(np.isfinite(denom), (M.log(np.float64(np.pi)) - denom) - direct, -denom)
     out = np.where(reflect, reflected, direct)
     return np.asarray(np.where(np.isinf(x), np.inf, out))
 
@@ -737,7 +738,7 @@ def lgamma64_xla(x: np.ndarray) -> np.ndarray:
 # they call are evaluated in float64 and rounded (within XLA's own kernels'
 # error of one or two ULPs).
 
-_exp = part_fn(np.exp)
+_exp = part_fn(M.exp)
 
 _ERF32_ALPHA = (0.00022905065861350646, 0.0034082910107109506, 0.050955695062380861,
                 0.18520832239976145, 1.128379143519084)
@@ -829,7 +830,7 @@ _ERFINV64_GE16 = (
 def erf_inv64_xla(x: np.ndarray) -> np.ndarray:
     """Giles' double-precision erfinv: three polynomials in w = -log1p(-x^2)
     (w < 6.25, w < 16, beyond), of degrees 22, 18 and 16, times x."""
-    w = -np.log1p(x * (-x))
+    w = -M.log1p(x * (-x))
     lt625, lt16 = w < 6.25, w < 16.0
     sq = np.sqrt(w)
     w = np.where(lt625, w - 3.125, sq - np.where(lt16, 3.25, 5.0))
@@ -859,8 +860,8 @@ def digamma_xla(x: np.ndarray) -> np.ndarray:
     [-1/2, 1/2]); -inf at 0, nan at the negative integers and -inf."""
     dt = x.dtype
     c = dt.type
-    log1p = _log1p if dt == np.float32 else np.log1p
-    sin, cos = (_sin, _cos) if dt == np.float32 else (np.sin, np.cos)
+    log1p = _log1p if dt == np.float32 else M.log1p
+    sin, cos = (_sin, _cos) if dt == np.float32 else (M.sin, M.cos)
     reflect = x < c(0.5)
     z = np.where(reflect, -x, x - c(1))
     a = np.full_like(x, _LANCZOS_BASE)
@@ -871,7 +872,7 @@ def digamma_xla(x: np.ndarray) -> np.ndarray:
         a = a + c(coef) / zk
     half_g = c(_LANCZOS_G + 0.5)
     t = half_g + z
-    log_t = c(np.log(_LANCZOS_G + 0.5)) + log1p(z * (c(1) / half_g))
+    log_t = c(M.log(np.float64(_LANCZOS_G + 0.5))) + log1p(z * (c(1) / half_g))
     psi = (log_t + a_prime / a) - c(_LANCZOS_G) / t
     reduced = x + np.abs(np.floor(x + c(0.5)))
     pi_r = c(np.pi) * reduced
@@ -922,7 +923,7 @@ def zeta_xla(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 
     def power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
         # XLA's float32 pow is within rounding of the float64 result.
-        return np.power(base.astype(np.float64), exponent.astype(np.float64)).astype(dt)
+        return M.power(base.astype(np.float64), exponent.astype(np.float64)).astype(dt)
 
     a = q
     initial = power(q, neg_x)
@@ -961,7 +962,7 @@ def polygamma_xla(n: np.ndarray, x: np.ndarray, lgamma_n1: np.ndarray,
     n, x = (np.asarray(v, dt) for v in np.broadcast_arrays(n, x))
     c = dt.type
     sign = c(2) * np.fmod(n, c(2)) - c(1)
-    result = (sign * np.exp(lgamma_n1)) * zeta_xla(n + c(1), x)
+    result = (sign * M.exp(lgamma_n1)) * zeta_xla(n + c(1), x)
     result = np.where(n == 0, digamma_x, result)
     natural = (n == np.floor(n)) & (n >= 0)
     return np.asarray(np.where(natural, result, c(np.nan)))
