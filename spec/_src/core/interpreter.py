@@ -730,13 +730,8 @@ class JaxprTrace(Trace):
 
     name = "DynamicJaxprTrace"
 
-    def __init__(self, literal_host_values: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        # Host scalars (Arrays with ``_py``, JAX's typed host values) are
-        # literals when staged where they were made; a trace that receives
-        # them from another (the tangent side of linearize) captures them
-        # as constants, as JAX does after staging them into the primal side.
-        self.literal_host_values = literal_host_values
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, Any]] = {}
@@ -753,8 +748,11 @@ class JaxprTrace(Trace):
             check_tracer_alive(x)
             return self._const_var(x, x.aval)
         if type(x) is Array:  # (its value is not read: it may live elsewhere)
+            # Host scalars (JAX's typed host values) are literals; the
+            # tangent side of an eager linearize receives the primal side's
+            # as device arrays (``ad._SplitTrace``), which are constants.
             py = x._py
-            if py is not None and not x.aval.shape and self.literal_host_values:
+            if py is not None and not x.aval.shape:
                 return Literal(py, x.aval)
             return self._const_var(x, x.aval)
         value, aval = canonical_value(x)
@@ -764,7 +762,7 @@ class JaxprTrace(Trace):
             if is_python_scalar(x) or is_typed_scalar(x):
                 return Literal(x, aval)
             py = getattr(x, "_py", None)
-            if py is not None and self.literal_host_values:
+            if py is not None:
                 return Literal(py, aval)
             if isinstance(x, (np.ndarray, np.generic)):
                 return Literal(value, aval)
