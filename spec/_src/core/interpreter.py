@@ -499,6 +499,11 @@ class Tracer(Typed):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.aval})"
 
+    def to_concrete_value(self) -> Any:
+        """The value this tracer stands for when it is known while tracing
+        (an autodiff tracer's concrete primal), else None."""
+        return None
+
     def _concretization(self, what: str) -> str:
         return (f"Abstract tracer value encountered where concrete value is expected: "
                 f"traced array with shape {self.aval}\nThe problem arose with the `{what}` "
@@ -1284,11 +1289,17 @@ def is_concrete(x: Any) -> bool:
     return not isinstance(x, Tracer)
 
 
+def to_concrete_value(x: Any) -> Any:
+    """``x``'s value if it is known while tracing (``x`` itself when it is no
+    tracer), else None."""
+    return x.to_concrete_value() if isinstance(x, Tracer) else x
+
+
 __all__ = [
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
     "dce_jaxpr", "dce_sub_jaxpr", "literal_value",
     "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
-    "pp_hiding", "set_current_trace", "trace_to_jaxpr",
+    "pp_hiding", "set_current_trace", "to_concrete_value", "trace_to_jaxpr",
 ]

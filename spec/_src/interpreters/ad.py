@@ -66,6 +66,7 @@ from spec._src.core.interpreter import (
     jaxpr_effects,
     literal_value,
     set_current_trace,
+    to_concrete_value,
     trace_to_jaxpr,
 )
 from spec._src.core.types import FLOAT0, ArrayType
@@ -115,6 +116,11 @@ class JVPTracer(Tracer):
 
     def __repr__(self) -> str:
         return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
+    def to_concrete_value(self) -> Any:
+        # A concrete primal is known: jnp functions that need a value while
+        # tracing (nonzero, unique) work under jvp, vjp and linearize, as in JAX.
+        return to_concrete_value(self.primal)
 
 
 class JVPTrace(Trace):
