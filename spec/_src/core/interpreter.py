@@ -535,6 +535,11 @@ class Tracer(Typed):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.aval})"
 
+    def to_concrete_value(self) -> Any:
+        """The value this tracer stands for when it is known while tracing
+        (an autodiff tracer's concrete primal), else None."""
+        return None
+
     def _concretization(self, what: str) -> str:
         return (f"Abstract tracer value encountered where concrete value is expected: "
                 f"traced array with shape {self.aval}\nThe problem arose with the `{what}` "
@@ -803,13 +808,8 @@ class JaxprTrace(Trace):
 
     name = "DynamicJaxprTrace"
 
-    def __init__(self, literal_host_values: bool = True) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        # Host scalars (Arrays with ``_py``, JAX's typed host values) are
-        # literals when staged where they were made; a trace that receives
-        # them from another (the tangent side of linearize) captures them
-        # as constants, as JAX does after staging them into the primal side.
-        self.literal_host_values = literal_host_values
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, Any]] = {}
@@ -826,8 +826,11 @@ class JaxprTrace(Trace):
             check_tracer_alive(x)
             return self._const_var(x, x.aval)
         if type(x) is Array:  # (its value is not read: it may live elsewhere)
+            # Host scalars (JAX's typed host values) are literals; the
+            # tangent side of an eager linearize receives the primal side's
+            # as device arrays (``ad._SplitTrace``), which are constants.
             py = x._py
-            if py is not None and not x.aval.shape and self.literal_host_values:
+            if py is not None and not x.aval.shape:
                 return Literal(py, x.aval)
             return self._const_var(x, x.aval)
         if type(x) in HI_VALUE_TYPES:
@@ -839,7 +842,7 @@ class JaxprTrace(Trace):
             if is_python_scalar(x) or is_typed_scalar(x):
                 return Literal(x, aval)
             py = getattr(x, "_py", None)
-            if py is not None and self.literal_host_values:
+            if py is not None:
                 return Literal(py, aval)
             if isinstance(x, (np.ndarray, np.generic)):
                 return Literal(value, aval)
@@ -1402,11 +1405,17 @@ def is_concrete(x: Any) -> bool:
     return not isinstance(x, Tracer)
 
 
+def to_concrete_value(x: Any) -> Any:
+    """``x``'s value if it is known while tracing (``x`` itself when it is no
+    tracer), else None."""
+    return x.to_concrete_value() if isinstance(x, Tracer) else x
+
+
 __all__ = [
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",
     "dce_jaxpr", "dce_sub_jaxpr", "literal_value",
     "eval_jaxpr", "eval_jaxpr_values", "not_applicable", "pending", "pp_eqn_default",
-    "pp_hiding", "set_current_trace", "trace_to_jaxpr",
+    "pp_hiding", "set_current_trace", "to_concrete_value", "trace_to_jaxpr",
 ]

@@ -67,6 +67,7 @@ from spec._src.core.interpreter import (
     jaxpr_effects,
     literal_value,
     set_current_trace,
+    to_concrete_value,
     trace_to_jaxpr,
 )
 from spec._src.core.types import FLOAT0, ArrayType
@@ -116,6 +117,11 @@ class JVPTracer(Tracer):
 
     def __repr__(self) -> str:
         return f"JVPTracer(primal={self.primal}, tangent={self.tangent})"
+
+    def to_concrete_value(self) -> Any:
+        # A concrete primal is known: jnp functions that need a value while
+        # tracing (nonzero, unique) work under jvp, vjp and linearize, as in JAX.
+        return to_concrete_value(self.primal)
 
 
 class JVPTrace(Trace):
@@ -233,19 +239,25 @@ class _SplitTrace(Trace):
         self.primal = primal
         self.tangent = tangent
         self.staged = staged
+        # Host scalars the rule computed as JAX does with a bind (by id;
+        # the values are kept so that ids are not reused).
+        self.computed: dict[int, Any] = {}
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
-            if self.eager:
-                args = [self._staged(a) for a in args]
+            args = [self._staged(a) for a in args]
             return self.tangent.process_primitive(prim, args, params)
         return self.primal.process_primitive(prim, args, params)
 
     def _staged(self, x: Any) -> Any:
-        """A host scalar as a device array, once per object (so the linear
-        jaxpr captures it as one constant however often it is read)."""
+        """A host scalar of the primal side as a device array, once per
+        object (so the linear jaxpr captures it as one constant however
+        often it is read). Staging, only those the rule computed (see
+        ``computed_on_primal_side``) are: the others stay literals."""
         if getattr(x, "_py", None) is None:
+            return x
+        if not self.eager and id(x) not in self.computed:
             return x
         known = self.staged.get(id(x))
         if known is None:
@@ -262,6 +274,19 @@ class _SplitTrace(Trace):
         while isinstance(trace, JVPTrace):
             trace = trace.parent
         return isinstance(trace, EvalTrace)
+
+
+def computed_on_primal_side(x: Any) -> Any:
+    """``x``, a value a rule computes where JAX binds a primitive to make it
+    (``lax.full``: materialised zeros). Made while a JVP rule runs for
+    linearize, a host scalar so made is a residual when the tangents read
+    it, as JAX saves every known value its linearization of a rule reads;
+    other host scalars (Python constants, literals of the jaxpr being
+    linearized) stay literals of the linear jaxpr."""
+    trace = current_trace()
+    if isinstance(trace, _SplitTrace) and getattr(x, "_py", None) is not None:
+        trace.computed[id(x)] = x
+    return x
 
 
 @contextlib.contextmanager
@@ -315,6 +340,9 @@ class Linearized:
     jaxpr: Jaxpr
     # The shape of JAX's structured residuals (``VJP.structured_residuals``).
     structured: list[Any] = field(default_factory=list)
+    # The host scalars of the primal side among the residuals: the id of
+    # the device array ``consts`` holds for each, and the host value.
+    host_residuals: dict[int, Any] = field(default_factory=dict)
 
 
 def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Linearized:
@@ -330,7 +358,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     """Direct linearize; ``differentiate`` selects the primals that get a
     tangent input (default: all), the others are held constant and have no
     input in the linear jaxpr."""
-    tangent_trace = JaxprTrace(literal_host_values=False)
+    tangent_trace = JaxprTrace()
     trace = LinearizeTrace(current_trace(), tangent_trace)
     tracers = []
     for i, x in enumerate(primals):
@@ -355,7 +383,8 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     finally:
         trace.invalidate()
         tangent_trace.invalidate()
-    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured or [])
+    hosts = {id(device): host for host, device in trace.staged.values()}
+    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured or [], hosts)
 
 
 def _is_differentiable(aval: ArrayType) -> bool:

@@ -154,10 +154,12 @@ def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[
         lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
         inputs = {id(x): i for i, x in enumerate(xs)}
         traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
-                  if isinstance(c, JitTracer)]
+                  if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
         found["lin"], found["traced"] = lin.jaxpr, traced
         found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
-        computed = [c for (_, c), f in zip(traced, found["forwarded"]) if f is None]
+        # A host scalar residual is returned as itself: a literal output.
+        computed = [lin.host_residuals.get(id(c), c)
+                    for (_, c), f in zip(traced, found["forwarded"]) if f is None]
         found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
         found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
         found["n_computed"] = len(computed)

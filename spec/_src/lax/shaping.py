@@ -60,6 +60,7 @@ import warnings
 
 from spec._src.core.interpreter import Tracer
 from spec._src.core.registry import primitive
+from spec._src.interpreters.ad import computed_on_primal_side
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.reshard import place, reshard
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding, fit_out
@@ -1179,7 +1180,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
         fill_dtype, weak = T.to_dtype(dtype, "full"), False
     value = _convert_element_type(fill_value, fill_dtype, weak)
     if sharding is None:
-        return broadcast(value, shp)
+        return computed_on_primal_side(broadcast(value, shp))
     if not _sharding_is_concrete(sharding, "lax.full"):
         return _broadcast_scalar_sharded(value, shp, sharding)
     if _is_concrete_value(value):

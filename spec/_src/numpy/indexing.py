@@ -32,6 +32,7 @@ from spec._src.core.interpreter import (
     canonical_aval_of,
     canonical_value,
     current_trace,
+    to_concrete_value,
 )
 from spec._src.lax import elementwise as ew
 from spec._src.lax import indexing as li
@@ -888,6 +889,10 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     if aval.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
+    known = to_concrete_value(arr) if size is None and isinstance(arr, Tracer) else None
+    if known is not None:
+        # A tracer of a known value (under autodiff): its count is the size.
+        size = int(np.count_nonzero(np.asarray(known)))
     if size is None and isinstance(arr, Tracer):
         raise ConcretizationTypeError(
             f"Abstract tracer value encountered where concrete value is expected: {aval}\n"

@@ -1322,6 +1322,7 @@ def acos(x: Any, /) -> Any:
     return arccos(x)
 
 
+@_inline_jit
 def acosh(x: Any, /) -> Any:
     return arccosh(x)
 

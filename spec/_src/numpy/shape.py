@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.api.jit import jit
+from spec._src.api.vmap import vmap
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
@@ -234,8 +235,8 @@ def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
 # ============================================================ join / split
 
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
-    if isinstance(arrays, (np.ndarray, Array, Tracer)):
-        arrays = list(arrays)
+    if _is_array(arrays):
+        return _concatenate_array(arrays, axis, dtype)
     _check_arraylike("concatenate", *arrays)
     arrays = [T.from_jax_array(a) for a in arrays]
     if not len(arrays):
@@ -251,6 +252,28 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     else:
         outs = [asarray(a, dtype=dtype) for a in arrays]
     return slicing.concatenate(outs, ax)
+
+
+def _is_array(x: Any) -> bool:
+    return isinstance(x, (np.ndarray, Array, Tracer))
+
+
+def _concatenate_array(arr: Any, axis: int | None, dtype: Any) -> Any:
+    """The slices of ``arr`` along its leading axis joined along ``axis``
+    (of a slice), as one reshape that first moves the leading axis before
+    ``axis``: JAX's way, which never unstacks the array."""
+    x = asarray(arr, dtype=dtype)
+    shp = _shape(x)
+    if not shp or shp[0] == 0:
+        raise ValueError("Need at least one array to concatenate.")
+    if axis is None:
+        return L.reshape(x, (math.prod(shp),))
+    if len(shp) == 1:
+        raise ValueError("Zero-dimensional arrays cannot be concatenated.")
+    ax = canonicalize_axis(axis, len(shp) - 1)
+    joined = (*shp[1:ax + 1], shp[0] * shp[ax + 1], *shp[ax + 2:])
+    order = (*range(1, ax + 1), 0, *range(ax + 1, len(shp)))
+    return L.reshape(x, joined, order)
 
 
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
@@ -271,13 +294,24 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
     return slicing.stack(arrs, axis=axis)
 
 
+# An array argument of a stacking function stands for the sequence of its
+# leading-axis slices: as in JAX, each is reshaped under one ``vmap`` and the
+# result concatenated as an array (never unstacked).
+
 def hstack(tup: Any, dtype: Any = None) -> Any:
-    _check_arraylike("hstack", *tup)
-    arrs = [atleast_1d(m) for m in tup]
-    return concatenate(arrs, axis=0 if _aval(arrs[0]).ndim == 1 else 1, dtype=dtype)
+    if _is_array(tup):
+        arrs = vmap(atleast_1d)(tup)
+        slice_ndim = _ndim(arrs) - 1
+    else:
+        _check_arraylike("hstack", *tup)
+        arrs = [atleast_1d(m) for m in tup]
+        slice_ndim = _ndim(arrs[0])
+    return concatenate(arrs, axis=0 if slice_ndim == 1 else 1, dtype=dtype)
 
 
 def vstack(tup: Any, dtype: Any = None) -> Any:
+    if _is_array(tup):
+        return concatenate(vmap(atleast_2d)(tup), axis=0, dtype=dtype)
     _check_arraylike("vstack", *tup)
     return concatenate([atleast_2d(m) for m in tup], axis=0, dtype=dtype)
 
@@ -642,17 +676,18 @@ def _as_sequence(name: str, tup: Any) -> list[Any]:
 
 
 def column_stack(tup: Any) -> Any:
-    is_array = isinstance(tup, (np.ndarray, Array, Tracer))
+    if _is_array(tup):
+        # Each slice of an array of rank below 3 becomes a column.
+        cols = tup if _ndim(tup) >= 3 else vmap(lambda a: atleast_2d(a).T)(tup)
+        return concatenate(cols, axis=1)
     arrs = _as_sequence("column_stack", tup)
-    if is_array and _ndim(L.asarray(tup)) >= 3:
-        return concatenate(arrs, axis=1)
-    # As JAX: each entry of a <3-d array input becomes a column; list entries
-    # become columns when they are 1-d (or scalars).
-    cols = [atleast_2d(a).T if (is_array or _ndim(a) < 2) else a for a in arrs]
-    return concatenate(cols, axis=1)
+    # List entries become columns when they are 1-d (or scalars).
+    return concatenate([atleast_2d(a).T if _ndim(a) < 2 else a for a in arrs], axis=1)
 
 
 def dstack(tup: Any, dtype: Any = None) -> Any:
+    if _is_array(tup):
+        return concatenate(vmap(atleast_3d)(tup), axis=2, dtype=dtype)
     arrs = _as_sequence("dstack", tup)
     return concatenate([atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
 

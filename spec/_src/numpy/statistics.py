@@ -196,11 +196,20 @@ def _quantile_common(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_i
     if overwrite_input or out is not None:
         raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or "
                          "out != None")
-    return _quantile_jit(arr, qa, axis=_hashable_axis(axis), method=method,
-                         keepdims=bool(keepdims), squash_nans=squash)
+    staged = _nanquantile_jit if squash else _quantile_jit
+    return staged(arr, qa, axis=_hashable_axis(axis), method=method, keepdims=bool(keepdims))
 
 
-_quantile_jit = _jit("quantile", _quantile_impl, ("axis", "method", "keepdims", "squash_nans"))
+def _quantile_of(name: str, squash_nans: bool) -> Any:
+    """The jitted quantile (NaN-skipping with ``squash_nans``), its equation
+    named ``name`` as JAX's."""
+    def impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
+        return _quantile_impl(a, q, axis, method, keepdims, squash_nans)
+    return _jit(name, impl, ("axis", "method", "keepdims"))
+
+
+_quantile_jit = _quantile_of("quantile", False)
+_nanquantile_jit = _quantile_of("nanquantile", True)
 
 
 def quantile(a: Any, q: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
@@ -222,22 +231,68 @@ def _percent(name: str, q: Any) -> Any:
     return qa / 100
 
 
+# percentile, median and their nan-variants are jitted as in JAX: their
+# equation (named as the function) holds the quantile's.
+
+def _percentile_impl(a: Any, q: Any, axis: Any, overwrite_input: bool, method: str,
+                     keepdims: bool, weights: Any, nan: bool) -> Any:
+    name = "nanpercentile" if nan else "percentile"
+    staged = nanquantile if nan else quantile
+    return staged(a, _percent(name, q), axis=axis, overwrite_input=overwrite_input,
+                  method=method, keepdims=keepdims, weights=weights)
+
+
+def _percentile_of(name: str) -> Any:
+    def impl(a: Any, q: Any, axis: Any, overwrite_input: bool, method: str, keepdims: bool,
+             weights: Any) -> Any:
+        return _percentile_impl(a, q, axis, overwrite_input, method, keepdims, weights,
+                                name == "nanpercentile")
+    return _jit(name, impl, ("axis", "overwrite_input", "method", "keepdims"))
+
+
+_percentile_jit = _percentile_of("percentile")
+_nanpercentile_jit = _percentile_of("nanpercentile")
+
+
+def _percentile_call(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_input: bool,
+                     method: str, keepdims: bool, weights: Any) -> Any:
+    check_arraylike(name, a, q)
+    if out is not None:
+        raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or "
+                         "out != None")
+    staged = _nanpercentile_jit if name == "nanpercentile" else _percentile_jit
+    return staged(a, q, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+                  method=method, keepdims=keepdims, weights=weights)
+
+
 def percentile(a: Any, q: Any, axis: Any = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
                *, weights: Any = None) -> Any:
-    check_arraylike("percentile", a, q)
-    return quantile(a, _percent("percentile", q), axis=axis, out=out,
-                    overwrite_input=overwrite_input, method=method, keepdims=keepdims,
-                    weights=weights)
+    return _percentile_call("percentile", a, q, axis, out, overwrite_input, method, keepdims,
+                            weights)
 
 
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
                   keepdims: bool = False, *, weights: Any = None) -> Any:
-    check_arraylike("nanpercentile", a, q)
-    return nanquantile(a, _percent("nanpercentile", q), axis=axis, out=out,
-                       overwrite_input=overwrite_input, method=method, keepdims=keepdims,
-                       weights=weights)
+    return _percentile_call("nanpercentile", a, q, axis, out, overwrite_input, method,
+                            keepdims, weights)
+
+
+def _median_impl(a: Any, axis: Any, overwrite_input: bool, keepdims: bool, nan: bool) -> Any:
+    staged = nanquantile if nan else quantile
+    return staged(a, 0.5, axis=axis, overwrite_input=overwrite_input, keepdims=keepdims,
+                  method="midpoint")
+
+
+def _median_of(name: str) -> Any:
+    def impl(a: Any, axis: Any, overwrite_input: bool, keepdims: bool) -> Any:
+        return _median_impl(a, axis, overwrite_input, keepdims, name == "nanmedian")
+    return _jit(name, impl, ("axis", "overwrite_input", "keepdims"))
+
+
+_median_jit = _median_of("median")
+_nanmedian_jit = _median_of("nanmedian")
 
 
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
@@ -245,15 +300,21 @@ def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = F
     arr = _ensure("median", a)
     if any(_shape(arr)[d] == 0 for d in _axis_tuple(_hashable_axis(axis), _ndim(arr))):
         raise ValueError("jax.numpy.median reduction axis must be non-empty")
-    return quantile(arr, 0.5, axis=axis, out=out, overwrite_input=overwrite_input,
-                    keepdims=keepdims, method="midpoint")
+    if out is not None:
+        raise ValueError("jax.numpy.median does not support overwrite_input=True or "
+                         "out != None")
+    return _median_jit(arr, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+                       keepdims=keepdims)
 
 
 def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
               keepdims: bool = False) -> Any:
     arr = _ensure("nanmedian", a)
-    return nanquantile(arr, 0.5, axis=axis, out=out, overwrite_input=overwrite_input,
-                       keepdims=keepdims, method="midpoint")
+    if out is not None:
+        raise ValueError("jax.numpy.nanmedian does not support overwrite_input=True or "
+                         "out != None")
+    return _nanmedian_jit(arr, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+                          keepdims=keepdims)
 
 
 def _check_inexact_dtype(name: str, dtype: Any) -> None:

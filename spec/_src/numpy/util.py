@@ -17,7 +17,13 @@ from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core.errors import ConcretizationTypeError
-from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, current_trace
+from spec._src.core.interpreter import (
+    Tracer,
+    _insert_pvary,
+    canonical_aval_of,
+    current_trace,
+    to_concrete_value,
+)
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import _context
 from spec._src.core.state_types import RefType
@@ -232,8 +238,11 @@ def _convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
 def _concrete(x: Any, what: str) -> np.ndarray:
     """The value of ``x`` where it must be known at trace time."""
     if isinstance(x, Tracer):
-        raise ConcretizationTypeError(
-            f"Abstract tracer value encountered where concrete value is expected: {what}")
+        known = to_concrete_value(x)
+        if known is None:
+            raise ConcretizationTypeError(
+                f"Abstract tracer value encountered where concrete value is expected: {what}")
+        x = known
     if isinstance(x, Array):
         return np.asarray(x._value)
     return np.asarray(x)
