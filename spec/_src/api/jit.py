@@ -23,6 +23,7 @@ from spec._src.api.cache_misses import explain_miss
 from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core import tree_util
 from spec._src.core.array import Array, placed_on
+from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core import nan_checks
 from spec._src.core.config import config
@@ -216,9 +217,11 @@ def _leaf_arg_names(fun: Callable[..., Any], split: _Split) -> list[str]:
     statics = {i for i, _ in split.static_args}
     original = [i for i in range(len(positional) + len(split.leaves) + len(statics))
                 if i not in statics]
-    tree = tree_util.tree_unflatten(split.dyn_treedef, list(range(len(split.leaves))))
+    # Rebuilt from the real leaves: a node type may refuse stand-ins.
+    tree = tree_util.tree_unflatten(split.dyn_treedef, list(split.leaves))
     names: list[str] = [""] * len(split.leaves)
-    for path, leaf in tree_util.tree_flatten_with_path(tree)[0]:
+    paths = [path for path, _ in tree_util.tree_flatten_with_path(tree)[0]]
+    for leaf, path in enumerate(paths):
         where, key, *rest = path
         if where.idx == 0:  # a positional argument
             i = original[key.idx]
@@ -285,7 +288,8 @@ def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
     avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
     if any(type(a) is RefType for a in avals):
         _check_ref_args(fun, split)
-    jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals)
+    info = DebugInfo("jit", func_src_info(fun), tuple(_leaf_arg_names(fun, split)))
+    jaxpr, _ = trace_to_jaxpr(_flat_fun(fun, split, out_tree), avals, info)
     if jaxpr.consts and any(type(a) is RefType for a in avals):
         _check_ref_consts(fun, split, jaxpr)
     if config.jax_enable_checks:

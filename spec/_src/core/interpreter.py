@@ -25,6 +25,7 @@ from spec._src.core import commitment, nan_checks
 from spec._src.core import pretty as pp
 from spec._src.core import source_info as si
 from spec._src.core.effects import names_ref, world_effects
+from spec._src.core.debug_info import DebugInfo
 from spec._src.core.array import Array, on_device, weak_scalar
 from spec._src.core.errors import (
     ConcretizationTypeError,
@@ -540,38 +541,50 @@ class Tracer(Typed):
         (an autodiff tracer's concrete primal), else None."""
         return None
 
-    def _concretization(self, what: str) -> str:
+    def _tracing_sentence(self) -> str:
+        """JAX's sentence on the function being traced and the arguments this
+        value depends on (empty where the trace knows no function)."""
+        return ""
+
+    def _concretization(self, detail: str) -> str:
+        tail = self._tracing_sentence()
         return (f"Abstract tracer value encountered where concrete value is expected: "
-                f"traced array with shape {self.aval}\nThe problem arose with the `{what}` "
-                "function. The value depends on a traced argument, so it is not known in "
-                "Python while the function is being traced.")
+                f"traced array with shape {self.aval.str_short()}\n{detail}\n"
+                + (f"{tail}\n" if tail else ""))
+
+    def _conversion(self, fun: str) -> str:
+        return self._concretization(
+            f"The problem arose with the `{fun}` function. If trying to convert the data type "
+            f"of a value, try using `x.astype({fun})` or `jnp.array(x, {fun})` instead.")
 
     def __bool__(self) -> bool:
+        tail = self._tracing_sentence()
         raise TracerBoolConversionError(
-            f"Attempted boolean conversion of traced array with shape {self.aval}.\n"
-            "The value is not known while tracing; use lax.cond or jnp.where for "
-            "value-dependent control flow, or mark the argument static.")
+            f"Attempted boolean conversion of traced array with shape {self.aval.str_short()}."
+            + (f"\n{tail}" if tail else ""))
 
     def __int__(self) -> int:
-        raise ConcretizationTypeError(self._concretization("int"))
+        raise ConcretizationTypeError(self._conversion("int"))
 
     def __float__(self) -> float:
-        raise ConcretizationTypeError(self._concretization("float"))
+        raise ConcretizationTypeError(self._conversion("float"))
 
     def __complex__(self) -> complex:
-        raise ConcretizationTypeError(self._concretization("complex"))
+        raise ConcretizationTypeError(self._conversion("complex"))
 
     def __index__(self) -> int:
+        tail = self._tracing_sentence()
         raise TracerIntegerConversionError(
-            f"The __index__() method was called on traced array with shape {self.aval}.\n"
-            "A traced value cannot be used as a Python integer (e.g. as an index or a "
-            "size); use lax.dynamic_slice or make the argument static.")
+            f"The __index__() method was called on traced array with shape {self.aval.str_short()}"
+            + (f"\n{tail}" if tail else ""))
 
     def item(self, *args: Any) -> Any:
-        raise ConcretizationTypeError(self._concretization("item"))
+        raise ConcretizationTypeError(self._concretization(
+            "This occurred in the item() method of jax.Array"))
 
     def tolist(self) -> Any:
-        raise ConcretizationTypeError(self._concretization("tolist"))
+        raise ConcretizationTypeError(self._concretization(
+            "This occurred in the tolist() method of jax.Array"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise TracerArrayConversionError(
@@ -802,6 +815,12 @@ class JitTracer(Tracer):
     def aval(self) -> ArrayType:
         return self.var.aval
 
+    def _tracing_sentence(self) -> str:
+        trace = self._trace
+        if not isinstance(trace, JaxprTrace) or trace.debug_info is None:
+            return ""
+        return trace.debug_info.tracing_sentence(trace.arguments_of(self.var))
+
 
 class JaxprTrace(Trace):
     """Staging: every bind records a typed equation."""
@@ -813,6 +832,16 @@ class JaxprTrace(Trace):
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, Any]] = {}
+        self.debug_info: DebugInfo | None = None
+
+    def arguments_of(self, var: Var) -> list[int]:
+        """The positions of the arguments ``var`` depends on (through the
+        equations recorded so far)."""
+        needed = {id(var)}
+        for eqn in reversed(self.eqns):
+            if any(id(v) in needed for v in eqn.outvars):
+                needed.update(id(v) for v in eqn.invars if isinstance(v, Var))
+        return [i for i, v in enumerate(self.invars) if id(v) in needed]
 
     def new_arg(self, aval: ArrayType) -> JitTracer:
         var = Var(aval)
@@ -926,14 +955,16 @@ def inherited_effects(params: dict[str, Any]) -> frozenset[Any]:
     return world_effects(e for j in subs for eqn in j.eqns for e in eqn.effects)
 
 
-def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType]
-                   ) -> tuple[Jaxpr, Sequence[Any]]:
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType],
+                   debug_info: DebugInfo | None = None) -> tuple[Jaxpr, Sequence[Any]]:
     """Stage ``fun`` (flat arrays in, flat arrays out) into a jaxpr.
 
     Returns the jaxpr, whose ``consts`` hold the values of its constvars
     (possibly tracers of an enclosing trace), and ``fun``'s raw outputs.
+    ``debug_info`` names the function and its arguments in errors.
     """
     trace = JaxprTrace()
+    trace.debug_info = debug_info
     args = [trace.new_arg(a) for a in in_avals]
     try:
         with set_current_trace(trace), si.tracing_from(sys._getframe()):

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import tree_util
+from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core import types as T
 from spec._src.core.config import config
 from spec._src.core.interpreter import (
@@ -1178,13 +1179,22 @@ def _trace(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType],
         out_trees.append(tree)
         return list(leaves_out)
 
-    jaxpr, _ = trace_to_jaxpr(flat, avals)
+    jaxpr, _ = trace_to_jaxpr(flat, avals, debug_info_of(fun, traced_for, in_tree))
     check_returned_refs(fun, traced_for, in_tree, jaxpr, out_trees[0])
     check_ref_consts(fun, traced_for, in_tree, leaves, jaxpr)
     return jaxpr, out_trees[0]
 
 
 # ------------------------------------------------------------------ refs
+
+
+def debug_info_of(fun: Callable[..., Any], traced_for: str, in_tree: Any) -> DebugInfo:
+    """How errors name ``fun`` (or the user's function a lax wrapper stands
+    for) and its flat arguments."""
+    shown, what, names = getattr(fun, "__spec_debug_info__", (fun, traced_for, None))
+    if names is None:
+        names = arg_names(fun, in_tree)
+    return DebugInfo(what, func_src_info(shown), tuple(names))
 
 
 def with_debug_info(fun: Callable[..., Any], shown: Callable[..., Any], traced_for: str,

@@ -37,8 +37,8 @@ from spec._src.lax.scan import (
     FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p, slice_aval as _slice_aval)
 from spec._src.core.types import ArrayType, result_type
 from spec._src.lax.control_flow import (
-    _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, tuple_tree,
-    while_loop, with_debug_info)
+    _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, debug_info_of,
+    tuple_tree, while_loop, with_debug_info)
 from spec._src.lax.elementwise import add, bitwise_or, lt
 from spec._src.lax.shaping import convert_element_type
 from spec._src.lax.slicing import concatenate, pad, rev, slice_in_dim
@@ -107,7 +107,8 @@ def _trace_body(f: Callable[..., Any], carry_tree: Any, x_tree: Any,
         y_leaves, trees["ys"] = tree_util.tree_flatten(out[1])
         return [*c_leaves, *y_leaves]
 
-    jaxpr, _ = trace_to_jaxpr(flat, [*carry_avals, *x_avals])
+    info = debug_info_of(f, "scan", tuple_tree(carry_tree, x_tree))
+    jaxpr, _ = trace_to_jaxpr(flat, [*carry_avals, *x_avals], info)
     check_returned_refs(f, "scan", tuple_tree(carry_tree, x_tree), jaxpr,
                         tuple_tree(trees["carry"], trees["ys"]))
     return jaxpr, trees["carry"], trees["ys"]
