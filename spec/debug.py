@@ -2,11 +2,12 @@
 
 from spec._src.api.callbacks import debug_callback as callback
 from spec._src.api.callbacks import debug_print as print  # noqa: A001  (JAX's name)
+from spec._src.api.debugger import breakpoint  # noqa: A004  (JAX's name)
 from spec._src.api.debug_sharding import (
     inspect_array_sharding,
     visualize_array_sharding,
     visualize_sharding,
 )
 
-__all__ = ["callback", "inspect_array_sharding", "print", "visualize_array_sharding",
+__all__ = ["breakpoint", "callback", "inspect_array_sharding", "print", "visualize_array_sharding",
            "visualize_sharding"]

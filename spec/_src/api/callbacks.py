@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,7 @@ import numpy as np
 from spec._src.core import tree_util
 from spec._src.core.dtypes import canonicalize_dtype
 from spec._src.core.effects import debug_effect, ordered_debug_effect
-from spec._src.core.interpreter import Tracer, canonical_value
+from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.core.types import ArrayType
 from spec._src.lax.callbacks import (
     FORMAT_CHECKER,
@@ -53,14 +53,19 @@ def _split_callback_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     return in_tree, dyn, tuple(static)
 
 
+def _weak_types(leaves: Sequence[Any]) -> list[bool]:
+    return [canonical_aval_of(x).weak_type for x in leaves]
+
+
 class _MergedCallback:
     """The user's debug callback, given its static leaves back."""
 
     def __init__(self, callback: Callable[..., Any], in_tree: Any,
-                 static_args: tuple[tuple[int, Any], ...]) -> None:
+                 static_args: tuple[tuple[int, Any], ...], weak_types: Sequence[bool]) -> None:
         self.callback = callback
         self.in_tree = in_tree
         self.static_args = static_args
+        self.weak_types = tuple(weak_types)
 
     def __call__(self, *dyn: Any) -> None:
         args, kwargs = merge_callback_args(self.in_tree, dyn, self.static_args)
@@ -84,7 +89,7 @@ def debug_callback(callback: Callable[..., Any] | None = None, *args: Any,
             raise TypeError("first argument to jax.debug.callback must be callable, but got "
                             f"an object of type {type(fn)}")
         in_tree, dyn, static = _split_callback_args(c_args, c_kwargs)
-        debug_callback_p.bind(*dyn, callback=_MergedCallback(fn, in_tree, static),
+        debug_callback_p.bind(*dyn, callback=_MergedCallback(fn, in_tree, static, _weak_types(dyn)),
                               effect=ordered_debug_effect if ordered else debug_effect,
                               partitioned=partitioned)
 
@@ -152,7 +157,7 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
                          f"but got: {vmap_method}")
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     avals, out_tree = _result_avals(result_shape_dtypes)
-    outs = pure_callback_p.bind(*flat, callback=FlatCallback(callback, in_tree),
+    outs = pure_callback_p.bind(*flat, callback=FlatCallback(callback, in_tree, _weak_types(flat)),
                                 result_avals=tuple(avals), sharding=sharding,
                                 vmap_method=vmap_method)
     return tree_util.tree_unflatten(out_tree, list(outs))
@@ -164,7 +169,7 @@ def io_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: A
     program order."""
     flat, in_tree = tree_util.tree_flatten((args, kwargs))
     avals, out_tree = _result_avals(result_shape_dtypes)
-    outs = io_callback_p.bind(*flat, callback=FlatCallback(callback, in_tree),
+    outs = io_callback_p.bind(*flat, callback=FlatCallback(callback, in_tree, _weak_types(flat)),
                               ordered=ordered, result_avals=tuple(avals), sharding=sharding)
     return tree_util.tree_unflatten(out_tree, list(outs))
 

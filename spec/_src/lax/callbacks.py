@@ -67,9 +67,12 @@ class FlatCallback:
     """The user's function called on flat operands: they are unflattened by
     ``in_tree`` into ``(args, kwargs)`` first (JAX's ``_FlatCallback``)."""
 
-    def __init__(self, callback_func: Callable[..., Any], in_tree: Any) -> None:
+    def __init__(self, callback_func: Callable[..., Any], in_tree: Any,
+                 weak_types: Sequence[bool] = ()) -> None:
         self.callback_func = callback_func
         self.in_tree = in_tree
+        # (the operands' weak types: the callback sees Arrays typed as at the call)
+        self.weak_types = tuple(weak_types)
 
     def __call__(self, *flat_args: Any) -> Any:
         args, kwargs = tree_util.tree_unflatten(self.in_tree, list(flat_args))
@@ -97,8 +100,9 @@ def _runtime_error(exc: BaseException) -> JaxRuntimeError:
                            "recent call last):\n" + "".join(lines) + last)
 
 
-def _host_args(args: Sequence[np.ndarray]) -> list[Array]:
-    return [from_numpy(np.asarray(a)) for a in args]
+def _host_args(args: Sequence[np.ndarray], weak_types: Sequence[bool]) -> list[Array]:
+    weak = list(weak_types) if len(weak_types) == len(args) else [False] * len(args)
+    return [from_numpy(np.asarray(a), weak_type=w) for a, w in zip(args, weak)]
 
 
 def _call(what: str, fn: Callable[..., Any], args: Sequence[np.ndarray],
@@ -106,7 +110,7 @@ def _call(what: str, fn: Callable[..., Any], args: Sequence[np.ndarray],
     """Run a callback; a failure is logged (as JAX logs it) and raised as
     the runtime reports it."""
     try:
-        out = fn(*_host_args(args))
+        out = fn(*_host_args(args, getattr(fn, "weak_types", ())))
         return check(out) if check is not None else out
     except BaseException as e:
         logger.exception("%s failed", what)
