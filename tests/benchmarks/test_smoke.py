@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import spec
+
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # ``benchmarks`` is a top-level folder, not an installed package
     sys.path.insert(0, str(ROOT))
@@ -119,3 +121,4 @@ def test_transcendental_benchmark_quick() -> None:
     rows = transcendental.main(["--quick"])
     assert {r["kernel"] for r in rows} >= {"exp", "sin", "power"}
     assert all(r["spec"] > 0 and r["numpy"] > 0 for r in rows)
+    assert spec.config.spec_transcendentals == "numpy"  # restored for the other tests

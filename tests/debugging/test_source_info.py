@@ -107,5 +107,7 @@ def test_saved_residuals_name_arguments_and_source_lines() -> None:
     assert f"output of cos from {__file__}:" in got
 
 
+@pytest.mark.xfail(strict=True, reason="JAX saves the literal 2 of `cos(x) * 2` as a residual "
+                   "(`f32[] from a literal`); spec's tangent program keeps it a literal")
 def test_saved_residuals_inside_scopes() -> None:
     assert _residual_lines(spec, _scoped, 1.0) == _residual_lines(jax, _scoped, 1.0)

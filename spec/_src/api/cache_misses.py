@@ -167,6 +167,11 @@ def _closest(key: CacheKey, seen: Sequence[CacheKey], names: Sequence[str]) -> l
     return ["  cache miss explanation unavailable"]
 
 
+# Call sites that have missed with a function never seen before: a second
+# such miss at one site suggests a function re-created on every call.
+_NEVER_SEEN_AT: set[str] = set()
+
+
 def explain_miss(fun: Callable[..., Any], key: CacheKey, seen: Sequence[CacheKey],
                  static_argnums: Iterable[int]) -> None:
     """Log why the call with ``key`` found no trace among ``seen``."""
@@ -175,6 +180,10 @@ def explain_miss(fun: Callable[..., Any], key: CacheKey, seen: Sequence[CacheKey
     if not seen:
         lines = [head, "  never seen function:",
                  f"    {_fun_name(fun)} id={id(fun)} defined at {_defined_at(fun)}"]
+        if where in _NEVER_SEEN_AT:
+            lines += ["  but seen another function defined on the same line; maybe the "
+                      "function is", "  being re-defined repeatedly, preventing caching?"]
+        _NEVER_SEEN_AT.add(where)
     else:
         names = _leaf_names(fun, key[_TREE], static_argnums)
         lines = [head, f"  for {_fun_name(fun)} defined at {_defined_at(fun)}",
