@@ -8,10 +8,13 @@ internal frames)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import pytest
 
 import spec
@@ -54,9 +57,27 @@ def _run(lib: Any, np_mod: Any) -> list[str]:
         lib.config.update("jax_debug_nans", False)
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+# JAX's side runs in a fresh process: in a process that has run other JAX
+# programs, JAX's eager NaN checks depend on what it has compiled before.
+_JAX_SIDE = """
+import json, jax, jax.numpy as jnp
+from tests.debugging.test_debugging_page import _run
+print(json.dumps(_run(jax, jnp)))
+"""
+
+
+def _run_jax() -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _JAX_SIDE], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"})
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
 @pytest.fixture(scope="module")
 def outputs() -> tuple[list[str], list[str]]:
-    return _run(spec, snp), _run(jax, jnp)
+    return _run(spec, snp), _run_jax()
 
 
 @pytest.mark.parametrize("i", range(len(CELLS)))
