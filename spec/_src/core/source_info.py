@@ -166,19 +166,21 @@ def named_scope(name: str) -> Iterator[None]:
     """Equations staged within the block carry ``name`` on their name stack."""
     if not isinstance(name, str):
         raise TypeError("named_scope name argument must be a string.")
-    previous = _state.name_stack
-    _state.name_stack = previous.extend(name)
-    try:
+    with _name_stack(_state.name_stack.extend(name)):
         yield
-    finally:
-        _state.name_stack = previous
 
 
 @contextlib.contextmanager
 def transform(name: str) -> Iterator[None]:
     """Equations staged within the block were made by transformation ``name``."""
+    with _name_stack(_state.name_stack.transform(name)):
+        yield
+
+
+@contextlib.contextmanager
+def _name_stack(stack: NameStack) -> Iterator[None]:
     previous = _state.name_stack
-    _state.name_stack = previous.transform(name)
+    _state.name_stack = stack
     try:
         yield
     finally:
