@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 
 import contextlib
+import operator
 import sys
 import threading
 from collections import Counter
@@ -557,22 +558,60 @@ class Tracer(Typed):
             f"The problem arose with the `{fun}` function. If trying to convert the data type "
             f"of a value, try using `x.astype({fun})` or `jnp.array(x, {fun})` instead.")
 
+    # A value known while tracing (an eager autodiff tracer's primal) converts
+    # as the value would; otherwise the shape is checked before the tracer is
+    # refused, as JAX does (``float``/``complex`` never look at the value).
+
+    def _refuse_high(self, what: str) -> None:
+        if is_high(self.aval):
+            raise TypeError(f"Value of type {type(self)} is not convertible to {what}.")
+
     def __bool__(self) -> bool:
+        known = self.to_concrete_value()
+        if known is not None:
+            return bool(known)
+        self._refuse_high("bool")
+        size = int(np.prod(self.aval.shape))
+        if size == 0:
+            raise ValueError("The truth value of an empty array is ambiguous. Use "
+                             "`array.size > 0` to check that an array is not empty.")
+        if size > 1:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
         tail = self._tracing_sentence()
         raise TracerBoolConversionError(
             f"Attempted boolean conversion of traced array with shape {self.aval.str_short()}."
             + (f"\n{tail}" if tail else ""))
 
+    def _check_scalar(self, what: str) -> None:
+        self._refuse_high(what)
+        ndim = len(self.aval.shape)
+        if ndim > 0:
+            raise TypeError("Only scalar arrays can be converted to Python scalars; "
+                            f"got arr.ndim={ndim}")
+
     def __int__(self) -> int:
+        known = self.to_concrete_value()
+        if known is not None:
+            return int(known)
+        self._check_scalar("integer")
         raise ConcretizationTypeError(self._conversion("int"))
 
     def __float__(self) -> float:
+        self._check_scalar("float")
         raise ConcretizationTypeError(self._conversion("float"))
 
     def __complex__(self) -> complex:
+        self._check_scalar("complex")
         raise ConcretizationTypeError(self._conversion("complex"))
 
     def __index__(self) -> int:
+        known = self.to_concrete_value()
+        if known is not None:
+            return operator.index(known)
+        self._refuse_high("integer index")
+        if self.aval.shape != () or not np.issubdtype(self.aval.dtype, np.integer):
+            raise TypeError("Only integer scalar arrays can be converted to a scalar index.")
         tail = self._tracing_sentence()
         raise TracerIntegerConversionError(
             f"The __index__() method was called on traced array with shape {self.aval.str_short()}"

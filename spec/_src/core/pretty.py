@@ -53,8 +53,9 @@ class Group(Doc):
 @dataclass(frozen=True, slots=True)
 class Annotation(Doc):
     """A comment for the line it lands on (zero width): the lines that carry
-    annotations are padded to one column, then ``# note`` follows; a
-    line's second and later notes go on lines of their own below it."""
+    annotations are padded to one column, the width of the text's longest
+    line, then ``# note`` follows; a line's second and later notes go on
+    lines of their own below it."""
 
     note: str
 
@@ -149,7 +150,8 @@ def _layout(doc: Doc, width: int) -> str:
 
 def _annotated(text: str, notes: dict[int, list[str]]) -> str:
     lines = text.split("\n")
-    column = max(len(lines[i]) for i in notes)
+    # One column for the whole text: past its longest line, annotated or not.
+    column = max(len(ln) for ln in lines)
     out: list[str] = []
     for i, ln in enumerate(lines):
         first, *rest = notes.get(i, [None])

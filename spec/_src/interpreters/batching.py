@@ -298,7 +298,7 @@ def batch_rule(prim: Primitive) -> Callable[..., tuple[list[Any], list[BatchDim]
 
 
 class BatchTracer(Tracer):
-    __slots__ = ("_trace", "batch_dim", "val")
+    __slots__ = ("_trace", "batch_dim", "source_info", "val")
 
     _trace: BatchTrace
 
@@ -306,6 +306,14 @@ class BatchTracer(Tracer):
         self._trace = trace
         self.val = val
         self.batch_dim = batch_dim
+        # Where the value was made, for the messages of a failed concretization.
+        self.source_info = si.current()
+
+    def _tracing_sentence(self) -> str:
+        where = si.summarize(self.source_info)
+        if not where:
+            return ""
+        return f"This VmapTracer with object id {id(self)} was created on line:\n  {where}"
 
     @property
     def aval(self) -> ArrayType:
