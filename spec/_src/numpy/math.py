@@ -17,6 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, from_numpy, host_constant
@@ -1112,20 +1113,66 @@ def _logaddexp_body(x1: Any, x2: Any, base2: bool) -> Any:
     return ew.complex(ew.real(out), _wrap_between(ew.imag(out), period))
 
 
+def _replace_inf(x: Any) -> Any:
+    """``x`` with +inf (in the real part) replaced by 0: keeps the tangent
+    formulas below finite where an operand or the result is +inf."""
+    return ew.select(ew.eq(ew.real(x) if T.is_complex(_dtype(x)) else x, _like_real(x, np.inf)),
+                     L.full_like(x, 0), x)
+
+
+def _like_real(x: Any, value: float) -> Any:
+    dt = _dtype(x)
+    real = np.array(0, dt).real.dtype if T.is_complex(dt) else dt
+    return L.full((), value, real)
+
+
+def _logaddexp_jvp(primals: Any, tangents: Any) -> Any:
+    (x1, x2), (t1, t2) = primals, tangents
+    out = _lax_logaddexp(x1, x2)
+    # d/dx1 = exp(x1 - out): well defined where the result is +inf too.
+    t_out = ew.add(ew.mul(t1, ew.exp(ew.sub(_replace_inf(x1), _replace_inf(out)))),
+                   ew.mul(t2, ew.exp(ew.sub(_replace_inf(x2), _replace_inf(out)))))
+    return out, t_out
+
+
+def _logaddexp2_jvp(primals: Any, tangents: Any) -> Any:
+    (x1, x2), (t1, t2) = primals, tangents
+    out = _lax_logaddexp2(x1, x2)
+    t_out = ew.add(ew.mul(t1, ew.exp2(ew.sub(_replace_inf(x1), _replace_inf(out)))),
+                   ew.mul(t2, ew.exp2(ew.sub(_replace_inf(x2), _replace_inf(out)))))
+    return out, t_out
+
+
+def _logaddexp_lax(x1: Any, x2: Any) -> Any:
+    return _logaddexp_body(x1, x2, base2=False)
+
+
+def _logaddexp2_lax(x1: Any, x2: Any) -> Any:
+    return _logaddexp_body(x1, x2, base2=True)
+
+
+# The two are custom_jvp functions of already promoted operands, as in JAX
+# (their derivative rules avoid the nan of inf - inf).
+_logaddexp_lax.__name__ = _logaddexp_lax.__qualname__ = "logaddexp"
+_logaddexp2_lax.__name__ = _logaddexp2_lax.__qualname__ = "logaddexp2"
+_lax_logaddexp: Any = custom_jvp(_logaddexp_lax)
+_lax_logaddexp.defjvp(_logaddexp_jvp)
+_lax_logaddexp2: Any = custom_jvp(_logaddexp2_lax)
+_lax_logaddexp2.defjvp(_logaddexp2_jvp)
+
+
 @_inline_jit
 def logaddexp(x1: Any, x2: Any, /) -> Any:
-    """log(exp(x1) + exp(x2)) without overflow. (JAX wraps this in a
-    custom_jvp_call; spec emits the body's primitives directly.)"""
+    """log(exp(x1) + exp(x2)) without overflow."""
     a, b = promote_args_inexact("logaddexp", x1, x2)
-    return _logaddexp_body(a, b, base2=False)
+    return _lax_logaddexp(a, b)
 
 
 @_inline_jit
 def logaddexp2(x1: Any, x2: Any, /) -> Any:
-    """log2(2**x1 + 2**x2) without overflow (custom_jvp_call in JAX, see
-    logaddexp)."""
+    """log2(2**x1 + 2**x2) without overflow."""
     a, b = promote_args_inexact("logaddexp2", x1, x2)
-    return _logaddexp_body(a, b, base2=True)
+    return _lax_logaddexp2(a, b)
 
 
 # sin(pi r) / (pi r) = 1 + t Q(t), t = r^2: Taylor coefficients of Q.

@@ -1,0 +1,1 @@
+"""jax.nn: activations, normalisations, attention and initializers."""
