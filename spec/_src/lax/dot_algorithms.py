@@ -313,14 +313,55 @@ def _fast_accumulated(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.add.accumulate(partial, axis=-3, dtype=F32)[..., -1, :, :]
 
 
+def _grouped_terms(lhs_terms: list[np.ndarray], rhs_terms: list[np.ndarray],
+                   kept: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Operands of one contraction whose exact value is the sum of the kept
+    component products, laid side by side along the contraction. Pairs that
+    share an lhs term share one product with the sum of their rhs terms
+    where that sum is exact in the terms' type (X9's nine products become
+    one), which is the same exact sum at a fraction of the cost."""
+    lhs_parts, rhs_parts = [], []
+    for i in sorted({i for i, _ in kept}):
+        rhs_of_i = [rhs_terms[j] for li, j in kept if li == i]
+        total = np.sum([t.astype(F64) for t in rhs_of_i], axis=0)
+        narrow = total.astype(rhs_of_i[0].dtype)
+        if np.array_equal(narrow, total):
+            lhs_parts.append(lhs_terms[i])
+            rhs_parts.append(narrow)
+        else:
+            lhs_parts.extend([lhs_terms[i]] * len(rhs_of_i))
+            rhs_parts.extend(rhs_of_i)
+    lhs_parts, rhs_parts = _merge_equal_rhs(lhs_parts, rhs_parts)
+    return np.concatenate(lhs_parts, axis=-1), np.concatenate(rhs_parts, axis=-2)
+
+
+def _merge_equal_rhs(lhs_parts: list[np.ndarray], rhs_parts: list[np.ndarray]
+                     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Parts with equal rhs operands merged into one, their lhs summed, where
+    that sum is exact (t0 x + t1 x + t2 x = x x when the terms sum to x)."""
+    merged_l: list[np.ndarray] = []
+    merged_r: list[np.ndarray] = []
+    for lp, rp in zip(lhs_parts, rhs_parts):
+        for n, other in enumerate(merged_r):
+            if other.shape == rp.shape and np.array_equal(other, rp):
+                total = merged_l[n].astype(F64) + lp.astype(F64)
+                narrow = total.astype(lp.dtype)
+                if np.array_equal(narrow, total):
+                    merged_l[n] = narrow
+                    break
+        else:
+            merged_l.append(lp)
+            merged_r.append(rp)
+    return merged_l, merged_r
+
+
 def algorithm_matmul(a: np.ndarray, b: np.ndarray, r: Recipe) -> np.ndarray:
     """``a (..., m, k) @ b (..., k, n)`` by the recipe, in its accumulation
-    type: the kept component products are laid side by side along the
-    contraction so that one exact contraction sums all of them."""
+    type: one exact contraction sums all kept component products."""
     lhs_terms = _operand_terms(a, r.lhs_storage, r.components)
     rhs_terms = _operand_terms(b, r.rhs_storage, r.components)
-    lhs = np.concatenate([lhs_terms[i] for i, _ in r.kept], axis=-1)
-    rhs = np.concatenate([rhs_terms[j] for _, j in r.kept], axis=-2)
+    with np.errstate(all="ignore"):
+        lhs, rhs = _grouped_terms(lhs_terms, rhs_terms, r.kept)
     if r.fast:
         res = _fast_accumulated(lhs, rhs)
         return res if r.accumulation == F32 else res.astype(r.accumulation)
