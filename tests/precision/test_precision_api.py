@@ -44,12 +44,6 @@ def _operands(shape_a: tuple[int, ...] = (4, 64), shape_b: tuple[int, ...] = (64
             rng.standard_normal(shape_b).astype(dtype))
 
 
-def _level(ns: Any, value: Any) -> Any:
-    if isinstance(value, tuple):
-        return value
-    return value
-
-
 def _in_both(name: str) -> tuple[Any, Any]:
     """A preset of each library, by name."""
     return jlax.DotAlgorithmPreset[name], slax.DotAlgorithmPreset[name]
@@ -259,3 +253,44 @@ def test_cpu_jax_mode_rejects_explicit_algorithms_and_grad_keeps_it(cpu_jax: Non
     s = np.asarray(spec.jit(spec.grad(lambda w: loss(sjnp, w)))(b))
     j = np.asarray(jax.jit(jax.grad(lambda w: loss(jjnp, w)))(b))
     np.testing.assert_allclose(s, j, rtol=1e-5)
+
+
+EDGE_CASES: dict[str, Callable[[Any, Any, Any, np.ndarray], Any]] = {
+    "vdot": lambda jx, np_, lax, a: np_.vdot(a, a, precision="BF16_BF16_F32"),
+    "vecdot": lambda jx, np_, lax, a: np_.vecdot(a, a, precision="F64_F64_F64"),
+    "complex operands": lambda jx, np_, lax, a: np_.dot(
+        a.astype(np.complex64) * (1 + 1j), a.T.astype(np.complex64), precision="F32_F32_F32"),
+    "int operands": lambda jx, np_, lax, a: np_.dot(
+        a.astype(np.int32) + 1, a.T.astype(np.int32) + 1, precision="F16_F16_F16"),
+    "mixed operands": lambda jx, np_, lax, a: lax.dot(
+        a.astype(np_.float16), a.T.astype(np_.bfloat16), precision="F16_F16_F16"),
+    "integer preferred type": lambda jx, np_, lax, a: lax.dot(
+        a, a.T, precision="F32_F32_F32", preferred_element_type=np.int32),
+    "bf16 preferred type": lambda jx, np_, lax, a: lax.dot(
+        a, a.T, precision="BF16_BF16_F32", preferred_element_type=np_.bfloat16),
+    "rejected under jit": lambda jx, np_, lax, a: jx.jit(
+        lambda x: np_.dot(x, x.T, precision="TF32_TF32_F32"))(a),
+    "traced without error": lambda jx, np_, lax, a: str(jx.jit(
+        lambda x: np_.dot(x, x.T, precision="TF32_TF32_F32")).trace(a).jaxpr),
+    "pair of presets": lambda jx, np_, lax, a: np_.dot(
+        a, a.T, precision=(lax.DotAlgorithmPreset.F32_F32_F32,) * 2),
+    "batch_matmul": lambda jx, np_, lax, a: lax.batch_matmul(a[None], a.T[None],
+                                                             precision="F32_F32_F32"),
+}
+
+
+def _outcome(fn: Callable[[], Any]) -> Any:
+    try:
+        r = fn()
+    except Exception as err:  # noqa: BLE001 (class and message are compared)
+        return type(err).__name__, str(err)
+    if isinstance(r, str):
+        return r
+    return str(r.dtype), np.asarray(r).astype(np.complex128).tolist()
+
+
+@pytest.mark.parametrize("label", list(EDGE_CASES))
+def test_cpu_jax_mode_edge_cases_as_jax(cpu_jax: None, label: str) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) / 4  # exact products
+    fn = EDGE_CASES[label]
+    assert _outcome(lambda: fn(spec, sjnp, slax, a)) == _outcome(lambda: fn(jax, jjnp, jlax, a))

@@ -260,6 +260,14 @@ def _plain_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNum
     return _to_result(_contract(lhs, rhs, dimension_numbers, cd), out)
 
 
+def _cast_operand(x: np.ndarray, dt: T.DType) -> np.ndarray:
+    """XLA's convert: a complex value converted to a real type keeps its real part."""
+    if T.is_complex(x.dtype) and not T.is_complex(dt):
+        x = x.real
+    with np.errstate(all="ignore"):
+        return x.astype(dt, copy=False)
+
+
 def _cpu_jax_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumbers,
                  algorithm: DA.Algorithm, out: T.DType) -> np.ndarray:
     """As JAX's CPU backend: the supported presets only; the operands cast
@@ -267,8 +275,7 @@ def _cpu_jax_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionN
     accumulation type (the backend ignores the algorithm itself)."""
     DA.check_supported_on_cpu(algorithm)
     lt, rt, acc = DA.cpu_compute_types(algorithm, lhs.dtype, rhs.dtype, out)
-    with np.errstate(all="ignore"):
-        lhs, rhs = lhs.astype(lt, copy=False), rhs.astype(rt, copy=False)
+    lhs, rhs = _cast_operand(lhs, lt), _cast_operand(rhs, rt)
     acc_out = dot_general_dtype(lt, rt, acc, check_width=False)
     return _to_result(_plain_dot(lhs, rhs, dimension_numbers, acc_out), out)
 
