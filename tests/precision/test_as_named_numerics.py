@@ -215,3 +215,44 @@ def test_nine_bfloat16_products_are_the_float32_product(
     a, b = ops
     np.testing.assert_array_equal(np.asarray(slax.dot(a, b, precision="BF16_BF16_F32_X9")),
                                   np.asarray(slax.dot(a, b, precision="F32_F32_F32")))
+
+
+def test_explicit_algorithm_parameters_are_checked() -> None:
+    a = np.ones((2, 2), np.float32)
+    bad = slax.DotAlgorithm(np.float32, np.float32, np.float32, num_primitive_operations=5)
+    with pytest.raises(ValueError, match="num_primitive_operations must be 1, 3, 6 or 9.*got 5"):
+        slax.dot(a, a, precision=bad)
+    bad_acc = slax.DotAlgorithm(np.float32, np.float32, np.int32)
+    with pytest.raises(ValueError, match="accumulation_type must be .* got int32"):
+        slax.dot(a, a, precision=bad_acc)
+
+
+def test_any_accumulation_follows_the_preferred_type() -> None:
+    rng = np.random.default_rng(9)
+    f8 = np.dtype(ml_dtypes.float8_e5m2)
+    a = rng.uniform(-4, 4, (3, 9)).astype(f8)
+    b = rng.uniform(-4, 4, (9, 2)).astype(f8)
+    got = np.asarray(slax.dot(a, b, precision="ANY_F8_ANY_F8_ANY",
+                              preferred_element_type=np.float16))
+    assert got.dtype == np.float16
+    for i in range(3):
+        for j in range(2):
+            s = sum((Fraction(float(a[i, p])) * Fraction(float(b[p, j])) for p in range(9)),
+                    Fraction(0))
+            assert float(got[i, j]) == float(round_bits(round_bits(s, 53), 11))
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=_operands(), depth=st.integers(33, 100))
+def test_fast_accumulation_within_its_bound(ops: tuple[np.ndarray, np.ndarray],
+                                            depth: int) -> None:
+    a, b = ops
+    f8 = np.dtype(ml_dtypes.float8_e4m3fn)
+    a8 = np.resize(a, (a.shape[0], depth)).astype(f8)
+    b8 = np.resize(b, (depth, b.shape[1])).astype(f8)
+    a64, b64 = a8.astype(np.float64), b8.astype(np.float64)
+    got = np.asarray(slax.dot(a8, b8, precision="ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                              preferred_element_type=np.float32)).astype(np.float64)
+    blocks = -(-depth // 32)
+    bound = (blocks + 1) * U["float32"] * (np.abs(a64) @ np.abs(b64))
+    assert np.all(np.abs(got - a64 @ b64) <= bound)
