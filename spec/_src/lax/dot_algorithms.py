@@ -166,11 +166,12 @@ def check_supported_on_cpu(algorithm: Algorithm) -> None:
 # ------------------------------------------------------ as-named numerics
 
 class Recipe(NamedTuple):
-    """What an algorithm computes: each operand cast to ``operand`` type,
-    then rounded to ``storage`` (split into ``components`` terms of it);
-    the products of the component pairs ``kept`` summed exactly and rounded
-    once to ``accumulation`` (through float64 when that is narrower than
-    float32); ``fast``: the fast-accumulation model instead."""
+    """What an algorithm computes: each operand rounded to its storage type
+    (or, for ``components`` > 1, converted to float32 and split into that
+    many terms of it); the products of the component pairs ``kept`` summed
+    exactly and rounded once to ``accumulation`` (through float64 when that
+    is narrower than float32); ``fast``: the fast-accumulation model
+    instead."""
 
     lhs_storage: str
     rhs_storage: str
