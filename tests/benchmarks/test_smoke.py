@@ -122,3 +122,10 @@ def test_transcendental_benchmark_quick() -> None:
     assert {r["kernel"] for r in rows} >= {"exp", "sin", "power"}
     assert all(r["spec"] > 0 and r["numpy"] > 0 for r in rows)
     assert spec.config.spec_transcendentals == "numpy"  # restored for the other tests
+
+
+def test_precision_benchmark_quick() -> None:
+    from benchmarks import precision
+    rows = precision.main(["--quick"])
+    assert [r["preset"] for r in rows] == precision.PRESETS
+    assert all(r["spec"] > 0 and r["numpy"] > 0 for r in rows)

@@ -42,6 +42,23 @@ def _check_default_device(value: Any) -> None:
                      f"'gpu', got: {value!r}")
 
 
+# The values jax_default_matmul_precision takes: the level names and the
+# names of the dot-algorithm presets (spec/_src/lax/dot_algorithms.py).
+MATMUL_PRECISION_NAMES = (
+    "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+    "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+    "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+    "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+    "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+
+
+def _check_matmul_precision(value: Any) -> None:
+    if value is None or value in MATMUL_PRECISION_NAMES:
+        return
+    raise ValueError(f"new enum value must be None or in {list(MATMUL_PRECISION_NAMES)}, "
+                     f"got {value} of type {type(value)}.")
+
+
 @dataclass
 class _Flag:
     name: str
@@ -63,9 +80,7 @@ _FLAGS: dict[str, _Flag] = {
         _Flag("jax_num_cpu_devices", 1, "JAX_NUM_CPU_DEVICES", _parse_int),
         _Flag("jax_use_direct_linearize", True, "JAX_USE_DIRECT_LINEARIZE", _parse_bool),
         _Flag("jax_default_matmul_precision", None, "JAX_DEFAULT_MATMUL_PRECISION", _parse_str,
-              (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
-               "bfloat16_3x", "tensorfloat32_3x", "fastest", "ANY_F8_ANY_F8_F32",
-               "F16_F16_F16", "F32_F32_F32", "F64_F64_F64", "BF16_BF16_F32")),
+              validate=_check_matmul_precision),
         _Flag("jax_explicit_x64_dtypes", "warn", "JAX_EXPLICIT_X64_DTYPES", _parse_str,
               ("allow", "warn", "error")),
         _Flag("jax_numpy_rank_promotion", "allow", "JAX_NUMPY_RANK_PROMOTION", _parse_str,
@@ -95,6 +110,11 @@ _FLAGS: dict[str, _Flag] = {
         # spec's own: "exact" computes real transcendentals with the
         # machine-independent kernels of spec/_src/lax/elementwise_math.py;
         # "numpy" (faster) with NumPy's CPU-dispatched ufuncs.
+        # spec's own: "as_named" computes each dot algorithm as its name
+        # documents (spec/_src/lax/dot_algorithms.py); "cpu_jax" as JAX's CPU
+        # backend (its presets only, computed as plain contractions).
+        _Flag("spec_dot_algorithms", "as_named", "SPEC_DOT_ALGORITHMS", _parse_str,
+              ("as_named", "cpu_jax")),
         _Flag("spec_transcendentals", "numpy", "SPEC_TRANSCENDENTALS", _parse_str,
               ("numpy", "exact")),
     )

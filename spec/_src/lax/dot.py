@@ -5,7 +5,12 @@ C1 every dimension number is an axis of its operand; C2 batch and contracting
 lists are each distinct, disjoint, and lhs/rhs batch lists have equal length;
 C3 contracting dimensions have equal sizes; C4 batch dimensions have equal
 sizes; C5 the operand dtypes are ordered (XLA's "higher precision type");
-C6 an integer/bool preferred_element_type is not narrower than the result.
+C6 an integer/bool preferred_element_type is not narrower than the result
+(not checked when the precision is a dot algorithm, as in JAX).
+
+Precision: a pair of ``Precision`` levels (recorded, no effect on the
+numbers) or a dot algorithm (spec/_src/lax/dot_algorithms.py), which the impl
+follows as the ``spec_dot_algorithms`` flag says.
 
 Autodiff: bilinear (JVP and transposes as JAX's, see the end of the module);
 ``bilinear_transpose`` is shared with conv_general_dilated.
@@ -38,6 +43,8 @@ from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.shaping import expand_dims, squeeze, transpose
 from spec._src.lax import exact_matmul
+from spec._src.lax import dot_algorithms as DA
+from spec._src.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
 from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
 from spec._src.lax.shaping import _convert_element_type
 
@@ -143,7 +150,8 @@ def _precision_rank(dt: T.DType) -> tuple[bool, int, int, int, bool]:
             not T.is_unsigned_int(real))
 
 
-def dot_general_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None) -> T.DType:
+def dot_general_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None,
+                      check_width: bool = True) -> T.DType:
     lp, rp = _precision_rank(lhs), _precision_rank(rhs)
     if lp == rp:
         require(lhs == rhs, "dot_general", "C5",
@@ -152,7 +160,8 @@ def dot_general_dtype(lhs: T.DType, rhs: T.DType, preferred: T.DType | None) -> 
     result = lhs if lp >= rp else rhs
     if preferred is None or preferred == result:
         return result
-    require(T.is_float(result) or _bits(preferred) >= _bits(result), "dot_general", "C6",
+    require(not check_width or T.is_float(result) or _bits(preferred) >= _bits(result),
+            "dot_general", "C6",
             f"preferred_element_type {preferred.name} must not be narrower than the result "
             f"type {result.name}")
     return preferred
@@ -162,7 +171,8 @@ def _dot_general_type(lhs: ArrayType, rhs: ArrayType, *, dimension_numbers: Dime
                       precision: Any, preferred_element_type: T.DType | None,
                       out_sharding: Any = None) -> list[ArrayType]:
     shape = dot_general_shape(lhs, rhs, dimension_numbers)
-    dtype = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+    dtype = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type,
+                              check_width=not DA.is_algorithm(precision))
     return [ArrayType(shape, dtype, lhs.weak_type and rhs.weak_type)]
 
 
@@ -197,44 +207,102 @@ def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.asarray(np.matmul(lhs, rhs))
 
 
-def _matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+RealMatmul = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _matmul(lhs: np.ndarray, rhs: np.ndarray, real: RealMatmul = _real_matmul) -> np.ndarray:
     """Batched matmul with XLA's rounding: a complex product is four real
     products, real = re·re - im·im and imag = re·im + im·re."""
     if not T.is_complex(lhs.dtype):
-        return _real_matmul(lhs, rhs)
+        return real(lhs, rhs)
     lr, li, rr, ri = lhs.real, lhs.imag, rhs.real, rhs.imag
-    out = np.empty((*lhs.shape[:-1], rhs.shape[-1]), lhs.dtype)
-    out.real = _real_matmul(lr, rr) - _real_matmul(li, ri)
-    out.imag = _real_matmul(lr, ri) + _real_matmul(li, rr)
+    re = real(lr, rr) - real(li, ri)
+    im = real(lr, ri) + real(li, rr)
+    out = np.empty(re.shape, np.result_type(re.dtype, np.complex64))
+    out.real, out.imag = re, im
     return out
 
 
-def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: DimensionNumbers,
-                      precision: Any, preferred_element_type: T.DType | None,
-                      out_sharding: Any = None) -> list[np.ndarray]:
+def _contract(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumbers,
+              compute: T.DType | None, real: RealMatmul = _real_matmul) -> np.ndarray:
+    """Both operands brought to (batch, free, contract) / (batch, contract,
+    free), cast to ``compute`` (None: kept), and one batched matmul; the
+    result in dot_general's axis order."""
     (lc, rc), (lb, rb) = dimension_numbers
-    out = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-    cd = _compute_dtype(lhs.dtype, rhs.dtype, out)
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    # Bring both operands to (batch, free, contract) / (batch, contract, free)
-    # and let one batched matmul do the work.
     lhs, rhs = flush_all((lhs, rhs))  # XLA CPU reads subnormal operands as zero
-    lt = np.transpose(lhs, [*lb, *lfree, *lc]).astype(cd, copy=False)
-    rt = np.transpose(rhs, [*rb, *rc, *rfree]).astype(cd, copy=False)
+    lt = np.transpose(lhs, [*lb, *lfree, *lc])
+    rt = np.transpose(rhs, [*rb, *rc, *rfree])
+    if compute is not None:
+        lt, rt = lt.astype(compute, copy=False), rt.astype(compute, copy=False)
     bshape = tuple(lhs.shape[d] for d in lb)
     lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
     k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
     m, n = int(np.prod(lfs, dtype=np.int64)), int(np.prod(rfs, dtype=np.int64))
     with np.errstate(all="ignore"):
-        res = _matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)))
-    res = np.asarray(res).reshape((*bshape, *lfs, *rfs))
+        res = _matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)), real)
+    return np.asarray(res).reshape((*bshape, *lfs, *rfs))
+
+
+def _to_result(res: np.ndarray, out: T.DType) -> np.ndarray:
     if out == T.bool_:
-        return [np.asarray(res != 0)]
+        return np.asarray(res != 0)
     with np.errstate(all="ignore"):
-        if T.is_complex(cd) and not T.is_complex(out):
+        if T.is_complex(res.dtype) and not T.is_complex(out):
             res = res.real
-        return [flush_result(np.asarray(res).astype(out, copy=False))]
+        return flush_result(np.asarray(res).astype(out, copy=False))
+
+
+def _plain_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumbers,
+               out: T.DType) -> np.ndarray:
+    cd = _compute_dtype(lhs.dtype, rhs.dtype, out)
+    return _to_result(_contract(lhs, rhs, dimension_numbers, cd), out)
+
+
+def _cast_operand(x: np.ndarray, dt: T.DType) -> np.ndarray:
+    """XLA's convert: a complex value converted to a real type keeps its real part."""
+    if T.is_complex(x.dtype) and not T.is_complex(dt):
+        x = x.real
+    with np.errstate(all="ignore"):
+        return x.astype(dt, copy=False)
+
+
+def _cpu_jax_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumbers,
+                 algorithm: DA.Algorithm, out: T.DType) -> np.ndarray:
+    """As JAX's CPU backend: the supported presets only; the operands cast
+    as JAX's lowering casts them, then a plain contraction in the
+    accumulation type (the backend ignores the algorithm itself)."""
+    DA.check_supported_on_cpu(algorithm)
+    lt, rt, acc = DA.cpu_compute_types(algorithm, lhs.dtype, rhs.dtype, out)
+    lhs, rhs = _cast_operand(lhs, lt), _cast_operand(rhs, rt)
+    acc_out = dot_general_dtype(lt, rt, acc, check_width=False)
+    return _to_result(_plain_dot(lhs, rhs, dimension_numbers, acc_out), out)
+
+
+def _as_named_dot(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumbers,
+                  algorithm: DA.Algorithm, out: T.DType) -> np.ndarray:
+    """The algorithm's numerics as its name documents them (SPEC.md 9.4)."""
+    recipe = DA.recipe(algorithm, lhs.dtype, rhs.dtype, out)
+    if recipe is None:
+        return _plain_dot(lhs, rhs, dimension_numbers, out)
+
+    def real(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return DA.algorithm_matmul(a, b, recipe)
+    return _to_result(_contract(lhs, rhs, dimension_numbers, None, real), out)
+
+
+def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: DimensionNumbers,
+                      precision: Any, preferred_element_type: T.DType | None,
+                      out_sharding: Any = None) -> list[np.ndarray]:
+    algorithm = DA.is_algorithm(precision)
+    out = dot_general_dtype(lhs.dtype, rhs.dtype, preferred_element_type,
+                            check_width=not algorithm)
+    if not algorithm:
+        return [_plain_dot(lhs, rhs, dimension_numbers, out)]
+    if config.spec_dot_algorithms == "cpu_jax":
+        return [_cpu_jax_dot(lhs, rhs, dimension_numbers, precision, out)]
+    return [_as_named_dot(lhs, rhs, dimension_numbers, precision, out)]
 
 
 def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
@@ -501,30 +569,60 @@ dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_gener
 
 # ------------------------------------------------------------ lax wrappers
 
-CanonicalPrecision = tuple[Precision, Precision] | None
+CanonicalPrecision = tuple[Precision, Precision] | DotAlgorithm | DotAlgorithmPreset | None
+
+
+def _precision_error(precision: Any) -> ValueError:
+    return ValueError(
+        "Precision argument must be one of:\n- None,\n"
+        f"- a string in {list(PRECISION_STRINGS)},\n- a lax.Precision value,\n"
+        "- a tuple of two lax.Precision values or strings,\n"
+        "- a lax.DotAlgorithmPreset or the name of one of these presets, or\n"
+        "- a lax.DotAlgorithm value;\n"
+        f"but got {precision}.")
+
+
+def _level_of(name: str) -> Precision:
+    """One string of a pair: a level name (a preset's name is no level, and
+    fails as it does in JAX)."""
+    found = canonicalize_precision(name)
+    if not isinstance(found, tuple):
+        raise TypeError("'DotAlgorithmPreset' object is not subscriptable")
+    return found[0]
 
 
 def canonicalize_precision(precision: Any) -> CanonicalPrecision:
-    """A precision spec (None, name, Precision, or a pair of either) as the
-    pair of Precision values the primitive records, or None."""
+    """A precision spec as the primitive records it: None, a pair of
+    Precision levels (from a level, a level name, or a pair of either), or a
+    dot algorithm (a DotAlgorithm, a DotAlgorithmPreset, or a preset's
+    name). None reads ``jax_default_matmul_precision``."""
     if precision is None:
         default = config.jax_default_matmul_precision
-        return None if default is None else canonicalize_precision(default)
-    if isinstance(precision, Precision):
+        if default is None:
+            return None
+        try:
+            return canonicalize_precision(default)
+        except ValueError:
+            raise ValueError(
+                "jax_default_matmul_precision flag must be set to None, a value in "
+                f"{list(PRECISION_STRINGS)}, or the name of a lax.DotAlgorithmPreset, "
+                f"but got {default}") from None
+    if isinstance(precision, str):
+        if precision in PRECISION_STRINGS:
+            p = PRECISION_STRINGS[precision]
+            return p, p
+        if precision in DotAlgorithmPreset.__members__:
+            return DotAlgorithmPreset[precision]
+    elif isinstance(precision, Precision):
         return precision, precision
-    if isinstance(precision, str) and precision in PRECISION_STRINGS:
-        p = PRECISION_STRINGS[precision]
-        return p, p
-    if isinstance(precision, (list, tuple)) and len(precision) == 2:
+    elif isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+        return precision
+    elif isinstance(precision, (list, tuple)) and len(precision) == 2:
         if all(isinstance(p, Precision) for p in precision):
             return precision[0], precision[1]
-        if all(isinstance(p, str) and p in PRECISION_STRINGS for p in precision):
-            return PRECISION_STRINGS[precision[0]], PRECISION_STRINGS[precision[1]]
-    raise ValueError(
-        "Precision argument must be one of:\n- None,\n"
-        f"- a string in {list(PRECISION_STRINGS)},\n- a Precision value,\n"
-        "- a tuple of two Precision values or strings;\n"
-        f"but got {precision}.")
+        if all(isinstance(p, str) for p in precision):
+            return _level_of(precision[0]), _level_of(precision[1])
+    raise _precision_error(precision)
 
 
 def _index_tuple(xs: Any) -> tuple[int, ...]:
@@ -652,5 +750,6 @@ def staged_matmul(a: Any, b: Any, contract: DotGeneral) -> Any:
     return out
 
 __all__ = [
-    "Precision", "batch_matmul", "canonicalize_precision", "dot", "dot_general",
+    "DotAlgorithm", "DotAlgorithmPreset", "Precision", "batch_matmul",
+    "canonicalize_precision", "dot", "dot_general",
 ]

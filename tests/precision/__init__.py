@@ -1,0 +1,1 @@
+"""Matmul precision: Precision levels, dot algorithms, the default-precision config."""
