@@ -12,6 +12,9 @@ message, or the same values.
   condition: Exception; an unordered one with a batched predicate: Exception.
 - Ordered effects inside ``cond`` branches, ``while_loop`` conditions and
   bodies, ``scan`` and ``shard_map`` (one device) run.
+- A jitted program over two devices with an ordered ``debug.print``:
+  ValueError (an ordered ``io_callback`` there runs, as does an eager
+  ``shard_map``); JAX on two CPU devices runs in a subprocess.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 
 import spec
 import spec.experimental
+from tests.support.twin import run_both
 
 JAX = SimpleNamespace(jax=jax, io_callback=jax.experimental.io_callback,
                       P=jax.sharding.PartitionSpec, shard_map=jax.shard_map)
@@ -154,3 +158,44 @@ def test_some_cases_refuse_and_some_run() -> None:
     outcomes = [_outcome(JAX, c) for c in CASES]
     refused = [o for o in outcomes if isinstance(o, tuple)]
     assert refused and len(refused) < len(outcomes)
+
+
+MULTI_DEVICE = r'''
+import numpy as np
+jax, jnp = IMPL
+jax.config.update('jax_num_cpu_devices', 2)
+io_callback = __import__(jax.__name__ + '.experimental').experimental.io_callback
+P, NamedSharding = jax.sharding.PartitionSpec, jax.sharding.NamedSharding
+out = {}
+def ordered_print(x):
+    jax.debug.print("x={}", x, ordered=True)
+    return x
+def ordered_io(x):
+    return io_callback(lambda v: v, jax.ShapeDtypeStruct(x.shape, x.dtype), x, ordered=True)
+mesh = jax.make_mesh((2,), ("i",))
+xs = np.arange(2.0, dtype=np.float32)
+placed = jax.device_put(xs, NamedSharding(mesh, P("i")))
+def mapped(f):
+    return jax.shard_map(f, mesh=mesh, in_specs=P("i"), out_specs=P("i"))
+cases = {
+    "jit shard_map ordered print": lambda: jax.jit(mapped(ordered_print))(placed),
+    "jit shard_map ordered io_callback": lambda: jax.jit(mapped(ordered_io))(placed),
+    "shard_map ordered print": lambda: mapped(ordered_print)(placed),
+    "jit ordered print, sharded input": lambda: jax.jit(ordered_print)(placed),
+    "jit ordered print, one device": lambda: jax.jit(ordered_print)(xs),
+    "jit unordered print, sharded input": lambda: jax.jit(
+        lambda x: (jax.debug.print("{}", x), x)[1])(placed),
+}
+for name, case in cases.items():
+    try:
+        out[name] = np.asarray(case()).tolist()
+    except Exception as e:
+        # (the message ends listing the effects: JAX shows their object reprs)
+        out[name] = type(e).__name__ + ": " + str(e).split(": [")[0]
+'''
+
+
+def test_ordered_effects_over_several_devices_as_jax() -> None:
+    ours, theirs = run_both(MULTI_DEVICE, devices=2)
+    assert ours == theirs
+    assert any(str(v).startswith("ValueError") for v in theirs.values())
