@@ -349,7 +349,23 @@ PROGRAMS: dict[str, Callable[[SimpleNamespace, Log], Any]] = {
     "jvp symbolic_zeros": jvp_symbolic,
     "jvp defjvps": jvp_defjvps,
     "jvp log1pexp": log1pexp,
+    "jvp make_jaxpr(vmap)": lambda L, log: str(L.jax.make_jaxpr(
+        L.jax.vmap(sin_jvp(L, log)))(XS)),
+    "jvp make_jaxpr(grad(vmap))": lambda L, log: str(L.jax.make_jaxpr(L.jax.grad(
+        lambda x: L.jax.vmap(sin_jvp(L, log))(x).sum()))(XS)),
+    "jvp grad(checkpoint)": lambda L, log: L.jax.grad(L.jax.checkpoint(sin_jvp(L, log)))(X),
+    "jvp grad(scan)": lambda L, log: L.jax.grad(lambda x: L.jax.lax.scan(
+        lambda c, _: (sin_jvp(L, log)(c), None), x, None, length=3)[0])(X),
+    "jvp grad(cond)": lambda L, log: L.jax.grad(lambda x: L.jax.lax.cond(
+        x > 0, sin_jvp(L, log), L.jnp.cos, x))(X),
+    "jvp jit(linearize)": lambda L, log: L.jax.jit(
+        lambda x: L.jax.linearize(sin_jvp(L, log), x)[1](x))(X),
     "vjp eager": lambda L, log: sin_vjp(L, log)(X),
+    "vjp make_jaxpr(vmap(grad))": lambda L, log: str(L.jax.make_jaxpr(
+        L.jax.vmap(L.jax.grad(sin_vjp(L, log))))(XS)),
+    "vjp grad(checkpoint)": lambda L, log: L.jax.grad(L.jax.checkpoint(sin_vjp(L, log)))(X),
+    "vjp grad(scan)": lambda L, log: L.jax.grad(lambda x: L.jax.lax.scan(
+        lambda c, _: (sin_vjp(L, log)(c), None), x, None, length=3)[0])(X),
     "vjp grad": lambda L, log: L.jax.grad(sin_vjp(L, log))(X),
     "vjp vjp": lambda L, log: _vjp_twice(L, log, sin_vjp(L, log)),
     "vjp value_and_grad": lambda L, log: L.jax.value_and_grad(sin_vjp(L, log))(X),
