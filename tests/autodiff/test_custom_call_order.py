@@ -360,7 +360,15 @@ PROGRAMS: dict[str, Callable[[SimpleNamespace, Log], Any]] = {
         x > 0, sin_jvp(L, log), L.jnp.cos, x))(X),
     "jvp jit(linearize)": lambda L, log: L.jax.jit(
         lambda x: L.jax.linearize(sin_jvp(L, log), x)[1](x))(X),
+    "jvp jvp(while_loop)": lambda L, log: L.jax.jvp(lambda x: L.jax.lax.while_loop(
+        lambda c: c[1] < 3, lambda c: (sin_jvp(L, log)(c[0]), c[1] + 1), (x, 0))[0],
+        (X,), (np.float32(1.0),)),
+    "jvp hessian": lambda L, log: L.jax.hessian(sin_jvp(L, log))(X),
+    "jvp grad(jit(vmap))": lambda L, log: L.jax.grad(
+        lambda x: L.jax.jit(L.jax.vmap(sin_jvp(L, log)))(x).sum())(XS),
     "vjp eager": lambda L, log: sin_vjp(L, log)(X),
+    "vjp grad(fori_loop)": lambda L, log: L.jax.grad(lambda x: L.jax.lax.fori_loop(
+        0, 3, lambda i, c: sin_vjp(L, log)(c), x))(X),
     "vjp make_jaxpr(vmap(grad))": lambda L, log: str(L.jax.make_jaxpr(
         L.jax.vmap(L.jax.grad(sin_vjp(L, log))))(XS)),
     "vjp grad(checkpoint)": lambda L, log: L.jax.grad(L.jax.checkpoint(sin_vjp(L, log)))(X),
