@@ -1,10 +1,11 @@
 """User-defined derivative rules: ``custom_jvp`` and ``custom_vjp``.
 
-Calling a decorated function stages its body into a jaxpr (closed-over values
-become leading operands) and binds ``custom_jvp_call`` / ``custom_vjp_call``
-(spec/_src/lax/custom.py) with the user's rules wrapped as flat callables that
-check what the rules return, with JAX's messages. Called with no trace
-around (eager), the function simply runs, as in JAX.
+Calling a decorated function wraps it and the user's rules as flat callables
+that check what the rules return, with JAX's messages, and hands them to the
+innermost trace (spec/_src/api/custom_calls.py), which runs the function, runs
+a rule, or stages ``custom_jvp_call`` / ``custom_vjp_call``
+(spec/_src/lax/custom.py). Called with no trace around (eager), the function
+simply runs, as in JAX.
 """
 
 from __future__ import annotations
@@ -20,16 +21,18 @@ from spec._src.interpreters.ad_util import Zero, add_tangents
 from spec._src.core.errors import UnexpectedTracerError
 from spec._src.core.interpreter import (
     EvalTrace,
-    Jaxpr,
     Tracer,
     canonical_aval_of,
     current_trace,
-    trace_to_jaxpr,
+)
+from spec._src.api.custom_calls import (
+    JvpCall,
+    VjpCall,
+    process_custom_jvp,
+    process_custom_vjp,
 )
 from spec._src.lax.custom import (
     SymbolicZero,
-    custom_jvp_call_p,
-    custom_vjp_call_p,
     rule_name,
     zeros_like_aval,
 )
@@ -158,26 +161,33 @@ def _fun_sourceinfo(fun: Callable[..., Any]) -> str:
     return f"{name} at {code.co_filename}:{code.co_firstlineno}"
 
 
-class _Staged:
-    """The user's function traced to a jaxpr whose closed-over values are its
-    first ``num_consts`` inputs."""
+class _OutType:
+    """The output tree and types of a custom function, once known: from the
+    function when it ran, else from the rule that ran in its place (JAX
+    checks a rule's primal outputs against the function's only when the
+    function ran first)."""
 
-    def __init__(self, fun: Callable[..., Any], nondiff: tuple[int, ...], static: list[Any],
-                 in_tree: Any, leaves: Sequence[Any]) -> None:
-        store: dict[str, Any] = {}
+    def __init__(self) -> None:
+        self.tree: Any = None
+        self.avals: list[ArrayType] | None = None
 
-        def flat(*xs: Any) -> list[Any]:
-            dyn = tree_util.tree_unflatten(in_tree, list(xs))
-            out = fun(*_merge(nondiff, static, dyn))
-            out_leaves, store["tree"] = tree_util.tree_flatten(out)
-            return out_leaves
+    def record(self, tree: Any, leaves: Sequence[Any]) -> None:
+        if self.tree is None:
+            self.tree = tree
+            self.avals = [canonical_aval_of(x) for x in leaves]
 
-        traced, _ = trace_to_jaxpr(flat, [canonical_aval_of(x) for x in leaves])
-        self.consts = list(traced.consts)
-        self.jaxpr = Jaxpr([], [*traced.constvars, *traced.invars], traced.outvars,
-                           traced.eqns, traced.effects)
-        self.out_tree = store["tree"]
-        self.out_avals = traced.out_avals
+
+def _flat_fun(fun: Callable[..., Any], nondiff: tuple[int, ...], static: list[Any],
+              in_tree: Any, out: _OutType) -> Callable[..., list[Any]]:
+    """``fun`` over flat argument leaves, its output flattened (and its
+    tree and types recorded)."""
+    def flat(*xs: Any) -> list[Any]:
+        dyn = tree_util.tree_unflatten(in_tree, list(xs))
+        result = fun(*_merge(nondiff, static, dyn))
+        leaves, tree = tree_util.tree_flatten(result)
+        out.tree, out.avals = tree, [canonical_aval_of(x) for x in leaves]
+        return leaves
+    return flat
 
 
 def _eager() -> bool:
@@ -191,12 +201,11 @@ class _FlatJvp:
     """The user's JVP rule over flat lists, checking what it returns."""
 
     def __init__(self, rule: Callable[..., Any], static: list[Any], in_tree: Any,
-                 out_tree: Any, out_avals: Sequence[ArrayType], fun_name: str) -> None:
+                 out: _OutType, fun_name: str) -> None:
         self.rule = rule
         self.static = static
         self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.out_avals = list(out_avals)
+        self.out = out
         self.fun_name = fun_name
         self.__name__ = rule_name(rule)
 
@@ -218,23 +227,26 @@ class _FlatJvp:
                             "primal and tangent outputs with equal container (pytree) "
                             f"structures, but got {p_tree} and {t_tree} respectively.")
         p_avals = [canonical_aval_of(p) for p in p_outs]
-        self._check_primals(p_tree, p_avals)
+        if self.out.avals is not None:
+            self._check_primals(p_tree, p_avals, self.out.tree, self.out.avals)
         self._check_tangents(p_avals, [_aval(t) for t in t_outs])
+        self.out.record(p_tree, p_outs)
         return p_outs, t_outs
 
-    def _check_primals(self, tree: Any, avals: list[ArrayType]) -> None:
+    def _check_primals(self, tree: Any, avals: list[ArrayType], fun_tree: Any,
+                       fun_avals: list[ArrayType]) -> None:
         head = (f"Custom JVP rule {self.__name__} for function {self.fun_name} must produce "
                 "a pair (list or tuple of length two) where the first element represents "
                 "the primal output (equal in value to the output of the custom_jvp-decorated "
                 f"function {self.fun_name}, ")
-        ours, theirs = _ty_tree(tree, avals), _ty_tree(self.out_tree, self.out_avals)
-        if tree != self.out_tree:
+        ours, theirs = _ty_tree(tree, avals), _ty_tree(fun_tree, fun_avals)
+        if tree != fun_tree:
             raise TypeError(head + "and in particular of the same container/pytree "
                             "structure), but instead the JVP rule output's first element "
                             f"had container/pytree structure:\n    {ours}\nwhile the "
                             f"custom_jvp-decorated function {self.fun_name} had output "
                             f"container/pytree structure:\n    {theirs}.")
-        if not all(map(_typematch, avals, self.out_avals)):
+        if not all(map(_typematch, avals, fun_avals)):
             raise TypeError(head + "and in particular with leaves of the same shape/dtype), "
                             "but instead the JVP rule output's first element had "
                             f"shapes/dtypes of:\n    {ours}\nwhile the custom_jvp-decorated "
@@ -316,12 +328,11 @@ class custom_jvp[R]:
                          for i, a in enumerate(full))
         static, dyn = _split(full, nondiff)
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-        staged = _Staged(self.fun, nondiff, static, in_tree, leaves)
-        rule = _FlatJvp(self.jvp, static, in_tree, staged.out_tree, staged.out_avals, name)
-        outs = custom_jvp_call_p.bind(
-            *staged.consts, *leaves, call_jaxpr=staged.jaxpr, jvp_jaxpr_fun=rule,
-            num_consts=len(staged.consts), symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(staged.out_tree, outs)  # type: ignore[no-any-return]
+        out = _OutType()
+        call = JvpCall(_flat_fun(self.fun, nondiff, static, in_tree, out),
+                       _FlatJvp(self.jvp, static, in_tree, out, name), self.symbolic_zeros)
+        outs = process_custom_jvp(current_trace(), call, leaves)
+        return tree_util.tree_unflatten(out.tree, outs)  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ custom_vjp
@@ -331,14 +342,12 @@ class _FlatFwd:
     """The user's fwd rule over flat lists: ``(residuals, primal_outs)``."""
 
     def __init__(self, fwd: Callable[..., Any], nondiff: tuple[int, ...], static: list[Any],
-                 in_tree: Any, out_tree: Any, out_avals: Sequence[ArrayType],
-                 symbolic_zeros: bool, fun_name: str) -> None:
+                 in_tree: Any, out: _OutType, symbolic_zeros: bool, fun_name: str) -> None:
         self.fwd = fwd
         self.nondiff = nondiff
         self.static = static
         self.in_tree = in_tree
-        self.out_tree = out_tree
-        self.out_avals = list(out_avals)
+        self.out = out
         self.symbolic_zeros = symbolic_zeros
         self.fun_name = fun_name
         self.res_tree: Any = None
@@ -363,25 +372,33 @@ class _FlatFwd:
         p_outs, p_tree = tree_util.tree_flatten(pair[0])
         res, self.res_tree = tree_util.tree_flatten(pair[1])
         p_avals = [canonical_aval_of(p) for p in p_outs]
-        ours, theirs = _ty_tree(p_tree, p_avals), _ty_tree(self.out_tree, self.out_avals)
-        if p_tree != self.out_tree:
+        if self.out.avals is not None:
+            self._check_primals(p_tree, p_avals, head, tail)
+        for r in res:
+            canonical_aval_of(r)  # residuals must be arrays (raises TypeError otherwise)
+        self.out.record(p_tree, p_outs)
+        return res, p_outs
+
+    def _check_primals(self, p_tree: Any, p_avals: list[ArrayType], head: str, tail: str
+                       ) -> None:
+        name = self.fun_name
+        fun_tree, fun_avals = self.out.tree, self.out.avals or []
+        ours, theirs = _ty_tree(p_tree, p_avals), _ty_tree(fun_tree, fun_avals)
+        if p_tree != fun_tree:
             raise TypeError(head + f"the output of the custom_vjp-decorated function {name}) "
                             + tail + "instead the fwd rule output's first element had "
                             f"container/pytree structure:\n    {ours}\nwhile the "
                             f"custom_vjp-decorated function {name} had output "
                             f"container/pytree structure:\n    {theirs}.")
-        if not all(map(_typematch, p_avals, self.out_avals)):
+        if not all(map(_typematch, p_avals, fun_avals)):
             raise TypeError(head + f"the output of the custom_vjp-decorated function {name}) "
-                            + tail.replace("but ", "but ") + "instead the fwd rule output's "
+                            + tail + "instead the fwd rule output's "
                             f"first element had shapes/dtypes of:\n    {ours}\nwhile the "
                             f"custom_vjp-decorated function {name} had output "
                             f"shapes/dtypes of:\n    {theirs}")
-        for r in res:
-            canonical_aval_of(r)  # residuals must be arrays (raises TypeError otherwise)
-        return res, p_outs
 
     def out_trees(self) -> tuple[Any, Any]:
-        return self.out_tree, self.res_tree
+        return self.out.tree, self.res_tree
 
 
 class _FlatBwd:
@@ -406,7 +423,7 @@ class _FlatBwd:
             cts_out = [zeros_like_aval(c.aval) if type(c) is SymbolicZero else c
                        for c in cts_out]
         py_res = tree_util.tree_unflatten(self.fwd.res_tree, list(residuals))
-        py_cts = tree_util.tree_unflatten(self.fwd.out_tree, list(cts_out))
+        py_cts = tree_util.tree_unflatten(self.fwd.out.tree, list(cts_out))
         cts_in = self.bwd(*self.static, py_res, py_cts)
         if self.with_logs:
             cts_in = self._logged(cts_in)
@@ -559,16 +576,14 @@ class custom_vjp[R]:
             return self.fun(*full)
         static, dyn = _split(full, nondiff)
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
-        staged = _Staged(self.fun, nondiff, static, in_tree, leaves)
-        fwd = _FlatFwd(self.fwd, nondiff, static, in_tree, staged.out_tree, staged.out_avals,
-                       self.symbolic_zeros, name)
+        out = _OutType()
+        fwd = _FlatFwd(self.fwd, nondiff, static, in_tree, out, self.symbolic_zeros, name)
         bwd = _FlatBwd(self.bwd, static, in_tree, [canonical_aval_of(x) for x in leaves], fwd,
                        self.fun, self.symbolic_zeros, self.with_logs)
-        outs = custom_vjp_call_p.bind(
-            *staged.consts, *leaves, call_jaxpr=staged.jaxpr, fwd_jaxpr_thunk=fwd,
-            num_consts=len(staged.consts), bwd=bwd, out_trees=fwd.out_trees,
-            symbolic_zeros=self.symbolic_zeros)
-        return tree_util.tree_unflatten(staged.out_tree, outs)  # type: ignore[no-any-return]
+        call = VjpCall(_flat_fun(self.fun, nondiff, static, in_tree, out), fwd, bwd,
+                       fwd.out_trees, self.symbolic_zeros)
+        outs = process_custom_vjp(current_trace(), call, leaves)
+        return tree_util.tree_unflatten(out.tree, outs)  # type: ignore[no-any-return]
 
 
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_jvp", "custom_vjp",

@@ -445,6 +445,12 @@ def _node_dtype(node: LatticeNode) -> DType:
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+    """``jnp.result_type`` / ``jax.dtypes.result_type``. An object with
+    ``__jax_array__`` has no dtype here (JAX asks its type for one, without
+    converting it): a TypeError, as JAX's."""
+    for a in args:
+        if hasattr(type(a), "__jax_array__") and not isinstance(a, Typed):
+            raise TypeError(f"Cannot determine dtype of {a}")
     dt, weak = result_type_and_weak(*args)
     return (dt, weak) if return_weak_type_flag else dt
 

@@ -276,6 +276,17 @@ class _SplitTrace(Trace):
         return isinstance(trace, EvalTrace)
 
 
+def split_primal_side(trace: Trace, args: Sequence[Any]) -> Trace | None:
+    """While a JVP rule runs for linearize (``trace``), the primal
+    (enclosing) trace for a call none of whose ``args`` is a staged tangent;
+    ``None`` for any other trace or call."""
+    if not isinstance(trace, _SplitTrace):
+        return None
+    if any(isinstance(a, JitTracer) and a._trace is trace.tangent for a in args):
+        return None
+    return trace.primal
+
+
 def computed_on_primal_side(x: Any) -> Any:
     """``x``, a value a rule computes where JAX binds a primitive to make it
     (``lax.full``: materialised zeros). Made while a JVP rule runs for

@@ -33,6 +33,7 @@ import numpy as np
 
 from spec._src.core import ledger as _ledger
 from spec._src.core.array import Array
+from spec._src.core.effects import ordered_effects, ordered_io_effect
 from spec._src.core.backend import Axes, Backend, Bufs, current_backend
 from spec._src.core.interpreter import Literal, Var, canonical_value, hooks
 from spec._src.core.sharding import Mesh, NamedSharding, axis_names_of, get_concrete_mesh
@@ -612,6 +613,8 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     """EvalTrace's path for sharded operands or results."""
     mesh = concrete_mesh(args)
     _check_device_assignment(mesh, out_avals)
+    if prim.name == "jit":
+        _check_ordered_effects(mesh, params["jaxpr"].effects)
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
@@ -638,6 +641,18 @@ def _check_device_assignment(mesh: Any, out_avals: Sequence[ArrayType]) -> None:
             raise ValueError(f"Length of device assignment {n} is not equal to the size of the"
                              f" mesh {s.mesh.size} of aval {a.str_short(True)}({{{shown}}}). Please"
                              " enter your `jit` into a mesh context via `jax.set_mesh`.")
+
+
+def _check_ordered_effects(mesh: Any, effects: Any) -> None:
+    """A jitted program over more than one device cannot order its effects
+    across devices, except ordered io_callbacks (which JAX orders per
+    device): an ordered ``debug.print`` there is JAX's ValueError."""
+    if mesh.empty or mesh.size <= 1:
+        return
+    unsupported = [e for e in ordered_effects(effects) if e is not ordered_io_effect]
+    if unsupported:
+        raise ValueError("The following ordered effects are not supported for more than 1 "
+                         f"device: {unsupported}")
 
 
 def _concrete_for(aval: ArrayType, mesh: Any) -> Any:

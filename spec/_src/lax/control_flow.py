@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import tree_util
+from spec._src.core.effects import io_effect, ordered_io_effect
 from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core import types as T
 from spec._src.core.config import config
@@ -608,6 +609,10 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     if any(is_ref_type(v.aval) for b in branches for v in b.invars):
         # JAX refuses any branch with ref effects (reads included).
         raise NotImplementedError("State effect not supported in vmap-of-cond.")
+    if any(e in b.effects for b in branches for e in (io_effect, ordered_io_effect)):
+        # Whatever the predicate: JAX batches no cond whose branches call back
+        # into Python through io_callback.
+        raise NotImplementedError("IO effect not supported in vmap-of-cond.")
     n_out = len(branches[0].outvars)
     if dims[0] is not None:
         # A batched index: every branch runs on the whole batch and select_n
@@ -889,7 +894,11 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
     predicate batches every carry (at axis 0) and the loop runs while any
     example's predicate holds; the primitive keeps finished examples'
     carries (see the impl). Otherwise batched carries sit after the
-    predicate's own (batch) axes."""
+    predicate's own (batch) axes. Ordered io_callbacks in the loop cannot
+    be batched, nor unordered ones when the predicate is batched (how often
+    they run would depend on the batch): JAX's plain ``Exception``s."""
+    if any(ordered_io_effect in j.effects for j in (body_jaxpr, cond_jaxpr)):
+        raise Exception("Ordered IO effects not supported in vmap.")
     cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
     cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
     carry_bat = [d is not None for d in idims]
@@ -904,6 +913,9 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
     _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis, cdims + trial)
     carry_dims: list[BatchDim]
     if pred_dim is not None:
+        if any(io_effect in j.effects for j in (body_jaxpr, cond_jaxpr)):
+            raise Exception("Unordered IO effects not supported in while_loop with batched "
+                            "predicate")
         carry_dims = [0] * len(init)
         pred_wanted: BatchDim = 0
     else:

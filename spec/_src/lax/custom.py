@@ -286,15 +286,6 @@ def _is_array_like(t: Any) -> bool:
     return not isinstance(t, (SymbolicZero, Zero)) and t is not None
 
 
-def _batched_call(fun: Any, axis: AxisData, vals: list[Any], dims: list[Any],
-                  want: list[Any] | None = None) -> tuple[list[Any], list[Any]]:
-    outs, out_dims = batching.batch_flat(fun, axis, vals, dims)
-    if want is None:
-        return outs, out_dims
-    return [batching.match_axis(axis, o, d, w) if w is not None else
-            _sum_out(o, d) for o, d, w in zip(outs, out_dims, want)], list(want)
-
-
 def _sum_out(x: Any, d: Any) -> Any:
     """A per-example cotangent of an unbatched input: summed over the batch."""
     if d is None:
@@ -328,13 +319,17 @@ def _call_out_dims(call_jaxpr: Jaxpr, axis: AxisData, dims: list[Any]
     return new_call, wanted
 
 
-def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
-                           call_jaxpr: Jaxpr, jvp_jaxpr_fun: Any, num_consts: int,
-                           symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
-    n_out = len(call_jaxpr.outvars)
-    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
-    arg_dims = list(dims[num_consts:])
+def _merged_dim(primal: Any, tangent: Any) -> Any:
+    """Where a primal output and its tangent both go: the batched one's axis
+    (the primal's if both are); unbatched when neither is."""
+    return tangent if primal is None else primal
 
+
+def batched_jvp_rule(rule: Any, axis: AxisData, arg_dims: list[Any],
+                     out_dims: list[Any]) -> Any:
+    """A flat JVP rule run per example on arguments batched at ``arg_dims``;
+    its primal and tangent outputs are moved to ``out_dims``, which, when
+    empty (the function itself has not run), the rule's own outputs fill."""
     def batched_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
         live = [_is_array_like(t) for t in tangents]
         vals = [*primals, *(t for t, a in zip(tangents, live) if a)]
@@ -345,14 +340,26 @@ def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
             it = iter(xs[n:])
             ts = [next(it) if a else _per_example(t, d)
                   for t, a, d in zip(tangents, live, arg_dims)]
-            p_out, t_out = jvp_jaxpr_fun(list(xs[:n]), ts)
+            p_out, t_out = rule(list(xs[:n]), ts)
             return [*p_out, *t_out]
 
-        outs, _ = _batched_call(per_example, axis, vals, vdims, out_dims * 2)
-        return outs[:n_out], outs[n_out:]
+        outs, dims = batching.batch_flat(per_example, axis, vals, vdims)
+        n_out = len(outs) // 2
+        if not out_dims:
+            out_dims[:] = [_merged_dim(p, t) for p, t in zip(dims[:n_out], dims[n_out:])]
+        moved = [batching.match_axis(axis, o, d, w)
+                 for o, d, w in zip(outs, dims, out_dims * 2)]
+        return moved[:n_out], moved[n_out:]
 
-    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call,
-                                  jvp_jaxpr_fun=_NamedRule(batched_jvp, jvp_jaxpr_fun),
+    return _NamedRule(batched_jvp, rule)
+
+
+def _custom_jvp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, jvp_jaxpr_fun: Any, num_consts: int,
+                           symbolic_zeros: bool) -> tuple[list[Any], list[Any]]:
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
+    rule = batched_jvp_rule(jvp_jaxpr_fun, axis, list(dims[num_consts:]), list(out_dims))
+    outs = custom_jvp_call_p.bind(*args, call_jaxpr=new_call, jvp_jaxpr_fun=rule,
                                   num_consts=num_consts, symbolic_zeros=symbolic_zeros)
     return list(outs), out_dims
 
@@ -391,38 +398,48 @@ def _batched_bwd(bwd: Any, axis: AxisData, res_dims: list[Any], ct_dims: list[An
     return batched
 
 
-def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
-                           call_jaxpr: Jaxpr, fwd_jaxpr_thunk: Any, num_consts: int,
-                           bwd: Any, out_trees: Any, symbolic_zeros: bool
-                           ) -> tuple[list[Any], list[Any]]:
-    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
-    arg_dims = list(dims[num_consts:])
+def batched_vjp_rules(fwd: Any, bwd: Any, axis: AxisData, arg_dims: list[Any],
+                      out_dims: list[Any]) -> tuple[Any, Any]:
+    """Flat fwd and bwd rules run per example on arguments batched at
+    ``arg_dims``: fwd's primal outputs are moved to ``out_dims`` (filled from
+    its own outputs, unbatched ones at 0, when empty); its residuals keep the
+    axes the batched forward pass gives them, which bwd then reads."""
     res_dims: list[Any] = []
 
     def batched_fwd(primals: list[Any], nonzero: list[bool]) -> tuple[list[Any], list[Any]]:
         n_res: list[int] = []
 
         def per_example(*xs: Any) -> list[Any]:
-            residuals, p_outs = fwd_jaxpr_thunk(list(xs), nonzero)
+            residuals, p_outs = fwd(list(xs), nonzero)
             n_res[:] = [len(residuals)]
             return [*residuals, *p_outs]
 
         outs, dims_out = batching.batch_flat(per_example, axis, list(primals), arg_dims)
         r = n_res[0]
         res_dims[:] = dims_out[:r]
+        if not out_dims:
+            out_dims[:] = [0 if d is None else d for d in dims_out[r:]]
         p_outs = [batching.match_axis(axis, o, d, w) for o, d, w in
                   zip(outs[r:], dims_out[r:], out_dims)]
         return outs[:r], p_outs
 
     def lazy_bwd(residuals: list[Any], cts: list[Any]) -> list[Any]:
         # The residuals' axes are known once the batched forward pass ran.
-        run = _batched_bwd(bwd, axis, list(res_dims), out_dims, arg_dims)
+        run = _batched_bwd(bwd, axis, list(res_dims), list(out_dims), arg_dims)
         return list(run(residuals, cts))
 
-    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call,
-                                  fwd_jaxpr_thunk=_NamedRule(batched_fwd, fwd_jaxpr_thunk),
-                                  num_consts=num_consts, bwd=_NamedRule(lazy_bwd, bwd),
-                                  out_trees=out_trees,
+    return _NamedRule(batched_fwd, fwd), _NamedRule(lazy_bwd, bwd)
+
+
+def _custom_vjp_call_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                           call_jaxpr: Jaxpr, fwd_jaxpr_thunk: Any, num_consts: int,
+                           bwd: Any, out_trees: Any, symbolic_zeros: bool
+                           ) -> tuple[list[Any], list[Any]]:
+    new_call, out_dims = _call_out_dims(call_jaxpr, axis, dims)
+    fwd_b, bwd_b = batched_vjp_rules(fwd_jaxpr_thunk, bwd, axis, list(dims[num_consts:]),
+                                     list(out_dims))
+    outs = custom_vjp_call_p.bind(*args, call_jaxpr=new_call, fwd_jaxpr_thunk=fwd_b,
+                                  num_consts=num_consts, bwd=bwd_b, out_trees=out_trees,
                                   symbolic_zeros=symbolic_zeros)
     return list(outs), out_dims
 
@@ -481,5 +498,6 @@ custom_lin_p = declare(
     vma_rule=VMA_FROM_TYPING)
 
 
-__all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "custom_jvp_call_p", "custom_lin_p",
-           "custom_vjp_call_p", "rule_name", "zeros_like_aval"]
+__all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "batched_jvp_rule", "batched_vjp_rules",
+           "custom_jvp_call_p", "custom_lin_p", "custom_vjp_call_p", "rule_name",
+           "zeros_like_aval"]
