@@ -12,7 +12,11 @@ value names of its enum type. Run it with the venv that has JAX installed:
 
 from __future__ import annotations
 
+import os
 import pathlib
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import jaxlib
@@ -76,7 +80,7 @@ def _enum(body: bytes, prefix: str, enums: dict[str, list[str]]) -> None:
     values: list[str] = []
     for number, value in _fields(body):
         if number == 1:
-            name = bytes(value).decode()  # type: ignore[arg-type]
+            name = bytes(value).decode()
         elif number == 2:
             values += [bytes(v).decode() for n, v in _fields(value) if n == 1]  # type: ignore[arg-type]
     enums[f"{prefix}.{name}"] = values
@@ -84,7 +88,7 @@ def _enum(body: bytes, prefix: str, enums: dict[str, list[str]]) -> None:
 
 def _message(body: bytes, prefix: str, messages: dict[str, list[dict[str, object]]],
              enums: dict[str, list[str]]) -> None:
-    name = next(bytes(v).decode() for n, v in _fields(body) if n == 1)  # type: ignore[arg-type]
+    name = next(bytes(v).decode() for n, v in _fields(body) if n == 1)
     full = f"{prefix}.{name}"
     fields: list[dict[str, object]] = []
     for number, value in _fields(body):
@@ -92,19 +96,61 @@ def _message(body: bytes, prefix: str, messages: dict[str, list[dict[str, object
             field: dict[str, object] = {}
             for n, v in _fields(value):  # type: ignore[arg-type]
                 if n == 1:
-                    field["name"] = bytes(v).decode()  # type: ignore[arg-type]
+                    field["name"] = bytes(v).decode()
                 elif n == 4:
                     field["repeated"] = v == _REPEATED
                 elif n == 5:
                     field["type"] = _TYPES[v]  # type: ignore[index]
                 elif n == 6:
-                    field["type_name"] = bytes(v).decode()  # type: ignore[arg-type]
+                    field["type_name"] = bytes(v).decode()
             fields.append(field)
         elif number == 3:
             _message(value, full, messages, enums)  # type: ignore[arg-type]
         elif number == 4:
             _enum(value, full, enums)  # type: ignore[arg-type]
     messages[full] = fields
+
+
+_PROBE = "import jax; jax.jit(lambda x: x + 1.0)(1.0)"
+
+
+def _xla_flags_stderr(flags: list[str]) -> str:
+    """What JAX prints when its backend starts with these XLA_FLAGS."""
+    env = dict(os.environ, XLA_FLAGS=" ".join(flags), JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
+                          text=True, timeout=300).stderr
+
+
+def _unknown_flags(stderr: str) -> set[str]:
+    found = re.search(r"Unknown flags? in XLA_FLAGS: (.*)", stderr)
+    return {t[2:].partition("=")[0] for t in found.group(1).split()} if found else set()
+
+
+def _flag_text(name: str, kind: str, enum_values: list[str]) -> str:
+    value = {"bool": "false", "int32": "1", "int64": "1", "float": "0.5"}.get(kind, "")
+    return f"--{name}={enum_values[0] if kind == 'enum' and enum_values else value}"
+
+
+def measure_flags(options: dict[str, tuple[str, bool, str | None]],
+                  enums: dict[str, list[str]]) -> tuple[list[str], dict[str, str]]:
+    """XLA's flags are not exactly the DebugOptions fields. The fields that
+    are no flag: XLA names them all in one "Unknown flags" message when every
+    other value parses, so the fields of the types whose values always parse
+    are probed together, string and enum fields (read by per-flag parsers)
+    one at a time. Flags that are no field: the usage text XLA prints for a
+    value it cannot read lists flags with their types (cut short by the
+    log's length limit, so this part is partial)."""
+    not_flags: set[str] = set()
+    for kind in ("bool", "int32", "int64", "float", "message"):
+        group = [_flag_text(n, k, []) for n, (k, _, _) in options.items() if k == kind]
+        not_flags |= _unknown_flags(_xla_flags_stderr(group))
+    for name, (kind, _, enum) in options.items():
+        if kind in ("string", "enum"):
+            text = _flag_text(name, kind, enums.get(f".{enum}", []) if enum else [])
+            not_flags |= _unknown_flags(_xla_flags_stderr([text]))
+    usage = _xla_flags_stderr(["--xla_cpu_enable_fast_math=not_a_bool"])
+    listed = re.findall(r"^\t--([a-z0-9_]+)=[^\t]*\t([a-z0-9]+)\t", usage, re.M)
+    return sorted(not_flags), {n: k for n, k in sorted(listed) if n not in options}
 
 
 def main() -> None:
@@ -138,6 +184,14 @@ def main() -> None:
         lines.append(f"    {name!r}: (")
         lines += [f"        {v!r}," for v in values]
         lines.append("    ),")
+    lines.append("}")
+    not_flags, flag_only = measure_flags(options, enums)
+    lines += ["", "# DebugOptions fields that are no XLA_FLAGS flag.",
+              "NOT_FLAGS: frozenset[str] = frozenset({"]
+    lines += [f"    {n!r}," for n in not_flags]
+    lines += ["})", "", "# XLA_FLAGS flags that are no DebugOptions field (those XLA lists), "
+              "with their types.", "FLAG_ONLY: dict[str, str] = {"]
+    lines += [f"    {n!r}: {k!r}," for n, k in flag_only.items()]
     lines.append("}")
     OUT.write_text("\n".join(lines) + "\n")
 

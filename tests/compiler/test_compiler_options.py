@@ -289,10 +289,9 @@ def _run(mod: str, flags: str | None) -> tuple[int, str, list[str]]:
     return r.returncode, r.stdout.strip(), messages
 
 
-@pytest.mark.parametrize("flags", [None, "--xla_cpu_enable_fast_math=true",
-                                   "--xla_cpu_enable_fast_math", "--not_a_real_flag=1",
-                                   "--foo --bar=2 --xla_cpu_enable_fast_math=false",
-                                   "xla_cpu_enable_fast_math=true"])
+@pytest.mark.parametrize("flags", [
+    "--xla_cpu_enable_fast_math=true",
+    "--foo --xla_cpu_enable_fast_math --xla_detailed_logging=1 --bar=2"])
 def test_xla_flags_read_at_start(flags: str | None) -> None:
     """XLA_FLAGS is read once, at the first compilation: an unknown flag
     ends the process (status 1) with XLA's message; setting it after that

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.errors import JaxRuntimeError
-from spec._src.core.xla_debug_options import ENUMS, OPTIONS
+from spec._src.core.xla_debug_options import ENUMS, FLAG_ONLY, NOT_FLAGS, OPTIONS
 
 
 class CompilerEffortLevel(enum.Enum):
@@ -259,6 +259,14 @@ def _flag_value_ok(kind: str, text: str | None) -> bool:
     return True
 
 
+def _flag_kind(name: str) -> str | None:
+    """The type of an XLA_FLAGS flag, None for no such flag."""
+    if name in FLAG_ONLY:
+        return FLAG_ONLY[name]
+    field = OPTIONS.get(name)
+    return None if field is None or name in NOT_FLAGS else field[0]
+
+
 def xla_flags_problem(flags: str | None) -> str | None:
     """What XLA reports about an ``XLA_FLAGS`` value (None: nothing).
     Flags are ``--name`` or ``--name=value`` separated by whitespace; a value
@@ -273,11 +281,11 @@ def xla_flags_problem(flags: str | None) -> str | None:
     unknown: list[str] = []
     for token in tokens:
         name, eq, text = token[2:].partition("=")
-        field = OPTIONS.get(name) if token.startswith("--") else None
-        if field is None:
+        kind = _flag_kind(name) if token.startswith("--") else None
+        if kind is None:
             unknown.append(token)
             continue
-        if not _flag_value_ok(field[0], text if eq else None):
+        if not _flag_value_ok(kind, text if eq else None):
             return f"Couldn't interpret value {text} for flag {name}."
     if unknown:
         plural = "s" if len(unknown) > 1 else ""

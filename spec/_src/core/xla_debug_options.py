@@ -879,3 +879,27 @@ ENUMS: dict[str, tuple[str, ...]] = {
         'TENSOR_IR',
     ),
 }
+
+# DebugOptions fields that are no XLA_FLAGS flag.
+NOT_FLAGS: frozenset[str] = frozenset({
+    'xla_allow_scalar_index_dynamic_ops',
+    'xla_cpu_collective_call_warn_stuck_seconds',
+    'xla_cpu_generate_unique_c_style_kernel_entry_points',
+    'xla_detailed_logging',
+    'xla_enable_dumping',
+    'xla_enable_hlo_modules_upload',
+    'xla_gpu_executable_terminate_timeout_seconds',
+    'xla_gpu_executable_warn_stuck_timeout_seconds',
+    'xla_gpu_experimental_autotune_post_fusion',
+    'xla_gpu_experimental_autotuner_cache_dir',
+    'xla_gpu_experimental_thunk_buffer_debug_filter',
+    'xla_gpu_libnvjitlink_mode',
+    'xla_gpu_unsupported_enable_triton_gemm',
+})
+
+# XLA_FLAGS flags that are no DebugOptions field (those XLA lists), with their types.
+FLAG_ONLY: dict[str, str] = {
+    'xla_cpu_use_thunk_runtime': 'bool',
+    'xla_fuel': 'string',
+    'xla_gpu_strict_conv_algorithm_picker': 'bool',
+}
