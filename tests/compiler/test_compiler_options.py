@@ -154,6 +154,12 @@ def test_values_of_no_option_type(value: Any) -> None:
     assert _outcome(spec_run)[0] == _outcome(jax_run)[0]
 
 
+def test_option_names_are_strings() -> None:
+    def run(ns: Any) -> Outcome:
+        return _outcome(lambda: ns.jit(lambda x: x + 5.0, compiler_options={1: 2})(1.0))
+    assert run(spec)[0] == run(jax)[0] == "TypeError"
+
+
 _LEVELS: tuple[Any, ...] = ("O0", "O1", "O2", "O3", "UNKNOWN", 0, 9, 39, 39.0, False, "O4", "o3",
                             3, None, 1.5, True, "")
 

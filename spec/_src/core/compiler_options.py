@@ -200,7 +200,8 @@ def validated(options: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     them. Effort levels come back as ``CompilerEffortLevel`` members."""
     merged = dict(options)
     for name, value in merged.items():
-        hash(name)
+        if not isinstance(name, str):
+            raise TypeError(f"compiler option names are strings, got {name!r}")
         try:
             hash(value)
         except TypeError:
