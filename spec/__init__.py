@@ -23,6 +23,7 @@ from spec._src.backends.devices import (Device, device_count, devices, local_dev
 from spec._src.core.basearray import Array
 from spec._src.core.config import config
 from spec._src.api.stages import ShapeDtypeStruct
+from spec._src.core.compiler_options import CompilerEffortLevel
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec import nn as nn
 from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
@@ -75,7 +76,8 @@ def block_until_ready(x: object) -> object:
 
 __all__ = [
     "Ref", "discharge_state", "freeze", "new_ref", "ref",
-    "Array", "Device", "ShapeDtypeStruct", "block_until_ready", "clear_caches", "config",
+    "Array", "CompilerEffortLevel", "Device", "ShapeDtypeStruct", "block_until_ready",
+    "clear_caches", "config",
     "debug_infs", "debug_nans", "default_backend", "default_device", "default_matmul_precision",
     "device_count",
     "disable_jit", "effects_barrier", "explain_cache_misses", "pure_callback",

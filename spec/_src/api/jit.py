@@ -26,11 +26,14 @@ from spec._src.core.array import Array, placed_on
 from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core import nan_checks
+from spec._src.core import compiler_options as copts
+from spec._src.core import source_info as si
 from spec._src.core.config import config
 from spec._src.core.hitypes import HI_VALUE_TYPES, shown_aval
 from spec._src.core.interpreter import (
     EvalTrace,
     Jaxpr,
+    JaxprTrace,
     Tracer,
     canonical_aval_of,
     check_jaxpr,
@@ -351,18 +354,30 @@ class Lowered:
         return self._traced.out_info
 
     def compile(self, compiler_options: Any = None) -> Compiled:
-        return Compiled(self._traced)
+        """Compiling validates the jit's compiler options, then these (which
+        override the jit's of the same name)."""
+        copts.check_xla_flags()
+        extra = () if compiler_options is None else tuple(compiler_options.items())
+        options = copts.validated(self._traced._jitted._compiler_options + extra)
+        return Compiled(self._traced, options)
 
 
 class Compiled:
-    def __init__(self, traced: Traced) -> None:
+    """A compiled program: the traced jaxpr and the compiler options it was
+    compiled with (which change nothing spec computes)."""
+
+    def __init__(self, traced: Traced, compiler_options: dict[str, Any]) -> None:
         self._traced = traced
+        self.compiler_options = compiler_options
 
     def as_text(self) -> str:
-        return str(self._traced.jaxpr)
+        text = str(self._traced.jaxpr)
+        if self.compiler_options:
+            return copts.options_text(self.compiler_options) + text
+        return text
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._traced._jitted(*args, **kwargs)
+        return self._traced._jitted._call(args, kwargs, check_options=False)
 
 
 class Jitted:
@@ -370,7 +385,8 @@ class Jitted:
 
     def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
                  static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...],
-                 keep_unused: bool, inline: bool) -> None:
+                 keep_unused: bool, inline: bool,
+                 compiler_options: tuple[tuple[str, Any], ...] = ()) -> None:
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         # Copy the wrapped function's name, doc and __dict__ first: that dict
@@ -388,6 +404,8 @@ class Jitted:
         self._cache = _cache_for(fun)
         self._options = (self._static_argnums, self._static_argnames, donate_argnums,
                          keep_unused, inline)
+        self._compiler_options = compiler_options
+        self._options_ok = not compiler_options
 
     def __repr__(self) -> str:
         return f"<PjitFunction of {self._fun!r}>"
@@ -421,10 +439,23 @@ class Jitted:
         return jaxpr, out_tree, tracer_consts, refs, closed if refs else jaxpr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(args, kwargs, check_options=True)
+
+    def _call(self, args: Sequence[Any], kwargs: dict[str, Any], check_options: bool) -> Any:
+        """A call; ``check_options`` False for a program compiled already."""
         if config.jax_disable_jit:
             return self._fun(*args, **kwargs)
+        copts.check_xla_flags()
+        if self._compiler_options and _staging():
+            raise ValueError(
+                "`compiler_options` can only be passed to top-level `jax.jit`. Got "
+                f"compiler_options={dict(self._compiler_options)} specified on a nested jit "
+                f"with name: {_fun_name(self._fun)} and source info: "
+                f"{si.summarize(si.current())}")
         split = self._split(args, kwargs)
         jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
+        if check_options and not self._options_ok:
+            self._check_compiler_options()
         leaves = split.leaves
         if any(is_committed(x) for x in leaves):
             leaves = _check_committed(self._fun, split, jaxpr, len(tracer_consts))
@@ -447,6 +478,13 @@ class Jitted:
             outs = bind(*operands, **params)
         return tree_util.tree_unflatten(out_tree, outs)
 
+    def _check_compiler_options(self) -> None:
+        """Compiling the call validates its options (an error is raised again
+        at every call, as each call compiles again)."""
+        copts.check_xla_flags()
+        copts.validated(self._compiler_options)
+        self._options_ok = True
+
     def _donated(self, split: _Split) -> tuple[bool, ...]:
         return tuple(False for _ in split.leaves)  # accepted; spec never aliases buffers
 
@@ -466,6 +504,16 @@ class Jitted:
 
     def _cache_size(self) -> int:
         return len(self._cache)
+
+
+def _staging() -> bool:
+    """Whether a call made now ends up as an equation of a jaxpr being
+    staged (under jit or make_jaxpr, through any transformations), rather
+    than being compiled and run."""
+    trace: Any = current_trace()
+    while hasattr(trace, "parent"):
+        trace = trace.parent
+    return isinstance(trace, JaxprTrace)
 
 
 # Traced jaxprs are cached per underlying function, shared by every jit
@@ -544,9 +592,11 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
         device: Any = None, backend: Any = None, inline: bool = False,
         abstracted_axes: Any = None, compiler_options: Any = None) -> Any:
     """Stage ``fun`` into a jaxpr per argument signature and evaluate that."""
+    options = () if compiler_options is None else tuple(compiler_options.items())
+
     def wrap(f: Callable[..., Any]) -> Jitted:
         return Jitted(f, _normalize_argnums(static_argnums), _normalize_argnames(static_argnames),
-                      _normalize_argnums(donate_argnums), keep_unused, inline)
+                      _normalize_argnums(donate_argnums), keep_unused, inline, options)
     return wrap if fun is None else wrap(fun)
 
 
