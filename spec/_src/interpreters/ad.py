@@ -1155,8 +1155,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
         with si.inherited(si.transposed(eqn.source_info)):
             cts_in = rule(ct_arg, *invals, **eqn.params)
-        for a, ct in zip(eqn.invars, cts_in):
-            write_ct(a, ct)
+        with si.metadata_of(eqn.source_info):
+            for a, ct in zip(eqn.invars, cts_in):
+                write_ct(a, ct)
     for invar in jaxpr.invars:
         if id(invar) in bound:
             bound[id(invar)].accum(read_ct(invar))
