@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the page's HLO lines are quoted as printed)
 """The XLA-metadata cells of JAX's page docs/new_docs/201/controlling-xla.md,
 run on spec and on JAX 0.12.0.1. The cells print lowered HLO; spec has no
 lowering yet, so per cell the program's attributes are checked: spec's
