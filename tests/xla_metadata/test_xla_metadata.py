@@ -269,8 +269,12 @@ def test_context_is_part_of_the_jit_cache_key() -> None:
         with xm.set_xla_metadata():  # no metadata: the plain entry
             f(1.0)
         f(1.0)
+        with xm.set_xla_metadata(k=None):  # an empty metadata: another entry
+            f(1.0)
+        with xm.set_xla_metadata(k="a"), xm.set_xla_metadata(k=None):
+            f(1.0)
         counts[name] = len(traces)
-    assert counts["spec"] == counts["jax"] == 3
+    assert counts["spec"] == counts["jax"] == 4
 
 
 def test_call_does_not_retrace_enclosing_jit() -> None:

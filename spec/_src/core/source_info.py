@@ -112,8 +112,10 @@ class _State(threading.local):
         # The frame that started the innermost trace: frames at or above it
         # are outside the traced function and never its source.
         self.boundary: types.FrameType | None = None
-        # The XLA metadata of the enclosing ``set_xla_metadata`` blocks.
-        self.xla_metadata: Metadata = ()
+        # The XLA metadata of the enclosing ``set_xla_metadata`` blocks
+        # (None outside any: a block whose updates remove every key still
+        # leaves an empty metadata, a different jit cache key, as in JAX).
+        self.xla_metadata: Metadata | None = None
 
 
 _state = _State()
@@ -132,15 +134,16 @@ def current() -> SourceInfo:
     if inherited_info is not None:
         # (the ambient metadata already holds the inherited equation's)
         return SourceInfo(inherited_info.code, inherited_info.lasti,
-                          _state.name_stack + inherited_info.name_stack, _state.xla_metadata)
+                          _state.name_stack + inherited_info.name_stack,
+                          _state.xla_metadata or ())
     boundary = _state.boundary
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame is not boundary \
             and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None or frame is boundary:
-        return SourceInfo(None, 0, _state.name_stack, _state.xla_metadata)
-    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack, _state.xla_metadata)
+        return SourceInfo(None, 0, _state.name_stack, _state.xla_metadata or ())
+    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack, _state.xla_metadata or ())
 
 
 def caller() -> SourceInfo:
@@ -168,10 +171,10 @@ def inherited(info: SourceInfo | None) -> Iterator[None]:
         _state.inherited, _state.xla_metadata = previous
 
 
-def updated_metadata(base: Metadata, updates: dict[str, str | None]) -> Metadata:
+def updated_metadata(base: Metadata | None, updates: dict[str, str | None]) -> Metadata:
     """``base`` with ``updates`` applied: a value replaces the key's value,
     None removes the key."""
-    merged = dict(base)
+    merged = dict(base or ())
     for key, value in updates.items():
         if value is None:
             merged.pop(key, None)
@@ -180,8 +183,9 @@ def updated_metadata(base: Metadata, updates: dict[str, str | None]) -> Metadata
     return tuple(sorted(merged.items()))
 
 
-def current_xla_metadata() -> Metadata:
-    """The XLA metadata of the enclosing ``set_xla_metadata`` blocks."""
+def current_xla_metadata() -> Metadata | None:
+    """The XLA metadata of the enclosing ``set_xla_metadata`` blocks (None
+    outside any)."""
     return _state.xla_metadata
 
 
