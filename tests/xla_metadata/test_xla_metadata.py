@@ -328,3 +328,14 @@ def test_call2_as_decorator_with_dict_first() -> None:
 def test_public_names_are_jax_s() -> None:
     public = {n for n in dir(jax_xm) if not n.startswith("_")} - {"annotations", "contextlib"}
     assert public <= set(dir(spec_xm))
+
+
+def test_nested_calls_return_each_residual_once() -> None:
+    """jit shares the call rules: a residual that is a primal output of an
+    inner call is returned once, as JAX prints it."""
+    def build(lib: Any, xm: Any) -> Callable[..., Any]:
+        inner = lib.jit(lambda x: lib.numpy.exp(x))
+        return lib.jit(lambda x: inner(x) * x)
+
+    _same_jaxpr(build, GRAD, np.float32(0.3))
+    _same_jaxpr(build, lambda lib: lambda f: lib.vmap(lib.grad(f)), np.ones(2, np.float32))
