@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 __all__ = ["Metadata", "NameStack", "SourceInfo", "caller", "current", "current_xla_metadata",
-           "inherited", "metadata_of", "named_call", "named_scope", "summarize",
+           "inherited", "named_call", "named_scope", "summarize",
            "tracing_from", "transform", "transposed", "updated_metadata", "xla_metadata"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -238,14 +238,6 @@ def _name_stack(stack: NameStack) -> Iterator[None]:
         yield
     finally:
         _state.name_stack = previous
-
-
-def metadata_of(info: SourceInfo | None) -> contextlib.AbstractContextManager[None]:
-    """Within the block, the ambient XLA metadata includes ``info``'s (the
-    cotangent sums of a transposed equation are tagged as the equation)."""
-    if info is None or not info.xla_metadata:
-        return contextlib.nullcontext()
-    return xla_metadata(dict(info.xla_metadata))
 
 
 def transposed(info: SourceInfo | None) -> SourceInfo | None:

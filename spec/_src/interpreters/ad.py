@@ -1153,9 +1153,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         invals = [operand(a, eqn.primitive) for a in eqn.invars]
         rule = transpose_rule(eqn.primitive)
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
+        # Cotangents accumulate where they are produced: an ``add_any`` carries
+        # the transposed equation's source line and name stack.
         with si.inherited(si.transposed(eqn.source_info)):
             cts_in = rule(ct_arg, *invals, **eqn.params)
-        with si.metadata_of(eqn.source_info):
             for a, ct in zip(eqn.invars, cts_in):
                 write_ct(a, ct)
     for invar in jaxpr.invars:
