@@ -339,3 +339,18 @@ def test_nested_calls_return_each_residual_once() -> None:
 
     _same_jaxpr(build, GRAD, np.float32(0.3))
     _same_jaxpr(build, lambda lib: lambda f: lib.vmap(lib.grad(f)), np.ones(2, np.float32))
+
+
+def test_calls_on_user_defined_types() -> None:
+    """A call whose operands or results are hi-typed runs on their
+    components: the same values as the program without the call."""
+    from tests.hijax.test_hitype_properties import dequantize, quantize
+
+    x = np.array([[1.5, -2.0, 3.0], [0.5, 4.0, -1.0]], np.float32)
+    tagged_q = spec_xm.xla_metadata_call(tag="q")(quantize)
+    tagged_d = spec_xm.xla_metadata_call(tag="d")(dequantize)
+    want = np.asarray(spec.jit(lambda x: dequantize(quantize(x)))(x))
+    np.testing.assert_array_equal(np.asarray(tagged_d(tagged_q(x))), want)
+    np.testing.assert_array_equal(np.asarray(spec.jit(lambda x: tagged_d(tagged_q(x)))(x)), want)
+    eqns = spec.make_jaxpr(lambda x: tagged_d(tagged_q(x)))(x).jaxpr.eqns
+    assert [dict(e.params["xla_metadata"]) for e in eqns] == [{"tag": "q"}, {"tag": "d"}]

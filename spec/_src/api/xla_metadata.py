@@ -17,7 +17,16 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from spec._src.core import source_info, tree_util
-from spec._src.core.interpreter import Jaxpr, Tracer, canonical_aval_of, trace_to_jaxpr
+from spec._src.core.hitypes import HI_VALUE_TYPES
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Jaxpr,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+    trace_to_jaxpr,
+)
+from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.lax.xla_metadata import (
     MetadataKVs,
     attribute_text,
@@ -98,8 +107,10 @@ def _metadata_call(fun: Callable[..., Any], metadata: Any, ad_metadata: Any
 
         jaxpr, _ = trace_to_jaxpr(flat, [canonical_aval_of(x) for x in leaves])
         jaxpr, consts = _separate_traced_consts(jaxpr)
-        outs = xla_metadata_call_p.bind(*consts, *leaves, jaxpr=jaxpr, xla_metadata=kvs,
-                                        ad_metadata=ad_kvs)
+        bind: Any = xla_metadata_call_p.bind
+        if HI_VALUE_TYPES and type(current_trace()) is EvalTrace and has_hi_types(jaxpr):
+            bind = xla_metadata_call_p.to_lojax  # run on the hi values' components
+        outs = bind(*consts, *leaves, jaxpr=jaxpr, xla_metadata=kvs, ad_metadata=ad_kvs)
         return tree_util.tree_unflatten(out_trees[0], list(outs))
 
     return wrapped

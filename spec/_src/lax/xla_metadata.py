@@ -21,7 +21,8 @@ its operation carries:
 Typing of ``xla_metadata_call`` (TypeError):
 
 - C1: as many operands as the jaxpr has inputs;
-- C2: operand ``i`` has the type of the jaxpr's input ``i``.
+- C2: operand ``i`` has the type of the jaxpr's input ``i`` (shape and dtype; a
+  user-defined type: equal).
 
 ``xla_metadata_value`` has the type of its operand.
 """
@@ -79,8 +80,10 @@ def _call_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType
     require(len(avals) == len(expected), "xla_metadata_call", "C1",
             f"called with {len(avals)} operands, the jaxpr takes {len(expected)}")
     for i, (got, want) in enumerate(zip(avals, expected)):
-        require(got.shape == want.shape and got.dtype == want.dtype, "xla_metadata_call",
-                "C2", f"operand {i} has type {got}, the jaxpr expects {want}")
+        same = got.shape == want.shape and got.dtype == want.dtype \
+            if isinstance(got, ArrayType) and isinstance(want, ArrayType) else got == want
+        require(same, "xla_metadata_call", "C2",
+                f"operand {i} has type {got}, the jaxpr expects {want}")
     return jaxpr.out_avals
 
 
