@@ -42,6 +42,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
+from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
 from spec._src.core.sharding import extend_axis_env
@@ -421,9 +422,11 @@ class Jitted:
         it takes as leading and trailing operands, and the jaxpr as traced
         (closed over its refs)."""
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
-        # The context mesh types sharded operations: it is part of the key.
+        # The context mesh types sharded operations, and the ambient XLA
+        # metadata tags the traced equations: both are part of the key.
         key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key(), _context.typing_key)
+               split.static_kwargs, config.values_key(), _context.typing_key,
+               current_xla_metadata())
         cached = self._cache.get(key)
         if cached is not None:
             jaxpr, out_tree, *ref_entry = cached

@@ -11,6 +11,14 @@ When a transformation re-binds the equations of a jaxpr (evaluating it under
 another trace), each new equation inherits the source of the equation it
 came from (``inherited``), so derivatives and residuals point at the user's
 line that produced the original operation, as in JAX.
+
+The source also records the XLA metadata in effect when the equation was
+bound (``set_xla_metadata`` used as a context manager): string key/value
+pairs the lowering attaches to the equation's operation as
+``frontend_attributes``. Unlike the name stack, the metadata is ambient
+across nested traces (a jit body traced inside the block carries it), and
+an inherited equation keeps its own metadata over the ambient one, so
+derivatives of tagged operations are tagged too.
 """
 
 from __future__ import annotations
@@ -25,10 +33,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["NameStack", "SourceInfo", "caller", "current", "inherited", "named_call", "named_scope",
-           "summarize", "tracing_from", "transform", "transposed"]
+__all__ = ["Metadata", "NameStack", "SourceInfo", "caller", "current", "current_xla_metadata",
+           "inherited", "named_call", "named_scope", "summarize",
+           "tracing_from", "transform", "transposed", "updated_metadata", "xla_metadata"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+
+# XLA metadata: (key, value) pairs sorted by key, values as the strings the
+# lowering attaches.
+Metadata = tuple[tuple[str, str], ...]
 
 _SPEC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _STDLIB_DIRS = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
@@ -85,9 +98,10 @@ class SourceInfo:
     code: types.CodeType | None
     lasti: int
     name_stack: NameStack
+    xla_metadata: Metadata = ()
 
     def replace_name_stack(self, name_stack: NameStack) -> SourceInfo:
-        return SourceInfo(self.code, self.lasti, name_stack)
+        return SourceInfo(self.code, self.lasti, name_stack, self.xla_metadata)
 
 
 class _State(threading.local):
@@ -98,6 +112,10 @@ class _State(threading.local):
         # The frame that started the innermost trace: frames at or above it
         # are outside the traced function and never its source.
         self.boundary: types.FrameType | None = None
+        # The XLA metadata of the enclosing ``set_xla_metadata`` blocks
+        # (None outside any: a block whose updates remove every key still
+        # leaves an empty metadata, a different jit cache key, as in JAX).
+        self.xla_metadata: Metadata | None = None
 
 
 _state = _State()
@@ -114,16 +132,18 @@ def current() -> SourceInfo:
     """The source of a primitive bound now."""
     inherited_info = _state.inherited
     if inherited_info is not None:
-        return inherited_info.replace_name_stack(_state.name_stack
-                                                 + inherited_info.name_stack)
+        # (the ambient metadata already holds the inherited equation's)
+        return SourceInfo(inherited_info.code, inherited_info.lasti,
+                          _state.name_stack + inherited_info.name_stack,
+                          _state.xla_metadata or ())
     boundary = _state.boundary
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame is not boundary \
             and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None or frame is boundary:
-        return SourceInfo(None, 0, _state.name_stack)
-    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack)
+        return SourceInfo(None, 0, _state.name_stack, _state.xla_metadata or ())
+    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack, _state.xla_metadata or ())
 
 
 def caller() -> SourceInfo:
@@ -139,13 +159,46 @@ def caller() -> SourceInfo:
 @contextlib.contextmanager
 def inherited(info: SourceInfo | None) -> Iterator[None]:
     """Within the block, bound primitives take ``info`` as their source
-    (its name stack appended to the current one)."""
-    previous = _state.inherited
+    (its name stack appended to the current one), and its XLA metadata
+    updates the ambient metadata (its values win)."""
+    previous = (_state.inherited, _state.xla_metadata)
     _state.inherited = info
+    if info is not None and info.xla_metadata:
+        _state.xla_metadata = updated_metadata(_state.xla_metadata, dict(info.xla_metadata))
     try:
         yield
     finally:
-        _state.inherited = previous
+        _state.inherited, _state.xla_metadata = previous
+
+
+def updated_metadata(base: Metadata | None, updates: dict[str, str | None]) -> Metadata:
+    """``base`` with ``updates`` applied: a value replaces the key's value,
+    None removes the key."""
+    merged = dict(base or ())
+    for key, value in updates.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return tuple(sorted(merged.items()))
+
+
+def current_xla_metadata() -> Metadata | None:
+    """The XLA metadata of the enclosing ``set_xla_metadata`` blocks (None
+    outside any)."""
+    return _state.xla_metadata
+
+
+@contextlib.contextmanager
+def xla_metadata(updates: dict[str, str | None]) -> Iterator[None]:
+    """Equations bound within the block carry the ambient metadata updated
+    with ``updates`` (None removes a key)."""
+    previous = _state.xla_metadata
+    _state.xla_metadata = updated_metadata(previous, updates)
+    try:
+        yield
+    finally:
+        _state.xla_metadata = previous
 
 
 @contextlib.contextmanager

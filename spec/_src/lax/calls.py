@@ -5,6 +5,12 @@ differentiated programs keep their call structure: the JVP of a call is a
 call of the JVP jaxpr; linearizing a call gives a primal call (returning the
 residuals) and a tangent call (reading them); transposing a call is a call
 of the transposed jaxpr; partial evaluation splits a call in two.
+
+The rules are written once for any call primitive (``CallRules``): a call
+primitive says how the params of a derived call follow from its own
+(``DeriveParams``), and whether autodiff made that call (the tangent and
+transposed calls) or it is the same computation in another form (JVP,
+primal, batched, partial evaluation).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from spec._src.core.interpreter import (
     dce_sub_jaxpr,
     Jaxpr,
     JitTracer,
+    Primitive,
     Tracer,
     Var,
     eval_jaxpr,
@@ -37,7 +44,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core import tree_util
 from spec._src.core.effects import running_compiled
-from spec._src.core.registry import declare, require
+from spec._src.core.registry import declare, primitive, require
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import current_trace, from_primitive
 from spec._src.core.state_types import RefEffect, RefType
@@ -57,7 +64,8 @@ def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]
     return jaxpr.out_avals
 
 
-def _jit_impl(*args: np.ndarray, jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
+def call_impl(*args: np.ndarray, jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
+    """A call runs its (live) program as one compiled computation."""
     live = _live_program(jaxpr)
     consts = [_const_value(c) for c in live.consts]
     with running_compiled():
@@ -113,7 +121,13 @@ def _pp_jit(eqn: Any, ctx: Any) -> Any:
 
 # ------------------------------------------------------------------ autodiff
 
-def _call_params(params: dict[str, Any], jaxpr: Jaxpr) -> dict[str, Any]:
+# (the call's params, the derived call's jaxpr, whether autodiff derived it
+# beyond the forward computation) -> the derived call's params
+DeriveParams = Callable[[dict[str, Any], Jaxpr, bool], dict[str, Any]]
+
+
+def _call_params(params: dict[str, Any], jaxpr: Jaxpr, by_autodiff: bool = False
+                 ) -> dict[str, Any]:
     """The params of a derived call: same name and options, a new jaxpr."""
     return {**params, "jaxpr": jaxpr, "donated_invars": (False,) * len(jaxpr.invars)}
 
@@ -122,73 +136,33 @@ def _evaluator(jaxpr: Jaxpr) -> Any:
     return lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs)
 
 
-def _jit_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
-             **params: Any) -> tuple[list[Any], list[Any]]:
-    nonzero = tuple(type(t) is not Zero for t in tangents)
-    operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
-    n_out = len(jaxpr.outvars)
-    if ad.recording_call_entry():
-        structured = ad.structured_jvp_jaxpr(jaxpr, nonzero)
-        new, out_nonzero, n_sres = structured.jaxpr, structured.out_nonzero, structured.n_sres
-    else:
-        (new, out_nonzero), n_sres = ad.jvp_jaxpr(jaxpr, nonzero), 0
-    outs = jit_p.bind(*operands, **_call_params(params, new))
-    if n_sres:
-        ad.fill_call_entry(structured.entries(outs[n_out:n_out + n_sres]))
-    it = iter(outs[n_out + n_sres:])
-    t_outs = [next(it) if nz else Zero(v.aval.tangent_type())
-              for nz, v in zip(out_nonzero, jaxpr.outvars)]
-    return list(outs[:n_out]), t_outs
+def _without_duplicate_outputs(jaxpr: Jaxpr, n_primal: int) -> tuple[Jaxpr, list[int | None]]:
+    """The primal call returns each variable once: a residual that is a
+    primal output (or an earlier residual) is read from that output. Returns
+    the jaxpr and, per original output, the index among the kept outputs it
+    is read from (None: its own)."""
+    kept: list[Any] = []
+    position: dict[int, int] = {}
+    duplicates: list[int | None] = []
+    for i, v in enumerate(jaxpr.outvars):
+        earlier = position.get(id(v)) if isinstance(v, Var) else None
+        if i >= n_primal and earlier is not None:
+            duplicates.append(earlier)
+            continue
+        if isinstance(v, Var):
+            position[id(v)] = len(kept)
+        kept.append(v)
+        duplicates.append(None)
+    if len(kept) == len(jaxpr.outvars):
+        return jaxpr, duplicates
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.eqns, jaxpr.effects,
+                 consts=list(jaxpr.consts)), duplicates
 
 
-def _jit_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
-                   jaxpr: Jaxpr, **params: Any) -> tuple[list[Any], list[Any]]:
-    """A primal call returning the primal outputs and the residuals it
-    computes, and a tangent call reading the residuals. Residuals that are
-    inputs of the call are passed from outside, not returned."""
-    differentiate = [type(t) is not Zero for t in tangents]
-    n_out = len(jaxpr.outvars)
-    found: dict[str, Any] = {}
-
-    def primal_fun(*xs: Any) -> list[Any]:
-        lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
-        inputs = {id(x): i for i, x in enumerate(xs)}
-        traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
-                  if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
-        found["lin"], found["traced"] = lin.jaxpr, traced
-        found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
-        # A host scalar residual is returned as itself: a literal output.
-        computed = [lin.host_residuals.get(id(c), c)
-                    for (_, c), f in zip(traced, found["forwarded"]) if f is None]
-        found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
-        found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
-        found["n_computed"] = len(computed)
-        return [*lin.primals_out, *computed,
-                *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
-
-    primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
-    # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
-    # of an inner loop that only the tangent side would have read).
-    primal_jaxpr = dce_jaxpr(primal_jaxpr)
-    with set_current_trace(trace.parent):
-        outs = jit_p.bind(*primals, **_call_params(params, primal_jaxpr))
-    n_res = n_out + found["n_computed"]
-    computed = iter(outs[n_out:n_res])
-    residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
-    if found["sres"]:
-        returned = iter(outs[n_res:])
-        values = {id(x): primals[f] if f is not None else next(returned)
-                  for x, f in zip(found["sres"], found["sres_forwarded"])}
-        ad.fill_call_entry(ad.entries_with_values(found["structured"], values))
-    lin, traced = found["lin"], found["traced"]
-    traced_ids = {id(v) for v, _ in traced}
-    kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
-    tangent_jaxpr = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + lin.invars,
-                          lin.outvars, lin.eqns, consts=[c for _, c in kept])
-    t_in = [t for t in tangents if type(t) is not Zero]
-    t_outs = trace.tangent_trace.process_primitive(
-        jit_p, [*residuals, *t_in], _call_params(params, tangent_jaxpr))
-    return list(outs[:n_out]), list(t_outs)
+def _with_duplicates(outs: Sequence[Any], duplicates: list[int | None]) -> list[Any]:
+    """The call's results with the pruned duplicates restored."""
+    own = iter(outs)
+    return [next(own) if d is None else outs[d] for d in duplicates]
 
 
 def _staged_leaves(entries: list[Any]) -> list[Any]:
@@ -199,12 +173,6 @@ def _staged_leaves(entries: list[Any]) -> list[Any]:
         if isinstance(leaf, Tracer):
             unique.setdefault(id(leaf), leaf)
     return list(unique.values())
-
-
-def _jit_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
-    return transpose_call(
-        lambda operands, t_jaxpr: jit_p.bind(*operands, **_call_params(params, t_jaxpr)),
-        cts, args, jaxpr, "jit")
 
 
 @dataclass
@@ -272,33 +240,6 @@ def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[
     return ops.cotangents(outs)
 
 
-def _jit_partial_eval(eqn: Eqn, ins_unknown: list[bool]
-                      ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
-    """Split a call whose inputs are partly unknown into a known call (also
-    returning residuals) and an unknown call reading them."""
-    inner: Jaxpr = eqn.params["jaxpr"]
-    split = ad.partial_eval_jaxpr(inner, ins_unknown)
-    res_vars = [Var(v.aval) for v in split.known.outvars[len(split.known.outvars)
-                                                         - split.num_res:]]
-    known_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if not u]
-    unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
-    known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
-    unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
-    known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
-                        params=_call_params(eqn.params, split.known))
-    unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
-                          params=_call_params(eqn.params, split.unknown))
-    return known, unknown, split.out_unknowns
-
-
-def _jit_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
-               **params: Any) -> tuple[list[Any], list[Any]]:
-    """A call of the batched jaxpr; batch axes stay where they are."""
-    new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
-    outs = jit_p.bind(*args, **_call_params(params, new))
-    return list(outs), out_dims
-
-
 def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
     """A call of the pruned jaxpr: unused results go, with the work only they
     needed and the operands nothing else reads (JAX ignores ``keep_unused``
@@ -314,7 +255,7 @@ def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
 
 
-def _jit_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+def call_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     """A call's results have the shardings its jaxpr gives them."""
     return [a.sharding for a in jaxpr.out_avals]
 
@@ -334,25 +275,140 @@ def call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     return frozenset(out)
 
 
-def _jit_discharge(ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
-    """A call given refs: a call of the discharged jaxpr, which also returns
-    the refs' final contents; one given none runs as usual."""
-    if not any(type(a.aval) is RefType for a in atoms):
-        return current_trace().process_primitive(jit_p, ins, params), []
-    inner: Jaxpr = params["jaxpr"]
-    new, _ = discharge_state(inner)
-    outs = jit_p.bind(*ins, **{**params, "jaxpr": new,
-                               "donated_invars": (False,) * len(new.invars)})
-    n_out = len(inner.outvars)
-    refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
-    return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
+@dataclass(frozen=True)
+class CallRules:
+    """The JVP, linearize, transpose, partial-evaluation, batching and
+    discharge rules of the call primitive ``name``; each derived call gets
+    its params from ``derive``."""
+
+    name: str
+    derive: DeriveParams
+
+    @property
+    def prim(self) -> Primitive:
+        return primitive(self.name)
+
+    def jvp(self, primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
+            **params: Any) -> tuple[list[Any], list[Any]]:
+        nonzero = tuple(type(t) is not Zero for t in tangents)
+        operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
+        n_out = len(jaxpr.outvars)
+        if ad.recording_call_entry():
+            structured = ad.structured_jvp_jaxpr(jaxpr, nonzero)
+            new, out_nonzero, n_sres = structured.jaxpr, structured.out_nonzero, structured.n_sres
+        else:
+            (new, out_nonzero), n_sres = ad.jvp_jaxpr(jaxpr, nonzero), 0
+        outs = self.prim.bind(*operands, **self.derive(params, new, False))
+        if n_sres:
+            ad.fill_call_entry(structured.entries(outs[n_out:n_out + n_sres]))
+        it = iter(outs[n_out + n_sres:])
+        t_outs = [next(it) if nz else Zero(v.aval.tangent_type())
+                  for nz, v in zip(out_nonzero, jaxpr.outvars)]
+        return list(outs[:n_out]), t_outs
+
+    def linearize(self, trace: ad.LinearizeTrace, primals: list[Any], tangents: list[Any], *,
+                  jaxpr: Jaxpr, **params: Any) -> tuple[list[Any], list[Any]]:
+        """A primal call returning the primal outputs and the residuals it
+        computes, and a tangent call reading the residuals. Residuals that are
+        inputs of the call are passed from outside, not returned."""
+        differentiate = [type(t) is not Zero for t in tangents]
+        n_out = len(jaxpr.outvars)
+        found: dict[str, Any] = {}
+
+        def primal_fun(*xs: Any) -> list[Any]:
+            lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
+            inputs = {id(x): i for i, x in enumerate(xs)}
+            traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
+                      if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
+            found["lin"], found["traced"] = lin.jaxpr, traced
+            found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
+            # A host scalar residual is returned as itself: a literal output.
+            computed = [lin.host_residuals.get(id(c), c)
+                        for (_, c), f in zip(traced, found["forwarded"]) if f is None]
+            found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
+            found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
+            found["n_computed"] = len(computed)
+            return [*lin.primals_out, *computed,
+                    *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
+
+        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
+        # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
+        # of an inner loop that only the tangent side would have read).
+        primal_jaxpr = dce_jaxpr(primal_jaxpr)
+        primal_jaxpr, duplicates = _without_duplicate_outputs(primal_jaxpr, n_out)
+        with set_current_trace(trace.parent):
+            outs = _with_duplicates(
+                self.prim.bind(*primals, **self.derive(params, primal_jaxpr, False)), duplicates)
+        n_res = n_out + found["n_computed"]
+        computed = iter(outs[n_out:n_res])
+        residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
+        if found["sres"]:
+            returned = iter(outs[n_res:])
+            values = {id(x): primals[f] if f is not None else next(returned)
+                      for x, f in zip(found["sres"], found["sres_forwarded"])}
+            ad.fill_call_entry(ad.entries_with_values(found["structured"], values))
+        lin, traced = found["lin"], found["traced"]
+        traced_ids = {id(v) for v, _ in traced}
+        kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
+        tangent_jaxpr = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + lin.invars,
+                              lin.outvars, lin.eqns, consts=[c for _, c in kept])
+        t_in = [t for t in tangents if type(t) is not Zero]
+        t_outs = trace.tangent_trace.process_primitive(
+            self.prim, [*residuals, *t_in], self.derive(params, tangent_jaxpr, True))
+        return list(outs[:n_out]), list(t_outs)
+
+    def transpose(self, cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
+        return transpose_call(
+            lambda operands, t_jaxpr: self.prim.bind(*operands,
+                                                     **self.derive(params, t_jaxpr, True)),
+            cts, args, jaxpr, self.name)
+
+    def partial_eval(self, eqn: Eqn, ins_unknown: list[bool]
+                     ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+        """Split a call whose inputs are partly unknown into a known call (also
+        returning residuals) and an unknown call reading them."""
+        inner: Jaxpr = eqn.params["jaxpr"]
+        split = ad.partial_eval_jaxpr(inner, ins_unknown)
+        res_vars = [Var(v.aval) for v in split.known.outvars[len(split.known.outvars)
+                                                             - split.num_res:]]
+        known_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if not u]
+        unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
+        known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
+        unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
+        known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
+                            params=self.derive(eqn.params, split.known, False))
+        unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
+                              params=self.derive(eqn.params, split.unknown, False))
+        return known, unknown, split.out_unknowns
+
+    def batch(self, axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
+              **params: Any) -> tuple[list[Any], list[Any]]:
+        """A call of the batched jaxpr; batch axes stay where they are."""
+        new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+        outs = self.prim.bind(*args, **self.derive(params, new, False))
+        return list(outs), out_dims
+
+    def discharge(self, ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
+        """A call given refs: a call of the discharged jaxpr, which also returns
+        the refs' final contents; one given none runs as usual."""
+        if not any(type(a.aval) is RefType for a in atoms):
+            return current_trace().process_primitive(self.prim, ins, params), []
+        inner: Jaxpr = params["jaxpr"]
+        new, _ = discharge_state(inner)
+        outs = self.prim.bind(*ins, **self.derive(params, new, False))
+        n_out = len(inner.outvars)
+        refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
+        return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
 
 
-jit_p = declare("jit", typing=_jit_type, impl=_jit_impl, multiple_results=True,
-                pp_rule=_pp_jit, jvp=_jit_jvp, transpose=_jit_transpose, batch=_jit_batch,
-                sharding=_jit_sharding,
-                linearize=_jit_linearize, partial_eval=_jit_partial_eval, dce=_jit_dce,
+_JIT = CallRules("jit", _call_params)
+
+
+jit_p = declare("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
+                pp_rule=_pp_jit, jvp=_JIT.jvp, transpose=_JIT.transpose, batch=_JIT.batch,
+                sharding=call_sharding,
+                linearize=_JIT.linearize, partial_eval=_JIT.partial_eval, dce=_jit_dce,
                 transpose_accumulates=True,  # the call's body adds into gradient refs
-                accepts_refs=True, effects_rule=call_effects, discharge=_jit_discharge,
+                accepts_refs=True, effects_rule=call_effects, discharge=_JIT.discharge,
                 per_device=from_primitive(PD.call_program("jaxpr")),
                 vma_rule=VMA_FROM_TYPING, to_lojax=_jit_to_lojax)
