@@ -1,12 +1,16 @@
 """Programs on a user-defined (hi) type equal the same programs written on
 the low-level arrays the type lowers to: a per-row int8 quantized array
 (the running example of JAX's page on hijax types), built and consumed by
-hijax primitives, under jit, vmap (with a mapping spec, against a loop) and
+hijax primitives, under jit, vmap (with a mapping spec, against a loop),
 grad (its tangent type is a dense float array, its rules
-straight-through), on random float32 matrices drawn by hypothesis."""
+straight-through) and shard_map (a partition spec of the type's design:
+quantizing row blocks is quantizing the rows), on random float32 matrices
+drawn by hypothesis."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +22,7 @@ from hypothesis.extra import numpy as hnp
 import spec
 import spec.numpy as snp
 from spec.experimental.hijax import (
+    HiPspec,
     HiType,
     MappingSpec,
     ShapedArray,
@@ -55,6 +60,14 @@ class QTy(HiType):
     def inc_rank(self, size: Any, spec_: Any) -> Any:
         return QTy((size, *self.shape))
 
+    def shard(self, mesh: Any, manual_axes: Any, check_vma: bool, spec_: Any) -> Any:
+        qvalue_ty, _ = self.lo_ty()
+        return QTy(qvalue_ty.shard(mesh, manual_axes, check_vma, spec_.to_lo()[0]).shape)
+
+    def unshard(self, mesh: Any, check_vma: bool, spec_: Any) -> Any:
+        qvalue_ty, _ = self.lo_ty()
+        return QTy(qvalue_ty.unshard(mesh, check_vma, spec_.to_lo()[0]).shape)
+
     def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
         return f"q8[{','.join(map(str, self.shape))}]"
 
@@ -62,6 +75,15 @@ class QTy(HiType):
 @dataclass(frozen=True)
 class Leading(MappingSpec):
     pass
+
+
+@dataclass(frozen=True)
+class RowSplit(HiPspec):
+    """The quantized array split along its rows: values and scales alike."""
+    rows: spec.P
+
+    def to_lo(self) -> Any:
+        return (self.rows, self.rows)
 
 
 register_hitype(Quantized, lambda q: QTy(tuple(q.qvalue.shape)))
@@ -171,3 +193,41 @@ def test_grad_uses_the_tangent_type_and_the_rules(x: np.ndarray) -> None:
     gq = spec.jit(spec.grad(lambda q: snp.sum(dequantize(q) ** 2)))(q)
     assert spec.typeof(gq) == ShapedArray(x.shape, np.dtype("float32"))
     np.testing.assert_allclose(np.asarray(gq), 2 * dense, rtol=1e-6)
+
+
+even_rows = hnp.arrays(np.float32, st.tuples(st.sampled_from([2, 4, 6]), st.integers(1, 5)),
+                       elements=_values)
+
+
+@settings(max_examples=10, deadline=None)
+@given(even_rows)
+def test_shard_map_with_a_hi_partition_spec_splits_the_components(x: np.ndarray) -> None:
+    with two_devices():
+        mesh = spec.make_mesh((2,), ("i",), axis_types=(spec.sharding.AxisType.Auto,))
+        check_row_blocks(mesh, x)
+
+
+@contextlib.contextmanager
+def two_devices() -> Iterator[None]:
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 2)
+    try:
+        yield
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+
+
+def check_row_blocks(mesh: Any, x: np.ndarray) -> None:
+    rows = RowSplit(spec.P("i"))
+    quantize_blocks = spec.jit(spec.shard_map(quantize, mesh=mesh, in_specs=spec.P("i"),
+                                              out_specs=rows))
+    q = quantize_blocks(x)
+    want_q, want_scale = lo_quantize(x)
+    assert spec.typeof(q) == QTy(x.shape)
+    np.testing.assert_array_equal(np.asarray(q.qvalue), want_q)
+    np.testing.assert_array_equal(np.asarray(q.scale), want_scale)
+    dequantize_blocks = spec.shard_map(dequantize, mesh=mesh, in_specs=rows,
+                                       out_specs=spec.P("i"))
+    want = want_q.astype(np.float32) * want_scale[..., None]
+    np.testing.assert_array_equal(np.asarray(spec.jit(dequantize_blocks)(q)), want)
+    np.testing.assert_array_equal(np.asarray(dequantize_blocks(q)), want)  # eagerly

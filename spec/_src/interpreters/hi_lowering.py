@@ -39,17 +39,20 @@ def _eqn_has_hi_types(eqn: Eqn) -> bool:
     return any(has_hi_types(j) for j in jaxprs_in_params(eqn.params))
 
 
-def lower_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    """The program of ``jaxpr`` on the lowered components of its values."""
+def lower_jaxpr(jaxpr: Jaxpr, lo_in: Sequence[Any] | None = None) -> Jaxpr:
+    """The program of ``jaxpr`` on the lowered components of its values
+    (of types ``lo_in`` where the caller knows more of them than the hi
+    types say, e.g. inside shard_map, along which axes they vary)."""
     in_avals = jaxpr.in_avals
-    lo_in = [lo for a in in_avals for lo in lo_types(a)]
+    if lo_in is None:
+        lo_in = [lo for a in in_avals for lo in lo_types(a)]
     out_avals = jaxpr.out_avals
 
     def run(*los: Any) -> list[Any]:
         outs = eval_lowering(jaxpr, jaxpr.consts, raise_values(in_avals, los))
         return [lo for a, o in zip(out_avals, outs) for lo in lower_value(a, o)]
 
-    lowered, _ = trace_to_jaxpr(run, lo_in)
+    lowered, _ = trace_to_jaxpr(run, list(lo_in))
     return lowered
 
 
