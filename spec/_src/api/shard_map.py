@@ -29,7 +29,6 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.hitypes import HiPspec, is_high
 from spec._src.core.types import AXIS_ORDER
-from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.interpreters import spmd as S
 from spec._src.lax.shard_map import (
     _entry,
@@ -172,9 +171,7 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     o_specs = _out_specs(out_specs, out_tree, jaxpr.out_avals, who, manual, check_vma, mesh)
     params = dict(mesh=mesh, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
                   check_vma=check_vma, newly_manual_axes=manual)
-    bind: Any = shard_map_p.bind
-    if isinstance(current_trace(), EvalTrace) and has_hi_types(jaxpr):
-        bind = shard_map_p.to_lojax  # run on the hi values' components
+    bind = shard_map_p.bind
     if concrete is not None and get_concrete_mesh().empty:
         # The devices to run on, for transforms that evaluate the map (also
         # while a jit traces around it, where set_mesh itself is refused).
