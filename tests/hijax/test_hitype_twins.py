@@ -5,8 +5,9 @@ mapping spec and leading-axis spec), ``scan`` over hi values inside ``jit``;
 a pair type whose tangent type is itself a hi type (``vspace_zero`` /
 ``vspace_add``), under ``grad``, ``vjp`` and ``jit``; and how often a jitted
 hi program runs its primitives' ``expand`` (once per compiled program, as
-JAX lowers it once). Per cell, what it prints and any exception's class and
-message must be equal."""
+JAX lowers it once); and the errors for a hi value where an array is
+required. Per cell, what it prints and any exception's class and message
+must be equal."""
 
 from __future__ import annotations
 
@@ -221,7 +222,28 @@ print(COUNT)
 ''',
 }
 
-GROUPS = {"scan": SCAN, "vspace": VSPACE, "expand": EXPAND_COUNTS}
+# A hi value where an array is required: JAX's jnp functions check their
+# operands inside their jit (the message names its tracer class), its ufunc
+# objects before it; a tracer forwards operators and methods to its type.
+BAD_INPUT = {
+    "a jnp function, eagerly": "jnp.sin(qx)",
+    "a ufunc, eagerly": "jnp.add(qx, 1.)",
+    "a unary ufunc, eagerly": "jnp.negative(qx)",
+    "a ufunc under jit": "jax.jit(lambda q: jnp.add(q, 1.))(qx)",
+    "a ufunc under vmap": "jax.vmap(lambda q: jnp.add(q, 1.), in_axes=QArraySpec(), "
+                          "axis_size=4)(qxs)",
+    "a ufunc under grad": "jax.grad(lambda x: jnp.sum(jnp.multiply(quantize(x), 2.)))(x)",
+    "a reduction under grad": "jax.grad(lambda x: jnp.sum(quantize(x)))(x)",
+    "a jnp function under vmap": "jax.vmap(jnp.sin, in_axes=QArraySpec(), axis_size=4)(qxs)",
+    "a reflected operator": "jax.jit(lambda q: 1 + q)(qx)",
+    "a unary operator": "jax.jit(lambda q: -q)(qx)",
+    "a comparison": "jax.jit(lambda q: q == q)(qx)",
+    "matmul": "jax.jit(lambda q: q @ q)(qx)",
+    "indexing": "jax.jit(lambda q: q[0])(qx)",
+    "a method": "jax.jit(lambda q: q.sum())(qx)",
+}
+
+GROUPS = {"scan": SCAN, "vspace": VSPACE, "expand": EXPAND_COUNTS, "bad input": BAD_INPUT}
 TWINS = [(group, name, cell) for group, cells in GROUPS.items() for name, cell in cells.items()]
 PROGRAM = [*SETUP, PAIR_TYPE, COUNTED, *(cell for _, _, cell in TWINS)]
 
