@@ -13,6 +13,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.array import Array
+from spec._src.core.hitypes import is_high
 from spec._src.core.interpreter import Tracer
 from spec._src.numpy import indexing, linalg, reductions
 from spec._src.numpy import math as jnp_math
@@ -27,10 +28,23 @@ def _numpy_function(name: str) -> Callable[..., Any]:
     raise AttributeError(f"spec.numpy has no function {name!r}")
 
 
-def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
+def _on_hi_type(x: Any) -> bool:
+    return isinstance(x, Tracer) and is_high(x.aval)
+
+
+def _hi_operator(self: Any, op: str, *args: Any) -> Any:
+    """A tracer of a hi type forwards an operator to its type, as JAX's
+    tracers do: to the type's ``_<op>`` (an AttributeError naming it when
+    the type defines none)."""
+    return getattr(self.aval, f"_{op}")(self, *args)
+
+
+def _binary(name: str, reflected: bool = False, op: str = "") -> Callable[[Any, Any], Any]:
     fn = _numpy_function(name)
 
     def method(self: Any, other: Any) -> Any:
+        if _on_hi_type(self):
+            return _hi_operator(self, op, other)
         if not _is_operand(other):
             return NotImplemented
         other = T.from_jax_array(other)  # operators convert as jnp.asarray does
@@ -39,10 +53,12 @@ def _binary(name: str, reflected: bool = False) -> Callable[[Any, Any], Any]:
     return method
 
 
-def _unary(name: str) -> Callable[[Any], Any]:
+def _unary(name: str, op: str = "") -> Callable[[Any], Any]:
     fn = _numpy_function(name)
 
     def method(self: Any) -> Any:
+        if _on_hi_type(self):
+            return _hi_operator(self, op)
         return fn(self)
     method.__name__ = name
     return method
@@ -83,12 +99,12 @@ def _part(name: str) -> property:
 
 def install(cls: type) -> None:
     for dunder, fn in _BINARY.items():
-        setattr(cls, f"__{dunder}__", _binary(fn))
-        setattr(cls, f"__r{dunder}__", _binary(fn, reflected=True))
+        setattr(cls, f"__{dunder}__", _binary(fn, op=dunder))
+        setattr(cls, f"__r{dunder}__", _binary(fn, reflected=True, op=f"r{dunder}"))
     for dunder, fn in _COMPARE.items():
-        setattr(cls, f"__{dunder}__", _binary(fn))
+        setattr(cls, f"__{dunder}__", _binary(fn, op=dunder))
     for dunder, fn in _UNARY.items():
-        setattr(cls, f"__{dunder}__", _unary(fn))
+        setattr(cls, f"__{dunder}__", _unary(fn, op=dunder))
     cls.__hash__ = None  # type: ignore[assignment]
     setattr(cls, "real", _part("real"))
     setattr(cls, "imag", _part("imag"))
@@ -114,6 +130,8 @@ _REDUCTION_METHODS = ("sum", "mean", "var", "std", "max", "min", "prod", "argmax
 def _function_method(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     # A wrapper, not fn itself: a jit-wrapped fn is no function and would not bind self.
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _on_hi_type(self):  # the hi type's method (``aval_method``), as in JAX
+            return getattr(self.aval, name).fun(self, *args, **kwargs)
         return fn(self, *args, **kwargs)
     method.__name__ = name
     return method

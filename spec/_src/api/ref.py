@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.hitypes import is_high
 from spec._src.core.state_types import RefIndexError, RefType, indexer_tree, parse_index
 from spec._src.core.array import Array
 from spec._src.core.interpreter import (
@@ -191,6 +192,8 @@ def _install_tracer_methods() -> None:
     def __getitem__(self: Tracer, idx: Any) -> Any:
         if type(self.aval) is RefType:
             return get(self, idx)
+        if is_high(self.aval):  # forwarded to the hi type, as JAX's tracers do
+            return getattr(self.aval, "_getitem")(self, idx)
         return array_getitem(self, idx)
 
     def __setitem__(self: Tracer, idx: Any, value: Any) -> None:

@@ -27,6 +27,7 @@ from spec._src.core.interpreter import (
     current_trace,
     trace_to_jaxpr,
 )
+from spec._src.core.hitypes import HiPspec, is_high
 from spec._src.core.types import AXIS_ORDER
 from spec._src.interpreters import spmd as S
 from spec._src.lax.shard_map import (
@@ -93,7 +94,7 @@ def _broadcast_prefix(prefix: Any, tree: Any) -> list[Any]:
     out: list[Any] = []
 
     def walk(pre: Any, td: Any) -> None:
-        if pre is None or isinstance(pre, P):
+        if pre is None or isinstance(pre, (P, HiPspec)):
             out.extend([pre] * td.num_leaves)
             return
         kids = list(tree_util.flatten_one_level(pre)[0])
@@ -118,8 +119,9 @@ def _inferred_spec(aval: Any, manual: frozenset[Any]) -> P:
     return P(*parts, unreduced=spec.unreduced & manual, reduced=spec.reduced & manual)
 
 
-def _specs_for(specs: Any, tree: Any, n: int, what: str) -> list[P]:
-    if isinstance(specs, P):
+def _specs_for(specs: Any, tree: Any, n: int, what: str) -> list[Any]:
+    """One spec per leaf: a PartitionSpec, or a hi type's HiPspec."""
+    if isinstance(specs, (P, HiPspec)):
         return [specs] * n
     if specs is None:
         if n == 0:
@@ -131,7 +133,7 @@ def _specs_for(specs: Any, tree: Any, n: int, what: str) -> list[P]:
         raise ValueError(f"shard_map {what} must be a tree prefix of the "
                          f"{'arguments' if what == 'in_specs' else 'outputs'}: {e}") from None
     for s in flat:
-        if not isinstance(s, P) and s is not None:
+        if not isinstance(s, (P, HiPspec)) and s is not None:
             raise TypeError(f"shard_map {what} entries must be PartitionSpecs, got {s!r}")
     return [P() if s is None else s for s in flat]
 
@@ -153,9 +155,12 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     who = f"shard_map applied to the function '{name}'"
     avals = [canonical_aval_of(x) for x in leaves]
     _check_in_specs(name, mesh, avals, specs, manual)
-    local = [local_aval(a, s, mesh, manual, check_vma, who, i)
+    local = [_block_type(a, s, mesh, manual, check_vma, who, i)
              for i, (a, s) in enumerate(zip(avals, specs))]
-    if isinstance(current_trace(), EvalTrace):
+    # With hi values the map runs staged, on their components (op by op,
+    # each device's block of a hi value would be no value of its class).
+    hi = any(is_high(a) for a in avals) or _mentions_hi_spec(out_specs)
+    if isinstance(current_trace(), EvalTrace) and not hi:
         if any(type(a) is RefType for a in avals):
             raise NotImplementedError(
                 "Eager shard_map doesn't support `jax.Ref` arguments yet, including gradient "
@@ -166,14 +171,31 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
     o_specs = _out_specs(out_specs, out_tree, jaxpr.out_avals, who, manual, check_vma, mesh)
     params = dict(mesh=mesh, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
                   check_vma=check_vma, newly_manual_axes=manual)
+    bind = shard_map_p.bind
     if concrete is not None and get_concrete_mesh().empty:
         # The devices to run on, for transforms that evaluate the map (also
         # while a jit traces around it, where set_mesh itself is refused).
         with concrete_mesh_for(concrete):
-            outs = shard_map_p.bind(*leaves, **params)
+            outs = bind(*leaves, **params)
     else:
-        outs = shard_map_p.bind(*leaves, **params)
+        outs = bind(*leaves, **params)
     return tree_util.tree_unflatten(out_tree, list(outs))
+
+
+def _block_type(aval: Any, spec: Any, mesh: AbstractMesh, manual: frozenset[Any],
+                check_vma: bool, who: str, index: int) -> Any:
+    """One device's block type of an argument: a hi type's ``shard``."""
+    if is_high(aval):
+        return aval.shard(mesh, manual, check_vma, spec)
+    if isinstance(spec, HiPspec):
+        raise TypeError(f"{who} was given in_specs[{index}] = {spec!r}, a partition spec for "
+                        f"values of a hi type, but args[{index}] is an array of type "
+                        f"{aval.str_short(True)}: arrays take a PartitionSpec")
+    return local_aval(aval, spec, mesh, manual, check_vma, who, index)
+
+
+def _mentions_hi_spec(specs: Any) -> bool:
+    return any(isinstance(s, HiPspec) for s in tree_util.tree_leaves(specs))
 
 
 def _out_specs(out_specs: Any, out_tree: Any, out_avals: list[Any], who: str,
@@ -260,7 +282,9 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
     """Ranks, divisibility, and (all axes Explicit) that each argument is
     already laid out by its in_spec, with JAX's messages."""
     sizes = mesh.shape
-    for i, (a, s) in enumerate(zip(avals, specs)):
+    # (a hi type's spec is the type's to check: its ``shard`` reads it)
+    pairs = [(i, a, s) for i, (a, s) in enumerate(zip(avals, specs)) if not is_high(a)]
+    for i, a, s in pairs:
         if len(s.partitions) > a.ndim:
             raise ValueError(
                 f"shard_map applied to the function '{name}' was given an in_specs entry"
@@ -269,7 +293,7 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
                 f" {len(s.partitions)}, but the passed args[{i}] has shape {a.str_short(True)},"
                 f" which has rank {a.ndim} (and {a.ndim} < {len(s.partitions)})")
     msgs = []
-    for i, (a, s) in enumerate(zip(avals, specs)):
+    for i, a, s in pairs:
         for d, ns in _names(s).items():
             ways = int(np.prod([sizes[n] for n in ns]))
             if a.shape[d] % ways:
@@ -291,7 +315,7 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
             f" if so consider changing the mesh axis sizes or else padding the input and"
             f" adapting '{name}' appropriately.")
     if all(mesh._name_to_type[n] == AxisType.Explicit for n in manual):
-        for a, s in zip(avals, specs):
+        for _, a, s in pairs:
             want = s._normalized_spec_for_aval(a.ndim)
             have = P(*((None,) * a.ndim)) if a.sharding is None else \
                 a.sharding.spec._normalized_spec_for_aval(a.ndim)
@@ -314,6 +338,12 @@ def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: fro
                      check_vma: bool, mesh: AbstractMesh, bare: bool = False) -> None:
     bad: list[tuple[int, P, Any]] = []
     for i, (aval, spec) in enumerate(zip(out_avals, specs)):
+        if is_high(aval):
+            continue  # a hi type's spec is the type's to check: its ``unshard`` reads it
+        if isinstance(spec, HiPspec):
+            raise TypeError(f"{who} was given out_specs[{i}] = {spec!r}, a partition spec for "
+                            f"values of a hi type, but f(*args)[{i}] is an array of type "
+                            f"{aval.str_short(True)}: arrays take a PartitionSpec")
         if len(spec.partitions) > aval.ndim:
             raise ValueError(
                 f"{who} was given an out_specs entry which is too long to be compatible with"

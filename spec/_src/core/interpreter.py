@@ -15,6 +15,7 @@ import contextlib
 import operator
 import sys
 import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -306,8 +307,7 @@ class Primitive:
         return self.name
 
     def bind(self, *args: Any, **params: Any) -> Any:
-        if HI_VALUE_TYPES and callable(self.to_lojax) and any(
-                type(a) in HI_VALUE_TYPES for a in args):
+        if HI_VALUE_TYPES and callable(self.to_lojax) and _on_hi_values(args):
             return self.to_lojax(*args, **params)
         if _mesh_context.in_manual and self.vma_rule is STANDARD_VMA:
             args = tuple(_insert_pvary(args))
@@ -780,10 +780,18 @@ def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayT
 def _typed_on_mesh(out_avals: Sequence[ArrayType]) -> bool:
     """Whether a result's type is sharded over a mesh."""
     for o in out_avals:
-        s = o.sharding
+        s = None if is_high(o) else o.sharding  # (a hi type's is inside the type)
         if s is not None and not s.mesh.empty:
             return True
     return False
+
+
+def _on_hi_values(args: Sequence[Any]) -> bool:
+    """Whether a primitive applies to hi values themselves (value classes),
+    which it does as its ``to_lojax`` rule; next to a tracer of a hi type
+    (which has no components to lower to) they are constants of its trace."""
+    return any(type(a) in HI_VALUE_TYPES for a in args) and not any(
+        isinstance(a, Tracer) and is_high(a.aval) for a in args)
 
 
 class EvalTrace(Trace):
@@ -793,6 +801,10 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
+        if HI_VALUE_TYPES and callable(prim.to_lojax) and any(
+                has_hi_types(j) for j in jaxprs_in_params(params)):
+            # A call or loop whose body has hi types runs on their components.
+            return list(prim.to_lojax(*args, **params))
         array = Array
         values = []
         avals = []
@@ -1240,6 +1252,26 @@ def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules:
                       [a for a, u in zip(jaxpr.outvars, used_outputs) if u], kept,
                       jaxpr.effects, consts)
     return new_jaxpr, used_inputs
+
+
+_HAS_HI_TYPES: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
+
+
+def has_hi_types(jaxpr: Jaxpr) -> bool:
+    """Whether any value of ``jaxpr`` (or of a sub-jaxpr) has a hi type
+    (remembered per program: eager calls ask it every time)."""
+    known = _HAS_HI_TYPES.get(jaxpr)
+    if known is None:
+        known = any(is_high(v.aval) for v in (*jaxpr.constvars, *jaxpr.invars)) or any(
+            eqn_has_hi_types(e) for e in jaxpr.eqns)
+        _HAS_HI_TYPES[jaxpr] = known
+    return known
+
+
+def eqn_has_hi_types(eqn: Eqn) -> bool:
+    if any(is_high(a.aval) for a in (*eqn.invars, *eqn.outvars)):
+        return True
+    return any(has_hi_types(j) for j in jaxprs_in_params(eqn.params))
 
 
 def jaxprs_in_params(params: dict[str, Any]) -> list[Jaxpr]:

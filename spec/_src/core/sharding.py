@@ -575,6 +575,14 @@ class P:
                  unreduced=self.unreduced if unreduced is None else unreduced,
                  reduced=self.reduced if reduced is None else reduced, unreduced_kind=kind)
 
+    def to_lo(self) -> list[P]:
+        """The specs of the components an array lowers to: itself (the
+        protocol shard_map uses for hi types' partition specs)."""
+        return [self]
+
+    def to_tangent_spec(self) -> P:
+        return self
+
     def to_ct_spec(self) -> P:
         """The cotangent's spec: unreduced and reduced axes swap roles."""
         kind = UnreducedKind.sum if self.reduced else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Union
 
@@ -498,6 +498,12 @@ class ManualAxisType:
     reduced: frozenset[Any]
 
 
+# shard_map's typing of arrays (its block type, and the type its blocks
+# make), for ``ArrayType.shard``/``unshard``: a hi type's own ``shard`` and
+# ``unshard`` build on its components'. shard_map's module installs them.
+SHARD_MAP_TYPING: dict[str, Callable[..., ArrayType]] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class ArrayType:
     """The type of an array value: shape, dtype and weak type.
@@ -570,6 +576,16 @@ class ArrayType:
         if axis is None:
             return self
         return replace(self, shape=self.shape[:axis] + (size,) + self.shape[axis:])
+
+    def shard(self, mesh: Any, manual_axes: frozenset[Any], check_vma: bool, spec: Any
+              ) -> ArrayType:
+        """One device's block type inside ``shard_map``, split by ``spec``."""
+        return SHARD_MAP_TYPING["shard"](self, mesh, manual_axes, check_vma, spec)
+
+    def unshard(self, mesh: Any, check_vma: bool, spec: Any) -> ArrayType:
+        """The type of the array a ``shard_map`` result's blocks (of this
+        type) make, put together by ``spec``."""
+        return SHARD_MAP_TYPING["unshard"](self, mesh, check_vma, spec)
 
     def ct_type(self) -> ArrayType:
         """The type of this type's cotangents: the tangent type, whose sharding

@@ -20,6 +20,7 @@ import contextvars
 from collections.abc import Iterator
 from typing import Any
 
+from spec._src.core.hitypes import is_high
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.core.types import ArrayType
 from spec._src.interpreters.ad_util import Zero, add_tangents
@@ -38,8 +39,10 @@ class GradAccum:
         raise NotImplementedError(f"{type(self).__name__} must implement `freeze`")
 
 
-def _layout(a: ArrayType) -> str:
-    """Shape, dtype and explicit sharding, as printed."""
+def _layout(a: ArrayType) -> Any:
+    """Shape, dtype and explicit sharding, as printed; a hi type itself."""
+    if is_high(a):
+        return a
     return a.update(weak_type=False, vma=frozenset(), munreduced=frozenset(),
                     mreduced=frozenset()).str_short(True)
 

@@ -32,6 +32,7 @@ from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.core import types as T
 from spec._src.core.state_types import RefType, indexer_tree
+from spec._src.core.hitypes import is_high
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -95,7 +96,9 @@ def _check_tangent(prim: Primitive, primal: Any, tangent: Any) -> None:
     """A rule's output tangent must have its primal's tangent type."""
     want = canonical_aval_of(primal).tangent_type()
     got = tangent.aval if type(tangent) is Zero else canonical_aval_of(tangent)
-    if got.shape != want.shape or got.dtype != want.dtype:
+    differ = got != want if is_high(got) or is_high(want) else \
+        got.shape != want.shape or got.dtype != want.dtype
+    if differ:
         raise TypeError(f"JVP rule of {prim.name} produced a tangent of type {got} for a "
                         f"primal of type {canonical_aval_of(primal)}; expected {want}")
 
@@ -399,7 +402,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 
 
 def _is_differentiable(aval: ArrayType) -> bool:
-    return aval.dtype != FLOAT0
+    return is_high(aval) or aval.dtype != FLOAT0
 
 
 # ===================================================== structured residuals
@@ -549,7 +552,8 @@ def _structured_walk(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[list[Any], 
             outs = found[1]
         else:
             live = any(ins) and not isinstance(eqn.primitive.jvp, zero_jvp)
-            outs = [live and T.is_inexact(v.aval.dtype) for v in eqn.outvars]
+            outs = [live and (is_high(v.aval) or T.is_inexact(v.aval.dtype))
+                    for v in eqn.outvars]
         for v, b in zip(eqn.outvars, outs):
             nz[id(v)] = b
     out_nz = [isinstance(a, Var) and nz.get(id(a), False) for a in jaxpr.outvars]
@@ -1211,6 +1215,12 @@ integer_cotangents = [False]
 def _check_cotangent(aval: ArrayType, ct: Any) -> None:
     want = aval.ct_type()
     got = canonical_aval_of(ct)
+    if is_high(want) or is_high(got):
+        if got != want:
+            raise TypeError(f"a transpose rule produced a cotangent of type "
+                            f"{got.str_short(True)} for a value of type {aval.str_short(True)};"
+                            f" its cotangent type is {want.str_short(True)}")
+        return
     if integer_cotangents[0] and got.dtype == aval.dtype and got.shape == aval.shape:
         return
     if (got.shape != want.shape or got.dtype != want.dtype

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.array import Array
+from spec._src.core.hitypes import HI_VALUE_TYPES, is_high
 from spec._src.core.interpreter import (
     EvalTrace,
     Primitive,
@@ -104,7 +105,11 @@ zeros_hooks = ZerosHooks()
 
 def zeros_like_aval(aval: ArrayType) -> Any:
     """A materialised zero of type ``aval``: a literal broadcast to the shape,
-    as JAX stages it; float0 zeros are plain NumPy arrays (they carry no data)."""
+    as JAX stages it; float0 zeros are plain NumPy arrays (they carry no data);
+    a hi tangent type's zero is its ``vspace_zero()``."""
+    if is_high(aval):
+        hi: Any = aval
+        return hi.vspace_zero()
     if aval.dtype == FLOAT0:
         return _float0_zeros(aval.shape)
     return _varying(zeros_hooks.array_zeros(aval), aval)
@@ -135,11 +140,16 @@ def instantiate(t: Any) -> Any:
 
 
 def add_tangents(x: Any, y: Any) -> Any:
-    """Sum two tangents, skipping symbolic zeros (``add_any`` otherwise)."""
+    """Sum two tangents, skipping symbolic zeros (``add_any`` otherwise; two
+    values of a hi tangent type, its ``vspace_add``)."""
     if type(x) is Zero:
         return y
     if type(y) is Zero:
         return x
+    if HI_VALUE_TYPES:
+        aval: Any = canonical_aval_of(x)
+        if is_high(aval):
+            return aval.vspace_add(x, y)
     return primitive("add_any").bind(x, y)
 
 

@@ -11,45 +11,57 @@ on arrays only are re-staged unchanged.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from spec._src.core.hitypes import is_high, lo_types, lower_value, raise_values
+from spec._src.core.config import config
+from spec._src.core.hitypes import lo_types, lower_value, raise_values
 from spec._src.core.interpreter import (
-    Eqn,
     Jaxpr,
     Literal,
+    Tracer,
     Var,
-    jaxprs_in_params,
+    eqn_has_hi_types,
+    has_hi_types,
     literal_value,
     trace_to_jaxpr,
 )
+from spec._src.core.sharding import get_abstract_mesh
 
 
-def has_hi_types(jaxpr: Jaxpr) -> bool:
-    """Whether any value of ``jaxpr`` (or of a sub-jaxpr) has a hi type."""
-    if any(is_high(v.aval) for v in (*jaxpr.constvars, *jaxpr.invars)):
-        return True
-    return any(_eqn_has_hi_types(e) for e in jaxpr.eqns)
+# Each program's lowerings, by the component types and the context they
+# were lowered in: a call run again is not lowered (its rules' ``expand``
+# not run) again, as JAX compiles a jitted program once.
+_LOWERED: weakref.WeakKeyDictionary[Jaxpr, dict[Any, Jaxpr]] = weakref.WeakKeyDictionary()
 
 
-def _eqn_has_hi_types(eqn: Eqn) -> bool:
-    if any(is_high(a.aval) for a in (*eqn.invars, *eqn.outvars)):
-        return True
-    return any(has_hi_types(j) for j in jaxprs_in_params(eqn.params))
+def lower_jaxpr(jaxpr: Jaxpr, lo_in: Sequence[Any] | None = None) -> Jaxpr:
+    """The program of ``jaxpr`` on the lowered components of its values
+    (of types ``lo_in`` where the caller knows more of them than the hi
+    types say, e.g. inside shard_map, along which axes they vary)."""
+    if lo_in is None:
+        lo_in = [lo for a in jaxpr.in_avals for lo in lo_types(a)]
+    key = (tuple(lo_in), config.values_key(), get_abstract_mesh())
+    known = _LOWERED.get(jaxpr)
+    if known is not None and key in known:
+        return known[key]
+    lowered = _lower(jaxpr, lo_in)
+    # (a program lowered with values of an enclosing trace is not kept)
+    if not any(isinstance(c, Tracer) for c in (*jaxpr.consts, *lowered.consts)):
+        _LOWERED.setdefault(jaxpr, {})[key] = lowered
+    return lowered
 
 
-def lower_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    """The program of ``jaxpr`` on the lowered components of its values."""
+def _lower(jaxpr: Jaxpr, lo_in: Sequence[Any]) -> Jaxpr:
     in_avals = jaxpr.in_avals
-    lo_in = [lo for a in in_avals for lo in lo_types(a)]
     out_avals = jaxpr.out_avals
 
     def run(*los: Any) -> list[Any]:
         outs = eval_lowering(jaxpr, jaxpr.consts, raise_values(in_avals, los))
         return [lo for a, o in zip(out_avals, outs) for lo in lower_value(a, o)]
 
-    lowered, _ = trace_to_jaxpr(run, lo_in)
+    lowered, _ = trace_to_jaxpr(run, list(lo_in))
     return lowered
 
 
@@ -65,7 +77,7 @@ def eval_lowering(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> l
     for eqn in jaxpr.eqns:
         ins = [read(a) for a in eqn.invars]
         prim = eqn.primitive
-        if _eqn_has_hi_types(eqn):
+        if eqn_has_hi_types(eqn):
             if not callable(prim.to_lojax):
                 raise NotImplementedError(
                     f"'{prim.name}' has no rule for hi-typed operands or results (to_lojax); "

@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from spec._src.core.hitypes import raise_values
+from spec._src.core.hitypes import is_high, raise_values
 from spec._src.interpreters import ad, batching, hi_lowering
 from spec._src.interpreters.batching import AxisData
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
@@ -59,8 +59,9 @@ def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]
     require(len(avals) == len(expected), "jit", "C1",
             f"called with {len(avals)} operands, the jaxpr takes {len(expected)}")
     for i, (got, want) in enumerate(zip(avals, expected)):
-        require(got.shape == want.shape and got.dtype == want.dtype, "jit", "C2",
-                f"operand {i} has type {got}, the jaxpr expects {want}")
+        same = got == want if is_high(got) or is_high(want) else \
+            got.shape == want.shape and got.dtype == want.dtype
+        require(same, "jit", "C2", f"operand {i} has type {got}, the jaxpr expects {want}")
     return jaxpr.out_avals
 
 
@@ -88,8 +89,10 @@ def _live_program(jaxpr: Jaxpr) -> Jaxpr:
 
 def _jit_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     """A call with hi-typed operands or results: the call of its lowered
-    body on the operands' components, its results rebuilt."""
-    lowered, los = hi_lowering.lower_call(args, jaxpr)
+    body on the operands' components, its results rebuilt. As a compiled
+    call runs, the body is lowered after dead-code elimination (a hijax
+    result nothing reads is not expanded)."""
+    lowered, los = hi_lowering.lower_call(args, _live_program(jaxpr))
     donated = hi_lowering.expand_flags(jaxpr.in_avals, params.pop("donated_invars"))
     outs = jit_p.bind(*los, jaxpr=lowered, donated_invars=donated, **params)
     return raise_values(jaxpr.out_avals, outs)
@@ -196,7 +199,8 @@ class TransposedOperands:
         accums = [isinstance(a, ad.RefAccum) for a in args]
         refs = [a.inst() for a in args if isinstance(a, ad.RefAccum)]
         # float0 inputs (tangents of integers) get symbolic zero cotangents.
-        wanted = [u and a.aval.dtype != FLOAT0 for a, u in zip(args, undefined)]
+        wanted = [u and (is_high(a.aval) or a.aval.dtype != FLOAT0)
+                  for a, u in zip(args, undefined)]
         defined = [a for a, u, r in zip(args, undefined, accums) if not u and not r]
         return TransposedOperands(args, undefined, accums, refs, wanted, defined)
 

@@ -26,6 +26,7 @@ from spec._src.core import tree_util
 from spec._src.core.effects import io_effect, ordered_io_effect
 from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core import types as T
+from spec._src.core.hitypes import is_high
 from spec._src.core.config import config
 from spec._src.core.interpreter import (
     Atom,
@@ -68,7 +69,10 @@ from spec._src.lax.state import discharge_state
 
 
 def same_type(a: ArrayType, b: ArrayType) -> bool:
-    """JAX's ``typematch``: shape and dtype agree (weak types may differ)."""
+    """JAX's ``typematch``: shape and dtype agree (weak types may differ);
+    hi types are equal."""
+    if is_high(a) or is_high(b):
+        return bool(a == b)
     return a.shape == b.shape and a.dtype == b.dtype
 
 
@@ -1335,7 +1339,9 @@ def _check_eager_aliases(operands: Sequence[Any], prim: str) -> None:
 
 def _long(a: ArrayType) -> str:
     """A type as JAX's error messages show it: ``float32[3]``, with its
-    varying manual axes (``float32[3]{V:i}``)."""
+    varying manual axes (``float32[3]{V:i}``); a hi type by its ``str_short``."""
+    if is_high(a):
+        return str(a.str_short())
     suffix = a.update(sharding=None, munreduced=frozenset(), mreduced=frozenset())._suffix()
     return f"{a.dtype.name}[{','.join(map(str, a.shape))}]{suffix}"
 
@@ -1350,7 +1356,10 @@ def vma_hint(missing: Any, where: str, comma: bool = False) -> str:
 
 
 def _mismatch(a: ArrayType, b: ArrayType) -> str:
-    """Which parts of two unequal types differ, listed as JAX lists them."""
+    """Which parts of two unequal types differ, listed as JAX lists them
+    (nothing for hi types)."""
+    if is_high(a) or is_high(b):
+        return ""
     parts = []
     if a.dtype != b.dtype:
         parts.append("the dtypes do not match")
@@ -1481,6 +1490,8 @@ def check_carry(what: str, body_fun: Callable[..., Any], in_tree: Any,
     paths = _paths(in_tree, in_avals)
 
     def agree(a: ArrayType, b: ArrayType) -> bool:
+        if is_high(a) or is_high(b):
+            return same_type(a, b)  # (a hi type's layout is inside the type)
         return same_type(a, b) and a.vma == b.vma and \
             (layout is None or layout(a) == layout(b))
 

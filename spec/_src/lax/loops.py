@@ -18,21 +18,13 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import tree_util
-from spec._src.core.hitypes import (
-    HI_VALUE_TYPES,
-    is_hi_value,
-    is_high,
-    lower_value,
-    raise_values,
-)
+from spec._src.core.hitypes import is_high
 from spec._src.core.interpreter import (
     Jaxpr,
     Tracer,
     canonical_aval_of,
-    eval_jaxpr,
     trace_to_jaxpr,
 )
-from spec._src.interpreters.hi_lowering import lower_jaxpr
 from spec._src.lax.scan import (
     FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p, slice_aval as _slice_aval)
 from spec._src.core.types import ArrayType, result_type
@@ -50,6 +42,9 @@ __all__ = ["associative_scan", "fori_loop", "scan"]
 
 
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
+    if xs and length is None and all(is_high(canonical_aval_of(x)) for x in xs):
+        raise ValueError("must provide `length` to `scan`, since the leading-axis size of "
+                         "non-array (hijax) types cannot be inferred")
     shapes = []
     for x in xs:
         if is_high(canonical_aval_of(x)):
@@ -124,9 +119,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
     init_flat, carry_tree = tree_util.tree_flatten(init)
     xs_flat, x_tree = tree_util.tree_flatten(xs)
     n = _infer_length(xs_flat, length)
-    if HI_VALUE_TYPES and any(is_hi_value(x) for x in (*init_flat, *xs_flat)):
-        return _scan_hi(f, init_flat, carry_tree, xs_flat, x_tree, n, reverse, unroll)
-    x_avals = [_slice_aval(canonical_aval_of(x)) for x in xs_flat]
+    x_avals = [_sliced_aval(canonical_aval_of(x), n) for x in xs_flat]
     init_avals = [canonical_aval_of(c) for c in init_flat]
     jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
     check_ref_consts(f, "scan", tuple_tree(carry_tree, x_tree), [*init_flat, *xs_flat], jaxpr)
@@ -136,7 +129,7 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
         # Weakly typed initial carries take the type the body gives them.
         changed = False
         for i, (a, b) in enumerate(zip(init_avals, out_avals[:nk])):
-            if a.weak_type and (a.shape != b.shape or a.dtype != b.dtype):
+            if a.weak_type and not is_high(b) and (a.shape != b.shape or a.dtype != b.dtype):
                 init_flat[i] = convert_element_type(init_flat[i],
                                                         result_type(init_flat[i], b.dtype))
                 changed = True
@@ -183,49 +176,12 @@ def scan(f: Callable[..., Any], init: Any, xs: Any = None, length: int | None = 
             tree_util.tree_unflatten(y_tree, ys))
 
 
-def _stacked_aval(aval: Any, n: int) -> Any:
-    if is_high(aval):
-        return aval.inc_rank(n, aval.leading_axis_spec())
-    return aval.update(shape=(n, *aval.shape))
-
-
 def _sliced_aval(aval: Any, n: int) -> Any:
+    """One iteration's slice of a scanned-over value: for a hi value its
+    type's ``dec_rank`` along ``leading_axis_spec()``."""
     if is_high(aval):
         return aval.dec_rank(n, aval.leading_axis_spec())
     return _slice_aval(aval)
-
-
-def _scan_hi(f: Callable[..., Any], init_flat: list[Any], carry_tree: Any, xs_flat: list[Any],
-             x_tree: Any, n: int, reverse: bool, unroll: int | bool) -> tuple[Any, Any]:
-    """A scan whose carries or scanned-over values include hi values: the
-    body is traced on the hi types (one slice of a stacked hi value is its
-    type's ``dec_rank`` along ``leading_axis_spec()``), lowered, and scanned
-    over the values' components; a stacked hi value's components are
-    stacked along their leading axes. Results are raised again."""
-    init_avals = [canonical_aval_of(c) for c in init_flat]
-    xs_avals = [canonical_aval_of(x) for x in xs_flat]
-    x_avals = [_sliced_aval(a, n) for a in xs_avals]
-    jaxpr, out_tree, y_tree = _trace_body(f, carry_tree, x_tree, init_avals, x_avals)
-    nk = len(init_flat)
-    out_avals = jaxpr.out_avals
-    for i, (a, b) in enumerate(zip(init_avals, out_avals[:nk])):
-        if (a != b) if is_high(a) or is_high(b) else (a.shape, a.dtype) != (b.shape, b.dtype):
-            raise TypeError(f"scan body function carry input and carry output must have "
-                            f"equal types, but carry {i} is {a.str_short()} on input and "
-                            f"{b.str_short()} on output")
-    lo_body = lower_jaxpr(jaxpr)
-    lo_init = [lo for a, c in zip(init_avals, init_flat) for lo in lower_value(a, c)]
-    lo_xs = [lo for a, x in zip(xs_avals, xs_flat) for lo in lower_value(a, x)]
-    n_lo = len(lo_init)
-
-    def lo_f(carry: list[Any], xs: list[Any]) -> tuple[list[Any], list[Any]]:
-        outs = eval_jaxpr(lo_body, lo_body.consts, *carry, *xs)
-        return outs[:n_lo], outs[n_lo:]
-
-    carry_lo, ys_lo = scan(lo_f, lo_init, lo_xs, length=n, reverse=reverse, unroll=unroll)
-    carry = raise_values(init_avals, carry_lo)
-    ys = raise_values([_stacked_aval(a, n) for a in out_avals[nk:]], ys_lo)
-    return (tree_util.tree_unflatten(out_tree, carry), tree_util.tree_unflatten(y_tree, ys))
 
 
 # -------------------------------------------------------------------- map

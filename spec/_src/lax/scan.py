@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from spec._src.interpreters import ad, batching
+from spec._src.core.hitypes import is_high, lower_value, raise_values
+from spec._src.interpreters.hi_lowering import lower_jaxpr
 from spec._src.core.state_types import RefEffect, is_ref_type
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
 from spec._src.interpreters.batching import AxisData
@@ -247,7 +249,17 @@ def scan_trees(n_consts: int, n_carry: int, n_xs: int, n_ys: int
 
 
 def _same(a: ArrayType, b: ArrayType) -> bool:
+    if is_high(a) or is_high(b):
+        return bool(a == b)
     return a.shape == b.shape and a.dtype == b.dtype
+
+
+def stacked_aval(aval: Any, length: int) -> Any:
+    """The type of ``length`` per-iteration values of ``aval`` stacked: a
+    leading axis, for a hi type its ``inc_rank`` along ``leading_axis_spec()``."""
+    if is_high(aval):
+        return aval.inc_rank(length, aval.leading_axis_spec())
+    return aval.update(shape=(length, *aval.shape))
 
 
 def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
@@ -270,7 +282,7 @@ def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
     body_in, body_out = jaxpr.in_avals, jaxpr.out_avals
     for i, (got, want) in enumerate(zip(avals, body_in)):
         if i >= nc + nk:
-            want = want.update(shape=(length, *want.shape))
+            want = stacked_aval(want, length)
         require(_same(got, want), "scan", "C4",
                 f"operand {i} has type {got.str_short(True)}, the body expects "
                 f"{want.str_short(True)} (extensive inputs have a leading axis of length "
@@ -281,7 +293,7 @@ def _scan_type(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
                 f"carry {i} enters the body as {a.str_short(True)} and leaves it as "
                 f"{b.str_short(True)}; carry input and output must have equal types")
     _check_ref_operands(avals, body_in, body_out, nc, nk)
-    ys = [a.update(shape=(length, *a.shape)) for a in body_out[nk:]]
+    ys = [stacked_aval(a, length) for a in body_out[nk:]]
     return [*body_out[:nk], *ys]
 
 
@@ -313,16 +325,19 @@ def _scan_sharding(*avals: ArrayType, reverse: bool, length: int, jaxpr: Jaxpr,
     body's per-step sharding with a replicated leading (stacking) axis. The
     scanned axis of every xs must be replicated (ValueError, as lax.scan)."""
     nc, nk, nx, _ = counts(ft_in, ft_out)
-    xs = avals[nc + nk:nc + nk + nx]
+    # (a hi type's sharding is inside the type: its typing made it)
+    xs = [a for a in avals[nc + nk:nc + nk + nx] if not is_high(a)]
     if any(a.sharding is not None and a.sharding.spec.partitions[:1] not in ((), (None,))
            for a in xs):
         shown = ", ".join(str(a.sharding.spec if a.sharding is not None
                               else P(*(None,) * a.ndim)) for a in xs)
         raise ValueError(f"0th dimension of all xs should be replicated. Got {shown}")
     outs = jaxpr.out_avals
-    result: list[Any] = [a.sharding for a in outs[:nk]]
+    result: list[Any] = [getattr(a, "sharding", None) for a in outs[:nk]]
     for y in outs[nk:]:
-        s = y.sharding
+        s = getattr(y, "sharding", None)
+        if is_high(y):
+            s = None
         result.append(None if s is None else NamedSharding(
             s.mesh, P(None, *s.spec.partitions, unreduced=s.spec.unreduced,
                       reduced=s.spec.reduced)))
@@ -1319,6 +1334,32 @@ def _stacked(columns: list[list[np.ndarray]], aval: ArrayType, geo: Geometry) ->
     return Dist(aval, tuple(np.stack(c) if k in mine else None for k, c in enumerate(columns)))
 
 
+def _scan_to_lojax(*args: Any, reverse: bool, length: int, jaxpr: Jaxpr, ft_in: FlatTree,
+                   ft_out: FlatTree, unroll: int) -> list[Any]:
+    """A scan with hi-typed operands or results: the scan of its lowered body
+    over the values' components (a stacked hi value's components are stacked
+    along their leading axes); the results raised again, stacked ones with
+    their stacked types."""
+    nc, nk, _, _ = counts(ft_in, ft_out)
+    in_avals = [a if i < nc + nk else stacked_aval(a, length)
+                for i, a in enumerate(jaxpr.in_avals)]
+    lol = [lower_value(a, x) for a, x in zip(in_avals, args)]
+    los = [lo for parts in lol for lo in parts]
+    nc_lo, nk_lo = sum(map(len, lol[:nc])), sum(map(len, lol[nc:nc + nk]))
+    # The body takes the components' own types (one slice of each scanned
+    # one), as the values have them.
+    lo_avals = [canonical_aval_of(lo) for lo in los]
+    body_in = [a if i < nc_lo + nk_lo else slice_aval(a) for i, a in enumerate(lo_avals)]
+    lowered = lower_jaxpr(jaxpr, body_in)
+    lo_in, lo_out = scan_trees(nc_lo, nk_lo, len(los) - nc_lo - nk_lo,
+                               len(lowered.outvars) - nk_lo)
+    outs = scan_p.bind(*los, reverse=reverse, length=length, jaxpr=lowered, ft_in=lo_in,
+                       ft_out=lo_out, unroll=unroll)
+    out_avals = [a if i < nk else stacked_aval(a, length)
+                 for i, a in enumerate(jaxpr.out_avals)]
+    return raise_values(out_avals, outs)
+
+
 scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch, sharding=_scan_sharding,
@@ -1327,8 +1368,8 @@ scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=Tr
                  remat_rule=_scan_partial_eval_custom, accepts_refs=True,
                  effects_rule=_scan_effects,
                  discharge=_scan_discharge, per_device=from_primitive(_scan),
-                 vma_rule=VMA_FROM_TYPING)
+                 vma_rule=VMA_FROM_TYPING, to_lojax=_scan_to_lojax)
 
 __all__ = ["FlatTree", "closed_to_operands", "counts", "eval_jaxpr_p", "no_aliased_refs",
-           "nones", "pack", "scan_p", "scan_trees",
+           "nones", "pack", "scan_p", "scan_trees", "stacked_aval",
            "sub_jaxpr_effects"]

@@ -38,7 +38,9 @@ from spec._src.core.sharding import (
     entry_of,
 )
 from spec._src.core.state_types import RefType
-from spec._src.core.types import ArrayType
+from spec._src.core.hitypes import HiPspec, is_high, lo_types, lower_value, raise_values
+from spec._src.core.types import SHARD_MAP_TYPING, ArrayType
+from spec._src.interpreters.hi_lowering import lower_jaxpr
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.lax.calls import call_effects
 from spec._src.lax.collectives import (
@@ -133,11 +135,88 @@ def _shard_map_type(*avals: ArrayType, mesh: AbstractMesh, in_specs: tuple[P, ..
     require(len(avals) == len(in_specs), "shard_map", "C1",
             f"{len(avals)} operands for {len(in_specs)} in_specs", TypeError)
     explicit = bool(mesh.explicit_axes)
-    return [global_aval(a, s, mesh, explicit) for a, s in zip(jaxpr.out_avals, out_specs)]
+    return [a.unshard(mesh, check_vma, s) if is_high(a) else
+            global_aval(a, _array_spec(s, a, "out_specs", i), mesh, explicit)
+            for i, (a, s) in enumerate(zip(jaxpr.out_avals, out_specs))]
+
+
+def _array_spec(spec: Any, aval: ArrayType, what: str, index: int) -> P:
+    """An array's spec is a PartitionSpec: a hi type's spec (HiPspec) places
+    values of that type only."""
+    if isinstance(spec, HiPspec):
+        side = "args" if what == "in_specs" else "f(*args)"
+        raise TypeError(f"shard_map {what}[{index}] is {spec!r}, a partition spec for values of"
+                        f" a hi type, but {side}[{index}] is an array of type"
+                        f" {aval.str_short(True)}: arrays take a PartitionSpec")
+    return spec  # type: ignore[no-any-return]
 
 
 def _shard_map_sharding(*avals: ArrayType, **params: Any) -> list[Any]:
-    return [a.sharding for a in _shard_map_type(*avals, **params)]
+    return [getattr(a, "sharding", None) for a in _shard_map_type(*avals, **params)]
+
+
+def _abstract(mesh: Any) -> AbstractMesh:
+    return mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
+
+
+def shard_array_type(aval: ArrayType, mesh: Any, manual_axes: frozenset[Any], check_vma: bool,
+                     spec: P) -> ArrayType:
+    """``ArrayType.shard``: the block type as ``typeof`` shows it inside the
+    map (a block with no split of its own is replicated on the manual mesh)."""
+    abstract = _abstract(mesh)
+    manual = frozenset(manual_axes)
+    block = local_aval(aval, spec, abstract, manual, check_vma, "shard_map", 0)
+    if block.sharding is None:
+        block = block.update(sharding=NamedSharding(manual_mesh(abstract, manual),
+                                                    P(*([None] * block.ndim))))
+    return block
+
+
+def unshard_array_type(aval: ArrayType, mesh: Any, check_vma: bool, spec: P) -> ArrayType:
+    """``ArrayType.unshard``: the type of the array blocks of type ``aval``
+    make, put together by ``spec``."""
+    abstract = _abstract(mesh)
+    return global_aval(aval, spec, abstract, bool(abstract.explicit_axes))
+
+
+SHARD_MAP_TYPING.update(shard=shard_array_type, unshard=unshard_array_type)
+
+
+def _shard_map_to_lojax(*args: Any, jaxpr: Jaxpr, in_specs: tuple[Any, ...],
+                        out_specs: tuple[Any, ...], mesh: AbstractMesh, check_vma: bool,
+                        newly_manual_axes: frozenset[Any]) -> list[Any]:
+    """A map with hi-typed operands or results: the map of its lowered body
+    over the values' components, each hi spec giving one partition spec per
+    component (``to_lo``); the results are raised again."""
+    los = [lo for x in args for lo in lower_value(canonical_aval_of(x), x)]
+    lo_in_specs = _lo_specs(in_specs, [canonical_aval_of(x) for x in args], "in_specs")
+    lo_out_specs = _lo_specs(out_specs, jaxpr.out_avals, "out_specs")
+    who = "shard_map"
+    lo_blocks = [local_aval(canonical_aval_of(x), s, mesh, newly_manual_axes, check_vma, who, i)
+                 for i, (x, s) in enumerate(zip(los, lo_in_specs))]
+    with _inside(mesh, check_vma, newly_manual_axes):
+        lowered = lower_jaxpr(jaxpr, lo_blocks)
+    outs = shard_map_p.bind(*los, jaxpr=lowered, in_specs=tuple(lo_in_specs),
+                            out_specs=tuple(lo_out_specs), mesh=mesh, check_vma=check_vma,
+                            newly_manual_axes=newly_manual_axes)
+    hi_out = _shard_map_type(*[canonical_aval_of(x) for x in args], jaxpr=jaxpr,
+                             in_specs=in_specs, out_specs=out_specs, mesh=mesh,
+                             check_vma=check_vma, newly_manual_axes=newly_manual_axes)
+    return raise_values(hi_out, outs)
+
+
+def _lo_specs(specs: Sequence[Any], avals: Sequence[Any], what: str) -> list[P]:
+    """One partition spec per component: a hi type's spec gives its ``to_lo``."""
+    out: list[P] = []
+    for i, (spec, aval) in enumerate(zip(specs, avals)):
+        lo = list(spec.to_lo())
+        n = len(lo_types(aval))
+        if len(lo) != n:
+            raise ValueError(f"shard_map {what}[{i}] is {spec!r}, whose to_lo() gives {len(lo)}"
+                             f" partition specs, but the value's type {aval.str_short(True)}"
+                             f" lowers to {n} arrays")
+        out.extend(lo)
+    return out
 
 
 def _geometry(mesh: AbstractMesh, geo: S.Geometry | None = None) -> S.Geometry:
@@ -454,5 +533,5 @@ shard_map_p: Primitive = declare(
     body_context=lambda params: _inside(params["mesh"], params["check_vma"],
                                         params["newly_manual_axes"]),
     per_device=_shard_map_program, linearize=_shard_map_linearize, accepts_refs=True,
-    effects_rule=call_effects,
+    effects_rule=call_effects, to_lojax=_shard_map_to_lojax,
     doc="Per-device programming over manual mesh axes.")

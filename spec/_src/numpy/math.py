@@ -20,6 +20,7 @@ import numpy as np
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.jit import jit
 from spec._src.core import types as T
+from spec._src.core.hitypes import is_high
 from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
@@ -188,7 +189,7 @@ def _array_and_scalar(args: tuple[Any, ...]) -> list[Any] | None:
     else:
         return None
     aval = array.aval
-    if not _SCALAR_FITS[type(scalar)](aval.dtype) or aval.vma:
+    if is_high(aval) or not _SCALAR_FITS[type(scalar)](aval.dtype) or aval.vma:
         return None
     converted = python_scalar_operand(scalar, aval.dtype, aval.weak_type)
     return [array, converted] if array_first else [converted, array]

@@ -24,6 +24,7 @@ from spec._src.core.interpreter import (
     current_trace,
     to_concrete_value,
 )
+from spec._src.core.hitypes import is_hi_value, is_high
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import _context
 from spec._src.core.state_types import RefType
@@ -44,10 +45,36 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
             continue
         # Refs (eager Refs, traced refs) are not arrays: JAX's TypeError.
         _refuse_ref(fun_name, a, i)
+        if is_hi_value(a) or (isinstance(a, Tracer) and is_high(a.aval)):
+            raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
+                            f"{_jax_class_seen(fun_name, a)} at position {i}.")
         if isinstance(a, Tracer) or hasattr(a, "__jax_array__"):
             continue
         raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {type(a)} at "
                         f"position {i}.")
+
+
+# JAX's jnp functions that are ufunc objects: they check their operands
+# before their jit; the others check inside it.
+_JAX_UFUNCS = frozenset({
+    "negative", "add", "multiply", "bitwise_and", "bitwise_or", "bitwise_xor", "subtract",
+    "minimum", "maximum", "logical_and", "logical_or", "logical_xor", "logaddexp",
+    "logaddexp2"})
+
+# The module of JAX's tracer class for each of spec's traces.
+_JAX_TRACER_MODULES = {"DynamicJaxprTrace": "partial_eval", "BatchTrace": "batching",
+                       "JVPTrace": "ad", "LinearizeTrace": "ad"}
+
+
+def _jax_class_seen(fun_name: str, a: Any) -> str:
+    """The class of a hi value as JAX's check of ``fun_name``'s operands
+    sees it: inside the function's jit a tracer of JAX's jit trace; before
+    it (a ufunc) the value's own class, or the class of the tracer it is."""
+    trace = "DynamicJaxprTrace" if fun_name not in _JAX_UFUNCS else (
+        a._trace.name if isinstance(a, Tracer) else None)
+    if trace is None or trace not in _JAX_TRACER_MODULES:
+        return str(type(a))
+    return f"<class 'jax._src.interpreters.{_JAX_TRACER_MODULES[trace]}.{trace}r'>"
 
 
 def _refuse_ref(fun_name: str, a: Any, position: int) -> None:
@@ -162,7 +189,7 @@ def _agree(args: tuple[Any, ...] | list[Any], same_rank: bool = False) -> bool:
     if not isinstance(args[0], _TYPED):
         return False
     first = args[0].aval
-    if first.weak_type and first.dtype == T.bool_:
+    if first.weak_type and first.dtype == T.bool_ or is_high(first):
         return False
     for a in args[1:]:
         if not isinstance(a, _TYPED):

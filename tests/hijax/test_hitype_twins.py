@@ -1,0 +1,276 @@
+"""Hi types under transformations the page on hijax types does not show,
+run on spec and on JAX 0.12.0.1 (in a subprocess), cell by cell: after the
+page's cells up to its mesh (the quantized array type, its primitives, its
+mapping spec and leading-axis spec), ``scan`` over hi values inside ``jit``;
+a pair type whose tangent type is itself a hi type (``vspace_zero`` /
+``vspace_add``), under ``grad``, ``vjp`` and ``jit``; and how often a jitted
+hi program runs its primitives' ``expand`` (once per compiled program, as
+JAX lowers it once); and the errors for a hi value where an array is
+required. Per cell, what it prints and any exception's class and message
+must be equal."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import pytest
+
+from tests.hijax.test_types_page import CELLS, namespace
+from tests.support.notebook import run_cell
+from tests.support.twin import jax_env, run_process
+
+# The page's cells before it sets a mesh (cell 25).
+SETUP = CELLS[:25]
+
+PAIR_TYPE = '''
+from typing import Any
+
+@dataclass(frozen=True)
+class Pair:
+  a: Any
+  b: Any
+
+@dataclass(frozen=True)
+class PairTy(HiType):
+  a: Any
+  b: Any
+  def lo_ty(self): return [self.a, self.b]
+  def lower_val(self, p): return [p.a, p.b]
+  def raise_val(self, a, b): return Pair(a, b)
+  # the tangent type is a pair of the components' tangent types: a hi type
+  def to_tangent_aval(self):
+    return PairTy(self.a.to_tangent_aval(), self.b.to_tangent_aval())
+  def vspace_zero(self):
+    return make_pair(jnp.zeros(self.a.shape, self.a.dtype),
+                     jnp.zeros(self.b.shape, self.b.dtype))
+  def vspace_add(self, x, y):
+    return make_pair(first(x) + first(y), second(x) + second(y))
+  def str_short(self, short_dtypes=False, mesh_axis_types=False):
+    return f'Pair{{{self.a.str_short(short_dtypes)},{self.b.str_short(short_dtypes)}}}'
+  __repr__ = str_short
+
+register_hitype(Pair, lambda p: PairTy(jax.typeof(p.a), jax.typeof(p.b)))
+
+class MakePair(VJPHiPrimitive):
+  def __init__(self, a, b):
+    self.in_avals = (a, b)
+    self.out_aval = PairTy(a, b)
+    self.params = {}
+    super().__init__()
+  def expand(self, a, b): return Pair(a, b)
+  def vjp_fwd(self, nzs_in, a, b): return self(a, b), None
+  def vjp_bwd_retval(self, _, g): return (first(g), second(g))
+
+class Get(VJPHiPrimitive):
+  def __init__(self, p, idx):
+    self.in_avals = (p,)
+    self.out_aval = (p.a, p.b)[idx]
+    self.params = dict(idx=idx)
+    super().__init__()
+  def expand(self, p): return (p.a, p.b)[self.idx]
+  def vjp_fwd(self, nzs_in, p): return self(p), None
+  def vjp_bwd_retval(self, _, g):
+    other = jnp.zeros((self.in_avals[0].b, self.in_avals[0].a)[self.idx].shape, 'float32')
+    return (make_pair(g, other) if self.idx == 0 else make_pair(other, g),)
+
+def make_pair(a, b): return MakePair(jax.typeof(a), jax.typeof(b))(a, b)
+def first(p): return Get(jax.typeof(p), 0)(p)
+def second(p): return Get(jax.typeof(p), 1)(p)
+
+pr = make_pair(jnp.arange(3.), jnp.ones(3) * 2.)
+'''
+
+COUNTED = '''
+COUNT = {'q': 0, 'd': 0}
+
+class CountedQ(Quantize):
+  def expand(self, x):
+    COUNT['q'] += 1
+    return super().expand(x)
+
+class CountedD(Dequantize):
+  def expand(self, q):
+    COUNT['d'] += 1
+    return super().expand(q)
+
+def cq(x): return CountedQ(jax.typeof(x))(x)
+def cd(q): return CountedD(jax.typeof(q))(q)
+'''
+
+SCAN = {
+    "summed over hi xs: jaxpr": '''
+jax.jit(lambda qxs: jax.lax.scan(sum_dequantized, 0., qxs, length=4)).trace(qxs).jaxpr
+''',
+    "summed over hi xs: value": '''
+print(jax.jit(lambda qxs: jax.lax.scan(sum_dequantized, 0., qxs, length=4))(qxs))
+''',
+    "hi carry and hi ys: jaxpr": '''
+jax.jit(lambda q0, xs: jax.lax.scan(accum_quantized, q0, xs)).trace(qzero, xs).jaxpr
+''',
+    "hi carry and hi ys: values": '''
+qt, qy = jax.jit(lambda q0, xs: jax.lax.scan(accum_quantized, q0, xs))(qzero, xs)
+print(jax.typeof(qt), jax.typeof(qy))
+print(qt.qvalue, qt.scale)
+print(qy.qvalue, qy.scale)
+''',
+    "reversed, unrolled": '''
+qt, qy = jax.jit(lambda q0, xs: jax.lax.scan(accum_quantized, q0, xs, reverse=True,
+                                             unroll=2))(qzero, xs)
+print(qt.qvalue, qt.scale, qy.scale)
+''',
+    "closed-over hi xs forwarded": '''
+f = jax.jit(lambda q: jax.lax.scan(lambda c, x: (c, x), q, qxs, length=4))
+print(f.trace(qzero).jaxpr)
+c, ys = f(qzero)
+print(jax.typeof(c), jax.typeof(ys), ys.scale)
+''',
+    "hi carry read, array ys": '''
+print(jax.jit(lambda q: jax.lax.scan(lambda c, x: (c, dequantize(c) * x), q, xs))(qzero)[1])
+''',
+    "no length for hi xs": '''
+jax.jit(lambda q: jax.lax.scan(lambda c, x: (c, x), q, qxs))(qzero)
+''',
+    "carry changes type": '''
+jax.jit(lambda q: jax.lax.scan(lambda c, x: (x, ()), q, xs))(qzero)
+''',
+    "eager scan making hi ys from arrays": '''
+print(jax.typeof(jax.lax.scan(lambda c, x: (c, quantize(x)), 0., xs)[1]))
+''',
+    "grad through a jitted scan over hi xs": '''
+print(jax.grad(lambda w: jax.jit(lambda w, qxs: jax.lax.scan(
+    lambda t, q: (t + jnp.sum(dequantize(q) * w), ()), 0., qxs, length=4)[0])(w, qxs))(
+    jnp.ones((2, 3))))
+''',
+}
+
+VSPACE = {
+    "pair type": '''
+print(jax.typeof(pr))
+''',
+    "used twice: value": '''
+g = jax.grad(lambda p: jnp.sum(first(p) * second(p)))(pr)
+print(jax.typeof(g), g.a, g.b)
+''',
+    "used twice: jaxpr": '''
+jax.make_jaxpr(jax.grad(lambda p: jnp.sum(first(p) * second(p))))(pr)
+''',
+    "used twice, jitted": '''
+g = jax.jit(jax.grad(lambda p: jnp.sum(first(p)) + jnp.sum(first(p) * 3.)))(pr)
+print(jax.typeof(g), g.a, g.b)
+''',
+    "no gradient path: value": '''
+g = jax.grad(lambda p, x: jnp.sum(x), argnums=0)(pr, jnp.ones(3))
+print(jax.typeof(g), g.a, g.b)
+''',
+    "no gradient path: jaxpr": '''
+jax.make_jaxpr(jax.grad(lambda p, x: jnp.sum(x), argnums=0))(pr, jnp.ones(3))
+''',
+    "no gradient path, jitted": '''
+g = jax.jit(jax.grad(lambda p, x: jnp.sum(x), argnums=0))(pr, jnp.ones(3))
+print(jax.typeof(g), g.a, g.b)
+''',
+    "through jitted calls": '''
+g = jax.grad(lambda p: jnp.sum(jax.jit(first)(p) * jax.jit(second)(p)))(pr)
+print(jax.typeof(g), g.a, g.b)
+''',
+    "through a jit returning a pair": '''
+print(jax.grad(lambda x: jnp.sum(second(jax.jit(lambda y: make_pair(y, y * y))(x))))(
+    jnp.arange(3.)))
+''',
+    "vjp": '''
+y, f_vjp = jax.vjp(lambda p: first(p) * 3., pr)
+g, = f_vjp(jnp.ones(3))
+print(jax.typeof(g), g.a, g.b)
+''',
+    "two pair arguments": '''
+g = jax.grad(lambda p, q: jnp.sum(first(p) * second(q)), argnums=(0, 1))(pr, pr)
+print([(jax.typeof(x), x.a, x.b) for x in g])
+''',
+    "jvp needs the rules' jvp": '''
+jax.jvp(lambda p: first(p) * second(p), (pr,), (pr,))
+''',
+}
+
+EXPAND_COUNTS = {
+    "a jitted program called three times": '''
+f = jax.jit(lambda x: cd(cq(x)))
+for _ in range(3): f(x)
+print(COUNT)
+''',
+    "a hi result, then a hi argument": '''
+g = jax.jit(cq)
+for _ in range(3): q = g(x)
+h = jax.jit(cd)
+for i in range(3): h(g(x * i))
+print(COUNT)
+''',
+    "an unused hi result is not expanded": '''
+k = jax.jit(lambda x: CountedD(jax.typeof(cq(x)))(cq(x)))
+for _ in range(2): k(x)
+print(COUNT)
+''',
+    "a new jit of the same function": '''
+for _ in range(2): jax.jit(lambda x: cd(cq(x)))(x)
+print(COUNT)
+''',
+    "a jitted scan with hi carries": '''
+s = jax.jit(lambda q0, xs: jax.lax.scan(lambda c, x: (cq(cd(c) + x), ()), q0, xs))
+for _ in range(3): s(qzero, xs)
+print(COUNT)
+''',
+}
+
+# A hi value where an array is required: JAX's jnp functions check their
+# operands inside their jit (the message names its tracer class), its ufunc
+# objects before it; a tracer forwards operators and methods to its type.
+BAD_INPUT = {
+    "a jnp function, eagerly": "jnp.sin(qx)",
+    "a ufunc, eagerly": "jnp.add(qx, 1.)",
+    "a unary ufunc, eagerly": "jnp.negative(qx)",
+    "a ufunc under jit": "jax.jit(lambda q: jnp.add(q, 1.))(qx)",
+    "a ufunc under vmap": "jax.vmap(lambda q: jnp.add(q, 1.), in_axes=QArraySpec(), "
+                          "axis_size=4)(qxs)",
+    "a ufunc under grad": "jax.grad(lambda x: jnp.sum(jnp.multiply(quantize(x), 2.)))(x)",
+    "a reduction under grad": "jax.grad(lambda x: jnp.sum(quantize(x)))(x)",
+    "a jnp function under vmap": "jax.vmap(jnp.sin, in_axes=QArraySpec(), axis_size=4)(qxs)",
+    "a reflected operator": "jax.jit(lambda q: 1 + q)(qx)",
+    "a unary operator": "jax.jit(lambda q: -q)(qx)",
+    "a comparison": "jax.jit(lambda q: q == q)(qx)",
+    "matmul": "jax.jit(lambda q: q @ q)(qx)",
+    "indexing": "jax.jit(lambda q: q[0])(qx)",
+    "a method": "jax.jit(lambda q: q.sum())(qx)",
+}
+
+GROUPS = {"scan": SCAN, "vspace": VSPACE, "expand": EXPAND_COUNTS, "bad input": BAD_INPUT}
+TWINS = [(group, name, cell) for group, cells in GROUPS.items() for name, cell in cells.items()]
+PROGRAM = [*SETUP, PAIR_TYPE, COUNTED, *(cell for _, _, cell in TWINS)]
+
+_JAX_PROGRAM = """
+import json
+from tests.hijax.test_hitype_twins import PROGRAM
+from tests.hijax.test_types_page import namespace
+from tests.support.notebook import run_cell
+ns = namespace("jax")
+print(json.dumps([run_cell(c, ns) for c in PROGRAM]))
+"""
+
+
+@functools.cache
+def run(impl: str) -> tuple[str, ...]:
+    if impl == "jax":
+        proc = run_process([sys.executable, "-c", _JAX_PROGRAM], env=jax_env(1), timeout=600)
+        outs = json.loads(proc.stdout.strip().splitlines()[-1])
+    else:
+        ns = namespace("spec")
+        outs = [run_cell(c, ns) for c in PROGRAM]
+    # The set-up cells run cleanly on both.
+    assert not any(o.startswith("raises") for o in outs[:len(SETUP) + 2]), outs
+    return tuple(outs[len(SETUP) + 2:])
+
+
+@pytest.mark.parametrize("k", [pytest.param(k, id=f"{group}: {name}")
+                               for k, (group, name, _) in enumerate(TWINS)])
+def test_cell(k: int) -> None:
+    assert run("spec")[k] == run("jax")[k]
