@@ -73,6 +73,12 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     "unwrap": (lambda np_: lambda x: np_.unwrap(x * 4.), X1),
     # An eager asarray of an argument is a new value, saved as a residual.
     "asarray": (lambda np_: lambda x: np_.asarray(x) * x, X1),
+    # Tangent pads of the associative scan and of the product tree pad with
+    # a materialised zero, a residual.
+    "cumprod": (lambda np_: np_.cumprod, X1),
+    "cumulative_prod_2d": (lambda np_: lambda x: np_.cumulative_prod(x, axis=0), X2),
+    "nancumprod": (lambda np_: np_.nancumprod, X2),
+    "prod_2d": (lambda np_: np_.prod, X2),
     # Functions that already matched, as a guard.
     "sin": (lambda np_: np_.sin, X1),
     "exp_2d": (lambda np_: np_.exp, X2),
