@@ -48,6 +48,37 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     "median": (lambda np_: np_.median, X1),
     "percentile": (lambda np_: lambda x: np_.percentile(x, 50.), X2),
     "quantile": (lambda np_: lambda x: np_.quantile(x, 0.5), X1),
+    # Early-inlined jits (an entry each) and named jits (an entry holding
+    # the entries of the jits inside).
+    "moveaxis": (lambda np_: lambda x: np_.moveaxis(x, 0, -1), X2),
+    "swapaxes": (lambda np_: lambda x: np_.swapaxes(x, 0, 1), X2),
+    "take": (lambda np_: lambda x: np_.take(x, np_.asarray(np.array([2, 0, -1], np.int32))), X1),
+    "take_along_axis_2d": (lambda np_: lambda x: np_.take_along_axis(
+        x, np_.asarray(np.array([[1, 0, 1], [0, 0, 1]], np.int32)), axis=0), X2),
+    "nanmedian": (lambda np_: np_.nanmedian, X2),
+    "cov": (lambda np_: np_.cov, X1),
+    "cov_2d": (lambda np_: np_.cov, X2),
+    "corrcoef": (lambda np_: np_.corrcoef, X1),
+    "geomspace": (lambda np_: lambda x: np_.geomspace(x[0], x[1], 5), X1),
+    "logspace": (lambda np_: lambda x: np_.logspace(x[0], x[1], 5), X1),
+    "vecdot": (lambda np_: lambda x: np_.vecdot(x, x), X1),
+    "vecdot_2d": (lambda np_: lambda x: np_.vecdot(x, x[:1], axis=1), X2),
+    # A count computed inside an early-inlined body is a literal, a Python
+    # scalar passed to one a residual.
+    "mean": (lambda np_: np_.mean, X1),
+    "mean_axis": (lambda np_: lambda x: np_.mean(x, axis=0), X2),
+    "average": (lambda np_: np_.average, X2),
+    "average_weights": (lambda np_: lambda x: np_.average(x, weights=x), X1),
+    "times_python_scalar": (lambda np_: lambda x: np_.where(x > 1., x, x * 2.), X1),
+    "unwrap": (lambda np_: lambda x: np_.unwrap(x * 4.), X1),
+    # An eager asarray of an argument is a new value, saved as a residual.
+    "asarray": (lambda np_: lambda x: np_.asarray(x) * x, X1),
+    # Tangent pads of the associative scan and of the product tree pad with
+    # a materialised zero, a residual.
+    "cumprod": (lambda np_: np_.cumprod, X1),
+    "cumulative_prod_2d": (lambda np_: lambda x: np_.cumulative_prod(x, axis=0), X2),
+    "nancumprod": (lambda np_: np_.nancumprod, X2),
+    "prod_2d": (lambda np_: np_.prod, X2),
     # Functions that already matched, as a guard.
     "sin": (lambda np_: np_.sin, X1),
     "exp_2d": (lambda np_: np_.exp, X2),

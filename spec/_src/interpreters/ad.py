@@ -41,12 +41,13 @@ from spec._src.interpreters.ad_util import (
     zero_jvp,
     zeros_like_aval,
 )
-from spec._src.core.array import on_device
+from spec._src.core.array import Array, on_device
 from spec._src.interpreters.accumulators import GradAccum
 from spec._src.core.config import config
 from spec._src.core.registry import primitive
 from spec._src.core.interpreter import (
     Atom,
+    canonical_value,
     DropVar,
     Eqn,
     EvalTrace,
@@ -256,11 +257,13 @@ class _SplitTrace(Trace):
     def _staged(self, x: Any) -> Any:
         """A host scalar of the primal side as a device array, once per
         object (so the linear jaxpr captures it as one constant however
-        often it is read). Staging, only those the rule computed (see
-        ``computed_on_primal_side``) are: the others stay literals."""
+        often it is read). Staging, or in the body of an early-inlined jnp
+        function (which JAX traces to a jaxpr first), only those the rule
+        computed (see ``computed_on_primal_side``) are: the others stay
+        literals."""
         if getattr(x, "_py", None) is None:
             return x
-        if not self.eager and id(x) not in self.computed:
+        if (not self.eager or inside_inline_body()) and id(x) not in self.computed:
             return x
         known = self.staged.get(id(x))
         if known is None:
@@ -488,6 +491,26 @@ def _recording_trace(trace: Trace, operands: list[Any]) -> JVPTrace | None:
 INLINE_RECORDING_TRACES = (JVPTrace, BatchTrace)
 
 
+class _InlineBodies(threading.local):
+    """How many early-inlined jnp function bodies run now under a JVP or
+    batch trace. JAX traces such a body to a jaxpr before inlining it, so
+    inside it no value is concrete (``inside_inline_body``)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_inline_bodies = _InlineBodies()
+
+
+def inside_inline_body() -> bool:
+    """Whether an early-inlined jnp function's body runs now under a JVP or
+    batch trace: where JAX sees abstract values only, so a same-type
+    conversion of an autodiff tracer is no copy there (``lax``'s
+    ``_convert_element_type``)."""
+    return _inline_bodies.depth > 0
+
+
 @contextlib.contextmanager
 def inline_call(operands: Any) -> Iterator[None]:
     """The body of a jnp function JAX stages as ``jit(inline=JAX_EARLY)``,
@@ -499,6 +522,45 @@ def inline_call(operands: Any) -> Iterator[None]:
     if not isinstance(here, INLINE_RECORDING_TRACES):  # evaluation or staging: nothing
         yield
         return
+    _inline_bodies.depth += 1
+    try:
+        with _recorded_inline_call(here, operands):
+            yield
+    finally:
+        _inline_bodies.depth -= 1
+
+
+def inline_operands_on_device(operands: Sequence[Any]) -> list[Any] | None:
+    """The operands of an early-inlined jnp function called now, outside
+    any other such body, under an eager JVP trace: its host scalars (Python
+    scalars included) as device arrays, as JAX's ``jit`` passes them to the
+    body, so that a linearization reading one saves it as a residual.
+    None where nothing is to change."""
+    if _inline_bodies.depth:
+        return None
+    trace = current_trace()
+    while isinstance(trace, (JVPTrace, BatchTrace)):
+        trace = trace.parent
+    if not isinstance(trace, EvalTrace):
+        return None
+    if not any(_is_host_scalar(x) for x in operands):
+        return None
+    return [_device_operand(x) if _is_host_scalar(x) else x for x in operands]
+
+
+def _is_host_scalar(x: Any) -> bool:
+    return type(x) in (int, float, complex, bool) or (type(x) is Array and x._py is not None)
+
+
+def _device_operand(x: Any) -> Array:
+    if type(x) is Array:
+        return on_device(x)  # type: ignore[no-any-return]
+    value, aval = canonical_value(x)
+    return Array._from_checked(value, aval, "device_array")
+
+
+@contextlib.contextmanager
+def _recorded_inline_call(here: Trace, operands: Any) -> Iterator[None]:
     trace = _recording_trace(here, tree_util.tree_leaves(operands))
     if trace is None or trace.inline_depth or trace.structured is None:
         yield

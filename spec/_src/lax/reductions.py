@@ -230,7 +230,7 @@ def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int
     perm = tuple(axes) + kept
     pair = _pairwise(lambda v: reshape(v, flat, perm),
                      (primals[0], instantiate(tangents[0])))
-    one, zero = np.array(1, x.dtype), np.array(0, x.dtype)
+    one = np.array(1, x.dtype)
     while n > 1:
         n1 = (n + 1) // 2
         low = _pairwise(functools.partial(slice_in_dim, start_index=0, limit_index=n1),
@@ -239,7 +239,8 @@ def _reduce_prod_jvp(primals: list[Any], tangents: list[Any], *, axes: tuple[int
                                            limit_index=None), pair)
         if n - n1 != n1:
             config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept)
-            high = (pad(high[0], one, config), pad(high[1], zero, config))
+            # The tangent pads with a zero pad's JVP rule materialises.
+            high = (pad(high[0], one, config), pad(high[1], full((), 0, x.dtype), config))
         pair = _mul_pair(low, high)
         n = n1
     if n == 0:
@@ -272,9 +273,12 @@ def _interleave(a: Pair, b: Pair, axis: int) -> Pair:
     b_cfg = [(0, 0, 0)] * ndim
     a_cfg[axis] = (0, 1 if na == nb else 0, 1)
     b_cfg[axis] = (1, 0 if na == nb else 1, 1)
-    zero = np.array(0, _aval(a[0]).dtype)
-    pa = _pairwise(lambda v: pad(v, zero, a_cfg), a)
-    pb = _pairwise(lambda v: pad(v, zero, b_cfg), b)
+    dtype = _aval(a[0]).dtype
+    zero = np.array(0, dtype)
+    # The tangents pad with the padding value's tangent, a zero that pad's
+    # linear JVP rule materialises on the primal side (a residual, as JAX's).
+    pa = pad(a[0], zero, a_cfg), pad(a[1], full((), 0, dtype), a_cfg)
+    pb = pad(b[0], zero, b_cfg), pad(b[1], full((), 0, dtype), b_cfg)
     return E.add(pa[0], pb[0]), E.add(pa[1], pb[1])
 
 

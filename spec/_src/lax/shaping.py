@@ -60,7 +60,7 @@ import warnings
 
 from spec._src.core.interpreter import Tracer
 from spec._src.core.registry import primitive
-from spec._src.interpreters.ad import computed_on_primal_side
+from spec._src.interpreters.ad import computed_on_primal_side, inside_inline_body
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.reshard import place, reshard
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding, fit_out
@@ -1052,7 +1052,12 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
         warnings.warn("Casting complex values to real discards the imaginary part",
                       np.exceptions.ComplexWarning, stacklevel=3)
     if _is_array(operand):
-        if aval.dtype == new_dtype and aval.weak_type == weak_type:
+        if aval.dtype == new_dtype and aval.weak_type == weak_type and not (
+                isinstance(operand, Tracer) and operand.to_concrete_value() is not None
+                and not inside_inline_body()):
+            # A tracer whose value is known (an eager autodiff tracer) is
+            # converted anyway, as JAX does: the result is a new value, so a
+            # residual saved from it is not the argument itself.
             return operand
         folded = fold_convert(operand, new_dtype, weak_type) if sharding is None else None
         if folded is not None:

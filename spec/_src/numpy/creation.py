@@ -66,7 +66,11 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
         raise NotImplementedError("Only implemented for order='K'")
     if dtype is None and ndmin == 0:
         if isinstance(object, Tracer):
-            return device_array(slicing._array_copy(object) if copy else object)
+            # The final conversion JAX makes: a new value for an eager
+            # autodiff tracer, the tracer itself otherwise.
+            aval = canonical_aval_of(object)
+            value = slicing._array_copy(object) if copy else object
+            return device_array(_convert_element_type(value, aval.dtype, aval.weak_type))
         if isinstance(object, (int, float, complex, np.number, np.ndarray)):
             return device_array(
                 L.asarray(object) if not isinstance(object, np.ndarray) else

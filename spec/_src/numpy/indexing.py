@@ -759,14 +759,20 @@ class _IndexUpdateHelper:
 def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
          mode: str | None = None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
-    """``jnp.take``: one gather along ``axis`` (of ``a.ravel()`` when None).
+    """``jnp.take``: one gather along ``axis`` (of ``a.ravel()`` when None),
+    staged as JAX stages it, a ``jit`` named ``_take``.
 
-    mode None/"fill": negative indices wrap once, out-of-bounds ones fill;
-    "clip": clamp (negative indices are NOT wrapped). Values match JAX; the
-    jaxpr differs in that JAX wraps negatives with a jitted ``where``."""
+    mode None/"fill": negative indices wrap once (a jitted ``where``),
+    out-of-bounds ones fill; "clip": clamp (negative indices are NOT
+    wrapped)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
-    indices = _asarray(indices)
+    return _take(a, _asarray(indices), axis=axis, mode=mode, unique_indices=unique_indices,
+                 indices_are_sorted=indices_are_sorted, fill_value=fill_value)
+
+
+def _take_fn(a: Any, indices: Any, axis: int | None, mode: str | None, unique_indices: bool,
+             indices_are_sorted: bool, fill_value: Any) -> Any:
     if axis is None:
         a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
@@ -776,7 +782,7 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     axis %= len(shape)
     if mode is None or mode == "fill":
         gmode = GatherScatterMode.FILL_OR_DROP
-        indices = _normalize(indices, shape[axis])
+        indices = _wrap_negative(indices, shape[axis])
     elif mode == "clip":
         gmode = GatherScatterMode.CLIP
     elif mode in ("raise", "wrap"):
@@ -797,6 +803,19 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     return li.gather(a, _expand_dims(indices, (nd,)), dnums, tuple(sizes), mode=gmode,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
                       fill_value=fill_value)
+
+
+_take = _jit("_take", _take_fn,
+             ("axis", "mode", "unique_indices", "indices_are_sorted", "fill_value"))
+
+
+def _wrap_negative(indices: Any, size: int) -> Any:
+    """Negative indices count from the end, through the jitted ``where``."""
+    dt = _dtype_of(indices)
+    if T.is_unsigned_int(dt):
+        return indices
+    negative = ew.lt(indices, _concrete(np.asarray(0), dt, True))
+    return _where(negative, ew.add(indices, _concrete(np.asarray(size), dt, True)), indices)
 
 
 # ======================================================== take_along_axis
@@ -830,18 +849,54 @@ def _take_along_axis_fn(arr: Any, indices: Any, axis: int | None, mode: Any = No
                          f"{[idx_aval.shape, arr_shape]}") from None
     if shape[ax] == 0:
         return L.full(out_shape, 0, canonical_aval_of(a).dtype)
-    idx = _broadcast_to(idx, out_shape)
-    # Every other axis is indexed by its own position (0 where arr has size 1).
-    grid: list[Any] = []
-    for d in range(rank):
+    index_dtype = T.int64 if shape[ax] > np.iinfo(np.int32).max else T.int32
+    if idx_aval.dtype != index_dtype:
+        idx = _convert_element_type(idx, index_dtype, False)
+    idx = _normalize(idx, shape[ax])
+    return _gather_along_axis(a, idx, ax, out_shape, mode, fill_value)
+
+
+def _gather_along_axis(a: Any, idx: Any, ax: int, out_shape: tuple[int, ...], mode: Any,
+                       fill_value: Any) -> Any:
+    """One gather of ``a`` at ``idx`` along ``ax``: an index axis of size 1
+    takes the whole operand axis (an offset axis), an operand axis of size 1
+    facing a longer index axis is squeezed away, and equal axes are batching
+    axes of the operand and the indices (no iota grid)."""
+    shape = canonical_aval_of(a).shape
+    idx_shape = canonical_aval_of(idx).shape
+    index_dims = [d for d, n in enumerate(idx_shape) if d == ax or n != 1]
+    gather_idx = L.reshape(idx, tuple(out_shape[d] for d in index_dims) + (1,))
+    slice_sizes: list[int] = []
+    offset_dims: list[int] = []
+    squeezed: list[int] = []
+    batch_operand: list[int] = []
+    batch_index: list[int] = []
+    kept = j = 0  # axis of the squeezed operand; axis of the gather indices
+    for d in range(len(shape)):
         if d == ax:
-            grid.append(idx)
+            slice_sizes.append(1)
+            axis_kept = kept
+            kept += 1
+            j += 1
+        elif idx_shape[d] == 1:
+            offset_dims.append(d)
+            slice_sizes.append(shape[d])
+            kept += 1
+        elif shape[d] == 1:
+            squeezed.append(d)
+            j += 1
         else:
-            pos = np.arange(out_shape[d]) if shape[d] != 1 else np.zeros(out_shape[d], int)
-            grid.append(np.broadcast_to(pos.reshape([-1 if e == d else 1
-                                                     for e in range(rank)]), out_shape))
-    gmode = "fill" if mode is None else mode
-    return getitem(a, tuple(grid), mode=gmode, fill_value=fill_value)
+            slice_sizes.append(1)
+            batch_operand.append(kept)
+            batch_index.append(j)
+            kept += 1
+            j += 1
+    dnums = GatherDimensionNumbers(
+        offset_dims=tuple(offset_dims), collapsed_slice_dims=(axis_kept,),
+        start_index_map=(axis_kept,), operand_batching_dims=tuple(batch_operand),
+        start_indices_batching_dims=tuple(batch_index))
+    return li.gather(L.squeeze(a, squeezed), gather_idx, dnums, tuple(slice_sizes),
+                     mode="fill" if mode is None else mode, fill_value=fill_value)
 
 
 def _canonical_axis(axis: Any, ndim: int) -> int:
@@ -851,12 +906,17 @@ def _canonical_axis(axis: Any, ndim: int) -> int:
     return a + ndim if a < 0 else a
 
 
+_take_along_axis = _jit("take_along_axis", _take_along_axis_fn, ("axis", "mode", "fill_value"))
+
+
 def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: Any = None,
                     fill_value: Any = None) -> Any:
     """``arr`` gathered at ``indices`` along ``axis``; negative indices wrap
     once and out-of-bounds ones give ``fill_value`` (NaN for inexact types),
-    unless mode="clip". Values match JAX; the gather is built differently."""
-    return _take_along_axis_fn(arr, indices, axis, mode, fill_value)
+    unless mode="clip". Staged as a ``jit`` named ``take_along_axis``, as
+    JAX; values match JAX, the gather inside is built differently."""
+    check_arraylike("take_along_axis", arr, indices)
+    return _take_along_axis(arr, indices, axis=axis, mode=mode, fill_value=fill_value)
 
 
 # ============================================================ nonzero & co

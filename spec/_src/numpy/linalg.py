@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spec._src.api.jit import jit
+from spec._src.api.vmap import vmap
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot as ld
@@ -554,13 +555,37 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
         raise ValueError(f"axes must match; got shapes {sa} and {sb} with axis={axis}")
     a = _moveaxis(a, axis, -1)
     b = _moveaxis(b, axis, -1)
-    # conj(a) . b over the last axis, broadcasting the leading (batch) axes.
-    batch = np.broadcast_shapes(_shape(a)[:-1], _shape(b)[:-1])
-    a = jnp_shape.broadcast_to(a, (*batch, n1))
-    b = jnp_shape.broadcast_to(b, (*batch, n1))
-    letters = _batch_letters(len(batch))
-    return einsum(f"{letters}z,{letters}z->{letters}", jnp_math.conj(a), b,
-                      precision=precision, preferred_element_type=preferred_element_type)
+    return _vectorized_vdot(a, b, precision, preferred_element_type)
+
+
+def _vectorized_vdot(a: Any, b: Any, precision: Any, preferred_element_type: Any) -> Any:
+    """``vdot`` of the last axes, broadcast over the leading ones as JAX's
+    ``vectorize`` with signature ``(n),(n)->()`` does it: the operands as
+    arrays, their size-1 leading axes squeezed, one ``vmap`` per leading
+    axis that some operand has, and size-1 axes put back on the result."""
+    args = [creation.asarray(a), creation.asarray(b)]
+    leading = [_shape(x)[:-1] for x in args]
+    batch = np.broadcast_shapes(*leading)
+    reversed_filled = []
+    squeezed = []
+    for x, lead in zip(args, leading):
+        reversed_filled.append(((1,) * (len(batch) - len(lead)) + lead)[::-1])
+        squeezed.append(jnp_shape.squeeze(x, axis=tuple(i for i, n in enumerate(lead)
+                                                         if n == 1)))
+
+    def product(x: Any, y: Any) -> Any:
+        return vdot(x, y, precision=precision, preferred_element_type=preferred_element_type)
+
+    fun: Any = product
+    expanded = []
+    for negdim, sizes in enumerate(zip(*reversed_filled)):
+        in_axes = tuple(None if n == 1 else 0 for n in sizes)
+        if all(ax is None for ax in in_axes):
+            expanded.append(len(batch) - 1 - negdim)
+        else:
+            fun = vmap(fun, in_axes)
+    result = fun(*squeezed)
+    return jnp_shape.expand_dims(result, expanded) if expanded else result
 
 
 def _matvec_fn(x1: Any, x2: Any) -> Any:

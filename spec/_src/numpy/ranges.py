@@ -19,6 +19,7 @@ from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.util import (
     _ensure,
     _index,
+    _jit,
     _ndim,
     _promote,
     _shape,
@@ -60,8 +61,16 @@ def _space_dtype(name: str, start: Any, stop: Any, dtype: Any) -> T.DType:
 
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+    """``base ** linspace(start, stop)``, staged as JAX stages it: a ``jit``
+    named ``_logspace`` with ``base`` traced."""
     num = _index(num, "'num' argument of jnp.logspace")
     axis = _index(axis, "'axis' argument of jnp.logspace")
+    return _logspace(start, stop, num=num, endpoint=endpoint, base=base, dtype=dtype,
+                     axis=axis)
+
+
+def _logspace_fn(start: Any, stop: Any, num: int, endpoint: bool, base: Any, dtype: Any,
+                 axis: int) -> Any:
     dt = _space_dtype("logspace", start, stop, dtype)
     comp = _to_inexact(dt)
     a, b = _ensure("logspace", start, stop)
@@ -70,22 +79,35 @@ def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     return L.convert_element_type(jnp_math.power(base, lin), dt)
 
 
+_logspace = _jit("_logspace", _logspace_fn, ("num", "endpoint", "dtype", "axis"))
+
+
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
               dtype: Any = None, axis: int = 0) -> Any:
+    """Geometrically spaced values, a ``jit`` named ``_geomspace`` (holding
+    ``_logspace``'s), as JAX."""
     num = _index(num, "'num' argument of jnp.geomspace")
     axis = _index(axis, "'axis' argument of jnp.geomspace")
+    return _geomspace(start, stop, num=num, endpoint=endpoint, dtype=dtype, axis=axis)
+
+
+def _geomspace_fn(start: Any, stop: Any, num: int, endpoint: bool, dtype: Any,
+                  axis: int) -> Any:
     dt = _space_dtype("geomspace", start, stop, dtype)
     comp = _to_inexact(dt)
     a, b = _ensure("geomspace", start, stop)
     a, b = jnp_shape.astype(a, comp), jnp_shape.astype(b, comp)
     sign = jnp_math.sign(a)
-    res = sign * logspace(jnp_math.log10(a / sign), jnp_math.log10(b / sign), num,
-                          endpoint=endpoint, base=10.0, dtype=comp, axis=0)
+    res = sign * _logspace(jnp_math.log10(a / sign), jnp_math.log10(b / sign), num=num,
+                           endpoint=endpoint, base=10.0, dtype=comp, axis=0)
     nd = _ndim(res)
     ax = canonicalize_axis(axis, nd)
     if ax != 0:
         res = L.transpose(res, (*range(1, ax + 1), 0, *range(ax + 1, nd)))
     return L.convert_element_type(res, dt)
+
+
+_geomspace = _jit("_geomspace", _geomspace_fn, ("num", "endpoint", "dtype", "axis"))
 
 
 def _concrete_scalar(v: Any, what: str) -> Any:

@@ -766,7 +766,10 @@ def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
-    return _array_api_cumulative("cumulative_prod", cumprod, x, axis, dtype, include_initial, 1,
+    # The reduction unjitted, as JAX calls it here.
+    def reduce(a: Any, axis: int, dtype: Any) -> Any:
+        return _cumulative("cumulative_prod", lr.cumprod, a, axis, dtype)
+    return _array_api_cumulative("cumulative_prod", reduce, x, axis, dtype, include_initial, 1,
                                  False)
 
 

@@ -172,6 +172,7 @@ def matrix_transpose(x: Any, /) -> Any:
     return L.transpose(arr, (*range(nd - 2), nd - 1, nd - 2))
 
 
+@_inline_jit
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     arr = _ensure("swapaxes", a)
     perm = list(range(_aval(arr).ndim))
@@ -181,9 +182,14 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
 
 def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
     arr = _ensure("moveaxis", a)
+    return _moveaxis_staged(arr, _index_tuple(source), _index_tuple(destination))
+
+
+@_inline_jit
+def _moveaxis_staged(arr: Any, source: tuple[int, ...], destination: tuple[int, ...]) -> Any:
     nd = _aval(arr).ndim
-    src = tuple(canonicalize_axis(i, nd) for i in _index_tuple(source))
-    dst = tuple(canonicalize_axis(i, nd) for i in _index_tuple(destination))
+    src = tuple(canonicalize_axis(i, nd) for i in source)
+    dst = tuple(canonicalize_axis(i, nd) for i in destination)
     if len(src) != len(dst):
         raise ValueError(f"Inconsistent number of elements: {len(src)} vs {len(dst)}")
     perm = [i for i in range(nd) if i not in src]

@@ -18,6 +18,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.lax import conv as lc
 from spec._src.lax import elementwise as ew
+from spec._src.lax import indexing as li
 from spec._src.lax import reductions as lr
 from spec._src.lax import shaping as L
 from spec._src.numpy import creation, indexing, linalg, reductions
@@ -144,17 +145,22 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
         low, high = ew.floor(pos), ew.ceil(pos)
         high_w = ew.sub(pos, low)
         low_w = ew.sub(L.full((), 1, qdt), high_w)
-        top = ew.sub(count, L.full((), 1, qdt))
         zero = L.full((), 0, qdt)
-        low = ew.max(zero, ew.min(low, top))
-        high = ew.max(zero, ew.min(high, top))
-        full_q = (*_shape(q), *rest_shape)
-        low_v = _take_last(a2, L.convert_element_type(low, T.default_int()), full_q)
-        high_v = _take_last(a2, L.convert_element_type(high, T.default_int()), full_q)
-        low_w = jnp_shape.broadcast_to(jnp_shape.reshape(low_w, _shape(low_w) + (1,) * (
-            len(full_q) - _ndim(low_w))), full_q)
-        high_w = jnp_shape.broadcast_to(jnp_shape.reshape(high_w, _shape(high_w) + (1,) * (
-            len(full_q) - _ndim(high_w))), full_q)
+        top = ew.sub(count, L.full((), 1, qdt))
+        if squash_nans:  # per-row counts: clamp each position to its row
+            low = ew.max(zero, ew.min(low, top))
+            high = ew.max(zero, ew.min(high, ew.sub(count, L.full((), 1, qdt))))
+        else:
+            low = ew.clamp(zero, low, top)
+            high = ew.clamp(zero, high, ew.sub(count, L.full((), 1, qdt)))
+        low_i = L.convert_element_type(low, T.default_int())
+        high_i = L.convert_element_type(high, T.default_int())
+        if squash_nans:
+            low_v, high_v = _pick_per_row(a2, low_i), _pick_per_row(a2, high_i)
+        else:  # one position per q, shared by every row
+            low_v, high_v = _pick_shared(a2, low_i), _pick_shared(a2, high_i)
+            low_w = _weights_like(low_w, _shape(low_v))
+            high_w = _weights_like(high_w, _shape(high_v))
         if method == "linear":
             res = ew.add(ew.mul(L.convert_element_type(low_v, qdt), low_w),
                           ew.mul(L.convert_element_type(high_v, qdt), high_w))
@@ -175,17 +181,34 @@ def _quantile_impl(a: Any, q: Any, axis: Any, method: str, keepdims: bool,
     return L.convert_element_type(res, _dtype(a))
 
 
-def _take_last(a2: Any, idx: Any, full_q: tuple[int, ...]) -> Any:
-    """``a2[..., idx]`` with ``idx`` of shape q_shape (+ rest shape): the
-    result has shape q_shape + rest shape."""
-    q_nd = len(full_q) - (_ndim(a2) - 1)
-    if _ndim(idx) == q_nd:  # one index per q, shared by every row
-        picked = indexing.take(a2, jnp_shape.ravel(idx) if q_nd else idx, axis=-1)
-        if q_nd:
-            picked = jnp_shape.moveaxis(picked, -1, 0)
-        return picked
-    b = jnp_shape.broadcast_to(a2, (*full_q[:q_nd], *_shape(a2)))
-    return indexing.take_along_axis(b, idx[..., None], axis=-1)[..., 0]
+def _pick_shared(a2: Any, idx: Any) -> Any:
+    """``a2[..., idx]`` for ``idx`` of shape q_shape (rank <= 1), one gather
+    along the last axis: the result has shape q_shape + the leading axes."""
+    q_nd = _ndim(idx)
+    last = _ndim(a2) - 1
+    dnums = li.GatherDimensionNumbers(
+        offset_dims=tuple(range(q_nd, last + q_nd)), collapsed_slice_dims=(last,),
+        start_index_map=(last,))
+    sizes = (*_shape(a2)[:-1], 1)
+    return li.gather(a2, L.expand_dims(idx, (q_nd,)), dnums, sizes)
+
+
+def _pick_per_row(a2: Any, idx: Any) -> Any:
+    """``a2[rows, idx]`` for ``idx`` of shape q_shape + the leading axes of
+    ``a2``: advanced indexing by iotas over the leading axes and ``idx``."""
+    out_shape = _shape(idx)
+    q_nd = len(out_shape) - (_ndim(a2) - 1)
+    rows = [L.broadcasted_iota(T.default_int(), out_shape, q_nd + d)
+            for d in range(_ndim(a2) - 1)]
+    return indexing.getitem(a2, (*rows, idx))
+
+
+def _weights_like(w: Any, shape: tuple[int, ...]) -> Any:
+    """Interpolation weights of shape q_shape broadcast against values of
+    shape q_shape + the leading axes."""
+    if _shape(w) == shape:
+        return w
+    return L.broadcast_in_dim(w, shape, tuple(range(_ndim(w))))
 
 
 def _quantile_common(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_input: bool,
@@ -326,6 +349,13 @@ def _check_inexact_dtype(name: str, dtype: Any) -> None:
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: Any = None, aweights: Any = None,
         dtype: Any = None) -> Any:
+    """``jnp.cov``, staged as JAX stages it: a ``jit`` named ``cov``."""
+    return _cov(m, y, rowvar=rowvar, bias=bias, ddof=ddof, fweights=fweights,
+                aweights=aweights, dtype=dtype)
+
+
+def _cov_fn(m: Any, y: Any, rowvar: bool, bias: bool, ddof: int | None, fweights: Any,
+            aweights: Any, dtype: Any) -> Any:
     if y is not None:
         check_arraylike("cov", m, y)
         m, y = _promote_inexact(m, y)
@@ -389,19 +419,30 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
     return jnp_shape.squeeze(jnp_math.true_divide(linalg.dot(x, jnp_math.conj(xt)), f))
 
 
+_cov = _jit("cov", _cov_fn, ("rowvar", "bias", "ddof", "dtype"))
+
+
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """``jnp.corrcoef``, a ``jit`` named ``corrcoef`` (holding ``cov``'s), as JAX."""
+    return _corrcoef(x, y, rowvar=rowvar, dtype=dtype)
+
+
+def _corrcoef_fn(x: Any, y: Any, rowvar: bool, dtype: Any) -> Any:
     check_arraylike("corrcoef", x)
     _check_inexact_dtype("corrcoef", dtype)
     c = cov(x, y, rowvar, dtype=dtype)
     if _ndim(c) == 0:
         return jnp_math.divide(c, c)
-    d = indexing.diagonal(c)
+    d = indexing.diag(c)
     std = jnp_shape.astype(jnp_math.sqrt(jnp_math.real(d)), _dtype(c))
     c = c / std[:, None] / std[None, :]
     re = jnp_math.clip(jnp_math.real(c), -1, 1)
     if T.is_complex(_dtype(c)):
         return ew.complex(re, jnp_math.clip(jnp_math.imag(c), -1, 1))
     return re
+
+
+_corrcoef = _jit("corrcoef", _corrcoef_fn, ("rowvar", "dtype"))
 
 
 def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,

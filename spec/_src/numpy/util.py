@@ -306,6 +306,9 @@ def _inline_jit(fn: F) -> F:
         def call(x: Any, /) -> Any:
             if not isinstance(current_trace(), _RECORDING):
                 return fn(x)
+            moved = ad.inline_operands_on_device((x,))
+            if moved is not None:
+                (x,) = moved
             with ad.inline_call(((x,), {})):
                 return fn(x)
     elif arity == 2:
@@ -316,6 +319,9 @@ def _inline_jit(fn: F) -> F:
                 if is_committed(x) and is_committed(y):  # named as JAX's jit names them
                     committed_device((x, y), names, fn.__name__)
                 return fn(x, y)
+            moved = ad.inline_operands_on_device((x, y))
+            if moved is not None:
+                x, y = moved
             with ad.inline_call(((x, y), {})):
                 return fn(x, y)
     else:
