@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spec
+from spec.experimental import xla_metadata
 import spec.numpy as snp
 from spec import lax
 from spec._src.core.interpreter import NotApplicable, Pending
@@ -390,6 +391,16 @@ def _name(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda x: checkpoint_name(2.0 * x, "h")), (_rand(rng, _shape(draw)),), "lt"
 
 
+def _xla_metadata_call(draw: Draw, rng: np.random.Generator) -> Case:
+    call = xla_metadata.xla_metadata_call(lambda x, y: 2.0 * x - y, tag="t")
+    return call, tuple(_rand(rng, s) for s in [_shape(draw)] * 2), "lt"
+
+
+def _xla_metadata_value(draw: Draw, rng: np.random.Generator) -> Case:
+    return (lambda x: xla_metadata.set_xla_metadata(3.0 * x, tag=True)), \
+        (_rand(rng, _shape(draw)),), "lt"
+
+
 def _triangular_solve(draw: Draw, rng: np.random.Generator) -> Case:
     """Linear in b, for every combination of the flags; a is a fixed,
     well-conditioned matrix (both triangles filled: one is ignored)."""
@@ -429,6 +440,8 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "jit": _jit,
     "mul": _scaled(lax.mul),
     "name": _name,
+    "xla_metadata_call": _xla_metadata_call,
+    "xla_metadata_value": _xla_metadata_value,
     "neg": _unary(lax.neg),
     "pad": _pad,
     "polynomial": _polynomial,

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from tests.support.printed import assert_prints_match_up_to_rounding
+
 import spec
 import spec.numpy as snp
 from tests.support.notebook import run_cell
@@ -352,8 +354,17 @@ def _cases() -> list[Any]:
     return out
 
 
+# Cells printing sums of matmul results: XLA's rounding depends on the
+# machine's kernels (JAX prints 20. on some, 20.000002 on others), so they are
+# compared up to contraction rounding (tests/support/printed.py).
+CONTRACTIONS = {("301/refs.md", 14)}
+
+
 @pytest.mark.parametrize(("page", "k"), _cases())
 def test_cell(page: str, k: int) -> None:
+    if (page, k) in CONTRACTIONS:
+        assert_prints_match_up_to_rounding(run_page(page, "spec")[k], run_page(page, "jax")[k])
+        return
     assert run_page(page, "spec")[k] == run_page(page, "jax")[k]
 
 

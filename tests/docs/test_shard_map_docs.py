@@ -1017,12 +1017,8 @@ def _xfail(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-# Known differences, one reason per gap (notes/SHARD_MAP_DOCS_GAPS.md).
-RANDOM = "spec has no jax.random and no jax.nn (AttributeError)"
-
-_GAPS = {
-    "random and nn (verbatim)": [RANDOM],
-}
+# Known differences, one reason per gap.
+_GAPS: dict[str, list[str]] = {}
 _AD_GAPS: dict[str, list[str]] = {}
 XFAIL: dict[tuple[str, str], str] = {
     **{("shard_map", k): "; ".join(v) for k, v in _GAPS.items()},

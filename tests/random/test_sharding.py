@@ -84,8 +84,6 @@ XFAIL = {
     # Under a mesh, spec's jit cache gives the call of jnp.clip on constants
     # its own jaxpr (printed inline) where JAX reuses the one of the traced calls.
     "randint u8 jaxpr": "a shared jaxpr printed inline (spec's jit cache under a mesh)",
-    # spec.numpy's take is not the jitted _take (with its jitted _where) of JAX.
-    "permutation array jaxpr": "jnp.take is not staged as JAX's jit(_take) (spec.numpy)",
 }
 
 
