@@ -1127,21 +1127,24 @@ def _like_real(x: Any, value: float) -> Any:
     return L.full((), value, real)
 
 
+def _logaddexp_tangent(exp: Callable[[Any], Any], x1: Any, x2: Any, out: Any, t1: Any,
+                       t2: Any) -> Any:
+    """d out / d x1 = exp(x1 - out) (in the base of ``exp``), well defined
+    where the result is +inf too."""
+    return ew.add(ew.mul(t1, exp(ew.sub(_replace_inf(x1), _replace_inf(out)))),
+                  ew.mul(t2, exp(ew.sub(_replace_inf(x2), _replace_inf(out)))))
+
+
 def _logaddexp_jvp(primals: Any, tangents: Any) -> Any:
     (x1, x2), (t1, t2) = primals, tangents
     out = _lax_logaddexp(x1, x2)
-    # d/dx1 = exp(x1 - out): well defined where the result is +inf too.
-    t_out = ew.add(ew.mul(t1, ew.exp(ew.sub(_replace_inf(x1), _replace_inf(out)))),
-                   ew.mul(t2, ew.exp(ew.sub(_replace_inf(x2), _replace_inf(out)))))
-    return out, t_out
+    return out, _logaddexp_tangent(ew.exp, x1, x2, out, t1, t2)
 
 
 def _logaddexp2_jvp(primals: Any, tangents: Any) -> Any:
     (x1, x2), (t1, t2) = primals, tangents
     out = _lax_logaddexp2(x1, x2)
-    t_out = ew.add(ew.mul(t1, ew.exp2(ew.sub(_replace_inf(x1), _replace_inf(out)))),
-                   ew.mul(t2, ew.exp2(ew.sub(_replace_inf(x2), _replace_inf(out)))))
-    return out, t_out
+    return out, _logaddexp_tangent(ew.exp2, x1, x2, out, t1, t2)
 
 
 def _logaddexp_lax(x1: Any, x2: Any) -> Any:
