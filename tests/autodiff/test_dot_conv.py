@@ -27,7 +27,7 @@ from spec.config import config
 from spec._src.core.registry import missing_sections
 from spec.test_util import check_grads
 
-SETTINGS = settings(max_examples=15, deadline=None,
+SETTINGS = settings(max_examples=8, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 Side = tuple[Any, Any, Any]  # (api module, numpy module, lax module)

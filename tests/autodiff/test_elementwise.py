@@ -150,7 +150,7 @@ def test_no_pending_jvp_or_transpose_sections() -> None:
 
 # ----------------------------------------------------- unary: values vs JAX
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(name=st.sampled_from(UNARY), shape=shapes, dt=st.sampled_from([F32, C64, F16]),
        seed=st.integers(0, 2**16))
 def test_unary_jvp_vjp_match_jax(name: str, shape: tuple[int, ...], dt: np.dtype[Any],
@@ -197,7 +197,7 @@ def test_unary_grad_of_python_scalar_is_weak_like_jax(name: str) -> None:
 
 # ----------------------------------------------------- numerical derivative checks
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(name=st.sampled_from(UNARY), shape=shapes, cplx=st.booleans(), seed=st.integers(0, 999))
 def test_unary_check_grads(name: str, shape: tuple[int, ...], cplx: bool, seed: int) -> None:
     dt = C64 if cplx and name in COMPLEX_OK else F32
@@ -246,7 +246,7 @@ def _pair_shapes() -> st.SearchStrategy[tuple[tuple[int, ...], tuple[int, ...]]]
     ]))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(BINARY), pair=_pair_shapes(), seed=st.integers(0, 999))
 def test_binary_grads_match_jax(name: str, pair: tuple[tuple[int, ...], tuple[int, ...]],
                                 seed: int) -> None:

@@ -31,7 +31,7 @@ Make = Callable[[Any, Any], Callable[..., Any]]
 INDEXING = sorted(p.name for p in vars(indexing).values()
                   if isinstance(p, type(indexing.gather_p))
                   and p.impl.__module__ == indexing.__name__)
-HYP = settings(max_examples=15, deadline=None,
+HYP = settings(max_examples=7, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

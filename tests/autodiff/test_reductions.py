@@ -30,7 +30,7 @@ MINE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "
         "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
         "cumlogsumexp", "sort", "top_k", "reduce_precision"]
 
-SETTINGS = settings(max_examples=12, deadline=None,
+SETTINGS = settings(max_examples=7, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 

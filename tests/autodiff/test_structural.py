@@ -29,7 +29,7 @@ Make = Callable[[Any, Any], Callable[..., Any]]
 
 STRUCTURAL = sorted({p.name for module in (shaping, slicing) for p in vars(module).values()
                      if isinstance(p, type(slicing.copy_p))})
-HYP = settings(max_examples=15, deadline=None,
+HYP = settings(max_examples=8, deadline=None,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

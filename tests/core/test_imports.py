@@ -11,6 +11,7 @@ that imports a facade package (``from spec import lax``) depends on everything i
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,18 +51,20 @@ def imported_names(node: ast.Import | ast.ImportFrom, module: str) -> list[str]:
     return [base, *(f"{base}.{alias.name}" for alias in node.names)]
 
 
-def function_local(tree: ast.Module) -> set[int]:
-    return {id(inner) for fn in ast.walk(tree)
-            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for inner in ast.walk(fn) if isinstance(inner, (ast.Import, ast.ImportFrom))}
+def import_statements(node: ast.AST, in_function: bool = False
+                      ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement under ``node``, with whether a function encloses it."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child, in_function
+        inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+        yield from import_statements(child, inside)
 
 
-def imports(module: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    tree = ast.parse(MODULES[module].read_text())
-    local = function_local(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node, id(node) in local
+@functools.cache
+def imports(module: str) -> tuple[tuple[ast.Import | ast.ImportFrom, bool], ...]:
+    """Parsed once per module: every test reads the same import statements."""
+    return tuple(import_statements(ast.parse(MODULES[module].read_text())))
 
 
 def spec_targets(node: ast.Import | ast.ImportFrom, module: str) -> set[str]:
@@ -74,6 +77,7 @@ def spec_targets(node: ast.Import | ast.ImportFrom, module: str) -> set[str]:
     return targets
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     return {m: {t for node, _ in imports(m) for t in spec_targets(node, m)} for m in MODULES}
 

@@ -195,7 +195,7 @@ def _operands(draw: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("name", list(BOUNDS))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(ops=_operands())
 def test_error_within_the_preset_bound(name: str, ops: tuple[np.ndarray, np.ndarray]) -> None:
     a, b = ops
@@ -208,7 +208,7 @@ def test_error_within_the_preset_bound(name: str, ops: tuple[np.ndarray, np.ndar
     assert np.all(np.abs(got - exact) <= bound)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(ops=_operands())
 def test_nine_bfloat16_products_are_the_float32_product(
         ops: tuple[np.ndarray, np.ndarray]) -> None:
@@ -242,7 +242,7 @@ def test_any_accumulation_follows_the_preferred_type() -> None:
             assert float(got[i, j]) == float(round_bits(round_bits(s, 53), 11))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(ops=_operands(), depth=st.integers(33, 100))
 def test_fast_accumulation_within_its_bound(ops: tuple[np.ndarray, np.ndarray],
                                             depth: int) -> None:

@@ -18,7 +18,7 @@ import spec
 import spec.numpy as snp
 from spec._src.core import prng as _prng
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 Prog = Callable[[Any, Any], Any]
 
 

@@ -431,7 +431,7 @@ def _index(where: str, i: Any) -> Any:
 
 
 @given(_programs())
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 def test_vmap_equals_a_loop_over_the_batch(p: dict[str, Any]) -> None:
     """vmap of a function reading and writing its ref argument equals running
     it on each example in turn (a NumPy loop over views of the same buffer)."""

@@ -23,7 +23,7 @@ from spec.testing import Program, programs
 
 ENTRIES: list[Any] = [None, "X", "Y", ("X", "Y"), ("Y", "X")]
 FLOAT_ONLY = {"sin", "cos", "tanh", "exp_neg_sq", "sqrt_abs", "scale", "astype_roundtrip"}
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=30, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 

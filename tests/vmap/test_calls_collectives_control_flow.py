@@ -21,7 +21,7 @@ import spec.numpy as snp
 from spec import lax as slax
 from jax import lax as jlax
 
-SETTINGS = settings(max_examples=12, deadline=None)
+SETTINGS = settings(max_examples=8, deadline=None)
 
 
 def _take(x: np.ndarray, axis: int | None, i: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from spec._src.core.registry import missing_sections
 MINE = ["gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
         "scatter-max"]
 
-SETTINGS = settings(max_examples=15, deadline=None,
+SETTINGS = settings(max_examples=8, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 

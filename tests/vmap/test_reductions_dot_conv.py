@@ -29,7 +29,7 @@ MINE = ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "
         "cumlogsumexp", "sort", "top_k", "reduce_precision", "dot_general",
         "conv_general_dilated"]
 
-SETTINGS = settings(max_examples=12, deadline=None,
+SETTINGS = settings(max_examples=8, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 

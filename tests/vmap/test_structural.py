@@ -25,7 +25,7 @@ from spec._src.lax import shaping, slicing
 
 _jax_lax_internal: Any = jax._src.lax.lax  # JAX's primitives, bound as spec binds its own
 
-SETTINGS = settings(max_examples=25, deadline=None,
+SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
