@@ -72,15 +72,23 @@ class VjpCall:
 # ------------------------------------------------------------------ dispatch
 
 
+def _evaluated(trace: EvalTrace, fun: FlatFun, args: Sequence[Any]) -> list[Any]:
+    with set_current_trace(trace):
+        return list(fun(*args))
+
+
+def _primals_and_tangents(trace: ad.JVPTrace, args: Sequence[Any]
+                          ) -> tuple[list[Any], list[Any]]:
+    pairs = [trace.unpack(a) for a in args]
+    return [p for p, _ in pairs], [t for _, t in pairs]
+
+
 def process_custom_jvp(trace: Trace, call: JvpCall, args: Sequence[Any]) -> list[Any]:
     """The outputs of ``call`` applied to ``args`` under ``trace``."""
     if isinstance(trace, EvalTrace):
-        with set_current_trace(trace):
-            return list(call.fun(*args))
+        return _evaluated(trace, call.fun, args)
     if isinstance(trace, ad.JVPTrace):
-        pairs = [trace.unpack(a) for a in args]
-        primals = [p for p, _ in pairs]
-        tangents = [t for _, t in pairs]
+        primals, tangents = _primals_and_tangents(trace, args)
         if all(type(t) is Zero for t in tangents):
             return process_custom_jvp(trace.parent, call, primals)
         params = {"call_jaxpr": None, "jvp_jaxpr_fun": call.rule, "num_consts": 0,
@@ -106,12 +114,9 @@ def process_custom_jvp(trace: Trace, call: JvpCall, args: Sequence[Any]) -> list
 def process_custom_vjp(trace: Trace, call: VjpCall, args: Sequence[Any]) -> list[Any]:
     """The outputs of ``call`` applied to ``args`` under ``trace``."""
     if isinstance(trace, EvalTrace):
-        with set_current_trace(trace):
-            return list(call.fun(*args))
+        return _evaluated(trace, call.fun, args)
     if isinstance(trace, ad.JVPTrace):
-        pairs = [trace.unpack(a) for a in args]
-        primals = [p for p, _ in pairs]
-        tangents = [t for _, t in pairs]
+        primals, tangents = _primals_and_tangents(trace, args)
         if all(type(t) is Zero for t in tangents):
             return process_custom_vjp(trace.parent, call, primals)
         params = {"call_jaxpr": None, "fwd_jaxpr_thunk": call.fwd, "num_consts": 0,
