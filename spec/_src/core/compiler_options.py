@@ -125,16 +125,24 @@ def _atof(text: str) -> float | None:
     return float(body.split("(")[0])
 
 
-def _parses(kind: str, enum_type: str | None, text: str) -> bool:
-    """Whether XLA reads one option value written as a string."""
-    if kind == "string":
-        return True
+_NUMERIC = ("int32", "int64", "float", "double")
+
+
+def _number_parses(kind: str, text: str) -> bool:
+    """Whether XLA reads ``text`` as a number of the ``_NUMERIC`` kind ``kind``."""
     if kind == "int32":
         return _atoi(text, _INT32) is not None
     if kind == "int64":
         return _atoi(text, _INT64) is not None
-    if kind in ("float", "double"):
-        return _atof(text) is not None
+    return _atof(text) is not None
+
+
+def _parses(kind: str, enum_type: str | None, text: str) -> bool:
+    """Whether XLA reads one option value written as a string."""
+    if kind == "string":
+        return True
+    if kind in _NUMERIC:
+        return _number_parses(kind, text)
     if kind == "bool":
         return text in ("True", "False")
     if kind == "enum":
@@ -248,12 +256,8 @@ def _flag_value_ok(kind: str, text: str | None) -> bool:
         return kind == "bool"
     if kind == "bool":
         return text.lower() in _BOOL_FLAG_TEXT
-    if kind == "int32":
-        return _atoi(text, _INT32) is not None
-    if kind == "int64":
-        return _atoi(text, _INT64) is not None
-    if kind in ("float", "double"):
-        return _atof(text) is not None
+    if kind in _NUMERIC:
+        return _number_parses(kind, text)
     # Enum-valued flags are strings parsed by each flag's own reader (a
     # value name, lower-case words, a list with +/- prefixes); spec takes
     # them as given.

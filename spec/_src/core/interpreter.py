@@ -1219,6 +1219,22 @@ def dce_sub_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
     return _dce(jaxpr, list(used_outputs), inst, True)
 
 
+def dce_of_call(param: str) -> Callable[[Eqn, list[bool]], tuple[list[bool], Eqn | None]]:
+    """The ``dce`` rule of a call whose body is ``params[param]``: a call of
+    the pruned body, without the unused results, the work only they needed
+    and the operands nothing else reads."""
+    def rule(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+        body: Jaxpr = eqn.params[param]
+        new, used_inputs = dce_sub_jaxpr(body, used_outputs)
+        if new is body:
+            return used_inputs, eqn
+        return used_inputs, eqn.replace(
+            invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
+            outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+            params={**eqn.params, param: new})
+    return rule
+
+
 def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules: bool
          ) -> tuple[Jaxpr, list[bool]]:
     live: set[int] = {id(a) for a, u in zip(jaxpr.outvars, used_outputs)

@@ -34,6 +34,7 @@ from spec._src.core.interpreter import (
     canonical_aval_of,
     canonical_value,
     dce_jaxpr,
+    dce_of_call,
     dce_sub_jaxpr,
     eval_jaxpr,
     eval_jaxpr_values,
@@ -1007,17 +1008,6 @@ def _eval_jaxpr_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, split.out_unknowns
 
 
-def _eval_jaxpr_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
-    jaxpr: Jaxpr = eqn.params["call_jaxpr"]
-    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
-    if new is jaxpr:
-        return used_inputs, eqn
-    return used_inputs, eqn.replace(
-        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params={"call_jaxpr": new})
-
-
 def _eval_jaxpr_sharding(*avals: ArrayType, call_jaxpr: Jaxpr) -> list[Any]:
     return [a.sharding for a in call_jaxpr.out_avals]
 
@@ -1032,7 +1022,7 @@ eval_jaxpr_p = declare("eval_jaxpr", typing=_eval_jaxpr_type, impl=_eval_jaxpr_i
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
                        sharding=_eval_jaxpr_sharding,
                        doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)",
-                       partial_eval=_eval_jaxpr_partial_eval, dce=_eval_jaxpr_dce,
+                       partial_eval=_eval_jaxpr_partial_eval, dce=dce_of_call("call_jaxpr"),
                        accepts_refs=True, effects_rule=_eval_jaxpr_effects,
                        per_device=from_primitive(PD.call_program("call_jaxpr")))
 

@@ -39,7 +39,7 @@ from spec._src.core.interpreter import (
     Eqn,
     Jaxpr,
     Literal,
-    dce_sub_jaxpr,
+    dce_of_call,
     from_primitive,
 )
 from spec._src.core.registry import declare, require
@@ -101,19 +101,6 @@ def _derived_params(params: dict[str, Any], jaxpr: Jaxpr, by_autodiff: bool
 _RULES = CallRules("xla_metadata_call", _derived_params)
 
 
-def _call_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
-    """A call of the pruned jaxpr: unused results go, with the work only they
-    needed and the operands nothing else reads."""
-    jaxpr: Jaxpr = eqn.params["jaxpr"]
-    new, used_inputs = dce_sub_jaxpr(jaxpr, used_outputs)
-    if new is jaxpr:
-        return used_inputs, eqn
-    return used_inputs, eqn.replace(
-        invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
-        outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-        params=dict(eqn.params, jaxpr=new))
-
-
 def _call_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     """A call with hi-typed operands or results: the call of its lowered
     body on the operands' components, its results rebuilt."""
@@ -125,7 +112,7 @@ def _call_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
 xla_metadata_call_p = declare(
     "xla_metadata_call", typing=_call_type, impl=call_impl, multiple_results=True,
     jvp=_RULES.jvp, transpose=_RULES.transpose, batch=_RULES.batch, sharding=call_sharding,
-    linearize=_RULES.linearize, partial_eval=_RULES.partial_eval, dce=_call_dce,
+    linearize=_RULES.linearize, partial_eval=_RULES.partial_eval, dce=dce_of_call("jaxpr"),
     transpose_accumulates=True,  # the call's body adds into gradient refs
     accepts_refs=True, effects_rule=call_effects, discharge=_RULES.discharge,
     per_device=from_primitive(PD.call_program("jaxpr")), vma_rule=VMA_FROM_TYPING,
