@@ -1,6 +1,7 @@
 """Devices, and the embedded (virtual, in-process) backend.
 
-``jax_num_cpu_devices`` sets how many virtual CPU devices exist. The MPI
+``jax_num_cpu_devices`` sets how many virtual CPU devices exist (when it is
+unset, ``--xla_force_host_platform_device_count`` in ``XLA_FLAGS``). The MPI
 backend (spec._src.backends.mpi) replaces this list with one device per rank.
 The device functions (``devices()``, ``process_index()``, ...) ask the
 registered backend (spec._src.core.backend).
@@ -17,6 +18,7 @@ import numpy as np
 from spec._src.api import placement
 from spec._src.core import tree_util
 from spec._src.core.backend import Axes, Bufs, current_backend
+from spec._src.core.compiler_options import xla_flag
 from spec._src.core.config import config
 from spec._src.core.sharding import (
     NamedSharding,
@@ -62,7 +64,7 @@ class VirtualBackend:
     name = "virtual"
 
     def devices(self) -> list[Any]:
-        return list(_virtual_devices(int(config.jax_num_cpu_devices)))
+        return list(_virtual_devices(virtual_device_count()))
 
     def local_devices(self, process_index: int | None) -> list[Any]:
         return self.devices()
@@ -103,6 +105,17 @@ class VirtualBackend:
 
 
 @functools.cache
+def virtual_device_count() -> int:
+    """``jax_num_cpu_devices`` when set; otherwise XLA's host device count
+    flag, as JAX's CPU client reads it; otherwise one. (A flag text that is
+    not a number ends the process at the first compilation, as in XLA.)"""
+    configured = int(config.jax_num_cpu_devices)
+    if configured >= 1:
+        return configured
+    text = xla_flag("xla_force_host_platform_device_count")
+    return int(text) if text is not None and text.isdigit() and int(text) >= 1 else 1
+
+
 def _virtual_devices(n: int) -> tuple[Device, ...]:
     return tuple(Device(i) for i in range(n))
 

@@ -298,6 +298,17 @@ def xla_flags_problem(flags: str | None) -> str | None:
     return None
 
 
+def xla_flag(name: str) -> str | None:
+    """The text of ``--name=text`` in ``XLA_FLAGS`` (the last one given), or
+    None when the flag is absent or has no value."""
+    found = None
+    for token in os.environ.get("XLA_FLAGS", "").split():
+        flag, eq, text = token.partition("=")
+        if flag == f"--{name}" and eq:
+            found = text
+    return found
+
+
 def check_xla_flags() -> None:
     """At the first compilation: an ``XLA_FLAGS`` that XLA cannot parse ends
     the process with status 1 after printing XLA's message, as XLA's fatal
@@ -314,4 +325,4 @@ def check_xla_flags() -> None:
 
 
 __all__ = ["CompilerEffortLevel", "EFFORT_OPTIONS", "check_xla_flags", "options_text",
-           "validated", "xla_flags_problem"]
+           "validated", "xla_flag", "xla_flags_problem"]

@@ -77,7 +77,7 @@ _FLAGS: dict[str, _Flag] = {
     flag.name: flag
     for flag in (
         _Flag("jax_enable_x64", False, "JAX_ENABLE_X64", _parse_bool),
-        _Flag("jax_num_cpu_devices", 1, "JAX_NUM_CPU_DEVICES", _parse_int),
+        _Flag("jax_num_cpu_devices", -1, "JAX_NUM_CPU_DEVICES", _parse_int),
         _Flag("jax_use_direct_linearize", True, "JAX_USE_DIRECT_LINEARIZE", _parse_bool),
         _Flag("jax_default_matmul_precision", None, "JAX_DEFAULT_MATMUL_PRECISION", _parse_str,
               validate=_check_matmul_precision),
