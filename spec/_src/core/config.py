@@ -59,6 +59,10 @@ def _check_matmul_precision(value: Any) -> None:
                      f"got {value} of type {type(value)}.")
 
 
+# The levels of XLA's ExecutionOptions.optimization_level / memory_fitting_level.
+OPTIMIZATION_LEVELS = ("UNKNOWN", "O0", "O1", "O2", "O3")
+
+
 @dataclass
 class _Flag:
     name: str
@@ -70,7 +74,12 @@ class _Flag:
 
     def initial_value(self) -> Any:
         raw = os.environ.get(self.env_var)
-        return self.default if raw is None else self.parse(raw)
+        if raw is None:
+            return self.default
+        value = self.parse(raw)
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f'Invalid value "{raw}" for JAX flag {self.name}')
+        return value
 
 
 _FLAGS: dict[str, _Flag] = {
@@ -107,16 +116,22 @@ _FLAGS: dict[str, _Flag] = {
         # spec's own: "flush" gives XLA CPU's flush-to-zero arithmetic
         # (JAX's observable behaviour); "ieee" keeps NumPy's gradual underflow.
         _Flag("spec_denormals", "flush", "SPEC_DENORMALS", _parse_str, ("flush", "ieee")),
-        # spec's own: "exact" computes real transcendentals with the
-        # machine-independent kernels of spec/_src/lax/elementwise_math.py;
-        # "numpy" (faster) with NumPy's CPU-dispatched ufuncs.
         # spec's own: "as_named" computes each dot algorithm as its name
         # documents (spec/_src/lax/dot_algorithms.py); "cpu_jax" as JAX's CPU
         # backend (its presets only, computed as plain contractions).
         _Flag("spec_dot_algorithms", "as_named", "SPEC_DOT_ALGORITHMS", _parse_str,
               ("as_named", "cpu_jax")),
+        # spec's own: "exact" computes real transcendentals with the
+        # machine-independent kernels of spec/_src/lax/elementwise_math.py;
+        # "numpy" (faster) with NumPy's CPU-dispatched ufuncs.
         _Flag("spec_transcendentals", "numpy", "SPEC_TRANSCENDENTALS", _parse_str,
               ("numpy", "exact")),
+        # XLA's optimization and memory-fitting levels, given to the compiler
+        # with every compilation; they change nothing spec computes.
+        _Flag("jax_optimization_level", "UNKNOWN", "JAX_OPTIMIZATION_LEVEL", _parse_str,
+              OPTIMIZATION_LEVELS),
+        _Flag("jax_memory_fitting_level", "O2", "JAX_MEMORY_FITTING_LEVEL", _parse_str,
+              OPTIMIZATION_LEVELS),
     )
 }
 
@@ -138,7 +153,8 @@ class Config:
             # given (0, None, [] are False; any non-empty string is True).
             value = bool(value)
         if flag.choices is not None and value not in flag.choices:
-            raise ValueError(f"{name} must be one of {flag.choices}, got {value!r}")
+            raise ValueError(f"new enum value must be in {list(flag.choices)}, "
+                             f"got {value} of type {type(value)}.")
         if flag.validate is not None:
             flag.validate(value)
         self._values[name] = value
