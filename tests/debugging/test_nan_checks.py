@@ -75,7 +75,18 @@ def _programs(lib: Any) -> dict[str, Callable[[], Any]]:
         "jit_scan": lambda: lib.jit(scan_log)(jnp.array([1.0, -1.0])),
         "disable_jit": lambda: _disabled(lib, lambda: sin_then_log(-1.0)),
         "scoped_off": lambda: _scoped_off(lib, lambda: sin_then_log(-1.0)),
+        # jnp functions are inlined jits: an eager call is compiled, so a bad
+        # result prints the re-run notice (once, however deeply nested).
+        "eager_jnp_log": lambda: jnp.log(jnp.array([1.0, -1.0])),
+        "eager_jnp_divide": lambda: jnp.array(0.0) / 0.0,
+        "eager_jnp_nested": lambda: jnp.sqrt(jnp.log(jnp.array(-1.0))),
+        "python_calls_jnp": lambda: _two_steps(jnp, jnp.array(-2.0)),
+        "jit_calls_jnp": lambda: lib.jit(lambda x: jnp.log(x) * 2.0)(-1.0),
     }
+
+
+def _two_steps(jnp: Any, x: Any) -> Any:
+    return jnp.log(jnp.abs(x) - 3.0)
 
 
 def _disabled(lib: Any, run: Callable[[], Any]) -> Any:
@@ -131,3 +142,32 @@ def test_env_var_turns_checks_on() -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True).stdout
     assert out == "True\ninvalid value (nan) encountered in log\n"
+
+
+_ON_A_MESH = r"""
+import sys
+if sys.argv[1] == "jax":
+    import jax, jax.numpy as jnp
+else:
+    import spec as jax, spec.numpy as jnp
+jax.config.update("jax_num_cpu_devices", 2)
+jax.config.update("jax_debug_nans", True)
+P = jax.sharding.PartitionSpec
+mesh = jax.make_mesh((2,), ("x",))
+x = jax.device_put(jnp.array([0.0, 1.0, 2.0, 3.0]), jax.sharding.NamedSharding(mesh, P("x")))
+for run in [lambda: jax.lax.log(x - 1.5), lambda: jnp.log(x - 1.5), lambda: x / 0.0,
+            lambda: jax.jit(lambda y: jnp.sum(jnp.log(y - 1.5)))(x),
+            lambda: jax.lax.log(x + 1.0)]:
+    try:
+        print("value", run().tolist())
+    except FloatingPointError as e:
+        print("raises", e)
+"""
+
+
+def test_arrays_on_a_mesh_are_checked_as_in_jax() -> None:
+    def run(lib: str) -> str:
+        env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+        return subprocess.run([sys.executable, "-c", _ON_A_MESH, lib], env=env,
+                              capture_output=True, text=True, check=True, timeout=120).stdout
+    assert run("spec") == run("jax")

@@ -827,7 +827,11 @@ class EvalTrace(Trace):
         device = (commitment.committed_device(args, commitment.positional_names(len(args)),
                                               prim.name) if committed else None)
         if placed or _typed_on_mesh(out_avals):
-            return hooks.eager_on_mesh(prim, args, params, out_avals)
+            placed_outs: list[Any] = hooks.eager_on_mesh(prim, args, params, out_avals)
+            if nan_checks.active():
+                nan_checks.check_results(prim.name, params, _local_buffers(placed_outs),
+                                         lambda: _rerun_call(prim, args, params))
+            return placed_outs
         outs = prim.impl(*values, **params)
         if nan_checks.active():
             nan_checks.check_results(prim.name, params, outs,
@@ -841,6 +845,21 @@ class EvalTrace(Trace):
                 if type(r) is array and r._sharding is None:
                     r._device, r._committed = device, True
         return results
+
+
+def _local_buffers(results: Sequence[Any]) -> list[Any]:
+    """The values this process holds of eager results laid out over a mesh:
+    the whole value where it has it, else its own blocks (each process checks
+    what it computed, as each device does in JAX)."""
+    buffers: list[Any] = []
+    for r in results:
+        if type(r) is not Array:
+            continue
+        if r._val is not None:
+            buffers.append(r._val)
+        elif r._shards is not None:
+            buffers.extend(b for b in r._shards if b is not None)
+    return buffers
 
 
 def _rerun_call(prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> object:

@@ -23,8 +23,8 @@ import numpy as np
 
 from spec._src.core.config import config
 
-__all__ = ["InternalFloatingPointError", "active", "check_results", "rerun_deoptimized",
-           "python_rerun"]
+__all__ = ["InternalFloatingPointError", "active", "announce_inline_rerun", "check_results",
+           "rerun_deoptimized", "python_rerun"]
 
 
 class InternalFloatingPointError(Exception):
@@ -45,6 +45,10 @@ class _State(threading.local):
 
 
 _state = _State()
+
+
+_NOTICE = ("Invalid nan value encountered in the output of a jax.jit function. "
+           "Calling the de-optimized version.")
 
 
 def active() -> bool:
@@ -104,8 +108,7 @@ def rerun_deoptimized(error: InternalFloatingPointError, run: Callable[[], objec
     """Print JAX's notice and ``run()`` the de-optimized program: its
     FloatingPointError (naming the operation) propagates; if it raises none,
     the bad value came from optimization or from a NaN/inf literal."""
-    print("Invalid nan value encountered in the output of a jax.jit function. "
-          "Calling the de-optimized version.")
+    print(_NOTICE)
     try:
         with _no_python_rerun():
             run()
@@ -122,6 +125,14 @@ def rerun_deoptimized(error: InternalFloatingPointError, run: Callable[[], objec
         "to avoid the invalid value by removing the `jit` decorator, at the cost of losing "
         "optimizations. \n\nIf you see this error, consider opening a bug report at "
         "https://github.com/jax-ml/jax.") from None
+
+
+def announce_inline_rerun() -> None:
+    """An eager call of an inlined jit (a ``jnp`` function) in which an
+    operation failed a check. JAX compiles such a call, finds the bad result
+    and re-runs it de-optimized, calling the jits inside eagerly in turn: each
+    call that encloses the failing operation prints the notice once."""
+    print(_NOTICE)
 
 
 @contextlib.contextmanager

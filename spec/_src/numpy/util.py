@@ -17,6 +17,7 @@ from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core import nan_checks
 from spec._src.core.interpreter import (
     Tracer,
     _insert_pvary,
@@ -305,7 +306,11 @@ def _inline_jit(fn: F) -> F:
     if arity == 1:
         def call(x: Any, /) -> Any:
             if not isinstance(current_trace(), _RECORDING):
-                return fn(x)
+                try:
+                    return fn(x)
+                except FloatingPointError:
+                    nan_checks.announce_inline_rerun()
+                    raise
             moved = ad.inline_operands_on_device((x,))
             if moved is not None:
                 (x,) = moved
@@ -318,7 +323,11 @@ def _inline_jit(fn: F) -> F:
             if not isinstance(current_trace(), _RECORDING):
                 if is_committed(x) and is_committed(y):  # named as JAX's jit names them
                     committed_device((x, y), names, fn.__name__)
-                return fn(x, y)
+                try:
+                    return fn(x, y)
+                except FloatingPointError:
+                    nan_checks.announce_inline_rerun()
+                    raise
             moved = ad.inline_operands_on_device((x, y))
             if moved is not None:
                 x, y = moved
@@ -327,7 +336,11 @@ def _inline_jit(fn: F) -> F:
     else:
         def call(*args: Any, **kwargs: Any) -> Any:
             if not isinstance(current_trace(), _RECORDING):
-                return fn(*args, **kwargs)
+                try:
+                    return fn(*args, **kwargs)
+                except FloatingPointError:
+                    nan_checks.announce_inline_rerun()
+                    raise
             with ad.inline_call((args, kwargs)):
                 return fn(*args, **kwargs)
     return cast(F, functools.wraps(fn)(call))
