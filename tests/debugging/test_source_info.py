@@ -57,6 +57,15 @@ TRANSFORMS: dict[str, Callable[[Any], Callable[[Any], Any]]] = {
     "vmap": lambda lib: lambda x: lib.vmap(_scoped(lib))(lib.numpy.stack([x, x])),
     "grad_of_lax_sin": lambda lib: lib.grad(lib.lax.sin),
     "jit_of_lax_sin": lambda lib: lib.jit(lib.lax.sin),
+    # A body traced afresh by a rule keeps its own name stack: the
+    # transformation's name is on the equation that calls it.
+    "vmap_of_jit": lambda lib: lambda x: lib.vmap(lib.jit(_scoped(lib)))(
+        lib.numpy.stack([x, x])),
+    "grad_of_jit": lambda lib: lib.grad(lib.jit(_scoped(lib))),
+    "jit_of_vmap_of_jit": lambda lib: lib.jit(lambda x: lib.vmap(lib.jit(_scoped(lib)))(
+        lib.numpy.stack([x, x]))),
+    "grad_of_scan": lambda lib: lib.grad(lambda x: lib.lax.scan(
+        lambda c, y: (_scoped(lib)(c) * y, c), x, lib.numpy.ones(2))[0]),
 }
 
 

@@ -337,7 +337,7 @@ class VJP:
         args = [_backward_arg(b, k, v.aval, e)
                 for k, (v, e) in enumerate(zip(b.jaxpr.invars, entries))]
         with ad.collecting_logs(self.want_logs) as logs:
-            cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked)
+            cts_in = ad.backward_pass(b.jaxpr, residuals, args, checked, named=True)
         grads = [_gradient(c, e) for c, e in zip(cts_in, entries)]
         arg_cts = tree_util.tree_unflatten(b.in_tree, grads)
         return (arg_cts, logs) if self.want_logs else arg_cts
@@ -943,7 +943,7 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
                  for c, a in zip(ct_leaves, out_avals)]
         ad.integer_cotangents[0], was = integer, ad.integer_cotangents[0]
         try:
-            out = ad.backward_pass(linear, linear.consts, args, ct_in)
+            out = ad.backward_pass(linear, linear.consts, args, ct_in, named=True)
         finally:
             ad.integer_cotangents[0] = was
         # A program that computes something returns Arrays (JAX's jnp

@@ -224,8 +224,13 @@ def named_scope(name: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def transform(name: str) -> Iterator[None]:
-    """Equations staged within the block were made by transformation ``name``."""
+def transform(name: str, named: bool = True) -> Iterator[None]:
+    """Equations staged within the block were made by transformation ``name``
+    (a user's call of it; a rule transforming a body it traces afresh passes
+    ``named=False``: the body's equations keep their own name stacks)."""
+    if not named:
+        yield
+        return
     with _name_stack(_state.name_stack.transform(name)):
         yield
 

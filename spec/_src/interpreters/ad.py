@@ -199,15 +199,17 @@ class JVPTrace(Trace):
 
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
-             tangents: Sequence[Any], structured: list[Any] | None = None
-             ) -> tuple[list[Any], list[Any]]:
+             tangents: Sequence[Any], structured: list[Any] | None = None,
+             named: bool = True) -> tuple[list[Any], list[Any]]:
     """Primal and tangent outputs of ``fun`` (flat lists in and out); tangents
     may be ``Zero``; output tangents are ``Zero`` where nothing flowed.
-    ``structured`` collects the structured residuals (reverse mode)."""
+    ``structured`` collects the structured residuals (reverse mode).
+    ``named``: equations staged inside carry ``jvp`` on their name stacks (a
+    user's transformation; a rule differentiating a body does not add it)."""
     trace = JVPTrace(current_trace(), structured)
     tracers = [JVPTracer(trace, x, t) for x, t in zip(primals, tangents)]
     try:
-        with set_current_trace(trace), si.transform("jvp"):
+        with set_current_trace(trace), si.transform("jvp", named):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
     finally:
@@ -371,10 +373,11 @@ def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) ->
 
 
 def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
-                     differentiate: Sequence[bool] | None = None) -> Linearized:
+                     differentiate: Sequence[bool] | None = None, named: bool = True
+                     ) -> Linearized:
     """Direct linearize; ``differentiate`` selects the primals that get a
     tangent input (default: all), the others are held constant and have no
-    input in the linear jaxpr."""
+    input in the linear jaxpr. ``named`` as for ``jvp_flat``."""
     tangent_trace = JaxprTrace()
     trace = LinearizeTrace(current_trace(), tangent_trace)
     tracers = []
@@ -391,7 +394,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
             continue
         tracers.append(LinearizeTracer(trace, x, t_arg))
     try:
-        with set_current_trace(trace), si.transform("jvp"):
+        with set_current_trace(trace), si.transform("jvp", named):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
         with set_current_trace(tangent_trace):
@@ -704,7 +707,7 @@ def _traced_jvp(jaxpr: Jaxpr, nonzero: Sequence[bool], record: bool) -> Structur
         tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
         recorded: list[Any] | None = [] if record else None
         p_outs, t_outs = jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs),
-                                  args[:n], tangents, recorded)
+                                  args[:n], tangents, recorded, named=False)
         out_nonzero.extend(type(t) is not Zero for t in t_outs)
         entries, values = slotted_entries(recorded or [])
         template.extend(entries)
@@ -1135,14 +1138,16 @@ def cotangent_aval(aval: ArrayType) -> ArrayType:
 
 
 def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
-                  cts_out: Sequence[Any]) -> list[Any]:
+                  cts_out: Sequence[Any], *, named: bool = False) -> list[Any]:
     """Transpose ``jaxpr`` with respect to the ``args`` that are
     ``UndefinedPrimal`` (or ``RefAccum``, a ref input's cotangent ref;
     ``NotWanted``, an input whose cotangent is not computed): returns their
     cotangents (``Zero`` where none flowed, the accumulator for a ref).
     Equations that read no undefined value are evaluated forward first; the
     rest are transposed in reverse order. Operations bind under the current
-    trace.
+    trace. ``named``: the transposition is a user's ``vjp`` / ``grad`` /
+    ``linear_transpose``, whose equations' name stacks gain ``transpose``;
+    a transpose rule transposing a body (traced afresh) keeps the body's.
 
     Refs: the cotangent of a ref variable is a ``RefAccum``, handed to the
     transpose rules of the ref primitives in place of the ref (a
@@ -1232,7 +1237,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any],
         ct_arg = eqn_cts if eqn.primitive.multiple_results else eqn_cts[0]
         # Cotangents accumulate where they are produced: an ``add_any`` carries
         # the transposed equation's source line and name stack.
-        with si.inherited(si.transposed(eqn.source_info)):
+        with si.inherited(si.transposed(eqn.source_info) if named else eqn.source_info):
             cts_in = rule(ct_arg, *invals, **eqn.params)
             for a, ct in zip(eqn.invars, cts_in):
                 write_ct(a, ct)

@@ -371,16 +371,19 @@ class BatchTrace(Trace):
 
 
 def batch_flat(fun: Callable[..., Sequence[Any]], axis: AxisData, args: Sequence[Any],
-               dims: Sequence[BatchDim]) -> tuple[list[Any], list[BatchDim]]:
+               dims: Sequence[BatchDim], named: bool = True
+               ) -> tuple[list[Any], list[BatchDim]]:
     """Run ``fun`` on per-example views of ``args`` (batched at ``dims``);
     returns the outputs with their batch axes (``not_mapped`` where an
-    output does not depend on the batch)."""
+    output does not depend on the batch). ``named``: equations staged
+    inside carry ``vmap`` on their name stacks (a user's transformation; a
+    rule batching a body does not add it)."""
     trace = BatchTrace(current_trace(), axis)
     tracers = [a if d is None else BatchTracer(trace, a, d) for a, d in zip(args, dims)]
     env = extend_axis_env(axis.name, axis.size) if axis.name is not None \
         else contextlib.nullcontext()
     try:
-        with set_current_trace(trace), env, si.transform("vmap"):
+        with set_current_trace(trace), env, si.transform("vmap", named):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
     finally:
@@ -398,7 +401,7 @@ def batch_jaxpr(jaxpr: Jaxpr, axis: AxisData, dims: Sequence[BatchDim],
 
     def batched(*args: Any) -> list[Any]:
         outs, ds = batch_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), axis, args,
-                              dims)
+                              dims, named=False)
         if out_dims_wanted is not None:
             wanted = [(None if d is None else 0) if isinstance(w, _ZeroIfMapped) else w
                       for d, w in zip(ds, out_dims_wanted)]

@@ -320,7 +320,7 @@ class CallRules:
         found: dict[str, Any] = {}
 
         def primal_fun(*xs: Any) -> list[Any]:
-            lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate)
+            lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate, named=False)
             inputs = {id(x): i for i, x in enumerate(xs)}
             traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
                       if isinstance(c, JitTracer) or id(c) in lin.host_residuals]

@@ -419,7 +419,7 @@ def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool],
         it = iter(args[n:])
         tangents = [next(it) if nz else Zero(a) for nz, a in zip(nonzero, t_avals)]
         p, t = ad.jvp_flat(lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs), args[:n],
-                           tangents, recorded)
+                           tangents, recorded, named=False)
         keep = [type(x) is not Zero or i for x, i in zip(t, inst)]
         out_nz.extend(keep)
         sres: list[Any] = []

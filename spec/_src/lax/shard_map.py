@@ -438,7 +438,8 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
     found: dict[str, Any] = {}
 
     def primal_fun(*xs: Any) -> list[Any]:
-        lin = ad.direct_linearize(lambda *a: _eval(jaxpr, a), xs, differentiate)
+        lin = ad.direct_linearize(lambda *a: _eval(jaxpr, a), xs, differentiate,
+                                   named=False)
         inputs = {id(x): i for i, x in enumerate(xs)}
         traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
                   if isinstance(c, JitTracer)]
