@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.core.canonical import canonical_axis
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -60,7 +61,11 @@ import warnings
 
 from spec._src.core.interpreter import Tracer
 from spec._src.core.registry import primitive
-from spec._src.interpreters.ad import computed_on_primal_side, inside_inline_body
+from spec._src.interpreters.ad import (
+    computed_on_primal_side,
+    in_linearize_rule,
+    inside_inline_body,
+)
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.reshard import place, reshard
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding, fit_out
@@ -1016,10 +1021,7 @@ def _is_array(x: Any) -> bool:
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:
-    ax: int = operator.index(axis)
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
-    return ax + ndim if ax < 0 else ax
+    return canonical_axis(axis, ndim)
 
 
 def _ndim(x: Any) -> int:
@@ -1298,6 +1300,8 @@ def like_sharding(x: Any, shape: tuple[int, ...], same_shape: bool, weak: bool) 
     is not weakly typed, and the shape is kept or the layout is replicated."""
     if isinstance(x, Tracer):
         return x.aval.sharding if same_shape else None
+    if in_linearize_rule() and isinstance(x, Array) and x._sharding is not None:
+        return canonical_aval_of(x).sharding if same_shape else None
     s = x._sharding if isinstance(x, Array) else getattr(x, "sharding", None)
     if s is None or weak or not getattr(x, "committed", True):
         return None

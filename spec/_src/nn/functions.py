@@ -19,6 +19,7 @@ import numpy as np
 from spec._src.nn import numpy_names as jnp
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.vmap import vmap
+from spec._src.core.canonical import listed_axes, reduction_axes
 from spec._src.core import types as T
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, to_concrete_value
@@ -239,11 +240,7 @@ def tanh(x: Any) -> Any:
 
 def _reduction_axes(ndim: int, axis: Axis) -> tuple[int, ...]:
     """The reduced axes, normalised and sorted."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, Sequence):
-        return tuple(sorted(lax_s.canonicalize_axis(a, ndim) for a in axis))
-    return (lax_s.canonicalize_axis(operator.index(axis), ndim),)
+    return tuple(sorted(reduction_axes(listed_axes(axis), ndim)))
 
 
 def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,

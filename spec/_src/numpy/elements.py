@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.canonical import static_hashable
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
@@ -45,7 +46,8 @@ _append = _jit("append", _append_fn, ("axis",))
 
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     check_arraylike("append", arr, values)
-    return _append(arr, values, axis=None if axis is None else operator.index(axis))
+    return _append(arr, values, axis=None if axis is None
+                   else operator.index(static_hashable(axis, 'axis')))
 
 
 def _resize_fn(a: Any, new_shape: tuple[int, ...]) -> Any:

@@ -245,7 +245,9 @@ def _is_complex(x: Any) -> bool:
 
 
 def _to_bool(x: Any) -> Any:
-    return x if _dtype(x) == T.bool_ else ew.ne(x, _const(x, 0))
+    """``x != 0``; a weak rank-0 ``x`` is compared with a weak zero, so the
+    truth value of Python scalars stays weak (as JAX's)."""
+    return x if _dtype(x) == T.bool_ else ew.ne(x, _lax_const(x, 0))
 
 
 # ============================================================== where / select
@@ -569,6 +571,9 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
 
 def _clip_impl(arr: Any, /, min: Any = None, max: Any = None) -> Any:
     """Clamp ``arr`` to [min, max] (either bound may be None)."""
+    if arr is None:
+        raise ValueError("No input was provided to the clip function: the array "
+                         "argument is None.")
     check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
     if min is not None:
         arr = maximum(min, arr)
