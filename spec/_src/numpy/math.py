@@ -19,6 +19,7 @@ import numpy as np
 
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.jit import jit
+from spec._src.core.canonical import static_int
 from spec._src.core import types as T
 from spec._src.core.hitypes import is_high
 from spec._src.core.array import Array, from_numpy, host_constant
@@ -658,7 +659,7 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     """Round half to even, to ``decimals`` decimal places."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
-    return _round(a, decimals=decimals)
+    return _round(a, decimals=static_int(decimals, "decimals of jnp.round"))
 
 
 def _around_impl(a: Any, decimals: int = 0) -> Any:
@@ -671,7 +672,7 @@ _around = _named_jit("around", _around_impl, static_argnames=("decimals",))
 def around(a: Any, decimals: int = 0, out: None = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.around is not supported.")
-    return _around(a, decimals=decimals)
+    return _around(a, decimals=static_int(decimals, "decimals of jnp.around"))
 
 
 def _rint_impl(x: Any) -> Any:
