@@ -1069,7 +1069,7 @@ reduce_precision_p = declare("reduce_precision", batch=vectorized(),
 # ------------------------------------------------------------ lax wrappers
 
 def _axes(axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(a) for a in axes)
+    return tuple(static_int(a, "axes entry") for a in axes)
 
 
 def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:

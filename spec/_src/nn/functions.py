@@ -367,7 +367,17 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1,
     dtype = T.default_float() if dtype is None else dtype
     if out_sharding is not None:
         raise NotImplementedError("one_hot with out_sharding")
-    return _one_hot(x_arr, num_classes, dtype=dtype, axis=axis)
+    return _one_hot(x_arr, num_classes, dtype=dtype, axis=_one_hot_axis(axis))
+
+
+def _one_hot_axis(axis: Any) -> int:
+    """An axis that is no integer is an axis name to JAX's one_hot, unbound
+    here: the NameError JAX raises (``axis=1.0`` included)."""
+    try:
+        return operator.index(axis)
+    except TypeError:
+        raise NameError(f"Found an unbound axis name: {axis!r}. one_hot's axis is an "
+                        "integer, or an axis name bound by shard_map or vmap.") from None
 
 
 def _static_count(num_classes: Any) -> int:

@@ -336,7 +336,8 @@ def _split(op: str, ary: Any, sections: Any, axis: int) -> list[Any]:
                             0, size)) for i in sections]
         sizes = [int(d) for d in np.diff(np.asarray([0, *cuts, size]))]
     else:
-        n = operator.index(sections)
+        # A number of sections is read with int(), as JAX does (2.0 and 2.5 are 2).
+        n = int(sections)
         part, rest = divmod(size, n)
         if rest == 0:
             sizes = [part] * n
