@@ -156,6 +156,19 @@ CASES: list[Case] = [
     Case("jax.nn.one_hot(jnp.array([0, 2]), 3, axis=0)"),
     Case(f"jnp.argmax(jax.nn.softmax({X}, axis={{1}}), axis=1)"),
     Case(f"jax.nn.softmax({X}, axis=1.0)"),
+    Case(f"jnp.diff({X}, n={{1}})", "{1}"),
+    Case(f"jnp.rot90({X}, 1.5)"),
+    Case(f"jnp.rot90({X}, k={{1}})", "{1}"),
+    Case(f"jnp.rot90({X}, k=-1)"),
+    Case(f"jnp.resize({X}, {{6}})", "{6}"),
+    Case(f"jnp.nonzero({X}, size=2.0)", "2.0"),
+    Case(f"jnp.argwhere({X}, size=np.int8(2))"),
+    Case("lax.full({2}, 1.0)"),
+    Case("lax.full(2.0, 1.0)"),
+    Case("lax.broadcast_in_dim(1.0, {2}, ())"),
+    Case("lax.broadcasted_iota('int32', (2, 3), 1.0)"),
+    Case(f"lax.reshape({X}, {{6}})"),
+    Case(f"lax.reshape({X}, np.array(6))"),
 ]
 
 

@@ -51,14 +51,14 @@ def canonical_integral(value: Any, what: str) -> int:
     return static_int(value, what)
 
 
-def canonical_axis(axis: Any, ndim: int, what: str = "axis") -> int:
+def canonical_axis(axis: Any, ndim: int, what: str = "axis",
+                   out_of_range: type[Exception] = ValueError) -> int:
     """One positional axis in ``[-ndim, ndim)`` mapped to ``[0, ndim)``.
-    TypeError for a non-integer; AxisError (both a ValueError and an
-    IndexError, as JAX's callers raise either) when out of range."""
+    TypeError for a non-integer; ``out_of_range`` (JAX's ValueError unless a
+    caller raises another class there) when out of range."""
     a = static_int(axis, what)
     if not -ndim <= a < ndim:
-        raise np.exceptions.AxisError(
-            f"{what} {a} is out of bounds for array of dimension {ndim}")
+        raise out_of_range(f"{what} {a} is out of bounds for array of dimension {ndim}")
     return a + ndim if a < 0 else a
 
 
@@ -161,5 +161,5 @@ def static_hashable(value: Any, what: str) -> Any:
 
 def static_axis(axis: Any, ndim: int, what: str = "axis") -> int:
     """An axis that JAX receives as a jit static argument: unhashable is a
-    ValueError, then a non-integer a TypeError, out of range an AxisError."""
+    ValueError, then a non-integer a TypeError, out of range a ValueError."""
     return canonical_axis(static_hashable(axis, what), ndim, what)

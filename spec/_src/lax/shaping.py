@@ -1158,7 +1158,7 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
                      out_sharding: Any = None) -> Any:
     dt = T.to_dtype(dtype, "broadcasted_iota")
     shp = T.check_shape(shape, "broadcasted_iota")
-    dim = operator.index(dimension)
+    dim = int(dimension)  # int(), as JAX's broadcasted_iota reads it
     sharding = _canonical_out_sharding(out_sharding, "broadcasted_iota")
     if sharding is not None:
         # The result type must fit the layout (rank, divisibility): JAX's
@@ -1351,8 +1351,9 @@ def _out_sharding(sharding: Any, api_name: str) -> Any:
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
                      *, out_sharding: Any = None) -> Any:
+    # Any iterable of integers is a shape here (a set too, as JAX's lax reads it).
     shp = tuple(operator.index(d) for d in shape) if isinstance(
-        shape, (tuple, list, np.ndarray)) else shape
+        shape, (tuple, list, np.ndarray, set, frozenset)) else shape
     dims = tuple(operator.index(d) for d in broadcast_dimensions)
     out_sharding = _out_sharding(out_sharding, "broadcast_in_dim")
     if (_ndim(operand) == len(shp) and not dims and _is_array(operand)

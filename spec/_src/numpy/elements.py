@@ -65,6 +65,7 @@ _resize = _jit("resize", _resize_fn, ("new_shape",))
 
 def resize(a: Any, new_shape: Any) -> Any:
     check_arraylike("resize", a)
+    new_shape = static_hashable(new_shape, "new_shape")
     shape = (operator.index(new_shape),) if np.ndim(new_shape) == 0 else tuple(
         operator.index(d) for d in new_shape)
     if any(d < 0 for d in shape):

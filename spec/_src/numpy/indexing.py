@@ -942,6 +942,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
     check_arraylike("nonzero", a)
+    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
     if aval.ndim == 0:

@@ -394,7 +394,8 @@ def _arg_reduction(name: str, a: Any, axis: Any, keepdims: Any, out: None) -> An
         dims = list(range(ndim))
         a, ax = _ravel(a), 0
     else:
-        ax = canonicalize_axis(axis, ndim)
+        # JAX indexes the shape with the axis unchecked: out of range is an IndexError.
+        ax = canonical_axis(axis, ndim, out_of_range=IndexError)
         dims = [ax]
     if canonical_aval_of(a).shape[ax] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
@@ -795,7 +796,7 @@ _diff = _jit("diff", _diff_fn, ("n", "axis"))
 
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     arr = _ensure("diff", a)
-    n = _index(n, "'n' argument of jnp.diff")
+    n = _index(static_hashable(n, "n"), "'n' argument of jnp.diff")
     axis = _index(static_hashable(axis, "axis"), "'axis' argument of jnp.diff")
     return _diff(arr, n=n, axis=axis, prepend=prepend, append=append)
 

@@ -650,7 +650,10 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     if len(static_hashable(axes, "axes")) != 2:
         raise ValueError(f"rot90: axes must be a pair of ints, got {axes!r}")
     axes_t = tuple(operator.index(a) for a in axes)
-    return _rot90(arr, k=operator.index(k), axes=axes_t)
+    # k is a static argument that JAX reduces mod 4 and compares with 0, 1
+    # and 2, any other remainder (a fractional k included) being three turns.
+    quarter = static_hashable(k, "k") % 4
+    return _rot90(arr, k=int(quarter) if quarter in (0, 1, 2) else 3, axes=axes_t)
 
 
 def _rollaxis_fn(a: Any, axis: int, start: int = 0) -> Any:
