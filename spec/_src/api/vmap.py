@@ -147,18 +147,24 @@ def _leaf_names(fun: Callable[..., Any], args: tuple[Any, ...],
     return out
 
 
+def _leaf_aval(leaf: Any) -> Any:
+    try:
+        return canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX "
+                        "type") from None
+
+
 def _axis_size(fun: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                leaves: list[Any], axes: list[Any], axis_size: int | None) -> int:
     names = _leaf_names(fun, args, kwargs)
+    # Every leaf must be a JAX value before any is checked against its
+    # axis (a string among the leaves is reported as such, not as rank 0).
+    avals = [_leaf_aval(leaf) for leaf in leaves]
     sizes: list[tuple[int, str]] = []
-    for leaf, axis, name in zip(leaves, axes, names):
+    for aval, axis, name in zip(avals, axes, names):
         if axis is None or isinstance(axis, MappingSpec):
             continue  # a hi value's mapped size is not read off it: axis_size gives it
-        try:
-            aval = canonical_aval_of(leaf)
-        except TypeError:
-            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX "
-                            "type") from None
         if is_high(aval):
             raise ValueError(
                 f"vmap was requested to map a value of non-array type {aval.str_short()} "

@@ -207,9 +207,12 @@ class Array(Typed):
         return arr.copy() if copy else arr
 
     def _scalar(self, what: str) -> Any:
-        if self.size != 1:
-            raise TypeError(f"Only length-1 arrays can be converted to Python scalars ({what}).")
-        return self._value.reshape(()).item()
+        # int/float/complex/index take rank-0 arrays only (a size-1 vector
+        # is refused, unlike NumPy); truth testing and item() accept size 1.
+        if self.ndim != 0:
+            raise TypeError("Only scalar arrays can be converted to Python scalars; "
+                            f"got arr.ndim={self.ndim} ({what}).")
+        return self._value.item()
 
     def __bool__(self) -> bool:
         if self.size != 1:

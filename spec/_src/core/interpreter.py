@@ -875,21 +875,21 @@ _context = _Context()
 
 
 class JitTracer(Tracer):
-    __slots__ = ("_trace", "var")
+    __slots__ = ("_trace", "jaxpr_var")
 
     def __init__(self, trace: JaxprTrace, var: Var) -> None:
         self._trace = trace
-        self.var = var
+        self.jaxpr_var = var
 
     @property
     def aval(self) -> ArrayType:
-        return self.var.aval
+        return self.jaxpr_var.aval
 
     def _tracing_sentence(self) -> str:
         trace = self._trace
         if not isinstance(trace, JaxprTrace) or trace.debug_info is None:
             return ""
-        return trace.debug_info.tracing_sentence(trace.arguments_of(self.var))
+        return trace.debug_info.tracing_sentence(trace.arguments_of(self.jaxpr_var))
 
 
 class JaxprTrace(Trace):
@@ -920,7 +920,7 @@ class JaxprTrace(Trace):
 
     def to_atom(self, x: Any) -> Atom:
         if isinstance(x, JitTracer) and x._trace is self:
-            return x.var
+            return x.jaxpr_var
         if isinstance(x, Tracer):
             check_tracer_alive(x)
             return self._const_var(x, x.aval)

@@ -673,9 +673,14 @@ def check_shape(shape: Any, fun_name: str, arg_name: str = "shape") -> Shape:
     """Validate a static shape argument: a sequence of non-negative ints."""
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
-    if not isinstance(shape, (tuple, list, np.ndarray)):
-        raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, "
-                        f"got {type(shape)}.")
+    if isinstance(shape, np.ndarray) and shape.ndim == 0:
+        raise TypeError(f"{fun_name} {arg_name} must be a sequence of integers, "
+                        f"got the 0-d array {shape!r}.")
+    try:
+        shape = tuple(shape)  # any iterable, a set included, as JAX's lax reads it
+    except TypeError:
+        raise TypeError(f"{fun_name} {arg_name} must be an iterable of integers, "
+                        f"got {type(shape)}.") from None
     dims: list[int] = []
     for d in shape:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):

@@ -154,7 +154,9 @@ class JVPTrace(Trace):
                           params: dict[str, Any]) -> list[Any]:
         pairs = [self.unpack(a) for a in args]
         primals = [p for p, _ in pairs]
-        tangents = [t for _, t in pairs]
+        # A float0 tangent (of an integer value) is zero whatever its form:
+        # the rules see it as the symbolic Zero.
+        tangents = [_symbolic_if_float0(t) for _, t in pairs]
         if all(type(t) is Zero for t in tangents) and not prim.jvp_on_zero_tangents:
             # Nothing to differentiate: the primal computation alone.
             with set_current_trace(self.parent):
@@ -308,6 +310,14 @@ def computed_on_primal_side(x: Any) -> Any:
     return x
 
 
+def in_linearize_rule() -> bool:
+    """Whether a JVP rule is running for linearize: its primal operands are
+    then concrete values where JAX's are tracers of the primal trace, so
+    what JAX reads off their types (the sharding of a ``*_like``) is read
+    off theirs."""
+    return isinstance(current_trace(), _SplitTrace)
+
+
 @contextlib.contextmanager
 def tangent_side() -> Iterator[None]:
     """Binds in the block compute tangents: while a JVP rule runs for
@@ -319,6 +329,13 @@ def tangent_side() -> Iterator[None]:
         return
     with set_current_trace(trace.tangent):
         yield
+
+
+def _symbolic_if_float0(t: Any) -> Any:
+    if type(t) is Zero:
+        return t
+    aval = canonical_aval_of(t)
+    return Zero(aval) if aval.dtype == T.FLOAT0 else t
 
 
 def instantiate_tangent(t: Any) -> Any:

@@ -134,7 +134,9 @@ def _check_window(n: int, window_strides: Any, lhs_dilation: Any, rhs_dilation: 
     ok = isinstance(window_strides, (tuple, list)) and len(window_strides) == n
     require(ok, _P, "C5", f"window_strides must have one entry per spatial dimension "
             f"({n}), got {window_strides!r}", ValueError)
-    require(all(_is_int(s) and s > 0 for s in window_strides), _P, "C5",
+    require(all(_is_int(s) for s in window_strides), _P, "C5",
+            f"window_strides must be integers, got {tuple(window_strides)}", TypeError)
+    require(all(s > 0 for s in window_strides), _P, "C5",
             f"window_strides must be positive integers, got {tuple(window_strides)}",
             ValueError)
     for name, dil in (("lhs_dilation", lhs_dilation), ("rhs_dilation", rhs_dilation)):

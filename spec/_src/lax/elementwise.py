@@ -23,6 +23,7 @@ from typing import Any, cast
 import ml_dtypes
 import numpy as np
 
+from spec._src.core.canonical import canonical_integral
 from spec._src.core import types as T
 from spec._src.interpreters.ad_util import (
     Zero,
@@ -1699,8 +1700,9 @@ def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
 
 
 def integer_pow(x: Any, y: int) -> Any:
-    """x ** y for a static Python integer y, by repeated squaring."""
-    return integer_pow_p.bind(x, y=y)
+    """x ** y for a static Python integer y, by repeated squaring. An integral
+    float exponent (``2.0``) is read as that integer."""
+    return integer_pow_p.bind(x, y=canonical_integral(y, "integer_pow exponent y"))
 
 
 def select_n(which: Any, *cases: Any) -> Any:

@@ -219,7 +219,9 @@ def _start_vectors(operand_shape: T.Shape, idx: np.ndarray, smap: Sequence[int],
 
 def _window_elements(starts: np.ndarray, window: T.Shape) -> tuple[np.ndarray, ...]:
     """Per operand axis, the (N, M) operand coordinates of every window element."""
-    offs = np.indices(window).reshape(len(window), -1)
+    # (The element count is explicit: a rank-0 window has one element, which
+    # reshape(0, -1) cannot infer.)
+    offs = np.indices(window).reshape(len(window), int(np.prod(window, dtype=np.int64)))
     return tuple(starts[:, d, None] + offs[d][None, :] for d in range(len(window)))
 
 
@@ -758,7 +760,13 @@ def _scatter_compute(operand: np.ndarray, indices: np.ndarray, updates: np.ndarr
     keep = np.all((starts >= 0) & (starts <= upper), axis=1)
     coords = _window_elements(starts[keep], window)
     out = operand.copy()
-    combine(out, tuple(c.reshape(-1) for c in coords), vals[keep].reshape(-1))
+    flat_vals = vals[keep].reshape(-1)
+    if operand.ndim == 0:
+        # A rank-0 operand is addressed as its one-element vector (NumPy
+        # index arrays need at least one axis).
+        combine(out.reshape(1), (np.zeros(flat_vals.shape, np.int64),), flat_vals)
+        return out
+    combine(out, tuple(c.reshape(-1) for c in coords), flat_vals)
     return out
 
 

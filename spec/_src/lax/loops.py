@@ -42,6 +42,12 @@ __all__ = ["associative_scan", "fori_loop", "scan"]
 
 
 def _infer_length(xs: Sequence[Any], length: Any) -> int:
+    for x in xs:  # every scanned leaf must be a JAX value, before any shape is read
+        try:
+            canonical_aval_of(x)
+        except TypeError:
+            raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type "
+                            "(scanned-over value)") from None
     if xs and length is None and all(is_high(canonical_aval_of(x)) for x in xs):
         raise ValueError("must provide `length` to `scan`, since the leading-axis size of "
                          "non-array (hijax) types cannot be inferred")
@@ -193,6 +199,10 @@ def _sliced_aval(aval: Any, n: int) -> Any:
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
               *, unroll: int | bool | None = None) -> Any:
     """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
+    for bound, name in ((lower, "lower"), (upper, "upper")):
+        if bound is None:  # JAX reads the bounds' dtypes first, and None has none
+            raise ValueError(f"Invalid argument to dtype: None (fori_loop {name} bound; "
+                             "the bounds must be integers).")
     lo_aval, hi_aval = _aval_of(lower, "fori_loop lower"), _aval_of(upper, "fori_loop upper")
     dtype = lo_aval.dtype
     if lo_aval.dtype != hi_aval.dtype:

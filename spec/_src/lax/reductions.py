@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.canonical import canonical_axis, static_int
 from spec._src.core import types as T
 from spec._src.interpreters.ad_util import (
     Zero,
@@ -1068,7 +1069,7 @@ reduce_precision_p = declare("reduce_precision", batch=vectorized(),
 # ------------------------------------------------------------ lax wrappers
 
 def _axes(axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(int(a) for a in axes)
+    return tuple(static_int(a, "axes entry") for a in axes)
 
 
 def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
@@ -1104,16 +1105,18 @@ def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
 
 def argmax(operand: Any, axis: int, index_dtype: Any) -> Any:
     """Index of the largest element along ``axis`` (first NaN, else first maximum)."""
-    return argmax_p.bind(operand, axes=(int(axis),),
+    return argmax_p.bind(operand, axes=(static_int(axis, 'axis'),),
                          index_dtype=T.to_dtype(index_dtype, "argmax"))
 
 
 def argmin(operand: Any, axis: int, index_dtype: Any) -> Any:
-    return argmin_p.bind(operand, axes=(int(axis),),
+    return argmin_p.bind(operand, axes=(static_int(axis, 'axis'),),
                          index_dtype=T.to_dtype(index_dtype, "argmin"))
 
 
 def cumsum(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    # lax's cumulative reductions read the axis with int(), as JAX's do: 1.0 is
+    # axis 1 here, while jnp.cumsum (operator.index) rejects it.
     return cumsum_p.bind(operand, axis=int(axis), reverse=bool(reverse))
 
 
@@ -1134,11 +1137,8 @@ def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:
-    """A possibly negative axis as an index in [0, ndim); ValueError otherwise."""
-    a = int(axis)
-    if not -ndim <= a < ndim:
-        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
-    return a + ndim if a < 0 else a
+    """A possibly negative axis as an index in [0, ndim); AxisError otherwise."""
+    return canonical_axis(axis, ndim)
 
 
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:

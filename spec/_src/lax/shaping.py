@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.core.canonical import canonical_axis
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -60,7 +61,11 @@ import warnings
 
 from spec._src.core.interpreter import Tracer
 from spec._src.core.registry import primitive
-from spec._src.interpreters.ad import computed_on_primal_side, inside_inline_body
+from spec._src.interpreters.ad import (
+    computed_on_primal_side,
+    in_linearize_rule,
+    inside_inline_body,
+)
 from spec._src.interpreters.ad_util import zeros_hooks
 from spec._src.lax.reshard import place, reshard
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding, fit_out
@@ -1016,10 +1021,7 @@ def _is_array(x: Any) -> bool:
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:
-    ax: int = operator.index(axis)
-    if not -ndim <= ax < ndim:
-        raise ValueError(f"axis {ax} is out of bounds for array of dimension {ndim}")
-    return ax + ndim if ax < 0 else ax
+    return canonical_axis(axis, ndim)
 
 
 def _ndim(x: Any) -> int:
@@ -1156,7 +1158,7 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
                      out_sharding: Any = None) -> Any:
     dt = T.to_dtype(dtype, "broadcasted_iota")
     shp = T.check_shape(shape, "broadcasted_iota")
-    dim = operator.index(dimension)
+    dim = int(dimension)  # int(), as JAX's broadcasted_iota reads it
     sharding = _canonical_out_sharding(out_sharding, "broadcasted_iota")
     if sharding is not None:
         # The result type must fit the layout (rank, divisibility): JAX's
@@ -1298,6 +1300,8 @@ def like_sharding(x: Any, shape: tuple[int, ...], same_shape: bool, weak: bool) 
     is not weakly typed, and the shape is kept or the layout is replicated."""
     if isinstance(x, Tracer):
         return x.aval.sharding if same_shape else None
+    if in_linearize_rule() and isinstance(x, Array) and x._sharding is not None:
+        return canonical_aval_of(x).sharding if same_shape else None
     s = x._sharding if isinstance(x, Array) else getattr(x, "sharding", None)
     if s is None or weak or not getattr(x, "committed", True):
         return None
@@ -1347,8 +1351,9 @@ def _out_sharding(sharding: Any, api_name: str) -> Any:
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
                      *, out_sharding: Any = None) -> Any:
+    # Any iterable of integers is a shape here (a set too, as JAX's lax reads it).
     shp = tuple(operator.index(d) for d in shape) if isinstance(
-        shape, (tuple, list, np.ndarray)) else shape
+        shape, (tuple, list, np.ndarray, set, frozenset)) else shape
     dims = tuple(operator.index(d) for d in broadcast_dimensions)
     out_sharding = _out_sharding(out_sharding, "broadcast_in_dim")
     if (_ndim(operand) == len(shp) and not dims and _is_array(operand)

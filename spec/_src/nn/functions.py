@@ -19,6 +19,7 @@ import numpy as np
 from spec._src.nn import numpy_names as jnp
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.vmap import vmap
+from spec._src.core.canonical import listed_axes, reduction_axes
 from spec._src.core import types as T
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer, canonical_aval_of, to_concrete_value
@@ -239,11 +240,7 @@ def tanh(x: Any) -> Any:
 
 def _reduction_axes(ndim: int, axis: Axis) -> tuple[int, ...]:
     """The reduced axes, normalised and sorted."""
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, Sequence):
-        return tuple(sorted(lax_s.canonicalize_axis(a, ndim) for a in axis))
-    return (lax_s.canonicalize_axis(operator.index(axis), ndim),)
+    return tuple(sorted(reduction_axes(listed_axes(axis), ndim)))
 
 
 def logsumexp(a: Any, axis: Axis = None, b: Any = None, keepdims: bool = False,
@@ -370,7 +367,17 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1,
     dtype = T.default_float() if dtype is None else dtype
     if out_sharding is not None:
         raise NotImplementedError("one_hot with out_sharding")
-    return _one_hot(x_arr, num_classes, dtype=dtype, axis=axis)
+    return _one_hot(x_arr, num_classes, dtype=dtype, axis=_one_hot_axis(axis))
+
+
+def _one_hot_axis(axis: Any) -> int:
+    """An axis that is no integer is an axis name to JAX's one_hot, unbound
+    here: the NameError JAX raises (``axis=1.0`` included)."""
+    try:
+        return operator.index(axis)
+    except TypeError:
+        raise NameError(f"Found an unbound axis name: {axis!r}. one_hot's axis is an "
+                        "integer, or an axis name bound by shard_map or vmap.") from None
 
 
 def _static_count(num_classes: Any) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 
 from spec._src.api import placement
 from spec._src.api.jit import jit
+from spec._src.core.canonical import canonical_shape
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
@@ -41,13 +42,7 @@ def _user_dtype(dtype: Any, fun_name: str) -> T.DType:
 
 def _shape_arg(shape: Any, fun_name: str) -> tuple[int, ...]:
     """``canonicalize_shape``: an int or a sequence of ints (TypeError otherwise)."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        return (operator.index(shape),)
-    try:
-        return tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {shape}.") from None
+    return canonical_shape(shape, fun_name)
 
 
 def _forgot_tuple(name: str, shape: Any, dtype: Any) -> None:
@@ -235,13 +230,7 @@ def _broadcast_to_unsharded(arr: Any, shape: Any) -> Any:
     stretched."""
     check_arraylike("broadcast_to", arr)
     arr = L.asarray(arr)
-    if not isinstance(shape, tuple) and np.ndim(shape) == 0:
-        shape = (shape,)
-    try:
-        target = tuple(operator.index(d) for d in shape)
-    except TypeError:
-        raise TypeError("Shapes must be 1D sequences of concrete values of integer type, "
-                        f"got {shape}.") from None
+    target = canonical_shape(shape, "broadcast_to")
     aval = canonical_aval_of(arr)
     if aval.shape == target:
         return arr

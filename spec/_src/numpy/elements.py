@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.canonical import static_hashable
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
@@ -45,7 +46,8 @@ _append = _jit("append", _append_fn, ("axis",))
 
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     check_arraylike("append", arr, values)
-    return _append(arr, values, axis=None if axis is None else operator.index(axis))
+    return _append(arr, values, axis=None if axis is None
+                   else operator.index(static_hashable(axis, 'axis')))
 
 
 def _resize_fn(a: Any, new_shape: tuple[int, ...]) -> Any:
@@ -63,6 +65,7 @@ _resize = _jit("resize", _resize_fn, ("new_shape",))
 
 def resize(a: Any, new_shape: Any) -> Any:
     check_arraylike("resize", a)
+    new_shape = static_hashable(new_shape, "new_shape")
     shape = (operator.index(new_shape),) if np.ndim(new_shape) == 0 else tuple(
         operator.index(d) for d in new_shape)
     if any(d < 0 for d in shape):

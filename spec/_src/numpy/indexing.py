@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.api.jit import jit
+from spec._src.core.canonical import canonical_axis, static_int
 from spec._src.core import types as T
 from spec._src.core import tree_util as tu
 from spec._src.core.array import Array, host_value
@@ -767,6 +768,8 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
     wrapped)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+    # The axis is an operator.index integer before it becomes a static argument.
+    axis = None if axis is None else static_int(axis, "axis")
     return _take(a, _asarray(indices), axis=axis, mode=mode, unique_indices=unique_indices,
                  indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
@@ -777,9 +780,7 @@ def _take_fn(a: Any, indices: Any, axis: int | None, mode: str | None, unique_in
         a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
     shape = canonical_aval_of(a).shape
-    if not -len(shape) <= axis < len(shape):
-        raise ValueError(f"axis {axis} is out of bounds for array of dimension {len(shape)}")
-    axis %= len(shape)
+    axis = canonical_axis(axis, len(shape))
     if mode is None or mode == "fill":
         gmode = GatherScatterMode.FILL_OR_DROP
         indices = _wrap_negative(indices, shape[axis])
@@ -900,10 +901,7 @@ def _gather_along_axis(a: Any, idx: Any, ax: int, out_shape: tuple[int, ...], mo
 
 
 def _canonical_axis(axis: Any, ndim: int) -> int:
-    a = int(axis)
-    if not -ndim <= a < ndim:
-        raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
-    return a + ndim if a < 0 else a
+    return canonical_axis(axis, ndim)
 
 
 _take_along_axis = _jit("take_along_axis", _take_along_axis_fn, ("axis", "mode", "fill_value"))
@@ -944,6 +942,7 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
     check_arraylike("nonzero", a)
+    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
     if aval.ndim == 0:

@@ -19,6 +19,7 @@ import numpy as np
 
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.jit import jit
+from spec._src.core.canonical import static_int
 from spec._src.core import types as T
 from spec._src.core.hitypes import is_high
 from spec._src.core.array import Array, from_numpy, host_constant
@@ -245,7 +246,9 @@ def _is_complex(x: Any) -> bool:
 
 
 def _to_bool(x: Any) -> Any:
-    return x if _dtype(x) == T.bool_ else ew.ne(x, _const(x, 0))
+    """``x != 0``; a weak rank-0 ``x`` is compared with a weak zero, so the
+    truth value of Python scalars stays weak (as JAX's)."""
+    return x if _dtype(x) == T.bool_ else ew.ne(x, _lax_const(x, 0))
 
 
 # ============================================================== where / select
@@ -569,6 +572,9 @@ def heaviside(x1: Any, x2: Any, /) -> Any:
 
 def _clip_impl(arr: Any, /, min: Any = None, max: Any = None) -> Any:
     """Clamp ``arr`` to [min, max] (either bound may be None)."""
+    if arr is None:
+        raise ValueError("No input was provided to the clip function: the array "
+                         "argument is None.")
     check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
     if min is not None:
         arr = maximum(min, arr)
@@ -653,7 +659,7 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     """Round half to even, to ``decimals`` decimal places."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
-    return _round(a, decimals=decimals)
+    return _round(a, decimals=static_int(decimals, "decimals of jnp.round"))
 
 
 def _around_impl(a: Any, decimals: int = 0) -> Any:
@@ -666,7 +672,7 @@ _around = _named_jit("around", _around_impl, static_argnames=("decimals",))
 def around(a: Any, decimals: int = 0, out: None = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.around is not supported.")
-    return _around(a, decimals=decimals)
+    return _around(a, decimals=static_int(decimals, "decimals of jnp.around"))
 
 
 def _rint_impl(x: Any) -> Any:

@@ -24,7 +24,8 @@ import numpy as np
 from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
-from spec._src.core.errors import ConcretizationTypeError
+from spec._src.core.canonical import (
+    canonical_axis, optional_axes, reduction_axes, static_hashable)
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
@@ -40,7 +41,6 @@ from spec._src.numpy.util import (
     Fn,
     _dtype,
     _ensure,
-    _hashable_axis,
     _index,
     _jit,
     _ndim,
@@ -86,28 +86,11 @@ def convert(x: Any, dtype: T.DType, weak: bool = False) -> Any:
 
 
 def canonicalize_axis(axis: Any, ndim: int) -> int:
-    if isinstance(axis, Tracer):
-        raise ConcretizationTypeError(
-            f"axis argument must be a concrete integer, got the traced value {axis}. "
-            "Pass the axis as a static argument (jit's static_argnums).")
-    try:
-        a = int(axis)
-    except TypeError:
-        raise TypeError(f"axis must be an integer, got {axis!r}") from None
-    if not -ndim <= a < ndim:
-        raise np.exceptions.AxisError(
-            f"axis {a} is out of bounds for array of dimension {ndim}")
-    return a + ndim if a < 0 else a
+    return canonical_axis(axis, ndim)
 
 
 def reduction_dims(ndim: int, axis: Axis) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list, np.ndarray)) else (axis,)
-    canon = tuple(canonicalize_axis(a, ndim) for a in axes)
-    if len(set(canon)) != len(canon):
-        raise ValueError(f"duplicate value in 'axis': {axis}")
-    return canon
+    return reduction_axes(axis, ndim)
 
 
 def expand_dims(x: Any, dims: Sequence[int]) -> Any:
@@ -195,7 +178,7 @@ def _reduction(a: Any, name: str, op: str, init: Any, *, has_identity: bool = Tr
                          "where mask one has to specify 'initial'")
     a = preproc(a) if preproc else a
     aval = canonical_aval_of(a)
-    dims = reduction_dims(aval.ndim, axis)
+    dims = reduction_axes(axis, aval.ndim, named=op in ("add", "max", "min"))
     if initial is None and not has_identity and not _builtin_all(aval.shape[d] >= 1
                                                                  for d in dims):
         raise ValueError(f"zero-size array to reduction operation {name} which has no identity")
@@ -347,8 +330,9 @@ _var_fn.__name__ = "_var"
 _var = jit(_var_fn, static_argnames=("axis", "dtype", "keepdims"))
 
 
-def _axes_arg(axis: Axis) -> Axis:
-    return tuple(axis) if isinstance(axis, list) else axis
+def _axes_arg(axis: Any) -> Any:
+    """A hashable spelling of ``axis`` for the static argument of a jit."""
+    return optional_axes(axis)
 
 
 def _correction(name: str, ddof: Any, correction: Any, out: Any) -> Any:
@@ -410,7 +394,8 @@ def _arg_reduction(name: str, a: Any, axis: Any, keepdims: Any, out: None) -> An
         dims = list(range(ndim))
         a, ax = _ravel(a), 0
     else:
-        ax = canonicalize_axis(axis, ndim)
+        # JAX indexes the shape with the axis unchecked: out of range is an IndexError.
+        ax = canonical_axis(axis, ndim, out_of_range=IndexError)
         dims = [ax]
     if canonical_aval_of(a).shape[ax] == 0:
         raise ValueError(f"attempt to get {name} of an empty sequence")
@@ -811,8 +796,8 @@ _diff = _jit("diff", _diff_fn, ("n", "axis"))
 
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     arr = _ensure("diff", a)
-    n = _index(n, "'n' argument of jnp.diff")
-    axis = _index(axis, "'axis' argument of jnp.diff")
+    n = _index(static_hashable(n, "n"), "'n' argument of jnp.diff")
+    axis = _index(static_hashable(axis, "axis"), "'axis' argument of jnp.diff")
     return _diff(arr, n=n, axis=axis, prepend=prepend, append=append)
 
 
@@ -900,7 +885,7 @@ _gradient = _jit("gradient", _gradient_fn, ("axis", "edge_order"))
 def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
              edge_order: int | None = None) -> Any:
     check_arraylike("gradient", f, *varargs)
-    return _gradient(f, *varargs, axis=_hashable_axis(axis), edge_order=edge_order)
+    return _gradient(f, *varargs, axis=static_hashable(axis, 'axis'), edge_order=edge_order)
 
 
 def _unwrap_fn(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:

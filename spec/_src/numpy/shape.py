@@ -19,6 +19,7 @@ import numpy as np
 
 from spec._src.api.jit import jit
 from spec._src.api.vmap import vmap
+from spec._src.core.canonical import static_axis, static_hashable
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
@@ -175,9 +176,12 @@ def matrix_transpose(x: Any, /) -> Any:
 @_inline_jit
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     arr = _ensure("swapaxes", a)
-    perm = list(range(_aval(arr).ndim))
-    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]  # Python indexing, as np.arange
-    return L.transpose(arr, perm)
+    # The axes are jit static arguments in JAX (unhashable: ValueError), then
+    # indices into a NumPy permutation (a non-integer: NumPy's IndexError).
+    axis1, axis2 = static_hashable(axis1, "axis1"), static_hashable(axis2, "axis2")
+    perm = np.arange(_aval(arr).ndim)
+    perm[axis1], perm[axis2] = perm[axis2], perm[axis1]
+    return L.transpose(arr, tuple(int(p) for p in perm))
 
 
 def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
@@ -332,7 +336,8 @@ def _split(op: str, ary: Any, sections: Any, axis: int) -> list[Any]:
                             0, size)) for i in sections]
         sizes = [int(d) for d in np.diff(np.asarray([0, *cuts, size]))]
     else:
-        n = operator.index(sections)
+        # A number of sections is read with int(), as JAX does (2.0 and 2.5 are 2).
+        n = int(sections)
         part, rest = divmod(size, n)
         if rest == 0:
             sizes = [part] * n
@@ -606,7 +611,7 @@ def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     if _ndim(arr) == 0:
         raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
                          "passed.")
-    return tuple(slicing.unstack(arr, axis=canonicalize_axis(axis, _ndim(arr))))
+    return tuple(slicing.unstack(arr, axis=static_axis(axis, _ndim(arr))))
 
 
 def fliplr(m: Any) -> Any:
@@ -642,10 +647,13 @@ _rot90 = util._jit("rot90", _rot90_fn, ("k", "axes"))
 
 def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     arr = util._ensure("rot90", m)
+    if len(static_hashable(axes, "axes")) != 2:
+        raise ValueError(f"rot90: axes must be a pair of ints, got {axes!r}")
     axes_t = tuple(operator.index(a) for a in axes)
-    if len(axes_t) != 2:
-        raise ValueError(f"rot90: axes must be a pair of ints, got {axes}")
-    return _rot90(arr, k=operator.index(k), axes=axes_t)
+    # k is a static argument that JAX reduces mod 4 and compares with 0, 1
+    # and 2, any other remainder (a fractional k included) being three turns.
+    quarter = static_hashable(k, "k") % 4
+    return _rot90(arr, k=int(quarter) if quarter in (0, 1, 2) else 3, axes=axes_t)
 
 
 def _rollaxis_fn(a: Any, axis: int, start: int = 0) -> Any:

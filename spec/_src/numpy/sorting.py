@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.canonical import static_hashable
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer
@@ -164,12 +165,12 @@ _argpartition = _jit("argpartition", _argpartition_fn, ("kth", "axis"))
 
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
     return _partition(_ensure("partition", a), kth=operator.index(kth),
-                      axis=operator.index(axis))
+                      axis=operator.index(static_hashable(axis, 'axis')))
 
 
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     return _argpartition(_ensure("argpartition", a), kth=operator.index(kth),
-                         axis=operator.index(axis))
+                         axis=operator.index(static_hashable(axis, 'axis')))
 
 
 def _to_complex(dt: T.DType) -> T.DType:

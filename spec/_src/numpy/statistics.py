@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.canonical import static_hashable
 from spec._src.core import types as T
 from spec._src.lax import conv as lc
 from spec._src.lax import elementwise as ew
@@ -220,7 +221,8 @@ def _quantile_common(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_i
         raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or "
                          "out != None")
     staged = _nanquantile_jit if squash else _quantile_jit
-    return staged(arr, qa, axis=_hashable_axis(axis), method=method, keepdims=bool(keepdims))
+    return staged(arr, qa, axis=static_hashable(axis, 'axis'), method=method,
+                  keepdims=bool(keepdims))
 
 
 def _quantile_of(name: str, squash_nans: bool) -> Any:
@@ -284,7 +286,7 @@ def _percentile_call(name: str, a: Any, q: Any, axis: Any, out: Any, overwrite_i
         raise ValueError(f"jax.numpy.{name} does not support overwrite_input=True or "
                          "out != None")
     staged = _nanpercentile_jit if name == "nanpercentile" else _percentile_jit
-    return staged(a, q, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+    return staged(a, q, axis=static_hashable(axis, 'axis'), overwrite_input=overwrite_input,
                   method=method, keepdims=keepdims, weights=weights)
 
 
@@ -321,12 +323,12 @@ _nanmedian_jit = _median_of("nanmedian")
 def median(a: Any, axis: Any = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     arr = _ensure("median", a)
-    if any(_shape(arr)[d] == 0 for d in _axis_tuple(_hashable_axis(axis), _ndim(arr))):
+    if any(_shape(arr)[d] == 0 for d in _axis_tuple(static_hashable(axis, 'axis'), _ndim(arr))):
         raise ValueError("jax.numpy.median reduction axis must be non-empty")
     if out is not None:
         raise ValueError("jax.numpy.median does not support overwrite_input=True or "
                          "out != None")
-    return _median_jit(arr, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+    return _median_jit(arr, axis=static_hashable(axis, 'axis'), overwrite_input=overwrite_input,
                        keepdims=keepdims)
 
 
@@ -336,7 +338,7 @@ def nanmedian(a: Any, axis: Any = None, out: None = None, overwrite_input: bool 
     if out is not None:
         raise ValueError("jax.numpy.nanmedian does not support overwrite_input=True or "
                          "out != None")
-    return _nanmedian_jit(arr, axis=_hashable_axis(axis), overwrite_input=overwrite_input,
+    return _nanmedian_jit(arr, axis=static_hashable(axis, 'axis'), overwrite_input=overwrite_input,
                           keepdims=keepdims)
 
 

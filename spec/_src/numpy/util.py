@@ -13,6 +13,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from spec._src.api.jit import jit
+from spec._src.core.canonical import optional_axes
 from spec._src.core import types as T
 from spec._src.core.array import Array, weak_scalar
 from spec._src.core.commitment import committed_device, is_committed
@@ -366,4 +367,5 @@ def _axis_tuple(axis: Any, nd: int) -> tuple[int, ...]:
 
 
 def _hashable_axis(axis: Any) -> Any:
-    return axis if axis is None or isinstance(axis, int) else tuple(axis)
+    """``axis`` as JAX hands it to a reduction's jit: None, an int or a tuple."""
+    return optional_axes(axis)

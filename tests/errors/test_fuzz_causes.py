@@ -1,0 +1,225 @@
+"""Argument canonicalisation against JAX: axes, shapes and static integer
+parameters.
+
+Each row is a snippet run in real JAX and in spec in the same test. Where
+JAX returns, spec must return the same values, dtype, shape and weak type;
+where JAX raises, spec must raise the same class (a builtin class JAX
+raises, or a subclass of it) with a message naming the rejected value.
+The rows are the spellings a fuzzer of the public API found spec treating
+differently from JAX, plus the neighbouring spellings both must accept.
+
+Rows where JAX itself rejects a float parameter only inside a primitive's
+evaluation (``lax.argmax(x, 1.0, ...)``, ``lax.reduce_sum(x, (1.0,))``) are
+left out: JAX caches that failure under parameters equal to the integer
+ones, and later integer calls in the same process then fail.
+"""
+
+from __future__ import annotations
+
+import builtins
+from types import ModuleType
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+import spec
+import spec.numpy as snp
+from spec import lax as slax
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jlax = pytest.importorskip("jax.lax")
+
+
+class Case(NamedTuple):
+    snippet: str
+    # A fragment spec's error message must contain when JAX rejects the snippet
+    # (spec names the value; JAX's own wording is not required).
+    names: str | None = None
+
+
+X = "jnp.arange(6.0).reshape(2, 3)"
+
+CASES: list[Case] = [
+    # Reductions read `axis` as None, an integer, or any iterable of integers.
+    Case(f"jnp.sum({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.sum({X}, axis=5.0)", "5.0"),
+    Case(f"jnp.sum({X}, axis={{0, 1}})"),
+    Case(f"jnp.sum({X}, axis=np.array(1))"),
+    Case(f"jnp.sum({X}, axis=np.int64(-1))"),
+    Case(f"jnp.sum({X}, axis=[1])"),
+    Case(f"jnp.sum({X}, axis=(0, 0))", "axis"),
+    Case(f"jnp.sum({X}, axis=5)", "5"),
+    Case(f"jnp.sum({X}, axis='0')", "0"),
+    Case(f"jnp.prod({X}, axis='0')", "0"),
+    Case(f"jnp.prod({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.max({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.min({X}, axis={{1}})"),
+    Case(f"jnp.mean({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.mean({X}, axis={{1}})"),
+    Case(f"jnp.var({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.var({X}, axis={{0}})"),
+    Case(f"jnp.std({X}, axis=[0, 1])"),
+    Case(f"jnp.any({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.all({X}, axis={{0}})"),
+    Case(f"jnp.all({X}, axis='0')", "0"),
+    Case(f"jnp.ptp({X}, axis=np.array(1))"),
+    Case(f"jnp.average({X}, axis=np.array(1))"),
+    Case(f"jax.nn.logsumexp({X}, axis={{0}})", "{0}"),
+    Case(f"jax.nn.logsumexp({X}, axis=np.array(1))", "array"),
+    Case(f"jax.nn.logsumexp({X}, axis='0')", "0"),
+    Case(f"jax.nn.logsumexp({X}, axis=(0, 1))"),
+    # Single-axis functions: operator.index, so a float or a set is a TypeError.
+    Case(f"jnp.argmax({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.argmax({X}, axis={{0}})", "{0}"),
+    Case(f"jnp.argmax({X}, axis=5)", "5"),
+    Case(f"jnp.argmin({X}, axis='0')", "'0'"),
+    Case(f"jnp.argmin({X}, axis=np.array(1))"),
+    Case(f"jnp.cumsum({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.cumsum({X}, axis=5)", "5"),
+    Case(f"jnp.cumsum({X}, axis={{0}})", "{0}"),
+    Case(f"jnp.sort({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.sort({X}, axis={{0}})", "{0}"),
+    Case(f"jnp.argsort({X}, axis=1.0)", "1.0"),
+    Case(f"jnp.take({X}, 0, axis=1.0)"),
+    Case(f"jnp.take({X}, 0, axis={{0}})", "{0}"),
+    Case(f"jnp.take({X}, 1, axis=-1)"),
+    Case(f"jnp.take_along_axis({X}, jnp.zeros((2, 3), int), axis=1.0)", "1.0"),
+    # Axes JAX hands straight to a jit's static argument: unhashable is a ValueError.
+    Case(f"jnp.median({X}, axis=[1])", "[1]"),
+    Case(f"jnp.median({X}, axis={{0}})", "{0}"),
+    Case(f"jnp.quantile({X}, 0.5, axis=np.array(1))", "array"),
+    Case(f"jnp.quantile({X}, 0.5, axis=(0, 1))"),
+    Case(f"jnp.diff({X}, axis=[1])", "[1]"),
+    Case(f"jnp.diff({X}, axis=1.0)"),
+    Case(f"jnp.gradient({X}, axis=[1])", "[1]"),
+    Case(f"jnp.unstack({X}, axis=np.array(1))", "array"),
+    Case(f"jnp.append({X}, {X}, axis={{0}})", "{0}"),
+    Case(f"jnp.partition({X}, 1, axis=[1])", "[1]"),
+    Case(f"jnp.argpartition({X}, 1, axis=np.array(1))", "array"),
+    Case(f"jnp.swapaxes({X}, 1.0, 0)"),
+    Case(f"jnp.swapaxes({X}, [1], 0)", "[1]"),
+    Case(f"jnp.swapaxes({X}, np.int32(1), 0)"),
+    Case(f"jnp.rot90({X}, axes='0')", "'0'"),
+    Case(f"jnp.rot90({X}, axes=[0, 1])", "[0, 1]"),
+    Case(f"jnp.rot90({X}, axes=(1, 0))"),
+    # Shapes: an integer or an ordered sequence of integers; a set, a dict,
+    # bytes or a string is one (non-integer) dimension.
+    Case("jnp.zeros({1, 2})", "{1, 2}"),
+    Case("jnp.zeros({})", "{}"),
+    Case("jnp.zeros(b'xy')", "b'xy'"),
+    Case("jnp.zeros('2')", "'2'"),
+    Case("jnp.zeros(2.0)", "2.0"),
+    Case("jnp.zeros((2.0,))", "2.0"),
+    Case("jnp.ones({2})", "{2}"),
+    Case("jnp.full({2}, 1.0)", "{2}"),
+    Case("jnp.empty({1: 2})", "{1: 2}"),
+    Case("jnp.zeros(np.int64(2))"),
+    Case("jnp.zeros(np.array([2, 1]))"),
+    Case("jnp.zeros([2, np.int8(1)])"),
+    Case("jnp.ones(range(1, 3))"),
+    Case("jnp.broadcast_to(1.0, {2})", "{2}"),
+    Case("jnp.broadcast_to(1.0, 2)"),
+    # Static integer parameters.
+    Case(f"jnp.round({X}, 1.5)", "1.5"),
+    Case(f"jnp.round({X}, np.int32(1))"),
+    Case(f"jnp.around({X}, 1.0)", "1.0"),
+    Case(f"lax.integer_pow({X}, 2.0)"),
+    Case(f"lax.integer_pow({X}, np.float32(3.0))"),
+    Case(f"lax.integer_pow({X}, 2.5)", "2.5"),
+    Case(f"lax.integer_pow({X}, '2')", "'2'"),
+    Case(f"lax.cumsum({X}, axis=1.0)", "1.0"),
+    Case("jnp.concatenate({1, 2})"),
+    Case(f"jnp.split({X}, 2.0)"),
+    Case(f"jnp.array_split({X}, 2.5, axis=1)"),
+    Case(f"jnp.reshape({X}, {{6}})", "{6}"),
+    Case(f"jnp.reshape({X}, (3.0, 2))"),
+    Case(f"jnp.expand_dims({X}, {{1}})"),
+    Case("jnp.squeeze(jnp.ones((1, 3)), axis=0.0)"),
+    Case(f"jnp.transpose({X}, (1.0, 0))"),
+    Case(f"jnp.moveaxis({X}, {{1}}, 0)"),
+    Case(f"jnp.flip({X}, axis={{1}})"),
+    Case(f"jnp.roll({X}, 1, axis=1.0)"),
+    Case(f"jnp.repeat({X}, 2, axis=1.0)"),
+    Case(f"jnp.concatenate([{X}, {X}], axis=1.0)"),
+    Case(f"jnp.stack([{X}, {X}], axis=1.0)"),
+    Case(f"jnp.count_nonzero({X}, axis={{1}})"),
+    Case("jnp.eye(2.0)"),
+    Case("jnp.zeros(2, dtype='float33')"),
+    Case("jnp.zeros(2, dtype={})"),
+    Case("jnp.zeros_like(jnp.ones(3), shape=2.0)"),
+    Case("jnp.ones_like(jnp.ones(3), shape={2})"),
+    Case("jax.random.normal(jax.random.key(0), {2})"),
+    Case("jax.random.normal(jax.random.key(0), (2.0,))"),
+    Case("jax.nn.one_hot(jnp.array([0, 2]), 3, axis=1.0)", "1.0"),
+    Case("jax.nn.one_hot(jnp.array([0, 2]), 3, axis=0)"),
+    Case(f"jnp.argmax(jax.nn.softmax({X}, axis={{1}}), axis=1)"),
+    Case(f"jax.nn.softmax({X}, axis=1.0)"),
+    Case(f"jnp.diff({X}, n={{1}})", "{1}"),
+    Case(f"jnp.rot90({X}, 1.5)"),
+    Case(f"jnp.rot90({X}, k={{1}})", "{1}"),
+    Case(f"jnp.rot90({X}, k=-1)"),
+    Case(f"jnp.resize({X}, {{6}})", "{6}"),
+    Case(f"jnp.nonzero({X}, size=2.0)", "2.0"),
+    Case(f"jnp.argwhere({X}, size=np.int8(2))"),
+    Case("lax.full({2}, 1.0)"),
+    Case("lax.full(2.0, 1.0)"),
+    Case("lax.broadcast_in_dim(1.0, {2}, ())"),
+    Case("lax.broadcasted_iota('int32', (2, 3), 1.0)"),
+    Case(f"lax.reshape({X}, {{6}})"),
+    Case(f"lax.reshape({X}, np.array(6))"),
+]
+
+
+def _namespace(use_jax: bool) -> dict[str, Any]:
+    if use_jax:
+        return {"jax": jax, "jnp": jnp, "lax": jlax, "np": np}
+    return {"jax": spec, "jnp": snp, "lax": slax, "np": np}
+
+
+def _run(snippet: str, use_jax: bool) -> tuple[Any, BaseException | None]:
+    try:
+        return eval(snippet, _namespace(use_jax)), None  # noqa: S307 - the table above
+    except Exception as err:  # the outcome under test
+        return None, err
+
+
+def _leaves(value: Any, tree: ModuleType) -> list[Any]:
+    leaves: list[Any] = tree.tree_util.tree_leaves(value)
+    return leaves
+
+
+def _assert_same_values(expected: Any, got: Any) -> None:
+    want, have = _leaves(expected, jax), _leaves(got, spec)
+    assert len(want) == len(have)
+    for w, h in zip(want, have):
+        assert np.dtype(h.dtype) == np.dtype(w.dtype)
+        assert tuple(h.shape) == tuple(w.shape)
+        assert bool(getattr(h, "weak_type", False)) == bool(getattr(w, "weak_type", False))
+        np.testing.assert_array_equal(np.asarray(h), np.asarray(w))
+
+
+def _builtin_base(err: BaseException) -> type[BaseException]:
+    """The builtin exception class a JAX error is (JAX's own classes derive
+    from one; spec's twins derive from the same)."""
+    for cls in type(err).__mro__:
+        if getattr(builtins, cls.__name__, None) is cls:
+            return cls
+    return Exception
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.snippet for c in CASES])
+def test_argument_canonicalisation_matches_jax(case: Case) -> None:
+    expected, jax_err = _run(case.snippet, use_jax=True)
+    got, spec_err = _run(case.snippet, use_jax=False)
+    if jax_err is None:
+        assert spec_err is None, f"JAX accepts {case.snippet}; spec raised {spec_err!r}"
+        _assert_same_values(expected, got)
+        return
+    assert spec_err is not None, f"JAX rejects {case.snippet} ({jax_err!r}); spec accepted it"
+    assert isinstance(spec_err, _builtin_base(jax_err)), (
+        f"{case.snippet}: JAX raises {type(jax_err).__name__}, spec {spec_err!r}")
+    if case.names is not None:
+        assert case.names in str(spec_err), (
+            f"{case.snippet}: the message should name {case.names!r}: {spec_err}")
