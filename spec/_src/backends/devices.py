@@ -104,7 +104,6 @@ class VirtualBackend:
         return tuple(out)
 
 
-@functools.cache
 def virtual_device_count() -> int:
     """``jax_num_cpu_devices`` when set; otherwise XLA's host device count
     flag, as JAX's CPU client reads it; otherwise one. (A flag text that is
@@ -116,6 +115,7 @@ def virtual_device_count() -> int:
     return int(text) if text is not None and text.isdigit() and int(text) >= 1 else 1
 
 
+@functools.cache
 def _virtual_devices(n: int) -> tuple[Device, ...]:
     return tuple(Device(i) for i in range(n))
 
