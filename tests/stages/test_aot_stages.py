@@ -66,6 +66,26 @@ def test_cost_analysis_counts(matmul: tuple[Any, Any]) -> None:
     assert ("transcendentals" in sadd) == ("transcendentals" in jadd)
 
 
+_COST_PROGRAMS = {
+    "sum": lambda jnp: jnp.sum,
+    "tanh": lambda jnp: jnp.tanh,
+    "max_scalar": lambda jnp: lambda x: jnp.maximum(x, 0.0),
+    "reshape": lambda jnp: lambda x: x.reshape(12),
+    "sqrt": lambda jnp: jnp.sqrt,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COST_PROGRAMS))
+def test_cost_analysis_single_equation(name: str) -> None:
+    x = np.ones((3, 4), F32)
+
+    def cost(m: Any, jnp: Any) -> Any:
+        return m.jit(_COST_PROGRAMS[name](jnp)).lower(x).cost_analysis()
+    s, j = both(cost)
+    for key in ("flops", "transcendentals", "bytes accessed"):
+        assert s.get(key) == j.get(key), key
+
+
 def test_memory_analysis_sizes(matmul: tuple[Any, Any]) -> None:
     s, j = matmul
     sm, jm = s.memory_analysis(), j.memory_analysis()

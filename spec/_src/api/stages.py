@@ -89,6 +89,9 @@ _FLOP_PER_ELEMENT = frozenset({
     "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "add_any"})
 
 
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+
+
 def _size(aval: Any) -> int:
     return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64))
 
@@ -110,8 +113,8 @@ def _eqn_cost(eqn: Any) -> tuple[int, int]:
         lhs_shape = eqn.invars[0].aval.shape
         depth = int(np.prod([lhs_shape[d] for d in lhs_contract], dtype=np.int64))
         return 2 * _size(out) * depth, 0
-    if name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod"):
-        return _size(eqn.invars[0].aval), 0
+    if name in _REDUCTIONS:
+        return _size(eqn.invars[0].aval) - _size(out), 0
     flops = transcendentals = 0
     for sub in _sub_jaxprs(eqn.params):
         f, t = jaxpr_cost(sub)
@@ -143,18 +146,33 @@ def _bytes_accessed(jaxpr: Any) -> int:
     (no fusion: an intermediate is written once and read by each user)."""
     total = 0
     for eqn in jaxpr.eqns:
-        total += sum(_nbytes(getattr(v, "aval", None)) for v in eqn.invars)
-        total += sum(_nbytes(v.aval) for v in eqn.outvars)
+        out_bytes = sum(_nbytes(v.aval) for v in eqn.outvars)
+        total += out_bytes + sum(_operand_bytes(eqn, v) for v in eqn.invars)
+        if eqn.primitive.name in _REDUCTIONS:
+            total += sum(np.dtype(v.aval.dtype).itemsize for v in eqn.outvars)  # init value
     return total
+
+
+def _operand_bytes(eqn: Any, var: Any) -> int:
+    """An operand's bytes; a rank-0 operand of an element-wise equation with
+    a larger result is broadcast first (read once, written and read again at
+    the result's size)."""
+    aval = getattr(var, "aval", None)
+    out = eqn.outvars[0].aval if eqn.outvars else None
+    elementwise = eqn.primitive.name in _FLOP_PER_ELEMENT or eqn.primitive.name in _TRANSCENDENTAL
+    if elementwise and aval is not None and not aval.shape and _size(out) > 1:
+        return _nbytes(aval) + 2 * _size(out) * int(np.dtype(aval.dtype).itemsize)
+    return _nbytes(aval)
 
 
 def cost_analysis(jaxpr: Any) -> dict[str, float]:
     """The cost summary of a staged program: flops and transcendentals from
     the equations' types, bytes accessed as each equation's operand and
-    result bytes; ``transcendentals`` only when there are some."""
+    result bytes; ``flops`` and ``transcendentals`` only when non-zero."""
     flops, transcendentals = jaxpr_cost(jaxpr)
-    cost: dict[str, float] = {"flops": float(flops),
-                              "bytes accessed": float(_bytes_accessed(jaxpr))}
+    cost: dict[str, float] = {"bytes accessed": float(_bytes_accessed(jaxpr))}
+    if flops:
+        cost["flops"] = float(flops)
     if transcendentals:
         cost["transcendentals"] = float(transcendentals)
     return cost
