@@ -40,6 +40,8 @@ from spec import random as random
 from spec import ref as ref
 from spec import ad as ad
 from spec import ffi as ffi
+from spec import stages as stages
+from spec import export as export
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
 from spec._src.core.source_info import named_call, named_scope
@@ -75,7 +77,7 @@ def block_until_ready(x: object) -> object:
 
 
 __all__ = [
-    "Ref", "discharge_state", "freeze", "new_ref", "ref",
+    "Ref", "discharge_state", "freeze", "new_ref", "ref", "export", "stages",
     "Array", "CompilerEffortLevel", "Device", "ShapeDtypeStruct", "block_until_ready",
     "clear_caches", "config",
     "debug_infs", "debug_nans", "default_backend", "default_device", "default_matmul_precision",

@@ -20,9 +20,14 @@ from typing import Any
 import numpy as np
 
 from spec._src.api.cache_misses import explain_miss
-from spec._src.api.stages import ShapeDtypeStruct
+from spec._src.api.stages import (
+    ArgInfo,
+    CompiledMemoryStats,
+    ShapeDtypeStruct,
+    cost_analysis,
+)
 from spec._src.core import tree_util
-from spec._src.core.array import Array, placed_on
+from spec._src.core.array import Array, from_numpy, placed_on
 from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core import nan_checks
@@ -322,6 +327,20 @@ def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any], list[Any]]:
 # ------------------------------------------------------------------------ jit
 
 
+def _donated_leaves(fun: Callable[..., Any], split: _Split, donate_argnums: tuple[int, ...]
+                    ) -> list[bool]:
+    """Whether each dynamic leaf belongs to a donated positional argument."""
+    if not donate_argnums:
+        return [False] * len(split.leaves)
+    n = len(split.leaves) + len(split.static_args)
+    donated = {i + n if i < 0 else i for i in donate_argnums}
+    statics = {i for i, _ in split.static_args}
+    tree = tree_util.tree_unflatten(split.dyn_treedef, list(split.leaves))
+    paths = [path for path, _ in tree_util.tree_flatten_with_path(tree)[0]]
+    dynamic = [i for i in range(n + len(donated)) if i not in statics]
+    return [where.idx == 0 and dynamic[key.idx] in donated for where, key, *_ in paths]
+
+
 class Traced:
     """``jit(f).trace(*args)``: the staged program."""
 
@@ -332,27 +351,70 @@ class Traced:
         self._split = split
 
     @property
+    def fun_name(self) -> str:
+        return _fun_name(self._jitted._fun)
+
+    @property
+    def in_tree(self) -> Any:
+        return self._split.dyn_treedef
+
+    @property
+    def out_tree(self) -> Any:
+        return self._out_tree
+
+    @property
     def out_info(self) -> Any:
         return tree_util.tree_unflatten(
             self._out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                              for a in self.jaxpr.out_avals])
 
+    @property
+    def args_info(self) -> Any:
+        donated = _donated_leaves(self._jitted._fun, self._split, self._jitted._donate_argnums)
+        infos = [ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals, donated)]
+        return tree_util.tree_unflatten(self._split.dyn_treedef, infos)
+
     def lower(self) -> Lowered:
         return Lowered(self)
 
 
+_DIALECTS = (None, "stablehlo", "hlo")
+
+
+def _module_text(traced: Traced, dialect: str | None) -> str:
+    """The program's text in ``dialect``: the jaxpr text for every dialect."""
+    if dialect not in _DIALECTS:
+        raise ValueError(f"unknown dialect: {dialect}")
+    return str(traced.jaxpr)
+
+
 class Lowered:
-    """``jit(f).lower(*args)``. spec has no compiler: the text is the jaxpr."""
+    """``jit(f).lower(*args)``: the staged program ready to compile."""
 
     def __init__(self, traced: Traced) -> None:
         self._traced = traced
 
-    def as_text(self, dialect: str | None = None) -> str:
-        return str(self._traced.jaxpr)
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        return _module_text(self._traced, dialect)
+
+    @property
+    def in_tree(self) -> Any:
+        return self._traced.in_tree
+
+    @property
+    def out_tree(self) -> Any:
+        return self._traced.out_tree
 
     @property
     def out_info(self) -> Any:
         return self._traced.out_info
+
+    @property
+    def args_info(self) -> Any:
+        return self._traced.args_info
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._traced.jaxpr)
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         """Compiling validates the jit's compiler options, then these (which
@@ -363,22 +425,129 @@ class Lowered:
         return Compiled(self._traced, options)
 
 
+class _StructureLeaf:
+    """A placeholder leaf, to compare argument structures."""
+
+
+_STRUCTURE_LEAF = _StructureLeaf()
+
+
+def _node_text(x: Any) -> str:
+    return "pytree leaf" if x is _STRUCTURE_LEAF else str(type(x))
+
+
+def _structure_errors(seen: Any, given: Any, path: str) -> list[str]:
+    """Where the structure a Compiled was called with departs from the one it
+    was compiled for, down each branch."""
+    if seen is _STRUCTURE_LEAF and given is _STRUCTURE_LEAF:
+        return []
+    head = f"    * at {path}, seen "
+    if type(seen) is not type(given):
+        return [f"{head}{_node_text(seen)} but now given {_node_text(given)}, so their "
+                "Python types differ"]
+    if isinstance(seen, (tuple, list)):
+        if len(seen) != len(given):
+            return [f"{head}{type(seen).__name__} of length {len(seen)} but now given "
+                    f"{type(given).__name__} of length {len(given)}, so the lengths do not "
+                    "match"]
+        return [e for i, (a, b) in enumerate(zip(seen, given))
+                for e in _structure_errors(a, b, f"{path}[{i}]")]
+    if isinstance(seen, dict):
+        if set(seen) != set(given):
+            return [f"{head}{type(seen)} with keys {sorted(seen)} but now given "
+                    f"{type(given)} with keys {sorted(given)}, so the keys do not match"]
+        return [e for k in seen for e in _structure_errors(seen[k], given[k], f"{path}[{k!r}]")]
+    return [f"{head}{tree_util.tree_structure(seen)} but now given "
+            f"{tree_util.tree_structure(given)}, so the structures differ"]
+
+
+def _type_text(aval: Any) -> str:
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
+
+
 class Compiled:
     """A compiled program: the traced jaxpr and the compiler options it was
-    compiled with (which change nothing spec computes)."""
+    compiled with (which change nothing spec computes). Calling it takes the
+    dynamic arguments only, of the structure and types it was compiled for."""
 
     def __init__(self, traced: Traced, compiler_options: dict[str, Any]) -> None:
         self._traced = traced
         self.compiler_options = compiler_options
 
     def as_text(self) -> str:
-        text = str(self._traced.jaxpr)
+        text = _module_text(self._traced, "hlo")
         if self.compiler_options:
             return copts.options_text(self.compiler_options) + text
         return text
 
+    @property
+    def in_tree(self) -> Any:
+        return self._traced.in_tree
+
+    @property
+    def out_tree(self) -> Any:
+        return self._traced.out_tree
+
+    @property
+    def args_info(self) -> Any:
+        return self._traced.args_info
+
+    @property
+    def out_info(self) -> Any:
+        return self._traced.out_info
+
+    def cost_analysis(self) -> dict[str, float]:
+        return cost_analysis(self._traced.jaxpr)
+
+    def memory_analysis(self) -> CompiledMemoryStats:
+        split = self._traced._split
+        jitted = self._traced._jitted
+        return CompiledMemoryStats(self._traced.jaxpr,
+                                   _donated_leaves(jitted._fun, split, jitted._donate_argnums))
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._traced._jitted._call(args, kwargs, check_options=False)
+        split = self._traced._split
+        leaves, treedef = tree_util.tree_flatten((args, kwargs))
+        if treedef != split.dyn_treedef:
+            placeholder = [_STRUCTURE_LEAF] * split.dyn_treedef.num_leaves
+            seen = tree_util.tree_unflatten(split.dyn_treedef, placeholder)
+            given = tree_util.tree_unflatten(treedef, [_STRUCTURE_LEAF] * len(leaves))
+            errors = [*_structure_errors(seen[0], given[0], "args"),
+                      *_structure_errors(seen[1], given[1], "kwargs")]
+            raise TypeError("\n".join([
+                "Function compiled with input pytree does not match the input pytree it was "
+                f"called with. There are {len(errors)} mismatches, including:", *errors]))
+        for leaf in leaves:
+            if isinstance(leaf, Tracer):
+                raise TypeError(
+                    "Cannot apply JAX transformations to a function lowered and compiled for "
+                    f"a particular signature. Detected argument of Tracer type {type(leaf)}.")
+        leaves = self._check_types(leaves)
+        full_args, full_kwargs = split.rebuild(leaves)
+        return self._traced._jitted._call(full_args, full_kwargs, check_options=False)
+
+    def _check_types(self, leaves: Sequence[Any]) -> list[Any]:
+        """The arguments, checked against the compiled types; one of the
+        compiled shape and dtype takes the compiled weak type (the program's
+        result types are the compiled ones)."""
+        split = self._traced._split
+        names = _leaf_arg_names(self._traced._jitted._fun, split)
+        mismatches = []
+        checked = list(leaves)
+        for i, (name, leaf, want) in enumerate(zip(names, leaves, self._traced.jaxpr.in_avals)):
+            got = _leaf_aval(leaf, "jit", name)
+            if tuple(got.shape) != tuple(want.shape) or got.dtype != want.dtype:
+                mismatches.append(f"Argument {name!r} compiled with {_type_text(want)} "
+                                  f"and called with {_type_text(got)}")
+            elif got.weak_type != want.weak_type:
+                checked[i] = from_numpy(np.asarray(leaf, np.dtype(want.dtype)), want.weak_type)
+        if mismatches:
+            raise TypeError(
+                "Argument types differ from the types for which this computation was "
+                "compiled. Perhaps you are calling the compiled executable with a different "
+                "enable_x64 mode than when it was AOT compiled? The mismatches are:\n"
+                + "\n".join(mismatches))
+        return checked
 
 
 class Jitted:

@@ -1,7 +1,9 @@
-"""Objects describing staged computations: ``ShapeDtypeStruct``."""
+"""Objects describing staged computations: ``ShapeDtypeStruct``, ``ArgInfo``,
+the cost and memory summaries of a compiled program."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -51,3 +53,153 @@ class ShapeDtypeStruct:
 
     def __hash__(self) -> int:
         return hash((self.shape, self.dtype, self.weak_type))
+
+
+class ArgInfo:
+    """One dynamic argument of a staged computation: its type and whether it
+    is donated."""
+
+    __slots__ = ("_aval", "donated")
+
+    def __init__(self, aval: ArrayType, donated: bool) -> None:
+        self._aval = aval
+        self.donated = donated
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._aval.shape)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return np.dtype(self._aval.dtype)
+
+    def __repr__(self) -> str:
+        return f"ArgInfo(_aval={self._aval}, donated={self.donated})"
+
+
+# Element-wise primitives XLA's cost model counts as transcendentals (one per
+# output element, no flops); other element-wise arithmetic is one flop each.
+_TRANSCENDENTAL = frozenset({
+    "exp", "exp2", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "logistic",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "pow",
+    "rsqrt", "sqrt", "cbrt", "erf", "erfc", "erf_inv", "lgamma", "digamma"})
+_FLOP_PER_ELEMENT = frozenset({
+    "add", "sub", "mul", "div", "neg", "max", "min", "abs", "sign", "rem", "square",
+    "integer_pow", "floor", "ceil", "round", "select_n", "clamp", "nextafter",
+    "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "add_any"})
+
+
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
+
+
+def _size(aval: Any) -> int:
+    return int(np.prod(getattr(aval, "shape", ()), dtype=np.int64))
+
+
+def _nbytes(aval: Any) -> int:
+    return _size(aval) * np.dtype(getattr(aval, "dtype", np.float32)).itemsize
+
+
+def _eqn_cost(eqn: Any) -> tuple[int, int]:
+    """(flops, transcendentals) of one equation, sub-jaxprs included."""
+    name = eqn.primitive.name
+    out = eqn.outvars[0].aval if eqn.outvars else None
+    if name in _TRANSCENDENTAL:
+        return 0, _size(out)
+    if name in _FLOP_PER_ELEMENT:
+        return _size(out), 0
+    if name == "dot_general":
+        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+        lhs_shape = eqn.invars[0].aval.shape
+        depth = int(np.prod([lhs_shape[d] for d in lhs_contract], dtype=np.int64))
+        return 2 * _size(out) * depth, 0
+    if name in _REDUCTIONS:
+        return _size(eqn.invars[0].aval) - _size(out), 0
+    flops = transcendentals = 0
+    for sub in _sub_jaxprs(eqn.params):
+        f, t = jaxpr_cost(sub)
+        flops, transcendentals = flops + f, transcendentals + t
+    return flops, transcendentals
+
+
+def _sub_jaxprs(params: dict[str, Any]) -> list[Any]:
+    subs = []
+    for value in params.values():
+        inner = getattr(value, "jaxpr", value)
+        if hasattr(inner, "eqns"):
+            subs.append(inner)
+    return subs
+
+
+def jaxpr_cost(jaxpr: Any) -> tuple[int, int]:
+    """Total (flops, transcendentals) of a jaxpr's equations, each counted
+    once (a loop body is counted once, not per trip)."""
+    flops = transcendentals = 0
+    for eqn in jaxpr.eqns:
+        f, t = _eqn_cost(eqn)
+        flops, transcendentals = flops + f, transcendentals + t
+    return flops, transcendentals
+
+
+def _bytes_accessed(jaxpr: Any) -> int:
+    """Each top-level equation reads its operands and writes its results
+    (no fusion: an intermediate is written once and read by each user)."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        out_bytes = sum(_nbytes(v.aval) for v in eqn.outvars)
+        total += out_bytes + sum(_operand_bytes(eqn, v) for v in eqn.invars)
+        if eqn.primitive.name in _REDUCTIONS:
+            total += sum(np.dtype(v.aval.dtype).itemsize for v in eqn.outvars)  # init value
+    return total
+
+
+def _operand_bytes(eqn: Any, var: Any) -> int:
+    """An operand's bytes; a rank-0 operand of an element-wise equation with
+    a larger result is broadcast first (read once, written and read again at
+    the result's size)."""
+    aval = getattr(var, "aval", None)
+    out = eqn.outvars[0].aval if eqn.outvars else None
+    elementwise = eqn.primitive.name in _FLOP_PER_ELEMENT or eqn.primitive.name in _TRANSCENDENTAL
+    if elementwise and aval is not None and not aval.shape and _size(out) > 1:
+        return _nbytes(aval) + 2 * _size(out) * int(np.dtype(aval.dtype).itemsize)
+    return _nbytes(aval)
+
+
+def cost_analysis(jaxpr: Any) -> dict[str, float]:
+    """The cost summary of a staged program: flops and transcendentals from
+    the equations' types, bytes accessed as each equation's operand and
+    result bytes; ``flops`` and ``transcendentals`` only when non-zero."""
+    flops, transcendentals = jaxpr_cost(jaxpr)
+    cost: dict[str, float] = {"bytes accessed": float(_bytes_accessed(jaxpr))}
+    if flops:
+        cost["flops"] = float(flops)
+    if transcendentals:
+        cost["transcendentals"] = float(transcendentals)
+    return cost
+
+
+class CompiledMemoryStats:
+    """The buffer sizes of a compiled program, from its types: arguments,
+    results, and bytes that alias donated arguments. spec allocates no
+    scratch buffers and generates no code, so those sizes are 0."""
+
+    def __init__(self, jaxpr: Any, donated: Sequence[bool]) -> None:
+        in_bytes = [_nbytes(v.aval) for v in jaxpr.invars]
+        self.argument_size_in_bytes = sum(in_bytes)
+        self.output_size_in_bytes = sum(_nbytes(getattr(v, "aval", None))
+                                        for v in jaxpr.outvars)
+        self.alias_size_in_bytes = sum(b for b, d in zip(in_bytes, donated) if d)
+        self.temp_size_in_bytes = 0
+        self.generated_code_size_in_bytes = 0
+        self.host_argument_size_in_bytes = 0
+        self.host_output_size_in_bytes = 0
+        self.host_alias_size_in_bytes = 0
+        self.host_temp_size_in_bytes = 0
+        self.host_generated_code_size_in_bytes = 0
+        self.peak_memory_in_bytes = (self.argument_size_in_bytes + self.output_size_in_bytes
+                                     - self.alias_size_in_bytes)
+
+    def __repr__(self) -> str:
+        return (f"CompiledMemoryStats(argument_size_in_bytes={self.argument_size_in_bytes}, "
+                f"output_size_in_bytes={self.output_size_in_bytes}, "
+                f"alias_size_in_bytes={self.alias_size_in_bytes}, temp_size_in_bytes=0)")

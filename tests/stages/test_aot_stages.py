@@ -1,0 +1,197 @@
+"""Traced / Lowered / Compiled and export, each behaviour run on spec and on
+JAX in the same test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from jax import export as jexport
+
+import spec
+import spec.numpy as sjnp
+from spec import export as sexport
+
+F32 = np.float32
+
+
+def both(build: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
+    """The same program built on spec and on JAX."""
+    return build(spec, sjnp), build(jax, jjnp)
+
+
+def error_of(call: Callable[[], Any]) -> tuple[type, str]:
+    with pytest.raises(Exception) as info:
+        call()
+    return type(info.value), str(info.value)
+
+
+def test_static_argument_through_trace_lower_compile() -> None:
+    def build(m: Any, _: Any) -> Any:
+        return m.jit(lambda a, b: a * 2 + b, static_argnums=0).trace(7, 8).lower().compile()
+    s, j = both(build)
+    assert int(s(5)) == int(j(5))
+    assert s.in_tree == spec.tree_util.tree_structure(((0,), {}))
+    assert str(j.in_tree) == "PyTreeDef(((*,), {}))"
+    (sinfo,), _ = s.args_info
+    (jinfo,), _ = j.args_info
+    assert (sinfo.shape, sinfo.dtype, sinfo.donated) == (jinfo.shape, jinfo.dtype, jinfo.donated)
+
+
+def _matmul_exp(m: Any, jnp: Any) -> Any:
+    f = m.jit(lambda x, y: jnp.exp(x) @ y)
+    return f.lower(m.ShapeDtypeStruct((2, 3), F32), m.ShapeDtypeStruct((3, 4), F32)).compile()
+
+
+@pytest.fixture(scope="module")
+def matmul() -> tuple[Any, Any]:
+    return both(_matmul_exp)
+
+
+def test_cost_analysis_counts(matmul: tuple[Any, Any]) -> None:
+    s, j = matmul
+    scost, jcost = s.cost_analysis(), j.cost_analysis()
+    for key in ("flops", "transcendentals", "bytes accessed"):
+        assert scost[key] == jcost[key], key
+
+    def add(m: Any, jnp: Any) -> Any:
+        return m.jit(lambda x: x + x).lower(jnp.ones(3)).cost_analysis()
+    sadd, jadd = both(add)
+    assert sadd["flops"] == jadd["flops"]
+    assert sadd["bytes accessed"] == jadd["bytes accessed"]
+    assert ("transcendentals" in sadd) == ("transcendentals" in jadd)
+
+
+_COST_PROGRAMS = {
+    "sum": lambda jnp: jnp.sum,
+    "tanh": lambda jnp: jnp.tanh,
+    "max_scalar": lambda jnp: lambda x: jnp.maximum(x, 0.0),
+    "reshape": lambda jnp: lambda x: x.reshape(12),
+    "sqrt": lambda jnp: jnp.sqrt,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COST_PROGRAMS))
+def test_cost_analysis_single_equation(name: str) -> None:
+    x = np.ones((3, 4), F32)
+
+    def cost(m: Any, jnp: Any) -> Any:
+        return m.jit(_COST_PROGRAMS[name](jnp)).lower(x).cost_analysis()
+    s, j = both(cost)
+    for key in ("flops", "transcendentals", "bytes accessed"):
+        assert s.get(key) == j.get(key), key
+
+
+def test_memory_analysis_sizes(matmul: tuple[Any, Any]) -> None:
+    s, j = matmul
+    sm, jm = s.memory_analysis(), j.memory_analysis()
+    for name in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes"):
+        assert getattr(sm, name) == getattr(jm, name), name
+    assert sm.temp_size_in_bytes == 0 and hasattr(jm, "temp_size_in_bytes")
+    assert hasattr(sm, "generated_code_size_in_bytes")
+
+
+def test_compiled_runs_and_checks_types(matmul: tuple[Any, Any]) -> None:
+    s, j = matmul
+    x = np.arange(6, dtype=F32).reshape(2, 3) / 6
+    y = np.arange(12, dtype=F32).reshape(3, 4)
+    np.testing.assert_allclose(np.asarray(s(x, y)), np.asarray(j(x, y)), rtol=1e-6)
+    bad = np.ones((3, 5), F32)
+    assert error_of(lambda: s(x, bad)) == error_of(lambda: j(x, bad))
+
+
+@pytest.mark.parametrize("args", [
+    lambda: (np.ones((2, 3), F32),),
+    lambda: ((np.ones((2, 3), F32),), np.ones((3, 4), F32)),
+])
+def test_compiled_checks_structure(matmul: tuple[Any, Any], args: Callable[[], Any]) -> None:
+    s, j = matmul
+    assert error_of(lambda: s(*args())) == error_of(lambda: j(*args()))
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit", "vmap"])
+def test_compiled_refuses_transformations(transform: str) -> None:
+    def build(m: Any, jnp: Any) -> Any:
+        compiled = m.jit(lambda x: x * 2.0).lower(1.0).compile()
+        arg = jnp.ones(3) if transform == "vmap" else jnp.ones(())
+        return lambda: getattr(m, transform)(compiled)(arg)
+    s, j = both(build)
+    (scls, smsg), (jcls, jmsg) = error_of(s), error_of(j)
+    assert scls is jcls is TypeError
+    prefix = "Cannot apply JAX transformations to a function lowered and compiled"
+    assert smsg.startswith(prefix) and jmsg.startswith(prefix)
+    assert smsg.split("Tracer type")[0] == jmsg.split("Tracer type")[0]
+
+
+@pytest.mark.parametrize("weak", [False, True])
+def test_compiled_result_keeps_compiled_weak_type(weak: bool) -> None:
+    def build(m: Any, _: Any) -> Any:
+        compiled = m.jit(lambda x: x * 2).lower(m.ShapeDtypeStruct((), F32, weak_type=weak))
+        return compiled.compile()
+    s, j = both(build)
+    for arg in (3.0, np.float32(3)):
+        sout, jout = s(arg), j(arg)
+        assert sout.dtype == jout.dtype and float(sout) == float(jout)
+        assert sout.aval.weak_type == jout.aval.weak_type
+
+
+def test_donated_argument_info() -> None:
+    def build(m: Any, _: Any) -> Any:
+        f = m.jit(lambda x, y: (x, y), donate_argnums=0)
+        return f.lower(np.ones(2, F32), {"a": np.ones(2, F32)}).args_info
+    s, j = both(build)
+    sflat = [i.donated for i in spec.tree_util.tree_leaves(s)]
+    jflat = [i.donated for i in jax.tree_util.tree_leaves(j)]
+    assert sflat == jflat == [True, False]
+
+
+def test_unknown_dialect() -> None:
+    def build(m: Any, _: Any) -> Any:
+        return lambda: m.jit(lambda x: x).lower(1.0).as_text(dialect="foo")
+    s, j = both(build)
+    assert error_of(s) == error_of(j)
+
+
+def test_traced_and_lowered_attributes() -> None:
+    def build(m: Any, _: Any) -> Any:
+        def step(x: Any, y: Any) -> Any:
+            return {"sum": x + y}
+        return m.jit(step).trace(np.ones(2, F32), 1.0)
+    s, j = both(build)
+    assert s.fun_name == j.fun_name == "step"
+    sl, jl = s.lower(), j.lower()
+    assert str(sl.out_tree) == str(jl.out_tree)
+    assert [(a.shape, a.dtype) for a in spec.tree_util.tree_leaves(sl.out_info)] == \
+        [(a.shape, a.dtype) for a in jax.tree_util.tree_leaves(jl.out_info)]
+    assert sl.in_tree.num_leaves == jl.in_tree.num_leaves == 2
+
+
+def test_export_round_trip() -> None:
+    def build(m: Any, exp: Any) -> Any:
+        return exp.export(m.jit(lambda x, y: x * y))(m.ShapeDtypeStruct((3,), F32), 2.0)
+    s = build(spec, sexport)
+    j = build(jax, jexport)
+    assert s.fun_name == j.fun_name
+    assert [(a.shape, a.dtype, a.weak_type) for a in s.in_avals] == \
+        [(a.shape, a.dtype, a.weak_type) for a in j.in_avals]
+    assert [(a.shape, a.dtype) for a in s.out_avals] == [(a.shape, a.dtype) for a in j.out_avals]
+    assert str(s.in_tree) == str(j.in_tree) and str(s.out_tree) == str(j.out_tree)
+    x = np.arange(3, dtype=F32)
+    np.testing.assert_array_equal(np.asarray(s.call(x, 3.0)), np.asarray(j.call(x, 3.0)))
+    bad = np.ones(4, F32)
+    assert error_of(lambda: s.call(bad, 3.0)) == error_of(lambda: j.call(bad, 3.0))
+    assert error_of(s.serialize)[0] is error_of(j.serialize)[0]
+    assert isinstance(s.mlir_module(), str)
+
+
+def test_export_of_a_plain_function() -> None:
+    def f(x: Any) -> Any:
+        return x
+    (scls, smsg), (jcls, jmsg) = (error_of(lambda: sexport.export(f)(1.0)),
+                                  error_of(lambda: jexport.export(f)(1.0)))
+    assert scls is jcls is ValueError
+    assert smsg == jmsg
