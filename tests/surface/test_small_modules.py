@@ -1,13 +1,16 @@
-"""jax.typing and jax.flatten_util against real JAX run live."""
+"""jax.typing, jax.flatten_util and jax.profiler against real JAX run live."""
 
 from __future__ import annotations
 
 import jax
 import jax.flatten_util
+import jax.profiler
 import numpy as np
+import pytest
 
 import spec
 import spec.flatten_util
+import spec.profiler
 import spec.typing
 
 
@@ -31,3 +34,18 @@ def test_ravel_pytree_matches_jax() -> None:
     for a, b in zip(back_s, back_j, strict=True):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_profiler_context_managers_and_errors_match_jax(tmp_path: object) -> None:
+    for lib in (jax.profiler, spec.profiler):
+        with lib.TraceAnnotation("region", extra=1), lib.StepTraceAnnotation("s", step_num=3):
+            pass
+        assert lib.annotate_function(lambda x: x + 1, name="inc")(2) == 3
+        with pytest.raises(RuntimeError, match="No profile started"):
+            lib.stop_trace()
+    spec.profiler.start_trace(str(tmp_path))
+    with pytest.raises(RuntimeError, match="already been started"):
+        spec.profiler.start_trace(str(tmp_path))
+    spec.profiler.stop_trace()
+    with spec.profiler.trace(str(tmp_path)):
+        pass
