@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-import spec.numpy as jnp
+from spec._src.numpy.creation import asarray, zeros
+from spec._src.numpy.shape import concatenate, ravel, reshape, split
 from spec._src.core.tree_util import tree_flatten, tree_unflatten
 
 
@@ -18,23 +19,23 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     and casts each back to its original dtype.
     """
     leaves, treedef = tree_flatten(pytree)
-    arrays = [jnp.asarray(leaf) for leaf in leaves]
+    arrays = [asarray(leaf) for leaf in leaves]
     if not arrays:
-        return jnp.zeros((0,), jnp.float32), lambda flat: tree_unflatten(treedef, [])
+        return zeros((0,), np.float32), lambda flat: tree_unflatten(treedef, [])
     shapes = [a.shape for a in arrays]
     dtypes = [a.dtype for a in arrays]
     sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
-    flat = jnp.concatenate([jnp.ravel(a) for a in arrays])
+    flat = concatenate([ravel(a) for a in arrays])
     split_points = [int(p) for p in np.cumsum(sizes)[:-1]]
 
     def unravel(vector: Any) -> Any:
-        vector = jnp.asarray(vector)
+        vector = asarray(vector)
         if vector.shape != flat.shape:
             raise ValueError(
                 f"The unravel function expected an array of shape {flat.shape}, got shape "
                 f"{vector.shape}.")
-        pieces = jnp.split(vector, split_points)
-        rebuilt = [jnp.reshape(piece, shape).astype(dtype)
+        pieces = split(vector, split_points)
+        rebuilt = [reshape(piece, shape).astype(dtype)
                    for piece, shape, dtype in zip(pieces, shapes, dtypes, strict=True)]
         return tree_unflatten(treedef, rebuilt)
 
