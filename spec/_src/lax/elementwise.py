@@ -24,6 +24,7 @@ import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -146,6 +147,22 @@ _UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "d
             "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
 
 
+# The elementwise primitives that are one StableHLO op each, by primitive name.
+_STABLEHLO_OPS = {
+    "neg": "negate", "sign": "sign", "floor": "floor", "ceil": "ceil",
+    "is_finite": "is_finite", "exp": "exponential", "log": "log", "tanh": "tanh",
+    "logistic": "logistic", "sin": "sine", "cos": "cosine", "tan": "tan", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "cbrt": "cbrt", "abs": "abs", "not": "not",
+    "population_count": "popcnt", "clz": "count_leading_zeros", "expm1":
+    "exponential_minus_one", "log1p": "log_plus_one", "add": "add", "sub": "subtract",
+    "mul": "multiply", "div": "divide", "rem": "remainder", "max": "maximum",
+    "min": "minimum", "and": "and", "or": "or", "xor": "xor", "shift_left": "shift_left",
+    "shift_right_logical": "shift_right_logical",
+    "shift_right_arithmetic": "shift_right_arithmetic", "atan2": "atan2",
+}
+_STABLEHLO_OPS = {k: "stablehlo." + v for k, v in _STABLEHLO_OPS.items()}
+
+
 def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Primitive:
     """Declare a primitive of the family: unless given, its sharding section
     zips the operands per dimension (``_UR_KIND`` says how it treats
@@ -155,6 +172,8 @@ def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Pri
         fields["sharding"] = SK.elementwise(name, ur=_UR_KIND.get(name, "nonlinear"),
                                             n_out=2 if multiple_results else 1)
     fields.setdefault("per_device", from_primitive(PD.aligned))
+    if name in _STABLEHLO_OPS:
+        fields.setdefault("lowering", LR.elementwise(_STABLEHLO_OPS[name]))
     return declare(name, multiple_results=multiple_results, **fields)
 
 
@@ -828,7 +847,7 @@ def _shift(kind: str) -> Impl:
 
 def _comparison(name: str, accepted: Accepted, fn: Callable[..., Any]) -> Any:
     return declare_binary(name, accepted, lifted_to(T.bool_, fn), result=T.bool_,
-                   **_zero_deriv(name))
+                          lowering=LR.compare(name.upper()), **_zero_deriv(name))
 
 
 def _mul_type(x: ArrayType, y: ArrayType, *, out_dtype: Any = None) -> list[ArrayType]:
@@ -1241,6 +1260,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
+                     lowering=LR.select_n,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
                       sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
 

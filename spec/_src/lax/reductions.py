@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -656,7 +657,7 @@ def _reduction(prim: Primitive, op: str) -> PD.Program:
     return program
 
 
-reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
+reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(), lowering=LR.reduce_sum,
                    sharding=_reduce_sharding("reduce_sum"),
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
@@ -668,7 +669,7 @@ reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
                         transpose=not_applicable("reduce_prod is not linear"),
                         per_device=from_primitive(lambda p: _reduction(p, "prod")))
-reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
+reduce_max_p = declare("reduce_max", batch=_ReducerBatch(), lowering=LR.reduce_max,
                    sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
