@@ -25,6 +25,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
+from spec._src.lowering.emitter import LoweringContext
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -723,7 +724,7 @@ cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(M.cbrt), accuracy=True, **_unary
     "cbrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, 1 / 3),
                                                         integer_pow(ans, -2))),
     with_out=True))
-square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
+square_p = _unary("square", NUMBER, lifted(lambda x: x * x), lowering=LR.square, **_unary_jvp(
     "square", lambda g, ans, x: mul(g, mul(const_like(x, 2), x)), with_out=True))
 abs_p = _declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
@@ -1141,7 +1142,33 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
     return mul(g, mul(const_like(x, y), integer_pow(x, y - 1)))
 
 
+def _integer_pow_lowering(ctx: LoweringContext, operands: Sequence[str],
+                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                          y: int) -> list[str]:
+    """The impl's multiplication sequence as ``stablehlo.multiply`` ops."""
+    aval = out_avals[0]
+    if y == 0:
+        one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
+        return [ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())]
+    def mul(a: str, b: str) -> str:
+        return ctx.op("stablehlo.multiply", [a, b], [aval, aval], aval)
+    n, acc, base = abs(int(y)), None, operands[0]
+    while n > 0:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n > 0:
+            base = mul(base, base)
+    assert acc is not None
+    if y > 0:
+        return [acc]
+    one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
+    ones = ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())
+    return [ctx.op("stablehlo.divide", [ones, acc], [aval, aval], aval)]
+
+
 integer_pow_p = _declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
+                        lowering=_integer_pow_lowering,
                         jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"),
                         batch=vectorized())
 
@@ -1349,6 +1376,7 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 
 clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
+                   lowering=LR.clamp,
                   transpose=_not_linear("clamp"), batch=_clamp_batch,
                    # JAX takes the operand's partitions as they are (the bounds are not zipped).
                    sharding=SK.section("clamp", SK.same_as(1)))

@@ -751,7 +751,7 @@ def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = 
     return [np.broadcast_to(vals.reshape(view), shape).copy()]
 
 
-iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(),
+iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(), lowering=LR.iota,
                  transpose=not_applicable("iota has no operands"), batch=_no_operands("iota"),
                  sharding=_from_param("sharding"),
                  per_device=from_primitive(_iota))
@@ -1001,6 +1001,7 @@ def _squeeze_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 squeeze_p = declare(
     "squeeze", typing=_squeeze_type, impl=_squeeze_impl, jvp=linear_jvp(),
+    lowering=LR.squeeze,
     transpose=linear_transpose(lambda ct, x, *, dimensions: expand_dims(ct, dimensions)),
     batch=_squeeze_batch,
     sharding=SK.section("squeeze", _squeeze_parts, SK.keeps),

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -270,7 +271,7 @@ def _rev_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     return [rev(args[0], new)], [dim]
 
 
-rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
+rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(), lowering=LR.rev,
                 transpose=linear_transpose(
                     lambda ct, x, *, dimensions: rev(ct, dimensions)),
                 batch=_rev_batch,
@@ -657,6 +658,7 @@ def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
+                        lowering=LR.concatenate,
                         jvp=linear_jvp(), transpose=_concatenate_transpose,
                         batch=_concatenate_batch,
                         sharding=SK.section("concatenate", _concatenate_parts, _concatenate_ur),

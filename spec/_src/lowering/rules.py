@@ -144,3 +144,55 @@ def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
     attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
              f"precision = [DEFAULT, DEFAULT]")
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
+
+
+def _highest(dtype: Any) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.asarray(True)
+    if dt.kind == "f":
+        return np.asarray(np.inf, dt)
+    return np.asarray(np.iinfo(dt).max, dt)
+
+
+reduce_prod = _reducer("stablehlo.multiply", lambda dt: np.ones((), dt))
+reduce_min = _reducer("stablehlo.minimum", _highest)
+reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(True))
+reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
+
+
+def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+           out_avals: Sequence[ArrayType]) -> list[str]:
+    return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
+                   [in_avals[0], in_avals[0]], out_avals[0])]
+
+
+def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+          out_avals: Sequence[ArrayType]) -> list[str]:
+    """``stablehlo.clamp`` takes lax's operand order (min, x, max), scalar
+    bounds included."""
+    return [ctx.op("stablehlo.clamp", operands, in_avals, out_avals[0])]
+
+
+def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+         out_avals: Sequence[ArrayType], *, dimension: int, **params: Any) -> list[str]:
+    return [ctx.line(f"stablehlo.iota dim = {int(dimension)} : "
+                     f"{tensor_type(out_avals[0])}")]
+
+
+def squeeze(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+            out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+    return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
+
+
+def rev(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+        out_avals: Sequence[ArrayType], *, dimensions: Sequence[int]) -> list[str]:
+    return [ctx.op("stablehlo.reverse", operands, in_avals, out_avals[0],
+                   attrs=f", dims = {ints(dimensions)}")]
+
+
+def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                out_avals: Sequence[ArrayType], *, dimension: int) -> list[str]:
+    ins = ", ".join(tensor_type(a) for a in in_avals)
+    return [ctx.line(f"stablehlo.concatenate {', '.join(operands)}, dim = {int(dimension)} : "
+                     f"({ins}) -> {tensor_type(out_avals[0])}")]
