@@ -73,7 +73,12 @@ def exact_program(x: Any, y: Any, i: Any) -> Any:
             slax.squeeze(slax.broadcast_in_dim(x, (1, 2, 3), (1, 2)), (0,)),
             slax.concatenate([x, y], 1),
             slax.iota(np.int32, 4), slax.clamp(np.float32(-1.0), x, np.float32(1.5)))
-    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more
+    z = slax.complex(x, y)
+    pieces = (slax.slice(b, (1, 0, 0), (4, 2, 3), (2, 1, 2)), slax.slice(x, (0, 1), (2, 3)),
+              slax.pad(x, np.float32(7.0), ((1, 2, 1), (0, 1, 0))),
+              slax.round(x * 0.5), slax.round(x * 0.5, slax.RoundingMethod.TO_NEAREST_EVEN),
+              slax.real(z), slax.imag(z), slax.copy_p.bind(x))
+    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces
 
 
 def transcendental_program(u: Any) -> Any:

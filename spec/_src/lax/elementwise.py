@@ -153,7 +153,8 @@ _STABLEHLO_OPS = {
     "neg": "negate", "sign": "sign", "floor": "floor", "ceil": "ceil",
     "is_finite": "is_finite", "exp": "exponential", "log": "log", "tanh": "tanh",
     "logistic": "logistic", "sin": "sine", "cos": "cosine", "tan": "tan", "sqrt": "sqrt",
-    "rsqrt": "rsqrt", "cbrt": "cbrt", "abs": "abs", "not": "not",
+    "rsqrt": "rsqrt", "cbrt": "cbrt", "real": "real", "imag": "imag", "complex": "complex",
+    "abs": "abs", "not": "not",
     "population_count": "popcnt", "clz": "count_leading_zeros", "expm1":
     "exponential_minus_one", "log1p": "log_plus_one", "add": "add", "sub": "subtract",
     "mul": "multiply", "div": "divide", "rem": "remainder", "max": "maximum",
@@ -666,7 +667,15 @@ neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
 sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
-round_p = _declare("round", typing=_round_type, impl=_round_impl,
+def _round_lowering(ctx: LoweringContext, operands: Sequence[str],
+                    in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                    rounding_method: Any) -> list[str]:
+    even = int(rounding_method) == RoundingMethod.TO_NEAREST_EVEN
+    op = "stablehlo.round_nearest_even" if even else "stablehlo.round_nearest_afz"
+    return [ctx.op(op, operands, in_avals, out_avals[0])]
+
+
+round_p = _declare("round", typing=_round_type, impl=_round_impl, lowering=_round_lowering,
                   batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))

@@ -196,3 +196,30 @@ def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
     ins = ", ".join(tensor_type(a) for a in in_avals)
     return [ctx.line(f"stablehlo.concatenate {', '.join(operands)}, dim = {int(dimension)} : "
                      f"({ins}) -> {tensor_type(out_avals[0])}")]
+
+
+def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+           out_avals: Sequence[ArrayType], *, start_indices: Sequence[int],
+           limit_indices: Sequence[int], strides: Sequence[int] | None) -> list[str]:
+    """``[start:limit:stride, ...]``, the stride left out where it is 1."""
+    steps = strides if strides is not None else [1] * len(start_indices)
+    ranges = ", ".join(f"{int(s)}:{int(lim)}" + (f":{int(st)}" if int(st) != 1 else "")
+                       for s, lim, st in zip(start_indices, limit_indices, steps))
+    return [ctx.line(f"stablehlo.slice {operands[0]} [{ranges}] : "
+                     f"({tensor_type(in_avals[0])}) -> {tensor_type(out_avals[0])}")]
+
+
+def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+        out_avals: Sequence[ArrayType], *,
+        padding_config: Sequence[tuple[int, int, int]]) -> list[str]:
+    low, high, interior = ([int(c[k]) for c in padding_config] for k in range(3))
+    return [ctx.line(
+        f"stablehlo.pad {operands[0]}, {operands[1]}, low = {ints(low)}, high = {ints(high)}, "
+        f"interior = {ints(interior)} : ({tensor_type(in_avals[0])}, "
+        f"{tensor_type(in_avals[1])}) -> {tensor_type(out_avals[0])}")]
+
+
+def copy(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+         out_avals: Sequence[ArrayType]) -> list[str]:
+    """A value is never aliased in StableHLO: the copy is the operand."""
+    return [operands[0]]
