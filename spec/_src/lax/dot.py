@@ -25,6 +25,7 @@ import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import Zero, defjvp, is_undefined_primal
 from spec._src.interpreters.batching import sharding_for_vmap
 from spec._src.core.interpreter import canonical_aval_of, pp_eqn_default
@@ -560,6 +561,7 @@ def _dot_general(prim: Primitive) -> PD.Program:
 
 
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
+                        lowering=LR.dot_general,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
                         batch=_dot_general_batch, sharding=_dot_general_sharding,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,

@@ -25,6 +25,8 @@ import numpy as np
 
 from spec._src.core.canonical import canonical_integral
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
+from spec._src.lowering.emitter import LoweringContext
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -147,6 +149,23 @@ _UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "d
             "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
 
 
+# The elementwise primitives that are one StableHLO op each, by primitive name.
+_STABLEHLO_OPS = {
+    "neg": "negate", "sign": "sign", "floor": "floor", "ceil": "ceil",
+    "is_finite": "is_finite", "exp": "exponential", "log": "log", "tanh": "tanh",
+    "logistic": "logistic", "sin": "sine", "cos": "cosine", "tan": "tan", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "cbrt": "cbrt", "real": "real", "imag": "imag", "complex": "complex",
+    "abs": "abs", "not": "not",
+    "population_count": "popcnt", "clz": "count_leading_zeros", "expm1":
+    "exponential_minus_one", "log1p": "log_plus_one", "add": "add", "sub": "subtract",
+    "mul": "multiply", "div": "divide", "rem": "remainder", "max": "maximum",
+    "min": "minimum", "and": "and", "or": "or", "xor": "xor", "shift_left": "shift_left",
+    "shift_right_logical": "shift_right_logical",
+    "shift_right_arithmetic": "shift_right_arithmetic", "atan2": "atan2",
+}
+_STABLEHLO_OPS = {k: "stablehlo." + v for k, v in _STABLEHLO_OPS.items()}
+
+
 def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Primitive:
     """Declare a primitive of the family: unless given, its sharding section
     zips the operands per dimension (``_UR_KIND`` says how it treats
@@ -156,6 +175,8 @@ def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Pri
         fields["sharding"] = SK.elementwise(name, ur=_UR_KIND.get(name, "nonlinear"),
                                             n_out=2 if multiple_results else 1)
     fields.setdefault("per_device", from_primitive(PD.aligned))
+    if name in _STABLEHLO_OPS:
+        fields.setdefault("lowering", LR.elementwise(_STABLEHLO_OPS[name]))
     return declare(name, multiple_results=multiple_results, **fields)
 
 
@@ -647,7 +668,15 @@ neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
 sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
-round_p = _declare("round", typing=_round_type, impl=_round_impl,
+def _round_lowering(ctx: LoweringContext, operands: Sequence[str],
+                    in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                    rounding_method: Any) -> list[str]:
+    even = int(rounding_method) == RoundingMethod.TO_NEAREST_EVEN
+    op = "stablehlo.round_nearest_even" if even else "stablehlo.round_nearest_afz"
+    return [ctx.op(op, operands, in_avals, out_avals[0])]
+
+
+round_p = _declare("round", typing=_round_type, impl=_round_impl, lowering=_round_lowering,
                   batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
                      **_zero_deriv("is_finite"))
@@ -705,7 +734,7 @@ cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(M.cbrt), accuracy=True, **_unary
     "cbrt", lambda g, ans, x, **p: mul(g, mul(const_like(x, 1 / 3),
                                                         integer_pow(ans, -2))),
     with_out=True))
-square_p = _unary("square", NUMBER, lifted(lambda x: x * x), **_unary_jvp(
+square_p = _unary("square", NUMBER, lifted(lambda x: x * x), lowering=LR.square, **_unary_jvp(
     "square", lambda g, ans, x: mul(g, mul(const_like(x, 2), x)), with_out=True))
 abs_p = _declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
@@ -829,7 +858,7 @@ def _shift(kind: str) -> Impl:
 
 def _comparison(name: str, accepted: Accepted, fn: Callable[..., Any]) -> Any:
     return declare_binary(name, accepted, lifted_to(T.bool_, fn), result=T.bool_,
-                   **_zero_deriv(name))
+                          lowering=LR.compare(name.upper()), **_zero_deriv(name))
 
 
 def _mul_type(x: ArrayType, y: ArrayType, *, out_dtype: Any = None) -> list[ArrayType]:
@@ -1123,7 +1152,33 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
     return mul(g, mul(const_like(x, y), integer_pow(x, y - 1)))
 
 
+def _integer_pow_lowering(ctx: LoweringContext, operands: Sequence[str],
+                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                          y: int) -> list[str]:
+    """The impl's multiplication sequence as ``stablehlo.multiply`` ops."""
+    aval = out_avals[0]
+    if y == 0:
+        one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
+        return [ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())]
+    def mul(a: str, b: str) -> str:
+        return ctx.op("stablehlo.multiply", [a, b], [aval, aval], aval)
+    n, acc, base = abs(int(y)), None, operands[0]
+    while n > 0:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if n > 0:
+            base = mul(base, base)
+    assert acc is not None
+    if y > 0:
+        return [acc]
+    one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
+    ones = ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())
+    return [ctx.op("stablehlo.divide", [ones, acc], [aval, aval], aval)]
+
+
 integer_pow_p = _declare("integer_pow", typing=_integer_pow_type, impl=_integer_pow_impl,
+                        lowering=_integer_pow_lowering,
                         jvp=defjvp(_integer_pow_jvp), transpose=_not_linear("integer_pow"),
                         batch=vectorized())
 
@@ -1242,6 +1297,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
+                     lowering=LR.select_n,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
                       sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
 
@@ -1330,6 +1386,7 @@ def _clamp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 
 
 clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp,
+                   lowering=LR.clamp,
                   transpose=_not_linear("clamp"), batch=_clamp_batch,
                    # JAX takes the operand's partitions as they are (the bounds are not zipped).
                    sharding=SK.section("clamp", SK.same_as(1)))

@@ -33,6 +33,7 @@ import numpy as np
 
 from spec._src.core.canonical import canonical_axis, static_int
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -657,25 +658,25 @@ def _reduction(prim: Primitive, op: str) -> PD.Program:
     return program
 
 
-reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(),
+reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(), lowering=LR.reduce_sum,
                    sharding=_reduce_sharding("reduce_sum"),
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
                        transpose=linear_transpose(_reduce_sum_transpose),
                        per_device=from_primitive(lambda p: _reduction(p, "sum")))
-reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(),
+reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(), lowering=LR.reduce_prod,
                    sharding=_reduce_sharding("reduce_prod"),
                         typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
                         transpose=not_applicable("reduce_prod is not linear"),
                         per_device=from_primitive(lambda p: _reduction(p, "prod")))
-reduce_max_p = declare("reduce_max", batch=_ReducerBatch(),
+reduce_max_p = declare("reduce_max", batch=_ReducerBatch(), lowering=LR.reduce_max,
                    sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_max is not linear"),
                        per_device=from_primitive(lambda p: _reduction(p, "max")))
-reduce_min_p = declare("reduce_min", batch=_ReducerBatch(),
+reduce_min_p = declare("reduce_min", batch=_ReducerBatch(), lowering=LR.reduce_min,
                    sharding=_reduce_sharding("reduce_min"),
                        typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
@@ -689,13 +690,13 @@ def _int_or_bool(dt: T.DType) -> bool:
     return dt == T.bool_ or T.is_int(dt)
 
 
-reduce_and_p = declare("reduce_and", batch=_ReducerBatch(),
+reduce_and_p = declare("reduce_and", batch=_ReducerBatch(), lowering=LR.reduce_and,
                    sharding=_reduce_sharding("reduce_and"),
                        typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_and has integer or bool results"),
                        per_device=from_primitive(lambda p: _reduction(p, "and")))
-reduce_or_p = declare("reduce_or", batch=_ReducerBatch(),
+reduce_or_p = declare("reduce_or", batch=_ReducerBatch(), lowering=LR.reduce_or,
                    sharding=_reduce_sharding("reduce_or"),
                       typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),

@@ -17,6 +17,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.canonical import canonical_axis
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -648,6 +649,7 @@ def _convert_const_fold(x: Any, *, new_dtype: T.DType, weak_type: bool,
 
 convert_element_type_p = declare(
     "convert_element_type", typing=_convert_type, impl=_convert_impl,
+    lowering=LR.convert_element_type,
     pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose,
     batch=_convert_batch,
     sharding=SK.section("convert_element_type", _convert_parts, _convert_ur),
@@ -754,7 +756,7 @@ def _iota_impl(*, dtype: T.DType, shape: Shape, dimension: int, sharding: Any = 
     return [np.broadcast_to(vals.reshape(view), shape).copy()]
 
 
-iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(),
+iota_p = declare("iota", typing=_iota_type, impl=_iota_impl, jvp=zero_jvp(), lowering=LR.iota,
                  transpose=not_applicable("iota has no operands"), batch=_no_operands("iota"),
                  sharding=_from_param("sharding"),
                  per_device=from_primitive(_iota))
@@ -876,6 +878,7 @@ def _broadcast_in_dim_batch(axis: AxisData, args: list[Any], dims: list[BatchDim
 
 broadcast_in_dim_p = declare(
     "broadcast_in_dim", typing=_broadcast_in_dim_type, impl=_broadcast_in_dim_impl,
+    lowering=LR.broadcast_in_dim,
     pp_rule=_pp_broadcast_in_dim, jvp=linear_jvp(),
     transpose=linear_transpose(_broadcast_in_dim_transpose), batch=_broadcast_in_dim_batch,
     sharding=SK.section("broadcast_in_dim", _bid_parts, _bid_ur),
@@ -935,6 +938,7 @@ def _reshape_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 
 reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
+                    lowering=LR.reshape,
                     transpose=linear_transpose(_reshape_transpose), batch=_reshape_batch,
                     sharding=SK.section("reshape", _reshape_parts, _reshape_ur),
                     per_device=from_primitive(lambda p: PD.then_reshard(
@@ -966,6 +970,7 @@ def _transpose_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 transpose_p = declare(
     "transpose", typing=_transpose_type, impl=_transpose_impl, jvp=linear_jvp(),
+    lowering=LR.transpose,
     transpose=linear_transpose(
         lambda ct, x, *, permutation: transpose(ct, list(np.argsort(permutation)))),
     batch=_transpose_batch,
@@ -1001,6 +1006,7 @@ def _squeeze_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 squeeze_p = declare(
     "squeeze", typing=_squeeze_type, impl=_squeeze_impl, jvp=linear_jvp(),
+    lowering=LR.squeeze,
     transpose=linear_transpose(lambda ct, x, *, dimensions: expand_dims(ct, dimensions)),
     batch=_squeeze_batch,
     sharding=SK.section("squeeze", _squeeze_parts, SK.keeps),

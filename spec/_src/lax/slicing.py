@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -270,7 +271,7 @@ def _rev_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     return [rev(args[0], new)], [dim]
 
 
-rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(),
+rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(), lowering=LR.rev,
                 transpose=linear_transpose(
                     lambda ct, x, *, dimensions: rev(ct, dimensions)),
                 batch=_rev_batch,
@@ -366,6 +367,7 @@ def _slice_transpose_into(ct: Any, operand: Any, *, start_indices: Shape,
 
 _slice_transpose_dense = linear_transpose(_slice_transpose)
 slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
+                  lowering=LR.slice_,
                   transpose=_slice_transpose_into, batch=_slice_batch,
                   sharding=SK.section("slice", _slice_parts, SK.keeps),
                   transpose_accumulates=True,
@@ -657,6 +659,7 @@ def _concatenate_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 
 concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatenate_impl,
+                        lowering=LR.concatenate,
                         jvp=linear_jvp(), transpose=_concatenate_transpose,
                         batch=_concatenate_batch,
                         sharding=SK.section("concatenate", _concatenate_parts, _concatenate_ur),
@@ -918,7 +921,7 @@ def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
     return [select(mask, padded, fill)], [x_dim]
 
 
-pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(),
+pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(), lowering=LR.pad,
                 transpose=_pad_transpose, batch=_pad_batch,
                 sharding=SK.section("pad", _pad_parts, SK.linear_unary),
                 per_device=from_primitive(lambda p: PD.guarded(p, _pad_ok, PD.local(p))))
@@ -940,6 +943,7 @@ def _copy_transpose(ct: Any, x: UndefinedPrimal) -> Any:
 
 
 copy_p = declare("copy", typing=_copy_type, impl=_copy_impl, jvp=linear_jvp(),
+                 lowering=LR.copy,
                  transpose=linear_transpose(_copy_transpose), batch=vectorized(),
                  sharding=SK.section("copy", SK.same_as(0), SK.keeps),
                  per_device=from_primitive(PD.aligned))

@@ -1,0 +1,225 @@
+"""Lowering rules shared by primitive families; each declaration passes one
+of these as its ``lowering`` section."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.core.types import ArrayType
+from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tensor_type
+
+
+def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
+              out_aval: ArrayType) -> tuple[str, ArrayType]:
+    """A scalar operand (a literal in the jaxpr) broadcast to the result's
+    shape; lax's elementwise operands otherwise already have it."""
+    if aval.shape == out_aval.shape:
+        return operand, aval
+    full = ArrayType(out_aval.shape, aval.dtype)
+    return ctx.broadcast(operand, aval, full, ()), full
+
+
+def _unsupported(opname: str, params: dict[str, Any]) -> None:
+    """Params that change what the op computes have no lowering yet."""
+    set_params = {k: v for k, v in params.items()
+                  if v is not None and k not in ("out_sharding", "sharding")}
+    if set_params:
+        raise NotImplementedError(f"lowering {opname} with {set_params} is not specified")
+
+
+def elementwise(opname: str) -> LoweringRule:
+    """An elementwise primitive that is the single StableHLO op ``opname``."""
+    def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+        _unsupported(opname, params)
+        shaped = [_to_shape(ctx, o, a, out_avals[0]) for o, a in zip(operands, in_avals)]
+        return [ctx.op(opname, [s[0] for s in shaped], [s[1] for s in shaped], out_avals[0])]
+    return rule
+
+
+def _comparison_type(dtype: Any) -> str:
+    kind = np.dtype(dtype).kind
+    return {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED"}.get(kind, "UNSIGNED")
+
+
+def compare(direction: str) -> LoweringRule:
+    """``stablehlo.compare`` in ``direction`` (EQ, NE, LT, LE, GT, GE)."""
+    def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+        shape = ArrayType(out_avals[0].shape, in_avals[0].dtype)
+        shaped = [_to_shape(ctx, o, a, shape) for o, a in zip(operands, in_avals)]
+        x, y = (s[0] for s in shaped)
+        kind = _comparison_type(in_avals[0].dtype)
+        in_type = tensor_type(shaped[0][1])
+        return [ctx.line(f"stablehlo.compare {direction}, {x}, {y}, {kind} : "
+                         f"({in_type}, {in_type}) -> {tensor_type(out_avals[0])}")]
+    return rule
+
+
+def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType]) -> list[str]:
+    """Two cases under a boolean predicate: ``stablehlo.select`` takes the
+    true case first, select_n the false case first."""
+    if len(operands) != 3 or np.dtype(in_avals[0].dtype) != np.bool_:
+        raise NotImplementedError("lowering select_n is specified for a boolean predicate "
+                                  f"and two cases, not {len(operands) - 1} cases under "
+                                  f"{np.dtype(in_avals[0].dtype).name}")
+    pred, false_case, true_case = operands
+    pred_aval = in_avals[0]
+    if pred_aval.shape != out_avals[0].shape:
+        pred, pred_aval = _to_shape(ctx, pred, pred_aval, out_avals[0])
+    return [ctx.line(f"stablehlo.select {pred}, {true_case}, {false_case} : "
+                     f"{tensor_type(pred_aval)}, {tensor_type(out_avals[0])}")]
+
+
+def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
+                         in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+                         **params: Any) -> list[str]:
+    return [ctx.op("stablehlo.convert", operands, in_avals, out_avals[0])]
+
+
+def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
+                     in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                     broadcast_dimensions: Sequence[int], **params: Any) -> list[str]:
+    if len(operands) != 1:
+        raise NotImplementedError("lowering broadcast_in_dim with dynamic shapes is not "
+                                  "specified")
+    return [ctx.broadcast(operands[0], in_avals[0], out_avals[0], broadcast_dimensions)]
+
+
+def reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+            out_avals: Sequence[ArrayType], *, dimensions: Sequence[int] | None,
+            **params: Any) -> list[str]:
+    if dimensions is not None:
+        raise NotImplementedError("lowering reshape with dimensions is not specified")
+    return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
+
+
+def transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+              out_avals: Sequence[ArrayType], *, permutation: Sequence[int]) -> list[str]:
+    return [ctx.op("stablehlo.transpose", operands, in_avals, out_avals[0],
+                   attrs=f", dims = {ints(permutation)}")]
+
+
+def _lowest(dtype: Any) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.asarray(False)
+    if dt.kind == "f":
+        return np.asarray(-np.inf, dt)
+    return np.asarray(np.iinfo(dt).min, dt)
+
+
+def _reducer(opname: str, init: Any) -> LoweringRule:
+    def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType], *, axes: Sequence[int],
+             **params: Any) -> list[str]:
+        scalar = ArrayType((), in_avals[0].dtype)
+        start = ctx.constant(init(in_avals[0].dtype), scalar)
+        return [ctx.line(
+            f"stablehlo.reduce({operands[0]} init: {start}) applies {opname} across "
+            f"dimensions = {ints(axes)} : ({tensor_type(in_avals[0])}, {tensor_type(scalar)})"
+            f" -> {tensor_type(out_avals[0])}")]
+    return rule
+
+
+reduce_sum = _reducer("stablehlo.add", lambda dt: np.zeros((), dt))
+reduce_max = _reducer("stablehlo.maximum", _lowest)
+
+
+def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                out_avals: Sequence[ArrayType], *, dimension_numbers: Any,
+                precision: Any = None, preferred_element_type: Any = None,
+                **params: Any) -> list[str]:
+    """Default precision and the result's dtype only; an explicit precision
+    or algorithm has no lowering yet."""
+    if precision is not None:
+        raise NotImplementedError(f"lowering dot_general with precision={precision} is not "
+                                  "specified")
+    (lc, rc), (lb, rb) = dimension_numbers
+    batch = f", batching_dims = {ints(lb)} x {ints(rb)}" if len(lb) else ""
+    attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
+             f"precision = [DEFAULT, DEFAULT]")
+    return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
+
+
+def _highest(dtype: Any) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.asarray(True)
+    if dt.kind == "f":
+        return np.asarray(np.inf, dt)
+    return np.asarray(np.iinfo(dt).max, dt)
+
+
+reduce_prod = _reducer("stablehlo.multiply", lambda dt: np.ones((), dt))
+reduce_min = _reducer("stablehlo.minimum", _highest)
+reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(True))
+reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
+
+
+def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+           out_avals: Sequence[ArrayType]) -> list[str]:
+    return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
+                   [in_avals[0], in_avals[0]], out_avals[0])]
+
+
+def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+          out_avals: Sequence[ArrayType]) -> list[str]:
+    """``stablehlo.clamp`` takes lax's operand order (min, x, max), scalar
+    bounds included."""
+    return [ctx.op("stablehlo.clamp", operands, in_avals, out_avals[0])]
+
+
+def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+         out_avals: Sequence[ArrayType], *, dimension: int, **params: Any) -> list[str]:
+    return [ctx.line(f"stablehlo.iota dim = {int(dimension)} : "
+                     f"{tensor_type(out_avals[0])}")]
+
+
+def squeeze(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+            out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+    return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
+
+
+def rev(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+        out_avals: Sequence[ArrayType], *, dimensions: Sequence[int]) -> list[str]:
+    return [ctx.op("stablehlo.reverse", operands, in_avals, out_avals[0],
+                   attrs=f", dims = {ints(dimensions)}")]
+
+
+def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                out_avals: Sequence[ArrayType], *, dimension: int) -> list[str]:
+    ins = ", ".join(tensor_type(a) for a in in_avals)
+    return [ctx.line(f"stablehlo.concatenate {', '.join(operands)}, dim = {int(dimension)} : "
+                     f"({ins}) -> {tensor_type(out_avals[0])}")]
+
+
+def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+           out_avals: Sequence[ArrayType], *, start_indices: Sequence[int],
+           limit_indices: Sequence[int], strides: Sequence[int] | None) -> list[str]:
+    """``[start:limit:stride, ...]``, the stride left out where it is 1."""
+    steps = strides if strides is not None else [1] * len(start_indices)
+    ranges = ", ".join(f"{int(s)}:{int(lim)}" + (f":{int(st)}" if int(st) != 1 else "")
+                       for s, lim, st in zip(start_indices, limit_indices, steps))
+    return [ctx.line(f"stablehlo.slice {operands[0]} [{ranges}] : "
+                     f"({tensor_type(in_avals[0])}) -> {tensor_type(out_avals[0])}")]
+
+
+def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+        out_avals: Sequence[ArrayType], *,
+        padding_config: Sequence[tuple[int, int, int]]) -> list[str]:
+    low, high, interior = ([int(c[k]) for c in padding_config] for k in range(3))
+    return [ctx.line(
+        f"stablehlo.pad {operands[0]}, {operands[1]}, low = {ints(low)}, high = {ints(high)}, "
+        f"interior = {ints(interior)} : ({tensor_type(in_avals[0])}, "
+        f"{tensor_type(in_avals[1])}) -> {tensor_type(out_avals[0])}")]
+
+
+def copy(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+         out_avals: Sequence[ArrayType]) -> list[str]:
+    """A value is never aliased in StableHLO: the copy is the operand."""
+    return [operands[0]]
