@@ -130,21 +130,24 @@ def _canonical(text: str) -> str:
         return str(ir.Module.parse(text))
 
 
+def _text_program(lax: Any, numpy: Any) -> Callable[..., Any]:
+    """One program written against either JAX's or spec's lax and numpy."""
+    def fn(x: Any, y: Any, i: Any) -> Any:
+        t = lax.transpose(x, (1, 0))
+        return (numpy.sin(x) * y + 1.0, lax.select_n(x > y, x, y), i < 3,
+                lax.reduce_sum_p.bind(x, axes=(1,), out_sharding=None),
+                lax.reduce_max_p.bind(x, axes=(0,), out_sharding=None),
+                lax.dot_general(x, t, (((1,), (0,)), ((), ()))),
+                lax.convert_element_type(i, np.float32), lax.reshape(x, (3, 2)),
+                lax.broadcast_in_dim(x, (4, 2, 3), (1, 2)), lax.integer_pow(x, 5),
+                lax.slice(x, (0, 1), (2, 3)), lax.pad(x, np.float32(0), ((1, 0, 1), (0, 2, 0))),
+                lax.concatenate([x, y], 0), lax.rev(x, (1,)), lax.iota(np.int32, 3))
+    return fn
+
+
 def test_text_matches_jax_lowering() -> None:
-    def jfn(x: Any, y: Any) -> Any:
-        t = jlax.transpose(x, (1, 0))
-        return (jnp.sin(x) * y + 1.0, jlax.select_n(x > y, x, y),
-                jlax.reduce_sum_p.bind(x, axes=(1,), out_sharding=None),
-                jlax.dot_general(x, t, (((1,), (0,)), ((), ()))))
-
-    def sfn(x: Any, y: Any) -> Any:
-        t = slax.transpose(x, (1, 0))
-        return (snp.sin(x) * y + 1.0, slax.select_n(x > y, x, y),
-                slax.reduce_sum_p.bind(x, axes=(1,), out_sharding=None),
-                slax.dot_general(x, t, (((1,), (0,)), ((), ()))))
-
-    theirs = jax.jit(jfn).lower(X, Y).as_text()
-    ours = lower_jaxpr(spec.make_jaxpr(sfn)(X, Y), "f")
+    theirs = jax.jit(_text_program(jlax, jnp)).lower(X, Y, I).as_text()
+    ours = lower_jaxpr(spec.make_jaxpr(_text_program(slax, snp))(X, Y, I), "f")
     assert _canonical(ours) == _canonical(theirs)
 
 
