@@ -388,14 +388,10 @@ def _module_text(traced: Traced, dialect: str | None) -> str:
     return str(traced.jaxpr)
 
 
-class Lowered:
-    """``jit(f).lower(*args)``: the staged program ready to compile."""
+class _Stage:
+    """What a lowered and a compiled program both tell of their traced one."""
 
-    def __init__(self, traced: Traced) -> None:
-        self._traced = traced
-
-    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        return _module_text(self._traced, dialect)
+    _traced: Traced
 
     @property
     def in_tree(self) -> Any:
@@ -415,6 +411,16 @@ class Lowered:
 
     def cost_analysis(self) -> dict[str, float]:
         return cost_analysis(self._traced.jaxpr)
+
+
+class Lowered(_Stage):
+    """``jit(f).lower(*args)``: the staged program ready to compile."""
+
+    def __init__(self, traced: Traced) -> None:
+        self._traced = traced
+
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        return _module_text(self._traced, dialect)
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         """Compiling validates the jit's compiler options, then these (which
@@ -465,7 +471,7 @@ def _type_text(aval: Any) -> str:
     return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
 
 
-class Compiled:
+class Compiled(_Stage):
     """A compiled program: the traced jaxpr and the compiler options it was
     compiled with (which change nothing spec computes). Calling it takes the
     dynamic arguments only, of the structure and types it was compiled for."""
@@ -479,25 +485,6 @@ class Compiled:
         if self.compiler_options:
             return copts.options_text(self.compiler_options) + text
         return text
-
-    @property
-    def in_tree(self) -> Any:
-        return self._traced.in_tree
-
-    @property
-    def out_tree(self) -> Any:
-        return self._traced.out_tree
-
-    @property
-    def args_info(self) -> Any:
-        return self._traced.args_info
-
-    @property
-    def out_info(self) -> Any:
-        return self._traced.out_info
-
-    def cost_analysis(self) -> dict[str, float]:
-        return cost_analysis(self._traced.jaxpr)
 
     def memory_analysis(self) -> CompiledMemoryStats:
         split = self._traced._split
