@@ -75,18 +75,7 @@ def _programs(lib: Any) -> dict[str, Callable[[], Any]]:
         "jit_scan": lambda: lib.jit(scan_log)(jnp.array([1.0, -1.0])),
         "disable_jit": lambda: _disabled(lib, lambda: sin_then_log(-1.0)),
         "scoped_off": lambda: _scoped_off(lib, lambda: sin_then_log(-1.0)),
-        # jnp functions are inlined jits: an eager call is compiled, so a bad
-        # result prints the re-run notice (once, however deeply nested).
-        "eager_jnp_log": lambda: jnp.log(jnp.array([1.0, -1.0])),
-        "eager_jnp_divide": lambda: jnp.array(0.0) / 0.0,
-        "eager_jnp_nested": lambda: jnp.sqrt(jnp.log(jnp.array(-1.0))),
-        "python_calls_jnp": lambda: _two_steps(jnp, jnp.array(-2.0)),
-        "jit_calls_jnp": lambda: lib.jit(lambda x: jnp.log(x) * 2.0)(-1.0),
     }
-
-
-def _two_steps(jnp: Any, x: Any) -> Any:
-    return jnp.log(jnp.abs(x) - 3.0)
 
 
 def _disabled(lib: Any, run: Callable[[], Any]) -> Any:

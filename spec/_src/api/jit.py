@@ -186,7 +186,7 @@ def _output_leaf_check(leaf: Any, fun: Callable[..., Any], split: _Split | None 
 def _ref_identity(x: Any) -> Any:
     """The object a ref value stands for: a tracer of a jit argument is its
     variable's tracer, an eager ref itself."""
-    return getattr(x, "var", x)
+    return getattr(x, "jaxpr_var", x)
 
 
 def _fun_sourceinfo(fun: Callable[..., Any]) -> str:

@@ -335,7 +335,8 @@ def _symbolic_if_float0(t: Any) -> Any:
     if type(t) is Zero:
         return t
     aval = canonical_aval_of(t)
-    return Zero(aval) if aval.dtype == T.FLOAT0 else t
+    # A hi tangent type has no dtype of its own: never float0.
+    return Zero(aval) if getattr(aval, "dtype", None) == T.FLOAT0 else t
 
 
 def instantiate_tangent(t: Any) -> Any:

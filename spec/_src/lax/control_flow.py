@@ -1282,7 +1282,7 @@ def check_returned_refs(fun: Callable[..., Any], traced_for: str, args_tree: Any
 def _referent(x: Any) -> Any:
     """What a ref value stands for: a staged ref its variable, an eager ref
     itself."""
-    return getattr(x, "var", x)
+    return getattr(x, "jaxpr_var", x)
 
 
 def check_ref_args(fun: Callable[..., Any], traced_for: str, args_tree: Any,
