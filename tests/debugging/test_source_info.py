@@ -64,6 +64,20 @@ TRANSFORMS: dict[str, Callable[[Any], Callable[[Any], Any]]] = {
     "grad_of_jit": lambda lib: lib.grad(lib.jit(_scoped(lib))),
     "jit_of_vmap_of_jit": lambda lib: lib.jit(lambda x: lib.vmap(lib.jit(_scoped(lib)))(
         lib.numpy.stack([x, x]))),
+    # The tangent equations of a linearization carry the names pushed since
+    # it started: vmap(transpose(jvp())), not vmap(transpose(vmap(jvp()))).
+    "vmap_of_grad": lambda lib: lambda x: lib.vmap(lib.grad(_scoped(lib)))(
+        lib.numpy.stack([x, x])),
+    "vmap_of_grad_of_cond": lambda lib: lambda x: lib.vmap(lib.grad(
+        lambda y: lib.lax.cond(y > 0, _scoped(lib), lib.numpy.cos, y)))(
+        lib.numpy.stack([x, -x])),
+    "jit_of_vmap_of_grad_of_scan": lambda lib: lambda x: lib.jit(lib.vmap(lib.grad(
+        lambda y: lib.lax.scan(lambda c, z: (_scoped(lib)(c) * z, c), y,
+                               lib.numpy.ones(2))[0])))(lib.numpy.stack([x, x])),
+    # Recomputed primal values carry ``rematted_computation``.
+    "grad_of_checkpoint": lambda lib: lib.grad(lib.checkpoint(_scoped(lib))),
+    "vmap_of_grad_of_checkpoint": lambda lib: lambda x: lib.vmap(lib.grad(lib.checkpoint(
+        _scoped(lib))))(lib.numpy.stack([x, x])),
     "grad_of_scan": lambda lib: lib.grad(lambda x: lib.lax.scan(
         lambda c, y: (_scoped(lib)(c) * y, c), x, lib.numpy.ones(2))[0]),
 }

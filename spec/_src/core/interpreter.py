@@ -903,6 +903,10 @@ class JaxprTrace(Trace):
         self.invars: list[Var] = []
         self._consts: dict[int, tuple[Var, Any]] = {}
         self.debug_info: DebugInfo | None = None
+        # The name-stack depth when the program this trace stages started
+        # (the tangent side of a linearization): its equations carry only
+        # the names pushed since, as in JAX.
+        self.name_stack_depth = 0
 
     def arguments_of(self, var: Var) -> list[int]:
         """The positions of the arguments ``var`` depends on (through the
@@ -980,7 +984,7 @@ class JaxprTrace(Trace):
                 return folded
         out_avals = apply_typing(prim, [a.aval for a in atoms], params)
         outvars = [Var(a) for a in out_avals]
-        eqn = Eqn(atoms, outvars, prim, params, source_info=si.current())
+        eqn = Eqn(atoms, outvars, prim, params, source_info=si.current(self.name_stack_depth))
         if not isinstance(prim.effects_rule, Default):
             eqn.effects = prim.effects_rule(atoms, params)
         inner = inherited_effects(params)

@@ -128,13 +128,23 @@ def _is_user_file(filename: str) -> bool:
     return not path.startswith(_STDLIB_DIRS) and not filename.startswith("<frozen")
 
 
-def current() -> SourceInfo:
-    """The source of a primitive bound now."""
+def name_stack_depth() -> int:
+    """How many scopes and transformations enclose the code running now."""
+    return len(_state.name_stack.names)
+
+
+def current(depth: int = 0) -> SourceInfo:
+    """The source of a primitive bound now, for a trace started when the
+    name stack was ``depth`` deep: its name stack holds only the names
+    pushed since."""
+    stack = _state.name_stack
+    if depth:
+        stack = NameStack(stack.names[depth:])
     inherited_info = _state.inherited
     if inherited_info is not None:
-        # (the ambient metadata already holds the inherited equation's)
-        return SourceInfo(inherited_info.code, inherited_info.lasti,
-                          _state.name_stack + inherited_info.name_stack,
+        # (the name stack and the ambient metadata already hold the
+        # inherited equation's)
+        return SourceInfo(inherited_info.code, inherited_info.lasti, stack,
                           _state.xla_metadata or ())
     boundary = _state.boundary
     frame: types.FrameType | None = sys._getframe(1)
@@ -142,8 +152,8 @@ def current() -> SourceInfo:
             and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None or frame is boundary:
-        return SourceInfo(None, 0, _state.name_stack, _state.xla_metadata or ())
-    return SourceInfo(frame.f_code, frame.f_lasti, _state.name_stack, _state.xla_metadata or ())
+        return SourceInfo(None, 0, stack, _state.xla_metadata or ())
+    return SourceInfo(frame.f_code, frame.f_lasti, stack, _state.xla_metadata or ())
 
 
 def caller() -> SourceInfo:
@@ -158,17 +168,20 @@ def caller() -> SourceInfo:
 
 @contextlib.contextmanager
 def inherited(info: SourceInfo | None) -> Iterator[None]:
-    """Within the block, bound primitives take ``info`` as their source
-    (its name stack appended to the current one), and its XLA metadata
-    updates the ambient metadata (its values win)."""
-    previous = (_state.inherited, _state.xla_metadata)
+    """Within the block, bound primitives take ``info`` as their source:
+    its name stack is pushed on the current one (so that equations a rule
+    evaluates within the block nest under it), and its XLA metadata updates
+    the ambient metadata (its values win)."""
+    previous = (_state.inherited, _state.xla_metadata, _state.name_stack)
     _state.inherited = info
-    if info is not None and info.xla_metadata:
-        _state.xla_metadata = updated_metadata(_state.xla_metadata, dict(info.xla_metadata))
+    if info is not None:
+        _state.name_stack = _state.name_stack + info.name_stack
+        if info.xla_metadata:
+            _state.xla_metadata = updated_metadata(_state.xla_metadata, dict(info.xla_metadata))
     try:
         yield
     finally:
-        _state.inherited, _state.xla_metadata = previous
+        _state.inherited, _state.xla_metadata, _state.name_stack = previous
 
 
 def updated_metadata(base: Metadata | None, updates: dict[str, str | None]) -> Metadata:
@@ -232,6 +245,17 @@ def transform(name: str, named: bool = True) -> Iterator[None]:
         yield
         return
     with _name_stack(_state.name_stack.transform(name)):
+        yield
+
+
+@contextlib.contextmanager
+def whole_name_stack_under_suffix() -> Iterator[None]:
+    """Within the block, a trace that records the names pushed since its
+    start records those followed by the whole name stack: JAX's checkpoint
+    linearization stages its equation with the whole stack, which its
+    linearization then evaluates under the names pushed since it started
+    (``transpose(jvp(vmap(jvp())))`` under ``vmap(grad(checkpoint(f)))``)."""
+    with _name_stack(_state.name_stack + _state.name_stack):
         yield
 
 

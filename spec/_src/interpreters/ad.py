@@ -397,6 +397,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
     tangent input (default: all), the others are held constant and have no
     input in the linear jaxpr. ``named`` as for ``jvp_flat``."""
     tangent_trace = JaxprTrace()
+    tangent_trace.name_stack_depth = si.name_stack_depth()
     trace = LinearizeTrace(current_trace(), tangent_trace)
     tracers = []
     for i, x in enumerate(primals):

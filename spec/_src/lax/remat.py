@@ -47,6 +47,7 @@ from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core.interpreter import VMA_FROM_TYPING
+from spec._src.core import source_info as si
 from spec._src.core import types as T
 from spec._src.lax.reductions import reduce_precision_p
 
@@ -436,10 +437,11 @@ def _remat_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: lis
         full = (False,) * len(consts) + cse + (True,) * len(nz_tangents)
         cse = (True,) * len(residuals) + tuple(c for c, u in zip(full, split.staged_inputs)
                                                if u)
-    staged_outs = iter(trace.tangent_trace.process_primitive(
-        remat_p, [*residuals, *staged_in],
-        {"jaxpr": split.staged, "prevent_cse": cse, "differentiated": True,
-         "policy": policy}))
+    with si.whole_name_stack_under_suffix():
+        staged_outs = iter(trace.tangent_trace.process_primitive(
+            remat_p, [*residuals, *staged_in],
+            {"jaxpr": split.staged, "prevent_cse": cse, "differentiated": True,
+             "policy": policy}))
     t_flags = iter(split.out_unknowns[n_out:])
     t_outs: list[Any] = []
     for nz, v in zip(out_nonzero, jaxpr.outvars):
@@ -480,7 +482,10 @@ def _rematted_backward(jaxpr: Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequ
     lin_avals = [v.aval for v, u in zip(jaxpr.invars, undefined) if u]
 
     def backward(*xs: Any) -> list[Any]:
-        known_outs = eval_jaxpr(split.known, split.known.consts, *xs[:n_defined])
+        # As in JAX, the recomputed primal values carry the scope
+        # ``rematted_computation``.
+        with si.named_scope("rematted_computation"):
+            known_outs = eval_jaxpr(split.known, split.known.consts, *xs[:n_defined])
         res = known_outs[n_known_out:]
         ct_it = iter(xs[n_defined:])
         cts = [next(ct_it) if nz else Zero(v.aval.ct_type())
