@@ -93,17 +93,15 @@ Impl = Callable[..., list[np.ndarray]]
 
 # ------------------------------------------------------------------ helpers
 
-# Bad axes raise NumPy's AxisError, which is both a ValueError (what JAX's
-# arithmetic reductions raise) and an IndexError (what its logical ones raise).
-_AxisError = np.exceptions.AxisError
-
-
-def _check_axes(name: str, x: ArrayType, axes: tuple[int, ...]) -> None:
+def _check_axes(name: str, x: ArrayType, axes: tuple[int, ...], logical: bool) -> None:
+    """JAX's classes: duplicate axes are a ValueError; an out-of-range axis
+    a ValueError, except an axis past the end of a logical reduction's
+    operand, an IndexError (JAX indexes the operand's shape with it)."""
     require(len(set(axes)) == len(axes), name, "C2", f"duplicate value in 'axes': {axes}",
-            _AxisError)
+            ValueError)
     for a in axes:
         require(0 <= a < x.ndim, name, "C1", f"axis {a} in axes {axes} is out of bounds for "
-                f"operand of type {x}", _AxisError)
+                f"operand of type {x}", IndexError if logical and a >= x.ndim else ValueError)
 
 
 def _is_number(dt: T.DType) -> bool:
@@ -122,7 +120,7 @@ def _reduce_type(name: str, accepts: Callable[[T.DType], bool], accepted: str,
         if not keep_weak:
             require(accepts(x.dtype), name, "C3", f"operand dtype {x.dtype.name} is not "
                     f"accepted; accepted dtypes are {accepted}")
-        _check_axes(name, x, axes)
+        _check_axes(name, x, axes, logical=not keep_weak)
         require(accepts(x.dtype), name, "C3", f"operand dtype {x.dtype.name} is not accepted; "
                 f"accepted dtypes are {accepted}")
         return [ArrayType(_reduced_shape(x, axes), x.dtype, x.weak_type and keep_weak)]
@@ -1138,7 +1136,7 @@ def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
 
 
 def canonicalize_axis(axis: int, ndim: int) -> int:
-    """A possibly negative axis as an index in [0, ndim); AxisError otherwise."""
+    """A possibly negative axis as an index in [0, ndim)."""
     return canonical_axis(axis, ndim)
 
 
