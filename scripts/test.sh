@@ -6,4 +6,4 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 "$PY" -m ruff check spec tests conformance examples benchmarks scripts
 "$ROOT/.venv/bin/lint-imports" --no-cache
 # Two workers: CI machines have two cores.
-"$PY" -m pytest -p no:cacheprovider -n 2 "$@"
+"$PY" -m pytest -p no:cacheprovider -n 2 --durations=25 "$@"

@@ -122,6 +122,13 @@ def f1(x_block):
   print(x_block.shape)
   return x_block
 cell("f1", lambda: f1(jax.device_put(jnp.arange(12 * 12.).reshape(12, 12), jax.P('x', None))))
+auto = jax.make_mesh((2, 2), ('x', 'y'), (jax.sharding.AxisType.Auto,) * 2)
+given = jax.shard_map(lambda v: jax.lax.psum(v, 'x'), mesh=auto, in_specs=jax.P('x', 'y'),
+                      out_specs=jax.P(None, 'y'))
+with jax.set_mesh(auto):
+  cell("concrete mesh jaxpr", lambda: print(jax.make_jaxpr(given)(jnp.ones((4, 4)))))
+  cell("concrete mesh vmap jaxpr", lambda: print(jax.make_jaxpr(jax.vmap(given))(
+      jnp.ones((3, 4, 4)))))
 '''
 
 
@@ -209,7 +216,7 @@ CASES = [("two", k) for k in ["jaxpr", "jaxpr no check_vma", "eager values", "ji
                          "ring grad", "out vma error", "divisibility error", "rank error",
                          "docs check_shmap", "auto vmap"]] + \
     [("docs", k) for k in ["matmul_basic", "matmul_basic allclose", "matmul_basic jaxpr",
-                          "f1"]] + \
+                          "f1", "concrete mesh jaxpr", "concrete mesh vmap jaxpr"]] + \
     [("partial", k) for k in ["partial jaxpr", "partial eager", "partial grad",
                              "partial mismatch"]] + \
     [("nested", k) for k in ["scan inside", "scan inside jaxpr", "scan carry varying",

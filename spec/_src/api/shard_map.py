@@ -169,7 +169,10 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
                            check_vma, manual)
     jaxpr, out_tree = _traced(f, in_tree, tuple(local), mesh, check_vma, manual)
     o_specs = _out_specs(out_specs, out_tree, jaxpr.out_avals, who, manual, check_vma, mesh)
-    params = dict(mesh=mesh, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
+    # The equation holds the mesh the map was given (JAX prints a concrete
+    # mesh as such); the rules read its abstract mesh.
+    given = mesh_arg if isinstance(mesh_arg, Mesh) else mesh
+    params = dict(mesh=given, in_specs=tuple(specs), out_specs=tuple(o_specs), jaxpr=jaxpr,
                   check_vma=check_vma, newly_manual_axes=manual)
     bind = shard_map_p.bind
     if concrete is not None and get_concrete_mesh().empty:

@@ -31,6 +31,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import (
     AbstractMesh,
+    Mesh,
     AxisType,
     NamedSharding,
     P,
@@ -129,9 +130,10 @@ def global_aval(local: ArrayType, spec: P, mesh: AbstractMesh, outer_sharded: bo
     return ArrayType(tuple(shape), local.dtype, local.weak_type, sharding=sharding)
 
 
-def _shard_map_type(*avals: ArrayType, mesh: AbstractMesh, in_specs: tuple[P, ...],
+def _shard_map_type(*avals: ArrayType, mesh: Mesh | AbstractMesh, in_specs: tuple[P, ...],
                     out_specs: tuple[P, ...], jaxpr: Jaxpr, check_vma: bool,
                     newly_manual_axes: frozenset[Any]) -> list[ArrayType]:
+    mesh = _abstract(mesh)
     require(len(avals) == len(in_specs), "shard_map", "C1",
             f"{len(avals)} operands for {len(in_specs)} in_specs", TypeError)
     explicit = bool(mesh.explicit_axes)
@@ -156,6 +158,9 @@ def _shard_map_sharding(*avals: ArrayType, **params: Any) -> list[Any]:
 
 
 def _abstract(mesh: Any) -> AbstractMesh:
+    """The abstract mesh of the ``mesh`` param: the map's equation holds
+    the mesh it was given, a concrete ``Mesh`` or an ``AbstractMesh``, and
+    prints it so, as JAX's does."""
     return mesh if isinstance(mesh, AbstractMesh) else mesh.abstract_mesh
 
 
@@ -183,8 +188,8 @@ SHARD_MAP_TYPING.update(shard=shard_array_type, unshard=unshard_array_type)
 
 
 def _shard_map_to_lojax(*args: Any, jaxpr: Jaxpr, in_specs: tuple[Any, ...],
-                        out_specs: tuple[Any, ...], mesh: AbstractMesh, check_vma: bool,
-                        newly_manual_axes: frozenset[Any]) -> list[Any]:
+                        out_specs: tuple[Any, ...], mesh: Mesh | AbstractMesh,
+                        check_vma: bool, newly_manual_axes: frozenset[Any]) -> list[Any]:
     """A map with hi-typed operands or results: the map of its lowered body
     over the values' components, each hi spec giving one partition spec per
     component (``to_lo``); the results are raised again."""
@@ -192,7 +197,8 @@ def _shard_map_to_lojax(*args: Any, jaxpr: Jaxpr, in_specs: tuple[Any, ...],
     lo_in_specs = _lo_specs(in_specs, [canonical_aval_of(x) for x in args], "in_specs")
     lo_out_specs = _lo_specs(out_specs, jaxpr.out_avals, "out_specs")
     who = "shard_map"
-    lo_blocks = [local_aval(canonical_aval_of(x), s, mesh, newly_manual_axes, check_vma, who, i)
+    lo_blocks = [local_aval(canonical_aval_of(x), s, _abstract(mesh), newly_manual_axes,
+                            check_vma, who, i)
                  for i, (x, s) in enumerate(zip(los, lo_in_specs))]
     with _inside(mesh, check_vma, newly_manual_axes):
         lowered = lower_jaxpr(jaxpr, lo_blocks)
@@ -227,11 +233,12 @@ def _geometry(mesh: AbstractMesh, geo: S.Geometry | None = None) -> S.Geometry:
 
 
 def _shard_map_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
-                       mesh: AbstractMesh, in_specs: tuple[P, ...], out_specs: tuple[P, ...],
-                       jaxpr: Jaxpr, check_vma: bool, newly_manual_axes: frozenset[Any]
-                       ) -> list[S.Dist]:
+                       mesh: Mesh | AbstractMesh, in_specs: tuple[P, ...],
+                       out_specs: tuple[P, ...], jaxpr: Jaxpr, check_vma: bool,
+                       newly_manual_axes: frozenset[Any]) -> list[S.Dist]:
     """Each argument laid out by its in_spec, the body run on every device's
     block, each result's blocks put together by its out_spec."""
+    mesh = _abstract(mesh)
     g = _geometry(mesh, geo)
     blocks = [enter_block(x, spec, inner, mesh, g)
               for x, spec, inner in zip(args, in_specs, jaxpr.in_avals)]
@@ -262,7 +269,7 @@ def leave_block(o: S.Dist, aval: ArrayType, spec: P, mesh: AbstractMesh, g: S.Ge
 def _shard_map_impl(*args: np.ndarray, **params: Any) -> list[np.ndarray]:
     """Outside a mesh evaluation (no operand placed): split the operands
     into blocks, run per device, assemble."""
-    mesh = params["mesh"]
+    mesh = _abstract(params["mesh"])
     g = S.geometry(mesh)
     # The operands' types: their shapes, the dtypes (and ref-ness) of the
     # blocks the body takes (a key's value does not tell its key dtype).
@@ -344,7 +351,7 @@ def _shard_map_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr, in_specs: tup
     new_in = tuple(s.to_ct_spec() for s, nz in zip(out_specs, ct_nonzero) if nz) + \
         tuple(s for s, u in zip(in_specs, undefined) if not u)
     new_out = tuple(s.to_ct_spec() for s, u in zip(in_specs, undefined) if u) + \
-        tuple(_stacked_spec(a, mesh, check_vma, manual) for a in log_avals)
+        tuple(_stacked_spec(a, _abstract(mesh), check_vma, manual) for a in log_avals)
     outs, logs = logged.split(shard_map_p.bind(
         *(c for c in cts if type(c) is not Zero), *defined, jaxpr=t_jaxpr, in_specs=new_in,
         out_specs=new_out, **params))
@@ -377,10 +384,11 @@ def manual_mesh(mesh: AbstractMesh, manual: frozenset[Any]) -> AbstractMesh:
 
 
 @contextmanager
-def _inside(mesh: AbstractMesh, check_vma: bool, manual: frozenset[Any] | None = None
+def _inside(mesh: Mesh | AbstractMesh, check_vma: bool, manual: frozenset[Any] | None = None
             ) -> Iterator[None]:
     """The context a shard_map body is traced in: its manual axes bound as
     named axes, the abstract mesh with them Manual."""
+    mesh = _abstract(mesh)
     axes = frozenset(mesh.axis_names) if manual is None else manual
     frames = [(n, s) for n, s in zip(mesh.axis_names, mesh.axis_sizes) if n in axes]
     with use_abstract_mesh(manual_mesh(mesh, axes)), manual_context(check_vma):
@@ -432,7 +440,7 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
     a tangent shard_map reading them (operands that are residuals are passed
     from outside with their in_specs; rank-0 varying residuals travel as
     shape (1,))."""
-    mesh = params["mesh"]
+    mesh = _abstract(params["mesh"])
     differentiate = [type(t) is not Zero for t in tangents]
     n_out = len(jaxpr.outvars)
     found: dict[str, Any] = {}
