@@ -45,6 +45,7 @@ from spec import export as export
 from spec._src.jax_alias import install_as_jax
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
+from spec._src.core.state_types import ds
 from spec._src.core.source_info import named_call, named_scope
 from spec._src.core.interpreter import ensure_compile_time_eval
 
@@ -78,7 +79,7 @@ def block_until_ready(x: object) -> object:
 
 
 __all__ = [
-    "Ref", "discharge_state", "freeze", "new_ref", "ref", "export", "stages",
+    "Ref", "discharge_state", "ds", "freeze", "new_ref", "ref", "export", "stages",
     "Array", "CompilerEffortLevel", "Device", "ShapeDtypeStruct", "block_until_ready",
     "clear_caches", "config",
     "debug_infs", "debug_nans", "default_backend", "default_device", "default_matmul_precision",

@@ -98,7 +98,8 @@ class Slice:
         return not isinstance(self.start, (int, np.integer))
 
     def __repr__(self) -> str:
-        return f"Slice(start={self.start}, size={self.size}, stride={self.stride})"
+        start = repr(self.start) if self.is_dynamic_start else str(self.start)
+        return f"Slice(start={start}, size={self.size}, stride={self.stride})"
 
 
 def _flatten_slice(s: Slice) -> tuple[tuple[Any, None], tuple[Any, int, int]]:
@@ -213,6 +214,9 @@ def parse_index(idx: Any, shape: tuple[int, ...], aval_of: Any, check_bounds: bo
     operands: list[Any] = []
     int_shapes: list[tuple[int, ...]] = []
     for entry, dim in zip(entries, shape):
+        if isinstance(entry, Slice):
+            indices.append(_checked_slice(entry, dim, aval_of, check_bounds))
+            continue
         if isinstance(entry, slice):
             start, stop, step = entry.indices(dim)
             if step < 1:
@@ -248,7 +252,38 @@ def parse_index(idx: Any, shape: tuple[int, ...], aval_of: Any, check_bounds: bo
                     for x, s in zip(operands, int_shapes)]
     it = iter(operands)
     filled = tuple(next(it) if i is None else i for i in indices)
-    return NDIndexer(filled, tuple(shape), int_shape), operands
+    indexer = NDIndexer(filled, tuple(shape), int_shape)
+    # The operands in the indexer's leaf order: integer indexers and the
+    # dynamic starts of ``ds`` slices.
+    return indexer, tree_util.tree_leaves(indexer)
+
+
+def _checked_slice(entry: Slice, dim: int, aval_of: Any, check_bounds: bool) -> Slice:
+    """A ``ds(start, size, stride)`` entry as JAX checks it: a static start
+    non-negative, and (eagerly) the slice within the dimension; a dynamic
+    start a scalar integer (clamped into range when read or written)."""
+    if entry.is_dynamic_start:
+        aval = aval_of(entry.start)
+        if aval.shape or not is_int(aval.dtype):
+            raise TypeError(f"Invalid ref slice start {entry.start!r} of type {aval}: a dynamic "
+                            "start must be a scalar integer")
+        return entry
+    if entry.start < 0:
+        raise TypeError("slice start_indices must have every element be nonnegative, got "
+                        f"({entry.start},).")
+    if check_bounds and entry.size and entry.start + entry.stride * (entry.size - 1) >= dim:
+        raise ValueError(f"Out of bound slice: start={entry.start}, size={entry.size}, "
+                         f"stride={entry.stride}, dim={dim}.")
+    return entry
+
+
+def ds(start: Any, size: int | None = None, stride: int = 1) -> Slice:
+    """``ds(start, size)``: ``size`` elements from ``start`` (a static int or
+    a scalar integer array), ``stride`` apart; ``ds(n)`` is ``ds(0, n)``."""
+    if size is None:
+        return Slice(0, int(start), stride)
+    return Slice(int(start) if isinstance(start, (int, np.integer)) else start, int(size),
+                 int(stride))
 
 
 def indexer_tree(indexer: NDIndexer | None) -> Any:
@@ -289,5 +324,5 @@ def with_leaves(indexer: NDIndexer, leaves: Sequence[Any]) -> NDIndexer:
         e if isinstance(e, Slice) else next(it) for e in indexer.indices))
 
 
-__all__ = ["NDIndexer", "RefEffect", "RefIndexError", "RefType", "Slice", "indexer_tree",
+__all__ = ["NDIndexer", "RefEffect", "RefIndexError", "RefType", "Slice", "ds", "indexer_tree",
            "is_ref_type", "numpy_index", "parse_index", "ref_type_of", "unflatten_transforms"]
