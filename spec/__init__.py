@@ -18,6 +18,7 @@ from spec._src.api.autodiff import (fwd_and_bwd, grad, hessian, jacfwd, jacobian
                                     linear_transpose, linearize, value_and_grad, vjp)
 from spec._src.backends.devices import (Device, device_count, devices, local_device_count,
                                         local_devices, process_count, process_index, device_put,
+                                        host_count, host_id, host_ids, process_indices,
                                         device_get, make_array_from_callback,
                                         make_array_from_process_local_data)
 from spec._src.core.basearray import Array
@@ -30,6 +31,7 @@ from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, debug, experimental, sharding
 from spec._src.backends.multihost_utils import live_devices
 from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
+from spec._src.core.sharding import get_abstract_mesh, use_abstract_mesh
 from spec._src.core.sharding import NamedSharding, P
 from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
@@ -56,6 +58,7 @@ enable_checks = _config_module.enable_checks
 disable_jit = _config_module.disable_jit
 debug_nans = _config_module.debug_nans
 debug_infs = _config_module.debug_infs
+threefry_partitionable = _config_module.threefry_partitionable
 explain_cache_misses = _config_module.explain_cache_misses
 numpy_dtype_promotion = _config_module.numpy_dtype_promotion
 numpy_rank_promotion = _config_module.numpy_rank_promotion
@@ -98,6 +101,8 @@ __all__ = [
     "make_array_from_process_local_data",
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
-    "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad", "ffi",
+    "process_index", "process_indices", "host_count", "host_id", "host_ids",
+    "threefry_partitionable", "get_abstract_mesh", "use_abstract_mesh", "rules", "test_util",
+    "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax",
 ]

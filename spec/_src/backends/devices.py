@@ -10,6 +10,7 @@ registered backend (spec._src.core.backend).
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -145,6 +146,35 @@ def process_index(backend: Any = None) -> int:
 
 def process_count(backend: Any = None) -> int:
     return current_backend().process_count()
+
+
+def process_indices(backend: Any = None) -> list[int]:
+    """The indices of every process, in order."""
+    return list(range(process_count(backend)))
+
+
+def _renamed(old: str, new: str) -> None:
+    # JAX's warning text, its doubled name included.
+    warnings.warn(f"jax.{old} has been renamed to jax.{new}. This alias will eventually be "
+                  "removed; please update your code.", UserWarning, stacklevel=3)
+
+
+def host_count(backend: Any = None) -> int:
+    """The old name of ``process_count`` (with JAX's warning)."""
+    _renamed("process_count", "process_count")
+    return process_count(backend)
+
+
+def host_id(backend: Any = None) -> int:
+    """The old name of ``process_index`` (with JAX's warning)."""
+    _renamed("process_index", "process_index")
+    return process_index(backend)
+
+
+def host_ids(backend: Any = None) -> list[int]:
+    """The old name of ``process_indices`` (with JAX's warning)."""
+    _renamed("process_indexs", "process_indices")
+    return process_indices(backend)
 
 
 def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:

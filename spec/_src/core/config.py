@@ -243,6 +243,14 @@ def enable_checks(new_val: bool = True) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def threefry_partitionable(new_val: bool = True) -> Iterator[None]:
+    """Within the block, threefry draws random bits by the partitionable
+    (True, the default) or the original (False) counter layout."""
+    with config._override("jax_threefry_partitionable", new_val):
+        yield
+
+
+@contextlib.contextmanager
 def debug_nans(new_val: bool = True) -> Iterator[None]:
     """Within the block, raise FloatingPointError when a NaN is computed."""
     with config._override("jax_debug_nans", new_val):
