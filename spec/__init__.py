@@ -20,6 +20,7 @@ from spec._src.backends.devices import (Device, device_count, devices, local_dev
                                         local_devices, process_count, process_index, device_put,
                                         host_count, host_id, host_ids, process_indices,
                                         device_get, make_array_from_callback,
+                                        make_array_from_single_device_arrays,
                                         make_array_from_process_local_data)
 from spec._src.core.basearray import Array
 from spec._src.core.config import config
@@ -98,7 +99,7 @@ __all__ = [
     "linearize",
     "value_and_grad", "vjp", "vmap",
     "device_get", "device_put", "devices", "make_array_from_callback",
-    "make_array_from_process_local_data",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays",
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "process_indices", "host_count", "host_id", "host_ids",

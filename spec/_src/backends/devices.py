@@ -250,19 +250,48 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
                              dtype: Any = None) -> Any:
     """An array of ``shape`` laid out by ``sharding``, each device's block
     produced by ``data_callback(index)`` (its slices of the global array)."""
+    # A fully replicated layout asks for the whole array once (as JAX).
+    return _assembled(shape, sharding, lambda device, index: data_callback(index), dtype,
+                      ask_once_if_replicated=True)
+
+
+def make_array_from_single_device_arrays(shape: Any, sharding: Any, arrays: Sequence[Any], *,
+                                         dtype: Any = None) -> Any:
+    """An array of ``shape`` laid out by ``sharding`` from one array per
+    device the sharding addresses, each on its device (in any order)."""
+    arrays = list(arrays)
+    for a in arrays:
+        if not isinstance(a, Array):
+            raise TypeError(f"Unsupported type for elements in `arrays`: {type(a)}")
+    expected = len(sharding.addressable_devices)
+    if len(arrays) != expected:
+        raise ValueError(f"Expected {expected} per-device arrays (this is how many devices are "
+                         f"addressable by the sharding), but got {len(arrays)}")
+    ids = [a.device.id for a in arrays]
+    if len(set(ids)) != len(ids):
+        raise ValueError("When making an array from single-device arrays, the input arrays "
+                         f"must be from distinct devices, but got device IDs {ids}")
+    blocks = {i: np.asarray(a) for i, a in zip(ids, arrays)}
+    return _assembled(shape, sharding, lambda device, index: blocks[device.id], dtype,
+                      ask_once_if_replicated=False)
+
+
+def _assembled(shape: Any, sharding: Any, block_of: Any, dtype: Any,
+               ask_once_if_replicated: bool) -> Any:
+    """The global array whose block on each of this process's devices is
+    ``block_of(device, index)`` (``index``: the block's slices)."""
     shape = tuple(int(d) for d in shape)
     if isinstance(sharding, SingleDeviceSharding):
         index = tuple(slice(None) for _ in shape)
-        block = np.asarray(data_callback(index))
+        block = np.asarray(block_of(sharding._device, index))
         if block.shape != shape:
             raise ValueError(f"Expected shard shape {shape} doesn't match the single device "
                              f"array shape {block.shape}.")
-        return asarray(block if dtype is None else block.astype(dtype))
+        return device_put(asarray(block if dtype is None else block.astype(dtype)), sharding)
     if not isinstance(sharding, NamedSharding):
         raise TypeError(f"make_array_from_callback expects a Sharding, got {sharding!r}")
     want = sharding.shard_shape(shape)
     indices = sharding.devices_indices_map(shape)
-    # A fully replicated layout asks for the whole array once (as JAX).
     replicated = all(p is None for p in sharding.spec.partitions)
     mine = {d.id for d in local_devices()}
     blocks: list[np.ndarray | None] = []
@@ -271,10 +300,10 @@ def make_array_from_callback(shape: Any, sharding: Any, data_callback: Any,
         if device.id not in mine:  # another process makes that block
             blocks.append(None)
             continue
-        if replicated and held:
+        if ask_once_if_replicated and replicated and held:
             blocks.append(held[0])
             continue
-        block = np.asarray(data_callback(indices[device]))
+        block = np.asarray(block_of(device, indices[device]))
         if dtype is not None:
             block = block.astype(dtype)
         if block.shape != tuple(want):

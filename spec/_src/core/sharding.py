@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.backend import current_backend
+
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError", "IndivisibleError",
     "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding", "SingleDeviceSharding",
@@ -683,6 +685,16 @@ class Sharding:
         tiling = self._checked_tiling(global_shape)
         return tuple(s // t for s, t in zip(global_shape, tiling))
 
+    def devices_indices_map(self, global_shape: tuple[int, ...]) -> dict[Any, Index]:
+        raise NotImplementedError
+
+    def addressable_devices_indices_map(self, global_shape: tuple[int, ...]
+                                        ) -> dict[Any, Index]:
+        """``devices_indices_map`` for the devices of this process."""
+        here = current_backend().process_index()
+        return {d: i for d, i in self.devices_indices_map(global_shape).items()
+                if d.process_index == here}
+
 
 class NamedSharding(Sharding):
     """A mesh and a PartitionSpec over its axes."""
@@ -852,6 +864,11 @@ class SingleDeviceSharding(Sharding):
     @property
     def device_set(self) -> set[Any]:
         return {self._device}
+
+    @property
+    def addressable_devices(self) -> set[Any]:
+        here = current_backend().process_index()
+        return {self._device} if self._device.process_index == here else set()
 
     def _tiling(self, ndim: int) -> tuple[int, ...]:
         return (1,) * ndim
