@@ -47,6 +47,7 @@ from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
 from spec._src.core.source_info import named_call, named_scope
 from spec._src.core.interpreter import ensure_compile_time_eval
+from spec._src.api.jaxpr_parser import parse_jaxpr
 
 __version__ = "0.1.0"
 
@@ -98,5 +99,5 @@ __all__ = [
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad", "ffi",
-    "install_as_jax",
+    "install_as_jax", "parse_jaxpr",
 ]

@@ -42,6 +42,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.prng import PRNGS, key_type
 from spec._src.core.registry import REGISTRY
 from spec._src.core.sharding import (
+    AbstractDevice,
     AbstractMesh,
     AxisType,
     NamedSharding,
@@ -435,6 +436,8 @@ class _Parser:
             return True
         if tok.text == "(" and self.peek(1).kind == "num":  # a complex literal
             return True
+        if tok.text == "(" and self.peek(1).text == "b" and self.peek(2).kind == "str":
+            return True  # a float0 zero: ``(b'',):float0[]``
         return tok.kind == "name" and tok.text in ("True", "False", "inf", "nan") and \
             self.at(":", 1)
 
@@ -814,6 +817,8 @@ def _is_default_dtype(dt: T.DType) -> bool:
 
 
 def _literal_value(source: str, dtype: T.DType) -> Any:
+    if dtype == T.FLOAT0:
+        return np.zeros((), dtype=T.FLOAT0)
     try:
         if source in ("True", "False"):
             return source == "True"
@@ -877,7 +882,13 @@ def _mesh(node: _Call) -> AbstractMesh:
     types_node = kwargs.get("axis_types", ())
     types = tuple(AxisType[t.text] if isinstance(t, _Name) else t for t in
                   (types_node if isinstance(types_node, tuple) else (types_node,)))
-    return AbstractMesh(sizes, names, axis_types=types) if names else AbstractMesh((), ())
+    device = None
+    if "device_kind" in kwargs:
+        def text(k: str) -> Any:
+            v = kwargs[k]
+            return v.text if isinstance(v, _Name) else v
+        device = AbstractDevice(text("device_kind"), text("num_cores"), text("platform"))
+    return AbstractMesh(sizes, names, axis_types=types, abstract_device=device)
 
 
 def _call_value(node: _Call, key: str) -> Any:
@@ -1102,6 +1113,7 @@ def _build_eqn(prim: Primitive, invars: list[Atom], outs: list[Any], raw: dict[s
     if reader is not None:
         params = reader(params, invars, outs)
     params = _hidden_defaults(prim, params)
+    _infer_hidden_sharding(prim, invars, outs, params, raw)
     outs = _typed_outvars(prim, invars, outs, params)
     eqn = Eqn(list(invars), outs, prim, params)
     if not callable(getattr(prim, "effects_rule", None)) or type(prim.effects_rule).__name__ \
@@ -1113,6 +1125,26 @@ def _build_eqn(prim: Primitive, invars: list[Atom], outs: list[Any], raw: dict[s
     if inner:
         eqn.effects = eqn.effects | inner
     return eqn
+
+
+def _infer_hidden_sharding(prim: Primitive, invars: list[Atom], outs: list[Any],
+                           params: dict[str, Any], raw: dict[str, Any]) -> None:
+    """A hidden ``sharding``/``out_sharding`` param (``broadcast_in_dim``,
+    ``dot_general``, ...) is None unless the result type needs it: then it
+    is the result's sharding."""
+    hidden = [k for k in ("sharding", "out_sharding") if k in params and k not in raw
+              and params[k] is None]
+    if not hidden or len(outs) != 1 or getattr(outs[0].aval, "sharding", None) is None:
+        return
+    for candidate in (None, outs[0].aval.sharding):
+        params[hidden[0]] = candidate
+        try:
+            typed = apply_typing(prim, [a.aval for a in invars], params)[0]
+        except Exception:  # noqa: BLE001 - try the next; the type checker reports the last
+            continue
+        if getattr(typed, "sharding", None) == outs[0].aval.sharding:
+            return
+    params[hidden[0]] = None
 
 
 def _typed_outvars(prim: Primitive, invars: list[Atom], outs: list[Any],
