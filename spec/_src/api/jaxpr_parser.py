@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.interpreter import (
     Atom,
+    Default,
     DropVar,
     Eqn,
     Jaxpr,
@@ -127,18 +129,19 @@ class _Tok:
 
 def _lex(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
-    pos, spaced = 0, True
-    while pos < len(text):
-        m = _TOKENS.match(text, pos)
-        if m is None:
-            raise JaxprSyntaxError(f"unexpected character {text[pos]!r}", text, pos)
+    end, spaced = 0, True
+    for m in _TOKENS.finditer(text):
+        if m.start() != end:  # finditer skipped what no token matches
+            raise JaxprSyntaxError(f"unexpected character {text[end]!r}", text, end)
+        end = m.end()
         kind = m.lastgroup or "op"
         if kind == "ws":
             spaced = True
-        else:
-            toks.append(_Tok(kind, m.group(), pos, spaced))
-            spaced = False
-        pos = m.end()
+            continue
+        toks.append(_Tok(kind, m.group(), m.start(), spaced))
+        spaced = False
+    if end != len(text):
+        raise JaxprSyntaxError(f"unexpected character {text[end]!r}", text, end)
     toks.append(_Tok("eof", "", len(text), True))
     return toks
 
@@ -964,11 +967,6 @@ def _pytree_spec(node: Any) -> Any:
     raise ValueError(f"cannot read a scan tree spec from {node!r}")
 
 
-def _shaped_tuple(node: Any) -> tuple[T.ArrayType, ...]:
-    """``(ShapedArray(float32[3]),)`` as printed for callbacks' result types."""
-    raise ValueError("callback result types are not readable yet")
-
-
 # Per-primitive readers: the raw params (as parsed) and the equation's
 # types to the params the primitive takes. Every primitive goes through
 # ``_generic`` first.
@@ -1065,8 +1063,8 @@ def _read_avals(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str,
 
 
 def _short_type(text: str) -> T.ArrayType:
-    parser = _Parser(text, None)
-    return parser.type()
+    aval: T.ArrayType = _Parser(text, None).type()
+    return aval
 
 
 def _read_shard_map(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, Any]:
@@ -1093,16 +1091,23 @@ _READERS: dict[str, Reader] = {
 }
 
 
-def _hidden_defaults(prim: Primitive, params: dict[str, Any]) -> dict[str, Any]:
-    """Keyword params the typing rule requires that the text left out (the
-    printer hides them when None): None."""
+@functools.cache
+def _keyword_params(prim: Primitive) -> tuple[tuple[str, Any], ...]:
+    """The typing rule's keyword-only params and their defaults (None where required)."""
     try:
         sig = inspect.signature(prim.typing)
     except (TypeError, ValueError):
-        return params
-    for name, p in sig.parameters.items():
-        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in params:
-            params[name] = None if p.default is inspect.Parameter.empty else p.default
+        return ()
+    return tuple((name, None if p.default is inspect.Parameter.empty else p.default)
+                 for name, p in sig.parameters.items()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _hidden_defaults(prim: Primitive, params: dict[str, Any]) -> dict[str, Any]:
+    """Keyword params of the typing rule that the text left out (the printer
+    hides them when None or at their default) take that value."""
+    for name, default in _keyword_params(prim):
+        params.setdefault(name, default)
     return params
 
 
@@ -1116,11 +1121,9 @@ def _build_eqn(prim: Primitive, invars: list[Atom], outs: list[Any], raw: dict[s
     _infer_hidden_sharding(prim, invars, outs, params, raw)
     outs = _typed_outvars(prim, invars, outs, params)
     eqn = Eqn(list(invars), outs, prim, params)
-    if not callable(getattr(prim, "effects_rule", None)) or type(prim.effects_rule).__name__ \
-            == "Default":
-        pass
-    else:
-        eqn.effects = prim.effects_rule(list(invars), params)
+    rule = prim.effects_rule
+    if not isinstance(rule, Default):
+        eqn.effects = rule(list(invars), params)
     inner = inherited_effects(params)
     if inner:
         eqn.effects = eqn.effects | inner
