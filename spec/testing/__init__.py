@@ -1,15 +1,22 @@
-"""Hypothesis strategies and checkers for property-testing typing rules.
+"""Hypothesis strategies and checkers for property-testing JAX-like systems.
 
-Anyone can use these against their own implementation: draw dtypes, shapes
-and arrays the way spec's own tests do, and check that a primitive's impl
-produces exactly what its typing rule promises.
+Anyone can use these against their own implementation: draw dtypes, shapes,
+broadcastable shape pairs, arrays, meshes, partition specs (with unreduced
+and reduced axes), sharded types and random well-typed programs the way
+spec's own tests do; check that a primitive's impl produces what its typing
+rule promises (``check_impl_matches_typing``), that derivatives agree with
+finite differences (``check_grads``), that a transpose passes the
+dot-product test (``check_transpose``) and that a batched function agrees
+with a loop over the batch (``check_vmap``). The checkers take the
+transformation under test as an argument, so they check JAX (or any other
+implementation) as readily as spec.
 
 hypothesis is a test-time dependency; importing this module requires it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,13 +24,17 @@ from hypothesis import strategies as st
 
 from spec._src.core import types as T
 from spec._src.core.interpreter import Primitive, canonical_value
+from spec._src.core.sharding import AbstractMesh, AxisType, NamedSharding, P
+from spec._src.core.tree_util import tree_leaves
+from spec._src.api.autodiff import linear_transpose
+from spec._src.api.vmap import vmap as spec_vmap
 from spec.test_util import check_grads, check_jvp, check_vjp
 from spec._src.core.types import ArrayType
 
 __all__ = [
     "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
-    "broadcastable_shapes", "check_impl_matches_typing",
-    "dtypes", "programs", "shapes", "values_of",
+    "broadcastable_shapes", "check_impl_matches_typing", "check_transpose", "check_vmap",
+    "dtypes", "meshes", "partition_specs", "programs", "shapes", "sharded_types", "values_of",
 ]
 
 # 64-bit types only exist under x64; the default strategies avoid them.
@@ -215,3 +226,147 @@ def _programs(draw: Any, max_steps: int) -> Program:
 def programs(max_steps: int = 8) -> st.SearchStrategy[Program]:
     """Random well-typed float32 programs (see ``Program``)."""
     return _programs(max_steps)
+
+
+# ------------------------------------------------ meshes and sharded types
+
+MESH_AXIS_NAMES = ("X", "Y", "Z", "W")
+
+
+def meshes(max_axes: int = 2, max_devices: int = 4,
+           axis_types: Sequence[AxisType] = (AxisType.Explicit,)
+           ) -> st.SearchStrategy[AbstractMesh]:
+    """Abstract meshes of 1 to ``max_axes`` axes named X, Y, ..., of sizes 1,
+    2 or 4, over at most ``max_devices`` devices."""
+
+    @st.composite
+    def mesh(draw: Any) -> AbstractMesh:
+        sizes: list[int] = []
+        budget = max_devices
+        for _ in range(draw(st.integers(1, min(max_axes, len(MESH_AXIS_NAMES))))):
+            size = draw(st.sampled_from([s for s in (1, 2, 4) if s <= budget]))
+            sizes.append(size)
+            budget //= size
+        types = tuple(draw(st.sampled_from(list(axis_types))) for _ in sizes)
+        return AbstractMesh(tuple(sizes), MESH_AXIS_NAMES[:len(sizes)], axis_types=types)
+
+    return mesh()
+
+
+def partition_specs(mesh: AbstractMesh, shape: T.Shape, *, reductions: bool = True
+                    ) -> st.SearchStrategy[P]:
+    """Partition specs valid for ``shape`` on ``mesh``: each dimension
+    replicated or split over mesh axes whose sizes' product divides it, no
+    axis twice; with ``reductions``, some of the unused axes unreduced and
+    some reduced."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+
+    @st.composite
+    def spec(draw: Any) -> P:
+        free = list(mesh.axis_names)
+        entries: list[Any] = []
+        for d in shape:
+            options: list[Any] = [None]
+            options += [a for a in free if d % sizes[a] == 0]
+            options += [(a, b) for a in free for b in free
+                        if a != b and d % (sizes[a] * sizes[b]) == 0]
+            entry = draw(st.sampled_from(options))
+            for a in (() if entry is None else (entry,) if isinstance(entry, str) else entry):
+                free.remove(a)
+            entries.append(entry)
+        extra: dict[str, Any] = {}
+        if reductions and free:
+            unreduced = draw(st.sets(st.sampled_from(free)))
+            reduced = draw(st.sets(st.sampled_from([a for a in free if a not in unreduced]))
+                           if len(unreduced) < len(free) else st.just(set()))
+            if unreduced:
+                extra["unreduced"] = unreduced
+            if reduced:
+                extra["reduced"] = reduced
+        return P(*entries, **extra)
+
+    return spec()
+
+
+def sharded_types(mesh: AbstractMesh, dtype_strategy: st.SearchStrategy[T.DType] | None = None,
+                  shape_strategy: st.SearchStrategy[T.Shape] | None = None, *,
+                  reductions: bool = False) -> st.SearchStrategy[ArrayType]:
+    """Array types sharded over ``mesh`` (``f32[8@X,4]``; with
+    ``reductions``, unreduced/reduced ones too: ``f32[4]{U:X}``)."""
+
+    @st.composite
+    def sharded(draw: Any) -> ArrayType:
+        shape = draw(shapes(3, 8) if shape_strategy is None else shape_strategy)
+        dtype = draw(dtypes([T.float32, T.int32, T.bfloat16]) if dtype_strategy is None
+                     else dtype_strategy)
+        spec = draw(partition_specs(mesh, shape, reductions=reductions))
+        return ArrayType(tuple(shape), dtype, sharding=NamedSharding(mesh, spec))
+
+    return sharded()
+
+
+# ---------------------------------------------------------------- checkers
+
+
+def _random_like(x: Any, rng: np.random.Generator) -> np.ndarray:
+    a = np.asarray(x)
+    values: np.ndarray = np.asarray(rng.standard_normal(a.shape))
+    if np.iscomplexobj(a):
+        values = values + 1j * np.asarray(rng.standard_normal(a.shape))
+    return np.asarray(values, dtype=a.dtype)
+
+
+def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> complex:
+    """sum_i <x_i, y_i>, accumulated in float64/complex128."""
+    return complex(sum(np.vdot(np.asarray(y, np.complex128).ravel(),
+                               np.asarray(x, np.complex128).ravel()) for x, y in zip(xs, ys)))
+
+
+def check_transpose(f: Callable[..., Any], primals: Sequence[Any],
+                    transpose: Callable[..., Any] | None = None, *, seed: int = 0,
+                    rtol: float = 1e-5) -> None:
+    """The dot-product test of a linear ``f`` and its transpose: for random
+    ``x`` and cotangent ``c``, ``<f(x), c> == <x, f^T(c)>`` (to ``rtol`` of
+    the terms' magnitudes). ``transpose(c)`` defaults to spec's
+    ``linear_transpose(f, *primals)``; pass another implementation's to
+    check it. Raises AssertionError naming both sides."""
+    rng = np.random.default_rng(seed)
+    x = [_random_like(p, rng) for p in primals]
+    y = f(*x)
+    ct = [_random_like(leaf, rng) for leaf in tree_leaves(y)]
+    f_t = linear_transpose(f, *primals) if transpose is None else transpose
+    ct_tree = ct[0] if len(ct) == 1 and not isinstance(y, (tuple, list)) else type(y)(ct)
+    xt = tree_leaves(f_t(ct_tree))
+    lhs = _inner(tree_leaves(y), ct)
+    rhs = _inner(x, xt)
+    scale = max(1.0, float(np.sqrt(_inner(tree_leaves(y), tree_leaves(y)).real
+                                   * _inner(ct, ct).real)))
+    assert abs(lhs - rhs) <= rtol * scale, (
+        f"dot-product test failed: <f(x), ct> = {lhs}, <x, f_T(ct)> = {rhs}")
+
+
+def check_vmap(f: Callable[..., Any], args: Sequence[Any],
+               in_axes: int | None | Sequence[int | None] = 0,
+               vmap: Callable[..., Any] | None = None, *, rtol: float = 0.0) -> None:
+    """A batched ``f`` against a loop: ``vmap(f, in_axes)(*args)`` must equal
+    the results of ``f`` on each slice, stacked along axis 0 (bit for bit
+    with ``rtol`` 0). ``vmap`` defaults to spec's; pass another
+    implementation's to check it."""
+    axes: list[int | None] = (list(in_axes) if isinstance(in_axes, Sequence)
+                              else [in_axes] * len(args))
+    sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+    assert len(sizes) == 1, f"check_vmap: mapped axes of different sizes {sorted(sizes)}"
+    batched = tree_leaves((spec_vmap if vmap is None else vmap)(f, in_axes=tuple(axes))(*args))
+    slices = [tree_leaves(f(*(a if ax is None else np.take(np.asarray(a), i, axis=ax)
+                                 for a, ax in zip(args, axes))))
+              for i in range(sizes.pop())]
+    for k, got in enumerate(batched):
+        want = np.stack([np.asarray(s[k]) for s in slices])
+        got = np.asarray(got)
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            f"output {k}: vmap gives {got.dtype}{list(got.shape)}, the loop "
+            f"{want.dtype}{list(want.shape)}")
+        if rtol:
+            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"output {k}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"output {k}")
