@@ -170,6 +170,33 @@ class Program:
         return [values_of(ArrayType(s, T.float32), seed + i)
                 for i, s in enumerate(self.input_shapes)]
 
+    def source(self, name: str = "program") -> str:
+        """The program as Python source, ``def program(jnp, v0, ...)``: what
+        ``__call__`` runs, for copy-paste reproductions."""
+        n = len(self.input_shapes)
+        lines = [f"def {name}({', '.join(['jnp'] + [f'v{i}' for i in range(n)])}):"]
+        for k, (op, idx) in enumerate(self.steps):
+            args = [f"v{i}" for i in idx]
+            lines.append(f"    v{n + k} = {_SOURCE[op].format(*args)}")
+        lines.append(f"    return v{n + len(self.steps) - 1}")
+        return "\n".join(lines) + "\n"
+
+
+# Each op as source text (``Program.source``); tests check it runs as ``_apply``.
+_SOURCE: dict[str, str] = {
+    "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tanh": "jnp.tanh({0})",
+    "exp_neg_sq": "jnp.exp(-({0} * {0}))", "abs": "jnp.abs({0})", "negative": "-{0}",
+    "sqrt_abs": "jnp.sqrt(jnp.abs({0}))", "square": "jnp.square({0})",
+    "sum0": "jnp.sum({0}, axis=0)", "sumall": "jnp.sum({0})", "transpose": "jnp.transpose({0})",
+    "flatten": "jnp.reshape({0}, (-1,))", "rev0": "jnp.flip({0}, axis=0)",
+    "slice_step": "{0}[::2]", "cumsum0": "jnp.cumsum({0}, axis=0)", "scale": "{0} * 0.5",
+    "shift": "{0} + 1", "astype_roundtrip": "{0}.astype(jnp.bfloat16).astype(jnp.float32)",
+    "max_keep": "jnp.max({0}, axis=0, keepdims=True)",
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
+    "maximum": "jnp.maximum({0}, {1})", "minimum": "jnp.minimum({0}, {1})",
+    "where_pos": "jnp.where({0} > 0, {0}, {1})", "dot": "jnp.dot({0}, {1})",
+}
+
 
 def _apply(jnp: Any, op: str, args: list[Any]) -> Any:
     x = args[0]
