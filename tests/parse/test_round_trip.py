@@ -86,7 +86,8 @@ def test_round_trip_sharded_and_shard_map(four_devices: None) -> None:
 
 
 def _conformance_jaxprs() -> list[I.Jaxpr]:
-    """Every jaxpr spec stages while running the conformance corpus."""
+    """Every jaxpr spec stages while running half the conformance corpus
+    (every second case: the cases of one family are alike)."""
     staged: list[I.Jaxpr] = []
     original = I.JaxprTrace.to_jaxpr
 
@@ -96,7 +97,7 @@ def _conformance_jaxprs() -> list[I.Jaxpr]:
         return jaxpr
     I.JaxprTrace.to_jaxpr = recording  # type: ignore[method-assign]
     try:
-        for case in load_cases():
+        for case in load_cases()[::2]:
             if not case.x64:
                 try:
                     case.fn(spec, snp, slax)
@@ -118,7 +119,7 @@ def _registered_only(jaxpr: I.Jaxpr) -> bool:
                for e in jaxpr.eqns)
 
 
-_STRIDE = 5
+_STRIDE = 4
 
 
 @pytest.mark.filterwarnings("ignore")
@@ -131,9 +132,9 @@ def test_round_trip_conformance_corpus() -> None:
             continue
         if _registered_only(j):
             texts.setdefault(text)
-    assert len(texts) > 800
+    assert len(texts) > 400
     failures = []
-    # A fixed sample of a fifth (every family shows up many times over).
+    # A fixed sample of a quarter (every family shows up many times over).
     for text in list(texts)[::_STRIDE]:
         try:
             back = str(spec.parse_jaxpr(text))
