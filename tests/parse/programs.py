@@ -91,11 +91,36 @@ def custom_rules(jax: Any, jnp: Any, lax: Any) -> Any:
     return f, (_x((3,)),)
 
 
+def sort_cumulative(jax: Any, jnp: Any, lax: Any) -> Any:
+    def f(x: Any) -> Any:
+        values, _ = lax.top_k(x, 2)
+        return (jnp.sort(x, axis=1) + jnp.argsort(x, axis=0).astype(jnp.float32)
+                + lax.cummax(x, axis=1) + lax.cumlogsumexp(x, axis=0)).sum() + values.sum()
+    return f, (_x((3, 4)),)
+
+
+def linalg(jax: Any, jnp: Any, lax: Any) -> Any:
+    def f(a: Any) -> Any:
+        spd = a @ a.T + 4.0 * jnp.eye(3, dtype=jnp.float32)
+        low = jnp.linalg.cholesky(spd)
+        return (lax.linalg.triangular_solve(low, a, left_side=True, lower=True).sum()
+                + jnp.linalg.eigh(spd)[0].sum())
+    return f, (_x((3, 3)),)
+
+
+def random(jax: Any, jnp: Any, lax: Any) -> Any:
+    def f(x: Any) -> Any:
+        k1, k2 = jax.random.split(jax.random.key(7))
+        return x * jax.random.normal(k1, x.shape) + jax.random.uniform(k2, x.shape)
+    return f, (_x((4,)),)
+
+
 PROGRAMS: dict[str, Program] = {
+    "sort_cumulative": sort_cumulative, "linalg": linalg, "random": random,
     "elementwise": elementwise, "reductions": reductions, "shaping": shaping,
     "dot_conv": dot_conv, "indexing": indexing, "control_flow": control_flow,
     "while_loop": while_loop, "custom_rules": custom_rules,
 }
 # Programs whose gradient JAX takes (reverse mode needs no while loop).
 DIFFERENTIABLE = ("elementwise", "reductions", "shaping", "dot_conv", "control_flow",
-                  "custom_rules")
+                  "custom_rules", "sort_cumulative", "linalg", "random")

@@ -90,6 +90,14 @@ with jax.set_mesh(mesh):
     h = jax.shard_map(lambda a: jnp.cos(a) * jax.lax.axis_index("X"), in_specs=P("X", None),
                       out_specs=P("X", None))
     record("shard_map_grad", jax.grad(lambda a: h(a).sum()), xs)
+    def collectives(a):
+        g = jax.lax.all_gather(a, "X", tiled=True)
+        p = jax.lax.ppermute(a, "X", perm=[(0, 1), (1, 0)])
+        s = jax.lax.psum_scatter(g, "X", tiled=True)
+        return (p + s) * jax.lax.pmax(a.sum(), "X")
+    c = jax.shard_map(collectives, in_specs=P("X"), out_specs=P("X"))
+    record("collectives", c, jax.device_put(x[:, 0], P("X")))
+    record("collectives_vmap", jax.vmap(c, in_axes=1, out_axes=1), xs)
 """
 twin.prefetch(SHARDED)
 
@@ -100,8 +108,9 @@ def _sharded_run() -> dict[str, Any]:
 
 
 SHARDED_ARGS = {"explicit": ("x", "y"), "explicit_grad": ("x", "y"), "reshard": ("x",),
-                "shard_map": ("x0",), "shard_map_grad": ("x",)}
-SHARDED_SPECS = {"x": ("X", None), "y": (None, "Y"), "x0": ("X",)}
+                "shard_map": ("x0",), "shard_map_grad": ("x",), "collectives": ("xcol",),
+                "collectives_vmap": ("x",)}
+SHARDED_SPECS = {"x": ("X", None), "y": (None, "Y"), "x0": ("X",), "xcol": ("X",)}
 
 
 @pytest.mark.parametrize("name", list(SHARDED_ARGS))
@@ -110,7 +119,7 @@ def test_sharded_jax_jaxpr_parses_checks_and_runs(name: str, four_devices: None)
     result = _sharded_run()
     text, values = next((t, v) for n, t, v in result["programs"] if n == name)
     x = np.asarray(result["x"], np.float32)
-    host = {"x": x, "y": np.asarray(result["y"], np.float32), "x0": x[0]}
+    host = {"x": x, "y": np.asarray(result["y"], np.float32), "x0": x[0], "xcol": x[:, 0]}
     mesh = spec.make_mesh((2, 2), ("X", "Y"), axis_types=(AxisType.Explicit,) * 2)
     try:
         with spec.set_mesh(mesh):
