@@ -56,7 +56,7 @@ def _libs() -> tuple[Any, Any, Any, Any]:
     # JAX is the oracle, imported when a check runs: importing spec (even
     # this module) never imports JAX.
     import jax
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # (the oracle, as above)
     return spec, snp, jax, jnp
 
 

@@ -170,12 +170,14 @@ _STAR = _Star()
 _RAW_TEXT_KEYS = frozenset({"fmt"})
 
 
+_SIGNED_WORDS = {"inf": float("inf"), "nan": float("nan")}
+
+
 @dataclasses.dataclass(frozen=True)
 class _Source:
     """A parsed param value and the text it was read from."""
     node: Any
     text: str
-_SIGNED_WORDS = {"inf": float("inf"), "nan": float("nan")}
 
 
 # ================================================================== parsing
@@ -198,7 +200,7 @@ class _Scope:
     """Where a type is read: outside shard_map its dims may be sharded over
     the mesh (``8@X``); inside, its suffix names manual axes."""
     mesh: AbstractMesh | None
-    manual: frozenset[Any] = frozenset()
+    manual: bool = False
 
 
 class _Parser:
@@ -265,7 +267,7 @@ class _Parser:
             self.i = start
             self.hoisted[name] = self.jaxpr()
         self.i = top_start
-        top = self.jaxpr(toplevel=True)
+        top = self.jaxpr()
         if self.peek().kind != "eof":
             raise self.fail("expected the end of the text")
         return top
@@ -280,7 +282,7 @@ class _Parser:
             if tok.kind == "op":
                 depth += {"{": 1, "}": -1}.get(tok.text, 0)
 
-    def jaxpr(self, toplevel: bool = False) -> Jaxpr:
+    def jaxpr(self) -> Jaxpr:
         self.expect("{", "to open a jaxpr")
         self.expect("lambda")
         env: dict[str, Atom] = {}
@@ -324,7 +326,7 @@ class _Parser:
             return DropVar(aval)
         if name in env:
             raise JaxprSyntaxError(f"variable {name!r} is bound twice", self.text, tok.pos)
-        var = _new_var(aval)
+        var = Var(aval)
         env[name] = var
         return var
 
@@ -484,7 +486,7 @@ class _Parser:
             name = self.next().text
             self.next()
             aval = self.type()
-            var = _new_var(aval)
+            var = Var(aval)
             if name == "_":
                 self.underscored.add(id(var))
             outs.append(var)
@@ -640,12 +642,12 @@ class _Parser:
 
     def param_value(self, prim: Primitive, key: str) -> Any:
         if self.at("{") and self.at("lambda", 1):
-            return self.sub_jaxpr(prim, key)
+            return self.sub_jaxpr(prim)
         if self.at("(") and self.at("{", 1) and self.at("lambda", 2):
             self.next()
             subs = []
             while not self.at(")"):
-                subs.append(self.sub_jaxpr(prim, key))
+                subs.append(self.sub_jaxpr(prim))
             self.next()
             return tuple(subs)
         if self.at("<"):
@@ -672,11 +674,11 @@ class _Parser:
             self.next()
         return self.text[start:end]
 
-    def sub_jaxpr(self, prim: Primitive, key: str) -> Jaxpr:
+    def sub_jaxpr(self, prim: Primitive) -> Jaxpr:
         # A shard_map body's types are per-device blocks: no mesh sharding,
         # their suffix names manual axes.
         manual = prim.name == "shard_map"
-        self.scopes.append(_Scope(None, frozenset({"manual"})) if manual else self.scopes[-1])
+        self.scopes.append(_Scope(None, manual=True) if manual else self.scopes[-1])
         try:
             return self.jaxpr()
         finally:
@@ -783,10 +785,6 @@ class _Parser:
                 self.next()
         self.next()
         return _Call(dotted, tuple(args), tuple(kwargs), tuple(pairs))
-
-
-def _new_var(aval: Any) -> Var:
-    return Var(aval)
 
 
 def _index_literal(i: int) -> Literal:
