@@ -51,6 +51,7 @@ from spec._src.lax.state import discharge_state
 from spec._src.core.state_types import ds
 from spec._src.core.source_info import named_call, named_scope
 from spec._src.core.interpreter import ensure_compile_time_eval
+from spec._src.api.jaxpr_parser import parse_jaxpr
 
 __version__ = "0.1.0"
 
@@ -105,5 +106,5 @@ __all__ = [
     "process_index", "process_indices", "host_count", "host_id", "host_ids",
     "threefry_partitionable", "get_abstract_mesh", "use_abstract_mesh", "rules", "test_util",
     "tree", "tree_util", "typeof", "ad", "ffi",
-    "install_as_jax",
+    "install_as_jax", "parse_jaxpr",
 ]

@@ -1,0 +1,399 @@
+"""Hypothesis strategies and checkers for property-testing JAX-like systems.
+
+Anyone can use these against their own implementation: draw dtypes, shapes,
+broadcastable shape pairs, arrays, meshes, partition specs (with unreduced
+and reduced axes), sharded types and random well-typed programs the way
+spec's own tests do; check that a primitive's impl produces what its typing
+rule promises (``check_impl_matches_typing``), that derivatives agree with
+finite differences (``check_grads``), that a transpose passes the
+dot-product test (``check_transpose``) and that a batched function agrees
+with a loop over the batch (``check_vmap``). The checkers take the
+transformation under test as an argument, so they check JAX (or any other
+implementation) as readily as spec.
+
+hypothesis is a test-time dependency; importing this module requires it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from spec._src.core import types as T
+from spec._src.core.interpreter import Primitive, canonical_value
+from spec._src.core.sharding import AbstractMesh, AxisType, NamedSharding, P
+from spec._src.core.tree_util import tree_leaves
+from spec._src.api.autodiff import linear_transpose
+from spec._src.api.vmap import vmap as spec_vmap
+from spec.test_util import check_grads, check_jvp, check_vjp
+from spec._src.core.types import ArrayType
+
+__all__ = [
+    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
+    "broadcastable_shapes", "check_impl_matches_typing", "check_transpose", "check_vmap",
+    "dtypes", "meshes", "partition_specs", "programs", "shapes", "sharded_types", "values_of",
+]
+
+# 64-bit types only exist under x64; the default strategies avoid them.
+X32_DTYPES: list[T.DType] = [
+    T.bool_, T.int8, T.int16, T.int32, T.uint8, T.uint16, T.uint32, T.float16, T.bfloat16,
+    T.float32, T.complex64]
+
+
+def dtypes(include: Sequence[T.DType] | None = None) -> st.SearchStrategy[T.DType]:
+    return st.sampled_from(list(include) if include is not None else X32_DTYPES)
+
+
+def shapes(max_rank: int = 4, max_side: int = 5, min_rank: int = 0) -> st.SearchStrategy[T.Shape]:
+    return st.lists(st.integers(0, max_side), min_size=min_rank, max_size=max_rank).map(tuple)
+
+
+def broadcastable_shapes(max_rank: int = 4, max_side: int = 4
+                         ) -> st.SearchStrategy[tuple[T.Shape, T.Shape]]:
+    """Pairs of shapes that lax's elementwise rule accepts: equal rank with
+    size-1 stretching, or one side rank 0."""
+
+    @st.composite
+    def pair(draw: Any) -> tuple[T.Shape, T.Shape]:
+        base = draw(shapes(max_rank, max_side, min_rank=1))
+        if draw(st.booleans()):
+            return base, ()
+        other = tuple(d if draw(st.booleans()) else 1 for d in base)
+        return (base, other) if draw(st.booleans()) else (other, base)
+
+    return pair()
+
+
+def array_types(dtype_strategy: st.SearchStrategy[T.DType] | None = None,
+                shape_strategy: st.SearchStrategy[T.Shape] | None = None
+                ) -> st.SearchStrategy[ArrayType]:
+    return st.builds(lambda s, d, w: ArrayType(s, d, w and d != T.bool_),
+                     shapes() if shape_strategy is None else shape_strategy,
+                     dtypes() if dtype_strategy is None else dtype_strategy, st.booleans())
+
+
+def values_of(aval: ArrayType, seed: int) -> np.ndarray:
+    """Deterministic values of a type, including edge values for floats."""
+    rng = np.random.default_rng(seed)
+    dt = aval.dtype
+    if dt == T.bool_:
+        return rng.integers(0, 2, aval.shape).astype(bool)
+    if T.is_int(dt):
+        info = np.iinfo(dt)
+        lo, hi = max(int(info.min), -100), min(int(info.max), 100)
+        return rng.integers(lo, hi + 1, aval.shape).astype(dt)
+    real = rng.standard_normal(aval.shape) * 3
+    if T.is_complex(dt):
+        return (real + 1j * rng.standard_normal(aval.shape)).astype(dt)
+    return real.astype(dt)
+
+
+def arrays(aval_strategy: st.SearchStrategy[ArrayType] | None = None
+           ) -> st.SearchStrategy[np.ndarray]:
+    return st.builds(values_of, array_types() if aval_strategy is None else aval_strategy,
+                     st.integers(0, 2**31 - 1))
+
+
+def check_impl_matches_typing(prim: Primitive, *operands: Any, **params: Any) -> list[ArrayType]:
+    """Run typing and impl on concrete operands; raise AssertionError unless
+    every output has exactly the shape and dtype the typing rule gives."""
+    values, avals = zip(*(canonical_value(x) for x in operands)) if operands else ((), ())
+    out_types = list(prim.typing(*avals, **params))
+    outs = prim.impl(*values, **params)
+    assert len(outs) == len(out_types), f"{prim}: {len(outs)} outputs, typed {len(out_types)}"
+    for out, ty in zip(outs, out_types):
+        arr = np.asarray(out)
+        assert arr.shape == ty.shape and arr.dtype == ty.dtype, (
+            f"{prim}: impl gave {arr.dtype}{list(arr.shape)}, typing says {ty}")
+    return out_types
+
+
+# ------------------------------------------------------- random programs
+
+# Each op: (name, arity, how it maps operand shapes to the result shape or
+# None when not applicable). Programs only use float32 values, so every op
+# is well typed by construction; shapes are tracked as they are drawn.
+_UNARY_OPS = ("sin", "cos", "tanh", "exp_neg_sq", "abs", "negative", "sqrt_abs", "square",
+              "sum0", "sumall", "transpose", "flatten", "rev0", "slice_step", "cumsum0",
+              "scale", "shift", "astype_roundtrip", "max_keep")
+_BINARY_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "where_pos", "dot")
+
+
+def _unary_shape(op: str, s: T.Shape) -> T.Shape | None:
+    if op in ("sum0", "rev0", "slice_step", "cumsum0", "max_keep") and not s:
+        return None
+    if op == "sum0":
+        return s[1:]
+    if op == "sumall":
+        return ()
+    if op == "transpose":
+        return tuple(reversed(s))
+    if op == "flatten":
+        return (int(np.prod(s, dtype=np.int64)),)
+    if op == "slice_step":
+        return ((s[0] + 1) // 2, *s[1:])
+    if op == "max_keep":
+        return (1, *s[1:]) if s[0] > 0 else None
+    return s
+
+
+def _binary_shape(op: str, a: T.Shape, b: T.Shape) -> T.Shape | None:
+    if op == "dot":
+        if len(a) == 2 and len(b) == 2 and a[1] == b[0]:
+            return (a[0], b[1])
+        return None
+    return a if a == b else (a if not b else (b if not a else None))
+
+
+class Program:
+    """A random straight-line array program, runnable against any JAX-like
+    namespace (``jnp``) so that implementations can be compared."""
+
+    def __init__(self, input_shapes: list[T.Shape], steps: list[tuple[str, tuple[int, ...]]]
+                 ) -> None:
+        self.input_shapes = input_shapes
+        self.steps = steps
+
+    def __repr__(self) -> str:
+        return f"Program(inputs={self.input_shapes}, steps={self.steps})"
+
+    def __call__(self, jnp: Any, *inputs: Any) -> Any:
+        values = list(inputs)
+        for op, idx in self.steps:
+            values.append(_apply(jnp, op, [values[i] for i in idx]))
+        return values[-1]
+
+    def inputs(self, seed: int) -> list[np.ndarray]:
+        return [values_of(ArrayType(s, T.float32), seed + i)
+                for i, s in enumerate(self.input_shapes)]
+
+    def source(self, name: str = "program") -> str:
+        """The program as Python source, ``def program(jnp, v0, ...)``: what
+        ``__call__`` runs, for copy-paste reproductions."""
+        n = len(self.input_shapes)
+        lines = [f"def {name}({', '.join(['jnp'] + [f'v{i}' for i in range(n)])}):"]
+        for k, (op, idx) in enumerate(self.steps):
+            args = [f"v{i}" for i in idx]
+            lines.append(f"    v{n + k} = {_SOURCE[op].format(*args)}")
+        lines.append(f"    return v{n + len(self.steps) - 1}")
+        return "\n".join(lines) + "\n"
+
+
+# Each op as source text (``Program.source``); tests check it runs as ``_apply``.
+_SOURCE: dict[str, str] = {
+    "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tanh": "jnp.tanh({0})",
+    "exp_neg_sq": "jnp.exp(-({0} * {0}))", "abs": "jnp.abs({0})", "negative": "-{0}",
+    "sqrt_abs": "jnp.sqrt(jnp.abs({0}))", "square": "jnp.square({0})",
+    "sum0": "jnp.sum({0}, axis=0)", "sumall": "jnp.sum({0})", "transpose": "jnp.transpose({0})",
+    "flatten": "jnp.reshape({0}, (-1,))", "rev0": "jnp.flip({0}, axis=0)",
+    "slice_step": "{0}[::2]", "cumsum0": "jnp.cumsum({0}, axis=0)", "scale": "{0} * 0.5",
+    "shift": "{0} + 1", "astype_roundtrip": "{0}.astype(jnp.bfloat16).astype(jnp.float32)",
+    "max_keep": "jnp.max({0}, axis=0, keepdims=True)",
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
+    "maximum": "jnp.maximum({0}, {1})", "minimum": "jnp.minimum({0}, {1})",
+    "where_pos": "jnp.where({0} > 0, {0}, {1})", "dot": "jnp.dot({0}, {1})",
+}
+
+
+def _apply(jnp: Any, op: str, args: list[Any]) -> Any:
+    x = args[0]
+    table: dict[str, Any] = {
+        "sin": lambda: jnp.sin(x), "cos": lambda: jnp.cos(x), "tanh": lambda: jnp.tanh(x),
+        "exp_neg_sq": lambda: jnp.exp(-(x * x)), "abs": lambda: jnp.abs(x),
+        "negative": lambda: -x, "sqrt_abs": lambda: jnp.sqrt(jnp.abs(x)),
+        "square": lambda: jnp.square(x), "sum0": lambda: jnp.sum(x, axis=0),
+        "sumall": lambda: jnp.sum(x), "transpose": lambda: jnp.transpose(x),
+        "flatten": lambda: jnp.reshape(x, (-1,)), "rev0": lambda: jnp.flip(x, axis=0),
+        "slice_step": lambda: x[::2], "cumsum0": lambda: jnp.cumsum(x, axis=0),
+        "scale": lambda: x * 0.5, "shift": lambda: x + 1,
+        "astype_roundtrip": lambda: x.astype(jnp.bfloat16).astype(jnp.float32),
+        "max_keep": lambda: jnp.max(x, axis=0, keepdims=True),
+    }
+    if op in table:
+        return table[op]()
+    y = args[1]
+    binary: dict[str, Any] = {
+        "add": lambda: x + y, "subtract": lambda: x - y, "multiply": lambda: x * y,
+        "maximum": lambda: jnp.maximum(x, y), "minimum": lambda: jnp.minimum(x, y),
+        "where_pos": lambda: jnp.where(x > 0, x, y), "dot": lambda: jnp.dot(x, y),
+    }
+    return binary[op]()
+
+
+@st.composite
+def _programs(draw: Any, max_steps: int) -> Program:
+    n_inputs = draw(st.integers(1, 2))
+    base = draw(shapes(max_rank=3, max_side=4, min_rank=0))
+    input_shapes = [base if draw(st.booleans()) else draw(shapes(3, 4)) for _ in range(n_inputs)]
+    value_shapes = list(input_shapes)
+    steps: list[tuple[str, tuple[int, ...]]] = []
+    for _ in range(draw(st.integers(1, max_steps))):
+        if draw(st.booleans()):
+            op = draw(st.sampled_from(_UNARY_OPS))
+            i = draw(st.integers(0, len(value_shapes) - 1))
+            out = _unary_shape(op, value_shapes[i])
+            idx: tuple[int, ...] = (i,)
+        else:
+            op = draw(st.sampled_from(_BINARY_OPS))
+            i = draw(st.integers(0, len(value_shapes) - 1))
+            j = draw(st.integers(0, len(value_shapes) - 1))
+            out = _binary_shape(op, value_shapes[i], value_shapes[j])
+            idx = (i, j)
+        if out is not None:
+            steps.append((op, idx))
+            value_shapes.append(out)
+    if not steps:
+        steps.append(("scale", (0,)))
+    return Program(input_shapes, steps)
+
+
+def programs(max_steps: int = 8) -> st.SearchStrategy[Program]:
+    """Random well-typed float32 programs (see ``Program``)."""
+    return _programs(max_steps)
+
+
+# ------------------------------------------------ meshes and sharded types
+
+MESH_AXIS_NAMES = ("X", "Y", "Z", "W")
+
+
+def meshes(max_axes: int = 2, max_devices: int = 4,
+           axis_types: Sequence[AxisType] = (AxisType.Explicit,)
+           ) -> st.SearchStrategy[AbstractMesh]:
+    """Abstract meshes of 1 to ``max_axes`` axes named X, Y, ..., of sizes 1,
+    2 or 4, over at most ``max_devices`` devices."""
+
+    @st.composite
+    def mesh(draw: Any) -> AbstractMesh:
+        sizes: list[int] = []
+        budget = max_devices
+        for _ in range(draw(st.integers(1, min(max_axes, len(MESH_AXIS_NAMES))))):
+            size = draw(st.sampled_from([s for s in (1, 2, 4) if s <= budget]))
+            sizes.append(size)
+            budget //= size
+        types = tuple(draw(st.sampled_from(list(axis_types))) for _ in sizes)
+        return AbstractMesh(tuple(sizes), MESH_AXIS_NAMES[:len(sizes)], axis_types=types)
+
+    return mesh()
+
+
+def partition_specs(mesh: AbstractMesh, shape: T.Shape, *, reductions: bool = True
+                    ) -> st.SearchStrategy[P]:
+    """Partition specs valid for ``shape`` on ``mesh``: each dimension
+    replicated or split over mesh axes whose sizes' product divides it, no
+    axis twice; with ``reductions``, some of the unused axes unreduced and
+    some reduced."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+
+    @st.composite
+    def spec(draw: Any) -> P:
+        free = list(mesh.axis_names)
+        entries: list[Any] = []
+        for d in shape:
+            options: list[Any] = [None]
+            options += [a for a in free if d % sizes[a] == 0]
+            options += [(a, b) for a in free for b in free
+                        if a != b and d % (sizes[a] * sizes[b]) == 0]
+            entry = draw(st.sampled_from(options))
+            for a in (() if entry is None else (entry,) if isinstance(entry, str) else entry):
+                free.remove(a)
+            entries.append(entry)
+        extra: dict[str, Any] = {}
+        if reductions and free:
+            unreduced = draw(st.sets(st.sampled_from(free)))
+            reduced = draw(st.sets(st.sampled_from([a for a in free if a not in unreduced]))
+                           if len(unreduced) < len(free) else st.just(set()))
+            if unreduced:
+                extra["unreduced"] = unreduced
+            if reduced:
+                extra["reduced"] = reduced
+        return P(*entries, **extra)
+
+    return spec()
+
+
+def sharded_types(mesh: AbstractMesh, dtype_strategy: st.SearchStrategy[T.DType] | None = None,
+                  shape_strategy: st.SearchStrategy[T.Shape] | None = None, *,
+                  reductions: bool = False) -> st.SearchStrategy[ArrayType]:
+    """Array types sharded over ``mesh`` (``f32[8@X,4]``; with
+    ``reductions``, unreduced/reduced ones too: ``f32[4]{U:X}``)."""
+
+    @st.composite
+    def sharded(draw: Any) -> ArrayType:
+        shape = draw(shapes(3, 8) if shape_strategy is None else shape_strategy)
+        dtype = draw(dtypes([T.float32, T.int32, T.bfloat16]) if dtype_strategy is None
+                     else dtype_strategy)
+        spec = draw(partition_specs(mesh, shape, reductions=reductions))
+        return ArrayType(tuple(shape), dtype, sharding=NamedSharding(mesh, spec))
+
+    return sharded()
+
+
+# ---------------------------------------------------------------- checkers
+
+
+def _random_like(x: Any, rng: np.random.Generator) -> np.ndarray:
+    a = np.asarray(x)
+    values: np.ndarray = np.asarray(rng.standard_normal(a.shape))
+    if np.iscomplexobj(a):
+        values = values + 1j * np.asarray(rng.standard_normal(a.shape))
+    return np.asarray(values, dtype=a.dtype)
+
+
+def _inner(xs: Sequence[Any], ys: Sequence[Any]) -> complex:
+    """sum_i <x_i, y_i>, accumulated in float64/complex128."""
+    return complex(sum(np.vdot(np.asarray(y, np.complex128).ravel(),
+                               np.asarray(x, np.complex128).ravel()) for x, y in zip(xs, ys)))
+
+
+def check_transpose(f: Callable[..., Any], primals: Sequence[Any],
+                    transpose: Callable[..., Any] | None = None, *, seed: int = 0,
+                    rtol: float = 1e-5) -> None:
+    """The dot-product test of a linear ``f`` and its transpose: for random
+    ``x`` and cotangent ``c``, ``<f(x), c> == <x, f^T(c)>`` (to ``rtol`` of
+    the terms' magnitudes). ``transpose(c)`` defaults to spec's
+    ``linear_transpose(f, *primals)``; pass another implementation's to
+    check it. Raises AssertionError naming both sides."""
+    rng = np.random.default_rng(seed)
+    x = [_random_like(p, rng) for p in primals]
+    y = f(*x)
+    ct = [_random_like(leaf, rng) for leaf in tree_leaves(y)]
+    f_t = linear_transpose(f, *primals) if transpose is None else transpose
+    ct_tree = ct[0] if len(ct) == 1 and not isinstance(y, (tuple, list)) else type(y)(ct)
+    xt = tree_leaves(f_t(ct_tree))
+    lhs = _inner(tree_leaves(y), ct)
+    rhs = _inner(x, xt)
+    scale = max(1.0, float(np.sqrt(_inner(tree_leaves(y), tree_leaves(y)).real
+                                   * _inner(ct, ct).real)))
+    assert abs(lhs - rhs) <= rtol * scale, (
+        f"dot-product test failed: <f(x), ct> = {lhs}, <x, f_T(ct)> = {rhs}")
+
+
+def check_vmap(f: Callable[..., Any], args: Sequence[Any],
+               in_axes: int | None | Sequence[int | None] = 0,
+               vmap: Callable[..., Any] | None = None, *, rtol: float = 0.0) -> None:
+    """A batched ``f`` against a loop: ``vmap(f, in_axes)(*args)`` must equal
+    the results of ``f`` on each slice, stacked along axis 0 (bit for bit
+    with ``rtol`` 0). ``vmap`` defaults to spec's; pass another
+    implementation's to check it."""
+    axes: list[int | None] = (list(in_axes) if isinstance(in_axes, Sequence)
+                              else [in_axes] * len(args))
+    sizes = {np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None}
+    assert len(sizes) == 1, f"check_vmap: mapped axes of different sizes {sorted(sizes)}"
+    batched = tree_leaves((spec_vmap if vmap is None else vmap)(f, in_axes=tuple(axes))(*args))
+    slices = [tree_leaves(f(*(a if ax is None else np.take(np.asarray(a), i, axis=ax)
+                                 for a, ax in zip(args, axes))))
+              for i in range(sizes.pop())]
+    for k, got in enumerate(batched):
+        want = np.stack([np.asarray(s[k]) for s in slices])
+        got = np.asarray(got)
+        assert got.shape == want.shape and got.dtype == want.dtype, (
+            f"output {k}: vmap gives {got.dtype}{list(got.shape)}, the loop "
+            f"{want.dtype}{list(want.shape)}")
+        if rtol:
+            np.testing.assert_allclose(got, want, rtol=rtol, err_msg=f"output {k}")
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"output {k}")

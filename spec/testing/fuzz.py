@@ -1,0 +1,247 @@
+"""Fuzzing spec against real JAX: ``python -m spec.testing.fuzz``.
+
+Random well-typed programs (``spec.testing.programs``) run in spec and in JAX
+in each mode: eager, ``jit``, ``make_jaxpr`` (the printed text must be the
+same), ``grad`` (of the sum), ``jvp`` (tangents of ones), ``vmap`` (over two
+input sets) and ``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``,
+type-checked and run by spec). Each mode compares shapes, dtypes, weak types
+and values (float32 to ``--rtol`` of the result's magnitude, 2e-5 by
+default: up to fifteen ops compound rounding, and transcendental functions
+differ from XLA's in the last bit on some inputs), and exception classes
+when a side raises. A mode's first failure is shrunk by hypothesis to a
+minimal program and printed as a copy-paste reproduction. The summary gives
+programs tried, disagreements (both ran, results differ, or only JAX
+raised) and internal errors (spec raised an exception class JAX does not
+raise) per mode; the exit status is 1 when any mode failed.
+
+JAX must be installed (the oracle); spec itself never imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+import spec
+import spec.numpy as snp
+from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
+from spec.testing import Program, programs
+
+MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "parse")
+
+
+class Disagreement(AssertionError):
+    """spec and JAX give different results (or only JAX raised)."""
+
+
+class InternalError(AssertionError):
+    """spec raised where JAX did not, or raised another exception class."""
+
+
+@dataclasses.dataclass
+class Outcome:
+    tried: int = 0
+    failure: str | None = None
+    kind: str | None = None
+
+
+def _libs() -> tuple[Any, Any, Any, Any]:
+    # JAX is the oracle, imported when a check runs: importing spec (even
+    # this module) never imports JAX.
+    import jax
+    import jax.numpy as jnp  # (the oracle, as above)
+    return spec, snp, jax, jnp
+
+
+def _run(mode: str, lib: Any, np_: Any, prog: Program, xs: list[np.ndarray]) -> Any:
+    def f(*a: Any) -> Any:
+        return prog(np_, *a)
+    if mode == "eager":
+        return f(*(np_.asarray(x) for x in xs))
+    if mode == "jit":
+        return lib.jit(f)(*xs)
+    if mode == "make_jaxpr":
+        return str(lib.make_jaxpr(f)(*xs))
+    if mode == "grad":
+        return lib.grad(lambda *a: np_.sum(f(*a)), argnums=tuple(range(len(xs))))(*xs)
+    if mode == "jvp":
+        return lib.jvp(f, tuple(xs), tuple(np.ones_like(x) for x in xs))
+    if mode == "vmap":
+        return lib.vmap(f)(*(np.stack([x, x[::-1] if x.ndim else -x]) for x in xs))
+    raise ValueError(f"unknown mode {mode!r}")
+
+
+def _parse_and_run(spec: Any, jax: Any, jnp: Any, prog: Program, xs: list[np.ndarray]
+                   ) -> tuple[Any, Any]:
+    def f(*a: Any) -> Any:
+        return prog(jnp, *a)
+    closed = jax.make_jaxpr(f)(*xs)
+    parsed = spec.parse_jaxpr(str(closed), consts=[np.asarray(c) for c in closed.consts])
+    check_jaxpr(parsed)
+    return eval_jaxpr(parsed, parsed.consts, *xs), jax.jit(f)(*xs)
+
+
+def _leaves(x: Any, lib: Any) -> list[Any]:
+    return list(lib.tree_util.tree_leaves(x))
+
+
+def _compare(ours: Any, theirs: Any, rtol: float, spec: Any, jax: Any) -> None:
+    if isinstance(theirs, str):
+        if ours != theirs:
+            raise Disagreement(f"jaxpr text differs:\nspec:\n{ours}\nJAX:\n{theirs}")
+        return
+    a, b = _leaves(ours, spec), _leaves(theirs, jax)
+    if len(a) != len(b):
+        raise Disagreement(f"{len(a)} results in spec, {len(b)} in JAX")
+    for k, (x, y) in enumerate(zip(a, b)):
+        xa, ya = np.asarray(x), np.asarray(y)
+        if xa.shape != ya.shape or xa.dtype != ya.dtype:
+            raise Disagreement(f"result {k}: spec {xa.dtype}{list(xa.shape)}, "
+                               f"JAX {ya.dtype}{list(ya.shape)}")
+        wx, wy = getattr(x, "weak_type", None), getattr(y, "weak_type", None)
+        if wx is not None and wy is not None and bool(wx) != bool(wy):
+            raise Disagreement(f"result {k}: weak_type {wx} in spec, {wy} in JAX")
+        if xa.dtype.kind in "fc":
+            scale = max(1.0, float(np.max(np.abs(ya), initial=0.0)))
+            bad = ~np.isclose(xa, ya, rtol=rtol, atol=rtol * scale, equal_nan=True)
+            if bad.any():
+                i = tuple(int(j) for j in np.argwhere(bad)[0])
+                raise Disagreement(f"result {k}: at {i} spec {xa[i]!r}, JAX {ya[i]!r}")
+        elif not np.array_equal(xa, ya):
+            raise Disagreement(f"result {k}: spec {xa!r}, JAX {ya!r}")
+
+
+def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None:
+    """Run ``prog`` in spec and JAX in ``mode``; raise Disagreement or
+    InternalError when they differ."""
+    spec_, snp_, jax, jnp = _libs()
+    xs = prog.inputs(input_seed)
+    if mode == "parse":
+        try:
+            ours, theirs = _parse_and_run(spec_, jax, jnp, prog, xs)
+        except Exception as err:  # noqa: BLE001 - reported with its class
+            raise InternalError(f"{type(err).__name__}: {err}") from err
+        _compare(ours, theirs, rtol, spec_, jax)
+        return
+    try:
+        theirs = _run(mode, jax, jnp, prog, xs)
+    except Exception as err:  # noqa: BLE001 - JAX rejects the program: spec must too
+        theirs_err: Exception | None = err
+    else:
+        theirs_err = None
+    try:
+        ours = _run(mode, spec_, snp_, prog, xs)
+    except Exception as err:  # noqa: BLE001 - compared by class with JAX's
+        if theirs_err is None or type(err).__name__ != type(theirs_err).__name__:
+            raise InternalError(f"spec raised {type(err).__name__}: {err}; JAX "
+                                + ("ran" if theirs_err is None else
+                                   f"raised {type(theirs_err).__name__}")) from err
+        return
+    if theirs_err is not None:
+        raise Disagreement(f"JAX raised {type(theirs_err).__name__}: {theirs_err}; spec ran")
+    _compare(ours, theirs, rtol, spec, jax)
+
+
+_CALLS = {
+    "eager": "f(*[{np}.asarray(x) for x in xs])",
+    "jit": "{lib}.jit(f)(*xs)",
+    "make_jaxpr": "{lib}.make_jaxpr(f)(*xs)",
+    "grad": "{lib}.grad(lambda *a: {np}.sum(f(*a)), argnums=tuple(range(len(xs))))(*xs)",
+    "jvp": "{lib}.jvp(f, tuple(xs), tuple(np.ones_like(x) for x in xs))",
+    "vmap": "{lib}.vmap(f)(*[np.stack([x, x[::-1] if x.ndim else -x]) for x in xs])",
+}
+
+
+def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str:
+    """A script that shows the failure, spec and JAX side by side."""
+    shapes = ", ".join(repr(tuple(s)) for s in prog.input_shapes)
+    lines = [
+        f"# spec.testing.fuzz, mode {mode}: {message.splitlines()[0][:200]}",
+        "import numpy as np",
+        "import jax, jax.numpy as jnp",
+        "import spec, spec.numpy as snp",
+        "from spec.testing import values_of",
+        "from spec._src.core.types import ArrayType, float32",
+        "",
+        prog.source().rstrip("\n"),
+        "",
+        f"xs = [values_of(ArrayType(s, float32), {input_seed} + i) "
+        f"for i, s in enumerate([{shapes}])]",
+    ]
+    if mode == "parse":
+        lines += ["closed = jax.make_jaxpr(lambda *a: program(jnp, *a))(*xs)",
+                  "parsed = spec.parse_jaxpr(str(closed), consts=closed.consts)",
+                  "from spec._src.core.interpreter import check_jaxpr, eval_jaxpr",
+                  "check_jaxpr(parsed)",
+                  "print('spec', eval_jaxpr(parsed, parsed.consts, *xs))",
+                  "print('jax ', jax.jit(lambda *a: program(jnp, *a))(*xs))"]
+    else:
+        for lib, np_ in (("spec", "snp"), ("jax", "jnp")):
+            lines.append(f"f = lambda *a: program({np_}, *a)")
+            lines.append(f"print({lib!r}, {_CALLS[mode].format(lib=lib, np=np_)})")
+    return "\n".join(lines) + "\n"
+
+
+def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float
+              ) -> Outcome:
+    """Up to ``examples`` programs in ``mode``; the first failure, shrunk."""
+    outcome = Outcome()
+    last_failure: list[tuple[Program, int, AssertionError]] = []
+
+    @seed(seed_value)
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+              print_blob=False)
+    @given(programs(max_steps=max_steps), st.integers(0, 2**16))
+    def run(prog: Program, input_seed: int) -> None:
+        outcome.tried += 1
+        try:
+            check(mode, prog, input_seed, rtol)
+        except AssertionError as err:
+            last_failure.append((prog, input_seed, err))
+            raise
+
+    try:
+        run()
+    except AssertionError:
+        prog, input_seed, err = last_failure[-1]
+        outcome.kind = "internal error" if isinstance(err, InternalError) else "disagreement"
+        said = f"{type(err).__name__}: {err}".splitlines()
+        outcome.failure = reproduction(mode, prog, input_seed, str(err)) + "".join(
+            f"# {line}\n" for line in said)
+    return outcome
+
+
+def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
+    parser = argparse.ArgumentParser(prog="python -m spec.testing.fuzz", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--examples", type=int, default=200, help="programs per mode")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=15, help="ops per program, at most")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument("--rtol", type=float, default=2e-5)
+    args = parser.parse_args(argv)
+    failed = 0
+    rows = []
+    for mode in args.modes.split(","):
+        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol)
+        rows.append((mode, o))
+        if o.failure is not None:
+            failed += 1
+            out(o.failure)
+    out(f"{'mode':<11} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
+    for mode, o in rows:
+        out(f"{mode:<11} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
+            f"{int(o.kind == 'internal error'):>15}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
