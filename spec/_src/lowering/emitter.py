@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.interpreter import Jaxpr, Literal, Var
+from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
 
 # A rule gets the context, the operands' SSA names (in equation order), the
@@ -35,8 +36,19 @@ def element_type(dtype: Any) -> str:
     raise NotImplementedError(f"no StableHLO element type for dtype {name}")
 
 
+def physical_aval(aval: ArrayType) -> ArrayType:
+    """What a value of ``aval`` is in StableHLO: an array of PRNG keys is its
+    uint32 key data (the key shape appended), as in JAX; others are as is."""
+    if is_key_dtype(aval.dtype):
+        key_shape: tuple[int, ...] = aval.dtype.impl.key_shape  # type: ignore[attr-defined]
+        return ArrayType((*aval.shape, *key_shape), U32)
+    return aval
+
+
 def tensor_type(aval: ArrayType) -> str:
-    """``tensor<2x3xf32>``; a scalar is ``tensor<f32>``."""
+    """``tensor<2x3xf32>``; a scalar is ``tensor<f32>``; keys are their
+    ``ui32`` data."""
+    aval = physical_aval(aval)
     dims = "".join(f"{d}x" for d in aval.shape)
     return f"tensor<{dims}{element_type(aval.dtype)}>"
 

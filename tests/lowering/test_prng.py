@@ -1,0 +1,73 @@
+"""The lowering of the PRNG primitives: keys are their uint32 key data, and
+the compiled module's bits are spec's and ``jax.jit``'s, bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+import spec
+from jax._src.random import threefry2x32 as jax_threefry
+from spec._src.lax.prng import threefry2x32_p
+from tests.lowering.xla_run import bits, lowered, spec_and_compiled
+
+
+def _program(rnd: Any, vmap: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(seed: Any, data: Any) -> Any:
+        key = rnd.key(seed)
+        wrapped = rnd.wrap_key_data(data)
+        keys = rnd.split(wrapped, 3)
+        return (rnd.key_data(key), rnd.bits(key, (5,)), rnd.key_data(keys),
+                rnd.bits(rnd.fold_in(wrapped, 3), (2, 3), np.uint8),
+                vmap(lambda k: rnd.bits(k, (2,), np.uint16))(keys),
+                rnd.key_data(vmap(lambda k: rnd.fold_in(k, 9))(keys)),
+                rnd.key_data(rnd.clone(wrapped)), rnd.key_data(rnd.split(key)))
+    return fn
+
+
+_DATA = np.array([123, 4567], np.uint32)
+
+
+@pytest.mark.parametrize("seed", [np.int32(7), np.int32(-3)])
+def test_key_primitives_bitwise(seed: Any) -> None:
+    ours, compiled, text = spec_and_compiled(_program(spec.random, spec.vmap), seed, _DATA)
+    theirs = jax.tree.leaves(jax.jit(_program(jax.random, jax.vmap))(seed, _DATA))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+    # A key argument or result is its data: tensor<2xui32>.
+    assert "tensor<2xui32>" in text and "key<" not in text
+
+
+def test_64_bit_bits_and_seed(x64: None) -> None:
+    seed = np.int64(-(2 ** 40) - 5)
+
+    def fn(rnd: Any) -> Callable[..., Any]:
+        return lambda s: (rnd.key_data(rnd.key(s)), rnd.bits(rnd.key(s), (4,), np.uint64))
+    ours, compiled, _ = spec_and_compiled(fn(spec.random), seed)
+    theirs = jax.tree.leaves(jax.jit(fn(jax.random))(seed))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+
+
+def test_threefry2x32_broadcasts_rank0_operands() -> None:
+    k1, k2 = np.uint32(0x13198A2E), np.uint32(0x03707344)
+    x1 = np.arange(6, dtype=np.uint32).reshape(2, 3)
+    x2 = np.full((2, 3), 0xDEADBEEF, np.uint32)
+
+    ours, compiled, _ = spec_and_compiled(threefry2x32_p.bind, k1, k2, x1, x2)
+    theirs = jax.jit(jax_threefry.threefry2x32_p.bind)(k1, k2, x1, x2)
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+
+
+def test_non_partitionable_threefry_is_not_lowered() -> None:
+    spec.config.update("jax_threefry_partitionable", False)
+    try:
+        with pytest.raises(NotImplementedError, match="random_bits"):
+            lowered(lambda s: spec.random.bits(spec.random.key(s), (3,)), np.int32(1))
+    finally:
+        spec.config.update("jax_threefry_partitionable", True)
