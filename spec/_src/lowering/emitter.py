@@ -12,6 +12,7 @@ import numpy as np
 from spec._src.core.interpreter import Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
+from spec._src.lowering.effects import check_lowerable, discharged
 
 # A rule gets the context, the operands' SSA names (in equation order), the
 # operand and result types, and the equation's params; it returns the
@@ -125,7 +126,9 @@ def _no_rule(name: str) -> NotImplementedError:
 
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
-    ``operands``; returns the SSA names of its outputs."""
+    ``operands``; returns the SSA names of its outputs. A body that makes
+    refs is discharged first."""
+    jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
         env[v] = ctx.constant(np.asarray(c), v.aval)
@@ -157,7 +160,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. Raises NotImplementedError naming the first primitive
-    without a lowering rule."""
+    without a lowering rule, ValueError for an effect none lowers. A
+    program with refs is lowered discharged: a ref argument is its value,
+    and its final contents are results after the program's own."""
+    check_lowerable(closed_jaxpr)
+    closed_jaxpr = discharged(closed_jaxpr)
     ctx = LoweringContext()
     args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
     params_text = [f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, closed_jaxpr.invars)]
