@@ -43,12 +43,14 @@ def spec_and_compiled(fn: Callable[..., Any], *args: Any
 
 _MODULE_ATTRS = re.compile(r"^module @\w+( attributes \{[^\n]*\})? \{", re.M)
 _RESULT_INFO = re.compile(r" \{jax\.result_info = \"[^\"]*\"\}")
+_RESULT_INFO_FIRST = re.compile(r"jax\.result_info = \"[^\"]*\", ")
 
 
 def canonical(text: str) -> str:
     """The module as jaxlib's MLIR printer prints it (SSA names, constants,
     locations canonical), without JAX's module and result attributes."""
-    text = _MODULE_ATTRS.sub("module @jit_f {", _RESULT_INFO.sub("", text))
+    text = _RESULT_INFO_FIRST.sub("", _RESULT_INFO.sub("", text))
+    text = _MODULE_ATTRS.sub("module @jit_f {", text)
     with jax_mlir.make_ir_context():
         return str(ir.Module.parse(text))
 

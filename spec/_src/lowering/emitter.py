@@ -13,6 +13,7 @@ from spec._src.core.interpreter import Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import check_lowerable, discharged
+from spec._src.lowering.sharding import Meshes, arg_attr, explicit_sharding, tensor_sharding
 
 # A rule gets the context, the operands' SSA names (in equation order), the
 # operand and result types, and the equation's params; it returns the
@@ -78,6 +79,8 @@ class LoweringContext:
 
     lines: list[str] = field(default_factory=list)
     _count: int = 0
+    # The module's mesh declarations (``sdy.mesh``), written before @main.
+    meshes: Meshes = field(default_factory=Meshes)
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -145,6 +148,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
         ins = [read(a) for a in eqn.invars]
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
+        outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
 
@@ -167,10 +171,24 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     closed_jaxpr = discharged(closed_jaxpr)
     ctx = LoweringContext()
     args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
-    params_text = [f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, closed_jaxpr.invars)]
+    params_text = [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval)}"
+                   for a, v in zip(args, closed_jaxpr.invars)]
     results = lower_body(ctx, closed_jaxpr, args)
     out_types = [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    out_text = [t + arg_attr(ctx.meshes, a.aval) for t, a in zip(out_types, closed_jaxpr.outvars)]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
-              f"({', '.join(out_types)}) {{")
+              f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
-    return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }", "}", ""])
+    return "\n".join([f"module @jit_{name} {{", *ctx.meshes.lines, header, *ctx.lines, ret,
+                      "  }", "}", ""])
+
+
+def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
+    """An explicitly sharded result pinned to its sharding with
+    ``sdy.sharding_constraint``, as JAX does after each op of a program
+    over an Explicit mesh; any other value as is."""
+    s = explicit_sharding(aval)
+    if s is None:
+        return value
+    sharding = tensor_sharding(ctx.meshes, s.mesh, s.spec, aval.ndim)
+    return ctx.line(f"sdy.sharding_constraint {value} {sharding} : {tensor_type(aval)}")

@@ -1,0 +1,87 @@
+"""Shardy (``sdy``) text for a program's meshes and shardings, as JAX 0.12
+emits it: ``sdy.mesh @mesh = <["x"=2, "y"=2]> {...}`` declarations at module
+level, ``#sdy.sharding<@mesh, [{"x"}, {}]>`` on arguments and results of an
+explicitly sharded program, ``<@mesh, [...]>`` in ``sdy.sharding_constraint``
+and ``sdy.manual_computation``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec._src.core.sharding import AxisType
+from spec._src.core.types import ArrayType
+
+
+@dataclass
+class Meshes:
+    """The module's mesh declarations, one symbol per distinct mesh: the
+    program's mesh is ``@mesh``; the mesh a shard_map body's collectives
+    name (its manual axes made Manual) is the next one, ``@mesh_0``."""
+
+    symbols: dict[Any, str] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    # The meshes of the shard_map bodies being written, innermost last.
+    manual: list[Any] = field(default_factory=list)
+
+    def symbol(self, mesh: Any, key: Any = None) -> str:
+        key = (mesh, key)
+        if key not in self.symbols:
+            name = "mesh" if not self.symbols else f"mesh_{len(self.symbols) - 1}"
+            self.symbols[key] = "@" + name
+            self.lines.append(f"  sdy.mesh @{name} = {_mesh_text(mesh)}")
+        return self.symbols[key]
+
+
+def _mesh_text(mesh: Any) -> str:
+    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.axis_names, mesh.axis_sizes))
+    entries = ", ".join(f'{{name = "{n}", size = {s} : i64}}'
+                        for n, s in zip(mesh.axis_names, mesh.axis_sizes))
+    return f"<[{axes}]> {{stablehlo.mesh = {{axes = [{entries}]}}}}"
+
+
+def _dim_text(entry: Any) -> str:
+    if entry is None:
+        return "{}"
+    names = entry if isinstance(entry, tuple) else (entry,)
+    return "{" + ", ".join(f'"{n}"' for n in names) + "}"
+
+
+def dims_text(spec: Any, ndim: int, open_dims: Sequence[int] = ()) -> str:
+    """``[{"x"}, {}]``: each dimension's mesh axes (a dimension left open
+    for the partitioner is ``{?}``); unreduced axes as ``unreduced={...}``."""
+    parts = list(tuple(spec)) + [None] * (ndim - len(tuple(spec)))
+    dims = [("{?}" if d in open_dims and parts[d] is None else _dim_text(parts[d]))
+            for d in range(ndim)]
+    text = "[" + ", ".join(dims) + "]"
+    unreduced = sorted(getattr(spec, "unreduced", ()) or ())
+    if unreduced:
+        text += ", unreduced={" + ", ".join(f'"{n}"' for n in unreduced) + "}"
+    return text
+
+
+def tensor_sharding(meshes: Meshes, mesh: Any, spec: Any, ndim: int,
+                    open_dims: Sequence[int] = ()) -> str:
+    """``<@mesh, [{"x"}, {}]>``."""
+    return f"<{meshes.symbol(mesh)}, {dims_text(spec, ndim, open_dims)}>"
+
+
+def explicit_sharding(aval: ArrayType) -> Any:
+    """The aval's NamedSharding when it is over a non-empty mesh with an
+    Explicit axis (JAX annotates such values), else None."""
+    s = aval.sharding
+    if s is None or s.mesh.empty:
+        return None
+    if not any(t == AxisType.Explicit for t in s.mesh.axis_types):
+        return None
+    return s
+
+
+def arg_attr(meshes: Meshes, aval: ArrayType) -> str:
+    """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
+    argument or result; empty otherwise."""
+    s = explicit_sharding(aval)
+    if s is None:
+        return ""
+    return f" {{sdy.sharding = #sdy.sharding{tensor_sharding(meshes, s.mesh, s.spec, aval.ndim)}}}"
