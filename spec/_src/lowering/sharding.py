@@ -24,11 +24,29 @@ class Meshes:
     lines: list[str] = field(default_factory=list)
     # The meshes of the shard_map bodies being written, innermost last.
     manual: list[Any] = field(default_factory=list)
+    # Host callbacks numbered so far (their custom calls' ``index``).
+    callbacks: int = 0
+
+    def maximal(self, device: int) -> str:
+        """The mesh of the one device ``device``: ``@maximal_mesh_<device>``."""
+        key = ("maximal", device)
+        if key not in self.symbols:
+            self.symbols[key] = f"@maximal_mesh_{device}"
+            self.lines.append(
+                f"  sdy.mesh @maximal_mesh_{device} = <[], device_ids=[{device}]> "
+                f"{{stablehlo.mesh = {{axes = [], device_ids = dense<{device}> : "
+                "tensor<1xi64>}}")
+        return self.symbols[key]
+
+    def next_callback(self) -> int:
+        self.callbacks += 1
+        return self.callbacks - 1
 
     def symbol(self, mesh: Any, key: Any = None) -> str:
         key = (mesh, key)
         if key not in self.symbols:
-            name = "mesh" if not self.symbols else f"mesh_{len(self.symbols) - 1}"
+            count = sum(1 for k in self.symbols if k[0] != "maximal")
+            name = "mesh" if not count else f"mesh_{count - 1}"
             self.symbols[key] = "@" + name
             self.lines.append(f"  sdy.mesh @{name} = {_mesh_text(mesh)}")
         return self.symbols[key]
