@@ -13,6 +13,7 @@ from spec._src.core.interpreter import Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import check_lowerable, discharged
+from spec._src.lowering.frontend_attributes import ambient, attach
 from spec._src.lowering.sharding import Meshes, arg_attr, explicit_sharding, tensor_sharding
 
 # A rule gets the context, the operands' SSA names (in equation order), the
@@ -148,6 +149,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
         ins = [read(a) for a in eqn.invars]
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
+        attach(ctx, outs, ambient(eqn))
         outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
@@ -180,7 +182,7 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
     return "\n".join([f"module @jit_{name} {{", *ctx.meshes.lines, header, *ctx.lines, ret,
-                      "  }", "}", ""])
+                      "  }", *ctx.meshes.functions, "}", ""])
 
 
 def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> str:

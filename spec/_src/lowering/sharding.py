@@ -26,6 +26,15 @@ class Meshes:
     manual: list[Any] = field(default_factory=list)
     # Host callbacks numbered so far (their custom calls' ``index``).
     callbacks: int = 0
+    # Private functions, written after @main, and the names they took.
+    functions: list[str] = field(default_factory=list)
+    function_names: dict[str, int] = field(default_factory=dict)
+
+    def function_name(self, base: str) -> str:
+        """``base``, then ``base_0``, ``base_1``, ... (MLIR's renaming)."""
+        k = self.function_names.get(base, -1)
+        self.function_names[base] = k + 1
+        return base if k < 0 else f"{base}_{k}"
 
     def maximal(self, device: int) -> str:
         """The mesh of the one device ``device``: ``@maximal_mesh_<device>``."""
