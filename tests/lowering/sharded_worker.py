@@ -22,6 +22,8 @@ from jax._src.lib import xla_client  # noqa: E402
 from jax._src.sharding_impls import GSPMDSharding  # noqa: E402
 
 import spec  # noqa: E402
+from jax._src.lax import parallel as jax_parallel  # noqa: E402
+from spec._src.lax import collectives as spec_collectives  # noqa: E402
 from spec._src.lowering.emitter import lower_jaxpr  # noqa: E402
 from tests.lowering.xla_run import canonical  # noqa: E402
 
@@ -123,6 +125,29 @@ def _auto_constraint(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     return fn
 
 
+def _unreduced_casts(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
+    """Varying -> unreduced -> invariant, and varying -> reduced (gathered)
+    -> varying, binding the primitives JAX's transposes bind."""
+    prims = (spec_collectives if api is spec else jax_parallel)
+
+    def body(b: Any) -> Any:
+        pending = prims.vary_unreduced_cast_p.bind(b, axes=("x",))
+        total = prims.unreduced_psum_p.bind(pending, axes=("x",))
+        gathered = prims.all_gather_reduced_p.bind(b, all_gather_dimension=0,
+                                                   axis_name=("y",), axis_size=2, tiled=True)
+        scattered = prims.unreduced_reduce_scatter_p.bind(
+            prims.vary_unreduced_cast_p.bind(b, axes=("y",)), axis_name=("y",),
+            scatter_dimension=1, axis_size=2, tiled=True)
+        return total, gathered, scattered
+
+    def fn(a: Any) -> Any:
+        return api.shard_map(body, mesh=api.sharding.get_abstract_mesh(),
+                             in_specs=P("x", "y"),
+                             out_specs=(P(None, "y"), P("x", None, reduced={"y"}),
+                                        P("x", "y")))(a)
+    return fn
+
+
 def _simple_shard_map(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     def body(b: Any) -> Any:
         return lax.psum(b, "x")
@@ -141,6 +166,8 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
                                  ("x", "y")),
     "auto_constraint_4": lambda: case("auto_constraint_4", (4,), ("x",), False,
                                       _auto_constraint, ()),
+    "unreduced_2x2": lambda: case("unreduced_2x2", (2, 2), ("x", "y"), True,
+                                  _unreduced_casts, ("x", "y"), text_check=True),
     "psum_text_2": lambda: case("psum_text_2", (2,), ("x",), True, _simple_shard_map,
                                 ("x", None), text_check=True),
 }

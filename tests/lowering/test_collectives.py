@@ -37,7 +37,7 @@ def results() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["collectives_2x2", "ring_8", "explicit_2x4",
-                                  "auto_constraint_4", "psum_text_2"])
+                                  "auto_constraint_4", "unreduced_2x2", "psum_text_2"])
 def test_compiled_sharded_program_is_bitwise_spec_and_jax(results: dict[str, Any],
                                                           name: str) -> None:
     r = results[name]
@@ -46,9 +46,9 @@ def test_compiled_sharded_program_is_bitwise_spec_and_jax(results: dict[str, Any
     assert all(r["jax_equal"]), r["jax_equal"]
 
 
-def test_shard_map_text_matches_jax(results: dict[str, Any]) -> None:
-    assert results["psum_text_2"]["text_equal"], (results["psum_text_2"]["text"],
-                                                  results["psum_text_2"]["jax_text"])
+@pytest.mark.parametrize("name", ["psum_text_2", "unreduced_2x2"])
+def test_shard_map_text_matches_jax(results: dict[str, Any], name: str) -> None:
+    assert results[name]["text_equal"], (results[name]["text"], results[name]["jax_text"])
 
 
 def test_collectives_are_emitted_inside_manual_computation(results: dict[str, Any]) -> None:

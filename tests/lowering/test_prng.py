@@ -32,8 +32,8 @@ def _program(rnd: Any, vmap: Callable[..., Any]) -> Callable[..., Any]:
 _DATA = np.array([123, 4567], np.uint32)
 
 
-@pytest.mark.parametrize("seed", [np.int32(7), np.int32(-3)])
-def test_key_primitives_bitwise(seed: Any) -> None:
+def test_key_primitives_bitwise() -> None:
+    seed = np.int32(-3)
     ours, compiled, text = spec_and_compiled(_program(spec.random, spec.vmap), seed, _DATA)
     theirs = jax.tree.leaves(jax.jit(_program(jax.random, jax.vmap))(seed, _DATA))
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]

@@ -1007,11 +1007,13 @@ def _unreduced_psum_program(geo: S.Geometry, args: list[S.Dist], out_avals: list
 
 
 def _cast(name: str, typing: Any, transpose: Callable[..., Any], doc: str,
-          program: Any = _identity_program) -> Primitive:
+          program: Any = _identity_program, lowering: Any = LC.identity) -> Primitive:
+    """A cast between manual types; its lowering is its operand (JAX's),
+    but ``unreduced_psum``'s, an all-reduce."""
     return declare(name, typing=typing, impl=_program_error(name), jvp=linear_jvp(),
                    transpose=linear_transpose(transpose), batch=_not_batchable(name),
                    sharding=_same_sharding, vma_rule=VMA_FROM_TYPING, per_device=program,
-                   doc=doc)
+                   doc=doc, lowering=lowering)
 
 
 preduced_p: Primitive = _cast(
@@ -1022,7 +1024,7 @@ unreduced_psum_p: Primitive = _cast(
     "unreduced_psum", _unreduced_psum_type,
     lambda ct, x, *, axes: preduced_p.bind(ct, axes=axes),
     "Unreduced to invariant: the all-reduce a pending sum waits for.",
-    _unreduced_psum_program)
+    _unreduced_psum_program, LC.all_reduce("psum"))
 vary_unreduced_cast_p: Primitive = _cast(
     "vary_unreduced_cast", _vary_unreduced_type,
     lambda ct, x, *, axes: reduced_vary_cast_p.bind(ct, axes=axes),
@@ -1086,7 +1088,7 @@ def _ag_reduced_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arr
 
 
 unreduced_reduce_scatter_p: Primitive = declare(
-    "unreduced_reduce_scatter", typing=_unreduced_rs_type,
+    "unreduced_reduce_scatter", lowering=LC.reduce_scatter, typing=_unreduced_rs_type,
     impl=_program_error("unreduced_reduce_scatter"), jvp=linear_jvp(),
     transpose=linear_transpose(lambda ct, x, *, axis_name, scatter_dimension, axis_size,
                                tiled: all_gather_reduced_p.bind(
@@ -1102,7 +1104,8 @@ unreduced_reduce_scatter_p: Primitive = declare(
         lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _unreduced_rs_program))
 
 all_gather_reduced_p: Primitive = declare(
-    "all_gather_reduced", typing=_ag_reduced_type, impl=_program_error("all_gather_reduced"),
+    "all_gather_reduced", lowering=LC.all_gather, typing=_ag_reduced_type,
+    impl=_program_error("all_gather_reduced"),
     jvp=linear_jvp(),
     transpose=linear_transpose(lambda ct, x, *, all_gather_dimension, axis_name, axis_size,
                                tiled: unreduced_reduce_scatter_p.bind(

@@ -117,7 +117,7 @@ def _insert_dim(ctx: LoweringContext, x: str, aval: ArrayType, dim: int) -> tupl
 
 def all_gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                out_avals: Sequence[ArrayType], *, all_gather_dimension: int, axis_name: Any,
-               axis_index_groups: Any, axis_size: int, tiled: bool, **params: Any
+               axis_size: int, tiled: bool, axis_index_groups: Any = None, **params: Any
                ) -> list[str]:
     """``all_gather`` along the dimension; untiled, the operand first gets
     a size-1 dimension there, which the gather fills."""
@@ -133,8 +133,8 @@ def all_gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence
 
 def reduce_scatter(ctx: LoweringContext, operands: Sequence[str],
                    in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
-                   scatter_dimension: int, axis_name: Any, axis_index_groups: Any,
-                   axis_size: int, tiled: bool, **params: Any) -> list[str]:
+                   scatter_dimension: int, axis_name: Any, axis_size: int, tiled: bool,
+                   axis_index_groups: Any = None, **params: Any) -> list[str]:
     """psum_scatter: ``reduce_scatter`` (add) along the dimension; untiled,
     the scattered size-1 dimension is then dropped."""
     _, _, groups = _groups(ctx, "reduce_scatter", axis_name, axis_index_groups)

@@ -78,10 +78,12 @@ def _dim_text(entry: Any) -> str:
 def dims_text(spec: Any, ndim: int, open_dims: Sequence[int] = ()) -> str:
     """``[{"x"}, {}]``: each dimension's mesh axes (a dimension left open
     for the partitioner is ``{?}``); unreduced axes as ``unreduced={...}``."""
-    parts = list(tuple(spec)) + [None] * (ndim - len(tuple(spec)))
+    given = list(spec.partitions)
+    parts = given + [None] * (ndim - len(given))
     dims = [("{?}" if d in open_dims and parts[d] is None else _dim_text(parts[d]))
             for d in range(ndim)]
     text = "[" + ", ".join(dims) + "]"
+    # (Reduced axes are not written: JAX's text leaves them out.)
     unreduced = sorted(getattr(spec, "unreduced", ()) or ())
     if unreduced:
         text += ", unreduced={" + ", ".join(f'"{n}"' for n in unreduced) + "}"
