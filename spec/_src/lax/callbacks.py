@@ -46,7 +46,7 @@ from spec._src.core.interpreter import (
     pp_eqn_default,
 )
 from spec._src.core.registry import declare, primitive
-from spec._src.core.effects import DebugEffect, IOEffect
+from spec._src.core.effects import DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect
 from spec._src.lowering import custom_call as LCC
 from spec._src.lowering.effects import register_lowerable
 from spec._src.core.types import ArrayType
@@ -270,8 +270,8 @@ def _debug_callback_impl(*args: np.ndarray, callback: Callable[..., Any], effect
     return []
 
 
-register_lowerable(DebugEffect)
-register_lowerable(IOEffect)
+for _effect in (DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect):
+    register_lowerable(_effect)
 
 debug_callback_p: Primitive = declare(
     "debug_callback", lowering=LCC.host_callback(True, with_results=False),

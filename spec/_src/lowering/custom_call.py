@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core.effects import ordered_debug_effect, ordered_io_effect
 from spec._src.core.types import ArrayType
+from spec._src.lowering.effects import TOKEN
 from spec._src.lowering.emitter import (
     LoweringContext,
     dense_literal,
@@ -23,6 +25,9 @@ from spec._src.lowering.emitter import (
     physical_aval,
     tensor_type,
 )
+
+
+_NO_LAYOUT = "dense<> : tensor<0xindex>"
 
 
 def _layout(layout: Any, aval: ArrayType) -> str:
@@ -66,24 +71,20 @@ def _attribute(value: Any) -> str:
 
 
 def _custom_call(ctx: LoweringContext, target: str, operands: Sequence[str],
-                 in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
-                 attrs: list[str]) -> list[str]:
+                 in_types: Sequence[str], out_types: Sequence[str], attrs: list[str]
+                 ) -> list[str]:
     """``%r = stablehlo.custom_call @target(%a, ...) {attrs} : (T...) -> R``;
     no result name when there are no results."""
-    ins = ", ".join(tensor_type(a) for a in in_avals)
-    if len(out_avals) == 1:
-        outs = tensor_type(out_avals[0])
-    else:
-        outs = "(" + ", ".join(tensor_type(a) for a in out_avals) + ")"
+    outs = out_types[0] if len(out_types) == 1 else "(" + ", ".join(out_types) + ")"
     body = (f"stablehlo.custom_call @{target}({', '.join(operands)}) {{{', '.join(attrs)}}} : "
-            f"({ins}) -> {outs}")
-    if not out_avals:
+            f"({', '.join(in_types)}) -> {outs}")
+    if not out_types:
         ctx.lines.append(f"    {body}")
         return []
     name = ctx.fresh()
-    head = f"{name}:{len(out_avals)}" if len(out_avals) > 1 else name
+    head = f"{name}:{len(out_types)}" if len(out_types) > 1 else name
     ctx.lines.append(f"    {head} = {body}")
-    return [name] if len(out_avals) == 1 else [f"{name}#{k}" for k in range(len(out_avals))]
+    return [name] if len(out_types) == 1 else [f"{name}#{k}" for k in range(len(out_types))]
 
 
 def ffi_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -112,25 +113,51 @@ def ffi_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
         attrs.append(f"output_operand_aliases = [{aliases}]")
     attrs.append("result_layouts = [" + ", ".join(
         _layout(lay, a) for lay, a in zip(output_layouts, out_avals)) + "]")
-    return _custom_call(ctx, target_name, operands, in_avals, out_avals, attrs)
+    return _custom_call(ctx, target_name, operands, [tensor_type(a) for a in in_avals],
+                        [tensor_type(a) for a in out_avals], attrs)
+
+
+def _ordered_effect(params: dict[str, Any]) -> Any:
+    """The ordered effect a callback equation has, or None."""
+    effect = params.get("effect")
+    if getattr(effect, "ordered", False):
+        return effect
+    if params.get("ordered"):
+        return ordered_io_effect if "result_avals" in params else ordered_debug_effect
+    return None
 
 
 def host_callback(side_effect: bool, with_results: bool = True) -> Any:
-    """A callback's rule: the CPU callback custom call, numbered."""
+    """A callback's rule: the CPU callback custom call, numbered; an ordered
+    one takes its effect's token first and gives the next one first (a
+    debug callback's then carries no sharding, as in JAX)."""
     def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
              out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
-        if params.get("ordered") or getattr(params.get("effect"), "ordered", False):
-            raise NotImplementedError("lowering an ordered callback (a token-threaded "
-                                      "effect) is not specified")
+        effect = _ordered_effect(params)
+        outs = list(out_avals) if with_results else []
         index = ctx.meshes.next_callback()
         mesh = ctx.meshes.maximal(0)
+        ins_t = [tensor_type(a) for a in in_avals]
+        outs_t = [tensor_type(a) for a in outs]
+        in_layouts = [_layout(None, a) for a in in_avals]
+        out_layouts = [_layout(None, a) for a in outs]
+        ops = list(operands)
+        if effect is not None:
+            ops, ins_t, outs_t = [ctx.meshes.tokens[effect], *ops], [TOKEN, *ins_t], \
+                [TOKEN, *outs_t]
+            in_layouts, out_layouts = [_NO_LAYOUT, *in_layouts], [_NO_LAYOUT, *out_layouts]
         attrs = ['backend_config = ""']
         if side_effect:
             attrs.append("has_side_effect = true")
         attrs += [f"mhlo.backend_config = {{index = {index} : ui64}}",
-                  "operand_layouts = [" + ", ".join(_layout(None, a) for a in in_avals) + "]",
-                  "result_layouts = [" + ", ".join(_layout(None, a) for a in out_avals) + "]",
-                  f"sdy.sharding = #sdy.sharding_per_value<[<{mesh}, []>]>"]
-        return _custom_call(ctx, "xla_ffi_python_cpu_callback", operands, in_avals,
-                            out_avals if with_results else [], attrs)
+                  f"operand_layouts = [{', '.join(in_layouts)}]",
+                  f"result_layouts = [{', '.join(out_layouts)}]"]
+        if effect is None or with_results:
+            per_value = ", ".join([f"<{mesh}, []>"] * max(1, len(outs_t)))
+            attrs.append(f"sdy.sharding = #sdy.sharding_per_value<[{per_value}]>")
+        results = _custom_call(ctx, "xla_ffi_python_cpu_callback", ops, ins_t, outs_t, attrs)
+        if effect is None:
+            return results
+        ctx.meshes.tokens[effect] = results[0]
+        return results[1:]
     return rule

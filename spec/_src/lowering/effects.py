@@ -20,6 +20,15 @@ def register_lowerable(effect_type: type) -> None:
     _LOWERABLE.add(effect_type)
 
 
+TOKEN = "!stablehlo.token"
+
+
+def ordered_effects(jaxpr: Jaxpr) -> list[Any]:
+    """The program's ordered effects, each threading one token (sorted by
+    name, as JAX orders its token arguments)."""
+    return sorted((e for e in jaxpr.effects if getattr(e, "ordered", False)), key=str)
+
+
 def check_lowerable(jaxpr: Jaxpr) -> None:
     """JAX's ValueError for a program with an effect no rule lowers."""
     if any(type(e) not in _LOWERABLE for e in jaxpr.effects):

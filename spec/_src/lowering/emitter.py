@@ -12,7 +12,7 @@ import numpy as np
 from spec._src.core.interpreter import Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
-from spec._src.lowering.effects import check_lowerable, discharged
+from spec._src.lowering.effects import TOKEN, check_lowerable, discharged, ordered_effects
 from spec._src.lowering.frontend_attributes import ambient, attach
 from spec._src.lowering.sharding import Meshes, arg_attr, explicit_sharding, tensor_sharding
 
@@ -168,16 +168,25 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     become constants. Raises NotImplementedError naming the first primitive
     without a lowering rule, ValueError for an effect none lowers. A
     program with refs is lowered discharged: a ref argument is its value,
-    and its final contents are results after the program's own."""
+    and its final contents are results after the program's own. Each
+    ordered effect threads a ``!stablehlo.token`` from a first argument to
+    a first result."""
     check_lowerable(closed_jaxpr)
+    ordered = ordered_effects(closed_jaxpr)
     closed_jaxpr = discharged(closed_jaxpr)
     ctx = LoweringContext()
-    args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
-    params_text = [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval)}"
-                   for a, v in zip(args, closed_jaxpr.invars)]
+    # One token per ordered effect comes in first and goes out first.
+    tokens = [f"%arg{i}" for i in range(len(ordered))]
+    ctx.meshes.tokens = dict(zip(ordered, tokens))
+    args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
+    params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens]
+    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval)}"
+                    for a, v in zip(args, closed_jaxpr.invars)]
     results = lower_body(ctx, closed_jaxpr, args)
-    out_types = [tensor_type(a.aval) for a in closed_jaxpr.outvars]
-    out_text = [t + arg_attr(ctx.meshes, a.aval) for t, a in zip(out_types, closed_jaxpr.outvars)]
+    results = [ctx.meshes.tokens[e] for e in ordered] + results
+    out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
+        tensor_type(a.aval) + arg_attr(ctx.meshes, a.aval) for a in closed_jaxpr.outvars]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"

@@ -26,6 +26,8 @@ class Meshes:
     manual: list[Any] = field(default_factory=list)
     # Host callbacks numbered so far (their custom calls' ``index``).
     callbacks: int = 0
+    # The current token of each ordered effect.
+    tokens: dict[Any, str] = field(default_factory=dict)
     # Private functions, written after @main, and the names they took.
     functions: list[str] = field(default_factory=list)
     function_names: dict[str, int] = field(default_factory=dict)
