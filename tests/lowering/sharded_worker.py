@@ -163,7 +163,7 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
                                     _shard_map_collectives, ("x", "y")),
     "ring_8": lambda: case("ring_8", (8,), ("i",), True, _shard_map_ring, ("i",)),
     "explicit_2x4": lambda: case("explicit_2x4", (2, 4), ("x", "y"), True, _explicit,
-                                 ("x", "y")),
+                                 ("x", "y"), text_check=True),
     "auto_constraint_4": lambda: case("auto_constraint_4", (4,), ("x",), False,
                                       _auto_constraint, ()),
     "unreduced_2x2": lambda: case("unreduced_2x2", (2, 2), ("x", "y"), True,

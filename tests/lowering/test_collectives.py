@@ -46,7 +46,7 @@ def test_compiled_sharded_program_is_bitwise_spec_and_jax(results: dict[str, Any
     assert all(r["jax_equal"]), r["jax_equal"]
 
 
-@pytest.mark.parametrize("name", ["psum_text_2", "unreduced_2x2"])
+@pytest.mark.parametrize("name", ["psum_text_2", "unreduced_2x2", "explicit_2x4"])
 def test_shard_map_text_matches_jax(results: dict[str, Any], name: str) -> None:
     assert results[name]["text_equal"], (results[name]["text"], results[name]["jax_text"])
 
