@@ -5,6 +5,7 @@ a program whose effect has no lowering is JAX's ValueError."""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,8 @@ import spec
 from spec._src.core.effects import Effect
 from spec._src.core.interpreter import Jaxpr
 from spec._src.lowering.emitter import lower_jaxpr
-from tests.lowering.xla_run import canonical, lowered
+from tests.ffi.build import build_all, compiler
+from tests.lowering.xla_run import bits, canonical, lowered, spec_and_compiled
 
 _X = np.ones((2, 3), np.float32)
 
@@ -89,3 +91,28 @@ def test_effect_without_lowering_is_value_error() -> None:
                    j.consts)
     with pytest.raises(ValueError, match="Cannot lower jaxpr with effects: {Unlowerable}"):
         lower_jaxpr(tagged, "f")
+
+
+@pytest.fixture(scope="module")
+def rms_norm_target() -> str:
+    """The FFI page's rms_norm handler, built with the machine's compiler and
+    registered (under a name of its own) with spec and with XLA."""
+    if compiler() is None:
+        pytest.skip("no C++ compiler (g++ or c++) on PATH to build the FFI handler")
+    lib = ctypes.cdll.LoadLibrary(str(build_all()["rms_norm"]))
+    name = "lowering_rms_norm"
+    for api in (spec, jax):
+        api.ffi.register_ffi_target(name, api.ffi.pycapsule(lib.RmsNorm), platform="cpu")
+    return name
+
+
+def test_ffi_call_module_runs_the_target(rms_norm_target: str) -> None:
+    """spec's custom call, compiled by jaxlib, calls the registered handler
+    with its attribute: spec's evaluation and JAX's bits."""
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+
+    def fn(api: Any) -> Callable[..., Any]:
+        return lambda v: api.ffi.ffi_call(
+            rms_norm_target, api.ShapeDtypeStruct(v.shape, v.dtype))(v, eps=np.float32(1e-5))
+    ours, compiled, _ = spec_and_compiled(fn(spec), x)
+    assert bits(ours[0]) == bits(compiled[0]) == bits(np.asarray(jax.jit(fn(jax))(x)))
