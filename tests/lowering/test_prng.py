@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import hypothesis.strategies as st
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import spec
 from jax._src.random import threefry2x32 as jax_threefry
@@ -71,3 +73,15 @@ def test_non_partitionable_threefry_is_not_lowered() -> None:
             lowered(lambda s: spec.random.bits(spec.random.key(s), (3,)), np.int32(1))
     finally:
         spec.config.update("jax_threefry_partitionable", True)
+
+
+_WORDS = st.lists(st.integers(0, 2 ** 32 - 1), min_size=8, max_size=8)
+
+
+@settings(max_examples=15, deadline=None)
+@given(_WORDS)
+def test_threefry2x32_bitwise_on_drawn_words(words: list[int]) -> None:
+    w = np.array(words, np.uint32)
+    k1, k2, x1, x2 = w[0], w[1], w[2:5], w[5:8]
+    ours, compiled, _ = spec_and_compiled(threefry2x32_p.bind, k1, k2, x1, x2)
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]

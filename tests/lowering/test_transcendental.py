@@ -12,7 +12,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given, settings
 from jax import lax as jlax
 
 import spec.numpy as snp
@@ -124,3 +126,22 @@ def test_incomplete_gamma_lowers_its_composite(name: str) -> None:
     theirs = np.asarray(jax.jit(getattr(jlax, name))(a, x))
     _close(ours[0], compiled[0], 8, 1e-7, 0.0, np.dtype(np.float32), scale=None)
     _close(compiled[0], theirs, 8, 1e-7, 0.0, np.dtype(np.float32), scale=None)
+
+
+_FLOAT_BITS = st.lists(st.integers(0, 2 ** 32 - 1), min_size=6, max_size=6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(_FLOAT_BITS, st.lists(st.integers(-300, 300), min_size=6, max_size=6))
+def test_bit_field_lowerings_bitwise_on_drawn_floats(raw: list[int], shifts: list[int]
+                                                     ) -> None:
+    """Any float32 bits (subnormals, nans, infinities included): the compiled
+    frexp, ldexp and nextafter give spec's bits."""
+    x = np.array(raw, np.uint32).view(np.float32)
+    n = np.array(shifts, np.int32)
+    y = x[::-1].copy()
+
+    def fn(a: Any, b: Any, k: Any) -> Any:
+        return (*snp.frexp(a), snp.ldexp(a, k), slax.nextafter(a, b))
+    ours, compiled, _ = spec_and_compiled(fn, x, y, n)
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]

@@ -864,8 +864,17 @@ def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    """The float after x towards y, on the bits (subnormal results kept).
+    XLA first asks whether x == y as a float comparison, which reads
+    subnormals as zeros: then the result is y itself (so nextafter(0, a
+    subnormal) is that subnormal). A nan operand gives the canonical quiet
+    nan (no payload)."""
     with np.errstate(all="ignore"):
-        return [np.asarray(np.nextafter(x, y))]
+        x, y = np.broadcast_arrays(x, y)
+        equal = K.flush_subnormals(x) == K.flush_subnormals(y)
+        out = np.where(equal, y, np.nextafter(x, y))
+        nan = np.asarray(np.nan, x.dtype)
+        return [np.asarray(np.where(np.isnan(x) | np.isnan(y), nan, out), x.dtype)]
 
 
 def _complex_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
