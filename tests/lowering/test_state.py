@@ -46,6 +46,7 @@ def _writes_argument(r: Any, y: Any) -> Any:
 def test_ref_argument_final_contents_are_a_result() -> None:
     y = np.float32(3.0)
     text = lowered(_writes_argument, spec.new_ref(_X.copy()), y)
+    assert "tf.aliasing_output = 1 : i32" in text.splitlines()[1]  # as JAX donates it
     result, final = compile_and_run(text, [_X, y])
     ref = spec.new_ref(_X.copy())
     ours = spec.jit(_writes_argument)(ref, y)

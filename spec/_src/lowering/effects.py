@@ -48,6 +48,14 @@ def has_refs(jaxpr: Jaxpr) -> bool:
         _is_ref(v.aval) for e in jaxpr.eqns for v in e.outvars)
 
 
+def ref_arguments(jaxpr: Jaxpr) -> list[int]:
+    """The positions of the arguments that are refs, when the program has
+    no ref constants (whose final contents would come first)."""
+    if any(_is_ref(v.aval) for v in jaxpr.constvars):
+        return []
+    return [i for i, v in enumerate(jaxpr.invars) if _is_ref(v.aval)]
+
+
 def discharged(jaxpr: Jaxpr) -> Jaxpr:
     """The pure program JAX lowers for a program with refs: each ref is
     the value it holds; a ref argument's final contents are extra results

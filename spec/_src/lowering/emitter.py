@@ -12,7 +12,13 @@ import numpy as np
 from spec._src.core.interpreter import Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
-from spec._src.lowering.effects import TOKEN, check_lowerable, discharged, ordered_effects
+from spec._src.lowering.effects import (
+    TOKEN,
+    check_lowerable,
+    discharged,
+    ordered_effects,
+    ref_arguments,
+)
 from spec._src.lowering.frontend_attributes import ambient, attach
 from spec._src.lowering.sharding import Meshes, arg_attr, explicit_sharding, tensor_sharding
 
@@ -173,6 +179,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     a first result."""
     check_lowerable(closed_jaxpr)
     ordered = ordered_effects(closed_jaxpr)
+    # A ref argument's buffer is donated to the result holding its final
+    # contents (JAX's ``tf.aliasing_output``).
+    n_results = len(ordered) + len(closed_jaxpr.outvars)
+    aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
     closed_jaxpr = discharged(closed_jaxpr)
     ctx = LoweringContext()
     # One token per ordered effect comes in first and goes out first.
@@ -180,8 +190,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     ctx.meshes.tokens = dict(zip(ordered, tokens))
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens]
-    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval)}"
-                    for a, v in zip(args, closed_jaxpr.invars)]
+    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval, aliases.get(i))}"
+                    for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     results = lower_body(ctx, closed_jaxpr, args)
     results = [ctx.meshes.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]

@@ -109,10 +109,15 @@ def explicit_sharding(aval: ArrayType) -> Any:
     return s
 
 
-def arg_attr(meshes: Meshes, aval: ArrayType) -> str:
+def arg_attr(meshes: Meshes, aval: ArrayType, alias: int | None = None) -> str:
     """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
-    argument or result; empty otherwise."""
+    argument or result, ``tf.aliasing_output = k : i32`` for an argument
+    donated to result k; empty otherwise."""
+    attrs = []
     s = explicit_sharding(aval)
-    if s is None:
-        return ""
-    return f" {{sdy.sharding = #sdy.sharding{tensor_sharding(meshes, s.mesh, s.spec, aval.ndim)}}}"
+    if s is not None:
+        attrs.append("sdy.sharding = #sdy.sharding"
+                     + tensor_sharding(meshes, s.mesh, s.spec, aval.ndim))
+    if alias is not None:
+        attrs.append(f"tf.aliasing_output = {alias} : i32")
+    return f" {{{', '.join(attrs)}}}" if attrs else ""
