@@ -28,10 +28,10 @@ _CHANNEL = "channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>"
 
 def _body_mesh(ctx: LoweringContext, prim: str) -> tuple[Any, str]:
     """The mesh of the enclosing shard_map body and its symbol."""
-    if not ctx.meshes.manual:
+    if not ctx.module.manual:
         raise NotImplementedError(f"lowering {prim} outside a shard_map body is not specified")
-    mesh = ctx.meshes.manual[-1]
-    return mesh, ctx.meshes.symbol(mesh, "manual")
+    mesh = ctx.module.manual[-1]
+    return mesh, ctx.module.symbol(mesh, "manual")
 
 
 def _axes(mesh: Any, names: Any) -> list[str]:
@@ -214,9 +214,9 @@ def shard_map(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
     the body on per-device blocks (its own region), global results out."""
     name = ctx.fresh()
     args = [ctx.fresh() for _ in jaxpr.invars]
-    ins = ", ".join(tensor_sharding(ctx.meshes, mesh, s, a.ndim)
+    ins = ", ".join(tensor_sharding(ctx.module, mesh, s, a.ndim)
                     for s, a in zip(in_specs, in_avals))
-    outs = ", ".join(tensor_sharding(ctx.meshes, mesh, s, a.ndim)
+    outs = ", ".join(tensor_sharding(ctx.module, mesh, s, a.ndim)
                      for s, a in zip(out_specs, out_avals))
     manual = ", ".join(f'"{n}"' for n in mesh.axis_names if n in newly_manual_axes)
     block = ", ".join(f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, jaxpr.invars))
@@ -224,11 +224,11 @@ def shard_map(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
     ctx.lines.append(f"    {head} = sdy.manual_computation({', '.join(operands)}) "
                      f"in_shardings=[{ins}] out_shardings=[{outs}] manual_axes={{{manual}}} "
                      f"({block}) {{")
-    ctx.meshes.manual.append(mesh)
+    ctx.module.manual.append(mesh)
     try:
         results = lower_body(ctx, jaxpr, args)
     finally:
-        ctx.meshes.manual.pop()
+        ctx.module.manual.pop()
     body_types = ", ".join(tensor_type(v.aval) for v in jaxpr.outvars)
     ctx.lines.append(f"      sdy.return {', '.join(results)} : {body_types}")
     in_types = ", ".join(tensor_type(a) for a in in_avals)
@@ -249,7 +249,7 @@ def sharding_constraint(ctx: LoweringContext, operands: Sequence[str],
     if mesh is None or not hasattr(sharding, "spec"):
         raise NotImplementedError(f"lowering a sharding constraint to {sharding} is not "
                                   "specified (only NamedSharding)")
-    text = tensor_sharding(ctx.meshes, mesh, sharding.spec, out_avals[0].ndim,
+    text = tensor_sharding(ctx.module, mesh, sharding.spec, out_avals[0].ndim,
                            sorted(unconstrained_dims))
     return [ctx.line(f"sdy.sharding_constraint {operands[0]} {text} : "
                      f"{tensor_type(out_avals[0])}")]

@@ -135,15 +135,15 @@ def host_callback(side_effect: bool, with_results: bool = True) -> Any:
              out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
         effect = _ordered_effect(params)
         outs = list(out_avals) if with_results else []
-        index = ctx.meshes.next_callback()
-        mesh = ctx.meshes.maximal(0)
+        index = ctx.module.next_callback()
+        mesh = ctx.module.maximal(0)
         ins_t = [tensor_type(a) for a in in_avals]
         outs_t = [tensor_type(a) for a in outs]
         in_layouts = [_layout(None, a) for a in in_avals]
         out_layouts = [_layout(None, a) for a in outs]
         ops = list(operands)
         if effect is not None:
-            ops, ins_t, outs_t = [ctx.meshes.tokens[effect], *ops], [TOKEN, *ins_t], \
+            ops, ins_t, outs_t = [ctx.module.tokens[effect], *ops], [TOKEN, *ins_t], \
                 [TOKEN, *outs_t]
             in_layouts, out_layouts = [_NO_LAYOUT, *in_layouts], [_NO_LAYOUT, *out_layouts]
         attrs = ['backend_config = ""']
@@ -158,6 +158,6 @@ def host_callback(side_effect: bool, with_results: bool = True) -> Any:
         results = _custom_call(ctx, "xla_ffi_python_cpu_callback", ops, ins_t, outs_t, attrs)
         if effect is None:
             return results
-        ctx.meshes.tokens[effect] = results[0]
+        ctx.module.tokens[effect] = results[0]
         return results[1:]
     return rule

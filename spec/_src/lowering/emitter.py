@@ -20,7 +20,8 @@ from spec._src.lowering.effects import (
     ref_arguments,
 )
 from spec._src.lowering.frontend_attributes import ambient, attach
-from spec._src.lowering.sharding import Meshes, arg_attr, explicit_sharding, tensor_sharding
+from spec._src.lowering.module import ModuleState
+from spec._src.lowering.sharding import arg_attr, explicit_sharding, tensor_sharding
 
 # A rule gets the context, the operands' SSA names (in equation order), the
 # operand and result types, and the equation's params; it returns the
@@ -86,8 +87,8 @@ class LoweringContext:
 
     lines: list[str] = field(default_factory=list)
     _count: int = 0
-    # The module's mesh declarations (``sdy.mesh``), written before @main.
-    meshes: Meshes = field(default_factory=Meshes)
+    # Meshes, private functions, tokens: the module outside @main's body.
+    module: ModuleState = field(default_factory=ModuleState)
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -187,21 +188,21 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     ctx = LoweringContext()
     # One token per ordered effect comes in first and goes out first.
     tokens = [f"%arg{i}" for i in range(len(ordered))]
-    ctx.meshes.tokens = dict(zip(ordered, tokens))
+    ctx.module.tokens = dict(zip(ordered, tokens))
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens]
-    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.meshes, v.aval, aliases.get(i))}"
+    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
                     for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     results = lower_body(ctx, closed_jaxpr, args)
-    results = [ctx.meshes.tokens[e] for e in ordered] + results
+    results = [ctx.module.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
     out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
-        tensor_type(a.aval) + arg_attr(ctx.meshes, a.aval) for a in closed_jaxpr.outvars]
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval) for a in closed_jaxpr.outvars]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
-    return "\n".join([f"module @jit_{name} {{", *ctx.meshes.lines, header, *ctx.lines, ret,
-                      "  }", *ctx.meshes.functions, "}", ""])
+    return "\n".join([f"module @jit_{name} {{", *ctx.module.lines, header, *ctx.lines, ret,
+                      "  }", *ctx.module.functions, "}", ""])
 
 
 def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
@@ -211,5 +212,5 @@ def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> st
     s = explicit_sharding(aval)
     if s is None:
         return value
-    sharding = tensor_sharding(ctx.meshes, s.mesh, s.spec, aval.ndim)
+    sharding = tensor_sharding(ctx.module, s.mesh, s.spec, aval.ndim)
     return ctx.line(f"sdy.sharding_constraint {value} {sharding} : {tensor_type(aval)}")

@@ -26,7 +26,7 @@ def call_rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
               ad_metadata: Any) -> list[str]:
     """``func.call @xla_metadata_call`` (``_0``, ``_1``, ... for later ones)
     of a private function holding the body, the call tagged."""
-    symbol = ctx.meshes.function_name("xla_metadata_call")
+    symbol = ctx.module.function_name("xla_metadata_call")
     args = [ctx.fresh() for _ in jaxpr.invars]
     outer, ctx.lines = ctx.lines, []
     try:
@@ -39,7 +39,7 @@ def call_rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
     params = ", ".join(f"{a}: {t}" for a, t in zip(args, in_types))
     ret = (f"    return {', '.join(results)} : {', '.join(out_types)}" if results
            else "    return")
-    ctx.meshes.functions += [
+    ctx.module.functions += [
         f"  func.func private @{symbol}({params}) -> ({', '.join(out_types)}) {{",
         *body, ret, "  }"]
     name = ctx.fresh()

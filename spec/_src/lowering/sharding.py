@@ -7,67 +7,11 @@ and ``sdy.manual_computation``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from spec._src.core.sharding import AxisType
 from spec._src.core.types import ArrayType
-
-
-@dataclass
-class Meshes:
-    """The module's mesh declarations, one symbol per distinct mesh: the
-    program's mesh is ``@mesh``; the mesh a shard_map body's collectives
-    name (its manual axes made Manual) is the next one, ``@mesh_0``."""
-
-    symbols: dict[Any, str] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
-    # The meshes of the shard_map bodies being written, innermost last.
-    manual: list[Any] = field(default_factory=list)
-    # Host callbacks numbered so far (their custom calls' ``index``).
-    callbacks: int = 0
-    # The current token of each ordered effect.
-    tokens: dict[Any, str] = field(default_factory=dict)
-    # Private functions, written after @main, and the names they took.
-    functions: list[str] = field(default_factory=list)
-    function_names: dict[str, int] = field(default_factory=dict)
-
-    def function_name(self, base: str) -> str:
-        """``base``, then ``base_0``, ``base_1``, ... (MLIR's renaming)."""
-        k = self.function_names.get(base, -1)
-        self.function_names[base] = k + 1
-        return base if k < 0 else f"{base}_{k}"
-
-    def maximal(self, device: int) -> str:
-        """The mesh of the one device ``device``: ``@maximal_mesh_<device>``."""
-        key = ("maximal", device)
-        if key not in self.symbols:
-            self.symbols[key] = f"@maximal_mesh_{device}"
-            self.lines.append(
-                f"  sdy.mesh @maximal_mesh_{device} = <[], device_ids=[{device}]> "
-                f"{{stablehlo.mesh = {{axes = [], device_ids = dense<{device}> : "
-                "tensor<1xi64>}}")
-        return self.symbols[key]
-
-    def next_callback(self) -> int:
-        self.callbacks += 1
-        return self.callbacks - 1
-
-    def symbol(self, mesh: Any, key: Any = None) -> str:
-        key = (mesh, key)
-        if key not in self.symbols:
-            count = sum(1 for k in self.symbols if k[0] != "maximal")
-            name = "mesh" if not count else f"mesh_{count - 1}"
-            self.symbols[key] = "@" + name
-            self.lines.append(f"  sdy.mesh @{name} = {_mesh_text(mesh)}")
-        return self.symbols[key]
-
-
-def _mesh_text(mesh: Any) -> str:
-    axes = ", ".join(f'"{n}"={s}' for n, s in zip(mesh.axis_names, mesh.axis_sizes))
-    entries = ", ".join(f'{{name = "{n}", size = {s} : i64}}'
-                        for n, s in zip(mesh.axis_names, mesh.axis_sizes))
-    return f"<[{axes}]> {{stablehlo.mesh = {{axes = [{entries}]}}}}"
+from spec._src.lowering.module import ModuleState
 
 
 def _dim_text(entry: Any) -> str:
@@ -92,10 +36,10 @@ def dims_text(spec: Any, ndim: int, open_dims: Sequence[int] = ()) -> str:
     return text
 
 
-def tensor_sharding(meshes: Meshes, mesh: Any, spec: Any, ndim: int,
+def tensor_sharding(module: ModuleState, mesh: Any, spec: Any, ndim: int,
                     open_dims: Sequence[int] = ()) -> str:
     """``<@mesh, [{"x"}, {}]>``."""
-    return f"<{meshes.symbol(mesh)}, {dims_text(spec, ndim, open_dims)}>"
+    return f"<{module.symbol(mesh)}, {dims_text(spec, ndim, open_dims)}>"
 
 
 def explicit_sharding(aval: ArrayType) -> Any:
@@ -109,7 +53,7 @@ def explicit_sharding(aval: ArrayType) -> Any:
     return s
 
 
-def arg_attr(meshes: Meshes, aval: ArrayType, alias: int | None = None) -> str:
+def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None) -> str:
     """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
     argument or result, ``tf.aliasing_output = k : i32`` for an argument
     donated to result k; empty otherwise."""
@@ -117,7 +61,7 @@ def arg_attr(meshes: Meshes, aval: ArrayType, alias: int | None = None) -> str:
     s = explicit_sharding(aval)
     if s is not None:
         attrs.append("sdy.sharding = #sdy.sharding"
-                     + tensor_sharding(meshes, s.mesh, s.spec, aval.ndim))
+                     + tensor_sharding(module, s.mesh, s.spec, aval.ndim))
     if alias is not None:
         attrs.append(f"tf.aliasing_output = {alias} : i32")
     return f" {{{', '.join(attrs)}}}" if attrs else ""
