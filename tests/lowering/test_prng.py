@@ -85,3 +85,12 @@ def test_threefry2x32_bitwise_on_drawn_words(words: list[int]) -> None:
     k1, k2, x1, x2 = w[0], w[1], w[2:5], w[5:8]
     ours, compiled, _ = spec_and_compiled(threefry2x32_p.bind, k1, k2, x1, x2)
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+
+
+def test_structural_primitive_on_keys_is_not_lowered() -> None:
+    """Slicing a key array: the structural rules see logical shapes, not the
+    key data's, so spec refuses rather than emit a wrong module."""
+    def fn(data: Any) -> Any:
+        return spec.random.key_data(spec.random.split(spec.random.wrap_key_data(data), 3)[1])
+    with pytest.raises(NotImplementedError, match="on PRNG key arrays"):
+        lowered(fn, _DATA)

@@ -135,6 +135,22 @@ def _no_rule(name: str) -> NotImplementedError:
         f"for it")
 
 
+def handles_keys(rule: LoweringRule) -> LoweringRule:
+    """Mark a rule that lowers key-typed operands and results as their key
+    data (the key primitives' rules, calls emitted in place)."""
+    rule.handles_keys = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _check_keys(eqn: Any, rule: Any) -> None:
+    """Other rules see a key array's logical shape, not its data's: a key
+    operand or result there has no lowering."""
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    if not getattr(rule, "handles_keys", False) and any(is_key_dtype(a.dtype) for a in avals):
+        raise NotImplementedError(f"lowering {eqn.primitive.name} on PRNG key arrays is not "
+                                  "specified")
+
+
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
@@ -153,6 +169,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)
+        _check_keys(eqn, rule)
         ins = [read(a) for a in eqn.invars]
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
@@ -162,6 +179,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
     return [read(a) for a in jaxpr.outvars]
 
 
+@handles_keys
 def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call primitive's body emitted in place (JAX emits a private

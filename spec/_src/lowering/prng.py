@@ -16,6 +16,7 @@ from spec._src.lowering.emitter import (
     LoweringContext,
     LoweringRule,
     lower_body,
+    handles_keys,
     physical_aval,
 )
 
@@ -85,9 +86,10 @@ def on_key_data(fn: Callable[..., Any], multiple_results: bool = False) -> Lower
             return list(out) if multiple_results else [out]
         jaxpr, _ = trace_to_jaxpr(flat, [physical_aval(a) for a in in_avals])
         return lower_body(ctx, jaxpr, operands)
-    return rule
+    return handles_keys(rule)
 
 
+@handles_keys
 def same_data(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
               out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
     """``random_wrap``, ``random_unwrap``, ``random_clone``: the key data is
