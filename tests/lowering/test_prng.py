@@ -15,7 +15,7 @@ from hypothesis import given, settings
 import spec
 from jax._src.random import threefry2x32 as jax_threefry
 from spec._src.lax.prng import threefry2x32_p
-from tests.lowering.xla_run import bits, lowered, spec_and_compiled
+from tests.lowering.xla_run import bits, canonical, lowered, spec_and_compiled
 
 
 def _program(rnd: Any, vmap: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,6 +53,17 @@ def test_64_bit_bits_and_seed(x64: None) -> None:
     theirs = jax.tree.leaves(jax.jit(fn(jax.random))(seed))
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
     assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+
+
+@pytest.mark.parametrize("shapes", [((), (), (3,), (3,)), ((3,), (3,), (), (3,))])
+def test_threefry2x32_text_is_jax_cpu_lowering(shapes: tuple[tuple[int, ...], ...]) -> None:
+    """A call of @threefry2x32, whose stablehlo.while runs the five groups
+    of rounds: JAX's CPU module, up to SSA names."""
+    args = [np.arange(int(np.prod(s)), dtype=np.uint32).reshape(s) * 7 + k
+            for k, s in enumerate(shapes)]
+    ours = lowered(threefry2x32_p.bind, *args)
+    theirs = jax.jit(jax_threefry.threefry2x32_p.bind).lower(*args).as_text()
+    assert canonical(ours) == canonical(theirs)
 
 
 def test_threefry2x32_broadcasts_rank0_operands() -> None:

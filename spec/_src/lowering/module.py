@@ -50,7 +50,7 @@ class ModuleState:
     def symbol(self, mesh: Any, key: Any = None) -> str:
         key = (mesh, key)
         if key not in self.symbols:
-            count = sum(1 for k in self.symbols if k[0] != "maximal")
+            count = sum(1 for v in self.symbols.values() if v.startswith("@mesh"))
             name = "mesh" if not count else f"mesh_{count - 1}"
             self.symbols[key] = "@" + name
             self.lines.append(f"  sdy.mesh @{name} = {_mesh_text(mesh)}")
