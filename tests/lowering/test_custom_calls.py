@@ -32,7 +32,10 @@ def _ffi(api: Any) -> Callable[..., Any]:
         two = api.ffi.ffi_call(
             "t2", (api.ShapeDtypeStruct((3,), np.int32), api.ShapeDtypeStruct((), x.dtype)),
             has_side_effect=True)(x)
-        return one, two
+        aliased = api.ffi.ffi_call(
+            "t3", (api.ShapeDtypeStruct((3,), np.int32), api.ShapeDtypeStruct(x.shape, x.dtype)),
+            input_output_aliases={0: 1})(x)
+        return one, two, aliased
     return fn
 
 
