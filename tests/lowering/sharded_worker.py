@@ -148,6 +148,17 @@ def _unreduced_casts(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     return fn
 
 
+def _partial_manual(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
+    """Manual over x only; y stays Explicit inside the body."""
+    def body(b: Any) -> Any:
+        return lax.psum(b * b, "x")
+
+    def fn(a: Any) -> Any:
+        return api.shard_map(body, mesh=api.sharding.get_abstract_mesh(), in_specs=P("x"),
+                             out_specs=P(), axis_names={"x"})(a)
+    return fn
+
+
 def _simple_shard_map(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     def body(b: Any) -> Any:
         return lax.psum(b, "x")
@@ -168,6 +179,8 @@ CASES: dict[str, Callable[[], dict[str, Any]]] = {
                                       _auto_constraint, ()),
     "unreduced_2x2": lambda: case("unreduced_2x2", (2, 2), ("x", "y"), True,
                                   _unreduced_casts, ("x", "y"), text_check=True),
+    "partial_manual_2x2": lambda: case("partial_manual_2x2", (2, 2), ("x", "y"), True,
+                                       _partial_manual, ("x", None)),
     "psum_text_2": lambda: case("psum_text_2", (2,), ("x",), True, _simple_shard_map,
                                 ("x", None), text_check=True),
 }

@@ -37,7 +37,8 @@ def results() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", ["collectives_2x2", "ring_8", "explicit_2x4",
-                                  "auto_constraint_4", "unreduced_2x2", "psum_text_2"])
+                                  "auto_constraint_4", "unreduced_2x2", "partial_manual_2x2",
+                                  "psum_text_2"])
 def test_compiled_sharded_program_is_bitwise_spec_and_jax(results: dict[str, Any],
                                                           name: str) -> None:
     r = results[name]
