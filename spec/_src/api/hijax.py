@@ -86,6 +86,7 @@ from spec._src.interpreters.ad import RefAccum
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
 from spec._src.interpreters.ad_util import is_undefined_primal as is_undefined_primal
 from spec._src.interpreters.batching import AxisData
+from spec._src.lowering.emitter import LoweringContext, lower_body
 
 # ======================================================= types of the API
 
@@ -629,8 +630,27 @@ def _pp_named(eqn: Eqn, ctx: PpContext, name: str, params: dict[str, Any]) -> pp
     return pp.concat(rhs)
 
 
+def _hijax_lowering(ctx: LoweringContext, operands: Sequence[str],
+                    in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                    prim: HiPrim) -> list[str]:
+    """The primitive's ``expand`` traced on its operands' types, emitted in
+    place (JAX lowers a hijax primitive through its expansion)."""
+    if any(is_high(a) for a in (*in_avals, *out_avals)):
+        raise NotImplementedError(f"lowering {type(prim).__name__} on hi-typed values is not "
+                                  "specified")
+    return lower_body(ctx, prim.expanded_jaxpr(), operands)
+
+
+def _linearized_lowering(ctx: LoweringContext, operands: Sequence[str],
+                         in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                         prim: HiPrim, **params: Any) -> list[str]:
+    """Only the transposed tangent map runs; lowering the forward one is
+    its evaluation's error."""
+    raise _forward_error(prim)
+
+
 hijax_p = declare(
-    "hijax", typing=_hijax_type, impl=_hijax_impl, multiple_results=True,
+    "hijax", lowering=_hijax_lowering, typing=_hijax_type, impl=_hijax_impl, multiple_results=True,
     jvp=_hijax_jvp, transpose=_hijax_transpose, batch=_hijax_batch,
     sharding=_hijax_sharding, linearize=_hijax_linearize, pp_rule=_pp_hijax,
     per_device=_hijax_program,
@@ -724,7 +744,8 @@ def _pp_linearized(eqn: Eqn, ctx: PpContext) -> pp.Doc:
 
 
 hijax_linearized_p = declare(
-    "hijax_linearized", typing=_linearized_type, impl=_linearized_forward,
+    "hijax_linearized", lowering=_linearized_lowering, typing=_linearized_type,
+    impl=_linearized_forward,
     multiple_results=True, jvp=_linearized_jvp, transpose=_linearized_transpose,
     batch=not_applicable("it only runs transposed, and its transpose runs the user's "
                          "vjp_bwd, which vmap batches as ordinary code"),

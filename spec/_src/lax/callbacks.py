@@ -46,6 +46,9 @@ from spec._src.core.interpreter import (
     pp_eqn_default,
 )
 from spec._src.core.registry import declare, primitive
+from spec._src.core.effects import DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect
+from spec._src.lowering import custom_call as LCC
+from spec._src.lowering.effects import register_lowerable
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
@@ -267,8 +270,12 @@ def _debug_callback_impl(*args: np.ndarray, callback: Callable[..., Any], effect
     return []
 
 
+for _effect in (DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect):
+    register_lowerable(_effect)
+
 debug_callback_p: Primitive = declare(
-    "debug_callback", typing=_no_results, impl=_debug_callback_impl, multiple_results=True,
+    "debug_callback", lowering=LCC.host_callback(True, with_results=False),
+    typing=_no_results, impl=_debug_callback_impl, multiple_results=True,
     sharding=_no_sharding, jvp=_debug_jvp("debug_callback"), transpose=_debug_transpose,
     batch=_unrolled("debug_callback"), effects_rule=_effect_of(debug_effect),
     per_device=from_primitive(_per_device_program), vma_rule=VMA_FROM_TYPING,
@@ -346,7 +353,8 @@ def _pp_debug_print(eqn: Any, ctx: Any) -> Any:
 
 
 debug_print_p: Primitive = declare(
-    "debug_print", typing=_no_results, impl=_debug_print_impl, multiple_results=True,
+    "debug_print", lowering=LCC.host_callback(True, with_results=False),
+    typing=_no_results, impl=_debug_print_impl, multiple_results=True,
     sharding=_no_sharding, jvp=_debug_jvp("debug_print"), transpose=_debug_transpose,
     batch=_unrolled("debug_print"), effects_rule=_debug_print_effects,
     per_device=from_primitive(_per_device_program), vma_rule=VMA_FROM_TYPING,
@@ -405,7 +413,8 @@ def _pure_callback_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
 
 
 pure_callback_p: Primitive = declare(
-    "pure_callback", typing=_declared_results, impl=_pure_callback_impl,
+    "pure_callback", lowering=LCC.host_callback(False),
+    typing=_declared_results, impl=_pure_callback_impl,
     multiple_results=True, sharding=_replicated_results, jvp=_pure_callback_jvp,
     transpose=_pure_callback_transpose, batch=_pure_callback_batch,
     per_device=from_primitive(_per_device_program), vma_rule=VMA_FROM_TYPING,
@@ -448,7 +457,8 @@ def _io_callback_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 
 io_callback_p: Primitive = declare(
-    "io_callback", typing=_declared_results, impl=_io_callback_impl, multiple_results=True,
+    "io_callback", lowering=LCC.host_callback(True),
+    typing=_declared_results, impl=_io_callback_impl, multiple_results=True,
     sharding=_replicated_results, jvp=_io_callback_jvp, transpose=_io_callback_transpose,
     batch=_io_callback_batch, effects_rule=_io_callback_effects,
     per_device=from_primitive(_per_device_program), vma_rule=VMA_FROM_TYPING,

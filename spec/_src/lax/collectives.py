@@ -84,6 +84,7 @@ from spec._src.lax.elementwise import div, mul
 from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.shaping import canonicalize_axis
 from spec._src.lax.sharding_kit import mesh_ordered
+from spec._src.lowering import collectives as LC
 
 
 # ------------------------------------------------------------- axis env
@@ -271,19 +272,22 @@ def _collective_axes(params: dict[str, Any]) -> tuple[Any, ...]:
 
 
 psum_p = declare(
-    "psum", typing=_reduce_type("psum"), impl=_reduce_impl("psum", np.sum),
+    "psum", lowering=LC.all_reduce("psum"),
+    typing=_reduce_type("psum"), impl=_reduce_impl("psum", np.sum),
     jvp=linear_jvp(), transpose=_psum_transpose, batch=_reduce_batch("psum"),
     doc="All-reduce sum over named axes (and positional axes).",
     sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
     per_device=from_primitive(lambda p: _named_reduce(p, "sum")))
 pmax_p = declare(
-    "pmax", typing=_reduce_type("pmax"), impl=_reduce_impl("pmax", np.max),
+    "pmax", lowering=LC.all_reduce("pmax"),
+    typing=_reduce_type("pmax"), impl=_reduce_impl("pmax", np.max),
     jvp=not_applicable("JAX defines no derivative for pmax"),
     transpose=not_applicable("pmax is not linear"), batch=_reduce_batch("pmax"),
     sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
     per_device=from_primitive(lambda p: _named_reduce(p, "max")))
 pmin_p = declare(
-    "pmin", typing=_reduce_type("pmin"), impl=_reduce_impl("pmin", np.min),
+    "pmin", lowering=LC.all_reduce("pmin"),
+    typing=_reduce_type("pmin"), impl=_reduce_impl("pmin", np.min),
     jvp=not_applicable("JAX defines no derivative for pmin"),
     transpose=not_applicable("pmin is not linear"), batch=_reduce_batch("pmin"),
     sharding=_reduce_sharding, axis_collective=_collective_axes, vma_rule=_reduced_vma,
@@ -351,7 +355,8 @@ def _all_gather_transpose(ct: Any, x: Any, **params: Any) -> Any:
 
 
 all_gather_p = declare(
-    "all_gather", typing=_all_gather_type, impl=_all_gather_impl,
+    "all_gather", lowering=LC.all_gather,
+    typing=_all_gather_type, impl=_all_gather_impl,
     jvp=linear_jvp(), transpose=linear_transpose(_all_gather_transpose),
     batch=_all_gather_batch,
     sharding=_all_gather_sharding, per_device=_all_gather_program,
@@ -383,7 +388,8 @@ def _axis_index_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
 
 
 axis_index_p = declare(
-    "axis_index", typing=_axis_index_type, impl=_axis_index_impl,
+    "axis_index", lowering=LC.axis_index,
+    typing=_axis_index_type, impl=_axis_index_impl,
     jvp=not_applicable("integer-valued, no inputs"),
     transpose=not_applicable("no inputs"), batch=_axis_index_batch,
     sharding=lambda **params: [None], per_device=_axis_index_program,
@@ -467,7 +473,8 @@ def bind_pvary(x: Any, axes: Sequence[Any]) -> Any:
 
 
 pvary_p = declare(
-    "pvary", typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
+    "pvary", lowering=LC.identity,
+    typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
     transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
     doc="Invariant to varying along manual axes: a free cast (types only).",
@@ -512,7 +519,8 @@ def _mesh_axes(names: Sequence[Any], geo: S.Geometry) -> tuple[Any, ...]:
 
 
 psum_invariant_p = declare(
-    "psum_invariant", typing=_psum_invariant_type, impl=_per_device_only("psum_invariant"),
+    "psum_invariant", lowering=LC.all_reduce("psum_invariant"),
+    typing=_psum_invariant_type, impl=_per_device_only("psum_invariant"),
     jvp=linear_jvp(), transpose=linear_transpose(_psum_invariant_transpose),
     batch=vectorized(), sharding=lambda x, **p: [x.sharding],
     doc="All-reduce sum over manual axes: varying to invariant.",
@@ -548,7 +556,8 @@ def _ppermute_transpose(ct: Any, x: Any, *, axis_name: tuple[Any, ...], perm: An
 
 
 ppermute_p = declare(
-    "ppermute", typing=_ppermute_type, impl=_per_device_only("ppermute"), jvp=linear_jvp(),
+    "ppermute", lowering=LC.ppermute,
+    typing=_ppermute_type, impl=_per_device_only("ppermute"), jvp=linear_jvp(),
     transpose=linear_transpose(_ppermute_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
     doc="Send each block to another position along manual axes.",
@@ -796,7 +805,8 @@ def _reduce_scatter_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
 
 
 reduce_scatter_p: Primitive = declare(
-    "reduce_scatter", typing=_reduce_scatter_type, impl=_program_error("reduce_scatter"),
+    "reduce_scatter", lowering=LC.reduce_scatter,
+    typing=_reduce_scatter_type, impl=_program_error("reduce_scatter"),
     jvp=linear_jvp(), transpose=linear_transpose(_reduce_scatter_transpose),
     batch=_reduce_scatter_batch,
     sharding=lambda x, *, scatter_dimension, tiled, **p: _sharding_scattered(
@@ -927,7 +937,8 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 
 all_to_all_p: Primitive = declare(
-    "all_to_all", typing=_all_to_all_type, impl=_program_error("all_to_all"),
+    "all_to_all", lowering=LC.all_to_all,
+    typing=_all_to_all_type, impl=_program_error("all_to_all"),
     jvp=linear_jvp(), transpose=linear_transpose(_all_to_all_transpose),
     batch=_all_to_all_batch,
     sharding=_same_sharding,
@@ -996,11 +1007,13 @@ def _unreduced_psum_program(geo: S.Geometry, args: list[S.Dist], out_avals: list
 
 
 def _cast(name: str, typing: Any, transpose: Callable[..., Any], doc: str,
-          program: Any = _identity_program) -> Primitive:
+          program: Any = _identity_program, lowering: Any = LC.identity) -> Primitive:
+    """A cast between manual types; its lowering is its operand (JAX's),
+    but ``unreduced_psum``'s, an all-reduce."""
     return declare(name, typing=typing, impl=_program_error(name), jvp=linear_jvp(),
                    transpose=linear_transpose(transpose), batch=_not_batchable(name),
                    sharding=_same_sharding, vma_rule=VMA_FROM_TYPING, per_device=program,
-                   doc=doc)
+                   doc=doc, lowering=lowering)
 
 
 preduced_p: Primitive = _cast(
@@ -1011,7 +1024,7 @@ unreduced_psum_p: Primitive = _cast(
     "unreduced_psum", _unreduced_psum_type,
     lambda ct, x, *, axes: preduced_p.bind(ct, axes=axes),
     "Unreduced to invariant: the all-reduce a pending sum waits for.",
-    _unreduced_psum_program)
+    _unreduced_psum_program, LC.all_reduce("psum"))
 vary_unreduced_cast_p: Primitive = _cast(
     "vary_unreduced_cast", _vary_unreduced_type,
     lambda ct, x, *, axes: reduced_vary_cast_p.bind(ct, axes=axes),
@@ -1075,7 +1088,7 @@ def _ag_reduced_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arr
 
 
 unreduced_reduce_scatter_p: Primitive = declare(
-    "unreduced_reduce_scatter", typing=_unreduced_rs_type,
+    "unreduced_reduce_scatter", lowering=LC.reduce_scatter, typing=_unreduced_rs_type,
     impl=_program_error("unreduced_reduce_scatter"), jvp=linear_jvp(),
     transpose=linear_transpose(lambda ct, x, *, axis_name, scatter_dimension, axis_size,
                                tiled: all_gather_reduced_p.bind(
@@ -1091,7 +1104,8 @@ unreduced_reduce_scatter_p: Primitive = declare(
         lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _unreduced_rs_program))
 
 all_gather_reduced_p: Primitive = declare(
-    "all_gather_reduced", typing=_ag_reduced_type, impl=_program_error("all_gather_reduced"),
+    "all_gather_reduced", lowering=LC.all_gather, typing=_ag_reduced_type,
+    impl=_program_error("all_gather_reduced"),
     jvp=linear_jvp(),
     transpose=linear_transpose(lambda ct, x, *, all_gather_dimension, axis_name, axis_size,
                                tiled: unreduced_reduce_scatter_p.bind(

@@ -27,6 +27,7 @@ from spec._src.core.canonical import canonical_integral
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
 from spec._src.lowering.emitter import LoweringContext
+from spec._src.lowering import transcendental as LT
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -165,6 +166,13 @@ _STABLEHLO_OPS = {
 }
 _STABLEHLO_OPS = {k: "stablehlo." + v for k, v in _STABLEHLO_OPS.items()}
 
+# The elementwise primitives JAX lowers to one CHLO op each, by primitive name.
+_CHLO_OPS = {
+    "acos": "acos", "acosh": "acosh", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
+    "cosh": "cosh", "sinh": "sinh", "digamma": "digamma", "erf": "erf", "erf_inv": "erf_inv",
+    "erfc": "erfc", "lgamma": "lgamma", "polygamma": "polygamma", "nextafter": "next_after",
+}
+
 
 def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Primitive:
     """Declare a primitive of the family: unless given, its sharding section
@@ -177,6 +185,8 @@ def _declare(name: str, *, multiple_results: bool = False, **fields: Any) -> Pri
     fields.setdefault("per_device", from_primitive(PD.aligned))
     if name in _STABLEHLO_OPS:
         fields.setdefault("lowering", LR.elementwise(_STABLEHLO_OPS[name]))
+    if name in _CHLO_OPS:
+        fields.setdefault("lowering", LT.chlo(_CHLO_OPS[name]))
     return declare(name, multiple_results=multiple_results, **fields)
 
 
@@ -646,6 +656,25 @@ def _conj_impl(x: np.ndarray, *, input_dtype: Any) -> list[np.ndarray]:
     return [np.conj(x) if T.is_complex(x.dtype) else as_complex]
 
 
+def _conj_decomposition(x: Any, *, input_dtype: Any) -> Any:
+    """JAX's lowering: complex(real x, -imag x); a real x gets a zero
+    imaginary part."""
+    if T.is_complex(_aval(x).dtype):
+        return complex(real(x), neg(imag(x)))
+    return complex(x, _zeros(x))
+
+
+def _asin_lowering(ctx: LoweringContext, operands: Sequence[str],
+                   in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> list[str]:
+    """``chlo.asin`` for complex x; for real x JAX's CPU lowering
+    atan2(x, sqrt((1 - x)(1 + x)))."""
+    if T.is_complex(in_avals[0].dtype):
+        return LT.chlo("asin")(ctx, operands, in_avals, out_avals)
+    return LT.lower_fun(lambda x: atan2(x, sqrt(mul(sub(const_like(x, 1), x),
+                                                    add(const_like(x, 1), x)))))(
+        ctx, operands, in_avals, out_avals)
+
+
 def _pp_conj(eqn: Eqn, ctx: PpContext) -> Any:
     # JAX prints the dtype by its name (``input_dtype=complex64``).
     params = {k: (np.dtype(v).name if k == "input_dtype" else v) for k, v in eqn.params.items()}
@@ -682,12 +711,13 @@ is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result
                      **_zero_deriv("is_finite"))
 exp_p = _unary("exp", INEXACT, lifted(M.exp), accuracy=True, **_unary_jvp(
     "exp", lambda g, ans, x, **p: mul(g, ans), with_out=True))
-exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True, **_unary_jvp(
+exp2_p = _unary("exp2", INEXACT, _exp2_impl, accuracy=True, lowering=LT.exp2, **_unary_jvp(
     "exp2", lambda g, ans, x, **p: mul(log(const_like(x, 2)), mul(g, ans)),
     with_out=True))
 log_p = _unary("log", INEXACT, lifted(_complex_or(M.log, K.complex_log)), accuracy=True,
                **_unary_jvp("log", lambda g, x, **p: div(g, x)))
-log2_p = _unary("log2", INEXACT, lifted(M.log2), accuracy=True, **_unary_jvp(
+log2_p = _unary("log2", INEXACT, lifted(M.log2), accuracy=True, lowering=LT.log2,
+                 **_unary_jvp(
     "log2", lambda g, x, **p: div(g, mul(x, log(const_like(x, 2))))))
 log1p_p = _unary("log1p", INEXACT, lifted(_log1p), accuracy=True, **_unary_jvp(
     "log1p", lambda g, x, **p: div(g, add(x, _one(x)))))
@@ -708,7 +738,7 @@ cos_p = _unary("cos", INEXACT, lifted(_complex_or(M.cos, K.complex_cos)), accura
 tan_p = _unary("tan", INEXACT, lifted(M.tan), accuracy=True, **_unary_jvp(
     "tan", lambda g, ans, x, **p: mul(g, add(const_like(x, 1), square(ans))),
     with_out=True))
-asin_p = _unary("asin", INEXACT, lifted(M.arcsin), **_unary_jvp(
+asin_p = _unary("asin", INEXACT, lifted(M.arcsin), lowering=_asin_lowering, **_unary_jvp(
     "asin", lambda g, x: mul(g, rsqrt(one_minus_square(x)))))
 acos_p = _unary("acos", INEXACT, lifted(M.arccos), **_unary_jvp(
     "acos", lambda g, x: mul(g, neg(rsqrt(one_minus_square(x))))))
@@ -758,6 +788,7 @@ imag_p = _declare("imag", typing=_part_type("imag"), impl=lambda x: [np.imag(x).
                  jvp=linear_jvp(), transpose=linear_transpose(_imag_transpose),
                  batch=vectorized())
 conj_p = _declare("conj", typing=_conj_type, impl=_conj_impl, pp_rule=_pp_conj,
+                  lowering=LT.lower_fun(_conj_decomposition),
                  jvp=linear_jvp(), transpose=linear_transpose(_conj_transpose),
                  batch=vectorized())
 not_p = _unary("not", INT_OR_BOOL, lifted(np.invert), **_zero_deriv("not"))
@@ -780,7 +811,9 @@ def _one_minus_square_impl(x: np.ndarray) -> list[np.ndarray]:
 
 
 one_minus_square_p = _unary(
-    "one_minus_square", NUMBER, _one_minus_square_impl, **_unary_jvp(
+    "one_minus_square", NUMBER, _one_minus_square_impl,
+    lowering=LT.lower_fun(lambda x: mul(add(const_like(x, 1), x), sub(const_like(x, 1), x))),
+    **_unary_jvp(
         "one_minus_square",
         lambda g, x: mul(g, mul(const_like(x, -2), x))))
 
@@ -831,8 +864,17 @@ def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _nextafter(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
+    """The float after x towards y, on the bits (subnormal results kept).
+    XLA first asks whether x == y as a float comparison, which reads
+    subnormals as zeros: then the result is y itself (so nextafter(0, a
+    subnormal) is that subnormal). A nan operand gives the canonical quiet
+    nan (no payload)."""
     with np.errstate(all="ignore"):
-        return [np.asarray(np.nextafter(x, y))]
+        x, y = np.broadcast_arrays(x, y)
+        equal = K.flush_subnormals(x) == K.flush_subnormals(y)
+        out = np.where(equal, y, np.nextafter(x, y))
+        nan = np.asarray(np.nan, x.dtype)
+        return [np.asarray(np.where(np.isnan(x) | np.isnan(y), nan, out), x.dtype)]
 
 
 def _complex_impl(x: np.ndarray, y: np.ndarray) -> list[np.ndarray]:
@@ -1097,7 +1139,21 @@ def _pow_jvp_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
                                     _aval(y).dtype)
 
 
+def _pow_lowering(ctx: LoweringContext, operands: Sequence[str],
+                  in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> list[str]:
+    """``stablehlo.power``; an integer exponent converted to the base's
+    dtype first (before any broadcast), as the impl does."""
+    x, y = operands
+    x_aval, y_aval = in_avals
+    if y_aval.dtype != out_avals[0].dtype:
+        converted = ArrayType(y_aval.shape, out_avals[0].dtype)
+        y = ctx.op("stablehlo.convert", [y], [y_aval], converted)
+        y_aval = converted
+    return LR.elementwise("stablehlo.power")(ctx, [x, y], [x_aval, y_aval], out_avals)
+
+
 pow_p = _declare("pow", typing=_pow_type, impl=_pow_impl, jvp=defjvp2(_pow_jvp_x, _pow_jvp_y),
+                lowering=_pow_lowering,
                 transpose=_not_linear("pow"), batch=broadcasting())
 
 
@@ -1511,8 +1567,10 @@ def _frexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x_ava
 
 
 ldexp_p = _declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
+                  lowering=LT.ldexp,
                   jvp=_ldexp_jvp, transpose=_ldexp_transpose, batch=_ldexp_batch)
 frexp_p = _declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
+                  lowering=LT.frexp,
                   multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"),
                   batch=_frexp_batch)
 
@@ -1599,7 +1657,18 @@ def _polynomial_transpose(ct: Any, x: Any, *coeffs: Any, **params: Any) -> list[
     return cts
 
 
+def _polynomial_horner(x: Any, *coeffs: Any, unroll: Any = None) -> Any:
+    """Horner's rule unrolled: JAX's lowering for up to ``unroll`` (8)
+    coefficients; longer ones JAX runs as a scan of the same steps, which
+    computes the same values."""
+    acc = coeffs[-1]
+    for c in reversed(coeffs[:-1]):
+        acc = add(mul(acc, x), c)
+    return acc
+
+
 polynomial_p = _declare("polynomial", typing=_polynomial_type, impl=_polynomial_impl,
+                       lowering=LT.lower_fun(_polynomial_horner),
                        jvp=_polynomial_jvp, transpose=_polynomial_transpose,
                        batch=broadcasting())
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from spec._src.core.effects import Effect
 from spec._src.core.interpreter import VMA_FROM_TYPING, Primitive, from_primitive
+from spec._src.lowering import custom_call as LCC
+from spec._src.lowering.effects import register_lowerable
 from spec._src.core.registry import declare
 from spec._src.core.sharding import NamedSharding, P
 from spec._src.core.types import ArrayType
@@ -262,8 +264,10 @@ def _ffi_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     return frozenset({FFI_EFFECT}) if params["has_side_effect"] else frozenset()
 
 
+register_lowerable(FfiEffect)
+
 ffi_call_p = declare(
-    "ffi_call", typing=_ffi_type, impl=_ffi_impl, multiple_results=True,
+    "ffi_call", lowering=LCC.ffi_call, typing=_ffi_type, impl=_ffi_impl, multiple_results=True,
     sharding=_ffi_sharding, jvp=_ffi_jvp, transpose=_ffi_transpose, batch=_ffi_batch,
     effects_rule=_ffi_effects, vma_rule=VMA_FROM_TYPING,
     per_device=from_primitive(_ffi_program),

@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import math
+
 import ml_dtypes
 import numpy as np
 
 from spec._src.core import prng as R
+from spec._src.core.config import config
 from spec._src.core import types as T
 from spec._src.interpreters.ad_util import defjvp2, zero_jvp
 from spec._src.interpreters.batching import (
@@ -31,9 +34,19 @@ from spec._src.interpreters.batching import (
 from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.lax.elementwise import const_like
 from spec._src.lax.elementwise import eq, exp, select
+from spec._src.lax import elementwise as E
+from spec._src.lax.slicing import concatenate, slice as slice_
+from spec._src.lowering import prng as LP
 from spec._src.lax.loops import scan
 from spec._src.lax.special import random_gamma_grad
-from spec._src.lax.shaping import broadcast_in_dim, full, full_like, reshape
+from spec._src.lax.shaping import (
+    broadcast_in_dim,
+    convert_element_type,
+    full,
+    full_like,
+    iota,
+    reshape,
+)
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
@@ -109,7 +122,75 @@ threefry2x32_p = declare(
     "threefry2x32", typing=_threefry_type, impl=_threefry_impl, multiple_results=True,
     jvp=zero_jvp(), transpose=_not_linear("threefry2x32"), batch=broadcasting(),
     sharding=SK.section("threefry2x32", SK.broadcasting("threefry2x32", 2)),
-    per_device=from_primitive(PD.aligned))
+    per_device=from_primitive(PD.aligned), lowering=LP.threefry2x32)
+
+
+# ------------------------------------------------------------------ key data
+# The lowering of the key primitives: each computes its results' uint32 key
+# data (trailing axis of 2 words) from its operands' with lax functions, as
+# the impls in spec._src.core.prng do with NumPy.
+
+def _word(data: Any, i: int, extra_dims: int) -> Any:
+    """Word ``i`` of each key, with ``extra_dims`` trailing axes of size 1."""
+    shape = tuple(canonical_aval_of(data).shape)
+    keys_shape = shape[:-1]
+    start = (0,) * len(keys_shape) + (i,)
+    word = slice_(data, start, (*keys_shape, i + 1))
+    return reshape(word, (*keys_shape, *(1,) * extra_dims))
+
+
+def _stack_words(y1: Any, y2: Any) -> Any:
+    shape = tuple(canonical_aval_of(y1).shape)
+    return concatenate([reshape(y1, (*shape, 1)), reshape(y2, (*shape, 1))], len(shape))
+
+
+def _require_partitionable(name: str) -> None:
+    if not config.jax_threefry_partitionable:
+        raise NotImplementedError(f"lowering {name} with jax_threefry_partitionable=False "
+                                  "is not specified")
+
+
+def _hash_iota(data: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Each key's hash of the row-major counters of ``shape`` (high word 0)."""
+    size = math.prod(shape)
+    if size >= 2 ** 32:
+        raise NotImplementedError("lowering random bits of 2**32 or more counters per key "
+                                  "is not specified")
+    keys_ndim = canonical_aval_of(data).ndim - 1
+    lo = reshape(iota(T.uint32, size), (*(1,) * keys_ndim, *shape))
+    hi = np.zeros((), np.uint32)
+    k1, k2 = _word(data, 0, len(shape)), _word(data, 1, len(shape))
+    y1, y2 = threefry2x32_p.bind(k1, k2, hi, lo)
+    return y1, y2
+
+
+def _seed_data(seeds: Any, *, impl: R.PRNGImpl) -> Any:
+    """The seed's high 32 bits (0 for a narrower seed) and low 32 bits."""
+    shift = np.asarray(32, canonical_aval_of(seeds).dtype)
+    hi = convert_element_type(E.shift_right_logical(seeds, shift), T.uint32)
+    return _stack_words(hi, convert_element_type(seeds, T.uint32))
+
+
+def _bits_data(data: Any, *, bit_width: int, shape: tuple[int, ...]) -> Any:
+    _require_partitionable("random_bits")
+    y1, y2 = _hash_iota(data, tuple(shape))
+    dtype = R.UINT_DTYPES[bit_width]
+    if bit_width == 64:
+        wide1, wide2 = (convert_element_type(y, dtype) for y in (y1, y2))
+        return E.bitwise_or(E.shift_left(wide1, np.asarray(32, dtype)), wide2)
+    out = E.bitwise_xor(y1, y2)
+    return out if bit_width == 32 else convert_element_type(out, dtype)
+
+
+def _split_data(data: Any, *, shape: tuple[int, ...]) -> Any:
+    _require_partitionable("random_split")
+    return _stack_words(*_hash_iota(data, tuple(shape)))
+
+
+def _fold_in_data(data: Any, msgs: Any) -> Any:
+    y1, y2 = threefry2x32_p.bind(_word(data, 0, 0), _word(data, 1, 0),
+                                 np.zeros((), np.uint32), msgs)
+    return _stack_words(y1, y2)
 
 
 # ------------------------------------------------------------------ random_seed
@@ -128,7 +209,7 @@ random_seed_p = declare(
     "random_seed", typing=_seed_type, impl=_seed_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_seed"), batch=vectorized(),
     sharding=SK.section("random_seed", SK.same_as(0)),
-    per_device=from_primitive(PD.aligned))
+    per_device=from_primitive(PD.aligned), lowering=LP.on_key_data(_seed_data))
 
 
 # ------------------------------------------------------------------ random_bits
@@ -148,6 +229,7 @@ def _bits_impl(keys: np.ndarray, *, bit_width: int, shape: tuple[int, ...]) -> l
 random_bits_p = declare(
     "random_bits", typing=_bits_type, impl=_bits_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_bits"), batch=vectorized(),
+    lowering=LP.on_key_data(_bits_data),
     sharding=SK.section("random_bits", _extend_parts),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
@@ -168,6 +250,7 @@ def _split_impl(keys: np.ndarray, *, shape: tuple[int, ...]) -> list[np.ndarray]
 random_split_p = declare(
     "random_split", typing=_split_type, impl=_split_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_split"), batch=vectorized(),
+    lowering=LP.on_key_data(_split_data),
     sharding=SK.section("random_split", _extend_parts),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
@@ -191,7 +274,7 @@ random_fold_in_p = declare(
     "random_fold_in", typing=_fold_in_type, impl=_fold_in_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_fold_in"), batch=broadcasting(),
     sharding=SK.section("random_fold_in", SK.broadcasting("random_fold_in")),
-    per_device=from_primitive(PD.aligned))
+    per_device=from_primitive(PD.aligned), lowering=LP.on_key_data(_fold_in_data))
 
 
 # ------------------------------------------------------------------ random_wrap / unwrap
@@ -223,6 +306,7 @@ def _wrap_parts(mesh: AbstractMesh, data: ArrayType, *, impl: R.PRNGImpl) -> lis
 random_wrap_p = declare(
     "random_wrap", typing=_wrap_type, impl=_wrap_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_wrap"), batch=_wrap_batch,
+    lowering=LP.same_data,
     sharding=SK.section("random_wrap", _wrap_parts),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
@@ -244,6 +328,7 @@ def _unwrap_parts(mesh: AbstractMesh, keys: ArrayType) -> list[SK.Parts]:
 random_unwrap_p = declare(
     "random_unwrap", typing=_unwrap_type, impl=_unwrap_impl,
     jvp=zero_jvp(), transpose=_not_linear("random_unwrap"), batch=vectorized(),
+    lowering=LP.same_data,
     sharding=SK.section("random_unwrap", _unwrap_parts),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _leading_layout_kept, PD.local(p))))
@@ -259,6 +344,7 @@ def _clone_type(keys: ArrayType) -> list[ArrayType]:
 random_clone_p = declare(
     "random_clone", typing=_clone_type, impl=lambda keys: [keys.copy()],
     jvp=zero_jvp(), transpose=_not_linear("random_clone"), batch=vectorized(),
+    lowering=LP.same_data,
     sharding=SK.section("random_clone", SK.same_as(0)),
     per_device=from_primitive(PD.aligned))
 

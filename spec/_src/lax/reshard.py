@@ -16,6 +16,7 @@ import numpy as np
 from spec._src.interpreters.ad_util import linear_jvp, linear_transpose
 from spec._src.core.interpreter import pp_hiding
 from spec._src.lax import sharding_kit as SK
+from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType
@@ -135,7 +136,8 @@ def _reshard(prim: Primitive) -> PD.Program:
     return program
 
 
-reshard_p = declare("reshard", typing=_reshard_type, impl=_reshard_impl,
+reshard_p = declare("reshard", lowering=LC.reshard,
+                    typing=_reshard_type, impl=_reshard_impl,
                     sharding=_reshard_sharding, jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
@@ -198,7 +200,8 @@ def _pp_sc(eqn: Any, ctx: Any) -> Any:
 
 
 sharding_constraint_p = declare(
-    "sharding_constraint", typing=_sc_type, impl=_sc_impl, sharding=_sc_sharding,
+    "sharding_constraint", lowering=LC.sharding_constraint,
+    typing=_sc_type, impl=_sc_impl, sharding=_sc_sharding,
     pp_rule=_pp_sc,
     jvp=linear_jvp(), transpose=linear_transpose(_sc_transpose), batch=_sc_batch,
     doc="with_sharding_constraint in Auto mode: the identity, with a layout hint",

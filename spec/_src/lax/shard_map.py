@@ -28,6 +28,7 @@ from spec._src.core.interpreter import (
     pp_eqn_default,
     trace_to_jaxpr,
 )
+from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import (
     AbstractMesh,
@@ -536,7 +537,8 @@ def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_v
 # jit (each device gets its block as a ref).
 
 shard_map_p: Primitive = declare(
-    "shard_map", typing=_shard_map_type, impl=_shard_map_impl, multiple_results=True,
+    "shard_map", lowering=LC.shard_map,
+    typing=_shard_map_type, impl=_shard_map_impl, multiple_results=True,
     pp_rule=_pp_shard_map, jvp=_shard_map_jvp, transpose=_shard_map_transpose,
     batch=_shard_map_batch, sharding=_shard_map_sharding, vma_rule=VMA_FROM_TYPING,
     body_context=lambda params: _inside(params["mesh"], params["check_vma"],

@@ -35,6 +35,7 @@ from spec._src.lax.control_flow import while_loop
 from spec._src.lax.reductions import reduce_or
 from spec._src.lax.shaping import broadcast_in_dim, convert_element_type, full_like
 from spec._src.interpreters.ad_util import defjvp
+from spec._src.lowering.transcendental import lower_fun
 from spec._src.core.interpreter import not_applicable
 from spec._src.core.interpreter import canonical_value, eval_jaxpr_values, trace_to_jaxpr
 
@@ -339,13 +340,16 @@ def _igammac_jvp_x(g: Any, a: Any, x: Any) -> Any:
 
 
 igamma_p = declare_binary("igamma", FLOAT, _special_impl("igamma"),
+                          lowering=lower_fun(_widened(igamma_value)),
                           jvp=defjvp(_igamma_jvp_a, _igamma_jvp_x),
                           transpose=not_applicable("igamma is not linear"))
 igamma_grad_a_p = declare_binary(
     "igamma_grad_a", FLOAT, _special_impl("igamma_grad_a"),
+    lowering=lower_fun(_widened(igamma_grad_a_value)),
     jvp=not_applicable("JAX defines no derivative of igamma_grad_a"),
     transpose=not_applicable("igamma_grad_a is not linear"))
 igammac_p = declare_binary("igammac", FLOAT, _special_impl("igammac"),
+                           lowering=lower_fun(_widened(igammac_value)),
                            jvp=defjvp(_igammac_jvp_a, _igammac_jvp_x),
                            transpose=not_applicable("igammac is not linear"))
 

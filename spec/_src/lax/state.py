@@ -70,6 +70,8 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.discharge import Discharged, discharge_state
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.interpreters.batching import moveaxis
+from spec._src.lowering import effects as LE
+from spec._src.lowering.emitter import LoweringContext
 
 # ------------------------------------------------------------------ typing
 
@@ -566,8 +568,19 @@ def _broadcast_to_parts(mesh: Any, x: ArrayType, *, shape: tuple[int, ...]) -> l
     return [(*(None,) * lead, *own)]
 
 
+def _broadcast_to_lowering(ctx: LoweringContext, operands: Sequence[str],
+                           in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                           shape: tuple[int, ...]) -> list[str]:
+    """NumPy's broadcast: the operand's dimensions are the trailing ones
+    (size 1 stretches)."""
+    lead = len(shape) - in_avals[0].ndim
+    return [ctx.broadcast(operands[0], in_avals[0], out_avals[0],
+                          range(lead, len(shape)))]
+
+
 broadcast_to_p = declare(
     "broadcast_to", typing=_broadcast_to_type, impl=_broadcast_to_impl, jvp=linear_jvp(),
+    lowering=_broadcast_to_lowering,
     transpose=_broadcast_to_transpose, batch=_broadcast_to_batch,
     sharding=SK.section("broadcast_to", _broadcast_to_parts, SK.linear_unary),
     doc="Broadcast to a shape, NumPy's way (a ref's integer indexers).",
@@ -938,31 +951,36 @@ def _freeze_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
 # by get/swap/addupdate/freeze (``accepts_refs``).
 
 new_ref_p = declare(
-    "new_ref", typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
+    "new_ref", lowering=LE.after_discharge("new_ref"),
+    typing=_new_ref_type, impl=_new_ref_impl, pp_rule=_pp_new_ref,
     jvp=_new_ref_jvp, transpose=_new_ref_transpose, batch=_sb.new_ref_batch,
     sharding=_new_ref_sharding, doc="A new ref holding a copy of the operand.",
     jvp_on_zero_tangents=True,  # every ref gets a tangent ref
     remat_rule=_new_ref_remat, discharge=_discharge_new_ref, per_device=_new_ref_program)
 get_p = declare(
-    "get", typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
+    "get", lowering=LE.after_discharge("get"),
+    typing=_get_type, impl=_get_impl, pp_rule=_pp_get,
     jvp=_get_jvp, transpose=_get_transpose, batch=_sb.get_batch,
     sharding=_get_sharding, doc="Read (a part of) a ref.",
     accepts_refs=True, remat_rule=_state_op_remat, discharge=_discharge_get,
     per_device=_get_program)
 swap_p = declare(
-    "swap", typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
+    "swap", lowering=LE.after_discharge("swap"),
+    typing=_swap_type, impl=_swap_impl, pp_rule=_pp_swap,
     jvp=_swap_jvp, transpose=_swap_transpose, batch=_sb.swap_batch,
     sharding=_swap_sharding, doc="Write (a part of) a ref, returning the old contents.",
     accepts_refs=True, effects_rule=_write_effects, remat_rule=_state_op_remat,
     discharge=_discharge_swap, per_device=_swap_program)
 addupdate_p = declare(
-    "addupdate", typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
+    "addupdate", lowering=LE.after_discharge("addupdate"),
+    typing=_addupdate_type, impl=_addupdate_impl, pp_rule=_pp_addupdate,
     multiple_results=True, jvp=_addupdate_jvp, transpose=_addupdate_transpose,
     batch=_sb.addupdate_batch, sharding=_addupdate_sharding, doc="Add into (a part of) a ref.",
     accepts_refs=True, effects_rule=_accum_effects, remat_rule=_state_op_remat,
     discharge=_discharge_addupdate, per_device=_addupdate_program)
 freeze_p = declare(
-    "freeze", typing=_freeze_type, impl=_freeze_impl,
+    "freeze", lowering=LE.after_discharge("freeze"),
+    typing=_freeze_type, impl=_freeze_impl,
     jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
     sharding=_freeze_sharding, doc="The final contents of a ref, as an array.",
     accepts_refs=True, discharge=_discharge_freeze, per_device=_freeze_program)

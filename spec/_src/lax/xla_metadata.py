@@ -49,6 +49,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.ad_util import linear_jvp, linear_transpose
 from spec._src.interpreters.batching import vectorized
 from spec._src.lax.calls import CallRules, call_effects, call_impl, call_sharding
+from spec._src.lowering import metadata as LM
 
 __all__ = ["attribute_text", "canonical_metadata", "frontend_attributes",
            "xla_metadata_call_p", "xla_metadata_value_p"]
@@ -110,7 +111,8 @@ def _call_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
 
 
 xla_metadata_call_p = declare(
-    "xla_metadata_call", typing=_call_type, impl=call_impl, multiple_results=True,
+    "xla_metadata_call", lowering=LM.call_rule,
+    typing=_call_type, impl=call_impl, multiple_results=True,
     jvp=_RULES.jvp, transpose=_RULES.transpose, batch=_RULES.batch, sharding=call_sharding,
     linearize=_RULES.linearize, partial_eval=_RULES.partial_eval, dce=dce_of_call("jaxpr"),
     transpose_accumulates=True,  # the call's body adds into gradient refs
@@ -138,7 +140,8 @@ def _value_transpose(ct: Any, x: Any, **params: Any) -> Any:
 
 
 xla_metadata_value_p = declare(
-    "xla_metadata_value", typing=_value_type, impl=_value_impl, jvp=linear_jvp(),
+    "xla_metadata_value", lowering=LM.value_rule,
+    typing=_value_type, impl=_value_impl, jvp=linear_jvp(),
     transpose=linear_transpose(_value_transpose), batch=vectorized(),
     sharding=_value_sharding, per_device=from_primitive(PD.aligned))
 

@@ -10,7 +10,18 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.interpreter import Jaxpr, Literal, Var
+from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
+from spec._src.lowering.effects import (
+    TOKEN,
+    check_lowerable,
+    discharged,
+    ordered_effects,
+    ref_arguments,
+)
+from spec._src.lowering.frontend_attributes import ambient, attach
+from spec._src.lowering.module import ModuleState
+from spec._src.lowering.sharding import arg_attr, explicit_sharding, tensor_sharding
 
 # A rule gets the context, the operands' SSA names (in equation order), the
 # operand and result types, and the equation's params; it returns the
@@ -35,8 +46,19 @@ def element_type(dtype: Any) -> str:
     raise NotImplementedError(f"no StableHLO element type for dtype {name}")
 
 
+def physical_aval(aval: ArrayType) -> ArrayType:
+    """What a value of ``aval`` is in StableHLO: an array of PRNG keys is its
+    uint32 key data (the key shape appended), as in JAX; others are as is."""
+    if is_key_dtype(aval.dtype):
+        key_shape: tuple[int, ...] = aval.dtype.impl.key_shape  # type: ignore[attr-defined]
+        return ArrayType((*aval.shape, *key_shape), U32)
+    return aval
+
+
 def tensor_type(aval: ArrayType) -> str:
-    """``tensor<2x3xf32>``; a scalar is ``tensor<f32>``."""
+    """``tensor<2x3xf32>``; a scalar is ``tensor<f32>``; keys are their
+    ``ui32`` data."""
+    aval = physical_aval(aval)
     dims = "".join(f"{d}x" for d in aval.shape)
     return f"tensor<{dims}{element_type(aval.dtype)}>"
 
@@ -65,6 +87,8 @@ class LoweringContext:
 
     lines: list[str] = field(default_factory=list)
     _count: int = 0
+    # Meshes, private functions, tokens: the module outside @main's body.
+    module: ModuleState = field(default_factory=ModuleState)
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -111,9 +135,27 @@ def _no_rule(name: str) -> NotImplementedError:
         f"for it")
 
 
+def handles_keys(rule: LoweringRule) -> LoweringRule:
+    """Mark a rule that lowers key-typed operands and results as their key
+    data (the key primitives' rules, calls emitted in place)."""
+    rule.handles_keys = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _check_keys(eqn: Any, rule: Any) -> None:
+    """Other rules see a key array's logical shape, not its data's: a key
+    operand or result there has no lowering."""
+    avals = [a.aval for a in eqn.invars] + [v.aval for v in eqn.outvars]
+    if not getattr(rule, "handles_keys", False) and any(is_key_dtype(a.dtype) for a in avals):
+        raise NotImplementedError(f"lowering {eqn.primitive.name} on PRNG key arrays is not "
+                                  "specified")
+
+
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
-    ``operands``; returns the SSA names of its outputs."""
+    ``operands``; returns the SSA names of its outputs. A body that makes
+    refs is discharged first."""
+    jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
         env[v] = ctx.constant(np.asarray(c), v.aval)
@@ -127,13 +169,17 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)
+        _check_keys(eqn, rule)
         ins = [read(a) for a in eqn.invars]
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
+        attach(ctx, outs, ambient(eqn))
+        outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
 
 
+@handles_keys
 def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call primitive's body emitted in place (JAX emits a private
@@ -145,13 +191,44 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. Raises NotImplementedError naming the first primitive
-    without a lowering rule."""
+    without a lowering rule, ValueError for an effect none lowers. A
+    program with refs is lowered discharged: a ref argument is its value,
+    and its final contents are results after the program's own. Each
+    ordered effect threads a ``!stablehlo.token`` from a first argument to
+    a first result."""
+    check_lowerable(closed_jaxpr)
+    ordered = ordered_effects(closed_jaxpr)
+    # A ref argument's buffer is donated to the result holding its final
+    # contents (JAX's ``tf.aliasing_output``).
+    n_results = len(ordered) + len(closed_jaxpr.outvars)
+    aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
+    closed_jaxpr = discharged(closed_jaxpr)
     ctx = LoweringContext()
-    args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
-    params_text = [f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, closed_jaxpr.invars)]
+    # One token per ordered effect comes in first and goes out first.
+    tokens = [f"%arg{i}" for i in range(len(ordered))]
+    ctx.module.tokens = dict(zip(ordered, tokens))
+    args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
+    params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens]
+    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
+                    for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     results = lower_body(ctx, closed_jaxpr, args)
-    out_types = [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    results = [ctx.module.tokens[e] for e in ordered] + results
+    out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval) for a in closed_jaxpr.outvars]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
-              f"({', '.join(out_types)}) {{")
+              f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
-    return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }", "}", ""])
+    return "\n".join([f"module @jit_{name} {{", *ctx.module.lines, header, *ctx.lines, ret,
+                      "  }", *ctx.module.functions, "}", ""])
+
+
+def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
+    """An explicitly sharded result pinned to its sharding with
+    ``sdy.sharding_constraint``, as JAX does after each op of a program
+    over an Explicit mesh; any other value as is."""
+    s = explicit_sharding(aval)
+    if s is None:
+        return value
+    sharding = tensor_sharding(ctx.module, s.mesh, s.spec, aval.ndim)
+    return ctx.line(f"sdy.sharding_constraint {value} {sharding} : {tensor_type(aval)}")

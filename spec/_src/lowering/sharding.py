@@ -1,0 +1,67 @@
+"""Shardy (``sdy``) text for a program's meshes and shardings, as JAX 0.12
+emits it: ``sdy.mesh @mesh = <["x"=2, "y"=2]> {...}`` declarations at module
+level, ``#sdy.sharding<@mesh, [{"x"}, {}]>`` on arguments and results of an
+explicitly sharded program, ``<@mesh, [...]>`` in ``sdy.sharding_constraint``
+and ``sdy.manual_computation``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from spec._src.core.sharding import AxisType
+from spec._src.core.types import ArrayType
+from spec._src.lowering.module import ModuleState
+
+
+def _dim_text(entry: Any) -> str:
+    if entry is None:
+        return "{}"
+    names = entry if isinstance(entry, tuple) else (entry,)
+    return "{" + ", ".join(f'"{n}"' for n in names) + "}"
+
+
+def dims_text(spec: Any, ndim: int, open_dims: Sequence[int] = ()) -> str:
+    """``[{"x"}, {}]``: each dimension's mesh axes (a dimension left open
+    for the partitioner is ``{?}``); unreduced axes as ``unreduced={...}``."""
+    given = list(spec.partitions)
+    parts = given + [None] * (ndim - len(given))
+    dims = [("{?}" if d in open_dims and parts[d] is None else _dim_text(parts[d]))
+            for d in range(ndim)]
+    text = "[" + ", ".join(dims) + "]"
+    # (Reduced axes are not written: JAX's text leaves them out.)
+    unreduced = sorted(getattr(spec, "unreduced", ()) or ())
+    if unreduced:
+        text += ", unreduced={" + ", ".join(f'"{n}"' for n in unreduced) + "}"
+    return text
+
+
+def tensor_sharding(module: ModuleState, mesh: Any, spec: Any, ndim: int,
+                    open_dims: Sequence[int] = ()) -> str:
+    """``<@mesh, [{"x"}, {}]>``."""
+    return f"<{module.symbol(mesh)}, {dims_text(spec, ndim, open_dims)}>"
+
+
+def explicit_sharding(aval: ArrayType) -> Any:
+    """The aval's NamedSharding when it is over a non-empty mesh with an
+    Explicit axis (JAX annotates such values), else None."""
+    s = aval.sharding
+    if s is None or s.mesh.empty:
+        return None
+    if not any(t == AxisType.Explicit for t in s.mesh.axis_types):
+        return None
+    return s
+
+
+def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None) -> str:
+    """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
+    argument or result, ``tf.aliasing_output = k : i32`` for an argument
+    donated to result k; empty otherwise."""
+    attrs = []
+    s = explicit_sharding(aval)
+    if s is not None:
+        attrs.append("sdy.sharding = #sdy.sharding"
+                     + tensor_sharding(module, s.mesh, s.spec, aval.ndim))
+    if alias is not None:
+        attrs.append(f"tf.aliasing_output = {alias} : i32")
+    return f" {{{', '.join(attrs)}}}" if attrs else ""

@@ -1,0 +1,107 @@
+"""The lowering of the PRNG primitives: keys are their uint32 key data, and
+the compiled module's bits are spec's and ``jax.jit``'s, bit for bit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import spec
+from jax._src.random import threefry2x32 as jax_threefry
+from spec._src.lax.prng import threefry2x32_p
+from tests.lowering.xla_run import bits, canonical, lowered, spec_and_compiled
+
+
+def _program(rnd: Any, vmap: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(seed: Any, data: Any) -> Any:
+        key = rnd.key(seed)
+        wrapped = rnd.wrap_key_data(data)
+        keys = rnd.split(wrapped, 3)
+        return (rnd.key_data(key), rnd.bits(key, (5,)), rnd.key_data(keys),
+                rnd.bits(rnd.fold_in(wrapped, 3), (2, 3), np.uint8),
+                vmap(lambda k: rnd.bits(k, (2,), np.uint16))(keys),
+                rnd.key_data(vmap(lambda k: rnd.fold_in(k, 9))(keys)),
+                rnd.key_data(rnd.clone(wrapped)), rnd.key_data(rnd.split(key)))
+    return fn
+
+
+_DATA = np.array([123, 4567], np.uint32)
+
+
+def test_key_primitives_bitwise() -> None:
+    seed = np.int32(-3)
+    ours, compiled, text = spec_and_compiled(_program(spec.random, spec.vmap), seed, _DATA)
+    theirs = jax.tree.leaves(jax.jit(_program(jax.random, jax.vmap))(seed, _DATA))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+    # A key argument or result is its data: tensor<2xui32>.
+    assert "tensor<2xui32>" in text and "key<" not in text
+
+
+def test_64_bit_bits_and_seed(x64: None) -> None:
+    seed = np.int64(-(2 ** 40) - 5)
+
+    def fn(rnd: Any) -> Callable[..., Any]:
+        return lambda s: (rnd.key_data(rnd.key(s)), rnd.bits(rnd.key(s), (4,), np.uint64))
+    ours, compiled, _ = spec_and_compiled(fn(spec.random), seed)
+    theirs = jax.tree.leaves(jax.jit(fn(jax.random))(seed))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+
+
+@pytest.mark.parametrize("shapes", [((), (), (3,), (3,)), ((3,), (3,), (), (3,))])
+def test_threefry2x32_text_is_jax_cpu_lowering(shapes: tuple[tuple[int, ...], ...]) -> None:
+    """A call of @threefry2x32, whose stablehlo.while runs the five groups
+    of rounds: JAX's CPU module, up to SSA names."""
+    args = [np.arange(int(np.prod(s)), dtype=np.uint32).reshape(s) * 7 + k
+            for k, s in enumerate(shapes)]
+    ours = lowered(threefry2x32_p.bind, *args)
+    theirs = jax.jit(jax_threefry.threefry2x32_p.bind).lower(*args).as_text()
+    assert canonical(ours) == canonical(theirs)
+
+
+def test_threefry2x32_broadcasts_rank0_operands() -> None:
+    k1, k2 = np.uint32(0x13198A2E), np.uint32(0x03707344)
+    x1 = np.arange(6, dtype=np.uint32).reshape(2, 3)
+    x2 = np.full((2, 3), 0xDEADBEEF, np.uint32)
+
+    ours, compiled, _ = spec_and_compiled(threefry2x32_p.bind, k1, k2, x1, x2)
+    theirs = jax.jit(jax_threefry.threefry2x32_p.bind)(k1, k2, x1, x2)
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
+
+
+def test_non_partitionable_threefry_is_not_lowered() -> None:
+    spec.config.update("jax_threefry_partitionable", False)
+    try:
+        with pytest.raises(NotImplementedError, match="random_bits"):
+            lowered(lambda s: spec.random.bits(spec.random.key(s), (3,)), np.int32(1))
+    finally:
+        spec.config.update("jax_threefry_partitionable", True)
+
+
+_WORDS = st.lists(st.integers(0, 2 ** 32 - 1), min_size=8, max_size=8)
+
+
+@settings(max_examples=15, deadline=None)
+@given(_WORDS)
+def test_threefry2x32_bitwise_on_drawn_words(words: list[int]) -> None:
+    w = np.array(words, np.uint32)
+    k1, k2, x1, x2 = w[0], w[1], w[2:5], w[5:8]
+    ours, compiled, _ = spec_and_compiled(threefry2x32_p.bind, k1, k2, x1, x2)
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+
+
+def test_structural_primitive_on_keys_is_not_lowered() -> None:
+    """Slicing a key array: the structural rules see logical shapes, not the
+    key data's, so spec refuses rather than emit a wrong module."""
+    def fn(data: Any) -> Any:
+        return spec.random.key_data(spec.random.split(spec.random.wrap_key_data(data), 3)[1])
+    with pytest.raises(NotImplementedError, match="on PRNG key arrays"):
+        lowered(fn, _DATA)

@@ -1,0 +1,59 @@
+"""Compile StableHLO module text with the installed jaxlib and run it on
+JAX's CPU devices (the test-side oracle for spec's lowering)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import xla_bridge
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib import xla_client
+from jax._src.lib.mlir import ir
+
+import spec
+from spec._src.lowering.emitter import lower_jaxpr
+
+
+def compile_and_run(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Run module text on the first CPU device."""
+    backend = xla_bridge.get_backend("cpu")
+    device = backend.devices()[0]
+    exe = backend.compile_and_load(text, xla_client.DeviceList((device,)),
+                                   xla_client.CompileOptions())
+    results = exe.execute_sharded([jax.device_put(np.asarray(a), device) for a in args])
+    return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+
+
+def lowered(fn: Callable[..., Any], *args: Any) -> str:
+    return lower_jaxpr(spec.make_jaxpr(fn)(*args), "f")
+
+
+def spec_and_compiled(fn: Callable[..., Any], *args: Any
+                      ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+    """spec's evaluation of ``fn`` under jit, and its lowering compiled and
+    run by XLA, as flat lists of arrays, and the module text."""
+    text = lowered(fn, *args)
+    ours = [np.asarray(o) for o in spec.tree_util.tree_leaves(spec.jit(fn)(*args))]
+    return ours, compile_and_run(text, [np.asarray(a) for a in args]), text
+
+
+_MODULE_ATTRS = re.compile(r"^module @\w+( attributes \{[^\n]*\})? \{", re.M)
+_RESULT_INFO = re.compile(r" \{jax\.result_info = \"[^\"]*\"\}")
+_RESULT_INFO_FIRST = re.compile(r"jax\.result_info = \"[^\"]*\", ")
+
+
+def canonical(text: str) -> str:
+    """The module as jaxlib's MLIR printer prints it (SSA names, constants,
+    locations canonical), without JAX's module and result attributes."""
+    text = _RESULT_INFO_FIRST.sub("", _RESULT_INFO.sub("", text))
+    text = _MODULE_ATTRS.sub("module @jit_f {", text)
+    with jax_mlir.make_ir_context():
+        return str(ir.Module.parse(text))
+
+
+def bits(a: np.ndarray) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
