@@ -16,6 +16,9 @@ from spec._src.core.types import ArrayType
 # operand and result types, and the equation's params; it returns the
 # results' SSA names.
 LoweringRule = Callable[..., list[str]]
+# A region's or function's body: given the context and its block arguments'
+# names, it emits its ops and returns the names it returns.
+RegionBody = Callable[["LoweringContext", list[str]], list[str]]
 
 _ELEMENT_TYPES: dict[str, str] = {
     "bool": "i1", "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -65,6 +68,11 @@ class LoweringContext:
 
     lines: list[str] = field(default_factory=list)
     _count: int = 0
+    # The indentation of the lines being written: deeper inside a region.
+    indent: str = "    "
+    # Private functions of the module (``func.func private``), in order.
+    functions: list[str] = field(default_factory=list)
+    _function_names: dict[str, int] = field(default_factory=dict)
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -74,7 +82,7 @@ class LoweringContext:
     def line(self, text: str) -> str:
         """Emit ``%N = text``; returns ``%N``."""
         name = self.fresh()
-        self.lines.append(f"    {name} = {text}")
+        self.lines.append(f"{self.indent}{name} = {text}")
         return name
 
     def op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -94,6 +102,93 @@ class LoweringContext:
                   dims: Sequence[int]) -> str:
         return self.line(f"stablehlo.broadcast_in_dim {operand}, dims = {_ints(dims)} : "
                          f"({tensor_type(aval)}) -> {tensor_type(out_aval)}")
+
+    # ---------------------------------------------- regions and functions
+
+    def results(self, text: str, count: int) -> list[str]:
+        """Emit an op with ``count`` results: ``%N:2 = text``; returns the
+        results' names (``%N#0``, ``%N#1``; one result is ``%N``)."""
+        if count == 0:
+            self.lines.append(f"{self.indent}{text}")
+            return []
+        name = self.fresh()
+        arity = f":{count}" if count > 1 else ""
+        self.lines.append(f"{self.indent}{name}{arity} = {text}")
+        return [name] if count == 1 else [f"{name}#{i}" for i in range(count)]
+
+    def terminator(self, opname: str, operands: Sequence[str],
+                   avals: Sequence[ArrayType]) -> None:
+        """A block's last op (``stablehlo.return``, ``return``)."""
+        if not operands:
+            self.lines.append(f"{self.indent}{opname}")
+            return
+        types = ", ".join(tensor_type(a) for a in avals)
+        self.lines.append(f"{self.indent}{opname} {', '.join(operands)} : {types}")
+
+    def region(self, arg_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+               body: RegionBody) -> str:
+        """The text of a one-block region, ``{ ^bb0(%a: T, ...): ...
+        stablehlo.return ... }``, to pass to ``generic_op``. ``body(ctx,
+        args)`` emits the block's ops through this same context (so SSA
+        names stay unique in the function, and the block may use values
+        defined before the op, as while and case bodies do) and returns the
+        names the block returns, of types ``out_avals``."""
+        args = [self.fresh() for _ in arg_avals]
+        saved_lines, saved_indent = self.lines, self.indent
+        self.lines, self.indent = [], saved_indent + "  "
+        try:
+            self.terminator("stablehlo.return", body(self, args), out_avals)
+            block = self.lines
+        finally:
+            self.lines, self.indent = saved_lines, saved_indent
+        head = ""
+        if args:
+            typed = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, arg_avals))
+            head = f"{saved_indent}^bb0({typed}):\n"
+        return "{\n" + head + "\n".join(block) + f"\n{saved_indent}}}"
+
+    def generic_op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                   out_avals: Sequence[ArrayType], properties: str = "",
+                   regions: Sequence[str] = ()) -> list[str]:
+        """An op in MLIR's generic form, ``"opname"(operands) <{properties}>
+        (regions) : (T...) -> (T...)``; returns its results' names."""
+        props = f" <{{{properties}}}>" if properties else ""
+        regs = f" ({', '.join(regions)})" if regions else ""
+        ins = ", ".join(tensor_type(a) for a in in_avals)
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        text = f'"{opname}"({", ".join(operands)}){props}{regs} : ({ins}) -> ({outs})'
+        return self.results(text, len(out_avals))
+
+    def function(self, name: str, in_avals: Sequence[ArrayType],
+                 out_avals: Sequence[ArrayType], body: RegionBody) -> str:
+        """Emit ``func.func private @name`` (``body(ctx, args)`` writes its
+        ops and returns its results) after the module's other functions;
+        returns its symbol, ``name`` made unique in the module as MLIR's
+        symbol table does (``name_0``, ``name_1``, ...)."""
+        uses = self._function_names.get(name, 0)
+        self._function_names[name] = uses + 1
+        symbol = name if uses == 0 else f"{name}_{uses - 1}"
+        args = [f"%arg{i}" for i in range(len(in_avals))]
+        saved_lines, saved_indent = self.lines, self.indent
+        self.lines, self.indent = [], "    "
+        try:
+            self.terminator("return", body(self, args), out_avals)
+            block = self.lines
+        finally:
+            self.lines, self.indent = saved_lines, saved_indent
+        params = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, in_avals))
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        self.functions.append("\n".join(
+            [f"  func.func private @{symbol}({params}) -> ({outs}) {{", *block, "  }"]))
+        return symbol
+
+    def call(self, symbol: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType]) -> list[str]:
+        """``func.call @symbol(operands)``; returns its results' names."""
+        ins = ", ".join(tensor_type(a) for a in in_avals)
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        return self.results(f"func.call @{symbol}({', '.join(operands)}) : ({ins}) -> ({outs})",
+                            len(out_avals))
 
 
 def _ints(values: Sequence[int]) -> str:
@@ -154,4 +249,5 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_types)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
-    return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }", "}", ""])
+    return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }",
+                      *ctx.functions, "}", ""])

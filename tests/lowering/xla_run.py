@@ -1,0 +1,56 @@
+"""Test helpers: compile StableHLO module text with the installed jaxlib's
+CPU client and run it; canonicalise module text for comparison with JAX's."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax._src import xla_bridge
+from jax._src.interpreters import mlir as jax_mlir
+from jax._src.lib import xla_client
+from jax._src.lib.mlir import ir
+
+import spec
+from spec._src.lowering.emitter import lower_jaxpr
+
+
+def compile_and_run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+    backend = xla_bridge.get_backend("cpu")
+    device = backend.devices()[0]
+    exe = backend.compile_and_load(text, xla_client.DeviceList((device,)),
+                                   xla_client.CompileOptions())
+    results = exe.execute_sharded([jax.device_put(a, device) for a in args])
+    return [np.asarray(r[0]) for r in results.disassemble_into_single_device_arrays()]
+
+
+def spec_and_compiled(fn: Callable[..., Any], args: list[np.ndarray]
+                      ) -> tuple[list[np.ndarray], list[np.ndarray], str]:
+    """spec's evaluation of ``fn``, the compiled result of spec's lowering
+    of it, and the lowered text."""
+    jaxpr = spec.make_jaxpr(fn)(*args)
+    text = lower_jaxpr(jaxpr, "f")
+    ours = [np.asarray(o) for o in spec.tree_util.tree_leaves(spec.jit(fn)(*args))]
+    return ours, compile_and_run(text, args), text
+
+
+def assert_bitwise(ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.dtype == b.dtype and a.shape == b.shape, (k, a.dtype, b.dtype, a.shape, b.shape)
+        assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), (k, a, b)
+
+
+_MODULE_ATTRS = re.compile(r"^module @\w+( attributes \{[^\n]*\})? \{", re.M)
+_RESULT_INFO = re.compile(r" \{jax\.result_info = \"[^\"]*\"\}")
+
+
+def canonical(text: str) -> str:
+    """The module as jaxlib's MLIR printer prints it, without JAX's module
+    and result attributes (so SSA names and op spellings are canonical)."""
+    text = _MODULE_ATTRS.sub("module @jit_f {", _RESULT_INFO.sub("", text))
+    with jax_mlir.make_ir_context():
+        return str(ir.Module.parse(text))
