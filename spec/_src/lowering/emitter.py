@@ -73,6 +73,7 @@ class LoweringContext:
     # Private functions of the module (``func.func private``), in order.
     functions: list[str] = field(default_factory=list)
     _function_names: dict[str, int] = field(default_factory=dict)
+    _function_cache: dict[Any, str] = field(default_factory=dict)
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -160,11 +161,17 @@ class LoweringContext:
         return self.results(text, len(out_avals))
 
     def function(self, name: str, in_avals: Sequence[ArrayType],
-                 out_avals: Sequence[ArrayType], body: RegionBody) -> str:
+                 out_avals: Sequence[ArrayType], body: RegionBody,
+                 key: Any = None) -> str:
         """Emit ``func.func private @name`` (``body(ctx, args)`` writes its
         ops and returns its results) after the module's other functions;
         returns its symbol, ``name`` made unique in the module as MLIR's
-        symbol table does (``name_0``, ``name_1``, ...)."""
+        symbol table does (``name_0``, ``name_1``, ...). A function emitted
+        before under the same hashable ``key`` is reused, as JAX reuses the
+        lowering of one callee traced at the same types."""
+        cache_key = (name, tuple(in_avals), key)
+        if key is not None and cache_key in self._function_cache:
+            return self._function_cache[cache_key]
         uses = self._function_names.get(name, 0)
         self._function_names[name] = uses + 1
         symbol = name if uses == 0 else f"{name}_{uses - 1}"
@@ -180,6 +187,8 @@ class LoweringContext:
         outs = ", ".join(tensor_type(a) for a in out_avals)
         self.functions.append("\n".join(
             [f"  func.func private @{symbol}({params}) -> ({outs}) {{", *block, "  }"]))
+        if key is not None:
+            self._function_cache[cache_key] = symbol
         return symbol
 
     def call(self, symbol: str, operands: Sequence[str], in_avals: Sequence[ArrayType],

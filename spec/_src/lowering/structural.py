@@ -233,7 +233,7 @@ def _argminmax(name: str, direction: str, init: Any) -> LoweringRule:
                 [aval, iota_aval, _scalar(aval), _scalar(out)], [value_out, out],
                 properties=f"dimensions = array<i64: {axis}>", regions=[reducer])
             return [results[1]]
-        symbol = ctx.function(name, [aval], [out], body)
+        symbol = ctx.function(name, [aval], [out], body, key=(axis, out.dtype))
         return ctx.call(symbol, operands, in_avals, out_avals)
     return rule
 
@@ -309,7 +309,7 @@ def _cumulative(name: str, body: Any, init: Any, broadcast_init: bool) -> Loweri
             region = ctx.region([s, s], [s], lambda c, a: body(c, a, s))
             return ctx.generic_op("stablehlo.reduce_window", [args[0], start], [aval, s],
                                   [aval], properties=props, regions=[region])
-        symbol = ctx.function(name, [aval], [aval], fn)
+        symbol = ctx.function(name, [aval], [aval], fn, key=(axis, reverse))
         return ctx.call(symbol, operands, in_avals, out_avals)
     return rule
 
