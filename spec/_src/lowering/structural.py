@@ -522,3 +522,46 @@ def scatter(name: str) -> LoweringRule:
                               properties=props, regions=[region])
     return rule
 
+
+
+# ============================================================ convolution
+
+def precision_config(precision: Any) -> str:
+    """``precision_config = [#stablehlo<precision DEFAULT>, ...]`` for lax's
+    ``precision`` (None, one Precision for both operands, or a pair)."""
+    pair = precision if isinstance(precision, (tuple, list)) else (precision, precision)
+    names = [("DEFAULT" if p is None else str(getattr(p, "name", p)).upper()) for p in pair]
+    return "precision_config = [" + ", ".join(
+        f"#stablehlo<precision {n}>" for n in names) + "]"
+
+
+def _conv_layout(spec_dims: Sequence[int], first: str, second: str) -> str:
+    """The dimension labels of one operand: ``spec_dims`` gives the position
+    of (first, second, spatial 0, spatial 1, ...)."""
+    labels = [""] * len(spec_dims)
+    for k, pos in enumerate(spec_dims):
+        labels[pos] = first if k == 0 else second if k == 1 else str(k - 2)
+    return "[" + ", ".join(labels) + "]"
+
+
+def conv_general_dilated(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                         out_avals: Avals, *, window_strides: Sequence[int],
+                         padding: Sequence[tuple[int, int]], lhs_dilation: Sequence[int],
+                         rhs_dilation: Sequence[int], dimension_numbers: Any,
+                         feature_group_count: int, batch_group_count: int, precision: Any,
+                         preferred_element_type: Any, **params: Any) -> list[str]:
+    """``stablehlo.convolution`` with lax's dimension numbers, window and
+    group counts, the result in the result's dtype."""
+    dn = dimension_numbers
+    dims = (f"{_conv_layout(dn.lhs_spec, 'b', 'f')}x{_conv_layout(dn.rhs_spec, 'o', 'i')}->"
+            f"{_conv_layout(dn.out_spec, 'b', 'f')}")
+    pads = ", ".join(f"[{int(lo)}, {int(hi)}]" for lo, hi in padding)
+    reverse = ", ".join("false" for _ in window_strides)
+    window = (f"stride = {ints(window_strides)}, pad = [{pads}], lhs_dilate = "
+              f"{ints(lhs_dilation)}, rhs_dilate = {ints(rhs_dilation)}, reverse = [{reverse}]")
+    attrs = (f"batch_group_count = {int(batch_group_count)} : i64, feature_group_count = "
+             f"{int(feature_group_count)} : i64, {precision_config(precision)}")
+    ins = ", ".join(tensor_type(a) for a in in_avals)
+    return [ctx.line(f"stablehlo.convolution({operands[0]}, {operands[1]}) dim_numbers = "
+                     f"{dims}, window = {{{window}}} {{{attrs}}} : ({ins}) -> "
+                     f"{tensor_type(out_avals[0])}")]
