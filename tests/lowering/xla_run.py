@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from jax._src import xla_bridge
 from jax._src.interpreters import mlir as jax_mlir
-from jax._src.lib import xla_client
+from jax._src.lib import lapack, xla_client
 from jax._src.lib.mlir import ir
 
 import spec
@@ -19,6 +19,11 @@ from spec._src.lowering.emitter import lower_jaxpr
 
 
 def compile_and_run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
+    if "@lapack_" in text:
+        # jaxlib binds its LAPACK FFI kernels to LAPACK's routines only when
+        # JAX first lowers a linear-algebra op; a module from elsewhere must
+        # do it first, or the call jumps through an unset pointer.
+        lapack.prepare_lapack_call("potrf_ffi", np.float32)
     backend = xla_bridge.get_backend("cpu")
     device = backend.devices()[0]
     exe = backend.compile_and_load(text, xla_client.DeviceList((device,)),
