@@ -1026,7 +1026,7 @@ def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[A
     return call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
 
 
-eval_jaxpr_p = declare("eval_jaxpr", lowering=CL.inline,
+eval_jaxpr_p = declare("eval_jaxpr", lowering=CL.eval_jaxpr,
                        typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
                        multiple_results=True, jvp=_eval_jaxpr_jvp,
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,

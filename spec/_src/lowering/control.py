@@ -37,8 +37,13 @@ def cond(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_ava
     ``case`` runs the last branch for an out-of-range index, and cond's
     index is already clamped."""
     ops = list(operands[1:])
-    regions = [ctx.region([], out_avals, lambda c, _, b=b: lower_body(c, b, ops))
-               for b in branches]
+
+    def branch(k: int, jaxpr: Jaxpr) -> Any:
+        def body(ctx: LoweringContext, args: list[str]) -> list[str]:
+            with ctx.scope(f"cond/branch_{k}_fun"):
+                return lower_body(ctx, jaxpr, ops)
+        return body
+    regions = [ctx.region([], out_avals, branch(k, b)) for k, b in enumerate(branches)]
     return ctx.generic_op("stablehlo.case", operands[:1], in_avals[:1], out_avals,
                           regions=regions)
 
@@ -76,14 +81,17 @@ def while_loop(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
     batched = bool(pred_aval.shape)
 
     def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
-        (pred,) = lower_body(ctx, cond_jaxpr, [*args[:nc], *args[nc + nb:]])
-        return [_any(ctx, pred, pred_aval) if batched else pred]
+        with ctx.scope("while/cond"):
+            (pred,) = lower_body(ctx, cond_jaxpr, [*args[:nc], *args[nc + nb:]])
+            return [_any(ctx, pred, pred_aval) if batched else pred]
 
     def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
         x, y, z = args[:nc], args[nc:nc + nb], args[nc + nb:]
-        new = lower_body(ctx, body_jaxpr, [*y, *z])
+        with ctx.scope("while/body"):
+            new = lower_body(ctx, body_jaxpr, [*y, *z])
         if batched:
-            (pred,) = lower_body(ctx, cond_jaxpr, [*x, *z])
+            with ctx.scope("while/body_pred"):
+                (pred,) = lower_body(ctx, cond_jaxpr, [*x, *z])
             new = [_keep_done(ctx, pred, pred_aval, n, o, a)
                    for n, o, a in zip(new, z, body_jaxpr.out_avals)]
         return [*x, *y, *new]
@@ -136,8 +144,13 @@ def _set_row(ctx: LoweringContext, ys: str, aval: ArrayType, y: str, i: str) -> 
 
 
 def _zeros(ctx: LoweringContext, aval: ArrayType) -> str:
+    """A zero-filled stacked output (``empty2`` broadcast, as JAX's scan
+    allocates it)."""
     scalar = ArrayType((), aval.dtype)
-    return ctx.broadcast(ctx.constant(np.zeros((), aval.dtype), scalar), scalar, aval, ())
+    with ctx.named("empty2"):
+        zero = ctx.constant(np.zeros((), aval.dtype), scalar)
+    with ctx.named("broadcast_in_dim"):
+        return ctx.broadcast(zero, scalar, aval, ())
 
 
 def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
@@ -150,12 +163,24 @@ def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_ava
     is emitted once whatever ``unroll`` says: the results are the same."""
     nc, nk = num_consts, num_carry
     consts, carry, xs = (operands[:nc], operands[nc:nc + nk], operands[nc + nk:])
-    const_avals, carry_avals = in_avals[:nc], in_avals[nc:nc + nk]
-    x_avals, y_avals = in_avals[nc + nk:], out_avals[nk:]
+    y_avals = out_avals[nk:]
     if length == 0:
         return [*carry, *(_zeros(ctx, a) for a in y_avals)]
     ys = [_zeros(ctx, a) for a in y_avals]
-    counter = _scalar_const(ctx, 0, _I32)
+    with ctx.named("while"):
+        return _scan_loop(ctx, consts, carry, xs, ys, in_avals, out_avals, nc, nk, jaxpr,
+                          length, reverse)
+
+
+def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str],
+               xs: Sequence[str], ys: Sequence[str], in_avals: Avals, out_avals: Avals,
+               nc: int, nk: int, jaxpr: Jaxpr, length: int, reverse: bool) -> list[str]:
+    """The ``stablehlo.while`` of ``scan``, its ops named as JAX names the
+    functions its scan implementation lowers."""
+    const_avals, carry_avals = in_avals[:nc], in_avals[nc:nc + nk]
+    x_avals, y_avals = in_avals[nc + nk:], out_avals[nk:]
+    with ctx.named("scan"):  # JAX locates the counter's start at the scan itself
+        counter = _scalar_const(ctx, 0, _I32)
     scalar = ArrayType((), _I32)
     nx = len(xs)
     state = [*x_avals, *const_avals, scalar, *carry_avals, *y_avals]
@@ -163,23 +188,28 @@ def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_ava
 
     def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
         bound = _scalar_const(ctx, length, _I32)
-        return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
-                         f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
+        with ctx.named("while/cond/lt"):
+            return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
+                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
 
     def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
         x_in, c_in = args[:nx], args[nx:fixed]
         i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
         i = i_
         if reverse:
-            top = _scalar_const(ctx, length, _I32)
-            i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
-            i = ctx.op("stablehlo.subtract", [i, _scalar_const(ctx, 1, _I32)],
-                       [scalar, scalar], scalar)
-        rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
-        outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows])
-        new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, y_avals, outs[nk:])]
-        step = ctx.op("stablehlo.add", [i_, _scalar_const(ctx, 1, _I32)], [scalar, scalar],
-                      scalar)
+            top, one = _scalar_const(ctx, length, _I32), _scalar_const(ctx, 1, _I32)
+            with ctx.named("while/body/sub"):
+                i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
+                i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
+        with ctx.named("while/body/jit(dynamic_index_in_dim)"):
+            rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
+        with ctx.scope("while/body/eval_jaxpr"):
+            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows])
+        with ctx.named("while/body/jit(dynamic_update_index_in_dim)"):
+            new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, y_avals, outs[nk:])]
+        one = _scalar_const(ctx, 1, _I32)
+        with ctx.named("while/body/add"):
+            step = ctx.op("stablehlo.add", [i_, one], [scalar, scalar], scalar)
         return [*x_in, *c_in, step, *outs[:nk], *new_ys]
 
     regions = [ctx.region(state, [ArrayType((), _BOOL)], cond_body),
@@ -195,8 +225,16 @@ def inline(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_a
            *, call_jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call whose body is emitted in place: custom_jvp_call and
     custom_vjp_call lower their primal body (the derivative rules are
-    gone by lowering), eval_jaxpr its jaxpr."""
-    return lower_body(ctx, call_jaxpr, operands)
+    gone by lowering), its ops named in the call's scope."""
+    with ctx.scope(""):
+        return lower_body(ctx, call_jaxpr, operands)
+
+
+def eval_jaxpr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+               out_avals: Avals, *, call_jaxpr: Jaxpr) -> list[str]:
+    """The jaxpr in place, its ops named under ``eval_jaxpr``."""
+    with ctx.scope("eval_jaxpr"):
+        return lower_body(ctx, call_jaxpr, operands)
 
 
 def remat(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
@@ -214,7 +252,8 @@ def remat(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_av
                                 avals, avals)
         for k, b in zip(kept, barred):
             args[k] = b
-    return lower_body(ctx, jaxpr, args)
+    with ctx.scope("checkpoint"):
+        return lower_body(ctx, jaxpr, args)
 
 
 def scalar_zero(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,

@@ -3,13 +3,14 @@ walk over a jaxpr that runs each equation's lowering rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Jaxpr, Literal, Var
+from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
 from spec._src.core.types import ArrayType
 
 # A rule gets the context, the operands' SSA names (in equation order), the
@@ -74,6 +75,16 @@ class LoweringContext:
     functions: list[str] = field(default_factory=list)
     _function_names: dict[str, int] = field(default_factory=dict)
     _function_cache: dict[Any, str] = field(default_factory=dict)
+    # Debug locations: with ``debug_info`` every op ends with ``location``,
+    # ``loc("jit(f)/while/body/add"(...))`` for the equation lowered now.
+    debug_info: bool = False
+    # The scope the equations being lowered sit in (``jit(f)/while/body``).
+    name_stack: str = ""
+    location: str = ""
+    # The running equation's name stack (its scope and its own name stack)
+    # and source, which nested scopes and ``named`` extend.
+    _eqn_stack: str = ""
+    _source: Any = None
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -83,7 +94,7 @@ class LoweringContext:
     def line(self, text: str) -> str:
         """Emit ``%N = text``; returns ``%N``."""
         name = self.fresh()
-        self.lines.append(f"{self.indent}{name} = {text}")
+        self.lines.append(f"{self.indent}{name} = {text}{self._loc()}")
         return name
 
     def op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -110,21 +121,21 @@ class LoweringContext:
         """Emit an op with ``count`` results: ``%N:2 = text``; returns the
         results' names (``%N#0``, ``%N#1``; one result is ``%N``)."""
         if count == 0:
-            self.lines.append(f"{self.indent}{text}")
+            self.lines.append(f"{self.indent}{text}{self._loc()}")
             return []
         name = self.fresh()
         arity = f":{count}" if count > 1 else ""
-        self.lines.append(f"{self.indent}{name}{arity} = {text}")
+        self.lines.append(f"{self.indent}{name}{arity} = {text}{self._loc()}")
         return [name] if count == 1 else [f"{name}#{i}" for i in range(count)]
 
     def terminator(self, opname: str, operands: Sequence[str],
                    avals: Sequence[ArrayType]) -> None:
         """A block's last op (``stablehlo.return``, ``return``)."""
         if not operands:
-            self.lines.append(f"{self.indent}{opname}")
+            self.lines.append(f"{self.indent}{opname}{self._loc()}")
             return
         types = ", ".join(tensor_type(a) for a in avals)
-        self.lines.append(f"{self.indent}{opname} {', '.join(operands)} : {types}")
+        self.lines.append(f"{self.indent}{opname} {', '.join(operands)} : {types}{self._loc()}")
 
     def region(self, arg_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
                body: RegionBody) -> str:
@@ -199,6 +210,40 @@ class LoweringContext:
         return self.results(f"func.call @{symbol}({', '.join(operands)}) : ({ins}) -> ({outs})",
                             len(out_avals))
 
+    # ------------------------------------------------------ debug locations
+
+    def _loc(self) -> str:
+        return f" {self.location}" if self.debug_info and self.location else ""
+
+    @contextlib.contextmanager
+    def scope(self, path: str) -> Iterator[None]:
+        """Lower a nested body in the block: its equations' op names extend
+        the running equation's name stack with ``path`` (``while/body``,
+        ``cond/branch_0_fun``), as JAX's name stack does."""
+        saved = (self.name_stack, self.location, self._eqn_stack, self._source)
+        self.name_stack = join_names(self._eqn_stack, path)
+        try:
+            yield
+        finally:
+            self.name_stack, self.location, self._eqn_stack, self._source = saved
+
+    @contextlib.contextmanager
+    def named(self, path: str) -> Iterator[None]:
+        """Ops emitted in the block carry the op name ``path`` under the
+        running equation's name stack (a rule that emits ops JAX names
+        after the functions it lowers, as scan's ``while``)."""
+        saved = self.location
+        self.location = location(join_names(self._eqn_stack, path), self._source)
+        try:
+            yield
+        finally:
+            self.location = saved
+
+    def enter(self, eqn_stack: str, primitive: str, source: Any) -> None:
+        """Set the running equation: its ops are at ``eqn_stack/primitive``."""
+        self._eqn_stack, self._source = eqn_stack, source
+        self.location = location(join_names(eqn_stack, primitive), source)
+
 
 def _ints(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(int(v)) for v in values) + "]"
@@ -209,10 +254,56 @@ def ints(values: Sequence[int]) -> str:
     return _ints(values)
 
 
+def join_names(*parts: str) -> str:
+    """Name-stack parts joined with ``/``, empty ones left out."""
+    return "/".join(p for p in parts if p)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _file_location(source: Any) -> str:
+    """``"qualname"("file":line:col to :end)`` for an equation's user frame
+    (0-based columns, as JAX prints them), or empty without one."""
+    code = getattr(source, "code", None)
+    if code is None:
+        return ""
+    positions = list(code.co_positions())
+    index = source.lasti // 2
+    line, end_line, col, end_col = (positions[index] if 0 <= index < len(positions)
+                                    else (None, None, None, None))
+    if line is None:
+        return f"{_quoted(code.co_qualname)}({_quoted(code.co_filename)}:{code.co_firstlineno}:0)"
+    where = f"{_quoted(code.co_filename)}:{line}:{col or 0}"
+    if end_col is not None:
+        where += f" to {'' if end_line == line else end_line}:{end_col}"
+    return f"{_quoted(code.co_qualname)}({where})"
+
+
+def location(op_name: str, source: Any = None) -> str:
+    """``loc("op_name"(file location))``: MLIR's name location, whose name
+    XLA keeps as the op's ``op_name`` metadata."""
+    inner = _file_location(source)
+    return f"loc({_quoted(op_name)}({inner}))" if inner else f"loc({_quoted(op_name)})"
+
+
 def _no_rule(name: str) -> NotImplementedError:
     return NotImplementedError(
         f"MLIR translation rule for primitive '{name}' not found: spec declares no lowering "
         f"for it")
+
+
+def _live(jaxpr: Jaxpr) -> list[Eqn]:
+    """The equations whose results are used (or that have effects): JAX
+    drops the rest before lowering (a gradient's unused primal value)."""
+    used = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    live: list[Eqn] = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(v in used for v in eqn.outvars):
+            live.append(eqn)
+            used.update(a for a in eqn.invars if isinstance(a, Var))
+    return live[::-1]
 
 
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
@@ -227,13 +318,19 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
             return ctx.constant(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval)
         return env[atom]
 
-    for eqn in jaxpr.eqns:
+    # Literals and results are located where the enclosing equation is.
+    outer = (ctx.location, ctx._eqn_stack, ctx._source)
+    for eqn in _live(jaxpr):
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)
         ins = [read(a) for a in eqn.invars]
+        info = eqn.source_info
+        ctx.enter(join_names(ctx.name_stack, str(getattr(info, "name_stack", ""))),
+                  eqn.primitive.name, info)
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
+        ctx.location, ctx._eqn_stack, ctx._source = outer
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
 
@@ -241,16 +338,23 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
 def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call primitive's body emitted in place (JAX emits a private
-    function and a ``func.call``; the computation is the same)."""
-    return lower_body(ctx, jaxpr, operands)
+    function and a ``func.call``; the computation is the same); its ops are
+    named under ``jit(name)``, as JAX names them."""
+    name = params.get("name")
+    with ctx.scope(f"jit({name})" if name else ""):
+        return lower_body(ctx, jaxpr, operands)
 
 
-def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
+def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
-    become constants. Raises NotImplementedError naming the first primitive
-    without a lowering rule."""
-    ctx = LoweringContext()
+    become constants. With ``debug_info`` each op carries its location,
+    named by the name stack (``jit(f)/while/body/add``), as
+    ``as_text(debug_info=True)`` prints. Raises NotImplementedError naming
+    the first primitive without a lowering rule."""
+    top = f"jit({name})"
+    ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
+                          _eqn_stack=top)
     args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
     params_text = [f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, closed_jaxpr.invars)]
     results = lower_body(ctx, closed_jaxpr, args)
@@ -258,5 +362,6 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_types)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
+    ret += ctx._loc()
     return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }",
                       *ctx.functions, "}", ""])
