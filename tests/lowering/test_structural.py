@@ -46,6 +46,12 @@ def _gathers(lax: Any, x: Any, idx: Any, upd: Any) -> tuple[Any, ...]:
                                     start_index_map=(1,), operand_batching_dims=(0,),
                                     start_indices_batching_dims=(0,))
     outs.append(lax.gather(x, idx[:3] % 3, gb, (1, 2), mode=modes[0]))
+    # Scatter with a batching dimension: row b of the operand takes update b.
+    sb = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(1,),
+                                     scatter_dims_to_operand_dims=(1,),
+                                     operand_batching_dims=(0,),
+                                     scatter_indices_batching_dims=(0,))
+    outs += [lax.scatter_add(x, idx[:3], upd[:3, 0], sb, mode=m) for m in modes]
     return tuple(outs)
 
 
@@ -64,7 +70,8 @@ def _program(lax: Any, numpy: Any) -> Callable[..., Any]:
                       lax.cummax(x, axis=0), lax.cummin(i, axis=1, reverse=True))
         sorts = (*lax.sort((x, i), dimension=1, num_keys=1),
                  *lax.sort((i, x), dimension=0, num_keys=2),
-                 *lax.top_k(i, 2), *lax.top_k(x[:, :3] * 0 + i[:, :3], 1))
+                 *lax.top_k(i, 2), *lax.top_k(x[:, :3] * 0 + i[:, :3], 1),
+                 *lax.sort((lax.complex(x, x[::-1]), i), dimension=1, num_keys=1))
         return pieces, reductions, sorts, _gathers(lax, x, idx, upd)
     return fn
 
