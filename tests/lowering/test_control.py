@@ -123,9 +123,12 @@ def _all_eqns(jaxpr: Any) -> list[Any]:
 
 def _text_program(lax: Any) -> Callable[..., Any]:
     def fn(x: Any, n: Any) -> Any:
+        w = x[0]  # closed over: the loops carry it as a constant
         return (lax.switch(n[0], [lambda v: v + 1.0, lambda v: v * 2.0], x),
-                lax.while_loop(lambda c: c[0] < 5, lambda c: (c[0] + 1, c[1] * 2.0), (0, x)),
-                lax.scan(lambda c, a: (c + a, c * a), x[0], x))
+                lax.while_loop(lambda c: c[0] < n[0], lambda c: (c[0] + 1, c[1] * w), (0, x)),
+                lax.scan(lambda c, a: (c + a, c * a), x[0], x),
+                lax.scan(lambda c, a: (c * w + a, c - a), w, x, reverse=True),
+                lax.fori_loop(0, 3, lambda i, v: v + i * w, x))
     return fn
 
 

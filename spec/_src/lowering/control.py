@@ -197,9 +197,11 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
         i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
         i = i_
         if reverse:
-            top, one = _scalar_const(ctx, length, _I32), _scalar_const(ctx, 1, _I32)
+            top = _scalar_const(ctx, length, _I32)
             with ctx.named("while/body/sub"):
                 i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
+            one = _scalar_const(ctx, 1, _I32)
+            with ctx.named("while/body/sub"):
                 i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
         with ctx.named("while/body/jit(dynamic_index_in_dim)"):
             rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
