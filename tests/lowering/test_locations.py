@@ -85,3 +85,17 @@ def test_op_names_and_lines_match_jax() -> None:
 def test_without_debug_info_no_locations() -> None:
     text = lower_jaxpr(spec.make_jaxpr(_program(spec, slax, snp))(X), "f")
     assert "loc(" not in text
+
+
+def test_arguments_are_located_at_their_names() -> None:
+    """``x['a']``, ``y[0]``: the leaf names JAX gives the arguments."""
+    v = np.ones(2, np.float32)
+
+    def f(lib: Any) -> Callable[..., Any]:
+        return lambda x, y: x["a"] * y[0] + y[1]
+    theirs = jax.jit(f(jax)).lower({"a": v}, (v, v)).as_text(debug_info=True)
+    jaxpr = spec.make_jaxpr(f(spec))({"a": v}, (v, v))
+    ours = lower_jaxpr(jaxpr, "f", debug_info=True, arg_names=["x['a']", "y[0]", "y[1]"])
+    header = [line for line in ours.splitlines() if "func.func public" in line][0]
+    for name in ("x['a']", "y[0]", "y[1]"):
+        assert f'loc("{name}")' in header and f'loc("{name}")' in theirs

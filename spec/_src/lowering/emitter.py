@@ -345,11 +345,13 @@ def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
         return lower_body(ctx, jaxpr, operands)
 
 
-def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False) -> str:
+def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
+                arg_names: Sequence[str] | None = None) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. With ``debug_info`` each op carries its location,
-    named by the name stack (``jit(f)/while/body/add``), as
+    named by the name stack (``jit(f)/while/body/add``), and each argument
+    its name from ``arg_names`` (``x``, ``y[0]``), as
     ``as_text(debug_info=True)`` prints. Raises NotImplementedError naming
     the first primitive without a lowering rule."""
     top = f"jit({name})"
@@ -357,6 +359,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False) 
                           _eqn_stack=top)
     args = [f"%arg{i}" for i in range(len(closed_jaxpr.invars))]
     params_text = [f"{a}: {tensor_type(v.aval)}" for a, v in zip(args, closed_jaxpr.invars)]
+    if debug_info and arg_names is not None:
+        params_text = [f"{p} loc({_quoted(n)})" for p, n in zip(params_text, arg_names)]
     results = lower_body(ctx, closed_jaxpr, args)
     out_types = [tensor_type(a.aval) for a in closed_jaxpr.outvars]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
