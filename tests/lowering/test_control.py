@@ -43,7 +43,11 @@ def _loops(lib: Any, lax: Any, numpy: Any) -> Callable[..., Any]:
                  lib.vmap(lambda m: lax.while_loop(lambda k: k < m, lambda k: k + 2, 0))(n),
                  lax.scan(step, w, x), lax.scan(step, w, x, reverse=True),
                  lax.scan(lambda c, a: (c + 1.0, None), w, None, length=0))
-        return conds, loops
+
+        def nested(c: Any, a: Any) -> Any:
+            inner = lax.while_loop(lambda k: k[0] < 2, lambda k: (k[0] + 1, k[1] + a), (0, c))
+            return lax.cond(a[0] > 0, lambda v: v * w, lambda v: v - w, inner[1]), inner[0]
+        return conds, loops, lax.scan(nested, w, x)
     return fn
 
 
