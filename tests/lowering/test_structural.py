@@ -107,14 +107,22 @@ def test_cumlogsumexp_within_two_ulps() -> None:
 
 
 def _text_program(lax: Any, numpy: Any) -> Callable[..., Any]:
+    point = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0, 1),
+                                       start_index_map=(0, 1))
+    at = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0, 1),
+                                     scatter_dims_to_operand_dims=(0, 1))
+
     def fn(x: Any, i: Any, k: Any) -> Any:
-        return (lax.dynamic_slice(x, (k[0], k[1]), (2, 2)),
+        return (lax.gather(x, k, point, (1, 1), mode="fill"),
+                lax.scatter_add(x, k, np.float32(2), at, mode="clip"),
+                lax.dynamic_slice(x, (k[0], k[1]), (2, 2)),
                 lax.dynamic_update_slice(x, x[:1, :2], (k[1], k[0])),
                 *lax.split(x, (1, 3), axis=1), numpy.argmax(x, axis=1),
                 lax.cumsum(x, axis=1), lax.cummax(i, axis=0, reverse=True),
                 *lax.sort((x, i), dimension=1, num_keys=1), *lax.top_k(x, 2),
                 lax.bitcast_convert_type(x, np.int32), lax.reduce_precision(x, 5, 10),
-                x.at[k].add(1.0), x[k])
+                x.at[k].add(1.0), x[k], x.at[k].get(mode="fill", fill_value=-1.0),
+                x.at[k].mul(3.0, mode="clip"))
     return fn
 
 

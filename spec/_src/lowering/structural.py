@@ -419,14 +419,25 @@ def _default_fill(dtype: Any) -> Any:
     return True
 
 
+def _along_last(ctx: LoweringContext, vec: str, vec_aval: ArrayType,
+                aval: ArrayType) -> str:
+    """A vector along the last axis of ``aval``: first to unit leading axes,
+    then across them (JAX's rank promotion, then lax's size-1 broadcast)."""
+    unit = ArrayType((*(1 for _ in aval.shape[:-1]), vec_aval.shape[0]), aval.dtype)
+    x = vec if unit.shape == vec_aval.shape else ctx.broadcast(vec, vec_aval, unit,
+                                                               [aval.ndim - 1])
+    return x if unit.shape == aval.shape else ctx.broadcast(x, unit, aval, range(aval.ndim))
+
+
 def _in_bounds(ctx: LoweringContext, indices: str, iaval: ArrayType,
                upper: Sequence[int]) -> tuple[str, ArrayType]:
-    """Per index vector: every start component in ``[0, upper]``."""
+    """Per index vector: every start component in ``[0, upper]`` (JAX's ops
+    in JAX's order)."""
     b = ArrayType(iaval.shape, np.dtype(np.bool_))
-    ge = _compare(ctx, "GE", indices, _full(ctx, 0, iaval), iaval)
     vec = ArrayType((len(upper),), iaval.dtype)
     bound = ctx.constant(np.asarray(upper, iaval.dtype), vec)
-    bound = ctx.broadcast(bound, vec, iaval, [iaval.ndim - 1])
+    ge = _compare(ctx, "GE", indices, _full(ctx, 0, iaval), iaval)
+    bound = _along_last(ctx, bound, vec, iaval)
     ok = _binary(ctx, "stablehlo.and", ge, _compare(ctx, "LE", indices, bound, iaval), b)
     t = ctx.constant(np.asarray(True), ArrayType((), np.dtype(np.bool_)))
     out = ArrayType(iaval.shape[:-1], np.dtype(np.bool_))
@@ -463,7 +474,8 @@ def gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_a
         return [result]
     batch = [d for d in range(out.ndim) if d not in tuple(dn.offset_dims)]
     wide = ArrayType(out.shape, np.dtype(np.bool_))
-    keep = ctx.broadcast(mask[0], mask[1], wide, batch)
+    keep = mask[0] if mask[1].shape == wide.shape else ctx.broadcast(mask[0], mask[1], wide,
+                                                                      batch)
     value = _default_fill(out.dtype) if fill_value is None else fill_value
     with np.errstate(all="ignore"):
         filler = _full(ctx, np.asarray(value).astype(out.dtype), out)
@@ -483,6 +495,21 @@ def _window_shape(aval: ArrayType, uaval: ArrayType, dn: Any) -> list[int]:
     return [1 if d in dropped else next(sizes) for d in range(aval.ndim)]
 
 
+def _clamp_starts(ctx: LoweringContext, idx: str, iaval: ArrayType, aval: ArrayType,
+                  uaval: ArrayType, dn: Any) -> str:
+    """CLIP's start indices: clamped to ``[0, dim - window]`` per index
+    component, the bound capped at the index dtype's maximum (JAX's ops)."""
+    window = _window_shape(aval, uaval, dn)
+    upper = [max(aval.shape[d] - window[d], 0) for d in dn.scatter_dims_to_operand_dims]
+    vec = ArrayType((len(upper),), iaval.dtype)
+    hi = ctx.constant(np.asarray(upper, iaval.dtype), vec)
+    cap = _full(ctx, np.iinfo(iaval.dtype).max, vec)
+    hi = ctx.op("stablehlo.minimum", [hi, cap], [vec, vec], vec)
+    if iaval.shape != vec.shape:
+        hi = ctx.broadcast(hi, vec, iaval, [iaval.ndim - 1])
+    return ctx.op("stablehlo.clamp", [_full(ctx, 0, iaval), idx, hi], [iaval] * 3, iaval)
+
+
 def scatter(name: str) -> LoweringRule:
     """``stablehlo.scatter`` with the primitive's combiner as its update
     region (the replacing scatter returns the update). XLA drops windows
@@ -495,13 +522,7 @@ def scatter(name: str) -> LoweringRule:
         aval, iaval, uaval = in_avals
         x, idx, upd = operands
         if "CLIP" in str(mode):
-            window = _window_shape(aval, uaval, dn)
-            upper = [max(aval.shape[d] - window[d], 0) for d in dn.scatter_dims_to_operand_dims]
-            vec = ArrayType((len(upper),), iaval.dtype)
-            hi = ctx.broadcast(ctx.constant(np.asarray(upper, iaval.dtype), vec), vec, iaval,
-                               [iaval.ndim - 1])
-            idx = ctx.op("stablehlo.clamp", [_full(ctx, 0, iaval), idx, hi],
-                         [iaval] * 3, iaval)
+            idx = _clamp_starts(ctx, idx, iaval, aval, uaval, dn)
         fields = [*_dims("update_window_dims", dn.update_window_dims),
                   *_dims("inserted_window_dims", dn.inserted_window_dims),
                   *_dims("input_batching_dims", dn.operand_batching_dims),
