@@ -113,7 +113,10 @@ def _text_program(lax: Any, numpy: Any) -> Callable[..., Any]:
                                      scatter_dims_to_operand_dims=(0, 1))
 
     def fn(x: Any, i: Any, k: Any) -> Any:
-        return (lax.gather(x, k, point, (1, 1), mode="fill"),
+        square = x[:, :3]
+        return (lax.transpose(square, (1, 0)), lax.reshape(square, (3, 3)),
+                lax.bitcast_convert_type(square, np.float32), *lax.top_k(square, 2),
+                lax.gather(x, k, point, (1, 1), mode="fill"),
                 lax.scatter_add(x, k, np.float32(2), at, mode="clip"),
                 lax.dynamic_slice(x, (k[0], k[1]), (2, 2)),
                 lax.dynamic_update_slice(x, x[:1, :2], (k[1], k[0])),

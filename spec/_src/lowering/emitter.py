@@ -62,6 +62,12 @@ def dense_literal(value: np.ndarray) -> str:
     return f'dense<"0x{raw.hex().upper()}">'
 
 
+# Ops whose pretty form always spells the function type, even when the
+# operand's type is the result's (a square transpose, a same-shape reshape).
+_FUNCTIONAL_TYPE_OPS = frozenset({"stablehlo.transpose", "stablehlo.reshape",
+                                  "stablehlo.bitcast_convert"})
+
+
 @dataclass
 class LoweringContext:
     """The function body being written: rules call ``op`` (or ``line``)
@@ -100,10 +106,12 @@ class LoweringContext:
     def op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_aval: ArrayType, attrs: str = "") -> str:
         """A one-result op in StableHLO's pretty form: ``: T`` when every
-        operand has the result's type, else ``: (T1, T2) -> T``."""
+        operand has the result's type (and the op's syntax allows it), else
+        ``: (T1, T2) -> T``."""
         ins = [tensor_type(a) for a in in_avals]
         out = tensor_type(out_aval)
-        sig = out if all(t == out for t in ins) else f"({', '.join(ins)}) -> {out}"
+        short = all(t == out for t in ins) and opname not in _FUNCTIONAL_TYPE_OPS
+        sig = out if short else f"({', '.join(ins)}) -> {out}"
         args = ", ".join(operands)
         return self.line(f"{opname} {args}{attrs} : {sig}")
 
