@@ -94,8 +94,20 @@ def test_arguments_are_located_at_their_names() -> None:
     def f(lib: Any) -> Callable[..., Any]:
         return lambda x, y: x["a"] * y[0] + y[1]
     theirs = jax.jit(f(jax)).lower({"a": v}, (v, v)).as_text(debug_info=True)
-    jaxpr = spec.make_jaxpr(f(spec))({"a": v}, (v, v))
-    ours = lower_jaxpr(jaxpr, "f", debug_info=True, arg_names=["x['a']", "y[0]", "y[1]"])
+    ours = spec.jit(f(spec)).lower({"a": v}, (v, v)).as_text(debug_info=True)
     header = [line for line in ours.splitlines() if "func.func public" in line][0]
     for name in ("x['a']", "y[0]", "y[1]"):
         assert f'loc("{name}")' in header and f'loc("{name}")' in theirs
+
+
+def test_lowered_as_text_is_the_stablehlo_module() -> None:
+    """``Lowered.as_text()`` (dialect None or "stablehlo") is the module
+    ``lower_jaxpr`` emits, named after the function as JAX names it."""
+    def step(x: Any) -> Any:
+        return slax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))
+    lowered = spec.jit(step).lower(X)
+    text = lowered.as_text()
+    assert text == lowered.as_text("stablehlo") == lower_jaxpr(spec.make_jaxpr(step)(X), "step")
+    assert text.startswith("module @jit_step {") and "stablehlo.while" in text
+    assert spec.jit(lambda x: x).lower(X).as_text().startswith("module @jit__lambda {")
+    assert "loc(\"jit(step)/while/body/mul\"" in lowered.as_text(debug_info=True)

@@ -492,7 +492,11 @@ custom_vjp_call_p = declare(
     vma_rule=VMA_FROM_TYPING)
 
 custom_lin_p = declare(
-    "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
+    "custom_lin", lowering=not_applicable(
+        "custom_lin exists only between linearize and transpose, which replaces it by the "
+        "bwd rule; JAX has no lowering for it either (lowering one raises "
+        "NotImplementedError)"),
+    typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
     pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,
     sharding=_custom_lin_sharding,

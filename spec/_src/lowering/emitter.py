@@ -4,6 +4,7 @@ walk over a jaxpr that runs each equation's lowering rule."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -375,5 +376,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
               f"({', '.join(out_types)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
     ret += ctx._loc()
-    return "\n".join([f"module @jit_{name} {{", header, *ctx.lines, ret, "  }",
+    # JAX's module symbol: the function name with ``<>`` dropped and other
+    # characters outside [\w.-] made ``_`` (``<lambda>`` gives ``jit__lambda``).
+    symbol = re.sub(r"[^\w.-]", "_", name.replace("<", "_").replace(">", ""))
+    return "\n".join([f"module @jit_{symbol} {{", header, *ctx.lines, ret, "  }",
                       *ctx.functions, "}", ""])
