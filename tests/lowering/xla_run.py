@@ -1,5 +1,5 @@
-"""Compile StableHLO module text with the installed jaxlib and run it on
-JAX's CPU devices (the test-side oracle for spec's lowering)."""
+"""Test helpers: compile StableHLO module text with the installed jaxlib's
+CPU client and run it; canonicalise module text for comparison with JAX's."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import jax
 import numpy as np
 from jax._src import xla_bridge
 from jax._src.interpreters import mlir as jax_mlir
-from jax._src.lib import xla_client
+from jax._src.lib import lapack, xla_client
 from jax._src.lib.mlir import ir
 
 import spec
@@ -20,6 +20,11 @@ from spec._src.lowering.emitter import lower_jaxpr
 
 def compile_and_run(text: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run module text on the first CPU device."""
+    if "@lapack_" in text:
+        # jaxlib binds its LAPACK FFI kernels to LAPACK's routines only when
+        # JAX first lowers a linear-algebra op; a module from elsewhere must
+        # do it first, or the call jumps through an unset pointer.
+        lapack.prepare_lapack_call("potrf_ffi", np.float32)
     backend = xla_bridge.get_backend("cpu")
     device = backend.devices()[0]
     exe = backend.compile_and_load(text, xla_client.DeviceList((device,)),
@@ -39,6 +44,13 @@ def spec_and_compiled(fn: Callable[..., Any], *args: Any
     text = lowered(fn, *args)
     ours = [np.asarray(o) for o in spec.tree_util.tree_leaves(spec.jit(fn)(*args))]
     return ours, compile_and_run(text, [np.asarray(a) for a in args]), text
+
+
+def assert_bitwise(ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
+    assert len(ours) == len(theirs)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.dtype == b.dtype and a.shape == b.shape, (k, a.dtype, b.dtype, a.shape, b.shape)
+        assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), (k, a, b)
 
 
 _MODULE_ATTRS = re.compile(r"^module @\w+( attributes \{[^\n]*\})? \{", re.M)

@@ -50,6 +50,7 @@ from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_me
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
+from spec._src.lowering.emitter import lower_jaxpr
 from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
 
@@ -381,11 +382,16 @@ class Traced:
 _DIALECTS = (None, "stablehlo", "hlo")
 
 
-def _module_text(traced: Traced, dialect: str | None) -> str:
-    """The program's text in ``dialect``: the jaxpr text for every dialect."""
+def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) -> str:
+    """The program's text in ``dialect``: the StableHLO module (``None``,
+    ``"stablehlo"``) that ``lower_jaxpr`` emits, with locations when
+    ``debug_info``; ``"hlo"`` renders the jaxpr text."""
     if dialect not in _DIALECTS:
         raise ValueError(f"unknown dialect: {dialect}")
-    return str(traced.jaxpr)
+    if dialect == "hlo":
+        return str(traced.jaxpr)
+    names = _leaf_arg_names(traced._jitted._fun, traced._split)
+    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names)
 
 
 class _Stage:
@@ -420,7 +426,7 @@ class Lowered(_Stage):
         self._traced = traced
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
-        return _module_text(self._traced, dialect)
+        return _module_text(self._traced, dialect, debug_info)
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         """Compiling validates the jit's compiler options, then these (which

@@ -116,8 +116,6 @@ VMA_FROM_TYPING = Default("the typing rule already gives the results' varying ma
 DEFAULT_PP = Default("printed as `outs = name[params] operands`")
 NO_HI_TYPES = Default("takes no hi-typed operands: a hi value given to it is refused as "
                       "not a valid JAX type")
-NO_LOWERING = Default("spec has no lowering to a compiler: it runs the impl (on a mesh, the "
-                      "per-device program) directly")
 
 
 @dataclass(frozen=True)
@@ -190,7 +188,10 @@ class Primitive:
       operand types, returns arrays of exactly the output types;
     - ``sharding(*in_types, **params) -> [NamedSharding | None]``: the
       results' shardings when an operand has one;
-    - ``jvp``, ``transpose``, ``batch``: autodiff and vmap rules.
+    - ``jvp``, ``transpose``, ``batch``: autodiff and vmap rules;
+    - ``lowering(ctx, operands, in_avals, out_avals, **params)``: emits the
+      equation's StableHLO ops into a ``spec._src.lowering`` context and
+      returns its results' SSA names.
 
     Optional hooks (a rule, or the named ``Default`` saying what happens
     without one):
@@ -223,7 +224,6 @@ class Primitive:
       manual axes inside shard_map (``STANDARD_VMA``, or
       ``VMA_FROM_TYPING`` where the typing rule gives them);
     - ``pp_rule(eqn, ctx) -> Doc``: how the equation prints (``DEFAULT_PP``);
-    - ``lowering``: reserved for a lowering to a compiler (``NO_LOWERING``);
     - ``to_lojax(*args, **params)``: the equation applied to hi values
       (registered value classes, holding arrays or tracers) in terms of
       their low-level components: what lowering a program with hi types
@@ -242,11 +242,11 @@ class Primitive:
     """
 
     SECTIONS: ClassVar[tuple[str, ...]] = (
-        "typing", "impl", "sharding", "jvp", "transpose", "batch")
+        "typing", "impl", "sharding", "jvp", "transpose", "batch", "lowering")
     HOOKS: ClassVar[tuple[str, ...]] = (
         "per_device", "discharge", "remat_rule", "effects_rule", "axis_collective",
         "body_context", "linearize", "partial_eval", "const_fold", "dce", "vma_rule",
-        "pp_rule", "lowering", "to_lojax")
+        "pp_rule", "to_lojax")
     FLAGS: ClassVar[tuple[str, ...]] = (
         "multiple_results", "accepts_refs", "jvp_on_zero_tangents", "transpose_accumulates")
     FIELDS: ClassVar[tuple[str, ...]] = (*SECTIONS, *HOOKS, *FLAGS)
@@ -270,7 +270,7 @@ class Primitive:
                  | Default = KEPT_OR_DROPPED_WHOLE,
                  vma_rule: Callable[..., list[frozenset[Any]]] | Default = STANDARD_VMA,
                  pp_rule: PpRule | Default = DEFAULT_PP,
-                 lowering: Hook = NO_LOWERING,
+                 lowering: Section = Pending("the lowering rule"),
                  to_lojax: Hook = NO_HI_TYPES,
                  accepts_refs: bool = False, jvp_on_zero_tangents: bool = False,
                  transpose_accumulates: bool = False, doc: str = "") -> None:

@@ -18,6 +18,7 @@ from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core import tree_util
+from spec._src.lowering import structural as ST
 from spec._src.core.array import Array
 from spec._src.core.interpreter import EvalTrace, canonical_value, current_trace
 from spec._src.core.types import is_python_scalar
@@ -55,7 +56,7 @@ def _add_any_batch(axis: AxisData, args: list[Any], dims: list[Any]
 
 
 add_any_p = declare(
-    "add_any", typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
+    "add_any", lowering=ST.add_any, typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
     transpose=_add_any_transpose, batch=_add_any_batch,
     sharding=SK.section("add_any", SK.same_as(0), SK.keeps),
     doc="x + y for two values of one type; autodiff's accumulation of tangents.",
@@ -71,7 +72,8 @@ def _stop_gradient_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[An
 
 
 stop_gradient_p = declare(
-    "stop_gradient", typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
+    "stop_gradient", lowering=ST.identity,
+    typing=lambda x: [x], impl=lambda x: [x], jvp=_stop_gradient_jvp,
     batch=vectorized(), sharding=SK.section("stop_gradient", SK.same_as(0), SK.keeps),
     transpose=not_applicable("its JVP is zero, so it never appears in a linear program"),
     doc="The identity, whose derivative is zero.",

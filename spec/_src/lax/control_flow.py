@@ -50,6 +50,7 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
+from spec._src.lowering import control as CL
 from spec._src.core.sharding import get_abstract_mesh
 from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import FLOAT0, ArrayType, result_type_and_weak
@@ -199,7 +200,7 @@ def _empty2_impl(*, dtype: Any, memory_space: Any) -> list[np.ndarray]:
 
 
 empty2_p = declare(
-    "empty2", typing=_empty2_type, impl=_empty2_impl, jvp=zero_jvp(),
+    "empty2", lowering=CL.scalar_zero, typing=_empty2_type, impl=_empty2_impl, jvp=zero_jvp(),
     transpose=not_applicable("empty2 has no operands"),
     batch=not_applicable("empty2 has no operands, so vmap never batches it"),
     sharding=not_applicable("empty2 has no operands and no sharding param; the filler is "
@@ -1141,14 +1142,16 @@ def _while(prim: Primitive) -> PD.Program:
     return program
 
 
-cond_p = declare("cond", typing=_cond_type, impl=_cond_impl, multiple_results=True,
+cond_p = declare("cond", lowering=CL.cond,
+                 typing=_cond_type, impl=_cond_impl, multiple_results=True,
                  sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
                  batch=_cond_batch, linearize=_cond_linearize,
                  partial_eval=_cond_partial_eval, dce=_cond_dce,
                  remat_rule=_cond_partial_eval_custom, accepts_refs=True,
                  effects_rule=_cond_effects, discharge=_cond_discharge,
                  per_device=from_primitive(_cond))
-while_p = declare("while", typing=_while_type, impl=_while_impl, multiple_results=True,
+while_p = declare("while", lowering=CL.while_loop,
+                  typing=_while_type, impl=_while_impl, multiple_results=True,
                   sharding=_while_sharding,
                   jvp=_while_jvp, transpose=_while_transpose, batch=_while_batch,
                   linearize=_while_linearize, partial_eval=_while_partial_eval,

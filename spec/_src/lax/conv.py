@@ -38,6 +38,7 @@ from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.denormals import arithmetic, flush_all, flush_result
 from spec._src.core.registry import declare, require
+from spec._src.lowering import structural as ST
 from spec._src.lax.dot import _real_matmul, bilinear_transpose
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import from_primitive
@@ -693,6 +694,7 @@ def _conv_batch_only(args: list[Dist], out_avals: list[ArrayType], **params: Any
 
 conv_general_dilated_p = declare(
     "conv_general_dilated", typing=_conv_type, impl=_conv_impl,
+    lowering=ST.conv_general_dilated,
     batch=_conv_batch,
     jvp=defjvp(_conv_jvp_lhs, _conv_jvp_rhs),
     transpose=bilinear_transpose(_conv_transpose_lhs, _conv_transpose_rhs,

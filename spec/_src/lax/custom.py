@@ -40,6 +40,7 @@ from spec._src.core.interpreter import (
     pp_eqn_default,
 )
 from spec._src.core.registry import declare, require
+from spec._src.lowering import control as CL
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
@@ -471,7 +472,8 @@ def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_r
 # residuals, which the bwd rule then writes (JAX's special allowance): all
 # three declare ``accepts_refs``.
 custom_jvp_call_p = declare(
-    "custom_jvp_call", typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
+    "custom_jvp_call", lowering=CL.inline,
+    typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
     transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
     sharding=_call_sharding,
@@ -480,7 +482,8 @@ custom_jvp_call_p = declare(
     vma_rule=VMA_FROM_TYPING)
 
 custom_vjp_call_p = declare(
-    "custom_vjp_call", typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
+    "custom_vjp_call", lowering=CL.inline,
+    typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
     transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
     batch=_custom_vjp_call_batch, sharding=_call_sharding,
@@ -489,7 +492,11 @@ custom_vjp_call_p = declare(
     vma_rule=VMA_FROM_TYPING)
 
 custom_lin_p = declare(
-    "custom_lin", typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
+    "custom_lin", lowering=not_applicable(
+        "custom_lin exists only between linearize and transpose, which replaces it by the "
+        "bwd rule; JAX has no lowering for it either (lowering one raises "
+        "NotImplementedError)"),
+    typing=_custom_lin_type, impl=_custom_lin_impl, multiple_results=True,
     pp_rule=_pp_custom_lin, jvp=_custom_lin_jvp, transpose=_custom_lin_transpose,
     batch=_custom_lin_batch,
     sharding=_custom_lin_sharding,

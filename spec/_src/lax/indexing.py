@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
     Zero,
     _PrimitiveRule,
@@ -630,7 +631,7 @@ def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbe
                for d, p in enumerate(op))
 
 
-gather_p = declare("gather", typing=_gather_type, impl=_gather_impl,
+gather_p = declare("gather", lowering=ST.gather, typing=_gather_type, impl=_gather_impl,
                    jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose,
                    batch=_gather_batch,
                    sharding=SK.section("gather", _gather_parts, _gather_ur),
@@ -804,7 +805,8 @@ class _ScatterBatch(_BatchRule):
 
 
 def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> Any:
-    return declare(name, typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
+    return declare(name, lowering=ST.scatter(name),
+                   typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
                    jvp=jvp, transpose=transpose, batch=_ScatterBatch(),
                    # Only scatter-add has an unreduced rule in JAX; the others
                    # refuse unreduced/reduced operands as not implemented.

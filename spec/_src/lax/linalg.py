@@ -46,6 +46,7 @@ from spec._src.lax import sharding_kit as SK
 from spec._src.lax.dot import dot_general
 from spec._src.lax.elementwise_kit import compute_dtype
 from spec._src.lax.shaping import _convert_element_type, expand_dims, transpose
+from spec._src.lowering import linalg as LL
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
@@ -797,14 +798,15 @@ def _batch_split_only(args: list[Dist], out_avals: list[ArrayType], **params: An
 
 
 cholesky_p = declare(
-    "cholesky", typing=_cholesky_type, impl=_cholesky_impl, jvp=_cholesky_jvp,
+    "cholesky", lowering=LL.cholesky, typing=_cholesky_type, impl=_cholesky_impl, jvp=_cholesky_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("cholesky"),
     sharding=SK.section("cholesky", _matrix_parts("cholesky")),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 triangular_solve_p = declare(
-    "triangular_solve", typing=_triangular_solve_type, impl=_triangular_solve_impl,
+    "triangular_solve", lowering=LL.triangular_solve,
+    typing=_triangular_solve_type, impl=_triangular_solve_impl,
     jvp=defjvp2(_triangular_solve_jvp_a, _triangular_solve_jvp_b),
     transpose=_triangular_solve_transpose, batch=_triangular_solve_batch,
     sharding=SK.section("triangular_solve", _triangular_solve_parts),
@@ -812,21 +814,22 @@ triangular_solve_p = declare(
         lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 qr_p = declare(
-    "qr", typing=_qr_type, impl=_qr_impl, multiple_results=True, jvp=_qr_jvp,
+    "qr", lowering=LL.qr, typing=_qr_type, impl=_qr_impl, multiple_results=True, jvp=_qr_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("qr"),
     sharding=SK.section("qr", _matrix_parts("qr")),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 eigh_p = declare(
-    "eigh", typing=_eigh_type, impl=_eigh_impl, multiple_results=True, jvp=_eigh_jvp,
+    "eigh", lowering=LL.eigh, typing=_eigh_type, impl=_eigh_impl, multiple_results=True,
+    jvp=_eigh_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("eigh"),
     sharding=SK.section("eigh", _matrix_parts("eigh")),
     per_device=from_primitive(
         lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
 svd_p = declare(
-    "svd", typing=_svd_type, impl=_svd_impl, multiple_results=True, jvp=_svd_jvp,
+    "svd", lowering=LL.svd, typing=_svd_type, impl=_svd_impl, multiple_results=True, jvp=_svd_jvp,
     transpose=not_applicable(_NONLINEAR), batch=_leading_batch("svd"),
     sharding=SK.section("svd", _matrix_parts("svd")),
     per_device=from_primitive(

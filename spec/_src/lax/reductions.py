@@ -34,6 +34,7 @@ import numpy as np
 from spec._src.core.canonical import canonical_axis, static_int
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
+from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
     Zero,
     add_tangents,
@@ -700,7 +701,7 @@ reduce_or_p = declare("reduce_or", batch=_ReducerBatch(), lowering=LR.reduce_or,
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
                       transpose=not_applicable("reduce_or has integer or bool results"),
                       per_device=from_primitive(lambda p: _reduction(p, "or")))
-reduce_xor_p = declare("reduce_xor", batch=_ReducerBatch(),
+reduce_xor_p = declare("reduce_xor", lowering=ST.reduce_xor, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_xor"),
                        typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
@@ -737,12 +738,12 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
     return impl
 
 
-argmax_p = declare("argmax", batch=_ReducerBatch(),
+argmax_p = declare("argmax", lowering=ST.argmax, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmax"),
                    typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"),
                    per_device=from_primitive(lambda p: _reduction(p, "none")))
-argmin_p = declare("argmin", batch=_ReducerBatch(),
+argmin_p = declare("argmin", lowering=ST.argmin, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmin"),
                    typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"),
@@ -829,32 +830,32 @@ def _highest(dt: T.DType) -> Any:
     return np.inf if dt != T.bool_ else True
 
 
-cumsum_p = declare("cumsum", batch=_CumulativeBatch(),
+cumsum_p = declare("cumsum", batch=_CumulativeBatch(), lowering=ST.cumsum,
                    sharding=_cum_sharding("cumsum"),
                    typing=_cum_type("cumsum"),
                    impl=_cum_impl(np.add, lambda dt: 0), jvp=linear_jvp(),
                    transpose=linear_transpose(_cumsum_transpose),
                    per_device=from_primitive(PD.local))
-cumprod_p = declare("cumprod", batch=_CumulativeBatch(),
+cumprod_p = declare("cumprod", batch=_CumulativeBatch(), lowering=ST.cumprod,
                    sharding=_cum_sharding("cumprod"),
                     typing=_cum_type("cumprod"),
                     impl=_cum_impl(np.multiply, lambda dt: 1),
                     jvp=_cumulative_jvp(lambda: _mul_pair),
                     transpose=not_applicable("cumprod is not linear"),
                     per_device=from_primitive(PD.local))
-cummax_p = declare("cummax", batch=_CumulativeBatch(),
+cummax_p = declare("cummax", batch=_CumulativeBatch(), lowering=ST.cummax,
                    sharding=_cum_sharding("cummax"),
                    typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"),
                    per_device=from_primitive(PD.local))
-cummin_p = declare("cummin", batch=_CumulativeBatch(),
+cummin_p = declare("cummin", batch=_CumulativeBatch(), lowering=ST.cummin,
                    sharding=_cum_sharding("cummin"),
                    typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"),
                    per_device=from_primitive(PD.local))
-cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(),
+cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(), lowering=ST.cumlogsumexp,
                    sharding=_cum_sharding("cumlogsumexp"),
                          typing=_cum_type("cumlogsumexp"),
                          impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
@@ -930,7 +931,7 @@ def _orderable(dt: Any) -> bool:
     return bool(dt.fields is None)
 
 
-sort_p = declare("sort", batch=_sort_batch,
+sort_p = declare("sort", lowering=ST.sort, batch=_sort_batch,
                    sharding=_sort_sharding,
                  typing=_sort_type, impl=_sort_impl, multiple_results=True,
                  jvp=_sort_jvp, transpose=not_applicable("sort is not linear"),
@@ -989,7 +990,7 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
             np.array(idx, order="C", copy=None).astype(T.int32)]
 
 
-top_k_p = declare("top_k", batch=_top_k_batch,
+top_k_p = declare("top_k", lowering=ST.top_k, batch=_top_k_batch,
                    sharding=_top_k_sharding,
                   typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
                   jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"),
@@ -1057,7 +1058,7 @@ def _reduce_precision_impl(x: np.ndarray, *, exponent_bits: int, mantissa_bits: 
     return [np.where(np.isnan(x), nan, out).astype(x.dtype)]
 
 
-reduce_precision_p = declare("reduce_precision", batch=vectorized(),
+reduce_precision_p = declare("reduce_precision", lowering=ST.reduce_precision, batch=vectorized(),
                              sharding=_same_sharding("reduce_precision"),
                              typing=_reduce_precision_type,
                              impl=_reduce_precision_impl, jvp=linear_jvp(),

@@ -43,6 +43,8 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
+from spec._src.lowering import control as CL
+from spec._src.lowering import structural as ST
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
@@ -583,7 +585,8 @@ def _remat_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]
     return [a.sharding for a in jaxpr.out_avals]
 
 
-remat_p = declare("remat2", typing=_remat_type, impl=_remat_impl, multiple_results=True,
+remat_p = declare("remat2", lowering=CL.remat,
+                  typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
                   batch=_remat_batch, sharding=_remat_sharding,
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD",
@@ -620,7 +623,7 @@ def _name_transpose(ct: Any, x: Any, *, name: str) -> list[Any]:
     return [ct]
 
 
-name_p = declare("name", typing=_name_type, impl=_name_impl, jvp=_name_jvp,
+name_p = declare("name", lowering=ST.identity, typing=_name_type, impl=_name_impl, jvp=_name_jvp,
                  transpose=_name_transpose, batch=batching.vectorized(),
                  sharding=_name_sharding,
                  doc="checkpoint_name: the identity, labelled",

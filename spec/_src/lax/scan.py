@@ -44,6 +44,8 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
+from spec._src.lowering import control as CL
+from spec._src.lowering.emitter import LoweringContext
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
@@ -385,6 +387,13 @@ def _scan_impl(*args: np.ndarray, reverse: bool, length: int, jaxpr: Jaxpr,
         for y, o in zip(ys, outs[nk:]):
             y[i] = o
     return [*carry, *ys]
+
+
+def _scan_lowering(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                   out_avals: Sequence[ArrayType], *, ft_in: FlatTree, ft_out: FlatTree,
+                   **params: Any) -> list[str]:
+    nc, nk, _, _ = counts(ft_in, ft_out)
+    return CL.scan(ctx, operands, in_avals, out_avals, num_consts=nc, num_carry=nk, **params)
 
 
 def _pp_scan(eqn: Any, ctx: Any) -> Any:
@@ -1017,7 +1026,8 @@ def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[A
     return call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
 
 
-eval_jaxpr_p = declare("eval_jaxpr", typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
+eval_jaxpr_p = declare("eval_jaxpr", lowering=CL.eval_jaxpr,
+                       typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
                        multiple_results=True, jvp=_eval_jaxpr_jvp,
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
                        sharding=_eval_jaxpr_sharding,
@@ -1350,7 +1360,8 @@ def _scan_to_lojax(*args: Any, reverse: bool, length: int, jaxpr: Jaxpr, ft_in: 
     return raise_values(out_avals, outs)
 
 
-scan_p = declare("scan", typing=_scan_type, impl=_scan_impl, multiple_results=True,
+scan_p = declare("scan", lowering=_scan_lowering,
+                 typing=_scan_type, impl=_scan_impl, multiple_results=True,
                  pp_rule=_pp_scan, jvp=_scan_jvp, transpose=_scan_transpose,
                  batch=_scan_batch, sharding=_scan_sharding,
                  doc="scan: a loop carrying state, slicing and stacking along axis 0",

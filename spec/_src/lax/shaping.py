@@ -18,6 +18,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.canonical import canonical_axis
 from spec._src.lowering import rules as LR
+from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -722,7 +723,8 @@ def _bitcast_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 
 bitcast_convert_type_p = declare(
-    "bitcast_convert_type", typing=_bitcast_type, impl=_bitcast_impl, jvp=zero_jvp(),
+    "bitcast_convert_type", lowering=ST.bitcast_convert_type,
+    typing=_bitcast_type, impl=_bitcast_impl, jvp=zero_jvp(),
     batch=_bitcast_batch,
     transpose=not_applicable("bitcast_convert_type has a zero derivative (its bits are "
                              "reinterpreted), so it never appears in a linear program"),
@@ -789,7 +791,7 @@ def _empty_impl(*, shape: Shape, dtype: Any, out_sharding: Any = None
     return [np.zeros(shape, np.dtype(dtype))]
 
 
-empty_p = declare("empty", typing=_empty_type, impl=_empty_impl, jvp=zero_jvp(),
+empty_p = declare("empty", lowering=ST.zeros, typing=_empty_type, impl=_empty_impl, jvp=zero_jvp(),
                   transpose=not_applicable("empty has no operands"), batch=_no_operands("empty"),
                   sharding=_from_param("out_sharding"),
                   per_device=from_primitive(lambda p: PD.localized(p, PD.shape_fix("shape"))))

@@ -15,6 +15,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
+from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
     UndefinedPrimal,
     Zero,
@@ -497,7 +498,7 @@ def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
     return [out], [0]
 
 
-dynamic_slice_p = declare("dynamic_slice", typing=_dynamic_slice_type,
+dynamic_slice_p = declare("dynamic_slice", lowering=ST.dynamic_slice, typing=_dynamic_slice_type,
                           impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                           transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch,
                           sharding=SK.section("dynamic_slice", _dynamic_slice_parts,
@@ -582,7 +583,8 @@ def _dynamic_update_slice_batch(axis: AxisData, args: list[Any], dims: list[Batc
     return [out], [0]
 
 
-dynamic_update_slice_p = declare("dynamic_update_slice", typing=_dynamic_update_slice_type,
+dynamic_update_slice_p = declare("dynamic_update_slice", lowering=ST.dynamic_update_slice,
+                                 typing=_dynamic_update_slice_type,
                                  impl=_dynamic_update_slice_impl,
                                  jvp=_dynamic_update_slice_jvp,
                                  transpose=_dynamic_update_slice_transpose,
@@ -707,7 +709,8 @@ def _stack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
     return [stack_p.bind(*_front(axis_data, args, dims), axis=ax + 1)], [0]
 
 
-stack_p = declare("stack", typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
+stack_p = declare("stack", lowering=ST.stack,
+                  typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
                   transpose=_stack_transpose, batch=_stack_batch,
                   sharding=SK.section("stack", _stack_parts, _stack_ur),
                   per_device=from_primitive(aligned_stack))
@@ -754,7 +757,8 @@ def _split_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
     return list(outs), [dim] * len(sizes)
 
 
-split_p = declare("split", typing=_split_type, impl=_split_impl, multiple_results=True,
+split_p = declare("split", lowering=ST.split,
+                  typing=_split_type, impl=_split_impl, multiple_results=True,
                   jvp=linear_jvp(), transpose=_split_transpose, batch=_split_batch,
                   sharding=SK.section("split", _split_parts, SK.linear_unary),
                   per_device=from_primitive(
@@ -793,7 +797,7 @@ def _unstack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /
     return list(outs), [out_dim] * len(outs)
 
 
-unstack_p = declare("unstack", typing=_unstack_type, impl=_unstack_impl,
+unstack_p = declare("unstack", lowering=ST.unstack, typing=_unstack_type, impl=_unstack_impl,
                     multiple_results=True, jvp=linear_jvp(), transpose=_unstack_transpose,
                     batch=_unstack_batch,
                     sharding=SK.section("unstack", _unstack_parts, SK.linear_unary),
@@ -831,7 +835,7 @@ def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: 
     return [tile(args[0], new_reps)], [dim]
 
 
-tile_p = declare("tile", typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
+tile_p = declare("tile", lowering=ST.tile, typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
                  transpose=linear_transpose(_tile_transpose), batch=_tile_batch,
                  sharding=SK.section("tile", _tile_parts),
                  per_device=from_primitive(PD.local))

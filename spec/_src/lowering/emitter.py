@@ -3,13 +3,15 @@ walk over a jaxpr that runs each equation's lowering rule."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Jaxpr, Literal, Var
+from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
@@ -27,6 +29,9 @@ from spec._src.lowering.sharding import arg_attr, explicit_sharding, tensor_shar
 # operand and result types, and the equation's params; it returns the
 # results' SSA names.
 LoweringRule = Callable[..., list[str]]
+# A region's or function's body: given the context and its block arguments'
+# names, it emits its ops and returns the names it returns.
+RegionBody = Callable[["LoweringContext", list[str]], list[str]]
 
 _ELEMENT_TYPES: dict[str, str] = {
     "bool": "i1", "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
@@ -80,6 +85,12 @@ def dense_literal(value: np.ndarray) -> str:
     return f'dense<"0x{raw.hex().upper()}">'
 
 
+# Ops whose pretty form always spells the function type, even when the
+# operand's type is the result's (a square transpose, a same-shape reshape).
+_FUNCTIONAL_TYPE_OPS = frozenset({"stablehlo.transpose", "stablehlo.reshape",
+                                  "stablehlo.bitcast_convert"})
+
+
 @dataclass
 class LoweringContext:
     """The function body being written: rules call ``op`` (or ``line``)
@@ -89,6 +100,20 @@ class LoweringContext:
     _count: int = 0
     # Meshes, private functions, tokens: the module outside @main's body.
     module: ModuleState = field(default_factory=ModuleState)
+    # The indentation of the lines being written: deeper inside a region.
+    indent: str = "    "
+    # The private functions ``function`` emitted, by callee and types.
+    _function_cache: dict[Any, str] = field(default_factory=dict)
+    # Debug locations: with ``debug_info`` every op ends with ``location``,
+    # ``loc("jit(f)/while/body/add"(...))`` for the equation lowered now.
+    debug_info: bool = False
+    # The scope the equations being lowered sit in (``jit(f)/while/body``).
+    name_stack: str = ""
+    location: str = ""
+    # The running equation's name stack (its scope and its own name stack)
+    # and source, which nested scopes and ``named`` extend.
+    _eqn_stack: str = ""
+    _source: Any = None
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -98,16 +123,18 @@ class LoweringContext:
     def line(self, text: str) -> str:
         """Emit ``%N = text``; returns ``%N``."""
         name = self.fresh()
-        self.lines.append(f"    {name} = {text}")
+        self.lines.append(f"{self.indent}{name} = {text}{self._loc()}")
         return name
 
     def op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_aval: ArrayType, attrs: str = "") -> str:
         """A one-result op in StableHLO's pretty form: ``: T`` when every
-        operand has the result's type, else ``: (T1, T2) -> T``."""
+        operand has the result's type (and the op's syntax allows it), else
+        ``: (T1, T2) -> T``."""
         ins = [tensor_type(a) for a in in_avals]
         out = tensor_type(out_aval)
-        sig = out if all(t == out for t in ins) else f"({', '.join(ins)}) -> {out}"
+        short = all(t == out for t in ins) and opname not in _FUNCTIONAL_TYPE_OPS
+        sig = out if short else f"({', '.join(ins)}) -> {out}"
         args = ", ".join(operands)
         return self.line(f"{opname} {args}{attrs} : {sig}")
 
@@ -119,6 +146,133 @@ class LoweringContext:
         return self.line(f"stablehlo.broadcast_in_dim {operand}, dims = {_ints(dims)} : "
                          f"({tensor_type(aval)}) -> {tensor_type(out_aval)}")
 
+    # ---------------------------------------------- regions and functions
+
+    def results(self, text: str, count: int) -> list[str]:
+        """Emit an op with ``count`` results: ``%N:2 = text``; returns the
+        results' names (``%N#0``, ``%N#1``; one result is ``%N``)."""
+        if count == 0:
+            self.lines.append(f"{self.indent}{text}{self._loc()}")
+            return []
+        name = self.fresh()
+        arity = f":{count}" if count > 1 else ""
+        self.lines.append(f"{self.indent}{name}{arity} = {text}{self._loc()}")
+        return [name] if count == 1 else [f"{name}#{i}" for i in range(count)]
+
+    def terminator(self, opname: str, operands: Sequence[str],
+                   avals: Sequence[ArrayType]) -> None:
+        """A block's last op (``stablehlo.return``, ``return``)."""
+        if not operands:
+            self.lines.append(f"{self.indent}{opname}{self._loc()}")
+            return
+        types = ", ".join(tensor_type(a) for a in avals)
+        self.lines.append(f"{self.indent}{opname} {', '.join(operands)} : {types}{self._loc()}")
+
+    def region(self, arg_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+               body: RegionBody) -> str:
+        """The text of a one-block region, ``{ ^bb0(%a: T, ...): ...
+        stablehlo.return ... }``, to pass to ``generic_op``. ``body(ctx,
+        args)`` emits the block's ops through this same context (so SSA
+        names stay unique in the function, and the block may use values
+        defined before the op, as while and case bodies do) and returns the
+        names the block returns, of types ``out_avals``."""
+        args = [self.fresh() for _ in arg_avals]
+        saved_lines, saved_indent = self.lines, self.indent
+        self.lines, self.indent = [], saved_indent + "  "
+        try:
+            self.terminator("stablehlo.return", body(self, args), out_avals)
+            block = self.lines
+        finally:
+            self.lines, self.indent = saved_lines, saved_indent
+        head = ""
+        if args:
+            typed = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, arg_avals))
+            head = f"{saved_indent}^bb0({typed}):\n"
+        return "{\n" + head + "\n".join(block) + f"\n{saved_indent}}}"
+
+    def generic_op(self, opname: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                   out_avals: Sequence[ArrayType], properties: str = "",
+                   regions: Sequence[str] = ()) -> list[str]:
+        """An op in MLIR's generic form, ``"opname"(operands) <{properties}>
+        (regions) : (T...) -> (T...)``; returns its results' names."""
+        props = f" <{{{properties}}}>" if properties else ""
+        regs = f" ({', '.join(regions)})" if regions else ""
+        ins = ", ".join(tensor_type(a) for a in in_avals)
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        text = f'"{opname}"({", ".join(operands)}){props}{regs} : ({ins}) -> ({outs})'
+        return self.results(text, len(out_avals))
+
+    def function(self, name: str, in_avals: Sequence[ArrayType],
+                 out_avals: Sequence[ArrayType], body: RegionBody,
+                 key: Any = None) -> str:
+        """Emit ``func.func private @name`` (``body(ctx, args)`` writes its
+        ops and returns its results) after the module's other functions;
+        returns its symbol, ``name`` made unique in the module as MLIR's
+        symbol table does (``name_0``, ``name_1``, ...). A function emitted
+        before under the same hashable ``key`` is reused, as JAX reuses the
+        lowering of one callee traced at the same types."""
+        cache_key = (name, tuple(in_avals), key)
+        if key is not None and cache_key in self._function_cache:
+            return self._function_cache[cache_key]
+        symbol = self.module.function_name(name)
+        args = [f"%arg{i}" for i in range(len(in_avals))]
+        saved_lines, saved_indent = self.lines, self.indent
+        self.lines, self.indent = [], "    "
+        try:
+            self.terminator("return", body(self, args), out_avals)
+            block = self.lines
+        finally:
+            self.lines, self.indent = saved_lines, saved_indent
+        params = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, in_avals))
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        self.module.functions.append("\n".join(
+            [f"  func.func private @{symbol}({params}) -> ({outs}) {{", *block, "  }"]))
+        if key is not None:
+            self._function_cache[cache_key] = symbol
+        return symbol
+
+    def call(self, symbol: str, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType]) -> list[str]:
+        """``func.call @symbol(operands)``; returns its results' names."""
+        ins = ", ".join(tensor_type(a) for a in in_avals)
+        outs = ", ".join(tensor_type(a) for a in out_avals)
+        return self.results(f"func.call @{symbol}({', '.join(operands)}) : ({ins}) -> ({outs})",
+                            len(out_avals))
+
+    # ------------------------------------------------------ debug locations
+
+    def _loc(self) -> str:
+        return f" {self.location}" if self.debug_info and self.location else ""
+
+    @contextlib.contextmanager
+    def scope(self, path: str) -> Iterator[None]:
+        """Lower a nested body in the block: its equations' op names extend
+        the running equation's name stack with ``path`` (``while/body``,
+        ``cond/branch_0_fun``), as JAX's name stack does."""
+        saved = (self.name_stack, self.location, self._eqn_stack, self._source)
+        self.name_stack = join_names(self._eqn_stack, path)
+        try:
+            yield
+        finally:
+            self.name_stack, self.location, self._eqn_stack, self._source = saved
+
+    @contextlib.contextmanager
+    def named(self, path: str) -> Iterator[None]:
+        """Ops emitted in the block carry the op name ``path`` under the
+        running equation's name stack (a rule that emits ops JAX names
+        after the functions it lowers, as scan's ``while``)."""
+        saved = self.location
+        self.location = location(join_names(self._eqn_stack, path), self._source)
+        try:
+            yield
+        finally:
+            self.location = saved
+
+    def enter(self, eqn_stack: str, primitive: str, source: Any) -> None:
+        """Set the running equation: its ops are at ``eqn_stack/primitive``."""
+        self._eqn_stack, self._source = eqn_stack, source
+        self.location = location(join_names(eqn_stack, primitive), source)
+
 
 def _ints(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(int(v)) for v in values) + "]"
@@ -127,6 +281,40 @@ def _ints(values: Sequence[int]) -> str:
 def ints(values: Sequence[int]) -> str:
     """``[1, 0]``, StableHLO's dense integer array syntax."""
     return _ints(values)
+
+
+def join_names(*parts: str) -> str:
+    """Name-stack parts joined with ``/``, empty ones left out."""
+    return "/".join(p for p in parts if p)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _file_location(source: Any) -> str:
+    """``"qualname"("file":line:col to :end)`` for an equation's user frame
+    (0-based columns, as JAX prints them), or empty without one."""
+    code = getattr(source, "code", None)
+    if code is None:
+        return ""
+    positions = list(code.co_positions())
+    index = source.lasti // 2
+    line, end_line, col, end_col = (positions[index] if 0 <= index < len(positions)
+                                    else (None, None, None, None))
+    if line is None:
+        return f"{_quoted(code.co_qualname)}({_quoted(code.co_filename)}:{code.co_firstlineno}:0)"
+    where = f"{_quoted(code.co_filename)}:{line}:{col or 0}"
+    if end_col is not None:
+        where += f" to {'' if end_line == line else end_line}:{end_col}"
+    return f"{_quoted(code.co_qualname)}({where})"
+
+
+def location(op_name: str, source: Any = None) -> str:
+    """``loc("op_name"(file location))``: MLIR's name location, whose name
+    XLA keeps as the op's ``op_name`` metadata."""
+    inner = _file_location(source)
+    return f"loc({_quoted(op_name)}({inner}))" if inner else f"loc({_quoted(op_name)})"
 
 
 def _no_rule(name: str) -> NotImplementedError:
@@ -151,6 +339,18 @@ def _check_keys(eqn: Any, rule: Any) -> None:
                                   "specified")
 
 
+def _live(jaxpr: Jaxpr) -> list[Eqn]:
+    """The equations whose results are used (or that have effects): JAX
+    drops the rest before lowering (a gradient's unused primal value)."""
+    used = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    live: list[Eqn] = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(v in used for v in eqn.outvars):
+            live.append(eqn)
+            used.update(a for a in eqn.invars if isinstance(a, Var))
+    return live[::-1]
+
+
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
@@ -165,16 +365,22 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
             return ctx.constant(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval)
         return env[atom]
 
-    for eqn in jaxpr.eqns:
+    # Literals and results are located where the enclosing equation is.
+    outer = (ctx.location, ctx._eqn_stack, ctx._source)
+    for eqn in _live(jaxpr):
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)
         _check_keys(eqn, rule)
         ins = [read(a) for a in eqn.invars]
+        info = eqn.source_info
+        ctx.enter(join_names(ctx.name_stack, str(getattr(info, "name_stack", ""))),
+                  eqn.primitive.name, info)
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
         attach(ctx, outs, ambient(eqn))
         outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
+        ctx.location, ctx._eqn_stack, ctx._source = outer
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
 
@@ -183,19 +389,26 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
 def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call primitive's body emitted in place (JAX emits a private
-    function and a ``func.call``; the computation is the same)."""
-    return lower_body(ctx, jaxpr, operands)
+    function and a ``func.call``; the computation is the same); its ops are
+    named under ``jit(name)``, as JAX names them."""
+    name = params.get("name")
+    with ctx.scope(f"jit({name})" if name else ""):
+        return lower_body(ctx, jaxpr, operands)
 
 
-def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
+def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
+                arg_names: Sequence[str] | None = None) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
-    become constants. Raises NotImplementedError naming the first primitive
-    without a lowering rule, ValueError for an effect none lowers. A
-    program with refs is lowered discharged: a ref argument is its value,
-    and its final contents are results after the program's own. Each
-    ordered effect threads a ``!stablehlo.token`` from a first argument to
-    a first result."""
+    become constants. With ``debug_info`` each op carries its location,
+    named by the name stack (``jit(f)/while/body/add``), and each argument
+    its name from ``arg_names`` (``x``, ``y[0]``), as
+    ``as_text(debug_info=True)`` prints. Raises NotImplementedError naming
+    the first primitive without a lowering rule, ValueError for an effect
+    none lowers. A program with refs is lowered discharged: a ref argument
+    is its value, and its final contents are results after the program's
+    own. Each ordered effect threads a ``!stablehlo.token`` from a first
+    argument to a first result."""
     check_lowerable(closed_jaxpr)
     ordered = ordered_effects(closed_jaxpr)
     # A ref argument's buffer is donated to the result holding its final
@@ -203,14 +416,18 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     n_results = len(ordered) + len(closed_jaxpr.outvars)
     aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
     closed_jaxpr = discharged(closed_jaxpr)
-    ctx = LoweringContext()
+    top = f"jit({name})"
+    ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
+                          _eqn_stack=top)
     # One token per ordered effect comes in first and goes out first.
     tokens = [f"%arg{i}" for i in range(len(ordered))]
     ctx.module.tokens = dict(zip(ordered, tokens))
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
-    params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens]
-    params_text += [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
-                    for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
+    arg_text = [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
+                for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
+    if debug_info and arg_names is not None:
+        arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
+    params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens] + arg_text
     results = lower_body(ctx, closed_jaxpr, args)
     results = [ctx.module.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
@@ -219,7 +436,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f") -> str:
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
-    return "\n".join([f"module @jit_{name} {{", *ctx.module.lines, header, *ctx.lines, ret,
+    ret += ctx._loc()
+    # JAX's module symbol: the function name with ``<>`` dropped and other
+    # characters outside [\w.-] made ``_`` (``<lambda>`` gives ``jit__lambda``).
+    symbol = re.sub(r"[^\w.-]", "_", name.replace("<", "_").replace(">", ""))
+    return "\n".join([f"module @jit_{symbol} {{", *ctx.module.lines, header, *ctx.lines, ret,
                       "  }", *ctx.module.functions, "}", ""])
 
 

@@ -15,11 +15,13 @@ from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tens
 def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
               out_aval: ArrayType) -> tuple[str, ArrayType]:
     """A scalar operand (a literal in the jaxpr) broadcast to the result's
-    shape; lax's elementwise operands otherwise already have it."""
+    shape, and an operand of the result's rank with unit axes where the
+    result's are longer (lax's implicit size-1 broadcasting) broadcast
+    along them, as JAX's lowering does."""
     if aval.shape == out_aval.shape:
         return operand, aval
     full = ArrayType(out_aval.shape, aval.dtype)
-    return ctx.broadcast(operand, aval, full, ()), full
+    return ctx.broadcast(operand, aval, full, range(aval.ndim)), full
 
 
 def _unsupported(opname: str, params: dict[str, Any]) -> None:

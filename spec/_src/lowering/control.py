@@ -1,0 +1,264 @@
+"""Lowering rules for primitives with sub-jaxprs: ``cond`` as
+``stablehlo.case``, ``while`` as ``stablehlo.while``, ``scan`` as the
+``stablehlo.while`` JAX's scan implementation lowers to, and the calls whose
+body is emitted in place (custom derivatives, checkpoint, eval_jaxpr).
+
+Bodies are emitted with ``emitter.lower_body`` into regions
+(``LoweringContext.region``); a region refers freely to values defined
+before its op, as ``case`` and ``while`` regions may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.core.interpreter import Jaxpr
+from spec._src.core.types import ArrayType
+from spec._src.lowering.emitter import LoweringContext, ints, lower_body, tensor_type
+
+Avals = Sequence[ArrayType]
+_BOOL = np.dtype(np.bool_)
+_I32 = np.dtype(np.int32)
+
+
+def _scalar_const(ctx: LoweringContext, value: int, dtype: Any) -> str:
+    return ctx.constant(np.asarray(value, dtype), ArrayType((), dtype))
+
+
+# =============================================================== cond
+
+def cond(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+         branches: Sequence[Jaxpr], **params: Any) -> list[str]:
+    """``stablehlo.case`` on the int32 index, one region per branch, each
+    the branch's body on the operands (which its region uses from outside);
+    ``case`` runs the last branch for an out-of-range index, and cond's
+    index is already clamped."""
+    ops = list(operands[1:])
+
+    def branch(k: int, jaxpr: Jaxpr) -> Any:
+        def body(ctx: LoweringContext, args: list[str]) -> list[str]:
+            with ctx.scope(f"cond/branch_{k}_fun"):
+                return lower_body(ctx, jaxpr, ops)
+        return body
+    regions = [ctx.region([], out_avals, branch(k, b)) for k, b in enumerate(branches)]
+    return ctx.generic_op("stablehlo.case", operands[:1], in_avals[:1], out_avals,
+                          regions=regions)
+
+
+# ============================================================== while
+
+def _any(ctx: LoweringContext, pred: str, aval: ArrayType) -> str:
+    """A batched predicate reduced with ``or`` to one (the loop runs while
+    any member's predicate holds)."""
+    start = ctx.constant(np.asarray(False), ArrayType((), _BOOL))
+    return ctx.line(
+        f"stablehlo.reduce({pred} init: {start}) applies stablehlo.or across dimensions = "
+        f"{ints(range(aval.ndim))} : ({tensor_type(aval)}, tensor<i1>) -> tensor<i1>")
+
+
+def _keep_done(ctx: LoweringContext, pred: str, pred_aval: ArrayType, new: str, old: str,
+               aval: ArrayType) -> str:
+    """A batched loop's member whose predicate is false keeps its carry."""
+    wide = ArrayType(aval.shape, _BOOL)
+    if aval.shape != pred_aval.shape:
+        pred = ctx.broadcast(pred, pred_aval, wide, range(pred_aval.ndim))
+    return ctx.line(f"stablehlo.select {pred}, {new}, {old} : {tensor_type(wide)}, "
+                    f"{tensor_type(aval)}")
+
+
+def while_loop(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+               out_avals: Avals, *, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+               body_jaxpr: Jaxpr) -> list[str]:
+    """``stablehlo.while`` carrying the constants of both bodies with the
+    loop state, as JAX lowers it: the cond region runs ``cond_jaxpr`` on
+    (cond consts, state), the body region ``body_jaxpr`` on (body consts,
+    state) and returns the constants unchanged."""
+    nc, nb = cond_nconsts, body_nconsts
+    pred_aval = cond_jaxpr.out_avals[0]
+    batched = bool(pred_aval.shape)
+
+    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        with ctx.scope("while/cond"):
+            (pred,) = lower_body(ctx, cond_jaxpr, [*args[:nc], *args[nc + nb:]])
+            return [_any(ctx, pred, pred_aval) if batched else pred]
+
+    def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        x, y, z = args[:nc], args[nc:nc + nb], args[nc + nb:]
+        with ctx.scope("while/body"):
+            new = lower_body(ctx, body_jaxpr, [*y, *z])
+        if batched:
+            with ctx.scope("while/body_pred"):
+                (pred,) = lower_body(ctx, cond_jaxpr, [*x, *z])
+            new = [_keep_done(ctx, pred, pred_aval, n, o, a)
+                   for n, o, a in zip(new, z, body_jaxpr.out_avals)]
+        return [*x, *y, *new]
+
+    carried = list(in_avals)
+    regions = [ctx.region(carried, [ArrayType((), _BOOL)], cond_body),
+               ctx.region(carried, carried, loop_body)]
+    outs = ctx.generic_op("stablehlo.while", operands, carried, carried, regions=regions)
+    return outs[nc + nb:]
+
+
+# =============================================================== scan
+
+def _row(ctx: LoweringContext, xs: str, aval: ArrayType, i: str) -> str:
+    """Row ``i`` of ``xs`` (``dynamic_index_in_dim`` in a private function,
+    as JAX's scan emits it)."""
+    row = ArrayType(aval.shape[1:], aval.dtype)
+
+    def body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
+        sizes = [1, *aval.shape[1:]]
+        unit = ArrayType(tuple(sizes), aval.dtype)
+        idx_types = ", ".join("tensor<i32>" for _ in aval.shape)
+        piece = ctx.line(f"stablehlo.dynamic_slice {', '.join([args[0], args[1], *zero])}, "
+                         f"sizes = {ints(sizes)} : ({tensor_type(aval)}, {idx_types}) -> "
+                         f"{tensor_type(unit)}")
+        return [ctx.op("stablehlo.reshape", [piece], [unit], row)]
+    scalar = ArrayType((), _I32)
+    symbol = ctx.function("dynamic_index_in_dim", [aval, scalar], [row], body, key="row")
+    return ctx.call(symbol, [xs, i], [aval, scalar], [row])[0]
+
+
+def _set_row(ctx: LoweringContext, ys: str, aval: ArrayType, y: str, i: str) -> str:
+    """``ys`` with row ``i`` replaced by ``y`` (``dynamic_update_index_in_dim``)."""
+    row = ArrayType(aval.shape[1:], aval.dtype)
+
+    def body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        unit = ArrayType((1, *aval.shape[1:]), aval.dtype)
+        piece = ctx.broadcast(args[1], row, unit, range(1, aval.ndim))
+        zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
+        idx_types = ", ".join("tensor<i32>" for _ in aval.shape)
+        return [ctx.line(f"stablehlo.dynamic_update_slice "
+                         f"{', '.join([args[0], piece, args[2], *zero])} : "
+                         f"({tensor_type(aval)}, {tensor_type(unit)}, {idx_types}) -> "
+                         f"{tensor_type(aval)}")]
+    scalar = ArrayType((), _I32)
+    symbol = ctx.function("dynamic_update_index_in_dim", [aval, row, scalar], [aval], body,
+                          key="set_row")
+    return ctx.call(symbol, [ys, y, i], [aval, row, scalar], [aval])[0]
+
+
+def _zeros(ctx: LoweringContext, aval: ArrayType) -> str:
+    """A zero-filled stacked output (``empty2`` broadcast, as JAX's scan
+    allocates it)."""
+    scalar = ArrayType((), aval.dtype)
+    with ctx.named("empty2"):
+        zero = ctx.constant(np.zeros((), aval.dtype), scalar)
+    with ctx.named("broadcast_in_dim"):
+        return ctx.broadcast(zero, scalar, aval, ())
+
+
+def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+         num_consts: int, num_carry: int, jaxpr: Jaxpr, length: int, reverse: bool,
+         **params: Any) -> list[str]:
+    """JAX's scan implementation lowered: zero-filled stacked outputs, then a
+    ``stablehlo.while`` over (extensive inputs, constants, counter, carry,
+    stacked outputs) whose body reads row i of each input, runs the body and
+    writes row i of each output (i counts down when ``reverse``). The body
+    is emitted once whatever ``unroll`` says: the results are the same."""
+    nc, nk = num_consts, num_carry
+    consts, carry, xs = (operands[:nc], operands[nc:nc + nk], operands[nc + nk:])
+    y_avals = out_avals[nk:]
+    if length == 0:
+        return [*carry, *(_zeros(ctx, a) for a in y_avals)]
+    ys = [_zeros(ctx, a) for a in y_avals]
+    with ctx.named("while"):
+        return _scan_loop(ctx, consts, carry, xs, ys, in_avals, out_avals, nc, nk, jaxpr,
+                          length, reverse)
+
+
+def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str],
+               xs: Sequence[str], ys: Sequence[str], in_avals: Avals, out_avals: Avals,
+               nc: int, nk: int, jaxpr: Jaxpr, length: int, reverse: bool) -> list[str]:
+    """The ``stablehlo.while`` of ``scan``, its ops named as JAX names the
+    functions its scan implementation lowers."""
+    const_avals, carry_avals = in_avals[:nc], in_avals[nc:nc + nk]
+    x_avals, y_avals = in_avals[nc + nk:], out_avals[nk:]
+    with ctx.named("scan"):  # JAX locates the counter's start at the scan itself
+        counter = _scalar_const(ctx, 0, _I32)
+    scalar = ArrayType((), _I32)
+    nx = len(xs)
+    state = [*x_avals, *const_avals, scalar, *carry_avals, *y_avals]
+    fixed = nx + nc
+
+    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        bound = _scalar_const(ctx, length, _I32)
+        with ctx.named("while/cond/lt"):
+            return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
+                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
+
+    def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        x_in, c_in = args[:nx], args[nx:fixed]
+        i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
+        i = i_
+        if reverse:
+            top = _scalar_const(ctx, length, _I32)
+            with ctx.named("while/body/sub"):
+                i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
+            one = _scalar_const(ctx, 1, _I32)
+            with ctx.named("while/body/sub"):
+                i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
+        with ctx.named("while/body/jit(dynamic_index_in_dim)"):
+            rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
+        with ctx.scope("while/body/eval_jaxpr"):
+            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows])
+        with ctx.named("while/body/jit(dynamic_update_index_in_dim)"):
+            new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, y_avals, outs[nk:])]
+        one = _scalar_const(ctx, 1, _I32)
+        with ctx.named("while/body/add"):
+            step = ctx.op("stablehlo.add", [i_, one], [scalar, scalar], scalar)
+        return [*x_in, *c_in, step, *outs[:nk], *new_ys]
+
+    regions = [ctx.region(state, [ArrayType((), _BOOL)], cond_body),
+               ctx.region(state, state, loop_body)]
+    results = ctx.generic_op("stablehlo.while", [*xs, *consts, counter, *carry, *ys], state,
+                             state, regions=regions)
+    return results[fixed + 1:]
+
+
+# ======================================================== inlined calls
+
+def inline(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
+           *, call_jaxpr: Jaxpr, **params: Any) -> list[str]:
+    """A call whose body is emitted in place: custom_jvp_call and
+    custom_vjp_call lower their primal body (the derivative rules are
+    gone by lowering), its ops named in the call's scope."""
+    with ctx.scope(""):
+        return lower_body(ctx, call_jaxpr, operands)
+
+
+def eval_jaxpr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+               out_avals: Avals, *, call_jaxpr: Jaxpr) -> list[str]:
+    """The jaxpr in place, its ops named under ``eval_jaxpr``."""
+    with ctx.scope("eval_jaxpr"):
+        return lower_body(ctx, call_jaxpr, operands)
+
+
+def remat(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
+          *, jaxpr: Jaxpr, prevent_cse: bool | tuple[bool, ...], differentiated: bool,
+          **params: Any) -> list[str]:
+    """checkpoint's body in place; a differentiated one first passes the
+    operands it keeps from CSE through ``stablehlo.optimization_barrier``
+    (so XLA recomputes rather than reuses), as JAX lowers it."""
+    flags = (prevent_cse,) * len(operands) if isinstance(prevent_cse, bool) else prevent_cse
+    args = list(operands)
+    kept = [k for k, f in enumerate(flags) if f]
+    if differentiated and kept:
+        avals = [in_avals[k] for k in kept]
+        barred = ctx.generic_op("stablehlo.optimization_barrier", [args[k] for k in kept],
+                                avals, avals)
+        for k, b in zip(kept, barred):
+            args[k] = b
+    with ctx.scope("checkpoint"):
+        return lower_body(ctx, jaxpr, args)
+
+
+def scalar_zero(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                out_avals: Avals, **params: Any) -> list[str]:
+    """An uninitialised scalar buffer: a zero constant, as JAX lowers it."""
+    return [ctx.constant(np.zeros((), a.dtype), a) for a in out_avals]

@@ -1,0 +1,286 @@
+"""Lowering rules for the linear-algebra primitives, as JAX lowers them on
+CPU: LAPACK FFI custom calls (``lapack_spotrf_ffi``, ``lapack_dgesdd_ffi``,
+...) that jaxlib's CPU client registers, with column-major operand and
+result layouts, the ``num_batch_dims`` frontend attribute, typed backend
+attributes and the operand aliased to the result LAPACK overwrites; then
+the NaN fill where LAPACK's ``info`` reports a failure.
+
+JAX also attaches an ``sdy.sharding_rule`` (a Shardy partitioning rule) to
+each call; spec leaves it out: it only guides partitioning and the
+computation is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spec._src.core.config import x64_enabled
+from spec._src.core.types import ArrayType
+from spec._src.lowering.emitter import LoweringContext, ints, tensor_type
+
+Avals = Sequence[ArrayType]
+_BOOL = np.dtype(np.bool_)
+_I32 = np.dtype(np.int32)
+_LAPACK_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+def _target(routine: str, dtype: Any) -> str:
+    """``lapack_spotrf_ffi`` for ``potrf`` on float32."""
+    name = np.dtype(dtype).name
+    if name not in _LAPACK_PREFIX:
+        raise NotImplementedError(f"LAPACK has no {routine} for dtype {name}")
+    return f"lapack_{_LAPACK_PREFIX[name]}{routine}_ffi"
+
+
+def _layout(rank: int, column_major: bool) -> str:
+    """A layout (minor-to-major dimensions) as an index tensor: a batch of
+    Fortran-order matrices, or the default row-major one."""
+    dims = ((rank - 2, rank - 1, *range(rank - 3, -1, -1)) if column_major
+            else tuple(range(rank - 1, -1, -1)))
+    if not dims:
+        body = ""
+    elif len(dims) == 1:
+        body = str(dims[0])
+    else:
+        body = ints(dims)
+    return f"dense<{body}> : tensor<{len(dims)}xindex>"
+
+
+def _char(c: str) -> int:
+    return ord(c)
+
+
+def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_avals: Avals,
+             out_avals: Avals, attributes: dict[str, int], aliases: dict[int, int]
+             ) -> list[str]:
+    """``stablehlo.custom_call @target`` the way JAX's linalg FFI lowering
+    writes it: arrays of the largest rank column-major, the rest row-major;
+    ``attributes`` as ``ui8`` backend attributes; ``aliases`` maps an
+    operand to the result that reuses its buffer."""
+    top = max(a.ndim for a in in_avals)
+    in_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in in_avals)
+    out_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in out_avals)
+    config = ", ".join(f"{k} = {v} : ui8" for k, v in sorted(attributes.items()))
+    multi = len(out_avals) > 1
+    alias_text = ", ".join(
+        f"#stablehlo.output_operand_alias<output_tuple_indices = "
+        f"{ints([out]) if multi else '[]'}, operand_index = {op}, operand_tuple_indices = []>"
+        for op, out in sorted(aliases.items()))
+    attrs = (f'backend_config = "", mhlo.backend_config = {{{config}}}, '
+             f'mhlo.frontend_attributes = {{num_batch_dims = "{top - 2}"}}, '
+             f"operand_layouts = [{in_layouts}], output_operand_aliases = [{alias_text}], "
+             f"result_layouts = [{out_layouts}]")
+    ins = ", ".join(tensor_type(a) for a in in_avals)
+    outs = ", ".join(tensor_type(a) for a in out_avals)
+    sig = f"({ins}) -> ({outs})" if multi else f"({ins}) -> {outs}"
+    return ctx.results(f"stablehlo.custom_call @{target}({', '.join(operands)}) {{{attrs}}} : "
+                       f"{sig}", len(out_avals))
+
+
+def _ok(ctx: LoweringContext, info: str, batch: tuple[int, ...]) -> str:
+    """``info == 0`` per matrix (LAPACK succeeded)."""
+    aval = ArrayType(batch, _I32)
+    zero = ctx.constant(np.zeros((), _I32), ArrayType((), _I32))
+    zeros = ctx.broadcast(zero, ArrayType((), _I32), aval, ())
+    t = tensor_type(aval)
+    return ctx.line(f"stablehlo.compare EQ, {info}, {zeros}, SIGNED : ({t}, {t}) -> "
+                    f"{tensor_type(ArrayType(batch, _BOOL))}")
+
+
+def _nan_unless(ctx: LoweringContext, ok: str, batch: tuple[int, ...], x: str,
+                aval: ArrayType) -> str:
+    """``x`` where its matrix's ``ok`` holds, NaN elsewhere (JAX's order of
+    broadcasts: the predicate to unit axes, the NaN, the predicate to the
+    full shape)."""
+    nb = len(batch)
+    unit = ArrayType((*batch, *(1 for _ in aval.shape[nb:])), _BOOL)
+    pred = ctx.broadcast(ok, ArrayType(batch, _BOOL), unit, range(nb))
+    scalar = ArrayType((), aval.dtype)
+    nan = ctx.broadcast(ctx.constant(np.asarray(np.nan, aval.dtype), scalar), scalar, aval, ())
+    wide = ArrayType(aval.shape, _BOOL)
+    pred = ctx.broadcast(pred, unit, wide, range(aval.ndim))
+    return ctx.line(f"stablehlo.select {pred}, {x}, {nan} : {tensor_type(wide)}, "
+                    f"{tensor_type(aval)}")
+
+
+def cholesky(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+             out_avals: Avals) -> list[str]:
+    """``potrf`` on the lower triangle (the strict upper triangle stays the
+    operand's); NaN where the matrix is not positive definite."""
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    if aval.shape[-1] == 0:
+        return [operands[0]]
+    factor, info = ffi_call(ctx, _target("potrf", aval.dtype), operands, in_avals,
+                            [aval, ArrayType(batch, _I32)], {"uplo": _char("L")}, {0: 0})
+    return [_nan_unless(ctx, _ok(ctx, info, batch), batch, factor, out_avals[0])]
+
+
+def triangular_solve(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                     out_avals: Avals, *, left_side: bool, lower: bool, transpose_a: bool,
+                     conjugate_a: bool, unit_diagonal: bool) -> list[str]:
+    """``trsm`` for LAPACK's dtypes (a conjugate without transpose is first
+    applied to ``a``); other dtypes use ``stablehlo.triangular_solve``."""
+    a, b = operands
+    a_aval, b_aval = in_avals
+    if conjugate_a and not transpose_a:
+        a = ctx.op("chlo.conj", [a], [a_aval], a_aval)
+        conjugate_a = False
+    if np.dtype(a_aval.dtype).name not in _LAPACK_PREFIX:
+        trans = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else "NO_TRANSPOSE"
+        props = (f"left_side = {str(left_side).lower()}, lower = {str(lower).lower()}, "
+                 f"transpose_a = #stablehlo<transpose {trans}>, "
+                 f"unit_diagonal = {str(unit_diagonal).lower()}")
+        return ctx.generic_op("stablehlo.triangular_solve", [a, b], in_avals, out_avals,
+                              properties=props)
+    trans_x = ("C" if conjugate_a else "T") if transpose_a else "N"
+    attrs = {"side": _char("L" if left_side else "R"), "uplo": _char("L" if lower else "U"),
+             "trans_x": _char(trans_x), "diag": _char("U" if unit_diagonal else "N")}
+    return ffi_call(ctx, _target("trsm", a_aval.dtype), [a, b], in_avals, [b_aval], attrs,
+                    {1: 0})
+
+
+def _triu(ctx: LoweringContext, r: str, aval: ArrayType) -> str:
+    """Zeros below the diagonal (JAX's ``_triu``: a 2-D mask from iotas,
+    broadcast over the batch)."""
+    n, m = aval.shape[-2:]
+    # The diagonal offset is a Python int: int64 under x64, which widens
+    # the iotas it is added to (JAX's ``_tri``).
+    index = np.dtype(np.int64) if x64_enabled() else _I32
+    square = ArrayType((n, m), index)
+    rows = ctx.line(f"stablehlo.iota dim = 0 : {tensor_type(square)}")
+    shift = ctx.broadcast(ctx.constant(np.asarray(-1, index), ArrayType((), index)),
+                          ArrayType((), index), square, ())
+    rows = ctx.op("stablehlo.add", [rows, shift], [square, square], square)
+    cols = ctx.line(f"stablehlo.iota dim = 1 : {tensor_type(square)}")
+    t = tensor_type(square)
+    mask_aval = ArrayType((n, m), _BOOL)
+    mask = ctx.line(f"stablehlo.compare GE, {rows}, {cols}, SIGNED : ({t}, {t}) -> "
+                    f"{tensor_type(mask_aval)}")
+    if aval.ndim > 2:
+        full = ArrayType(aval.shape, _BOOL)
+        mask = ctx.broadcast(mask, mask_aval, full, [aval.ndim - 2, aval.ndim - 1])
+    scalar = ArrayType((), aval.dtype)
+    zeros = ctx.broadcast(ctx.constant(np.zeros((), aval.dtype), scalar), scalar, aval, ())
+    return ctx.line(f"stablehlo.select {mask}, {zeros}, {r} : "
+                    f"{tensor_type(ArrayType(aval.shape, _BOOL))}, {tensor_type(aval)}")
+
+
+def _slice_last2(ctx: LoweringContext, x: str, aval: ArrayType, rows: int, cols: int
+                 ) -> tuple[str, ArrayType]:
+    out = ArrayType((*aval.shape[:-2], rows, cols), aval.dtype)
+    ranges = ", ".join([*(f"0:{d}" for d in aval.shape[:-2]), f"0:{rows}", f"0:{cols}"])
+    return ctx.line(f"stablehlo.slice {x} [{ranges}] : ({tensor_type(aval)}) -> "
+                    f"{tensor_type(out)}"), out
+
+
+def qr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+       pivoting: bool, full_matrices: bool, **params: Any) -> list[str]:
+    """``geqrf`` then ``orgqr``/``ungqr`` on the reflectors, R the upper
+    triangle (JAX's qr lowering, function by function)."""
+    if pivoting:
+        raise NotImplementedError("lowering qr with pivoting=True is not specified")
+    aval = in_avals[0]
+    *batch, m, n = aval.shape
+    k = min(m, n)
+    if k == 0:
+        return _empty_qr(ctx, out_avals)
+    taus_aval = ArrayType((*batch, k), aval.dtype)
+    r, taus = ffi_call(ctx, _target("geqrf", aval.dtype), operands, in_avals,
+                       [aval, taus_aval], {}, {0: 0})
+    orgqr = _target("ungqr" if np.dtype(aval.dtype).kind == "c" else "orgqr", aval.dtype)
+    r_aval = aval
+    if m < n:
+        head, head_aval = _slice_last2(ctx, r, aval, m, m)
+        (q,) = ffi_call(ctx, orgqr, [head, taus], [head_aval, taus_aval], [head_aval], {},
+                        {0: 0})
+    elif full_matrices:
+        wide = ArrayType((*batch, m, m), aval.dtype)
+        zero = ctx.constant(np.zeros((), aval.dtype), ArrayType((), aval.dtype))
+        lows, highs = [0] * aval.ndim, [0] * (aval.ndim - 1) + [m - n]
+        scalar = tensor_type(ArrayType((), aval.dtype))
+        padded = ctx.line(
+            f"stablehlo.pad {r}, {zero}, low = {ints(lows)}, high = {ints(highs)}, interior = "
+            f"{ints([0] * aval.ndim)} : ({tensor_type(aval)}, {scalar}) -> {tensor_type(wide)}")
+        (q,) = ffi_call(ctx, orgqr, [padded, taus], [wide, taus_aval], [wide], {}, {0: 0})
+    else:
+        (q,) = ffi_call(ctx, orgqr, [r, taus], [aval, taus_aval], [aval], {}, {0: 0})
+        r, r_aval = _slice_last2(ctx, r, aval, n, n)
+    return [q, _triu(ctx, r, r_aval)]
+
+
+def _empty_qr(ctx: LoweringContext, out_avals: Avals) -> list[str]:
+    q_aval, r_aval = out_avals
+    m, k = q_aval.shape[-2:]
+    eye = np.broadcast_to(np.eye(m, k, dtype=q_aval.dtype), q_aval.shape)
+    return [ctx.constant(np.ascontiguousarray(eye), q_aval),
+            ctx.constant(np.zeros(r_aval.shape, r_aval.dtype), r_aval)]
+
+
+def eigh(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+         lower: bool, subset_by_index: Any, algorithm: Any, **params: Any) -> list[str]:
+    """``syevd``/``heevd`` computing vectors (mode V) from one triangle;
+    eigenvalues ascending (LAPACK sorts); NaN where it fails."""
+    aval = in_avals[0]
+    n = aval.shape[-1]
+    if not (subset_by_index is None or tuple(subset_by_index) == (0, n)):
+        raise NotImplementedError("subset_by_index not supported on CPU and GPU")
+    if algorithm is not None and "QDWH" in str(algorithm):
+        raise NotImplementedError("QDWH implementation is only supported on TPU")
+    if algorithm is not None and "JACOBI" in str(algorithm):
+        raise NotImplementedError("Jacobi implementation is not supported on CPU")
+    batch = tuple(aval.shape[:-2])
+    v_aval, w_aval = out_avals
+    routine = "heevd" if np.dtype(aval.dtype).kind == "c" else "syevd"
+    v, w, info = ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals,
+                          [v_aval, w_aval, ArrayType(batch, _I32)],
+                          {"mode": _char("V"), "uplo": _char("L" if lower else "U")}, {0: 0})
+    ok = _ok(ctx, info, batch)
+    return [_nan_unless(ctx, ok, batch, v, v_aval), _nan_unless(ctx, ok, batch, w, w_aval)]
+
+
+def svd(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+        full_matrices: bool, compute_uv: bool, subset_by_index: Any, algorithm: Any
+        ) -> list[str]:
+    """``gesdd`` (``gesvd`` for the QR algorithm) in mode A (full), S
+    (reduced) or N (values only); NaN where it fails."""
+    aval = in_avals[0]
+    *batch_list, m, n = aval.shape
+    batch = tuple(batch_list)
+    k = min(m, n)
+    if not (subset_by_index is None or tuple(subset_by_index) == (0, k)):
+        raise NotImplementedError("subset_by_index not implemented for CPU and GPU")
+    name = "DEFAULT" if algorithm is None else str(getattr(algorithm, "name", algorithm))
+    if "JACOBI" in name or "POLAR" in name:
+        raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented "
+                                  "on CPU.")
+    if k == 0:
+        return _empty_svd(ctx, out_avals)
+    routine = "gesvd" if name.endswith("QR") else "gesdd"
+    mode = "N" if not compute_uv else "A" if full_matrices else "S"
+    s_aval = out_avals[0]
+    if compute_uv:
+        u_aval, vt_aval = out_avals[1:]
+    else:
+        u_aval = ArrayType((*batch, m, m if full_matrices else k), aval.dtype)
+        vt_aval = ArrayType((*batch, n if full_matrices else k, n), aval.dtype)
+    _, s, u, vt, info = ffi_call(
+        ctx, _target(routine, aval.dtype), operands, in_avals,
+        [aval, s_aval, u_aval, vt_aval, ArrayType(batch, _I32)], {"mode": _char(mode)}, {0: 0})
+    ok = _ok(ctx, info, batch)
+    outs = [_nan_unless(ctx, ok, batch, s, s_aval)]
+    if compute_uv:
+        outs += [_nan_unless(ctx, ok, batch, u, u_aval), _nan_unless(ctx, ok, batch, vt, vt_aval)]
+    return outs
+
+
+def _empty_svd(ctx: LoweringContext, out_avals: Avals) -> list[str]:
+    """No singular values; U and V^H identities of their shapes."""
+    outs = [ctx.constant(np.zeros(out_avals[0].shape, out_avals[0].dtype), out_avals[0])]
+    for a in out_avals[1:]:
+        eye = np.broadcast_to(np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype), a.shape)
+        outs.append(ctx.constant(np.ascontiguousarray(eye), a))
+    return outs
