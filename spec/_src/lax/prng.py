@@ -456,6 +456,10 @@ random_gamma_p = declare(
     jvp=defjvp2(None, _gamma_jvp_a),
     transpose=_not_linear("random_gamma"), batch=_gamma_batch,
     sharding=SK.section("random_gamma", SK.same_as(1)),
-    per_device=from_primitive(PD.aligned))
+    per_device=from_primitive(PD.aligned),
+    # JAX lowers its sampler's loop; spec's sampler reshapes and slices key
+    # arrays, which the structural rules do not lower (they see logical shapes).
+    lowering=not_applicable("random_gamma has no lowering in spec: its sampler reshapes key "
+                            "arrays, which the structural rules cannot lower"))
 
 __all__ += ["random_gamma_p"]
