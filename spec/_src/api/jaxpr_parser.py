@@ -41,15 +41,18 @@ from spec._src.core.interpreter import (
     inherited_effects,
     jaxpr_effects,
 )
+from spec._src.core.backend import current_backend
 from spec._src.core.prng import PRNGS, key_type
 from spec._src.core.registry import REGISTRY
 from spec._src.core.sharding import (
     AbstractDevice,
     AbstractMesh,
     AxisType,
+    Mesh,
     NamedSharding,
     P,
     get_abstract_mesh,
+    get_concrete_mesh,
 )
 from spec._src.core.state_types import NDIndexer, RefType, Slice
 from spec._src.core.tree_util import PyTreeDef, tree_flatten, tree_structure
@@ -892,6 +895,20 @@ def _mesh(node: _Call) -> AbstractMesh:
     return AbstractMesh(sizes, names, axis_types=types, abstract_device=device)
 
 
+def _concrete_mesh(abstract: AbstractMesh) -> Mesh:
+    """A printed ``Mesh(...)``: the mesh in context if it is that mesh,
+    else one over the first devices in order (the text names no devices)."""
+    context = get_concrete_mesh()
+    if not context.empty and context.abstract_mesh == abstract:
+        return context
+    devices = current_backend().devices()
+    if len(devices) < abstract.size:
+        raise ValueError(f"the jaxpr's mesh {abstract} needs {abstract.size} devices; there are "
+                         f"{len(devices)}")
+    grid = np.array(devices[:abstract.size], dtype=object).reshape(abstract.axis_sizes)
+    return Mesh(grid, abstract.axis_names, axis_types=abstract.axis_types)
+
+
 def _call_value(node: _Call, key: str) -> Any:
     args = [_convert(a, key) for a in node.args]
     kwargs = {k: _convert(v, k) for k, v in node.kwargs}
@@ -906,8 +923,10 @@ def _call_value(node: _Call, key: str) -> Any:
         return ConvDimensionNumbers(**kwargs)
     if name in ("P", "PartitionSpec"):
         return P(*args, **kwargs)
-    if name in ("Mesh", "AbstractMesh"):
+    if name == "AbstractMesh":
         return _mesh(node)
+    if name == "Mesh":
+        return _concrete_mesh(_mesh(node))
     if name == "NamedSharding":
         return NamedSharding(kwargs["mesh"], kwargs["spec"])
     if name == "ShapedArray" and len(args) == 2:  # ``ShapedArray(float32[3])``
