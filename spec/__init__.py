@@ -35,6 +35,7 @@ from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
+from spec._src.api.custom_gradient import closure_convert, custom_gradient
 from spec._src.api.callbacks import effects_barrier, pure_callback
 from spec import random as random
 from spec import ref as ref
@@ -88,7 +89,8 @@ __all__ = [
     "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
     "debug", "shard_map", "sharding",
-    "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
+    "ad_checkpoint", "checkpoint", "checkpoint_policies", "closure_convert",
+    "custom_derivatives", "custom_gradient", "custom_jvp",
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
     "linearize",
