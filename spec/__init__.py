@@ -43,6 +43,7 @@ from spec import ad as ad
 from spec import ffi as ffi
 from spec import stages as stages
 from spec import export as export
+from spec import typing as typing
 from spec._src.jax_alias import install_as_jax
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
@@ -100,5 +101,5 @@ __all__ = [
     "experimental", "dtypes", "errors", "eval_shape", "jit", "lax",
     "live_devices", "local_device_count", "local_devices", "make_jaxpr", "numpy", "process_count",
     "process_index", "rules", "test_util", "tree", "tree_util", "typeof", "ad", "ffi",
-    "install_as_jax",
+    "install_as_jax", "typing",
 ]

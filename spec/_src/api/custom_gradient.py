@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from spec._src.api.custom_derivatives import custom_vjp
-from spec._src.api.jit import typeof
 from spec._src.core import tree_util
-from spec._src.core.interpreter import Jaxpr, Tracer, eval_jaxpr, trace_to_jaxpr
+from spec._src.core.interpreter import (Jaxpr, Tracer, canonical_aval_of, eval_jaxpr,
+                                        trace_to_jaxpr)
 from spec._src.core.types import ArrayType
 
 
@@ -50,7 +50,7 @@ def closure_convert(fun: Callable[..., Any], *example_args: Any
     arguments of ``example_args``' structure and types, with the values ``fun`` captured that
     may be perturbed (tracers of inexact type) passed explicitly as ``hoisted``."""
     flat_args, in_tree = tree_util.tree_flatten(example_args)
-    jaxpr, out_tree = _traced(fun, in_tree, [typeof(x) for x in flat_args])
+    jaxpr, out_tree = _traced(fun, in_tree, [canonical_aval_of(x) for x in flat_args])
     consts = list(jaxpr.consts)
     hoist = [_maybe_perturbed(c) for c in consts]
     kept = [c for c, h in zip(consts, hoist) if not h]
@@ -99,7 +99,7 @@ def custom_gradient(fun: Callable[..., tuple[Any, Callable[..., Any]]]) -> Calla
     def fwd(*args: Any, **kwargs: Any) -> tuple[Any, _VJPResiduals]:
         ans, rule = fun(*args, **kwargs)
         ans_leaves, ans_tree = tree_util.tree_flatten((ans,))
-        jaxpr, cts_in_tree = _traced(rule, ans_tree, [typeof(x) for x in ans_leaves])
+        jaxpr, cts_in_tree = _traced(rule, ans_tree, [canonical_aval_of(x) for x in ans_leaves])
         single = tree_util.treedef_is_leaf(cts_in_tree)
         return ans, _VJPResiduals(jaxpr, cts_in_tree, single, list(jaxpr.consts))
 
