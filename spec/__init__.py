@@ -38,6 +38,7 @@ from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
+from spec._src.api.custom_gradient import closure_convert, custom_gradient
 from spec._src.api.callbacks import effects_barrier, pure_callback
 from spec import random as random
 from spec import ref as ref
@@ -45,6 +46,7 @@ from spec import ad as ad
 from spec import ffi as ffi
 from spec import stages as stages
 from spec import export as export
+from spec import typing as typing
 from spec._src.jax_alias import install_as_jax
 from spec._src.api.ref import Ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
@@ -94,7 +96,8 @@ __all__ = [
     "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "NamedSharding", "P", "collectives_log", "get_mesh", "make_mesh", "reshard", "set_mesh",
     "debug", "shard_map", "sharding",
-    "ad_checkpoint", "checkpoint", "checkpoint_policies", "custom_derivatives", "custom_jvp",
+    "ad_checkpoint", "checkpoint", "checkpoint_policies", "closure_convert",
+    "custom_derivatives", "custom_gradient", "custom_jvp",
     "custom_vjp", "remat",
     "fwd_and_bwd", "grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linear_transpose",
     "linearize",
@@ -106,5 +109,5 @@ __all__ = [
     "process_index", "process_indices", "host_count", "host_id", "host_ids",
     "threefry_partitionable", "get_abstract_mesh", "use_abstract_mesh", "rules", "test_util",
     "tree", "tree_util", "typeof", "ad", "ffi",
-    "install_as_jax", "parse_jaxpr",
+    "install_as_jax", "parse_jaxpr", "typing",
 ]
