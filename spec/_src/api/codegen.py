@@ -412,9 +412,9 @@ def _write_scan(w: _Writer, eqn: Eqn) -> bool:
     for row, x, r in zip(rows, xs, x_refs):
         w.emit(f"{row} = {x}[{i}, ...]" if r else f"{row} = {x}[{i}]")
     outs = w.nested(jaxpr, [*consts, *carry, *rows])
-    w.assign(carry, outs[:nk])
-    for y, o in zip(ys, outs[nk:]):
+    for y, o in zip(ys, outs[nk:]):  # (before the carry moves on: a y may be a carry)
         w.emit(f"{y}[{i}] = {o}")
+    w.assign(carry, outs[:nk])
     w.emit("pass")
     w.indent -= 1
     w.assign([w.bind(v) for v in eqn.outvars], [*carry, *ys])
