@@ -377,6 +377,11 @@ class Traced:
         infos = [ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals, donated)]
         return tree_util.tree_unflatten(self._split.dyn_treedef, infos)
 
+    @property
+    def python_source(self) -> str:
+        """The Python function a call of this program runs (4.1b)."""
+        return python_text(self)
+
     def lower(self) -> Lowered:
         return Lowered(self)
 
@@ -796,16 +801,30 @@ def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
         program: codegen.Generated | None = known[1]
         return program
     program = None
-    if not has_hi_types(jaxpr) and not any(
-            getattr(a, "sharding", None) is not None for a in (*jaxpr.in_avals,
-                                                               *jaxpr.out_avals)):
+    if _interpreted_because(jaxpr) is None:
         program = codegen.generated(codegen.live_program(jaxpr))
     setattr(jaxpr, _PROGRAM_ATTR, (key, program))
     return program
 
 
+def _interpreted_because(jaxpr: Jaxpr) -> str | None:
+    """Why calls of ``jaxpr`` are interpreted whatever their operands, or None."""
+    if has_hi_types(jaxpr):
+        return "the program has hi types"
+    if any(getattr(a, "sharding", None) is not None
+           for a in (*jaxpr.in_avals, *jaxpr.out_avals)):
+        return "the program has sharded types"
+    if any(type(getattr(c, "aval", None)) is RefType for c in jaxpr.consts):
+        return "the program closes over refs"
+    return None
+
+
 def python_text(traced: Traced) -> str:
-    """The Python source a call of the traced program runs."""
+    """The Python source a call of the traced program runs (a comment
+    saying why where it is interpreted)."""
+    why = _interpreted_because(traced.jaxpr)
+    if why is not None:
+        return f"# interpreted: {why}\n"
     return codegen.python_source(traced.jaxpr)
 
 
