@@ -768,6 +768,7 @@ class _LastCall:
         """The call's result, or ``_MISS`` where this entry does not answer it."""
         avals = self.avals
         if len(args) != len(avals) or config.epoch != self.epoch \
+                or not _CONFIG_VALUES["spec_jit_codegen"] \
                 or _context.typing_key is not self.typing_key or _context.in_manual \
                 or current_xla_metadata() is not self.metadata \
                 or codegen.strategy_token() != self.token \
