@@ -744,25 +744,25 @@ class _LastCall:
     __slots__ = ("avals", "epoch", "typing_key", "metadata", "token", "fn", "runs_impls",
                  "out_avals", "out_tree", "single")
 
+    def __init__(self, jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any],
+                 program: codegen.Generated) -> None:
+        self.avals = tuple(x.aval for x in leaves)
+        self.epoch = config.epoch
+        self.typing_key = _context.typing_key
+        self.metadata = current_xla_metadata()
+        self.token = codegen.strategy_token()
+        self.fn = program.fn
+        self.runs_impls = program.runs_impls
+        self.out_avals = tuple(jaxpr.out_avals)
+        self.out_tree = out_tree
+        self.single = out_tree == _LEAF
+
     @staticmethod
     def of(jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any]) -> _LastCall | None:
         if not all(type(x) is Array for x in leaves):
             return None
         program = _program_for(jaxpr)
-        if program is None:
-            return None
-        last = _LastCall()
-        last.avals = tuple(x.aval for x in leaves)
-        last.epoch = config.epoch
-        last.typing_key = _context.typing_key
-        last.metadata = current_xla_metadata()
-        last.token = codegen.strategy_token()
-        last.fn = program.fn
-        last.runs_impls = program.runs_impls
-        last.out_avals = tuple(jaxpr.out_avals)
-        last.out_tree = out_tree
-        last.single = out_tree == _LEAF
-        return last
+        return None if program is None else _LastCall(jaxpr, out_tree, leaves, program)
 
     def run(self, args: Sequence[Any]) -> Any:
         """The call's result, or ``_MISS`` where this entry does not answer it."""
