@@ -52,7 +52,9 @@ from spec._src.core.interpreter import (
     Eqn,
     Jaxpr,
     Literal,
+    Primitive,
     Var,
+    hooks,
     canonical_value,
     dce_jaxpr,
 )
@@ -134,9 +136,9 @@ class Kernel:
     scalar_result: bool = False
 
 
-def _dtypes(eqn: Eqn) -> list[np.dtype[Any]] | None:
+def _dtypes(avals: Sequence[Any]) -> list[np.dtype[Any]] | None:
     try:
-        return [np.dtype(a.aval.dtype) for a in eqn.invars]
+        return [np.dtype(a.dtype) for a in avals]
     except TypeError:  # an extended dtype (PRNG keys)
         return None
 
@@ -144,20 +146,25 @@ def _dtypes(eqn: Eqn) -> list[np.dtype[Any]] | None:
 def direct_kernel(eqn: Eqn, strategy: _Strategy) -> Kernel | None:
     """The ufunc an equation's impl calls, when the operand types and params
     make that one call the whole impl; None otherwise."""
-    name = eqn.primitive.name
-    avals = [a.aval for a in eqn.invars]
-    if any(type(a) is not ArrayType for a in avals) or len(eqn.outvars) != 1:
+    if len(eqn.outvars) != 1:
         return None
-    dts = _dtypes(eqn)
-    if not dts or eqn.outvars[0].aval.dtype not in (*_REAL_FLOATS, *_INTS, np.dtype(bool)) \
-            or any(d != dts[0] for d in dts):
+    return kernel_for(eqn.primitive.name, [a.aval for a in eqn.invars], eqn.params,
+                      not eqn.outvars[0].aval.shape, strategy)
+
+
+def kernel_for(name: str, avals: Sequence[Any], params: dict[str, Any], scalar: bool,
+               strategy: _Strategy) -> Kernel | None:
+    """``direct_kernel`` from the operand types: the ufunc, or None."""
+    if any(type(a) is not ArrayType for a in avals):
+        return None
+    dts = _dtypes(avals)
+    if not dts or any(d != dts[0] for d in dts):
         return None
     dt = dts[0]
-    scalar = not eqn.outvars[0].aval.shape
     arith = strategy.direct_arithmetic and dt in _REAL_FLOATS
     fn: Any = None
     env = HELD
-    if len(dts) == 2 and not eqn.params.get("out_dtype"):
+    if len(dts) == 2 and not params.get("out_dtype"):
         if arith and name in _BINARY_FLOAT:
             fn = _BINARY_FLOAT[name]
         elif arith and name in _COMPARE:
@@ -175,6 +182,55 @@ def direct_kernel(eqn: Eqn, strategy: _Strategy) -> Kernel | None:
     if fn is None:
         return None
     return Kernel(fn, env, scalar)
+
+
+def eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+                 ) -> Callable[..., list[Any]] | None:
+    """For eager evaluation: a direct kernel switching the environment
+    around itself (as ``denormals.arithmetic`` does), or None. Elementwise
+    results are rank 0 exactly when every operand is."""
+    strategy = _strategy()
+    kernel = kernel_for(prim.name, avals, params, all(not a.shape for a in avals), strategy)
+    if kernel is None:
+        return None
+    fn, scalar = kernel.fn, kernel.scalar_result
+    if kernel.env == ANY:
+        if scalar:
+            return lambda *xs: [np.asarray(fn(*xs))]
+        return lambda *xs: [fn(*xs)]
+    return _held_kernel(fn, scalar, strategy.kind == "hardware")
+
+
+def _held_kernel(fn: Callable[..., Any], scalar: bool, hardware: bool
+                 ) -> Callable[..., list[Any]]:
+    policy = denormals._ERROR_POLICY
+    assert policy is not None
+    set_policy, reset_policy, ignore = policy.set, policy.reset, denormals._IGNORE_ALL
+    hw = denormals._HARDWARE
+    if not hardware or hw is None:
+        def quiet(*xs: Any) -> list[Any]:
+            token = set_policy(ignore)
+            try:
+                out = fn(*xs)
+            finally:
+                reset_policy(token)
+            return [np.asarray(out) if scalar else out]
+        return quiet
+    fesetmode, flushed, normal = hw._set, hw._flushed_ref, hw._normal_ref
+
+    def held(*xs: Any) -> list[Any]:
+        token = set_policy(ignore)
+        fesetmode(flushed)
+        try:
+            out = fn(*xs)
+        finally:
+            fesetmode(normal)
+            reset_policy(token)
+        return [np.asarray(out) if scalar else out]
+    return held
+
+
+hooks.eager_kernel = eager_kernel
 
 
 # ------------------------------------------------------------------ writing
