@@ -32,7 +32,8 @@ environment and never end a region.
 The generated function computes exactly the interpreter's values: the same
 kernels in the same order on the same operands, in the same floating-point
 environment (tests/codegen compares the bits of both on drawn programs).
-A jaxpr it cannot write (constants that are refs) is interpreted.
+A jaxpr it cannot write (constants that are refs, loops nested deeper than
+Python's block limit) is interpreted.
 """
 
 from __future__ import annotations
@@ -604,7 +605,8 @@ def generated(jaxpr: Jaxpr) -> Generated | None:
         return per[strategy]
     try:
         program: Generated | None = write(jaxpr)
-    except Unsupported:
+    except (Unsupported, SyntaxError, RecursionError):
+        # (SyntaxError: Python's limit on nested blocks, for deeply nested loops)
         program = None
     per[strategy] = program
     return program
