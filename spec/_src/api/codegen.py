@@ -96,6 +96,12 @@ def _strategy() -> _Strategy:
     return _Strategy(kind, str(config.read("spec_transcendentals")))
 
 
+def hardware_switch() -> list[bool]:
+    """The one-element list saying whether the hardware switch is in use
+    (``strategy_token`` reads it)."""
+    return denormals._use_hardware
+
+
 def strategy_token() -> bool:
     """What, besides the configuration (its epoch), the strategy depends on:
     whether the hardware switch is in use (tests turn it off)."""

@@ -731,6 +731,7 @@ def _run_generated(jaxpr: Jaxpr, leaves: Sequence[Any]) -> list[Any] | None:
 
 
 _LEAF = tree_util.tree_structure(0)
+_USE_HARDWARE = codegen.hardware_switch()  # read directly: on every call's path
 _MISS = object()  # a call the last call's entry does not answer
 
 
@@ -771,7 +772,7 @@ class _LastCall:
                 or not _CONFIG_VALUES["spec_jit_codegen"] \
                 or _context.typing_key is not self.typing_key or _context.in_manual \
                 or current_xla_metadata() is not self.metadata \
-                or codegen.strategy_token() != self.token \
+                or _USE_HARDWARE[0] != self.token \
                 or type(current_trace()) is not EvalTrace:
             return _MISS
         values = []
@@ -780,7 +781,7 @@ class _LastCall:
                     or x._committed:
                 return _MISS
             values.append(x._val)
-        copts.check_xla_flags()
+        # (no XLA_FLAGS check: the full call that made this entry did it)
         if self.runs_impls:
             with running_compiled():
                 outs = self.fn(*values)
