@@ -113,3 +113,16 @@ def test_error_restores_the_environment() -> None:
         spec.jit(f)(X)
     assert np.geterr() == policy
     assert float(np.float32(1e-39) * np.float32(1.0)) != 0.0
+
+
+def test_repeated_calls_run_once_each() -> None:
+    """A repeated call answered from the last call's entry runs its program
+    once, also when the function returns nothing."""
+    calls: list[int] = []
+
+    def f(x: Any) -> None:
+        spec.debug.callback(lambda v: calls.append(1), x * 2.0)
+    jitted = spec.jit(f)
+    for _ in range(3):
+        assert jitted(X) is None
+    assert len(calls) == 3
