@@ -788,9 +788,12 @@ class _LastCall:
         else:
             outs = self.fn(*values)
         made = Array._from_checked
+        if self.single:
+            (o,) = outs
+            return made(o if type(o) is np.ndarray else np.asarray(o), self.out_avals[0], jit_p)
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, jit_p)
                    for o, a in zip(outs, self.out_avals)]
-        return results[0] if self.single else tree_util.tree_unflatten(self.out_tree, results)
+        return tree_util.tree_unflatten(self.out_tree, results)
 
 
 def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
