@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
 from spec._src.api.stages import (
     ArgInfo,
@@ -41,12 +42,14 @@ from spec._src.core.interpreter import (
     JaxprTrace,
     Tracer,
     canonical_aval_of,
+    canonical_value,
     check_jaxpr,
     current_trace,
     trace_to_jaxpr,
 )
 from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
+from spec._src.core.effects import running_compiled
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
@@ -375,6 +378,11 @@ class Traced:
         infos = [ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals, donated)]
         return tree_util.tree_unflatten(self._split.dyn_treedef, infos)
 
+    @property
+    def python_source(self) -> str:
+        """The Python function a call of this program runs (4.1b)."""
+        return python_text(self)
+
     def lower(self) -> Lowered:
         return Lowered(self)
 
@@ -385,7 +393,10 @@ _DIALECTS = (None, "stablehlo", "hlo")
 def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) -> str:
     """The program's text in ``dialect``: the StableHLO module (``None``,
     ``"stablehlo"``) that ``lower_jaxpr`` emits, with locations when
-    ``debug_info``; ``"hlo"`` renders the jaxpr text."""
+    ``debug_info``; ``"hlo"`` renders the jaxpr text; ``"python"`` is the generated NumPy
+    code a call runs."""
+    if dialect == "python":
+        return python_text(traced)
     if dialect not in _DIALECTS:
         raise ValueError(f"unknown dialect: {dialect}")
     if dialect == "hlo":
@@ -569,6 +580,12 @@ class Jitted:
                          keep_unused, inline)
         self._compiler_options = compiler_options
         self._options_ok = not compiler_options
+        # The common call (positional arrays, no statics or compiler
+        # options) repeats with the same argument types: the last such
+        # call's program answers it without rebuilding the cache key.
+        self._fast_ok = not compiler_options and not self._static_argnums \
+            and not self._static_argnames
+        self._last: _LastCall | None = None
 
     def __repr__(self) -> str:
         return f"<PjitFunction of {self._fun!r}>"
@@ -604,6 +621,12 @@ class Jitted:
         return jaxpr, out_tree, tracer_consts, refs, closed if refs else jaxpr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and self._fast_ok:
+            last = self._last
+            if last is not None:
+                outs = last.run(args)
+                if outs is not _MISS:
+                    return outs
         return self._call(args, kwargs, check_options=True)
 
     def _call(self, args: Sequence[Any], kwargs: dict[str, Any], check_options: bool) -> Any:
@@ -621,6 +644,12 @@ class Jitted:
         jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
         if check_options and not self._options_ok:
             self._check_compiler_options()
+        if not tracer_consts and not refs:
+            generated = _run_generated(jaxpr, split.leaves)
+            if generated is not None:
+                if self._fast_ok and not kwargs:
+                    self._last = _LastCall.of(jaxpr, out_tree, split.leaves)
+                return tree_util.tree_unflatten(out_tree, generated)
         leaves = split.leaves
         if any(is_committed(x) for x in leaves):
             leaves = _check_committed(self._fun, split, jaxpr, len(tracer_consts))
@@ -666,9 +695,149 @@ class Jitted:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        self._last = None
 
     def _cache_size(self) -> int:
         return len(self._cache)
+
+
+_CONFIG_VALUES = config._values  # read directly: on every call's path
+_SCALAR_LEAVES = (bool, int, float, complex, np.ndarray, np.generic)
+_PROGRAM_ATTR = "_generated_program"
+
+
+def _run_generated(jaxpr: Jaxpr, leaves: Sequence[Any]) -> list[Any] | None:
+    """The call's results from the jaxpr's generated program, or None where
+    the call is not one it runs: under a transformation, with operands
+    placed on devices or meshes, with hi types or NaN checks (those calls
+    bind ``jit``, whose impl interprets the jaxpr)."""
+    if not _CONFIG_VALUES["spec_jit_codegen"] or type(current_trace()) is not EvalTrace \
+            or _context.in_manual or nan_checks.active():
+        return None
+    values = []
+    for x in leaves:
+        if type(x) is Array:
+            if x._shards is not None or x._committed:
+                return None
+            values.append(x._val)
+        elif isinstance(x, _SCALAR_LEAVES):
+            values.append(canonical_value(x)[0])
+        else:
+            return None
+    program = _program_for(jaxpr)
+    if program is None:
+        return None
+    if program.runs_impls:
+        with running_compiled():
+            outs = program.fn(*values)
+    else:
+        outs = program.fn(*values)
+    made = Array._from_checked
+    return [made(o if type(o) is np.ndarray else np.asarray(o), a, jit_p)
+            for o, a in zip(outs, jaxpr.out_avals)]
+
+
+_LEAF = tree_util.tree_structure(0)
+_USE_HARDWARE = codegen.hardware_switch()  # read directly: on every call's path
+_MISS = object()  # a call the last call's entry does not answer
+
+
+class _LastCall:
+    """A call that ran a generated program, and what it was run under: a
+    call whose arguments have the very same types (the same type objects,
+    which results of the same operations share), under the same
+    configuration epoch, typing context and XLA metadata, runs the same
+    program. Anything else takes the full path."""
+
+    __slots__ = ("avals", "epoch", "typing_key", "metadata", "token", "fn", "runs_impls",
+                 "out_avals", "out_tree", "single")
+
+    def __init__(self, jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any],
+                 program: codegen.Generated) -> None:
+        self.avals = tuple(x.aval for x in leaves)
+        self.epoch = config.epoch
+        self.typing_key = _context.typing_key
+        self.metadata = current_xla_metadata()
+        self.token = codegen.strategy_token()
+        self.fn = program.fn
+        self.runs_impls = program.runs_impls
+        self.out_avals = tuple(jaxpr.out_avals)
+        self.out_tree = out_tree
+        self.single = out_tree == _LEAF
+
+    @staticmethod
+    def of(jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any]) -> _LastCall | None:
+        if not all(type(x) is Array for x in leaves):
+            return None
+        program = _program_for(jaxpr)
+        return None if program is None else _LastCall(jaxpr, out_tree, leaves, program)
+
+    def run(self, args: Sequence[Any]) -> Any:
+        """The call's result, or ``_MISS`` where this entry does not answer it."""
+        avals = self.avals
+        if len(args) != len(avals) or config.epoch != self.epoch \
+                or not _CONFIG_VALUES["spec_jit_codegen"] \
+                or _context.typing_key is not self.typing_key or _context.in_manual \
+                or current_xla_metadata() is not self.metadata \
+                or _USE_HARDWARE[0] != self.token \
+                or type(current_trace()) is not EvalTrace:
+            return _MISS
+        values = []
+        for x, a in zip(args, avals):
+            if type(x) is not Array or x.aval is not a or x._shards is not None \
+                    or x._committed:
+                return _MISS
+            values.append(x._val)
+        # (no XLA_FLAGS check: the full call that made this entry did it)
+        if self.runs_impls:
+            with running_compiled():
+                outs = self.fn(*values)
+        else:
+            outs = self.fn(*values)
+        made = Array._from_checked
+        if self.single:
+            (o,) = outs
+            return made(o if type(o) is np.ndarray else np.asarray(o), self.out_avals[0], jit_p)
+        results = [made(o if type(o) is np.ndarray else np.asarray(o), a, jit_p)
+                   for o, a in zip(outs, self.out_avals)]
+        return tree_util.tree_unflatten(self.out_tree, results)
+
+
+def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
+    """The generated program of a jit call's jaxpr under the current
+    configuration (remembered on the jaxpr, per configuration epoch); None
+    for a program that is interpreted."""
+    key = (config.epoch, codegen.strategy_token())
+    known = getattr(jaxpr, _PROGRAM_ATTR, None)
+    if known is not None and known[0] == key:
+        program: codegen.Generated | None = known[1]
+        return program
+    program = None
+    if _interpreted_because(jaxpr) is None:
+        program = codegen.generated(codegen.live_program(jaxpr))
+    setattr(jaxpr, _PROGRAM_ATTR, (key, program))
+    return program
+
+
+def _interpreted_because(jaxpr: Jaxpr) -> str | None:
+    """Why calls of ``jaxpr`` are interpreted whatever their operands, or None."""
+    if has_hi_types(jaxpr):
+        return "the program has hi types"
+    if any(getattr(a, "sharding", None) is not None
+           for a in (*jaxpr.in_avals, *jaxpr.out_avals)):
+        return "the program has sharded types"
+    if any(type(getattr(c, "aval", None)) is RefType for c in jaxpr.consts):
+        return "the program closes over refs"
+    return None
+
+
+def python_text(traced: Traced) -> str:
+    """The Python source a call of the traced program runs (a comment
+    saying why where it is interpreted)."""
+    why = _interpreted_because(traced.jaxpr)
+    if why is not None:
+        return f"# interpreted: {why}\n"
+    return codegen.python_source(traced.jaxpr)
 
 
 def _staging() -> bool:

@@ -126,6 +126,10 @@ _FLAGS: dict[str, _Flag] = {
         # "numpy" (faster) with NumPy's CPU-dispatched ufuncs.
         _Flag("spec_transcendentals", "numpy", "SPEC_TRANSCENDENTALS", _parse_str,
               ("numpy", "exact")),
+        # spec's own: True runs a jit call as Python code generated from its
+        # jaxpr (spec/_src/api/codegen.py); False interprets the jaxpr
+        # equation by equation. Both compute the same bits.
+        _Flag("spec_jit_codegen", True, "SPEC_JIT_CODEGEN", _parse_bool),
         # XLA's optimization and memory-fitting levels, given to the compiler
         # with every compilation; they change nothing spec computes.
         _Flag("jax_optimization_level", "UNKNOWN", "JAX_OPTIMIZATION_LEVEL", _parse_str,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace as dc_replace
 
 import contextlib
+import functools
 import operator
 import sys
 import threading
@@ -24,6 +25,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from spec._src.core import commitment, nan_checks
+from spec._src.core import denormals as _denormals
+from spec._src.core.config import config as _config
 from spec._src.core import pretty as pp
 from spec._src.core import source_info as si
 from spec._src.core.effects import names_ref, world_effects
@@ -145,6 +148,8 @@ UnstackHook = Callable[[Any], tuple[Any, ...]]
 EagerOnMeshHook = Callable[["Primitive", Sequence[Any], dict[str, Any], Sequence[ArrayType]],
                            list[Any]]
 EagerRefHook = Callable[[np.ndarray, RefType, Any], Any]
+EagerKernelHook = Callable[["Primitive", Sequence[ArrayType], dict[str, Any]],
+                           Callable[..., Sequence[Any]] | None]
 
 
 def _unregistered(what: str, where: str) -> Callable[..., Any]:
@@ -161,7 +166,9 @@ class CoreHooks:
     ``eager_on_mesh(prim, args, params, out_avals)``: eager evaluation whose
     operands or results are laid out over a mesh (spec._src.interpreters.spmd).
     ``eager_ref(buf, aval, placement)``: a ref result as an eager ``Ref``
-    (spec._src.api.ref)."""
+    (spec._src.api.ref). ``eager_kernel(prim, avals, params)``: a kernel
+    computing exactly what ``prim.impl`` computes at these operand types
+    and params, with less dispatch (spec._src.api.codegen), or None."""
 
     vary: VaryHook = field(default_factory=lambda: _unregistered(
         "casting to varying axes", "spec._src.lax.shard_map"))
@@ -171,6 +178,12 @@ class CoreHooks:
         "eager evaluation over a mesh", "spec._src.interpreters.spmd"))
     eager_ref: EagerRefHook = field(default_factory=lambda: _unregistered(
         "eager refs", "spec._src.api.ref"))
+    eager_kernel: EagerKernelHook = field(default_factory=lambda: _no_eager_kernel)
+
+
+def _no_eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+                     ) -> None:
+    return None
 
 
 hooks = CoreHooks()
@@ -794,6 +807,62 @@ def _on_hi_values(args: Sequence[Any]) -> bool:
         isinstance(a, Tracer) and is_high(a.aval) for a in args)
 
 
+class _Dispatch:
+    """What eager evaluation of ``prim`` at these operand types and params
+    found: the result types, whether they lie on a mesh, and the kernel
+    (the impl with its params bound, or the ``eager_kernel`` hook's). Valid
+    for the typing context, configuration epoch and floating-point switch
+    it was made under."""
+
+    __slots__ = ("avals", "params", "memo", "epoch", "hardware", "out_avals", "on_mesh",
+                 "no_refs", "kernel")
+
+    def __init__(self, prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, Any],
+                 out_avals: Sequence[ArrayType]) -> None:
+        self.avals = avals
+        self.params = params
+        self.memo = _mesh_context.typing_memo
+        self.epoch = _config.epoch
+        self.hardware = _denormals._use_hardware[0]
+        self.out_avals = out_avals
+        self.on_mesh = _typed_on_mesh(out_avals)
+        self.no_refs = not any(type(a) is RefType for a in out_avals)
+        kernel = hooks.eager_kernel(prim, avals, params)
+        if kernel is None:
+            impl = prim.impl
+            kernel = functools.partial(impl, **params) if params else impl
+        self.kernel = kernel
+
+    def answers(self, avals: tuple[ArrayType, ...], params: dict[str, Any]) -> bool:
+        # (tuple and dict equality try identity first: the same type
+        # objects, which results of one operation share, compare at once)
+        if self.memo is not _mesh_context.typing_memo or self.epoch != _config.epoch \
+                or self.hardware != _denormals._use_hardware[0] or self.avals != avals:
+            return False
+        try:
+            return bool(self.params == params)
+        except (TypeError, ValueError):  # params that do not compare (arrays)
+            return False
+
+
+# The last dispatch of each primitive: a loop repeating an operation at the
+# same types reuses it.
+_LAST_DISPATCH: dict[Primitive, _Dispatch] = {}
+
+
+def _dispatch(prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, Any]
+              ) -> _Dispatch:
+    """A new dispatch entry (typing failures raise, and are not kept; nor is
+    an entry whose params hold programs, which it would keep alive)."""
+    entry = _Dispatch(prim, avals, params, apply_typing(prim, avals, params))
+    if not jaxprs_in_params(params):
+        _LAST_DISPATCH[prim] = entry
+    return entry
+
+
+_config_values = _config._values  # read directly: on every eager operation's path
+
+
 class EvalTrace(Trace):
     """Eager evaluation: typing rule, then the NumPy impl."""
 
@@ -823,23 +892,31 @@ class EvalTrace(Trace):
                 # A Ref laid out over a mesh is placed as an Array is.
                 placed = placed or (type(aval) is RefType
                                     and getattr(a, "_sharding", None) is not None)
-        out_avals = apply_typing(prim, avals, params)
+        key = tuple(avals)
+        entry = _LAST_DISPATCH.get(prim)
+        if entry is None or not entry.answers(key, params):
+            entry = _dispatch(prim, key, params)
+        out_avals = entry.out_avals
         device = (commitment.committed_device(args, commitment.positional_names(len(args)),
                                               prim.name) if committed else None)
-        if placed or _typed_on_mesh(out_avals):
+        if placed or entry.on_mesh:
             placed_outs: list[Any] = hooks.eager_on_mesh(prim, args, params, out_avals)
             if nan_checks.active():
                 nan_checks.check_results(prim.name, params, _local_buffers(placed_outs),
                                          lambda: _rerun_call(prim, args, params))
             return placed_outs
-        outs = prim.impl(*values, **params)
-        if nan_checks.active():
+        outs = entry.kernel(*values)
+        if _config_values["jax_debug_nans"] or _config_values["jax_debug_infs"]:
             nan_checks.check_results(prim.name, params, outs,
                                      lambda: _rerun_call(prim, args, params))
         made = array._from_checked
-        results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
-                   if type(a) is not RefType else hooks.eager_ref(o, a, None)
-                   for o, a in zip(outs, out_avals)]
+        if entry.no_refs:
+            results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                       for o, a in zip(outs, out_avals)]
+        else:
+            results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
+                       if type(a) is not RefType else hooks.eager_ref(o, a, None)
+                       for o, a in zip(outs, out_avals)]
         if device is not None:
             for r in results:
                 if type(r) is array and r._sharding is None:

@@ -1,0 +1,626 @@
+"""Code generation: a jitted program as a Python function of NumPy calls.
+
+A jit call evaluates its (live) jaxpr. Instead of walking the equations at
+every call, ``generated(jaxpr)`` writes the jaxpr once as the source of a
+Python function and compiles it: each equation becomes one statement that
+calls its primitive's kernel on local variables, with the parameters bound
+when the function is written (the kernels and constants are the function's
+globals), intermediates deleted after their last use, and the control-flow
+primitives (``scan``, ``while``, ``cond``) and nested ``jit`` calls written
+out as Python loops, branches and inline code. Typing happened once, when
+the jaxpr was traced; nothing is re-typed.
+
+Each equation runs either
+
+- a *direct kernel*: for a common primitive at common operand types, the
+  NumPy ufunc its impl ends up calling (``mul`` of float32 operands is
+  ``np.multiply``), chosen once per (primitive, operand types, params,
+  configuration) by ``_direct_kernel``; or
+- its primitive's impl, with its params bound: exactly what the interpreter
+  (``eval_jaxpr_values``) calls.
+
+Floating-point environment. An arithmetic impl runs its kernel with XLA
+CPU's flush-to-zero/denormals-are-zero mode and NumPy's error reporting off
+(``denormals.arithmetic``), switching both around every kernel. A direct
+kernel instead runs inside a *held* region: the generated code switches the
+environment once on entering a run of direct kernels and once on leaving it
+(before an impl, which switches for itself and may run user code, and at
+the end of the call). Kernels that move data or only touch sign bits
+(reshape, select_n, neg, integer arithmetic) give the same bits in either
+environment and never end a region.
+
+The generated function computes exactly the interpreter's values: the same
+kernels in the same order on the same operands, in the same floating-point
+environment (tests/codegen compares the bits of both on drawn programs).
+A jaxpr it cannot write (constants that are refs, loops nested deeper than
+Python's block limit) is interpreted.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spec._src.core import denormals
+from spec._src.core.config import config
+from spec._src.core.interpreter import (
+    DropVar,
+    Eqn,
+    Jaxpr,
+    Literal,
+    Primitive,
+    Var,
+    hooks,
+    canonical_value,
+    dce_jaxpr,
+)
+from spec._src.core.state_types import RefType
+from spec._src.core.types import ArrayType
+from spec._src.lax.scan import counts
+
+# ------------------------------------------------------------ environments
+
+# The environment a kernel needs: NORMAL (IEEE, NumPy's error policy: what
+# impls expect), HELD (flush-to-zero when flushing, errors ignored: what an
+# arithmetic kernel runs in), or ANY (the same bits in either).
+NORMAL, HELD, ANY = "normal", "held", "any"
+
+
+@dataclass(frozen=True)
+class _Strategy:
+    """How the held environment is entered: ``hardware`` (SSE FTZ/DAZ bits
+    and the error policy), ``quiet`` (flushing off: the error policy only),
+    or ``none`` (flushing without the hardware switch: no direct arithmetic
+    kernels, every arithmetic equation runs its impl)."""
+
+    kind: str
+    transcendentals: str
+
+    @property
+    def direct_arithmetic(self) -> bool:
+        return self.kind != "none"
+
+
+def _strategy() -> _Strategy:
+    quiet_ok = denormals._ERROR_POLICY is not None
+    if not denormals.flushing():
+        kind = "quiet" if quiet_ok else "none"
+    else:
+        hardware = denormals._use_hardware[0] and denormals.hardware_available()
+        kind = "hardware" if hardware and quiet_ok else "none"
+    return _Strategy(kind, str(config.read("spec_transcendentals")))
+
+
+def hardware_switch() -> list[bool]:
+    """The one-element list saying whether the hardware switch is in use
+    (``strategy_token`` reads it)."""
+    return denormals._use_hardware
+
+
+def strategy_token() -> bool:
+    """What, besides the configuration (its epoch), the strategy depends on:
+    whether the hardware switch is in use (tests turn it off)."""
+    return denormals._use_hardware[0]
+
+
+# ------------------------------------------------------------ direct kernels
+
+_REAL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                     np.uint16, np.uint32, np.uint64))
+
+# Binary arithmetic: the ufunc each impl calls for real float operands of one
+# dtype (``lifted(np.add)`` and so on), and for integers where the impl is
+# the plain ufunc too.
+_BINARY_FLOAT = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+                 "div": np.true_divide}
+_BINARY_INT = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+_COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+# Unary float kernels whose impl calls the NumPy ufunc when
+# ``spec_transcendentals`` is "numpy" (``elementwise_math._via64``).
+_TRANSCENDENTAL = {"sin": np.sin, "cos": np.cos, "exp": np.exp, "log": np.log,
+                   "tanh": np.tanh}
+_UNARY_FLOAT = {"sqrt": np.sqrt}
+# Impls that only move data (no floating-point arithmetic, no environment
+# switch of their own): the same bits in either environment.
+_DATA_MOVEMENT = frozenset({"reshape", "transpose", "squeeze", "broadcast_in_dim",
+                            "select_n"})
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One equation's kernel: the callable, the environment it needs, and
+    whether its result must be made an array (a ufunc on 0-d operands
+    returns a NumPy scalar; impls return arrays)."""
+
+    fn: Callable[..., Any]
+    env: str
+    scalar_result: bool = False
+
+
+def _dtypes(avals: Sequence[Any]) -> list[np.dtype[Any]] | None:
+    try:
+        return [np.dtype(a.dtype) for a in avals]
+    except TypeError:  # an extended dtype (PRNG keys)
+        return None
+
+
+def direct_kernel(eqn: Eqn, strategy: _Strategy) -> Kernel | None:
+    """The ufunc an equation's impl calls, when the operand types and params
+    make that one call the whole impl; None otherwise."""
+    if len(eqn.outvars) != 1:
+        return None
+    return kernel_for(eqn.primitive.name, [a.aval for a in eqn.invars], eqn.params,
+                      not eqn.outvars[0].aval.shape, strategy)
+
+
+def kernel_for(name: str, avals: Sequence[Any], params: dict[str, Any], scalar: bool,
+               strategy: _Strategy) -> Kernel | None:
+    """``direct_kernel`` from the operand types: the ufunc, or None."""
+    if any(type(a) is not ArrayType for a in avals):
+        return None
+    dts = _dtypes(avals)
+    if not dts or any(d != dts[0] for d in dts):
+        return None
+    dt = dts[0]
+    arith = strategy.direct_arithmetic and dt in _REAL_FLOATS
+    fn: Any = None
+    env = HELD
+    if len(dts) == 2 and not params.get("out_dtype"):
+        if arith and name in _BINARY_FLOAT:
+            fn = _BINARY_FLOAT[name]
+        elif arith and name in _COMPARE:
+            fn = _COMPARE[name]
+        elif dt in _INTS and name in _BINARY_INT:
+            fn, env = _BINARY_INT[name], ANY  # integer kernels ignore the environment
+    elif len(dts) == 1:
+        if arith and name in _UNARY_FLOAT:
+            fn = _UNARY_FLOAT[name]
+        elif arith and name in _TRANSCENDENTAL and strategy.transcendentals == "numpy":
+            fn = _TRANSCENDENTAL[name]
+        elif name == "neg" and (dt in _REAL_FLOATS or dt in _INTS):
+            # A sign flip: the same bits in either environment.
+            fn, env = np.negative, ANY
+    if fn is None:
+        return None
+    return Kernel(fn, env, scalar)
+
+
+def eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
+                 ) -> Callable[..., list[Any]] | None:
+    """For eager evaluation: a direct kernel switching the environment
+    around itself (as ``denormals.arithmetic`` does), or None. Elementwise
+    results are rank 0 exactly when every operand is."""
+    strategy = _strategy()
+    kernel = kernel_for(prim.name, avals, params, all(not a.shape for a in avals), strategy)
+    if kernel is None:
+        return None
+    fn, scalar = kernel.fn, kernel.scalar_result
+    if kernel.env == ANY:
+        if scalar:
+            return lambda *xs: [np.asarray(fn(*xs))]
+        return lambda *xs: [fn(*xs)]
+    return _held_kernel(fn, scalar, strategy.kind == "hardware")
+
+
+def _held_kernel(fn: Callable[..., Any], scalar: bool, hardware: bool
+                 ) -> Callable[..., list[Any]]:
+    policy = denormals._ERROR_POLICY
+    assert policy is not None
+    set_policy, reset_policy, ignore = policy.set, policy.reset, denormals._IGNORE_ALL
+    hw = denormals._HARDWARE
+    if not hardware or hw is None:
+        def quiet(*xs: Any) -> list[Any]:
+            token = set_policy(ignore)
+            try:
+                out = fn(*xs)
+            finally:
+                reset_policy(token)
+            return [np.asarray(out) if scalar else out]
+        return quiet
+    fesetmode, flushed, normal = hw._set, hw._flushed_ref, hw._normal_ref
+
+    def held(*xs: Any) -> list[Any]:
+        token = set_policy(ignore)
+        fesetmode(flushed)
+        try:
+            out = fn(*xs)
+        finally:
+            fesetmode(normal)
+            reset_policy(token)
+        return [np.asarray(out) if scalar else out]
+    return held
+
+
+hooks.eager_kernel = eager_kernel
+
+
+# ------------------------------------------------------------------ writing
+
+
+class Unsupported(Exception):
+    """A jaxpr the generator does not write (it is interpreted)."""
+
+
+class _Writer:
+    """Writes one jaxpr (and its inlined sub-jaxprs) as a function body."""
+
+    def __init__(self, strategy: _Strategy) -> None:
+        self.strategy = strategy
+        self.lines: list[str] = []
+        self.indent = 1
+        self.globals: dict[str, Any] = {"_asarray": np.asarray, "_empty": np.empty,
+                                        "_where": np.where}
+        self._global_ids: dict[tuple[int, str], str] = {}
+        self.names: dict[int, str] = {}
+        self.counter = 0
+        self.env = NORMAL
+        self.uses_held = False
+        self.runs_impls = False
+
+    # names ---------------------------------------------------------------
+    def fresh(self, prefix: str = "v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def bind(self, var: Var) -> str:
+        if isinstance(var, DropVar):
+            return "_"
+        name = self.fresh()
+        self.names[id(var)] = name
+        return name
+
+    def constant(self, value: Any, prefix: str) -> str:
+        key = (id(value), prefix)
+        known = self._global_ids.get(key)
+        if known is None:
+            known = self._global_ids[key] = self.fresh(prefix)
+            self.globals[known] = value
+        return known
+
+    def atom(self, a: Any) -> str:
+        if isinstance(a, Literal):
+            return self.constant(np.asarray(a.val, dtype=a.aval.dtype), "_lit")
+        return self.names[id(a)]
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    # environment ---------------------------------------------------------
+    def switch(self, env: str) -> None:
+        """Enter the environment ``env`` needs (ANY: stay)."""
+        if env == ANY or env == self.env:
+            return
+        hardware = self.strategy.kind == "hardware"
+        if env == HELD:
+            self.emit("_tok = _policy_set(_IGNORE)")
+            if hardware:
+                self.emit("_fesetmode(_FLUSHED)")
+            self.uses_held = True
+        else:
+            if hardware:
+                self.emit("_fesetmode(_NORMAL)")
+            self.emit("_policy_reset(_tok); _tok = None")
+        self.env = env
+
+    def demand(self, eqns: Sequence[Eqn]) -> str:
+        """The first environment the equations need (ANY if none)."""
+        for eqn in eqns:
+            need = self.eqn_demand(eqn)
+            if need != ANY:
+                return need
+        return ANY
+
+    def eqn_demand(self, eqn: Eqn) -> str:
+        name = eqn.primitive.name
+        if name in _WRITERS:
+            return self.demand([e for j in _sub_jaxprs(eqn) for e in j.eqns])
+        kernel = direct_kernel(eqn, self.strategy)
+        if kernel is not None:
+            return kernel.env
+        return ANY if name in _DATA_MOVEMENT else NORMAL
+
+    # blocks ----------------------------------------------------------------
+    def block(self, jaxpr: Jaxpr, inputs: Sequence[str]) -> list[str]:
+        """Write ``jaxpr``'s equations with its inputs named ``inputs``;
+        returns the expressions of its outputs. Variables defined here are
+        deleted after their last use (outputs excepted)."""
+        for v, c in zip(jaxpr.constvars, jaxpr.consts):
+            if type(getattr(c, "aval", None)) is RefType:
+                raise Unsupported("a ref constant")
+            self.names[id(v)] = self.constant(canonical_value(c)[0], "_const")
+        for v, n in zip(jaxpr.invars, inputs):
+            self.names[id(v)] = n
+        last = _last_uses(jaxpr)
+        outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        for i, eqn in enumerate(jaxpr.eqns):
+            self.equation(eqn)
+            dead = [self.names[id(v)] for v in last.get(i, ()) if id(v) not in outputs]
+            if dead:
+                self.emit("del " + ", ".join(dead))
+        return [self.atom(v) for v in jaxpr.outvars]
+
+    def equation(self, eqn: Eqn) -> None:
+        writer = _WRITERS.get(eqn.primitive.name)
+        if writer is not None and writer(self, eqn):
+            return
+        ins = ", ".join(self.atom(a) for a in eqn.invars)
+        kernel = direct_kernel(eqn, self.strategy)
+        if kernel is not None:
+            self.switch(kernel.env)
+            k = self.constant(kernel.fn, "_" + kernel.fn.__name__)
+            out = self.bind(eqn.outvars[0])
+            call = f"{k}({ins})"
+            self.emit(f"{out} = _asarray({call})" if kernel.scalar_result else f"{out} = {call}")
+            return
+        if eqn.primitive.name not in _DATA_MOVEMENT:
+            self.switch(NORMAL)
+            self.runs_impls = True
+        impl = eqn.primitive.impl
+        fn = functools.partial(impl, **eqn.params) if eqn.params else impl
+        k = self.constant(fn, f"_{_ident(eqn.primitive.name)}")
+        outs = [self.bind(v) for v in eqn.outvars]
+        if not outs:
+            self.emit(f"{k}({ins})")
+        else:
+            self.emit(f"{', '.join(outs)}, = {k}({ins})")
+
+    def assign(self, names: Sequence[str], exprs: Sequence[str]) -> None:
+        if names:
+            self.emit(f"{', '.join(names)}, = {', '.join(exprs)},")
+
+    def nested(self, jaxpr: Jaxpr, inputs: Sequence[str]) -> list[str]:
+        """A sub-block that starts and ends in the current environment."""
+        entry = self.env
+        outs = self.block(jaxpr, inputs)
+        self.switch(entry)
+        return outs
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _last_uses(jaxpr: Jaxpr) -> dict[int, list[Var]]:
+    """Per equation index, the variables defined in ``jaxpr`` read for the
+    last time there (or never read: right after their definition)."""
+    defined: dict[int, Var] = {}
+    last: dict[int, int] = {}
+    for i, eqn in enumerate(jaxpr.eqns):
+        for a in eqn.invars:
+            if isinstance(a, Var) and id(a) in defined:
+                last[id(a)] = i
+        for v in eqn.outvars:
+            if not isinstance(v, DropVar):
+                defined[id(v)] = v
+                last.setdefault(id(v), i)
+    by_eqn: dict[int, list[Var]] = {}
+    for key, i in last.items():
+        by_eqn.setdefault(i, []).append(defined[key])
+    return by_eqn
+
+
+# A call runs its program after dead-code elimination (as ``call_impl``
+# does): work nothing reads does not run, effects always do.
+_LIVE: weakref.WeakKeyDictionary[Jaxpr, Jaxpr | None] = weakref.WeakKeyDictionary()
+
+
+def live_program(jaxpr: Jaxpr) -> Jaxpr:
+    if jaxpr in _LIVE:
+        return _LIVE[jaxpr] or jaxpr
+    live = dce_jaxpr(jaxpr)
+    # (an unchanged program is not stored as its own value: it would keep itself alive)
+    _LIVE[jaxpr] = None if live is jaxpr else live
+    return live
+
+
+def _sub_jaxprs(eqn: Eqn) -> list[Jaxpr]:
+    p = eqn.params
+    name = eqn.primitive.name
+    if name == "jit":
+        return [live_program(p["jaxpr"])]
+    if name == "scan":
+        return [p["jaxpr"]]
+    if name == "while":
+        return [p["cond_jaxpr"], p["body_jaxpr"]]
+    if name == "cond":
+        return list(p["branches"])
+    return []
+
+
+# ----------------------------------------------------- control flow writers
+
+
+def _write_jit(w: _Writer, eqn: Eqn) -> bool:
+    """A nested call: its live program inline (what ``call_impl`` runs)."""
+    inner = live_program(eqn.params["jaxpr"])
+    outs = w.nested(inner, [w.atom(a) for a in eqn.invars])
+    w.assign([w.bind(v) for v in eqn.outvars], outs)
+    # The inner names of its results are aliases now: drop them.
+    defined = {w.names[id(v)] for e in inner.eqns for v in e.outvars if id(v) in w.names}
+    dead = sorted({o for o in outs if o in defined})
+    if dead:
+        w.emit("del " + ", ".join(dead))
+    return True
+
+
+def _write_scan(w: _Writer, eqn: Eqn) -> bool:
+    """``scan``: a Python loop over the iterations, the body inline (as
+    ``_scan_impl`` runs it)."""
+    p = eqn.params
+    jaxpr: Jaxpr = p["jaxpr"]
+    nc, nk, _, _ = counts(p["ft_in"], p["ft_out"])
+    length: int = p["length"]
+    args = [w.atom(a) for a in eqn.invars]
+    consts, init, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
+    carry = [w.fresh("carry") for _ in init]
+    w.assign(carry, init)
+    ys = [w.fresh("ys") for _ in jaxpr.out_avals[nk:]]
+    for y, a in zip(ys, jaxpr.out_avals[nk:]):
+        shape = w.constant((length, *a.shape), "_shape")
+        dtype = w.constant(np.dtype(a.dtype), "_dtype")
+        w.emit(f"{y} = _empty({shape}, {dtype})")
+    x_refs = [type(a) is RefType for a in jaxpr.in_avals[nc + nk:]]
+    i = w.fresh("i")
+    steps = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
+    w.switch(w.demand(jaxpr.eqns))
+    w.emit(f"for {i} in {steps}:")
+    w.indent += 1
+    rows = [w.fresh("row") for _ in xs]
+    for row, x, r in zip(rows, xs, x_refs):
+        w.emit(f"{row} = {x}[{i}, ...]" if r else f"{row} = {x}[{i}]")
+    outs = w.nested(jaxpr, [*consts, *carry, *rows])
+    for y, o in zip(ys, outs[nk:]):  # (before the carry moves on: a y may be a carry)
+        w.emit(f"{y}[{i}] = {o}")
+    w.assign(carry, outs[:nk])
+    w.emit("pass")
+    w.indent -= 1
+    w.assign([w.bind(v) for v in eqn.outvars], [*carry, *ys])
+    return True
+
+
+def _write_while(w: _Writer, eqn: Eqn) -> bool:
+    """``while``: the predicate and body inline in a Python loop (as
+    ``_while_impl`` runs them); a batched predicate keeps finished
+    examples' carries."""
+    p = eqn.params
+    cond: Jaxpr = p["cond_jaxpr"]
+    body: Jaxpr = p["body_jaxpr"]
+    nc, nb = p["cond_nconsts"], p["body_nconsts"]
+    args = [w.atom(a) for a in eqn.invars]
+    cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
+    carry = [w.fresh("carry") for _ in init]
+    w.assign(carry, init)
+    w.switch(w.demand([*cond.eqns, *body.eqns]))
+    w.emit("while True:")
+    w.indent += 1
+    (pred,) = w.nested(cond, [*cconsts, *carry])
+    w.emit(f"if not _asarray({pred}).any():")
+    w.emit("    break")
+    new = w.nested(body, [*bconsts, *carry])
+    if not cond.out_avals[0].shape:
+        w.assign(carry, new)
+    else:
+        w.globals["_select_carry"] = _select_carry
+        w.assign(carry, [f"_select_carry({pred}, {n}, {c})" for n, c in zip(new, carry)])
+    w.indent -= 1
+    w.assign([w.bind(v) for v in eqn.outvars], carry)
+    return True
+
+
+def _select_carry(pred: np.ndarray, new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """The while impl's choice of carry under a batched predicate."""
+    mask = pred.reshape(pred.shape + (1,) * (old.ndim - pred.ndim))
+    return np.where(mask, new, old)
+
+
+def _write_cond(w: _Writer, eqn: Eqn) -> bool:
+    """``cond``/``switch``: an if-chain over the clamped index, each branch
+    inline (as ``_cond_impl`` picks it)."""
+    branches: tuple[Jaxpr, ...] = eqn.params["branches"]
+    index, *ops = [w.atom(a) for a in eqn.invars]
+    outs = [w.bind(v) for v in eqn.outvars]
+    i = w.fresh("branch")
+    w.emit(f"{i} = min(max(int({index}), 0), {len(branches) - 1})")
+    for k, branch in enumerate(branches):
+        head = "if" if k == 0 else "elif"
+        w.emit(f"{head} {i} == {k}:" if k < len(branches) - 1 else "else:")
+        w.indent += 1
+        w.assign(outs, w.nested(branch, ops))
+        w.emit("pass")
+        w.indent -= 1
+    return True
+
+
+_WRITERS: dict[str, Callable[[_Writer, Eqn], bool]] = {
+    "jit": _write_jit, "scan": _write_scan, "while": _write_while, "cond": _write_cond}
+
+
+# ------------------------------------------------------------ the program
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A jaxpr written as Python: its source, the compiled function (NumPy
+    arrays in, the list of output arrays out), and whether some equation
+    runs its impl (which may run user callbacks)."""
+
+    source: str
+    fn: Callable[..., list[np.ndarray]]
+    runs_impls: bool
+
+
+def write(jaxpr: Jaxpr, name: str = "program") -> Generated:
+    """``jaxpr`` (closed, live) as a generated Python function."""
+    strategy = _strategy()
+    w = _Writer(strategy)
+    params = [w.fresh("a") for _ in jaxpr.invars]
+    w.indent = 2
+    outs = w.block(jaxpr, params)
+    w.switch(NORMAL)
+    w.emit(f"return [{', '.join(outs)}]")
+    body = w.lines
+    head = [f"def {name}({', '.join(params)}):"]
+    if w.uses_held:
+        head += ["    _tok = None", "    try:"]
+        tail = ["    finally:", "        if _tok is not None:"]
+        if strategy.kind == "hardware":
+            tail.append("            _fesetmode(_NORMAL)")
+        tail.append("            _policy_reset(_tok)")
+    else:
+        body = [line[4:] for line in body]
+        tail = []
+    source = "\n".join([*head, *body, *tail]) + "\n"
+    namespace = dict(w.globals)
+    namespace.update(_environment_globals())
+    exec(compile(source, f"<spec jit {name}>", "exec"), namespace)
+    return Generated(source, namespace[name], w.runs_impls)
+
+
+def _environment_globals() -> dict[str, Any]:
+    policy = denormals._ERROR_POLICY
+    names: dict[str, Any] = {}
+    if policy is not None:
+        names.update(_policy_set=policy.set, _policy_reset=policy.reset,
+                     _IGNORE=denormals._IGNORE_ALL)
+    hw = denormals._HARDWARE
+    if hw is not None:
+        names.update(_fesetmode=hw._set, _FLUSHED=hw._flushed_ref, _NORMAL=hw._normal_ref)
+    return names
+
+
+# Generated programs per jaxpr and strategy (None: interpreted); an entry
+# goes with its jaxpr.
+_PROGRAMS: weakref.WeakKeyDictionary[Jaxpr, dict[_Strategy, Generated | None]] = \
+    weakref.WeakKeyDictionary()
+
+
+def generated(jaxpr: Jaxpr) -> Generated | None:
+    """The generated program of a (live) jaxpr under the current
+    configuration, written on first use; None where it is interpreted."""
+    strategy = _strategy()
+    per = _PROGRAMS.get(jaxpr)
+    if per is None:
+        per = _PROGRAMS[jaxpr] = {}
+    if strategy in per:
+        return per[strategy]
+    try:
+        program: Generated | None = write(jaxpr)
+    except (Unsupported, SyntaxError, RecursionError):
+        # (SyntaxError: Python's limit on nested blocks, for deeply nested loops)
+        program = None
+    per[strategy] = program
+    return program
+
+
+def python_source(jaxpr: Jaxpr) -> str:
+    """The Python source a jit call of ``jaxpr`` runs (its live program)."""
+    try:
+        return write(live_program(jaxpr)).source
+    except Unsupported as why:
+        return f"# interpreted: {why}\n"
