@@ -98,7 +98,7 @@ def _default_color_map() -> ColorMap | None:
     if importlib.util.find_spec("matplotlib") is None:
         return None
     # matplotlib is optional: imported only to color a picture.
-    import matplotlib  # type: ignore[import-not-found]
+    import matplotlib
     cmap: ColorMap = matplotlib.colormaps["tab20b"]
     return cmap
 
