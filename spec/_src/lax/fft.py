@@ -112,6 +112,7 @@ def _fft_impl(x: np.ndarray, *, fft_type: FftType, fft_lengths: tuple[int, ...]
     [out_aval] = _fft_type(ArrayType(x.shape, x.dtype), fft_type=fft_type,
                            fft_lengths=fft_lengths)
     axes = tuple(range(x.ndim - len(fft_lengths), x.ndim))
+    out: np.ndarray
     if fft_type == FftType.RFFT:
         out = np.fft.rfftn(x.astype(np.float64), s=fft_lengths, axes=axes)
     elif fft_type == FftType.IRFFT:

@@ -169,7 +169,8 @@ def _scaled_bessel_i(order: int, x: np.ndarray) -> np.ndarray:
         coef = -coef * (four_nu_sq - (2 * k - 1) ** 2) / (k * 8.0 * big)
         asymptotic = asymptotic + coef
     asymptotic = asymptotic / np.sqrt(2.0 * np.pi * big)
-    return np.where(x <= _SERIES_BELOW, series, asymptotic)
+    out: np.ndarray = np.where(x <= _SERIES_BELOW, series, asymptotic)
+    return out
 
 
 def _i0e64(x: np.ndarray) -> np.ndarray:
@@ -177,7 +178,8 @@ def _i0e64(x: np.ndarray) -> np.ndarray:
 
 
 def _i1e64(x: np.ndarray) -> np.ndarray:
-    return np.sign(x) * _scaled_bessel_i(1, np.abs(x))
+    out: np.ndarray = np.sign(x) * _scaled_bessel_i(1, np.abs(x))
+    return out
 
 
 def _i0e_jvp(g: Any, ans: Any, x: Any) -> Any:

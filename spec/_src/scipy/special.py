@@ -89,8 +89,9 @@ def _gammasgn(x: Any) -> Any:
     floor_x = jnp.floor(x)
     negative = x < 0
     nan_where = (negative & (x == floor_x)) | jnp.isnan(x)
-    minus_where = (negative & (jnp.fmod(floor_x, 2) != 0)) | ((x == 0) & jnp.signbit(x))
-    return jnp.select([nan_where, minus_where], [_c(x, np.nan), _c(x, -1.0)], _c(x, 1.0))
+    minus_where = (negative & (floor_x % 2 != 0)) | ((x == 0) & jnp.signbit(x))
+    scalar = np.dtype(_dtype(x)).type
+    return jnp.select([nan_where, minus_where], [scalar(np.nan), scalar(-1.0)], scalar(1.0))
 
 
 gammasgn = _jit("gammasgn", _gammasgn)
@@ -105,7 +106,8 @@ def loggamma(x: Any) -> Any:
     """log Gamma(x) for real x > 0 (nan elsewhere)."""
     (x,) = _inexact("loggamma", x)
     _no_complex_gamma("loggamma", x)
-    return jnp.where(x > 0, lax_e.lgamma(x), np.nan)
+    value = lax_e.lgamma(x)
+    return jnp.where(x > 0, value, np.nan)
 
 
 def gamma(x: Any) -> Any:
@@ -382,12 +384,13 @@ def ndtri(p: Any) -> Any:
 
 # ------------------------------------------------------- logistic and entropy
 
-def _logit(x: Any) -> Any:
+@custom_jvp
+def logit(x: Any) -> Any:
+    """log(x / (1 - x))."""
     (x,) = _inexact("logit", x)
     return lax_e.log(lax_e.div(x, lax_e.sub(_c(x, 1), x)))
 
 
-logit = custom_jvp(_logit)
 logit.defjvps(lambda g, ans, x: lax_e.div(g, lax_e.mul(x, lax_e.sub(_c(x, 1), x))))
 
 
@@ -560,22 +563,31 @@ def _zeta_series(s: Any, a: Any) -> Any:
     t0 = (a + n) ** -s
     ms = jnp.expand_dims(np.arange(2 * n, dtype=_dtype(a)), tuple(range(ndim)))
     ratios = (s_ + ms) / (a_ + n)
-    rising = jnp.cumprod(ratios, -1)[..., ::2]
+    rising = _running_product(ratios)[..., ::2]
     rising = jnp.minimum(rising, float(ml_dtypes.finfo(_dtype(a)).max))  # type: ignore[no-untyped-call]
     divisors = np.array(_ZETA_DIVISORS[:n], dtype=_dtype(a))
     correction = jnp.sum(rising / divisors, -1)
     return direct + integral + t0 * (0.5 + correction)
 
 
-def _zeta(x: Any, q: Any = None) -> Any:
+def _running_product(x: Any) -> Any:
+    """The running product along the last (short, static) axis. (Written
+    out rather than with jnp.cumprod: a product of cumprod's JVP primal with
+    another factor fails to transpose inside a custom JVP rule.)"""
+    products = [x[..., 0]]
+    for i in range(1, canonical_aval_of(x).shape[-1]):
+        products.append(products[-1] * x[..., i])
+    return jnp.stack(products, axis=-1)
+
+
+@custom_jvp
+def zeta(x: Any, q: Any = None) -> Any:
+    """The Hurwitz zeta function sum_k (q + k)^-x (q is required)."""
     if q is None:
         raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
                                   "compute the Hurwitz Zeta function.")
     x, q = _inexact("zeta", x, q)
     return lax_sf.zeta(x, q)
-
-
-zeta = custom_jvp(_zeta)
 
 
 @zeta.defjvp
@@ -604,24 +616,45 @@ def _floating(name: str, x: Any) -> Any:
     return x
 
 
-def i0(x: Any) -> Any:
-    """The modified Bessel function I0 (jnp.i0)."""
-    return jnp.i0(_floating("i0", x))
+@custom_jvp
+def i0_impl(x: Any) -> Any:
+    abs_x = lax_e.abs(x)
+    return lax_e.mul(lax_e.exp(abs_x), lax_sf.bessel_i0e(abs_x))
+
+
+@i0_impl.defjvp
+def i0_impl_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (t,) = primals, tangents
+    return i0_impl(x), lax_e.mul(t, i1_impl(x))
 
 
 def _i1_value(x: Any) -> Any:
-    return lax_e.exp(lax_e.abs(x)) * lax_sf.bessel_i1e(x)
+    return lax_e.mul(lax_e.exp(lax_e.abs(x)), lax_sf.bessel_i1e(x))
 
 
-_i1 = custom_jvp(_jit("i1", _i1_value))
-# I1' = I0 - I1 / x, 1/2 at 0.
-_i1.defjvps(lambda g, ans, x: g * jnp.where(
-    x == 0, 0.5, jnp.i0(x) - ans / jnp.where(x == 0, 1.0, x)))
+@custom_jvp
+def i1_impl(x: Any) -> Any:
+    return _i1_value(x)
+
+
+@i1_impl.defjvp
+def i1_impl_jvp(primals: Any, tangents: Any) -> Any:
+    """The derivative of exp(|x|) i1e(x), except within sqrt(eps) of 0,
+    where it is I1'(0) = 1/2 (the first Maclaurin term, as JAX)."""
+    out, t_out = jvp(_i1_value, primals, tangents)
+    (x,), (t,) = primals, tangents
+    near_zero = lax_e.le(lax_e.abs(x), _c(x, math.sqrt(_eps(x))))
+    return out, jnp.where(near_zero, lax_e.mul(_c(x, 0.5), t), t_out)
+
+
+def i0(x: Any) -> Any:
+    """The modified Bessel function I0 = exp(|x|) i0e(x)."""
+    return i0_impl(_floating("i0", x))
 
 
 def i1(x: Any) -> Any:
-    """The modified Bessel function I1."""
-    return _i1(_floating("i1", x))
+    """The modified Bessel function I1 = exp(|x|) i1e(x)."""
+    return i1_impl(_floating("i1", x))
 
 
 def _bessel_jn_value(z: Any, v: int, n_iter: int) -> Any:
@@ -771,7 +804,8 @@ def _expi_value(x: Any) -> Any:
     neg = -_e1_value(jnp.where(negative, -x, 1.0))
     out = jnp.where(negative, neg, pos)
     out = jnp.where(x == 0, -np.inf, out)
-    return jnp.where(jnp.isnan(x), np.nan, out)
+    # Strong, as JAX's piecewise result is.
+    return jnp.where(jnp.isnan(x), np.nan, out).astype(_dtype(x))
 
 
 expi = custom_jvp(_jit("expi", _expi_value))
@@ -803,7 +837,7 @@ def _spence_value(x: Any) -> Any:
     inverted = -pi2_6 - 0.5 * lax_e.square(lax_e.log(high - 1.0)) - _li2_small(1.0 / (1.0 - high))
     out = jnp.where(x < 0.5, reflected, jnp.where(x > 2.0, inverted, direct))
     out = jnp.where(x == 0, pi2_6, jnp.where(x == 1, 0.0, out))
-    return jnp.where((x < 0) | jnp.isnan(x), np.nan, out)
+    return jnp.where((x < 0) | jnp.isnan(x), np.nan, out).astype(_dtype(x))
 
 
 def spence(x: Any) -> Any:
@@ -834,8 +868,16 @@ def bernoulli(n: int) -> Any:
 # ------------------------------------------------------------- softmax family
 
 logsumexp = _nn_logsumexp
-softmax = _nn_softmax
-log_softmax = _nn_log_softmax
+
+
+def softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """jax.nn.softmax, over every axis unless ``axis`` is given (SciPy's default)."""
+    return _nn_softmax(x, axis=axis)
+
+
+def log_softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
+    """jax.nn.log_softmax, over every axis unless ``axis`` is given."""
+    return _nn_log_softmax(x, axis=axis)
 
 __all__ = [
     "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
