@@ -212,8 +212,9 @@ bessel_i1e_p = _declare(
 # itself when x < (a + 1) / (a + b + 2) and on 1 - I_{1-x}(b, a) otherwise,
 # in float64. nan where a < 0, b < 0, x < 0, x > 1, a = b = 0 or a = b =
 # inf; 0 at x = 0 and 1 at x = 1; a = 0 or b = inf gives 1 for x > 0, b = 0
-# or a = inf gives 0 for x < 1 (XLA's values). JVP as JAX's: d/dx = x^(a-1) (1-x)^(b-1) / B(a, b); a derivative
-# in a or b raises ValueError. Lowering: JAX lowers it to a while-loop
+# or a = inf gives 0 for x < 1 (XLA's values). JVP as JAX's:
+# d/dx = x^(a-1) (1-x)^(b-1) / B(a, b); a derivative in a or b raises
+# ValueError. Lowering: JAX lowers it to a while-loop
 # composite; spec writes no lowering for it.
 
 _BETA_STEPS = 512

@@ -9,7 +9,8 @@ from spec._src.numpy.reductions import cumprod, sum
 from spec._src.numpy.shape import expand_dims, stack
 
 __all__ = [
-    "abs", "arange", "array", "asarray", "cumprod", "exp", "expand_dims", "expm1", "floor", "full_like",
+    "abs", "arange", "array", "asarray", "cumprod", "exp", "expand_dims", "expm1", "floor",
+    "full_like",
     "isinf", "isnan", "log", "log1p", "maximum", "minimum", "ones_like", "promote_args_inexact",
     "select", "signbit", "stack", "sum", "where", "zeros", "zeros_like",
 ]
