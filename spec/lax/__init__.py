@@ -8,7 +8,7 @@ from spec._src.lax.elementwise import *  # noqa: F403
 from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.special_functions import *  # noqa: F403
 from spec._src.lax.fft import *  # noqa: F403
-from spec._src.numpy.fft import lax_fft as fft
+from spec._src.numpy.fft import lax_fft as fft  # noqa: F401
 from spec._src.lax.shaping import *  # noqa: F403
 from spec._src.lax.slicing import *  # noqa: F403
 from spec._src.lax.indexing import *  # noqa: F403

@@ -1,3 +1,4 @@
-"""``spec.scipy``: JAX's ``jax.scipy`` (``special``)."""
+"""``spec.scipy``: JAX's ``jax.scipy`` (``special``, ``stats``)."""
 
 from spec.scipy import special as special
+from spec.scipy import stats as stats

@@ -14,6 +14,7 @@ fitted coefficients.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from fractions import Fraction
@@ -151,7 +152,8 @@ def _betaln(a: Any, b: Any) -> Any:
     direct = lax_e.lgamma(small) + (lax_e.lgamma(big) - lax_e.lgamma(small + big))
     # For big >= 8, lgamma(big) - lgamma(small + big) without the
     # cancellation of two large lgammas.
-    return jnp.where(big < 8, direct, lax_e.lgamma(small) + _algdiv(small, big))
+    asymptotic = lax_e.lgamma(small) + _algdiv(small, big)
+    return jnp.where(big < 8, direct, asymptotic)
 
 
 def betaln(a: Any, b: Any) -> Any:
@@ -330,16 +332,29 @@ _LOG_NDTR_SEGMENTS = {T.float64: (-20.0, 8.0), T.float32: (-10.0, 5.0)}
 
 def _log_ndtr_lower(x: Any, series_order: int) -> Any:
     """log Phi(x) for very negative x: the asymptotic series of Mills' ratio."""
+    dtype = np.dtype(_dtype(x)).type
     x2 = lax_e.square(x)
-    log_scale = _c(x, -0.5) * x2 - lax_e.log(-x) - _c(x, 0.5 * math.log(2 * math.pi))
-    total = jnp.ones_like(x)
-    power = x2
+    log_scale = -dtype(0.5) * x2 - lax_e.log(-x) - dtype(0.5 * np.log(2.0 * np.pi))
+    return log_scale + lax_e.log(_mills_series(x, series_order))
+
+
+def _mills_series(x: Any, series_order: int) -> Any:
+    """1 + sum_n (-1)^n (2n-1)!! / x^(2n), the even and odd terms summed apart."""
+    dtype = np.dtype(_dtype(x)).type
+    if series_order <= 0:
+        return np.array(1, dtype)
+    x2 = lax_e.square(x)
+    even_sum = jnp.zeros_like(x)
+    odd_sum = jnp.zeros_like(x)
+    x_2n = x2
     for n in range(1, series_order + 1):
-        double_factorial = float(np.prod(np.arange(2 * n - 1, 1, -2, dtype=np.float64)))
-        term = _c(x, double_factorial) / power
-        total = total - term if n % 2 else total + term
-        power = power * x2
-    return log_scale + lax_e.log(total)
+        term = np.array(np.prod(np.arange(2 * n - 1, 1, -2)), dtype) / x_2n
+        if n % 2:
+            odd_sum = odd_sum + term
+        else:
+            even_sum = even_sum + term
+        x_2n = x_2n * x2
+    return dtype(1.0) + even_sum - odd_sum
 
 
 def _log_ndtr_value(x: Any, series_order: int) -> Any:
@@ -356,7 +371,9 @@ def _log_ndtr_jvp(series_order: int, primals: Any, tangents: Any) -> Any:
     return ans, t * lax_e.exp(_norm_logpdf(x) - ans)
 
 
-def _log_ndtr(x: Any, series_order: int = 3) -> Any:
+@functools.partial(custom_jvp, nondiff_argnums=(1,))
+def log_ndtr(x: Any, series_order: int = 3) -> Any:
+    """log Phi(x), accurate far into both tails."""
     if not isinstance(series_order, int):
         raise TypeError("series_order must be a Python integer.")
     if series_order < 0:
@@ -369,7 +386,6 @@ def _log_ndtr(x: Any, series_order: int = 3) -> Any:
     return _log_ndtr_value(x, series_order)
 
 
-log_ndtr = custom_jvp(_log_ndtr, nondiff_argnums=(1,))
 log_ndtr.defjvp(_log_ndtr_jvp)
 
 
