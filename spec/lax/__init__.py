@@ -6,6 +6,9 @@ Each family lives in its own module; this package re-exports them all.
 from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
 from spec._src.lax.special import *  # noqa: F403
+from spec._src.lax.special_functions import *  # noqa: F403
+from spec._src.lax.fft import *  # noqa: F403
+from spec._src.numpy.fft import lax_fft as fft  # noqa: F401
 from spec._src.lax.shaping import *  # noqa: F403
 from spec._src.lax.slicing import *  # noqa: F403
 from spec._src.lax.indexing import *  # noqa: F403

@@ -20,6 +20,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     custom,
     dot,
     elementwise,
+    fft,
     ffi,
     indexing,
     linalg,
@@ -32,6 +33,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     shard_map,
     slicing,
     special,
+    special_functions,
     state,
 )
 

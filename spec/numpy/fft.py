@@ -1,0 +1,3 @@
+"""``spec.numpy.fft``: JAX's ``jax.numpy.fft``."""
+
+from spec._src.numpy.fft import *  # noqa: F403

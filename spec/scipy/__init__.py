@@ -1,0 +1,4 @@
+"""``spec.scipy``: JAX's ``jax.scipy`` (``special``, ``stats``)."""
+
+from spec.scipy import special as special
+from spec.scipy import stats as stats
