@@ -160,6 +160,13 @@ def _cumsum(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda x: lax.cumsum(x, axis, rev)), (_rand(rng, s),), "lt"
 
 
+def _fft(draw: Draw, rng: np.random.Generator) -> Case:
+    s = _shape(draw, min_dims=1)
+    kind = draw(st.sampled_from(["fft", "ifft"]))
+    k = draw(st.integers(1, len(s)))
+    return (lambda x: lax.fft(x, kind, s[len(s) - k:])), (_rand(rng, s, np.complex64),), "lt"
+
+
 def _custom_jvp(draw: Draw, rng: np.random.Generator) -> Case:
     @spec.custom_jvp
     def twice(x: Any) -> Any:
@@ -435,6 +442,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "dynamic_slice": _dynamic_slice,
     "dynamic_update_slice": _dynamic_update_slice,
     "eval_jaxpr": _eval_jaxpr,
+    "fft": _fft,
     "gather": _gather,
     "imag": _unary(lax.imag, np.complex64),
     "jit": _jit,
