@@ -333,7 +333,9 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
                 outs = eval_jaxpr(vm, vm.consts, *tree_util.tree_leaves(x))
                 return tree_util.tree_unflatten(tree, outs)
         ts = traced(functools.partial(transpose_solve, vecmat), "transpose_solve", has_aux)
-    hoisted = [(None, []) if j is None else _consts_first(j) for j in (mv, vm, sv, ts)]
+    # A symmetric map is one jaxpr serving as matvec and vecmat (printed once, as JAX's).
+    closed = {id(j): _consts_first(j) for j in (mv, vm, sv, ts) if j is not None}
+    hoisted = [(None, []) if j is None else closed[id(j)] for j in (mv, vm, sv, ts)]
     jaxprs = LinearSolveTuple(*(h[0] for h in hoisted))
     consts = LinearSolveTuple(*(h[1] for h in hoisted))
     outs = linear_solve_p.bind(*_flat(consts), *leaves,
