@@ -15,6 +15,7 @@ import pytest
 import spec
 import spec.numpy as snp
 from spec.test_util import check_grads
+from tests.lowering.xla_run import canonical, compile_and_run
 
 SPEC = (spec, snp)
 JAX = (jax, jnp)
@@ -119,6 +120,16 @@ def test_solve_vmap_matches_jax_and_a_loop(in_axes: tuple[Any, Any]) -> None:
 
 
 @pytest.mark.usefixtures("x64")
+def test_solve_lowers_as_jax_and_runs() -> None:
+    """The solve's body lowered in place: JAX's module text, and XLA running it gives
+    spec's values."""
+    text = spec.jit(solve_f(*SPEC)).lower(A, B).as_text()
+    assert canonical(text) == canonical(jax.jit(solve_f(*JAX)).lower(A, B).as_text())
+    (out,) = compile_and_run(text, [A, B])
+    np.testing.assert_allclose(out, np.asarray(solve_f(*SPEC)(A, B)), rtol=1e-14)
+
+
+@pytest.mark.usefixtures("x64")
 def test_solve_transpose_passes_the_dot_product_test() -> None:
     """The solve is linear in b: <u, S b> == <S^T u, b> for its VJP."""
     rng = np.random.default_rng(0)
@@ -176,3 +187,19 @@ def test_root_with_aux_matches_jax() -> None:
         return g
     _close(f(*SPEC)(2.0), f(*JAX)(2.0))
     _close(spec.grad(lambda c: f(*SPEC)(c)[0])(2.0), jax.grad(lambda c: f(*JAX)(c)[0])(2.0))
+
+
+@pytest.mark.usefixtures("x64")
+def test_solve_per_device_in_shard_map_solves_each_block() -> None:
+    """Each device solves its own block of right-hand sides (NumPy's solve the oracle)."""
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 2)
+    try:
+        mesh = spec.make_mesh((2,), ("x",), axis_types=(spec.sharding.AxisType.Auto,))
+        per_block = spec.shard_map(lambda b: solve_f(*SPEC)(A, b[0])[None], mesh=mesh,
+                                   in_specs=spec.P("x"), out_specs=spec.P("x"))
+        bs = np.array([[1.0, 2.0], [3.0, -1.0]])
+        out = spec.jit(per_block)(bs)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+    np.testing.assert_allclose(np.asarray(out), np.linalg.solve(A, bs.T).T, rtol=1e-12)

@@ -36,7 +36,7 @@ from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, add_tangents, instantiate
 from spec._src.interpreters.batching import AxisData, BatchDim
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lowering.emitter import LoweringContext, lower_body
@@ -148,7 +148,7 @@ def _linear_solve_jvp(primals: list[Any], tangents: list[Any], *,
     rhs = list(b_dot)
     if any(type(t) is not Zero for t in params_dot.matvec):
         dax = _map_tangent(jaxprs.matvec, params.matvec, params_dot.matvec, list(x[:n]))
-        rhs = [ad.add_tangents(t, operator.neg(d) if type(d) is not Zero else d)
+        rhs = [add_tangents(t, operator.neg(d) if type(d) is not Zero else d)
                for t, d in zip(rhs, dax)]
     rhs = [instantiate(t) for t in rhs]
     x_dot = linear_solve_p.bind(*_flat(params), *rhs, **kwargs)
@@ -307,19 +307,16 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
     in_tree = tree_util.tree_structure((b,))
     avals = [_aval_of(x, "custom_linear_solve b") for x in leaves]
 
-    def traced(fun: Callable[[Any], Any], name: str, aux: bool) -> Jaxpr:
+    def traced(fun: Callable[[Any], Any], name: str, aux: bool) -> tuple[Jaxpr, Any]:
+        """``fun`` staged on b's types; the tree of its auxiliary output (None without)."""
         j, out_tree = _trace(fun, in_tree, avals, name)
         x_tree = out_tree.children()[0] if aux else out_tree
         _check_tree(name, x_tree, tree)
         _check_shapes(name, j.out_avals[:len(avals)], avals)
-        return j
+        return j, out_tree.children()[1] if aux else None
 
-    mv = traced(matvec, "matvec", False)
-    sv = traced(functools.partial(solve, matvec), "solve", has_aux)
-    aux_tree = None
-    if has_aux:
-        _, full = _trace(functools.partial(solve, matvec), in_tree, avals, "solve")
-        aux_tree = full.children()[1]
+    mv, _ = traced(matvec, "matvec", False)
+    sv, aux_tree = traced(functools.partial(solve, matvec), "solve", has_aux)
     vm: Jaxpr | None = None
     ts: Jaxpr | None = None
     if transpose_solve is not None:
@@ -332,7 +329,7 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
             def vecmat(x: Any) -> Any:
                 outs = eval_jaxpr(vm, vm.consts, *tree_util.tree_leaves(x))
                 return tree_util.tree_unflatten(tree, outs)
-        ts = traced(functools.partial(transpose_solve, vecmat), "transpose_solve", has_aux)
+        ts, _ = traced(functools.partial(transpose_solve, vecmat), "transpose_solve", has_aux)
     # A symmetric map is one jaxpr serving as matvec and vecmat (printed once, as JAX's).
     closed = {id(j): _consts_first(j) for j in (mv, vm, sv, ts) if j is not None}
     hoisted = [(None, []) if j is None else closed[id(j)] for j in (mv, vm, sv, ts)]
