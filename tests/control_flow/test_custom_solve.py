@@ -203,3 +203,23 @@ def test_solve_per_device_in_shard_map_solves_each_block() -> None:
     finally:
         spec.config.update("jax_num_cpu_devices", before)
     np.testing.assert_allclose(np.asarray(out), np.linalg.solve(A, bs.T).T, rtol=1e-12)
+
+
+def _message(fn: Callable[[], Any], exc: type[Exception]) -> str:
+    with pytest.raises(exc) as info:
+        fn()
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("call", "exc"), [
+    (lambda j: j.lax.custom_linear_solve(lambda x: (x, x), B, lambda mv, y: y), ValueError),
+    (lambda j: j.lax.custom_linear_solve(lambda x: x, B, lambda mv, y: [y]), TypeError),
+    (lambda j: j.lax.custom_linear_solve(lambda x: x, B, lambda mv, y: ([y], 1.0),
+                                         has_aux=True), TypeError),
+    (lambda j: j.lax.custom_root(lambda x: (x, x), 1.0, lambda f, x: x, lambda g, y: y),
+     TypeError),
+    (lambda j: j.lax.custom_root(lambda x: x, 1.0, lambda f, x: x, lambda g, y: y,
+                                 has_aux=True), ValueError),
+])
+def test_bad_structures_raise_as_jax(call: Callable[[Any], Any], exc: type[Exception]) -> None:
+    assert _message(lambda: call(spec), exc) == _message(lambda: call(jax), exc)

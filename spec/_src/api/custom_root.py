@@ -18,12 +18,7 @@ from spec._src.core import tree_util
 from spec._src.core.interpreter import Jaxpr, eval_jaxpr
 from spec._src.interpreters.ad_util import zeros_like_aval
 from spec._src.lax.control_flow import _aval_of, _trace, hoist_consts
-
-
-def _check_tree(name: str, got: Any, want: Any) -> None:
-    if got != want:
-        raise TypeError(f"{name}() output pytree structure must match initial_guess, got "
-                        f"{got} and {want}.")
+from spec._src.lax.linear_solve import check_tree
 
 
 def _closed(j: Jaxpr) -> tuple[Jaxpr, list[Any]]:
@@ -40,9 +35,9 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any,
     in_tree = tree_util.tree_structure((initial_guess,))
     avals = [_aval_of(x, "custom_root initial_guess") for x in leaves]
     f_raw, f_tree = _trace(f, in_tree, avals, "f")
-    _check_tree("f", f_tree, tree)
+    check_tree("f", "initial_guess", f_tree, tree, False)
     s_raw, s_tree = _trace(functools.partial(solve, f), in_tree, avals, "solve")
-    _check_tree("solve", s_tree.children()[0] if has_aux else s_tree, tree)
+    _, aux_tree = check_tree("solve", "initial_guess", s_tree, tree, has_aux)
     f_j, f_consts = _closed(f_raw)
     s_j, s_consts = _closed(s_raw)
     n = len(leaves)
@@ -75,7 +70,7 @@ def custom_root(f: Callable[[Any], Any], initial_guess: Any,
     if not has_aux:
         return tree_util.tree_unflatten(tree, outs)
     x = tree_util.tree_unflatten(tree, outs[:n])
-    return x, tree_util.tree_unflatten(s_tree.children()[1], outs[n:])
+    return x, tree_util.tree_unflatten(aux_tree, outs[n:])
 
 
 __all__ = ["custom_root"]

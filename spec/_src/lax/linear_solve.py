@@ -276,10 +276,22 @@ def _check_shapes(name: str, got: Sequence[ArrayType], want: Sequence[ArrayType]
         raise ValueError(f"{name}() output shapes must match b, got {gs} and {ws}")
 
 
-def _check_tree(name: str, got: Any, want: Any) -> None:
+def check_tree(name: str, expected_name: str, got: Any, want: Any, has_aux: bool
+               ) -> tuple[Any, Any]:
+    """The trees of a staged function's solution and auxiliary outputs (None without
+    ``has_aux``), checked against ``want`` with JAX's errors."""
+    aux = None
+    if has_aux:
+        children = got.children()
+        if len(children) != 2:
+            raise ValueError(f"{name}() produced a pytree with structure {got}, but a pytree "
+                             "tuple with auxiliary output was expected because has_aux was "
+                             "set to True.")
+        got, aux = children
     if got != want:
-        raise TypeError(f"{name}() output pytree structure must match b, got {got} and "
-                        f"{want}.")
+        raise TypeError(f"{name}() output pytree structure must match {expected_name}, got "
+                        f"{got} and {want}.")
+    return got, aux
 
 
 def _consts_first(j: Jaxpr) -> tuple[Jaxpr, list[Any]]:
@@ -310,10 +322,12 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
     def traced(fun: Callable[[Any], Any], name: str, aux: bool) -> tuple[Jaxpr, Any]:
         """``fun`` staged on b's types; the tree of its auxiliary output (None without)."""
         j, out_tree = _trace(fun, in_tree, avals, name)
-        x_tree = out_tree.children()[0] if aux else out_tree
-        _check_tree(name, x_tree, tree)
-        _check_shapes(name, j.out_avals[:len(avals)], avals)
-        return j, out_tree.children()[1] if aux else None
+        # Shapes first, as JAX checks them while tracing, before the structure.
+        parts = out_tree.children() if aux else []
+        n_x = parts[0].num_leaves if len(parts) == 2 else len(j.outvars)
+        _check_shapes(name, j.out_avals[:n_x], avals)
+        _, aux_tree = check_tree(name, "b", out_tree, tree, aux)
+        return j, aux_tree
 
     mv, _ = traced(matvec, "matvec", False)
     sv, aux_tree = traced(functools.partial(solve, matvec), "solve", has_aux)
@@ -344,4 +358,4 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
     return x, tree_util.tree_unflatten(aux_tree, outs[len(leaves):])
 
 
-__all__ = ["custom_linear_solve", "linear_solve_p"]
+__all__ = ["check_tree", "custom_linear_solve", "linear_solve_p"]
