@@ -109,14 +109,53 @@ def test_solve_jaxpr_of_grad_matches_jax() -> None:
 @pytest.mark.usefixtures("x64")
 @pytest.mark.parametrize("in_axes", [(None, 0), (0, 0), (0, None)])
 def test_solve_vmap_matches_jax_and_a_loop(in_axes: tuple[Any, Any]) -> None:
-    a_s = np.stack([A, A + 1.0, A.T])
-    b_s = np.stack([B, 2 * B + 1.0, -B])
-    args = (a_s if in_axes[0] == 0 else A, b_s if in_axes[1] == 0 else B)
+    args = _batch_args(in_axes)
     got = spec.vmap(solve_f(*SPEC), in_axes=in_axes)(*args)
     _close(got, jax.vmap(solve_f(*JAX), in_axes=in_axes)(*args))
     loop = [solve_f(*SPEC)(*(x[k] if d == 0 else x for x, d in zip(args, in_axes)))
             for k in range(3)]
     _close(got, spec.numpy.stack(loop))
+
+
+def _batch_args(in_axes: tuple[Any, Any]) -> tuple[Any, Any]:
+    a_s = np.stack([A, A + 1.0, A.T])
+    b_s = np.stack([B, 2 * B + 1.0, -B])
+    return (a_s if in_axes[0] == 0 else A, b_s if in_axes[1] == 0 else B)
+
+
+@pytest.mark.usefixtures("x64")
+@pytest.mark.parametrize("mk", SOLVES)
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, None)])
+def test_solve_jaxpr_of_vmap_matches_jax(mk: Maker, in_axes: tuple[Any, Any]) -> None:
+    args = _batch_args(in_axes)
+    assert (str(spec.make_jaxpr(spec.vmap(mk(*SPEC), in_axes=in_axes))(*args))
+            == str(jax.make_jaxpr(jax.vmap(mk(*JAX), in_axes=in_axes))(*args)))
+
+
+@pytest.mark.usefixtures("x64")
+def test_solve_jaxpr_of_jvp_matches_jax() -> None:
+    def g(j: Any, n: Any) -> Callable[..., Any]:
+        return lambda a, b: j.jvp(solve_f(j, n), (a, b), (a, b))
+    assert str(spec.make_jaxpr(g(*SPEC))(A, B)) == str(jax.make_jaxpr(g(*JAX))(A, B))
+
+
+@pytest.mark.usefixtures("x64")
+@pytest.mark.parametrize("mk", [solve_f, symmetric_f])
+def test_solve_composed_transforms_match_jax(mk: Maker) -> None:
+    a_s, b_s = _batch_args((0, 0))
+
+    def per_example_grad(j: Any, n: Any) -> Any:
+        loss = lambda a, b: (mk(j, n)(a, b) ** 2).sum()
+        return j.vmap(j.grad(loss, argnums=(0, 1)))(a_s, b_s)
+
+    def grad_of_vmap(j: Any, n: Any) -> Any:
+        return j.grad(lambda a, b: j.vmap(mk(j, n))(a, b).sum(), argnums=(0, 1))(a_s, b_s)
+
+    def hessian(j: Any, n: Any) -> Any:
+        return j.hessian(lambda a, b: (mk(j, n)(a, b) ** 2).sum())(A, B)
+
+    for run in (per_example_grad, grad_of_vmap, hessian):
+        _close(run(*SPEC), run(*JAX))
 
 
 @pytest.mark.usefixtures("x64")

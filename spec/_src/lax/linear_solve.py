@@ -224,11 +224,21 @@ def _linear_solve_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *
             break
         x_bat, b_bat = new_x, new_b
     xd, bd = at(x_bat), at(b_bat)
-    mv, mv_c, _ = _batched(jaxprs.matvec, axis, pbat.matvec + xd[:n], bd)
-    vm, vm_c, _ = _batched(jaxprs.vecmat, axis, pbat.vecmat + bd, xd[:n])
-    sv, sv_c, _ = _batched(jaxprs.solve, axis, pbat.solve + bd, xd)
-    ts, ts_c, _ = _batched(jaxprs.transpose_solve, axis, pbat.transpose_solve + xd[:n], bd
-                           + xd[n:])
+    # One batched jaxpr for one jaxpr batched alike (a symmetric map's matvec and
+    # vecmat), as JAX's cached batching gives.
+    done: dict[Any, tuple[Jaxpr | None, list[Any], list[BatchDim]]] = {}
+
+    def batched(j: Jaxpr | None, dims: list[BatchDim], wanted: list[BatchDim]
+                ) -> tuple[Jaxpr | None, list[Any], list[BatchDim]]:
+        key = (id(j), tuple(dims), tuple(wanted))
+        if key not in done:
+            done[key] = _batched(j, axis, dims, wanted)
+        return done[key]
+
+    mv, mv_c, _ = batched(jaxprs.matvec, pbat.matvec + xd[:n], bd)
+    vm, vm_c, _ = batched(jaxprs.vecmat, pbat.vecmat + bd, xd[:n])
+    sv, sv_c, _ = batched(jaxprs.solve, pbat.solve + bd, xd)
+    ts, ts_c, _ = batched(jaxprs.transpose_solve, pbat.transpose_solve + xd[:n], bd + xd[n:])
     groups = LinearSolveTuple(*(c + g for c, g in zip((mv_c, vm_c, sv_c, ts_c), params)))
     new_b_vals = [x if not t else batching.match_axis(axis, x, d, 0)
                   for x, d, t in zip(b, bdims, b_bat)]
