@@ -145,7 +145,8 @@ def test_solve_composed_transforms_match_jax(mk: Maker) -> None:
     a_s, b_s = _batch_args((0, 0))
 
     def per_example_grad(j: Any, n: Any) -> Any:
-        loss = lambda a, b: (mk(j, n)(a, b) ** 2).sum()
+        def loss(a: Any, b: Any) -> Any:
+            return (mk(j, n)(a, b) ** 2).sum()
         return j.vmap(j.grad(loss, argnums=(0, 1)))(a_s, b_s)
 
     def grad_of_vmap(j: Any, n: Any) -> Any:
