@@ -22,6 +22,9 @@ from spec._src.api.lax_map import map as map
 from spec._src.api.lax_index import dynamic_index_in_dim as dynamic_index_in_dim
 from spec._src.api.lax_index import dynamic_update_index_in_dim as dynamic_update_index_in_dim
 from spec._src.lax.control_flow import *  # noqa: F403
+from spec._src.lax.linear_solve import custom_linear_solve as custom_linear_solve
+from spec._src.lax.linear_solve import linear_solve_p as linear_solve_p
+from spec._src.api.custom_root import custom_root as custom_root
 
 
 def _export_primitives() -> None:

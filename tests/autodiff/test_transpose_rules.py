@@ -183,6 +183,17 @@ def _custom_lin(draw: Draw, rng: np.random.Generator) -> Case:
     return triple, (_rand(rng, _shape(draw)),), "vjp"
 
 
+def _custom_linear_solve(draw: Draw, rng: np.random.Generator) -> Case:
+    """A diagonal system: linear in b, with its transpose solve."""
+    n = draw(st.integers(1, 4))
+    d = _rand(rng, (n,)) ** 2 + 1.0
+
+    def solve(b: Any) -> Any:
+        return lax.custom_linear_solve(lambda x: d * x, b, lambda mv, y: y / d,
+                                       lambda vm, y: y / d)
+    return solve, (_rand(rng, (n,)),), "lt"
+
+
 def _dot(draw: Draw, rng: np.random.Generator) -> Case:
     m, k, n = (draw(st.integers(1, 4)) for _ in range(3))
     b = draw(st.integers(0, 2))
@@ -436,6 +447,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "copy": _unary(lambda x: REGISTRY["copy"].bind(x)),
     "cumsum": _cumsum,
     "custom_jvp_call": _custom_jvp,
+    "custom_linear_solve": _custom_linear_solve,
     "custom_lin": _custom_lin,
     "div": _scaled(lax.div),
     "dot_general": _dot,
