@@ -15,6 +15,7 @@ from spec._src.lax.indexing import *  # noqa: F403
 from spec._src.lax.reductions import *  # noqa: F403
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
+from spec._src.lax.windows import *  # noqa: F403
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403
