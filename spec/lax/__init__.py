@@ -5,6 +5,8 @@ Each family lives in its own module; this package re-exports them all.
 
 from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
+# Named for type checkers too: the reducers lax.reduce_window recognises.
+from spec._src.lax.elementwise import add as add, max as max, min as min
 from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.special_functions import *  # noqa: F403
 from spec._src.lax.fft import *  # noqa: F403
