@@ -180,8 +180,8 @@ def _window_impl(kind: str, op: Callable[..., Any]) -> Callable[..., list[np.nda
             return [np.full(out.shape, init, x.dtype)]
         patches = _windows(x, init, params)
         acc = np.full(out.shape, init, x.dtype)
-        # Folded from the init value in window order, as XLA's reduce_window
-        # applies its computation: the float sums round as XLA's do.
+        # Folded from the init value one window element at a time, as XLA's
+        # reduce_window applies its computation: float sums round as XLA's do.
         with np.errstate(all="ignore"):
             for k in range(patches.shape[-1]):
                 acc = op(acc, patches[..., k]).astype(x.dtype)
