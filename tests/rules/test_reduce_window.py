@@ -17,6 +17,7 @@ from jax import lax as jlax
 import spec
 from spec import lax as slax
 from tests.lowering.xla_run import assert_bitwise, canonical, compile_and_run, lowered
+from tests.support.twin import prefetch, run_jax, run_spec
 
 _rng = np.random.default_rng(20)
 # Small integers: many ties inside windows, so the grads' tie-breaking shows.
@@ -185,3 +186,52 @@ def test_lowering_compiles_to_spec_values_and_jax_text() -> None:
     assert_bitwise(ours, compile_and_run(text, [TIES]))
     theirs = jax.jit(_lowering_program(jlax)).lower(TIES).as_text()
     assert canonical(text) == canonical(theirs)
+
+
+SHARDING_PROGRAM = r'''
+import json
+import numpy as np
+jax, jnp = IMPL
+mesh = jax.make_mesh((2, 2), ("X", "Y"), axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+out = {}
+x = np.arange(4 * 8, dtype=np.float32).reshape(4, 8)
+for layout in [("X",), (None, "Y"), ("X", "Y"), (("X", "Y"),)]:
+    xs = jax.device_put(x, jax.NamedSharding(mesh, jax.P(*layout)))
+    for name, args in [("trivial rows", ((1, 2), (1, 2), "VALID")),
+                       ("even", ((2, 2), (2, 2), "VALID")),
+                       ("uneven", ((2, 3), (1, 1), "VALID")),
+                       ("same", ((2, 3), (1, 2), "SAME"))]:
+        for op, init in [(jax.lax.add, 0.0), (jax.lax.max, -np.inf)]:
+            key = f"{layout} {name} {op.__name__}"
+            try:
+                r = jax.jit(lambda v: jax.lax.reduce_window(v, init, op, *args))(xs)
+                out[key] = str(jax.typeof(r))
+            except Exception as e:
+                out[key] = "raises " + type(e).__name__
+print(json.dumps(out))
+'''
+
+
+def test_sharding_rule_matches_jax(four_devices: None) -> None:
+    theirs, ours = run_jax(SHARDING_PROGRAM), run_spec(SHARDING_PROGRAM)
+    assert any("@X" in v for v in theirs.values())
+    assert any(v.startswith("raises") for v in theirs.values())
+    assert ours == theirs
+
+
+prefetch(SHARDING_PROGRAM)
+
+
+@pytest.mark.parametrize("layout", [("X",), (None, "Y"), ("X", "Y")])
+def test_sharded_operands_give_the_unsharded_values(four_devices: None,
+                                                    layout: tuple[Any, ...]) -> None:
+    """Per device: a local reduction over split axes with trivial windows,
+    the gathered program otherwise; the values are those of one device."""
+    mesh = spec.make_mesh((2, 2), ("X", "Y"),
+                          axis_types=(spec.sharding.AxisType.Explicit,) * 2)
+    x = np.arange(4 * 8, dtype=np.float32).reshape(4, 8) % 7
+    xs = spec.device_put(x, spec.NamedSharding(mesh, spec.P(*layout)))
+    for kind, init in KINDS:
+        f = lambda v: slax.reduce_window(v, init, getattr(slax, kind),  # noqa: E731
+                                         (1, 2), (1, 2), "VALID")
+        assert np.asarray(spec.jit(f)(xs)).tobytes() == np.asarray(f(x)).tobytes()
