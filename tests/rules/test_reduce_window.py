@@ -54,8 +54,9 @@ def _jax_grad_defined(kind: str, case: tuple[Any, ...]) -> bool:
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("kind,init", KINDS)
 def test_values_and_jaxpr_match_jax(kind: str, init: float, case: tuple[Any, ...]) -> None:
-    ours, theirs = _fn(slax, kind, init, case), _fn(jlax, kind, init, case)
-    for x in (TIES, TIES.astype(np.int32)):
+    # int32 (wrapping sums, integer extremes as init) on a few cases only: JAX's
+    # compilations are this file's main cost.
+    for x in (TIES, TIES.astype(np.int32))[:2 if case in CASES[:3] else 1]:
         i = init if x.dtype == np.float32 else (0 if kind == "add" else
                                                 int(np.iinfo(np.int32).min if kind == "max"
                                                     else np.iinfo(np.int32).max))
@@ -74,6 +75,19 @@ def test_grads_match_jax_with_ties(kind: str, init: float, case: tuple[Any, ...]
     loss = lambda lax: (lambda x: (_fn(lax, kind, init, case)(x) ** 2).sum())  # noqa: E731
     ours = np.asarray(spec.grad(loss(slax))(TIES))
     theirs = np.asarray(jax.grad(loss(jlax))(TIES))
+    assert ours.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if _jax_grad_defined("max", c)])
+@pytest.mark.parametrize("kind,init", KINDS[1:])
+def test_grads_match_jax_with_nans(kind: str, init: float, case: tuple[Any, ...]) -> None:
+    """XLA's select-and-scatter takes a NaN when it reaches one and gives it up
+    for the next element; spec's gradient picks the same elements."""
+    x = TIES.copy()
+    x[0, 1] = x[1, 0] = x[1, 1] = x[2, 5] = x[3, 3] = np.nan
+    loss = lambda lax: (lambda v: _fn(lax, kind, init, case)(v).sum())  # noqa: E731
+    ours = np.asarray(spec.grad(loss(slax))(x))
+    theirs = np.asarray(jax.grad(loss(jlax))(x))
     assert ours.tobytes() == theirs.tobytes()
 
 

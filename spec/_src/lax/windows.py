@@ -18,9 +18,9 @@ Constraint numbering (cited in errors, SPEC.md):
 Autodiff: the sum is linear; its transpose pads the cotangent (interior
 ``stride - 1``, edges from the convolution VJP's padding) and sums windows
 of it again, strided by the base dilation, as JAX's rule does. max/min
-carry the tangent of the first extremum of each window in window order
-(row-major), which is where XLA's select-and-gather with ``ge``/``le``
-lands on ties.
+carry the tangent of the element JAX's gradient picks in each window: the
+first extremum in row-major window order, NaNs as XLA's select-and-scatter
+with ``ge``/``le`` treats them.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from spec._src.lax import elementwise as E
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.conv import padtype_to_pads
 from spec._src.lax.indexing import GatherDimensionNumbers, gather
-from spec._src.lax.reductions import argmax, argmin, reduce_sum
+from spec._src.lax.reductions import argmax, argmin, reduce_max, reduce_sum
 from spec._src.lax.shaping import (
     _varying_out_shape,
     asarray,
@@ -250,6 +250,22 @@ def _patches(v: Any, fill: Any, idx: np.ndarray, params: dict[str, Any]) -> Any:
     return gather(flat, asarray(idx.astype(np.int32)[..., None]), dnums, (1,))
 
 
+def _selected(xs: Any, init: Any, pick: Callable[..., Any], axis: int) -> Any:
+    """Per window, the element JAX's gradient picks: XLA's select-and-scatter
+    folds ``a if ge(a, b) else b`` (``le`` for min) along the window, so the
+    first extremum wins, a NaN is taken when reached and given up for the
+    next element: the first extremum after the window's last NaN, or that
+    NaN when it ends the window."""
+    shape = canonical_aval_of(xs).shape
+    k = broadcasted_iota(np.int32, shape, axis)
+    last_nan = reduce_max(E.select(E.ne(xs, xs), k, full_like(k, -1)), (axis,))
+    after = E.gt(k, expand_dims(last_nan, (axis,)))
+    best = pick(E.select(after, xs, full_like(xs, init)), axis, np.int32)
+    following = E.min(E.add(last_nan, E.const_like(last_nan, 1)),
+                      E.const_like(last_nan, shape[axis] - 1))
+    return E.select(E.gt(best, last_nan), best, following)
+
+
 def _chooser_jvp(kind: str) -> Callable[..., Any]:
     pick = argmax if kind == "max" else argmin
 
@@ -265,8 +281,8 @@ def _chooser_jvp(kind: str) -> Callable[..., Any]:
         init = asarray(_identity(kind, x.dtype))
         xs = _patches(operand, init, idx, params)
         gs = _patches(g, E.const_like(g, 0), idx, params)
-        first = expand_dims(pick(xs, out.ndim, np.int32), (out.ndim,))
-        where = E.eq(broadcasted_iota(np.int32, idx.shape, out.ndim), first)
+        where = E.eq(broadcasted_iota(np.int32, idx.shape, out.ndim),
+                     expand_dims(_selected(xs, init, pick, out.ndim), (out.ndim,)))
         return reduce_sum(E.select(where, gs, full_like(gs, 0)), (out.ndim,))
     return jvp
 
