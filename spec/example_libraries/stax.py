@@ -5,17 +5,16 @@
 ``parallel``, ``shape_dependent``) build layers from layers.  The initial parameters are drawn
 with the same keys, samplers and splits as JAX's library, so they are JAX's bits.
 
-The pooling layers reduce windows with strided slices of the padded input, one slice per
-window offset, combined in row-major window order starting from the reduction's initial
-value.  Max pooling gives ``lax.reduce_window``'s values exactly, and its gradient goes, as
-JAX's does, to the first maximal element of each window; sums agree to rounding, since XLA
-fixes no order for the additions within a window.
+The pooling layers are ``lax.reduce_window`` with ``lax.max`` or ``lax.add`` from their
+identity, as JAX's library builds them: the reduce_window_max/sum primitives.  Max pooling
+gives JAX's values exactly, and its gradient goes, as JAX's does, to the first maximal
+element of each window; sums agree to rounding, since XLA fixes no order for the additions
+within a padded window.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -178,41 +177,17 @@ Selu = elementwise(selu)
 Gelu = elementwise(gelu)
 
 
-def _pool_output_shape(shape: Sequence[int], window: Sequence[int], strides: Sequence[int],
-                       pads: Sequence[tuple[int, int]]) -> tuple[int, ...]:
-    """Windows that fit in each padded dimension at the given strides (none when too short)."""
-    return tuple(max((d + lo + hi - w) // s + 1, 0)
-                 for d, w, s, (lo, hi) in zip(shape, window, strides, pads))
-
-
-def _combine_max(acc: Any, x: Any) -> Any:
-    # Strictly greater keeps the earlier element on ties, so the gradient reaches the first
-    # maximum as with lax.reduce_window's; a NaN wins, as lax.max propagates it.
-    return jnp.where((x > acc) | jnp.isnan(x), x, acc)
-
-
-def _combine_sum(acc: Any, x: Any) -> Any:
-    return acc + x
-
-
 _POOLS: dict[str, tuple[float, Callable[[Any, Any], Any]]] = {
-    "max": (-math.inf, _combine_max),
-    "sum": (0.0, _combine_sum),
+    "max": (-math.inf, lax.max),
+    "sum": (0.0, lax.add),
 }
 
 
 def _pool(x: Any, kind: str, window: Sequence[int], strides: Sequence[int],
           padding: str) -> Any:
-    """``lax.reduce_window`` of ``x`` with the max or sum reducer, from strided slices."""
-    init, combine = _POOLS[kind]
-    pads = lax.padtype_to_pads(x.shape, window, strides, padding)
-    out_shape = _pool_output_shape(x.shape, window, strides, pads)
-    padded = lax.pad(x, jnp.asarray(init, x.dtype), [(lo, hi, 0) for lo, hi in pads])
-    acc = jnp.full(out_shape, init, x.dtype)
-    for offset in itertools.product(*(range(w) for w in window)):
-        limit = [o + (n - 1) * s + 1 if n else o for o, n, s in zip(offset, out_shape, strides)]
-        acc = combine(acc, lax.slice(padded, offset, limit, strides))
-    return acc
+    """``lax.reduce_window`` of ``x`` with the max or sum reducer from its identity."""
+    init, reducer = _POOLS[kind]
+    return lax.reduce_window(x, init, reducer, tuple(window), tuple(strides), padding)
 
 
 def _window_counts(dims: Sequence[int], strides: Sequence[int], padding: str) -> Any:
@@ -245,7 +220,9 @@ def _pooling_layer(kind: str, rescaler: Callable[..., Any] | None = None
 
         def init_fun(rng: Any, input_shape: tuple[int, ...]) -> tuple[Any, Any]:
             pads = lax.padtype_to_pads(input_shape, window, steps, padding)
-            return _pool_output_shape(input_shape, window, steps, pads), ()
+            ones = (1,) * len(window)
+            return lax.reduce_window_shape_tuple(input_shape, window, steps, pads, ones,
+                                                 ones), ()
 
         def apply_fun(params: Any, inputs: Any, **kwargs: Any) -> Any:
             out = _pool(inputs, kind, window, steps, padding)

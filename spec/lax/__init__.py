@@ -5,6 +5,8 @@ Each family lives in its own module; this package re-exports them all.
 
 from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
+# Named for type checkers too: the reducers lax.reduce_window recognises.
+from spec._src.lax.elementwise import add as add, max as max, min as min
 from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.special_functions import *  # noqa: F403
 from spec._src.lax.fft import *  # noqa: F403
@@ -15,6 +17,7 @@ from spec._src.lax.indexing import *  # noqa: F403
 from spec._src.lax.reductions import *  # noqa: F403
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
+from spec._src.lax.windows import *  # noqa: F403
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403

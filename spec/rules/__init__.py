@@ -36,6 +36,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     special,
     special_functions,
     state,
+    windows,
 )
 
 __all__ = ["REGISTRY", "declare", "missing_sections", "primitive"]
