@@ -3,15 +3,17 @@ modules that define them (internal modules never import the facade)."""
 
 from spec._src.numpy.creation import arange, array, asarray, full_like, ones_like, zeros, zeros_like
 from spec._src.numpy.indexing import select, where
-from spec._src.numpy.math import (abs, arctan, clip, exp, expm1, floor, isinf, isnan, log,
-                                  log1p, logaddexp, logical_or, maximum, minimum,
-                                  promote_args_inexact, round, signbit)
+from spec._src.numpy.math import (abs, arctan, clip, cos, exp, expm1, floor, fmod, isinf, isnan,
+                                  log, log1p, logaddexp, logical_or, maximum, minimum,
+                                  promote_args_inexact, round, sign, signbit, sin)
+from spec._src.numpy.polynomials import polyval
 from spec._src.numpy.reductions import cumprod, sum
 from spec._src.numpy.shape import expand_dims, stack
 
 __all__ = [
-    "abs", "arange", "arctan", "array", "asarray", "clip", "cumprod", "logaddexp", "logical_or",
-    "round", "exp", "expand_dims", "expm1", "floor",
+    "abs", "arange", "arctan", "array", "asarray", "clip", "cos", "cumprod", "logaddexp",
+    "logical_or", "round", "exp", "expand_dims", "expm1", "floor", "fmod", "polyval", "sign",
+    "sin",
     "full_like",
     "isinf", "isnan", "log", "log1p", "maximum", "minimum", "ones_like", "promote_args_inexact",
     "select", "signbit", "stack", "sum", "where", "zeros", "zeros_like",
