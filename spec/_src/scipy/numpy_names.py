@@ -8,10 +8,10 @@ from spec._src.numpy.math import (abs, arctan, clip, cos, exp, expm1, floor, fmo
                                   promote_args_inexact, round, sign, signbit, sin)
 from spec._src.numpy.polynomials import polyval
 from spec._src.numpy.reductions import cumprod, sum
-from spec._src.numpy.shape import expand_dims, stack
+from spec._src.numpy.shape import broadcast_to, expand_dims, stack
 
 __all__ = [
-    "abs", "arange", "arctan", "array", "asarray", "clip", "cos", "cumprod", "logaddexp",
+    "abs", "arange", "arctan", "array", "asarray", "broadcast_to", "clip", "cos", "cumprod", "logaddexp",
     "logical_or", "round", "exp", "expand_dims", "expm1", "floor", "fmod", "polyval", "sign",
     "sin",
     "full_like",
