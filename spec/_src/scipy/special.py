@@ -1215,6 +1215,180 @@ hyp1f1.defjvps(
                                  lambda a, b, x: a / b * hyp1f1(a + 1, b + 1, x))(a, b, x) * g)
 
 
+def _weighted_series(first: Any, ratio: Any, weight: Any, x: Any) -> Any:
+    """sum_{k >= 1} weight(k) term_k, term_1 = first, term_{k+1} = term_k
+    ratio(k): the series of a parameter derivative (stops as
+    ``_series_while``)."""
+
+    def step(s: Any) -> Any:
+        total, k, term = s
+        return total + term * weight(k), k + 1, term * ratio(k)
+
+    return _series_while(step, (0, 1, first), _relative_term_above_eps(x))
+
+
+def _hyp2f1_parameter_derivative(a: Any, b: Any, c: Any, x: Any, weight: Any) -> Any:
+    return _weighted_series(a * b / c * x, lambda k: (a + k) * (b + k) / (c + k) / (k + 1) * x,
+                            weight, x)
+
+
+def _hyp2f1_da_value(a: Any, b: Any, c: Any, x: Any) -> Any:
+    return _hyp2f1_parameter_derivative(a, b, c, x, lambda k: digamma(a + k) - digamma(a))
+
+
+def _hyp2f1_db_value(a: Any, b: Any, c: Any, x: Any) -> Any:
+    return _hyp2f1_parameter_derivative(a, b, c, x, lambda k: digamma(b + k) - digamma(b))
+
+
+def _hyp2f1_dc_value(a: Any, b: Any, c: Any, x: Any) -> Any:
+    return _hyp2f1_parameter_derivative(a, b, c, x, lambda k: digamma(c) - digamma(c + k))
+
+
+_hyp2f1_da = _jit("_hyp2f1_a_derivative", _elementwise(_hyp2f1_da_value))
+_hyp2f1_db = _jit("_hyp2f1_b_derivative", _elementwise(_hyp2f1_db_value))
+_hyp2f1_dc = _jit("_hyp2f1_c_derivative", _elementwise(_hyp2f1_dc_value))
+
+
+def _off_integer(v: Any) -> Any:
+    """|v - round(v)| (comparisons with it are false for nan v)."""
+    return lax_e.abs(v - jnp.round(v))
+
+
+def _hyp2f1_terminating(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """The finite sum when a (or b) is a non-positive integer (Pearson,
+    Olver and Porter 2014, eq. 4.1). The loop runs to the larger-magnitude
+    such parameter, unless c is a non-positive integer it would pass."""
+    eps = _eps(x) * 50
+    b_integer = _off_integer(b) < eps
+    c_blocks = (c % 1 == 0) & (c <= 0) & (c > b)
+    swap = (b < a) & b_integer & ~c_blocks
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    n = lax_e.abs(a)
+
+    def step(s: Any) -> Any:
+        i, total, term = s
+        term = term * (-(n - i + 1) / (c + i - 1) * (b + i - 1) / i * x)
+        return i + 1, total + term, term
+
+    one = jnp.array(1, dtype=_dtype(x))
+    start = (jnp.array(1, dtype=_dtype(n)), one, one)
+    return lax_cf.while_loop(lambda s: s[0] < n + 1, step, start)[1]
+
+
+def _hyp2f1_taylor(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """The Taylor series (ibid., eq. 4.1), until a term is below eps of the sum."""
+    eps = _eps(x)
+
+    def step(s: Any) -> Any:
+        total, k, term = s
+        return total + term, k + 1, term * ((a + k - 1) * (b + k - 1) / (c + k - 1) / k * x)
+
+    def keep_going(s: Any) -> Any:
+        return (s[1] < 250) & (lax_e.abs(s[2]) > eps * lax_e.abs(s[0]))
+
+    zero, one = jnp.array(0, dtype=_dtype(x)), jnp.array(1, dtype=_dtype(x))
+    return lax_cf.while_loop(keep_going, step, (zero, one, one))[0]
+
+
+def _hyp2f1_near_one(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """The expansion about x = 1 when c - a - b is (near) an integer m, with
+    its digamma terms (Abramowitz and Stegun 15.3.10-12)."""
+    eps = _eps(x)
+    dt = _dtype(x)
+    d = c - a - b
+    s = 1 - x
+    rd = jnp.round(d)
+    up = rd >= 0
+    e = jnp.where(up, d, -d)
+    d1 = jnp.where(up, d, jnp.array(0, dtype=_dtype(d)))
+    d2 = jnp.where(up, jnp.array(0, dtype=_dtype(d)), d)
+    m = jnp.where(up, rd, -rd).astype(np.int32)
+    log_s = jnp.log(s)
+    y = digamma(1.0) + digamma(1.0 + e) - digamma(a + d1) - digamma(b + d1) - log_s
+    y = y / gamma(e + 1.0)
+    p = (a + d1) * (b + d1) * s / gamma(e + 2.0)
+
+    def step(state: Any) -> Any:
+        p, _, t, y = state
+        r = (digamma(1.0 + t) + digamma(1.0 + t + e) - digamma(a + t + d1)
+             - digamma(b + t + d1) - log_s)
+        q = p * r
+        p = p * (s * (a + t + d1) / (t + 1.0))
+        p = p * ((b + t + d1) / (t + 1.0 + e))
+        return p, q, t + 1.0, y + q
+
+    def keep_going(state: Any) -> Any:
+        _, q, t, y = state
+        return (t < 250) & (jnp.abs(q) >= eps * jnp.abs(y))
+
+    y = lax_cf.while_loop(keep_going, step, (p, y, jnp.array(1, dtype=dt), y))[3]
+    gamma_c = gamma(c)
+
+    def finite_part(y: Any) -> Any:
+        def finite_step(state: Any) -> Any:
+            i, p, t, y1 = state
+            r = 1.0 - e + t
+            p = p * (s * (a + t + d2) * (b + t + d2) / r)
+            t = t + 1.0
+            p = p / t
+            return i + 1, p, t, y1 + p
+
+        one = jnp.array(1, dtype=dt)
+        y1 = lax_cf.while_loop(lambda st: st[0] < m, finite_step,
+                               (jnp.array(1, np.int32), one, jnp.array(0, dtype=dt), one))[3]
+        y1 = y1 * (gamma(e) * gamma_c / (gamma(a + d1) * gamma(b + d1)))
+        y = y * (gamma_c / (gamma(a + d2) * gamma(b + d2)))
+        y = jnp.where((m & 1) != 0, -y, y)
+        q = s ** rd
+        return jnp.where(rd > 0, y * q + y1, y + y1 * q)
+
+    return jnp.where(rd == 0, y * gamma_c / (gamma(a) * gamma(b)), finite_part(y))
+
+
+def _hyp2f1_series(a: Any, b: Any, c: Any, x: Any) -> Any:
+    """The terminating sum, the Taylor series, or (x > 0.9, c - a - b near
+    an integer) the expansion about 1."""
+    eps = _eps(x) * 50
+    d = c - a - b
+    terminates = ((a <= 0) & (_off_integer(a) < eps)) | ((b <= 0) & (_off_integer(b) < eps))
+    case = jnp.where((x > 0.9) & ~terminates, jnp.where(_off_integer(d) >= eps, 0, 1),
+                     jnp.where(terminates, 2, 0))
+    return lax_e.select_n(case, _hyp2f1_taylor(a, b, c, x), _hyp2f1_near_one(a, b, c, x),
+                          _hyp2f1_terminating(a, b, c, x))
+
+
+def _hyp2f1_value(a: Any, b: Any, c: Any, x: Any) -> Any:
+    a, b, c, x = _inexact("hyp2f1", a, b, c, x)
+    eps = _eps(x) * 50
+    dt = _dtype(x)
+    d = c - a - b
+    s = 1 - x
+    ca, cb = c - a, c - b
+    case = jnp.where((x == 0) | (((a == 0) | (b == 0)) & (c != 0)), 0,
+                     jnp.where((c == 0) | ((c < 0) & (c % 1 == 0)), 1,
+                     jnp.where((d <= -1) & ~((_off_integer(d) >= eps) & (s < 0)), 2,
+                     jnp.where((d <= 0) & (x == 1), 1,
+                     jnp.where((x < 1) & (b == c), 3,
+                     jnp.where((x < 1) & (a == c), 4,
+                     jnp.where(x > 1, 1, jnp.where(x == 1, 5, 6))))))))
+    return lax_e.select_n(case, jnp.array(1, dtype=dt), jnp.array(np.inf, dtype=dt),
+                          s ** d * _hyp2f1_series(ca, cb, c, x), s ** (-a), s ** (-b),
+                          gamma(c) * gamma(d) / (gamma(ca) * gamma(cb)),
+                          _hyp2f1_series(a, b, c, x))
+
+
+hyp2f1 = custom_jvp(_jit("hyp2f1", _elementwise(_hyp2f1_value)))
+hyp2f1.__doc__ = """The Gauss hypergeometric function 2F1(a, b; c; x) for real operands
+(inf for x > 1 and at poles of c)."""
+hyp2f1.defjvps(
+    lambda g, ans, a, b, c, x: _hyp2f1_da(a, b, c, x) * g,
+    lambda g, ans, a, b, c, x: _hyp2f1_db(a, b, c, x) * g,
+    lambda g, ans, a, b, c, x: _hyp2f1_dc(a, b, c, x) * g,
+    lambda g, ans, a, b, c, x: _jit(
+        "_hyp2f1_x_derivative",
+        lambda a, b, c, x: a * b / c * hyp2f1(a + 1, b + 1, c + 1, x))(a, b, c, x) * g)
+
+
 # ------------------------------------------------------------- softmax family
 
 logsumexp = _nn_logsumexp
@@ -1232,7 +1406,7 @@ def log_softmax(x: Any, /, *, axis: int | tuple[int, ...] | None = None) -> Any:
 __all__ = [
     "bernoulli", "bessel_jn", "dawsn", "fresnel", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb",
     "digamma", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfinv", "exp1", "expi", "expit", "expn",
-    "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "i0", "i0e", "i1",
+    "factorial", "gamma", "gammainc", "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1",
     "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
     "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "rel_entr", "softmax", "spence",
     "xlog1py", "xlogy", "zeta",
