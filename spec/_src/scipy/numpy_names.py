@@ -4,8 +4,10 @@ modules that define them (internal modules never import the facade)."""
 from spec._src.numpy.creation import arange, array, asarray, full_like, ones_like, zeros, zeros_like
 from spec._src.numpy.indexing import select, where
 from spec._src.numpy.math import (abs, arctan, clip, cos, exp, expm1, floor, fmod, isinf, isnan,
-                                  log, log1p, logaddexp, logical_or, maximum, minimum,
-                                  promote_args_inexact, round, sign, signbit, sin)
+                                  isneginf, isposinf, log, log1p, logaddexp, logical_or, maximum,
+                                  minimum, promote_args_inexact, reciprocal, round, sign,
+                                  signbit, sin, sinc, square)
+from spec._src.numpy.linalg import matmul
 from spec._src.numpy.polynomials import polyval
 from spec._src.numpy.reductions import cumprod, sum
 from spec._src.numpy.shape import broadcast_to, expand_dims, stack
@@ -13,8 +15,8 @@ from spec._src.numpy.shape import broadcast_to, expand_dims, stack
 __all__ = [
     "abs", "arange", "arctan", "array", "asarray", "broadcast_to", "clip", "cos", "cumprod", "logaddexp",
     "logical_or", "round", "exp", "expand_dims", "expm1", "floor", "fmod", "polyval", "sign",
-    "sin",
+    "sin", "sinc", "square",
     "full_like",
-    "isinf", "isnan", "log", "log1p", "maximum", "minimum", "ones_like", "promote_args_inexact",
+    "isinf", "isnan", "isneginf", "isposinf", "log", "matmul", "log1p", "maximum", "minimum", "ones_like", "promote_args_inexact", "reciprocal",
     "select", "signbit", "stack", "sum", "where", "zeros", "zeros_like",
 ]
