@@ -13,10 +13,9 @@ from spec._src.numpy.reductions import cumprod, sum
 from spec._src.numpy.shape import broadcast_to, expand_dims, stack
 
 __all__ = [
-    "abs", "arange", "arctan", "array", "asarray", "broadcast_to", "clip", "cos", "cumprod", "logaddexp",
-    "logical_or", "round", "exp", "expand_dims", "expm1", "floor", "fmod", "polyval", "sign",
-    "sin", "sinc", "square",
-    "full_like",
-    "isinf", "isnan", "isneginf", "isposinf", "log", "matmul", "log1p", "maximum", "minimum", "ones_like", "promote_args_inexact", "reciprocal",
-    "select", "signbit", "stack", "sum", "where", "zeros", "zeros_like",
+    "abs", "arange", "arctan", "array", "asarray", "broadcast_to", "clip", "cos", "cumprod",
+    "exp", "expand_dims", "expm1", "floor", "fmod", "full_like", "isinf", "isnan", "isneginf",
+    "isposinf", "log", "log1p", "logaddexp", "logical_or", "matmul", "maximum", "minimum",
+    "ones_like", "polyval", "promote_args_inexact", "reciprocal", "round", "select", "sign",
+    "signbit", "sin", "sinc", "square", "stack", "sum", "where", "zeros", "zeros_like",
 ]
