@@ -164,3 +164,55 @@ def test_hypergeometric_vmap_is_a_loop() -> None:
     grid = S.hyp2f1(a[:, None], b[None, :], 4.0, 0.3)
     assert grid.shape == (6, 6)
     np.testing.assert_array_equal(np.asarray(grid)[2], np.asarray(S.hyp2f1(a[2], b, 4.0, 0.3)))
+
+
+def _harmonic_operands(dt: Any) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(5)
+    n = np.array([0, 1, 2, 3, 4, 5, 5, 3, 2, 4, 1])
+    m = np.array([0, 1, -2, 3, -1, 2, -5, 0, 1, 4, -1])
+    theta = np.concatenate([rng.uniform(0, np.pi, 10), [0.0]]).astype(dt)
+    phi = rng.uniform(0, 2 * np.pi, 11).astype(dt)
+    return n, m, theta, phi
+
+
+# One JAX compilation per case (each costs JAX seconds): float32 with
+# n_max = max(n); float64 with n clipped to n_max = 3 and a scalar theta (one
+# point, broadcast against n and m).
+@pytest.mark.parametrize("dt, atol", [(np.float32, 2e-6), (np.float64, 1e-14)])
+def test_sph_harm_y_values(dt: Any, atol: float, request: pytest.FixtureRequest) -> None:
+    n, m, theta, phi = _harmonic_operands(dt)
+    kwargs: dict[str, Any] = {}
+    if dt == np.float64:
+        request.getfixturevalue("x64")
+        theta, kwargs = dt(0.3), {"n_max": 3}
+    ours = np.asarray(S.sph_harm_y(n, m, theta, phi, **kwargs))
+    theirs = np.asarray(J.sph_harm_y(n, m, theta, phi, **kwargs))
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=atol)
+
+
+def test_sph_harm_y_is_orthonormal(x64: None) -> None:
+    """sum over a Gauss-Legendre x uniform grid of Y_n^m conj(Y_n'^m') is
+    the identity (degree <= 3, exact for this quadrature)."""
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    phis = np.arange(16) * (2 * np.pi / 16)
+    theta, phi = (g.ravel() for g in np.meshgrid(np.arccos(nodes), phis, indexing="ij"))
+    w = np.repeat(weights, 16) * (2 * np.pi / 16)
+    modes = [(n, m) for n in range(4) for m in range(-n, n + 1)]
+    values = np.stack([np.asarray(S.sph_harm_y(np.full(theta.size, n), np.full(theta.size, m),
+                                               theta, phi, n_max=3)) for n, m in modes])
+    gram = (values * w) @ values.conj().T
+    np.testing.assert_allclose(gram, np.eye(len(modes)), atol=1e-12)
+
+
+def test_sph_harm_y_errors_match_jax() -> None:
+    n, m, theta, phi = _harmonic_operands(np.float32)
+    with pytest.raises(NotImplementedError) as theirs:
+        J.sph_harm_y(n, m, theta, phi, diff_n=1)
+    with pytest.raises(NotImplementedError) as ours:
+        S.sph_harm_y(n, m, theta, phi, diff_n=1)
+    assert str(ours.value) == str(theirs.value)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(J.sph_harm_y)(n, m, theta, phi)
+    with pytest.raises(spec.errors.ConcretizationTypeError, match="n_max"):
+        spec.jit(S.sph_harm_y)(n, m, theta, phi)

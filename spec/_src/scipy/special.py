@@ -33,6 +33,7 @@ from spec._src.core.interpreter import Tracer, canonical_aval_of, to_concrete_va
 from spec._src.api.vmap import vmap
 from spec._src.lax import control_flow as lax_cf
 from spec._src.lax import elementwise as lax_e
+from spec._src.lax import loops as lax_loops
 from spec._src.lax import special as lax_special
 from spec._src.lax import special_functions as lax_sf
 from spec._src.nn.functions import log_softmax as _nn_log_softmax
@@ -75,9 +76,11 @@ def _static_int(value: Any, what: str) -> int:
         try:
             value = to_concrete_value(value)
         except ConcretizationTypeError:
+            value = None
+        if value is None:
             raise ConcretizationTypeError(
                 f"Abstract tracer value encountered where concrete value is expected: "
-                f"{what}") from None
+                f"{what}")
     return operator.index(value) if not isinstance(value, (float, np.floating)) else int(value)
 
 
@@ -1568,6 +1571,85 @@ def _sici_jvp_value(primals: Any, tangents: Any) -> Any:
 sici.defjvp(_jit("sici_jvp", _sici_jvp_value))
 
 
+# ------------------------------------------------------- spherical harmonics
+
+def _legendre_recurrence_masks(l_max: int, dt: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficients of the normalized three-term recurrence in l,
+    P_l^m = d0(l, m) x P_{l-1}^m - d1(l, m) P_{l-2}^m, placed at
+    [i, m, m + i] for the i-th sweep (static tables in x's dtype: NumPy's
+    IEEE arithmetic is the same as JAX's constant folding of them)."""
+    size = l_max + 1
+    m, l = np.meshgrid(np.arange(size, dtype=dt), np.arange(size, dtype=dt), indexing="ij")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l2, m2 = l * l, m * m
+        d0 = np.sqrt((dt(4.0) * l2 - dt(1.0)) / (l2 - m2))
+        d1 = np.sqrt(((dt(2.0) * l + dt(1.0)) * ((l - dt(1.0)) * (l - dt(1.0)) - m2))
+                     / ((dt(2.0) * l - dt(3.0)) * (l2 - m2)))
+    d0_mask = np.where(np.triu(np.ones((size, size), bool), 1), d0, dt(0)).astype(dt)
+    d1_mask = np.where(np.triu(np.ones((size, size), bool), 2), d1, dt(0)).astype(dt)
+    i, j, k = np.ogrid[:size, :size, :size]
+    sweep = (i + j - k == 0).astype(dt)
+    return d0_mask[None] * sweep, d1_mask[None] * sweep
+
+
+def _normalized_legendre(l_max: int, x: Any) -> Any:
+    """The normalized associated Legendre functions P[m, l, point] for
+    0 <= m, l <= l_max: the diagonal by a running product of sqrt(1 - x^2),
+    the first off-diagonal from it, then l_max - 1 sweeps of the recurrence."""
+    dt = np.dtype(_dtype(x)).type
+    n_points = canonical_aval_of(x).shape[0]
+    p = jnp.zeros((l_max + 1, l_max + 1, n_points), dtype=_dtype(x))
+    a_idx = jnp.arange(1, l_max + 1, dtype=_dtype(x))
+    b_idx = jnp.arange(l_max, dtype=_dtype(x))
+    start = 0.5 / lax_e.sqrt(_c(x, np.pi))
+    f_a = jnp.cumprod(-1 * lax_e.sqrt(1.0 + 0.5 / a_idx))
+    f_b = lax_e.sqrt(2.0 * b_idx + 3.0)
+    p = p.at[0, 0].set(start)
+    y = jnp.cumprod(jnp.broadcast_to(lax_e.sqrt(1.0 - x * x), (l_max, n_points)), axis=0)
+    diagonal = np.arange(1, l_max + 1)
+    p = p.at[diagonal, diagonal].set(start * (f_a[:, None] * y))
+    lower = np.arange(l_max)
+    p = p.at[lower, lower + 1].set((f_b[:, None] * x[None, :]) * p[lower, lower])
+    d0, d1 = _legendre_recurrence_masks(l_max, dt)
+
+    def sweep(i: Any, p: Any) -> Any:
+        c0, c1 = jnp.asarray(d0)[i], jnp.asarray(d1)[i]
+        return p + (c0[:, :, None] * (jnp.roll(p, 1, axis=1) * x)
+                    - c1[:, :, None] * jnp.roll(p, 2, axis=1))
+
+    if l_max > 1:
+        p = lax_loops.fori_loop(2, l_max + 1, sweep, p)
+    return p
+
+
+def _sph_harm_value(n: Any, m: Any, theta: Any, phi: Any, n_max: int) -> Any:
+    legendre = _normalized_legendre(n_max, jnp.cos(theta))
+    value = legendre.at[jnp.abs(m), n, jnp.arange(len(n))].get(mode="clip")
+    angle = jnp.abs(m) * phi
+    harmonics = lax_e.complex(value * jnp.cos(angle), value * jnp.sin(angle))
+    return jnp.where(m < 0, (-1.0) ** jnp.abs(m) * jnp.conjugate(harmonics), harmonics)
+
+
+_sph_harm = _jit("_sph_harm", _sph_harm_value, ("n_max",))
+
+
+def sph_harm_y(n: Any, m: Any, theta: Any, phi: Any, diff_n: int | None = None,
+               n_max: int | None = None) -> Any:
+    """The orthonormal spherical harmonics Y_n^m(theta, phi) (theta the
+    colatitude) for 1-d n, m; n is clipped to the static ``n_max``
+    (max(n) by default)."""
+    if diff_n is not None:
+        raise NotImplementedError(
+            "The 'diff_n' argument to jax.scipy.special.sph_harm_y is not supported.")
+    if jnp.isscalar(theta):
+        theta = jnp.array([theta])
+    if n_max is None:
+        n_max = np.max(n)
+    limit = _static_int(n_max, "The `n_max` argument of `jax.scipy.special.sph_harm_y` must be "
+                        "statically specified to use `sph_harm_y` within JAX transformations.")
+    return _sph_harm(n, m, theta, phi, n_max=limit)
+
+
 # ------------------------------------------------------------- softmax family
 
 logsumexp = _nn_logsumexp
@@ -1588,5 +1670,6 @@ __all__ = [
     "expit", "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
     "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
     "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t",
-    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "xlog1py", "xlogy", "zeta",
+    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "xlog1py",
+    "xlogy", "zeta",
 ]
