@@ -216,3 +216,34 @@ def test_sph_harm_y_errors_match_jax() -> None:
         jax.jit(J.sph_harm_y)(n, m, theta, phi)
     with pytest.raises(spec.errors.ConcretizationTypeError, match="n_max"):
         spec.jit(S.sph_harm_y)(n, m, theta, phi)
+
+
+@pytest.mark.parametrize("dt, rtol", [(np.complex64, 1e-6), (np.complex128, 1e-14)])
+def test_wofz_and_complex_erfcx_values(dt: Any, rtol: float,
+                                       request: pytest.FixtureRequest) -> None:
+    if dt == np.complex128:
+        request.getfixturevalue("x64")
+    rng = np.random.default_rng(9)
+    z = np.concatenate([rng.uniform(-6, 6, 40) + 1j * rng.uniform(-6, 6, 40),
+                        [0, 1j, -1j, 2.5, -2.5]]).astype(dt)
+    for name in ("wofz", "erfcx"):
+        ours, theirs = np.asarray(getattr(S, name)(z)), np.asarray(getattr(J, name)(z))
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, err_msg=name)
+
+
+@pytest.mark.parametrize("arg", [2, 2.0, True, np.int32(2), np.float16(0.5), 1j,
+                                 np.float32(1)])
+def test_wofz_dtypes_and_weak_types(arg: Any) -> None:
+    theirs = jax.eval_shape(J.wofz, arg)
+    ours = spec.eval_shape(S.wofz, arg)
+    assert (ours.dtype, ours.weak_type) == (theirs.dtype, theirs.weak_type)
+
+
+def test_wofz_derivative_matches_jax_and_finite_differences(x64: None) -> None:
+    z, h = np.complex128(0.3 + 0.4j), 1e-6
+    ours = spec.jvp(S.wofz, (z,), (np.complex128(1),))
+    theirs = jax.jvp(J.wofz, (z,), (np.complex128(1),))
+    np.testing.assert_allclose(complex(ours[1]), complex(theirs[1]), rtol=1e-12)
+    fd = (complex(S.wofz(z + h)) - complex(S.wofz(z - h))) / (2 * h)
+    np.testing.assert_allclose(complex(ours[1]), fd, rtol=1e-8)

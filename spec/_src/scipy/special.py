@@ -8,9 +8,10 @@ a composite of elementwise operations in the operands' dtype, with a fixed
 amount of work per element. Where JAX gives a function its own derivative
 (``custom_jvp``) spec does too, with the same rule. Values agree with
 JAX's to the tolerances stated in SPEC.md. Some composites are spec's own
-(textbook series and expansions); dawsn, fresnel, hyp1f1, hyp2f1, owens_t and
-sici evaluate JAX's formulas with the published coefficient tables JAX uses
-(Cody et al., Cephes, Patefield and Tandy).
+(textbook series and expansions); dawsn, fresnel, hyp1f1, hyp2f1, owens_t,
+sici, sph_harm_y and wofz evaluate JAX's formulas with the published
+coefficient tables JAX uses (Cody et al., Cephes, Patefield and Tandy,
+Weideman).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from spec._src.api.vmap import vmap
 from spec._src.lax import control_flow as lax_cf
 from spec._src.lax import elementwise as lax_e
 from spec._src.lax import loops as lax_loops
+from spec._src.lax import shaping as lax_shaping
 from spec._src.lax import special as lax_special
 from spec._src.lax import special_functions as lax_sf
 from spec._src.nn.functions import log_softmax as _nn_log_softmax
@@ -298,10 +300,11 @@ _erfcx.defjvps(lambda g, ans, x: g * (2.0 * x * ans - _c(x, 2 / math.sqrt(math.p
 
 
 def erfcx(x: Any) -> Any:
-    """The scaled complementary error function exp(x^2) erfc(x) (real x)."""
+    """The scaled complementary error function exp(x^2) erfc(x) (w(ix) for complex x)."""
     (x,) = _inexact("erfcx", x)
     if T.is_complex(_dtype(x)):
-        raise NotImplementedError("erfcx of complex operands (wofz) is not specified in spec")
+        # erfcx(x) = w(ix), the Faddeeva function.
+        return _wofz(lax_e.complex(lax_e.neg(lax_e.imag(x)), lax_e.real(x)))
     if np.dtype(_dtype(x)).itemsize < 4:
         return _erfcx(x.astype(np.float32)).astype(_dtype(x))
     return _erfcx(x)
@@ -1650,6 +1653,71 @@ def sph_harm_y(n: Any, m: Any, theta: Any, phi: Any, diff_n: int | None = None,
     return _sph_harm(n, m, theta, phi, n_max=limit)
 
 
+# --------------------------------------------------------- Faddeeva function
+
+# Weideman's (1994) N = 32 rational approximation of w(z) for Im z >= 0:
+# w(z) = 2 P(Z) / (L - iz)^2 + 1 / (sqrt(pi) (L - iz)), Z = (L + iz) / (L - iz),
+# P's coefficients highest power first.
+_WEIDEMAN_L = 4.7568284600108841
+_WEIDEMAN_P = np.array([
+    -1.3034426067909105e-12, 3.7411838373738471e-12, 8.030427700497756e-12,
+    -2.1543593557490879e-11, -5.5442449963237932e-11, 1.165824698850374e-10,
+    4.1537441121999766e-10, -5.2310202114920615e-10, -3.2080151339721323e-09,
+    8.1248864216535907e-10, 2.3797556530014025e-08, 2.2930438438915445e-08,
+    -1.4813078929137642e-07, -4.1840763750512053e-07, 4.2558331397138446e-07,
+    4.4015317312832251e-06, 6.8210319443575151e-06, -2.1409619201999998e-05,
+    -0.00013075449254579421, -0.00024532980270038237, 0.00039259136070109705,
+    0.0045195411053493093, 0.019006155784845501, 0.057304403529837282, 0.14060716226893755,
+    0.29544451071508743, 0.54601397206393376, 0.9019254893648001, 1.3455441692345449,
+    1.8256696296324815, 2.2635372999002676, 2.5722534081245696])
+
+
+def _complex_const(part: Any, re: float, im: float) -> Any:
+    return lax_e.complex(_c(part, re), _c(part, im))
+
+
+def _wofz_upper(z: Any) -> Any:
+    re = lax_e.real(z)
+    big_l = _complex_const(re, _WEIDEMAN_L, 0.)
+    iz = lax_e.complex(lax_e.neg(lax_e.imag(z)), re)
+    denominator = big_l - iz
+    zz = (big_l + iz) / denominator
+    p = jnp.polyval(jnp.asarray(_WEIDEMAN_P, dtype=_dtype(zz)), zz)
+    return (2 * p / (denominator * denominator)
+            + _complex_const(re, 1. / math.sqrt(math.pi), 0.) / denominator)
+
+
+@custom_jvp
+def _wofz(z: Any) -> Any:
+    """The lower half-plane by w(-z) = 2 exp(-z^2) - w(z)."""
+    upper = lax_e.ge(lax_e.imag(z), _c(lax_e.real(z), 0.))
+    w_upper = _wofz_upper(lax_e.select(upper, z, lax_e.neg(z)))
+    return lax_e.select(upper, w_upper, 2 * lax_e.exp(lax_e.neg(z * z)) - w_upper)
+
+
+_wofz.defjvps(lambda g, ans, z: g * (lax_e.neg(2 * z * ans) + _complex_const(
+    lax_e.real(z), 0., 2. / math.sqrt(math.pi))))
+
+
+_TO_COMPLEX = {T.float16: T.complex64, T.bfloat16: T.complex64, T.float32: T.complex64,
+               T.float64: T.complex128}
+
+
+def _complex_args(name: str, *args: Any) -> list[Any]:
+    """Promoted operands of a complex dtype (floats to the complex type of
+    their width, half floats to complex64), weak types kept."""
+    out = _inexact(name, *args)
+    weak = canonical_aval_of(out[0]).weak_type
+    target = _TO_COMPLEX.get(_dtype(out[0]), _dtype(out[0]))
+    return [lax_shaping._convert_element_type(x, target, weak) for x in out]
+
+
+def wofz(z: Any) -> Any:
+    """The Faddeeva function exp(-z^2) erfc(-iz) (complex result)."""
+    (z,) = _complex_args("wofz", z)
+    return _wofz(z)
+
+
 # ------------------------------------------------------------- softmax family
 
 logsumexp = _nn_logsumexp
@@ -1670,6 +1738,6 @@ __all__ = [
     "expit", "expn", "factorial", "fresnel", "gamma", "gammainc", "gammaincc", "gammaln",
     "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
     "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t",
-    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "xlog1py",
-    "xlogy", "zeta",
+    "poch", "polygamma", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "wofz",
+    "xlog1py", "xlogy", "zeta",
 ]
