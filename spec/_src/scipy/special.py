@@ -1216,11 +1216,17 @@ def _hyp1f1_value(a: Any, b: Any, x: Any) -> Any:
 hyp1f1 = custom_jvp(_jit("hyp1f1", _elementwise(_hyp1f1_value)))
 hyp1f1.__doc__ = """The confluent hypergeometric function 1F1(a; b; x) for real operands
 (1 at a = b = 0, inf at b = 0 != a)."""
+
+
+def _hyp1f1_dx_value(a: Any, b: Any, x: Any) -> Any:
+    return a / b * hyp1f1(a + 1, b + 1, x)
+
+
+_hyp1f1_dx = _jit("_hyp1f1_x_derivative", _hyp1f1_dx_value)
 hyp1f1.defjvps(
     lambda g, ans, a, b, x: _hyp1f1_da(a, b, x) * g,
     lambda g, ans, a, b, x: _hyp1f1_db(a, b, x) * g,
-    lambda g, ans, a, b, x: _jit("_hyp1f1_x_derivative",
-                                 lambda a, b, x: a / b * hyp1f1(a + 1, b + 1, x))(a, b, x) * g)
+    lambda g, ans, a, b, x: _hyp1f1_dx(a, b, x) * g)
 
 
 def _weighted_series(first: Any, ratio: Any, weight: Any, x: Any) -> Any:
@@ -1388,13 +1394,18 @@ def _hyp2f1_value(a: Any, b: Any, c: Any, x: Any) -> Any:
 hyp2f1 = custom_jvp(_jit("hyp2f1", _elementwise(_hyp2f1_value)))
 hyp2f1.__doc__ = """The Gauss hypergeometric function 2F1(a, b; c; x) for real operands
 (inf for x > 1 and at poles of c)."""
+
+
+def _hyp2f1_dx_value(a: Any, b: Any, c: Any, x: Any) -> Any:
+    return a * b / c * hyp2f1(a + 1, b + 1, c + 1, x)
+
+
+_hyp2f1_dx = _jit("_hyp2f1_x_derivative", _hyp2f1_dx_value)
 hyp2f1.defjvps(
     lambda g, ans, a, b, c, x: _hyp2f1_da(a, b, c, x) * g,
     lambda g, ans, a, b, c, x: _hyp2f1_db(a, b, c, x) * g,
     lambda g, ans, a, b, c, x: _hyp2f1_dc(a, b, c, x) * g,
-    lambda g, ans, a, b, c, x: _jit(
-        "_hyp2f1_x_derivative",
-        lambda a, b, c, x: a * b / c * hyp2f1(a + 1, b + 1, c + 1, x))(a, b, c, x) * g)
+    lambda g, ans, a, b, c, x: _hyp2f1_dx(a, b, c, x) * g)
 
 
 # ------------------------------------------------------------------ Owen's T
