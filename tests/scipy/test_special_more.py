@@ -247,3 +247,8 @@ def test_wofz_derivative_matches_jax_and_finite_differences(x64: None) -> None:
     np.testing.assert_allclose(complex(ours[1]), complex(theirs[1]), rtol=1e-12)
     fd = (complex(S.wofz(z + h)) - complex(S.wofz(z - h))) / (2 * h)
     np.testing.assert_allclose(complex(ours[1]), fd, rtol=1e-8)
+
+
+def test_owens_t_jaxpr_is_jaxs() -> None:
+    x = np.full((3,), 0.5, np.float32)
+    assert str(spec.make_jaxpr(S.owens_t)(x, x)) == str(jax.make_jaxpr(J.owens_t)(x, x))

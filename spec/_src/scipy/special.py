@@ -1441,9 +1441,8 @@ def _owens_t_value(h: Any, a: Any) -> Any:
     abs_a = jnp.abs(a)
     root_2 = _c(h, math.sqrt(2))
     h_scaled = h / root_2
-    inner = abs_a <= 1.
-    small_a = jnp.where(inner, abs_a, jnp.reciprocal(abs_a))
-    small_h = jnp.where(inner, h, abs_a * h)
+    small_a = jnp.where(abs_a <= 1., abs_a, jnp.reciprocal(abs_a))
+    small_h = jnp.where(abs_a <= 1., h, abs_a * h)
     result = _owens_t_rule(small_h, small_a)
     result = jnp.where(small_h == 0., jnp.arctan(small_a) / (2 * np.pi), result)
     result = jnp.where(small_a == 1.,
@@ -1451,23 +1450,23 @@ def _owens_t_value(h: Any, a: Any) -> Any:
                        result)
     tail_h = lax_e.erfc(h_scaled)
     tail_ah = lax_e.erfc(abs_a * h_scaled)
-    reflected = jnp.where(
+    result = jnp.where(abs_a > 1., jnp.where(
         abs_a * h <= 0.67,
         0.25 - 0.25 * lax_e.erf(h_scaled) * lax_e.erf(abs_a * h_scaled) - result,
-        0.25 * (tail_h + tail_ah - tail_h * tail_ah) - result)
-    result = lax_e.sign(a) * jnp.where(abs_a > 1., reflected, result)
+        0.25 * (tail_h + tail_ah - tail_h * tail_ah) - result), result)
+    result = lax_e.sign(a) * result
     return jnp.where(jnp.isnan(a) | jnp.isnan(h), jnp.full_like(result, np.nan), result)
 
 
 @custom_jvp
-def _owens_t(h: Any, a: Any) -> Any:
+def _owens_t_impl(h: Any, a: Any) -> Any:
     return _owens_t_value(h, a)
 
 
-@_owens_t.defjvp
+@_owens_t_impl.defjvp
 def _owens_t_jvp(primals: Any, tangents: Any) -> Any:
     (h, a), (dh, da) = primals, tangents
-    result = _owens_t(h, a)
+    result = _owens_t_impl(h, a)
     root_2 = _c(h, math.sqrt(2))
     d_h = (-lax_e.exp(-0.5 * lax_e.square(h)) * lax_e.erf(a * h / root_2)
            / (2. * _c(h, math.sqrt(2. * math.pi))))
@@ -1479,7 +1478,7 @@ def _owens_t_jvp(primals: Any, tangents: Any) -> Any:
 def owens_t(h: Any, a: Any) -> Any:
     """Owen's T function (1/2 pi) int_0^a exp(-h^2 (1 + u^2) / 2) / (1 + u^2) du."""
     h, a = _inexact("owens_t", h, a)
-    return _owens_t(h, a)
+    return _owens_t_impl(h, a)
 
 
 # ------------------------------------------------------ sine, cosine integrals
