@@ -167,6 +167,15 @@ def _fft(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda x: lax.fft(x, kind, s[len(s) - k:])), (_rand(rng, s, np.complex64),), "lt"
 
 
+def _reduce_window_sum(draw: Draw, rng: np.random.Generator) -> Case:
+    s = _shape(draw, min_dims=1, min_side=2)
+    window = tuple(draw(st.integers(1, d)) for d in s)
+    strides = tuple(draw(st.integers(1, 2)) for _ in s)
+    padding = draw(st.sampled_from(["VALID", "SAME"]))
+    return (lambda x: lax.reduce_window(x, 0.0, lax.add, window, strides, padding)), \
+        (_rand(rng, s),), "lt"
+
+
 def _custom_jvp(draw: Draw, rng: np.random.Generator) -> Case:
     @spec.custom_jvp
     def twice(x: Any) -> Any:
@@ -454,6 +463,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "dynamic_slice": _dynamic_slice,
     "dynamic_update_slice": _dynamic_update_slice,
     "eval_jaxpr": _eval_jaxpr,
+    "reduce_window_sum": _reduce_window_sum,
     "fft": _fft,
     "gather": _gather,
     "imag": _unary(lax.imag, np.complex64),
