@@ -840,9 +840,20 @@ class _Dispatch:
                 or self.hardware != _denormals._use_hardware[0] or self.avals != avals:
             return False
         try:
-            return bool(self.params == params)
+            return bool(self.params == params) and _kinds(self.params) == _kinds(params)
         except (TypeError, ValueError):  # params that do not compare (arrays)
             return False
+
+
+def _kinds(value: Any) -> Any:
+    """The types within a param value: equal values of other types
+    (``2.5`` and ``np.float32(2.5)``, an FFI call's attributes) are other
+    params."""
+    if isinstance(value, dict):
+        return tuple((k, _kinds(v)) for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(_kinds(v) for v in value))
+    return type(value)
 
 
 # The last dispatch of each primitive: a loop repeating an operation at the
