@@ -82,10 +82,9 @@ def _error_text(run: Callable[[], Any]) -> Any:
 @case(tags=("debugging", "errors"))
 def debug_nans_names_the_operation(jax: Any, jnp: Any, lax: Any) -> Any:
     with _flag(jax, "jax_debug_nans"):
+        # (A jitted function is left out: whether JAX's de-optimized re-run
+        # finds the NaN depends on what that process compiled before.)
         return [_error_text(lambda: jnp.log(-1.0)),
-                # (lax.sqrt: JAX's de-optimized re-run of a jnp function
-                # depends on whether that function ran compiled before)
-                _error_text(lambda: jax.jit(lambda x: lax.sqrt(x) + 1)(-1.0)),
                 _error_text(lambda: jax.grad(lambda x: jnp.sqrt(x))(0.0)),
                 _error_text(lambda: jnp.log(2.0))]
 
