@@ -106,7 +106,8 @@ def transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
                    attrs=f", dims = {ints(permutation)}")]
 
 
-def _lowest(dtype: Any) -> np.ndarray:
+def lowest(dtype: Any) -> np.ndarray:
+    """The dtype's lowest value (-inf for floats, False for bool): a max's identity."""
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return np.asarray(False)
@@ -129,7 +130,7 @@ def _reducer(opname: str, init: Any) -> LoweringRule:
 
 
 reduce_sum = _reducer("stablehlo.add", lambda dt: np.zeros((), dt))
-reduce_max = _reducer("stablehlo.maximum", _lowest)
+reduce_max = _reducer("stablehlo.maximum", lowest)
 
 
 def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -148,7 +149,8 @@ def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
 
 
-def _highest(dtype: Any) -> np.ndarray:
+def highest(dtype: Any) -> np.ndarray:
+    """The dtype's highest value (inf for floats, True for bool): a min's identity."""
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return np.asarray(True)
@@ -158,7 +160,7 @@ def _highest(dtype: Any) -> np.ndarray:
 
 
 reduce_prod = _reducer("stablehlo.multiply", lambda dt: np.ones((), dt))
-reduce_min = _reducer("stablehlo.minimum", _highest)
+reduce_min = _reducer("stablehlo.minimum", highest)
 reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(True))
 reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
 

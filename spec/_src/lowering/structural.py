@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.types import ArrayType
+from spec._src.lowering.rules import highest, lowest
 from spec._src.lowering.emitter import (
     LoweringContext,
     LoweringRule,
@@ -192,22 +193,6 @@ def reduce_xor(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
 
 # =========================================================== argmin/argmax
 
-def _lowest(dtype: Any) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return np.asarray(False)
-    if dt.kind == "f":
-        return np.asarray(-np.inf, dt)
-    return np.asarray(np.iinfo(dt).min, dt)
-
-
-def _highest(dtype: Any) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return np.asarray(True)
-    if dt.kind == "f":
-        return np.asarray(np.inf, dt)
-    return np.asarray(np.iinfo(dt).max, dt)
 
 
 def _argminmax(name: str, direction: str, init: Any) -> LoweringRule:
@@ -255,8 +240,8 @@ def _pick(direction: str, aval: ArrayType, out: ArrayType) -> Any:
     return body
 
 
-argmax = _argminmax("argmax", "GT", _lowest)
-argmin = _argminmax("argmin", "LT", _highest)
+argmax = _argminmax("argmax", "GT", lowest)
+argmin = _argminmax("argmin", "LT", highest)
 
 
 # ===================================================== cumulative reductions
@@ -317,9 +302,9 @@ def _cumulative(name: str, body: Any, init: Any, broadcast_init: bool) -> Loweri
 cumsum = _cumulative("cumsum", _window_body("stablehlo.add"), lambda dt: np.zeros((), dt), True)
 cumprod = _cumulative("cumprod", _window_body("stablehlo.multiply"),
                       lambda dt: np.ones((), dt), True)
-cummax = _cumulative("cummax", _window_body("stablehlo.maximum"), _lowest, True)
-cummin = _cumulative("cummin", _window_body("stablehlo.minimum"), _highest, True)
-cumlogsumexp = _cumulative("cumlogsumexp", _logaddexp_body, _lowest, False)
+cummax = _cumulative("cummax", _window_body("stablehlo.maximum"), lowest, True)
+cummin = _cumulative("cummin", _window_body("stablehlo.minimum"), highest, True)
+cumlogsumexp = _cumulative("cumlogsumexp", _logaddexp_body, lowest, False)
 
 
 # ==================================================================== sort
