@@ -111,9 +111,9 @@ def gamma_family(jax: Any, jnp: Any, lax: Any) -> Any:
     r = jax.random
     k = r.key(2)
     alphas = jnp.asarray(np.array([0.1, 0.5, 1.0, 2.0, 10.0], np.float32))
-    return [r.gamma(k, alphas), r.loggamma(k, alphas), r.gamma(k, 2.0, (6,), "float16"),
-            r.beta(k, 2.0, 3.0, (4,)), r.chisquare(k, 3.0, (4,)), r.t(k, 5.0, (4,)),
-            r.f(k, 3.0, 7.0, (4,)), r.dirichlet(k, alphas[:3])]
+    # One draw per sampler family: tests/random/test_gamma.py checks the derived
+    # samplers (loggamma, chisquare, t, f) and the narrow float types one by one.
+    return [r.gamma(k, alphas), r.beta(k, 2.0, 3.0, (4,)), r.dirichlet(k, alphas[:3])]
 
 
 @case(tags=("random",))
@@ -197,9 +197,9 @@ def poisson_binomial_multinomial(jax: Any, jnp: Any, lax: Any) -> Any:
     n = np.array([0.0, 4.0, 9.5, 30.0, 200.0, 5000.0, np.inf, -1.0], np.float32)
     p = np.array([0.5, 0.2, 0.9, 0.6, 0.3, 0.75, 0.5, 0.5], np.float32)
     probs = np.array([[0.2, 0.3, 0.5], [0.0, 0.9, 0.1]], np.float32)
+    # tests/random/test_samplers.py checks the other dtypes and parameter forms.
     return [r.poisson(r.key(s), lam, (2, 8)) for s in (0, 7)] + [
-        r.poisson(r.key(1), 4.0, (5,), "int16"), r.poisson(r.key(2), 60.0),
-        r.binomial(r.key(3), n, p), r.binomial(r.key(4), 12.0, 0.3, (6,), "float16"),
+        r.binomial(r.key(3), n, p),
         r.multinomial(r.key(5), np.array([10.0, 400.0], np.float32), probs)]
 
 

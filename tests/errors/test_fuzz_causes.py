@@ -222,3 +222,35 @@ def test_argument_canonicalisation_matches_jax(case: Case) -> None:
     if case.names is not None:
         assert case.names in str(spec_err), (
             f"{case.snippet}: the message should name {case.names!r}: {spec_err}")
+
+
+# A type (jax.typeof's value) or a ShapeDtypeStruct stands for a value of that type when
+# tracing; calls that run on values refuse it with JAX's TypeError.
+ABSTRACT_ARGUMENTS = [
+    "str(jax.make_jaxpr(lambda a: a * 2)(jax.typeof(jnp.ones(3))))",
+    "str(jax.make_jaxpr(lambda a: a * 2)(jax.typeof(2.0)))",
+    "str(jax.jit(lambda a: jnp.sin(a)).trace(jax.typeof(jnp.ones(2))).jaxpr)",
+    "str(jax.eval_shape(lambda a: a * 2, jax.typeof(jnp.ones(2))))",
+    "jax.jit(lambda a: a * 2)(jax.typeof(1.0))",
+    "jax.jit(lambda a: a * 2)(jax.ShapeDtypeStruct((3,), jnp.float32))",
+    "jax.grad(lambda a: a * 2)(jax.typeof(1.0))",
+    "jax.value_and_grad(lambda a: a * 2)('a')",
+    "jax.vmap(lambda a: a * 2)(jax.typeof(1.0))",
+    "jax.jvp(lambda a: a * 2, (jax.typeof(1.0),), (1.0,))",
+    "jax.linearize(lambda a: a * 2, jax.typeof(1.0))",
+]
+_CLASS_NAMES = {"jax._src.core.ShapedArray": "spec._src.core.types.ArrayType",
+                "jax.ShapeDtypeStruct": "spec._src.api.stages.ShapeDtypeStruct"}
+
+
+def _outcome(snippet: str, use_jax: bool) -> str:
+    value, err = _run(snippet, use_jax)
+    text = f"{type(err).__name__}: {err}" if err is not None else str(value)
+    for theirs, ours in _CLASS_NAMES.items():
+        text = text.replace(theirs, ours)
+    return text
+
+
+@pytest.mark.parametrize("snippet", ABSTRACT_ARGUMENTS)
+def test_types_stand_for_values_when_tracing(snippet: str) -> None:
+    assert _outcome(snippet, use_jax=False) == _outcome(snippet, use_jax=True)

@@ -258,9 +258,9 @@ print(hlo)
 KNOWN: dict[int, str] = {
     8: "the cell shows the repr of the set_mesh object: it names the defining module and an "
        "address",
-    11: "jax.typeof of an array placed without a mesh has no sharding in spec (None); JAX's "
-        "type carries an empty-mesh NamedSharding whose .spec the cell reads",
-    12: "the cell prints StableHLO; spec has no compiler (its lowered text is the jaxpr)",
+    12: "the cell prints StableHLO as MLIR's printer writes it (value numbers, float "
+        "attribute digits); spec's text is equal only after canonicalising through that "
+        "printer, and spec stages one more sharding constraint",
 }
 
 _JAX_PAGE = r"""

@@ -628,7 +628,11 @@ def _check_argnums(argnums: tuple[int, ...], n_args: int,
 
 
 def _check_input_dtype(leaf: Any, holomorphic: bool, allow_int: bool, name: str) -> None:
-    aval = canonical_aval_of(leaf)
+    try:
+        aval = canonical_aval_of(leaf)
+    except TypeError:
+        raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type."
+                        ) from None
     if is_high(aval):
         return  # a hi type's tangent type is its own choice (to_tangent_aval)
     dt = aval.dtype

@@ -35,7 +35,7 @@ from spec._src.core import nan_checks
 from spec._src.core import compiler_options as copts
 from spec._src.core import source_info as si
 from spec._src.core.config import config
-from spec._src.core.hitypes import HI_VALUE_TYPES, shown_aval
+from spec._src.core.hitypes import HI_VALUE_TYPES, plain_aval, shown_aval
 from spec._src.core.interpreter import (
     EvalTrace,
     Jaxpr,
@@ -87,6 +87,11 @@ def _check_hashable(value: Any, where: str) -> None:
 
 
 def _leaf_aval(leaf: Any, fun_name: str, path: str) -> ArrayType:
+    if isinstance(leaf, ArrayType):
+        # A type stands for a value of that type when tracing (make_jaxpr(f)(aval)); typeof's
+        # unmeshed sharding is spec's absent one.
+        aval: ArrayType = plain_aval(leaf)
+        return aval
     try:
         return canonical_aval_of(leaf)
     except TypeError:
@@ -214,6 +219,18 @@ def _arg_name(fun: Callable[..., Any], split: _Split, leaf: int) -> str:
             len(split.leaves)):
         return dynamic[leaf]
     return f"leaf {leaf}"
+
+
+def _refuse_abstract_leaves(fun: Callable[..., Any], split: _Split) -> None:
+    """A call runs on values: a type or a ShapeDtypeStruct (which tracing takes as the
+    value it stands for) is refused with JAX's TypeError."""
+    for i, leaf in enumerate(split.leaves):
+        if isinstance(leaf, ArrayType):
+            raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
+        if isinstance(leaf, ShapeDtypeStruct):
+            name = _leaf_arg_names(fun, split)[i]
+            raise TypeError(f"Argument '{name}' of shape {shown_aval(leaf.aval).str_short()} "
+                            f"of type {type(leaf)} is not a valid JAX type.")
 
 
 def _leaf_arg_names(fun: Callable[..., Any], split: _Split) -> list[str]:
@@ -642,6 +659,7 @@ class Jitted:
                 f"{si.summarize(si.current())}")
         split = self._split(args, kwargs)
         jaxpr, out_tree, tracer_consts, refs, _ = self._staged(split)
+        _refuse_abstract_leaves(self._fun, split)
         if check_options and not self._options_ok:
             self._check_compiler_options()
         if not tracer_consts and not refs:

@@ -151,7 +151,10 @@ def _leaf_aval(leaf: Any) -> Any:
     try:
         return canonical_aval_of(leaf)
     except TypeError:
-        raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX "
+        if isinstance(leaf, str):  # (JAX checks strings first, in its own words)
+            raise TypeError(f"Argument {leaf!r} of type {type(leaf)} is not a valid JAX "
+                            "type") from None
+        raise TypeError(f"Argument '{leaf}' of type '{type(leaf)}' is not a valid JAX "
                         "type") from None
 
 

@@ -710,6 +710,8 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
         raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
     if hasattr(x, "__array__"):
         return canonical_value(np.asarray(x))
+    if isinstance(x, ArrayType):  # a type where its value belongs
+        raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
     raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
 
 
