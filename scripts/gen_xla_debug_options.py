@@ -138,8 +138,8 @@ def measure_flags(options: dict[str, tuple[str, bool, str | None]],
     other value parses, so the fields of the types whose values always parse
     are probed together, string and enum fields (read by per-flag parsers)
     one at a time. Flags that are no field: the usage text XLA prints for a
-    value it cannot read lists flags with their types (cut short by the
-    log's length limit, so this part is partial)."""
+    value it cannot read lists some with their types (it is cut short by the
+    log's length limit); the library's other ``xla_`` words are probed."""
     not_flags: set[str] = set()
     for kind in ("bool", "int32", "int64", "float", "message"):
         group = [_flag_text(n, k, []) for n, (k, _, _) in options.items() if k == kind]
@@ -150,7 +150,30 @@ def measure_flags(options: dict[str, tuple[str, bool, str | None]],
             not_flags |= _unknown_flags(_xla_flags_stderr([text]))
     usage = _xla_flags_stderr(["--xla_cpu_enable_fast_math=not_a_bool"])
     listed = re.findall(r"^\t--([a-z0-9_]+)=[^\t]*\t([a-z0-9]+)\t", usage, re.M)
-    return sorted(not_flags), {n: k for n, k in sorted(listed) if n not in options}
+    flag_only = {n: k for n, k in listed if n not in options}
+    flag_only.update(_unlisted_flags(set(options) | set(flag_only)))
+    return sorted(not_flags), dict(sorted(flag_only.items()))
+
+
+def _unlisted_flags(known: set[str]) -> dict[str, str]:
+    """Flags the usage text leaves out: every ``xla_...`` word in the library that is no
+    known name is a candidate; one run names the candidates that are no flag, and each
+    remaining flag's type is the narrowest of bool, int32, float and string whose probe
+    value parses."""
+    words = set(re.findall(rb"(?<![a-z0-9_])(xla_[a-z0-9_]+)\x00", LIB.read_bytes()))
+    candidates = sorted(w.decode() for w in words if w.decode() not in known)
+    unknown = _unknown_flags(_xla_flags_stderr([f"--{n}" for n in candidates]))
+    kinds: dict[str, str] = {}
+    for name in candidates:
+        if name in unknown:
+            continue
+        for kind, probe in (("string", "not_a_number"), ("float", "0.5"), ("int32", "3")):
+            if "Couldn't interpret" not in _xla_flags_stderr([f"--{name}={probe}"]):
+                kinds[name] = kind
+                break
+        else:
+            kinds[name] = "bool"
+    return kinds
 
 
 def main() -> None:
@@ -189,8 +212,8 @@ def main() -> None:
     lines += ["", "# DebugOptions fields that are no XLA_FLAGS flag.",
               "NOT_FLAGS: frozenset[str] = frozenset({"]
     lines += [f"    {n!r}," for n in not_flags]
-    lines += ["})", "", "# XLA_FLAGS flags that are no DebugOptions field (those XLA lists), "
-              "with their types.", "FLAG_ONLY: dict[str, str] = {"]
+    lines += ["})", "", "# XLA_FLAGS flags that are no DebugOptions field, with their types.",
+              "FLAG_ONLY: dict[str, str] = {"]
     lines += [f"    {n!r}: {k!r}," for n, k in flag_only.items()]
     lines.append("}")
     OUT.write_text("\n".join(lines) + "\n")

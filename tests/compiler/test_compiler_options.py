@@ -300,7 +300,9 @@ def _run(mod: str, flags: str | None) -> tuple[int, str, list[str]]:
 @pytest.mark.parametrize("flags", [
     "--xla_cpu_enable_fast_math=true",
     "--foo --xla_cpu_enable_fast_math --xla_detailed_logging=1 --bar=2",
-    "--xla_cpu_enable_fast_math=TRUE --xla_gpu_autotune_level=x"])
+    "--xla_cpu_enable_fast_math=TRUE --xla_gpu_autotune_level=x",
+    # flags that are no DebugOptions field and are missing from XLA's printed list
+    "--xla_gpu_enable_cudnn_fmha=false --xla_gpu_enable_triton_gemm_int4=3"])
 def test_xla_flags_read_at_start(flags: str | None) -> None:
     """XLA_FLAGS is read once, at the first compilation: an unknown flag or
     a value a flag cannot read ends the process (status 1) with XLA's

@@ -965,7 +965,7 @@ def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 TREE_STRATEGY = st.recursive(_LEAVES | st.none(), _containers, max_leaves=20)
 _SETTINGS = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

@@ -272,7 +272,7 @@ def _rp_bits(x: np.ndarray, e: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     return ours, theirs
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(bits=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=64),
        e=st.integers(1, 10), m=st.integers(0, 25))
 def test_reduce_precision_f32_bit_exact(bits: list[int], e: int, m: int) -> None:

@@ -428,7 +428,7 @@ def _out_type(lax: Any, mod: Any, case: tuple[Any, ...]) -> Any:
     return tuple(out.shape), np.dtype(out.dtype), bool(getattr(out, "weak_type", False))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(_conv_case())
 def test_output_type_property(case: tuple[Any, ...]) -> None:
     """Over random configurations: spec's output shape/dtype equal JAX's, and

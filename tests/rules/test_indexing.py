@@ -91,7 +91,7 @@ def _in_range(shape: tuple[int, ...], idx: tuple[Any, ...]) -> bool:
         return False
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(static_cases())
 def test_static_indices_property(case: tuple[tuple[int, ...], tuple[Any, ...]]) -> None:
     shape, idx = case

@@ -479,7 +479,7 @@ def _dot_case(draw: Any) -> tuple[Any, ...]:
     return ls, rs, draw(_DT), draw(_DT), ((lc, rc), (lb, rb))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(_dot_case())
 def test_dot_general_typing_property(case: tuple[Any, ...]) -> None:
     ls, rs, ld_, rd, dims = case
@@ -498,7 +498,7 @@ def test_dot_general_typing_property(case: tuple[Any, ...]) -> None:
     np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(shape=st.lists(st.integers(0, 3), max_size=3).map(tuple), dt=_DT,
        axes=st.lists(st.integers(-1, 3), max_size=3).map(tuple),
        prim=st.sampled_from(["reduce_sum", "reduce_max", "reduce_min", "reduce_prod",

@@ -51,13 +51,13 @@ def _check(name: str, avals: list[spec._src.core.types.ArrayType]) -> None:
         getattr(spec.lax, name)(*values)  # impl output is checked against the typing rule
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=75, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(UNARY), sth.array_types(shape_strategy=sth.shapes(max_rank=3)))
 def test_unary_typing_matches_jax(name: str, aval: spec._src.core.types.ArrayType) -> None:
     _check(name, [aval])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.sampled_from(BINARY), sth.broadcastable_shapes(max_rank=3), sth.dtypes(),
        st.one_of(st.none(), sth.dtypes()), st.booleans(), st.booleans())
 def test_binary_typing_matches_jax(name: str, shapes: Any, dt1: Any, dt2: Any, w1: bool,

@@ -897,9 +897,15 @@ NOT_FLAGS: frozenset[str] = frozenset({
     'xla_gpu_unsupported_enable_triton_gemm',
 })
 
-# XLA_FLAGS flags that are no DebugOptions field (those XLA lists), with their types.
+# XLA_FLAGS flags that are no DebugOptions field, with their types.
 FLAG_ONLY: dict[str, str] = {
     'xla_cpu_use_thunk_runtime': 'bool',
     'xla_fuel': 'string',
+    'xla_gpu_enable_cudnn_fmha': 'bool',
+    'xla_gpu_enable_libnvjitlink': 'bool',
+    'xla_gpu_enable_pipelined_all_gather': 'bool',
+    'xla_gpu_enable_pipelined_all_reduce': 'bool',
+    'xla_gpu_enable_pipelined_reduce_scatter': 'bool',
+    'xla_gpu_enable_triton_gemm_int4': 'bool',
     'xla_gpu_strict_conv_algorithm_picker': 'bool',
 }
