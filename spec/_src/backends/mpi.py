@@ -25,17 +25,19 @@ in seconds (default 60).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import signal
 import sys
 import ctypes
 import ctypes.util
 
+import faulthandler
 import functools
 import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -74,8 +76,23 @@ def active() -> bool:
         raise ValueError(f"SPEC_BACKEND must be 'mpi' or 'virtual', got {choice!r}")
     if choice == "" and _launched_size() <= 1:
         return False
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    with _every_rank_joins_by_the_deadline():
+        from mpi4py import MPI  # optional dependency: imported only when MPI is in use
     return bool(MPI.COMM_WORLD.Get_size() > 1 or choice == "mpi")
+
+
+@contextlib.contextmanager
+def _every_rank_joins_by_the_deadline() -> Iterator[None]:
+    """MPI's start-up (MPI_Init, duplicating COMM_WORLD, the first allgather) waits for
+    every rank with no deadline, holding the GIL: a rank that dies before joining would
+    hold the others forever. faulthandler's watchdog is a C thread, so it runs meanwhile:
+    past SPEC_MPI_TIMEOUT it prints where each thread waits and ends the process
+    (status 1)."""
+    faulthandler.dump_traceback_later(_timeout(), exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 class CollectiveFailedError(RuntimeError):
@@ -127,7 +144,8 @@ class _Comms:
 
 @functools.cache
 def _comms() -> _Comms:
-    comms = _Comms()
+    with _every_rank_joins_by_the_deadline():
+        comms = _Comms()
     _install_exit_guards()
     return comms
 
