@@ -21,6 +21,7 @@ import numpy as np
 
 from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
+from spec._src.api.partitioned import compiled_text
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
@@ -498,7 +499,10 @@ class Compiled(_Stage):
         self.compiler_options = compiler_options
 
     def as_text(self) -> str:
-        text = _module_text(self._traced, "hlo")
+        """The per-device program spec runs, as HLO-like text (SPEC.md 4.1)."""
+        traced = self._traced
+        text = compiled_text(traced.jaxpr, traced.fun_name,
+                             _leaf_arg_names(traced._jitted._fun, traced._split))
         if self.compiler_options:
             return copts.options_text(self.compiler_options) + text
         return text
