@@ -59,10 +59,10 @@ _CALLS: dict[str, tuple[Callable[[dict[str, Any]], str], str]] = {
 def element_name(dtype: Any) -> str:
     """HLO's element type name (``f32``, ``s32``, ``u8``, ``pred``); a key's
     data is ``u32``."""
-    name = getattr(dtype, "name", "")
+    name = str(getattr(dtype, "name", ""))
     if name.startswith("key<"):
         return "u32"
-    name = np.dtype(dtype).name
+    name = str(np.dtype(dtype).name)
     if name in _HLO_ELEMENT:
         return _HLO_ELEMENT[name]
     if name.startswith("uint"):
@@ -157,7 +157,7 @@ def _watched(run: Callable[[], list[Dist]]) -> tuple[list[_Collective], list[Dis
     log the caller has open)."""
     with _ledger.separate_log() as log, np.errstate(all="ignore"):
         watcher = _Watcher(_backend.current_backend(), log)
-        with _backend.substituted(watcher):  # type: ignore[arg-type]
+        with _backend.substituted(watcher):
             outs = run()
     return watcher.seen, outs
 
@@ -494,6 +494,9 @@ class _Walker:
         state = [counter, *ins, *ys]
         n_x = len(ins) - nc - nk
         x_avals = jaxpr.in_avals[nc + nk:]
+        read_row = _join(stack, "while/body/jit(dynamic_index_in_dim)/dynamic_slice")
+        write_row = _join(stack, "while/body/jit(dynamic_update_index_in_dim)/"
+                                 "dynamic_update_slice")
 
         def cond(args: list[Value]) -> list[Value]:
             bound = self.w.emit("constant", "s32[]", f"constant({length})")
@@ -509,13 +512,11 @@ class _Walker:
             for (x, _), a in zip(xs, x_avals):
                 d = _zeros(a, geo)
                 rows.append((self.w.emit("dynamic-slice", self.w.local_type(d),
-                                         f"dynamic-slice({x}, {i[0]})",
-                                         _join(stack, "while/body/jit(dynamic_index_in_dim)/dynamic_slice")), d))
+                                         f"dynamic-slice({x}, {i[0]})", read_row), d))
             outs = self.walk(jaxpr, [*consts, *carry, *rows], geo,
                              _join(stack, "while/body/eval_jaxpr"))
             new_ys = [(self.w.emit("dynamic-update-slice", self.w.local_type(d),
-                                   f"dynamic-update-slice({y}, {row}, {i[0]})",
-                                   _join(stack, "while/body/jit(dynamic_update_index_in_dim)/dynamic_update_slice")), d)
+                                   f"dynamic-update-slice({y}, {row}, {i[0]})", write_row), d)
                       for (y, d), (row, _) in zip(ys_in, outs[nk:])]
             one = self.w.emit("constant", "s32[]", "constant(1)")
             step = self.w.emit("add", "s32[]", f"add({i[0]}, {one})",
@@ -559,13 +560,17 @@ class _Walker:
         g = S.geometry(mesh, geo.procs)
         jaxpr = p["jaxpr"]
         here = _join(stack, "shard_map")
-        blocks = [self.moved(v, lambda v=v, spec=spec, inner=inner: _shard_map.enter_block(
-                      v[1], spec, inner, mesh, g), g, here)
+        def enter(v: Value, spec: Any, inner: ArrayType) -> Value:
+            return self.moved(v, lambda: _shard_map.enter_block(v[1], spec, inner, mesh, g),
+                              g, here)
+
+        def leave(o: Value, aval: ArrayType, spec: Any) -> Value:
+            return self.moved(o, lambda: _shard_map.leave_block(o[1], aval, spec, mesh, g),
+                              g, here)
+        blocks = [enter(v, spec, inner)
                   for v, spec, inner in zip(ins, p["in_specs"], jaxpr.in_avals)]
         outs = self.walk(jaxpr, blocks, g, here)
-        return [self.moved(o, lambda o=o, a=a, spec=spec: _shard_map.leave_block(
-                    o[1], a, spec, mesh, g), g, here)
-                for o, a, spec in zip(outs, [v.aval for v in eqn.outvars], p["out_specs"])]
+        return [leave(o, v.aval, spec) for o, v, spec in zip(outs, eqn.outvars, p["out_specs"])]
 
 
 # =============================================================== module
@@ -593,7 +598,7 @@ def compiled_text(jaxpr: Jaxpr, name: str, arg_names: Sequence[str]) -> str:
 
     def entry(args: list[Value]) -> list[Value]:
         return walker.walk(jaxpr, args, geo, f"jit({name})")
-    main = writer.computation("main", params, entry)
+    writer.computation("main", params, entry)
     body = writer.computations.pop()
     for k, arg in enumerate(arg_names):
         body = body.replace(f"parameter({k})", f'parameter({k}), metadata={{op_name="{arg}"}}',
