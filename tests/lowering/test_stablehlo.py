@@ -25,6 +25,7 @@ from spec import lax as slax
 from spec._src.core.interpreter import Primitive as SpecPrimitive
 from spec._src.core.registry import REGISTRY
 from spec._src.lowering.emitter import lower_jaxpr
+from tests.lowering.xla_run import parsed
 
 
 def _compile_and_run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -150,6 +151,9 @@ def test_text_matches_jax_lowering() -> None:
     theirs = jax.jit(_text_program(jlax, jnp)).lower(X, Y, I).as_text()
     ours = lower_jaxpr(spec.make_jaxpr(_text_program(slax, snp))(X, Y, I), "f")
     assert _canonical(ours) == _canonical(theirs)
+    # Lowered.as_text() keeps JAX's module attributes and result names.
+    lowered = spec.jit(_text_program(slax, snp)).lower(X, Y, I).as_text()
+    assert parsed(lowered) == parsed(theirs)
 
 
 def _nested_program(lib: Any, lax: Any, numpy: Any) -> Callable[..., Any]:

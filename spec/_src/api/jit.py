@@ -21,7 +21,7 @@ import numpy as np
 
 from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
-from spec._src.api.partitioned import compiled_text
+from spec._src.api.partitioned import compiled_text, program_mesh
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
@@ -354,6 +354,8 @@ class Traced:
         self._jitted = jitted
         self._out_tree = out_tree
         self._split = split
+        # Counted when traced: the context mesh is the one at the trace.
+        self._devices = _device_count(jaxpr, split.leaves)
 
     @property
     def fun_name(self) -> str:
@@ -403,7 +405,41 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
     if dialect == "hlo":
         return str(traced.jaxpr)
     names = _leaf_arg_names(traced._jitted._fun, traced._split)
-    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names)
+    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
+                       result_names=_result_names(traced.out_tree),
+                       num_partitions=traced._devices,
+                       arg_placements=[_placement(x) for x in traced._split.leaves])
+
+
+def _result_names(out_tree: Any) -> list[str]:
+    """Each result leaf named as JAX's ``jax.result_info`` names it:
+    ``result``, then its path (``result[0]``, ``result['a']``)."""
+    tree = tree_util.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    return ["result" + tree_util.keystr(path)
+            for path, _ in tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _placement(leaf: Any) -> Any:
+    """The NamedSharding an argument is placed with (None for one not
+    placed on a mesh)."""
+    s = getattr(leaf, "_sharding", None)
+    return s if s is not None and hasattr(s, "spec") else None
+
+
+def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any]) -> int:
+    """The devices a staged program runs on, as JAX counts its partitions:
+    the mesh its arguments are placed on, else the mesh its types or a
+    ``shard_map`` name, else the context's, else one."""
+    for leaf in leaves:
+        s = getattr(leaf, "_sharding", None)
+        mesh = getattr(s, "mesh", None)
+        if mesh is not None and not mesh.empty:
+            return int(mesh.size)
+    mesh = program_mesh(jaxpr)
+    if mesh.empty:
+        mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive.name == "shard_map"),
+                    mesh)
+    return 1 if mesh.empty else int(mesh.size)
 
 
 class _Stage:

@@ -576,7 +576,7 @@ class _Walker:
 # =============================================================== module
 
 
-def _program_mesh(jaxpr: Jaxpr) -> Any:
+def program_mesh(jaxpr: Jaxpr) -> Any:
     """The mesh the program's values are laid out on (the context's when no
     type names one)."""
     for a in [*jaxpr.in_avals, *jaxpr.out_avals]:
@@ -590,7 +590,7 @@ def compiled_text(jaxpr: Jaxpr, name: str, arg_names: Sequence[str]) -> str:
     """The HLO-like text of the per-device program of a closed jaxpr staged
     as ``jit(name)``: an ``HloModule`` whose ENTRY takes each argument's
     per-device block (named by ``arg_names``)."""
-    mesh = _program_mesh(jaxpr)
+    mesh = program_mesh(jaxpr)
     geo = S.geometry(mesh)
     writer = _Writer(geo)
     walker = _Walker(writer)
@@ -612,4 +612,4 @@ def compiled_text(jaxpr: Jaxpr, name: str, arg_names: Sequence[str]) -> str:
     return "\n\n".join([header, *writer.computations, "ENTRY " + body]) + "\n"
 
 
-__all__ = ["compiled_text", "element_name", "shape_text"]
+__all__ = ["compiled_text", "element_name", "program_mesh", "shape_text"]

@@ -435,13 +435,21 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
 
 
 def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
-                arg_names: Sequence[str] | None = None) -> str:
+                arg_names: Sequence[str] | None = None,
+                result_names: Sequence[str] | None = None, num_partitions: int = 1,
+                arg_placements: Sequence[Any] | None = None) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. With ``debug_info`` each op carries its location,
     named by the name stack (``jit(f)/while/body/add``), and each argument
     its name from ``arg_names`` (``x``, ``y[0]``), as
-    ``as_text(debug_info=True)`` prints. Raises NotImplementedError naming
+    ``as_text(debug_info=True)`` prints. The module's attributes say the
+    program runs on ``num_partitions`` devices (and one replica); each
+    result carries its ``jax.result_info`` name from ``result_names``
+    (``result``, ``result[0]``, ``result['a']``); an argument placed on a
+    mesh (``arg_placements``: a NamedSharding, or None) whose type names no
+    explicit sharding is annotated with its placement, as JAX annotates an
+    Auto-mode argument. Raises NotImplementedError naming
     the first primitive without a lowering rule, ValueError for an effect
     none lowers. A program with refs is lowered discharged: a ref argument
     is its value, and its final contents are results after the program's
@@ -461,7 +469,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     tokens = [f"%arg{i}" for i in range(len(ordered))]
     ctx.module.tokens = dict(zip(ordered, tokens))
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
-    arg_text = [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
+    placements = list(arg_placements or [])
+    placements += [None] * (len(closed_jaxpr.invars) - len(placements))
+    arg_text = [f"{a}: {tensor_type(v.aval)}"
+                f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i])}"
                 for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
@@ -469,8 +480,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     results = lower_body(ctx, closed_jaxpr, args)
     results = [ctx.module.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    infos: list[str | None] = list(result_names) if result_names is not None else []
+    infos += [None] * (len(closed_jaxpr.outvars) - len(infos))
     out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
-        tensor_type(a.aval) + arg_attr(ctx.module, a.aval) for a in closed_jaxpr.outvars]
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info)
+        for a, info in zip(closed_jaxpr.outvars, infos)]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
@@ -478,7 +492,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     # JAX's module symbol: the function name with ``<>`` dropped and other
     # characters outside [\w.-] made ``_`` (``<lambda>`` gives ``jit__lambda``).
     symbol = re.sub(r"[^\w.-]", "_", name.replace("<", "_").replace(">", ""))
-    return "\n".join([f"module @jit_{symbol} {{", *ctx.module.lines, header, *ctx.lines, ret,
+    attributes = (f"attributes {{mhlo.num_partitions = {num_partitions} : i32, "
+                  "mhlo.num_replicas = 1 : i32}")
+    return "\n".join([f"module @jit_{symbol} {attributes} {{", *ctx.module.lines, header,
+                      *ctx.lines, ret,
                       "  }", *ctx.module.functions, "}", ""])
 
 
