@@ -22,9 +22,12 @@ import numpy as np
 from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
 from spec._src.api.partitioned import compiled_text, program_mesh
+from spec._src.api.placement import devices
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
+    Format,
+    Layout,
     ShapeDtypeStruct,
     cost_analysis,
 )
@@ -49,7 +52,14 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.interpreters.hi_lowering import has_hi_types
-from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
+from spec._src.core.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    SingleDeviceSharding,
+    _context,
+    get_abstract_mesh,
+    get_concrete_mesh,
+)
 from spec._src.core.effects import running_compiled
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
@@ -356,6 +366,7 @@ class Traced:
         self._split = split
         # Counted when traced: the context mesh is the one at the trace.
         self._devices = _device_count(jaxpr, split.leaves)
+        self._mesh = _program_devices(split.leaves)
 
     @property
     def fun_name(self) -> str:
@@ -424,6 +435,29 @@ def _placement(leaf: Any) -> Any:
     placed on a mesh)."""
     s = getattr(leaf, "_sharding", None)
     return s if s is not None and hasattr(s, "spec") else None
+
+
+def _one_device() -> Any:
+    return SingleDeviceSharding(devices()[0])
+
+
+def _result_sharding(aval: Any, mesh: Any) -> Any:
+    if mesh is None or mesh.empty:
+        return _one_device()
+    spec = aval.sharding.spec if aval.sharding is not None and not aval.sharding.mesh.empty \
+        else PartitionSpec()
+    return NamedSharding(mesh, spec)
+
+
+def _program_devices(leaves: Sequence[Any]) -> Any:
+    """The concrete mesh a staged program runs on: its placed arguments',
+    else the context's (None for neither)."""
+    for leaf in leaves:
+        mesh = getattr(_placement(leaf), "mesh", None)
+        if mesh is not None and not mesh.empty:
+            return mesh
+    mesh = get_concrete_mesh()
+    return None if mesh is None or mesh.empty else mesh
 
 
 def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any]) -> int:
@@ -542,6 +576,26 @@ class Compiled(_Stage):
         if self.compiler_options:
             return copts.options_text(self.compiler_options) + text
         return text
+
+    @property
+    def input_formats(self) -> Any:
+        """Each dynamic argument's ``Format``: row-major, with the sharding
+        it is placed with (one device's when not placed)."""
+        split, avals = self._traced._split, self._traced.jaxpr.in_avals
+        formats = [Format(Layout.row_major(a.ndim),
+                          getattr(x, "_sharding", None) or _one_device())
+                   for x, a in zip(split.leaves, avals)]
+        return tree_util.tree_unflatten(split.dyn_treedef, formats)
+
+    @property
+    def output_formats(self) -> Any:
+        """Each result's ``Format``: row-major; sharded by its type over the
+        program's mesh (replicated there when its type names none), on one
+        device without a mesh."""
+        mesh = self._traced._mesh
+        formats = [Format(Layout.row_major(a.ndim), _result_sharding(a, mesh))
+                   for a in self._traced.jaxpr.out_avals]
+        return tree_util.tree_unflatten(self._traced.out_tree, formats)
 
     def memory_analysis(self) -> CompiledMemoryStats:
         split = self._traced._split
