@@ -154,8 +154,7 @@ def _unrolled(lax: Any, unroll: int, reverse: bool) -> Callable[..., Any]:
 @pytest.mark.parametrize("unroll,length,reverse,loops", [
     (2, 4, False, True),  # whole blocks
     (2, 3, True, True),   # one leftover row, leading when reversed
-    (3, 3, False, False),  # a single block: unrolled entirely
-    (0, 2, True, False),   # unroll=0: unrolled entirely
+    (0, 2, True, False),   # unroll=0 (as one block and no rest): unrolled entirely
 ])
 def test_unrolled_scan_text_and_values_match_jax(unroll: int, length: int, reverse: bool,
                                                  loops: bool) -> None:
