@@ -2,8 +2,9 @@
 (docs/new_docs/301/sharding-ad.md), run as written on JAX (a subprocess with 2
 CPU devices) and on spec: what each cell prints must agree, output for output
 (the manual-mode section is run by test_shard_map_docs.py). The capstone's
-"exactly one AllReduce" is checked with the collective ledger in
-tests/sharding/test_execution.py."""
+"exactly one AllReduce" is the page's ``print_all_reduces`` on both compiled
+programs (the op names of the all-reduce lines of ``compile().as_text()``),
+and is checked with the collective ledger in tests/sharding/test_execution.py."""
 
 from __future__ import annotations
 
@@ -124,12 +125,22 @@ def step_replicated(stacked_ws, xs):
 ws_replicated = jax.reshard(stacked_ws, jax.P())
 cell("replicated step", lambda: print(step_replicated(ws_replicated, xs)))
 cell("replicated jaxpr", lambda: print(step_replicated.trace(ws_replicated, xs).jaxpr))
+
+import re
+def print_all_reduces(jitted, *args):
+  hlo = jitted.lower(*args).compile().as_text()
+  for line in hlo.splitlines():
+    if 'all-reduce(' in line or 'all-reduce-start(' in line:
+      print(re.search(r'op_name="([^"]*)"', line).group(1))
+cell("capstone all-reduces", lambda: print_all_reduces(step, stacked_ws, xs))
+cell("replicated all-reduces", lambda: print_all_reduces(step_replicated, ws_replicated, xs))
 '''
 
 CELLS = ["grad types", "grad jaxpr", "a b types", "a @ b", "einsum replicated",
          "einsum unreduced", "unreduced shards", "reshard unreduced", "c + c2",
          "cos of unreduced", "reduced type", "loss2 jaxpr", "loss2 grad", "fanout jaxpr",
-         "fanout grad", "capstone", "capstone jaxpr", "replicated step", "replicated jaxpr"]
+         "fanout grad", "capstone", "capstone jaxpr", "replicated step", "replicated jaxpr",
+         "capstone all-reduces", "replicated all-reduces"]
 
 # Cells that print gradients of matrix products, compared under the contraction contract's
 # rounding.

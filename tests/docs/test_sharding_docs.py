@@ -15,8 +15,7 @@ notes/SHARDING_DOCS_GAPS.md lists the same gaps with minimal reproducers.
 
 Cells not turned into tests: the pseudo-code class definitions of
 ``AbstractMesh``/``AxisType``/``Mesh`` (they illustrate fields and call no
-library), and ``...lower(x).compile().as_text()`` (compiled HLO text is not
-part of spec). ``jax.debug.visualize_array_sharding``'s picture is compared
+library). ``jax.debug.visualize_array_sharding``'s picture is compared
 as printed (both draw it with ``rich``).
 """
 
@@ -219,7 +218,8 @@ record("explicit/print typeof sum", lambda: printed(lambda: print(jax.typeof(y))
 xa = jax.device_put(jnp.arange(8 * 4.).reshape(8, 4), jax.P('X', 'Y'))
 step("explicit/arange.sum(0)", lambda: xa.sum(0))
 record("explicit/sum jaxpr", lambda: str(jax.make_jaxpr(lambda x: x.sum(0))(xa)))
-# (The page then prints `'all-reduce(' in ...compile().as_text()`: HLO, not part of spec.)
+record("explicit/sum compiles to an all-reduce", lambda: 'all-reduce(' in jax.jit(
+    lambda x: x.sum(0)).lower(xa).compile().as_text())
 
 x = jax.device_put(jnp.arange(8 * 4.).reshape(8, 4), jax.P(None, 'X'))
 y = jax.device_put(jnp.arange(4 * 16.).reshape(4, 16), jax.P('X', None))
@@ -560,6 +560,7 @@ SECTIONS: dict[str, tuple[str, _Keys]] = {
         "explicit/add_arrays jaxpr": None,
         "explicit/arange.sum(0)": None,
         "explicit/sum jaxpr": None,
+        "explicit/sum compiles to an all-reduce": None,
         "explicit/random.normal out_sharding": None,
         "explicit/print typeof random": None,
         "explicit/x.sum(0)": None,

@@ -25,7 +25,7 @@ import spec  # noqa: E402
 from jax._src.lax import parallel as jax_parallel  # noqa: E402
 from spec._src.lax import collectives as spec_collectives  # noqa: E402
 from spec._src.lowering.emitter import lower_jaxpr  # noqa: E402
-from tests.lowering.xla_run import canonical  # noqa: E402
+from tests.lowering.xla_run import canonical, parsed  # noqa: E402
 
 spec.config.update("jax_num_cpu_devices", 8)
 
@@ -70,6 +70,11 @@ def case(name: str, shape: tuple[int, ...], axes: tuple[str, ...], explicit: boo
                                                           if explicit else JP()))
         theirs = [np.asarray(t) for t in jax.tree.leaves(jax.jit(jf)(jx))]
         jtext = jax.jit(jf).lower(jx).as_text() if text_check else ""
+    if text_check:
+        with spec.set_mesh(smesh):
+            full = spec.jit(sf).lower(sx).as_text()
+        with jax.set_mesh(jmesh):
+            jfull = jax.jit(jf).lower(jx).as_text()
     compiled = _run_text(text, jmesh, [jx], [tuple(v.aval.shape) for v in jaxpr.outvars])
     result = {
         "spec_equal": [o.tobytes() == c.tobytes() for o, c in zip(ours, compiled)],
@@ -79,6 +84,9 @@ def case(name: str, shape: tuple[int, ...], axes: tuple[str, ...], explicit: boo
     if text_check:
         result["text_equal"] = canonical(text) == canonical(jtext)
         result["jax_text"] = jtext
+        # Lowered.as_text() with JAX's module and result attributes kept.
+        result["full_text_equal"] = parsed(full) == parsed(jfull)
+        result["full_text"], result["jax_full_text"] = full, jfull
     return result
 
 
@@ -169,7 +177,28 @@ def _simple_shard_map(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     return fn
 
 
+def _auto_placed() -> dict[str, Any]:
+    """Arguments placed on an Auto mesh, with no mesh in context: JAX
+    annotates each placed argument with its sharding, counts the mesh's
+    devices as the module's partitions and names the results by their
+    paths."""
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    texts = []
+    for api in (spec, jax):
+        mesh = api.make_mesh((4, 2), ("x", "y"), axis_types=(api.sharding.AxisType.Auto,) * 2)
+        P, NS = api.sharding.PartitionSpec, api.sharding.NamedSharding
+        a = api.device_put(x, NS(mesh, P("x", None)))
+        b = api.device_put(x, NS(mesh, P()))
+
+        def f(a: Any, b: Any, c: Any) -> Any:
+            return {"sum": a + b, "pair": (a * c, b)}
+        texts.append(api.jit(f).lower(a, b, x).as_text())
+    return {"full_text_equal": parsed(texts[0]) == parsed(texts[1]),
+            "full_text": texts[0], "jax_full_text": texts[1]}
+
+
 CASES: dict[str, Callable[[], dict[str, Any]]] = {
+    "auto_placed_8": _auto_placed,
     "collectives_2x2": lambda: case("collectives_2x2", (2, 2), ("x", "y"), True,
                                     _shard_map_collectives, ("x", "y")),
     "ring_8": lambda: case("ring_8", (8,), ("i",), True, _shard_map_ring, ("i",)),

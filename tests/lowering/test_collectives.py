@@ -52,6 +52,16 @@ def test_shard_map_text_matches_jax(results: dict[str, Any], name: str) -> None:
     assert results[name]["text_equal"], (results[name]["text"], results[name]["jax_text"])
 
 
+@pytest.mark.parametrize("name", ["auto_placed_8", "psum_text_2", "unreduced_2x2",
+                                  "explicit_2x4"])
+def test_lowered_module_is_jax_with_its_attributes(results: dict[str, Any], name: str) -> None:
+    """``Lowered.as_text()`` with ``mhlo.num_partitions``/``num_replicas``,
+    ``jax.result_info`` and argument shardings as JAX writes them."""
+    r = results[name]
+    assert "error" not in r, r.get("error")
+    assert r["full_text_equal"], (r["full_text"], r["jax_full_text"])
+
+
 def test_collectives_are_emitted_inside_manual_computation(results: dict[str, Any]) -> None:
     text = results["collectives_2x2"]["text"]
     for op in ("sdy.manual_computation", '"stablehlo.all_reduce"', '"stablehlo.all_gather"',

@@ -19,7 +19,7 @@ import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec._src.lowering.emitter import lower_jaxpr
-from tests.lowering.xla_run import assert_bitwise, canonical, spec_and_compiled
+from tests.lowering.xla_run import assert_bitwise, canonical, compile_and_run, spec_and_compiled
 
 _rng = np.random.default_rng(2)
 X = _rng.integers(-4, 5, (4, 3)).astype(np.float32)
@@ -140,3 +140,32 @@ def test_text_matches_jax_lowering() -> None:
     theirs = jax.jit(_text_program(jlax)).lower(X, N).as_text()
     ours = lower_jaxpr(spec.make_jaxpr(_text_program(slax))(X, N), "f")
     assert canonical(ours) == canonical(theirs)
+
+
+def _unrolled(lax: Any, unroll: int, reverse: bool) -> Callable[..., Any]:
+    """A scan with a closed-over constant and two stacked outputs."""
+    def fn(c: Any, xs: Any) -> Any:
+        w = xs[0] * 2.0
+        return lax.scan(lambda k, a: (k * a + w, (k - a, a * w)), c, xs, unroll=unroll,
+                        reverse=reverse)
+    return fn
+
+
+@pytest.mark.parametrize("unroll,length,reverse,loops", [
+    (2, 4, False, True),  # whole blocks
+    (2, 3, True, True),   # one leftover row, leading when reversed
+    (0, 2, True, False),   # unroll=0 (as one block and no rest): unrolled entirely
+])
+def test_unrolled_scan_text_and_values_match_jax(unroll: int, length: int, reverse: bool,
+                                                 loops: bool) -> None:
+    """The loop over blocks of ``unroll`` rows, each row's body emitted in
+    turn, and the leftover rows after it, as JAX's scan implementation
+    lowers; compiled, it computes what ``jax.jit`` computes."""
+    xs = X[:length]
+    ours = spec.jit(_unrolled(slax, unroll, reverse)).lower(X[0], xs).as_text()
+    theirs = jax.jit(_unrolled(jlax, unroll, reverse)).lower(X[0], xs).as_text()
+    assert canonical(ours) == canonical(theirs)
+    assert ("stablehlo.while" in ours) == loops
+    compiled = compile_and_run(ours, [X[0], xs])
+    assert_bitwise(compiled, [np.asarray(t) for t in jax.tree.leaves(
+        jax.jit(_unrolled(jlax, unroll, reverse))(X[0], xs))])

@@ -107,7 +107,10 @@ def test_lowered_as_text_is_the_stablehlo_module() -> None:
         return slax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2.0), (0, x))
     lowered = spec.jit(step).lower(X)
     text = lowered.as_text()
-    assert text == lowered.as_text("stablehlo") == lower_jaxpr(spec.make_jaxpr(step)(X), "step")
-    assert text.startswith("module @jit_step {") and "stablehlo.while" in text
-    assert spec.jit(lambda x: x).lower(X).as_text().startswith("module @jit__lambda {")
+    assert text == lowered.as_text("stablehlo") == lower_jaxpr(
+        spec.make_jaxpr(step)(X), "step", result_names=["result[0]", "result[1]"])
+    attributes = "attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {"
+    assert text.startswith(f"module @jit_step {attributes}") and "stablehlo.while" in text
+    assert spec.jit(lambda x: x).lower(X).as_text().startswith(
+        f"module @jit__lambda {attributes}")
     assert "loc(\"jit(step)/while/body/mul\"" in lowered.as_text(debug_info=True)

@@ -67,5 +67,11 @@ def canonical(text: str) -> str:
         return str(ir.Module.parse(text))
 
 
+def parsed(text: str) -> str:
+    """The module as jaxlib's MLIR printer prints it, attributes kept."""
+    with jax_mlir.make_ir_context():
+        return str(ir.Module.parse(text))
+
+
 def bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).tobytes()

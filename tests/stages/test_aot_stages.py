@@ -195,3 +195,15 @@ def test_export_of_a_plain_function() -> None:
                                   error_of(lambda: jexport.export(f)(1.0)))
     assert scls is jcls is ValueError
     assert smsg == jmsg
+
+
+def test_compiled_formats_are_jax_s() -> None:
+    """``input_formats`` (the dynamic arguments' tree) and ``output_formats``:
+    row-major layouts on the one device, printed as JAX prints them."""
+    def build(m: Any, numpy: Any) -> Any:
+        return m.jit(lambda x, y, s: ((x @ y) * s, numpy.sum(x)), static_argnums=2).lower(
+            np.ones((2, 3), F32), np.ones((3, 4, 1)[:2], F32), 2.0).compile()
+    s, j = both(build)
+    assert repr(s.input_formats) == repr(j.input_formats)
+    assert repr(s.output_formats) == repr(j.output_formats)
+    assert s.input_formats[0][0].layout.major_to_minor == (0, 1)

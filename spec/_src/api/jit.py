@@ -21,9 +21,13 @@ import numpy as np
 
 from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
+from spec._src.api.partitioned import compiled_text, program_mesh
+from spec._src.api.placement import devices
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
+    Format,
+    Layout,
     ShapeDtypeStruct,
     cost_analysis,
 )
@@ -48,7 +52,14 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.interpreters.hi_lowering import has_hi_types
-from spec._src.core.sharding import _context, get_abstract_mesh, get_concrete_mesh
+from spec._src.core.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    SingleDeviceSharding,
+    _context,
+    get_abstract_mesh,
+    get_concrete_mesh,
+)
 from spec._src.core.effects import running_compiled
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
@@ -370,6 +381,9 @@ class Traced:
         self._jitted = jitted
         self._out_tree = out_tree
         self._split = split
+        # Counted when traced: the context mesh is the one at the trace.
+        self._devices = _device_count(jaxpr, split.leaves)
+        self._mesh = _program_devices(split.leaves)
 
     @property
     def fun_name(self) -> str:
@@ -419,7 +433,64 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
     if dialect == "hlo":
         return str(traced.jaxpr)
     names = _leaf_arg_names(traced._jitted._fun, traced._split)
-    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names)
+    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
+                       result_names=_result_names(traced.out_tree),
+                       num_partitions=traced._devices,
+                       arg_placements=[_placement(x) for x in traced._split.leaves])
+
+
+def _result_names(out_tree: Any) -> list[str]:
+    """Each result leaf named as JAX's ``jax.result_info`` names it:
+    ``result``, then its path (``result[0]``, ``result['a']``)."""
+    tree = tree_util.tree_unflatten(out_tree, list(range(out_tree.num_leaves)))
+    return ["result" + tree_util.keystr(path)
+            for path, _ in tree_util.tree_flatten_with_path(tree)[0]]
+
+
+def _placement(leaf: Any) -> Any:
+    """The NamedSharding an argument is placed with (None for one not
+    placed on a mesh)."""
+    s = getattr(leaf, "_sharding", None)
+    return s if s is not None and hasattr(s, "spec") else None
+
+
+def _one_device() -> Any:
+    return SingleDeviceSharding(devices()[0])
+
+
+def _result_sharding(aval: Any, mesh: Any) -> Any:
+    if mesh is None or mesh.empty:
+        return _one_device()
+    spec = aval.sharding.spec if aval.sharding is not None and not aval.sharding.mesh.empty \
+        else PartitionSpec()
+    return NamedSharding(mesh, spec)
+
+
+def _program_devices(leaves: Sequence[Any]) -> Any:
+    """The concrete mesh a staged program runs on: its placed arguments',
+    else the context's (None for neither)."""
+    for leaf in leaves:
+        mesh = getattr(_placement(leaf), "mesh", None)
+        if mesh is not None and not mesh.empty:
+            return mesh
+    mesh = get_concrete_mesh()
+    return None if mesh is None or mesh.empty else mesh
+
+
+def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any]) -> int:
+    """The devices a staged program runs on, as JAX counts its partitions:
+    the mesh its arguments are placed on, else the mesh its types or a
+    ``shard_map`` name, else the context's, else one."""
+    for leaf in leaves:
+        s = getattr(leaf, "_sharding", None)
+        mesh = getattr(s, "mesh", None)
+        if mesh is not None and not mesh.empty:
+            return int(mesh.size)
+    mesh = program_mesh(jaxpr)
+    if mesh.empty:
+        mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive.name == "shard_map"),
+                    mesh)
+    return 1 if mesh.empty else int(mesh.size)
 
 
 class _Stage:
@@ -515,10 +586,33 @@ class Compiled(_Stage):
         self.compiler_options = compiler_options
 
     def as_text(self) -> str:
-        text = _module_text(self._traced, "hlo")
+        """The per-device program spec runs, as HLO-like text (SPEC.md 4.1)."""
+        traced = self._traced
+        text = compiled_text(traced.jaxpr, traced.fun_name,
+                             _leaf_arg_names(traced._jitted._fun, traced._split))
         if self.compiler_options:
             return copts.options_text(self.compiler_options) + text
         return text
+
+    @property
+    def input_formats(self) -> Any:
+        """Each dynamic argument's ``Format``: row-major, with the sharding
+        it is placed with (one device's when not placed)."""
+        split, avals = self._traced._split, self._traced.jaxpr.in_avals
+        formats = [Format(Layout.row_major(a.ndim),
+                          getattr(x, "_sharding", None) or _one_device())
+                   for x, a in zip(split.leaves, avals)]
+        return tree_util.tree_unflatten(split.dyn_treedef, formats)
+
+    @property
+    def output_formats(self) -> Any:
+        """Each result's ``Format``: row-major; sharded by its type over the
+        program's mesh (replicated there when its type names none), on one
+        device without a mesh."""
+        mesh = self._traced._mesh
+        formats = [Format(Layout.row_major(a.ndim), _result_sharding(a, mesh))
+                   for a in self._traced.jaxpr.out_avals]
+        return tree_util.tree_unflatten(self._traced.out_tree, formats)
 
     def memory_analysis(self) -> CompiledMemoryStats:
         split = self._traced._split

@@ -203,3 +203,54 @@ class CompiledMemoryStats:
         return (f"CompiledMemoryStats(argument_size_in_bytes={self.argument_size_in_bytes}, "
                 f"output_size_in_bytes={self.output_size_in_bytes}, "
                 f"alias_size_in_bytes={self.alias_size_in_bytes}, temp_size_in_bytes=0)")
+
+
+class Layout:
+    """How an array's elements lie in memory: its dimensions from major to
+    minor (spec's buffers are row-major: ``(0, 1, ..., ndim - 1)``), no
+    tiling."""
+
+    __slots__ = ("major_to_minor", "tiling", "sub_byte_element_size_in_bits")
+
+    def __init__(self, major_to_minor: Sequence[int], tiling: tuple[Any, ...] = (),
+                 sub_byte_element_size_in_bits: int = 0) -> None:
+        self.major_to_minor = tuple(int(d) for d in major_to_minor)
+        self.tiling = tuple(tiling)
+        self.sub_byte_element_size_in_bits = int(sub_byte_element_size_in_bits)
+
+    @classmethod
+    def row_major(cls, ndim: int) -> Layout:
+        return cls(tuple(range(ndim)))
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.major_to_minor, self.tiling, self.sub_byte_element_size_in_bits)
+
+    def __repr__(self) -> str:
+        return (f"Layout(major_to_minor={self.major_to_minor}, tiling={self.tiling}, "
+                f"sub_byte_element_size_in_bits={self.sub_byte_element_size_in_bits})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+class Format:
+    """An argument's or result's layout and sharding in a compiled program."""
+
+    __slots__ = ("layout", "sharding")
+
+    def __init__(self, layout: Layout, sharding: Any) -> None:
+        self.layout = layout
+        self.sharding = sharding
+
+    def __repr__(self) -> str:
+        return f"Format(layout={self.layout!r}, sharding={self.sharding!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Format) and self.layout == other.layout
+                and self.sharding == other.sharding)
+
+    def __hash__(self) -> int:
+        return hash(self.layout)

@@ -12,7 +12,8 @@ a device never starts MPI).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -88,4 +89,17 @@ def current_backend() -> Backend:
     return _chosen[-1]
 
 
-__all__ = ["Axes", "Backend", "Bufs", "current_backend", "set_backend_chooser"]
+@contextlib.contextmanager
+def substituted(backend: Backend) -> Iterator[None]:
+    """``backend`` answers ``current_backend()`` inside the block (one that
+    watches the collectives of a per-device run and forwards them to the
+    backend chosen before)."""
+    current_backend()
+    _chosen.append(backend)
+    try:
+        yield
+    finally:
+        _chosen.remove(backend)
+
+
+__all__ = ["Axes", "Backend", "Bufs", "current_backend", "set_backend_chooser", "substituted"]

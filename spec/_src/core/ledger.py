@@ -72,6 +72,19 @@ def collectives_log() -> Iterator[CollectivesLog]:
         _open.logs.remove(log)
 
 
+@contextlib.contextmanager
+def separate_log() -> Iterator[CollectivesLog]:
+    """Like ``collectives_log``, but the block's collectives are recorded in
+    its log only, not in the logs open around it (a run that only looks at
+    which collectives a program would perform)."""
+    log = CollectivesLog()
+    saved, _open.logs = _open.logs, [log]
+    try:
+        yield log
+    finally:
+        _open.logs = saved
+
+
 def record(kind: str, axes: tuple[str, ...], nbytes: int) -> None:
     assert kind in KINDS, kind
     if _open.logs:
@@ -80,4 +93,4 @@ def record(kind: str, axes: tuple[str, ...], nbytes: int) -> None:
             log.entries.append(entry)
 
 
-__all__ = ["Collective", "CollectivesLog", "collectives_log", "record"]
+__all__ = ["Collective", "CollectivesLog", "collectives_log", "record", "separate_log"]

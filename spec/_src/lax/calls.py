@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from spec._src.core.hitypes import is_high, raise_values
-from spec._src.lowering.emitter import inline_call
+from spec._src.lowering.emitter import jit_call
 from spec._src.interpreters import ad, batching, hi_lowering
 from spec._src.interpreters.batching import AxisData
 from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
@@ -410,7 +410,7 @@ _JIT = CallRules("jit", _call_params)
 
 
 jit_p = declare("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
-                lowering=inline_call,
+                lowering=jit_call,
                 pp_rule=_pp_jit, jvp=_JIT.jvp, transpose=_JIT.transpose, batch=_JIT.batch,
                 sharding=call_sharding,
                 linearize=_JIT.linearize, partial_eval=_JIT.partial_eval, dce=_jit_dce,

@@ -155,17 +155,22 @@ def _zeros(ctx: LoweringContext, aval: ArrayType) -> str:
 
 def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
          num_consts: int, num_carry: int, jaxpr: Jaxpr, length: int, reverse: bool,
-         **params: Any) -> list[str]:
+         unroll: int = 1, **params: Any) -> list[str]:
     """JAX's scan implementation lowered: zero-filled stacked outputs, then a
     ``stablehlo.while`` over (extensive inputs, constants, counter, carry,
     stacked outputs) whose body reads row i of each input, runs the body and
-    writes row i of each output (i counts down when ``reverse``). The body
-    is emitted once whatever ``unroll`` says: the results are the same."""
+    writes row i of each output (i counts down when ``reverse``). With
+    ``unroll`` > 1 the loop runs over blocks of ``unroll`` rows, the body
+    emitted once per row of the block, and the rows left over run after it
+    (``_unrolled_scan``)."""
     nc, nk = num_consts, num_carry
     consts, carry, xs = (operands[:nc], operands[nc:nc + nk], operands[nc + nk:])
     y_avals = out_avals[nk:]
     if length == 0:
         return [*carry, *(_zeros(ctx, a) for a in y_avals)]
+    if unroll != 1:
+        return _unrolled_scan(ctx, consts, carry, xs, in_avals, out_avals, nc, nk, jaxpr,
+                              length, reverse, unroll)
     ys = [_zeros(ctx, a) for a in y_avals]
     with ctx.named("while"):
         return _scan_loop(ctx, consts, carry, xs, ys, in_avals, out_avals, nc, nk, jaxpr,
@@ -219,6 +224,173 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
     results = ctx.generic_op("stablehlo.while", [*xs, *consts, counter, *carry, *ys], state,
                              state, regions=regions)
     return results[fixed + 1:]
+
+
+def _trips(length: int, unroll: int) -> tuple[int, int]:
+    """(blocks the loop runs, rows left over), as JAX's scan splits them: a
+    loop of one block is unrolled entirely, as is ``unroll=0``."""
+    trips, rest = (0, length) if unroll == 0 else divmod(length, unroll)
+    if trips == 1 and rest == 0:
+        return 0, length
+    return trips, rest
+
+
+def _leading(ctx: LoweringContext, x: str, aval: ArrayType, start: int, stop: int
+             ) -> tuple[str, ArrayType]:
+    """Rows ``start:stop`` of ``x`` (``stablehlo.slice``)."""
+    out = ArrayType((stop - start, *aval.shape[1:]), aval.dtype)
+    ranges = ", ".join([f"{start}:{stop}", *(f"0:{d}" for d in aval.shape[1:])])
+    return ctx.line(f"stablehlo.slice {x} [{ranges}] : ({tensor_type(aval)}) -> "
+                    f"{tensor_type(out)}"), out
+
+
+def _reshaped(ctx: LoweringContext, x: str, aval: ArrayType, shape: tuple[int, ...]
+              ) -> tuple[str, ArrayType]:
+    out = ArrayType(shape, aval.dtype)
+    return ctx.op("stablehlo.reshape", [x], [aval], out), out
+
+
+def _steps(ctx: LoweringContext, jaxpr: Jaxpr, consts: Sequence[str], carry: Sequence[str],
+           blocks: Sequence[tuple[str, ArrayType]], n: int, nk: int, reverse: bool
+           ) -> tuple[list[str], list[str]]:
+    """The body run on each of the ``n`` rows of ``blocks`` in turn (from
+    the last when ``reverse``): the carry it ends with, and each output's
+    rows stacked in row order (``broadcast_in_dim`` of each to a leading
+    unit axis, then ``concatenate``)."""
+    y_avals = jaxpr.out_avals[nk:]
+    rows_out: list[list[str]] = []
+    carry = list(carry)
+    for step in range(n):
+        i = n - 1 - step if reverse else step
+        rows = []
+        for x, aval in blocks:
+            with ctx.named("while/body/slice"):
+                piece, unit = _leading(ctx, x, aval, i, i + 1)
+            with ctx.named("while/body/squeeze"):
+                rows.append(_reshaped(ctx, piece, unit, tuple(aval.shape[1:]))[0])
+        with ctx.scope("while/body/eval_jaxpr"):
+            outs = lower_body(ctx, jaxpr, [*consts, *carry, *rows])
+        carry = outs[:nk]
+        rows_out.append(outs[nk:])
+    if reverse:
+        rows_out.reverse()
+    stacked = []
+    for j, aval in enumerate(y_avals):
+        unit = ArrayType((1, *aval.shape), aval.dtype)
+        with ctx.named("while/body/broadcast_in_dim"):
+            pieces = [ctx.broadcast(r[j], aval, unit, range(1, unit.ndim)) for r in rows_out]
+        stacked.append(pieces[0] if n == 1 else _concatenated(ctx, pieces, [unit] * n))
+    return carry, stacked
+
+
+def _concatenated(ctx: LoweringContext, parts: Sequence[str], avals: Sequence[ArrayType]
+                  ) -> str:
+    out = ArrayType((sum(a.shape[0] for a in avals), *avals[0].shape[1:]), avals[0].dtype)
+    ins = ", ".join(tensor_type(a) for a in avals)
+    with ctx.named("concatenate"):
+        return ctx.line(f"stablehlo.concatenate {', '.join(parts)}, dim = 0 : ({ins}) -> "
+                        f"{tensor_type(out)}")
+
+
+def _unrolled_scan(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str],
+                   xs: Sequence[str], in_avals: Avals, out_avals: Avals, nc: int, nk: int,
+                   jaxpr: Jaxpr, length: int, reverse: bool, unroll: int) -> list[str]:
+    """JAX's scan implementation for ``unroll`` > 1: each scanned operand
+    split into the rows the loop covers and those left over (the leftover
+    rows lead when ``reverse``), the covered ones reshaped to blocks of
+    ``unroll`` rows; a ``stablehlo.while`` over the blocks whose body reads
+    block i, runs the body on its rows and writes the stacked block of each
+    output; then the leftover rows straight-line and each output the
+    concatenation of the loop's rows and theirs."""
+    trips, rest = _trips(length, unroll)
+    x_avals, y_avals = list(in_avals[nc + nk:]), list(out_avals[nk:])
+    const_avals, carry_avals = in_avals[:nc], in_avals[nc:nc + nk]
+    covered, leftover = list(xs), list(xs)
+    covered_avals, leftover_avals = list(x_avals), list(x_avals)
+    if rest:
+        cut = rest if reverse else trips * unroll
+        for k, (x, a) in enumerate(zip(xs, x_avals)):
+            first, first_aval = _leading(ctx, x, a, 0, cut)
+            second, second_aval = _leading(ctx, x, a, cut, length)
+            pair = [(first, first_aval), (second, second_aval)]
+            (leftover[k], leftover_avals[k]), (covered[k], covered_avals[k]) = \
+                pair if reverse else pair[::-1]
+    stacked_ys: list[str] = []
+    if trips:
+        blocks = [_reshaped(ctx, x, a, (trips, unroll, *a.shape[1:]))
+                  for x, a in zip(covered, covered_avals)]
+        block_avals = [b for _, b in blocks]
+        yss_avals = [ArrayType((trips, unroll, *a.shape[1:]), a.dtype) for a in y_avals]
+        yss = [_zeros(ctx, a) for a in yss_avals]
+        with ctx.named("while"):
+            carry, yss = _block_loop(ctx, consts, carry, [b for b, _ in blocks], yss,
+                                     const_avals, carry_avals, block_avals, yss_avals, nk,
+                                     jaxpr, trips, unroll, reverse)
+        stacked_ys = [_reshaped(ctx, y, a, (trips * unroll, *a.shape[2:]))[0]
+                      for y, a in zip(yss, yss_avals)]
+    else:
+        stacked_ys = [_zeros(ctx, ArrayType((0, *a.shape[1:]), a.dtype)) for a in y_avals]
+    if not rest:
+        return [*carry, *stacked_ys]
+    carry, tail = _steps(ctx, jaxpr, consts, carry, list(zip(leftover, leftover_avals)), rest,
+                         nk, reverse)
+    outs = []
+    for y, t, a in zip(stacked_ys, tail, y_avals):
+        done = ArrayType((trips * unroll, *a.shape[1:]), a.dtype)
+        more = ArrayType((rest, *a.shape[1:]), a.dtype)
+        pair = [(t, more), (y, done)] if reverse else [(y, done), (t, more)]
+        outs.append(_concatenated(ctx, [p for p, _ in pair], [q for _, q in pair]))
+    return [*carry, *outs]
+
+
+def _block_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str],
+                blocks: Sequence[str], yss: Sequence[str], const_avals: Avals,
+                carry_avals: Avals, block_avals: Avals, yss_avals: Avals, nk: int,
+                jaxpr: Jaxpr, trips: int, unroll: int, reverse: bool
+                ) -> tuple[list[str], list[str]]:
+    """The ``stablehlo.while`` over blocks of an unrolled scan; returns the
+    carry and the stacked outputs it ends with."""
+    nx, nc = len(blocks), len(consts)
+    with ctx.named("scan"):
+        counter = _scalar_const(ctx, 0, _I32)
+    scalar = ArrayType((), _I32)
+    state = [*block_avals, *const_avals, scalar, *carry_avals, *yss_avals]
+    fixed = nx + nc
+
+    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        bound = _scalar_const(ctx, trips, _I32)
+        with ctx.named("while/cond/lt"):
+            return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
+                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
+
+    def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        x_in, c_in = args[:nx], args[nx:fixed]
+        i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
+        i = i_
+        if reverse:
+            top = _scalar_const(ctx, trips, _I32)
+            with ctx.named("while/body/sub"):
+                i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
+            one = _scalar_const(ctx, 1, _I32)
+            with ctx.named("while/body/sub"):
+                i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
+        with ctx.named("while/body/jit(dynamic_index_in_dim)"):
+            rows = [_row(ctx, x, a, i) for x, a in zip(x_in, block_avals)]
+        row_avals = [ArrayType(a.shape[1:], a.dtype) for a in block_avals]
+        new_carry, stacked = _steps(ctx, jaxpr, c_in, k_in, list(zip(rows, row_avals)),
+                                    unroll, nk, reverse)
+        with ctx.named("while/body/jit(dynamic_update_index_in_dim)"):
+            new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, yss_avals, stacked)]
+        one = _scalar_const(ctx, 1, _I32)
+        with ctx.named("while/body/add"):
+            step = ctx.op("stablehlo.add", [i_, one], [scalar, scalar], scalar)
+        return [*x_in, *c_in, step, *new_carry, *new_ys]
+
+    regions = [ctx.region(state, [ArrayType((), _BOOL)], cond_body),
+               ctx.region(state, state, loop_body)]
+    results = ctx.generic_op("stablehlo.while", [*blocks, *consts, counter, *carry, *yss],
+                             state, state, regions=regions)
+    return results[fixed + 1:fixed + 1 + nk], results[fixed + 1 + nk:]
 
 
 # ======================================================== inlined calls

@@ -216,6 +216,10 @@ class LoweringContext:
             return self._function_cache[cache_key]
         symbol = self.module.function_name(name)
         args = [f"%arg{i}" for i in range(len(in_avals))]
+        # The function takes its place in the module before its body is
+        # lowered (functions the body calls come after it, as in JAX's).
+        slot = len(self.module.functions)
+        self.module.functions.append("")
         saved_lines, saved_indent = self.lines, self.indent
         self.lines, self.indent = [], "    "
         try:
@@ -225,8 +229,9 @@ class LoweringContext:
             self.lines, self.indent = saved_lines, saved_indent
         params = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, in_avals))
         outs = ", ".join(tensor_type(a) for a in out_avals)
-        self.module.functions.append("\n".join(
-            [f"  func.func private @{symbol}({params}) -> ({outs}) {{", *block, "  }"]))
+        self.module.functions[slot] = "\n".join(
+            [f"  func.func private @{symbol_text(symbol)}({params}) -> ({outs}) {{", *block,
+             "  }"])
         if key is not None:
             self._function_cache[cache_key] = symbol
         return symbol
@@ -236,8 +241,8 @@ class LoweringContext:
         """``func.call @symbol(operands)``; returns its results' names."""
         ins = ", ".join(tensor_type(a) for a in in_avals)
         outs = ", ".join(tensor_type(a) for a in out_avals)
-        return self.results(f"func.call @{symbol}({', '.join(operands)}) : ({ins}) -> ({outs})",
-                            len(out_avals))
+        return self.results(f"func.call @{symbol_text(symbol)}({', '.join(operands)}) : "
+                            f"({ins}) -> ({outs})", len(out_avals))
 
     # ------------------------------------------------------ debug locations
 
@@ -251,6 +256,18 @@ class LoweringContext:
         ``cond/branch_0_fun``), as JAX's name stack does."""
         saved = (self.name_stack, self.location, self._eqn_stack, self._source)
         self.name_stack = join_names(self._eqn_stack, path)
+        try:
+            yield
+        finally:
+            self.name_stack, self.location, self._eqn_stack, self._source = saved
+
+    @contextlib.contextmanager
+    def detached(self) -> Iterator[None]:
+        """Lower a private function's body: its op names start afresh (JAX
+        names them relative to the call)."""
+        saved = (self.name_stack, self.location, self._eqn_stack, self._source)
+        self.name_stack = self._eqn_stack = self.location = ""
+        self._source = None
         try:
             yield
         finally:
@@ -272,6 +289,15 @@ class LoweringContext:
         """Set the running equation: its ops are at ``eqn_stack/primitive``."""
         self._eqn_stack, self._source = eqn_stack, source
         self.location = location(join_names(eqn_stack, primitive), source)
+
+
+_BARE_SYMBOL = re.compile(r"[A-Za-z_][\w$.]*")
+
+
+def symbol_text(symbol: str) -> str:
+    """A symbol as MLIR spells it after ``@``: bare when it is an
+    identifier, else quoted (``@"<lambda>"``)."""
+    return symbol if _BARE_SYMBOL.fullmatch(symbol) else _quoted(symbol)
 
 
 def _ints(values: Sequence[int]) -> str:
@@ -386,24 +412,44 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
 
 
 @handles_keys
-def inline_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
-                out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
-    """A call primitive's body emitted in place (JAX emits a private
-    function and a ``func.call``; the computation is the same); its ops are
-    named under ``jit(name)``, as JAX names them."""
+def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType], *, jaxpr: Jaxpr, **params: Any) -> list[str]:
+    """A nested ``jit``: ``func.call`` of a private function named after the
+    jitted function (``@inner``, then ``@inner_0``, ... for other bodies),
+    emitted once per body and types, as JAX 0.12 lowers it; the call is
+    located at ``jit(name)`` and the function's ops are named relative to
+    it. A jit with ``inline=True``, and one whose body has ordered effects
+    (whose tokens would have to thread through the function), is emitted in
+    place, its ops named under ``jit(name)``."""
     name = params.get("name")
-    with ctx.scope(f"jit({name})" if name else ""):
-        return lower_body(ctx, jaxpr, operands)
+    if not name or params.get("inline") or ordered_effects(jaxpr):
+        with ctx.scope(f"jit({name})" if name else ""):
+            return lower_body(ctx, jaxpr, operands)
+
+    def body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        with ctx.detached():
+            return lower_body(ctx, jaxpr, args)
+    symbol = ctx.function(str(name), in_avals, out_avals, body, key=("jit", id(jaxpr)))
+    with ctx.named(f"jit({name})"):
+        return ctx.call(symbol, operands, in_avals, out_avals)
 
 
 def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
-                arg_names: Sequence[str] | None = None) -> str:
+                arg_names: Sequence[str] | None = None,
+                result_names: Sequence[str] | None = None, num_partitions: int = 1,
+                arg_placements: Sequence[Any] | None = None) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. With ``debug_info`` each op carries its location,
     named by the name stack (``jit(f)/while/body/add``), and each argument
     its name from ``arg_names`` (``x``, ``y[0]``), as
-    ``as_text(debug_info=True)`` prints. Raises NotImplementedError naming
+    ``as_text(debug_info=True)`` prints. The module's attributes say the
+    program runs on ``num_partitions`` devices (and one replica); each
+    result carries its ``jax.result_info`` name from ``result_names``
+    (``result``, ``result[0]``, ``result['a']``); an argument placed on a
+    mesh (``arg_placements``: a NamedSharding, or None) whose type names no
+    explicit sharding is annotated with its placement, as JAX annotates an
+    Auto-mode argument. Raises NotImplementedError naming
     the first primitive without a lowering rule, ValueError for an effect
     none lowers. A program with refs is lowered discharged: a ref argument
     is its value, and its final contents are results after the program's
@@ -423,7 +469,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     tokens = [f"%arg{i}" for i in range(len(ordered))]
     ctx.module.tokens = dict(zip(ordered, tokens))
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
-    arg_text = [f"{a}: {tensor_type(v.aval)}{arg_attr(ctx.module, v.aval, aliases.get(i))}"
+    placements = list(arg_placements or [])
+    placements += [None] * (len(closed_jaxpr.invars) - len(placements))
+    arg_text = [f"{a}: {tensor_type(v.aval)}"
+                f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i])}"
                 for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
@@ -431,8 +480,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     results = lower_body(ctx, closed_jaxpr, args)
     results = [ctx.module.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
+    infos: list[str | None] = list(result_names) if result_names is not None else []
+    infos += [None] * (len(closed_jaxpr.outvars) - len(infos))
     out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
-        tensor_type(a.aval) + arg_attr(ctx.module, a.aval) for a in closed_jaxpr.outvars]
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info)
+        for a, info in zip(closed_jaxpr.outvars, infos)]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
@@ -440,7 +492,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     # JAX's module symbol: the function name with ``<>`` dropped and other
     # characters outside [\w.-] made ``_`` (``<lambda>`` gives ``jit__lambda``).
     symbol = re.sub(r"[^\w.-]", "_", name.replace("<", "_").replace(">", ""))
-    return "\n".join([f"module @jit_{symbol} {{", *ctx.module.lines, header, *ctx.lines, ret,
+    attributes = (f"attributes {{mhlo.num_partitions = {num_partitions} : i32, "
+                  "mhlo.num_replicas = 1 : i32}")
+    return "\n".join([f"module @jit_{symbol} {attributes} {{", *ctx.module.lines, header,
+                      *ctx.lines, ret,
                       "  }", *ctx.module.functions, "}", ""])
 
 

@@ -3,11 +3,10 @@ CPU: LAPACK FFI custom calls (``lapack_spotrf_ffi``, ``lapack_dgesdd_ffi``,
 ...) that jaxlib's CPU client registers, with column-major operand and
 result layouts, the ``num_batch_dims`` frontend attribute, typed backend
 attributes and the operand aliased to the result LAPACK overwrites; then
-the NaN fill where LAPACK's ``info`` reports a failure.
-
-JAX also attaches an ``sdy.sharding_rule`` (a Shardy partitioning rule) to
-each call; spec leaves it out: it only guides partitioning and the
-computation is the same.
+the NaN fill where LAPACK's ``info`` reports a failure. Each call carries
+JAX's Shardy rule (``sdy.sharding_rule``): the batch dimensions are shared
+by every operand and result (so the call may be split along them), the
+matrix dimensions are factors of their own.
 """
 
 from __future__ import annotations
@@ -72,12 +71,46 @@ def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_aval
     attrs = (f'backend_config = "", mhlo.backend_config = {{{config}}}, '
              f'mhlo.frontend_attributes = {{num_batch_dims = "{top - 2}"}}, '
              f"operand_layouts = [{in_layouts}], output_operand_aliases = [{alias_text}], "
-             f"result_layouts = [{out_layouts}]")
+             f"result_layouts = [{out_layouts}], "
+             f"sdy.sharding_rule = {sharding_rule(in_avals, out_avals, top - 2)}")
     ins = ", ".join(tensor_type(a) for a in in_avals)
     outs = ", ".join(tensor_type(a) for a in out_avals)
     sig = f"({ins}) -> ({outs})" if multi else f"({ins}) -> {outs}"
     return ctx.results(f"stablehlo.custom_call @{target}({', '.join(operands)}) {{{attrs}}} : "
                        f"{sig}", len(out_avals))
+
+
+# Shardy names a rule's factors i, j, k, ... in order of first use.
+_FACTOR_NAMES = "ijklmnopqrstuvwxyz"
+
+
+def sharding_rule(in_avals: Avals, out_avals: Avals, n_batch: int) -> str:
+    """``#sdy.op_sharding_rule<([i, j, k])->([i, l, m], [i]) {i=2, ...},
+    custom>``: each value's dimensions as factors, its leading ``n_batch``
+    dimensions the factors every value shares (a value of smaller rank
+    shares none), every other dimension a factor of its own, with the
+    factors' sizes, as JAX's linalg lowering writes it."""
+    sizes: list[int] = []
+    shared: list[int] = []
+
+    def factors(aval: ArrayType) -> str:
+        dims = list(aval.shape)
+        own = dims
+        names: list[int] = []
+        if n_batch and len(dims) >= n_batch:
+            if not shared:
+                shared.extend(range(len(sizes), len(sizes) + n_batch))
+                sizes.extend(dims[:n_batch])
+            names += shared
+            own = dims[n_batch:]
+        for d in own:
+            names.append(len(sizes))
+            sizes.append(int(d))
+        return "[" + ", ".join(_FACTOR_NAMES[k] for k in names) + "]"
+    ins = ", ".join(factors(a) for a in in_avals)
+    outs = ", ".join(factors(a) for a in out_avals)
+    table = ", ".join(f"{_FACTOR_NAMES[k]}={n}" for k, n in enumerate(sizes))
+    return f"#sdy.op_sharding_rule<({ins})->({outs}) {{{table}}}, custom>"
 
 
 def _ok(ctx: LoweringContext, info: str, batch: tuple[int, ...]) -> str:

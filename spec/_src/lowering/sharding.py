@@ -53,15 +53,29 @@ def explicit_sharding(aval: ArrayType) -> Any:
     return s
 
 
-def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None) -> str:
-    """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
-    argument or result, ``tf.aliasing_output = k : i32`` for an argument
-    donated to result k; empty otherwise."""
+def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None, *,
+             info: str | None = None, placed: Any = None) -> str:
+    """An argument's or result's attributes, in JAX's order:
+    ``jax.result_info = "result[0]"`` for a result named ``info``,
+    ``sdy.sharding = #sdy.sharding<...>`` for an explicitly sharded value (or
+    one ``placed`` on a mesh: an Auto-mode argument's NamedSharding),
+    ``tf.aliasing_output = k : i32`` for an argument donated to result k;
+    empty when there are none."""
     attrs = []
+    if info is not None:
+        attrs.append(f'jax.result_info = "{_escaped(info)}"')
     s = explicit_sharding(aval)
     if s is not None:
         attrs.append("sdy.sharding = #sdy.sharding"
                      + tensor_sharding(module, s.mesh, s.spec, aval.ndim))
+    elif placed is not None and not placed.mesh.empty:
+        mesh = getattr(placed.mesh, "abstract_mesh", placed.mesh)
+        attrs.append("sdy.sharding = #sdy.sharding"
+                     + tensor_sharding(module, mesh, placed.spec, aval.ndim))
     if alias is not None:
         attrs.append(f"tf.aliasing_output = {alias} : i32")
     return f" {{{', '.join(attrs)}}}" if attrs else ""
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
