@@ -36,10 +36,9 @@ Json = Any
 
 def dtype_named(name: str) -> np.dtype[Any]:
     """The NumPy dtype called ``name``, looking in ml_dtypes for the ones NumPy lacks."""
-    extra = getattr(ml_dtypes, name, None)
-    if extra is not None:
-        return np.dtype(extra)
-    return np.dtype(name)
+    extra: Any = getattr(ml_dtypes, name, None)
+    dtype: np.dtype[Any] = np.dtype(name if extra is None else extra)
+    return dtype
 
 
 class _Encoder:
@@ -110,9 +109,10 @@ def dumps(value: Norm, extra: dict[str, Json] | None = None) -> bytes:
     """``value`` (and JSON-able ``extra`` fields, e.g. the run time) as ``.npz`` bytes."""
     enc = _Encoder()
     doc = {"value": enc.encode(value), **(extra or {})}
-    entries = {f"a{k}": a for k, a in enumerate(enc.arrays)}
+    entries: dict[str, Any] = {f"a{k}": a for k, a in enumerate(enc.arrays)}
+    entries["tree"] = np.frombuffer(json.dumps(doc).encode(), np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, tree=np.frombuffer(json.dumps(doc).encode(), np.uint8), **entries)
+    np.savez(buf, **entries)
     return buf.getvalue()
 
 
