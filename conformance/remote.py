@@ -24,7 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ class _Worker:
                     [impl.python, "-m", "conformance.worker", str(directory),
                      "--start", str(start), "--notify-fd", str(write_fd)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    pass_fds=(write_fd,), env=env, cwd=str(REPO_ROOT),
+                    pass_fds=(write_fd,), env=env,
                     start_new_session=True,  # its own process group, killed as a whole
                 )
             except OSError as e:
@@ -187,7 +187,7 @@ def _start(impl: RemoteImpl, directory: Path, start: int) -> tuple[_Worker, dict
 
 def _serve_from(
     worker: _Worker, directory: Path, ids: Sequence[str], start: int, timeout_s: float,
-    outcomes: dict[str, tuple[Any, float]],
+    outcomes: dict[str, tuple[Any, float]], progress: Callable[[int], None] | None,
 ) -> int:
     """Collect results from ``start`` on until the worker finishes, dies or hangs; returns the
     index of the first case without a result (after recording the dead or hung one)."""
@@ -200,6 +200,8 @@ def _serve_from(
             value, extra = wire.loads(result.read_bytes())
             outcomes[ids[i]] = (value, float(extra.get("time_s", 0.0)))
             result.unlink()
+            if progress is not None:
+                progress(i + 1)
             continue
         elapsed = time.monotonic() - began
         if line is None:
@@ -216,9 +218,11 @@ def _serve_from(
     return len(ids)
 
 
-def run_remote(impl: RemoteImpl, cases: Sequence[Case], timeout_s: float) -> RemoteRun:
+def run_remote(impl: RemoteImpl, cases: Sequence[Case], timeout_s: float,
+               progress: Callable[[int], None] | None = None) -> RemoteRun:
     """Run ``cases`` in workers of ``impl``; raises RemoteUnavailable if the first worker
-    cannot start. A later worker that cannot start leaves its cases as WorkerCrashed."""
+    cannot start. A later worker that cannot start leaves its cases as WorkerCrashed.
+    ``progress(n)`` is told the number of cases with a result so far."""
     ids = [c.id for c in cases]
     outcomes: dict[str, tuple[Any, float]] = {}
     info: dict[str, Any] = {}
@@ -237,7 +241,8 @@ def run_remote(impl: RemoteImpl, cases: Sequence[Case], timeout_s: float) -> Rem
                     outcomes[case_id] = (_raised("WorkerCrashed", e.reason), 0.0)
                 break
             try:
-                start = _serve_from(worker, directory, ids, start, timeout_s, outcomes)
+                start = _serve_from(worker, directory, ids, start, timeout_s, outcomes,
+                                    progress)
             finally:
                 worker.close()
     return RemoteRun(outcomes, info)

@@ -237,11 +237,16 @@ class _Outcomes:
 
     def prepare(self, impl: remote.RemoteImpl) -> None:
         """Run every case in ``impl``'s workers; raises ImplUnavailable if none starts."""
-        if self.progress is not None:
-            self.progress.write(f"running {len(self.cases)} cases in {impl.python} ...")
-            self.progress.flush()
+        out, n = self.progress, len(self.cases)
+
+        def report(done: int) -> None:
+            if out is not None:
+                out.write(f"\r[{done}/{n}] in {impl.python}"[:80].ljust(80))
+                out.flush()
+
         try:
-            done = remote.run_remote(impl, self.cases, self.timeout_s)
+            done = remote.run_remote(impl, self.cases, self.timeout_s,
+                                     report if out is not None else None)
         except remote.RemoteUnavailable as e:
             raise ImplUnavailable(impl.name, e.reason, e.detail) from e
         self.remote[impl.name] = {k: Outcome(v, t) for k, (v, t) in done.outcomes.items()}
