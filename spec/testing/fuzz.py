@@ -14,6 +14,9 @@ programs tried, disagreements (both ran, results differ, or only JAX
 raised) and internal errors (spec raised an exception class JAX does not
 raise) per mode; the exit status is 1 when any mode failed.
 
+``--bad-inputs N`` runs the bad-input mode instead (``spec.testing.fuzz_inputs``): N random
+calls of the public API with wrong arguments, where spec must raise JAX's exception class.
+
 JAX must be installed (the oracle); spec itself never imports it.
 """
 
