@@ -71,8 +71,9 @@ def check_compilable(aval: Any) -> None:
 
 
 def check_allocatable(avals: Iterable[Any]) -> None:
-    """Each of ``avals``, results about to be allocated, compiles and fits in memory;
-    JaxRuntimeError RESOURCE_EXHAUSTED (JAX's CPU allocator's) for one that does not."""
+    """Each of ``avals``, results about to be allocated, compiles and fits in memory (the
+    block of each device, for a result laid out over a mesh); JaxRuntimeError
+    RESOURCE_EXHAUSTED (JAX's CPU allocator's) for one that does not."""
     memory = physical_memory()
     for aval in avals:
         check_compilable(aval)
@@ -81,11 +82,22 @@ def check_allocatable(avals: Iterable[Any]) -> None:
         itemsize = _itemsize(aval)
         if itemsize is None or not all(isinstance(d, int) for d in aval.shape):
             continue
-        size = math.prod(aval.shape) * itemsize
+        size = math.prod(_block_shape(aval)) * itemsize
         if size > memory:
             raise JaxRuntimeError(
                 f"RESOURCE_EXHAUSTED: Out of memory allocating {size} bytes. "
                 f"(a result of type {aval}; this machine has {memory} bytes of memory)")
+
+
+def _block_shape(aval: ArrayType) -> tuple[int, ...]:
+    """The shape of the block one device holds: each device allocates its own."""
+    sharding = aval.sharding
+    if sharding is None or getattr(sharding.mesh, "empty", True):
+        return tuple(aval.shape)
+    try:
+        return tuple(sharding.shard_shape(tuple(aval.shape)))
+    except (ValueError, TypeError):  # a layout the sharding cannot tile: sized whole
+        return tuple(aval.shape)
 
 
 def _jaxprs_within(value: Any) -> Iterable[Any]:
