@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -48,7 +49,8 @@ class RemoteImpl:
 
     @property
     def slug(self) -> str:
-        return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in self.name)
+        """File-name friendly name, used for ``xfail/<slug>.toml`` (as ``Impl.slug``)."""
+        return re.sub(r"[^A-Za-z0-9_-]+", "_", self.name)
 
 
 @dataclasses.dataclass(frozen=True)
