@@ -199,7 +199,12 @@ def _serve_from(
         line = worker.next_line(began + limit)
         result = directory / f"{i}.npz"
         if line == str(i) and result.exists():
-            value, extra = wire.loads(result.read_bytes())
+            try:
+                value, extra = wire.loads(result.read_bytes())
+            except Exception as e:  # noqa: BLE001 - a bad file is the case's result
+                value, extra = _raised(
+                    "WorkerProtocolError", f"unreadable result file: {type(e).__name__}: {e}"
+                ), {}
             outcomes[ids[i]] = (value, float(extra.get("time_s", 0.0)))
             result.unlink()
             if progress is not None:

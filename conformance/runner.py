@@ -40,6 +40,7 @@ _CASE_BUG_EXCEPTIONS = frozenset(
         "CaseTimeout",
         "WorkerCrashed",
         "WorkerTimeout",
+        "WorkerProtocolError",
         "CaseNotFound",
     }
 )

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from conformance import wire
 from conformance.compare import Raised
 from conformance.impls import ImplUnavailable, load
-from conformance.registry import load_cases
+from conformance.registry import load_cases_named
 from conformance.runner import run_case
 
 
@@ -49,11 +49,11 @@ def serve(directory: Path, start: int, pipe: TextIO) -> int:
         wire.write_atomically(directory / "ready.json", json.dumps(ready).encode())
         _notify(pipe, "ready")
         return 3
-    cases = {c.id: c for c in load_cases()}
+    ids: list[str] = list(request["cases"])
+    cases = load_cases_named(ids[start:])
     ready = {"ok": True, "info": _describe(impl.name, impl.jax)}
     wire.write_atomically(directory / "ready.json", json.dumps(ready).encode())
     _notify(pipe, "ready")
-    ids: list[str] = list(request["cases"])
     timeout_s = float(request["timeout_s"])
     for i in range(start, len(ids)):
         case = cases.get(ids[i])
