@@ -36,6 +36,9 @@ def physical_memory() -> int | None:
     return pages * page_size if pages > 0 and page_size > 0 else None
 
 
+_FAST_LIMIT = min(physical_memory() or MAX_EXTENT, MAX_EXTENT)
+
+
 def _itemsize(aval: ArrayType) -> int | None:
     try:
         return int(np.dtype(aval.dtype).itemsize)
@@ -74,19 +77,31 @@ def check_allocatable(avals: Iterable[Any]) -> None:
     """Each of ``avals``, results about to be allocated, compiles and fits in memory (the
     block of each device, for a result laid out over a mesh); JaxRuntimeError
     RESOURCE_EXHAUSTED (JAX's CPU allocator's) for one that does not."""
-    memory = physical_memory()
     for aval in avals:
-        check_compilable(aval)
-        if memory is None or not isinstance(aval, ArrayType):
-            continue
-        itemsize = _itemsize(aval)
-        if itemsize is None or not all(isinstance(d, int) for d in aval.shape):
-            continue
-        size = math.prod(_block_shape(aval)) * itemsize
-        if size > memory:
-            raise JaxRuntimeError(
-                f"RESOURCE_EXHAUSTED: Out of memory allocating {size} bytes. "
-                f"(a result of type {aval}; this machine has {memory} bytes of memory)")
+        # The common case, inline (every new eager dispatch comes here): an unsharded array
+        # of a NumPy dtype, of a size below both limits; a nonzero size bounds each dimension.
+        if type(aval) is ArrayType and aval.sharding is None:
+            try:
+                if 0 < math.prod(aval.shape) * aval.dtype.itemsize <= _FAST_LIMIT:
+                    continue
+            except (TypeError, AttributeError):  # a dimension or dtype of another kind
+                pass
+        _check_one(aval)
+
+
+def _check_one(aval: Any) -> None:
+    check_compilable(aval)
+    memory = physical_memory()
+    if memory is None or not isinstance(aval, ArrayType):
+        return
+    itemsize = _itemsize(aval)
+    if itemsize is None or not all(isinstance(d, int) for d in aval.shape):
+        return
+    size = math.prod(_block_shape(aval)) * itemsize
+    if size > memory:
+        raise JaxRuntimeError(
+            f"RESOURCE_EXHAUSTED: Out of memory allocating {size} bytes. "
+            f"(a result of type {aval}; this machine has {memory} bytes of memory)")
 
 
 def _block_shape(aval: ArrayType) -> tuple[int, ...]:
