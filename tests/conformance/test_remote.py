@@ -131,3 +131,13 @@ def test_wire_round_trip_keeps_every_leaf_bit_for_bit() -> None:
     # Digests tell -0.0 from 0.0.
     zeros = [normalize(np.array([z], np.float32)) for z in (0.0, -0.0)]
     assert wire.digest(zeros[0]) != wire.digest(zeros[1])
+
+
+def test_remote_names() -> None:
+    assert remote.parse("python:/v/bin/python") == remote.RemoteImpl(
+        "python:/v/bin/python", "/v/bin/python", "jax")
+    plugin = remote.parse("python:/v/bin/python:pkg.mod:impl")
+    assert (plugin.python, plugin.inner) == ("/v/bin/python", "pkg.mod:impl")
+    assert plugin.slug == "python_v_bin_python_pkg_mod_impl"
+    with pytest.raises(ValueError, match="python:PATH"):
+        remote.parse("python:")
