@@ -157,6 +157,18 @@ def load_cases(package: str = CASES_PACKAGE) -> list[Case]:
     return list(_REGISTRY.values())
 
 
+def load_cases_named(ids: Iterable[str], package: str = CASES_PACKAGE) -> dict[str, Case]:
+    """The cases with these ids, importing only their modules (an id is ``<module>.<name>``).
+    Ids of no module or no case are left out."""
+    wanted = set(ids)
+    for module in sorted({i.split(".", 1)[0] for i in wanted}):
+        try:
+            importlib.import_module(f"{package}.{module}")
+        except ModuleNotFoundError:
+            continue
+    return {i: c for i, c in _REGISTRY.items() if i in wanted}
+
+
 def all_cases() -> list[Case]:
     """Cases registered so far, in registration order."""
     return list(_REGISTRY.values())

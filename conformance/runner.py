@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from conformance import diff, remote, wire
 from conformance import xfail as xfail_mod
 from conformance.compare import Norm, Raised, compare, find_other, normalize
 from conformance.impls import Impl, ImplUnavailable, load
@@ -37,6 +38,10 @@ _CASE_BUG_EXCEPTIONS = frozenset(
         "RecursionError",
         "NotImplementedError",
         "CaseTimeout",
+        "WorkerCrashed",
+        "WorkerTimeout",
+        "WorkerProtocolError",
+        "CaseNotFound",
     }
 )
 
@@ -56,6 +61,21 @@ class Result:
     status: str
     reason: str
     time_s: float
+    digest: str = ""  # fingerprint of the implementation's result (``wire.digest``)
+
+
+AnyImpl = Impl | remote.RemoteImpl
+
+
+def load_impl(name: str) -> AnyImpl:
+    """``impls.load``, plus ``python:PATH[:NAME]`` for an implementation in another interpreter
+    (started only when the run needs it; see ``conformance.remote``)."""
+    if name.startswith(remote.PREFIX):
+        try:
+            return remote.parse(name)
+        except ValueError as e:
+            raise ImplUnavailable(name, str(e)) from e
+    return load(name)
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -175,6 +195,7 @@ class Row:
     reference_time_s: float
     reference_error: str | None
     results: dict[str, Result]
+    reference_digest: str = ""
 
 
 @dataclasses.dataclass
@@ -184,6 +205,7 @@ class Report:
     rows: list[Row]
     unavailable: dict[str, str]
     unused_xfails: dict[str, list[str]]
+    info: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def counts(self, impl: str) -> dict[str, int]:
         out = {s: 0 for s in (PASS, FAIL, ERROR, XFAIL, XPASS)}
@@ -204,14 +226,62 @@ class Report:
         )
 
 
+class _Outcomes:
+    """Where each implementation's outcomes come from: run in this process case by case, or
+    all at once in worker processes before the table is built (out-of-process ones)."""
+
+    def __init__(self, cases: Sequence[Case], timeout_s: float,
+                 progress: TextIO | None) -> None:
+        self.cases, self.timeout_s, self.progress = cases, timeout_s, progress
+        self.remote: dict[str, dict[str, Outcome]] = {}
+        self.info: dict[str, dict[str, Any]] = {}
+
+    def prepare(self, impl: remote.RemoteImpl) -> None:
+        """Run every case in ``impl``'s workers; raises ImplUnavailable if none starts."""
+        out, n = self.progress, len(self.cases)
+
+        def report(done: int) -> None:
+            if out is not None:
+                out.write(f"\r[{done}/{n}] in {impl.python}"[:80].ljust(80))
+                out.flush()
+
+        try:
+            done = remote.run_remote(impl, self.cases, self.timeout_s,
+                                     report if out is not None else None)
+        except remote.RemoteUnavailable as e:
+            raise ImplUnavailable(impl.name, e.reason, e.detail) from e
+        self.remote[impl.name] = {k: Outcome(v, t) for k, (v, t) in done.outcomes.items()}
+        self.info[impl.name] = done.info
+
+    def get(self, case: Case, impl: AnyImpl) -> Outcome:
+        if isinstance(impl, remote.RemoteImpl):
+            return self.remote[impl.name][case.id]
+        return run_case(case, impl, self.timeout_s)
+
+
 def run(
     cases: Sequence[Case],
-    reference: Impl,
-    impls: Sequence[Impl | ImplUnavailable],
+    reference: AnyImpl,
+    impls: Sequence[AnyImpl | ImplUnavailable],
     xfails: dict[str, xfail_mod.XfailList],
     timeout_s: float = DEFAULT_TIMEOUT_S,
     progress: TextIO | None = None,
 ) -> Report:
+    """Run ``cases`` on the reference and every implementation. Raises ImplUnavailable if an
+    out-of-process reference cannot start; an implementation under test that cannot start is
+    reported as unavailable."""
+    source = _Outcomes(cases, timeout_s, progress)
+    if isinstance(reference, remote.RemoteImpl):
+        source.prepare(reference)
+    loaded: list[AnyImpl | ImplUnavailable] = []
+    for impl in impls:
+        if isinstance(impl, remote.RemoteImpl):
+            try:
+                source.prepare(impl)
+            except ImplUnavailable as e:
+                impl = e
+        loaded.append(impl)
+    impls = loaded
     names = [i.name for i in impls]
     unavailable = {i.name: i.reason for i in impls if isinstance(i, ImplUnavailable)}
     rows: list[Row] = []
@@ -219,28 +289,30 @@ def run(
         if progress is not None:
             progress.write(f"\r[{n + 1}/{len(cases)}] {case.id[:60]:<60}")
             progress.flush()
-        expected = run_case(case, reference, timeout_s)
+        expected = source.get(case, reference)
         ref_err = reference_problem(case, expected)
         results: dict[str, Result] = {}
         for impl in impls:
             xf = xfails.get(impl.name)
             xf_reason = xf.reason_for(case.id) if xf is not None else None
+            digest = ""
             if isinstance(impl, ImplUnavailable):
                 status, reason, t = ERROR, f"implementation unavailable: {impl.reason}", 0.0
             elif ref_err is not None:
                 status, reason, t = ERROR, f"no reference result: {ref_err}", 0.0
             else:
-                actual = run_case(case, impl, timeout_s)
+                actual = source.get(case, impl)
                 status, reason = judge(case, expected, actual)
                 t = actual.time_s
+                digest = wire.digest(actual.value)
             status, reason = apply_xfail(status, reason, xf_reason)
-            results[impl.name] = Result(status, reason, t)
-        rows.append(Row(case, expected.time_s, ref_err, results))
+            results[impl.name] = Result(status, reason, t, digest)
+        rows.append(Row(case, expected.time_s, ref_err, results, wire.digest(expected.value)))
     if progress is not None:
         progress.write("\r" + " " * 80 + "\r")
     ids = [c.id for c in cases]
     unused = {name: xf.unused(ids) for name, xf in xfails.items() if xf.unused(ids)}
-    return Report(reference.name, names, rows, unavailable, unused)
+    return Report(reference.name, names, rows, unavailable, unused, source.info)
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -303,6 +375,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "reference": report.reference,
         "impls": report.impls,
         "unavailable": report.unavailable,
+        "info": report.info,
         "ok": report.ok,
         "summary": {n: report.counts(n) for n in report.impls},
         "cases": [
@@ -312,8 +385,10 @@ def report_json(report: Report) -> dict[str, Any]:
                 "x64": row.case.x64,
                 "reference_time_s": round(row.reference_time_s, 6),
                 "reference_error": row.reference_error,
+                "reference_digest": row.reference_digest,
                 "results": {
-                    n: {"status": r.status, "reason": r.reason, "time_s": round(r.time_s, 6)}
+                    n: {"status": r.status, "reason": r.reason, "time_s": round(r.time_s, 6),
+                        "digest": r.digest}
                     for n, r in row.results.items()
                 },
             }
@@ -341,7 +416,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Compare implementations of JAX against a reference, case by case.",
     )
     p.add_argument("--impl", action="append", default=None,
-                   help="implementation to test (repeatable; default: spec)")
+                   help="implementation to test (repeatable; default: spec); "
+                        "python:PATH[:NAME] runs it in the interpreter PATH")
     p.add_argument("--reference", default="jax", help="implementation giving expected results")
     p.add_argument("-k", dest="keywords", action="append", default=[],
                    help="only cases whose id contains this substring (repeatable: any)")
@@ -357,7 +433,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _reference_unavailable(e: ImplUnavailable) -> int:
+    print(f"reference {e}", file=sys.stderr)
+    print(e.detail, file=sys.stderr)
+    return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["diff"]:
+        return diff.main(argv[1:])
     args = _parser().parse_args(argv)
     tags = [t for item in args.tags for t in item.split(",") if t]
     cases = select(load_cases(), args.keywords, tags)
@@ -369,23 +454,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no cases selected", file=sys.stderr)
         return 2
     try:
-        reference = load(args.reference)
+        reference = load_impl(args.reference)
     except ImplUnavailable as e:
-        print(f"reference {e}", file=sys.stderr)
-        print(e.detail, file=sys.stderr)
-        return 2
-    impls: list[Impl | ImplUnavailable] = []
+        return _reference_unavailable(e)
+    impls: list[AnyImpl | ImplUnavailable] = []
     for name in args.impl or ["spec"]:
         try:
-            impls.append(load(name))
+            impls.append(load_impl(name))
         except ImplUnavailable as e:
             impls.append(e)
     xfails = {}
     for impl in impls:
-        slug = impl.slug if isinstance(impl, Impl) else Impl(impl.name, None, None, None).slug
+        slug = impl.slug if not isinstance(impl, ImplUnavailable) else Impl(
+            impl.name, None, None, None).slug
         xfails[impl.name] = xfail_mod.load(slug, args.xfail_dir)
     progress = sys.stderr if sys.stderr.isatty() else None
-    report = run(cases, reference, impls, xfails, args.timeout, progress)
+    try:
+        report = run(cases, reference, impls, xfails, args.timeout, progress)
+    except ImplUnavailable as e:
+        return _reference_unavailable(e)
     print(format_report(report, args.problems_only))
     if args.json_path is not None:
         args.json_path.write_text(json.dumps(report_json(report), indent=1) + "\n")

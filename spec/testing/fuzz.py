@@ -14,6 +14,9 @@ programs tried, disagreements (both ran, results differ, or only JAX
 raised) and internal errors (spec raised an exception class JAX does not
 raise) per mode; the exit status is 1 when any mode failed.
 
+``--bad-inputs N`` runs the bad-input mode instead (``spec.testing.fuzz_inputs``): N random
+calls of the public API with wrong arguments, where spec must raise JAX's exception class.
+
 JAX must be installed (the oracle); spec itself never imports it.
 """
 
@@ -32,7 +35,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
-from spec.testing import Program, programs
+from spec.testing import Program, fuzz_inputs, programs
 
 MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "parse")
 
@@ -227,7 +230,14 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--max-steps", type=int, default=15, help="ops per program, at most")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
     parser.add_argument("--rtol", type=float, default=2e-5)
+    parser.add_argument("--bad-inputs", type=int, default=0, metavar="N",
+                        help="instead: N random calls of the public API with bad arguments, "
+                             "exception classes compared with JAX's")
     args = parser.parse_args(argv)
+    if args.bad_inputs:
+        found = fuzz_inputs.campaign(args.bad_inputs, args.seed)
+        fuzz_inputs.report(found, out)
+        return 1 if found.failures else 0
     failed = 0
     rows = []
     for mode in args.modes.split(","):

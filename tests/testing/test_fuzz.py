@@ -58,3 +58,24 @@ def test_program_source_runs_as_the_program() -> None:
     xs = prog.inputs(3)
     np.testing.assert_array_equal(np.asarray(scope["program"](snp, *xs)),
                                   np.asarray(prog(snp, *xs)))
+
+
+def test_bad_input_slice_raises_as_jax_does() -> None:
+    lines: list[str] = []
+    status = fuzz.main(["--bad-inputs", "25", "--seed", "1"], out=lines.append)
+    assert status == 0, "\n".join(lines)
+    assert lines[-1].startswith("bad-input calls: 25 tried")
+
+
+def test_bad_input_judge_catches_an_accepted_bad_argument(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from spec import lax as slax
+    from spec.testing import fuzz_inputs
+
+    snippet = "jnp.sum(jnp.ones(3), axis=1.0)"
+    theirs = fuzz_inputs.run(snippet, jax, jax.numpy, jax.lax)
+    monkeypatch.setattr(snp, "sum", lambda x, axis=None: snp.ones(()))  # ignores its axis
+    ours = fuzz_inputs.run(snippet, None, snp, slax)
+    why = fuzz_inputs.judge(ours, theirs)
+    assert why is not None and why.startswith("JAX raises TypeError") and "spec returns" in why

@@ -39,6 +39,7 @@ from spec._src.core import nan_checks
 from spec._src.core import compiler_options as copts
 from spec._src.core import source_info as si
 from spec._src.core.config import config
+from spec._src.core.resources import check_allocatable, check_program
 from spec._src.core.hitypes import HI_VALUE_TYPES, plain_aval, shown_aval
 from spec._src.core.interpreter import (
     EvalTrace,
@@ -531,6 +532,7 @@ class Lowered(_Stage):
         """Compiling validates the jit's compiler options, then these (which
         override the jit's of the same name)."""
         copts.check_xla_flags()
+        check_program(self._traced.jaxpr)
         extra = () if compiler_options is None else tuple(compiler_options.items())
         options = copts.validated(self._traced._jitted._compiler_options + extra)
         return Compiled(self._traced, options)
@@ -925,6 +927,9 @@ def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
         program: codegen.Generated | None = known[1]
         return program
     program = None
+    # Compiling sizes every buffer; the generated program allocates the results.
+    check_program(jaxpr)
+    check_allocatable(jaxpr.out_avals)
     if _interpreted_because(jaxpr) is None:
         program = codegen.generated(codegen.live_program(jaxpr))
     setattr(jaxpr, _PROGRAM_ATTR, (key, program))

@@ -44,6 +44,7 @@ from spec._src.core.hitypes import HI_VALUE_TYPES, hi_type_of, is_high, lower_va
 from spec._src.core.literals import is_typed_scalar
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
+from spec._src.core.resources import check_allocatable, check_program
 from spec._src.core.types import (
     ArrayType,
     Typed,
@@ -829,6 +830,7 @@ class _Dispatch:
         self.out_avals = out_avals
         self.on_mesh = _typed_on_mesh(out_avals)
         self.no_refs = not any(type(a) is RefType for a in out_avals)
+        check_allocatable(out_avals)  # compiling the operation sizes its results
         kernel = hooks.eager_kernel(prim, avals, params)
         if kernel is None:
             impl = prim.impl
@@ -1178,6 +1180,7 @@ def _plan_of(jaxpr: Jaxpr) -> _Plan:
 
 
 def _make_plan(jaxpr: Jaxpr) -> _Plan:
+    check_program(jaxpr)  # compiling the program sizes its buffers
     slot: dict[int, int] = {}
 
     def bind(v: Var) -> int:

@@ -676,8 +676,20 @@ class PyTreeDef:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
-        if self is other:
-            return True
+        # Node by node with a stack, not by recursion: a treedef thousands of levels deep
+        # (a long nested list) compares as a shallow one does.
+        pairs = [(self, other)]
+        while pairs:
+            a, b = pairs.pop()
+            if a is b:
+                continue
+            if not a._same_node(b):
+                return False
+            pairs.extend(zip(a._children, b._children))
+        return True
+
+    def _same_node(self, other: PyTreeDef) -> bool:
+        """This node and ``other`` agree, children aside."""
         if (
             self._kind != other._kind
             or self._type is not other._type
@@ -688,24 +700,31 @@ class PyTreeDef:
             return False
         if self._kind in (_DICT, _CUSTOM, _DATACLASS) and self._data is not other._data:
             try:
-                data_equal = bool(self._data == other._data)
+                return bool(self._data == other._data)
             except Exception as e:
                 raise ValueError(
                     f"Comparing the node data (metadata) of two {self._type} nodes raised an "
                     "exception. Node data must be hashable with plain equality; arrays "
                     "cannot be node data."
                 ) from e
-            if not data_equal:
-                return False
-        return all(a == b for a, b in zip(self._children, other._children))
+        return True
 
     def __hash__(self) -> int:
         # Node data is left out: custom node data need not be hashable, and equal treedefs
-        # still hash equally.
+        # still hash equally. Children first, with a stack rather than recursion (deep
+        # treedefs, as in ``__eq__``); each node keeps its hash.
         if self._hash is None:
-            self._hash = hash(
-                (self._kind, self._type, len(self._children), *(hash(c) for c in self._children))
-            )
+            stack = [self]
+            while stack:
+                node = stack[-1]
+                pending = [c for c in node._children if c._hash is None]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                node._hash = hash((node._kind, node._type, len(node._children),
+                                   *(c._hash for c in node._children)))
+        assert self._hash is not None
         return self._hash
 
     def __repr__(self) -> str:

@@ -1,0 +1,173 @@
+"""Bad-input fuzzing: ``python -m spec.testing.fuzz --bad-inputs N``.
+
+Random calls of the public API whose arguments are drawn from the spellings of each
+argument's kind (axes, shapes, dtypes, counts, fill values, sequences) that users write by
+mistake, mixed with good ones: floats for integers, strings, sets, bytes, None, huge and
+negative sizes, repeated axes. Each call runs as text in spec and in JAX. Where JAX raises,
+spec must raise a class whose MRO holds a class of the same name; where JAX returns, spec
+must return the same shape, dtype and values. Each disagreement is printed as the call
+itself, which runs as it stands with ``jnp``, ``np`` and ``lax`` bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import spec
+import spec.numpy as snp
+from spec import lax as slax
+
+X = "jnp.arange(6.0).reshape(2, 3)"
+
+# Spellings of each kind of argument, good and bad; sizes stay small where accepted.
+POOLS: dict[str, tuple[str, ...]] = {
+    "axis": ("0", "1", "-1", "5", "-3", "1.0", "'0'", "{1}", "{0, 1}", "(0, 0)", "[1]",
+             "None", "True", "np.int64(1)", "np.array(1)", "1j", "b'0'", "()", "(0.0,)"),
+    "shape": ("(2, 3)", "3", "()", "[2]", "-1", "(2, -1)", "2.0", "(1.5,)", "'3'", "None",
+              "{1, 2}", "{}", "b'xy'", "np.array([2, 3])", "(2**62,)", "2**63",
+              "(np.int32(2),)", "[[2]]"),
+    "dtype": ("jnp.float32", "'int8'", "'float'", "bool", "int", "None", "'foo'", "1",
+              "np.dtype('V4')", "object", "str", "jnp.bfloat16", "'complex64'"),
+    "count": ("2", "3", "0", "-1", "2.0", "2.5", "'2'", "None", "np.int64(3)", "True", "[2]"),
+    "value": ("1.0", "0", "-1", "None", "'a'", "[1, 2]", "{1}", "1j", "True", "np.nan",
+              "2**70", "jnp.ones(3)", "b'x'"),
+    "array": (X, "jnp.ones(3)", "1.0", "[1, 2, 3]", "None", "'abc'", "{1, 2}",
+              "[1, 'a']", "np.array(['a'])", "()", "[[1], [2, 3]]", "object()"),
+    "seq": (f"[{X}, {X}]", f"({X},)", "[]", "{1, 2}", f"{X}", "None", "[1.0, 'a']",
+            "[jnp.ones(2), jnp.ones(3)]"),
+}
+
+TEMPLATES: tuple[str, ...] = (
+    "jnp.sum({array}, axis={axis})", "jnp.mean({array}, axis={axis})",
+    "jnp.max({array}, axis={axis})", "jnp.any({array}, axis={axis})",
+    "jnp.argmax({array}, axis={axis})", "jnp.cumsum({array}, axis={axis})",
+    "jnp.sort({array}, axis={axis})", "jnp.take({array}, {count}, axis={axis})",
+    "jnp.expand_dims({array}, {axis})", "jnp.squeeze({array}, {axis})",
+    "jnp.zeros({shape})", "jnp.ones({shape}, dtype={dtype})", "jnp.full({shape}, {value})",
+    "jnp.empty({shape})", "jnp.broadcast_to({array}, {shape})", "jnp.reshape({array}, {shape})",
+    "jnp.round({array}, {count})", "jnp.concatenate({seq})", "jnp.stack({seq})",
+    "jnp.clip({array}, {value}, {value})", "jnp.asarray({value}, dtype={dtype})",
+    "jnp.array({array})", "jnp.arange({count})", "jnp.eye({count})",
+    "jnp.split({array}, {count})", "jnp.linspace(0.0, 1.0, {count})",
+    "jnp.astype({array}, {dtype})", "jnp.tile({array}, {count})",
+    "jnp.repeat({array}, {count})", "jnp.where({array}, {value}, {value})",
+    "lax.integer_pow({array}, {count})", "jnp.zeros(3, dtype={dtype})",
+)
+
+
+def draw(rng: random.Random) -> str:
+    """One random call: a template with every argument drawn from its kind's pool."""
+    template = rng.choice(TEMPLATES)
+
+    class Filler(dict[str, str]):
+        # Each occurrence of a slot draws its own value (``{value}, {value}``).
+        def __missing__(self, key: str) -> str:
+            return rng.choice(POOLS[key])
+
+    return template.format_map(Filler())
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    raised: BaseException | None
+    value: Any = None
+
+
+def run(snippet: str, jax_mod: Any, jnp_mod: Any, lax_mod: Any) -> Result:
+    scope = {"jax": jax_mod, "jnp": jnp_mod, "lax": lax_mod, "np": np}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (x64 truncation notices: not what is compared)
+        try:
+            return Result(None, eval(snippet, scope))
+        except Exception as e:  # noqa: BLE001 - the exception is the outcome compared
+            return Result(e)
+
+
+def _leaves(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _same_values(ours: Any, theirs: Any) -> str | None:
+    a, b = _leaves(ours), _leaves(theirs)
+    if len(a) != len(b):
+        return f"{len(a)} results, JAX {len(b)}"
+    for u, v in zip(a, b):
+        u_np, v_np = np.asarray(u), np.asarray(v)
+        if u_np.shape != v_np.shape or u_np.dtype != v_np.dtype:
+            return f"{u_np.dtype}{list(u_np.shape)}, JAX {v_np.dtype}{list(v_np.shape)}"
+        if not np.array_equal(u_np, v_np, equal_nan=u_np.dtype.kind in "fc"):
+            return f"values {u_np!r}, JAX {v_np!r}"
+    return None
+
+
+def jax_internal(e: BaseException) -> bool:
+    """An error of JAX's compiler stack rather than a check of its API (``jnp.empty(-1)``
+    fails in MLIR's verifier): spec raises its own check's class there, and the call is
+    counted apart."""
+    return type(e).__module__.startswith("jaxlib") or type(e).__name__ == "SystemError"
+
+
+def judge(ours: Result, theirs: Result) -> str | None:
+    """Why spec's outcome departs from JAX's, or None."""
+    if theirs.raised is not None and jax_internal(theirs.raised):
+        return None if ours.raised is not None else (
+            f"JAX fails internally ({type(theirs.raised).__name__}); spec returns")
+    if theirs.raised is not None:
+        name = type(theirs.raised).__name__
+        if ours.raised is None:
+            return f"JAX raises {name}: {theirs.raised}; spec returns"
+        if name not in [k.__name__ for k in type(ours.raised).__mro__]:
+            return (f"JAX raises {name}: {str(theirs.raised)[:120]}; spec raises "
+                    f"{type(ours.raised).__name__}: {str(ours.raised)[:120]}")
+        return None
+    if ours.raised is not None:
+        return f"JAX returns; spec raises {type(ours.raised).__name__}: {ours.raised}"
+    return _same_values(ours.value, theirs.value)
+
+
+@dataclasses.dataclass
+class Campaign:
+    tried: int = 0
+    rejected_by_jax: int = 0
+    jax_internal: int = 0
+    failures: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+def campaign(n: int, seed_value: int) -> Campaign:
+    """``n`` distinct random calls (fewer if the space runs out), compared with JAX."""
+    import jax  # the oracle, imported when a campaign runs
+    import jax.numpy as jnp  # (the oracle)
+    from jax import lax as jlax  # (the oracle)
+
+    rng = random.Random(seed_value)
+    seen: set[str] = set()
+    out = Campaign()
+    for _ in range(20 * n):
+        if out.tried >= n:
+            break
+        snippet = draw(rng)
+        if snippet in seen:
+            continue
+        seen.add(snippet)
+        theirs = run(snippet, jax, jnp, jlax)
+        ours = run(snippet, spec, snp, slax)
+        out.tried += 1
+        out.rejected_by_jax += theirs.raised is not None
+        out.jax_internal += theirs.raised is not None and jax_internal(theirs.raised)
+        why = judge(ours, theirs)
+        if why is not None:
+            out.failures.append((snippet, why.splitlines()[0][:300]))
+    return out
+
+
+def report(c: Campaign, out: Callable[[str], None], shown: int = 20) -> None:
+    for snippet, why in c.failures[:shown]:
+        out(f"{snippet}\n    # {why}")
+    out(f"bad-input calls: {c.tried} tried, {c.rejected_by_jax} rejected by JAX "
+        f"({c.jax_internal} inside its compiler), {len(c.failures)} disagreements")

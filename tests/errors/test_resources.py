@@ -1,0 +1,119 @@
+"""Arrays that cannot exist, against JAX: each snippet runs in real JAX and in spec in the same
+test, and both must raise the same class (or both return the same type).
+
+A shape whose byte size overflows 64 bits is refused when the program is compiled (an eager
+operation, a jit call, ``Lowered.compile``), a dimension beyond 64 bits likewise, and a result
+larger than this machine's memory when it would be allocated; tracing (``eval_shape``,
+``make_jaxpr``, ``lower``) accepts every shape. The memory rows use 4 TiB results, more than any
+machine that runs the tests has.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import spec
+import spec.numpy as snp
+from spec import lax as slax
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+jlax = pytest.importorskip("jax.lax")
+
+TIB4 = 2**40  # float32 elements: 4 TiB
+
+SNIPPETS: list[tuple[str, str]] = [
+    # (snippet, a fragment spec's message must contain)
+    ("jnp.zeros(2**62)", "4611686018427387904"),
+    ("jnp.ones((2**31, 2**31))", "2147483648, 2147483648"),
+    ("jnp.full(2**61, 1.0)", "2305843009213693952"),
+    ("jnp.zeros(2**63)", "9223372036854775808"),
+    ("lax.iota(jnp.float32, 2**62)", "4611686018427387904"),
+    ("jnp.ones(3) + jnp.broadcast_to(1.0, (2**62, 3))", "4611686018427387904"),
+    ("jax.jit(lambda: jnp.zeros(2**62))()", "4611686018427387904"),
+    ("jax.jit(lambda: jnp.zeros(2**62)).lower().compile()", "4611686018427387904"),
+    ("jax.jit(lambda x: x + jnp.zeros((2**62, 1)))(1.0)", "4611686018427387904"),
+    (f"jnp.zeros({TIB4})", "4398046511104 bytes"),
+    ("jnp.zeros(2**61, jnp.int8)", "2305843009213693952 bytes"),
+    (f"jax.jit(lambda: jnp.ones({TIB4}))()", "4398046511104 bytes"),
+    # Tracing never sizes a buffer.
+    ("jax.eval_shape(lambda: jnp.zeros(2**64)).shape", ""),
+    (f"jax.make_jaxpr(lambda: jnp.zeros({TIB4}) + 1)().out_avals[0].shape", ""),
+    ("type(jax.jit(lambda: jnp.zeros(2**62)).lower()).__name__", ""),
+    (f"type(jax.jit(lambda: jnp.zeros({TIB4})).lower().compile()).__name__", ""),
+]
+
+
+def _run(snippet: str, jax_mod: ModuleType, jnp_mod: ModuleType, lax_mod: ModuleType
+         ) -> tuple[str, Any]:
+    try:
+        return "ok", eval(snippet, {"jax": jax_mod, "jnp": jnp_mod, "lax": lax_mod})
+    except Exception as e:  # noqa: BLE001 - the exception is the result compared
+        return "raised", e
+
+
+@pytest.mark.parametrize("snippet,names", SNIPPETS, ids=[s for s, _ in SNIPPETS])
+def test_unmaterialisable_arrays_raise_as_in_jax(snippet: str, names: str) -> None:
+    j_kind, j_out = _run(snippet, jax, jnp, jlax)
+    s_kind, s_out = _run(snippet, spec, snp, slax)
+    assert s_kind == j_kind, (j_out, s_out)
+    if j_kind == "ok":
+        assert s_out == j_out
+        return
+    # JAX's own class: RuntimeError (a shape size overflow), TypeError (a dimension beyond 64
+    # bits), JaxRuntimeError (out of memory), matched by name through spec's MRO.
+    assert type(j_out).__name__ in [k.__name__ for k in type(s_out).__mro__], (j_out, s_out)
+    assert names in str(s_out)
+    if type(j_out).__name__ == "JaxRuntimeError":
+        assert str(s_out).startswith(str(j_out).split(".")[0])  # RESOURCE_EXHAUSTED: ...
+
+
+def test_unbounded_recursion_is_a_recursion_error_as_in_jax() -> None:
+    def endless(lib: ModuleType) -> Any:
+        def f(x: Any) -> Any:
+            return f(x + 1.0)
+        return lib.jit(f)
+
+    # A low limit: JAX traces each level slowly (about 3 ms), the class is the same.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        with pytest.raises(RecursionError):
+            endless(jax)(1.0)
+        with pytest.raises(RecursionError):
+            endless(spec)(1.0)
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _nested(depth: int) -> Any:
+    x: Any = 1.0
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+def test_deep_pytrees_go_through_jit_as_in_jax() -> None:
+    deep = _nested(900)
+    assert jax.jit(lambda t: jax.tree_util.tree_leaves(t)[0] + 1)(deep) == 2.0
+    assert spec.jit(lambda t: spec.tree_util.tree_leaves(t)[0] + 1)(deep) == 2.0
+    structure = spec.tree_util.tree_structure(deep)
+    assert structure == spec.tree_util.tree_structure(_nested(900))
+    assert structure != spec.tree_util.tree_structure(_nested(899))
+    assert hash(structure) == hash(spec.tree_util.tree_structure(_nested(900)))
+
+
+def test_a_cyclic_pytree_is_an_error_not_a_crash() -> None:
+    cyclic: list[Any] = [1.0]
+    cyclic.append(cyclic)
+    # JAX's C++ flatten raises a SystemError from a RecursionError; spec the RecursionError.
+    with pytest.raises((SystemError, RecursionError)):
+        jax.tree_util.tree_leaves(cyclic)
+    with pytest.raises(RecursionError):
+        spec.tree_util.tree_leaves(cyclic)
+    with pytest.raises(RecursionError):
+        spec.jit(lambda t: 0)(cyclic)
