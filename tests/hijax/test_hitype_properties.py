@@ -381,3 +381,80 @@ def test_gradient_of_a_hi_tangent_type_is_the_gradient_of_its_components(
         np.testing.assert_array_equal(np.asarray(gp.b), np.asarray(gb))
         np.testing.assert_array_equal(np.asarray(gq.a), np.zeros_like(a))
         np.testing.assert_array_equal(np.asarray(gq.b), np.zeros_like(b))
+
+
+def _dense(q: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    return q[0].astype(np.float32) * q[1][..., None]
+
+
+@settings(max_examples=10, deadline=None)
+@given(matrices, st.booleans())
+def test_jitted_cond_with_hi_results_is_the_cond_on_the_components(
+        x: np.ndarray, p: bool) -> None:
+    # (JAX 0.12 fails typing a cond with hi results under jit.)
+    r = spec.jit(lambda p, x: spec.lax.cond(p, lambda x: quantize(x * 3), quantize, x))(p, x)
+    want_q, want_scale = lo_quantize(x * np.float32(3) if p else x)
+    np.testing.assert_array_equal(np.asarray(r.qvalue), want_q)
+    np.testing.assert_array_equal(np.asarray(r.scale), want_scale)
+    k = int(p) + 1
+    r = spec.jit(lambda k, x: spec.lax.switch(
+        k, [quantize, lambda x: quantize(-x), lambda x: quantize(x * 3)], x))(k, x)
+    want_q, want_scale = lo_quantize([x, -x, x * np.float32(3)][k])
+    np.testing.assert_array_equal(np.asarray(r.qvalue), want_q)
+    # Straight-through rules: the gradient is the chosen branch's factor.
+    loss = lambda x, p: snp.sum(dequantize(spec.lax.cond(  # noqa: E731
+        p, lambda x: quantize(x * 3), quantize, x)))
+    for g in (spec.grad(spec.jit(loss)), spec.jit(spec.grad(loss))):
+        np.testing.assert_array_equal(np.asarray(g(x, p)), np.full(x.shape, 3 if p else 1,
+                                                                   np.float32))
+
+
+@settings(max_examples=10, deadline=None)
+@given(stacks)
+def test_cond_on_a_hi_carry_inside_a_jitted_scan_is_the_loop(xs: np.ndarray) -> None:
+    def step(q: Any, x: Any) -> Any:
+        return spec.lax.cond(snp.sum(x) > 0, lambda q: quantize(dequantize(q) + x),
+                             lambda q: q, q), None
+
+    last, _ = spec.jit(lambda q0, xs: spec.lax.scan(step, q0, xs))(quantize(xs[0]), xs)
+    want = lo_quantize(xs[0])
+    for x in xs:
+        if np.sum(x) > 0:
+            want = lo_quantize(_dense(want) + x)
+    np.testing.assert_array_equal(np.asarray(last.qvalue), want[0])
+    np.testing.assert_array_equal(np.asarray(last.scale), want[1])
+
+
+@settings(max_examples=10, deadline=None)
+@given(stacks, st.data())
+def test_vmap_of_while_and_cond_on_hi_values_is_a_loop(xs: np.ndarray,
+                                                       data: st.DataObject) -> None:
+    # (JAX 0.12 fails batching either with a mapping spec.)
+    n = xs.shape[0]
+    qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+    preds = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+
+    def thrice(q: Any) -> Any:
+        return spec.lax.while_loop(lambda c: c[0] < 3, lambda c: (
+            c[0] + 1, quantize(dequantize(c[1]) + 1)), (0, q))[1]
+
+    def doubled(p: Any, q: Any) -> Any:
+        return spec.lax.cond(p, lambda q: quantize(dequantize(q) * 2), lambda q: q, q)
+
+    def read(p: Any, q: Any) -> Any:
+        return spec.lax.cond(p, lambda q: dequantize(q) * 2, dequantize, q)
+
+    got = [spec.vmap(thrice, in_axes=Leading(), out_axes=Leading(), axis_size=n)(qxs),
+           spec.jit(spec.vmap(lambda q: doubled(True, q), in_axes=Leading(),
+                              out_axes=Leading(), axis_size=n))(qxs)]
+    for i in range(n):
+        want = lo_quantize(xs[i])
+        for _ in range(3):
+            want = lo_quantize(_dense(want) + 1)
+        np.testing.assert_array_equal(np.asarray(got[0].qvalue)[i], want[0])
+        np.testing.assert_array_equal(np.asarray(got[0].scale)[i], want[1])
+        np.testing.assert_array_equal(np.asarray(got[1].qvalue)[i],
+                                      lo_quantize(_dense(lo_quantize(xs[i])) * 2)[0])
+    per_example = spec.vmap(read, in_axes=(0, Leading()))(preds, qxs)
+    loop = np.stack([np.asarray(read(preds[i], quantize(xs[i]))) for i in range(n)])
+    np.testing.assert_array_equal(np.asarray(per_example), loop)

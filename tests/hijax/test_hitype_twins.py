@@ -193,6 +193,97 @@ jax.jvp(lambda p: first(p) * second(p), (pr,), (pr,))
 ''',
 }
 
+# Loops and branches with hi carries and operands: where JAX 0.12 runs them
+# (while_loop, eagerly and jitted; cond eagerly, and jitted with array
+# results), and the errors for a hi predicate, index or carry.
+WHILE = {
+    "hi carry, eagerly": '''
+c = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, quantize(dequantize(c[1]) + 1.)),
+                       (0, qzero))
+print(jax.typeof(c[1]), c[1].qvalue, c[1].scale)
+''',
+    "hi carry: jaxpr": '''
+jax.jit(lambda q: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (
+    c[0] + 1, quantize(dequantize(c[1]) + 1.)), (0, q))).trace(qzero).jaxpr
+''',
+    "hi carry, jitted": '''
+c = jax.jit(lambda q: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (
+    c[0] + 1, quantize(dequantize(c[1]) + 1.)), (0, q)))(qzero)
+print(jax.typeof(c[1]), c[1].qvalue, c[1].scale)
+''',
+    "predicate reads the hi carry": '''
+c = jax.jit(lambda q: jax.lax.while_loop(lambda q: jnp.sum(dequantize(q)) < 20.,
+                                         lambda q: quantize(dequantize(q) + 1.), q))(qzero)
+print(c.qvalue, c.scale)
+''',
+    "fori_loop, rolled and unrolled": '''
+for u in (1, True):
+  c = jax.jit(lambda q: jax.lax.fori_loop(0, 3, lambda i, q: quantize(dequantize(q) + i), q,
+                                          unroll=u))(qzero)
+  print(c.qvalue, c.scale)
+''',
+    "hi constants": '''
+print(jax.jit(lambda q, n: jax.lax.while_loop(
+    lambda i: i < n, lambda i: i + jnp.sum(dequantize(q)).astype(int), 0))(qx, 50))
+print(jax.lax.while_loop(lambda c: jnp.sum(dequantize(qx)) > c, lambda c: c + 5., 0.))
+''',
+    "carry changes type": '''
+jax.lax.while_loop(lambda q: True, lambda q: dequantize(q), qx)
+''',
+    "disable_jit": '''
+with jax.disable_jit():
+  jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1]), (0, qzero))
+''',
+}
+
+COND = {
+    "hi operand and result, eagerly": '''
+r = jax.lax.cond(True, lambda q: quantize(dequantize(q) * 2.), lambda q: q, qx)
+print(jax.typeof(r), r.qvalue, r.scale)
+''',
+    "hi operand, array result, jitted": '''
+print(jax.jit(lambda p, q: jax.lax.cond(p, lambda q: dequantize(q) * 2., lambda q: dequantize(q),
+                                        q))(True, qx))
+''',
+    "grad to an array through a hi result": '''
+print(jax.grad(lambda x, p: jnp.sum(dequantize(jax.lax.cond(
+    p, lambda x: quantize(x * 3.), lambda x: quantize(x), x))))(x, True))
+''',
+    "grad to a hi operand": '''
+f = lambda q, p: jnp.sum(jax.lax.cond(p, lambda q: dequantize(q) * 3.,
+                                      lambda q: dequantize(q) ** 2, q))
+print(jax.grad(f)(qx, False))
+print(jax.jit(jax.grad(f))(qx, True))
+''',
+    "vjp to a hi operand": '''
+y, f = jax.vjp(lambda q: jax.lax.cond(True, lambda q: dequantize(q) * 3., lambda q: dequantize(q),
+                                      q), qx)
+print(jax.typeof(f(jnp.ones((2, 3)))[0]), f(jnp.ones((2, 3))))
+''',
+    "pair gradients by branch": '''
+for b in (True, False):
+  g = jax.grad(lambda p, b: jnp.sum(jax.lax.cond(b, lambda p: first(p) * second(p),
+                                                 lambda p: first(p), p)))(pr, b)
+  print(jax.typeof(g), g.a, g.b)
+''',
+    "branches of different types": '''
+jax.lax.cond(True, lambda q: q, lambda q: dequantize(q), qx)
+''',
+    "hi predicate": '''
+jax.lax.cond(qx, lambda: 1., lambda: 2.)
+''',
+    "hi predicate, jitted": '''
+jax.jit(lambda q: jax.lax.cond(q, lambda: 1., lambda: 2.))(qx)
+''',
+    "hi branch index": '''
+jax.lax.switch(qx, [lambda: 1., lambda: 2.])
+''',
+    "disable_jit": '''
+with jax.disable_jit():
+  print(jax.lax.cond(True, lambda q: quantize(dequantize(q) * 2.), lambda q: q, qx).scale)
+''',
+}
+
 EXPAND_COUNTS = {
     "a jitted program called three times": '''
 f = jax.jit(lambda x: cd(cq(x)))
@@ -243,7 +334,8 @@ BAD_INPUT = {
     "a method": "jax.jit(lambda q: q.sum())(qx)",
 }
 
-GROUPS = {"scan": SCAN, "vspace": VSPACE, "expand": EXPAND_COUNTS, "bad input": BAD_INPUT}
+GROUPS = {"scan": SCAN, "while": WHILE, "cond": COND, "vspace": VSPACE,
+          "expand": EXPAND_COUNTS, "bad input": BAD_INPUT}
 TWINS = [(group, name, cell) for group, cells in GROUPS.items() for name, cell in cells.items()]
 PROGRAM = [*SETUP, PAIR_TYPE, COUNTED, *(cell for _, _, cell in TWINS)]
 

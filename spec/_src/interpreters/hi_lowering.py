@@ -91,6 +91,23 @@ def eval_lowering(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> l
     return [read(v) for v in jaxpr.outvars]
 
 
+def bind_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``jaxpr`` by binding each equation's primitive, so that an
+    equation applied to hi values themselves runs its ``to_lojax`` rule (as
+    ``bind`` does; ``eval_jaxpr`` hands values straight to the trace)."""
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Any) -> Any:
+        return literal_value(atom) if isinstance(atom, Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        for v, o in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
 def lower_call(args: Sequence[Any], jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any]]:
     """A call's body lowered, and its operands as their components."""
     los = [lo for a, x in zip(jaxpr.in_avals, args) for lo in lower_value(a, x)]
@@ -102,4 +119,5 @@ def expand_flags(avals: Sequence[Any], flags: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(f for a, f in zip(avals, flags) for _ in lo_types(a))
 
 
-__all__ = ["eval_lowering", "expand_flags", "has_hi_types", "lower_call", "lower_jaxpr"]
+__all__ = ["bind_jaxpr", "eval_lowering", "expand_flags", "has_hi_types", "lower_call",
+           "lower_jaxpr"]
