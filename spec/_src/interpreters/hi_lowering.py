@@ -83,6 +83,7 @@ def eval_lowering(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> l
                     f"'{prim.name}' has no rule for hi-typed operands or results (to_lojax); "
                     f"its equation {eqn} cannot be lowered")
             outs = prim.to_lojax(*ins, **eqn.params)
+            outs = outs if prim.multiple_results else [outs]
         else:
             out = prim.bind(*ins, **eqn.params)
             outs = out if prim.multiple_results else [out]
