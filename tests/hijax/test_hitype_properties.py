@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -517,3 +518,30 @@ def test_vmap_of_a_scan_with_hi_carries_is_a_loop(xs: np.ndarray, data: st.DataO
                                                        * dequantize(r)), None),
                              np.float32(0), qxs, length=n)[0]
         np.testing.assert_allclose(np.asarray(read)[i], np.asarray(loop), rtol=1e-6)
+
+
+def test_vmap_refuses_to_move_or_broadcast_hi_values() -> None:
+    # Where a batched program would have to move a hi value's batch axis
+    # (behind a scanned axis), broadcast it, or select between hi values
+    # per example, vmap refuses, naming the type (JAX 0.12 fails on all of
+    # these with internal errors).
+    xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
+    qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+    programs = {
+        "scanned-over value of type q8[2,3]": lambda: spec.vmap(
+            lambda q: spec.lax.scan(lambda c, r: (c, None), 0., q, length=2)[0],
+            in_axes=Leading(), axis_size=4)(qxs),
+        "stacked result of type q8[2,2,3]": lambda: spec.vmap(
+            lambda x: spec.lax.scan(lambda c, r: (c, quantize(r)), 0., x)[1],
+            out_axes=Leading())(np.ones((4, 2, 2, 3), np.float32)),
+        "carry unbatched initially of type q8[2,3]": lambda: spec.jit(spec.vmap(
+            lambda q0, x: spec.lax.scan(lambda c, r: (quantize(dequantize(c) + r), None),
+                                        q0, x)[0], in_axes=(None, 0), out_axes=Leading()))(
+            quantize(xs[0]), np.ones((4, 2, 2, 3), np.float32)),
+        "selects per example between values of type q8[2,3]": lambda: spec.vmap(
+            lambda p, q: spec.lax.cond(p, lambda q: quantize(dequantize(q)), lambda q: q, q),
+            in_axes=(0, Leading()))(np.array([True, False, True, False]), qxs),
+    }
+    for what, run in programs.items():
+        with pytest.raises(NotImplementedError, match=what.replace("[", r"\[")):
+            run()

@@ -308,7 +308,7 @@ def _implicit_pvary(x: Any, spec: Any, mesh: AbstractMesh, manual: frozenset[Any
     type's own (its components vary as their blocks do)."""
     if not isinstance(spec, P):
         return x
-    vma = getattr(canonical_aval_of(x), "vma", frozenset())
+    vma: frozenset[Any] = getattr(canonical_aval_of(x), "vma", frozenset())
     split = {n for e in spec.partitions if e is not None
              for n in ((e,) if isinstance(e, str) else e)}
     missing = tuple(n for n in mesh.axis_names if n in split and n in manual and n not in vma)
