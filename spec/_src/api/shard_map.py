@@ -287,7 +287,9 @@ def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: A
         out = f(*tree_util.tree_unflatten(in_tree, list(xs)))
         flat, tree = tree_util.tree_flatten(out)
         out_tree_box.append(tree)
-        if check_vma:
+        # (A hi operand's block does not record the axes its components vary
+        # along, nor do values computed from it: such a body gets no cast.)
+        if check_vma and not any(is_high(a) for a in local):
             specs = _specs_for(out_specs, tree, len(flat), "out_specs")
             flat = [_implicit_pvary(x, s, mesh, manual) for x, s in zip(flat, specs)]
         return flat
