@@ -1200,17 +1200,16 @@ def _while(prim: Primitive) -> PD.Program:
 # ------------------------------------------------------------- hi types
 
 
-def _components(avals: Sequence[Any], xs: Sequence[Any]) -> tuple[list[Any], list[int]]:
-    """The values' components, and how many each value has."""
-    parts = [lower_value(a, x) for a, x in zip(avals, xs)]
-    return [lo for p in parts for lo in p], [len(p) for p in parts]
+def _components(avals: Sequence[Any], xs: Sequence[Any]) -> list[Any]:
+    """The values' components, in order."""
+    return [lo for a, x in zip(avals, xs) for lo in lower_value(a, x)]
 
 
 def _cond_to_lojax(index: Any, *ops: Any, branches: tuple[Jaxpr, ...]) -> list[Any]:
     """A cond with hi-typed operands or results: the cond of its lowered
     branches on the operands' components (the branches take the components'
     own types, as the values have them); the results raised again."""
-    los, _ = _components(branches[0].in_avals, ops)
+    los = _components(branches[0].in_avals, ops)
     lo_in = [canonical_aval_of(lo) for lo in los]
     lowered = tuple(lower_jaxpr(b, lo_in) for b in branches)
     outs = cond_p.bind(index, *los, branches=lowered)
@@ -1223,10 +1222,10 @@ def _while_to_lojax(*args: Any, cond_nconsts: int, cond_jaxpr: Jaxpr, body_ncons
     lowered predicate and body over the components; the carries raised
     again."""
     cconsts, bconsts, carry = _split3(args, cond_nconsts, body_nconsts)
-    lo_c, _ = _components(cond_jaxpr.in_avals[:cond_nconsts], cconsts)
-    lo_b, _ = _components(body_jaxpr.in_avals[:body_nconsts], bconsts)
+    lo_c = _components(cond_jaxpr.in_avals[:cond_nconsts], cconsts)
+    lo_b = _components(body_jaxpr.in_avals[:body_nconsts], bconsts)
     carry_avals = body_jaxpr.in_avals[body_nconsts:]
-    lo_k, _ = _components(carry_avals, carry)
+    lo_k = _components(carry_avals, carry)
     ty = [canonical_aval_of(lo) for lo in lo_k]
     lo_cond = lower_jaxpr(cond_jaxpr, [*map(canonical_aval_of, lo_c), *ty])
     lo_body = lower_jaxpr(body_jaxpr, [*map(canonical_aval_of, lo_b), *ty])
