@@ -193,6 +193,97 @@ jax.jvp(lambda p: first(p) * second(p), (pr,), (pr,))
 ''',
 }
 
+# Loops and branches with hi carries and operands: where JAX 0.12 runs them
+# (while_loop, eagerly and jitted; cond eagerly, and jitted with array
+# results), and the errors for a hi predicate, index or carry.
+WHILE = {
+    "hi carry, eagerly": '''
+c = jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, quantize(dequantize(c[1]) + 1.)),
+                       (0, qzero))
+print(jax.typeof(c[1]), c[1].qvalue, c[1].scale)
+''',
+    "hi carry: jaxpr": '''
+jax.jit(lambda q: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (
+    c[0] + 1, quantize(dequantize(c[1]) + 1.)), (0, q))).trace(qzero).jaxpr
+''',
+    "hi carry, jitted": '''
+c = jax.jit(lambda q: jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (
+    c[0] + 1, quantize(dequantize(c[1]) + 1.)), (0, q)))(qzero)
+print(jax.typeof(c[1]), c[1].qvalue, c[1].scale)
+''',
+    "predicate reads the hi carry": '''
+c = jax.jit(lambda q: jax.lax.while_loop(lambda q: jnp.sum(dequantize(q)) < 20.,
+                                         lambda q: quantize(dequantize(q) + 1.), q))(qzero)
+print(c.qvalue, c.scale)
+''',
+    "fori_loop, rolled and unrolled": '''
+for u in (1, True):
+  c = jax.jit(lambda q: jax.lax.fori_loop(0, 3, lambda i, q: quantize(dequantize(q) + i), q,
+                                          unroll=u))(qzero)
+  print(c.qvalue, c.scale)
+''',
+    "hi constants": '''
+print(jax.jit(lambda q, n: jax.lax.while_loop(
+    lambda i: i < n, lambda i: i + jnp.sum(dequantize(q)).astype(int), 0))(qx, 50))
+print(jax.lax.while_loop(lambda c: jnp.sum(dequantize(qx)) > c, lambda c: c + 5., 0.))
+''',
+    "carry changes type": '''
+jax.lax.while_loop(lambda q: True, lambda q: dequantize(q), qx)
+''',
+    "disable_jit": '''
+with jax.disable_jit():
+  jax.lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1]), (0, qzero))
+''',
+}
+
+COND = {
+    "hi operand and result, eagerly": '''
+r = jax.lax.cond(True, lambda q: quantize(dequantize(q) * 2.), lambda q: q, qx)
+print(jax.typeof(r), r.qvalue, r.scale)
+''',
+    "hi operand, array result, jitted": '''
+print(jax.jit(lambda p, q: jax.lax.cond(p, lambda q: dequantize(q) * 2., lambda q: dequantize(q),
+                                        q))(True, qx))
+''',
+    "grad to an array through a hi result": '''
+print(jax.grad(lambda x, p: jnp.sum(dequantize(jax.lax.cond(
+    p, lambda x: quantize(x * 3.), lambda x: quantize(x), x))))(x, True))
+''',
+    "grad to a hi operand": '''
+f = lambda q, p: jnp.sum(jax.lax.cond(p, lambda q: dequantize(q) * 3.,
+                                      lambda q: dequantize(q) ** 2, q))
+print(jax.grad(f)(qx, False))
+print(jax.jit(jax.grad(f))(qx, True))
+''',
+    "vjp to a hi operand": '''
+y, f = jax.vjp(lambda q: jax.lax.cond(True, lambda q: dequantize(q) * 3., lambda q: dequantize(q),
+                                      q), qx)
+print(jax.typeof(f(jnp.ones((2, 3)))[0]), f(jnp.ones((2, 3))))
+''',
+    "pair gradients by branch": '''
+for b in (True, False):
+  g = jax.grad(lambda p, b: jnp.sum(jax.lax.cond(b, lambda p: first(p) * second(p),
+                                                 lambda p: first(p), p)))(pr, b)
+  print(jax.typeof(g), g.a, g.b)
+''',
+    "branches of different types": '''
+jax.lax.cond(True, lambda q: q, lambda q: dequantize(q), qx)
+''',
+    "hi predicate": '''
+jax.lax.cond(qx, lambda: 1., lambda: 2.)
+''',
+    "hi predicate, jitted": '''
+jax.jit(lambda q: jax.lax.cond(q, lambda: 1., lambda: 2.))(qx)
+''',
+    "hi branch index": '''
+jax.lax.switch(qx, [lambda: 1., lambda: 2.])
+''',
+    "disable_jit": '''
+with jax.disable_jit():
+  print(jax.lax.cond(True, lambda q: quantize(dequantize(q) * 2.), lambda q: q, qx).scale)
+''',
+}
+
 EXPAND_COUNTS = {
     "a jitted program called three times": '''
 f = jax.jit(lambda x: cd(cq(x)))
@@ -243,9 +334,66 @@ BAD_INPUT = {
     "a method": "jax.jit(lambda q: q.sum())(qx)",
 }
 
-GROUPS = {"scan": SCAN, "vspace": VSPACE, "expand": EXPAND_COUNTS, "bad input": BAD_INPUT}
+# On a mesh: the page's partition spec for quantized arrays (cells 30-31),
+# then reshard of hi values (the type's ``reshard`` gives the result type;
+# each component moves to its sharding there), device_put of a hi value
+# (refused, JAX's message) and autodiff through shard_map of a spec without
+# a tangent spec.
+MESH_SETUP = [CELLS[30], CELLS[31], '''
+mesh = jax.make_mesh((4,), ('i',))
+rows = jnp.arange(24., dtype='float32').reshape(8, 3)
+''']
+
+SHARDING = {
+    "reshard without a reshard method": '''
+with jax.set_mesh(mesh):
+  jax.sharding.reshard(quantize(rows), jax.P('i'))
+''',
+    "reshard by a PartitionSpec": '''
+QArrayTy.reshard = lambda self, s: QArrayTy(self.shape, s)
+with jax.set_mesh(mesh):
+  q = jax.sharding.reshard(quantize(rows), jax.P('i'))
+  print(jax.typeof(q), q.qvalue.sharding.spec, q.scale.sharding.spec, q.scale)
+''',
+    "reshard under jit": '''
+with jax.set_mesh(mesh):
+  f = jax.jit(lambda x: jax.sharding.reshard(quantize(x), jax.P('i')))
+  print(f.trace(rows).jaxpr)
+  q = f(rows)
+  print(jax.typeof(q), q.qvalue.sharding.spec, q.scale.sharding.spec)
+  q = jax.jit(lambda q: jax.sharding.reshard(q, jax.P('i')))(quantize(rows))
+  print(jax.typeof(q), q.qvalue.sharding.spec)
+''',
+    "reshard by a NamedSharding": '''
+with jax.set_mesh(mesh):
+  q = jax.sharding.reshard(quantize(rows), jax.NamedSharding(mesh, jax.P('i')))
+  print(jax.typeof(q), q.qvalue.sharding.spec)
+''',
+    "device_put": '''
+with jax.set_mesh(mesh):
+  jax.device_put(quantize(rows), jax.P('i'))
+''',
+    "device_put, no placement": "jax.device_put(qx)",
+    "device_put under jit": "jax.jit(lambda q: jax.device_put(q))(qx)",
+    "grad through shard_map, no tangent spec": '''
+with jax.set_mesh(mesh):
+  rows_i = jax.device_put(rows, jax.P('i'))
+  f = jax.shard_map(quantize, in_specs=jax.P('i'), out_specs=QArrayP(jax.P('i')))
+  jax.jit(jax.grad(lambda x: jnp.sum(dequantize(f(x)) ** 2)))(rows_i)
+''',
+    "grad through shard_map of a hi operand, no tangent spec": '''
+with jax.set_mesh(mesh):
+  g = jax.shard_map(dequantize, in_specs=QArrayP(jax.P('i')), out_specs=jax.P('i'))
+  jax.jit(jax.grad(lambda q: jnp.sum(g(q) ** 2)))(quantize(jax.device_put(rows, jax.P('i'))))
+''',
+}
+
+GROUPS = {"scan": SCAN, "while": WHILE, "cond": COND, "vspace": VSPACE,
+          "expand": EXPAND_COUNTS, "bad input": BAD_INPUT, "sharding": SHARDING}
 TWINS = [(group, name, cell) for group, cells in GROUPS.items() for name, cell in cells.items()]
-PROGRAM = [*SETUP, PAIR_TYPE, COUNTED, *(cell for _, _, cell in TWINS)]
+_FIRST_ON_MESH = [g for g, _, _ in TWINS].index("sharding")
+PROGRAM = [*SETUP, PAIR_TYPE, COUNTED, *(cell for _, _, cell in TWINS[:_FIRST_ON_MESH]),
+           *MESH_SETUP, *(cell for _, _, cell in TWINS[_FIRST_ON_MESH:])]
 
 _JAX_PROGRAM = """
 import json
@@ -260,14 +408,23 @@ print(json.dumps([run_cell(c, ns) for c in PROGRAM]))
 @functools.cache
 def run(impl: str) -> tuple[str, ...]:
     if impl == "jax":
-        proc = run_process([sys.executable, "-c", _JAX_PROGRAM], env=jax_env(1), timeout=600)
+        proc = run_process([sys.executable, "-c", _JAX_PROGRAM], env=jax_env(8), timeout=600)
         outs = json.loads(proc.stdout.strip().splitlines()[-1])
     else:
-        ns = namespace("spec")
-        outs = [run_cell(c, ns) for c in PROGRAM]
+        import spec
+        before = spec.config.jax_num_cpu_devices
+        spec.config.update("jax_num_cpu_devices", 8)
+        try:
+            ns = namespace("spec")
+            with spec.set_mesh(None):
+                outs = [run_cell(c, ns) for c in PROGRAM]
+        finally:
+            spec.config.update("jax_num_cpu_devices", before)
     # The set-up cells run cleanly on both.
-    assert not any(o.startswith("raises") for o in outs[:len(SETUP) + 2]), outs
-    return tuple(outs[len(SETUP) + 2:])
+    head, mesh_at = len(SETUP) + 2, len(SETUP) + 2 + _FIRST_ON_MESH
+    setup = [*outs[:head], *outs[mesh_at:mesh_at + len(MESH_SETUP)]]
+    assert not any(o.startswith("raises") for o in setup), outs
+    return tuple([*outs[head:mesh_at], *outs[mesh_at + len(MESH_SETUP):]])
 
 
 @pytest.mark.parametrize("k", [pytest.param(k, id=f"{group}: {name}")

@@ -198,6 +198,22 @@ cell("invariant values are concrete eagerly", lambda: jax.shard_map(
 cell("zeros_like inside", lambda: print(jax.make_jaxpr(jax.shard_map(
     lambda v: (jnp.zeros_like(v), jnp.full_like(v, 2.), jnp.zeros_like(v, shape=(3,))),
     in_specs=jax.P('i'), out_specs=(jax.P('i'),) * 3))(x)))
+# Results varying along fewer axes than their out_specs split them over end
+# in an implicit pvary (with check_vma).
+widen = jax.shard_map(lambda v, c: (v, c * 2., jnp.ones(4), jax.lax.psum(v, 'i')),
+                      in_specs=(jax.P('i'), jax.P()), out_specs=(jax.P('i'),) * 4)
+cell("implicit pvary jaxpr", lambda: print(jax.make_jaxpr(widen)(x, jnp.arange(4.))))
+cell("implicit pvary value", lambda: print(*jax.jit(widen)(x, jnp.arange(4.))))
+def full_message(f):
+  try:
+    f()
+  except ValueError as e:
+    print(str(e))
+cell("out_specs entry named by its path", lambda: full_message(lambda: jax.make_jaxpr(
+    jax.shard_map(lambda v: (v, {'a': jnp.sum(v)}), in_specs=jax.P('i'),
+                  out_specs=(jax.P('i'), {'a': jax.P()})))(x)))
+cell("a bare out_specs named without a path", lambda: full_message(lambda: jax.make_jaxpr(
+    jax.shard_map(lambda v: jnp.sum(v), in_specs=jax.P('i'), out_specs=jax.P()))(x)))
 '''
 
 
@@ -222,7 +238,9 @@ CASES = [("two", k) for k in ["jaxpr", "jaxpr no check_vma", "eager values", "ji
     [("nested", k) for k in ["scan inside", "scan inside jaxpr", "scan carry varying",
                             "scan carry varying jaxpr", "shard_map in scan", "cond inside",
                             "jit inside", "grad of scan inside", "zeros_like inside",
-                            "invariant values are concrete eagerly"]]
+                            "invariant values are concrete eagerly", "implicit pvary jaxpr",
+                            "implicit pvary value", "out_specs entry named by its path",
+                            "a bare out_specs named without a path"]]
 
 
 @pytest.mark.parametrize("group,name", CASES)

@@ -30,6 +30,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.hitypes import HiPspec, is_high
 from spec._src.core.types import AXIS_ORDER
 from spec._src.interpreters import spmd as S
+from spec._src.lax.collectives import pvary
 from spec._src.lax.shard_map import (
     _entry,
     _inside,
@@ -167,7 +168,7 @@ def _call(f: Callable[..., Any], args: tuple[Any, ...], mesh_arg: Any, in_specs:
                 "refs from `with_refs`. Please use it under `jax.jit`.")
         return _call_eager(f, leaves, in_tree, local, specs, mesh, concrete, out_specs, who,
                            check_vma, manual)
-    jaxpr, out_tree = _traced(f, in_tree, tuple(local), mesh, check_vma, manual)
+    jaxpr, out_tree = _traced(f, in_tree, tuple(local), mesh, check_vma, manual, out_specs)
     o_specs = _out_specs(out_specs, out_tree, jaxpr.out_avals, who, manual, check_vma, mesh)
     # The equation holds the mesh the map was given (JAX prints a concrete
     # mesh as such); the rules read its abstract mesh.
@@ -210,8 +211,29 @@ def _out_specs(out_specs: Any, out_tree: Any, out_avals: list[Any], who: str,
     bare = eager and isinstance(out_specs, P) and out_tree.num_leaves == 1 and \
         out_tree.num_nodes == 1
     out_who = "shard_map applied to the function '_rem_singleton'" if bare else who
-    _check_out_specs(out_who, out_avals, o_specs, manual, check_vma, mesh, bare)
+    _check_out_specs(out_who, out_avals, o_specs, manual, check_vma, mesh,
+                     _spec_keys(out_specs, out_tree, len(out_avals)))
     return o_specs
+
+
+def _spec_keys(specs: Any, tree: Any, n: int) -> list[str]:
+    """Per output, the path of the out_specs entry that covers it (JAX's
+    messages name it: ``out_specs[1]['a']``, or ``out_specs`` for one P)."""
+    keys: list[str] = []
+
+    def walk(pre: Any, td: Any, path: tuple[Any, ...]) -> None:
+        if pre is None or isinstance(pre, (P, HiPspec)):
+            keys.extend([tree_util.keystr(path)] * td.num_leaves)
+            return
+        kids, _ = tree_util.flatten_one_level_with_keys(pre)
+        for (k, kid), t in zip(kids, td.children()):
+            walk(kid, t, (*path, k))
+
+    try:
+        walk(specs, tree, ())
+    except (ValueError, TypeError):  # (a prefix mismatch is reported before the keys matter)
+        return [f"[{i}]" for i in range(n)]
+    return keys if len(keys) == n else [f"[{i}]" for i in range(n)]
 
 
 def _call_eager(f: Callable[..., Any], leaves: list[Any], in_tree: Any, local: list[Any],
@@ -244,13 +266,15 @@ _TRACES: dict[Any, tuple[Any, Any]] = {}
 
 
 def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: AbstractMesh,
-            check_vma: bool, manual: frozenset[Any]) -> tuple[Any, Any]:
+            check_vma: bool, manual: frozenset[Any], out_specs: Any) -> tuple[Any, Any]:
     """The body traced on the block types (cached, as JAX caches it, unless
-    it closes over values of an enclosing trace)."""
+    it closes over values of an enclosing trace). With ``check_vma``, a
+    result that varies along fewer manual axes than its out_spec splits it
+    over ends in a ``pvary`` to them (JAX's implicit cast)."""
     # Eagerly JAX runs the body op by op each call; staged, it reuses a trace.
     key: Any = None
     if not isinstance(current_trace(), EvalTrace):
-        key = (f, in_tree, local, mesh, check_vma, manual, config.values_key())
+        key = (f, in_tree, local, mesh, check_vma, manual, out_specs, config.values_key())
         try:
             hit = _TRACES.get(key)
         except TypeError:  # an unhashable function: trace every time
@@ -263,6 +287,11 @@ def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: A
         out = f(*tree_util.tree_unflatten(in_tree, list(xs)))
         flat, tree = tree_util.tree_flatten(out)
         out_tree_box.append(tree)
+        # (A hi operand's block does not record the axes its components vary
+        # along, nor do values computed from it: such a body gets no cast.)
+        if check_vma and not any(is_high(a) for a in local):
+            specs = _specs_for(out_specs, tree, len(flat), "out_specs")
+            flat = [_implicit_pvary(x, s, mesh, manual) for x, s in zip(flat, specs)]
         return flat
 
     for i, a in enumerate(mesh.axis_names):
@@ -273,6 +302,19 @@ def _traced(f: Callable[..., Any], in_tree: Any, local: tuple[Any, ...], mesh: A
     if key is not None and not any(isinstance(c, Tracer) for c in jaxpr.consts):
         _TRACES[key] = result
     return result
+
+
+def _implicit_pvary(x: Any, spec: Any, mesh: AbstractMesh, manual: frozenset[Any]) -> Any:
+    """``x`` cast to vary along the manual axes ``spec`` splits it over that
+    it does not vary along yet (in mesh order); a hi type's spec is the
+    type's own (its components vary as their blocks do)."""
+    if not isinstance(spec, P):
+        return x
+    vma: frozenset[Any] = getattr(canonical_aval_of(x), "vma", frozenset())
+    split = {n for e in spec.partitions if e is not None
+             for n in ((e,) if isinstance(e, str) else e)}
+    missing = tuple(n for n in mesh.axis_names if n in split and n in manual and n not in vma)
+    return pvary(x, missing) if missing else x
 
 
 def _names(spec: P) -> dict[int, tuple[Any, ...]]:
@@ -338,7 +380,7 @@ def _check_in_specs(name: str, mesh: AbstractMesh, avals: list[Any], specs: list
 
 
 def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: frozenset[Any],
-                     check_vma: bool, mesh: AbstractMesh, bare: bool = False) -> None:
+                     check_vma: bool, mesh: AbstractMesh, keys: list[str]) -> None:
     bad: list[tuple[int, P, Any]] = []
     for i, (aval, spec) in enumerate(zip(out_avals, specs)):
         if is_high(aval):
@@ -368,7 +410,7 @@ def _check_out_specs(who: str, out_avals: list[Any], specs: list[P], manual: fro
                         f" on the out_aval. Got out_specs={spec} and"
                         f" out_aval={aval.str_short(True)}")
     if bad:
-        msgs = [_vma_message("" if bare else f"[{i}]", spec, aval, mesh, named_of(spec))
+        msgs = [_vma_message(keys[i], spec, aval, mesh, named_of(spec))
                 for i, spec, aval in bad]
         shown = msgs[0] if len(msgs) == 1 else "\n\n".join("* " + m for m in msgs)
         raise ValueError(

@@ -21,6 +21,8 @@ from spec._src.core import tree_util
 from spec._src.core.backend import Axes, Bufs, current_backend
 from spec._src.core.compiler_options import xla_flag
 from spec._src.core.config import config
+from spec._src.core.hitypes import hi_type_of, is_hi_value, is_high
+from spec._src.core.interpreter import Tracer
 from spec._src.core.sharding import (
     NamedSharding,
     P,
@@ -219,6 +221,13 @@ def _prefix_mismatch(x: Any, device: Any) -> ValueError:
 
 def _put_leaf(leaf: Any, placement: Any) -> Any:
     refuse_jax_array(leaf)
+    aval = getattr(leaf, "aval", None) if isinstance(leaf, Tracer) else (
+        hi_type_of(leaf) if is_hi_value(leaf) else None)
+    if is_high(aval):
+        raise NotImplementedError(
+            f"jax.device_put does not yet support values of hijax type {aval}. Instead, shard "
+            "the value's components (e.g. before constructing it), or produce the value with "
+            "the desired sharding under jit or shard_map.")
     if isinstance(placement, P):
         mesh = get_concrete_mesh()
         if mesh.empty:

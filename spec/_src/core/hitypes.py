@@ -103,6 +103,9 @@ class HiType(AbstractValue):
     def nospec(self, mesh: Any, check_vma: bool, all_names: tuple[Any, ...]) -> Any:
         return _must_override(self, "nospec", "autodiff through shard_map")
 
+    def reshard(self, sharding: Any) -> Any:
+        return _must_override(self, "reshard", "reshard")
+
     def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
         return type(self).__name__
 

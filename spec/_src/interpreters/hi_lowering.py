@@ -83,10 +83,28 @@ def eval_lowering(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> l
                     f"'{prim.name}' has no rule for hi-typed operands or results (to_lojax); "
                     f"its equation {eqn} cannot be lowered")
             outs = prim.to_lojax(*ins, **eqn.params)
+            outs = outs if prim.multiple_results else [outs]
         else:
             out = prim.bind(*ins, **eqn.params)
             outs = out if prim.multiple_results else [out]
         for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def bind_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``jaxpr`` by binding each equation's primitive, so that an
+    equation applied to hi values themselves runs its ``to_lojax`` rule (as
+    ``bind`` does; ``eval_jaxpr`` hands values straight to the trace)."""
+    env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+
+    def read(atom: Any) -> Any:
+        return literal_value(atom) if isinstance(atom, Literal) else env[atom]
+
+    for eqn in jaxpr.eqns:
+        out = eqn.primitive.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        for v, o in zip(eqn.outvars, out if eqn.primitive.multiple_results else [out]):
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
 
@@ -102,4 +120,5 @@ def expand_flags(avals: Sequence[Any], flags: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(f for a, f in zip(avals, flags) for _ in lo_types(a))
 
 
-__all__ = ["eval_lowering", "expand_flags", "has_hi_types", "lower_call", "lower_jaxpr"]
+__all__ = ["bind_jaxpr", "eval_lowering", "expand_flags", "has_hi_types", "lower_call",
+           "lower_jaxpr"]

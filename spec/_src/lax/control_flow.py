@@ -24,9 +24,10 @@ import numpy as np
 
 from spec._src.core import tree_util
 from spec._src.core.effects import io_effect, ordered_io_effect
+from spec._src.core.errors import TracerArrayConversionError
 from spec._src.core.debug_info import DebugInfo, func_src_info
 from spec._src.core import types as T
-from spec._src.core.hitypes import is_high
+from spec._src.core.hitypes import is_hi_value, is_high, lower_value, raise_values
 from spec._src.core.config import config
 from spec._src.core.interpreter import (
     Atom,
@@ -59,6 +60,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.ad_util import Zero, instantiate, zero_jvp, zeros_like_aval
 from spec._src.interpreters.batching import AxisData, BatchDim
+from spec._src.interpreters.hi_lowering import bind_jaxpr, lower_jaxpr
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.calls import TransposedOperands
@@ -609,6 +611,26 @@ def _select_or_stop(chosen: Any, x: Any) -> Any:
     return select(_bcast_to(chosen, x), x, stopped)
 
 
+def _refuse_hi_broadcast(avals: Sequence[Any], before: Sequence[bool],
+                         after: Sequence[bool], what: str) -> None:
+    """An unbatched hi value that would have to become batched: a hi type
+    has no broadcast (NotImplementedError naming the type)."""
+    for a, b0, b1 in zip(avals, before, after):
+        if is_high(a) and b1 and not b0:
+            raise NotImplementedError(
+                f"vmap: a {what} of type {a.str_short(True)} is unbatched but the loop or "
+                "branch makes it batched; a hi type cannot be broadcast along the batch axis")
+
+
+def _refuse_hi_select(avals: Sequence[Any], what: str) -> None:
+    """A per-example choice between hi values (select_n): a hi type has none."""
+    for a in avals:
+        if is_high(a):
+            raise NotImplementedError(
+                f"{what} selects per example between values of type {a.str_short(True)}; a "
+                "hi type has no select")
+
+
 def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                 branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
     if any(is_ref_type(v.aval) for b in branches for v in b.invars):
@@ -619,31 +641,58 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
         # into Python through io_callback.
         raise NotImplementedError("IO effect not supported in vmap-of-cond.")
     n_out = len(branches[0].outvars)
+    in_avals = branches[0].in_avals
     if dims[0] is not None:
         # A batched index: every branch runs on the whole batch and select_n
         # picks per example. Each branch sees its operands only where it is
         # chosen (stop_gradient elsewhere), so that reverse mode through the
-        # unchosen branches contributes nothing.
-        index, *ops = [batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
-                       for x, d in zip(args, dims)]
+        # unchosen branches contributes nothing. A hi operand keeps its
+        # mapping spec (or stays unbatched) and is passed whole.
+        _refuse_hi_select(branches[0].out_avals, "vmap of a cond with a batched predicate")
+        index = batching.bdim_at_front(args[0], dims[0], axis.size, axis.explicit_mesh_axis)
+        hi = [is_high(a) for a in in_avals]
+        ops = [x if h else batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
+               for x, d, h in zip(args[1:], dims[1:], hi)]
+        op_dims = [d if h else 0 for d, h in zip(dims[1:], hi)]
         branch_outs = []
         for i, b in enumerate(branches):
-            bj, _ = batching.batch_jaxpr(b, axis, [0] * len(ops), [0] * n_out)
+            bj, _ = batching.batch_jaxpr(b, axis, op_dims, [0] * n_out)
             chosen = eq(index, np.array(i, np.int32))
-            ops_i = [_select_or_stop(chosen, x) for x in ops]
-            branch_outs.append(eval_jaxpr(bj, bj.consts, *ops_i))
+            ops_i = [x if h else _select_or_stop(chosen, x) for x, h in zip(ops, hi)]
+            branch_outs.append(bind_jaxpr(bj, bj.consts, ops_i) if any(hi)
+                               else eval_jaxpr(bj, bj.consts, *ops_i))
         outs = [select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
         return outs, [0] * n_out
     index, *ops = args
-    op_dims: list[BatchDim] = [None if d is None else 0 for d in dims[1:]]
-    ops = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(ops, dims[1:])]
-    out_bat = [any(col) for col in zip(*(
-        [d is not None for d in batching.batch_jaxpr(b, axis, op_dims)[1]] for b in branches))]
-    wanted: list[BatchDim] = [0 if b else None for b in out_bat]
+    # Batched array operands move to axis 0; a batched hi one keeps its spec.
+    op_dims = [None if d is None else d if is_high(a) else 0
+               for d, a in zip(dims[1:], in_avals)]
+    ops = [x if d is None or is_high(a) else batching.moveaxis(x, d, 0)
+           for x, d, a in zip(ops, dims[1:], in_avals)]
+    per_branch = [batching.batch_jaxpr(b, axis, op_dims)[1] for b in branches]
+    wanted = [_branch_out_dim(a, col) for a, col in zip(branches[0].out_avals, zip(*per_branch))]
     new, consts = hoist_consts([batching.batch_jaxpr(b, axis, op_dims, wanted)[0]
                                 for b in branches])
     outs = cond_p.bind(index, *consts, *ops, branches=tuple(new), **params)
     return list(outs), wanted
+
+
+def _branch_out_dim(aval: Any, dims: Sequence[BatchDim]) -> BatchDim:
+    """Where a batched cond puts a result the branches give at ``dims``: an
+    array at axis 0 if any branch batches it; a hi value at the spec the
+    branches agree on (NotImplementedError where one leaves it unbatched or
+    they differ: a hi type is neither broadcast nor moved)."""
+    batched = [d for d in dims if d is not None]
+    if not batched:
+        return None
+    if not is_high(aval):
+        return 0
+    if len(batched) < len(dims) or any(d != batched[0] for d in batched):
+        raise NotImplementedError(
+            f"vmap of a cond whose branches give a result of type {aval.str_short(True)} "
+            f"batched differently ({', '.join(map(repr, dims))}); a hi type is neither "
+            "broadcast nor moved along the batch axis")
+    return batched[0]
 
 
 def _cond_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
@@ -906,26 +955,32 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
         raise Exception("Ordered IO effects not supported in vmap.")
     cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
     cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
+    carry_avals = body_jaxpr.in_avals[body_nconsts:]
+    # A batched hi carry keeps its mapping spec (it cannot be moved).
+    specs = {i: d for i, d in enumerate(idims) if d is not None and is_high(carry_avals[i])}
     carry_bat = [d is not None for d in idims]
     for _ in range(1 + len(carry_bat)):
-        trial: list[BatchDim] = [0 if b else None for b in carry_bat]
+        trial: list[BatchDim] = [specs.get(i, 0) if b else None
+                                 for i, b in enumerate(carry_bat)]
         _, out_dims = batching.batch_jaxpr(body_jaxpr, axis, bdims + trial)
         out_bat = [a or d is not None for a, d in zip(carry_bat, out_dims)]
         if out_bat == carry_bat:
             break
+        _refuse_hi_broadcast(carry_avals, carry_bat, out_bat, "while_loop carry")
         carry_bat = out_bat
-    trial = [0 if b else None for b in carry_bat]
+    trial = [specs.get(i, 0) if b else None for i, b in enumerate(carry_bat)]
     _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis, cdims + trial)
     carry_dims: list[BatchDim]
     if pred_dim is not None:
         if any(io_effect in j.effects for j in (body_jaxpr, cond_jaxpr)):
             raise Exception("Unordered IO effects not supported in while_loop with batched "
                             "predicate")
+        _refuse_hi_select(carry_avals, "vmap of a while_loop with a batched predicate")
         carry_dims = [0] * len(init)
         pred_wanted: BatchDim = 0
     else:
         rank = cond_jaxpr.out_avals[0].ndim
-        carry_dims = [rank if b else None for b in carry_bat]
+        carry_dims = [specs.get(i, rank) if b else None for i, b in enumerate(carry_bat)]
         pred_wanted = None
     body_b, _ = batching.batch_jaxpr(body_jaxpr, axis, bdims + carry_dims, carry_dims)
     cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [pred_wanted])
@@ -1142,6 +1197,43 @@ def _while(prim: Primitive) -> PD.Program:
     return program
 
 
+# ------------------------------------------------------------- hi types
+
+
+def _components(avals: Sequence[Any], xs: Sequence[Any]) -> list[Any]:
+    """The values' components, in order."""
+    return [lo for a, x in zip(avals, xs) for lo in lower_value(a, x)]
+
+
+def _cond_to_lojax(index: Any, *ops: Any, branches: tuple[Jaxpr, ...]) -> list[Any]:
+    """A cond with hi-typed operands or results: the cond of its lowered
+    branches on the operands' components (the branches take the components'
+    own types, as the values have them); the results raised again."""
+    los = _components(branches[0].in_avals, ops)
+    lo_in = [canonical_aval_of(lo) for lo in los]
+    lowered = tuple(lower_jaxpr(b, lo_in) for b in branches)
+    outs = cond_p.bind(index, *los, branches=lowered)
+    return raise_values(branches[0].out_avals, outs)
+
+
+def _while_to_lojax(*args: Any, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
+                    body_jaxpr: Jaxpr) -> list[Any]:
+    """A while loop with hi-typed constants or carries: the loop of its
+    lowered predicate and body over the components; the carries raised
+    again."""
+    cconsts, bconsts, carry = _split3(args, cond_nconsts, body_nconsts)
+    lo_c = _components(cond_jaxpr.in_avals[:cond_nconsts], cconsts)
+    lo_b = _components(body_jaxpr.in_avals[:body_nconsts], bconsts)
+    carry_avals = body_jaxpr.in_avals[body_nconsts:]
+    lo_k = _components(carry_avals, carry)
+    ty = [canonical_aval_of(lo) for lo in lo_k]
+    lo_cond = lower_jaxpr(cond_jaxpr, [*map(canonical_aval_of, lo_c), *ty])
+    lo_body = lower_jaxpr(body_jaxpr, [*map(canonical_aval_of, lo_b), *ty])
+    outs = while_p.bind(*lo_c, *lo_b, *lo_k, cond_nconsts=len(lo_c), cond_jaxpr=lo_cond,
+                        body_nconsts=len(lo_b), body_jaxpr=lo_body)
+    return raise_values(carry_avals, outs)
+
+
 cond_p = declare("cond", lowering=CL.cond,
                  typing=_cond_type, impl=_cond_impl, multiple_results=True,
                  sharding=_cond_sharding, jvp=_cond_jvp, transpose=_cond_transpose,
@@ -1149,7 +1241,7 @@ cond_p = declare("cond", lowering=CL.cond,
                  partial_eval=_cond_partial_eval, dce=_cond_dce,
                  remat_rule=_cond_partial_eval_custom, accepts_refs=True,
                  effects_rule=_cond_effects, discharge=_cond_discharge,
-                 per_device=from_primitive(_cond))
+                 per_device=from_primitive(_cond), to_lojax=_cond_to_lojax)
 while_p = declare("while", lowering=CL.while_loop,
                   typing=_while_type, impl=_while_impl, multiple_results=True,
                   sharding=_while_sharding,
@@ -1157,7 +1249,7 @@ while_p = declare("while", lowering=CL.while_loop,
                   linearize=_while_linearize, partial_eval=_while_partial_eval,
                   dce=_while_dce, remat_rule=_while_partial_eval_custom, accepts_refs=True,
                   effects_rule=_while_effects, discharge=_while_discharge,
-                  per_device=from_primitive(_while))
+                  per_device=from_primitive(_while), to_lojax=_while_to_lojax)
 
 
 # ================================================================ wrappers
@@ -1610,6 +1702,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
         operands = (operand,)
     if pred is None:
         raise TypeError("cond predicate is None")
+    _refuse_hi_selector(pred, "Pred type must be either boolean or number, got {}.")
     if isinstance(pred, Sequence) or np.ndim(_shape_probe(pred)) != 0:
         raise TypeError(f"Pred must be a scalar, got {pred} of " + (
             f"type {type(pred)}" if isinstance(pred, Sequence)
@@ -1631,6 +1724,19 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     return _finish(outs, fwd, [*consts, *leaves], out_tree)
 
 
+def _refuse_hi_selector(x: Any, message: str) -> None:
+    """A hi value as a predicate or branch index: JAX reads its shape with
+    NumPy, which a hi tracer refuses (TracerArrayConversionError) and a hi
+    value passes, its dtype then failing (TypeError ``message``)."""
+    if isinstance(x, Tracer) and is_high(x.aval):
+        tail = x._tracing_sentence()
+        raise TracerArrayConversionError(
+            "The numpy.ndarray conversion method __array__() was called on traced array with "
+            f"shape {x.aval.str_short()}" + (f"\n{tail}" if tail else ""))
+    if is_hi_value(x):
+        raise TypeError(message.format(x))
+
+
 def _shape_probe(x: Any) -> Any:
     """Something ``np.shape`` understands, without reading a tracer's value."""
     if isinstance(x, Tracer) or hasattr(x, "aval"):
@@ -1649,6 +1755,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
                             f"be passed, got operand={operand} and positional operands "
                             f"{operands}")
         operands = (operand,)
+    _refuse_hi_selector(index, "Index type must be an integer, got {}.")
     shape = np.shape(_shape_probe(index))
     if len(shape) != 0:
         raise TypeError(f"Branch index must be scalar, got {index} of shape {shape}.")
@@ -1682,15 +1789,23 @@ def _reads(j: Jaxpr) -> set[int]:
     return read | {id(a) for a in live.outvars}
 
 
+def _carry_array(x: Any) -> Any:
+    """A carry of a loop run in Python as an array (JAX's ``lax.asarray``,
+    which refuses a hi value: it is no ArrayLike)."""
+    if is_hi_value(x) or (isinstance(x, Tracer) and is_high(x.aval)):
+        raise TypeError(f"asarray: expected ArrayLike, got {x} of type {type(x)}.")
+    return asarray(x)
+
+
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
                init_val: Any) -> Any:
     """Apply ``body_fun`` to the carry while ``cond_fun`` of it is true."""
     if not (callable(body_fun) and callable(cond_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     if config.jax_disable_jit:
-        val = tree_util.tree_map(asarray, init_val)
+        val = tree_util.tree_map(_carry_array, init_val)
         while cond_fun(val):
-            val = tree_util.tree_map(asarray, body_fun(val))
+            val = tree_util.tree_map(_carry_array, body_fun(val))
         return val
     leaves, tree = tree_util.tree_flatten(init_val)
     in_tree = tree_util.tree_structure((init_val,))

@@ -20,6 +20,7 @@ from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType
+from spec._src.core.hitypes import HiPspec, is_high, lo_types, lower_value, raise_values
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
@@ -53,6 +54,9 @@ def _reshard_type(x: ArrayType, *, dst_sharding: Any, concrete_mesh: Any) -> lis
     # The typing step applies sharding sections only for operands with a
     # sharding or a `sharding`/`out_sharding` param; reshard's param has
     # another name, so the type carries the destination itself.
+    if is_high(x):
+        hi: Any = x  # (a hi type places its own components)
+        return [hi.reshard(dst_sharding)]
     dst = _target(dst_sharding)
     if dst is not None:
         _check_unreduced(x, dst)
@@ -103,7 +107,22 @@ def _reshard_impl(x: np.ndarray, *, dst_sharding: Any, concrete_mesh: Any) -> li
 
 
 def _reshard_sharding(x: ArrayType, *, dst_sharding: Any, concrete_mesh: Any) -> list[Any]:
+    if is_high(x):
+        return [None]
     return [_target(dst_sharding)]
+
+
+def _reshard_to_lojax(x: Any, *, dst_sharding: Any, concrete_mesh: Any) -> Any:
+    """A hi value resharded: its type's ``reshard`` gives the result type,
+    and each component moves to the sharding of its type there."""
+    aval: Any = canonical_aval_of(x)
+    out = aval.reshard(dst_sharding)
+    los = [lo if t.sharding is None else reshard_p.bind(
+               lo, dst_sharding=NamedSharding(t.sharding.mesh,
+                                              t.sharding.spec._normalized_spec_for_aval(t.ndim)),
+               concrete_mesh=concrete_mesh)
+           for lo, t in zip(lower_value(aval, x), lo_types(out))]
+    return raise_values([out], los)[0]
 
 
 def _reshard_transpose(ct: Any, operand: Any, *, dst_sharding: Any,
@@ -141,7 +160,7 @@ reshard_p = declare("reshard", lowering=LC.reshard,
                     sharding=_reshard_sharding, jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
-                    per_device=from_primitive(_reshard))
+                    per_device=from_primitive(_reshard), to_lojax=_reshard_to_lojax)
 
 
 # ------------------------------------------------------- sharding_constraint
@@ -221,18 +240,22 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
     a NamedSharding): a ``reshard`` equation, whose per-device program runs
     the collectives the two layouts require (SPEC.md section 14.2)."""
     leaves, tree = tree_util.tree_flatten(xs)
-    if isinstance(out_shardings, (P, NamedSharding)) or out_shardings is None:
+    if isinstance(out_shardings, (P, NamedSharding, HiPspec)) or out_shardings is None:
         targets = [out_shardings] * len(leaves)
     else:
         targets = tree.flatten_up_to(out_shardings)
     outs = []
     for x, s in zip(leaves, targets):
+        aval = canonical_aval_of(x)
+        if isinstance(s, HiPspec):
+            outs.append(reshard_p.bind(x, dst_sharding=s, concrete_mesh=None))
+            continue
         dst = canonicalize_out_sharding(s, "reshard")
         if dst is None:
             raise ValueError("Reshard should only be used with out_shardings which are non-None"
                              f" and have a non-empty mesh. Got sharding {s}.")
-        ndim = canonical_aval_of(x).ndim
-        dst = NamedSharding(dst.mesh, dst.spec._normalized_spec_for_aval(ndim))
+        if not is_high(aval):  # (a hi type has no rank: its reshard reads the spec)
+            dst = NamedSharding(dst.mesh, dst.spec._normalized_spec_for_aval(aval.ndim))
         concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) else None
         outs.append(reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete))
     return tree_util.tree_unflatten(tree, outs)

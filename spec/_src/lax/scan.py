@@ -1141,27 +1141,50 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
     extensive inputs at 1 outside (0 inside the body)."""
     nc, nk, nx, ny = counts(ft_in, ft_out)
     c_dims = list(dims[:nc])
+    carry_avals, x_avals = jaxpr.in_avals[nc:nc + nk], jaxpr.in_avals[nc + nk:]
+    _refuse_batched_hi([stacked_aval(a, length) for a in x_avals],
+                       [d is not None for d in dims[nc + nk:]], "scanned-over value")
     x_in = [None if d is None else 0 for d in dims[nc + nk:]]
-    found: dict[str, Any] = {}
+    # A batched hi carry keeps its mapping spec (its values cannot be moved).
+    specs = {i: d for i, d in enumerate(dims[nc:nc + nk])
+             if d is not None and is_high(carry_avals[i])}
+
+    def homes(carry_b: list[bool]) -> list[Any]:
+        return [specs.get(i, 0) if b else None for i, b in enumerate(carry_b)]
 
     def pattern(carry_b: list[bool]) -> list[bool]:
-        in_dims = c_dims + [0 if b else None for b in carry_b] + x_in
-        _, out_dims = batching.batch_jaxpr(jaxpr, axis, in_dims)
-        found["dims"] = out_dims
+        _, out_dims = batching.batch_jaxpr(jaxpr, axis, c_dims + homes(carry_b) + x_in)
         return [d is not None for d in out_dims]
 
-    carry_b = _carry_fixpoint(nk, ny, pattern, [d is not None for d in dims[nc:nc + nk]])
+    init_b = [d is not None for d in dims[nc:nc + nk]]
+    carry_b = _carry_fixpoint(nk, ny, pattern, init_b)
+    _refuse_batched_hi(carry_avals, [b and not b0 for b, b0 in zip(carry_b, init_b)],
+                       "carry unbatched initially")
     ys_b = pattern(carry_b)[nk:]
-    in_dims = c_dims + [0 if b else None for b in carry_b] + x_in
-    wanted = [0 if b else None for b in carry_b] + [0 if b else None for b in ys_b]
+    _refuse_batched_hi([stacked_aval(a, length) for a in jaxpr.out_avals[nk:]], ys_b,
+                       "stacked result")
+    in_dims = c_dims + homes(carry_b) + x_in
+    wanted = homes(carry_b) + [0 if b else None for b in ys_b]
     body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, wanted)
-    init = [batching.match_axis(axis, x, d, 0) if b else x
-            for x, d, b in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b)]
+    init = [batching.match_axis(axis, x, d, h) if b else x
+            for x, d, b, h in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b, homes(carry_b))]
     xs = [x if d is None or d == 1 else batching.moveaxis(x, d, 1)
           for x, d in zip(args[nc + nk:], dims[nc + nk:])]
     outs = scan_p.bind(*args[:nc], *init, *xs,
                        **_params(length, reverse, unroll, body, ft_in, ft_out))
-    return list(outs), [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
+    return list(outs), homes(carry_b) + [1 if b else None for b in ys_b]
+
+
+def _refuse_batched_hi(avals: Sequence[Any], batched: Sequence[bool], what: str) -> None:
+    """A hi value batched where the batched scan would have to place its
+    batch axis (behind the scanned axis, or broadcast): a hi value is
+    mapped only as its mapping spec says (NotImplementedError naming it)."""
+    for a, b in zip(avals, batched):
+        if b and is_high(a):
+            raise NotImplementedError(
+                f"vmap of a scan with a batched {what} of type {a.str_short(True)}: its "
+                "batch axis would have to be moved or broadcast, and a hi type's values are "
+                "mapped only as its mapping spec says")
 
 
 # =================================================================== DCE

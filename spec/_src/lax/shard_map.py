@@ -306,8 +306,10 @@ def _shard_map_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
     nonzero = tuple(type(t) is not Zero for t in tangents)
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
         new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
-    t_specs = tuple(s for s, nz in zip(in_specs, nonzero) if nz)
-    t_out_specs = tuple(s for s, nz in zip(out_specs, out_nonzero) if nz)
+    # Tangents cross the boundary with their tangent specs (a hi type's
+    # spec gives the spec of its tangent type; a PartitionSpec is its own).
+    t_specs = tuple(s.to_tangent_spec() for s, nz in zip(in_specs, nonzero) if nz)
+    t_out_specs = tuple(s.to_tangent_spec() for s, nz in zip(out_specs, out_nonzero) if nz)
     operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
     outs = shard_map_p.bind(*operands, jaxpr=new, in_specs=in_specs + t_specs,
                             out_specs=out_specs + t_out_specs, **params)
@@ -365,17 +367,33 @@ def _shard_map_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr:
                      in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
                      ) -> tuple[list[Any], list[Any]]:
     """vmap of shard_map: batched operands carry their batch axis in front,
-    unsplit; every result is batched in front."""
+    unsplit; every array result is batched in front. An unbatched hi value
+    keeps its spec; a batched one cannot be mapped (its HiPspec has no
+    unsplit batch axis to add)."""
+    _refuse_batched_hi(jaxpr.in_avals, dims, "operand")
     moved = [moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
     new_dims = [0 if d is not None else None for d in dims]
+    hi_out = [is_high(a) for a in jaxpr.out_avals]
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
-        new, _ = batching.batch_jaxpr(jaxpr, axis, new_dims, [0] * len(jaxpr.outvars))
+        if any(hi_out):
+            _, found = batching.batch_jaxpr(jaxpr, axis, new_dims)
+            _refuse_batched_hi(jaxpr.out_avals, found, "result")
+        wanted = [None if h else 0 for h in hi_out]
+        new, _ = batching.batch_jaxpr(jaxpr, axis, new_dims, wanted)
     specs = tuple(P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
                   if d is not None else s for s, d in zip(in_specs, new_dims))
-    o_specs = tuple(P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
-                    for s in out_specs)
+    o_specs = tuple(s if h else P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
+                    for s, h in zip(out_specs, hi_out))
     outs = shard_map_p.bind(*moved, jaxpr=new, in_specs=specs, out_specs=o_specs, **params)
-    return list(outs), [0] * len(outs)
+    return list(outs), wanted
+
+
+def _refuse_batched_hi(avals: Sequence[Any], dims: Sequence[Any], what: str) -> None:
+    for i, (a, d) in enumerate(zip(avals, dims)):
+        if d is not None and is_high(a):
+            raise NotImplementedError(
+                f"vmap of shard_map with a batched {what} ({what}s[{i}]) of block type "
+                f"{a.str_short(True)}: its HiPspec has no unsplit batch axis to add")
 
 
 def manual_mesh(mesh: AbstractMesh, manual: frozenset[Any]) -> AbstractMesh:
@@ -491,12 +509,12 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
               consts=[c for _, c in kept]),
         [f is None and not v.aval.shape and bool(v.aval.vma)
          for v, f in zip(res_vars, found["forwarded"])], mesh, params["check_vma"])
-    t_specs = tuple(s for s, d in zip(in_specs, differentiate) if d)
+    t_specs = tuple(s.to_tangent_spec() for s, d in zip(in_specs, differentiate) if d)
     t_in = [t for t in tangents if type(t) is not Zero]
     t_outs = trace.tangent_trace.process_primitive(
         shard_map_p, [*residuals, *t_in],
         dict(params, jaxpr=tangent_jaxpr, in_specs=tuple(specs) + t_specs,
-             out_specs=out_specs))
+             out_specs=tuple(s.to_tangent_spec() for s in out_specs)))
     return list(outs[:n_out]), list(t_outs)
 
 
