@@ -56,7 +56,7 @@ from spec._src.core.sharding import (
 )
 from spec._src.core.state_types import NDIndexer, RefType, Slice
 from spec._src.core.tree_util import PyTreeDef, tree_flatten, tree_structure
-from spec._src.lax.control_flow import MemorySpace
+from spec._src.core.types import MemorySpace
 from spec._src.lax.conv import ConvDimensionNumbers
 from spec._src.lax.dot import Precision
 from spec._src.lax.dot_algorithms import DotAlgorithmPreset

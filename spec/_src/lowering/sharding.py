@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spec._src.core.sharding import AxisType
-from spec._src.core.types import ArrayType
+from spec._src.core.types import ArrayType, MemorySpace
 from spec._src.lowering.module import ModuleState
 
 
@@ -55,13 +55,16 @@ def explicit_sharding(aval: ArrayType) -> Any:
 
 def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None) -> str:
     """`` {sdy.sharding = #sdy.sharding<...>}`` for an explicitly sharded
-    argument or result, ``tf.aliasing_output = k : i32`` for an argument
+    argument or result, ``mhlo.memory_kind = "pinned_host"`` for one in host
+    memory, ``tf.aliasing_output = k : i32`` for an argument
     donated to result k; empty otherwise."""
     attrs = []
     s = explicit_sharding(aval)
     if s is not None:
         attrs.append("sdy.sharding = #sdy.sharding"
                      + tensor_sharding(module, s.mesh, s.spec, aval.ndim))
+    if getattr(aval, "memory_space", None) is MemorySpace.Host:
+        attrs.append('mhlo.memory_kind = "pinned_host"')
     if alias is not None:
         attrs.append(f"tf.aliasing_output = {alias} : i32")
     return f" {{{', '.join(attrs)}}}" if attrs else ""
