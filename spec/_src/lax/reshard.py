@@ -318,8 +318,8 @@ sharding_constraint_p = declare(
 
 
 __all__ = [
-    "ArrayCopySemantics", "auto_axes", "device_put_p", "placed_type", "explicit_axes", "full_spec", "place", "reshard", "reshard_p",
-    "sharding_constraint_p", "with_sharding_constraint",
+    "ArrayCopySemantics", "auto_axes", "device_put_p", "explicit_axes", "full_spec", "place",
+    "placed_type", "reshard", "reshard_p", "sharding_constraint_p", "with_sharding_constraint",
 ]
 
 
