@@ -46,7 +46,8 @@ d1 = jax.devices()[1]
 record("memories", lambda: [[repr(m), str(m), m.kind, m.platform, m.process_index,
                              [d.id for d in m.addressable_by_devices()]]
                             for m in d1.addressable_memories()])
-record("default memory", lambda: [str(d1.default_memory()), d1.memory("device") == d1.default_memory()])
+record("default memory", lambda: [str(d1.default_memory()),
+                                  d1.memory("device") == d1.default_memory()])
 record("unknown memory", lambda: d1.memory("hbm"))
 record("unknown kind named", lambda: jax.NamedSharding(mesh, jax.P(), memory_kind="hbm"))
 record("unknown kind single", lambda: jax.sharding.SingleDeviceSharding(d1, memory_kind="hbm"))

@@ -23,6 +23,7 @@ from spec._src.core.compiler_options import xla_flag
 from spec._src.core.config import config
 from spec._src.core.errors import JaxRuntimeError
 from spec._src.core.sharding import (
+    AxisType,
     NamedSharding,
     P,
     SingleDeviceSharding,
@@ -266,10 +267,26 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
         for leaf in leaves:
             refuse_jax_array(leaf)
         devices_ = tuple(_as_sharding(p) for p in placements)
-        outs = device_put_p.bind(*leaves, devices=devices_, srcs=(None,) * len(leaves),
+        srcs = tuple(_source(leaf, src) for leaf in leaves)
+        outs = device_put_p.bind(*leaves, devices=devices_, srcs=srcs,
                                  copy_semantics=tuple(semantics))
         return structure.unflatten(list(outs))
     return structure.unflatten([_put_leaf(leaf, p) for leaf, p in zip(leaves, placements)])
+
+
+def _source(leaf: Any, src: Any) -> Any:
+    """Where a staged leaf comes from: ``src`` if given; a concrete array's
+    sharding; a value typed over a mesh whose axes are all Explicit, its
+    type's sharding in its memory; else unknown (None)."""
+    if src is not None:
+        return src
+    if isinstance(leaf, Array):
+        return leaf.sharding
+    aval = getattr(leaf, "aval", None)
+    s = getattr(aval, "sharding", None)
+    if s is None or s.mesh.empty or any(t != AxisType.Explicit for t in s.mesh.axis_types):
+        return None
+    return NamedSharding(s.mesh, s.spec, memory_kind=memory_kind_of_space(aval.memory_space))
 
 
 def _per_leaf(x: Any, structure: Any, device: Any) -> list[Any]:
