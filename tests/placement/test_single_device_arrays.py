@@ -4,7 +4,8 @@ CPU devices (tests/support/twin.py): values, types, shardings, shard
 indices, and JAX's errors for wrong counts, repeated devices and non-arrays.
 Then memories and memory kinds: the devices' memories, ``device_put`` to
 host memory (eager and staged, transposed, under vmap and jit), types in
-host memory and JAX's errors for unknown kinds and mixed memories."""
+host memory and JAX's errors for unknown kinds and mixed memories; jit's
+in_shardings and out_shardings with memory kinds."""
 
 from __future__ import annotations
 
@@ -82,6 +83,25 @@ record("transposed", lambda: jaxpr(jax.linear_transpose(
     lambda a: -jax.device_put(a, unpinned), v), v))
 record("jit on host", lambda: [placed(jax.jit(lambda a: a * 2)(jax.device_put(v, host))),
                                jaxpr(jax.jit(lambda a: a * 2), jax.device_put(v, host))])
+# jit's in_shardings and out_shardings with memory kinds.
+on_host = jax.NamedSharding(mesh, jax.P(), memory_kind='pinned_host')
+split = jax.NamedSharding(mesh, jax.P('x'))
+double = lambda a: a * 2
+placements = lambda r: [placed(leaf) for leaf in jax.tree.leaves(r)]
+record("jit out host", lambda: placements(jax.jit(double, out_shardings=on_host)(v)))
+record("jit out tree", lambda: placements(jax.jit(lambda a: (a, a * 2),
+                                                  out_shardings=(None, on_host))(v)))
+record("jit in host", lambda: placements(jax.jit(double, in_shardings=on_host)(
+    jax.device_put(v, on_host))))
+record("jit in host mismatch", lambda: jax.jit(double, in_shardings=on_host)(v))
+record("jit in device mismatch", lambda: jax.jit(double, in_shardings=split)(
+    jax.device_put(v, on_host)))
+record("jit in placed", lambda: placements(jax.jit(lambda a, b: a * b,
+                                                   in_shardings=(split, None))(v, np.ones(8))))
+record("jit in committed elsewhere", lambda: jax.jit(double, in_shardings=split)(
+    jax.device_put(v, d1)))
+record("jit out unpinned", lambda: placements(jax.jit(double, out_shardings=jax.NamedSharding(
+    mesh, jax.P(), memory_kind='unpinned_host'))(v)))
 '''
 
 
@@ -96,7 +116,9 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     "put in host", "put pinned", "put unpinned", "back to device", "with kind",
     "host arithmetic", "unpinned arithmetic", "mixed memories", "staged host", "staged kinds",
     "staged sum", "staged mixed", "staged vmap", "staged copies", "alias and donate",
-    "transposed", "jit on host"])
+    "transposed", "jit on host", "jit out host", "jit out tree", "jit in host",
+    "jit in host mismatch", "jit in device mismatch", "jit in placed",
+    "jit in committed elsewhere", "jit out unpinned"])
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results
     assert ours[name] == theirs[name]
