@@ -53,9 +53,9 @@ def _memory_kind(leaf: Any) -> str:
 
 
 def _placed_leaf(leaf: Any, sharding: Any) -> Any:
-    if sharding is None:
-        return leaf
     sharding = _as_sharding(sharding)
+    if not isinstance(sharding, Sharding):  # None, or a layout (Format): nothing to place
+        return leaf
     kind = _memory_kind(leaf)
     if sharding.memory_kind != kind:
         raise ValueError("Memory kinds passed to jax.jit does not match memory kind on the"
@@ -95,7 +95,8 @@ def place_results(out: Any, out_shardings: Any) -> Any:
     mesh a sharding names: a result given none is replicated over it (one
     already laid out over that mesh stays as it is)."""
     leaves, structure = tree_util.tree_flatten(out)
-    shardings = [None if s is None else _as_sharding(s) for s in _per_leaf(out, out_shardings)]
+    shardings = [s if isinstance(s, Sharding) else None
+                 for s in map(_as_sharding, _per_leaf(out, out_shardings))]
     meshes = [s.mesh for s in shardings if isinstance(s, NamedSharding)]
     placed = []
     for x, s in zip(leaves, shardings):
