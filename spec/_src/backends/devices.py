@@ -284,7 +284,8 @@ def _source(leaf: Any, src: Any) -> Any:
         return leaf.sharding
     aval = getattr(leaf, "aval", None)
     s = getattr(aval, "sharding", None)
-    if s is None or s.mesh.empty or any(t != AxisType.Explicit for t in s.mesh.axis_types):
+    if aval is None or s is None or s.mesh.empty or any(
+            t != AxisType.Explicit for t in s.mesh.axis_types):
         return None
     return NamedSharding(s.mesh, s.spec, memory_kind=memory_kind_of_space(aval.memory_space))
 
