@@ -54,6 +54,8 @@ from spec._src.core.state_types import ds
 from spec._src.core.source_info import named_call, named_scope
 from spec._src.core.interpreter import ensure_compile_time_eval
 from spec._src.api.jaxpr_parser import parse_jaxpr
+from spec._src.core.types import MemorySpace as _MemorySpace
+from types import SimpleNamespace as _SimpleNamespace
 
 __version__ = "0.1.0"
 
@@ -69,6 +71,8 @@ numpy_rank_promotion = _config_module.numpy_rank_promotion
 default_matmul_precision = _config_module.default_matmul_precision
 default_device = _config_module.default_device
 float0 = dtypes.float0
+# ``jax.memory.Space``: the memory spaces a value's type can name.
+memory = _SimpleNamespace(Space=_MemorySpace)
 
 
 def default_backend() -> str:
@@ -109,5 +113,5 @@ __all__ = [
     "process_index", "process_indices", "host_count", "host_id", "host_ids",
     "threefry_partitionable", "get_abstract_mesh", "use_abstract_mesh", "rules", "test_util",
     "tree", "tree_util", "typeof", "ad", "ffi",
-    "install_as_jax", "parse_jaxpr", "typing",
+    "install_as_jax", "parse_jaxpr", "typing", "memory",
 ]

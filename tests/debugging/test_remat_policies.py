@@ -93,7 +93,8 @@ def test_remat_page_cells(remat3_restored: None) -> None:
     assert spec.config.jax_remat3 is True
 
 
-def _offloading(lib: Any, np_mod: Any) -> Any:
+def _offloading(lib: Any, np_mod: Any) -> list[tuple[Any, tuple[Any, ...]]]:
+    """A function under each offloading policy, with its arguments."""
     policy = lib.checkpoint_policies.save_and_offload_only_these_names(
         names_which_can_be_saved=["y"], names_which_can_be_offloaded=["z"],
         offload_src="device", offload_dst="pinned_host")
@@ -108,13 +109,27 @@ def _offloading(lib: Any, np_mod: Any) -> Any:
     dots = lib.checkpoint(lambda w, v: np_mod.sin(w @ v),
                           policy=lib.checkpoint_policies.offload_dot_with_no_batch_dims(
                               "device", "pinned_host"))
-    return (lib.grad(f)(np_mod.arange(4.0)),
-            lib.grad(lambda w: dots(w, np_mod.ones(3)).sum())(np_mod.ones((3, 3))))
+    return [(f, (np_mod.arange(4.0),)),
+            (lambda w: dots(w, np_mod.ones(3)).sum(), (np_mod.ones((3, 3)),))]
+
+
+def _offloaded(lib: Any, np_mod: Any) -> list[tuple[Any, str, str]]:
+    """Per function: its gradient, the gradient's jaxpr (the copies to host
+    memory and back) and the residuals it saves (the host copies)."""
+    out = []
+    for fn, args in _offloading(lib, np_mod):
+        residuals = run_cell("print_saved_residuals(fn, *args)",
+                             {"print_saved_residuals": lib.ad_checkpoint.print_saved_residuals,
+                              "fn": fn, "args": args})
+        out.append((lib.grad(fn)(*args), str(lib.make_jaxpr(lib.grad(fn))(*args)), residuals))
+    return out
 
 
 def test_offloading_policies_differentiate_as_jax() -> None:
-    for got, want in zip(_offloading(spec, snp), _offloading(jax, jnp)):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    for got, want in zip(_offloaded(spec, snp), _offloaded(jax, jnp)):
+        np.testing.assert_allclose(np.asarray(got[0]), np.asarray(want[0]), rtol=1e-6)
+        assert got[1:] == want[1:]
+        assert "<host>" in got[1] and "f32<host>" in got[2]
 
 
 def test_offload_names_must_not_overlap() -> None:

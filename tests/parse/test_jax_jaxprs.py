@@ -98,6 +98,9 @@ with jax.set_mesh(mesh):
     c = jax.shard_map(collectives, in_specs=P("X"), out_specs=P("X"))
     record("collectives", c, jax.device_put(x[:, 0], P("X")))
     record("collectives_vmap", jax.vmap(c, in_axes=1, out_axes=1), xs)
+    pinned = jax.NamedSharding(mesh, P(None, "Y"), memory_kind="pinned_host")
+    record("device_put", lambda x: (jnp.sum(jax.device_put(x * 2, pinned) * 3, axis=0),
+                                    jax.device_put(x[:, 0], jax.memory.Space.Device)), xs)
 """
 twin.prefetch(SHARDED)
 
@@ -109,7 +112,7 @@ def _sharded_run() -> dict[str, Any]:
 
 SHARDED_ARGS = {"explicit": ("x", "y"), "explicit_grad": ("x", "y"), "reshard": ("x",),
                 "shard_map": ("x0",), "shard_map_grad": ("x",), "collectives": ("xcol",),
-                "collectives_vmap": ("x",)}
+                "collectives_vmap": ("x",), "device_put": ("x",)}
 SHARDED_SPECS = {"x": ("X", None), "y": (None, "Y"), "x0": ("X",), "xcol": ("X",)}
 
 

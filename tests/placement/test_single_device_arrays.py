@@ -1,7 +1,11 @@
 """``jax.make_array_from_single_device_arrays`` and
 ``Sharding.addressable_devices_indices_map`` against JAX run live on four
 CPU devices (tests/support/twin.py): values, types, shardings, shard
-indices, and JAX's errors for wrong counts, repeated devices and non-arrays."""
+indices, and JAX's errors for wrong counts, repeated devices and non-arrays.
+Then memories and memory kinds: the devices' memories, ``device_put`` to
+host memory (eager and staged, transposed, under vmap and jit), types in
+host memory and JAX's errors for unknown kinds and mixed memories; jit's
+in_shardings and out_shardings with memory kinds."""
 
 from __future__ import annotations
 
@@ -38,6 +42,66 @@ record("same device", lambda: made([jax.device_put(np.ones((2, 4)), jax.devices(
 record("numpy blocks", lambda: made([np.ones((2, 4))] * 4))
 one = jax.sharding.SingleDeviceSharding(jax.devices()[1])
 record("single device", lambda: made([jax.device_put(x, jax.devices()[1])], one))
+# Memories and memory kinds.
+d1 = jax.devices()[1]
+record("memories", lambda: [[repr(m), str(m), m.kind, m.platform, m.process_index,
+                             [d.id for d in m.addressable_by_devices()]]
+                            for m in d1.addressable_memories()])
+record("default memory", lambda: [str(d1.default_memory()),
+                                  d1.memory("device") == d1.default_memory()])
+record("unknown memory", lambda: d1.memory("hbm"))
+record("unknown kind named", lambda: jax.NamedSharding(mesh, jax.P(), memory_kind="hbm"))
+record("unknown kind single", lambda: jax.sharding.SingleDeviceSharding(d1, memory_kind="hbm"))
+host = jax.memory.Space.Host
+pinned = jax.NamedSharding(mesh, jax.P('x'), memory_kind='pinned_host')
+unpinned = jax.sharding.SingleDeviceSharding(d1, memory_kind='unpinned_host')
+v = jnp.arange(8.)
+def placed(y):
+    return [np.asarray(y).tolist(), str(jax.typeof(y)), repr(jax.typeof(y)), str(y.sharding),
+            y.committed]
+record("put in host", lambda: placed(jax.device_put(v, host)))
+record("put pinned", lambda: placed(jax.device_put(v, pinned)))
+record("put unpinned", lambda: placed(jax.device_put(v, unpinned)))
+record("back to device", lambda: placed(jax.device_put(jax.device_put(v, host),
+                                                       jax.memory.Space.Device)))
+record("with kind", lambda: str(jax.NamedSharding(mesh, jax.P()).with_memory_kind('pinned_host')))
+record("host arithmetic", lambda: placed(jax.device_put(v, host) * 2))
+record("unpinned arithmetic", lambda: placed(jax.device_put(v, unpinned) * 2))
+record("mixed memories", lambda: jax.device_put(v, host) + v)
+jaxpr = lambda f, *a: str(jax.make_jaxpr(f)(*a))
+record("staged host", lambda: jaxpr(lambda a, b: jax.device_put((a, b), host), v, 1.0))
+record("staged kinds", lambda: jaxpr(lambda a: [jax.device_put(a, pinned),
+                                                jax.device_put(a, unpinned),
+                                                jax.device_put(a, d1), jax.device_put(a)], v))
+record("staged sum", lambda: jaxpr(lambda a: jnp.sum(jax.device_put(a, host) + 1.0), v))
+record("staged mixed", lambda: jaxpr(lambda a: a + jax.device_put(a, host), v))
+record("staged vmap", lambda: jaxpr(jax.vmap(lambda a: jax.device_put(a, host)), x))
+record("staged copies", lambda: jaxpr(lambda a: jax.device_put(a, host, donate=True)
+                                      + jax.device_put(a, host, may_alias=False), v))
+record("alias and donate", lambda: jax.device_put(v, host, donate=True, may_alias=True))
+record("transposed", lambda: jaxpr(jax.linear_transpose(
+    lambda a: -jax.device_put(a, unpinned), v), v))
+record("jit on host", lambda: [placed(jax.jit(lambda a: a * 2)(jax.device_put(v, host))),
+                               jaxpr(jax.jit(lambda a: a * 2), jax.device_put(v, host))])
+# jit's in_shardings and out_shardings with memory kinds.
+on_host = jax.NamedSharding(mesh, jax.P(), memory_kind='pinned_host')
+split = jax.NamedSharding(mesh, jax.P('x'))
+double = lambda a: a * 2
+placements = lambda r: [placed(leaf) for leaf in jax.tree.leaves(r)]
+record("jit out host", lambda: placements(jax.jit(double, out_shardings=on_host)(v)))
+record("jit out tree", lambda: placements(jax.jit(lambda a: (a, a * 2),
+                                                  out_shardings=(None, on_host))(v)))
+record("jit in host", lambda: placements(jax.jit(double, in_shardings=on_host)(
+    jax.device_put(v, on_host))))
+record("jit in host mismatch", lambda: jax.jit(double, in_shardings=on_host)(v))
+record("jit in device mismatch", lambda: jax.jit(double, in_shardings=split)(
+    jax.device_put(v, on_host)))
+record("jit in placed", lambda: placements(jax.jit(lambda a, b: a * b,
+                                                   in_shardings=(split, None))(v, np.ones(8))))
+record("jit in committed elsewhere", lambda: jax.jit(double, in_shardings=split)(
+    jax.device_put(v, d1)))
+record("jit out unpinned", lambda: placements(jax.jit(double, out_shardings=jax.NamedSharding(
+    mesh, jax.P(), memory_kind='unpinned_host'))(v)))
 '''
 
 
@@ -46,8 +110,15 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     return run_both(PROGRAM, devices=4)
 
 
-@pytest.mark.parametrize("name", ["indices", "made", "any order", "too few", "same device",
-                                  "numpy blocks", "single device"])
+@pytest.mark.parametrize("name", [
+    "indices", "made", "any order", "too few", "same device", "numpy blocks", "single device",
+    "memories", "default memory", "unknown memory", "unknown kind named", "unknown kind single",
+    "put in host", "put pinned", "put unpinned", "back to device", "with kind",
+    "host arithmetic", "unpinned arithmetic", "mixed memories", "staged host", "staged kinds",
+    "staged sum", "staged mixed", "staged vmap", "staged copies", "alias and donate",
+    "transposed", "jit on host", "jit out host", "jit out tree", "jit in host",
+    "jit in host mismatch", "jit in device mismatch", "jit in placed",
+    "jit in committed elsewhere", "jit out unpinned"])
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results
     assert ours[name] == theirs[name]

@@ -10,7 +10,6 @@ checkpoint's inputs) are saved, the rest is recomputed on the tangent side.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import types
@@ -22,7 +21,7 @@ from spec._src.core import tree_util
 from spec._src.core.source_info import summarize
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, canonical_aval_of, trace_to_jaxpr
 from spec._src.lax.reductions import reduce_precision_p
-from spec._src.lax.remat import name_p, remat_p
+from spec._src.lax.remat import Offloadable, name_p, remat_p
 from spec._src.core.types import ArrayType
 
 # ------------------------------------------------------------------ policies
@@ -91,19 +90,6 @@ def save_only_these_names(*names_which_can_be_saved: str) -> Callable[..., bool]
         return False
 
     return policy
-
-
-@dataclasses.dataclass(frozen=True)
-class Offloadable:
-    """A policy's answer for a value kept in another memory space (``src`` to
-    ``dst``, e.g. ``"device"`` to ``"pinned_host"``) rather than recomputed.
-    spec has one memory space: an offloadable value is saved."""
-
-    src: str
-    dst: str
-
-    def __bool__(self) -> bool:
-        return True
 
 
 def offload_dot_with_no_batch_dims(offload_src: str, offload_dst: str) -> Callable[..., Any]:

@@ -51,12 +51,14 @@ from spec._src.core.sharding import (
     Mesh,
     NamedSharding,
     P,
+    SingleDeviceSharding,
     get_abstract_mesh,
     get_concrete_mesh,
 )
 from spec._src.core.state_types import NDIndexer, RefType, Slice
 from spec._src.core.tree_util import PyTreeDef, tree_flatten, tree_structure
-from spec._src.lax.control_flow import MemorySpace
+from spec._src.core.types import MemorySpace
+from spec._src.lax.reshard import ArrayCopySemantics
 from spec._src.lax.conv import ConvDimensionNumbers
 from spec._src.lax.dot import Precision
 from spec._src.lax.dot_algorithms import DotAlgorithmPreset
@@ -195,7 +197,7 @@ _DTYPES["float0"] = T.FLOAT0
 _ENUMS: dict[str, type[enum.Enum]] = {
     cls.__name__: cls for cls in (GatherScatterMode, Precision, DotAlgorithmPreset,
                                   RoundingMethod, AccuracyMode, MemorySpace, AxisType,
-                                  EighImplementation, SvdAlgorithm)}
+                                  EighImplementation, SvdAlgorithm, ArrayCopySemantics)}
 
 
 @dataclasses.dataclass
@@ -365,8 +367,22 @@ class _Parser:
         dtype = _DTYPES.get(head)
         if dtype is None:
             raise JaxprSyntaxError(f"unknown dtype {head!r}", self.text, tok.pos)
+        space = self.memory_space()
         shape, parts = self.dims()
-        return self.finish_type(T.ArrayType(shape, dtype), parts)
+        return self.finish_type(T.ArrayType(shape, dtype, memory_space=space), parts)
+
+    def memory_space(self) -> MemorySpace:
+        """``<host>`` (``<any>``) after a dtype; device memory without one."""
+        if not self.at("<"):
+            return MemorySpace.Device
+        self.next()
+        tok = self.peek()
+        name = self.name("a memory space")
+        self.expect(">", "to close the memory space")
+        spaces = {m.name.lower(): m for m in MemorySpace}
+        if name not in spaces:
+            raise JaxprSyntaxError(f"unknown memory space {name!r}", self.text, tok.pos)
+        return spaces[name]
 
     def dims(self) -> tuple[tuple[int, ...], list[Any]]:
         self.expect("[", "to open the shape")
@@ -909,6 +925,18 @@ def _concrete_mesh(abstract: AbstractMesh) -> Mesh:
     return Mesh(grid, abstract.axis_names, axis_types=abstract.axis_types)
 
 
+def _memory_kind(value: Any) -> str | None:
+    """A printed memory kind (``pinned_host``, read as a name) as its string."""
+    return None if value is None else str(value)
+
+
+def _device(device_id: int) -> Any:
+    for d in current_backend().devices():
+        if d.id == device_id:
+            return d
+    raise ValueError(f"the jaxpr names device {device_id}; there is no such device")
+
+
 def _call_value(node: _Call, key: str) -> Any:
     args = [_convert(a, key) for a in node.args]
     kwargs = {k: _convert(v, k) for k, v in node.kwargs}
@@ -928,7 +956,13 @@ def _call_value(node: _Call, key: str) -> Any:
     if name == "Mesh":
         return _concrete_mesh(_mesh(node))
     if name == "NamedSharding":
-        return NamedSharding(kwargs["mesh"], kwargs["spec"])
+        return NamedSharding(kwargs["mesh"], kwargs["spec"],
+                             memory_kind=_memory_kind(kwargs.get("memory_kind")))
+    if name == "SingleDeviceSharding":
+        return SingleDeviceSharding(kwargs["device"],
+                                    memory_kind=_memory_kind(kwargs.get("memory_kind")))
+    if name == "CpuDevice":
+        return _device(int(kwargs["id"]))
     if name == "ShapedArray" and len(args) == 2:  # ``ShapedArray(float32[3])``
         weak = bool(kwargs.get("weak_type", False))
         return T.ArrayType(tuple(args[1]), args[0], weak)

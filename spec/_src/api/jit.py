@@ -23,6 +23,7 @@ from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
 from spec._src.api.partitioned import compiled_text, program_mesh
 from spec._src.api.placement import devices
+from spec._src.api.jit_shardings import place_arguments, place_results
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
@@ -1046,9 +1047,33 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
     options = () if compiler_options is None else tuple(compiler_options.items())
 
     def wrap(f: Callable[..., Any]) -> Jitted:
+        if in_shardings is not None or out_shardings is not None:
+            return PlacingJitted(f, _normalize_argnums(static_argnums),
+                                 _normalize_argnames(static_argnames),
+                                 _normalize_argnums(donate_argnums), keep_unused, inline,
+                                 options, shardings=(in_shardings, out_shardings))
         return Jitted(f, _normalize_argnums(static_argnums), _normalize_argnames(static_argnames),
                       _normalize_argnums(donate_argnums), keep_unused, inline, options)
     return wrap if fun is None else wrap(fun)
+
+
+class PlacingJitted(Jitted):
+    """A jit with ``in_shardings``/``out_shardings``: an eager call checks and
+    places its arguments and places its results (spec/_src/api/jit_shardings.py);
+    staged calls trace as without them."""
+
+    def __init__(self, *args: Any, shardings: tuple[Any, Any]) -> None:
+        super().__init__(*args)
+        self._in_shardings, self._out_shardings = shardings
+        self._fast_ok = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if type(current_trace()) is not EvalTrace or config.jax_disable_jit:
+            return super().__call__(*args, **kwargs)
+        if self._in_shardings is not None:
+            args = place_arguments(args, self._in_shardings, self._static_argnums)
+        out = super().__call__(*args, **kwargs)
+        return out if self._out_shardings is None else place_results(out, self._out_shardings)
 
 
 # ----------------------------------------------------------------- make_jaxpr

@@ -23,7 +23,9 @@ from spec._src.core.compiler_options import xla_flag
 from spec._src.core.config import config
 from spec._src.core.hitypes import hi_type_of, is_hi_value, is_high
 from spec._src.core.interpreter import Tracer
+from spec._src.core.errors import JaxRuntimeError
 from spec._src.core.sharding import (
+    AxisType,
     NamedSharding,
     P,
     SingleDeviceSharding,
@@ -31,12 +33,57 @@ from spec._src.core.sharding import (
     get_concrete_mesh,
     modify_spec_for_auto_manual,
 )
-from spec._src.core.types import ArrayType, canonicalize_dtype, refuse_jax_array
+from spec._src.core.interpreter import EvalTrace, current_trace
+from spec._src.core.types import (
+    ArrayType,
+    MemorySpace,
+    canonicalize_dtype,
+    memory_kind_of_space,
+    memory_space_of_kind,
+    refuse_jax_array,
+)
 from spec._src.interpreters import spmd as _spmd
-from spec._src.lax.reshard import full_spec, place
+from spec._src.lax.reshard import ArrayCopySemantics, device_put_p, full_spec, place
 from spec._src.numpy.creation import asarray
 from spec._src.api.vmap import _prefix_errors as prefix_errors
 from spec._src.core.array import Array, placed_on
+
+
+# A CPU device's memories, in the order it lists them, with the class names
+# their ``str`` shows.
+_MEMORY_CLASS_NAMES = {"device": "CpuDeviceMemory", "pinned_host": "PinnedHostMemory",
+                       "unpinned_host": "UnpinnedHostMemorySpace"}
+
+
+class Memory:
+    """One memory a device addresses (``device.memory(kind)``): its device
+    memory, or pinned or unpinned host memory. Device ``k``'s memories have
+    ids ``3k``, ``3k+1``, ``3k+2``, in that order, as XLA's CPU client
+    numbers them."""
+
+    platform = "cpu"
+
+    def __init__(self, device: Device, kind: str) -> None:
+        self._device = device
+        self.kind = kind
+        self._id = 3 * device.id + list(_MEMORY_CLASS_NAMES).index(kind)
+        self.process_index = device.process_index
+
+    def addressable_by_devices(self) -> list[Device]:
+        return [self._device]
+
+    def __repr__(self) -> str:
+        return f"{self.kind.upper()}_{self._id}".replace("DEVICE", "CPU_DEVICE")
+
+    def __str__(self) -> str:
+        return (f"{_MEMORY_CLASS_NAMES[self.kind]}(id={self._id}, "
+                f"process_index={self.process_index}, client={self.platform})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and other._id == self._id
+
+    def __hash__(self) -> int:
+        return hash(("memory", self._id))
 
 
 class Device:
@@ -46,6 +93,27 @@ class Device:
     def __init__(self, id: int, process_index: int = 0) -> None:
         self.id = id
         self.process_index = process_index
+
+    def memory(self, kind: str) -> Memory:
+        """The memory of ``kind`` this device addresses."""
+        if not isinstance(kind, str):
+            raise TypeError("memory(): incompatible function arguments. The following argument"
+                            " types are supported:\n    1. memory(self, kind: str) ->"
+                            f" jaxlib._jax.Memory\n\nInvoked with types: jaxlib._jax.Device,"
+                            f" {type(kind).__name__}")
+        if kind not in _MEMORY_CLASS_NAMES:
+            raise JaxRuntimeError(
+                "INVALID_ARGUMENT: Could not find memory addressable by device cpu. Device cpu"
+                " can address the following memory kinds: " + ", ".join(_MEMORY_CLASS_NAMES)
+                + f". Got memory kind: {kind}")
+        return _memory(self, kind)
+
+    def addressable_memories(self) -> list[Memory]:
+        """Device memory, then pinned and unpinned host memory."""
+        return [_memory(self, kind) for kind in _MEMORY_CLASS_NAMES]
+
+    def default_memory(self) -> Memory:
+        return _memory(self, "device")
 
     def __repr__(self) -> str:
         return f"CpuDevice(id={self.id})"
@@ -123,6 +191,11 @@ def _virtual_devices(n: int) -> tuple[Device, ...]:
     return tuple(Device(i) for i in range(n))
 
 
+@functools.cache
+def _memory(device: Device, kind: str) -> Memory:
+    return Memory(device, kind)
+
+
 def devices(backend: Any = None) -> list[Any]:
     """Every device: the virtual ones (``jax_num_cpu_devices``), or one per
     MPI rank under mpiexec (device r is rank r's)."""
@@ -179,27 +252,102 @@ def host_ids(backend: Any = None) -> list[int]:
     return process_indices(backend)
 
 
-def device_put(x: Any, device: Any = None, *, donate: bool = False, may_alias: Any = None) -> Any:
-    """Place ``x`` (a pytree) on a device, or lay it out by a sharding: a
-    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``.
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = False,
+               may_alias: Any = None) -> Any:
+    """Place ``x`` (a pytree) on a device, lay it out by a sharding (a
+    NamedSharding, or a PartitionSpec over the mesh of ``set_mesh``), or move
+    it to a memory (a sharding's memory kind, or a ``jax.memory.Space``).
     ``device`` may be a pytree prefix of ``x``, one placement per subtree.
     Placed on a device or by a sharding, the result is committed there;
     with no placement, an array keeps its own and anything else goes to
-    the default device, uncommitted."""
+    the default device, uncommitted. Under a trace, one ``device_put``
+    equation places every leaf."""
+    leaves, structure = tree_util.tree_flatten(x)
+    placements = _per_leaf(x, structure, device)
+    semantics = _copy_semantics(structure, donate, may_alias)
+    if not isinstance(current_trace(), EvalTrace):
+        for leaf in leaves:
+            refuse_jax_array(leaf)
+        devices_ = tuple(_as_sharding(p) for p in placements)
+        srcs = tuple(_source(leaf, src) for leaf in leaves)
+        outs = device_put_p.bind(*leaves, devices=devices_, srcs=srcs,
+                                 copy_semantics=tuple(semantics))
+        return structure.unflatten(list(outs))
+    return structure.unflatten([_put_leaf(leaf, p) for leaf, p in zip(leaves, placements)])
+
+
+def _source(leaf: Any, src: Any) -> Any:
+    """Where a staged leaf comes from: ``src`` if given; a concrete array's
+    sharding; a value typed over a mesh whose axes are all Explicit, its
+    type's sharding in its memory; else unknown (None)."""
+    if src is not None:
+        return src
+    if isinstance(leaf, Array):
+        return leaf.sharding
+    aval = getattr(leaf, "aval", None)
+    s = getattr(aval, "sharding", None)
+    if aval is None or s is None or s.mesh.empty or any(
+            t != AxisType.Explicit for t in s.mesh.axis_types):
+        return None
+    return NamedSharding(s.mesh, s.spec, memory_kind=memory_kind_of_space(aval.memory_space))
+
+
+def _per_leaf(x: Any, structure: Any, device: Any) -> list[Any]:
+    """One placement per leaf of ``x`` from ``device`` (a placement, or a
+    pytree prefix of ``x`` of them)."""
     if _is_placement(device):
-        return tree_util.tree_map(lambda leaf: _put_leaf(leaf, device), x)
-    placements, structure = tree_util.tree_flatten(device, is_leaf=_is_placement)
+        return [device] * structure.num_leaves
+    placements, prefix = tree_util.tree_flatten(device, is_leaf=_is_placement)
     for p in placements:
         _check_placement(p)
     try:
-        subtrees = structure.flatten_up_to(x)
+        subtrees = prefix.flatten_up_to(x)
     except (TypeError, ValueError):
         raise _prefix_mismatch(x, device) from None
-    return structure.unflatten([device_put(sub, p) for sub, p in zip(subtrees, placements)])
+    return [p for sub, p in zip(subtrees, placements)
+            for _ in range(tree_util.tree_structure(sub).num_leaves)]
+
+
+def _copy_semantics(structure: Any, donate: Any, may_alias: Any) -> list[ArrayCopySemantics]:
+    """Per leaf: shares its buffer (``may_alias``, the default unless
+    donating), copies it, or takes it (``donate``)."""
+    donates = _flags(structure, donate, "donate")
+    aliases = _flags(structure, may_alias, "may_alias")
+    out = []
+    for alias, give in zip(aliases, donates):
+        if alias and give:
+            raise ValueError("may_alias and donate cannot be True at the same time.")
+        alias = not give if alias is None else alias
+        out.append(ArrayCopySemantics.REUSE_INPUT if alias and not give
+                   else ArrayCopySemantics.DONATE_INPUT if give and not alias
+                   else ArrayCopySemantics.ALWAYS_COPY)
+    return out
+
+
+def _flags(structure: Any, flag: Any, name: str) -> list[Any]:
+    if flag is None or isinstance(flag, bool):
+        return [flag] * structure.num_leaves
+    flags, prefix = tree_util.tree_flatten(flag, is_leaf=lambda f: f is None)
+    dummy = tree_util.tree_unflatten(structure, [0] * structure.num_leaves)
+    subtrees = prefix.flatten_up_to(dummy)
+    return [f for sub, f in zip(subtrees, flags)
+            for _ in range(tree_util.tree_structure(sub).num_leaves)]
+
+
+def _as_sharding(placement: Any) -> Any:
+    """A PartitionSpec as a NamedSharding over the mesh of ``set_mesh``."""
+    if not isinstance(placement, P):
+        return placement
+    mesh = get_concrete_mesh()
+    if mesh.empty:
+        raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
+                         "to device_put")
+    return NamedSharding(mesh, placement)
 
 
 def _is_placement(p: Any) -> bool:
-    return p is None or isinstance(p, (Device, NamedSharding, SingleDeviceSharding, P))
+    return p is None or isinstance(p, (Device, NamedSharding, SingleDeviceSharding, P,
+                                       MemorySpace))
 
 
 def _check_placement(p: Any) -> None:
@@ -228,16 +376,15 @@ def _put_leaf(leaf: Any, placement: Any) -> Any:
             f"jax.device_put does not yet support values of hijax type {aval}. Instead, shard "
             "the value's components (e.g. before constructing it), or produce the value with "
             "the desired sharding under jit or shard_map.")
-    if isinstance(placement, P):
-        mesh = get_concrete_mesh()
-        if mesh.empty:
-            raise ValueError("Please set a mesh via `jax.set_mesh` if a PartitionSpec is passed "
-                             "to device_put")
-        placement = NamedSharding(mesh, placement)
-    if isinstance(placement, SingleDeviceSharding):
-        placement = next(iter(placement.device_set))
+    placement = _as_sharding(placement)
+    if isinstance(placement, MemorySpace):
+        return _to_memory(asarray(leaf), placement)
     if isinstance(placement, NamedSharding):
-        return place(asarray(leaf), placement)
+        return _in_memory_of(place(asarray(leaf), placement), placement.memory_kind)
+    kind = None
+    if isinstance(placement, SingleDeviceSharding):
+        kind = placement._memory_kind
+        placement = next(iter(placement.device_set))
     arr = asarray(leaf)
     if placement is None:
         if isinstance(leaf, Array):
@@ -248,7 +395,30 @@ def _put_leaf(leaf: Any, placement: Any) -> Any:
     if arr._sharding is not None:  # gathered onto the one device
         arr = Array._from_checked(np.asarray(arr), ArrayType(arr.shape, arr.dtype,
                                                              arr.weak_type), "device_put")
-    return placed_on(arr, placement, True)
+    return _in_memory_of(placed_on(arr, placement, True), kind)
+
+
+def _in_memory_of(arr: Any, kind: str | None) -> Any:
+    """``arr`` (just placed) in the memory of ``kind`` (None: device memory)."""
+    if kind is None or not isinstance(arr, Array):
+        return arr
+    arr.aval = arr.aval.update(memory_space=memory_space_of_kind(kind))
+    arr._memory_kind = kind
+    return arr
+
+
+def _to_memory(arr: Any, space: MemorySpace) -> Any:
+    """``arr`` where it lives, moved to the memory ``space`` names; committed
+    there, as JAX commits it."""
+    if space is MemorySpace.Any:
+        raise AssertionError("unreachable: MemorySpace.Any")
+    if not isinstance(arr, Array):
+        return arr
+    if arr._sharding is not None:
+        kind = memory_kind_of_space(space)
+        return _in_memory_of(place(arr, arr._sharding.with_memory_kind(kind)), kind)
+    return _in_memory_of(placed_on(arr, arr._single_device(), True),
+                         memory_kind_of_space(space))
 
 
 def device_get(x: Any) -> Any:

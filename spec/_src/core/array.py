@@ -17,7 +17,7 @@ from spec._src.core.backend import current_backend
 from spec._src.core.config import config
 from spec._src.core.errors import JaxRuntimeError
 from spec._src.core.sharding import NamedSharding, P, SingleDeviceSharding
-from spec._src.core.types import ArrayType, Typed, dtype_of_value
+from spec._src.core.types import ArrayType, MemorySpace, Typed, dtype_of_value
 
 
 # Read on every array made: the flag store's dict itself, not the accessor.
@@ -42,8 +42,10 @@ class Array(Typed):
     # ``jax_default_device`` was when the array was made (None or a platform
     # name: the first device). ``_committed``: placed there explicitly
     # (``device_put`` to a device, or computed from committed operands).
+    # ``_memory_kind``: the memory kind it was put in (``device_put``), or
+    # None: the one its type's memory space names.
     __slots__ = ("_val", "aval", "_py", "_shards", "_sharding", "_device", "_committed",
-                 "__weakref__")
+                 "_memory_kind", "__weakref__")
     __array_priority__ = 100
 
     _val: np.ndarray | None
@@ -53,6 +55,7 @@ class Array(Typed):
     _sharding: Any
     _device: Any
     _committed: bool
+    _memory_kind: str | None
 
     @classmethod
     def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
@@ -73,6 +76,7 @@ class Array(Typed):
         out._sharding = None
         out._device = _CONFIG_VALUES["jax_default_device"]
         out._committed = False
+        out._memory_kind = None
         return out
 
     @classmethod
@@ -87,6 +91,7 @@ class Array(Typed):
         out._sharding = sharding
         out._device = None
         out._committed = True
+        out._memory_kind = None
         return out
 
     @property
@@ -131,9 +136,13 @@ class Array(Typed):
     @property
     def sharding(self) -> Any:
         """Where the array lives: its NamedSharding, or the single device."""
-        if self._sharding is not None:
-            return self._sharding
-        return SingleDeviceSharding(self._single_device())
+        kind = self._memory_kind
+        if kind is None and self.aval.memory_space is MemorySpace.Host:
+            kind = "pinned_host"  # computed from values in host memory
+        s = self._sharding
+        if s is not None:
+            return s if kind is None or s.memory_kind == kind else s.with_memory_kind(kind)
+        return SingleDeviceSharding(self._single_device(), memory_kind=kind)
 
     def _single_device(self) -> Any:
         device = self._device
@@ -335,7 +344,7 @@ def on_device(x: Any) -> Any:
     """``x`` without the host-scalar mark (see ``interpreter.device_array``)."""
     if type(x) is Array and x._py is not None:
         out = Array._from_checked(x._value, x.aval, "device_array")
-        out._device, out._committed = x._device, x._committed
+        out._device, out._committed, out._memory_kind = x._device, x._committed, x._memory_kind
         return out
     return x
 

@@ -47,6 +47,7 @@ from spec._src.core.state_types import RefType
 from spec._src.core.resources import check_allocatable, check_program
 from spec._src.core.types import (
     ArrayType,
+    MemorySpace,
     Typed,
     canonicalize_dtype,
     dtype_of_value,
@@ -761,6 +762,9 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                 raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
                                  "did you forget to unpack ([...]) the ref?")
     out = prim.typing(*avals, **params)
+    if any(getattr(a, "memory_space", MemorySpace.Device) is not MemorySpace.Device
+           for a in avals):
+        out = _in_operands_memory(prim, avals, out)
     if not any(getattr(a, "sharding", None) is not None and not is_high(a)
                for a in avals) and not any(
             params.get(k) is not None for k in ("sharding", "out_sharding")):
@@ -777,6 +781,33 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     # (a hi type's sharding is inside the type, as its typing rule made it)
     typed = [a if is_high(a) else a.update(sharding=s) for a, s in zip(out, shardings)]
     return _with_vma(prim, avals, typed, params)
+
+
+def _in_operands_memory(prim: Primitive, avals: Sequence[ArrayType],
+                        outs: Sequence[ArrayType]) -> Sequence[ArrayType]:
+    """Results in the memory space of the operands: the ranked operands must
+    share one (rank-0 operands, Python scalars among them, go anywhere), as
+    JAX's standard rule requires. Calls and control flow, and rules that set
+    a result's memory space themselves, keep their typing rule's types."""
+    if prim.vma_rule is VMA_FROM_TYPING or any(
+            getattr(o, "memory_space", MemorySpace.Device) is not MemorySpace.Device
+            for o in outs):
+        return outs
+    spaces = [getattr(a, "memory_space", MemorySpace.Device) for a in avals]
+    if all(s is MemorySpace.Any for s in spaces):
+        space = MemorySpace.Any
+    else:
+        ranked = [a for a in avals if isinstance(a, ArrayType) and a.shape]
+        for first, other in zip(ranked, ranked[1:]):
+            if first.memory_space is not other.memory_space:
+                raise ValueError(
+                    f"memory_space of all inputs passed to `{prim.name}` must be the same."
+                    f" Got one operand with type: {first.str_short()} and another operand"
+                    f" with type: {other.str_short()}")
+        space = ranked[0].memory_space if ranked else MemorySpace.Device
+    if space is MemorySpace.Device:
+        return outs
+    return [o.update(memory_space=space) if isinstance(o, ArrayType) else o for o in outs]
 
 
 def _with_vma(prim: Primitive, avals: Sequence[ArrayType], outs: Sequence[ArrayType],

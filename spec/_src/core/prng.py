@@ -147,6 +147,7 @@ class PRNGKeyArray(Array):
         out._sharding = None
         out._device = None
         out._committed = False
+        out._memory_kind = None
         return out
 
     def _words(self) -> np.ndarray:

@@ -658,6 +658,10 @@ class Sharding:
         raise NotImplementedError
 
     @property
+    def device_set(self) -> set[Any]:
+        raise NotImplementedError
+
+    @property
     def is_fully_replicated(self) -> bool:
         raise NotImplementedError
 

@@ -6,6 +6,7 @@ SPEC.md section "Types" is the prose version of this module.
 
 from __future__ import annotations
 
+import enum
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -489,6 +490,32 @@ def dtype_name(dt: DType) -> str:
 Shape = tuple[int, ...]
 
 
+class MemorySpace(enum.Enum):
+    """Where a value lives (``jax.memory.Space``): device memory, host memory
+    (a sharding's ``pinned_host`` memory kind), or either (``Any``, which
+    Pallas-style refs use). Printed as JAX prints its enum
+    (``MemorySpace.Host``); a type in host memory prints ``f32<host>[8]``."""
+
+    Device = enum.auto()
+    Host = enum.auto()
+    Any = enum.auto()
+
+    def __repr__(self) -> str:
+        return f"MemorySpace.{self.name}"
+
+
+def memory_space_of_kind(kind: str | None) -> MemorySpace:
+    """The memory space a sharding's memory kind puts a value's type in:
+    only ``pinned_host`` is host memory to the type system (an
+    ``unpinned_host`` array types as device memory, as in JAX)."""
+    return MemorySpace.Host if kind == "pinned_host" else MemorySpace.Device
+
+
+def memory_kind_of_space(space: MemorySpace) -> str:
+    """The memory kind a value of a memory space lives in."""
+    return "pinned_host" if space is MemorySpace.Host else "device"
+
+
 @dataclass(frozen=True, slots=True)
 class ManualAxisType:
     """Per manual mesh axis: varying, unreduced or reduced (else invariant)."""
@@ -526,6 +553,9 @@ class ArrayType:
     # (per-device partial sums) or reduced (already summed; replicated).
     munreduced: frozenset[Any] = frozenset()
     mreduced: frozenset[Any] = frozenset()
+    # Host or device memory (``jax.memory.Space``): part of the type, so a
+    # value in host memory meets only host or rank-0 values in an operation.
+    memory_space: MemorySpace = MemorySpace.Device
 
     @property
     def ndim(self) -> int:
@@ -633,16 +663,22 @@ class ArrayType:
         jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``. (JAX's ``mesh_axis_types``
         is accepted; spec's axis types are in the suffix.)"""
         name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
-        return f"{name}[{self._dims()}]{self._suffix()}"
+        return f"{name}{self._space()}[{self._dims()}]{self._suffix()}"
+
+    def _space(self) -> str:
+        """``<host>`` (``<any>``) after the dtype; nothing for device memory."""
+        space = self.memory_space
+        return "" if space is MemorySpace.Device else f"<{space.name.lower()}>"
 
     def __str__(self) -> str:
         """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
-        return (("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}[{self._dims()}]"
-                + self._suffix())
+        return (("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}{self._space()}"
+                f"[{self._dims()}]{self._suffix()}")
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return (f"ShapedArray({dtype_name(self.dtype)}[{self._dims()}]{self._suffix()}"
+        return (f"ShapedArray({dtype_name(self.dtype)}{self._space()}[{self._dims()}]"
+                f"{self._suffix()}"
                 f"{weak})")
 
 

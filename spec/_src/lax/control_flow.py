@@ -13,7 +13,6 @@ between branches), check the types JAX checks, with JAX's messages, and bind
 
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 from collections.abc import Callable, Sequence
@@ -54,7 +53,7 @@ from spec._src.core.registry import declare, require
 from spec._src.lowering import control as CL
 from spec._src.core.sharding import get_abstract_mesh
 from spec._src.core.state_types import is_ref_type
-from spec._src.core.types import FLOAT0, ArrayType, result_type_and_weak
+from spec._src.core.types import FLOAT0, ArrayType, MemorySpace, result_type_and_weak
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
@@ -179,13 +178,6 @@ def _recorded_branches(branches: Sequence[Jaxpr], ops_nz: Sequence[bool],
 
 
 # ==================================================================== empty2
-
-
-class MemorySpace(enum.Enum):
-    """Where a buffer lives; printed as JAX prints its own enum
-    (``MemorySpace.Device``). Only device memory exists here."""
-
-    Device = "device"
 
 
 def _empty2_type(*, dtype: Any, memory_space: Any) -> list[ArrayType]:

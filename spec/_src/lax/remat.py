@@ -52,8 +52,23 @@ from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.core import source_info as si
 from spec._src.core import types as T
 from spec._src.lax.reductions import reduce_precision_p
+from spec._src.lax.reshard import ArrayCopySemantics, device_put_p
 
 Policy = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Offloadable:
+    """A policy's answer for a value kept in another memory (memory kind
+    ``src`` to ``dst``, e.g. ``"device"`` to ``"pinned_host"``) rather than
+    recomputed: the forward pass copies it there, the backward pass copies it
+    back before reading it."""
+
+    src: str
+    dst: str
+
+    def __bool__(self) -> bool:
+        return True
 
 # ------------------------------------------------------------------ remat2
 
@@ -166,10 +181,34 @@ def _nothing_saveable(*_: Any, **__: Any) -> bool:
     return False
 
 
+def _answer(policy: Policy, eqn: Eqn) -> Any:
+    """The policy's answer for ``eqn``: falsy (recompute), an ``Offloadable``,
+    or anything else truthy (save)."""
+    return policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params)
+
+
 def _saveable(policy: Policy, eqn: Eqn) -> bool:
-    # JAX's policies may also answer with offload markers; spec has one
-    # memory space, so anything truthy means "save".
-    return bool(policy(eqn.primitive, *[a.aval for a in eqn.invars], **eqn.params))
+    return bool(_answer(policy, eqn))
+
+
+def _copy_to_memory(x: Var, out: Var, kind: str) -> Eqn:
+    """``out = device_put x`` into the memory of ``kind`` (always a copy)."""
+    return Eqn([x], [out], device_put_p,
+               {"devices": (T.memory_space_of_kind(kind),), "srcs": (None,),
+                "copy_semantics": (ArrayCopySemantics.ALWAYS_COPY,)})
+
+
+def _offload(offload: Offloadable, eqn: Eqn) -> tuple[list[Eqn], list[Eqn], list[Var]]:
+    """The known side copies each output of ``eqn`` to ``offload.dst`` (a
+    residual); the staged side copies it back to ``offload.src`` into the
+    output's own variable."""
+    known, staged, residuals = [], [], []
+    for v in eqn.outvars:
+        moved = Var(v.aval.update(memory_space=T.memory_space_of_kind(offload.dst)))
+        known.append(_copy_to_memory(v, moved, offload.dst))
+        staged.append(_copy_to_memory(moved, v, offload.src))
+        residuals.append(moved)
+    return known, staged, residuals
 
 
 # A partial-eval rule of a primitive with sub-jaxprs (scan, cond, while):
@@ -269,7 +308,16 @@ def partial_eval_jaxpr_custom(jaxpr: Jaxpr, in_unknowns: Sequence[bool],
                 write(True, True, v)
         else:
             known_eqns.append(eqn)
-            if _saveable(pol, eqn):
+            answer = _answer(pol, eqn)
+            if isinstance(answer, Offloadable):
+                copies_out, copies_back, moved = _offload(answer, eqn)
+                known_eqns.extend(copies_out)
+                staged_eqns.extend(copies_back)
+                for m in moved:
+                    residuals.setdefault(id(m), m)
+                for v in eqn.outvars:
+                    write(False, True, v)
+            elif answer:
                 for v in eqn.outvars:
                     write(False, False, v)
             else:
@@ -630,4 +678,5 @@ name_p = declare("name", lowering=ST.identity, typing=_name_type, impl=_name_imp
                  per_device=from_primitive(PD.local))
 
 
-__all__ = ["RematSplit", "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]
+__all__ = ["Offloadable", "RematSplit", "dce_jaxpr", "name_p", "remat_p",
+           "remat_partial_eval_jaxpr"]

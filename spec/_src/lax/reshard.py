@@ -9,19 +9,25 @@ all-to-all) and sliced; casts to or from reduced are free.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import numpy as np
 
-from spec._src.interpreters.ad_util import linear_jvp, linear_transpose
+from spec._src.interpreters.ad_util import (
+    Zero,
+    is_undefined_primal,
+    linear_jvp,
+    linear_transpose,
+)
 from spec._src.core.interpreter import pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare
 from spec._src.core.sharding import UnreducedKind
-from spec._src.core.types import ArrayType
+from spec._src.core.types import ArrayType, MemorySpace, memory_space_of_kind
 from spec._src.core.hitypes import HiPspec, is_high, lo_types, lower_value, raise_values
-from spec._src.core.interpreter import Primitive, from_primitive
+from spec._src.core.interpreter import VMA_FROM_TYPING, Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
@@ -35,6 +41,7 @@ from spec._src.core.sharding import (
     Mesh,
     NamedSharding,
     P,
+    SingleDeviceSharding,
     get_abstract_mesh,
     get_concrete_mesh,
     modify_spec_for_auto_manual,
@@ -142,16 +149,20 @@ def _reshard_batch(axis: Any, args: list[Any], dims: list[Any], *, dst_sharding:
     return [reshard_p.bind(x, dst_sharding=dst, concrete_mesh=concrete_mesh)], [d]
 
 
+def _moved(x: Dist, out: ArrayType, geo: Geometry) -> Dist:
+    """``x``'s blocks laid out as ``out`` says, on ``geo``'s devices."""
+    src = x.aval.sharding
+    if src is not None and not src.mesh.empty:
+        src_geo = S.geometry(src.mesh, geo.procs)
+        if src_geo != geo:  # onto another mesh of the same devices
+            return S.moved_mesh(x, out, src_geo, geo)
+    return S.reshard(x, out, geo)
+
+
 def _reshard(prim: Primitive) -> PD.Program:
     def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                 **params: Any) -> list[Dist]:
-        (x,), (out,) = args, out_avals
-        src = x.aval.sharding
-        if src is not None and not src.mesh.empty:
-            src_geo = S.geometry(src.mesh, geo.procs)
-            if src_geo != geo:  # onto another mesh of the same devices
-                return [S.moved_mesh(x, out, src_geo, geo)]
-        return [S.reshard(x, out, geo)]
+        return [_moved(x, out, geo) for x, out in zip(args, out_avals)]
     return program
 
 
@@ -161,6 +172,104 @@ reshard_p = declare("reshard", lowering=LC.reshard,
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
                     per_device=from_primitive(_reshard), to_lojax=_reshard_to_lojax)
+
+
+# ---------------------------------------------------------------- device_put
+#
+# ``jax.device_put`` under a trace stages one equation for all the leaves it
+# places: ``devices`` (per operand: a Device, a Sharding, a MemorySpace or
+# None), ``srcs`` (where each came from, None when traced) and
+# ``copy_semantics``. Each result is its operand, retyped: a NamedSharding
+# gives its sharding, a SingleDeviceSharding none, a memory kind or
+# MemorySpace the memory space (only ``pinned_host`` is host memory).
+
+
+class ArrayCopySemantics(enum.Enum):
+    """Whether a placed array may share its operand's buffer (``may_alias``),
+    must be a copy, or takes the donated buffer (``donate``)."""
+
+    ALWAYS_COPY = 0
+    REUSE_INPUT = 1
+    DONATE_INPUT = 2
+
+    def __repr__(self) -> str:
+        return f"ArrayCopySemantics.{self.name}"
+
+
+def placed_type(x: ArrayType, dst: Any) -> ArrayType:
+    """The type of ``x`` placed by ``dst`` (C1: a NamedSharding's sharding
+    divides the shape, with JAX's error)."""
+    if isinstance(dst, MemorySpace):
+        return x.update(memory_space=dst)
+    if isinstance(dst, NamedSharding):
+        out = x.update(sharding=SK.abstract(
+            NamedSharding(dst.mesh.abstract_mesh, full_spec(dst, x.ndim))))
+        check_divisible(out)
+    elif isinstance(dst, SingleDeviceSharding):
+        out = x.update(sharding=None)
+    else:  # a device, or None: the type is kept
+        return x
+    kind = dst.memory_kind
+    return out if kind is None else out.update(memory_space=memory_space_of_kind(kind))
+
+
+def _device_put_type(*xs: ArrayType, devices: tuple[Any, ...], srcs: tuple[Any, ...],
+                     copy_semantics: tuple[Any, ...]) -> list[ArrayType]:
+    return [placed_type(x, d) for x, d in zip(xs, devices)]
+
+
+def _device_put_impl(*xs: np.ndarray, **params: Any) -> list[np.ndarray]:
+    return list(xs)
+
+
+def _device_put_sharding(*xs: ArrayType, **params: Any) -> list[Any]:
+    return [t.sharding for t in _device_put_type(*xs, **params)]
+
+
+def _device_put_transpose(cts: list[Any], *args: Any, devices: tuple[Any, ...],
+                          srcs: tuple[Any, ...], copy_semantics: tuple[Any, ...]) -> list[Any]:
+    """Moving back: each cotangent goes from where the result was put to
+    where its operand came from (host memory for an operand in host memory
+    of unknown origin), always as a copy."""
+    moved = [i for i, (ct, a) in enumerate(zip(cts, args))
+             if is_undefined_primal(a) and type(ct) is not Zero]
+    out: list[Any] = [Zero(a.aval.ct_type()) if is_undefined_primal(a) else None for a in args]
+    if not moved:
+        return out
+    if any(copy_semantics[i] is ArrayCopySemantics.DONATE_INPUT for i in moved):
+        raise ValueError("donate=True is not allowed during tranposition of device_put. Please"
+                         " file an issue if you want this to be supported.")
+    back = tuple(MemorySpace.Host if srcs[i] is None
+                 and args[i].aval.memory_space is MemorySpace.Host else srcs[i] for i in moved)
+    ys = device_put_p.bind(*[cts[i] for i in moved], devices=back,
+                           srcs=tuple(devices[i] for i in moved),
+                           copy_semantics=(ArrayCopySemantics.ALWAYS_COPY,) * len(moved))
+    for i, y in zip(moved, ys):
+        out[i] = y
+    return out
+
+
+def _device_put_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
+                      ) -> tuple[list[Any], list[Any]]:
+    # Each result is its own operand placed: batched where it was.
+    return list(device_put_p.bind(*args, **params)), list(dims)
+
+
+def _device_put_lowering(ctx: Any, operands: Any, in_avals: Any, out_avals: Any,
+                         **params: Any) -> list[str]:
+    # On CPU a placement compiles to nothing: the values are the operands
+    # (an explicit sharding is pinned by the walk after the equation; a
+    # result in host memory is marked where it leaves the program).
+    return list(operands)
+
+
+device_put_p = declare(
+    "device_put", typing=_device_put_type, impl=_device_put_impl, multiple_results=True,
+    sharding=_device_put_sharding, jvp=linear_jvp(), transpose=_device_put_transpose,
+    batch=_device_put_batch, lowering=_device_put_lowering,
+    # Each result's type is its operand's, placed (memory space included).
+    vma_rule=VMA_FROM_TYPING, per_device=from_primitive(_reshard),
+    doc="jax.device_put under a trace: each operand retyped by where it is put")
 
 
 # ------------------------------------------------------- sharding_constraint
@@ -228,8 +337,8 @@ sharding_constraint_p = declare(
 
 
 __all__ = [
-    "auto_axes", "explicit_axes", "full_spec", "place", "reshard", "reshard_p",
-    "sharding_constraint_p", "with_sharding_constraint",
+    "ArrayCopySemantics", "auto_axes", "device_put_p", "explicit_axes", "full_spec", "place",
+    "placed_type", "reshard", "reshard_p", "sharding_constraint_p", "with_sharding_constraint",
 ]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spec._src.core.sharding import AxisType
-from spec._src.core.types import ArrayType
+from spec._src.core.types import ArrayType, MemorySpace
 from spec._src.lowering.module import ModuleState
 
 
@@ -57,6 +57,7 @@ def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None, *,
              info: str | None = None, placed: Any = None) -> str:
     """An argument's or result's attributes, in JAX's order:
     ``jax.result_info = "result[0]"`` for a result named ``info``,
+    ``mhlo.memory_kind = "pinned_host"`` for one in host memory,
     ``sdy.sharding = #sdy.sharding<...>`` for an explicitly sharded value (or
     one ``placed`` on a mesh: an Auto-mode argument's NamedSharding),
     ``tf.aliasing_output = k : i32`` for an argument donated to result k;
@@ -64,6 +65,8 @@ def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None, *,
     attrs = []
     if info is not None:
         attrs.append(f'jax.result_info = "{_escaped(info)}"')
+    if getattr(aval, "memory_space", None) is MemorySpace.Host:
+        attrs.append('mhlo.memory_kind = "pinned_host"')
     s = explicit_sharding(aval)
     if s is not None:
         attrs.append("sdy.sharding = #sdy.sharding"
