@@ -268,6 +268,7 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
     if not isinstance(current_trace(), EvalTrace):
         for leaf in leaves:
             refuse_jax_array(leaf)
+            _refuse_hi_value(leaf)
         devices_ = tuple(_as_sharding(p) for p in placements)
         srcs = tuple(_source(leaf, src) for leaf in leaves)
         outs = device_put_p.bind(*leaves, devices=devices_, srcs=srcs,
@@ -367,8 +368,7 @@ def _prefix_mismatch(x: Any, device: Any) -> ValueError:
                       f"\n  {details}")
 
 
-def _put_leaf(leaf: Any, placement: Any) -> Any:
-    refuse_jax_array(leaf)
+def _refuse_hi_value(leaf: Any) -> None:
     aval = getattr(leaf, "aval", None) if isinstance(leaf, Tracer) else (
         hi_type_of(leaf) if is_hi_value(leaf) else None)
     if is_high(aval):
@@ -376,6 +376,11 @@ def _put_leaf(leaf: Any, placement: Any) -> Any:
             f"jax.device_put does not yet support values of hijax type {aval}. Instead, shard "
             "the value's components (e.g. before constructing it), or produce the value with "
             "the desired sharding under jit or shard_map.")
+
+
+def _put_leaf(leaf: Any, placement: Any) -> Any:
+    refuse_jax_array(leaf)
+    _refuse_hi_value(leaf)
     placement = _as_sharding(placement)
     if isinstance(placement, MemorySpace):
         return _to_memory(asarray(leaf), placement)
