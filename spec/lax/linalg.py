@@ -14,6 +14,7 @@ from spec._src.lax.linalg import (
     triangular_solve,
     triangular_solve_p,
 )
+from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
     "EighImplementation",
@@ -22,6 +23,10 @@ __all__ = [
     "cholesky_p",
     "eigh",
     "eigh_p",
+    "lu",
+    "lu_p",
+    "lu_pivots_to_permutation",
+    "lu_pivots_to_permutation_p",
     "qr",
     "qr_p",
     "svd",

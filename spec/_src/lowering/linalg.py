@@ -284,3 +284,25 @@ def _empty_svd(ctx: LoweringContext, out_avals: Avals) -> list[str]:
         eye = np.broadcast_to(np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype), a.shape)
         outs.append(ctx.constant(np.ascontiguousarray(eye), a))
     return outs
+
+
+def lu(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals
+       ) -> list[str]:
+    """``getrf``: the factors and LAPACK's 1-based pivots (made 0-based); NaN
+    where ``info`` reports an illegal argument (a singular matrix, info > 0,
+    keeps its factors). Returns the factors and the pivots; the permutation
+    is lowered from the pivots by the caller."""
+    aval = in_avals[0]
+    lu_aval, pivot_aval = out_avals[0], out_avals[1]
+    batch = tuple(aval.shape[:-2])
+    info_aval = ArrayType(batch, _I32)
+    factors, pivots, info = ffi_call(ctx, _target("getrf", aval.dtype), operands, in_avals,
+                                     [lu_aval, pivot_aval, info_aval], {}, {0: 0})
+    scalar = ArrayType((), _I32)
+    one = ctx.broadcast(ctx.constant(np.ones((), _I32), scalar), scalar, pivot_aval, ())
+    pivots = ctx.op("stablehlo.subtract", [pivots, one], [pivot_aval, pivot_aval], pivot_aval)
+    zeros = ctx.broadcast(ctx.constant(np.zeros((), _I32), scalar), scalar, info_aval, ())
+    t = tensor_type(info_aval)
+    ok = ctx.line(f"stablehlo.compare GE, {info}, {zeros}, SIGNED : ({t}, {t}) -> "
+                  f"{tensor_type(ArrayType(batch, _BOOL))}")
+    return [_nan_unless(ctx, ok, batch, factors, lu_aval), pivots]
