@@ -19,9 +19,10 @@ float64 (complex128), vectorised over the batch, with the loop over the
 pivot columns only; each result is rounded once to the operand's dtype. The
 pivot of a column is its first entry of largest magnitude (``|re| + |im|``
 for complex entries, LAPACK's ``i?amax``); a NaN entry is never chosen
-unless it is the column's first candidate, which LAPACK keeps. A zero pivot
-leaves the column below it unscaled (LAPACK reports the matrix singular in
-``info`` and carries on; the results are not NaN). On XLA's CPU backend
+unless it is the column's first candidate, which LAPACK keeps. A zero (or
+NaN) pivot leaves the column below it unscaled and the elimination goes on
+(LAPACK reports the matrix singular in ``info``; the results are not
+replaced by NaNs). On XLA's CPU backend
 the factorisation is LAPACK's blocked ``getrf``, whose sums run in another
 order: the two agree to rounding for matrices that are not ill-conditioned.
 """
@@ -148,7 +149,8 @@ def _lu_impl(x: np.ndarray) -> list[np.ndarray]:
             pivots[:, j] = p
             a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
             pivot = a[:, j, j]
-            nonzero = pivot != 0
+            # A zero or NaN pivot scales nothing (the test LAPACK applies).
+            nonzero = (pivot != 0) & ~np.isnan(pivot)
             below = a[:, j + 1:, j]
             a[:, j + 1:, j] = np.where(nonzero[:, None],
                                        below / np.where(nonzero, pivot, 1)[:, None], below)
