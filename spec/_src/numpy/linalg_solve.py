@@ -28,7 +28,7 @@ from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import linalg_lu as lax_lu
 from spec._src.lax import shaping as L
 from spec._src.lax.ad_prims import stop_gradient
-from spec._src.lax.dot import Precision
+from spec._src.lax.dot import Precision, dot_general
 from spec._src.lax.linalg import triangular_solve
 from spec._src.lax.linear_solve import custom_linear_solve
 from spec._src.lax.reductions import sort_key_val
@@ -136,6 +136,17 @@ def lu_solve(lu: Any, permutation: Any, b: Any, trans: int = 0) -> Any:
 
 # -------------------------------------------------------------------- solve
 
+def _broadcasted_matvec(a: Any, b: Any) -> Any:
+    """``(..., n, m), (..., m) -> (..., n)``: one HIGHEST dot_general with
+    the broadcast batch axes as batch dimensions."""
+    batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-1])
+    nb = len(batch)
+    a = js.broadcast_to(a, (*batch, *_shape(a)[-2:]))
+    b = js.broadcast_to(b, (*batch, _shape(b)[-1]))
+    dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+    return dot_general(a, b, dims, precision=Precision.HIGHEST)
+
+
 def _solve_core(a: Any, b: Any) -> Any:
     """One matrix a against b (one vector, or a batch of them): the LU of a
     (gradient stopped) solves, and ``custom_linear_solve`` differentiates
@@ -145,7 +156,7 @@ def _solve_core(a: Any, b: Any) -> Any:
     b = L.broadcast_in_dim(b, out_shape, tuple(range(len(_shape(b)))))
     lu_, _, permutation = lax_lu.lu(stop_gradient(a))
     solve_ = functools.partial(
-        custom_linear_solve, lambda x: matmul(a, x[..., None])[..., 0],
+        custom_linear_solve, lambda x: _broadcasted_matvec(a, x),
         solve=lambda _, x: lu_solve(lu_, permutation, x, trans=0),
         transpose_solve=lambda _, x: lu_solve(lu_, permutation, x, trans=1))
     if len(_shape(a)) == len(_shape(b)) + 1:
@@ -448,37 +459,43 @@ class LstsqResult(NamedTuple):
 
 def _lstsq_fn(a: Any, b: Any, rcond: Any, numpy_resid: bool) -> LstsqResult:
     a, b = jm._promote_dtypes_inexact(L.asarray(a), L.asarray(b))
+    if _shape(a)[0] != _shape(b)[0]:
+        raise ValueError("Leading dimensions of input arrays must match")
+    b_vector = len(_shape(b)) == 1
+    if b_vector:
+        b = b[:, None]
     if len(_shape(a)) != 2:
         raise TypeError(f"{len(_shape(a))}-dimensional array given. Array must be two-"
                         "dimensional")
-    if len(_shape(b)) not in (1, 2):
+    if len(_shape(b)) != 2:
         raise TypeError(f"{len(_shape(b))}-dimensional array given. Array must be one or "
                         "two-dimensional")
     m, n = _shape(a)
     dtype = _dtype(a)
-    if a.size == 0:
-        s = creation.empty(0, dtype)
-        rank = creation.array(0, dtype=np.int32)
-        x = creation.empty((n, *_shape(b)[1:]), dtype)
+    if m * n == 0:
+        s = creation.empty(0, dtype=dtype)
+        rank = creation.array(0, dtype=int)
+        x = creation.zeros((n, *_shape(b)[1:]), dtype=dtype)
     else:
         if rcond is None:
             rcond = _eps(dtype) * max(n, m)
         else:
-            rcond = jnp_indexing.where(creation.asarray(rcond) < 0,
-                                       _eps(dtype), rcond)
+            rcond = jnp_indexing.where(creation.asarray(rcond) < 0, _eps(dtype), rcond)
         u, s, vt = _linalg_svd(a, full_matrices=False)
-        mask = (s >= creation.array(rcond, dtype=_dtype(s)) * s[0]) & (s > 0)
+        mask = (s > 0) & (s >= creation.array(rcond, dtype=_dtype(s)) * s[0])
         rank = mask.sum()
         safe_s = jnp_indexing.where(mask, s, 1).astype(dtype)
         s_inv = jnp_indexing.where(mask, 1 / safe_s, 0)[:, np.newaxis]
-        uTb = matmul(_H(u), b, precision=Precision.HIGHEST)  # noqa: N806
-        x = matmul(_H(vt), s_inv * uTb, precision=Precision.HIGHEST)
+        u_t_b = matmul(_H(u), b, precision=Precision.HIGHEST)
+        x = matmul(_H(vt), s_inv * u_t_b, precision=Precision.HIGHEST)
+    # NumPy's empty residuals depend on values; under jit they are always full.
     if numpy_resid and (rank < n or m <= n):
         resid = creation.asarray([])
     else:
         b_estimate = matmul(a, x, precision=Precision.HIGHEST)
-        resid = jr.sum(jm.abs(b - b_estimate) ** 2, axis=0)
-        resid = jm.real(resid)
+        resid = _norm_fn(b - b_estimate, axis=0) ** 2
+    if b_vector:
+        x = js.ravel(x)
     return LstsqResult(x, resid, rank, s)
 
 
