@@ -14,9 +14,13 @@ from spec._src.lax.linalg import (
     triangular_solve,
     triangular_solve_p,
 )
+from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
 from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
+    "EigImplementation",
+    "eig",
+    "eig_p",
     "EighImplementation",
     "SvdAlgorithm",
     "cholesky",

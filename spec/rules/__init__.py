@@ -24,6 +24,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ffi,
     indexing,
     linalg,
+    linalg_eig,
     linalg_lu,
     linear_solve,
     prng,

@@ -71,7 +71,8 @@ def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_aval
         for op, out in sorted(aliases.items()))
     attrs = (f'backend_config = "", mhlo.backend_config = {{{config}}}, '
              f'mhlo.frontend_attributes = {{num_batch_dims = "{top - 2}"}}, '
-             f"operand_layouts = [{in_layouts}], output_operand_aliases = [{alias_text}], "
+             f"operand_layouts = [{in_layouts}], "
+             + (f"output_operand_aliases = [{alias_text}], " if aliases else "") +
              f"result_layouts = [{out_layouts}]")
     ins = ", ".join(tensor_type(a) for a in in_avals)
     outs = ", ".join(tensor_type(a) for a in out_avals)
@@ -99,7 +100,9 @@ def _nan_unless(ctx: LoweringContext, ok: str, batch: tuple[int, ...], x: str,
     unit = ArrayType((*batch, *(1 for _ in aval.shape[nb:])), _BOOL)
     pred = ctx.broadcast(ok, ArrayType(batch, _BOOL), unit, range(nb))
     scalar = ArrayType((), aval.dtype)
-    nan = ctx.broadcast(ctx.constant(np.asarray(np.nan, aval.dtype), scalar), scalar, aval, ())
+    # A complex NaN is NaN in both parts (JAX's ``nan + nan * 1j``).
+    fill = complex(np.nan, np.nan) if np.dtype(aval.dtype).kind == "c" else np.nan
+    nan = ctx.broadcast(ctx.constant(np.asarray(fill, aval.dtype), scalar), scalar, aval, ())
     wide = ArrayType(aval.shape, _BOOL)
     pred = ctx.broadcast(pred, unit, wide, range(aval.ndim))
     return ctx.line(f"stablehlo.select {pred}, {x}, {nan} : {tensor_type(wide)}, "
@@ -306,3 +309,32 @@ def lu(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals
     ok = ctx.line(f"stablehlo.compare GE, {info}, {zeros}, SIGNED : ({t}, {t}) -> "
                   f"{tensor_type(ArrayType(batch, _BOOL))}")
     return [_nan_unless(ctx, ok, batch, factors, lu_aval), pivots]
+
+
+def eig(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+        compute_left_eigenvectors: bool, compute_right_eigenvectors: bool,
+        enable_eigvec_derivs: bool, implementation: Any) -> list[str]:
+    """``geev`` with the vectors asked for (mode ``V``, else ``N``); a real
+    operand's eigenvalues come as real and imaginary parts, joined by
+    ``stablehlo.complex``; NaN where ``info != 0``."""
+    if implementation is not None and "LAPACK" not in str(implementation):
+        raise ValueError("Only the lapack implementation is supported on CPU.")
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    w_aval = out_avals[0]
+    vec_aval = ArrayType(aval.shape, w_aval.dtype)
+    real = np.dtype(aval.dtype).kind == "f"
+    parts = [ArrayType(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
+    attrs = {"compute_left": _char("V" if compute_left_eigenvectors else "N"),
+             "compute_right": _char("V" if compute_right_eigenvectors else "N")}
+    *w, vl, vr, info = ffi_call(ctx, _target("geev", aval.dtype), operands, in_avals,
+                                [*parts, vec_aval, vec_aval, ArrayType(batch, _I32)], attrs, {})
+    if real:
+        w = [ctx.line(f"stablehlo.complex {w[0]}, {w[1]} : {tensor_type(w_aval)}")]
+    ok = _ok(ctx, info, batch)
+    outs = [_nan_unless(ctx, ok, batch, w[0], w_aval)]
+    if compute_left_eigenvectors:
+        outs.append(_nan_unless(ctx, ok, batch, vl, vec_aval))
+    if compute_right_eigenvectors:
+        outs.append(_nan_unless(ctx, ok, batch, vr, vec_aval))
+    return outs

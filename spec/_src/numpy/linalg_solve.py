@@ -4,7 +4,7 @@
 ``matrix_rank``, ``pinv`` (custom JVP), ``lstsq``, ``norm`` and its
 matrix/vector forms, ``cond``, ``multi_dot``, ``tensorinv``,
 ``tensorsolve``, and the array-API aliases ``trace``, ``matrix_transpose``,
-``vecdot``, ``cross``. ``lu_solve`` is the triangular solves after an LU
+``vecdot``, ``cross``, and ``eig`` / ``eigvals``. ``lu_solve`` is the triangular solves after an LU
 (``jax.lax.linalg``'s helper, used by ``jax.scipy.linalg`` too).
 
 The functions join the ``spec.numpy.linalg`` module object when this module
@@ -25,6 +25,7 @@ from spec._src.api.jit import jit
 from spec._src.api.vmap import vmap
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
+from spec._src.lax import linalg_eig as lax_eig
 from spec._src.lax import linalg_lu as lax_lu
 from spec._src.lax import shaping as L
 from spec._src.lax.ad_prims import stop_gradient
@@ -715,7 +716,35 @@ def _vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
                   preferred_element_type=preferred_element_type)
 
 
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+def eig(a: Any) -> EigResult:
+    """Eigenvalues and right eigenvectors (columns, unit norm) of a general
+    square matrix, both complex."""
+    a = _inexact("jnp.linalg.eig", a)
+    w, v = lax_eig.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def _eigvals_fn(a: Any) -> Any:
+    a = _inexact("jnp.linalg.eigvals", a)
+    return lax_eig.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+
+
+_eigvals_fn.__name__ = _eigvals_fn.__qualname__ = "eigvals"
+_eigvals = jit(_eigvals_fn)
+
+
+def eigvals(a: Any) -> Any:
+    """The (complex) eigenvalues of a general square matrix."""
+    return _eigvals(a)
+
+
 _LINALG_FUNCTIONS: dict[str, Any] = {
+    "eig": eig, "eigvals": eigvals, "EigResult": EigResult,
     "solve": solve, "inv": inv, "det": det, "slogdet": slogdet, "matrix_power": matrix_power,
     "matrix_rank": matrix_rank, "pinv": pinv, "lstsq": lstsq, "norm": norm,
     "matrix_norm": matrix_norm, "vector_norm": vector_norm, "cond": cond,
