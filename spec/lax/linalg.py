@@ -15,6 +15,7 @@ from spec._src.lax.linalg import (
     triangular_solve_p,
 )
 from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
+from spec._src.lax.linalg_tridiagonal import tridiagonal_solve, tridiagonal_solve_p
 from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
@@ -37,4 +38,6 @@ __all__ = [
     "svd_p",
     "triangular_solve",
     "triangular_solve_p",
+    "tridiagonal_solve",
+    "tridiagonal_solve_p",
 ]

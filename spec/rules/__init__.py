@@ -26,6 +26,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     linalg,
     linalg_eig,
     linalg_lu,
+    linalg_tridiagonal,
     linear_solve,
     prng,
     reductions,

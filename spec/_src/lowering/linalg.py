@@ -338,3 +338,18 @@ def eig(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_aval
     if compute_right_eigenvectors:
         outs.append(_nan_unless(ctx, ok, batch, vr, vec_aval))
     return outs
+
+
+def tridiagonal_solve(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                      out_avals: Avals, *, perturb_singular: bool) -> list[str]:
+    """``gtsv`` (each operand aliased to its overwritten result), NaN where
+    ``info != 0``; ``perturb_singular`` calls jaxlib's
+    ``tridiagonal_solve_perturbed_ffi``."""
+    b_aval = in_avals[3]
+    if perturb_singular:
+        return ffi_call(ctx, "tridiagonal_solve_perturbed_ffi", operands, in_avals, [b_aval],
+                        {}, {})
+    batch = tuple(b_aval.shape[:-2])
+    *_, x, info = ffi_call(ctx, _target("gtsv", b_aval.dtype), operands, in_avals,
+                           [*in_avals, ArrayType(batch, _I32)], {}, {0: 0, 1: 1, 2: 2, 3: 3})
+    return [_nan_unless(ctx, _ok(ctx, info, batch), batch, x, out_avals[0])]
