@@ -81,6 +81,10 @@ CASES: dict[str, tuple[Callable[[Any], Any], Callable[[], Any]]] = {
     "helmert": (lambda m: [m.helmert(4), m.helmert(4, full=True)],
                 lambda: [sl.helmert(4), sl.helmert(4, full=True)]),
     "hadamard": (lambda m: m.hadamard(8), lambda: sl.hadamard(8)),
+    "invhilbert": (lambda m: m.invhilbert(5), lambda: sl.invhilbert(5)),
+    "invpascal": (lambda m: [m.invpascal(5), m.invpascal(5, "lower"), m.invpascal(4, "upper")],
+                  lambda: [sl.invpascal(5), sl.invpascal(5, "lower"), sl.invpascal(4, "upper")]),
+    "fiedler": (lambda m: m.fiedler(B[..., 0]), lambda: _batched(sl.fiedler, B[..., 0])),
     "dft": (lambda m: [m.dft(4), m.dft(4, "n"), m.dft(3, "sqrtn")],
             lambda: [sl.dft(4), sl.dft(4, "n"), sl.dft(3, "sqrtn")]),
 }

@@ -42,7 +42,8 @@ from spec._src.numpy.linalg_solve import _broadcasted_matvec, lu_solve as _lax_l
 
 __all__ = [
     "block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion", "det",
-    "dft", "eigh", "expm", "hadamard", "hankel", "helmert", "hilbert", "inv", "leslie", "lu",
+    "dft", "eigh", "expm", "fiedler", "hadamard", "hankel", "helmert", "hilbert", "inv",
+    "invhilbert", "invpascal", "leslie", "lu",
     "lu_factor", "lu_solve", "pascal", "qr", "solve", "solve_triangular", "svd", "toeplitz",
 ]
 
@@ -559,6 +560,36 @@ def helmert(n: int, full: bool = False) -> Any:
     if full:
         body = np.concatenate([np.full((1, n), 1 / np.sqrt(n)), body], axis=0)
     return creation.asarray(body, dtype=float)
+
+
+def invhilbert(n: int) -> Any:
+    """The exact inverse of ``hilbert(n)`` (integers from binomial
+    coefficients), in the default float type."""
+    values = np.array([[(-1) ** (i + j) * (i + j + 1) * math.comb(n + i, n - j - 1)
+                        * math.comb(n + j, n - i - 1) * math.comb(i + j, i) ** 2
+                        for j in range(n)] for i in range(n)], dtype=np.float64)
+    return creation.asarray(values.reshape(n, n), dtype=float)
+
+
+def invpascal(n: int, kind: str | None = None) -> Any:
+    """The exact inverse of ``pascal(n, kind)``: ``(-1)^(i-j) C(i, j)`` below
+    the diagonal for "lower", its transpose for "upper", ``U^-1 L^-1`` for
+    "symmetric"; in the default float type."""
+    if kind is None:
+        kind = "symmetric"
+    if kind not in ("symmetric", "lower", "upper"):
+        raise ValueError(f"Expected kind to be one of 'symmetric', 'lower', or 'upper'; got "
+                         f"{kind=}")
+    low = np.array([[(-1) ** (i - j) * math.comb(i, j) if i >= j else 0 for j in range(n)]
+                    for i in range(n)], dtype=np.float64).reshape(n, n)
+    values = low if kind == "lower" else low.T if kind == "upper" else low.T @ low
+    return creation.asarray(values, dtype=float)
+
+
+def fiedler(a: Any) -> Any:
+    """``|a_i - a_j|``, mapped over leading axes."""
+    arr = js.atleast_1d(creation.asarray(a))
+    return jm.abs(arr[..., None] - arr[..., None, :])
 
 
 def hadamard(n: int, dtype: Any = int) -> Any:
