@@ -16,6 +16,7 @@ from spec._src.lax.linalg import (
 )
 from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
 from spec._src.lax.linalg_tridiagonal import tridiagonal_solve, tridiagonal_solve_p
+from spec._src.lax.linalg_householder import householder_product, householder_product_p
 from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "cholesky_p",
     "eigh",
     "eigh_p",
+    "householder_product",
+    "householder_product_p",
     "lu",
     "lu_p",
     "lu_pivots_to_permutation",

@@ -25,6 +25,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     indexing,
     linalg,
     linalg_eig,
+    linalg_householder,
     linalg_lu,
     linalg_tridiagonal,
     linear_solve,

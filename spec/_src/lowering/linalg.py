@@ -353,3 +353,12 @@ def tridiagonal_solve(ctx: LoweringContext, operands: Sequence[str], in_avals: A
     *_, x, info = ffi_call(ctx, _target("gtsv", b_aval.dtype), operands, in_avals,
                            [*in_avals, ArrayType(batch, _I32)], {}, {0: 0, 1: 1, 2: 2, 3: 3})
     return [_nan_unless(ctx, _ok(ctx, info, batch), batch, x, out_avals[0])]
+
+
+def householder_product(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                        out_avals: Avals) -> list[str]:
+    """``orgqr`` (``ungqr`` for complex), a aliased to the result."""
+    aval = in_avals[0]
+    routine = "ungqr" if np.dtype(aval.dtype).kind == "c" else "orgqr"
+    return ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals, [out_avals[0]], {},
+                    {0: 0})
