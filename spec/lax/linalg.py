@@ -14,18 +14,33 @@ from spec._src.lax.linalg import (
     triangular_solve,
     triangular_solve_p,
 )
+from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
+from spec._src.lax.linalg_tridiagonal import tridiagonal_solve, tridiagonal_solve_p
+from spec._src.lax.linalg_householder import householder_product, householder_product_p
+from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
+    "EigImplementation",
+    "eig",
+    "eig_p",
     "EighImplementation",
     "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
     "eigh",
     "eigh_p",
+    "householder_product",
+    "householder_product_p",
+    "lu",
+    "lu_p",
+    "lu_pivots_to_permutation",
+    "lu_pivots_to_permutation_p",
     "qr",
     "qr_p",
     "svd",
     "svd_p",
     "triangular_solve",
     "triangular_solve_p",
+    "tridiagonal_solve",
+    "tridiagonal_solve_p",
 ]

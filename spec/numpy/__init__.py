@@ -14,6 +14,7 @@ from spec._src.numpy.tiling import *  # noqa: F403
 from spec._src.numpy.padding import *  # noqa: F403
 from spec._src.numpy.elements import *  # noqa: F403
 from spec._src.numpy.linalg import *  # noqa: F403
+from spec._src.numpy import linalg_solve as _linalg_solve  # noqa: F401  (jnp.linalg's LU part)
 from spec._src.numpy.indexing import *  # noqa: F403
 from spec._src.numpy.sorting import *  # noqa: F403
 from spec._src.numpy.sets import *  # noqa: F403

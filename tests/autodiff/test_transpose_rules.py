@@ -442,6 +442,17 @@ def _triangular_solve(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda y: spec.lax.linalg.triangular_solve(a, y, **kw)), (b,), "lt"
 
 
+def _tridiagonal_solve(draw: Draw, rng: np.random.Generator) -> Case:
+    """Linear in b; the diagonals fixed, diagonally dominant."""
+    m, k, nb = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(0, 2))
+    batch = (nb,) if nb else ()
+    dtype = draw(st.sampled_from([np.float32, np.complex64]))
+    dl, du = (_rand(rng, (*batch, m), dtype) * 0.3 for _ in range(2))
+    d = _rand(rng, (*batch, m), dtype) * 0.3 + 3
+    b = _rand(rng, (*batch, m, k), dtype)
+    return (lambda y: spec.lax.linalg.tridiagonal_solve(dl, d, du, y)), (b,), "lt"
+
+
 CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "Ldexp": _ldexp,
     "add": _binary_same(lax.add),
@@ -501,6 +512,7 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "tile": _tile,
     "transpose": _transpose,
     "triangular_solve": _triangular_solve,
+    "tridiagonal_solve": _tridiagonal_solve,
     "unstack": _unstack,
 }
 

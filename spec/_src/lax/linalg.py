@@ -226,7 +226,8 @@ def _nan_where(bad: np.ndarray, x: np.ndarray) -> np.ndarray:
     if not bad.any():
         return x
     mask = bad.reshape(bad.shape + (1,) * (x.ndim - bad.ndim))
-    return np.where(mask, np.array(np.nan, x.dtype), x)
+    fill = complex(np.nan, np.nan) if np.iscomplexobj(x) else np.nan
+    return np.where(mask, np.array(fill, x.dtype), x)
 
 
 def _identity_where(bad: np.ndarray, x: np.ndarray) -> np.ndarray:

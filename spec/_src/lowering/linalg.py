@@ -70,7 +70,8 @@ def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_aval
         for op, out in sorted(aliases.items()))
     attrs = (f'backend_config = "", mhlo.backend_config = {{{config}}}, '
              f'mhlo.frontend_attributes = {{num_batch_dims = "{top - 2}"}}, '
-             f"operand_layouts = [{in_layouts}], output_operand_aliases = [{alias_text}], "
+             f"operand_layouts = [{in_layouts}], "
+             + (f"output_operand_aliases = [{alias_text}], " if aliases else "") +
              f"result_layouts = [{out_layouts}], "
              f"sdy.sharding_rule = {sharding_rule(in_avals, out_avals, top - 2)}")
     ins = ", ".join(tensor_type(a) for a in in_avals)
@@ -132,7 +133,9 @@ def _nan_unless(ctx: LoweringContext, ok: str, batch: tuple[int, ...], x: str,
     unit = ArrayType((*batch, *(1 for _ in aval.shape[nb:])), _BOOL)
     pred = ctx.broadcast(ok, ArrayType(batch, _BOOL), unit, range(nb))
     scalar = ArrayType((), aval.dtype)
-    nan = ctx.broadcast(ctx.constant(np.asarray(np.nan, aval.dtype), scalar), scalar, aval, ())
+    # A complex NaN is NaN in both parts (JAX's ``nan + nan * 1j``).
+    fill = complex(np.nan, np.nan) if np.dtype(aval.dtype).kind == "c" else np.nan
+    nan = ctx.broadcast(ctx.constant(np.asarray(fill, aval.dtype), scalar), scalar, aval, ())
     wide = ArrayType(aval.shape, _BOOL)
     pred = ctx.broadcast(pred, unit, wide, range(aval.ndim))
     return ctx.line(f"stablehlo.select {pred}, {x}, {nan} : {tensor_type(wide)}, "
@@ -317,3 +320,78 @@ def _empty_svd(ctx: LoweringContext, out_avals: Avals) -> list[str]:
         eye = np.broadcast_to(np.eye(a.shape[-2], a.shape[-1], dtype=a.dtype), a.shape)
         outs.append(ctx.constant(np.ascontiguousarray(eye), a))
     return outs
+
+
+def lu(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals
+       ) -> list[str]:
+    """``getrf``: the factors and LAPACK's 1-based pivots (made 0-based); NaN
+    where ``info`` reports an illegal argument (a singular matrix, info > 0,
+    keeps its factors). Returns the factors and the pivots; the permutation
+    is lowered from the pivots by the caller."""
+    aval = in_avals[0]
+    lu_aval, pivot_aval = out_avals[0], out_avals[1]
+    batch = tuple(aval.shape[:-2])
+    info_aval = ArrayType(batch, _I32)
+    factors, pivots, info = ffi_call(ctx, _target("getrf", aval.dtype), operands, in_avals,
+                                     [lu_aval, pivot_aval, info_aval], {}, {0: 0})
+    scalar = ArrayType((), _I32)
+    one = ctx.broadcast(ctx.constant(np.ones((), _I32), scalar), scalar, pivot_aval, ())
+    pivots = ctx.op("stablehlo.subtract", [pivots, one], [pivot_aval, pivot_aval], pivot_aval)
+    zeros = ctx.broadcast(ctx.constant(np.zeros((), _I32), scalar), scalar, info_aval, ())
+    t = tensor_type(info_aval)
+    ok = ctx.line(f"stablehlo.compare GE, {info}, {zeros}, SIGNED : ({t}, {t}) -> "
+                  f"{tensor_type(ArrayType(batch, _BOOL))}")
+    return [_nan_unless(ctx, ok, batch, factors, lu_aval), pivots]
+
+
+def eig(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+        compute_left_eigenvectors: bool, compute_right_eigenvectors: bool,
+        enable_eigvec_derivs: bool, implementation: Any) -> list[str]:
+    """``geev`` with the vectors asked for (mode ``V``, else ``N``); a real
+    operand's eigenvalues come as real and imaginary parts, joined by
+    ``stablehlo.complex``; NaN where ``info != 0``."""
+    if implementation is not None and "LAPACK" not in str(implementation):
+        raise ValueError("Only the lapack implementation is supported on CPU.")
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    w_aval = out_avals[0]
+    vec_aval = ArrayType(aval.shape, w_aval.dtype)
+    real = np.dtype(aval.dtype).kind == "f"
+    parts = [ArrayType(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
+    attrs = {"compute_left": _char("V" if compute_left_eigenvectors else "N"),
+             "compute_right": _char("V" if compute_right_eigenvectors else "N")}
+    *w, vl, vr, info = ffi_call(ctx, _target("geev", aval.dtype), operands, in_avals,
+                                [*parts, vec_aval, vec_aval, ArrayType(batch, _I32)], attrs, {})
+    if real:
+        w = [ctx.line(f"stablehlo.complex {w[0]}, {w[1]} : {tensor_type(w_aval)}")]
+    ok = _ok(ctx, info, batch)
+    outs = [_nan_unless(ctx, ok, batch, w[0], w_aval)]
+    if compute_left_eigenvectors:
+        outs.append(_nan_unless(ctx, ok, batch, vl, vec_aval))
+    if compute_right_eigenvectors:
+        outs.append(_nan_unless(ctx, ok, batch, vr, vec_aval))
+    return outs
+
+
+def tridiagonal_solve(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                      out_avals: Avals, *, perturb_singular: bool) -> list[str]:
+    """``gtsv`` (each operand aliased to its overwritten result), NaN where
+    ``info != 0``; ``perturb_singular`` calls jaxlib's
+    ``tridiagonal_solve_perturbed_ffi``."""
+    b_aval = in_avals[3]
+    if perturb_singular:
+        return ffi_call(ctx, "tridiagonal_solve_perturbed_ffi", operands, in_avals, [b_aval],
+                        {}, {})
+    batch = tuple(b_aval.shape[:-2])
+    *_, x, info = ffi_call(ctx, _target("gtsv", b_aval.dtype), operands, in_avals,
+                           [*in_avals, ArrayType(batch, _I32)], {}, {0: 0, 1: 1, 2: 2, 3: 3})
+    return [_nan_unless(ctx, _ok(ctx, info, batch), batch, x, out_avals[0])]
+
+
+def householder_product(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                        out_avals: Avals) -> list[str]:
+    """``orgqr`` (``ungqr`` for complex), a aliased to the result."""
+    aval = in_avals[0]
+    routine = "ungqr" if np.dtype(aval.dtype).kind == "c" else "orgqr"
+    return ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals, [out_avals[0]], {},
+                    {0: 0})
