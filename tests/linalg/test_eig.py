@@ -7,7 +7,6 @@ as JAX)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import jax
@@ -100,9 +99,6 @@ def test_errors_match_jax_class() -> None:
             slax.linalg.eig(arg)
 
 
-_SDY_RULE = re.compile(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?, custom>")
-
-
 def test_geev_lowering_is_jaxs() -> None:
     x = XC.astype(np.complex64)
     fn = lambda lax: lambda a, b: (lax.linalg.eig(a), lax.linalg.eig(  # noqa: E731
@@ -113,5 +109,4 @@ def test_geev_lowering_is_jaxs() -> None:
     assert_bitwise(compiled, [np.asarray(t) for t in jax.tree_util.tree_leaves(
         jax.jit(fn(jax.lax))(*args))])
     theirs = jax.jit(fn(jax.lax)).lower(*args).as_text()
-    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(
-        _SDY_RULE.sub("", theirs))
+    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(theirs)

@@ -5,7 +5,6 @@ bit for bit as JAX)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import jax
@@ -72,9 +71,6 @@ def test_errors_match_jax_class(args: tuple[np.ndarray, np.ndarray]) -> None:
                  (np.zeros((4, 3), np.float32),), (np.zeros((4, 3), np.float32),))
 
 
-_SDY_RULE = re.compile(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?, custom>")
-
-
 def test_orgqr_lowering_is_jaxs() -> None:
     args = (*_reflectors((2, 4, 3), np.float32), *_reflectors((3, 3), np.complex64))
     fn = lambda lax: lambda a, t, c, u: (lax.linalg.householder_product(a, t),  # noqa: E731
@@ -83,5 +79,4 @@ def test_orgqr_lowering_is_jaxs() -> None:
     assert "lapack_sorgqr_ffi" in text and "lapack_cungqr_ffi" in text
     assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(fn(jax.lax))(*args)])
     theirs = jax.jit(fn(jax.lax)).lower(*args).as_text()
-    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(
-        _SDY_RULE.sub("", theirs))
+    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(theirs)

@@ -6,7 +6,6 @@ text, run by XLA bit for bit as JAX)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import jax
@@ -101,9 +100,6 @@ def test_errors_match_jax_class(args: list[np.ndarray]) -> None:
         slax.linalg.tridiagonal_solve(*args)
 
 
-_SDY_RULE = re.compile(r", sdy\.sharding_rule = #sdy\.op_sharding_rule<.*?, custom>")
-
-
 def test_gtsv_lowering_is_jaxs() -> None:
     args = _system((2,), 5, 3, np.float32)
     fn = lambda lax: lambda *a: lax.linalg.tridiagonal_solve(*a)  # noqa: E731
@@ -111,5 +107,4 @@ def test_gtsv_lowering_is_jaxs() -> None:
     assert "lapack_sgtsv_ffi" in text
     assert_bitwise(compiled, [np.asarray(jax.jit(fn(jax.lax))(*args))])
     theirs = jax.jit(fn(jax.lax)).lower(*args).as_text()
-    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(
-        _SDY_RULE.sub("", theirs))
+    assert canonical(lower_jaxpr(spec.make_jaxpr(fn(slax))(*args), "f")) == canonical(theirs)
