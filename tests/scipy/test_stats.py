@@ -122,3 +122,27 @@ def test_norm_logpdf_grad_matches_jax() -> None:
         ours = spec.grad(getattr(S.norm, fn), argnums=(0, 1, 2))(0.3, 0.1, 2.0)
         theirs = jax.grad(getattr(J.norm, fn), argnums=(0, 1, 2))(0.3, 0.1, 2.0)
         np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+
+
+_SAMPLE = np.array([[3, 1, 2, 2], [5, 5, 1, 0], [1, 1, 2, 7]], np.float32)
+_WITH_NAN = np.where(np.arange(12).reshape(3, 4) == 6, np.nan, _SAMPLE).astype(np.float32)
+_STATISTICS = [
+    ("rankdata", (_SAMPLE,), {"axis": 1}), ("rankdata", (_WITH_NAN, "min"), {"axis": 1}),
+    ("rankdata", (_SAMPLE, "dense"), {}), ("mode", (_SAMPLE,), {"axis": 1, "keepdims": True}),
+    ("mode", (_SAMPLE,), {"axis": None}), ("sem", (_WITH_NAN,), {"nan_policy": "omit"}),
+    ("sem", (np.arange(5),), {}),
+]
+
+
+@pytest.mark.parametrize("fn, args, kwargs", _STATISTICS,
+                         ids=[f"{f}{i}" for i, (f, _, _) in enumerate(_STATISTICS)])
+def test_sample_statistics_match_jax(fn: str, args: tuple[Any, ...],
+                                     kwargs: dict[str, Any]) -> None:
+    ours, theirs = getattr(S, fn)(*args, **kwargs), getattr(J, fn)(*args, **kwargs)
+    assert isinstance(ours, tuple) == isinstance(theirs, tuple)
+    if isinstance(theirs, tuple):
+        assert type(ours).__name__ == type(theirs).__name__ == "ModeResult"
+        assert ours._fields == theirs._fields
+    for o, t in zip(spec.tree.leaves(ours), jax.tree.leaves(theirs)):
+        assert (o.dtype, o.shape) == (t.dtype, t.shape)
+        np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-6)

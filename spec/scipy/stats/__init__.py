@@ -1,5 +1,9 @@
-"""``spec.scipy.stats``: JAX's ``jax.scipy.stats`` distributions (one module each)."""
+"""``spec.scipy.stats``: JAX's ``jax.scipy.stats`` distributions (one module each) and sample
+statistics."""
 
+from spec._src.scipy.stats._core import mode as mode
+from spec._src.scipy.stats._core import rankdata as rankdata
+from spec._src.scipy.stats._core import sem as sem
 from spec.scipy.stats import bernoulli as bernoulli
 from spec.scipy.stats import beta as beta
 from spec.scipy.stats import betabinom as betabinom
