@@ -2,3 +2,4 @@
 
 from spec.scipy import special as special
 from spec.scipy import stats as stats
+from spec.scipy import signal as signal
