@@ -3,3 +3,5 @@
 from spec.scipy import special as special
 from spec.scipy import stats as stats
 from spec.scipy import signal as signal
+from spec.scipy import fft as fft
+from spec.scipy import integrate as integrate

@@ -5,6 +5,7 @@ as one ``conv_general_dilated`` of the flipped kernel, and ``fftconvolve`` as a 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -25,7 +26,9 @@ _MODES = ("full", "same", "valid")
 
 
 def _index_tuple(axes: int | Sequence[int]) -> tuple[int, ...]:
-    return (int(axes),) if np.ndim(axes) == 0 else tuple(int(a) for a in axes)  # type: ignore[union-attr]
+    if isinstance(axes, Sequence):
+        return tuple(operator.index(a) for a in axes)
+    return (operator.index(axes),)
 
 
 def _one_contains_other(s1: Sequence[int], s2: Sequence[int]) -> tuple[bool, bool]:
