@@ -5,3 +5,4 @@ from spec.scipy import stats as stats
 from spec.scipy import signal as signal
 from spec.scipy import fft as fft
 from spec.scipy import integrate as integrate
+from spec.scipy import ndimage as ndimage
