@@ -55,7 +55,11 @@ from spec._src.core.source_info import named_call, named_scope
 from spec._src.core.interpreter import ensure_compile_time_eval
 from spec._src.api.jaxpr_parser import parse_jaxpr
 
-__version__ = "0.1.0"
+from spec import version as version
+from spec._src.backends.environment import print_environment_info as print_environment_info
+
+__version__ = version.__version__
+__version_info__ = version.__version_info__
 
 enable_x64 = _config_module.enable_x64
 enable_checks = _config_module.enable_checks
