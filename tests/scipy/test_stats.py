@@ -146,3 +146,14 @@ def test_sample_statistics_match_jax(fn: str, args: tuple[Any, ...],
     for o, t in zip(spec.tree.leaves(ours), jax.tree.leaves(theirs)):
         assert (o.dtype, o.shape) == (t.dtype, t.shape)
         np.testing.assert_allclose(np.asarray(o), np.asarray(t), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dist, fn, args", [
+    ("chi2", "logpdf", (2.3, 3.0, 0.1, 1.5)), ("gumbel_r", "logsf", (0.3, 0.1, 2.0)),
+    ("nbinom", "logpmf", (3.0, 2.5, 0.4)),
+])
+def test_gradients_match_jax(dist: str, fn: str, args: tuple[float, ...]) -> None:
+    argnums = tuple(range(len(args)))
+    ours = spec.grad(getattr(getattr(S, dist), fn), argnums=argnums)(*args)
+    theirs = jax.grad(getattr(getattr(J, dist), fn), argnums=argnums)(*args)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5)
