@@ -28,6 +28,7 @@ from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core.compiler_options import CompilerEffortLevel
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec import nn as nn
+from spec import scipy as scipy
 from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, debug, experimental, sharding
 from spec._src.backends.multihost_utils import live_devices

@@ -1,4 +1,5 @@
-"""``spec.scipy``: JAX's ``jax.scipy`` (``special``, ``stats``)."""
+"""``spec.scipy``: JAX's ``jax.scipy`` (``special``, ``stats``, ``signal``, ``fft``, ``integrate``,
+``ndimage``, ``optimize``)."""
 
 from spec.scipy import special as special
 from spec.scipy import stats as stats
