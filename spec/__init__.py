@@ -28,6 +28,7 @@ from spec._src.api.stages import ShapeDtypeStruct
 from spec._src.core.compiler_options import CompilerEffortLevel
 from spec import lax, numpy, tree, dtypes, test_util, ad_checkpoint
 from spec import nn as nn
+from spec import scipy as scipy
 from spec._src.api.checkpoint import checkpoint, checkpoint_policies, remat
 from spec import custom_derivatives, debug, experimental, sharding
 from spec._src.backends.multihost_utils import live_devices
@@ -57,7 +58,11 @@ from spec._src.api.jaxpr_parser import parse_jaxpr
 from spec._src.core.types import MemorySpace as _MemorySpace
 from types import SimpleNamespace as _SimpleNamespace
 
-__version__ = "0.1.0"
+from spec import version as version
+from spec._src.backends.environment import print_environment_info as print_environment_info
+
+__version__ = version.__version__
+__version_info__ = version.__version_info__
 
 enable_x64 = _config_module.enable_x64
 enable_checks = _config_module.enable_checks

@@ -22,5 +22,6 @@ from spec._src.numpy.statistics import *  # noqa: F403
 from spec._src.numpy.polynomials import *  # noqa: F403
 from spec._src.numpy.windows import *  # noqa: F403
 from spec._src.numpy.printing import *  # noqa: F403
+from spec._src.numpy.vectorize import *  # noqa: F403
 from spec._src.core.basearray import Array as ndarray  # noqa: F401
 from spec.numpy import fft as fft  # noqa: E402

@@ -1,5 +1,11 @@
-"""``spec.scipy``: JAX's ``jax.scipy`` (``linalg``, ``special``, ``stats``)."""
+"""``spec.scipy``: JAX's ``jax.scipy`` (``linalg``, ``special``, ``stats``, ``signal``, ``fft``,
+``integrate``, ``ndimage``, ``optimize``)."""
 
 from spec.scipy import linalg as linalg
 from spec.scipy import special as special
 from spec.scipy import stats as stats
+from spec.scipy import signal as signal
+from spec.scipy import fft as fft
+from spec.scipy import integrate as integrate
+from spec.scipy import ndimage as ndimage
+from spec.scipy import optimize as optimize

@@ -9,7 +9,7 @@ import numpy as np
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
 from spec._src.scipy.special import xlog1py, xlogy
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, promote
 
 
 def logpmf(k: Any, p: Any, loc: Any = 0) -> Any:
@@ -21,8 +21,7 @@ def logpmf(k: Any, p: Any, loc: Any = 0) -> Any:
                      log_probs)
 
 
-def pmf(k: Any, p: Any, loc: Any = 0) -> Any:
-    return jnp.exp(logpmf(k, p, loc))
+pmf = exp_of("pmf", logpmf)
 
 
 def cdf(k: Any, p: Any) -> Any:

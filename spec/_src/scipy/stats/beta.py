@@ -9,7 +9,7 @@ import numpy as np
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
 from spec._src.scipy.special import betainc, betaln, xlog1py, xlogy
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, log_of, promote
 
 
 def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -27,8 +27,7 @@ def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.where(bad, np.nan, result)
 
 
-def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, a, b, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def _unit(x: Any, loc: Any, scale: Any) -> Any:
@@ -40,8 +39,7 @@ def cdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return betainc(a, b, _unit(x, loc, scale))
 
 
-def logcdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.log(cdf(x, a, b, loc, scale))
+logcdf = log_of("logcdf", cdf)
 
 
 def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -49,8 +47,7 @@ def sf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return betainc(b, a, 1 - _unit(x, loc, scale))
 
 
-def logsf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.log(sf(x, a, b, loc, scale))
+logsf = log_of("logsf", sf)
 
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

@@ -8,7 +8,7 @@ import numpy as np
 
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, log_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -18,8 +18,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return lax_e.neg(lax_e.add(normalize, lax_e.log1p(lax_e.mul(scaled, scaled))))
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -29,8 +28,7 @@ def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
                                                jnp.arctan(scaled)))
 
 
-def logcdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.log(cdf(x, loc, scale))
+logcdf = log_of("logcdf", cdf)
 
 
 def sf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

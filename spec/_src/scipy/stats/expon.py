@@ -9,7 +9,7 @@ import numpy as np
 from spec._src.lax import elementwise as lax_e
 from spec._src.nn.functions import log1mexp
 from spec._src.scipy import numpy_names as jnp
-from spec._src.scipy.stats._common import promote
+from spec._src.scipy.stats._common import exp_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -20,8 +20,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.where(lax_e.lt(x, loc), -np.inf, log_probs)
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -44,8 +43,7 @@ def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.where(lax_e.lt(x, loc), jnp.zeros_like(neg_scaled), neg_scaled)
 
 
-def sf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logsf(x, loc, scale))
+sf = exp_of("sf", logsf)
 
 
 def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:

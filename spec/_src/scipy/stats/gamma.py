@@ -9,7 +9,7 @@ import numpy as np
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
 from spec._src.scipy.special import gammainc, gammaincc, gammaln, xlogy
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, log_of, promote
 
 
 def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -22,8 +22,7 @@ def logpdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.where(ok, lax_e.sub(log_linear, shape_terms), -np.inf)
 
 
-def pdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, a, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -32,8 +31,7 @@ def cdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return gammainc(a, y)
 
 
-def logcdf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.log(cdf(x, a, loc, scale))
+logcdf = log_of("logcdf", cdf)
 
 
 def sf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -42,8 +40,7 @@ def sf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.where(lax_e.lt(y, const(y, 0)), 1, gammaincc(a, y))
 
 
-def logsf(x: Any, a: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.log(sf(x, a, loc, scale))
+logsf = log_of("logsf", sf)
 
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]

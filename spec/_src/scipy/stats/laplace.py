@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from spec._src.lax import elementwise as lax_e
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -14,8 +14,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return lax_e.neg(lax_e.add(linear, lax_e.log(lax_e.mul(const(x, 2), scale))))
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

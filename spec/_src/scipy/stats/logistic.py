@@ -7,7 +7,7 @@ from typing import Any
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
 from spec._src.scipy.special import expit, logit
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -19,8 +19,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
                      lax_e.log(scale))
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def ppf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

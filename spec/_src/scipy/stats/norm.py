@@ -9,7 +9,7 @@ import numpy as np
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
 from spec._src.scipy import special
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -20,8 +20,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return lax_e.div(lax_e.add(log_normalizer, quadratic), const(x, -2))
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.lax import elementwise as lax_e
-from spec._src.scipy.stats._common import const, promote
+from spec._src.scipy.stats._common import const, exp_of, promote
 
 
 def logpdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -24,8 +24,7 @@ def logpdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return lax_e.neg(lax_e.add(normalize, lax_e.mul(df_plus_one_half, lax_e.log1p(quadratic))))
 
 
-def pdf(x: Any, df: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, df, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 __all__ = ["logpdf", "pdf"]

@@ -8,7 +8,7 @@ import numpy as np
 
 from spec._src.lax import elementwise as lax_e
 from spec._src.scipy import numpy_names as jnp
-from spec._src.scipy.stats._common import promote
+from spec._src.scipy.stats._common import exp_of, promote
 
 
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
@@ -18,8 +18,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     return jnp.select([(z < 0) | (z > 1), (z >= 0) & (z <= 1)], [-np.inf, log_probs], np.nan)
 
 
-def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
-    return lax_e.exp(logpdf(x, loc, scale))
+pdf = exp_of("pdf", logpdf)
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
