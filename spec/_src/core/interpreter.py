@@ -1105,14 +1105,19 @@ def _eager_plan_of(recorder: _Recorder, args: tuple[Any, ...], out: Any) -> Eage
         if key is None:
             return None
         keys.append(key)
+    # Every array operand of the function must be an operand of the
+    # primitive itself: one converted on the way (to another weak type, say)
+    # may have become a constant of its value, not of its type.
+    if any(type(a) is Array and not any(a is o for o in operands) for a in args):
+        return None
     sources: list[Any] = []
     for operand in operands:
         position = next((i for i, a in enumerate(args) if a is operand), None)
         if position is not None and type(operand) is Array:
             sources.append(position)
         elif _plain_array(operand) and operand._py is not None:
-            # A typed constant made from a Python scalar (which the types and
-            # scalars the plan is keyed on determine).
+            # A typed constant made from a Python scalar operand (which the
+            # plan's key holds) or from nothing (determined by the types).
             sources.append(operand._val)
         else:
             return None
