@@ -1107,8 +1107,11 @@ def _eager_plan_of(recorder: _Recorder, args: tuple[Any, ...], out: Any) -> Eage
         keys.append(key)
     # Every array operand of the function must be an operand of the
     # primitive itself: one converted on the way (to another weak type, say)
-    # may have become a constant of its value, not of its type.
-    if any(type(a) is Array and not any(a is o for o in operands) for a in args):
+    # may have become a constant of its value, not of its type. And each
+    # must be a different array, else which one an operand is is ambiguous.
+    arrays = [a for a in args if type(a) is Array]
+    if len({id(a) for a in arrays}) != len(arrays) \
+            or any(not any(a is o for o in operands) for a in arrays):
         return None
     sources: list[Any] = []
     for operand in operands:
