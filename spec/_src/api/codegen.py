@@ -419,8 +419,7 @@ class _Writer:
             dead = [self.names[id(v)] for v in dying]
             if dead:
                 self.emit("del " + ", ".join(dead))
-        for v in jaxpr.outvars:
-            self.owned.discard(id(v))
+        self.owned.difference_update(outputs)
         return [self.atom(v) for v in jaxpr.outvars]
 
     def equation(self, eqn: Eqn, dying: Set[int] = frozenset()) -> None:

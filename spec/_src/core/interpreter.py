@@ -492,6 +492,8 @@ class _Context(threading.local):
         # ensure_compile_time_eval: staging evaluates operations on
         # concrete operands instead of recording them.
         self.compile_time_eval = False
+        # The recorders of eager plans being made on this thread (innermost last).
+        self.recorders: list[_Recorder] = []
 
 
 def current_trace() -> Trace:
@@ -887,8 +889,9 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
-        if _RECORDERS:
-            _RECORDERS[-1].dispatches += 1
+        recorders = _context.recorders
+        if recorders:
+            recorders[-1].dispatches += 1
         if HI_VALUE_TYPES and callable(prim.to_lojax) and any(
                 has_hi_types(j) for j in jaxprs_in_params(params)):
             # A call or loop whose body has hi types runs on their components.
@@ -935,8 +938,8 @@ class EvalTrace(Trace):
         if single is not None and device is None:
             (o,) = outs
             result = made(o if type(o) is np.ndarray else np.asarray(o), single, prim)
-            if _RECORDERS:
-                _RECORDERS[-1].noted = (prim, args, entry, result)
+            if recorders:
+                recorders[-1].noted = (prim, args, entry, result)
             return [result]
         if entry.no_refs:
             results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
@@ -977,8 +980,6 @@ class _Recorder:
         self.noted: tuple[Primitive, Sequence[Any], _Dispatch, Array] | None = None
 
 
-_RECORDERS: list[_Recorder] = []
-
 
 @dataclass(frozen=True)
 class _ScalarKey:
@@ -1016,12 +1017,15 @@ class EagerPlan:
     primitive, the position of the function operand it is, or a constant's
     value."""
 
-    __slots__ = ("prim", "entry", "keys", "sources", "direct")
+    __slots__ = ("prim", "entry", "aval", "keys", "sources", "direct")
 
     def __init__(self, prim: Primitive, entry: _Dispatch, keys: tuple[Any, ...],
                  sources: tuple[Any, ...]) -> None:
         self.prim = prim
         self.entry = entry
+        aval = entry.single
+        assert aval is not None  # (plans are made of single-result dispatches)
+        self.aval = aval
         self.keys = keys
         self.sources = sources
         # The primitive's operands are the function's, in order.
@@ -1076,19 +1080,20 @@ class EagerPlan:
         else:
             outs = entry.kernel(*[values[s] if type(s) is int else s for s in self.sources])
         (o,) = outs
-        return Array._from_checked(o if type(o) is np.ndarray else np.asarray(o),
-                                   entry.single, self.prim)
+        return Array._from_checked(o if type(o) is np.ndarray else np.asarray(o), self.aval,
+                                   self.prim)
 
 
 def run_recorded(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, EagerPlan | None]:
     """``fn(*args)`` evaluated eagerly, and its plan at these operands' types
     (None where the evaluation was not one plannable dispatch)."""
     recorder = _Recorder()
-    _RECORDERS.append(recorder)
+    recorders = _context.recorders
+    recorders.append(recorder)
     try:
         out = fn(*args)
     finally:
-        _RECORDERS.pop()
+        recorders.pop()
     return out, _eager_plan_of(recorder, args, out)
 
 
