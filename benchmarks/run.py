@@ -22,6 +22,12 @@ import os
 # JAX fixes its platform at first import; CPU keeps the comparison with NumPy
 # and spec (both CPU-only) like for like.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# One BLAS thread (unless told otherwise): spec's contractions run float64
+# GEMMs through NumPy's BLAS as NumPy's own run float32 ones, and BLAS
+# threads spinning on a machine shared with other work make those rows
+# noise (a 64x64 @ 64x1024 product took 19 ms threaded, 2.3 ms not, on the
+# loaded 2-core machine). Set before NumPy is imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402

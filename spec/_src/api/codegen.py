@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ import numpy as np
 
 from spec._src.core import denormals
 from spec._src.core.config import config
+from spec._src.core.effects import running_compiled
 from spec._src.core.interpreter import (
     DropVar,
     Eqn,
@@ -59,6 +60,7 @@ from spec._src.core.interpreter import (
     canonical_value,
     dce_jaxpr,
 )
+from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 from spec._src.lax.scan import counts
@@ -117,15 +119,36 @@ _INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.ui
 # Binary arithmetic: the ufunc each impl calls for real float operands of one
 # dtype (``lifted(np.add)`` and so on), and for integers where the impl is
 # the plain ufunc too.
+# (``add_any``, autodiff's accumulation, is ``arithmetic(np.add)`` too.)
 _BINARY_FLOAT = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-                 "div": np.true_divide}
-_BINARY_INT = {"add": np.add, "sub": np.subtract, "mul": np.multiply}
+                 "div": np.true_divide, "add_any": np.add}
+_BINARY_INT = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "add_any": np.add}
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 # Unary float kernels whose impl calls the NumPy ufunc when
 # ``spec_transcendentals`` is "numpy" (``elementwise_math._via64``).
 _TRANSCENDENTAL = {"sin": np.sin, "cos": np.cos, "exp": np.exp, "log": np.log,
                    "tanh": np.tanh}
-_UNARY_FLOAT = {"sqrt": np.sqrt}
+_ONES = {dt: np.ones((), dt) for dt in (np.dtype(np.float32), np.dtype(np.float64))}
+
+
+def _one_minus_square(x: np.ndarray) -> Any:
+    """``one_minus_square``'s impl, (1 + x) * (1 - x), as three ufuncs in
+    the held environment (the impl runs each in it)."""
+    one = _ONES[x.dtype]
+    return np.multiply(np.add(one, x), np.subtract(one, x))
+
+
+_UNARY_FLOAT: dict[str, Callable[..., Any]] = {"sqrt": np.sqrt,
+                                               "one_minus_square": _one_minus_square}
+# Kernels whose every element is one correctly rounded (or exact) operation
+# on the operands' elements at the same position: writing the result over a
+# dead operand of the result's shape and dtype gives the same bits.
+_IN_PLACE = frozenset({np.add, np.subtract, np.multiply, np.true_divide, np.sqrt,
+                       np.negative})
+# Results at least this big are written over a dead operand (no fresh
+# allocation, whose page faults cost about as much as the arithmetic);
+# smaller ones are not worth the keyword argument.
+IN_PLACE_MIN_BYTES = 1 << 18
 # Impls that only move data (no floating-point arithmetic, no environment
 # switch of their own): the same bits in either environment.
 _DATA_MOVEMENT = frozenset({"reshape", "transpose", "squeeze", "broadcast_in_dim",
@@ -195,7 +218,11 @@ def eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, 
                  ) -> Callable[..., list[Any]] | None:
     """For eager evaluation: a direct kernel switching the environment
     around itself (as ``denormals.arithmetic`` does), or None. Elementwise
-    results are rank 0 exactly when every operand is."""
+    results are rank 0 exactly when every operand is. A ``jit`` equation
+    evaluated eagerly (what a jit call under eager ``grad`` or ``vmap``
+    comes to) runs its generated program."""
+    if prim.name == "jit":
+        return _call_kernel(prim, params)
     strategy = _strategy()
     kernel = kernel_for(prim.name, avals, params, all(not a.shape for a in avals), strategy)
     if kernel is None:
@@ -237,6 +264,50 @@ def _held_kernel(fn: Callable[..., Any], scalar: bool, hardware: bool
     return held
 
 
+def _call_kernel(prim: Primitive, params: dict[str, Any]) -> Callable[..., Any]:
+    """A ``jit`` equation's eager kernel: its live program's generated
+    function, which computes what the impl (``call_impl``: the live program
+    interpreted, as a compiled computation) computes; the impl itself where
+    the program is interpreted (as a jit call's own path decides: codegen
+    off, NaN checks, inside shard_map, sharded types, programs not written)."""
+    impl = functools.partial(prim.impl, **params)
+    jaxpr: Jaxpr = params["jaxpr"]
+
+    def kernel(*values: Any) -> Any:
+        program = _eager_program(jaxpr)
+        if program is None:
+            return impl(*values)
+        if program.runs_impls:
+            with running_compiled():
+                return program.fn(*values)
+        return program.fn(*values)
+    return kernel
+
+
+# Eager transformations make a new jaxpr for every call they transform (the
+# jvp, the known part, the transpose of a jit's program), which would be
+# written once and run once: writing costs several interpreted runs. So a
+# ``jit`` equation's program is written from the second evaluation of the
+# same jaxpr on, and interpreted before.
+_EAGER_SEEN: weakref.WeakKeyDictionary[Jaxpr, bool] = weakref.WeakKeyDictionary()
+
+
+def _eager_program(jaxpr: Jaxpr) -> Generated | None:
+    values = config._values
+    if not values["spec_jit_codegen"] or values["jax_debug_nans"] or values["jax_debug_infs"] \
+            or _mesh_context.in_manual or _has_sharded_types(jaxpr):
+        return None
+    if jaxpr not in _EAGER_SEEN:
+        _EAGER_SEEN[jaxpr] = True
+        return None
+    return generated(live_program(jaxpr))
+
+
+def _has_sharded_types(jaxpr: Jaxpr) -> bool:
+    return any(getattr(a, "sharding", None) is not None
+               for a in (*jaxpr.in_avals, *jaxpr.out_avals))
+
+
 hooks.eager_kernel = eager_kernel
 
 
@@ -262,6 +333,10 @@ class _Writer:
         self.env = NORMAL
         self.uses_held = False
         self.runs_impls = False
+        # Variables (by id) holding an array a direct kernel allocated, which
+        # nothing but direct kernels has read (no view, no impl, no output
+        # can see it): at its last read it may be written over.
+        self.owned: set[int] = set()
 
     # names ---------------------------------------------------------------
     def fresh(self, prefix: str = "v") -> str:
@@ -339,24 +414,32 @@ class _Writer:
         last = _last_uses(jaxpr)
         outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
         for i, eqn in enumerate(jaxpr.eqns):
-            self.equation(eqn)
-            dead = [self.names[id(v)] for v in last.get(i, ()) if id(v) not in outputs]
+            dying = [v for v in last.get(i, ()) if id(v) not in outputs]
+            self.equation(eqn, {id(v) for v in dying})
+            dead = [self.names[id(v)] for v in dying]
             if dead:
                 self.emit("del " + ", ".join(dead))
+        self.owned.difference_update(outputs)
         return [self.atom(v) for v in jaxpr.outvars]
 
-    def equation(self, eqn: Eqn) -> None:
+    def equation(self, eqn: Eqn, dying: Set[int] = frozenset()) -> None:
         writer = _WRITERS.get(eqn.primitive.name)
+        kernel = None if writer is not None else direct_kernel(eqn, self.strategy)
+        if kernel is None or kernel.scalar_result:
+            # Anything else may keep or view its operands.
+            self.owned.difference_update(id(a) for a in eqn.invars)
         if writer is not None and writer(self, eqn):
             return
         ins = ", ".join(self.atom(a) for a in eqn.invars)
-        kernel = direct_kernel(eqn, self.strategy)
         if kernel is not None:
             self.switch(kernel.env)
             k = self.constant(kernel.fn, "_" + kernel.fn.__name__)
+            target = self.reusable(eqn, kernel, dying)
             out = self.bind(eqn.outvars[0])
-            call = f"{k}({ins})"
+            call = f"{k}({ins})" if target is None else f"{k}({ins}, out={target})"
             self.emit(f"{out} = _asarray({call})" if kernel.scalar_result else f"{out} = {call}")
+            if not kernel.scalar_result:
+                self.owned.add(id(eqn.outvars[0]))
             return
         if eqn.primitive.name not in _DATA_MOVEMENT:
             self.switch(NORMAL)
@@ -369,6 +452,21 @@ class _Writer:
             self.emit(f"{k}({ins})")
         else:
             self.emit(f"{', '.join(outs)}, = {k}({ins})")
+
+    def reusable(self, eqn: Eqn, kernel: Kernel, dying: Set[int]) -> str | None:
+        """The name of a dead operand array the kernel's result may be
+        written over (``out=``), or None."""
+        if kernel.fn not in _IN_PLACE or kernel.scalar_result:
+            return None
+        aval = eqn.outvars[0].aval
+        if aval.size * np.dtype(aval.dtype).itemsize < IN_PLACE_MIN_BYTES:
+            return None
+        for a in eqn.invars:
+            if isinstance(a, Var) and id(a) in dying and id(a) in self.owned \
+                    and a.aval.shape == aval.shape and a.aval.dtype == aval.dtype:
+                self.owned.discard(id(a))
+                return self.names[id(a)]
+        return None
 
     def assign(self, names: Sequence[str], exprs: Sequence[str]) -> None:
         if names:

@@ -13,6 +13,7 @@ from dataclasses import replace as dc_replace
 
 import contextlib
 import functools
+import math
 import operator
 import sys
 import threading
@@ -493,6 +494,8 @@ class _Context(threading.local):
         # ensure_compile_time_eval: staging evaluates operations on
         # concrete operands instead of recording them.
         self.compile_time_eval = False
+        # The recorders of eager plans being made on this thread (innermost last).
+        self.recorders: list[_Recorder] = []
 
 
 def current_trace() -> Trace:
@@ -848,13 +851,14 @@ class _Dispatch:
     for the typing context, configuration epoch and floating-point switch
     it was made under."""
 
-    __slots__ = ("avals", "params", "memo", "epoch", "hardware", "out_avals", "on_mesh",
-                 "no_refs", "kernel")
+    __slots__ = ("avals", "params", "kinds", "memo", "epoch", "hardware", "out_avals",
+                 "on_mesh", "no_refs", "single", "kernel")
 
     def __init__(self, prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, Any],
                  out_avals: Sequence[ArrayType]) -> None:
         self.avals = avals
         self.params = params
+        self.kinds = _kinds(params) if params else None
         self.memo = _mesh_context.typing_memo
         self.epoch = _config.epoch
         self.hardware = _denormals._use_hardware[0]
@@ -862,6 +866,8 @@ class _Dispatch:
         self.on_mesh = _typed_on_mesh(out_avals)
         self.no_refs = not any(type(a) is RefType for a in out_avals)
         check_allocatable(out_avals)  # compiling the operation sizes its results
+        # One result that is an array: the common case, made without a loop.
+        self.single = out_avals[0] if len(out_avals) == 1 and self.no_refs else None
         kernel = hooks.eager_kernel(prim, avals, params)
         if kernel is None:
             impl = prim.impl
@@ -874,8 +880,10 @@ class _Dispatch:
         if self.memo is not _mesh_context.typing_memo or self.epoch != _config.epoch \
                 or self.hardware != _denormals._use_hardware[0] or self.avals != avals:
             return False
+        if not params:
+            return not self.params
         try:
-            return bool(self.params == params) and _kinds(self.params) == _kinds(params)
+            return bool(self.params == params) and self.kinds == _kinds(params)
         except (TypeError, ValueError):  # params that do not compare (arrays)
             return False
 
@@ -916,6 +924,9 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
+        recorders = _context.recorders
+        if recorders:
+            recorders[-1].dispatches += 1
         if HI_VALUE_TYPES and callable(prim.to_lojax) and any(
                 has_hi_types(j) for j in jaxprs_in_params(params)):
             # A call or loop whose body has hi types runs on their components.
@@ -929,8 +940,10 @@ class EvalTrace(Trace):
             if type(a) is array:  # the common case, inline
                 values.append(a._val)
                 avals.append(a.aval)
-                placed = placed or a._shards is not None
-                committed = committed or a._committed
+                if a._shards is not None:
+                    placed = True
+                if a._committed:
+                    committed = True
             else:
                 value, aval = canonical_value(a)
                 values.append(value)
@@ -956,6 +969,13 @@ class EvalTrace(Trace):
             nan_checks.check_results(prim.name, params, outs,
                                      lambda: _rerun_call(prim, args, params))
         made = array._from_checked
+        single = entry.single
+        if single is not None and device is None:
+            (o,) = outs
+            result = made(o if type(o) is np.ndarray else np.asarray(o), single, prim)
+            if recorders:
+                recorders[-1].noted = (prim, args, entry, result)
+            return [result]
         if entry.no_refs:
             results = [made(o if type(o) is np.ndarray else np.asarray(o), a, prim)
                        for o, a in zip(outs, out_avals)]
@@ -968,6 +988,183 @@ class EvalTrace(Trace):
                 if type(r) is array and r._sharding is None:
                     r._device, r._committed = device, True
         return results
+
+
+# ========================================================== eager plans
+# A jnp function that JAX stages as ``jit(inline=True)`` computes, for given
+# operand types and configuration, always the same primitives: JAX traces it
+# with abstract operands, so its code cannot depend on their values. When
+# its eager evaluation at some operand types was a single dispatch of one
+# primitive on the function's own operands (and constants made from its
+# Python scalar operands), that dispatch is its *plan* at those types: a
+# later call with operands of the same types (and the same scalars) runs the
+# dispatch's kernel directly, skipping the function's promotion and checks,
+# which would find the same. The plan is valid while its dispatch is (the
+# typing context, configuration epoch and floating-point switch), on
+# uncommitted single-device arrays, outside NaN/Inf checking.
+
+
+class _Recorder:
+    """Counts the eager dispatches made while a function runs, and notes the
+    last one made on the single-result path."""
+
+    __slots__ = ("dispatches", "noted")
+
+    def __init__(self) -> None:
+        self.dispatches = 0
+        self.noted: tuple[Primitive, Sequence[Any], _Dispatch, Array] | None = None
+
+
+
+@dataclass(frozen=True)
+class _ScalarKey:
+    """A Python scalar operand of a plan: its type and value (a float's
+    sign too, so that -0.0 is not 0.0)."""
+
+    kind: type
+    value: int | float
+    negative: bool
+
+    def fits(self, x: Any) -> bool:
+        return type(x) is self.kind and x == self.value and (
+            self.value != 0 or (math.copysign(1.0, x) < 0) == self.negative)
+
+
+def _scalar_key(x: Any) -> _ScalarKey | None:
+    if type(x) not in (int, float, bool):
+        return None
+    return _ScalarKey(type(x), x, math.copysign(1.0, x) < 0)
+
+
+def _plain_array(x: Any) -> bool:
+    """An uncommitted Array on one device (what a plan runs on)."""
+    return type(x) is Array and not x._committed and x._sharding is None \
+        and x._shards is None and x._val is not None
+
+
+MISS: Any = object()  # a plan that does not apply to the call's operands
+
+
+class EagerPlan:
+    """One dispatch standing for a function's eager evaluation at given
+    operand types (see above). ``keys``: per operand of the function, its
+    ArrayType or a ``_ScalarKey``; ``sources``: per operand of the
+    primitive, the position of the function operand it is, or a constant's
+    value."""
+
+    __slots__ = ("prim", "entry", "aval", "keys", "sources", "direct")
+
+    def __init__(self, prim: Primitive, entry: _Dispatch, keys: tuple[Any, ...],
+                 sources: tuple[Any, ...]) -> None:
+        self.prim = prim
+        self.entry = entry
+        aval = entry.single
+        assert aval is not None  # (plans are made of single-result dispatches)
+        self.aval = aval
+        self.keys = keys
+        self.sources = sources
+        # The primitive's operands are the function's, in order.
+        self.direct = len(sources) == len(keys) and all(
+            type(s) is int and s == i for i, s in enumerate(sources))
+
+    def _valid(self) -> bool:
+        entry = self.entry
+        return entry.memo is _mesh_context.typing_memo and entry.epoch == _config.epoch \
+            and entry.hardware == _denormals._use_hardware[0] \
+            and not (_config_values["jax_debug_nans"] or _config_values["jax_debug_infs"]) \
+            and type(_context.trace) is EvalTrace
+
+    def apply1(self, x: Any) -> Any:
+        """The function's result on ``x``, or MISS."""
+        key = self.keys[0]
+        if type(x) is not Array or x._committed or x._sharding is not None \
+                or x._shards is not None or (x.aval is not key and x.aval != key) \
+                or not self._valid():
+            return MISS
+        return self._run((x._val,))
+
+    def apply2(self, x: Any, y: Any) -> Any:
+        """The function's result on ``(x, y)``, or MISS."""
+        kx, ky = self.keys
+        if type(x) is Array:
+            if x._committed or x._sharding is not None or x._shards is not None \
+                    or (x.aval is not kx and x.aval != kx):
+                return MISS
+            vx = x._val
+        elif type(kx) is not _ScalarKey or not kx.fits(x):
+            return MISS
+        else:
+            vx = None
+        if type(y) is Array:
+            if y._committed or y._sharding is not None or y._shards is not None \
+                    or (y.aval is not ky and y.aval != ky):
+                return MISS
+            vy = y._val
+        elif type(ky) is not _ScalarKey or not ky.fits(y):
+            return MISS
+        else:
+            vy = None
+        if not self._valid():
+            return MISS
+        return self._run((vx, vy))
+
+    def _run(self, values: tuple[Any, ...]) -> Any:
+        entry = self.entry
+        if self.direct:
+            outs = entry.kernel(*values)
+        else:
+            outs = entry.kernel(*[values[s] if type(s) is int else s for s in self.sources])
+        (o,) = outs
+        return Array._from_checked(o if type(o) is np.ndarray else np.asarray(o), self.aval,
+                                   self.prim)
+
+
+def run_recorded(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, EagerPlan | None]:
+    """``fn(*args)`` evaluated eagerly, and its plan at these operands' types
+    (None where the evaluation was not one plannable dispatch)."""
+    recorder = _Recorder()
+    recorders = _context.recorders
+    recorders.append(recorder)
+    try:
+        out = fn(*args)
+    finally:
+        recorders.pop()
+    return out, _eager_plan_of(recorder, args, out)
+
+
+def _eager_plan_of(recorder: _Recorder, args: tuple[Any, ...], out: Any) -> EagerPlan | None:
+    noted = recorder.noted
+    if recorder.dispatches != 1 or noted is None or noted[3] is not out:
+        return None
+    prim, operands, entry, _ = noted
+    if entry.single is None or entry.on_mesh:
+        return None
+    keys: list[Any] = []
+    for a in args:
+        key = a.aval if _plain_array(a) else _scalar_key(a)
+        if key is None:
+            return None
+        keys.append(key)
+    # Every array operand of the function must be an operand of the
+    # primitive itself: one converted on the way (to another weak type, say)
+    # may have become a constant of its value, not of its type. And each
+    # must be a different array, else which one an operand is is ambiguous.
+    arrays = [a for a in args if type(a) is Array]
+    if len({id(a) for a in arrays}) != len(arrays) \
+            or any(not any(a is o for o in operands) for a in arrays):
+        return None
+    sources: list[Any] = []
+    for operand in operands:
+        position = next((i for i, a in enumerate(args) if a is operand), None)
+        if position is not None and type(operand) is Array:
+            sources.append(position)
+        elif _plain_array(operand) and operand._py is not None:
+            # A typed constant made from a Python scalar operand (which the
+            # plan's key holds) or from nothing (determined by the types).
+            sources.append(operand._val)
+        else:
+            return None
+    return EagerPlan(prim, entry, tuple(keys), tuple(sources))
 
 
 def _local_buffers(results: Sequence[Any]) -> list[Any]:

@@ -20,10 +20,14 @@ from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core import nan_checks
 from spec._src.core.interpreter import (
+    MISS,
+    EagerPlan,
+    EvalTrace,
     Tracer,
     _insert_pvary,
     canonical_aval_of,
     current_trace,
+    run_recorded,
     to_concrete_value,
 )
 from spec._src.core.hitypes import is_hi_value, is_high
@@ -304,10 +308,23 @@ def _inline_jit(fn: F) -> F:
     that signature, which skips packing the arguments."""
     arity = _positional_arity(fn)
     call: Callable[..., Any]
+    # The plan of the last eager call (interpreter.EagerPlan): one dispatch
+    # standing for ``fn`` at its operands' types, as JAX's trace cache holds
+    # one jaxpr per operand types.
+    plan: list[EagerPlan | None] = [None]
     if arity == 1:
         def call(x: Any, /) -> Any:
-            if not isinstance(current_trace(), _RECORDING):
+            known = plan[0]
+            if known is not None:
+                out = known.apply1(x)
+                if out is not MISS:
+                    return out
+            trace = current_trace()
+            if not isinstance(trace, _RECORDING):
                 try:
+                    if type(trace) is EvalTrace:
+                        out, plan[0] = run_recorded(fn, (x,))
+                        return out
                     return fn(x)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
@@ -321,10 +338,19 @@ def _inline_jit(fn: F) -> F:
         names = list(inspect.signature(fn).parameters)
 
         def call(x: Any, y: Any, /) -> Any:
-            if not isinstance(current_trace(), _RECORDING):
+            known = plan[0]
+            if known is not None:
+                out = known.apply2(x, y)
+                if out is not MISS:
+                    return out
+            trace = current_trace()
+            if not isinstance(trace, _RECORDING):
                 if is_committed(x) and is_committed(y):  # named as JAX's jit names them
                     committed_device((x, y), names, fn.__name__)
                 try:
+                    if type(trace) is EvalTrace:
+                        out, plan[0] = run_recorded(fn, (x, y))
+                        return out
                     return fn(x, y)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
