@@ -28,6 +28,7 @@ from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
 from spec._src.core.sharding import _context
+from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
@@ -1238,14 +1239,11 @@ _SINC_Q64 = tuple(float.fromhex(h) for h in (
 def _sinc_real(x: Any) -> Any:
     """sinc(x) = (-1)^n sinc(r) r / x with x = n + r, n the nearest integer:
     the reduction is exact, and sinc(r) comes from its Taylor series."""
-    n = ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN)
+    n = stop_gradient(ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN))
     is_inf = ew.eq(ew.abs(x), _like(x, np.inf))
     r = _where(is_inf, 0, ew.sub(x, n))
     t = ew.mul(r, r)
-    coeffs = _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32
-    q = _like(t, coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        q = ew.add(ew.mul(q, t), _like(t, c))
+    q = ew.polynomial(t, _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32)
     tq = ew.mul(t, q)
     near_zero = ew.add(_like(t, 1), tq)  # sinc(x) where n == 0
     r_sinc_r = ew.add(r, ew.mul(r, tq))
@@ -1254,8 +1252,31 @@ def _sinc_real(x: Any) -> Any:
     n_zero = ew.eq(n, _like(n, 0))
     denom = _where(odd, ew.neg(x), _where(n_zero, 1, x))
     out = ew.div(r_sinc_r, denom)
-    out = _where(ew.eq(r, _like(r, 0)), ew.sub(out, out), out)  # integers: 0 (nan for inf)
+    # Integers give +0 (nan for inf) with the derivative (-1)^n / n kept.
+    out = _where(ew.eq(r, _like(r, 0)), ew.sub(out, stop_gradient(out)), out)
     return _where(n_zero, near_zero, out)
+
+
+def _sinc_complex(x: Any) -> Any:
+    """sin(pi x) / (pi x) directly outside the unit disk of pi x, its Taylor
+    series inside; both branches finite so autodiff sees no nan."""
+    eq_inf = ew.bitwise_and(ew.eq(ew.abs(ew.real(x)), _lax_const(ew.real(x), np.inf)),
+                            ew.is_finite(ew.imag(x)))
+    safe_pi_x = _where(eq_inf, _lax_const(x, 1), ew.mul(_lax_const(x, np.pi), x))
+    abs_u = ew.abs(safe_pi_x)
+    use_series = ew.lt(abs_u, _lax_const(abs_u, 1.0))
+    u_series = _where(use_series, safe_pi_x, _lax_const(safe_pi_x, 0))
+    u_direct = _where(use_series, _lax_const(safe_pi_x, 1.0), safe_pi_x)
+    eps = float(ml_dtypes.finfo(np.dtype(_dtype(x))).eps)  # type: ignore[no-untyped-call]
+    coeffs: list[float] = []
+    for k in range(100):
+        mag = 1.0 / math.factorial(2 * k + 1)
+        coeffs.append((-1) ** k * mag)
+        if mag <= eps:
+            break
+    series = ew.polynomial(ew.square(u_series), coeffs)
+    result = _where(use_series, series, ew.div(ew.sin(u_direct), u_direct))
+    return _where(eq_inf, _lax_const(x, 0), result)
 
 
 def _sinc_impl(x: Any) -> Any:
@@ -1263,10 +1284,7 @@ def _sinc_impl(x: Any) -> Any:
     (x,) = _promote_dtypes_inexact(x)
     dt = _dtype(x)
     if T.is_complex(dt):
-        pi_x = ew.mul(_like(x, np.pi), x)
-        zero = ew.eq(x, _like(x, 0))
-        safe = _where(zero, _like(x, 1), pi_x)
-        return _where(zero, _like(x, 1), ew.div(ew.sin(safe), safe))
+        return _sinc_complex(x)
     if dt.itemsize < 4:
         return L.convert_element_type(_sinc_real(L.convert_element_type(x, T.float32)), dt)
     return _sinc_real(x)
@@ -1276,9 +1294,7 @@ _sinc = _named_jit("sinc", _sinc_impl)
 
 
 def sinc(x: Any, /) -> Any:
-    """sin(pi x) / (pi x), 1 at 0. Values follow JAX's exact range reduction
-    and series; JAX's jaxpr uses `polynomial` and `stop_gradient`, which spec
-    does not have, so the primitive sequence differs."""
+    """sin(pi x) / (pi x), 1 at 0, by JAX's exact range reduction and series."""
     return _sinc(x)
 
 
