@@ -1481,21 +1481,19 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     return result
 
 
-def _spacing(x: Any) -> Any:
+@_inline_jit
+def spacing(x: Any, /) -> Any:
     (arr,) = promote_args_inexact("spacing", x)
     dt = _dtype(arr)
     if T.is_complex(dt):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    inf = L.full_like(arr, np.inf)
+    inf = _lax_const(arr, np.inf)
     if dt == T.float16:  # JAX steps float16 towards +inf only
-        return ew.nextafter(arr, inf) - arr
-    res = ew.nextafter(arr, copysign(inf, arr)) - arr
+        return ew.sub(ew.nextafter(arr, L.full_like(arr, np.inf)), arr)
+    res = ew.sub(ew.nextafter(arr, copysign(inf, arr)), arr)
     # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
     tiny = np.finfo(np.dtype(dt)).smallest_subnormal
-    return _where(res == 0, copysign(tiny, arr), res)
-
-
-spacing = _named_jit("spacing", _spacing)
+    return _where(ew.eq(res, _lax_const(res, 0)), copysign(tiny, arr), res)
 
 
 # ---------------------------------------------------------------------- i0
