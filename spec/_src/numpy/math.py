@@ -35,12 +35,10 @@ from spec._src.lax import reductions as lr
 from spec._src.lax import special_functions as special
 from spec._src.lax import shaping as L
 from spec._src.lax.sharding_kit import broadcast_shardings
-from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
     _inline_jit,
     _agree,
-    _convert,
     _ensure,
     _jit,
     _promote_inexact,

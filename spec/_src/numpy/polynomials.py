@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.lax import elementwise as ew
 from spec._src.lax import shaping as L
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
@@ -16,7 +17,6 @@ from spec._src.numpy.elements import trim_zeros
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.statistics import convolve
 from spec._src.numpy.util import (
-    _convert,
     _dtype,
     _ensure,
     _ndim,
@@ -26,25 +26,21 @@ from spec._src.numpy.util import (
 )
 
 
-def _polyval(p: Any, x: Any) -> Any:
+def _polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
     p, x = _ensure("polyval", p, x)
     p, x = _promote(p, x)
     shape = tuple(np.broadcast_shapes(_shape(p)[1:], _shape(x)))
     if _shape(p)[0] == 0:
         return L.full_like(x, 0, shape=shape)
-    # Horner's rule from the leading coefficient.
-    y = jnp_shape.broadcast_to(p[0], shape)
-    for i in range(1, _shape(p)[0]):
-        y = y * x + p[i]
-    # JAX evaluates through its `polynomial` primitive, whose result is never weak.
-    return _convert(jnp_shape.broadcast_to(y, shape), _dtype(y), False)
+    if 0 < _ndim(x) < len(shape):
+        x = L.broadcast_to_rank(x, len(shape))
+    # Horner's rule from the leading coefficient, lowest power first here.
+    coeffs = [L.broadcast_to_rank(p[i], len(shape)) if 0 < _ndim(p) - 1 < len(shape) else p[i]
+              for i in reversed(range(_shape(p)[0]))]
+    return ew.polynomial(x, coeffs, unroll=unroll)
 
 
-_polyval_jit = _named_jit("polyval", _polyval)
-
-
-def polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
-    return _polyval_jit(p, x)
+polyval = _named_jit("polyval", _polyval, static_argnames=("unroll",))
 
 
 def _polyadd(a1: Any, a2: Any) -> Any:
@@ -146,7 +142,7 @@ def _poly(seq_of_zeros: Any) -> Any:
         return creation.ones((), dtype=dt)
     a = creation.ones((1,), dtype=dt)
     for k in range(sh[0]):
-        a = convolve(a, jnp_shape.stack([creation.ones((), dt), -z[k]]), mode="full")
+        a = convolve(a, creation.array([1, -z[k]], dtype=dt), mode="full")
     return a
 
 
