@@ -935,7 +935,7 @@ class VmapOf(HiPrim):
 
         body = logged.wrap(per_example)
         # The log leaves, known once the rule is traced, come out batched at 0.
-        out_dims = list(self._in_dims_flat)  # type: ignore[attr-defined]
+        out_dims = list(self._in_dims_flat)
         n_in = len(out_dims)
 
         def with_log_dims(*xs: Any) -> list[Any]:
