@@ -110,6 +110,7 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     "poly": (lambda np_: np_.poly, X1),
     "polyval": (lambda np_: lambda x: np_.polyval(x, x[::-1]), X1),
     "lexsort": (lambda np_: np_.lexsort, X2),
+    "polydiv": (lambda np_: lambda x: np_.polydiv(x, x[:2]), X1),
     "histogram_bin_edges": (lambda np_: lambda x: np_.histogram_bin_edges(x, bins=3), X2),
     # Indexed updates squeeze the updates with jnp.squeeze (an entry).
     "at_add": (lambda np_: lambda x: x.at[0].add(x[1]), X2),
@@ -190,4 +191,15 @@ def test_vjp_of_a_concrete_primal_does_not_raise(name: str) -> None:
     theirs, _ = jax.vjp(NEEDS_VALUE[name](jnp), jnp.asarray(X1))
     ours, _ = spec.vjp(NEEDS_VALUE[name](snp), snp.asarray(X1))
     for a, b in zip(spec.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+@pytest.mark.parametrize("trim", [False, True])
+def test_polydiv_values_match_jax(trim: bool) -> None:
+    u = np.array([1., -3., 2., 5.], np.float32)
+    v = np.array([1., -1.], np.float32)
+    theirs = jnp.polydiv(u, v, trim_leading_zeros=trim)
+    ours = snp.polydiv(u, v, trim_leading_zeros=trim)
+    for a, b in zip(ours, theirs):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

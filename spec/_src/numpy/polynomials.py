@@ -17,6 +17,7 @@ from spec._src.numpy.elements import trim_zeros
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.statistics import convolve
 from spec._src.numpy.util import (
+    _concrete_or_error,
     _dtype,
     _ensure,
     _ndim,
@@ -127,6 +128,37 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     return convolve(a1, a2, mode="full")
 
 
+def _trim_zeros_tol(filt: Any, tol: Any, trim: str = "fb") -> Any:
+    """``filt`` without the leading (``f``) and trailing (``b``) entries of
+    magnitude below ``tol``, on its concrete value as JAX's."""
+    filt = creation.asarray(_concrete_or_error(filt, "Error arose in the `filt` argument of "
+                                               "trim_zeros_tol()"))
+    small = jnp_math.abs(filt) < tol
+    if bool(reductions.all(small)):
+        return creation.empty(0, _dtype(filt))
+    start = int(reductions.argmin(small)) if "f" in trim.lower() else 0
+    end = int(reductions.argmin(small[::-1])) if "b" in trim.lower() else 0
+    return filt[start:_shape(filt)[0] - end]
+
+
+def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
+    """Quotient and remainder of u / v by long division, one leading
+    coefficient at a time (unjitted, as JAX's)."""
+    u, v = _ensure("polydiv", u, v)
+    ua, va = _promote_inexact(u, v)
+    m, n = _shape(ua)[0] - 1, _shape(va)[0] - 1
+    scale = 1. / va[0]
+    q = creation.zeros(max(m - n + 1, 1), dtype=_dtype(ua))
+    for k in range(0, m - n + 1):
+        d = scale * ua[k]
+        q = q.at[k].set(d)
+        ua = ua.at[k:k + n + 1].add(-d * va)
+    if trim_leading_zeros:
+        eps = float(np.finfo(np.dtype(_dtype(ua))).eps)
+        ua = _trim_zeros_tol(ua, tol=np.sqrt(eps), trim="f")
+    return q, ua
+
+
 def _poly(seq_of_zeros: Any) -> Any:
     z = _ensure("poly", seq_of_zeros)
     (z,) = _promote_inexact(z)
@@ -150,5 +182,5 @@ poly = _named_jit("poly", _poly)
 
 
 __all__ = [
-    "poly", "polyadd", "polyder", "polyint", "polymul", "polysub", "polyval",
+    "poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "polyval",
 ]
