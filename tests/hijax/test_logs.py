@@ -225,3 +225,58 @@ def test_vjp_makes_python_scalar_primals_typed_scalars_as_jax() -> None:
     """``TypedFloat(3.0, dtype=float32)`` residuals; arithmetic on them stays
     in Python floats, so the cotangent is the float 6.0."""
     assert _typed_scalars("spec") == _typed_scalars("jax")
+
+
+def _batched_square(retval: bool) -> Any:
+    """A spec-only primitive (JAX 0.12.0.1 has no ``batch_dim_rule``)
+    logging from its backward rule, ``vjp_bwd`` or ``vjp_bwd_retval``."""
+
+    class Square(spec_hijax.HiPrim):  # type: ignore[misc, name-defined]
+        def __init__(self, x_aval: Any) -> None:
+            self.in_avals = (x_aval,)
+            self.out_aval = x_aval
+            self.params = {}
+            super().__init__()
+
+        def expand(self, x: Any) -> Any:
+            return x ** 2
+
+        def vjp_fwd(self, nzs_in: Any, x: Any) -> Any:
+            return self(x), x
+
+        def batch_dim_rule(self, axis_data: Any, dims: Any) -> Any:
+            return dims[0]
+
+    if retval:
+        class Logged(Square):
+            vjp_bwd_retval_logs = True
+
+            def vjp_bwd_retval(self, x: Any, g: Any) -> Any:
+                return (2. * x * g,), {"sq": {"x": x, "ct_in": g}}
+    else:
+        class Logged(Square):  # type: ignore[no-redef]
+            def vjp_bwd(self, x: Any, g: Any, x_acc: Any) -> Any:
+                x_acc.accum(2. * x * g)
+                return {"sq": {"x": x, "ct_in": g}}
+
+    return lambda x: Logged(spec.typeof(x))(x)
+
+
+@pytest.mark.parametrize("retval", [False, True])
+def test_vmapped_hijax_logs_are_the_examples_logs_stacked(retval: bool) -> None:
+    """Oracle: the primitive's vjp run on each example (a loop), its logs
+    stacked along a new leading axis, as a vmapped custom_vjp's are."""
+    square = _batched_square(retval)
+    xs = snp.arange(6.).reshape(2, 3)
+    cts = snp.asarray(np.array([[1., 2., 3.], [4., 5., 6.]], np.float32))
+    _, f_vjp = spec.vjp(spec.vmap(square), xs)
+    (got_ct,), got_logs = f_vjp.with_logs(cts)
+    jitted_logs = spec.jit(f_vjp.with_logs)(cts)[1]
+    per_example = [spec.vjp(square, xs[i])[1].with_logs(cts[i]) for i in range(2)]
+    want_ct = np.stack([np.asarray(ct) for (ct,), _ in per_example])
+    np.testing.assert_array_equal(np.asarray(got_ct), want_ct)
+    for logs in (got_logs, jitted_logs):
+        for key in ("x", "ct_in"):
+            np.testing.assert_array_equal(
+                np.asarray(logs["sq"][key]),
+                np.stack([np.asarray(lg["sq"][key]) for _, lg in per_example]))

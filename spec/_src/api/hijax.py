@@ -843,8 +843,10 @@ class VmapOf(HiPrim):
     result at ``out_dim`` (from ``prim.batch_dim_rule``); each rule is
     ``prim``'s rule run under vmap."""
 
+    # The vmapped backward rule returns the logs its examples made.
+    vjp_bwd_retval_logs = True
+
     def __init__(self, prim: HiPrim, axis_data: AxisData, in_dims: Any, out_dim: Any) -> None:
-        self.vjp_bwd_retval_logs = prim.vjp_bwd_retval_logs  # type: ignore[misc]
         self.in_avals = tuple(unmap_avals(axis_data, tuple(prim.in_avals), in_dims))
         self.out_aval = unmap_avals(axis_data, prim.out_aval, out_dim)
         self.params = dict(prim=prim, axis_data=axis_data, in_dims=in_dims, out_dim=out_dim)
@@ -915,23 +917,36 @@ class VmapOf(HiPrim):
                 (res, Static((found["res_tree"], tuple(dims[n_out:])))), *found["rest"][:1])
 
     def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
+        """The cotangents and the logs of ``prim``'s backward rule (``vjp_bwd``
+        or ``vjp_bwd_retval``) run under vmap: each log value batched along
+        a new leading axis, as a ``custom_vjp`` rule's logs under vmap."""
         inner: HiPrim = self.prim  # type: ignore[attr-defined]
         res_vals, static = res
         res_tree, res_dims = static.val
         res_flat = tree_util.tree_flatten(res_vals)[0]
         g_flat = _leaves_up_to(inner.out_tree, g)
         r = len(res_flat)
+        logged = ad.LoggedBody()
 
         def per_example(*xs: Any) -> list[Any]:
             rs = tree_util.tree_unflatten(res_tree, xs[:r])
             gs = tree_util.tree_unflatten(inner.out_tree, xs[r:])
-            cts = inner.vjp_bwd_retval(rs, gs)
-            return _leaves_up_to(inner.in_tree, tuple(cts))
+            return _leaves_up_to(inner.in_tree, tuple(_example_bwd(inner, rs, gs)))
 
-        cts, _ = _vmapped(self.axis_data, per_example,  # type: ignore[attr-defined]
-                          [*res_dims, *self._out_dims_flat], self._in_dims_flat,
-                          [*res_flat, *g_flat])
-        return tree_util.tree_unflatten(self.in_tree, cts)
+        body = logged.wrap(per_example)
+        # The log leaves, known once the rule is traced, come out batched at 0.
+        out_dims = list(self._in_dims_flat)
+        n_in = len(out_dims)
+
+        def with_log_dims(*xs: Any) -> list[Any]:
+            outs = body(*xs)
+            out_dims[n_in:] = [0] * logged.num_leaves
+            return outs
+
+        outs, _ = _vmapped(self.axis_data, with_log_dims,  # type: ignore[attr-defined]
+                           [*res_dims, *self._out_dims_flat], out_dims, [*res_flat, *g_flat])
+        cts, logs = logged.split(outs)
+        return tree_util.tree_unflatten(self.in_tree, cts), logs or None
 
     def batch_dim_rule(self, axis_data: AxisData, in_dims: Any) -> Any:
         def fix(d: Any, d_: Any) -> Any:
@@ -942,6 +957,22 @@ class VmapOf(HiPrim):
         return tree_util.tree_map(lambda d, d_: d + (d_ < d) if d_ is not None else d,
                                   out_dim, self.out_dim,  # type: ignore[attr-defined]
                                   is_leaf=lambda x: x is None)
+
+
+def _example_bwd(inner: HiPrim, res: Any, g: Any) -> Any:
+    """One example's cotangents from ``inner``'s backward rule, its logs
+    (if any) logged where the example runs."""
+    if _overrides(inner, "vjp_bwd"):
+        where = f"{type(inner).__name__} H7: vjp_bwd"
+        accums = [ValAccum(ad.cotangent_aval(a), where) for a in inner.in_avals_flat]
+        log = inner.vjp_bwd(res, g, *tree_util.tree_unflatten(inner.in_tree, accums))
+        ad.add_logs(log, f"{type(inner).__name__}.vjp_bwd")
+        return tree_util.tree_unflatten(inner.in_tree, [a.freeze() for a in accums])
+    if inner.vjp_bwd_retval_logs:
+        cts, log = inner.vjp_bwd_retval(res, g)
+        ad.add_logs(log, f"{type(inner).__name__}.vjp_bwd_retval")
+        return cts
+    return inner.vjp_bwd_retval(res, g)
 
 
 def vmap_rule(axis_data: AxisData, f: Callable[..., Any], in_axes: Any, out_axes: Any, *,

@@ -380,6 +380,8 @@ class Linearized:
     # The host scalars of the primal side among the residuals: the id of
     # the device array ``consts`` holds for each, and the host value.
     host_residuals: dict[int, Any] = field(default_factory=dict)
+    # Per output, whether its tangent is not a symbolic zero (None: all are).
+    out_nonzero: list[bool] | None = None
 
 
 def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]) -> Linearized:
@@ -416,6 +418,7 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         with set_current_trace(trace), si.transform("jvp", named):
             outs = fun(*tracers)
         unpacked = [trace.unpack(o) for o in outs]
+        out_nonzero = [type(t) is not Zero for _, t in unpacked]
         with set_current_trace(tangent_trace):
             t_outs = [instantiate(t) for _, t in unpacked]
         jaxpr = dce_jaxpr(tangent_trace.to_jaxpr(t_outs))
@@ -423,7 +426,8 @@ def direct_linearize(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
         trace.invalidate()
         tangent_trace.invalidate()
     hosts = {id(device): host for host, device in trace.staged.values()}
-    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured or [], hosts)
+    return Linearized([p for p, _ in unpacked], jaxpr, trace.structured or [], hosts,
+                      out_nonzero)
 
 
 def _is_differentiable(aval: ArrayType) -> bool:

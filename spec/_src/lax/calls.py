@@ -326,6 +326,7 @@ class CallRules:
             traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
                       if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
             found["lin"], found["traced"] = lin.jaxpr, traced
+            found["out_nonzero"] = lin.out_nonzero or [True] * n_out
             found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
             # A host scalar residual is returned as itself: a literal output.
             computed = [lin.host_residuals.get(id(c), c)
@@ -355,12 +356,21 @@ class CallRules:
         lin, traced = found["lin"], found["traced"]
         traced_ids = {id(v) for v, _ in traced}
         kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
-        tangent_jaxpr = Jaxpr([v for v, _ in kept], [v for v, _ in traced] + lin.invars,
-                              lin.outvars, lin.eqns, consts=[c for _, c in kept])
+        # As JAX's, the tangent call returns only the tangents that are not
+        # symbolic zeros; the others stay symbolic outside the call.
+        nonzero = found["out_nonzero"]
+        zeros = [Zero(v.aval.tangent_type()) for v in jaxpr.outvars]
+        if not any(nonzero):
+            return list(outs[:n_out]), zeros
+        tangent_jaxpr = dce_jaxpr(Jaxpr(
+            [v for v, _ in kept], [v for v, _ in traced] + lin.invars,
+            [v for v, nz in zip(lin.outvars, nonzero) if nz], lin.eqns,
+            consts=[c for _, c in kept]))
         t_in = [t for t in tangents if type(t) is not Zero]
-        t_outs = trace.tangent_trace.process_primitive(
-            self.prim, [*residuals, *t_in], self.derive(params, tangent_jaxpr, True))
-        return list(outs[:n_out]), list(t_outs)
+        t_nonzero = iter(trace.tangent_trace.process_primitive(
+            self.prim, [*residuals, *t_in], self.derive(params, tangent_jaxpr, True)))
+        return list(outs[:n_out]), [next(t_nonzero) if nz else z
+                                    for nz, z in zip(nonzero, zeros)]
 
     def transpose(self, cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
         return transpose_call(

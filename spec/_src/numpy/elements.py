@@ -25,6 +25,7 @@ from spec._src.numpy.indexing import diag_indices
 from spec._src.numpy.shape import broadcast_shapes
 from spec._src.numpy.util import (
     _concrete,
+    _concrete_or_error,
     _dtype,
     _ensure,
     _index,
@@ -82,24 +83,25 @@ def _axis_set(axis: Any, nd: int) -> set[int]:
 
 def trim_zeros(filt: Any, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Any:
     arr = _ensure("trim_zeros", filt)
-    value = _concrete(arr, "the `filt` argument of trim_zeros()")
-    nd = value.ndim
+    _concrete_or_error(arr, "Error arose in the `filt` argument of trim_zeros()")
+    nd = _ndim(arr)
     axes = _axis_set(axis, nd)
     mode = trim.lower()
     if not axes or ("f" not in mode and "b" not in mode):
         return arr
     idx = []
-    nonzero = value != 0
     for ax in range(nd):
         if ax not in axes:
             idx.append(slice(None))
             continue
-        mask = nonzero.any(axis=tuple(i for i in range(nd) if i != ax))
-        if not mask.any():
+        # As JAX, the mask is reduced from the array itself (a jnp reduction
+        # of the traced value) and only its scalars are made concrete.
+        mask = reductions.any(arr, axis=tuple(i for i in range(nd) if i != ax))
+        if not bool(reductions.any(mask)):
             idx.append(slice(0, 0))
             continue
-        start = int(mask.argmax()) if "f" in mode else None
-        stop = value.shape[ax] - int(mask[::-1].argmax()) if "b" in mode else None
+        start = int(reductions.argmax(mask)) if "f" in mode else None
+        stop = _shape(arr)[ax] - int(reductions.argmax(mask[::-1])) if "b" in mode else None
         idx.append(slice(start, stop))
     return arr[tuple(idx)]
 

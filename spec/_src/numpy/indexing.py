@@ -608,7 +608,7 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
         return x
     x2, y2 = _promote(x, y)
     y2 = _broadcast_to(y2, tuple(plan.slice_shape))
-    y2 = _squeeze(y2, plan.newaxis_dims)
+    y2 = jnp_shape.squeeze(y2, axis=tuple(plan.newaxis_dims))
     if plan.reversed_dims:
         y2 = slicing.rev(y2, tuple(plan.reversed_dims))
     x2 = _expand_dims(x2, plan.scalar_bool_dims)

@@ -9,6 +9,7 @@ the nested ``jit`` equations of the jnp functions JAX stages with a plain
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import warnings
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from spec._src.api.autodiff import jvp
 from spec._src.api.custom_derivatives import custom_jvp
 from spec._src.api.jit import jit
 from spec._src.core.canonical import static_int
@@ -26,17 +28,17 @@ from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
 from spec._src.core.sharding import _context
+from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
+from spec._src.lax import special_functions as special
 from spec._src.lax import shaping as L
 from spec._src.lax.sharding_kit import broadcast_shardings
-from spec._src.numpy import creation
 from spec._src.numpy.creation import asarray
 from spec._src.numpy.util import (
     _inline_jit,
     _agree,
-    _convert,
     _ensure,
     _jit,
     _promote_inexact,
@@ -798,20 +800,56 @@ def arctan2(x1: Any, x2: Any, /) -> Any:
     return ew.atan2(*promote_args_inexact("arctan2", x1, x2))
 
 
-def hypot(x1: Any, x2: Any, /) -> Any:
-    """sqrt(x1**2 + x2**2) without intermediate overflow (scaled by the larger
-    magnitude); inf if either operand is infinite."""
+def _hypot_parts(x1: Any, x2: Any) -> tuple[Any, Any, Any]:
+    """(r, x1 / r, x2 / r) for r = hypot(x1, x2), as JAX's ``lax.hypot``: both
+    operands scaled by a power of two so that the sum of their squares can
+    neither overflow nor underflow; inf where either is infinite."""
+    a1, a2 = ew.abs(x1), ew.abs(x2)
+    m = ew.max(a1, a2)
+    fi = ml_dtypes.finfo(np.dtype(_dtype(x1)))  # type: ignore[no-untyped-call]
+    k = (int(fi.nmant) - int(fi.minexp) + 1) // 2
+    e_hi = (int(fi.maxexp) - 1) // 2
+    hi = ew.ge(m, _const(x1, 2.0 ** e_hi))
+    lo = ew.le(m, _const(x1, 2.0 ** (e_hi - k)))
+    s_down, s_up = L.full_like(x1, 2.0 ** -k), L.full_like(x1, 2.0 ** k)
+    one = L.full_like(x1, 1.0)
+    y1 = ew.select(hi, ew.mul(x1, s_down), ew.select(lo, ew.mul(x1, s_up), x1))
+    y2 = ew.select(hi, ew.mul(x2, s_down), ew.select(lo, ew.mul(x2, s_up), x2))
+    inv_scale = ew.select(hi, s_up, ew.select(lo, s_down, one))
+    r_scaled = ew.sqrt(ew.add(ew.square(y1), ew.square(y2)))
+    r = ew.mul(r_scaled, inv_scale)
+    inf = L.full_like(x1, np.inf)
+    r = ew.select(ew.bitwise_or(ew.eq(a1, inf), ew.eq(a2, inf)), inf, r)
+    # The unit vector from the scaled legs stays accurate where r overflows.
+    return r, ew.div(y1, r_scaled), ew.div(y2, r_scaled)
+
+
+def _hypot_jvp(primals: Any, tangents: Any) -> Any:
+    # In terms of the outputs only, so higher derivatives recurse through this
+    # rule and never differentiate the power-of-two scale.
+    dx1, dx2 = tangents
+    r, u1, u2 = _lax_hypot(*primals)
+    dr = ew.add(ew.mul(u1, dx1), ew.mul(u2, dx2))
+    return ((r, u1, u2),
+            (dr, ew.div(ew.sub(dx1, ew.mul(u1, dr)), r), ew.div(ew.sub(dx2, ew.mul(u2, dr)), r)))
+
+
+_hypot_parts.__name__ = _hypot_parts.__qualname__ = "_hypot"
+_lax_hypot: Any = custom_jvp(_hypot_parts)
+_lax_hypot.defjvp(_hypot_jvp)
+
+
+def _hypot_impl(x1: Any, x2: Any, /) -> Any:
+    """sqrt(x1**2 + x2**2) without intermediate overflow or underflow."""
     a, b = promote_args_inexact("hypot", x1, x2)
     if _is_complex(a):
         raise ValueError("jnp.hypot is not well defined for complex-valued inputs. Please "
                          "convert to real values first, such as by using abs(x)")
-    a, b = _broadcast_arrays(ew.abs(a), ew.abs(b))
-    big, small = ew.max(a, b), ew.min(a, b)
-    safe = _where(ew.eq(big, _const(big, 0)), _like(big, 1), big)
-    ratio = ew.div(small, safe)
-    out = ew.mul(big, ew.sqrt(ew.add(_like(big, 1), ew.mul(ratio, ratio))))
-    inf = _const(big, np.inf)
-    return _where(ew.bitwise_or(ew.eq(a, inf), ew.eq(b, inf)), _like(big, np.inf), out)
+    a, b = _broadcast_arrays(a, b)
+    return _lax_hypot(a, b)[0]
+
+
+hypot = _named_jit("hypot", _hypot_impl)
 
 
 @_inline_jit
@@ -1199,14 +1237,11 @@ _SINC_Q64 = tuple(float.fromhex(h) for h in (
 def _sinc_real(x: Any) -> Any:
     """sinc(x) = (-1)^n sinc(r) r / x with x = n + r, n the nearest integer:
     the reduction is exact, and sinc(r) comes from its Taylor series."""
-    n = ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN)
+    n = stop_gradient(ew.round(x, ew.RoundingMethod.TO_NEAREST_EVEN))
     is_inf = ew.eq(ew.abs(x), _like(x, np.inf))
     r = _where(is_inf, 0, ew.sub(x, n))
     t = ew.mul(r, r)
-    coeffs = _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32
-    q = _like(t, coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        q = ew.add(ew.mul(q, t), _like(t, c))
+    q = ew.polynomial(t, _SINC_Q64 if _dtype(x) == T.float64 else _SINC_Q32)
     tq = ew.mul(t, q)
     near_zero = ew.add(_like(t, 1), tq)  # sinc(x) where n == 0
     r_sinc_r = ew.add(r, ew.mul(r, tq))
@@ -1215,8 +1250,31 @@ def _sinc_real(x: Any) -> Any:
     n_zero = ew.eq(n, _like(n, 0))
     denom = _where(odd, ew.neg(x), _where(n_zero, 1, x))
     out = ew.div(r_sinc_r, denom)
-    out = _where(ew.eq(r, _like(r, 0)), ew.sub(out, out), out)  # integers: 0 (nan for inf)
+    # Integers give +0 (nan for inf) with the derivative (-1)^n / n kept.
+    out = _where(ew.eq(r, _like(r, 0)), ew.sub(out, stop_gradient(out)), out)
     return _where(n_zero, near_zero, out)
+
+
+def _sinc_complex(x: Any) -> Any:
+    """sin(pi x) / (pi x) directly outside the unit disk of pi x, its Taylor
+    series inside; both branches finite so autodiff sees no nan."""
+    eq_inf = ew.bitwise_and(ew.eq(ew.abs(ew.real(x)), _lax_const(ew.real(x), np.inf)),
+                            ew.is_finite(ew.imag(x)))
+    safe_pi_x = _where(eq_inf, _lax_const(x, 1), ew.mul(_lax_const(x, np.pi), x))
+    abs_u = ew.abs(safe_pi_x)
+    use_series = ew.lt(abs_u, _lax_const(abs_u, 1.0))
+    u_series = _where(use_series, safe_pi_x, _lax_const(safe_pi_x, 0))
+    u_direct = _where(use_series, _lax_const(safe_pi_x, 1.0), safe_pi_x)
+    eps = float(ml_dtypes.finfo(np.dtype(_dtype(x))).eps)  # type: ignore[no-untyped-call]
+    coeffs: list[float] = []
+    for k in range(100):
+        mag = 1.0 / math.factorial(2 * k + 1)
+        coeffs.append((-1) ** k * mag)
+        if mag <= eps:
+            break
+    series = ew.polynomial(ew.square(u_series), coeffs)
+    result = _where(use_series, series, ew.div(ew.sin(u_direct), u_direct))
+    return _where(eq_inf, _lax_const(x, 0), result)
 
 
 def _sinc_impl(x: Any) -> Any:
@@ -1224,10 +1282,7 @@ def _sinc_impl(x: Any) -> Any:
     (x,) = _promote_dtypes_inexact(x)
     dt = _dtype(x)
     if T.is_complex(dt):
-        pi_x = ew.mul(_like(x, np.pi), x)
-        zero = ew.eq(x, _like(x, 0))
-        safe = _where(zero, _like(x, 1), pi_x)
-        return _where(zero, _like(x, 1), ew.div(ew.sin(safe), safe))
+        return _sinc_complex(x)
     if dt.itemsize < 4:
         return L.convert_element_type(_sinc_real(L.convert_element_type(x, T.float32)), dt)
     return _sinc_real(x)
@@ -1237,9 +1292,7 @@ _sinc = _named_jit("sinc", _sinc_impl)
 
 
 def sinc(x: Any, /) -> Any:
-    """sin(pi x) / (pi x), 1 at 0. Values follow JAX's exact range reduction
-    and series; JAX's jaxpr uses `polynomial` and `stop_gradient`, which spec
-    does not have, so the primitive sequence differs."""
+    """sin(pi x) / (pi x), 1 at 0, by JAX's exact range reduction and series."""
     return _sinc(x)
 
 
@@ -1426,77 +1479,81 @@ def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
     return result
 
 
-def _spacing(x: Any) -> Any:
+@_inline_jit
+def spacing(x: Any, /) -> Any:
     (arr,) = promote_args_inexact("spacing", x)
     dt = _dtype(arr)
     if T.is_complex(dt):
         raise ValueError("jnp.spacing is not defined for complex inputs.")
-    inf = L.full_like(arr, np.inf)
+    inf = _lax_const(arr, np.inf)
     if dt == T.float16:  # JAX steps float16 towards +inf only
-        return ew.nextafter(arr, inf) - arr
-    res = ew.nextafter(arr, copysign(inf, arr)) - arr
+        return ew.sub(ew.nextafter(arr, L.full_like(arr, np.inf)), arr)
+    res = ew.sub(ew.nextafter(arr, copysign(inf, arr)), arr)
     # A NumPy scalar, so strong-typed: JAX's result is strong even for weak x.
     tiny = np.finfo(np.dtype(dt)).smallest_subnormal
-    return _where(res == 0, copysign(tiny, arr), res)
-
-
-spacing = _named_jit("spacing", _spacing)
+    return _where(ew.eq(res, _lax_const(res, 0)), copysign(tiny, arr), res)
 
 
 # ---------------------------------------------------------------------- i0
-# Cephes' Chebyshev coefficients for exp(-|x|) I0(x) on [0, 8] and 8 < |x|.
-_I0A: tuple[float, ...] = (
-    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16,
-    1.715391285555133e-15, -1.1685332877993451e-14, 7.676185498604936e-14,
-    -4.856446783111929e-13, 2.95505266312964e-12, -1.726826291441556e-11, 9.675809035373237e-11,
-    -5.189795601635263e-10, 2.6598237246823866e-09, -1.300025009986248e-08,
-    6.046995022541919e-08, -2.670793853940612e-07, 1.1173875391201037e-06,
-    -4.4167383584587505e-06, 1.6448448070728896e-05, -5.754195010082104e-05,
-    0.00018850288509584165, -0.0005763755745385824, 0.0016394756169413357,
-    -0.004324309995050576, 0.010546460394594998, -0.02373741480589947, 0.04930528423967071,
-    -0.09490109704804764, 0.17162090152220877, -0.3046826723431984, 0.6767952744094761,
-)
+
+def _i1_maclaurin_value(k: int, x: Any) -> Any:
+    """The k-th derivative of I1 near zero by its two-term Maclaurin series."""
+    if k % 2 == 0:
+        return ew.mul(_const(x, math.comb(k + 1, (k + 1) // 2) / 2 ** (k + 1)), x)
+    return L.full_like(x, math.comb(k, k // 2) / 2 ** k)
 
 
-_I0B: tuple[float, ...] = (
-    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17, 3.461222867697461e-17,
-    -2.8276239805165836e-16, -3.425485619677219e-16, 1.7725601330565263e-15,
-    3.8116806693526224e-15, -9.554846698828307e-15, -4.150569347287222e-14,
-    1.54008621752141e-14, 3.8527783827421426e-13, 7.180124451383666e-13,
-    -1.7941785315068062e-12, -1.3215811840447713e-11, -3.1499165279632416e-11,
-    1.1889147107846439e-11, 4.94060238822497e-10, 3.3962320257083865e-09, 2.266668990498178e-08,
-    2.0489185894690638e-07, 2.8913705208347567e-06, 6.889758346916825e-05,
-    0.0033691164782556943, 0.8044904110141088,
-)
+def _i1_maclaurin_jvp(k: int, primals: Any, tangents: Any) -> Any:
+    (x,), (t,) = primals, tangents
+    return _i1_maclaurin(k, x), ew.mul(_i1_maclaurin(k + 1, x), t)
 
 
-def _chbevl(t: Any, coeffs: tuple[float, ...]) -> Any:
-    """Clenshaw's recurrence for a Chebyshev series at t (vectorised, traceable)."""
-    b0 = creation.zeros_like(t)
-    b1 = creation.zeros_like(t)
-    b2 = b1
-    for c in coeffs:
-        b2, b1 = b1, b0
-        b0 = t * b1 - b2 + c
-    return 0.5 * (b0 - b2)
+_i1_maclaurin_value.__name__ = _i1_maclaurin_value.__qualname__ = "_i1_maclaurin"
+_i1_maclaurin: Any = custom_jvp(_i1_maclaurin_value, nondiff_argnums=(0,))
+_i1_maclaurin.defjvp(_i1_maclaurin_jvp)
+
+
+def _i1(x: Any) -> Any:
+    return ew.mul(ew.exp(ew.abs(x)), special.bessel_i1e(x))
+
+
+def i1_impl_jvp(primals: Any, tangents: Any) -> Any:
+    # Differentiating exp(|x|) i1e(x) loses all digits near 0 (the cusp of
+    # |x| and cancellation in i1e'); within sqrt(eps) of 0 the series is exact.
+    out, t_out = jvp(_i1, primals, tangents)
+    (x,), (t,) = primals, tangents
+    eps = float(ml_dtypes.finfo(np.dtype(_dtype(x))).eps)  # type: ignore[no-untyped-call]
+    series = ew.le(ew.abs(x), _const(x, builtins.pow(eps, 0.5)))
+    return out, _where(series, ew.mul(_i1_maclaurin(1, x), t), t_out)
+
+
+i1_impl: Any = custom_jvp(_i1)
+i1_impl.defjvp(i1_impl_jvp)
+
+
+def _i0_value(x: Any) -> Any:
+    abs_x = ew.abs(x)
+    return ew.mul(ew.exp(abs_x), special.bessel_i0e(abs_x))
+
+
+def i0_impl_jvp(primals: Any, tangents: Any) -> Any:
+    (x,), (x_dot,) = primals, tangents
+    return i0_impl(x), ew.mul(x_dot, i1_impl(x))
+
+
+_i0_value.__name__ = _i0_value.__qualname__ = "i0_impl"
+i0_impl: Any = custom_jvp(_i0_value)
+i0_impl.defjvp(i0_impl_jvp)
 
 
 def _i0(x: Any) -> Any:
+    """I0(x) = e^|x| i0e(|x|), differentiated by I0' = I1 (both custom_jvp
+    functions, as JAX's)."""
     (x,) = promote_args_inexact("i0", x)
     dt = _dtype(x)
     if not T.is_float(dt):
         raise ValueError(f"Unsupported input type to jax.numpy.i0: {dt.name}")
-    # Narrow floats are evaluated in float32 and rounded back, as XLA does.
-    work = T.float32 if np.dtype(dt).itemsize < 4 else dt
-    weak = _aval(x).weak_type
-    ax = abs(x)
-    wx = ax if work == dt else L.convert_element_type(ax, work)
-    small = _chbevl(wx / 2 - 2, _I0A)
-    safe = _where(wx > 8, wx, 8)  # keeps the unused branch finite
-    big = _chbevl(32 / safe - 2, _I0B) / sqrt(safe)
-    i0e = _where(wx <= 8, small, big)
-    # exp(|x|) is taken in x's own dtype, so narrow floats overflow where JAX's do.
-    return exp(ax) * _convert(i0e, dt, weak)
+    return i0_impl(x)
 
 
 i0 = _named_jit("i0", _i0)

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.lax import elementwise as ew
 from spec._src.lax import shaping as L
 from spec._src.numpy import creation, reductions
 from spec._src.numpy import math as jnp_math
@@ -16,7 +17,7 @@ from spec._src.numpy.elements import trim_zeros
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.statistics import convolve
 from spec._src.numpy.util import (
-    _convert,
+    _concrete_or_error,
     _dtype,
     _ensure,
     _ndim,
@@ -26,25 +27,21 @@ from spec._src.numpy.util import (
 )
 
 
-def _polyval(p: Any, x: Any) -> Any:
+def _polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
     p, x = _ensure("polyval", p, x)
     p, x = _promote(p, x)
     shape = tuple(np.broadcast_shapes(_shape(p)[1:], _shape(x)))
     if _shape(p)[0] == 0:
         return L.full_like(x, 0, shape=shape)
-    # Horner's rule from the leading coefficient.
-    y = jnp_shape.broadcast_to(p[0], shape)
-    for i in range(1, _shape(p)[0]):
-        y = y * x + p[i]
-    # JAX evaluates through its `polynomial` primitive, whose result is never weak.
-    return _convert(jnp_shape.broadcast_to(y, shape), _dtype(y), False)
+    if 0 < _ndim(x) < len(shape):
+        x = L.broadcast_to_rank(x, len(shape))
+    # Horner's rule from the leading coefficient, lowest power first here.
+    coeffs = [L.broadcast_to_rank(p[i], len(shape)) if 0 < _ndim(p) - 1 < len(shape) else p[i]
+              for i in reversed(range(_shape(p)[0]))]
+    return ew.polynomial(x, coeffs, unroll=unroll)
 
 
-_polyval_jit = _named_jit("polyval", _polyval)
-
-
-def polyval(p: Any, x: Any, *, unroll: int | None = None) -> Any:
-    return _polyval_jit(p, x)
+polyval = _named_jit("polyval", _polyval, static_argnames=("unroll",))
 
 
 def _polyadd(a1: Any, a2: Any) -> Any:
@@ -131,6 +128,37 @@ def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
     return convolve(a1, a2, mode="full")
 
 
+def _trim_zeros_tol(filt: Any, tol: Any, trim: str = "fb") -> Any:
+    """``filt`` without the leading (``f``) and trailing (``b``) entries of
+    magnitude below ``tol``, on its concrete value as JAX's."""
+    filt = creation.asarray(_concrete_or_error(filt, "Error arose in the `filt` argument of "
+                                               "trim_zeros_tol()"))
+    small = jnp_math.abs(filt) < tol
+    if bool(reductions.all(small)):
+        return creation.empty(0, _dtype(filt))
+    start = int(reductions.argmin(small)) if "f" in trim.lower() else 0
+    end = int(reductions.argmin(small[::-1])) if "b" in trim.lower() else 0
+    return filt[start:_shape(filt)[0] - end]
+
+
+def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, Any]:
+    """Quotient and remainder of u / v by long division, one leading
+    coefficient at a time (unjitted, as JAX's)."""
+    u, v = _ensure("polydiv", u, v)
+    ua, va = _promote_inexact(u, v)
+    m, n = _shape(ua)[0] - 1, _shape(va)[0] - 1
+    scale = 1. / va[0]
+    q = creation.zeros(max(m - n + 1, 1), dtype=_dtype(ua))
+    for k in range(0, m - n + 1):
+        d = scale * ua[k]
+        q = q.at[k].set(d)
+        ua = ua.at[k:k + n + 1].add(-d * va)
+    if trim_leading_zeros:
+        eps = float(np.finfo(np.dtype(_dtype(ua))).eps)
+        ua = _trim_zeros_tol(ua, tol=np.sqrt(eps), trim="f")
+    return q, ua
+
+
 def _poly(seq_of_zeros: Any) -> Any:
     z = _ensure("poly", seq_of_zeros)
     (z,) = _promote_inexact(z)
@@ -146,7 +174,7 @@ def _poly(seq_of_zeros: Any) -> Any:
         return creation.ones((), dtype=dt)
     a = creation.ones((1,), dtype=dt)
     for k in range(sh[0]):
-        a = convolve(a, jnp_shape.stack([creation.ones((), dt), -z[k]]), mode="full")
+        a = convolve(a, creation.array([1, -z[k]], dtype=dt), mode="full")
     return a
 
 
@@ -154,5 +182,5 @@ poly = _named_jit("poly", _poly)
 
 
 __all__ = [
-    "poly", "polyadd", "polyder", "polyint", "polymul", "polysub", "polyval",
+    "poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "polyval",
 ]

@@ -938,5 +938,12 @@ def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
 _trapezoid_jit = _named_jit("trapezoid", _trapezoid, static_argnames=("axis",))
 
 
-def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+_UNIT_DX = 1.0
+
+
+def trapezoid(y: Any, x: Any = None, dx: Any = _UNIT_DX, axis: int = -1) -> Any:
+    # An omitted dx is the jitted function's own default, a constant of its
+    # body, as in JAX; a dx that is passed (even 1.0) is an argument.
+    if dx is _UNIT_DX:
+        return _trapezoid_jit(y, x, axis=axis)
     return _trapezoid_jit(y, x, dx, axis=axis)

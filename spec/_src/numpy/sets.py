@@ -22,11 +22,11 @@ from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.reductions import diff
 from spec._src.numpy.sorting import lexsort
 from spec._src.numpy.util import (
-    _concrete,
+    _concrete_or_error,
     _dtype,
     _ensure,
     _index,
-    _inline_jit,
+    _jit,
     _ndim,
     _promote,
     _shape,
@@ -37,7 +37,7 @@ _UNIQUE_HINT = ("To make jnp.unique() compatible with JIT and other transforms, 
                 "output size.")
 
 
-def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, Any]:
+def _unique_sorted_mask_fn(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, Any]:
     """The slices of ``ar`` along ``axis`` sorted lexicographically, a mask of
     the first of each run of equal slices, and the sorting permutation."""
     aux = jnp_shape.moveaxis(ar, axis, 0)
@@ -58,11 +58,14 @@ def _unique_sorted_mask(ar: Any, axis: int, equal_nan: bool) -> tuple[Any, Any, 
                 return ew.ne(x, y) & jnp_math.logical_not(jnp_math.isnan(x) & jnp_math.isnan(y))
         else:
             neq = ew.ne
-        changed = reductions.any(neq(aux[1:], aux[:-1]), tuple(range(1, _ndim(aux))))
-        mask = creation.ones(size, dtype=bool).at[1:].set(changed)
+        mask = creation.ones(size, dtype=bool).at[1:].set(
+            reductions.any(neq(aux[1:], aux[:-1]), tuple(range(1, _ndim(aux)))))
     else:
         mask = creation.zeros(size, dtype=bool)
     return aux, mask, perm
+
+
+_unique_sorted_mask = _jit("_unique_sorted_mask", _unique_sorted_mask_fn, ("axis", "equal_nan"))
 
 
 def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse: bool = False,
@@ -72,11 +75,11 @@ def _unique_impl(ar: Any, axis: int, return_index: bool = False, return_inverse:
     if _shape(ar)[axis] == 0 and size and fill_value is None:
         raise ValueError("jnp.unique: for zero-sized input with nonzero size argument, "
                          "fill_value must be specified")
-    aux, mask, perm = _unique_sorted_mask(ar, axis, equal_nan)
+    aux, mask, perm = _unique_sorted_mask(ar, axis=axis, equal_nan=equal_nan)
     nonempty = math.prod(_shape(aux)) > 0
     if size is None:
-        _concrete(mask, "The error arose in jnp.unique(). " + _UNIQUE_HINT)
-        ind = indexing.nonzero(mask)[0]
+        ind = indexing.nonzero(
+            _concrete_or_error(mask, "The error arose in jnp.unique(). " + _UNIQUE_HINT))[0]
     else:
         ind = indexing.nonzero(mask, size=size)[0]
     result = aux[ind] if nonempty else aux
@@ -121,8 +124,8 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
            size: int | None = None, fill_value: Any = None, sorted: bool = True) -> Any:
     arr = _ensure("unique", ar)
     if size is None:
-        _concrete(arr, "The error arose for the first argument of jnp.unique(). " +
-                  _UNIQUE_HINT)
+        arr = _concrete_or_error(arr, "The error arose for the first argument of "
+                                 "jnp.unique(). " + _UNIQUE_HINT)
     else:
         size = _index(size, "The error arose for the size argument of jnp.unique(). " +
                       _UNIQUE_HINT)
@@ -178,11 +181,12 @@ def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) ->
     return _UniqueAll(values=v, indices=i, inverse_indices=inv, counts=c)
 
 
-def _in1d(ar1: Any, ar2: Any, invert: bool, method: str = "auto") -> Any:
+def _in1d_fn(ar1: Any, ar2: Any, invert: bool, method: str = "auto",
+             assume_unique: bool = False) -> Any:
     if method not in ("auto", "compare_all", "binary_search", "sort"):
         raise ValueError(f"method={method!r} is not implemented; options are 'compare_all', "
                          "'binary_search', 'sort', and 'auto'")
-    a, b = _promote(ar1, ar2)
+    a, b = _promote(*_ensure("in1d", ar1, ar2))
     a, b = jnp_shape.ravel(a), jnp_shape.ravel(b)
     if not math.prod(_shape(a)) or not math.prod(_shape(b)):
         return (creation.ones if invert else creation.zeros)(_shape(a), dtype=bool)
@@ -192,18 +196,26 @@ def _in1d(ar1: Any, ar2: Any, invert: bool, method: str = "auto") -> Any:
     return reductions.any(a[:, None] == b[None, :], axis=-1)
 
 
-@_inline_jit
+_in1d_jit = _jit("_in1d", _in1d_fn, ("assume_unique", "invert", "method"))
+
+
+def _in1d(ar1: Any, ar2: Any, invert: bool, method: str = "auto",
+          assume_unique: bool = False) -> Any:
+    return _in1d_jit(ar1, ar2, invert=invert, method=method, assume_unique=assume_unique)
+
+
 def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
          *, method: str = "auto") -> Any:
     el, te = _ensure("isin", element, test_elements)
-    return jnp_shape.reshape(_in1d(el, te, invert=invert, method=method), _shape(el))
+    result = _in1d(el, te, invert=invert, method=method, assume_unique=assume_unique)
+    return jnp_shape.reshape(result, _shape(el))
 
 
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     a, b = _ensure("union1d", ar1, ar2)
     if size is None:
-        _concrete(a, "The error arose in union1d()")
-        _concrete(b, "The error arose in union1d()")
+        a = _concrete_or_error(a, "The error arose in union1d()")
+        b = _concrete_or_error(b, "The error arose in union1d()")
     else:
         size = _index(size, "The error arose in union1d()")
     return unique(jnp_shape.concatenate((a, b), axis=None), size=size, fill_value=fill_value)
@@ -214,7 +226,8 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
     a, b = _ensure("setdiff1d", ar1, ar2)
     a, b = jnp_shape.ravel(a), jnp_shape.ravel(b)
     if size is None:
-        _concrete(a, "The error arose in setdiff1d()")
+        # JAX checks the value here but goes on with the array itself.
+        _concrete_or_error(a, "The error arose in setdiff1d()")
     else:
         size = _index(size, "The error arose in setdiff1d()")
     fill = creation.full_like(a, 0 if fill_value is None else fill_value, shape=())
@@ -223,7 +236,7 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
         return creation.full_like(a, fill, shape=size or 0)
     if not assume_unique:
         a = unique(a, size=size and n)
-    mask = _in1d(a, b, invert=True)
+    mask = _in1d(a, b, invert=True, assume_unique=assume_unique)
     if size is None:
         return a[mask]
     if not assume_unique:

@@ -24,7 +24,6 @@ from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.indexing import compress
 from spec._src.numpy.math import _named_jit
 from spec._src.numpy.util import (
-    _inline_jit,
     _dtype,
     _ensure,
     _index,
@@ -94,18 +93,18 @@ def _lexsort_dtype(n: int) -> T.DType:
     return T.int64 if n > np.iinfo(np.int32).max else T.default_int()
 
 
-@_inline_jit
-def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
+def _lexsort_fn(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
     batch_size = _index(batch_size, "batch_size argument of jnp.lexsort()")
     if batch_size < 1:
         raise ValueError(f"lexsort: batch_size must be positive, got {batch_size}")
-    if isinstance(keys, (np.ndarray, Array, Tracer)):
+    stacked = isinstance(keys, (np.ndarray, Array, Tracer))
+    if stacked:
         k = _ensure("lexsort", keys)
         if _ndim(k) == 0 or _shape(k)[0] == 0:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
-        key_list = list(slicing.unstack(k, 0)) if _ndim(k) > 1 else []
         if _ndim(k) == 1:
             return L.full((), 0, T.default_int())
+        shape = _shape(k)[1:]
     else:
         check_arraylike("lexsort", *keys)
         key_list = [L.asarray(x) for x in keys]
@@ -115,13 +114,18 @@ def lexsort(keys: Any, axis: int = -1, *, batch_size: int = 16) -> Any:
             raise ValueError("all keys need to be the same shape")
         if _ndim(key_list[0]) == 0:
             return L.full((), 0, T.default_int())
-    shape = _shape(key_list[0])
+        shape = _shape(key_list[0])
     ax = canonicalize_axis(axis, len(shape))
     iota = L.broadcasted_iota(_lexsort_dtype(shape[ax]), shape, ax)
+    if stacked:
+        key_list = list(slicing.unstack(k, 0))
     # The last key is the primary one; ties fall through to earlier keys,
     # then to the position (the sort is stable).
     out = lr.sort((*key_list[::-1], iota), dimension=ax, num_keys=len(key_list))
     return out[-1]
+
+
+lexsort = _jit("lexsort", _lexsort_fn, ("axis", "batch_size"))
 
 
 def _order_reversing(x: Any) -> Any:

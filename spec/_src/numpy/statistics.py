@@ -463,9 +463,9 @@ def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,
     r = creation.asarray(range, dtype=dt)
     if _shape(r) != (2,):
         raise ValueError(f"`range` must be either None or a sequence of scalars, got {range}")
-    flat = ptp(r) == 0
-    lo = jnp_math._where(flat, r[0] - 0.5, r[0])
-    hi = jnp_math._where(flat, r[1] + 0.5, r[1])
+    # The test is made once per end, as JAX makes it.
+    lo = jnp_math._where(ptp(r) == 0, r[0] - 0.5, r[0])
+    hi = jnp_math._where(ptp(r) == 0, r[1] + 0.5, r[1])
     return creation.linspace(lo, hi, nbins + 1, dtype=dt)
 
 

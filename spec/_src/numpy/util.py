@@ -281,6 +281,20 @@ def _concrete(x: Any, what: str) -> np.ndarray:
     return np.asarray(x)
 
 
+def _concrete_or_error(x: Any, what: str) -> Any:
+    """``x`` where its value must be known while tracing, as JAX's
+    ``core.concrete_or_error(None, x)``: a tracer whose value is known is
+    replaced by that value (an autodiff tracer by its primal), so what is
+    computed from it is a constant of the transformation."""
+    if not isinstance(x, Tracer):
+        return x
+    known = to_concrete_value(x)
+    if known is None:
+        raise ConcretizationTypeError(
+            f"Abstract tracer value encountered where concrete value is expected: {what}")
+    return known
+
+
 def _index(x: Any, what: str) -> int:
     if isinstance(x, Tracer):
         _concrete(x, what)
