@@ -36,6 +36,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # for tests.support
+
+from tests.support.mpiexec import descendants, kill_tree  # noqa: E402
 EXAMPLES = ["data_parallel_mlp", "capstone", "shard_map_matmul", "pipeline"]
 OUTCOMES = ("ok", "killed, exited", "failed", "hang")
 
@@ -56,29 +59,10 @@ def _mpiexec() -> str:
     return str(here) if here.exists() else "mpiexec"
 
 
-def _descendants(root: int) -> list[int]:
-    """Every process below ``root`` (hydra starts its proxy and each rank in a session of
-    their own, so the launch's process group does not hold them)."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue  # it ended meanwhile
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def _rank_pids(launcher: int, script: str) -> list[int]:
     """The rank processes of a launch: the Python processes below it running script."""
     ranks = []
-    for pid in _descendants(launcher):
+    for pid in descendants(launcher):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -99,15 +83,6 @@ def _kill_one_rank(proc: subprocess.Popen[bytes], script: str, rng: random.Rando
         return True
     except ProcessLookupError:
         return False  # it had just finished
-
-
-def _end_launch(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the launcher and every process below it."""
-    for pid in [proc.pid, *_descendants(proc.pid)]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def run_launch(example: str, ranks: int, kill_after_s: float | None, hard_timeout_s: float,
@@ -134,7 +109,7 @@ def run_launch(example: str, ranks: int, kill_after_s: float | None, hard_timeou
     except subprocess.TimeoutExpired:
         status = None
     finally:
-        _end_launch(proc)
+        kill_tree(proc.pid)
         proc.wait()
     seconds = time.monotonic() - start
     if status is None:

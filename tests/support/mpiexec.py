@@ -80,12 +80,42 @@ def _run(cmd: list[str], env: dict[str, str], timeout: float, mpi_timeout: float
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid)
         out, err = proc.communicate()
         raise AssertionError(f"{cmd} ran past {timeout} s:\n{out}\n{err}")
     finally:
+        kill_tree(proc.pid)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below ``root``. hydra starts its proxy and each rank in a session of
+    their own, so killing the launcher's process group leaves them running."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # it ended meanwhile
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL ``root``'s process group and every process below it."""
+    below = descendants(root)
+    try:
+        os.killpg(root, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for pid in below:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
