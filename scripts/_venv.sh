@@ -9,11 +9,17 @@ if [ ! -x "$PY" ]; then
 fi
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
   # uv resolves and installs from the same package index several times faster than pip
-  # (a minute of a CI run); pip is the fallback where uv cannot be had.
-  if ! { "$PY" -m pip install --quiet uv && "$PY" -m uv pip install --quiet --python "$PY" -e ".[dev]"; }; then
+  # (a minute of a CI run), compiling the bytecode as pip does; pip is the fallback where
+  # uv cannot be had.
+  if ! { "$PY" -m pip install --quiet uv &&
+         "$PY" -m uv pip install --quiet --compile-bytecode --python "$PY" -e ".[dev]"; }; then
     "$PY" -m pip install --quiet --upgrade pip
     "$PY" -m pip install --quiet -e ".[dev]"
   fi
   touch "$STAMP"
 fi
 export JAX_PLATFORMS=cpu
+# Each test process imports spec, and many import JAX: with bytecode caching off (some
+# environments set PYTHONDONTWRITEBYTECODE) every one of them would compile those sources
+# again, seconds each.
+unset PYTHONDONTWRITEBYTECODE
