@@ -208,10 +208,8 @@ def maxwell_wald_and_kin(jax: Any, jnp: Any, lax: Any) -> Any:
     # Normals and ranged uniforms carry XLA's fused multiply-add ULPs.
     r = jax.random
     k = r.key(6)
-    return [r.maxwell(k, (6,)), r.double_sided_maxwell(k, 1.0, 2.0, (6,)),
-            r.rayleigh(k, 2.0, (6,)), r.wald(k, 1.5, (6,)),
-            r.triangular(k, -1.0, 0.5, 2.0, (6,)), r.lognormal(k, 0.7, (6,)),
-            r.ball(k, 3, 2.0, (2,)), r.maxwell(k, (4,), "bfloat16")]
+    # One draw per construction: tests/random/test_samplers.py checks each sampler.
+    return [r.maxwell(k, (6,)), r.wald(k, 1.5, (6,)), r.ball(k, 3, 2.0, (2,))]
 
 
 @case(tags=("random", "errors"))

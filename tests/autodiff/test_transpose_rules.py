@@ -468,6 +468,8 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "cumsum": _cumsum,
     "custom_jvp_call": _custom_jvp,
     "custom_linear_solve": _custom_linear_solve,
+    # Under a trace device_put stages its equation; its transpose moves the cotangent back.
+    "device_put": _unary(lambda x: spec.device_put(x, spec.devices()[0])),
     "custom_lin": _custom_lin,
     "div": _scaled(lax.div),
     "dot_general": _dot,

@@ -82,16 +82,13 @@ def test_gamma_x64() -> None:
 @pytest.mark.parametrize("seed", [7])
 def test_derived_samplers(seed: int) -> None:
     same(lambda r, np_: r.beta(r.key(seed), 2.0, 3.0, (20,)))
-    same(lambda r, np_: r.beta(r.key(seed), np.float32([0.1, 1., 5.]), 0.5))
     same(lambda r, np_: r.dirichlet(r.key(seed), np.float32([1., 2., 3.]), (5,)))
-    same(lambda r, np_: r.dirichlet(r.key(seed), np.float32([[0.1, 0.2], [4., 5.]])))
     same(lambda r, np_: r.chisquare(r.key(seed), 3.0, (20,)))
     same(lambda r, np_: r.t(r.key(seed), np.float32([1., 5., 30.])))
     same(lambda r, np_: r.f(r.key(seed), 3.0, 7.0, (20,)))
     same(lambda r, np_: r.generalized_normal(r.key(seed), 1.5, (20,)))
     same(lambda r, np_: r.pareto(r.key(seed), 3.0, (20,)))
     same(lambda r, np_: r.weibull_min(r.key(seed), 2.0, 1.5, (20,)))
-    same(lambda r, np_: r.geometric(r.key(seed), 0.3, (20,)))
     same(lambda r, np_: r.geometric(r.key(seed), np.float32([0.01, 0.5, 0.99]), dtype="int8"))
 
 

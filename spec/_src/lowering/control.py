@@ -10,7 +10,7 @@ before its op, as ``case`` and ``while`` regions may.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -191,23 +191,10 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
     state = [*x_avals, *const_avals, scalar, *carry_avals, *y_avals]
     fixed = nx + nc
 
-    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
-        bound = _scalar_const(ctx, length, _I32)
-        with ctx.named("while/cond/lt"):
-            return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
-                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
-
     def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
         x_in, c_in = args[:nx], args[nx:fixed]
         i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
-        i = i_
-        if reverse:
-            top = _scalar_const(ctx, length, _I32)
-            with ctx.named("while/body/sub"):
-                i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
-            one = _scalar_const(ctx, 1, _I32)
-            with ctx.named("while/body/sub"):
-                i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
+        i = _iteration_row(ctx, i_, length, reverse)
         with ctx.named("while/body/jit(dynamic_index_in_dim)"):
             rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
         with ctx.scope("while/body/eval_jaxpr"):
@@ -219,7 +206,7 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
             step = ctx.op("stablehlo.add", [i_, one], [scalar, scalar], scalar)
         return [*x_in, *c_in, step, *outs[:nk], *new_ys]
 
-    regions = [ctx.region(state, [ArrayType((), _BOOL)], cond_body),
+    regions = [ctx.region(state, [ArrayType((), _BOOL)], _counter_below(length, fixed)),
                ctx.region(state, state, loop_body)]
     results = ctx.generic_op("stablehlo.while", [*xs, *consts, counter, *carry, *ys], state,
                              state, regions=regions)
@@ -357,23 +344,10 @@ def _block_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str
     state = [*block_avals, *const_avals, scalar, *carry_avals, *yss_avals]
     fixed = nx + nc
 
-    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
-        bound = _scalar_const(ctx, trips, _I32)
-        with ctx.named("while/cond/lt"):
-            return [ctx.line(f"stablehlo.compare LT, {args[fixed]}, {bound}, SIGNED : "
-                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
-
     def loop_body(ctx: LoweringContext, args: list[str]) -> list[str]:
         x_in, c_in = args[:nx], args[nx:fixed]
         i_, k_in, y_in = args[fixed], args[fixed + 1:fixed + 1 + nk], args[fixed + 1 + nk:]
-        i = i_
-        if reverse:
-            top = _scalar_const(ctx, trips, _I32)
-            with ctx.named("while/body/sub"):
-                i = ctx.op("stablehlo.subtract", [top, i_], [scalar, scalar], scalar)
-            one = _scalar_const(ctx, 1, _I32)
-            with ctx.named("while/body/sub"):
-                i = ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)
+        i = _iteration_row(ctx, i_, trips, reverse)
         with ctx.named("while/body/jit(dynamic_index_in_dim)"):
             rows = [_row(ctx, x, a, i) for x, a in zip(x_in, block_avals)]
         row_avals = [ArrayType(a.shape[1:], a.dtype) for a in block_avals]
@@ -386,7 +360,7 @@ def _block_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str
             step = ctx.op("stablehlo.add", [i_, one], [scalar, scalar], scalar)
         return [*x_in, *c_in, step, *new_carry, *new_ys]
 
-    regions = [ctx.region(state, [ArrayType((), _BOOL)], cond_body),
+    regions = [ctx.region(state, [ArrayType((), _BOOL)], _counter_below(trips, fixed)),
                ctx.region(state, state, loop_body)]
     results = ctx.generic_op("stablehlo.while", [*blocks, *consts, counter, *carry, *yss],
                              state, state, regions=regions)
@@ -434,3 +408,27 @@ def scalar_zero(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
                 out_avals: Avals, **params: Any) -> list[str]:
     """An uninitialised scalar buffer: a zero constant, as JAX lowers it."""
     return [ctx.constant(np.zeros((), a.dtype), a) for a in out_avals]
+
+
+def _counter_below(trips: int, at: int) -> Callable[[LoweringContext, list[str]], list[str]]:
+    """The condition region of a counted loop: the counter (state element ``at``) < trips."""
+    def cond_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        bound = _scalar_const(ctx, trips, _I32)
+        with ctx.named("while/cond/lt"):
+            return [ctx.line(f"stablehlo.compare LT, {args[at]}, {bound}, SIGNED : "
+                             f"(tensor<i32>, tensor<i32>) -> tensor<i1>")]
+    return cond_body
+
+
+def _iteration_row(ctx: LoweringContext, counter: str, trips: int, reverse: bool) -> str:
+    """The row a scan iteration reads: the counter, or trips - counter - 1 in reverse (in
+    JAX's two subtractions)."""
+    if not reverse:
+        return counter
+    scalar = ArrayType((), _I32)
+    top = _scalar_const(ctx, trips, _I32)
+    with ctx.named("while/body/sub"):
+        i = ctx.op("stablehlo.subtract", [top, counter], [scalar, scalar], scalar)
+    one = _scalar_const(ctx, 1, _I32)
+    with ctx.named("while/body/sub"):
+        return ctx.op("stablehlo.subtract", [i, one], [scalar, scalar], scalar)

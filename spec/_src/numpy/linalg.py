@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spec._src.api.jit import jit
-from spec._src.api.vmap import vmap
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import dot as ld
@@ -32,6 +31,7 @@ from spec._src.numpy.indexing import diagonal
 from spec._src.numpy.math import _promote_dtypes_inexact, conjugate, multiply
 from spec._src.numpy.reductions import _ravel, canonicalize_axis, convert
 from spec._src.numpy.shape import _moveaxis, matrix_transpose
+from spec._src.numpy.vectorize import broadcast_by_vmap
 from spec._src.numpy.util import (
     _ensure,
     _inline_jit,
@@ -560,32 +560,14 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1, precision: Any = None,
 
 def _vectorized_vdot(a: Any, b: Any, precision: Any, preferred_element_type: Any) -> Any:
     """``vdot`` of the last axes, broadcast over the leading ones as JAX's
-    ``vectorize`` with signature ``(n),(n)->()`` does it: the operands as
-    arrays, their size-1 leading axes squeezed, one ``vmap`` per leading
-    axis that some operand has, and size-1 axes put back on the result."""
+    ``vectorize`` with signature ``(n),(n)->()`` does it."""
     args = [creation.asarray(a), creation.asarray(b)]
-    leading = [_shape(x)[:-1] for x in args]
-    batch = np.broadcast_shapes(*leading)
-    reversed_filled = []
-    squeezed = []
-    for x, lead in zip(args, leading):
-        reversed_filled.append(((1,) * (len(batch) - len(lead)) + lead)[::-1])
-        squeezed.append(jnp_shape.squeeze(x, axis=tuple(i for i, n in enumerate(lead)
-                                                         if n == 1)))
+    batch = np.broadcast_shapes(*(_shape(x)[:-1] for x in args))
 
     def product(x: Any, y: Any) -> Any:
         return vdot(x, y, precision=precision, preferred_element_type=preferred_element_type)
 
-    fun: Any = product
-    expanded = []
-    for negdim, sizes in enumerate(zip(*reversed_filled)):
-        in_axes = tuple(None if n == 1 else 0 for n in sizes)
-        if all(ax is None for ax in in_axes):
-            expanded.append(len(batch) - 1 - negdim)
-        else:
-            fun = vmap(fun, in_axes)
-    result = fun(*squeezed)
-    return jnp_shape.expand_dims(result, expanded) if expanded else result
+    return broadcast_by_vmap(product, args, [("n",), ("n",)], tuple(batch))
 
 
 def _matvec_fn(x1: Any, x2: Any) -> Any:

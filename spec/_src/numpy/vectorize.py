@@ -86,7 +86,7 @@ def _bind_excluded(fun: Callable[..., Any], excluded: Collection[int | str],
             {k: v for k, v in kwargs.items() if k not in excluded})
 
 
-def _broadcast_by_vmap(fun: Callable[..., Any], args: list[Any], in_core: list[CoreDims],
+def broadcast_by_vmap(fun: Callable[..., Any], args: list[Any], in_core: list[CoreDims],
                        batch: tuple[int, ...]) -> Any:
     reversed_filled, squeezed = [], []
     for x, core in zip(args, in_core):
@@ -146,9 +146,9 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Collection[int | str] = f
                                              for x, core in zip(arrays, in_core)))
         if out_core is not None:
             fun = _checking_outputs(fun, sizes, out_core, context)
-        return _broadcast_by_vmap(fun, arrays, in_core, tuple(batch))
+        return broadcast_by_vmap(fun, arrays, in_core, tuple(batch))
 
     return wrapped
 
 
-__all__ = ["vectorize"]
+__all__ = ["broadcast_by_vmap", "vectorize"]
