@@ -27,7 +27,7 @@ import numpy as np
 
 from spec._src.core import backend as _backend
 from spec._src.core import ledger as _ledger
-from spec._src.core.interpreter import GATHERED, Jaxpr, Literal, Var
+from spec._src.core.interpreter import GATHERED, Jaxpr, Literal
 from spec._src.core.sharding import AbstractMesh, get_abstract_mesh
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import spmd as S
@@ -180,19 +180,6 @@ def _gathered(args: Sequence[Dist], out_avals: Sequence[ArrayType], geo: Geometr
         if not S.is_plain(a.aval):
             S.reshard(a, a.aval.update(sharding=None), geo)
     return [_zeros(o, geo) for o in out_avals]
-
-
-def _live(jaxpr: Jaxpr) -> list[bool]:
-    """Equations whose results reach an output or that have effects (the
-    devices skip the others, as the per-device interpreter does)."""
-    needed = {v for v in jaxpr.outvars if isinstance(v, Var)}
-    live = [False] * len(jaxpr.eqns)
-    for i in range(len(jaxpr.eqns) - 1, -1, -1):
-        eqn = jaxpr.eqns[i]
-        if eqn.effects or any(v in needed for v in eqn.outvars):
-            live[i] = True
-            needed.update(a for a in eqn.invars if isinstance(a, Var))
-    return live
 
 
 # ============================================================= writing
@@ -388,7 +375,7 @@ class _Walker:
                 return self.w.emit("constant", self.w.local_type(d), text), d
             return env[atom]
 
-        for eqn, live in zip(jaxpr.eqns, _live(jaxpr)):
+        for eqn, live in zip(jaxpr.eqns, S.live_equations(jaxpr)):
             if not live:
                 continue
             stack = _join(scope, str(getattr(eqn.source_info, "name_stack", "")))

@@ -482,7 +482,7 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
             return uniform(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval, geo)
         return env[atom]
 
-    for eqn, live in zip(jaxpr.eqns, _live_equations(jaxpr)):
+    for eqn, live in zip(jaxpr.eqns, live_equations(jaxpr)):
         if not live:
             continue
         outs = apply(eqn.primitive, [read(a) for a in eqn.invars], eqn.params,
@@ -494,7 +494,7 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
 _LIVENESS: dict[int, tuple[Any, list[bool]]] = {}
 
 
-def _live_equations(jaxpr: Any) -> list[bool]:
+def live_equations(jaxpr: Any) -> list[bool]:
     """Equations whose results reach an output (or that have effects). As a
     compiler would, the devices skip the others: a dead reduction is not an
     all-reduce that runs."""
@@ -676,7 +676,7 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
     return get_concrete_mesh()
 
 
-__all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce",
+__all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
            "geometry", "local_shape", "new_ref_blocks", "parts_of", "reshard", "run_local",
            "split_value", "to_ref", "uniform", "writers"]
