@@ -58,6 +58,20 @@ _QUIET_MODULES = {"tests.mpi.test_mpi", "tests.mpi.test_faults", "tests.mpi.test
                   "tests.benchmarks.test_smoke"}
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The controlling process (the only one without xdist's workerinput) makes
+    # the folder its workers share for JAX results and compilation caches.
+    if not hasattr(config, "workerinput"):
+        from tests.support import twin
+        twin.make_shared_dir()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        from tests.support import twin
+        twin.remove_shared_dir()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     from tests.support import twin
     modules: list[str] = []

@@ -11,19 +11,28 @@ starts them, one at a time in test order, in a background thread (the second
 core works while earlier tests run in this process). ``run_jax`` then takes
 the finished result, waits for the running one, or runs the program itself
 when it has not started yet; the result and any error are the same as
-without prefetching."""
+without prefetching.
+
+Under pytest-xdist every worker collects the whole session, so every worker
+would prefetch every program. The workers of one session share a folder
+(``SHARED_DIR_VARIABLE``, made by the controlling process): a job is claimed
+there before it runs, its result is left there, and a worker that needs a job
+another worker claimed waits for that result instead of repeating the work."""
 
 from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -33,20 +42,45 @@ _JAX = "__import__('jax'), __import__('jax.numpy').numpy"
 _SPEC = "__import__('spec'), __import__('spec.numpy').numpy"
 
 
-_CACHE: list[str] = []
+SHARED_DIR_VARIABLE = "SPEC_TESTS_SHARED_DIR"
+_OWN_DIR: list[str] = []
+
+
+def make_shared_dir() -> str:
+    """A fresh folder for this session's processes, named in the environment
+    that pytest-xdist's workers inherit (called by the controlling process
+    before the workers start; ``remove_shared_dir`` ends it)."""
+    path = tempfile.mkdtemp(prefix="spec-tests-")
+    os.environ[SHARED_DIR_VARIABLE] = path
+    return path
+
+
+def remove_shared_dir() -> None:
+    path = os.environ.pop(SHARED_DIR_VARIABLE, None)
+    if path:
+        shutil.rmtree(path, True)
+
+
+def shared_dir() -> str:
+    """The session's shared folder (a private one when no controller made one)."""
+    path = os.environ.get(SHARED_DIR_VARIABLE)
+    if path and os.path.isdir(path):
+        return path
+    if not _OWN_DIR:
+        _OWN_DIR.append(tempfile.mkdtemp(prefix="spec-tests-"))
+        atexit.register(shutil.rmtree, _OWN_DIR[0], True)
+    return _OWN_DIR[0]
 
 
 def jax_env(devices: int) -> dict[str, str]:
     """The environment of a JAX subprocess on ``devices`` CPU devices. The
-    subprocesses of one session share a persistent compilation cache (a
-    fresh folder, removed at exit): many programs compile the same small
-    computations (a reshard, an elementwise op on the same sharded shape),
-    and a cache hit is the executable that compiling gives."""
-    if not _CACHE:
-        _CACHE.append(tempfile.mkdtemp(prefix="spec-tests-jax-cache-"))
-        atexit.register(shutil.rmtree, _CACHE[0], True)
+    subprocesses of one session share a persistent compilation cache: many
+    programs compile the same small computations (a reshard, an elementwise
+    op on the same sharded shape), and a cache hit is the executable that
+    compiling gives."""
+    cache = os.path.join(shared_dir(), "jax-compilation-cache")
     return dict(os.environ, JAX_PLATFORMS="cpu", JAX_NUM_CPU_DEVICES=str(devices),
-                JAX_COMPILATION_CACHE_DIR=_CACHE[0],
+                JAX_COMPILATION_CACHE_DIR=cache,
                 JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                 JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")
 
@@ -129,11 +163,93 @@ def ahead(module: str, key: Hashable, job: Callable[[], Any]) -> None:
 
 def take(key: Hashable, job: Callable[[], Any]) -> Any:
     """``job()``, or the prefetched result of the job declared under ``key``
-    (each prefetched result is handed out once)."""
+    (each prefetched result is handed out once), or the result another worker
+    of the session computed."""
     future = _FUTURES.pop(key, None)
     if future is None or future.cancel():  # not prefetched, or not started yet
-        return job()
-    return future.result()
+        return _shared(key, job)
+    value = future.result()
+    return _shared(key, job) if value is _SKIPPED else value
+
+
+# A worker waits this long for a job another worker claimed before running it
+# itself (the claiming worker may have died).
+_CLAIM_DEADLINE_S = 600.0
+
+
+def _paths(key: Hashable) -> tuple[str, str]:
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    folder = os.path.join(shared_dir(), "jobs")
+    os.makedirs(folder, exist_ok=True)
+    stem = os.path.join(folder, digest)
+    return stem + ".claim", stem + ".result"
+
+
+def _claim(claim: str) -> bool:
+    try:
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as f:
+        f.write(str(os.getpid()))
+    return True
+
+
+def _claimer_alive(claim: str) -> bool:
+    try:
+        with open(claim) as f:
+            pid = int(f.read() or "0")
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _run_claimed(claim: str, result: str, job: Callable[[], Any]) -> Any:
+    """Run a job this process claimed and leave its result for the others; a
+    failed job leaves no result (a waiting worker then runs it and gets the
+    same error)."""
+    try:
+        value = job()
+    except BaseException:
+        os.unlink(claim)
+        raise
+    partial = f"{result}.{os.getpid()}"
+    with open(partial, "wb") as f:
+        pickle.dump(value, f)
+    os.replace(partial, result)
+    return value
+
+
+def _load(result: str) -> Any:
+    with open(result, "rb") as f:
+        return pickle.load(f)  # noqa: S301 - written by this session's workers
+
+
+def _shared(key: Hashable, job: Callable[[], Any]) -> Any:
+    claim, result = _paths(key)
+    if _claim(claim):
+        return _run_claimed(claim, result, job)
+    deadline = time.monotonic() + _CLAIM_DEADLINE_S
+    while time.monotonic() < deadline:
+        if os.path.exists(result):
+            return _load(result)
+        if not os.path.exists(claim) or not _claimer_alive(claim):
+            break
+        time.sleep(0.05)
+    return job()
+
+
+def _prefetched(key: Hashable, job: Callable[[], Any]) -> Any:
+    """The prefetch thread's form of a job: one another worker claimed is
+    skipped (``take`` waits for that worker's result)."""
+    claim, result = _paths(key)
+    if not _claim(claim):
+        return _SKIPPED
+    return _run_claimed(claim, result, job)
+
+
+_SKIPPED = object()
 
 
 def start(modules: list[str]) -> None:
@@ -149,7 +265,7 @@ def start(modules: list[str]) -> None:
     _POOL.append(pool)
     for _, key, job in todo:
         if key not in _FUTURES:
-            _FUTURES[key] = pool.submit(_gated, job)
+            _FUTURES[key] = pool.submit(_gated, functools.partial(_prefetched, key, job))
 
 
 def pause() -> None:
