@@ -627,7 +627,9 @@ def _kron_fn(a: Any, b: Any) -> Any:
     out_shape = tuple(x * y for x, y in zip(_shape(a), _shape(b)))
     ae = L.expand_dims(a, tuple(range(1, 2 * nd, 2)))
     be = L.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    return jnp_shape.reshape(ew.mul(*jnp_shape.broadcast_arrays(ae, be)), out_shape)
+    # lax.mul broadcasts the size-1 axes itself: its JVP saves the operands
+    # at their expanded shapes, as JAX's does.
+    return jnp_shape.reshape(ew.mul(ae, be), out_shape)
 
 
 _kron = util._jit("kron", _kron_fn)

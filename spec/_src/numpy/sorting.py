@@ -19,6 +19,7 @@ from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, reductions
+from spec._src.numpy import hijax as jnp_hijax
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.indexing import compress
@@ -66,14 +67,7 @@ def _searchsorted_fn(a: Any, v: Any, side: str = "left", sorter: Any = None,
         a = a[sorter]
     n = _shape(a)[0]
     dt = T.int64 if n > np.iinfo(np.int32).max else T.int32
-    if n == 0:
-        return creation.zeros(_shape(v), dt)
-    # Every method counts the sorted entries that come before each query
-    # (strictly before for side='left', before or equal for 'right').
-    av = jnp_shape.reshape(a, (n,) + (1,) * _ndim(v))
-    before = (_sort_lt(av, v[None]) if side == "left"
-              else jnp_math.logical_not(_sort_lt(v[None], av)))
-    return reductions.sum(before, axis=0, dtype=dt)
+    return jnp_hijax.searchsorted(a, v, side=side, method=method, dtype=dt)
 
 
 _searchsorted = _jit("searchsorted", _searchsorted_fn, ("side", "method"))
