@@ -239,3 +239,126 @@ def searchsorted(sorted_arr: Any, query: Any, *, side: str = "left", dimension: 
                         dimension=dimension, batch_dims=batch_dims, method=method,
                         out_dtype=np.dtype(dtype))
     return prim(sorted_arr, query)
+
+
+# ----------------------------------------------------------------- nonzero
+
+def _first_positions(mask_1d: Any, size: int) -> Any:
+    """The flat positions of the first ``size`` true entries of the 1-D
+    ``mask_1d`` (past the count: the length of the mask): slot k counts the
+    entries whose running count of true entries is at most k."""
+    running = lr.cumsum(ew.convert_element_type(mask_1d, T.int32), 0)
+    dnums = li.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                       scatter_dims_to_operand_dims=(0,))
+    n = canonical_aval_of(running).shape[0]
+    counts = li.scatter_add(L.full((size,), 0, T.int32), L.reshape(running, (n, 1)),
+                            L.full((n,), 1, T.int32), dnums, mode="drop")
+    return lr.cumsum(counts, 0)
+
+
+class Nonzero(HiPrim):
+    """The indices along ``axes`` of the first ``size`` nonzero entries of
+    ``a`` (per index of the other axes), padded with the fill values (0
+    without them)."""
+
+    def __init__(self, a_aval: ArrayType, *fill_avals: ArrayType, size: int,
+                 axes: tuple[int, ...], out_dtype: T.DType) -> None:
+        size = operator.index(size)
+        if fill_avals and len(fill_avals) != len(axes):
+            raise ValueError(f"Expected {len(axes)} fill values, got {len(fill_avals)}")
+        if any(fv.dtype != out_dtype for fv in fill_avals):
+            raise ValueError(f"Expected fill values to have dtype {out_dtype}, got "
+                             f"{list(fill_avals)}")
+        if size < 0:
+            raise ValueError(f"size must be a positive integer; got size={size}")
+        if not all(0 <= ax < a_aval.ndim for ax in axes):
+            raise ValueError(f"axes out of range for array with {a_aval.ndim} dimensions:  "
+                             f"axes={axes}")
+        if len(axes) != len(set(axes)):
+            raise ValueError(f"duplicate axes are not allowed: axes={axes}")
+        batch_shape = tuple(d for i, d in enumerate(a_aval.shape) if i not in axes)
+        self.in_avals = (a_aval, *fill_avals)
+        self.out_aval = tuple(ArrayType((*batch_shape, size), out_dtype) for _ in axes)
+        self.params = dict(size=size, axes=tuple(axes), out_dtype=out_dtype)
+        super().__init__()
+
+    def expand(self, a: Any, *fills: Any) -> Any:
+        axes = tuple(sorted(self.axes))
+        aval = canonical_aval_of(a)
+        batch_axes = [i for i in range(aval.ndim) if i not in axes]
+        batch_shape = tuple(aval.shape[i] for i in batch_axes)
+        sub_shape = tuple(aval.shape[i] for i in axes)
+        if not axes:
+            return ()
+        if aval.size == 0 or self.size == 0:
+            return tuple(L.full((*batch_shape, self.size), 0, self.out_dtype) for _ in axes)
+        moved = L.transpose(a, (*batch_axes, *axes))
+        flat = L.reshape(moved, (*batch_shape, int(np.prod(sub_shape))))
+        mask = flat if aval.dtype == T.bool_ else ew.ne(flat, L.full((), 0, aval.dtype))
+        positions: Any = lambda m: _first_positions(m, self.size)  # noqa: E731
+        for _ in batch_shape:
+            positions = vmap(positions)
+        flat_index = positions(mask)
+        counts = lr.reduce_sum(ew.convert_element_type(mask, T.int32), (len(batch_shape),))
+        slot = L.broadcasted_iota(T.int32, (*batch_shape, self.size), len(batch_shape))
+        padding = ew.ge(slot, L.broadcast_in_dim(counts, (*batch_shape, self.size),
+                                                  tuple(range(len(batch_shape)))))
+        strides = np.cumprod(sub_shape[::-1])[::-1] // np.asarray(sub_shape)
+        out = []
+        for i, (stride, dim) in enumerate(zip(strides.tolist(), sub_shape)):
+            index = ew.rem(ew.div(flat_index, L.full((), stride, T.int32)),
+                           L.full((), dim, T.int32))
+            index = ew.convert_element_type(index, self.out_dtype)
+            fill = (L.broadcast_in_dim(fills[i], (*batch_shape, self.size),
+                                       tuple(range(canonical_aval_of(fills[i]).ndim)))
+                    if fills else L.full((*batch_shape, self.size), 0, self.out_dtype))
+            out.append(ew.select_n(padding, index, fill))
+        return tuple(out)
+
+    def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
+        del axis_data
+        a, *fills = args
+        d_a, *d_fills = dims
+        if d_a is None and all(d is None for d in d_fills):
+            return self(*args), (None,) * len(self.axes)
+        if d_a is None:
+            size = next(canonical_aval_of(f).shape[d] for f, d in zip(fills, d_fills)
+                        if d is not None)
+            shape = canonical_aval_of(a).shape
+            a = L.broadcast_in_dim(a, (size, *shape), tuple(range(1, len(shape) + 1)))
+            d_a = 0
+        if d_a != 0:
+            a = jnp_shape.moveaxis(a, d_a, 0)
+        axes = tuple(ax + 1 for ax in self.axes)
+        ones = canonical_aval_of(a).ndim - len(axes) - 1
+        moved = []
+        for f, d in zip(fills, d_fills):
+            if d is not None:
+                f = jnp_shape.moveaxis(f, d, 0) if d != 0 else f
+                f = L.reshape(f, (canonical_aval_of(f).shape[0],) + (1,) * ones)
+            moved.append(f)
+        prim = Nonzero(canonical_aval_of(a), *(canonical_aval_of(f) for f in moved),
+                       size=self.size, axes=axes, out_dtype=self.out_dtype)
+        return prim(a, *moved), (0,) * len(axes)
+
+    def jvp(self, primals: Any, tangents: Any) -> Any:
+        del tangents
+        out = self(*primals)
+        return out, tuple(_float0_like(a) for a in self.out_aval)
+
+    def vjp_fwd(self, nzs_in: Any, *args: Any) -> Any:
+        return self(*args), None
+
+    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
+        return tuple(_zero_cotangent(a) for a in self.in_avals)
+
+    lin, linearized = linearize_from_jvp
+
+
+def nonzero(a: Any, *fills: Any, size: int, dtype: T.DType) -> tuple[Any, ...]:
+    """The indices along every axis of ``a`` (JAX's ``hijax.nonzero``), with
+    one fill value per axis or none."""
+    axes = tuple(range(canonical_aval_of(a).ndim))
+    prim = Nonzero(canonical_aval_of(a), *(canonical_aval_of(f) for f in fills), size=size,
+                   axes=axes, out_dtype=dtype)
+    return tuple(prim(a, *fills))

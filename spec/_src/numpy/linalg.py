@@ -348,12 +348,19 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         pet, weak = T.result_type_and_weak(*operands)
     else:
         pet, weak = T.to_dtype(preferred_element_type, "einsum"), False
-    ein = _Einsum(pet, precision)
-    ops = list(operands)
     out_sharding = canonicalize_out_sharding(out_sharding, "einsum")
-    if out_sharding is not None and len(ops) != 2:
+    if out_sharding is not None and len(operands) != 2:
         raise NotImplementedError("einsum's out_sharding with other than two operands is "
                                   "pending (issue 5)")
+    return _contract(list(operands), names, result, pet, weak, precision, out_sharding)
+
+
+@_inline_jit
+def _contract(ops: list[Any], names: list[str], result: str, pet: T.DType, weak: bool,
+              precision: Any, out_sharding: Any) -> Any:
+    """The contractions of an einsum, staged as JAX stages them: an early-
+    inlined jit of the operands (no equation of its own)."""
+    ein = _Einsum(pet, precision)
     if len(ops) == 1:
         x, xn = ein.one(ops[0], names[0], result)
     else:

@@ -681,16 +681,18 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
         bin_idx.append(jnp_math._where(sample[:, i] == e_i[-1], idx - 1, idx))
         nbins.append(_shape(e_i)[0] + 1)
         edges.append(e_i)
+    # The bin widths are computed whether or not density needs them, as JAX
+    # computes them (each a staged diff).
+    widths = [diff(e_i) for e_i in edges]
     flat = ravel_multi_index(tuple(bin_idx), tuple(nbins), mode="clip")
     hist = bincount(flat, weights, length=math.prod(nbins))
     hist = jnp_shape.reshape(hist, tuple(nbins))
     hist = hist[tuple(builtins.slice(1, -1) for _ in builtins.range(d))]
     if density:
-        hist = hist / reductions.sum(hist)
-        for i in builtins.range(d):
-            shape = [1] * d
-            shape[i] = nbins[i] - 2
-            hist = hist / jnp_shape.reshape(diff(edges[i]), tuple(shape))
+        hist = hist.astype(_dtype(sample))
+        hist = hist / hist.sum()
+        for norm in indexing.ix_(*widths):
+            hist = hist / norm
     return hist, edges
 
 
