@@ -149,13 +149,17 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     # lax.mul's own broadcasting (residuals at the expanded shapes).
     "einsum": (lambda np_: lambda x: np_.einsum("ij,kj->ik", x, x), X2),
     "einsum_one_operand": (lambda np_: lambda x: np_.einsum("ij->j", x), X2),
+    "einsum_three_operands": (lambda np_: lambda x: np_.einsum("ij,kj,k->i", x, x, x[:, 0]),
+                              X2),
     "kron": (lambda np_: lambda x: np_.kron(x, x), X2),
+    "ptp": (lambda np_: lambda x: np_.ptp(x, axis=1), X2),
 }
 
 # Cases whose jaxprs, and those of their vjp (the residuals returned), print
 # as JAX's.
-JAXPR_CASES = ["digitize", "digitize_unsorted_bins", "searchsorted_sort_method",
-               "argwhere_size", "nonzero_size_fill", "einsum", "einsum_one_operand", "kron"]
+JAXPR_CASES = ["digitize", "digitize_unsorted_bins", "searchsorted_sort_method", "interp",
+               "histogram", "histogram_bin_edges", "argwhere_size", "nonzero_size_fill", "einsum",
+               "einsum_one_operand", "einsum_three_operands", "kron", "ptp"]
 
 
 def _record(lib: Any, np_: Any, name: str) -> dict[str, Any]:
@@ -211,6 +215,42 @@ def _jaxprs(lib: Any, np_: Any, name: str) -> tuple[str, str]:
 @pytest.mark.parametrize("name", JAXPR_CASES)
 def test_jaxprs_match_jax(name: str) -> None:
     assert _jaxprs(spec, snp, name) == _jaxprs(jax, jnp, name)
+
+
+# (subscripts, operand shapes, keywords): the contraction order is
+# opt_einsum's optimal one (up to four operands), the given path, or the
+# first two operands each step (optimize=False).
+EINSUMS = [
+    ("ij,jk,kl->il", [(5, 3), (3, 4), (4, 2)], {}),
+    ("ij,jk,kl", [(2, 3), (3, 4), (4, 5)], {"optimize": False}),
+    ("ij,jk,kl,lm->mi", [(6, 3), (3, 4), (4, 5), (5, 2)], {}),
+    ("ii,ij,j->i", [(3, 3), (3, 4), (4,)], {}),
+    ("...ij,jk,k->...i", [(2, 3, 4), (4, 5), (5,)], {}),
+    ("ij,kj,k->i", [(2, 3), (2, 3), (2,)], {"optimize": [(1, 2), (0, 1)]}),
+    ("ab,bd,bc->ac", [(2, 3), (3, 1), (3, 4)], {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EINSUMS)))
+def test_einsum_contracts_in_jax_order(case: int) -> None:
+    subscripts, shapes, kwargs = EINSUMS[case]
+    rng = np.random.default_rng(case)
+    ops = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    ours = spec.make_jaxpr(lambda *o: snp.einsum(subscripts, *o, **kwargs))(*ops)
+    theirs = jax.make_jaxpr(lambda *o: jnp.einsum(subscripts, *o, **kwargs))(*ops)
+    assert str(ours) == str(theirs)
+    np.testing.assert_allclose(np.asarray(snp.einsum(subscripts, *ops, **kwargs)),
+                               np.einsum(subscripts, *[o.astype(np.float64) for o in ops]),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_interleaved_operands() -> None:
+    x, y = X2, X2.T
+    for args in [(x, [0, 1], y, [1, 2]), (x, [Ellipsis, "j"], y, ["j", "k"], [Ellipsis, "k"])]:
+        np.testing.assert_allclose(np.asarray(snp.einsum(*args)),
+                                   np.asarray(jnp.einsum(*args)), rtol=1e-6)
+    with pytest.raises(TypeError, match="hashable and comparable"):
+        snp.einsum(x, [0, "a"], y, [1, 2])
 
 
 def test_searchsorted_methods_match_jax_on_unsorted_input() -> None:
