@@ -335,7 +335,8 @@ class CallRules:
                si.current_xla_metadata())
         per_jaxpr = _PRIMAL_SPLITS.setdefault(jaxpr, {})
         if key in per_jaxpr:
-            return per_jaxpr[key]
+            known: tuple[Jaxpr, Any, dict[str, Any]] = per_jaxpr[key]
+            return known
         n_out = len(jaxpr.outvars)
         found: dict[str, Any] = {}
 

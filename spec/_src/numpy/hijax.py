@@ -69,7 +69,7 @@ def _count_before(sorted_1d: Any, query: Any, side: str, dtype: T.DType) -> Any:
     row = L.broadcast_in_dim(query, (1, *qshape), tuple(range(1, len(qshape) + 1)))
     before = (_sort_lt(col, row) if side == "left"
               else ew.bitwise_not(_sort_lt(row, col)))
-    return lr.reduce_sum(ew.convert_element_type(before, dtype), (0,))
+    return lr.reduce_sum(L.convert_element_type(before, dtype), (0,))
 
 
 def _element_at(sorted_1d: Any, index: Any) -> Any:
@@ -95,7 +95,7 @@ def _binary_search(sorted_1d: Any, query: Any, side: str, dtype: T.DType) -> Any
         go_left = (ew.bitwise_not(_sort_lt(pivot, query)) if side == "left"
                    else _sort_lt(query, pivot))
         low, high = ew.select_n(go_left, mid, low), ew.select_n(go_left, high, mid)
-    return ew.convert_element_type(high, dtype)
+    return L.convert_element_type(high, dtype)
 
 
 def _ranks(x: Any) -> Any:
@@ -122,7 +122,7 @@ def _cosort(sorted_1d: Any, query: Any, side: str, dtype: T.DType) -> Any:
     else:
         joint = _ranks(slicing.concatenate([sorted_1d, flat], 0))
         index = slicing.slice(joint, (n,), (n + q,))
-    return ew.convert_element_type(L.reshape(ew.sub(index, _ranks(flat)), qshape), dtype)
+    return L.convert_element_type(L.reshape(ew.sub(index, _ranks(flat)), qshape), dtype)
 
 
 _METHODS = {"scan": _binary_search, "scan_unrolled": _binary_search,
@@ -141,6 +141,12 @@ class SearchSorted(HiPrim):
     ``dimension``, with ``batch_dims`` leading axes shared by both."""
 
     valid_methods = ("compare_all", "scan", "scan_unrolled", "sort")
+
+    # The params, also attributes.
+    side: str
+    dimension: int
+    batch_dims: int
+    method: str
 
     def __init__(self, sorted_aval: ArrayType, query_aval: ArrayType, *, side: str,
                  dimension: int, batch_dims: int, method: str, out_dtype: T.DType) -> None:
@@ -247,7 +253,7 @@ def _first_positions(mask_1d: Any, size: int) -> Any:
     """The flat positions of the first ``size`` true entries of the 1-D
     ``mask_1d`` (past the count: the length of the mask): slot k counts the
     entries whose running count of true entries is at most k."""
-    running = lr.cumsum(ew.convert_element_type(mask_1d, T.int32), 0)
+    running = lr.cumsum(L.convert_element_type(mask_1d, T.int32), 0)
     dnums = li.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                        scatter_dims_to_operand_dims=(0,))
     n = canonical_aval_of(running).shape[0]
@@ -260,6 +266,11 @@ class Nonzero(HiPrim):
     """The indices along ``axes`` of the first ``size`` nonzero entries of
     ``a`` (per index of the other axes), padded with the fill values (0
     without them)."""
+
+    # The params, also attributes.
+    size: int
+    axes: tuple[int, ...]
+    out_dtype: T.DType
 
     def __init__(self, a_aval: ArrayType, *fill_avals: ArrayType, size: int,
                  axes: tuple[int, ...], out_dtype: T.DType) -> None:
@@ -299,7 +310,7 @@ class Nonzero(HiPrim):
         for _ in batch_shape:
             positions = vmap(positions)
         flat_index = positions(mask)
-        counts = lr.reduce_sum(ew.convert_element_type(mask, T.int32), (len(batch_shape),))
+        counts = lr.reduce_sum(L.convert_element_type(mask, T.int32), (len(batch_shape),))
         slot = L.broadcasted_iota(T.int32, (*batch_shape, self.size), len(batch_shape))
         padding = ew.ge(slot, L.broadcast_in_dim(counts, (*batch_shape, self.size),
                                                   tuple(range(len(batch_shape)))))
@@ -308,7 +319,7 @@ class Nonzero(HiPrim):
         for i, (stride, dim) in enumerate(zip(strides.tolist(), sub_shape)):
             index = ew.rem(ew.div(flat_index, L.full((), stride, T.int32)),
                            L.full((), dim, T.int32))
-            index = ew.convert_element_type(index, self.out_dtype)
+            index = L.convert_element_type(index, self.out_dtype)
             fill = (L.broadcast_in_dim(fills[i], (*batch_shape, self.size),
                                        tuple(range(canonical_aval_of(fills[i]).ndim)))
                     if fills else L.full((*batch_shape, self.size), 0, self.out_dtype))
