@@ -7,7 +7,8 @@ Each prints as ``ClassName[params] operands`` in jaxprs. Their results are
 integers: the JVP rule gives float0 tangents that are arrays, not symbolic
 zeros (as JAX's rules do), so a staged function applied to them later still
 counts as having a nonzero input tangent (one structured-residual entry per
-such jit); the VJP rule saves nothing and returns zero cotangents.
+such jit); the VJP rule saves nothing and returns symbolic zero
+cotangents.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def _zero_cotangent(aval: ArrayType) -> Any:
 # ------------------------------------------------------------ searchsorted
 
 def _sort_lt(x: Any, y: Any) -> Any:
-    """``x < y`` in lax.sort's total order (NaNs last; complex by real part,
-    then imaginary part)."""
+    """``x < y`` in lax.sort's total order (NaNs last, -0 == +0; complex by
+    real part, then imaginary part)."""
     dt = canonical_aval_of(x).dtype
     if T.is_complex(dt):
         xr, yr, xi, yi = ew.real(x), ew.real(y), ew.imag(x), ew.imag(y)
