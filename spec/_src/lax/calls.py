@@ -331,7 +331,8 @@ class CallRules:
         computes) and what the tangent call needs, once per body, tangent
         pattern and tracing context: as JAX's, linearizing the same call
         twice stages one primal jaxpr (printed once)."""
-        key = (tuple(differentiate), config.values_key(), si.current(),
+        avals = [canonical_aval_of(x) for x in primals]
+        key = (tuple(differentiate), tuple(avals), config.values_key(), si.current(),
                si.current_xla_metadata())
         per_jaxpr = _PRIMAL_SPLITS.setdefault(jaxpr, {})
         if key in per_jaxpr:
@@ -357,7 +358,7 @@ class CallRules:
             return [*lin.primals_out, *computed,
                     *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
 
-        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
+        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, avals)
         # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
         # of an inner loop that only the tangent side would have read).
         primal_jaxpr = dce_jaxpr(primal_jaxpr)
