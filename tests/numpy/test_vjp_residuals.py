@@ -173,10 +173,11 @@ def _record(lib: Any, np_: Any, name: str) -> dict[str, Any]:
     make, x = CASES[name]
     fun = make(np_)
     try:
-        _, f_vjp = lib.vjp(fun, np_.asarray(x))
+        out, f_vjp = lib.vjp(fun, np_.asarray(x))
     except Exception as e:  # noqa: BLE001 - the class is compared
         return {"raises": type(e).__name__}
     return {
+        "outputs": [np.asarray(y) for y in lib.tree_util.tree_leaves(out)],
         "args_res": repr(f_vjp.args_res),
         "structured": repr(f_vjp.structured_residuals),
         "types": [(np.shape(r), np.asarray(r).dtype) for r in f_vjp.opaque_residuals],
@@ -209,6 +210,10 @@ def test_residuals_match_jax(name: str, jax_records: dict[str, dict[str, Any]]) 
     assert ours["structured"] == theirs["structured"]
     assert ours["types"] == theirs["types"]
     for a, b in zip(ours["values"], theirs["values"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert len(ours["outputs"]) == len(theirs["outputs"])
+    for a, b in zip(ours["outputs"], theirs["outputs"]):
+        assert a.dtype == b.dtype
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
