@@ -1,8 +1,9 @@
 """``jax.vjp`` of jnp functions saves what JAX 0.12.0.1 saves: the same
 ``args_res``, ``structured_residuals`` (one entry per jit JAX stages inside
 the function, nested as its jits nest) and opaque residuals (count, shapes,
-dtypes and values), and raises where JAX raises. Each case runs on spec and
-on JAX in the test; JAX's side is computed once per case."""
+dtypes and values), and raises where JAX raises; for some, the jaxprs of the
+function and of its vjp print as JAX's. Each case runs on spec and on JAX in
+the test; JAX's side is computed once per case."""
 
 from __future__ import annotations
 
@@ -133,6 +134,38 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     "nonzero": (lambda np_: np_.nonzero, X2),
     "flatnonzero": (lambda np_: np_.flatnonzero, X1),
     "where_one_arg": (lambda np_: lambda x: np_.where(x > 1), X1),
+    "argwhere": (lambda np_: np_.argwhere, X2),
+    # Hijax primitives (SearchSorted, Nonzero) give integer results float0
+    # tangents that are values: the jits reading them record entries.
+    "digitize": (lambda np_: lambda x: np_.digitize(x, np_.asarray(Y1[[1, 3, 0]])), X2),
+    "digitize_unsorted_bins": (lambda np_: lambda x: np_.digitize(x[0], x[1]), X2),
+    "searchsorted_sort_method": (lambda np_: lambda x: np_.searchsorted(
+        x[1], x[0], side="right", method="sort"), X2),
+    "interp": (lambda np_: lambda x: np_.interp(x, np_.asarray(Y1 - 0.5), np_.asarray(Y1)),
+               X2),
+    "histogram": (lambda np_: lambda x: np_.histogram(x, bins=3), X2),
+    "argwhere_size": (lambda np_: lambda x: np_.argwhere(x > 1, size=4), X2),
+    "nonzero_size_fill": (lambda np_: lambda x: np_.nonzero(x > 1, size=4, fill_value=7), X2),
+    # einsum's contractions are an early-inlined jit; kron multiplies with
+    # lax.mul's own broadcasting (residuals at the expanded shapes).
+    "einsum": (lambda np_: lambda x: np_.einsum("ij,kj->ik", x, x), X2),
+    "einsum_one_operand": (lambda np_: lambda x: np_.einsum("ij->j", x), X2),
+    "einsum_three_operands": (lambda np_: lambda x: np_.einsum("ij,kj,k->i", x, x, x[:, 0]),
+                              X2),
+    "kron": (lambda np_: lambda x: np_.kron(x, x), X2),
+    "ptp": (lambda np_: lambda x: np_.ptp(x, axis=1), X2),
+}
+
+# Cases whose jaxprs, and those of their vjp (the residuals returned), print
+# as JAX's.
+JAXPR_CASES = ["digitize", "digitize_unsorted_bins", "searchsorted_sort_method", "interp",
+               "histogram", "histogram_bin_edges", "argwhere_size", "nonzero_size_fill", "einsum",
+               "einsum_one_operand", "einsum_three_operands", "kron", "ptp",
+               "histogramdd_density"]
+# Compared by their jaxprs only (JAX's eager vjp of them is slow).
+JAXPR_ONLY: dict[str, tuple[Any, np.ndarray]] = {
+    "histogramdd_density": (lambda np_: lambda x: np_.histogramdd(
+        x.T, bins=[2, 3], density=True), X2),
 }
 
 
@@ -140,10 +173,11 @@ def _record(lib: Any, np_: Any, name: str) -> dict[str, Any]:
     make, x = CASES[name]
     fun = make(np_)
     try:
-        _, f_vjp = lib.vjp(fun, np_.asarray(x))
+        out, f_vjp = lib.vjp(fun, np_.asarray(x))
     except Exception as e:  # noqa: BLE001 - the class is compared
         return {"raises": type(e).__name__}
     return {
+        "outputs": [np.asarray(y) for y in lib.tree_util.tree_leaves(out)],
         "args_res": repr(f_vjp.args_res),
         "structured": repr(f_vjp.structured_residuals),
         "types": [(np.shape(r), np.asarray(r).dtype) for r in f_vjp.opaque_residuals],
@@ -177,21 +211,86 @@ def test_residuals_match_jax(name: str, jax_records: dict[str, dict[str, Any]]) 
     assert ours["types"] == theirs["types"]
     for a, b in zip(ours["values"], theirs["values"]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert len(ours["outputs"]) == len(theirs["outputs"])
+    for a, b in zip(ours["outputs"], theirs["outputs"]):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
-# Functions whose residuals still differ from JAX's in structure but that,
-# like JAX, differentiate a concrete primal instead of raising.
-NEEDS_VALUE = {
-    "argwhere": lambda np_: np_.argwhere,
-}
+def _jaxprs(lib: Any, np_: Any, name: str) -> tuple[str, str]:
+    make, x = CASES[name] if name in CASES else JAXPR_ONLY[name]
+    fun = make(np_)
+    return (str(lib.make_jaxpr(fun)(np_.asarray(x))),
+            str(lib.make_jaxpr(lambda y: lib.vjp(fun, y))(np_.asarray(x))))
 
 
-@pytest.mark.parametrize("name", sorted(NEEDS_VALUE))
-def test_vjp_of_a_concrete_primal_does_not_raise(name: str) -> None:
-    theirs, _ = jax.vjp(NEEDS_VALUE[name](jnp), jnp.asarray(X1))
-    ours, _ = spec.vjp(NEEDS_VALUE[name](snp), snp.asarray(X1))
-    for a, b in zip(spec.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(theirs)):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+@pytest.mark.parametrize("name", JAXPR_CASES)
+def test_jaxprs_match_jax(name: str) -> None:
+    assert _jaxprs(spec, snp, name) == _jaxprs(jax, jnp, name)
+
+
+# (subscripts, operand shapes, keywords): the contraction order is
+# opt_einsum's optimal one (up to four operands), the given path, or the
+# first two operands each step (optimize=False).
+EINSUMS = [
+    ("ij,jk,kl->il", [(5, 3), (3, 4), (4, 2)], {}),
+    ("ij,jk,kl", [(2, 3), (3, 4), (4, 5)], {"optimize": False}),
+    ("ij,jk,kl,lm->mi", [(6, 3), (3, 4), (4, 5), (5, 2)], {}),
+    ("ii,ij,j->i", [(3, 3), (3, 4), (4,)], {}),
+    ("...ij,jk,k->...i", [(2, 3, 4), (4, 5), (5,)], {}),
+    ("ij,kj,k->i", [(2, 3), (2, 3), (2,)], {"optimize": [(1, 2), (0, 1)]}),
+    ("ab,bd,bc->ac", [(2, 3), (3, 1), (3, 4)], {}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(EINSUMS)))
+def test_einsum_contracts_in_jax_order(case: int) -> None:
+    subscripts, shapes, kwargs = EINSUMS[case]
+    rng = np.random.default_rng(case)
+    ops = [rng.normal(size=s).astype(np.float32) for s in shapes]
+    ours = spec.make_jaxpr(lambda *o: snp.einsum(subscripts, *o, **kwargs))(*ops)
+    theirs = jax.make_jaxpr(lambda *o: jnp.einsum(subscripts, *o, **kwargs))(*ops)
+    assert str(ours) == str(theirs)
+    np.testing.assert_allclose(np.asarray(snp.einsum(subscripts, *ops, **kwargs)),
+                               np.einsum(subscripts, *[o.astype(np.float64) for o in ops]),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_interleaved_operands() -> None:
+    x, y = X2, X2.T
+    for args in [(x, [0, 1], y, [1, 2]), (x, [Ellipsis, "j"], y, ["j", "k"], [Ellipsis, "k"])]:
+        np.testing.assert_allclose(np.asarray(snp.einsum(*args)),
+                                   np.asarray(jnp.einsum(*args)), rtol=1e-6)
+    with pytest.raises(TypeError, match="hashable and comparable"):
+        snp.einsum(x, [0, "a"], y, [1, 2])
+
+
+def test_searchsorted_methods_match_jax_on_unsorted_input() -> None:
+    """Every method gives JAX's indices, also where they disagree with each
+    other (unsorted input, NaNs), and batches as JAX's rule does."""
+    a = np.array([0.5, np.nan, -1., 2., 0.25], np.float32)
+    v = np.array([[np.nan, 0.3, -2.], [2., 0.5, 9.]], np.float32)
+    for method, side in [("scan", "left"), ("scan_unrolled", "right"),
+                         ("compare_all", "left"), ("sort", "right")]:
+        ours = snp.searchsorted(a, v, side=side, method=method)
+        theirs = jnp.searchsorted(a, v, side=side, method=method)
+        assert np.asarray(ours).dtype == np.asarray(theirs).dtype
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    rows = np.sort(np.stack([a, a[::-1] * 2.]), axis=1)
+    for axes in [(0, None), (None, 0)]:
+        args = (rows if axes[0] == 0 else rows[0], v if axes[1] == 0 else v[0])
+        ours = spec.vmap(snp.searchsorted, in_axes=axes)(*args)
+        theirs = jax.vmap(jnp.searchsorted, in_axes=axes)(*args)
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_nonzero_batches_as_a_loop() -> None:
+    x = np.array([[0., 1., 0., 2.], [3., 0., 0., 0.], [0., 0., 0., 0.]], np.float32)
+    fill = np.array([5, 6, 7], np.int32)
+    ours = spec.vmap(lambda r, f: snp.nonzero(r, size=2, fill_value=f))(x, fill)
+    for i in range(x.shape[0]):
+        theirs = jnp.nonzero(x[i], size=2, fill_value=fill[i])
+        np.testing.assert_array_equal(np.asarray(ours[0][i]), np.asarray(theirs[0]))
 
 
 @pytest.mark.parametrize("trim", [False, True])

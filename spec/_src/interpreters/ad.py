@@ -157,28 +157,35 @@ class JVPTrace(Trace):
         # A float0 tangent (of an integer value) is zero whatever its form:
         # the rules see it as the symbolic Zero.
         tangents = [_symbolic_if_float0(t) for _, t in pairs]
+        # A float0 tangent that is a value (a hijax primitive's, or a call's
+        # passing one on) still counts for structured residuals, as JAX's
+        # linearization keeps it nonzero up to the next primitive.
+        nonzero = [type(t) is not Zero for _, t in pairs]
         if all(type(t) is Zero for t in tangents) and not prim.jvp_on_zero_tangents:
             # Nothing to differentiate: the primal computation alone.
-            with set_current_trace(self.parent):
+            with self.recording(prim, nonzero, params), set_current_trace(self.parent):
                 outs = prim.bind(*primals, **params)
             return list(outs) if prim.multiple_results else [outs]
-        p_outs, t_outs = self.apply_rule(prim, primals, tangents, params)
+        p_outs, t_outs = self.apply_rule(prim, primals, tangents, params, nonzero)
         return self.wrap(prim, p_outs, t_outs)
 
     def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
-                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-        with self.recording(prim, tangents, params), set_current_trace(self.parent):
+                   params: dict[str, Any], nonzero: list[bool] | None = None
+                   ) -> tuple[list[Any], list[Any]]:
+        nonzero = _nonzero_flags(tangents) if nonzero is None else nonzero
+        with self.recording(prim, nonzero, params), set_current_trace(self.parent):
             return jvp_rule(prim)(primals, tangents, **params)
 
     @contextlib.contextmanager
-    def recording(self, prim: Primitive, tangents: Sequence[Any],
+    def recording(self, prim: Primitive, nonzero: Sequence[bool],
                   params: dict[str, Any]) -> Iterator[None]:
-        """While ``prim``'s rule runs: its structured residual entry (a call
-        or loop) recorded, and the rule able to add its own (a hijax
-        primitive's ``vjp_fwd``, through ``add_structured_residual``)."""
+        """While ``prim``'s rule runs (with these inputs having tangents): its
+        structured residual entry (a call or loop) recorded, and the rule
+        able to add its own (a hijax primitive's ``vjp_fwd``, through
+        ``add_structured_residual``)."""
         slot = None
         if self.structured is not None:
-            entry = _structured_entry(prim, [type(t) is not Zero for t in tangents], params)
+            entry = _structured_entry(prim, nonzero, params)
             if entry is not None:
                 slot = entry[0]
                 self.structured.append(slot)
@@ -331,6 +338,10 @@ def tangent_side() -> Iterator[None]:
         yield
 
 
+def _nonzero_flags(tangents: Sequence[Any]) -> list[bool]:
+    return [type(t) is not Zero for t in tangents]
+
+
 def _symbolic_if_float0(t: Any) -> Any:
     if type(t) is Zero:
         return t
@@ -359,8 +370,10 @@ class LinearizeTrace(JVPTrace):
         self.staged: dict[int, tuple[Any, Any]] = {}
 
     def apply_rule(self, prim: Primitive, primals: list[Any], tangents: list[Any],
-                   params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
-        with self.recording(prim, tangents, params):
+                   params: dict[str, Any], nonzero: list[bool] | None = None
+                   ) -> tuple[list[Any], list[Any]]:
+        nonzero = _nonzero_flags(tangents) if nonzero is None else nonzero
+        with self.recording(prim, nonzero, params):
             if callable(prim.linearize):
                 return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
             with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
@@ -638,6 +651,10 @@ def _structured_walk(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> tuple[list[Any], 
         if found is not None:
             entries.append(found[0])
             outs = found[1]
+        elif eqn.primitive.name == "hijax" and any(ins):
+            # A hijax primitive's reverse-mode rule gives every output a
+            # tangent (float0 ones for integers, which calls after it see).
+            outs = [True] * len(eqn.outvars)
         else:
             live = any(ins) and not isinstance(eqn.primitive.jvp, zero_jvp)
             outs = [live and (is_high(v.aval) or T.is_inexact(v.aval.dtype))

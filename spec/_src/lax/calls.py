@@ -43,6 +43,8 @@ from spec._src.core.interpreter import (
     pp_eqn_default,
     trace_to_jaxpr,
 )
+from spec._src.core.config import config
+from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.core.effects import running_compiled
 from spec._src.core.registry import declare, primitive, require
@@ -317,6 +319,25 @@ class CallRules:
         computes, and a tangent call reading the residuals. Residuals that are
         inputs of the call are passed from outside, not returned."""
         differentiate = [type(t) is not Zero for t in tangents]
+        primal_jaxpr, duplicates, found = self._primal_split(jaxpr, differentiate, primals)
+        with set_current_trace(trace.parent):
+            outs = _with_duplicates(
+                self.prim.bind(*primals, **self.derive(params, primal_jaxpr, False)), duplicates)
+        return self._linearized_outputs(trace, jaxpr, params, primals, tangents, outs, found)
+
+    def _primal_split(self, jaxpr: Jaxpr, differentiate: list[bool], primals: list[Any]
+                      ) -> tuple[Jaxpr, Any, dict[str, Any]]:
+        """The primal call's jaxpr (its outputs, then the residuals it
+        computes) and what the tangent call needs, once per body, tangent
+        pattern and tracing context: as JAX's, linearizing the same call
+        twice stages one primal jaxpr (printed once)."""
+        avals = [canonical_aval_of(x) for x in primals]
+        key = (tuple(differentiate), tuple(avals), config.values_key(), si.current(),
+               si.current_xla_metadata())
+        per_jaxpr = _PRIMAL_SPLITS.setdefault(jaxpr, {})
+        if key in per_jaxpr:
+            known: tuple[Jaxpr, Any, dict[str, Any]] = per_jaxpr[key]
+            return known
         n_out = len(jaxpr.outvars)
         found: dict[str, Any] = {}
 
@@ -337,14 +358,25 @@ class CallRules:
             return [*lin.primals_out, *computed,
                     *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
 
-        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, [canonical_aval_of(x) for x in primals])
+        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, avals)
         # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
         # of an inner loop that only the tangent side would have read).
         primal_jaxpr = dce_jaxpr(primal_jaxpr)
         primal_jaxpr, duplicates = _without_duplicate_outputs(primal_jaxpr, n_out)
-        with set_current_trace(trace.parent):
-            outs = _with_duplicates(
-                self.prim.bind(*primals, **self.derive(params, primal_jaxpr, False)), duplicates)
+        split = (primal_jaxpr, duplicates, found)
+        residual_ids = {id(c) for _, c in found["traced"]}
+        kept = [c for c in found["lin"].consts if id(c) not in residual_ids]
+        # Constants that are tracers of other traces belong to a trace that
+        # ends: not cached.
+        if not any(isinstance(c, Tracer) for c in [*jaxpr.consts, *primal_jaxpr.consts, *kept]):
+            per_jaxpr[key] = split
+        return split
+
+    def _linearized_outputs(self, trace: ad.LinearizeTrace, jaxpr: Jaxpr,
+                            params: dict[str, Any], primals: list[Any], tangents: list[Any],
+                            outs: Sequence[Any], found: dict[str, Any]
+                            ) -> tuple[list[Any], list[Any]]:
+        n_out = len(jaxpr.outvars)
         n_res = n_out + found["n_computed"]
         computed = iter(outs[n_out:n_res])
         residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
@@ -415,6 +447,9 @@ class CallRules:
         refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
         return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
 
+
+# The primal split of a call's linearization, per body (``CallRules._primal_split``).
+_PRIMAL_SPLITS: weakref.WeakKeyDictionary[Jaxpr, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 _JIT = CallRules("jit", _call_params)
 

@@ -47,6 +47,7 @@ from spec._src.lax.indexing import (
 from spec._src.lax.shaping import _convert_element_type, convert_element_type_p
 from spec._src.lax.shaping import canonicalize_axis
 from spec._src.numpy import creation, reductions, util
+from spec._src.numpy import hijax as jnp_hijax
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.math import _where
@@ -937,6 +938,23 @@ def _fill_per_dim(fill_value: Any, nd: int) -> list[Any]:
     return fills
 
 
+def _traced_count(arr: Tracer, aval: Any) -> int:
+    """The number of nonzero entries of a traced ``arr``, counted by jnp
+    operations as JAX counts them (the comparison is a staged function that
+    autodiff records): known only when the tracer's value is (an autodiff
+    tracer of a concrete primal)."""
+    mask = arr if aval.dtype == T.bool_ else jnp_math.not_equal(arr, 0)
+    count = reductions.sum(mask)
+    known = to_concrete_value(count) if isinstance(count, Tracer) else count
+    if known is None:
+        raise ConcretizationTypeError(
+            "Abstract tracer value encountered where concrete value is expected: traced "
+            f"array with shape {canonical_aval_of(count).str_short()}\n"
+            "The size argument of jnp.nonzero must be statically specified to use "
+            "jnp.nonzero within JAX transformations.")
+    return int(np.asarray(known))
+
+
 def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple[Any, ...]:
     """Indices of the non-zero entries, one int array per axis. Without
     ``size`` the input must be concrete; with it the result is truncated or
@@ -948,21 +966,19 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     if aval.ndim == 0:
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
-    known = to_concrete_value(arr) if size is None and isinstance(arr, Tracer) else None
-    if known is not None:
-        # A tracer of a known value (under autodiff): its count is the size.
-        size = int(np.count_nonzero(np.asarray(known)))
     if size is None and isinstance(arr, Tracer):
-        raise ConcretizationTypeError(
-            f"Abstract tracer value encountered where concrete value is expected: {aval}\n"
-            "The size argument of jnp.nonzero must be statically specified to use "
-            "jnp.nonzero within JAX transformations.")
+        size = _traced_count(arr, aval)
     dtype = _nonzero_dtype(fill_value)
     fills = _fill_per_dim(fill_value, aval.ndim)
     if aval.size == 0:
         fills = [0] * aval.ndim  # JAX ignores fill_value for an empty input
     if isinstance(arr, Tracer) or any(isinstance(f, Tracer) for f in fills):
-        return _nonzero_traced(arr, int(size), fills, dtype)  # type: ignore[arg-type]
+        # Staged, nonzero is JAX's Nonzero hijax primitive, given the fill
+        # values only when the caller gives them.
+        fill_arrays = [] if fill_value is None else [L.convert_element_type(
+            _asarray(f), dtype) for f in fills]
+        return jnp_hijax.nonzero(arr, *fill_arrays, size=int(size),  # type: ignore[arg-type]
+                                 dtype=dtype)
     coords = np.nonzero(np.asarray(arr))
     n = len(coords[0]) if size is None else int(size)
     out = []
@@ -971,26 +987,6 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
         k = min(n, len(c))
         col[:k] = c[:k]
         out.append(_concrete(col, dtype, False))
-    return tuple(out)
-
-
-def _nonzero_traced(arr: Any, size: int, fills: list[Any], dtype: T.DType) -> tuple[Any, ...]:
-    """nonzero with a static size, from primitives: the k-th non-zero flat
-    position is scattered to slot k, then unravelled; unused slots are filled."""
-    aval = canonical_aval_of(arr)
-    flat = L.reshape(arr, (aval.size,))
-    mask = flat if aval.dtype == T.bool_ else jnp_math.not_equal(flat, 0)
-    slot = reductions.cumsum(mask.astype(INDEX_DTYPE)) - 1
-    slot = jnp_math._where(mask, slot, size)  # zeros land past the end and are dropped
-    positions = creation.zeros((size,), INDEX_DTYPE).at[slot].set(
-        creation.arange(aval.size, dtype=INDEX_DTYPE), mode="drop")
-    valid = creation.arange(size, dtype=INDEX_DTYPE) < reductions.sum(mask.astype(INDEX_DTYPE))
-    out = []
-    stride = aval.size
-    for dim, f in zip(aval.shape, fills):
-        stride //= max(dim, 1)
-        coord = (positions // max(stride, 1)) % max(dim, 1)
-        out.append(jnp_math._where(valid, coord.astype(dtype), creation.asarray(f).astype(dtype)))
     return tuple(out)
 
 

@@ -5,6 +5,9 @@ reduce_sum) equations JAX 0.12 emits; and the ``jnp.linalg`` namespace
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 import string
 import sys
 import types
@@ -196,6 +199,44 @@ def _parse_einsum(subscripts: str, shapes: Sequence[T.Shape]) -> tuple[list[str]
     return resolved, out
 
 
+_SYMBOLS = string.ascii_lowercase + string.ascii_uppercase
+
+
+def _symbol(i: int) -> str:
+    """opt_einsum's i-th label: the 52 letters, then code points from 192
+    (skipping the surrogates)."""
+    if i < 52:
+        return _SYMBOLS[i]
+    return chr(i + 2048) if i >= 55296 else chr(i + 140)
+
+
+def _from_interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """``einsum(x, [0, 1], y, [1, 2], [0, 2])`` as subscripts and operands:
+    the labels (any comparable values, or Ellipsis) become letters in their
+    sorted order, as opt_einsum converts them."""
+    rest = list(args)
+    operands, label_lists = [], []
+    for _ in range(len(args) // 2):
+        operands.append(rest.pop(0))
+        label_lists.append(rest.pop(0))
+    output = rest[-1] if rest else None
+    try:
+        labels = set(itertools.chain.from_iterable(label_lists))
+        labels.discard(Ellipsis)
+        symbols = {lab: _symbol(k) for k, lab in enumerate(sorted(labels))}
+    except TypeError:
+        raise TypeError("For this input type lists must contain either Ellipsis or hashable "
+                        "and comparable object (e.g. int, str).") from None
+
+    def text(labs: Any) -> str:
+        return "".join("..." if lab is Ellipsis else symbols[lab] for lab in labs)
+
+    subscripts = ",".join(text(labs) for labs in label_lists)
+    if output is not None:
+        subscripts += "->" + text(output)
+    return subscripts, tuple(operands)
+
+
 def _check_sizes(names: Sequence[str], shapes: Sequence[T.Shape]) -> None:
     sizes: dict[str, int] = {}
     for i, (s, shape) in enumerate(zip(names, shapes)):
@@ -339,7 +380,7 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.einsum is not supported.")
     if not isinstance(subscripts, str):
-        raise TypeError("spec.numpy.einsum supports only the subscripts-string form")
+        subscripts, operands = _from_interleaved((subscripts, *operands))
     check_arraylike("einsum", *operands)
     shapes = [canonical_aval_of(x).shape for x in operands]
     names, result = _parse_einsum(subscripts, shapes)
@@ -348,26 +389,125 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         pet, weak = T.result_type_and_weak(*operands)
     else:
         pet, weak = T.to_dtype(preferred_element_type, "einsum"), False
-    ein = _Einsum(pet, precision)
-    ops = list(operands)
     out_sharding = canonicalize_out_sharding(out_sharding, "einsum")
-    if out_sharding is not None and len(ops) != 2:
+    if out_sharding is not None and len(operands) != 2:
         raise NotImplementedError("einsum's out_sharding with other than two operands is "
                                   "pending (issue 5)")
-    if len(ops) == 1:
-        x, xn = ein.one(ops[0], names[0], result)
-    else:
-        x, xn = ops[0], names[0]
-        for k in range(1, len(ops)):
-            later = "".join(names[k + 1:])
-            # Keep the labels still needed: by the result or a later operand.
-            target = result if k == len(ops) - 1 else "".join(
-                dict.fromkeys(c for c in xn + names[k] if c in result or c in later))
-            # JAX pops the second operand first: it becomes the "lhs".
-            x, xn = ein.two(ops[k], names[k], x, xn, target, out_sharding)
-    if xn != result:
-        x = L.transpose(x, tuple(xn.index(n) for n in result))
-    return convert(x, pet, weak)
+    path = _einsum_path(names, result, shapes, optimize)
+    return _contract(list(operands), names, result, path, pet, weak, precision, out_sharding)
+
+
+# The contraction order, as opt_einsum (JAX's path finder) chooses it: a
+# path is a list of positions in the list of operands, each step popping
+# them (highest first) and appending their contraction.
+
+def _label_sizes(names: Sequence[str], shapes: Sequence[T.Shape]) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for s, shape in zip(names, shapes):
+        for c, d in zip(s, shape):
+            if sizes.get(c, 1) == 1:
+                sizes[c] = d
+    return sizes
+
+
+def _flops(labels: frozenset[str], inner: bool, terms: int, sizes: dict[str, int]) -> int:
+    return math.prod(sizes[c] for c in labels) * (max(1, terms - 1) + int(inner))
+
+
+def _optimal_path(names: Sequence[str], result: str, sizes: dict[str, int]
+                  ) -> list[tuple[int, ...]]:
+    """opt_einsum's ``optimal``: a depth-first search over every order of
+    pairwise contractions for the fewest flops (the first found among equal
+    costs); a pair's cost is computed once per pair of label sets."""
+    output = frozenset(result)
+    best: list[Any] = [float("inf"), (tuple(range(len(names))),)]
+    cache: dict[tuple[frozenset[str], frozenset[str]], tuple[frozenset[str], int]] = {}
+
+    def pair(inputs: tuple[frozenset[str], ...], remaining: set[int], i: int, j: int
+             ) -> tuple[frozenset[str], int]:
+        either, shared = inputs[i] | inputs[j], inputs[i] & inputs[j]
+        keep = frozenset.union(output, *(inputs[k] for k in remaining - {i, j}))
+        return either & keep, _flops(either, bool(shared - keep), 2, sizes)
+
+    def search(path: tuple[tuple[int, int], ...], remaining: set[int],
+               inputs: tuple[frozenset[str], ...], flops: int) -> None:
+        if len(remaining) == 1:
+            best[:] = [flops, path]
+            return
+        for i, j in itertools.combinations(remaining, 2):
+            i, j = min(i, j), max(i, j)
+            key = (inputs[i], inputs[j])
+            if key not in cache:
+                cache[key] = pair(inputs, remaining, i, j)
+            k12, cost = cache[key]
+            if flops + cost >= best[0]:
+                continue
+            search(path + ((i, j),), remaining - {i, j} | {len(inputs)}, inputs + (k12,),
+                   flops + cost)
+
+    search((), set(range(len(names))), tuple(frozenset(n) for n in names), 0)
+    return _linear_path(best[1], len(names))
+
+
+def _linear_path(ssa_path: Sequence[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
+    """Single-assignment ids (each result a new id) as positions in the
+    shrinking list of operands."""
+    ids, path, ssa = list(range(n)), [], n
+    for step in ssa_path:
+        positions = sorted(bisect.bisect_left(ids, i) for i in step)
+        for k in reversed(positions):
+            ids.pop(k)
+        ids.append(ssa)
+        path.append(tuple(positions))
+        ssa += 1
+    return path
+
+
+def _einsum_path(names: Sequence[str], result: str, shapes: Sequence[T.Shape],
+                 optimize: Any) -> list[tuple[int, ...]]:
+    """The path JAX's einsum follows: ``optimize=False`` contracts the first
+    two operands each step; a path given is followed; otherwise (``"auto"``,
+    ``True``, a strategy's name) opt_einsum's optimal search for up to four
+    operands (more are contracted as for ``False``)."""
+    n = len(names)
+    if optimize is False or (isinstance(optimize, str) and n > 4):
+        return [(0, 1)] * (n - 1) if n > 1 else [(0,)]
+    if not isinstance(optimize, (str, bool)):
+        return [tuple(step) for step in optimize]
+    if n <= 2:
+        return [tuple(range(n))]
+    return _optimal_path(names, result, _label_sizes(names, shapes))
+
+
+@_inline_jit
+def _contract(ops: list[Any], names: list[str], result: str, path: list[tuple[int, ...]],
+              pet: T.DType, weak: bool, precision: Any, out_sharding: Any) -> Any:
+    """The contractions of an einsum along ``path``, staged as JAX stages
+    them: an early-inlined jit of the operands (no equation of its own).
+    Each step's result has its labels in order of first appearance in its
+    operands (the last step's: the einsum's result)."""
+    ein = _Einsum(pet, precision)
+    ops, names = list(ops), list(names)
+    for k, step in enumerate(path):
+        positions = sorted(step, reverse=True)
+        xs = [ops.pop(i) for i in positions]
+        xns = [names.pop(i) for i in positions]
+        if k == len(path) - 1:
+            target = result
+        else:
+            kept = frozenset(result).union(*names)
+            joined = "".join(xns)
+            target = "".join(sorted(set(joined) & kept, key=joined.find))
+        if len(xs) == 1:
+            x, xn = ein.one(xs[0], xns[0], target)
+        else:
+            # The operand popped first (the later one) is the "lhs".
+            x, xn = ein.two(xs[0], xns[0], xs[1], xns[1], target, out_sharding)
+        if xn != target:
+            x = L.transpose(x, tuple(xn.index(c) for c in target))
+        ops.append(x)
+        names.append(target)
+    return convert(ops[0], pet, weak)
 
 
 # ------------------------------------------------------------ jnp.linalg
@@ -627,7 +767,9 @@ def _kron_fn(a: Any, b: Any) -> Any:
     out_shape = tuple(x * y for x, y in zip(_shape(a), _shape(b)))
     ae = L.expand_dims(a, tuple(range(1, 2 * nd, 2)))
     be = L.expand_dims(b, tuple(range(0, 2 * nd, 2)))
-    return jnp_shape.reshape(ew.mul(*jnp_shape.broadcast_arrays(ae, be)), out_shape)
+    # lax.mul broadcasts the size-1 axes itself: its JVP saves the operands
+    # at their expanded shapes, as JAX's does.
+    return jnp_shape.reshape(ew.mul(ae, be), out_shape)
 
 
 _kron = util._jit("kron", _kron_fn)

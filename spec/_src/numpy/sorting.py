@@ -18,7 +18,8 @@ from spec._src.lax import reductions as lr
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.shaping import canonicalize_axis
-from spec._src.numpy import creation, reductions
+from spec._src.numpy import reductions
+from spec._src.numpy import hijax as jnp_hijax
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
 from spec._src.numpy.indexing import compress
@@ -35,24 +36,6 @@ from spec._src.numpy.util import (
 )
 
 
-def _sort_lt(x: Any, y: Any) -> Any:
-    """``x < y`` in lax.sort's total order: NaNs after everything, -0 == +0;
-    complex numbers compare by real part, then imaginary part."""
-    if T.is_complex(_dtype(x)):
-        xr, yr = jnp_math.real(x), jnp_math.real(y)
-        return _sort_lt(xr, yr) | ((_sort_eq(xr, yr))
-                                   & _sort_lt(jnp_math.imag(x), jnp_math.imag(y)))
-    if T.is_float(_dtype(x)):
-        return (x < y) | (jnp_math.logical_not(jnp_math.isnan(x)) & jnp_math.isnan(y))
-    return x < y
-
-
-def _sort_eq(x: Any, y: Any) -> Any:
-    if T.is_float(_dtype(x)):
-        return (x == y) | (jnp_math.isnan(x) & jnp_math.isnan(y))
-    return x == y
-
-
 def _searchsorted_fn(a: Any, v: Any, side: str = "left", sorter: Any = None,
                      method: str = "scan") -> Any:
     if _ndim(a) != 1:
@@ -66,14 +49,7 @@ def _searchsorted_fn(a: Any, v: Any, side: str = "left", sorter: Any = None,
         a = a[sorter]
     n = _shape(a)[0]
     dt = T.int64 if n > np.iinfo(np.int32).max else T.int32
-    if n == 0:
-        return creation.zeros(_shape(v), dt)
-    # Every method counts the sorted entries that come before each query
-    # (strictly before for side='left', before or equal for 'right').
-    av = jnp_shape.reshape(a, (n,) + (1,) * _ndim(v))
-    before = (_sort_lt(av, v[None]) if side == "left"
-              else jnp_math.logical_not(_sort_lt(v[None], av)))
-    return reductions.sum(before, axis=0, dtype=dt)
+    return jnp_hijax.searchsorted(a, v, side=side, method=method, dtype=dt)
 
 
 _searchsorted = _jit("searchsorted", _searchsorted_fn, ("side", "method"))

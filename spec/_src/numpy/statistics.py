@@ -88,14 +88,20 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
     return avg
 
 
-@_inline_jit
-def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
-    arr = _ensure("ptp", a)
+def _ptp_fn(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.ptp is not supported.")
-    axis = _hashable_axis(axis)
-    return ew.sub(reductions.max(arr, axis=axis, keepdims=keepdims),
-                   reductions.min(arr, axis=axis, keepdims=keepdims))
+    return ew.sub(reductions.max(a, axis=axis, keepdims=keepdims),
+                  reductions.min(a, axis=axis, keepdims=keepdims))
+
+
+# A named jit, as JAX's (its reductions inlined in it).
+_ptp = _jit("_ptp", _ptp_fn, ("axis", "keepdims"))
+
+
+def ptp(a: Any, axis: Any = None, out: None = None, keepdims: bool = False) -> Any:
+    arr = _ensure("ptp", a)
+    return _ptp(arr, _hashable_axis(axis), out, keepdims)
 
 
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
@@ -631,10 +637,15 @@ def _interp(x: Any, xp: Any, fp: Any, left: Any, right: Any, period: Any) -> Any
     eps = np.spacing(np.finfo(np.dtype(_dtype(xp))).eps)
     dx0 = jnp_math.abs(dx) <= eps
     f = jnp_math._where(dx0, fp[i - 1], fp[i - 1] + (delta / jnp_math._where(dx0, 1, dx)) * df)
-    if not ext_left and period is None:
-        f = jnp_math._where(x < xp[0], fp[0] if left is None else left, f)
-    if not ext_right and period is None:
-        f = jnp_math._where(x > xp[-1], fp[-1] if right is None else right, f)
+    # The fill value is taken before the comparison, in JAX's order.
+    if not ext_left:
+        left_value = fp[0] if left is None else left
+        if period is None:
+            f = jnp_math._where(x < xp[0], left_value, f)
+    if not ext_right:
+        right_value = fp[-1] if right is None else right
+        if period is None:
+            f = jnp_math._where(x > xp[-1], right_value, f)
     return f
 
 
@@ -642,7 +653,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
            period: Any = None) -> Any:
     statics = tuple(n for n, v in (("left", left), ("right", right), ("period", period))
                     if v is None or isinstance(v, str))
-    fn = _jit("interp", _interp, statics)
+    fn = _jit("_interp", _interp, statics)
     return fn(x, xp, fp, left=left, right=right, period=period)
 
 
@@ -681,16 +692,18 @@ def histogramdd(sample: Any, bins: Any = 10, range: Sequence[None | Sequence[Any
         bin_idx.append(jnp_math._where(sample[:, i] == e_i[-1], idx - 1, idx))
         nbins.append(_shape(e_i)[0] + 1)
         edges.append(e_i)
+    # The bin widths are computed whether or not density needs them, as JAX
+    # computes them (each a staged diff).
+    widths = [diff(e_i) for e_i in edges]
     flat = ravel_multi_index(tuple(bin_idx), tuple(nbins), mode="clip")
     hist = bincount(flat, weights, length=math.prod(nbins))
     hist = jnp_shape.reshape(hist, tuple(nbins))
     hist = hist[tuple(builtins.slice(1, -1) for _ in builtins.range(d))]
     if density:
-        hist = hist / reductions.sum(hist)
-        for i in builtins.range(d):
-            shape = [1] * d
-            shape[i] = nbins[i] - 2
-            hist = hist / jnp_shape.reshape(diff(edges[i]), tuple(shape))
+        hist = hist.astype(_dtype(sample))
+        hist = hist / hist.sum()
+        for norm in indexing.ix_(*widths):
+            hist = hist / norm
     return hist, edges
 
 
