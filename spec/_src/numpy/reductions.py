@@ -29,6 +29,7 @@ from spec._src.core.canonical import (
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
+from spec._src.lax.reduce import reduce as lax_reduce
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.shaping import _convert_element_type
@@ -55,7 +56,7 @@ __all__ = [
     "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero", "nansum", "nanprod",
     "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "nancumsum",
     "nancumprod", "trace", "trapezoid", "gradient", "unwrap", "cumulative_prod", "cumulative_sum",
-    "diff", "ediff1d",
+    "diff", "ediff1d", "minmax",
 ]
 
 Axis = int | Sequence[int] | None
@@ -245,6 +246,65 @@ def min(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
 
 amax = max
 amin = min
+
+
+def _minmax_op(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    return ew.min(a[0], b[0]), ew.max(a[1], b[1])
+
+
+def _with_initial(result: Any, initial: Any, dtype: T.DType, combine: Callable[..., Any]
+                  ) -> Any:
+    init_arr = _convert_element_type(L.asarray(initial), dtype)
+    if canonical_aval_of(init_arr).shape != ():
+        raise ValueError("initial value must be a scalar. Got array of shape "
+                         f"{canonical_aval_of(init_arr).shape}")
+    return combine(init_arr, result)
+
+
+@_inline_jit
+def _reduce_minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+                   init_min: Any = None, init_max: Any = None, where: Any = None
+                   ) -> tuple[Any, Any]:
+    """Both extrema in one variadic ``lax.reduce`` (one pass, as JAX's)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.minmax is not supported.")
+    a = _ensure("minmax", a)
+    if where is not None:
+        where = _ensure("minmax", where)
+        if canonical_aval_of(where).dtype != T.bool_:
+            raise ValueError("jnp.minmax: where must be None or a boolean array; got "
+                             f"where.dtype={canonical_aval_of(where).dtype}.")
+    if (init_min is None or init_max is None) and where is not None:
+        raise ValueError("reduction operation minmax does not have an identity, so to use a "
+                         "where mask one has to specify 'initial'")
+    aval = canonical_aval_of(a)
+    dims = reduction_axes(axis, aval.ndim)
+    if (init_min is None or init_max is None) and not _builtin_all(aval.shape[d] >= 1
+                                                                   for d in dims):
+        raise ValueError("zero-size array to reduction operation minmax which has no identity")
+    a = _convert_element_type(a, aval.dtype)
+    lo, hi = _init_value(aval.dtype, np.inf), _init_value(aval.dtype, -np.inf)
+    a_min = a_max = a
+    if where is not None:
+        a_min, a_max = jnp_math._where(where, a, lo), jnp_math._where(where, a, hi)
+    result_min, result_max = lax_reduce((a_min, a_max), (lo, hi), _minmax_op, dims)
+    if init_min is not None:
+        result_min = _with_initial(result_min, init_min, aval.dtype, ew.min)
+    if init_max is not None:
+        result_max = _with_initial(result_max, init_max, aval.dtype, ew.max)
+    if keepdims:
+        result_min, result_max = expand_dims(result_min, dims), expand_dims(result_max, dims)
+    return (_convert_element_type(result_min, aval.dtype),
+            _convert_element_type(result_max, aval.dtype))
+
+
+def minmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> tuple[Any, Any]:
+    """``(min, max)`` over ``axis``; ``initial`` is one bound for both or a
+    pair ``(bound for the minimum, bound for the maximum)``."""
+    init_min, init_max = initial if isinstance(initial, tuple) else (initial, initial)
+    return _reduce_minmax(a, axis=optional_axes(axis), out=out, keepdims=keepdims,
+                          init_min=init_min, init_max=init_max, where=where)
 
 
 @_inline_jit
