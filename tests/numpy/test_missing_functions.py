@@ -1,11 +1,13 @@
 """jnp's functional routines (apply_along_axis, apply_over_axes, fromfunction,
-piecewise), put/place, roots/polyfit, input/output and lax.reduce with its
+piecewise), put/place, roots/polyfit, input/output, the ufunc methods
+(jnp.add.reduce, jnp.frompyfunc(...).accumulate, ...) and lax.reduce with its
 variadic primitive (and jnp.minmax on it), against JAX run live: values,
 dtypes and, where spec stages JAX's equations, the jaxpr text."""
 
 from __future__ import annotations
 
 import io
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +94,24 @@ CASES: dict[str, Case] = {
     "minmax_initial_where": (lambda n, j: lambda a: n.minmax(a, axis=0, initial=(0., 1.),
                                                              where=a > -1), (F34,)),
     "minmax_grad": (lambda n, j: j.grad(lambda a: n.minmax(a, axis=0)[1].sum()), (F34,)),
+    # ufuncs: a method given by JAX (add.reduce is sum), and the loops of the others.
+    "ufunc_call": (lambda n, j: lambda a: (n.add(a, a), n.negative(a)), (F34,)),
+    "ufunc_reduce_given": (lambda n, j: lambda a, i: (
+        n.add.reduce(a, axis=None, keepdims=True), n.maximum.reduce(a, axis=1),
+        n.bitwise_xor.reduce(i, axis=1), n.logical_or.reduce(i), n.logaddexp2.reduce(a)),
+        (F34, I34)),
+    "ufunc_reduce_loop": (lambda n, j: lambda a: n.subtract.reduce(a, axis=0, initial=1.,
+                                                                   where=a > -2), (F34,)),
+    "ufunc_accumulate": (lambda n, j: lambda a: (n.multiply.accumulate(a, axis=1),
+                                                 n.subtract.accumulate(a)), (F34,)),
+    "ufunc_at": (lambda n, j: lambda a, i: (n.add.at(a, i, 1., inplace=False),
+                                            n.maximum.at(a, (i, i), 2.5, inplace=False)),
+                 (F34, np.array([0, 1, 0], np.int32))),
+    "ufunc_reduceat_outer": (lambda n, j: lambda a: (
+        n.add.reduceat(a, np.array([0, 2]), axis=1), n.multiply.outer(a, a[0])), (F34,)),
+    "frompyfunc": (lambda n, j: lambda a: (
+        n.frompyfunc(operator.add, nin=2, nout=1, identity=0).reduce(a),
+        n.frompyfunc(operator.mul, nin=2, nout=1).accumulate(a, axis=1)), (F34,)),
 }
 ROUNDED = {"roots_nan_for_leading_zeros", "polyfit_full", "polyfit_weighted_cov",
            "polyfit_2d_weighted_unscaled_cov"}
@@ -180,6 +200,12 @@ ERRORS: dict[str, Callable[[Any, Any], Callable[[], Any]]] = {
                                                            _affine_sum(j.lax), (0,)),
     "reduce_vmap_init": lambda n, j: lambda: j.vmap(lambda v: j.lax.reduce(
         n.ones(2), v, _affine_sum(j.lax), (0,)))(n.ones(3)),
+    "ufunc_at_inplace": lambda n, j: lambda: n.add.at(n.ones(3), 0, 1.),
+    "ufunc_unary_reduce": lambda n, j: lambda: n.negative.reduce(n.ones(3)),
+    "ufunc_empty_without_identity": lambda n, j: lambda: n.subtract.reduce(n.ones(0)),
+    "ufunc_where_without_identity": lambda n, j: lambda: n.maximum.reduce(
+        n.ones(3), where=n.ones(3, bool)),
+    "ufunc_out": lambda n, j: lambda: n.add(n.ones(2), n.ones(2), out=1),
 }
 
 
@@ -219,3 +245,17 @@ def test_save_load_round_trip_and_dlpack() -> None:
     got = snp.from_dlpack(np.arange(3.0))
     assert isinstance(got, spec.Array)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(jnp.from_dlpack(np.arange(3.0))))
+
+
+def test_ufunc_objects_are_jaxs() -> None:
+    """The same fourteen ufuncs, with JAX's names, arities and identities;
+    hashable and equal by value, as static jit arguments must be."""
+    ours = {n for n in dir(snp) if isinstance(getattr(snp, n), snp.ufunc)}
+    assert ours == {n for n in dir(jnp) if isinstance(getattr(jnp, n), jnp.ufunc)}
+    for name in ours:
+        u, v = getattr(snp, name), getattr(jnp, name)
+        assert (repr(u), u.nin, u.nout, u.nargs) == (repr(v), v.nin, v.nout, v.nargs)
+        assert u.identity == v.identity
+    made = snp.frompyfunc(operator.add, nin=2, nout=1, identity=0)
+    assert made == snp.frompyfunc(operator.add, nin=2, nout=1, identity=0)
+    assert hash(made) == hash(snp.frompyfunc(operator.add, nin=2, nout=1, identity=0))
