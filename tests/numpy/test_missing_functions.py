@@ -259,3 +259,25 @@ def test_ufunc_objects_are_jaxs() -> None:
     made = snp.frompyfunc(operator.add, nin=2, nout=1, identity=0)
     assert made == snp.frompyfunc(operator.add, nin=2, nout=1, identity=0)
     assert hash(made) == hash(snp.frompyfunc(operator.add, nin=2, nout=1, identity=0))
+
+
+def test_reduce_on_a_mesh_keeps_kept_dims_split() -> None:
+    """The general reduce of operands split over both dimensions: each result
+    keeps the kept dimension's split (the sharding rule, as JAX's deletes the
+    reduced dimension's entry) and has the unsharded program's values."""
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 4)
+    try:
+        with spec.set_mesh(spec.make_mesh((2, 2), ("X", "Y"))):
+            i = spec.device_put(I34[:2], spec.P("X", "Y"))
+            f = spec.device_put(F34[:2], spec.P("X", "Y"))
+            lo, total = spec.jit(lambda a, b: spec.lax.reduce(
+                (a, b), (np.int32(2 ** 31 - 1), np.float32(0)), _pair(spec.lax), (0,)))(i, f)
+            assert str(spec.typeof(lo)) == "int32[4@Y]"
+            assert str(spec.typeof(total)) == "float32[4@Y]"
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+    want = spec.lax.reduce((I34[:2], F34[:2]), (np.int32(2 ** 31 - 1), np.float32(0)),
+                           _pair(spec.lax), (0,))
+    np.testing.assert_array_equal(np.asarray(lo), np.asarray(want[0]))
+    np.testing.assert_array_equal(np.asarray(total), np.asarray(want[1]))

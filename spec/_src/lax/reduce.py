@@ -35,11 +35,13 @@ from spec._src.core import tree_util
 from spec._src.core import types as T
 from spec._src.core.interpreter import (
     Eqn,
+    Primitive,
     Jaxpr,
     PpContext,
     Tracer,
     canonical_aval_of,
     eval_jaxpr,
+    from_primitive,
     eval_jaxpr_values,
     not_applicable,
     pp_eqn_default,
@@ -50,6 +52,9 @@ from spec._src.core.registry import declare, require
 from spec._src.core.sharding import NamedSharding, P
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import ad
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
+from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.interpreters.ad_util import Zero
 from spec._src.interpreters.batching import AxisData, batch_flat, batch_jaxpr, bdim_at_front
 from spec._src.lax import elementwise as E
@@ -109,6 +114,33 @@ def _reduce_sharding(*avals: ArrayType, computation: Any, jaxpr: Jaxpr,
         kept = (p for k, p in enumerate(parts_of(o)) if k not in dimensions)
         out.append(NamedSharding(o.sharding.mesh, P(*kept)))
     return out
+
+
+def _reduce_program(prim: Primitive) -> PD.Program:
+    """On a mesh: each operand's reduced dimensions gathered (the kept ones
+    stay split), the reduction run on every device's block, the results
+    moved to their types. Unreduced operands are gathered whole."""
+    fallback = S.gathered(prim)
+
+    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                **params: Any) -> list[Dist]:
+        if any(S.unreduced_of(a.aval) for a in args):
+            return fallback(geo, args, out_avals, **params)
+        dims = set(params["dimensions"])
+        n = len(args) // 2
+        ops: list[Dist] = []
+        natural: list[ArrayType] = []
+        for a, out in zip(args[:n], out_avals):
+            parts = S.parts_of(a.aval)
+            whole = [() if k in dims else p for k, p in enumerate(parts)]
+            if any(parts[k] for k in dims):
+                a = S.reshard(a, PD.laid_out(a.aval, whole, frozenset(), a.aval, out), geo)
+            ops.append(a)
+            kept = [p for k, p in enumerate(whole) if k not in dims]
+            natural.append(PD.laid_out(out, kept, frozenset(), a.aval, out))
+        outs = S.run_local(prim, geo, [*ops, *args[n:]], natural, params)
+        return [S.reshard(o, want, geo) for o, want in zip(outs, out_avals)]
+    return program
 
 
 # ---------------------------------------------------------------- evaluation
@@ -262,6 +294,7 @@ reduce_p = declare("reduce", typing=_reduce_type, impl=_reduce_impl, multiple_re
                    sharding=_reduce_sharding, jvp=_reduce_jvp,
                    transpose=not_applicable("reduce with a general computation is not linear"),
                    batch=_reduce_batch, lowering=_reduce_lowering, pp_rule=_pp_reduce,
+                   per_device=from_primitive(_reduce_program),
                    doc="lax.reduce with a computation that is not a recognised monoid")
 
 
