@@ -293,8 +293,9 @@ def _bitwise_reduction(name: str, op: str, identity: int) -> Callable[..., Any]:
 def _logical_reduction(name: str, op: str, identity: bool) -> Callable[..., Any]:
     def reduction(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
                   keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
-        return _reduction(a, name, op, identity, preproc=_cast_to_bool, axis=_axes(axis), dtype=dtype, out=out, keepdims=keepdims,
-                          initial=initial, where=where)
+        return _reduction(a, name, op, identity, preproc=_cast_to_bool, axis=_axes(axis),
+                          dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                          where=where)
     reduction.__name__ = reduction.__qualname__ = f"_{name}"
     return _inline_jit(reduction)
 
