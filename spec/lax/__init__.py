@@ -15,6 +15,7 @@ from spec._src.lax.shaping import *  # noqa: F403
 from spec._src.lax.slicing import *  # noqa: F403
 from spec._src.lax.indexing import *  # noqa: F403
 from spec._src.lax.reductions import *  # noqa: F403
+from spec._src.lax.reduce import reduce as reduce
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.windows import *  # noqa: F403

@@ -23,5 +23,8 @@ from spec._src.numpy.polynomials import *  # noqa: F403
 from spec._src.numpy.windows import *  # noqa: F403
 from spec._src.numpy.printing import *  # noqa: F403
 from spec._src.numpy.vectorize import *  # noqa: F403
+from spec._src.numpy.ufunc_api import *  # noqa: F403
+from spec._src.numpy.functional import *  # noqa: F403
+from spec._src.numpy.io import *  # noqa: F403
 from spec._src.core.basearray import Array as ndarray  # noqa: F401
 from spec.numpy import fft as fft  # noqa: E402

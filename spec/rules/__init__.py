@@ -30,6 +30,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     linalg_tridiagonal,
     linear_solve,
     prng,
+    reduce,
     reductions,
     remat,
     reshard,

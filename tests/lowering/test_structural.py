@@ -1,7 +1,8 @@
 """Structural lowering rules (slicing, gather/scatter, sort, windowed and
-variadic reductions): spec's StableHLO, compiled by jaxlib on CPU, computes
-bit for bit what spec evaluates and what JAX computes for the same program;
-and the text of a few is JAX's own lowering up to SSA names."""
+variadic reductions, lax.reduce with a general computation): spec's StableHLO,
+compiled by jaxlib on CPU, computes bit for bit what spec evaluates and what JAX
+computes for the same program; and the text of a few is JAX's own lowering up to
+SSA names."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ def _program(lax: Any, numpy: Any) -> Callable[..., Any]:
                       numpy.argmax(x, axis=1), numpy.argmin(x, axis=0),
                       numpy.argmax(i, axis=0), numpy.argmin(i, axis=1),
                       lax.cumsum(x, axis=1), lax.cumprod(i, axis=0, reverse=True),
-                      lax.cummax(x, axis=0), lax.cummin(i, axis=1, reverse=True))
+                      lax.cummax(x, axis=0), lax.cummin(i, axis=1, reverse=True),
+                      *lax.reduce((i, i), (np.int32(2 ** 31 - 1), np.int32(0)),
+                                  lambda p, q: (lax.min(p[0], q[0]), p[1] + q[1]), (1,)),
+                      *numpy.minmax(i, axis=0))
         sorts = (*lax.sort((x, i), dimension=1, num_keys=1),
                  *lax.sort((i, x), dimension=0, num_keys=2),
                  *lax.top_k(i, 2), *lax.top_k(x[:, :3] * 0 + i[:, :3], 1),
@@ -125,7 +129,9 @@ def _text_program(lax: Any, numpy: Any) -> Callable[..., Any]:
                 *lax.sort((x, i), dimension=1, num_keys=1), *lax.top_k(x, 2),
                 lax.bitcast_convert_type(x, np.int32), lax.reduce_precision(x, 5, 10),
                 x.at[k].add(1.0), x[k], x.at[k].get(mode="fill", fill_value=-1.0),
-                x.at[k].mul(3.0, mode="clip"))
+                x.at[k].mul(3.0, mode="clip"), *numpy.minmax(x, axis=1),
+                *lax.reduce((i, x), (np.int32(0), np.float32(0)),
+                            lambda p, q: (p[0] * q[0], p[1] + q[1]), (0,)))
     return fn
 
 

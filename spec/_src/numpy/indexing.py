@@ -59,7 +59,8 @@ __all__ = [
     "getitem", "take", "take_along_axis", "nonzero", "argwhere", "flatnonzero", "diagonal", "diag",
     "where", "c_", "r_", "choose", "compress", "put_along_axis", "ravel_multi_index", "select",
     "unravel_index", "diag_indices", "diag_indices_from", "index_exp", "indices", "ix_",
-    "mask_indices", "s_", "tril_indices", "tril_indices_from", "triu_indices", "triu_indices_from",
+    "mask_indices", "place", "put", "s_", "tril_indices", "tril_indices_from", "triu_indices",
+    "triu_indices_from",
 ]
 
 INDEX_DTYPE = np.dtype(np.int32)
@@ -1484,3 +1485,70 @@ r_ = _RClass()
 
 
 c_ = _CClass()
+
+
+# ================================================================ put / place
+# NumPy's in-place updates, returning the updated copy; ``inplace=False`` must
+# be passed as the reminder JAX asks for.
+
+def _tile_to_size(arr: Any, size: int) -> Any:
+    """A 1-d ``arr`` repeated whole as often as needed, then cut to ``size``."""
+    n = util._aval(arr).size
+    if n < size:
+        arr = slicing.tile(arr, (-(-size // n),))
+    return arr[:size] if util._aval(arr).size > size else arr
+
+
+def _refuse_inplace(name: str) -> None:
+    raise ValueError(
+        f"jax.numpy.{name} cannot modify arrays in-place, because JAX arrays are immutable. "
+        "Pass inplace=False to instead return an updated array.")
+
+
+def place(arr: Any, mask: Any, vals: Any, *, inplace: bool = True) -> Any:
+    """``arr`` with its entries where ``mask`` is true (in flat order) taken
+    from ``vals``, which is repeated or cut to the number of true entries."""
+    data, mask_arr, vals_arr = _ensure("place", arr, mask, vals)
+    vals_arr = ravel(vals_arr)
+    if inplace:
+        _refuse_inplace("place")
+    size = util._aval(data).size
+    if size != util._aval(mask_arr).size:
+        raise ValueError("place: arr and mask must be the same size")
+    if not util._aval(vals_arr).size:
+        raise ValueError("Cannot place values from an empty array")
+    if not size:
+        return data
+    # Every masked position, padded with an out-of-range index the scatter drops.
+    msize = util._aval(mask_arr).size
+    indices = where(ravel(mask_arr), size=msize, fill_value=msize)[0]
+    vals_arr = _tile_to_size(vals_arr, msize)
+    return ravel(data).at[indices].set(vals_arr, mode="drop").reshape(_shape(data))
+
+
+def put(a: Any, ind: Any, v: Any, mode: str | None = None, *, inplace: bool = True) -> Any:
+    """``a`` with the entries at flat indices ``ind`` set from ``v`` (repeated
+    or cut to ``ind``'s size). ``mode``: None drops out-of-range indices,
+    ``"clip"`` clips them to the ends, ``"wrap"`` takes them modulo the size."""
+    if inplace:
+        _refuse_inplace("put")
+    arr, ind_arr, _ = _ensure("put", a, ind, v)
+    ind_arr = ravel(ind_arr)
+    v_arr = ravel(v)
+    size = util._aval(arr).size
+    if not size or not util._aval(ind_arr).size or not util._aval(v_arr).size:
+        return arr
+    v_arr = _tile_to_size(v_arr, util._aval(ind_arr).size)
+    if mode is None:
+        scatter_mode = "drop"
+    elif mode == "clip":
+        ind_arr = jnp_math.clip(ind_arr, 0, size - 1)
+        scatter_mode = "promise_in_bounds"
+    elif mode == "wrap":
+        ind_arr = ind_arr % size
+        scatter_mode = "promise_in_bounds"
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.put is not supported.")
+    else:
+        raise ValueError(f"mode should be one of 'wrap' or 'clip'; got {mode=}")
+    return arr.at[unravel_index(ind_arr, _shape(arr))].set(v_arr, mode=scatter_mode)

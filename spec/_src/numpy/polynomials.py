@@ -10,13 +10,20 @@ import numpy as np
 
 from spec._src.lax import elementwise as ew
 from spec._src.lax import shaping as L
-from spec._src.numpy import creation, reductions
+from spec._src.lax.elementwise_kit import complex_dtype
+from spec._src.lax.reductions import sort_key_val
+from spec._src.numpy import creation, indexing, reductions
+from spec._src.numpy import linalg as jnp_linalg
+from spec._src.numpy import linalg_solve
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
+from spec._src.numpy.dtypes import finfo
 from spec._src.numpy.elements import trim_zeros
-from spec._src.numpy.math import _named_jit
+from spec._src.numpy.matrices import vander
+from spec._src.numpy.math import _named_jit, _where
 from spec._src.numpy.statistics import convolve
 from spec._src.numpy.util import (
+    _concrete,
     _concrete_or_error,
     _dtype,
     _ensure,
@@ -181,6 +188,132 @@ def _poly(seq_of_zeros: Any) -> Any:
 poly = _named_jit("poly", _poly)
 
 
+def _roots_no_zeros_fn(p: Any) -> Any:
+    """The eigenvalues of the companion matrix of ``p`` (leading coefficient nonzero)."""
+    if _shape(p)[0] < 2:
+        return creation.array([], dtype=complex_dtype(_dtype(p)))
+    a = indexing.diag(creation.ones((_shape(p)[0] - 2,), _dtype(p)), -1)
+    a = a.at[0, :].set(-p[1:] / p[0])
+    return linalg_solve.eigvals(a)
+
+
+_roots_no_zeros = _named_jit("_roots_no_zeros", _roots_no_zeros_fn)
+
+
+def _roots_with_zeros_fn(p: Any, num_leading_zeros: Any) -> Any:
+    # An all-zero p would have no companion matrix: solve for ones instead,
+    # every root of which is then masked.
+    p = _where(_shape(p)[0] == num_leading_zeros, 1.0, p)
+    # The leading zeros rolled to the end are zero roots: sorted last, then NaN.
+    found = _roots_no_zeros(jnp_shape.roll(p, -num_leading_zeros))
+    found = sort_key_val(found == 0, found)[1]
+    n = _shape(found)[0]
+    return _where(creation.arange(n) < n - num_leading_zeros, found,
+                  complex(np.nan, np.nan))
+
+
+_roots_with_zeros = _named_jit("_roots_with_zeros", _roots_with_zeros_fn)
+
+
+def roots(p: Any, *, strip_zeros: bool = True) -> Any:
+    """The (complex) roots of the polynomial with coefficients ``p``. With
+    ``strip_zeros`` leading zero coefficients are dropped (a concrete ``p``
+    needed); without, each leading zero gives a NaN root, and ``p`` may be traced."""
+    p = _ensure("roots", p)
+    (p,) = _promote_inexact(p)
+    p_arr = jnp_shape.atleast_1d(p)
+    if _ndim(p_arr) != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    if _shape(p_arr)[0] < 2:
+        return creation.array([], dtype=complex_dtype(_dtype(p_arr)))
+    num_leading_zeros = _where(reductions.all(p_arr == 0), _shape(p_arr)[0],
+                               reductions.argmin(p_arr == 0))
+    if strip_zeros:
+        count = int(_concrete(
+            num_leading_zeros,
+            "The error occurred in the jnp.roots() function. To use this within a "
+            "JIT-compiled context, pass strip_zeros=False, but be aware that leading zeros "
+            "will result in some returned roots being set to NaN."))
+        return _roots_no_zeros(p_arr[count:])
+    return _roots_with_zeros(p_arr, num_leading_zeros)
+
+
+def _polyfit_checked(x: Any, y: Any, deg: int, w: Any) -> tuple[Any, Any, Any, int]:
+    if w is None:
+        x_arr, y_arr = _ensure("polyfit", x, y)
+    else:
+        x_arr, y_arr, w = _ensure("polyfit", x, y, w)
+    deg = operator.index(deg)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if _ndim(x_arr) != 1:
+        raise TypeError("expected 1D vector for x")
+    if _shape(x_arr)[0] == 0:
+        raise TypeError("expected non-empty vector for x")
+    if _ndim(y_arr) < 1 or _ndim(y_arr) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if _shape(x_arr)[0] != _shape(y_arr)[0]:
+        raise TypeError("expected x and y to have same length")
+    return x_arr, y_arr, w, deg + 1
+
+
+def _weighted(lhs: Any, rhs: Any, w: Any, n: int) -> tuple[Any, Any]:
+    (w_arr,) = _promote_inexact(w)
+    if _ndim(w_arr) != 1:
+        raise TypeError("expected a 1-d array for weights")
+    if _shape(w_arr)[0] != n:
+        raise TypeError("expected w and y to have the same length")
+    lhs = lhs * w_arr[:, np.newaxis]
+    rhs = rhs * (w_arr[:, np.newaxis] if _ndim(rhs) == 2 else w_arr)
+    return lhs, rhs
+
+
+def _polyfit_fn(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False,
+                w: Any = None, cov: Any = False) -> Any:
+    x_arr, y_arr, w, order = _polyfit_checked(x, y, deg, w)
+    n = _shape(x_arr)[0]
+    if rcond is None:
+        rcond = n * float(finfo(_dtype(x_arr)).eps)  # type: ignore[no-untyped-call]
+    lhs, rhs = vander(x_arr, order), y_arr
+    if w is not None:
+        lhs, rhs = _weighted(lhs, rhs, w, _shape(y_arr)[0])
+    # Unit columns condition the least-squares problem; the scale is undone after.
+    scale = jnp_math.sqrt(reductions.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale[np.newaxis, :]
+    c, resids, rank, s = linalg_solve.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale[np.newaxis, :]).T if _ndim(c) > 1 else c / scale
+    if full:
+        return c, resids, rank, s, L.asarray(rcond)
+    if not cov:
+        return c
+    vbase = linalg_solve.inv(jnp_linalg.dot(lhs.T, lhs))
+    vbase = vbase / jnp_linalg.outer(scale, scale)
+    if cov == "unscaled":
+        fac = creation.array(1.0)
+    else:
+        if n <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (n - order)
+    if _ndim(y_arr) == 1:
+        return c, vbase * jnp_shape.atleast_1d(fac)[np.newaxis]
+    return c, vbase[:, :, np.newaxis] * jnp_shape.atleast_1d(fac)[np.newaxis, np.newaxis, :]
+
+
+_polyfit = _named_jit("polyfit", _polyfit_fn, static_argnames=("deg", "rcond", "full", "cov"))
+
+
+def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False,
+            w: Any = None, cov: Any = False) -> Any:
+    """Least-squares coefficients (highest power first) of the degree-``deg``
+    polynomial through ``(x, y)``, optionally weighted by ``w``: JAX's scaled
+    Vandermonde ``lstsq``. ``full`` adds the residuals, rank, singular values
+    and ``rcond``; ``cov`` adds the covariance (``"unscaled"``: not scaled by
+    the residual variance)."""
+    return _polyfit(x, y, deg, rcond, full, w, cov)
+
+
 __all__ = [
-    "poly", "polyadd", "polyder", "polydiv", "polyint", "polymul", "polysub", "polyval",
+    "poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub",
+    "polyval", "roots",
 ]

@@ -29,6 +29,8 @@ from spec._src.core.canonical import (
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
+from spec._src.lax.ad_prims import stop_gradient
+from spec._src.lax.reduce import reduce as lax_reduce
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.shaping import _convert_element_type
@@ -55,7 +57,7 @@ __all__ = [
     "argmin", "cumsum", "cumprod", "sort", "argsort", "count_nonzero", "nansum", "nanprod",
     "nanmax", "nanmin", "nanmean", "nanvar", "nanstd", "nanargmax", "nanargmin", "nancumsum",
     "nancumprod", "trace", "trapezoid", "gradient", "unwrap", "cumulative_prod", "cumulative_sum",
-    "diff", "ediff1d",
+    "diff", "ediff1d", "minmax",
 ]
 
 Axis = int | Sequence[int] | None
@@ -154,11 +156,11 @@ def _init_value(dt: T.DType, init: Any) -> np.ndarray:
 
 _REDUCERS: dict[str, Callable[[Any, tuple[int, ...]], Any]] = {
     "add": lr.reduce_sum, "mul": lr.reduce_prod, "max": lr.reduce_max, "min": lr.reduce_min,
-    "and": lr.reduce_and, "or": lr.reduce_or,
+    "and": lr.reduce_and, "or": lr.reduce_or, "xor": lr.reduce_xor,
 }
 _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "add": ew.add, "mul": ew.mul, "max": ew.max, "min": ew.min, "and": ew.bitwise_and,
-    "or": ew.bitwise_or,
+    "or": ew.bitwise_or, "xor": ew.bitwise_xor,
 }
 
 
@@ -245,6 +247,165 @@ def min(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
 
 amax = max
 amin = min
+
+
+# The reductions behind the ufuncs' ``reduce`` methods (``jnp.maximum.reduce``,
+# ``jnp.bitwise_and.reduce``, ``jnp.logaddexp.reduce``, ...), as JAX defines them.
+
+@_inline_jit
+def _reduce_max(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _reduction(a, "max", "max", -np.inf, has_identity=False, axis=axis, dtype=dtype,
+                      out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+@_inline_jit
+def _reduce_min(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    return _reduction(a, "min", "min", np.inf, has_identity=False, axis=axis, dtype=dtype,
+                      out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+def _require_integer(x: Any) -> Any:
+    dt = canonical_aval_of(x).dtype
+    if not (dt == T.bool_ or T.is_int(dt)):
+        raise ValueError(f"integer argument required; got dtype={dt}")
+    return x
+
+
+def _axes(axis: Any) -> Any:
+    """JAX's ``_ensure_optional_axes``: the axis in a hashable form."""
+    return optional_axes(axis)
+
+
+def _bitwise_reduction(name: str, op: str, identity: int) -> Callable[..., Any]:
+    def reduction(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                  keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+        a = _ensure(name, a)
+        dt = T.to_dtype(dtype, name) if dtype is not None else canonical_aval_of(a).dtype
+        init = np.array(identity).astype(dt)
+        return _reduction(a, name, op, init, preproc=_require_integer, axis=_axes(axis),
+                          dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    reduction.__name__ = reduction.__qualname__ = f"_{name}"
+    return _inline_jit(reduction)
+
+
+def _logical_reduction(name: str, op: str, identity: bool) -> Callable[..., Any]:
+    def reduction(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                  keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+        return _reduction(a, name, op, identity, preproc=_cast_to_bool, axis=_axes(axis),
+                          dtype=dtype, out=out, keepdims=keepdims, initial=initial,
+                          where=where)
+    reduction.__name__ = reduction.__qualname__ = f"_{name}"
+    return _inline_jit(reduction)
+
+
+_reduce_bitwise_and = _bitwise_reduction("reduce_bitwise_and", "and", -1)
+_reduce_bitwise_or = _bitwise_reduction("reduce_bitwise_or", "or", 0)
+_reduce_bitwise_xor = _bitwise_reduction("reduce_bitwise_xor", "xor", 0)
+_reduce_logical_and = _logical_reduction("reduce_logical_and", "and", True)
+_reduce_logical_or = _logical_reduction("reduce_logical_or", "or", False)
+_reduce_logical_xor = _logical_reduction("reduce_logical_xor", "xor", False)
+
+
+def _logsumexp(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+               keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """log(sum(exp(a))) shifted by the (gradient-stopped) finite maximum;
+    ``dtype`` is checked and then unused, as in JAX."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.logaddexp.reduce is not supported.")
+    if dtype is not None:
+        T.to_dtype(dtype, "jnp.logaddexp.reduce")
+    a = _ensure("logsumexp", a)
+    if where is not None:
+        where = _ensure("logsumexp", where)
+    (a_arr,) = _promote_inexact(a)
+    dims = reduction_axes(axis, canonical_aval_of(a_arr).ndim)
+    amax = max(jnp_math.real(a_arr), axis=dims, keepdims=keepdims, where=where,
+               initial=-np.inf)
+    amax = stop_gradient(ew.select(ew.is_finite(amax), amax, L.full_like(amax, 0)))
+    amax_with_dims = amax if keepdims else L.expand_dims(amax, dims)
+    exp_a = ew.exp(ew.sub(a_arr, amax_with_dims.astype(canonical_aval_of(a_arr).dtype)))
+    sumexp = sum(exp_a, axis=dims, keepdims=keepdims, where=where)
+    result = ew.add(ew.log(sumexp), amax.astype(canonical_aval_of(sumexp).dtype))
+    return result if initial is None else jnp_math.logaddexp(initial, result)
+
+
+def _logsumexp2(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
+                keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
+    """log2(sum(2**a)) through ``_logsumexp`` on ``a ln 2``."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.logaddexp2.reduce is not "
+                                  "supported.")
+    if dtype is not None:
+        T.to_dtype(dtype, "jnp.logaddexp2.reduce")
+    a = _ensure("logsumexp2", a)
+    if where is not None:
+        where = _ensure("logsumexp2", where)
+    ln2 = float(np.log(2))
+    if initial is not None:
+        initial = initial * ln2
+    return _logsumexp(a * ln2, axis=axis, dtype=dtype, keepdims=keepdims, where=where,
+                      initial=initial) / ln2
+
+
+def _minmax_op(a: tuple[Any, Any], b: tuple[Any, Any]) -> tuple[Any, Any]:
+    return ew.min(a[0], b[0]), ew.max(a[1], b[1])
+
+
+def _with_initial(result: Any, initial: Any, dtype: T.DType, combine: Callable[..., Any]
+                  ) -> Any:
+    init_arr = _convert_element_type(L.asarray(initial), dtype)
+    if canonical_aval_of(init_arr).shape != ():
+        raise ValueError("initial value must be a scalar. Got array of shape "
+                         f"{canonical_aval_of(init_arr).shape}")
+    return combine(init_arr, result)
+
+
+@_inline_jit
+def _reduce_minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
+                   init_min: Any = None, init_max: Any = None, where: Any = None
+                   ) -> tuple[Any, Any]:
+    """Both extrema in one variadic ``lax.reduce`` (one pass, as JAX's)."""
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.minmax is not supported.")
+    a = _ensure("minmax", a)
+    if where is not None:
+        where = _ensure("minmax", where)
+        if canonical_aval_of(where).dtype != T.bool_:
+            raise ValueError("jnp.minmax: where must be None or a boolean array; got "
+                             f"where.dtype={canonical_aval_of(where).dtype}.")
+    if (init_min is None or init_max is None) and where is not None:
+        raise ValueError("reduction operation minmax does not have an identity, so to use a "
+                         "where mask one has to specify 'initial'")
+    aval = canonical_aval_of(a)
+    dims = reduction_axes(axis, aval.ndim)
+    if (init_min is None or init_max is None) and not _builtin_all(aval.shape[d] >= 1
+                                                                   for d in dims):
+        raise ValueError("zero-size array to reduction operation minmax which has no identity")
+    a = _convert_element_type(a, aval.dtype)
+    lo, hi = _init_value(aval.dtype, np.inf), _init_value(aval.dtype, -np.inf)
+    a_min = a_max = a
+    if where is not None:
+        a_min, a_max = jnp_math._where(where, a, lo), jnp_math._where(where, a, hi)
+    result_min, result_max = lax_reduce((a_min, a_max), (lo, hi), _minmax_op, dims)
+    if init_min is not None:
+        result_min = _with_initial(result_min, init_min, aval.dtype, ew.min)
+    if init_max is not None:
+        result_max = _with_initial(result_max, init_max, aval.dtype, ew.max)
+    if keepdims:
+        result_min, result_max = expand_dims(result_min, dims), expand_dims(result_max, dims)
+    return (_convert_element_type(result_min, aval.dtype),
+            _convert_element_type(result_max, aval.dtype))
+
+
+def minmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
+           initial: Any = None, where: Any = None) -> tuple[Any, Any]:
+    """``(min, max)`` over ``axis``; ``initial`` is one bound for both or a
+    pair ``(bound for the minimum, bound for the maximum)``."""
+    init_min, init_max = initial if isinstance(initial, tuple) else (initial, initial)
+    return _reduce_minmax(a, axis=optional_axes(axis), out=out, keepdims=keepdims,
+                          init_min=init_min, init_max=init_max, where=where)
 
 
 @_inline_jit

@@ -559,19 +559,22 @@ def _roll_static_impl(a: Any, shift: tuple[int, ...], axis: tuple[int, ...]) -> 
 _roll_static = _named_jit("_roll_static", _roll_static_impl, static_argnums=(1, 2))
 
 
-def _roll_dynamic(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
+def _roll_dynamic_impl(a: Any, shift: Any, axis: tuple[int, ...]) -> Any:
     shape = np.broadcast_shapes(_aval(shift).shape, np.shape(axis))
     if len(shape) != 1:
         raise ValueError("'shift' and 'axis' arguments to roll must be scalars or 1D arrays")
+    # Iterating the traced shifts unstacks them, as JAX's loop does.
     shifts = broadcast_to(shift, shape)
-    for k, ax in enumerate(np.broadcast_to(np.asarray(axis), shape)):
+    for x, ax in zip(shifts, np.broadcast_to(np.asarray(axis), shape)):
         ax = int(ax)
         size = array(_aval(a).shape[ax], dtype=T.int32)
-        s = remainder(L.convert_element_type(shifts[k], T.int32),
-                      ew.max(size, np.int32(1)))
+        s = remainder(L.convert_element_type(x, T.int32), ew.max(size, np.int32(1)))
         doubled = slicing.concatenate((a, a), ax)
         a = slicing.dynamic_slice_in_dim(doubled, ew.sub(size, s), _aval(a).shape[ax], axis=ax)
     return a
+
+
+_roll_dynamic = _named_jit("_roll_dynamic", _roll_dynamic_impl, static_argnums=(2,))
 
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Any:

@@ -721,24 +721,8 @@ def histogram2d(x: Any, y: Any, bins: Any = 10, range: Sequence[None | Sequence[
     return hist, edges[0], edges[1]
 
 
-# ------------------------------------------------------------------ minmax
-
-def minmax(a: Any, axis: Any = None, out: None = None, keepdims: bool = False,
-           initial: Any = None, where: Any = None) -> tuple[Any, Any]:
-    if out is not None:
-        raise NotImplementedError("The 'out' argument to jnp.minmax is not supported.")
-    if initial is None:
-        lo = hi = None
-    elif isinstance(initial, tuple):
-        lo, hi = initial
-    else:
-        lo = hi = initial
-    return (reductions.min(a, axis=axis, keepdims=keepdims, initial=lo, where=where),
-            reductions.max(a, axis=axis, keepdims=keepdims, initial=hi, where=where))
-
-
 __all__ = [
     "average", "bincount", "corrcoef", "cov", "digitize", "histogram", "histogram_bin_edges",
     "median", "nanmedian", "nanpercentile", "nanquantile", "percentile", "ptp", "quantile",
-    "convolve", "correlate", "histogram2d", "histogramdd", "interp", "minmax",
+    "convolve", "correlate", "histogram2d", "histogramdd", "interp",
 ]
