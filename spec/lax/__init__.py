@@ -18,6 +18,8 @@ from spec._src.lax.reductions import *  # noqa: F403
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.windows import *  # noqa: F403
+from spec._src.lax.variadic_reduce import reduce as reduce
+from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403

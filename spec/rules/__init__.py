@@ -13,6 +13,7 @@ from __future__ import annotations
 from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
 from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ad_prims,
+    barrier,
     calls,
     collectives,
     control_flow,
@@ -40,6 +41,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     special,
     special_functions,
     state,
+    variadic_reduce,
     windows,
 )
 
