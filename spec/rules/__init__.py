@@ -13,6 +13,7 @@ from __future__ import annotations
 from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
 from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ad_prims,
+    ann,
     barrier,
     calls,
     collectives,
