@@ -19,6 +19,7 @@ from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.windows import *  # noqa: F403
 from spec._src.lax.variadic_reduce import reduce as reduce
+from spec._src.lax.composed import *  # noqa: F403
 from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
