@@ -13,10 +13,12 @@ distinct axes of the operands; C5 ``jaxpr`` takes 2N scalars of the
 operands' dtypes and returns N of them.
 
 The NumPy evaluation folds the reduced elements, flattened in row-major
-order, as a balanced tree: the first ceil(n/2) elements with the rest (the
-odd one out paired with the init values) until one is left, the jaxpr
-applied to all pairs at once (batched); no element leaves the init values
-untouched: an empty reduction gives them. JAX's JVP runs the same tree.
+order, as a balanced tree: the first half with the second half (an odd last
+element carried to the next level) until one is left, the jaxpr applied to
+all pairs of a level at once (batched), then folds that into the init values
+once; an empty reduction gives the init values. JAX's JVP runs its own tree
+(the first ceil(n/2) elements with the rest, the odd one out paired with the
+init values), differentiated.
 
 ``lax.reduce`` binds ``reduce_sum``, ``reduce_prod``, ``reduce_max``,
 ``reduce_min``, ``reduce_and``, ``reduce_or`` or ``reduce_xor`` instead when
@@ -27,6 +29,7 @@ value equal to its identity (JAX's choice).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -41,6 +44,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr,
     eval_jaxpr_values,
     not_applicable,
+    pp_eqn_default,
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
@@ -131,18 +135,28 @@ def _to_front(shape: Sequence[int], dimensions: Sequence[int]) -> tuple[list[int
     return [*dimensions, *kept], [shape[d] for d in kept]
 
 
+def _fold_values(jaxpr: Jaxpr, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """The balanced fold over axis 0: the first half with the second half
+    (an odd last row carried over) until one row is left."""
+    while xs[0].shape[0] > 1:
+        n = xs[0].shape[0]
+        half = n // 2
+        pairs = _apply_values(jaxpr, [*(x[:half] for x in xs), *(x[half:2 * half] for x in xs)])
+        xs = [np.concatenate([p, x[2 * half:]]) for p, x in zip(pairs, xs)]
+    return xs
+
+
 def _reduce_impl(*args: np.ndarray, computation: Any, jaxpr: Jaxpr,
                  dimensions: tuple[int, ...]) -> list[np.ndarray]:
     operands, inits = _split(args)
     perm, kept = _to_front(operands[0].shape, dimensions)
     n = math.prod(operands[0].shape[d] for d in dimensions)
+    start = [np.full((1, *kept), i, dtype=i.dtype) for i in inits]
     if n == 0:
-        return [np.full(kept, i, dtype=i.dtype) for i in inits]
-    xs = [np.transpose(x, perm).reshape(n, *kept) for x in operands]
-    folded = _fold_tree(
-        xs, inits, lambda *ab: _apply_values(jaxpr, ab), lambda x, lo, hi: x[lo:hi],
-        lambda x, i: np.concatenate([x, np.full((1, *kept), i, dtype=x.dtype)]))
-    return [np.ascontiguousarray(x[0]) for x in folded]
+        return [s[0] for s in start]
+    folded = _fold_values(jaxpr, [np.transpose(x, perm).reshape(n, *kept) for x in operands])
+    # The init values enter once, first (as XLA's CPU loop starts from them).
+    return [np.ascontiguousarray(x[0]) for x in _apply_values(jaxpr, [*start, *folded])]
 
 
 # ---------------------------------------------------------------- autodiff
@@ -227,12 +241,29 @@ def _reduce_lowering(ctx: LoweringContext, operands: Sequence[str],
                           regions=[region])
 
 
+class _AddressMasked:
+    """The computation as JAX prints it: its address masked, so that jaxpr
+    text is reproducible (``<function f at 0xXXXXXXXXXXXX>``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
+                      str(self.value))
+
+
+def _reduce_pp(eqn: Any, ctx: Any) -> Any:
+    return pp_eqn_default(eqn, ctx, {**eqn.params,
+                                     "computation": _AddressMasked(eqn.params["computation"])})
+
+
 reduce_p = declare(
     _NAME, typing=_reduce_type, impl=_reduce_impl, multiple_results=True,
     sharding=SK.section(_NAME, _reduce_parts), jvp=_reduce_jvp,
     transpose=not_applicable("a reduction with a general computation is not linear; "
                              "its JVP is written with other primitives"),
-    batch=_reduce_batch, lowering=_reduce_lowering,
+    batch=_reduce_batch, lowering=_reduce_lowering, pp_rule=_reduce_pp,
     doc="XLA's variadic Reduce with a computation given as a jaxpr.")
 
 
