@@ -212,11 +212,11 @@ def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
             raise ValueError("Use 'cuda', 'rocm', or 'oneapi' for lax.platform_dependent.")
     if default is not None and not callable(default):
         raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
-    branch = per_platform.get("cpu", default)
-    if branch is None:
+    chosen = per_platform.get("cpu", default)
+    if chosen is None:
         raise ValueError(f"Cannot lower platform_dependent for platform cpu: no branch for "
                          f"it among {sorted(per_platform)} and no default")
-    return branch(*args)
+    return chosen(*args)
 
 
 __all__ = [

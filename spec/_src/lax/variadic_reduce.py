@@ -171,10 +171,13 @@ def _vmapped(fun: Callable[..., list[Any]], size: int) -> Callable[..., list[Any
 def _apply_traced(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
     """``jaxpr`` applied at every position of traced arrays of one shape:
     JAX's reducer under one vmap per axis."""
-    fun: Callable[..., list[Any]] = lambda *xs: eval_jaxpr(jaxpr, jaxpr.consts, *xs)
+    def fun(*xs: Any) -> list[Any]:
+        return eval_jaxpr(jaxpr, jaxpr.consts, *xs)
+
+    applied: Callable[..., list[Any]] = fun
     for size in reversed(canonical_aval_of(args[0]).shape):
-        fun = _vmapped(fun, size)
-    return fun(*args)
+        applied = _vmapped(applied, size)
+    return applied(*args)
 
 
 def _traced_tree(jaxpr: Jaxpr, inits: Sequence[Any], dimensions: tuple[int, ...]
