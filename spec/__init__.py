@@ -38,6 +38,7 @@ from spec._src.core.sharding import NamedSharding, P
 from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
+from spec._src.api.pmap import pmap
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec._src.api.custom_gradient import closure_convert, custom_gradient
 from spec._src.api.callbacks import effects_barrier, pure_callback
@@ -152,5 +153,5 @@ __all__ = [
     "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
-    "transfer_guard", *_config_module.accepted_flag_contexts(),
+    "pmap", "transfer_guard", *_config_module.accepted_flag_contexts(),
 ]
