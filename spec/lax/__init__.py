@@ -7,6 +7,7 @@ from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
 # Named for type checkers too: the reducers lax.reduce_window recognises.
 from spec._src.lax.elementwise import add as add, max as max, min as min
+from spec._src.lax.integer_ops import mulhi as mulhi
 from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.special_functions import *  # noqa: F403
 from spec._src.lax.fft import *  # noqa: F403

@@ -25,6 +25,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     fft,
     ffi,
     indexing,
+    integer_ops,
     linalg,
     linalg_eig,
     linalg_householder,

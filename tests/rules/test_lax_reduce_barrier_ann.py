@@ -169,6 +169,28 @@ def test_lowerings_compile_and_agree(fn: Callable[[Any], Any]) -> None:
     assert_bitwise(ours, theirs)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64,
+                                   np.uint64])
+def test_mulhi_matches_jax(dtype: Any, x64: None) -> None:
+    info = np.iinfo(dtype)
+    a = _rng.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)
+    b = _rng.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)
+    a[:4] = [info.min, info.max, 0, info.max]
+    b[:4] = [info.min, info.min, info.max, info.max]
+    ours, theirs = np.asarray(slax.mulhi(a, b)), np.asarray(jlax.mulhi(a, b))
+    assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+
+
+def test_mulhi_lowering_and_errors() -> None:
+    x = INTS * 99991
+    ours, theirs, _ = spec_and_compiled(lambda v: slax.mulhi(v, v[::-1]), x)
+    assert_bitwise(ours, theirs)
+    assert str(spec.make_jaxpr(slax.mulhi)(x, x)) == str(jax.make_jaxpr(jlax.mulhi)(x, x))
+    for lax in (slax, jlax):
+        with pytest.raises(TypeError):
+            lax.mulhi(X, X)
+
+
 # ----------------------------------------------- composed lax functions
 
 _LHS = _rng.normal(size=(1, 4, 3, 2)).astype(np.float32)
