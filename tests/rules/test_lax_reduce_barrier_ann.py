@@ -198,6 +198,9 @@ _LOCAL_LHS = _rng.normal(size=(1, 2, 3, 3)).astype(np.float32)
 _LOCAL_RHS = _rng.normal(size=(2, 2, 8, 2)).astype(np.float32)
 _SRC = _rng.normal(size=(4, 5, 3)).astype(np.float32)
 _IDX = (np.array([0, -1, 3]), np.array([4, 2, -2]))
+_RAGGED_LHS = _rng.normal(size=(7, 3)).astype(np.float32)
+_RAGGED_RHS = _rng.normal(size=(3, 3, 4)).astype(np.float32)
+_GROUPS = np.array([2, 0, 3], np.int32)  # an empty group, and rows past the groups
 
 COMPOSED_ROWS: list[tuple[str, Callable[[Any], Any], float]] = [
     ("patches_layouts", lambda lax: lax.conv_general_dilated_patches(
@@ -207,6 +210,9 @@ COMPOSED_ROWS: list[tuple[str, Callable[[Any], Any], float]] = [
         dimension_numbers=("NCHW", "HWIO", "NHWC")), 1e-5),
     ("index_take", lambda lax: lax.index_take(_SRC, _IDX, (0, 1)), 0.0),
     ("broadcast_like", lambda lax: lax.broadcast_like(np.arange(3.0), np.zeros((2, 3))), 0.0),
+    ("ragged_dot", lambda lax: lax.ragged_dot(_RAGGED_LHS, _RAGGED_RHS, _GROUPS), 1e-6),
+    ("ragged_dot_int8", lambda lax: lax.ragged_dot(
+        _RAGGED_LHS.astype(np.int8), _RAGGED_RHS.astype(np.int8), _GROUPS), 0.0),
     ("platform_dependent", lambda lax: lax.platform_dependent(
         np.float32(2.0), cpu=lambda v: v * 3, default=lambda v: v), 0.0),
 ]
@@ -219,6 +225,12 @@ def test_composed_functions_match_jax(name: str, make: Callable[[Any], Any],
     a, e = np.asarray(make(slax)), np.asarray(jax.jit(lambda: make(jlax))())
     assert a.dtype == e.dtype and a.shape == e.shape
     np.testing.assert_allclose(a, e, rtol=0, atol=atol)
+
+
+def test_ragged_dot_derivatives_by_finite_differences() -> None:
+    f = lambda a, b: slax.ragged_dot(a, b, _GROUPS)  # noqa: E731
+    check_grads(f, (_RAGGED_LHS.astype(np.float64), _RAGGED_RHS.astype(np.float64)), 1,
+                modes=("fwd", "rev"))
 
 
 def test_lax_names_match_jax() -> None:

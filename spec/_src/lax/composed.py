@@ -17,6 +17,13 @@ type names of ``jax.lax``.
   and a broadcast to another array's shape.
 - ``platform_dependent``: the branch for the platform the program runs on;
   spec's platform is ``cpu``, so it is the ``cpu`` branch, else ``default``.
+- ``ragged_dot(lhs, rhs, group_sizes)``: lhs's rows in consecutive groups
+  (``group_sizes[g]`` rows each, rows past their sum belong to none and give
+  zeros), each group times its own ``rhs[g]``. Written with ``dot_general``
+  of lhs with every group's matrix, the product of each row's own group
+  selected (one nonzero term per row, so the selection is exact);
+  ``ragged_dot_general`` takes this layout only. JAX binds one
+  ``ragged_dot_general`` primitive, so the jaxprs differ.
 """
 
 from __future__ import annotations
@@ -33,10 +40,11 @@ from spec._src.core.dtypes import dtype_of as dtype
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import conv as C
 from spec._src.lax.dot import Precision, canonicalize_precision, dot_general
-from spec._src.lax.elementwise import rem
+from spec._src.lax.elementwise import bitwise_and, ge, lt, rem, select, sub
+from spec._src.lax.reductions import cumsum, reduce_sum
 from spec._src.lax.indexing import GatherDimensionNumbers, gather
 from spec._src.lax.shaping import asarray, broadcast_in_dim, broadcast_to_rank, \
-    expand_dims, reshape, transpose
+    broadcasted_iota, expand_dims, full_like, reshape, transpose
 from spec._src.lax.slicing import concatenate
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
@@ -199,6 +207,51 @@ def conv_general_dilated_local(
     return _moved(out, (out.ndim - 2, out.ndim - 1), (out_spec[0], out_spec[1]))
 
 
+# ------------------------------------------------------------ ragged dot
+
+def ragged_dot(lhs: Any, rhs: Any, group_sizes: Any, precision: Any = None,
+               preferred_element_type: Any = None, group_offset: Any = None,
+               out_sharding: Any = None) -> Any:
+    """``lhs[m, k]`` row groups times ``rhs[g, k, n]`` (see the module docstring)."""
+    if group_offset is not None:
+        raise NotImplementedError("Unimplemented group_offset support.")
+    a, b, sizes = asarray(lhs), asarray(rhs), asarray(group_sizes)
+    la, ra, sa = canonical_aval_of(a), canonical_aval_of(b), canonical_aval_of(sizes)
+    if la.ndim != 2 or ra.ndim != 3 or sa.ndim != 1:
+        raise TypeError(f"ragged_dot takes lhs [m, k], rhs [g, k, n] and group_sizes [g], got "
+                        f"shapes {la.shape}, {ra.shape} and {sa.shape}")
+    if ra.shape[0] != sa.shape[0] or la.shape[1] != ra.shape[1]:
+        raise TypeError(f"ragged_dot: group_sizes has {sa.shape[0]} groups and rhs "
+                        f"{ra.shape[0]}; lhs contracts {la.shape[1]} against rhs's "
+                        f"{ra.shape[1]}")
+    every = dot_general(a, b, (((1,), (1,)), ((), ())), precision=precision,
+                        preferred_element_type=preferred_element_type)  # [m, g, n]
+    grid = (la.shape[0], sa.shape[0])
+    ends = cumsum(sizes, axis=0)
+    starts = broadcast_in_dim(sub(ends, sizes), grid, (1,))
+    row = broadcasted_iota(sa.dtype, grid, 0)
+    mine = bitwise_and(ge(row, starts), lt(row, broadcast_in_dim(ends, grid, (1,))))
+    mine = broadcast_in_dim(mine, canonical_aval_of(every).shape, (0, 1))
+    return reduce_sum(select(mine, every, full_like(every, 0)), (1,))
+
+
+def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any,
+                       ragged_dot_dimension_numbers: RaggedDotDimensionNumbers,
+                       precision: Any = None, preferred_element_type: Any = None,
+                       group_offset: Any = None, out_sharding: Any = None) -> Any:
+    """``ragged_dot`` for its layout: lhs ``[m, k]`` ragged along m, rhs
+    ``[g, k, n]`` grouped along g."""
+    dn = ragged_dot_dimension_numbers
+    (contract, batch) = dn.dot_dimension_numbers
+    if (tuple(map(tuple, contract)) != ((1,), (1,)) or any(batch[0]) or any(batch[1])
+            or tuple(dn.lhs_ragged_dimensions) != (0,)
+            or tuple(dn.rhs_group_dimensions) != (0,)):
+        raise NotImplementedError(f"ragged_dot_general with ragged_dot_dimension_numbers={dn}: "
+                                  "only ragged_dot's layout is specified")
+    return ragged_dot(lhs, rhs, group_sizes, precision, preferred_element_type, group_offset,
+                      out_sharding)
+
+
 # ------------------------------------------------------------- platforms
 
 def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
@@ -222,6 +275,7 @@ def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
 __all__ = [
     "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "RandomAlgorithm",
     "Tolerance", "broadcast_like", "broadcast_shapes", "conv_general_dilated_local",
-    "conv_general_dilated_patches", "dtype", "index_take", "platform_dependent",
+    "conv_general_dilated_patches", "dtype", "index_take", "platform_dependent", "ragged_dot",
+    "ragged_dot_general",
 ]
 
