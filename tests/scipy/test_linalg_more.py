@@ -1,5 +1,5 @@
-"""jax.scipy.linalg's polar, expm_frechet, eigh_tridiagonal, convolution_matrix
-and fiedler_companion: values against SciPy (the definitions jax.scipy
+"""jax.scipy.linalg's polar, expm_frechet, eigh_tridiagonal, convolution_matrix,
+fiedler_companion, qr_multiply and solve_sylvester: values against SciPy (the definitions jax.scipy
 follows) and defining identities, dtypes and errors twinned with JAX run live
 on the cheapest calls (JAX compiles each function eagerly)."""
 
@@ -34,6 +34,15 @@ ROWS: list[tuple[str, Callable[[], Any], Callable[[], Any], float]] = [
                                                select_range=(1, 3)),
      lambda: scl.eigh_tridiagonal(DIAG, OFF, eigvals_only=True, select="i",
                                   select_range=(1, 3)), 1e-5),
+    ("qr_multiply_left", lambda: sla.qr_multiply(TALL, SQUARE, "left"),
+     lambda: scl.qr_multiply(TALL, SQUARE, "left"), 1e-5),
+    ("qr_multiply_right_vector", lambda: sla.qr_multiply(TALL, DIAG[:4]),
+     lambda: scl.qr_multiply(TALL, DIAG[:4]), 1e-5),
+    ("solve_sylvester", lambda: sla.solve_sylvester(SQUARE, SQUARE.T @ SQUARE, DIRECTION),
+     lambda: scl.solve_sylvester(SQUARE, SQUARE.T @ SQUARE, DIRECTION), 1e-4),
+    ("solve_sylvester_eigen", lambda: sla.solve_sylvester(SQUARE, SQUARE.T @ SQUARE,
+                                                          DIRECTION, method="eigen"),
+     lambda: scl.solve_sylvester(SQUARE, SQUARE.T @ SQUARE, DIRECTION), 1e-4),
     *[(f"convolution_matrix_{mode}_{n}",
        (lambda mode, n: lambda: sla.convolution_matrix(np.arange(1.0, 4.0), n, mode))(mode, n),
        (lambda mode, n: lambda: scl.convolution_matrix(np.arange(1.0, 4.0), n, mode))(mode, n),
@@ -74,3 +83,5 @@ def test_dtypes_and_errors_match_jax() -> None:
             m.convolution_matrix(np.ones(3), 2, "bad")
         with pytest.raises(ValueError):
             m.expm_frechet(SQUARE, TALL)
+        with pytest.raises(ValueError):
+            m.qr_multiply(TALL, SQUARE, "middle")

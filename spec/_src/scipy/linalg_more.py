@@ -18,6 +18,15 @@
   with a length-n vector is ``convolve(a, v, mode)``.
 - ``fiedler_companion(a)``: the pentadiagonal Fiedler companion matrix of
   the polynomial with coefficients a (highest degree first).
+- ``qr_multiply(a, c, mode)``: ``Q @ c`` (left, c with min(m, n) rows) or
+  ``c @ Q`` cut to min(m, n) columns (right), Q of ``qr(a)`` (``conj(Q)``
+  with ``conjugate``), and R's first min(m, n) rows; ``pivoting`` adds the
+  column permutation.
+- ``solve_sylvester(A, B, C)``: X with ``A X + X B = C``, NaN where some
+  eigenvalues of A and B sum to less than ``tol`` in magnitude. Method
+  ``'schur'`` solves the equivalent ``(I kron A + B^T kron I) vec(X) =
+  vec(C)`` (JAX's Bartels-Stewart reaches the same X; spec has no Schur
+  decomposition yet); ``'eigen'`` diagonalises A and B as JAX does.
 """
 
 from __future__ import annotations
@@ -26,11 +35,18 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.api.jit import jit
+from spec._src.core import types as T
+from spec._src.lax import control_flow as lax_cf
 from spec._src.numpy import creation
+from spec._src.numpy import reductions as jr
+from spec._src.numpy.linalg import kron
+from spec._src.numpy.math import _promote_dtypes_inexact
+from spec._src.numpy.vectorize import vectorize
 from spec._src.numpy import math as jm
 from spec._src.numpy import shape as js
 from spec._src.numpy.linalg import _linalg_svd, linalg, matmul
-from spec._src.scipy.linalg import expm, toeplitz
+from spec._src.scipy.linalg import expm, qr, toeplitz
 
 
 def _h(x: Any) -> Any:
@@ -150,5 +166,79 @@ def fiedler_companion(a: Any) -> Any:
     return m.at[1, 0].set(1)
 
 
+def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False,
+                overwrite_c: bool = False) -> tuple[Any, ...]:
+    """``(Q @ c or c @ Q, R)`` (see the module docstring)."""
+    a, c = _promote_dtypes_inexact(creation.asarray(a), creation.asarray(c))
+    if mode not in ("right", "left"):
+        raise ValueError(f"mode must be 'right' or 'left', got {mode!r}")
+    onedim = c.ndim == 1
+    if onedim:
+        c = c[:, None] if mode == "left" else c[None, :]
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    if mode == "left" and c.shape[-2] != k:
+        raise ValueError(f"Array shapes are not compatible for Q @ c operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {k} columns, but c has {c.shape[-2]} "
+                         f"rows (expected {k}).")
+    if mode == "right" and c.shape[-1] != m:
+        raise ValueError(f"Array shapes are not compatible for c @ Q operation: a has shape "
+                         f"{tuple(a.shape)} so Q has {m} rows, but c has {c.shape[-1]} "
+                         f"columns (expected {m}).")
+    factors = qr(a, mode="economic", pivoting=pivoting)
+    q, r = factors[0], factors[1]
+    if conjugate:
+        q = jm.conj(q)
+    product = matmul(q, c) if mode == "left" else matmul(c, q)
+    if onedim:
+        product = js.ravel(product)
+    r = js.triu(r[..., :k, :])
+    return (product, r, factors[2]) if pivoting else (product, r)
+
+
+def _sylvester_kron(a: Any, b: Any, c: Any) -> Any:
+    m, n = c.shape
+    system = kron(creation.eye(n, dtype=a.dtype), a) + kron(b.T, creation.eye(m, dtype=a.dtype))
+    vec = js.reshape(c.T, (m * n,))
+    return js.reshape(linalg.solve(system, vec), (n, m)).T
+
+
+def _sylvester_eigen(a: Any, b: Any, c: Any) -> Any:
+    ra, ua = linalg.eig(a)
+    rb, ub = linalg.eig(b)
+    f = linalg.solve(ua, matmul(c.astype(ra.dtype), ub))
+    y = f / (ra[:, None] + rb[None, :])
+    return matmul(matmul(ua, y), linalg.inv(ub))
+
+
+def _sylvester_2d(a: Any, b: Any, c: Any, *, method: str, tol: float) -> Any:
+    if method == "schur":
+        x = _sylvester_kron(a, b, c)
+    elif method == "eigen":
+        x = _sylvester_eigen(a, b, c)
+    else:
+        raise ValueError(f"Unrecognized method {method}. The two valid methods are either "
+                         '"schur" or "eigen".')
+    if not T.is_complex(c.dtype):
+        x = jm.real(x)
+    near = jr.any(jm.abs(linalg.eigvals(a)[:, None] + linalg.eigvals(b)[None, :]) < tol)
+    return lax_cf.cond(near, lambda: creation.zeros_like(x) * np.nan, lambda: x)
+
+
+def _solve_sylvester(A: Any, B: Any, C: Any, *, method: str = "schur",  # noqa: N803
+                     tol: float = 1e-8) -> Any:
+    a, b, c = _promote_dtypes_inexact(creation.asarray(A), creation.asarray(B),
+                                      creation.asarray(C))
+    m, n = c.shape[-2:]
+    if a.shape[-2:] != (m, m) or b.shape[-2:] != (n, n):
+        raise ValueError(f"Incompatible shapes for Sylvester equation:\nA: {a.shape}\n"
+                         f"B: {b.shape}\nC: {c.shape}")
+    return vectorize(lambda x, y, z: _sylvester_2d(x, y, z, method=method, tol=tol),
+                     signature="(m,m),(n,n),(m,n)->(m,n)")(a, b, c)
+
+
+solve_sylvester = jit(_solve_sylvester, static_argnames=("method",))
+
 __all__ = ["convolution_matrix", "eigh_tridiagonal", "expm_frechet", "fiedler_companion",
-           "polar"]
+           "polar", "qr_multiply", "solve_sylvester"]
