@@ -246,3 +246,6 @@ def test_lax_names_match_jax() -> None:
             with pytest.raises(ValueError):
                 lax.Tolerance(**bad)
     assert slax.Tolerance(rtol=0.5).rtol == jlax.Tolerance(rtol=0.5).rtol
+    for shape in ((2, 3), ()):
+        a, e = np.asarray(slax.shape_as_value(shape)), np.asarray(jlax.shape_as_value(shape))
+        assert a.dtype == e.dtype and np.array_equal(a, e)

@@ -92,6 +92,16 @@ class Tolerance:
 
 # ---------------------------------------------------------------- shapes
 
+def shape_as_value(shape: Sequence[int]) -> Any:
+    """``shape`` as a signed integer array (int32, int64 for a dimension
+    int32 cannot hold); the empty shape is an empty array."""
+    dims = tuple(int(d) for d in shape)
+    dtype = np.int64 if any(d > np.iinfo(np.int32).max for d in dims) else np.int32
+    if not dims:
+        return full_like(np.zeros(0, dtype), 0)
+    return np.asarray(dims, dtype=dtype)
+
+
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape NumPy's broadcasting gives ``shapes``."""
     if not shapes:
@@ -276,6 +286,6 @@ __all__ = [
     "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "RandomAlgorithm",
     "Tolerance", "broadcast_like", "broadcast_shapes", "conv_general_dilated_local",
     "conv_general_dilated_patches", "dtype", "index_take", "platform_dependent", "ragged_dot",
-    "ragged_dot_general",
+    "ragged_dot_general", "shape_as_value",
 ]
 
