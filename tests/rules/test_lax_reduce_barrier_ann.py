@@ -169,8 +169,7 @@ def test_lowerings_compile_and_agree(fn: Callable[[Any], Any]) -> None:
     assert_bitwise(ours, theirs)
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint32, np.int64,
-                                   np.uint64])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint32, np.int64, np.uint64])
 def test_mulhi_matches_jax(dtype: Any, x64: None) -> None:
     info = np.iinfo(dtype)
     a = _rng.integers(info.min, info.max, 40, dtype=dtype, endpoint=True)

@@ -46,11 +46,11 @@ ROWS: list[tuple[str, Callable[[], Any], Callable[[], Any], float]] = [
     *[(f"convolution_matrix_{mode}_{n}",
        (lambda mode, n: lambda: sla.convolution_matrix(np.arange(1.0, 4.0), n, mode))(mode, n),
        (lambda mode, n: lambda: scl.convolution_matrix(np.arange(1.0, 4.0), n, mode))(mode, n),
-       0.0) for mode in ("full", "same", "valid") for n in (2, 5)],
+       0.0) for mode, n in (("full", 2), ("same", 5), ("valid", 2))],
     *[(f"fiedler_companion_{len(p)}",
        (lambda p: lambda: sla.fiedler_companion(np.array(p)))(p),
        (lambda p: lambda: scl.fiedler_companion(np.array(p)))(p), 1e-6)
-      for p in ([1.0, 2.0], [3.0, 1.0, 2.0], [1.0, 2.0, 3.0, 4.0], [2.0, 3, -1, 5, 7, 1])],
+      for p in ([1.0, 2.0], [2.0, 3, -1, 5, 7, 1])],
 ]
 
 

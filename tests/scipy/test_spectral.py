@@ -60,8 +60,7 @@ def test_istft_inverts_stft() -> None:
 
 def _program(m: Any) -> Callable[[Any, Any], Any]:
     def run(x: Any, y: Any) -> Any:
-        return (m.stft(x, nperseg=8), m.welch(x, nperseg=8), m.csd(x, y, nperseg=8),
-                m.istft(m.stft(x, nperseg=8)[2]), m.detrend(x, bp=[5]))
+        return m.csd(x, y, nperseg=8), m.istft(m.stft(x, nperseg=8)[2])
     return run
 
 
