@@ -38,6 +38,7 @@ from spec._src.core.sharding import NamedSharding, P
 from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
+from spec._src.api.pmap import pmap
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec._src.api.custom_gradient import closure_convert, custom_gradient
 from spec._src.api.callbacks import effects_barrier, pure_callback
@@ -57,6 +58,11 @@ from spec._src.core.interpreter import ensure_compile_time_eval
 from spec._src.api.jaxpr_parser import parse_jaxpr
 from spec._src.core.types import MemorySpace as _MemorySpace
 from types import SimpleNamespace as _SimpleNamespace
+import enum as _enum
+import functools as _functools
+import gc as _gc
+from spec import profiler as profiler
+from spec._src.core.array import Shard as Shard
 
 from spec import version as version
 from spec._src.backends.environment import print_environment_info as print_environment_info
@@ -94,6 +100,33 @@ def block_until_ready(x: object) -> object:
     return x
 
 
+def copy_to_host_async(x: object) -> object:
+    """``x`` unchanged: spec's arrays live in host memory already."""
+    return x
+
+
+def live_arrays(platform: str | None = None) -> list[Array]:
+    """The arrays that are alive now (spec's backend is cpu)."""
+    if platform not in (None, "cpu"):
+        raise RuntimeError(f"Unknown backend {platform}: spec's only backend is cpu")
+    return [o for o in _gc.get_objects() if isinstance(o, Array)]
+
+
+class Inline(_enum.Enum):
+    """When a jit call's body is inlined into its caller (a compiler hint)."""
+
+    JAX_EARLY = "jax_early"
+    JAX_LATE = "jax_late"
+    XLA_EARLY = "xla_early"
+    XLA_LATE = "xla_late"
+    AUTO = "auto"
+
+
+globals().update(_config_module.accepted_flag_contexts())
+checking_leaks = _functools.partial(_config_module.FlagContext("jax_check_tracer_leaks"), True)
+transfer_guard = _config_module.transfer_guard
+
+
 __all__ = [
     "Ref", "discharge_state", "ds", "freeze", "new_ref", "ref", "export", "stages",
     "Array", "CompilerEffortLevel", "Device", "ShapeDtypeStruct", "block_until_ready",
@@ -119,4 +152,6 @@ __all__ = [
     "threefry_partitionable", "get_abstract_mesh", "use_abstract_mesh", "rules", "test_util",
     "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax", "parse_jaxpr", "typing", "memory",
+    "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
+    "pmap", "transfer_guard", *_config_module.accepted_flag_contexts(),
 ]

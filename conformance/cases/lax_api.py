@@ -243,3 +243,19 @@ def lax_x64(jax: Any, jnp: Any, lax: Any) -> Any:
             lax.convert_element_type(i, np.dtype("float64")), lax.dynamic_slice(f, (i[0],), (2,)),
             lax.population_count(i), lax.clz(i), lax.div(i, 7),
             contraction(lax.dot(f, f), np.abs(np.asarray(f)) @ np.abs(np.asarray(f)), 6)]
+
+
+@case(tags=("lax", "reduce"))
+def variadic_reduce_top_k_barrier_mulhi(jax: Any, jnp: Any, lax: Any) -> Any:
+    x = _m(jnp, seed=31)
+    idx = lax.broadcasted_iota(np.int32, x.shape, 1)
+
+    def pick(a: Any, b: Any) -> Any:
+        take = a[0] >= b[0]
+        return lax.select(take, a[0], b[0]), lax.select(take, a[1], b[1])
+
+    i = _m(jnp, "int32", seed=32)
+    return [lax.reduce((x, idx), (-np.inf, np.int32(0)), pick, (1,)),
+            lax.reduce(i, np.int32(0), lax.add, (0,)), lax.approx_max_k(x, 2),
+            lax.approx_min_k(x, 2, reduction_dimension=0), lax.optimization_barrier((x, i)),
+            lax.mulhi(i * 7919, i * 104729)]

@@ -7,6 +7,7 @@ from spec.rules import REGISTRY as _REGISTRY  # every family declared
 from spec._src.lax.elementwise import *  # noqa: F403
 # Named for type checkers too: the reducers lax.reduce_window recognises.
 from spec._src.lax.elementwise import add as add, max as max, min as min
+from spec._src.lax.integer_ops import mulhi as mulhi
 from spec._src.lax.special import *  # noqa: F403
 from spec._src.lax.special_functions import *  # noqa: F403
 from spec._src.lax.fft import *  # noqa: F403
@@ -19,6 +20,9 @@ from spec._src.lax.reduce import reduce as reduce
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.windows import *  # noqa: F403
+from spec._src.lax.composed import *  # noqa: F403
+from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
+from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403

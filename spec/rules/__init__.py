@@ -13,6 +13,8 @@ from __future__ import annotations
 from spec._src.core.registry import REGISTRY, declare, missing_sections, primitive
 from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     ad_prims,
+    ann,
+    barrier,
     calls,
     collectives,
     control_flow,
@@ -23,6 +25,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     fft,
     ffi,
     indexing,
+    integer_ops,
     linalg,
     linalg_eig,
     linalg_householder,

@@ -473,6 +473,8 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "custom_lin": _custom_lin,
     "div": _scaled(lax.div),
     "dot_general": _dot,
+    "optimization_barrier": _binary_same(lambda a, b: lax.optimization_barrier((a, b))[0] * 2
+                                         + lax.optimization_barrier((a, b))[1]),
     "dynamic_slice": _dynamic_slice,
     "dynamic_update_slice": _dynamic_update_slice,
     "eval_jaxpr": _eval_jaxpr,

@@ -61,6 +61,8 @@ def _check_matmul_precision(value: Any) -> None:
 
 # The levels of XLA's ExecutionOptions.optimization_level / memory_fitting_level.
 OPTIMIZATION_LEVELS = ("UNKNOWN", "O0", "O1", "O2", "O3")
+# The levels of a transfer guard (None: the default, allow).
+_GUARD_LEVELS = (None, "allow", "log", "disallow", "log_explicit", "disallow_explicit")
 
 
 @dataclass
@@ -138,6 +140,32 @@ _FLAGS: dict[str, _Flag] = {
               OPTIMIZATION_LEVELS),
     )
 }
+
+# Flags JAX 0.12 accepts that change nothing spec computes (guards, logging,
+# compiler and TPU tuning, jax2tf's lowering choices): (name, default, choices).
+_ACCEPTED: tuple[tuple[str, Any, tuple[Any, ...] | None], ...] = (
+    ("jax_allow_f16_reductions", True, None),
+    ("jax_array_garbage_collection_guard", None, (None, "allow", "log", "fatal")),
+    ("jax_auto_pcast", True, None),
+    ("jax_check_tracer_leaks", False, None),
+    ("jax_debug_key_reuse", False, None),
+    ("jax_default_prng_impl", "threefry2x32", ("threefry2x32", "rbg", "unsafe_rbg")),
+    ("jax_enable_custom_prng", False, None),
+    ("jax2tf_associative_scan_reductions", False, None),
+    ("jax_legacy_prng_key", "allow", ("allow", "warn", "error")),
+    ("jax_log_compiles", False, None),
+    ("jax_no_execution", False, None),
+    ("jax_no_tracing", False, None),
+    ("jax_remove_size_one_mesh_axis_from_type", False, None),
+    ("jax_softmax_custom_jvp", False, None),
+    ("jax_thread_guard", False, None),
+    ("jax_transfer_guard_device_to_device", None, _GUARD_LEVELS),
+    ("jax_transfer_guard_device_to_host", None, _GUARD_LEVELS),
+    ("jax_transfer_guard_host_to_device", None, _GUARD_LEVELS),
+)
+for _name, _default, _choices in _ACCEPTED:
+    _parser = _parse_bool if isinstance(_default, bool) else _parse_str
+    _FLAGS[_name] = _Flag(_name, _default, _name.upper(), _parser, _choices)
 
 
 class Config:
@@ -287,4 +315,36 @@ def default_device(device: Any) -> Iterator[None]:
     """Arrays made inside the block without a placement (and computations on
     uncommitted arrays alone) live on ``device``."""
     with config._override("jax_default_device", device):
+        yield
+
+
+class FlagContext:
+    """A flag as JAX's top-level names give it: ``name(value)`` is a context
+    manager setting it within a block; ``.value`` reads it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def value(self) -> Any:
+        return config.read(self.name)
+
+    def __call__(self, new_val: Any = True) -> contextlib.AbstractContextManager[None]:
+        return config._override(self.name, new_val)
+
+    def __repr__(self) -> str:
+        return f"FlagContext({self.name!r})"
+
+
+def accepted_flag_contexts() -> dict[str, FlagContext]:
+    """The accepted flags' top-level names (``jax.log_compiles``, ...)."""
+    return {name.removeprefix("jax_"): FlagContext(name) for name, _, _ in _ACCEPTED}
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str) -> Iterator[None]:
+    """Within the block, all three transfer guards are ``new_val``."""
+    with contextlib.ExitStack() as stack:
+        for kind in ("host_to_device", "device_to_host", "device_to_device"):
+            stack.enter_context(config._override(f"jax_transfer_guard_{kind}", new_val))
         yield

@@ -475,7 +475,8 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
         found["structured"], sres = ad.slotted_entries(lin.structured)
         found["n_sres"] = len(sres)
         return [*lin.primals_out, *(_stackable(x) for x in sres),
-                *(_lift(c) for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
+                *(_lift(c, params["check_vma"])
+                  for (_, c), f in zip(traced, found["forwarded"]) if f is None)]
 
     with _inside(mesh, params["check_vma"], params["newly_manual_axes"]):
         primal_jaxpr, _ = trace_to_jaxpr(primal_fun, list(jaxpr.in_avals))
@@ -484,7 +485,12 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
     n_sres = found["n_sres"]
     sres_specs = tuple(_stacked_spec(a, mesh, params["check_vma"], params["newly_manual_axes"])
                        for a in res_avals[:n_sres])
-    res_specs = sres_specs + tuple(_residual_spec(a, mesh) for a in res_avals[n_sres:])
+    # Without variance tracking every residual may differ across the manual
+    # axes: each leaves the map stacked over all of them.
+    res_specs = sres_specs + tuple(
+        _residual_spec(a, mesh) if params["check_vma"]
+        else _stacked_spec(a, mesh, False, params["newly_manual_axes"])
+        for a in res_avals[n_sres:])
     with set_current_trace(trace.parent):
         outs = shard_map_p.bind(*primals, jaxpr=primal_jaxpr, in_specs=in_specs,
                                 out_specs=out_specs + res_specs, **params)
@@ -507,7 +513,7 @@ def _shard_map_linearize(trace: Any, primals: list[Any], tangents: list[Any], *,
     tangent_jaxpr = _unlift_inputs(
         Jaxpr([v for v, _ in kept], res_vars + lin.invars, lin.outvars, lin.eqns,
               consts=[c for _, c in kept]),
-        [f is None and not v.aval.shape and bool(v.aval.vma)
+        [f is None and not v.aval.shape and (bool(v.aval.vma) or not params["check_vma"])
          for v, f in zip(res_vars, found["forwarded"])], mesh, params["check_vma"])
     t_specs = tuple(s.to_tangent_spec() for s, d in zip(in_specs, differentiate) if d)
     t_in = [t for t in tangents if type(t) is not Zero]
@@ -522,10 +528,11 @@ def _eval(jaxpr: Jaxpr, args: Sequence[Any]) -> list[Any]:
     return eval_jaxpr(jaxpr, jaxpr.consts, *args)
 
 
-def _lift(x: Any) -> Any:
-    """A rank-0 varying residual as shape (1,): out_specs split dim 0."""
+def _lift(x: Any, check_vma: bool = True) -> Any:
+    """A rank-0 varying residual (any rank-0 one when variance is not
+    tracked) as shape (1,): out_specs split dim 0."""
     aval = canonical_aval_of(x)
-    if aval.shape or not aval.vma:
+    if aval.shape or (check_vma and not aval.vma):
         return x
     return broadcast_in_dim(x, (1,), ())
 

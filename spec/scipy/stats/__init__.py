@@ -4,6 +4,7 @@ statistics."""
 from spec._src.scipy.stats._core import mode as mode
 from spec._src.scipy.stats._core import rankdata as rankdata
 from spec._src.scipy.stats._core import sem as sem
+from spec._src.scipy.stats.kde import gaussian_kde as gaussian_kde
 from spec.scipy.stats import bernoulli as bernoulli
 from spec.scipy.stats import beta as beta
 from spec.scipy.stats import betabinom as betabinom
