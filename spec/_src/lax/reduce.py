@@ -164,18 +164,17 @@ def _reduce_impl(*values: np.ndarray, computation: Any, jaxpr: Jaxpr,
         return [np.full(out_shape, i, dtype=o.dtype) for o, i in zip(ops, inits)]
     flat = [np.transpose(o, (*dimensions, *kept)).reshape(rows, cols) for o in ops]
     while rows > 1:
-        half = (rows + 1) // 2
-        tops = [f[:half] for f in flat]
-        bottoms = [f[half:] for f in flat]
-        if rows % 2:
-            bottoms = [np.concatenate([b, np.full((1, cols), i, dtype=b.dtype)])
-                       for b, i in zip(bottoms, inits)]
+        half = rows // 2  # an odd last row waits for the next level
         size = half * cols
-        outs = _combine(jaxpr, n, size, [t.reshape(size) for t in tops],
-                        [b.reshape(size) for b in bottoms])
-        flat = [np.asarray(o).reshape(half, cols) for o in outs]
-        rows = half
-    return [f.reshape(out_shape) for f in flat]
+        outs = _combine(jaxpr, n, size, [f[:half].reshape(size) for f in flat],
+                        [f[half:2 * half].reshape(size) for f in flat])
+        flat = [np.concatenate([np.asarray(o).reshape(half, cols), f[2 * half:]])
+                for o, f in zip(outs, flat)]
+        rows = half + rows % 2
+    # The initial values enter once, as the accumulator XLA's loop starts from.
+    starts = [np.full(cols, i, dtype=o.dtype) for o, i in zip(ops, inits)]
+    outs = _combine(jaxpr, n, cols, starts, [f.reshape(cols) for f in flat])
+    return [np.asarray(o).reshape(out_shape) for o in outs]
 
 
 # ------------------------------------------------------------------ autodiff
