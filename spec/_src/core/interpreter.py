@@ -838,10 +838,16 @@ def _typed_on_mesh(out_avals: Sequence[ArrayType]) -> bool:
 
 def _on_hi_values(args: Sequence[Any]) -> bool:
     """Whether a primitive applies to hi values themselves (value classes),
-    which it does as its ``to_lojax`` rule; next to a tracer of a hi type
-    (which has no components to lower to) they are constants of its trace."""
-    return any(type(a) in HI_VALUE_TYPES for a in args) and not any(
-        isinstance(a, Tracer) and is_high(a.aval) for a in args)
+    which it does as its ``to_lojax`` rule: where no operand is a tracer, or
+    where a hi value holds tracers (a program being lowered). Next to a
+    tracer, a hi value of concrete components is a constant of its trace,
+    as an array is (its rules see it whole, as under jit)."""
+    his = [a for a in args if type(a) in HI_VALUE_TYPES]
+    if not his or any(isinstance(a, Tracer) and is_high(a.aval) for a in args):
+        return False
+    if not any(isinstance(a, Tracer) for a in args):
+        return True
+    return any(isinstance(lo, Tracer) for h in his for lo in lower_value(hi_type_of(h), h))
 
 
 class _Dispatch:

@@ -562,11 +562,12 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     index, *ops = primals
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
-    out_nz = _cond_out_nonzero(branches, ops_nz)
-    recorded = _recorded_branches(branches, ops_nz, out_nz)
+    with ad.linearizing_bodies():
+        out_nz = _cond_out_nonzero(branches, ops_nz)
+        recorded = _recorded_branches(branches, ops_nz, out_nz)
+        jvps = (recorded.jvps if recorded is not None else
+                [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_sres = 0 if recorded is None else recorded.n_sres
-    jvps = (recorded.jvps if recorded is not None else
-            [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_ops, n_out = len(ops), len(branches[0].outvars)
     n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
     split = _split_branches(jvps, [False] * n_ops + [True] * n_t_in,

@@ -1,0 +1,305 @@
+"""Reordering the mapped axes of a hi value (SPEC.md, "Hi types", HT8).
+
+A hi value's type is built from an element type by ``inc_rank`` along
+mapping specs: a scan stacks along the type's ``leading_axis_spec()``, a
+vmap maps along the spec the batch carries. Where a batched program scans
+over a batched hi value, or stacks batched hi results, the two mapped axes
+must trade places; the type only says how it maps, so the reordering is
+found on its components: each ``inc_rank`` inserts (at most) one axis into
+each component of ``lo_ty``, found by comparing the component shapes before
+and after, and the components are transposed from one order to the other.
+``hi_transpose`` is that reordering as a primitive: its operand has the
+type ``elem`` mapped along ``axes`` (in order, the first innermost), its
+result ``elem`` mapped along the same axes in the order ``order``; on components (``to_lojax``) it
+is one transpose per component. It is linear: its tangent is the same
+reordering of the tangent (the types' ``to_tangent_aval``; a plain-array
+tangent is transposed), its transpose the reverse reordering of the
+cotangent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from spec._src.core.hitypes import (
+    HiPspec,
+    MappingSpec,
+    is_high,
+    lo_types,
+    lower_value,
+    raise_values,
+)
+from spec._src.core.interpreter import canonical_aval_of, not_applicable
+from spec._src.core.registry import declare, primitive
+from spec._src.core.sharding import P
+from spec._src.interpreters.ad_util import Zero, instantiate
+
+# One mapped axis: its size and the mapping spec it is mapped along.
+Axis = tuple[int, MappingSpec]
+
+VIEWS = ("primal", "tangent", "ct")
+
+
+def mapped_type(elem: Any, axes: Sequence[Axis]) -> Any:
+    """``elem`` mapped along ``axes``, the first innermost."""
+    ty = elem
+    for size, spec in axes:
+        ty = ty.inc_rank(size, spec)
+    return ty
+
+
+def _viewed(ty: Any, view: str) -> Any:
+    if view == "primal" or not is_high(ty):
+        return ty
+    return ty.to_tangent_aval() if view == "tangent" else ty.to_ct_aval()
+
+
+def _shapes(ty: Any) -> list[tuple[int, ...]]:
+    return [tuple(lo.shape) for lo in lo_types(ty)]
+
+
+def _positions(before: Any, after: Any, size: int) -> list[int | None] | None:
+    """Where ``after``'s components have the axis of ``size`` that
+    ``before``'s lack (None: the component is not mapped), or None where a
+    component's position is ambiguous (equal sizes side by side)."""
+    b, a = _shapes(before), _shapes(after)
+    if len(a) != len(b):
+        return None
+    out: list[int | None] = []
+    for sb, sa in zip(b, a):
+        if sa == sb:
+            out.append(None)
+            continue
+        at = [p for p in range(len(sa)) if sa[p] == size and sa[:p] + sa[p + 1:] == sb]
+        if len(at) != 1:
+            return None
+        out.append(at[0])
+    return out
+
+
+def _inserted_axes(ty: Any, size: int, spec: MappingSpec, view: str) -> list[int | None]:
+    """For each component of ``view(ty)``: the axis mapping ``ty`` along
+    ``spec`` inserts. The map is parametric in the size, so where the real
+    size leaves a position ambiguous a size unlike every dimension decides."""
+    before = _viewed(ty, view)
+    found = _positions(before, _viewed(ty.inc_rank(size, spec), view), size)
+    if found is None:
+        probe = max((d for s in _shapes(before) for d in s), default=0) + size + 1
+        found = _positions(before, _viewed(ty.inc_rank(probe, spec), view), probe)
+    if found is None:
+        raise NotImplementedError(
+            f"mapping a value of type {ty.str_short(True)} along {spec!r} does not add one "
+            "axis to each of its components (lo_ty), so its mapped axes cannot be reordered")
+    return found
+
+
+def _labels(elem: Any, axes: Sequence[Axis], view: str) -> list[list[Any]]:
+    """Each component's axes of ``view(elem mapped along axes)``, named:
+    ``("e", i)`` for the element's own, ``k`` for the k-th of ``axes``."""
+    names: list[list[Any]] = [[("e", i) for i in range(len(s))]
+                              for s in _shapes(_viewed(elem, view))]
+    ty = elem
+    for k, (size, spec) in enumerate(axes):
+        for comp, at in zip(names, _inserted_axes(ty, size, spec, view)):
+            if at is not None:
+                comp.insert(at, k)
+        ty = ty.inc_rank(size, spec)
+    return names
+
+
+def _permutations(elem: Any, axes: Sequence[Axis], order: Sequence[int],
+                  view: str) -> list[tuple[int, ...]]:
+    """Per component, the transpose taking ``axes`` to their ``order``."""
+    before = _labels(elem, axes, view)
+    after = _labels(elem, [axes[k] for k in order], view)
+    perms = []
+    for b, a in zip(before, after):
+        renamed = [order[x] if isinstance(x, int) else x for x in a]
+        if sorted(map(str, renamed)) != sorted(map(str, b)):
+            raise NotImplementedError(
+                f"the components of {mapped_type(elem, axes).str_short(True)} are not mapped "
+                f"along the same axes in the order {tuple(order)}, so its mapped axes cannot "
+                "be reordered")
+        perms.append(tuple(b.index(x) for x in renamed))
+    return perms
+
+
+def _transposed(x: Any, perm: tuple[int, ...]) -> Any:
+    if perm == tuple(range(len(perm))):
+        return x
+    return primitive("transpose").bind(x, permutation=perm)
+
+
+def _reordered(axes: Sequence[Axis], order: Sequence[int]) -> tuple[Axis, ...]:
+    return tuple(axes[k] for k in order)
+
+
+def _inverse(order: Sequence[int]) -> tuple[int, ...]:
+    inv = [0] * len(order)
+    for i, k in enumerate(order):
+        inv[k] = i
+    return tuple(inv)
+
+
+def reorder(x: Any, elem: Any, axes: Sequence[Axis], order: Sequence[int],
+            view: str = "primal") -> Any:
+    """``x`` (of type ``view(elem mapped along axes)``) with its mapped axes
+    in the order ``order`` (axis ``order[i]`` of ``axes`` the i-th): a
+    transpose for a plain array (a plain tangent type), ``hi_transpose``
+    for a hi value."""
+    axes, order = tuple(axes), tuple(order)
+    if order == tuple(range(len(order))):
+        return x
+    if type(x) is Zero:
+        return Zero(_viewed(mapped_type(elem, _reordered(axes, order)), view))
+    if not is_high(_viewed(mapped_type(elem, axes), view)):
+        (perm,) = _permutations(elem, axes, order, view)
+        return _transposed(x, perm)
+    return hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view)
+
+
+def _check_params(axes: Sequence[Axis], order: Sequence[int], view: str) -> None:
+    if view not in VIEWS:
+        raise TypeError(f"hi_transpose: view must be one of {VIEWS}; got {view!r}")
+    if sorted(order) != list(range(len(axes))):
+        raise TypeError(f"hi_transpose: order {tuple(order)!r} must be a permutation of the "
+                        f"{len(axes)} mapped axes")
+
+
+def _hi_transpose_type(x: Any, *, elem: Any, axes: tuple[Axis, ...], order: tuple[int, ...],
+                       view: str) -> list[Any]:
+    _check_params(axes, order, view)
+    want = _viewed(mapped_type(elem, axes), view)
+    if x != want:
+        raise TypeError(f"hi_transpose: the operand has type {x.str_short(True)}; "
+                        f"{elem.str_short(True)} mapped along {axes!r} is "
+                        f"{want.str_short(True)}")
+    return [_viewed(mapped_type(elem, _reordered(axes, order)), view)]
+
+
+def _hi_transpose_impl(x: Any, **params: Any) -> list[Any]:
+    # (eager operands are hi values, which bind hands to ``to_lojax``)
+    raise TypeError(f"hi_transpose applies to hi values; got {type(x).__name__}")
+
+
+def _hi_transpose_to_lojax(x: Any, *, elem: Any, axes: tuple[Axis, ...],
+                           order: tuple[int, ...], view: str) -> Any:
+    """One transpose per component."""
+    aval = _viewed(mapped_type(elem, axes), view)
+    perms = _permutations(elem, axes, order, view)
+    los = [_transposed(lo, p) for lo, p in zip(lower_value(aval, x), perms)]
+    return raise_values([_viewed(mapped_type(elem, _reordered(axes, order)), view)], los)[0]
+
+
+def _hi_transpose_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, elem: Any,
+                      axes: tuple[Axis, ...], order: tuple[int, ...], view: str
+                      ) -> tuple[list[Any], list[Any]]:
+    (x,), (t,) = primals, tangents
+    out = hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view)
+    # (the tangent of a primal value has its tangent type; a tangent or
+    # cotangent value, linear, is its own)
+    return [out], [reorder(t, elem, axes, order, "tangent" if view == "primal" else view)]
+
+
+def _hi_transpose_transpose(ct: Any, operand: Any, *, elem: Any, axes: tuple[Axis, ...],
+                            order: tuple[int, ...], view: str) -> list[Any]:
+    """The reverse reordering of the cotangent."""
+    if type(ct) is Zero:
+        return [Zero(_viewed(mapped_type(elem, axes), "ct"))]
+    return [reorder(instantiate(ct), elem, _reordered(axes, order), _inverse(order), "ct")]
+
+
+def _hi_transpose_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: Any,
+                        axes: tuple[Axis, ...], order: tuple[int, ...], view: str
+                        ) -> tuple[list[Any], list[Any]]:
+    """The batch axis is one more mapped axis, outermost, left in place."""
+    (x,), (d,) = args, dims
+    if view != "primal" or not isinstance(d, MappingSpec):
+        raise NotImplementedError(
+            f"vmap of hi_transpose on a {view} value of type "
+            f"{canonical_aval_of(x).str_short(True)} batched at {d!r}")
+    return [hi_transpose_p.bind(x, elem=elem, axes=(*axes, (axis.size, d)),
+                                order=(*order, len(order)), view=view)], [d]
+
+
+def _hi_transpose_sharding(x: Any, **params: Any) -> list[Any]:
+    return [None]  # (a hi type's sharding is inside the type: its typing made it)
+
+
+# ------------------------------------------- partition specs of batched values
+
+
+def _with_unsplit(spec: Any, at: int | None, ndim: int) -> Any:
+    """A PartitionSpec for an array of rank ``ndim`` with an unsplit axis
+    inserted at ``at`` (None: unchanged)."""
+    if at is None or spec is None:
+        return spec
+    parts = [*spec.partitions, *([None] * (ndim - len(spec.partitions)))]
+    parts.insert(at, None)
+    return P(*parts, unreduced=spec.unreduced, reduced=spec.reduced)
+
+
+class BatchedHiPspec(HiPspec):
+    """A hi type's partition spec for its values batched along a mapping
+    spec: the batch axis is added, unsplit, to each component the mapping
+    adds it to (and likewise to the tangent and cotangent specs)."""
+
+    def __init__(self, inner: HiPspec, aval: Any, size: int, dim: MappingSpec) -> None:
+        self.inner, self.aval, self.size, self.dim = inner, aval, size, dim
+
+    def __repr__(self) -> str:
+        return f"BatchedHiPspec({self.inner!r}, {self.dim!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BatchedHiPspec) and (self.inner, self.aval, self.size,
+                                                      self.dim) == (other.inner, other.aval,
+                                                                    other.size, other.dim)
+
+    def __hash__(self) -> int:
+        return hash((BatchedHiPspec, self.inner, self.size))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(
+            f"'{type(self).__name__}' has no attribute '{name}': the partition spec of values "
+            f"of {self.aval.str_short(True)} batched along {self.dim!r} gives only to_lo, "
+            "to_tangent_spec and to_ct_spec (its type's shard/unshard must read to_lo)")
+
+    def to_lo(self) -> tuple[Any, ...]:
+        comps = list(self.aval.lo_ty())
+        if any(is_high(c) for c in comps):
+            raise NotImplementedError(
+                f"a batched partition spec for {self.aval.str_short(True)}, whose components "
+                "are hi types themselves")
+        at = _inserted_axes(self.aval, self.size, self.dim, "primal")
+        return tuple(_with_unsplit(s, a, c.ndim)
+                     for s, a, c in zip(self.inner.to_lo(), at, comps))
+
+    def _viewed_spec(self, spec: Any, view: str) -> Any:
+        if isinstance(spec, HiPspec):
+            if view == "tangent":
+                return BatchedHiPspec(spec, self.aval.to_tangent_aval(), self.size, self.dim)
+            return BatchedHiPspec(spec, self.aval.to_ct_aval(), self.size, self.dim)
+        (at,) = _inserted_axes(self.aval, self.size, self.dim, view)
+        return _with_unsplit(spec, at, _viewed(self.aval, view).ndim)
+
+    def to_tangent_spec(self) -> Any:
+        return self._viewed_spec(self.inner.to_tangent_spec(), "tangent")
+
+    def to_ct_spec(self) -> Any:
+        return self._viewed_spec(self.inner.to_ct_spec(), "ct")
+
+
+hi_transpose_p = declare(
+    "hi_transpose", typing=_hi_transpose_type, impl=_hi_transpose_impl,
+    jvp=_hi_transpose_jvp, transpose=_hi_transpose_transpose, batch=_hi_transpose_batch,
+    sharding=_hi_transpose_sharding,
+    lowering=not_applicable("its operand is a hi value, lowered to its components "
+                            "(to_lojax: one transpose each) before a program is lowered"),
+    to_lojax=_hi_transpose_to_lojax,
+    doc="A hi value's mapped axes reordered (a vmap's batch axis and a scan's stacking "
+        "axis): one transpose per component.")
+
+__all__ = ["Axis", "BatchedHiPspec", "hi_transpose_p", "mapped_type", "reorder"]
