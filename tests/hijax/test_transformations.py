@@ -172,12 +172,7 @@ def _run(impl: str, expr: str) -> str:
 
 
 # Where spec differs from JAX 0.12.0.1, with the reason.
-KNOWN = {
-    "scan_linearize": "spec linearizes a scan body by partial evaluation of its jvp, so a "
-                      "primitive with a jvp rule but no lin/linearized runs; JAX linearizes "
-                      "the body directly and asks for `lin`",
-    "cond_linearize": "as scan_linearize, for the branches of cond",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [

@@ -534,7 +534,7 @@ def _rearranged(body: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, nz: list[bool],
 
 def _scan_out_avals(jaxpr: Jaxpr, nk: int, length: int) -> list[ArrayType]:
     outs = jaxpr.out_avals
-    return [*outs[:nk], *(a.update(shape=(length, *a.shape)) for a in outs[nk:])]
+    return [*outs[:nk], *(stacked_aval(a, length) for a in outs[nk:])]
 
 
 def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length: int,
