@@ -520,20 +520,72 @@ def test_vmap_of_a_scan_with_hi_carries_is_a_loop(xs: np.ndarray, data: st.DataO
         np.testing.assert_allclose(np.asarray(read)[i], np.asarray(loop), rtol=1e-6)
 
 
-def test_vmap_refuses_to_broadcast_or_select_hi_values() -> None:
-    # Where a batched program would have to broadcast a hi value or select
-    # between hi values per example, vmap refuses, naming the type (JAX
-    # 0.12 fails on these with internal errors).
+def _same_quantized(got: Any, i: int, want: Any) -> None:
+    np.testing.assert_array_equal(np.asarray(got.qvalue)[i], np.asarray(want.qvalue))
+    np.testing.assert_array_equal(np.asarray(got.scale)[i], np.asarray(want.scale))
+
+
+def test_vmap_broadcasts_and_selects_hi_values_by_their_spec() -> None:
+    # An unbatched quantized carry that the loop makes batched is broadcast
+    # along the spec the body gives it (scan and while_loop); a cond with a
+    # batched predicate selects per example between quantized results (a
+    # branch's unbatched one broadcast first): the loop over the batch,
+    # eagerly and jitted, and straight-through gradients. (JAX 0.12 fails
+    # on all of these with internal errors.)
+    xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
+    steps = np.linspace(-1, 1, 48, dtype=np.float32).reshape(4, 2, 2, 3)
+    ps = np.array([True, False, True, False])
+    q0, qc = quantize(xs[0]), quantize(xs[1] - 5)
+    qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+
+    def scanned(q: Any, s: Any) -> Any:
+        return spec.lax.scan(lambda c, r: (quantize(dequantize(c) + r), None), q, s)[0]
+
+    def looped(q: Any, s: Any) -> Any:
+        return spec.lax.while_loop(lambda c: c[0] < 2, lambda c: (
+            c[0] + 1, quantize(dequantize(c[1]) + snp.asarray(s)[c[0]])), (0, q))[1]
+
+    def chosen(p: Any, q: Any) -> Any:
+        return spec.lax.cond(p, lambda q: quantize(dequantize(q) * 2), lambda q: qc, q)
+
+    cases = [(scanned, (None, 0), (q0, steps), lambda i: (q0, steps[i])),
+             (looped, (None, 0), (q0, steps), lambda i: (q0, steps[i])),
+             (chosen, (0, Leading()), (ps, qxs), lambda i: (ps[i], quantize(xs[i])))]
+    for f, in_axes, args, example_i in cases:
+        batched = spec.vmap(f, in_axes=in_axes, out_axes=Leading(), axis_size=4)
+        for run in (batched, spec.jit(batched)):
+            out = run(*args)
+            for i in range(4):
+                _same_quantized(out, i, f(*example_i(i)))
+    g = spec.jit(spec.grad(lambda x: snp.sum(dequantize(spec.vmap(
+        lambda p, x: chosen(p, quantize(x)), out_axes=Leading())(ps, x)) * 3)))(xs)
+    np.testing.assert_array_equal(np.asarray(g), 6 * ps[:, None, None] * np.ones_like(xs))
+    g = spec.grad(lambda x: snp.sum(dequantize(spec.vmap(
+        lambda s: scanned(quantize(x), s), out_axes=Leading())(steps))))(xs[0])
+    np.testing.assert_array_equal(np.asarray(g), np.full_like(xs[0], 4))
+
+
+def test_vmap_refuses_hi_values_it_cannot_select() -> None:
+    # A while_loop whose predicate is batched would keep finished examples'
+    # hi carries; a cond whose branches give a hi result batched by no spec
+    # has none to select along: NotImplementedError naming the type.
     xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
     qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+    q0, q1 = quantize(xs[0]), quantize(xs[1])
+    # (branches returning the same value give it unchanged; asked for
+    # batched, it is broadcast along the spec)
+    same = spec.vmap(lambda p: spec.lax.cond(p, lambda: q0, lambda: q0), out_axes=Leading())(
+        np.array([True, False]))
+    for i in range(2):
+        _same_quantized(same, i, q0)
     programs = {
-        "carry unbatched initially of type q8[2,3]": lambda: spec.jit(spec.vmap(
-            lambda q0, x: spec.lax.scan(lambda c, r: (quantize(dequantize(c) + r), None),
-                                        q0, x)[0], in_axes=(None, 0), out_axes=Leading()))(
-            quantize(xs[0]), np.ones((4, 2, 2, 3), np.float32)),
-        "selects per example between values of type q8[2,3]": lambda: spec.vmap(
-            lambda p, q: spec.lax.cond(p, lambda q: quantize(dequantize(q)), lambda q: q, q),
-            in_axes=(0, Leading()))(np.array([True, False, True, False]), qxs),
+        "while_loop with a batched predicate selects per example between values of type "
+        "q8[2,3]": lambda: spec.vmap(lambda q, n: spec.lax.while_loop(
+            lambda c: c[0] < n, lambda c: (c[0] + 1, quantize(dequantize(c[1]) * 2)), (0, q)),
+            in_axes=(Leading(), 0))(qxs, np.arange(4)),
+        "values of type q8[2,3] that its branches give batched along no mapping spec":
+            lambda: spec.vmap(lambda p: spec.lax.cond(p, lambda: q0, lambda: q1))(
+                np.array([True, False])),
     }
     for what, run in programs.items():
         with pytest.raises(NotImplementedError, match=what.replace("[", r"\[")):

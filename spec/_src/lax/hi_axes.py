@@ -30,10 +30,17 @@ from spec._src.core.hitypes import (
     lower_value,
     raise_values,
 )
-from spec._src.core.interpreter import canonical_aval_of, not_applicable
+from spec._src.core.interpreter import (
+    EvalTrace,
+    Primitive,
+    Tracer,
+    canonical_aval_of,
+    current_trace,
+    not_applicable,
+)
 from spec._src.core.registry import declare, primitive
 from spec._src.core.sharding import P
-from spec._src.interpreters.ad_util import Zero, instantiate
+from spec._src.interpreters.ad_util import Zero, instantiate, zeros_like_aval
 
 # One mapped axis: its size and the mapping spec it is mapped along.
 Axis = tuple[int, MappingSpec]
@@ -125,6 +132,17 @@ def _permutations(elem: Any, axes: Sequence[Axis], order: Sequence[int],
     return perms
 
 
+def _bind(prim: Primitive, *args: Any, **params: Any) -> Any:
+    """``prim.bind``, except that concrete operands under a trace (a hi
+    constant a branch returns) are that trace's constants: binding would
+    lower them on the spot, their components that trace's tracers outside
+    any hi value."""
+    trace = current_trace()
+    if isinstance(trace, EvalTrace) or any(isinstance(a, Tracer) for a in args):
+        return prim.bind(*args, **params)
+    return trace.process_primitive(prim, list(args), params)[0]
+
+
 def _transposed(x: Any, perm: tuple[int, ...]) -> Any:
     if perm == tuple(range(len(perm))):
         return x
@@ -156,7 +174,7 @@ def reorder(x: Any, elem: Any, axes: Sequence[Axis], order: Sequence[int],
     if not is_high(_viewed(mapped_type(elem, axes), view)):
         (perm,) = _permutations(elem, axes, order, view)
         return _transposed(x, perm)
-    return hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view)
+    return _bind(hi_transpose_p, x, elem=elem, axes=axes, order=order, view=view)
 
 
 def _check_params(axes: Sequence[Axis], order: Sequence[int], view: str) -> None:
@@ -223,8 +241,215 @@ def _hi_transpose_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: An
                                 order=(*order, len(order)), view=view)], [d]
 
 
-def _hi_transpose_sharding(x: Any, **params: Any) -> list[Any]:
+def _hi_sharding(*avals: Any, **params: Any) -> list[Any]:
     return [None]  # (a hi type's sharding is inside the type: its typing made it)
+
+
+hi_transpose_p = declare(
+    "hi_transpose", typing=_hi_transpose_type, impl=_hi_transpose_impl,
+    jvp=_hi_transpose_jvp, transpose=_hi_transpose_transpose, batch=_hi_transpose_batch,
+    sharding=_hi_sharding,
+    lowering=not_applicable("its operand is a hi value, lowered to its components "
+                            "(to_lojax: one transpose each) before a program is lowered"),
+    to_lojax=_hi_transpose_to_lojax,
+    doc="A hi value's mapped axes reordered (a vmap's batch axis and a scan's stacking "
+        "axis): one transpose per component.")
+
+# -------------------------------------------------------------- broadcasting
+
+
+def broadcast(x: Any, elem: Any, axis: Axis, view: str = "primal") -> Any:
+    """``x`` (of type ``view(elem)``) broadcast along one more mapped axis:
+    ``view(elem mapped along axis)``; a plain array along the axis the
+    mapping inserts, a hi value by ``hi_broadcast``."""
+    if type(x) is Zero:
+        return Zero(_viewed(mapped_type(elem, [axis]), view))
+    if not is_high(_viewed(elem, view)):
+        (at,) = _inserted_axes(elem, axis[0], axis[1], view)
+        out = _viewed(mapped_type(elem, [axis]), view)
+        return x if at is None else _broadcast_lo(x, out, at)
+    return _bind(hi_broadcast_p, x, elem=elem, axis=axis, view=view)
+
+
+def _broadcast_lo(x: Any, out: Any, at: int) -> Any:
+    ndim = len(out.shape)
+    dims = tuple(d for d in range(ndim) if d != at)
+    return primitive("broadcast_in_dim").bind(x, shape=tuple(out.shape),
+                                              broadcast_dimensions=dims,
+                                              sharding=getattr(out, "sharding", None))
+
+
+def _hi_broadcast_type(x: Any, *, elem: Any, axis: Axis, view: str) -> list[Any]:
+    _check_params([axis], [0], view)
+    want = _viewed(elem, view)
+    if x != want:
+        raise TypeError(f"hi_broadcast: the operand has type {x.str_short(True)}; the "
+                        f"element type is {want.str_short(True)}")
+    return [_viewed(mapped_type(elem, [axis]), view)]
+
+
+def _hi_broadcast_impl(x: Any, **params: Any) -> list[Any]:
+    # (eager operands are hi values, which bind hands to ``to_lojax``)
+    raise TypeError(f"hi_broadcast applies to hi values; got {type(x).__name__}")
+
+
+def _hi_broadcast_to_lojax(x: Any, *, elem: Any, axis: Axis, view: str) -> Any:
+    """Each component broadcast along the axis the mapping inserts in it."""
+    out = _viewed(mapped_type(elem, [axis]), view)
+    at = _inserted_axes(elem, axis[0], axis[1], view)
+    los = [lo if a is None else _broadcast_lo(lo, ty, a)
+           for lo, ty, a in zip(lower_value(_viewed(elem, view), x), lo_types(out), at)]
+    return raise_values([out], los)[0]
+
+
+def _hi_broadcast_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, elem: Any,
+                      axis: Axis, view: str) -> tuple[list[Any], list[Any]]:
+    (x,), (t,) = primals, tangents
+    out = hi_broadcast_p.bind(x, elem=elem, axis=axis, view=view)
+    return [out], [broadcast(t, elem, axis, "tangent" if view == "primal" else view)]
+
+
+def _hi_broadcast_transpose(ct: Any, operand: Any, *, elem: Any, axis: Axis,
+                            view: str) -> list[Any]:
+    """The cotangent summed over the broadcast axis (a plain-array
+    cotangent type; a hi one has no sum spec knows)."""
+    if type(ct) is Zero:
+        return [Zero(_viewed(elem, "ct"))]
+    ct_elem = _viewed(elem, "ct")
+    if is_high(ct_elem):
+        raise NotImplementedError(
+            f"transposing a broadcast of {elem.str_short(True)}, whose cotangent type "
+            f"{ct_elem.str_short(True)} is a hi type: its values cannot be summed over an axis")
+    (at,) = _inserted_axes(elem, axis[0], axis[1], "ct")
+    ct = instantiate(ct)
+    if at is None:
+        return [ct]
+    return [primitive("reduce_sum").bind(ct, axes=(at,), out_sharding=None)]
+
+
+def _hi_broadcast_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: Any,
+                        view: str, **params: Any) -> tuple[list[Any], list[Any]]:
+    """Broadcast per example: of the batched element, then the two mapped
+    axes reordered (the batch axis outermost)."""
+    (x,), (d,) = args, dims
+    new: Axis = params["axis"]
+    if view != "primal" or not isinstance(d, MappingSpec):
+        raise NotImplementedError(
+            f"vmap of hi_broadcast on a {view} value of type "
+            f"{canonical_aval_of(x).str_short(True)} batched at {d!r}")
+    batch: Axis = (axis.size, d)
+    y = hi_broadcast_p.bind(x, elem=mapped_type(elem, [batch]), axis=new, view=view)
+    return [reorder(y, elem, [batch, new], (1, 0))], [d]
+
+
+hi_broadcast_p = declare(
+    "hi_broadcast", typing=_hi_broadcast_type, impl=_hi_broadcast_impl,
+    jvp=_hi_broadcast_jvp, transpose=_hi_broadcast_transpose, batch=_hi_broadcast_batch,
+    sharding=_hi_sharding,
+    lowering=not_applicable("its operand is a hi value, lowered to its components "
+                            "(to_lojax: one broadcast_in_dim each) before a program is "
+                            "lowered"),
+    to_lojax=_hi_broadcast_to_lojax,
+    doc="A hi value broadcast along one more mapped axis (a vmap's batch axis): each "
+        "component broadcast along the axis the mapping inserts in it.")
+
+
+# ------------------------------------------------------- selecting per example
+
+
+def select(which: Any, cases: Sequence[Any], elem: Any, axis: Axis, view: str = "primal"
+           ) -> Any:
+    """Per example along the mapped ``axis``, the case ``which`` picks
+    (``which``: one index per example): cases of type ``view(elem mapped
+    along axis)``; plain arrays by ``select_n``, hi values by
+    ``hi_select_n``."""
+    if not is_high(_viewed(elem, view)):
+        (at,) = _inserted_axes(elem, axis[0], axis[1], view)
+        return _select_lo(which, list(cases), at, elem, axis)
+    return _bind(hi_select_n_p, which, *cases, elem=elem, axis=axis, view=view)
+
+
+def _select_lo(which: Any, cases: list[Any], at: int | None, elem: Any, axis: Axis) -> Any:
+    if at is None:
+        raise NotImplementedError(
+            f"selecting per example between values of type {elem.str_short(True)} mapped "
+            f"along {axis[1]!r}: a component is not mapped, so it cannot differ per example")
+    shape = tuple(canonical_aval_of(cases[0]).shape)
+    picked = primitive("broadcast_in_dim").bind(which, shape=shape, broadcast_dimensions=(at,),
+                                                sharding=None)
+    return primitive("select_n").bind(picked, *cases)
+
+
+def _hi_select_n_type(which: Any, *cases: Any, elem: Any, axis: Axis, view: str
+                      ) -> list[Any]:
+    _check_params([axis], [0], view)
+    want = _viewed(mapped_type(elem, [axis]), view)
+    if tuple(which.shape) != (axis[0],):
+        raise TypeError(f"hi_select_n: the selector has shape {tuple(which.shape)}; one index "
+                        f"per example is shape {(axis[0],)}")
+    for c in cases:
+        if c != want:
+            raise TypeError(f"hi_select_n: a case has type {c.str_short(True)}; "
+                            f"{elem.str_short(True)} mapped along {axis!r} is "
+                            f"{want.str_short(True)}")
+    return [want]
+
+
+def _hi_select_n_impl(which: Any, *cases: Any, **params: Any) -> list[Any]:
+    # (eager cases are hi values, which bind hands to ``to_lojax``)
+    raise TypeError("hi_select_n applies to hi values")
+
+
+def _hi_select_n_to_lojax(which: Any, *cases: Any, elem: Any, axis: Axis, view: str) -> Any:
+    """Each component selected per example along its mapped axis."""
+    out = _viewed(mapped_type(elem, [axis]), view)
+    at = _inserted_axes(elem, axis[0], axis[1], view)
+    per_case = [lower_value(out, c) for c in cases]
+    los = [_select_lo(which, list(comps), a, elem, axis) for a, comps in zip(at, zip(*per_case))]
+    return raise_values([out], los)[0]
+
+
+def _hi_select_n_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, elem: Any,
+                     axis: Axis, view: str) -> tuple[list[Any], list[Any]]:
+    which, *cases = primals
+    out = hi_select_n_p.bind(which, *cases, elem=elem, axis=axis, view=view)
+    ts = tangents[1:]
+    t_view = "tangent" if view == "primal" else view
+    if all(type(t) is Zero for t in ts):
+        return [out], [Zero(_viewed(mapped_type(elem, [axis]), t_view))]
+    return [out], [select(which, [instantiate(t) for t in ts], elem, axis, t_view)]
+
+
+def _hi_select_n_transpose(ct: Any, which: Any, *cases: Any, elem: Any, axis: Axis,
+                           view: str) -> list[Any]:
+    """Each case's cotangent: the output's where it was picked, else zero."""
+    ct_ty = _viewed(mapped_type(elem, [axis]), "ct")
+    if type(ct) is Zero:
+        return [None, *(Zero(ct_ty) for _ in cases)]
+    if is_high(ct_ty):
+        raise NotImplementedError(
+            f"transposing a per-example selection of {elem.str_short(True)}, whose "
+            f"cotangent type {ct_ty.str_short(True)} is a hi type")
+    zero = zeros_like_aval(ct_ty)
+    return [None, *(select(which, [ct if j == i else zero for j in range(len(cases))],
+                           elem, axis, "ct") for i in range(len(cases)))]
+
+
+def _hi_select_n_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
+                       ) -> tuple[list[Any], list[Any]]:
+    raise NotImplementedError(
+        "vmap of a per-example selection between hi values (hi_select_n) under another vmap")
+
+
+hi_select_n_p = declare(
+    "hi_select_n", typing=_hi_select_n_type, impl=_hi_select_n_impl,
+    jvp=_hi_select_n_jvp, transpose=_hi_select_n_transpose, batch=_hi_select_n_batch,
+    sharding=_hi_sharding,
+    lowering=not_applicable("its cases are hi values, lowered to their components "
+                            "(to_lojax: one select_n each) before a program is lowered"),
+    to_lojax=_hi_select_n_to_lojax,
+    doc="Per example along a mapped axis, one of several hi values (a vmapped cond with a "
+        "batched predicate): each component selected along the axis the mapping inserts.")
 
 
 # ------------------------------------------- partition specs of batched values
@@ -292,14 +517,5 @@ class BatchedHiPspec(HiPspec):
         return self._viewed_spec(self.inner.to_ct_spec(), "ct")
 
 
-hi_transpose_p = declare(
-    "hi_transpose", typing=_hi_transpose_type, impl=_hi_transpose_impl,
-    jvp=_hi_transpose_jvp, transpose=_hi_transpose_transpose, batch=_hi_transpose_batch,
-    sharding=_hi_transpose_sharding,
-    lowering=not_applicable("its operand is a hi value, lowered to its components "
-                            "(to_lojax: one transpose each) before a program is lowered"),
-    to_lojax=_hi_transpose_to_lojax,
-    doc="A hi value's mapped axes reordered (a vmap's batch axis and a scan's stacking "
-        "axis): one transpose per component.")
-
-__all__ = ["Axis", "BatchedHiPspec", "hi_transpose_p", "mapped_type", "reorder"]
+__all__ = ["Axis", "BatchedHiPspec", "broadcast", "hi_broadcast_p", "hi_select_n_p",
+           "hi_transpose_p", "mapped_type", "reorder", "select"]

@@ -1149,7 +1149,8 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
     carry_avals, x_avals = jaxpr.in_avals[nc:nc + nk], jaxpr.in_avals[nc + nk:]
     x_dims = dims[nc + nk:]
     x_in = [None if d is None else d if is_high(a) else 0 for a, d in zip(x_avals, x_dims)]
-    # A batched hi carry keeps its mapping spec (its values cannot be moved).
+    # A batched hi carry keeps its mapping spec (its values cannot be moved);
+    # one the body batches from an unbatched start takes the body's spec.
     specs = {i: d for i, d in enumerate(dims[nc:nc + nk])
              if d is not None and is_high(carry_avals[i])}
 
@@ -1157,23 +1158,26 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
         return [specs.get(i, 0) if b else None for i, b in enumerate(carry_b)]
 
     def body_dims(carry_b: list[bool]) -> list[Any]:
-        return batching.batch_jaxpr(jaxpr, axis, c_dims + homes(carry_b) + x_in)[1]
+        out = batching.batch_jaxpr(jaxpr, axis, c_dims + homes(carry_b) + x_in)[1]
+        for i, d in enumerate(out[:nk]):
+            if d is not None and is_high(carry_avals[i]):
+                specs.setdefault(i, d)
+        return out
 
     def pattern(carry_b: list[bool]) -> list[bool]:
         return [d is not None for d in body_dims(carry_b)]
 
     init_b = [d is not None for d in dims[nc:nc + nk]]
     carry_b = _carry_fixpoint(nk, ny, pattern, init_b)
-    _refuse_batched_hi(carry_avals, [b and not b0 for b, b0 in zip(carry_b, init_b)],
-                       "carry unbatched initially")
     y_dims = body_dims(carry_b)[nk:]
     y_avals = jaxpr.out_avals[nk:]
     # (a batched hi result keeps the body's mapping spec; an array is at 0)
     y_want = [None if d is None else d if is_high(a) else 0 for a, d in zip(y_avals, y_dims)]
     in_dims = c_dims + homes(carry_b) + x_in
     body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, homes(carry_b) + y_want)
-    init = [batching.match_axis(axis, x, d, h) if b else x
-            for x, d, b, h in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b, homes(carry_b))]
+    init = [_carry_init(axis, x, a, d, h) if b else x
+            for x, a, d, b, h in zip(args[nc:nc + nk], carry_avals, dims[nc:nc + nk], carry_b,
+                                     homes(carry_b))]
     xs = [_stacking_first(axis, x, a, d, length) for x, a, d in zip(args[nc + nk:], x_avals,
                                                                     x_dims)]
     outs = scan_p.bind(*args[:nc], *init, *xs,
@@ -1181,6 +1185,14 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
     ys = [_batch_first(axis, y, a, d, length) for y, a, d in zip(outs[nk:], y_avals, y_want)]
     return [*outs[:nk], *ys], homes(carry_b) + [d if is_high(a) or d is None else 1
                                                 for a, d in zip(y_avals, y_want)]
+
+
+def _carry_init(axis: AxisData, x: Any, aval: Any, d: Any, home: Any) -> Any:
+    """A batched carry's initial value at its home: an unbatched hi value
+    broadcast along the spec the body batches it at (``hi_broadcast``)."""
+    if is_high(aval) and d is None:
+        return HA.broadcast(x, aval, (axis.size, home))
+    return batching.match_axis(axis, x, d, home)
 
 
 def _stacking_first(axis: AxisData, x: Any, elem: Any, d: Any, length: int) -> Any:
@@ -1211,18 +1223,6 @@ def _leading_spec(axis: AxisData, elem: Any, d: Any) -> Any:
             f"{spec!r} differs from its batched type's {batched!r}, so its stacking and batch "
             "axes cannot be reordered")
     return spec
-
-
-def _refuse_batched_hi(avals: Sequence[Any], batched: Sequence[bool], what: str) -> None:
-    """A hi value batched where the batched scan would have to place its
-    batch axis (behind the scanned axis, or broadcast): a hi value is
-    mapped only as its mapping spec says (NotImplementedError naming it)."""
-    for a, b in zip(avals, batched):
-        if b and is_high(a):
-            raise NotImplementedError(
-                f"vmap of a scan with a batched {what} of type {a.str_short(True)}: its "
-                "batch axis would have to be moved or broadcast, and a hi type's values are "
-                "mapped only as its mapping spec says")
 
 
 # =================================================================== DCE
