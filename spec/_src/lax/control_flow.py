@@ -623,39 +623,9 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
         # Whatever the predicate: JAX batches no cond whose branches call back
         # into Python through io_callback.
         raise NotImplementedError("IO effect not supported in vmap-of-cond.")
-    n_out = len(branches[0].outvars)
     in_avals = branches[0].in_avals
     if dims[0] is not None:
-        # A batched index: every branch runs on the whole batch and select_n
-        # picks per example. Each branch sees its operands only where it is
-        # chosen (stop_gradient elsewhere), so that reverse mode through the
-        # unchosen branches contributes nothing. A hi operand keeps its
-        # mapping spec (or stays unbatched) and is passed whole.
-        index = batching.bdim_at_front(args[0], dims[0], axis.size, axis.explicit_mesh_axis)
-        hi = [is_high(a) for a in in_avals]
-        ops = [x if h else batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
-               for x, d, h in zip(args[1:], dims[1:], hi)]
-        op_dims = [d if h else 0 for d, h in zip(dims[1:], hi)]
-        out_avals = branches[0].out_avals
-        hi_out = [is_high(a) for a in out_avals]
-        # (a hi result stays where its branch batches it, arrays go to 0)
-        found = [[d if h else 0 for h, d in zip(hi_out, batching.batch_jaxpr(b, axis, op_dims)[1])]
-                 for b in branches]
-        specs = _selected_specs(out_avals, found)
-        branch_outs = []
-        for i, (b, got) in enumerate(zip(branches, found)):
-            bj, _ = batching.batch_jaxpr(b, axis, op_dims, got)
-            chosen = eq(index, np.array(i, np.int32))
-            ops_i = [x if h else _select_or_stop(chosen, x) for x, h in zip(ops, hi)]
-            outs_i = _run_branch(bj, ops_i, any(hi) or any(hi_out))
-            # An unbatched hi result is broadcast along the spec the others give.
-            branch_outs.append([HA.broadcast(o, a, (axis.size, s)) if h and d is None else o
-                                for o, a, h, d, s in zip(outs_i, out_avals, hi_out, got,
-                                                         specs)])
-        outs = [HA.select(index, cases, a, (axis.size, s)) if is_high(a)
-                else select_n(_bcast_to(index, cases[0]), *cases)
-                for a, s, cases in zip(out_avals, specs, zip(*branch_outs))]
-        return outs, [s if is_high(a) else 0 for a, s in zip(out_avals, specs)]
+        return _select_branches(axis, args, dims, branches)
     index, *ops = args
     # Batched array operands move to axis 0; a batched hi one keeps its spec.
     op_dims = [None if d is None else d if is_high(a) else 0
@@ -668,6 +638,42 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                                 for b in branches])
     outs = cond_p.bind(index, *consts, *ops, branches=tuple(new), **params)
     return list(outs), wanted
+
+
+def _select_branches(axis: AxisData, args: list[Any], dims: list[BatchDim],
+                     branches: tuple[Jaxpr, ...]) -> tuple[list[Any], list[BatchDim]]:
+    """A batched index: every branch runs on the whole batch and select_n
+    picks per example. Each branch sees its operands only where it is
+    chosen (stop_gradient elsewhere), so that reverse mode through the
+    unchosen branches contributes nothing. A hi operand keeps its mapping
+    spec (or stays unbatched) and is passed whole; a hi result is selected
+    along the spec the branches give it (``hi_select_n``)."""
+    in_avals = branches[0].in_avals
+    index = batching.bdim_at_front(args[0], dims[0], axis.size, axis.explicit_mesh_axis)
+    hi = [is_high(a) for a in in_avals]
+    ops = [x if h else batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
+           for x, d, h in zip(args[1:], dims[1:], hi)]
+    op_dims = [d if h else 0 for d, h in zip(dims[1:], hi)]
+    out_avals = branches[0].out_avals
+    hi_out = [is_high(a) for a in out_avals]
+    # (a hi result stays where its branch batches it, arrays go to 0)
+    found = [[d if h else 0 for h, d in zip(hi_out, batching.batch_jaxpr(b, axis, op_dims)[1])]
+             for b in branches]
+    specs = _selected_specs(out_avals, found)
+    branch_outs = []
+    for i, (b, got) in enumerate(zip(branches, found)):
+        bj, _ = batching.batch_jaxpr(b, axis, op_dims, got)
+        chosen = eq(index, np.array(i, np.int32))
+        ops_i = [x if h else _select_or_stop(chosen, x) for x, h in zip(ops, hi)]
+        outs_i = _run_branch(bj, ops_i, any(hi) or any(hi_out))
+        # An unbatched hi result is broadcast along the spec the others give.
+        branch_outs.append([HA.broadcast(o, a, (axis.size, s)) if h and d is None else o
+                            for o, a, h, d, s in zip(outs_i, out_avals, hi_out, got,
+                                                     specs)])
+    outs = [HA.select(index, cases, a, (axis.size, s)) if is_high(a)
+            else select_n(_bcast_to(index, cases[0]), *cases)
+            for a, s, cases in zip(out_avals, specs, zip(*branch_outs))]
+    return outs, [s if is_high(a) else 0 for a, s in zip(out_avals, specs)]
 
 
 def _run_branch(jaxpr: Jaxpr, ops: list[Any], with_hi: bool) -> list[Any]:

@@ -1,20 +1,21 @@
-"""Reordering the mapped axes of a hi value (SPEC.md, "Hi types", HT8).
+"""Moving, broadcasting and selecting along the mapped axes of hi values
+(SPEC.md, "Hi types", HT8).
 
 A hi value's type is built from an element type by ``inc_rank`` along
 mapping specs: a scan stacks along the type's ``leading_axis_spec()``, a
-vmap maps along the spec the batch carries. Where a batched program scans
-over a batched hi value, or stacks batched hi results, the two mapped axes
-must trade places; the type only says how it maps, so the reordering is
-found on its components: each ``inc_rank`` inserts (at most) one axis into
-each component of ``lo_ty``, found by comparing the component shapes before
-and after, and the components are transposed from one order to the other.
-``hi_transpose`` is that reordering as a primitive: its operand has the
-type ``elem`` mapped along ``axes`` (in order, the first innermost), its
-result ``elem`` mapped along the same axes in the order ``order``; on components (``to_lojax``) it
-is one transpose per component. It is linear: its tangent is the same
-reordering of the tangent (the types' ``to_tangent_aval``; a plain-array
-tangent is transposed), its transpose the reverse reordering of the
-cotangent.
+vmap maps along the spec the batch carries. A batched program sometimes
+needs what a type does not say: two mapped axes trading places (scanning
+over a batched hi value, stacking batched hi results), a value broadcast
+along the batch (a carry that becomes batched), a per-example choice
+between values (a cond with a batched predicate). Each is found on the
+components: each ``inc_rank`` inserts (at most) one axis into each
+component of ``lo_ty``, located by comparing the component shapes before
+and after. The primitives ``hi_transpose``, ``hi_broadcast`` and
+``hi_select_n`` keep the hi types in traced programs; on components
+(``to_lojax``) they are one ``transpose``, ``broadcast_in_dim`` or
+``select_n`` per component. All three are linear in their hi operands:
+their tangents are the same operation on the tangents (the types'
+``to_tangent_aval``; a plain-array tangent directly by the array op).
 """
 
 from __future__ import annotations
@@ -30,20 +31,13 @@ from spec._src.core.hitypes import (
     lower_value,
     raise_values,
 )
-from spec._src.core.interpreter import (
-    EvalTrace,
-    Primitive,
-    Tracer,
-    canonical_aval_of,
-    current_trace,
-    not_applicable,
-)
+from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.core.registry import declare, primitive
 from spec._src.core.sharding import P
 from spec._src.interpreters.ad_util import Zero, instantiate, zeros_like_aval
 
 # One mapped axis: its size and the mapping spec it is mapped along.
-Axis = tuple[int, MappingSpec]
+Axis = tuple[int, Any]  # (the spec: a MappingSpec)
 
 VIEWS = ("primal", "tangent", "ct")
 
@@ -132,17 +126,6 @@ def _permutations(elem: Any, axes: Sequence[Axis], order: Sequence[int],
     return perms
 
 
-def _bind(prim: Primitive, *args: Any, **params: Any) -> Any:
-    """``prim.bind``, except that concrete operands under a trace (a hi
-    constant a branch returns) are that trace's constants: binding would
-    lower them on the spot, their components that trace's tracers outside
-    any hi value."""
-    trace = current_trace()
-    if isinstance(trace, EvalTrace) or any(isinstance(a, Tracer) for a in args):
-        return prim.bind(*args, **params)
-    return trace.process_primitive(prim, list(args), params)[0]
-
-
 def _transposed(x: Any, perm: tuple[int, ...]) -> Any:
     if perm == tuple(range(len(perm))):
         return x
@@ -174,7 +157,7 @@ def reorder(x: Any, elem: Any, axes: Sequence[Axis], order: Sequence[int],
     if not is_high(_viewed(mapped_type(elem, axes), view)):
         (perm,) = _permutations(elem, axes, order, view)
         return _transposed(x, perm)
-    return _bind(hi_transpose_p, x, elem=elem, axes=axes, order=order, view=view)
+    return hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view)
 
 
 def _check_params(axes: Sequence[Axis], order: Sequence[int], view: str) -> None:
@@ -268,7 +251,7 @@ def broadcast(x: Any, elem: Any, axis: Axis, view: str = "primal") -> Any:
         (at,) = _inserted_axes(elem, axis[0], axis[1], view)
         out = _viewed(mapped_type(elem, [axis]), view)
         return x if at is None else _broadcast_lo(x, out, at)
-    return _bind(hi_broadcast_p, x, elem=elem, axis=axis, view=view)
+    return hi_broadcast_p.bind(x, elem=elem, axis=axis, view=view)
 
 
 def _broadcast_lo(x: Any, out: Any, at: int) -> Any:
@@ -366,7 +349,7 @@ def select(which: Any, cases: Sequence[Any], elem: Any, axis: Axis, view: str = 
     if not is_high(_viewed(elem, view)):
         (at,) = _inserted_axes(elem, axis[0], axis[1], view)
         return _select_lo(which, list(cases), at, elem, axis)
-    return _bind(hi_select_n_p, which, *cases, elem=elem, axis=axis, view=view)
+    return hi_select_n_p.bind(which, *cases, elem=elem, axis=axis, view=view)
 
 
 def _select_lo(which: Any, cases: list[Any], at: int | None, elem: Any, axis: Axis) -> Any:
