@@ -15,7 +15,9 @@ and after. The primitives ``hi_transpose``, ``hi_broadcast`` and
 (``to_lojax``) they are one ``transpose``, ``broadcast_in_dim`` or
 ``select_n`` per component. All three are linear in their hi operands:
 their tangents are the same operation on the tangents (the types'
-``to_tangent_aval``; a plain-array tangent directly by the array op).
+``to_tangent_aval``; a plain-array tangent directly by the array op), and
+``hi_transpose`` and ``hi_select_n`` transpose to the inverse reordering
+and to the per-example choice between the cotangent and zero.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from spec._src.core.hitypes import (
 from spec._src.core.interpreter import canonical_aval_of, not_applicable
 from spec._src.core.registry import declare, primitive
 from spec._src.core.sharding import P
-from spec._src.interpreters.ad_util import Zero, instantiate, zeros_like_aval
+from spec._src.interpreters.ad_util import Zero, instantiate
 
 # One mapped axis: its size and the mapping spec it is mapped along.
 Axis = tuple[int, Any]  # (the spec: a MappingSpec)
@@ -292,24 +294,6 @@ def _hi_broadcast_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, elem: 
     return [out], [broadcast(t, elem, axis, "tangent" if view == "primal" else view)]
 
 
-def _hi_broadcast_transpose(ct: Any, operand: Any, *, elem: Any, axis: Axis,
-                            view: str) -> list[Any]:
-    """The cotangent summed over the broadcast axis (a plain-array
-    cotangent type; a hi one has no sum spec knows)."""
-    if type(ct) is Zero:
-        return [Zero(_viewed(elem, "ct"))]
-    ct_elem = _viewed(elem, "ct")
-    if is_high(ct_elem):
-        raise NotImplementedError(
-            f"transposing a broadcast of {elem.str_short(True)}, whose cotangent type "
-            f"{ct_elem.str_short(True)} is a hi type: its values cannot be summed over an axis")
-    (at,) = _inserted_axes(elem, axis[0], axis[1], "ct")
-    ct = instantiate(ct)
-    if at is None:
-        return [ct]
-    return [primitive("reduce_sum").bind(ct, axes=(at,), out_sharding=None)]
-
-
 def _hi_broadcast_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: Any,
                         view: str, **params: Any) -> tuple[list[Any], list[Any]]:
     """Broadcast per example: of the batched element, then the two mapped
@@ -327,7 +311,10 @@ def _hi_broadcast_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: An
 
 hi_broadcast_p = declare(
     "hi_broadcast", typing=_hi_broadcast_type, impl=_hi_broadcast_impl,
-    jvp=_hi_broadcast_jvp, transpose=_hi_broadcast_transpose, batch=_hi_broadcast_batch,
+    jvp=_hi_broadcast_jvp, batch=_hi_broadcast_batch,
+    transpose=not_applicable("it is linear only on hi tangent types (a plain tangent is "
+                             "broadcast by broadcast_in_dim), whose transpose would sum hi "
+                             "cotangents over an axis, which no hi type declares"),
     sharding=_hi_sharding,
     lowering=not_applicable("its operand is a hi value, lowered to its components "
                             "(to_lojax: one broadcast_in_dim each) before a program is "
@@ -405,15 +392,12 @@ def _hi_select_n_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, elem: A
 
 def _hi_select_n_transpose(ct: Any, which: Any, *cases: Any, elem: Any, axis: Axis,
                            view: str) -> list[Any]:
-    """Each case's cotangent: the output's where it was picked, else zero."""
+    """Each case's cotangent: the output's where it was picked, else zero
+    (a hi cotangent type's ``vspace_zero``)."""
     ct_ty = _viewed(mapped_type(elem, [axis]), "ct")
     if type(ct) is Zero:
         return [None, *(Zero(ct_ty) for _ in cases)]
-    if is_high(ct_ty):
-        raise NotImplementedError(
-            f"transposing a per-example selection of {elem.str_short(True)}, whose "
-            f"cotangent type {ct_ty.str_short(True)} is a hi type")
-    zero = zeros_like_aval(ct_ty)
+    ct, zero = instantiate(ct), instantiate(Zero(ct_ty))
     return [None, *(select(which, [ct if j == i else zero for j in range(len(cases))],
                            elem, axis, "ct") for i in range(len(cases)))]
 
