@@ -546,10 +546,11 @@ ON_MESH = {
 }
 
 
-# User-defined (hijax) primitives: their transposes run the user's rules, so
-# their dot-product tests build user primitives and live with the hijax tests.
+# User-defined (hijax) primitives, and those on hi values: their transposes
+# run the user's rules (or need a user type), so their dot-product tests
+# build user primitives and types and live with the hijax tests.
 HIJAX_TEST = Path(__file__).parents[1] / "hijax" / "test_transpose.py"
-HIJAX = {"hijax", "hijax_linearized"}
+HIJAX = {"hijax", "hijax_linearized", "hi_transpose", "hi_select_n"}
 
 
 def _transposable() -> list[str]:

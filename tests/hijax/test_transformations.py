@@ -95,6 +95,31 @@ def scanned(x):
 def twice_scanned(x):
   return jax.lax.scan(lambda c, _: (twice(c), None), x, None, length=2)[0]
 
+class Bare(Base):
+  """An expansion and no rules."""
+  def __init__(self, x_aval):
+    self.in_avals = (x_aval,)
+    self.out_aval = x_aval
+    self.params = {}
+    super().__init__()
+  def expand(self, x):
+    return x * 2
+
+class LinOnly(Bare):
+  """Only the linearize rules."""
+  def expand(self, x):
+    return jnp.sin(x)
+  def lin(self, nzs_in, x):
+    return jnp.sin(x), jnp.cos(x)
+  def linearized(self, cos_x, t):
+    return cos_x * t
+
+def bare(x):
+  return Bare(jax.typeof(x))(x)
+
+def lin_only(x):
+  return LinOnly(jax.typeof(x))(x)
+
 X = f32(1.3)
 XS = jnp.arange(3, dtype=f32) * f32(0.7)
 '''
@@ -123,6 +148,14 @@ PROGRAMS = {
     "scan_jvp": "jax.jvp(scanned, (XS,), (jnp.ones(3, f32),))",
     "scan_linearize": "jax.linearize(lambda x: scanned(x)[0], XS)[1](jnp.ones(3, f32))",
     "scan_grad_jit": "jax.jit(jax.grad(lambda x: scanned(x)[0]))(XS)",
+    # linearize of a loop body: lin (JAX's linearize trace), except in while and checkpoint
+    "bare_cond_linearize": "jax.linearize(lambda x: jax.lax.cond(x > 1, bare, jnp.sin, x), X)",
+    "bare_scan_linearize": "jax.linearize(lambda x: jax.lax.scan(lambda c, _: (bare(c), None), "
+                           "x, None, length=2)[0], X)",
+    "bare_while_linearize": "jax.linearize(lambda x: jax.lax.while_loop(lambda c: c < 2., bare, "
+                            "x), X)",
+    "lin_only_scan_linearize": "jax.linearize(lambda x: jax.lax.scan(lambda c, _: (lin_only(c), "
+                               "None), x, None, length=2)[0], X)[1](f32(2.))",
     # checkpoint: the forward program and values (the gradient's jaxpr differs by design)
     "checkpoint_jaxpr": "jax.make_jaxpr(jax.checkpoint(lambda x: sty(sty(x, x), x)))(X)",
     "checkpoint_grad": "jax.grad(jax.checkpoint(lambda x: sty(sty(x, x), x)))(X)",
@@ -172,12 +205,7 @@ def _run(impl: str, expr: str) -> str:
 
 
 # Where spec differs from JAX 0.12.0.1, with the reason.
-KNOWN = {
-    "scan_linearize": "spec linearizes a scan body by partial evaluation of its jvp, so a "
-                      "primitive with a jvp rule but no lin/linearized runs; JAX linearizes "
-                      "the body directly and asks for `lin`",
-    "cond_linearize": "as scan_linearize, for the branches of cond",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [

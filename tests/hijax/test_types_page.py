@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 from tests.support.printed import assert_prints_match_up_to_rounding
 
 from tests.support.notebook import run_cell
-from tests.support.twin import jax_env, run_process
+from tests.hijax import jax_once
 
 CELLS = [
     '''
@@ -671,11 +669,13 @@ print(json.dumps([run_cell(c, ns) for c in CELLS + BAD_INPUT]))
 """
 
 
+jax_once.declare(__name__, _JAX_PROGRAM, 8)
+
+
 @functools.cache
 def run_page(impl: str) -> tuple[str, ...]:
     if impl == "jax":
-        proc = run_process([sys.executable, "-c", _JAX_PROGRAM], env=jax_env(8), timeout=600)
-        return tuple(json.loads(proc.stdout.strip().splitlines()[-1]))
+        return jax_once.outputs(_JAX_PROGRAM, 8)
     import spec
     before = spec.config.jax_num_cpu_devices
     spec.config.update("jax_num_cpu_devices", 8)

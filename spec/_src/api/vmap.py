@@ -16,6 +16,7 @@ import numpy as np
 from spec._src.interpreters import batching
 from spec._src.core import tree_util
 from spec._src.core.hitypes import MappingSpec, is_high
+from spec._src.lax import hi_axes as HA
 from spec._src.core.interpreter import canonical_aval_of
 
 
@@ -321,6 +322,9 @@ def _place_output(x: Any, dim: Any, want: Any, axis: batching.AxisData) -> Any:
             raise ValueError(f"at vmap out_axes, got axis spec None but output was batched "
                              f"on axis {dim}")
         return x
+    if isinstance(want, MappingSpec) and dim is None and is_high(canonical_aval_of(x)):
+        # An unbatched hi output broadcast along the spec asked for.
+        return HA.broadcast(x, canonical_aval_of(x), (axis.size, want))
     if isinstance(want, MappingSpec) or isinstance(dim, MappingSpec):
         if dim != want:
             raise ValueError(f"at vmap out_axes, got axis spec {want!r} but the output was "

@@ -836,12 +836,41 @@ def _typed_on_mesh(out_avals: Sequence[ArrayType]) -> bool:
     return False
 
 
+class _HiLowering(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_hi_lowering = _HiLowering()
+
+
+@contextlib.contextmanager
+def lowering_hi_values() -> Iterator[None]:
+    """While a program with hi types is evaluated on value classes (its
+    lowering): a primitive bound on concrete hi values alone lowers them
+    (runs ``to_lojax``) under any trace."""
+    _hi_lowering.depth += 1
+    try:
+        yield
+    finally:
+        _hi_lowering.depth -= 1
+
+
 def _on_hi_values(args: Sequence[Any]) -> bool:
     """Whether a primitive applies to hi values themselves (value classes),
-    which it does as its ``to_lojax`` rule; next to a tracer of a hi type
-    (which has no components to lower to) they are constants of its trace."""
-    return any(type(a) in HI_VALUE_TYPES for a in args) and not any(
-        isinstance(a, Tracer) and is_high(a.aval) for a in args)
+    which it does as its ``to_lojax`` rule: eagerly or while lowering, and
+    where a hi value holds tracers (a program being lowered). Under a
+    trace, and next to a tracer, a hi value of concrete components is a
+    constant of the trace, as an array is (its rules see it whole, as JAX's
+    do)."""
+    his = [a for a in args if type(a) in HI_VALUE_TYPES]
+    if not his or any(isinstance(a, Tracer) and is_high(a.aval) for a in args):
+        return False
+    if any(isinstance(lo, Tracer) for h in his for lo in lower_value(hi_type_of(h), h)):
+        return True
+    if any(isinstance(a, Tracer) for a in args):
+        return False
+    return _hi_lowering.depth > 0 or isinstance(current_trace(), EvalTrace)
 
 
 class _Dispatch:
@@ -927,10 +956,14 @@ class EvalTrace(Trace):
         recorders = _context.recorders
         if recorders:
             recorders[-1].dispatches += 1
-        if HI_VALUE_TYPES and callable(prim.to_lojax) and any(
-                has_hi_types(j) for j in jaxprs_in_params(params)):
-            # A call or loop whose body has hi types runs on their components.
-            return list(prim.to_lojax(*args, **params))
+        if HI_VALUE_TYPES and callable(prim.to_lojax):
+            if any(has_hi_types(j) for j in jaxprs_in_params(params)):
+                # A call or loop whose body has hi types runs on their components.
+                return list(prim.to_lojax(*args, **params))
+            if any(type(a) in HI_VALUE_TYPES for a in args):
+                # (hi values handed on by a trace: evaluated on their components)
+                out = prim.to_lojax(*args, **params)
+                return list(out) if prim.multiple_results else [out]
         array = Array
         values = []
         avals = []
@@ -1874,6 +1907,7 @@ def to_concrete_value(x: Any) -> Any:
 
 
 __all__ = [
+    "lowering_hi_values",
     "Atom", "ClosedJaxpr", "DropVar", "Eqn", "EvalTrace", "Jaxpr", "JaxprTrace", "JitTracer",
     "Literal", "NotApplicable", "Pending", "PpContext", "Primitive", "Trace", "Tracer", "Var",
     "canonical_aval_of", "canonical_value", "canonicalize_dtype", "check_jaxpr", "current_trace",

@@ -734,7 +734,7 @@ def structured_jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> StructuredJVP
 
 def _traced_jvp(jaxpr: Jaxpr, nonzero: Sequence[bool], record: bool) -> StructuredJVP:
     per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
-    key = (tuple(nonzero), config.values_key(), record)
+    key = (tuple(nonzero), config.values_key(), record, linearizing())
     if key in per_jaxpr:
         return per_jaxpr[key]
     n = len(jaxpr.invars)
@@ -778,6 +778,30 @@ def slotted_entries(recorded: list[Any]) -> tuple[list[Any], list[Any]]:
 def filled_entries(template: list[Any], values: Sequence[Any]) -> list[Any]:
     """Entries with slots (``slotted_entries``) filled with ``values``."""
     return _filled(template, values)  # type: ignore[no-any-return]
+
+
+class _BodyLinearization(threading.local):
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_linearizing = _BodyLinearization()
+
+
+@contextlib.contextmanager
+def linearizing_bodies() -> Iterator[None]:
+    """While cond's and scan's linearize rules differentiate their bodies:
+    a hijax primitive there linearizes by its ``lin`` rule (as JAX's
+    linearize trace runs the bodies), not its ``jvp``."""
+    _linearizing.depth += 1
+    try:
+        yield
+    finally:
+        _linearizing.depth -= 1
+
+
+def linearizing() -> bool:
+    return _linearizing.depth > 0
 
 
 def recording_structured() -> bool:

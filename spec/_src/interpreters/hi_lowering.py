@@ -12,12 +12,13 @@ on arrays only are re-staged unchanged.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spec._src.core.config import config
 from spec._src.core.hitypes import lo_types, lower_value, raise_values
 from spec._src.core.interpreter import (
+    Eqn,
     Jaxpr,
     Literal,
     Tracer,
@@ -25,6 +26,7 @@ from spec._src.core.interpreter import (
     eqn_has_hi_types,
     has_hi_types,
     literal_value,
+    lowering_hi_values,
     trace_to_jaxpr,
 )
 from spec._src.core.sharding import get_abstract_mesh
@@ -74,22 +76,28 @@ def eval_lowering(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> l
     def read(atom: Any) -> Any:
         return literal_value(atom) if isinstance(atom, Literal) else env[atom]
 
-    for eqn in jaxpr.eqns:
-        ins = [read(a) for a in eqn.invars]
-        prim = eqn.primitive
-        if eqn_has_hi_types(eqn):
-            if not callable(prim.to_lojax):
-                raise NotImplementedError(
-                    f"'{prim.name}' has no rule for hi-typed operands or results (to_lojax); "
-                    f"its equation {eqn} cannot be lowered")
-            outs = prim.to_lojax(*ins, **eqn.params)
-            outs = outs if prim.multiple_results else [outs]
-        else:
-            out = prim.bind(*ins, **eqn.params)
-            outs = out if prim.multiple_results else [out]
-        for v, o in zip(eqn.outvars, outs):
-            env[v] = o
+    with lowering_hi_values():
+        for eqn in jaxpr.eqns:
+            _lower_eqn(eqn, env, read)
     return [read(v) for v in jaxpr.outvars]
+
+
+def _lower_eqn(eqn: Eqn, env: dict[Var, Any], read: Callable[[Any], Any]) -> None:
+    """One equation: one that touches hi types by its ``to_lojax`` rule."""
+    ins = [read(a) for a in eqn.invars]
+    prim = eqn.primitive
+    if eqn_has_hi_types(eqn):
+        if not callable(prim.to_lojax):
+            raise NotImplementedError(
+                f"'{prim.name}' has no rule for hi-typed operands or results (to_lojax); "
+                f"its equation {eqn} cannot be lowered")
+        outs = prim.to_lojax(*ins, **eqn.params)
+        outs = outs if prim.multiple_results else [outs]
+    else:
+        out = prim.bind(*ins, **eqn.params)
+        outs = out if prim.multiple_results else [out]
+    for v, o in zip(eqn.outvars, outs):
+        env[v] = o
 
 
 def bind_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:

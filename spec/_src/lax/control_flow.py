@@ -59,13 +59,14 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.ad_util import Zero, instantiate, zero_jvp, zeros_like_aval
 from spec._src.interpreters.batching import AxisData, BatchDim
-from spec._src.interpreters.hi_lowering import bind_jaxpr, lower_jaxpr
+from spec._src.interpreters.hi_lowering import bind_jaxpr, eval_lowering, lower_jaxpr
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.calls import TransposedOperands
 from spec._src.lax.elementwise import clamp, eq, select, select_n
 from spec._src.lax.remat import partial_eval_jaxpr_custom
 from spec._src.lax.scan import closed_to_operands, no_aliased_refs, sub_jaxpr_effects
+from spec._src.lax import hi_axes as HA
 from spec._src.lax.shaping import asarray, broadcast_in_dim, convert_element_type
 from spec._src.lax.state import discharge_state
 
@@ -562,11 +563,12 @@ def _cond_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     index, *ops = primals
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
-    out_nz = _cond_out_nonzero(branches, ops_nz)
-    recorded = _recorded_branches(branches, ops_nz, out_nz)
+    with ad.linearizing_bodies():
+        out_nz = _cond_out_nonzero(branches, ops_nz)
+        recorded = _recorded_branches(branches, ops_nz, out_nz)
+        jvps = (recorded.jvps if recorded is not None else
+                [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_sres = 0 if recorded is None else recorded.n_sres
-    jvps = (recorded.jvps if recorded is not None else
-            [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_ops, n_out = len(ops), len(branches[0].outvars)
     n_t_in, n_t_out = sum(ops_nz), sum(out_nz)
     split = _split_branches(jvps, [False] * n_ops + [True] * n_t_in,
@@ -603,17 +605,6 @@ def _select_or_stop(chosen: Any, x: Any) -> Any:
     return select(_bcast_to(chosen, x), x, stopped)
 
 
-def _refuse_hi_broadcast(avals: Sequence[Any], before: Sequence[bool],
-                         after: Sequence[bool], what: str) -> None:
-    """An unbatched hi value that would have to become batched: a hi type
-    has no broadcast (NotImplementedError naming the type)."""
-    for a, b0, b1 in zip(avals, before, after):
-        if is_high(a) and b1 and not b0:
-            raise NotImplementedError(
-                f"vmap: a {what} of type {a.str_short(True)} is unbatched but the loop or "
-                "branch makes it batched; a hi type cannot be broadcast along the batch axis")
-
-
 def _refuse_hi_select(avals: Sequence[Any], what: str) -> None:
     """A per-example choice between hi values (select_n): a hi type has none."""
     for a in avals:
@@ -632,29 +623,9 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
         # Whatever the predicate: JAX batches no cond whose branches call back
         # into Python through io_callback.
         raise NotImplementedError("IO effect not supported in vmap-of-cond.")
-    n_out = len(branches[0].outvars)
     in_avals = branches[0].in_avals
     if dims[0] is not None:
-        # A batched index: every branch runs on the whole batch and select_n
-        # picks per example. Each branch sees its operands only where it is
-        # chosen (stop_gradient elsewhere), so that reverse mode through the
-        # unchosen branches contributes nothing. A hi operand keeps its
-        # mapping spec (or stays unbatched) and is passed whole.
-        _refuse_hi_select(branches[0].out_avals, "vmap of a cond with a batched predicate")
-        index = batching.bdim_at_front(args[0], dims[0], axis.size, axis.explicit_mesh_axis)
-        hi = [is_high(a) for a in in_avals]
-        ops = [x if h else batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
-               for x, d, h in zip(args[1:], dims[1:], hi)]
-        op_dims = [d if h else 0 for d, h in zip(dims[1:], hi)]
-        branch_outs = []
-        for i, b in enumerate(branches):
-            bj, _ = batching.batch_jaxpr(b, axis, op_dims, [0] * n_out)
-            chosen = eq(index, np.array(i, np.int32))
-            ops_i = [x if h else _select_or_stop(chosen, x) for x, h in zip(ops, hi)]
-            branch_outs.append(bind_jaxpr(bj, bj.consts, ops_i) if any(hi)
-                               else eval_jaxpr(bj, bj.consts, *ops_i))
-        outs = [select_n(_bcast_to(index, cases[0]), *cases) for cases in zip(*branch_outs)]
-        return outs, [0] * n_out
+        return _select_branches(axis, args, dims, branches)
     index, *ops = args
     # Batched array operands move to axis 0; a batched hi one keeps its spec.
     op_dims = [None if d is None else d if is_high(a) else 0
@@ -667,6 +638,75 @@ def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                                 for b in branches])
     outs = cond_p.bind(index, *consts, *ops, branches=tuple(new), **params)
     return list(outs), wanted
+
+
+def _select_branches(axis: AxisData, args: list[Any], dims: list[BatchDim],
+                     branches: tuple[Jaxpr, ...]) -> tuple[list[Any], list[BatchDim]]:
+    """A batched index: every branch runs on the whole batch and select_n
+    picks per example. Each branch sees its operands only where it is
+    chosen (stop_gradient elsewhere), so that reverse mode through the
+    unchosen branches contributes nothing. A hi operand keeps its mapping
+    spec (or stays unbatched) and is passed whole; a hi result is selected
+    along the spec the branches give it (``hi_select_n``)."""
+    in_avals = branches[0].in_avals
+    index = batching.bdim_at_front(args[0], dims[0], axis.size, axis.explicit_mesh_axis)
+    hi = [is_high(a) for a in in_avals]
+    ops = [x if h else batching.bdim_at_front(x, d, axis.size, axis.explicit_mesh_axis)
+           for x, d, h in zip(args[1:], dims[1:], hi)]
+    op_dims = [d if h else 0 for d, h in zip(dims[1:], hi)]
+    out_avals = branches[0].out_avals
+    hi_out = [is_high(a) for a in out_avals]
+    # (a hi result stays where its branch batches it, arrays go to 0)
+    found = [[d if h else 0 for h, d in zip(hi_out, batching.batch_jaxpr(b, axis, op_dims)[1])]
+             for b in branches]
+    specs = _selected_specs(out_avals, found)
+    branch_outs = []
+    for i, (b, got) in enumerate(zip(branches, found)):
+        bj, _ = batching.batch_jaxpr(b, axis, op_dims, got)
+        chosen = eq(index, np.array(i, np.int32))
+        ops_i = [x if h else _select_or_stop(chosen, x) for x, h in zip(ops, hi)]
+        outs_i = _run_branch(bj, ops_i, any(hi) or any(hi_out))
+        # An unbatched hi result is broadcast along the spec the others give.
+        branch_outs.append([HA.broadcast(o, a, (axis.size, s)) if h and d is None else o
+                            for o, a, h, d, s in zip(outs_i, out_avals, hi_out, got,
+                                                     specs)])
+    outs = [HA.select(index, cases, a, (axis.size, s)) if is_high(a)
+            else select_n(_bcast_to(index, cases[0]), *cases)
+            for a, s, cases in zip(out_avals, specs, zip(*branch_outs))]
+    return outs, [s if is_high(a) else 0 for a, s in zip(out_avals, specs)]
+
+
+def _run_branch(jaxpr: Jaxpr, ops: list[Any], with_hi: bool) -> list[Any]:
+    """A batched branch inlined: with hi values, each equation bound (on
+    hi tracers it is staged) or, on concrete values, lowered as it runs
+    (a primitive making a hi value from arrays runs its ``to_lojax``)."""
+    if not with_hi:
+        return list(eval_jaxpr(jaxpr, jaxpr.consts, *ops))
+    if any(isinstance(x, Tracer) for x in (*ops, *jaxpr.consts)):
+        return bind_jaxpr(jaxpr, jaxpr.consts, ops)
+    return eval_lowering(jaxpr, jaxpr.consts, ops)
+
+
+def _selected_specs(avals: Sequence[Any], per_branch: Sequence[Sequence[BatchDim]]
+                    ) -> list[BatchDim]:
+    """Where a cond with a batched predicate puts each result: an array at
+    axis 0; a hi value at the mapping spec the branches that batch it agree
+    on (NotImplementedError where they differ, or where none batches it: a
+    per-example choice needs a spec to map it along)."""
+    out: list[BatchDim] = []
+    for a, col in zip(avals, zip(*per_branch)):
+        if not is_high(a):
+            out.append(0)
+            continue
+        batched = [d for d in col if d is not None]
+        if not batched or any(d != batched[0] for d in batched):
+            raise NotImplementedError(
+                f"vmap of a cond with a batched predicate selects per example between "
+                f"values of type {a.str_short(True)} that its branches give batched "
+                f"{'along no mapping spec' if not batched else 'along different specs'} "
+                f"({', '.join(map(repr, col))}), so there is no spec to select along")
+        out.append(batched[0])
+    return out
 
 
 def _branch_out_dim(aval: Any, dims: Sequence[BatchDim]) -> BatchDim:
@@ -956,9 +996,12 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
                                  for i, b in enumerate(carry_bat)]
         _, out_dims = batching.batch_jaxpr(body_jaxpr, axis, bdims + trial)
         out_bat = [a or d is not None for a, d in zip(carry_bat, out_dims)]
+        # A hi carry the body batches from an unbatched start takes its spec.
+        for i, d in enumerate(out_dims):
+            if d is not None and is_high(carry_avals[i]):
+                specs.setdefault(i, d)
         if out_bat == carry_bat:
             break
-        _refuse_hi_broadcast(carry_avals, carry_bat, out_bat, "while_loop carry")
         carry_bat = out_bat
     trial = [specs.get(i, 0) if b else None for i, b in enumerate(carry_bat)]
     _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis, cdims + trial)
@@ -978,8 +1021,10 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
     cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [pred_wanted])
     (cond_b,), c_consts = hoist_consts([cond_b])
     (body_b,), b_consts = hoist_consts([body_b])
-    new_init = [x if new is None else batching.match_axis(axis, x, old, new)
-                for x, old, new in zip(init, idims, carry_dims)]
+    new_init = [x if new is None else
+                HA.broadcast(x, a, (axis.size, new)) if is_high(a) and old is None else
+                batching.match_axis(axis, x, old, new)
+                for x, a, old, new in zip(init, carry_avals, idims, carry_dims)]
     outs = while_p.bind(*c_consts, *cconsts, *b_consts, *bconsts, *new_init,
                         cond_nconsts=len(c_consts) + cond_nconsts, cond_jaxpr=cond_b,
                         body_nconsts=len(b_consts) + body_nconsts, body_jaxpr=body_b)
@@ -1676,8 +1721,16 @@ def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[s
 def _finish(outs: Sequence[Any], fwd: Sequence[int | None], inputs: Sequence[Any],
             out_tree: Any) -> Any:
     it = iter(outs)
-    flat = [next(it) if f is None else asarray(inputs[f]) for f in fwd]
+    flat = [next(it) if f is None else _forwarded_value(inputs[f]) for f in fwd]
     return tree_util.tree_unflatten(out_tree, flat)
+
+
+def _forwarded_value(x: Any) -> Any:
+    """An input every branch returns unchanged: an array as an array; a hi
+    value (or tracer of a hi type) as itself."""
+    if is_hi_value(x) or (isinstance(x, Tracer) and is_high(x.aval)):
+        return x
+    return asarray(x)
 
 
 def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],

@@ -52,6 +52,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lax.calls import call_effects
+from spec._src.lax import hi_axes as HA
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.core.sharding import NamedSharding, P
 from spec._src.interpreters.ad_util import zeros_like_aval
@@ -533,7 +534,7 @@ def _rearranged(body: Jaxpr, ft_in: FlatTree, ft_out: FlatTree, nz: list[bool],
 
 def _scan_out_avals(jaxpr: Jaxpr, nk: int, length: int) -> list[ArrayType]:
     outs = jaxpr.out_avals
-    return [*outs[:nk], *(a.update(shape=(length, *a.shape)) for a in outs[nk:])]
+    return [*outs[:nk], *(stacked_aval(a, length) for a in outs[nk:])]
 
 
 def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length: int,
@@ -711,8 +712,9 @@ def _scan_linearize(trace: ad.LinearizeTrace, primals: list[Any], tangents: list
     nc, nk, nx, ny = counts(ft_in, ft_out)
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
-    nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
-    recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
+    with ad.linearizing_bodies():
+        nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
+        recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
     if recorded is not None:
         body, out_nz, ft_out = recorded.body, recorded.out_nz, recorded.ft_out
     new, fin, fout, arrange = _rearranged(body, ft_in, ft_out, nz, out_nz)
@@ -1138,53 +1140,89 @@ def _scan_batch(axis: AxisData, args: list[Any], dims: list[Any], *, reverse: bo
                 ) -> tuple[list[Any], list[Any]]:
     """Batch the body: constants keep their batch axes, carries are batched
     at 0 (those whose output becomes batched too, to a fixed point),
-    extensive inputs at 1 outside (0 inside the body)."""
+    extensive inputs at 1 outside (0 inside the body). A hi value keeps its
+    mapping spec: a batched hi carry is batched along it, and a batched hi
+    extensive input or stacked result has its batch axis and its stacking
+    axis reordered (``hi_transpose``), the stacking axis outermost."""
     nc, nk, nx, ny = counts(ft_in, ft_out)
     c_dims = list(dims[:nc])
     carry_avals, x_avals = jaxpr.in_avals[nc:nc + nk], jaxpr.in_avals[nc + nk:]
-    _refuse_batched_hi([stacked_aval(a, length) for a in x_avals],
-                       [d is not None for d in dims[nc + nk:]], "scanned-over value")
-    x_in = [None if d is None else 0 for d in dims[nc + nk:]]
-    # A batched hi carry keeps its mapping spec (its values cannot be moved).
+    x_dims = dims[nc + nk:]
+    x_in = [None if d is None else d if is_high(a) else 0 for a, d in zip(x_avals, x_dims)]
+    # A batched hi carry keeps its mapping spec (its values cannot be moved);
+    # one the body batches from an unbatched start takes the body's spec.
     specs = {i: d for i, d in enumerate(dims[nc:nc + nk])
              if d is not None and is_high(carry_avals[i])}
 
     def homes(carry_b: list[bool]) -> list[Any]:
         return [specs.get(i, 0) if b else None for i, b in enumerate(carry_b)]
 
+    def body_dims(carry_b: list[bool]) -> list[Any]:
+        out = batching.batch_jaxpr(jaxpr, axis, c_dims + homes(carry_b) + x_in)[1]
+        for i, d in enumerate(out[:nk]):
+            if d is not None and is_high(carry_avals[i]):
+                specs.setdefault(i, d)
+        return out
+
     def pattern(carry_b: list[bool]) -> list[bool]:
-        _, out_dims = batching.batch_jaxpr(jaxpr, axis, c_dims + homes(carry_b) + x_in)
-        return [d is not None for d in out_dims]
+        return [d is not None for d in body_dims(carry_b)]
 
     init_b = [d is not None for d in dims[nc:nc + nk]]
     carry_b = _carry_fixpoint(nk, ny, pattern, init_b)
-    _refuse_batched_hi(carry_avals, [b and not b0 for b, b0 in zip(carry_b, init_b)],
-                       "carry unbatched initially")
-    ys_b = pattern(carry_b)[nk:]
-    _refuse_batched_hi([stacked_aval(a, length) for a in jaxpr.out_avals[nk:]], ys_b,
-                       "stacked result")
+    y_dims = body_dims(carry_b)[nk:]
+    y_avals = jaxpr.out_avals[nk:]
+    # (a batched hi result keeps the body's mapping spec; an array is at 0)
+    y_want = [None if d is None else d if is_high(a) else 0 for a, d in zip(y_avals, y_dims)]
     in_dims = c_dims + homes(carry_b) + x_in
-    wanted = homes(carry_b) + [0 if b else None for b in ys_b]
-    body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, wanted)
-    init = [batching.match_axis(axis, x, d, h) if b else x
-            for x, d, b, h in zip(args[nc:nc + nk], dims[nc:nc + nk], carry_b, homes(carry_b))]
-    xs = [x if d is None or d == 1 else batching.moveaxis(x, d, 1)
-          for x, d in zip(args[nc + nk:], dims[nc + nk:])]
+    body, _ = batching.batch_jaxpr(jaxpr, axis, in_dims, homes(carry_b) + y_want)
+    init = [_carry_init(axis, x, a, d, h) if b else x
+            for x, a, d, b, h in zip(args[nc:nc + nk], carry_avals, dims[nc:nc + nk], carry_b,
+                                     homes(carry_b))]
+    xs = [_stacking_first(axis, x, a, d, length) for x, a, d in zip(args[nc + nk:], x_avals,
+                                                                    x_dims)]
     outs = scan_p.bind(*args[:nc], *init, *xs,
                        **_params(length, reverse, unroll, body, ft_in, ft_out))
-    return list(outs), homes(carry_b) + [1 if b else None for b in ys_b]
+    ys = [_batch_first(axis, y, a, d, length) for y, a, d in zip(outs[nk:], y_avals, y_want)]
+    return [*outs[:nk], *ys], homes(carry_b) + [d if is_high(a) or d is None else 1
+                                                for a, d in zip(y_avals, y_want)]
 
 
-def _refuse_batched_hi(avals: Sequence[Any], batched: Sequence[bool], what: str) -> None:
-    """A hi value batched where the batched scan would have to place its
-    batch axis (behind the scanned axis, or broadcast): a hi value is
-    mapped only as its mapping spec says (NotImplementedError naming it)."""
-    for a, b in zip(avals, batched):
-        if b and is_high(a):
-            raise NotImplementedError(
-                f"vmap of a scan with a batched {what} of type {a.str_short(True)}: its "
-                "batch axis would have to be moved or broadcast, and a hi type's values are "
-                "mapped only as its mapping spec says")
+def _carry_init(axis: AxisData, x: Any, aval: Any, d: Any, home: Any) -> Any:
+    """A batched carry's initial value at its home: an unbatched hi value
+    broadcast along the spec the body batches it at (``hi_broadcast``)."""
+    if is_high(aval) and d is None:
+        return HA.broadcast(x, aval, (axis.size, home))
+    return batching.match_axis(axis, x, d, home)
+
+
+def _stacking_first(axis: AxisData, x: Any, elem: Any, d: Any, length: int) -> Any:
+    """A batched extensive input with its stacking axis outermost (an array:
+    the batch axis at 1; a hi value: its two mapped axes reordered)."""
+    if d is None:
+        return x
+    if not is_high(elem):
+        return x if d == 1 else batching.moveaxis(x, d, 1)
+    return HA.reorder(x, elem, [(length, _leading_spec(axis, elem, d)), (axis.size, d)], (1, 0))
+
+
+def _batch_first(axis: AxisData, y: Any, elem: Any, d: Any, length: int) -> Any:
+    """A batched stacked hi result with its batch axis outermost again."""
+    if d is None or not is_high(elem):
+        return y
+    return HA.reorder(y, elem, [(axis.size, d), (length, _leading_spec(axis, elem, d))], (1, 0))
+
+
+def _leading_spec(axis: AxisData, elem: Any, d: Any) -> Any:
+    """The spec a hi type is stacked along, per example and batched alike
+    (the reordering keeps each axis's spec)."""
+    spec = elem.leading_axis_spec()
+    batched = elem.inc_rank(axis.size, d).leading_axis_spec()
+    if spec != batched:
+        raise NotImplementedError(
+            f"vmap of a scan over values of type {elem.str_short(True)}: its leading_axis_spec "
+            f"{spec!r} differs from its batched type's {batched!r}, so its stacking and batch "
+            "axes cannot be reordered")
+    return spec
 
 
 # =================================================================== DCE

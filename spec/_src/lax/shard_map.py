@@ -45,6 +45,7 @@ from spec._src.core.types import SHARD_MAP_TYPING, ArrayType
 from spec._src.interpreters.hi_lowering import lower_jaxpr
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.lax.calls import call_effects
+from spec._src.lax import hi_axes as HA
 from spec._src.lax.collectives import (
     _ordered,
     manual_context,
@@ -367,33 +368,35 @@ def _shard_map_batch(axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr:
                      in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
                      ) -> tuple[list[Any], list[Any]]:
     """vmap of shard_map: batched operands carry their batch axis in front,
-    unsplit; every array result is batched in front. An unbatched hi value
-    keeps its spec; a batched one cannot be mapped (its HiPspec has no
-    unsplit batch axis to add)."""
-    _refuse_batched_hi(jaxpr.in_avals, dims, "operand")
-    moved = [moveaxis(x, d, 0) if d is not None else x for x, d in zip(args, dims)]
-    new_dims = [0 if d is not None else None for d in dims]
+    unsplit; every array result is batched in front. A hi value keeps its
+    mapping spec: batched, its spec adds the batch axis, unsplit, to each
+    component the mapping adds it to (``BatchedHiPspec``)."""
+    moved = [x if d is None or is_high(a) else moveaxis(x, d, 0)
+             for x, a, d in zip(args, jaxpr.in_avals, dims)]
+    new_dims = [None if d is None else d if is_high(a) else 0
+                for a, d in zip(jaxpr.in_avals, dims)]
     hi_out = [is_high(a) for a in jaxpr.out_avals]
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
-        if any(hi_out):
-            _, found = batching.batch_jaxpr(jaxpr, axis, new_dims)
-            _refuse_batched_hi(jaxpr.out_avals, found, "result")
-        wanted = [None if h else 0 for h in hi_out]
+        found = batching.batch_jaxpr(jaxpr, axis, new_dims)[1] if any(hi_out) else \
+            [None] * len(hi_out)
+        wanted = [f if h else 0 for h, f in zip(hi_out, found)]
         new, _ = batching.batch_jaxpr(jaxpr, axis, new_dims, wanted)
-    specs = tuple(P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
-                  if d is not None else s for s, d in zip(in_specs, new_dims))
-    o_specs = tuple(s if h else P(None, *s.partitions, unreduced=s.unreduced, reduced=s.reduced)
-                    for s, h in zip(out_specs, hi_out))
+    specs = tuple(_batched_spec(axis, s, a, d) for s, a, d in zip(in_specs, jaxpr.in_avals,
+                                                                  new_dims))
+    o_specs = tuple(_batched_spec(axis, s, a, d) for s, a, d in zip(out_specs, jaxpr.out_avals,
+                                                                    wanted))
     outs = shard_map_p.bind(*moved, jaxpr=new, in_specs=specs, out_specs=o_specs, **params)
     return list(outs), wanted
 
 
-def _refuse_batched_hi(avals: Sequence[Any], dims: Sequence[Any], what: str) -> None:
-    for i, (a, d) in enumerate(zip(avals, dims)):
-        if d is not None and is_high(a):
-            raise NotImplementedError(
-                f"vmap of shard_map with a batched {what} ({what}s[{i}]) of block type "
-                f"{a.str_short(True)}: its HiPspec has no unsplit batch axis to add")
+def _batched_spec(axis: AxisData, spec: Any, block: Any, d: Any) -> Any:
+    """The spec of a value batched at ``d``: an array's gains an unsplit
+    leading entry, a hi value's adds the batch axis where its mapping does."""
+    if d is None:
+        return spec
+    if is_high(block):
+        return HA.BatchedHiPspec(spec, block, axis.size, d)
+    return P(None, *spec.partitions, unreduced=spec.unreduced, reduced=spec.reduced)
 
 
 def manual_mesh(mesh: AbstractMesh, manual: frozenset[Any]) -> AbstractMesh:
