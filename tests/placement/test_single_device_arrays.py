@@ -114,6 +114,7 @@ record("staged jit jvp", lambda: jaxpr(lambda a, b: jax.jvp(sine, (a, b), (a, b)
 record("staged jit grad", lambda: jaxpr(jax.grad(lambda a, b: sine(a, b)[0].sum()), v, v))
 record("staged jit vmap", lambda: jaxpr(jax.vmap(sine, in_axes=(1, None)), x, v[:4]))
 record("staged jit no entries", lambda: jaxpr(jax.jit(double, out_shardings=None), v))
+record("linearized jit residuals", lambda: jaxpr(jax.linearize(lambda a: sine(a, a)[0], v)[1], v))
 sharded = jax.jit(lambda a: jnp.sin(a) * 2, in_shardings=split, out_shardings=split)
 record("lowered jit shardings", lambda: sharded.lower(v).as_text())
 record("lowered nested jit shardings", lambda: jax.jit(lambda a: sharded(a) + a).lower(v).as_text())
@@ -145,7 +146,8 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     "transposed", "jit on host", "jit out host", "jit out tree", "jit in host",
     "jit in host mismatch", "jit in device mismatch", "jit in placed",
     "jit in committed elsewhere", "jit out unpinned", "staged jit shardings", "staged jit jvp",
-    "staged jit grad", "staged jit vmap", "staged jit no entries", "grad into host", "vjp host cotangent", "vjp device cotangent", "transpose into host",
+    "staged jit grad", "staged jit vmap", "staged jit no entries", "linearized jit residuals",
+    "grad into host", "vjp host cotangent", "vjp device cotangent", "transpose into host",
     "transpose cotangent memory", "grad from host"])
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results

@@ -24,7 +24,7 @@ from spec._src.core.array import Array
 from spec._src.core.commitment import is_committed
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.core.sharding import NamedSharding, P, Sharding, get_concrete_mesh
-from spec._src.lax.call_shardings import UNSPECIFIED
+from spec._src.lax.call_shardings import UNSPECIFIED, EagerPlacement, register_eager_placement
 
 
 def _as_sharding(s: Any) -> Any:
@@ -138,6 +138,19 @@ def staged_shardings(dyn_tree: Any, in_shardings: Any, out_tree: Any, out_shardi
 def _over(x: Any, mesh: Any) -> bool:
     s = getattr(x, "_sharding", None)
     return s is not None and s.mesh == mesh
+
+
+def _call_operands(args: Sequence[Any], entries: Sequence[Any]) -> list[Any]:
+    return [x if s is UNSPECIFIED else _placed_leaf(x, s) for x, s in zip(args, entries)]
+
+
+def _call_results(outs: Sequence[Any], entries: Sequence[Any]) -> list[Any]:
+    return [x if s is UNSPECIFIED or getattr(x, "sharding", None) == s
+            else placement.device_put(x, s) for x, s in zip(outs, entries)]
+
+
+# An eagerly evaluated jit equation places by its shardings as a call does.
+register_eager_placement(EagerPlacement(_call_operands, _call_results))
 
 
 __all__ = ["place_arguments", "place_results", "staged_shardings"]

@@ -13,7 +13,8 @@ residuals are unspecified; under vmap a sharding gains the batch dimension.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from spec._src.core.sharding import NamedSharding, P
@@ -72,6 +73,27 @@ def unspecified(n: int) -> list[Any]:
     return [UNSPECIFIED] * n
 
 
+@dataclasses.dataclass(frozen=True)
+class EagerPlacement:
+    """How an eagerly evaluated call places its operands (checking where a
+    committed one lives) and results, given their entries."""
+
+    operands: Callable[[Sequence[Any], Sequence[Any]], list[Any]]
+    results: Callable[[Sequence[Any], Sequence[Any]], list[Any]]
+
+
+_EAGER: list[EagerPlacement] = []
+
+
+def register_eager_placement(placement: EagerPlacement) -> None:
+    """Installed by the API layer, which places arrays (spec/_src/api/jit_shardings.py)."""
+    _EAGER[:] = [placement]
+
+
+def eager_placement() -> EagerPlacement | None:
+    return _EAGER[0] if _EAGER else None
+
+
 def batched(s: Any, dim: int | None, ndim: int, spmd_name: Any) -> Any:
     """The entry of a value batched at ``dim`` (None: unbatched) of rank
     ``ndim`` (batch dimension included): a sharding laying the value out
@@ -93,5 +115,6 @@ def batched(s: Any, dim: int | None, ndim: int, spmd_name: Any) -> Any:
     return NamedSharding(s.mesh, spec, memory_kind=s._memory_kind)
 
 
-__all__ = ["IN", "OUT", "UNSPECIFIED", "UnspecifiedValue", "batched", "carries", "kept",
-           "shardings_of", "unspecified", "with_shardings"]
+__all__ = ["IN", "OUT", "UNSPECIFIED", "EagerPlacement", "UnspecifiedValue", "batched",
+           "carries", "eager_placement", "kept", "register_eager_placement", "shardings_of",
+           "unspecified", "with_shardings"]

@@ -46,9 +46,9 @@ from spec._src.core.interpreter import (
 from spec._src.core import tree_util
 from spec._src.lax import call_shardings as CS
 from spec._src.core.effects import running_compiled
-from spec._src.core.registry import declare, primitive, require
+from spec._src.core.registry import declaring, primitive, require
 from spec._src.core.types import FLOAT0, ArrayType
-from spec._src.core.interpreter import current_trace, from_primitive
+from spec._src.core.interpreter import EvalTrace, current_trace, from_primitive
 from spec._src.core.state_types import RefEffect, RefType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.discharge import Discharged, discharge_state
@@ -410,7 +410,8 @@ class CallRules:
             derived = CS.with_shardings(
                 self.derive(params, t_jaxpr, True), t_ins,
                 [*t_outs, *CS.unspecified(len(t_jaxpr.outvars) - len(t_outs))])
-            return self.prim.bind(*operands, **derived)
+            outs: Sequence[Any] = self.prim.bind(*operands, **derived)
+            return outs
         return transpose_call(bind, cts, args, jaxpr, self.name)
 
     def partial_eval(self, eqn: Eqn, ins_unknown: list[bool]
@@ -474,7 +475,47 @@ class CallRules:
 _JIT = CallRules("jit", _call_params)
 
 
-jit_p = declare("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
+class _CallPrimitive(Primitive):
+    """jit's primitive. Evaluated eagerly (an equation of a staged program,
+    a call autodiff derives), a call carrying shardings places its operands
+    and results by them, with the placement the API layer registers
+    (``CS.register_eager_placement``)."""
+
+    evaluates_eagerly = True
+
+    def evaluate_eagerly(self, trace: EvalTrace, args: Sequence[Any], params: dict[str, Any]
+                         ) -> list[Any] | None:
+        placement = CS.eager_placement()
+        if placement is None or not CS.carries(params):
+            return None
+        operands = placement.operands(args, params[CS.IN])
+        plain = CS.with_shardings(params, (), ())
+        plain["jaxpr"] = _at_types(params["jaxpr"], [canonical_aval_of(x) for x in operands])
+        outs = trace.process_primitive(self, operands, plain)
+        return placement.results(outs, params[CS.OUT])
+
+
+# Bodies retyped at the types of placed operands, per body and types.
+_RETYPED: weakref.WeakKeyDictionary[Jaxpr, dict[tuple[Any, ...], Jaxpr]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _at_types(jaxpr: Jaxpr, avals: list[Any]) -> Jaxpr:
+    """The body typed at its placed operands' types: the results of a
+    program whose operands are laid out over a mesh are laid out as the
+    sharding rules give them (where JAX's compiler propagates the operands'
+    shardings), not gathered by the unplaced types it was traced at."""
+    if all(a == b and getattr(a, "sharding", None) == getattr(b, "sharding", None)
+           for a, b in zip(avals, jaxpr.in_avals)):
+        return jaxpr
+    known = _RETYPED.setdefault(jaxpr, {})
+    key = tuple(avals)
+    if key not in known:
+        known[key] = trace_to_jaxpr(_evaluator(jaxpr), avals)[0]
+    return known[key]
+
+
+jit_p = declaring(_CallPrimitive)("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
                 lowering=jit_call,
                 pp_rule=_pp_jit, jvp=_JIT.jvp, transpose=_JIT.transpose, batch=_JIT.batch,
                 sharding=call_sharding,
