@@ -118,6 +118,10 @@ record("linearized jit residuals", lambda: jaxpr(jax.linearize(lambda a: sine(a,
 sharded = jax.jit(lambda a: jnp.sin(a) * 2, in_shardings=split, out_shardings=split)
 record("lowered jit shardings", lambda: sharded.lower(v).as_text())
 record("lowered nested jit shardings", lambda: jax.jit(lambda a: sharded(a) + a).lower(v).as_text())
+on_d1 = jax.jit(double, in_shardings=jax.sharding.SingleDeviceSharding(d1),
+                out_shardings=jax.sharding.SingleDeviceSharding(d1))
+record("lowered jit device", lambda: on_d1.lower(v).as_text())
+record("lowered nested jit device", lambda: jax.jit(lambda a: on_d1(a)).lower(v).as_text())
 # Cotangents live where their primals do.
 record("grad into host", lambda: jax.grad(lambda a: jax.device_put(a, host).sum())(v))
 record("vjp host cotangent", lambda: placements(jax.vjp(lambda a: jax.device_put(a, host), v)[1](
@@ -154,7 +158,8 @@ def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> No
     assert ours[name] == theirs[name]
 
 
-@pytest.mark.parametrize("name", ["lowered jit shardings", "lowered nested jit shardings"])
+@pytest.mark.parametrize("name", ["lowered jit shardings", "lowered nested jit shardings",
+                                  "lowered jit device", "lowered nested jit device"])
 def test_jit_shardings_lower_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str
                                     ) -> None:
     """The top-level call's shardings annotate its arguments and results; a

@@ -487,14 +487,17 @@ def _program_devices(leaves: Sequence[Any]) -> Any:
 
 
 def _on_mesh(s: Any) -> Any:
-    """A jit sharding entry that lays a value out over a mesh, else None."""
+    """A jit sharding entry that places a value (over a mesh, or on a
+    single device), else None."""
+    if isinstance(s, SingleDeviceSharding):
+        return s
     return s if isinstance(s, NamedSharding) and not s.mesh.empty else None
 
 
 def _placement_meshes(jaxpr: Jaxpr, placed: Sequence[Any]) -> list[Any]:
     """The meshes jit shardings place values on: the top-level call's
     (``placed``), then those of the jit calls inside."""
-    meshes = [s.mesh for s in placed if s is not None]
+    meshes = [s.mesh for s in placed if isinstance(s, NamedSharding)]
     for eqn in jaxpr.eqns:
         if eqn.primitive is jit_p:
             inner = [*eqn.params.get("in_shardings", ()), *eqn.params.get("out_shardings", ())]

@@ -13,6 +13,7 @@ import numpy as np
 
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
+from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
     TOKEN,
@@ -442,8 +443,12 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
 
 
 def _placed(ctx: LoweringContext, value: str, aval: ArrayType, sharding: Any) -> str:
-    """``value`` pinned to a NamedSharding with ``sdy.sharding_constraint``
-    (any other entry leaves it as is)."""
+    """``value`` pinned to a Sharding with ``sdy.sharding_constraint`` (a
+    single device's: replicated over the empty mesh); an unspecified entry
+    leaves it as is."""
+    if isinstance(sharding, SingleDeviceSharding):
+        text = tensor_sharding(ctx.module, AbstractMesh((), ()), P(), aval.ndim)
+        return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
     mesh = getattr(sharding, "mesh", None)
     if mesh is None or mesh.empty:
         return value
