@@ -100,6 +100,15 @@ cell("cond_eqn_effects", lambda: eqn_effects(lambda x: lax.cond(x > 0, pr, lambd
 cell("scan_eqn_effects", lambda: eqn_effects(lambda xs: lax.scan(lambda c, x: (c, pr(x)), 0., xs),
                                              jnp.ones(2)))
 
+def _traced_prints(x):
+    jax.debug.print("traced")  # (no operands: printed while tracing, folded)
+    with jax.ensure_compile_time_eval():
+        jax.debug.print("compile time {}", jnp.arange(2) + 1)
+    return x + 1
+cell("compile_time_print_once", lambda: [jax.jit(_traced_prints)(1.0),
+                                         jax.make_jaxpr(_traced_prints)(1.0),
+                                         jax.jit(_traced_prints)(2.0)][-1])
+
 # ---- debug.callback
 cell("callback_eager", lambda: jax.debug.callback(lambda x, y: print("cb", x, y), 1,
                                                   y=jnp.arange(2)))
@@ -139,6 +148,11 @@ cell("pure_wrong_shape", lambda: jax.jit(lambda x: jax.pure_callback(
 cell("pure_wrong_dtype", lambda: jax.jit(lambda x: jax.pure_callback(
     lambda v: np.ones((), np.int32), f32, x))(1.0))
 cell("pure_x64", lambda: jax.pure_callback(np.sin, sds((), np.float64), 1.0))
+cell("pure_canonical_results", lambda: jax.pure_callback(
+    lambda v: (1.0, np.zeros(2, np.int64)), (f32, sds((2,), jnp.int32)), 1.0))
+cell("pure_wrong_count", lambda: jax.jit(lambda x: jax.pure_callback(
+    lambda v: [1.0, 2.0], f32, x))(1.0))
+cell("pure_wrong_int64", lambda: jax.pure_callback(lambda v: np.zeros((), np.int64), f32, 1.0))
 cell("pure_jaxpr", lambda: print(jax.make_jaxpr(
     lambda x: jax.pure_callback(np.sin, f32, x, vmap_method="sequential"))(1.0)))
 

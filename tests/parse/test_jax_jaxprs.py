@@ -98,6 +98,9 @@ with jax.set_mesh(mesh):
     c = jax.shard_map(collectives, in_specs=P("X"), out_specs=P("X"))
     record("collectives", c, jax.device_put(x[:, 0], P("X")))
     record("collectives_vmap", jax.vmap(c, in_axes=1, out_axes=1), xs)
+    placed = jax.jit(lambda a, b: jnp.sin(a) * b, in_shardings=(P("X", None), None),
+                     out_shardings=P("X", None))
+    record("jit_shardings", jax.grad(lambda a, b: placed(a, b).sum()), xs, xs)
     pinned = jax.NamedSharding(mesh, P(None, "Y"), memory_kind="pinned_host")
     record("device_put", lambda x: (jnp.sum(jax.device_put(x * 2, pinned) * 3, axis=0),
                                     jax.device_put(x[:, 0], jax.memory.Space.Device)), xs)
@@ -112,7 +115,7 @@ def _sharded_run() -> dict[str, Any]:
 
 SHARDED_ARGS = {"explicit": ("x", "y"), "explicit_grad": ("x", "y"), "reshard": ("x",),
                 "shard_map": ("x0",), "shard_map_grad": ("x",), "collectives": ("xcol",),
-                "collectives_vmap": ("x",), "device_put": ("x",)}
+                "collectives_vmap": ("x",), "device_put": ("x",), "jit_shardings": ("x", "x")}
 SHARDED_SPECS = {"x": ("X", None), "y": (None, "Y"), "x0": ("X",), "xcol": ("X",)}
 
 
@@ -129,6 +132,8 @@ def test_sharded_jax_jaxpr_parses_checks_and_runs(name: str, four_devices: None)
             args = tuple(spec.device_put(host[a], P(*SHARDED_SPECS[a]))
                          for a in SHARDED_ARGS[name])
             _assert_runs_as_in_jax(text, [], args, [np.asarray(v, np.float32) for v in values])
+            if name == "jit_shardings":  # the calls' shardings print back as JAX's text
+                assert str(spec.parse_jaxpr(text)) == text
     finally:
         spec.set_mesh(None)
 

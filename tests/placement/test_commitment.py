@@ -2,8 +2,9 @@
 (tests/support/twin.py): which device a result lives on and whether it is
 committed, ``jax.default_device`` and the ``jax_default_device`` flag,
 ``device_put`` of pytrees with prefix placements, and the ValueError (its
-whole message) when committed arrays on different devices meet, eager and
-under jit."""
+whole message) when committed arrays on different devices (or meshes of one
+shape over different devices) meet, eager and under jit; arrays' sizes on
+their devices."""
 
 from __future__ import annotations
 
@@ -68,6 +69,8 @@ CASES = {
   "conflict jit tree": lambda: jax.jit(lambda p: p['a'] + p['b'])({'a': y, 'b': w}),
   "conflict jit varargs": lambda: jax.jit(lambda *a: a[0] + a[1])(y, w),
   "conflict sharded": lambda: s + y,
+  "conflict meshes": lambda: s + jax.device_put(jnp.ones(3), jax.NamedSharding(
+      jax.make_mesh((3,), ('i',), devices=d[1:]), jax.P('i'))),
 }
 for name, fn in CASES.items():
     record(name, fn)
@@ -95,6 +98,8 @@ try:
     s.unsafe_buffer_pointer()
 except Exception as e:
     out["pointer sharded"] = [type(e).__name__, str(e)]
+out["sizes on devices"] = [y.on_device_size_in_bytes(), s.on_device_size_in_bytes(),
+                           y.copy_to_host_async()]
 out["sharded device"] = str(s.device)
 out["sharded committed"] = s.committed
 '''
@@ -110,8 +115,8 @@ def _keys() -> list[str]:
              if line.startswith('  "') and '": lambda' in line]
     names += [line.split('"')[1] for line in PROGRAM.splitlines()
               if line.lstrip().startswith('record("')]
-    return names + ["flag bad", "pointer", "pointer sharded", "sharded device",
-                    "sharded committed"]
+    return names + ["flag bad", "pointer", "pointer sharded", "sizes on devices",
+                    "sharded device", "sharded committed"]
 
 
 @pytest.mark.parametrize("key", _keys())

@@ -5,7 +5,9 @@ indices, and JAX's errors for wrong counts, repeated devices and non-arrays.
 Then memories and memory kinds: the devices' memories, ``device_put`` to
 host memory (eager and staged, transposed, under vmap and jit), types in
 host memory and JAX's errors for unknown kinds and mixed memories; jit's
-in_shardings and out_shardings with memory kinds."""
+in_shardings and out_shardings with memory kinds, as the staged jit
+equation's params (through jvp, grad and vmap) and lowered; cotangents in
+host memory."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.lowering.xla_run import parsed
 from tests.support.twin import prefetch, run_both
 
 PROGRAM = r'''
@@ -102,6 +105,34 @@ record("jit in committed elsewhere", lambda: jax.jit(double, in_shardings=split)
     jax.device_put(v, d1)))
 record("jit out unpinned", lambda: placements(jax.jit(double, out_shardings=jax.NamedSharding(
     mesh, jax.P(), memory_kind='unpinned_host'))(v)))
+# The staged jit equation carries in_shardings and out_shardings, and every
+# transformation derives its calls' entries; lowered, they are annotations.
+sine = jax.jit(lambda a, b: (jnp.sin(a) * b, b), in_shardings=(split, None),
+               out_shardings=(split, on_host))
+record("staged jit shardings", lambda: jaxpr(sine, v, v))
+record("staged jit jvp", lambda: jaxpr(lambda a, b: jax.jvp(sine, (a, b), (a, b)), v, v))
+record("staged jit grad", lambda: jaxpr(jax.grad(lambda a, b: sine(a, b)[0].sum()), v, v))
+record("staged jit vmap", lambda: jaxpr(jax.vmap(sine, in_axes=(1, None)), x, v[:4]))
+record("staged jit no entries", lambda: jaxpr(jax.jit(double, out_shardings=None), v))
+record("linearized jit residuals", lambda: jaxpr(jax.linearize(lambda a: sine(a, a)[0], v)[1], v))
+sharded = jax.jit(lambda a: jnp.sin(a) * 2, in_shardings=split, out_shardings=split)
+record("lowered jit shardings", lambda: sharded.lower(v).as_text())
+record("lowered nested jit shardings", lambda: jax.jit(lambda a: sharded(a) + a).lower(v).as_text())
+on_d1 = jax.jit(double, in_shardings=jax.sharding.SingleDeviceSharding(d1),
+                out_shardings=jax.sharding.SingleDeviceSharding(d1))
+record("lowered jit device", lambda: on_d1.lower(v).as_text())
+record("lowered nested jit device", lambda: jax.jit(lambda a: on_d1(a)).lower(v).as_text())
+# Cotangents live where their primals do.
+record("grad into host", lambda: jax.grad(lambda a: jax.device_put(a, host).sum())(v))
+record("vjp host cotangent", lambda: placements(jax.vjp(lambda a: jax.device_put(a, host), v)[1](
+    jax.device_put(v, host))))
+record("vjp device cotangent", lambda: jax.vjp(lambda a: jax.device_put(a, host), v)[1](v))
+record("transpose into host", lambda: jaxpr(jax.linear_transpose(
+    lambda a: jax.device_put(a, host) * 2, v), jax.device_put(v, host)))
+record("transpose cotangent memory", lambda: jax.linear_transpose(
+    lambda a: jax.device_put(a, host), v)(v))
+record("grad from host", lambda: jaxpr(jax.grad(
+    lambda a: jax.device_put(a, jax.memory.Space.Device).sum()), jax.device_put(v, host)))
 '''
 
 
@@ -118,10 +149,24 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     "staged sum", "staged mixed", "staged vmap", "staged copies", "alias and donate",
     "transposed", "jit on host", "jit out host", "jit out tree", "jit in host",
     "jit in host mismatch", "jit in device mismatch", "jit in placed",
-    "jit in committed elsewhere", "jit out unpinned"])
+    "jit in committed elsewhere", "jit out unpinned", "staged jit shardings", "staged jit jvp",
+    "staged jit grad", "staged jit vmap", "staged jit no entries", "linearized jit residuals",
+    "grad into host", "vjp host cotangent", "vjp device cotangent", "transpose into host",
+    "transpose cotangent memory", "grad from host"])
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results
     assert ours[name] == theirs[name]
+
+
+@pytest.mark.parametrize("name", ["lowered jit shardings", "lowered nested jit shardings",
+                                  "lowered jit device", "lowered nested jit device"])
+def test_jit_shardings_lower_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str
+                                    ) -> None:
+    """The top-level call's shardings annotate its arguments and results; a
+    nested call pins its operand and result with sharding constraints
+    (compared as jaxlib's MLIR printer prints both modules)."""
+    ours, theirs = results
+    assert parsed(ours[name]) == parsed(theirs[name])
 
 
 prefetch(PROGRAM, devices=4)

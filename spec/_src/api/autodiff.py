@@ -346,10 +346,12 @@ class VJP:
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
         want = primal_aval.ct_type()
         got = ArrayType(np.shape(ct), T.FLOAT0) if _is_float0(ct) else canonical_aval_of(ct)
-        if got.shape != want.shape or got.dtype != want.dtype:
-            raise ValueError(f"the VJP function got a cotangent of type {got}, but expected "
-                             f"{want}: the cotangent type of the differentiated function's "
-                             f"corresponding output, of type {primal_aval}")
+        if got.shape != want.shape or got.dtype != want.dtype \
+                or got.memory_space is not want.memory_space:
+            raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                             f"function: got {got.str_short()}, but expected "
+                             f"{want.str_short()} because the corresponding output of the "
+                             f"differentiated function had JAX type {primal_aval.str_short()}")
         if want.dtype == T.FLOAT0:
             return Zero(want)
         return ct
@@ -939,9 +941,10 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
                             f"{out_tree} but got {ct_tree}")
         for c, a in zip(ct_leaves, out_avals):
             got = canonical_aval_of(c)
-            if got.shape != a.shape or got.dtype != a.dtype:
-                raise TypeError(f"cotangent type does not match function output, expected "
-                                f"{a} but got {got}")
+            if got.shape != a.shape or got.dtype != a.dtype \
+                    or got.memory_space is not a.memory_space:
+                raise TypeError("cotangent type does not match function output, expected "
+                                f"{tuple(out_avals)!r} but got {ct_leaves!r}")
         args = [UndefinedPrimal(a) for a in in_avals]
         ct_in = [Zero(a.ct_type()) if a.dtype == T.FLOAT0 else c
                  for c, a in zip(ct_leaves, out_avals)]

@@ -58,6 +58,7 @@ from spec._src.core.sharding import (
 from spec._src.core.state_types import NDIndexer, RefType, Slice
 from spec._src.core.tree_util import PyTreeDef, tree_flatten, tree_structure
 from spec._src.core.types import MemorySpace
+from spec._src.lax.call_shardings import IN as IN_SHARDINGS, OUT as OUT_SHARDINGS, UNSPECIFIED
 from spec._src.lax.reshard import ArrayCopySemantics
 from spec._src.lax.conv import ConvDimensionNumbers
 from spec._src.lax.dot import Precision
@@ -1069,6 +1070,9 @@ def _read_jit(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, A
     p.setdefault("inline", False)
     p.setdefault("keep_unused", False)
     p.setdefault("ctx_mesh", AbstractMesh((), ()))
+    for key in (IN_SHARDINGS, OUT_SHARDINGS):
+        if key in p:  # (``UnspecifiedValue`` reads as its name)
+            p[key] = tuple(UNSPECIFIED if e == "UnspecifiedValue" else e for e in p[key])
     return _named_first(p)
 
 

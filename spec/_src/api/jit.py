@@ -23,7 +23,8 @@ from spec._src.api import codegen
 from spec._src.api.cache_misses import explain_miss
 from spec._src.api.partitioned import compiled_text, program_mesh
 from spec._src.api.placement import devices
-from spec._src.api.jit_shardings import place_arguments, place_results
+from spec._src.api.jit_shardings import place_arguments, place_results, staged_shardings
+from spec._src.lax.call_shardings import unspecified, with_shardings
 from spec._src.api.stages import (
     ArgInfo,
     CompiledMemoryStats,
@@ -383,8 +384,12 @@ class Traced:
         self._jitted = jitted
         self._out_tree = out_tree
         self._split = split
+        ins, outs = jitted._staged_shardings(split, out_tree)
+        self._in_placed = [_on_mesh(s) for s in ins]
+        self._out_placed = [_on_mesh(s) for s in outs]
         # Counted when traced: the context mesh is the one at the trace.
-        self._devices = _device_count(jaxpr, split.leaves)
+        self._devices = _device_count(jaxpr, split.leaves, _placement_meshes(
+            jaxpr, [*self._in_placed, *self._out_placed]))
         self._mesh = _program_devices(split.leaves)
 
     @property
@@ -438,7 +443,9 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
     return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
                        result_names=_result_names(traced.out_tree),
                        num_partitions=traced._devices,
-                       arg_placements=[_placement(x) for x in traced._split.leaves])
+                       arg_placements=[p or _placement(x) for x, p in
+                                       zip(traced._split.leaves, traced._in_placed)],
+                       result_placements=traced._out_placed)
 
 
 def _result_names(out_tree: Any) -> list[str]:
@@ -479,15 +486,37 @@ def _program_devices(leaves: Sequence[Any]) -> Any:
     return None if mesh is None or mesh.empty else mesh
 
 
-def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any]) -> int:
+def _on_mesh(s: Any) -> Any:
+    """A jit sharding entry that places a value (over a mesh, or on a
+    single device), else None."""
+    if isinstance(s, SingleDeviceSharding):
+        return s
+    return s if isinstance(s, NamedSharding) and not s.mesh.empty else None
+
+
+def _placement_meshes(jaxpr: Jaxpr, placed: Sequence[Any]) -> list[Any]:
+    """The meshes jit shardings place values on: the top-level call's
+    (``placed``), then those of the jit calls inside."""
+    meshes = [s.mesh for s in placed if isinstance(s, NamedSharding)]
+    for eqn in jaxpr.eqns:
+        if eqn.primitive is jit_p:
+            inner = [*eqn.params.get("in_shardings", ()), *eqn.params.get("out_shardings", ())]
+            meshes += _placement_meshes(eqn.params["jaxpr"], [_on_mesh(s) for s in inner])
+    return meshes
+
+
+def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any], placements: Sequence[Any] = ()) -> int:
     """The devices a staged program runs on, as JAX counts its partitions:
-    the mesh its arguments are placed on, else the mesh its types or a
-    ``shard_map`` name, else the context's, else one."""
+    the mesh its arguments are placed on (by themselves or by jit's
+    shardings: ``placements``), else the mesh its types or a ``shard_map``
+    name, else the context's, else one."""
     for leaf in leaves:
         s = getattr(leaf, "_sharding", None)
         mesh = getattr(s, "mesh", None)
         if mesh is not None and not mesh.empty:
             return int(mesh.size)
+    if placements:
+        return int(placements[0].size)
     mesh = program_mesh(jaxpr)
     if mesh.empty:
         mesh = next((e.params["mesh"] for e in jaxpr.eqns if e.primitive.name == "shard_map"),
@@ -713,7 +742,7 @@ class Jitted:
     def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any], list[Any], Jaxpr]:
         """The call's jaxpr, its output tree, the closed-over tracers and refs
         it takes as leading and trailing operands, and the jaxpr as traced
-        (closed over its refs)."""
+        (closed over its refs and tracers)."""
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         # The context mesh types sharded operations, and the ambient XLA
         # metadata tags the traced equations: both are part of the key.
@@ -732,7 +761,7 @@ class Jitted:
         if not tracer_consts:
             # (closed-over refs are kept alive by the entry, as by the function)
             self._cache[key] = (jaxpr, out_tree, refs, closed) if refs else (jaxpr, out_tree)
-        return jaxpr, out_tree, tracer_consts, refs, closed if refs else jaxpr
+        return jaxpr, out_tree, tracer_consts, refs, closed if refs or tracer_consts else jaxpr
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and self._fast_ok:
@@ -774,6 +803,9 @@ class Jitted:
         params = dict(jaxpr=jaxpr, name=_fun_name(self._fun), donated_invars=donated,
                       inline=self._inline, keep_unused=self._keep_unused,
                       ctx_mesh=_ctx_mesh())
+        ins, outs = self._staged_shardings(split, out_tree)
+        params = with_shardings(params, [*unspecified(len(tracer_consts)), *ins,
+                                         *unspecified(len(refs))], outs)
         bind: Any = jit_p.bind
         if HI_VALUE_TYPES and type(current_trace()) is EvalTrace and has_hi_types(jaxpr):
             bind = jit_p.to_lojax  # run on the hi values' components
@@ -794,13 +826,25 @@ class Jitted:
         copts.validated(self._compiler_options)
         self._options_ok = True
 
+    def _staged_shardings(self, split: _Split, out_tree: Any) -> tuple[list[Any], list[Any]]:
+        """The staged call's in_shardings entries per argument leaf and
+        out_shardings entries per result leaf."""
+        return unspecified(len(split.leaves)), unspecified(out_tree.num_leaves)
+
     def _donated(self, split: _Split) -> tuple[bool, ...]:
         return tuple(False for _ in split.leaves)  # accepted; spec never aliases buffers
 
     def trace(self, *args: Any, **kwargs: Any) -> Traced:
         split = self._split(args, kwargs)
-        _, out_tree, _, _, closed = self._staged(split)
-        return Traced(self, closed, out_tree, split)
+        jaxpr, out_tree, _, refs, closed = self._staged(split)
+        return Traced(self, closed if refs else jaxpr, out_tree, split)
+
+    def traced_jaxpr(self, *args: Any, **kwargs: Any) -> tuple[Jaxpr, Any]:
+        """The jaxpr as traced (closed over what it closes over, tracers of
+        enclosing traces included) and its output tree: ``make_jaxpr``'s,
+        from the trace cache jit calls of the function share."""
+        _, out_tree, _, _, closed = self._staged(self._split(args, kwargs))
+        return closed, out_tree
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         return self.trace(*args, **kwargs).lower()
@@ -1075,6 +1119,10 @@ class PlacingJitted(Jitted):
         out = super().__call__(*args, **kwargs)
         return out if self._out_shardings is None else place_results(out, self._out_shardings)
 
+    def _staged_shardings(self, split: _Split, out_tree: Any) -> tuple[list[Any], list[Any]]:
+        return staged_shardings(split.dyn_treedef, self._in_shardings, out_tree,
+                                self._out_shardings)
+
 
 # ----------------------------------------------------------------- make_jaxpr
 
@@ -1087,12 +1135,15 @@ def make_jaxpr(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()
 
     @functools.wraps(fun)
     def make(*args: Any, **kwargs: Any) -> Any:
-        split = _split_args(args, kwargs, nums, ())
+        # As JAX's, a jit of the function traces it: a trace a jit call made
+        # already (or makes later) at the same argument types is this one
+        # (the Python side effects of tracing happen once).
+        jitted = Jitted(fun, nums, (), (), False, False)
         with contextlib.ExitStack() as stack:
             # Named axes the traced function may use in collectives.
             for name, size in axis_env or ():
                 stack.enter_context(extend_axis_env(name, int(size)))
-            jaxpr, out_tree = _trace(fun, split)
+            jaxpr, out_tree = jitted.traced_jaxpr(*args, **kwargs)
         if not return_shape:
             return jaxpr
         shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)

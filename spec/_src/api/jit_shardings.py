@@ -7,6 +7,10 @@ must agree, a committed array must already live on that sharding's devices,
 and an uncommitted one is put there. The results are put where
 ``out_shardings`` (a Sharding or a pytree prefix of the results) says; with
 a mesh among them, the others are replicated over it.
+
+Staged, the call carries them per leaf (``staged_shardings``): one entry
+per operand (each positional argument's leaves take theirs, keyword
+arguments and closed-over values none) and one per result.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from spec._src.core.array import Array
 from spec._src.core.commitment import is_committed
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.core.sharding import NamedSharding, P, Sharding, get_concrete_mesh
+from spec._src.lax.call_shardings import UNSPECIFIED, EagerPlacement, register_eager_placement
 
 
 def _as_sharding(s: Any) -> Any:
@@ -75,13 +80,7 @@ def place_arguments(args: Sequence[Any], in_shardings: Any,
                     static_argnums: Sequence[int]) -> tuple[Any, ...]:
     """The positional arguments placed by ``in_shardings``."""
     dynamic = [i for i in range(len(args)) if i not in static_argnums]
-    if _is_spec(in_shardings):
-        per_arg = [in_shardings] * len(dynamic)
-    else:
-        per_arg = list(in_shardings)
-        if len(per_arg) != len(dynamic):
-            raise ValueError(f"jit in_shardings has {len(per_arg)} entries, but the function"
-                             f" was called with {len(dynamic)} positional arguments")
+    per_arg = _positional(len(dynamic), in_shardings)
     out = list(args)
     for i, shardings in zip(dynamic, per_arg):
         leaves, structure = tree_util.tree_flatten(args[i])
@@ -106,9 +105,52 @@ def place_results(out: Any, out_shardings: Any) -> Any:
     return tree_util.tree_unflatten(structure, placed)
 
 
+def _entry(s: Any) -> Any:
+    s = _as_sharding(s)
+    return s if isinstance(s, Sharding) else UNSPECIFIED
+
+
+def _positional(n_dynamic: int, in_shardings: Any) -> list[Any]:
+    """Each dynamic positional argument's sharding (prefix) entry."""
+    if _is_spec(in_shardings):
+        return [in_shardings] * n_dynamic
+    per_arg = list(in_shardings)
+    if len(per_arg) != n_dynamic:
+        raise ValueError(f"jit in_shardings has {len(per_arg)} entries, but the function"
+                         f" was called with {n_dynamic} positional arguments")
+    return per_arg
+
+
+def staged_shardings(dyn_tree: Any, in_shardings: Any, out_tree: Any, out_shardings: Any
+                     ) -> tuple[list[Any], list[Any]]:
+    """The staged call's entries: per leaf of the dynamic arguments
+    (``dyn_tree``: the tree of their (positional, keyword) pair) and per
+    result leaf."""
+    args, kwargs = tree_util.tree_unflatten(dyn_tree, [0] * dyn_tree.num_leaves)
+    ins: list[Any] = []
+    for arg, entry in zip(args, _positional(len(args), in_shardings)):
+        ins.extend(map(_entry, _per_leaf(arg, entry)))
+    ins.extend([UNSPECIFIED] * tree_util.tree_structure(kwargs).num_leaves)
+    results = tree_util.tree_unflatten(out_tree, [0] * out_tree.num_leaves)
+    return ins, [_entry(s) for s in _per_leaf(results, out_shardings)]
+
+
 def _over(x: Any, mesh: Any) -> bool:
     s = getattr(x, "_sharding", None)
     return s is not None and s.mesh == mesh
 
 
-__all__ = ["place_arguments", "place_results"]
+def _call_operands(args: Sequence[Any], entries: Sequence[Any]) -> list[Any]:
+    return [x if s is UNSPECIFIED else _placed_leaf(x, s) for x, s in zip(args, entries)]
+
+
+def _call_results(outs: Sequence[Any], entries: Sequence[Any]) -> list[Any]:
+    return [x if s is UNSPECIFIED or getattr(x, "sharding", None) == s
+            else placement.device_put(x, s) for x, s in zip(outs, entries)]
+
+
+# An eagerly evaluated jit equation places by its shardings as a call does.
+register_eager_placement(EagerPlacement(_call_operands, _call_results))
+
+
+__all__ = ["place_arguments", "place_results", "staged_shardings"]

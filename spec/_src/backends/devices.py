@@ -279,10 +279,15 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
 
 def _source(leaf: Any, src: Any) -> Any:
     """Where a staged leaf comes from: ``src`` if given; a concrete array's
-    sharding; a value typed over a mesh whose axes are all Explicit, its
-    type's sharding in its memory; else unknown (None)."""
+    sharding (an autodiff tracer's concrete primal's); a value typed over a
+    mesh whose axes are all Explicit, its type's sharding in its memory;
+    else unknown (None)."""
     if src is not None:
         return src
+    if isinstance(leaf, Tracer):  # an autodiff tracer of a concrete array: where it lives
+        value = leaf.to_concrete_value()
+        if isinstance(value, Array):
+            return value.sharding
     if isinstance(leaf, Array):
         return leaf.sharding
     aval = getattr(leaf, "aval", None)

@@ -132,6 +132,15 @@ class Array(Typed):
     def block_until_ready(self) -> Array:
         return self
 
+    def copy_to_host_async(self) -> None:
+        """Starts copying the array to the host: its value is always there."""
+
+    def on_device_size_in_bytes(self) -> int:
+        """The bytes the array takes on all its devices: one shard per device."""
+        s = self.sharding
+        shard = s.shard_shape(tuple(self.aval.shape))
+        return int(np.prod(shard, dtype=np.int64)) * self.itemsize * len(s.device_set)
+
     # ------------------------------------------------------------- placement
     @property
     def sharding(self) -> Any:

@@ -39,8 +39,10 @@ def committed_device(operands: Sequence[Any], names: Sequence[str], fun_name: st
             first = (i, x)
             continue
         both_sharded = x._sharding is not None and first[1]._sharding is not None
-        # (arrays over two meshes are the sharding rules' to refuse, in their words)
-        if not both_sharded and device_ids(x) != device_ids(first[1]):
+        # (arrays over two meshes of different shapes are the sharding rules'
+        # to refuse, in their words; over one shape laid on other devices, here)
+        if (not both_sharded or _same_shape(x, first[1])) \
+                and device_ids(x) != device_ids(first[1]):
             j, y = first
             raise ValueError(
                 "Received incompatible devices for jitted computation. Got "
@@ -48,6 +50,10 @@ def committed_device(operands: Sequence[Any], names: Sequence[str], fun_name: st
     if first is None or first[1]._sharding is not None:
         return None
     return first[1]._single_device()
+
+
+def _same_shape(x: Any, y: Any) -> bool:
+    return bool(x._sharding.mesh.abstract_mesh == y._sharding.mesh.abstract_mesh)
 
 
 def _describe(name: str, fun_name: str, x: Any) -> str:

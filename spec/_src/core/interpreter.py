@@ -257,6 +257,17 @@ class Primitive:
     A field given as ``from_primitive(build)`` is ``build(prim)``.
     """
 
+    # A subclass whose eager evaluation may do more than typing and impl
+    # (jit places its operands and results by its shardings) sets this and
+    # overrides ``evaluate_eagerly``.
+    evaluates_eagerly: ClassVar[bool] = False
+
+    def evaluate_eagerly(self, trace: EvalTrace, args: Sequence[Any], params: dict[str, Any]
+                         ) -> list[Any] | None:
+        """The results of an eager evaluation done here, or None for the
+        usual one."""
+        return None
+
     SECTIONS: ClassVar[tuple[str, ...]] = (
         "typing", "impl", "sharding", "jvp", "transpose", "batch", "lowering")
     HOOKS: ClassVar[tuple[str, ...]] = (
@@ -953,6 +964,10 @@ class EvalTrace(Trace):
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
+        if prim.evaluates_eagerly:
+            done: list[Any] | None = prim.evaluate_eagerly(self, args, params)
+            if done is not None:
+                return done
         recorders = _context.recorders
         if recorders:
             recorders[-1].dispatches += 1

@@ -47,6 +47,12 @@ def _registering(make: Callable[P, Primitive]) -> Callable[P, Primitive]:
 declare = _registering(Primitive)
 
 
+def declaring(cls: Callable[P, Primitive]) -> Callable[P, Primitive]:
+    """``declare`` for a primitive of a subclass of ``Primitive`` (one whose
+    ``bind`` does more: jit's places its operands and results)."""
+    return _registering(cls)
+
+
 def primitive(name: str) -> Primitive:
     return REGISTRY[name]
 

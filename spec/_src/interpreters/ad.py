@@ -1352,6 +1352,9 @@ def _check_cotangent(aval: ArrayType, ct: Any) -> None:
                             f"{got.str_short(True)} for a value of type {aval.str_short(True)};"
                             f" its cotangent type is {want.str_short(True)}")
         return
+    if got.memory_space is not want.memory_space:
+        # (a cotangent lives where its primal does: moving it is device_put's transpose)
+        raise ValueError(f"Expected cotangent type {want.str_short()} but got {got.str_short()}")
     if integer_cotangents[0] and got.dtype == aval.dtype and got.shape == aval.shape:
         return
     if (got.shape != want.shape or got.dtype != want.dtype

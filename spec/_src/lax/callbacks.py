@@ -49,7 +49,7 @@ from spec._src.core.registry import declare, primitive
 from spec._src.core.effects import DebugEffect, IOEffect, OrderedDebugEffect, OrderedIOEffect
 from spec._src.lowering import custom_call as LCC
 from spec._src.lowering.effects import register_lowerable
-from spec._src.core.types import ArrayType
+from spec._src.core.types import ArrayType, canonicalize_dtype
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.batching import AxisData, BatchDim, batched_aval, moveaxis
@@ -114,22 +114,29 @@ def _call(what: str, fn: Callable[..., Any], args: Sequence[np.ndarray],
     the runtime reports it."""
     try:
         out = fn(*_host_args(args, getattr(fn, "weak_types", ())))
-        return check(out) if check is not None else out
     except BaseException as e:
         logger.exception("%s failed", what)
         if always_wrapped or in_compiled_program():
             raise _runtime_error(e) from None
         raise
+    if check is None:
+        return out
+    try:
+        return check(out)
+    except RuntimeError as e:  # (the runtime checks the results; it logs nothing)
+        raise _runtime_error(e) from None
 
 
 def _checked_results(result_avals: Sequence[ArrayType]) -> Callable[[Any], list[np.ndarray]]:
     """The results as NumPy arrays of the declared shapes and dtypes (XLA's
     runtime checks them, with these messages)."""
     def check(out: Any) -> list[np.ndarray]:
-        leaves = [np.asarray(x) for x in tree_util.tree_leaves(out)]
+        leaves = tree_util.tree_leaves(out)
         if len(leaves) != len(result_avals):
-            raise RuntimeError(f"Callback func returned {len(leaves)} results, expected "
-                               f"{len(result_avals)}")
+            raise RuntimeError("Mismatched number of outputs from callback. Expected: "
+                               f"{len(result_avals)}, Actual: {len(leaves)}")
+        # (Python scalars and 64-bit arrays as the current x64 mode has them)
+        leaves = [_canonical(np.asarray(x)) for x in leaves]
         for i, (x, a) in enumerate(zip(leaves, result_avals)):
             if x.shape != tuple(a.shape):
                 raise RuntimeError(f"Incorrect output shape for return value #{i}: Expected: "
@@ -139,6 +146,11 @@ def _checked_results(result_avals: Sequence[ArrayType]) -> Callable[[Any], list[
                                    f"{np.dtype(a.dtype)}, Actual: {x.dtype}")
         return leaves
     return check
+
+
+def _canonical(x: np.ndarray) -> np.ndarray:
+    dtype = canonicalize_dtype(x.dtype)
+    return x if dtype == x.dtype else x.astype(dtype)
 
 
 # -------------------------------------------------------------- printing

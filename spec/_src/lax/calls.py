@@ -46,10 +46,11 @@ from spec._src.core.interpreter import (
 from spec._src.core.config import config
 from spec._src.core import source_info as si
 from spec._src.core import tree_util
+from spec._src.lax import call_shardings as CS
 from spec._src.core.effects import running_compiled
-from spec._src.core.registry import declare, primitive, require
+from spec._src.core.registry import declaring, primitive, require
 from spec._src.core.types import FLOAT0, ArrayType
-from spec._src.core.interpreter import current_trace, from_primitive
+from spec._src.core.interpreter import EvalTrace, current_trace, from_primitive
 from spec._src.core.state_types import RefEffect, RefType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.discharge import Discharged, discharge_state
@@ -65,6 +66,11 @@ def _jit_type(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[ArrayType]
         same = got == want if is_high(got) or is_high(want) else \
             got.shape == want.shape and got.dtype == want.dtype
         require(same, "jit", "C2", f"operand {i} has type {got}, the jaxpr expects {want}")
+    if CS.carries(params):
+        ins, outs = params[CS.IN], params[CS.OUT]
+        require(len(ins) == len(avals) and len(outs) == len(jaxpr.outvars), "jit", "C3",
+                f"in_shardings has {len(ins)} entries for {len(avals)} operands and "
+                f"out_shardings {len(outs)} for {len(jaxpr.outvars)} results")
     return jaxpr.out_avals
 
 
@@ -97,6 +103,7 @@ def _jit_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
     result nothing reads is not expanded)."""
     lowered, los = hi_lowering.lower_call(args, _live_program(jaxpr))
     donated = hi_lowering.expand_flags(jaxpr.in_avals, params.pop("donated_invars"))
+    params = CS.with_shardings(params, (), ())  # (placed per hi value, not per component)
     outs = jit_p.bind(*los, jaxpr=lowered, donated_invars=donated, **params)
     return raise_values(jaxpr.out_avals, outs)
 
@@ -112,6 +119,9 @@ def _pp_jit(eqn: Any, ctx: Any) -> Any:
         params.pop("donated_invars", None)
     if not params.get("keep_unused", False):
         params.pop("keep_unused", None)
+    for key in (CS.IN, CS.OUT):  # printed when some entry is specified
+        if all(e is CS.UNSPECIFIED for e in params.get(key, ())):
+            params.pop(key, None)
     mesh = params.get("ctx_mesh")
     if mesh is None or mesh.empty:  # printed only when a mesh was in context
         params.pop("ctx_mesh", None)
@@ -257,6 +267,8 @@ def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None
         return used_inputs, eqn
     params = dict(eqn.params, jaxpr=new, donated_invars=tuple(
         d for d, u in zip(eqn.params["donated_invars"], used_inputs) if u))
+    ins, outs = CS.shardings_of(eqn.params, len(eqn.invars), len(eqn.outvars))
+    params = CS.with_shardings(params, CS.kept(ins, used_inputs), CS.kept(outs, used_outputs))
     return used_inputs, eqn.replace(
         invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
@@ -305,7 +317,11 @@ class CallRules:
             new, out_nonzero, n_sres = structured.jaxpr, structured.out_nonzero, structured.n_sres
         else:
             (new, out_nonzero), n_sres = ad.jvp_jaxpr(jaxpr, nonzero), 0
-        outs = self.prim.bind(*operands, **self.derive(params, new, False))
+        ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        derived = CS.with_shardings(
+            self.derive(params, new, False), [*ins_s, *CS.kept(ins_s, nonzero)],
+            [*outs_s, *CS.unspecified(n_sres), *CS.kept(outs_s, out_nonzero)])
+        outs = self.prim.bind(*operands, **derived)
         if n_sres:
             ad.fill_call_entry(structured.entries(outs[n_out:n_out + n_sres]))
         it = iter(outs[n_out + n_sres:])
@@ -320,9 +336,13 @@ class CallRules:
         inputs of the call are passed from outside, not returned."""
         differentiate = [type(t) is not Zero for t in tangents]
         primal_jaxpr, duplicates, found = self._primal_split(jaxpr, differentiate, primals)
+        n_out = len(jaxpr.outvars)
+        ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        primal_params = CS.with_shardings(
+            self.derive(params, primal_jaxpr, False), ins_s,
+            [*outs_s, *CS.unspecified(len(primal_jaxpr.outvars) - n_out)])
         with set_current_trace(trace.parent):
-            outs = _with_duplicates(
-                self.prim.bind(*primals, **self.derive(params, primal_jaxpr, False)), duplicates)
+            outs = _with_duplicates(self.prim.bind(*primals, **primal_params), duplicates)
         return self._linearized_outputs(trace, jaxpr, params, primals, tangents, outs, found)
 
     def _primal_split(self, jaxpr: Jaxpr, differentiate: list[bool], primals: list[Any]
@@ -399,16 +419,35 @@ class CallRules:
             [v for v, nz in zip(lin.outvars, nonzero) if nz], lin.eqns,
             consts=[c for _, c in kept]))
         t_in = [t for t in tangents if type(t) is not Zero]
+        ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        differentiate = [type(t) is not Zero for t in tangents]
+        tangent_params = CS.with_shardings(
+            self.derive(params, tangent_jaxpr, True),
+            [*CS.unspecified(len(residuals)), *CS.kept(ins_s, differentiate)],
+            CS.kept(outs_s, nonzero))
         t_nonzero = iter(trace.tangent_trace.process_primitive(
-            self.prim, [*residuals, *t_in], self.derive(params, tangent_jaxpr, True)))
+            self.prim, [*residuals, *t_in], tangent_params))
         return list(outs[:n_out]), [next(t_nonzero) if nz else z
                                     for nz, z in zip(nonzero, zeros)]
 
     def transpose(self, cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
-        return transpose_call(
-            lambda operands, t_jaxpr: self.prim.bind(*operands,
-                                                     **self.derive(params, t_jaxpr, True)),
-            cts, args, jaxpr, self.name)
+        ins_s, outs_s = CS.shardings_of(params, len(args), len(cts))
+        ops = TransposedOperands.of(args)
+        # Operands: the defined values and refs, placed as they were, then
+        # the nonzero cotangents, placed as their results; results: the
+        # cotangents, placed as their operands, then the logs.
+        t_ins = [*(s for s, u, r in zip(ins_s, ops.undefined, ops.accums) if not u and not r),
+                 *CS.kept(ins_s, ops.accums),
+                 *(s for s, c in zip(outs_s, cts) if type(c) is not Zero)]
+        t_outs = CS.kept(ins_s, ops.wanted)
+
+        def bind(operands: list[Any], t_jaxpr: Jaxpr) -> Sequence[Any]:
+            derived = CS.with_shardings(
+                self.derive(params, t_jaxpr, True), t_ins,
+                [*t_outs, *CS.unspecified(len(t_jaxpr.outvars) - len(t_outs))])
+            outs: Sequence[Any] = self.prim.bind(*operands, **derived)
+            return outs
+        return transpose_call(bind, cts, args, jaxpr, self.name)
 
     def partial_eval(self, eqn: Eqn, ins_unknown: list[bool]
                      ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
@@ -422,17 +461,34 @@ class CallRules:
         unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
         known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
         unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
+        ins_s, outs_s = CS.shardings_of(eqn.params, len(eqn.invars), len(eqn.outvars))
+        known_outs = [not u for u in split.out_unknowns]
+        known_params = CS.with_shardings(
+            self.derive(eqn.params, split.known, False),
+            CS.kept(ins_s, [not u for u in ins_unknown]),
+            [*CS.kept(outs_s, known_outs), *CS.unspecified(len(res_vars))])
+        unknown_params = CS.with_shardings(
+            self.derive(eqn.params, split.unknown, False),
+            [*CS.unspecified(len(res_vars)), *CS.kept(ins_s, ins_unknown)],
+            CS.kept(outs_s, split.out_unknowns))
         known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
-                            params=self.derive(eqn.params, split.known, False))
+                            params=known_params)
         unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
-                              params=self.derive(eqn.params, split.unknown, False))
+                              params=unknown_params)
         return known, unknown, split.out_unknowns
 
     def batch(self, axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
               **params: Any) -> tuple[list[Any], list[Any]]:
         """A call of the batched jaxpr; batch axes stay where they are."""
         new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
-        outs = self.prim.bind(*args, **self.derive(params, new, False))
+        ins_s, outs_s = CS.shardings_of(params, len(args), len(jaxpr.outvars))
+        derived = CS.with_shardings(
+            self.derive(params, new, False),
+            [CS.batched(s, d, a.ndim, axis.spmd_name)
+             for s, d, a in zip(ins_s, dims, new.in_avals)],
+            [CS.batched(s, d, a.ndim, axis.spmd_name)
+             for s, d, a in zip(outs_s, out_dims, new.out_avals)])
+        outs = self.prim.bind(*args, **derived)
         return list(outs), out_dims
 
     def discharge(self, ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
@@ -442,8 +498,11 @@ class CallRules:
             return current_trace().process_primitive(self.prim, ins, params), []
         inner: Jaxpr = params["jaxpr"]
         new, _ = discharge_state(inner)
-        outs = self.prim.bind(*ins, **self.derive(params, new, False))
         n_out = len(inner.outvars)
+        ins_s, outs_s = CS.shardings_of(params, len(ins), n_out)
+        derived = CS.with_shardings(self.derive(params, new, False), ins_s,
+                                    [*outs_s, *CS.unspecified(len(new.outvars) - n_out)])
+        outs = self.prim.bind(*ins, **derived)
         refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
         return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
 
@@ -454,7 +513,47 @@ _PRIMAL_SPLITS: weakref.WeakKeyDictionary[Jaxpr, dict[Any, Any]] = weakref.WeakK
 _JIT = CallRules("jit", _call_params)
 
 
-jit_p = declare("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
+class _CallPrimitive(Primitive):
+    """jit's primitive. Evaluated eagerly (an equation of a staged program,
+    a call autodiff derives), a call carrying shardings places its operands
+    and results by them, with the placement the API layer registers
+    (``CS.register_eager_placement``)."""
+
+    evaluates_eagerly = True
+
+    def evaluate_eagerly(self, trace: EvalTrace, args: Sequence[Any], params: dict[str, Any]
+                         ) -> list[Any] | None:
+        placement = CS.eager_placement()
+        if placement is None or not CS.carries(params):
+            return None
+        operands = placement.operands(args, params[CS.IN])
+        plain = CS.with_shardings(params, (), ())
+        plain["jaxpr"] = _at_types(params["jaxpr"], [canonical_aval_of(x) for x in operands])
+        outs = trace.process_primitive(self, operands, plain)
+        return placement.results(outs, params[CS.OUT])
+
+
+# Bodies retyped at the types of placed operands, per body and types.
+_RETYPED: weakref.WeakKeyDictionary[Jaxpr, dict[tuple[Any, ...], Jaxpr]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _at_types(jaxpr: Jaxpr, avals: list[Any]) -> Jaxpr:
+    """The body typed at its placed operands' types: the results of a
+    program whose operands are laid out over a mesh are laid out as the
+    sharding rules give them (where JAX's compiler propagates the operands'
+    shardings), not gathered by the unplaced types it was traced at."""
+    if all(a == b and getattr(a, "sharding", None) == getattr(b, "sharding", None)
+           for a, b in zip(avals, jaxpr.in_avals)):
+        return jaxpr
+    known = _RETYPED.setdefault(jaxpr, {})
+    key = tuple(avals)
+    if key not in known:
+        known[key] = trace_to_jaxpr(_evaluator(jaxpr), avals)[0]
+    return known[key]
+
+
+jit_p = declaring(_CallPrimitive)("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
                 lowering=jit_call,
                 pp_rule=_pp_jit, jvp=_JIT.jvp, transpose=_JIT.transpose, batch=_JIT.batch,
                 sharding=call_sharding,

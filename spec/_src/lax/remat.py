@@ -51,6 +51,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.core.interpreter import VMA_FROM_TYPING
 from spec._src.core import source_info as si
 from spec._src.core import types as T
+from spec._src.lax import call_shardings as CS
 from spec._src.lax.reductions import reduce_precision_p
 from spec._src.lax.reshard import ArrayCopySemantics, device_put_p
 
@@ -442,9 +443,16 @@ def _split_call(eqn: Eqn, ins_unknown: list[bool], policy: Policy | None,
             staged_params["prevent_cse"] = (True,) * len(res_vars) + tuple(
                 c for c, u in zip(cse, split.staged_inputs) if u)
         staged_params["differentiated"] = True
-    else:  # jit: one donation flag per operand
+    else:  # jit: one donation flag and sharding entry per operand
         known_params["donated_invars"] = (False,) * len(known_in)
         staged_params["donated_invars"] = (False,) * (len(res_vars) + len(staged_in))
+        ins, outs = CS.shardings_of(params, len(eqn.invars), len(eqn.outvars))
+        known_params = CS.with_shardings(
+            known_params, CS.kept(ins, [not u for u in ins_unknown]),
+            [*CS.kept(outs, [not u for u in split.out_unknowns]), *CS.unspecified(len(res_vars))])
+        staged_params = CS.with_shardings(
+            staged_params, [*CS.unspecified(len(res_vars)), *CS.kept(ins, split.staged_inputs)],
+            CS.kept(outs, split.out_staged))
     known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
                         params=known_params)
     staged = eqn.replace(invars=[*res_vars, *staged_in], outvars=unknown_outvars,

@@ -13,6 +13,7 @@ import numpy as np
 
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
+from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
     TOKEN,
@@ -426,18 +427,41 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
         with ctx.scope(f"jit({name})" if name else ""):
             return lower_body(ctx, jaxpr, operands)
 
+    ins, outs = params.get("in_shardings"), params.get("out_shardings")
+
     def body(ctx: LoweringContext, args: list[str]) -> list[str]:
         with ctx.detached():
-            return lower_body(ctx, jaxpr, args)
+            if ins is None or outs is None:
+                return lower_body(ctx, jaxpr, args)
+            # The operands and results jit places are pinned where it places them.
+            args = [_placed(ctx, a, v.aval, s) for a, v, s in zip(args, jaxpr.invars, ins)]
+            return [_placed(ctx, r, v.aval, s)
+                    for r, v, s in zip(lower_body(ctx, jaxpr, args), jaxpr.outvars, outs)]
     symbol = ctx.function(str(name), in_avals, out_avals, body, key=("jit", id(jaxpr)))
     with ctx.named(f"jit({name})"):
         return ctx.call(symbol, operands, in_avals, out_avals)
 
 
+def _placed(ctx: LoweringContext, value: str, aval: ArrayType, sharding: Any) -> str:
+    """``value`` pinned to a Sharding with ``sdy.sharding_constraint`` (a
+    single device's: replicated over the empty mesh); an unspecified entry
+    leaves it as is."""
+    if isinstance(sharding, SingleDeviceSharding):
+        text = tensor_sharding(ctx.module, AbstractMesh((), ()), P(), aval.ndim)
+        return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
+    mesh = getattr(sharding, "mesh", None)
+    if mesh is None or mesh.empty:
+        return value
+    mesh = getattr(mesh, "abstract_mesh", mesh)
+    text = tensor_sharding(ctx.module, mesh, sharding.spec, aval.ndim)
+    return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
+
+
 def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
                 arg_names: Sequence[str] | None = None,
                 result_names: Sequence[str] | None = None, num_partitions: int = 1,
-                arg_placements: Sequence[Any] | None = None) -> str:
+                arg_placements: Sequence[Any] | None = None,
+                result_placements: Sequence[Any] | None = None) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. With ``debug_info`` each op carries its location,
@@ -449,7 +473,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     (``result``, ``result[0]``, ``result['a']``); an argument placed on a
     mesh (``arg_placements``: a NamedSharding, or None) whose type names no
     explicit sharding is annotated with its placement, as JAX annotates an
-    Auto-mode argument. Raises NotImplementedError naming
+    Auto-mode argument (a result in ``result_placements`` likewise: jit's
+    out_shardings). Raises NotImplementedError naming
     the first primitive without a lowering rule, ValueError for an effect
     none lowers. A program with refs is lowered discharged: a ref argument
     is its value, and its final contents are results after the program's
@@ -482,9 +507,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
     infos: list[str | None] = list(result_names) if result_names is not None else []
     infos += [None] * (len(closed_jaxpr.outvars) - len(infos))
+    placed = list(result_placements or [])
+    placed += [None] * (len(closed_jaxpr.outvars) - len(placed))
     out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
-        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info)
-        for a, info in zip(closed_jaxpr.outvars, infos)]
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info, placed=p)
+        for a, info, p in zip(closed_jaxpr.outvars, infos, placed)]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"

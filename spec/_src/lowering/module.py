@@ -52,6 +52,8 @@ class ModuleState:
         if key not in self.symbols:
             count = sum(1 for v in self.symbols.values() if v.startswith("@mesh"))
             name = "mesh" if not count else f"mesh_{count - 1}"
+            if not mesh.axis_names:  # (a single device's placement, as JAX names it)
+                name = "empty_mesh"
             self.symbols[key] = "@" + name
             self.lines.append(f"  sdy.mesh @{name} = {_mesh_text(mesh)}")
         return self.symbols[key]

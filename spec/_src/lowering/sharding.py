@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spec._src.core.sharding import AxisType
+from spec._src.core.sharding import AbstractMesh, AxisType, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType, MemorySpace
 from spec._src.lowering.module import ModuleState
 
@@ -59,7 +59,8 @@ def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None, *,
     ``jax.result_info = "result[0]"`` for a result named ``info``,
     ``mhlo.memory_kind = "pinned_host"`` for one in host memory,
     ``sdy.sharding = #sdy.sharding<...>`` for an explicitly sharded value (or
-    one ``placed`` on a mesh: an Auto-mode argument's NamedSharding),
+    one ``placed`` on a mesh: an Auto-mode argument's NamedSharding, or
+    by jit's shardings, a single device's over the empty mesh),
     ``tf.aliasing_output = k : i32`` for an argument donated to result k;
     empty when there are none."""
     attrs = []
@@ -71,6 +72,9 @@ def arg_attr(module: ModuleState, aval: ArrayType, alias: int | None = None, *,
     if s is not None:
         attrs.append("sdy.sharding = #sdy.sharding"
                      + tensor_sharding(module, s.mesh, s.spec, aval.ndim))
+    elif isinstance(placed, SingleDeviceSharding):  # (replicated over the empty mesh)
+        attrs.append("sdy.sharding = #sdy.sharding"
+                     + tensor_sharding(module, AbstractMesh((), ()), P(), aval.ndim))
     elif placed is not None and not placed.mesh.empty:
         mesh = getattr(placed.mesh, "abstract_mesh", placed.mesh)
         attrs.append("sdy.sharding = #sdy.sharding"
