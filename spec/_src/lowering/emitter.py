@@ -377,10 +377,13 @@ def _live(jaxpr: Jaxpr) -> list[Eqn]:
     return live[::-1]
 
 
-def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
+def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
+               live_only: bool = True) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
-    refs is discharged first."""
+    refs is discharged first. With ``live_only`` False every equation is
+    emitted, dead ones included (a decomposition traced at lowering time,
+    which JAX does not prune)."""
     jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
@@ -393,7 +396,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
 
     # Literals and results are located where the enclosing equation is.
     outer = (ctx.location, ctx._eqn_stack, ctx._source)
-    for eqn in _live(jaxpr):
+    for eqn in _live(jaxpr) if live_only else jaxpr.eqns:
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)

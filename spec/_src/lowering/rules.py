@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import types as T
 from spec._src.core.types import ArrayType
 from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tensor_type
 
@@ -43,8 +44,10 @@ def elementwise(opname: str) -> LoweringRule:
 
 
 def _comparison_type(dtype: Any) -> str:
-    kind = np.dtype(dtype).kind
-    return {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED"}.get(kind, "UNSIGNED")
+    dt = np.dtype(dtype)
+    if T.is_inexact(dt):
+        return "FLOAT"
+    return "SIGNED" if T.is_signed_int(dt) else "UNSIGNED"
 
 
 def compare(direction: str) -> LoweringRule:
@@ -80,7 +83,21 @@ def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
 def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
                          **params: Any) -> list[str]:
-    return [ctx.op("stablehlo.convert", operands, in_avals, out_avals[0])]
+    """``stablehlo.convert``, as JAX lowers it: a complex operand converted
+    to a real dtype keeps its real part first, and a conversion to bool is
+    ``x != 0`` (then the convert), not a truncation of the bits."""
+    (x,), aval, out = operands, in_avals[0], out_avals[0]
+    if T.is_complex(np.dtype(aval.dtype)) and not T.is_complex(np.dtype(out.dtype)):
+        aval = ArrayType(aval.shape, np.finfo(np.dtype(aval.dtype)).dtype)
+        x = ctx.op("stablehlo.real", [x], [in_avals[0]], aval)
+    if np.dtype(out.dtype) == np.bool_:
+        scalar = ArrayType((), aval.dtype)
+        zero = ctx.broadcast(ctx.constant(np.zeros((), aval.dtype), scalar), scalar, aval, ())
+        t = tensor_type(aval)
+        x = ctx.line(f"stablehlo.compare NE, {x}, {zero}, {_comparison_type(aval.dtype)} : "
+                     f"({t}, {t}) -> {tensor_type(ArrayType(aval.shape, np.dtype(np.bool_)))}")
+        aval = ArrayType(aval.shape, np.dtype(np.bool_))
+    return [ctx.op("stablehlo.convert", [x], [aval], out)]
 
 
 def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
