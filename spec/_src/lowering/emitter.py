@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
+from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
@@ -464,7 +464,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     # contents (JAX's ``tf.aliasing_output``).
     n_results = len(ordered) + len(closed_jaxpr.outvars)
     aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
-    closed_jaxpr = discharged(closed_jaxpr)
+    # JAX's dead-code elimination before lowering, calls' unused results too.
+    closed_jaxpr = dce_jaxpr(discharged(closed_jaxpr))
     top = f"jit({name})"
     ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
                           _eqn_stack=top)

@@ -154,16 +154,25 @@ def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
                 out_avals: Sequence[ArrayType], *, dimension_numbers: Any,
                 precision: Any = None, preferred_element_type: Any = None,
                 **params: Any) -> list[str]:
-    """Default precision and the result's dtype only; an explicit precision
-    or algorithm has no lowering yet."""
-    if precision is not None:
-        raise NotImplementedError(f"lowering dot_general with precision={precision} is not "
-                                  "specified")
+    """``stablehlo.dot_general`` with the operands' precisions
+    (``precision = [HIGH, HIGHEST]``; none is DEFAULT twice); the result's
+    dtype is the equation's. A dot algorithm has no lowering."""
     (lc, rc), (lb, rb) = dimension_numbers
     batch = f", batching_dims = {ints(lb)} x {ints(rb)}" if len(lb) else ""
     attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
-             f"precision = [DEFAULT, DEFAULT]")
+             f"precision = [{', '.join(_precision_names(precision))}]")
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
+
+
+def _precision_names(precision: Any) -> list[str]:
+    """The two operands' precision names (DEFAULT, HIGH, HIGHEST)."""
+    pair = (None, None) if precision is None else (
+        tuple(precision) if isinstance(precision, (tuple, list)) else (precision, precision))
+    names = ["DEFAULT" if p is None else getattr(p, "name", str(p)) for p in pair]
+    if len(names) != 2 or any(n not in ("DEFAULT", "HIGH", "HIGHEST") for n in names):
+        raise NotImplementedError(f"lowering dot_general with precision={precision} is not "
+                                  "specified")
+    return names
 
 
 def highest(dtype: Any) -> np.ndarray:
