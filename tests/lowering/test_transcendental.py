@@ -205,7 +205,8 @@ def test_conversions_lower_as_jax() -> None:
     for fn, arg in [(lambda v: jlax.convert_element_type(v, np.bool_), n),
                     (lambda v: jlax.convert_element_type(v, np.bool_), z),
                     (lambda v: jlax.convert_element_type(v, np.float32), z)]:
-        sfn = (lambda v, dt=fn(arg).dtype: slax.convert_element_type(v, dt))
+        def sfn(v: Any, dt: Any = fn(arg).dtype) -> Any:
+            return slax.convert_element_type(v, dt)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
             ours, compiled, text = spec_and_compiled(sfn, arg)

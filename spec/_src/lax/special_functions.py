@@ -429,7 +429,8 @@ def _betainc_composite(a: Any, b: Any, x: Any, *, dtype: Any) -> Any:
     # The fraction converges fast for x < (a+1)/(a+b+2); elsewhere
     # I_x(a, b) = 1 - I_{1-x}(b, a) (DLMF 8.17.4).
     fast = E.lt(x, (a + full_like(a, 1)) / (a + b + full_like(b, 2.0)))
-    a, b, x = E.select(fast, a, b), E.select(fast, b, a), E.select(fast, x, E.sub(full_like(x, 1), x))
+    a, b, x = (E.select(fast, a, b), E.select(fast, b, a),
+               E.select(fast, x, E.sub(full_like(x, 1), x)))
     info = ml_dtypes.finfo(dtype)  # type: ignore[no-untyped-call]
     half_eps = (info.eps / 2).astype(dtype)
     fraction = _lentz(200 if dtype == np.float32 else 600, half_eps,

@@ -6,10 +6,12 @@ its own StableHLO module text (emitted with locations) in four steps, each
 mirroring a part of that conversion:
 
 1. parse the module spec emitted into functions, ops and regions;
-2. canonicalise as XLA's import does: a conversion of a constant, a
-   broadcast of a scalar constant (a splat) and an identity conversion,
-   reshape or transpose fold away, equal constants of one region are one,
-   and ops whose results are unused (and that have no effects) are dropped;
+2. canonicalise as XLA's import does: elementwise ops of constants (and
+   broadcasts of scalar constants, splats) fold to constants, equal
+   constants of one region are one, ``x + 0``/``x * 1`` are ``x``, identity
+   conversions, reshapes and transposes vanish and chains of them compose,
+   a commutative op takes its constant second, and ops whose results are
+   unused are dropped (SPEC.md 4.1c lists the rules);
 3. convert: each op is one HLO instruction named after the last component
    of its location's name (``jit(f)/while/body/mul`` names ``mul``), an op
    without one after its opcode; a splat is a scalar ``constant`` and a
@@ -63,6 +65,7 @@ class Op:
     out_types: list[TensorType]
     loc: str | None
     regions: list[Region] = field(default_factory=list)
+    fused: str | None = None       # a second location's name fused into this op's
 
 
 @dataclass
@@ -98,7 +101,11 @@ def tensor_type(text: str) -> TensorType:
     dims = re.match(r"((?:\d+x)*)(.*)$", inner)
     assert dims is not None
     shape = tuple(int(d) for d in dims.group(1).split("x") if d)
-    return TensorType(shape, _ELEMENT.get(dims.group(2), dims.group(2)))
+    element = dims.group(2)
+    if element not in _ELEMENT:
+        element = re.sub(r"^(u?)i(\d+)$", lambda m: ("u" if m.group(1) else "s") + m.group(2),
+                         element).lower()
+    return TensorType(shape, _ELEMENT.get(element, element))
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
@@ -290,8 +297,8 @@ _KEPT = {"custom_call", "call", "while", "case", "all_reduce", "all_gather", "al
 
 _NUMPY: dict[str, Any] = {
     "pred": np.bool_, "bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32,
-    "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64, "u8": np.uint8,
-          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+    "f64": np.float64, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
 
 
 def _dense(body: str, t: TensorType) -> np.ndarray | None:
@@ -319,22 +326,23 @@ def _dense(body: str, t: TensorType) -> np.ndarray | None:
 
 
 def _float_text(v: float, dtype: str) -> str:
-    """The shortest %g form that reads back as the same value of ``dtype``."""
+    """XLA's round-trip form: ``%g`` with the dtype's guaranteed digits (6 for
+    float32, 15 for float64) if they read back as the value, else with the
+    digits that always do (9, 17)."""
     if np.isnan(v):
         return "nan"
     if np.isinf(v):
         return "inf" if v > 0 else "-inf"
-    kind = _NUMPY.get(dtype, np.float64)
-    for p in range(1, 18):
-        text = "%.*g" % (p, v)
-        if kind(float(text)) == kind(v):
-            return text
-    return "%.17g" % v
+    kind = _NUMPY.get(dtype, np.float32)
+    few, enough = {"f64": (15, 17), "f16": (3, 5), "bf16": (2, 4)}.get(dtype, (6, 9))
+    text = "%.*g" % (few, v)
+    with np.errstate(over="ignore"):
+        return text if kind(float(text)) == kind(v) else "%.*g" % (enough, v)
 
 
-def _element_text(v: object, dtype: str) -> str:
+def _element_text(v: object, dtype: str, in_array: bool = False) -> str:
     if dtype == "pred":
-        return "true" if bool(v) else "false"
+        return str(int(bool(v))) if in_array else ("true" if bool(v) else "false")
     if dtype.startswith(("f", "bf")):
         return _float_text(float(v), dtype)  # type: ignore[arg-type]
     return str(int(v))  # type: ignore[call-overload]
@@ -345,7 +353,7 @@ def _literal(value: np.ndarray, dtype: str) -> str:
     if value.ndim == 0:
         return _element_text(value[()], dtype)
     if value.ndim == 1:
-        return "{" + ", ".join(_element_text(v, dtype) for v in value) + "}"
+        return "{" + ", ".join(_element_text(v, dtype, True) for v in value) + "}"
     return "{ " + ", ".join(_literal(v, dtype) for v in value) + " }"
 
 
@@ -357,6 +365,8 @@ class _Canonical:
         self.values: dict[str, np.ndarray] = {}
         self.alias: dict[str, str] = {}
         self.transposes: dict[str, tuple[str, list[int]]] = {}
+        self.reshapes: dict[str, str] = {}
+        self.locs: dict[str, str | None] = {}
 
     def resolve(self, v: str) -> str:
         while v in self.alias:
@@ -382,7 +392,11 @@ class _Canonical:
                     continue
                 seen[key] = op.results[0]
                 self.values[op.results[0]] = value
+                self.locs[op.results[0]] = op.loc
                 op.name, op.operands, op.regions = "constant", [], []
+            elif op.name in ("reshape", "broadcast_in_dim") and self._reshaped(op):
+                self.alias[op.results[0]] = op.operands[0]
+                continue
             elif op.name == "transpose" and not self._composed(op):
                 self.alias[op.results[0]] = op.operands[0]
                 continue
@@ -392,6 +406,7 @@ class _Canonical:
             elif (kept_operand := self._neutral(op)) is not None:
                 self.alias[op.results[0]] = kept_operand
                 continue
+            self._constant_last(op)
             kept.append(op)
         region.returns = [self.resolve(v) for v in region.returns]
         region.ops = _live(kept, region.returns)
@@ -410,7 +425,38 @@ class _Canonical:
                 return src.astype(_NUMPY[t.dtype])
         if op.name == "broadcast_in_dim" and src.ndim == 0:
             return np.full(t.shape, src[()], src.dtype)
-        return None
+        args = [self.values.get(o) for o in op.operands]
+        if op.name not in _FOLDS or any(a is None for a in args):
+            return None
+        fold = _FOLDS[op.name]
+        if op.name == "divide" and src.dtype.kind != "f":
+            return None  # integer division's corner cases are XLA's to fold
+        if op.name == "compare":
+            fold = _COMPARISONS[op.body.split(",")[0].split()[0]]
+        with np.errstate(all="ignore"):
+            out = np.asarray(fold(*args))
+        return out.astype(_NUMPY[t.dtype]).reshape(t.shape)
+
+    def _reshaped(self, op: Op) -> bool:
+        """A broadcast that only inserts unit dimensions (in order) is a
+        reshape; a reshape of a reshape reshapes the inner operand. True if
+        the result is the (inner) operand itself."""
+        src = self.types.get(op.operands[0]) if op.operands else None
+        t = op.out_types[0] if op.out_types else None
+        if src is None or t is None or int(np.prod(src.shape)) != int(np.prod(t.shape)):
+            return False
+        if op.name == "broadcast_in_dim":
+            dims = _permutation(op.body)
+            if dims != sorted(dims):
+                return False
+            op.name, op.body = "reshape", ""
+        inner = self.reshapes.get(op.operands[0])
+        if inner is not None:
+            op.operands = [inner]
+        if self.types.get(op.operands[0]) == t:
+            return True
+        self.reshapes[op.results[0]] = op.operands[0]
+        return False
 
     def _composed(self, op: Op) -> bool:
         """A transpose of a transpose is one transpose of the inner operand
@@ -426,6 +472,18 @@ class _Canonical:
             return False
         self.transposes[op.results[0]] = (op.operands[0], perm)
         return True
+
+    def _constant_last(self, op: Op) -> None:
+        """A commutative op takes a constant as its second operand; the op
+        moved is located at both its and the constant's locations."""
+        if op.name not in _COMMUTATIVE or len(op.operands) != 2:
+            return
+        first, second = op.operands
+        if first in self.values and second not in self.values:
+            op.operands = [second, first]
+            theirs = self.locs.get(first)
+            if theirs is not None and _leaf(theirs) != _leaf(op.loc):
+                op.fused = _leaf(theirs)
 
     def _neutral(self, op: Op) -> str | None:
         """The operand ``op`` returns unchanged: x + 0, 0 + x, x - 0, x * 1
@@ -450,6 +508,23 @@ class _Canonical:
             return False
         return op.name != "transpose" or _permutation(op.body) == list(
             range(len(op.out_types[0].shape)))
+
+
+# The elementwise ops XLA's import folds when every operand is a constant.
+_FOLDS: dict[str, Any] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum, "negate": np.negative, "abs": np.abs,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "not": np.invert, "compare": None, "select": np.where}
+_COMPARISONS: dict[str, Any] = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less,
+                                "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal}
+
+_COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "and", "or", "xor"}
+
+
+def _leaf(loc: str | None) -> str | None:
+    """A location name's last component (``jit(f)/while/body/mul``: ``mul``)."""
+    return None if loc is None else loc.rsplit("/", 1)[-1]
 
 
 def _permutation(body: str) -> list[int]:
@@ -484,9 +559,12 @@ def _live(ops: list[Op], returns: Sequence[str]) -> list[Op]:
 
 @dataclass(eq=False)
 class Instr:
+    """One HLO instruction: its name, its shape's text, ``opcode(operands)``
+    (``operation``), the instructions it reads and its attribute text."""
+
     name: str
     shape: str
-    opcode: str
+    operation: str
     operands: list[Instr]
     attrs: str = ""
     layout_of: tuple[int, ...] | None = None
@@ -537,6 +615,8 @@ def _tuple_text(parts: Sequence[str]) -> str:
 
 
 class _Converter:
+    """Converts the canonicalised functions into HLO computations (text)."""
+
     def __init__(self, functions: Sequence[Function]) -> None:
         self.functions = {f.name: f for f in functions}
         self.counts: dict[str, int] = {}
@@ -547,6 +627,7 @@ class _Converter:
         self.types: dict[str, TensorType] = {}
         self.values: dict[str, np.ndarray] = {}
         self.env: dict[str, Instr] = {}
+        self.root_layouts: dict[str, tuple[int, ...] | None] = {}
 
     # names
     def fresh(self, base: str) -> str:
@@ -560,7 +641,8 @@ class _Converter:
     @staticmethod
     def op_base(op: Op) -> str:
         if op.loc:
-            return _sanitize(op.loc.rsplit("/", 1)[-1])
+            own = op.loc.rsplit("/", 1)[-1]
+            return _sanitize(own if op.fused is None else f"{own}_{op.fused}")
         if op.name == "call":
             m = re.match(r"@([\w.$-]+)", op.body)
             return _sanitize(m.group(1)) if m else "call"
@@ -587,6 +669,7 @@ class _Converter:
         header = f"ENTRY {title} {{" if entry else f"{title} {{"
         self.computations.append(header + "\n" + text + "\n}")
         self.entry_root = root
+        self.root_layouts[title] = root.layout_of
         return title
 
     def emit(self, instrs: list[Instr], base: str, t: TensorType | None, opcode: str,
@@ -651,16 +734,16 @@ class _Converter:
         if value is None:  # a dtype or form left unfolded: MLIR's literal
             c = self.emit(instrs, "constant", t, "constant", [])
             m = re.match(r"dense<(.*)>", op.body.strip())
-            c.opcode = f"constant({m.group(1) if m else op.body.strip()})"
+            c.operation = f"constant({m.group(1) if m else op.body.strip()})"
             return c
         flat = value.reshape(-1)
-        splat = value.ndim > 0 and flat.size > 0 and bool(
+        splat = flat.size > 1 and bool(
             np.all((flat == flat[0]) | (np.isnan(flat) & np.isnan(flat[0]))
                    if value.dtype.kind == "f" else flat == flat[0]))
         shown = flat[:1].reshape(()) if splat else value
         c = self.emit(instrs, "constant", TensorType(() if splat else t.shape, t.dtype),
                       "constant", [])
-        c.opcode = f"constant({_literal(shown, t.dtype)})"
+        c.operation = f"constant({_literal(shown, t.dtype)})"
         if not splat:
             return c
         return self.emit(instrs, "broadcast", t, "broadcast", [c], ", dimensions={}")
@@ -703,14 +786,25 @@ class _Converter:
 
     def op_broadcast_in_dim(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                             fa: str) -> list[Instr]:
-        """A broadcast that only inserts unit dimensions (in order) is a reshape."""
+        """A broadcast that stretches unit dimensions is, as XLA builds it, a
+        broadcast keeping them, a reshape dropping them and a broadcast of
+        the rest."""
         t, src = op.out_types[0], self.types.get(op.operands[0])
-        m = re.search(r"dims = \[([^\]]*)\]", op.body)
-        dims = _ints(m.group(1)) if m else []
-        if src is not None and int(np.prod(src.shape)) == int(np.prod(t.shape)) and \
-                dims == sorted(dims) and src.shape:
-            return [self.emit(instrs, base, t, "reshape", ins, fa)]
-        return [self.emit(instrs, base, t, "broadcast", ins, self.attrs(op) + fa)]
+        dims = _permutation(op.body)
+        stretched = [i for i, d in enumerate(dims)
+                     if src is not None and src.shape[i] == 1 and t.shape[d] != 1]
+        if not stretched:
+            return [self.emit(instrs, base, t, "broadcast", ins, self.attrs(op) + fa)]
+        kept = [i for i in range(len(dims)) if i not in stretched]
+        unit = list(t.shape)
+        for i in stretched:
+            unit[dims[i]] = 1
+        first = self.emit(instrs, base, TensorType(tuple(unit), t.dtype), "broadcast", ins,
+                          f", dimensions={_braced(dims)}")
+        squeezed = self.emit(instrs, base, TensorType(tuple(unit[dims[i]] for i in kept),
+                                                      t.dtype), "reshape", [first])
+        return [self.emit(instrs, base, t, "broadcast", [squeezed],
+                          f", dimensions={_braced([dims[i] for i in kept])}" + fa)]
 
     def op_transpose(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                      fa: str) -> list[Instr]:
@@ -728,8 +822,8 @@ class _Converter:
                   fa: str) -> list[Instr]:
         pairs = re.findall(r"\((%[\w.#]+) init: (%[\w.#]+)\)", op.body)
         if pairs and not op.regions:
-            env_ins = [self.env_of(ins, op, p[0]) for p in pairs]
-            inits = [self.env_of(ins, op, p[1]) for p in pairs]
+            # ``(%x init: %i), (%y init: %j)``: operands alternate input, init.
+            env_ins, inits = ins[0::2], ins[1::2]
             m = re.search(r"applies ([\w.]+) across dimensions = \[([^\]]*)\]", op.body)
             assert m is not None
             reducer = m.group(1).split(".", 1)[-1]
@@ -751,9 +845,6 @@ class _Converter:
         whole = self.emit(instrs, base, None, "reduce", operands, attrs)
         whole.shape = _tuple_text([x.text() for x in op.out_types])
         return self.tuple_parts(instrs, base, whole, op.out_types)
-
-    def env_of(self, ins: list[Instr], op: Op, ssa: str) -> Instr:
-        return ins[op.operands.index(ssa)]
 
     def region_base(self) -> str:
         self.region_count += 1
@@ -805,8 +896,8 @@ class _Converter:
             env: dict[str, Instr] = {}
             outer = [outer_env[c] for c in captured]
             if len(captured) == 1:
-                env[captured[0]] = self.emit(sub, self.outer_base(outer[0]), self.types[captured[0]],
-                                             "parameter", [], param=0)
+                env[captured[0]] = self.emit(sub, self.outer_base(outer[0]),
+                                             self.types[captured[0]], "parameter", [], param=0)
                 operands.append(outer[0])
             else:
                 packed = self.emit(instrs, base, None, "tuple", outer)
@@ -846,7 +937,11 @@ class _Converter:
             self.converted[callee] = self.computation(_sanitize(callee), params, f.body, {})
         attrs = f", to_apply={self.converted[callee]}" + fa
         if len(op.out_types) == 1:
-            return [self.emit(instrs, base, op.out_types[0], "call", ins, attrs)]
+            # The call's result has the layout of the callee's root.
+            layout = self.root_layouts.get(self.converted[callee])
+            out = self.emit(instrs, base, op.out_types[0], "call", ins, attrs, layout=layout)
+            out.layout_of = layout
+            return [out]
         whole = self.emit(instrs, base, None, "call", ins, attrs)
         whole.shape = _tuple_text([x.text() for x in op.out_types])
         return self.tuple_parts(instrs, base, whole, op.out_types)
@@ -873,7 +968,7 @@ class _Converter:
         lines = []
         for i in order:
             prefix = "ROOT " if i is root else ""
-            lines.append(f"  {prefix}{i.name} = {i.shape} {i.opcode}{i.attrs}")
+            lines.append(f"  {prefix}{i.name} = {i.shape} {i.operation}{i.attrs}")
         return "\n".join(lines)
 
 
