@@ -222,17 +222,22 @@ def _hlo_programs(jnp: Any, lax: Any) -> dict[str, tuple[Callable[..., Any], tup
         "structural": (lambda a: (a.T.reshape(6)[1:4], jnp.where(a > 0, a, 0.).astype(jnp.int32),
                                   jnp.concatenate([a, a]), a[:, ::2], jnp.array([1, 2], np.uint8)),
                        (x,)),
+        "windows_and_indexing": (lambda a, i: (jnp.sort(a, axis=1), jnp.cumsum(a, axis=1),
+                                               jnp.pad(a, ((1, 2), (0, 1))), a[jnp.array([1, 0])],
+                                               lax.dynamic_slice(a, (i, i), (1, 2))),
+                                 (x, np.int32(1))),
     }
 
 
 @pytest.mark.parametrize("name", ["elementwise", "reductions", "dot", "while", "cond",
-                                  "structural"])
+                                  "structural", "windows_and_indexing"])
 def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     """``as_text("hlo")`` is the HLO text XLA converts spec's StableHLO to
     (jaxlib's converter run on spec's module with locations), and JAX's text
-    for the same program, up to instruction numbering. (argmax: spec's module
-    locates the ops of its comparator at ``argmax``, JAX's at ``gt``, ``ne``,
-    ..., so only its computation names and opcodes agree there.)"""
+    for the same program, up to instruction numbering. (argmax, sort and
+    cumsum: spec's module locates the ops of their bodies otherwise than
+    JAX's, at ``argmax`` rather than ``gt``, ``ne``, ..., so only the opcodes
+    agree with JAX's there.)"""
     from spec import lax as slax
     from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
     fn, args = _hlo_programs(sjnp, slax)[name]
@@ -242,7 +247,7 @@ def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     assert ours == lowered.as_text(dialect="hlo", debug_info=True)
     assert hlo_renumbered(ours) == hlo_renumbered(xla_hlo_text(lowered.as_text(debug_info=True)))
     theirs = jax.jit(jfn).lower(*args).as_text("hlo")
-    if name == "reductions":
+    if name in ("reductions", "windows_and_indexing"):
         opcodes = re.compile(r"= \S+ ([\w-]+)\(")
         assert opcodes.findall(ours) == opcodes.findall(theirs)
         return

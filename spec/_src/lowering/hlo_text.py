@@ -423,8 +423,15 @@ class _Canonical:
         if op.name == "convert":
             with np.errstate(all="ignore"):
                 return src.astype(_NUMPY[t.dtype])
-        if op.name == "broadcast_in_dim" and src.ndim == 0:
-            return np.full(t.shape, src[()], src.dtype)
+        if op.name == "broadcast_in_dim":
+            expanded = [1] * len(t.shape)
+            for i, d in enumerate(_permutation(op.body)):
+                expanded[d] = src.shape[i]
+            return np.broadcast_to(src.reshape(expanded), t.shape).copy()
+        if op.name == "reshape":
+            return src.reshape(t.shape)
+        if op.name == "transpose":
+            return np.transpose(src, _permutation(op.body)).copy()
         args = [self.values.get(o) for o in op.operands]
         if op.name not in _FOLDS or any(a is None for a in args):
             return None
@@ -751,7 +758,16 @@ class _Converter:
     def attrs(self, op: Op) -> str:
         b = op.body
         if op.name == "compare":
-            return f", direction={b.split(',')[0].split()[0]}" if b else ""
+            order = ", order=TOTAL" if "TOTALORDER" in b else ""
+            return f", direction={b.split(',')[0].split()[0]}{order}" if b else ""
+        if op.name == "pad":
+            lo, hi, inner = (_ints(_field(b, k)) for k in ("low", "high", "interior"))
+            return ", padding=" + "x".join(
+                f"{a}_{z}" + (f"_{i}" if any(inner) else "") for a, z, i in zip(lo, hi, inner))
+        if op.name == "dynamic_slice":
+            return f", dynamic_slice_sizes={_braced(_ints(_field(b, 'sizes')))}"
+        if op.name == "gather":
+            return _gather_attrs(b)
         if op.name in ("broadcast_in_dim", "transpose", "reverse"):
             m = re.search(r"dims = \[([^\]]*)\]", b)
             return f", dimensions={_braced(_ints(m.group(1)) if m else [])}"
@@ -859,6 +875,56 @@ class _Converter:
         title = self.computation_name(self.region_base())
         self.computations.append(f"{title} {{\n{self.render(instrs, root)}\n}}")
         return title
+
+    def op_sort(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                fa: str) -> list[Instr]:
+        dim = re.search(r"dimension = (\d+)", op.body)
+        stable = ", is_stable=true" if "is_stable = true" in op.body else ""
+        comparator = self.block_computation(op.regions[0])
+        attrs = (f", dimensions={{{dim.group(1) if dim else 0}}}{stable}, "
+                 f"to_apply={comparator}" + fa)
+        return self.results_of(instrs, op, base, "sort", ins, attrs)
+
+    def op_reduce_window(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                         fa: str) -> list[Instr]:
+        sizes = _ints(_array(op.body, "window_dimensions"))
+        rank = len(sizes)
+        strides = _ints(_array(op.body, "window_strides")) or [1] * rank
+        pads = _ints(re.search(r"padding = dense<([^>]*)>", op.body).group(1)) if \
+            "padding = dense<" in op.body else [0] * (2 * rank)
+        if len(pads) == 1:
+            pads = pads * (2 * rank)
+        lhs = _ints(_array(op.body, "base_dilations")) or [1] * rank
+        rhs = _ints(_array(op.body, "window_dilations")) or [1] * rank
+        parts = [f"size={'x'.join(map(str, sizes))}"]
+        for key, values in (("stride", strides),):
+            if any(v != 1 for v in values):
+                parts.append(f"{key}={'x'.join(map(str, values))}")
+        if any(pads):
+            parts.append("pad=" + "x".join(f"{pads[2 * k]}_{pads[2 * k + 1]}"
+                                           for k in range(rank)))
+        for key, values in (("lhs_dilate", lhs), ("rhs_dilate", rhs)):
+            if any(v != 1 for v in values):
+                parts.append(f"{key}={'x'.join(map(str, values))}")
+        body = self.block_computation(op.regions[0])
+        attrs = f", window={{{' '.join(parts)}}}, to_apply={body}" + fa
+        return self.results_of(instrs, op, base, "reduce-window", ins, attrs)
+
+    def block_computation(self, region: Region) -> str:
+        """A region whose block arguments are its parameters (``Arg_k``, or
+        their location names)."""
+        params = [(a, _sanitize(loc) if loc else f"Arg_{k}", t)
+                  for k, ((a, t), loc) in enumerate(zip(region.args, region.arg_names))]
+        return self.computation(self.region_base(), params, region, {})
+
+    def results_of(self, instrs: list[Instr], op: Op, base: str, opcode: str,
+                   ins: list[Instr], attrs: str) -> list[Instr]:
+        """One instruction for one result, else a tuple and its elements."""
+        if len(op.out_types) == 1:
+            return [self.emit(instrs, base, op.out_types[0], opcode, ins, attrs)]
+        whole = self.emit(instrs, base, None, opcode, ins, attrs)
+        whole.shape = _tuple_text([x.text() for x in op.out_types])
+        return self.tuple_parts(instrs, base, whole, op.out_types)
 
     def op_while(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                  fa: str) -> list[Instr]:
@@ -979,6 +1045,36 @@ def _frontend_attributes(body: str) -> str:
     pairs = sorted((k.strip(), v.strip()) for k, v in
                    (p.split("=", 1) for p in _split_top(m.group(1))))
     return ", frontend_attributes={" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
+
+
+def _field(body: str, key: str) -> str:
+    """The bracketed list after ``key = `` (``low = [1, 0]``)."""
+    m = re.search(rf"\b{key} = \[([^\]]*)\]", body)
+    return m.group(1) if m else ""
+
+
+def _array(body: str, key: str) -> str:
+    """The values of ``key = array<i64: 1, 2>``."""
+    m = re.search(rf"\b{key} = array<i64(?:: ([^>]*))?>", body)
+    return (m.group(1) or "") if m else ""
+
+
+def _gather_attrs(body: str) -> str:
+    def dims(key: str) -> list[int]:
+        m = re.search(rf"\b{key} = \[([^\]]*)\]", body)
+        return _ints(m.group(1)) if m else []
+    vector = re.search(r"index_vector_dim = (\d+)", body)
+    out = [f"offset_dims={_braced(dims('offset_dims'))}",
+           f"collapsed_slice_dims={_braced(dims('collapsed_slice_dims'))}",
+           f"start_index_map={_braced(dims('start_index_map'))}"]
+    if dims("operand_batching_dims"):
+        out.append(f"operand_batching_dims={_braced(dims('operand_batching_dims'))}")
+        out.append(f"start_indices_batching_dims={_braced(dims('start_indices_batching_dims'))}")
+    out.append(f"index_vector_dim={vector.group(1) if vector else 0}")
+    out.append(f"slice_sizes={_braced(_ints(_array(body, 'slice_sizes')))}")
+    if "indices_are_sorted = true" in body:
+        out.append("indices_are_sorted=true")
+    return ", " + ", ".join(out)
 
 
 def _slice_attrs(body: str) -> str:
