@@ -890,8 +890,8 @@ class _Converter:
         sizes = _ints(_array(op.body, "window_dimensions"))
         rank = len(sizes)
         strides = _ints(_array(op.body, "window_strides")) or [1] * rank
-        pads = _ints(re.search(r"padding = dense<([^>]*)>", op.body).group(1)) if \
-            "padding = dense<" in op.body else [0] * (2 * rank)
+        padding = re.search(r"padding = dense<([^>]*)>", op.body)
+        pads = _ints(padding.group(1)) if padding else [0] * (2 * rank)
         if len(pads) == 1:
             pads = pads * (2 * rank)
         lhs = _ints(_array(op.body, "base_dilations")) or [1] * rank
