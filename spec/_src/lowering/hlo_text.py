@@ -242,9 +242,28 @@ def _parse_block(lines: _Lines, args: list[tuple[str, TensorType]]) -> Region:
         if body.endswith("({"):
             ops.append(_parse_region_op(lines, body[:-2].rstrip()))
             continue
+        if re.match(r"^%[\w.]+(?::\d+)? = stablehlo\.while\(", body):
+            ops.append(_parse_pretty_while(lines, body, loc))
+            continue
         colon = _last_colon(body)
         head, sig = (body[:colon], body[colon + 3:]) if colon >= 0 else (body, "")
         ops.append(_parse_op(head, loc, sig))
+
+
+def _parse_pretty_while(lines: _Lines, head: str, loc: str | None) -> Op:
+    """``%r:n = stablehlo.while(%a = %x, ...) : T, ... cond { ... } do { ... }``."""
+    m = re.match(r"^(%[\w.]+)(?::(\d+))? = stablehlo\.while\((.*)\) : (.*)$", head)
+    assert m is not None, head
+    pairs = [p.split("=") for p in _split_top(m.group(3))]
+    types = [tensor_type(t) for t in _split_top(m.group(4))]
+    args = [(a.strip(), t) for (a, _), t in zip(pairs, types)]
+    regions = []
+    for opener in ("cond {", "} do {"):
+        assert lines.next().startswith(opener)
+        regions.append(_parse_block(lines, args))
+    lines.next()  # the closing brace
+    return Op(_results(m.group(1), m.group(2)), "while", [x.strip() for _, x in pairs], "",
+              types, loc, regions)
 
 
 def _parse_region_op(lines: _Lines, head: str) -> Op:
@@ -647,13 +666,13 @@ class _Converter:
 
     @staticmethod
     def op_base(op: Op) -> str:
+        """The name of an op's instructions: its location's last component;
+        "" for an op without a location, whose instructions are named after
+        their opcodes (``tuple``, ``while``, ``get-tuple-element``)."""
         if op.loc:
             own = op.loc.rsplit("/", 1)[-1]
             return _sanitize(own if op.fused is None else f"{own}_{op.fused}")
-        if op.name == "call":
-            m = re.match(r"@([\w.$-]+)", op.body)
-            return _sanitize(m.group(1)) if m else "call"
-        return _sanitize(op.name)
+        return ""
 
     # computations
     def computation(self, base: str, params: Sequence[tuple[str, str, TensorType]],
@@ -684,7 +703,8 @@ class _Converter:
              layout: tuple[int, ...] | None = None) -> Instr:
         shape = t.text(layout) if t is not None else _tuple_text([o.shape for o in operands])
         args = str(param) if param is not None else ", ".join(o.name for o in operands)
-        instr = Instr(self.fresh(base), shape, f"{opcode}({args})", list(operands), attrs)
+        instr = Instr(self.fresh(base or opcode), shape, f"{opcode}({args})", list(operands),
+                      attrs)
         if param is not None:
             instr.operands = []
         instrs.append(instr)
@@ -715,6 +735,7 @@ class _Converter:
         if rule is not None:
             return list(rule(instrs, op, base, ins, fa))
         opcode = _OPCODES.get(op.name, op.name.replace("_", "-"))
+        base = base or _sanitize(op.name)  # a one-instruction op keeps its MLIR name
         if len(op.out_types) == 1:
             layout = self.elementwise_layout(op, ins)
             out = self.emit(instrs, base, t, opcode, ins, self.attrs(op) + fa, layout=layout)
