@@ -176,6 +176,34 @@ def _unlisted_flags(known: set[str]) -> dict[str, str]:
     return kinds
 
 
+def _parse_fails(flags: list[str]) -> bool:
+    return "Flag parsing failed" in _xla_flags_stderr(flags)
+
+
+def measure_enum_flags(options: dict[str, tuple[str, bool, str | None]],
+                       enums: dict[str, tuple[str, ...]] | dict[str, list[str]]
+                       ) -> dict[str, tuple[str, ...]]:
+    """The spellings each single-valued enum flag's own parser reads, measured: the
+    value names as written, in lower case, the value numbers (a kind is kept when the
+    first two values parse in it). Flags that read none of these are left out."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name, (kind, repeated, enum) in options.items():
+        if kind != "enum" or repeated or enum is None or name in NOT_FLAGS_MEASURED:
+            continue
+        values = list(enums[enum])
+        kinds = []
+        for spelling, texts in (("name", values), ("lower", [v.lower() for v in values]),
+                                ("number", [str(k) for k in range(len(values))])):
+            if not any(_parse_fails([f"--{name}={t}"]) for t in texts[:2]):
+                kinds.append(spelling)
+        if kinds:  # a flag none of these spellings parses reads some other one
+            out[name] = tuple(kinds)
+    return out
+
+
+NOT_FLAGS_MEASURED: frozenset[str] = frozenset()
+
+
 def main() -> None:
     data = LIB.read_bytes()
     messages: dict[str, list[dict[str, object]]] = {}
@@ -209,12 +237,21 @@ def main() -> None:
         lines.append("    ),")
     lines.append("}")
     not_flags, flag_only = measure_flags(options, enums)
+    global NOT_FLAGS_MEASURED
+    NOT_FLAGS_MEASURED = frozenset(not_flags)
+    spellings = measure_enum_flags(options, used)
     lines += ["", "# DebugOptions fields that are no XLA_FLAGS flag.",
               "NOT_FLAGS: frozenset[str] = frozenset({"]
     lines += [f"    {n!r}," for n in not_flags]
     lines += ["})", "", "# XLA_FLAGS flags that are no DebugOptions field, with their types.",
               "FLAG_ONLY: dict[str, str] = {"]
     lines += [f"    {n!r}: {k!r}," for n, k in flag_only.items()]
+    lines.append("}")
+    lines += ["", "# How single-valued enum flags' XLA_FLAGS parsers read a value: the value",
+              "# names as written ('name'), in lower case ('lower'), the value numbers",
+              "# ('number'). Enum flags not listed read spellings of their own.",
+              "ENUM_FLAG_SPELLINGS: dict[str, tuple[str, ...]] = {"]
+    lines += [f"    {n!r}: {k!r}," for n, k in spellings.items()]
     lines.append("}")
     OUT.write_text("\n".join(lines) + "\n")
 

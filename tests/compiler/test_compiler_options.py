@@ -292,15 +292,20 @@ def _run(mod: str, flags: str | None) -> tuple[int, str, list[str]]:
     # XLA's fatal log line carries a prefix (time, thread, source file) before its message.
     # (the flag list XLA prints after a value it cannot read is left out)
     messages = [line.split("] ", 1)[-1] for line in r.stderr.splitlines()
-                if ("XLA_FLAGS" in line or "Couldn't interpret" in line)
+                if ("XLA_FLAGS" in line or "Couldn't interpret" in line
+                    or "Flag parsing failed" in line or line.startswith("usage:"))
                 and not line.startswith("\t")]
     return r.returncode, r.stdout.strip(), messages
 
 
 @pytest.mark.parametrize("flags", [
-    "--xla_cpu_enable_fast_math=true",
+    "--xla_cpu_enable_fast_math=true --xla_partitioning_algorithm=PARTITIONING_ALGORITHM_NOOP",
     "--foo --xla_cpu_enable_fast_math --xla_detailed_logging=1 --bar=2",
-    "--xla_cpu_enable_fast_math=TRUE --xla_gpu_autotune_level=x",
+    # a rejected enum value does not stop the parse: the int's message follows
+    "--xla_step_marker_location=bogus --xla_cpu_enable_fast_math=TRUE "
+    "--xla_gpu_autotune_level=x",
+    # an enum value alone: XLA's fatal check without a message of the flag's own
+    "--xla_partitioning_algorithm=partitioning_algorithm_noop",
     # flags that are no DebugOptions field and are missing from XLA's printed list
     "--xla_gpu_enable_cudnn_fmha=false --xla_gpu_enable_triton_gemm_int4=3"])
 def test_xla_flags_read_at_start(flags: str | None) -> None:

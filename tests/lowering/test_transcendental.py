@@ -6,6 +6,7 @@ tests/rules/test_elementwise.py; and its text is JAX's."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from jax import lax as jlax
 
+import spec
 import spec.numpy as snp
 from spec import lax as slax
 from spec._src.lax.control_flow import while_p
@@ -145,3 +147,68 @@ def test_bit_field_lowerings_bitwise_on_drawn_floats(raw: list[int], shifts: lis
         return (*snp.frexp(a), snp.ldexp(a, k), slax.nextafter(a, b))
     ours, compiled, _ = spec_and_compiled(fn, x, y, n)
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+
+
+_I0E_X = np.array([0.0, -0.0, 1e-3, 1.5, -2.5, 7.99, 8.0, 8.01, 30.0, -100.0, 1e30, np.inf,
+                   np.nan], np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_bessel_i0e_lowers_to_jax_chebyshev_composite(dtype: Any,
+                                                       request: pytest.FixtureRequest) -> None:
+    """bessel_i0e lowers to JAX's Chebyshev composite: JAX's module text
+    (float16 computed in float32), which XLA runs to spec's values within
+    SPEC.md's bound (2 float32 ULPs, 1e-14 relative in float64); in float32
+    through jnp.i0, a jit around it (4 ULPs: e^|x| rounds too)."""
+    if dtype == np.float64:
+        request.getfixturevalue("x64")
+    x = _I0E_X.astype(dtype) if dtype != np.float16 else _I0E_X[_I0E_X != 1e30].astype(dtype)
+    assert canonical(lowered(slax.bessel_i0e, x)) == \
+        canonical(jax.jit(jlax.bessel_i0e).lower(x).as_text())
+    if dtype == np.float32:
+        x = x[np.isfinite(x) & (np.abs(x) < 50)]
+        ours, compiled, text = spec_and_compiled(snp.i0, x)
+        assert canonical(text) == canonical(jax.jit(jnp.i0).lower(x).as_text())
+        _close(ours[0], compiled[0], 4, 0.0, 0.0, np.dtype(dtype), scale=None)
+        return
+    ours, compiled, _ = spec_and_compiled(slax.bessel_i0e, x)
+    ulps, rtol = (0, 1e-14) if dtype == np.float64 else (2, 0.0)
+    _close(ours[0], compiled[0], ulps, 0.0, rtol, np.dtype(dtype), scale=None)
+
+
+def test_betainc_lowers_to_jax_continued_fraction() -> None:
+    """regularized_incomplete_beta lowers to JAX's while-loop composite
+    (the same jaxpr as JAX's lowering function traces), and the compiled
+    module gives spec's values within SPEC.md's float32 bound (1e-4
+    relative), special values exactly. (The module's lgamma is chlo.lgamma
+    where JAX's calls its own series, so the texts differ there.)"""
+    from jax._src.lax import special as jax_special
+    from spec._src.lax import special_functions as spec_special
+    a = np.array([0.5, 1.0, 2.5, 4.0, 9.0, 0.1, 0.0, 2.0, -1.0, np.nan, 3.0, np.inf],
+                 np.float32)
+    b = np.array([0.2, 1.0, 3.0, 2.0, 12.0, 5.0, 1.0, 0.0, 1.0, 1.0, 2.0, 1.0], np.float32)
+    x = np.array([0.2, 0.5, 0.3, 0.9, 0.4, 0.01, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5], np.float32)
+    traced = [fn(lambda *v, f=f: f(*v, dtype=np.dtype(np.float32)))(a, b, x) for fn, f in
+              [(spec.make_jaxpr, spec_special._betainc_composite),
+               (jax.make_jaxpr, jax_special.regularized_incomplete_beta_impl)]]
+    assert str(traced[0]) == str(traced[1])
+    ours, compiled, _ = spec_and_compiled(slax.betainc, a, b, x)
+    _close(ours[0], compiled[0], 0, 0.0, 1e-4, np.dtype(np.float32), scale=None)
+
+
+def test_conversions_lower_as_jax() -> None:
+    """A conversion to bool is x != 0 and a complex operand converted to a
+    real dtype keeps its real part, as JAX lowers them: JAX's text, which
+    XLA runs to spec's bits."""
+    n = np.array([0, 1, -2, 256, 7], np.int32)
+    z = (n + 1j * n[::-1]).astype(np.complex64)
+    for fn, arg in [(lambda v: jlax.convert_element_type(v, np.bool_), n),
+                    (lambda v: jlax.convert_element_type(v, np.bool_), z),
+                    (lambda v: jlax.convert_element_type(v, np.float32), z)]:
+        def sfn(v: Any, dt: Any = fn(arg).dtype) -> Any:
+            return slax.convert_element_type(v, dt)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            ours, compiled, text = spec_and_compiled(sfn, arg)
+            assert canonical(text) == canonical(jax.jit(fn).lower(arg).as_text())
+            assert bits(compiled[0]) == bits(ours[0])

@@ -75,3 +75,42 @@ def parsed(text: str) -> str:
 
 def bits(a: np.ndarray) -> bytes:
     return np.ascontiguousarray(a).tobytes()
+
+
+def xla_hlo_text(module_text: str) -> str:
+    """XLA's conversion of StableHLO module text to HLO, printed as
+    ``Lowered.as_text("hlo")`` prints it (short parsable, no metadata)."""
+    from jax._src import lib as jax_lib
+    from jax._src.lib import hlo
+    with jax_mlir.make_ir_context():
+        code = jax_mlir.module_to_bytecode(ir.Module.parse(module_text))
+    computation = jax_lib._jax.mlir.mlir_module_to_xla_computation(
+        code, use_tuple_args=False, return_tuple=False)
+    options = hlo.HloPrintOptions.short_parsable()
+    options.print_metadata = False
+    return str(computation.as_hlo_module().to_string(options))
+
+
+_COMPUTATION_REF = re.compile(r"((?:to_apply|condition|body)=)([\w.-]+\.\d+)")
+_COMPUTATION_HEAD = re.compile(r"^((?:ENTRY )?)([\w.-]+\.\d+)( \{)$", re.M)
+_BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
+_NUMBERED = re.compile(r"(?<![\w.#-])([A-Za-z_][\w-]*)\.(\d+)\b")
+
+
+def hlo_renumbered(text: str) -> str:
+    """HLO text with each computation's and each instruction's ``.N`` replaced
+    by its rank among the names of its kind with the same stem, in order of
+    first appearance (XLA numbers them in an order of its own)."""
+    seen: dict[tuple[str, str], str] = {}
+
+    def name(kind: str, full: str) -> str:
+        if (kind, full) not in seen:
+            stem = full.rsplit(".", 1)[0]
+            rank = sum(1 for k, f in seen if k == kind and f.rsplit(".", 1)[0] == stem)
+            seen[(kind, full)] = f"{stem}.#{rank}"
+        return seen[(kind, full)]
+    text = _COMPUTATION_HEAD.sub(lambda m: m.group(1) + name("c", m.group(2)) + m.group(3), text)
+    text = _COMPUTATION_REF.sub(lambda m: m.group(1) + name("c", m.group(2)), text)
+    text = _BRANCHES.sub(lambda m: "branch_computations={" + ", ".join(
+        name("c", b.strip()) for b in m.group(1).split(",")) + "}", text)
+    return _NUMBERED.sub(lambda m: name("i", m.group(0)), text)

@@ -3,6 +3,7 @@ JAX in the same test."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -207,3 +208,57 @@ def test_compiled_formats_are_jax_s() -> None:
     assert repr(s.input_formats) == repr(j.input_formats)
     assert repr(s.output_formats) == repr(j.output_formats)
     assert s.input_formats[0][0].layout.major_to_minor == (0, 1)
+
+
+def _hlo_programs(jnp: Any, lax: Any) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    x, y = np.linspace(-1, 1, 6, dtype=F32).reshape(2, 3), np.ones((3, 4), F32)
+    return {
+        "elementwise": (lambda a: jnp.tanh(a) * 2 + jnp.exp(a) - a / 3, (x,)),
+        "reductions": (lambda a: (a.sum(0), a.max(1), jnp.argmax(a, 1)), (x,)),
+        "dot": (lambda a, b: (a @ b, lax.dot_general(a[None], b[None], (((2,), (1,)), ((0,), (0,))),
+                                                     precision=lax.Precision.HIGHEST)), (x, y)),
+        "while": (lambda a: lax.fori_loop(0, 3, lambda i, c: c * 2 + i, a), (x,)),
+        "cond": (lambda p, a: lax.cond(p, jnp.sin, jnp.cos, a), (True, x)),
+        "structural": (lambda a: (a.T.reshape(6)[1:4], jnp.where(a > 0, a, 0.).astype(jnp.int32),
+                                  jnp.concatenate([a, a]), a[:, ::2], jnp.array([1, 2], np.uint8)),
+                       (x,)),
+        "windows_and_indexing": (lambda a, i: (jnp.sort(a, axis=1), jnp.cumsum(a, axis=1),
+                                               jnp.pad(a, ((1, 2), (0, 1))), a[jnp.array([1, 0])],
+                                               lax.dynamic_slice(a, (i, i), (1, 2))),
+                                 (x, np.int32(1))),
+        "prng": (lambda a: a + _library(jnp).random.uniform(
+            _library(jnp).random.key(0), (3,)), (x[0],)),
+    }
+
+
+def _library(jnp: Any) -> Any:
+    """spec or JAX, whichever numpy module ``jnp`` is."""
+    return spec if jnp is sjnp else jax
+
+
+@pytest.mark.parametrize("name", ["elementwise", "reductions", "dot", "while", "cond",
+                                  "structural", "windows_and_indexing", "prng"])
+def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
+    """``as_text("hlo")`` is the HLO text XLA converts spec's StableHLO to
+    (jaxlib's converter run on spec's module with locations), and JAX's text
+    for the same program, up to instruction numbering. (argmax, sort and
+    cumsum: spec's module locates the ops of their bodies otherwise than
+    JAX's, at ``argmax`` rather than ``gt``, ``ne``, ..., so only the opcodes
+    agree with JAX's there; prng: spec emits JAX's threefry arithmetic, not
+    its text, so only XLA's conversion is compared.)"""
+    from spec import lax as slax
+    from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
+    fn, args = _hlo_programs(sjnp, slax)[name]
+    jfn, _ = _hlo_programs(jjnp, jax.lax)[name]
+    lowered = spec.jit(fn).lower(*args)
+    ours = lowered.as_text("hlo")
+    assert ours == lowered.as_text(dialect="hlo", debug_info=True)
+    assert hlo_renumbered(ours) == hlo_renumbered(xla_hlo_text(lowered.as_text(debug_info=True)))
+    if name == "prng":
+        return  # spec emits JAX's threefry arithmetic in place of its private functions
+    theirs = jax.jit(jfn).lower(*args).as_text("hlo")
+    if name in ("reductions", "windows_and_indexing"):
+        opcodes = re.compile(r"= \S+ ([\w-]+)\(")
+        assert opcodes.findall(ours) == opcodes.findall(theirs)
+        return
+    assert hlo_renumbered(ours) == hlo_renumbered(theirs)

@@ -1,11 +1,10 @@
 # ruff: noqa: E501  (the page's HLO lines are quoted as printed)
 """The XLA-metadata cells of JAX's page docs/new_docs/201/controlling-xla.md,
-run on spec and on JAX 0.12.0.1. The cells print lowered HLO; spec has no
-lowering yet, so per cell the program's attributes are checked: spec's
-``frontend_attributes`` of each equation against the operations of JAX's
-lowered text (live), and the entry computation's attributes against the
-HLO the page prints. Values of the cells' functions and their derivatives
-are JAX's."""
+run on spec and on JAX 0.12.0.1. The cells print lowered HLO: spec's
+``lower(1.0).as_text("hlo")`` is JAX's (live) and its entry computation the
+page's, up to instruction numbering; spec's ``frontend_attributes`` of each
+equation match the operations of JAX's lowered text. Values of the cells'
+functions and their derivatives are JAX's."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ import pytest
 import spec
 from spec._src.core.interpreter import dce_jaxpr
 from spec._src.lax.xla_metadata import frontend_attributes
+from tests.lowering.xla_run import hlo_renumbered
 from tests.xla_metadata.lowered import OP_OF, _lowers_to_an_operation, assert_same_attributes
 
 # (the cell's code, the expression it lowers, the entry computation the page prints)
@@ -118,7 +118,8 @@ def _namespace_run(lib: Any) -> list[dict[str, Any]]:
         fn = eval(expr, ns)
         staged = fn if hasattr(fn, "lower") else lib.jit(fn)
         program = staged.trace(1.0).jaxpr if lib is spec else staged.lower(1.0).as_text()
-        out.append({"program": program, "jaxpr": str(lib.make_jaxpr(fn)(1.0)),
+        out.append({"program": program, "hlo": staged.lower(1.0).as_text("hlo"),
+                    "jaxpr": str(lib.make_jaxpr(fn)(1.0)),
                     "value": np.asarray(fn(np.float32(0.8)))})
     return out
 
@@ -155,3 +156,15 @@ def test_value_tags_do_not_reach_the_backward_pass(programs: Runs) -> None:
 def test_cell_jaxprs_and_values(programs: Runs, i: int) -> None:
     assert programs[0][i]["jaxpr"] == programs[1][i]["jaxpr"]
     np.testing.assert_allclose(programs[0][i]["value"], programs[1][i]["value"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("i", range(len(CELLS)))
+def test_cell_hlo_text(programs: Runs, i: int) -> None:
+    """The printed HLO: JAX's module text, and the entry computation the
+    page shows, up to instruction numbering."""
+    ours = programs[0][i]["hlo"]
+    assert hlo_renumbered(ours) == hlo_renumbered(programs[1][i]["hlo"])
+    page = CELLS[i][2]
+    if page is not None:
+        entry = ours[ours.index("ENTRY"):].strip()
+        assert hlo_renumbered(entry) == hlo_renumbered(page.strip())

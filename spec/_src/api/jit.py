@@ -68,6 +68,7 @@ from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
 from spec._src.lowering.emitter import lower_jaxpr
+from spec._src.lowering.hlo_text import hlo_text
 from spec._src.core.sharding import extend_axis_env
 from spec._src.core.types import ArrayType
 
@@ -431,14 +432,15 @@ _DIALECTS = (None, "stablehlo", "hlo")
 def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) -> str:
     """The program's text in ``dialect``: the StableHLO module (``None``,
     ``"stablehlo"``) that ``lower_jaxpr`` emits, with locations when
-    ``debug_info``; ``"hlo"`` renders the jaxpr text; ``"python"`` is the generated NumPy
-    code a call runs."""
+    ``debug_info``; ``"hlo"`` the HLO text XLA converts that module to (rendered from
+    the module with locations, which name the instructions); ``"python"`` is the
+    generated NumPy code a call runs."""
     if dialect == "python":
         return python_text(traced)
     if dialect not in _DIALECTS:
         raise ValueError(f"unknown dialect: {dialect}")
     if dialect == "hlo":
-        return str(traced.jaxpr)
+        return hlo_text(_module_text(traced, "stablehlo", debug_info=True))
     names = _leaf_arg_names(traced._jitted._fun, traced._split)
     return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
                        result_names=_result_names(traced.out_tree),

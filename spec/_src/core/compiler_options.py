@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.errors import JaxRuntimeError
-from spec._src.core.xla_debug_options import ENUMS, FLAG_ONLY, NOT_FLAGS, OPTIONS
+from spec._src.core.xla_debug_options import (
+    ENUM_FLAG_SPELLINGS,
+    ENUMS,
+    FLAG_ONLY,
+    NOT_FLAGS,
+    OPTIONS,
+)
 
 
 class CompilerEffortLevel(enum.Enum):
@@ -258,10 +264,23 @@ def _flag_value_ok(kind: str, text: str | None) -> bool:
         return text.lower() in _BOOL_FLAG_TEXT
     if kind in _NUMERIC:
         return _number_parses(kind, text)
-    # Enum-valued flags are strings parsed by each flag's own reader (a
-    # value name, lower-case words, a list with +/- prefixes); spec takes
-    # them as given.
     return True
+
+
+def _enum_flag_reads(name: str, text: str | None) -> bool:
+    """Whether a single-valued enum flag's own parser reads ``text``, by the
+    spellings measured for it (SPEC 4.1a). List-valued enum flags (a list of
+    names, with +/- prefixes) are taken as given."""
+    spellings = ENUM_FLAG_SPELLINGS.get(name)
+    field = OPTIONS.get(name)
+    if spellings is None or field is None or field[2] is None:
+        return True
+    if text is None:
+        return False
+    values = ENUMS[field[2]]
+    return (("name" in spellings and text in values)
+            or ("lower" in spellings and text in {v.lower() for v in values})
+            or ("number" in spellings and text.isdigit() and int(text) < len(values)))
 
 
 def _flag_kind(name: str) -> str | None:
@@ -270,6 +289,11 @@ def _flag_kind(name: str) -> str | None:
         return FLAG_ONLY[name]
     field = OPTIONS.get(name)
     return None if field is None or name in NOT_FLAGS else field[0]
+
+
+# XLA's fatal check when a flag's parser rejects its value.
+_PARSE_FAILED = ("Check failed: tsl::Flags::Parse(&env_argv->argc, env_argv->argv.data(), "
+                 "flag_list) Flag parsing failed.")
 
 
 def xla_flags_problem(flags: str | None) -> str | None:
@@ -284,6 +308,10 @@ def xla_flags_problem(flags: str | None) -> str | None:
                 f'"XLA_FLAGS". (We assumed "{flags}" was a file name because it did not '
                 'start with a "--".)')
     unknown: list[str] = []
+    # Every flag is parsed; values a parser rejects end the process after all
+    # of them (a bool's or a number's parser says which; an enum's says nothing).
+    uninterpreted: list[str] = []
+    failed = False
     for token in tokens:
         name, eq, text = token[2:].partition("=")
         kind = _flag_kind(name) if token.startswith("--") else None
@@ -291,7 +319,12 @@ def xla_flags_problem(flags: str | None) -> str | None:
             unknown.append(token)
             continue
         if not _flag_value_ok(kind, text if eq else None):
-            return f"Couldn't interpret value {text} for flag {name}."
+            uninterpreted.append(f"Couldn't interpret value {text} for flag {name}.")
+            failed = True
+        elif kind == "enum" and not _enum_flag_reads(name, text if eq else None):
+            failed = True
+    if failed:
+        return "\n".join([*uninterpreted, _PARSE_FAILED, f"usage: {' '.join(tokens)}"])
     if unknown:
         plural = "s" if len(unknown) > 1 else ""
         return f"Unknown flag{plural} in XLA_FLAGS: {' '.join(unknown)}"

@@ -909,3 +909,25 @@ FLAG_ONLY: dict[str, str] = {
     'xla_gpu_enable_triton_gemm_int4': 'bool',
     'xla_gpu_strict_conv_algorithm_picker': 'bool',
 }
+
+# How single-valued enum flags' XLA_FLAGS parsers read a value: the value
+# names as written ('name'), in lower case ('lower'), the value numbers
+# ('number'). Enum flags not listed read spellings of their own.
+ENUM_FLAG_SPELLINGS: dict[str, tuple[str, ...]] = {
+    'xla_autotuner_preferred_backend': ('name', 'lower'),
+    'xla_cpu_experimental_xnn_graph_fusion_mode': ('name', 'lower'),
+    'xla_cpu_opt_preset': ('name', 'lower'),
+    'xla_cpu_scheduler_type': ('name',),
+    'xla_gpu_command_buffer_scheduling_mode': ('name',),
+    'xla_gpu_command_buffer_update_mode': ('name',),
+    'xla_gpu_cudnn_deviceless_compilation_mode': ('name',),
+    'xla_gpu_deviceless_cub_mode': ('name',),
+    'xla_gpu_enable_while_loop_unrolling': ('name', 'lower'),
+    'xla_gpu_experimental_autotune_cache_mode': ('name',),
+    'xla_gpu_experimental_early_exit': ('name',),
+    'xla_gpu_experimental_pipeline_parallelism_opt_level': ('name',),
+    'xla_gpu_pgle_accuracy_checker': ('name',),
+    'xla_gpu_shape_checks': ('name',),
+    'xla_partitioning_algorithm': ('name',),
+    'xla_step_marker_location': ('name',),
+}

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
+from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
@@ -378,10 +378,13 @@ def _live(jaxpr: Jaxpr) -> list[Eqn]:
     return live[::-1]
 
 
-def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> list[str]:
+def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
+               live_only: bool = True) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
-    refs is discharged first."""
+    refs is discharged first. With ``live_only`` False every equation is
+    emitted, dead ones included (a decomposition traced at lowering time,
+    which JAX does not prune)."""
     jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
@@ -394,7 +397,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str]) -> l
 
     # Literals and results are located where the enclosing equation is.
     outer = (ctx.location, ctx._eqn_stack, ctx._source)
-    for eqn in _live(jaxpr):
+    for eqn in _live(jaxpr) if live_only else jaxpr.eqns:
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)
@@ -486,7 +489,8 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     # contents (JAX's ``tf.aliasing_output``).
     n_results = len(ordered) + len(closed_jaxpr.outvars)
     aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
-    closed_jaxpr = discharged(closed_jaxpr)
+    # JAX's dead-code elimination before lowering, calls' unused results too.
+    closed_jaxpr = dce_jaxpr(discharged(closed_jaxpr))
     top = f"jit({name})"
     ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
                           _eqn_stack=top)

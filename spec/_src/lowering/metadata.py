@@ -42,16 +42,10 @@ def call_rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
     ctx.module.functions += [
         f"  func.func private @{symbol}({params}) -> ({', '.join(out_types)}) {{",
         *body, ret, "  }"]
-    name = ctx.fresh()
-    head = f"{name}:{len(out_avals)}" if len(out_avals) > 1 else name
     tags = ""
     if xla_metadata:
         entries = ", ".join(f"{k} = {quoted(v)}" for k, v in sorted(xla_metadata))
         tags = f" {KEY}{entries}}}}}"
     sig = f"({', '.join(in_types)}) -> ({', '.join(out_types)})"
-    line = f"call @{symbol}({', '.join(operands)}){tags} : {sig}"
-    if not out_avals:
-        ctx.lines.append(f"    {line}")
-        return []
-    ctx.lines.append(f"    {head} = {line}")
-    return [name] if len(out_avals) == 1 else [f"{name}#{k}" for k in range(len(out_avals))]
+    # Located at the equation (``jit(f)/transpose(jvp())/xla_metadata_call``), as JAX's call.
+    return ctx.results(f"call @{symbol}({', '.join(operands)}){tags} : {sig}", len(out_avals))

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import types as T
 from spec._src.core.types import ArrayType
 from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tensor_type
 
@@ -43,8 +44,10 @@ def elementwise(opname: str) -> LoweringRule:
 
 
 def _comparison_type(dtype: Any) -> str:
-    kind = np.dtype(dtype).kind
-    return {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED"}.get(kind, "UNSIGNED")
+    dt = np.dtype(dtype)
+    if T.is_inexact(dt):
+        return "FLOAT"
+    return "SIGNED" if T.is_signed_int(dt) else "UNSIGNED"
 
 
 def compare(direction: str) -> LoweringRule:
@@ -80,7 +83,21 @@ def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
 def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
                          **params: Any) -> list[str]:
-    return [ctx.op("stablehlo.convert", operands, in_avals, out_avals[0])]
+    """``stablehlo.convert``, as JAX lowers it: a complex operand converted
+    to a real dtype keeps its real part first, and a conversion to bool is
+    ``x != 0`` (then the convert), not a truncation of the bits."""
+    (x,), aval, out = operands, in_avals[0], out_avals[0]
+    if T.is_complex(np.dtype(aval.dtype)) and not T.is_complex(np.dtype(out.dtype)):
+        aval = ArrayType(aval.shape, np.finfo(np.dtype(aval.dtype)).dtype)
+        x = ctx.op("stablehlo.real", [x], [in_avals[0]], aval)
+    if np.dtype(out.dtype) == np.bool_:
+        scalar = ArrayType((), aval.dtype)
+        zero = ctx.broadcast(ctx.constant(np.zeros((), aval.dtype), scalar), scalar, aval, ())
+        t = tensor_type(aval)
+        x = ctx.line(f"stablehlo.compare NE, {x}, {zero}, {_comparison_type(aval.dtype)} : "
+                     f"({t}, {t}) -> {tensor_type(ArrayType(aval.shape, np.dtype(np.bool_)))}")
+        aval = ArrayType(aval.shape, np.dtype(np.bool_))
+    return [ctx.op("stablehlo.convert", [x], [aval], out)]
 
 
 def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
@@ -137,16 +154,25 @@ def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
                 out_avals: Sequence[ArrayType], *, dimension_numbers: Any,
                 precision: Any = None, preferred_element_type: Any = None,
                 **params: Any) -> list[str]:
-    """Default precision and the result's dtype only; an explicit precision
-    or algorithm has no lowering yet."""
-    if precision is not None:
-        raise NotImplementedError(f"lowering dot_general with precision={precision} is not "
-                                  "specified")
+    """``stablehlo.dot_general`` with the operands' precisions
+    (``precision = [HIGH, HIGHEST]``; none is DEFAULT twice); the result's
+    dtype is the equation's. A dot algorithm has no lowering."""
     (lc, rc), (lb, rb) = dimension_numbers
     batch = f", batching_dims = {ints(lb)} x {ints(rb)}" if len(lb) else ""
     attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
-             f"precision = [DEFAULT, DEFAULT]")
+             f"precision = [{', '.join(_precision_names(precision))}]")
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
+
+
+def _precision_names(precision: Any) -> list[str]:
+    """The two operands' precision names (DEFAULT, HIGH, HIGHEST)."""
+    pair = (None, None) if precision is None else (
+        tuple(precision) if isinstance(precision, (tuple, list)) else (precision, precision))
+    names = ["DEFAULT" if p is None else getattr(p, "name", str(p)) for p in pair]
+    if len(names) != 2 or any(n not in ("DEFAULT", "HIGH", "HIGHEST") for n in names):
+        raise NotImplementedError(f"lowering dot_general with precision={precision} is not "
+                                  "specified")
+    return names
 
 
 def highest(dtype: Any) -> np.ndarray:

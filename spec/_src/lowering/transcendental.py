@@ -83,14 +83,15 @@ def log2(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Array
 def lower_fun(fn: Callable[..., Any], multiple_results: bool = False) -> LoweringRule:
     """A rule that lowers the equation as the jaxpr of ``fn`` (called with
     tracers of the operands' types and the equation's params) emitted in
-    place: JAX's ``mlir.lower_fun``."""
+    place, dead equations included: JAX's ``mlir.lower_fun``, which lowers
+    the traced jaxpr without pruning it."""
     def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
              out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
         def flat(*args: Any) -> Sequence[Any]:
             out = fn(*args, **params)
             return list(out) if multiple_results else [out]
         jaxpr, _ = trace_to_jaxpr(flat, list(in_avals))
-        return lower_body(ctx, jaxpr, operands)
+        return lower_body(ctx, jaxpr, operands, live_only=False)
     return rule
 
 
