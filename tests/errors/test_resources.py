@@ -33,6 +33,10 @@ SNIPPETS: list[tuple[str, str]] = [
     ("jnp.full(2**61, 1.0)", "2305843009213693952"),
     ("jnp.zeros(2**63)", "9223372036854775808"),
     ("lax.iota(jnp.float32, 2**62)", "4611686018427387904"),
+    # arange's bounds are read without converting them: the size is the error.
+    ("jnp.arange(2**62)", "4611686018427387904"),
+    ("jnp.arange(1, 2**62)", "4611686018427387903"),
+    ("jnp.arange(2**64)", "18446744073709551616"),
     ("jnp.ones(3) + jnp.broadcast_to(1.0, (2**62, 3))", "4611686018427387904"),
     ("jax.jit(lambda: jnp.zeros(2**62))()", "4611686018427387904"),
     ("jax.jit(lambda: jnp.zeros(2**62)).lower().compile()", "4611686018427387904"),

@@ -154,12 +154,25 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
     dyn_args = tuple(a for i, a in enumerate(args) if i not in statics)
     static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
-    for i, v in static_args:
-        _check_hashable(v, f"static argument {i}")
-    for k, v in static_kwargs:
-        _check_hashable(v, f"static argument {k!r}")
     leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    try:
+        for i, v in static_args:
+            _check_hashable(v, f"static argument {i}")
+        for k, v in static_kwargs:
+            _check_hashable(v, f"static argument {k!r}")
+    except ValueError:
+        # JAX abstracts the dynamic arguments before it hashes the static ones: a
+        # non-array argument is reported first.
+        for i, leaf in enumerate(leaves):
+            _leaf_aval(leaf, "jit", f"leaf {i}")
+        raise
     return _Split(static_args, static_kwargs, treedef, leaves)
+
+
+def _typed(statics: tuple[tuple[Any, Any], ...]) -> tuple[tuple[Any, type, Any], ...]:
+    """Static arguments as a cache key holds them: each value with its type, so that
+    equal values of other types (1, 1.0, True) are traced apart, as in JAX."""
+    return tuple((where, type(v), v) for where, v in statics)
 
 
 def _ctx_mesh() -> Any:
@@ -717,8 +730,8 @@ class Jitted:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         # The context mesh types sharded operations, and the ambient XLA
         # metadata tags the traced equations: both are part of the key.
-        key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key(), _context.typing_key,
+        key = (self._options, split.dyn_treedef, avals, _typed(split.static_args),
+               _typed(split.static_kwargs), config.values_key(), _context.typing_key,
                current_xla_metadata())
         cached = self._cache.get(key)
         if cached is not None:

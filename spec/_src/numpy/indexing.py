@@ -770,12 +770,13 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     # The axis is an operator.index integer before it becomes a static argument.
     axis = None if axis is None else static_int(axis, "axis")
-    return _take(a, _asarray(indices), axis=axis, mode=mode, unique_indices=unique_indices,
+    return _take(a, indices, axis=axis, mode=mode, unique_indices=unique_indices,
                  indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
 def _take_fn(a: Any, indices: Any, axis: int | None, mode: str | None, unique_indices: bool,
              indices_are_sorted: bool, fill_value: Any) -> Any:
+    check_arraylike("take", a, indices)
     if axis is None:
         a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
@@ -815,8 +816,15 @@ def _wrap_negative(indices: Any, size: int) -> Any:
     dt = _dtype_of(indices)
     if T.is_unsigned_int(dt):
         return indices
-    negative = ew.lt(indices, _concrete(np.asarray(0), dt, True))
-    return _where(negative, ew.add(indices, _concrete(np.asarray(size), dt, True)), indices)
+    work = T.default_int() if dt == T.bool_ else dt
+
+    def promoted() -> Any:
+        # Boolean indices meet the integer constants as JAX promotes them: each
+        # comparison or sum converts them to the weak default integer.
+        return _convert_element_type(indices, work, True) if dt == T.bool_ else indices
+    negative = ew.lt(promoted(), _concrete(np.asarray(0), work, True))
+    wrapped = ew.add(promoted(), _concrete(np.asarray(size), work, True))
+    return _where(negative, wrapped, indices)
 
 
 # ======================================================== take_along_axis
@@ -1116,12 +1124,11 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
     With only ``condition``, the indices of its nonzero elements."""
     if x is None and y is None:
         return _where_one_arg(condition, size=size, fill_value=fill_value)
+    # The operands are checked first, as in JAX; a missing x or y (None) is one of them.
+    check_arraylike("where", condition, x, y)
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term where "
                          "function.")
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
     return _where(condition, x, y)
 
 
