@@ -5,8 +5,11 @@ argument's kind (axes, shapes, dtypes, counts, fill values, sequences) that user
 mistake, mixed with good ones: floats for integers, strings, sets, bytes, None, huge and
 negative sizes, repeated axes. Each call runs as text in spec and in JAX. Where JAX raises,
 spec must raise a class whose MRO holds a class of the same name; where JAX returns, spec
-must return the same shape, dtype and values. Each disagreement is printed as the call
-itself, which runs as it stands with ``jnp``, ``np`` and ``lax`` bound.
+must return the same shape, dtype and values (floats to one ULP: XLA's division by a
+constant is a multiplication by its reciprocal). A disagreement counts when a fresh
+interpreter repeats it, since JAX's caches can carry an earlier call's outcome to a later
+one. Each is printed as the call itself, which runs as it stands with ``jnp``, ``np`` and
+``lax`` bound.
 """
 
 from __future__ import annotations
