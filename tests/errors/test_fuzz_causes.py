@@ -193,6 +193,8 @@ CASES: list[Case] = [
     # Operands are checked before the other arguments are read.
     Case("jnp.full('3', 2**70)", "'3'"),
     Case("jnp.full((2,), 2**70)", "1180591620717411303424"),
+    Case("jnp.full((2, -1), 2**70)", "1180591620717411303424"),
+    Case("lax.full('3', 2**70)", "'3'"),
     Case("jnp.where(None, 1.0, None)", "position 0"),
     Case(f"jnp.where({X} > 1, 1.0, None)", "position 2"),
     Case(f"jnp.where({X} > 1, 1.0, 2.0, size=3)", "size"),

@@ -169,10 +169,23 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
     return _Split(static_args, static_kwargs, treedef, leaves)
 
 
-def _typed(statics: tuple[tuple[Any, Any], ...]) -> tuple[tuple[Any, type, Any], ...]:
-    """Static arguments as a cache key holds them: each value with its type, so that
-    equal values of other types (1, 1.0, True) are traced apart, as in JAX."""
-    return tuple((where, type(v), v) for where, v in statics)
+@dataclass(frozen=True, eq=False)
+class _TypedStatic:
+    """A static argument as a cache key holds it: equal to another only when both the
+    values and their types are (1, 1.0 and True are traced apart, as in JAX)."""
+
+    value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _TypedStatic) and type(self.value) is type(other.value)
+                and bool(self.value == other.value))
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _typed(statics: tuple[tuple[Any, Any], ...]) -> tuple[tuple[Any, _TypedStatic], ...]:
+    return tuple((where, _TypedStatic(v)) for where, v in statics)
 
 
 def _ctx_mesh() -> Any:

@@ -1183,7 +1183,9 @@ def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
          sharding: Any = None) -> Any:
-    shp = T.check_shape(shape, "full")
+    # The sizes' signs are checked after the fill value is converted, as JAX's broadcast
+    # checks them (full((-1,), 2**70) is the conversion's OverflowError).
+    shp = T.check_shape(shape, "full", nonnegative=False)
     fill_shape = _shape(fill_value)
     if fill_shape:
         raise TypeError("full must be called with scalar fill_value, got fill_value.shape "
@@ -1194,6 +1196,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
     else:
         fill_dtype, weak = T.to_dtype(dtype, "full"), False
     value = _convert_element_type(fill_value, fill_dtype, weak)
+    T.check_shape(shp, "full")
     if sharding is None:
         return computed_on_primal_side(broadcast(value, shp))
     if not _sharding_is_concrete(sharding, "lax.full"):
