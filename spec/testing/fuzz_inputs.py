@@ -66,6 +66,13 @@ TEMPLATES: tuple[str, ...] = (
     "jnp.astype({array}, {dtype})", "jnp.tile({array}, {count})",
     "jnp.repeat({array}, {count})", "jnp.where({array}, {value}, {value})",
     "lax.integer_pow({array}, {count})", "jnp.zeros(3, dtype={dtype})",
+    "jnp.prod({array}, axis={axis})", "jnp.var({array}, axis={axis})",
+    "jnp.argsort({array}, axis={axis})", "jnp.flip({array}, axis={axis})",
+    "jnp.roll({array}, {count}, axis={axis})", "jnp.moveaxis({array}, {axis}, {axis})",
+    "jnp.transpose({array}, {axis})", "jnp.full_like({array}, {value}, shape={shape})",
+    "jnp.zeros_like({array}, dtype={dtype})", "lax.full({shape}, {value})",
+    "lax.reshape({array}, {shape})",
+    "jnp.nonzero({array}, size={count})", "jnp.tri({count}, dtype={dtype})",
 )
 
 

@@ -216,6 +216,23 @@ CASES: list[Case] = [
     Case("jnp.reshape(np.array(['a']), (2, 3))", "(2,3)"),
     Case("jnp.reshape(np.arange(6), (3, 2), order='F')"),
     Case("np.asarray(isinstance(jnp.reshape(np.arange(6), -1), np.ndarray))"),
+    Case("lax.reshape([[1], [2, 3]], (2, -1))"),
+    Case(f"lax.reshape({X}, (2, -3))", "(2, -3)"),
+    Case("jnp.concatenate([1.0, 'a'])", "'a'"),
+    # A string is a scalar to the array check (NumPy's isscalar), refused where converted;
+    # the *_like functions read the prototype's shape without converting it.
+    Case("jnp.zeros_like('abc', dtype=bool)"),
+    Case("jnp.ones_like(np.array(['a', 'b']), dtype=int)"),
+    Case("jnp.zeros_like('abc')", "abc"),
+    Case("lax.full(-1, None)", "None"),
+    Case("lax.broadcast_in_dim(jnp.ones(3), np.array([2, 3]), ())", "array([2, 3])"),
+    Case("lax.broadcast_in_dim(jnp.ones(3), np.array([3]), (0,))"),
+    Case("jnp.nonzero(1.0, size='2')", "0d"),
+    # A Python int beyond int32 converts to an inexact dtype; to an integer one it overflows.
+    Case(f"jnp.full_like({X}, 2**70)"),
+    Case("jnp.full(2, 2**70, dtype=jnp.float32)"),
+    Case("lax.convert_element_type(2**70, jnp.float32)"),
+    Case("jnp.full_like(jnp.ones(3, int), 2**70)", "1180591620717411303424"),
 ]
 
 

@@ -358,7 +358,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     dt = None if dtype is None else _user_dtype(dtype, "full_like")
     shp = None if shape is None else _shape_arg(shape, "full_like")
     sharding = _device_or_out_sharding(device, out_sharding, "full_like")
-    if not canonical_aval_of(fill_value).shape:
+    if not np.ndim(fill_value):  # (a scalar is converted to the result's dtype, not its own)
         keys = _keys_like(a, fill_value, dt, shp)
         if keys is not None:
             return keys

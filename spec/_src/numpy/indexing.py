@@ -950,12 +950,12 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
     check_arraylike("nonzero", a)
-    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
-    if aval.ndim == 0:
+    if aval.ndim == 0:  # (before the size is read, as in JAX)
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
+    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     known = to_concrete_value(arr) if size is None and isinstance(arr, Tracer) else None
     if known is not None:
         # A tracer of a known value (under autodiff): its count is the size.

@@ -252,7 +252,9 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     if _is_array(arrays):
         return _concatenate_array(arrays, axis, dtype)
     _check_arraylike("concatenate", *arrays)
-    arrays = [T.from_jax_array(a) for a in arrays]
+    # Each operand is converted first, as JAX's ensure_arraylike does (a string is the
+    # conversion's TypeError, before the operands' ranks are read).
+    arrays = [L.asarray(T.from_jax_array(a)) for a in arrays]
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
