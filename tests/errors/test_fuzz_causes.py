@@ -168,6 +168,71 @@ CASES: list[Case] = [
     Case("lax.broadcasted_iota('int32', (2, 3), 1.0)"),
     Case(f"lax.reshape({X}, {{6}})"),
     Case(f"lax.reshape({X}, np.array(6))"),
+    # jit's order: the dynamic arguments are abstracted before the static ones are hashed.
+    Case("jnp.cumsum(object(), axis={0})", "object"),
+    Case("jnp.sort([1, 'a'], axis={0, 1})", "str"),
+    Case("jnp.round([[1], [2, 3]], [2])", "[2]"),
+    Case(f"jnp.around({X}, [1])", "[1]"),
+    # jit's cache tells equal static values of different types apart.
+    Case(f"[jnp.sort({X}, axis=1), jnp.sort({X}, axis=1.0)]", "1.0"),
+    Case("(lambda f: [f(1), f(1.0), f(True)])(jax.jit(lambda a: jnp.full(2, a), "
+         "static_argnums=0))"),
+    # A dimension read by indexing the shape: an out-of-range axis is an IndexError.
+    Case(f"jnp.mean({X}, axis=5)", "5"),
+    Case("jnp.mean(1.0, axis=True)", "1"),
+    Case(f"jnp.mean({X}, axis=(0, -3))", "-3"),
+    Case(f"jnp.var({X}, axis=-3)", "-3"),
+    Case(f"jnp.std({X}, axis=np.array(2))", "2"),
+    Case(f"jnp.mean({X}, axis=(0, 0))", "axis"),
+    Case(f"jnp.mean({X}, axis=5, where={X} > 1)", "5"),
+    Case(f"jnp.mean({X}, axis=(1, -2))"),
+    Case("jnp.split(1.0, 2)", "0"),
+    Case(f"jnp.split({X}, 2, axis=5)", "5"),
+    Case(f"jnp.array_split({X}, 2, axis=-3)", "-3"),
+    Case(f"jnp.split({X}, [1], axis=-2)"),
+    # Operands are checked before the other arguments are read.
+    Case("jnp.full('3', 2**70)", "'3'"),
+    Case("jnp.full((2,), 2**70)", "1180591620717411303424"),
+    Case("jnp.full((2, -1), 2**70)", "1180591620717411303424"),
+    Case("lax.full('3', 2**70)", "'3'"),
+    Case("jnp.where(None, 1.0, None)", "position 0"),
+    Case(f"jnp.where({X} > 1, 1.0, None)", "position 2"),
+    Case(f"jnp.where({X} > 1, 1.0, 2.0, size=3)", "size"),
+    Case("jnp.clip(1.0, [1, 2], 1j)", "complex"),
+    Case(f"jnp.clip({X}, None, 1j)", "complex"),
+    Case(f"jnp.clip({X} * 1j, 0, 1)", "complex"),
+    Case(f"jnp.take({X}, [0, 1])", "position 1"),
+    Case("jnp.take(1.0, [2], axis=True)", "position 1"),
+    Case("jnp.take([1, 2], 1)", "position 0"),
+    # Boolean indices of take are promoted to integers, as JAX promotes them.
+    Case(f"jnp.take({X}, True)"),
+    Case(f"jnp.take({X}, jnp.array([True, False]), axis=1)"),
+    # A negative size no operand dimension meets is broadcast_in_dim's TypeError.
+    Case("jnp.broadcast_to(1.0, -1)", "-1"),
+    Case("jnp.broadcast_to(jnp.ones(3), (-1, 3))", "-1"),
+    Case("jnp.broadcast_to(jnp.ones(3), (2, -3))", "-3"),
+    # jnp.reshape of a NumPy array is NumPy's reshape (any dtype; a NumPy result).
+    Case("jnp.reshape(np.array(['a', 'b']), (2, 1))"),
+    Case("jnp.reshape(np.array(['a']), (2, 3))", "(2,3)"),
+    Case("jnp.reshape(np.arange(6), (3, 2), order='F')"),
+    Case("np.asarray(isinstance(jnp.reshape(np.arange(6), -1), np.ndarray))"),
+    Case("lax.reshape([[1], [2, 3]], (2, -1))"),
+    Case(f"lax.reshape({X}, (2, -3))", "(2, -3)"),
+    Case("jnp.concatenate([1.0, 'a'])", "'a'"),
+    # A string is a scalar to the array check (NumPy's isscalar), refused where converted;
+    # the *_like functions read the prototype's shape without converting it.
+    Case("jnp.zeros_like('abc', dtype=bool)"),
+    Case("jnp.ones_like(np.array(['a', 'b']), dtype=int)"),
+    Case("jnp.zeros_like('abc')", "abc"),
+    Case("lax.full(-1, None)", "None"),
+    Case("lax.broadcast_in_dim(jnp.ones(3), np.array([2, 3]), ())", "array([2, 3])"),
+    Case("lax.broadcast_in_dim(jnp.ones(3), np.array([3]), (0,))"),
+    Case("jnp.nonzero(1.0, size='2')", "0d"),
+    # A Python int beyond int32 converts to an inexact dtype; to an integer one it overflows.
+    Case(f"jnp.full_like({X}, 2**70)"),
+    Case("jnp.full(2, 2**70, dtype=jnp.float32)"),
+    Case("lax.convert_element_type(2**70, jnp.float32)"),
+    Case("jnp.full_like(jnp.ones(3, int), 2**70)", "1180591620717411303424"),
 ]
 
 

@@ -33,6 +33,10 @@ SNIPPETS: list[tuple[str, str]] = [
     ("jnp.full(2**61, 1.0)", "2305843009213693952"),
     ("jnp.zeros(2**63)", "9223372036854775808"),
     ("lax.iota(jnp.float32, 2**62)", "4611686018427387904"),
+    # arange's bounds are read without converting them: the size is the error.
+    ("jnp.arange(2**62)", "4611686018427387904"),
+    ("jnp.arange(1, 2**62)", "4611686018427387903"),
+    ("jnp.arange(2**64)", "18446744073709551616"),
     ("jnp.ones(3) + jnp.broadcast_to(1.0, (2**62, 3))", "4611686018427387904"),
     ("jax.jit(lambda: jnp.zeros(2**62))()", "4611686018427387904"),
     ("jax.jit(lambda: jnp.zeros(2**62)).lower().compile()", "4611686018427387904"),
@@ -98,13 +102,48 @@ def _nested(depth: int) -> Any:
 
 
 def test_deep_pytrees_go_through_jit_as_in_jax() -> None:
-    deep = _nested(900)
+    # Deeper than Python's recursion limit (1000), within JAX's flattening depth (1498).
+    deep = _nested(1200)
     assert jax.jit(lambda t: jax.tree_util.tree_leaves(t)[0] + 1)(deep) == 2.0
     assert spec.jit(lambda t: spec.tree_util.tree_leaves(t)[0] + 1)(deep) == 2.0
     structure = spec.tree_util.tree_structure(deep)
-    assert structure == spec.tree_util.tree_structure(_nested(900))
-    assert structure != spec.tree_util.tree_structure(_nested(899))
-    assert hash(structure) == hash(spec.tree_util.tree_structure(_nested(900)))
+    assert structure == spec.tree_util.tree_structure(_nested(1200))
+    assert structure != spec.tree_util.tree_structure(_nested(1199))
+    assert hash(structure) == hash(spec.tree_util.tree_structure(_nested(1200)))
+    assert repr(structure) == repr(jax.tree_util.tree_structure(deep))
+    assert structure.unflatten([3.0]) == jax.tree_util.tree_structure(deep).unflatten([3.0])
+    doubled = spec.tree_util.tree_map(lambda a, b: a + b, deep, deep)
+    assert doubled == jax.tree_util.tree_map(lambda a, b: a + b, deep, deep)
+    (path, leaf), = spec.tree_util.tree_flatten_with_path(deep)[0]
+    (jax_path, jax_leaf), = jax.tree_util.tree_flatten_with_path(deep)[0]
+    assert leaf == jax_leaf and spec.tree_util.keystr(path) == jax.tree_util.keystr(jax_path)
+
+
+def test_deep_mixed_pytrees_flatten_as_in_jax() -> None:
+    deep: Any = 1.0
+    for i in range(600):  # 1200 containers: dicts, lists and tuples, with Nones and leaves
+        deep = {"a": [deep, None], "b": (i,)} if i % 2 else ({"z": deep}, 2.0)
+    for lib in (spec, jax):
+        tu = lib.tree_util
+        leaves, structure = tu.tree_flatten(deep)
+        assert tu.tree_unflatten(structure, leaves) == deep
+        assert structure.flatten_up_to(deep) == leaves
+    spec_paths = spec.tree_util.tree_flatten_with_path(deep)[0]
+    jax_paths = jax.tree_util.tree_flatten_with_path(deep)[0]
+    assert [x for _, x in spec_paths] == [x for _, x in jax_paths]
+    # (the deepest leaf's path: every path's text would take seconds to build)
+    assert spec.tree_util.keystr(spec_paths[0][0]) == jax.tree_util.keystr(jax_paths[0][0])
+    assert repr(spec.tree_util.tree_structure(deep)) == repr(jax.tree_util.tree_structure(deep))
+
+
+def test_pytrees_deeper_than_jax_flattens_are_refused() -> None:
+    # JAX's C++ flattening raises a SystemError from its recursion guard; spec RecursionError.
+    too_deep = _nested(1499)
+    with pytest.raises((SystemError, RecursionError)):
+        jax.tree_util.tree_leaves(too_deep)
+    with pytest.raises(RecursionError, match="1498"):
+        spec.tree_util.tree_leaves(too_deep)
+    assert len(spec.tree_util.tree_leaves(_nested(1498))) == 1
 
 
 def test_a_cyclic_pytree_is_an_error_not_a_crash() -> None:

@@ -79,3 +79,40 @@ def test_bad_input_judge_catches_an_accepted_bad_argument(
     ours = fuzz_inputs.run(snippet, None, snp, slax)
     why = fuzz_inputs.judge(ours, theirs)
     assert why is not None and why.startswith("JAX raises TypeError") and "spec returns" in why
+
+
+def _moved(x: np.ndarray, ulps: int) -> np.ndarray:
+    """Each finite element of ``x`` moved ``ulps`` steps away from zero, by its bits."""
+    out = np.array(x)
+    floats = out.view(out.real.dtype) if np.iscomplexobj(out) else out
+    bits = floats.view(f"u{floats.dtype.itemsize}")
+    bits[np.isfinite(floats.astype(np.float64))] += np.asarray(ulps, bits.dtype)
+    return out
+
+
+def test_bad_input_values_agree_to_one_ulp_and_nans_where_jax_has_them() -> None:
+    import ml_dtypes
+
+    from spec.testing import fuzz_inputs
+
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.complex64):
+        x = np.asarray([3.0, -3.0, 0.0, np.nan], dtype)
+        assert fuzz_inputs._same_values(x, _moved(x, 1)) is None
+        assert fuzz_inputs._same_values(x, _moved(x, 2)) is not None
+        assert fuzz_inputs._same_values(x, np.where(np.isnan(x), 1.0, x).astype(dtype)) \
+            is not None
+    assert fuzz_inputs._same_values(np.float32(0.0), np.float32(-0.0)) is None
+
+
+def test_bad_input_disagreements_count_only_when_a_fresh_interpreter_repeats_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from spec.testing import fuzz_inputs
+
+    monkeypatch.setattr(fuzz_inputs, "judge", lambda ours, theirs: "differs")
+    monkeypatch.setattr(fuzz_inputs, "judge_in_fresh_process", lambda snippet: None)
+    found = fuzz_inputs.campaign(3, 0)
+    assert (found.tried, found.history_dependent, found.failures) == (3, 3, [])
+    monkeypatch.setattr(fuzz_inputs, "judge_in_fresh_process", lambda snippet: "again")
+    found = fuzz_inputs.campaign(3, 0)
+    assert found.history_dependent == 0 and [w for _, w in found.failures] == ["again"] * 3

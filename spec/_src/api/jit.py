@@ -156,12 +156,38 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
     dyn_args = tuple(a for i, a in enumerate(args) if i not in statics)
     static_kwargs = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in static_argnames}
-    for i, v in static_args:
-        _check_hashable(v, f"static argument {i}")
-    for k, v in static_kwargs:
-        _check_hashable(v, f"static argument {k!r}")
     leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    try:
+        for i, v in static_args:
+            _check_hashable(v, f"static argument {i}")
+        for k, v in static_kwargs:
+            _check_hashable(v, f"static argument {k!r}")
+    except ValueError:
+        # JAX abstracts the dynamic arguments before it hashes the static ones: a
+        # non-array argument is reported first.
+        for i, leaf in enumerate(leaves):
+            _leaf_aval(leaf, "jit", f"leaf {i}")
+        raise
     return _Split(static_args, static_kwargs, treedef, leaves)
+
+
+@dataclass(frozen=True, eq=False)
+class _TypedStatic:
+    """A static argument as a cache key holds it: equal to another only when both the
+    values and their types are (1, 1.0 and True are traced apart, as in JAX)."""
+
+    value: Any
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _TypedStatic) and type(self.value) is type(other.value)
+                and bool(self.value == other.value))
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+def _typed(statics: tuple[tuple[Any, Any], ...]) -> tuple[tuple[Any, _TypedStatic], ...]:
+    return tuple((where, _TypedStatic(v)) for where, v in statics)
 
 
 def _ctx_mesh() -> Any:
@@ -748,8 +774,8 @@ class Jitted:
         avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
         # The context mesh types sharded operations, and the ambient XLA
         # metadata tags the traced equations: both are part of the key.
-        key = (self._options, split.dyn_treedef, avals, split.static_args,
-               split.static_kwargs, config.values_key(), _context.typing_key,
+        key = (self._options, split.dyn_treedef, avals, _typed(split.static_args),
+               _typed(split.static_kwargs), config.values_key(), _context.typing_key,
                current_xla_metadata())
         cached = self._cache.get(key)
         if cached is not None:

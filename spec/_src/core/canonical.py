@@ -9,6 +9,7 @@ The rules are those of ``operator.index``: a Python or NumPy integer (or a
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -18,8 +19,8 @@ import numpy as np
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 
-__all__ = ["static_int", "canonical_integral", "canonical_axis", "optional_axes",
-           "reduction_axes", "canonical_shape"]
+__all__ = ["static_int", "canonical_integral", "canonical_axis", "dim_at", "reduced_size",
+           "optional_axes", "reduction_axes", "canonical_shape"]
 
 _SHAPE_MESSAGE = "Shapes must be 1D sequences of concrete values of integer type"
 
@@ -60,6 +61,33 @@ def canonical_axis(axis: Any, ndim: int, what: str = "axis",
     if not -ndim <= a < ndim:
         raise out_of_range(f"{what} {a} is out of bounds for array of dimension {ndim}")
     return a + ndim if a < 0 else a
+
+
+def dim_at(shape: Sequence[int], axis: Any, what: str = "axis") -> int:
+    """The size of ``shape`` at ``axis``, read by indexing the shape, as JAX
+    reads it where it takes a dimension before checking the axis (``jnp.split``,
+    the count of ``jnp.mean`` and ``jnp.var``): TypeError for a non-integer,
+    IndexError (not ``canonical_axis``'s ValueError) outside ``[-ndim, ndim)``."""
+    a = static_int(axis, what)
+    if not -len(shape) <= a < len(shape):
+        raise IndexError(f"{what} {a} is out of range for an array of shape {tuple(shape)}: "
+                         "tuple index out of range")
+    return shape[a]
+
+
+def reduced_size(shape: Sequence[int], axis: Any) -> int:
+    """How many elements a reduction over ``axis`` combines, as JAX's ``mean``
+    counts them before it sums: each axis's size by ``dim_at`` (IndexError out of
+    range), a repeated axis counted twice (the sum then rejects it). An axis
+    name is ``reduction_axes``' error."""
+    given = optional_axes(axis)
+    if given is None:
+        return math.prod(shape)
+    items = (given,) if isinstance(given, int) else given
+    positions = [i for i in items if not isinstance(i, str)]
+    if len(positions) != len(items):
+        reduction_axes(axis, len(shape))
+    return math.prod(dim_at(shape, i) for i in positions)
 
 
 def optional_axes(axis: Any) -> int | tuple[int | str, ...] | None:

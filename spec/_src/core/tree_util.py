@@ -497,7 +497,12 @@ class PyTreeDef:
             )
         if len(flat) > self._num_leaves:
             raise ValueError(f"Too many leaves for PyTreeDef; expected {self._num_leaves}.")
-        return self._build(iter(flat))
+        try:
+            return self._build(iter(flat))
+        except RecursionError:
+            # Nested deeper than Python's recursion limit: again, with a stack.
+            it = iter(flat)
+            return self._fold(lambda: next(it), lambda node, kids: node._make_node(kids))
 
     def _build(self, leaves: Iterator[Any]) -> Any:
         kind = self._kind
@@ -505,8 +510,35 @@ class PyTreeDef:
             return next(leaves)
         if kind == _NONE:
             return None
-        kids = [c._build(leaves) for c in self._children]
-        return self._make_node(kids)
+        return self._make_node([c._build(leaves) for c in self._children])
+
+    def _postorder(self) -> list[PyTreeDef]:
+        """The nodes of this structure, children before their parent, left to right: found
+        with a stack, so that no walk over a structure recurses (a pytree may be nested
+        deeper than Python's recursion limit)."""
+        out: list[PyTreeDef] = []
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(node._children)
+        out.reverse()
+        return out
+
+    def _fold(self, at_leaf: Callable[[], Any],
+              at_node: Callable[[PyTreeDef, list[Any]], Any]) -> Any:
+        """``at_leaf()`` at each leaf and ``at_node(node, children's values)`` at each other
+        node, in flattening order; the root's value."""
+        values: list[Any] = []
+        for node in self._postorder():
+            if node._kind == _LEAF:
+                values.append(at_leaf())
+                continue
+            start = len(values) - len(node._children)
+            kids = values[start:]
+            del values[start:]
+            values.append(at_node(node, kids))
+        return values[0]
 
     def _make_node(self, kids: list[Any]) -> Any:
         kind = self._kind
@@ -537,13 +569,10 @@ class PyTreeDef:
             raise ValueError(f"Too {'few' if few else 'many'} leaves for PyTreeDef")
         it = iter(flat)
 
-        def go(d: PyTreeDef) -> Any:
-            if d._kind == _LEAF:
-                x = next(it)
-                return x if f_leaf is None else f_leaf(x)
-            return f_node(tuple(go(c) for c in d._children), d._walk_data())
-
-        return go(self)
+        def at_leaf() -> Any:
+            x = next(it)
+            return x if f_leaf is None else f_leaf(x)
+        return self._fold(at_leaf, lambda node, kids: f_node(tuple(kids), node._walk_data()))
 
     def from_iterable_tree(self, tree: Any) -> Any:
         """Rebuild this structure from nested iterables: every node position of ``tree`` is
@@ -586,11 +615,8 @@ class PyTreeDef:
         """The structure obtained by putting ``inner`` at every leaf of this structure."""
         if not isinstance(inner, PyTreeDef):
             raise TypeError(f"compose() needs a PyTreeDef, got {inner!r}")
-        if self._kind == _LEAF:
-            return inner
-        return PyTreeDef(
-            self._kind, self._type, self._data, tuple(c.compose(inner) for c in self._children)
-        )
+        return self._fold(lambda: inner, lambda node, kids: PyTreeDef(
+            node._kind, node._type, node._data, tuple(kids)))
 
     # -- matching a tree against the structure ----------------------------------------------
 
@@ -601,14 +627,35 @@ class PyTreeDef:
         the first difference is.
         """
         out: list[Any] = []
-        self._up_to(tree, out)
+        try:
+            self._up_to(tree, out)
+            return out
+        except RecursionError:
+            pass
+        # Nested deeper than Python's recursion limit: again, with a stack (depth first,
+        # left to right).
+        out.clear()
+        pending: list[tuple[PyTreeDef, Any]] = [(self, tree)]
+        while pending:
+            node, x = pending.pop()
+            if node._kind == _LEAF:
+                out.append(x)
+                continue
+            kids = node._matched_children(x)
+            pending.extend(reversed(list(zip(node._children, kids))))
         return out
 
     def _up_to(self, x: Any, out: list[Any]) -> None:
-        kind = self._kind
-        if kind == _LEAF:
+        if self._kind == _LEAF:
             out.append(x)
             return
+        for c, k in zip(self._children, self._matched_children(x)):
+            c._up_to(k, out)
+
+    def _matched_children(self, x: Any) -> Sequence[Any]:
+        """The children of ``x``, a node this (non-leaf) node must match; ValueError where
+        they differ."""
+        kind = self._kind
         if kind == _NONE:
             if x is not None:
                 raise ValueError(
@@ -616,7 +663,7 @@ class PyTreeDef:
                     "a prefix only of None; to skip None entries of one tree, map with "
                     "is_leaf=lambda x: x is None and return None for them."
                 )
-            return
+            return ()
         arity = len(self._children)
         kids: Sequence[Any]
         if kind == _TUPLE or kind == _LIST:
@@ -668,8 +715,7 @@ class PyTreeDef:
                 raise ValueError(
                     f"Custom type arity mismatch: {len(kids)} != {arity}; value: {x!r}."
                 )
-        for c, k in zip(self._children, kids):
-            c._up_to(k, out)
+        return kids
 
     # -- dunder protocol --------------------------------------------------------------------
 
@@ -731,12 +777,12 @@ class PyTreeDef:
         return f"PyTreeDef({self._body()})"
 
     def _body(self) -> str:
+        return str(self._fold(lambda: "*", PyTreeDef._node_text))
+
+    def _node_text(self, parts: list[str]) -> str:
         kind = self._kind
-        if kind == _LEAF:
-            return "*"
         if kind == _NONE:
             return "None"
-        parts = [c._body() for c in self._children]
         if kind == _TUPLE:
             return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
         if kind == _LIST:
@@ -796,7 +842,80 @@ def _keyed_children(x: Any, kind: int, t: type[Any]) -> tuple[Any, list[tuple[An
     return aux, [(k, c) for k, c in pairs]
 
 
+# How many containers deep a pytree may nest: JAX's flattening (C++, under CPython's C
+# recursion guard) flattens 1498 nested lists and refuses 1499. A cyclic container is
+# refused at this depth too.
+MAX_DEPTH: Final = 1498
+
+_DONE: Final = object()
+
+
+@dataclasses.dataclass
+class _Open:
+    """A node being flattened: its kind, type and data, its remaining children (with their
+    key paths) and the structures of those done."""
+
+    kind: int
+    type: type[Any]
+    data: Any
+    rest: Iterator[tuple[KeyPath, Any]]
+    done: list[PyTreeDef]
+
+
+def _too_deep() -> RecursionError:
+    return RecursionError(
+        f"maximum recursion depth exceeded while flattening a pytree: more than {MAX_DEPTH} "
+        "nested containers (a container that holds itself never ends)")
+
+
+def _flatten_nodes(x: Any, path: KeyPath, leaf_at: Callable[[KeyPath, Any], bool],
+                   children_at: Callable[[KeyPath, Any, int, type[Any]],
+                                         tuple[Any, Iterator[tuple[KeyPath, Any]]]],
+                   on_leaf: Callable[[KeyPath, Any], None]) -> PyTreeDef:
+    """The structure of ``x``, its leaves passed to ``on_leaf`` in flattening order: depth
+    first with a stack of open nodes, so nesting is bounded by MAX_DEPTH, not by Python's
+    recursion limit. ``leaf_at(path, x)`` is the caller's is_leaf; ``children_at`` gives a
+    node's data and its (path, child) pairs."""
+    stack: list[_Open] = []
+    while True:
+        t = type(x)
+        kind = _LEAF if leaf_at(path, x) else _kind_of(t)
+        done: PyTreeDef | None = None
+        if kind == _LEAF:
+            on_leaf(path, x)
+            done = _LEAF_DEF
+        elif kind == _NONE:
+            done = _NONE_DEF
+        else:
+            if len(stack) >= MAX_DEPTH:
+                raise _too_deep()
+            data, rest = children_at(path, x, kind, t)
+            stack.append(_Open(kind, t, data, rest, []))
+        while True:  # close the nodes whose children are all done
+            if done is not None:
+                if not stack:
+                    return done
+                stack[-1].done.append(done)
+            top = stack[-1]
+            step = next(top.rest, _DONE)
+            if step is not _DONE:
+                path, x = cast(tuple[KeyPath, Any], step)
+                break
+            stack.pop()
+            done = PyTreeDef(top.kind, top.type, top.data, tuple(top.done))
+
+
 def _flatten(x: Any, is_leaf: IsLeaf | None, leaves: list[Any]) -> PyTreeDef:
+    start = len(leaves)
+    try:
+        return _flatten_recursive(x, is_leaf, leaves)
+    except RecursionError:
+        # Nested deeper than Python's recursion limit: again, with a stack of open nodes.
+        del leaves[start:]
+        return _flatten_iterative(x, is_leaf, leaves)
+
+
+def _flatten_recursive(x: Any, is_leaf: IsLeaf | None, leaves: list[Any]) -> PyTreeDef:
     if is_leaf is not None and is_leaf(x):
         leaves.append(x)
         return _LEAF_DEF
@@ -808,10 +927,36 @@ def _flatten(x: Any, is_leaf: IsLeaf | None, leaves: list[Any]) -> PyTreeDef:
     if kind == _NONE:
         return _NONE_DEF
     data, children = _children_and_data(x, kind, t)
-    return PyTreeDef(kind, t, data, tuple([_flatten(c, is_leaf, leaves) for c in children]))
+    return PyTreeDef(kind, t, data,
+                     tuple([_flatten_recursive(c, is_leaf, leaves) for c in children]))
+
+
+def _flatten_iterative(x: Any, is_leaf: IsLeaf | None, leaves: list[Any]) -> PyTreeDef:
+    def children_at(path: KeyPath, node: Any, kind: int, t: type[Any]
+                    ) -> tuple[Any, Iterator[tuple[KeyPath, Any]]]:
+        data, children = _children_and_data(node, kind, t)
+        return data, ((path, c) for c in children)
+    return _flatten_nodes(
+        x, (), (lambda _, v: False) if is_leaf is None else (lambda _, v: bool(is_leaf(v))),
+        children_at, lambda _, v: leaves.append(v))
 
 
 def _flatten_with_path(
+    x: Any,
+    path: KeyPath,
+    is_leaf: Callable[[KeyPath, Any], bool] | None,
+    out: list[tuple[KeyPath, Any]],
+) -> PyTreeDef:
+    start = len(out)
+    try:
+        return _flatten_with_path_recursive(x, path, is_leaf, out)
+    except RecursionError:
+        # Nested deeper than Python's recursion limit: again, with a stack of open nodes.
+        del out[start:]
+        return _flatten_with_path_iterative(x, path, is_leaf, out)
+
+
+def _flatten_with_path_recursive(
     x: Any,
     path: KeyPath,
     is_leaf: Callable[[KeyPath, Any], bool] | None,
@@ -828,8 +973,23 @@ def _flatten_with_path(
     if kind == _NONE:
         return _NONE_DEF
     data, pairs = _keyed_children(x, kind, t)
-    kids = tuple([_flatten_with_path(c, (*path, k), is_leaf, out) for k, c in pairs])
+    kids = tuple([_flatten_with_path_recursive(c, (*path, k), is_leaf, out) for k, c in pairs])
     return PyTreeDef(kind, t, data, kids)
+
+
+def _flatten_with_path_iterative(
+    x: Any,
+    path: KeyPath,
+    is_leaf: Callable[[KeyPath, Any], bool] | None,
+    out: list[tuple[KeyPath, Any]],
+) -> PyTreeDef:
+    def children_at(at: KeyPath, node: Any, kind: int, t: type[Any]
+                    ) -> tuple[Any, Iterator[tuple[KeyPath, Any]]]:
+        data, pairs = _keyed_children(node, kind, t)
+        return data, (((*at, k), c) for k, c in pairs)
+    return _flatten_nodes(
+        x, path, (lambda _, v: False) if is_leaf is None else (lambda p, v: bool(is_leaf(p, v))),
+        children_at, lambda p, v: out.append((p, v)))
 
 
 def tree_flatten(tree: Any, is_leaf: IsLeaf | None = None) -> tuple[list[Leaf], PyTreeDef]:

@@ -705,8 +705,10 @@ def _axes_text(axes: Any) -> str:
 ShapedArray = ArrayType
 
 
-def check_shape(shape: Any, fun_name: str, arg_name: str = "shape") -> Shape:
-    """Validate a static shape argument: a sequence of non-negative ints."""
+def check_shape(shape: Any, fun_name: str, arg_name: str = "shape",
+                nonnegative: bool = True) -> Shape:
+    """Validate a static shape argument: a sequence of ints, non-negative unless
+    ``nonnegative`` is False (a caller that checks the sizes later)."""
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     if isinstance(shape, np.ndarray) and shape.ndim == 0:
@@ -722,7 +724,7 @@ def check_shape(shape: Any, fun_name: str, arg_name: str = "shape") -> Shape:
         if not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)):
             raise TypeError(f"{fun_name} {arg_name} must have every element be an integer type, "
                             f"got {tuple(shape)}.")
-        if d < 0:
+        if d < 0 and nonnegative:
             raise TypeError(f"{fun_name} {arg_name} must have every element be nonnegative, "
                             f"got {tuple(shape)}.")
         dims.append(int(d))

@@ -1054,7 +1054,15 @@ def _convert_element_type(operand: Any, new_dtype: T.DType | None = None,
                           warn_on_complex_to_real_cast: bool = True) -> Any:
     if hasattr(operand, "__jax_array__") and not _is_array(operand):
         operand = operand.__jax_array__()
-    aval = canonical_aval_of(operand)
+    try:
+        aval = canonical_aval_of(operand)
+    except OverflowError:
+        # A Python int beyond the default integer still converts to an inexact dtype
+        # (full_like(1.0, 2**70)), as in JAX; to an integer dtype it overflows.
+        if not (isinstance(operand, int) and new_dtype is not None
+                and T.is_inexact(new_dtype)):
+            raise
+        aval = T.ArrayType((), new_dtype, weak_type)
     new_dtype = aval.dtype if new_dtype is None else new_dtype
     weak_type = bool(weak_type)
     if (warn_on_complex_to_real_cast and T.is_complex(aval.dtype)
@@ -1183,8 +1191,13 @@ def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None) -> Any:
 
 def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
          sharding: Any = None) -> Any:
-    shp = T.check_shape(shape, "full")
-    fill_shape = _shape(fill_value)
+    # The sizes' signs are checked after the fill value is converted, as JAX's broadcast
+    # checks them (full((-1,), 2**70) is the conversion's OverflowError).
+    shp = T.check_shape(shape, "full", nonnegative=False)
+    if fill_value is None:  # JAX reads the value's dtype, or converts it, first
+        raise ValueError("Invalid argument to dtype: None.")
+    # (a Python scalar is rank 0 whatever its size: 2**70 converts to a float dtype)
+    fill_shape = () if isinstance(fill_value, T.PYTHON_SCALAR_TYPES) else _shape(fill_value)
     if fill_shape:
         raise TypeError("full must be called with scalar fill_value, got fill_value.shape "
                         f"{fill_shape}.")
@@ -1194,6 +1207,7 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
     else:
         fill_dtype, weak = T.to_dtype(dtype, "full"), False
     value = _convert_element_type(fill_value, fill_dtype, weak)
+    T.check_shape(shp, "full")
     if sharding is None:
         return computed_on_primal_side(broadcast(value, shp))
     if not _sharding_is_concrete(sharding, "lax.full"):
@@ -1270,8 +1284,16 @@ def _layout_kept(value: Any) -> bool:
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None,
               sharding: Any = None) -> Any:
-    fill_shape = _shape(x) if shape is None else T.check_shape(shape, "full_like")
-    if hasattr(x, "dtype") and not _is_array(x) and not isinstance(x, (np.ndarray, np.generic)):
+    # The prototype is read, never converted (as JAX): its shape unless one is given,
+    # its dtype and weak type unless a dtype is; a NumPy string array or a string has both.
+    if shape is not None:
+        fill_shape = T.check_shape(shape, "full_like")
+    else:
+        fill_shape = tuple(np.shape(x)) if isinstance(x, (np.ndarray, str, bytes)) \
+            else _shape(x)
+    if dtype is not None:
+        x_dtype, x_weak = T.canonicalize_dtype(np.dtype(dtype)), False
+    elif hasattr(x, "dtype") and not _is_array(x) and not isinstance(x, (np.ndarray, np.generic)):
         x_dtype, x_weak = T.canonicalize_dtype(np.dtype(x.dtype)), bool(
             getattr(x, "weak_type", False))  # ShapeDtypeStruct-like
     else:
@@ -1367,6 +1389,16 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
     if (_ndim(operand) == len(shp) and not dims and _is_array(operand)
             and out_sharding is None):
         return operand
+    if isinstance(shape, np.ndarray):
+        # JAX compares the operand's shape with the shape as given: for a NumPy array that
+        # is NumPy's elementwise comparison, whose truth value is NumPy's ValueError unless
+        # it has one element.
+        try:
+            bool(_shape(operand) == shape)
+        except ValueError as err:
+            raise ValueError(f"{err} (broadcast_in_dim compares the operand's shape "
+                             f"{_shape(operand)} with the shape {shape!r}, a NumPy array; "
+                             "pass a tuple)") from None
     if (_is_array(operand) and out_sharding is None and _shape(operand) == tuple(shp)
             and dims == tuple(range(len(shp)))):
         # The identity: JAX's staging forwards such an equation to its operand
@@ -1415,7 +1447,7 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
 
 def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
             *, out_sharding: Any = None) -> Any:
-    sizes = T.check_shape(new_sizes, "reshape", "new_sizes")
+    sizes = T.check_shape(new_sizes, "reshape", "new_sizes", nonnegative=False)
     shp = _shape(operand)
     if dimensions is None:
         dims: tuple[int, ...] | None = None

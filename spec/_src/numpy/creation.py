@@ -216,7 +216,9 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
     dt = None if dtype is None else _user_dtype(dtype, "full")
     check_arraylike("full", fill_value)
     sharding = _device_or_out_sharding(device, out_sharding, "full")
-    if not canonical_aval_of(fill_value).shape:
+    # np.ndim, not the value's type: a scalar too large for its dtype is the shape's
+    # error first when the shape is bad, as in JAX.
+    if not np.ndim(fill_value):
         return device_array(L.full(_shape_arg(shape, "full"), fill_value, dt,
                                    sharding=sharding))
     filled = asarray(fill_value, dtype=dt)
@@ -238,8 +240,8 @@ def _broadcast_to_unsharded(arr: Any, shape: Any) -> Any:
         raise ValueError("Cannot broadcast to shape with fewer dimensions: "
                          f"arr_shape={aval.shape} shape={target}")
     lead = len(target) - aval.ndim
-    ok = all(d in (1, t) for d, t in zip(aval.shape, target[lead:]))
-    if not ok or any(t < 0 for t in target):
+    # A negative size that no operand dimension meets is broadcast_in_dim's TypeError.
+    if not all(d in (1, t) for d, t in zip(aval.shape, target[lead:])):
         wanted = T.ArrayType(target, aval.dtype)
         raise ValueError(f"Incompatible types for broadcasting: input type="
                          f"{aval} and requested type={wanted}")
@@ -356,7 +358,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     dt = None if dtype is None else _user_dtype(dtype, "full_like")
     shp = None if shape is None else _shape_arg(shape, "full_like")
     sharding = _device_or_out_sharding(device, out_sharding, "full_like")
-    if not canonical_aval_of(fill_value).shape:
+    if not np.ndim(fill_value):  # (a scalar is converted to the result's dtype, not its own)
         keys = _keys_like(a, fill_value, dt, shp)
         if keys is not None:
             return keys
@@ -393,8 +395,8 @@ def _arange(start: Any, stop: Any, step: Any, dtype: Any, out_sharding: Any) -> 
             raise ValueError(f"jax.numpy.arange: arguments must be scalars; got {name}={val}")
     if dt is None:
         dt = T.result_type_and_weak(start, *(v for v in (stop, step) if v is not None))[0]
-    if any(T.is_complex(canonical_aval_of(v).dtype) for v in (start, stop, step)
-           if v is not None):
+    # np.iscomplexobj, which converts no Python int: arange(2**62) is the size's error.
+    if any(np.iscomplexobj(v) for v in (start, stop, step) if v is not None):
         raise ValueError("Passing complex start/stop/step to jnp.arange is no longer "
                          "supported starting in JAX v0.10.0.")
     lo: Any = _py_scalar(start)

@@ -772,12 +772,13 @@ def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     # The axis is an operator.index integer before it becomes a static argument.
     axis = None if axis is None else static_int(axis, "axis")
-    return _take(a, _asarray(indices), axis=axis, mode=mode, unique_indices=unique_indices,
+    return _take(a, indices, axis=axis, mode=mode, unique_indices=unique_indices,
                  indices_are_sorted=indices_are_sorted, fill_value=fill_value)
 
 
 def _take_fn(a: Any, indices: Any, axis: int | None, mode: str | None, unique_indices: bool,
              indices_are_sorted: bool, fill_value: Any) -> Any:
+    check_arraylike("take", a, indices)
     if axis is None:
         a = L.reshape(a, (canonical_aval_of(a).size,))
         axis = 0
@@ -817,8 +818,15 @@ def _wrap_negative(indices: Any, size: int) -> Any:
     dt = _dtype_of(indices)
     if T.is_unsigned_int(dt):
         return indices
-    negative = ew.lt(indices, _concrete(np.asarray(0), dt, True))
-    return _where(negative, ew.add(indices, _concrete(np.asarray(size), dt, True)), indices)
+    work = T.default_int() if dt == T.bool_ else dt
+
+    def promoted() -> Any:
+        # Boolean indices meet the integer constants as JAX promotes them: each
+        # comparison or sum converts them to the weak default integer.
+        return _convert_element_type(indices, work, True) if dt == T.bool_ else indices
+    negative = ew.lt(promoted(), _concrete(np.asarray(0), work, True))
+    wrapped = ew.add(promoted(), _concrete(np.asarray(size), work, True))
+    return _where(negative, wrapped, indices)
 
 
 # ======================================================== take_along_axis
@@ -961,12 +969,12 @@ def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> tuple
     ``size`` the input must be concrete; with it the result is truncated or
     padded with ``fill_value`` (0 by default) to ``size`` entries."""
     check_arraylike("nonzero", a)
-    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     arr = _asarray(a)
     aval = canonical_aval_of(arr)
-    if aval.ndim == 0:
+    if aval.ndim == 0:  # (before the size is read, as in JAX)
         raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
                          "jnp.atleast_1d(scalar).nonzero() instead.")
+    size = None if size is None else static_int(size, "size argument of jnp.nonzero")
     if size is None and isinstance(arr, Tracer):
         size = _traced_count(arr, aval)
     dtype = _nonzero_dtype(fill_value)
@@ -1113,12 +1121,11 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: Any = None,
     With only ``condition``, the indices of its nonzero elements."""
     if x is None and y is None:
         return _where_one_arg(condition, size=size, fill_value=fill_value)
+    # The operands are checked first, as in JAX; a missing x or y (None) is one of them.
+    check_arraylike("where", condition, x, y)
     if size is not None or fill_value is not None:
         raise ValueError("size and fill_value arguments cannot be used in three-term where "
                          "function.")
-    if x is None or y is None:
-        raise ValueError("Either both or neither of the x and y arguments should be provided "
-                         f"to jax.numpy.where, got {x} and {y}.")
     return _where(condition, x, y)
 
 

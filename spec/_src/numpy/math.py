@@ -36,6 +36,7 @@ from spec._src.lax import special_functions as special
 from spec._src.lax import shaping as L
 from spec._src.lax.sharding_kit import broadcast_shardings
 from spec._src.numpy.creation import asarray
+from spec._src.numpy.dtypes import iscomplexobj
 from spec._src.numpy.util import (
     _inline_jit,
     _agree,
@@ -577,6 +578,14 @@ def _clip_impl(arr: Any, /, min: Any = None, max: Any = None) -> Any:
     if arr is None:
         raise ValueError("No input was provided to the clip function: the array "
                          "argument is None.")
+    check_arraylike("clip", arr)
+    # Complex bounds are refused before the bounds are checked as arrays, as in JAX.
+    if any(iscomplexobj(v) for v in (arr, min, max)):
+        raise ValueError(
+            "Clip received a complex value either through the input or the min/max keywords. "
+            "Complex values have no ordering and cannot be clipped. Please convert to a real "
+            "value or array by taking the real or imaginary components via jax.numpy.real/imag "
+            "respectively.")
     check_arraylike("clip", arr, *[b for b in (min, max) if b is not None])
     if min is not None:
         arr = maximum(min, arr)
@@ -625,6 +634,8 @@ def trunc(x: Any) -> Any:
 
 
 def _round_impl(a: Any, decimals: int = 0) -> Any:
+    # Read inside the jit, as JAX does: an unhashable ``decimals`` is jit's ValueError first.
+    decimals = static_int(decimals, "decimals of jnp.round")
     check_arraylike("round", a)
     dt = _dtype(a)
     if T.is_int(dt):
@@ -661,11 +672,11 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
     """Round half to even, to ``decimals`` decimal places."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
-    return _round(a, decimals=static_int(decimals, "decimals of jnp.round"))
+    return _round(a, decimals=decimals)
 
 
 def _around_impl(a: Any, decimals: int = 0) -> Any:
-    return round(a, decimals)
+    return round(a, static_int(decimals, "decimals of jnp.around"))
 
 
 _around = _named_jit("around", _around_impl, static_argnames=("decimals",))
@@ -674,7 +685,7 @@ _around = _named_jit("around", _around_impl, static_argnames=("decimals",))
 def around(a: Any, decimals: int = 0, out: None = None) -> Any:
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.around is not supported.")
-    return _around(a, decimals=static_int(decimals, "decimals of jnp.around"))
+    return _around(a, decimals=decimals)
 
 
 def _rint_impl(x: Any) -> Any:

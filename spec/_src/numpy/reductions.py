@@ -14,7 +14,6 @@ from __future__ import annotations
 import ml_dtypes
 
 import builtins
-import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +24,7 @@ from spec._src.api.jit import jit
 from spec._src.core import types as T
 from spec._src.core.array import Array, host_value
 from spec._src.core.canonical import (
-    canonical_axis, optional_axes, reduction_axes, static_hashable)
+    canonical_axis, optional_axes, reduced_size, reduction_axes, static_hashable)
 from spec._src.core.interpreter import Tracer, canonical_aval_of, canonical_value
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
@@ -425,9 +424,7 @@ def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
 def _count(a: Any, axis: Axis, keepdims: bool, where: Any, dtype: T.DType) -> Any:
     aval = canonical_aval_of(a)
     if where is None:
-        dims = reduction_dims(aval.ndim, axis)
-        n = math.prod(aval.shape[d] for d in dims)
-        return convert(n, dtype)
+        return convert(reduced_size(aval.shape, axis), dtype)
     mask = where
     if canonical_aval_of(where).shape != aval.shape:
         mask = jnp_shape.broadcast_to(where, aval.shape)

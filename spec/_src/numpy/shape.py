@@ -19,7 +19,7 @@ import numpy as np
 
 from spec._src.api.jit import jit
 from spec._src.api.vmap import vmap
-from spec._src.core.canonical import static_axis, static_hashable
+from spec._src.core.canonical import dim_at, static_axis, static_hashable
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.interpreter import Tracer, canonical_aval_of
@@ -135,6 +135,10 @@ def _reshape_method(self: Any, *args: Any, order: str = "C", out_sharding: Any =
 def reshape(a: Any, shape: Any, order: str = "C", *, copy: Any = None,
             out_sharding: Any = None) -> Any:
     _check_arraylike("reshape", a)
+    if out_sharding is None and isinstance(a, (np.ndarray, np.generic)):
+        # JAX forwards to the operand's own method: NumPy reshapes a NumPy array (any
+        # dtype, strings too) and the result is NumPy's.
+        return a.reshape(shape, order=order)  # type: ignore[call-overload]
     return _reshape_method(L.asarray(T.from_jax_array(a)), shape, order=order,
                            out_sharding=out_sharding)
 
@@ -248,7 +252,9 @@ def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     if _is_array(arrays):
         return _concatenate_array(arrays, axis, dtype)
     _check_arraylike("concatenate", *arrays)
-    arrays = [T.from_jax_array(a) for a in arrays]
+    # Each operand is converted first, as JAX's ensure_arraylike does (a string is the
+    # conversion's TypeError, before the operands' ranks are read).
+    arrays = [L.asarray(T.from_jax_array(a)) for a in arrays]
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
@@ -329,7 +335,7 @@ def vstack(tup: Any, dtype: Any = None) -> Any:
 def _split(op: str, ary: Any, sections: Any, axis: int) -> list[Any]:
     arr = _ensure(op, ary)
     axis = operator.index(axis)
-    size = _aval(arr).shape[canonicalize_axis(axis, _aval(arr).ndim)]
+    size = dim_at(_aval(arr).shape, axis)
     if isinstance(sections, (tuple, list)) or (
             isinstance(sections, (np.ndarray, Array)) and np.ndim(sections) > 0):
         cuts = [int(np.clip(operator.index(i) + (size if operator.index(i) < 0 else 0),

@@ -44,9 +44,11 @@ __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dty
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
-    """jnp functions accept arrays and scalars, not lists/tuples (as JAX)."""
+    """jnp functions accept arrays and scalars, not lists/tuples (as JAX). A scalar is
+    what NumPy's ``isscalar`` says, strings and bytes included, as in JAX: the check
+    passes them and the conversion, where a function makes one, refuses them."""
     for i, a in enumerate(args):
-        if isinstance(a, (Array, np.ndarray, np.generic)) or isinstance(
+        if isinstance(a, (Array, np.ndarray, np.generic, str, bytes)) or isinstance(
                 a, T.PYTHON_SCALAR_TYPES):
             continue
         # Refs (eager Refs, traced refs) are not arrays: JAX's TypeError.
