@@ -344,6 +344,8 @@ def _gathered_f32(xr: np.ndarray, yr: np.ndarray, sv: np.ndarray) -> np.ndarray:
     GEMM's own error bound taken from the row's sum of |products| (far
     tighter than the common one), then exact sums for what it leaves."""
     k = xr.shape[-1]
+    if _few_short_rows(xr):
+        return _fsum_rows(xr, yr)
     products = xr * yr  # exact
     found, settled = _f32_interval(sv, _f32_width(k, np.sum(np.abs(products), axis=-1)))
     if not settled.all():
@@ -385,8 +387,8 @@ def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarr
     ``math.fsum`` decides what that leaves open, and all of a few short
     rows."""
     k = xr.shape[-1]
-    if len(xr) * (k + 64) <= 2048:  # a few short rows: fsum costs less than the passes below
-        return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
+    if _few_short_rows(xr):
+        return _fsum_rows(xr, yr)
     rest = products
     parts = []
     spread = (k + 1).bit_length()  # 2**spread >= k + 2
@@ -408,6 +410,15 @@ def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarr
     for r in np.flatnonzero(~(settled | exact)):
         out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
     return out
+
+
+def _few_short_rows(xr: np.ndarray) -> bool:
+    """Whether ``math.fsum`` of each row costs less than array passes."""
+    return len(xr) * (xr.shape[-1] + 64) <= 2048
+
+
+def _fsum_rows(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+    return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
 
 
 def _fsum_f32(xs: list[float], ys: list[float]) -> float:
