@@ -414,7 +414,7 @@ def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarr
 
 def _few_short_rows(xr: np.ndarray) -> bool:
     """Whether ``math.fsum`` of each row costs less than array passes."""
-    return len(xr) * (xr.shape[-1] + 64) <= 2048
+    return len(xr) * (int(xr.shape[-1]) + 64) <= 2048
 
 
 def _fsum_rows(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
