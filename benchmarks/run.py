@@ -31,6 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import functools  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
@@ -192,9 +193,11 @@ def _matmul(api: Api) -> Fn:
     return api.fn("matmul", "dot", lax="dot")
 
 
-def _mlp_grad(api: Api) -> Fn:
+def _mlp_grad(api: Api, of_jit: bool = False) -> Fn:
     """The gradient of a 3-layer tanh MLP's squared-output loss w.r.t. its
-    weights: ``grad`` of the forward pass, or, for NumPy, backprop by hand."""
+    weights: ``grad`` of the forward pass (``of_jit``: of the jitted forward
+    pass, so each call transforms a jit call), or, for NumPy, backprop by
+    hand."""
     if api.mod is None:
         return _mlp_backprop_numpy
 
@@ -203,7 +206,7 @@ def _mlp_grad(api: Api) -> Fn:
         out = matmul(tanh(matmul(tanh(matmul(x, w1)), w2)), w3)
         return sum_(out * out) * 0.5
 
-    g = api.mod.grad(loss, argnums=(1, 2, 3))
+    g = api.mod.grad(api.mod.jit(loss) if of_jit else loss, argnums=(1, 2, 3))
     stack = api.fn("stack")
     # One array out (the three gradients stacked), so every column returns
     # the same kind of value; the copy costs all columns alike.
@@ -222,16 +225,17 @@ def _per_example(api: Api) -> Fn:
     return f
 
 
-def _vmapped(api: Api) -> Fn:
-    """``vmap`` of the per-example function over a batch of inputs; NumPy
-    does the same arithmetic vectorised by hand."""
+def _vmapped(api: Api, of_jit: bool = False) -> Fn:
+    """``vmap`` of the per-example function (``of_jit``: of its jit) over a
+    batch of inputs; NumPy does the same arithmetic vectorised by hand."""
     f = _per_example(api)
     if api.mod is None:
         def by_hand(w: Any, xs: Any) -> Any:
             e = np.exp(np.tanh(xs @ w.T))
             return e / e.sum(axis=1, keepdims=True)
         return by_hand
-    return api.mod.vmap(f, in_axes=(None, 0))  # type: ignore[no-any-return]
+    return api.mod.vmap(api.mod.jit(f) if of_jit else f,  # type: ignore[no-any-return]
+                        in_axes=(None, 0))
 
 
 def _looped(api: Api) -> Fn:
@@ -398,8 +402,12 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
         Bench(f"matmul {mm}@{mm}", "throughput", eager, _matmul, _square_matrices),
         Bench(f"grad 3-layer MLP batch {sizes.mlp[0]} width {sizes.mlp[1]}", "autodiff", both,
               _mlp_grad, _mlp_inputs),
+        Bench(f"grad(jit(loss)) 3-layer MLP batch {sizes.mlp[0]} width {sizes.mlp[1]}",
+              "autodiff", eager, functools.partial(_mlp_grad, of_jit=True), _mlp_inputs),
         Bench(f"vmap(f) batch {sizes.batch} (numpy: by hand)", "vmap", both, _vmapped,
               _batch_inputs),
+        Bench(f"vmap(jit(f)) batch {sizes.batch} (numpy: by hand)", "vmap", eager,
+              functools.partial(_vmapped, of_jit=True), _batch_inputs),
         Bench(f"Python loop of f, batch {sizes.batch}", "vmap", eager, _looped, _batch_inputs),
         Bench(f"scan of {sizes.steps} steps, carry f32[8] (numpy: loop)", "control flow", both,
               _scan_loop, _scan_inputs),

@@ -142,6 +142,62 @@ def test_flag_selects_path_and_keys_jit_cache() -> None:
         spec.config.update("jax_use_direct_linearize", True)
 
 
+# ------------------------------------------- transformations of a jitted function are cached
+
+def _call_jaxprs(j: Any, transform: Any, x: Any) -> list[Any]:
+    """The jaxprs of the jit equations of ``make_jaxpr(transform)(x)``."""
+    return [e.params["jaxpr"] for e in j.make_jaxpr(transform)(x).jaxpr.eqns
+            if "jaxpr" in e.params]
+
+
+@pytest.mark.parametrize("name", ["grad", "vmap", "jvp"])
+def test_transformed_jit_calls_are_derived_once_as_in_jax(name: str) -> None:
+    """grad, vmap and jvp of a jitted function trace it once per input type and
+    configuration, and transforming it again gives the very jaxprs of the first time
+    (JAX's caches hand back the same objects); another input type or another
+    configuration gives new ones."""
+    def run(j: Any, n: Any) -> list[Any]:
+        traces: list[int] = []
+
+        def f(x: Any) -> Any:
+            traces.append(1)
+            return n.sum(n.tanh(x) * x)
+        jf = j.jit(f)
+        transform = {"grad": j.grad(jf), "vmap": j.vmap(jf),
+                     "jvp": lambda x: j.jvp(jf, (x,), (x,))}[name]
+        x, other = (np.ones((3, 4), np.float32), np.ones((3, 5), np.float32)) \
+            if name == "vmap" else (np.ones(4, np.float32), np.ones(5, np.float32))
+        first, again = _call_jaxprs(j, transform, x), _call_jaxprs(j, transform, x)
+        new_type = _call_jaxprs(j, transform, other)
+        j.config.update("jax_numpy_rank_promotion", "raise")
+        try:
+            new_config = _call_jaxprs(j, transform, x)
+        finally:
+            j.config.update("jax_numpy_rank_promotion", "allow")
+        same = [[a is b for a, b in zip(first, later)] for later in (again, new_type, new_config)]
+        return [len(first), len(traces), *same]
+
+    ours, theirs = run(spec, snp), run(jax, jnp)
+    assert ours == theirs
+    assert ours[2] == [True] * ours[0] and not any(ours[3]) and not any(ours[4])
+
+
+def test_grad_and_vmap_of_jit_called_again_give_the_same_values() -> None:
+    """The second call runs the derived programs of the first (generated code): the
+    values stay JAX's."""
+    def f(n: Any) -> Any:
+        return lambda w, x: n.sum(n.tanh(x @ w) ** 2)
+    r = np.random.default_rng(0)
+    w, xs = r.standard_normal((4, 3)).astype(np.float32), r.standard_normal((5, 4), np.float32)
+    grads = spec.grad(spec.jit(f(snp))), jax.grad(jax.jit(f(jnp)))
+    maps = spec.vmap(spec.jit(f(snp)), (None, 0)), jax.vmap(jax.jit(f(jnp)), (None, 0))
+    for ours, theirs, args in ((*grads, (w, xs)), (*maps, (w, xs))):
+        first, second = ours(*args), ours(*args)
+        assert np.asarray(first).tobytes() == np.asarray(second).tobytes()
+        np.testing.assert_allclose(np.asarray(second), np.asarray(theirs(*args)), rtol=2e-6,
+                                   atol=1e-6)
+
+
 @pytest.mark.parametrize("raw,expected", [("0", False), ("false", False), ("", False),
                                           ("1", True), ("true", True)])
 def test_env_var(raw: str, expected: bool) -> None:

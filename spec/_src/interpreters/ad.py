@@ -1026,6 +1026,11 @@ def collecting_logs(wanted: bool) -> Iterator[dict[Any, Any]]:
         _log_sinks.stack.pop()
 
 
+def logs_wanted() -> bool:
+    """Whether the caller of the backward pass running now reads its logs."""
+    return bool(_log_sinks.stack) and _log_sinks.stack[-1].wanted
+
+
 def add_logs(logs: Any, rule: str) -> None:
     """Merge the dict of log entries that ``rule`` returned (None: nothing)
     into the backward pass running now."""
@@ -1067,8 +1072,7 @@ class LoggedBody:
         def logged(*xs: Any) -> list[Any]:
             # Logs deeper down (under vmap inside the body) are wanted as
             # much as the caller of the whole backward pass wants them.
-            wanted = bool(_log_sinks.stack) and _log_sinks.stack[-1].wanted
-            with collecting_logs(wanted) as logs:
+            with collecting_logs(logs_wanted()) as logs:
                 outs = list(fun(*xs))
             # (the types while the body's values are alive: a cond's
             # transpose makes the other branches' slots of them)

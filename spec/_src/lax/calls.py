@@ -15,9 +15,9 @@ primal, batched, partial evaluation).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import weakref
 
@@ -48,6 +48,8 @@ from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.lax import call_shardings as CS
 from spec._src.core.effects import running_compiled
+from spec._src.core.sharding import _context as _typing_context
+from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.registry import declaring, primitive, require
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import EvalTrace, current_trace, from_primitive
@@ -191,6 +193,40 @@ def _staged_leaves(entries: list[Any]) -> list[Any]:
     return list(unique.values())
 
 
+# Jaxprs that a transformation derives from a call's jaxpr (its linearized,
+# transposed and batched forms), per jaxpr and per everything else the
+# derivation reads: the rule's own inputs, the configuration, the typing
+# context (mesh, named axes), the ambient XLA metadata and the source context
+# (the derived equations' name stacks). Calling grad or
+# vmap of a jitted function again derives nothing anew, as in JAX, and the
+# derived calls, being the same jaxprs, run the programs generated for them.
+_DERIVED: weakref.WeakKeyDictionary[Jaxpr, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+_D = TypeVar("_D")
+
+
+def _derived(jaxpr: Jaxpr, key: Hashable, derive: Callable[[], tuple[_D, bool]]) -> _D:
+    """``derive()``'s value (the first of its pair) for ``jaxpr`` under
+    ``key`` in the current context, remembered where the second is True
+    (nothing in it belongs to a trace that ends)."""
+    full = (key, config.values_key(), _typing_context.typing_key, current_xla_metadata(),
+            si.current())
+    per_jaxpr = _DERIVED.setdefault(jaxpr, {})
+    try:
+        known: _D | None = per_jaxpr.get(full)
+    except TypeError:  # an unhashable param or axis name: derived every time
+        return derive()[0]
+    if known is not None:
+        return known
+    value, lasting = derive()
+    if lasting:
+        per_jaxpr[full] = value
+    return value
+
+
+def _no_tracers(*jaxprs: Jaxpr | None) -> bool:
+    return not any(isinstance(c, Tracer) for j in jaxprs if j is not None for c in j.consts)
+
+
 @dataclass
 class TransposedOperands:
     """A transposed call's view of its operands: which are undefined (their
@@ -251,7 +287,17 @@ def transpose_call(bind: Callable[[list[Any], Jaxpr], Sequence[Any]], cts: list[
     logs of the body's rules pass out unchanged (``name``: the primitive)."""
     ops = TransposedOperands.of(args)
     logged = ad.LoggedBody()
-    t_jaxpr = ops.transposed(jaxpr, cts, logged)
+
+    def derive() -> tuple[Jaxpr, bool]:
+        t_jaxpr = ops.transposed(jaxpr, cts, logged)
+        # (a body that logs or adds into refs is transposed every time)
+        return t_jaxpr, not ops.refs and not logged.raw and _no_tracers(t_jaxpr)
+
+    key = ("transpose", tuple(ops.undefined), tuple(ops.wanted),
+           tuple(type(c) is not Zero for c in cts),
+           tuple(canonical_aval_of(a) for a in ops.defined), ad.logs_wanted(),
+           ad.integer_cotangents[0])
+    t_jaxpr = _derived(jaxpr, key, derive)
     outs, logs = logged.split(bind(ops.operands(cts), t_jaxpr))
     ad.add_logs(logs, f"the transpose rule for '{name}'")
     return ops.cotangents(outs)
@@ -295,6 +341,73 @@ def call_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
 
 
 @dataclass(frozen=True)
+class _LinearSplit:
+    """A call's linearization: the primal call's jaxpr (the primal outputs,
+    then the residuals it computes, then the staged values of structured
+    residuals ``sres``; each variable once, ``duplicates`` restoring the
+    rest) and the tangent call's jaxpr (the residuals, then the nonzero
+    input tangents, in; the tangents ``out_nonzero`` marks out; None where
+    every output tangent is a symbolic zero). ``forwarded`` and
+    ``sres_forwarded`` say which residuals are the call's own inputs (by
+    position), passed from outside rather than returned."""
+
+    primal_jaxpr: Jaxpr
+    duplicates: list[int | None]
+    n_computed: int
+    forwarded: list[int | None]
+    tangent_jaxpr: Jaxpr | None
+    out_nonzero: list[bool]
+    structured: list[Any]
+    sres: list[Any]
+    sres_forwarded: list[int | None]
+
+    @staticmethod
+    def of(jaxpr: Jaxpr, avals: Sequence[ArrayType], differentiate: Sequence[bool]
+           ) -> tuple[_LinearSplit, bool]:
+        """The split, and whether it lasts beyond this trace (no staged
+        structured residuals, no constants of an enclosing trace)."""
+        n_out = len(jaxpr.outvars)
+        found: dict[str, Any] = {}
+
+        def primal_fun(*xs: Any) -> list[Any]:
+            lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate, named=False)
+            inputs = {id(x): i for i, x in enumerate(xs)}
+            traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
+                      if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
+            found["lin"], found["traced"] = lin.jaxpr, traced
+            found["out_nonzero"] = lin.out_nonzero or [True] * n_out
+            found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
+            # A host scalar residual is returned as itself: a literal output.
+            computed = [lin.host_residuals.get(id(c), c)
+                        for (_, c), f in zip(traced, found["forwarded"]) if f is None]
+            found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
+            found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
+            found["n_computed"] = len(computed)
+            return [*lin.primals_out, *computed,
+                    *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
+
+        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, avals)
+        # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
+        # of an inner loop that only the tangent side would have read).
+        primal_jaxpr = dce_jaxpr(primal_jaxpr)
+        primal_jaxpr, duplicates = _without_duplicate_outputs(primal_jaxpr, n_out)
+        lin, traced = found["lin"], found["traced"]
+        traced_ids = {id(v) for v, _ in traced}
+        kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
+        # As JAX's, the tangent call returns only the tangents that are not
+        # symbolic zeros; the others stay symbolic outside the call.
+        nonzero = found["out_nonzero"]
+        tangent_jaxpr = None if not any(nonzero) else dce_jaxpr(Jaxpr(
+            [v for v, _ in kept], [v for v, _ in traced] + lin.invars,
+            [v for v, nz in zip(lin.outvars, nonzero) if nz], lin.eqns,
+            consts=[c for _, c in kept]))
+        split = _LinearSplit(primal_jaxpr, duplicates, found["n_computed"], found["forwarded"],
+                             tangent_jaxpr, nonzero, found["structured"], found["sres"],
+                             found["sres_forwarded"])
+        return split, not split.sres and _no_tracers(primal_jaxpr, tangent_jaxpr)
+
+
+@dataclass(frozen=True)
 class CallRules:
     """The JVP, linearize, transpose, partial-evaluation, batching and
     discharge rules of the call primitive ``name``; each derived call gets
@@ -334,101 +447,37 @@ class CallRules:
         """A primal call returning the primal outputs and the residuals it
         computes, and a tangent call reading the residuals. Residuals that are
         inputs of the call are passed from outside, not returned."""
-        differentiate = [type(t) is not Zero for t in tangents]
-        primal_jaxpr, duplicates, found = self._primal_split(jaxpr, differentiate, primals)
+        differentiate = tuple(type(t) is not Zero for t in tangents)
+        avals = tuple(canonical_aval_of(x) for x in primals)
+        split = _derived(jaxpr, ("linearize", differentiate, avals, ad.recording_call_entry()),
+                         lambda: _LinearSplit.of(jaxpr, avals, differentiate))
         n_out = len(jaxpr.outvars)
         ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
         primal_params = CS.with_shardings(
-            self.derive(params, primal_jaxpr, False), ins_s,
-            [*outs_s, *CS.unspecified(len(primal_jaxpr.outvars) - n_out)])
+            self.derive(params, split.primal_jaxpr, False), ins_s,
+            [*outs_s, *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
         with set_current_trace(trace.parent):
-            outs = _with_duplicates(self.prim.bind(*primals, **primal_params), duplicates)
-        return self._linearized_outputs(trace, jaxpr, params, primals, tangents, outs, found)
-
-    def _primal_split(self, jaxpr: Jaxpr, differentiate: list[bool], primals: list[Any]
-                      ) -> tuple[Jaxpr, Any, dict[str, Any]]:
-        """The primal call's jaxpr (its outputs, then the residuals it
-        computes) and what the tangent call needs, once per body, tangent
-        pattern and tracing context: as JAX's, linearizing the same call
-        twice stages one primal jaxpr (printed once)."""
-        avals = [canonical_aval_of(x) for x in primals]
-        key = (tuple(differentiate), tuple(avals), config.values_key(), si.current(),
-               si.current_xla_metadata())
-        per_jaxpr = _PRIMAL_SPLITS.setdefault(jaxpr, {})
-        if key in per_jaxpr:
-            known: tuple[Jaxpr, Any, dict[str, Any]] = per_jaxpr[key]
-            return known
-        n_out = len(jaxpr.outvars)
-        found: dict[str, Any] = {}
-
-        def primal_fun(*xs: Any) -> list[Any]:
-            lin = ad.direct_linearize(_evaluator(jaxpr), xs, differentiate, named=False)
-            inputs = {id(x): i for i, x in enumerate(xs)}
-            traced = [(v, c) for v, c in zip(lin.jaxpr.constvars, lin.jaxpr.consts)
-                      if isinstance(c, JitTracer) or id(c) in lin.host_residuals]
-            found["lin"], found["traced"] = lin.jaxpr, traced
-            found["out_nonzero"] = lin.out_nonzero or [True] * n_out
-            found["forwarded"] = [inputs.get(id(c)) for _, c in traced]
-            # A host scalar residual is returned as itself: a literal output.
-            computed = [lin.host_residuals.get(id(c), c)
-                        for (_, c), f in zip(traced, found["forwarded"]) if f is None]
-            found["structured"], sres = lin.structured, _staged_leaves(lin.structured)
-            found["sres"], found["sres_forwarded"] = sres, [inputs.get(id(x)) for x in sres]
-            found["n_computed"] = len(computed)
-            return [*lin.primals_out, *computed,
-                    *(x for x, f in zip(sres, found["sres_forwarded"]) if f is None)]
-
-        primal_jaxpr, _ = trace_to_jaxpr(primal_fun, avals)
-        # JAX cleans the primal call of work nothing returns (e.g. stacked outputs
-        # of an inner loop that only the tangent side would have read).
-        primal_jaxpr = dce_jaxpr(primal_jaxpr)
-        primal_jaxpr, duplicates = _without_duplicate_outputs(primal_jaxpr, n_out)
-        split = (primal_jaxpr, duplicates, found)
-        residual_ids = {id(c) for _, c in found["traced"]}
-        kept = [c for c in found["lin"].consts if id(c) not in residual_ids]
-        # Constants that are tracers of other traces belong to a trace that
-        # ends: not cached.
-        if not any(isinstance(c, Tracer) for c in [*jaxpr.consts, *primal_jaxpr.consts, *kept]):
-            per_jaxpr[key] = split
-        return split
-
-    def _linearized_outputs(self, trace: ad.LinearizeTrace, jaxpr: Jaxpr,
-                            params: dict[str, Any], primals: list[Any], tangents: list[Any],
-                            outs: Sequence[Any], found: dict[str, Any]
-                            ) -> tuple[list[Any], list[Any]]:
-        n_out = len(jaxpr.outvars)
-        n_res = n_out + found["n_computed"]
+            outs = _with_duplicates(self.prim.bind(*primals, **primal_params), split.duplicates)
+        n_res = n_out + split.n_computed
         computed = iter(outs[n_out:n_res])
-        residuals = [primals[f] if f is not None else next(computed) for f in found["forwarded"]]
-        if found["sres"]:
+        residuals = [primals[f] if f is not None else next(computed) for f in split.forwarded]
+        if split.sres:
             returned = iter(outs[n_res:])
             values = {id(x): primals[f] if f is not None else next(returned)
-                      for x, f in zip(found["sres"], found["sres_forwarded"])}
-            ad.fill_call_entry(ad.entries_with_values(found["structured"], values))
-        lin, traced = found["lin"], found["traced"]
-        traced_ids = {id(v) for v, _ in traced}
-        kept = [(v, c) for v, c in zip(lin.constvars, lin.consts) if id(v) not in traced_ids]
-        # As JAX's, the tangent call returns only the tangents that are not
-        # symbolic zeros; the others stay symbolic outside the call.
-        nonzero = found["out_nonzero"]
+                      for x, f in zip(split.sres, split.sres_forwarded)}
+            ad.fill_call_entry(ad.entries_with_values(split.structured, values))
         zeros = [Zero(v.aval.tangent_type()) for v in jaxpr.outvars]
-        if not any(nonzero):
+        if split.tangent_jaxpr is None:
             return list(outs[:n_out]), zeros
-        tangent_jaxpr = dce_jaxpr(Jaxpr(
-            [v for v, _ in kept], [v for v, _ in traced] + lin.invars,
-            [v for v, nz in zip(lin.outvars, nonzero) if nz], lin.eqns,
-            consts=[c for _, c in kept]))
         t_in = [t for t in tangents if type(t) is not Zero]
-        ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
-        differentiate = [type(t) is not Zero for t in tangents]
         tangent_params = CS.with_shardings(
-            self.derive(params, tangent_jaxpr, True),
+            self.derive(params, split.tangent_jaxpr, True),
             [*CS.unspecified(len(residuals)), *CS.kept(ins_s, differentiate)],
-            CS.kept(outs_s, nonzero))
+            CS.kept(outs_s, split.out_nonzero))
         t_nonzero = iter(trace.tangent_trace.process_primitive(
             self.prim, [*residuals, *t_in], tangent_params))
         return list(outs[:n_out]), [next(t_nonzero) if nz else z
-                                    for nz, z in zip(nonzero, zeros)]
+                                    for nz, z in zip(split.out_nonzero, zeros)]
 
     def transpose(self, cts: list[Any], *args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
         ins_s, outs_s = CS.shardings_of(params, len(args), len(cts))
@@ -480,7 +529,11 @@ class CallRules:
     def batch(self, axis: AxisData, args: list[Any], dims: list[Any], *, jaxpr: Jaxpr,
               **params: Any) -> tuple[list[Any], list[Any]]:
         """A call of the batched jaxpr; batch axes stay where they are."""
-        new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+        def derive() -> tuple[tuple[Jaxpr, list[Any]], bool]:
+            new, out_dims = batching.batch_jaxpr(jaxpr, axis, dims)
+            return (new, out_dims), _no_tracers(new)
+
+        new, out_dims = _derived(jaxpr, ("batch", axis, tuple(dims)), derive)
         ins_s, outs_s = CS.shardings_of(params, len(args), len(jaxpr.outvars))
         derived = CS.with_shardings(
             self.derive(params, new, False),
@@ -489,7 +542,7 @@ class CallRules:
             [CS.batched(s, d, a.ndim, axis.spmd_name)
              for s, d, a in zip(outs_s, out_dims, new.out_avals)])
         outs = self.prim.bind(*args, **derived)
-        return list(outs), out_dims
+        return list(outs), list(out_dims)
 
     def discharge(self, ins: list[Any], atoms: list[Any], params: dict[str, Any]) -> Discharged:
         """A call given refs: a call of the discharged jaxpr, which also returns
@@ -506,9 +559,6 @@ class CallRules:
         refs = [k for k, v in enumerate(inner.invars) if type(v.aval) is RefType]
         return list(outs[:n_out]), list(zip(refs, outs[n_out:]))
 
-
-# The primal split of a call's linearization, per body (``CallRules._primal_split``).
-_PRIMAL_SPLITS: weakref.WeakKeyDictionary[Jaxpr, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 _JIT = CallRules("jit", _call_params)
 

@@ -45,6 +45,7 @@ multi-megabyte temporaries cost page faults comparable to the arithmetic.
 from __future__ import annotations
 
 import math
+import os
 import threading
 from collections.abc import Iterator, Sequence
 
@@ -58,8 +59,11 @@ _TINY = float(np.finfo(F64).tiny)
 # The longest contraction one BLAS call gets. Some OpenBLAS kernels crash
 # for longer ones on CPUs they were not built for (OPENBLAS_CORETYPE=Haswell
 # or Zen on an AVX-512 machine corrupt the stack in dgemm from about 300
-# terms); 256 stays clear of that, for one addition per extra chunk.
-_CHUNK = 256
+# terms); 256 stays clear of that, for one addition per extra chunk. The
+# kernel OpenBLAS picks for the CPU itself runs NumPy's own float64 products
+# of any depth, so only a kernel forced on it (read when NumPy loaded
+# OpenBLAS, as here) gets the limit. The results are the same either way.
+_CHUNK = 256 if os.environ.get("OPENBLAS_CORETYPE") else 1 << 62
 # Up to this depth one slice per float64 operand leaves an error small
 # enough to settle nearly every element; deeper contractions take two.
 _ONE_SLICE_MAX_K = 32
@@ -258,7 +262,11 @@ def _gathered(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, ...],
     step = max(1, _GATHER // k)
     for start in range(0, count, step):
         block = slice(start, start + step)
-        yield block, x[tuple(r[block] for r in rows)], yt[tuple(c[block] for c in cols)]
+        if y.ndim == 2:  # columns picked row by row: far fewer cache misses than column by column
+            yr = np.take(y, cols[0][block], axis=1).T
+        else:
+            yr = yt[tuple(c[block] for c in cols)]
+        yield block, x[tuple(r[block] for r in rows)], yr
 
 
 # --------------------------------------------------------------- float32
@@ -325,8 +333,25 @@ def _settle_f32(x: np.ndarray, y: np.ndarray, s: np.ndarray, out: np.ndarray,
         flat[idx[exact]] = (sv[exact] + 0.0).astype(F32)  # an exact zero is +0.0
         keep = ~exact
         idx, rows, cols = idx[keep], tuple(r[keep] for r in rows), tuple(c[keep] for c in cols)
+    sv = s.reshape(-1)
     for block, xr, yr in _gathered(x, y, rows, cols):
-        flat[idx[block]] = _exact_f32(xr, yr)
+        flat[idx[block]] = _gathered_f32(xr, yr, sv[idx[block]])
+
+
+def _gathered_f32(xr: np.ndarray, yr: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32,
+    where ``sv[r]`` is that sum as a float64 GEMM computed it. First the
+    GEMM's own error bound taken from the row's sum of |products| (far
+    tighter than the common one), then exact sums for what it leaves."""
+    k = xr.shape[-1]
+    if _few_short_rows(xr):
+        return _fsum_rows(xr, yr)
+    products = xr * yr  # exact
+    found, settled = _f32_interval(sv, _f32_width(k, np.sum(np.abs(products), axis=-1)))
+    if not settled.all():
+        open_ = ~settled
+        found[open_] = _exact_f32(xr[open_], yr[open_], products[open_])
+    return found
 
 
 def _f32_interval(center: np.ndarray, width: float | np.ndarray
@@ -354,17 +379,17 @@ def _lowest_bits(v: np.ndarray, at: tuple[np.ndarray, ...], axis: int) -> np.nda
     return np.asarray(per_line[where.reshape(-1)])
 
 
-def _exact_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
-    """Row r: the exact sum of ``xr[r] * yr[r]`` (exact float64 products)
-    rounded once to float32. Two ExtractVector passes (Rump, Ogita and
-    Oishi) split off exactly summable parts and leave a remainder summed
-    with a tiny error; ``math.fsum`` decides what that leaves open, and
-    all of a few short rows."""
+def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``products[r] = xr[r] * yr[r]`` (exact
+    float64 products; ``products`` is overwritten) rounded once to float32.
+    Two ExtractVector passes (Rump, Ogita and Oishi) split off exactly
+    summable parts and leave a remainder summed with a tiny error;
+    ``math.fsum`` decides what that leaves open, and all of a few short
+    rows."""
     k = xr.shape[-1]
-    if len(xr) * (k + 64) <= 2048:  # a few short rows: fsum costs less than the passes below
-        return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
-    products = xr * yr
-    rest = products.copy()
+    if _few_short_rows(xr):
+        return _fsum_rows(xr, yr)
+    rest = products
     parts = []
     spread = (k + 1).bit_length()  # 2**spread >= k + 2
     for _ in range(2):
@@ -385,6 +410,15 @@ def _exact_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
     for r in np.flatnonzero(~(settled | exact)):
         out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
     return out
+
+
+def _few_short_rows(xr: np.ndarray) -> bool:
+    """Whether ``math.fsum`` of each row costs less than array passes."""
+    return len(xr) * (int(xr.shape[-1]) + 64) <= 2048
+
+
+def _fsum_rows(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+    return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
 
 
 def _fsum_f32(xs: list[float], ys: list[float]) -> float:
