@@ -615,8 +615,9 @@ class PyTreeDef:
         """The structure obtained by putting ``inner`` at every leaf of this structure."""
         if not isinstance(inner, PyTreeDef):
             raise TypeError(f"compose() needs a PyTreeDef, got {inner!r}")
-        return self._fold(lambda: inner, lambda node, kids: PyTreeDef(
+        composed: PyTreeDef = self._fold(lambda: inner, lambda node, kids: PyTreeDef(
             node._kind, node._type, node._data, tuple(kids)))
+        return composed
 
     # -- matching a tree against the structure ----------------------------------------------
 
