@@ -71,7 +71,8 @@ def test_ieee_mode_keeps_subnormals() -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16])
-@pytest.mark.parametrize("n", [1, 7, 16, 17, 33, 100, 300])
+# Lengths around XLA's blocking (a power of two and one past it) and a long row.
+@pytest.mark.parametrize("n", [1, 16, 17, 33, 300])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("op", ["cumsum", "cumprod", "cummax", "cumlogsumexp"])
 def test_cumulative_scans_are_bit_exact(dtype: Any, n: int, reverse: bool, op: str) -> None:
