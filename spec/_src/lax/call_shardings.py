@@ -94,17 +94,19 @@ def eager_placement() -> EagerPlacement | None:
     return _EAGER[0] if _EAGER else None
 
 
-def batched(s: Any, dim: int | None, ndim: int, spmd_name: Any) -> Any:
-    """The entry of a value batched at ``dim`` (None: unbatched) of rank
-    ``ndim`` (batch dimension included): a sharding laying the value out
-    gains the batch dimension, unsplit or split over ``spmd_name``'s mesh
-    axes; a replicated one is kept."""
+def batched(s: Any, dim: int | None, aval: Any, spmd_name: Any) -> Any:
+    """The entry of a value of type ``aval`` batched at ``dim`` (None:
+    unbatched; the type has the batch dimension): a sharding laying the value
+    out gains the batch dimension, unsplit or split over ``spmd_name``'s mesh
+    axes; a replicated one is kept. (The rank is read only for a sharding
+    that lays the value out: unspecified entries stand for hi values too.)"""
     if dim is None or s is UNSPECIFIED:
         return s
     if spmd_name is None and s.is_fully_replicated:
         return s
     if not isinstance(s, NamedSharding):
         return s
+    ndim: int = aval.ndim
     entry = None if spmd_name is None else (
         spmd_name[0] if len(spmd_name) == 1 else tuple(spmd_name))
     parts = list(s.spec.partitions) + [None] * (ndim - 1 - len(s.spec.partitions))

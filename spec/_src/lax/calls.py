@@ -537,9 +537,9 @@ class CallRules:
         ins_s, outs_s = CS.shardings_of(params, len(args), len(jaxpr.outvars))
         derived = CS.with_shardings(
             self.derive(params, new, False),
-            [CS.batched(s, d, a.ndim, axis.spmd_name)
+            [CS.batched(s, d, a, axis.spmd_name)
              for s, d, a in zip(ins_s, dims, new.in_avals)],
-            [CS.batched(s, d, a.ndim, axis.spmd_name)
+            [CS.batched(s, d, a, axis.spmd_name)
              for s, d, a in zip(outs_s, out_dims, new.out_avals)])
         outs = self.prim.bind(*args, **derived)
         return list(outs), list(out_dims)
