@@ -263,9 +263,12 @@ def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) ->
 
 def test_every_primitive_has_its_own_per_device_program() -> None:
     """Only these run the conservative gathered program: custom_lin and
-    hijax_linearized (transposed away, never executed) and empty2 (no operands)."""
+    hijax_linearized (transposed away, never executed), empty2 (no operands)
+    and the hi-value axis primitives (a hi value on a mesh is its components',
+    and these act on whole values)."""
     from spec._src.interpreters.per_device import gathered_names
-    assert gathered_names() == ["custom_lin", "empty2", "hijax_linearized"]
+    assert gathered_names() == ["custom_lin", "empty2", "hi_broadcast", "hi_select_n",
+                                "hi_transpose", "hijax_linearized"]
 
 
 def test_local_gather_scatter_and_conv_move_nothing() -> None:

@@ -86,6 +86,8 @@ class ufunc:
         }
 
     _func = property(lambda self: self.__static_props["func"])
+    # The jnp function a built-in ufunc's call is (None for frompyfunc's).
+    _call = property(lambda self: self.__static_props["call"])
     nin = property(lambda self: self.__static_props["nin"])
     nout = property(lambda self: self.__static_props["nout"])
     nargs = property(lambda self: self.__static_props["nargs"])
