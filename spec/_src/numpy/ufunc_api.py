@@ -370,20 +370,20 @@ def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *,
 
 # ------------------------------------------------------- jax.numpy's ufuncs
 
-def _add_at(a: Any, indices: Any, b: Any) -> Any:
-    if canonical_aval_of(a).dtype == T.bool_:
-        a = a.astype("int32")
-        b = L.convert_element_type(b, T.bool_).astype("int32")
-        return a.at[indices].add(b).astype(bool)
-    return a.at[indices].add(b)
+def _updating_at(method: str) -> Callable[[Any, Any, Any], Any]:
+    """``a.at[indices].<method>(b)``; on bool arrays in int32 and back, as
+    JAX's add.at and multiply.at (an or / an and of the updates)."""
+    def update(a: Any, indices: Any, b: Any) -> Any:
+        if canonical_aval_of(a).dtype == T.bool_:
+            a = a.astype("int32")
+            b = L.convert_element_type(b, T.bool_).astype("int32")
+            return getattr(a.at[indices], method)(b).astype(bool)
+        return getattr(a.at[indices], method)(b)
+    return update
 
 
-def _multiply_at(a: Any, indices: Any, b: Any) -> Any:
-    if canonical_aval_of(a).dtype == T.bool_:
-        a = a.astype("int32")
-        b = L.convert_element_type(b, T.bool_).astype("int32")
-        return a.at[indices].mul(b).astype(bool)
-    return a.at[indices].mul(b)
+_add_at = _updating_at("add")
+_multiply_at = _updating_at("mul")
 
 
 def _subtract_at(a: Any, indices: Any, b: Any) -> Any:
