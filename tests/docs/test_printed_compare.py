@@ -32,3 +32,10 @@ def test_padding_and_last_printed_digit_may_differ_when_printing_rounded() -> No
 def test_real_differences_are_reported(ours: str, theirs: str) -> None:
     with pytest.raises(AssertionError):
         assert_prints_match_up_to_rounding(ours, theirs)
+
+
+def test_a_printed_difference_of_products_is_bounded_by_the_products_size() -> None:
+    one_ulp = float(np.finfo(np.float32).eps)
+    assert differences(f"{one_ulp:.8g}", f"{2 * one_ulp:.8g}")
+    assert not differences(f"{one_ulp:.8g}", f"{2 * one_ulp:.8g}", scale=2.0)
+    assert differences(f"{one_ulp:.8g}", f"{40 * one_ulp:.8g}", scale=2.0)

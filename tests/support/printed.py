@@ -29,24 +29,27 @@ def _layout(text: str) -> list[str]:
 
 
 def differences(ours: str, theirs: str, *, rounded: bool = False,
-                rel: float = FLOAT32_ULPS) -> list[str]:
+                rel: float = FLOAT32_ULPS, scale: float = 0.0) -> list[str]:
     """Why ``ours`` and ``theirs`` do not print the same values (empty when they do).
     ``rounded``: the printing rounded the values (to a number of significant digits), so each
-    printed number may sit half a unit of its last digit from the value."""
+    printed number may sit half a unit of its last digit from the value. ``scale``: the size
+    of the values a printed number was computed from (a printed difference of two products
+    carries their rounding, not its own): the bound is relative to the larger of the two."""
     if _layout(ours) != _layout(theirs):
         return [f"the text around the numbers differs:\n{ours}\nvs\n{theirs}"]
     problems = []
     for a, b in zip(NUMBER.findall(ours), NUMBER.findall(theirs), strict=True):
         x, y = float(a), float(b)
         printing = (_printed_unit(a) + _printed_unit(b)) / 2 if rounded else 0.0
-        allowed = printing + rel * max(abs(x), abs(y))
+        allowed = printing + rel * max(abs(x), abs(y), scale)
         if abs(x - y) > allowed:
             problems.append(f"{a} vs {b} (allowed difference {allowed:.3g})")
     return problems
 
 
-def assert_prints_match_up_to_rounding(ours: str, theirs: str, *, rounded: bool = False) -> None:
+def assert_prints_match_up_to_rounding(ours: str, theirs: str, *, rounded: bool = False,
+                                       scale: float = 0.0) -> None:
     """Exactly equal text, or the same text whose numbers agree within ``differences``'s bound."""
     if ours != theirs:
-        problems = differences(ours, theirs, rounded=rounded)
+        problems = differences(ours, theirs, rounded=rounded, scale=scale)
         assert not problems, "\n".join(problems)
