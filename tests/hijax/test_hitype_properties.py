@@ -565,12 +565,41 @@ def test_vmap_broadcasts_and_selects_hi_values_by_their_spec() -> None:
     np.testing.assert_array_equal(np.asarray(g), np.full_like(xs[0], 4))
 
 
-def test_vmap_refuses_hi_values_it_cannot_select() -> None:
-    # A while_loop whose predicate is batched would keep finished examples'
-    # hi carries; a cond whose branches give a hi result batched by no spec
-    # has none to select along: NotImplementedError naming the type.
+def test_vmap_of_a_while_loop_with_a_batched_predicate_keeps_finished_hi_carries() -> None:
+    # Each example runs its own number of steps: a batched quantized carry,
+    # an unbatched one that the body changes (batched along the type's
+    # leading axis spec) and one the body passes through (left unbatched,
+    # as JAX leaves it): the loop over the batch, eagerly and jitted.
+    # (JAX 0.12 fails batching the first two.)
     xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
     qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+    q0 = quantize(xs[0] - 9)
+
+    def steps(q: Any, n: Any) -> Any:
+        def body(c: Any) -> Any:
+            k, mine, shared, kept = c
+            return (k + 1, quantize(dequantize(mine) * 2 - k),
+                    quantize(dequantize(shared) + k), kept)
+        return spec.lax.while_loop(lambda c: c[0] < n, body, (0, q, q0, q0))
+
+    batched = spec.vmap(steps, in_axes=(Leading(), 0),
+                        out_axes=(0, Leading(), Leading(), None))
+    ns = np.array([2, 0, 3, 1])
+    for run in (batched, spec.jit(batched)):
+        k, mine, shared, kept = run(qxs, ns)
+        np.testing.assert_array_equal(np.asarray(k), ns)
+        assert spec.typeof(kept) == spec.typeof(q0)
+        for i in range(4):
+            want = steps(quantize(xs[i]), ns[i])
+            _same_quantized(mine, i, want[1])
+            _same_quantized(shared, i, want[2])
+
+
+def test_vmap_refuses_hi_values_it_cannot_select() -> None:
+    # A cond whose branches give a hi result batched by no spec has none to
+    # select along, nor a while_loop whose hi carry's type has no leading
+    # axis spec: NotImplementedError naming the type.
+    xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
     q0, q1 = quantize(xs[0]), quantize(xs[1])
     # (branches returning the same value give it unchanged; asked for
     # batched, it is broadcast along the spec)
@@ -578,11 +607,12 @@ def test_vmap_refuses_hi_values_it_cannot_select() -> None:
         np.array([True, False]))
     for i in range(2):
         _same_quantized(same, i, q0)
+    pair = make_pair(xs[0, 0], xs[0, 1])
     programs = {
         "while_loop with a batched predicate selects per example between values of type "
-        "q8[2,3]": lambda: spec.vmap(lambda q, n: spec.lax.while_loop(
-            lambda c: c[0] < n, lambda c: (c[0] + 1, quantize(dequantize(c[1]) * 2)), (0, q)),
-            in_axes=(Leading(), 0))(qxs, np.arange(4)),
+        r"Pair{f32[3],f32[3]}, which nothing batches": lambda: spec.vmap(
+            lambda n: spec.lax.while_loop(lambda c: c[0] < n, lambda c: (
+                c[0] + 1, make_pair(get(c[1], 1), get(c[1], 0))), (0, pair)))(np.arange(4)),
         "values of type q8[2,3] that its branches give batched along no mapping spec":
             lambda: spec.vmap(lambda p: spec.lax.cond(p, lambda: q0, lambda: q1))(
                 np.array([True, False])),
