@@ -33,6 +33,7 @@ from spec.experimental.hijax import (
     VJPHiPrimitive,
     register_hitype,
 )
+from tests.hijax.pair_type import PairTy, get, make_pair
 
 
 @dataclass(frozen=True)
@@ -279,88 +280,6 @@ def test_jitted_scan_over_hi_values_is_the_scan_over_their_components(xs: np.nda
     for q, s in rows:
         want_total = want_total + np.sum(q.astype(np.float32) * s[..., None], dtype=np.float32)
     np.testing.assert_allclose(np.asarray(total), want_total, rtol=1e-5)
-
-
-@dataclass(frozen=True)
-class Pair:
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class PairTy(HiType):
-    """Two arrays; its tangent type is a pair again (a hi tangent type)."""
-    a: Any
-    b: Any
-
-    def lo_ty(self) -> list[Any]:
-        return [self.a, self.b]
-
-    def lower_val(self, p: Any) -> list[Any]:
-        return [p.a, p.b]
-
-    def raise_val(self, a: Any, b: Any) -> Any:
-        return Pair(a, b)
-
-    def to_tangent_aval(self) -> Any:
-        return PairTy(self.a.to_tangent_aval(), self.b.to_tangent_aval())
-
-    def vspace_zero(self) -> Any:
-        return make_pair(snp.zeros(self.a.shape, self.a.dtype),
-                         snp.zeros(self.b.shape, self.b.dtype))
-
-    def vspace_add(self, x: Any, y: Any) -> Any:
-        return make_pair(get(x, 0) + get(y, 0), get(x, 1) + get(y, 1))
-
-    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
-        return f"Pair{{{self.a.str_short(short_dtypes)},{self.b.str_short(short_dtypes)}}}"
-
-
-register_hitype(Pair, lambda p: PairTy(spec.typeof(p.a), spec.typeof(p.b)))
-
-
-class MakePair(VJPHiPrimitive):
-    def __init__(self, a: Any, b: Any) -> None:
-        self.in_avals = (a, b)
-        self.out_aval = PairTy(a, b)
-        self.params = {}
-        super().__init__()
-
-    def expand(self, a: Any, b: Any) -> Any:
-        return Pair(a, b)
-
-    def vjp_fwd(self, nzs_in: Any, a: Any, b: Any) -> Any:
-        return self(a, b), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        return (get(g, 0), get(g, 1))
-
-
-class Get(VJPHiPrimitive):
-    def __init__(self, p: Any, idx: int) -> None:
-        self.in_avals = (p,)
-        self.out_aval = (p.a, p.b)[idx]
-        self.params = {"idx": idx}
-        super().__init__()
-
-    def expand(self, p: Any) -> Any:
-        return (p.a, p.b)[self.idx]
-
-    def vjp_fwd(self, nzs_in: Any, p: Any) -> Any:
-        return self(p), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        ty = self.in_avals[0]
-        other = snp.zeros((ty.b, ty.a)[self.idx].shape, np.float32)
-        return (make_pair(g, other) if self.idx == 0 else make_pair(other, g),)
-
-
-def make_pair(a: Any, b: Any) -> Any:
-    return MakePair(spec.typeof(a), spec.typeof(b))(a, b)
-
-
-def get(p: Any, idx: int) -> Any:
-    return Get(spec.typeof(p), idx)(p)
 
 
 vectors = hnp.arrays(np.float32, st.integers(1, 5), elements=_values)

@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 
 import spec
 import spec.numpy as snp
-from dataclasses import dataclass
-
 from spec._src.lax import hi_axes as HA
-from spec.experimental.hijax import HiType, MappingSpec, VJPHiPrimitive, register_hitype
+from spec.experimental.hijax import VJPHiPrimitive
+from tests.hijax.pair_type import Front, PairTy, get, make_pair
 from tests.autodiff.test_transpose_rules import dot_product_sides
 
 
@@ -91,113 +90,23 @@ def test_each_case_exercises_its_primitive() -> None:
     assert "= ScaleRows.linearized[nz_in_flat=(True,) nz_out_flat=(True,)]" in str(linear)
 
 
-@dataclass(frozen=True)
-class Two:
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class TwoTy(HiType):
-    """Two arrays mapped together along their leading axes; the tangent
-    type is the pair of the tangent types."""
-    a: Any
-    b: Any
-
-    def lo_ty(self) -> list[Any]:
-        return [self.a, self.b]
-
-    def lower_val(self, p: Any) -> list[Any]:
-        return [p.a, p.b]
-
-    def raise_val(self, a: Any, b: Any) -> Any:
-        return Two(a, b)
-
-    def to_tangent_aval(self) -> Any:
-        return self
-
-    def vspace_zero(self) -> Any:
-        return two(snp.zeros(self.a.shape, self.a.dtype), snp.zeros(self.b.shape, self.b.dtype))
-
-    def vspace_add(self, x: Any, y: Any) -> Any:
-        return two(part(x, 0) + part(y, 0), part(x, 1) + part(y, 1))
-
-    def inc_rank(self, size: int, spec_: Any) -> Any:
-        return TwoTy(*(t.update(shape=(size, *t.shape)) for t in (self.a, self.b)))
-
-    def dec_rank(self, size: int, spec_: Any) -> Any:
-        return TwoTy(*(t.update(shape=t.shape[1:]) for t in (self.a, self.b)))
-
-
-@dataclass(frozen=True)
-class Front(MappingSpec):
-    pass
-
-
-register_hitype(Two, lambda p: TwoTy(spec.typeof(p.a), spec.typeof(p.b)))
-
-
-class MakeTwo(VJPHiPrimitive):
-    def __init__(self, a: Any, b: Any) -> None:
-        self.in_avals = (a, b)
-        self.out_aval = TwoTy(a, b)
-        self.params = {}
-        super().__init__()
-
-    def expand(self, a: Any, b: Any) -> Any:
-        return Two(a, b)
-
-    def vjp_fwd(self, nzs_in: Any, a: Any, b: Any) -> Any:
-        return self(a, b), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        return (part(g, 0), part(g, 1))
-
-
-class Part(VJPHiPrimitive):
-    def __init__(self, p: Any, idx: int) -> None:
-        self.in_avals = (p,)
-        self.out_aval = (p.a, p.b)[idx]
-        self.params = {"idx": idx}
-        super().__init__()
-
-    def expand(self, p: Any) -> Any:
-        return (p.a, p.b)[self.idx]
-
-    def vjp_fwd(self, nzs_in: Any, p: Any) -> Any:
-        return self(p), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        ty = self.in_avals[0]
-        other = snp.zeros((ty.b, ty.a)[self.idx].shape, np.float32)
-        return (two(g, other) if self.idx == 0 else two(other, g),)
-
-
-def two(a: Any, b: Any) -> Any:
-    return MakeTwo(spec.typeof(a), spec.typeof(b))(a, b)
-
-
-def part(p: Any, idx: int) -> Any:
-    return Part(spec.typeof(p), idx)(p)
-
-
 @pytest.mark.parametrize("name", ["hi_transpose", "hi_select_n"])
 def test_dot_product_of_the_mapped_axis_primitives(name: str) -> None:
     rng = np.random.default_rng(1)
     a = snp.asarray(rng.standard_normal((3, 2, 4)).astype(np.float32))
     b = snp.asarray(rng.standard_normal((3, 2)).astype(np.float32))
-    elem = TwoTy(spec.typeof(a).update(shape=(4,)), spec.typeof(b).update(shape=()))
+    elem = PairTy(spec.typeof(a).update(shape=(4,)), spec.typeof(b).update(shape=()))
     which = snp.asarray(np.array([1, 0, 1], np.int32))
 
     def f(a: Any, b: Any) -> Any:
-        p = two(a, b)
+        p = make_pair(a, b)
         if name == "hi_transpose":
             q = HA.reorder(p, elem, [(2, Front()), (3, Front())], (1, 0))
         else:
-            q = HA.select(which, [p, two(a * 2, b * 3)], TwoTy(*(
+            q = HA.select(which, [p, make_pair(a * 2, b * 3)], PairTy(*(
                 t.update(shape=t.shape[1:]) for t in (spec.typeof(a), spec.typeof(b)))),
                 (3, Front()))
-        return part(q, 0), part(q, 1)
+        return get(q, 0), get(q, 1)
 
     linear = spec.vjp(f, a, b)[1]._backward.jaxpr
     assert f"= {name}[" in str(linear)
