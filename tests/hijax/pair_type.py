@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 import spec
 import spec.numpy as snp
 from spec.experimental.hijax import HiType, MappingSpec, VJPHiPrimitive, register_hitype
@@ -102,7 +100,8 @@ class Get(VJPHiPrimitive):
 
     def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
         ty = self.in_avals[0]
-        other = snp.zeros((ty.b, ty.a)[self.idx].shape, np.float32)
+        other_ty = (ty.b, ty.a)[self.idx]
+        other = snp.zeros(other_ty.shape, other_ty.dtype)
         return (make_pair(g, other) if self.idx == 0 else make_pair(other, g),)
 
     def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
