@@ -608,8 +608,8 @@ def _hi_select_n_batch(axis_data: Any, args: list[Any], dims: list[Any], *, elem
     if d_which is None:
         shape = canonical_aval_of(which).shape
         which = primitive("broadcast_in_dim").bind(
-            which, shape=(axis_data.size, *shape), broadcast_dimensions=tuple(range(1, 1 + len(shape))),
-            sharding=None)
+            which, shape=(axis_data.size, *shape),
+            broadcast_dimensions=tuple(range(1, 1 + len(shape))), sharding=None)
     elif d_which != 0:
         which = primitive("transpose").bind(which, permutation=_front(d_which, which))
     return [hi_select_n_p.bind(which, *cases, elem=elem, axis=axis, view=view,
