@@ -2,7 +2,10 @@
 tangent type, with ``vspace_zero``/``vspace_add``), built by ``MakePair`` and
 read by ``Get``; mapped along a new leading axis of both arrays (``Front``),
 so vmap batches it and the hi-axis primitives (hi_axes) reorder, broadcast,
-select and sum its mapped axes, its tangents and cotangents included."""
+select and sum its mapped axes, its tangents and cotangents included. A
+component may be a hi value itself (mapped along its type's leading axis
+spec), and shard_map splits a pair by a ``Leaves`` spec: one partition spec
+per array the pair lowers to."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 
 import spec
 import spec.numpy as snp
-from spec.experimental.hijax import HiType, MappingSpec, VJPHiPrimitive, register_hitype
+from spec.experimental.hijax import HiPspec, HiType, MappingSpec, VJPHiPrimitive, register_hitype
 
 
 @dataclass(frozen=True)
@@ -50,16 +53,51 @@ class PairTy(HiType):
         return make_pair(get(x, 0) + get(y, 0), get(x, 1) + get(y, 1))
 
     def inc_rank(self, size: int, spec_: Any) -> Any:
-        return PairTy(*(t.update(shape=(size, *t.shape)) for t in (self.a, self.b)))
+        return PairTy(*(t.inc_rank(size, t.leading_axis_spec()) if isinstance(t, HiType)
+                        else t.update(shape=(size, *t.shape)) for t in (self.a, self.b)))
 
     def dec_rank(self, size: int, spec_: Any) -> Any:
-        return PairTy(*(t.update(shape=t.shape[1:]) for t in (self.a, self.b)))
+        return PairTy(*(t.dec_rank(size, t.leading_axis_spec()) if isinstance(t, HiType)
+                        else t.update(shape=t.shape[1:]) for t in (self.a, self.b)))
+
+    def shard(self, mesh: Any, manual_axes: Any, check_vma: bool, spec_: Any) -> Any:
+        return PairTy(*(t.shard(mesh, manual_axes, check_vma, s)
+                        for t, s in zip(self.lo_ty(), _per_component(self, spec_))))
+
+    def unshard(self, mesh: Any, check_vma: bool, spec_: Any) -> Any:
+        return PairTy(*(t.unshard(mesh, check_vma, s)
+                        for t, s in zip(self.lo_ty(), _per_component(self, spec_))))
 
     def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
         return f"Pair{{{self.a.str_short(short_dtypes)},{self.b.str_short(short_dtypes)}}}"
 
 
 register_hitype(Pair, lambda p: PairTy(spec.typeof(p.a), spec.typeof(p.b)))
+
+
+@dataclass(frozen=True)
+class Leaves(HiPspec):
+    """A partition spec per array a value lowers to, its hi components'
+    arrays included."""
+    specs: tuple[Any, ...]
+
+    def to_lo(self) -> Any:
+        return self.specs
+
+
+def _arrays(ty: Any) -> int:
+    return sum(_arrays(t) for t in ty.lo_ty()) if isinstance(ty, HiType) else 1
+
+
+def _per_component(ty: PairTy, spec_: Any) -> list[Any]:
+    """A pair's spec split by component: an array's partition spec, a hi
+    component's ``Leaves``."""
+    leaves, out = list(spec_.to_lo()), []
+    for t in ty.lo_ty():
+        n = _arrays(t)
+        out.append(Leaves(tuple(leaves[:n])) if isinstance(t, HiType) else leaves[0])
+        leaves = leaves[n:]
+    return out
 
 
 class MakePair(VJPHiPrimitive):
@@ -79,9 +117,13 @@ class MakePair(VJPHiPrimitive):
         return (get(g, 0), get(g, 1))
 
     def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
-        # (both arrays batched at their leading axes: an unbatched one broadcast)
-        a, b = (snp.broadcast_to(x, (axis_data.size, *x.shape)) if d is None
-                else snp.moveaxis(x, d, 0) for x, d in zip(args, dims))
+        # (both arrays batched at their leading axes, an unbatched one
+        # broadcast; a hi component batched along its leading axis spec)
+        a, b = (x if isinstance(t, HiType) else
+                snp.broadcast_to(x, (axis_data.size, *x.shape)) if d is None
+                else snp.moveaxis(x, d, 0) for x, d, t in zip(args, dims, self.in_avals))
+        for t, d in zip(self.in_avals, dims):
+            assert not isinstance(t, HiType) or d == t.leading_axis_spec()
         return make_pair(a, b), Front()
 
 
@@ -106,7 +148,9 @@ class Get(VJPHiPrimitive):
 
     def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
         (p,), (d,) = args, dims
-        return get(p, self.idx), (None if d is None else 0)
+        out = self.out_aval
+        batched = out.leading_axis_spec() if isinstance(out, HiType) else 0
+        return get(p, self.idx), (None if d is None else batched)
 
 
 def make_pair(a: Any, b: Any) -> Any:

@@ -33,7 +33,7 @@ from spec.experimental.hijax import (
     VJPHiPrimitive,
     register_hitype,
 )
-from tests.hijax.pair_type import PairTy, get, make_pair
+from tests.hijax.pair_type import Front, Leaves, PairTy, get, make_pair
 
 
 @dataclass(frozen=True)
@@ -642,6 +642,31 @@ def test_vmap_of_shard_map_maps_batched_hi_values_by_their_spec() -> None:
             quantize, out_axes=Leading())(x))[0] ** 2)))(xs)
         np.testing.assert_allclose(np.asarray(g), 8 * np.stack(
             [_dense(lo_quantize(x)) for x in xs]), rtol=1e-6)
+
+
+def test_vmap_of_shard_map_maps_batched_values_of_a_type_with_hi_components() -> None:
+    # A pair of a quantized array and its row weights, batched: the batch
+    # axis is added, unsplit, to every array the pair lowers to, those of
+    # its quantized component included; the loop over the batch, eagerly
+    # and jitted, and the program on the arrays.
+    with two_devices():
+        mesh = spec.make_mesh((2,), ("i",), axis_types=(spec.sharding.AxisType.Auto,))
+        rows = Leaves((spec.P("i"), spec.P("i"), spec.P("i")))
+        xs = np.arange(36, dtype=np.float32).reshape(3, 4, 3) - 5
+        ws = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        f = spec.shard_map(lambda p: dequantize(get(p, 0)) * get(p, 1)[:, None], mesh=mesh,
+                           in_specs=rows, out_specs=spec.P("i"))
+        pairs = spec.vmap(lambda q, w: make_pair(q, w), in_axes=(Leading(), 0),
+                          out_axes=Front())(spec.vmap(quantize, out_axes=Leading())(xs), ws)
+        assert spec.typeof(pairs) == PairTy(QTy((3, 4, 3)), spec.typeof(ws))
+        batched = spec.vmap(f, in_axes=Front(), axis_size=3)
+        for run in (batched, spec.jit(batched)):
+            out = run(pairs)
+            for i in range(3):
+                want = f(make_pair(quantize(xs[i]), ws[i]))
+                np.testing.assert_array_equal(np.asarray(out)[i], np.asarray(want))
+                np.testing.assert_array_equal(np.asarray(want),
+                                              _dense(lo_quantize(xs[i])) * ws[i][:, None])
 
 
 class Scaled(VJPHiPrimitive):

@@ -164,6 +164,30 @@ def test_nested_vmap_of_the_mapped_axis_primitives_on_hi_tangents_is_a_loop(name
                                            rtol=1e-6)
 
 
+def test_vmap_of_vmap_of_a_cond_selecting_pairs_is_a_loop() -> None:
+    # The inner vmap selects per example (hi_select_n), the outer batches
+    # the selection: its selector batched too, or its cases made batched.
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    ps = rng.standard_normal((3, 2)) > 0
+
+    def f(p: Any, a: Any) -> Any:
+        return spec.lax.cond(p, lambda a: make_pair(a * 2, snp.sum(a)),
+                             lambda a: make_pair(-a, snp.max(a)), a)
+
+    for a_axes, args, a_i in (((0, 1), (ps, a), lambda i, j: a[j, i]),
+                              ((None, None), (ps, a[0, 0]), lambda i, j: a[0, 0])):
+        twice = spec.vmap(spec.vmap(f, in_axes=(0, a_axes[0]), out_axes=Front()),
+                          in_axes=(1, a_axes[1]), out_axes=Front())
+        for run in (twice, spec.jit(twice)):
+            q = run(*args)
+            for i in range(2):
+                for j in range(3):
+                    want = f(ps[j, i], a_i(i, j))
+                    np.testing.assert_array_equal(np.asarray(q.a)[i, j], np.asarray(want.a))
+                    np.testing.assert_array_equal(np.asarray(q.b)[i, j], np.asarray(want.b))
+
+
 def test_grad_through_a_vmap_that_batches_a_hi_carry_is_the_finite_difference() -> None:
     # An unbatched pair carry that a vmapped scan batches is broadcast
     # (hi_broadcast); its cotangent is summed over the batch (hi_sum):

@@ -673,11 +673,9 @@ class BatchedHiPspec(HiPspec):
             "to_tangent_spec and to_ct_spec (its type's shard/unshard must read to_lo)")
 
     def to_lo(self) -> tuple[Any, ...]:
-        comps = list(self.aval.lo_ty())
-        if any(is_high(c) for c in comps):
-            raise NotImplementedError(
-                f"a batched partition spec for {self.aval.str_short(True)}, whose components "
-                "are hi types themselves")
+        # (one spec per array the type lowers to, hi components lowered too,
+        # as the inner spec's to_lo gives them)
+        comps = lo_types(self.aval)
         at = _inserted_axes(self.aval, self.size, self.dim, "primal")
         return tuple(_with_unsplit(s, a, c.ndim)
                      for s, a, c in zip(self.inner.to_lo(), at, comps))
