@@ -1,25 +1,30 @@
-"""Moving, broadcasting and selecting along the mapped axes of hi values
-(SPEC.md, "Hi types", HT8).
+"""Moving, broadcasting, summing and selecting along the mapped axes of hi
+values (SPEC.md, "Hi types", HT8).
 
 A hi value's type is built from an element type by ``inc_rank`` along
 mapping specs: a scan stacks along the type's ``leading_axis_spec()``, a
 vmap maps along the spec the batch carries. A batched program sometimes
 needs what a type does not say: two mapped axes trading places (scanning
 over a batched hi value, stacking batched hi results), a value broadcast
-along the batch (a carry that becomes batched), a per-example choice
-between values (a cond with a batched predicate). Each is found on the
-components: each ``inc_rank`` inserts (at most) one axis into each
-component of ``lo_ty``, located by comparing the component shapes before
-and after. The primitives ``hi_transpose``, ``hi_broadcast`` and
+along the batch (a carry that becomes batched) and the sum over it (the
+broadcast's transpose), a per-example choice between values (a cond or
+while_loop with a batched predicate). Each is found on the components:
+each ``inc_rank`` inserts (at most) one axis into each component of
+``lo_ty``, located by comparing the component shapes before and after. The
+primitives ``hi_transpose``, ``hi_broadcast``, ``hi_sum`` and
 ``hi_select_n`` keep the hi types in traced programs; on components
 (``to_lojax``) they are one ``transpose``, ``broadcast_in_dim`` or
-``select_n`` per component. All three are linear in their hi operands:
-their tangents are the same operation on the tangents (the types'
-``to_tangent_aval``; a plain-array tangent directly by the array op), and
-``hi_transpose`` and ``hi_select_n`` transpose to the inverse reordering
-and to the per-example choice between the cotangent and zero.
+``select_n`` per component, and for the sum a tree of the type's own
+``vspace_add`` over halves of the axis. All four are linear in their hi
+operands: their tangents are the same operation on the tangents (the
+types' ``to_tangent_aval``; a plain-array tangent directly by the array
+op); they transpose to the inverse reordering, to each other (broadcast and
+sum) and to the per-example choice between the cotangent and zero. Each
+works on ``full_type(elem, axes, view, outer)``: ``outer`` are the batch
+axes of the vmaps around it, which map the viewed (tangent or cotangent)
+type itself, so that vmap of a differentiated program batches them in
+every view.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -195,8 +200,7 @@ def reorder(x: Any, elem: Any, axes: Sequence[Axis], order: Sequence[int],
     return hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view, outer=outer)
 
 
-def _check_params(axes: Sequence[Axis], order: Sequence[int], view: str,
-                  outer: Sequence[Axis] = ()) -> None:
+def _check_params(axes: Sequence[Axis], order: Sequence[int], view: str) -> None:
     if view not in VIEWS:
         raise TypeError(f"hi_transpose: view must be one of {VIEWS}; got {view!r}")
     if sorted(order) != list(range(len(axes))):
