@@ -1033,8 +1033,8 @@ def _selecting_while(axis: AxisData, args: list[Any], dims: list[BatchDim],
     example's predicate holds, and its body keeps each finished example's
     carries by selecting per example between the old and the new ones (a
     hi carry by ``hi_select_n`` along its mapping spec, an array at axis 0),
-    so the loop's own predicate is a scalar (a hi value has no axis that the
-    primitive's per-example selection could find)."""
+    so the loop's own predicate is a scalar (the impl's selection for a
+    batched predicate finds the batch axis of arrays only, in front)."""
     cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
     cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
     carry_dims = _selected_carry_dims(axis, bdims, specs, body_nconsts, body_jaxpr)
