@@ -33,6 +33,7 @@ from spec.experimental.hijax import (
     VJPHiPrimitive,
     register_hitype,
 )
+from tests.hijax.pair_type import Front, Leaves, PairTy, get, make_pair
 
 
 @dataclass(frozen=True)
@@ -281,88 +282,6 @@ def test_jitted_scan_over_hi_values_is_the_scan_over_their_components(xs: np.nda
     np.testing.assert_allclose(np.asarray(total), want_total, rtol=1e-5)
 
 
-@dataclass(frozen=True)
-class Pair:
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class PairTy(HiType):
-    """Two arrays; its tangent type is a pair again (a hi tangent type)."""
-    a: Any
-    b: Any
-
-    def lo_ty(self) -> list[Any]:
-        return [self.a, self.b]
-
-    def lower_val(self, p: Any) -> list[Any]:
-        return [p.a, p.b]
-
-    def raise_val(self, a: Any, b: Any) -> Any:
-        return Pair(a, b)
-
-    def to_tangent_aval(self) -> Any:
-        return PairTy(self.a.to_tangent_aval(), self.b.to_tangent_aval())
-
-    def vspace_zero(self) -> Any:
-        return make_pair(snp.zeros(self.a.shape, self.a.dtype),
-                         snp.zeros(self.b.shape, self.b.dtype))
-
-    def vspace_add(self, x: Any, y: Any) -> Any:
-        return make_pair(get(x, 0) + get(y, 0), get(x, 1) + get(y, 1))
-
-    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
-        return f"Pair{{{self.a.str_short(short_dtypes)},{self.b.str_short(short_dtypes)}}}"
-
-
-register_hitype(Pair, lambda p: PairTy(spec.typeof(p.a), spec.typeof(p.b)))
-
-
-class MakePair(VJPHiPrimitive):
-    def __init__(self, a: Any, b: Any) -> None:
-        self.in_avals = (a, b)
-        self.out_aval = PairTy(a, b)
-        self.params = {}
-        super().__init__()
-
-    def expand(self, a: Any, b: Any) -> Any:
-        return Pair(a, b)
-
-    def vjp_fwd(self, nzs_in: Any, a: Any, b: Any) -> Any:
-        return self(a, b), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        return (get(g, 0), get(g, 1))
-
-
-class Get(VJPHiPrimitive):
-    def __init__(self, p: Any, idx: int) -> None:
-        self.in_avals = (p,)
-        self.out_aval = (p.a, p.b)[idx]
-        self.params = {"idx": idx}
-        super().__init__()
-
-    def expand(self, p: Any) -> Any:
-        return (p.a, p.b)[self.idx]
-
-    def vjp_fwd(self, nzs_in: Any, p: Any) -> Any:
-        return self(p), None
-
-    def vjp_bwd_retval(self, res: Any, g: Any) -> Any:
-        ty = self.in_avals[0]
-        other = snp.zeros((ty.b, ty.a)[self.idx].shape, np.float32)
-        return (make_pair(g, other) if self.idx == 0 else make_pair(other, g),)
-
-
-def make_pair(a: Any, b: Any) -> Any:
-    return MakePair(spec.typeof(a), spec.typeof(b))(a, b)
-
-
-def get(p: Any, idx: int) -> Any:
-    return Get(spec.typeof(p), idx)(p)
-
-
 vectors = hnp.arrays(np.float32, st.integers(1, 5), elements=_values)
 
 
@@ -565,12 +484,41 @@ def test_vmap_broadcasts_and_selects_hi_values_by_their_spec() -> None:
     np.testing.assert_array_equal(np.asarray(g), np.full_like(xs[0], 4))
 
 
-def test_vmap_refuses_hi_values_it_cannot_select() -> None:
-    # A while_loop whose predicate is batched would keep finished examples'
-    # hi carries; a cond whose branches give a hi result batched by no spec
-    # has none to select along: NotImplementedError naming the type.
+def test_vmap_of_a_while_loop_with_a_batched_predicate_keeps_finished_hi_carries() -> None:
+    # Each example runs its own number of steps: a batched quantized carry,
+    # an unbatched one that the body changes (batched along the type's
+    # leading axis spec) and one the body passes through (left unbatched,
+    # as JAX leaves it): the loop over the batch, eagerly and jitted.
+    # (JAX 0.12 fails batching the first two.)
     xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
     qxs = spec.vmap(quantize, out_axes=Leading())(xs)
+    q0 = quantize(xs[0] - 9)
+
+    def steps(q: Any, n: Any) -> Any:
+        def body(c: Any) -> Any:
+            k, mine, shared, kept = c
+            return (k + 1, quantize(dequantize(mine) * 2 - k),
+                    quantize(dequantize(shared) + k), kept)
+        return spec.lax.while_loop(lambda c: c[0] < n, body, (0, q, q0, q0))
+
+    batched = spec.vmap(steps, in_axes=(Leading(), 0),
+                        out_axes=(0, Leading(), Leading(), None))
+    ns = np.array([2, 0, 3, 1])
+    for run in (batched, spec.jit(batched)):
+        k, mine, shared, kept = run(qxs, ns)
+        np.testing.assert_array_equal(np.asarray(k), ns)
+        assert spec.typeof(kept) == spec.typeof(q0)
+        for i in range(4):
+            want = steps(quantize(xs[i]), ns[i])
+            _same_quantized(mine, i, want[1])
+            _same_quantized(shared, i, want[2])
+
+
+def test_vmap_refuses_hi_values_it_cannot_select() -> None:
+    # A cond whose branches give a hi result batched by no spec has none to
+    # select along, nor a while_loop whose hi carry's type has no leading
+    # axis spec: NotImplementedError naming the type.
+    xs = np.arange(24, dtype=np.float32).reshape(4, 2, 3) + 1
     q0, q1 = quantize(xs[0]), quantize(xs[1])
     # (branches returning the same value give it unchanged; asked for
     # batched, it is broadcast along the spec)
@@ -578,11 +526,12 @@ def test_vmap_refuses_hi_values_it_cannot_select() -> None:
         np.array([True, False]))
     for i in range(2):
         _same_quantized(same, i, q0)
+    pair = make_pair(xs[0, 0], xs[0, 1])
     programs = {
         "while_loop with a batched predicate selects per example between values of type "
-        "q8[2,3]": lambda: spec.vmap(lambda q, n: spec.lax.while_loop(
-            lambda c: c[0] < n, lambda c: (c[0] + 1, quantize(dequantize(c[1]) * 2)), (0, q)),
-            in_axes=(Leading(), 0))(qxs, np.arange(4)),
+        r"Pair{f32[3],f32[3]}, which nothing batches": lambda: spec.vmap(
+            lambda n: spec.lax.while_loop(lambda c: c[0] < n, lambda c: (
+                c[0] + 1, make_pair(get(c[1], 1), get(c[1], 0))), (0, pair)))(np.arange(4)),
         "values of type q8[2,3] that its branches give batched along no mapping spec":
             lambda: spec.vmap(lambda p: spec.lax.cond(p, lambda: q0, lambda: q1))(
                 np.array([True, False])),
@@ -693,6 +642,31 @@ def test_vmap_of_shard_map_maps_batched_hi_values_by_their_spec() -> None:
             quantize, out_axes=Leading())(x))[0] ** 2)))(xs)
         np.testing.assert_allclose(np.asarray(g), 8 * np.stack(
             [_dense(lo_quantize(x)) for x in xs]), rtol=1e-6)
+
+
+def test_vmap_of_shard_map_maps_batched_values_of_a_type_with_hi_components() -> None:
+    # A pair of a quantized array and its row weights, batched: the batch
+    # axis is added, unsplit, to every array the pair lowers to, those of
+    # its quantized component included; the loop over the batch, eagerly
+    # and jitted, and the program on the arrays.
+    with two_devices():
+        mesh = spec.make_mesh((2,), ("i",), axis_types=(spec.sharding.AxisType.Auto,))
+        rows = Leaves((spec.P("i"), spec.P("i"), spec.P("i")))
+        xs = np.arange(36, dtype=np.float32).reshape(3, 4, 3) - 5
+        ws = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+        f = spec.shard_map(lambda p: dequantize(get(p, 0)) * get(p, 1)[:, None], mesh=mesh,
+                           in_specs=rows, out_specs=spec.P("i"))
+        pairs = spec.vmap(lambda q, w: make_pair(q, w), in_axes=(Leading(), 0),
+                          out_axes=Front())(spec.vmap(quantize, out_axes=Leading())(xs), ws)
+        assert spec.typeof(pairs) == PairTy(QTy((3, 4, 3)), spec.typeof(ws))
+        batched = spec.vmap(f, in_axes=Front(), axis_size=3)
+        for run in (batched, spec.jit(batched)):
+            out = run(pairs)
+            for i in range(3):
+                want = f(make_pair(quantize(xs[i]), ws[i]))
+                np.testing.assert_array_equal(np.asarray(out)[i], np.asarray(want))
+                np.testing.assert_array_equal(np.asarray(want),
+                                              _dense(lo_quantize(xs[i])) * ws[i][:, None])
 
 
 class Scaled(VJPHiPrimitive):

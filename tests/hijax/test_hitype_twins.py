@@ -192,7 +192,8 @@ jax.jvp(lambda p: first(p) * second(p), (pr,), (pr,))
 }
 
 # Loops and branches with hi carries and operands: where JAX 0.12 runs them
-# (while_loop, eagerly and jitted; cond eagerly, and jitted with array
+# (while_loop, eagerly and jitted, and vmapped with a batched predicate where
+# the body passes the hi carry through; cond eagerly, and jitted with array
 # results), and the errors for a hi predicate, index or carry.
 WHILE = {
     "hi carry, eagerly": '''
@@ -224,6 +225,11 @@ for u in (1, True):
 print(jax.jit(lambda q, n: jax.lax.while_loop(
     lambda i: i < n, lambda i: i + jnp.sum(dequantize(q)).astype(int), 0))(qx, 50))
 print(jax.lax.while_loop(lambda c: jnp.sum(dequantize(qx)) > c, lambda c: c + 5., 0.))
+''',
+    "vmapped, a batched predicate, the hi carry passed through": '''
+k, q = jax.vmap(lambda n: jax.lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1]),
+                                             (0, qx)), out_axes=(0, None))(jnp.arange(4))
+print(k, jax.typeof(q), q.scale)
 ''',
     "carry changes type": '''
 jax.lax.while_loop(lambda q: True, lambda q: dequantize(q), qx)

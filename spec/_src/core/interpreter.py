@@ -972,12 +972,16 @@ class EvalTrace(Trace):
         if recorders:
             recorders[-1].dispatches += 1
         if HI_VALUE_TYPES and callable(prim.to_lojax):
+            # (on concrete values, what the rule binds evaluates eagerly too, a
+            # type's vspace_add included, whichever trace handed them on)
             if any(has_hi_types(j) for j in jaxprs_in_params(params)):
                 # A call or loop whose body has hi types runs on their components.
-                return list(prim.to_lojax(*args, **params))
+                with set_current_trace(self):
+                    return list(prim.to_lojax(*args, **params))
             if any(type(a) in HI_VALUE_TYPES for a in args):
                 # (hi values handed on by a trace: evaluated on their components)
-                out = prim.to_lojax(*args, **params)
+                with set_current_trace(self):
+                    out = prim.to_lojax(*args, **params)
                 return list(out) if prim.multiple_results else [out]
         array = Array
         values = []
@@ -1004,6 +1008,12 @@ class EvalTrace(Trace):
         if entry is None or not entry.answers(key, params):
             entry = _dispatch(prim, key, params)
         out_avals = entry.out_avals
+        if HI_VALUE_TYPES and callable(prim.to_lojax) and any(map(is_high, out_avals)):
+            # A hi result made from arrays (a type's vspace_zero under vmap):
+            # the rule on the values, as an eager call of the primitive runs it.
+            with set_current_trace(self):
+                made = prim.to_lojax(*args, **params)
+            return list(made) if prim.multiple_results else [made]
         device = (commitment.committed_device(args, commitment.positional_names(len(args)),
                                               prim.name) if committed else None)
         if placed or entry.on_mesh:

@@ -64,6 +64,7 @@ from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.lax.ad_prims import stop_gradient
 from spec._src.lax.calls import TransposedOperands
 from spec._src.lax.elementwise import clamp, eq, select, select_n
+from spec._src.lax.reductions import reduce_or
 from spec._src.lax.remat import partial_eval_jaxpr_custom
 from spec._src.lax.scan import closed_to_operands, no_aliased_refs, sub_jaxpr_effects
 from spec._src.lax import hi_axes as HA
@@ -605,15 +606,6 @@ def _select_or_stop(chosen: Any, x: Any) -> Any:
     return select(_bcast_to(chosen, x), x, stopped)
 
 
-def _refuse_hi_select(avals: Sequence[Any], what: str) -> None:
-    """A per-example choice between hi values (select_n): a hi type has none."""
-    for a in avals:
-        if is_high(a):
-            raise NotImplementedError(
-                f"{what} selects per example between values of type {a.str_short(True)}; a "
-                "hi type has no select")
-
-
 def _cond_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
                 branches: tuple[Jaxpr, ...], **params: Any) -> tuple[list[Any], list[BatchDim]]:
     if any(is_ref_type(v.aval) for b in branches for v in b.invars):
@@ -1010,7 +1002,10 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
         if any(io_effect in j.effects for j in (body_jaxpr, cond_jaxpr)):
             raise Exception("Unordered IO effects not supported in while_loop with batched "
                             "predicate")
-        _refuse_hi_select(carry_avals, "vmap of a while_loop with a batched predicate")
+        if any(is_high(a) for a in carry_avals):
+            return _selecting_while(axis, args, dims, specs, cond_nconsts=cond_nconsts,
+                                    cond_jaxpr=cond_jaxpr, body_nconsts=body_nconsts,
+                                    body_jaxpr=body_jaxpr)
         carry_dims = [0] * len(init)
         pred_wanted: BatchDim = 0
     else:
@@ -1029,6 +1024,105 @@ def _while_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, cond_
                         cond_nconsts=len(c_consts) + cond_nconsts, cond_jaxpr=cond_b,
                         body_nconsts=len(b_consts) + body_nconsts, body_jaxpr=body_b)
     return list(outs), carry_dims
+
+
+def _selecting_while(axis: AxisData, args: list[Any], dims: list[BatchDim],
+                     specs: dict[int, BatchDim], *, cond_nconsts: int, cond_jaxpr: Jaxpr,
+                     body_nconsts: int, body_jaxpr: Jaxpr) -> tuple[list[Any], list[BatchDim]]:
+    """A batched predicate with hi carries: the loop runs while any
+    example's predicate holds, and its body keeps each finished example's
+    carries by selecting per example between the old and the new ones (a
+    hi carry by ``hi_select_n`` along its mapping spec, an array at axis 0),
+    so the loop's own predicate is a scalar (the impl's selection for a
+    batched predicate finds the batch axis of arrays only, in front)."""
+    cconsts, bconsts, init = _split3(args, cond_nconsts, body_nconsts)
+    cdims, bdims, idims = _split3(dims, cond_nconsts, body_nconsts)
+    carry_dims = _selected_carry_dims(axis, bdims, specs, body_nconsts, body_jaxpr)
+    carry_avals = body_jaxpr.in_avals[body_nconsts:]
+    cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis, cdims + carry_dims, [0])
+    body_b, out_dims = batching.batch_jaxpr(body_jaxpr, axis, bdims + carry_dims)
+    (cond_b,), c_consts = hoist_consts([cond_b])
+    (body_b,), b_consts = hoist_consts([body_b])
+    nc = len(c_consts) + cond_nconsts
+
+    def any_running(*xs: Any) -> list[Any]:
+        (pred,) = _run_branch(cond_b, list(xs), True)
+        return [reduce_or(pred, (0,))]
+
+    def step(*xs: Any) -> list[Any]:
+        (pred,) = _run_branch(cond_b, [*xs[:nc], *xs[len(xs) - len(init):]], True)
+        old = xs[len(xs) - len(init):]
+        new = _run_branch(body_b, list(xs[nc:]), True)
+        return [_kept_where_finished(axis, pred, o, n, a, d, home) for o, n, a, d, home in
+                zip(old, new, carry_avals, out_dims, carry_dims)]
+
+    (cond_new,), cc = hoist_consts([trace_to_jaxpr(any_running, cond_b.in_avals)[0]])
+    (body_new,), bc = hoist_consts([trace_to_jaxpr(
+        step, [*cond_b.in_avals[:nc], *body_b.in_avals])[0]])
+    new_init = [x if home is None else
+                HA.broadcast(x, a, (axis.size, home)) if is_high(a) and d is None else
+                batching.match_axis(axis, x, d, home)
+                for x, a, d, home in zip(init, carry_avals, idims, carry_dims)]
+    outs = while_p.bind(*cc, *c_consts, *cconsts, *bc, *c_consts, *cconsts, *b_consts,
+                        *bconsts, *new_init, cond_nconsts=len(cc) + nc, cond_jaxpr=cond_new,
+                        body_nconsts=len(bc) + nc + len(b_consts) + body_nconsts,
+                        body_jaxpr=body_new)
+    return list(outs), carry_dims
+
+
+def _selected_carry_dims(axis: AxisData, bdims: list[BatchDim], specs: dict[int, BatchDim],
+                         body_nconsts: int, body_jaxpr: Jaxpr) -> list[BatchDim]:
+    """Where a loop with a batched predicate keeps each carry: an array at
+    0; a hi value at the mapping spec it starts with or the body gives it
+    (to a fixed point), else its type's ``leading_axis_spec()``; a hi carry
+    the body passes through unchanged and that nothing batches stays
+    unbatched (every example's is the same)."""
+    carry_avals = body_jaxpr.in_avals[body_nconsts:]
+    home = dict(specs)
+
+    def dims_now() -> list[BatchDim]:
+        return [home.get(i) if is_high(a) else 0 for i, a in enumerate(carry_avals)]
+
+    for _ in range(1 + len(carry_avals)):
+        _, out = batching.batch_jaxpr(body_jaxpr, axis, bdims + dims_now())
+        found = {i: d for i, d in enumerate(out)
+                 if d is not None and is_high(carry_avals[i]) and i not in home}
+        if not found:
+            break
+        home.update(found)
+    passed = [o is v for o, v in zip(body_jaxpr.outvars, body_jaxpr.invars[body_nconsts:])]
+    for i, a in enumerate(carry_avals):
+        if is_high(a) and i not in home and not passed[i]:
+            home[i] = _spec_to_select_along(a)
+    return dims_now()
+
+
+def _spec_to_select_along(aval: Any) -> Any:
+    try:
+        return aval.leading_axis_spec()
+    except NotImplementedError as e:
+        raise NotImplementedError(
+            f"vmap of a while_loop with a batched predicate selects per example between "
+            f"values of type {aval.str_short(True)}, which nothing batches and whose type "
+            "has no leading_axis_spec to batch them along") from e
+
+
+def _kept_where_finished(axis: AxisData, pred: Any, old: Any, new: Any, aval: Any,
+                         got: BatchDim, home: BatchDim) -> Any:
+    """The new carry where the example's predicate held, else the old one."""
+    if home is None:
+        return new
+    if not is_high(aval):
+        new = batching.match_axis(axis, new, got, 0)
+        return select_n(_bcast_to(pred, new), old, new)
+    if got is None:
+        new = HA.broadcast(new, aval, (axis.size, home))
+    elif got != home:
+        raise NotImplementedError(
+            f"vmap of a while_loop with a batched predicate: its body gives a carry of type "
+            f"{aval.str_short(True)} batched along {got!r}, which it takes batched along "
+            f"{home!r}")
+    return HA.select(pred, [old, new], aval, (axis.size, home))
 
 
 def _while_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:

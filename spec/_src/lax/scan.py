@@ -411,7 +411,8 @@ def _params(length: int, reverse: bool, unroll: int, jaxpr: Jaxpr, ft_in: FlatTr
 
 
 def _differentiable(aval: ArrayType) -> bool:
-    return aval.tangent_type().dtype != FLOAT0
+    tangent = aval.tangent_type()
+    return is_high(tangent) or tangent.dtype != FLOAT0  # (a hi tangent type is)
 
 
 def _jvp_body(jaxpr: Jaxpr, nonzero: Sequence[bool], inst: Sequence[bool],
