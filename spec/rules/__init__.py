@@ -30,6 +30,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     linalg_eig,
     linalg_householder,
     linalg_lu,
+    linalg_schur,
     linalg_tridiagonal,
     linear_solve,
     prng,
