@@ -62,6 +62,12 @@ import enum as _enum
 import functools as _functools
 import gc as _gc
 from spec import profiler as profiler
+from spec import core as core
+from spec import distributed as distributed
+from spec import dlpack as dlpack
+from spec import lib as lib
+from spec import monitoring as monitoring
+from spec import ops as ops
 from spec._src.core.array import Shard as Shard
 
 from spec import version as version
@@ -153,5 +159,6 @@ __all__ = [
     "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
-    "pmap", "transfer_guard", *_config_module.accepted_flag_contexts(),
+    "pmap", "transfer_guard", "core", "distributed", "dlpack", "lib", "monitoring", "ops",
+    *_config_module.accepted_flag_contexts(),
 ]
