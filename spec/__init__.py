@@ -68,6 +68,7 @@ from spec import dlpack as dlpack
 from spec import lib as lib
 from spec import monitoring as monitoring
 from spec import ops as ops
+from spec import image as image
 from spec._src.core.array import Shard as Shard
 
 from spec import version as version
@@ -159,6 +160,7 @@ __all__ = [
     "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
-    "pmap", "transfer_guard", "core", "distributed", "dlpack", "lib", "monitoring", "ops",
+    "pmap", "transfer_guard", "core", "distributed", "dlpack", "image", "lib", "monitoring",
+    "ops",
     *_config_module.accepted_flag_contexts(),
 ]

@@ -1,6 +1,6 @@
-"""The small top-level modules of ``jax`` against JAX run live: ``jax.ops`` (values, dtypes,
-jaxprs, errors), ``jax.core``, ``jax.dlpack``, ``jax.monitoring`` (the same listener traffic),
-``jax.distributed`` (its argument errors) and ``jax.lib``."""
+"""The small top-level modules of ``jax`` against JAX run live: ``jax.ops`` and ``jax.image``
+(values, dtypes, jaxprs, errors), ``jax.core``, ``jax.dlpack``, ``jax.monitoring`` (the same
+listener traffic), ``jax.distributed`` (its argument errors) and ``jax.lib``."""
 
 from __future__ import annotations
 
@@ -143,3 +143,35 @@ def test_distributed_argument_errors_and_state() -> None:
     assert not spec.distributed.is_initialized()
     assert [n for n in dir(spec.lib) if not n.startswith("_")] == [
         n for n in dir(jax.lib) if not n.startswith("_")]
+
+
+def _resizes(image: Any, x: Any) -> Any:
+    """Linear (antialiased, up one axis and down another, on floats and on integers), the
+    edge-padded ``cubic-pytorch`` and nearest (x: the jnp namespace). Each resize costs JAX a
+    compilation of about a second on a loaded CI machine: the other kernels (Lanczos, Keys'
+    cubic, area) and scale_and_translate share these code paths."""
+    img = x.asarray(np.random.default_rng(3).normal(size=(2, 5, 7)).astype(np.float32))
+    out = [image.resize(img, (2, 8, 4), m, antialias=aa)
+           for m, aa in (("linear", True), ("cubic-pytorch", False), ("nearest", True))]
+    out.append(image.resize(x.arange(35, dtype=np.int32).reshape(5, 7), (3, 9), "linear"))
+    return out
+
+
+def test_image_resize_matches_jax() -> None:
+    theirs = jax.jit(lambda: _resizes(jax.image, jnp))()
+    for o, t in zip(_resizes(spec.image, snp), theirs, strict=True):
+        o, t = np.asarray(o), np.asarray(t)
+        assert (o.dtype, o.shape) == (t.dtype, t.shape)
+        np.testing.assert_allclose(o, t, atol=3e-6)
+    img = np.ones((5, 7), np.float32)
+    assert str(spec.make_jaxpr(lambda v: spec.image.resize(v, (8, 7), "linear"))(img)) == str(
+        jax.make_jaxpr(lambda v: jax.image.resize(v, (8, 7), "linear"))(img))
+    for mod in (spec.image, jax.image):
+        with pytest.raises(ValueError, match="Unknown resize method"):
+            mod.resize(img, (8, 7), "bogus")
+        with pytest.raises(ValueError, match="shape must have length"):
+            mod.resize(img, (8,), "linear")
+        with pytest.raises(ValueError, match="Nearest neighbor"):
+            mod.scale_and_translate(img, (8, 7), (0,), np.ones(1), np.zeros(1), "nearest")
+    assert [(m.name, m.value) for m in spec.image.ResizeMethod] == [
+        (m.name, m.value) for m in jax.image.ResizeMethod]
