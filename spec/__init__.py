@@ -38,6 +38,7 @@ from spec._src.core.sharding import NamedSharding, P
 from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
+from spec._src.api.smap import smap
 from spec._src.api.pmap import pmap
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec._src.api.custom_gradient import closure_convert, custom_gradient
@@ -161,6 +162,6 @@ __all__ = [
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
     "pmap", "transfer_guard", "core", "distributed", "dlpack", "image", "lib", "monitoring",
-    "ops",
+    "ops", "smap",
     *_config_module.accepted_flag_contexts(),
 ]
