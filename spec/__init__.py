@@ -79,6 +79,7 @@ __version__ = version.__version__
 __version_info__ = version.__version_info__
 
 enable_x64 = _config_module.enable_x64
+make_user_context = _config_module.make_user_context
 enable_checks = _config_module.enable_checks
 disable_jit = _config_module.disable_jit
 debug_nans = _config_module.debug_nans
@@ -162,6 +163,6 @@ __all__ = [
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
     "pmap", "transfer_guard", "core", "distributed", "dlpack", "image", "lib", "monitoring",
-    "ops", "smap",
+    "ops", "smap", "make_user_context",
     *_config_module.accepted_flag_contexts(),
 ]

@@ -175,3 +175,28 @@ def test_image_resize_matches_jax() -> None:
             mod.scale_and_translate(img, (8, 7), (0,), np.ones(1), np.zeros(1), "nearest")
     assert [(m.name, m.value) for m in spec.image.ResizeMethod] == [
         (m.name, m.value) for m in jax.image.ResizeMethod]
+
+
+def _user_context_traces(lib: Any) -> list[Any]:
+    """What a jitted function sees of a user context across values, and when it is traced."""
+    seen: list[Any] = []
+    ctx = lib.make_user_context(default_value=1)
+
+    @lib.jit
+    def f(x: Any) -> Any:
+        seen.append(("traced", ctx.value))
+        return x * ctx.value
+
+    seen.append(float(f(2.0)))
+    with ctx(3):
+        seen.append(float(f(2.0)))
+        with ctx(4):
+            seen.append((float(f(2.0)), ctx.value))
+        seen.append(float(f(2.0)))
+    ctx.set_global(5)
+    seen += [float(f(2.0)), ctx.value, ctx.get_global()]
+    return seen
+
+
+def test_make_user_context_keys_the_jit_cache_as_jax() -> None:
+    assert _user_context_traces(spec) == _user_context_traces(jax)

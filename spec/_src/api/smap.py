@@ -61,10 +61,10 @@ def _specs(axes: Any, axis_name: Any) -> Any:
 def _smap(f: Callable[..., Any], *, in_axes: Any, out_axes: Any, axis_name: Any
           ) -> Callable[..., Any]:
     _check_axes(in_axes, out_axes, axis_name)
-    mapped = shard_map(f, mesh=None, in_specs=None if in_axes is Infer else
-                       _specs(in_axes, axis_name),
-                       out_specs=_specs(out_axes, axis_name), axis_names={axis_name},
-                       check_vma=True)
+    in_specs = None if in_axes is Infer else _specs(in_axes, axis_name)
+    mapped: Callable[..., Any] = shard_map(f, mesh=None, in_specs=in_specs,
+                                           out_specs=_specs(out_axes, axis_name),
+                                           axis_names={axis_name}, check_vma=True)
     if in_axes is not Infer:
         return mapped
 

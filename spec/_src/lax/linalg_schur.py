@@ -172,7 +172,8 @@ def _reflector(x: np.ndarray, active: np.ndarray) -> np.ndarray:
     use = active & (np.abs(x[:, 1]) + np.abs(x[:, 2]) > 0) & (vv > 0)
     s = np.where(use, 2 / np.where(use, vv, 1), 0)
     eye = np.eye(3, dtype=x.dtype)
-    return eye - s[:, None, None] * v[:, :, None] * np.conj(v[:, None, :])
+    p: np.ndarray = eye - s[:, None, None] * v[:, :, None] * np.conj(v[:, None, :])
+    return p
 
 
 def _shift_vector(h: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.ndarray

@@ -42,7 +42,6 @@ from spec._src.lax import loops as lax_loops
 from spec._src.lax import slicing as lax_slicing
 from spec._src.lax.dot import Precision
 from spec._src.numpy import creation
-from spec._src.numpy import dtypes as jdtypes
 from spec._src.numpy import indexing as jnp_indexing
 from spec._src.numpy import math as jm
 from spec._src.numpy import reductions as jr
@@ -93,7 +92,8 @@ def schur(a: Any, output: str = "real") -> list[Any]:
         raise ValueError(f"Expected 'output' to be either 'real' or 'complex', got "
                          f"output={output!r}.")
     check_arraylike("scipy.schur", a)
-    return _schur(creation.asarray(a), output)
+    out: list[Any] = _schur(creation.asarray(a), output)
+    return out
 
 
 # -------------------------------------------------------------- hessenberg
@@ -154,7 +154,7 @@ def _rotate_block(m: Any, t: Any, z: Any) -> tuple[Any, Any]:
 def _rsf2csf_2d_fn(t: Any, z: Any) -> tuple[Any, Any]:
     dt = _complex_dtype(T.result_type(_dtype(t), _dtype(z)))
     t, z = t.astype(dt), z.astype(dt)
-    eps = jdtypes.finfo(dt).eps
+    eps = np.finfo(np.dtype(dt)).eps
     n = _shape(t)[0]
     if n == 1:
         return t, z
@@ -281,7 +281,7 @@ def funm(A: Any, func: Callable[[Any], Any], disp: bool = True) -> Any:  # noqa:
     if disp:
         return f
     # JAX's choice of tolerance: float32's eps for complex64, float64's otherwise.
-    tol = jdtypes.finfo(np.float32 if dt == T.complex64 else np.float64).eps
+    tol = np.finfo(np.float32 if dt == T.complex64 else np.float64).eps
     minden = jnp_indexing.where(minden == 0.0, tol, minden)
     err = jnp_indexing.where(
         jr.any(jm.isinf(f)), np.inf,
