@@ -19,19 +19,21 @@ blocks ``[[a, b], [c, a]]`` with ``b c < 0`` for complex pairs, LAPACK
 The NumPy evaluation, in float64 (complex128) vectorised over the batch and
 rounded once: ``hessenberg`` is ``gehd2``'s column loop with ``larfg``'s
 reflectors (so the reflectors and taus are LAPACK's up to rounding).
-``schur`` reduces to Hessenberg form, then runs Francis double-shift QR
-sweeps (the shifts are the eigenvalues of the active window's trailing 2x2
-block, exceptional shifts every 10 sweeps without deflation; the same
-sweep in complex arithmetic for complex dtypes) on each matrix's active
-window ``[l, i]``, every matrix of the batch at its own window and step. A
-subdiagonal entry deflates when ``|h[j, j-1]| <= eps (|h[j-1, j-1]| +
-|h[j, j]|)``; a trailing 1x1 block is final; a trailing 2x2 block is
-triangularised by a rotation (complex dtypes and real eigenvalues) or put
-in standard form (a complex pair). A matrix that has not converged after
-``30 max(10, n)`` sweeps for one block, or that has a non-finite entry,
-gives NaNs (as LAPACK's ``info != 0`` does through JAX's lowering). The
-Schur form is not unique: T's eigenvalues agree with LAPACK's ``gees`` as a
-set, not in their order along the diagonal (SPEC.md says why).
+``schur`` reduces to Hessenberg form, then follows LAPACK's small-matrix QR
+iteration (dlahqr for real dtypes, zlahqr for complex ones) on each
+matrix's active window ``[l, i]``, every matrix of the batch at its own
+window and step: deflation by Ahues and Tisseur's test, the sweep started
+below the window's top where two consecutive subdiagonal entries are small,
+Francis double-shift sweeps (real) or single-shift sweeps with Wilkinson's
+shift (complex), exceptional shifts every 10 sweeps without deflation, a
+real trailing 2x2 block put in dlanv2's standard form. The tests for
+negligible entries use the precision of the operand's dtype (LAPACK's
+working precision), so the convergence, and with it the order of the
+eigenvalues along T's diagonal, is gees's in the cases tested. A matrix that
+has not converged after ``30 max(10, n)`` sweeps for one block, or that has
+a non-finite entry, gives NaNs (as LAPACK's ``info != 0`` does through JAX's
+lowering). The Schur form is not unique; SPEC.md says which parts of gees's
+spec reproduces.
 """
 
 from __future__ import annotations
@@ -176,45 +178,81 @@ def _reflector(x: np.ndarray, active: np.ndarray) -> np.ndarray:
     return p
 
 
-def _shift_vector(h: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.ndarray
-                  ) -> np.ndarray:
-    """The first column of the shift polynomial at the window's top, from the
-    window's trailing 2x2 block (dlahqr's and zlahqr's choice): real dtypes
-    ``(H - s1)(H - s2)`` with its eigenvalues s1, s2, or twice the one nearer
-    ``h[i, i]`` when both are real; complex dtypes ``H - s``, s the one
-    nearer ``h[i, i]`` (Wilkinson's shift). Every 10 sweeps without
-    deflation the shift is an exceptional one."""
+def _shifts(h: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The shift polynomial's ``(trace, det)`` (real dtypes: ``(H - s1)(H -
+    s2)``) or ``(s, 0)`` (complex dtypes: ``H - s``), from the window's
+    trailing 2x2 block as dlahqr and zlahqr choose: real dtypes its two
+    eigenvalues, or twice the one nearer ``h[i, i]`` when both are real;
+    complex dtypes the one nearer ``h[i, i]`` (Wilkinson's shift). Every 10
+    sweeps without deflation the shift is an exceptional one."""
     b = np.arange(h.shape[0])
     a11, a12, a21, a22 = h[b, i - 1, i - 1], h[b, i - 1, i], h[b, i, i - 1], h[b, i, i]
     half = 0.5 * (a11 - a22)
     disc = half * half + a12 * a21
     root = np.sqrt(disc if np.iscomplexobj(h) else np.maximum(disc, 0))
     root = np.where((np.conj(half) * root).real >= 0, root, -root)
-    near = a22 + half - root
+    # a22 - a12 a21 / (half + root): the eigenvalue nearer a22, without cancellation.
+    den = half + root
+    near = np.where(den == 0, a22 + half - root, a22 - a12 * a21 / np.where(den == 0, 1, den))
     w = np.abs(h[b, i, i - 1]) + np.abs(h[b, i - 1, np.maximum(i - 2, 0)])
     exceptional = (its > 0) & (its % 10 == 0)
     e = 0.75 * w + a22
-    h00, h01, h10 = h[b, l, l], h[b, l, l + 1], h[b, l + 1, l]
-    h11, h21 = h[b, l + 1, l + 1], h[b, l + 2, l + 1]
     if np.iscomplexobj(h):
-        mu = np.where(exceptional, e, near)
-        return np.stack([h00 - mu, h10, np.zeros_like(h10)], axis=-1)
+        return np.where(exceptional, e, near), np.zeros_like(near)
     trace = np.where(disc >= 0, 2 * near, a11 + a22)
     det = np.where(disc >= 0, near * near, a11 * a22 - a12 * a21)
-    trace = np.where(exceptional, 2 * e, trace)
-    det = np.where(exceptional, e * e + 0.4375 * w * w, det)
+    return (np.where(exceptional, 2 * e, trace),
+            np.where(exceptional, e * e + 0.4375 * w * w, det))
+
+
+def _first_column(h: np.ndarray, m: np.ndarray, trace: np.ndarray, det: np.ndarray
+                  ) -> np.ndarray:
+    """The first column of the shift polynomial of H at row m (zero below
+    row m + 2, or m + 1 for a single shift)."""
+    b = np.arange(h.shape[0])
+    h00, h01, h10 = h[b, m, m], h[b, m, m + 1], h[b, m + 1, m]
+    h11, h21 = h[b, m + 1, m + 1], h[b, m + 2, m + 1]
+    if np.iscomplexobj(h):
+        return np.stack([h00 - trace, h10, np.zeros_like(h10)], axis=-1)
     return np.stack([h00 * h00 + h01 * h10 - trace * h00 + det,
                      h10 * (h00 + h11 - trace), h10 * h21], axis=-1)
 
 
+def _sweep_start(h: np.ndarray, l: np.ndarray, i: np.ndarray, trace: np.ndarray,
+                 det: np.ndarray, eps: float) -> np.ndarray:
+    """Each window's sweep start m (dlahqr's and zlahqr's search): the last
+    row ``m > l`` whose subdiagonal entry is negligible against the shift
+    polynomial's first column there, so that the sweep may start below the
+    window's top; l if there is none."""
+    start = l.copy()
+    for m in range(h.shape[1] - 3, 0, -1):
+        rows = np.full_like(l, m)
+        inside = (m > l) & (m <= i - (1 if np.iscomplexobj(h) else 2)) & (start == l)
+        if not inside.any():
+            continue
+        b = np.arange(h.shape[0])
+        v = _first_column(h, np.minimum(rows, h.shape[1] - 3), trace, det)
+        coupling = np.abs(h[b, rows, rows - 1]) * (np.abs(v[:, 1]) + np.abs(v[:, 2]))
+        diag = _magnitude(h[b, rows, rows]) + _magnitude(h[b, rows + 1, rows + 1])
+        if not np.iscomplexobj(h):  # dlahqr also counts the entry above
+            diag = diag + np.abs(h[b, rows - 1, rows - 1])
+        small = coupling <= eps * _magnitude(v[:, 0]) * diag
+        start = np.where(inside & small, m, start)
+    return start
+
+
 def _sweep(h: np.ndarray, z: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.ndarray,
-           sweeping: np.ndarray) -> None:
-    """One implicit double-shift QR sweep (bulge chase) on each sweeping
-    matrix's window ``[l, i]``; the others are left alone."""
+           sweeping: np.ndarray, eps: float) -> None:
+    """One implicit QR sweep (bulge chase) on each sweeping matrix's window
+    ``[l, i]``, from its start row on; the others are left alone."""
     b = np.arange(h.shape[0])
-    x = _shift_vector(h, l, i, its)
+    trace, det = _shifts(h, l, i, its)
+    m = np.where(sweeping, _sweep_start(h, l, i, trace, det, eps), l)
+    x = _first_column(h, m, trace, det)
+    single = np.iscomplexobj(h)
     for step in range(h.shape[1] - 2):
-        k = l + step
+        k = m + step
         active = sweeping & (k <= i - 1)
         if not active.any():
             return
@@ -223,21 +261,21 @@ def _sweep(h: np.ndarray, z: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.n
             x = np.stack([h[b, kk, kk - 1], h[b, kk + 1, kk - 1], h[b, kk + 2, kk - 1]], -1)
         # The last step of a window is a 2-vector (row i+1 lies outside it), and
         # every step of a single-shift (complex) sweep is.
-        single = np.iscomplexobj(h)
         x[:, 2] = np.where((kk + 2 <= i) & (not single), x[:, 2], 0)
         _transform(h, z, kk, _reflector(x, active))
-        if step > 0:
-            done = active.nonzero()[0]
-            h[done, kk[done] + 1, kk[done] - 1] = 0
-            h[done, kk[done] + 2, kk[done] - 1] = 0
+        # What the reflector leaves below the subdiagonal in column k-1 is zero (the
+        # bulge chased on; at a start below the window's top, the negligible coupling).
+        done = (active & (kk >= 1)).nonzero()[0]
+        h[done, kk[done] + 1, kk[done] - 1] = 0
+        h[done, kk[done] + 2, kk[done] - 1] = 0
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1.0, -1.0)
 
 
-def _standard_rotation(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _standard_rotation(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray,
+                       eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``dlanv2``'s rotation ``(cs, sn)`` for real 2x2 blocks [[a, b], [c,
     d]], and whether the rotated block is triangular (real eigenvalues)."""
     temp = a - d
@@ -247,7 +285,7 @@ def _standard_rotation(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarra
     scale = np.maximum(np.abs(p), bcmax)
     safe = np.where(scale == 0, 1, scale)
     zz = p / safe * p + bcmax / safe * bcmis
-    real_pair = zz >= 4 * np.finfo(np.float64).eps
+    real_pair = zz >= 4 * eps
     # Real eigenvalues: the rotation to the eigenvector of d + z.
     z = p + _sign(p) * np.sqrt(scale) * np.sqrt(np.maximum(zz, 0))
     tau = np.hypot(c, z)
@@ -281,13 +319,14 @@ def _standard_rotation(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarra
     return cs, sn, triangular
 
 
-def _split_block(h: np.ndarray, z: np.ndarray, i: np.ndarray, ending: np.ndarray) -> None:
+def _split_block(h: np.ndarray, z: np.ndarray, i: np.ndarray, ending: np.ndarray,
+                 eps: float) -> None:
     """dlanv2's final form of the trailing 2x2 block ``[i-1, i]`` of each
     ending (real) matrix."""
     b = np.arange(h.shape[0])
     p = np.where(ending, i - 1, 0)
     a, bb, c, d = h[b, p, p], h[b, p, p + 1], h[b, p + 1, p], h[b, p + 1, p + 1]
-    v0, v1, triangular = _standard_rotation(a, bb, c, d)
+    v0, v1, triangular = _standard_rotation(a, bb, c, d, eps)
     v0, v1 = np.where(ending, v0, 1), np.where(ending, v1, 0)
     g = np.stack([np.stack([v0, -v1], -1), np.stack([v1, v0], -1)], -2)
     _transform(h, z, p, g)
@@ -299,20 +338,41 @@ def _split_block(h: np.ndarray, z: np.ndarray, i: np.ndarray, ending: np.ndarray
     h[pair, p[pair] + 1, p[pair] + 1] = mean
 
 
-def _deflation_points(h: np.ndarray, i: np.ndarray) -> np.ndarray:
+def _magnitude(x: np.ndarray) -> np.ndarray:
+    """LAPACK's size of an entry: ``|x|``, or ``|Re x| + |Im x|`` (cabs1) for complex."""
+    return np.abs(x.real) + np.abs(x.imag) if np.iscomplexobj(x) else np.abs(x)
+
+
+def _deflation_points(h: np.ndarray, i: np.ndarray, unit: np.finfo) -> np.ndarray:
     """Each matrix's window top: the last row ``l <= i`` whose subdiagonal
-    entry is negligible next to its diagonal neighbours (0 if none)."""
+    entry is negligible (0 if none), by dlahqr's and zlahqr's test (Ahues and
+    Tisseur's): below ``safmin n / eps``, or at most ``eps`` times its
+    diagonal neighbours and small against them in the 2x2 block's terms."""
     n = h.shape[1] - 1
-    diag = np.abs(np.diagonal(h, axis1=1, axis2=2)[:, :n])
-    sub = np.abs(np.diagonal(h, offset=-1, axis1=1, axis2=2)[:, :n - 1])
-    tiny = np.finfo(np.float64).tiny * (n / np.finfo(np.float64).eps)
-    small = sub <= np.maximum(tiny, np.finfo(np.float64).eps * (diag[:, :-1] + diag[:, 1:]))
+    eps = float(unit.eps)
+    tiny = float(unit.tiny) * (n / eps)
+    d = np.diagonal(h, axis1=1, axis2=2)[:, :n]
+    sub = _magnitude(np.diagonal(h, offset=-1, axis1=1, axis2=2)[:, :n - 1])
+    sup = _magnitude(np.diagonal(h, offset=1, axis1=1, axis2=2)[:, :n - 1])
+    above, below = _magnitude(d[:, :-1]), _magnitude(d[:, 1:])
+    tst = above + below
+    # A zero diagonal pair falls back on the neighbouring subdiagonal entries.
+    sub_pad = np.pad(sub, ((0, 0), (1, 1)))
+    tst = np.where(tst == 0, tst + sub_pad[:, :-2] + sub_pad[:, 2:], tst)
+    ab, ba = np.maximum(sub, sup), np.minimum(sub, sup)
+    gap = _magnitude(d[:, :-1] - d[:, 1:])
+    aa, bb = np.maximum(below, gap), np.minimum(below, gap)
+    total = np.where(aa + ab == 0, 1, aa + ab)
+    refined = ba * (ab / total) <= np.maximum(tiny, eps * (bb * (aa / total)))
+    small = (sub <= tiny) | ((sub <= eps * tst) & refined)
     rows = np.arange(1, n)
     return np.where(small & (rows <= i[:, None]), rows, 0).max(axis=1, initial=0)
 
 
-def _schur_flat(x: np.ndarray, want_q: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """T, Q and which matrices failed, for a flat wide batch ``[B, n, n]``."""
+def _schur_flat(x: np.ndarray, unit: np.finfo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """T, Q and which matrices failed, for a flat wide batch ``[B, n, n]``; the
+    tests for negligible entries at the precision ``unit`` of the operand's
+    dtype (LAPACK's working precision)."""
     bsz, n, _ = x.shape
     bad = ~np.isfinite(x).all(axis=(-2, -1))
     reduced, _, q = _reduce(np.where(bad[:, None, None], 0, x), with_q=True)
@@ -327,7 +387,7 @@ def _schur_flat(x: np.ndarray, want_q: bool) -> tuple[np.ndarray, np.ndarray, np
     itmax = 30 * max(10, n)
     b = np.arange(bsz)
     while (i >= 0).any():
-        l = _deflation_points(h, np.maximum(i, 0))
+        l = _deflation_points(h, np.maximum(i, 0), unit)
         live = i >= 0
         top = live & (l > 0)
         h[b[top], l[top], l[top] - 1] = 0
@@ -337,13 +397,14 @@ def _schur_flat(x: np.ndarray, want_q: bool) -> tuple[np.ndarray, np.ndarray, np
         two = live & (l == i - 1) & (not np.iscomplexobj(x))
         sweeping = live & ~one & ~two
         if two.any():
-            _split_block(h, z, i, two)
+            _split_block(h, z, i, two, float(unit.eps))
         its = np.where(one | two, 0, its + sweeping)
         stuck = sweeping & (its > itmax)
         bad |= stuck
         sweeping &= ~stuck
         if sweeping.any():
-            _sweep(h, z, np.where(sweeping, l, 0), np.where(sweeping, i, 2), its, sweeping)
+            _sweep(h, z, np.where(sweeping, l, 0), np.where(sweeping, i, 2), its, sweeping,
+                   float(unit.eps))
         i = np.where(stuck, -1, i - one - 2 * two)
     t = np.triu(h[:, :n, :n], 0 if np.iscomplexobj(x) else -1)
     return t, z[:, :, :n], bad
@@ -357,7 +418,8 @@ def _schur_impl(x: np.ndarray, *, compute_schur_vectors: bool, sort_eig_vals: bo
     *batch, n, _ = x.shape
     if n == 0:
         return [x.copy(), x.copy()][:1 + compute_schur_vectors]
-    t, q, bad = _schur_flat(_wide(x.reshape(math.prod(batch), n, n)), compute_schur_vectors)
+    unit = np.finfo(np.float64 if x.dtype in (np.float64, np.complex128) else np.float32)
+    t, q, bad = _schur_flat(_wide(x.reshape(math.prod(batch), n, n)), unit)
     outs = [_nan_where(bad, t.astype(x.dtype)).reshape(x.shape)]
     if compute_schur_vectors:
         outs.append(_nan_where(bad, q.astype(x.dtype)).reshape(x.shape))
