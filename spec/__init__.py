@@ -69,6 +69,7 @@ from spec import dlpack as dlpack
 from spec import lib as lib
 from spec import monitoring as monitoring
 from spec import ops as ops
+from spec import custom_batching as custom_batching
 from spec import image as image
 from spec._src.core.array import Shard as Shard
 
@@ -163,6 +164,6 @@ __all__ = [
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
     "pmap", "transfer_guard", "core", "distributed", "dlpack", "image", "lib", "monitoring",
-    "ops", "smap", "make_user_context",
+    "ops", "smap", "make_user_context", "custom_batching",
     *_config_module.accepted_flag_contexts(),
 ]

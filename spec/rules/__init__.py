@@ -20,6 +20,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     control_flow,
     conv,
     custom,
+    custom_batching,
     dot,
     elementwise,
     fft,
