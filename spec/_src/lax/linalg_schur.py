@@ -224,22 +224,23 @@ def _sweep_start(h: np.ndarray, l: np.ndarray, i: np.ndarray, trace: np.ndarray,
     """Each window's sweep start m (dlahqr's and zlahqr's search): the last
     row ``m > l`` whose subdiagonal entry is negligible against the shift
     polynomial's first column there, so that the sweep may start below the
-    window's top; l if there is none."""
-    start = l.copy()
-    for m in range(h.shape[1] - 3, 0, -1):
-        rows = np.full_like(l, m)
-        inside = (m > l) & (m <= i - (1 if np.iscomplexobj(h) else 2)) & (start == l)
-        if not inside.any():
-            continue
-        b = np.arange(h.shape[0])
-        v = _first_column(h, np.minimum(rows, h.shape[1] - 3), trace, det)
-        coupling = np.abs(h[b, rows, rows - 1]) * (np.abs(v[:, 1]) + np.abs(v[:, 2]))
-        diag = _magnitude(h[b, rows, rows]) + _magnitude(h[b, rows + 1, rows + 1])
-        if not np.iscomplexobj(h):  # dlahqr also counts the entry above
-            diag = diag + np.abs(h[b, rows - 1, rows - 1])
-        small = coupling <= eps * _magnitude(v[:, 0]) * diag
-        start = np.where(inside & small, m, start)
-    return start
+    window's top; l if there is none. Every candidate row at once."""
+    ms = np.arange(1, h.shape[1] - 2)
+    d0, d1, above = h[:, ms, ms], h[:, ms + 1, ms + 1], h[:, ms - 1, ms - 1]
+    h01, h10, h21 = h[:, ms, ms + 1], h[:, ms + 1, ms], h[:, ms + 2, ms + 1]
+    tr, de = trace[:, None], det[:, None]
+    if np.iscomplexobj(h):
+        v0, v12 = d0 - tr, np.abs(h10)
+        diag = _magnitude(d0) + _magnitude(d1)
+        last = i - 1
+    else:
+        v0 = d0 * d0 + h01 * h10 - tr * d0 + de
+        v12 = np.abs(h10 * (d0 + d1 - tr)) + np.abs(h10 * h21)
+        diag = np.abs(above) + np.abs(d0) + np.abs(d1)  # dlahqr also counts the entry above
+        last = i - 2
+    small = np.abs(h[:, ms, ms - 1]) * v12 <= eps * _magnitude(v0) * diag
+    ok = small & (ms > l[:, None]) & (ms <= last[:, None])
+    return np.where(ok.any(axis=1), np.where(ok, ms, -1).max(axis=1, initial=-1), l)
 
 
 def _sweep(h: np.ndarray, z: np.ndarray, l: np.ndarray, i: np.ndarray, its: np.ndarray,
