@@ -38,6 +38,7 @@ from spec._src.core.sharding import NamedSharding, P
 from spec._src.lax.reshard import reshard
 from spec._src.core.ledger import collectives_log
 from spec._src.api.shard_map import shard_map
+from spec._src.api.smap import smap
 from spec._src.api.pmap import pmap
 from spec._src.api.custom_derivatives import custom_jvp, custom_vjp
 from spec._src.api.custom_gradient import closure_convert, custom_gradient
@@ -62,6 +63,14 @@ import enum as _enum
 import functools as _functools
 import gc as _gc
 from spec import profiler as profiler
+from spec import core as core
+from spec import distributed as distributed
+from spec import dlpack as dlpack
+from spec import lib as lib
+from spec import monitoring as monitoring
+from spec import ops as ops
+from spec import custom_batching as custom_batching
+from spec import image as image
 from spec._src.core.array import Shard as Shard
 
 from spec import version as version
@@ -71,6 +80,7 @@ __version__ = version.__version__
 __version_info__ = version.__version_info__
 
 enable_x64 = _config_module.enable_x64
+make_user_context = _config_module.make_user_context
 enable_checks = _config_module.enable_checks
 disable_jit = _config_module.disable_jit
 debug_nans = _config_module.debug_nans
@@ -153,5 +163,7 @@ __all__ = [
     "tree", "tree_util", "typeof", "ad", "ffi",
     "install_as_jax", "parse_jaxpr", "typing", "memory",
     "Inline", "Shard", "checking_leaks", "copy_to_host_async", "live_arrays", "profiler",
-    "pmap", "transfer_guard", *_config_module.accepted_flag_contexts(),
+    "pmap", "transfer_guard", "core", "distributed", "dlpack", "image", "lib", "monitoring",
+    "ops", "smap", "make_user_context", "custom_batching",
+    *_config_module.accepted_flag_contexts(),
 ]

@@ -17,6 +17,7 @@ from spec._src.lax.linalg import (
 from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
 from spec._src.lax.linalg_tridiagonal import tridiagonal_solve, tridiagonal_solve_p
 from spec._src.lax.linalg_householder import householder_product, householder_product_p
+from spec._src.lax.linalg_schur import hessenberg, hessenberg_p, schur, schur_p
 from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
     "cholesky_p",
     "eigh",
     "eigh_p",
+    "hessenberg",
+    "hessenberg_p",
     "householder_product",
     "householder_product_p",
     "lu",
@@ -37,6 +40,8 @@ __all__ = [
     "lu_pivots_to_permutation_p",
     "qr",
     "qr_p",
+    "schur",
+    "schur_p",
     "svd",
     "svd_p",
     "triangular_solve",

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["config", "Config", "enable_x64", "use_direct_linearize"]
+__all__ = ["config", "Config", "UserConfig", "enable_x64", "make_user_context",
+           "use_direct_linearize"]
 
 _FALSY = ("", "0", "false", "f", "no", "n", "off")
 
@@ -208,7 +210,7 @@ class Config:
         v = self._values
         return (v["jax_enable_x64"], v["jax_use_direct_linearize"],
                 v["jax_default_matmul_precision"], v["jax_numpy_rank_promotion"],
-                v["jax_numpy_dtype_promotion"])
+                v["jax_numpy_dtype_promotion"], tuple(c.value for c in _USER_CONTEXTS))
 
     def use_direct_linearize(self, new_val: bool = True) -> contextlib.AbstractContextManager[None]:
         """Within the block, select the direct (True) or legacy (False)
@@ -348,3 +350,43 @@ def transfer_guard(new_val: str) -> Iterator[None]:
         for kind in ("host_to_device", "device_to_host", "device_to_device"):
             stack.enter_context(config._override(f"jax_transfer_guard_{kind}", new_val))
         yield
+
+
+class UserConfig:
+    """A context value that keys every jit cache (``jax.make_user_context``): its global
+    value, or within ``with ctx(v):`` blocks (per thread, innermost first) ``v``."""
+
+    def __init__(self, default_value: Any) -> None:
+        self._global = default_value
+        self._local = threading.local()
+        _USER_CONTEXTS.append(self)
+
+    @property
+    def value(self) -> Any:
+        stack = getattr(self._local, "stack", None)
+        return stack[-1] if stack else self._global
+
+    def get_global(self) -> Any:
+        return self._global
+
+    def set_global(self, new_value: Any) -> None:
+        self._global = new_value
+
+    @contextlib.contextmanager
+    def __call__(self, new_value: Any) -> Iterator[None]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        self._local.stack.append(new_value)
+        try:
+            yield
+        finally:
+            self._local.stack.pop()
+
+
+_USER_CONTEXTS: list[UserConfig] = []
+
+
+def make_user_context(default_value: Any = None) -> UserConfig:
+    """A new jit-cache-sensitive context, starting at ``default_value``: a jitted function
+    called under another value of it is traced again."""
+    return UserConfig(default_value)

@@ -1516,8 +1516,11 @@ def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],
     return [env[x] if is_slot else x for is_slot, x in plan.outputs]
 
 
-def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
-    """Evaluate by binding every equation under the current trace."""
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any,
+               propagate_source_info: bool = True) -> list[Any]:
+    """Evaluate by binding every equation under the current trace, with the
+    equation's source location (the caller's with ``propagate_source_info``
+    off)."""
 
     env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
@@ -1526,7 +1529,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args: Any) -> list[Any]:
         return literal_value(atom) if isinstance(atom, Literal) else env[atom]
 
     for eqn in jaxpr.eqns:
-        with si.inherited(eqn.source_info):
+        with si.inherited(eqn.source_info if propagate_source_info else None):
             outs = current_trace().process_primitive(
                 eqn.primitive, [read(a) for a in eqn.invars], eqn.params)
         for v, o in zip(eqn.outvars, outs):

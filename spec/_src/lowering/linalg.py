@@ -53,16 +53,19 @@ def _char(c: str) -> int:
 
 
 def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_avals: Avals,
-             out_avals: Avals, attributes: dict[str, int], aliases: dict[int, int]
-             ) -> list[str]:
+             out_avals: Avals, attributes: dict[str, int], aliases: dict[int, int],
+             i32_attributes: dict[str, int] | None = None) -> list[str]:
     """``stablehlo.custom_call @target`` the way JAX's linalg FFI lowering
     writes it: arrays of the largest rank column-major, the rest row-major;
-    ``attributes`` as ``ui8`` backend attributes; ``aliases`` maps an
+    ``attributes`` as ``ui8`` backend attributes (``i32_attributes`` as
+    ``i32`` ones, all in name order); ``aliases`` maps an
     operand to the result that reuses its buffer."""
     top = max(a.ndim for a in in_avals)
     in_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in in_avals)
     out_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in out_avals)
-    config = ", ".join(f"{k} = {v} : ui8" for k, v in sorted(attributes.items()))
+    typed = {**{k: f"{v} : ui8" for k, v in attributes.items()},
+             **{k: f"{v} : i32" for k, v in (i32_attributes or {}).items()}}
+    config = ", ".join(f"{k} = {v}" for k, v in sorted(typed.items()))
     multi = len(out_avals) > 1
     alias_text = ", ".join(
         f"#stablehlo.output_operand_alias<output_tuple_indices = "
@@ -395,3 +398,42 @@ def householder_product(ctx: LoweringContext, operands: Sequence[str], in_avals:
     routine = "ungqr" if np.dtype(aval.dtype).kind == "c" else "orgqr"
     return ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals, [out_avals[0]], {},
                     {0: 0})
+
+
+def hessenberg(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+               out_avals: Avals) -> list[str]:
+    """``gehrd`` over rows and columns ``low = 1`` to ``high = n`` (i32
+    attributes), a aliased to its overwritten result; NaN where
+    ``info != 0``."""
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    a, taus, info = ffi_call(ctx, _target("gehrd", aval.dtype), operands, in_avals,
+                             [*out_avals, ArrayType(batch, _I32)], {}, {0: 0},
+                             i32_attributes={"high": int(aval.shape[-1]), "low": 1})
+    ok = _ok(ctx, info, batch)
+    return [_nan_unless(ctx, ok, batch, a, out_avals[0]),
+            _nan_unless(ctx, ok, batch, taus, out_avals[1])]
+
+
+def schur(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
+          *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any
+          ) -> list[str]:
+    """``gees`` in mode ``V`` (or ``N``) without sorting, x aliased to the
+    Schur form; its eigenvalues (real and imaginary parts for a real x) and
+    ``sdim`` unused; NaN where ``info != 0``."""
+    if sort_eig_vals:
+        raise NotImplementedError("The sort feature of LAPACK's gees routine is not "
+                                  "implemented.")
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    real = np.dtype(aval.dtype).kind == "f"
+    eigvals = [ArrayType(aval.shape[:-1], aval.dtype)] * (2 if real else 1)
+    info_aval = ArrayType(batch, _I32)
+    attrs = {"mode": _char("V" if compute_schur_vectors else "N"), "sort": _char("N")}
+    t, q, *_, info = ffi_call(ctx, _target("gees", aval.dtype), operands, in_avals,
+                              [aval, aval, *eigvals, info_aval, info_aval], attrs, {0: 0})
+    ok = _ok(ctx, info, batch)
+    outs = [_nan_unless(ctx, ok, batch, t, out_avals[0])]
+    if compute_schur_vectors:
+        outs.append(_nan_unless(ctx, ok, batch, q, out_avals[1]))
+    return outs

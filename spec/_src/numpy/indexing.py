@@ -443,7 +443,8 @@ def _normalize(index: Any, size: int) -> Any:
     return ew.select_n(negative, index, ew.add(index, size_const))
 
 
-def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
+def _gather_plan(shape: T.Shape, parsed: list[_Parsed], normalize_indices: bool = True
+                 ) -> _GatherPlan:
     for pos, p in enumerate(parsed):
         if p.kind == _Kind.SLICE and not _static_slice_parts(p.index):
             raise IndexError(
@@ -471,7 +472,8 @@ def _gather_plan(shape: T.Shape, parsed: list[_Parsed]) -> _GatherPlan:
             dim += len(p.axes)
     xshape = tuple(new_shape)
     normed = [_Parsed(_normalize(p.index, xshape[p.axes[0]]), p.kind, p.axes)
-              if p.kind in (_Kind.ARRAY, _Kind.INTEGER) else p for p in expanded]
+              if p.kind in (_Kind.ARRAY, _Kind.INTEGER) and normalize_indices else p
+              for p in expanded]
     is_advanced = any(p.kind == _Kind.ARRAY and _ndim(p.index) > 0 for p in normed)
     adv_arrays: list[Any] = []
     adv_idx_pos: list[int] = []
@@ -595,7 +597,10 @@ def _gather(arr: Any, shape: T.Shape, parsed: list[_Parsed], *, indices_are_sort
 
 def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
                     indices_are_sorted: bool, unique_indices: bool,
-                    mode: str | GatherScatterMode | None) -> Any:
+                    mode: str | GatherScatterMode | None, normalize_indices: bool = True
+                    ) -> Any:
+    """``op`` of y into x at idx; negative indices count from the end unless
+    ``normalize_indices`` is off (then the mode decides about them)."""
     x_aval = canonical_aval_of(x)
     y = T.from_jax_array(y)
     if (isinstance(y, int) and not isinstance(y, bool) and T.is_int(x_aval.dtype)
@@ -605,7 +610,7 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
         y = _asarray(y) if not isinstance(y, T.PYTHON_SCALAR_TYPES) else y
     _stage_now(y)
     parsed = _expand_bool(_parse(idx, x_aval.shape), x_aval.shape)
-    plan = _gather_plan(x_aval.shape, parsed)
+    plan = _gather_plan(x_aval.shape, parsed, normalize_indices)
     if 0 in plan.slice_shape:
         return x
     x2, y2 = _promote(x, y)

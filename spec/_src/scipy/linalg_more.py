@@ -25,8 +25,8 @@
 - ``solve_sylvester(A, B, C)``: X with ``A X + X B = C``, NaN where some
   eigenvalues of A and B sum to less than ``tol`` in magnitude. Method
   ``'schur'`` solves the equivalent ``(I kron A + B^T kron I) vec(X) =
-  vec(C)`` (JAX's Bartels-Stewart reaches the same X; spec has no Schur
-  decomposition yet); ``'eigen'`` diagonalises A and B as JAX does.
+  vec(C)`` (JAX's Bartels-Stewart on the Schur forms of A and B reaches
+  the same X to rounding); ``'eigen'`` diagonalises A and B as JAX does.
 """
 
 from __future__ import annotations
