@@ -125,9 +125,9 @@ def after_delete(a):
     return seen
 out["deleted"] = after_delete(jnp.arange(3.0))
 out["deleted committed"] = after_delete(jax.device_put(jnp.arange(3.0), d[1]))
+auto = jax.make_mesh((3,), ('i',), devices=d[:3], axis_types=(jax.sharding.AxisType.Auto,))
 out["deleted sharded"] = after_delete(jax.device_put(jnp.arange(3.0),
-                                                     jax.NamedSharding(jax.make_mesh((3,), ('i',), devices=d[:3],
-                                      axis_types=(jax.sharding.AxisType.Auto,)), jax.P('i'))))
+                                                     jax.NamedSharding(auto, jax.P('i'))))
 '''
 
 
