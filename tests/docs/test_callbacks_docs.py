@@ -11,6 +11,8 @@ page's ``%xmode`` cell and the ``jax_debug_nans`` cells of the debugging page
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -386,10 +388,17 @@ PAGES = {"callbacks": (CALLBACKS_PAGE, 8, CALLBACKS_CELLS),
 # Cells whose output differs for a reason recorded here (strict: a fix shows).
 XFAIL: dict[tuple[str, str], str] = {
     ("debugging", "cell 2"): "XLA's float32 sin(1.0) is 1 ULP from NumPy's; the printed y shows it",
-    # The page's point: unordered prints may run in any order. XLA's schedule of lax.map's
-    # loop body prints y before x; spec runs effects in program order (SPEC.md 9.15).
-    ("debugging", "cell 3"): "XLA prints the loop body's second print first",
 }
+
+# Cells whose unordered prints under jit XLA's schedule orders (the page's point: they may
+# run in any order; spec runs them in program order, SPEC.md 9.15): their printed lines
+# are compared as multisets (to 6 digits: XLA's float32 sin may differ from NumPy's in the
+# last place).
+UNORDERED = {("debugging", "cell 3")}
+
+
+def _lines(printed: str) -> list[str]:
+    return sorted(re.sub(r"(\d\.\d{5})\d+", r"\1", line) for line in printed.splitlines())
 
 
 @pytest.fixture(scope="module")
@@ -405,6 +414,9 @@ def test_cell_prints_what_jax_prints(results: dict[str, tuple[dict[str, Any], di
                                      page: str, name: str) -> None:
     ours, theirs = results[page]
     assert sorted(ours) == sorted(theirs)
+    if (page, name) in UNORDERED:
+        assert _lines(ours[name]) == _lines(theirs[name])
+        return
     assert ours[name] == theirs[name]
 
 

@@ -102,6 +102,32 @@ out["sizes on devices"] = [y.on_device_size_in_bytes(), s.on_device_size_in_byte
                            y.copy_to_host_async()]
 out["sharded device"] = str(s.device)
 out["sharded committed"] = s.committed
+def after_delete(a):
+    """What each use of a deleted array gives: its result's type, or the error."""
+    seen = [a.is_deleted()]
+    a.delete()
+    a.delete()  # a second delete does nothing
+    seen.append(a.is_deleted())
+    uses = [lambda: a + 1, lambda: repr(a), lambda: str(a), lambda: np.asarray(a),
+            lambda: jax.jit(lambda v: v * 2)(a), lambda: a[0], lambda: a.tolist(),
+            lambda: float(a[0]), lambda: list(a), lambda: jnp.sin(a), lambda: a.at[0].set(1.0),
+            lambda: jax.grad(lambda v: v.sum())(a), lambda: jax.vmap(lambda v: v + 1)(a),
+            lambda: a.addressable_shards, lambda: a.devices(), lambda: a.block_until_ready(),
+            lambda: a.unsafe_buffer_pointer(), lambda: jax.device_put(a, d[3]),
+            lambda: (a.shape, a.dtype.name, str(a.sharding), len(a), a.size, a.committed),
+            lambda: str(jax.make_jaxpr(lambda v: v + 1)(a)), lambda: jax.device_put(a) is a]
+    for use in uses:
+        try:
+            r = use()
+            seen.append(r if isinstance(r, (tuple, str, bool)) else type(r).__name__)
+        except Exception as e:
+            seen.append([type(e).__name__, str(e)])
+    return seen
+out["deleted"] = after_delete(jnp.arange(3.0))
+out["deleted committed"] = after_delete(jax.device_put(jnp.arange(3.0), d[1]))
+auto = jax.make_mesh((3,), ('i',), devices=d[:3], axis_types=(jax.sharding.AxisType.Auto,))
+out["deleted sharded"] = after_delete(jax.device_put(jnp.arange(3.0),
+                                                     jax.NamedSharding(auto, jax.P('i'))))
 '''
 
 
@@ -116,7 +142,8 @@ def _keys() -> list[str]:
     names += [line.split('"')[1] for line in PROGRAM.splitlines()
               if line.lstrip().startswith('record("')]
     return names + ["flag bad", "pointer", "pointer sharded", "sizes on devices",
-                    "sharded device", "sharded committed"]
+                    "sharded device", "sharded committed", "deleted",
+                    "deleted committed", "deleted sharded"]
 
 
 @pytest.mark.parametrize("key", _keys())

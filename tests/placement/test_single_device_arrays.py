@@ -122,6 +122,38 @@ on_d1 = jax.jit(double, in_shardings=jax.sharding.SingleDeviceSharding(d1),
                 out_shardings=jax.sharding.SingleDeviceSharding(d1))
 record("lowered jit device", lambda: on_d1.lower(v).as_text())
 record("lowered nested jit device", lambda: jax.jit(lambda a: on_d1(a)).lower(v).as_text())
+# Memory kinds in lowered programs: written on every argument and result
+# once a program names a memory other than device memory.
+pinned_split = split.with_memory_kind('pinned_host')
+d0 = jax.devices()[0]
+lowered = lambda f, *a: jax.jit(f).lower(*a).as_text() if not hasattr(f, 'lower') else \
+    f.lower(*a).as_text()
+record("lowered out pinned", lambda: lowered(jax.jit(double, out_shardings=pinned_split), v))
+record("lowered out kinds tree", lambda: lowered(jax.jit(
+    lambda a: (a * 2, a), out_shardings=(pinned_split, split.with_memory_kind('device'))), v))
+record("lowered out unpinned single", lambda: lowered(jax.jit(
+    double, out_shardings=jax.sharding.SingleDeviceSharding(d0, memory_kind='unpinned_host')), v))
+record("lowered host argument", lambda: lowered(double, jax.device_put(v, host)))
+record("lowered committed argument", lambda: lowered(double, jax.device_put(v, d1)))
+record("lowered put pinned", lambda: lowered(lambda a: jax.device_put(a, pinned), v))
+record("lowered put host and back", lambda: lowered(lambda a: jax.device_put(
+    jax.device_put(a * 2, host), jax.memory.Space.Device), v))
+record("lowered nested out pinned", lambda: lowered(lambda a: jax.jit(
+    double, out_shardings=pinned_split)(a) * 3, v))
+# A tangent of a primal in host memory: a jnp function's JVP (a jit call in
+# JAX) takes it into its primal's memory; committed like the primal.
+hv = jax.device_put(v, host)
+tv = jnp.ones(8)
+record("jvp host primal", lambda: [placements(jax.jvp(f, (hv,), (tv,))) for f in (
+    lambda a: a, lambda a: a * 2, lambda a: a * a, jnp.square, jax.jit(lambda a: a * 2),
+    lambda a: jax.lax.mul(a, 2.0))])
+record("jvp host primal in jit", lambda: placements(jax.jit(
+    lambda a, b: jax.jvp(lambda c: c * c, (a,), (b,)))(hv, tv)))
+record("jvp committed primal", lambda: [placements(jax.jvp(f, (jax.device_put(v, d1),), (tv,)))
+                                        for f in (lambda a: a * 2, lambda a: jax.lax.mul(a, 2.))])
+record("linearize host primal", lambda: jax.linearize(lambda a: a * 2, hv)[1](tv))
+record("linearize wrong shape", lambda: jax.linearize(lambda a: a * 2, v)[1](jnp.ones(3)))
+record("linearize wrong tree", lambda: jax.linearize(lambda a: a * 2, v)[1](v, v))
 # Cotangents live where their primals do.
 record("grad into host", lambda: jax.grad(lambda a: jax.device_put(a, host).sum())(v))
 record("vjp host cotangent", lambda: placements(jax.vjp(lambda a: jax.device_put(a, host), v)[1](
@@ -152,14 +184,20 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     "jit in committed elsewhere", "jit out unpinned", "staged jit shardings", "staged jit jvp",
     "staged jit grad", "staged jit vmap", "staged jit no entries", "linearized jit residuals",
     "grad into host", "vjp host cotangent", "vjp device cotangent", "transpose into host",
-    "transpose cotangent memory", "grad from host"])
+    "transpose cotangent memory", "grad from host", "jvp host primal",
+    "jvp host primal in jit", "jvp committed primal", "linearize host primal",
+    "linearize wrong shape", "linearize wrong tree"])
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results
     assert ours[name] == theirs[name]
 
 
 @pytest.mark.parametrize("name", ["lowered jit shardings", "lowered nested jit shardings",
-                                  "lowered jit device", "lowered nested jit device"])
+                                  "lowered jit device", "lowered nested jit device",
+                                  "lowered out pinned", "lowered out kinds tree",
+                                  "lowered out unpinned single", "lowered host argument",
+                                  "lowered committed argument", "lowered put pinned",
+                                  "lowered put host and back", "lowered nested out pinned"])
 def test_jit_shardings_lower_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str
                                     ) -> None:
     """The top-level call's shardings annotate its arguments and results; a

@@ -19,6 +19,8 @@ import pytest
 
 import spec
 import spec.experimental.xla_metadata as spec_xm
+from spec._src.interpreters import ad
+from spec._src.lax.xla_metadata import frontend_attributes
 from tests.xla_metadata.lowered import assert_same_attributes
 
 LIBS = {"jax": (jax, jax_xm), "spec": (spec, spec_xm)}
@@ -354,3 +356,18 @@ def test_calls_on_user_defined_types() -> None:
     np.testing.assert_array_equal(np.asarray(spec.jit(lambda x: tagged_d(tagged_q(x)))(x)), want)
     eqns = spec.make_jaxpr(lambda x: tagged_d(tagged_q(x)))(x).jaxpr.eqns
     assert [dict(e.params["xla_metadata"]) for e in eqns] == [{"tag": "q"}, {"tag": "d"}]
+
+
+def test_a_body_s_jvp_is_traced_per_ambient_metadata() -> None:
+    """Deriving a body's JVP again in another metadata block tags the JVP's
+    equations with that block, exactly as deriving it from a fresh copy of
+    the body does (a cache must not show)."""
+    def body() -> Any:
+        return spec.make_jaxpr(lambda x: spec.numpy.sin(x) * x)(1.0).jaxpr
+
+    once = body()
+    for tag in ["1", "2"]:
+        with spec_xm.set_xla_metadata(k=tag):
+            again = frontend_attributes(ad.jvp_jaxpr(once, [True])[0])
+            fresh = frontend_attributes(ad.jvp_jaxpr(body(), [True])[0])
+        assert again == fresh and {"k": tag} in fresh

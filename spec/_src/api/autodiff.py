@@ -159,20 +159,14 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     with reverse_mode(False):
         lin = ad.linearize_flat(flat, leaves)
     out_tree = store["tree"]
-    in_avals = [canonical_aval_of(x).tangent_type() for x in leaves]
+    primal_avals = [canonical_aval_of(x) for x in leaves]
 
     def f_jvp(*tangents: Any) -> Any:
         t_leaves, t_tree = tree_util.tree_flatten(tuple(tangents))
         if t_tree != in_tree:
-            raise ValueError(f"linearized function called on tangent values inconsistent "
-                             f"with the original primal values: got tree {t_tree}, expected "
-                             f"{in_tree}")
-        for t, aval in zip(t_leaves, in_avals):
-            got = ArrayType(np.shape(t), T.FLOAT0) if _is_float0(t) else canonical_aval_of(t)
-            if got.shape != aval.shape or got.dtype != aval.dtype:
-                raise ValueError(f"linearized function called on tangent values inconsistent "
-                                 f"with the original primal values: got tangent type {got} "
-                                 f"for primal tangent type {aval}")
+            raise TypeError(f"expected {in_tree}, got {t_tree}")
+        for t, primal in zip(t_leaves, primal_avals):
+            _check_linearized_tangent(t, primal)
         outs = eval_jaxpr(lin.jaxpr, lin.jaxpr.consts, *t_leaves)
         return tree_util.tree_unflatten(out_tree, outs)
 
@@ -180,6 +174,18 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     if has_aux:
         return primals_out, f_jvp, _aux(store)
     return primals_out, f_jvp
+
+
+def _check_linearized_tangent(t: Any, primal: ArrayType) -> None:
+    """A tangent handed to a linearized function has its primal's tangent
+    type: shape, dtype and memory (weak types aside)."""
+    want = primal.tangent_type()
+    got = ArrayType(np.shape(t), T.FLOAT0) if _is_float0(t) else canonical_aval_of(t)
+    if got.shape != want.shape or got.dtype != want.dtype \
+            or got.memory_space is not want.memory_space:
+        raise ValueError("linearized function called on tangent values inconsistent with the "
+                         f"original primal values:\nGot tangent aval {got} for primal aval "
+                         f"{primal} but expected {want}.")
 
 
 # ---------------------------------------------------------------------- vjp

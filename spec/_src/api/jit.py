@@ -485,10 +485,15 @@ def _result_names(out_tree: Any) -> list[str]:
 
 
 def _placement(leaf: Any) -> Any:
-    """The NamedSharding an argument is placed with (None for one not
-    placed on a mesh)."""
+    """The sharding an argument is placed with: its NamedSharding, or for
+    one committed to a single device that device's sharding (None for an
+    uncommitted one)."""
     s = getattr(leaf, "_sharding", None)
-    return s if s is not None and hasattr(s, "spec") else None
+    if s is not None and hasattr(s, "spec"):
+        return s
+    if isinstance(leaf, Array) and leaf.committed:
+        return leaf.sharding
+    return None
 
 
 def _one_device() -> Any:

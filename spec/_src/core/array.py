@@ -43,9 +43,12 @@ class Array(Typed):
     # name: the first device). ``_committed``: placed there explicitly
     # (``device_put`` to a device, or computed from committed operands).
     # ``_memory_kind``: the memory kind it was put in (``device_put``), or
-    # None: the one its type's memory space names.
+    # None: the one its type's memory space names. ``_deleted``: None while
+    # the buffers exist; after ``delete()``, whether the array was committed
+    # (``_committed`` is then True, so that every fast path, which takes
+    # uncommitted arrays only, leaves a deleted array to the checked paths).
     __slots__ = ("_val", "aval", "_py", "_shards", "_sharding", "_device", "_committed",
-                 "_memory_kind", "__weakref__")
+                 "_memory_kind", "_deleted", "__weakref__")
     __array_priority__ = 100
 
     _val: np.ndarray | None
@@ -56,6 +59,7 @@ class Array(Typed):
     _device: Any
     _committed: bool
     _memory_kind: str | None
+    _deleted: bool | None
 
     @classmethod
     def _from_checked(cls, value: np.ndarray, aval: ArrayType, prim: Any) -> Array:
@@ -77,6 +81,7 @@ class Array(Typed):
         out._device = _CONFIG_VALUES["jax_default_device"]
         out._committed = False
         out._memory_kind = None
+        out._deleted = None
         return out
 
     @classmethod
@@ -92,12 +97,14 @@ class Array(Typed):
         out._device = None
         out._committed = True
         out._memory_kind = None
+        out._deleted = None
         return out
 
     @property
     def _value(self) -> np.ndarray:
         value = self._val
         if value is None:
+            self.check_not_deleted()
             raise RuntimeError(
                 "Fetching value for `jax.Array` that spans non-addressable (non process local)"
                 " devices is not possible. You can use"
@@ -130,6 +137,9 @@ class Array(Typed):
         return self.size * self.itemsize
 
     def block_until_ready(self) -> Array:
+        if self._deleted is not None:
+            raise JaxRuntimeError("INVALID_ARGUMENT: BlockHostUntilReady() called on deleted or "
+                                  "donated buffer")
         return self
 
     def copy_to_host_async(self) -> None:
@@ -170,10 +180,15 @@ class Array(Typed):
     def committed(self) -> bool:
         """Whether the array was placed explicitly: computations on it run
         where it lives, and meeting an array committed elsewhere is an error."""
-        return self._committed or self._sharding is not None
+        deleted = self._deleted
+        committed = self._committed if deleted is None else deleted
+        return committed or self._sharding is not None
 
     def unsafe_buffer_pointer(self) -> int:
         """The address of the array's one buffer."""
+        if self._deleted is not None:
+            raise JaxRuntimeError("INVALID_ARGUMENT: UnsafeBufferPointer called on deleted or "
+                                  "donated buffer")
         if self._sharding is not None and len(self._sharding.mesh.devices.flat) > 1:
             raise JaxRuntimeError(
                 "INVALID_ARGUMENT: UnsafeBufferPointer() is supported only for unsharded "
@@ -212,10 +227,20 @@ class Array(Typed):
                      for d, p in zip(mesh.devices.flat, procs))
 
     def is_deleted(self) -> bool:
-        return False
+        return self._deleted is not None
 
     def delete(self) -> None:
-        pass
+        """Frees the array's buffers. Its type (shape, dtype, sharding) stays
+        readable; anything that reads its values is JAX's RuntimeError."""
+        if self._deleted is None:
+            self._deleted = self._committed
+            self._committed = True
+            self._val = None
+            self._shards = None
+
+    def check_not_deleted(self) -> None:
+        if self._deleted is not None:
+            raise RuntimeError(f"Array has been deleted with shape={self.aval.str_short()}.")
 
     # -------------------------------------------------------- conversion to Python
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -293,6 +318,7 @@ class Array(Typed):
         prefix = "Array("
         dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
         if self._val is None:  # other processes hold the rest
+            self.check_not_deleted()
             return f"{prefix}shape={self.shape}, {dtype_str})"
         line_width = int(np.get_printoptions()["linewidth"])
         if self.size == 0:
@@ -307,6 +333,7 @@ class Array(Typed):
         return f"{prefix}{body},{sep}{dtype_str})"
 
     def __str__(self) -> str:
+        self.check_not_deleted()
         return repr(self) if self._unreduced() or self._val is None else str(self._value)
 
 

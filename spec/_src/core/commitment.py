@@ -35,6 +35,8 @@ def committed_device(operands: Sequence[Any], names: Sequence[str], fun_name: st
     for i, x in enumerate(operands):
         if not is_committed(x):
             continue
+        if getattr(x, "_deleted", None) is not None:
+            x.check_not_deleted()
         if first is None:
             first = (i, x)
             continue

@@ -148,6 +148,7 @@ class PRNGKeyArray(Array):
         out._device = None
         out._committed = False
         out._memory_kind = None
+        out._deleted = None
         return out
 
     def _words(self) -> np.ndarray:

@@ -44,6 +44,8 @@ from spec._src.interpreters.ad_util import (
 from spec._src.core.array import Array, on_device
 from spec._src.interpreters.accumulators import GradAccum
 from spec._src.core.config import config
+from spec._src.core.sharding import _context as _typing_context
+from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.registry import primitive
 from spec._src.core.interpreter import (
     Atom,
@@ -709,10 +711,13 @@ def _filled(tree: Any, values: Sequence[Any]) -> Any:
                                               for x in leaves])
 
 
-# JVP jaxprs of sub-jaxprs (calls, checkpoints), per jaxpr, per pattern of
-# nonzero input tangents, per relevant configuration and per whether
-# structured residuals are recorded: differentiating the same call repeatedly
-# traces its JVP once.
+# JVP jaxprs of sub-jaxprs (calls, checkpoints, loop and branch bodies), per
+# jaxpr, per pattern of nonzero input tangents, per whether structured
+# residuals are recorded and per everything else the trace reads, as for the
+# jaxprs derived from calls (lax.calls): the configuration, the typing
+# context (mesh, named axes), the ambient XLA metadata and the source context
+# (the traced equations carry the last two). Differentiating the same body
+# repeatedly in one context traces its JVP once.
 _JVP_CACHE: weakref.WeakKeyDictionary[Jaxpr, dict[Any, StructuredJVP]] = \
     weakref.WeakKeyDictionary()
 
@@ -734,9 +739,15 @@ def structured_jvp_jaxpr(jaxpr: Jaxpr, nonzero: Sequence[bool]) -> StructuredJVP
 
 def _traced_jvp(jaxpr: Jaxpr, nonzero: Sequence[bool], record: bool) -> StructuredJVP:
     per_jaxpr = _JVP_CACHE.setdefault(jaxpr, {})
-    key = (tuple(nonzero), config.values_key(), record, linearizing())
-    if key in per_jaxpr:
-        return per_jaxpr[key]
+    key = (tuple(nonzero), record, linearizing(), config.values_key(),
+           _typing_context.typing_key, current_xla_metadata(), si.current())
+    try:
+        known = per_jaxpr.get(key)
+        hashable = True
+    except TypeError:  # an unhashable axis name: traced every time
+        known, hashable = None, False
+    if known is not None:
+        return known
     n = len(jaxpr.invars)
     t_avals = [v.aval.tangent_type() for v in jaxpr.invars]
     out_nonzero: list[bool] = []
@@ -758,7 +769,7 @@ def _traced_jvp(jaxpr: Jaxpr, nonzero: Sequence[bool], record: bool) -> Structur
     n_sres = len(new.outvars) - len(jaxpr.outvars) - sum(out_nonzero)
     result = StructuredJVP(new, out_nonzero, template, n_sres)
     # Constants that are tracers belong to a trace that ends: not cached.
-    if not any(isinstance(c, Tracer) for c in new.consts):
+    if hashable and not any(isinstance(c, Tracer) for c in new.consts):
         per_jaxpr[key] = result
     return result
 

@@ -24,7 +24,13 @@ from spec._src.lowering.effects import (
 )
 from spec._src.lowering.frontend_attributes import ambient, attach
 from spec._src.lowering.module import ModuleState
-from spec._src.lowering.sharding import arg_attr, explicit_sharding, tensor_sharding
+from spec._src.lowering.sharding import (
+    arg_attr,
+    explicit_sharding,
+    names_memory_kinds,
+    placement_kind,
+    tensor_sharding,
+)
 
 # A rule gets the context, the operands' SSA names (in equation order), the
 # operand and result types, and the equation's params; it returns the
@@ -409,7 +415,8 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
         outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
                     **eqn.params)
         attach(ctx, outs, ambient(eqn))
-        outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
+        if eqn.primitive.name != "device_put":  # (which lowers to nothing on CPU)
+            outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
         ctx.location, ctx._eqn_stack, ctx._source = outer
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
@@ -500,22 +507,29 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     args = [f"%arg{i + len(ordered)}" for i in range(len(closed_jaxpr.invars))]
     placements = list(arg_placements or [])
     placements += [None] * (len(closed_jaxpr.invars) - len(placements))
+    placed = list(result_placements or [])
+    placed += [None] * (len(closed_jaxpr.outvars) - len(placed))
+    kinds = names_memory_kinds(closed_jaxpr, [*placements, *placed])
     arg_text = [f"{a}: {tensor_type(v.aval)}"
-                f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i])}"
+                f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i],
+                            kind=_arg_kind(kinds, placements[i]))}"
                 for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens] + arg_text
     results = lower_body(ctx, closed_jaxpr, args)
+    result_kinds = [_result_kind(kinds, p, v.aval) for p, v in zip(placed, closed_jaxpr.outvars)]
+    if kinds:
+        results = [_annotated(ctx, r, v.aval, k) if p is not None or explicit_sharding(v.aval)
+                   else r for r, v, p, k in zip(results, closed_jaxpr.outvars, placed,
+                                                result_kinds)]
     results = [ctx.module.tokens[e] for e in ordered] + results
     out_types = [TOKEN] * len(ordered) + [tensor_type(a.aval) for a in closed_jaxpr.outvars]
     infos: list[str | None] = list(result_names) if result_names is not None else []
     infos += [None] * (len(closed_jaxpr.outvars) - len(infos))
-    placed = list(result_placements or [])
-    placed += [None] * (len(closed_jaxpr.outvars) - len(placed))
     out_text = [f"{TOKEN} {{jax.token = true}}"] * len(ordered) + [
-        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info, placed=p)
-        for a, info, p in zip(closed_jaxpr.outvars, infos, placed)]
+        tensor_type(a.aval) + arg_attr(ctx.module, a.aval, info=info, placed=p, kind=k)
+        for a, info, p, k in zip(closed_jaxpr.outvars, infos, placed, result_kinds)]
     header = (f"  func.func public @main({', '.join(params_text)}) -> "
               f"({', '.join(out_text)}) {{")
     ret = f"    return {', '.join(results)} : {', '.join(out_types)}" if results else "    return"
@@ -528,6 +542,33 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     return "\n".join([f"module @jit_{symbol} {attributes} {{", *ctx.module.lines, header,
                       *ctx.lines, ret,
                       "  }", *ctx.module.functions, "}", ""])
+
+
+# Memory kinds. Where a program names a memory other than device memory
+# (``names_memory_kinds``), JAX writes the memory kind of every argument
+# with a placement (jit's in_shardings, or a committed argument's sharding)
+# and of every result: its out_shardings entry's, else its type's. A result
+# whose placement is given (an out_shardings entry, or an explicit sharding
+# in its type) is moved there by ``annotate_device_placement``.
+
+
+def _arg_kind(kinds: bool, placement: Any) -> str | None:
+    return placement_kind(placement) if kinds and placement is not None else None
+
+
+def _result_kind(kinds: bool, placement: Any, aval: ArrayType) -> str | None:
+    if not kinds:
+        return None
+    if placement is not None:
+        return placement_kind(placement)
+    return placement_kind(aval.memory_space)
+
+
+def _annotated(ctx: LoweringContext, value: str, aval: ArrayType, kind: str | None) -> str:
+    t = tensor_type(aval)
+    return ctx.line(f'stablehlo.custom_call @annotate_device_placement({value}) '
+                    f'{{backend_config = "", has_side_effect = true, mhlo.frontend_attributes = '
+                    f'{{_xla_buffer_placement = "{kind}"}}}} : ({t}) -> {t}')
 
 
 def explicit_constraint(ctx: LoweringContext, value: str, aval: ArrayType) -> str:

@@ -15,10 +15,11 @@ import numpy as np
 from spec._src.api.jit import jit
 from spec._src.core.canonical import optional_axes
 from spec._src.core import types as T
-from spec._src.core.array import Array, weak_scalar
+from spec._src.core.array import Array, placed_on, weak_scalar
 from spec._src.core.commitment import committed_device, is_committed
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core import nan_checks
+from spec._src.core import tree_util
 from spec._src.core.interpreter import (
     MISS,
     EagerPlan,
@@ -28,6 +29,7 @@ from spec._src.core.interpreter import (
     canonical_aval_of,
     current_trace,
     run_recorded,
+    set_current_trace,
     to_concrete_value,
 )
 from spec._src.core.hitypes import is_hi_value, is_high
@@ -37,6 +39,7 @@ from spec._src.core.state_types import RefType
 from spec._src.lax import shaping as L
 from spec._src.lax.shaping import _convert_element_type
 from spec._src.lax.shaping import canonicalize_axis
+from spec._src.lax.reshard import ArrayCopySemantics, device_put_p
 from spec._src.interpreters import ad
 
 __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
@@ -348,8 +351,10 @@ def _inline_jit(fn: F) -> F:
             moved = ad.inline_operands_on_device((x,))
             if moved is not None:
                 (x,) = moved
+            if type(trace) is ad.JVPTrace:
+                x = _tangent_in_primal_memory(trace, x)
             with ad.inline_call(((x,), {})):
-                return fn(x)
+                return _committed_tangents(trace, (x,), fn(x))
     elif arity == 2:
         names = list(inspect.signature(fn).parameters)
 
@@ -374,19 +379,63 @@ def _inline_jit(fn: F) -> F:
             moved = ad.inline_operands_on_device((x, y))
             if moved is not None:
                 x, y = moved
+            if type(trace) is ad.JVPTrace:
+                x, y = _tangent_in_primal_memory(trace, x), _tangent_in_primal_memory(trace, y)
             with ad.inline_call(((x, y), {})):
-                return fn(x, y)
+                return _committed_tangents(trace, (x, y), fn(x, y))
     else:
         def call(*args: Any, **kwargs: Any) -> Any:
-            if not isinstance(current_trace(), _RECORDING):
+            trace = current_trace()
+            if not isinstance(trace, _RECORDING):
                 try:
                     return fn(*args, **kwargs)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
                     raise
+            if type(trace) is ad.JVPTrace:
+                args = tuple(_tangent_in_primal_memory(trace, a) for a in args)
             with ad.inline_call((args, kwargs)):
-                return fn(*args, **kwargs)
+                return _committed_tangents(trace, args, fn(*args, **kwargs))
     return cast(F, functools.wraps(fn)(call))
+
+
+def _tangent_in_primal_memory(trace: ad.JVPTrace, x: Any) -> Any:
+    """``x`` as the body of a jnp function JAX stages as a jit receives it
+    under ``trace``: JAX traces the body's JVP with each tangent typed as its
+    primal's tangent type, so a tangent in another memory than its primal
+    (a device tangent of a host primal) enters the body moved there."""
+    if type(x) is not ad.JVPTracer or x._trace is not trace or type(x.tangent) is ad.Zero:
+        return x
+    want = canonical_aval_of(x.primal).memory_space
+    if canonical_aval_of(x.tangent).memory_space is want:
+        return x
+    with set_current_trace(trace.parent):
+        (moved,) = device_put_p.bind(x.tangent, devices=(want,), srcs=(None,),
+                                     copy_semantics=(ArrayCopySemantics.REUSE_INPUT,))
+    return ad.JVPTracer(trace, x.primal, moved)
+
+
+def _committed_tangents(trace: Any, operands: tuple[Any, ...], out: Any) -> Any:
+    """``out`` as JAX's eager jit call of the function's JVP gives it: every
+    result lives on the device of a committed operand (primal or tangent),
+    committed there, tangents included."""
+    if type(trace) is not ad.JVPTrace or type(trace.parent) is not EvalTrace:
+        return out
+    device = None
+    for x in operands:
+        for v in (x.primal, x.tangent) if type(x) is ad.JVPTracer else (x,):
+            if type(v) is Array and v._committed and v._sharding is None:
+                device = v._single_device()
+                break
+    if device is None:
+        return out
+
+    def commit(r: Any) -> Any:
+        if type(r) is ad.JVPTracer and r._trace is trace and type(r.tangent) is Array \
+                and not r.tangent._committed and r.tangent._sharding is None:
+            return ad.JVPTracer(trace, r.primal, placed_on(r.tangent, device, True))
+        return r
+    return tree_util.tree_map(commit, out)
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int | None:
