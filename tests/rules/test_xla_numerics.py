@@ -116,3 +116,67 @@ def test_scatter_arithmetic_and_ref_addupdate_flush_subnormals_as_jax() -> None:
                 np.asarray(lib.freeze(r2)).tolist()]  # type: ignore[attr-defined]
 
     assert run(spec, snp) == run(jax, jnp)
+
+
+def _flushed_by_definition(x: np.ndarray) -> np.ndarray:
+    """Every float32/float64 subnormal (of each complex part) a zero of its sign."""
+    if np.iscomplexobj(x):
+        out = np.empty_like(x)
+        out.real, out.imag = _flushed_by_definition(x.real), _flushed_by_definition(x.imag)
+        return out
+    tiny = np.finfo(x.dtype).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.zeros((), x.dtype), x), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_large_arrays_flush_as_the_definition(dtype: Any) -> None:
+    """Arrays large enough for the blockwise subnormal check: random data with a
+    few subnormals, zeros, nan and inf placed anywhere (the last, partial block
+    included), in C, Fortran and strided layouts, flush exactly as the
+    element-by-element definition; without subnormals the array itself comes
+    back."""
+    rng = np.random.default_rng(7)
+    real = np.dtype(dtype).type(0).real.dtype
+    tiny = np.finfo(real).tiny
+    n = 3 * (1 << 16) + 123
+    for trial in range(8):
+        x = rng.standard_normal(n).astype(real)
+        if trial % 2:
+            x[rng.integers(0, n, 40)] = 0.0
+            x[rng.integers(0, n, 3)] = [np.nan, np.inf, -0.0]
+        subnormal_at = rng.integers(0, n, trial // 2)  # none in trials 0 and 1
+        x[subnormal_at] = (rng.uniform(-1, 1, subnormal_at.size) * tiny).astype(real)
+        if np.iscomplexobj(np.empty(0, dtype)):
+            pair = np.empty(n, dtype)
+            pair.real, pair.imag = x, rng.permutation(x)
+            x = pair
+        grid = x[:n - 123].reshape(3 << 8, 1 << 8)
+        for layout in (x, grid, np.asfortranarray(grid), grid[:, ::2]):
+            got = _denormals.flush(layout)
+            assert _bits(got) == _bits(_flushed_by_definition(layout))
+            if trial < 2:
+                assert got is layout
+
+
+def test_large_dot_flushes_operands_and_results() -> None:
+    """A contraction whose operands and result take the blockwise check: one
+    subnormal in each operand reads as zero, and a subnormal sum of normal
+    products is written as zero (the IEEE result flushed by definition)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 256)).astype(np.float32)
+    a[17, 5], b[5, 9] = 3e-39, -2e-40
+    fa, fb = _flushed_by_definition(a), _flushed_by_definition(b)
+    want = snp.matmul(snp.asarray(fa), snp.asarray(fb))
+    assert _bits(snp.matmul(snp.asarray(a), snp.asarray(b))) == _bits(want)
+    a[17], b[:, 9] = 0.0, 0.0
+    a[17, 5], b[5, 9] = 1e-20, -1e-19  # out[17, 9] = -1e-39, a subnormal
+    spec.config.update("spec_denormals", "ieee")
+    try:
+        ieee = np.asarray(snp.matmul(snp.asarray(a), snp.asarray(b)))
+    finally:
+        spec.config.update("spec_denormals", "flush")
+    assert 0 < -ieee[17, 9] < np.finfo(np.float32).tiny
+    got = np.asarray(snp.matmul(snp.asarray(a), snp.asarray(b)))
+    assert _bits(got) == _bits(_flushed_by_definition(ieee))
+    assert _bits(got[17, 9]) == _bits(np.float32(-0.0))

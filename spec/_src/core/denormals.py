@@ -31,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import platform
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,60 @@ def flushing() -> bool:
 
 # ------------------------------------------------------------ explicit path
 
+# Arrays of at least this many elements are first checked for subnormals a
+# block at a time in kept scratch memory: the check reads the array once and
+# allocates nothing, where whole-array temporaries of |x| and a mask cost
+# page faults that can exceed the arithmetic of a large kernel.
+_BLOCK = 1 << 16
+# Bit patterns of the largest subnormal: |x|'s bits minus one are below it
+# exactly for subnormal x (zero wraps around to the largest pattern).
+_SUBNORMAL_BITS = {np.dtype(np.float32): (np.dtype(np.uint32), 0x007FFFFF),
+                   np.dtype(np.float64): (np.dtype(np.uint64), 0x000FFFFFFFFFFFFF)}
+
+
+class _Block(threading.local):
+    """Per-thread scratch for one block of |x| (float32 or float64)."""
+
+    def __init__(self) -> None:
+        self.buffer = np.empty(_BLOCK * 8, np.uint8)
+
+
+_SCRATCH = _Block()
+
+
+def _flat_view(x: np.ndarray) -> np.ndarray | None:
+    """The elements of a contiguous array as a flat view (None otherwise)."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    if x.flags.f_contiguous:
+        return x.T.reshape(-1)
+    return None
+
+
+def _surely_normal(flat: np.ndarray) -> bool:
+    """Whether the flat float32/float64 array holds no subnormal, a block at
+    a time: |x| into scratch, and where its minimum is below the smallest
+    normal (zeros, nan or subnormals) the exact test on the bits."""
+    dt = flat.dtype
+    tiny = _TINY[dt]
+    bits, largest_subnormal = _SUBNORMAL_BITS[dt]
+    scratch = _SCRATCH.buffer[:_BLOCK * dt.itemsize].view(dt)
+    for start in range(0, flat.size, _BLOCK):
+        part = flat[start:start + _BLOCK]
+        magnitude = np.abs(part, out=scratch[:part.size])
+        if magnitude.min() >= tiny:
+            continue
+        below = np.subtract(magnitude.view(bits), 1, out=magnitude.view(bits))
+        if below.min() < largest_subnormal:
+            return False
+    return True
+
+
 def _flush_real(x: np.ndarray, tiny: Any) -> np.ndarray:
+    if x.size >= _BLOCK:
+        flat = _flat_view(x)
+        if flat is not None and _surely_normal(flat):
+            return x
     magnitude = np.abs(x)
     small = magnitude < tiny
     if not small.any():
@@ -76,9 +130,14 @@ def flush(x: np.ndarray) -> np.ndarray:
         return _flush_real(x, tiny)
     part = _COMPLEX_PARTS.get(dt)
     if part is not None:
-        real = _flush_real(x.real, _TINY[part])
-        imag = _flush_real(x.imag, _TINY[part])
-        if real is x.real and imag is x.imag:
+        if x.size >= _BLOCK:
+            flat = _flat_view(x)
+            if flat is not None and _surely_normal(flat.view(part)):
+                return x
+        parts = x.real, x.imag  # each access makes a new view
+        real = _flush_real(parts[0], _TINY[part])
+        imag = _flush_real(parts[1], _TINY[part])
+        if real is parts[0] and imag is parts[1]:
             return x
         out = np.empty_like(x)
         out.real = real
