@@ -8,9 +8,9 @@
    mpi4py on the same buffers (``Allreduce``, ``Allgather``, ``Sendrecv``),
    at 1 MB and 64 MB per rank, the two timed in alternation; reported as the
    medians over rounds of the slowest rank's seconds per call and of the ratio.
-   A reduction over more than 2 ranks gathers and adds the blocks in
-   position order (the virtual backend's order, for bitwise equal values),
-   which costs more than MPI's own reduction tree.
+   A reduction combines the blocks in position order (the virtual backend's
+   order, for bitwise equal values); over more than 2 ranks a large one is a
+   reduce-scatter and an all-gather in that order.
 2. The capstone step (examples/capstone.py, reduced weights) on the ranks
    against the same step on as many virtual devices in one process.
 
