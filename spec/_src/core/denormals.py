@@ -41,8 +41,9 @@ from spec._src.core.config import config
 
 _TINY = {np.dtype(np.float32): np.float32(np.finfo(np.float32).tiny),
          np.dtype(np.float64): np.float64(np.finfo(np.float64).tiny)}
-_COMPLEX_PARTS = {np.dtype(np.complex64): np.dtype(np.float32),
-                  np.dtype(np.complex128): np.dtype(np.float64)}
+_COMPLEX_PARTS: dict[np.dtype[Any], np.dtype[Any]] = {
+    np.dtype(np.complex64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 _VALUES = config._values  # read directly: this is on every arithmetic impl's path
@@ -61,8 +62,9 @@ def flushing() -> bool:
 _BLOCK = 1 << 16
 # Bit patterns of the largest subnormal: |x|'s bits minus one are below it
 # exactly for subnormal x (zero wraps around to the largest pattern).
-_SUBNORMAL_BITS = {np.dtype(np.float32): (np.dtype(np.uint32), 0x007FFFFF),
-                   np.dtype(np.float64): (np.dtype(np.uint64), 0x000FFFFFFFFFFFFF)}
+_SUBNORMAL_BITS: dict[np.dtype[Any], tuple[np.dtype[Any], int]] = {
+    np.dtype(np.float32): (np.dtype(np.uint32), 0x007FFFFF),
+    np.dtype(np.float64): (np.dtype(np.uint64), 0x000FFFFFFFFFFFFF)}
 
 
 class _Block(threading.local):
