@@ -158,6 +158,41 @@ def test_large_arrays_flush_as_the_definition(dtype: Any) -> None:
                 assert got is layout
 
 
+@pytest.mark.parametrize("hardware", [True, False])
+def test_dot_reads_subnormal_operands_as_zero(hardware: bool) -> None:
+    """float32 contractions on every path of the exact product (scratch memory,
+    plain float64 copies, few terms, depth 1) and with a transposed operand,
+    operands strewn with subnormals: the result is that of the operands
+    flushed by definition, on the hardware path and the explicit one."""
+    if hardware and not _denormals.hardware_available():
+        pytest.skip("no hardware FTZ mode on this platform")
+    rng = np.random.default_rng(11)
+    tiny = np.finfo(np.float32).tiny
+    cases = [((256, 300), (300, 256), (((1,), (0,)), ((), ()))),
+             ((300, 256), (300, 256), (((0,), (0,)), ((), ()))),  # lhs read transposed
+             ((64, 128), (128, 64), (((1,), (0,)), ((), ()))),
+             ((4, 5), (5, 3), (((1,), (0,)), ((), ()))),
+             ((40, 1), (1, 30), (((1,), (0,)), ((), ())))]
+    _denormals.use_hardware(hardware)
+    try:
+        for sa, sb, dims in cases:
+            # Large normals, so that a row (column) of subnormals times them gives
+            # products that matter unless the subnormals read as zero.
+            a = (rng.standard_normal(sa) * 2.0 ** 60).astype(np.float32)
+            b = (rng.standard_normal(sb) * 2.0 ** 60).astype(np.float32)
+            for x, contracted in ((a, dims[0][0][0]), (b, dims[0][1][0])):
+                free = 1 - contracted
+                lines = rng.integers(0, x.shape[free], max(1, x.shape[free] // 8))
+                index = (slice(None), lines) if free == 1 else (lines, slice(None))
+                x[index] = (rng.uniform(-1, 1, x[index].shape) * tiny).astype(np.float32)
+            got = spec.lax.dot_general(snp.asarray(a), snp.asarray(b), dims)
+            want = spec.lax.dot_general(snp.asarray(_flushed_by_definition(a)),
+                                        snp.asarray(_flushed_by_definition(b)), dims)
+            assert _bits(got) == _bits(want), (sa, sb)
+    finally:
+        _denormals.use_hardware(True)
+
+
 def test_large_dot_flushes_operands_and_results() -> None:
     """A contraction whose operands and result take the blockwise check: one
     subnormal in each operand reads as zero, and a subnormal sum of normal

@@ -222,6 +222,44 @@ _HARDWARE = _probe_hardware()
 _use_hardware = [_HARDWARE is not None]
 
 
+def _probe_converting_daz() -> bool:
+    """Whether a float32 -> float64 copy run in the hardware mode reads
+    subnormals as zeros of their sign (the mode's denormals-are-zero applies
+    to conversions), contiguous and strided, past any vector width."""
+    if _HARDWARE is None:
+        return False
+    src = np.tile(np.array([1e-40, -1e-40, 1.5, -0.0, 3e-39, -2.5], np.float32), 64)
+    want = np.where(np.abs(src) < np.finfo(np.float32).tiny,
+                    np.copysign(np.zeros((), np.float32), src), src).astype(np.float64)
+    for step in (1, 3):
+        dst = np.empty(src[::step].shape, np.float64)
+        _HARDWARE.run(np.copyto, (dst, src[::step]))
+        if dst.tobytes() != want[::step].tobytes():
+            return False
+    return True
+
+
+_CONVERSION_DAZ = _probe_converting_daz()
+
+
+def widen_flushed(dst: np.ndarray, src: np.ndarray) -> None:
+    """``np.copyto(dst, src)`` of float32 ``src`` into float64 ``dst`` with
+    each subnormal of ``src`` read as a zero of its sign (denormals-are-zero
+    for an arithmetic primitive's operands, at the cost of the copy alone).
+    On the hardware path the conversion runs in the flushing mode; otherwise
+    ``src`` is flushed first."""
+    if _use_hardware[0] and _CONVERSION_DAZ:
+        hw = _HARDWARE
+        assert hw is not None
+        hw._set(hw._flushed_ref)
+        try:
+            np.copyto(dst, src)
+        finally:
+            hw._set(hw._normal_ref)
+        return
+    np.copyto(dst, flush(src))
+
+
 def use_hardware(enabled: bool) -> None:
     """Choose the hardware path (when available) or the explicit one; tests
     use this to check that both give the same bits."""
