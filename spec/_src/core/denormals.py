@@ -18,7 +18,10 @@ with the same meaning:
   (glibc on x86-64), run the kernel with its FTZ and DAZ bits set, which is
   exactly the mode XLA uses, at no per-element cost.
 
-A test runs the same programs both ways and requires identical bits.
+A test runs the same programs both ways and requires identical bits. The
+exact contraction flushes its float32 operands while widening them to float64
+(``widen_flushed``: the copy in the hardware mode, whose denormals-are-zero
+also applies to conversions, or an explicit flush first).
 Config ``spec_denormals="ieee"`` turns flushing off (NumPy's semantics).
 
 Narrow floats (float16, bfloat16, float8) are computed in float32: bfloat16
