@@ -116,3 +116,102 @@ def test_scatter_arithmetic_and_ref_addupdate_flush_subnormals_as_jax() -> None:
                 np.asarray(lib.freeze(r2)).tolist()]  # type: ignore[attr-defined]
 
     assert run(spec, snp) == run(jax, jnp)
+
+
+def _flushed_by_definition(x: np.ndarray) -> np.ndarray:
+    """Every float32/float64 subnormal (of each complex part) a zero of its sign."""
+    if np.iscomplexobj(x):
+        out = np.empty_like(x)
+        out.real, out.imag = _flushed_by_definition(x.real), _flushed_by_definition(x.imag)
+        return out
+    tiny = np.finfo(x.dtype).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.zeros((), x.dtype), x), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_large_arrays_flush_as_the_definition(dtype: Any) -> None:
+    """Arrays large enough for the blockwise subnormal check: random data with a
+    few subnormals, zeros, nan and inf placed anywhere (the last, partial block
+    included), in C, Fortran and strided layouts, flush exactly as the
+    element-by-element definition; without subnormals the array itself comes
+    back."""
+    rng = np.random.default_rng(7)
+    real = np.dtype(dtype).type(0).real.dtype
+    tiny = np.finfo(real).tiny
+    n = 2 * (1 << 16) + 123
+    for trial in range(6):
+        x = rng.standard_normal(n).astype(real)
+        if trial % 2:
+            x[rng.integers(0, n, 40)] = 0.0
+            x[rng.integers(0, n, 3)] = [np.nan, np.inf, -0.0]
+        subnormal_at = rng.integers(0, n, trial // 2)  # none in trials 0 and 1
+        x[subnormal_at] = (rng.uniform(-1, 1, subnormal_at.size) * tiny).astype(real)
+        if np.iscomplexobj(np.empty(0, dtype)):
+            pair = np.empty(n, dtype)
+            pair.real, pair.imag = x, rng.permutation(x)
+            x = pair
+        grid = x[:n - 123].reshape(1 << 9, 1 << 8)
+        for layout in (x, grid, np.asfortranarray(grid), grid[:, ::2]):
+            got = _denormals.flush(layout)
+            assert _bits(got) == _bits(_flushed_by_definition(layout))
+            if trial < 2:
+                assert got is layout
+
+
+@pytest.mark.parametrize("hardware", [True, False])
+def test_dot_reads_subnormal_operands_as_zero(hardware: bool) -> None:
+    """float32 contractions on every path of the exact product (scratch memory,
+    plain float64 copies, few terms, depth 1) and with a transposed operand,
+    operands strewn with subnormals: the result is that of the operands
+    flushed by definition, on the hardware path and the explicit one."""
+    if hardware and not _denormals.hardware_available():
+        pytest.skip("no hardware FTZ mode on this platform")
+    rng = np.random.default_rng(11)
+    tiny = np.finfo(np.float32).tiny
+    cases = [((256, 300), (300, 256), (((1,), (0,)), ((), ()))),
+             ((300, 256), (300, 256), (((0,), (0,)), ((), ()))),  # lhs read transposed
+             ((64, 128), (128, 64), (((1,), (0,)), ((), ()))),
+             ((4, 5), (5, 3), (((1,), (0,)), ((), ()))),
+             ((40, 1), (1, 30), (((1,), (0,)), ((), ())))]
+    _denormals.use_hardware(hardware)
+    try:
+        for sa, sb, dims in cases:
+            # Large normals, so that a row (column) of subnormals times them gives
+            # products that matter unless the subnormals read as zero.
+            a = (rng.standard_normal(sa) * 2.0 ** 60).astype(np.float32)
+            b = (rng.standard_normal(sb) * 2.0 ** 60).astype(np.float32)
+            for x, contracted in ((a, dims[0][0][0]), (b, dims[0][1][0])):
+                free = 1 - contracted
+                lines = rng.integers(0, x.shape[free], max(1, x.shape[free] // 8))
+                index = (slice(None), lines) if free == 1 else (lines, slice(None))
+                x[index] = (rng.uniform(-1, 1, x[index].shape) * tiny).astype(np.float32)
+            got = spec.lax.dot_general(snp.asarray(a), snp.asarray(b), dims)
+            want = spec.lax.dot_general(snp.asarray(_flushed_by_definition(a)),
+                                        snp.asarray(_flushed_by_definition(b)), dims)
+            assert _bits(got) == _bits(want), (sa, sb)
+    finally:
+        _denormals.use_hardware(True)
+
+
+def test_large_dot_flushes_operands_and_results() -> None:
+    """A contraction whose operands and result take the blockwise check: one
+    subnormal in each operand reads as zero, and a subnormal sum of normal
+    products is written as zero (the IEEE result flushed by definition)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 256)).astype(np.float32)
+    a[17, 5], b[5, 9] = 3e-39, -2e-40
+    fa, fb = _flushed_by_definition(a), _flushed_by_definition(b)
+    want = snp.matmul(snp.asarray(fa), snp.asarray(fb))
+    assert _bits(snp.matmul(snp.asarray(a), snp.asarray(b))) == _bits(want)
+    a[17], b[:, 9] = 0.0, 0.0
+    a[17, 5], b[5, 9] = 1e-20, -1e-19  # out[17, 9] = -1e-39, a subnormal
+    spec.config.update("spec_denormals", "ieee")
+    try:
+        ieee = np.asarray(snp.matmul(snp.asarray(a), snp.asarray(b)))
+    finally:
+        spec.config.update("spec_denormals", "flush")
+    assert 0 < -ieee[17, 9] < np.finfo(np.float32).tiny
+    got = np.asarray(snp.matmul(snp.asarray(a), snp.asarray(b)))
+    assert _bits(got) == _bits(_flushed_by_definition(ieee))
+    assert _bits(got[17, 9]) == _bits(np.float32(-0.0))

@@ -277,22 +277,32 @@ def _decode(buf: np.ndarray) -> dict[str, Any]:
 
 _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
+# Seconds a wait tests without giving up the core: a peer running on
+# another core answers within microseconds, and a yielded core on a busy
+# machine comes back only after other processes' time slices.
+_SPIN = 2e-4
 
 
 def _wait(requests: list[Any], peers: list[int], what: str) -> None:
     """Poll ``requests`` (one per peer, world ranks) until all complete. A
     peer that dies, a failure another process reports, or the deadline
     passing ends the wait with an error naming the peers."""
+    if _test_all(requests, peers, what):
+        return
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
+    spin_until = start + _SPIN
     next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
         now = time.monotonic()
         # Large transfers move as MPI makes progress, which testing drives:
-        # keep testing, only yielding the core (ranks may outnumber cores);
-        # a wait this long is for a peer still computing: sleep between tests.
-        if now - start < 0.02:
+        # keep testing, first without pause, then yielding the core (ranks
+        # may outnumber cores); a wait this long is for a peer still
+        # computing: sleep between tests.
+        if now < spin_until:
+            pass
+        elif now - start < 0.02:
             os.sched_yield()
         else:
             time.sleep(min(1e-3, (now - start) / 100))
@@ -322,7 +332,7 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
 def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    MPI = _mpi()
     try:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
@@ -332,6 +342,14 @@ def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
             _announce(dead)
         raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
+
+
+@functools.cache
+def _mpi() -> Any:
+    """The mpi4py module, imported once (an import statement on every test of
+    a request would cost as much as the test)."""
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    return MPI
 
 
 _SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
@@ -393,11 +411,15 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
-             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
-             ) -> dict[int, np.ndarray]:
-    """Send ``block`` to the ranks ``send_to`` and receive one block of the
-    same type from each of ``recv_from`` (into the contiguous buffers
-    ``into`` when given); both sides' headers must agree."""
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None,
+             blocks: dict[int, np.ndarray] | None = None,
+             part_of: tuple[str, int] | None = None) -> dict[int, np.ndarray]:
+    """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
+    the ranks ``send_to`` and receive one block of the same type from each of
+    ``recv_from`` (into the contiguous buffers ``into`` when given); both
+    sides' headers must agree. ``part_of``: this exchange is one step of a
+    larger collective, (its description, its block's bytes), which errors
+    name."""
     c = _comms()
     comm = c.data
     number = _count.next()
@@ -405,28 +427,41 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     encoded = _header(number, kind, detail, block.dtype.str, block.shape)
     h_tag = (2 * number) % (2 * _TAG_SPAN)
     d_tag = h_tag + 1
-    what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
+    label, nbytes = part_of or (f"{kind}({detail}) of {block.dtype}{list(block.shape)}",
+                                block.nbytes)
+    what = f"collective #{number} {label}"
     payload = _as_bytes(block)
+    peers = list(recv_from)
+    # Every receive is posted before the headers are checked, so that a large
+    # block moves as soon as both sides are there (one round trip, not two);
+    # a block whose header turns out not to match is abandoned unread.
+    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
+    header_recvs = [comm.Irecv(h, source=c.to_data(p), tag=h_tag)
+                    for h, p in zip(headers, peers)]
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in peers}
+    data_recvs = [comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
+                  for p in peers]
     sends = []
     for peer in send_to:
+        data = payload if blocks is None else _as_bytes(blocks[peer])
         sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
-        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
-    _after_sends(number, payload.nbytes)
-    peers = list(recv_from)
-    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
-    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
-          peers, what)
+        sends.append(comm.Isend(data, dest=c.to_data(peer), tag=d_tag))
+    _after_sends(number, nbytes)
+    try:
+        _wait(header_recvs, peers, what)
+    except BaseException:
+        _abandon(data_recvs)
+        raise
     for peer, raw in zip(peers, headers):
         if not np.array_equal(raw, encoded):
+            _abandon(data_recvs)
             theirs = _decode(raw)
             raise CollectiveMismatchError(
                 f"rank {me}: {what} here, but rank {peer} reached "
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
-    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
-                                              for p in peers}
-    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
-           for p in peers], peers, what)
+    _wait(data_recvs, peers, what)
     _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
     return received
 
@@ -441,6 +476,12 @@ def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
 
 
 # ================================================================ backend
+
+
+# An all-reduce over more than two ranks of at least this many bytes per
+# rank is a reduce-scatter and an all-gather (two rounds of messages, less
+# data); a smaller one gathers every block (one round).
+_SPLIT_MIN_BYTES = 1 << 16
 
 
 def _keep_freed_memory() -> None:
@@ -532,6 +573,10 @@ class MPIBackend:
     def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_reduce(bufs, axes, op, geo)
+        group, pos = _my_group(geo, axes)
+        mine = S.first(bufs)
+        if len(group) > 2 and mine.nbytes >= _SPLIT_MIN_BYTES:
+            return geo.place(self._split_all_reduce(mine, group, pos, axes, op, geo))
         blocks = self._group_blocks(bufs, axes, geo, "all_reduce", f";op={op}")
         acc = blocks[0]
         for b in blocks[1:]:
@@ -549,6 +594,39 @@ class MPIBackend:
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return geo.place(out)
+
+    def _split_all_reduce(self, mine: np.ndarray, group: np.ndarray, pos: int, axes: S.Axes,
+                          op: str, geo: S.Geometry) -> np.ndarray:
+        """An all-reduce of a large block over more than two ranks as a
+        reduce-scatter and an all-gather: the flat block cut into one part
+        per rank, member i combining everyone's part i in position order
+        (each element combined in the same order as by the virtual backend,
+        so the values are bitwise the same), then the combined parts
+        gathered. Each rank sends and receives 2 (g - 1) / g blocks rather
+        than g - 1, and combines 1 / g of the block."""
+        g = len(group)
+        flat = np.ascontiguousarray(mine).reshape(-1)
+        width = -(-flat.size // g)
+        if flat.size != g * width:  # the last part padded (its padding is dropped)
+            flat = np.concatenate([flat, np.zeros(g * width - flat.size, flat.dtype)])
+        parts = flat.reshape(g, width)
+        member = {geo.procs[int(k)]: i for i, k in enumerate(group) if i != pos}
+        peers = list(member)
+        detail = _detail(axes, f";op={op}")
+        part_of = (f"all_reduce({detail}) of {mine.dtype}{list(mine.shape)}", mine.nbytes)
+        theirs = np.empty_like(parts)
+        theirs[pos] = parts[pos]
+        exchange(parts[pos], peers, peers, "all_reduce", detail + ";scatter",
+                 into={p: theirs[i] for p, i in member.items()},
+                 blocks={p: parts[i] for p, i in member.items()}, part_of=part_of)
+        acc = theirs[0]
+        for b in theirs[1:]:
+            acc = S.combine(op, acc, b)
+        whole = np.empty_like(parts)
+        whole[pos] = acc
+        exchange(acc, peers, peers, "all_reduce", detail + ";gather",
+                 into={p: whole[i] for p, i in member.items()}, part_of=part_of)
+        return whole.reshape(-1)[:mine.size].reshape(mine.shape)
 
     def _group_blocks(self, bufs: S.Bufs, axes: S.Axes, geo: S.Geometry, kind: str,
                       extra: str) -> list[np.ndarray]:

@@ -18,7 +18,10 @@ with the same meaning:
   (glibc on x86-64), run the kernel with its FTZ and DAZ bits set, which is
   exactly the mode XLA uses, at no per-element cost.
 
-A test runs the same programs both ways and requires identical bits.
+A test runs the same programs both ways and requires identical bits. The
+exact contraction flushes its float32 operands while widening them to float64
+(``widen_flushed``: the copy in the hardware mode, whose denormals-are-zero
+also applies to conversions, or an explicit flush first).
 Config ``spec_denormals="ieee"`` turns flushing off (NumPy's semantics).
 
 Narrow floats (float16, bfloat16, float8) are computed in float32: bfloat16
@@ -31,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import platform
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +44,9 @@ from spec._src.core.config import config
 
 _TINY = {np.dtype(np.float32): np.float32(np.finfo(np.float32).tiny),
          np.dtype(np.float64): np.float64(np.finfo(np.float64).tiny)}
-_COMPLEX_PARTS = {np.dtype(np.complex64): np.dtype(np.float32),
-                  np.dtype(np.complex128): np.dtype(np.float64)}
+_COMPLEX_PARTS: dict[np.dtype[Any], np.dtype[Any]] = {
+    np.dtype(np.complex64): np.dtype(np.float32),
+    np.dtype(np.complex128): np.dtype(np.float64)}
 
 
 _VALUES = config._values  # read directly: this is on every arithmetic impl's path
@@ -53,7 +58,61 @@ def flushing() -> bool:
 
 # ------------------------------------------------------------ explicit path
 
+# Arrays of at least this many elements are first checked for subnormals a
+# block at a time in kept scratch memory: the check reads the array once and
+# allocates nothing, where whole-array temporaries of |x| and a mask cost
+# page faults that can exceed the arithmetic of a large kernel.
+_BLOCK = 1 << 16
+# Bit patterns of the largest subnormal: |x|'s bits minus one are below it
+# exactly for subnormal x (zero wraps around to the largest pattern).
+_SUBNORMAL_BITS: dict[np.dtype[Any], tuple[np.dtype[Any], int]] = {
+    np.dtype(np.float32): (np.dtype(np.uint32), 0x007FFFFF),
+    np.dtype(np.float64): (np.dtype(np.uint64), 0x000FFFFFFFFFFFFF)}
+
+
+class _Block(threading.local):
+    """Per-thread scratch for one block of |x| (float32 or float64)."""
+
+    def __init__(self) -> None:
+        self.buffer = np.empty(_BLOCK * 8, np.uint8)
+
+
+_SCRATCH = _Block()
+
+
+def _flat_view(x: np.ndarray) -> np.ndarray | None:
+    """The elements of a contiguous array as a flat view (None otherwise)."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    if x.flags.f_contiguous:
+        return x.T.reshape(-1)
+    return None
+
+
+def _surely_normal(flat: np.ndarray) -> bool:
+    """Whether the flat float32/float64 array holds no subnormal, a block at
+    a time: |x| into scratch, and where its minimum is below the smallest
+    normal (zeros, nan or subnormals) the exact test on the bits."""
+    dt = flat.dtype
+    tiny = _TINY[dt]
+    bits, largest_subnormal = _SUBNORMAL_BITS[dt]
+    scratch = _SCRATCH.buffer[:_BLOCK * dt.itemsize].view(dt)
+    for start in range(0, flat.size, _BLOCK):
+        part = flat[start:start + _BLOCK]
+        magnitude = np.abs(part, out=scratch[:part.size])
+        if magnitude.min() >= tiny:
+            continue
+        below = np.subtract(magnitude.view(bits), 1, out=magnitude.view(bits))
+        if below.min() < largest_subnormal:
+            return False
+    return True
+
+
 def _flush_real(x: np.ndarray, tiny: Any) -> np.ndarray:
+    if x.size >= _BLOCK:
+        flat = _flat_view(x)
+        if flat is not None and _surely_normal(flat):
+            return x
     magnitude = np.abs(x)
     small = magnitude < tiny
     if not small.any():
@@ -76,9 +135,14 @@ def flush(x: np.ndarray) -> np.ndarray:
         return _flush_real(x, tiny)
     part = _COMPLEX_PARTS.get(dt)
     if part is not None:
-        real = _flush_real(x.real, _TINY[part])
-        imag = _flush_real(x.imag, _TINY[part])
-        if real is x.real and imag is x.imag:
+        if x.size >= _BLOCK:
+            flat = _flat_view(x)
+            if flat is not None and _surely_normal(flat.view(part)):
+                return x
+        parts = x.real, x.imag  # each access makes a new view
+        real = _flush_real(parts[0], _TINY[part])
+        imag = _flush_real(parts[1], _TINY[part])
+        if real is parts[0] and imag is parts[1]:
             return x
         out = np.empty_like(x)
         out.real = real
@@ -159,6 +223,44 @@ def _probe_hardware() -> _SSEMode | None:
 
 _HARDWARE = _probe_hardware()
 _use_hardware = [_HARDWARE is not None]
+
+
+def _probe_converting_daz() -> bool:
+    """Whether a float32 -> float64 copy run in the hardware mode reads
+    subnormals as zeros of their sign (the mode's denormals-are-zero applies
+    to conversions), contiguous and strided, past any vector width."""
+    if _HARDWARE is None:
+        return False
+    src = np.tile(np.array([1e-40, -1e-40, 1.5, -0.0, 3e-39, -2.5], np.float32), 64)
+    want = np.where(np.abs(src) < np.finfo(np.float32).tiny,
+                    np.copysign(np.zeros((), np.float32), src), src).astype(np.float64)
+    for step in (1, 3):
+        dst = np.empty(src[::step].shape, np.float64)
+        _HARDWARE.run(np.copyto, (dst, src[::step]))
+        if dst.tobytes() != want[::step].tobytes():
+            return False
+    return True
+
+
+_CONVERSION_DAZ = _probe_converting_daz()
+
+
+def widen_flushed(dst: np.ndarray, src: np.ndarray) -> None:
+    """``np.copyto(dst, src)`` of float32 ``src`` into float64 ``dst`` with
+    each subnormal of ``src`` read as a zero of its sign (denormals-are-zero
+    for an arithmetic primitive's operands, at the cost of the copy alone).
+    On the hardware path the conversion runs in the flushing mode; otherwise
+    ``src`` is flushed first."""
+    if _use_hardware[0] and _CONVERSION_DAZ:
+        hw = _HARDWARE
+        assert hw is not None
+        hw._set(hw._flushed_ref)
+        try:
+            np.copyto(dst, src)
+        finally:
+            hw._set(hw._normal_ref)
+        return
+    np.copyto(dst, flush(src))
 
 
 def use_hardware(enabled: bool) -> None:

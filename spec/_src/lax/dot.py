@@ -19,6 +19,7 @@ Autodiff: bilinear (JVP and transposes as JAX's, see the end of the module);
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any
 
 import ml_dtypes
@@ -29,7 +30,7 @@ from spec._src.lowering import rules as LR
 from spec._src.interpreters.ad_util import Zero, defjvp, is_undefined_primal
 from spec._src.interpreters.batching import sharding_for_vmap
 from spec._src.core.interpreter import canonical_aval_of, pp_eqn_default
-from spec._src.core.denormals import flush_all, flush_result
+from spec._src.core.denormals import flush, flush_all, flush_result, flushing
 from spec._src.core.registry import declare, require
 from spec._src.lax.sharding_reduce_dot import fit_out, make, mesh_of, parts_of
 from spec._src.core.errors import ShardingTypeError
@@ -193,7 +194,7 @@ def _compute_dtype(lhs: T.DType, rhs: T.DType, out: T.DType) -> T.DType:
     return widest if widest.itemsize >= 4 else T.float32
 
 
-def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def _real_matmul(lhs: np.ndarray, rhs: np.ndarray, daz: bool = False) -> np.ndarray:
     """Batched ``lhs (..., m, k) @ rhs (..., k, n)`` of one real dtype (the
     accumulation type), under the numerical contract (SPEC.md 9.4): a float
     element is the exact sum of the exact products rounded once, so it does
@@ -202,9 +203,11 @@ def _real_matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     if lhs.shape[-1] == 1:
         # A single product per output is not a sum: it keeps the sign of a
         # zero product (-0.0), as XLA's dot does; a sum starts from +0.0.
+        if daz:
+            lhs, rhs = flush(lhs), flush(rhs)
         return np.asarray(lhs * rhs)  # (..., m, 1) * (..., 1, n)
     if T.is_float(lhs.dtype):
-        return exact_matmul.matmul(lhs, rhs)
+        return exact_matmul.matmul(lhs, rhs, daz)
     return np.asarray(np.matmul(lhs, rhs))
 
 
@@ -232,11 +235,18 @@ def _contract(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumb
     (lc, rc), (lb, rb) = dimension_numbers
     lfree = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rfree = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
-    lhs, rhs = flush_all((lhs, rhs))  # XLA CPU reads subnormal operands as zero
+    # XLA CPU reads subnormal operands as zero: float32 ones of the exact
+    # contraction as it widens them to float64, the others here.
+    daz = real is _real_matmul and flushing() and lhs.dtype == rhs.dtype == T.float32 \
+        and compute in (None, T.float32)
+    if not daz:
+        lhs, rhs = flush_all((lhs, rhs))
     lt = np.transpose(lhs, [*lb, *lfree, *lc])
     rt = np.transpose(rhs, [*rb, *rc, *rfree])
     if compute is not None:
         lt, rt = lt.astype(compute, copy=False), rt.astype(compute, copy=False)
+    if daz:
+        real = functools.partial(_real_matmul, daz=True)
     bshape = tuple(lhs.shape[d] for d in lb)
     lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
     k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))

@@ -37,9 +37,11 @@ a partial sum would leave the float range, so only a result that itself
 rounds beyond the largest float overflows.
 
 The arithmetic assumes IEEE gradual underflow (no FTZ/DAZ mode), which is
-how spec calls it; flushing subnormal operands and results is the caller's
-business. Arrays are updated in place where a value is dead: fresh
-multi-megabyte temporaries cost page faults comparable to the arithmetic.
+how spec calls it; flushing subnormal results is the caller's business, and
+so is flushing operands unless ``daz`` asks for it (float32 operands are
+then flushed as they are widened to float64). Arrays are updated in place
+where a value is dead: fresh multi-megabyte temporaries cost page faults
+comparable to the arithmetic.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ import threading
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+from spec._src.core.denormals import flush, widen_flushed
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
@@ -84,8 +88,10 @@ _PRODUCT_MIN, _PRODUCT_MAX = 2.0 ** -900, 2.0 ** 1000
 _SCRATCH_MIN, _SCRATCH_MAX = 1 << 18, 1 << 26
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b``, each element the exact sum rounded once to ``a.dtype``."""
+def matmul(a: np.ndarray, b: np.ndarray, daz: bool = False) -> np.ndarray:
+    """``a @ b``, each element the exact sum rounded once to ``a.dtype``;
+    ``daz``: subnormal operands read as zeros of their sign (for float32
+    operands in scratch memory, as they are widened to float64)."""
     dtype = a.dtype
     if dtype not in (F32, F64) or b.dtype != dtype:
         raise TypeError(f"matmul needs two float32 or two float64 operands, got {a.dtype} "
@@ -96,20 +102,25 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     shape = (*a.shape[:-1], b.shape[-1])
     if 0 in shape or a.shape[-1] == 0:
         return np.zeros(shape, dtype)
+    few = math.prod(shape) * a.shape[-1] <= _FEW
+    # float32 operands, GEMM result and partial products in scratch memory.
+    work = _SCRATCH.arrays([a.shape, b.shape, shape, shape]) if dtype == F32 and not few \
+        else None
+    if daz and work is None:
+        a, b = flush(a), flush(b)
     with np.errstate(all="ignore"):
-        if math.prod(shape) * a.shape[-1] <= _FEW:
+        if few:
             found = _few_terms(a, b)
             if found is not None:
                 return found
         if dtype == F32:
-            # Operands, GEMM result and partial products in scratch memory.
-            work = _SCRATCH.arrays([a.shape, b.shape, shape, shape])
             if work is None:
                 x, y = a.astype(F64), b.astype(F64)
             else:
                 x, y = work[0], work[1]
-                np.copyto(x, a)
-                np.copyto(y, b)
+                widen = widen_flushed if daz else np.copyto
+                widen(x, a)
+                widen(y, b)
             out = _round_to_f32(x, y, None if work is None else (work[2], work[3]))
             if out is None:  # inf or nan among the operands: the finite parts first
                 out = _round_to_f32(_finite_part(x), _finite_part(y))

@@ -63,6 +63,10 @@ def _index_tuple(idx: Any) -> tuple[Any, ...]:
     return (idx,)
 
 
+# Operand types check_arraylike accepts, by exact type (the hot path's test).
+_PASS_ARRAYLIKE = frozenset({Array, float, int, bool, complex})
+
+
 class ufunc:
     """A universal function: ``func`` of ``nin`` scalars (to ``nout`` results),
     applied element-wise with broadcasting; binary ones also reduce,
@@ -107,7 +111,10 @@ class ufunc:
         return f"<jnp.ufunc '{self.__name__}'>"
 
     def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
-        check_arraylike(self.__name__, *args)
+        for a in args:  # eager arrays and Python scalars pass: skip the check's work
+            if type(a) not in _PASS_ARRAYLIKE:
+                check_arraylike(self.__name__, *args)
+                break
         if out is not None:
             raise NotImplementedError(f"out argument of {self}")
         if where is not None:
