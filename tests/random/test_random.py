@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec._src.core import prng as _prng
+from tests.lowering.xla_run import assert_bitwise, spec_and_compiled
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 Prog = Callable[[Any, Any], Any]
@@ -108,6 +109,63 @@ def test_threefry_vmap() -> None:
         row = threefry2x32_p.bind(ks[i, 0], ks[i, 1], x, x)
         for o, r in zip(ours, row):
             assert np.array_equal(np.asarray(o)[i], np.asarray(r))
+
+
+# ------------------------------------------------------------ rng_bit_generator
+
+RBG_KEY = np.array([0xDEADBEEF, 7, 0xFFFFFFFE, 9], np.uint32)  # the counter word carries
+RBG_SHAPES = [(), (1,), (5,), (2, 2), (3, 5), (5, 3), (3, 4, 2), (3, 5, 7), (0, 3)]
+
+
+def _rbg_all(lax: Any, key: Any) -> list[Any]:
+    """Every algorithm, width and shape: the 32-bit Threefry layouts depend on
+    the shape (which axis is split), the others on the element count."""
+    out: list[Any] = []
+    for algorithm in lax.RandomAlgorithm:
+        for dtype, shapes in ((np.uint8, RBG_SHAPES[4:6]), (np.uint16, RBG_SHAPES[2:3]),
+                              (np.uint32, RBG_SHAPES)):
+            for shape in shapes:
+                out.extend(lax.rng_bit_generator(key, shape, dtype, algorithm))
+    return out
+
+
+def test_rng_bit_generator_matches_jax() -> None:
+    theirs = jax.jit(lambda k: _rbg_all(jax.lax, k))(RBG_KEY)  # one compilation
+    for o, t in zip(_rbg_all(spec.lax, RBG_KEY), theirs):
+        assert str(spec.typeof(o)) == str(jax.typeof(t))
+        assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+    f = lambda lax: (lambda k: lax.rng_bit_generator(  # noqa: E731
+        k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX))
+    assert str(spec.make_jaxpr(f(spec.lax))(RBG_KEY)) == str(jax.make_jaxpr(f(jax.lax))(RBG_KEY))
+    with pytest.raises(TypeError, match="unsupported dtype int32"):
+        spec.lax.rng_bit_generator(RBG_KEY, (2,), np.int32)
+    with pytest.raises(TypeError, match="rng_bit_generator C1"):
+        spec.lax.rng_bit_generator(RBG_KEY[:2], (2,))
+
+
+def test_rng_bit_generator_64_bits_and_u64_state(x64: None) -> None:
+    def draws(lax: Any, key: Any) -> list[Any]:
+        return [v for algorithm in lax.RandomAlgorithm for shape in [(5,), (3, 4)]
+                for v in lax.rng_bit_generator(key, shape, np.uint64, algorithm)]
+    keys = (RBG_KEY, RBG_KEY.view(np.uint64))
+    theirs = jax.jit(lambda a, b: draws(jax.lax, a) + draws(jax.lax, b))(*keys)
+    for o, t in zip(draws(spec.lax, keys[0]) + draws(spec.lax, keys[1]), theirs):
+            assert np.asarray(o).dtype == np.asarray(t).dtype
+            assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+
+
+def test_rng_bit_generator_vmap_matches_jax() -> None:
+    """JAX's rule: the first key makes the whole batch's bits."""
+    keys = np.stack([RBG_KEY, RBG_KEY + 1, RBG_KEY + 2])
+    f = lambda lax: (lambda k: lax.rng_bit_generator(k, (2, 3)))  # noqa: E731
+    for o, t in zip(spec.vmap(f(spec.lax))(keys), jax.vmap(f(jax.lax))(keys)):
+        assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+
+
+def test_rng_bit_generator_lowering_compiles_to_the_same_bits() -> None:
+    ours, compiled, text = spec_and_compiled(lambda k: _rbg_all(spec.lax, k)[::4], RBG_KEY)
+    assert_bitwise(ours, compiled)
+    assert "stablehlo.rng_bit_generator" in text
 
 
 # ------------------------------------------------------------------ keys
