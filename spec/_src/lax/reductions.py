@@ -62,7 +62,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.interpreter import Primitive
 from spec._src.core.denormals import arithmetic, flush_result
-from spec._src.lax.elementwise_kit import compute_dtype
+from spec._src.lax.elementwise_kit import compute_dtype, total_order_key
 from spec._src.core.registry import declare, require
 from spec._src.lax.sharding_reduce_dot import (
     fit_out,
@@ -973,24 +973,10 @@ def _top_k_type(x: ArrayType, *, k: int, axis: int, is_stable: bool) -> list[Arr
             ArrayType(tuple(shape), T.int32, x.weak_type)]
 
 
-def _total_order_key(x: np.ndarray) -> np.ndarray:
-    """Signed-integer keys ordered as XLA's total order on ``x``'s dtype:
-    for floats -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN (the sign and
-    magnitude bits read as a two's-complement integer, negatives mirrored)."""
-    if x.dtype == T.bool_:
-        return x.astype(np.int8)
-    if not T.is_float(x.dtype):
-        return x
-    signed = np.dtype(f"int{8 * x.dtype.itemsize}")
-    bits = x.view(signed)
-    magnitude = signed.type(np.iinfo(signed).max)
-    return np.where(bits < 0, bits ^ magnitude, bits)
-
-
 def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np.ndarray]:
     # ~key reverses the order without overflow; a stable ascending argsort of
     # it is a stable descending sort of x (ties keep their input order).
-    order = np.argsort(~_total_order_key(x), axis=axis, kind="stable")
+    order = np.argsort(~total_order_key(x), axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis)
     values = np.take_along_axis(x, idx, axis=axis)
     return [np.array(values, order="C", copy=None),

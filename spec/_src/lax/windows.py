@@ -578,6 +578,13 @@ def _two_at_front(prim_name: str) -> Callable[..., tuple[list[Any], list[BatchDi
     return batch
 
 
+def _on_tangents(prim_name: str) -> Callable[..., Any]:
+    """The JVP of a primitive linear in its first operand: itself on the tangent."""
+    def tangent(g: Any, linear: Any, x: Any, **params: Any) -> Any:
+        return _SELECT_PRIMS[prim_name].bind(g, x, **params)
+    return tangent
+
+
 def _gather_add_parts(mesh: Any, t: ArrayType, x: ArrayType, **params: Any) -> list[Any]:
     shape = reduce_window_shape_tuple(x.shape, *(params[f] for f in _FIELDS))
     return [_varying_out_shape("select_and_gather_add", mesh, x, shape)]
@@ -585,7 +592,7 @@ def _gather_add_parts(mesh: Any, t: ArrayType, x: ArrayType, **params: Any) -> l
 
 select_and_gather_add_p = declare(
     "select_and_gather_add", typing=_gather_add_type, impl=_gather_add_impl,
-    jvp=defjvp(lambda g, t, x, **p: select_and_gather_add_p.bind(g, x, **p), None),
+    jvp=defjvp(_on_tangents("select_and_gather_add"), None),
     transpose=_gather_add_transpose, batch=_two_at_front("select_and_gather_add"),
     sharding=SK.section("select_and_gather_add", _gather_add_parts),
     per_device=from_primitive(lambda p: PD.guarded(p, _trivial_on_sharded, PD.local(p))),
@@ -672,7 +679,7 @@ def _scatter_add_parts(mesh: Any, source: ArrayType, x: ArrayType, **params: Any
 
 select_and_scatter_add_p = declare(
     "select_and_scatter_add", typing=_scatter_add_type, impl=_scatter_add_impl,
-    jvp=defjvp(lambda g, s, x, **p: select_and_scatter_add_p.bind(g, x, **p), None),
+    jvp=defjvp(_on_tangents("select_and_scatter_add"), None),
     transpose=_scatter_add_transpose, batch=_two_at_front("select_and_scatter_add"),
     sharding=SK.section("select_and_scatter_add", _scatter_add_parts),
     per_device=from_primitive(lambda p: PD.guarded(p, _trivial_on_sharded, PD.local(p))),
