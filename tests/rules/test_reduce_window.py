@@ -361,3 +361,19 @@ def test_sharded_operands_give_the_unsharded_values(four_devices: None,
         f = lambda v: slax.reduce_window(v, init, getattr(slax, kind),  # noqa: E731
                                          (1, 2), (1, 2), "VALID")
         assert np.asarray(spec.jit(f)(xs)).tobytes() == np.asarray(f(x)).tobytes()
+
+
+def test_select_and_scatter_matches_jax() -> None:
+    """The general primitive (select_and_scatter_add lowers through it):
+    padding never selected, duplicates combined in window order."""
+    from jax._src.lax.windowed_reductions import _select_and_scatter
+    from spec._src.lax.windows import select_and_scatter
+    source = _rng.normal(size=(3, 3)).astype(np.float32)
+    args = ((2, 3), (2, 2), ((1, 1), (1, 0)))
+    ours = select_and_scatter(TIES, slax.ge, *args, source, np.float32(-5), slax.max)
+    theirs = _select_and_scatter(TIES, jlax.ge, *args, source, np.float32(-5), jlax.max)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+    f = lambda lax, sas: (lambda x: sas(x, lax.le, *args, source, np.float32(0),  # noqa: E731
+                                        lax.add))
+    assert str(spec.make_jaxpr(f(slax, select_and_scatter))(TIES)) == \
+        str(jax.make_jaxpr(f(jlax, _select_and_scatter))(TIES))

@@ -39,7 +39,6 @@ from spec._src.core.interpreter import (
     Tracer,
     canonical_aval_of,
     eval_jaxpr,
-    eval_jaxpr_values,
     from_primitive,
     not_applicable,
 )
@@ -48,11 +47,12 @@ from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import ad
 from spec._src.interpreters.ad_util import Zero, defjvp, instantiate, linear_jvp, linear_transpose
-from spec._src.interpreters.batching import AxisData, BatchDim, batch_jaxpr, bdim_at_front
+from spec._src.interpreters.batching import AxisData, BatchDim, bdim_at_front
 from spec._src.interpreters.spmd import Dist
 from spec._src.lax import elementwise as E
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.conv import padtype_to_pads
+from spec._src.lax.indexing import apply_in_order, on_all
 from spec._src.lax.reductions import computation_jaxpr
 from spec._src.lax.shaping import _varying_out_shape, asarray, full
 from spec._src.lax.slicing import pad, pad_p
@@ -365,17 +365,6 @@ def _fold_windows(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
     return accs
 
 
-def _on_all(jaxpr: Jaxpr, size: int) -> Callable[..., list[np.ndarray]]:
-    """``jaxpr`` (a computation on scalars) run on ``size`` flat arguments at once."""
-    n_out = len(jaxpr.out_avals)
-    batched, _ = batch_jaxpr(jaxpr, AxisData(size), [0] * len(jaxpr.in_avals), [0] * n_out)
-
-    def run(*args: np.ndarray) -> list[np.ndarray]:
-        outs = eval_jaxpr_values(batched, batched.consts, [a.reshape(size) for a in args])
-        return [np.asarray(o) for o in outs]
-    return run
-
-
 def _generic_type(*avals: ArrayType, jaxpr: Jaxpr, consts: tuple[Any, ...],
                   **params: Any) -> list[ArrayType]:
     n = len(avals) // 2
@@ -410,7 +399,7 @@ def _generic_impl(*values: np.ndarray, jaxpr: Jaxpr, consts: tuple[Any, ...],
     size = math.prod(shape)
     if size == 0:
         return [np.full(shape, i, o.dtype) for o, i in zip(ops, inits)]
-    run = _on_all(jaxpr, size)
+    run = on_all(jaxpr, size)
 
     def combine(accs: list[np.ndarray], elems: list[np.ndarray]) -> list[np.ndarray]:
         return [o.reshape(shape).astype(a.dtype, copy=False)
@@ -729,7 +718,7 @@ def _select_and_scatter_impl(x: np.ndarray, source: np.ndarray, init: np.ndarray
     patches = _windows(x, np.zeros((), x.dtype), full_params).reshape(size, -1)
     where = _windows(np.arange(x.size).reshape(x.shape), np.asarray(-1),
                      full_params).reshape(size, -1)
-    select = _on_all(select_jaxpr, size)
+    select = on_all(select_jaxpr, size)
     kept, index, have = patches[:, 0], np.zeros(size, np.intp), where[:, 0] >= 0
     for k in range(1, patches.shape[1]):
         valid = where[:, k] >= 0
@@ -738,19 +727,8 @@ def _select_and_scatter_impl(x: np.ndarray, source: np.ndarray, init: np.ndarray
         kept, index = np.where(take, patches[:, k], kept), np.where(take, k, index)
         have |= valid
     target = np.where(have, where[np.arange(size), index], -1)
-    windows = np.flatnonzero(target >= 0)
-    # Rounds of windows that select distinct elements, in window order.
-    order = np.argsort(target[windows], kind="stable")
-    sorted_targets = target[windows][order]
-    starts = np.searchsorted(sorted_targets, sorted_targets)
-    rank = np.empty(len(windows), np.intp)
-    rank[order] = np.arange(len(windows)) - starts
-    flat_source = source.reshape(-1)
-    for r in range(int(rank.max(initial=-1)) + 1):
-        chosen = windows[rank == r]
-        positions = target[chosen]
-        (combined,) = _on_all(scatter_jaxpr, len(chosen))(out[positions], flat_source[chosen])
-        out[positions] = combined
+    chosen = np.flatnonzero(target >= 0)
+    apply_in_order(out, target[chosen], source.reshape(-1)[chosen], scatter_jaxpr)
     return [out.reshape(x.shape)]
 
 
