@@ -248,3 +248,39 @@ def test_lax_names_match_jax() -> None:
     for shape in ((2, 3), ()):
         a, e = np.asarray(slax.shape_as_value(shape)), np.asarray(jlax.shape_as_value(shape))
         assert a.dtype == e.dtype and np.array_equal(a, e)
+
+
+# ---------------------------------------------------------------- lax.stage
+
+STAGED: list[tuple[str, Callable[[Any], Callable[[Any], Any]]]] = [
+    ("argument", lambda lax: lax.stage),
+    ("used", lambda lax: (lambda x: lax.stage(x) * 2)),
+    ("array constant", lambda lax: (lambda x: lax.stage(np.arange(3.0)) + x)),
+    ("scalar literal", lambda lax: (lambda x: lax.stage(3.0) + x)),
+]
+
+
+@pytest.mark.parametrize("name,program", STAGED, ids=[s[0] for s in STAGED])
+def test_stage_jaxprs_match_jax(name: str, program: Any) -> None:
+    """stage lifts without an equation: the jaxprs of JAX, under grad and vmap too."""
+    f, g = program(slax), program(jlax)
+    assert str(spec.make_jaxpr(f)(1.0)) == str(jax.make_jaxpr(g)(1.0))
+    if name == "used":
+        assert str(spec.make_jaxpr(spec.grad(f))(1.0)) == str(jax.make_jaxpr(jax.grad(g))(1.0))
+        xs = np.ones(3, np.float32)
+        assert str(spec.make_jaxpr(spec.vmap(f))(xs)) == str(jax.make_jaxpr(jax.vmap(g))(xs))
+
+
+def test_stage_outside_transforms_is_an_array_as_jax() -> None:
+    for x in (3.0, np.arange(3), np.float16(2)):
+        ours, theirs = slax.stage(x), jlax.stage(x)
+        assert isinstance(ours, spec.Array)
+        assert str(spec.typeof(ours)) == str(jax.typeof(theirs))
+        assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+
+
+def test_stage_primitive_is_the_linear_identity() -> None:
+    x = np.arange(3.0, dtype=np.float32)
+    check_grads(slax.stage_p.bind, (x,), order=1, modes=("fwd", "rev"))
+    assert np.asarray(spec.vmap(slax.stage_p.bind)(np.stack([x, x]))).tobytes() == \
+        np.stack([x, x]).tobytes()
