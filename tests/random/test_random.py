@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec._src.core import prng as _prng
-from tests.lowering.xla_run import assert_bitwise, spec_and_compiled
+from tests.lowering.xla_run import assert_bitwise, compile_and_run, lowered, spec_and_compiled
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 Prog = Callable[[Any, Any], Any]
@@ -166,6 +166,34 @@ def test_rng_bit_generator_lowering_compiles_to_the_same_bits() -> None:
     ours, compiled, text = spec_and_compiled(lambda k: _rbg_all(spec.lax, k)[::4], RBG_KEY)
     assert_bitwise(ours, compiled)
     assert "stablehlo.rng_bit_generator" in text
+
+
+# ------------------------------------------------------------------ rng_uniform
+
+@pytest.mark.parametrize("a,b", [(0.0, 1.0), (np.float16(-2), np.float16(-1.5)),
+                                 (np.int32(-3), np.int32(4)), (np.uint8(250), np.uint8(255))])
+def test_rng_uniform_types_jaxpr_and_range_match_jax(a: Any, b: Any) -> None:
+    """Which values is unspecified (XLA's state): types, jaxpr, errors and the
+    half-open range are JAX's; the mean of many draws is the interval's middle."""
+    f = lambda lax: (lambda: lax.rng_uniform(a, b, (3, 2)))  # noqa: E731
+    assert str(spec.eval_shape(f(spec.lax))) == str(jax.eval_shape(f(jax.lax)))
+    assert str(spec.make_jaxpr(f(spec.lax))()) == str(jax.make_jaxpr(f(jax.lax))())
+    draws = np.asarray(spec.lax.rng_uniform(a, b, (4000,))).astype(np.float64)
+    assert draws.min() >= float(a) and draws.max() < float(b)
+    middle = (float(a) + float(b) - (1 if np.issubdtype(type(b), np.integer) else 0)) / 2
+    assert abs(draws.mean() - middle) < 0.05 * (float(b) - float(a))
+    for bad in [(np.float32(0), np.int32(1)), (np.zeros(2, np.float32), np.float32(1))]:
+        with pytest.raises(ValueError) as theirs:
+            jax.lax.rng_uniform(*bad, (2,))
+        with pytest.raises(ValueError, match=str(theirs.value).split(";")[0][:40]):
+            spec.lax.rng_uniform(*bad, (2,))
+
+
+def test_rng_uniform_lowering_compiles_to_the_range() -> None:
+    text = lowered(lambda: spec.lax.rng_uniform(np.float32(2), np.float32(3), (50,)))
+    assert "distribution = UNIFORM" in text
+    (out,) = compile_and_run(text, [])
+    assert out.dtype == np.float32 and out.min() >= 2 and out.max() < 3
 
 
 # ------------------------------------------------------------------ keys

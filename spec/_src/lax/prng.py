@@ -649,3 +649,56 @@ def rng_bit_generator(key: Any, shape: Any, dtype: Any = np.uint32,
 
 
 __all__ += ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p"]
+
+
+# ------------------------------------------------------------------ rng_uniform
+# XLA's stateful Rng op: values uniform in [a, b) from a generator whose state
+# the program does not see. Which values is not specified (XLA's depend on its
+# own run-time state); spec draws them from one process-wide NumPy generator.
+
+_RNG_UNIFORM_STATE = np.random.default_rng(0)
+
+
+def _rng_uniform_type(a: ArrayType, b: ArrayType, *, shape: tuple[int, ...]
+                      ) -> list[ArrayType]:
+    require(a.dtype == b.dtype, "rng_uniform", "C1",
+            f"Arguments to rng_uniform must have identical dtypes, got {a.dtype} and "
+            f"{b.dtype}.", ValueError)
+    require(a.shape == () and b.shape == (), "rng_uniform", "C2",
+            f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and {b.shape}.",
+            ValueError)
+    require(T.is_float(a.dtype) or T.is_int(a.dtype), "rng_uniform", "C3",
+            f"rng_uniform draws integers or floats, got dtype {a.dtype}")
+    return [ArrayType(tuple(int(d) for d in shape), a.dtype, a.weak_type and b.weak_type)]
+
+
+def _rng_uniform_impl(a: np.ndarray, b: np.ndarray, *, shape: tuple[int, ...]
+                      ) -> list[np.ndarray]:
+    if T.is_int(a.dtype):
+        low, high = int(a), max(int(b), int(a) + 1)
+        return [_RNG_UNIFORM_STATE.integers(low, high, shape).astype(a.dtype)]
+    lo, hi = np.float64(a), np.float64(b)
+    with np.errstate(all="ignore"):
+        drawn = (lo + (hi - lo) * _RNG_UNIFORM_STATE.random(shape)).astype(a.dtype)
+        below = np.nextafter(np.asarray(b, a.dtype), np.asarray(a, a.dtype))
+    # Rounding to the narrower dtype may reach b: the interval is half-open.
+    return [np.where(drawn >= b, below, drawn).astype(a.dtype) if hi > lo else drawn]
+
+
+rng_uniform_p = declare(
+    "rng_uniform", typing=_rng_uniform_type, impl=_rng_uniform_impl,
+    jvp=not_applicable("JAX defines no derivative of rng_uniform"),
+    transpose=_not_linear("rng_uniform"),
+    batch=not_applicable("JAX defines no batching rule for rng_uniform"),
+    sharding=SK.section("rng_uniform", lambda mesh, a, b, *, shape: [(None,) * len(shape)]),
+    per_device=from_primitive(S.gathered), lowering=LP.rng_uniform,
+    doc="XLA's stateful Rng: uniform values in [a, b), unspecified which")
+
+
+def rng_uniform(a: Any, b: Any, shape: Any) -> Any:
+    """Values uniform in ``[a, b)`` (scalars of one dtype) of ``shape``, from a
+    state the program does not see: which values is not specified."""
+    return rng_uniform_p.bind(a, b, shape=tuple(shape))
+
+
+__all__ += ["rng_uniform", "rng_uniform_p"]

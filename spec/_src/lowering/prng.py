@@ -227,3 +227,14 @@ def rng_bit_generator(ctx: LoweringContext, operands: Sequence[str],
         state = ctx.line(f"stablehlo.reshape {pairs} : (tensor<2x2xui32>) -> "
                          f"{tensor_type(key_aval)}")
     return [state, bits]
+
+
+def rng_uniform(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                out_avals: Sequence[ArrayType], *, shape: tuple[int, ...]) -> list[str]:
+    """``stablehlo.rng`` with the UNIFORM distribution, the shape a constant."""
+    shape_aval = ArrayType((len(shape),), np.dtype(np.int64))
+    dims = ctx.constant(np.asarray(shape, np.int64), shape_aval)
+    a, b = operands
+    scalar = tensor_type(in_avals[0])
+    return [ctx.line(f"stablehlo.rng {a}, {b}, {dims}, distribution = UNIFORM : ({scalar}, "
+                     f"{scalar}, {tensor_type(shape_aval)}) -> {tensor_type(out_avals[0])}")]
