@@ -27,6 +27,7 @@ from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as appr
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.ad_prims import stage as stage
+from spec._src.lax.custom import composite as composite
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403
 from spec._src.api.lax_map import map as map

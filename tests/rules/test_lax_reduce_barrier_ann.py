@@ -6,6 +6,7 @@ compiled by jaxlib against spec's evaluation."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -284,3 +285,34 @@ def test_stage_primitive_is_the_linear_identity() -> None:
     check_grads(slax.stage_p.bind, (x,), order=1, modes=("fwd", "rev"))
     assert np.asarray(spec.vmap(slax.stage_p.bind)(np.stack([x, x]))).tobytes() == \
         np.stack([x, x]).tobytes()
+
+
+# ------------------------------------------------------------ lax.composite
+
+def _composite(lax: Any) -> Callable[..., Any]:
+    @functools.partial(lax.composite, name="my.affine", version=2)
+    def affine(x: Any, pair: Any, *, scale: float = 2.0, tag: str = "t") -> Any:
+        return x * scale + pair[0] - pair[1] + np.arange(3, dtype=np.float32)
+    return affine
+
+
+def test_composite_matches_jax() -> None:
+    """One equation holding the decomposition (its constants as leading
+    operands, keyword arguments as attributes); values, jaxpr, the lowering's
+    composite op and decomposition function; JAX's errors for grad and vmap."""
+    x = np.arange(3.0, dtype=np.float32)
+    args = (x, (x + 1, np.float32(0.5)))
+    ours = lambda v: _composite(slax)(v, args[1], scale=3.0, tag="u")  # noqa: E731
+    theirs = lambda v: _composite(jlax)(v, args[1], scale=3.0, tag="u")  # noqa: E731
+    assert np.asarray(ours(x)).tobytes() == np.asarray(theirs(x)).tobytes()
+    assert str(spec.make_jaxpr(ours)(x)) == str(jax.make_jaxpr(theirs)(x))
+    spec_values, compiled, text = spec_and_compiled(ours, x)
+    assert_bitwise(spec_values, compiled)
+    assert ('stablehlo.composite "my.affine"' in text and "version = 2 : i32" in text
+            and 'tag = "u"' in text and "func.func private @my.affine" in text)
+    for transform in (lambda lib, f: lib.grad(lambda v: f(v).sum())(x),
+                      lambda lib, f: lib.vmap(f)(np.stack([x, x]))):
+        with pytest.raises(Exception) as want:
+            transform(jax, theirs)
+        with pytest.raises(want.type, match=str(want.value)[:30]):
+            transform(spec, ours)
