@@ -25,6 +25,7 @@ from spec._src.lax.prng import rng_uniform as rng_uniform
 from spec._src.lax.composed import *  # noqa: F403
 from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
+from spec._src.lax.barrier import dce_sink as dce_sink
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.ad_prims import stage as stage
 from spec._src.lax.custom import composite as composite

@@ -18,6 +18,7 @@ from jax import lax as jlax
 import spec
 from spec import lax as slax
 from spec.test_util import check_grads
+from spec._src.core.interpreter import dce_jaxpr
 from tests.lowering.xla_run import assert_bitwise, spec_and_compiled
 
 _rng = np.random.default_rng(7)
@@ -316,3 +317,31 @@ def test_composite_matches_jax() -> None:
             transform(jax, theirs)
         with pytest.raises(want.type, match=str(want.value)[:30]):
             transform(spec, ours)
+
+
+# ------------------------------------------------------------- lax.dce_sink
+
+def test_dce_sink_matches_jax() -> None:
+    """No results, an effect DCE keeps: the jaxprs of JAX (plain, under grad,
+    vmap), the lowering (a side-effecting custom call only when asked), and
+    the kept equation surviving dead-code elimination."""
+    programs = [
+        (lambda lax: (lambda x: (lax.dce_sink((x, x * 2)), x + 1)[1]), lambda f: f),
+        (lambda lax: (lambda x: (lax.dce_sink(x), x * 3)[1]), lambda f: spec.grad(f)),
+        (lambda lax: (lambda x: (lax.dce_sink(x), x * 3)[1]), lambda f: spec.vmap(f)),
+    ]
+    for k, (program, transform) in enumerate(programs):
+        arg = np.ones(2, np.float32) if k == 2 else np.float32(1)
+        jtransform = {0: lambda f: f, 1: jax.grad, 2: jax.vmap}[k]
+        assert str(spec.make_jaxpr(transform(program(slax)))(arg)) == \
+            str(jax.make_jaxpr(jtransform(program(jlax)))(arg))
+    f = lambda lax, keep: (  # noqa: E731
+        lambda x: (lax.dce_sink(x * 2, prevent_mlir_dce=keep), x)[1])
+    for keep in (False, True):
+        ours = spec.jit(f(slax, keep)).lower(np.float32(1)).as_text()
+        assert ("custom_call @dce_sink" in ours) == keep
+        assert ("custom_call @dce_sink" in jax.jit(f(jlax, keep)).lower(np.float32(1))
+                .as_text()) == keep
+    kept = dce_jaxpr(spec.make_jaxpr(f(slax, False))(np.float32(1)).jaxpr)
+    assert [e.primitive.name for e in kept.eqns] == ["mul", "dce_sink"]
+    assert slax.dce_sink(1.0) is None
