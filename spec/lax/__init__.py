@@ -23,6 +23,7 @@ from spec._src.lax.windows import *  # noqa: F403
 from spec._src.lax.prng import rng_bit_generator as rng_bit_generator
 from spec._src.lax.prng import rng_uniform as rng_uniform
 from spec._src.lax.composed import *  # noqa: F403
+from spec._src.lax.scaled_dot import scaled_dot as scaled_dot
 from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.barrier import dce_sink as dce_sink

@@ -37,6 +37,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     reductions,
     remat,
     reshard,
+    scaled_dot,
     scan,
     shaping,
     shard_map,

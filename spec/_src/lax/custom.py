@@ -43,7 +43,13 @@ from spec._src.core.interpreter import (
     trace_to_jaxpr,
 )
 from spec._src.core import tree_util
-from spec._src.lowering.emitter import LoweringContext, lower_body, symbol_text, tensor_type
+from spec._src.lowering.emitter import (
+    LoweringContext,
+    element_type,
+    lower_body,
+    symbol_text,
+    tensor_type,
+)
 from spec._src.core.registry import declare, require
 from spec._src.lowering import control as CL
 from spec._src.core.types import FLOAT0, ArrayType
@@ -546,18 +552,24 @@ def _composite_batch(axis: AxisData, args: list[Any], dims: list[Any], **params:
     raise NotImplementedError("Batching rule for 'composite' not implemented")
 
 
-def _attribute_text(value: Any) -> str:
-    """A composite attribute as MLIR writes it (JAX's ``ir_attribute``)."""
+def _attribute_text(value: Any, nested: bool = False) -> str:
+    """A composite attribute as MLIR writes it (JAX's ``ir_attribute``): numbers
+    typed i64/f64 at the top level and bare inside arrays, sequences as arrays,
+    dtypes as their element types."""
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
     if isinstance(value, (int, np.integer)):
-        return f"{int(value)} : i64"
+        return f"{int(value)}" + ("" if nested else " : i64")
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):e} : f64"
+        return f"{float(value):e}" + ("" if nested else " : f64")
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_attribute_text(v, True) for v in value) + "]"
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return element_type(np.dtype(value))
     raise NotImplementedError(f"lowering a composite attribute of type {type(value)} "
-                              "(only bool, int, float and str) is not specified")
+                              "(bool, int, float, str, sequences and dtypes) is not specified")
 
 
 def _composite_lowering(ctx: LoweringContext, operands: Sequence[str],
@@ -570,9 +582,8 @@ def _composite_lowering(ctx: LoweringContext, operands: Sequence[str],
         return lower_body(c, call_jaxpr, args)
     with ctx.detached():
         symbol = ctx.function(name, in_avals, out_avals, body)
-    shown = [f"{k} = {_attribute_text(tree_util.tree_unflatten(tree, list(leaves)))}"
-             for k, leaves, tree in attributes
-             if tree_util.tree_unflatten(tree, list(leaves)) is not None]
+    values = {k: tree_util.tree_unflatten(tree, list(leaves)) for k, leaves, tree in attributes}
+    shown = [f"{k} = {_attribute_text(v)}" for k, v in sorted(values.items()) if v is not None]
     props = [f"composite_attributes = {{{', '.join(shown)}}}"] if shown else []
     props.append(f"decomposition = @{symbol_text(symbol)}")
     if version:
