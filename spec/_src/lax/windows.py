@@ -1,5 +1,7 @@
 """Windowed reductions: ``reduce_window_sum``, ``reduce_window_max`` and
-``reduce_window_min``, and the public ``lax.reduce_window``.
+``reduce_window_min``, the general ``reduce_window``, the pooling gradients
+``select_and_gather_add`` and ``select_and_scatter_add``, XLA's
+``select_and_scatter``, and the public ``lax.reduce_window``.
 
 Each reduces every window of the operand after base dilation (``b - 1``
 copies of the init value between neighbours) and edge padding (negative
@@ -14,13 +16,23 @@ Constraint numbering (cited in errors, SPEC.md):
 - C2 one window dimension per operand axis; the other three sequences as
   long as window_dimensions (TypeError).
 - C3 reduce_window_sum: the operand has a number dtype (TypeError).
+- C4-C8 reduce_window: at least one operand (ValueError); each init value of
+  its operand's dtype; scalar init values; operands of one shape; the
+  computation maps 2n scalars to n of the operands' dtypes (TypeError).
+- C9 select_and_*: select_prim is ge or le (ValueError).
+- C10 select_and_gather_add: tangents and operand of one shape (TypeError).
+- C11 select_and_scatter_add: the source has the operand's window shape.
+- C12 select_and_scatter: source of the window shape and the operand's
+  dtype, a scalar init value of that dtype.
 
 Autodiff: the sum is linear; its transpose pads the cotangent (interior
 ``stride - 1``, edges from the convolution VJP's padding) and sums windows
-of it again, strided by the base dilation, as JAX's rule does. max/min
-carry the tangent of the element JAX's gradient picks in each window: the
-first extremum in row-major window order, NaNs as XLA's select-and-scatter
-with ``ge``/``le`` treats them.
+of it again, strided by the base dilation, as JAX's rule does. max/min's
+JVP is ``select_and_gather_add`` (the tangent of the element the fold
+``a if ge(a, b) else b`` keeps, ``le`` for min), whose transpose is
+``select_and_scatter_add``: JAX's equations. The general reduce_window's
+JVP is one reduce_window of operands and tangents with the computation's
+JVP.
 """
 
 from __future__ import annotations
