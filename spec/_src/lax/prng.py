@@ -8,6 +8,12 @@ take or make arrays of keys, whose dtype is a key dtype ``key<fry>``
 the keys' shape (``spec._src.core.prng``). None of them is differentiable in a useful
 sense: the outputs are integers or keys, so their tangents are zero
 (float0), and none is linear.
+
+XLA's own generators: ``rng_bit_generator`` (a uint32[4] or uint64[2] state
+to a new state and random bits, by Threefry or Philox, XLA's CPU bits; C1 the
+state's type, C2 an unsigned dtype for the bits, C3 non-negative sizes, C4 a
+``RandomAlgorithm``) and the stateful ``rng_uniform`` (values in ``[a, b)``,
+which ones unspecified; C1 one dtype, C2 scalars, C3 integer or float).
 """
 
 from __future__ import annotations
