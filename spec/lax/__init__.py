@@ -20,10 +20,16 @@ from spec._src.lax.reduce import reduce as reduce
 from spec._src.lax.dot import *  # noqa: F403
 from spec._src.lax.conv import *  # noqa: F403
 from spec._src.lax.windows import *  # noqa: F403
+from spec._src.lax.prng import rng_bit_generator as rng_bit_generator
+from spec._src.lax.prng import rng_uniform as rng_uniform
 from spec._src.lax.composed import *  # noqa: F403
+from spec._src.lax.scaled_dot import scaled_dot as scaled_dot
 from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
+from spec._src.lax.barrier import dce_sink as dce_sink
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
+from spec._src.lax.ad_prims import stage as stage
+from spec._src.lax.custom import composite as composite
 from spec._src.lax.collectives import *  # noqa: F403
 from spec._src.lax.loops import *  # noqa: F403
 from spec._src.api.lax_map import map as map

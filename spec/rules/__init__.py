@@ -39,6 +39,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     reductions,
     remat,
     reshard,
+    scaled_dot,
     scan,
     shaping,
     shard_map,

@@ -313,6 +313,27 @@ def _select_n(draw: Draw, rng: np.random.Generator) -> Case:
     return (lambda a, b: lax.select_n(which, a, b)), (_rand(rng, s), _rand(rng, s)), "lt"
 
 
+def _stage(draw: Draw, rng: np.random.Generator) -> Case:
+    return lax.stage_p.bind, (_rand(rng, _shape(draw)),), "lt"
+
+
+def _window_select(name: str) -> Callable[[Draw, np.random.Generator], Case]:
+    """select_and_gather_add (a window's tangent at its max) and its transpose
+    select_and_scatter_add, linear in the tangents/source at a fixed operand
+    with ties (small integers)."""
+    def case(draw: Draw, rng: np.random.Generator) -> Case:
+        x = snp.asarray(rng.integers(-2, 3, (4, 5)).astype(np.float32))
+        params = dict(select_prim=lax.ge_p, window_dimensions=(2, 3), window_strides=(1, 2),
+                      padding=((1, 0), (1, 1)))
+        if name == "select_and_gather_add":
+            params.update(base_dilation=(1, 1), window_dilation=(1, 1))
+            return (lambda t: lax.select_and_gather_add_p.bind(t, x, **params)), \
+                (_rand(rng, (4, 5)),), "lt"
+        return (lambda src: lax.select_and_scatter_add_p.bind(src, x, **params)), \
+            (_rand(rng, (4, 3)),), "lt"
+    return case
+
+
 def _slice(draw: Draw, rng: np.random.Generator) -> Case:
     s = _shape(draw, min_dims=1)
     start = tuple(draw(st.integers(0, d - 1)) for d in s)
@@ -507,10 +528,13 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "scatter-add": _scatter("scatter-add"),
     "scatter-mul": _scatter("scatter-mul"),
     "scatter-sub": _scatter("scatter-sub"),
+    "select_and_gather_add": _window_select("select_and_gather_add"),
+    "select_and_scatter_add": _window_select("select_and_scatter_add"),
     "select_n": _select_n,
     "slice": _slice,
     "split": _split,
     "squeeze": _squeeze,
+    "stage": _stage,
     "stack": _stack,
     "sub": _binary_same(lax.sub),
     "tile": _tile,
@@ -527,19 +551,21 @@ REF_SYNTAX = {"new_ref": r"= new_ref\[", "get": r":\S+ <- \w+\[", "swap": r", \w
 # Transpose rules that exist only to raise JAX's error: no adjoint to test.
 RAISES = {"while": ValueError, "ffi_call": ValueError,  # ffi_call: tests/ffi
           # tests/callbacks (JAX's errors, compared live)
-          "pure_callback": ValueError, "io_callback": ValueError}
+          "pure_callback": ValueError, "io_callback": ValueError,
+          "composite": ValueError}  # composite: tests/rules/test_lax_reduce_barrier_ann
 
 # Primitives without results: their transpose gives no cotangents (nothing
 # flows through them), so there is no adjoint to test; tests/callbacks checks
 # that they print in the forward pass only.
-NO_RESULTS = {"debug_callback", "debug_print"}
+NO_RESULTS = {"debug_callback", "debug_print", "dce_sink"}
 
 # Primitives that act on values laid out over a device mesh: their adjoint
 # tests need a mesh of several devices and live with the other mesh tests.
 MESH_TEST = Path(__file__).parents[1] / "shard_map" / "test_collectives.py"
 MESH_ADJOINT = "test_transpose_is_the_adjoint_per_device"
 ON_MESH = {
-    "all_gather", "all_gather_reduced", "all_to_all", "ppermute", "preduced", "psum",
+    "all_gather", "all_gather_reduced", "all_to_all", "pbroadcast", "ppermute", "preduced",
+    "psum",
     "psum_invariant", "pvary", "reduce_scatter", "reduced_vary_cast", "unreduced_psum",
     "unreduced_reduce_scatter", "vary_unreduced_cast", "reshard", "sharding_constraint",
     "shard_map",

@@ -323,6 +323,9 @@ def test_at_divide_power_apply() -> None:
     ours = spec.jit(lambda a: a.at[dup].apply(snp.sin))(xf)
     theirs = jax.jit(lambda a: a.at[dup].apply(jnp.sin))(xf)
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-6)
+    # One scatter whose update computation is the function, as JAX stages it.
+    assert str(spec.make_jaxpr(lambda a: a.at[dup].apply(lambda v: v * 3))(xf)) == \
+        str(jax.make_jaxpr(lambda a: a.at[dup].apply(lambda v: v * 3))(xf))
 
 
 # ========================================================== nonzero & co

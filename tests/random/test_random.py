@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec._src.core import prng as _prng
+from tests.lowering.xla_run import assert_bitwise, compile_and_run, lowered, spec_and_compiled
 
 SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 Prog = Callable[[Any, Any], Any]
@@ -108,6 +109,92 @@ def test_threefry_vmap() -> None:
         row = threefry2x32_p.bind(ks[i, 0], ks[i, 1], x, x)
         for o, r in zip(ours, row):
             assert np.array_equal(np.asarray(o)[i], np.asarray(r))
+
+
+# ------------------------------------------------------------ rng_bit_generator
+
+RBG_KEY = np.array([0xDEADBEEF, 7, 0xFFFFFFFE, 9], np.uint32)  # the counter word carries
+RBG_SHAPES = [(), (5,), (2, 2), (3, 5), (3, 4, 2), (0, 3)]
+
+
+def _rbg_all(lax: Any, key: Any) -> list[Any]:
+    """Threefry's 32-bit layouts depend on the shape (which axis is split):
+    every shape there; Philox's and the narrow widths' only on the count."""
+    A = lax.RandomAlgorithm
+    draws = [(A.RNG_THREE_FRY, np.uint32, shape) for shape in RBG_SHAPES] + [
+        (A.RNG_PHILOX, np.uint32, (3, 5)), (A.RNG_DEFAULT, np.uint32, (5,)),
+        (A.RNG_THREE_FRY, np.uint8, (3, 5)), (A.RNG_PHILOX, np.uint16, (5,))]
+    out: list[Any] = []
+    for algorithm, dtype, shape in draws:
+        out.extend(lax.rng_bit_generator(key, shape, dtype, algorithm))
+    return out
+
+
+def test_rng_bit_generator_matches_jax() -> None:
+    theirs = jax.jit(lambda k: _rbg_all(jax.lax, k))(RBG_KEY)  # one compilation
+    for o, t in zip(_rbg_all(spec.lax, RBG_KEY), theirs):
+        assert str(spec.typeof(o)) == str(jax.typeof(t))
+        assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+    f = lambda lax: (lambda k: lax.rng_bit_generator(  # noqa: E731
+        k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX))
+    assert str(spec.make_jaxpr(f(spec.lax))(RBG_KEY)) == str(jax.make_jaxpr(f(jax.lax))(RBG_KEY))
+    with pytest.raises(TypeError, match="unsupported dtype int32"):
+        spec.lax.rng_bit_generator(RBG_KEY, (2,), np.int32)
+    with pytest.raises(TypeError, match="rng_bit_generator C1"):
+        spec.lax.rng_bit_generator(RBG_KEY[:2], (2,))
+
+
+def test_rng_bit_generator_64_bits_and_u64_state(x64: None) -> None:
+    def draws(lax: Any, key: Any) -> list[Any]:
+        return [v for algorithm in lax.RandomAlgorithm
+                for v in lax.rng_bit_generator(key, (3, 5), np.uint64, algorithm)]
+    keys = (RBG_KEY, RBG_KEY.view(np.uint64))
+    theirs = jax.jit(lambda a, b: draws(jax.lax, a) + draws(jax.lax, b))(*keys)
+    for o, t in zip(draws(spec.lax, keys[0]) + draws(spec.lax, keys[1]), theirs):
+            assert np.asarray(o).dtype == np.asarray(t).dtype
+            assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+
+
+def test_rng_bit_generator_vmap_matches_jax() -> None:
+    """JAX's rule: the first key makes the whole batch's bits."""
+    keys = np.stack([RBG_KEY, RBG_KEY + 1, RBG_KEY + 2])
+    f = lambda lax: (lambda k: lax.rng_bit_generator(k, (2, 3)))  # noqa: E731
+    for o, t in zip(spec.vmap(f(spec.lax))(keys), jax.vmap(f(jax.lax))(keys)):
+        assert np.asarray(o).tobytes() == np.asarray(t).tobytes()
+
+
+def test_rng_bit_generator_lowering_compiles_to_the_same_bits() -> None:
+    ours, compiled, text = spec_and_compiled(lambda k: _rbg_all(spec.lax, k)[1::5], RBG_KEY)
+    assert_bitwise(ours, compiled)
+    assert "stablehlo.rng_bit_generator" in text
+
+
+# ------------------------------------------------------------------ rng_uniform
+
+@pytest.mark.parametrize("a,b", [(0.0, 1.0), (np.float16(-2), np.float16(-1.5)),
+                                 (np.int32(-3), np.int32(4)), (np.uint8(250), np.uint8(255))])
+def test_rng_uniform_types_jaxpr_and_range_match_jax(a: Any, b: Any) -> None:
+    """Which values is unspecified (XLA's state): types, jaxpr, errors and the
+    half-open range are JAX's; the mean of many draws is the interval's middle."""
+    f = lambda lax: (lambda: lax.rng_uniform(a, b, (3, 2)))  # noqa: E731
+    assert str(spec.eval_shape(f(spec.lax))) == str(jax.eval_shape(f(jax.lax)))
+    assert str(spec.make_jaxpr(f(spec.lax))()) == str(jax.make_jaxpr(f(jax.lax))())
+    draws = np.asarray(spec.lax.rng_uniform(a, b, (4000,))).astype(np.float64)
+    assert draws.min() >= float(a) and draws.max() < float(b)
+    middle = (float(a) + float(b) - (1 if np.issubdtype(type(b), np.integer) else 0)) / 2
+    assert abs(draws.mean() - middle) < 0.05 * (float(b) - float(a))
+    for bad in [(np.float32(0), np.int32(1)), (np.zeros(2, np.float32), np.float32(1))]:
+        with pytest.raises(ValueError) as theirs:
+            jax.lax.rng_uniform(*bad, (2,))
+        with pytest.raises(ValueError, match=str(theirs.value).split(";")[0][:40]):
+            spec.lax.rng_uniform(*bad, (2,))
+
+
+def test_rng_uniform_lowering_compiles_to_the_range() -> None:
+    text = lowered(lambda: spec.lax.rng_uniform(np.float32(2), np.float32(3), (50,)))
+    assert "distribution = UNIFORM" in text
+    (out,) = compile_and_run(text, [])
+    assert out.dtype == np.float32 and out.min() >= 2 and out.max() < 3
 
 
 # ------------------------------------------------------------------ keys

@@ -473,3 +473,29 @@ def test_complex_bit_exact_in_both_flush_modes(hardware: bool) -> None:
     for n in ("sign", "sqrt"):
         assert_close(getattr(jnp, n)(z), got[n], 0, f"{n} hardware={hardware}")
     assert_close(jnp.true_divide(z, w), got["true_divide"], 0, f"divide hardware={hardware}")
+
+
+# ------------------------------------------------------ total-order comparisons
+
+_SPECIALS = np.array([-0.0, 0.0, np.nan, -np.nan, 1.0, -np.inf, np.inf, 1e-40, -1e-40, 3.0],
+                     np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.bool_])
+def test_total_order_comparisons_match_jax(dtype: Any) -> None:
+    """eq_to/le_to/lt_to (sort's comparators): -0.0 below 0.0, NaNs by their
+    sign and bits, subnormals unflushed; the jaxpr and the lowering's
+    TOTALORDER compare."""
+    finite = np.nan_to_num(_SPECIALS, posinf=7, neginf=-7)
+    x = (_SPECIALS.astype(dtype) if np.issubdtype(dtype, np.floating)
+         else finite.astype(dtype) if dtype != np.bool_ else _SPECIALS > 0)
+    pairs = np.stack(np.meshgrid(x, x)).reshape(2, -1)
+    names = ["eq_to_p", "le_to_p", "lt_to_p"]
+    ours = [getattr(slax, n).bind(*pairs) for n in names]
+    theirs = jax.jit(lambda a, b: [getattr(jlax, n).bind(a, b) for n in names])(*pairs)
+    for o, t in zip(ours, theirs):
+        assert np.asarray(o).dtype == np.bool_ and np.array_equal(np.asarray(o), np.asarray(t))
+    f = lambda lax: (lambda a, b: lax.lt_to_p.bind(a, b))  # noqa: E731
+    assert str(spec.make_jaxpr(f(slax))(*pairs)) == str(jax.make_jaxpr(f(jlax))(*pairs))
+    if dtype == np.float32:
+        assert "TOTALORDER" in spec.jit(f(slax)).lower(*pairs).as_text()

@@ -17,6 +17,7 @@ import spec
 import spec.lax as slax
 import spec.numpy as snp
 from spec.errors import NonConcreteBooleanIndexError
+from tests.lowering.xla_run import assert_bitwise, compile_and_run, lowered
 
 
 def needs(*names: str) -> None:
@@ -300,6 +301,30 @@ def test_lax_scatter(case: int, mode: str | None, op: str, dtype: Any) -> None:
     if op in ("scatter", "scatter_add", "scatter_mul") or hasattr(slax, op[8:]):
         assert str(spec.make_jaxpr(lambda v: run(slax, v))(sarr(x))) == \
             str(jax.make_jaxpr(lambda v: run(jlax, v))(jnp.asarray(x)))
+
+
+@pytest.mark.parametrize("case", range(len(SCATTERS)))
+@pytest.mark.parametrize("mode", [None, "clip"])
+def test_lax_scatter_apply(case: int, mode: str | None) -> None:
+    """The function applied once per index (duplicates again, in order): values,
+    jaxpr, the vmapped program and the lowering compiled by jaxlib."""
+    shape, idx, ushape, dn = SCATTERS[case]
+    x = (np.arange(int(np.prod(shape))) % 5).astype(np.float32).reshape(shape)
+    idx = idx.astype(np.int32)
+
+    def run(lax_mod: Any, xv: Any) -> Any:
+        return lax_mod.scatter_apply(xv, idx, lambda v: v * 2 + 1,
+                                     lax_mod.ScatterDimensionNumbers(**dn), update_shape=ushape,
+                                     mode=mode)
+    same(run(slax, sarr(x)), run(jlax, jnp.asarray(x)))
+    assert str(spec.make_jaxpr(lambda v: run(slax, v))(x)) == \
+        str(jax.make_jaxpr(lambda v: run(jlax, v))(x))
+    if case == 0:
+        batch = np.stack([x, x * 3])
+        mapped = np.asarray(spec.vmap(lambda v: run(slax, v))(batch))
+        assert mapped.tobytes() == np.stack([np.asarray(run(slax, b)) for b in batch]).tobytes()
+        assert_bitwise([np.asarray(run(slax, x))],
+                       compile_and_run(lowered(lambda v: run(slax, v), x), [x]))
 
 
 BAD_GATHERS: list[tuple[tuple[int, ...], tuple[int, ...], Any, dict[str, Any], tuple[int, ...]]] = [

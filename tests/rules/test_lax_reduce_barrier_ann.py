@@ -6,6 +6,7 @@ compiled by jaxlib against spec's evaluation."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from jax import lax as jlax
 import spec
 from spec import lax as slax
 from spec.test_util import check_grads
+from spec._src.core.interpreter import dce_jaxpr
 from tests.lowering.xla_run import assert_bitwise, spec_and_compiled
 
 _rng = np.random.default_rng(7)
@@ -248,3 +250,98 @@ def test_lax_names_match_jax() -> None:
     for shape in ((2, 3), ()):
         a, e = np.asarray(slax.shape_as_value(shape)), np.asarray(jlax.shape_as_value(shape))
         assert a.dtype == e.dtype and np.array_equal(a, e)
+
+
+# ---------------------------------------------------------------- lax.stage
+
+STAGED: list[tuple[str, Callable[[Any], Callable[[Any], Any]]]] = [
+    ("argument", lambda lax: lax.stage),
+    ("used", lambda lax: (lambda x: lax.stage(x) * 2)),
+    ("array constant", lambda lax: (lambda x: lax.stage(np.arange(3.0)) + x)),
+    ("scalar literal", lambda lax: (lambda x: lax.stage(3.0) + x)),
+]
+
+
+@pytest.mark.parametrize("name,program", STAGED, ids=[s[0] for s in STAGED])
+def test_stage_jaxprs_match_jax(name: str, program: Any) -> None:
+    """stage lifts without an equation: the jaxprs of JAX, under grad and vmap too."""
+    f, g = program(slax), program(jlax)
+    assert str(spec.make_jaxpr(f)(1.0)) == str(jax.make_jaxpr(g)(1.0))
+    if name == "used":
+        assert str(spec.make_jaxpr(spec.grad(f))(1.0)) == str(jax.make_jaxpr(jax.grad(g))(1.0))
+        xs = np.ones(3, np.float32)
+        assert str(spec.make_jaxpr(spec.vmap(f))(xs)) == str(jax.make_jaxpr(jax.vmap(g))(xs))
+
+
+def test_stage_outside_transforms_is_an_array_as_jax() -> None:
+    for x in (3.0, np.arange(3), np.float16(2)):
+        ours, theirs = slax.stage(x), jlax.stage(x)
+        assert isinstance(ours, spec.Array)
+        assert str(spec.typeof(ours)) == str(jax.typeof(theirs))
+        assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+
+
+def test_stage_primitive_is_the_linear_identity() -> None:
+    x = np.arange(3.0, dtype=np.float32)
+    check_grads(slax.stage_p.bind, (x,), order=1, modes=("fwd", "rev"))
+    assert np.asarray(spec.vmap(slax.stage_p.bind)(np.stack([x, x]))).tobytes() == \
+        np.stack([x, x]).tobytes()
+
+
+# ------------------------------------------------------------ lax.composite
+
+def _composite(lax: Any) -> Callable[..., Any]:
+    @functools.partial(lax.composite, name="my.affine", version=2)
+    def affine(x: Any, pair: Any, *, scale: float = 2.0, tag: str = "t") -> Any:
+        return x * scale + pair[0] - pair[1] + np.arange(3, dtype=np.float32)
+    return affine
+
+
+def test_composite_matches_jax() -> None:
+    """One equation holding the decomposition (its constants as leading
+    operands, keyword arguments as attributes); values, jaxpr, the lowering's
+    composite op and decomposition function; JAX's errors for grad and vmap."""
+    x = np.arange(3.0, dtype=np.float32)
+    args = (x, (x + 1, np.float32(0.5)))
+    ours = lambda v: _composite(slax)(v, args[1], scale=3.0, tag="u")  # noqa: E731
+    theirs = lambda v: _composite(jlax)(v, args[1], scale=3.0, tag="u")  # noqa: E731
+    assert np.asarray(ours(x)).tobytes() == np.asarray(theirs(x)).tobytes()
+    assert str(spec.make_jaxpr(ours)(x)) == str(jax.make_jaxpr(theirs)(x))
+    spec_values, compiled, text = spec_and_compiled(ours, x)
+    assert_bitwise(spec_values, compiled)
+    assert ('stablehlo.composite "my.affine"' in text and "version = 2 : i32" in text
+            and 'tag = "u"' in text and "func.func private @my.affine" in text)
+    for transform in (lambda lib, f: lib.grad(lambda v: f(v).sum())(x),
+                      lambda lib, f: lib.vmap(f)(np.stack([x, x]))):
+        with pytest.raises(Exception) as want:
+            transform(jax, theirs)
+        with pytest.raises(want.type, match=str(want.value)[:30]):
+            transform(spec, ours)
+
+
+# ------------------------------------------------------------- lax.dce_sink
+
+def test_dce_sink_matches_jax() -> None:
+    """No results, an effect DCE keeps: the jaxprs of JAX (plain, under grad,
+    vmap), the lowering (a side-effecting custom call only when asked), and
+    the kept equation surviving dead-code elimination."""
+    programs = [
+        (lambda lax: (lambda x: (lax.dce_sink((x, x * 2)), x + 1)[1]), lambda f: f),
+        (lambda lax: (lambda x: (lax.dce_sink(x), x * 3)[1]), lambda f: spec.grad(f)),
+        (lambda lax: (lambda x: (lax.dce_sink(x), x * 3)[1]), lambda f: spec.vmap(f)),
+    ]
+    for k, (program, transform) in enumerate(programs):
+        arg = np.ones(2, np.float32) if k == 2 else np.float32(1)
+        jtransform = {0: lambda f: f, 1: jax.grad, 2: jax.vmap}[k]
+        assert str(spec.make_jaxpr(transform(program(slax)))(arg)) == \
+            str(jax.make_jaxpr(jtransform(program(jlax)))(arg))
+    f = lambda lax, keep: (  # noqa: E731
+        lambda x: (lax.dce_sink(x * 2, prevent_mlir_dce=keep), x)[1])
+    for keep in (False, True):
+        ours = spec.jit(f(slax, keep)).lower(np.float32(1)).as_text()
+        assert ("custom_call @dce_sink" in ours) == keep
+        assert ("custom_call @dce_sink" in jax.jit(f(jlax, keep)).lower(np.float32(1))
+                .as_text()) == keep
+    kept = dce_jaxpr(spec.make_jaxpr(f(slax, False))(np.float32(1)).jaxpr)
+    assert [e.primitive.name for e in kept.eqns] == ["mul", "dce_sink"]
+    assert slax.dce_sink(1.0) is None

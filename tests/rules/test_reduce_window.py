@@ -146,6 +146,8 @@ def test_sum_transpose_dot_product(x64: None, case: tuple[Any, ...]) -> None:
 @pytest.mark.parametrize("kind,init", KINDS)
 def test_grad_matches_finite_differences(x64: None, kind: str, init: float,
                                          case: tuple[Any, ...]) -> None:
+    if not _jax_grad_defined(kind, case):
+        pytest.skip("JAX has no VJP for this max/min configuration")
     x = DISTINCT.astype(np.float64)  # distinct values: max/min differentiable here
     weights = _rng.normal(size=np.shape(_fn(slax, kind, init, case)(x)))
     loss = lambda v: (_fn(slax, kind, init, case)(v) * weights).sum()  # noqa: E731
@@ -182,21 +184,130 @@ def test_errors_match_jax(kind: str, init: Any, window: Any, strides: Any, x: An
     assert str(theirs.value).split("\n")[0] in str(ours.value)
 
 
-def test_other_computations_are_refused() -> None:
-    with pytest.raises(NotImplementedError, match="computation"):
-        slax.reduce_window(TIES, 1.0, slax.mul, (2, 2), (1, 1), "VALID")
+def _argmax_pair(lax: Any) -> Callable[[Any, Any], Any]:
+    """A variadic computation: the larger key and its index (ties: the first)."""
+    def pick(a: Any, b: Any) -> Any:
+        which = lax.ge(a[0], b[0])
+        return lax.select(which, a[0], b[0]), lax.select(which, a[1], b[1])
+    return pick
+
+
+GENERAL = [  # (name, program), each of a float32 [4, 6] operand
+    ("mul", lambda lax, x: lax.reduce_window(x, 1.0, lax.mul, (2, 3), (1, 2), "SAME")),
+    ("add from 1", lambda lax, x: lax.reduce_window(x, np.float32(1), lax.add, (2, 2))),
+    ("argmax", lambda lax, x: lax.reduce_window(
+        (x, lax.convert_element_type(x * 0 + 1, np.int32).cumsum(1)),
+        (np.float32(-np.inf), np.int32(-1)), _argmax_pair(lax), (3, 2), (2, 1),
+        ((1, 0), (-1, 2)), (2, 1), (1, 2))),
+    ("xor", lambda lax, x: lax.reduce_window(
+        lax.convert_element_type(x, np.int32), np.int32(5), lax.bitwise_xor, (2, 3), (1, 1),
+        "VALID", None, (2, 1))),
+]
+
+
+@pytest.mark.parametrize("name,program", GENERAL, ids=[g[0] for g in GENERAL])
+def test_general_computation_matches_jax(name: str, program: Any) -> None:
+    ours, theirs = (lambda x: program(slax, x)), (lambda x: program(jlax, x))
+    for a, e in zip(spec.tree_util.tree_leaves(ours(TIES)),
+                    jax.tree_util.tree_leaves(theirs(TIES))):
+        assert np.asarray(a).dtype == np.asarray(e).dtype
+        assert np.asarray(a).tobytes() == np.asarray(e).tobytes()
+    assert str(spec.make_jaxpr(ours)(TIES)) == str(jax.make_jaxpr(theirs)(TIES))
+
+
+def _general_jvp(lib: Any, lax: Any) -> Callable[[Any, Any], Any]:
+    return lambda x, t: lib.jvp(lambda v: GENERAL[0][1](lax, v), (x,), (t,))
+
+
+def test_general_jvp_jaxpr_matches_jax() -> None:
+    assert str(spec.make_jaxpr(_general_jvp(spec, slax))(DISTINCT, TANGENT)) == \
+        str(jax.make_jaxpr(_general_jvp(jax, jlax))(DISTINCT, TANGENT))
+
+
+def test_general_jvp_matches_finite_differences(x64: None) -> None:
+    x, t = DISTINCT.astype(np.float64) / 8, TANGENT.astype(np.float64)
+    _, ours = _general_jvp(spec, slax)(x, t)
+    f = lambda v: np.asarray(GENERAL[0][1](slax, v))  # noqa: E731
+    eps = 1e-6
+    fd = (f(x + eps * t) - f(x - eps * t)) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(ours), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_general_vmap_matches_a_loop() -> None:
+    f = lambda x: GENERAL[2][1](slax, x)  # noqa: E731
+    batch = np.stack([TIES, DISTINCT, TIES * 2], 1)
+    mapped = spec.vmap(f, 1)(batch)
+    for i in range(3):
+        for m, one in zip(mapped, f(batch[:, i])):
+            assert np.asarray(m)[i].tobytes() == np.asarray(one).tobytes()
+
+
+@pytest.mark.parametrize("init,computation", [
+    (np.int32(1), "mul"),                       # the init value's dtype differs
+    (np.ones(2, np.float32), "mul"),            # a non-scalar init value
+    ((1.0, 2.0), "mul"),                        # trees differ
+])
+def test_general_errors_match_jax(init: Any, computation: str) -> None:
+    f = lambda lax: lax.reduce_window(TIES, init, getattr(lax, computation), (2, 2))  # noqa: E731
+    with pytest.raises(Exception) as theirs:
+        f(jlax)
+    with pytest.raises(theirs.type) as ours:
+        f(slax)
+    assert str(theirs.value).split("\n")[0] in str(ours.value)
+
+
+def _pool_vjp(lax: Any, kind: str) -> Callable[[Any, Any], Any]:
+    """The VJP of a strided, padded max/min pooling: select_and_scatter_add."""
+    def vjp(x: Any, ct: Any) -> Any:
+        pool = lambda v: lax.reduce_window(v, -np.inf if kind == "max" else np.inf,  # noqa: E731
+                                           getattr(lax, kind), (2, 3), (2, 1), "SAME")
+        return (spec if lax is slax else jax).vjp(pool, x)[1](ct)[0]
+    return vjp
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_select_and_scatter_add_is_the_transpose_of_select_and_gather_add(
+        x64: None, kind: str) -> None:
+    """The dot-product test between the pooling's JVP (select_and_gather_add)
+    and its VJP (select_and_scatter_add), on values with ties."""
+    x = TIES.astype(np.float64)
+    pool = lambda v: slax.reduce_window(v, -np.inf if kind == "max" else np.inf,  # noqa: E731
+                                        getattr(slax, kind), (2, 3), (2, 1), "SAME")
+    t = _rng.normal(size=x.shape)
+    _, jt = spec.jvp(pool, (x,), (t,))
+    ct = _rng.normal(size=np.shape(jt))
+    vt = _pool_vjp(slax, kind)(x, ct)
+    lhs, rhs = float(np.vdot(np.asarray(jt), ct)), float(np.vdot(t, np.asarray(vt)))
+    assert abs(lhs - rhs) <= 1e-12 * max(1.0, abs(lhs))
+
+
+def test_pooling_vjp_vmap_matches_a_loop_and_jax() -> None:
+    batch = np.stack([TIES, DISTINCT, TIES * 2])
+    cts = _rng.normal(size=(3, 2, 6)).astype(np.float32)
+    mapped = np.asarray(spec.vmap(_pool_vjp(slax, "max"))(batch, cts))
+    looped = np.stack([np.asarray(_pool_vjp(slax, "max")(b, c)) for b, c in zip(batch, cts)])
+    assert mapped.tobytes() == looped.tobytes()
+    assert mapped.tobytes() == np.asarray(jax.vmap(_pool_vjp(jlax, "max"))(batch, cts)).tobytes()
 
 
 def _lowering_program(lax: Any) -> Callable[[Any], Any]:
+    """Every monoid on five cases, the general computations, and max/min
+    pooling's JVP and VJP (select_and_gather_add, select_and_scatter_add)."""
     def fn(x: Any) -> Any:
-        return tuple(_fn(lax, kind, init, case)(x) for kind, init in KINDS
-                     for case in CASES[:5])
+        pools = tuple(_fn(lax, kind, init, case)(x) for kind, init in KINDS
+                      for case in CASES[:5])
+        general = tuple(GENERAL[k][1](lax, x) for k in (0, 2))
+        grads = (_pool_vjp(lax, "max")(x, x[::2] + 1),)
+        lib = spec if lax is slax else jax
+        jvps = (lib.jvp(_fn(lax, "min", np.inf, CASES[0]), (x,), (x * 2,))[1],)
+        return pools + general + grads + jvps
     return fn
 
 
 def test_lowering_compiles_to_spec_values_and_jax_text() -> None:
     text = lowered(_lowering_program(slax), TIES)
-    ours = [np.asarray(o) for o in spec.jit(_lowering_program(slax))(TIES)]
+    ours = [np.asarray(o) for o in spec.tree_util.tree_leaves(
+        spec.jit(_lowering_program(slax))(TIES))]
     assert_bitwise(ours, compile_and_run(text, [TIES]))
     theirs = jax.jit(_lowering_program(jlax)).lower(TIES).as_text()
     assert canonical(text) == canonical(theirs)
@@ -249,3 +360,19 @@ def test_sharded_operands_give_the_unsharded_values(four_devices: None,
         f = lambda v: slax.reduce_window(v, init, getattr(slax, kind),  # noqa: E731
                                          (1, 2), (1, 2), "VALID")
         assert np.asarray(spec.jit(f)(xs)).tobytes() == np.asarray(f(x)).tobytes()
+
+
+def test_select_and_scatter_matches_jax() -> None:
+    """The general primitive (select_and_scatter_add lowers through it):
+    padding never selected, duplicates combined in window order."""
+    from jax._src.lax.windowed_reductions import _select_and_scatter
+    from spec._src.lax.windows import select_and_scatter
+    source = _rng.normal(size=(3, 3)).astype(np.float32)
+    args = ((2, 3), (2, 2), ((1, 1), (1, 0)))
+    ours = select_and_scatter(TIES, slax.ge, *args, source, np.float32(-5), slax.max)
+    theirs = _select_and_scatter(TIES, jlax.ge, *args, source, np.float32(-5), jlax.max)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+    f = lambda lax, sas: (lambda x: sas(x, lax.le, *args, source, np.float32(0),  # noqa: E731
+                                        lax.add))
+    assert str(spec.make_jaxpr(f(slax, select_and_scatter))(TIES)) == \
+        str(jax.make_jaxpr(f(jlax, _select_and_scatter))(TIES))

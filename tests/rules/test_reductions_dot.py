@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import spec
 import spec.numpy as snp
 from spec import lax as slax
+from tests.lowering.xla_run import assert_bitwise, canonical, spec_and_compiled
 
 RNG = np.random.default_rng(0)
 F32 = RNG.standard_normal((3, 4)).astype(np.float32)
@@ -538,3 +539,46 @@ def test_jnp_reduction_property(shape: tuple[int, ...], dt: Any, axis: Any, keep
         return
     got = getattr(snp, fn)(x, axis=axis, keepdims=keepdims)
     _check_value(got, want)
+
+
+# ------------------------------------------------------------------ scaled_dot
+
+def _scaled_operands() -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(11)
+    lhs = rng.normal(size=(2, 4, 8)).astype(ml_dtypes.float8_e4m3fn)
+    rhs = rng.normal(size=(2, 8, 3)).astype(ml_dtypes.float8_e4m3fn)
+    scales = [(2.0 ** rng.integers(-3, 4, s)).astype(ml_dtypes.float8_e8m0fnu)
+              for s in ((2, 4, 2), (2, 2, 3))]
+    return lhs, rhs, *scales
+
+
+def test_scaled_dot_matches_jax() -> None:
+    """Values (bit for bit), dtypes and the one-equation jaxpr; the default
+    unit scales; vmap (JAX's rule); errors; the lowering's composite compiled
+    by jaxlib and its text JAX's."""
+    lhs, rhs, ls, rs = _scaled_operands()
+    f = lambda lax: (lambda a, b, c, d: lax.scaled_dot(  # noqa: E731
+        a, b, lhs_scale=c, rhs_scale=d, preferred_element_type=np.float32))
+    ours, theirs = f(slax)(lhs, rhs, ls, rs), f(jax.lax)(lhs, rhs, ls, rs)
+    assert np.asarray(ours).dtype == np.asarray(theirs).dtype
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+    assert str(spec.make_jaxpr(f(slax))(lhs, rhs, ls, rs)) == \
+        str(jax.make_jaxpr(f(jax.lax))(lhs, rhs, ls, rs))
+    unit = lambda lax: (lambda a, b: lax.scaled_dot(a[0], b[0]))  # noqa: E731
+    assert np.asarray(unit(slax)(lhs, rhs)).tobytes() == \
+        np.asarray(unit(jax.lax)(lhs, rhs)).tobytes()
+    assert str(spec.make_jaxpr(unit(slax))(lhs, rhs)) == \
+        str(jax.make_jaxpr(unit(jax.lax))(lhs, rhs))
+    g = lambda lax: (lambda a, b, c, d: lax.scaled_dot(a, b, lhs_scale=c, rhs_scale=d))  # noqa: E731
+    assert np.asarray(spec.vmap(g(slax))(lhs, rhs, ls, rs)).tobytes() == \
+        np.asarray(jax.vmap(g(jax.lax))(lhs, rhs, ls, rs)).tobytes()
+    for bad in [(lhs, rhs, ls[..., :1].repeat(8, -1), rs),   # a block of one element
+                (lhs, rhs, ls[:, :3], rs), (lhs[0], rhs, ls, rs)]:
+        with pytest.raises(TypeError) as want:
+            g(jax.lax)(*bad)
+        with pytest.raises(TypeError, match=str(want.value)[:25].replace("(", ".")):
+            g(slax)(*bad)
+    values, compiled, _ = spec_and_compiled(g(slax), lhs, rhs, ls, rs)
+    assert_bitwise(values, compiled)
+    assert canonical(spec.jit(g(slax)).lower(lhs, rhs, ls, rs).as_text()) == \
+        canonical(jax.jit(g(jax.lax)).lower(lhs, rhs, ls, rs).as_text())

@@ -409,6 +409,7 @@ def _linear_cases() -> dict[str, tuple[Callable[[Any], Any], Any]]:
         "all_to_all 1 0": (lambda t: lax.all_to_all(t[:, :2], "y", 1, 0), v),
         "all_to_all 0 0": (lambda t: lax.all_to_all(t[:2], "x", 0, 0), v),
         "pshuffle": (lambda t: lax.pshuffle(t, ("x", "y"), [2, 0, 3, 1]), v),
+        "pbroadcast": (lambda t: lax.pbroadcast(t, "x", 1), v),
         "psum": (lambda t: lax.psum(t, ("x", "y")), v),
         "pmean": (lambda t: lax.pmean(t, "y"), v),
         "pcast varying": (lambda t: lax.pcast(t, "x", to="varying"), _aval((4, 6), "y")),
@@ -455,6 +456,7 @@ def _vmapped_cases() -> dict[str, tuple[Callable[[Any], Any], Any]]:
         "all_to_all 0 0": (lambda b: lax.all_to_all(b, "y", 1, 1, tiled=True), P("x", "y")),
         "all_to_all untiled": (lambda b: lax.all_to_all(b[:2], "x", 1, 0), P("x", "y")),
         "pshuffle": (lambda b: lax.pshuffle(b, "y", [1, 0]), P("x", "y")),
+        "pbroadcast": (lambda b: lax.pbroadcast(b, "y", 1), P("x", "y")),
         "pswapaxes": (lambda b: lax.pswapaxes(b[:, :2], "y", 1), P("x", "y")),
         "axis_size": (lambda b: b * lax.axis_size(("x", "y")), P("x", "y")),
         "pcast varying": (lambda b: lax.pcast(lax.psum(b, "x"), "x", to="varying"),
@@ -473,6 +475,36 @@ def test_vmap_of_shard_map_is_the_loop(mesh: Any, name: str) -> None:
     got = np.asarray(spec.vmap(g)(xs))
     want = np.stack([np.asarray(g(spec.device_put(b, spec.P("x", "y")))) for b in batch])
     np.testing.assert_array_equal(got, want)
+
+
+def test_pbroadcast_is_the_masked_psum(mesh: Any) -> None:
+    """JAX's definition: psum of x where axis_index == source, zero elsewhere
+    (JAX lowers pbroadcast only for GPU, so its CPU run is not the oracle)."""
+    lax, P = spec.lax, spec.P
+    x = spec.device_put(np.arange(8 * 4, dtype=np.float64).reshape(8, 4), P("x", "y"))
+    for axes, source in (("x", 1), ("y", 0)):
+        def ours(t: Any) -> Any:
+            return lax.pbroadcast(t, axes, source)
+
+        def defined(t: Any) -> Any:
+            here = lax.axis_index(axes) == source
+            return lax.psum(spec.numpy.where(here, t, spec.numpy.zeros_like(t)), axes)
+        got, want = (np.asarray(spec.shard_map(f, in_specs=P("x", "y"), out_specs=P("x", "y"))(x))
+                     for f in (ours, defined))
+        np.testing.assert_array_equal(got, want)
+
+
+def test_named_vmap_pbroadcast_matches_jax() -> None:
+    import jax
+    xs = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    ours = spec.vmap(lambda v: spec.lax.pbroadcast(v, "i", 2), axis_name="i")(xs)
+    theirs = jax.vmap(lambda v: jax.lax.pbroadcast(v, "i", 2), axis_name="i")(xs)
+    assert np.asarray(ours).tobytes() == np.asarray(theirs).tobytes()
+    f = lambda lax: (lambda v: lax.pbroadcast(v, "i", 2))  # noqa: E731
+    assert str(spec.make_jaxpr(f(spec.lax), axis_env=[("i", 4)])(xs[0])) == \
+        str(jax.make_jaxpr(f(jax.lax), axis_env=[("i", 4)])(xs[0]))
+    with pytest.raises(NotImplementedError, match="Evaluation rule for 'pbroadcast'"):
+        spec.lax.pbroadcast(xs, "i", 0)
 
 
 def test_named_vmap_psum_scatter_is_the_sum_scattered() -> None:

@@ -49,6 +49,7 @@ _CALLS: dict[str, tuple[Callable[[dict[str, Any]], str], str]] = {
     "jit": (lambda p: f"jit({p['name']})", "jaxpr"),
     "closed_call": (lambda p: "", "call_jaxpr"),
     "custom_jvp_call": (lambda p: "", "call_jaxpr"),
+    "composite": (lambda p: "", "call_jaxpr"),
     "custom_vjp_call": (lambda p: "", "call_jaxpr"),
     "eval_jaxpr": (lambda p: "eval_jaxpr", "call_jaxpr"),
     "remat2": (lambda p: "checkpoint", "jaxpr"),

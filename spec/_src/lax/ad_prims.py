@@ -20,7 +20,14 @@ from spec._src.interpreters import per_device as PD
 from spec._src.core import tree_util
 from spec._src.lowering import structural as ST
 from spec._src.core.array import Array
-from spec._src.core.interpreter import EvalTrace, canonical_value, current_trace
+from spec._src.core.interpreter import (
+    EvalTrace,
+    JaxprTrace,
+    JitTracer,
+    Var,
+    canonical_value,
+    current_trace,
+)
 from spec._src.core.types import is_python_scalar
 
 
@@ -79,8 +86,19 @@ stop_gradient_p = declare(
     doc="The identity, whose derivative is zero.",
     per_device=from_primitive(PD.aligned))
 
+
+# ==================================================================== stage
+
+stage_p = declare(
+    "stage", lowering=ST.identity,
+    typing=lambda x: [x], impl=lambda x: [np.asarray(x)], jvp=linear_jvp(),
+    transpose=lambda ct, x: [ct], batch=vectorized(),
+    sharding=SK.section("stage", SK.same_as(0), SK.keeps),
+    doc="The identity that lifts a value into the current trace (never staged itself).",
+    per_device=from_primitive(PD.aligned))
+
 __all__ = [
-    "add_any_p", "add_tangents", "stop_gradient", "stop_gradient_p",
+    "add_any_p", "add_tangents", "stage", "stage_p", "stop_gradient", "stop_gradient_p",
 ]
 
 
@@ -106,3 +124,18 @@ def stop_gradient(x: Any) -> Any:
     """The identity on every leaf of ``x``, with zero derivative under every
     transform (nested differentiation included)."""
     return tree_util.tree_map(_stop, x)
+
+
+def stage(x: Any, /) -> Any:
+    """``x`` lifted into the current trace, as JAX's ``stage``: outside every
+    transform an Array (made by the identity primitive); under staging the
+    value's tracer, a constant of the program (a scalar stays a literal,
+    inlined where it is used); under other transforms ``x`` itself, which
+    their primitives lift as they read it. No equation is recorded."""
+    trace = current_trace()
+    if type(trace) is EvalTrace:
+        return x if isinstance(x, Array) else stage_p.bind(x)
+    if isinstance(trace, JaxprTrace):
+        atom = trace.to_atom(x)
+        return JitTracer(trace, atom) if isinstance(atom, Var) else x
+    return x

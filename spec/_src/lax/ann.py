@@ -34,7 +34,7 @@ from spec._src.interpreters.ad_util import Zero
 from spec._src.interpreters.batching import AxisData
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import GatherDimensionNumbers, gather
-from spec._src.lax.reductions import _total_order_key
+from spec._src.lax.elementwise_kit import total_order_key
 from spec._src.lax.shaping import asarray, reshape
 from spec._src.lowering.emitter import LoweringContext, tensor_type
 
@@ -77,7 +77,7 @@ def _approx_top_k_impl(x: np.ndarray, *, k: int, reduction_dimension: int,
                        reduction_input_size_override: int,
                        aggregate_to_topk: bool) -> list[np.ndarray]:
     axis = reduction_dimension % x.ndim
-    key = _total_order_key(x)
+    key = total_order_key(x)
     # ~key reverses the total order without overflow; a stable argsort keeps
     # tied elements in increasing index order.
     order = np.argsort(~key if is_max_k else key, axis=axis, kind="stable")

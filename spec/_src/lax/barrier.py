@@ -24,7 +24,9 @@ from spec._src.interpreters import per_device as PD
 from spec._src.core.state_types import RefType
 from spec._src.interpreters.ad_util import Zero
 from spec._src.interpreters.batching import AxisData
-from spec._src.lowering.emitter import LoweringContext
+from spec._src.core.effects import Effect
+from spec._src.lowering.effects import register_lowerable
+from spec._src.lowering.emitter import LoweringContext, tensor_type
 
 _NAME = "optimization_barrier"
 
@@ -94,3 +96,71 @@ def optimization_barrier(operand: Any, /) -> Any:
 
 
 __all__ = ["optimization_barrier", "optimization_barrier_p"]
+
+
+# ================================================================= dce_sink
+# ``dce_sink(x)`` marks ``x`` as used: an equation with no results whose
+# effect keeps it (and what computes ``x``) through dead-code elimination.
+# With ``prevent_mlir_dce`` its lowering is a side-effecting custom call, so
+# the compiler keeps it too; without, it lowers to nothing.
+
+class NoDCEEffect(Effect):
+    """``dce_sink``'s effect: never removed, in no particular order."""
+
+    def __str__(self) -> str:
+        return "NoDCE"
+
+    __repr__ = __str__
+
+
+no_dce_effect = NoDCEEffect()
+register_lowerable(NoDCEEffect)
+
+
+def _dce_sink_jvp(primals: list[Any], tangents: list[Any], *, prevent_mlir_dce: bool
+                  ) -> tuple[list[Any], list[Any]]:
+    """JAX's linear rule: the sink on the primal, and on a nonzero tangent."""
+    dce_sink_p.bind(primals[0], prevent_mlir_dce=prevent_mlir_dce)
+    if type(tangents[0]) is not Zero:
+        dce_sink_p.bind(tangents[0], prevent_mlir_dce=prevent_mlir_dce)
+    return [], []
+
+
+def _dce_sink_transpose(ct: Any, x: Any, *, prevent_mlir_dce: bool) -> list[Any]:
+    return [Zero(x.aval.ct_type())]
+
+
+def _dce_sink_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                    prevent_mlir_dce: bool) -> tuple[list[Any], list[Any]]:
+    dce_sink_p.bind(args[0], prevent_mlir_dce=prevent_mlir_dce)
+    return [], []
+
+
+def _dce_sink_lowering(ctx: LoweringContext, operands: Sequence[str],
+                       in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                       prevent_mlir_dce: bool) -> list[str]:
+    if prevent_mlir_dce:
+        ctx.results(f"stablehlo.custom_call @dce_sink({operands[0]}) {{backend_config = \"\", "
+                    "has_side_effect = true, mhlo.backend_config = {}, operand_layouts = "
+                    "[dense<> : tensor<0xindex>], result_layouts = []} : "
+                    f"({tensor_type(in_avals[0])}) -> ()", 0)
+    return []
+
+
+dce_sink_p = declare(
+    "dce_sink", typing=lambda x, *, prevent_mlir_dce: [], impl=lambda x, **p: [],
+    multiple_results=True, sharding=lambda x, **p: [], jvp=_dce_sink_jvp,
+    transpose=_dce_sink_transpose, batch=_dce_sink_batch, lowering=_dce_sink_lowering,
+    effects_rule=lambda atoms, params: frozenset({no_dce_effect}),
+    per_device=from_primitive(PD.local),
+    doc="Marks a value as used: no results, an effect that dead-code elimination keeps.")
+
+
+def dce_sink(val: Any, *, prevent_mlir_dce: bool = False) -> None:
+    """Keep every leaf of ``val`` (and what computes it) through dead-code
+    elimination; with ``prevent_mlir_dce`` through the compiler's too."""
+    for leaf in tree_util.tree_leaves(val):
+        dce_sink_p.bind(leaf, prevent_mlir_dce=prevent_mlir_dce)
+
+
+__all__ += ["dce_sink", "dce_sink_p"]

@@ -79,7 +79,9 @@ from spec._src.interpreters.batching import (
     vectorized,
 )
 from spec._src.interpreters.spmd import Dist, Geometry
+from spec._src.lax import elementwise as E
 from spec._src.lax import shaping
+from spec._src.lax import slicing
 from spec._src.lax.elementwise import div, mul
 from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.shaping import canonicalize_axis
@@ -562,6 +564,79 @@ ppermute_p = declare(
     sharding=lambda x, **p: [x.sharding],
     doc="Send each block to another position along manual axes.",
     per_device=_ppermute_program)
+
+
+# ---------------------------------------------------------------- pbroadcast
+
+
+def _no_evaluation(name: str) -> Any:
+    """Outside shard_map and vmap a collective has no value (JAX's error)."""
+    def impl(*args: Any, **params: Any) -> list[np.ndarray]:
+        raise NotImplementedError(f"Evaluation rule for '{name}' not implemented")
+    return impl
+
+
+def _pbroadcast_type(x: ArrayType, *, axis_name: Any, source: int) -> list[ArrayType]:
+    require(isinstance(source, (int, np.integer)) and source >= 0, "pbroadcast", "C1",
+            f"pbroadcast source must be a non-negative int, got {source!r}", ValueError)
+    return [x]
+
+
+def _pbroadcast_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                        axis_name: Any, source: int) -> list[S.Dist]:
+    """Every member of a group along the axes receives the block of member
+    ``source`` (a one-to-all permutation)."""
+    (x,), (out,) = args, out_avals
+    axes = tuple(a for a in _names(axis_name) if a in geo.names)
+    size = geo.size_of(axes)
+    require(source < size, "pbroadcast", "C2",
+            f"pbroadcast source {source} is out of range for axes {axes} of size {size}",
+            ValueError)
+    pairs = [(int(source), d) for d in range(size)]
+    return [S.Dist(out, S.ppermute(x.bufs, axes, pairs, geo))]
+
+
+def _pbroadcast_transpose(ct: Any, x: Any, *, axis_name: Any, source: int) -> Any:
+    """JAX's rule: the sum of the cotangents at the source, zero elsewhere."""
+    index = axis_index(axis_name)
+    aval = canonical_aval_of(ct)
+    is_source = shaping.broadcast_in_dim(E.eq(index, E.const_like(index, source)),
+                                         aval.shape, ())
+    total = pvary(psum(ct, axis_name), axis_name) if vma_checked() else psum(ct, axis_name)
+    return E.select(is_source, total, shaping.full_like(ct, 0))
+
+
+def _pbroadcast_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                      axis_name: Any, source: int) -> tuple[list[Any], list[Any]]:
+    """JAX's rule: over the vmapped axis, every member takes the source's value."""
+    (x,), (d,) = args, dims
+    if axis.name not in _names(axis_name):
+        return [pbroadcast_p.bind(x, axis_name=axis_name, source=source)], [d]
+    if len(_names(axis_name)) > 1:
+        raise NotImplementedError("pbroadcast batcher only supports a single axis")
+    if d is None:
+        return [x], [None]
+    picked = slicing.slice_in_dim(x, source, source + 1, axis=d)
+    return [shaping.broadcast_in_dim(
+        picked, canonical_aval_of(x).shape,
+        tuple(range(canonical_aval_of(x).ndim)))], [d]
+
+
+pbroadcast_p = declare(
+    "pbroadcast", lowering=not_applicable("JAX lowers pbroadcast (XLA's collective "
+                                          "broadcast) for GPU only"),
+    typing=_pbroadcast_type, impl=_no_evaluation("pbroadcast"), jvp=linear_jvp(),
+    transpose=linear_transpose(_pbroadcast_transpose), batch=_pbroadcast_batch,
+    sharding=lambda x, **p: [x.sharding],
+    doc="Every member along manual axes receives the source member's block.",
+    per_device=_pbroadcast_program)
+
+
+def pbroadcast(x: Any, axis_name: Any, source: int) -> Any:
+    """Every member along the named axes gets member ``source``'s value
+    (``axis_name`` recorded as given, as JAX records it)."""
+    return tree_util.tree_map(
+        lambda leaf: pbroadcast_p.bind(leaf, axis_name=axis_name, source=int(source)), x)
 
 
 def names_of(axis_name: Any) -> tuple[Any, ...]:
@@ -1414,5 +1489,6 @@ def _all_manual(axes: tuple[Any, ...]) -> bool:
     return all(a in manual for a in axes)
 
 
-__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pcast", "pmax", "pmean",
-           "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes", "pvary"]
+__all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax",
+           "pmean", "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes",
+           "pvary"]

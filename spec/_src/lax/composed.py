@@ -29,7 +29,6 @@ type names of ``jax.lax``.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -46,21 +45,11 @@ from spec._src.lax.indexing import GatherDimensionNumbers, gather
 from spec._src.lax.shaping import asarray, broadcast_in_dim, broadcast_to_rank, \
     broadcasted_iota, expand_dims, full_like, reshape, transpose
 from spec._src.lax.slicing import concatenate
+from spec._src.lax.prng import RandomAlgorithm
 
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
 PrecisionLike = None | str | Precision | tuple[str, str] | tuple[Precision, Precision]
-
-
-class RandomAlgorithm(enum.IntEnum):
-    """The bit generator algorithm ``rng_bit_generator`` names."""
-
-    RNG_DEFAULT = 0
-    RNG_THREE_FRY = 1
-    RNG_PHILOX = 2
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class RaggedDotDimensionNumbers(NamedTuple):

@@ -20,7 +20,8 @@ a ``custom_vjp`` function fails, as in JAX.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,20 @@ from spec._src.core.interpreter import (
     Eqn,
     Jaxpr,
     PpContext,
+    Tracer,
     canonical_aval_of,
     eval_jaxpr_values,
     not_applicable,
     pp_eqn_default,
+    trace_to_jaxpr,
+)
+from spec._src.core import tree_util
+from spec._src.lowering.emitter import (
+    LoweringContext,
+    element_type,
+    lower_body,
+    symbol_text,
+    tensor_type,
 )
 from spec._src.core.registry import declare, require
 from spec._src.lowering import control as CL
@@ -508,3 +519,131 @@ custom_lin_p = declare(
 __all__ = ["FORWARD_MODE_ERROR", "SymbolicZero", "batched_jvp_rule", "batched_vjp_rules",
            "custom_jvp_call_p", "custom_lin_p", "custom_vjp_call_p", "rule_name",
            "zeros_like_aval"]
+
+
+# ================================================================ composite
+# A named function XLA may implement natively: the call runs (and lowers to) its
+# decomposition. JAX defines no JVP, transpose or batching rule for it.
+
+def _composite_type(*avals: ArrayType, name: str, attributes: Any, version: int,
+                    call_jaxpr: Jaxpr) -> list[ArrayType]:
+    require([ArrayType(a.shape, a.dtype) for a in avals]
+            == [ArrayType(a.shape, a.dtype) for a in call_jaxpr.in_avals], "composite", "C1",
+            f"composite {name} operands {list(avals)} do not match its decomposition's "
+            f"inputs {call_jaxpr.in_avals}")
+    return list(call_jaxpr.out_avals)
+
+
+def _composite_jvp(primals: list[Any], tangents: list[Any], **params: Any
+                   ) -> tuple[list[Any], list[Any]]:
+    raise ValueError("JVP rule for composite not implemented. You can use `jax.custom_jvp` to "
+                     "add support. See "
+                     "https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
+
+
+def _composite_transpose(ct: Any, *args: Any, **params: Any) -> list[Any]:
+    raise ValueError("Transpose rule for composite not implemented. You can use"
+                     "`jax.custom_jvp` or `jax.custom_vjp` to add support. See "
+                     "https://docs.jax.dev/en/latest/_autosummary/jax.custom_jvp.html")
+
+
+def _composite_batch(axis: AxisData, args: list[Any], dims: list[Any], **params: Any
+                     ) -> tuple[list[Any], list[Any]]:
+    raise NotImplementedError("Batching rule for 'composite' not implemented")
+
+
+def _attribute_text(value: Any, nested: bool = False) -> str:
+    """A composite attribute as MLIR writes it (JAX's ``ir_attribute``): numbers
+    typed i64/f64 at the top level and bare inside arrays, sequences as arrays,
+    dtypes as their element types."""
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value)}" + ("" if nested else " : i64")
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):e}" + ("" if nested else " : f64")
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_attribute_text(v, True) for v in value) + "]"
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return element_type(np.dtype(value))
+    raise NotImplementedError(f"lowering a composite attribute of type {type(value)} "
+                              "(bool, int, float, str, sequences and dtypes) is not specified")
+
+
+def _composite_lowering(ctx: LoweringContext, operands: Sequence[str],
+                        in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                        name: str, attributes: Any, version: int,
+                        call_jaxpr: Jaxpr) -> list[str]:
+    """``stablehlo.composite "name"`` of the operands, its decomposition a
+    private function named ``name`` (JAX's lowering)."""
+    def body(c: LoweringContext, args: list[str]) -> list[str]:
+        return lower_body(c, call_jaxpr, args)
+    with ctx.detached():
+        symbol = ctx.function(name, in_avals, out_avals, body)
+    values = {k: tree_util.tree_unflatten(tree, list(leaves)) for k, leaves, tree in attributes}
+    shown = [f"{k} = {_attribute_text(v)}" for k, v in sorted(values.items()) if v is not None]
+    props = [f"composite_attributes = {{{', '.join(shown)}}}"] if shown else []
+    props.append(f"decomposition = @{symbol_text(symbol)}")
+    if version:
+        props.append(f"version = {int(version)} : i32")
+    ins = ", ".join(tensor_type(a) for a in in_avals)
+    outs = ", ".join(tensor_type(a) for a in out_avals)
+    result = outs if len(out_avals) == 1 else f"({outs})"
+    return ctx.results(f'stablehlo.composite "{name}" {", ".join(operands)} '
+                       f"{{{', '.join(props)}}} : ({ins}) -> {result}", len(out_avals))
+
+
+composite_p = declare(
+    "composite", typing=_composite_type, impl=_call_impl, multiple_results=True,
+    jvp=_composite_jvp, transpose=_composite_transpose, batch=_composite_batch,
+    sharding=_call_sharding, lowering=_composite_lowering,
+    per_device=from_primitive(PD.call_program("call_jaxpr")),
+    doc="A named function with its decomposition (XLA's composite op)")
+
+
+def composite(decomposition: Callable[..., Any], name: str, version: int = 0
+              ) -> Callable[..., Any]:
+    """``decomposition`` as one ``composite`` equation named ``name``: its
+    keyword arguments are the op's attributes (static), its positional ones
+    the operands; the call runs the decomposition."""
+    @functools.wraps(decomposition)
+    def decorated(*args: Any, **kwargs: Any) -> Any:
+        flat_args, in_tree = tree_util.tree_flatten(args)
+        if any(isinstance(v, Tracer) for v in kwargs.values()):
+            raise UnexpectedTracerError(
+                "Found a JAX Tracer as an attribute in the decomposition for the "
+                f"composite op '{name}'. This means that the decomposition function "
+                "closes over a value that is involved in a JAX transformation. "
+                "Any values that aren't explicitly known at compile time must be "
+                "explicitly passed as arguments to the composite."
+                "\n\nNote: If you are passing jax arrays as attributes, use numpy "
+                "arrays instead.")
+        out_trees: list[Any] = []
+
+        def flat_fun(*flat: Any) -> list[Any]:
+            leaves, tree = tree_util.tree_flatten(
+                decomposition(*tree_util.tree_unflatten(in_tree, list(flat)), **kwargs))
+            out_trees.append(tree)
+            return leaves
+        traced, _ = trace_to_jaxpr(flat_fun, [canonical_aval_of(x) for x in flat_args])
+        if any(isinstance(c, Tracer) for c in traced.consts):
+            raise UnexpectedTracerError(
+                "Found a JAX Tracer as a constant in the decomposition for the "
+                f"composite op '{name}'. This means that the decomposition function "
+                "closes over a value that is involved in a JAX transformation. "
+                "Any values that aren't explicitly known at compile time must be "
+                "explicitly passed as arguments to the composite.")
+        # The decomposition's constants become its leading inputs.
+        call_jaxpr = Jaxpr([], [*traced.constvars, *traced.invars], traced.outvars,
+                           traced.eqns, traced.effects)
+        attributes = tuple((k, tuple(leaves), tree) for k, (leaves, tree) in
+                           ((k, tree_util.tree_flatten(v)) for k, v in kwargs.items()))
+        outs = composite_p.bind(*traced.consts, *flat_args, name=name, attributes=attributes,
+                                version=version, call_jaxpr=call_jaxpr)
+        return tree_util.tree_unflatten(out_trees[0], list(outs))
+    return decorated
+
+
+__all__ += ["composite", "composite_p"]

@@ -1040,6 +1040,28 @@ def _key_aware(fn: Callable[..., Any], combine: Callable[..., Any]) -> Callable[
 
 eq_p = _comparison("eq", ANY, _key_aware(np.equal, np.all))
 ne_p = _comparison("ne", ANY, _key_aware(np.not_equal, np.any))
+def _total_order(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` on XLA's total-order keys (floats: -NaN < -inf < ... < -0.0 <
+    0.0 < ... < inf < NaN, NaNs by their bits); complex numbers compare equal
+    when both parts do."""
+    def impl(x: np.ndarray, y: np.ndarray) -> Any:
+        if T.is_complex(x.dtype):
+            return (fn(K.total_order_key(x.real), K.total_order_key(y.real))
+                    & fn(K.total_order_key(x.imag), K.total_order_key(y.imag)))
+        return fn(K.total_order_key(x), K.total_order_key(y))
+    return impl
+
+
+def _total_comparison(name: str, accepted: Accepted, fn: Callable[..., Any]) -> Any:
+    return declare_binary(name, accepted, lifted_to(T.bool_, _total_order(fn)),
+                          result=T.bool_, lowering=LR.compare(name[:2].upper(), True),
+                          **_zero_deriv(name))
+
+
+# The comparisons lax.sort's comparators use: XLA's total order on floats.
+eq_to_p = _total_comparison("eq_to", ANY, np.equal)
+le_to_p = _total_comparison("le_to", K.ORDERED, np.less_equal)
+lt_to_p = _total_comparison("lt_to", K.ORDERED, np.less)
 lt_p = _comparison("lt", K.ORDERED, np.less)
 le_p = _comparison("le", K.ORDERED, np.less_equal)
 gt_p = _comparison("gt", K.ORDERED, np.greater)

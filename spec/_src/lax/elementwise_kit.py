@@ -990,3 +990,17 @@ def polynomial_horner(x: np.ndarray, coeffs: Sequence[np.ndarray], unroll: int |
         else:
             acc = np.asarray(acc * x + c).astype(dt)
     return np.broadcast_to(acc, shape).astype(dt)
+
+
+def total_order_key(x: np.ndarray) -> np.ndarray:
+    """Signed-integer keys ordered as XLA's total order on ``x``'s dtype:
+    for floats -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN (the sign and
+    magnitude bits read as a two's-complement integer, negatives mirrored)."""
+    if x.dtype == T.bool_:
+        return x.astype(np.int8)
+    if not T.is_float(x.dtype):
+        return x
+    signed = np.dtype(f"int{8 * x.dtype.itemsize}")
+    bits = x.view(signed)
+    magnitude = signed.type(np.iinfo(signed).max)
+    return np.where(bits < 0, bits ^ magnitude, bits)

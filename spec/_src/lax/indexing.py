@@ -39,8 +39,8 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 import operator
-from spec._src.core.interpreter import Jaxpr, trace_to_jaxpr
-from spec._src.interpreters.batching import moveaxis
+from spec._src.core.interpreter import Jaxpr, eval_jaxpr_values, trace_to_jaxpr
+from spec._src.interpreters.batching import AxisData, batch_jaxpr, moveaxis
 from spec._src.lax import elementwise as E
 from spec._src.lax.shaping import broadcast_in_dim_p, full, full_like, iota, reshape
 
@@ -729,12 +729,51 @@ def _ufunc_at(ufunc: np.ufunc) -> Combine:
 _ARITHMETIC = (np.add, np.subtract, np.multiply)
 
 
-def _scatter_impl_for(combine: Combine) -> Callable[..., list[np.ndarray]]:
+def on_all(jaxpr: Jaxpr, size: int) -> Callable[..., list[np.ndarray]]:
+    """``jaxpr`` (a computation on scalars) run on ``size`` flat arguments at once."""
+    n_out = len(jaxpr.out_avals)
+    batched, _ = batch_jaxpr(jaxpr, AxisData(size), [0] * len(jaxpr.in_avals), [0] * n_out)
+
+    def run(*args: np.ndarray) -> list[np.ndarray]:
+        outs = eval_jaxpr_values(batched, batched.consts, [a.reshape(size) for a in args])
+        return [np.asarray(o) for o in outs]
+    return run
+
+
+def apply_in_order(out: np.ndarray, positions: np.ndarray, values: np.ndarray,
+                   jaxpr: Jaxpr) -> None:
+    """``out.flat[p_k] = jaxpr(out.flat[p_k], v_k)`` for k in order, by rounds
+    (each round takes every position's next update, so a round's positions
+    are distinct and it runs as one batched evaluation)."""
+    order = np.argsort(positions, kind="stable")
+    sorted_positions = positions[order]
+    rank = np.empty(len(positions), np.intp)
+    rank[order] = np.arange(len(positions)) - np.searchsorted(sorted_positions,
+                                                              sorted_positions)
+    flat = out.reshape(-1)
+    for r in range(int(rank.max(initial=-1)) + 1):
+        chosen = rank == r
+        where = positions[chosen]
+        (flat[where],) = on_all(jaxpr, len(where))(flat[where], values[chosen])
+
+
+def _jaxpr_at(jaxpr: Jaxpr) -> Combine:
+    """The scatter combiner of a general update computation: applied once per
+    update, duplicates in update order (XLA's)."""
+    def combine(out: np.ndarray, where: tuple[np.ndarray, ...], vals: np.ndarray) -> None:
+        apply_in_order(out, np.ravel_multi_index(where, out.shape), vals, jaxpr)
+    return combine
+
+
+def _scatter_impl_for(combine: Combine, general: bool) -> Callable[..., list[np.ndarray]]:
+    """``general``: an update computation given as ``update_jaxpr`` replaces
+    ``combine`` (scatter_apply's; the other scatters' jaxprs are their combiner)."""
     def impl(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, *,
              dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
              unique_indices: bool, mode: GatherScatterMode, update_jaxpr: Any,
              update_consts: Any) -> list[np.ndarray]:
-        return [_scatter_compute(operand, indices, updates, dimension_numbers, mode, combine)]
+        chosen = _jaxpr_at(update_jaxpr) if general and update_jaxpr is not None else combine
+        return [_scatter_compute(operand, indices, updates, dimension_numbers, mode, chosen)]
     return impl
 
 
@@ -806,7 +845,8 @@ class _ScatterBatch(_BatchRule):
 
 def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> Any:
     return declare(name, lowering=ST.scatter(name),
-                   typing=_scatter_type_for(name), impl=_scatter_impl_for(combine),
+                   typing=_scatter_type_for(name),
+                   impl=_scatter_impl_for(combine, general=name == "scatter"),
                    jvp=jvp, transpose=transpose, batch=_ScatterBatch(),
                    # Only scatter-add has an unreduced rule in JAX; the others
                    # refuse unreduced/reduced operands as not implemented.
@@ -1094,7 +1134,8 @@ scatter_max_p = _declare_scatter("scatter-max", _ufunc_at(np.maximum), _ScatterE
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather", "gather_p",
     "scatter", "scatter_add", "scatter_add_p", "scatter_max", "scatter_max_p", "scatter_min",
-    "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p", "scatter_sub", "scatter_sub_p",
+    "scatter_apply", "scatter_min_p", "scatter_mul", "scatter_mul_p", "scatter_p", "scatter_sub",
+    "scatter_sub_p",
 ]
 
 
@@ -1213,3 +1254,22 @@ def scatter_max(operand: Any, scatter_indices: Any, updates: Any,
                 mode: str | GatherScatterMode | None = None) -> Any:
     return _scatter(scatter_max_p, "max", operand, scatter_indices, updates,
                     dimension_numbers, indices_are_sorted, unique_indices, mode)
+
+
+def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any],
+                  dimension_numbers: ScatterDimensionNumbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode: str | GatherScatterMode | None = None
+                  ) -> Any:
+    """``func`` applied to ``operand`` at the scattered indices, once per index
+    (duplicates apply it again): scatter with ``func`` as its update computation
+    and zeros of ``update_shape`` as (unused) updates."""
+    aval = canonical_aval_of(operand)
+    unused = full(tuple(update_shape), 0, aval.dtype)
+    scalar = ArrayType((), aval.dtype, aval.weak_type)
+    jaxpr, _ = trace_to_jaxpr(lambda x, _: [func(x)], [scalar, scalar])
+    return scatter_p.bind(operand, scatter_indices, unused, update_jaxpr=jaxpr,
+                          update_consts=tuple(jaxpr.consts),
+                          dimension_numbers=dimension_numbers,
+                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                          mode=GatherScatterMode.from_any(mode))

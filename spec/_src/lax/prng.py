@@ -8,14 +8,20 @@ take or make arrays of keys, whose dtype is a key dtype ``key<fry>``
 the keys' shape (``spec._src.core.prng``). None of them is differentiable in a useful
 sense: the outputs are integers or keys, so their tangents are zero
 (float0), and none is linear.
+
+XLA's own generators: ``rng_bit_generator`` (a uint32[4] or uint64[2] state
+to a new state and random bits, by Threefry or Philox, XLA's CPU bits; C1 the
+state's type, C2 an unsigned dtype for the bits, C3 non-negative sizes, C4 a
+``RandomAlgorithm``) and the stateful ``rng_uniform`` (values in ``[a, b)``,
+which ones unspecified; C1 one dtype, C2 scalars, C3 integer or float).
 """
 
 from __future__ import annotations
 
+import enum
+import math
 from collections.abc import Callable
 from typing import Any
-
-import math
 
 import ml_dtypes
 import numpy as np
@@ -48,6 +54,7 @@ from spec._src.lax.shaping import (
     reshape,
 )
 from spec._src.lax import sharding_kit as SK
+from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import AbstractMesh
 from spec._src.core.types import ArrayType
@@ -463,3 +470,241 @@ random_gamma_p = declare(
                             "arrays, which the structural rules cannot lower"))
 
 __all__ += ["random_gamma_p"]
+
+
+# ------------------------------------------------------------ rng_bit_generator
+# XLA's RngBitGenerator on a u64[2] state: word 0 is the key, word 1 the
+# counter (JAX passes u32[4], its little-endian halves). THREE_FRY hashes the
+# counters ``state + i`` (split into low and high words) under the key with
+# Threefry-2x32, two 32-bit results per counter interleaved; PHILOX (the CPU
+# default) runs Philox-4x32-10 on the 128-bit counters ``(state + i, key)``,
+# four results per counter. 64-bit bits take two words per value (low first),
+# 8- and 16-bit bits truncate 32-bit ones; the counter advances by the number
+# of counters used.
+
+class RandomAlgorithm(enum.IntEnum):
+    """The bit generator algorithm ``rng_bit_generator`` names."""
+
+    RNG_DEFAULT = 0
+    RNG_THREE_FRY = 1
+    RNG_PHILOX = 2
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_BIT_DTYPES = (T.uint8, T.uint16, T.uint32, T.uint64)
+_LOW = np.uint64(0xFFFFFFFF)
+_PHILOX_M = (np.uint64(0xD2511F53), np.uint64(0xCD9E8D57))
+_PHILOX_W = (np.uint64(0x9E3779B9), np.uint64(0xBB67AE85))
+
+
+def _rbg_type(key: ArrayType, *, shape: tuple[int, ...], dtype: Any, algorithm: Any,
+              out_sharding: Any) -> list[ArrayType]:
+    require((key.shape, key.dtype) in (((4,), T.uint32), ((2,), T.uint64)),
+            "rng_bit_generator", "C1",
+            f"rng_bit_generator key must be uint32[4] or uint64[2], got {key}")
+    require(np.dtype(dtype) in _BIT_DTYPES, "rng_bit_generator", "C2",
+            f"rng_bit_generator: unsupported dtype {np.dtype(dtype)}")
+    require(all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape),
+            "rng_bit_generator", "C3",
+            f"rng_bit_generator shape must be non-negative integers, got {shape}")
+    require(algorithm in tuple(RandomAlgorithm), "rng_bit_generator", "C4",
+            f"rng_bit_generator algorithm must be a RandomAlgorithm, got {algorithm!r}")
+    return [ArrayType(key.shape, key.dtype, key.weak_type),
+            ArrayType(tuple(int(d) for d in shape), np.dtype(dtype))]
+
+
+def _u64_words(key: np.ndarray) -> tuple[np.uint64, np.uint64]:
+    """The state's key and counter words."""
+    if key.dtype == np.uint64:
+        return np.uint64(key[0]), np.uint64(key[1])
+    k = key.astype(np.uint64)
+    return k[0] | (k[1] << np.uint64(32)), k[2] | (k[3] << np.uint64(32))
+
+
+def _halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (x & _LOW).astype(np.uint32), (x >> np.uint64(32)).astype(np.uint32)
+
+
+def _philox(key: np.uint64, counters: list[np.ndarray]) -> np.ndarray:
+    """Philox-4x32-10 of the counters (four uint32 words, low first): shape (n, 4)."""
+    c = [w.astype(np.uint64) for w in counters]
+    k0, k1 = key & _LOW, key >> np.uint64(32)
+    for _ in range(10):
+        p0, p1 = _PHILOX_M[0] * c[0], _PHILOX_M[1] * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & _LOW,
+             (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & _LOW]
+        k0, k1 = (k0 + _PHILOX_W[0]) & _LOW, (k1 + _PHILOX_W[1]) & _LOW
+    return np.stack(c, 1).astype(np.uint32)
+
+
+def _joined(words: np.ndarray) -> np.ndarray:
+    """uint32 word pairs (trailing axis, low first) as uint64."""
+    w = words.astype(np.uint64)
+    return w[..., 0] | (w[..., 1] << np.uint64(32))
+
+
+def _split_axis(shape: tuple[int, ...]) -> int | None:
+    """The axis XLA's 32-bit Threefry generator halves: the one needing the
+    fewest counters (the first even one, else the longest; the first on
+    ties); None when no axis is longer than 1."""
+    longer = [d for d, s in enumerate(shape) if s > 1]
+    if not longer:
+        return None
+    return min(longer, key=lambda d: ((shape[d] + 1) // 2 / shape[d], d))
+
+
+def _threefry_bits(k: np.uint64, state: np.uint64, shape: tuple[int, ...], wide: bool
+                   ) -> tuple[np.ndarray, int]:
+    """Threefry-2x32 bits of ``shape`` and the number of counters used. 64-bit:
+    one counter per value (its two words). 32-bit: counters of ``shape`` with
+    the split axis halved (rounded up), the two words of a counter
+    neighbours along that axis."""
+    d = None if wide else _split_axis(shape)
+    counter_shape = list(shape)
+    if d is not None:
+        counter_shape[d] = (shape[d] + 1) // 2
+    used = math.prod(counter_shape)
+    lo, hi = _halves(state + np.arange(used, dtype=np.uint64))
+    k_lo, k_hi = _halves(np.asarray(k))
+    first, second = (w.reshape(counter_shape) for w in R.threefry2x32(k_lo, k_hi, lo, hi))
+    if wide:
+        return _joined(np.stack([first, second], -1)), used
+    if d is None:
+        return first, used
+    doubled = list(counter_shape)
+    doubled[d] *= 2
+    both = np.stack([first, second], d + 1).reshape(doubled)
+    return np.take(both, np.arange(shape[d]), axis=d), used
+
+
+def _rbg_impl(key: np.ndarray, *, shape: tuple[int, ...], dtype: Any, algorithm: Any,
+              out_sharding: Any) -> list[np.ndarray]:
+    n, dt = math.prod(shape), np.dtype(dtype)
+    wide = dt == np.uint64
+    k, state = _u64_words(key)
+    with np.errstate(over="ignore"):
+        if algorithm == RandomAlgorithm.RNG_THREE_FRY:
+            bits, used = _threefry_bits(k, state, shape, wide)
+        else:
+            used = (n + 1) // 2 if wide else (n + 3) // 4
+            counters = state + np.arange(used, dtype=np.uint64)
+            carry = (counters < state).astype(np.uint64)
+            lo, hi = _halves(counters)
+            k_lo, k_hi = _halves(k + carry)
+            quads = _philox(k, [lo, hi, k_lo, k_hi])
+            bits = (_joined(quads.reshape(used, 2, 2)).reshape(-1)[:n] if wide
+                    else quads.reshape(-1)[:n])
+        new_state = state + np.uint64(used)
+    if key.dtype == np.uint64:
+        new_key = np.array([k, new_state], np.uint64)
+    else:
+        new_key = np.concatenate([key[:2], np.stack(_halves(np.asarray(new_state)))])
+    return [new_key.astype(key.dtype), bits.astype(dt).reshape(shape)]
+
+
+def _rbg_parts(mesh: AbstractMesh, key: ArrayType, *, shape: tuple[int, ...], dtype: Any,
+               algorithm: Any, out_sharding: Any) -> list[SK.Parts]:
+    bits = ((None,) * len(shape) if out_sharding is None
+            else SK.param_parts(SK.abstract(out_sharding), len(shape)))
+    return [SK.parts(key), bits]
+
+
+def _rbg_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], **params: Any
+               ) -> tuple[list[Any], list[BatchDim]]:
+    """JAX's rule: the first key's generator makes the whole batch's bits (a
+    leading batch axis), its new key replaces the first key."""
+    (keys,), (bd,) = args, dims
+    if bd is None:
+        return list(rng_bit_generator_p.bind(keys, **params)), [None, None]
+    keys = bdim_at_front(keys, bd, axis.size)
+    first = reshape(slice_(keys, (0, 0), (1, canonical_aval_of(keys).shape[1])),
+                    canonical_aval_of(keys).shape[1:])
+    sharding = params["out_sharding"]
+    grown = {**params, "shape": (axis.size, *params["shape"]),
+             "out_sharding": None if sharding is None else sharding.update(
+                 spec=(SK.parts(canonical_aval_of(keys))[0], *sharding.spec))}
+    new_key, bits = rng_bit_generator_p.bind(first, **grown)
+    rest = slice_(keys, (1, 0), canonical_aval_of(keys).shape)
+    return [concatenate([broadcast_in_dim(new_key, (1, *canonical_aval_of(new_key).shape),
+                                          (1,)), rest], 0), bits], [0, 0]
+
+
+rng_bit_generator_p = declare(
+    "rng_bit_generator", typing=_rbg_type, impl=_rbg_impl, multiple_results=True,
+    jvp=zero_jvp(), transpose=_not_linear("rng_bit_generator"), batch=_rbg_batch,
+    sharding=SK.section("rng_bit_generator", _rbg_parts),
+    per_device=from_primitive(S.gathered), lowering=LP.rng_bit_generator,
+    doc="XLA's RngBitGenerator: a new state and uniformly random bits")
+
+
+def rng_bit_generator(key: Any, shape: Any, dtype: Any = np.uint32,
+                      algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT, *,
+                      out_sharding: Any = None) -> tuple[Any, Any]:
+    """The new key and random bits of ``shape`` and ``dtype`` (an unsigned
+    integer type) from ``key`` (uint32[4]) by ``algorithm``."""
+    dims = tuple(int(d) for d in ((shape,) if isinstance(shape, int) else shape))
+    dt = T.to_dtype(dtype, "rng_bit_generator")
+    if dt not in _BIT_DTYPES:
+        raise TypeError(f"rng_bit_generator: unsupported dtype {dt}")
+    outs = rng_bit_generator_p.bind(
+        key, shape=dims, dtype=dt, algorithm=algorithm,
+        out_sharding=canonicalize_out_sharding(out_sharding, "rng_bit_generator"))
+    return outs[0], outs[1]
+
+
+__all__ += ["RandomAlgorithm", "rng_bit_generator", "rng_bit_generator_p"]
+
+
+# ------------------------------------------------------------------ rng_uniform
+# XLA's stateful Rng op: values uniform in [a, b) from a generator whose state
+# the program does not see. Which values is not specified (XLA's depend on its
+# own run-time state); spec draws them from one process-wide NumPy generator.
+
+_RNG_UNIFORM_STATE = np.random.default_rng(0)
+
+
+def _rng_uniform_type(a: ArrayType, b: ArrayType, *, shape: tuple[int, ...]
+                      ) -> list[ArrayType]:
+    require(a.dtype == b.dtype, "rng_uniform", "C1",
+            f"Arguments to rng_uniform must have identical dtypes, got {a.dtype} and "
+            f"{b.dtype}.", ValueError)
+    require(a.shape == () and b.shape == (), "rng_uniform", "C2",
+            f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and {b.shape}.",
+            ValueError)
+    require(T.is_float(a.dtype) or T.is_int(a.dtype), "rng_uniform", "C3",
+            f"rng_uniform draws integers or floats, got dtype {a.dtype}")
+    return [ArrayType(tuple(int(d) for d in shape), a.dtype, a.weak_type and b.weak_type)]
+
+
+def _rng_uniform_impl(a: np.ndarray, b: np.ndarray, *, shape: tuple[int, ...]
+                      ) -> list[np.ndarray]:
+    if T.is_int(a.dtype):
+        low, high = int(a), max(int(b), int(a) + 1)
+        return [_RNG_UNIFORM_STATE.integers(low, high, shape).astype(a.dtype)]
+    lo, hi = np.float64(a), np.float64(b)
+    with np.errstate(all="ignore"):
+        drawn = (lo + (hi - lo) * _RNG_UNIFORM_STATE.random(shape)).astype(a.dtype)
+        below = np.nextafter(np.asarray(b, a.dtype), np.asarray(a, a.dtype))
+    # Rounding to the narrower dtype may reach b: the interval is half-open.
+    return [np.where(drawn >= b, below, drawn).astype(a.dtype) if hi > lo else drawn]
+
+
+rng_uniform_p = declare(
+    "rng_uniform", typing=_rng_uniform_type, impl=_rng_uniform_impl,
+    jvp=not_applicable("JAX defines no derivative of rng_uniform"),
+    transpose=_not_linear("rng_uniform"),
+    batch=not_applicable("JAX defines no batching rule for rng_uniform"),
+    sharding=SK.section("rng_uniform", lambda mesh, a, b, *, shape: [(None,) * len(shape)]),
+    per_device=from_primitive(S.gathered), lowering=LP.rng_uniform,
+    doc="XLA's stateful Rng: uniform values in [a, b), unspecified which")
+
+
+def rng_uniform(a: Any, b: Any, shape: Any) -> Any:
+    """Values uniform in ``[a, b)`` (scalars of one dtype) of ``shape``, from a
+    state the program does not see: which values is not specified."""
+    return rng_uniform_p.bind(a, b, shape=tuple(shape))
+
+
+__all__ += ["rng_uniform", "rng_uniform_p"]

@@ -46,7 +46,6 @@ from spec._src.core.interpreter import (
     not_applicable,
     pp_eqn_default,
     to_concrete_value,
-    trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.sharding import NamedSharding, P
@@ -354,28 +353,6 @@ def _monoid_reducer(computation: Any, inits: list[Any]) -> Callable[..., Any] | 
     return reducer if ok else None
 
 
-def _computation_jaxpr(computation: Callable[..., Any], init_avals: list[ArrayType],
-                       init_tree: Any) -> tuple[Jaxpr, Any]:
-    """The computation traced on (accumulators, elements), each a tree of
-    scalars shaped as the initial values; returns the jaxpr and its output tree."""
-    out_tree: list[Any] = []
-
-    def flat_computation(*flat: Any) -> list[Any]:
-        k = len(flat) // 2
-        xs = tree_util.tree_unflatten(init_tree, list(flat[:k]))
-        ys = tree_util.tree_unflatten(init_tree, list(flat[k:]))
-        leaves, tree = tree_util.tree_flatten(computation(xs, ys))
-        out_tree.append(tree)
-        return leaves
-
-    scalars = [ArrayType((), a.dtype, a.weak_type) for a in init_avals]
-    jaxpr, _ = trace_to_jaxpr(flat_computation, scalars + scalars)
-    if any(isinstance(c, Tracer) for c in jaxpr.consts):
-        raise NotImplementedError("Reduction computations can't close over Tracers. Please "
-                                  "open an issue at https://github.com/jax-ml/jax.")
-    return jaxpr, out_tree[0]
-
-
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
            dimensions: Sequence[int], out_sharding: Any = None) -> Any:
     """Reduce ``operands`` (a pytree of arrays of one shape) over
@@ -400,7 +377,7 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
         out = reducer(*flat_operands, dims, **extra)
         return _convert_element_type(out, weak_type=weak)
     init_avals = [canonical_aval_of(x) for x in flat_inits]
-    jaxpr, out_tree = _computation_jaxpr(computation, init_avals, init_tree)
+    jaxpr, out_tree = R.computation_jaxpr(computation, init_avals, init_tree)
     outs = reduce_p.bind(*flat_operands, *flat_inits, computation=computation, jaxpr=jaxpr,
                          dimensions=dims)
     return tree_util.tree_unflatten(out_tree, list(outs))

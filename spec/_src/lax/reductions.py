@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import tree_util
 from spec._src.core.canonical import canonical_axis, static_int
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
@@ -51,10 +52,17 @@ from spec._src.interpreters.batching import (
     sharding_for_vmap,
     vectorized,
 )
-from spec._src.core.interpreter import canonical_aval_of, from_primitive, not_applicable
+from spec._src.core.interpreter import (
+    Jaxpr,
+    Tracer,
+    canonical_aval_of,
+    from_primitive,
+    not_applicable,
+    trace_to_jaxpr,
+)
 from spec._src.core.interpreter import Primitive
 from spec._src.core.denormals import arithmetic, flush_result
-from spec._src.lax.elementwise_kit import compute_dtype
+from spec._src.lax.elementwise_kit import compute_dtype, total_order_key
 from spec._src.core.registry import declare, require
 from spec._src.lax.sharding_reduce_dot import (
     fit_out,
@@ -72,7 +80,6 @@ import operator
 from collections.abc import Sequence
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.core.errors import ConcretizationTypeError
-from spec._src.core.interpreter import Tracer
 from spec._src.core.prng import KeyTy, PRNGS
 from spec._src.lax import elementwise as E
 from spec._src.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather
@@ -966,24 +973,10 @@ def _top_k_type(x: ArrayType, *, k: int, axis: int, is_stable: bool) -> list[Arr
             ArrayType(tuple(shape), T.int32, x.weak_type)]
 
 
-def _total_order_key(x: np.ndarray) -> np.ndarray:
-    """Signed-integer keys ordered as XLA's total order on ``x``'s dtype:
-    for floats -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN (the sign and
-    magnitude bits read as a two's-complement integer, negatives mirrored)."""
-    if x.dtype == T.bool_:
-        return x.astype(np.int8)
-    if not T.is_float(x.dtype):
-        return x
-    signed = np.dtype(f"int{8 * x.dtype.itemsize}")
-    bits = x.view(signed)
-    magnitude = signed.type(np.iinfo(signed).max)
-    return np.where(bits < 0, bits ^ magnitude, bits)
-
-
 def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np.ndarray]:
     # ~key reverses the order without overflow; a stable ascending argsort of
     # it is a stable descending sort of x (ties keep their input order).
-    order = np.argsort(~_total_order_key(x), axis=axis, kind="stable")
+    order = np.argsort(~total_order_key(x), axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis)
     values = np.take_along_axis(x, idx, axis=axis)
     return [np.array(values, order="C", copy=None),
@@ -1191,8 +1184,32 @@ def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> An
                                    mantissa_bits=operator.index(mantissa_bits))
 
 
+# ------------------------------------------------------ user computations
+
+def computation_jaxpr(computation: Callable[..., Any], init_avals: list[ArrayType],
+                      init_tree: Any) -> tuple[Jaxpr, Any]:
+    """The computation traced on (accumulators, elements), each a tree of
+    scalars shaped as the initial values; returns the jaxpr and its output tree."""
+    out_tree: list[Any] = []
+
+    def flat_computation(*flat: Any) -> list[Any]:
+        k = len(flat) // 2
+        xs = tree_util.tree_unflatten(init_tree, list(flat[:k]))
+        ys = tree_util.tree_unflatten(init_tree, list(flat[k:]))
+        leaves, tree = tree_util.tree_flatten(computation(xs, ys))
+        out_tree.append(tree)
+        return leaves
+
+    scalars = [ArrayType((), a.dtype, a.weak_type) for a in init_avals]
+    jaxpr, _ = trace_to_jaxpr(flat_computation, scalars + scalars)
+    if any(isinstance(c, Tracer) for c in jaxpr.consts):
+        raise NotImplementedError("Reduction computations can't close over Tracers. Please "
+                                  "open an issue at https://github.com/jax-ml/jax.")
+    return jaxpr, out_tree[0]
+
+
 __all__ = [
-    "argmax", "argmin", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "reduce_and",
-    "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
-    "reduce_xor", "sort", "sort_key_val", "top_k",
+    "argmax", "argmin", "computation_jaxpr", "cumlogsumexp", "cummax", "cummin", "cumprod",
+    "cumsum", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_precision",
+    "reduce_prod", "reduce_sum", "reduce_xor", "sort", "sort_key_val", "top_k",
 ]

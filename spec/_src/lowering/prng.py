@@ -204,3 +204,37 @@ def same_data(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[
     """``random_wrap``, ``random_unwrap``, ``random_clone``: the key data is
     the operand itself."""
     return [operands[0]]
+
+
+def rng_bit_generator(ctx: LoweringContext, operands: Sequence[str],
+                      in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                      shape: tuple[int, ...], dtype: Any, algorithm: Any,
+                      out_sharding: Any) -> list[str]:
+    """JAX's lowering: a uint32[4] key bitcast to the uint64[2] state XLA's
+    ``rng_bit_generator`` takes, and the new state bitcast back."""
+    key, key_aval = operands[0], in_avals[0]
+    state_t = "tensor<2xui64>"
+    if key_aval.dtype == np.uint32:
+        pairs = ctx.line(f"stablehlo.reshape {key} : ({tensor_type(key_aval)}) -> "
+                         "tensor<2x2xui32>")
+        key = ctx.line(f"stablehlo.bitcast_convert {pairs} : (tensor<2x2xui32>) -> {state_t}")
+    state, bits = ctx.results(
+        f"stablehlo.rng_bit_generator {key}, algorithm = {str(algorithm)[4:]} : ({state_t}) "
+        f"-> ({state_t}, {tensor_type(out_avals[1])})", 2)
+    if key_aval.dtype == np.uint32:
+        pairs = ctx.line(f"stablehlo.bitcast_convert {state} : ({state_t}) -> "
+                         "tensor<2x2xui32>")
+        state = ctx.line(f"stablehlo.reshape {pairs} : (tensor<2x2xui32>) -> "
+                         f"{tensor_type(key_aval)}")
+    return [state, bits]
+
+
+def rng_uniform(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                out_avals: Sequence[ArrayType], *, shape: tuple[int, ...]) -> list[str]:
+    """``stablehlo.rng`` with the UNIFORM distribution, the shape a constant."""
+    shape_aval = ArrayType((len(shape),), np.dtype(np.int64))
+    dims = ctx.constant(np.asarray(shape, np.int64), shape_aval)
+    a, b = operands
+    scalar = tensor_type(in_avals[0])
+    return [ctx.line(f"stablehlo.rng {a}, {b}, {dims}, distribution = UNIFORM : ({scalar}, "
+                     f"{scalar}, {tensor_type(shape_aval)}) -> {tensor_type(out_avals[0])}")]

@@ -43,21 +43,22 @@ def elementwise(opname: str) -> LoweringRule:
     return rule
 
 
-def _comparison_type(dtype: Any) -> str:
+def _comparison_type(dtype: Any, total_order: bool = False) -> str:
     dt = np.dtype(dtype)
     if T.is_inexact(dt):
-        return "FLOAT"
+        return "TOTALORDER" if total_order else "FLOAT"
     return "SIGNED" if T.is_signed_int(dt) else "UNSIGNED"
 
 
-def compare(direction: str) -> LoweringRule:
-    """``stablehlo.compare`` in ``direction`` (EQ, NE, LT, LE, GT, GE)."""
+def compare(direction: str, total_order: bool = False) -> LoweringRule:
+    """``stablehlo.compare`` in ``direction`` (EQ, NE, LT, LE, GT, GE); floats
+    compared as IEEE values, or in XLA's total order."""
     def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
              out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
         shape = ArrayType(out_avals[0].shape, in_avals[0].dtype)
         shaped = [_to_shape(ctx, o, a, shape) for o, a in zip(operands, in_avals)]
         x, y = (s[0] for s in shaped)
-        kind = _comparison_type(in_avals[0].dtype)
+        kind = _comparison_type(in_avals[0].dtype, total_order)
         in_type = tensor_type(shaped[0][1])
         return [ctx.line(f"stablehlo.compare {direction}, {x}, {y}, {kind} : "
                          f"({in_type}, {in_type}) -> {tensor_type(out_avals[0])}")]

@@ -20,6 +20,7 @@ from spec._src.lowering.emitter import (
     LoweringContext,
     LoweringRule,
     ints,
+    lower_body,
     tensor_type,
 )
 
@@ -519,7 +520,11 @@ def scatter(name: str) -> LoweringRule:
                  f"unique_indices = {str(bool(unique_indices)).lower()}")
         s = _scalar(aval)
 
+        update_jaxpr = params.get("update_jaxpr")
+
         def combine(ctx: LoweringContext, args: list[str]) -> list[str]:
+            if name == "scatter" and update_jaxpr is not None:
+                return lower_body(ctx, update_jaxpr, args)  # scatter_apply's computation
             if name == "scatter":
                 return [args[1]]
             return [_binary(ctx, _SCATTER_OPS[name], args[0], args[1], s)]

@@ -723,27 +723,15 @@ class _IndexUpdateRef:
     def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
               unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
         """``func`` applied at the indexed places, once per time a place is
-        indexed (XLA's scatter applies its combiner once per update).
-
-        JAX stages one scatter whose update_jaxpr is ``func``; here the hit
-        count of every element is scattered first and ``func`` (which must be
-        elementwise, as JAX requires) is applied to the whole array, the result
-        kept where the count is large enough."""
-        x = self.array
-        aval = canonical_aval_of(x)
-        counts = _scatter_update(creation.zeros(aval.shape, dtype=INDEX_DTYPE), self.index, 1,
-                                 li.scatter_add, indices_are_sorted=indices_are_sorted,
-                                 unique_indices=unique_indices, mode=mode)
-        if isinstance(counts, Tracer):
-            # At most every indexed position hits one element.
-            rounds = int(np.prod(canonical_aval_of(getitem(creation.zeros(aval.shape, bool),
-                                                           self.index)).shape))
-        else:
-            rounds = int(np.max(np.asarray(counts), initial=0))
-        for i in range(rounds):
-            y = _convert(func(x), aval.dtype, aval.weak_type)
-            x = jnp_math._where(counts > i, y, x)
-        return x
+        indexed: one scatter whose update computation is ``func`` (JAX's
+        ``scatter_apply``), its updates unused zeros of the indexed shape."""
+        def scatter_apply(x: Any, indices: Any, y: Any, dims: ScatterDimensionNumbers,
+                          **kwargs: Any) -> Any:
+            return li.scatter_apply(x, indices, func, dims,
+                                    update_shape=canonical_aval_of(y).shape, **kwargs)
+        return _scatter_update(self.array, self.index, L.full_like(self.array, 0, shape=()),
+                               scatter_apply, indices_are_sorted=indices_are_sorted,
+                               unique_indices=unique_indices, mode=mode)
 
 
 class _IndexUpdateHelper:
