@@ -58,7 +58,10 @@ def check_vmap(sf: Callable[..., Any], jf: Callable[..., Any], args: Sequence[np
         want = [np.stack([np.asarray(p[k]) for p in per], axis=out_axes)
                 for k in range(len(got))]
     else:
-        want = _leaves(jax.vmap(jf, in_axes=tuple(in_axes), out_axes=out_axes)(*args))
+        # One JAX compilation for the batched program (eagerly, each batched
+        # primitive and axis move compiles on its own).
+        want = _leaves(jax.jit(jax.vmap(jf, in_axes=tuple(in_axes), out_axes=out_axes))(
+            *args))
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
         loop = np.stack([np.asarray(p[k]) for p in per], axis=out_axes)
