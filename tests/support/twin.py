@@ -122,6 +122,25 @@ def run_both(program: str, devices: int = 4) -> tuple[dict[str, Any], dict[str, 
     return ours, run_jax(program, devices)
 
 
+def merged(base: str, groups: dict[str, str]) -> str:
+    """Programs that all begin with ``base`` as one program (one JAX process start and
+    one set of compilations for the module): ``base`` once, then each program's own text in
+    the order given, its ``out`` collected under its group's name. Each program must set
+    up the state (mesh, arrays) it needs, as it would in a process of its own."""
+    parts = [base, "_GROUPS = {}\n"]
+    for group, program in groups.items():
+        assert program.startswith(base), group
+        parts += [program[len(base):], f"\n_GROUPS[{group!r}] = out\nout = {{}}\n"]
+    return "".join(parts) + "out = _GROUPS\n"
+
+
+def run_merged(program: str, groups: list[str], devices: int = 4
+               ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """``run_both`` of a ``merged`` program: each group's (spec's, JAX's) results."""
+    ours, theirs = run_both(program, devices)
+    return {group: (ours[group], theirs[group]) for group in groups}
+
+
 def on_virtual_devices(n: int, fn: Any) -> Any:
     """``fn()`` with spec on n virtual devices (device count and mesh restored)."""
     import spec
