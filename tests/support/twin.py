@@ -22,6 +22,7 @@ another worker claimed waits for that result instead of repeating the work."""
 from __future__ import annotations
 
 import atexit
+import copy
 import functools
 import hashlib
 import json
@@ -139,6 +140,18 @@ def run_merged(program: str, groups: list[str], devices: int = 4
     """``run_both`` of a ``merged`` program: each group's (spec's, JAX's) results."""
     ours, theirs = run_both(program, devices)
     return {group: (ours[group], theirs[group]) for group in groups}
+
+
+def jax_group(groups: dict[str, str], group: str, devices: int = 4) -> dict[str, Any]:
+    """JAX's ``out`` of the program ``groups[group]``, where all of ``groups`` run as one JAX
+    process, ``merged("", groups)`` (the module prefetches that program). Each program is
+    whole (imports, ``out = {}``) and sets up the state it uses; a caller gets its own copy."""
+    return copy.deepcopy(_merged_jax(tuple(groups.items()), devices)[group])
+
+
+@functools.cache
+def _merged_jax(groups: tuple[tuple[str, str], ...], devices: int) -> dict[str, Any]:
+    return run_jax(merged("", dict(groups)), devices)
 
 
 def on_virtual_devices(n: int, fn: Any) -> Any:
