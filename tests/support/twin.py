@@ -130,7 +130,8 @@ def merged(base: str, groups: dict[str, str]) -> str:
     up the state (mesh, arrays) it needs, as it would in a process of its own."""
     parts = [base, "_GROUPS = {}\n"]
     for group, program in groups.items():
-        assert program.startswith(base), group
+        # (A program that prints its own `out` would end the merged one's output early.)
+        assert program.startswith(base) and _PRINT not in program, group
         parts += [program[len(base):], f"\n_GROUPS[{group!r}] = out\nout = {{}}\n"]
     return "".join(parts) + "out = _GROUPS\n"
 
