@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 import spec
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import merged, prefetch, run_jax, run_spec
 
 # Helpers every program shares: `record` one result under a key, `printed`
 # captures what a cell prints, `step` records a cell's value and hands it on.
@@ -462,29 +462,37 @@ f = step("layout_constraint/define", make_f, how=lambda _: "ok")
 record("layout_constraint/call", lambda: show(f(jnp.arange(6.).reshape(2, 3))))
 '''
 
-PROGRAMS = {"mesh": MESH_PROGRAM, "explicit": EXPLICIT_PROGRAM, "auto": AUTO_PROGRAM,
-            "manual": MANUAL_PROGRAM, "layout": LAYOUT_PROGRAM}
+# The page's programs run as one (one JAX process start for the page), in this order:
+# the layout cells use no mesh, each later program sets the one it uses.
+PROGRAMS = {"layout": LAYOUT_PROGRAM, "mesh": MESH_PROGRAM, "explicit": EXPLICIT_PROGRAM,
+            "auto": AUTO_PROGRAM, "manual": MANUAL_PROGRAM}
+PROGRAM = merged(COMMON, PROGRAMS)
 
 
 @functools.cache
-def _outcome(program: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
-    """(spec's out, JAX's out) for one program, or why a side could not run
-    it (kept, so that a broken program costs one run, not one per key).
+def _outcome_all() -> dict[str, tuple[dict[str, Any], dict[str, Any]]] | str:
+    """Each program's (spec's out, JAX's out), or why a side could not run them
+    (kept, so that a broken program costs one run, not one per key).
     spec's device count and mesh are put back afterwards (the programs set
     them globally)."""
     try:
-        theirs = run_jax(PROGRAMS[program], devices=8)
+        theirs = run_jax(PROGRAM, devices=8)
     except subprocess.CalledProcessError as e:
-        return f"the JAX side of {program!r} failed:\n{e.stderr[-3000:]}"
+        return f"the JAX side of the page failed:\n{e.stderr[-3000:]}"
     before = spec.config.jax_num_cpu_devices
     try:
-        ours = run_spec(PROGRAMS[program])
+        ours = run_spec(PROGRAM)
     except Exception as e:  # noqa: BLE001  (a crash outside the recorded cells)
-        return f"the spec side of {program!r} failed: {type(e).__name__}: {e}"
+        return f"the spec side of the page failed: {type(e).__name__}: {e}"
     finally:
         spec.sharding.set_mesh(None)
         spec.config.update("jax_num_cpu_devices", before)
-    return ours, theirs
+    return {program: (ours[program], theirs[program]) for program in PROGRAMS}
+
+
+def _outcome(program: str) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    got = _outcome_all()
+    return got if isinstance(got, str) else got[program]
 
 
 def _results(program: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -727,4 +735,4 @@ def test_layout_constraint(program: str, key: str) -> None:
 
 
 # JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(*PROGRAMS.values(), devices=8)
+prefetch(PROGRAM, devices=8)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import spec
-from tests.support.twin import prefetch, run_both
+from tests.support.twin import merged, prefetch, run_merged
 
 PRELUDE = r'''
 import contextlib, io
@@ -217,13 +217,15 @@ cell("a bare out_specs named without a path", lambda: full_message(lambda: jax.m
 '''
 
 
-_both = run_both
+# One JAX process for the module; each group sets the mesh it uses.
+GROUPS = {"two": TWO_AXES, "one": ONE_AXIS, "docs": DOCS, "partial": PARTIAL,
+          "nested": NESTED}
+PROGRAM = merged(PRELUDE, GROUPS)
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    return {"two": _both(TWO_AXES), "one": _both(ONE_AXIS), "docs": _both(DOCS),
-            "partial": _both(PARTIAL), "nested": _both(NESTED)}
+    return run_merged(PROGRAM, list(GROUPS))
 
 
 CASES = [("two", k) for k in ["jaxpr", "jaxpr no check_vma", "eager values", "jit value",
@@ -289,4 +291,4 @@ def test_reduced_weights_layer_has_no_collective_in_its_backward_pass() -> None:
 
 
 # JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(TWO_AXES, ONE_AXIS, DOCS, PARTIAL, NESTED)
+prefetch(PROGRAM)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import jax_group, merged, prefetch, run_spec
 
 PRELUDE = r'''
 import numpy as np
@@ -229,8 +229,13 @@ with jax.set_mesh(mesh):
 '''
 
 
+def _jax(program: str) -> dict[str, Any]:
+    """JAX's side of one of the module's programs (all run in one process)."""
+    return jax_group(JAX_PROGRAMS, next(k for k, v in JAX_PROGRAMS.items() if v == program))
+
+
 def _compare(program: str) -> dict[str, Any]:
-    theirs = run_jax(program)
+    theirs = _jax(program)
     ours = run_spec(program)
     assert sorted(ours) == sorted(theirs)
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
@@ -271,7 +276,7 @@ with jax.set_mesh(mesh):
 def test_typing_cache_keys_on_the_context_mesh(four_devices: None) -> None:
     from spec.sharding import set_mesh
     try:
-        assert run_spec(CACHE_PROGRAM) == run_jax(CACHE_PROGRAM)
+        assert run_spec(CACHE_PROGRAM) == _jax(CACHE_PROGRAM)
     finally:
         set_mesh(None)
 
@@ -288,6 +293,11 @@ with jax.set_mesh(mesh):
 '''
 
 
+# (In this order: the first sets no mesh, the others use theirs in a `with`.)
+JAX_PROGRAMS = {"no mesh": PROGRAM, "mesh": MESH_PROGRAM, "cache": CACHE_PROGRAM,
+                "pad": PAD_PROGRAM}
+
+
 @pytest.mark.xfail(strict=True, reason="iota's and empty's typing rules (spec/_src/lax/shaping.py) "
                    "take the sharding param as the result type's sharding unpadded (P('X',) for "
                    "a rank-2 result; JAX's type has P('X', None)) and unchecked (rank, "
@@ -295,10 +305,10 @@ with jax.set_mesh(mesh):
 def test_iota_and_empty_types_pad_their_sharding(four_devices: None) -> None:
     from spec.sharding import set_mesh
     try:
-        assert run_spec(PAD_PROGRAM) == run_jax(PAD_PROGRAM)
+        assert run_spec(PAD_PROGRAM) == _jax(PAD_PROGRAM)
     finally:
         set_mesh(None)
 
 
-# JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(PROGRAM, MESH_PROGRAM, CACHE_PROGRAM, PAD_PROGRAM)
+# JAX's sides run as one process, ahead while earlier tests run (tests/support/twin.py).
+prefetch(merged("", JAX_PROGRAMS))

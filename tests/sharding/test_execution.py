@@ -6,12 +6,20 @@ communication the documentation says the program performs."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 import spec
 import spec.numpy as snp
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import jax_group, merged, prefetch, run_spec
+
+
+def _jax(program: str) -> dict[str, Any]:
+    """JAX's side of one of the module's programs (all run in one process; each sets its
+    mesh)."""
+    return jax_group(JAX_PROGRAMS, next(k for k, v in JAX_PROGRAMS.items() if v == program))
 
 UNREDUCED = r'''
 import numpy as np
@@ -84,7 +92,7 @@ def unreduced_results() -> tuple[dict[str, object], dict[str, object]]:
     finally:
         spec.config.update("jax_num_cpu_devices", before)
         spec.set_mesh(None)
-    return ours, run_jax(UNREDUCED)
+    return ours, _jax(UNREDUCED)
 
 
 KEYS = ["u type", "u shards", "u repr", "u reshard", "u reshard Y", "u + u", "u + u2", "u * 3",
@@ -255,7 +263,7 @@ def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) ->
         ours = run_spec(LAYOUT_PARAMS)
     finally:
         spec.set_mesh(None)
-    theirs = run_jax(LAYOUT_PARAMS)
+    theirs = _jax(LAYOUT_PARAMS)
     assert sorted(ours) == sorted(theirs)
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
     assert not differ, differ
@@ -298,5 +306,6 @@ def test_local_gather_scatter_and_conv_move_nothing() -> None:
     np.testing.assert_array_equal(np.asarray(conv), direct)
 
 
-# JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(UNREDUCED, LAYOUT_PARAMS)
+# JAX's sides run as one process, ahead while earlier tests run (tests/support/twin.py).
+JAX_PROGRAMS = {"unreduced": UNREDUCED, "layout params": LAYOUT_PARAMS}
+prefetch(merged("", JAX_PROGRAMS))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import jax_group, merged, prefetch, run_spec
 
 PRELUDE = r'''
 import numpy as np
@@ -227,9 +227,10 @@ def _compare(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
     return differ
 
 
-@pytest.mark.parametrize("program", [INDEXING, LAX, CONV], ids=["jnp", "lax", "conv"])
-def test_gather_scatter_conv_sharding_matches_jax(four_devices: None, program: str) -> None:
-    theirs, ours = run_jax(program), run_spec(program)
+@pytest.mark.parametrize("name", ["jnp", "lax", "conv"])
+def test_gather_scatter_conv_sharding_matches_jax(four_devices: None, name: str) -> None:
+    program = {"jnp": INDEXING, "lax": LAX, "conv": CONV}[name]
+    theirs, ours = _jax(name), run_spec(program)
     differ = _compare(theirs, ours)
     assert not differ, differ
     # Both outcomes occur, so the comparison cannot pass vacuously.
@@ -275,7 +276,7 @@ def test_grouped_conv_gradient_values(four_devices: None) -> None:
     the unsharded gradient (JAX's own sharded value of the kernel gradient
     is twice that, an XLA partitioning error, so JAX's unsharded run is the
     reference)."""
-    reference = run_jax(GROUPED_GRAD.replace("SHARDED", "False"))["values"]
+    reference = _jax("grouped grad")["values"]
     ours = run_spec(GROUPED_GRAD.replace("SHARDED", "True"))
     assert ours["types"] == ["float32[8@X,4,6,6]", "float32[4,2,3,3]"]
     for a, b in zip(ours["values"], reference):
@@ -302,7 +303,7 @@ record("out_sharding get", lambda: put(x, "X", None).at[idx].get(out_sharding=NS
                    "slice sharding, checks the slice spec, and runs .at[].get/set("
                    "out_sharding=) in auto mode; spec's jnp indexing does none of these yet")
 def test_jnp_indexing_layer_gaps(four_devices: None) -> None:
-    assert run_spec(JNP_GAPS) == run_jax(JNP_GAPS)
+    assert run_spec(JNP_GAPS) == _jax("jnp gaps")
 
 
 # Unreduced/reduced operands: JAX builds them as make_jaxpr inputs
@@ -409,9 +410,18 @@ def _spec_ur_side() -> dict[str, Any]:
     return out
 
 
+# Every JAX side of the module, one process (each program sets up what it uses).
+JAX_PROGRAMS = {"jnp": INDEXING, "lax": LAX, "conv": CONV,
+                "grouped grad": GROUPED_GRAD.replace("SHARDED", "False"), "jnp gaps": JNP_GAPS,
+                "unreduced": UR_JAX.replace("__CASES__", repr(UR_CASES))}
+
+
+def _jax(name: str) -> dict[str, Any]:
+    return jax_group(JAX_PROGRAMS, name)
+
+
 def test_unreduced_and_reduced_operands_match_jax(four_devices: None) -> None:
-    program = UR_JAX.replace("__CASES__", repr(UR_CASES))
-    theirs, ours = run_jax(program), _spec_ur_side()
+    theirs, ours = _jax("unreduced"), _spec_ur_side()
     assert sorted(ours) == sorted(theirs)
     # JAX raises a bare NotImplementedError for a reduced gather with split
     # indices; spec's says why: compare the class only there.
@@ -431,6 +441,5 @@ def test_sharding_sections_written() -> None:
     assert not (mine & pending), mine & pending
 
 
-# JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(INDEXING, LAX, CONV, GROUPED_GRAD.replace("SHARDED", "False"), JNP_GAPS,
-         UR_JAX.replace("__CASES__", repr(UR_CASES)))
+# JAX's sides run as one process, ahead while earlier tests run (tests/support/twin.py).
+prefetch(merged("", JAX_PROGRAMS))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import jax_group, merged, prefetch, run_spec
 
 PROGRAM = r'''
 import numpy as np
@@ -107,7 +107,8 @@ except Exception as e:
 
 
 def _jax_side(program: str) -> dict[str, Any]:
-    return run_jax(program)
+    """JAX's side of one of the module's programs (all run in one process)."""
+    return jax_group(JAX_PROGRAMS, next(k for k, v in JAX_PROGRAMS.items() if v == program))
 
 
 def _spec_side(program: str) -> dict[str, Any]:
@@ -151,10 +152,12 @@ def test_scan_carry_sharding_change_is_an_error(four_devices: None) -> None:
     """A carry whose sharding the body changes breaks carry type invariance."""
     from spec.sharding import set_mesh
     try:
-        assert run_spec(CARRY_PROGRAM) == run_jax(CARRY_PROGRAM) == {"traced": "TypeError"}
+        assert run_spec(CARRY_PROGRAM) == _jax_side(CARRY_PROGRAM) == {"traced": "TypeError"}
     finally:
         set_mesh(None)
 
 
-# JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(PROGRAM, CARRY_PROGRAM)
+# JAX's sides run as one process, ahead while earlier tests run (tests/support/twin.py).
+# (In this order: only the last sets its mesh for good.)
+JAX_PROGRAMS = {"xs": XS_PROGRAM, "rules": PROGRAM, "carry": CARRY_PROGRAM}
+prefetch(merged("", JAX_PROGRAMS))

@@ -26,7 +26,7 @@ from spec._src.interpreters.batching import (
 )
 from spec.sharding import AbstractMesh, NamedSharding, P, set_mesh
 from spec._src.core.types import ArrayType
-from tests.support.twin import prefetch, run_jax, run_spec
+from tests.support.twin import jax_group, merged, prefetch, run_spec
 
 HEADER = r'''
 import numpy as np
@@ -231,8 +231,13 @@ def mesh_reset() -> Iterator[None]:
         set_mesh(None)
 
 
+def _jax(program: str) -> dict[str, Any]:
+    """JAX's side of one of the module's programs (all run in one process)."""
+    return jax_group(JAX_PROGRAMS, next(k for k, v in JAX_PROGRAMS.items() if v == program))
+
+
 def _compare(program: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    theirs = run_jax(program)
+    theirs = _jax(program)
     ours = run_spec(program)
     assert sorted(ours) == sorted(theirs)
     differ = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
@@ -391,5 +396,8 @@ def test_sharding_for_vmap_uses_the_explicit_mesh_axes() -> None:
     assert sharding_for_vmap(AxisData(3, None, None, ("X",)), None, 0) is None
 
 
-# JAX's sides run ahead while earlier tests run (tests/support/twin.py).
-prefetch(PROGRAM, GRID.replace("CASES", repr(_grid_cases())), RESHARD, BROADCASTS)
+# JAX's sides run as one process, ahead while earlier tests run (tests/support/twin.py);
+# each program sets the mesh it uses.
+JAX_PROGRAMS = {"vmap": PROGRAM, "grid": GRID.replace("CASES", repr(_grid_cases())),
+                "reshard": RESHARD, "broadcasts": BROADCASTS}
+prefetch(merged("", JAX_PROGRAMS))

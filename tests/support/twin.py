@@ -22,6 +22,7 @@ another worker claimed waits for that result instead of repeating the work."""
 from __future__ import annotations
 
 import atexit
+import copy
 import functools
 import hashlib
 import json
@@ -120,6 +121,38 @@ def run_both(program: str, devices: int = 4) -> tuple[dict[str, Any], dict[str, 
         spec.config.update("jax_num_cpu_devices", before)
         spec.set_mesh(None)
     return ours, run_jax(program, devices)
+
+
+def merged(base: str, groups: dict[str, str]) -> str:
+    """Programs that all begin with ``base`` as one program (one JAX process start and
+    one set of compilations for the module): ``base`` once, then each program's own text in
+    the order given, its ``out`` collected under its group's name. Each program must set
+    up the state (mesh, arrays) it needs, as it would in a process of its own."""
+    parts = [base, "_GROUPS = {}\n"]
+    for group, program in groups.items():
+        # (A program that prints its own `out` would end the merged one's output early.)
+        assert program.startswith(base) and _PRINT not in program, group
+        parts += [program[len(base):], f"\n_GROUPS[{group!r}] = out\nout = {{}}\n"]
+    return "".join(parts) + "out = _GROUPS\n"
+
+
+def run_merged(program: str, groups: list[str], devices: int = 4
+               ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """``run_both`` of a ``merged`` program: each group's (spec's, JAX's) results."""
+    ours, theirs = run_both(program, devices)
+    return {group: (ours[group], theirs[group]) for group in groups}
+
+
+def jax_group(groups: dict[str, str], group: str, devices: int = 4) -> dict[str, Any]:
+    """JAX's ``out`` of the program ``groups[group]``, where all of ``groups`` run as one JAX
+    process, ``merged("", groups)`` (the module prefetches that program). Each program is
+    whole (imports, ``out = {}``) and sets up the state it uses; a caller gets its own copy."""
+    return copy.deepcopy(_merged_jax(tuple(groups.items()), devices)[group])
+
+
+@functools.cache
+def _merged_jax(groups: tuple[tuple[str, str], ...], devices: int) -> dict[str, Any]:
+    return run_jax(merged("", dict(groups)), devices)
 
 
 def on_virtual_devices(n: int, fn: Any) -> Any:
