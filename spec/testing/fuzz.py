@@ -3,8 +3,11 @@
 Random well-typed programs (``spec.testing.programs``) run in spec and in JAX
 in each mode: eager, ``jit``, ``make_jaxpr`` (the printed text must be the
 same), ``grad`` (of the sum), ``jvp`` (tangents of ones), ``vmap`` (over two
-input sets) and ``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``,
-type-checked and run by spec). Each mode compares shapes, dtypes, weak types
+input sets), ``linearize`` and ``linearize_legacy`` (the primal result, the
+linearized map at tangents of ones and the VJP of a cotangent of ones, with
+``jax_use_direct_linearize`` on and off: both paths of reverse mode) and
+``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``, type-checked and run by
+spec). Each mode compares shapes, dtypes, weak types
 and values (float32 to ``--rtol`` of the result's magnitude, 2e-5 by
 default: up to fifteen ops compound rounding, and transcendental functions
 differ from XLA's in the last bit on some inputs), and exception classes
@@ -23,9 +26,10 @@ JAX must be installed (the oracle); spec itself never imports it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +41,8 @@ import spec.numpy as snp
 from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
 from spec.testing import Program, fuzz_inputs, programs
 
-MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "parse")
+MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "linearize", "linearize_legacy",
+         "parse")
 
 
 class Disagreement(AssertionError):
@@ -63,9 +68,30 @@ def _libs() -> tuple[Any, Any, Any, Any]:
     return spec, snp, jax, jnp
 
 
+@contextlib.contextmanager
+def linearize_path(lib: Any, direct: bool) -> Iterator[None]:
+    """``lib``'s reverse mode through direct linearize or through the JVP and partial
+    evaluation (``jax_use_direct_linearize``), restored afterwards."""
+    before = lib.config.jax_use_direct_linearize
+    lib.config.update("jax_use_direct_linearize", direct)
+    try:
+        yield
+    finally:
+        lib.config.update("jax_use_direct_linearize", before)
+
+
+def _linearized(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Any:
+    y, f_lin = lib.linearize(f, *xs)
+    _, f_vjp = lib.vjp(f, *xs)
+    return y, f_lin(*(np.ones_like(x) for x in xs)), f_vjp(np.ones_like(np.asarray(y)))
+
+
 def _run(mode: str, lib: Any, np_: Any, prog: Program, xs: list[np.ndarray]) -> Any:
     def f(*a: Any) -> Any:
         return prog(np_, *a)
+    if mode in ("linearize", "linearize_legacy"):
+        with linearize_path(lib, direct=mode == "linearize"):
+            return _linearized(lib, f, xs)
     if mode == "eager":
         return f(*(np_.asarray(x) for x in xs))
     if mode == "jit":
@@ -159,6 +185,8 @@ _CALLS = {
     "grad": "{lib}.grad(lambda *a: {np}.sum(f(*a)), argnums=tuple(range(len(xs))))(*xs)",
     "jvp": "{lib}.jvp(f, tuple(xs), tuple(np.ones_like(x) for x in xs))",
     "vmap": "{lib}.vmap(f)(*[np.stack([x, x[::-1] if x.ndim else -x]) for x in xs])",
+    "linearize": "_linearized({lib}, f, xs)",
+    "linearize_legacy": "_linearized({lib}, f, xs)",
 }
 
 
@@ -186,6 +214,11 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
                   "print('spec', eval_jaxpr(parsed, parsed.consts, *xs))",
                   "print('jax ', jax.jit(lambda *a: program(jnp, *a))(*xs))"]
     else:
+        if mode.startswith("linearize"):
+            direct = mode == "linearize"
+            lines += ["from spec.testing.fuzz import _linearized",
+                      f"spec.config.update('jax_use_direct_linearize', {direct})",
+                      f"jax.config.update('jax_use_direct_linearize', {direct})"]
         for lib, np_ in (("spec", "snp"), ("jax", "jnp")):
             lines.append(f"f = lambda *a: program({np_}, *a)")
             lines.append(f"print({lib!r}, {_CALLS[mode].format(lib=lib, np=np_)})")
@@ -246,9 +279,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         if o.failure is not None:
             failed += 1
             out(o.failure)
-    out(f"{'mode':<11} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
+    out(f"{'mode':<16} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
     for mode, o in rows:
-        out(f"{mode:<11} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
+        out(f"{mode:<16} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
             f"{int(o.kind == 'internal error'):>15}")
     return 1 if failed else 0
 
