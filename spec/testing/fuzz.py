@@ -7,7 +7,13 @@ input sets), ``linearize`` and ``linearize_legacy`` (the primal result, the
 linearized map at tangents of ones and the VJP of a cotangent of ones, with
 ``jax_use_direct_linearize`` on and off: both paths of reverse mode) and
 ``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``, type-checked and run by
-spec). Each mode compares shapes, dtypes, weak types
+spec). On a mesh of two virtual devices (axis ``X``, explicit): ``sharded``
+(``jit`` of inputs placed along ``X`` where their first axis divides, the
+results' shardings compared too), ``sharded_grad`` (the same for the
+gradient) and ``shard_map`` (the program per device over the two input sets
+of ``vmap``, as a ``shard_map`` along ``X``); the command line gives both
+libraries four CPU devices, and in a process where JAX already runs on one
+these modes are reported as skipped. Each mode compares shapes, dtypes, weak types
 and values (float32 to ``--rtol`` of the result's magnitude, 2e-5 by
 default: up to fifteen ops compound rounding, and transcendental functions
 differ from XLA's in the last bit on some inputs), and exception classes
@@ -41,8 +47,10 @@ import spec.numpy as snp
 from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
 from spec.testing import Program, fuzz_inputs, programs
 
+# The modes on a mesh of two virtual devices: they run where both libraries have two.
+SHARDED_MODES = ("sharded", "sharded_grad", "shard_map")
 MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "linearize", "linearize_legacy",
-         "parse")
+         "parse", *SHARDED_MODES)
 
 
 class Disagreement(AssertionError):
@@ -86,9 +94,59 @@ def _linearized(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Any:
     return y, f_lin(*(np.ones_like(x) for x in xs)), f_vjp(np.ones_like(np.asarray(y)))
 
 
+@dataclasses.dataclass(frozen=True)
+class Sharded:
+    """Results and their partition specs, one text per leaf."""
+    values: Any
+    specs: tuple[str, ...]
+
+
+def _spec_text(leaf: Any) -> str:
+    spec = leaf.sharding.spec
+    entries = [*spec, *[None] * (np.ndim(leaf) - len(spec))]
+    extra = [f"{k}={sorted(getattr(spec, k))}" for k in ("unreduced", "reduced")
+             if getattr(spec, k, None)]
+    return f"P{tuple(entries)}" + (f"{{{', '.join(extra)}}}" if extra else "")
+
+
+def _mesh(lib: Any) -> Any:
+    return lib.make_mesh((2,), ("X",), axis_types=(lib.sharding.AxisType.Explicit,))
+
+
+def _sharded_result(lib: Any, out: Any) -> Sharded:
+    return Sharded(out, tuple(_spec_text(leaf) for leaf in lib.tree_util.tree_leaves(out)))
+
+
+def run_sharded(lib: Any, np_: Any, f: Callable[..., Any], xs: list[np.ndarray], grad: bool
+                ) -> Sharded:
+    """``jit`` of ``f`` (or of its sum's gradient) on a two-device mesh, each input
+    split along ``X`` where its first axis divides in two, replicated otherwise."""
+    P = lib.sharding.PartitionSpec
+    mesh = _mesh(lib)
+    with lib.set_mesh(mesh):
+        placed = [lib.device_put(x, lib.sharding.NamedSharding(
+            mesh, P("X") if x.ndim and x.shape[0] % 2 == 0 else P())) for x in xs]
+        g = lib.grad(lambda *a: np_.sum(f(*a)), argnums=tuple(range(len(xs)))) if grad else f
+        return _sharded_result(lib, lib.jit(g)(*placed))
+
+
+def run_shard_map(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Sharded:
+    """``f`` per device under ``shard_map`` along ``X``, device ``i`` running it on the
+    ``i``-th of the two input sets ``vmap`` mode stacks."""
+    P = lib.sharding.PartitionSpec
+    stacked = [np.stack([x, x[::-1] if x.ndim else -x]) for x in xs]
+    per_device = lib.shard_map(lambda *a: f(*(b[0] for b in a))[None], mesh=_mesh(lib),
+                               in_specs=tuple(P("X") for _ in xs), out_specs=P("X"))
+    return _sharded_result(lib, lib.jit(per_device)(*stacked))
+
+
 def _run(mode: str, lib: Any, np_: Any, prog: Program, xs: list[np.ndarray]) -> Any:
     def f(*a: Any) -> Any:
         return prog(np_, *a)
+    if mode in ("sharded", "sharded_grad"):
+        return run_sharded(lib, np_, f, xs, grad=mode == "sharded_grad")
+    if mode == "shard_map":
+        return run_shard_map(lib, f, xs)
     if mode in ("linearize", "linearize_legacy"):
         with linearize_path(lib, direct=mode == "linearize"):
             return _linearized(lib, f, xs)
@@ -175,6 +233,11 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
         return
     if theirs_err is not None:
         raise Disagreement(f"JAX raised {type(theirs_err).__name__}: {theirs_err}; spec ran")
+    if isinstance(theirs, Sharded):
+        if ours.specs != theirs.specs:
+            raise Disagreement(f"result shardings: spec {', '.join(ours.specs)}; "
+                               f"JAX {', '.join(theirs.specs)}")
+        ours, theirs = ours.values, theirs.values
     _compare(ours, theirs, rtol, spec, jax)
 
 
@@ -187,6 +250,9 @@ _CALLS = {
     "vmap": "{lib}.vmap(f)(*[np.stack([x, x[::-1] if x.ndim else -x]) for x in xs])",
     "linearize": "_linearized({lib}, f, xs)",
     "linearize_legacy": "_linearized({lib}, f, xs)",
+    "sharded": "run_sharded({lib}, {np}, f, xs, grad=False)",
+    "sharded_grad": "run_sharded({lib}, {np}, f, xs, grad=True)",
+    "shard_map": "run_shard_map({lib}, f, xs)",
 }
 
 
@@ -214,6 +280,12 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
                   "print('spec', eval_jaxpr(parsed, parsed.consts, *xs))",
                   "print('jax ', jax.jit(lambda *a: program(jnp, *a))(*xs))"]
     else:
+        if mode in SHARDED_MODES:
+            after_imports = lines.index("import spec, spec.numpy as snp") + 1
+            lines[after_imports:after_imports] = [
+                "jax.config.update('jax_num_cpu_devices', 4)",
+                "spec.config.update('jax_num_cpu_devices', 4)",
+                "from spec.testing.fuzz import run_sharded, run_shard_map"]
         if mode.startswith("linearize"):
             direct = mode == "linearize"
             lines += ["from spec.testing.fuzz import _linearized",
@@ -255,6 +327,18 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     return outcome
 
 
+def two_devices() -> bool:
+    """Give spec and JAX four CPU devices where JAX has not started its backend yet;
+    whether both now have at least two."""
+    spec_, _, jax, _ = _libs()
+    with contextlib.suppress(RuntimeError):  # JAX's backend already started
+        jax.config.update("jax_num_cpu_devices", max(4, jax.config.jax_num_cpu_devices))
+    if len(jax.devices()) < 2:
+        return False
+    spec_.config.update("jax_num_cpu_devices", max(4, spec_.config.jax_num_cpu_devices))
+    return True
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     parser = argparse.ArgumentParser(prog="python -m spec.testing.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -273,7 +357,12 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         return 1 if found.failures else 0
     failed = 0
     rows = []
-    for mode in args.modes.split(","):
+    modes = args.modes.split(",")
+    on_mesh = any(m in SHARDED_MODES for m in modes) and two_devices()
+    for mode in modes:
+        if mode in SHARDED_MODES and not on_mesh:
+            rows.append((mode, None))
+            continue
         o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol)
         rows.append((mode, o))
         if o.failure is not None:
@@ -281,6 +370,9 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
             out(o.failure)
     out(f"{'mode':<16} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
     for mode, o in rows:
+        if o is None:
+            out(f"{mode:<16} skipped: JAX runs on one device in this process")
+            continue
         out(f"{mode:<16} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
             f"{int(o.kind == 'internal error'):>15}")
     return 1 if failed else 0
