@@ -34,7 +34,7 @@ from spec.test_util import check_grads, check_jvp, check_vjp
 from spec._src.core.types import ArrayType
 
 __all__ = [
-    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
+    "PROGRAM_OPS", "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
     "broadcastable_shapes", "check_impl_matches_typing", "check_transpose", "check_vmap",
     "dtypes", "meshes", "partition_specs", "programs", "shapes", "sharded_types", "values_of",
 ]
@@ -142,7 +142,7 @@ _SOURCE: dict[str, str] = {
     # control flow, custom rules, PRNG, refs
     "cond_sum": "lax.cond(jnp.sum({0}) > 0, jnp.sin, jnp.cos, {0})",
     "fori_loop": "lax.fori_loop(0, 3, lambda i, c: c * 0.5 + jnp.sin(c), {0})",
-    "while_loop": "lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, jnp.tanh(c[1]) + 0.5), "
+    "while_loop": "lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5), "
                   "(0, {0}))[1]",
     "scan0": "lax.scan(lambda c, r: (c + r, c * r), jnp.zeros({0}.shape[1:]), {0})[1]",
     "checkpoint": "jax.checkpoint(lambda a: jnp.sin(a) * a)({0})",
@@ -267,24 +267,25 @@ class Program:
 
 
 @st.composite
-def _programs(draw: Any, max_steps: int) -> Program:
+def _programs(draw: Any, max_steps: int, unary: tuple[str, ...], binary: tuple[str, ...]
+              ) -> Program:
     n_inputs = draw(st.integers(1, 2))
     base = draw(shapes(max_rank=3, max_side=4, min_rank=0))
     input_shapes = [base if draw(st.booleans()) else draw(shapes(3, 4)) for _ in range(n_inputs)]
     value_shapes = list(input_shapes)
     steps: list[tuple[str, tuple[int, ...]]] = []
     for _ in range(draw(st.integers(1, max_steps))):
-        if draw(st.booleans()):
-            op = draw(st.sampled_from(_UNARY_OPS))
-            i = draw(st.integers(0, len(value_shapes) - 1))
-            out = _unary_shape(op, value_shapes[i])
-            idx: tuple[int, ...] = (i,)
-        else:
-            op = draw(st.sampled_from(_BINARY_OPS))
+        if binary and (not unary or draw(st.booleans())):
+            op = draw(st.sampled_from(binary))
             i = draw(st.integers(0, len(value_shapes) - 1))
             j = draw(st.integers(0, len(value_shapes) - 1))
             out = _binary_shape(op, value_shapes[i], value_shapes[j])
-            idx = (i, j)
+            idx: tuple[int, ...] = (i, j)
+        else:
+            op = draw(st.sampled_from(unary))
+            i = draw(st.integers(0, len(value_shapes) - 1))
+            out = _unary_shape(op, value_shapes[i])
+            idx = (i,)
         if out is not None:
             steps.append((op, idx))
             value_shapes.append(out)
@@ -293,9 +294,19 @@ def _programs(draw: Any, max_steps: int) -> Program:
     return Program(input_shapes, steps)
 
 
-def programs(max_steps: int = 8) -> st.SearchStrategy[Program]:
-    """Random well-typed float32 programs (see ``Program``)."""
-    return _programs(max_steps)
+PROGRAM_OPS: tuple[str, ...] = tuple(_SOURCE)
+
+
+def programs(max_steps: int = 8, ops: Sequence[str] | None = None
+             ) -> st.SearchStrategy[Program]:
+    """Random well-typed float32 programs (see ``Program``) of up to ``max_steps``
+    ops drawn from ``ops`` (names in ``PROGRAM_OPS``; all of them by default)."""
+    chosen = PROGRAM_OPS if ops is None else tuple(ops)
+    unknown = sorted(set(chosen) - set(PROGRAM_OPS))
+    if unknown or not chosen:
+        raise ValueError(f"programs: unknown ops {unknown}; the ops are {PROGRAM_OPS}")
+    return _programs(max_steps, tuple(o for o in _UNARY_OPS if o in chosen),
+                     tuple(o for o in _BINARY_OPS if o in chosen))
 
 
 # ------------------------------------------------ meshes and sharded types

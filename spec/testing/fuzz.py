@@ -297,8 +297,8 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
     return "\n".join(lines) + "\n"
 
 
-def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float
-              ) -> Outcome:
+def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float,
+              ops: Sequence[str] | None = None) -> Outcome:
     """Up to ``examples`` programs in ``mode``; the first failure, shrunk."""
     outcome = Outcome()
     last_failure: list[tuple[Program, int, AssertionError]] = []
@@ -307,7 +307,7 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
               print_blob=False)
-    @given(programs(max_steps=max_steps), st.integers(0, 2**16))
+    @given(programs(max_steps=max_steps, ops=ops), st.integers(0, 2**16))
     def run(prog: Program, input_seed: int) -> None:
         outcome.tried += 1
         try:
@@ -347,6 +347,8 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--max-steps", type=int, default=15, help="ops per program, at most")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
     parser.add_argument("--rtol", type=float, default=2e-5)
+    parser.add_argument("--ops", default=None,
+                        help="comma-separated op names of spec.testing.PROGRAM_OPS (all by default)")
     parser.add_argument("--bad-inputs", type=int, default=0, metavar="N",
                         help="instead: N random calls of the public API with bad arguments, "
                              "exception classes compared with JAX's")
@@ -363,7 +365,8 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         if mode in SHARDED_MODES and not on_mesh:
             rows.append((mode, None))
             continue
-        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol)
+        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol,
+                      None if args.ops is None else args.ops.split(","))
         rows.append((mode, o))
         if o.failure is not None:
             failed += 1
