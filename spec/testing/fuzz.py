@@ -20,8 +20,10 @@ differ from XLA's in the last bit on some inputs), and exception classes
 when a side raises. A mode's first failure is shrunk by hypothesis to a
 minimal program and printed as a copy-paste reproduction. The summary gives
 programs tried, disagreements (both ran, results differ, or only JAX
-raised) and internal errors (spec raised an exception class JAX does not
-raise) per mode; the exit status is 1 when any mode failed.
+raised), internal errors (spec raised an exception class JAX does not
+raise) and the programs both rejected with the same class (a grad through a
+while loop, a sharding that needs an explicit out_sharding) per mode; the
+exit status is 1 when any mode failed.
 
 ``--bad-inputs N`` runs the bad-input mode instead (``spec.testing.fuzz_inputs``): N random
 calls of the public API with wrong arguments, where spec must raise JAX's exception class.
@@ -64,6 +66,7 @@ class InternalError(AssertionError):
 @dataclasses.dataclass
 class Outcome:
     tried: int = 0
+    both_raised: int = 0  # programs JAX and spec both reject, with the same class
     failure: str | None = None
     kind: str | None = None
 
@@ -120,12 +123,15 @@ def _sharded_result(lib: Any, out: Any) -> Sharded:
 def run_sharded(lib: Any, np_: Any, f: Callable[..., Any], xs: list[np.ndarray], grad: bool
                 ) -> Sharded:
     """``jit`` of ``f`` (or of its sum's gradient) on a two-device mesh, each input
-    split along ``X`` where its first axis divides in two, replicated otherwise."""
+    split along ``X`` where its first axis is nonempty and divides in two, replicated
+    otherwise. (An empty axis is not split: JAX's reshape sharding rule fails on one
+    with an internal IndexError, where spec raises JAX's ShardingTypeError.)"""
     P = lib.sharding.PartitionSpec
     mesh = _mesh(lib)
     with lib.set_mesh(mesh):
         placed = [lib.device_put(x, lib.sharding.NamedSharding(
-            mesh, P("X") if x.ndim and x.shape[0] % 2 == 0 else P())) for x in xs]
+            mesh, P("X") if x.ndim and x.shape[0] and x.shape[0] % 2 == 0 else P()))
+            for x in xs]
         g = lib.grad(lambda *a: np_.sum(f(*a)), argnums=tuple(range(len(xs)))) if grad else f
         return _sharded_result(lib, lib.jit(g)(*placed))
 
@@ -134,8 +140,10 @@ def run_shard_map(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Shar
     """``f`` per device under ``shard_map`` along ``X``, device ``i`` running it on the
     ``i``-th of the two input sets ``vmap`` mode stacks."""
     P = lib.sharding.PartitionSpec
-    stacked = [np.stack([x, x[::-1] if x.ndim else -x]) for x in xs]
-    per_device = lib.shard_map(lambda *a: f(*(b[0] for b in a))[None], mesh=_mesh(lib),
+    mesh = _mesh(lib)
+    split = lib.sharding.NamedSharding(mesh, P("X"))
+    stacked = [lib.device_put(np.stack([x, x[::-1] if x.ndim else -x]), split) for x in xs]
+    per_device = lib.shard_map(lambda *a: f(*(b[0] for b in a))[None], mesh=mesh,
                                in_specs=tuple(P("X") for _ in xs), out_specs=P("X"))
     return _sharded_result(lib, lib.jit(per_device)(*stacked))
 
@@ -205,9 +213,9 @@ def _compare(ours: Any, theirs: Any, rtol: float, spec: Any, jax: Any) -> None:
             raise Disagreement(f"result {k}: spec {xa!r}, JAX {ya!r}")
 
 
-def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None:
+def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> bool:
     """Run ``prog`` in spec and JAX in ``mode``; raise Disagreement or
-    InternalError when they differ."""
+    InternalError when they differ. True when both raised the same class."""
     spec_, snp_, jax, jnp = _libs()
     xs = prog.inputs(input_seed)
     if mode == "parse":
@@ -216,7 +224,7 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
         except Exception as err:  # noqa: BLE001 - reported with its class
             raise InternalError(f"{type(err).__name__}: {err}") from err
         _compare(ours, theirs, rtol, spec_, jax)
-        return
+        return False
     try:
         theirs = _run(mode, jax, jnp, prog, xs)
     except Exception as err:  # noqa: BLE001 - JAX rejects the program: spec must too
@@ -230,7 +238,7 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
             raise InternalError(f"spec raised {type(err).__name__}: {err}; JAX "
                                 + ("ran" if theirs_err is None else
                                    f"raised {type(theirs_err).__name__}")) from err
-        return
+        return True
     if theirs_err is not None:
         raise Disagreement(f"JAX raised {type(theirs_err).__name__}: {theirs_err}; spec ran")
     if isinstance(theirs, Sharded):
@@ -239,6 +247,7 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
                                f"JAX {', '.join(theirs.specs)}")
         ours, theirs = ours.values, theirs.values
     _compare(ours, theirs, rtol, spec, jax)
+    return False
 
 
 _CALLS = {
@@ -311,7 +320,7 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     def run(prog: Program, input_seed: int) -> None:
         outcome.tried += 1
         try:
-            check(mode, prog, input_seed, rtol)
+            outcome.both_raised += check(mode, prog, input_seed, rtol)
         except AssertionError as err:
             last_failure.append((prog, input_seed, err))
             raise
@@ -348,7 +357,7 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
     parser.add_argument("--rtol", type=float, default=2e-5)
     parser.add_argument("--ops", default=None,
-                        help="comma-separated op names of spec.testing.PROGRAM_OPS (all by default)")
+                        help="comma-separated names of spec.testing.PROGRAM_OPS (default: all)")
     parser.add_argument("--bad-inputs", type=int, default=0, metavar="N",
                         help="instead: N random calls of the public API with bad arguments, "
                              "exception classes compared with JAX's")
@@ -358,7 +367,7 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         fuzz_inputs.report(found, out)
         return 1 if found.failures else 0
     failed = 0
-    rows = []
+    rows: list[tuple[str, Outcome | None]] = []
     modes = args.modes.split(",")
     on_mesh = any(m in SHARDED_MODES for m in modes) and two_devices()
     for mode in modes:
@@ -371,13 +380,15 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         if o.failure is not None:
             failed += 1
             out(o.failure)
-    out(f"{'mode':<16} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
-    for mode, o in rows:
-        if o is None:
+    out(f"{'mode':<16} {'programs':>8} {'disagreements':>13} {'internal errors':>15} "
+        f"{'both raised':>11}")
+    for mode, row in rows:
+        if row is None:
             out(f"{mode:<16} skipped: JAX runs on one device in this process")
             continue
+        o = row
         out(f"{mode:<16} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
-            f"{int(o.kind == 'internal error'):>15}")
+            f"{int(o.kind == 'internal error'):>15} {o.both_raised:>11}")
     return 1 if failed else 0
 
 
