@@ -198,6 +198,8 @@ def shape_like(value: Any, fun_name: str, arg_name: str) -> tuple[int, ...]:
                         f"got {type(value)}.")
     if not len(value):
         return ()
+    if all(type(d) is int and d >= 0 for d in value):
+        return tuple(value)  # (the common spelling, read without NumPy)
     for d in value:
         _reject_tracer(d, f"{fun_name} {arg_name}")
     as_array = np.array(value)
