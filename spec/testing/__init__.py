@@ -16,6 +16,8 @@ hypothesis is a test-time dependency; importing this module requires it.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +34,7 @@ from spec.test_util import check_grads, check_jvp, check_vjp
 from spec._src.core.types import ArrayType
 
 __all__ = [
-    "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
+    "PROGRAM_OPS", "Program", "check_grads", "check_jvp", "check_vjp", "array_types", "arrays",
     "broadcastable_shapes", "check_impl_matches_typing", "check_transpose", "check_vmap",
     "dtypes", "meshes", "partition_specs", "programs", "shapes", "sharded_types", "values_of",
 ]
@@ -113,30 +115,82 @@ def check_impl_matches_typing(prim: Primitive, *operands: Any, **params: Any) ->
 
 # ------------------------------------------------------- random programs
 
-# Each op: (name, arity, how it maps operand shapes to the result shape or
-# None when not applicable). Programs only use float32 values, so every op
-# is well typed by construction; shapes are tracked as they are drawn.
-_UNARY_OPS = ("sin", "cos", "tanh", "exp_neg_sq", "abs", "negative", "sqrt_abs", "square",
-              "sum0", "sumall", "transpose", "flatten", "rev0", "slice_step", "cumsum0",
-              "scale", "shift", "astype_roundtrip", "max_keep")
-_BINARY_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "where_pos", "dot")
+# Each op is its source text (``{0}``, ``{1}`` its operands): an expression, or statements
+# that assign ``{out}``. Programs hold float32 values only (an op may pass through
+# integers inside), so every op is well typed once its shape rule accepts the operands'
+# shapes. ``jax`` and ``lax`` in the text are the library whose ``numpy`` runs the program.
+_SOURCE: dict[str, str] = {
+    # elementwise and reductions
+    "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tanh": "jnp.tanh({0})",
+    "exp_neg_sq": "jnp.exp(-({0} * {0}))", "abs": "jnp.abs({0})", "negative": "-{0}",
+    "sqrt_abs": "jnp.sqrt(jnp.abs({0}))", "square": "jnp.square({0})",
+    "log1p_abs": "jnp.log1p(jnp.abs({0}))", "erf": "lax.erf({0})",
+    "sum0": "jnp.sum({0}, axis=0)", "sumall": "jnp.sum({0})",
+    "mean_keep": "jnp.mean({0}, axis=-1, keepdims=True)",
+    "max_keep": "jnp.max({0}, axis=0, keepdims=True)",
+    "logsumexp0": "jax.nn.logsumexp({0}, axis=0)",
+    "scale": "{0} * 0.5", "shift": "{0} + 1",
+    "astype_roundtrip": "{0}.astype(jnp.bfloat16).astype(jnp.float32)",
+    "round_int": "jnp.round({0} * 4).astype(jnp.int32).astype(jnp.float32)",
+    # structural: shapes, slicing, gathers, sorting, scans
+    "transpose": "jnp.transpose({0})", "flatten": "jnp.reshape({0}, (-1,))",
+    "expand0": "jnp.expand_dims({0}, 0)", "rev0": "jnp.flip({0}, axis=0)",
+    "slice_step": "{0}[::2]", "pad1": "jnp.pad({0}, 1)",
+    "dynamic_slice0": "lax.dynamic_slice_in_dim({0}, 1, 1, axis=0)",
+    "take0": "{0}[jnp.array([0, 0])]", "sort0": "jnp.sort({0}, axis=0)",
+    "cumsum0": "jnp.cumsum({0}, axis=0)", "cummax0": "lax.cummax({0}, axis=0)",
+    # control flow, custom rules, PRNG, refs
+    "cond_sum": "lax.cond(jnp.sum({0}) > 0, jnp.sin, jnp.cos, {0})",
+    "fori_loop": "lax.fori_loop(0, 3, lambda i, c: c * 0.5 + jnp.sin(c), {0})",
+    "while_loop": "lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, jnp.sin(c[1]) + 0.5), "
+                  "(0, {0}))[1]",
+    "scan0": "lax.scan(lambda c, r: (c + r, c * r), jnp.zeros({0}.shape[1:]), {0})[1]",
+    "checkpoint": "jax.checkpoint(lambda a: jnp.sin(a) * a)({0})",
+    "relu": "jax.nn.relu({0})", "softplus": "jax.nn.softplus({0})",
+    "noise": "{0} + jax.random.normal(jax.random.key(0), {0}.shape)",
+    "uniform_fold": "{0} * jax.random.uniform(jax.random.fold_in(jax.random.key(1), 3), "
+                    "{0}.shape)",
+    "ref_accumulate": "ref = jax.new_ref({0})\nref[...] += {0} * 0.5\n{out} = ref[...]",
+    # binary
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
+    "maximum": "jnp.maximum({0}, {1})", "minimum": "jnp.minimum({0}, {1})",
+    "arctan2": "jnp.arctan2({0}, {1})", "where_pos": "jnp.where({0} > 0, {0}, {1})",
+    "select_lt": "lax.select({0} < {1}, {0}, {1})", "dot": "jnp.dot({0}, {1})",
+    "concat0": "jnp.concatenate([{0}, {1}], axis=0)",
+}
+_BINARY_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "arctan2", "where_pos",
+               "select_lt", "dot", "concat0")
+_UNARY_OPS = tuple(op for op in _SOURCE if op not in _BINARY_OPS)
+
+# Unary ops that need rank >= 1, and those that also need a nonempty axis 0.
+_RANKED = ("sum0", "mean_keep", "logsumexp0", "rev0", "slice_step", "sort0", "cumsum0",
+           "cummax0", "scan0")
+_NONEMPTY0 = ("max_keep", "dynamic_slice0", "take0")
 
 
 def _unary_shape(op: str, s: T.Shape) -> T.Shape | None:
-    if op in ("sum0", "rev0", "slice_step", "cumsum0", "max_keep") and not s:
+    if op in _RANKED + _NONEMPTY0 and not s or op in _NONEMPTY0 and s[0] == 0:
         return None
-    if op == "sum0":
+    if op in ("sum0", "logsumexp0"):
         return s[1:]
     if op == "sumall":
         return ()
+    if op == "mean_keep":
+        return (*s[:-1], 1)
     if op == "transpose":
         return tuple(reversed(s))
     if op == "flatten":
         return (int(np.prod(s, dtype=np.int64)),)
+    if op == "expand0":
+        return (1, *s)
+    if op == "pad1":
+        return tuple(d + 2 for d in s)
     if op == "slice_step":
         return ((s[0] + 1) // 2, *s[1:])
-    if op == "max_keep":
-        return (1, *s[1:]) if s[0] > 0 else None
+    if op in ("max_keep", "dynamic_slice0"):
+        return (1, *s[1:])
+    if op == "take0":
+        return (2, *s[1:])
     return s
 
 
@@ -145,12 +199,40 @@ def _binary_shape(op: str, a: T.Shape, b: T.Shape) -> T.Shape | None:
         if len(a) == 2 and len(b) == 2 and a[1] == b[0]:
             return (a[0], b[1])
         return None
+    if op == "concat0":
+        return (a[0] + b[0], *a[1:]) if a and len(a) == len(b) and a[1:] == b[1:] else None
+    if op == "select_lt":
+        return a if a == b else None
     return a if a == b else (a if not b else (b if not a else None))
+
+
+def _library_of(jnp: Any) -> Any:
+    """The library whose NumPy namespace ``jnp`` is (``jax`` for ``jax.numpy``)."""
+    return importlib.import_module(jnp.__name__.rpartition(".")[0])
+
+
+def _statements(op: str, args: Sequence[str], out: str) -> str:
+    text = _SOURCE[op]
+    return text.format(*args, out=out) if "{out}" in text else f"{out} = {text.format(*args)}"
+
+
+@functools.cache
+def _compiled(op: str) -> Any:
+    return compile(_statements(op, ("a0", "a1"), "out"), f"<op {op}>", "exec")
+
+
+def _apply(jnp: Any, op: str, args: list[Any]) -> Any:
+    jax = _library_of(jnp)
+    scope: dict[str, Any] = {"jnp": jnp, "jax": jax, "lax": jax.lax}
+    scope.update((f"a{i}", a) for i, a in enumerate(args))
+    exec(_compiled(op), scope)  # noqa: S102 - the op's source text, one definition per op
+    return scope["out"]
 
 
 class Program:
     """A random straight-line array program, runnable against any JAX-like
-    namespace (``jnp``) so that implementations can be compared."""
+    library through its NumPy namespace (``jnp``; ``jax.lax``, ``jax.random``
+    and the rest are found from it), so that implementations can be compared."""
 
     def __init__(self, input_shapes: list[T.Shape], steps: list[tuple[str, tuple[int, ...]]]
                  ) -> None:
@@ -174,74 +256,36 @@ class Program:
         """The program as Python source, ``def program(jnp, v0, ...)``: what
         ``__call__`` runs, for copy-paste reproductions."""
         n = len(self.input_shapes)
-        lines = [f"def {name}({', '.join(['jnp'] + [f'v{i}' for i in range(n)])}):"]
+        lines = [f"def {name}({', '.join(['jnp'] + [f'v{i}' for i in range(n)])}):",
+                 "    jax = importlib.import_module(jnp.__name__.rpartition('.')[0])",
+                 "    lax = jax.lax"]
         for k, (op, idx) in enumerate(self.steps):
-            args = [f"v{i}" for i in idx]
-            lines.append(f"    v{n + k} = {_SOURCE[op].format(*args)}")
+            text = _statements(op, [f"v{i}" for i in idx], f"v{n + k}")
+            lines += [f"    {line}" for line in text.splitlines()]
         lines.append(f"    return v{n + len(self.steps) - 1}")
-        return "\n".join(lines) + "\n"
-
-
-# Each op as source text (``Program.source``); tests check it runs as ``_apply``.
-_SOURCE: dict[str, str] = {
-    "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tanh": "jnp.tanh({0})",
-    "exp_neg_sq": "jnp.exp(-({0} * {0}))", "abs": "jnp.abs({0})", "negative": "-{0}",
-    "sqrt_abs": "jnp.sqrt(jnp.abs({0}))", "square": "jnp.square({0})",
-    "sum0": "jnp.sum({0}, axis=0)", "sumall": "jnp.sum({0})", "transpose": "jnp.transpose({0})",
-    "flatten": "jnp.reshape({0}, (-1,))", "rev0": "jnp.flip({0}, axis=0)",
-    "slice_step": "{0}[::2]", "cumsum0": "jnp.cumsum({0}, axis=0)", "scale": "{0} * 0.5",
-    "shift": "{0} + 1", "astype_roundtrip": "{0}.astype(jnp.bfloat16).astype(jnp.float32)",
-    "max_keep": "jnp.max({0}, axis=0, keepdims=True)",
-    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
-    "maximum": "jnp.maximum({0}, {1})", "minimum": "jnp.minimum({0}, {1})",
-    "where_pos": "jnp.where({0} > 0, {0}, {1})", "dot": "jnp.dot({0}, {1})",
-}
-
-
-def _apply(jnp: Any, op: str, args: list[Any]) -> Any:
-    x = args[0]
-    table: dict[str, Any] = {
-        "sin": lambda: jnp.sin(x), "cos": lambda: jnp.cos(x), "tanh": lambda: jnp.tanh(x),
-        "exp_neg_sq": lambda: jnp.exp(-(x * x)), "abs": lambda: jnp.abs(x),
-        "negative": lambda: -x, "sqrt_abs": lambda: jnp.sqrt(jnp.abs(x)),
-        "square": lambda: jnp.square(x), "sum0": lambda: jnp.sum(x, axis=0),
-        "sumall": lambda: jnp.sum(x), "transpose": lambda: jnp.transpose(x),
-        "flatten": lambda: jnp.reshape(x, (-1,)), "rev0": lambda: jnp.flip(x, axis=0),
-        "slice_step": lambda: x[::2], "cumsum0": lambda: jnp.cumsum(x, axis=0),
-        "scale": lambda: x * 0.5, "shift": lambda: x + 1,
-        "astype_roundtrip": lambda: x.astype(jnp.bfloat16).astype(jnp.float32),
-        "max_keep": lambda: jnp.max(x, axis=0, keepdims=True),
-    }
-    if op in table:
-        return table[op]()
-    y = args[1]
-    binary: dict[str, Any] = {
-        "add": lambda: x + y, "subtract": lambda: x - y, "multiply": lambda: x * y,
-        "maximum": lambda: jnp.maximum(x, y), "minimum": lambda: jnp.minimum(x, y),
-        "where_pos": lambda: jnp.where(x > 0, x, y), "dot": lambda: jnp.dot(x, y),
-    }
-    return binary[op]()
+        return "import importlib\n\n\n" + "\n".join(lines) + "\n"
 
 
 @st.composite
-def _programs(draw: Any, max_steps: int) -> Program:
+def _programs(draw: Any, max_steps: int, unary: tuple[str, ...], binary: tuple[str, ...]
+              ) -> Program:
     n_inputs = draw(st.integers(1, 2))
     base = draw(shapes(max_rank=3, max_side=4, min_rank=0))
     input_shapes = [base if draw(st.booleans()) else draw(shapes(3, 4)) for _ in range(n_inputs)]
     value_shapes = list(input_shapes)
     steps: list[tuple[str, tuple[int, ...]]] = []
     for _ in range(draw(st.integers(1, max_steps))):
-        if draw(st.booleans()):
-            op = draw(st.sampled_from(_UNARY_OPS))
-            i = draw(st.integers(0, len(value_shapes) - 1))
-            out = _unary_shape(op, value_shapes[i])
-            idx: tuple[int, ...] = (i,)
-        else:
-            op = draw(st.sampled_from(_BINARY_OPS))
+        if binary and (not unary or draw(st.booleans())):
+            op = draw(st.sampled_from(binary))
             i = draw(st.integers(0, len(value_shapes) - 1))
             j = draw(st.integers(0, len(value_shapes) - 1))
             out = _binary_shape(op, value_shapes[i], value_shapes[j])
-            idx = (i, j)
+            idx: tuple[int, ...] = (i, j)
+        else:
+            op = draw(st.sampled_from(unary))
+            i = draw(st.integers(0, len(value_shapes) - 1))
+            out = _unary_shape(op, value_shapes[i])
+            idx = (i,)
         if out is not None:
             steps.append((op, idx))
             value_shapes.append(out)
@@ -250,9 +294,19 @@ def _programs(draw: Any, max_steps: int) -> Program:
     return Program(input_shapes, steps)
 
 
-def programs(max_steps: int = 8) -> st.SearchStrategy[Program]:
-    """Random well-typed float32 programs (see ``Program``)."""
-    return _programs(max_steps)
+PROGRAM_OPS: tuple[str, ...] = tuple(_SOURCE)
+
+
+def programs(max_steps: int = 8, ops: Sequence[str] | None = None
+             ) -> st.SearchStrategy[Program]:
+    """Random well-typed float32 programs (see ``Program``) of up to ``max_steps``
+    ops drawn from ``ops`` (names in ``PROGRAM_OPS``; all of them by default)."""
+    chosen = PROGRAM_OPS if ops is None else tuple(ops)
+    unknown = sorted(set(chosen) - set(PROGRAM_OPS))
+    if unknown or not chosen:
+        raise ValueError(f"programs: unknown ops {unknown}; the ops are {PROGRAM_OPS}")
+    return _programs(max_steps, tuple(o for o in _UNARY_OPS if o in chosen),
+                     tuple(o for o in _BINARY_OPS if o in chosen))
 
 
 # ------------------------------------------------ meshes and sharded types

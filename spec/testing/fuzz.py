@@ -3,16 +3,27 @@
 Random well-typed programs (``spec.testing.programs``) run in spec and in JAX
 in each mode: eager, ``jit``, ``make_jaxpr`` (the printed text must be the
 same), ``grad`` (of the sum), ``jvp`` (tangents of ones), ``vmap`` (over two
-input sets) and ``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``,
-type-checked and run by spec). Each mode compares shapes, dtypes, weak types
+input sets), ``linearize`` and ``linearize_legacy`` (the primal result, the
+linearized map at tangents of ones and the VJP of a cotangent of ones, with
+``jax_use_direct_linearize`` on and off: both paths of reverse mode) and
+``parse`` (JAX's jaxpr read by ``spec.parse_jaxpr``, type-checked and run by
+spec). On a mesh of two virtual devices (axis ``X``, explicit): ``sharded``
+(``jit`` of inputs placed along ``X`` where their first axis divides, the
+results' shardings compared too), ``sharded_grad`` (the same for the
+gradient) and ``shard_map`` (the program per device over the two input sets
+of ``vmap``, as a ``shard_map`` along ``X``); the command line gives both
+libraries four CPU devices, and in a process where JAX already runs on one
+these modes are reported as skipped. Each mode compares shapes, dtypes, weak types
 and values (float32 to ``--rtol`` of the result's magnitude, 2e-5 by
 default: up to fifteen ops compound rounding, and transcendental functions
 differ from XLA's in the last bit on some inputs), and exception classes
 when a side raises. A mode's first failure is shrunk by hypothesis to a
 minimal program and printed as a copy-paste reproduction. The summary gives
 programs tried, disagreements (both ran, results differ, or only JAX
-raised) and internal errors (spec raised an exception class JAX does not
-raise) per mode; the exit status is 1 when any mode failed.
+raised), internal errors (spec raised an exception class JAX does not
+raise) and the programs both rejected with the same class (a grad through a
+while loop, a sharding that needs an explicit out_sharding) per mode; the
+exit status is 1 when any mode failed.
 
 ``--bad-inputs N`` runs the bad-input mode instead (``spec.testing.fuzz_inputs``): N random
 calls of the public API with wrong arguments, where spec must raise JAX's exception class.
@@ -23,9 +34,10 @@ JAX must be installed (the oracle); spec itself never imports it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,7 +49,10 @@ import spec.numpy as snp
 from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
 from spec.testing import Program, fuzz_inputs, programs
 
-MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "parse")
+# The modes on a mesh of two virtual devices: they run where both libraries have two.
+SHARDED_MODES = ("sharded", "sharded_grad", "shard_map")
+MODES = ("eager", "jit", "make_jaxpr", "grad", "jvp", "vmap", "linearize", "linearize_legacy",
+         "parse", *SHARDED_MODES)
 
 
 class Disagreement(AssertionError):
@@ -51,6 +66,7 @@ class InternalError(AssertionError):
 @dataclasses.dataclass
 class Outcome:
     tried: int = 0
+    both_raised: int = 0  # programs JAX and spec both reject, with the same class
     failure: str | None = None
     kind: str | None = None
 
@@ -63,9 +79,85 @@ def _libs() -> tuple[Any, Any, Any, Any]:
     return spec, snp, jax, jnp
 
 
+@contextlib.contextmanager
+def linearize_path(lib: Any, direct: bool) -> Iterator[None]:
+    """``lib``'s reverse mode through direct linearize or through the JVP and partial
+    evaluation (``jax_use_direct_linearize``), restored afterwards."""
+    before = lib.config.jax_use_direct_linearize
+    lib.config.update("jax_use_direct_linearize", direct)
+    try:
+        yield
+    finally:
+        lib.config.update("jax_use_direct_linearize", before)
+
+
+def _linearized(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Any:
+    y, f_lin = lib.linearize(f, *xs)
+    _, f_vjp = lib.vjp(f, *xs)
+    return y, f_lin(*(np.ones_like(x) for x in xs)), f_vjp(np.ones_like(np.asarray(y)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Sharded:
+    """Results and their partition specs, one text per leaf."""
+    values: Any
+    specs: tuple[str, ...]
+
+
+def _spec_text(leaf: Any) -> str:
+    spec = leaf.sharding.spec
+    entries = [*spec, *[None] * (np.ndim(leaf) - len(spec))]
+    extra = [f"{k}={sorted(getattr(spec, k))}" for k in ("unreduced", "reduced")
+             if getattr(spec, k, None)]
+    return f"P{tuple(entries)}" + (f"{{{', '.join(extra)}}}" if extra else "")
+
+
+def _mesh(lib: Any) -> Any:
+    return lib.make_mesh((2,), ("X",), axis_types=(lib.sharding.AxisType.Explicit,))
+
+
+def _sharded_result(lib: Any, out: Any) -> Sharded:
+    return Sharded(out, tuple(_spec_text(leaf) for leaf in lib.tree_util.tree_leaves(out)))
+
+
+def run_sharded(lib: Any, np_: Any, f: Callable[..., Any], xs: list[np.ndarray], grad: bool
+                ) -> Sharded:
+    """``jit`` of ``f`` (or of its sum's gradient) on a two-device mesh, each input
+    split along ``X`` where its first axis is nonempty and divides in two, replicated
+    otherwise. (An empty axis is not split: JAX's reshape sharding rule fails on one
+    with an internal IndexError, where spec raises JAX's ShardingTypeError.)"""
+    P = lib.sharding.PartitionSpec
+    mesh = _mesh(lib)
+    with lib.set_mesh(mesh):
+        placed = [lib.device_put(x, lib.sharding.NamedSharding(
+            mesh, P("X") if x.ndim and x.shape[0] and x.shape[0] % 2 == 0 else P()))
+            for x in xs]
+        g = lib.grad(lambda *a: np_.sum(f(*a)), argnums=tuple(range(len(xs)))) if grad else f
+        return _sharded_result(lib, lib.jit(g)(*placed))
+
+
+def run_shard_map(lib: Any, f: Callable[..., Any], xs: list[np.ndarray]) -> Sharded:
+    """``f`` per device under ``shard_map`` along ``X``, device ``i`` running it on the
+    ``i``-th of the two input sets ``vmap`` mode stacks."""
+    P = lib.sharding.PartitionSpec
+    mesh = _mesh(lib)
+    split = lib.sharding.NamedSharding(mesh, P("X"))
+    stacked = [lib.device_put(np.stack([x, x[::-1] if x.ndim else -x]), split) for x in xs]
+    per_device = lib.shard_map(lambda *a: f(*(b[0] for b in a))[None], mesh=mesh,
+                               in_specs=tuple(P("X") for _ in xs), out_specs=P("X"))
+    return _sharded_result(lib, lib.jit(per_device)(*stacked))
+
+
 def _run(mode: str, lib: Any, np_: Any, prog: Program, xs: list[np.ndarray]) -> Any:
     def f(*a: Any) -> Any:
         return prog(np_, *a)
+    if mode in ("sharded", "sharded_grad"):
+        return run_sharded(lib, np_, f, xs, grad=mode == "sharded_grad")
+    if mode == "shard_map":
+        return run_shard_map(lib, f, xs)
+    if mode in ("linearize", "linearize_legacy"):
+        with linearize_path(lib, direct=mode == "linearize"):
+            return _linearized(lib, f, xs)
     if mode == "eager":
         return f(*(np_.asarray(x) for x in xs))
     if mode == "jit":
@@ -121,9 +213,9 @@ def _compare(ours: Any, theirs: Any, rtol: float, spec: Any, jax: Any) -> None:
             raise Disagreement(f"result {k}: spec {xa!r}, JAX {ya!r}")
 
 
-def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None:
+def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> bool:
     """Run ``prog`` in spec and JAX in ``mode``; raise Disagreement or
-    InternalError when they differ."""
+    InternalError when they differ. True when both raised the same class."""
     spec_, snp_, jax, jnp = _libs()
     xs = prog.inputs(input_seed)
     if mode == "parse":
@@ -132,7 +224,7 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
         except Exception as err:  # noqa: BLE001 - reported with its class
             raise InternalError(f"{type(err).__name__}: {err}") from err
         _compare(ours, theirs, rtol, spec_, jax)
-        return
+        return False
     try:
         theirs = _run(mode, jax, jnp, prog, xs)
     except Exception as err:  # noqa: BLE001 - JAX rejects the program: spec must too
@@ -146,10 +238,16 @@ def check(mode: str, prog: Program, input_seed: int, rtol: float = 2e-5) -> None
             raise InternalError(f"spec raised {type(err).__name__}: {err}; JAX "
                                 + ("ran" if theirs_err is None else
                                    f"raised {type(theirs_err).__name__}")) from err
-        return
+        return True
     if theirs_err is not None:
         raise Disagreement(f"JAX raised {type(theirs_err).__name__}: {theirs_err}; spec ran")
+    if isinstance(theirs, Sharded):
+        if ours.specs != theirs.specs:
+            raise Disagreement(f"result shardings: spec {', '.join(ours.specs)}; "
+                               f"JAX {', '.join(theirs.specs)}")
+        ours, theirs = ours.values, theirs.values
     _compare(ours, theirs, rtol, spec, jax)
+    return False
 
 
 _CALLS = {
@@ -159,6 +257,11 @@ _CALLS = {
     "grad": "{lib}.grad(lambda *a: {np}.sum(f(*a)), argnums=tuple(range(len(xs))))(*xs)",
     "jvp": "{lib}.jvp(f, tuple(xs), tuple(np.ones_like(x) for x in xs))",
     "vmap": "{lib}.vmap(f)(*[np.stack([x, x[::-1] if x.ndim else -x]) for x in xs])",
+    "linearize": "_linearized({lib}, f, xs)",
+    "linearize_legacy": "_linearized({lib}, f, xs)",
+    "sharded": "run_sharded({lib}, {np}, f, xs, grad=False)",
+    "sharded_grad": "run_sharded({lib}, {np}, f, xs, grad=True)",
+    "shard_map": "run_shard_map({lib}, f, xs)",
 }
 
 
@@ -186,14 +289,25 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
                   "print('spec', eval_jaxpr(parsed, parsed.consts, *xs))",
                   "print('jax ', jax.jit(lambda *a: program(jnp, *a))(*xs))"]
     else:
+        if mode in SHARDED_MODES:
+            after_imports = lines.index("import spec, spec.numpy as snp") + 1
+            lines[after_imports:after_imports] = [
+                "jax.config.update('jax_num_cpu_devices', 4)",
+                "spec.config.update('jax_num_cpu_devices', 4)",
+                "from spec.testing.fuzz import run_sharded, run_shard_map"]
+        if mode.startswith("linearize"):
+            direct = mode == "linearize"
+            lines += ["from spec.testing.fuzz import _linearized",
+                      f"spec.config.update('jax_use_direct_linearize', {direct})",
+                      f"jax.config.update('jax_use_direct_linearize', {direct})"]
         for lib, np_ in (("spec", "snp"), ("jax", "jnp")):
             lines.append(f"f = lambda *a: program({np_}, *a)")
             lines.append(f"print({lib!r}, {_CALLS[mode].format(lib=lib, np=np_)})")
     return "\n".join(lines) + "\n"
 
 
-def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float
-              ) -> Outcome:
+def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float,
+              ops: Sequence[str] | None = None) -> Outcome:
     """Up to ``examples`` programs in ``mode``; the first failure, shrunk."""
     outcome = Outcome()
     last_failure: list[tuple[Program, int, AssertionError]] = []
@@ -202,11 +316,11 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
               print_blob=False)
-    @given(programs(max_steps=max_steps), st.integers(0, 2**16))
+    @given(programs(max_steps=max_steps, ops=ops), st.integers(0, 2**16))
     def run(prog: Program, input_seed: int) -> None:
         outcome.tried += 1
         try:
-            check(mode, prog, input_seed, rtol)
+            outcome.both_raised += check(mode, prog, input_seed, rtol)
         except AssertionError as err:
             last_failure.append((prog, input_seed, err))
             raise
@@ -222,6 +336,18 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     return outcome
 
 
+def two_devices() -> bool:
+    """Give spec and JAX four CPU devices where JAX has not started its backend yet;
+    whether both now have at least two."""
+    spec_, _, jax, _ = _libs()
+    with contextlib.suppress(RuntimeError):  # JAX's backend already started
+        jax.config.update("jax_num_cpu_devices", max(4, jax.config.jax_num_cpu_devices))
+    if len(jax.devices()) < 2:
+        return False
+    spec_.config.update("jax_num_cpu_devices", max(4, spec_.config.jax_num_cpu_devices))
+    return True
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     parser = argparse.ArgumentParser(prog="python -m spec.testing.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -230,6 +356,8 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--max-steps", type=int, default=15, help="ops per program, at most")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
     parser.add_argument("--rtol", type=float, default=2e-5)
+    parser.add_argument("--ops", default=None,
+                        help="comma-separated names of spec.testing.PROGRAM_OPS (default: all)")
     parser.add_argument("--bad-inputs", type=int, default=0, metavar="N",
                         help="instead: N random calls of the public API with bad arguments, "
                              "exception classes compared with JAX's")
@@ -239,17 +367,28 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         fuzz_inputs.report(found, out)
         return 1 if found.failures else 0
     failed = 0
-    rows = []
-    for mode in args.modes.split(","):
-        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol)
+    rows: list[tuple[str, Outcome | None]] = []
+    modes = args.modes.split(",")
+    on_mesh = any(m in SHARDED_MODES for m in modes) and two_devices()
+    for mode in modes:
+        if mode in SHARDED_MODES and not on_mesh:
+            rows.append((mode, None))
+            continue
+        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol,
+                      None if args.ops is None else args.ops.split(","))
         rows.append((mode, o))
         if o.failure is not None:
             failed += 1
             out(o.failure)
-    out(f"{'mode':<11} {'programs':>8} {'disagreements':>13} {'internal errors':>15}")
-    for mode, o in rows:
-        out(f"{mode:<11} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
-            f"{int(o.kind == 'internal error'):>15}")
+    out(f"{'mode':<16} {'programs':>8} {'disagreements':>13} {'internal errors':>15} "
+        f"{'both raised':>11}")
+    for mode, row in rows:
+        if row is None:
+            out(f"{mode:<16} skipped: JAX runs on one device in this process")
+            continue
+        o = row
+        out(f"{mode:<16} {o.tried:>8} {int(o.kind == 'disagreement'):>13} "
+            f"{int(o.kind == 'internal error'):>15} {o.both_raised:>11}")
     return 1 if failed else 0
 
 

@@ -39,7 +39,8 @@ POOLS: dict[str, tuple[str, ...]] = {
              "None", "True", "np.int64(1)", "np.array(1)", "1j", "b'0'", "()", "(0.0,)"),
     "shape": ("(2, 3)", "3", "()", "[2]", "-1", "(2, -1)", "2.0", "(1.5,)", "'3'", "None",
               "{1, 2}", "{}", "b'xy'", "np.array([2, 3])", "(2**62,)", "2**63",
-              "(np.int32(2),)", "[[2]]"),
+              "(np.int32(2),)", "[[2]]",
+              "(4, 2, 3)", "(2.0, 3)", "(4.0, 2, 3)", "(2, None)", "((2,), 3)"),
     "dtype": ("jnp.float32", "'int8'", "'float'", "bool", "int", "None", "'foo'", "1",
               "np.dtype('V4')", "object", "str", "jnp.bfloat16", "'complex64'"),
     "count": ("2", "3", "0", "-1", "2.0", "2.5", "'2'", "None", "np.int64(3)", "True", "[2]"),
@@ -47,6 +48,8 @@ POOLS: dict[str, tuple[str, ...]] = {
               "2**70", "jnp.ones(3)", "b'x'"),
     "array": (X, "jnp.ones(3)", "1.0", "[1, 2, 3]", "None", "'abc'", "{1, 2}",
               "[1, 'a']", "np.array(['a'])", "()", "[[1], [2, 3]]", "object()"),
+    "dims": ("(0, 1)", "(1, 2)", "[1, 2]", "(1.0, 2)", "(0, 1.5)", "{0, 1}", "(0, 0)", "()",
+             "None", "0", "(0, '1')", "np.array([0, 1])", "(0, True)", "((0, 1),)"),
     "seq": (f"[{X}, {X}]", f"({X},)", "[]", "{1, 2}", f"{X}", "None", "[1.0, 'a']",
             "[jnp.ones(2), jnp.ones(3)]"),
 }
@@ -71,7 +74,7 @@ TEMPLATES: tuple[str, ...] = (
     "jnp.roll({array}, {count}, axis={axis})", "jnp.moveaxis({array}, {axis}, {axis})",
     "jnp.transpose({array}, {axis})", "jnp.full_like({array}, {value}, shape={shape})",
     "jnp.zeros_like({array}, dtype={dtype})", "lax.full({shape}, {value})",
-    "lax.reshape({array}, {shape})",
+    "lax.reshape({array}, {shape})", "lax.broadcast_in_dim({array}, {shape}, {dims})",
     "jnp.nonzero({array}, size={count})", "jnp.tri({count}, dtype={dtype})",
 )
 

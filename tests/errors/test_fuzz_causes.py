@@ -227,6 +227,17 @@ CASES: list[Case] = [
     Case("lax.full(-1, None)", "None"),
     Case("lax.broadcast_in_dim(jnp.ones(3), np.array([2, 3]), ())", "array([2, 3])"),
     Case("lax.broadcast_in_dim(jnp.ones(3), np.array([3]), (0,))"),
+    # lax.broadcast_in_dim's shape and dimensions are read as JAX's shape rules read them
+    # (odd sizes: JAX's caches accept a float once an equal integer call filled them).
+    Case(f"lax.broadcast_in_dim({X}, (7.0, 2, 3), (1, 2))", "shape must have every element"),
+    Case(f"lax.broadcast_in_dim({X}, (7, 2, 3), (1.0, 2))", "broadcast_dimensions"),
+    Case(f"lax.broadcast_in_dim({X}, (7, 2, None), (0, 1))", "NoneType"),
+    Case("lax.broadcast_in_dim(jnp.ones(7), (1.5,), ())"),
+    Case(f"lax.broadcast_in_dim({X}, [[7]], (0, 1))", "not hashable"),
+    Case(f"lax.broadcast_in_dim({X}, (7, 2, 3), ((1, 2),))", "1-dimensional"),
+    Case(f"lax.broadcast_in_dim({X}, ((7,), 3), None)"),
+    Case(f"lax.broadcast_in_dim({X}, {{7, 2, 3}}, {{1, 2}})"),
+    Case("lax.broadcast(jnp.ones(3), (2.5,))", "shape"),
     Case("jnp.nonzero(1.0, size='2')", "0d"),
     # A Python int beyond int32 converts to an inexact dtype; to an integer one it overflows.
     Case(f"jnp.full_like({X}, 2**70)"),

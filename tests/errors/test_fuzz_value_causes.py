@@ -122,3 +122,22 @@ def test_max_with_initial_sharded_gradient() -> None:
     finally:
         spec.config.update("jax_num_cpu_devices", before)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_dynamic_slice_gradient_on_a_mesh() -> None:
+    """grad of a dynamic slice of a replicated input under an explicit mesh: the
+    zeros the cotangent is written into have the input's type, so the update is
+    well typed, and the gradient is 2x on the rows read, 0 elsewhere."""
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    before = spec.config.jax_num_cpu_devices
+    spec.config.update("jax_num_cpu_devices", 2)
+    try:
+        mesh = spec.make_mesh((2,), ("x",), axis_types=(spec.sharding.AxisType.Explicit,))
+        with spec.set_mesh(mesh):
+            xs = spec.device_put(snp.asarray(x), spec.sharding.PartitionSpec())
+            got = spec.jit(spec.grad(
+                lambda a: (slax.dynamic_slice_in_dim(a, 1, 2, axis=0) ** 2).sum()))(xs)
+            assert spec.typeof(got) == spec.typeof(xs)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+    np.testing.assert_array_equal(np.asarray(got), np.where(np.arange(3)[:, None] >= 1, 2 * x, 0))

@@ -138,7 +138,7 @@ def test_sharded_jax_jaxpr_parses_checks_and_runs(name: str, four_devices: None)
         spec.set_mesh(None)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs(max_steps=8), st.integers(0, 2**16))
 def test_fuzzed_jax_jaxprs_parse_check_and_run(prog: Program, seed: int) -> None:
     """Random well-typed programs (spec.testing.programs), as JAX stages them

@@ -314,6 +314,27 @@ def test_refs_over_several_processes_and_unreduced_refs_are_refused() -> None:
     _with_devices(4, run)
 
 
+def test_a_ref_made_inside_shard_map_starts_from_each_device_s_block() -> None:
+    """A ref of a per-device value, updated in place, holds each device's own
+    result: ``r = new_ref(v); r[...] += v / 2`` is ``1.5 v`` on every device,
+    over a varying axis and replicated along the other (written once there)."""
+    def run() -> None:
+        mesh = spec.make_mesh((2, 2), ("x", "y"),
+                              axis_types=(spec.sharding.AxisType.Explicit,) * 2)
+        x = np.arange(1.0, 9.0, dtype=np.float32).reshape(4, 2)
+
+        def local(v: Any) -> Any:
+            r = spec.new_ref(v)
+            r[...] += v * 0.5
+            return r[...]
+        sm = spec.shard_map(local, mesh=mesh, in_specs=spec.P("x"), out_specs=spec.P("x"))
+        placed = spec.device_put(x, spec.NamedSharding(mesh, spec.P("x")))
+        for run_it in (sm, spec.jit(sm)):
+            np.testing.assert_array_equal(np.asarray(run_it(placed)), x * 1.5)
+
+    _with_devices(4, run)
+
+
 def _with_devices(n: int, fn: Any) -> None:
     before = spec.config.jax_num_cpu_devices
     spec.config.update("jax_num_cpu_devices", n)

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -15,20 +18,40 @@ import spec.numpy as snp
 from spec.testing import Program, fuzz
 
 jax = pytest.importorskip("jax")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+# In this process JAX runs on one device: the modes on a mesh run in a fresh one.
+ONE_DEVICE_MODES = [m for m in fuzz.MODES if m not in fuzz.SHARDED_MODES]
 
 
 def test_fixed_seed_slice_finds_no_disagreement() -> None:
     lines: list[str] = []
-    status = fuzz.main(["--examples", "2", "--seed", "0", "--max-steps", "5"], out=lines.append)
+    status = fuzz.main(["--examples", "1", "--seed", "0", "--max-steps", "5",
+                        "--modes", ",".join(ONE_DEVICE_MODES)], out=lines.append)
     assert status == 0, "\n".join(lines)
-    assert lines[0].split() == ["mode", "programs", "disagreements", "internal", "errors"]
-    assert [ln.split()[0] for ln in lines[1:]] == list(fuzz.MODES)
+    assert lines[0].split() == ["mode", "programs", "disagreements", "internal", "errors",
+                                "both", "raised"]
+    assert [ln.split()[0] for ln in lines[1:]] == ONE_DEVICE_MODES
+
+
+def test_fixed_seed_slice_on_a_mesh_finds_no_disagreement() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "spec.testing.fuzz", "--examples", "1", "--seed", "0",
+         "--max-steps", "4", "--modes", ",".join(fuzz.SHARDED_MODES)],
+        capture_output=True, text=True, timeout=300, check=False,
+        env=dict(os.environ, PYTHONPATH=ROOT, JAX_PLATFORMS="cpu"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [ln.split()[:4] for ln in done.stdout.splitlines()[-len(fuzz.SHARDED_MODES):]]
+    assert rows == [[m, "1", "0", "0"] for m in fuzz.SHARDED_MODES], done.stdout
 
 
 def test_a_wrong_op_is_caught_shrunk_and_reproduced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snp, "tanh", lambda x: snp.sin(x))  # a deliberately wrong tanh
     # (make_jaxpr: no XLA compilation per shrinking step)
-    outcome = fuzz.fuzz_mode("make_jaxpr", examples=60, seed_value=1, max_steps=4, rtol=2e-5)
+    outcome = fuzz.fuzz_mode("make_jaxpr", examples=60, seed_value=1, max_steps=4, rtol=2e-5,
+                             ops=("sin", "cos", "tanh", "abs", "sum0", "transpose", "add",
+                                  "multiply"))
     assert outcome.kind == "disagreement" and outcome.failure is not None
     # Shrunk to the one op that is wrong.
     assert "jnp.tanh(v0)" in outcome.failure
@@ -52,7 +75,8 @@ def test_check_classifies_spec_raising_where_jax_runs(monkeypatch: pytest.Monkey
 
 def test_program_source_runs_as_the_program() -> None:
     prog = Program([(2, 3), (3,)], [("sin", (0,)), ("transpose", (2,)), ("dot", (3, 2)),
-                                     ("where_pos", (1, 1)), ("max_keep", (0,))])
+                                     ("where_pos", (1, 1)), ("max_keep", (0,)),
+                                     ("ref_accumulate", (6,)), ("scan0", (7,))])
     scope: dict[str, Any] = {}
     exec(prog.source(), scope)  # noqa: S102
     xs = prog.inputs(3)

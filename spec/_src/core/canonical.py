@@ -20,7 +20,8 @@ from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.interpreter import Tracer
 
 __all__ = ["static_int", "canonical_integral", "canonical_axis", "dim_at", "reduced_size",
-           "optional_axes", "reduction_axes", "canonical_shape"]
+           "optional_axes", "reduction_axes", "canonical_shape", "shape_like",
+           "hashable_params"]
 
 _SHAPE_MESSAGE = "Shapes must be 1D sequences of concrete values of integer type"
 
@@ -170,6 +171,50 @@ def canonical_shape(shape: Any, fun_name: str = "") -> tuple[int, ...]:
     except TypeError:
         where = f" in {fun_name}" if fun_name else ""
         raise TypeError(f"{_SHAPE_MESSAGE}, got {shape!r}{where}.") from None
+
+
+def hashable_params(prim_name: str, **params: Any) -> None:
+    """A primitive's parameters must hash, since equations are compared and cached by
+    them; JAX checks that before any rule reads them (a list in a shape, a traced
+    size): TypeError naming the parameter."""
+    for name, value in params.items():
+        try:
+            hash(value)
+        except TypeError:
+            raise TypeError(
+                "Parameters to jaxpr equations must have __hash__ and __eq__ methods. In a "
+                f"call to primitive {prim_name}, the value of parameter {name} was not "
+                f"hashable: {value!r}") from None
+
+
+def shape_like(value: Any, fun_name: str, arg_name: str) -> tuple[int, ...]:
+    """A shape-like parameter of a lax primitive (a shape, broadcast dimensions), read
+    as JAX's shape rules read one: a tuple, a list or an array, converted by NumPy (a
+    ragged one is NumPy's ValueError), one-dimensional (JAX's check raises IndexError
+    otherwise), every element an integer by ``operator.index`` (an integral float is
+    not) and nonnegative; TypeError naming the elements' types or the values."""
+    if not isinstance(value, (tuple, list, np.ndarray)):
+        raise TypeError(f"{fun_name} {arg_name} must be of type tuple/list/ndarray, "
+                        f"got {type(value)}.")
+    if not len(value):
+        return ()
+    if all(type(d) is int and d >= 0 for d in value):
+        return tuple(value)  # (the common spelling, read without NumPy)
+    for d in value:
+        _reject_tracer(d, f"{fun_name} {arg_name}")
+    as_array = np.array(value)
+    if as_array.ndim != 1:
+        raise IndexError(f"{fun_name} {arg_name} must be 1-dimensional, got "
+                         f"{as_array.ndim} dimensions in {value!r}.")
+    try:
+        dims = tuple(operator.index(d) for d in as_array)
+    except TypeError:
+        raise TypeError(f"{fun_name} {arg_name} must have every element be an integer "
+                        f"type, got {tuple(map(type, value))}.") from None
+    if any(d < 0 for d in dims):
+        raise TypeError(f"{fun_name} {arg_name} must have every element be nonnegative, "
+                        f"got {value!r}.")
+    return dims
 
 
 def static_hashable(value: Any, what: str) -> Any:

@@ -580,6 +580,19 @@ def new_ref_blocks(value: np.ndarray, aval: ArrayType, geo: Geometry) -> Bufs:
     return split_value(value, aval, geo)
 
 
+def own_blocks(d: Dist, aval: ArrayType, geo: Geometry) -> Bufs:
+    """A new ref's blocks copied from ``d``'s, laid out as ``aval`` (which varies over
+    manual axes): each device's block is its own where the value varies or is split
+    (inside ``shard_map`` every device writes its own), one buffer shared by the
+    devices that differ only along the other axes (``writers`` writes it once)."""
+    check_ref_layout(aval, geo)
+    used = {a for p in parts_of(aval) for a in p} | set(aval.vma)
+    pos = geo.position([a for a in geo.names if a in used])
+    copies: dict[int, np.ndarray] = {}
+    return tuple(None if b is None else copies.setdefault(int(pos[k]), np.array(b, copy=True))
+                 for k, b in enumerate(d.bufs))
+
+
 def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
     """A ref result (``new_ref``) as an eager Ref: its blocks assembled into
     one buffer, placed on the mesh by its type."""
@@ -678,5 +691,5 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
-           "geometry", "local_shape", "new_ref_blocks", "parts_of", "reshard", "run_local",
-           "split_value", "to_ref", "uniform", "writers"]
+           "geometry", "local_shape", "new_ref_blocks", "own_blocks", "parts_of", "reshard",
+           "run_local", "split_value", "to_ref", "uniform", "writers"]

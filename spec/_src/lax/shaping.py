@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
-from spec._src.core.canonical import canonical_axis
+from spec._src.core.canonical import canonical_axis, hashable_params, shape_like
 from spec._src.lowering import rules as LR
 from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
@@ -1381,14 +1381,13 @@ def _out_sharding(sharding: Any, api_name: str) -> Any:
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
                      *, out_sharding: Any = None) -> Any:
-    # Any iterable of integers is a shape here (a set too, as JAX's lax reads it).
-    shp = tuple(operator.index(d) for d in shape) if isinstance(
-        shape, (tuple, list, np.ndarray, set, frozenset)) else shape
-    dims = tuple(operator.index(d) for d in broadcast_dimensions)
     out_sharding = _out_sharding(out_sharding, "broadcast_in_dim")
-    if (_ndim(operand) == len(shp) and not dims and _is_array(operand)
+    # JAX returns an array of the result's rank with no dimensions to place before it
+    # reads the shape's elements: only their number counts there.
+    if (_ndim(operand) == len(shape) and not len(broadcast_dimensions) and _is_array(operand)
             and out_sharding is None):
         return operand
+    canonical_aval_of(operand)  # an operand that is no JAX type, before the parameters
     if isinstance(shape, np.ndarray):
         # JAX compares the operand's shape with the shape as given: for a NumPy array that
         # is NumPy's elementwise comparison, whose truth value is NumPy's ValueError unless
@@ -1399,6 +1398,12 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
             raise ValueError(f"{err} (broadcast_in_dim compares the operand's shape "
                              f"{_shape(operand)} with the shape {shape!r}, a NumPy array; "
                              "pass a tuple)") from None
+    # Any iterable of integers is a shape here (a set too, as JAX's lax reads it); JAX
+    # makes both tuples, then hashes them as the primitive's parameters, then checks them.
+    given_shape, given_dims = tuple(shape), tuple(broadcast_dimensions)
+    hashable_params("broadcast_in_dim", shape=given_shape, broadcast_dimensions=given_dims)
+    shp = shape_like(given_shape, "broadcast_in_dim", "shape")
+    dims = shape_like(given_dims, "broadcast_in_dim", "broadcast_dimensions")
     if (_is_array(operand) and out_sharding is None and _shape(operand) == tuple(shp)
             and dims == tuple(range(len(shp)))):
         # The identity: JAX's staging forwards such an equation to its operand

@@ -437,7 +437,9 @@ def _dynamic_slice_transpose(ct: Any, operand: Any, *idx: Any, slice_sizes: Shap
         return [None] * (1 + len(idx))
     if type(ct) is Zero:
         return [Zero(operand.aval.ct_type())] + [None] * len(idx)
-    zeros = full(operand.aval.shape, 0, canonical_aval_of(ct).dtype)
+    # The zeros take the primal operand's sharding, as the cotangent does.
+    zeros = full(operand.aval.shape, 0, canonical_aval_of(ct).dtype,
+                 sharding=operand.aval.sharding)
     return [dynamic_update_slice_p.bind(zeros, ct, *idx)] + [None] * len(idx)
 
 

@@ -899,6 +899,10 @@ def _new_ref_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
     (x,), (out,) = args, out_avals
     S.check_ref_layout(out, geo)
     x = _to_layout(x, out.sharding, geo)
+    if out.vma and not S.unreduced_of(out):
+        # Inside shard_map the value differs per device: each device's ref starts
+        # from its own block.
+        return [Dist(out, S.own_blocks(x, out, geo))]
     whole = np.array(S.assemble(x, geo), copy=True)  # (the ref's own buffer)
     return [Dist(out, S.new_ref_blocks(whole, out, geo))]
 
