@@ -357,6 +357,49 @@ def handles_keys(rule: LoweringRule) -> LoweringRule:
     return rule
 
 
+ParamsForData = Callable[[Sequence[ArrayType], Sequence[ArrayType], dict[str, Any]],
+                         dict[str, Any]]
+
+
+def _key_data_dims(avals: Sequence[ArrayType]) -> tuple[int, ...]:
+    """The trailing dimensions a key array's data adds (a Threefry key's
+    ``(2,)``); ``()`` when no value is key-typed."""
+    for aval in avals:
+        if is_key_dtype(aval.dtype):
+            return tuple(aval.dtype.impl.key_shape)  # type: ignore[attr-defined]
+    return ()
+
+
+def keys_as_data(rule: LoweringRule, params_for_data: ParamsForData | None = None
+                 ) -> LoweringRule:
+    """``rule`` for key-typed values too: it is given their key data's types
+    (the key data's dimensions after the logical ones, as JAX's physical
+    lowering of a key array), and ``params_for_data(in_avals, out_avals,
+    params)`` the params extended to those dimensions (a permutation or
+    slice that names every dimension); rules whose params name only leading
+    dimensions need none."""
+    def data_rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                  out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+        if _key_data_dims([*in_avals, *out_avals]):
+            if params_for_data is not None:
+                params = params_for_data(in_avals, out_avals, params)
+            in_avals = [physical_aval(a) for a in in_avals]
+            out_avals = [physical_aval(a) for a in out_avals]
+        return rule(ctx, operands, in_avals, out_avals, **params)
+    data_rule.__doc__ = rule.__doc__
+    return handles_keys(data_rule)
+
+
+def key_dims_appended(*names: str) -> ParamsForData:
+    """Params that number dimensions up to the result's rank (a
+    permutation, broadcast dimensions), extended by the key data's."""
+    def extend(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+               params: dict[str, Any]) -> dict[str, Any]:
+        rank, extra = out_avals[0].ndim, len(_key_data_dims([*in_avals, *out_avals]))
+        return {**params, **{n: (*params[n], *range(rank, rank + extra)) for n in names}}
+    return extend
+
+
 def _check_keys(eqn: Any, rule: Any) -> None:
     """Other rules see a key array's logical shape, not its data's: a key
     operand or result there has no lowering."""

@@ -10,7 +10,15 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.types import ArrayType
-from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tensor_type
+from spec._src.lowering.emitter import (
+    LoweringContext,
+    LoweringRule,
+    ints,
+    key_dims_appended,
+    keys_as_data,
+    physical_aval,
+    tensor_type,
+)
 
 
 def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
@@ -64,6 +72,7 @@ def compare(direction: str) -> LoweringRule:
     return rule
 
 
+@keys_as_data
 def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
              out_avals: Sequence[ArrayType]) -> list[str]:
     """Two cases under a boolean predicate: ``stablehlo.select`` takes the
@@ -100,7 +109,7 @@ def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
     return [ctx.op("stablehlo.convert", [x], [aval], out)]
 
 
-def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
+def _broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
                      in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
                      broadcast_dimensions: Sequence[int], **params: Any) -> list[str]:
     if len(operands) != 1:
@@ -109,6 +118,10 @@ def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
     return [ctx.broadcast(operands[0], in_avals[0], out_avals[0], broadcast_dimensions)]
 
 
+broadcast_in_dim = keys_as_data(_broadcast_in_dim, key_dims_appended("broadcast_dimensions"))
+
+
+@keys_as_data
 def reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
             out_avals: Sequence[ArrayType], *, dimensions: Sequence[int] | None,
             **params: Any) -> list[str]:
@@ -117,10 +130,13 @@ def reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Ar
     return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
 
 
-def transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+def _transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
               out_avals: Sequence[ArrayType], *, permutation: Sequence[int]) -> list[str]:
     return [ctx.op("stablehlo.transpose", operands, in_avals, out_avals[0],
                    attrs=f", dims = {ints(permutation)}")]
+
+
+transpose = keys_as_data(_transpose, key_dims_appended("permutation"))
 
 
 def lowest(dtype: Any) -> np.ndarray:
@@ -210,17 +226,20 @@ def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Array
                      f"{tensor_type(out_avals[0])}")]
 
 
+@keys_as_data
 def squeeze(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
             out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
     return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
 
 
+@keys_as_data
 def rev(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
         out_avals: Sequence[ArrayType], *, dimensions: Sequence[int]) -> list[str]:
     return [ctx.op("stablehlo.reverse", operands, in_avals, out_avals[0],
                    attrs=f", dims = {ints(dimensions)}")]
 
 
+@keys_as_data
 def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, dimension: int) -> list[str]:
     ins = ", ".join(tensor_type(a) for a in in_avals)
@@ -228,7 +247,7 @@ def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
                      f"({ins}) -> {tensor_type(out_avals[0])}")]
 
 
-def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+def _slice(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_avals: Sequence[ArrayType], *, start_indices: Sequence[int],
            limit_indices: Sequence[int], strides: Sequence[int] | None) -> list[str]:
     """``[start:limit:stride, ...]``, the stride left out where it is 1."""
@@ -237,6 +256,19 @@ def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Arr
                        for s, lim, st in zip(start_indices, limit_indices, steps))
     return [ctx.line(f"stablehlo.slice {operands[0]} [{ranges}] : "
                      f"({tensor_type(in_avals[0])}) -> {tensor_type(out_avals[0])}")]
+
+
+def _whole_key_data(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+                    params: dict[str, Any]) -> dict[str, Any]:
+    """A slice of a key array takes the whole of each key's data."""
+    data = physical_aval(in_avals[0]).shape[in_avals[0].ndim:]
+    strides = params["strides"]
+    return {"start_indices": (*params["start_indices"], *(0 for _ in data)),
+            "limit_indices": (*params["limit_indices"], *data),
+            "strides": None if strides is None else (*strides, *(1 for _ in data))}
+
+
+slice_ = keys_as_data(_slice, _whole_key_data)
 
 
 def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -249,6 +281,7 @@ def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayT
         f"{tensor_type(in_avals[1])}) -> {tensor_type(out_avals[0])}")]
 
 
+@keys_as_data
 def copy(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
          out_avals: Sequence[ArrayType]) -> list[str]:
     """A value is never aliased in StableHLO: the copy is the operand."""
