@@ -156,6 +156,20 @@ def test_unknown_dialect() -> None:
     s, j = both(build)
     assert error_of(s) == error_of(j)
 
+    def ir(m: Any, _: Any) -> Any:
+        return lambda: m.jit(lambda x: x).lower(1.0).compiler_ir("foo")
+    s, j = both(ir)
+    assert error_of(s) == error_of(j)
+
+
+def test_compiler_ir_is_the_module() -> None:
+    """``compiler_ir()`` is the text of JAX's MLIR module and
+    ``compiler_ir("hlo")`` the HLO text of JAX's XLA computation."""
+    from tests.lowering.xla_run import canonical, hlo_renumbered
+    s, j = both(lambda m, jnp: m.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3, F32)))
+    assert canonical(s.compiler_ir()) == canonical(str(j.compiler_ir()))
+    assert hlo_renumbered(s.compiler_ir("hlo")) == hlo_renumbered(j.as_text("hlo"))
+
 
 def test_traced_and_lowered_attributes() -> None:
     def build(m: Any, _: Any) -> Any:

@@ -586,6 +586,14 @@ class Lowered(_Stage):
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         return _module_text(self._traced, dialect, debug_info)
 
+    def compiler_ir(self, dialect: str | None = None) -> str:
+        """The lowering as an object for debugging (JAX's is an MLIR module
+        or an XLA computation, whose text this is): the StableHLO module's
+        text (``None``, ``"stablehlo"``), or the HLO text (``"hlo"``)."""
+        if dialect not in (None, "stablehlo", "hlo"):
+            raise ValueError(f"unknown dialect: {dialect}")
+        return _module_text(self._traced, dialect)
+
     def compile(self, compiler_options: Any = None) -> Compiled:
         """Compiling validates the jit's compiler options, then these (which
         override the jit's of the same name)."""
