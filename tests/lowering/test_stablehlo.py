@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from jax import lax as jlax
@@ -25,7 +26,7 @@ from spec import lax as slax
 from spec._src.core.interpreter import Primitive as SpecPrimitive
 from spec._src.core.registry import REGISTRY
 from spec._src.lowering.emitter import lower_jaxpr
-from tests.lowering.xla_run import parsed
+from tests.lowering.xla_run import assert_bitwise, canonical, lowered, parsed, spec_and_compiled
 
 
 def _compile_and_run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -202,3 +203,28 @@ def test_list_primitives_without_lowering() -> None:
     missing = sorted(n for n, p in REGISTRY.items() if not callable(p.lowering))
     print(f"{len(missing)} of {len(REGISTRY)} primitives have no lowering:", ", ".join(missing))
     assert len(missing) < len(REGISTRY)
+
+
+def _dot_algorithms(lax: Any) -> Callable[..., Any]:
+    def fn(x: Any, y: Any) -> Any:
+        h, b = x.astype(np.float16), y.astype(ml_dtypes.bfloat16)
+        return ([lax.dot(x, y.T, precision=p) for p in (
+            "F32_F32_F32", "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "DEFAULT")]
+            + [lax.dot(h, h.T, precision="F16_F16_F16"),
+               lax.dot(b.T, b, precision="BF16_BF16_F32", preferred_element_type=np.float32),
+               lax.dot(h, y.T.astype(np.float16), precision="F32_F32_F32")])
+    return fn
+
+
+def test_dot_algorithms_lower_as_jax_on_cpu() -> None:
+    """A dot algorithm (a preset JAX's CPU backend compiles) casts the
+    operands to its types, carries its ``algorithm`` attribute and casts the
+    result back: JAX's text; on integer-valued operands (exact products)
+    XLA's values are spec's and JAX's bit for bit. Another preset is JAX's
+    ValueError at lowering."""
+    ours, compiled, text = spec_and_compiled(_dot_algorithms(slax), X, Y)
+    assert canonical(text) == canonical(jax.jit(_dot_algorithms(jlax)).lower(X, Y).as_text())
+    assert_bitwise(ours, compiled)
+    assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_dot_algorithms(jlax))(X, Y)])
+    with pytest.raises(ValueError, match="'TF32_TF32_F32' is not supported by dot_general on CPU"):
+        lowered(lambda a, c: slax.dot(a, c.T, precision="TF32_TF32_F32"), X, Y)

@@ -169,14 +169,19 @@ reduce_max = _reducer("stablehlo.maximum", lowest)
 def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, dimension_numbers: Any,
                 precision: Any = None, preferred_element_type: Any = None,
-                **params: Any) -> list[str]:
+                algorithm: str | None = None, **params: Any) -> list[str]:
     """``stablehlo.dot_general`` with the operands' precisions
     (``precision = [HIGH, HIGHEST]``; none is DEFAULT twice); the result's
-    dtype is the equation's. A dot algorithm has no lowering."""
+    dtype is the equation's. ``algorithm`` is the text of a dot algorithm's
+    attribute (``<lhs_precision_type = bf16, ...>``), the precisions then
+    DEFAULT (the dot primitive's rule gives it)."""
     (lc, rc), (lb, rb) = dimension_numbers
     batch = f", batching_dims = {ints(lb)} x {ints(rb)}" if len(lb) else ""
+    names = ["DEFAULT", "DEFAULT"] if algorithm is not None else _precision_names(precision)
     attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
-             f"precision = [{', '.join(_precision_names(precision))}]")
+             f"precision = [{', '.join(names)}]")
+    if algorithm is not None:
+        attrs += f", algorithm = {algorithm}"
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
 
 
