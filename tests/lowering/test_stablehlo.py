@@ -81,7 +81,12 @@ def exact_program(x: Any, y: Any, i: Any) -> Any:
               slax.pad(x, np.float32(7.0), ((1, 2, 1), (0, 1, 0))),
               slax.round(x * 0.5), slax.round(x * 0.5, slax.RoundingMethod.TO_NEAREST_EVEN),
               slax.real(z), slax.imag(z), slax.copy_p.bind(x))
-    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces
+    # Unsigned sign (no stablehlo.sign), bitwise reduce_and of integers (from
+    # all bits set), a closed-over int64 NumPy array (an int32 constant).
+    u = slax.convert_element_type(i, np.uint8)
+    bits = (slax.sign(u), slax.reduce_and(i, (1,)), slax.reduce_and(u, (0,)),
+            i + np.arange(3))
+    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces, bits
 
 
 def transcendental_program(u: Any) -> Any:

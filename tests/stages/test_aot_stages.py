@@ -150,6 +150,31 @@ def test_donated_argument_info() -> None:
     assert sflat == jflat == [True, False]
 
 
+_DONATIONS = [  # (function, donate_argnums, number of arguments)
+    (lambda a: a * 2, (0,), 1), (lambda a: a.sum(), (0,), 1),
+    (lambda a, b: (b * 2, a + 1.0), (0,), 2), (lambda a, b: a * 2, (0,), 2),
+    (lambda a: a.astype(np.int32), (0,), 1), (lambda a, b: (a * b, a - b), (0, 1), 2)]
+
+
+def test_donations_and_unused_arguments_lower_as_jax() -> None:
+    """Donated arguments alias the results of their type
+    (``tf.aliasing_output``), else donate a buffer of their size
+    (``jax.buffer_donor``), else warn as JAX warns; unused arguments are
+    left out of the module."""
+    import warnings
+    from tests.lowering.xla_run import canonical
+    x = np.ones(4, F32)
+    for fn, donate, n in _DONATIONS:
+        texts, warned = [], []
+        for m in (spec, jax):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                texts.append(canonical(m.jit(fn, donate_argnums=donate).lower(*[x] * n).as_text()))
+            warned.append([str(w.message) for w in caught if "donated" in str(w.message)])
+        assert texts[0] == texts[1], (donate, n)
+        assert warned[0] == warned[1]
+
+
 def test_unknown_dialect() -> None:
     def build(m: Any, _: Any) -> Any:
         return lambda: m.jit(lambda x: x).lower(1.0).as_text(dialect="foo")

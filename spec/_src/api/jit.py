@@ -473,7 +473,10 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
                        num_partitions=traced._devices,
                        arg_placements=[p or _placement(x) for x, p in
                                        zip(traced._split.leaves, traced._in_placed)],
-                       result_placements=traced._out_placed)
+                       result_placements=traced._out_placed,
+                       donated=_donated_leaves(traced._jitted._fun, traced._split,
+                                               traced._jitted._donate_argnums),
+                       keep_unused=traced._jitted._keep_unused)
 
 
 def _result_names(out_tree: Any) -> list[str]:

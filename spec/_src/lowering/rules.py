@@ -208,7 +208,8 @@ def highest(dtype: Any) -> np.ndarray:
 
 reduce_prod = _reducer("stablehlo.multiply", lambda dt: np.ones((), dt))
 reduce_min = _reducer("stablehlo.minimum", highest)
-reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(True))
+reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(-1).astype(dt)
+                     if np.dtype(dt).kind in "iu" else np.asarray(True))  # every bit set
 reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
 
 
