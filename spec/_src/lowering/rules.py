@@ -21,6 +21,25 @@ from spec._src.lowering.emitter import (
 )
 
 
+def _select_by_index(ctx: LoweringContext, which: str, which_aval: ArrayType,
+                     cases: list[str], out: ArrayType, offset: int) -> str:
+    """Case ``which - offset`` of ``cases``, as JAX lowers an integer
+    predicate: halves chosen by ``which < offset + mid``, recursively."""
+    if len(cases) == 1:
+        return cases[0]
+    mid = len(cases) // 2
+    scalar = ArrayType((), which_aval.dtype)
+    bound = ctx.broadcast(ctx.constant(np.asarray(offset + mid, which_aval.dtype), scalar),
+                          scalar, which_aval, ())
+    kind = "SIGNED" if np.dtype(which_aval.dtype).kind == "i" else "UNSIGNED"
+    t = tensor_type(which_aval)
+    mask = tensor_type(ArrayType(which_aval.shape, np.dtype(np.bool_)))
+    pred = ctx.line(f"stablehlo.compare LT, {which}, {bound}, {kind} : ({t}, {t}) -> {mask}")
+    low = _select_by_index(ctx, which, which_aval, cases[:mid], out, offset)
+    high = _select_by_index(ctx, which, which_aval, cases[mid:], out, offset + mid)
+    return ctx.line(f"stablehlo.select {pred}, {low}, {high} : {mask}, {tensor_type(out)}")
+
+
 def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
               out_aval: ArrayType) -> tuple[str, ArrayType]:
     """A scalar operand (a literal in the jaxpr) broadcast to the result's
@@ -77,10 +96,14 @@ def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
              out_avals: Sequence[ArrayType]) -> list[str]:
     """Two cases under a boolean predicate: ``stablehlo.select`` takes the
     true case first, select_n the false case first."""
-    if len(operands) != 3 or np.dtype(in_avals[0].dtype) != np.bool_:
+    if len(operands) == 2:
+        return [operands[1]]
+    if np.dtype(in_avals[0].dtype) != np.bool_:
+        return [_select_by_index(ctx, operands[0], in_avals[0], list(operands[1:]),
+                                 out_avals[0], 0)]
+    if len(operands) != 3:
         raise NotImplementedError("lowering select_n is specified for a boolean predicate "
-                                  f"and two cases, not {len(operands) - 1} cases under "
-                                  f"{np.dtype(in_avals[0].dtype).name}")
+                                  f"and two cases, not {len(operands) - 1} cases")
     pred, false_case, true_case = operands
     pred_aval = in_avals[0]
     if pred_aval.shape != out_avals[0].shape:
@@ -221,9 +244,13 @@ def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Arr
 
 def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
           out_avals: Sequence[ArrayType]) -> list[str]:
-    """``stablehlo.clamp`` takes lax's operand order (min, x, max), scalar
-    bounds included."""
-    return [ctx.op("stablehlo.clamp", operands, in_avals, out_avals[0])]
+    """``stablehlo.clamp`` takes lax's operand order (min, x, max); scalar
+    bounds of a larger operand are broadcast to its shape first, as JAX
+    lowers them."""
+    out = out_avals[0]
+    shaped = [_to_shape(ctx, o, a, out) if k != 1 else (o, a)
+              for k, (o, a) in enumerate(zip(operands, in_avals))]
+    return [ctx.op("stablehlo.clamp", [o for o, _ in shaped], [a for _, a in shaped], out)]
 
 
 def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
