@@ -233,3 +233,23 @@ def test_dot_algorithms_lower_as_jax_on_cpu() -> None:
     assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_dot_algorithms(jlax))(X, Y)])
     with pytest.raises(ValueError, match="'TF32_TF32_F32' is not supported by dot_general on CPU"):
         lowered(lambda a, c: slax.dot(a, c.T, precision="TF32_TF32_F32"), X, Y)
+
+
+_FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+           "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu"]
+
+
+def _float8_round_trips(lax: Any) -> Callable[..., Any]:
+    return lambda a: [lax.convert_element_type(lax.convert_element_type(
+        a, getattr(ml_dtypes, n)), np.float32) for n in _FLOAT8]
+
+
+def test_float8_types_lower_as_jax() -> None:
+    """The float8 dtypes are MLIR's f8 element types (``f8E4M3FN``, ...):
+    JAX's text (so XLA's conversions are JAX's), and XLA's values spec's
+    (spec's NaNs may carry another sign)."""
+    x = np.array([0.1, -1.5, 3.0, 448.0, 1e-3], np.float32)
+    ours, compiled, text = spec_and_compiled(_float8_round_trips(slax), x)
+    assert canonical(text) == canonical(jax.jit(_float8_round_trips(jlax)).lower(x).as_text())
+    for a, b in zip(ours, compiled):
+        np.testing.assert_array_equal(a, b)

@@ -38,6 +38,10 @@ RegionBody = Callable[["LoweringContext", list[str]], list[str]]
 _ELEMENT_TYPES: dict[str, str] = {
     "bool": "i1", "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
     "complex64": "complex<f32>", "complex128": "complex<f64>",
+    "float8_e4m3fn": "f8E4M3FN", "float8_e5m2": "f8E5M2", "float8_e4m3fnuz": "f8E4M3FNUZ",
+    "float8_e5m2fnuz": "f8E5M2FNUZ", "float8_e4m3b11fnuz": "f8E4M3B11FNUZ",
+    "float8_e3m4": "f8E3M4", "float8_e4m3": "f8E4M3", "float8_e8m0fnu": "f8E8M0FNU",
+    "float4_e2m1fn": "f4E2M1FN",
 }
 
 
