@@ -91,25 +91,28 @@ def compare(direction: str) -> LoweringRule:
     return rule
 
 
-@keys_as_data
-def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
-             out_avals: Sequence[ArrayType]) -> list[str]:
+def _select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+              out_avals: Sequence[ArrayType], key_data: bool = False) -> list[str]:
     """Two cases under a boolean predicate: ``stablehlo.select`` takes the
-    true case first, select_n the false case first."""
+    true case first, select_n the false case first; a rank-0 predicate
+    selects whole arrays, another of lower rank is broadcast, and so is
+    any predicate of key arrays (to their data's shape), as JAX lowers it."""
     if len(operands) == 2:
         return [operands[1]]
-    if np.dtype(in_avals[0].dtype) != np.bool_:
-        return [_select_by_index(ctx, operands[0], in_avals[0], list(operands[1:]),
-                                 out_avals[0], 0)]
+    pred, pred_aval, out = operands[0], in_avals[0], out_avals[0]
+    if pred_aval.shape != out.shape and (key_data or pred_aval.ndim):
+        pred, pred_aval = _to_shape(ctx, pred, pred_aval, out)
+    if np.dtype(pred_aval.dtype) != np.bool_:
+        return [_select_by_index(ctx, pred, pred_aval, list(operands[1:]), out, 0)]
     if len(operands) != 3:
         raise NotImplementedError("lowering select_n is specified for a boolean predicate "
                                   f"and two cases, not {len(operands) - 1} cases")
-    pred, false_case, true_case = operands
-    pred_aval = in_avals[0]
-    if pred_aval.shape != out_avals[0].shape:
-        pred, pred_aval = _to_shape(ctx, pred, pred_aval, out_avals[0])
+    _, false_case, true_case = operands
     return [ctx.line(f"stablehlo.select {pred}, {true_case}, {false_case} : "
-                     f"{tensor_type(pred_aval)}, {tensor_type(out_avals[0])}")]
+                     f"{tensor_type(pred_aval)}, {tensor_type(out)}")]
+
+
+select_n = keys_as_data(_select_n, lambda i, o, params: {**params, "key_data": True})
 
 
 def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
