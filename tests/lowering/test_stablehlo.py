@@ -82,10 +82,11 @@ def exact_program(x: Any, y: Any, i: Any) -> Any:
               slax.round(x * 0.5), slax.round(x * 0.5, slax.RoundingMethod.TO_NEAREST_EVEN),
               slax.real(z), slax.imag(z), slax.copy_p.bind(x))
     # Unsigned sign (no stablehlo.sign), bitwise reduce_and of integers (from
-    # all bits set), a closed-over int64 NumPy array (an int32 constant).
+    # all bits set), a closed-over int64 NumPy array (an int32 constant), a
+    # reshape with dimensions (a transpose first).
     u = slax.convert_element_type(i, np.uint8)
     bits = (slax.sign(u), slax.reduce_and(i, (1,)), slax.reduce_and(u, (0,)),
-            i + np.arange(3))
+            i + np.arange(3), slax.reshape(x, (3, 2), (1, 0)))
     return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces, bits
 
 

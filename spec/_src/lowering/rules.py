@@ -147,13 +147,31 @@ def _broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
 broadcast_in_dim = keys_as_data(_broadcast_in_dim, key_dims_appended("broadcast_dimensions"))
 
 
-@keys_as_data
-def reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+def _reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
             out_avals: Sequence[ArrayType], *, dimensions: Sequence[int] | None,
             **params: Any) -> list[str]:
+    """``stablehlo.reshape``; with ``dimensions`` the operand is transposed
+    by them first, as JAX lowers it."""
+    x, aval = operands[0], in_avals[0]
     if dimensions is not None:
-        raise NotImplementedError("lowering reshape with dimensions is not specified")
-    return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
+        moved = ArrayType(tuple(aval.shape[d] for d in dimensions), aval.dtype)
+        x = ctx.op("stablehlo.transpose", [x], [aval], moved,
+                   attrs=f", dims = {ints(dimensions)}")
+        aval = moved
+    return [ctx.op("stablehlo.reshape", [x], [aval], out_avals[0])]
+
+
+def _whole_keys_moved(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+                      params: dict[str, Any]) -> dict[str, Any]:
+    """A reshape's transposition of a key array keeps each key's data last."""
+    dims = params.get("dimensions")
+    if dims is None:
+        return params
+    rank = in_avals[0].ndim
+    return {**params, "dimensions": (*dims, *range(rank, physical_aval(in_avals[0]).ndim))}
+
+
+reshape = keys_as_data(_reshape, _whole_keys_moved)
 
 
 def _transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
