@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 
 import spec
 from spec._src.lowering.sharding import dims_text
 from spec.sharding import PartitionSpec as P
-from tests.lowering.xla_run import lowered
+from tests.lowering.xla_run import assert_bitwise, canonical, spec_and_compiled
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,16 +72,21 @@ def test_collectives_are_emitted_inside_manual_computation(results: dict[str, An
     assert 'sdy.mesh @mesh = <["x"=2, "y"=2]>' in text
 
 
-def test_collective_outside_shard_map_is_not_lowered(four_devices: None) -> None:
-    """A collective bound under vmap's named axis has no mesh to lower to."""
-    fn = spec.vmap(lambda v: spec.lax.psum(v, "i"), axis_name="i")
-    jaxpr_text = str(spec.make_jaxpr(fn)(np.ones((2, 3), np.float32)))
-    if "psum" not in jaxpr_text:
-        pytest.skip("vmap of psum leaves no collective in the jaxpr")
-    with pytest.raises(NotImplementedError, match="psum"):
-        lowered(fn, np.ones((2, 3), np.float32))
-
-
 def test_partition_spec_text() -> None:
     assert dims_text(P("x", None, ("y", "z")), 3) == '[{"x"}, {}, {"y", "z"}]'
     assert dims_text(P(None), 2, open_dims=[1]) == "[{}, {?}]"
+
+
+def _vmapped_collectives(m: Any) -> Any:
+    return lambda a: m.vmap(lambda v: (v / m.lax.psum(v, "i"), m.lax.pmax(v, "i"),
+                                       m.lax.pmin(v, "i")), axis_name="i")(a)
+
+
+def test_collectives_over_a_vmapped_axis_are_reductions() -> None:
+    """Under vmap a collective's axis is positional: it lowers to the
+    reduction (``stablehlo.reduce``), as JAX lowers it; XLA's values are
+    spec's."""
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    ours, compiled, text = spec_and_compiled(_vmapped_collectives(spec), x)
+    assert canonical(text) == canonical(jax.jit(_vmapped_collectives(jax)).lower(x).as_text())
+    assert_bitwise(ours, compiled)

@@ -169,3 +169,28 @@ def test_unrolled_scan_text_and_values_match_jax(unroll: int, length: int, rever
     compiled = compile_and_run(ours, [X[0], xs])
     assert_bitwise(compiled, [np.asarray(t) for t in jax.tree.leaves(
         jax.jit(_unrolled(jlax, unroll, reverse))(X[0], xs))])
+
+
+def _batched_branches(m: Any) -> Callable[..., Any]:
+    def fn(w: Any, a: Any, b: Any, c: Any, i: Any, x: Any) -> Any:
+        return (m.lax.select_n(w, a, b, c), m.lax.select_n(w.astype(np.uint8) % 2, a, b),
+                m.lax.select_n(w > 0, a), m.lax.select_n(w[0, 0] > 0, a, b),
+                m.lax.select_n(w[0, 1], a, b, c),
+                m.vmap(lambda j, y: m.lax.switch(j, [lambda v: v + 1, lambda v: v * 2,
+                                                     lambda v: -v], y))(i, x),
+                m.vmap(lambda p, y: m.lax.cond(p, lambda v: v * 3, lambda v: v, y))(i > 0, x))
+    return fn
+
+
+def test_integer_select_n_and_batched_branches_lower_as_jax() -> None:
+    """select_n under an integer index (what vmap makes of cond and switch)
+    is JAX's tree of compares and selects, a rank-0 predicate selects whole
+    arrays, clamp's scalar bounds are broadcast: JAX's text, and XLA's
+    values spec's and JAX's bit for bit."""
+    a, b, c = (np.arange(6, dtype=np.float32).reshape(2, 3) * k for k in (1, 2, 3))
+    w = np.array([[0, 1, 2], [2, 1, 0]], np.int32)
+    args = (w, a, b, c, np.array([0, 2, 1, 5], np.int32), np.linspace(-1, 1, 4, dtype=np.float32))
+    ours, compiled, text = spec_and_compiled(_batched_branches(spec), *args)
+    assert canonical(text) == canonical(jax.jit(_batched_branches(jax)).lower(*args).as_text())
+    assert_bitwise(ours, compiled)
+    assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_batched_branches(jax))(*args)])

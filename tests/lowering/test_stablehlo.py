@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from jax import lax as jlax
@@ -25,7 +26,7 @@ from spec import lax as slax
 from spec._src.core.interpreter import Primitive as SpecPrimitive
 from spec._src.core.registry import REGISTRY
 from spec._src.lowering.emitter import lower_jaxpr
-from tests.lowering.xla_run import parsed
+from tests.lowering.xla_run import assert_bitwise, canonical, lowered, parsed, spec_and_compiled
 
 
 def _compile_and_run(text: str, args: list[np.ndarray]) -> list[np.ndarray]:
@@ -80,7 +81,13 @@ def exact_program(x: Any, y: Any, i: Any) -> Any:
               slax.pad(x, np.float32(7.0), ((1, 2, 1), (0, 1, 0))),
               slax.round(x * 0.5), slax.round(x * 0.5, slax.RoundingMethod.TO_NEAREST_EVEN),
               slax.real(z), slax.imag(z), slax.copy_p.bind(x))
-    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces
+    # Unsigned sign (no stablehlo.sign), bitwise reduce_and of integers (from
+    # all bits set), a closed-over int64 NumPy array (an int32 constant), a
+    # reshape with dimensions (a transpose first).
+    u = slax.convert_element_type(i, np.uint8)
+    bits = (slax.sign(u), slax.reduce_and(i, (1,)), slax.reduce_and(u, (0,)),
+            i + np.arange(3), slax.reshape(x, (3, 2), (1, 0)))
+    return s, m, sel, cmp, f, b, r, t, red, d, bd, ints, more, pieces, bits
 
 
 def transcendental_program(u: Any) -> Any:
@@ -202,3 +209,48 @@ def test_list_primitives_without_lowering() -> None:
     missing = sorted(n for n, p in REGISTRY.items() if not callable(p.lowering))
     print(f"{len(missing)} of {len(REGISTRY)} primitives have no lowering:", ", ".join(missing))
     assert len(missing) < len(REGISTRY)
+
+
+def _dot_algorithms(lax: Any) -> Callable[..., Any]:
+    def fn(x: Any, y: Any) -> Any:
+        h, b = x.astype(np.float16), y.astype(ml_dtypes.bfloat16)
+        return ([lax.dot(x, y.T, precision=p) for p in (
+            "F32_F32_F32", "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "DEFAULT")]
+            + [lax.dot(h, h.T, precision="F16_F16_F16"),
+               lax.dot(b.T, b, precision="BF16_BF16_F32", preferred_element_type=np.float32),
+               lax.dot(h, y.T.astype(np.float16), precision="F32_F32_F32")])
+    return fn
+
+
+def test_dot_algorithms_lower_as_jax_on_cpu() -> None:
+    """A dot algorithm (a preset JAX's CPU backend compiles) casts the
+    operands to its types, carries its ``algorithm`` attribute and casts the
+    result back: JAX's text; on integer-valued operands (exact products)
+    XLA's values are spec's and JAX's bit for bit. Another preset is JAX's
+    ValueError at lowering."""
+    ours, compiled, text = spec_and_compiled(_dot_algorithms(slax), X, Y)
+    assert canonical(text) == canonical(jax.jit(_dot_algorithms(jlax)).lower(X, Y).as_text())
+    assert_bitwise(ours, compiled)
+    assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_dot_algorithms(jlax))(X, Y)])
+    with pytest.raises(ValueError, match="'TF32_TF32_F32' is not supported by dot_general on CPU"):
+        lowered(lambda a, c: slax.dot(a, c.T, precision="TF32_TF32_F32"), X, Y)
+
+
+_FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+           "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3", "float8_e8m0fnu"]
+
+
+def _float8_round_trips(lax: Any) -> Callable[..., Any]:
+    return lambda a: [lax.convert_element_type(lax.convert_element_type(
+        a, getattr(ml_dtypes, n)), np.float32) for n in _FLOAT8]
+
+
+def test_float8_types_lower_as_jax() -> None:
+    """The float8 dtypes are MLIR's f8 element types (``f8E4M3FN``, ...):
+    JAX's text (so XLA's conversions are JAX's), and XLA's values spec's
+    (spec's NaNs may carry another sign)."""
+    x = np.array([0.1, -1.5, 3.0, 448.0, 1e-3], np.float32)
+    ours, compiled, text = spec_and_compiled(_float8_round_trips(slax), x)
+    assert canonical(text) == canonical(jax.jit(_float8_round_trips(jlax)).lower(x).as_text())
+    for a, b in zip(ours, compiled):
+        np.testing.assert_array_equal(a, b)

@@ -150,11 +150,50 @@ def test_donated_argument_info() -> None:
     assert sflat == jflat == [True, False]
 
 
+_DONATIONS = [  # (function, donate_argnums, number of arguments)
+    (lambda a: a * 2, (0,), 1), (lambda a: a.sum(), (0,), 1),
+    (lambda a, b: (b * 2, a + 1.0), (0,), 2), (lambda a, b: a * 2, (0,), 2),
+    (lambda a: a.astype(np.int32), (0,), 1), (lambda a, b: (a * b, a - b), (0, 1), 2)]
+
+
+def test_donations_and_unused_arguments_lower_as_jax() -> None:
+    """Donated arguments alias the results of their type
+    (``tf.aliasing_output``), else donate a buffer of their size
+    (``jax.buffer_donor``), else warn as JAX warns; unused arguments are
+    left out of the module."""
+    import warnings
+    from tests.lowering.xla_run import canonical
+    x = np.ones(4, F32)
+    for fn, donate, n in _DONATIONS:
+        texts, warned = [], []
+        for m in (spec, jax):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                texts.append(canonical(m.jit(fn, donate_argnums=donate).lower(*[x] * n).as_text()))
+            warned.append([str(w.message) for w in caught if "donated" in str(w.message)])
+        assert texts[0] == texts[1], (donate, n)
+        assert warned[0] == warned[1]
+
+
 def test_unknown_dialect() -> None:
     def build(m: Any, _: Any) -> Any:
         return lambda: m.jit(lambda x: x).lower(1.0).as_text(dialect="foo")
     s, j = both(build)
     assert error_of(s) == error_of(j)
+
+    def ir(m: Any, _: Any) -> Any:
+        return lambda: m.jit(lambda x: x).lower(1.0).compiler_ir("foo")
+    s, j = both(ir)
+    assert error_of(s) == error_of(j)
+
+
+def test_compiler_ir_is_the_module() -> None:
+    """``compiler_ir()`` is the text of JAX's MLIR module and
+    ``compiler_ir("hlo")`` the HLO text of JAX's XLA computation."""
+    from tests.lowering.xla_run import canonical, hlo_renumbered
+    s, j = both(lambda m, jnp: m.jit(lambda x: jnp.sin(x) * 2).lower(np.ones(3, F32)))
+    assert canonical(s.compiler_ir()) == canonical(str(j.compiler_ir()))
+    assert hlo_renumbered(s.compiler_ir("hlo")) == hlo_renumbered(j.as_text("hlo"))
 
 
 def test_traced_and_lowered_attributes() -> None:
@@ -228,7 +267,26 @@ def _hlo_programs(jnp: Any, lax: Any) -> dict[str, tuple[Callable[..., Any], tup
                                  (x, np.int32(1))),
         "prng": (lambda a: a + _library(jnp).random.uniform(
             _library(jnp).random.key(0), (3,)), (x[0],)),
+        "scatter_and_conv": (_scatter_and_conv(lax), (
+            np.arange(16, dtype=F32).reshape(4, 4), np.array([[0], [2]], np.int32),
+            np.ones((2, 4), F32), np.linspace(0, 1, 12, dtype=F32).reshape(3, 1, 2, 2))),
     }
+
+
+def _scatter_and_conv(lax: Any) -> Callable[..., Any]:
+    dn = lax.ScatterDimensionNumbers((1,), (0,), (0,))
+
+    def fn(x: Any, i: Any, u: Any, w: Any) -> Any:
+        image = x[None, None]
+        return (lax.scatter_add(x, i, u, dn, mode="fill"),
+                lax.scatter(x, i, u, dn, indices_are_sorted=True, unique_indices=True,
+                            mode="promise_in_bounds"),
+                lax.conv_general_dilated(image, w, (1, 2), [(1, 0), (0, 1)], rhs_dilation=(2, 1)),
+                lax.conv_general_dilated(
+                    image.repeat(2, 1), w.reshape(3, 2, 2, 1)[:2].transpose(0, 3, 1, 2), (2, 1),
+                    [(1, 1), (0, 1)], lhs_dilation=(2, 1), feature_group_count=2,
+                    precision=lax.Precision.HIGHEST))
+    return fn
 
 
 def _library(jnp: Any) -> Any:
@@ -237,15 +295,17 @@ def _library(jnp: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", ["elementwise", "reductions", "dot", "while", "cond",
-                                  "structural", "windows_and_indexing", "prng"])
+                                  "structural", "windows_and_indexing", "prng",
+                                  "scatter_and_conv"])
 def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     """``as_text("hlo")`` is the HLO text XLA converts spec's StableHLO to
     (jaxlib's converter run on spec's module with locations), and JAX's text
-    for the same program, up to instruction numbering. (argmax, sort and
-    cumsum: spec's module locates the ops of their bodies otherwise than
-    JAX's, at ``argmax`` rather than ``gt``, ``ne``, ..., so only the opcodes
-    agree with JAX's there; prng: spec emits JAX's threefry arithmetic, not
-    its text, so only XLA's conversion is compared.)"""
+    for the same program, up to instruction numbering. (argmax, sort, cumsum
+    and scatter: spec's module locates the ops of their bodies otherwise than
+    JAX's, at ``argmax`` rather than ``gt``, ``ne``, ..., and a scatter's
+    region arguments nowhere, so only the opcodes agree with JAX's there;
+    prng: spec emits JAX's threefry arithmetic, not its text, so only XLA's
+    conversion is compared.)"""
     from spec import lax as slax
     from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
     fn, args = _hlo_programs(sjnp, slax)[name]
@@ -257,8 +317,49 @@ def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     if name == "prng":
         return  # spec emits JAX's threefry arithmetic in place of its private functions
     theirs = jax.jit(jfn).lower(*args).as_text("hlo")
-    if name in ("reductions", "windows_and_indexing"):
+    if name in ("reductions", "windows_and_indexing", "scatter_and_conv"):
         opcodes = re.compile(r"= \S+ ([\w-]+)\(")
         assert opcodes.findall(ours) == opcodes.findall(theirs)
         return
     assert hlo_renumbered(ours) == hlo_renumbered(theirs)
+
+
+def _sharded_programs() -> dict[str, Any]:
+    """Lowered programs whose modules carry Shardy shardings: explicit
+    shardings (placed arguments, constraints, resharding, sharded results)
+    and a shard_map with collectives."""
+    from spec import lax as slax
+    from spec.sharding import AxisType, PartitionSpec as P
+    x = np.arange(32, dtype=F32).reshape(4, 8)
+    mesh = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+    with spec.set_mesh(mesh):
+        a, b, c = (spec.device_put(x, s) for s in (P("x", "y"), P(), P("y", None)))
+        explicit = spec.jit(lambda a, b, c: (sjnp.sin(a) * 2, (a + b).sum(axis=0),
+                                             spec.reshard(c, P(None, "x")), c.T)).lower(a, b, c)
+        one_result = spec.jit(lambda a: sjnp.sin(a).sum(axis=1)).lower(a)
+
+    def body(a: Any, b: Any) -> Any:
+        gathered = slax.all_gather(a, "y", axis=1, tiled=True)
+        out = (slax.ppermute(a, "x", [(0, 1), (1, 0)])
+               + slax.psum_scatter(gathered, "y", scatter_dimension=1, tiled=True)
+               + slax.pmax(a, ("x", "y")) + slax.all_to_all(a, "y", 0, 0, tiled=True)
+               + slax.axis_index("y"))
+        return out, b * 2
+    auto = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    manual = spec.jit(spec.shard_map(body, mesh=auto, in_specs=(P("x", "y"), P("y")),
+                                     out_specs=(P("x", "y"), P("y")))).lower(x, x)
+    return {"explicit": explicit, "one_result": one_result, "manual": manual}
+
+
+def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
+    """A sharded program's ``as_text("hlo")`` is XLA's conversion of its
+    StableHLO: parameters with their HLO shardings (``devices=[2,2]<=[4]``,
+    ``last_tile_dim_replicate``) and Shardy attributes, ``Sharding`` and
+    ``FuncResultSharding`` custom calls, a manual computation's
+    ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, and the
+    collectives' replica groups over mesh axes."""
+    from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
+    for name, lowered in _sharded_programs().items():
+        ours = lowered.as_text("hlo")
+        theirs = xla_hlo_text(lowered.as_text(debug_info=True))
+        assert hlo_renumbered(ours) == hlo_renumbered(theirs), name

@@ -473,7 +473,10 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
                        num_partitions=traced._devices,
                        arg_placements=[p or _placement(x) for x, p in
                                        zip(traced._split.leaves, traced._in_placed)],
-                       result_placements=traced._out_placed)
+                       result_placements=traced._out_placed,
+                       donated=_donated_leaves(traced._jitted._fun, traced._split,
+                                               traced._jitted._donate_argnums),
+                       keep_unused=traced._jitted._keep_unused)
 
 
 def _result_names(out_tree: Any) -> list[str]:
@@ -590,6 +593,14 @@ class Lowered(_Stage):
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         return _module_text(self._traced, dialect, debug_info)
+
+    def compiler_ir(self, dialect: str | None = None) -> str:
+        """The lowering as an object for debugging (JAX's is an MLIR module
+        or an XLA computation, whose text this is): the StableHLO module's
+        text (``None``, ``"stablehlo"``), or the HLO text (``"hlo"``)."""
+        if dialect not in (None, "stablehlo", "hlo"):
+            raise ValueError(f"unknown dialect: {dialect}")
+        return _module_text(self._traced, dialect)
 
     def compile(self, compiler_options: Any = None) -> Compiled:
         """Compiling validates the jit's compiler options, then these (which

@@ -27,6 +27,7 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
+from spec._src.lowering.emitter import LoweringContext
 from spec._src.interpreters.ad_util import Zero, defjvp, is_undefined_primal
 from spec._src.interpreters.batching import sharding_for_vmap
 from spec._src.core.interpreter import canonical_aval_of, pp_eqn_default
@@ -316,6 +317,39 @@ def _dot_general_impl(lhs: np.ndarray, rhs: np.ndarray, *, dimension_numbers: Di
     return [_as_named_dot(lhs, rhs, dimension_numbers, precision, out)]
 
 
+def _dot_general_lowering(ctx: LoweringContext, operands: Sequence[str],
+                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                          precision: Any, **params: Any) -> list[str]:
+    """As JAX lowers it on CPU: a dot algorithm (one of the presets the CPU
+    backend compiles, else JAX's ValueError) casts the operands to its
+    types, contracts in its accumulation type with its ``algorithm``
+    attribute (none for DEFAULT) and casts the result to the equation's."""
+    if not DA.is_algorithm(precision):
+        return LR.dot_general(ctx, operands, in_avals, out_avals, precision=precision, **params)
+    DA.check_supported_on_cpu(precision)
+    out = out_avals[0]
+    lt, rt, acc = DA.cpu_compute_types(precision, in_avals[0].dtype, in_avals[1].dtype, out.dtype)
+    cast = [x if a.dtype == dt else ctx.op("stablehlo.convert", [x], [a], ArrayType(a.shape, dt))
+            for x, a, dt in zip(operands, in_avals, (lt, rt))]
+    typed = [ArrayType(a.shape, dt) for a, dt in zip(in_avals, (lt, rt))]
+    wide = ArrayType(out.shape, acc)
+    (result,) = LR.dot_general(ctx, cast, typed, [wide], precision=None,
+                               algorithm=_algorithm_attr(precision), **params)
+    return [result if acc == out.dtype else ctx.op("stablehlo.convert", [result], [wide], out)]
+
+
+def _algorithm_attr(preset: DA.DotAlgorithmPreset) -> str | None:
+    """The ``algorithm`` attribute of a preset, from its name (``BF16_BF16_F32_X3``:
+    bf16 operands, f32 accumulation, three products); DEFAULT has none."""
+    if preset is DA.DotAlgorithmPreset.DEFAULT:
+        return None
+    lhs, rhs, acc, *times = preset.name.lower().split("_")
+    count = int(times[0][1:]) if times else 1
+    return (f"<lhs_precision_type = {lhs}, rhs_precision_type = {rhs}, accumulation_type = "
+            f"{acc}, lhs_component_count = 1, rhs_component_count = 1, "
+            f"num_primitive_operations = {count}, allow_imprecise_accumulation = false>")
+
+
 def _pp_dot_general(eqn: Any, ctx: Any) -> Any:
     params = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
@@ -571,7 +605,7 @@ def _dot_general(prim: Primitive) -> PD.Program:
 
 
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
-                        lowering=LR.dot_general,
+                        lowering=_dot_general_lowering,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
                         batch=_dot_general_batch, sharding=_dot_general_sharding,
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,

@@ -26,7 +26,7 @@ import numpy as np
 from spec._src.core.canonical import canonical_integral
 from spec._src.core import types as T
 from spec._src.lowering import rules as LR
-from spec._src.lowering.emitter import LoweringContext
+from spec._src.lowering.emitter import LoweringContext, tensor_type
 from spec._src.lowering import transcendental as LT
 from spec._src.interpreters.ad_util import (
     Zero,
@@ -694,7 +694,28 @@ def _lift64_or_float(fn64: Callable[[np.ndarray], np.ndarray],
 
 neg_p = _unary("neg", NUMBER, lifted(_neg, ftz=False), jvp=linear_jvp(),
                transpose=linear_transpose(lambda ct, x: neg(ct)))
-sign_p = _unary("sign", NUMBER, lifted(_sign), **_unary_jvp("sign", _sign_jvp, with_out=True))
+def _sign_lowering(ctx: LoweringContext, operands: Sequence[str],
+                   in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType]) -> list[str]:
+    """``stablehlo.sign``, which takes no unsigned integers: for those, as
+    JAX lowers it, ``select(x == 0, 0, 1)``."""
+    aval = in_avals[0]
+    if np.dtype(aval.dtype).kind != "u":
+        return LR.elementwise("stablehlo.sign")(ctx, operands, in_avals, out_avals)
+    scalar = ArrayType((), aval.dtype)
+
+    def full(value: int) -> str:
+        return ctx.broadcast(ctx.constant(np.asarray(value, aval.dtype), scalar), scalar, aval,
+                             ())
+    t, mask = tensor_type(aval), tensor_type(ArrayType(aval.shape, T.bool_))
+    zero = full(0)
+    is_zero = ctx.line(f"stablehlo.compare EQ, {operands[0]}, {zero}, UNSIGNED : ({t}, {t}) -> "
+                       f"{mask}")
+    zero, one = full(0), full(1)
+    return [ctx.line(f"stablehlo.select {is_zero}, {zero}, {one} : {mask}, {t}")]
+
+
+sign_p = _unary("sign", NUMBER, lifted(_sign), lowering=_sign_lowering,
+                **_unary_jvp("sign", _sign_jvp, with_out=True))
 floor_p = _unary("floor", FLOAT, lifted(np.floor), **_zero_deriv("floor", "piecewise constant"))
 ceil_p = _unary("ceil", FLOAT, lifted(np.ceil), **_zero_deriv("ceil", "piecewise constant"))
 def _round_lowering(ctx: LoweringContext, operands: Sequence[str],

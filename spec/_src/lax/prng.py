@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -43,6 +43,8 @@ from spec._src.lax.elementwise import eq, exp, select
 from spec._src.lax import elementwise as E
 from spec._src.lax.slicing import concatenate, slice as slice_
 from spec._src.lowering import prng as LP
+from spec._src.lowering.emitter import LoweringContext, handles_keys
+from spec._src.lowering.transcendental import lower_fun
 from spec._src.lax.loops import scan
 from spec._src.lax.special import random_gamma_grad
 from spec._src.lax.shaping import (
@@ -406,20 +408,39 @@ def _gamma_type(keys: ArrayType, a: ArrayType, *, log_space: bool) -> list[Array
 
 
 GammaSampler = Callable[[np.ndarray, np.ndarray, bool], np.ndarray]
+GammaProgram = Callable[[Any, Any, bool], Any]
 _gamma_samplers: list[GammaSampler] = []
+_gamma_programs: list[GammaProgram] = []
 
 
-def register_gamma_sampler(sampler: GammaSampler) -> None:
-    """Install the program ``random_gamma``'s impl runs: JAX's sampler is a
-    jnp/vmap program, written in the random layer above this one, which
-    registers it when it is imported (as spec's facade always does)."""
+def register_gamma_sampler(sampler: GammaSampler, program: GammaProgram) -> None:
+    """Install the program ``random_gamma``'s impl runs (``sampler``, on
+    arrays) and lowers (``program``, traced on the operands' types): JAX's
+    sampler is a jnp/vmap program, written in the random layer above this
+    one, which registers it when it is imported (as spec's facade always
+    does)."""
     _gamma_samplers[:] = [sampler]
+    _gamma_programs[:] = [program]
 
 
 def _gamma_impl(keys: np.ndarray, a: np.ndarray, *, log_space: bool) -> list[np.ndarray]:
     if not _gamma_samplers:
         raise NotImplementedError("random_gamma needs spec._src.random.samplers imported")
     return [_gamma_samplers[0](keys, a, log_space)]
+
+
+@handles_keys
+def _gamma_lowering(ctx: LoweringContext, operands: Sequence[str],
+                    in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                    log_space: bool) -> list[str]:
+    """The sampler's program emitted in place, as JAX lowers
+    ``random_gamma`` (``mlir.lower_fun`` of its vmapped sampler): keys are
+    their data in every op it writes."""
+    if not _gamma_programs:
+        raise NotImplementedError("random_gamma needs spec._src.random.samplers imported")
+    program = _gamma_programs[0]
+    rule = lower_fun(lambda keys, a: program(keys, a, log_space))
+    return rule(ctx, operands, in_avals, out_avals)
 
 
 def _gamma_batch(axis: AxisData, args: Any, dims: list[BatchDim], *, log_space: bool
@@ -464,10 +485,7 @@ random_gamma_p = declare(
     transpose=_not_linear("random_gamma"), batch=_gamma_batch,
     sharding=SK.section("random_gamma", SK.same_as(1)),
     per_device=from_primitive(PD.aligned),
-    # JAX lowers its sampler's loop; spec's sampler reshapes and slices key
-    # arrays, which the structural rules do not lower (they see logical shapes).
-    lowering=not_applicable("random_gamma has no lowering in spec: its sampler reshapes key "
-                            "arrays, which the structural rules cannot lower"))
+    lowering=_gamma_lowering)
 
 __all__ += ["random_gamma_p"]
 

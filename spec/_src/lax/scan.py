@@ -45,7 +45,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.lowering import control as CL
-from spec._src.lowering.emitter import LoweringContext
+from spec._src.lowering.emitter import LoweringContext, handles_keys
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
@@ -390,6 +390,7 @@ def _scan_impl(*args: np.ndarray, reverse: bool, length: int, jaxpr: Jaxpr,
     return [*carry, *ys]
 
 
+@handles_keys  # CL.scan lowers key-typed values as their data
 def _scan_lowering(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                    out_avals: Sequence[ArrayType], *, ft_in: FlatTree, ft_out: FlatTree,
                    **params: Any) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.types import ArrayType
+from spec._src.lowering import rules as LR
 from spec._src.lowering.emitter import (
     LoweringContext,
     LoweringRule,
@@ -71,19 +72,36 @@ def _reducing_op(ctx: LoweringContext, opname: str, operand: str, aval: ArrayTyp
 
 
 _REDUCERS = {"psum": "add", "pmax": "maximum", "pmin": "minimum"}
+_POSITIONAL = {"psum": LR.reduce_sum, "pmax": LR.reduce_max, "pmin": LR.reduce_min}
 
 
 def all_reduce(prim: str) -> LoweringRule:
-    """psum/pmax/pmin (and psum_invariant, a psum): one ``all_reduce`` per
-    operand over the named axes, combining with add/maximum/minimum."""
-    reducer = _REDUCERS["psum" if prim == "psum_invariant" else prim]
+    """psum/pmax/pmin (and psum_invariant, a psum): positional axes (what
+    vmap makes of its named axis) reduced first with the reduction's own
+    rule, as JAX lowers them; then one ``all_reduce`` per operand over the
+    named axes, combining with add/maximum/minimum."""
+    kind = "psum" if prim == "psum_invariant" else prim
+    reducer = _REDUCERS[kind]
 
     def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
              out_avals: Sequence[ArrayType], *, axes: Any, axis_index_groups: Any = None,
              **params: Any) -> list[str]:
+        every = axes if isinstance(axes, (tuple, list)) else (axes,)
+        positional = tuple(a for a in every if isinstance(a, int))
+        named = tuple(a for a in every if not isinstance(a, int))
+        if positional:
+            reduced = []
+            for o, a in zip(operands, in_avals):
+                shape = [d for k, d in enumerate(a.shape) if k not in positional]
+                out = ArrayType(tuple(shape), a.dtype)
+                reduced.append((_POSITIONAL[kind](ctx, [o], [a], [out], axes=positional)[0],
+                                out))
+            operands, in_avals = [o for o, _ in reduced], [a for _, a in reduced]
+            if not named:
+                return list(operands)
         if any(np.dtype(a.dtype) == np.bool_ for a in in_avals):
             raise NotImplementedError(f"lowering {prim} of booleans is not specified")
-        _, _, groups = _groups(ctx, prim, axes, axis_index_groups)
+        _, _, groups = _groups(ctx, prim, named, axis_index_groups)
         attrs = f"{_CHANNEL}, {groups}, use_global_device_ids"
         return [_reducing_op(ctx, "all_reduce", o, a, r, reducer, attrs)
                 for o, a, r in zip(operands, in_avals, out_avals)]

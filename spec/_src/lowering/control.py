@@ -17,7 +17,14 @@ import numpy as np
 
 from spec._src.core.interpreter import Jaxpr
 from spec._src.core.types import ArrayType
-from spec._src.lowering.emitter import LoweringContext, ints, lower_body, tensor_type
+from spec._src.lowering.emitter import (
+    LoweringContext,
+    ints,
+    keys_as_data,
+    lower_body,
+    physical_aval,
+    tensor_type,
+)
 
 Avals = Sequence[ArrayType]
 _BOOL = np.dtype(np.bool_)
@@ -30,6 +37,7 @@ def _scalar_const(ctx: LoweringContext, value: int, dtype: Any) -> str:
 
 # =============================================================== cond
 
+@keys_as_data
 def cond(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
          branches: Sequence[Jaxpr], **params: Any) -> list[str]:
     """``stablehlo.case`` on the int32 index, one region per branch, each
@@ -61,7 +69,9 @@ def _any(ctx: LoweringContext, pred: str, aval: ArrayType) -> str:
 
 def _keep_done(ctx: LoweringContext, pred: str, pred_aval: ArrayType, new: str, old: str,
                aval: ArrayType) -> str:
-    """A batched loop's member whose predicate is false keeps its carry."""
+    """A batched loop's member whose predicate is false keeps its carry
+    (a key's data along with it)."""
+    aval = physical_aval(aval)
     wide = ArrayType(aval.shape, _BOOL)
     if aval.shape != pred_aval.shape:
         pred = ctx.broadcast(pred, pred_aval, wide, range(pred_aval.ndim))
@@ -69,6 +79,7 @@ def _keep_done(ctx: LoweringContext, pred: str, pred_aval: ArrayType, new: str, 
                     f"{tensor_type(aval)}")
 
 
+@keys_as_data
 def while_loop(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
                out_avals: Avals, *, cond_nconsts: int, cond_jaxpr: Jaxpr, body_nconsts: int,
                body_jaxpr: Jaxpr) -> list[str]:
@@ -153,6 +164,7 @@ def _zeros(ctx: LoweringContext, aval: ArrayType) -> str:
         return ctx.broadcast(zero, scalar, aval, ())
 
 
+@keys_as_data
 def scan(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
          num_consts: int, num_carry: int, jaxpr: Jaxpr, length: int, reverse: bool,
          unroll: int = 1, **params: Any) -> list[str]:
@@ -369,6 +381,7 @@ def _block_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str
 
 # ======================================================== inlined calls
 
+@keys_as_data
 def inline(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
            *, call_jaxpr: Jaxpr, **params: Any) -> list[str]:
     """A call whose body is emitted in place: custom_jvp_call and
@@ -378,6 +391,7 @@ def inline(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_a
         return lower_body(ctx, call_jaxpr, operands)
 
 
+@keys_as_data
 def eval_jaxpr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
                out_avals: Avals, *, call_jaxpr: Jaxpr) -> list[str]:
     """The jaxpr in place, its ops named under ``eval_jaxpr``."""
@@ -385,6 +399,7 @@ def eval_jaxpr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
         return lower_body(ctx, call_jaxpr, operands)
 
 
+@keys_as_data
 def remat(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
           *, jaxpr: Jaxpr, prevent_cse: bool | tuple[bool, ...], differentiated: bool,
           **params: Any) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,6 +151,11 @@ class LoweringContext:
         return self.line(f"{opname} {args}{attrs} : {sig}")
 
     def constant(self, value: np.ndarray, aval: ArrayType) -> str:
+        """A constant holding ``value`` in ``aval``'s dtype (a closed-over
+        NumPy array keeps its own dtype, which the type canonicalises)."""
+        value = np.asarray(value)
+        if not is_key_dtype(aval.dtype) and value.dtype != np.dtype(aval.dtype):
+            value = value.astype(np.dtype(aval.dtype))
         return self.line(f"stablehlo.constant {dense_literal(value)} : {tensor_type(aval)}")
 
     def broadcast(self, operand: str, aval: ArrayType, out_aval: ArrayType,
@@ -367,6 +373,49 @@ def handles_keys(rule: LoweringRule) -> LoweringRule:
     return rule
 
 
+ParamsForData = Callable[[Sequence[ArrayType], Sequence[ArrayType], dict[str, Any]],
+                         dict[str, Any]]
+
+
+def _key_data_dims(avals: Sequence[ArrayType]) -> tuple[int, ...]:
+    """The trailing dimensions a key array's data adds (a Threefry key's
+    ``(2,)``); ``()`` when no value is key-typed."""
+    for aval in avals:
+        if is_key_dtype(aval.dtype):
+            return tuple(aval.dtype.impl.key_shape)  # type: ignore[attr-defined]
+    return ()
+
+
+def keys_as_data(rule: LoweringRule, params_for_data: ParamsForData | None = None
+                 ) -> LoweringRule:
+    """``rule`` for key-typed values too: it is given their key data's types
+    (the key data's dimensions after the logical ones, as JAX's physical
+    lowering of a key array), and ``params_for_data(in_avals, out_avals,
+    params)`` the params extended to those dimensions (a permutation or
+    slice that names every dimension); rules whose params name only leading
+    dimensions need none."""
+    def data_rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                  out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+        if _key_data_dims([*in_avals, *out_avals]):
+            if params_for_data is not None:
+                params = params_for_data(in_avals, out_avals, params)
+            in_avals = [physical_aval(a) for a in in_avals]
+            out_avals = [physical_aval(a) for a in out_avals]
+        return rule(ctx, operands, in_avals, out_avals, **params)
+    data_rule.__doc__ = rule.__doc__
+    return handles_keys(data_rule)
+
+
+def key_dims_appended(*names: str) -> ParamsForData:
+    """Params that number dimensions up to the result's rank (a
+    permutation, broadcast dimensions), extended by the key data's."""
+    def extend(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+               params: dict[str, Any]) -> dict[str, Any]:
+        rank, extra = out_avals[0].ndim, len(_key_data_dims([*in_avals, *out_avals]))
+        return {**params, **{n: (*params[n], *range(rank, rank + extra)) for n in names}}
+    return extend
+
+
 def _check_keys(eqn: Any, rule: Any) -> None:
     """Other rules see a key array's logical shape, not its data's: a key
     operand or result there has no lowering."""
@@ -471,11 +520,61 @@ def _placed(ctx: LoweringContext, value: str, aval: ArrayType, sharding: Any) ->
     return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
 
 
+def _read_inputs(jaxpr: Jaxpr) -> list[int]:
+    """The indices of the inputs an equation or the outputs read."""
+    read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in jaxpr.eqns:
+        read.update(id(a) for a in eqn.invars if isinstance(a, Var))
+    return [i for i, v in enumerate(jaxpr.invars) if id(v) in read]
+
+
+def _shape_text(aval: ArrayType) -> str:
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
+
+
+def _donations(jaxpr: Jaxpr, donated: Sequence[bool], aliases: dict[int, int],
+               first_result: int) -> tuple[dict[int, int], set[int]]:
+    """Where donated arguments go, as JAX sets up its aliases on one device:
+    each result, in order, takes the earliest donated argument of its shape
+    and dtype (``tf.aliasing_output``); a donated argument left over with as
+    many elements as a result nothing aliases is a buffer donor XLA may
+    reuse (``jax.buffer_donor``); any other is JAX's UserWarning "Some
+    donated buffers were not usable"."""
+    aliases = dict(aliases)
+    taken = set(aliases.values())
+    outs = [(k + first_result, v.aval) for k, v in enumerate(jaxpr.outvars)]
+    waiting = [i for i, d in enumerate(donated) if d and i not in aliases]
+    for k, aval in outs:
+        match = next((i for i in waiting if _shape_text(jaxpr.invars[i].aval) ==
+                      _shape_text(aval)), None)
+        if match is not None and k not in taken:
+            aliases[match] = k
+            taken.add(k)
+            waiting.remove(match)
+    free = [(k, aval) for k, aval in outs if k not in taken]
+    donors = set()
+    for i in list(waiting):
+        size = int(np.prod(jaxpr.invars[i].aval.shape, dtype=np.int64))
+        hit = next((pair for pair in free if int(np.prod(pair[1].shape, dtype=np.int64))
+                    == size), None)
+        if hit is not None:
+            free.remove(hit)
+            donors.add(i)
+            waiting.remove(i)
+    if waiting:
+        unused = ", ".join(_shape_text(jaxpr.invars[i].aval) for i in waiting)
+        warnings.warn(f"Some donated buffers were not usable: {unused}.\nSee an explanation at "
+                      "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation.",
+                      stacklevel=3)
+    return aliases, donors
+
+
 def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
                 arg_names: Sequence[str] | None = None,
                 result_names: Sequence[str] | None = None, num_partitions: int = 1,
                 arg_placements: Sequence[Any] | None = None,
-                result_placements: Sequence[Any] | None = None) -> str:
+                result_placements: Sequence[Any] | None = None,
+                donated: Sequence[bool] | None = None, keep_unused: bool = True) -> str:
     """The StableHLO module text of a closed jaxpr, as ``jax.jit(f).lower``
     prints it: one public ``@main`` taking the jaxpr's inputs; its consts
     become constants. With ``debug_info`` each op carries its location,
@@ -493,7 +592,9 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     none lowers. A program with refs is lowered discharged: a ref argument
     is its value, and its final contents are results after the program's
     own. Each ordered effect threads a ``!stablehlo.token`` from a first
-    argument to a first result."""
+    argument to a first result. ``donated`` arguments alias results or are
+    buffer donors (``_donations``). Without ``keep_unused`` the arguments
+    nothing reads are left out (jit's default, as JAX lowers it)."""
     check_lowerable(closed_jaxpr)
     ordered = ordered_effects(closed_jaxpr)
     # A ref argument's buffer is donated to the result holding its final
@@ -502,6 +603,16 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
     # JAX's dead-code elimination before lowering, calls' unused results too.
     closed_jaxpr = dce_jaxpr(discharged(closed_jaxpr))
+    if not keep_unused:
+        kept = _read_inputs(closed_jaxpr)
+        closed_jaxpr = Jaxpr(closed_jaxpr.constvars, [closed_jaxpr.invars[i] for i in kept],
+                             closed_jaxpr.outvars, closed_jaxpr.eqns, closed_jaxpr.effects,
+                             closed_jaxpr.consts)
+        aliases = {kept.index(i): k for i, k in aliases.items() if i in kept}
+        arg_names = None if arg_names is None else [arg_names[i] for i in kept]
+        arg_placements = None if arg_placements is None else [
+            arg_placements[i] for i in kept if i < len(arg_placements)]
+        donated = None if donated is None else [donated[i] for i in kept]
     top = f"jit({name})"
     ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
                           _eqn_stack=top)
@@ -514,10 +625,16 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     placed = list(result_placements or [])
     placed += [None] * (len(closed_jaxpr.outvars) - len(placed))
     kinds = names_memory_kinds(closed_jaxpr, [*placements, *placed])
+    donors: set[int] = set()
+    if donated is not None and num_partitions == 1:
+        aliases, donors = _donations(closed_jaxpr, donated, aliases, len(ordered))
     arg_text = [f"{a}: {tensor_type(v.aval)}"
                 f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i],
                             kind=_arg_kind(kinds, placements[i]))}"
                 for i, (a, v) in enumerate(zip(args, closed_jaxpr.invars))]
+    arg_text = [t[:-1] + ", jax.buffer_donor = true}" if i in donors and t.endswith("}")
+                else t + " {jax.buffer_donor = true}" if i in donors else t
+                for i, t in enumerate(arg_text)]
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens] + arg_text

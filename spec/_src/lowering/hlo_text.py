@@ -81,6 +81,8 @@ class Function:
     name: str
     args: list[tuple[str, TensorType, str | None]]
     body: Region
+    arg_shardings: list[str | None] = field(default_factory=list)     # ``<@mesh, [...]>``
+    result_shardings: list[str | None] = field(default_factory=list)
 
 
 _ELEMENT = {"i1": "pred", "f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
@@ -108,17 +110,23 @@ def tensor_type(text: str) -> TensorType:
     return TensorType(shape, _ELEMENT.get(element, element))
 
 
+def _is_arrow(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is the ``>`` of an arrow ``->`` (which closes no
+    bracket)."""
+    return text[i] == ">" and i > 0 and text[i - 1] == "-"
+
+
 def _split_top(text: str, sep: str = ",") -> list[str]:
     """``text`` split at ``sep`` outside brackets and quotes."""
     out: list[str] = []
     cur: list[str] = []
     depth, quoted = 0, False
-    for ch in text:
+    for i, ch in enumerate(text):
         if ch == '"':
             quoted = not quoted
         elif not quoted and ch in "([{<":
             depth += 1
-        elif not quoted and ch in ")]}>":
+        elif not quoted and ch in ")]}>" and not _is_arrow(text, i):
             depth -= 1
         if ch == sep and depth == 0 and not quoted:
             out.append("".join(cur))
@@ -146,7 +154,7 @@ def _signature_types(sig: str) -> list[TensorType]:
     for i, ch in enumerate(sig):
         if ch in "(<[{":
             depth += 1
-        elif ch in ")>]}":
+        elif ch in ")>]}" and not _is_arrow(sig, i):
             depth -= 1
         elif depth == 0 and sig.startswith("->", i):
             arrow = i
@@ -167,7 +175,7 @@ def _last_colon(text: str) -> int:
             quoted = not quoted
         elif not quoted and ch in "([{<":
             depth += 1
-        elif not quoted and ch in ")]}>":
+        elif not quoted and ch in ")]}>" and not _is_arrow(text, i):
             depth -= 1
         elif not quoted and depth == 0 and text.startswith(" : ", i):
             found = i
@@ -245,6 +253,9 @@ def _parse_block(lines: _Lines, args: list[tuple[str, TensorType]]) -> Region:
         if re.match(r"^%[\w.]+(?::\d+)? = stablehlo\.while\(", body):
             ops.append(_parse_pretty_while(lines, body, loc))
             continue
+        if re.match(r"^%[\w.]+(?::\d+)? = sdy\.manual_computation\(", body):
+            ops.append(_parse_manual_computation(lines, body, loc))
+            continue
         colon = _last_colon(body)
         head, sig = (body[:colon], body[colon + 3:]) if colon >= 0 else (body, "")
         ops.append(_parse_op(head, loc, sig))
@@ -266,6 +277,30 @@ def _parse_pretty_while(lines: _Lines, head: str, loc: str | None) -> Op:
               types, loc, regions)
 
 
+_MANUAL = re.compile(r"^(%[\w.]+)(?::(\d+))? = sdy\.manual_computation\((.*?)\) "
+                     r"in_shardings=\[(.*)\] out_shardings=\[(.*)\] manual_axes=\{(.*)\} "
+                     r"\((.*)\) \{$")
+
+
+def _parse_manual_computation(lines: _Lines, head: str, loc: str | None) -> Op:
+    """``%r = sdy.manual_computation(%x) in_shardings=[...] out_shardings=[...]
+    manual_axes={...} (%a: T) { ... sdy.return ... } : (T) -> (T)``; the body
+    keeps the shardings and axes (``in=``, ``out=``, ``axes=`` lines)."""
+    m = _MANUAL.match(head)
+    assert m is not None, head
+    args = []
+    for a in _split_top(m.group(7)):
+        ssa, _, rest = a.partition(":")
+        args.append((ssa.strip(), tensor_type(_strip_loc(rest)[0])))
+    region = _parse_block(lines, args)
+    closing, end_loc = _strip_loc(lines.next())
+    colon = _last_colon(closing)
+    body = f"in=[{m.group(4)}]\nout=[{m.group(5)}]\naxes={{{m.group(6)}}}"
+    return Op(_results(m.group(1), m.group(2)), "manual_computation",
+              [x.strip() for x in _split_top(m.group(3))], body,
+              _signature_types(closing[colon + 3:]), loc or end_loc, [region])
+
+
 def _parse_region_op(lines: _Lines, head: str) -> Op:
     """A generic-form op with regions: ``"op"(...) <{attrs}> ({ ... }, { ... }) : sig``."""
     regions = []
@@ -283,6 +318,18 @@ def _parse_region_op(lines: _Lines, head: str) -> Op:
         return op
 
 
+def _sdy_sharding(attrs: str) -> str | None:
+    """The ``<@mesh, [...]>`` of an ``sdy.sharding = #sdy.sharding<...>``
+    attribute (None without one)."""
+    m = re.search(r"sdy\.sharding = #sdy\.sharding(<@.*?\]>)", attrs)
+    return m.group(1) if m else None
+
+
+def parse_meshes(text: str) -> dict[str, str]:
+    """The module's ``sdy.mesh`` symbols: name -> axes (``["x"=2, "y"=4]``)."""
+    return dict(re.findall(r"^\s*sdy\.mesh @([\w.$-]+) = <(\[[^\]]*\])", text, re.M))
+
+
 def parse_module(text: str) -> tuple[str, list[Function]]:
     lines = _Lines(text)
     header = lines.next()
@@ -295,14 +342,18 @@ def parse_module(text: str) -> tuple[str, list[Function]]:
             continue
         fm = re.match(r"func\.func (?:public |private )?@([\w.$-]+)\((.*?)\) ->", line)
         assert fm is not None, line
-        args = []
+        args, arg_shardings = [], []
         for a in _split_top(fm.group(2)):
             ssa, _, rest = a.partition(":")
             rest, loc = _strip_loc(rest)
             args.append((ssa.strip(), tensor_type(re.sub(r"\s*\{.*\}$", "", rest.strip())), loc))
+            arg_shardings.append(_sdy_sharding(rest))
+        results = line[fm.end():].strip().removesuffix("{").strip()
+        results = results[1:-1] if results.startswith("(") else results
         body = _parse_block(lines, [(a, t) for a, t, _ in args])
         lines.next()  # the function's closing brace
-        functions.append(Function(fm.group(1), args, body))
+        functions.append(Function(fm.group(1), args, body, arg_shardings,
+                                  [_sdy_sharding(r) for r in _split_top(results)]))
     return name, functions
 
 
@@ -419,6 +470,9 @@ class _Canonical:
             elif op.name == "transpose" and not self._composed(op):
                 self.alias[op.results[0]] = op.operands[0]
                 continue
+            elif op.name == "transpose" and self._moves_unit_dims(op) and self._reshaped(op):
+                self.alias[op.results[0]] = op.operands[0]
+                continue
             elif self._identity(op):
                 self.alias[op.results[0]] = op.operands[0]
                 continue
@@ -443,6 +497,8 @@ class _Canonical:
             with np.errstate(all="ignore"):
                 return src.astype(_NUMPY[t.dtype])
         if op.name == "broadcast_in_dim":
+            if int(np.prod(t.shape)) >= _BROADCAST_FOLD_LIMIT:
+                return None
             expanded = [1] * len(t.shape)
             for i, d in enumerate(_permutation(op.body)):
                 expanded[d] = src.shape[i]
@@ -499,6 +555,18 @@ class _Canonical:
         self.transposes[op.results[0]] = (op.operands[0], perm)
         return True
 
+    def _moves_unit_dims(self, op: Op) -> bool:
+        """A transpose that keeps its other dimensions in order and moves
+        only unit ones is a reshape (the op is made one)."""
+        src = self.types.get(op.operands[0])
+        perm = _permutation(op.body)
+        moved = [d for d in perm if src is not None and src.shape[d] != 1]
+        if src is None or moved != sorted(moved):
+            return False
+        self.transposes.pop(op.results[0], None)
+        op.name, op.body = "reshape", ""
+        return True
+
     def _constant_last(self, op: Op) -> None:
         """A commutative op takes a constant as its second operand; the op
         moved is located at both its and the constant's locations."""
@@ -545,6 +613,11 @@ _FOLDS: dict[str, Any] = {
 _COMPARISONS: dict[str, Any] = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less,
                                 "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal}
 
+# XLA's import folds a broadcast of a constant into a constant only below
+# this many elements (measured: 31 fold, 32 do not).
+_BROADCAST_FOLD_LIMIT = 32
+
+_COLLECTIVES = {"all_gather", "all_to_all", "collective_permute"}
 _COMMUTATIVE = {"add", "multiply", "maximum", "minimum", "and", "or", "xor"}
 
 
@@ -654,6 +727,7 @@ class _Converter:
         self.values: dict[str, np.ndarray] = {}
         self.env: dict[str, Instr] = {}
         self.root_layouts: dict[str, tuple[int, ...] | None] = {}
+        self.meshes: dict[str, str] = {}
 
     # names
     def fresh(self, base: str) -> str:
@@ -676,16 +750,25 @@ class _Converter:
 
     # computations
     def computation(self, base: str, params: Sequence[tuple[str, str, TensorType]],
-                    region: Region, env: dict[str, Instr], entry: bool = False) -> str:
+                    region: Region, env: dict[str, Instr], entry: bool = False,
+                    arg_shardings: Sequence[str | None] = (),
+                    result_shardings: Sequence[str | None] = ()) -> str:
         """Convert ``region`` into a computation whose parameters bind
-        ``params`` (SSA name, instruction base name, type); returns its name."""
+        ``params`` (SSA name, instruction base name, type); returns its name.
+        The entry's sharded parameters and results carry their shardings."""
         instrs: list[Instr] = []
         env = dict(env)
         for k, (ssa, name, t) in enumerate(params):
-            env[ssa] = self.emit(instrs, name, t, "parameter", [], "", param=k)
+            sharding = arg_shardings[k] if k < len(arg_shardings) else None
+            attrs = "" if sharding is None else (
+                f", sharding={hlo_sharding(sharding, self.meshes)}, frontend_attributes="
+                f"{{xla.sdy.sharding={_quoted_attr('#sdy.sharding' + sharding)}}}")
+            env[ssa] = self.emit(instrs, name, t, "parameter", [], attrs, param=k)
         self.ops(instrs, region.ops, env)
         outs = [env[v] for v in region.returns]
-        if len(outs) == 1:
+        if any(r is not None for r in result_shardings):
+            root = self.sharded_results(instrs, outs, result_shardings)
+        elif len(outs) == 1:
             root = outs[0]
         else:
             root = self.emit(instrs, "tuple", None, "tuple", outs)
@@ -697,6 +780,36 @@ class _Converter:
         self.entry_root = root
         self.root_layouts[title] = root.layout_of
         return title
+
+    def sharded_results(self, instrs: list[Instr], outs: Sequence[Instr],
+                        shardings: Sequence[str | None]) -> Instr:
+        """The entry's results with shardings, as XLA exports them: each
+        through an ``xla.sdy.FuncResultSharding`` custom call, then a tuple;
+        one result is the tuple's element carrying the sharding, several
+        the tuple carrying them all (each also copied by a ``reshape`` that
+        carries its own, which nothing uses)."""
+        if any(r is None for r in shardings):
+            raise NotImplementedError("HLO text of results only some of which are sharded "
+                                      "is not specified")
+        marked = [self.emit(instrs, self.outer_base(o), None, "custom-call", [o],
+                            ', custom_call_target="xla.sdy.FuncResultSharding", '
+                            'custom_call_has_side_effect=true, frontend_attributes='
+                            f'{{xla.sdy.sharding={_per_value([str(r)])}}}')
+                  for o, r in zip(outs, shardings)]
+        for m, o in zip(marked, outs):
+            m.shape, m.layout_of = o.shape, o.layout_of
+        hlo = [hlo_sharding(str(r), self.meshes) for r in shardings]
+        if len(marked) == 1:
+            whole = self.emit(instrs, "tuple", None, "tuple", marked)
+            element = self.emit(instrs, "get-tuple-element", None, "get-tuple-element", [whole],
+                                f", index=0, sharding={hlo[0]}")
+            element.shape = marked[0].shape
+            return element
+        for m, h in zip(marked, hlo):
+            copy = self.emit(instrs, "reshape", None, "reshape", [m], f", sharding={h}")
+            copy.shape = m.shape
+        return self.emit(instrs, "tuple", None, "tuple", marked,
+                         f", sharding={{{', '.join(hlo)}}}")
 
     def emit(self, instrs: list[Instr], base: str, t: TensorType | None, opcode: str,
              operands: Sequence[Instr], attrs: str = "", param: int | None = None,
@@ -802,11 +915,63 @@ class _Converter:
             return _slice_attrs(b)
         if op.name == "dot_general":
             return _dot_attrs(b)
+        if op.name in _COLLECTIVES:
+            return self.collective_attrs(op)
+        if op.name == "convolution":
+            return _conv_attrs(b, [self.types[o] for o in op.operands])
         if op.name == "custom_call":
             m = re.search(r"@([\w.$-]+)|call_target_name = \"([^\"]+)\"", b)
             target = (m.group(1) or m.group(2)) if m else ""
             return f', custom_call_target="{target}"'
         return ""
+
+    def collective_attrs(self, op: Op) -> str:
+        """A collective's channel, its replica groups as mesh axes
+        (``mesh['x'=2,'y'=4] {'y'}``) and dimensions, as XLA prints them."""
+        b = op.body
+        out = []
+        channel = re.search(r"channel_handle<handle = (\d+)", b)
+        if channel:
+            out.append(f"channel_id={channel.group(1)}")
+        groups = re.search(r"replica_group_mesh_axes<mesh = @([\w.$-]+), axes = \[(.*?)\]>", b)
+        if groups:
+            mesh = ",".join(f"'{n}'={v}" for n, v in _mesh_axes(self.meshes[groups.group(1)]))
+            axes = ",".join(f"'{a}'" for a in re.findall(r'name = "([^"]+)"', groups.group(2)))
+            out.append(f"replica_groups=mesh[{mesh}] {{{axes}}}")
+        elif "replica_groups" in b:
+            raise NotImplementedError(f"HLO text of {op.name} with explicit replica groups is "
+                                      "not specified")
+        if op.name == "collective_permute":
+            pairs = re.search(r"source_target_pairs = dense<(.*?)> :", b)
+            flat = _ints((pairs.group(1) if pairs else "").replace("[", "").replace("]", ""))
+            out.append("source_target_pairs={" + ",".join(
+                f"{{{flat[k]},{flat[k + 1]}}}" for k in range(0, len(flat), 2)) + "}")
+        dim = re.search(r"(?:all_gather_dim|scatter_dimension|split_dimension) = (\d+)", b)
+        if op.name == "all_to_all":
+            concat = re.search(r"concat_dimension = (\d+)", b)
+            if dim is None or concat is None or dim.group(1) != concat.group(1):
+                raise NotImplementedError("HLO text of an all_to_all whose split and concat "
+                                          "dimensions differ is not specified")
+            out.append(f"dimensions={{{dim.group(1)}}}")
+        elif op.name == "all_gather" and dim:
+            out.append(f"dimensions={{{dim.group(1)}}}")
+        if "use_global_device_ids" in b:
+            out.append("use_global_device_ids=true")
+        if op.name == "reduce_scatter" and dim:
+            out.append(f"dimensions={{{dim.group(1)}}}")
+        return ", " + ", ".join(out) if out else ""
+
+    def op_all_reduce(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                      fa: str) -> list[Instr]:
+        reducer = self.block_computation(op.regions[0])
+        attrs = self.collective_attrs(op) + f", to_apply={reducer}" + fa
+        return self.results_of(instrs, op, base, "all-reduce", ins, attrs)
+
+    def op_reduce_scatter(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                          fa: str) -> list[Instr]:
+        reducer = self.block_computation(op.regions[0])
+        attrs = self.collective_attrs(op) + f", to_apply={reducer}" + fa
+        return self.results_of(instrs, op, base, "reduce-scatter", ins, attrs)
 
     # ops with regions or several results
     def op_iota(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
@@ -930,6 +1095,57 @@ class _Converter:
         body = self.block_computation(op.regions[0])
         attrs = f", window={{{' '.join(parts)}}}, to_apply={body}" + fa
         return self.results_of(instrs, op, base, "reduce-window", ins, attrs)
+
+    def op_sharding_constraint(self, instrs: list[Instr], op: Op, base: str,
+                               ins: list[Instr], fa: str) -> list[Instr]:
+        """A ``Sharding`` custom call carrying the sharding."""
+        m = re.search(r"(<@.*\]>)", op.body)
+        assert m is not None, op.body
+        sharding = m.group(1)
+        attrs = (f', custom_call_target="Sharding", sharding={hlo_sharding(sharding, self.meshes)}'
+                 f", frontend_attributes={{xla.sdy.sharding={_per_value([sharding])}}}")
+        out = self.emit(instrs, base, op.out_types[0], "custom-call", ins, attrs)
+        return [out]
+
+    def op_manual_computation(self, instrs: list[Instr], op: Op, base: str,
+                              ins: list[Instr], fa: str) -> list[Instr]:
+        """XLA's export of a manual computation: a ``GlobalToLocalShape``
+        custom call to the per-device blocks, a ``call`` of the body (its
+        computation ``xla.sdy.manual_computation_body``), and a
+        ``LocalToGlobalShape`` custom call back."""
+        fields = dict(line.split("=", 1) for line in op.body.split("\n"))
+        axes = f'manual_axes={_quoted_attr("#sdy<manual_axes" + fields["axes"] + ">")}'
+        ins_attr = f'in_shardings={_per_value(_split_top(fields["in"][1:-1]))}'
+        outs_attr = f'out_shardings={_per_value(_split_top(fields["out"][1:-1]))}'
+        region = op.regions[0]
+        side = ', custom_call_has_side_effect=true, frontend_attributes={'
+        local = self.results_of(instrs, Op([], "", [], "", [t for _, t in region.args], None),
+                                base, "custom-call", ins,
+                                ', custom_call_target="xla.sdy.GlobalToLocalShape"' + side
+                                + f"xla.sdy.{ins_attr},xla.sdy.{axes}}}")
+        params = [(a, f"Arg_{k}", t) for k, (a, t) in enumerate(region.args)]
+        body = self.computation("xla.sdy.manual_computation_body", params, region, {})
+        late = ', frontend_attributes={inlineable="xla_late"}'
+        inner = [t for t in self.region_types(region)]
+        called = self.results_of(instrs, Op([], "", [], "", inner, None), base, "call", local,
+                                 f", to_apply={body}" + late)
+        if len(called) > 1:
+            for c in called:
+                c.attrs += late
+        return self.results_of(instrs, op, base, "custom-call", called,
+                               ', custom_call_target="xla.sdy.LocalToGlobalShape"' + side
+                               + f"xla.sdy.{axes},xla.sdy.{outs_attr}}}")
+
+    def region_types(self, region: Region) -> list[TensorType]:
+        return [self.types[v] for v in region.returns]
+
+    def op_scatter(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                   fa: str) -> list[Instr]:
+        """A scatter: its dimension numbers, the flags set, and its update
+        region as the computation it applies."""
+        update = self.block_computation(op.regions[0])
+        attrs = _scatter_attrs(op.body) + f", to_apply={update}" + fa
+        return self.results_of(instrs, op, base, "scatter", ins, attrs)
 
     def block_computation(self, region: Region) -> str:
         """A region whose block arguments are its parameters (``Arg_k``, or
@@ -1127,6 +1343,119 @@ def _dot_attrs(body: str) -> str:
     return ", " + ", ".join(out)
 
 
+def _scatter_attrs(body: str) -> str:
+    """A scatter's dimension numbers and flags, in XLA's order."""
+    def dims(key: str) -> list[int]:
+        m = re.search(rf"\b{key} = \[([^\]]*)\]", body)
+        return _ints(m.group(1)) if m else []
+    out = [f"update_window_dims={_braced(dims('update_window_dims'))}",
+           f"inserted_window_dims={_braced(dims('inserted_window_dims'))}",
+           f"scatter_dims_to_operand_dims={_braced(dims('scatter_dims_to_operand_dims'))}"]
+    if dims("input_batching_dims"):
+        out.append(f"input_batching_dims={_braced(dims('input_batching_dims'))}")
+        out.append("scatter_indices_batching_dims="
+                   f"{_braced(dims('scatter_indices_batching_dims'))}")
+    vector = re.search(r"index_vector_dim = (\d+)", body)
+    out.append(f"index_vector_dim={vector.group(1) if vector else 0}")
+    for flag in ("indices_are_sorted", "unique_indices"):
+        if f"{flag} = true" in body:
+            out.append(f"{flag}=true")
+    return ", " + ", ".join(out)
+
+
+def _window_part(key: str, values: Sequence[int], trivial: int) -> list[str]:
+    return [f"{key}={'x'.join(map(str, values))}"] if any(v != trivial for v in values) else []
+
+
+def _conv_attrs(body: str, operand_types: Sequence[TensorType]) -> str:
+    """A convolution's window (``size=2x2 stride=1x2 pad=1_0x0_1 ...``, the
+    parts that are not all 1 or 0 left out), its ``dim_labels`` and group
+    counts and operand precisions where they are not the defaults."""
+    m = re.search(r"dim_numbers = \[([^\]]*)\]x\[([^\]]*)\]->\[([^\]]*)\]", body)
+    assert m is not None, body
+    lhs, rhs, out = ([p.strip() for p in g.split(",")] for g in m.groups())
+    spatial = [rhs.index(str(k)) for k in range(len(rhs) - 2)]
+    sizes = [operand_types[1].shape[d] for d in spatial] if len(operand_types) > 1 else []
+    rank = len(spatial)
+    strides = _ints(_field(body, "stride")) or [1] * rank
+    pad = re.search(r"pad = \[((?:\[[^\]]*\],?\s*)*)\]", body)
+    pads = _ints(pad.group(1).replace("[", "").replace("]", "")) if pad else [0] * (2 * rank)
+    parts = [f"size={'x'.join(map(str, sizes))}", *_window_part("stride", strides, 1)]
+    if any(pads):
+        parts.append("pad=" + "x".join(f"{pads[2 * k]}_{pads[2 * k + 1]}" for k in range(rank)))
+    parts += _window_part("lhs_dilate", _ints(_field(body, "lhs_dilate")) or [1] * rank, 1)
+    parts += _window_part("rhs_dilate", _ints(_field(body, "rhs_dilate")) or [1] * rank, 1)
+    reverse = re.search(r"reverse = \[([^\]]*)\]", body)
+    flips = [int(v.strip() in ("true", "1")) for v in reverse.group(1).split(",")] \
+        if reverse and reverse.group(1).strip() else []
+    parts += _window_part("rhs_reversal", flips, 0)
+    text = (f", window={{{' '.join(parts)}}}, dim_labels={''.join(lhs)}_{''.join(rhs)}->"
+            f"{''.join(out)}")
+    for key in ("feature_group_count", "batch_group_count"):
+        count = re.search(rf"{key} = (\d+)", body)
+        if count and count.group(1) != "1":
+            text += f", {key}={count.group(1)}"
+    precisions = re.findall(r"#stablehlo<precision (\w+)>", body)
+    if precisions and any(p != "DEFAULT" for p in precisions):
+        text += f", operand_precision={{{','.join(p.lower() for p in precisions)}}}"
+    return text
+
+
+# ---------------------------------------------------------------- shardings
+
+def _mesh_axes(axes: str) -> list[tuple[str, int]]:
+    return [(n, int(v)) for n, v in re.findall(r'"([^"]+)"=(\d+)', axes)]
+
+
+def _iota_text(sizes: Sequence[int], perm: Sequence[int]) -> str:
+    """XLA's iota tile assignment ``<=[dims]T(perm)``: the mesh's device ids
+    reshaped to ``sizes`` and transposed by ``perm``, in canonical form
+    (unit dimensions dropped, dimensions that stay adjacent merged)."""
+    nonunit = [d for d, n in enumerate(sizes) if n != 1]
+    groups: list[list[int]] = []
+    for d in (nonunit.index(d) for d in perm if sizes[d] != 1):
+        if groups and groups[-1][-1] + 1 == d:  # runs of consecutive dimensions merge
+            groups[-1].append(d)
+        else:
+            groups.append([d])
+    order = sorted(range(len(groups)), key=lambda g: groups[g][0])
+    merged = [int(np.prod([sizes[nonunit[d]] for d in groups[g]])) for g in order]
+    transpose = [order.index(g) for g in range(len(groups))]
+    if transpose == sorted(transpose):
+        return f"<=[{int(np.prod(sizes))}]"
+    return f"<=[{','.join(map(str, merged))}]T({','.join(map(str, transpose))})"
+
+
+def hlo_sharding(sdy: str, meshes: dict[str, str]) -> str:
+    """The HLO sharding of an ``<@mesh, [{"x"}, {}]>`` tensor sharding:
+    ``{replicated}``, or ``{devices=[tiles]<=[...] [last_tile_dim_replicate]}``
+    (the mesh axes a dimension is split over tile it, the others replicate)."""
+    m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](.*)>', sdy.strip())
+    if m is None or m.group(1) not in meshes or "?" in m.group(2) or m.group(3).strip():
+        raise NotImplementedError(f"the HLO sharding of {sdy} is not specified")
+    axes = _mesh_axes(meshes[m.group(1)])
+    names = [n for n, _ in axes]
+    spec = [re.findall(r'"([^"]+)"', d) for d in re.findall(r"\{([^}]*)\}", m.group(2))]
+    used = [names.index(a) for d in spec for a in d]
+    unused = [k for k in range(len(axes)) if k not in used]
+    tiles = [int(np.prod([axes[names.index(a)][1] for a in d])) for d in spec]
+    replicated = int(np.prod([axes[k][1] for k in unused]))
+    if all(t == 1 for t in tiles):
+        return "{replicated}"
+    suffix = " last_tile_dim_replicate" if replicated > 1 else ""
+    shape = tiles + ([replicated] if replicated > 1 else [])
+    iota = _iota_text([n for _, n in axes], used + unused)
+    return f"{{devices=[{','.join(map(str, shape))}]{iota}{suffix}}}"
+
+
+def _quoted_attr(text: str) -> str:
+    return '"' + text.replace('"', '\\"') + '"'
+
+
+def _per_value(shardings: Sequence[str]) -> str:
+    return _quoted_attr(f"#sdy.sharding_per_value<[{', '.join(shardings)}]>")
+
+
 def _captured(region: Region) -> list[str]:
     """The values a region uses that it does not define, in order of use."""
     defined = {a for a, _ in region.args}
@@ -1151,13 +1480,12 @@ def _captured(region: Region) -> list[str]:
 def hlo_text(module_text: str) -> str:
     """The HLO text XLA's conversion of ``module_text`` (StableHLO emitted
     by spec, with locations) prints with its short parsable options."""
-    if "sdy." in module_text or "mhlo.sharding" in module_text:
-        # XLA exports shardings as instruction attributes and custom calls
-        # that the rules here do not write.
-        raise NotImplementedError("Lowered.as_text('hlo') of a program with sharding "
+    if "mhlo.sharding" in module_text:
+        raise NotImplementedError("Lowered.as_text('hlo') of a program with GSPMD sharding "
                                   "annotations is not specified; as_text() gives its "
                                   "StableHLO")
     name, functions = parse_module(module_text)
+    meshes = parse_meshes(module_text)
     canon = _Canonical()
     for f in functions:
         canon.region(f.body)
@@ -1167,9 +1495,15 @@ def hlo_text(module_text: str) -> str:
     conv.env = {}
     params = [(a, _sanitize(loc) if loc else f"Arg_{k}", t)
               for k, (a, t, loc) in enumerate(main.args)]
-    conv.computation("main", params, main.body, {}, entry=True)
+    conv.meshes = meshes
+    conv.computation("main", params, main.body, {}, entry=True,
+                     arg_shardings=main.arg_shardings, result_shardings=main.result_shardings)
     ins = ", ".join(t.text() for _, t, _ in main.args)
     root = conv.entry_root
     layout = f"{{({ins})->{root.shape}}}"
     header = f"HloModule {_sanitize(name)}, entry_computation_layout={layout}"
+    used = [m for m in meshes if f"<@{m}," in module_text]
+    if used:
+        listed = ", ".join(f"{m} = #sdy.mesh<{meshes[m]}>" for m in used)
+        header += f", frontend_attributes={{xla.sdy.meshes={{{listed}}}}}"
     return "\n\n".join([header, *conv.computations]) + "\n\n"

@@ -10,7 +10,34 @@ import numpy as np
 
 from spec._src.core import types as T
 from spec._src.core.types import ArrayType
-from spec._src.lowering.emitter import LoweringContext, LoweringRule, ints, tensor_type
+from spec._src.lowering.emitter import (
+    LoweringContext,
+    LoweringRule,
+    ints,
+    key_dims_appended,
+    keys_as_data,
+    physical_aval,
+    tensor_type,
+)
+
+
+def _select_by_index(ctx: LoweringContext, which: str, which_aval: ArrayType,
+                     cases: list[str], out: ArrayType, offset: int) -> str:
+    """Case ``which - offset`` of ``cases``, as JAX lowers an integer
+    predicate: halves chosen by ``which < offset + mid``, recursively."""
+    if len(cases) == 1:
+        return cases[0]
+    mid = len(cases) // 2
+    scalar = ArrayType((), which_aval.dtype)
+    bound = ctx.broadcast(ctx.constant(np.asarray(offset + mid, which_aval.dtype), scalar),
+                          scalar, which_aval, ())
+    kind = "SIGNED" if np.dtype(which_aval.dtype).kind == "i" else "UNSIGNED"
+    t = tensor_type(which_aval)
+    mask = tensor_type(ArrayType(which_aval.shape, np.dtype(np.bool_)))
+    pred = ctx.line(f"stablehlo.compare LT, {which}, {bound}, {kind} : ({t}, {t}) -> {mask}")
+    low = _select_by_index(ctx, which, which_aval, cases[:mid], out, offset)
+    high = _select_by_index(ctx, which, which_aval, cases[mid:], out, offset + mid)
+    return ctx.line(f"stablehlo.select {pred}, {low}, {high} : {mask}, {tensor_type(out)}")
 
 
 def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
@@ -65,20 +92,28 @@ def compare(direction: str, total_order: bool = False) -> LoweringRule:
     return rule
 
 
-def select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
-             out_avals: Sequence[ArrayType]) -> list[str]:
+def _select_n(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+              out_avals: Sequence[ArrayType], key_data: bool = False) -> list[str]:
     """Two cases under a boolean predicate: ``stablehlo.select`` takes the
-    true case first, select_n the false case first."""
-    if len(operands) != 3 or np.dtype(in_avals[0].dtype) != np.bool_:
+    true case first, select_n the false case first; a rank-0 predicate
+    selects whole arrays, another of lower rank is broadcast, and so is
+    any predicate of key arrays (to their data's shape), as JAX lowers it."""
+    if len(operands) == 2:
+        return [operands[1]]
+    pred, pred_aval, out = operands[0], in_avals[0], out_avals[0]
+    if pred_aval.shape != out.shape and (key_data or pred_aval.ndim):
+        pred, pred_aval = _to_shape(ctx, pred, pred_aval, out)
+    if np.dtype(pred_aval.dtype) != np.bool_:
+        return [_select_by_index(ctx, pred, pred_aval, list(operands[1:]), out, 0)]
+    if len(operands) != 3:
         raise NotImplementedError("lowering select_n is specified for a boolean predicate "
-                                  f"and two cases, not {len(operands) - 1} cases under "
-                                  f"{np.dtype(in_avals[0].dtype).name}")
-    pred, false_case, true_case = operands
-    pred_aval = in_avals[0]
-    if pred_aval.shape != out_avals[0].shape:
-        pred, pred_aval = _to_shape(ctx, pred, pred_aval, out_avals[0])
+                                  f"and two cases, not {len(operands) - 1} cases")
+    _, false_case, true_case = operands
     return [ctx.line(f"stablehlo.select {pred}, {true_case}, {false_case} : "
-                     f"{tensor_type(pred_aval)}, {tensor_type(out_avals[0])}")]
+                     f"{tensor_type(pred_aval)}, {tensor_type(out)}")]
+
+
+select_n = keys_as_data(_select_n, lambda i, o, params: {**params, "key_data": True})
 
 
 def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
@@ -101,7 +136,7 @@ def convert_element_type(ctx: LoweringContext, operands: Sequence[str],
     return [ctx.op("stablehlo.convert", [x], [aval], out)]
 
 
-def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
+def _broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
                      in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
                      broadcast_dimensions: Sequence[int], **params: Any) -> list[str]:
     if len(operands) != 1:
@@ -110,18 +145,43 @@ def broadcast_in_dim(ctx: LoweringContext, operands: Sequence[str],
     return [ctx.broadcast(operands[0], in_avals[0], out_avals[0], broadcast_dimensions)]
 
 
-def reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+broadcast_in_dim = keys_as_data(_broadcast_in_dim, key_dims_appended("broadcast_dimensions"))
+
+
+def _reshape(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
             out_avals: Sequence[ArrayType], *, dimensions: Sequence[int] | None,
             **params: Any) -> list[str]:
+    """``stablehlo.reshape``; with ``dimensions`` the operand is transposed
+    by them first, as JAX lowers it."""
+    x, aval = operands[0], in_avals[0]
     if dimensions is not None:
-        raise NotImplementedError("lowering reshape with dimensions is not specified")
-    return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
+        moved = ArrayType(tuple(aval.shape[d] for d in dimensions), aval.dtype)
+        x = ctx.op("stablehlo.transpose", [x], [aval], moved,
+                   attrs=f", dims = {ints(dimensions)}")
+        aval = moved
+    return [ctx.op("stablehlo.reshape", [x], [aval], out_avals[0])]
 
 
-def transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+def _whole_keys_moved(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+                      params: dict[str, Any]) -> dict[str, Any]:
+    """A reshape's transposition of a key array keeps each key's data last."""
+    dims = params.get("dimensions")
+    if dims is None:
+        return params
+    rank = in_avals[0].ndim
+    return {**params, "dimensions": (*dims, *range(rank, physical_aval(in_avals[0]).ndim))}
+
+
+reshape = keys_as_data(_reshape, _whole_keys_moved)
+
+
+def _transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
               out_avals: Sequence[ArrayType], *, permutation: Sequence[int]) -> list[str]:
     return [ctx.op("stablehlo.transpose", operands, in_avals, out_avals[0],
                    attrs=f", dims = {ints(permutation)}")]
+
+
+transpose = keys_as_data(_transpose, key_dims_appended("permutation"))
 
 
 def lowest(dtype: Any) -> np.ndarray:
@@ -154,14 +214,19 @@ reduce_max = _reducer("stablehlo.maximum", lowest)
 def dot_general(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, dimension_numbers: Any,
                 precision: Any = None, preferred_element_type: Any = None,
-                **params: Any) -> list[str]:
+                algorithm: str | None = None, **params: Any) -> list[str]:
     """``stablehlo.dot_general`` with the operands' precisions
     (``precision = [HIGH, HIGHEST]``; none is DEFAULT twice); the result's
-    dtype is the equation's. A dot algorithm has no lowering."""
+    dtype is the equation's. ``algorithm`` is the text of a dot algorithm's
+    attribute (``<lhs_precision_type = bf16, ...>``), the precisions then
+    DEFAULT (the dot primitive's rule gives it)."""
     (lc, rc), (lb, rb) = dimension_numbers
     batch = f", batching_dims = {ints(lb)} x {ints(rb)}" if len(lb) else ""
+    names = ["DEFAULT", "DEFAULT"] if algorithm is not None else _precision_names(precision)
     attrs = (f"{batch}, contracting_dims = {ints(lc)} x {ints(rc)}, "
-             f"precision = [{', '.join(_precision_names(precision))}]")
+             f"precision = [{', '.join(names)}]")
+    if algorithm is not None:
+        attrs += f", algorithm = {algorithm}"
     return [ctx.op("stablehlo.dot_general", operands, in_avals, out_avals[0], attrs=attrs)]
 
 
@@ -188,7 +253,8 @@ def highest(dtype: Any) -> np.ndarray:
 
 reduce_prod = _reducer("stablehlo.multiply", lambda dt: np.ones((), dt))
 reduce_min = _reducer("stablehlo.minimum", highest)
-reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(True))
+reduce_and = _reducer("stablehlo.and", lambda dt: np.asarray(-1).astype(dt)
+                     if np.dtype(dt).kind in "iu" else np.asarray(True))  # every bit set
 reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
 
 
@@ -200,9 +266,13 @@ def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Arr
 
 def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
           out_avals: Sequence[ArrayType]) -> list[str]:
-    """``stablehlo.clamp`` takes lax's operand order (min, x, max), scalar
-    bounds included."""
-    return [ctx.op("stablehlo.clamp", operands, in_avals, out_avals[0])]
+    """``stablehlo.clamp`` takes lax's operand order (min, x, max); scalar
+    bounds of a larger operand are broadcast to its shape first, as JAX
+    lowers them."""
+    out = out_avals[0]
+    shaped = [_to_shape(ctx, o, a, out) if k != 1 else (o, a)
+              for k, (o, a) in enumerate(zip(operands, in_avals))]
+    return [ctx.op("stablehlo.clamp", [o for o, _ in shaped], [a for _, a in shaped], out)]
 
 
 def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -211,17 +281,20 @@ def iota(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Array
                      f"{tensor_type(out_avals[0])}")]
 
 
+@keys_as_data
 def squeeze(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
             out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
     return [ctx.op("stablehlo.reshape", operands, in_avals, out_avals[0])]
 
 
+@keys_as_data
 def rev(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
         out_avals: Sequence[ArrayType], *, dimensions: Sequence[int]) -> list[str]:
     return [ctx.op("stablehlo.reverse", operands, in_avals, out_avals[0],
                    attrs=f", dims = {ints(dimensions)}")]
 
 
+@keys_as_data
 def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
                 out_avals: Sequence[ArrayType], *, dimension: int) -> list[str]:
     ins = ", ".join(tensor_type(a) for a in in_avals)
@@ -229,7 +302,7 @@ def concatenate(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequenc
                      f"({ins}) -> {tensor_type(out_avals[0])}")]
 
 
-def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+def _slice(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_avals: Sequence[ArrayType], *, start_indices: Sequence[int],
            limit_indices: Sequence[int], strides: Sequence[int] | None) -> list[str]:
     """``[start:limit:stride, ...]``, the stride left out where it is 1."""
@@ -238,6 +311,19 @@ def slice_(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Arr
                        for s, lim, st in zip(start_indices, limit_indices, steps))
     return [ctx.line(f"stablehlo.slice {operands[0]} [{ranges}] : "
                      f"({tensor_type(in_avals[0])}) -> {tensor_type(out_avals[0])}")]
+
+
+def _whole_key_data(in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType],
+                    params: dict[str, Any]) -> dict[str, Any]:
+    """A slice of a key array takes the whole of each key's data."""
+    data = physical_aval(in_avals[0]).shape[in_avals[0].ndim:]
+    strides = params["strides"]
+    return {"start_indices": (*params["start_indices"], *(0 for _ in data)),
+            "limit_indices": (*params["limit_indices"], *data),
+            "strides": None if strides is None else (*strides, *(1 for _ in data))}
+
+
+slice_ = keys_as_data(_slice, _whole_key_data)
 
 
 def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
@@ -250,6 +336,7 @@ def pad(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayT
         f"{tensor_type(in_avals[1])}) -> {tensor_type(out_avals[0])}")]
 
 
+@keys_as_data
 def copy(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
          out_avals: Sequence[ArrayType]) -> list[str]:
     """A value is never aliased in StableHLO: the copy is the operand."""

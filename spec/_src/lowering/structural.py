@@ -19,8 +19,11 @@ from spec._src.lowering.rules import highest, lowest
 from spec._src.lowering.emitter import (
     LoweringContext,
     LoweringRule,
+    handles_keys,
     ints,
+    keys_as_data,
     lower_body,
+    physical_aval,
     tensor_type,
 )
 
@@ -80,17 +83,38 @@ def _full(ctx: LoweringContext, value: Any, aval: ArrayType) -> str:
 
 # ============================================================ slicing family
 
+def _key_data_indices(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                      first_index: int) -> tuple[list[str], list[ArrayType], tuple[int, ...]]:
+    """The operands and types of a dynamic slice or update of a key array
+    as its data's: a zero start index for each dimension of the key data
+    (whole keys are sliced), in the other indices' dtype; the data's
+    dimensions (``()`` for no key array)."""
+    data = tuple(physical_aval(in_avals[0]).shape[in_avals[0].ndim:])
+    if not data:
+        return list(operands), list(in_avals), data
+    index = (_scalar(in_avals[first_index]) if len(in_avals) > first_index
+             else ArrayType((), np.dtype(np.int32)))
+    zeros = [ctx.constant(np.zeros((), index.dtype), index) for _ in data]
+    avals = [physical_aval(a) for a in in_avals] + [index] * len(data)
+    return [*operands, *zeros], avals, data
+
+
+@handles_keys
 def dynamic_slice(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
                   out_avals: Avals, *, slice_sizes: Sequence[int]) -> list[str]:
     """XLA clamps the start indices so the window lies inside the operand,
     which is lax.dynamic_slice's meaning."""
+    operands, in_avals, data = _key_data_indices(ctx, operands, in_avals, 1)
     ins = ", ".join(tensor_type(a) for a in in_avals)
     return [ctx.line(f"stablehlo.dynamic_slice {', '.join(operands)}, sizes = "
-                     f"{ints(slice_sizes)} : ({ins}) -> {tensor_type(out_avals[0])}")]
+                     f"{ints([*slice_sizes, *data])} : ({ins}) -> "
+                     f"{tensor_type(out_avals[0])}")]
 
 
+@handles_keys
 def dynamic_update_slice(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
                          out_avals: Avals) -> list[str]:
+    operands, in_avals, _ = _key_data_indices(ctx, operands, in_avals, 2)
     ins = ", ".join(tensor_type(a) for a in in_avals)
     return [ctx.line(f"stablehlo.dynamic_update_slice {', '.join(operands)} : ({ins}) -> "
                      f"{tensor_type(out_avals[0])}")]
@@ -109,6 +133,7 @@ def split(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_av
     return outs
 
 
+@keys_as_data
 def unstack(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
             *, axis: int) -> list[str]:
     """A unit ``slice`` along ``axis`` then a ``reshape`` per result."""
@@ -123,6 +148,7 @@ def unstack(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_
     return outs
 
 
+@keys_as_data
 def stack(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
           *, axis: int) -> list[str]:
     """Each operand broadcast to a unit axis at ``axis``, then one
@@ -156,6 +182,7 @@ def bitcast_convert_type(ctx: LoweringContext, operands: Sequence[str], in_avals
     return [ctx.op("stablehlo.bitcast_convert", operands, in_avals, out_avals[0])]
 
 
+@keys_as_data
 def identity(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
              out_avals: Avals, **params: Any) -> list[str]:
     """A primitive that is its operand once compiled (stop_gradient, a name

@@ -774,14 +774,14 @@ def gamma_values(keys: np.ndarray, a: np.ndarray, log_space: bool) -> np.ndarray
     return out
 
 
-register_gamma_sampler(gamma_values)
-
-
 def _gamma_batched(keys: Any, a: Any, log_space: bool) -> Any:
     per_key = math.prod(a.shape[keys.ndim:])
     flat_keys = vmap(lambda k: split_key(k, per_key))(keys.reshape(-1)).reshape(-1)
     samples = vmap(lambda k, x: _gamma_one(k, x, log_space))(flat_keys, a.reshape(-1))
     return samples.reshape(a.shape)
+
+
+register_gamma_sampler(gamma_values, _gamma_batched)
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None, *, method: str = "exact",
