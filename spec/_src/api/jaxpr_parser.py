@@ -1109,19 +1109,6 @@ def _read_custom_vjp(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict
     return p
 
 
-def _read_avals(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, Any]:
-    """``Ldexp``/``Frexp`` show their operand types in short form."""
-    for k, v in list(p.items()):
-        if k.endswith("_aval"):
-            p[k] = _short_type(str(v))
-    return p
-
-
-def _short_type(text: str) -> T.ArrayType:
-    aval: T.ArrayType = _Parser(text, None).type()
-    return aval
-
-
 def _read_shard_map(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, Any]:
     p["newly_manual_axes"] = frozenset(p.get("newly_manual_axes", frozenset()))
     return p
@@ -1139,8 +1126,6 @@ _READERS: dict[str, Reader] = {
     "reshard": _read_reshard,
     "custom_jvp_call": _read_custom_jvp,
     "custom_vjp_call": _read_custom_vjp,
-    "Ldexp": _read_avals,
-    "Frexp": _read_avals,
     "shard_map": _read_shard_map,
     "convert_element_type": _read_convert,
 }
