@@ -178,6 +178,14 @@ def _without_duplicate_outputs(jaxpr: Jaxpr, n_primal: int) -> tuple[Jaxpr, list
                  consts=list(jaxpr.consts)), duplicates
 
 
+def _input_forwards(jaxpr: Jaxpr, n_primal: int) -> list[int | None]:
+    """Per primal output of the primal call, the input it is (by position),
+    or None: JAX's primal call does not return its inputs."""
+    inputs = {id(v): k for k, v in enumerate(jaxpr.invars)}
+    return [inputs.get(id(v)) if isinstance(v, Var) else None
+            for v in jaxpr.outvars[:n_primal]]
+
+
 def _with_duplicates(outs: Sequence[Any], duplicates: list[int | None]) -> list[Any]:
     """The call's results with the pruned duplicates restored."""
     own = iter(outs)
@@ -454,11 +462,26 @@ class CallRules:
                          lambda: _LinearSplit.of(jaxpr, avals, differentiate))
         n_out = len(jaxpr.outvars)
         ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        # A primal output that is an input of the call, placed as the call
+        # leaves it, is that input (JAX's input forwarding).
+        forwards = [f if s is CS.UNSPECIFIED else None
+                    for f, s in zip(_input_forwards(split.primal_jaxpr, n_out), outs_s)]
+        returned = [f is None for f in forwards] + [True] * (
+            len(split.primal_jaxpr.outvars) - n_out)
+        primal_jaxpr = split.primal_jaxpr
+        if not all(returned):
+            primal_jaxpr = dataclasses.replace(
+                primal_jaxpr, outvars=[v for v, r in zip(primal_jaxpr.outvars, returned) if r],
+                _plan=None)
         primal_params = CS.with_shardings(
-            self.derive(params, split.primal_jaxpr, False), ins_s,
-            [*outs_s, *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
+            self.derive(params, primal_jaxpr, False), ins_s,
+            [*CS.kept(outs_s, returned[:n_out]),
+             *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
         with set_current_trace(trace.parent):
-            outs = _with_duplicates(self.prim.bind(*primals, **primal_params), split.duplicates)
+            got = iter(self.prim.bind(*primals, **primal_params))
+        kept_outs = [primals[f] if f is not None else next(got)
+                     for f in forwards + [None] * (len(returned) - n_out)]
+        outs = _with_duplicates(kept_outs, split.duplicates)
         n_res = n_out + split.n_computed
         computed = iter(outs[n_out:n_res])
         residuals = [primals[f] if f is not None else next(computed) for f in split.forwarded]
