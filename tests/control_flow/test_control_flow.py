@@ -436,7 +436,9 @@ def test_platform_dependent_stages_a_cond_on_platform_index_as_jax() -> None:
     same: Callable[[Any], Any] = lambda f: f  # noqa: E731
     for mine, jaxs, arg in [(same, same, x), (spec.grad, jax.grad, x),
                             (spec.vmap, jax.vmap, xs)]:
-        assert str(spec.make_jaxpr(mine(ours))(arg)) == str(jax.make_jaxpr(jaxs(theirs))(arg))
+        text = str(jax.make_jaxpr(jaxs(theirs))(arg))
+        assert str(spec.make_jaxpr(mine(ours))(arg)) == text
+        assert str(spec.parse_jaxpr(text)) == text  # branches hoisted and written out
     np.testing.assert_allclose(np.asarray(spec.jit(ours)(x)), np.sin(x), rtol=1e-6)
     with pytest.raises(NotImplementedError, match="platform_index.*not found for platform cpu"):
         spec.jit(lambda v: spec.lax.platform_dependent(v, tpu=snp.sin))(x)

@@ -663,11 +663,15 @@ class _Parser:
     def param_value(self, prim: Primitive, key: str) -> Any:
         if self.at("{") and self.at("lambda", 1):
             return self.sub_jaxpr(prim)
-        if self.at("(") and self.at("{", 1) and self.at("lambda", 2):
+        if self.at("(") and (self.at("{", 1) and self.at("lambda", 2) or self.hoisted_at(1)):
+            # A tuple of jaxprs (cond's branches): written out or hoisted.
             self.next()
             subs = []
             while not self.at(")"):
-                subs.append(self.sub_jaxpr(prim))
+                if self.hoisted_at(0):
+                    subs.append(self.hoisted[self.next().text])
+                else:
+                    subs.append(self.sub_jaxpr(prim))
             self.next()
             return tuple(subs)
         if self.at("<"):
@@ -683,6 +687,13 @@ class _Parser:
         node = self.value()
         return _Source(node, self.text[start:self.toks[self.i - 1].pos
                                        + len(self.toks[self.i - 1].text)])
+
+    def hoisted_at(self, k: int) -> bool:
+        """The token ``k`` ahead names a hoisted jaxpr, followed by another
+        jaxpr of the tuple or its end."""
+        tok = self.peek(k)
+        return (tok.kind == "name" and tok.text in self.hoisted
+                and (self.at(")", k + 1) or self.at("{", k + 1) or self.peek(k + 1).kind == "name"))
 
     def raw_text(self) -> str:
         """A string param printed without quotes (``fmt=x={x}``): up to the
