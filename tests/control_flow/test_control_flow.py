@@ -421,3 +421,24 @@ def test_control_flow_messages(src: str) -> None:
 def test_while_cond_fun_weak_message() -> None:
     kind, msg = same_text("out = lax.while_loop(lambda c: c, lambda c: c, 0.)")
     assert "ShapedArray(float32[], weak_type=True)" in msg and "~" not in msg
+
+
+def _platform_program(lib: Any, np_: Any) -> Callable[[Any], Any]:
+    return lambda x: lib.lax.platform_dependent(x, cpu=np_.sin, tpu=np_.sin, default=np_.cos)
+
+
+def test_platform_dependent_stages_a_cond_on_platform_index_as_jax() -> None:
+    """Branches given for several platforms once, the default last; staged
+    as a cond on platform_index (also differentiated and batched); the CPU
+    branch runs; without a CPU branch or a default, JAX's error."""
+    x, xs = np.float32(0.5), np.array([0.5, 1.0, 2.0], np.float32)
+    ours, theirs = _platform_program(spec, snp), _platform_program(jax, jnp)
+    same: Callable[[Any], Any] = lambda f: f  # noqa: E731
+    for mine, jaxs, arg in [(same, same, x), (spec.grad, jax.grad, x),
+                            (spec.vmap, jax.vmap, xs)]:
+        text = str(jax.make_jaxpr(jaxs(theirs))(arg))
+        assert str(spec.make_jaxpr(mine(ours))(arg)) == text
+        assert str(spec.parse_jaxpr(text)) == text  # branches hoisted and written out
+    np.testing.assert_allclose(np.asarray(spec.jit(ours)(x)), np.sin(x), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="platform_index.*not found for platform cpu"):
+        spec.jit(lambda v: spec.lax.platform_dependent(v, tpu=snp.sin))(x)

@@ -194,3 +194,16 @@ def test_integer_select_n_and_batched_branches_lower_as_jax() -> None:
     assert canonical(text) == canonical(jax.jit(_batched_branches(jax)).lower(*args).as_text())
     assert_bitwise(ours, compiled)
     assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_batched_branches(jax))(*args)])
+
+
+def test_platform_dependent_cond_lowers_as_jax() -> None:
+    """A platform-dependent cond (jnp.diagonal of a square matrix) keeps the
+    CPU branch, its index mapped through a case of constants: JAX's text,
+    and the diagonal when compiled."""
+    square = X[:3]
+    theirs = jax.jit(jnp.diagonal).lower(square).as_text()
+    ours = lower_jaxpr(spec.make_jaxpr(snp.diagonal)(square), "diagonal")
+    assert canonical(ours) == canonical(theirs)
+    values, compiled, _ = spec_and_compiled(snp.diagonal, square)
+    assert_bitwise(values, compiled)
+    np.testing.assert_array_equal(compiled[0], np.diag(square))

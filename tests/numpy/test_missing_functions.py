@@ -115,10 +115,10 @@ CASES: dict[str, Case] = {
 }
 ROUNDED = {"roots_nan_for_leading_zeros", "polyfit_full", "polyfit_weighted_cov",
            "polyfit_2d_weighted_unscaled_cov"}
-# polyfit's jaxpr differs from JAX's inside jnp.linalg.lstsq only, place's inside
-# jnp.where(size=) (JAX binds a Nonzero primitive there).
-JAXPR_DIFFERS = {"polyfit_full", "polyfit_weighted_cov", "polyfit_2d_weighted_unscaled_cov",
-                 "place"}
+# The weighted fits' covariance inverts with jnp.linalg.inv, whose
+# custom_linear_solve vecmat jaxpr JAX derives with an extra
+# reduce_sum[axes=()] (the transpose of the batched matvec).
+JAXPR_DIFFERS = {"polyfit_weighted_cov", "polyfit_2d_weighted_unscaled_cov"}
 
 
 @pytest.fixture(scope="module")

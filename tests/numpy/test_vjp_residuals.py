@@ -16,6 +16,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
+from spec._src.numpy import contraction_paths
 
 X1 = np.array([0.25, 1.5, 0.75, 2.5], np.float32)
 X2 = np.array([[0.25, 1.5, 0.75], [2.5, 0.5, 1.25]], np.float32)
@@ -153,6 +154,15 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
     "einsum_three_operands": (lambda np_: lambda x: np_.einsum("ij,kj,k->i", x, x, x[:, 0]),
                               X2),
     "kron": (lambda np_: lambda x: np_.kron(x, x), X2),
+    # Ldexp and Frexp are hijax primitives whose reverse mode is their JVP
+    # transposed (vjp_from_jvp): the primal inputs are the residuals.
+    "ldexp": (lambda np_: lambda x: np_.ldexp(x, np_.asarray(np.array([1, -2, 3, 0], np.int32))),
+              X1),
+    "ldexp_python_shift": (lambda np_: lambda x: np_.ldexp(x, 3), X2),
+    "frexp": (lambda np_: np_.frexp, X2),
+    # A square matrix's main diagonal is platform-dependent: a cond on
+    # platform_index with branches_platforms.
+    "diagonal_square": (lambda np_: lambda x: np_.diagonal(x[:, :2]), X2),
     "ptp": (lambda np_: lambda x: np_.ptp(x, axis=1), X2),
 }
 
@@ -161,11 +171,19 @@ CASES: dict[str, tuple[Any, np.ndarray]] = {
 JAXPR_CASES = ["digitize", "digitize_unsorted_bins", "searchsorted_sort_method", "interp",
                "histogram", "histogram_bin_edges", "argwhere_size", "nonzero_size_fill", "einsum",
                "einsum_one_operand", "einsum_three_operands", "kron", "ptp",
-               "histogramdd_density"]
-# Compared by their jaxprs only (JAX's eager vjp of them is slow).
+               "histogramdd_density", "ldexp", "ldexp_python_shift", "frexp", "diagonal_square",
+               "corrcoef_2d"]
+# Cases whose gradient's jaxpr (of the sum of the first output) prints as
+# JAX's: the backward pass of a rule derived from a JVP.
+GRAD_JAXPR_CASES = ["ldexp", "ldexp_python_shift", "frexp", "diagonal_square"]
+# Compared by their jaxprs only (JAX's eager vjp of them is slow; corrcoef's
+# clip derivative at the diagonal's 1.0 depends on its last bit).
 JAXPR_ONLY: dict[str, tuple[Any, np.ndarray]] = {
     "histogramdd_density": (lambda np_: lambda x: np_.histogramdd(
         x.T, bins=[2, 3], density=True), X2),
+    # The covariance's diagonal is platform-dependent; atleast_2d's jit of
+    # an unchanged input is no primal call under differentiation.
+    "corrcoef_2d": (lambda np_: np_.corrcoef, X2),
 }
 
 
@@ -229,10 +247,35 @@ def test_jaxprs_match_jax(name: str) -> None:
     assert _jaxprs(spec, snp, name) == _jaxprs(jax, jnp, name)
 
 
+def _grad_jaxprs(lib: Any, np_: Any, name: str) -> tuple[str, str]:
+    make, x = CASES[name]
+    fun = make(np_)
+
+    def first_sum(y: Any) -> Any:
+        return np_.sum(lib.tree_util.tree_leaves(fun(y))[0])
+
+    return (str(lib.make_jaxpr(lib.grad(first_sum))(np_.asarray(x))),
+            str(lib.make_jaxpr(lib.vmap(lib.grad(first_sum)))(np_.asarray(x[None]))))
+
+
+@pytest.mark.parametrize("name", GRAD_JAXPR_CASES)
+def test_grad_jaxprs_match_jax(name: str) -> None:
+    assert _grad_jaxprs(spec, snp, name) == _grad_jaxprs(jax, jnp, name)
+
+
 # (subscripts, operand shapes, keywords): the contraction order is
-# opt_einsum's optimal one (up to four operands), the given path, or the
-# first two operands each step (optimize=False).
+# opt_einsum's (auto: optimal up to four operands, branch-all for five and
+# six, branch-2 for seven and eight), the strategy named, the given path, or
+# the first two operands each step (optimize=False).
 EINSUMS = [
+    ("ab,bc,cd,de,ef->af", [(2, 3), (3, 4), (4, 5), (5, 2), (2, 3)], {}),
+    ("ab,bc,cd,de,ef,fg->ag", [(4, 2), (2, 5), (5, 3), (3, 2), (2, 4), (4, 3)], {}),
+    ("ai,ib,bc,cj,jd,de,ek->ak", [(2, 3), (3, 4), (4, 2), (2, 5), (5, 3), (3, 2), (2, 4)], {}),
+    ("ij,jk,kl,lm,mn->in", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3)], {"optimize": "greedy"}),
+    ("ij,jk,kl,lm,mn,no->io", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3), (3, 2)],
+     {"optimize": "branch-2"}),
+    ("ab,bc,ca,cd,de->e", [(2, 3), (3, 4), (4, 2), (4, 3), (3, 5)], {"optimize": "branch-1"}),
+    ("ij,jk,kl,lm,mn->in", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3)], {"optimize": True}),
     ("ij,jk,kl->il", [(5, 3), (3, 4), (4, 2)], {}),
     ("ij,jk,kl", [(2, 3), (3, 4), (4, 5)], {"optimize": False}),
     ("ij,jk,kl,lm->mi", [(6, 3), (3, 4), (4, 5), (5, 2)], {}),
@@ -254,6 +297,39 @@ def test_einsum_contracts_in_jax_order(case: int) -> None:
     np.testing.assert_allclose(np.asarray(snp.einsum(subscripts, *ops, **kwargs)),
                                np.einsum(subscripts, *[o.astype(np.float64) for o in ops]),
                                rtol=1e-5, atol=1e-5)
+
+
+def _random_contraction(rng: np.random.Generator) -> tuple[list[str], str, dict[str, int]]:
+    n = int(rng.integers(3, 10))
+    letters = list("abcdefghi"[:int(rng.integers(3, 10))])
+    names = ["".join(sorted(set(rng.choice(letters, size=int(rng.integers(1, 4))))))
+             for _ in range(n)]
+    used = sorted(set("".join(names)))
+    result = "".join(c for c in used if rng.random() < 0.3)
+    return names, result, {c: int(rng.integers(1, 6)) for c in used}
+
+
+@pytest.mark.parametrize("strategy", ["auto", "greedy", "branch-2", "branch-1"])
+def test_einsum_paths_are_opt_einsums(strategy: str) -> None:
+    """spec's path searches give opt_einsum's paths (JAX's path finder) on
+    random contractions of three to nine operands, size-1 labels included."""
+    opt_einsum = pytest.importorskip("opt_einsum")
+    rng = np.random.default_rng(len(strategy))
+    for _ in range(25):
+        names, result, sizes = _random_contraction(rng)
+        shapes = [tuple(sizes[c] for c in n) for n in names]
+        want = opt_einsum.contract_path(",".join(names) + "->" + result, *shapes, shapes=True,
+                                        optimize=strategy)[0]
+        assert contraction_paths.contraction_path(strategy, names, result, sizes) == \
+            [tuple(w) for w in want]
+
+
+def test_einsum_unknown_strategy_raises_as_jax() -> None:
+    ops = [X2, X2.T, X2]
+    with pytest.raises(KeyError, match="Path optimizer 'fastest' not found"):
+        jnp.einsum("ij,jk,kl->il", *ops, optimize="fastest")
+    with pytest.raises(KeyError, match="Path optimizer 'fastest' not found"):
+        snp.einsum("ij,jk,kl->il", *ops, optimize="fastest")
 
 
 def test_einsum_interleaved_operands() -> None:

@@ -74,6 +74,7 @@ from spec._src.core.registry import declare, primitive, require
 from spec._src.core.state_types import RefEffect, RefType
 from spec._src.core.types import ArrayType
 from spec._src.api import hijax_checks as checks
+from spec._src.api.autodiff import linear_transpose
 from spec._src.interpreters import ad, batching
 from spec._src.interpreters import spmd
 from spec._src.interpreters.accumulators import (
@@ -83,7 +84,7 @@ from spec._src.interpreters.accumulators import (
     is_reverse_mode,
 )
 from spec._src.interpreters.ad import RefAccum
-from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate, zeros_like_aval
 from spec._src.interpreters.ad_util import is_undefined_primal as is_undefined_primal
 from spec._src.interpreters.batching import AxisData
 from spec._src.lowering.emitter import LoweringContext, lower_body
@@ -1090,19 +1091,25 @@ def _vjp_fwd_from_jvp(self: HiPrim, nzs_in: Any, *primals: Any) -> Any:
 
 
 def _transpose_jvp(self: HiPrim, res: Any, out_ct: Any) -> Any:
-    """The ``vjp_bwd_retval`` half of ``vjp_from_jvp``: the ``jvp`` rule
-    linearized at the saved primals and transposed."""
+    """The ``vjp_bwd_retval`` half of ``vjp_from_jvp``: the ``jvp`` rule at
+    the saved primals, transposed by ``linear_transpose`` in the tangents
+    (its primal work runs on the enclosing trace, as JAX's does)."""
     primals, nzs = res
     nz = [bool(b) for b in _leaves_up_to(self.in_tree, tuple(nzs.val))]
 
-    def tangent_map(*nz_tangents: Any) -> list[Any]:
+    def tangent_map(*nz_tangents: Any) -> Any:
         it = iter(nz_tangents)
         ts = [next(it) if z else Zero(a.tangent_type()) for z, a in zip(nz, self.in_avals_flat)]
         _, t_out = self.jvp(primals, tree_util.tree_unflatten(self.in_tree, ts))
-        return [instantiate(Zero(a.tangent_type())) if t is None else instantiate(t)
-                for t, a in zip(_leaves_up_to(self.out_tree, t_out), self.out_avals_flat)]
+        return tree_util.tree_map(instantiate_zeros, t_out, is_leaf=_is_zero)
 
-    return _transposed(self, tangent_map, nz, out_ct)
+    ct = tree_util.tree_map(instantiate_zeros, out_ct, is_leaf=_is_zero)
+    dummies = [zeros_like_aval(a.tangent_type())
+               for a, z in zip(self.in_avals_flat, nz) if z]
+    got = iter(linear_transpose(tangent_map, *dummies)(ct))
+    return tree_util.tree_unflatten(
+        self.in_tree, [next(got) if z else Zero(a.tangent_type())
+                       for z, a in zip(nz, self.in_avals_flat)])
 
 
 def _vjp_fwd_from_lin(self: HiPrim, nzs_in: Any, *primals: Any) -> Any:

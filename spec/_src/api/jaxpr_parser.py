@@ -663,11 +663,15 @@ class _Parser:
     def param_value(self, prim: Primitive, key: str) -> Any:
         if self.at("{") and self.at("lambda", 1):
             return self.sub_jaxpr(prim)
-        if self.at("(") and self.at("{", 1) and self.at("lambda", 2):
+        if self.at("(") and (self.at("{", 1) and self.at("lambda", 2) or self.hoisted_at(1)):
+            # A tuple of jaxprs (cond's branches): written out or hoisted.
             self.next()
             subs = []
             while not self.at(")"):
-                subs.append(self.sub_jaxpr(prim))
+                if self.hoisted_at(0):
+                    subs.append(self.hoisted[self.next().text])
+                else:
+                    subs.append(self.sub_jaxpr(prim))
             self.next()
             return tuple(subs)
         if self.at("<"):
@@ -683,6 +687,13 @@ class _Parser:
         node = self.value()
         return _Source(node, self.text[start:self.toks[self.i - 1].pos
                                        + len(self.toks[self.i - 1].text)])
+
+    def hoisted_at(self, k: int) -> bool:
+        """The token ``k`` ahead names a hoisted jaxpr, followed by another
+        jaxpr of the tuple or its end."""
+        tok = self.peek(k)
+        return (tok.kind == "name" and tok.text in self.hoisted
+                and (self.at(")", k + 1) or self.at("{", k + 1) or self.peek(k + 1).kind == "name"))
 
     def raw_text(self) -> str:
         """A string param printed without quotes (``fmt=x={x}``): up to the
@@ -1109,19 +1120,6 @@ def _read_custom_vjp(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict
     return p
 
 
-def _read_avals(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, Any]:
-    """``Ldexp``/``Frexp`` show their operand types in short form."""
-    for k, v in list(p.items()):
-        if k.endswith("_aval"):
-            p[k] = _short_type(str(v))
-    return p
-
-
-def _short_type(text: str) -> T.ArrayType:
-    aval: T.ArrayType = _Parser(text, None).type()
-    return aval
-
-
 def _read_shard_map(p: dict[str, Any], ins: list[Any], outs: list[Any]) -> dict[str, Any]:
     p["newly_manual_axes"] = frozenset(p.get("newly_manual_axes", frozenset()))
     return p
@@ -1139,8 +1137,6 @@ _READERS: dict[str, Reader] = {
     "reshard": _read_reshard,
     "custom_jvp_call": _read_custom_jvp,
     "custom_vjp_call": _read_custom_vjp,
-    "Ldexp": _read_avals,
-    "Frexp": _read_avals,
     "shard_map": _read_shard_map,
     "convert_element_type": _read_convert,
 }

@@ -15,6 +15,7 @@ primal, batched, partial evaluation).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -175,6 +176,14 @@ def _without_duplicate_outputs(jaxpr: Jaxpr, n_primal: int) -> tuple[Jaxpr, list
         return jaxpr, duplicates
     return Jaxpr(jaxpr.constvars, jaxpr.invars, kept, jaxpr.eqns, jaxpr.effects,
                  consts=list(jaxpr.consts)), duplicates
+
+
+def _input_forwards(jaxpr: Jaxpr, n_primal: int) -> list[int | None]:
+    """Per primal output of the primal call, the input it is (by position),
+    or None: JAX's primal call does not return its inputs."""
+    inputs = {id(v): k for k, v in enumerate(jaxpr.invars)}
+    return [inputs.get(id(v)) if isinstance(v, Var) else None
+            for v in jaxpr.outvars[:n_primal]]
 
 
 def _with_duplicates(outs: Sequence[Any], duplicates: list[int | None]) -> list[Any]:
@@ -453,11 +462,26 @@ class CallRules:
                          lambda: _LinearSplit.of(jaxpr, avals, differentiate))
         n_out = len(jaxpr.outvars)
         ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        # A primal output that is an input of the call, placed as the call
+        # leaves it, is that input (JAX's input forwarding).
+        forwards = [f if s is CS.UNSPECIFIED else None
+                    for f, s in zip(_input_forwards(split.primal_jaxpr, n_out), outs_s)]
+        returned = [f is None for f in forwards] + [True] * (
+            len(split.primal_jaxpr.outvars) - n_out)
+        primal_jaxpr = split.primal_jaxpr
+        if not all(returned):
+            primal_jaxpr = dataclasses.replace(
+                primal_jaxpr, outvars=[v for v, r in zip(primal_jaxpr.outvars, returned) if r],
+                _plan=None)
         primal_params = CS.with_shardings(
-            self.derive(params, split.primal_jaxpr, False), ins_s,
-            [*outs_s, *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
+            self.derive(params, primal_jaxpr, False), ins_s,
+            [*CS.kept(outs_s, returned[:n_out]),
+             *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
         with set_current_trace(trace.parent):
-            outs = _with_duplicates(self.prim.bind(*primals, **primal_params), split.duplicates)
+            got = iter(self.prim.bind(*primals, **primal_params))
+        kept_outs = [primals[f] if f is not None else next(got)
+                     for f in forwards + [None] * (len(returned) - n_out)]
+        outs = _with_duplicates(kept_outs, split.duplicates)
         n_res = n_out + split.n_computed
         computed = iter(outs[n_out:n_res])
         residuals = [primals[f] if f is not None else next(computed) for f in split.forwarded]
@@ -501,28 +525,51 @@ class CallRules:
     def partial_eval(self, eqn: Eqn, ins_unknown: list[bool]
                      ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
         """Split a call whose inputs are partly unknown into a known call (also
-        returning residuals) and an unknown call reading them."""
+        returning residuals) and an unknown call reading them. A residual
+        that is a known input or a known output of the call is read from
+        there, not returned a second time (JAX's forwarding)."""
         inner: Jaxpr = eqn.params["jaxpr"]
         split = ad.partial_eval_jaxpr(inner, ins_unknown)
-        res_vars = [Var(v.aval) for v in split.known.outvars[len(split.known.outvars)
-                                                             - split.num_res:]]
+        known_jaxpr = split.known
+        n_known_out = len(known_jaxpr.outvars) - split.num_res
         known_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if not u]
-        unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
         known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
+        unknown_outvars = [v for v, u in zip(eqn.outvars, split.out_unknowns) if u]
         unknown_in = [a for a, u in zip(eqn.invars, ins_unknown) if u]
+        # Where each residual comes from: a known input, a known output, or
+        # an extra output of the known call.
+        from_input = {id(v): a for v, a in zip(known_jaxpr.invars, known_in)}
+        from_output = {id(v): o for v, o in zip(known_jaxpr.outvars[:n_known_out],
+                                                known_outvars)}
+        res_atoms: list[Any] = []
+        returned: list[Any] = []  # the known call's residual outputs, inside
+        new_res: list[Var] = []  # and outside
+        for r in known_jaxpr.outvars[n_known_out:]:
+            if id(r) in from_input:
+                res_atoms.append(from_input[id(r)])
+            elif id(r) in from_output:
+                res_atoms.append(from_output[id(r)])
+            else:
+                new_res.append(Var(r.aval))
+                res_atoms.append(new_res[-1])
+                returned.append(r)
+        if len(returned) != split.num_res:
+            known_jaxpr = dataclasses.replace(
+                known_jaxpr, outvars=[*known_jaxpr.outvars[:n_known_out], *returned],
+                _plan=None)
         ins_s, outs_s = CS.shardings_of(eqn.params, len(eqn.invars), len(eqn.outvars))
         known_outs = [not u for u in split.out_unknowns]
         known_params = CS.with_shardings(
-            self.derive(eqn.params, split.known, False),
+            self.derive(eqn.params, known_jaxpr, False),
             CS.kept(ins_s, [not u for u in ins_unknown]),
-            [*CS.kept(outs_s, known_outs), *CS.unspecified(len(res_vars))])
+            [*CS.kept(outs_s, known_outs), *CS.unspecified(len(returned))])
         unknown_params = CS.with_shardings(
             self.derive(eqn.params, split.unknown, False),
-            [*CS.unspecified(len(res_vars)), *CS.kept(ins_s, ins_unknown)],
+            [*CS.unspecified(split.num_res), *CS.kept(ins_s, ins_unknown)],
             CS.kept(outs_s, split.out_unknowns))
-        known = eqn.replace(invars=known_in, outvars=[*known_outvars, *res_vars],
+        known = eqn.replace(invars=known_in, outvars=[*known_outvars, *new_res],
                             params=known_params)
-        unknown = eqn.replace(invars=[*res_vars, *unknown_in], outvars=unknown_outvars,
+        unknown = eqn.replace(invars=[*res_atoms, *unknown_in], outvars=unknown_outvars,
                               params=unknown_params)
         return known, unknown, split.out_unknowns
 

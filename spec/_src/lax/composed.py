@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -38,6 +38,7 @@ import numpy as np
 from spec._src.core.dtypes import dtype_of as dtype
 from spec._src.core.interpreter import canonical_aval_of
 from spec._src.lax import conv as C
+from spec._src.lax.control_flow import platform_dependent
 from spec._src.lax.dot import Precision, canonicalize_precision, dot_general
 from spec._src.lax.elementwise import bitwise_and, ge, lt, rem, select, sub
 from spec._src.lax.reductions import cumsum, reduce_sum
@@ -249,26 +250,6 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any,
                                   "only ragged_dot's layout is specified")
     return ragged_dot(lhs, rhs, group_sizes, precision, preferred_element_type, group_offset,
                       out_sharding)
-
-
-# ------------------------------------------------------------- platforms
-
-def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
-                       **per_platform: Callable[..., Any]) -> Any:
-    """``per_platform['cpu'](*args)``, or ``default(*args)`` without a cpu
-    branch: spec's programs run on CPU devices."""
-    for name, branch in per_platform.items():
-        if not callable(branch):
-            raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
-        if name == "gpu":
-            raise ValueError("Use 'cuda', 'rocm', or 'oneapi' for lax.platform_dependent.")
-    if default is not None and not callable(default):
-        raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
-    chosen = per_platform.get("cpu", default)
-    if chosen is None:
-        raise ValueError(f"Cannot lower platform_dependent for platform cpu: no branch for "
-                         f"it among {sorted(per_platform)} and no default")
-    return chosen(*args)
 
 
 __all__ = [

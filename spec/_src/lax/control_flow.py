@@ -203,6 +203,51 @@ empty2_p = declare(
                             "broadcast to its slot with the slot's sharding"))
 
 
+# ============================================================ platform_index
+# platform_index() -> int32[]: which of ``platforms`` (a tuple with one
+# entry per branch of a platform-dependent cond: a tuple of platform names,
+# or None for the default) the program runs on. C1 the default, if any, is
+# the last entry. spec's programs run on CPU devices: the first entry
+# naming "cpu", else the default's; neither is JAX's NotImplementedError
+# (no lowering for the platform).
+
+SPEC_PLATFORM = "cpu"
+
+
+def platform_choice(platforms: tuple[tuple[str, ...] | None, ...]) -> int:
+    """The index of the entry for spec's platform."""
+    for i, ps in enumerate(platforms):
+        if ps is not None and SPEC_PLATFORM in ps:
+            return i
+    if platforms and platforms[-1] is None:
+        return len(platforms) - 1
+    raise NotImplementedError(f"MLIR translation rule for primitive 'platform_index("
+                              f"platforms={platforms})' not found for platform "
+                              f"{SPEC_PLATFORM}")
+
+
+def _platform_index_type(*, platforms: tuple[tuple[str, ...] | None, ...]
+                         ) -> list[ArrayType]:
+    require(all(ps is not None for ps in platforms[:-1]), "platform_index", "C1",
+            f"only the last entry of platforms={platforms} may be the default (None)",
+            ValueError)
+    return [ArrayType((), np.dtype(np.int32), False)]
+
+
+def _platform_index_impl(*, platforms: tuple[tuple[str, ...] | None, ...]
+                         ) -> list[np.ndarray]:
+    return [np.asarray(platform_choice(platforms), np.int32)]
+
+
+platform_index_p = declare(
+    "platform_index", lowering=CL.platform_index, typing=_platform_index_type,
+    impl=_platform_index_impl, jvp=zero_jvp(),
+    transpose=not_applicable("platform_index has no operands"),
+    batch=not_applicable("platform_index has no operands, so vmap never batches it"),
+    sharding=not_applicable("platform_index has no operands; its scalar result is "
+                            "replicated"))
+
+
 # ====================================================================== cond
 
 
@@ -1916,6 +1961,41 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any,
     names = ["branch 0", *(f"branch{i}" for i in range(1, len(funs)))]
     jaxprs, consts, leaves, fwd, out_tree = _bind_cond(index, funs, names, "switch", operands)
     outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
+    return _finish(outs, fwd, [*consts, *leaves], out_tree)
+
+
+def platform_dependent(*args: Any, default: Callable[..., Any] | None = None,
+                       **per_platform: Callable[..., Any]) -> Any:
+    """``per_platform[platform](*args)``: every branch traced into a cond on
+    ``platform_index`` (branches given for several platforms once, the
+    default last), the choice made when the program is lowered; eagerly,
+    the branch for spec's platform (CPU) runs."""
+    grouped: list[tuple[list[str], Callable[..., Any]]] = []
+    for name, branch in per_platform.items():
+        if not callable(branch):
+            raise TypeError(f"lax.platform_dependent: the '{name}' branch must be a callable.")
+        if name == "gpu":
+            raise ValueError("Use 'cuda', 'rocm', or 'oneapi' for lax.platform_dependent.")
+        for names, b in grouped:
+            if b == branch:
+                names.append(name)
+                break
+        else:
+            grouped.append(([name], branch))
+    platforms: tuple[tuple[str, ...] | None, ...] = tuple(tuple(ns) for ns, _ in grouped)
+    funs = [b for _, b in grouped]
+    if default is not None:
+        if not callable(default):
+            raise TypeError("lax.platform_dependent: the 'default' branch must be a callable.")
+        funs.append(default)
+        platforms = (*platforms, None)
+    index = platform_index_p.bind(platforms=platforms)
+    if not isinstance(index, Tracer):
+        return funs[int(index)](*args)
+    names = ["branch 0", *(f"branch{i}" for i in range(1, len(funs)))]
+    jaxprs, consts, leaves, fwd, out_tree = _bind_cond(index, funs, names, "switch", args)
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs),
+                       branches_platforms=platforms)
     return _finish(outs, fwd, [*consts, *leaves], out_tree)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -212,24 +211,6 @@ def declare_binary(name: str, accepted: Accepted, impl: Impl,
     (``batching.broadcasting``)."""
     sections.setdefault("batch", broadcasting())
     return _declare(name, typing=_binary_type(name, accepted, result), impl=impl, **sections)
-
-
-def _ldexp_unregistered(x1: Any, x2: Any) -> Any:
-    raise RuntimeError("jnp.ldexp is not registered: import spec._src.numpy.math "
-                       "(importing spec does)")
-
-
-@dataclass
-class StagedLdexp:
-    """``jnp.ldexp``, a jitted function of the numpy layer, which ldexp's and
-    frexp's derivative rules stage (as JAX's rules do, so that differentiated
-    jaxprs print the same nested ``jit[name=ldexp]``);
-    spec._src.numpy.math fills it when it is imported."""
-
-    ldexp: Callable[[Any, Any], Any] = _ldexp_unregistered
-
-
-staged = StagedLdexp()
 
 
 class AccuracyMode(enum.Enum):
@@ -1491,133 +1472,6 @@ clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp
                    sharding=SK.section("clamp", SK.same_as(1)))
 
 
-# ---------------------------------------------------------- Ldexp and Frexp
-# jnp.ldexp / jnp.frexp bind these two primitives (JAX 0.12 names them after
-# their classes, capitalised). They work on the bit fields of the float:
-# subnormal operands read as signed zero, results that would be subnormal are
-# signed zero, and too-large results are signed infinity (XLA's
-# flush-to-zero semantics, made explicit so every dtype shares them).
-# Ldexp: C1 x1 is floating; C2 x2 is integer; C3 x1 and x2 have one shape;
-# result: x1's dtype and shape, strong. Frexp: C1 x is floating; results:
-# (mantissa of x's dtype, int32 exponent), strong, of x's shape.
-
-def _float_fields(x: np.ndarray) -> tuple[Any, ...]:
-    info = ml_dtypes.finfo(x.dtype)  # type: ignore[no-untyped-call]
-    bits, nexp, nmant = int(info.bits), int(info.nexp), int(info.nmant)
-    ut = np.dtype(f"u{bits // 8}")
-    u = x.view(ut)
-    exp_mask = ut.type((1 << nexp) - 1)
-    sign = u & ut.type(1 << (bits - 1))
-    exp = (u >> ut.type(nmant)) & exp_mask
-    mant = u & ut.type((1 << nmant) - 1)
-    return info, ut, u, sign, exp, mant, exp_mask, nmant
-
-
-def _ldexp_impl(x1: np.ndarray, x2: np.ndarray, *, x1_aval: Any, x2_aval: Any
-                ) -> list[np.ndarray]:
-    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x1)
-    max_shift = 1 << (int(info.nexp) + 1)
-    # Clamp the shift first: anything this large over- or underflows anyway,
-    # and the clamp keeps the exponent sum from wrapping.
-    if T.is_unsigned_int(x2.dtype):
-        shift = np.minimum(x2.astype(np.uint64), np.uint64(max_shift)).astype(np.int32)
-    else:
-        shift = np.clip(x2.astype(np.int64), -max_shift, max_shift).astype(np.int32)
-    new_exp = exp.astype(np.int32) + shift
-    with np.errstate(all="ignore"):
-        normal = sign | (new_exp.astype(ut) << ut.type(nmant)) | mant
-    inf_bits = sign | (exp_mask << ut.type(nmant))
-    scaled = np.where(new_exp <= 0, sign, np.where(new_exp >= int(exp_mask), inf_bits, normal))
-    out = np.where(exp == exp_mask, u, np.where(exp == 0, sign, scaled))
-    return [np.asarray(out, ut).view(x1.dtype)]
-
-
-def _frexp_impl(x: np.ndarray, *, x_aval: Any) -> list[np.ndarray]:
-    info, ut, u, sign, exp, mant, exp_mask, nmant = _float_fields(x)
-    bias = int(info.maxexp) - 1
-    special = (exp == exp_mask) | (exp == 0)
-    halved = sign | (ut.type(bias - 1) << ut.type(nmant)) | mant  # |m| in [1/2, 1)
-    m = np.where(exp == exp_mask, u, np.where(exp == 0, sign, halved))
-    e = np.where(special, np.int32(0), exp.astype(np.int32) - np.int32(bias - 1))
-    return [np.asarray(m, ut).view(x.dtype), np.asarray(e, np.int32)]
-
-
-def _ldexp_type(x1: ArrayType, x2: ArrayType, *, x1_aval: Any, x2_aval: Any
-                ) -> list[ArrayType]:
-    K.check_dtypes("Ldexp", [x1], FLOAT, "C1")
-    K.check_dtypes("Ldexp", [x2], INTEGER, "C2", first=1)
-    require(x1.shape == x2.shape, "Ldexp", "C3",
-            f"operands must have one shape, got {x1.shape} and {x2.shape}", ValueError)
-    return [ArrayType(x1.shape, x1.dtype, False)]
-
-
-def _frexp_type(x: ArrayType, *, x_aval: Any) -> list[ArrayType]:
-    K.check_dtypes("Frexp", [x], FLOAT, "C1")
-    return [ArrayType(x.shape, x.dtype, False), ArrayType(x.shape, T.int32, False)]
-
-
-def _pp_avals(eqn: Eqn, ctx: PpContext) -> Any:
-    # JAX prints the aval params in their short form (``f32[3]``).
-    params = {k: (v.str_short(True) if isinstance(v, ArrayType) else v)
-              for k, v in eqn.params.items()}
-    return pp_eqn_default(eqn, ctx, params)
-
-
-def _ldexp_jvp(primals: list[Any], tangents: list[Any], *, x1_aval: Any, x2_aval: Any
-               ) -> tuple[list[Any], list[Any]]:
-    """x1 2^x2 is linear in x1 (x2 is integer): the tangent is ldexp(dx1, x2),
-    formed (as jnp.ldexp) before the primal, as JAX's rule does."""
-    x1, x2 = primals
-    t1 = tangents[0]
-    t_out = None if type(t1) is Zero else staged.ldexp(t1, x2)
-    out = ldexp_p.bind(x1, x2, x1_aval=x1_aval, x2_aval=x2_aval)
-    return [out], [Zero.from_primal_value(out) if t_out is None else t_out]
-
-
-def _ldexp_transpose(ct: Any, x1: Any, x2: Any, *, x1_aval: Any, x2_aval: Any) -> list[Any]:
-    if is_undefined_primal(x2):
-        raise TypeError("Ldexp: cannot transpose with respect to the integer exponent")
-    return [staged.ldexp(ct, x2), None]
-
-
-def _frexp_jvp(primals: list[Any], tangents: list[Any], *, x_aval: Any
-               ) -> tuple[list[Any], list[Any]]:
-    """x = m 2^e with e locally constant: dm = ldexp(dx, -e); e is integer."""
-    (x,), (t,) = primals, tangents
-    m, e = frexp_p.bind(x, x_aval=x_aval)
-    m_dot = Zero.from_primal_value(m) if type(t) is Zero else staged.ldexp(t, neg(e))
-    return [m, e], [m_dot, Zero.from_primal_value(e)]
-
-
-def _ldexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x1_aval: Any,
-                 x2_aval: Any) -> tuple[list[Any], list[BatchDim]]:
-    """Operands of one shape: where their batch axes differ both go to the
-    front (an unbatched one broadcast); the avals params describe the
-    batched operands."""
-    x1, x2 = args
-    d1, d2 = dims
-    if d1 != d2:
-        x1, x2 = bdim_at_front(x1, d1, axis.size), bdim_at_front(x2, d2, axis.size)
-        d1 = 0
-    return [ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))], [d1]
-
-
-def _frexp_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, x_aval: Any
-                 ) -> tuple[list[Any], list[BatchDim]]:
-    """Elementwise: both results are batched where the operand is."""
-    (x,), (d,) = args, dims
-    return list(frexp_p.bind(x, x_aval=_aval(x))), [d, d]
-
-
-ldexp_p = _declare("Ldexp", typing=_ldexp_type, impl=_ldexp_impl, pp_rule=_pp_avals,
-                  lowering=LT.ldexp,
-                  jvp=_ldexp_jvp, transpose=_ldexp_transpose, batch=_ldexp_batch)
-frexp_p = _declare("Frexp", typing=_frexp_type, impl=_frexp_impl, pp_rule=_pp_avals,
-                  lowering=LT.frexp,
-                  multiple_results=True, jvp=_frexp_jvp, transpose=_not_linear("Frexp"),
-                  batch=_frexp_batch)
-
-
 # ----------------------------------------------------------------- polygamma
 # polygamma(m, x), the m-th derivative of digamma (the JVP of digamma binds
 # it). Typing: the standard binary rule over floating dtypes. Impl: XLA's
@@ -1904,5 +1758,4 @@ WRAPPERS = [
     "sqrt", "square", "sub", "tan", "tanh",
 ]
 
-# ldexp and frexp are jnp's primitives: JAX's lax does not name them.
-__all__ = [n for n in dir() if n.endswith("_p") and n not in ("ldexp_p", "frexp_p")] + WRAPPERS
+__all__ = [n for n in dir() if n.endswith("_p")] + WRAPPERS

@@ -45,6 +45,10 @@ def cond(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_ava
     ``case`` runs the last branch for an out-of-range index, and cond's
     index is already clamped."""
     ops = list(operands[1:])
+    index = operands[0]
+    platforms = params.get("branches_platforms")
+    if platforms is not None:
+        index, branches = _platform_branches(ctx, index, in_avals[0], branches, platforms)
 
     def branch(k: int, jaxpr: Jaxpr) -> Any:
         def body(ctx: LoweringContext, args: list[str]) -> list[str]:
@@ -52,8 +56,45 @@ def cond(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_ava
                 return lower_body(ctx, jaxpr, ops)
         return body
     regions = [ctx.region([], out_avals, branch(k, b)) for k, b in enumerate(branches)]
-    return ctx.generic_op("stablehlo.case", operands[:1], in_avals[:1], out_avals,
+    return ctx.generic_op("stablehlo.case", [index], in_avals[:1], out_avals,
                           regions=regions)
+
+
+def _platform_branches(ctx: LoweringContext, index: str, index_aval: ArrayType,
+                       branches: Sequence[Jaxpr], platforms: Sequence[Any]
+                       ) -> tuple[str, list[Jaxpr]]:
+    """A platform-dependent cond keeps the branch of the platform lowered
+    for (spec's: CPU, else the default); the index goes through a ``case``
+    mapping every branch to its kept position (0 for the dropped), as JAX
+    lowers it."""
+    chosen = next((k for k, ps in enumerate(platforms) if ps is None or _PLATFORM in ps), None)
+    if chosen is None:
+        raise ValueError(f"Cannot lower a cond with branches_platforms={tuple(platforms)} "
+                         f"for platform {_PLATFORM}")
+    i32 = ArrayType((), _I32)
+
+    def kept_index(k: int) -> Callable[[LoweringContext, list[str]], list[str]]:
+        return lambda ctx, args: [_scalar_const(ctx, 0, _I32)]
+
+    regions = [ctx.region([], [i32], kept_index(k)) for k in range(len(branches))]
+    (kept,) = ctx.generic_op("stablehlo.case", [index], [index_aval], [i32], regions=regions)
+    return kept, [branches[chosen]]
+
+
+def platform_index(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                   out_avals: Avals, *, platforms: Sequence[Any]) -> list[str]:
+    """The position of the lowering platform's entry, a constant."""
+    chosen = next((k for k, ps in enumerate(platforms) if ps is not None and _PLATFORM in ps),
+                  len(platforms) - 1 if platforms and platforms[-1] is None else None)
+    if chosen is None:
+        raise NotImplementedError(f"MLIR translation rule for primitive 'platform_index("
+                                  f"platforms={tuple(platforms)})' not found for platform "
+                                  f"{_PLATFORM}")
+    return [_scalar_const(ctx, chosen, _I32)]
+
+
+# The platform spec lowers for.
+_PLATFORM = "cpu"
 
 
 # ============================================================== while

@@ -2,6 +2,8 @@
 ``HiPrim`` subclasses, ``spec._src.api.hijax``): ``SearchSorted`` (under
 ``jnp.searchsorted`` and what calls it) and ``Nonzero`` (under
 ``jnp.nonzero``, ``argwhere``, ``flatnonzero`` and one-argument ``where``).
+(``Ldexp`` and ``Frexp``, under ``jnp.ldexp``/``jnp.frexp``, live with those
+functions in ``spec._src.numpy.math``, which this module's imports reach.)
 
 Each prints as ``ClassName[params] operands`` in jaxprs. Their results are
 integers: the JVP rule gives float0 tangents that are arrays, not symbolic

@@ -36,6 +36,8 @@ from spec._src.core.interpreter import (
     to_concrete_value,
 )
 from spec._src.lax import elementwise as ew
+from spec._src.lax import reductions as lr
+from spec._src.lax.control_flow import platform_dependent
 from spec._src.lax import indexing as li
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
@@ -1026,11 +1028,24 @@ def _diagonal_fn(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any
     a1, a2 = _canonical_axis(axis1, nd), _canonical_axis(axis2, nd)
     if a1 == a2:
         raise ValueError("axis1 and axis2 cannot be the same")
-    moved = jnp_shape.moveaxis(a, (a1, a2), (-2, -1))
-    n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
-    i = creation.arange(n)
-    j = creation.arange(abs(offset), abs(offset) + n)
-    return moved[..., i, j] if offset >= 0 else moved[..., j, i]
+
+    def gathered(a: Any) -> Any:
+        moved = jnp_shape.moveaxis(a, (a1, a2), (-2, -1))
+        n = max(0, min(shape[a1] + min(offset, 0), shape[a2] - max(offset, 0)))
+        i = creation.arange(n)
+        j = creation.arange(abs(offset), abs(offset) + n)
+        return moved[..., i, j] if offset >= 0 else moved[..., j, i]
+
+    # JAX stages a square matrix's main diagonal as platform-dependent: a
+    # masked column sum on TPU kernels (Mosaic), the gather elsewhere.
+    if shape[0] != shape[1] or nd != 2 or offset != 0 or canonical_aval_of(a).dtype == T.bool_:
+        return gathered(a)
+    eye = creation.eye(shape[0], dtype=canonical_aval_of(a).dtype)
+
+    def masked_sum(a: Any) -> Any:
+        return lr.reduce_sum(ew.mul(eye, a), (0,))
+
+    return platform_dependent(a, default=gathered, mosaic=masked_sum)
 
 
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:

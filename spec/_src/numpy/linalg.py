@@ -5,9 +5,7 @@ reduce_sum) equations JAX 0.12 emits; and the ``jnp.linalg`` namespace
 
 from __future__ import annotations
 
-import bisect
 import itertools
-import math
 import string
 import sys
 import types
@@ -27,6 +25,7 @@ from spec._src.lax import shaping as L
 from spec._src.lax import reductions as lr
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.shaping import asarray
+from spec._src.numpy import contraction_paths as paths
 from spec._src.numpy import creation, util
 from spec._src.numpy import math as jnp_math
 from spec._src.numpy import shape as jnp_shape
@@ -410,73 +409,30 @@ def _label_sizes(names: Sequence[str], shapes: Sequence[T.Shape]) -> dict[str, i
     return sizes
 
 
-def _flops(labels: frozenset[str], inner: bool, terms: int, sizes: dict[str, int]) -> int:
-    return math.prod(sizes[c] for c in labels) * (max(1, terms - 1) + int(inner))
-
-
-def _optimal_path(names: Sequence[str], result: str, sizes: dict[str, int]
-                  ) -> list[tuple[int, ...]]:
-    """opt_einsum's ``optimal``: a depth-first search over every order of
-    pairwise contractions for the fewest flops (the first found among equal
-    costs); a pair's cost is computed once per pair of label sets."""
-    output = frozenset(result)
-    best: list[Any] = [float("inf"), (tuple(range(len(names))),)]
-    cache: dict[tuple[frozenset[str], frozenset[str]], tuple[frozenset[str], int]] = {}
-
-    def pair(inputs: tuple[frozenset[str], ...], remaining: set[int], i: int, j: int
-             ) -> tuple[frozenset[str], int]:
-        either, shared = inputs[i] | inputs[j], inputs[i] & inputs[j]
-        keep = frozenset.union(output, *(inputs[k] for k in remaining - {i, j}))
-        return either & keep, _flops(either, bool(shared - keep), 2, sizes)
-
-    def search(path: tuple[tuple[int, int], ...], remaining: set[int],
-               inputs: tuple[frozenset[str], ...], flops: int) -> None:
-        if len(remaining) == 1:
-            best[:] = [flops, path]
-            return
-        for i, j in itertools.combinations(remaining, 2):
-            i, j = min(i, j), max(i, j)
-            key = (inputs[i], inputs[j])
-            if key not in cache:
-                cache[key] = pair(inputs, remaining, i, j)
-            k12, cost = cache[key]
-            if flops + cost >= best[0]:
-                continue
-            search(path + ((i, j),), remaining - {i, j} | {len(inputs)}, inputs + (k12,),
-                   flops + cost)
-
-    search((), set(range(len(names))), tuple(frozenset(n) for n in names), 0)
-    return _linear_path(best[1], len(names))
-
-
-def _linear_path(ssa_path: Sequence[tuple[int, ...]], n: int) -> list[tuple[int, ...]]:
-    """Single-assignment ids (each result a new id) as positions in the
-    shrinking list of operands."""
-    ids, path, ssa = list(range(n)), [], n
-    for step in ssa_path:
-        positions = sorted(bisect.bisect_left(ids, i) for i in step)
-        for k in reversed(positions):
-            ids.pop(k)
-        ids.append(ssa)
-        path.append(tuple(positions))
-        ssa += 1
-    return path
-
-
 def _einsum_path(names: Sequence[str], result: str, shapes: Sequence[T.Shape],
                  optimize: Any) -> list[tuple[int, ...]]:
     """The path JAX's einsum follows: ``optimize=False`` contracts the first
     two operands each step; a path given is followed; otherwise (``"auto"``,
-    ``True``, a strategy's name) opt_einsum's optimal search for up to four
-    operands (more are contracted as for ``False``)."""
+    ``True`` for ``"optimal"``, a strategy's name) opt_einsum's search of
+    that name (``contraction_paths``) over three or more operands."""
     n = len(names)
-    if optimize is False or (isinstance(optimize, str) and n > 4):
+    if optimize is False:
         return [(0, 1)] * (n - 1) if n > 1 else [(0,)]
-    if not isinstance(optimize, (str, bool)):
+    if optimize is True:
+        optimize = "optimal"
+    if not isinstance(optimize, str):
         return [tuple(step) for step in optimize]
     if n <= 2:
         return [tuple(range(n))]
-    return _optimal_path(names, result, _label_sizes(names, shapes))
+    if optimize.lower() in _UNSPECIFIED_STRATEGIES:
+        raise NotImplementedError(f"jnp.einsum(optimize={optimize!r}) is not specified in "
+                                  f"spec; the strategies are {sorted(paths.STRATEGIES)}")
+    return paths.contraction_path(optimize, names, result, _label_sizes(names, shapes))
+
+
+# opt_einsum's searches that spec does not specify (dynamic programming,
+# and the randomised greedy search behind auto-hq above 5 operands).
+_UNSPECIFIED_STRATEGIES = ("auto-hq", "dp", "dynamic-programming")
 
 
 @_inline_jit

@@ -18,6 +18,7 @@ import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import ml_dtypes
 import numpy as np
 
 from spec._src.api.custom_derivatives import custom_jvp
@@ -481,7 +482,9 @@ def _lstsq_fn(a: Any, b: Any, rcond: Any, numpy_resid: bool) -> LstsqResult:
         if rcond is None:
             rcond = _eps(dtype) * max(n, m)
         else:
-            rcond = jnp_indexing.where(creation.asarray(rcond) < 0, _eps(dtype), rcond)
+            # The eps of the dtype, a NumPy scalar: strong (JAX's jnp.finfo).
+            eps = ml_dtypes.finfo(np.dtype(dtype)).eps  # type: ignore[no-untyped-call]
+            rcond = jnp_indexing.where(creation.asarray(rcond) < 0, eps, rcond)
         u, s, vt = _linalg_svd(a, full_matrices=False)
         mask = (s > 0) & (s >= creation.array(rcond, dtype=_dtype(s)) * s[0])
         rank = mask.sum()
@@ -494,7 +497,7 @@ def _lstsq_fn(a: Any, b: Any, rcond: Any, numpy_resid: bool) -> LstsqResult:
         resid = creation.asarray([])
     else:
         b_estimate = matmul(a, x, precision=Precision.HIGHEST)
-        resid = _norm_fn(b - b_estimate, axis=0) ** 2
+        resid = _norm(b - b_estimate, axis=0) ** 2
     if b_vector:
         x = js.ravel(x)
     return LstsqResult(x, resid, rank, s)

@@ -20,6 +20,7 @@ import numpy as np
 
 from spec._src.api.autodiff import jvp
 from spec._src.api.custom_derivatives import custom_jvp
+from spec._src.api.hijax import GradAccum, HiPrim, linearize_from_jvp, vjp_from_jvp
 from spec._src.api.jit import jit
 from spec._src.core.canonical import static_int
 from spec._src.core import types as T
@@ -28,8 +29,9 @@ from spec._src.core.array import Array, from_numpy, host_constant
 from spec._src.core.config import config
 from spec._src.core.interpreter import Tracer, _insert_pvary, canonical_aval_of, is_concrete
 from spec._src.core.sharding import _context
+from spec._src.interpreters.ad_util import Zero
+from spec._src.interpreters.batching import bdim_at_front
 from spec._src.lax.ad_prims import stop_gradient
-from spec._src.lax import elementwise as E
 from spec._src.lax import elementwise as ew
 from spec._src.lax import reductions as lr
 from spec._src.lax import special_functions as special
@@ -1085,6 +1087,155 @@ def isneginf(x: Any, /, out: None = None) -> Any:
     return _isposneginf("isneginf", -np.inf, x)
 
 
+# jnp.ldexp and jnp.frexp stage hijax primitives, ``Ldexp`` and ``Frexp``
+# (JAX's classes), printed with their operands' types as params. Both work
+# on the IEEE fields of the float's bits: a zero exponent field (zero, or a
+# subnormal, read as the signed zero) gives the signed zero, an all-ones one
+# (inf, nan) keeps the operand; ldexp's results that would be subnormal are
+# the signed zero, too large ones the signed infinity. Reverse mode comes
+# from the JVP rules (``vjp_from_jvp``): ldexp is linear in x1 and frexp's
+# mantissa is ldexp(x, -e) with e locally constant.
+
+
+class _FloatBits:
+    """The IEEE fields of a float array: its bits ``u`` as the unsigned
+    integer of the float's width, the sign bit, the biased exponent and the
+    mantissa (each in place of its own field but the exponent, shifted
+    down), and the masks and sizes they come from."""
+
+    def __init__(self, x: Any) -> None:
+        info = ml_dtypes.finfo(_dtype(x))  # type: ignore[no-untyped-call]
+        self.nexp, self.nmant, self.bias = int(info.nexp), int(info.nmant), int(info.maxexp) - 1
+        self.ut = np.dtype(f"uint{int(info.bits)}")
+        self.exp_mask = (1 << self.nexp) - 1
+        self.u = L.bitcast_convert_type(x, self.ut)
+        self.sign = ew.bitwise_and(self.u, self.const(1 << (int(info.bits) - 1)))
+        shifted = ew.shift_right_logical(self.u, self.const(self.nmant))
+        self.exp = ew.bitwise_and(shifted, self.const(self.exp_mask))
+        self.mant = ew.bitwise_and(self.u, self.const((1 << self.nmant) - 1))
+        self.is_zero = ew.eq(self.exp, self.const(0))
+        self.is_special = ew.eq(self.exp, self.const(self.exp_mask))
+
+    def const(self, value: int) -> np.ndarray:
+        return np.asarray(value, self.ut)
+
+    def ordinary(self, bits: Any) -> Any:
+        """``bits`` where the exponent field is ordinary, the signed zero
+        where it is 0, the operand's bits where it is all ones."""
+        return ew.select(self.is_special, self.u, ew.select(self.is_zero, self.sign, bits))
+
+    def as_float(self, bits: Any, dtype: T.DType) -> Any:
+        return L.bitcast_convert_type(bits, dtype)
+
+
+def _ldexp_bits(x1: Any, x2: Any) -> Any:
+    """x1 2^x2 by adding the shift, clamped to +-2^(nexp+1) (anything that
+    large over- or underflows; the clamp keeps the sum from wrapping), to the
+    exponent field."""
+    f = _FloatBits(x1)
+    nt = _dtype(x2)
+    if nt.itemsize < 4:  # widened, so that the clamp bound fits
+        x2 = L.convert_element_type(x2, T.int32 if T.is_signed_int(nt) else T.uint32)
+        nt = _dtype(x2)
+    bound = 1 << (f.nexp + 1)
+    low = np.asarray(-bound if T.is_signed_int(nt) else 0, nt)
+    shift = L.convert_element_type(ew.clamp(low, x2, np.asarray(bound, nt)), T.int32)
+    new_exp = ew.add(L.convert_element_type(f.exp, T.int32), shift)
+    inf_bits = ew.bitwise_or(f.sign, f.const(f.exp_mask << f.nmant))
+    exp_bits = ew.shift_left(L.convert_element_type(new_exp, f.ut), f.const(f.nmant))
+    normal = ew.bitwise_or(ew.bitwise_or(f.sign, exp_bits), f.mant)
+    scaled = ew.select(ew.le(new_exp, np.int32(0)), f.sign,
+                       ew.select(ew.ge(new_exp, np.int32(f.exp_mask)), inf_bits, normal))
+    return f.as_float(f.ordinary(scaled), _dtype(x1))
+
+
+def _frexp_bits(x: Any) -> tuple[Any, Any]:
+    """The mantissa with its exponent field set to bias - 1 (|m| in [1/2,
+    1)) and the exponent field less bias - 1; 0 for zeros, infinities and
+    nans, which are their own mantissas."""
+    f = _FloatBits(x)
+    halved = ew.bitwise_or(ew.bitwise_or(f.sign, f.const((f.bias - 1) << f.nmant)), f.mant)
+    e = ew.sub(L.convert_element_type(f.exp, T.int32), np.int32(f.bias - 1))
+    e = ew.select(ew.bitwise_or(f.is_special, f.is_zero), L.full_like(e, 0), e)
+    return f.as_float(f.ordinary(halved), _dtype(x)), e
+
+
+class Ldexp(HiPrim):
+    """``x1 * 2**x2`` for a floating ``x1`` and an integer ``x2`` of one
+    shape; the params are the operand types."""
+
+    x1_aval: T.ArrayType
+    x2_aval: T.ArrayType
+
+    def __init__(self, x1_aval: T.ArrayType, x2_aval: T.ArrayType) -> None:
+        self.in_avals = (x1_aval, x2_aval)
+        self.out_aval = x1_aval.update(weak_type=False)
+        self.params = dict(x1_aval=x1_aval, x2_aval=x2_aval)
+        super().__init__()
+
+    def expand(self, x1: Any, x2: Any) -> Any:
+        return _ldexp_bits(x1, x2)
+
+    def jvp(self, primals: Any, tangents: Any) -> Any:
+        """Linear in x1: the tangent is ldexp(dx1, x2), formed before the
+        primal (as JAX's rule does)."""
+        x1, x2 = primals
+        t1 = tangents[0]
+        t_out = (Zero(self.out_aval.tangent_type()) if isinstance(t1, Zero)
+                 else ldexp(t1, x2))
+        return self(x1, x2), t_out
+
+    def transpose(self, out_ct: Any, x1_accum: Any, x2: Any) -> None:
+        if isinstance(x1_accum, GradAccum) and not isinstance(out_ct, Zero):
+            x1_accum.accum(ldexp(out_ct, x2))
+
+    lin, linearized = linearize_from_jvp
+    vjp_fwd, vjp_bwd_retval = vjp_from_jvp
+
+    def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
+        """Operands of one shape: batched at one axis they bind as they are;
+        otherwise both go to the front (an unbatched one broadcast)."""
+        x1, x2 = args
+        d1, d2 = dims
+        if d1 != d2:
+            x1 = bdim_at_front(x1, d1, axis_data.size)
+            x2 = bdim_at_front(x2, d2, axis_data.size)
+            d1 = 0
+        return Ldexp(_aval(x1), _aval(x2))(x1, x2), d1
+
+
+class Frexp(HiPrim):
+    """The mantissa and the int32 exponent of a floating ``x``; the param is
+    the operand type."""
+
+    x_aval: T.ArrayType
+
+    def __init__(self, x_aval: T.ArrayType) -> None:
+        self.in_avals = (x_aval,)
+        self.out_aval = (x_aval.update(weak_type=False),
+                         x_aval.update(dtype=T.int32, weak_type=False))
+        self.params = dict(x_aval=x_aval)
+        super().__init__()
+
+    def expand(self, x: Any) -> Any:
+        return _frexp_bits(x)
+
+    def jvp(self, primals: Any, tangents: Any) -> Any:
+        """x = m 2^e with e locally constant: dm = ldexp(dx, -e)."""
+        (x,), (t,) = primals, tangents
+        m, e = self(x)
+        m_aval, e_aval = self.out_aval
+        m_dot = Zero(m_aval.tangent_type()) if isinstance(t, Zero) else ldexp(t, ew.neg(e))
+        return (m, e), (m_dot, Zero(e_aval.tangent_type()))
+
+    lin, linearized = linearize_from_jvp
+    vjp_fwd, vjp_bwd_retval = vjp_from_jvp
+
+    def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
+        (x,), (d,) = args, dims
+        return Frexp(_aval(x))(x), (d, d)
+
+
 def _ldexp_impl(x1: Any, x2: Any) -> Any:
     d1, d2 = _dtype(x1), _dtype(x2)
     if T.is_complex(d1) or T.is_inexact(d2):
@@ -1095,7 +1246,7 @@ def _ldexp_impl(x1: Any, x2: Any) -> Any:
     x1, x2 = _promote_shapes("ldexp", x1, x2)
     x1, x2 = _broadcast_arrays(x1, x2)
     x1, x2 = _strong(x1), _strong(x2)
-    return E.ldexp_p.bind(x1, x2, x1_aval=_aval(x1), x2_aval=_aval(x2))
+    return Ldexp(_aval(x1), _aval(x2))(x1, x2)
 
 
 _ldexp = _named_jit("ldexp", _ldexp_impl)
@@ -1108,15 +1259,12 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
     return _ldexp(x1, x2)
 
 
-E.staged.ldexp = ldexp
-
-
 def _frexp_impl(x: Any) -> Any:
     (x,) = _promote_dtypes_inexact(x)
     if _is_complex(x):
         raise TypeError("frexp does not support complex-valued inputs")
     x = _strong(x)
-    return tuple(E.frexp_p.bind(x, x_aval=_aval(x)))
+    return tuple(Frexp(_aval(x))(x))
 
 
 _frexp = _named_jit("frexp", _frexp_impl)
