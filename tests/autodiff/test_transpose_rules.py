@@ -576,7 +576,7 @@ ON_MESH = {
 # run the user's rules (or need a user type), so their dot-product tests
 # build user primitives and types and live with the hijax tests.
 HIJAX_TEST = Path(__file__).parents[1] / "hijax" / "test_transpose.py"
-HIJAX = {"hijax", "hijax_linearized", "hi_transpose", "hi_select_n"}
+HIJAX = {"hijax", "hijax_linearized", "hi_transpose", "hi_select_n", "hi_broadcast", "hi_sum"}
 
 
 def _transposable() -> list[str]:

@@ -122,7 +122,8 @@ BINARY: dict[str, Any] = {
 # lax function names whose primitive name differs.
 PRIM_OF = {"bitwise_not": "not", "bitwise_and": "and", "bitwise_or": "or",
            "bitwise_xor": "xor"}
-OTHERS = {"integer_pow", "select_n", "clamp", "polynomial", "one_minus_square", "log2"}
+OTHERS = {"integer_pow", "select_n", "clamp", "polynomial", "one_minus_square", "log2",
+          "eq_to", "le_to", "lt_to"}
 
 
 def test_tables_cover_every_elementwise_primitive() -> None:
@@ -365,3 +366,14 @@ def test_no_batch_rule_missing() -> None:
                     "pow", "round", "select_n", "polynomial")}
     missing = {m[0] for m in missing_sections() if m[1] == "batch"}
     assert not (mine & missing), mine & missing
+
+
+@pytest.mark.parametrize("name", ["eq_to", "le_to", "lt_to"])
+def test_total_order_comparisons(name: str) -> None:
+    """The total-order comparisons (primitives without a lax function) batch as the
+    loop and as JAX's vmap, nan and signed zeros included."""
+    x = np.array([[0.0, -0.0, np.nan, 1.0], [-np.nan, 2.0, -1.0, 0.0]], np.float32)
+    y = np.array([-0.0, 0.0, np.nan, 2.0], np.float32)
+    s_prim, j_prim = getattr(sl, f"{name}_p"), getattr(jl, f"{name}_p")
+    check_vmap(lambda a, b: s_prim.bind(a, b), lambda a, b: j_prim.bind(a, b),
+               [x, y], [0, None], 0)

@@ -486,8 +486,8 @@ class CallRules:
         computed = iter(outs[n_out:n_res])
         residuals = [primals[f] if f is not None else next(computed) for f in split.forwarded]
         if split.sres:
-            returned = iter(outs[n_res:])
-            values = {id(x): primals[f] if f is not None else next(returned)
+            structured = iter(outs[n_res:])
+            values = {id(x): primals[f] if f is not None else next(structured)
                       for x, f in zip(split.sres, split.sres_forwarded)}
             ad.fill_call_entry(ad.entries_with_values(split.structured, values))
         zeros = [Zero(v.aval.tangent_type()) for v in jaxpr.outvars]

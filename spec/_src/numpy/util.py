@@ -41,6 +41,7 @@ from spec._src.lax.shaping import _convert_element_type
 from spec._src.lax.shaping import canonicalize_axis
 from spec._src.lax.reshard import ArrayCopySemantics, device_put_p
 from spec._src.interpreters import ad
+from spec._src.interpreters.ad_util import Zero
 
 __all__ = ["check_arraylike", "check_for_prngkeys", "promote_args", "promote_dtypes",
            "to_weak_or_strong"]
@@ -404,7 +405,7 @@ def _tangent_in_primal_memory(trace: ad.JVPTrace, x: Any) -> Any:
     under ``trace``: JAX traces the body's JVP with each tangent typed as its
     primal's tangent type, so a tangent in another memory than its primal
     (a device tangent of a host primal) enters the body moved there."""
-    if type(x) is not ad.JVPTracer or x._trace is not trace or type(x.tangent) is ad.Zero:
+    if type(x) is not ad.JVPTracer or x._trace is not trace or type(x.tangent) is Zero:
         return x
     want = canonical_aval_of(x.primal).memory_space
     if canonical_aval_of(x.tangent).memory_space is want:
