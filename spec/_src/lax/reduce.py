@@ -88,14 +88,7 @@ def _reduce_type(*avals: ArrayType, computation: Any, jaxpr: Jaxpr,
     require(len(set(dimensions)) == len(dimensions)
             and all(0 <= d < ndim for d in dimensions), "reduce", "C5",
             f"dimensions {dimensions} must be distinct and in [0, {ndim})", ValueError)
-    scalars = [ArrayType((), o.dtype) for o in ops]
-    got_in = [ArrayType((), a.dtype) for a in jaxpr.in_avals]
-    got_out = [ArrayType(a.shape, a.dtype) for a in jaxpr.out_avals]
-    require(got_in == scalars + scalars and got_out == scalars, "reduce", "C6",
-            f"the computation must map {len(ops) * 2} scalars of dtypes "
-            f"{[s.dtype.name for s in scalars] * 2} to {len(ops)} of dtypes "
-            f"{[s.dtype.name for s in scalars]}; its jaxpr has inputs {jaxpr.in_avals} and "
-            f"outputs {jaxpr.out_avals}")
+    R.require_scalar_computation("reduce", "C6", ops, jaxpr)
     return [ArrayType(tuple(d for k, d in enumerate(o.shape) if k not in dimensions), o.dtype,
                       o.weak_type and i.weak_type) for o, i in zip(ops, inits)]
 

@@ -1208,6 +1208,21 @@ def computation_jaxpr(computation: Callable[..., Any], init_avals: list[ArrayTyp
     return jaxpr, out_tree[0]
 
 
+def require_scalar_computation(prim: str, constraint: str, ops: Sequence[ArrayType],
+                               jaxpr: Jaxpr) -> None:
+    """A reduction computation maps (accumulators, elements), one scalar of each operand's
+    dtype each, to one scalar per operand."""
+    n = len(ops)
+    scalars = [ArrayType((), o.dtype) for o in ops]
+    got_in = [ArrayType((), a.dtype) for a in jaxpr.in_avals]
+    got_out = [ArrayType(a.shape, a.dtype) for a in jaxpr.out_avals]
+    require(got_in == scalars + scalars and got_out == scalars, prim, constraint,
+            f"the computation must map {2 * n} scalars of dtypes "
+            f"{[s.dtype.name for s in scalars] * 2} to {n} of dtypes "
+            f"{[s.dtype.name for s in scalars]}; its jaxpr has inputs {jaxpr.in_avals} and "
+            f"outputs {jaxpr.out_avals}")
+
+
 __all__ = [
     "argmax", "argmin", "computation_jaxpr", "cumlogsumexp", "cummax", "cummin", "cumprod",
     "cumsum", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_precision",

@@ -65,7 +65,7 @@ from spec._src.lax import elementwise as E
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.conv import padtype_to_pads
 from spec._src.lax.indexing import apply_in_order, on_all
-from spec._src.lax.reductions import computation_jaxpr
+from spec._src.lax.reductions import computation_jaxpr, require_scalar_computation
 from spec._src.lax.shaping import _varying_out_shape, asarray, full
 from spec._src.lax.slicing import pad, pad_p
 from spec._src.lax.slicing import slice as slice_op
@@ -391,14 +391,7 @@ def _generic_type(*avals: ArrayType, jaxpr: Jaxpr, consts: tuple[Any, ...],
             f"{[i.shape for i in inits]}.")
     require(all(o.shape == ops[0].shape for o in ops), "reduce_window", "C7",
             f"reduce_window operands must share one shape, got {[o.shape for o in ops]}.")
-    scalars = [ArrayType((), o.dtype) for o in ops]
-    got_in = [ArrayType((), a.dtype) for a in jaxpr.in_avals]
-    got_out = [ArrayType(a.shape, a.dtype) for a in jaxpr.out_avals]
-    require(got_in == scalars + scalars and got_out == scalars, "reduce_window", "C8",
-            f"the computation must map {2 * n} scalars of dtypes "
-            f"{[s.dtype.name for s in scalars] * 2} to {n} of dtypes "
-            f"{[s.dtype.name for s in scalars]}; its jaxpr has inputs {jaxpr.in_avals} and "
-            f"outputs {jaxpr.out_avals}")
+    require_scalar_computation("reduce_window", "C8", ops, jaxpr)
     (out,) = _window_type("reduce_window", False)(ops[0], **params)
     return [ArrayType(out.shape, o.dtype) for o in ops]
 
