@@ -116,10 +116,9 @@ def _is_arrow(text: str, i: int) -> bool:
     return text[i] == ">" and i > 0 and text[i - 1] == "-"
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """``text`` split at ``sep`` outside brackets and quotes."""
-    out: list[str] = []
-    cur: list[str] = []
+def _at_top(text: str) -> Iterator[tuple[int, str, bool]]:
+    """Each character of ``text`` with its index and whether it stands outside every
+    bracket and quoted string (an arrow's ``>`` closes no bracket)."""
     depth, quoted = 0, False
     for i, ch in enumerate(text):
         if ch == '"':
@@ -128,7 +127,15 @@ def _split_top(text: str, sep: str = ",") -> list[str]:
             depth += 1
         elif not quoted and ch in ")]}>" and not _is_arrow(text, i):
             depth -= 1
-        if ch == sep and depth == 0 and not quoted:
+        yield i, ch, depth == 0 and not quoted
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """``text`` split at ``sep`` outside brackets and quotes."""
+    out: list[str] = []
+    cur: list[str] = []
+    for _, ch, top in _at_top(text):
+        if ch == sep and top:
             out.append("".join(cur))
             cur = []
         else:
@@ -150,13 +157,9 @@ def _strip_loc(line: str) -> tuple[str, str | None]:
 
 def _signature_types(sig: str) -> list[TensorType]:
     """The result types of a signature ``(A, B) -> (C, D)``, ``A -> C`` or ``T``."""
-    depth, arrow = 0, -1
-    for i, ch in enumerate(sig):
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}" and not _is_arrow(sig, i):
-            depth -= 1
-        elif depth == 0 and sig.startswith("->", i):
+    arrow = -1
+    for i, ch, top in _at_top(sig):
+        if top and ch == "-" and sig.startswith("->", i):
             arrow = i
     if arrow < 0:
         # ``T`` (every type the same) or ``P, T`` (select: the result last).
@@ -169,15 +172,9 @@ def _signature_types(sig: str) -> list[TensorType]:
 
 def _last_colon(text: str) -> int:
     """The index of the signature's `` : `` (outside brackets and quotes)."""
-    depth, quoted, found = 0, False, -1
-    for i, ch in enumerate(text):
-        if ch == '"':
-            quoted = not quoted
-        elif not quoted and ch in "([{<":
-            depth += 1
-        elif not quoted and ch in ")]}>" and not _is_arrow(text, i):
-            depth -= 1
-        elif not quoted and depth == 0 and text.startswith(" : ", i):
+    found = -1
+    for i, ch, top in _at_top(text):
+        if top and ch == " " and text.startswith(" : ", i):
             found = i
     return found
 
