@@ -27,7 +27,7 @@ every view.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spec._src.core.hitypes import (
@@ -183,6 +183,17 @@ def _outer_axis(prim: str, axis: Any, x: Any, d: Any) -> Axis:
     return (axis.size, d)
 
 
+def _one_more_outer_axis(prim: str) -> Callable[..., tuple[list[Any], list[Any]]]:
+    """The batching rule of a one-operand hi-axis primitive: the batch axis is one more
+    outer mapped axis, left in place."""
+    def rule(axis_data: Any, args: list[Any], dims: list[Any], **params: Any
+             ) -> tuple[list[Any], list[Any]]:
+        (x,), (d,) = args, dims
+        outer = (*params.pop("outer"), _outer_axis(prim, axis_data, x, d))
+        return [primitive(prim).bind(x, **params, outer=outer)], [d]
+    return rule
+
+
 def reorder(x: Any, elem: Any, axes: Sequence[Axis], order: Sequence[int],
             view: str = "primal", outer: Sequence[Axis] = ()) -> Any:
     """``x`` (of type ``full_type(elem, axes, view, outer)``) with its
@@ -251,23 +262,14 @@ def _hi_transpose_transpose(ct: Any, operand: Any, *, elem: Any, axes: tuple[Axi
                     outer)]
 
 
-def _hi_transpose_batch(axis: Any, args: list[Any], dims: list[Any], *, elem: Any,
-                        axes: tuple[Axis, ...], order: tuple[int, ...], view: str,
-                        outer: tuple[Axis, ...]) -> tuple[list[Any], list[Any]]:
-    """The batch axis is one more outer mapped axis, left in place."""
-    (x,), (d,) = args, dims
-    new = (*outer, _outer_axis("hi_transpose", axis, x, d))
-    return [hi_transpose_p.bind(x, elem=elem, axes=axes, order=order, view=view,
-                                outer=new)], [d]
-
-
 def _hi_sharding(*avals: Any, **params: Any) -> list[Any]:
     return [None]  # (a hi type's sharding is inside the type: its typing made it)
 
 
 hi_transpose_p = declare(
     "hi_transpose", typing=_hi_transpose_type, impl=_hi_transpose_impl,
-    jvp=_hi_transpose_jvp, transpose=_hi_transpose_transpose, batch=_hi_transpose_batch,
+    jvp=_hi_transpose_jvp, transpose=_hi_transpose_transpose,
+    batch=_one_more_outer_axis("hi_transpose"),
     sharding=_hi_sharding,
     lowering=not_applicable("its operand is a hi value, lowered to its components "
                             "(to_lojax: one transpose each) before a program is lowered"),
@@ -350,18 +352,10 @@ def _hi_broadcast_transpose(ct: Any, x: Any, *, elem: Any, axis: Axis, view: str
     return [mapped_sum(instantiate(ct), elem, axis, "ct", outer)]
 
 
-def _hi_broadcast_batch(axis_data: Any, args: list[Any], dims: list[Any], *, elem: Any,
-                        axis: Axis, view: str, outer: tuple[Axis, ...]
-                        ) -> tuple[list[Any], list[Any]]:
-    """The batch axis is one more outer mapped axis."""
-    (x,), (d,) = args, dims
-    new = (*outer, _outer_axis("hi_broadcast", axis_data, x, d))
-    return [hi_broadcast_p.bind(x, elem=elem, axis=axis, view=view, outer=new)], [d]
-
-
 hi_broadcast_p = declare(
     "hi_broadcast", typing=_hi_broadcast_type, impl=_hi_broadcast_impl,
-    jvp=_hi_broadcast_jvp, batch=_hi_broadcast_batch, transpose=_hi_broadcast_transpose,
+    jvp=_hi_broadcast_jvp, batch=_one_more_outer_axis("hi_broadcast"),
+    transpose=_hi_broadcast_transpose,
     sharding=_hi_sharding,
     lowering=not_applicable("its operand is a hi value, lowered to its components "
                             "(to_lojax: one broadcast_in_dim each) before a program is "
@@ -473,18 +467,9 @@ def _hi_sum_transpose(ct: Any, x: Any, *, elem: Any, axis: Axis, view: str,
     return [broadcast(instantiate(ct), elem, axis, "ct", outer)]
 
 
-def _hi_sum_batch(axis_data: Any, args: list[Any], dims: list[Any], *, elem: Any,
-                  axis: Axis, view: str, outer: tuple[Axis, ...]
-                  ) -> tuple[list[Any], list[Any]]:
-    """The batch axis is one more outer mapped axis."""
-    (x,), (d,) = args, dims
-    new = (*outer, _outer_axis("hi_sum", axis_data, x, d))
-    return [hi_sum_p.bind(x, elem=elem, axis=axis, view=view, outer=new)], [d]
-
-
 hi_sum_p = declare(
     "hi_sum", typing=_hi_sum_type, impl=_hi_sum_impl, jvp=_hi_sum_jvp,
-    transpose=_hi_sum_transpose, batch=_hi_sum_batch, sharding=_hi_sharding,
+    transpose=_hi_sum_transpose, batch=_one_more_outer_axis("hi_sum"), sharding=_hi_sharding,
     lowering=not_applicable("its operand is a hi value, lowered to its components "
                             "(to_lojax: slices added by the type's vspace_add) before a "
                             "program is lowered"),
