@@ -176,13 +176,23 @@ def linearize(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> 
     return primals_out, f_jvp
 
 
+def _value_type(x: Any) -> ArrayType:
+    """The type of a tangent or cotangent value handed in (float0 zeros included)."""
+    return ArrayType(np.shape(x), T.FLOAT0) if _is_float0(x) else canonical_aval_of(x)
+
+
+def _same_placed_type(got: ArrayType, want: ArrayType) -> bool:
+    """Shape, dtype and memory agree (weak types aside)."""
+    return (got.shape == want.shape and got.dtype == want.dtype
+            and got.memory_space is want.memory_space)
+
+
 def _check_linearized_tangent(t: Any, primal: ArrayType) -> None:
     """A tangent handed to a linearized function has its primal's tangent
     type: shape, dtype and memory (weak types aside)."""
     want = primal.tangent_type()
-    got = ArrayType(np.shape(t), T.FLOAT0) if _is_float0(t) else canonical_aval_of(t)
-    if got.shape != want.shape or got.dtype != want.dtype \
-            or got.memory_space is not want.memory_space:
+    got = _value_type(t)
+    if not _same_placed_type(got, want):
         raise ValueError("linearized function called on tangent values inconsistent with the "
                          f"original primal values:\nGot tangent aval {got} for primal aval "
                          f"{primal} but expected {want}.")
@@ -351,9 +361,8 @@ class VJP:
     @staticmethod
     def _check_ct(ct: Any, primal_aval: ArrayType) -> Any:
         want = primal_aval.ct_type()
-        got = ArrayType(np.shape(ct), T.FLOAT0) if _is_float0(ct) else canonical_aval_of(ct)
-        if got.shape != want.shape or got.dtype != want.dtype \
-                or got.memory_space is not want.memory_space:
+        got = _value_type(ct)
+        if not _same_placed_type(got, want):
             raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP "
                              f"function: got {got.str_short()}, but expected "
                              f"{want.str_short()} because the corresponding output of the "
