@@ -411,15 +411,11 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
-             kind: str, detail: str, into: dict[int, np.ndarray] | None = None,
-             blocks: dict[int, np.ndarray] | None = None,
-             part_of: tuple[str, int] | None = None) -> dict[int, np.ndarray]:
-    """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
-    the ranks ``send_to`` and receive one block of the same type from each of
-    ``recv_from`` (into the contiguous buffers ``into`` when given); both
-    sides' headers must agree. ``part_of``: this exchange is one step of a
-    larger collective, (its description, its block's bytes), which errors
-    name."""
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
+             ) -> dict[int, np.ndarray]:
+    """Send ``block`` to the ranks ``send_to`` and receive one block of the
+    same type from each of ``recv_from`` (into the contiguous buffers
+    ``into`` when given); both sides' headers must agree."""
     c = _comms()
     comm = c.data
     number = _count.next()
@@ -427,9 +423,7 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     encoded = _header(number, kind, detail, block.dtype.str, block.shape)
     h_tag = (2 * number) % (2 * _TAG_SPAN)
     d_tag = h_tag + 1
-    label, nbytes = part_of or (f"{kind}({detail}) of {block.dtype}{list(block.shape)}",
-                                block.nbytes)
-    what = f"collective #{number} {label}"
+    what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
     payload = _as_bytes(block)
     peers = list(recv_from)
     # Every receive is posted before the headers are checked, so that a large
@@ -444,10 +438,9 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
                   for p in peers]
     sends = []
     for peer in send_to:
-        data = payload if blocks is None else _as_bytes(blocks[peer])
         sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
-        sends.append(comm.Isend(data, dest=c.to_data(peer), tag=d_tag))
-    _after_sends(number, nbytes)
+        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
+    _after_sends(number, payload.nbytes)
     try:
         _wait(header_recvs, peers, what)
     except BaseException:
@@ -476,12 +469,6 @@ def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
 
 
 # ================================================================ backend
-
-
-# An all-reduce over more than two ranks of at least this many bytes per
-# rank is a reduce-scatter and an all-gather (two rounds of messages, less
-# data); a smaller one gathers every block (one round).
-_SPLIT_MIN_BYTES = 1 << 16
 
 
 def _keep_freed_memory() -> None:
@@ -573,10 +560,6 @@ class MPIBackend:
     def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_reduce(bufs, axes, op, geo)
-        group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
-        if len(group) > 2 and mine.nbytes >= _SPLIT_MIN_BYTES:
-            return geo.place(self._split_all_reduce(mine, group, pos, axes, op, geo))
         blocks = self._group_blocks(bufs, axes, geo, "all_reduce", f";op={op}")
         acc = blocks[0]
         for b in blocks[1:]:
@@ -594,39 +577,6 @@ class MPIBackend:
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return geo.place(out)
-
-    def _split_all_reduce(self, mine: np.ndarray, group: np.ndarray, pos: int, axes: S.Axes,
-                          op: str, geo: S.Geometry) -> np.ndarray:
-        """An all-reduce of a large block over more than two ranks as a
-        reduce-scatter and an all-gather: the flat block cut into one part
-        per rank, member i combining everyone's part i in position order
-        (each element combined in the same order as by the virtual backend,
-        so the values are bitwise the same), then the combined parts
-        gathered. Each rank sends and receives 2 (g - 1) / g blocks rather
-        than g - 1, and combines 1 / g of the block."""
-        g = len(group)
-        flat = np.ascontiguousarray(mine).reshape(-1)
-        width = -(-flat.size // g)
-        if flat.size != g * width:  # the last part padded (its padding is dropped)
-            flat = np.concatenate([flat, np.zeros(g * width - flat.size, flat.dtype)])
-        parts = flat.reshape(g, width)
-        member = {geo.procs[int(k)]: i for i, k in enumerate(group) if i != pos}
-        peers = list(member)
-        detail = _detail(axes, f";op={op}")
-        part_of = (f"all_reduce({detail}) of {mine.dtype}{list(mine.shape)}", mine.nbytes)
-        theirs = np.empty_like(parts)
-        theirs[pos] = parts[pos]
-        exchange(parts[pos], peers, peers, "all_reduce", detail + ";scatter",
-                 into={p: theirs[i] for p, i in member.items()},
-                 blocks={p: parts[i] for p, i in member.items()}, part_of=part_of)
-        acc = theirs[0]
-        for b in theirs[1:]:
-            acc = S.combine(op, acc, b)
-        whole = np.empty_like(parts)
-        whole[pos] = acc
-        exchange(acc, peers, peers, "all_reduce", detail + ";gather",
-                 into={p: whole[i] for p, i in member.items()}, part_of=part_of)
-        return whole.reshape(-1)[:mine.size].reshape(mine.shape)
 
     def _group_blocks(self, bufs: S.Bufs, axes: S.Axes, geo: S.Geometry, kind: str,
                       extra: str) -> list[np.ndarray]:
