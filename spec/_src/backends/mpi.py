@@ -277,32 +277,22 @@ def _decode(buf: np.ndarray) -> dict[str, Any]:
 
 _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
-# Seconds a wait tests without giving up the core: a peer running on
-# another core answers within microseconds, and a yielded core on a busy
-# machine comes back only after other processes' time slices.
-_SPIN = 2e-4
 
 
 def _wait(requests: list[Any], peers: list[int], what: str) -> None:
     """Poll ``requests`` (one per peer, world ranks) until all complete. A
     peer that dies, a failure another process reports, or the deadline
     passing ends the wait with an error naming the peers."""
-    if _test_all(requests, peers, what):
-        return
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
-    spin_until = start + _SPIN
     next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
         now = time.monotonic()
         # Large transfers move as MPI makes progress, which testing drives:
-        # keep testing, first without pause, then yielding the core (ranks
-        # may outnumber cores); a wait this long is for a peer still
-        # computing: sleep between tests.
-        if now < spin_until:
-            pass
-        elif now - start < 0.02:
+        # keep testing, only yielding the core (ranks may outnumber cores);
+        # a wait this long is for a peer still computing: sleep between tests.
+        if now - start < 0.02:
             os.sched_yield()
         else:
             time.sleep(min(1e-3, (now - start) / 100))
@@ -332,7 +322,7 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
 def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
-    MPI = _mpi()
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
     try:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
@@ -342,14 +332,6 @@ def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
             _announce(dead)
         raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
-
-
-@functools.cache
-def _mpi() -> Any:
-    """The mpi4py module, imported once (an import statement on every test of
-    a request would cost as much as the test)."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
-    return MPI
 
 
 _SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
@@ -425,36 +407,26 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     d_tag = h_tag + 1
     what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
     payload = _as_bytes(block)
-    peers = list(recv_from)
-    # Every receive is posted before the headers are checked, so that a large
-    # block moves as soon as both sides are there (one round trip, not two);
-    # a block whose header turns out not to match is abandoned unread.
-    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
-    header_recvs = [comm.Irecv(h, source=c.to_data(p), tag=h_tag)
-                    for h, p in zip(headers, peers)]
-    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
-                                              for p in peers}
-    data_recvs = [comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
-                  for p in peers]
     sends = []
     for peer in send_to:
         sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
         sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
     _after_sends(number, payload.nbytes)
-    try:
-        _wait(header_recvs, peers, what)
-    except BaseException:
-        _abandon(data_recvs)
-        raise
+    peers = list(recv_from)
+    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
+    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
+          peers, what)
     for peer, raw in zip(peers, headers):
         if not np.array_equal(raw, encoded):
-            _abandon(data_recvs)
             theirs = _decode(raw)
             raise CollectiveMismatchError(
                 f"rank {me}: {what} here, but rank {peer} reached "
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
-    _wait(data_recvs, peers, what)
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in peers}
+    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
+           for p in peers], peers, what)
     _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
     return received
 
