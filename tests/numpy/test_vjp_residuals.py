@@ -283,6 +283,11 @@ EINSUMS = [
     ("...ij,jk,k->...i", [(2, 3, 4), (4, 5), (5,)], {}),
     ("ij,kj,k->i", [(2, 3), (2, 3), (2,)], {"optimize": [(1, 2), (0, 1)]}),
     ("ab,bd,bc->ac", [(2, 3), (3, 1), (3, 4)], {}),
+    ("ab,bc,cd,de,ef,fa->", [(2, 3), (3, 4), (4, 2), (2, 5), (5, 3), (3, 2)],
+     {"optimize": "dp"}),
+    ("ij,jk,kl,lm,mn,no,op->ip", [(3, 4), (4, 5), (5, 2), (2, 6), (6, 3), (3, 2), (2, 4)],
+     {"optimize": "auto-hq"}),
+    ("ab,b,cd,d,e->ace", [(2, 3), (3,), (4, 2), (2,), (5,)], {"optimize": "dynamic-programming"}),
 ]
 
 
@@ -299,9 +304,10 @@ def test_einsum_contracts_in_jax_order(case: int) -> None:
                                rtol=1e-5, atol=1e-5)
 
 
-def _random_contraction(rng: np.random.Generator) -> tuple[list[str], str, dict[str, int]]:
-    n = int(rng.integers(3, 10))
-    letters = list("abcdefghi"[:int(rng.integers(3, 10))])
+def _random_contraction(rng: np.random.Generator, low: int = 3, high: int = 10
+                        ) -> tuple[list[str], str, dict[str, int]]:
+    n = int(rng.integers(low, high))
+    letters = list("abcdefghijklmnop"[:int(rng.integers(3, high))])
     names = ["".join(sorted(set(rng.choice(letters, size=int(rng.integers(1, 4))))))
              for _ in range(n)]
     used = sorted(set("".join(names)))
@@ -309,14 +315,17 @@ def _random_contraction(rng: np.random.Generator) -> tuple[list[str], str, dict[
     return names, result, {c: int(rng.integers(1, 6)) for c in used}
 
 
-@pytest.mark.parametrize("strategy", ["auto", "greedy", "branch-2", "branch-1"])
+@pytest.mark.parametrize("strategy", ["auto", "greedy", "branch-2", "branch-1", "dp",
+                                      "auto-hq", "random-greedy"])
 def test_einsum_paths_are_opt_einsums(strategy: str) -> None:
     """spec's path searches give opt_einsum's paths (JAX's path finder) on
-    random contractions of three to nine operands, size-1 labels included."""
+    random contractions of three to nine operands, size-1 labels included
+    (auto-hq: also of seventeen to twenty, its random greedy search)."""
     opt_einsum = pytest.importorskip("opt_einsum")
     rng = np.random.default_rng(len(strategy))
-    for _ in range(25):
-        names, result, sizes = _random_contraction(rng)
+    for k in range(25):
+        big = strategy == "auto-hq" and k < 3
+        names, result, sizes = _random_contraction(rng, *((17, 21) if big else ()))
         shapes = [tuple(sizes[c] for c in n) for n in names]
         want = opt_einsum.contract_path(",".join(names) + "->" + result, *shapes, shapes=True,
                                         optimize=strategy)[0]

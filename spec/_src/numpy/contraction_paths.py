@@ -31,8 +31,20 @@ The strategies (the ``optimize`` strings JAX accepts):
   adding the fewest elements, repeatedly (ties: the pair of the lowest
   later id, then the lowest earlier one); then the outer products, smallest
   first.
+- ``dp`` (also ``dynamic-programming``): labels read by one operand alone
+  summed away first; then, per group of operands connected by summed
+  labels, the fewest flops over every tree of pairwise contractions that
+  each share a summed label (subsets of operands combined smallest first,
+  under a flops cap raised until the group is reached); the groups' results
+  multiplied smallest first.
+- ``random-greedy`` (32 searches), ``random-greedy-128``: the best (flops,
+  then largest intermediate) of greedy searches whose pair costs are
+  jittered, each drawing from ``random.Random`` seeded with its number; from
+  the second on, each contraction is drawn among the 8 best candidates.
 - ``auto``: ``optimal`` up to 4 operands, ``branch-all`` for 5 and 6,
   ``branch-2`` for 7 and 8, ``branch-1`` up to 14, ``greedy`` above.
+- ``auto-hq``: ``optimal`` up to 5 operands, ``dp`` up to 16,
+  ``random-greedy-128`` above.
 
 The searches iterate over Python sets of ids built as opt_einsum builds
 them, so equal-cost orders are broken as opt_einsum breaks them.
@@ -41,11 +53,13 @@ them, so equal-cost orders are broken as opt_einsum breaks them.
 from __future__ import annotations
 
 import bisect
+import collections
 import heapq
 import itertools
 import math
+import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 Labels = frozenset[str]
 SsaPath = list[tuple[int, ...]]
@@ -172,7 +186,7 @@ def branch(nbranch: int | None) -> Callable[[Sequence[Labels], Labels, Sizes], S
 
 # ---------------------------------------------------------------- greedy
 
-_Candidate = tuple[tuple[int, int, int], Labels, Labels, Labels]
+_Candidate = tuple[tuple[float, int, int], Labels, Labels, Labels]
 
 
 class _Greedy:
@@ -180,7 +194,12 @@ class _Greedy:
     which non-result labels each is read by, and the labels read by at
     least two (``shared[2]``) and three (``shared[3]``) of them."""
 
-    def __init__(self, inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> None:
+    def __init__(self, inputs: Sequence[Labels], output: Labels, sizes: Sizes,
+                 rng: random.Random | None = None, choose: bool = False) -> None:
+        # With ``rng``, each pair's elements added are scaled by a draw of
+        # N(1, 0.01); with ``choose``, every candidate is queued and
+        # ``_choose`` draws one of the best few.
+        self.rng, self.choose = rng, choose
         # A label every operand has is summed last at the earliest: kept.
         self.output = output | frozenset.intersection(*inputs)
         self.sizes = sizes
@@ -205,7 +224,9 @@ class _Greedy:
         either, both = k1 | k2, k1 & k2
         one = either - both
         k12 = (either & self.output) | (both & self.shared[3]) | (one & self.shared[2])
-        added = size_of(k12, self.sizes) - self.footprint[k1] - self.footprint[k2]
+        added: float = size_of(k12, self.sizes) - self.footprint[k1] - self.footprint[k2]
+        if self.rng is not None:
+            added = self.rng.gauss(1.0, 0.01) * added
         id1, id2 = self.remaining[k1], self.remaining[k2]
         if id1 > id2:
             k1, id1, k2, id2 = k2, id2, k1, id1
@@ -236,20 +257,59 @@ class _Greedy:
         self.recount(k1 | (k2 - self.output))
         self.footprint[k12] = size_of(k12, self.sizes)
 
+    def push(self, queue: list[_Candidate], k1: Labels, k2s: Iterable[Labels]) -> None:
+        candidates = (self.candidate(k1, k2) for k2 in k2s)
+        if self.choose:
+            for c in candidates:
+                heapq.heappush(queue, c)
+        else:
+            heapq.heappush(queue, min(candidates))
+
+    def pop(self, queue: list[_Candidate]) -> _Candidate | None:
+        """The next contraction (None: the one popped is obsolete)."""
+        if self.choose:
+            return self._choose(queue)
+        c = heapq.heappop(queue)
+        return c if c[1] in self.remaining and c[2] in self.remaining else None
+
+    def _choose(self, queue: list[_Candidate], nbranch: int = 8) -> _Candidate | None:
+        """One of the ``nbranch`` best live candidates, drawn with weight
+        ``exp(-(cost - best) / max(1, |best|))``; the others queued again."""
+        choices: list[_Candidate] = []
+        while queue and len(choices) < nbranch:
+            c = heapq.heappop(queue)
+            if c[1] in self.remaining and c[2] in self.remaining:
+                choices.append(c)
+        if len(choices) <= 1:
+            return choices[0] if choices else None
+        assert self.rng is not None
+        best = choices[0][0][0]
+        scale = max(1.0, abs(best))
+        weights = [math.exp(-(c[0][0] - best) / scale) for c in choices]
+        (k,) = self.rng.choices(range(len(choices)), weights=weights)
+        chosen = choices.pop(k)
+        for c in choices:
+            heapq.heappush(queue, c)
+        return chosen
+
     def run(self) -> SsaPath:
         queue: list[_Candidate] = []
         for keys in list(self.readers.values()):
             ordered = sorted(keys, key=self.remaining.__getitem__)
             for i, k1 in enumerate(ordered[:-1]):
-                heapq.heappush(queue, min(self.candidate(k1, k2) for k2 in ordered[i + 1:]))
+                self.push(queue, k1, ordered[i + 1:])
         while queue:
-            _, k1, k2, k12 = heapq.heappop(queue)
-            if k1 not in self.remaining or k2 not in self.remaining:
+            chosen = self.pop(queue)
+            if chosen is None:
                 continue  # an operand already contracted
+            _, k1, k2, k12 = chosen
             self.contract(k1, k2, k12)
-            partners = {k for c in k12 for k in self.readers[c]} - {k12}
+            # (a set built and iterated as opt_einsum's: the jitter's draws
+            # follow its order)
+            partners = {k for c in k12 for k in self.readers[c]}
+            partners.discard(k12)
             if partners:
-                heapq.heappush(queue, min(self.candidate(k12, k) for k in partners))
+                self.push(queue, k12, list(partners))
         return self.outer_products()
 
     def outer_products(self) -> SsaPath:
@@ -272,6 +332,161 @@ def greedy(inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> SsaPath:
     return _Greedy(inputs, output, sizes).run()
 
 
+def _cost(path: SsaPath, inputs: Sequence[Labels], output: Labels, sizes: Sizes
+          ) -> tuple[int, int]:
+    """The flops and the largest intermediate of a pairwise ``path``."""
+    terms, remaining = tuple(inputs), set(range(len(inputs)))
+    flops = largest = 0
+    for i, j in path:
+        k12, cost = _pair(terms, output, remaining, i, j, sizes)
+        remaining -= {i, j}
+        remaining.add(len(terms))
+        terms += (k12,)
+        flops += cost
+        largest = max(largest, size_of(k12, sizes))
+    return flops, largest
+
+
+def random_greedy(inputs: Sequence[Labels], output: Labels, sizes: Sizes,
+                  repeats: int = 128) -> SsaPath:
+    """opt_einsum's ``random-greedy-128``: the fewest-flops (then smallest
+    largest intermediate; the first found of equals) of ``repeats`` greedy
+    searches, search ``r`` drawing from Python's ``random.Random(r)``: each
+    pair's cost jittered, and from search 1 on a contraction drawn among the
+    best few (``_Greedy._choose``)."""
+    if len(inputs) == 1:
+        return [(0,)]
+    best: tuple[int, int] | None = None
+    best_path: SsaPath = []
+    for r in range(repeats):
+        path = _Greedy(inputs, output, sizes, random.Random(r), choose=r > 0).run()
+        cost = _cost(path, inputs, output, sizes)
+        if best is None or cost < best:
+            best, best_path = cost, path
+    return best_path
+
+
+# ------------------------------------------------------ dynamic programming
+
+# A contraction tree: an operand's id (nothing to do), or a tuple of
+# subtrees contracted together (one subtree: its own labels summed away).
+Tree = int | tuple["Tree", ...]
+
+
+def _members(bits: int, seq: Sequence[Labels]) -> list[Labels]:
+    """The elements of ``seq`` at the positions of the 1 bits of ``bits``."""
+    return [x for k, x in enumerate(seq) if bits >> k & 1]
+
+
+def _components(inputs: Sequence[Labels], output: Labels) -> list[frozenset[int]]:
+    """The operand positions grouped by the summed labels that connect them
+    (the sets built, and so iterated, as opt_einsum builds them)."""
+    summed = frozenset.union(*inputs) - output
+    unused = set(range(len(inputs)))
+    groups = []
+    while unused:
+        group: set[int] = set()
+        stack = [unused.pop()]
+        while stack:
+            j = stack.pop()
+            group.add(j)
+            linked = summed & inputs[j]
+            found = {k for k in unused if linked & inputs[k]}
+            stack.extend(found)
+            unused.difference_update(found)
+        groups.append(frozenset(group))
+    return groups
+
+
+def _tree_path(tree: Tree, path: SsaPath, ids: itertools.count[int]) -> int:
+    """Append ``tree``'s contractions to ``path`` (each subtree's, left to
+    right, before its own) and return the id of its result."""
+    if isinstance(tree, int):
+        return tree
+    path.append(tuple(_tree_path(t, path, ids) for t in tree))
+    return next(ids)
+
+
+def _best_tree(group: frozenset[int], inputs: Sequence[Labels], leaves: Sequence[Tree],
+               output: Labels, sizes: Sizes) -> tuple[Labels, Tree]:
+    """The fewest-flops tree contracting the operands ``group`` (positions in
+    ``inputs``) pairwise, each pair sharing a summed label, and its labels.
+
+    ``best[n]`` maps a subset of ``n`` operands (a bitmap) to its labels,
+    flops and tree. Subsets are combined from two smaller disjoint ones
+    (smaller size first; of equal sizes the lower bitmap first), each kept
+    only while its flops stay within a cap, which starts at the size of the
+    group's result labels and is multiplied by the group's smallest label
+    size (at least 2) until the whole group is reached."""
+    everyone = (1 << len(inputs)) - 1
+    bitmap = 0
+    for j in group:
+        bitmap |= 1 << j
+    best: list[dict[int, tuple[Labels, int, Tree]]] = [{} for _ in range(len(group) + 1)]
+    best[1] = {1 << j: (inputs[j], 0, leaves[j]) for j in group}
+    labels = frozenset.union(*_members(bitmap, inputs))
+    cap = size_of(labels & output, sizes)
+    growth = max(min(sizes[c] for c in labels), 2) if labels else 2
+    while not best[-1]:
+        for n in range(2, len(group) + 1):
+            found = best[n]
+            for m in range(1, n // 2 + 1):
+                for s1, (i1, c1, t1) in best[m].items():
+                    for s2, (i2, c2, t2) in best[n - m].items():
+                        if s1 & s2 or (m == n - m and s1 >= s2):
+                            continue
+                        inner = (i1 & i2) - output
+                        if not inner:
+                            continue  # no outer products
+                        either = i1 | i2
+                        cost = c1 + c2 + size_of(either, sizes)
+                        if cost > cap:
+                            continue
+                        s = s1 | s2
+                        if s in found and cost >= found[s][1]:
+                            continue
+                        rest = _members(bitmap & (everyone ^ s), inputs)
+                        elsewhere = frozenset.union(*rest) if rest else frozenset()
+                        found[s] = (either - (inner - elsewhere), cost, (t1, t2))
+        cap *= growth
+    kept, _, tree = next(iter(best[-1].values()))
+    return kept, tree
+
+
+def dynamic_programming(inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> SsaPath:
+    """opt_einsum's ``dp``: labels read by one operand alone summed away
+    first (an operand left without labels set aside); then, for each group
+    of operands connected by summed labels, the fewest-flops order of
+    pairwise contractions sharing a summed label (``_best_tree``); then the
+    groups' results and the set-aside operands multiplied left to right,
+    ordered by size (stably)."""
+    counts = collections.Counter(itertools.chain(*inputs, output))
+    alone = frozenset(c for c, k in counts.items() if k == 1)
+    parsed: list[Labels] = []
+    leaves: list[Tree] = []
+    trees: list[Tree] = []
+    for j, labels in enumerate(inputs):
+        kept = labels - alone
+        if labels and not kept:
+            trees.append((j,))
+        else:
+            parsed.append(kept)
+            leaves.append((j,) if kept != labels else j)
+    results = [1] * len(trees)
+    if parsed:
+        for group in _components(parsed, output):
+            kept, tree = _best_tree(group, parsed, leaves, output, sizes)
+            trees.append(tree)
+            results.append(size_of(kept, sizes))
+    order = sorted(range(len(trees)), key=results.__getitem__)
+    tree = trees[order[0]]
+    for k in order[1:]:
+        tree = (tree, trees[k])
+    path: SsaPath = []
+    _tree_path(tree, path, itertools.count(len(inputs)))
+    return path
+
+
 # ---------------------------------------------------------------- choices
 
 def auto(inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> SsaPath:
@@ -287,9 +502,21 @@ def auto(inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> SsaPath:
     return greedy(inputs, output, sizes)
 
 
+def auto_hq(inputs: Sequence[Labels], output: Labels, sizes: Sizes) -> SsaPath:
+    n = len(inputs)
+    if n <= 5:
+        return optimal(inputs, output, sizes)
+    if n <= 16:
+        return dynamic_programming(inputs, output, sizes)
+    return random_greedy(inputs, output, sizes)
+
+
 STRATEGIES: dict[str, Callable[[Sequence[Labels], Labels, Sizes], SsaPath]] = {
     "auto": auto, "optimal": optimal, "branch-all": branch(None), "branch-2": branch(2),
     "branch-1": branch(1), "greedy": greedy, "eager": greedy, "opportunistic": greedy,
+    "auto-hq": auto_hq, "dp": dynamic_programming, "dynamic-programming": dynamic_programming,
+    "random-greedy": lambda i, o, s: random_greedy(i, o, s, repeats=32),
+    "random-greedy-128": random_greedy,
 }
 
 
@@ -314,6 +541,6 @@ def contraction_path(strategy: str, names: Sequence[str], result: str, sizes: Si
     search = STRATEGIES.get(strategy.lower())
     if search is None:
         raise KeyError(f"Path optimizer '{strategy.lower()}' not found, valid options are "
-                       f"{set(STRATEGIES) | {'auto-hq', 'dp', 'dynamic-programming'}}.")
+                       f"{set(STRATEGIES)}.")
     inputs = [frozenset(n) for n in names]
     return linear_path(search(inputs, frozenset(result), sizes), len(names))

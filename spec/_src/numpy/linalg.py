@@ -424,15 +424,7 @@ def _einsum_path(names: Sequence[str], result: str, shapes: Sequence[T.Shape],
         return [tuple(step) for step in optimize]
     if n <= 2:
         return [tuple(range(n))]
-    if optimize.lower() in _UNSPECIFIED_STRATEGIES:
-        raise NotImplementedError(f"jnp.einsum(optimize={optimize!r}) is not specified in "
-                                  f"spec; the strategies are {sorted(paths.STRATEGIES)}")
     return paths.contraction_path(optimize, names, result, _label_sizes(names, shapes))
-
-
-# opt_einsum's searches that spec does not specify (dynamic programming,
-# and the randomised greedy search behind auto-hq above 5 operands).
-_UNSPECIFIED_STRATEGIES = ("auto-hq", "dp", "dynamic-programming")
 
 
 @_inline_jit
