@@ -387,3 +387,39 @@ def test_polydiv_values_match_jax(trim: bool) -> None:
     for a, b in zip(ours, theirs):
         assert np.asarray(a).dtype == np.asarray(b).dtype
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+# (subscripts, operand shapes, keywords): each BLAS kind and none, given and
+# unoptimized paths, ellipses, broadcast and repeated labels, more than
+# twenty-one operands (the report's remaining terms elided).
+EINSUM_PATHS = [
+    ("ij,jk,kl", [(2, 3), (3, 100), (100, 5)], {}),
+    ("ij,jk,kl", [(2, 3), (3, 100), (100, 5)], {"optimize": False}),
+    ("ea,fb,abcd,gc,hd->efgh", [(10, 10)] * 2 + [(10,) * 4] + [(10, 10)] * 2,
+     {"optimize": "dp"}),
+    ("...ij,jk,k->...i", [(2, 3, 4), (4, 5), (5,)], {"optimize": True}),
+    ("ii,ij,j->i", [(3, 3), (3, 4), (4,)], {}),
+    ("ab,bd,bc->ac", [(2, 3), (3, 1), (3, 4)], {}),
+    ("ij,ij,ji,ab,cd->abcd", [(2, 3), (2, 3), (3, 2), (2, 3), (4, 5)],
+     {"optimize": [(0, 1), (0, 2), (0, 1), (0, 1)]}),
+    ("ijk,j,jl,ikl->", [(2, 3, 4), (3,), (3, 5), (2, 4, 5)], {"optimize": "greedy"}),
+    ("ij->", [(2, 3)], {}),
+    (",".join("abcdefghijklmnopqrstuv") + "->", [(2,)] * 22, {"optimize": "auto-hq"}),
+]
+
+
+def test_einsum_path_reports_as_jax() -> None:
+    """The path, the printed report and its numbers are JAX's (opt_einsum's
+    PathInfo), in the string and the interleaved forms."""
+    for subscripts, shapes, kwargs in EINSUM_PATHS:
+        ops = [np.ones(s, np.float32) for s in shapes]
+        ours, theirs = snp.einsum_path(subscripts, *ops, **kwargs), \
+            jnp.einsum_path(subscripts, *ops, **kwargs)
+        assert ours[0] == theirs[0]
+        assert str(ours[1]) == str(theirs[1]) == repr(ours[1])
+        for name in ("naive_cost", "opt_cost", "speedup", "largest_intermediate",
+                     "scale_list", "size_list", "contraction_list", "eq", "shapes"):
+            assert getattr(ours[1], name) == getattr(theirs[1], name), (subscripts, name)
+    x, y = X2, X2.T
+    args = (x, [Ellipsis, 1], y, [1, 2], y, [1, Ellipsis])
+    assert str(snp.einsum_path(*args)[1]) == str(jnp.einsum_path(*args)[1])

@@ -53,6 +53,7 @@ them, so equal-cost orders are broken as opt_einsum breaks them.
 from __future__ import annotations
 
 import bisect
+from decimal import Decimal
 import collections
 import heapq
 import itertools
@@ -544,3 +545,120 @@ def contraction_path(strategy: str, names: Sequence[str], result: str, sizes: Si
                        f"{set(STRATEGIES)}.")
     inputs = [frozenset(n) for n in names]
     return linear_path(search(inputs, frozenset(result), sizes), len(names))
+
+
+# ---------------------------------------------------------------- report
+
+def blas_kind(inputs: Sequence[str], result: Labels, removed: Labels,
+              shapes: Sequence[tuple[int, ...]]) -> str | bool:
+    """opt_einsum's label for a step's kind of BLAS call (False: none).
+
+    Only two operands, no label twice in one operand or in all, none summed
+    or collapsed in one operand alone, none summed where one side
+    broadcasts. Then: nothing summed is an outer product; equal label
+    strings a dot (equal sets in another order: a dot better done by
+    einsum); the summed labels leading or trailing both operands a matrix
+    product; one operand summed away entirely a matrix-vector product
+    better done by einsum; otherwise a tensordot."""
+    if len(inputs) != 2:
+        return False
+    left, right = inputs
+    for c in set(left + right):
+        nl, nr = left.count(c), right.count(c)
+        if nl > 1 or nr > 1 or nl + nr > 2 or nl + nr - 1 == int(c in result):
+            return False
+    if any(shapes[0][left.find(c)] != shapes[1][right.find(c)] for c in removed):
+        return False
+    if not removed:
+        return "OUTER/EINSUM"
+    if left == right:
+        return "DOT"
+    if set(left) == set(right):
+        return "DOT/EINSUM"
+    r = len(removed)
+    if {left[-r:], left[:r]} & {right[-r:], right[:r]}:
+        return "GEMM"
+    if not set(left) - removed or not set(right) - removed:
+        return "GEMV/EINSUM"
+    return "TDOT"
+
+
+Step = tuple[tuple[int, ...], Labels, str, tuple[str, ...] | None, str | bool]
+
+
+class PathInfo:
+    """What ``einsum_path`` reports of a contraction along ``path`` (given
+    as positions): opt_einsum's ``PathInfo`` attributes, printed as it
+    prints them. A step's flops are the size of the labels it reads, times
+    its operands less one (at least 1), plus one time if it sums a label
+    away; its scaling is the number of labels it reads. The naive count is
+    that of one step over every operand."""
+
+    def __init__(self, names: Sequence[str], result: str, sizes: Sizes,
+                 path: Sequence[Sequence[int]]) -> None:
+        self.input_subscripts, self.output_subscript = ",".join(names), result
+        self.path = path
+        self.size_dict = sizes
+        self.indices = frozenset("".join(names))
+        self.eq = f"{self.input_subscripts}->{result}"
+        self.shapes = [tuple(sizes[c] for c in n) for n in names]
+        sets = [frozenset(n) for n in names]
+        inner = sum(len(s) for s in sets) > len(self.indices)
+        self.naive_cost = Decimal(flop_count(self.indices, inner, len(names), sizes))
+        out = frozenset(result)
+        terms, shapes = list(names), [tuple(sizes[c] for c in n) for n in names]
+        self.contraction_list: list[Step] = []
+        self.scale_list: list[int] = []
+        self.size_list: list[int] = []
+        flops = 0
+        for k, step in enumerate(path):
+            positions = tuple(sorted(step, reverse=True))
+            read = frozenset.union(*(sets[i] for i in positions))
+            for i in positions:
+                sets.pop(i)
+            kept = read & out.union(*sets)
+            removed = read - kept
+            sets.append(kept)
+            flops += flop_count(read, bool(removed), len(positions), sizes)
+            self.scale_list.append(len(read))
+            self.size_list.append(size_of(kept, sizes))
+            xs = [terms.pop(i) for i in positions]
+            xshapes = [shapes.pop(i) for i in positions]
+            blas = blas_kind(xs, kept, removed, xshapes)
+            if k == len(path) - 1:
+                labels = result
+            else:
+                joined = "".join(xs)
+                labels = "".join(sorted(kept, key=joined.find))
+            terms.append(labels)
+            shapes.append(tuple(max(sh[x.find(c)] for sh, x in zip(xshapes, xs) if c in x)
+                                for c in labels))
+            remaining = tuple(terms) if len(terms) <= 20 else None
+            self.contraction_list.append((positions, removed, ",".join(xs) + "->" + labels,
+                                          remaining, blas))
+        self.opt_cost = Decimal(flops)
+        self.speedup = self.naive_cost / max(self.opt_cost, Decimal(1))
+        self.largest_intermediate = Decimal(max(self.size_list, default=1))
+
+    def __repr__(self) -> str:
+        lines = [
+            f"  Complete contraction:  {self.eq}",
+            f"         Naive scaling:  {len(self.indices)}",
+            f"     Optimized scaling:  {max(self.scale_list, default=0)}",
+            f"      Naive FLOP count:  {self.naive_cost:.3e}",
+            f"  Optimized FLOP count:  {self.opt_cost:.3e}",
+            f"   Theoretical speedup:  {self.speedup:.3e}",
+            f"  Largest intermediate:  {self.largest_intermediate:.3e} elements",
+            "-" * 80,
+            f"{'scaling':>6} {'BLAS':>11} {'current':>22} {'remaining':>37}",
+            "-" * 80,
+        ]
+        for scale, (_, _, current, remaining, blas) in zip(self.scale_list,
+                                                           self.contraction_list):
+            rest = "..." if remaining is None else ",".join(remaining) + "->" + \
+                self.output_subscript
+            width = max(0, 56 - max(22, len(current)))
+            lines.append(f"{scale:>4} {blas:>14} {current:>22}    {rest:>{width}}")
+        return "\n".join(lines)
+
+    __str__ = __repr__

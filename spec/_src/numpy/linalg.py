@@ -44,7 +44,8 @@ from spec._src.numpy.util import (
 )
 
 __all__ = [
-    "dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "linalg", "cross", "kron",
+    "dot", "matmul", "vdot", "inner", "outer", "tensordot", "einsum", "einsum_path", "linalg",
+    "cross", "kron",
     "matvec", "vecdot", "vecmat",
 ]
 
@@ -159,7 +160,9 @@ def tensordot(a: Any, b: Any, axes: Any = 2, *, precision: Any = None,
 
 def _parse_einsum(subscripts: str, shapes: Sequence[T.Shape]) -> tuple[list[str], str]:
     """Input label strings and the output string, with '...' replaced by
-    fresh labels (right-aligned across operands, as NumPy broadcasts)."""
+    fresh labels (right-aligned across operands, as NumPy broadcasts): the
+    last of as many unused letters as the largest rank, as opt_einsum
+    chooses them."""
     spec_ = subscripts.replace(" ", "")
     if "->" in spec_:
         ins, out = spec_.split("->")
@@ -176,7 +179,8 @@ def _parse_einsum(subscripts: str, shapes: Sequence[T.Shape]) -> tuple[list[str]
     for s, shape in zip(inputs, shapes):
         if "..." in s:
             ell = ell if ell > len(shape) - (len(s) - 3) else len(shape) - (len(s) - 3)
-    ell_labels = "".join(fresh[:ell])
+    pool = fresh[:max((len(shape) for shape in shapes), default=0)]
+    ell_labels = "".join(pool[len(pool) - ell:])
     resolved = []
     for s, shape in zip(inputs, shapes):
         if "..." in s:
@@ -396,6 +400,26 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
     return _contract(list(operands), names, result, path, pet, weak, precision, out_sharding)
 
 
+def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "auto"
+                ) -> tuple[list[tuple[int, ...]], paths.PathInfo]:
+    """The path ``einsum`` would follow (``optimize`` as there) and a
+    printable report of it, computing nothing. Operands may be anything with
+    a shape (arrays, ShapeDtypeStructs, nested sequences)."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_interleaved((subscripts, *operands))
+    shapes = [tuple(int(d) for d in np.shape(x)) if not hasattr(x, "shape")
+              else tuple(int(d) for d in x.shape) for x in operands]
+    names, result = _parse_einsum(subscripts, shapes)
+    _check_sizes(names, shapes)
+    sizes = _label_sizes(names, shapes)
+    if optimize is None:
+        optimize = "auto"
+    path = _einsum_path(names, result, shapes, optimize)
+    if not isinstance(optimize, (str, bool)):
+        path = optimize  # returned as given
+    return path, paths.PathInfo(names, result, sizes, path)
+
+
 # The contraction order, as opt_einsum (JAX's path finder) chooses it: a
 # path is a list of positions in the list of operands, each step popping
 # them (highest first) and appending their contraction.
@@ -416,6 +440,8 @@ def _einsum_path(names: Sequence[str], result: str, shapes: Sequence[T.Shape],
     ``True`` for ``"optimal"``, a strategy's name) opt_einsum's search of
     that name (``contraction_paths``) over three or more operands."""
     n = len(names)
+    if optimize is None:
+        optimize = "auto"
     if optimize is False:
         return [(0, 1)] * (n - 1) if n > 1 else [(0,)]
     if optimize is True:
