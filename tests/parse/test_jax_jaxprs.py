@@ -153,3 +153,26 @@ def test_fuzzed_jax_jaxprs_parse_check_and_run(prog: Program, seed: int) -> None
         want = jax.tree.leaves(jax.jit(g)(*args))
         _assert_runs_as_in_jax(str(closed), [np.asarray(c) for c in closed.consts],
                                tuple(args), want, rtol=1e-5)
+
+
+def test_jax_hijax_primitives_parse_and_run_to_jax_bits() -> None:
+    """JAX's text of jnp's hijax primitives (SearchSorted, Nonzero, Ldexp,
+    Frexp) parses, prints as JAX printed it and runs to JAX's bits."""
+    x = np.array([[0.5, -3.0, 0.0], [7.25, 1e-3, -0.0]], np.float32)
+
+    def f(a: Any, q: Any) -> Any:
+        m, e = jnp.frexp(q)
+        return (jnp.searchsorted(a[0], q, side="right"),
+                jnp.nonzero(q, size=5, fill_value=1), jnp.ldexp(m, e + 1))
+
+    def g(a: Any, q: Any) -> Any:
+        return f(a, q), jax.vmap(f, in_axes=(None, 1))(a, q)
+
+    args = (np.sort(x, axis=1), x)
+    closed = jax.make_jaxpr(g)(*args)
+    parsed = spec.parse_jaxpr(str(closed))
+    assert str(parsed) == str(closed)
+    check_jaxpr(parsed)
+    want = jax.tree.leaves(jax.jit(g)(*args))  # (one compile)
+    got = eval_jaxpr(parsed, parsed.consts, *args)
+    assert [np.asarray(v).tobytes() for v in got] == [np.asarray(v).tobytes() for v in want]

@@ -337,6 +337,14 @@ class HiPrim:
                     f"says {want.str_short(True)}")
         return result
 
+    @classmethod
+    def from_printed(cls, params: dict[str, Any], in_avals: Sequence[Any],
+                     out_avals: Sequence[Any]) -> HiPrim:
+        """The instance an equation's text shows: its printed params (read
+        back as values) and its operands' and results' types. By default
+        the constructor called on the operand types and the params."""
+        return cls(*in_avals, **params)
+
     def pp_params(self) -> dict[str, Any]:
         """The params shown when printing jaxprs."""
         return {k: v for k, v in self.params.items() if not k.startswith("_")}
@@ -381,6 +389,21 @@ class HiPrim:
 
 
 VJPHiPrimitive = HiPrim
+
+
+# The HiPrim classes jaxpr text may name, by the name an equation prints
+# (the class's): ``parse_jaxpr`` rebuilds an equation's instance with the
+# class's ``from_printed``. Filled by ``printed_form`` where each class is
+# declared.
+PRINTED_FORMS: dict[str, type[HiPrim]] = {}
+
+
+def printed_form[C: type[HiPrim]](cls: C) -> C:
+    """Class decorator: ``parse_jaxpr`` reads equations of ``cls``."""
+    if PRINTED_FORMS.get(cls.__name__, cls) is not cls:
+        raise ValueError(f"another HiPrim class is already read as {cls.__name__!r}")
+    PRINTED_FORMS[cls.__name__] = cls
+    return cls
 
 
 def _eager(flat: Sequence[Any]) -> bool:

@@ -58,6 +58,7 @@ from spec._src.core.sharding import (
 from spec._src.core.state_types import NDIndexer, RefType, Slice
 from spec._src.core.tree_util import PyTreeDef, tree_flatten, tree_structure
 from spec._src.core.types import MemorySpace
+from spec._src.api.hijax import PRINTED_FORMS, hijax_p
 from spec._src.lax.call_shardings import IN as IN_SHARDINGS, OUT as OUT_SHARDINGS, UNSPECIFIED
 from spec._src.lax.reshard import ArrayCopySemantics
 from spec._src.lax.conv import ConvDimensionNumbers
@@ -520,8 +521,12 @@ class _Parser:
         prim_tok = self.peek()
         prim_name = self.name("a primitive name")
         prim = self.by_name.get(prim_name)
-        if prim is None:
+        hi_class = PRINTED_FORMS.get(prim_name) if prim is None else None
+        if prim is None and hi_class is None:
             raise JaxprSyntaxError(f"unknown primitive {prim_name!r}", self.text, prim_tok.pos)
+        if hi_class is not None:
+            prim = hijax_p
+        assert prim is not None
         raw: dict[str, Any] = {}
         if self.at("[") and not self.peek().spaced:
             raw = self.params(prim)
@@ -529,6 +534,10 @@ class _Parser:
         while not self.ends_atoms():
             invars.append(self.atom(env))
         try:
+            if hi_class is not None:
+                # A hijax primitive's equation: the instance, its one param.
+                raw = {"prim": hi_class.from_printed(_generic(raw), [a.aval for a in invars],
+                                                     [v.aval for v in outs])}
             eqn = _build_eqn(prim, invars, outs, raw)
         except (TypeError, ValueError, KeyError) as err:
             raise JaxprSyntaxError(f"cannot read equation {prim_name}: {err}", self.text,
@@ -678,6 +687,8 @@ class _Parser:
             return Opaque(self.raw_angle())
         if key in _RAW_TEXT_KEYS:
             return self.raw_text()
+        if self.peek().text in _DTYPES and self.at("[", 1) and not self.peek(1).spaced:
+            return self.type()  # a type (a hijax primitive's param)
         tok = self.peek()
         if tok.kind == "name" and tok.text in self.hoisted and key != "name" and (
                 self.at("]", 1) or self.at("=", 2)):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from spec._src.api.hijax import HiPrim, linearize_from_jvp
+from spec._src.api.hijax import HiPrim, linearize_from_jvp, printed_form
 from spec._src.api.vmap import vmap
 from spec._src.core import types as T
 from spec._src.core.interpreter import canonical_aval_of
@@ -139,6 +139,7 @@ def _insertion_indices(sorted_1d: Any, query: Any, side: str, method: str,
     return _METHODS[method](sorted_1d, query, side, dtype)
 
 
+@printed_form
 class SearchSorted(HiPrim):
     """Insertion indices of ``query`` into ``sorted_arr``, sorted along
     ``dimension``, with ``batch_dims`` leading axes shared by both."""
@@ -187,6 +188,12 @@ class SearchSorted(HiPrim):
         self.params = dict(side=side, dimension=dimension, batch_dims=batch_dims,
                            method=method)
         super().__init__()
+
+    @classmethod
+    def from_printed(cls, params: dict[str, Any], in_avals: Any, out_avals: Any
+                     ) -> SearchSorted:
+        """The result dtype is not a param: the result's."""
+        return cls(*in_avals, **params, out_dtype=out_avals[0].dtype)
 
     def expand(self, sorted_arr: Any, query: Any) -> Any:
         moved = jnp_shape.moveaxis(sorted_arr, self.dimension, -1)
@@ -265,6 +272,7 @@ def _first_positions(mask_1d: Any, size: int) -> Any:
     return lr.cumsum(counts, 0)
 
 
+@printed_form
 class Nonzero(HiPrim):
     """The indices along ``axes`` of the first ``size`` nonzero entries of
     ``a`` (per index of the other axes), padded with the fill values (0

@@ -20,7 +20,8 @@ import numpy as np
 
 from spec._src.api.autodiff import jvp
 from spec._src.api.custom_derivatives import custom_jvp
-from spec._src.api.hijax import GradAccum, HiPrim, linearize_from_jvp, vjp_from_jvp
+from spec._src.api.hijax import (GradAccum, HiPrim, linearize_from_jvp, printed_form,
+                                 vjp_from_jvp)
 from spec._src.api.jit import jit
 from spec._src.core.canonical import static_int
 from spec._src.core import types as T
@@ -1160,6 +1161,7 @@ def _frexp_bits(x: Any) -> tuple[Any, Any]:
     return f.as_float(f.ordinary(halved), _dtype(x)), e
 
 
+@printed_form
 class Ldexp(HiPrim):
     """``x1 * 2**x2`` for a floating ``x1`` and an integer ``x2`` of one
     shape; the params are the operand types."""
@@ -1172,6 +1174,11 @@ class Ldexp(HiPrim):
         self.out_aval = x1_aval.update(weak_type=False)
         self.params = dict(x1_aval=x1_aval, x2_aval=x2_aval)
         super().__init__()
+
+    @classmethod
+    def from_printed(cls, params: dict[str, Any], in_avals: Any, out_avals: Any) -> Ldexp:
+        """The params are the operand types (printed without weak types)."""
+        return cls(*in_avals)
 
     def expand(self, x1: Any, x2: Any) -> Any:
         return _ldexp_bits(x1, x2)
@@ -1204,6 +1211,7 @@ class Ldexp(HiPrim):
         return Ldexp(_aval(x1), _aval(x2))(x1, x2), d1
 
 
+@printed_form
 class Frexp(HiPrim):
     """The mantissa and the int32 exponent of a floating ``x``; the param is
     the operand type."""
@@ -1216,6 +1224,11 @@ class Frexp(HiPrim):
                          x_aval.update(dtype=T.int32, weak_type=False))
         self.params = dict(x_aval=x_aval)
         super().__init__()
+
+    @classmethod
+    def from_printed(cls, params: dict[str, Any], in_avals: Any, out_avals: Any) -> Frexp:
+        """The param is the operand type (printed without its weak type)."""
+        return cls(*in_avals)
 
     def expand(self, x: Any) -> Any:
         return _frexp_bits(x)
