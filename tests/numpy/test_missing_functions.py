@@ -115,10 +115,7 @@ CASES: dict[str, Case] = {
 }
 ROUNDED = {"roots_nan_for_leading_zeros", "polyfit_full", "polyfit_weighted_cov",
            "polyfit_2d_weighted_unscaled_cov"}
-# The weighted fits' covariance inverts with jnp.linalg.inv, whose
-# custom_linear_solve vecmat jaxpr JAX derives with an extra
-# reduce_sum[axes=()] (the transpose of the batched matvec).
-JAXPR_DIFFERS = {"polyfit_weighted_cov", "polyfit_2d_weighted_unscaled_cov"}
+JAXPR_DIFFERS: set[str] = set()
 
 
 @pytest.fixture(scope="module")

@@ -928,7 +928,9 @@ def linear_transpose(fun: Callable[..., Any], *primals: Any,
     in_avals = [canonical_aval_of(x) for x in leaves]
     store: dict[str, Any] = {}
     flat = _flatten_fun(fun, in_tree, store)
-    jaxpr, _ = trace_to_jaxpr(flat, in_avals)
+    # JAX traces the function by partial evaluation, which forwards no
+    # identity of a value computed from the inputs: it is transposed.
+    jaxpr, _ = trace_to_jaxpr(flat, in_avals, forwards_identities=False)
     out_tree = store["tree"]
     out_avals = jaxpr.out_avals
     dts = [a.dtype for a in (*in_avals, *out_avals)]

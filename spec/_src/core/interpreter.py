@@ -1285,6 +1285,16 @@ class JaxprTrace(Trace):
         # (the tangent side of a linearization): its equations carry only
         # the names pushed since, as in JAX.
         self.name_stack_depth = 0
+        # Whether an identity equation (broadcast_in_dim to its operand's
+        # type) is forwarded to its operand, as JAX's staging does. JAX's
+        # linear_transpose traces by partial evaluation instead, which
+        # records the identities of what depends on the inputs.
+        self.forwards_identities = True
+
+    def forwards(self, x: Any) -> bool:
+        """Whether an identity applied to ``x`` is ``x`` itself here."""
+        return self.forwards_identities or not (
+            isinstance(x, JitTracer) and x._trace is self and self.arguments_of(x.jaxpr_var))
 
     def arguments_of(self, var: Var) -> list[int]:
         """The positions of the arguments ``var`` depends on (through the
@@ -1408,15 +1418,18 @@ def inherited_effects(params: dict[str, Any]) -> frozenset[Any]:
 
 
 def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ArrayType],
-                   debug_info: DebugInfo | None = None) -> tuple[Jaxpr, Sequence[Any]]:
+                   debug_info: DebugInfo | None = None, *, forwards_identities: bool = True
+                   ) -> tuple[Jaxpr, Sequence[Any]]:
     """Stage ``fun`` (flat arrays in, flat arrays out) into a jaxpr.
 
     Returns the jaxpr, whose ``consts`` hold the values of its constvars
     (possibly tracers of an enclosing trace), and ``fun``'s raw outputs.
-    ``debug_info`` names the function and its arguments in errors.
+    ``debug_info`` names the function and its arguments in errors;
+    ``forwards_identities`` is ``JaxprTrace.forwards_identities``.
     """
     trace = JaxprTrace()
     trace.debug_info = debug_info
+    trace.forwards_identities = forwards_identities
     args = [trace.new_arg(a) for a in in_avals]
     try:
         with set_current_trace(trace), si.tracing_from(sys._getframe()):

@@ -348,7 +348,14 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
             vm = mv
             vecmat: Callable[[Any], Any] = matvec
         else:
-            vm, _ = trace_to_jaxpr(_vecmat_of(mv, avals), avals)
+            # JAX transposes matvec as linear_transpose does: traced anew by
+            # partial evaluation, which keeps (and so transposes) an identity
+            # applied to what depends on b.
+            def flat_matvec(*xs: Any) -> list[Any]:
+                return list(tree_util.tree_leaves(matvec(tree_util.tree_unflatten(tree, xs))))
+
+            lin, _ = trace_to_jaxpr(flat_matvec, avals, forwards_identities=False)
+            vm, _ = trace_to_jaxpr(_vecmat_of(lin, avals), avals)
 
             def vecmat(x: Any) -> Any:
                 outs = eval_jaxpr(vm, vm.consts, *tree_util.tree_leaves(x))

@@ -51,7 +51,7 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
 from spec._src.interpreters.spmd import Dist, Geometry
 from spec._src.core.array import Array, host_value
-from spec._src.core.interpreter import EvalTrace, current_trace
+from spec._src.core.interpreter import EvalTrace, JaxprTrace, current_trace
 
 
 
@@ -1379,6 +1379,13 @@ def _out_sharding(sharding: Any, api_name: str) -> Any:
     return canonicalize_out_sharding(sharding, api_name)
 
 
+def _forwarded(x: Any) -> bool:
+    """An identity applied to ``x`` is ``x`` (everywhere but under
+    ``linear_transpose``'s tracing, for what depends on its inputs)."""
+    trace = current_trace()
+    return not isinstance(trace, JaxprTrace) or trace.forwards(x)
+
+
 def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
                      *, out_sharding: Any = None) -> Any:
     out_sharding = _out_sharding(out_sharding, "broadcast_in_dim")
@@ -1405,7 +1412,7 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: S
     shp = shape_like(given_shape, "broadcast_in_dim", "shape")
     dims = shape_like(given_dims, "broadcast_in_dim", "broadcast_dimensions")
     if (_is_array(operand) and out_sharding is None and _shape(operand) == tuple(shp)
-            and dims == tuple(range(len(shp)))):
+            and dims == tuple(range(len(shp))) and _forwarded(operand)):
         # The identity: JAX's staging forwards such an equation to its operand
         # (so e.g. expand_dims(x, ()) adds nothing to a jaxpr).
         return operand

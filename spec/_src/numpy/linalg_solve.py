@@ -143,8 +143,12 @@ def _broadcasted_matvec(a: Any, b: Any) -> Any:
     the broadcast batch axes as batch dimensions."""
     batch = np.broadcast_shapes(_shape(a)[:-2], _shape(b)[:-1])
     nb = len(batch)
-    a = js.broadcast_to(a, (*batch, *_shape(a)[-2:]))
-    b = js.broadcast_to(b, (*batch, _shape(b)[-1]))
+    # (broadcast_in_dim even where nothing is broadcast, as JAX: its
+    # transpose, in the derived vecmat, is a reduce_sum over no axes)
+    a = L.broadcast_in_dim(a, (*batch, *_shape(a)[-2:]),
+                           tuple(range(nb + 2 - len(_shape(a)), nb + 2)))
+    b = L.broadcast_in_dim(b, (*batch, _shape(b)[-1]),
+                           tuple(range(nb + 1 - len(_shape(b)), nb + 1)))
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
     return dot_general(a, b, dims, precision=Precision.HIGHEST)
 
