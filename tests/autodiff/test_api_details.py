@@ -380,6 +380,22 @@ def _kind(x: Any) -> str:
     return type(x).__mro__[-2].__name__  # int/float (JAX's TypedInt is an int)
 
 
+def test_linear_transpose_keeps_identities_of_its_inputs_as_jax() -> None:
+    """An identity broadcast_in_dim of the input is transposed (a reduce_sum
+    over no axes); one of a closed-over value is forwarded, as in JAX."""
+    x = np.arange(3.0, dtype=np.float32)
+
+    def jaxpr(j: Any) -> str:
+        def g(w: Any) -> Any:
+            def f(v: Any) -> Any:
+                c = j.lax.broadcast_in_dim(v * 2, (3,), (0,))
+                return (j.lax.broadcast_in_dim(c, (3,), (0,)) * j.lax.broadcast_in_dim(
+                    w, (3,), (0,)) + j.lax.broadcast_in_dim(v, (3,), (0,)))
+            return j.linear_transpose(f, w)(w)
+        return str(j.make_jaxpr(g)(x))
+    assert jaxpr(spec) == jaxpr(jax)
+
+
 @pytest.mark.parametrize("name", sorted(LINEAR))
 def test_linear_transpose_matches_jax(name: str) -> None:
     ours, theirs = both(LINEAR[name])
