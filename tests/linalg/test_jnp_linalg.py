@@ -100,6 +100,20 @@ def test_complex_slogdet_and_det_jvps_match_finite_differences(x64: None) -> Non
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("shapes", [((4, 4), (4,)), ((2, 4, 4), (4,)), ((4, 4), (2, 4, 3)),
+                                    ((2, 4, 4), (2, 4, 3))])
+def test_solve_jaxprs_match_jax(shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    """solve's jaxpr and its gradient's are JAX's: broadcast batch axes
+    vectorized as jnp.vectorize does, vecmat the transpose of matvec."""
+    a = np.broadcast_to(A[0].astype(np.float32), shapes[0])
+    b = np.ones(shapes[1], np.float32)
+
+    def texts(lib: Any, np_: Any) -> list[str]:
+        return [str(lib.make_jaxpr(f)(a, b)) for f in (
+            np_.linalg.solve, lib.grad(lambda x, y: np_.linalg.solve(x, y).sum(), (0, 1)))]
+    assert texts(spec, snp) == texts(jax, jnp)
+
+
 def test_vmap_solve_matches_loop() -> None:
     a, b = A.astype(np.float32), B.astype(np.float32)
     mapped = np.asarray(spec.vmap(snp.linalg.solve, in_axes=(None, 1), out_axes=1)(a[0], b[0]))

@@ -48,6 +48,7 @@ from spec._src.numpy.linalg import (
     vecdot,
 )
 from spec._src.numpy.util import check_arraylike
+from spec._src.numpy.vectorize import vectorize
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -185,13 +186,8 @@ def _solve_fn(a: Any, b: Any) -> Any:
     if sa[-1] != sa[-2] or sb[-core] != sa[-1]:
         raise ValueError(f"solve: a must be square [..., m, m] with b's solved axis of size "
                          f"m, got shapes {sa} and {sb}")
-    batch = np.broadcast_shapes(sa[:-2], sb[:len(sb) - core])
-    a = js.broadcast_to(a, (*batch, *sa[-2:]))
-    b = js.broadcast_to(b, (*batch, *sb[len(sb) - core:]))
-    fn: Any = _solve_core
-    for _ in batch:
-        fn = vmap(fn)
-    return fn(a, b)
+    signature = "(m,m),(m)->(m)" if core == 1 else "(m,m),(m,n)->(m,n)"
+    return vectorize(_solve_core, signature=signature)(a, b)
 
 
 _solve_fn.__name__ = _solve_fn.__qualname__ = "solve"
