@@ -114,6 +114,16 @@ def test_solve_jaxprs_match_jax(shapes: tuple[tuple[int, ...], tuple[int, ...]])
     assert texts(spec, snp) == texts(jax, jnp)
 
 
+@pytest.mark.parametrize("shapes", [((2, 1, 3, 3), (4, 3)), ((3, 4), (3,)), ((3, 3), ())])
+def test_solve_shape_errors_are_jaxs(shapes: tuple[tuple[int, ...], tuple[int, ...]]) -> None:
+    a, b = (np.ones(s, np.float32) for s in shapes)
+    with pytest.raises(ValueError) as theirs:
+        jnp.linalg.solve(a, b)
+    with pytest.raises(ValueError) as ours:
+        snp.linalg.solve(a, b)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_vmap_solve_matches_loop() -> None:
     a, b = A.astype(np.float32), B.astype(np.float32)
     mapped = np.asarray(spec.vmap(snp.linalg.solve, in_axes=(None, 1), out_axes=1)(a[0], b[0]))

@@ -182,11 +182,8 @@ def _solve_fn(a: Any, b: Any) -> Any:
         raise ValueError(f"Invalid shapes for solve: {sa}, {sb}. Prior to JAX v0.5.0, this "
                          "would have been treated as a batched 1-dimensional solve. To "
                          "recover this behavior, use solve(a, b[..., None]).squeeze(-1).")
-    core = 1 if len(sb) == 1 else 2
-    if sa[-1] != sa[-2] or sb[-core] != sa[-1]:
-        raise ValueError(f"solve: a must be square [..., m, m] with b's solved axis of size "
-                         f"m, got shapes {sa} and {sb}")
-    signature = "(m,m),(m)->(m)" if core == 1 else "(m,m),(m,n)->(m,n)"
+    # (shapes that do not fit the signature: vectorize's ValueError, as JAX's)
+    signature = "(m,m),(m)->(m)" if len(sb) == 1 else "(m,m),(m,n)->(m,n)"
     return vectorize(_solve_core, signature=signature)(a, b)
 
 
