@@ -30,7 +30,11 @@ def _key_arrays(m: Any, k: Any, i: Any) -> list[Any]:
             lax.select(jnp.array([True, False, True]), ks[0], row),
             lax.cond(i > 0, lambda: ks[0, 1], lambda: row[2]), row[i],
             lax.dynamic_update_slice(row, ks[0, :1], (i,)),
-            lax.dynamic_slice(ks, (i, 0), (1, 2)))
+            lax.dynamic_slice(ks, (i, 0), (1, 2)),
+            # Gathers and scatters: whole keys at a time, a missing one all ones.
+            ks[jnp.array([1, 0]), i], row[jnp.array([[2], [0]])], row.at[i].set(k),
+            ks.at[jnp.array([0, 1]), jnp.array([2, 0])].set(row[:2]),
+            jnp.take(row, jnp.array([2, 7, -1]), axis=0))
     return [rnd.key_data(x) for x in outs] + [ys]
 
 
@@ -121,14 +125,22 @@ def test_threefry2x32_bitwise_on_drawn_words(words: list[int]) -> None:
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
 
 
-def test_gathering_keys_is_not_lowered() -> None:
-    """A gather's dimension numbers name the logical dimensions only: spec
-    refuses rather than emit a wrong module."""
-    def fn(data: Any) -> Any:
-        keys = spec.random.split(spec.random.wrap_key_data(data), 3)
-        return spec.random.key_data(keys[np.array([0, 2])])
-    with pytest.raises(NotImplementedError, match="gather on PRNG key arrays"):
-        lowered(fn, _DATA)
+def _indexing_keys(m: Any) -> list[Callable[..., Any]]:
+    jnp = m.numpy
+    return [lambda ks, i: ks[i], lambda ks, i: ks.at[i[:1]].set(ks[3]),
+            lambda ks, i: jnp.take(ks, i, axis=0),
+            lambda ks, i: m.vmap(lambda k, j: k.at[j].set(k[0]))(ks.reshape(2, 2), i)]
+
+
+def test_indexing_key_arrays_is_jax_text() -> None:
+    """Gathers and scatters of key arrays, in a jaxpr and as jit's module
+    (key arguments and results pinned as JAX pins them): JAX's text."""
+    data, i = np.arange(8, dtype=np.uint32).reshape(4, 2), np.array([2, 0], np.int32)
+    for ours, theirs in zip(_indexing_keys(spec), _indexing_keys(jax)):
+        sk, jk = spec.random.wrap_key_data(data), jax.random.wrap_key_data(data)
+        assert str(spec.make_jaxpr(ours)(sk, i)) == str(jax.make_jaxpr(theirs)(jk, i))
+        assert (canonical(spec.jit(ours).lower(sk, i).as_text())
+                == canonical(jax.jit(theirs).lower(jk, i).as_text()))
 
 
 def test_gamma_lowers_its_sampler() -> None:

@@ -520,6 +520,19 @@ def _placed(ctx: LoweringContext, value: str, aval: ArrayType, sharding: Any) ->
     return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
 
 
+def _keys_left_open(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
+    """A key array argument or result of @main that nothing places: its
+    logical dimensions left to the partitioner (``{?}``), its key data's
+    replicated (``{}``), over the empty mesh, as JAX pins it (a key's words
+    are never split across devices); any other value as is."""
+    if not is_key_dtype(aval.dtype) or explicit_sharding(aval) is not None:
+        return value
+    phys = physical_aval(aval)
+    text = tensor_sharding(ctx.module, AbstractMesh((), ()), P(), phys.ndim,
+                           open_dims=range(aval.ndim))
+    return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(phys)}")
+
+
 def _read_inputs(jaxpr: Jaxpr) -> list[int]:
     """The indices of the inputs an equation or the outputs read."""
     read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
@@ -638,7 +651,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens] + arg_text
+    args = [_keys_left_open(ctx, a, v.aval) if p is None else a
+            for a, v, p in zip(args, closed_jaxpr.invars, placements)]
     results = lower_body(ctx, closed_jaxpr, args)
+    results = [_keys_left_open(ctx, r, v.aval) if p is None else r
+               for r, v, p in zip(results, closed_jaxpr.outvars, placed)]
     result_kinds = [_result_kind(kinds, p, v.aval) for p, v in zip(placed, closed_jaxpr.outvars)]
     if kinds:
         results = [_annotated(ctx, r, v.aval, k) if p is not None or explicit_sharding(v.aval)
