@@ -74,10 +74,18 @@ def test_key_primitives_bitwise() -> None:
 def test_64_bit_bits_and_seed(x64: None) -> None:
     seed = np.int64(-(2 ** 40) - 5)
 
-    def fn(rnd: Any) -> Callable[..., Any]:
-        return lambda s: (rnd.key_data(rnd.key(s)), rnd.bits(rnd.key(s), (4,), np.uint64))
-    ours, compiled, _ = spec_and_compiled(fn(spec.random), seed)
-    theirs = jax.tree.leaves(jax.jit(fn(jax.random))(seed))
+    def fn(m: Any) -> Callable[..., Any]:
+        rnd = m.random
+
+        def f(s: Any) -> Any:
+            k = rnd.key(s)
+            with m.threefry_partitionable(False):  # (the original scheme's 64-bit values)
+                original = (rnd.bits(k, (3,), np.uint64),
+                            m.vmap(lambda kk: rnd.bits(kk, (2,), np.uint64))(rnd.split(k, 2)))
+            return rnd.key_data(k), rnd.bits(k, (4,), np.uint64), original
+        return f
+    ours, compiled, _ = spec_and_compiled(fn(spec), seed)
+    theirs = jax.tree.leaves(jax.jit(fn(jax))(seed))
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
     assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
@@ -104,13 +112,34 @@ def test_threefry2x32_broadcasts_rank0_operands() -> None:
     assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
 
-def test_non_partitionable_threefry_is_not_lowered() -> None:
-    spec.config.update("jax_threefry_partitionable", False)
-    try:
-        with pytest.raises(NotImplementedError, match="random_bits"):
-            lowered(lambda s: spec.random.bits(spec.random.key(s), (3,)), np.int32(1))
-    finally:
-        spec.config.update("jax_threefry_partitionable", True)
+def _original_scheme(m: Any) -> Callable[..., Any]:
+    """Bits and splits traced with ``jax_threefry_partitionable`` off and
+    lowered (and, in JAX, run) after it is back on: each equation keeps
+    the scheme it was traced under. Odd and even word counts, 8/16-bit
+    pieces, batched keys, samplers."""
+    r = m.random
+
+    def fn(data: Any) -> Any:
+        m.config.update("jax_threefry_partitionable", False)
+        try:
+            k = r.wrap_key_data(data)
+            ks = r.split(k, 3)
+            return ([r.bits(k, (n,), dt) for n in (3, 4, 5) for dt in (np.uint8, np.uint16)],
+                    r.bits(k, (7,)), r.bits(k, (2, 2)), r.key_data(r.split(k, (2, 3))),
+                    r.key_data(ks), m.vmap(lambda kk: r.bits(kk, (3,), np.uint8))(ks),
+                    m.vmap(lambda kk: r.bits(kk, (5,)))(ks),
+                    r.key_data(m.vmap(lambda kk: r.split(kk, 3))(ks)),
+                    r.uniform(ks[0], (3,)), r.normal(ks[1], (2, 2)))
+        finally:
+            m.config.update("jax_threefry_partitionable", True)
+    return fn
+
+
+def test_original_scheme_bitwise() -> None:
+    ours, compiled, _ = spec_and_compiled(_original_scheme(spec), _DATA)
+    theirs = jax.tree.leaves(jax.jit(_original_scheme(jax))(_DATA))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
 
 _WORDS = st.lists(st.integers(0, 2 ** 32 - 1), min_size=8, max_size=8)

@@ -14,6 +14,7 @@ import numpy as np
 
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
 from spec._src.core.prng import U32, is_key_dtype
+from spec._src.core.source_info import traced_context
 from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
@@ -465,8 +466,9 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
         info = eqn.source_info
         ctx.enter(join_names(ctx.name_stack, str(getattr(info, "name_stack", ""))),
                   eqn.primitive.name, info)
-        outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
-                    **eqn.params)
+        with traced_context(info):
+            outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
+                        **eqn.params)
         attach(ctx, outs, ambient(eqn))
         if eqn.primitive.name != "device_put":  # (which lowers to nothing on CPU)
             outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
