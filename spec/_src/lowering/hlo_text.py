@@ -1426,9 +1426,11 @@ def _iota_text(sizes: Sequence[int], perm: Sequence[int]) -> str:
 def hlo_sharding(sdy: str, meshes: dict[str, str]) -> str:
     """The HLO sharding of an ``<@mesh, [{"x"}, {}]>`` tensor sharding:
     ``{replicated}``, or ``{devices=[tiles]<=[...] [last_tile_dim_replicate]}``
-    (the mesh axes a dimension is split over tile it, the others replicate)."""
+    (the mesh axes a dimension is split over tile it, the others replicate).
+    A dimension left open (``{?}``, ``{"x", ?}``) tiles by the axes it
+    names: openness is the partitioner's freedom, not part of the tiling."""
     m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](.*)>', sdy.strip())
-    if m is None or m.group(1) not in meshes or "?" in m.group(2) or m.group(3).strip():
+    if m is None or m.group(1) not in meshes or m.group(3).strip():
         raise NotImplementedError(f"the HLO sharding of {sdy} is not specified")
     axes = _mesh_axes(meshes[m.group(1)])
     names = [n for n, _ in axes]
