@@ -378,9 +378,13 @@ def _sharded_programs() -> dict[str, Any]:
                + slax.psum_scatter(gathered, "y", scatter_dimension=1, tiled=True)
                + slax.pmax(a, ("x", "y")) + slax.all_to_all(a, "y", 0, 0, tiled=True)
                + slax.axis_index("y"))
-        return out, b * 2
+        # (split and concat dimensions differing: XLA reshapes and transposes)
+        uneven = (slax.all_to_all(a, "y", 0, 1, tiled=True),
+                  slax.all_to_all(a, "y", 1, 0, tiled=True))
+        return out, b * 2, uneven
     manual = spec.jit(spec.shard_map(body, mesh=auto, in_specs=(P("x", "y"), P("y")),
-                                     out_specs=(P("x", "y"), P("y")))).lower(x, x)
+                                     out_specs=(P("x", "y"), P("y"), P("x", "y")))
+                      ).lower(x, x)
     return {"explicit": explicit, "one_result": one_result, "manual": manual,
             "open_dims": open_dims}
 
@@ -390,8 +394,9 @@ def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
     StableHLO: parameters with their HLO shardings (``devices=[2,2]<=[4]``,
     ``last_tile_dim_replicate``) and Shardy attributes, ``Sharding`` and
     ``FuncResultSharding`` custom calls, a manual computation's
-    ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, and the
-    collectives' replica groups over mesh axes."""
+    ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, the
+    collectives' replica groups over mesh axes, and an all-to-all whose
+    split and concat dimensions differ."""
     from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
     for name, lowered in _sharded_programs().items():
         ours = lowered.as_text("hlo")

@@ -38,6 +38,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from spec._src.core.array import SpecInternalError
+
 # ------------------------------------------------------------------ parsing
 
 
@@ -944,11 +946,7 @@ class _Converter:
             out.append("source_target_pairs={" + ",".join(
                 f"{{{flat[k]},{flat[k + 1]}}}" for k in range(0, len(flat), 2)) + "}")
         dim = re.search(r"(?:all_gather_dim|scatter_dimension|split_dimension) = (\d+)", b)
-        if op.name == "all_to_all":
-            concat = re.search(r"concat_dimension = (\d+)", b)
-            if dim is None or concat is None or dim.group(1) != concat.group(1):
-                raise NotImplementedError("HLO text of an all_to_all whose split and concat "
-                                          "dimensions differ is not specified")
+        if op.name == "all_to_all" and dim:
             out.append(f"dimensions={{{dim.group(1)}}}")
         elif op.name == "all_gather" and dim:
             out.append(f"dimensions={{{dim.group(1)}}}")
@@ -963,6 +961,35 @@ class _Converter:
         reducer = self.block_computation(op.regions[0])
         attrs = self.collective_attrs(op) + f", to_apply={reducer}" + fa
         return self.results_of(instrs, op, base, "all-reduce", ins, attrs)
+
+    def op_all_to_all(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                      fa: str) -> list[Instr]:
+        """An all-to-all whose split and concat dimensions differ is, as XLA
+        converts it, an all-to-all along the split dimension (the operand's
+        shape), a constant of the split count that nothing uses, a reshape
+        cutting the split dimension into (count, rest), a transpose moving
+        the count before the concat dimension (laid out so that it moves no
+        data) and a reshape to the result."""
+        split, concat, count = (_int_attr(op.body, k) for k in (
+            "split_dimension", "concat_dimension", "split_count"))
+        attrs = self.collective_attrs(op) + fa
+        if split == concat:
+            return [self.emit(instrs, base, op.out_types[0], "all-to-all", ins, attrs)]
+        t = self.types[op.operands[0]]
+        moved = self.emit(instrs, base, t, "all-to-all", ins, attrs)
+        counted = self.emit(instrs, base, TensorType((1,), "s32"), "constant", [])
+        counted.operation = f"constant({{{count}}})"
+        cut = (*t.shape[:split], count, t.shape[split] // count, *t.shape[split + 1:])
+        pieces = self.emit(instrs, base, TensorType(cut, t.dtype), "reshape", [moved])
+        others = [d for d in range(len(cut)) if d != split]
+        at = others.index(concat if concat < split else concat + 1)
+        perm = [*others[:at], split, *others[at:]]
+        layout = tuple(perm.index(d) for d in reversed(range(len(cut))))
+        swapped = self.emit(instrs, base, TensorType(tuple(cut[d] for d in perm), t.dtype),
+                            "transpose", [pieces], f", dimensions={_braced(perm)}",
+                            layout=layout)
+        swapped.layout_of = layout
+        return [self.emit(instrs, base, op.out_types[0], "reshape", [swapped])]
 
     def op_reduce_scatter(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                           fa: str) -> list[Instr]:
@@ -1279,6 +1306,14 @@ def _frontend_attributes(body: str) -> str:
     pairs = sorted((k.strip(), v.strip()) for k, v in
                    (p.split("=", 1) for p in _split_top(m.group(1))))
     return ", frontend_attributes={" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
+
+
+def _int_attr(body: str, key: str) -> int:
+    """The integer after ``key = `` (``split_count = 2 : i64``)."""
+    m = re.search(rf"\b{key} = (-?\d+)", body)
+    if m is None:
+        raise SpecInternalError(f"no {key} in {body}")
+    return int(m.group(1))
 
 
 def _field(body: str, key: str) -> str:
