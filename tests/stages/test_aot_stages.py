@@ -368,6 +368,12 @@ def _sharded_programs() -> dict[str, Any]:
         explicit = spec.jit(lambda a, b, c: (sjnp.sin(a) * 2, (a + b).sum(axis=0),
                                              spec.reshard(c, P(None, "x")), c.T)).lower(a, b, c)
         one_result = spec.jit(lambda a: sjnp.sin(a).sum(axis=1)).lower(a)
+        # A dot left unreduced over "x", as a result and resharded.
+        row, col = spec.device_put(x, P("y", "x")), spec.device_put(x.T, P("x", None))
+        pending = spec.jit(lambda a, b: sjnp.dot(a, b, out_sharding=P("y", None, unreduced={"x"}))
+                           ).lower(row, col)
+        summed = spec.jit(lambda a, b: spec.reshard(sjnp.dot(
+            a, b, out_sharding=P("y", None, unreduced={"x"})), P())).lower(row, col)
     auto = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
     open_dims = spec.jit(lambda a: spec.lax.with_sharding_constraint(
         a * 2, spec.sharding.NamedSharding(auto, P(P.UNCONSTRAINED, "x")))).lower(x)
@@ -386,7 +392,29 @@ def _sharded_programs() -> dict[str, Any]:
                                      out_specs=(P("x", "y"), P("y"), P("x", "y")))
                       ).lower(x, x)
     return {"explicit": explicit, "one_result": one_result, "manual": manual,
-            "open_dims": open_dims}
+            "open_dims": open_dims, "unreduced_result": pending, "unreduced": summed}
+
+
+_UNREDUCED_CONSTRAINTS = '''module @m attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
+  func.func public @main(%arg0: tensor<4x8xf32>) -> (tensor<4x8xf32>) {
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{"z"}, {}], unreduced={"x"}> : tensor<4x8xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{}, {"y"}], unreduced={"x", "z"}> : tensor<4x8xf32>
+    %2 = sdy.sharding_constraint %1 <@mesh, [{}, {}], unreduced={"y"}> : tensor<4x8xf32>
+    %3 = sdy.sharding_constraint %2 <@mesh, [{}, {}], unreduced={"x", "y", "z"}> : tensor<4x8xf32>
+    return %3 : tensor<4x8xf32>
+  }
+}'''
+
+
+def test_unreduced_hlo_shardings_are_xlas_conversion() -> None:
+    """Unreduced axes tile after the dimensions' (``last_tile_dims=
+    {unreduced, replicated}``), in device order dimensions' axes, unreduced
+    axes, then the rest; a constraint to them has a side effect."""
+    from spec._src.lowering.hlo_text import hlo_text
+    from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
+    assert hlo_renumbered(hlo_text(_UNREDUCED_CONSTRAINTS)) == hlo_renumbered(
+        xla_hlo_text(_UNREDUCED_CONSTRAINTS))
 
 
 def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
@@ -395,8 +423,8 @@ def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
     ``last_tile_dim_replicate``) and Shardy attributes, ``Sharding`` and
     ``FuncResultSharding`` custom calls, a manual computation's
     ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, the
-    collectives' replica groups over mesh axes, and an all-to-all whose
-    split and concat dimensions differ."""
+    collectives' replica groups over mesh axes, an all-to-all whose
+    split and concat dimensions differ, and unreduced results."""
     from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
     for name, lowered in _sharded_programs().items():
         ours = lowered.as_text("hlo")

@@ -317,10 +317,14 @@ def _parse_region_op(lines: _Lines, head: str) -> Op:
         return op
 
 
+# ``<@mesh, [{"x"}, {}]>``, ``<@mesh, [{}, {}], unreduced={"y"}>``
+_TENSOR_SHARDING = r'<@[\w.$-]+, \[[^\]]*\](?:, unreduced=\{[^}]*\})?>'
+
+
 def _sdy_sharding(attrs: str) -> str | None:
     """The ``<@mesh, [...]>`` of an ``sdy.sharding = #sdy.sharding<...>``
     attribute (None without one)."""
-    m = re.search(r"sdy\.sharding = #sdy\.sharding(<@.*?\]>)", attrs)
+    m = re.search(r"sdy\.sharding = #sdy\.sharding(" + _TENSOR_SHARDING + ")", attrs)
     return m.group(1) if m else None
 
 
@@ -1123,10 +1127,13 @@ class _Converter:
     def op_sharding_constraint(self, instrs: list[Instr], op: Op, base: str,
                                ins: list[Instr], fa: str) -> list[Instr]:
         """A ``Sharding`` custom call carrying the sharding."""
-        m = re.search(r"(<@.*\]>)", op.body)
+        m = re.search(_TENSOR_SHARDING, op.body)
         assert m is not None, op.body
-        sharding = m.group(1)
-        attrs = (f', custom_call_target="Sharding", sharding={hlo_sharding(sharding, self.meshes)}'
+        sharding = m.group(0)
+        # (XLA keeps a constraint to unreduced axes: it has a side effect)
+        effect = ", custom_call_has_side_effect=true" if "unreduced=" in sharding else ""
+        attrs = (f', custom_call_target="Sharding"{effect}, '
+                 f"sharding={hlo_sharding(sharding, self.meshes)}"
                  f", frontend_attributes={{xla.sdy.sharding={_per_value([sharding])}}}")
         out = self.emit(instrs, base, op.out_types[0], "custom-call", ins, attrs)
         return [out]
@@ -1464,21 +1471,33 @@ def hlo_sharding(sdy: str, meshes: dict[str, str]) -> str:
     (the mesh axes a dimension is split over tile it, the others replicate).
     A dimension left open (``{?}``, ``{"x", ?}``) tiles by the axes it
     names: openness is the partitioner's freedom, not part of the tiling."""
-    m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](.*)>', sdy.strip())
-    if m is None or m.group(1) not in meshes or m.group(3).strip():
+    m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](?:, unreduced=\{([^}]*)\})?>', sdy.strip())
+    if m is None or m.group(1) not in meshes or ":" in m.group(2):
         raise NotImplementedError(f"the HLO sharding of {sdy} is not specified")
     axes = _mesh_axes(meshes[m.group(1)])
     names = [n for n, _ in axes]
     spec = [re.findall(r'"([^"]+)"', d) for d in re.findall(r"\{([^}]*)\}", m.group(2))]
     used = [names.index(a) for d in spec for a in d]
-    unused = [k for k in range(len(axes)) if k not in used]
+    pending = [names.index(a) for a in re.findall(r'"([^"]+)"', m.group(3) or "")]
+    unused = [k for k in range(len(axes)) if k not in used and k not in pending]
     tiles = [int(np.prod([axes[names.index(a)][1] for a in d])) for d in spec]
+    unreduced = int(np.prod([axes[k][1] for k in pending]))
     replicated = int(np.prod([axes[k][1] for k in unused]))
-    if all(t == 1 for t in tiles):
+    if all(t == 1 for t in tiles) and unreduced == 1:
         return "{replicated}"
-    suffix = " last_tile_dim_replicate" if replicated > 1 else ""
-    shape = tiles + ([replicated] if replicated > 1 else [])
-    iota = _iota_text([n for _, n in axes], used + unused)
+    if all(t == 1 for t in tiles) and replicated == 1:
+        return "{unreduced}"
+    # The trailing tile dimensions: unreduced axes', then replicated axes'.
+    last = [(kind, n) for kind, n in (("unreduced", unreduced), ("replicated", replicated))
+            if n > 1]
+    if not last:
+        suffix = ""
+    elif [kind for kind, _ in last] == ["replicated"]:
+        suffix = " last_tile_dim_replicate"
+    else:
+        suffix = f" last_tile_dims={{{', '.join(kind for kind, _ in last)}}}"
+    shape = tiles + [n for _, n in last]
+    iota = _iota_text([n for _, n in axes], used + pending + unused)
     return f"{{devices=[{','.join(map(str, shape))}]{iota}{suffix}}}"
 
 
