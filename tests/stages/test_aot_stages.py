@@ -395,7 +395,7 @@ def _sharded_programs() -> dict[str, Any]:
             "open_dims": open_dims, "unreduced_result": pending, "unreduced": summed}
 
 
-_UNREDUCED_CONSTRAINTS = '''module @m attributes {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} {
+_UNREDUCED_CONSTRAINTS = '''module @m attributes {mhlo.num_partitions = 8 : i32} {
   sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
   func.func public @main(%arg0: tensor<4x8xf32>) -> (tensor<4x8xf32>) {
     %0 = sdy.sharding_constraint %arg0 <@mesh, [{"z"}, {}], unreduced={"x"}> : tensor<4x8xf32>
