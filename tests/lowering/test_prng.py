@@ -30,7 +30,11 @@ def _key_arrays(m: Any, k: Any, i: Any) -> list[Any]:
             lax.select(jnp.array([True, False, True]), ks[0], row),
             lax.cond(i > 0, lambda: ks[0, 1], lambda: row[2]), row[i],
             lax.dynamic_update_slice(row, ks[0, :1], (i,)),
-            lax.dynamic_slice(ks, (i, 0), (1, 2)))
+            lax.dynamic_slice(ks, (i, 0), (1, 2)),
+            # Gathers and scatters: whole keys at a time, a missing one all ones.
+            ks[jnp.array([1, 0]), i], row[jnp.array([[2], [0]])], row.at[i].set(k),
+            ks.at[jnp.array([0, 1]), jnp.array([2, 0])].set(row[:2]),
+            jnp.take(row, jnp.array([2, 7, -1]), axis=0))
     return [rnd.key_data(x) for x in outs] + [ys]
 
 
@@ -70,10 +74,18 @@ def test_key_primitives_bitwise() -> None:
 def test_64_bit_bits_and_seed(x64: None) -> None:
     seed = np.int64(-(2 ** 40) - 5)
 
-    def fn(rnd: Any) -> Callable[..., Any]:
-        return lambda s: (rnd.key_data(rnd.key(s)), rnd.bits(rnd.key(s), (4,), np.uint64))
-    ours, compiled, _ = spec_and_compiled(fn(spec.random), seed)
-    theirs = jax.tree.leaves(jax.jit(fn(jax.random))(seed))
+    def fn(m: Any) -> Callable[..., Any]:
+        rnd = m.random
+
+        def f(s: Any) -> Any:
+            k = rnd.key(s)
+            with m.threefry_partitionable(False):  # (the original scheme's 64-bit values)
+                original = (rnd.bits(k, (3,), np.uint64),
+                            m.vmap(lambda kk: rnd.bits(kk, (2,), np.uint64))(rnd.split(k, 2)))
+            return rnd.key_data(k), rnd.bits(k, (4,), np.uint64), original
+        return f
+    ours, compiled, _ = spec_and_compiled(fn(spec), seed)
+    theirs = jax.tree.leaves(jax.jit(fn(jax))(seed))
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
     assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
@@ -100,13 +112,31 @@ def test_threefry2x32_broadcasts_rank0_operands() -> None:
     assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
 
-def test_non_partitionable_threefry_is_not_lowered() -> None:
-    spec.config.update("jax_threefry_partitionable", False)
-    try:
-        with pytest.raises(NotImplementedError, match="random_bits"):
-            lowered(lambda s: spec.random.bits(spec.random.key(s), (3,)), np.int32(1))
-    finally:
-        spec.config.update("jax_threefry_partitionable", True)
+def _original_scheme(m: Any) -> Callable[..., Any]:
+    """Bits and splits traced with ``jax_threefry_partitionable`` off and
+    lowered (and, in JAX, run) after it is back on: each equation keeps
+    the scheme it was traced under. Odd and even word counts, 8/16-bit
+    pieces, batched keys."""
+    r = m.random
+
+    def fn(data: Any) -> Any:
+        m.config.update("jax_threefry_partitionable", False)
+        try:
+            k = r.wrap_key_data(data)
+            ks = r.split(k, 3)
+            return (r.bits(k, (3,), np.uint8), r.bits(k, (5,), np.uint16), r.bits(k, (2, 2)),
+                    r.key_data(ks), m.vmap(lambda kk: r.bits(kk, (3,), np.uint8))(ks),
+                    r.key_data(m.vmap(lambda kk: r.split(kk, (2,)))(ks)))
+        finally:
+            m.config.update("jax_threefry_partitionable", True)
+    return fn
+
+
+def test_original_scheme_bitwise() -> None:
+    ours, compiled, _ = spec_and_compiled(_original_scheme(spec), _DATA)
+    theirs = jax.tree.leaves(jax.jit(_original_scheme(jax))(_DATA))
+    assert [bits(o) for o in ours] == [bits(c) for c in compiled]
+    assert [bits(c) for c in compiled] == [bits(np.asarray(t)) for t in theirs]
 
 
 _WORDS = st.lists(st.integers(0, 2 ** 32 - 1), min_size=8, max_size=8)
@@ -121,14 +151,22 @@ def test_threefry2x32_bitwise_on_drawn_words(words: list[int]) -> None:
     assert [bits(o) for o in ours] == [bits(c) for c in compiled]
 
 
-def test_gathering_keys_is_not_lowered() -> None:
-    """A gather's dimension numbers name the logical dimensions only: spec
-    refuses rather than emit a wrong module."""
-    def fn(data: Any) -> Any:
-        keys = spec.random.split(spec.random.wrap_key_data(data), 3)
-        return spec.random.key_data(keys[np.array([0, 2])])
-    with pytest.raises(NotImplementedError, match="gather on PRNG key arrays"):
-        lowered(fn, _DATA)
+def _indexing_keys(m: Any) -> list[Callable[..., Any]]:
+    jnp = m.numpy
+    return [lambda ks, i: ks[i], lambda ks, i: ks.at[i[:1]].set(ks[3]),
+            lambda ks, i: jnp.take(ks, i, axis=0),
+            lambda ks, i: m.vmap(lambda k, j: k.at[j].set(k[0]))(ks.reshape(2, 2), i)]
+
+
+def test_indexing_key_arrays_is_jax_text() -> None:
+    """Gathers and scatters of key arrays, in a jaxpr and as jit's module
+    (key arguments and results pinned as JAX pins them): JAX's text."""
+    data, i = np.arange(8, dtype=np.uint32).reshape(4, 2), np.array([2, 0], np.int32)
+    for ours, theirs in zip(_indexing_keys(spec), _indexing_keys(jax)):
+        sk, jk = spec.random.wrap_key_data(data), jax.random.wrap_key_data(data)
+        assert str(spec.make_jaxpr(ours)(sk, i)) == str(jax.make_jaxpr(theirs)(jk, i))
+        assert (canonical(spec.jit(ours).lower(sk, i).as_text())
+                == canonical(jax.jit(theirs).lower(jk, i).as_text()))
 
 
 def test_gamma_lowers_its_sampler() -> None:

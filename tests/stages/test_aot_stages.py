@@ -324,6 +324,37 @@ def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     assert hlo_renumbered(ours) == hlo_renumbered(theirs)
 
 
+def _open_dimension_programs(m: Any) -> list[Any]:
+    """Lowered programs with dimensions left open to the partitioner: key
+    arguments and results (their logical dimensions), and constraints with
+    unconstrained dimensions on an Auto mesh (of one device, so that JAX
+    runs in this process)."""
+    P = m.sharding.PartitionSpec
+    keys = m.random.wrap_key_data(np.arange(8, dtype=np.uint32).reshape(4, 2))
+    mesh = m.make_mesh((1, 1), ("x", "y"), axis_types=(m.sharding.AxisType.Auto,) * 2)
+
+    def constrained(a: Any) -> Any:
+        b = m.lax.with_sharding_constraint(a * 2, m.sharding.NamedSharding(
+            mesh, P(P.UNCONSTRAINED, "x")))
+        return m.lax.with_sharding_constraint(b + 1, m.sharding.NamedSharding(
+            mesh, P("y", P.UNCONSTRAINED)))
+    return [m.jit(lambda k: (k[1:3], k.reshape(2, 2))).lower(keys),
+            m.jit(constrained).lower(np.ones((4, 8), F32))]
+
+
+def test_open_dimensions_text_is_jax_s() -> None:
+    """Open dimensions (``{?}``) are written in the StableHLO and the HLO
+    text as JAX writes them; the HLO sharding tiles by the axes named only
+    (openness is the partitioner's freedom), as XLA converts it."""
+    from tests.lowering.xla_run import canonical, hlo_renumbered, xla_hlo_text
+    for ours, theirs in zip(_open_dimension_programs(spec), _open_dimension_programs(jax)):
+        assert "{?}" in ours.as_text()
+        assert canonical(ours.as_text()) == canonical(theirs.as_text())
+        assert hlo_renumbered(ours.as_text("hlo")) == hlo_renumbered(theirs.as_text("hlo"))
+        assert hlo_renumbered(ours.as_text("hlo")) == hlo_renumbered(
+            xla_hlo_text(ours.as_text(debug_info=True)))
+
+
 def _sharded_programs() -> dict[str, Any]:
     """Lowered programs whose modules carry Shardy shardings: explicit
     shardings (placed arguments, constraints, resharding, sharded results)
@@ -337,6 +368,15 @@ def _sharded_programs() -> dict[str, Any]:
         explicit = spec.jit(lambda a, b, c: (sjnp.sin(a) * 2, (a + b).sum(axis=0),
                                              spec.reshard(c, P(None, "x")), c.T)).lower(a, b, c)
         one_result = spec.jit(lambda a: sjnp.sin(a).sum(axis=1)).lower(a)
+        # A dot left unreduced over "x", as a result and resharded.
+        row, col = spec.device_put(x, P("y", "x")), spec.device_put(x.T, P("x", None))
+        pending = spec.jit(lambda a, b: sjnp.dot(a, b, out_sharding=P("y", None, unreduced={"x"}))
+                           ).lower(row, col)
+        summed = spec.jit(lambda a, b: spec.reshard(sjnp.dot(
+            a, b, out_sharding=P("y", None, unreduced={"x"})), P())).lower(row, col)
+    auto = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+    open_dims = spec.jit(lambda a: spec.lax.with_sharding_constraint(
+        a * 2, spec.sharding.NamedSharding(auto, P(P.UNCONSTRAINED, "x")))).lower(x)
 
     def body(a: Any, b: Any) -> Any:
         gathered = slax.all_gather(a, "y", axis=1, tiled=True)
@@ -344,11 +384,37 @@ def _sharded_programs() -> dict[str, Any]:
                + slax.psum_scatter(gathered, "y", scatter_dimension=1, tiled=True)
                + slax.pmax(a, ("x", "y")) + slax.all_to_all(a, "y", 0, 0, tiled=True)
                + slax.axis_index("y"))
-        return out, b * 2
-    auto = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)
+        # (split and concat dimensions differing: XLA reshapes and transposes)
+        uneven = (slax.all_to_all(a, "y", 0, 1, tiled=True),
+                  slax.all_to_all(a, "y", 1, 0, tiled=True))
+        return out, b * 2, uneven
     manual = spec.jit(spec.shard_map(body, mesh=auto, in_specs=(P("x", "y"), P("y")),
-                                     out_specs=(P("x", "y"), P("y")))).lower(x, x)
-    return {"explicit": explicit, "one_result": one_result, "manual": manual}
+                                     out_specs=(P("x", "y"), P("y"), P("x", "y")))
+                      ).lower(x, x)
+    return {"explicit": explicit, "one_result": one_result, "manual": manual,
+            "open_dims": open_dims, "unreduced_result": pending, "unreduced": summed}
+
+
+_UNREDUCED_CONSTRAINTS = '''module @m attributes {mhlo.num_partitions = 8 : i32} {
+  sdy.mesh @mesh = <["x"=2, "y"=2, "z"=2]>
+  func.func public @main(%arg0: tensor<4x8xf32>) -> (tensor<4x8xf32>) {
+    %0 = sdy.sharding_constraint %arg0 <@mesh, [{"z"}, {}], unreduced={"x"}> : tensor<4x8xf32>
+    %1 = sdy.sharding_constraint %0 <@mesh, [{}, {"y"}], unreduced={"x", "z"}> : tensor<4x8xf32>
+    %2 = sdy.sharding_constraint %1 <@mesh, [{}, {}], unreduced={"y"}> : tensor<4x8xf32>
+    %3 = sdy.sharding_constraint %2 <@mesh, [{}, {}], unreduced={"x", "y", "z"}> : tensor<4x8xf32>
+    return %3 : tensor<4x8xf32>
+  }
+}'''
+
+
+def test_unreduced_hlo_shardings_are_xlas_conversion() -> None:
+    """Unreduced axes tile after the dimensions' (``last_tile_dims=
+    {unreduced, replicated}``), in device order dimensions' axes, unreduced
+    axes, then the rest; a constraint to them has a side effect."""
+    from spec._src.lowering.hlo_text import hlo_text
+    from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
+    assert hlo_renumbered(hlo_text(_UNREDUCED_CONSTRAINTS)) == hlo_renumbered(
+        xla_hlo_text(_UNREDUCED_CONSTRAINTS))
 
 
 def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
@@ -356,8 +422,9 @@ def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
     StableHLO: parameters with their HLO shardings (``devices=[2,2]<=[4]``,
     ``last_tile_dim_replicate``) and Shardy attributes, ``Sharding`` and
     ``FuncResultSharding`` custom calls, a manual computation's
-    ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, and the
-    collectives' replica groups over mesh axes."""
+    ``GlobalToLocalShape``/body call/``LocalToGlobalShape``, the
+    collectives' replica groups over mesh axes, an all-to-all whose
+    split and concat dimensions differ, and unreduced results."""
     from tests.lowering.xla_run import hlo_renumbered, xla_hlo_text
     for name, lowered in _sharded_programs().items():
         ours = lowered.as_text("hlo")

@@ -56,6 +56,7 @@ from spec._src.core.interpreter import (
     Literal,
     Primitive,
     Var,
+    under_traced_context,
     hooks,
     canonical_value,
     dce_jaxpr,
@@ -445,6 +446,8 @@ class _Writer:
             self.switch(NORMAL)
             self.runs_impls = True
         impl = eqn.primitive.impl
+        if eqn.source_info is not None and not eqn.source_info.threefry_partitionable:
+            impl = under_traced_context(impl, eqn.source_info)
         fn = functools.partial(impl, **eqn.params) if eqn.params else impl
         k = self.constant(fn, f"_{_ident(eqn.primitive.name)}")
         outs = [self.bind(v) for v in eqn.outvars]

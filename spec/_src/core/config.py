@@ -218,6 +218,18 @@ class Config:
         return self._override("jax_use_direct_linearize", new_val)
 
     @contextlib.contextmanager
+    def as_traced(self, name: str, value: Any) -> Iterator[None]:
+        """Within the block, the flag holds the value an equation was traced
+        under, while that equation is evaluated or lowered: the program's
+        meaning, not a configuration change, so no jit cache is invalidated."""
+        old = self._values[name]
+        self._values[name] = value
+        try:
+            yield
+        finally:
+            self._values[name] = old
+
+    @contextlib.contextmanager
     def _override(self, name: str, value: Any) -> Iterator[None]:
         old = self._values[name]
         self.update(name, value)

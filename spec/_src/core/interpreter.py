@@ -1505,9 +1505,24 @@ def _make_plan(jaxpr: Jaxpr) -> _Plan:
         outputs = tuple(bind(v) for v in eqn.outvars)
         release = tuple(sorted({slot[id(a)] for a in eqn.invars if isinstance(a, Var)
                                 and last_use[id(a)] == i and id(a) not in kept}))
-        steps.append(_Step(eqn.primitive.impl, eqn.params, inputs, outputs, release))
+        impl = eqn.primitive.impl
+        info = eqn.source_info
+        if info is not None and not info.threefry_partitionable:
+            impl = under_traced_context(impl, info)
+        steps.append(_Step(impl, eqn.params, inputs, outputs, release))
     outs = tuple(ref(a) for a in jaxpr.outvars)
     return _Plan(len(slot), const_slots, in_slots, tuple(steps), outs)
+
+
+def under_traced_context(impl: Callable[..., Sequence[Any]], info: Any
+                          ) -> Callable[..., Sequence[Any]]:
+    """``impl`` run with the configuration its equation was traced under
+    (an equation bound with ``jax_threefry_partitionable`` off draws by the
+    original scheme wherever it is evaluated)."""
+    def run(*args: Any, **params: Any) -> Sequence[Any]:
+        with si.traced_context(info):
+            return impl(*args, **params)
+    return run
 
 
 def eval_jaxpr_values(jaxpr: Jaxpr, consts: Sequence[np.ndarray],

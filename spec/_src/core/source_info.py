@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from spec._src.core.config import config
+
 __all__ = ["Metadata", "NameStack", "SourceInfo", "caller", "current", "current_xla_metadata",
            "inherited", "named_call", "named_scope", "summarize",
            "tracing_from", "transform", "transposed", "updated_metadata", "xla_metadata"]
@@ -99,9 +101,13 @@ class SourceInfo:
     lasti: int
     name_stack: NameStack
     xla_metadata: Metadata = ()
+    # ``jax_threefry_partitionable`` when the equation was bound: evaluating
+    # or lowering it later draws bits by that scheme (JAX's equation context).
+    threefry_partitionable: bool = True
 
     def replace_name_stack(self, name_stack: NameStack) -> SourceInfo:
-        return SourceInfo(self.code, self.lasti, name_stack, self.xla_metadata)
+        return SourceInfo(self.code, self.lasti, name_stack, self.xla_metadata,
+                          self.threefry_partitionable)
 
 
 class _State(threading.local):
@@ -145,15 +151,31 @@ def current(depth: int = 0) -> SourceInfo:
         # (the name stack and the ambient metadata already hold the
         # inherited equation's)
         return SourceInfo(inherited_info.code, inherited_info.lasti, stack,
-                          _state.xla_metadata or ())
+                          _state.xla_metadata or (), _partitionable())
     boundary = _state.boundary
     frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and frame is not boundary \
             and not _is_user_file(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None or frame is boundary:
-        return SourceInfo(None, 0, stack, _state.xla_metadata or ())
-    return SourceInfo(frame.f_code, frame.f_lasti, stack, _state.xla_metadata or ())
+        return SourceInfo(None, 0, stack, _state.xla_metadata or (), _partitionable())
+    return SourceInfo(frame.f_code, frame.f_lasti, stack, _state.xla_metadata or (),
+                      _partitionable())
+
+
+def _partitionable() -> bool:
+    return bool(config.jax_threefry_partitionable)
+
+
+@contextlib.contextmanager
+def traced_context(info: SourceInfo | None) -> Iterator[None]:
+    """Within the block, ``jax_threefry_partitionable`` is the value the
+    equation of ``info`` was bound under (the current one for None)."""
+    if info is None or info.threefry_partitionable == _partitionable():
+        yield
+        return
+    with config.as_traced("jax_threefry_partitionable", info.threefry_partitionable):
+        yield
 
 
 def caller() -> SourceInfo:
@@ -179,7 +201,8 @@ def inherited(info: SourceInfo | None) -> Iterator[None]:
         if info.xla_metadata:
             _state.xla_metadata = updated_metadata(_state.xla_metadata, dict(info.xla_metadata))
     try:
-        yield
+        with traced_context(info):
+            yield
     finally:
         _state.inherited, _state.xla_metadata, _state.name_stack = previous
 

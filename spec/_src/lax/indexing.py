@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from spec._src.core import types as T
+from spec._src.core.prng import is_key_dtype
 from spec._src.lowering import structural as ST
 from spec._src.interpreters.ad_util import (
     Zero,
@@ -226,16 +227,6 @@ def _window_elements(starts: np.ndarray, window: T.Shape) -> tuple[np.ndarray, .
     return tuple(starts[:, d, None] + offs[d][None, :] for d in range(len(window)))
 
 
-def _default_fill(dtype: T.DType) -> Any:
-    if T.is_inexact(dtype):
-        return np.nan
-    if T.is_signed_int(dtype):
-        return np.iinfo(dtype).min
-    if T.is_unsigned_int(dtype):
-        return np.iinfo(dtype).max
-    return True
-
-
 def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
                  dimension_numbers: GatherDimensionNumbers, slice_sizes: Sequence[int],
                  indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
@@ -252,7 +243,7 @@ def _gather_impl(operand: np.ndarray, indices: np.ndarray, *,
     coords = _window_elements(starts, sizes)
     vals = operand[coords] if operand.size else np.zeros(coords[0].shape, operand.dtype)
     if mode == GatherScatterMode.FILL_OR_DROP:
-        fill = _default_fill(operand.dtype) if fill_value is None else fill_value
+        fill = _default_fill_value(operand.dtype) if fill_value is None else fill_value
         with np.errstate(all="ignore"):
             vals = np.where(in_bounds[:, None], vals, np.asarray(fill).astype(operand.dtype))
     dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
@@ -1142,7 +1133,10 @@ __all__ = [
 # ------------------------------------------------------------ lax wrappers
 
 def _default_fill_value(dtype: T.DType) -> Any:
-    """The fill of an out-of-bounds FILL_OR_DROP gather, as a Python scalar."""
+    """The fill of an out-of-bounds FILL_OR_DROP gather, as a Python scalar
+    (for key arrays, the value of every word of a missing key's data)."""
+    if is_key_dtype(dtype):
+        return int(np.iinfo(np.uint32).max)
     if T.is_inexact(dtype):
         return np.nan
     if T.is_signed_int(dtype):

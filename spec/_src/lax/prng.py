@@ -153,10 +153,51 @@ def _stack_words(y1: Any, y2: Any) -> Any:
     return concatenate([reshape(y1, (*shape, 1)), reshape(y2, (*shape, 1))], len(shape))
 
 
-def _require_partitionable(name: str) -> None:
-    if not config.jax_threefry_partitionable:
-        raise NotImplementedError(f"lowering {name} with jax_threefry_partitionable=False "
-                                  "is not specified")
+def _hash_counts(data: Any, n: int) -> Any:
+    """The original scheme's stream: per key, the hash of the counters
+    ``0..n-1``, even-padded with a zero and split into halves that are the
+    two words of each block, the halves' results concatenated and cut to
+    ``n`` (shape ``(*keys, n)``; ``core.prng._hash_counts``)."""
+    if n >= 2 ** 32 - 1:
+        raise NotImplementedError("lowering random bits of 2**32 - 1 or more words per key "
+                                  "with jax_threefry_partitionable=False is not specified")
+    half = (n + 1) // 2
+    counts = iota(T.uint32, n)
+    if 2 * half > n:
+        counts = concatenate([counts, np.zeros((1,), np.uint32)], 0)
+    ones = (1,) * (canonical_aval_of(data).ndim - 1)
+    x1, x2 = (reshape(slice_(counts, (lo,), (lo + half,)), (*ones, half)) for lo in (0, half))
+    y1, y2 = threefry2x32_p.bind(_word(data, 0, 1), _word(data, 1, 1), x1, x2)
+    out = concatenate([y1, y2], canonical_aval_of(y1).ndim - 1)
+    keys = tuple(canonical_aval_of(out).shape[:-1])
+    return out if 2 * half == n else slice_(out, (0,) * (len(keys) + 1), (*keys, n))
+
+
+def _original_bits(data: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
+    """``core.prng.random_bits``'s original scheme in lax functions: one
+    stream of words per key; 64-bit values take a word from each half of
+    it, 8- and 16-bit values are the words' pieces, low bits first."""
+    size = math.prod(shape)
+    n = -(-bit_width * size // 32)
+    bits = _hash_counts(data, n)
+    keys = tuple(canonical_aval_of(bits).shape[:-1])
+    dtype = R.UINT_DTYPES[bit_width]
+    zeros = (0,) * len(keys)
+    if bit_width == 64:
+        hi = convert_element_type(slice_(bits, (*zeros, 0), (*keys, size)), dtype)
+        lo = convert_element_type(slice_(bits, (*zeros, size), (*keys, n)), dtype)
+        bits = E.bitwise_or(E.shift_left(hi, np.asarray(32, dtype)), lo)
+    elif bit_width in (8, 16):
+        per_word = 32 // bit_width
+        wide = (*keys, n, per_word)
+        shifts = E.mul(np.uint32(bit_width), iota(T.uint32, per_word))
+        pieces = E.shift_right_logical(
+            broadcast_in_dim(bits, wide, tuple(range(len(keys) + 1))),
+            broadcast_in_dim(shifts, wide, (len(keys) + 1,)))
+        pieces = E.bitwise_and(pieces, np.uint32(np.iinfo(dtype).max))
+        pieces = reshape(pieces, (*keys, n * per_word))
+        bits = slice_(convert_element_type(pieces, dtype), (*zeros, 0), (*keys, size))
+    return reshape(bits, (*keys, *shape))
 
 
 def _hash_iota(data: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
@@ -181,7 +222,8 @@ def _seed_data(seeds: Any, *, impl: R.PRNGImpl) -> Any:
 
 
 def _bits_data(data: Any, *, bit_width: int, shape: tuple[int, ...]) -> Any:
-    _require_partitionable("random_bits")
+    if not config.jax_threefry_partitionable:
+        return _original_bits(data, bit_width, tuple(shape))
     y1, y2 = _hash_iota(data, tuple(shape))
     dtype = R.UINT_DTYPES[bit_width]
     if bit_width == 64:
@@ -192,7 +234,10 @@ def _bits_data(data: Any, *, bit_width: int, shape: tuple[int, ...]) -> Any:
 
 
 def _split_data(data: Any, *, shape: tuple[int, ...]) -> Any:
-    _require_partitionable("random_split")
+    if not config.jax_threefry_partitionable:
+        words = _hash_counts(data, 2 * math.prod(shape))
+        keys = tuple(canonical_aval_of(words).shape[:-1])
+        return reshape(words, (*keys, *shape, 2))
     return _stack_words(*_hash_iota(data, tuple(shape)))
 
 

@@ -493,7 +493,9 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
                     " shard your input to the sharding you want.")
             outs.append(leaf)
             continue
-        free = frozenset(i for i, p in enumerate(spec.partitions) if p is P.UNCONSTRAINED)
+        # (read before normalizing, which makes an unconstrained entry None)
+        free = frozenset(i for i, p in enumerate(wanted.spec.partitions)
+                         if p is P.UNCONSTRAINED)
         out = sharding_constraint_p.bind(
             leaf, sharding=NamedSharding(mesh, spec), layout=None,
             context_mesh=get_abstract_mesh(), unconstrained_dims=free)

@@ -14,6 +14,7 @@ import numpy as np
 
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
 from spec._src.core.prng import U32, is_key_dtype
+from spec._src.core.source_info import traced_context
 from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
@@ -465,8 +466,9 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
         info = eqn.source_info
         ctx.enter(join_names(ctx.name_stack, str(getattr(info, "name_stack", ""))),
                   eqn.primitive.name, info)
-        outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
-                    **eqn.params)
+        with traced_context(info):
+            outs = rule(ctx, ins, [a.aval for a in eqn.invars], [v.aval for v in eqn.outvars],
+                        **eqn.params)
         attach(ctx, outs, ambient(eqn))
         if eqn.primitive.name != "device_put":  # (which lowers to nothing on CPU)
             outs = [explicit_constraint(ctx, o, v.aval) for o, v in zip(outs, eqn.outvars)]
@@ -518,6 +520,19 @@ def _placed(ctx: LoweringContext, value: str, aval: ArrayType, sharding: Any) ->
     mesh = getattr(mesh, "abstract_mesh", mesh)
     text = tensor_sharding(ctx.module, mesh, sharding.spec, aval.ndim)
     return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(aval)}")
+
+
+def _keys_left_open(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
+    """A key array argument or result of @main that nothing places: its
+    logical dimensions left to the partitioner (``{?}``), its key data's
+    replicated (``{}``), over the empty mesh, as JAX pins it (a key's words
+    are never split across devices); any other value as is."""
+    if not is_key_dtype(aval.dtype) or explicit_sharding(aval) is not None:
+        return value
+    phys = physical_aval(aval)
+    text = tensor_sharding(ctx.module, AbstractMesh((), ()), P(), phys.ndim,
+                           open_dims=range(aval.ndim))
+    return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(phys)}")
 
 
 def _read_inputs(jaxpr: Jaxpr) -> list[int]:
@@ -638,7 +653,11 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     if debug_info and arg_names is not None:
         arg_text = [f"{p} loc({_quoted(n)})" for p, n in zip(arg_text, arg_names)]
     params_text = [f"{t}: {TOKEN} {{jax.token = true}}" for t in tokens] + arg_text
+    args = [_keys_left_open(ctx, a, v.aval) if p is None else a
+            for a, v, p in zip(args, closed_jaxpr.invars, placements)]
     results = lower_body(ctx, closed_jaxpr, args)
+    results = [_keys_left_open(ctx, r, v.aval) if p is None else r
+               for r, v, p in zip(results, closed_jaxpr.outvars, placed)]
     result_kinds = [_result_kind(kinds, p, v.aval) for p, v in zip(placed, closed_jaxpr.outvars)]
     if kinds:
         results = [_annotated(ctx, r, v.aval, k) if p is not None or explicit_sharding(v.aval)

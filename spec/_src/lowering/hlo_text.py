@@ -38,6 +38,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from spec._src.core.array import SpecInternalError
+
 # ------------------------------------------------------------------ parsing
 
 
@@ -315,10 +317,14 @@ def _parse_region_op(lines: _Lines, head: str) -> Op:
         return op
 
 
+# ``<@mesh, [{"x"}, {}]>``, ``<@mesh, [{}, {}], unreduced={"y"}>``
+_TENSOR_SHARDING = r'<@[\w.$-]+, \[[^\]]*\](?:, unreduced=\{[^}]*\})?>'
+
+
 def _sdy_sharding(attrs: str) -> str | None:
     """The ``<@mesh, [...]>`` of an ``sdy.sharding = #sdy.sharding<...>``
     attribute (None without one)."""
-    m = re.search(r"sdy\.sharding = #sdy\.sharding(<@.*?\]>)", attrs)
+    m = re.search(r"sdy\.sharding = #sdy\.sharding(" + _TENSOR_SHARDING + ")", attrs)
     return m.group(1) if m else None
 
 
@@ -944,11 +950,7 @@ class _Converter:
             out.append("source_target_pairs={" + ",".join(
                 f"{{{flat[k]},{flat[k + 1]}}}" for k in range(0, len(flat), 2)) + "}")
         dim = re.search(r"(?:all_gather_dim|scatter_dimension|split_dimension) = (\d+)", b)
-        if op.name == "all_to_all":
-            concat = re.search(r"concat_dimension = (\d+)", b)
-            if dim is None or concat is None or dim.group(1) != concat.group(1):
-                raise NotImplementedError("HLO text of an all_to_all whose split and concat "
-                                          "dimensions differ is not specified")
+        if op.name == "all_to_all" and dim:
             out.append(f"dimensions={{{dim.group(1)}}}")
         elif op.name == "all_gather" and dim:
             out.append(f"dimensions={{{dim.group(1)}}}")
@@ -963,6 +965,35 @@ class _Converter:
         reducer = self.block_computation(op.regions[0])
         attrs = self.collective_attrs(op) + f", to_apply={reducer}" + fa
         return self.results_of(instrs, op, base, "all-reduce", ins, attrs)
+
+    def op_all_to_all(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                      fa: str) -> list[Instr]:
+        """An all-to-all whose split and concat dimensions differ is, as XLA
+        converts it, an all-to-all along the split dimension (the operand's
+        shape), a constant of the split count that nothing uses, a reshape
+        cutting the split dimension into (count, rest), a transpose moving
+        the count before the concat dimension (laid out so that it moves no
+        data) and a reshape to the result."""
+        split, concat, count = (_int_attr(op.body, k) for k in (
+            "split_dimension", "concat_dimension", "split_count"))
+        attrs = self.collective_attrs(op) + fa
+        if split == concat:
+            return [self.emit(instrs, base, op.out_types[0], "all-to-all", ins, attrs)]
+        t = self.types[op.operands[0]]
+        moved = self.emit(instrs, base, t, "all-to-all", ins, attrs)
+        counted = self.emit(instrs, base, TensorType((1,), "s32"), "constant", [])
+        counted.operation = f"constant({{{count}}})"
+        cut = (*t.shape[:split], count, t.shape[split] // count, *t.shape[split + 1:])
+        pieces = self.emit(instrs, base, TensorType(cut, t.dtype), "reshape", [moved])
+        others = [d for d in range(len(cut)) if d != split]
+        at = others.index(concat if concat < split else concat + 1)
+        perm = [*others[:at], split, *others[at:]]
+        layout = tuple(perm.index(d) for d in reversed(range(len(cut))))
+        swapped = self.emit(instrs, base, TensorType(tuple(cut[d] for d in perm), t.dtype),
+                            "transpose", [pieces], f", dimensions={_braced(perm)}",
+                            layout=layout)
+        swapped.layout_of = layout
+        return [self.emit(instrs, base, op.out_types[0], "reshape", [swapped])]
 
     def op_reduce_scatter(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                           fa: str) -> list[Instr]:
@@ -1096,10 +1127,13 @@ class _Converter:
     def op_sharding_constraint(self, instrs: list[Instr], op: Op, base: str,
                                ins: list[Instr], fa: str) -> list[Instr]:
         """A ``Sharding`` custom call carrying the sharding."""
-        m = re.search(r"(<@.*\]>)", op.body)
+        m = re.search(_TENSOR_SHARDING, op.body)
         assert m is not None, op.body
-        sharding = m.group(1)
-        attrs = (f', custom_call_target="Sharding", sharding={hlo_sharding(sharding, self.meshes)}'
+        sharding = m.group(0)
+        # (XLA keeps a constraint to unreduced axes: it has a side effect)
+        effect = ", custom_call_has_side_effect=true" if "unreduced=" in sharding else ""
+        attrs = (f', custom_call_target="Sharding"{effect}, '
+                 f"sharding={hlo_sharding(sharding, self.meshes)}"
                  f", frontend_attributes={{xla.sdy.sharding={_per_value([sharding])}}}")
         out = self.emit(instrs, base, op.out_types[0], "custom-call", ins, attrs)
         return [out]
@@ -1281,6 +1315,14 @@ def _frontend_attributes(body: str) -> str:
     return ", frontend_attributes={" + ",".join(f"{k}={v}" for k, v in pairs) + "}"
 
 
+def _int_attr(body: str, key: str) -> int:
+    """The integer after ``key = `` (``split_count = 2 : i64``)."""
+    m = re.search(rf"\b{key} = (-?\d+)", body)
+    if m is None:
+        raise SpecInternalError(f"no {key} in {body}")
+    return int(m.group(1))
+
+
 def _field(body: str, key: str) -> str:
     """The bracketed list after ``key = `` (``low = [1, 0]``)."""
     m = re.search(rf"\b{key} = \[([^\]]*)\]", body)
@@ -1426,22 +1468,36 @@ def _iota_text(sizes: Sequence[int], perm: Sequence[int]) -> str:
 def hlo_sharding(sdy: str, meshes: dict[str, str]) -> str:
     """The HLO sharding of an ``<@mesh, [{"x"}, {}]>`` tensor sharding:
     ``{replicated}``, or ``{devices=[tiles]<=[...] [last_tile_dim_replicate]}``
-    (the mesh axes a dimension is split over tile it, the others replicate)."""
-    m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](.*)>', sdy.strip())
-    if m is None or m.group(1) not in meshes or "?" in m.group(2) or m.group(3).strip():
+    (the mesh axes a dimension is split over tile it, the others replicate).
+    A dimension left open (``{?}``, ``{"x", ?}``) tiles by the axes it
+    names: openness is the partitioner's freedom, not part of the tiling."""
+    m = re.fullmatch(r'<@([\w.$-]+), \[(.*)\](?:, unreduced=\{([^}]*)\})?>', sdy.strip())
+    if m is None or m.group(1) not in meshes or ":" in m.group(2):
         raise NotImplementedError(f"the HLO sharding of {sdy} is not specified")
     axes = _mesh_axes(meshes[m.group(1)])
     names = [n for n, _ in axes]
     spec = [re.findall(r'"([^"]+)"', d) for d in re.findall(r"\{([^}]*)\}", m.group(2))]
     used = [names.index(a) for d in spec for a in d]
-    unused = [k for k in range(len(axes)) if k not in used]
+    pending = [names.index(a) for a in re.findall(r'"([^"]+)"', m.group(3) or "")]
+    unused = [k for k in range(len(axes)) if k not in used and k not in pending]
     tiles = [int(np.prod([axes[names.index(a)][1] for a in d])) for d in spec]
+    unreduced = int(np.prod([axes[k][1] for k in pending]))
     replicated = int(np.prod([axes[k][1] for k in unused]))
-    if all(t == 1 for t in tiles):
+    if all(t == 1 for t in tiles) and unreduced == 1:
         return "{replicated}"
-    suffix = " last_tile_dim_replicate" if replicated > 1 else ""
-    shape = tiles + ([replicated] if replicated > 1 else [])
-    iota = _iota_text([n for _, n in axes], used + unused)
+    if all(t == 1 for t in tiles) and replicated == 1:
+        return "{unreduced}"
+    # The trailing tile dimensions: unreduced axes', then replicated axes'.
+    last = [(kind, n) for kind, n in (("unreduced", unreduced), ("replicated", replicated))
+            if n > 1]
+    if not last:
+        suffix = ""
+    elif [kind for kind, _ in last] == ["replicated"]:
+        suffix = " last_tile_dim_replicate"
+    else:
+        suffix = f" last_tile_dims={{{', '.join(kind for kind, _ in last)}}}"
+    shape = tiles + [n for _, n in last]
+    iota = _iota_text([n for _, n in axes], used + pending + unused)
     return f"{{devices=[{','.join(map(str, shape))}]{iota}{suffix}}}"
 
 

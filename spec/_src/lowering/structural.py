@@ -459,8 +459,8 @@ def _in_bounds(ctx: LoweringContext, indices: str, iaval: ArrayType,
         f"[{iaval.ndim - 1}] : ({tensor_type(b)}, tensor<i1>) -> {tensor_type(out)}"), out
 
 
-def gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
-           dimension_numbers: Any, slice_sizes: Sequence[int], indices_are_sorted: bool,
+def _gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+            dimension_numbers: Any, slice_sizes: Sequence[int], indices_are_sorted: bool,
            unique_indices: bool, mode: Any, fill_value: Any) -> list[str]:
     """``stablehlo.gather`` (which clamps windows into the operand: CLIP and
     PROMISE_IN_BOUNDS); FILL_OR_DROP masks the windows that start out of
@@ -493,6 +493,34 @@ def gather(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_a
     with np.errstate(all="ignore"):
         filler = _full(ctx, np.asarray(value).astype(out.dtype), out)
     return [_select(ctx, keep, result, filler, out)]
+
+
+def _key_data(in_avals: Avals) -> tuple[int, ...]:
+    return tuple(physical_aval(in_avals[0]).shape[in_avals[0].ndim:])
+
+
+def _gather_whole_keys(in_avals: Avals, out_avals: Avals, params: dict[str, Any]
+                       ) -> dict[str, Any]:
+    """A gather from a key array takes each key's whole data: its
+    dimensions are extra window dimensions after the result's."""
+    data, rank = _key_data(in_avals), out_avals[0].ndim
+    dn = params["dimension_numbers"]
+    return {**params, "slice_sizes": (*params["slice_sizes"], *data),
+            "dimension_numbers": dn._replace(
+                offset_dims=(*dn.offset_dims, *range(rank, rank + len(data))))}
+
+
+def _scatter_whole_keys(in_avals: Avals, out_avals: Avals, params: dict[str, Any]
+                        ) -> dict[str, Any]:
+    """A scatter into a key array writes each key's whole data: its
+    dimensions are extra window dimensions after the updates'."""
+    data, rank = _key_data(in_avals), in_avals[2].ndim
+    dn = params["dimension_numbers"]
+    return {**params, "dimension_numbers": dn._replace(update_window_dims=(
+        *dn.update_window_dims, *range(rank, rank + len(data))))}
+
+
+gather = keys_as_data(_gather, _gather_whole_keys)
 
 
 _SCATTER_OPS = {"scatter-add": "stablehlo.add", "scatter-sub": "stablehlo.subtract",
@@ -558,7 +586,7 @@ def scatter(name: str) -> LoweringRule:
         region = ctx.region([s, s], [s], combine)
         return ctx.generic_op("stablehlo.scatter", [x, idx, upd], in_avals, out_avals,
                               properties=props, regions=[region])
-    return rule
+    return keys_as_data(rule, _scatter_whole_keys)
 
 
 
