@@ -662,6 +662,9 @@ class ArrayType:
         """``float32[3,4]``, or with ``short_dtypes`` the form used in
         jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``. (JAX's ``mesh_axis_types``
         is accepted; spec's axis types are in the suffix.)"""
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:  # an extended dtype printing its own types (tokens)
+            return str(custom(self, short_dtypes))
         name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
         return f"{name}{self._space()}[{self._dims()}]{self._suffix()}"
 
@@ -672,10 +675,16 @@ class ArrayType:
 
     def __str__(self) -> str:
         """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:
+            return str(custom(self, False))
         return (("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}{self._space()}"
                 f"[{self._dims()}]{self._suffix()}")
 
     def __repr__(self) -> str:
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:
+            return str(custom(self, False))
         weak = ", weak_type=True" if self.weak_type else ""
         return (f"ShapedArray({dtype_name(self.dtype)}{self._space()}[{self._dims()}]"
                 f"{self._suffix()}"
