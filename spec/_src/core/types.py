@@ -516,13 +516,15 @@ def memory_kind_of_space(space: MemorySpace) -> str:
     return "pinned_host" if space is MemorySpace.Host else "device"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ManualAxisType:
-    """Per manual mesh axis: varying, unreduced or reduced (else invariant)."""
+    """Per manual mesh axis: varying, unreduced or reduced (else invariant);
+    ``unreduced_kind`` how unreduced values combine (None: a sum)."""
 
-    varying: frozenset[Any]
-    unreduced: frozenset[Any]
-    reduced: frozenset[Any]
+    varying: frozenset[Any] = frozenset()
+    unreduced: frozenset[Any] = frozenset()
+    reduced: frozenset[Any] = frozenset()
+    unreduced_kind: Any = None
 
 
 # shard_map's typing of arrays (its block type, and the type its blocks
@@ -564,7 +566,7 @@ class ArrayType:
     @property
     def manual_axis_type(self) -> ManualAxisType:
         """The manual-axis part of the type (inside shard_map)."""
-        return ManualAxisType(self.vma, self.munreduced, self.mreduced)
+        return ManualAxisType(varying=self.vma, unreduced=self.munreduced, reduced=self.mreduced)
 
     @property
     def size(self) -> int:
