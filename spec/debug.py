@@ -10,5 +10,5 @@ from spec._src.api.debug_sharding import (
     visualize_sharding,
 )
 
-__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "inspect_array_sharding", "print", "visualize_array_sharding",
-           "visualize_sharding"]
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback",
+           "inspect_array_sharding", "print", "visualize_array_sharding", "visualize_sharding"]

@@ -352,7 +352,8 @@ def print_saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any) -> N
 
 
 __all__ = [
-    "checkpoint", "checkpoint_dots", "checkpoint_name", "checkpoint_name_fwd", "checkpoint_policies",
+    "checkpoint", "checkpoint_dots", "checkpoint_name", "checkpoint_name_fwd",
+    "checkpoint_policies",
     "dots_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable",
     "nothing_saveable", "offload_dot_with_no_batch_dims", "print_saved_residuals",
     "save_and_offload_only_these_names", "remat", "save_any_names_but_these",

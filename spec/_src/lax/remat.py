@@ -706,5 +706,5 @@ name_p = declare("name", lowering=ST.identity, typing=_name_type, impl=_name_imp
                  per_device=from_primitive(PD.local))
 
 
-__all__ = ["Recompute", "RecomputeType", "Saveable", "SaveableType", "Offloadable", "RematSplit", "dce_jaxpr", "name_p", "remat_p",
-           "remat_partial_eval_jaxpr"]
+__all__ = ["Recompute", "RecomputeType", "Saveable", "SaveableType", "Offloadable", "RematSplit",
+           "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]
