@@ -68,8 +68,12 @@ TOKEN = TokenTy()
 abstract_token = ArrayType((), TOKEN)  # type: ignore[arg-type]
 
 
+def is_token_dtype(dt: Any) -> bool:
+    return type(dt) is TokenTy
+
+
 def is_token_type(aval: Any) -> bool:
-    return isinstance(aval, ArrayType) and type(aval.dtype) is TokenTy
+    return isinstance(aval, ArrayType) and is_token_dtype(aval.dtype)
 
 
 def token_value() -> np.ndarray:
@@ -121,4 +125,5 @@ def new_token() -> Token:
     return Token._make(token_value(), abstract_token)
 
 
-__all__ = ["TOKEN", "Token", "TokenTy", "abstract_token", "is_token_type", "new_token"]
+__all__ = ["TOKEN", "Token", "TokenTy", "abstract_token", "is_token_dtype", "is_token_type",
+           "new_token"]

@@ -123,7 +123,8 @@ def _weights(eps: float, max_iterations: int) -> tuple[list[Params], list[Params
 def _qdwh(x: Any, m: Any, n: Any, max_iterations: int, eps: float | None
           ) -> tuple[Any, Any, Any, Any]:
     if eps is None:
-        eps = float(jdt.finfo(x.dtype).eps)
+        finfo: Any = jdt.finfo
+        eps = float(finfo(x.dtype).eps)
     one_norm = norm(x, ord=1)
     inf_norm = norm(x, ord=np.inf)
     alpha_inverse = rsqrt(one_norm) * rsqrt(inf_norm)
