@@ -1,9 +1,11 @@
 """``jax.ad_checkpoint``: checkpoint (remat) and its policies."""
 
+from spec._src.lax.remat import Offloadable, Recompute, Saveable, name_p
 from spec._src.api.checkpoint import (
     checkpoint,
     checkpoint_dots,
     checkpoint_name,
+    checkpoint_name_fwd,
     checkpoint_policies,
     dots_saveable,
     dots_with_no_batch_dims_saveable,
@@ -19,13 +21,18 @@ from spec._src.api.checkpoint import (
 )
 
 __all__ = [
+    "Offloadable",
+    "Recompute",
+    "Saveable",
     "checkpoint",
     "checkpoint_dots",
     "checkpoint_name",
+    "checkpoint_name_fwd",
     "checkpoint_policies",
     "dots_saveable",
     "dots_with_no_batch_dims_saveable",
     "everything_saveable",
+    "name_p",
     "nothing_saveable",
     "print_saved_residuals",
     "remat",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spec._src.core.tokens import abstract_token
 from spec._src.api.ffi import (
     build_ffi_lowering_function,
     ffi_call,
@@ -15,6 +16,7 @@ from spec._src.api.ffi import (
 )
 
 __all__ = [
+    "abstract_token",
     "build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir", "pycapsule",
     "register_ffi_target", "register_ffi_target_as_batch_partitionable", "register_ffi_type",
     "register_ffi_type_id",

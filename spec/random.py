@@ -1,11 +1,14 @@
 """``jax.random``: keys and samplers."""
 
+from spec._src.lax.prng import random_gamma_p
 from spec._src.random.keys import (
+    Key,
     PRNGKey,
     clone,
     fold_in,
     key,
     key_data,
+    key_dtype,
     key_impl,
     split,
     wrap_key_data,
@@ -52,7 +55,10 @@ from spec._src.random.samplers import (
 )
 
 __all__ = [
+    "Key",
     "PRNGKey",
+    "key_dtype",
+    "random_gamma_p",
     "bernoulli",
     "bits",
     "categorical",

@@ -18,6 +18,7 @@ from spec._src.core.sharding import (
     use_abstract_mesh,
 )
 from spec._src.api.sharding import get_mesh, make_mesh, set_mesh
+from spec._src.core.types import ManualAxisType as ManualAxisType
 from spec._src.lax.reshard import auto_axes as auto_axes
 from spec._src.lax.reshard import explicit_axes as explicit_axes
 from spec._src.lax.reshard import reshard as reshard

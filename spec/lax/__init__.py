@@ -27,6 +27,9 @@ from spec._src.lax.scaled_dot import scaled_dot as scaled_dot
 from spec._src.lax.ann import approx_max_k as approx_max_k, approx_min_k as approx_min_k
 from spec._src.lax.barrier import optimization_barrier as optimization_barrier
 from spec._src.lax.barrier import dce_sink as dce_sink
+from spec._src.lax.tokens import after_all as after_all, after_all_p as after_all_p
+from spec._src.lax.tokens import create_token as create_token
+from spec._src.lax.tokens import create_token_p as create_token_p
 from spec._src.lax.ad_prims import stop_gradient as stop_gradient
 from spec._src.lax.ad_prims import stage as stage
 from spec._src.lax.custom import composite as composite

@@ -17,7 +17,23 @@ from spec._src.lax.linalg import (
 from spec._src.lax.linalg_eig import EigImplementation, eig, eig_p
 from spec._src.lax.linalg_tridiagonal import tridiagonal_solve, tridiagonal_solve_p
 from spec._src.lax.linalg_householder import householder_product, householder_product_p
-from spec._src.lax.linalg_schur import hessenberg, hessenberg_p, schur, schur_p
+from spec._src.lax.linalg_schur import (
+    hessenberg,
+    hessenberg_p,
+    schur,
+    schur_p,
+    tridiagonal,
+    tridiagonal_p,
+)
+from spec._src.lax.linalg_products import (
+    cholesky_update,
+    cholesky_update_p,
+    ormqr,
+    ormqr_p,
+    symmetric_product,
+    symmetric_product_p,
+)
+from spec._src.scipy.qdwh import qdwh
 from spec._src.lax.linalg_lu import lu, lu_p, lu_pivots_to_permutation, lu_pivots_to_permutation_p
 
 __all__ = [
@@ -28,6 +44,8 @@ __all__ = [
     "SvdAlgorithm",
     "cholesky",
     "cholesky_p",
+    "cholesky_update",
+    "cholesky_update_p",
     "eigh",
     "eigh_p",
     "hessenberg",
@@ -38,14 +56,21 @@ __all__ = [
     "lu_p",
     "lu_pivots_to_permutation",
     "lu_pivots_to_permutation_p",
+    "ormqr",
+    "ormqr_p",
+    "qdwh",
     "qr",
     "qr_p",
     "schur",
     "schur_p",
     "svd",
     "svd_p",
+    "symmetric_product",
+    "symmetric_product_p",
     "triangular_solve",
     "triangular_solve_p",
+    "tridiagonal",
+    "tridiagonal_p",
     "tridiagonal_solve",
     "tridiagonal_solve_p",
 ]

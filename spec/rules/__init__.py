@@ -31,6 +31,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     linalg_eig,
     linalg_householder,
     linalg_lu,
+    linalg_products,
     linalg_schur,
     linalg_tridiagonal,
     linear_solve,
@@ -47,6 +48,7 @@ from spec._src.lax import (  # noqa: F401  (imported for their declarations)
     special,
     special_functions,
     state,
+    tokens,
     windows,
 )
 

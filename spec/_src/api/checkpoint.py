@@ -255,6 +255,12 @@ def remat(fun: Callable[..., Any], *, prevent_cse: bool | Sequence[bool] = True,
                       static_argnums=static_argnums)
 
 
+def checkpoint_name_fwd(x: Any, name: str) -> Any:
+    """``checkpoint_name``, as JAX's forward-pass naming does without its
+    remat3 mode."""
+    return checkpoint_name(x, name)
+
+
 def checkpoint_name(x: Any, name: str) -> Any:
     """The identity on every leaf of ``x``, labelled ``name`` for policies."""
     return tree_util.tree_map(functools.partial(name_p.bind, name=name), x)
@@ -346,7 +352,8 @@ def print_saved_residuals(f: Callable[..., Any], *args: Any, **kwargs: Any) -> N
 
 
 __all__ = [
-    "checkpoint", "checkpoint_dots", "checkpoint_name", "checkpoint_policies",
+    "checkpoint", "checkpoint_dots", "checkpoint_name", "checkpoint_name_fwd",
+    "checkpoint_policies",
     "dots_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable",
     "nothing_saveable", "offload_dot_with_no_batch_dims", "print_saved_residuals",
     "save_and_offload_only_these_names", "remat", "save_any_names_but_these",

@@ -70,6 +70,7 @@ from spec._src.lax.calls import jit_p
 from spec._src.lowering.emitter import lower_jaxpr
 from spec._src.lowering.hlo_text import hlo_text
 from spec._src.core.sharding import extend_axis_env
+from spec._src.core.tokens import is_token_type
 from spec._src.core.types import ArrayType
 
 # ------------------------------------------------------------ argument handling
@@ -434,7 +435,8 @@ class Traced:
     @property
     def out_info(self) -> Any:
         return tree_util.tree_unflatten(
-            self._out_tree, [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+            self._out_tree, [a if is_token_type(a)  # a token's shape is its type (JAX's)
+                             else ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                              for a in self.jaxpr.out_avals])
 
     @property

@@ -4,7 +4,7 @@ the cost and memory summaries of a compiled program."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -254,3 +254,18 @@ class Format:
 
     def __hash__(self) -> int:
         return hash(self.layout)
+
+
+# Options passed to the compiler (``jit(...).lower(...).compile(compiler_options)``).
+CompilerOptions = dict[str, Any]
+
+
+class Wrapped(Protocol):
+    """What ``jit`` returns, as a type: a callable that can also be traced
+    and lowered."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any: ...

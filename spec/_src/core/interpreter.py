@@ -45,6 +45,7 @@ from spec._src.core.hitypes import HI_VALUE_TYPES, hi_type_of, is_high, lower_va
 from spec._src.core.literals import is_typed_scalar
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
+from spec._src.core.tokens import is_token_dtype
 from spec._src.core.resources import check_allocatable, check_program
 from spec._src.core.types import (
     ArrayType,
@@ -245,7 +246,7 @@ class Primitive:
       their low-level components: what lowering a program with hi types
       runs, and what eager evaluation on hi values runs (``NO_HI_TYPES``).
 
-    Flags: ``multiple_results`` (bind returns a list); ``accepts_refs``
+    Flags: ``multiple_results`` (bind returns a list); ``accepts_refs`` (also: tokens)
     (only such primitives take ref operands: get/swap/..., calls, control
     flow); ``jvp_on_zero_tangents`` (autodiff runs the JVP rule even when no
     operand has a tangent: ``new_ref``, whose ref every later write of a
@@ -771,10 +772,14 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     combine). Until a primitive's section is written, sharded operands are
     refused rather than their shardings dropped."""
     if not prim.accepts_refs:
+        # (the primitives that carry refs through, calls and loops, carry tokens too)
         for a in avals:
             if type(a) is RefType:
                 raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
                                  "did you forget to unpack ([...]) the ref?")
+            if is_token_dtype(a.dtype):
+                raise ValueError(f"Attempting to pass an unexpected type {a} to a primitive: "
+                                 f"{prim.name}")
     out = prim.typing(*avals, **params)
     if any(getattr(a, "memory_space", MemorySpace.Device) is not MemorySpace.Device
            for a in avals):

@@ -516,13 +516,15 @@ def memory_kind_of_space(space: MemorySpace) -> str:
     return "pinned_host" if space is MemorySpace.Host else "device"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ManualAxisType:
-    """Per manual mesh axis: varying, unreduced or reduced (else invariant)."""
+    """Per manual mesh axis: varying, unreduced or reduced (else invariant);
+    ``unreduced_kind`` how unreduced values combine (None: a sum)."""
 
-    varying: frozenset[Any]
-    unreduced: frozenset[Any]
-    reduced: frozenset[Any]
+    varying: frozenset[Any] = frozenset()
+    unreduced: frozenset[Any] = frozenset()
+    reduced: frozenset[Any] = frozenset()
+    unreduced_kind: Any = None
 
 
 # shard_map's typing of arrays (its block type, and the type its blocks
@@ -564,7 +566,7 @@ class ArrayType:
     @property
     def manual_axis_type(self) -> ManualAxisType:
         """The manual-axis part of the type (inside shard_map)."""
-        return ManualAxisType(self.vma, self.munreduced, self.mreduced)
+        return ManualAxisType(varying=self.vma, unreduced=self.munreduced, reduced=self.mreduced)
 
     @property
     def size(self) -> int:
@@ -662,6 +664,9 @@ class ArrayType:
         """``float32[3,4]``, or with ``short_dtypes`` the form used in
         jaxprs: ``f32[3,4]``, ``f32[8@X,4]{U:Y}``. (JAX's ``mesh_axis_types``
         is accepted; spec's axis types are in the suffix.)"""
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:  # an extended dtype printing its own types (tokens)
+            return str(custom(self, short_dtypes))
         name = short_dtype_name(self.dtype) if short_dtypes else dtype_name(self.dtype)
         return f"{name}{self._space()}[{self._dims()}]{self._suffix()}"
 
@@ -672,10 +677,16 @@ class ArrayType:
 
     def __str__(self) -> str:
         """``jax.typeof`` form: ``float32[3,4]``, weak types prefixed ``~``."""
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:
+            return str(custom(self, False))
         return (("~" if self.weak_type else "") + f"{dtype_name(self.dtype)}{self._space()}"
                 f"[{self._dims()}]{self._suffix()}")
 
     def __repr__(self) -> str:
+        custom = getattr(self.dtype, "_format_aval", None)
+        if custom is not None:
+            return str(custom(self, False))
         weak = ", weak_type=True" if self.weak_type else ""
         return (f"ShapedArray({dtype_name(self.dtype)}{self._space()}[{self._dims()}]"
                 f"{self._suffix()}"

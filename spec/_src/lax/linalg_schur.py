@@ -34,6 +34,20 @@ has not converged after ``30 max(10, n)`` sweeps for one block, or that has
 a non-finite entry, gives NaNs (as LAPACK's ``info != 0`` does through JAX's
 lowering). The Schur form is not unique; SPEC.md says which parts of gees's
 spec reproduces.
+
+``tridiagonal(a, lower)`` returns ``(arr, d, e, taus)``: the Householder
+reduction of a Hermitian matrix, read from its lower (or upper) triangle, to
+the real tridiagonal ``T = Q^H a Q`` (LAPACK ``sytrd``/``hetrd``): d its
+diagonal, e its sub- (super-) diagonal, and in arr, beside them, the
+reflectors (below the subdiagonal, or above the superdiagonal) while the
+other triangle keeps the operand's entries. Lower: ``Q = H_0 ... H_{n-2}``
+with ``v_j`` as hessenberg's; upper: ``Q = H_{n-2} ... H_0``, ``v_j`` zero
+below row j, one at row j and ``arr[:j, j+1]`` above. C5 (tridiagonal)
+``n >= 1``. The evaluation is ``gehd2``'s loop above on the Hermitian
+matrix the triangle defines (its diagonal's real part), which is
+``sytd2``'s reduction; the upper triangle is reduced as the lower triangle
+of the matrix with its rows and columns reversed (the same reflectors, in
+reverse order).
 """
 
 from __future__ import annotations
@@ -75,6 +89,21 @@ def _hessenberg_type(a: ArrayType) -> list[ArrayType]:
             f"hessenberg needs n >= 1 (taus has n - 1 entries), got shape {a.shape}",
             ValueError)
     return [a, ArrayType((*a.shape[:-2], a.shape[-1] - 1), a.dtype, a.weak_type)]
+
+
+def _tridiagonal_type(a: ArrayType, *, lower: bool) -> list[ArrayType]:
+    name = "tridiagonal"
+    require(a.ndim >= 2, name, "C1",
+            f"Input 0 to {name} must have rank at least 2, but got shape={a.shape}")
+    require(a.shape[-1] == a.shape[-2] and a.shape[-1] >= 1, name, "C5",
+            f"The input to tridiagonal must be a square matrix. Got shape {a.shape[-2:]}.",
+            ValueError)
+    _check_square(name, a, "")
+    *batch, n, _ = a.shape
+    real = T.float64 if a.dtype in (T.float64, T.complex128) else T.float32
+    w = a.weak_type
+    return [a, ArrayType((*batch, n), real, w), ArrayType((*batch, n - 1), real, w),
+            ArrayType((*batch, n - 1), a.dtype, w)]
 
 
 def _schur_type(x: ArrayType, *, compute_schur_vectors: bool, sort_eig_vals: bool,
@@ -139,6 +168,27 @@ def _hessenberg_impl(a: np.ndarray) -> list[np.ndarray]:
     out, taus, _ = _reduce(np.where(bad[:, None, None], 0, flat), with_q=False)
     return [_nan_where(bad, out.astype(a.dtype)).reshape(a.shape),
             _nan_where(bad, taus.astype(a.dtype)).reshape(*batch, n - 1)]
+
+
+def _tridiagonal_impl(a: np.ndarray, *, lower: bool) -> list[np.ndarray]:
+    *batch, n, _ = a.shape
+    flat = _wide(a.reshape(math.prod(batch), n, n))
+    if not lower:
+        flat = flat[:, ::-1, ::-1]
+    strict = np.tril(flat, -1)
+    diag = np.diagonal(flat, axis1=1, axis2=2).real
+    hermitian = strict + np.conj(np.swapaxes(strict, 1, 2)) + diag[:, :, None] * np.eye(n)
+    with np.errstate(all="ignore"):
+        out, taus, _ = _reduce(hermitian, with_q=False)
+    d = np.diagonal(out, axis1=1, axis2=2).real
+    e = np.diagonal(out, offset=-1, axis1=1, axis2=2).real
+    arr = np.triu(flat, 1) + np.tril(out, -2) + d[:, :, None] * np.eye(n)
+    arr += np.eye(n, k=-1) * np.pad(e, ((0, 0), (0, 1)))[:, None, :]
+    if not lower:
+        arr, d, e, taus = arr[:, ::-1, ::-1], d[:, ::-1], e[:, ::-1], taus[:, ::-1]
+    real = np.float64 if a.dtype in (np.float64, np.complex128) else np.float32
+    return [arr.astype(a.dtype).reshape(a.shape), d.astype(real).reshape(*batch, n),
+            e.astype(real).reshape(*batch, n - 1), taus.astype(a.dtype).reshape(*batch, n - 1)]
 
 
 # ---------------------------------------------------------- the QR iteration
@@ -439,6 +489,14 @@ hessenberg_p = declare(
     sharding=SK.section("hessenberg", _matrix_parts("hessenberg")),
     per_device=from_primitive(lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
 
+tridiagonal_p = declare(
+    "tridiagonal", lowering=LL.tridiagonal, typing=_tridiagonal_type, impl=_tridiagonal_impl,
+    multiple_results=True,
+    jvp=not_applicable("JAX defines no derivative rule for tridiagonal"),
+    transpose=not_applicable(_NONLINEAR), batch=_leading_batch("tridiagonal"),
+    sharding=SK.section("tridiagonal", _matrix_parts("tridiagonal")),
+    per_device=from_primitive(lambda p: PD.guarded(p, _batch_split_only, PD.local(p))))
+
 schur_p = declare(
     "schur", lowering=LL.schur, typing=_schur_type, impl=_schur_impl, multiple_results=True,
     jvp=not_applicable("JAX defines no derivative rule for schur"),
@@ -453,6 +511,13 @@ def hessenberg(a: Any) -> list[Any]:
     return list(hessenberg_p.bind(asarray(a)))
 
 
+def tridiagonal(a: Any, *, lower: bool = True) -> tuple[Any, Any, Any, Any]:
+    """``(arr, d, e, taus)``: the tridiagonal form of a Hermitian matrix read
+    from one triangle, and its Householder reflectors (LAPACK's sytrd)."""
+    arr, d, e, taus = tridiagonal_p.bind(asarray(a), lower=lower)
+    return arr, d, e, taus
+
+
 def schur(x: Any, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
           select_callable: Any = None) -> list[Any]:
     """``[T, Q]`` with ``x = Q T Q^H`` (``[T]`` without
@@ -461,4 +526,4 @@ def schur(x: Any, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = F
                              sort_eig_vals=sort_eig_vals, select_callable=select_callable))
 
 
-__all__ = ["hessenberg", "hessenberg_p", "schur", "schur_p"]
+__all__ = ["hessenberg", "hessenberg_p", "schur", "schur_p", "tridiagonal", "tridiagonal_p"]

@@ -71,6 +71,26 @@ class Offloadable:
     def __bool__(self) -> bool:
         return True
 
+
+class RecomputeType:
+    """The type of ``Recompute``, a policy's answer for a value recomputed
+    in the backward pass (as ``False``)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+class SaveableType:
+    """The type of ``Saveable``, a policy's answer for a value saved as a
+    residual (as ``True``)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+Recompute = RecomputeType()
+Saveable = SaveableType()
+
 # ------------------------------------------------------------------ remat2
 
 
@@ -686,5 +706,5 @@ name_p = declare("name", lowering=ST.identity, typing=_name_type, impl=_name_imp
                  per_device=from_primitive(PD.local))
 
 
-__all__ = ["Offloadable", "RematSplit", "dce_jaxpr", "name_p", "remat_p",
-           "remat_partial_eval_jaxpr"]
+__all__ = ["Recompute", "RecomputeType", "Saveable", "SaveableType", "Offloadable", "RematSplit",
+           "dce_jaxpr", "name_p", "remat_p", "remat_partial_eval_jaxpr"]

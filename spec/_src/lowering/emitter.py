@@ -15,6 +15,7 @@ import numpy as np
 from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.source_info import traced_context
+from spec._src.core.tokens import is_token_type
 from spec._src.core.sharding import AbstractMesh, P, SingleDeviceSharding
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import (
@@ -75,7 +76,9 @@ def physical_aval(aval: ArrayType) -> ArrayType:
 
 def tensor_type(aval: ArrayType) -> str:
     """``tensor<2x3xf32>``; a scalar is ``tensor<f32>``; keys are their
-    ``ui32`` data."""
+    ``ui32`` data; a token is ``!stablehlo.token``."""
+    if is_token_type(aval):
+        return "!stablehlo.token"
     aval = physical_aval(aval)
     dims = "".join(f"{d}x" for d in aval.shape)
     return f"tensor<{dims}{element_type(aval.dtype)}>"

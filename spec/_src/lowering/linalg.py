@@ -54,17 +54,19 @@ def _char(c: str) -> int:
 
 def ffi_call(ctx: LoweringContext, target: str, operands: Sequence[str], in_avals: Avals,
              out_avals: Avals, attributes: dict[str, int], aliases: dict[int, int],
-             i32_attributes: dict[str, int] | None = None) -> list[str]:
+             i32_attributes: dict[str, int] | None = None,
+             bool_attributes: dict[str, bool] | None = None) -> list[str]:
     """``stablehlo.custom_call @target`` the way JAX's linalg FFI lowering
     writes it: arrays of the largest rank column-major, the rest row-major;
     ``attributes`` as ``ui8`` backend attributes (``i32_attributes`` as
-    ``i32`` ones, all in name order); ``aliases`` maps an
+    ``i32`` ones, ``bool_attributes`` as booleans, all in name order); ``aliases`` maps an
     operand to the result that reuses its buffer."""
     top = max(a.ndim for a in in_avals)
     in_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in in_avals)
     out_layouts = ", ".join(_layout(a.ndim, a.ndim == top) for a in out_avals)
     typed = {**{k: f"{v} : ui8" for k, v in attributes.items()},
-             **{k: f"{v} : i32" for k, v in (i32_attributes or {}).items()}}
+             **{k: f"{v} : i32" for k, v in (i32_attributes or {}).items()},
+             **{k: str(v).lower() for k, v in (bool_attributes or {}).items()}}
     config = ", ".join(f"{k} = {v}" for k, v in sorted(typed.items()))
     multi = len(out_avals) > 1
     alias_text = ", ".join(
@@ -437,3 +439,27 @@ def schur(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_av
     if compute_schur_vectors:
         outs.append(_nan_unless(ctx, ok, batch, q, out_avals[1]))
     return outs
+
+
+def tridiagonal(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+                out_avals: Avals, *, lower: bool) -> list[str]:
+    """``sytrd``/``hetrd`` on one triangle (``uplo``), a aliased to its
+    overwritten result; NaN where ``info != 0``."""
+    aval = in_avals[0]
+    batch = tuple(aval.shape[:-2])
+    routine = "hetrd" if np.dtype(aval.dtype).kind == "c" else "sytrd"
+    *outs, info = ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals,
+                           [*out_avals, ArrayType(batch, _I32)],
+                           {"uplo": _char("L" if lower else "U")}, {0: 0})
+    ok = _ok(ctx, info, batch)
+    return [_nan_unless(ctx, ok, batch, x, a) for x, a in zip(outs, out_avals)]
+
+
+def ormqr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals, *,
+          left: bool, transpose: bool) -> list[str]:
+    """``ormqr`` (``unmqr`` for complex) with boolean ``left``/``transpose``
+    backend attributes, c aliased to the result."""
+    aval = in_avals[0]
+    routine = "unmqr" if np.dtype(aval.dtype).kind == "c" else "ormqr"
+    return ffi_call(ctx, _target(routine, aval.dtype), operands, in_avals, [out_avals[0]], {},
+                    {2: 0}, bool_attributes={"left": left, "transpose": transpose})

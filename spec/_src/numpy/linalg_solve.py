@@ -541,7 +541,8 @@ def _vector_norm(x: Any, ord: Any, axis: tuple[int, ...], keepdims: bool) -> Any
     if ord is None or ord == 2:
         return jm.sqrt(jr.sum(jm.real(x * jm.conj(x)), axis=axis, keepdims=keepdims))
     if ord == np.inf:
-        return jr.max(jm.abs(x), axis=axis, keepdims=keepdims)
+        # JAX's max starts at 0 (an empty vector's norm is 0).
+        return jr.max(jm.abs(x), axis=axis, keepdims=keepdims, initial=0)
     if ord == -np.inf:
         return jr.min(jm.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
@@ -567,14 +568,15 @@ def _matrix_norm2(x: Any, ord: Any, axis: tuple[int, int], keepdims: bool) -> An
         sum_axis, red_axis = (row_axis, col_axis) if ord in (1, -1) else (col_axis, row_axis)
         if not keepdims and red_axis > sum_axis:
             red_axis -= 1
-        reduce = jr.max if ord in (1, np.inf) else jr.min
-        return reduce(jr.sum(jm.abs(x), axis=sum_axis, keepdims=keepdims), axis=red_axis,
-                      keepdims=keepdims)
+        sums = jr.sum(jm.abs(x), axis=sum_axis, keepdims=keepdims)
+        if ord in (1, np.inf):
+            return jr.max(sums, axis=red_axis, keepdims=keepdims, initial=0)
+        return jr.min(sums, axis=red_axis, keepdims=keepdims)
     if ord in (2, -2, "nuc"):
         y = js.moveaxis(x, (row_axis, col_axis), (-2, -1))
         s = _linalg_svd(y, compute_uv=False)
         if ord == 2:
-            out = jr.max(s, axis=-1)
+            out = jr.max(s, axis=-1, initial=0)
         elif ord == -2:
             out = jr.min(s, axis=-1)
         else:

@@ -9,6 +9,7 @@ draw their bits with ``random_bits``.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from spec._src.core import prng as R
 from spec._src.core.array import Array
+from spec._src.core.basearray import Array as PublicArray
 from spec._src.core.interpreter import Tracer
 from spec._src.lax.prng import (
     random_bits_p,
@@ -28,8 +30,11 @@ from spec._src.lax.prng import (
 )
 from spec._src.numpy import creation
 
-__all__ = ["PRNGKey", "clone", "fold_in", "key", "key_data", "key_impl", "split",
-           "wrap_key_data"]
+__all__ = ["Key", "PRNGKey", "clone", "fold_in", "key", "key_data", "key_dtype", "key_impl",
+           "split", "wrap_key_data"]
+
+# The static type of typed key arrays (JAX's ``NewType`` over its Array).
+Key = typing.NewType("Key", PublicArray)
 
 Shape = tuple[int, ...]
 
@@ -152,8 +157,9 @@ def key_impl(keys: Any) -> str:
     return str(typed.dtype.impl.name)
 
 
-def key_dtype(impl: Any = None) -> Any:
-    return R.KeyTy(_resolve_impl(impl))
+def key_dtype(impl_spec: Any = None) -> R.KeyTy:
+    """The key dtype of a PRNG implementation (the default one for None)."""
+    return R.KeyTy(_resolve_impl(impl_spec))
 
 
 def split_key(key: Any, num: Any = 2) -> Any:
