@@ -54,6 +54,7 @@ from spec._src.core.interpreter import (
     current_trace,
     trace_to_jaxpr,
 )
+from spec._src.interpreters import spmd
 from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.core.sharding import (
     NamedSharding,
@@ -1025,13 +1026,16 @@ def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
     return program
 
 
+_SHARDED_TYPES = "the program has sharded types"
+
+
 def _interpreted_because(jaxpr: Jaxpr) -> str | None:
     """Why calls of ``jaxpr`` are interpreted whatever their operands, or None."""
     if has_hi_types(jaxpr):
         return "the program has hi types"
     if any(getattr(a, "sharding", None) is not None
            for a in (*jaxpr.in_avals, *jaxpr.out_avals)):
-        return "the program has sharded types"
+        return _SHARDED_TYPES
     if any(type(getattr(c, "aval", None)) is RefType for c in jaxpr.consts):
         return "the program closes over refs"
     return None
@@ -1041,6 +1045,12 @@ def python_text(traced: Traced) -> str:
     """The Python source a call of the traced program runs (a comment
     saying why where it is interpreted)."""
     why = _interpreted_because(traced.jaxpr)
+    if why == _SHARDED_TYPES:
+        # A call runs the program per device on its operands' mesh.
+        mesh = spmd.concrete_mesh(traced._split.leaves)
+        if not mesh.empty:
+            return codegen.device_source(traced.jaxpr, spmd.geometry(mesh),
+                                         traced.jaxpr.in_avals)
     if why is not None:
         return f"# interpreted: {why}\n"
     return codegen.python_source(traced.jaxpr)

@@ -491,6 +491,26 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
     return [read(v) for v in jaxpr.outvars]
 
 
+# A jaxpr's per-device evaluation as generated code, which
+# spec._src.api.codegen fills in: ``program(jaxpr, consts, args, geo)`` gives
+# exactly ``eval_jaxpr``'s result Dists, or None where the jaxpr is
+# interpreted.
+GeneratedHook = Callable[[Any, Sequence[Any], Sequence[Dist], Geometry], "list[Dist] | None"]
+generated_program: list[GeneratedHook | None] = [None]
+
+
+def run_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geometry
+              ) -> list[Dist]:
+    """``eval_jaxpr``, run by the jaxpr's generated per-device program where
+    there is one (the same values: SPEC.md 4.1b)."""
+    program = generated_program[0]
+    if program is not None:
+        outs = program(jaxpr, consts, args, geo)
+        if outs is not None:
+            return outs
+    return eval_jaxpr(jaxpr, consts, args, geo)
+
+
 _LIVENESS: dict[int, tuple[Any, list[bool]]] = {}
 
 
@@ -692,4 +712,4 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
            "geometry", "local_shape", "new_ref_blocks", "own_blocks", "parts_of", "reshard",
-           "run_local", "split_value", "to_ref", "uniform", "writers"]
+           "run_jaxpr", "run_local", "split_value", "to_ref", "uniform", "writers"]
