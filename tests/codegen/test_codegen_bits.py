@@ -177,8 +177,8 @@ def test_gradients_bit_for_bit(drawn: Any) -> None:
 # ------------------------------------------------------- sharded programs
 #
 # On a mesh a jaxpr runs its per-device programs; a jaxpr evaluated there is
-# generated from its second evaluation on, so each program runs twice with
-# codegen on (interpreted, then generated) and once with it off.
+# generated from its second evaluation on, so each program runs three times
+# with codegen on (interpreted, generated, remembered) and once with it off.
 
 P = spec.sharding.PartitionSpec
 SHARDED_SHAPE = (4, 4)
@@ -236,16 +236,17 @@ def _sharded_array(draw: Any) -> np.ndarray:
     return np.asarray(values, np.float32).reshape(SHARDED_SHAPE)
 
 
-def _generated_twice(fun: Callable[..., Any], *args: Any) -> None:
-    """The second call of ``fun`` runs generated per-device code and both
-    calls give the interpreter's bits."""
+def _generated_calls(fun: Callable[..., Any], *args: Any) -> None:
+    """The second call of ``jit(fun)`` runs generated per-device code (and a
+    third, on sharded operands, the call's remembered program); every call
+    gives the interpreter's bits."""
     with config._override("spec_jit_codegen", False):
         interpreted = _bits(spec.jit(fun)(*args))
     written = codegen.DEVICE_WRITES[0]
     jitted = spec.jit(fun)
-    first, second = _bits(jitted(*args)), _bits(jitted(*args))
+    calls = [_bits(jitted(*args)) for _ in range(3)]
     assert codegen.DEVICE_WRITES[0] > written  # a per-device program was generated
-    assert first == interpreted and second == interpreted
+    assert calls == [interpreted] * 3
 
 
 @settings(max_examples=12, deadline=None,
@@ -263,7 +264,7 @@ def test_sharded_program_bit_for_bit(two_devices: Any, steps: Any, layout: Any,
     x = spec.device_put(_sharded_array(data.draw), sharding)
     y = spec.device_put(_sharded_array(data.draw), sharding)
     with spec.set_mesh(mesh):
-        _generated_twice(_pool_program(SHARDED_OPS, steps), x, y)
+        _generated_calls(_pool_program(SHARDED_OPS, steps), x, y)
 
 
 @settings(max_examples=12, deadline=None,
@@ -286,7 +287,7 @@ def test_shard_map_body_bit_for_bit(two_devices: Any, steps: Any, placed: bool,
     if placed:
         sharding = spec.sharding.NamedSharding(mesh, P("X"))
         x, y = spec.device_put(x, sharding), spec.device_put(y, sharding)
-    _generated_twice(mapped, jnp.asarray(x), jnp.asarray(y))
+    _generated_calls(mapped, jnp.asarray(x), jnp.asarray(y))
 
 
 @settings(max_examples=10, deadline=None,

@@ -845,7 +845,7 @@ class _DeviceWriter(_Writer):
             raise Unsupported("a ref")
         prim = eqn.primitive
         out_avals = [v.aval for v in eqn.outvars]
-        same_mesh = S._geometry_of(out_avals, self.geo) is self.geo
+        same_mesh = S.geometry_of(out_avals, self.geo) is self.geo
         if same_mesh and prim.name == "jit":
             self.device_jit(eqn)
             return
@@ -1006,12 +1006,14 @@ def device_program(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[S.Dist],
     if not values["spec_jit_codegen"] or values["jax_debug_nans"] \
             or values["jax_debug_infs"] or consts is not jaxpr.consts:
         return None
-    program = _device_program_for(jaxpr, args, geo)
+    program = device_program_for(jaxpr, args, geo)
     return None if program is None else program.fn(*args)
 
 
-def _device_program_for(jaxpr: Jaxpr, args: Sequence[S.Dist], geo: S.Geometry
-                        ) -> DeviceGenerated | None:
+def device_program_for(jaxpr: Jaxpr, args: Sequence[S.Dist], geo: S.Geometry
+                       ) -> DeviceGenerated | None:
+    """The generated per-device program of ``jaxpr`` on ``args`` (None where
+    it is interpreted, or written not yet: the first evaluation)."""
     strategy = _strategy()
     known = _DEVICE_PROGRAMS.get(jaxpr)
     if known is None:

@@ -773,7 +773,7 @@ class Jitted:
         # call's program answers it without rebuilding the cache key.
         self._fast_ok = not compiler_options and not self._static_argnums \
             and not self._static_argnames
-        self._last: _LastCall | None = None
+        self._last: _LastCall | _MeshCall | None = None
 
     def __repr__(self) -> str:
         return f"<PjitFunction of {self._fun!r}>"
@@ -862,6 +862,8 @@ class Jitted:
                 nan_checks.rerun_deoptimized(e, lambda: self._fun(*args, **kwargs))
         else:
             outs = bind(*operands, **params)
+            if self._fast_ok and not kwargs and not tracer_consts and not refs:
+                self._last = _MeshCall.of(jaxpr, out_tree, leaves, outs)
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _check_compiler_options(self) -> None:
@@ -1005,6 +1007,68 @@ class _LastCall:
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, jit_p)
                    for o, a in zip(outs, self.out_avals)]
         return tree_util.tree_unflatten(self.out_tree, results)
+
+
+class _MeshCall:
+    """A call on arrays laid out over a mesh that ran a generated per-device
+    program, and what it was run under: a call whose arguments have the
+    very same types and placements (the same objects), under the same
+    configuration epoch, typing context and XLA metadata, runs the same
+    program on the arguments' buffers and makes its results as the full
+    path does. Anything else takes the full path."""
+
+    __slots__ = ("avals", "placements", "epoch", "typing_key", "metadata", "token", "fn",
+                 "mesh", "geo", "out_tree")
+
+    def __init__(self, leaves: Sequence[Any], out_tree: Any, mesh: Any, geo: spmd.Geometry,
+                 program: codegen.DeviceGenerated) -> None:
+        self.avals = tuple(x.aval for x in leaves)
+        self.placements = tuple(x._sharding for x in leaves)
+        self.epoch = config.epoch
+        self.typing_key = _context.typing_key
+        self.metadata = current_xla_metadata()
+        self.token = codegen.strategy_token()
+        self.fn = program.fn
+        self.mesh, self.geo = mesh, geo
+        self.out_tree = out_tree
+
+    @staticmethod
+    def of(jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any], outs: Sequence[Any]
+           ) -> _MeshCall | None:
+        if not leaves or not _CONFIG_VALUES["spec_jit_codegen"] or nan_checks.active() \
+                or type(current_trace()) is not EvalTrace or _context.in_manual \
+                or jaxpr.effects or has_hi_types(jaxpr) \
+                or not all(type(o) is Array for o in outs):
+            return None
+        if not all(type(x) is Array and x._shards is not None and x._sharding is not None
+                   and spmd.shards_follow_type(x) for x in leaves):
+            return None
+        mesh = leaves[0]._sharding.mesh
+        if any(x._sharding.mesh is not mesh for x in leaves):
+            return None
+        geo = spmd.geometry(mesh)
+        dists = [spmd.Dist(x.aval, tuple(x._shards)) for x in leaves]
+        program = codegen.device_program_for(jaxpr, dists, geo)
+        return None if program is None else _MeshCall(leaves, out_tree, mesh, geo, program)
+
+    def run(self, args: Sequence[Any]) -> Any:
+        """The call's result, or ``_MISS`` where this entry does not answer it."""
+        avals, placements = self.avals, self.placements
+        if len(args) != len(avals) or config.epoch != self.epoch \
+                or not _CONFIG_VALUES["spec_jit_codegen"] \
+                or _context.typing_key is not self.typing_key or _context.in_manual \
+                or current_xla_metadata() is not self.metadata \
+                or _USE_HARDWARE[0] != self.token \
+                or type(current_trace()) is not EvalTrace:
+            return _MISS
+        dists = []
+        for x, a, s in zip(args, avals, placements):
+            if type(x) is not Array or x.aval is not a or x._sharding is not s \
+                    or x._shards is None:
+                return _MISS
+            dists.append(spmd.Dist(a, tuple(x._shards)))
+        outs = spmd.results_of(self.fn(*dists), self.mesh, self.geo)
+        return tree_util.tree_unflatten(self.out_tree, outs)
 
 
 def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:

@@ -388,10 +388,10 @@ def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequen
           geo: Geometry) -> list[Dist]:
     rule = prim.per_device
     program: Program = rule if callable(rule) else gathered(prim)
-    return program(_geometry_of(out_avals, geo), args, list(out_avals), **params)
+    return program(geometry_of(out_avals, geo), args, list(out_avals), **params)
 
 
-def _geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
+def geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
     """The geometry of the mesh the results live on (a program may move to
     another mesh over the same devices, as under ``use_abstract_mesh``)."""
     for a in avals:
@@ -540,7 +540,7 @@ def from_value(x: Any, geo: Geometry) -> Dist:
         check_ref_layout(x.aval, geo)
         return Dist(x.aval, split_value(x._value, x.aval, geo))
     if isinstance(x, Array):
-        if x._shards is not None and _shards_follow_type(x):
+        if x._shards is not None and shards_follow_type(x):
             if len(x._shards) != geo.n:
                 raise ValueError(f"an array laid out over {len(x._shards)} devices was used "
                                  f"with a mesh of {geo.n} devices")
@@ -553,7 +553,7 @@ def from_value(x: Any, geo: Geometry) -> Dist:
     return Dist(aval, split_value(value, aval, geo))
 
 
-def _shards_follow_type(x: Any) -> bool:
+def shards_follow_type(x: Any) -> bool:
     """Whether an array's buffers are laid out as its type says (they are
     not when its placement splits over Auto axes, which types omit)."""
     placed = x._sharding
@@ -651,8 +651,13 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
+    return results_of(outs, mesh, geo)
+
+
+def results_of(outs: Sequence[Dist], mesh: Any, geo: Geometry) -> list[Any]:
+    """Eager results (Arrays, Refs) from per-device result Dists."""
     return [(to_ref if type(d.aval) is RefType else to_array)(
-        d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
+        d, _concrete_for(d.aval, mesh), geometry_of([d.aval], geo)) for d in outs]
 
 
 hooks.eager_on_mesh = eager  # EvalTrace's path for operands or results over a mesh
@@ -711,5 +716,6 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
            "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
-           "geometry", "local_shape", "new_ref_blocks", "own_blocks", "parts_of", "reshard",
-           "run_jaxpr", "run_local", "split_value", "to_ref", "uniform", "writers"]
+           "geometry", "geometry_of", "local_shape", "new_ref_blocks", "own_blocks",
+           "parts_of", "reshard", "results_of", "run_jaxpr", "run_local",
+           "shards_follow_type", "split_value", "to_ref", "uniform", "writers"]
