@@ -34,6 +34,9 @@ kernels in the same order on the same operands, in the same floating-point
 environment (tests/codegen compares the bits of both on drawn programs).
 A jaxpr it cannot write (constants that are refs, loops nested deeper than
 Python's block limit) is interpreted.
+
+A jaxpr evaluated on a mesh (``spmd.eval_jaxpr``) is written the same way,
+one statement per device this process holds (``write_device``, below).
 """
 
 from __future__ import annotations

@@ -1018,12 +1018,16 @@ class _MeshCall:
     path does. Anything else takes the full path."""
 
     __slots__ = ("avals", "placements", "epoch", "typing_key", "metadata", "token", "fn",
-                 "mesh", "geo", "out_tree")
+                 "mesh", "geo", "out_tree", "out_placements")
 
-    def __init__(self, leaves: Sequence[Any], out_tree: Any, mesh: Any, geo: spmd.Geometry,
-                 program: codegen.DeviceGenerated) -> None:
-        self.avals = tuple(x.aval for x in leaves)
-        self.placements = tuple(x._sharding for x in leaves)
+    def __init__(self, leaves: Sequence[Any], out_tree: Any, outs: Sequence[Any], mesh: Any,
+                 geo: spmd.Geometry, program: codegen.DeviceGenerated) -> None:
+        # (lists: an argument equal to the one remembered takes its place, so
+        # that results fed back in compare at once)
+        self.avals = [x.aval for x in leaves]
+        self.placements = [x._sharding for x in leaves]
+        # The results' placements are made once: results share them.
+        self.out_placements = tuple(o._sharding for o in outs)
         self.epoch = config.epoch
         self.typing_key = _context.typing_key
         self.metadata = current_xla_metadata()
@@ -1049,7 +1053,9 @@ class _MeshCall:
         geo = spmd.geometry(mesh)
         dists = [spmd.Dist(x.aval, tuple(x._shards)) for x in leaves]
         program = codegen.device_program_for(jaxpr, dists, geo)
-        return None if program is None else _MeshCall(leaves, out_tree, mesh, geo, program)
+        if program is None:
+            return None
+        return _MeshCall(leaves, out_tree, outs, mesh, geo, program)
 
     def run(self, args: Sequence[Any]) -> Any:
         """The call's result, or ``_MISS`` where this entry does not answer it."""
@@ -1062,12 +1068,16 @@ class _MeshCall:
                 or type(current_trace()) is not EvalTrace:
             return _MISS
         dists = []
-        for x, a, s in zip(args, avals, placements):
-            if type(x) is not Array or x.aval is not a or x._sharding is not s \
-                    or x._shards is None:
+        for i, x in enumerate(args):
+            if type(x) is not Array or x._shards is None:
                 return _MISS
+            a, s = x.aval, x._sharding
+            if a is not avals[i] or s is not placements[i]:
+                if a != avals[i] or s != placements[i]:
+                    return _MISS
+                avals[i], placements[i] = a, s
             dists.append(spmd.Dist(a, tuple(x._shards)))
-        outs = spmd.results_of(self.fn(*dists), self.mesh, self.geo)
+        outs = spmd.arrays_of(self.fn(*dists), self.mesh, self.geo, self.out_placements)
         return tree_util.tree_unflatten(self.out_tree, outs)
 
 

@@ -249,13 +249,30 @@ def assemble(d: Dist, geo: Geometry) -> np.ndarray:
     if not any(parts_of(d.aval)):
         return first(bufs)
     out = np.empty(d.aval.shape, dtype=first(bufs).dtype)
-    parts = parts_of(d.aval)
-    index = [geo.position(p) for p in parts]
-    for k, b in enumerate(bufs):
+    for b, sl in zip(bufs, _block_places(parts_of(d.aval), d.aval.shape, geo)):
         assert b is not None
-        sl = tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, b.shape))
         out[sl] = b
     return out
+
+
+_PLACES: dict[tuple[Any, ...], list[tuple[slice, ...]]] = {}
+
+
+def _block_places(parts: tuple[Axes, ...], shape: tuple[int, ...], geo: Geometry
+                  ) -> list[tuple[slice, ...]]:
+    """Where each device's block sits in the global value (computed once per
+    layout, shape and mesh)."""
+    key = (parts, shape, geo)
+    known = _PLACES.get(key)
+    if known is None:
+        index = [geo.position(p) for p in parts]
+        blocks = [d // geo.size_of(p) for d, p in zip(shape, parts)]
+        known = [tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, blocks))
+                 for k in range(geo.n)]
+        if len(_PLACES) > 1024:
+            _PLACES.clear()
+        _PLACES[key] = known
+    return known
 
 
 def _mesh_order(axes: Any, geo: Geometry) -> Axes:
@@ -627,7 +644,9 @@ def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
     return hooks.eager_ref(whole, d.aval, placed)
 
 
-def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
+def to_array(d: Dist, mesh: Any, geo: Geometry, placed: Any = None) -> Any:
+    """An eager Array of ``d``'s value on ``mesh``, placed by its type
+    (``placed``: that placement, made before)."""
     if not geo.all_local and not mesh.empty:
         if is_plain(d.aval):  # every process holds the whole value
             out = Array._from_checked(d.any, d.aval, "per-device program")
@@ -637,7 +656,8 @@ def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
         out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
     if d.aval.sharding is not None and not mesh.empty:
         out._shards = d.bufs
-        out._sharding = NamedSharding(mesh, d.aval.sharding.spec)
+        out._sharding = NamedSharding(mesh, d.aval.sharding.spec) if placed is None \
+            else placed
     return out
 
 
@@ -658,6 +678,14 @@ def results_of(outs: Sequence[Dist], mesh: Any, geo: Geometry) -> list[Any]:
     """Eager results (Arrays, Refs) from per-device result Dists."""
     return [(to_ref if type(d.aval) is RefType else to_array)(
         d, _concrete_for(d.aval, mesh), geometry_of([d.aval], geo)) for d in outs]
+
+
+def arrays_of(outs: Sequence[Dist], mesh: Any, geo: Geometry, placements: Sequence[Any]
+              ) -> list[Any]:
+    """``results_of`` for array results, each placed by the given placement
+    (equal to the one its type gives: one made before, shared)."""
+    return [to_array(d, _concrete_for(d.aval, mesh), geometry_of([d.aval], geo), p)
+            for d, p in zip(outs, placements)]
 
 
 hooks.eager_on_mesh = eager  # EvalTrace's path for operands or results over a mesh
@@ -715,7 +743,8 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
-           "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
+           "apply", "arrays_of", "assemble", "backend", "eager", "eval_jaxpr", "from_value",
+           "gathered",
            "geometry", "geometry_of", "local_shape", "new_ref_blocks", "own_blocks",
            "parts_of", "reshard", "results_of", "run_jaxpr", "run_local",
            "shards_follow_type", "split_value", "to_ref", "uniform", "writers"]
