@@ -594,8 +594,6 @@ def _prepare(bench: Bench, impl: str, lib: Lib | str | None, arrays: list[np.nda
 def _spread(xs: list[Any], devices: int) -> list[Any]:
     """spec arrays laid out over ``devices`` virtual devices, rows split."""
     import spec
-    if spec.config.jax_num_cpu_devices < devices:
-        spec.config.update("jax_num_cpu_devices", devices)
     mesh = spec.make_mesh((devices,), ("X",))
     sharding = spec.sharding.NamedSharding(mesh, spec.sharding.PartitionSpec("X"))
     return [spec.device_put(x, sharding) for x in xs]
@@ -603,6 +601,19 @@ def _spread(xs: list[Any], devices: int) -> list[Any]:
 
 def run_bench(bench: Bench, sizes: Sizes, spec_lib: Lib, jax_lib: Lib | str,
               interp_lib: Lib | None = None) -> list[Row]:
+    if not bench.devices:
+        return _run_bench(bench, sizes, spec_lib, jax_lib, interp_lib)
+    import spec
+    before = spec.config.jax_num_cpu_devices  # (virtual devices for this benchmark only)
+    spec.config.update("jax_num_cpu_devices", bench.devices)
+    try:
+        return _run_bench(bench, sizes, spec_lib, jax_lib, interp_lib)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+
+
+def _run_bench(bench: Bench, sizes: Sizes, spec_lib: Lib, jax_lib: Lib | str,
+               interp_lib: Lib | None = None) -> list[Row]:
     arrays = bench.inputs(sizes, np.random.default_rng(0))
     try:
         ref: np.ndarray | None = np.asarray(bench.program(NUMPY_API)(*arrays))

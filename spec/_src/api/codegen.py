@@ -889,33 +889,28 @@ class _DeviceWriter(_Writer):
         outs = [self.bind_device(v) for v in eqn.outvars]
         first = None
         for k in self.geo.local:
-            args = ", ".join(col[k] for col in ins)
+            call = f"{fn}({', '.join(col[k] for col in ins)})"
             if kernel is not None:
-                call = wrap.format(f"{fn}({args})")
-                exprs = [call]
-            else:
-                call = f"{fn}({args})"
-                exprs = []
-            if first is not None:
-                # The first device's result where this device's operands are
-                # its very buffers (replicated work done once).
-                same = " and ".join(f"{col[k]} is {col[first]}" for col in ins
-                                    if col[k] != col[first]) or "True"
-                self.emit(f"if {same}:")
-                self.emit("    " + "; ".join(f"{o[k]} = {o[first]}" for o in outs)
-                          if outs else "    pass")
-                self.emit("else:")
-                self.indent += 1
-            if kernel is not None:
-                self.emit(f"{outs[0][k]} = {exprs[0]}")
+                statement = f"{outs[0][k]} = {wrap.format(call)}"
             elif outs:
-                self.emit(f"{', '.join(o[k] for o in outs)}, = map(_asarray, {call})")
+                statement = f"{', '.join(o[k] for o in outs)}, = map(_asarray, {call})"
             else:
-                self.emit(call)
-            if first is not None:
-                self.indent -= 1
-            else:
+                statement = call
+            if first is None:
+                self.emit(statement)
                 first = k
+                continue
+            # The first device's results where this device's operands are its
+            # very buffers (replicated work done once).
+            shared = "; ".join(f"{o[k]} = {o[first]}" for o in outs) or "pass"
+            same = [f"{col[k]} is {col[first]}" for col in ins if col[k] != col[first]]
+            if not same:
+                self.emit(shared)
+                continue
+            self.emit(f"if {' and '.join(same)}:")
+            self.emit(f"    {shared}")
+            self.emit("else:")
+            self.emit(f"    {statement}")
 
     def device_jit(self, eqn: Eqn) -> None:
         """A nested call inline: its jaxpr evaluated per device (as its
