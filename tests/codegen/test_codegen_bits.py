@@ -334,3 +334,21 @@ def test_jit_equation_evaluated_eagerly_bit_for_bit(drawn: Any) -> None:
     first_call, second_call = run(), run()
     assert codegen.live_program(call.params["jaxpr"]) in codegen._PROGRAMS  # it was generated
     assert first_call == interpreted and second_call == interpreted
+
+
+def test_jit_in_eager_shard_map_body_bit_for_bit(two_devices: Any) -> None:
+    """A jit call inside an eager shard_map body runs per device; its second
+    call there runs generated code, with the interpreter's bits."""
+    _, auto = two_devices
+    inner = spec.jit(lambda b: lax.psum(jnp.sin(b), "X") * b + lax.axis_index("X"))
+
+    def run() -> list[bytes]:
+        mapped = spec.shard_map(lambda b: inner(inner(b) * 0.5), mesh=auto, in_specs=P("X"),
+                                out_specs=P("X"))
+        return _bits(mapped(jnp.asarray(np.linspace(-3, 3, 16, dtype=np.float32)
+                                        .reshape(SHARDED_SHAPE))))
+    with config._override("spec_jit_codegen", False):
+        interpreted = run()
+    written = codegen.DEVICE_WRITES[0]
+    assert run() == interpreted
+    assert codegen.DEVICE_WRITES[0] > written
