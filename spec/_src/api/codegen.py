@@ -853,6 +853,14 @@ class _DeviceWriter(_Writer):
             self.device_jit(eqn)
             return
         layout = getattr(prim.per_device, PD.LAYOUT_ATTR, None)
+        if layout == "alias" and same_mesh and len(eqn.invars) == len(eqn.outvars) == 1:
+            # A free cast: every device's buffer as it is, under a new type.
+            (src,), (out,) = [self.device_atom(a) for a in eqn.invars], \
+                [self.bind_device(v) for v in eqn.outvars]
+            held = [(o, s) for o, s in zip(out, src) if o != "None"]
+            if held:
+                self.emit(f"{', '.join(o for o, _ in held)}, = {', '.join(s for _, s in held)},")
+            return
         in_avals = [self.atom_type(a) for a in eqn.invars]
         if same_mesh and not eqn.effects and (layout == "local" or (
                 layout == "aligned" and all(c is None for c in PD.aligned_cuts(in_avals,

@@ -67,7 +67,9 @@ def has_duplicates(parts: Sequence[tuple[str, ...]], extra: frozenset[str] = fro
 
 # The attribute naming a program built by ``local`` or ``aligned`` (its
 # value the builder's name): generated code runs such an equation's impl on
-# each device's buffers itself where the operands need no cutting.
+# each device's buffers itself where the operands need no cutting. A
+# program marked "alias" gives its operand's buffers as they are (a free
+# cast such as ``pvary``): generated code reuses them.
 LAYOUT_ATTR = "spec_layout"
 
 
