@@ -363,6 +363,10 @@ def _scan_inputs(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
     return [rng.random(8, dtype=np.float32), rng.random((sizes.steps, 8), dtype=np.float32)]
 
 
+def _small_matrices(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.random((sizes.small, sizes.small), dtype=np.float32) for _ in range(2)]
+
+
 def _program_input(sizes: Sizes, rng: np.random.Generator) -> list[np.ndarray]:
     return [rng.random(8, dtype=np.float32)]
 
@@ -374,6 +378,10 @@ class Bench:
     modes: tuple[str, ...]  # the spec modes shown, one table row each
     program: Callable[[Api], Fn]
     inputs: Inputs
+    # spec's operands laid out over this many virtual devices (one mesh
+    # axis, rows split), 0 for one device; the NumPy program runs on the
+    # whole arrays, JAX is not measured (its device count is fixed at start).
+    devices: int = 0
 
 
 def _shape(kind: str, sizes: Sizes) -> str:
@@ -393,6 +401,8 @@ def benchmarks(sizes: Sizes) -> list[Bench]:
         Bench(f"sin(x) {s}", "dispatch", eager, _unary("sin"), small1),
         Bench(f"multiply(x,2.0) {s}", "dispatch", eager, _scale, small1),
         Bench(f"program 20 ops {s}", "jit overhead", both, _program20, small2),
+        Bench(f"program 20 ops f32[{sizes.small},{sizes.small}] over 2 devices (rows split)",
+              "sharded", ("jit",), _program20, _small_matrices, devices=2),
         Bench(f"add {big}", "throughput", eager, _binary("add"), large2),
         Bench(f"mul {big}", "throughput", eager, _binary("multiply"), large2),
         Bench(f"sin {big}", "throughput", eager, _unary("sin"), large1),
@@ -561,12 +571,16 @@ def _prepare(bench: Bench, impl: str, lib: Lib | str | None, arrays: list[np.nda
             f = bench.program(NUMPY_API)
             xs: Sequence[Any] = arrays
             return lambda: f(*xs)
+        if bench.devices and not impl.startswith("spec"):
+            return Cell(None, "n/a", "JAX's device count is fixed when it starts")
         f = bench.program(lib.api)
         if impl.endswith("jit") or impl.endswith("interp"):
             if getattr(f, "no_jit", False):
                 return Cell(None, "n/a", "not a jit program")
             f = lib.jit(f)
         xs = [lib.to_array(a) for a in arrays]
+        if bench.devices:
+            xs = _spread(xs, bench.devices)
         out = f(*xs).block_until_ready()  # warms up (and compiles, for jit)
         if ref is not None:
             _check_same(out, ref)
@@ -577,8 +591,29 @@ def _prepare(bench: Bench, impl: str, lib: Lib | str | None, arrays: list[np.nda
     return lambda: f(*xs).block_until_ready()
 
 
+def _spread(xs: list[Any], devices: int) -> list[Any]:
+    """spec arrays laid out over ``devices`` virtual devices, rows split."""
+    import spec
+    mesh = spec.make_mesh((devices,), ("X",))
+    sharding = spec.sharding.NamedSharding(mesh, spec.sharding.PartitionSpec("X"))
+    return [spec.device_put(x, sharding) for x in xs]
+
+
 def run_bench(bench: Bench, sizes: Sizes, spec_lib: Lib, jax_lib: Lib | str,
               interp_lib: Lib | None = None) -> list[Row]:
+    if not bench.devices:
+        return _run_bench(bench, sizes, spec_lib, jax_lib, interp_lib)
+    import spec
+    before = spec.config.jax_num_cpu_devices  # (virtual devices for this benchmark only)
+    spec.config.update("jax_num_cpu_devices", bench.devices)
+    try:
+        return _run_bench(bench, sizes, spec_lib, jax_lib, interp_lib)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+
+
+def _run_bench(bench: Bench, sizes: Sizes, spec_lib: Lib, jax_lib: Lib | str,
+               interp_lib: Lib | None = None) -> list[Row]:
     arrays = bench.inputs(sizes, np.random.default_rng(0))
     try:
         ref: np.ndarray | None = np.asarray(bench.program(NUMPY_API)(*arrays))

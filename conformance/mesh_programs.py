@@ -167,6 +167,28 @@ def sharded_keys(jax: Any, jnp: Any, n: int) -> Any:
                 jax.vmap(lambda k: jax.random.bits(k, (2,)))(keys)]
 
 
+@program
+def jit_called_again(jax: Any, jnp: Any, n: int) -> Any:
+    """A sharded jit call repeated, its output fed back in: spec runs the
+    first call's program interpreted and the later ones as generated
+    per-device code (a shard_map body with its collectives included)."""
+    mesh = _mesh(jax, n)
+    x = jax.device_put(_data((4 * n, 4), 20), jax.NamedSharding(mesh, jax.P("x")))
+
+    @jax.jit
+    def step(v: Any) -> Any:
+        w = jnp.tanh(v) * 0.5 + v
+        mapped = jax.shard_map(lambda b: jax.lax.psum(b, "x") * b
+                               + jax.lax.all_gather(b, "x", tiled=True)[:4], mesh=mesh,
+                               in_specs=jax.P("x"), out_specs=jax.P("x"))
+        return mapped(w) - jnp.sum(w)
+
+    outs = [step(x)]
+    for _ in range(3):
+        outs.append(step(outs[-1] * 0.125))
+    return outs
+
+
 # --------------------------------------------------------------- shard_map
 
 

@@ -26,7 +26,7 @@ def test_quick_run_prints_and_writes_rows(tmp_path: Path, capsys: pytest.Capture
     printed = capsys.readouterr().out
     rows = json.loads(out.read_text())["rows"]
     assert {r["group"] for r in rows} == {"dispatch", "jit overhead", "throughput", "autodiff",
-                                         "vmap", "control flow", "tracing"}
+                                         "vmap", "control flow", "tracing", "sharded"}
     assert len(rows) == sum(len(b.modes) for b in bench.benchmarks(bench.QUICK))
     for r in rows:
         assert r["name"] in printed
@@ -38,6 +38,8 @@ def test_quick_run_prints_and_writes_rows(tmp_path: Path, capsys: pytest.Capture
     program = [r for r in rows if r["group"] == "jit overhead"]
     assert {r["mode"] for r in program} == {"eager", "jit"}
     assert all(r["status"]["spec jit"] == "ok" for r in program), program
+    (sharded,) = [r for r in rows if r["group"] == "sharded"]
+    assert sharded["status"]["spec jit"] == sharded["status"]["spec interp"] == "ok", sharded
 
 
 def test_missing_function_is_na_not_a_crash() -> None:

@@ -174,21 +174,120 @@ def test_gradients_bit_for_bit(drawn: Any) -> None:
     assert generated == interpreted
 
 
-def test_sharded_program_bit_for_bit() -> None:
-    """A program on arrays sharded over virtual devices runs its per-device
-    programs either way; the bits agree."""
+# ------------------------------------------------------- sharded programs
+#
+# On a mesh a jaxpr runs its per-device programs; a jaxpr evaluated there is
+# generated from its second evaluation on, so each program runs three times
+# with codegen on (interpreted, generated, remembered) and once with it off.
+
+P = spec.sharding.PartitionSpec
+SHARDED_SHAPE = (4, 4)
+_LAYOUT_PRESERVING = [k for k, (name, _) in enumerate(OPS)
+                      if name not in ("reshape", "concat", "dot", "scan")]
+
+
+def _same_layout(x: Any) -> Any:
+    return spec.typeof(x).sharding.spec
+
+
+SHARDED_OPS: list[tuple[str, Op]] = [OPS[k] for k in _LAYOUT_PRESERVING] + [
+    ("all_reduce", lambda x, y: x * jnp.max(y, axis=0) + jnp.sum(y)),
+    ("dot", lambda x, y: jnp.matmul(x, y.T, out_sharding=_same_layout(x))),
+    ("reshard", lambda x, y: spec.reshard(spec.reshard(x, P()) * 0.5, _same_layout(y)) + y),
+    # (a scan's xs are replicated along the scanned dimension)
+    ("scan", lambda x, y: spec.reshard(_scan_rows(spec.reshard(x, P()), spec.reshard(y, P())),
+                                       _same_layout(y))),
+]
+
+BLOCK_OPS: list[tuple[str, Op]] = [OPS[k] for k in _LAYOUT_PRESERVING] + [
+    ("dot", OPS[[n for n, _ in OPS].index("dot")][1]),
+    ("psum", lambda x, y: lax.psum(x, "X") * y),
+    ("pmax", lambda x, y: lax.pmax(x, "X") - y),
+    ("all_gather", lambda x, y: lax.all_gather(x, "X", axis=0, tiled=True)[1:3] + y),
+    ("ppermute", lambda x, y: lax.ppermute(x, "X", [(0, 1), (1, 0)]) * y),
+    ("axis_index", lambda x, y: x + lax.axis_index("X").astype(np.float32)),
+]
+
+
+def _pool_program(ops: list[tuple[str, Op]], steps: list[tuple[int, int, int]]
+                  ) -> Callable[[Any, Any], Any]:
+    def f(x: Any, y: Any) -> Any:
+        pool = [x, y]
+        for op, i, j in steps:
+            pool.append(ops[op % len(ops)][1](pool[i % len(pool)], pool[j % len(pool)]))
+        return pool[-1], pool[-2]
+    return f
+
+
+@pytest.fixture(scope="module")
+def two_devices() -> Iterator[Any]:
     before = config.jax_num_cpu_devices
     config.update("jax_num_cpu_devices", 2)
     try:
-        mesh = spec.make_mesh((2,), ("X",))
-        sharding = spec.sharding.NamedSharding(mesh, spec.sharding.PartitionSpec("X"))
-        rng = np.random.default_rng(0)
-        x = spec.device_put(rng.standard_normal((4, 4), np.float32), sharding)
-        y = spec.device_put(rng.standard_normal((4, 4), np.float32), sharding)
-        generated, interpreted = _both(_program([(8, 0, 1), (2, 2, 1), (17, 3, 0)]), x, y)
-        assert generated == interpreted
+        yield spec.make_mesh((2,), ("X",)), spec.make_mesh(
+            (2,), ("X",), axis_types=(spec.sharding.AxisType.Auto,))
     finally:
         config.update("jax_num_cpu_devices", before)
+
+
+def _sharded_array(draw: Any) -> np.ndarray:
+    values = draw(st.lists(st.one_of(st.sampled_from(SPECIAL), st.floats(-10, 10, width=32)),
+                           min_size=16, max_size=16))
+    return np.asarray(values, np.float32).reshape(SHARDED_SHAPE)
+
+
+def _generated_calls(fun: Callable[..., Any], *args: Any) -> None:
+    """The second call of ``jit(fun)`` runs generated per-device code (and a
+    third, on sharded operands, the call's remembered program); every call
+    gives the interpreter's bits."""
+    with config._override("spec_jit_codegen", False):
+        interpreted = _bits(spec.jit(fun)(*args))
+    written = codegen.DEVICE_WRITES[0]
+    jitted = spec.jit(fun)
+    calls = [_bits(jitted(*args)) for _ in range(3)]
+    assert codegen.DEVICE_WRITES[0] > written  # a per-device program was generated
+    assert calls == [interpreted] * 3
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, len(SHARDED_OPS) - 1), st.integers(0, 9),
+                          st.integers(0, 9)), min_size=1, max_size=4),
+       st.sampled_from([P("X"), P(None, "X"), P()]), st.data())
+def test_sharded_program_bit_for_bit(two_devices: Any, steps: Any, layout: Any,
+                                     data: Any) -> None:
+    """Explicit-sharding jit on a 2-device virtual mesh: drawn programs
+    (elementwise, control flow, all-reduces, reshards, a dot with an output
+    sharding) on operands laid out alike."""
+    mesh, _ = two_devices
+    sharding = spec.sharding.NamedSharding(mesh, layout)
+    x = spec.device_put(_sharded_array(data.draw), sharding)
+    y = spec.device_put(_sharded_array(data.draw), sharding)
+    with spec.set_mesh(mesh):
+        _generated_calls(_pool_program(SHARDED_OPS, steps), x, y)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, len(BLOCK_OPS) - 1), st.integers(0, 9),
+                          st.integers(0, 9)), min_size=1, max_size=4), st.booleans(),
+       st.data())
+def test_shard_map_body_bit_for_bit(two_devices: Any, steps: Any, placed: bool,
+                                    data: Any) -> None:
+    """shard_map bodies (elementwise, control flow, psum, pmax, all_gather,
+    ppermute, axis_index on each device's block) under jit, on operands laid
+    out over an Explicit mesh (a sharded jit call) or unplaced, with an Auto
+    mesh (a jit call on one device whose shard_map runs per device)."""
+    explicit, auto = two_devices
+    mesh = explicit if placed else auto
+    body = _pool_program(BLOCK_OPS, steps)
+    mapped = spec.shard_map(body, mesh=mesh, in_specs=(P("X"), P("X")),
+                            out_specs=(P("X"), P("X")))
+    x, y = _sharded_array(data.draw), _sharded_array(data.draw)
+    if placed:
+        sharding = spec.sharding.NamedSharding(mesh, P("X"))
+        x, y = spec.device_put(x, sharding), spec.device_put(y, sharding)
+    _generated_calls(mapped, jnp.asarray(x), jnp.asarray(y))
 
 
 @settings(max_examples=10, deadline=None,
@@ -235,3 +334,21 @@ def test_jit_equation_evaluated_eagerly_bit_for_bit(drawn: Any) -> None:
     first_call, second_call = run(), run()
     assert codegen.live_program(call.params["jaxpr"]) in codegen._PROGRAMS  # it was generated
     assert first_call == interpreted and second_call == interpreted
+
+
+def test_jit_in_eager_shard_map_body_bit_for_bit(two_devices: Any) -> None:
+    """A jit call inside an eager shard_map body runs per device; its second
+    call there runs generated code, with the interpreter's bits."""
+    _, auto = two_devices
+    inner = spec.jit(lambda b: lax.psum(jnp.sin(b), "X") * b + lax.axis_index("X"))
+
+    def run() -> list[bytes]:
+        mapped = spec.shard_map(lambda b: inner(inner(b) * 0.5), mesh=auto, in_specs=P("X"),
+                                out_specs=P("X"))
+        return _bits(mapped(jnp.asarray(np.linspace(-3, 3, 16, dtype=np.float32)
+                                        .reshape(SHARDED_SHAPE))))
+    with config._override("spec_jit_codegen", False):
+        interpreted = run()
+    written = codegen.DEVICE_WRITES[0]
+    assert run() == interpreted
+    assert codegen.DEVICE_WRITES[0] > written

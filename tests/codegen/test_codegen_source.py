@@ -126,3 +126,29 @@ def test_repeated_calls_run_once_each() -> None:
     for _ in range(3):
         assert jitted(X) is None
     assert len(calls) == 3
+
+
+def test_sharded_program_source_is_what_runs_per_device() -> None:
+    """A jit call on a mesh runs its per-device program; ``as_text("python")``
+    is that program: elementwise work one kernel call per device, the
+    all-reduce a call of its per-device program."""
+    before = config.jax_num_cpu_devices
+    config.update("jax_num_cpu_devices", 2)
+    try:
+        mesh = spec.make_mesh((2,), ("X",))
+        sharding = spec.sharding.NamedSharding(mesh, spec.sharding.PartitionSpec("X"))
+        x = spec.device_put(np.arange(16, dtype=np.float32).reshape(8, 2), sharding)
+
+        def f(a: Any) -> Any:
+            return jnp.sin(a) * a + jnp.sum(a)
+        jitted = spec.jit(f)
+        jitted(x), jitted(x)  # the second call runs the generated program
+        text = str(jitted.lower(x).as_text("python"))
+        (program,) = [p for *_, p in codegen._DEVICE_PROGRAMS[jitted.trace(x).jaxpr]]
+        assert program is not None and program.source == text
+        lines = [line.strip() for line in text.splitlines()]
+        assert text.startswith("def device_program(")
+        assert sum(line.startswith("v") and "= _sin" in line for line in lines) == 2
+        assert sum("_reduce_sum" in line for line in lines) == 1
+    finally:
+        config.update("jax_num_cpu_devices", before)

@@ -34,6 +34,9 @@ kernels in the same order on the same operands, in the same floating-point
 environment (tests/codegen compares the bits of both on drawn programs).
 A jaxpr it cannot write (constants that are refs, loops nested deeper than
 Python's block limit) is interpreted.
+
+A jaxpr evaluated on a mesh (``spmd.eval_jaxpr``) is written the same way,
+one statement per device this process holds (``write_device``, below).
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ from spec._src.core.interpreter import (
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
+from spec._src.interpreters import per_device as PD
+from spec._src.interpreters import spmd as S
 from spec._src.lax.scan import counts
 
 # ------------------------------------------------------------ environments
@@ -490,9 +495,13 @@ def _ident(name: str) -> str:
 def _last_uses(jaxpr: Jaxpr) -> dict[int, list[Var]]:
     """Per equation index, the variables defined in ``jaxpr`` read for the
     last time there (or never read: right after their definition)."""
+    return _last_uses_of(jaxpr.eqns)
+
+
+def _last_uses_of(eqns: Sequence[Eqn]) -> dict[int, list[Var]]:
     defined: dict[int, Var] = {}
     last: dict[int, int] = {}
-    for i, eqn in enumerate(jaxpr.eqns):
+    for i, eqn in enumerate(eqns):
         for a in eqn.invars:
             if isinstance(a, Var) and id(a) in defined:
                 last[id(a)] = i
@@ -665,6 +674,16 @@ def write(jaxpr: Jaxpr, name: str = "program") -> Generated:
     outs = w.block(jaxpr, params)
     w.switch(NORMAL)
     w.emit(f"return [{', '.join(outs)}]")
+    source = _assemble(name, params, w, strategy)
+    namespace = dict(w.globals)
+    namespace.update(_environment_globals())
+    exec(compile(source, f"<spec jit {name}>", "exec"), namespace)
+    return Generated(source, namespace[name], w.runs_impls)
+
+
+def _assemble(name: str, params: Sequence[str], w: _Writer, strategy: _Strategy) -> str:
+    """The function's source: its body, inside a ``try`` that leaves the
+    held environment where the body enters it."""
     body = w.lines
     head = [f"def {name}({', '.join(params)}):"]
     if w.uses_held:
@@ -676,11 +695,7 @@ def write(jaxpr: Jaxpr, name: str = "program") -> Generated:
     else:
         body = [line[4:] for line in body]
         tail = []
-    source = "\n".join([*head, *body, *tail]) + "\n"
-    namespace = dict(w.globals)
-    namespace.update(_environment_globals())
-    exec(compile(source, f"<spec jit {name}>", "exec"), namespace)
-    return Generated(source, namespace[name], w.runs_impls)
+    return "\n".join([*head, *body, *tail]) + "\n"
 
 
 def _environment_globals() -> dict[str, Any]:
@@ -725,3 +740,317 @@ def python_source(jaxpr: Jaxpr) -> str:
         return write(live_program(jaxpr)).source
     except Unsupported as why:
         return f"# interpreted: {why}\n"
+
+
+# ------------------------------------------------- per-device programs
+#
+# A jaxpr evaluated on a mesh (``spmd.eval_jaxpr``: a sharded jit call, a
+# shard_map body, a loop body or branch over Dists) runs every equation's
+# per-device program on the devices' buffers. Its generated function takes
+# the argument Dists and returns the result Dists; each value in between is
+# one local variable per device this process holds. An equation whose
+# per-device program is the impl on each device's buffers as they are (a
+# ``local`` program, or an ``aligned`` one whose operands already have the
+# result's layout) runs that impl, or its direct kernel, on each device's
+# variables; a device whose operands are the very buffers of the first
+# device's shares its result (as ``run_local`` does for replicated work).
+# Every other equation (collectives, reshards, gathered programs, control
+# flow, anything another mesh's devices take part in) calls its per-device
+# program (``spmd.apply``) on Dists made from the variables.
+
+
+@dataclass(frozen=True)
+class DeviceGenerated:
+    """A jaxpr's per-device program as Python, for one mesh geometry and
+    argument types: its source, and the function (argument Dists in,
+    result Dists out)."""
+
+    source: str
+    fn: Callable[..., list[S.Dist]]
+
+
+class _DeviceWriter(_Writer):
+    """Writes a jaxpr evaluated on Dists, one statement per device."""
+
+    def __init__(self, strategy: _Strategy, geo: S.Geometry) -> None:
+        super().__init__(strategy)
+        self.geo = geo
+        self.globals["_Dist"] = S.Dist
+        # Per variable (by id): its expression on every device (``None`` on
+        # the devices of other processes), and the Dist expression or type
+        # it is packed with for a per-device program.
+        self.dev: dict[int, list[str]] = {}
+        self.packing: dict[int, str] = {}
+        self.types: dict[int, Any] = {}
+
+    # values ------------------------------------------------------------
+    def bind_device(self, var: Var) -> list[str]:
+        base = self.fresh()
+        names = [f"{base}_{k}" if k in self.geo.local else "None" for k in range(self.geo.n)]
+        if not isinstance(var, DropVar):
+            self.dev[id(var)] = names
+            self.types[id(var)] = var.aval
+            self.packing[id(var)] = self.constant(var.aval, "_aval")
+        return names
+
+    def device_atom(self, a: Any) -> list[str]:
+        if isinstance(a, Literal):
+            c = self.constant(np.asarray(a.val, dtype=a.aval.dtype), "_lit")
+            return [c if k in self.geo.local else "None" for k in range(self.geo.n)]
+        return self.dev[id(a)]
+
+    def atom_type(self, a: Any) -> Any:
+        return a.aval if isinstance(a, Literal) else self.types[id(a)]
+
+    def packed(self, a: Any) -> str:
+        """A Dist expression of an operand (the argument's own Dist for the
+        program's arguments)."""
+        if isinstance(a, Literal):
+            return self.constant(S.uniform(np.asarray(a.val, dtype=a.aval.dtype), a.aval,
+                                           self.geo), "_lit")
+        pack = self.packing[id(a)]
+        if pack.startswith("_aval"):
+            return f"_Dist({pack}, ({', '.join(self.dev[id(a)])},))"
+        return pack
+
+    # blocks ------------------------------------------------------------
+    def device_block(self, jaxpr: Jaxpr, consts: Sequence[Any]) -> list[Any]:
+        """Write ``jaxpr``'s live equations (its inputs bound already);
+        returns its output atoms."""
+        for v, c in zip(jaxpr.constvars, consts):
+            if type(getattr(c, "aval", None)) is RefType:
+                raise Unsupported("a ref constant")
+            try:
+                d = c if isinstance(c, S.Dist) else S.from_value(c, self.geo)
+            except (ValueError, NotImplementedError) as e:  # raised again when interpreted
+                raise Unsupported(str(e)) from e
+            name = self.constant(d, "_const")
+            self.dev[id(v)] = self.unpack(name)
+            self.packing[id(v)] = name
+            self.types[id(v)] = d.aval
+        live = S.live_equations(jaxpr)
+        eqns = [e for e, keep in zip(jaxpr.eqns, live) if keep]
+        last = _last_uses_of(eqns)
+        outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        for i, eqn in enumerate(eqns):
+            self.device_equation(eqn)
+            dead = [n for v in last.get(i, ()) if id(v) not in outputs
+                    for n in self.dev.get(id(v), ()) if n != "None" and n[0] == "v"]
+            if dead:
+                self.emit("del " + ", ".join(dead))
+        return list(jaxpr.outvars)
+
+    def unpack(self, dist: str) -> list[str]:
+        base = self.fresh("d")
+        names = [f"{base}_{k}" for k in range(self.geo.n)]
+        self.emit(f"{', '.join(names)}, = {dist}.bufs")
+        return [n if k in self.geo.local else "None" for k, n in enumerate(names)]
+
+    def device_equation(self, eqn: Eqn) -> None:
+        if any(type(v.aval) is RefType for v in (*eqn.invars, *eqn.outvars)):
+            raise Unsupported("a ref")
+        prim = eqn.primitive
+        out_avals = [v.aval for v in eqn.outvars]
+        same_mesh = S.geometry_of(out_avals, self.geo) is self.geo
+        if same_mesh and prim.name == "jit":
+            self.device_jit(eqn)
+            return
+        layout = getattr(prim.per_device, PD.LAYOUT_ATTR, None)
+        if layout == "alias" and same_mesh and len(eqn.invars) == len(eqn.outvars) == 1:
+            # A free cast: every device's buffer as it is, under a new type.
+            (src,), (out,) = [self.device_atom(a) for a in eqn.invars], \
+                [self.bind_device(v) for v in eqn.outvars]
+            held = [(o, s) for o, s in zip(out, src) if o != "None"]
+            if held:
+                self.emit(f"{', '.join(o for o, _ in held)}, = {', '.join(s for _, s in held)},")
+            return
+        in_avals = [self.atom_type(a) for a in eqn.invars]
+        if same_mesh and not eqn.effects and (layout == "local" or (
+                layout == "aligned" and all(c is None for c in PD.aligned_cuts(in_avals,
+                                                                             out_avals[0])))):
+            self.device_local(eqn, in_avals)
+            return
+        self.switch(NORMAL)
+        self.runs_impls = True
+        call = self.constant(_DeviceCall(prim, eqn.params, out_avals, self.geo),
+                             f"_{_ident(prim.name)}")
+        args = ", ".join(self.packed(a) for a in eqn.invars)
+        outs = [self.bind_device(v) for v in eqn.outvars]
+        targets = ", ".join(f"({', '.join(_targets(o))},)" for o in outs)
+        self.emit(f"{targets}, = {call}({args})" if outs else f"{call}({args})")
+
+    def device_local(self, eqn: Eqn, in_avals: Sequence[Any]) -> None:
+        """The impl (or its direct kernel) on each device's buffers."""
+        kernel = None
+        if len(eqn.outvars) == 1 and all(type(a) is ArrayType for a in in_avals):
+            kernel = kernel_for(eqn.primitive.name, in_avals, eqn.params,
+                                not eqn.outvars[0].aval.shape, self.strategy)
+        ins = [self.device_atom(a) for a in eqn.invars]
+        if kernel is not None:
+            self.switch(kernel.env)
+            fn = self.constant(kernel.fn, "_" + kernel.fn.__name__)
+            wrap = "_asarray({})" if kernel.scalar_result else "{}"
+        else:
+            if eqn.primitive.name not in _DATA_MOVEMENT:
+                self.switch(NORMAL)
+                self.runs_impls = True
+            impl = eqn.primitive.impl
+            fn = self.constant(functools.partial(impl, **eqn.params) if eqn.params else impl,
+                               f"_{_ident(eqn.primitive.name)}")
+        outs = [self.bind_device(v) for v in eqn.outvars]
+        first = None
+        for k in self.geo.local:
+            call = f"{fn}({', '.join(col[k] for col in ins)})"
+            if kernel is not None:
+                statement = f"{outs[0][k]} = {wrap.format(call)}"
+            elif outs:
+                statement = f"{', '.join(o[k] for o in outs)}, = map(_asarray, {call})"
+            else:
+                statement = call
+            if first is None:
+                self.emit(statement)
+                first = k
+                continue
+            # The first device's results where this device's operands are its
+            # very buffers (replicated work done once).
+            shared = "; ".join(f"{o[k]} = {o[first]}" for o in outs) or "pass"
+            same = [f"{col[k]} is {col[first]}" for col in ins if col[k] != col[first]]
+            if not same:
+                self.emit(shared)
+                continue
+            self.emit(f"if {' and '.join(same)}:")
+            self.emit(f"    {shared}")
+            self.emit("else:")
+            self.emit(f"    {statement}")
+
+    def device_jit(self, eqn: Eqn) -> None:
+        """A nested call inline: its jaxpr evaluated per device (as its
+        per-device program, ``call_program``, evaluates it)."""
+        inner: Jaxpr = eqn.params["jaxpr"]
+        for v, a in zip(inner.invars, eqn.invars):
+            self.dev[id(v)] = self.device_atom(a)
+            self.types[id(v)] = self.atom_type(a)
+            self.packing[id(v)] = self.packed(a) if isinstance(a, Literal) \
+                else self.packing[id(a)]
+        outs = self.device_block(inner, inner.consts)
+        for v, o in zip(eqn.outvars, outs):
+            names = self.bind_device(v)
+            src = self.device_atom(o)
+            held = [(n, s) for n, s in zip(names, src) if n != "None"]
+            if held:
+                self.emit(f"{', '.join(n for n, _ in held)}, = {', '.join(s for _, s in held)},")
+        # The inner names of its results are aliases now: drop them.
+        defined = {n for e in inner.eqns for v in e.outvars for n in self.dev.get(id(v), ())
+                   if n != "None"}
+        dead = sorted({n for o in outs if isinstance(o, Var) for n in self.dev[id(o)]
+                       if n in defined})
+        if dead:
+            self.emit("del " + ", ".join(dead))
+
+
+def _targets(names: Sequence[str]) -> list[str]:
+    return [n if n != "None" else "_" for n in names]
+
+
+class _DeviceCall:
+    """One equation's per-device program on Dists, returning each result's
+    buffers."""
+
+    __slots__ = ("prim", "params", "out_avals", "geo")
+
+    def __init__(self, prim: Primitive, params: dict[str, Any], out_avals: list[Any],
+                 geo: S.Geometry) -> None:
+        self.prim, self.params, self.out_avals, self.geo = prim, params, out_avals, geo
+
+    def __call__(self, *args: S.Dist) -> list[Any]:
+        return [d.bufs for d in S.apply(self.prim, list(args), self.params, self.out_avals,
+                                        self.geo)]
+
+
+def write_device(jaxpr: Jaxpr, consts: Sequence[Any], arg_avals: Sequence[Any],
+                 geo: S.Geometry, name: str = "device_program") -> DeviceGenerated:
+    """``jaxpr`` evaluated per device on ``geo``'s mesh, as a generated
+    function of the argument Dists."""
+    strategy = _strategy()
+    w = _DeviceWriter(strategy, geo)
+    params = [w.fresh("a") for _ in jaxpr.invars]
+    w.indent = 2
+    for p, v, aval in zip(params, jaxpr.invars, arg_avals):
+        if type(aval) is RefType:
+            raise Unsupported("a ref argument")
+        w.dev[id(v)] = w.unpack(p)
+        w.packing[id(v)] = p
+        w.types[id(v)] = aval
+    outs = w.device_block(jaxpr, consts)
+    w.switch(NORMAL)
+    # (an argument or constant is its own Dist, as ``eval_jaxpr`` returns it)
+    results = [w.packed(o) for o in outs]
+    w.emit(f"return [{', '.join(results)}]")
+    source = _assemble(name, params, w, strategy)
+    namespace = dict(w.globals)
+    namespace.update(_environment_globals())
+    exec(compile(source, f"<spec per-device {name}>", "exec"), namespace)
+    return DeviceGenerated(source, namespace[name])
+
+
+# Per-device programs per jaxpr: (geometry, strategy, argument types) and
+# the program (None: interpreted). A jaxpr is written from its second
+# evaluation on (as a ``jit`` equation evaluated eagerly is).
+_DEVICE_PROGRAMS: weakref.WeakKeyDictionary[
+    Jaxpr, list[tuple[S.Geometry, _Strategy, tuple[Any, ...], DeviceGenerated | None]]] = \
+    weakref.WeakKeyDictionary()
+
+
+# How many per-device programs have been written (tests read it).
+DEVICE_WRITES = [0]
+
+
+def device_program(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[S.Dist],
+                   geo: S.Geometry) -> list[S.Dist] | None:
+    """``spmd.eval_jaxpr(jaxpr, consts, args, geo)`` by the jaxpr's
+    generated per-device program, or None where it is interpreted (codegen
+    off, NaN/inf checks, other constants than the jaxpr's own, refs, a first
+    evaluation)."""
+    values = config._values
+    if not values["spec_jit_codegen"] or values["jax_debug_nans"] \
+            or values["jax_debug_infs"] or consts is not jaxpr.consts:
+        return None
+    program = device_program_for(jaxpr, args, geo)
+    return None if program is None else program.fn(*args)
+
+
+def device_program_for(jaxpr: Jaxpr, args: Sequence[S.Dist], geo: S.Geometry
+                       ) -> DeviceGenerated | None:
+    """The generated per-device program of ``jaxpr`` on ``args`` (None where
+    it is interpreted, or written not yet: the first evaluation)."""
+    strategy = _strategy()
+    known = _DEVICE_PROGRAMS.get(jaxpr)
+    if known is None:
+        _DEVICE_PROGRAMS[jaxpr] = []
+        return None
+    for g, st, avals, program in known:
+        if g is geo and st == strategy and len(avals) == len(args) and all(
+                a is d.aval or a == d.aval for a, d in zip(avals, args)):
+            return program
+    avals = tuple(d.aval for d in args)
+    try:
+        program = write_device(jaxpr, jaxpr.consts, avals, geo)
+        DEVICE_WRITES[0] += 1
+    except (Unsupported, SyntaxError, RecursionError):
+        program = None
+    if len(known) >= 8:
+        del known[0]
+    known.append((geo, strategy, avals, program))
+    return program
+
+
+def device_source(jaxpr: Jaxpr, geo: S.Geometry, arg_avals: Sequence[Any]) -> str:
+    """The Python source of ``jaxpr``'s per-device program on ``geo``'s
+    mesh (a comment saying why where it is interpreted)."""
+    try:
+        return write_device(jaxpr, jaxpr.consts, arg_avals, geo).source
+    except Unsupported as why:
+        return f"# interpreted: {why}\n"
+
+
+S.generated_program[0] = device_program

@@ -54,6 +54,7 @@ from spec._src.core.interpreter import (
     current_trace,
     trace_to_jaxpr,
 )
+from spec._src.interpreters import spmd
 from spec._src.interpreters.hi_lowering import has_hi_types
 from spec._src.core.sharding import (
     NamedSharding,
@@ -774,7 +775,7 @@ class Jitted:
         # call's program answers it without rebuilding the cache key.
         self._fast_ok = not compiler_options and not self._static_argnums \
             and not self._static_argnames
-        self._last: _LastCall | None = None
+        self._last: _LastCall | _MeshCall | None = None
 
     def __repr__(self) -> str:
         return f"<PjitFunction of {self._fun!r}>"
@@ -863,6 +864,8 @@ class Jitted:
                 nan_checks.rerun_deoptimized(e, lambda: self._fun(*args, **kwargs))
         else:
             outs = bind(*operands, **params)
+            if self._fast_ok and not kwargs and not tracer_consts and not refs:
+                self._last = _MeshCall.of(jaxpr, out_tree, leaves, outs)
         return tree_util.tree_unflatten(out_tree, outs)
 
     def _check_compiler_options(self) -> None:
@@ -1008,6 +1011,78 @@ class _LastCall:
         return tree_util.tree_unflatten(self.out_tree, results)
 
 
+class _MeshCall:
+    """A call on arrays laid out over a mesh that ran a generated per-device
+    program, and what it was run under: a call whose arguments have the
+    very same types and placements (the same objects), under the same
+    configuration epoch, typing context and XLA metadata, runs the same
+    program on the arguments' buffers and makes its results as the full
+    path does. Anything else takes the full path."""
+
+    __slots__ = ("avals", "placements", "epoch", "typing_key", "metadata", "token", "fn",
+                 "mesh", "geo", "out_tree", "out_placements")
+
+    def __init__(self, leaves: Sequence[Any], out_tree: Any, outs: Sequence[Any], mesh: Any,
+                 geo: spmd.Geometry, program: codegen.DeviceGenerated) -> None:
+        # (lists: an argument equal to the one remembered takes its place, so
+        # that results fed back in compare at once)
+        self.avals = [x.aval for x in leaves]
+        self.placements = [x._sharding for x in leaves]
+        # The results' placements are made once: results share them.
+        self.out_placements = tuple(o._sharding for o in outs)
+        self.epoch = config.epoch
+        self.typing_key = _context.typing_key
+        self.metadata = current_xla_metadata()
+        self.token = codegen.strategy_token()
+        self.fn = program.fn
+        self.mesh, self.geo = mesh, geo
+        self.out_tree = out_tree
+
+    @staticmethod
+    def of(jaxpr: Jaxpr, out_tree: Any, leaves: Sequence[Any], outs: Sequence[Any]
+           ) -> _MeshCall | None:
+        if not leaves or not _CONFIG_VALUES["spec_jit_codegen"] or nan_checks.active() \
+                or type(current_trace()) is not EvalTrace or _context.in_manual \
+                or jaxpr.effects or has_hi_types(jaxpr) \
+                or not all(type(o) is Array for o in outs):
+            return None
+        if not all(type(x) is Array and x._shards is not None and x._sharding is not None
+                   and spmd.shards_follow_type(x) for x in leaves):
+            return None
+        mesh = leaves[0]._sharding.mesh
+        if any(x._sharding.mesh is not mesh for x in leaves):
+            return None
+        geo = spmd.geometry(mesh)
+        dists = [spmd.Dist(x.aval, tuple(x._shards)) for x in leaves]
+        program = codegen.device_program_for(jaxpr, dists, geo)
+        if program is None:
+            return None
+        return _MeshCall(leaves, out_tree, outs, mesh, geo, program)
+
+    def run(self, args: Sequence[Any]) -> Any:
+        """The call's result, or ``_MISS`` where this entry does not answer it."""
+        avals, placements = self.avals, self.placements
+        if len(args) != len(avals) or config.epoch != self.epoch \
+                or not _CONFIG_VALUES["spec_jit_codegen"] \
+                or _context.typing_key is not self.typing_key or _context.in_manual \
+                or current_xla_metadata() is not self.metadata \
+                or _USE_HARDWARE[0] != self.token \
+                or type(current_trace()) is not EvalTrace:
+            return _MISS
+        dists = []
+        for i, x in enumerate(args):
+            if type(x) is not Array or x._shards is None:
+                return _MISS
+            a, s = x.aval, x._sharding
+            if a is not avals[i] or s is not placements[i]:
+                if a != avals[i] or s != placements[i]:
+                    return _MISS
+                avals[i], placements[i] = a, s
+            dists.append(spmd.Dist(a, tuple(x._shards)))
+        outs = spmd.arrays_of(self.fn(*dists), self.mesh, self.geo, self.out_placements)
+        return tree_util.tree_unflatten(self.out_tree, outs)
+
+
 def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
     """The generated program of a jit call's jaxpr under the current
     configuration (remembered on the jaxpr, per configuration epoch); None
@@ -1027,13 +1102,16 @@ def _program_for(jaxpr: Jaxpr) -> codegen.Generated | None:
     return program
 
 
+_SHARDED_TYPES = "the program has sharded types"
+
+
 def _interpreted_because(jaxpr: Jaxpr) -> str | None:
     """Why calls of ``jaxpr`` are interpreted whatever their operands, or None."""
     if has_hi_types(jaxpr):
         return "the program has hi types"
     if any(getattr(a, "sharding", None) is not None
            for a in (*jaxpr.in_avals, *jaxpr.out_avals)):
-        return "the program has sharded types"
+        return _SHARDED_TYPES
     if any(type(getattr(c, "aval", None)) is RefType for c in jaxpr.consts):
         return "the program closes over refs"
     return None
@@ -1043,6 +1121,12 @@ def python_text(traced: Traced) -> str:
     """The Python source a call of the traced program runs (a comment
     saying why where it is interpreted)."""
     why = _interpreted_because(traced.jaxpr)
+    if why == _SHARDED_TYPES:
+        # A call runs the program per device on its operands' mesh.
+        mesh = spmd.concrete_mesh(traced._split.leaves)
+        if not mesh.empty:
+            return codegen.device_source(traced.jaxpr, spmd.geometry(mesh),
+                                         traced.jaxpr.in_avals)
     if why is not None:
         return f"# interpreted: {why}\n"
     return codegen.python_source(traced.jaxpr)

@@ -65,29 +65,51 @@ def has_duplicates(parts: Sequence[tuple[str, ...]], extra: frozenset[str] = fro
 # ================================================================ builders
 
 
+# The attribute naming a program built by ``local`` or ``aligned`` (its
+# value the builder's name): generated code runs such an equation's impl on
+# each device's buffers itself where the operands need no cutting. A
+# program marked "alias" gives its operand's buffers as they are (a free
+# cast such as ``pvary``): generated code reuses them.
+LAYOUT_ATTR = "spec_layout"
+
+
 def local(prim: Primitive) -> Program:
     def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                 **params: Any) -> list[Dist]:
         return S.run_local(prim, geo, args, out_avals, params)
+    setattr(program, LAYOUT_ATTR, "local")
     return program
+
+
+def aligned_cuts(args: Sequence[ArrayType], out: ArrayType
+                 ) -> list[tuple[tuple[str, ...], ...] | None]:
+    """Per operand, the layout ``aligned`` cuts it to (None: it is used as
+    it is)."""
+    out_parts = S.parts_of(out)
+    cuts: list[tuple[tuple[str, ...], ...] | None] = []
+    for a in args:
+        want = None
+        if a.ndim == len(out_parts) and a.ndim:
+            # Size-1 dims broadcast against the result's: they stay whole.
+            want = tuple(p if n == m else () for p, n, m in zip(out_parts, a.shape, out.shape))
+            if S.parts_of(a) == want:
+                want = None
+        cuts.append(want)
+    return cuts
 
 
 def aligned(prim: Primitive) -> Program:
     def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
                 **params: Any) -> list[Dist]:
         out = out_avals[0]
-        out_parts = S.parts_of(out)
         cut = []
-        for a in args:
-            if a.aval.ndim == len(out_parts) and a.aval.ndim:
-                # Size-1 dims broadcast against the result's: they stay whole.
-                want = tuple(p if n == m else () for p, n, m in
-                             zip(out_parts, a.aval.shape, out.shape))
-                if S.parts_of(a.aval) != want:
-                    target = laid_out(a.aval, want, S.unreduced_of(a.aval), out)
-                    a = S.reshard(a, target, geo)
+        for a, want in zip(args, aligned_cuts([a.aval for a in args], out)):
+            if want is not None:
+                target = laid_out(a.aval, want, S.unreduced_of(a.aval), out)
+                a = S.reshard(a, target, geo)
             cut.append(a)
         return S.run_local(prim, geo, cut, out_avals, params)
+    setattr(program, LAYOUT_ATTR, "aligned")
     return program
 
 
@@ -159,7 +181,7 @@ def call_program(key: str) -> Callable[[Primitive], Program]:
                     **params: Any) -> list[Dist]:
             jaxpr = params[key]
             check_ref_equations(jaxpr)
-            outs = S.eval_jaxpr(jaxpr, jaxpr.consts, args, geo)
+            outs = S.run_jaxpr(jaxpr, jaxpr.consts, args, geo)
             return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
         return program
     return make
@@ -200,7 +222,8 @@ def check_ref_equations(jaxpr: Any) -> None:
     _CHECKED[id(jaxpr)] = jaxpr
 
 
-__all__ = ["REF_EQUATION_CHECKS", "RefEquationCheck", "aligned", "call_program",
+__all__ = ["LAYOUT_ATTR", "REF_EQUATION_CHECKS", "RefEquationCheck", "aligned",
+           "aligned_cuts", "call_program",
            "check_ref_equations", "cut", "gathered_names", "guarded", "laid_out", "local",
            "localized", "shape_fix", "sharded_dims", "then_reshard"]
 

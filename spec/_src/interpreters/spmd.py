@@ -249,13 +249,30 @@ def assemble(d: Dist, geo: Geometry) -> np.ndarray:
     if not any(parts_of(d.aval)):
         return first(bufs)
     out = np.empty(d.aval.shape, dtype=first(bufs).dtype)
-    parts = parts_of(d.aval)
-    index = [geo.position(p) for p in parts]
-    for k, b in enumerate(bufs):
+    for b, sl in zip(bufs, _block_places(parts_of(d.aval), d.aval.shape, geo)):
         assert b is not None
-        sl = tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, b.shape))
         out[sl] = b
     return out
+
+
+_PLACES: dict[tuple[Any, ...], list[tuple[slice, ...]]] = {}
+
+
+def _block_places(parts: tuple[Axes, ...], shape: tuple[int, ...], geo: Geometry
+                  ) -> list[tuple[slice, ...]]:
+    """Where each device's block sits in the global value (computed once per
+    layout, shape and mesh)."""
+    key = (parts, shape, geo)
+    known = _PLACES.get(key)
+    if known is None:
+        index = [geo.position(p) for p in parts]
+        blocks = [d // geo.size_of(p) for d, p in zip(shape, parts)]
+        known = [tuple(slice(int(i[k]) * n, (int(i[k]) + 1) * n) for i, n in zip(index, blocks))
+                 for k in range(geo.n)]
+        if len(_PLACES) > 1024:
+            _PLACES.clear()
+        _PLACES[key] = known
+    return known
 
 
 def _mesh_order(axes: Any, geo: Geometry) -> Axes:
@@ -388,10 +405,10 @@ def apply(prim: Any, args: list[Dist], params: dict[str, Any], out_avals: Sequen
           geo: Geometry) -> list[Dist]:
     rule = prim.per_device
     program: Program = rule if callable(rule) else gathered(prim)
-    return program(_geometry_of(out_avals, geo), args, list(out_avals), **params)
+    return program(geometry_of(out_avals, geo), args, list(out_avals), **params)
 
 
-def _geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
+def geometry_of(avals: Sequence[ArrayType], geo: Geometry) -> Geometry:
     """The geometry of the mesh the results live on (a program may move to
     another mesh over the same devices, as under ``use_abstract_mesh``)."""
     for a in avals:
@@ -491,6 +508,26 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
     return [read(v) for v in jaxpr.outvars]
 
 
+# A jaxpr's per-device evaluation as generated code, which
+# spec._src.api.codegen fills in: ``program(jaxpr, consts, args, geo)`` gives
+# exactly ``eval_jaxpr``'s result Dists, or None where the jaxpr is
+# interpreted.
+GeneratedHook = Callable[[Any, Sequence[Any], Sequence[Dist], Geometry], "list[Dist] | None"]
+generated_program: list[GeneratedHook | None] = [None]
+
+
+def run_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geometry
+              ) -> list[Dist]:
+    """``eval_jaxpr``, run by the jaxpr's generated per-device program where
+    there is one (the same values: SPEC.md 4.1b)."""
+    program = generated_program[0]
+    if program is not None:
+        outs = program(jaxpr, consts, args, geo)
+        if outs is not None:
+            return outs
+    return eval_jaxpr(jaxpr, consts, args, geo)
+
+
 _LIVENESS: dict[int, tuple[Any, list[bool]]] = {}
 
 
@@ -520,7 +557,7 @@ def from_value(x: Any, geo: Geometry) -> Dist:
         check_ref_layout(x.aval, geo)
         return Dist(x.aval, split_value(x._value, x.aval, geo))
     if isinstance(x, Array):
-        if x._shards is not None and _shards_follow_type(x):
+        if x._shards is not None and shards_follow_type(x):
             if len(x._shards) != geo.n:
                 raise ValueError(f"an array laid out over {len(x._shards)} devices was used "
                                  f"with a mesh of {geo.n} devices")
@@ -533,7 +570,7 @@ def from_value(x: Any, geo: Geometry) -> Dist:
     return Dist(aval, split_value(value, aval, geo))
 
 
-def _shards_follow_type(x: Any) -> bool:
+def shards_follow_type(x: Any) -> bool:
     """Whether an array's buffers are laid out as its type says (they are
     not when its placement splits over Auto axes, which types omit)."""
     placed = x._sharding
@@ -607,7 +644,9 @@ def to_ref(d: Dist, mesh: Any, geo: Geometry) -> Any:
     return hooks.eager_ref(whole, d.aval, placed)
 
 
-def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
+def to_array(d: Dist, mesh: Any, geo: Geometry, placed: Any = None) -> Any:
+    """An eager Array of ``d``'s value on ``mesh``, placed by its type
+    (``placed``: that placement, made before)."""
     if not geo.all_local and not mesh.empty:
         if is_plain(d.aval):  # every process holds the whole value
             out = Array._from_checked(d.any, d.aval, "per-device program")
@@ -617,7 +656,8 @@ def to_array(d: Dist, mesh: Any, geo: Geometry) -> Any:
         out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
     if d.aval.sharding is not None and not mesh.empty:
         out._shards = d.bufs
-        out._sharding = NamedSharding(mesh, d.aval.sharding.spec)
+        out._sharding = NamedSharding(mesh, d.aval.sharding.spec) if placed is None \
+            else placed
     return out
 
 
@@ -631,8 +671,21 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
+    return results_of(outs, mesh, geo)
+
+
+def results_of(outs: Sequence[Dist], mesh: Any, geo: Geometry) -> list[Any]:
+    """Eager results (Arrays, Refs) from per-device result Dists."""
     return [(to_ref if type(d.aval) is RefType else to_array)(
-        d, _concrete_for(d.aval, mesh), _geometry_of([d.aval], geo)) for d in outs]
+        d, _concrete_for(d.aval, mesh), geometry_of([d.aval], geo)) for d in outs]
+
+
+def arrays_of(outs: Sequence[Dist], mesh: Any, geo: Geometry, placements: Sequence[Any]
+              ) -> list[Any]:
+    """``results_of`` for array results, each placed by the given placement
+    (equal to the one its type gives: one made before, shared)."""
+    return [to_array(d, _concrete_for(d.aval, mesh), geometry_of([d.aval], geo), p)
+            for d, p in zip(outs, placements)]
 
 
 hooks.eager_on_mesh = eager  # EvalTrace's path for operands or results over a mesh
@@ -690,6 +743,8 @@ def concrete_mesh(args: Sequence[Any]) -> Any:
 
 
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",
-           "apply", "assemble", "backend", "eager", "eval_jaxpr", "from_value", "gathered",
-           "geometry", "local_shape", "new_ref_blocks", "own_blocks", "parts_of", "reshard",
-           "run_local", "split_value", "to_ref", "uniform", "writers"]
+           "apply", "arrays_of", "assemble", "backend", "eager", "eval_jaxpr", "from_value",
+           "gathered",
+           "geometry", "geometry_of", "local_shape", "new_ref_blocks", "own_blocks",
+           "parts_of", "reshard", "results_of", "run_jaxpr", "run_local",
+           "shards_follow_type", "split_value", "to_ref", "uniform", "writers"]

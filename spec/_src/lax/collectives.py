@@ -474,14 +474,22 @@ def bind_pvary(x: Any, axes: Sequence[Any]) -> Any:
     return pvary_p.bind(x, axes=_ordered(axes, get_abstract_mesh()))
 
 
+def _pvary_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType],
+                   **params: Any) -> list[S.Dist]:
+    """Each device's buffer as it is, typed as varying."""
+    return [S.Dist(out_avals[0], args[0].bufs)]
+
+
+setattr(_pvary_program, PD.LAYOUT_ATTR, "alias")  # generated code copies the names
+
+
 pvary_p = declare(
     "pvary", lowering=LC.identity,
     typing=_pvary_type, impl=lambda x, **p: [x], jvp=linear_jvp(),
     transpose=linear_transpose(_pvary_transpose), batch=vectorized(),
     sharding=lambda x, **p: [x.sharding],
     doc="Invariant to varying along manual axes: a free cast (types only).",
-    vma_rule=_pvary_vma,
-    per_device=lambda geo, args, out_avals, **params: [S.Dist(out_avals[0], args[0].bufs)])
+    vma_rule=_pvary_vma, per_device=_pvary_program)
 hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
 
 

@@ -1347,7 +1347,7 @@ def _cond(prim: Primitive) -> PD.Program:
         index, *ops = args
         # The index is replicated (scalar): every device takes the same branch.
         i = min(max(int(index.any), 0), len(branches) - 1)
-        outs = S.eval_jaxpr(branches[i], branches[i].consts, ops, geo)
+        outs = S.run_jaxpr(branches[i], branches[i].consts, ops, geo)
         return [Dist(a, o.bufs) for o, a in zip(outs, out_avals)]
     return program
 
@@ -1366,10 +1366,10 @@ def _while(prim: Primitive) -> PD.Program:
         bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
         carry = args[cond_nconsts + body_nconsts:]
         while True:
-            (pred,) = S.eval_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
+            (pred,) = S.run_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
             if not bool(pred.any):
                 return [Dist(a, c.bufs) for c, a in zip(carry, out_avals)]
-            carry = S.eval_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
+            carry = S.run_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
     return program
 
 

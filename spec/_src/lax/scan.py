@@ -1362,7 +1362,7 @@ def _scan(prim: Primitive) -> PD.Program:
         order = range(length - 1, -1, -1) if reverse else range(length)
         for i in order:
             x_i = [_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals)]
-            outs = S.eval_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
+            outs = S.run_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
             carry = outs[:nk]
             for slot, y in zip(ys, outs[nk:]):
                 for k in geo.local:

@@ -244,7 +244,7 @@ def _shard_map_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Arra
     g = _geometry(mesh, geo)
     blocks = [enter_block(x, spec, inner, mesh, g)
               for x, spec, inner in zip(args, in_specs, jaxpr.in_avals)]
-    outs = S.eval_jaxpr(jaxpr, jaxpr.consts, blocks, g)
+    outs = S.run_jaxpr(jaxpr, jaxpr.consts, blocks, g)
     return [leave_block(o, a, spec, mesh, g)
             for o, a, spec in zip(outs, out_avals, out_specs)]
 
