@@ -1,12 +1,13 @@
-"""Buffer donation against JAX run live on one CPU device
+"""Buffer donation against JAX run live on CPU devices
 (tests/support/twin.py): which donated arrays a jit call deletes (results of
 the same type, of as many elements and bytes, pruned and unread arguments,
 keyword arguments, pytrees, under vmap and grad, through an AOT-compiled
-call), JAX's UserWarning for donated buffers no result can use (and that it
-is given once per compiled program), JAX's errors for a deleted array read
-later, for one buffer passed twice to a call that takes it, and for
-donate_argnums/donate_argnames that do not fit the signature; the staged
-jit equation's ``donated_invars`` through vmap, jvp and grad."""
+call, committed to another device, laid out over an Explicit mesh), JAX's
+UserWarning for donated buffers no result can use (and that it is given once
+per compiled program), JAX's errors for a deleted array read later, for one
+buffer passed twice to a call that takes it, and for donate_argnums /
+donate_argnames that do not fit the signature; the staged jit equation's
+``donated_invars`` through vmap, jvp and grad."""
 
 from __future__ import annotations
 
@@ -107,6 +108,23 @@ try:
     jax.jit(pos_only, donate_argnames="a")
 except ValueError as e:
     out["errors"].append(str(e))
+# On several devices each buffer is one device's shard; with Explicit axes
+# the results' types give their layouts, and JAX pairs the shards itself.
+jax.config.update("jax_num_cpu_devices", 4)
+mesh = jax.make_mesh((4,), ("i",), axis_types=(jax.sharding.AxisType.Explicit,))
+split = jax.NamedSharding(mesh, jax.P("i"))
+def on_mesh(spec=jax.P("i")):
+    return jax.device_put(jnp.arange(8.0), jax.NamedSharding(mesh, spec))
+case("committed", lambda a: a + 1, [jax.device_put(fresh(), jax.devices()[1])],
+     donate_argnums=0)
+case("sharded", lambda a: a + 1, [on_mesh()], donate_argnums=0)
+case("replicated", lambda a: a * 2, [on_mesh(jax.P())], donate_argnums=0)
+case("sharded same bytes", lambda a: a.astype(i32), [on_mesh()], donate_argnums=0)
+case("sharded no result fits", lambda a: a.sum(), [on_mesh()], donate_argnums=0)
+case("sharded to replicated", lambda a: jax.reshard(a, jax.NamedSharding(mesh, jax.P())),
+     [on_mesh()], donate_argnums=0)
+record("sharded lower warns", lambda: jax.jit(lambda a: a.sum(), donate_argnums=0).lower(
+    on_mesh()) and 0)
 def jaxpr(f, *a, **k):
     return str(jax.make_jaxpr(f)(*a, **k))
 g = jax.jit(lambda a, b: a * b, donate_argnums=0)
@@ -124,7 +142,7 @@ _KEYS += ["errors", "jaxpr", "jaxpr argnames", "jaxpr vmap", "jaxpr jvp", "jaxpr
 
 @pytest.fixture(scope="module")
 def results() -> tuple[dict[str, Any], dict[str, Any]]:
-    return run_both(PROGRAM, devices=1)
+    return run_both(PROGRAM, devices=4)
 
 
 @pytest.mark.parametrize("key", _KEYS)
@@ -146,4 +164,4 @@ def test_cases_delete_and_warn(results: tuple[dict[str, Any], dict[str, Any]]) -
     assert any(got and got[0] == "RuntimeError" for got, _, _ in calls)
 
 
-prefetch(PROGRAM, devices=1)
+prefetch(PROGRAM, devices=4)

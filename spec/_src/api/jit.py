@@ -67,7 +67,7 @@ from spec._src.core.effects import running_compiled
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
-from spec._src.lowering.donation import donation_plan
+from spec._src.lowering.donation import donation_plan, partitioned_plan
 from spec._src.lowering.emitter import lower_jaxpr
 from spec._src.lowering.hlo_text import hlo_text
 from spec._src.core.sharding import extend_axis_env
@@ -470,8 +470,9 @@ class Traced:
     def lower(self) -> Lowered:
         # Lowering plans the donations (and warns of unusable ones) once per program.
         donated = self._jitted._donated(self._split)
-        if any(donated) and self._devices == 1:
-            donation_plan(self.jaxpr, donated, self._jitted._keep_unused, stacklevel=3)
+        if any(donated):
+            plan = donation_plan if self._devices == 1 else partitioned_plan
+            plan(self.jaxpr, donated, self._jitted._keep_unused, stacklevel=3)
         return Lowered(self)
 
 

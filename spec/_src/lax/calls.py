@@ -26,7 +26,7 @@ import numpy as np
 
 from spec._src.core.array import Array
 from spec._src.core.hitypes import is_high, raise_values
-from spec._src.lowering.donation import check_buffer_reuse, donation_plan
+from spec._src.lowering.donation import check_buffer_reuse, donation_plan, partitioned_plan
 from spec._src.lowering.emitter import jit_call
 from spec._src.interpreters import ad, batching, hi_lowering
 from spec._src.interpreters.batching import AxisData
@@ -656,21 +656,41 @@ class _CallPrimitive(Primitive):
 def _run_donating(trace: EvalTrace, prim: Primitive, args: Sequence[Any],
                   params: dict[str, Any]) -> list[Any]:
     """A compiled call with donated operands: the operands whose buffers
-    the call takes (``donation_plan``) are deleted once it has run. Arrays
-    laid out over a mesh keep their buffers (spec plans donation on one
-    device); NumPy arrays and scalars are copied in, so nothing is taken
-    from the caller."""
+    the call takes (``donation_plan``) are deleted once it has run. On
+    several devices each buffer is one device's shard; where the results'
+    types do not give their layouts, XLA alone pairs buffers (by bytes,
+    with the layouts the run gives the results). NumPy arrays and scalars
+    are copied in, so nothing is taken from the caller."""
     jaxpr: Jaxpr = params["jaxpr"]
-    plan = donation_plan(jaxpr, params["donated_invars"], bool(params.get("keep_unused")),
-                         stacklevel=6)
-    check_buffer_reuse(plan, args)
+    donated = params["donated_invars"]
+    keep = bool(params.get("keep_unused"))
+    laid_out = any(isinstance(x, Array) and x._sharding is not None for x in args) or any(
+        getattr(a, "sharding", None) is not None for a in jaxpr.in_avals)
+    plan = partitioned_plan(jaxpr, donated, keep, stacklevel=6) if laid_out else \
+        donation_plan(jaxpr, donated, keep, stacklevel=6)
+    if plan is not None:
+        check_buffer_reuse(plan, args)
     plain = dict(params, donated_invars=(False,) * len(args))
     outs = trace.process_primitive(prim, args, plain)
+    if plan is None:
+        plan = donation_plan(
+            jaxpr, donated, keep,
+            in_shapes=tuple(_buffer_shape(x, a) for x, a in zip(args, jaxpr.in_avals)),
+            out_shapes=tuple(_buffer_shape(o, v.aval) for o, v in zip(outs, jaxpr.outvars)),
+            by_xla=True)
     for i in plan.consumed:
         x = args[i]
-        if isinstance(x, Array) and x._shards is None:
+        if isinstance(x, Array):
             x.delete()
     return outs
+
+
+def _buffer_shape(x: Any, aval: Any) -> tuple[int, ...]:
+    """The shape of one device's buffer of ``x`` (of type ``aval``)."""
+    s = getattr(x, "_sharding", None) if isinstance(x, Array) else None
+    if s is None:
+        return tuple(aval.shape)
+    return tuple(s.shard_shape(tuple(aval.shape)))
 
 
 # Bodies retyped at the types of placed operands, per body and types.

@@ -28,6 +28,7 @@ import numpy as np
 
 from spec._src.core.errors import JaxRuntimeError
 from spec._src.core.interpreter import Jaxpr, Var, dce_jaxpr
+from spec._src.core.sharding import AxisType
 from spec._src.core.types import ArrayType
 from spec._src.lowering.effects import discharged, ordered_effects, ref_arguments
 
@@ -67,26 +68,56 @@ def compiled_program(jaxpr: Jaxpr, keep_unused: bool) -> tuple[Jaxpr, list[int]]
                  live.effects, live.consts), kept
 
 
-def shape_text(aval: ArrayType) -> str:
+def shape_text(aval: ArrayType, shape: Sequence[int] | None = None) -> str:
     """``float32[2,3]``: the type that decides which buffers match (a weak
     type matches a strong one; the warning marks it ``~``)."""
-    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
+    dims = aval.shape if shape is None else shape
+    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in dims)}]"
 
 
-def _size(aval: ArrayType) -> int:
-    return int(np.prod(aval.shape, dtype=np.int64))
+def local_shape(aval: ArrayType) -> tuple[int, ...]:
+    """The shape of one device's buffer of a value of type ``aval``: its
+    shard where the type lays it out over a mesh."""
+    s = getattr(aval, "sharding", None)
+    if s is None or s.mesh.empty:
+        return tuple(aval.shape)
+    return tuple(s.shard_shape(tuple(aval.shape)))
 
 
-def _nbytes(aval: ArrayType) -> int | None:
+def results_placed_by_types(jaxpr: Jaxpr) -> bool:
+    """Whether every result's type says how it is laid out (a sharding over a
+    mesh whose axes are all Explicit): only then does JAX pair donated
+    buffers with results itself when the program runs on several devices;
+    otherwise it hands every donated buffer to XLA."""
+    def explicit(aval: object) -> bool:
+        s = getattr(aval, "sharding", None)
+        return s is not None and not s.mesh.empty and all(
+            t == AxisType.Explicit for t in s.mesh.axis_types)
+    return all(explicit(v.aval) for v in jaxpr.outvars)
+
+
+def _size(shape: Sequence[int]) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _nbytes(aval: ArrayType, shape: Sequence[int]) -> int | None:
     try:
-        return _size(aval) * np.dtype(aval.dtype).itemsize
+        return _size(shape) * np.dtype(aval.dtype).itemsize
     except TypeError:  # an extended dtype: its buffers are not reused across types
         return None
 
 
-def _plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool
+Shapes = tuple[tuple[int, ...], ...]
+
+
+def _plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool,
+          in_shapes: Shapes | None, out_shapes: Shapes | None, by_xla: bool
           ) -> tuple[DonationPlan, list[str]]:
-    """The plan, and the shapes of the donated arguments no result can use."""
+    """The plan, and the types of the donated arguments no result can use.
+    ``in_shapes``/``out_shapes``: each argument's and result's buffer shape
+    on one device (their types' shapes when None); ``by_xla``: every
+    donated buffer is handed to XLA (a program on several devices whose
+    results' layouts its types do not give)."""
     ordered = ordered_effects(jaxpr)
     n_results = len(ordered) + len(jaxpr.outvars)
     # A ref argument's buffer goes to the result holding its final contents.
@@ -94,24 +125,30 @@ def _plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool
     program, kept = compiled_program(jaxpr, keep_unused)
     aliases = {kept.index(i): k for i, k in ref_aliases.items() if i in kept}
     flags = [bool(donated[i]) if i < len(donated) else False for i in kept]
+    ins = [(v.aval, tuple(v.aval.shape) if in_shapes is None else in_shapes[i])
+           for v, i in zip(program.invars, kept)]
+    outs = [(k + len(ordered), v.aval,
+             tuple(v.aval.shape) if out_shapes is None else out_shapes[k])
+            for k, v in enumerate(program.outvars)]
     taken = set(aliases.values())
-    outs = [(k + len(ordered), v.aval) for k, v in enumerate(program.outvars)]
     waiting = [i for i, d in enumerate(flags) if d and i not in aliases]
-    for k, aval in outs:
+    donors = []
+    if by_xla:
+        donors, waiting = waiting, []
+    for k, aval, shape in outs:
         if k in taken:
             continue
-        text = shape_text(aval)
-        match = next((i for i in waiting if shape_text(program.invars[i].aval) == text), None)
+        text = shape_text(aval, shape)
+        match = next((i for i in waiting if shape_text(*ins[i]) == text), None)
         if match is not None:
             aliases[match] = k
             taken.add(k)
             waiting.remove(match)
-    free = [(k, aval) for k, aval in outs if k not in taken]
+    free = [(k, aval, shape) for k, aval, shape in outs if k not in taken]
     by_size = list(free)
-    donors = []
     for i in list(waiting):
-        size = _size(program.invars[i].aval)
-        hit = next((pair for pair in by_size if _size(pair[1]) == size), None)
+        size = _size(ins[i][1])
+        hit = next((o for o in by_size if _size(o[2]) == size), None)
         if hit is not None:
             by_size.remove(hit)
             donors.append(i)
@@ -119,39 +156,54 @@ def _plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool
     # XLA reuses a donor for the first unaliased result of its byte size.
     reused = []
     open_donors = list(donors)
-    for _, aval in free:
-        nbytes = _nbytes(aval)
+    for _, aval, shape in free:
+        nbytes = _nbytes(aval, shape)
         donor = next((i for i in open_donors
-                      if nbytes is not None and _nbytes(program.invars[i].aval) == nbytes), None)
+                      if nbytes is not None and _nbytes(*ins[i]) == nbytes), None)
         if donor is not None:
             open_donors.remove(donor)
             reused.append(donor)
     consumed = frozenset(kept[i] for i in (*aliases, *reused) if flags[i])
     plan = DonationPlan(tuple(kept), aliases, frozenset(donors), consumed)
-    return plan, [("~" if getattr(a, "weak_type", False) else "") + shape_text(a)
-                  for a in (program.invars[i].aval for i in waiting)]
+    return plan, [("~" if getattr(ins[i][0], "weak_type", False) else "") + shape_text(*ins[i])
+                  for i in waiting]
 
 
-# Plans per program, donation flags and keep_unused: computed (and warned
-# about) once per compilation, as JAX warns when it compiles.
-_PLANS: weakref.WeakKeyDictionary[Jaxpr, dict[tuple[tuple[bool, ...], bool], DonationPlan]] = \
+# Plans per program, donation flags, keep_unused and buffer shapes: computed
+# (and warned about) once per compilation, as JAX warns when it compiles.
+_PlanKey = tuple[tuple[bool, ...], bool, "Shapes | None", "Shapes | None", bool]
+_PLANS: weakref.WeakKeyDictionary[Jaxpr, dict[_PlanKey, DonationPlan]] = \
     weakref.WeakKeyDictionary()
 
 
 def donation_plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool,
-                  stacklevel: int = 2) -> DonationPlan:
-    """The call's plan; the first time it is made, JAX's UserWarning for
-    donated arguments no result can use."""
-    key = (tuple(bool(d) for d in donated), keep_unused)
+                  stacklevel: int = 2, in_shapes: Shapes | None = None,
+                  out_shapes: Shapes | None = None, by_xla: bool = False) -> DonationPlan:
+    """The call's plan (``_plan``); the first time it is made, JAX's
+    UserWarning for donated arguments no result can use."""
+    key: _PlanKey = (tuple(bool(d) for d in donated), keep_unused, in_shapes, out_shapes,
+                     by_xla)
     known = _PLANS.setdefault(jaxpr, {})
     plan = known.get(key)
     if plan is None:
-        plan, unusable = _plan(jaxpr, donated, keep_unused)
+        plan, unusable = _plan(jaxpr, donated, keep_unused, in_shapes, out_shapes, by_xla)
         known[key] = plan
         if unusable:
             warnings.warn(f"Some donated buffers were not usable: {', '.join(unusable)}.\n"
                           f"See an explanation at {DONATION_URL}.", stacklevel=stacklevel + 1)
     return plan
+
+
+def partitioned_plan(jaxpr: Jaxpr, donated: Sequence[bool], keep_unused: bool,
+                     stacklevel: int = 2) -> DonationPlan | None:
+    """The plan of a program on several devices as its types give it (each
+    buffer one device's shard), or None where XLA alone decides (results
+    whose layouts the types do not give): then nothing is warned of."""
+    if not results_placed_by_types(jaxpr):
+        return None
+    return donation_plan(jaxpr, donated, keep_unused, stacklevel + 1,
+                         tuple(local_shape(a) for a in jaxpr.in_avals),
+                         tuple(local_shape(v.aval) for v in jaxpr.outvars))
 
 
 def check_buffer_reuse(plan: DonationPlan, operands: Sequence[object]) -> None:
