@@ -123,6 +123,11 @@ case("sharded same bytes", lambda a: a.astype(i32), [on_mesh()], donate_argnums=
 case("sharded no result fits", lambda a: a.sum(), [on_mesh()], donate_argnums=0)
 case("sharded to replicated", lambda a: jax.reshard(a, jax.NamedSharding(mesh, jax.P())),
      [on_mesh()], donate_argnums=0)
+here = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+there = jax.sharding.SingleDeviceSharding(jax.devices()[1])
+case("in_shardings in place", lambda a: a + 1, [fresh()], donate_argnums=0, in_shardings=here)
+case("in_shardings moved", lambda a: a + 1, [fresh()], donate_argnums=0, in_shardings=there)
+case("out_shardings", lambda a: a + 1, [fresh()], donate_argnums=0, out_shardings=here)
 record("sharded lower warns", lambda: jax.jit(lambda a: a.sum(), donate_argnums=0).lower(
     on_mesh()) and 0)
 def jaxpr(f, *a, **k):

@@ -154,11 +154,12 @@ record("jvp committed primal", lambda: [placements(jax.jvp(f, (jax.device_put(v,
 record("linearize host primal", lambda: jax.linearize(lambda a: a * 2, hv)[1](tv))
 def checked_jaxpr(f, *args):
     """The jaxpr, staged with jax_enable_checks (each equation type-checked)."""
+    before = jax.config.jax_enable_checks
     jax.config.update("jax_enable_checks", True)
     try:
         return str(jax.make_jaxpr(f)(*args))
     finally:
-        jax.config.update("jax_enable_checks", False)
+        jax.config.update("jax_enable_checks", before)
 record("jvp host primal staged", lambda: checked_jaxpr(
     lambda p, t: jax.jvp(lambda a: a * 2, (p,), (t,)), hv, tv))
 record("linearize wrong shape", lambda: jax.linearize(lambda a: a * 2, v)[1](jnp.ones(3)))

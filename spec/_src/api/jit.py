@@ -1223,14 +1223,27 @@ class PlacingJitted(Jitted):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if type(current_trace()) is not EvalTrace or config.jax_disable_jit:
             return super().__call__(*args, **kwargs)
+        given = args
         if self._in_shardings is not None:
             args = place_arguments(args, self._in_shardings, self._static_argnums)
         out = super().__call__(*args, **kwargs)
+        if given is not args and (self._donate_argnums or self._donate_argnames):
+            _donate_unmoved(given, args)
         return out if self._out_shardings is None else place_results(out, self._out_shardings)
 
     def _staged_shardings(self, split: _Split, out_tree: Any) -> tuple[list[Any], list[Any]]:
         return staged_shardings(split.dyn_treedef, self._in_shardings, out_tree,
                                 self._out_shardings)
+
+
+def _donate_unmoved(given: Sequence[Any], placed: Sequence[Any]) -> None:
+    """An argument in_shardings placed where it already was is passed as its
+    own buffer: when the call takes the placed one, the given one is gone
+    too (one moved elsewhere was a copy, and stays)."""
+    for x, y in zip(tree_util.tree_leaves(list(given)), tree_util.tree_leaves(list(placed))):
+        if x is not y and isinstance(x, Array) and isinstance(y, Array) and y.is_deleted() \
+                and not x.is_deleted() and x.sharding == y.sharding:
+            x.delete()
 
 
 # ----------------------------------------------------------------- make_jaxpr
