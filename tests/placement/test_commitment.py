@@ -1,7 +1,8 @@
 """Placement and commitment against JAX run live on four CPU devices
 (tests/support/twin.py): which device a result lives on and whether it is
 committed, ``jax.default_device`` and the ``jax_default_device`` flag,
-``device_put`` of pytrees with prefix placements, and the ValueError (its
+``device_put`` of pytrees with prefix placements, eager ``device_put`` under
+jvp, vmap, grad and vjp, and the ValueError (its
 whole message) when committed arrays on different devices (or meshes of one
 shape over different devices) meet, eager and under jit; arrays' sizes on
 their devices."""
@@ -57,6 +58,18 @@ CASES = {
   "jit mixed": lambda: jax.jit(lambda a, b: a + b)(y, x),
   "jit static": lambda: jax.jit(lambda a, b: a + b, static_argnums=0)(1, y),
   "jit unused": lambda: jax.jit(lambda a, b, c: a + b)(x, y, w),
+  "jvp put": lambda: jax.jvp(lambda a: jax.device_put(a, d[1]) * 2, (x,), (x,)),
+  "jvp put committed": lambda: jax.jvp(lambda a: jax.device_put(a, d[3]), (y,), (y,)),
+  "jvp put none": lambda: jax.jvp(lambda a: jax.device_put(a), (x,), (x,)),
+  "vmap put": lambda: jax.vmap(lambda a: jax.device_put(a, d[1]))(x),
+  "vmap put sharding": lambda: jax.vmap(lambda a: jax.device_put(
+      a, jax.sharding.SingleDeviceSharding(d[3])))(x),
+  "vmap put none": lambda: jax.vmap(lambda a: jax.device_put(a))(y),
+  "vmap put closed": lambda: jax.vmap(lambda a: jax.device_put(x, d[1]) + a)(x),
+  "grad put": lambda: jax.grad(lambda a: jax.device_put(a, d[1]).sum())(x),
+  "vjp put": lambda: jax.vjp(lambda a: jax.device_put(a, d[1]), x)[1](x),
+  "linearize put": lambda: jax.linearize(lambda a: jax.device_put(a, d[2]), x)[0],
+  "conflict vmap put": lambda: jax.vmap(lambda a: jax.device_put(a, d[1]))(x) + w,
   "zeros device": lambda: jnp.zeros(2, device=d[1]),
   "asarray keeps": lambda: jnp.asarray(y),
   "conflict op": lambda: y + w,

@@ -152,6 +152,16 @@ record("jvp host primal in jit", lambda: placements(jax.jit(
 record("jvp committed primal", lambda: [placements(jax.jvp(f, (jax.device_put(v, d1),), (tv,)))
                                         for f in (lambda a: a * 2, lambda a: jax.lax.mul(a, 2.))])
 record("linearize host primal", lambda: jax.linearize(lambda a: a * 2, hv)[1](tv))
+def checked_jaxpr(f, *args):
+    """The jaxpr, staged with jax_enable_checks (each equation type-checked)."""
+    before = jax.config.jax_enable_checks
+    jax.config.update("jax_enable_checks", True)
+    try:
+        return str(jax.make_jaxpr(f)(*args))
+    finally:
+        jax.config.update("jax_enable_checks", before)
+record("jvp host primal staged", lambda: checked_jaxpr(
+    lambda p, t: jax.jvp(lambda a: a * 2, (p,), (t,)), hv, tv))
 record("linearize wrong shape", lambda: jax.linearize(lambda a: a * 2, v)[1](jnp.ones(3)))
 record("linearize wrong tree", lambda: jax.linearize(lambda a: a * 2, v)[1](v, v))
 # Cotangents live where their primals do.
@@ -190,6 +200,21 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 def test_as_jax(results: tuple[dict[str, Any], dict[str, Any]], name: str) -> None:
     ours, theirs = results
     assert ours[name] == theirs[name]
+
+
+def test_staged_tangent_move_is_typed(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    """A device tangent of a host primal entering a jnp function (a jit in
+    JAX): JAX's jaxpr inlines the body traced with a host tangent onto the
+    device variable (``d:f32<host>[8] = mul b 2.0`` with ``b:f32[8]``),
+    which JAX's own checker rejects; spec's moves the tangent with a
+    ``device_put`` equation, and its jaxpr type-checks."""
+    ours, theirs = results
+    name, message = theirs["jvp host primal staged"]
+    assert name == "JaxprTypeError" and "inconsistently typed as f32[8]" in message
+    assert "d:f32<host>[8] = mul b 2.0:f32[]" in message
+    text = ours["jvp host primal staged"]
+    assert isinstance(text, str) and "device_put" in text
+    assert "mul c 2.0:f32[]" in text and "c:f32<host>[8] = device_put" in text
 
 
 @pytest.mark.parametrize("name", ["lowered jit shardings", "lowered nested jit shardings",

@@ -68,6 +68,7 @@ from spec._src.core.effects import running_compiled
 from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
+from spec._src.lowering.donation import donation_plan, partitioned_plan
 from spec._src.lowering.emitter import lower_jaxpr
 from spec._src.lowering.hlo_text import hlo_text
 from spec._src.core.sharding import extend_axis_env
@@ -306,18 +307,32 @@ def _leaf_arg_names(fun: Callable[..., Any], split: _Split) -> list[str]:
     return names
 
 
-def _check_committed(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr, skip: int
-                     ) -> list[Any]:
-    """Committed arguments the program reads must live on one device.
-    Arguments it never reads are pruned, as JAX prunes them: they come back
-    uncommitted, so that they place nothing."""
+def _check_committed(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr, skip: int,
+                     keep_unused: bool) -> list[Any]:
+    """Committed arguments the program reads must live on one device, and
+    none may be deleted. Arguments it never reads are pruned (unless
+    ``keep_unused``), as JAX prunes them: they come back uncommitted, so
+    that they place nothing, and a deleted one is never looked at."""
     read = _read_invars(jaxpr)[skip:skip + len(split.leaves)]
+    if keep_unused:
+        read = [True] * len(read)
+    for x, r in zip(split.leaves, read):
+        if r and type(x) is Array:
+            x.check_not_deleted()
     names = _leaf_arg_names(fun, split)
     used = [(x, n) for x, n, r in zip(split.leaves, names, read) if r]
     qualname = getattr(fun, "__qualname__", _fun_name(fun))
     committed_device([x for x, _ in used], [n for _, n in used], qualname)
     return [x if r or type(x) is not Array or x._sharding is not None
-            else placed_on(x, None, False) for x, r in zip(split.leaves, read)]
+            else _pruned(x) for x, r in zip(split.leaves, read)]
+
+
+def _pruned(x: Array) -> Array:
+    """An argument the program never reads, as the call passes it: uncommitted
+    where it is, and a stand-in of its type where it was deleted."""
+    if x.is_deleted():
+        return from_numpy(np.zeros(x.shape, np.dtype(x.dtype)), x.aval.weak_type)
+    return placed_on(x, None, False)
 
 
 def _read_invars(jaxpr: Jaxpr) -> list[bool]:
@@ -391,18 +406,21 @@ def _hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any], list[Any]]:
 # ------------------------------------------------------------------------ jit
 
 
-def _donated_leaves(fun: Callable[..., Any], split: _Split, donate_argnums: tuple[int, ...]
-                    ) -> list[bool]:
-    """Whether each dynamic leaf belongs to a donated positional argument."""
-    if not donate_argnums:
+def _donated_leaves(fun: Callable[..., Any], split: _Split, donate_argnums: tuple[int, ...],
+                    donate_argnames: tuple[str, ...] = ()) -> list[bool]:
+    """Whether each dynamic leaf belongs to a donated argument: a
+    positional one by its position among all the arguments, a keyword one
+    by its name."""
+    if not donate_argnums and not donate_argnames:
         return [False] * len(split.leaves)
-    n = len(split.leaves) + len(split.static_args)
-    donated = {i + n if i < 0 else i for i in donate_argnums}
     statics = {i for i, _ in split.static_args}
+    args_tree, _ = tree_util.treedef_children(split.dyn_treedef)
+    n_dyn = len(tree_util.treedef_children(args_tree))
+    positions = [i for i in range(n_dyn + len(statics)) if i not in statics]
     tree = tree_util.tree_unflatten(split.dyn_treedef, list(split.leaves))
     paths = [path for path, _ in tree_util.tree_flatten_with_path(tree)[0]]
-    dynamic = [i for i in range(n + len(donated)) if i not in statics]
-    return [where.idx == 0 and dynamic[key.idx] in donated for where, key, *_ in paths]
+    return [positions[key.idx] in donate_argnums if where.idx == 0
+            else key.key in donate_argnames for where, key, *_ in paths]
 
 
 class Traced:
@@ -442,7 +460,8 @@ class Traced:
 
     @property
     def args_info(self) -> Any:
-        donated = _donated_leaves(self._jitted._fun, self._split, self._jitted._donate_argnums)
+        donated = _donated_leaves(self._jitted._fun, self._split, self._jitted._donate_argnums,
+                                  self._jitted._donate_argnames)
         infos = [ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals, donated)]
         return tree_util.tree_unflatten(self._split.dyn_treedef, infos)
 
@@ -452,6 +471,11 @@ class Traced:
         return python_text(self)
 
     def lower(self) -> Lowered:
+        # Lowering plans the donations (and warns of unusable ones) once per program.
+        donated = self._jitted._donated(self._split)
+        if any(donated):
+            plan = donation_plan if self._devices == 1 else partitioned_plan
+            plan(self.jaxpr, donated, self._jitted._keep_unused, stacklevel=3)
         return Lowered(self)
 
 
@@ -477,8 +501,7 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
                        arg_placements=[p or _placement(x) for x, p in
                                        zip(traced._split.leaves, traced._in_placed)],
                        result_placements=traced._out_placed,
-                       donated=_donated_leaves(traced._jitted._fun, traced._split,
-                                               traced._jitted._donate_argnums),
+                       donated=list(traced._jitted._donated(traced._split)),
                        keep_unused=traced._jitted._keep_unused)
 
 
@@ -697,7 +720,7 @@ class Compiled(_Stage):
         split = self._traced._split
         jitted = self._traced._jitted
         return CompiledMemoryStats(self._traced.jaxpr,
-                                   _donated_leaves(jitted._fun, split, jitted._donate_argnums))
+                                   jitted._donated(split))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         split = self._traced._split
@@ -748,9 +771,10 @@ class Jitted:
     """A jit-wrapped function (``PjitFunction`` in JAX)."""
 
     def __init__(self, fun: Callable[..., Any], static_argnums: tuple[int, ...],
-                 static_argnames: tuple[str, ...], donate_argnums: tuple[int, ...],
+                 static_argnames: tuple[str, ...], donate_argnums: int | Sequence[int] | None,
                  keep_unused: bool, inline: bool,
-                 compiler_options: tuple[tuple[str, Any], ...] = ()) -> None:
+                 compiler_options: tuple[tuple[str, Any], ...] = (),
+                 donate_argnames: str | Sequence[str] | None = None) -> None:
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
         # Copy the wrapped function's name, doc and __dict__ first: that dict
@@ -761,20 +785,21 @@ class Jitted:
         self._fun = fun
         self._static_argnums, self._static_argnames = _infer_statics(
             fun, static_argnums, static_argnames)
-        _check_donations(fun, donate_argnums)
-        self._donate_argnums = donate_argnums
+        self._donate_argnums, self._donate_argnames = _resolve_donations(
+            fun, donate_argnums, donate_argnames, self._static_argnames)
         self._keep_unused = keep_unused
         self._inline = inline
         self._cache = _cache_for(fun)
-        self._options = (self._static_argnums, self._static_argnames, donate_argnums,
-                         keep_unused, inline)
+        self._options = (self._static_argnums, self._static_argnames, self._donate_argnums,
+                         self._donate_argnames, keep_unused, inline)
         self._compiler_options = compiler_options
         self._options_ok = not compiler_options
         # The common call (positional arrays, no statics or compiler
         # options) repeats with the same argument types: the last such
         # call's program answers it without rebuilding the cache key.
         self._fast_ok = not compiler_options and not self._static_argnums \
-            and not self._static_argnames
+            and not self._static_argnames and not self._donate_argnums \
+            and not self._donate_argnames
         self._last: _LastCall | _MeshCall | None = None
 
     def __repr__(self) -> str:
@@ -835,7 +860,8 @@ class Jitted:
         _refuse_abstract_leaves(self._fun, split)
         if check_options and not self._options_ok:
             self._check_compiler_options()
-        if not tracer_consts and not refs:
+        donated = self._donated(split)
+        if not tracer_consts and not refs and not any(donated):
             generated = _run_generated(jaxpr, split.leaves)
             if generated is not None:
                 if self._fast_ok and not kwargs:
@@ -843,9 +869,10 @@ class Jitted:
                 return tree_util.tree_unflatten(out_tree, generated)
         leaves = split.leaves
         if any(is_committed(x) for x in leaves):
-            leaves = _check_committed(self._fun, split, jaxpr, len(tracer_consts))
+            leaves = _check_committed(self._fun, split, jaxpr, len(tracer_consts),
+                                      self._keep_unused)
         operands = [*tracer_consts, *leaves, *refs]
-        donated = (tuple(False for _ in tracer_consts) + self._donated(split)
+        donated = (tuple(False for _ in tracer_consts) + donated
                    + tuple(False for _ in refs))
         params = dict(jaxpr=jaxpr, name=_fun_name(self._fun), donated_invars=donated,
                       inline=self._inline, keep_unused=self._keep_unused,
@@ -881,7 +908,12 @@ class Jitted:
         return unspecified(len(split.leaves)), unspecified(out_tree.num_leaves)
 
     def _donated(self, split: _Split) -> tuple[bool, ...]:
-        return tuple(False for _ in split.leaves)  # accepted; spec never aliases buffers
+        """Whether each argument leaf is donated (none while NaNs are
+        checked: the check may run the program again on them)."""
+        if (not self._donate_argnums and not self._donate_argnames) or nan_checks.active():
+            return tuple(False for _ in split.leaves)
+        return tuple(_donated_leaves(self._fun, split, self._donate_argnums,
+                                     self._donate_argnames))
 
     def trace(self, *args: Any, **kwargs: Any) -> Traced:
         split = self._split(args, kwargs)
@@ -1177,19 +1209,52 @@ def _infer_statics(fun: Callable[..., Any], argnums: tuple[int, ...], argnames: 
     return tuple(sorted(nums)), tuple(sorted(names))
 
 
-def _check_donations(fun: Callable[..., Any], donate_argnums: tuple[int, ...]) -> None:
-    """Donated argnums must be positions the function accepts."""
+def _resolve_donations(fun: Callable[..., Any], argnums: int | Sequence[int] | None,
+                       argnames: str | Sequence[str] | None, static_argnames: tuple[str, ...]
+                       ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The donated positions and names, each completed from the other by
+    the signature when only one is given (a keyword call of a parameter
+    donated by position is donated too), checked against the signature;
+    negative positions counted from the last positional parameter."""
+    nums = _normalize_argnums(argnums)
+    names = _normalize_argnames(argnames)
     try:
-        params = list(inspect.signature(fun).parameters.values())
+        sig = inspect.signature(fun)
     except (TypeError, ValueError):
-        return
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
-        return
-    n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-    bad = [i for i in donate_argnums if not -n <= i < n]
-    if bad:
-        raise ValueError(f"jit: donate_argnums={donate_argnums} names positions {bad}, but "
-                         f"the function accepts only {n} positional arguments.")
+        if argnames is not None:
+            raise ValueError(f"Getting the signature of function {fun} failed. Pass "
+                             "donate_argnums instead of donate_argnames.") from None
+        return nums, ()
+    params = list(sig.parameters.values())
+    either = [p.kind == p.POSITIONAL_OR_KEYWORD for p in params]
+    if argnums is None and argnames is not None:
+        nums = tuple(i for i, p in enumerate(params) if either[i] and p.name in names)
+    elif argnames is None and argnums is not None:
+        n = len(params)
+        names = tuple(p.name for i, p in enumerate(params)
+                      if either[i] and (i in nums or i - n in nums))
+    var_positional = any(p.kind == p.VAR_POSITIONAL for p in params)
+    n_pos = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    if not var_positional and nums and (-min(nums) > n_pos or max(nums) >= n_pos):
+        raise ValueError(f"Jitted function has donate_argnums={nums}, but only accepts "
+                         f"{n_pos} positional arguments.")
+    positional_only = {p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                            p.VAR_POSITIONAL)}
+    if bad := positional_only & set(names):
+        raise ValueError(f"Jitted function has invalid argnames {bad} in donate_argnames. "
+                         "These are positional-only")
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        keywordable = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                            p.KEYWORD_ONLY)}
+        if bad := set(names) - keywordable:
+            raise ValueError(f"Jitted function has invalid argnames {bad} in "
+                             "donate_argnames. Function does not take these args.")
+    if not var_positional and n_pos > 0:
+        nums = tuple(i % n_pos if i < 0 else i for i in nums)
+    if both := set(static_argnames) & set(names):
+        raise ValueError("static_argnames and donate_argnames cannot intersect. Argument "
+                         f"names {both} appear in both static_argnames and donate_argnames")
+    return nums, names
 
 
 def _check_argnums_exist(params: list[inspect.Parameter], positional: list[str],
@@ -1224,10 +1289,10 @@ def jit(fun: Callable[..., Any] | None = None, *, in_shardings: Any = None,
         if in_shardings is not None or out_shardings is not None:
             return PlacingJitted(f, _normalize_argnums(static_argnums),
                                  _normalize_argnames(static_argnames),
-                                 _normalize_argnums(donate_argnums), keep_unused, inline,
-                                 options, shardings=(in_shardings, out_shardings))
+                                 donate_argnums, keep_unused, inline, options, donate_argnames,
+                                 shardings=(in_shardings, out_shardings))
         return Jitted(f, _normalize_argnums(static_argnums), _normalize_argnames(static_argnames),
-                      _normalize_argnums(donate_argnums), keep_unused, inline, options)
+                      donate_argnums, keep_unused, inline, options, donate_argnames)
     return wrap if fun is None else wrap(fun)
 
 
@@ -1244,14 +1309,27 @@ class PlacingJitted(Jitted):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if type(current_trace()) is not EvalTrace or config.jax_disable_jit:
             return super().__call__(*args, **kwargs)
+        given = args
         if self._in_shardings is not None:
             args = place_arguments(args, self._in_shardings, self._static_argnums)
         out = super().__call__(*args, **kwargs)
+        if given is not args and (self._donate_argnums or self._donate_argnames):
+            _donate_unmoved(given, args)
         return out if self._out_shardings is None else place_results(out, self._out_shardings)
 
     def _staged_shardings(self, split: _Split, out_tree: Any) -> tuple[list[Any], list[Any]]:
         return staged_shardings(split.dyn_treedef, self._in_shardings, out_tree,
                                 self._out_shardings)
+
+
+def _donate_unmoved(given: Sequence[Any], placed: Sequence[Any]) -> None:
+    """An argument in_shardings placed where it already was is passed as its
+    own buffer: when the call takes the placed one, the given one is gone
+    too (one moved elsewhere was a copy, and stays)."""
+    for x, y in zip(tree_util.tree_leaves(list(given)), tree_util.tree_leaves(list(placed))):
+        if x is not y and isinstance(x, Array) and isinstance(y, Array) and y.is_deleted() \
+                and not x.is_deleted() and x.sharding == y.sharding:
+            x.delete()
 
 
 # ----------------------------------------------------------------- make_jaxpr

@@ -43,7 +43,13 @@ from spec._src.core.types import (
     refuse_jax_array,
 )
 from spec._src.interpreters import spmd as _spmd
-from spec._src.lax.reshard import ArrayCopySemantics, device_put_p, full_spec, place
+from spec._src.lax.reshard import (
+    ArrayCopySemantics,
+    device_put_p,
+    full_spec,
+    place,
+    register_eager_put,
+)
 from spec._src.numpy.creation import asarray
 from spec._src.api.vmap import _prefix_errors as prefix_errors
 from spec._src.core.array import Array, placed_on
@@ -406,6 +412,20 @@ def _put_leaf(leaf: Any, placement: Any) -> Any:
         arr = Array._from_checked(np.asarray(arr), ArrayType(arr.shape, arr.dtype,
                                                              arr.weak_type), "device_put")
     return _in_memory_of(placed_on(arr, placement, True), kind)
+
+
+def _put_operand(x: Any, placement: Any, space: MemorySpace) -> Any:
+    """An eager ``device_put`` equation's result (one reached under a
+    transformation): placed as ``jax.device_put`` places a concrete array,
+    in the memory the equation's type names (a cotangent moved back to a
+    device sharding leaves host memory)."""
+    out = _put_leaf(x, placement)
+    if isinstance(out, Array) and out.aval.memory_space is not space:
+        return _to_memory(out, space)
+    return out
+
+
+register_eager_put(_put_operand)
 
 
 def _in_memory_of(arr: Any, kind: str | None) -> Any:

@@ -24,7 +24,9 @@ import weakref
 
 import numpy as np
 
+from spec._src.core.array import Array
 from spec._src.core.hitypes import is_high, raise_values
+from spec._src.lowering.donation import check_buffer_reuse, donation_plan, partitioned_plan
 from spec._src.lowering.emitter import jit_call
 from spec._src.interpreters import ad, batching, hi_lowering
 from spec._src.interpreters.batching import AxisData
@@ -149,6 +151,18 @@ def _call_params(params: dict[str, Any], jaxpr: Jaxpr, by_autodiff: bool = False
                  ) -> dict[str, Any]:
     """The params of a derived call: same name and options, a new jaxpr."""
     return {**params, "jaxpr": jaxpr, "donated_invars": (False,) * len(jaxpr.invars)}
+
+
+def _donating(params: dict[str, Any], flags: Sequence[bool]) -> dict[str, Any]:
+    """A derived call's params donating the operands ``flags`` names (a
+    call primitive without donation is left as it is)."""
+    if "donated_invars" not in params:
+        return params
+    return {**params, "donated_invars": tuple(bool(f) for f in flags)}
+
+
+def _donations_of(params: dict[str, Any], n: int) -> list[bool]:
+    return list(params.get("donated_invars", ())) or [False] * n
 
 
 def _evaluator(jaxpr: Jaxpr) -> Any:
@@ -440,8 +454,10 @@ class CallRules:
         else:
             (new, out_nonzero), n_sres = ad.jvp_jaxpr(jaxpr, nonzero), 0
         ins_s, outs_s = CS.shardings_of(params, len(primals), n_out)
+        donated = _donations_of(params, len(primals))
         derived = CS.with_shardings(
-            self.derive(params, new, False), [*ins_s, *CS.kept(ins_s, nonzero)],
+            _donating(self.derive(params, new, False), [*donated, *CS.kept(donated, nonzero)]),
+            [*ins_s, *CS.kept(ins_s, nonzero)],
             [*outs_s, *CS.unspecified(n_sres), *CS.kept(outs_s, out_nonzero)])
         outs = self.prim.bind(*operands, **derived)
         if n_sres:
@@ -474,7 +490,8 @@ class CallRules:
                 primal_jaxpr, outvars=[v for v, r in zip(primal_jaxpr.outvars, returned) if r],
                 _plan=None)
         primal_params = CS.with_shardings(
-            self.derive(params, primal_jaxpr, False), ins_s,
+            _donating(self.derive(params, primal_jaxpr, False),
+                      _donations_of(params, len(primals))), ins_s,
             [*CS.kept(outs_s, returned[:n_out]),
              *CS.unspecified(len(split.primal_jaxpr.outvars) - n_out)])
         with set_current_trace(trace.parent):
@@ -559,12 +576,15 @@ class CallRules:
                 _plan=None)
         ins_s, outs_s = CS.shardings_of(eqn.params, len(eqn.invars), len(eqn.outvars))
         known_outs = [not u for u in split.out_unknowns]
+        donated = _donations_of(eqn.params, len(eqn.invars))
         known_params = CS.with_shardings(
-            self.derive(eqn.params, known_jaxpr, False),
+            _donating(self.derive(eqn.params, known_jaxpr, False),
+                      CS.kept(donated, [not u for u in ins_unknown])),
             CS.kept(ins_s, [not u for u in ins_unknown]),
             [*CS.kept(outs_s, known_outs), *CS.unspecified(len(returned))])
         unknown_params = CS.with_shardings(
-            self.derive(eqn.params, split.unknown, False),
+            _donating(self.derive(eqn.params, split.unknown, False),
+                      [*[False] * split.num_res, *CS.kept(donated, ins_unknown)]),
             [*CS.unspecified(split.num_res), *CS.kept(ins_s, ins_unknown)],
             CS.kept(outs_s, split.out_unknowns))
         known = eqn.replace(invars=known_in, outvars=[*known_outvars, *new_res],
@@ -583,7 +603,7 @@ class CallRules:
         new, out_dims = _derived(jaxpr, ("batch", axis, tuple(dims)), derive)
         ins_s, outs_s = CS.shardings_of(params, len(args), len(jaxpr.outvars))
         derived = CS.with_shardings(
-            self.derive(params, new, False),
+            _donating(self.derive(params, new, False), _donations_of(params, len(args))),
             [CS.batched(s, d, a, axis.spmd_name)
              for s, d, a in zip(ins_s, dims, new.in_avals)],
             [CS.batched(s, d, a, axis.spmd_name)
@@ -620,6 +640,9 @@ class _CallPrimitive(Primitive):
 
     def evaluate_eagerly(self, trace: EvalTrace, args: Sequence[Any], params: dict[str, Any]
                          ) -> list[Any] | None:
+        donated = params.get("donated_invars", ())
+        if any(donated):
+            return _run_donating(trace, self, args, params)
         placement = CS.eager_placement()
         if placement is None or not CS.carries(params):
             return None
@@ -628,6 +651,46 @@ class _CallPrimitive(Primitive):
         plain["jaxpr"] = _at_types(params["jaxpr"], [canonical_aval_of(x) for x in operands])
         outs = trace.process_primitive(self, operands, plain)
         return placement.results(outs, params[CS.OUT])
+
+
+def _run_donating(trace: EvalTrace, prim: Primitive, args: Sequence[Any],
+                  params: dict[str, Any]) -> list[Any]:
+    """A compiled call with donated operands: the operands whose buffers
+    the call takes (``donation_plan``) are deleted once it has run. On
+    several devices each buffer is one device's shard; where the results'
+    types do not give their layouts, XLA alone pairs buffers (by bytes,
+    with the layouts the run gives the results). NumPy arrays and scalars
+    are copied in, so nothing is taken from the caller."""
+    jaxpr: Jaxpr = params["jaxpr"]
+    donated = params["donated_invars"]
+    keep = bool(params.get("keep_unused"))
+    laid_out = any(isinstance(x, Array) and x._sharding is not None for x in args) or any(
+        getattr(a, "sharding", None) is not None for a in jaxpr.in_avals)
+    plan = partitioned_plan(jaxpr, donated, keep, stacklevel=6) if laid_out else \
+        donation_plan(jaxpr, donated, keep, stacklevel=6)
+    if plan is not None:
+        check_buffer_reuse(plan, args)
+    plain = dict(params, donated_invars=(False,) * len(args))
+    outs = trace.process_primitive(prim, args, plain)
+    if plan is None:
+        plan = donation_plan(
+            jaxpr, donated, keep,
+            in_shapes=tuple(_buffer_shape(x, a) for x, a in zip(args, jaxpr.in_avals)),
+            out_shapes=tuple(_buffer_shape(o, v.aval) for o, v in zip(outs, jaxpr.outvars)),
+            by_xla=True)
+    for i in plan.consumed:
+        x = args[i]
+        if isinstance(x, Array):
+            x.delete()
+    return outs
+
+
+def _buffer_shape(x: Any, aval: Any) -> tuple[int, ...]:
+    """The shape of one device's buffer of ``x`` (of type ``aval``)."""
+    s = getattr(x, "_sharding", None) if isinstance(x, Array) else None
+    if s is None:
+        return tuple(aval.shape)
+    return tuple(s.shard_shape(tuple(aval.shape)))
 
 
 # Bodies retyped at the types of placed operands, per body and types.

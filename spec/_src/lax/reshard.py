@@ -10,6 +10,7 @@ all-to-all) and sliced; casts to or from reduced are free.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from spec._src.interpreters.ad_util import (
 from spec._src.core.interpreter import pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
-from spec._src.core.registry import declare
+from spec._src.core.registry import declare, declaring
 from spec._src.core.sharding import UnreducedKind
 from spec._src.core.types import ArrayType, MemorySpace, memory_space_of_kind
 from spec._src.core.hitypes import HiPspec, is_high, lo_types, lower_value, raise_values
@@ -263,7 +264,32 @@ def _device_put_lowering(ctx: Any, operands: Any, in_avals: Any, out_avals: Any,
     return list(operands)
 
 
-device_put_p = declare(
+# Evaluated eagerly (under jvp, vmap or grad, outside jit) ``device_put``
+# places each operand as ``jax.device_put`` does on a concrete array:
+# committed to the device or sharding it names. The API layer, which places
+# arrays, installs that placement (spec/_src/backends/devices.py).
+# The placement is given each operand, its placement and the memory space
+# the equation's typing puts it in.
+_EAGER_PUT: list[Callable[[Any, Any, MemorySpace], Any]] = []
+
+
+def register_eager_put(put: Callable[[Any, Any, MemorySpace], Any]) -> None:
+    _EAGER_PUT[:] = [put]
+
+
+class _DevicePutPrimitive(Primitive):
+    evaluates_eagerly = True
+
+    def evaluate_eagerly(self, trace: Any, args: Sequence[Any], params: dict[str, Any]
+                         ) -> list[Any] | None:
+        if not _EAGER_PUT:
+            return None
+        put = _EAGER_PUT[0]
+        return [put(x, d, placed_type(canonical_aval_of(x), d).memory_space)
+                for x, d in zip(args, params["devices"])]
+
+
+device_put_p = declaring(_DevicePutPrimitive)(
     "device_put", typing=_device_put_type, impl=_device_put_impl, multiple_results=True,
     sharding=_device_put_sharding, jvp=linear_jvp(), transpose=_device_put_transpose,
     batch=_device_put_batch, lowering=_device_put_lowering,

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var, dce_jaxpr
+from spec._src.core.interpreter import Eqn, Jaxpr, Literal, Var
 from spec._src.core.prng import U32, is_key_dtype
 from spec._src.core.source_info import traced_context
 from spec._src.core.tokens import is_token_type
@@ -25,6 +24,7 @@ from spec._src.lowering.effects import (
     ordered_effects,
     ref_arguments,
 )
+from spec._src.lowering.donation import compiled_program, donation_plan
 from spec._src.lowering.frontend_attributes import ambient, attach
 from spec._src.lowering.module import ModuleState
 from spec._src.lowering.sharding import (
@@ -538,55 +538,6 @@ def _keys_left_open(ctx: LoweringContext, value: str, aval: ArrayType) -> str:
     return ctx.line(f"sdy.sharding_constraint {value} {text} : {tensor_type(phys)}")
 
 
-def _read_inputs(jaxpr: Jaxpr) -> list[int]:
-    """The indices of the inputs an equation or the outputs read."""
-    read = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
-    for eqn in jaxpr.eqns:
-        read.update(id(a) for a in eqn.invars if isinstance(a, Var))
-    return [i for i, v in enumerate(jaxpr.invars) if id(v) in read]
-
-
-def _shape_text(aval: ArrayType) -> str:
-    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in aval.shape)}]"
-
-
-def _donations(jaxpr: Jaxpr, donated: Sequence[bool], aliases: dict[int, int],
-               first_result: int) -> tuple[dict[int, int], set[int]]:
-    """Where donated arguments go, as JAX sets up its aliases on one device:
-    each result, in order, takes the earliest donated argument of its shape
-    and dtype (``tf.aliasing_output``); a donated argument left over with as
-    many elements as a result nothing aliases is a buffer donor XLA may
-    reuse (``jax.buffer_donor``); any other is JAX's UserWarning "Some
-    donated buffers were not usable"."""
-    aliases = dict(aliases)
-    taken = set(aliases.values())
-    outs = [(k + first_result, v.aval) for k, v in enumerate(jaxpr.outvars)]
-    waiting = [i for i, d in enumerate(donated) if d and i not in aliases]
-    for k, aval in outs:
-        match = next((i for i in waiting if _shape_text(jaxpr.invars[i].aval) ==
-                      _shape_text(aval)), None)
-        if match is not None and k not in taken:
-            aliases[match] = k
-            taken.add(k)
-            waiting.remove(match)
-    free = [(k, aval) for k, aval in outs if k not in taken]
-    donors = set()
-    for i in list(waiting):
-        size = int(np.prod(jaxpr.invars[i].aval.shape, dtype=np.int64))
-        hit = next((pair for pair in free if int(np.prod(pair[1].shape, dtype=np.int64))
-                    == size), None)
-        if hit is not None:
-            free.remove(hit)
-            donors.add(i)
-            waiting.remove(i)
-    if waiting:
-        unused = ", ".join(_shape_text(jaxpr.invars[i].aval) for i in waiting)
-        warnings.warn(f"Some donated buffers were not usable: {unused}.\nSee an explanation at "
-                      "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation.",
-                      stacklevel=3)
-    return aliases, donors
-
-
 def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
                 arg_names: Sequence[str] | None = None,
                 result_names: Sequence[str] | None = None, num_partitions: int = 1,
@@ -611,7 +562,7 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     is its value, and its final contents are results after the program's
     own. Each ordered effect threads a ``!stablehlo.token`` from a first
     argument to a first result. ``donated`` arguments alias results or are
-    buffer donors (``_donations``). Without ``keep_unused`` the arguments
+    buffer donors (``donation_plan``). Without ``keep_unused`` the arguments
     nothing reads are left out (jit's default, as JAX lowers it)."""
     check_lowerable(closed_jaxpr)
     ordered = ordered_effects(closed_jaxpr)
@@ -620,17 +571,13 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     n_results = len(ordered) + len(closed_jaxpr.outvars)
     aliases = {i: n_results + k for k, i in enumerate(ref_arguments(closed_jaxpr))}
     # JAX's dead-code elimination before lowering, calls' unused results too.
-    closed_jaxpr = dce_jaxpr(discharged(closed_jaxpr))
+    original = closed_jaxpr
+    closed_jaxpr, kept = compiled_program(closed_jaxpr, keep_unused)
     if not keep_unused:
-        kept = _read_inputs(closed_jaxpr)
-        closed_jaxpr = Jaxpr(closed_jaxpr.constvars, [closed_jaxpr.invars[i] for i in kept],
-                             closed_jaxpr.outvars, closed_jaxpr.eqns, closed_jaxpr.effects,
-                             closed_jaxpr.consts)
         aliases = {kept.index(i): k for i, k in aliases.items() if i in kept}
         arg_names = None if arg_names is None else [arg_names[i] for i in kept]
         arg_placements = None if arg_placements is None else [
             arg_placements[i] for i in kept if i < len(arg_placements)]
-        donated = None if donated is None else [donated[i] for i in kept]
     top = f"jit({name})"
     ctx = LoweringContext(debug_info=debug_info, name_stack=top, location=location(top),
                           _eqn_stack=top)
@@ -643,9 +590,10 @@ def lower_jaxpr(closed_jaxpr: Jaxpr, name: str = "f", debug_info: bool = False,
     placed = list(result_placements or [])
     placed += [None] * (len(closed_jaxpr.outvars) - len(placed))
     kinds = names_memory_kinds(closed_jaxpr, [*placements, *placed])
-    donors: set[int] = set()
+    donors: frozenset[int] = frozenset()
     if donated is not None and num_partitions == 1:
-        aliases, donors = _donations(closed_jaxpr, donated, aliases, len(ordered))
+        plan = donation_plan(original, donated, keep_unused, stacklevel=3)
+        aliases, donors = plan.aliases, plan.donors
     arg_text = [f"{a}: {tensor_type(v.aval)}"
                 f"{arg_attr(ctx.module, v.aval, aliases.get(i), placed=placements[i],
                             kind=_arg_kind(kinds, placements[i]))}"
