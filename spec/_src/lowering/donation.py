@@ -72,7 +72,11 @@ def shape_text(aval: ArrayType, shape: Sequence[int] | None = None) -> str:
     """``float32[2,3]``: the type that decides which buffers match (a weak
     type matches a strong one; the warning marks it ``~``)."""
     dims = aval.shape if shape is None else shape
-    return f"{np.dtype(aval.dtype).name}[{','.join(str(d) for d in dims)}]"
+    try:
+        name = np.dtype(aval.dtype).name
+    except TypeError:  # an extended dtype (keys, tokens) prints its own name
+        name = str(aval.dtype)
+    return f"{name}[{','.join(str(d) for d in dims)}]"
 
 
 def local_shape(aval: ArrayType) -> tuple[int, ...]:
