@@ -724,10 +724,12 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
     refuse_jax_array(x)
     if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
         raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
-    if hasattr(x, "__array__"):
-        return canonical_value(np.asarray(x))
     if isinstance(x, ArrayType):  # a type where its value belongs
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    if hasattr(x, "__array__"):
+        # Another library's array (a real JAX array among them): only
+        # jnp.asarray and jnp.array convert one.
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.")
     raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
 
 
