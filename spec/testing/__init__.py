@@ -117,8 +117,9 @@ def check_impl_matches_typing(prim: Primitive, *operands: Any, **params: Any) ->
 
 # Each op is its source text (``{0}``, ``{1}`` its operands): an expression, or statements
 # that assign ``{out}``. Programs hold float32 values only (an op may pass through
-# integers inside), so every op is well typed once its shape rule accepts the operands'
-# shapes. ``jax`` and ``lax`` in the text are the library whose ``numpy`` runs the program.
+# integers, booleans, half floats or complex values inside), so every op is well typed
+# once its shape rule accepts the operands' shapes. ``jax`` and ``lax`` in the text are
+# the library whose ``numpy`` runs the program.
 _SOURCE: dict[str, str] = {
     # elementwise and reductions
     "sin": "jnp.sin({0})", "cos": "jnp.cos({0})", "tanh": "jnp.tanh({0})",
@@ -151,6 +152,39 @@ _SOURCE: dict[str, str] = {
     "uniform_fold": "{0} * jax.random.uniform(jax.random.fold_in(jax.random.key(1), 3), "
                     "{0}.shape)",
     "ref_accumulate": "ref = jax.new_ref({0})\nref[...] += {0} * 0.5\n{out} = ref[...]",
+    # convolutions (a fixed kernel), on a matrix (height, width) or (channels, width)
+    "conv2d_same": "{out} = lax.conv_general_dilated({0}[None, None], "
+                   "jnp.array([[[[0.5, -1.0], [0.25, 2.0]]]]), (1, 1), 'SAME')[0, 0]",
+    "conv1d_strided": "w = jnp.cos(jnp.arange(6.0 * {0}.shape[0])).reshape(2, {0}.shape[0], 3)\n"
+                      "{out} = lax.conv_general_dilated({0}[None], w, (2,), [(1, 1)],\n"
+                      "    rhs_dilation=(1,))[0]",
+    # linear algebra on a well-conditioned symmetric positive definite matrix made from a
+    # matrix (m, n): its Gram matrix plus a diagonal 1..m scaled past twice its norm, so
+    # that the eigenvalues are distinct and the condition number at most about m
+    "cholesky_spd": "g = {0} @ {0}.T + jnp.diag(jnp.arange(1.0, {0}.shape[0] + 1)) * (\n"
+                    "    1 + 2 * jnp.sum({0} * {0}))\n{out} = jnp.linalg.cholesky(g)",
+    "qr_spd": "g = {0} @ {0}.T + jnp.diag(jnp.arange(1.0, {0}.shape[0] + 1)) * (\n"
+              "    1 + 2 * jnp.sum({0} * {0}))\nq, r = jnp.linalg.qr(g)\n{out} = q + r",
+    "solve_tril": "g = {0} @ {0}.T + jnp.diag(jnp.arange(1.0, {0}.shape[0] + 1)) * (\n"
+                  "    1 + 2 * jnp.sum({0} * {0}))\n"
+                  "{out} = lax.linalg.triangular_solve(jnp.tril(g), {0}, left_side=True, "
+                  "lower=True)",
+    "eigvalsh_spd": "g = {0} @ {0}.T + jnp.diag(jnp.arange(1.0, {0}.shape[0] + 1)) * (\n"
+                    "    1 + 2 * jnp.sum({0} * {0}))\n{out} = jnp.linalg.eigh(g)[0]",
+    # Fourier transforms, back to real values
+    "fft_re_im": "c = jnp.fft.fft({0})\n{out} = c.real - c.imag",
+    "rfft_irfft0": "jnp.fft.irfft(jnp.fft.rfft({0}, axis=0) * 0.5, n={0}.shape[0], axis=0)",
+    "fft2_real": "jnp.fft.ifft2(jnp.fft.fft2({0}) * 2).real",
+    # other dtypes inside: a rounding float16 product, bfloat16 ops that are exact (XLA may
+    # keep a bfloat16 product in float32: excess precision), integer floor division
+    # and remainder of negative values, boolean masks
+    "f16_mul": "({0}.astype(jnp.float16) * {0}.astype(jnp.float16)).astype(jnp.float32)",
+    "bf16_clip": "(jnp.maximum({0}.astype(jnp.bfloat16), jnp.bfloat16(-1)) * jnp.bfloat16(4))"
+                 ".astype(jnp.float32)",
+    "int_divmod": "k = jnp.clip({0} * 4, -1000, 1000).astype(jnp.int32)\n"
+                  "{out} = (k // 3 + k % -5 * jnp.int32(7)).astype(jnp.float32)",
+    "bool_mask": "jnp.where(({0} > 0) ^ ({0} < -1), {0}, jnp.float32(0.5)) * "
+                 "jnp.logical_not({0} > 2)",
     # binary
     "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}",
     "maximum": "jnp.maximum({0}, {1})", "minimum": "jnp.minimum({0}, {1})",
@@ -164,13 +198,25 @@ _UNARY_OPS = tuple(op for op in _SOURCE if op not in _BINARY_OPS)
 
 # Unary ops that need rank >= 1, and those that also need a nonempty axis 0.
 _RANKED = ("sum0", "mean_keep", "logsumexp0", "rev0", "slice_step", "sort0", "cumsum0",
-           "cummax0", "scan0")
-_NONEMPTY0 = ("max_keep", "dynamic_slice0", "take0")
+           "cummax0", "scan0", "fft_re_im")
+_NONEMPTY0 = ("max_keep", "dynamic_slice0", "take0", "rfft_irfft0")
+# Ops on a matrix with at least one row, and those that need a nonempty matrix.
+_MATRIX = ("cholesky_spd", "qr_spd", "solve_tril", "eigvalsh_spd")
+_NONEMPTY_MATRIX = ("conv2d_same", "conv1d_strided", "fft2_real")
 
 
 def _unary_shape(op: str, s: T.Shape) -> T.Shape | None:
     if op in _RANKED + _NONEMPTY0 and not s or op in _NONEMPTY0 and s[0] == 0:
         return None
+    if op in _MATRIX + _NONEMPTY_MATRIX and (len(s) != 2 or s[0] == 0) \
+            or op in _NONEMPTY_MATRIX and s[1] == 0:
+        return None
+    if op in ("cholesky_spd", "qr_spd"):
+        return (s[0], s[0])
+    if op == "eigvalsh_spd":
+        return (s[0],)
+    if op == "conv1d_strided":
+        return (2, (s[1] - 1) // 2 + 1)
     if op in ("sum0", "logsumexp0"):
         return s[1:]
     if op == "sumall":

@@ -330,3 +330,46 @@ def _outcome(snippet: str, use_jax: bool) -> str:
 @pytest.mark.parametrize("snippet", ABSTRACT_ARGUMENTS)
 def test_types_stand_for_values_when_tracing(snippet: str) -> None:
     assert _outcome(snippet, use_jax=False) == _outcome(snippet, use_jax=True)
+
+
+class Foreign:
+    """Another library's array: ``__array__``, a shape and a dtype, no ``__jax_array__``."""
+
+    shape = (3,)
+    dtype = np.dtype(np.float32)
+    ndim = 1
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.arange(3.0, dtype=np.float32)
+
+
+# Only jnp.asarray and jnp.array convert another library's array; a transformation or an
+# op given one raises TypeError. To spec, a real JAX array is such an array, committed
+# to a device or not.
+FOREIGN_ARGUMENTS = [
+    "jax.jit(lambda a: a * 2)(F)", "jax.jit(lambda a, b: a * b)(jnp.ones(3), F)",
+    "jax.grad(lambda a: a.sum())(F)", "jax.vmap(lambda a: a * 2)(F)", "jnp.sin(F)",
+    "jnp.add(F, 1.0)", "jnp.asarray(F)", "jnp.array(F)", "jnp.asarray(F) * 2",
+]
+
+
+def _run_with(snippet: str, use_jax: bool, **names: Any) -> tuple[Any, BaseException | None]:
+    try:
+        return eval(snippet, dict(_namespace(use_jax), **names)), None  # noqa: S307
+    except Exception as err:  # the outcome under test
+        return None, err
+
+
+@pytest.mark.parametrize("snippet", FOREIGN_ARGUMENTS)
+def test_another_librarys_array_converts_only_by_asarray(snippet: str) -> None:
+    expected, jax_err = _run_with(snippet, use_jax=True, F=Foreign())
+    real = jnp.arange(3.0)
+    for foreign in (Foreign(), real, jax.device_put(real, jax.devices()[0])):
+        got, spec_err = _run_with(snippet, use_jax=False, F=foreign)
+        if jax_err is None:
+            assert spec_err is None, f"{snippet} with {type(foreign)}: spec raised {spec_err!r}"
+            _assert_same_values(expected, got)
+        else:
+            assert type(spec_err) is type(jax_err), (
+                f"{snippet} with {type(foreign)}: JAX raises {jax_err!r}, spec {spec_err!r}")
+            assert type(foreign).__name__ in str(spec_err)  # names what it refused

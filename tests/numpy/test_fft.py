@@ -55,6 +55,18 @@ def test_jnp_fft_matches_jax(name: str, x: Any, kwargs: dict[str, Any]) -> None:
     _close(getattr(snp.fft, name)(x, **kwargs), getattr(jnp.fft, name)(x, **kwargs))
 
 
+def test_transforms_over_an_empty_axis_match_jax() -> None:
+    """An empty transform is empty (JAX's RFFT of length 0 fails when lowered: ValueError)."""
+    e, ez = np.zeros((2, 0), np.float32), np.zeros((0, 3), np.complex64)
+    for name, x in (("fft", e), ("ifft2", ez), ("irfft", np.zeros((2, 1), np.complex64))):
+        _close(getattr(snp.fft, name)(x), jax.jit(getattr(jnp.fft, name))(x))
+    _close(spec.grad(lambda v: snp.fft.fft(v).real.sum())(e),
+           jax.jit(jax.grad(lambda v: jnp.fft.fft(v).real.sum()))(e))
+    for lib, fft in ((jax, jnp.fft), (spec, snp.fft)):
+        with pytest.raises(ValueError):
+            lib.block_until_ready(fft.rfft(e))
+
+
 def test_float64_and_frequencies(x64: None) -> None:
     x = _rng.standard_normal((5, 8))
     for name in ("fft", "rfft", "ifft2", "rfftn", "hfft"):

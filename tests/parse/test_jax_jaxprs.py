@@ -63,6 +63,20 @@ def test_jax_jaxpr_parses_checks_and_runs(name: str, variant: str) -> None:
     _assert_runs_as_in_jax(str(closed), [np.asarray(c) for c in closed.consts], a, want)
 
 
+def test_jax_jaxpr_of_narrow_dtypes_parses_checks_and_runs() -> None:
+    """float8, float4 and 2-4 bit integer dtypes, by the names JAX prints."""
+    import ml_dtypes
+    names = [n for n in ("float8_e4m3fn", "float8_e5m2fnuz", "float4_e2m1fn", "int4", "uint2")
+             if hasattr(jnp, n) and hasattr(ml_dtypes, n)]
+
+    def f(x: Any) -> Any:
+        return [(x.astype(getattr(jnp, n)) * 2).astype(jnp.float32) for n in names]
+    x = np.asarray([0.5, -1.25, 3.0, 0.0], np.float32)
+    closed = jax.make_jaxpr(f)(x)
+    want = jax.tree.leaves(jax.jit(f)(x))
+    _assert_runs_as_in_jax(str(closed), [], (x,), want, rtol=0)
+
+
 # JAX on four devices runs in a subprocess (its device count is fixed at
 # first use); it prints each program's jaxpr and its values.
 SHARDED = """

@@ -65,6 +65,19 @@ cell("pmean", lambda: jax.shard_map(lambda v: jax.lax.pmean(v, 'x'), in_specs=ja
                                     out_specs=jax.P(None, 'y'))(a))
 cell("in_specs mismatch", lambda: jax.shard_map(lambda v: v, in_specs=jax.P('y'),
                                                 out_specs=jax.P('y'))(a))
+# Along a tuple of axes: the position in mixed radix, the first axis major.
+pos = jax.shard_map(lambda: (jax.lax.axis_index(('x', 'y'))[None],
+                             jax.lax.axis_index(('y', 'x'))[None]),
+                    in_specs=(), out_specs=(jax.P(('x', 'y')), jax.P(('y', 'x'))))
+cell("axis_index of axes jaxpr", lambda: print(jax.make_jaxpr(pos)()))
+cell("axis_index of axes", lambda: print(*(np.asarray(v) for v in pos())))
+cell("axis_index of axes jit", lambda: print(*(np.asarray(v) for v in jax.jit(pos)())))
+def uneven():  # a result type whose split dimension the mesh axis does not divide
+  try:
+    jax.jit(lambda v: jnp.fft.rfft(v))(jax.device_put(jnp.arange(8.), jax.P('x')))
+  except ValueError as e:
+    print(str(e).split(" Got shape")[0])
+cell("uneven result sharding", uneven)
 '''
 
 ONE_AXIS = PRELUDE + r'''
@@ -229,7 +242,9 @@ def results() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
 
 
 CASES = [("two", k) for k in ["jaxpr", "jaxpr no check_vma", "eager values", "jit value",
-                             "pmean", "in_specs mismatch"]] + \
+                             "pmean", "in_specs mismatch", "axis_index of axes jaxpr",
+                             "axis_index of axes", "axis_index of axes jit",
+                             "uneven result sharding"]] + \
     [("one", k) for k in ["loss", "grad", "grad jaxpr", "jit grad", "grad x", "jvp", "ring",
                          "ring grad", "out vma error", "divisibility error", "rank error",
                          "docs check_shmap", "auto vmap"]] + \

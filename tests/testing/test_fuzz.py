@@ -140,3 +140,23 @@ def test_bad_input_disagreements_count_only_when_a_fresh_interpreter_repeats_the
     monkeypatch.setattr(fuzz_inputs, "judge_in_fresh_process", lambda snippet: "again")
     found = fuzz_inputs.campaign(3, 0)
     assert found.history_dependent == 0 and [w for _, w in found.failures] == ["again"] * 3
+
+
+# Convolutions, linear algebra, Fourier transforms and other dtypes inside a program: three
+# chains that hold every such op once, against JAX: the staged text, jit's values, JAX's
+# jaxpr run by spec, and (the linear algebra, whose rules are the most involved) the JVP
+# and VJP of linearize.
+FAMILY_CHAINS = {
+    "linalg": ["conv2d_same", "solve_tril", "qr_spd", "cholesky_spd", "eigvalsh_spd"],
+    "fft": ["fft2_real", "fft_re_im", "rfft_irfft0", "conv1d_strided", "f16_mul"],
+    "dtypes": ["bool_mask", "bf16_clip", "int_divmod"],
+}
+FAMILY_CASES = [(c, m) for c in FAMILY_CHAINS for m in ("make_jaxpr", "jit", "parse")] + [
+    ("linalg", "linearize")]
+
+
+@pytest.mark.parametrize("chain,mode", FAMILY_CASES)
+def test_op_families_agree_with_jax(chain: str, mode: str) -> None:
+    ops = FAMILY_CHAINS[chain]
+    prog = Program([(3, 4)], [(op, (k,)) for k, op in enumerate(ops)])
+    assert fuzz.check(mode, prog, 5) is False  # (True: both rejected it)

@@ -191,7 +191,8 @@ class _Source:
 
 _DTYPES: dict[str, T.DType] = {}
 for _dt in (T.bool_, T.int8, T.int16, T.int32, T.int64, T.uint8, T.uint16, T.uint32, T.uint64,
-            T.float16, T.bfloat16, T.float32, T.float64, T.complex64, T.complex128):
+            T.float16, T.bfloat16, T.float32, T.float64, T.complex64, T.complex128,
+            *T.SMALL_FLOAT_TYPES, *T.NARROW_INT_TYPES, *T.NARROW_UINT_TYPES):
     _DTYPES[T.dtype_name(_dt)] = _dt
     _DTYPES[T.short_dtype_name(_dt)] = _dt
 _DTYPES["float0"] = T.FLOAT0

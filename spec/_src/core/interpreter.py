@@ -725,10 +725,12 @@ def canonical_value(x: Any) -> tuple[np.ndarray, ArrayType]:
     refuse_jax_array(x)
     if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
         raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
-    if hasattr(x, "__array__"):
-        return canonical_value(np.asarray(x))
     if isinstance(x, ArrayType):  # a type where its value belongs
         raise TypeError(f"Argument '{x}' of type '{type(x)}' is not a valid JAX type")
+    if hasattr(x, "__array__"):
+        # Another library's array (a real JAX array among them): only
+        # jnp.asarray and jnp.array convert one.
+        raise TypeError(f"Argument '{x}' of type {type(x)} is not a valid JAX type.")
     raise TypeError(f"Value {x!r} of type {type(x)} is not a valid JAX type")
 
 
@@ -799,7 +801,29 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     shardings = rule(*avals, **params)
     # (a hi type's sharding is inside the type, as its typing rule made it)
     typed = [a if is_high(a) else a.update(sharding=s) for a, s in zip(out, shardings)]
+    for t in typed:
+        if not is_high(t):
+            _check_divisible(t)
     return _with_vma(prim, avals, typed, params)
+
+
+def _check_divisible(aval: ArrayType) -> None:
+    """Each sharded dimension of a result is a multiple of the number of pieces its mesh
+    axes cut it into: JAX checks every sharded type it makes (ValueError, its message)."""
+    s = aval.sharding
+    if s is None:
+        return
+    sizes = dict(zip(s.mesh.axis_names, s.mesh.axis_sizes))
+    for dim, (part, size) in enumerate(zip(s.spec.partitions, aval.shape)):
+        if part is None:
+            continue
+        names = part if isinstance(part, tuple) else (part,)
+        pieces = math.prod(sizes[n] for n in names)
+        if size % pieces:
+            raise ValueError(
+                f"Sharding spec {names} implies that array axis {dim} is partitioned {pieces}"
+                f" times, but does not evenly divide the dimension size {size}. Got shape:"
+                f" {aval.shape} and sharding {s}")
 
 
 def _in_operands_memory(prim: Primitive, avals: Sequence[ArrayType],

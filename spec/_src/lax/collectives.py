@@ -1321,10 +1321,19 @@ def all_gather(x: Any, axis_name: Any, *, axis_index_groups: Any = None, axis: i
 
 
 def axis_index(axis_name: Any) -> Any:
-    """This member's position along the named axis (int32)."""
+    """This member's position along the named axis (int32). Along a tuple of
+    axes it is their mixed-radix position, the first axis major, computed (as
+    JAX stages it) from one ``axis_index`` per axis."""
     check_bound(_names(axis_name), "axis_index")
     axis_size(axis_name)
-    return axis_index_p.bind(axis_name=axis_name)
+    if not isinstance(axis_name, (tuple, list)):
+        return axis_index_p.bind(axis_name=axis_name)
+    inner_size = 1
+    index = shaping.asarray(0)
+    for name in reversed(axis_name):
+        index = index + axis_index(name) * inner_size
+        inner_size *= axis_size(name)
+    return index
 
 
 def pvary(x: Any, axis_name: Any) -> Any:
