@@ -45,7 +45,7 @@ from spec._src.core.hitypes import HI_VALUE_TYPES, hi_type_of, is_high, lower_va
 from spec._src.core.literals import is_typed_scalar
 from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.state_types import RefType
-from spec._src.core.tokens import is_token_dtype
+from spec._src.core.tokens import is_token_type
 from spec._src.core.resources import check_allocatable, check_program
 from spec._src.core.types import (
     ArrayType,
@@ -779,7 +779,7 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
             if type(a) is RefType:
                 raise ValueError(f"Attempting to pass a Ref {a} to a primitive: {prim.name} -- "
                                  "did you forget to unpack ([...]) the ref?")
-            if is_token_dtype(a.dtype):
+            if is_token_type(a):
                 raise ValueError(f"Attempting to pass an unexpected type {a} to a primitive: "
                                  f"{prim.name}")
     out = prim.typing(*avals, **params)
