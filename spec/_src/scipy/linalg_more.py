@@ -50,13 +50,9 @@ from spec._src.numpy.math import _promote_dtypes_inexact
 from spec._src.numpy.vectorize import vectorize
 from spec._src.numpy import math as jm
 from spec._src.numpy import shape as js
-from spec._src.numpy.linalg import _linalg_svd, linalg, matmul
+from spec._src.numpy.linalg import linalg, matmul
 from spec._src.scipy.linalg import expm, qr, toeplitz
 from spec._src.scipy.qdwh import qdwh
-
-
-def _h(x: Any) -> Any:
-    return jm.conj(js.swapaxes(x, -1, -2))
 
 
 def _polar_2d_fn(a: Any, side: str, method: str, eps: float | None,
