@@ -11,6 +11,7 @@ on every input."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import spec
+from spec._src.api.jaxpr_parser import JaxprConstsError
 from spec._src.core.interpreter import check_jaxpr, eval_jaxpr
 from spec.testing import Program, programs
 from tests.parse.programs import DIFFERENTIABLE, PROGRAMS
@@ -190,3 +192,23 @@ def test_jax_hijax_primitives_parse_and_run_to_jax_bits() -> None:
     want = jax.tree.leaves(jax.jit(g)(*args))  # (one compile)
     got = eval_jaxpr(parsed, parsed.consts, *args)
     assert [np.asarray(v).tobytes() for v in got] == [np.asarray(v).tobytes() for v in want]
+
+
+def test_jax_jaxpr_with_constants_of_a_nested_jit_is_refused_naming_them() -> None:
+    """JAX prints a nested jit's captured constants as constvars of the
+    inner jaxpr, without values: parse_jaxpr names them (the text JAX printed)
+    in a ValueError; the outer jaxpr's constants are still taken as given."""
+    c = np.arange(10, dtype=np.int32)
+    text = str(jax.make_jaxpr(lambda x: jax.jit(lambda y: y + c)(x))(np.int32(1)))
+    inner = text.split("jaxpr={ lambda ", 1)[1].split(";", 1)[0]
+    assert inner.endswith(":i32[10]")  # JAX's form: one constvar, no value
+    with pytest.raises(JaxprConstsError, match=f"line 4: .* constvars {re.escape(inner)} whose"):
+        spec.parse_jaxpr(text)
+    assert issubclass(JaxprConstsError, ValueError)
+
+    def outer(x: Any) -> Any:
+        return jax.jit(lambda y: y * 2)(x) + c
+    closed = jax.make_jaxpr(outer)(np.int32(1))
+    assert closed.consts
+    _assert_runs_as_in_jax(str(closed), [np.asarray(k) for k in closed.consts],
+                           (np.int32(1),), [outer(np.int32(1))])

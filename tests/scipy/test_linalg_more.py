@@ -5,14 +5,17 @@ on the cheapest calls (JAX compiles each function eagerly)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.scipy.linalg as jla
 import numpy as np
 import pytest
 import scipy.linalg as scl
 
+import spec
 import spec.scipy.linalg as sla
 
 _rng = np.random.default_rng(3)
@@ -85,3 +88,38 @@ def test_dtypes_and_errors_match_jax() -> None:
             m.expm_frechet(SQUARE, TALL)
         with pytest.raises(ValueError):
             m.qr_multiply(TALL, SQUARE, "middle")
+
+
+WIDE_BATCH = _rng.normal(size=(2, 3, 5)).astype(np.float32)
+POLAR_CALLS: dict[str, tuple[dict[str, Any], np.ndarray]] = {
+    "qdwh": ({}, TALL),
+    "qdwh left, batched": ({"side": "left"}, WIDE_BATCH),
+    "qdwh max_iterations": ({"max_iterations": 2}, TALL),
+    "svd": ({"method": "svd"}, TALL),
+    "svd left": ({"side": "left", "method": "svd"}, TALL),
+}
+
+
+@pytest.mark.parametrize("case", list(POLAR_CALLS))
+def test_polar_is_jaxs_program_with_jaxs_values(case: str) -> None:
+    """JAX's method choice (QDWH unless method="svd"; max_iterations does
+    not reach QDWH in JAX either): the same jaxpr text, and its values."""
+    kwargs, a = POLAR_CALLS[case]
+    assert (str(spec.make_jaxpr(lambda x: sla.polar(x, **kwargs))(a))
+            == str(jax.make_jaxpr(lambda x: jla.polar(x, **kwargs))(a)))
+    theirs = jax.jit(lambda x: jla.polar(x, **kwargs))
+    if case in ("qdwh", "qdwh left, batched", "svd left"):
+        for ours, want in zip(sla.polar(a, **kwargs), theirs(a)):
+            np.testing.assert_allclose(np.asarray(ours), np.asarray(want), atol=2e-6)
+
+
+def test_polar_errors_match_jax() -> None:
+    calls: list[Callable[[Any], Any]] = [
+        lambda m: m.polar(TALL, "left"), lambda m: m.polar(TALL.T),
+        lambda m: m.polar(TALL, method="qr"), lambda m: m.polar(TALL, "up"),
+        lambda m: m.polar(np.ones(3))]
+    for call in calls:
+        with pytest.raises(Exception) as theirs:  # noqa: PT011 (the class is compared)
+            call(jla)
+        with pytest.raises(theirs.type, match=f"^{re.escape(str(theirs.value))}$"):
+            call(sla)

@@ -91,6 +91,21 @@ class JaxprSyntaxError(ValueError):
         self.column = column
 
 
+class JaxprConstsError(ValueError):
+    """A nested jaxpr in the text closes over constants (JAX prints them as
+    constvars of the inner jaxpr, without values): only the outermost
+    jaxpr's constants can be given, so the program cannot be rebuilt."""
+
+    def __init__(self, constvars: str, text: str, pos: int) -> None:
+        line = text.count("\n", 0, pos) + 1
+        super().__init__(
+            f"line {line}: the nested jaxpr has constvars {constvars} whose values the text "
+            "does not show; parse_jaxpr takes values only for the outermost jaxpr's constvars "
+            "(trace the program with the constants as arguments, or let the outer jaxpr "
+            "close over them)")
+        self.line = line
+
+
 class Opaque:
     """A param the text shows but cannot rebuild (a Python callable): prints as
     it was printed; calling it raises."""
@@ -273,7 +288,7 @@ class _Parser:
         top_start = self.i
         for name, start in reversed(starts):
             self.i = start
-            self.hoisted[name] = self.jaxpr()
+            self.hoisted[name] = self.nested_jaxpr()
         self.i = top_start
         top = self.jaxpr()
         if self.peek().kind != "eof":
@@ -723,9 +738,18 @@ class _Parser:
         manual = prim.name == "shard_map"
         self.scopes.append(_Scope(None, manual=True) if manual else self.scopes[-1])
         try:
-            return self.jaxpr()
+            return self.nested_jaxpr()
         finally:
             self.scopes.pop()
+
+    def nested_jaxpr(self) -> Jaxpr:
+        start = self.peek().pos
+        out = self.jaxpr()
+        if out.constvars:
+            # (the binders as printed: between ``lambda`` and the first ``;``)
+            binders = self.text[self.text.index("lambda", start) + 6:].split(";", 1)[0]
+            raise JaxprConstsError(binders.strip(), self.text, start)
+        return out
 
     def raw_angle(self) -> str:
         start = self.peek().pos

@@ -23,7 +23,7 @@ from spec._src.core.compiler_options import xla_flag
 from spec._src.core.config import config
 from spec._src.core.hitypes import hi_type_of, is_hi_value, is_high
 from spec._src.core.interpreter import Tracer
-from spec._src.core.errors import JaxRuntimeError
+from spec._src.core.errors import InvalidInputException, JaxRuntimeError
 from spec._src.core.sharding import (
     AxisType,
     NamedSharding,
@@ -274,6 +274,7 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
     if not isinstance(current_trace(), EvalTrace):
         for leaf in leaves:
             refuse_jax_array(leaf)
+            _refuse_foreign_array(leaf)
             _refuse_hi_value(leaf)
         devices_ = tuple(_as_sharding(p) for p in placements)
         srcs = tuple(_source(leaf, src) for leaf in leaves)
@@ -389,8 +390,23 @@ def _refuse_hi_value(leaf: Any) -> None:
             "the desired sharding under jit or shard_map.")
 
 
+def _refuse_foreign_array(leaf: Any) -> None:
+    """Another library's array (an object with ``__array__`` that is no
+    NumPy value, a real JAX array among them) is no value ``device_put``
+    places: JAX's TypeError, of JAX's class for one that has a dtype."""
+    if not hasattr(type(leaf), "__array__") or isinstance(
+            leaf, (Array, Tracer, np.ndarray, np.generic)):
+        return
+    if not hasattr(leaf, "dtype"):
+        raise TypeError(f"Cannot interpret value of type {type(leaf)} as an abstract array; it "
+                        "does not have a dtype attribute")
+    raise InvalidInputException(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX "
+                                "type.")
+
+
 def _put_leaf(leaf: Any, placement: Any) -> Any:
     refuse_jax_array(leaf)
+    _refuse_foreign_array(leaf)
     _refuse_hi_value(leaf)
     placement = _as_sharding(placement)
     if isinstance(placement, MemorySpace):

@@ -73,8 +73,14 @@ class ShardingTypeError(Exception):
     (JAX's class of the same name, a plain Exception)."""
 
 
+class InvalidInputException(TypeError):
+    """A value of a type no JAX value has (JAX's class of the same name in
+    its dtypes module)."""
+
+
 __all__ = [
-    "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError",
+    "ConcretizationTypeError", "InconclusiveDimensionOperation", "InvalidInputException",
+    "JAXIndexError",
     "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",
     "NonConcreteBooleanIndexError", "ShardingTypeError", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError",

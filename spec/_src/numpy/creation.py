@@ -21,6 +21,7 @@ from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import AxisType, NamedSharding, Sharding, SingleDeviceSharding
 from spec._src.core.state_types import RefType
+from spec._src.core.tokens import Token
 from spec._src.lax import elementwise as ew
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
@@ -59,6 +60,11 @@ def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | Non
           ndmin: int = 0, device: Any = None, out_sharding: Any = None) -> Any:
     if order is not None and order != "K":
         raise NotImplementedError("Only implemented for order='K'")
+    if type(object) is Token:
+        # JAX's token is no array to NumPy: an object array JAX refuses.
+        raise TypeError(f"Value '<jax._src.core.Token object at {hex(id(object))}>' with dtype "
+                        "object is not a valid JAX array type. Only arrays of numeric types are "
+                        "supported by JAX.")
     if dtype is None and ndmin == 0:
         if isinstance(object, Tracer):
             # The final conversion JAX makes: a new value for an eager
@@ -280,7 +286,7 @@ def _broadcast_to(arr: Any, shape: Any, sharding: Any) -> Any:
 
 def _like_args(name: str, a: Any, dtype: Any, shape: Any
                ) -> tuple[Any, T.DType | None, tuple[int, ...] | None]:
-    if not (hasattr(a, "dtype") and hasattr(a, "shape")):
+    if type(a) is Token or not (hasattr(a, "dtype") and hasattr(a, "shape")):
         check_arraylike(name, a)
     a = T.from_jax_array(a)
     dt = None if dtype is None else _user_dtype(dtype, name)

@@ -36,6 +36,7 @@ from spec._src.core.hitypes import is_hi_value, is_high
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import _context
 from spec._src.core.state_types import RefType
+from spec._src.core.tokens import Token, is_token_dtype
 from spec._src.lax import shaping as L
 from spec._src.lax.shaping import _convert_element_type
 from spec._src.lax.shaping import canonicalize_axis
@@ -54,7 +55,11 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
     for i, a in enumerate(args):
         if isinstance(a, (Array, np.ndarray, np.generic, str, bytes)) or isinstance(
                 a, T.PYTHON_SCALAR_TYPES):
+            if type(a) is Token:
+                _refuse_token(fun_name, a, i)
             continue
+        if isinstance(a, Tracer) and is_token_dtype(getattr(a.aval, "dtype", None)):
+            _refuse_token(fun_name, a, i)
         # Refs (eager Refs, traced refs) are not arrays: JAX's TypeError.
         _refuse_ref(fun_name, a, i)
         if is_hi_value(a) or (isinstance(a, Tracer) and is_high(a.aval)):
@@ -87,6 +92,37 @@ def _jax_class_seen(fun_name: str, a: Any) -> str:
     if trace is None or trace not in _JAX_TRACER_MODULES:
         return str(type(a))
     return f"<class 'jax._src.interpreters.{_JAX_TRACER_MODULES[trace]}.{trace}r'>"
+
+
+# JAX's jnp functions that check their operands outside any jit of their
+# own (the ufuncs among them): a token reaches the check as itself, or as
+# the tracer of the caller's trace; the other functions see their jit's tracer.
+_JAX_CHECKED_OUTSIDE_JIT = _JAX_UFUNCS | frozenset({
+    "argmax", "argmin", "argwhere", "array_split", "astype", "bincount", "broadcast_arrays",
+    "broadcast_to", "compress", "concatenate", "copy", "cumulative_prod", "cumulative_sum",
+    "delete", "diag", "diag_indices_from", "diagflat", "dsplit", "empty_like", "expand_dims",
+    "flip", "fliplr", "flipud", "full_like", "histogram", "histogram2d",
+    "histogram_bin_edges", "histogramdd", "hsplit", "intersect1d", "isin", "isneginf",
+    "isposinf", "ix_", "matrix_transpose", "meshgrid", "nanargmax", "nanargmin", "nonzero",
+    "ones_like", "pad", "permute_dims", "polydiv", "polymul", "power", "ptp", "repeat",
+    "reshape", "roll", "roots", "setdiff1d", "setxor1d", "split", "squeeze", "stack", "std",
+    "tensordot", "tile", "transpose", "tril_indices_from", "trim_zeros", "triu_indices_from",
+    "union1d", "unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
+    "unravel_index", "var", "vsplit", "where", "zeros_like"})
+
+
+def _refuse_token(fun_name: str, a: Any, position: int) -> None:
+    """A token is no array operand: JAX's TypeError, naming the class its
+    check sees (JAX's ``core.Token``, or a tracer of JAX's)."""
+    if fun_name not in _JAX_CHECKED_OUTSIDE_JIT:
+        seen = "<class 'jax._src.interpreters.partial_eval.DynamicJaxprTracer'>"
+    elif isinstance(a, Tracer) and a._trace.name in _JAX_TRACER_MODULES:
+        trace = a._trace.name
+        seen = f"<class 'jax._src.interpreters.{_JAX_TRACER_MODULES[trace]}.{trace}r'>"
+    else:
+        seen = "<class 'jax._src.core.Token'>"
+    raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got {seen} at "
+                    f"position {position}.")
 
 
 def _refuse_ref(fun_name: str, a: Any, position: int) -> None:

@@ -2,10 +2,12 @@
 ``eigh_tridiagonal``, ``convolution_matrix`` and ``fiedler_companion``.
 
 - ``polar(a, side)``: ``a = u p`` (right) or ``p u`` (left), u with
-  orthonormal columns, p Hermitian positive semi-definite; computed from the
-  SVD ``a = U S V^H`` as ``u = U V^H``, ``p = V S V^H`` (``U S U^H`` for
-  left), whatever ``method`` names (JAX's default, QDWH, is an iteration
-  converging to the same factors).
+  orthonormal columns, p Hermitian positive semi-definite, over the last two
+  axes. ``method="qdwh"`` (the default) iterates QDWH (``qdwh``) on a
+  (right, m >= n) or on its conjugate transpose (left, m < n; the other
+  pairings are NotImplementedError), stopping at ``eps``; as in JAX,
+  ``max_iterations`` does not reach it. ``method="svd"`` computes from
+  ``a = U S V^H``: ``u = U V^H``, ``p = V S V^H`` (``U S U^H`` for left).
 - ``expm_frechet(A, E)``: the Frechet derivative of ``expm`` at A in the
   direction E, the upper-right block of ``expm([[A, E], [0, A]])``
   (Mathias 1996), with ``expm(A)`` as the upper-left block.
@@ -31,13 +33,16 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from spec._src.api.jit import jit
 from spec._src.core import types as T
+from spec._src.core.config import default_matmul_precision
 from spec._src.lax import control_flow as lax_cf
+from spec._src.lax import linalg as lax_linalg
 from spec._src.numpy import creation
 from spec._src.numpy import reductions as jr
 from spec._src.numpy.linalg import kron
@@ -45,31 +50,66 @@ from spec._src.numpy.math import _promote_dtypes_inexact
 from spec._src.numpy.vectorize import vectorize
 from spec._src.numpy import math as jm
 from spec._src.numpy import shape as js
-from spec._src.numpy.linalg import _linalg_svd, linalg, matmul
+from spec._src.numpy.linalg import linalg, matmul
 from spec._src.scipy.linalg import expm, qr, toeplitz
+from spec._src.scipy.qdwh import qdwh
 
 
-def _h(x: Any) -> Any:
-    return jm.conj(js.swapaxes(x, -1, -2))
+def _polar_2d_fn(a: Any, side: str, method: str, eps: float | None,
+                 max_iterations: int | None) -> tuple[Any, Any]:
+    with default_matmul_precision("float32"):
+        return _polar_2d_body(a, side, method, eps)
 
 
-def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
-          max_iterations: int | None = None) -> tuple[Any, Any]:
-    """The polar decomposition of a (see the module docstring)."""
-    a = creation.asarray(a)
-    if a.ndim != 2:
-        raise ValueError(f"The input `a` must be a 2-D array, got shape {a.shape}.")
-    if side not in ("right", "left"):
-        raise ValueError(f"side={side!r} is not implemented.")
-    if method not in ("qdwh", "svd"):
-        raise ValueError(f"Unknown polar decomposition method {method}.")
-    u_svd, s, vh = _linalg_svd(a, full_matrices=False)
-    unitary = matmul(u_svd, vh)
-    if side == "right":
-        posdef = matmul(_h(vh) * s[..., None, :], vh)
+def _polar_2d_body(a: Any, side: str, method: str, eps: float | None) -> tuple[Any, Any]:
+    m, n = a.shape
+    if method == "qdwh":
+        # (max_iterations is not passed on: JAX's qdwh path leaves it at
+        # qdwh's own default)
+        if m >= n and side == "right":
+            unitary, posdef, _, _ = qdwh(a, is_hermitian=False, eps=eps)
+        elif m < n and side == "left":
+            unitary, posdef, _, _ = qdwh(a.T.conj(), is_hermitian=False, eps=eps)
+            posdef = posdef.T.conj()
+            unitary = unitary.T.conj()
+        else:
+            raise NotImplementedError(
+                "method='qdwh' only supports mxn matrices where m < n where side='right' "
+                f"and m >= n side='left', got {a.shape} with side={side!r}")
+    elif method == "svd":
+        u_svd, s_svd, vh_svd = lax_linalg.svd(a, full_matrices=False)
+        s_svd = s_svd.astype(u_svd.dtype)
+        unitary = u_svd @ vh_svd
+        if side == "right":
+            posdef = (vh_svd.T.conj() * s_svd[None, :]) @ vh_svd
+        else:
+            posdef = (u_svd * s_svd[None, :]) @ u_svd.T.conj()
     else:
-        posdef = matmul(u_svd * s[..., None, :], _h(u_svd))
+        raise ValueError(f"Unknown polar decomposition method {method}.")
     return unitary, posdef
+
+
+_polar_2d_fn.__name__ = "_polar_2d"
+_polar_2d: Any = jit(_polar_2d_fn, static_argnames=("side", "method"))
+
+
+def _polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+           max_iterations: int | None = None) -> tuple[Any, Any]:
+    """The polar decomposition of a (see the module docstring)."""
+    arr = creation.asarray(a)
+    if arr.ndim < 2:
+        raise ValueError("The input `a` must be at least a 2-D array.")
+    if side not in ("right", "left"):
+        raise ValueError("The argument `side` must be either 'right' or 'left'.")
+    sig = "(m,n)->(m,n),(n,n)" if side == "right" else "(m,n)->(m,n),(m,m)"
+    out: tuple[Any, Any] = vectorize(
+        functools.partial(_polar_2d, side=side, method=method, eps=eps,
+                          max_iterations=max_iterations), signature=sig)(arr)
+    return out
+
+
+_polar.__name__ = "polar"
+polar: Any = jit(_polar, static_argnames=("side", "method"))
 
 
 def expm_frechet(A: Any, E: Any, *, method: str | None = None,  # noqa: N803
