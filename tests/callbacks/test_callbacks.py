@@ -1,4 +1,5 @@
 """Callbacks and effects, twin-tested against JAX 0.12: ``jax.debug.print``,
+``jax.debug.log``,
 ``jax.debug.callback``, ``jax.pure_callback``, ``io_callback`` eagerly and
 under jit, vmap, grad, scan, cond, while_loop, checkpoint, custom_jvp/vjp and
 shard_map.
@@ -58,6 +59,40 @@ cell("static_string_arg", lambda: jax.jit(lambda x: jax.debug.print("{} {}", "s"
 cell("pytree_arg", lambda: jax.jit(lambda d: jax.debug.print("{d}", d=d))(
     {'a': jnp.ones(2), 'b': 3.0}))
 cell("two_call_form", lambda: jax.debug.print(ordered=True)("two {}", 7))
+
+# ---- debug.log: records on JAX's debugging logger (handle() ignores its level)
+import logging, re
+class _Capture(logging.Handler):
+    def emit(self, r):
+        print("LOG", r.name, r.levelname, r.lineno, repr(r.funcName), r.args, r.getMessage())
+@contextlib.contextmanager
+def _logged(level=logging.INFO):
+    lg = logging.getLogger("jax._src.debugging")
+    h, old = _Capture(), (lg.level, lg.propagate)
+    lg.addHandler(h); lg.setLevel(level); lg.propagate = False
+    try:
+        yield
+    finally:
+        lg.removeHandler(h); lg.setLevel(old[0]); lg.propagate = old[1]
+def lg(x):
+    jax.debug.log("x={x}", x=x)
+    jax.debug.log("plain", x, skip_format_check=True)
+    return x + 1
+def _log_cell(fn, level=logging.INFO):
+    with _logged(level):
+        r = fn()
+        jax.effects_barrier()
+    return r
+cell("log_eager", lambda: _log_cell(lambda: lg(jnp.arange(3.))))
+cell("log_jit", lambda: _log_cell(lambda: jax.jit(lg)(jnp.float32(2.5))))
+cell("log_jit_twice", lambda: _log_cell(lambda: [jax.jit(lg)(jnp.int32(i)) for i in (1, 2)]))
+cell("log_vmap", lambda: _log_cell(lambda: jax.vmap(lg)(jnp.arange(2.))))
+cell("log_level_warning", lambda: _log_cell(lambda: lg(1.0), logging.WARNING))
+cell("log_two_call", lambda: _log_cell(lambda: jax.debug.log(ordered=True)("o {}", 3)))
+cell("log_unused", lambda: _log_cell(lambda: jax.debug.log("{x}", 1, x=2)))
+cell("log_jaxpr", lambda: print(re.sub(r"LogRecord: (\S+), (\d+), [^,]+,",
+                                       r"LogRecord: \1, \2, FILE,",
+                                       str(jax.make_jaxpr(lg)(jnp.arange(2.))))))
 cell("unused_positional", lambda: jax.debug.print("a", 1))
 cell("unused_keyword", lambda: jax.debug.print("a {x}", x=1, y=2))
 cell("printoptions", lambda: [np.set_printoptions(precision=2),

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import string
 from collections.abc import Callable, Sequence
@@ -11,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.core.dtypes import canonicalize_dtype
 from spec._src.core.effects import debug_effect, ordered_debug_effect
@@ -115,9 +117,11 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
             _, field_name, *_ = next(iter(string.Formatter().parse(fmt)))
             has_placeholders = field_name is not None
         in_tree, dyn, static = _split_callback_args(c_args, c_kwargs)
-        record = (logging.getLogger("jax._src.debugging").makeRecord(
-            "jax._src.debugging", logging.INFO, "(unknown file)", 0, "", (), None)
-            if _use_logging else None)
+        record = None
+        if _use_logging:
+            file_name, line_no = si.user_location(si.current())
+            record = _DEBUG_LOGGER.makeRecord(_DEBUG_LOGGER.name, logging.INFO, file_name,
+                                              line_no, "", (), None)
         debug_print_p.bind(*dyn, fmt=fmt, has_placeholders=has_placeholders, in_tree=in_tree,
                            logging_record=record,
                            np_printoptions=tuple(np.get_printoptions().items()),
@@ -130,6 +134,16 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False,
         raise TypeError("debug_print received unexpected arguments in the two-call form:"
                         f" {args=} {kwargs=}")
     return _debug_print
+
+
+# The logger ``jax.debug.log`` writes to: JAX's, so that handlers and levels
+# set on it by name apply to either.
+_DEBUG_LOGGER = logging.getLogger("jax._src.debugging")
+
+debug_log = functools.partial(debug_print, _use_logging=True)
+"""``jax.debug.log``: ``debug_print`` whose line goes, when the program runs,
+to the ``jax._src.debugging`` logger at level INFO as a record naming the
+user frame that called it."""
 
 
 # -------------------------------------------------------------- callbacks
@@ -179,4 +193,5 @@ def effects_barrier() -> None:
     is evaluated, so none is ever pending."""
 
 
-__all__ = ["debug_callback", "debug_print", "effects_barrier", "io_callback", "pure_callback"]
+__all__ = ["debug_callback", "debug_log", "debug_print", "effects_barrier", "io_callback",
+           "pure_callback"]

@@ -323,6 +323,15 @@ def _position(code: types.CodeType, lasti: int) -> tuple[int, int]:
     return code.co_firstlineno, 0
 
 
+def user_location(info: SourceInfo | None) -> tuple[str, int]:
+    """The file name and line of the user frame of ``info``
+    (``("(unknown file)", 0)`` when no user frame bound it): where a
+    logging record made at the binding says it was made."""
+    if info is None or info.code is None:
+        return "(unknown file)", 0
+    return info.code.co_filename, _position(info.code, info.lasti)[0]
+
+
 def summarize(info: SourceInfo | None) -> str:
     """``file:line:column (function)`` of the user frame (column omitted
     when 0), or empty when no user frame bound it."""

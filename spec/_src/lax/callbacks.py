@@ -18,6 +18,7 @@ the whole operands.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import string
@@ -346,8 +347,10 @@ def _debug_print_impl(*args: np.ndarray, fmt: str, ordered: bool, partitioned: b
         c_args, c_kwargs = merge_callback_args(in_tree, arrays, static_args)
         msg = _print_message(fmt, has_placeholders, np_printoptions, c_args, c_kwargs)
         if logging_record is not None:
-            logging_record.msg = msg
-            logging.getLogger(logging_record.name).handle(logging_record)
+            # (a copy per line: the parameter is shared by every run of the program)
+            record = copy.copy(logging_record)
+            record.msg = msg
+            logging.getLogger(record.name).handle(record)
         else:
             sys.stdout.write(msg + "\n")
     _call("jax.debug.callback", emit, args, always_wrapped=False)
