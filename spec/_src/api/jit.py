@@ -1015,12 +1015,7 @@ class _LastCall:
     def run(self, args: Sequence[Any]) -> Any:
         """The call's result, or ``_MISS`` where this entry does not answer it."""
         avals = self.avals
-        if len(args) != len(avals) or config.epoch != self.epoch \
-                or not _CONFIG_VALUES["spec_jit_codegen"] \
-                or _context.typing_key is not self.typing_key or _context.in_manual \
-                or current_xla_metadata() is not self.metadata \
-                or _USE_HARDWARE[0] != self.token \
-                or type(current_trace()) is not EvalTrace:
+        if len(args) != len(avals) or _context_moved(self):
             return _MISS
         values = []
         for x, a in zip(args, avals):
@@ -1041,6 +1036,17 @@ class _LastCall:
         results = [made(o if type(o) is np.ndarray else np.asarray(o), a, jit_p)
                    for o, a in zip(outs, self.out_avals)]
         return tree_util.tree_unflatten(self.out_tree, results)
+
+
+def _context_moved(entry: _LastCall | _MeshCall) -> bool:
+    """Whether what a remembered call's program depends on beyond its
+    arguments (configuration, typing context, XLA metadata, the hardware
+    flush switch, the trace) differs from when it was remembered."""
+    return config.epoch != entry.epoch or not _CONFIG_VALUES["spec_jit_codegen"] \
+        or _context.typing_key is not entry.typing_key or _context.in_manual \
+        or current_xla_metadata() is not entry.metadata \
+        or _USE_HARDWARE[0] != entry.token \
+        or type(current_trace()) is not EvalTrace
 
 
 class _MeshCall:
@@ -1094,12 +1100,7 @@ class _MeshCall:
     def run(self, args: Sequence[Any]) -> Any:
         """The call's result, or ``_MISS`` where this entry does not answer it."""
         avals, placements = self.avals, self.placements
-        if len(args) != len(avals) or config.epoch != self.epoch \
-                or not _CONFIG_VALUES["spec_jit_codegen"] \
-                or _context.typing_key is not self.typing_key or _context.in_manual \
-                or current_xla_metadata() is not self.metadata \
-                or _USE_HARDWARE[0] != self.token \
-                or type(current_trace()) is not EvalTrace:
+        if len(args) != len(avals) or _context_moved(self):
             return _MISS
         dists = []
         for i, x in enumerate(args):

@@ -9,7 +9,7 @@ type flag (and, with the sharding issue, the sharding).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -79,6 +79,22 @@ class Array(Typed):
         out._shards = None
         out._sharding = None
         out._device = _CONFIG_VALUES["jax_default_device"]
+        out._committed = False
+        out._memory_kind = None
+        out._deleted = None
+        return out
+
+    @classmethod
+    def _placed_nowhere(cls, value: np.ndarray, aval: ArrayType) -> Self:
+        """An uncommitted array of ``value`` with no device recorded (the
+        arrays of extended dtypes, keys and tokens, are made this way)."""
+        out = object.__new__(cls)
+        out._val = value
+        out.aval = aval
+        out._py = None
+        out._shards = None
+        out._sharding = None
+        out._device = None
         out._committed = False
         out._memory_kind = None
         out._deleted = None

@@ -803,12 +803,12 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
     typed = [a if is_high(a) else a.update(sharding=s) for a, s in zip(out, shardings)]
     for t in typed:
         if not is_high(t):
-            _check_divisible(t)
+            check_divisible(t)
     return _with_vma(prim, avals, typed, params)
 
 
-def _check_divisible(aval: ArrayType) -> None:
-    """Each sharded dimension of a result is a multiple of the number of pieces its mesh
+def check_divisible(aval: ArrayType) -> None:
+    """C3: each sharded dimension of a type is a multiple of the number of pieces its mesh
     axes cut it into: JAX checks every sharded type it makes (ValueError, its message)."""
     s = aval.sharding
     if s is None:

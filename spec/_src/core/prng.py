@@ -139,17 +139,7 @@ class PRNGKeyArray(Array):
 
     @classmethod
     def _make(cls, value: np.ndarray, aval: ArrayType) -> PRNGKeyArray:
-        out = object.__new__(cls)
-        out._val = value
-        out.aval = aval
-        out._py = None
-        out._shards = None
-        out._sharding = None
-        out._device = None
-        out._committed = False
-        out._memory_kind = None
-        out._deleted = None
-        return out
+        return cls._placed_nowhere(value, aval)
 
     def _words(self) -> np.ndarray:
         return words(self._value)

@@ -88,17 +88,7 @@ class Token(Array):
 
     @classmethod
     def _make(cls, value: np.ndarray, aval: ArrayType) -> Token:
-        out = object.__new__(cls)
-        out._val = value
-        out.aval = aval
-        out._py = None
-        out._shards = None
-        out._sharding = None
-        out._device = None
-        out._committed = False
-        out._memory_kind = None
-        out._deleted = None
-        return out
+        return cls._placed_nowhere(value, aval)
 
     def __repr__(self) -> str:
         return object.__repr__(self)

@@ -21,7 +21,7 @@ from spec._src.interpreters.ad_util import (
     linear_jvp,
     linear_transpose,
 )
-from spec._src.core.interpreter import pp_hiding
+from spec._src.core.interpreter import check_divisible, pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare, declaring
@@ -71,26 +71,6 @@ def _reshard_type(x: ArrayType, *, dst_sharding: Any, concrete_mesh: Any) -> lis
     out = x.update(sharding=dst)
     check_divisible(out)
     return [out]
-
-
-def check_divisible(aval: ArrayType) -> None:
-    """C3: each sharded dimension is a multiple of the number of pieces its
-    mesh axes cut it into (ValueError, JAX's message; JAX checks it whenever
-    it makes a sharded type)."""
-    s = aval.sharding
-    if s is None:
-        return
-    sizes = dict(zip(s.mesh.axis_names, s.mesh.axis_sizes))
-    for dim, (part, size) in enumerate(zip(s.spec.partitions, aval.shape)):
-        if part is None:
-            continue
-        names = part if isinstance(part, tuple) else (part,)
-        pieces = int(np.prod([sizes[n] for n in names]))
-        if size % pieces:
-            raise ValueError(
-                f"Sharding spec {names} implies that array axis {dim} is partitioned {pieces}"
-                f" times, but does not evenly divide the dimension size {size}. Got shape:"
-                f" {aval.shape} and sharding {s}")
 
 
 def _check_unreduced(x: ArrayType, dst: Any) -> None:

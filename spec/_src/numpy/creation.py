@@ -26,7 +26,8 @@ from spec._src.lax import elementwise as ew
 from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.prng import full_keys
-from spec._src.lax.reshard import check_divisible, reshard
+from spec._src.core.interpreter import check_divisible
+from spec._src.lax.reshard import reshard
 from spec._src.lax.shaping import _convert_element_type
 from spec._src.numpy.util import check_arraylike
 
