@@ -442,3 +442,49 @@ def test_platform_dependent_stages_a_cond_on_platform_index_as_jax() -> None:
     np.testing.assert_allclose(np.asarray(spec.jit(ours)(x)), np.sin(x), rtol=1e-6)
     with pytest.raises(NotImplementedError, match="platform_index.*not found for platform cpu"):
         spec.jit(lambda v: spec.lax.platform_dependent(v, tpu=snp.sin))(x)
+
+
+# ------------------------------------------- branch jaxprs shared between conds
+
+
+def _twice_same(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    def f(x: Any) -> Any:
+        y = lx.cond(n.sum(x) > 0, n.sin, n.cos, x)
+        return lx.cond(n.sum(y) > 0, n.sin, n.cos, y)
+    return f
+
+
+def _one_branch_both_ways(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    def br(x: Any) -> Any:
+        return x * 2.0
+    return lambda x: lx.cond(n.sum(x) > 0, br, br, x)
+
+
+def _weak_then_strong(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    def f(x: Any) -> Any:
+        a = lx.cond(x > 0, n.sin, n.cos, 1.0)
+        return lx.cond(x > 0, n.sin, n.cos, x) + a
+    return f
+
+
+def _switch_and_cond(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    def f(i: Any, x: Any) -> Any:
+        a = lx.switch(i, [n.sin, n.cos], x)
+        b = lx.switch(i, [n.sin, n.cos], a)
+        return lx.cond(i > 0, n.sin, n.cos, b)
+    return f
+
+
+def _inner_jit(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    inner = j.jit(lambda x: lx.cond(x > 0, n.sin, n.cos, x))
+    return lambda x: lx.cond(x > 1, n.sin, n.cos, inner(x))
+
+
+@pytest.mark.parametrize("mk,args", [
+    (_twice_same, (np.float32(1.0),)), (_one_branch_both_ways, (np.ones(3, np.float32),)),
+    (_weak_then_strong, (np.float32(0.5),)), (_switch_and_cond, (np.int32(1), np.float32(2.0))),
+    (_inner_jit, (np.float32(0.5),))], ids=["twice", "both_ways", "weak", "switch", "jit"])
+def test_conds_of_the_same_functions_share_branch_jaxprs(mk: Maker, args: Any) -> None:
+    """JAX traces a branch function once per operand types and context, so
+    conds of the same functions print their branches once (``let``)."""
+    same_jaxpr(mk, *args)

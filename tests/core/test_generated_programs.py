@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import spec
@@ -30,6 +30,7 @@ def test_values_match_jax(program: Program, seed: int) -> None:
 
 @SETTINGS
 @given(programs())
+@example(Program([()], [("cond_sum", (0,)), ("cond_sum", (0,))]))
 def test_jaxpr_text_matches_jax_and_type_checks(program: Program) -> None:
     structs = [np.zeros(s, np.float32) for s in program.input_shapes]
     ours = spec.make_jaxpr(lambda *xs: program(snp, *xs))(*structs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,9 @@ from spec._src.core.interpreter import (
 )
 from spec._src.core.registry import declare, require
 from spec._src.lowering import control as CL
+from spec._src.core.sharding import _context as _mesh_context
 from spec._src.core.sharding import get_abstract_mesh
+from spec._src.core.source_info import current_xla_metadata
 from spec._src.core.state_types import is_ref_type
 from spec._src.core.types import FLOAT0, ArrayType, MemorySpace, result_type_and_weak
 from spec._src.interpreters import ad, batching
@@ -95,6 +98,8 @@ def hoist_consts(jaxprs: Sequence[Jaxpr]) -> tuple[list[Jaxpr], list[Any]]:
             if id(c) not in slot:
                 slot[id(c)] = len(consts)
                 consts.append(c)
+    if not consts and not any(j.constvars for j in jaxprs):
+        return list(jaxprs), []  # nothing to hoist: the jaxprs themselves
     out = []
     for j in jaxprs:
         binders = [Var(canonical_aval_of(c)) for c in consts]
@@ -1841,11 +1846,51 @@ def _prune_outputs(j: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
                            j.eqns, j.effects, j.consts), rules=False)
 
 
+# A branch function is traced once per operand tree and types, purpose and
+# tracing context (configuration, typing context, XLA metadata), as JAX's
+# trace cache keeps it: two conds or switches of the same functions on the
+# same types share their branch jaxprs (printed once, as `let` bindings).
+# A trace that closes over values (constants, tracers, refs) is not kept.
+_BRANCH_TRACES: weakref.WeakKeyDictionary[Callable[..., Any], dict[Any, tuple[Jaxpr, Any]]] = \
+    weakref.WeakKeyDictionary()
+_PRUNED: weakref.WeakKeyDictionary[Jaxpr, dict[tuple[bool, ...], Jaxpr]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _trace_branch(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType],
+                  api: str, leaves: Sequence[Any]) -> tuple[Jaxpr, Any]:
+    if any(is_ref_type(a) for a in avals):
+        return _trace(fun, in_tree, avals, api, leaves)
+    try:
+        kept = _BRANCH_TRACES.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable: traced every time
+        return _trace(fun, in_tree, avals, api, leaves)
+    key = (in_tree, tuple(avals), api, config.values_key(), _mesh_context.typing_key,
+           current_xla_metadata())
+    hit = kept.get(key)
+    if hit is not None:
+        return hit
+    traced = _trace(fun, in_tree, avals, api, leaves)
+    if not traced[0].consts and not traced[0].constvars:
+        kept[key] = traced
+    return traced
+
+
+def _pruned_once(j: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
+    """``_prune_outputs``, the same object for the same branch and outputs."""
+    per_jaxpr = _PRUNED.setdefault(j, {})
+    flags = tuple(keep)
+    out = per_jaxpr.get(flags)
+    if out is None:
+        out = per_jaxpr[flags] = _prune_outputs(j, flags)
+    return out
+
+
 def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[str],
                api: str, operands: Sequence[Any]) -> Any:
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = [_aval_of(x, f"{api} operand") for x in leaves]
-    traced = [_trace(f, in_tree, avals, api, leaves) for f in funs]
+    traced = [_trace_branch(f, in_tree, avals, api, leaves) for f in funs]
     for (j, tree), f, name in zip(traced[1:], funs[1:], names[1:]):
         _check_branch_outputs(api, names[0], name, funs[0], f, traced[0][1],
                               traced[0][0].out_avals, tree, j.out_avals)
@@ -1853,7 +1898,7 @@ def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[s
     # Outputs that every branch takes unchanged from one input are that input.
     fwd = _forwarded(jaxprs)
     keep = [f is None for f in fwd]
-    jaxprs = [_prune_outputs(j, keep) for j in jaxprs]
+    jaxprs = [_pruned_once(j, keep) for j in jaxprs]
     return jaxprs, consts, leaves, fwd, traced[0][1]
 
 
