@@ -16,19 +16,13 @@ import spec
 from spec import lax as slax
 from spec._src.lowering.emitter import lower_jaxpr
 from tests.lowering.xla_run import assert_bitwise, canonical, spec_and_compiled
+from tests.linalg.matrices import conj_t, random_matrices
 
 _rng = np.random.default_rng(47)
 
 
 def _matrices(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    x = _rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * _rng.normal(size=shape)
-    return x.astype(dtype)
-
-
-def _h(x: np.ndarray) -> np.ndarray:
-    return np.conj(np.swapaxes(x, -1, -2))
+    return random_matrices(_rng, shape, dtype)
 
 
 def _assert_like(ours: Any, theirs: Any, atol: float) -> None:
@@ -78,10 +72,10 @@ def test_tridiagonal_matches_jax_and_reduces(dtype: Any, lower: bool) -> None:
     np.testing.assert_array_equal(other(arr[0], 1 if lower else -1),
                                   other(a[0], 1 if lower else -1))
     tri = np.tril(a[0], -1) if lower else np.triu(a[0], 1)
-    full = tri + _h(tri) + np.diag(np.diagonal(a[0]).real)
+    full = tri + conj_t(tri) + np.diag(np.diagonal(a[0]).real)
     q = _tridiagonal_q(arr[0].astype(np.complex128), taus[0], lower)
     t = np.diag(d[0]) + np.diag(e[0], -1) + np.diag(e[0], 1)
-    np.testing.assert_allclose(_h(q) @ full @ q, t, atol=1e-5)
+    np.testing.assert_allclose(conj_t(q) @ full @ q, t, atol=1e-5)
 
 
 def test_tridiagonal_jaxpr_vmap_and_errors() -> None:
@@ -146,7 +140,7 @@ def test_ormqr_is_the_product_with_q(dtype: Any) -> None:
     for left in (True, False):
         c = _matrices((2, 5, 2) if left else (2, 2, 5), dtype)
         for transpose in (False, True):
-            qq = _h(q) if transpose else q
+            qq = conj_t(q) if transpose else q
             ours = slax.linalg.ormqr(a, taus, c, left=left, transpose=transpose)
             _assert_like(ours, jax.lax.linalg.ormqr(a, taus, c, left=left, transpose=transpose),
                          2e-6)

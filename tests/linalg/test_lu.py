@@ -15,15 +15,13 @@ import pytest
 import spec
 from spec import lax as slax
 from tests.lowering.xla_run import assert_bitwise, spec_and_compiled
+from tests.linalg.matrices import random_matrices
 
 _rng = np.random.default_rng(20)
 
 
 def _matrices(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    x = _rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * _rng.normal(size=shape)
-    return x.astype(dtype)
+    return random_matrices(_rng, shape, dtype)
 
 
 def _tolerance(x: np.ndarray) -> float:

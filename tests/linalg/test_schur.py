@@ -22,19 +22,13 @@ import spec.scipy.linalg as ssl
 from spec import lax as slax
 from spec._src.lowering.emitter import lower_jaxpr
 from tests.lowering.xla_run import assert_bitwise, canonical, spec_and_compiled
+from tests.linalg.matrices import conj_t, random_matrices
 
 _rng = np.random.default_rng(31)
 
 
 def _matrices(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    x = _rng.normal(size=shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * _rng.normal(size=shape)
-    return x.astype(dtype)
-
-
-def _h(x: np.ndarray) -> np.ndarray:
-    return np.conj(np.swapaxes(x, -1, -2))
+    return random_matrices(_rng, shape, dtype)
 
 
 def _assert_schur_form(a: np.ndarray, t: np.ndarray, q: np.ndarray, tol: float) -> None:
@@ -42,8 +36,8 @@ def _assert_schur_form(a: np.ndarray, t: np.ndarray, q: np.ndarray, tol: float) 
     with 2x2 blocks ``[[p, b], [c, p]]``, ``b c < 0`` (real), all within ``tol`` relative."""
     n = a.shape[-1]
     scale = np.abs(a).max()
-    np.testing.assert_allclose(_h(q) @ q, np.broadcast_to(np.eye(n), q.shape), atol=tol)
-    np.testing.assert_allclose(q @ t @ _h(q), a, atol=tol * scale)
+    np.testing.assert_allclose(conj_t(q) @ q, np.broadcast_to(np.eye(n), q.shape), atol=tol)
+    np.testing.assert_allclose(q @ t @ conj_t(q), a, atol=tol * scale)
     if np.iscomplexobj(a):
         assert (np.tril(t, -1) == 0).all()
         return
@@ -80,7 +74,7 @@ def test_hessenberg_matches_jax() -> None:
             np.testing.assert_allclose(o, t, atol=2e-5)
         h, q = (np.asarray(x) for x in ssl.hessenberg(a[0], calc_q=True))
         assert (np.tril(h, -2) == 0).all()
-        np.testing.assert_allclose(q @ h @ _h(q), a[0], atol=2e-5)
+        np.testing.assert_allclose(q @ h @ conj_t(q), a[0], atol=2e-5)
         wide = a[0].astype(np.complex128 if np.iscomplexobj(a) else np.float64)
         for o, e in zip((h, q), sl.hessenberg(wide, calc_q=True)):
             np.testing.assert_allclose(o, e, atol=2e-5)
