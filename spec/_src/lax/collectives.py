@@ -21,7 +21,8 @@ primitives, in the order of this module:
 - ``pvary`` (invariant -> varying, free), ``psum_invariant`` (varying ->
   invariant, an all-reduce) and ``ppermute``;
 - ``reduce_scatter`` (``lax.psum_scatter``), whose transpose is
-  ``all_gather``, and ``all_to_all``;
+  ``all_gather``, ``all_to_all`` and ``ragged_all_to_all`` (slices of
+  rows sent to the members, written into their ``output``);
 - the free casts of ``lax.pcast``: ``preduced`` (invariant -> reduced),
   ``vary_unreduced_cast`` (varying -> unreduced), ``reduced_vary_cast``
   (reduced -> varying);
@@ -39,14 +40,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from spec._src.core import tree_util, types as T
 from spec._src.core.array import host_value
+from spec._src.core.dtypes import issubdtype
 from spec._src.core.denormals import arithmetic
 from spec._src.core.interpreter import (
+    EvalTrace,
     JaxprTrace,
     Primitive,
     Tracer,
@@ -67,8 +70,11 @@ from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD, spmd as S
 from spec._src.interpreters.ad_util import (
     Zero,
+    instantiate,
+    is_undefined_primal,
     linear_jvp,
     linear_transpose,
+    zeros_like_aval,
 )
 from spec._src.interpreters.batching import (
     AxisData,
@@ -83,7 +89,7 @@ from spec._src.lax import elementwise as E
 from spec._src.lax import shaping
 from spec._src.lax import slicing
 from spec._src.lax.elementwise import div, mul
-from spec._src.lax.reductions import reduce_sum
+from spec._src.lax.reductions import reduce_or, reduce_sum
 from spec._src.lax.shaping import canonicalize_axis
 from spec._src.lax.sharding_kit import mesh_ordered
 from spec._src.lowering import collectives as LC
@@ -1032,6 +1038,225 @@ all_to_all_p: Primitive = declare(
         lambda p: (p["split_axis"], p["concat_axis"]), _all_to_all_program))
 
 
+# ========================================================= ragged_all_to_all
+
+_RAGGED_INDEX_NAMES = ("input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+
+
+def _ragged_type(operand: ArrayType, output: ArrayType, *index: ArrayType,
+                 axis_name: tuple[Any, ...], axis_index_groups: Any) -> list[ArrayType]:
+    """JAX's checks, in its order: the four index arrays are integer (C1),
+    then rank 1 and non-empty (C2); the axes are bound (C3). The result has
+    ``output``'s type (strong), ``output``'s varying axes included."""
+    prim = "ragged_all_to_all"
+    for name, aval in zip(_RAGGED_INDEX_NAMES, index):
+        require(issubdtype(aval.dtype, np.integer), prim, "C1",
+                f"{name} must be integer type, got {aval.str_short(True)}", ValueError)
+    for name, aval in zip(_RAGGED_INDEX_NAMES, index):
+        require(aval.ndim == 1 and aval.shape[0] >= 1, prim, "C2",
+                f"{name} must be rank 1 with positive dimension size, but got shape "
+                f"{aval.shape}", ValueError)
+    check_bound(names_of(axis_name), prim)
+    return [output.update(weak_type=False)]
+
+
+def _ragged_members(position: int, ways: int, axis_index_groups: Any) -> list[int]:
+    """The positions exchanging with ``position``, in member order: the whole
+    axis, or the group of ``axis_index_groups`` holding it."""
+    if axis_index_groups is None:
+        return list(range(ways))
+    for group in axis_index_groups:
+        if position in group:
+            return [int(g) for g in group]
+    raise ValueError(f"ragged_all_to_all: position {position} along the axes is in no group "
+                     f"of axis_index_groups={axis_index_groups}")
+
+
+def _ragged_receive(operands: np.ndarray, tables: np.ndarray, output: np.ndarray,
+                    position: int, axis_index_groups: Any) -> np.ndarray:
+    """One member's result: ``output`` with, for each member j and each of
+    j's slices addressed to this member, j's rows written at the offset j
+    names. ``operands[j]`` is member j's operand and ``tables[j]`` its
+    (input_offsets, send_sizes, output_offsets, recv_sizes)."""
+    members = _ragged_members(position, operands.shape[0], axis_index_groups)
+    me, count = members.index(position), tables.shape[2]
+    if count % len(members):
+        raise ValueError(f"ragged_all_to_all: the index arrays' length {count} must be "
+                         f"divisible by the number of members {len(members)}")
+    per = count // len(members)
+    result = output.copy()
+    recv_sizes = tables[position, 3]
+    for j_place, j in enumerate(members):
+        for m in range(per):
+            start, size, at = (int(v) for v in tables[j, :3, me * per + m])
+            expected = int(recv_sizes[j_place * per + m])
+            _check_ragged_slice(j, me * per + m, start, size, at, expected,
+                                operands.shape[1], output.shape[0])
+            result[at:at + size] = operands[j, start:start + size]
+    return result
+
+
+def _check_ragged_slice(member: int, k: int, start: int, size: int, at: int, expected: int,
+                        rows_in: int, rows_out: int) -> None:
+    """A slice is in bounds on both sides and its receiver expects its size
+    (otherwise XLA's result is undefined)."""
+    where = f"slice {k} of member {member}"
+    if size != expected:
+        raise ValueError(f"ragged_all_to_all: {where} sends {size} rows but its receiver's "
+                         f"recv_sizes says {expected}")
+    if size < 0 or start < 0 or start + size > rows_in:
+        raise ValueError(f"ragged_all_to_all: {where} reads rows [{start}, {start + size}) of "
+                         f"an operand with {rows_in} rows")
+    if at < 0 or at + size > rows_out:
+        raise ValueError(f"ragged_all_to_all: {where} writes rows [{at}, {at + size}) of an "
+                         f"output with {rows_out} rows")
+
+
+def _ragged_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[ArrayType], *,
+                    axis_name: tuple[Any, ...], axis_index_groups: Any) -> list[S.Dist]:
+    """Every member's operand and index arrays travel to the group (the
+    operand's move is the collective the ledger records, an all_to_all; the index arrays
+    ride along with it), and each member writes what is addressed to it
+    into its ``output``."""
+    operand, output, *index = args
+    axes = _on_mesh(axis_name, geo)
+    _require_ragged_rows(operand.aval, output.aval)
+    stacked = S.all_gather(S.each(lambda b: b[None], operand.bufs), axes, 0, geo,
+                           kind="all_to_all")
+    packed = tuple(_packed_index([d.bufs[k] for d in index]) for k in range(geo.n))
+    tables = S.backend().all_gather(packed, axes, 0, geo)
+    result: list[np.ndarray | None] = []
+    for k, (ops, tab, p) in enumerate(zip(stacked, tables, geo.position(axes))):
+        held = output.bufs[k]
+        result.append(None if ops is None or tab is None or held is None else
+                      _ragged_receive(ops, tab, held, int(p), axis_index_groups))
+    return [S.Dist(out_avals[0], tuple(result))]
+
+
+def _require_ragged_rows(operand: ArrayType, output: ArrayType) -> None:
+    """Rows move between the two arrays: same element type and row shape."""
+    if operand.dtype != output.dtype or operand.shape[1:] != output.shape[1:]:
+        raise ValueError(f"ragged_all_to_all: operand {operand.str_short(True)} and output "
+                         f"{output.str_short(True)} must have the same element type and the "
+                         "same shape after the leading dimension")
+
+
+def _packed_index(bufs: list[np.ndarray | None]) -> np.ndarray | None:
+    """A device's four index arrays as one (1, 4, K) int64 block."""
+    if any(b is None for b in bufs):
+        return None
+    held = [np.asarray(b, np.int64) for b in bufs]
+    lengths = {b.shape[0] for b in held}
+    if len(lengths) != 1:
+        raise ValueError("ragged_all_to_all: input_offsets, send_sizes, output_offsets and "
+                         f"recv_sizes must have the same length, got {[b.shape for b in held]}")
+    return np.stack(held)[None]
+
+
+def _ragged_impl(*args: Any, **params: Any) -> NoReturn:
+    raise RuntimeError("ragged_all_to_all must be used within a mapped context like vmap or "
+                       "shard_map.")
+
+
+def _ragged_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
+                ) -> tuple[list[Any], list[Any]]:
+    """Linear in (operand, output); the index arrays carry no tangent."""
+    operand, output, *index = primals
+    out = ragged_all_to_all_p.bind(operand, output, *index, **params)
+    if type(tangents[0]) is Zero and type(tangents[1]) is Zero:
+        return [out], [Zero.from_primal_value(out)]
+    dx, dy = (instantiate(t) for t in tangents[:2])
+    return [out], [ragged_all_to_all_p.bind(dx, dy, *index, **params)]
+
+
+def _ragged_transpose(ct: Any, operand: Any, output: Any, input_offsets: Any,
+                      send_sizes: Any, output_offsets: Any, recv_sizes: Any, *,
+                      axis_name: tuple[Any, ...], axis_index_groups: Any) -> list[Any]:
+    """The reverse exchange carries the cotangent's received rows back to
+    their senders (offsets and sizes swap roles, and each member learns
+    where its rows were written with an all_to_all of the offsets); the
+    output's cotangent is ct with the received rows zeroed."""
+    rest: list[Any] = [None] * 4
+    if type(ct) is Zero:
+        return [Zero(operand.aval.ct_type()) if is_undefined_primal(operand) else None,
+                Zero(output.aval.ct_type()) if is_undefined_primal(output) else None, *rest]
+    groups = {"axis_name": axis_name, "axis_index_groups": axis_index_groups}
+    written_at = all_to_all_p.bind(output_offsets, split_axis=0, concat_axis=0, tiled=True,
+                                   **groups)
+    read_at = all_to_all_p.bind(input_offsets, split_axis=0, concat_axis=0, tiled=True,
+                                **groups)
+    op_ct = None
+    if is_undefined_primal(operand):
+        zero = zeros_like_aval(operand.aval)
+        op_ct = ragged_all_to_all_p.bind(ct, zero, written_at, recv_sizes, read_at,
+                                         send_sizes, **groups)
+    out_ct = None
+    if is_undefined_primal(output):
+        out_ct = E.select(_received_rows(ct, written_at, recv_sizes),
+                          shaping.full_like(ct, 0), ct)
+    return [op_ct, out_ct, *rest]
+
+
+def _received_rows(ct: Any, offsets: Any, sizes: Any) -> Any:
+    """A boolean mask of ct's shape: the rows some received slice wrote."""
+    aval, index = canonical_aval_of(ct), canonical_aval_of(offsets)
+    rows = shaping.broadcasted_iota(index.dtype, (aval.shape[0], 1), 0)
+    start = shaping.broadcast_in_dim(offsets, (1, index.shape[0]), (1,))
+    size = shaping.broadcast_in_dim(shaping.convert_element_type(sizes, index.dtype),
+                                    (1, index.shape[0]), (1,))
+    inside = E.bitwise_and(E.ge(rows, start), E.lt(rows, E.add(start, size)))
+    hit = reduce_or(inside, (1,))
+    return shaping.broadcast_in_dim(hit, aval.shape, (0,))
+
+
+def _ragged_batch(axis: AxisData, args: list[Any], dims: list[Any], *,
+                  axis_name: tuple[Any, ...], axis_index_groups: Any
+                  ) -> tuple[list[Any], list[Any]]:
+    """As JAX: over another axis, the batch's instances are laid end to end
+    (operand and output rows, index arrays instance-minor) and their offsets
+    shifted to their instance's rows, so one exchange serves all of them."""
+    params = {"axis_name": axis_name, "axis_index_groups": axis_index_groups}
+    if all(d is None for d in dims) and axis.name not in names_of(axis_name):
+        return [ragged_all_to_all_p.bind(*args, **params)], [None]
+    if axis.name in names_of(axis_name) or axis_index_groups is not None:
+        raise NotImplementedError("Please open a feature request!")
+    n = axis.size
+    operand, output = (moveaxis(broadcast(x, n, 0) if d is None else x, 0 if d is None else d, 0)
+                       for x, d in zip(args[:2], dims[:2]))
+    index = [_instance_minor(x, d, n) for x, d in zip(args[2:], dims[2:])]
+    rows_in, rows_out = _shape(operand)[1], _shape(output)[1]
+    index[0] = E.add(index[0], _instance_starts(index[0], n, rows_in))
+    index[2] = E.add(index[2], _instance_starts(index[2], n, rows_out))
+    flat = [_merge_dims(x, 0) for x in (operand, output, *index)]
+    out = ragged_all_to_all_p.bind(*flat, **params)
+    return [_split_dim(out, 0, n)], [0]
+
+
+def _instance_minor(x: Any, d: Any, n: int) -> Any:
+    """An index array as (K, n): the batch dimension second."""
+    if d is None:
+        return broadcast(x, n, 1)
+    return moveaxis(x, d, 1)
+
+
+def _instance_starts(x: Any, n: int, rows: int) -> Any:
+    """Instance b's first row, b * rows, broadcast against a (K, n) array."""
+    dtype = canonical_aval_of(x).dtype
+    iota = shaping.broadcasted_iota(dtype, (1, n), 1)
+    return E.mul(iota, shaping.full_like(iota, rows))
+
+
+ragged_all_to_all_p: Primitive = declare(
+    "ragged_all_to_all", lowering=LC.ragged_all_to_all,
+    typing=_ragged_type, impl=_ragged_impl,
+    jvp=_ragged_jvp, transpose=_ragged_transpose, batch=_ragged_batch,
+    sharding=lambda operand, output, *index, **params: [output.sharding],
+    doc="Send slices of ragged rows to the members; each writes what it receives into "
+        "its output.",
+    **_manual_fields("axis_name"),
+    per_device=_ragged_program)
+
+
 # ================================================================== casts
 
 
@@ -1451,6 +1676,23 @@ def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
     return tree_util.tree_map(exchange, x)
 
 
+def ragged_all_to_all(operand: Any, output: Any, input_offsets: Any, send_sizes: Any,
+                      output_offsets: Any, recv_sizes: Any, *, axis_name: Any,
+                      axis_index_groups: Any = None) -> Any:
+    """Ragged all_to_all (SPEC.md): slice i of the caller's ``operand``
+    (rows ``input_offsets[i]`` to ``input_offsets[i] + send_sizes[i]``) goes
+    to member ``i // (len(input_offsets) / members)``, which writes it into
+    its ``output`` at the caller's ``output_offsets[i]``; ``recv_sizes`` are
+    the sizes each member receives, in the order of the senders' slices."""
+    if isinstance(current_trace(), EvalTrace):
+        _ragged_impl()  # as JAX: evaluated outside any map, before typing
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    groups = (None if axis_index_groups is None
+              else tuple(tuple(int(i) for i in g) for g in axis_index_groups))
+    return ragged_all_to_all_p.bind(operand, output, input_offsets, send_sizes, output_offsets,
+                                    recv_sizes, axis_name=names, axis_index_groups=groups)
+
+
 def pswapaxes(x: Any, axis_name: Any, axis: int, *, axis_index_groups: Any = None) -> Any:
     """``all_to_all(x, axis_name, axis, axis)``."""
     return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
@@ -1508,4 +1750,4 @@ def _all_manual(axes: tuple[Any, ...]) -> bool:
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax",
            "pmean", "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes",
-           "pvary"]
+           "pvary", "ragged_all_to_all"]

@@ -2,7 +2,8 @@
 annotations, in JAX 0.12's forms: ``sdy.manual_computation`` for the
 per-device body, ``stablehlo.all_reduce``/``all_gather``/``reduce_scatter``/
 ``all_to_all``/``collective_permute`` over the body's mesh axes
-(``#stablehlo.replica_group_mesh_axes``), ``stablehlo.partition_id``
+(``#stablehlo.replica_group_mesh_axes``), the ``ragged_all_to_all`` custom
+call, ``stablehlo.partition_id``
 arithmetic for ``axis_index``, and ``sdy.sharding_constraint``."""
 
 from __future__ import annotations
@@ -201,6 +202,36 @@ def ppermute(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
     return [ctx.line(
         f'"stablehlo.collective_permute"({operands[0]}) <{{{_CHANNEL}, source_target_pairs = '
         f"dense<[{table}]> : tensor<{len(pairs)}x2xi64>}}> : ({tensor_type(in_avals[0])}) -> "
+        f"{tensor_type(out_avals[0])}")]
+
+
+def ragged_all_to_all(ctx: LoweringContext, operands: Sequence[str],
+                      in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                      axis_name: Any, axis_index_groups: Any) -> list[str]:
+    """JAX's ``ragged_all_to_all`` custom call (API version 4): the replica
+    groups are partition ids, members counted along the axes in the order
+    the call names them, one group per position along the other axes (and
+    per group of ``axis_index_groups``)."""
+    mesh, _ = _body_mesh(ctx, "ragged_all_to_all")
+    names = list(axis_name)
+    _axes(mesh, names)  # every axis is an axis of the mesh
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    others = [n for n in mesh.axis_names if n not in names]
+    members = (list(range(math.prod(sizes[n] for n in names))) if axis_index_groups is None
+               else None)
+    groups = [members] if members is not None else [list(g) for g in axis_index_groups]
+    rows = [[_partition(mesh, names, dict(zip(others, rest)), int(p)) for p in group]
+            for rest in itertools.product(*(range(sizes[n]) for n in others))
+            for group in groups]
+    if len({len(r) for r in rows}) != 1:
+        raise ValueError("Replica groups must be equally sized")
+    table = ", ".join("[" + ", ".join(map(str, r)) + "]" for r in rows)
+    config = (f"channel_id = 1 : i64, replica_groups = dense<[{table}]> : "
+              f"tensor<{len(rows)}x{len(rows[0])}xi64>")
+    types = ", ".join(tensor_type(a) for a in in_avals)
+    return [ctx.line(
+        f"stablehlo.custom_call @ragged_all_to_all({', '.join(operands)}) "
+        f"{{api_version = 4 : i32, backend_config = {{{config}}}}} : ({types}) -> "
         f"{tensor_type(out_avals[0])}")]
 
 
