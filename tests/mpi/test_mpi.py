@@ -52,6 +52,22 @@ def test_corpus_on_ranks_equals_virtual_devices(n: int) -> None:
             assert _by_device(held) == _by_device(every), (name, leaf)
 
 
+def test_ragged_all_to_all_on_ranks_equals_virtual_devices() -> None:
+    """The exchange and its transpose on 2 ranks: each rank holds its own
+    device's blocks as on 2 virtual devices, bit for bit, and the ledgers
+    agree (the exchange and the transpose's all_to_alls)."""
+    from tests.support.mpi_worker import ragged
+    ranks, _ = launch(2, "ragged", timeout=120)
+    virtual: dict[str, Any] = on_virtual_devices(2, lambda: ragged(2))
+    assert any(e[0] == "all_to_all" for e in virtual["ledger"])
+    for r, res in enumerate(ranks):
+        assert res["devices"] == [r]
+        assert res["ledger"] == virtual["ledger"]
+        assert len(res["shards"]) == len(virtual["shards"]) == 3
+        for mine, every in zip(res["shards"], virtual["shards"]):
+            assert len(mine) == 1 and mine == [s for s in every if s["device"] == r]
+
+
 def test_corpus_is_not_trivial() -> None:
     """The corpus exercises every kind of collective."""
     virtual = _virtual(4)

@@ -29,6 +29,42 @@ def corpus() -> dict[str, Any]:
             "devices": [d.id for d in jax.local_devices()]}
 
 
+def ragged(n: int | None = None) -> dict[str, Any]:
+    """ragged_all_to_all over n members (two slices to each, some empty) and
+    its transpose: this process's blocks of both and the collectives run."""
+    from conformance.mesh_programs import shards_of
+    n = jax.process_count() if n is None else n
+    rng = np.random.RandomState(0)
+    count, rows = 2 * n, 16
+    sizes = rng.randint(0, 3, size=(n, count))
+    starts = np.concatenate([np.zeros((n, 1), int), np.cumsum(sizes, 1)[:, :-1]], 1)
+    # Receiver r takes the slices addressed to it in sender order, packed.
+    incoming = sizes.reshape(n, n, 2).transpose(1, 0, 2).reshape(n, count)  # [r, j*2+m]
+    at = np.concatenate([np.zeros((n, 1), int), np.cumsum(incoming, 1)[:, :-1]], 1)
+    outputs_at = at.reshape(n, n, 2).transpose(1, 0, 2).reshape(n, count)  # [j, r*2+m]
+    def put(v: np.ndarray, dtype: Any) -> Any:  # member-major blocks along "x"
+        return jax.device_put(np.asarray(v, dtype).reshape(n * v.shape[1], *v.shape[2:]),
+                              jax.P("x"))
+
+    def body(o: Any, d: Any, *ix: Any) -> Any:
+        return jax.lax.ragged_all_to_all(o, d, *ix, axis_name="x")
+
+    with jax.set_mesh(jax.make_mesh((n,), ("x",))):
+        index = [put(t, np.int32) for t in (starts, sizes, outputs_at, incoming)]
+        data = rng.standard_normal((n, rows, 3))
+        operand, output = put(data, np.float32), put(-data, np.float32)
+        f = jax.shard_map(body, in_specs=jax.P("x"), out_specs=jax.P("x"))
+
+        def g(o: Any, d: Any) -> Any:
+            return f(o, d, *index)
+        with jax.collectives_log() as log:
+            y = g(operand, output)
+            cts = jax.linear_transpose(g, operand, output)(y)
+        return {"shards": [shards_of(v) for v in (y, *cts)],
+                "ledger": [[e.kind, list(map(str, e.axes)), e.nbytes] for e in log.entries],
+                "devices": [d.id for d in jax.local_devices()]}
+
+
 def _error(fn: Any) -> str:
     try:
         fn()
@@ -151,7 +187,8 @@ def main() -> None:
     outdir, scenario = sys.argv[1], sys.argv[2]
     rank = mesh_mpi.rank() if mesh_mpi.active() else 0
     try:
-        result = {"corpus": corpus, "api": api, "timeout": timeout, "train": train}[scenario]()
+        result = {"corpus": corpus, "api": api, "timeout": timeout, "train": train,
+                  "ragged": ragged}[scenario]()
     except Exception:
         result = {"crash": traceback.format_exc()}
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
