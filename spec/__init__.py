@@ -51,7 +51,7 @@ from spec import stages as stages
 from spec import export as export
 from spec import typing as typing
 from spec._src.jax_alias import install_as_jax
-from spec._src.api.ref import Ref, freeze, new_ref
+from spec._src.api.ref import Ref, empty_ref, free_ref, freeze, new_ref
 from spec._src.lax.state import discharge_state
 from spec._src.core.state_types import ds
 from spec._src.core.source_info import named_call, named_scope
@@ -138,7 +138,8 @@ transfer_guard = _config_module.transfer_guard
 
 
 __all__ = [
-    "Ref", "discharge_state", "ds", "freeze", "new_ref", "ref", "export", "stages",
+    "Ref", "discharge_state", "ds", "empty_ref", "free_ref", "freeze", "new_ref", "ref",
+    "export", "stages",
     "Array", "CompilerEffortLevel", "Device", "ShapeDtypeStruct", "block_until_ready",
     "clear_caches", "config",
     "debug_infs", "debug_nans", "default_backend", "default_device", "default_matmul_precision",

@@ -29,7 +29,8 @@ from spec._src.core.interpreter import (
     canonical_aval_of,
     current_trace,
 )
-from spec._src.lax.state import addupdate_p, broadcast_to_p, freeze_p, get_p, new_ref_p, swap_p
+from spec._src.lax.state import (addupdate_p, broadcast_to_p, empty_ref_p, free_ref_p, freeze_p,
+                                 get_p, new_ref_p, swap_p)
 from spec._src.core.types import Typed, is_float, is_int
 from spec._src.lax import shaping as L
 from spec._src.numpy.creation import asarray
@@ -180,6 +181,24 @@ def freeze(ref: Any) -> Any:
     return freeze_p.bind(ref)
 
 
+def empty_ref(ty: Any, memory_space: Any = None, pin: bool = False) -> Any:
+    """A new ref whose contents have the type of ``ty`` (a ShapeDtypeStruct,
+    an array or a tracer) and no value yet. Only a staged program makes one:
+    eagerly it is JAX's NotImplementedError."""
+    try:
+        aval = canonical_aval_of(ty)
+    except TypeError:
+        raise TypeError(f"Argument '{ty}' of type {type(ty)} is not a valid JAX type") from None
+    return empty_ref_p.bind(ty=aval, memory_space=memory_space, pin=pin)
+
+
+def free_ref(ref: Any) -> tuple[()]:
+    """End the life of ``ref`` (a staged ``free_ref``, which dead-code
+    elimination keeps). As JAX, the operand is not checked to be a ref."""
+    free_ref_p.bind(ref)
+    return ()
+
+
 # ================================================= traced refs: [] and []=
 
 
@@ -212,4 +231,5 @@ def _install_tracer_methods() -> None:
 _install_tracer_methods()
 hooks.eager_ref = Ref  # ref results of eager evaluation (new_ref), on a mesh or not
 
-__all__ = ["AbstractRef", "Ref", "addupdate", "freeze", "get", "new_ref", "set", "swap"]
+__all__ = ["AbstractRef", "Ref", "addupdate", "empty_ref", "free_ref", "freeze", "get", "new_ref",
+           "set", "swap"]

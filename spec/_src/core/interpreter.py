@@ -1697,6 +1697,14 @@ def dce_of_call(param: str) -> Callable[[Eqn, list[bool]], tuple[list[bool], Eqn
     return rule
 
 
+def _asks_rule_unused(eqn: Eqn, rules: bool) -> bool:
+    """An equation without results and sub-programs that has a ``dce`` rule
+    exists for what it does to its operands (``free_ref``): its rule, not
+    the absence of readers, decides whether it stays."""
+    return (rules and not eqn.outvars and not isinstance(eqn.primitive.dce, Default)
+            and not jaxprs_in_params(eqn.params))
+
+
 def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules: bool
          ) -> tuple[Jaxpr, list[bool]]:
     live: set[int] = {id(a) for a, u in zip(jaxpr.outvars, used_outputs)
@@ -1708,7 +1716,7 @@ def _dce(jaxpr: Jaxpr, used_outputs: list[bool], instantiate: list[bool], rules:
         new: Eqn | None
         if eqn.effects:
             used_ins, new = [True] * len(eqn.invars), eqn
-        elif not any(used_outs):
+        elif not any(used_outs) and not _asks_rule_unused(eqn, rules):
             used_ins, new = [False] * len(eqn.invars), None
         elif rules and not isinstance(eqn.primitive.dce, Default):
             used_ins, new = eqn.primitive.dce(eqn, used_outs)

@@ -200,4 +200,74 @@ def scaled_dot(lhs: Any, rhs: Any, *, lhs_scale: Any = None, rhs_scale: Any = No
                              preferred_element_type=dtype)
 
 
-__all__ = ["scaled_dot", "scaled_dot_p"]
+# ---------------------------------------------------- scaled_matmul_wrapper
+#
+# jax.nn.scaled_matmul's primitive: ``(B, M, K)`` and ``(B, N, K)`` operands, their
+# ``(B, M, K_a)`` and ``(B, N, K_b)`` scales (each scale entry covers a block of K // K_a
+# consecutive contracting elements), result ``(B, M, N)`` in ``preferred_element_type``.
+# JAX's abstract evaluation checks nothing (jax.nn.scaled_matmul checks the shapes first);
+# without a fused kernel (CPU) every operand is cast to the result type, the scales
+# multiplied into their blocks, and the product taken by dot_general.
+
+
+def _scaled_matmul_type(a: ArrayType, b: ArrayType, a_scale: ArrayType, b_scale: ArrayType,
+                        *, preferred_element_type: Any) -> list[ArrayType]:
+    return [ArrayType((a.shape[0], a.shape[1], b.shape[1]), np.dtype(preferred_element_type))]
+
+
+def _dequantized(x: Any, scale: Any, dtype: Any) -> Any:
+    """``x`` times its block scales, both cast to ``dtype`` first (float8 and float4 have
+    no arithmetic on CPU)."""
+    x, scale = convert_element_type(x, dtype), convert_element_type(scale, dtype)
+    b, m, k = canonical_aval_of(x).shape
+    blocks = canonical_aval_of(scale).shape[2]
+    scaled = mul(reshape(x, (b, m, blocks, k // blocks)), reshape(scale, (b, m, blocks, 1)))
+    return reshape(scaled, (b, m, k))
+
+
+def _scaled_matmul_product(a: Any, b: Any, a_scale: Any, b_scale: Any, *,
+                           preferred_element_type: Any) -> Any:
+    dtype = preferred_element_type
+    return dot_general(_dequantized(a, a_scale, dtype), _dequantized(b, b_scale, dtype),
+                       (((2,), (2,)), ((0,), (0,))), preferred_element_type=dtype)
+
+
+def _scaled_matmul_impl(*args: np.ndarray, preferred_element_type: Any) -> list[np.ndarray]:
+    def flat(*xs: Any) -> list[Any]:
+        return [_scaled_matmul_product(*xs, preferred_element_type=preferred_element_type)]
+    jaxpr, _ = trace_to_jaxpr(flat, [canonical_aval_of(a) for a in args])
+    return [np.asarray(o) for o in eval_jaxpr_values(jaxpr, jaxpr.consts, list(args))]
+
+
+def _scaled_matmul_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
+                         preferred_element_type: Any) -> tuple[list[Any], list[BatchDim]]:
+    """JAX's rule: the operands batched alike (else all at the front), the leading
+    dimensions merged into one batch of the 3-d primitive, the result split back."""
+    if dims[0] is not None and all(d == dims[0] for d in dims):
+        out_dim: BatchDim = dims[0]
+    else:
+        args = [bdim_at_front(x, d, axis.size) for x, d in zip(args, dims)]
+        out_dim = 0
+    lhs, rhs, lhs_scale, rhs_scale = args
+    *batch, m, k = canonical_aval_of(lhs).shape
+    n = canonical_aval_of(rhs).shape[-2]
+    ks = canonical_aval_of(lhs_scale).shape[-1]
+    merged = int(np.prod(batch))
+    # (reshaped in JAX's order: lhs, its scales, rhs, its scales)
+    lhs, lhs_scale = reshape(lhs, (merged, m, k)), reshape(lhs_scale, (merged, m, ks))
+    rhs, rhs_scale = reshape(rhs, (merged, n, k)), reshape(rhs_scale, (merged, n, ks))
+    out = scaled_matmul_wrapper_p.bind(lhs, rhs, lhs_scale, rhs_scale,
+                                       preferred_element_type=preferred_element_type)
+    return [reshape(out, (*batch, m, n))], [out_dim]
+
+
+scaled_matmul_wrapper_p = declare(
+    "scaled_matmul_wrapper", typing=_scaled_matmul_type, impl=_scaled_matmul_impl,
+    jvp=not_applicable("JAX defines no derivative of scaled_matmul_wrapper"),
+    transpose=not_applicable("JAX defines no transpose of scaled_matmul_wrapper"),
+    batch=_scaled_matmul_batch, sharding=lambda *avals, **params: [None],
+    per_device=from_primitive(S.gathered), lowering=lower_fun(_scaled_matmul_product),
+    doc="jax.nn.scaled_matmul: block-scaled batched matrix product")
+
+
+__all__ = ["scaled_dot", "scaled_dot_p", "scaled_matmul_wrapper_p"]

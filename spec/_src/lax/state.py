@@ -1,11 +1,15 @@
-"""Ref primitives (issue 8): ``new_ref``, ``get``, ``swap``, ``addupdate``, ``freeze``.
+"""Ref primitives: ``new_ref``, ``empty_ref``, ``get``, ``swap``, ``addupdate``, ``freeze``,
+``free_ref``.
 
 At run time a ref is a NumPy buffer that the impls read and write in place:
 an eager ``Ref`` hands its own buffer to the impls, so a jit call that writes
 a ref argument (or a ref it closes over, which jit passes as an argument)
 updates the caller's ref. ``get`` copies out, ``swap`` returns the old
 contents and stores the new, ``addupdate`` adds in place, ``freeze`` copies
-the final contents out as an immutable array.
+the final contents out as an immutable array. ``empty_ref`` makes a ref of a
+given type with no initial value (zeros when a compiled program runs it; eager
+evaluation has no rule, as in JAX), ``free_ref`` ends a ref's life (nothing to
+release here; dead-code elimination keeps it, as JAX's does).
 
 Staged, ``swap`` and ``addupdate`` record a write effect on their ref
 operand (a call records the writes of its body to its ref operands), so
@@ -49,7 +53,7 @@ from spec._src.core.interpreter import (
 from spec._src.lax import state_batching as _sb
 from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import _with_axis_types
-from spec._src.core.registry import declare, fail, require
+from spec._src.core.registry import declare, declaring, fail, require
 from spec._src.lax.elementwise import add, clamp, lt, mul, select
 from spec._src.lax.shaping import (
     bind_reduce_sum,
@@ -60,6 +64,7 @@ from spec._src.lax.shaping import (
     iota,
     reshape,
 )
+from spec._src.core.effects import in_compiled_program
 from spec._src.core.errors import ShardingTypeError
 from spec._src.core.sharding import AxisType, NamedSharding, P, entry_of
 from spec._src.core.types import FLOAT0, ArrayType, is_int
@@ -949,6 +954,124 @@ def _freeze_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
     return S.run_local(freeze_p, geo, args, out_avals, {})
 
 
+# ------------------------------------------------------ empty_ref, free_ref
+#
+# ``empty_ref`` has no operand: its ``ty`` param is the contents' type (a weak
+# type dropped in the ref's, as ``new_ref``). ``free_ref`` takes any operand
+# (JAX types it without a check) and has no result.
+
+
+def _empty_ref_type(*, ty: ArrayType, memory_space: Any, pin: bool) -> list[ArrayType]:
+    return [ref_type_of(ty)]
+
+
+def _empty_ref_impl(*, ty: ArrayType, memory_space: Any, pin: bool) -> list[np.ndarray]:
+    # The contents are unspecified; XLA CPU gives zeros, and so does spec.
+    return [np.zeros(ty.shape, ty.dtype)]
+
+
+class _EmptyRefPrimitive(Primitive):
+    """Eager evaluation has no rule in JAX (only a compiled program makes an
+    empty ref): the same NotImplementedError outside a compiled run."""
+
+    evaluates_eagerly = True
+
+    def evaluate_eagerly(self, trace: Any, args: Sequence[Any], params: dict[str, Any]
+                         ) -> list[Any] | None:
+        if not in_compiled_program():
+            raise NotImplementedError("Evaluation rule for 'empty_ref' not implemented")
+        return None
+
+
+def _empty_ref_jvp(primals: list[Any], tangents: list[Any], *, ty: ArrayType,
+                   memory_space: Any, pin: bool) -> tuple[list[Any], list[Any]]:
+    """The tangent of an empty ref is an empty ref of the tangent type."""
+    ref = empty_ref_p.bind(ty=ty, memory_space=memory_space, pin=pin)
+    t_aval = ty.tangent_type()
+    if t_aval.dtype == FLOAT0:
+        return [ref], [Zero(ref_type_of(t_aval))]
+    with tangent_side():
+        return [ref], [empty_ref_p.bind(ty=t_aval, memory_space=memory_space, pin=pin)]
+
+
+def _empty_ref_transpose(acc: RefAccum, **params: Any) -> list[Any]:
+    return []  # no operand: what was accumulated into the ref flows nowhere
+
+
+def _empty_ref_remat(policy: Any, unks: list[bool], inst: list[bool], eqn: Eqn) -> Any:
+    return eqn, eqn, [False], [True], []  # made on both sides, as new_ref of a known value
+
+
+def _discharge_empty_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                         ) -> Discharged:
+    ty: ArrayType = params["ty"]
+    return [full(ty.shape, 0, ty.dtype)], []
+
+
+def _empty_ref_sharding(*, ty: ArrayType, memory_space: Any, pin: bool
+                        ) -> list[NamedSharding | None]:
+    return [ty.sharding]
+
+
+def _empty_ref_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                       **params: Any) -> list[Dist]:
+    (out,) = out_avals
+    S.check_ref_layout(out, geo)
+    return [Dist(out, S.new_ref_blocks(np.zeros(out.shape, out.dtype), out, geo))]
+
+
+def _empty_ref_batch(axis: Any, args: list[Any], dims: list[Any], **params: Any
+                     ) -> tuple[list[Any], list[Any]]:
+    # vmap binds an equation without batched operands unbatched; with no
+    # operands this rule is never asked.
+    return [empty_ref_p.bind(**params)], [None]
+
+
+def _free_ref_type(ref: ArrayType) -> list[ArrayType]:
+    return []
+
+
+def _free_ref_sharding(ref: ArrayType) -> list[NamedSharding | None]:
+    return []
+
+
+def _free_ref_impl(buf: np.ndarray) -> list[np.ndarray]:
+    return []
+
+
+def _free_ref_jvp(primals: list[Any], tangents: list[Any]) -> tuple[list[Any], list[Any]]:
+    """Free the ref and its tangent ref."""
+    (ref,), (ref_t,) = primals, tangents
+    free_ref_p.bind(ref)
+    if type(ref_t) is not Zero:
+        free_ref_p.bind(ref_t)
+    return [], []
+
+
+def _free_ref_transpose(cts: list[Any], acc: Any) -> list[Any]:
+    return [None]
+
+
+def _free_ref_batch(axis: Any, args: list[Any], dims: list[Any]
+                    ) -> tuple[list[Any], list[Any]]:
+    free_ref_p.bind(args[0])
+    return [], []
+
+
+def _free_ref_dce(eqn: Eqn, used: list[bool]) -> tuple[list[bool], Eqn | None]:
+    return [True], eqn  # no result, but the ref's end is kept, as in JAX
+
+
+def _discharge_free_ref(ins: list[Any], atoms: list[Any], params: dict[str, Any]
+                        ) -> Discharged:
+    return [], []
+
+
+def _free_ref_program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType]
+                      ) -> list[Dist]:
+    return []
+
+
 # ------------------------------------------------------------ declarations
 #
 # Last in the module, after every rule they name; a ref operand is taken only
@@ -988,7 +1111,22 @@ freeze_p = declare(
     jvp=_freeze_jvp, transpose=_freeze_transpose, batch=_sb.freeze_batch,
     sharding=_freeze_sharding, doc="The final contents of a ref, as an array.",
     accepts_refs=True, discharge=_discharge_freeze, per_device=_freeze_program)
+empty_ref_p = declaring(_EmptyRefPrimitive)(
+    "empty_ref", lowering=LE.after_discharge("empty_ref"),
+    typing=_empty_ref_type, impl=_empty_ref_impl,
+    jvp=_empty_ref_jvp, transpose=_empty_ref_transpose, batch=_empty_ref_batch,
+    sharding=_empty_ref_sharding, doc="A new ref of a given type, its contents unset.",
+    jvp_on_zero_tangents=True,  # every ref gets a tangent ref
+    remat_rule=_empty_ref_remat, discharge=_discharge_empty_ref,
+    per_device=_empty_ref_program)
+free_ref_p = declare(
+    "free_ref", lowering=LE.after_discharge("free_ref"),
+    typing=_free_ref_type, impl=_free_ref_impl, multiple_results=True,
+    jvp=_free_ref_jvp, transpose=_free_ref_transpose, batch=_free_ref_batch,
+    sharding=_free_ref_sharding, doc="The end of a ref's life.",
+    accepts_refs=True, dce=_free_ref_dce, remat_rule=_state_op_remat,
+    discharge=_discharge_free_ref, per_device=_free_ref_program)
 
 
-__all__ = ["addupdate_p", "broadcast_to_p", "discharge_state", "freeze_p", "get_p", "new_ref_p",
-           "swap_p"]
+__all__ = ["addupdate_p", "broadcast_to_p", "discharge_state", "empty_ref_p", "free_ref_p",
+           "freeze_p", "get_p", "new_ref_p", "swap_p"]
