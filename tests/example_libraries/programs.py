@@ -7,7 +7,10 @@ arrays), small layer sizes and few steps, initial parameters drawn under ``jit``
 each eager operation on its own, which is slow), ``jax.nn.logsumexp`` for
 ``jax.scipy.special.logsumexp`` (JAX's is the same function), and written out: a Gaussian
 log density for ``jax.scipy.stats.norm.logpdf`` and a vector's 2-norm for
-``jnp.linalg.norm``.
+``jnp.linalg.norm``. ``spmd_mnist_classifier_fromscratch`` runs over a mesh of every device
+(four in the tests); ``jax_cpp_prog`` is ``examples/jax_cpp``'s function as ``jax_to_ir``
+lowers it, run on ``main.cc``'s inputs (the C++ driver's job); ``onnx2xla`` interprets an ONNX
+graph built in code with the ops of the model the example downloads.
 """
 
 from __future__ import annotations
