@@ -7,7 +7,10 @@ arrays), small layer sizes and few steps, initial parameters drawn under ``jit``
 each eager operation on its own, which is slow), ``jax.nn.logsumexp`` for
 ``jax.scipy.special.logsumexp`` (JAX's is the same function), and written out: a Gaussian
 log density for ``jax.scipy.stats.norm.logpdf`` and a vector's 2-norm for
-``jnp.linalg.norm``.
+``jnp.linalg.norm``. ``spmd_mnist_classifier_fromscratch`` runs over a mesh of every device
+(four in the tests); ``jax_cpp_prog`` is ``examples/jax_cpp``'s function as ``jax_to_ir``
+lowers it, run on ``main.cc``'s inputs (the C++ driver's job); ``onnx2xla`` interprets an ONNX
+graph built in code with the ops of the model the example downloads.
 """
 
 from __future__ import annotations
@@ -287,12 +290,226 @@ def differentially_private_sgd(jax: Any) -> Result:
     return {"loss": float(jax.jit(loss)(params, flat)), "params": _numpy(jax, params)}
 
 
+def spmd_mnist_classifier_fromscratch(jax: Any) -> Result:
+    jnp, sharding = jax.numpy, jax.sharding
+    P, AxisType, NamedSharding = sharding.PartitionSpec, sharding.AxisType, jax.NamedSharding
+    logsumexp = jax.scipy.special.logsumexp
+
+    def init_random_params(scale: float, layer_sizes: list[int],
+                           rng: Any = npr.RandomState(0)) -> Any:
+        return [(scale * rng.randn(m, n), scale * rng.randn(n))
+                for m, n in zip(layer_sizes[:-1], layer_sizes[1:])]
+
+    def predict(params: Any, inputs: Any) -> Any:
+        activations = inputs
+        for w, b in params[:-1]:
+            activations = jnp.tanh(jnp.dot(activations, w) + b)
+        final_w, final_b = params[-1]
+        logits = jnp.dot(activations, final_w) + final_b
+        return logits - logsumexp(logits, axis=1, keepdims=True)
+
+    def loss(params: Any, batch: Any) -> Any:
+        inputs, targets = batch
+        return -jnp.mean(jnp.sum(predict(params, inputs) * targets, axis=1))
+
+    step_size = 0.1
+
+    @jax.jit(donate_argnums=0)
+    def train_step(params: Any, batch: Any) -> Any:
+        grads = jax.grad(loss)(params, batch)
+        return [(w - step_size * dw, b - step_size * db)
+                for (w, b), (dw, db) in zip(params, grads)]
+
+    @jax.jit
+    def accuracy(params: Any, batch: Any) -> Any:
+        inputs, targets = batch
+        return jnp.mean(jnp.argmax(predict(params, inputs), axis=1) ==
+                        jnp.argmax(targets, axis=1))
+
+    train_images, train_labels = _data(20, 12, 4, seed=4)
+    test_images, test_labels = _data(8, 12, 4, seed=5)
+    num_train, batch_size = train_images.shape[0], 6
+    num_devices = jax.device_count()
+    if batch_size % num_devices != 0:
+        batch_size = (batch_size // num_devices) * num_devices
+    num_complete_batches, leftover = divmod(num_train, batch_size)
+    num_batches = num_complete_batches + bool(leftover)
+    mesh = jax.make_mesh((num_devices,), ("batch",), axis_types=(AxisType.Explicit,))
+    replicated_sharding = NamedSharding(mesh, P())
+    data_sharding = NamedSharding(mesh, P("batch"))
+
+    def data_stream() -> Any:
+        rng = npr.RandomState(0)
+        while True:
+            perm = rng.permutation(num_train)
+            for i in range(num_batches):
+                batch_idx = perm[i * batch_size:(i + 1) * batch_size]
+                images_np, labels_np = train_images[batch_idx], train_labels[batch_idx]
+                if images_np.shape[0] < batch_size:
+                    pad_len = batch_size - images_np.shape[0]
+                    images_np = np.concatenate([images_np, images_np[:pad_len]], axis=0)
+                    labels_np = np.concatenate([labels_np, labels_np[:pad_len]], axis=0)
+                yield (jax.device_put(images_np, data_sharding),
+                       jax.device_put(labels_np, data_sharding))
+
+    batches = data_stream()
+    params = jax.device_put(init_random_params(0.1, [12, 16, 16, 4]), replicated_sharding)
+    train_accuracies, test_accuracies = [], []
+    num_epochs = 2
+    for epoch in range(num_epochs):
+        for _ in range(num_batches - 1):
+            batch = next(batches)
+            with jax.set_mesh(mesh):
+                params = train_step(params, batch)
+        train = (jax.sharding.reshard(train_images, data_sharding),
+                 jax.sharding.reshard(train_labels, data_sharding))
+        test = (jax.sharding.reshard(test_images, data_sharding),
+                jax.sharding.reshard(test_labels, data_sharding))
+        train_accuracies.append(float(accuracy(params, train)))
+        test_accuracies.append(float(accuracy(params, test)))
+        if epoch < num_epochs - 1:
+            batches = data_stream()
+            params = train_step(params, next(batches))
+    return {"devices": num_devices, "accuracy": [train_accuracies, test_accuracies],
+            "loss": float(jax.jit(loss)(params, (train_images, train_labels))),
+            "shardings": [str(leaf.sharding.spec) for leaf in jax.tree.leaves(params)],
+            "params": _numpy(jax, params)}
+
+
+def jax_cpp_prog(jax: Any) -> Result:
+    """examples/jax_cpp: ``prog.fn`` lowered as ``jax_to_ir`` does (its constant bound,
+    its inputs given as shapes) and run on ``main.cc``'s inputs."""
+    jnp = jax.numpy
+
+    def fn(x: Any, y: Any, z: Any) -> Any:
+        return jnp.dot(x, y) / z
+
+    shapes = [jax.ShapeDtypeStruct((2, 2), jnp.float32)] * 2
+    lowered = jax.jit(partial(fn, z=2.0)).lower(*shapes)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    return {"hlo": lowered.as_text("hlo"),
+            "result": np.asarray(lowered.compile()(x, np.ones((2, 2), np.float32)))}
+
+
+def _onnx_mnist_model() -> Any:
+    """A small graph of the ops and attribute kinds of the model ``onnx2xla`` downloads
+    (old-opset broadcasting Adds, SAME_UPPER convolutions, pooling, a reshape by an
+    initializer, a matmul), with random float32 weights."""
+    import onnx  # (an optional test dependency: the dev extra installs it)
+    from onnx import helper, numpy_helper
+    rng = npr.RandomState(6)
+
+    def tensor(name: str, value: np.ndarray) -> Any:
+        return numpy_helper.from_array(value, name)
+
+    def weights(*shape: int) -> np.ndarray:
+        return (0.5 * rng.randn(*shape)).astype(np.float32)
+
+    nodes = [
+        helper.make_node("Constant", [], ["b1"], value=tensor("b1v", weights(2))),
+        helper.make_node("Conv", ["x", "w1"], ["c1"], kernel_shape=[3, 3], strides=[1, 1],
+                         auto_pad="SAME_UPPER", group=1, dilations=[1, 1]),
+        helper.make_node("Add", ["c1", "b1"], ["a1"], axis=1, broadcast=1),
+        helper.make_node("Relu", ["a1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2],
+                         pads=[0, 0, 0, 0]),
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], kernel_shape=[3, 3], strides=[1, 1],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("Add", ["c2", "b2"], ["a2"], axis=1, broadcast=1),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node("MaxPool", ["r2"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Reshape", ["p2", "shape"], ["flat"]),
+        helper.make_node("MatMul", ["flat", "w3"], ["m"]),
+        helper.make_node("Add", ["m", "b3"], ["out"], axis=1, broadcast=1),
+    ]
+    initializers = [tensor("w1", weights(2, 1, 3, 3)), tensor("w2", weights(3, 2, 3, 3)),
+                    tensor("b2", weights(3)),
+                    tensor("shape", np.array([1, 12], np.int64)),
+                    tensor("w3", weights(12, 4)), tensor("b3", weights(4))]
+    graph = helper.make_graph(
+        nodes, "mnist", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                       [1, 1, 8, 8])],
+        [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, [1, 4])], initializers)
+    return helper.make_model(graph)
+
+
+def onnx2xla(jax: Any) -> Result:
+    """examples/onnx2xla: a NumPy-style interpreter of an ONNX graph, traced by jit and
+    differentiated; the model is built in code instead of downloaded."""
+    import onnx  # (an optional test dependency: the dev extra installs it)
+    from onnx import numpy_helper
+    jnp, lax = jax.numpy, jax.lax
+
+    def as_array(proto: Any) -> Any:
+        return numpy_helper.to_array(proto).reshape(tuple(proto.dims))
+
+    kinds = dict(onnx.AttributeProto.AttributeType.items())
+    read_attribute = {kinds["FLOAT"]: lambda a: a.f, kinds["INT"]: lambda a: a.i,
+                      kinds["STRING"]: lambda a: a.s, kinds["TENSOR"]: lambda a: as_array(a.t),
+                      kinds["FLOATS"]: lambda a: a.floats, kinds["INTS"]: lambda a: a.ints}
+
+    def maxpool(x: Any, kernel_shape: Any, pads: Any = None, strides: Any = None) -> Any:
+        lead = (1,) * (x.ndim - len(kernel_shape))
+        window = lead + tuple(kernel_shape)
+        steps = (lead + tuple(strides)) if strides else [1] * len(kernel_shape)
+        return [lax.reduce_window(x, -jnp.inf, lax.max, window, steps, "VALID")]
+
+    def conv(x: Any, w: Any, b: Any = 0, group: int = 1, kernel_shape: Any = None,
+             pads: Any = None, strides: Any = None, dilations: Any = None,
+             auto_pad: Any = None) -> Any:
+        assert group == 1
+        strides = strides or [1] * (w.ndim - 2)
+        if auto_pad:
+            padding = "SAME" if auto_pad.startswith(b"SAME") else "VALID"
+            pads = lax.padtype_to_pads(x.shape[2:], w.shape[2:], strides, padding)
+        else:
+            pads = pads or [0] * (w.ndim - 2)
+        return [lax.conv_with_general_padding(x, w, strides, pads, [1] * (w.ndim - 2),
+                                              dilations or [1] * (w.ndim - 2)) + b]
+
+    def add(a: Any, b: Any, axis: Any = None, broadcast: Any = True) -> Any:
+        if broadcast:
+            axis = (a.ndim - b.ndim) if axis is None else axis % a.ndim
+            assert a.shape[axis:][:b.ndim] == b.shape
+            b_shape = np.ones(a.ndim, dtype="int64")
+            b_shape[axis:axis + b.ndim] = b.shape
+            b = jnp.reshape(b, b_shape)
+        return [a + b]
+
+    ops = {"Add": add, "Constant": lambda value: [value], "Conv": conv,
+           "MatMul": lambda x, y: [jnp.matmul(x, y)], "MaxPool": maxpool,
+           "Relu": lambda x: [jnp.maximum(x, 0)],
+           "Reshape": lambda x, shape: [jnp.reshape(x, shape)]}
+
+    def interpret(graph: Any, *args: Any) -> Any:
+        values = dict({n.name: a for n, a in zip(graph.input, args)},
+                      **{n.name: as_array(n) for n in graph.initializer})
+        for node in graph.node:
+            operands = (values[name] for name in node.input)
+            attrs = {a.name: read_attribute[a.type](a) for a in node.attribute}
+            for name, output in zip(node.output, ops[node.op_type](*operands, **attrs)):
+                values[name] = output
+        return [values[n.name] for n in graph.output]
+
+    model = _onnx_mnist_model()
+    predict = lambda inputs: interpret(model.graph, inputs)[0]  # noqa: E731
+    compiled_predict = jax.jit(predict)
+    inputs = jnp.ones((1, 1, 8, 8))
+    gradient = jax.grad(lambda x: jnp.sum(compiled_predict(x)))(inputs)
+    return {"interpreted": np.asarray(predict(inputs)),
+            "compiled": np.asarray(compiled_predict(inputs)),
+            "gradient": np.asarray(gradient[..., :3, :3])}
+
+
 PROGRAMS = {
     "mnist_classifier_fromscratch": mnist_classifier_fromscratch,
     "mnist_classifier": mnist_classifier,
     "mnist_vae": mnist_vae,
     "advi": advi,
     "differentially_private_sgd": differentially_private_sgd,
+    "spmd_mnist_classifier_fromscratch": spmd_mnist_classifier_fromscratch,
+    "jax_cpp_prog": jax_cpp_prog,
+    "onnx2xla": onnx2xla,
 }
 
 

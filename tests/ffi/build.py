@@ -3,7 +3,7 @@ against the XLA FFI headers ``spec.ffi.include_dir()`` names, into
 ``build/ffi/`` under the repository root (reused while newer than its
 source). ``rms_norm.cc`` is the FFI page's example source
 (docs/new_docs/401/ffi/rms_norm.cc in JAX's repository); ``handlers.cc``
-holds the tests' own handlers."""
+holds the tests' own handlers, ``examples.cc`` those of JAX's examples/ffi package."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 BUILD = ROOT / "build"
 OUT = BUILD / "ffi"
-SOURCES = {"rms_norm": HERE / "rms_norm.cc", "handlers": HERE / "handlers.cc"}
+SOURCES = {"rms_norm": HERE / "rms_norm.cc", "handlers": HERE / "handlers.cc",
+           "examples": HERE / "examples.cc"}
 
 
 def compiler() -> str | None:

@@ -196,6 +196,22 @@ def test_compiler_ir_is_the_module() -> None:
     assert hlo_renumbered(s.compiler_ir("hlo")) == hlo_renumbered(j.as_text("hlo"))
 
 
+def test_partial_is_named_after_its_function() -> None:
+    """A jitted ``functools.partial`` names the module and the jit equation after the
+    function it wraps (JAX's ``jax_to_ir`` lowers such partials)."""
+    import functools
+
+    def scaled(x: Any, z: Any) -> Any:
+        return x / z
+
+    def build(m: Any, _: Any) -> Any:
+        f = functools.partial(scaled, z=2.0)
+        return (m.jit(f).lower(np.ones(2, F32)).as_text().splitlines()[0],
+                str(m.make_jaxpr(m.jit(f))(np.ones(2, F32))))
+    s, j = both(build)
+    assert s == j and "jit_scaled" in s[0]
+
+
 def test_traced_and_lowered_attributes() -> None:
     def build(m: Any, _: Any) -> Any:
         def step(x: Any, y: Any) -> Any:

@@ -201,7 +201,14 @@ def _ctx_mesh() -> Any:
 
 
 def _fun_name(fun: Callable[..., Any]) -> str:
-    return getattr(fun, "__name__", type(fun).__name__)
+    """A function's name; a ``functools.partial`` goes by the function it
+    wraps (the jaxpr's ``name`` and the lowered module's ``@jit_...``)."""
+    name = getattr(fun, "__name__", None)
+    if name is not None:
+        return str(name)
+    if isinstance(fun, functools.partial):
+        return _fun_name(fun.func)
+    return type(fun).__name__
 
 
 def _flat_fun(fun: Callable[..., Any], split: _Split, out_tree: list[Any]

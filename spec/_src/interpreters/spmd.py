@@ -664,7 +664,7 @@ def to_array(d: Dist, mesh: Any, geo: Geometry, placed: Any = None) -> Any:
 def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
           out_avals: Sequence[ArrayType]) -> list[Any]:
     """EvalTrace's path for sharded operands or results."""
-    mesh = concrete_mesh(args)
+    mesh = concrete_mesh(args, params)
     _check_device_assignment(mesh, out_avals)
     if prim.name == "jit":
         _check_ordered_effects(mesh, params["jaxpr"].effects)
@@ -733,13 +733,16 @@ def _concrete_for(aval: ArrayType, mesh: Any) -> Any:
     return Mesh(devices, s.mesh.axis_names, s.mesh.axis_types)
 
 
-def concrete_mesh(args: Sequence[Any]) -> Any:
-    """The operands' device mesh (the context's when no operand has one)."""
+def concrete_mesh(args: Sequence[Any], params: dict[str, Any] | None = None) -> Any:
+    """The operands' device mesh; when no operand has one, the mesh the
+    equation names (a reshard to a NamedSharding runs on that sharding's
+    devices, with or without a mesh in context), else the context's."""
     for a in args:
         s = getattr(a, "_sharding", None)
         if s is not None:
             return s.mesh
-    return get_concrete_mesh()
+    named = None if params is None else params.get("concrete_mesh")
+    return named if isinstance(named, Mesh) else get_concrete_mesh()
 
 
 __all__ = ["Axes", "Bufs", "Dist", "Geometry", "all_gather", "all_reduce", "live_equations",

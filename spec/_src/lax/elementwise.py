@@ -145,6 +145,19 @@ def _select_n_ur(which: ArrayType, *cases: ArrayType) -> SK.UR:
     return SK.linear_unary(sharded[0]) if sharded else (frozenset(), frozenset(), None)
 
 
+_SELECT_N_SECTION = SK.section("select_n", _select_n_parts, _select_n_ur)
+
+
+def _select_n_sharding(which: ArrayType, *cases: ArrayType, **params: Any) -> list[Any]:
+    """As JAX: when every case was typed outside any mesh, the predicate's
+    sharding is not consulted and the result is replicated over the context's
+    mesh (a constant picked by a mask computed from sharded data)."""
+    if not any(c.sharding is not None and not c.sharding.mesh.empty for c in cases):
+        which = which.update(sharding=None)
+    shardings: list[Any] = _SELECT_N_SECTION(which, *cases, **params)
+    return shardings
+
+
 _UR_KIND = {"neg": "linear", "add": "add", "sub": "add", "mul": "mul", "div": "div",
             "integer_pow": "none", "Frexp": "none", "Ldexp": "none"}
 
@@ -1379,7 +1392,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
                      lowering=LR.select_n,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
-                      sharding=SK.section("select_n", _select_n_parts, _select_n_ur))
+                      sharding=_select_n_sharding)
 
 
 # ---------------------------------------------------------------------- clamp

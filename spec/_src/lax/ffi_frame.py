@@ -792,7 +792,8 @@ def _physical(x: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
 
 
 def _logical(phys: np.ndarray, order: tuple[int, ...]) -> np.ndarray:
-    return np.ascontiguousarray(np.transpose(phys, np.argsort(order)))
+    # (np.asarray, not np.ascontiguousarray, which makes a rank-0 result rank 1)
+    return np.asarray(np.transpose(phys, np.argsort(order)), order="C")
 
 
 def call(spec: CallSpec, args: Sequence[np.ndarray]) -> list[np.ndarray]:
