@@ -313,3 +313,33 @@ def test_vmapped_hijax_logs_are_the_examples_logs_stacked(retval: bool) -> None:
             np.testing.assert_array_equal(
                 np.asarray(logs["sq"][key]),
                 np.stack([np.asarray(lg["sq"][key]) for _, lg in per_example]))
+
+
+def _custom_gradient(impl: str, rule_out: str) -> str:
+    """``custom_gradient(with_logs=True)``: its VJP function returns the
+    cotangents and the logs (or, for the errors, something else)."""
+    lib, np_, _ = LIBS[impl]
+
+    @lib.custom_gradient(with_logs=True)
+    def f(x: Any, y: Any) -> Any:
+        def vjp(g: Any) -> Any:
+            return {"pair": ((g * y * np_.cos(x), g * np_.sin(x)), {"f": {"g": g, "y": y}}),
+                    "none": ((g * y, g), None),
+                    "triple": ((g, g), None, None),
+                    "list_log": ((g, g), [g])}[rule_out]
+        return np_.sin(x) * y, vjp
+
+    try:
+        x = np_.arange(1., 3.)
+        _, f_vjp = lib.vjp(f, x, x + 1.)
+        cts, logs = f_vjp.with_logs(np_.ones(2))
+        grads = lib.jit(lib.grad(lambda a, b: np_.sum(f(a, b)), (0, 1)))(x, x + 1.)
+        return repr(_plain((cts, logs, grads, lib.jit(f_vjp.with_logs)(np_.ones(2))[1])))
+    except TypeError as e:
+        # (the message shows the rule's traced outputs, printed each library's way)
+        return f"raises TypeError: {str(e).split(', but')[0]}"
+
+
+@pytest.mark.parametrize("rule_out", ["pair", "none", "triple", "list_log"])
+def test_custom_gradient_with_logs_matches_jax(rule_out: str) -> None:
+    assert _custom_gradient("spec", rule_out) == _custom_gradient("jax", rule_out)
