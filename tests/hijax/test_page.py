@@ -17,6 +17,7 @@ where spec differs, with the reason.
 from __future__ import annotations
 
 import functools
+import re
 from collections import namedtuple
 from functools import partial
 from typing import Any
@@ -795,9 +796,49 @@ def test_newer_cells_raise_on_jax_and_run_on_spec(k: int) -> None:
     assert "raises" not in run_page("spec")[k]
 
 
-def test_known_numeric_differences_are_last_digits() -> None:
-    ours, theirs = run_page("spec")[3].split(), run_page("jax")[3].split()
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        a, b = a.strip("[]"), b.strip("[]")
-        assert abs(float(a) - float(b)) < 1e-6
+_NUMBER = re.compile(r"-?[0-9]+\.[0-9]*(?:e[-+]?[0-9]+)?")
+
+
+@pytest.mark.parametrize("k", sorted(KNOWN))
+def test_known_numeric_differences_are_last_digits(k: int) -> None:
+    """The known cells print the same words up to the digits of their float32
+    numbers (NumPy pads an array's numbers to its widest), which differ by at
+    most one unit in the last place."""
+    ours, theirs = run_page("spec")[k], run_page("jax")[k]
+    assert _NUMBER.sub("#", ours).split() == _NUMBER.sub("#", theirs).split()
+    a = np.array([float(v) for v in _NUMBER.findall(ours)], np.float32)
+    b = np.array([float(v) for v in _NUMBER.findall(theirs)], np.float32)
+    assert len(a) == len(b) and np.any(a != b)
+    assert np.all(np.abs(a - b) <= np.spacing(np.maximum(np.abs(a), np.abs(b))))
+
+
+# On the legacy linearize path (JAX 0.12.0.1 ignores the flag, so its output
+# stays the oracle) the page prints what JAX prints, except where a backward
+# rule logs values of a Python-scalar program: that path evaluates the known
+# side as a jaxpr, so a residual computed from a Python float, and a cotangent
+# computed from one, are weak float32 arrays instead of typed scalars.
+LEGACY_ARRAYS = {44: "the nested Square's logs of a Python float"}
+
+
+@functools.cache
+def run_page_legacy() -> tuple[str, ...]:
+    ns = _namespace("spec")
+    with spec.config.use_direct_linearize(False):
+        return tuple(run_cell(cell, ns) for cell in CELLS)
+
+
+def _scalars(text: str) -> str:
+    """A typed float, a weak float32 scalar array and a float as one number."""
+    return re.sub(r"TypedFloat\(([^,]+), dtype=float32\)|"
+                  r"Array\(([^,]+), dtype=float32, weak_type=True\)",
+                  lambda m: repr(float(m.group(1) or m.group(2))), text)
+
+
+@pytest.mark.parametrize("k", [k for k in range(len(CELLS)) if k not in NEWER and k not in KNOWN])
+def test_cell_on_the_legacy_linearize_path(k: int) -> None:
+    ours, theirs = run_page_legacy()[k], run_page("jax")[k]
+    if k in LEGACY_ARRAYS:
+        assert ours != theirs
+        assert _scalars(ours) == _scalars(theirs)
+    else:
+        assert ours == theirs

@@ -87,29 +87,67 @@ tree_util.register_pytree_node(
     lambda aux, consts: _VJPResiduals(aux[0], aux[1], aux[2], list(consts)))
 
 
-def custom_gradient(fun: Callable[..., tuple[Any, Callable[..., Any]]]) -> Callable[..., Any]:
+def _rule_with_logs(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``with_logs`` VJP function, its result checked to be ``(in_cts, logs)``
+    with ``logs`` None or a dict (JAX's TypeErrors)."""
+    def checked(*cts: Any) -> tuple[Any, Any]:
+        out = rule(*cts)
+        if not (isinstance(out, (list, tuple)) and len(out) == 2):
+            raise TypeError(
+                "custom_gradient function used with with_logs=True must return a VJP "
+                f"function producing a pair (in_cts, logs), but the VJP function returned {out}.")
+        in_cts, logs = out
+        if logs is not None and type(logs) is not dict:
+            raise TypeError(
+                "custom_gradient function used with with_logs=True must return a VJP "
+                "function whose second output is None or a dict of backward-pass log "
+                f"entries, but got {type(logs).__name__}.")
+        return in_cts, logs
+    return checked
+
+
+def custom_gradient(fun: Callable[..., tuple[Any, Callable[..., Any]]] | None = None, *,
+                    with_logs: bool = False) -> Any:
     """``fun(*args)`` returns ``(value, vjp)`` with ``vjp(cotangent)`` giving one cotangent per
     argument (a bare value when there is one argument): the result computes ``value`` and
-    differentiates through ``vjp``."""
+    differentiates through ``vjp``. ``with_logs``: ``vjp`` returns ``(cotangents, logs)``,
+    the logs a dict of the backward pass's (``VJP.with_logs``) or None. Without ``fun``, the
+    decorator with these options."""
+    if fun is None:
+        return lambda f: custom_gradient(f, with_logs=with_logs)
+    user = fun
+
     def value_only(*args: Any, **kwargs: Any) -> Any:
-        return fun(*args, **kwargs)[0]
+        return user(*args, **kwargs)[0]
 
     wrapped = custom_vjp(value_only)
 
     def fwd(*args: Any, **kwargs: Any) -> tuple[Any, _VJPResiduals]:
-        ans, rule = fun(*args, **kwargs)
+        ans, rule = user(*args, **kwargs)
         ans_leaves, ans_tree = tree_util.tree_flatten((ans,))
-        jaxpr, cts_in_tree = _traced(rule, ans_tree, [canonical_aval_of(x) for x in ans_leaves])
-        single = tree_util.treedef_is_leaf(cts_in_tree)
-        return ans, _VJPResiduals(jaxpr, cts_in_tree, single, list(jaxpr.consts))
+        jaxpr, out_tree = _traced(_rule_with_logs(rule) if with_logs else rule, ans_tree,
+                                  [canonical_aval_of(x) for x in ans_leaves])
+        cts_tree = tree_util.treedef_children(out_tree)[0] if with_logs else out_tree
+        single = tree_util.treedef_is_leaf(cts_tree)
+        return ans, _VJPResiduals(jaxpr, out_tree, single, list(jaxpr.consts))
+
+    def cotangents(res: _VJPResiduals, cts: Any) -> Any:
+        leaves = tree_util.tree_leaves(cts)
+        return tree_util.tree_unflatten(res.cts_in_tree,
+                                        eval_jaxpr(res.jaxpr, res.consts, *leaves))
 
     def bwd(res: _VJPResiduals, cts: Any) -> tuple[Any, ...]:
-        leaves = tree_util.tree_leaves(cts)
-        cts_in = tree_util.tree_unflatten(res.cts_in_tree,
-                                          eval_jaxpr(res.jaxpr, res.consts, *leaves))
+        cts_in = cotangents(res, cts)
         return (cts_in,) if res.single else tuple(cts_in)
 
-    wrapped.defvjp(fwd, bwd)
+    def bwd_with_logs(res: _VJPResiduals, cts: Any) -> tuple[tuple[Any, ...], Any]:
+        cts_in, logs = cotangents(res, cts)
+        return ((cts_in,) if res.single else tuple(cts_in)), logs
+
+    if with_logs:
+        wrapped.defvjp_with_logs(fwd, bwd_with_logs)
+    else:
+        wrapped.defvjp(fwd, bwd)
     return wrapped
 
 

@@ -517,12 +517,13 @@ def _hijax_jvp(primals: list[Any], tangents: list[Any], *, prim: HiPrim
     if is_reverse_mode():
         outs, res, nzs_out, sres = _run_fwd(prim, "vjp_fwd", primals, tangents)
         return outs, _bind_linearized(prim, tangents, nzs_out, res, sres)
-    if ad.linearizing() or (ad.recording_structured() and _overrides(prim, "lin")
+    if ad.linearizing() or (ad.legacy_linearizing() and _overrides(prim, "lin")
                             and not _overrides(prim, "jvp")):
-        # ``linearize`` of a cond's or scan's body, or on the legacy path (a
-        # JVP then partial evaluation): the ``lin`` rule, as the direct path
-        # runs it (and its error where there is none, as JAX's linearize
-        # trace asks for ``lin`` even of a primitive with a ``jvp``).
+        # ``linearize`` of a cond's or scan's body on the direct path: the
+        # ``lin`` rule (and its error where there is none, as JAX's linearize
+        # trace asks for ``lin`` even of a primitive with a ``jvp``). The
+        # legacy path (a JVP then partial evaluation), at the top and in
+        # bodies alike, runs ``jvp`` and falls back on ``lin``.
         outs, res, nzs_out, sres = _run_fwd(prim, "lin", primals, tangents)
         t_outs = _user_linearized(prim, res, sres, tangents)
         return outs, [t if nz else _tangent_zero(a)

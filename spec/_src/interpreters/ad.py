@@ -815,6 +815,29 @@ def linearizing() -> bool:
     return _linearizing.depth > 0
 
 
+_legacy_bodies = _BodyLinearization()
+
+
+@contextlib.contextmanager
+def jvp_of_bodies() -> Iterator[None]:
+    """While cond's and scan's JVP rules differentiate their bodies: when the
+    JVP is the legacy path's linearization (a trace recording structured
+    residuals), the bodies' primitives linearize as that path's own do
+    (``legacy_linearizing``); a plain ``jvp`` leaves them forward mode."""
+    legacy = int(recording_structured())
+    _legacy_bodies.depth += legacy
+    try:
+        yield
+    finally:
+        _legacy_bodies.depth -= legacy
+
+
+def legacy_linearizing() -> bool:
+    """Whether the JVP running now is the legacy path's linearization, or
+    differentiates a body of a loop or cond inside it."""
+    return recording_structured() or _legacy_bodies.depth > 0
+
+
 def recording_structured() -> bool:
     """Whether the rule running now records structured residuals."""
     return bool(_recorders.stack) and _recorders.stack[-1] is not None
@@ -1404,5 +1427,6 @@ __all__ = [
     "DidntWant", "DontWant", "GradRef", "GradValue", "NotWanted", "PartialEval", "Placeholder",
     "RefAccum", "backward_pass", "call_backward", "cotangent_aval", "jvp_flat", "jvp_rule",
     "linear_transpose_jaxpr",
-    "direct_linearize", "jvp_jaxpr", "linearize_flat", "partial_eval_jaxpr", "transpose_rule",
+    "direct_linearize", "jvp_jaxpr", "jvp_of_bodies", "legacy_linearizing", "linearize_flat",
+    "partial_eval_jaxpr", "transpose_rule",
 ]

@@ -309,11 +309,12 @@ def _cond_jvp(primals: list[Any], tangents: list[Any], *, branches: tuple[Jaxpr,
     index, *ops = primals
     ops_t = tangents[1:]
     ops_nz = [type(t) is not Zero for t in ops_t]
-    out_nz = _cond_out_nonzero(branches, ops_nz)
-    recorded = _recorded_branches(branches, ops_nz, out_nz)
+    with ad.jvp_of_bodies():
+        out_nz = _cond_out_nonzero(branches, ops_nz)
+        recorded = _recorded_branches(branches, ops_nz, out_nz)
+        jvps, consts = hoist_consts(recorded.jvps if recorded is not None else
+                                    [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     n_sres = 0 if recorded is None else recorded.n_sres
-    jvps, consts = hoist_consts(recorded.jvps if recorded is not None else
-                                [_jvp_jaxpr(b, ops_nz, out_nz)[0] for b in branches])
     outs = cond_p.bind(index, *consts, *ops, *(t for t in ops_t if type(t) is not Zero),
                        branches=tuple(jvps), **params)
     n_out = len(branches[0].outvars)

@@ -600,15 +600,19 @@ def _remat_transpose(cts: list[Any], *args: Any, jaxpr: Jaxpr,
 
     avals = [canonical_aval_of(a) for a in defined] + \
         [v.aval.ct_type() for v, nz in zip(jaxpr.outvars, ct_nonzero) if nz]
-    traced, _ = trace_to_jaxpr(transposed, avals)
+    # The backward rules' logs leave the recomputation unchanged.
+    logged = ad.LoggedBody()
+    traced, _ = trace_to_jaxpr(logged.wrap(transposed), avals)
     t_jaxpr, consts = _hoist_consts(traced)
     cse = prevent_cse
     if isinstance(cse, tuple):
         cse = (False,) * len(consts) + tuple(c for c, u in zip(cse, undefined) if not u) + \
             (True,) * sum(ct_nonzero)
-    outs = iter(remat_p.bind(*consts, *defined, *(c for c in cts if type(c) is not Zero),
-                             jaxpr=t_jaxpr, prevent_cse=cse, differentiated=differentiated,
-                             policy=policy))
+    got, logs = logged.split(remat_p.bind(
+        *consts, *defined, *(c for c in cts if type(c) is not Zero), jaxpr=t_jaxpr,
+        prevent_cse=cse, differentiated=differentiated, policy=policy))
+    ad.add_logs(logs, f"the transpose rule for '{remat_p.name}'")
+    outs = iter(got)
     flags = iter(in_nonzero)
     result: list[Any] = []
     for a, u in zip(args, undefined):

@@ -545,8 +545,9 @@ def _scan_jvp(primals: list[Any], tangents: list[Any], *, reverse: bool, length:
     nc, nk, nx, ny = counts(ft_in, ft_out)
     nz0 = [type(t) is not Zero and _differentiable(v.aval)
            for t, v in zip(tangents, jaxpr.invars)]
-    nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
-    recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
+    with ad.jvp_of_bodies():
+        nz, body, out_nz = _nonzero_pattern(jaxpr, nc, nk, ny, nz0)
+        recorded = _recorded_body(jaxpr, ft_out, nc, nk, ny, nz)
     if recorded is not None:
         body, out_nz_ext, ft_out_ext = recorded.body, recorded.out_nz, recorded.ft_out
     else:
