@@ -122,7 +122,7 @@ def _shard_map_ring(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
 
 def _explicit(api: Any, lax: Any, P: Any) -> Callable[..., Any]:
     def fn(a: Any) -> Any:
-        b = a * a - a
+        b = a * a - a * 2.0  # (the literal's broadcast is pinned to the sharding too)
         return api.sharding.reshard(b, P(None, "x")), b
     return fn
 
@@ -197,7 +197,40 @@ def _auto_placed() -> dict[str, Any]:
             "full_text": texts[0], "jax_full_text": texts[1]}
 
 
+def _gspmd_programs(api: Any, numpy: Any) -> list[str]:
+    """Lowered texts of an Explicit program (shardings, resharding, a
+    broadcast literal) and an Auto constraint with an open dimension."""
+    S = api.sharding
+    P = S.PartitionSpec
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    mesh = api.make_mesh((2, 2), ("x", "y"), axis_types=(S.AxisType.Explicit,) * 2)
+    placed = api.device_put(x, S.NamedSharding(mesh, P("x", "y")))
+    with api.set_mesh(mesh):
+        texts = [api.jit(lambda a: (numpy.sin(a) * 2.0, api.reshard(a, P(None, "x"))))
+                 .lower(placed).as_text()]
+    auto = api.make_mesh((2, 2), ("x", "y"), axis_types=(S.AxisType.Auto,) * 2)
+    on_auto = api.device_put(x, S.NamedSharding(auto, P("x")))
+    texts.append(api.jit(lambda a: api.lax.with_sharding_constraint(
+        a * 2.0, S.NamedSharding(auto, P(P.UNCONSTRAINED, "y")))).lower(on_auto).as_text())
+    return texts
+
+
+def _gspmd() -> dict[str, Any]:
+    """With ``jax_use_shardy_partitioner`` off, both libraries write GSPMD's
+    ``mhlo.sharding`` strings and ``Sharding`` custom calls."""
+    for api in (spec, jax):
+        api.config.update("jax_use_shardy_partitioner", False)
+    try:
+        ours, theirs = _gspmd_programs(spec, spec.numpy), _gspmd_programs(jax, jax.numpy)
+    finally:
+        for api in (spec, jax):
+            api.config.update("jax_use_shardy_partitioner", True)
+    return {"full_text_equal": all(parsed(a) == parsed(b) for a, b in zip(ours, theirs)),
+            "full_text": "\n".join(ours), "jax_full_text": "\n".join(theirs)}
+
+
 CASES: dict[str, Callable[[], dict[str, Any]]] = {
+    "gspmd_4": _gspmd,
     "auto_placed_8": _auto_placed,
     "collectives_2x2": lambda: case("collectives_2x2", (2, 2), ("x", "y"), True,
                                     _shard_map_collectives, ("x", "y")),

@@ -54,7 +54,7 @@ def test_shard_map_text_matches_jax(results: dict[str, Any], name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["auto_placed_8", "psum_text_2", "unreduced_2x2",
-                                  "explicit_2x4"])
+                                  "explicit_2x4", "gspmd_4"])
 def test_lowered_module_is_jax_with_its_attributes(results: dict[str, Any], name: str) -> None:
     """``Lowered.as_text()`` with ``mhlo.num_partitions``/``num_replicas``,
     ``jax.result_info`` and argument shardings as JAX writes them."""
@@ -90,3 +90,20 @@ def test_collectives_over_a_vmapped_axis_are_reductions() -> None:
     ours, compiled, text = spec_and_compiled(_vmapped_collectives(spec), x)
     assert canonical(text) == canonical(jax.jit(_vmapped_collectives(jax)).lower(x).as_text())
     assert_bitwise(ours, compiled)
+
+
+def test_gspmd_text_of_a_shard_map_is_refused(four_devices: None) -> None:
+    """A shard_map's manual computation has no GSPMD form here: lowering it
+    with the Shardy partitioner off is NotImplementedError naming the op."""
+    auto = spec.sharding.AxisType.Auto
+    mesh = spec.make_mesh((2, 2), ("x", "y"), axis_types=(auto, auto))
+    f = spec.jit(spec.shard_map(lambda b: spec.lax.psum(b, "x"), mesh=mesh,
+                                in_specs=P("x", "y"), out_specs=P(None, "y")))
+    x = np.ones((4, 8), np.float32)
+    assert "sdy.manual_computation" in f.lower(x).as_text()
+    spec.config.update("jax_use_shardy_partitioner", False)
+    try:
+        with pytest.raises(NotImplementedError, match="sdy.manual_computation"):
+            f.lower(x).as_text()
+    finally:
+        spec.config.update("jax_use_shardy_partitioner", True)

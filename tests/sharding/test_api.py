@@ -9,6 +9,7 @@ results, or the exception class names and messages, must agree.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -23,7 +24,18 @@ import pytest
 import spec
 from spec import sharding as S
 
+_CONSTRAINTS = (
+    "m = make_mesh((2, 2), ('a', 'b'), (S.AxisType.Auto,) * 2)\n"
+    "def f(v):\n"
+    "    v = J.lax.with_sharding_constraint(v * 2, S.NamedSharding(m, P('a', None)))\n"
+    "    v = J.lax.with_sharding_constraint(v + 1, S.NamedSharding(m, P(P.UNCONSTRAINED, 'b')))\n"
+    "    return J.lax.with_sharding_constraint(v, S.NamedSharding(m, P('a'), "
+    "memory_kind='device'))\n"
+    "x = np.ones((4, 2), np.float32)\n"
+    "xs = np.ones((4, 2, 2), np.float32)\n")
+
 # A case is an expression, or statements that leave their result in `out`.
+# ``J`` is the library itself (jax or spec).
 CASES: dict[str, str] = {
     # AxisType
     "axistype_repr": "(repr(S.AxisType.Explicit), str(S.AxisType.Auto), list(S.AxisType))",
@@ -231,6 +243,16 @@ CASES: dict[str, str] = {
               " S.SingleDeviceSharding(D[0]) == S.NamedSharding(make_mesh((1,), ('X',)), P()))",
     "sds_memory": "S.SingleDeviceSharding(D[0], memory_kind='pinned_host')",
     "sds_memory_bad": "S.SingleDeviceSharding(D[0], memory_kind='bogus')",
+    # The jaxpr text of with_sharding_constraint in Auto mode: the sharding as given
+    # (concrete mesh, memory kind, spec unpadded, UNCONSTRAINED), the context mesh
+    # (Mesh() outside any), and vmap's unconstrained batch dimension.
+    "constraint_jaxpr": _CONSTRAINTS + "out = str(J.make_jaxpr(f)(x))",
+    "constraint_jaxpr_vmap": _CONSTRAINTS + "out = str(J.make_jaxpr(J.vmap(f, in_axes=1))(xs))",
+    "constraint_jaxpr_in_mesh": "m = make_mesh((2, 2), ('a', 'b'), (S.AxisType.Auto,) * 2)\n"
+                                "with set_mesh(m):\n"
+                                "    out = str(J.make_jaxpr(lambda v: "
+                                "J.lax.with_sharding_constraint(v, P('a')))"
+                                "(np.ones((4, 2), np.float32)))",
 }
 
 
@@ -288,7 +310,7 @@ import jax
 jax.config.update("jax_num_cpu_devices", 4)
 from jax import P
 ns = dict(S=jax.sharding, P=P, D=jax.devices(), np=np, make_mesh=jax.make_mesh,
-          set_mesh=jax.set_mesh)
+          set_mesh=jax.set_mesh, J=jax)
 cases = json.loads(sys.stdin.read())
 print(json.dumps(run_cases(cases, ns, lambda: jax.set_mesh(None))))
 """
@@ -307,7 +329,8 @@ def _spec_results(cases: dict[str, str]) -> dict[str, list[str]]:
     scope: dict[str, Any] = {}
     exec(_RUNNER, scope)
     from spec._src.backends.devices import devices
-    names = dict(S=S, P=S.P, D=devices(), np=np, make_mesh=S.make_mesh, set_mesh=S.set_mesh)
+    names = dict(S=S, P=S.P, D=devices(), np=np, make_mesh=S.make_mesh, set_mesh=S.set_mesh,
+                 J=spec)
     out: dict[str, list[str]] = scope["run_cases"](cases, names, lambda: S.set_mesh(None))
     return out
 
@@ -348,6 +371,17 @@ def test_random_layouts_match_jax(
         kinds[want[0]] += 1
     # The generator must exercise both the divisible and the indivisible path.
     assert kinds["ok"] > 30 and kinds["err"] > 5, kinds
+
+
+@pytest.mark.parametrize("name", ["constraint_jaxpr", "constraint_jaxpr_vmap"])
+def test_constraint_jaxpr_text_reads_back(
+        name: str, both: tuple[dict[str, list[str]], dict[str, list[str]]]) -> None:
+    """JAX's jaxpr text of the constraints (``Mesh()``, a concrete mesh, a
+    memory kind, ``UNCONSTRAINED``) parses in spec and prints back as is."""
+    kind, printed = both[0][name]
+    assert kind == "ok"
+    text = ast.literal_eval(printed)
+    assert str(spec.parse_jaxpr(text)) == text
 
 
 def test_global_mesh_state_is_restored(four_devices: None) -> None:

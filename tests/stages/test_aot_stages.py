@@ -244,6 +244,62 @@ def test_export_round_trip() -> None:
     assert isinstance(s.mlir_module(), str)
 
 
+def _export_fields(m: Any, exp: Any, **jit_kw: Any) -> Any:
+    def f(x: Any, y: Any, z: Any) -> Any:  # (y unused: kept only with keep_unused)
+        return x * z, {"a": z}
+    return exp.export(m.jit(f, **jit_kw))(
+        m.ShapeDtypeStruct((3,), F32), 1.0, m.ShapeDtypeStruct((3,), F32))
+
+
+_FIELDS = ("fun_name", "in_shardings_hlo", "out_shardings_hlo", "nr_devices", "platforms",
+           "ordered_effects", "unordered_effects", "disabled_safety_checks",
+           "calling_convention_version", "module_kept_var_idx", "uses_global_constants")
+
+
+@pytest.mark.parametrize("keep_unused", [False, True])
+def test_export_fields_are_jax_s(keep_unused: bool) -> None:
+    """JAX's descriptive fields of an Exported, and its module: the lowered
+    module with ``jax.uses_shape_polymorphism = false`` (compared without
+    locations, which name frames JAX records and spec does not)."""
+    from tests.lowering.xla_run import parsed
+    s = _export_fields(spec, sexport, keep_unused=keep_unused)
+    j = _export_fields(jax, jexport, keep_unused=keep_unused)
+    assert {k: getattr(s, k) for k in _FIELDS} == {k: getattr(j, k) for k in _FIELDS}
+    assert s.in_shardings_jax() == tuple(j.in_shardings_jax())
+    assert s.out_shardings_jax(None) == tuple(j.out_shardings_jax(None))
+    assert str(s) == str(j)
+    assert parsed(s.mlir_module()) == parsed(j.mlir_module())
+    assert 'loc("jit(f)/mul"' in s.mlir_module()
+
+
+def test_export_refuses_host_callbacks_as_jax() -> None:
+    def build(m: Any, exp: Any) -> Callable[[], Any]:
+        def f(x: Any) -> Any:
+            m.debug.callback(lambda v: None, x)
+            return x + 1
+        return lambda: exp.export(m.jit(f))(m.ShapeDtypeStruct((3,), F32))
+    assert error_of(build(spec, sexport)) == error_of(build(jax, jexport))
+
+
+def test_export_for_other_platforms_is_refused() -> None:
+    with pytest.raises(NotImplementedError, match=r"\('cpu', 'tpu'\)"):
+        sexport.export(spec.jit(lambda x: x), platforms=("cpu", "tpu"))
+
+
+def test_sharded_export_counts_its_devices(four_devices: None) -> None:
+    """nr_devices is the devices the module is partitioned for (JAX's
+    ``num_devices`` of the lowering: the module's ``mhlo.num_partitions``)."""
+    from spec.sharding import AxisType, PartitionSpec as P
+    mesh = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
+    with spec.set_mesh(mesh):
+        x = spec.ShapeDtypeStruct((4, 8), F32, sharding=P("x", "y"))
+        e = sexport.export(spec.jit(lambda a: a * 2))(x)
+    assert e.nr_devices == mesh.size == 4
+    assert "mhlo.num_partitions = 4 : i32" in e.mlir_module()
+    with pytest.raises(NotImplementedError, match="4 devices"):
+        e.in_shardings_jax()
+
+
 def test_export_of_a_plain_function() -> None:
     def f(x: Any) -> Any:
         return x

@@ -853,6 +853,7 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
     """The Jacobian by forward mode: the JVP vmapped over the input basis."""
     nums = _argnums_tuple(argnums)
 
+    @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)
@@ -880,6 +881,7 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: b
     """The Jacobian by reverse mode: the VJP vmapped over the output basis."""
     nums = _argnums_tuple(argnums)
 
+    @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
         chosen = _check_argnums(nums, len(args))
         f_partial, diff_args = _split_diff_args(fun, chosen, args, kwargs)

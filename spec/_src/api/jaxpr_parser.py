@@ -963,8 +963,10 @@ def _concrete_mesh(abstract: AbstractMesh) -> Mesh:
     """A printed ``Mesh(...)``: the mesh in context if it is that mesh,
     else one over the first devices in order (the text names no devices)."""
     context = get_concrete_mesh()
-    if not context.empty and context.abstract_mesh == abstract:
+    if context.abstract_mesh == abstract:  # (``Mesh()``: the empty mesh)
         return context
+    if abstract.empty:
+        return Mesh(np.empty((), dtype=object), ())
     devices = current_backend().devices()
     if len(devices) < abstract.size:
         raise ValueError(f"the jaxpr's mesh {abstract} needs {abstract.size} devices; there are "
@@ -998,7 +1000,9 @@ def _call_value(node: _Call, key: str) -> Any:
     if name == "ConvDimensionNumbers":
         return ConvDimensionNumbers(**kwargs)
     if name in ("P", "PartitionSpec"):
-        return P(*args, **kwargs)
+        # (a bare UNCONSTRAINED is the marker; a quoted one would be an axis name)
+        return P(*(P.UNCONSTRAINED if isinstance(a, _Name) and a.text == "UNCONSTRAINED"
+                   else v for a, v in zip(node.args, args)), **kwargs)
     if name == "AbstractMesh":
         return _mesh(node)
     if name == "Mesh":

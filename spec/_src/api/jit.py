@@ -70,6 +70,7 @@ from spec._src.core.state_types import RefType
 from spec._src.lax.calls import jit_p
 from spec._src.lowering.donation import donation_plan, partitioned_plan
 from spec._src.lowering.emitter import lower_jaxpr
+from spec._src.lowering.gspmd import gspmd_text
 from spec._src.lowering.hlo_text import hlo_text
 from spec._src.core.sharding import extend_axis_env
 from spec._src.core.tokens import is_token_type
@@ -502,7 +503,7 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
     if dialect == "hlo":
         return hlo_text(_module_text(traced, "stablehlo", debug_info=True))
     names = _leaf_arg_names(traced._jitted._fun, traced._split)
-    return lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
+    text = lower_jaxpr(traced.jaxpr, traced.fun_name, debug_info=debug_info, arg_names=names,
                        result_names=_result_names(traced.out_tree),
                        num_partitions=traced._devices,
                        arg_placements=[p or _placement(x) for x, p in
@@ -510,6 +511,7 @@ def _module_text(traced: Traced, dialect: str | None, debug_info: bool = False) 
                        result_placements=traced._out_placed,
                        donated=list(traced._jitted._donated(traced._split)),
                        keep_unused=traced._jitted._keep_unused)
+    return text if config.jax_use_shardy_partitioner else gspmd_text(text)
 
 
 def _result_names(out_tree: Any) -> list[str]:

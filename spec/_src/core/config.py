@@ -102,6 +102,9 @@ _FLAGS: dict[str, _Flag] = {
               ("standard", "strict")),
         _Flag("jax_platforms", None, "JAX_PLATFORMS", _parse_str),
         _Flag("jax_threefry_partitionable", True, "JAX_THREEFRY_PARTITIONABLE", _parse_bool),
+        # Off: Lowered.as_text() writes GSPMD's mhlo.sharding in place of
+        # Shardy's (spec/_src/lowering/gspmd.py).
+        _Flag("jax_use_shardy_partitioner", True, "JAX_USE_SHARDY_PARTITIONER", _parse_bool),
         _Flag("jax_disable_jit", False, "JAX_DISABLE_JIT", _parse_bool),
         # As in JAX, enables internal checking; in spec: check_jaxpr on every
         # jaxpr that jit/make_jaxpr trace.

@@ -576,6 +576,14 @@ def _log1p(x: np.ndarray) -> np.ndarray:
     return np.asarray(out.astype(x.dtype))
 
 
+def _logistic_decomposition(x: Any, accuracy: Any) -> Any:
+    """1 / (1 + exp(-x)), the sequence JAX lowers logistic to off TPU; like
+    JAX's, it takes no ``accuracy`` (the requested one is dropped)."""
+    del accuracy
+    one = const_like(x, 1)
+    return div(one, add(one, exp(neg(x))))
+
+
 def _logistic(x: np.ndarray) -> np.ndarray:
     one = np.ones((), x.dtype)
     return np.asarray(one / (one + M.exp(-x)))
@@ -742,6 +750,7 @@ expm1_p = _unary("expm1", INEXACT, lifted(M.expm1), accuracy=True, **_unary_jvp(
 tanh_p = _unary("tanh", INEXACT, lifted(M.tanh), accuracy=True,
                 **_unary_jvp("tanh", _tanh_jvp, with_out=True))
 logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True,
+                    lowering=LT.lower_fun(_logistic_decomposition),
                     **_unary_jvp("logistic", _logistic_jvp, with_out=True))
 sin_p = _unary("sin", INEXACT, lifted(_complex_or(M.sin, K.complex_sin)), accuracy=True,
                jvp=defjvp(lambda g, x, accuracy: mul(g, cos(x, accuracy=accuracy))),

@@ -305,12 +305,18 @@ def _sc_transpose(ct: Any, operand: Any, **params: Any) -> Any:
 
 def _sc_batch(axis: Any, args: list[Any], dims: list[Any], *, sharding: Any, layout: Any,
               context_mesh: Any, unconstrained_dims: Any) -> tuple[list[Any], list[Any]]:
-    """The hint gains an unconstrained entry for the batch dimension."""
+    """The hint gains an unconstrained entry for the batch dimension: the
+    spec, padded to the operand's rank, with every unconstrained dimension
+    (the batch one and the shifted old ones) written ``UNCONSTRAINED``, as
+    JAX's batching rule writes it (the memory kind is not carried)."""
     (x,), (d,) = args, dims
-    parts = list(sharding.spec.partitions)
-    parts.insert(d, None)
-    hinted = NamedSharding(sharding.mesh, sharding.spec.update(partitions=parts))
     shifted = frozenset(u + 1 if u >= d else u for u in unconstrained_dims) | {d}
+    parts = list(sharding.spec.partitions)
+    parts += [None] * (canonical_aval_of(x).ndim - 1 - len(parts))
+    parts.insert(d, None)
+    for u in shifted:
+        parts[u] = P.UNCONSTRAINED
+    hinted = NamedSharding(sharding.mesh, sharding.spec.update(partitions=parts))
     return [sharding_constraint_p.bind(x, sharding=hinted, layout=layout,
                                        context_mesh=context_mesh,
                                        unconstrained_dims=shifted)], [d]
@@ -502,15 +508,26 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
         # (read before normalizing, which makes an unconstrained entry None)
         free = frozenset(i for i, p in enumerate(wanted.spec.partitions)
                          if p is P.UNCONSTRAINED)
+        # The param is the sharding as given (its concrete mesh, memory kind
+        # and spec unpadded, UNCONSTRAINED kept): the jaxpr prints it as JAX's.
+        given = s if isinstance(s, NamedSharding) else wanted
         out = sharding_constraint_p.bind(
-            leaf, sharding=NamedSharding(mesh, spec), layout=None,
-            context_mesh=get_abstract_mesh(), unconstrained_dims=free)
+            leaf, sharding=given, layout=None, context_mesh=_constraint_context_mesh(),
+            unconstrained_dims=free)
         concrete = s.mesh if isinstance(s, NamedSharding) and isinstance(s.mesh, Mesh) \
             else get_concrete_mesh()
         if not isinstance(out, Tracer) and not concrete.empty and not free:
             out = place(out, NamedSharding(concrete, spec))
         outs.append(out)
     return tree_util.tree_unflatten(tree, outs)
+
+
+def _constraint_context_mesh() -> AbstractMesh | Mesh:
+    """The mesh a constraint records as its context: the abstract mesh in
+    context, else the empty concrete mesh (JAX's physical mesh outside any
+    mesh context, printed ``Mesh()``)."""
+    mesh = get_abstract_mesh()
+    return mesh if not mesh.empty else get_concrete_mesh()
 
 
 def _hint(s: Any) -> NamedSharding | None:

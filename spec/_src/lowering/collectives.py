@@ -298,7 +298,10 @@ def sharding_constraint(ctx: LoweringContext, operands: Sequence[str],
     if mesh is None or not hasattr(sharding, "spec"):
         raise NotImplementedError(f"lowering a sharding constraint to {sharding} is not "
                                   "specified (only NamedSharding)")
-    text = tensor_sharding(ctx.module, mesh, sharding.spec, out_avals[0].ndim,
+    # The param keeps the sharding as the user gave it: its mesh may be
+    # concrete and its spec hold UNCONSTRAINED (open, like unconstrained_dims).
+    spec = sharding.spec._normalized_spec_for_aval(out_avals[0].ndim)
+    text = tensor_sharding(ctx.module, mesh.abstract_mesh, spec, out_avals[0].ndim,
                            sorted(unconstrained_dims))
     return [ctx.line(f"sdy.sharding_constraint {operands[0]} {text} : "
                      f"{tensor_type(out_avals[0])}")]

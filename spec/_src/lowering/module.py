@@ -24,13 +24,20 @@ class ModuleState:
     tokens: dict[Any, str] = field(default_factory=dict)
     # Private functions, written after @main, and the names they took.
     functions: list[str] = field(default_factory=list)
-    function_names: dict[str, int] = field(default_factory=dict)
+    function_names: set[str] = field(default_factory=lambda: {"main"})
+    # MLIR's symbol table renames a clashing symbol with one counter for the
+    # whole module, whatever the name: ``f``, ``g``, ``g_0``, ``f_1``, ...
+    renamed: int = 0
 
     def function_name(self, base: str) -> str:
-        """``base``, then ``base_0``, ``base_1``, ... (MLIR's renaming)."""
-        k = self.function_names.get(base, -1)
-        self.function_names[base] = k + 1
-        return base if k < 0 else f"{base}_{k}"
+        """``base`` if no function holds it, else ``base_<k>`` for the next
+        free value of the module's one renaming counter (MLIR's renaming)."""
+        name = base
+        while name in self.function_names:
+            name = f"{base}_{self.renamed}"
+            self.renamed += 1
+        self.function_names.add(name)
+        return name
 
     def maximal(self, device: int) -> str:
         """The mesh of the one device ``device``: ``@maximal_mesh_<device>``."""

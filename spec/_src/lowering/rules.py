@@ -11,6 +11,7 @@ import numpy as np
 from spec._src.core import types as T
 from spec._src.core.types import ArrayType
 from spec._src.lowering.emitter import (
+    explicit_constraint,
     LoweringContext,
     LoweringRule,
     ints,
@@ -48,8 +49,11 @@ def _to_shape(ctx: LoweringContext, operand: str, aval: ArrayType,
     along them, as JAX's lowering does."""
     if aval.shape == out_aval.shape:
         return operand, aval
-    full = ArrayType(out_aval.shape, aval.dtype)
-    return ctx.broadcast(operand, aval, full, range(aval.ndim)), full
+    # (over an Explicit mesh the broadcast is pinned to the result's sharding,
+    # as JAX pins every broadcast it inserts)
+    full = ArrayType(out_aval.shape, aval.dtype, sharding=out_aval.sharding)
+    return explicit_constraint(ctx, ctx.broadcast(operand, aval, full, range(aval.ndim)),
+                               full), full
 
 
 def _unsupported(opname: str, params: dict[str, Any]) -> None:
