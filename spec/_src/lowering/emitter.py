@@ -306,6 +306,18 @@ class LoweringContext:
         finally:
             self.location = saved
 
+    @contextlib.contextmanager
+    def located(self, op_name: str | None) -> Iterator[None]:
+        """Ops emitted in the block carry the op name ``op_name`` alone, at
+        the running equation's source (a private function's ops, which JAX
+        names relative to the function); None: ``loc(unknown)``."""
+        saved = self.location
+        self.location = "loc(unknown)" if op_name is None else location(op_name, self._source)
+        try:
+            yield
+        finally:
+            self.location = saved
+
     def enter(self, eqn_stack: str, primitive: str, source: Any) -> None:
         """Set the running equation: its ops are at ``eqn_stack/primitive``."""
         self._eqn_stack, self._source = eqn_stack, source
