@@ -187,7 +187,7 @@ def _op_names(text: str) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("name", ["mlp", "scan", "cond", "switch", "jvp_while"])
+@pytest.mark.parametrize("name", ["mlp", "scan", "cond", "switch", "remat", "jvp_while"])
 def test_differentiated_op_names_are_jaxs(name: str) -> None:
     """Each op's name stack (``jit(loss)/jvp()/add``, ``transpose(jvp())``),
     decompositions lowered through ``lower_fun`` included, is JAX's; the ops

@@ -272,7 +272,8 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
         with ctx.named("while/body/jit(dynamic_index_in_dim)"):
             rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
         with ctx.scope("while/body/eval_jaxpr"):
-            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows])
+            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows],
+                              literals_at_scope=True)
         with ctx.named("while/body/jit(dynamic_update_index_in_dim)"):
             new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, y_avals, outs[nk:])]
         one = _scalar_const(ctx, 1, _I32)
@@ -330,7 +331,8 @@ def _steps(ctx: LoweringContext, jaxpr: Jaxpr, consts: Sequence[str], carry: Seq
             with ctx.named("while/body/squeeze"):
                 rows.append(_reshaped(ctx, piece, unit, tuple(aval.shape[1:]))[0])
         with ctx.scope("while/body/eval_jaxpr"):
-            outs = lower_body(ctx, jaxpr, [*consts, *carry, *rows])
+            outs = lower_body(ctx, jaxpr, [*consts, *carry, *rows],
+                              literals_at_scope=True)
         carry = outs[:nk]
         rows_out.append(outs[nk:])
     if reverse:

@@ -454,21 +454,29 @@ def _live(jaxpr: Jaxpr) -> list[Eqn]:
 
 
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
-               live_only: bool = True) -> list[str]:
+               live_only: bool = True, literals_at_scope: bool = False) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
     refs is discharged first. With ``live_only`` False every equation is
     emitted, dead ones included (a decomposition traced at lowering time,
-    which JAX does not prune)."""
+    which JAX does not prune). Literals are located at the enclosing
+    equation, or with ``literals_at_scope`` at the body's own name stack (a
+    scan body's, ``while/body/eval_jaxpr``, as JAX locates them)."""
     jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
         env[v] = ctx.constant(np.asarray(c), v.aval)
 
     def read(atom: Any) -> str:
-        if isinstance(atom, Literal):
+        if not isinstance(atom, Literal):
+            return env[atom]
+        saved = ctx.location
+        if literals_at_scope:
+            ctx.location = location(ctx.name_stack, ctx._source)
+        try:
             return ctx.constant(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval)
-        return env[atom]
+        finally:
+            ctx.location = saved
 
     # Literals and results are located where the enclosing equation is.
     outer = (ctx.location, ctx._eqn_stack, ctx._source)
