@@ -5,6 +5,7 @@ custom_vjp and custom_jvp, checkpoint, a Hessian, loops under jvp)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -165,3 +166,34 @@ def test_function_names_share_one_renaming_counter() -> None:
     ours = spec.jit(_renamed(spec, snp)).lower(x, y).as_text()
     assert parsed(ours) == parsed(theirs)
     assert "func.func private @g_2(" in ours and "func.func private @main_4(" in ours
+
+
+def _op_names(text: str) -> list[str]:
+    """The op name of each op and terminator of a module printed with
+    debug info, in order (JAX's ``#locN`` aliases resolved)."""
+    aliases = dict(re.findall(r"^(#loc\d*) = loc\((.*)\)$", text, re.M))
+    names = []
+    for line in text.splitlines():
+        if not re.match(r"\s+(%|return|stablehlo\.return)", line):
+            continue
+        m = re.search(r" loc\((#loc\d*|unknown|\".*)\)\s*$", line)
+        if m is None:
+            continue
+        loc = m.group(1)
+        while loc.startswith("#loc"):
+            loc = aliases[loc]
+        quoted = re.match(r'"([^"]*)"', loc)
+        names.append(quoted.group(1) if quoted else loc)
+    return names
+
+
+@pytest.mark.parametrize("name", ["mlp", "scan", "cond", "switch", "remat", "jvp_while"])
+def test_differentiated_op_names_are_jaxs(name: str) -> None:
+    """Each op's name stack (``jit(loss)/jvp()/add``, ``transpose(jvp())``),
+    decompositions lowered through ``lower_fun`` included, is JAX's; the ops
+    of scan's private functions are named relative to them (``dynamic_slice``,
+    ``loc(unknown)`` for constants and the return)."""
+    program, args = CASES[name]
+    theirs = jax.jit(program(jax, jlax, jnp)).lower(*args).as_text(debug_info=True)
+    ours = spec.jit(program(spec, slax, snp)).lower(*args).as_text(debug_info=True)
+    assert _op_names(ours) == _op_names(theirs)

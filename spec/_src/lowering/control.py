@@ -163,17 +163,34 @@ def _row(ctx: LoweringContext, xs: str, aval: ArrayType, i: str) -> str:
     row = ArrayType(aval.shape[1:], aval.dtype)
 
     def body(ctx: LoweringContext, args: list[str]) -> list[str]:
-        zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
+        with ctx.located(None):
+            zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
         sizes = [1, *aval.shape[1:]]
         unit = ArrayType(tuple(sizes), aval.dtype)
         idx_types = ", ".join("tensor<i32>" for _ in aval.shape)
-        piece = ctx.line(f"stablehlo.dynamic_slice {', '.join([args[0], args[1], *zero])}, "
-                         f"sizes = {ints(sizes)} : ({tensor_type(aval)}, {idx_types}) -> "
-                         f"{tensor_type(unit)}")
-        return [ctx.op("stablehlo.reshape", [piece], [unit], row)]
+        with ctx.located("dynamic_slice"):
+            piece = ctx.line(f"stablehlo.dynamic_slice {', '.join([args[0], args[1], *zero])}"
+                             f", sizes = {ints(sizes)} : ({tensor_type(aval)}, {idx_types}) -> "
+                             f"{tensor_type(unit)}")
+        with ctx.located("squeeze"):
+            out = ctx.op("stablehlo.reshape", [piece], [unit], row)
+        ctx.location = "loc(unknown)"  # (the function's return)
+        return [out]
     scalar = ArrayType((), _I32)
-    symbol = ctx.function("dynamic_index_in_dim", [aval, scalar], [row], body, key="row")
-    return ctx.call(symbol, [xs, i], [aval, scalar], [row])[0]
+    return _call_function(ctx, "dynamic_index_in_dim", [xs, i], [aval, scalar], [row], body,
+                          "row")
+
+
+def _call_function(ctx: LoweringContext, name: str, operands: list[str],
+                   in_avals: list[ArrayType], out_avals: list[ArrayType],
+                   body: Callable[[LoweringContext, list[str]], list[str]], key: str) -> str:
+    """A call of the private function ``name`` (emitted once per types),
+    whose ops JAX names relative to the function; the call keeps the
+    caller's location."""
+    saved = ctx.location
+    symbol = ctx.function(name, in_avals, out_avals, body, key=key)
+    ctx.location = saved
+    return ctx.call(symbol, operands, in_avals, out_avals)[0]
 
 
 def _set_row(ctx: LoweringContext, ys: str, aval: ArrayType, y: str, i: str) -> str:
@@ -182,17 +199,21 @@ def _set_row(ctx: LoweringContext, ys: str, aval: ArrayType, y: str, i: str) -> 
 
     def body(ctx: LoweringContext, args: list[str]) -> list[str]:
         unit = ArrayType((1, *aval.shape[1:]), aval.dtype)
-        piece = ctx.broadcast(args[1], row, unit, range(1, aval.ndim))
-        zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
+        with ctx.located("broadcast_in_dim"):
+            piece = ctx.broadcast(args[1], row, unit, range(1, aval.ndim))
+        with ctx.located(None):
+            zero = [_scalar_const(ctx, 0, _I32) for _ in aval.shape[1:]]
         idx_types = ", ".join("tensor<i32>" for _ in aval.shape)
-        return [ctx.line(f"stablehlo.dynamic_update_slice "
-                         f"{', '.join([args[0], piece, args[2], *zero])} : "
-                         f"({tensor_type(aval)}, {tensor_type(unit)}, {idx_types}) -> "
-                         f"{tensor_type(aval)}")]
+        with ctx.located("dynamic_update_slice"):
+            out = ctx.line(f"stablehlo.dynamic_update_slice "
+                           f"{', '.join([args[0], piece, args[2], *zero])} : "
+                           f"({tensor_type(aval)}, {tensor_type(unit)}, {idx_types}) -> "
+                           f"{tensor_type(aval)}")
+        ctx.location = "loc(unknown)"  # (the function's return)
+        return [out]
     scalar = ArrayType((), _I32)
-    symbol = ctx.function("dynamic_update_index_in_dim", [aval, row, scalar], [aval], body,
-                          key="set_row")
-    return ctx.call(symbol, [ys, y, i], [aval, row, scalar], [aval])[0]
+    return _call_function(ctx, "dynamic_update_index_in_dim", [ys, y, i], [aval, row, scalar],
+                          [aval], body, "set_row")
 
 
 def _zeros(ctx: LoweringContext, aval: ArrayType) -> str:
@@ -251,7 +272,8 @@ def _scan_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str]
         with ctx.named("while/body/jit(dynamic_index_in_dim)"):
             rows = [_row(ctx, x, a, i) for x, a in zip(x_in, x_avals)]
         with ctx.scope("while/body/eval_jaxpr"):
-            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows])
+            outs = lower_body(ctx, jaxpr, [*c_in, *k_in, *rows],
+                              literals_at_scope=True)
         with ctx.named("while/body/jit(dynamic_update_index_in_dim)"):
             new_ys = [_set_row(ctx, y, a, o, i) for y, a, o in zip(y_in, y_avals, outs[nk:])]
         one = _scalar_const(ctx, 1, _I32)
@@ -309,7 +331,8 @@ def _steps(ctx: LoweringContext, jaxpr: Jaxpr, consts: Sequence[str], carry: Seq
             with ctx.named("while/body/squeeze"):
                 rows.append(_reshaped(ctx, piece, unit, tuple(aval.shape[1:]))[0])
         with ctx.scope("while/body/eval_jaxpr"):
-            outs = lower_body(ctx, jaxpr, [*consts, *carry, *rows])
+            outs = lower_body(ctx, jaxpr, [*consts, *carry, *rows],
+                              literals_at_scope=True)
         carry = outs[:nk]
         rows_out.append(outs[nk:])
     if reverse:

@@ -306,6 +306,18 @@ class LoweringContext:
         finally:
             self.location = saved
 
+    @contextlib.contextmanager
+    def located(self, op_name: str | None) -> Iterator[None]:
+        """Ops emitted in the block carry the op name ``op_name`` alone, at
+        the running equation's source (a private function's ops, which JAX
+        names relative to the function); None: ``loc(unknown)``."""
+        saved = self.location
+        self.location = "loc(unknown)" if op_name is None else location(op_name, self._source)
+        try:
+            yield
+        finally:
+            self.location = saved
+
     def enter(self, eqn_stack: str, primitive: str, source: Any) -> None:
         """Set the running equation: its ops are at ``eqn_stack/primitive``."""
         self._eqn_stack, self._source = eqn_stack, source
@@ -442,21 +454,29 @@ def _live(jaxpr: Jaxpr) -> list[Eqn]:
 
 
 def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
-               live_only: bool = True) -> list[str]:
+               live_only: bool = True, literals_at_scope: bool = False) -> list[str]:
     """Emit ``jaxpr``'s equations into ``ctx`` with its inputs bound to
     ``operands``; returns the SSA names of its outputs. A body that makes
     refs is discharged first. With ``live_only`` False every equation is
     emitted, dead ones included (a decomposition traced at lowering time,
-    which JAX does not prune)."""
+    which JAX does not prune). Literals are located at the enclosing
+    equation, or with ``literals_at_scope`` at the body's own name stack (a
+    scan body's, ``while/body/eval_jaxpr``, as JAX locates them)."""
     jaxpr = discharged(jaxpr)
     env: dict[Var, str] = dict(zip(jaxpr.invars, operands))
     for v, c in zip(jaxpr.constvars, jaxpr.consts):
         env[v] = ctx.constant(np.asarray(c), v.aval)
 
     def read(atom: Any) -> str:
-        if isinstance(atom, Literal):
+        if not isinstance(atom, Literal):
+            return env[atom]
+        saved = ctx.location
+        if literals_at_scope:
+            ctx.location = location(ctx.name_stack, ctx._source)
+        try:
             return ctx.constant(np.asarray(atom.val, dtype=atom.aval.dtype), atom.aval)
-        return env[atom]
+        finally:
+            ctx.location = saved
 
     # Literals and results are located where the enclosing equation is.
     outer = (ctx.location, ctx._eqn_stack, ctx._source)

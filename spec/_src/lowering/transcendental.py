@@ -90,5 +90,8 @@ def lower_fun(fn: Callable[..., Any], multiple_results: bool = False) -> Lowerin
             out = fn(*args, **params)
             return list(out) if multiple_results else [out]
         jaxpr, _ = trace_to_jaxpr(flat, list(in_avals))
-        return lower_body(ctx, jaxpr, operands, live_only=False)
+        # The decomposition's ops are named under the equation's name stack
+        # (``jit(f)/jvp()/add`` for a differentiated one), as JAX names them.
+        with ctx.scope(""):
+            return lower_body(ctx, jaxpr, operands, live_only=False)
     return rule
