@@ -90,6 +90,17 @@ forbidden("broadcast_in_dim keeps", lambda: lax.broadcast_in_dim(
 partial = lambda: jnp.matmul(left, right, out_sharding=P(None, None, unreduced={'x'}))
 forbidden("matmul kept unreduced", lambda: print(jax.typeof(partial())))
 forbidden("unreduced summed by reshard", lambda: jax.reshard(partial(), P()))
+forbidden("matmul gathered", lambda: jnp.matmul(left, right, out_sharding=P()))
+forbidden("matmul moves a free axis", lambda: jnp.matmul(a, jnp.ones((4, 4)),
+                                                        out_sharding=P(None, 'x')))
+forbidden("matmul keeps a free axis", lambda: jnp.matmul(a, jnp.ones((4, 4)),
+                                                        out_sharding=P('x', None)))
+forbidden("sum requested unreduced", lambda: print(jax.typeof(
+    lax.reduce_sum(a, (0,), out_sharding=P('y', unreduced={'x'})))))
+forbidden("sum requested whole", lambda: lax.reduce_sum(a, (0,), out_sharding=P('y')))
+cube = jax.device_put(jnp.ones((4, 4, 4)), P('x', 'y', None))
+forbidden("sum moves a kept axis", lambda: lax.reduce_sum(cube, (0,), out_sharding=P(None, 'y')),
+          frozenset({'y'}))
 f = jax.jit(lambda v: jnp.sum(v, axis=0))
 cell("jit traced without", lambda: f(a))
 forbidden("jit called again within", lambda: f(a))

@@ -957,3 +957,16 @@ def forbid_moved_axes(prim: str, in_parts: Sequence[Any], out_parts: Sequence[An
     for r in forbidden:
         if r in ins and r in outs and _dims_of(in_parts, r) != _dims_of(out_parts, r):
             raise _forbidden(r, prim, f"changes the sharded dimension of axis '{r}'.")
+
+
+def forbid_unmarked_reduction(entries: Sequence[Any], out_unreduced: frozenset[AxisName],
+                              what: str) -> None:
+    """Under ``no_collectives``, a contraction or reduction over dimensions
+    split over a forbidden axis must leave the result unreduced over it;
+    ``what`` (with ``{r}`` for the axis) ends JAX's message."""
+    axes = _spec_axes(entries)
+    for r in no_collectives.value:
+        if r in axes and r not in out_unreduced:
+            raise ForbiddenCollectiveError(
+                f"Collective across axis '{r}' is forbidden by `no_collectives`, but "
+                + what.format(r=r))
