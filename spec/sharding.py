@@ -24,6 +24,7 @@ from spec._src.lax.reshard import explicit_axes as explicit_axes
 from spec._src.lax.reshard import reshard as reshard
 from spec._src.lax.reshard import with_sharding_constraint as with_sharding_constraint
 from spec._src.core.sharding import make_single_device_sharding as make_single_device_sharding
+from spec._src.core.config import no_collectives as no_collectives
 
 __all__ = [
     "AbstractDevice",
@@ -42,6 +43,7 @@ __all__ = [
     "get_concrete_mesh",
     "get_mesh",
     "make_mesh",
+    "no_collectives",
     "set_mesh",
     "use_abstract_mesh",
 ]

@@ -386,19 +386,50 @@ class UserConfig:
 
     def set_global(self, new_value: Any) -> None:
         self._global = new_value
+        config.epoch += 1
 
     @contextlib.contextmanager
     def __call__(self, new_value: Any) -> Iterator[None]:
         if not hasattr(self._local, "stack"):
             self._local.stack = []
         self._local.stack.append(new_value)
+        config.epoch += 1  # (remembered jit calls check the epoch)
         try:
             yield
         finally:
             self._local.stack.pop()
+            config.epoch += 1
 
 
 _USER_CONTEXTS: list[UserConfig] = []
+
+
+class ParsedState(UserConfig):
+    """A setting JAX keeps as a ``State`` outside ``jax.config`` (so
+    ``config.update`` does not know it): ``.value`` reads it, ``state(v)``
+    sets it within a block after ``parser`` checks and canonicalises ``v``
+    (at the call, as JAX), and it keys every jit cache."""
+
+    def __init__(self, name: str, default_value: Any, parser: Callable[[Any], Any]) -> None:
+        super().__init__(default_value)
+        self.name = name
+        self._parser = parser
+
+    def __call__(self, new_value: Any) -> contextlib._GeneratorContextManager[None]:
+        return super().__call__(self._parser(new_value))
+
+
+def _axis_name_set(value: Any) -> frozenset[Any]:
+    if not isinstance(value, (set, frozenset)):
+        raise TypeError("Expected axis name(s) as set or frozenset, got "
+                        f"{value} of type {type(value)}")
+    return frozenset(value)
+
+
+# The mesh axes across which no collective may run (``jax.sharding.no_collectives``):
+# collectives over them, and sharding rules that would need one, raise
+# ForbiddenCollectiveError.
+no_collectives = ParsedState("jax_no_collectives", frozenset(), _axis_name_set)
 
 
 def make_user_context(default_value: Any = None) -> UserConfig:

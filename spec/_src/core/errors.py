@@ -73,13 +73,20 @@ class ShardingTypeError(Exception):
     (JAX's class of the same name, a plain Exception)."""
 
 
+class ForbiddenCollectiveError(Exception):
+    """An operation needs a collective across a mesh axis that
+    ``jax.sharding.no_collectives`` forbids (JAX's class of the same name, a
+    plain Exception)."""
+
+
 class InvalidInputException(TypeError):
     """A value of a type no JAX value has (JAX's class of the same name in
     its dtypes module)."""
 
 
 __all__ = [
-    "ConcretizationTypeError", "InconclusiveDimensionOperation", "InvalidInputException",
+    "ConcretizationTypeError", "ForbiddenCollectiveError",
+    "InconclusiveDimensionOperation", "InvalidInputException",
     "JAXIndexError",
     "JAXTypeError", "JaxRuntimeError", "JaxprTypeError", "KeyReuseError",
     "NonConcreteBooleanIndexError", "ShardingTypeError", "TracerArrayConversionError",

@@ -27,7 +27,7 @@ import numpy as np
 
 from spec._src.core import commitment, nan_checks
 from spec._src.core import denormals as _denormals
-from spec._src.core.config import config as _config
+from spec._src.core.config import config as _config, no_collectives
 from spec._src.core import pretty as pp
 from spec._src.core import source_info as si
 from spec._src.core.effects import names_ref, world_effects
@@ -43,7 +43,7 @@ from spec._src.core.errors import (
 )
 from spec._src.core.hitypes import HI_VALUE_TYPES, hi_type_of, is_high, lower_value
 from spec._src.core.literals import is_typed_scalar
-from spec._src.core.sharding import _context as _mesh_context
+from spec._src.core.sharding import _context as _mesh_context, forbid_lost_axes
 from spec._src.core.state_types import RefType
 from spec._src.core.tokens import is_token_type
 from spec._src.core.resources import check_allocatable, check_program
@@ -752,6 +752,8 @@ _TYPING_CACHE_LIMIT = 20_000
 
 def apply_typing(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Sequence[ArrayType]:
+    if no_collectives.value:  # (its checks run on every typing, cached or not)
+        return _typed(prim, avals, params)
     memo = _mesh_context.typing_memo
     try:
         key = (prim, *avals, *params.items())
@@ -799,12 +801,23 @@ def _typed(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
             f"the sharding rule of '{prim.name}' is pending ({why}): sharded operands "
             "cannot be used with it yet")
     shardings = rule(*avals, **params)
+    if prim.vma_rule is not VMA_FROM_TYPING and prim.name not in _NOT_STANDARD:
+        forbid_lost_axes(prim.name, shardings, avals)
     # (a hi type's sharding is inside the type, as its typing rule made it)
     typed = [a if is_high(a) else a.update(sharding=s) for a, s in zip(out, shardings)]
     for t in typed:
         if not is_high(t):
             check_divisible(t)
     return _with_vma(prim, avals, typed, params)
+
+
+# Primitives whose sharding rule JAX does not check against ``no_collectives``
+# (they are not its standard primitives: calls and control flow, refs and
+# tokens, and placement, which reshard checks itself).
+_NOT_STANDARD = frozenset({
+    "addupdate", "after_all", "composite", "cond", "create_token", "dce_sink", "eval_jaxpr",
+    "freeze", "get", "name", "new_ref", "optimization_barrier", "reshard",
+    "sharding_constraint", "stage", "swap", "while", "xla_metadata_value"})
 
 
 def check_divisible(aval: ArrayType) -> None:

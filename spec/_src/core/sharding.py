@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from spec._src.core.backend import current_backend
+from spec._src.core.config import no_collectives
+from spec._src.core.errors import ForbiddenCollectiveError
 
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError", "IndivisibleError",
@@ -903,3 +905,68 @@ def modify_spec_for_auto_manual(spec: P, mesh: AbstractMesh | Mesh) -> P:
 def make_single_device_sharding(device: Any, *, memory_kind: str | None = None
                                 ) -> SingleDeviceSharding:
     return SingleDeviceSharding(device, memory_kind=memory_kind)
+
+
+# ------------------------------------------------------------ no_collectives
+
+
+def _spec_axes(partitions: Sequence[Any]) -> set[AxisName]:
+    return {a for p in partitions for a in axis_names_of(p)}
+
+
+def _dims_of(partitions: Sequence[Any], axis: AxisName) -> list[int]:
+    return [i for i, p in enumerate(partitions) if axis in axis_names_of(p)]
+
+
+def _forbidden(axis: AxisName, prim: str, what: str) -> ForbiddenCollectiveError:
+    return ForbiddenCollectiveError(
+        f"Collective across axis '{axis}' is forbidden by `no_collectives`, but `{prim}` "
+        f"{what}")
+
+
+def forbid_lost_axes(prim: str, outs: Sequence[Any], avals: Sequence[Any]) -> None:
+    """Under ``no_collectives``, a result may not drop an axis its operands
+    are split or unreduced over (that takes a collective) unless it marks the
+    axis unreduced (JAX's check of its sharding rules, and of reshard)."""
+    forbidden = no_collectives.value
+    ins = [a.sharding.spec for a in avals if getattr(a, "sharding", None) is not None]
+    out_specs = [s.spec for s in outs if isinstance(s, NamedSharding)]
+    if not forbidden or not ins or not out_specs:
+        return
+    in_parts = set().union(*(_spec_axes(s.partitions) for s in ins))
+    in_unreduced = set().union(*(s.unreduced for s in ins))
+    out_parts = set().union(*(_spec_axes(s.partitions) for s in out_specs))
+    out_unreduced = set().union(*(s.unreduced for s in out_specs))
+    for r in forbidden:
+        if r in in_unreduced and r not in out_unreduced:
+            raise _forbidden(r, prim, f"consumes unreduced axis '{r}' without keeping it "
+                             "unreduced in the output.")
+        if r in in_parts and r not in out_parts and r not in out_unreduced:
+            raise _forbidden(r, prim, f"loses sharding axis '{r}' in the output without "
+                             "marking it unreduced.")
+
+
+def forbid_moved_axes(prim: str, in_parts: Sequence[Any], out_parts: Sequence[Any]) -> None:
+    """Under ``no_collectives``, an axis split in both the natural and the
+    requested result must split the same dimensions (moving it is an
+    all-to-all)."""
+    forbidden = no_collectives.value
+    if not forbidden:
+        return
+    ins, outs = _spec_axes(in_parts), _spec_axes(out_parts)
+    for r in forbidden:
+        if r in ins and r in outs and _dims_of(in_parts, r) != _dims_of(out_parts, r):
+            raise _forbidden(r, prim, f"changes the sharded dimension of axis '{r}'.")
+
+
+def forbid_unmarked_reduction(entries: Sequence[Any], out_unreduced: frozenset[AxisName],
+                              what: str) -> None:
+    """Under ``no_collectives``, a contraction or reduction over dimensions
+    split over a forbidden axis must leave the result unreduced over it;
+    ``what`` (with ``{r}`` for the axis) ends JAX's message."""
+    axes = _spec_axes(entries)
+    for r in no_collectives.value:
+        if r in axes and r not in out_unreduced:
+            raise ForbiddenCollectiveError(
+                f"Collective across axis '{r}' is forbidden by `no_collectives`, but "
+                + what.format(r=r))

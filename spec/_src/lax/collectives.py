@@ -46,8 +46,10 @@ import numpy as np
 
 from spec._src.core import tree_util, types as T
 from spec._src.core.array import host_value
+from spec._src.core.config import no_collectives
 from spec._src.core.dtypes import issubdtype
 from spec._src.core.denormals import arithmetic
+from spec._src.core.errors import ForbiddenCollectiveError
 from spec._src.core.interpreter import (
     EvalTrace,
     JaxprTrace,
@@ -116,6 +118,17 @@ def check_bound(names: Sequence[Any], api: str) -> None:
                             f"{api} under `jax.shard_map`.")
 
 
+def forbid_collectives(names: Sequence[Any], api: str) -> None:
+    """A collective (``api``, as JAX names it) across an axis that
+    ``jax.sharding.no_collectives`` forbids: ForbiddenCollectiveError."""
+    forbidden = no_collectives.value
+    for n in names:
+        if n in forbidden and not isinstance(n, (int, np.integer)):
+            raise ForbiddenCollectiveError(
+                f"Collective across axis '{n}' is forbidden by `no_collectives`, but "
+                f"`{api}` acts on axis '{n}'.")
+
+
 def _named(axes: Sequence[Any]) -> list[Any]:
     return [a for a in axes if not isinstance(a, (int, np.integer))]
 
@@ -130,6 +143,7 @@ def _positional(axes: Sequence[Any]) -> tuple[int, ...]:
 def _reduce_type(name: str) -> Callable[..., list[ArrayType]]:
     def typing(x: ArrayType, *, axes: tuple[Any, ...], axis_index_groups: Any) -> list[
             ArrayType]:
+        forbid_collectives(axes, "psum")
         require(axis_index_groups is None, name, "C1",
                 "axis_index_groups is not supported", NotImplementedError)
         pos = _positional(axes)
@@ -308,6 +322,7 @@ _PRIMS = {"psum": psum_p, "pmax": pmax_p, "pmin": pmin_p}
 
 def _all_gather_type(x: ArrayType, *, all_gather_dimension: int, axis_name: tuple[Any, ...],
                      axis_index_groups: Any, axis_size: int, tiled: bool) -> list[ArrayType]:
+    forbid_collectives(names_of(axis_name), "all_gather")
     require(0 <= all_gather_dimension <= x.ndim, "all_gather", "C1",
             f"all_gather_dimension {all_gather_dimension} out of range for rank {x.ndim}",
             ValueError)
@@ -503,6 +518,7 @@ hooks.vary = vary  # the core's traces cast operands up with it (Primitive.bind)
 
 
 def _psum_invariant_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
+    forbid_collectives(axes, "psum")
     _no_unreduced("psum_invariant", x, axes)
     missing = [a for a in axes if a not in x.vma]
     require(not missing, "psum_invariant", "C1",
@@ -549,6 +565,7 @@ psum_invariant_p = declare(
 
 def _ppermute_type(x: ArrayType, *, axis_name: tuple[Any, ...], perm: Any
                    ) -> list[ArrayType]:
+    forbid_collectives(names_of(axis_name), "ppermute")
     sources = [s for s, _ in perm]
     dests = [d for _, d in perm]
     require(len(set(sources)) == len(sources) and len(set(dests)) == len(dests), "ppermute",
@@ -591,6 +608,7 @@ def _no_evaluation(name: str) -> Any:
 
 
 def _pbroadcast_type(x: ArrayType, *, axis_name: Any, source: int) -> list[ArrayType]:
+    forbid_collectives(names_of(axis_name), "pbroadcast")
     require(isinstance(source, (int, np.integer)) and source >= 0, "pbroadcast", "C1",
             f"pbroadcast source must be a non-negative int, got {source!r}", ValueError)
     return [x]
@@ -837,6 +855,7 @@ def _reduce_scatter_type(x: ArrayType, *, axis_name: tuple[Any, ...], scatter_di
                          axis_index_groups: Any, axis_size: int, tiled: bool
                          ) -> list[ArrayType]:
     prim = "reduce_scatter"
+    forbid_collectives(names_of(axis_name), prim)
     require(axis_index_groups is None, prim, "C1", "axis_index_groups is not supported",
             NotImplementedError)
     _require_dim(prim, "C2", "scatter_dimension", scatter_dimension, x.ndim)
@@ -913,6 +932,7 @@ reduce_scatter_p: Primitive = declare(
 def _all_to_all_type(x: ArrayType, *, axis_name: Any, split_axis: int, concat_axis: int,
                      axis_index_groups: Any, tiled: bool) -> list[ArrayType]:
     prim = "all_to_all"
+    forbid_collectives(names_of(axis_name), prim)
     require(axis_index_groups is None, prim, "C1", "axis_index_groups is not supported",
             NotImplementedError)
     _require_dim(prim, "C2", "split_axis", split_axis, x.ndim)
@@ -1057,6 +1077,7 @@ def _ragged_type(operand: ArrayType, output: ArrayType, *index: ArrayType,
                 f"{name} must be rank 1 with positive dimension size, but got shape "
                 f"{aval.shape}", ValueError)
     check_bound(names_of(axis_name), prim)
+    forbid_collectives(names_of(axis_name), prim)
     return [output.update(weak_type=False)]
 
 
@@ -1295,6 +1316,7 @@ def _reduced_vary_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType
 
 def _unreduced_psum_type(x: ArrayType, *, axes: tuple[Any, ...]) -> list[ArrayType]:
     prim = "unreduced_psum"
+    forbid_collectives(axes, prim)
     require(not any(isinstance(a, (int, np.integer)) for a in axes), prim, "C1",
             f"axes must be mesh axis names, got {axes}", ValueError)
     missing = frozenset(axes) - x.munreduced
@@ -1349,6 +1371,7 @@ reduced_vary_cast_p: Primitive = _cast(
 def _unreduced_rs_type(x: ArrayType, *, axis_name: tuple[Any, ...], scatter_dimension: int,
                        axis_size: int, tiled: bool) -> list[ArrayType]:
     prim = "unreduced_reduce_scatter"
+    forbid_collectives(axis_name, "reduce_scatter")
     missing = frozenset(axis_name) - x.munreduced
     require(not missing, prim, "C1",
             f"unreduced -> varying: {x.str_short(True)} is not unreduced along "
@@ -1372,6 +1395,7 @@ def _unreduced_rs_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[A
 def _ag_reduced_type(x: ArrayType, *, all_gather_dimension: int, axis_name: tuple[Any, ...],
                      axis_size: int, tiled: bool) -> list[ArrayType]:
     prim = "all_gather_reduced"
+    forbid_collectives(axis_name, prim)
     missing = frozenset(axis_name) - x.vma
     require(not missing, prim, "C1",
             f"varying -> reduced: {x.str_short(True)} does not vary along {_shown(missing)}",

@@ -35,7 +35,11 @@ from spec._src.core.denormals import flush, flush_all, flush_result, flushing
 from spec._src.core.registry import declare, require
 from spec._src.lax.sharding_reduce_dot import fit_out, make, mesh_of, parts_of
 from spec._src.core.errors import ShardingTypeError
-from spec._src.core.sharding import UnreducedKind
+from spec._src.core.sharding import (
+    UnreducedKind,
+    forbid_moved_axes,
+    forbid_unmarked_reduction,
+)
 from spec._src.core.types import ArrayType
 from spec._src.core.interpreter import Primitive, from_primitive
 from spec._src.interpreters import per_device as PD
@@ -546,6 +550,7 @@ def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
             if out_sharding.spec.unreduced_kind is not UnreducedKind.sum:
                 raise ValueError("`out_sharding` passed to `dot_general` can only contain "
                                  f"unreduced of kind `sum`. Got out_sharding={out_sharding}")
+        _forbid_collectives(lp, rp, dimension_numbers, out_sharding)
         out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)[0]
@@ -565,6 +570,22 @@ def _dot_general_sharding(lhs: ArrayType, rhs: ArrayType, *,
     out = _dot_general_type(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
                             preferred_element_type=preferred_element_type)[0]
     return [make("dot_general", [lhs, rhs], out, mesh, l_batch + l_free + r_free)]
+
+
+def _forbid_collectives(lp: Sequence[Any], rp: Sequence[Any],
+                        dimension_numbers: DimensionNumbers, out_sharding: Any) -> None:
+    """Under ``no_collectives`` (JAX's checks of a requested result): no
+    contraction over a forbidden axis unless the result is unreduced over
+    it, and no forbidden axis moved from where either operand puts it."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    forbid_unmarked_reduction(
+        [lp[d] for d in lc] + [rp[d] for d in rc], out_sharding.spec.unreduced,
+        "`dot_general` contracts over axis '{r}' without marking it unreduced in the output.")
+    l_free = [p for i, p in enumerate(lp) if i not in lc and i not in lb]
+    r_free = [p for i, p in enumerate(rp) if i not in rc and i not in rb]
+    for batch in ([lp[d] for d in lb], [rp[d] for d in rb]):
+        forbid_moved_axes("dot_general", batch + l_free + r_free,
+                          out_sharding.spec.partitions)
 
 
 def _dot_general(prim: Primitive) -> PD.Program:

@@ -71,7 +71,13 @@ from spec._src.lax.sharding_reduce_dot import (
     refuse_unreduced_out,
 )
 from spec._src.core.errors import ShardingTypeError
-from spec._src.core.sharding import NamedSharding, P, UnreducedKind
+from spec._src.core.sharding import (
+    NamedSharding,
+    P,
+    UnreducedKind,
+    forbid_moved_axes,
+    forbid_unmarked_reduction,
+)
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters import spmd as S
@@ -544,10 +550,24 @@ def _reduce_sharding(name: str) -> Any:
     def rule(x: ArrayType, *, axes: tuple[int, ...], **params: Any) -> list[Any]:
         out = params.get("out_sharding")
         u, r, kind = _reduce_ur(name, x, axes, out)
+        if out is not None:
+            _forbid_collectives(x, axes, out)
         base = _dropped(x, axes) if out is None else fit_out(out, _reduced_shape(x, axes))
         return [NamedSharding(base.mesh, base.spec.update(unreduced=u, reduced=r,
                                                           unreduced_kind=kind))]
     return rule
+
+
+def _forbid_collectives(x: ArrayType, axes: tuple[int, ...], out: NamedSharding) -> None:
+    """Under ``no_collectives`` (JAX's checks of a requested result): a
+    reduction over a forbidden axis leaves the result unreduced over it, and
+    the kept dimensions keep their forbidden axes."""
+    ps = parts_of(x)
+    forbid_unmarked_reduction(
+        [ps[i] for i in axes], out.spec.unreduced,
+        "reduction over axis '{r}' does not mark it unreduced in the output.")
+    forbid_moved_axes("reduce", [p for i, p in enumerate(ps) if i not in axes],
+                      out.spec.partitions)
 
 
 def _cum_sharding(name: str) -> Any:

@@ -25,7 +25,7 @@ from spec._src.core.interpreter import check_divisible, pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare, declaring
-from spec._src.core.sharding import UnreducedKind
+from spec._src.core.sharding import UnreducedKind, forbid_lost_axes, forbid_moved_axes
 from spec._src.core.types import ArrayType, MemorySpace, memory_space_of_kind
 from spec._src.core.hitypes import HiPspec, is_high, lo_types, lower_value, raise_values
 from spec._src.core.interpreter import VMA_FROM_TYPING, Primitive, from_primitive
@@ -68,6 +68,9 @@ def _reshard_type(x: ArrayType, *, dst_sharding: Any, concrete_mesh: Any) -> lis
     dst = _target(dst_sharding)
     if dst is not None:
         _check_unreduced(x, dst)
+        forbid_lost_axes("reshard", [dst], [x])
+        if x.sharding is not None:
+            forbid_moved_axes("reshard", x.sharding.spec.partitions, dst.spec.partitions)
     out = x.update(sharding=dst)
     check_divisible(out)
     return [out]

@@ -44,7 +44,7 @@ from spec._src.core.interpreter import (
 from spec._src.core.errors import ShardingTypeError
 from spec._src.lax import sharding_kit as SK
 from spec._src.core.denormals import flush_result as flush
-from spec._src.core.sharding import UnreducedKind
+from spec._src.core.sharding import UnreducedKind, forbid_moved_axes
 from spec._src.core.registry import declare, require
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD
@@ -192,10 +192,13 @@ def _convert_ur(x: ArrayType, *, new_dtype: Any, weak_type: bool, sharding: Any 
 
 def _bid_parts(mesh: Any, x: ArrayType, *, shape: Shape, broadcast_dimensions: Shape,
                sharding: Any = None) -> list[_Parts]:
-    if sharding is not None:
-        return [SK.param_parts(SK.abstract(sharding), len(shape))]
     src = dict(zip(broadcast_dimensions, SK.parts(x)))
-    return [tuple(src.get(i) for i in range(len(shape)))]
+    natural = tuple(src.get(i) for i in range(len(shape)))
+    if sharding is not None:
+        requested = SK.param_parts(SK.abstract(sharding), len(shape))
+        forbid_moved_axes("broadcast_in_dim", natural, requested)
+        return [requested]
+    return [natural]
 
 
 def _bid_ur(x: ArrayType, *, shape: Shape, broadcast_dimensions: Shape, sharding: Any = None
