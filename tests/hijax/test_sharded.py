@@ -249,16 +249,8 @@ def test_cell_prints_what_jax_prints(sharded: tuple[dict[str, Any], dict[str, An
 
 
 # On the legacy linearize path (JAX 0.12.0.1 ignores the flag, so its output
-# stays the oracle). shard_map has no partial evaluation rule, so that path
-# puts a differentiated map whole on the unknown side: reverse mode through
-# it fails (the primal outputs are unknown) and its structured residuals and
-# logs do not come out.
-_NO_SHARD_MAP_PE = "legacy path: shard_map has no partial evaluation rule"
-LEGACY_BROKEN = {name: _NO_SHARD_MAP_PE for name in (
-    "shard_map grad", "shard_map jit grad", "shard_map invariant operand grad",
-    "shard_map nested grad", "shard_map sres", "shard_map sres unchecked",
-    "shard_map sres invariant", "shard_map sres in jit", "shard_map logs",
-    "shard_map logs in jit")}
+# stays the oracle): shard_map's partial evaluation splits the map into a known
+# map returning the residuals and an unknown one reading them.
 
 
 @pytest.fixture(scope="module")
@@ -272,9 +264,7 @@ def sharded_legacy() -> dict[str, Any]:
         spec.set_mesh(None)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=LEGACY_BROKEN[n])]
-                 if n in LEGACY_BROKEN else []) for n in CELLS])
+@pytest.mark.parametrize("name", CELLS)
 def test_cell_on_the_legacy_linearize_path(
         sharded: tuple[dict[str, Any], dict[str, Any]], sharded_legacy: dict[str, Any],
         name: str) -> None:
