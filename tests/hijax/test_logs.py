@@ -43,6 +43,10 @@ def _square(impl: str, log: Any = "dict") -> Any:
                 return {self.tag: {"x": x, "ct_in": g}}  # type: ignore[attr-defined]
             return log
 
+        def batch(self, axis_data: Any, args: Any, dims: Any) -> Any:
+            (x,) = hijax.bdims_at_front(axis_data, args, dims)
+            return Square(lib.typeof(x), self.tag)(x), 0  # type: ignore[attr-defined]
+
     return lambda x, tag="sq": Square(lib.typeof(x), tag)(x)
 
 
@@ -178,6 +182,9 @@ def _control_flow_program(impl: str, program: str) -> Any:
         "vmap_custom_vjp": lambda x: lib.vmap(f)(x, x + 1.),
         "vmap_custom_vjp_unbatched": lambda x: lib.vmap(f, in_axes=(0, None))(x, 2.),
         "jit_custom_vjp": lambda x: lib.jit(f)(x, x),
+        "vmap": lambda x: lib.vmap(sq)(x.reshape(3, 1)).sum(1),
+        "vmap_in_scan": lambda x: lax.scan(lambda c, x: (c + lib.vmap(sq)(x).sum(), None),
+                                           0., x.reshape(3, 1))[0],
         "checkpoint_custom_vjp": lambda x: lib.checkpoint(lambda x: f(x, x) * 2.)(x),
         "checkpoint": lambda x: lib.checkpoint(lambda x: sq(sq(x, "in"), "out"))(x),
         "checkpoint_policy": lambda x: lib.checkpoint(
@@ -191,8 +198,8 @@ def _control_flow_program(impl: str, program: str) -> Any:
 
 CONTROL_FLOW_PROGRAMS = ["jit", "jit_nested", "scan", "jit_scan", "scan_jit", "cond",
                          "cond_in_scan", "vmap_custom_vjp", "vmap_custom_vjp_unbatched",
-                         "jit_custom_vjp", "checkpoint_custom_vjp", "checkpoint",
-                         "checkpoint_policy", "scan_checkpoint", "checkpoint_cond"]
+                         "jit_custom_vjp", "vmap", "vmap_in_scan", "checkpoint_custom_vjp",
+                         "checkpoint", "checkpoint_policy", "scan_checkpoint", "checkpoint_cond"]
 
 # A hijax primitive with only reverse-mode rules differentiates under
 # checkpoint as the page's remat (``jax_remat3``) has it, which spec follows;

@@ -15,7 +15,7 @@ import pytest
 import spec
 import spec.numpy as snp
 from spec.experimental.hijax import VJPHiPrimitive
-from tests.support.twin import prefetch, run_both
+from tests.support.twin import prefetch, run_both, run_spec
 
 
 class Scale(VJPHiPrimitive):
@@ -227,14 +227,17 @@ def sharded() -> tuple[dict[str, Any], dict[str, Any]]:
     return run_both(SHARDED)
 
 
-@pytest.mark.parametrize("name", [
+CELLS = [
     "explicit eager", "explicit jit", "explicit jaxpr", "explicit grad", "explicit grad jaxpr",
     "explicit jvp", "explicit 2d", "explicit nested grad", "shard_map value",
     "shard_map jaxpr", "shard_map grad", "shard_map jit grad", "shard_map jvp",
     "shard_map invariant operand", "shard_map invariant operand grad", "shard_map nested",
     "shard_map nested grad", "shard_map sres", "shard_map sres unchecked",
     "shard_map sres invariant", "shard_map sres in jit", "shard_map logs",
-    "shard_map logs in jit"])
+    "shard_map logs in jit"]
+
+
+@pytest.mark.parametrize("name", CELLS)
 def test_cell_prints_what_jax_prints(sharded: tuple[dict[str, Any], dict[str, Any]],
                                      name: str) -> None:
     ours, theirs = sharded
@@ -243,3 +246,30 @@ def test_cell_prints_what_jax_prints(sharded: tuple[dict[str, Any], dict[str, An
         assert "SinTimesY H7: vjp_bwd" in ours[name]
     else:
         assert ours[name] == theirs[name]
+
+
+# On the legacy linearize path (JAX 0.12.0.1 ignores the flag, so its output
+# stays the oracle): shard_map's partial evaluation splits the map into a known
+# map returning the residuals and an unknown one reading them.
+
+
+@pytest.fixture(scope="module")
+def sharded_legacy() -> dict[str, Any]:
+    before = spec.config.jax_num_cpu_devices
+    try:
+        with spec.config.use_direct_linearize(False):
+            return run_spec(SHARDED)
+    finally:
+        spec.config.update("jax_num_cpu_devices", before)
+        spec.set_mesh(None)
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_cell_on_the_legacy_linearize_path(
+        sharded: tuple[dict[str, Any], dict[str, Any]], sharded_legacy: dict[str, Any],
+        name: str) -> None:
+    ours, theirs = sharded_legacy[name], sharded[1][name]
+    if name in SAME_CLASS:
+        assert ours.split(":")[0] == theirs.split(":")[0] == "raises ValueError"
+    else:
+        assert ours == theirs

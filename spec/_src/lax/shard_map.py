@@ -22,8 +22,10 @@ from spec._src.interpreters import spmd as S
 from spec._src.interpreters.ad_util import Zero, instantiate
 from spec._src.interpreters.batching import AxisData, moveaxis
 from spec._src.core.interpreter import (
+    Eqn,
     Jaxpr,
     Primitive,
+    Var,
     canonical_aval_of,
     pp_eqn_default,
     trace_to_jaxpr,
@@ -305,20 +307,51 @@ def _shard_map_jvp(primals: list[Any], tangents: list[Any], *, jaxpr: Jaxpr,
                    in_specs: tuple[P, ...], out_specs: tuple[P, ...], **params: Any
                    ) -> tuple[list[Any], list[Any]]:
     nonzero = tuple(type(t) is not Zero for t in tangents)
+    n_out = len(jaxpr.outvars)
     with _inside(params["mesh"], params["check_vma"], params["newly_manual_axes"]):
-        new, out_nonzero = ad.jvp_jaxpr(jaxpr, nonzero)
+        recorded = _recorded_body(jaxpr, nonzero, n_out)
+        new, out_nonzero = (ad.jvp_jaxpr(jaxpr, nonzero) if recorded is None
+                            else (recorded.jaxpr, recorded.out_nonzero))
+    n_sres = 0 if recorded is None else recorded.n_sres
+    mesh = _abstract(params["mesh"])
+    sres_specs = tuple(_stacked_spec(v.aval, mesh, params["check_vma"],
+                                     params["newly_manual_axes"])
+                       for v in new.outvars[n_out:n_out + n_sres])
     # Tangents cross the boundary with their tangent specs (a hi type's
     # spec gives the spec of its tangent type; a PartitionSpec is its own).
     t_specs = tuple(s.to_tangent_spec() for s, nz in zip(in_specs, nonzero) if nz)
     t_out_specs = tuple(s.to_tangent_spec() for s, nz in zip(out_specs, out_nonzero) if nz)
     operands = [*primals, *(t for t in tangents if type(t) is not Zero)]
     outs = shard_map_p.bind(*operands, jaxpr=new, in_specs=in_specs + t_specs,
-                            out_specs=out_specs + t_out_specs, **params)
-    n_out = len(jaxpr.outvars)
-    it = iter(outs[n_out:])
+                            out_specs=out_specs + sres_specs + t_out_specs, **params)
+    if recorded is not None and n_sres:
+        ad.fill_call_entry(ad.filled_entries(recorded.template, outs[n_out:n_out + n_sres]))
+    it = iter(outs[n_out + n_sres:])
     t_outs = [next(it) if nz else Zero(canonical_aval_of(o).tangent_type())
               for nz, o in zip(out_nonzero, outs[:n_out])]
     return list(outs[:n_out]), t_outs
+
+
+def _recorded_body(jaxpr: Jaxpr, nonzero: tuple[bool, ...], n_out: int
+                   ) -> ad.StructuredJVP | None:
+    """On the legacy linearize path (a JVP recording structured residuals),
+    the body's JVP returning its structured residuals after the primal
+    outputs, each ready to leave the map as a block of the leading axis
+    (``_stackable``); None off that path."""
+    if not ad.recording_structured():
+        return None
+    sj = ad.structured_jvp_jaxpr(jaxpr, nonzero)
+    if not sj.n_sres:
+        return sj
+    body, n_sres = sj.jaxpr, sj.n_sres
+
+    def stacked(*xs: Any) -> list[Any]:
+        outs = eval_jaxpr(body, body.consts, *xs)
+        return [*outs[:n_out], *(_stackable(x) for x in outs[n_out:n_out + n_sres]),
+                *outs[n_out + n_sres:]]
+
+    new, _ = trace_to_jaxpr(stacked, [v.aval for v in body.invars])
+    return ad.StructuredJVP(new, sj.out_nonzero, sj.template, n_sres)
 
 
 def _stackable(x: Any) -> Any:
@@ -559,6 +592,54 @@ def _unlift_inputs(jaxpr: Jaxpr, lifted: list[bool], mesh: AbstractMesh, check_v
     return out
 
 
+def _shard_map_partial_eval(eqn: Eqn, ins_unknown: list[bool]
+                            ) -> tuple[Eqn | None, Eqn | None, list[bool]]:
+    """The legacy linearize path's split: a known map returning the known
+    outputs and the residuals, each leaving as the direct path's residuals
+    do (rank-0 varying ones as shape (1,)), and an unknown map reading
+    them."""
+    params = eqn.params
+    mesh, check_vma = _abstract(params["mesh"]), params["check_vma"]
+    manual = params["newly_manual_axes"]
+    split = ad.partial_eval_jaxpr(params["jaxpr"], ins_unknown)
+    n_known_out = len(split.known.outvars) - split.num_res
+    known_body = split.known
+    lifted = [not v.aval.shape and (bool(v.aval.vma) or not check_vma)
+              for v in known_body.outvars[n_known_out:]]
+    if any(lifted):
+        def lifting(*xs: Any) -> list[Any]:
+            outs = _eval(split.known, xs)
+            return [*outs[:n_known_out],
+                    *(_lift(o, check_vma) for o in outs[n_known_out:])]
+        with _inside(mesh, check_vma, manual):
+            known_body, _ = trace_to_jaxpr(lifting, list(split.known.in_avals))
+    res_avals = known_body.out_avals[n_known_out:]
+    res_specs = tuple(_residual_spec(a, mesh) if check_vma
+                      else _stacked_spec(a, mesh, False, manual) for a in res_avals)
+    unknown_body = _unlift_inputs(split.unknown, lifted, mesh, check_vma)
+    in_specs, out_specs = params["in_specs"], params["out_specs"]
+    kept_out = [not u for u in split.out_unknowns]
+    known_params = dict(params, jaxpr=known_body,
+                        in_specs=tuple(s for s, u in zip(in_specs, ins_unknown) if not u),
+                        out_specs=tuple(s for s, k in zip(out_specs, kept_out) if k)
+                        + res_specs)
+    known_in = [a for a, u in zip(eqn.invars, ins_unknown) if not u]
+    res_outer = _shard_map_type(*(canonical_aval_of(a) if not isinstance(a, Var) else a.aval
+                                  for a in known_in), **known_params)[n_known_out:]
+    res_vars = [Var(a) for a in res_outer]
+    known = eqn.replace(
+        invars=known_in,
+        outvars=[*(v for v, k in zip(eqn.outvars, kept_out) if k), *res_vars],
+        params=known_params)
+    unknown = eqn.replace(
+        invars=[*res_vars, *(a for a, u in zip(eqn.invars, ins_unknown) if u)],
+        outvars=[v for v, u in zip(eqn.outvars, split.out_unknowns) if u],
+        params=dict(params, jaxpr=unknown_body,
+                    in_specs=res_specs + tuple(s for s, u in zip(in_specs, ins_unknown) if u),
+                    out_specs=tuple(s for s, u in zip(out_specs, split.out_unknowns) if u)))
+    return known, unknown, list(split.out_unknowns)
+
+
 # ============================================================ declaration
 #
 # Last in the module, after the rules it names. shard_map takes refs under
@@ -571,6 +652,7 @@ shard_map_p: Primitive = declare(
     batch=_shard_map_batch, sharding=_shard_map_sharding, vma_rule=VMA_FROM_TYPING,
     body_context=lambda params: _inside(params["mesh"], params["check_vma"],
                                         params["newly_manual_axes"]),
-    per_device=_shard_map_program, linearize=_shard_map_linearize, accepts_refs=True,
+    per_device=_shard_map_program, linearize=_shard_map_linearize,
+    partial_eval=_shard_map_partial_eval, accepts_refs=True,
     effects_rule=call_effects, to_lojax=_shard_map_to_lojax,
     doc="Per-device programming over manual mesh axes.")
