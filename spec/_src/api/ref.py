@@ -1,4 +1,4 @@
-"""``jax.ref``: mutable arrays (refs), issue 8.
+"""``jax.ref``: mutable arrays (refs).
 
 ``new_ref(x)`` makes a ref holding a copy of ``x``. ``ref[idx]`` reads,
 ``ref[idx] = v`` writes, ``ref[idx] += v`` reads, adds and writes (Python's

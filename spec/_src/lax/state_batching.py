@@ -1,4 +1,4 @@
-"""Batching (vmap) rules of the ref primitives (issue 8).
+"""Batching (vmap) rules of the ref primitives.
 
 Kept apart from ``spec/_src/lax/state.py`` so that the vmap rules of refs can
 grow on their own; the declarations there take their ``batch`` sections

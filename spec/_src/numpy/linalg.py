@@ -394,8 +394,8 @@ def einsum(subscripts: str, /, *operands: Any, out: None = None, optimize: Any =
         pet, weak = T.to_dtype(preferred_element_type, "einsum"), False
     out_sharding = canonicalize_out_sharding(out_sharding, "einsum")
     if out_sharding is not None and len(operands) != 2:
-        raise NotImplementedError("einsum's out_sharding with other than two operands is "
-                                  "pending (issue 5)")
+        raise NotImplementedError("spec's einsum takes out_sharding with exactly two "
+                                  f"operands, got {len(operands)}")
     path = _einsum_path(names, result, shapes, optimize)
     return _contract(list(operands), names, result, path, pet, weak, precision, out_sharding)
 
