@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.custom_derivatives
+import jax.custom_derivatives  # noqa: F401 (the module the programs reach as j.custom_derivatives)
 import numpy as np
 
 import spec
