@@ -6,6 +6,7 @@ from spec._src.api.custom_derivatives import (
     custom_jvp,
     custom_vjp,
     custom_vjp_primal_tree_values,
+    linear_call,
     zero_from_primal,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "custom_vjp_primal_tree_values",
+    "linear_call",
     "zero_from_primal",
 ]

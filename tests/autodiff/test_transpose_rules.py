@@ -414,6 +414,35 @@ def _refs(draw: Draw, rng: np.random.Generator) -> Case:
     return f, (_rand(rng, (n,)), _rand(rng, ())), mode
 
 
+def _empty_ref(draw: Draw, rng: np.random.Generator) -> Case:
+    """A linear map through an empty ref (written before it is read), freed at the
+    end; jitted, since only a compiled program makes an empty ref."""
+    n = draw(st.integers(2, 5))
+    mode = draw(st.sampled_from(["lt", "vjp"]))
+
+    @spec.jit
+    def f(x: Any) -> Any:
+        r = spec.empty_ref(x)
+        r[...] = 2.0 * x
+        r[1:] += r[:-1]
+        y = r[...]
+        spec.free_ref(r)
+        return y
+    return f, (_rand(rng, (n,)),), mode
+
+
+def _linear_call(draw: Draw, rng: np.random.Generator) -> Case:
+    """A matrix product given with its true transpose (the matrix a residual)."""
+    n = draw(st.integers(1, 4))
+    mode = draw(st.sampled_from(["lt", "vjp"]))
+    a = _rand(rng, (n + 1, n))
+
+    def f(x: Any) -> Any:
+        return spec.custom_derivatives.linear_call(lambda m, v: m @ v, lambda m, ct: m.T @ ct,
+                                                   a, x)
+    return f, (_rand(rng, (n,)),), mode
+
+
 def _broadcast_to(draw: Draw, rng: np.random.Generator) -> Case:
     """NumPy-style broadcasting: new leading dims and stretched size-1 dims."""
     from spec._src.lax.state import broadcast_to_p
@@ -521,6 +550,9 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
     "swap": _refs,
     "addupdate": _refs,
     "freeze": _refs,
+    "empty_ref": _empty_ref,
+    "free_ref": _empty_ref,
+    "linear_call": _linear_call,
     "reshape": _reshape,
     "rev": _rev,
     "scan": _scan,
@@ -546,7 +578,8 @@ CASES: dict[str, Callable[[Draw, np.random.Generator], Case]] = {
 
 # How the ref primitives appear in a printed jaxpr.
 REF_SYNTAX = {"new_ref": r"= new_ref\[", "get": r":\S+ <- \w+\[", "swap": r", \w+\[\S*\] <- ",
-              "addupdate": r"\] \+= ", "freeze": r"= freeze "}
+              "addupdate": r"\] \+= ", "freeze": r"= freeze ", "empty_ref": r"= empty_ref\[",
+              "free_ref": r"\bfree_ref \w"}
 
 # Transpose rules that exist only to raise JAX's error: no adjoint to test.
 RAISES = {"while": ValueError, "ffi_call": ValueError,  # ffi_call: tests/ffi

@@ -21,9 +21,11 @@ from spec._src.interpreters.ad_util import Zero, add_tangents
 from spec._src.core.errors import UnexpectedTracerError
 from spec._src.core.interpreter import (
     EvalTrace,
+    Jaxpr,
     Tracer,
     canonical_aval_of,
     current_trace,
+    trace_to_jaxpr,
 )
 from spec._src.api.custom_calls import (
     JvpCall,
@@ -33,6 +35,7 @@ from spec._src.api.custom_calls import (
 )
 from spec._src.lax.custom import (
     SymbolicZero,
+    linear_call_p,
     rule_name,
     zeros_like_aval,
 )
@@ -586,5 +589,67 @@ class custom_vjp[R]:
         return tree_util.tree_unflatten(out.tree, outs)  # type: ignore[no-any-return]
 
 
+# ------------------------------------------------------------ linear_call
+
+
+def _memoize(thunk: Callable[[], Any]) -> Callable[[], Any]:
+    """``thunk`` run once, its result kept (the transpose is traced when first asked)."""
+    done: list[Any] = []
+
+    def memoized() -> Any:
+        if not done:
+            done.append(thunk())
+        return done[0]
+    return memoized
+
+
+def _traced_with_consts(fun: Callable[..., Any], res_tree: Any, res_avals: list[ArrayType],
+                        arg_tree: Any, arg_avals: list[ArrayType]
+                        ) -> tuple[Jaxpr, list[Any], Any]:
+    """``fun(residuals, args)`` staged with its constants as leading inputs; the
+    constants' values and the output tree."""
+    out_trees: list[Any] = []
+    n_res = len(res_avals)
+
+    def flat(*xs: Any) -> list[Any]:
+        res = tree_util.tree_unflatten(res_tree, list(xs[:n_res]))
+        args = tree_util.tree_unflatten(arg_tree, list(xs[n_res:]))
+        leaves, tree = tree_util.tree_flatten(fun(res, args))
+        out_trees.append(tree)
+        return leaves
+    traced, _ = trace_to_jaxpr(flat, [*res_avals, *arg_avals])
+    jaxpr = Jaxpr([], [*traced.constvars, *traced.invars], traced.outvars, traced.eqns,
+                  traced.effects)
+    return jaxpr, list(traced.consts), out_trees[0]
+
+
+def linear_call(fun: Callable[..., Any], fun_transpose: Callable[..., Any],
+                residual_args: Any, linear_args: Any) -> Any:
+    """``fun(residual_args, linear_args)``, where ``fun`` is linear in ``linear_args``
+    and ``fun_transpose(residual_args, ct)`` is its transpose: autodiff transposes the
+    call into a call of ``fun_transpose`` (whose transpose is ``fun``)."""
+    res_leaves, res_tree = tree_util.tree_flatten(residual_args)
+    lin_leaves, lin_tree = tree_util.tree_flatten(linear_args)
+    res_avals = [canonical_aval_of(x) for x in res_leaves]
+    lin_avals = [canonical_aval_of(x) for x in lin_leaves]
+    callee, consts, out_tree = _traced_with_consts(fun, res_tree, res_avals, lin_tree,
+                                                   lin_avals)
+    out_avals = list(callee.out_avals)
+
+    def traced_transpose() -> tuple[Jaxpr, list[Any]]:
+        t_jaxpr, t_consts, t_tree = _traced_with_consts(fun_transpose, res_tree, res_avals,
+                                                        out_tree, out_avals)
+        if t_tree != lin_tree:
+            raise TypeError("transpose output pytree structure must match that of linear "
+                            f"inputs, got output structure {t_tree} and input structure "
+                            f"{lin_tree}.")
+        return t_jaxpr, t_consts
+
+    outs = linear_call_p.bind(*consts, *res_leaves, *lin_leaves, callee=callee,
+                              transpose_thunk=_memoize(traced_transpose),
+                              num_callee_consts=len(consts), num_res=len(res_leaves))
+    return tree_util.tree_unflatten(out_tree, list(outs))
+
+
 __all__ = ["CustomVJPPrimal", "SymbolicZero", "custom_jvp", "custom_vjp",
-           "custom_vjp_primal_tree_values", "zero_from_primal"]
+           "custom_vjp_primal_tree_values", "linear_call", "zero_from_primal"]

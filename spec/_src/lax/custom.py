@@ -647,3 +647,107 @@ def composite(decomposition: Callable[..., Any], name: str, version: int = 0
 
 
 __all__ += ["composite", "composite_p"]
+
+
+# ============================================================== linear_call
+# A function linear in its last operands, with its transpose given by the user: the
+# call runs ``callee`` (its constants first, then the residuals, then the linear
+# operands); its JVP is the same call on the tangents, and its transpose the call of
+# the transpose function (traced when first needed) on the cotangents, whose own
+# transpose is ``callee`` again. JAX defines no batching rule for it.
+
+
+def _linear_call_type(*avals: ArrayType, callee: Jaxpr, transpose_thunk: Any,
+                      num_callee_consts: int, num_res: int) -> list[ArrayType]:
+    require(num_callee_consts + num_res <= len(avals), "linear_call", "C2",
+            f"num_callee_consts={num_callee_consts} and num_res={num_res} exceed the "
+            f"{len(avals)} operands")
+    return _call_type("linear_call", avals, callee, 0)
+
+
+def _linear_call_impl(*args: np.ndarray, callee: Jaxpr, **params: Any
+                      ) -> Sequence[np.ndarray]:
+    return eval_jaxpr_values(callee, [], args)
+
+
+def _linear_call_jvp(primals: list[Any], tangents: list[Any], *, callee: Jaxpr,
+                     transpose_thunk: Any, num_callee_consts: int, num_res: int
+                     ) -> tuple[list[Any], list[Any]]:
+    """The call again on the linear operands' tangents (constants and residuals must
+    have none: JAX asserts it)."""
+    k = num_callee_consts + num_res
+    if not all(type(t) is Zero for t in tangents[:k]):
+        raise AssertionError("linear_call: its constants and residuals are not "
+                             "differentiable (a tangent reached one)")
+    params = dict(callee=callee, transpose_thunk=transpose_thunk,
+                  num_callee_consts=num_callee_consts, num_res=num_res)
+    outs = linear_call_p.bind(*primals, **params)
+    lin = [zeros_like_aval(t.aval) if type(t) is Zero else t for t in tangents[k:]]
+    return list(outs), list(linear_call_p.bind(*primals[:k], *lin, **params))
+
+
+def _linear_call_transpose_rule(cts: list[Any], *args: Any, callee: Jaxpr,
+                                transpose_thunk: Any, num_callee_consts: int, num_res: int
+                                ) -> list[Any]:
+    transpose, t_consts = transpose_thunk()
+    f_consts = list(args[:num_callee_consts])
+    residuals = list(args[num_callee_consts:num_callee_consts + num_res])
+    ct_avals = transpose.in_avals[len(t_consts) + num_res:]
+
+    def new_transpose_thunk() -> tuple[Jaxpr, list[Any]]:
+        return callee, f_consts
+
+    cts = [zeros_like_aval(a) if type(ct) is Zero else ct for ct, a in zip(cts, ct_avals)]
+    cts_out = linear_call_p.bind(*t_consts, *residuals, *cts, callee=transpose,
+                                 transpose_thunk=new_transpose_thunk,
+                                 num_callee_consts=len(t_consts), num_res=num_res)
+    return [None] * (num_callee_consts + num_res) + list(cts_out)
+
+
+def _linear_call_batch(axis: AxisData, args: list[Any], dims: list[Any], **params: Any
+                       ) -> tuple[list[Any], list[Any]]:
+    raise NotImplementedError("Batching rule for 'linear_call' not implemented")
+
+
+def _linear_call_sharding(*avals: ArrayType, callee: Jaxpr, **params: Any) -> list[Any]:
+    return [a.sharding for a in callee.out_avals]
+
+
+def _linear_call_lowering(ctx: LoweringContext, operands: Sequence[str],
+                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                          callee: Jaxpr, **params: Any) -> list[str]:
+    """The callee's equations, inline (JAX lowers the impl, which evaluates it)."""
+    with ctx.scope(""):
+        return list(lower_body(ctx, callee, operands))
+
+
+def _pp_linear_call(eqn: Eqn, ctx: PpContext) -> Any:
+    params = dict(eqn.params)
+    params["transpose_thunk"] = _MaskedAddress(params["transpose_thunk"])
+    return pp_eqn_default(eqn, ctx, params)
+
+
+class _MaskedAddress:
+    """A function param shown as JAX shows it, its address masked
+    (``<function f at 0xXXXXXXXXXXXX>``), so that jaxpr text is reproducible."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        text = str(self.value)
+        at = text.rfind(" at 0x")
+        if at < 0:
+            return text
+        digits = len(text) - at - len(" at 0x") - 1  # (the closing '>')
+        return text[:at] + " at 0x" + "X" * digits + ">"
+
+
+linear_call_p = declare(
+    "linear_call", typing=_linear_call_type, impl=_linear_call_impl, multiple_results=True,
+    jvp=_linear_call_jvp, transpose=_linear_call_transpose_rule, batch=_linear_call_batch,
+    sharding=_linear_call_sharding, lowering=_linear_call_lowering, pp_rule=_pp_linear_call,
+    per_device=from_primitive(PD.call_program("callee")),
+    doc="A call linear in its last operands, with a user-given transpose")
+
+__all__ += ["linear_call_p"]
