@@ -322,10 +322,23 @@ class _Parser:
             eqns.append(self.eqn(env))
         self.next()
         outvars = self.outvars(env)
+        self.align_unnamed_outputs(outvars, eqns)
         self.expect("}", "to close the jaxpr")
         self.drop_unread(eqns, outvars)
         return Jaxpr(constvars, invars, outvars, eqns,
                      jaxpr_effects(constvars, invars, eqns))
+
+    def align_unnamed_outputs(self, outvars: list[Atom], eqns: list[Eqn]) -> None:
+        """Outputs printed ``_`` (JAX names only the variables its caller reads)
+        are the results printed ``_``, matched from the last one back: the
+        last unnamed output is the last unnamed result, the one before it the
+        result before that."""
+        unnamed_results = [v for e in eqns for v in e.outvars if id(v) in self.underscored]
+        unnamed_outputs = [i for i, a in enumerate(outvars) if id(a) in self.underscored]
+        if len(unnamed_outputs) < 2 or len(unnamed_results) < len(unnamed_outputs):
+            return
+        for i, var in zip(unnamed_outputs, unnamed_results[-len(unnamed_outputs):]):
+            outvars[i] = var
 
     def drop_unread(self, eqns: list[Eqn], outvars: list[Atom]) -> None:
         """Results printed ``_`` that nothing reads are DropVars."""
