@@ -1,8 +1,9 @@
 """lax.psum_scatter_start (``reduce_scatter_start`` and its future's
 ``reduce_scatter_done``) inside shard_map, against JAX on four CPU devices,
 all of JAX's side in one subprocess: the jaxpr text (the future's type
-``AbstractFuture{...}``), jit values over a 2x2 mesh and both axes, JAX's
-errors for untiled, grad and vmap, and the two lowered custom calls."""
+``AbstractFuture{...}``, also as a shard_map result), jit values over a 2x2
+mesh and both axes, JAX's errors for untiled, grad and vmap, and the two
+lowered custom calls."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ def start(axis, dim=0):
 cell("jaxpr", lambda: str(jax.make_jaxpr(sm(start('x')))(a)))
 cell("type", lambda: str(jax.make_jaxpr(sm(
     lambda v: lax.psum_scatter_start(v, 'y', tiled=True).done()))(b).eqns[0].params['jaxpr']))
+cell("not_done", lambda: str(jax.make_jaxpr(sm(
+    lambda v: lax.psum_scatter_start(v, 'x', tiled=True)))(a)))
 cell("x0", lambda: np.asarray(jax.jit(sm(start('x')))(a)).tolist())
 cell("y1", lambda: np.asarray(jax.jit(sm(start('y', 1)))(b)).tolist())
 cell("y0", lambda: np.asarray(jax.jit(sm(start('y')))(b)).tolist())
@@ -65,7 +68,7 @@ def _ssa_free(lines: list[str]) -> list[str]:
     return [re.sub(r"%[\w#]+", "%v", line) for line in lines]
 
 
-@pytest.mark.parametrize("cell", ["jaxpr", "type", "x0", "y1", "y0", "untiled", "grad",
+@pytest.mark.parametrize("cell", ["jaxpr", "type", "not_done", "x0", "y1", "y0", "untiled", "grad",
                                   "vmap", "reducer"])
 def test_cell_matches_jax(results: tuple[dict[str, Any], dict[str, Any]], cell: str) -> None:
     ours, jax_out = results

@@ -969,6 +969,11 @@ class FutureType(HiType):
     munreduced = property(lambda self: self.inner_aval.munreduced)
     mreduced = property(lambda self: self.inner_aval.mreduced)
 
+    def unshard(self, mesh: Any, check_vma: bool, spec: Any) -> FutureType:
+        """A future returned from a shard_map body: of the array its blocks
+        make."""
+        return FutureType(self.inner_aval.unshard(mesh, check_vma, spec))
+
     # the wait: ``future.done()`` on a traced future
     done = aval_method(lambda future: reduce_scatter_done_p.bind(future))
 
