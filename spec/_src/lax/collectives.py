@@ -50,6 +50,7 @@ from spec._src.core.config import no_collectives
 from spec._src.core.dtypes import issubdtype
 from spec._src.core.denormals import arithmetic
 from spec._src.core.errors import ForbiddenCollectiveError
+from spec._src.core.hitypes import HiType, aval_method
 from spec._src.core.interpreter import (
     EvalTrace,
     JaxprTrace,
@@ -926,6 +927,101 @@ reduce_scatter_p: Primitive = declare(
         lambda p: (p["scatter_dimension"],) if p["tiled"] else (), _reduce_scatter_program))
 
 
+# ============================================== reduce_scatter_start / _done
+
+
+class FutureType(HiType):
+    """The type of a collective started but not yet waited for (JAX's
+    ``AbstractFuture``): it carries the type its ``done()`` gives, and
+    lowers to that one array."""
+
+    def __init__(self, inner_aval: ArrayType) -> None:
+        self.inner_aval = inner_aval
+
+    def __hash__(self) -> int:
+        return hash(("future", self.inner_aval))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FutureType) and other.inner_aval == self.inner_aval
+
+    def lo_ty(self) -> list[Any]:
+        return [self.inner_aval]
+
+    def lower_val(self, hi_val: Any, /) -> list[Any]:
+        return [hi_val]
+
+    def raise_val(self, *lo_vals: Any) -> Any:
+        return lo_vals[0]
+
+    def str_short(self, short_dtypes: bool = False, mesh_axis_types: bool = False) -> str:
+        return f"AbstractFuture{{{self.inner_aval.str_short(True)}}}"
+
+    def __repr__(self) -> str:
+        return f"AbstractFuture(inner_aval={self.inner_aval})"
+
+    # A future is placed, typed and varies as the value it will hold.
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    ndim = property(lambda self: self.inner_aval.ndim)
+    size = property(lambda self: self.inner_aval.size)
+    sharding = property(lambda self: self.inner_aval.sharding)
+    vma = property(lambda self: self.inner_aval.vma)
+    munreduced = property(lambda self: self.inner_aval.munreduced)
+    mreduced = property(lambda self: self.inner_aval.mreduced)
+
+    def unshard(self, mesh: Any, check_vma: bool, spec: Any) -> FutureType:
+        """A future returned from a shard_map body: of the array its blocks
+        make."""
+        return FutureType(self.inner_aval.unshard(mesh, check_vma, spec))
+
+    # the wait: ``future.done()`` on a traced future
+    done = aval_method(lambda future: reduce_scatter_done_p.bind(future))
+
+
+def _reduce_scatter_start_type(x: ArrayType, **params: Any) -> list[Any]:
+    (inner,) = _reduce_scatter_type(x, **params)
+    return [FutureType(inner)]
+
+
+def _reduce_scatter_done_type(future: Any) -> list[ArrayType]:
+    if not isinstance(future, FutureType):
+        raise TypeError(f"reduce_scatter_done takes a future; got {future}")
+    return [future.inner_aval]
+
+
+def _reduce_scatter_start_program(geo: S.Geometry, args: list[S.Dist], out_avals: list[Any],
+                                  **params: Any) -> list[S.Dist]:
+    """The reduce_scatter itself; the future holds its blocks."""
+    (out,) = out_avals
+    (result,) = _reduce_scatter_program(geo, args, [out.inner_aval], **params)
+    return [S.Dist(out, result.bufs)]
+
+
+reduce_scatter_start_p: Primitive = declare(
+    "reduce_scatter_start", lowering=LC.reduce_scatter_start,
+    typing=_reduce_scatter_start_type, impl=_program_error("reduce_scatter_start"),
+    jvp=not_applicable("JAX 0.12 defines no differentiation rule"),
+    transpose=not_applicable("not linear in JAX 0.12: no differentiation rule"),
+    batch=not_applicable("JAX 0.12 defines no batching rule"),
+    sharding=lambda x, **p: [None],
+    doc="reduce_scatter started asynchronously: its result is a future.",
+    **_manual_fields("axis_name"),
+    per_device=_reduce_scatter_start_program,
+    to_lojax=lambda x, **p: reduce_scatter_p.bind(x, **p))
+
+reduce_scatter_done_p: Primitive = declare(
+    "reduce_scatter_done", lowering=LC.reduce_scatter_done,
+    typing=_reduce_scatter_done_type, impl=_program_error("reduce_scatter_done"),
+    jvp=not_applicable("JAX 0.12 defines no differentiation rule"),
+    transpose=not_applicable("not linear in JAX 0.12: no differentiation rule"),
+    batch=not_applicable("JAX 0.12 defines no batching rule"),
+    sharding=lambda f, **p: [None],
+    doc="The wait for a reduce_scatter_start: the future's value.",
+    vma_rule=VMA_FROM_TYPING, axis_collective=lambda params: (),
+    per_device=lambda geo, args, out_avals, **p: [S.Dist(out_avals[0], args[0].bufs)],
+    to_lojax=lambda future: future)
+
+
 # ================================================================ all_to_all
 
 
@@ -1665,6 +1761,23 @@ def psum_scatter(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
     return tree_util.tree_map(scatter, x)
 
 
+def psum_scatter_start(x: Any, axis_name: Any, *, scatter_dimension: int = 0,
+                       axis_index_groups: Any = None, tiled: bool = False) -> Any:
+    """``psum_scatter`` started asynchronously: a future per leaf, whose
+    ``done()`` is the scattered sum. Only the tiled form exists in JAX 0.12."""
+    if not tiled:
+        raise NotImplementedError("psum_scatter_start requires tiled=True")
+    axes = axis_name if isinstance(axis_name, tuple) else (axis_name,)
+
+    def start(leaf: Any) -> Any:
+        manual = _manual(axes)
+        return reduce_scatter_start_p.bind(
+            _varying_over(leaf, manual) if manual else leaf, axis_name=axes,
+            scatter_dimension=_canonical_dim(scatter_dimension, canonical_aval_of(leaf).ndim),
+            axis_index_groups=axis_index_groups, axis_size=_group_size(axes), tiled=tiled)
+    return tree_util.tree_map(start, x)
+
+
 def all_to_all(x: Any, axis_name: Any, split_axis: int, concat_axis: int, *,
                axis_index_groups: Any = None, tiled: bool = False) -> Any:
     """Each member splits ``split_axis`` into one chunk per member and
@@ -1773,5 +1886,5 @@ def _all_manual(axes: tuple[Any, ...]) -> bool:
 
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax",
-           "pmean", "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes",
-           "pvary", "ragged_all_to_all"]
+           "pmean", "pmin", "ppermute", "pshuffle", "psum", "psum_scatter", "psum_scatter_start",
+           "pswapaxes", "pvary", "ragged_all_to_all"]

@@ -315,3 +315,49 @@ def reshard(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Ar
     if s is None:
         raise NotImplementedError(f"lowering reshard to {out_avals[0]} is not specified")
     return [operands[0]]
+
+
+def _replica_groups(mesh: Any, axes: list[str]) -> list[list[int]]:
+    """Partition ids, one group per position along the mesh's other axes."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    others = [n for n in mesh.axis_names if n not in axes]
+    count = math.prod(sizes[a] for a in axes)
+    return [[_partition(mesh, axes, dict(zip(others, rest)), k) for k in range(count)]
+            for rest in itertools.product(*(range(sizes[n]) for n in others))]
+
+
+def reduce_scatter_start(ctx: LoweringContext, operands: Sequence[str],
+                         in_avals: Sequence[ArrayType], out_avals: Sequence[Any], *,
+                         scatter_dimension: int, axis_name: Any, tiled: bool,
+                         axis_index_groups: Any = None, **params: Any) -> list[str]:
+    """The ``reduce-scatter-start`` custom call: its reduction is a called
+    function, its configuration a JSON frontend attribute (escaped quotes)."""
+    if axis_index_groups is not None:
+        raise NotImplementedError("lowering reduce_scatter_start with axis_index_groups "
+                                  "is not specified")
+    mesh, _ = _body_mesh(ctx, "reduce_scatter_start")
+    groups = _replica_groups(mesh, _axes(mesh, axis_name))
+    aval, inner = in_avals[0], out_avals[0].inner_aval
+    scalar = ArrayType((), aval.dtype)
+
+    def add(ctx: LoweringContext, args: Sequence[str]) -> list[str]:
+        return [ctx.op("stablehlo.add", list(args), [scalar, scalar], scalar)]
+    reducer = ctx.function(f"add_{aval.dtype.name}_reducer", [scalar, scalar], [scalar], add,
+                           key="reducer", plain_result=True)
+    config = (f'{{\\22scatter_dimension\\22: {scatter_dimension}, \\22replica_groups\\22: '
+              f'{groups}, \\22tiled\\22: {str(tiled).lower()}, '
+              '\\22use_global_device_ids\\22: true, \\22channel_id\\22: 1}')
+    return [ctx.line(
+        f'stablehlo.custom_call @"reduce-scatter-start"({operands[0]}) {{backend_config = "", '
+        f"called_computations = [@{reducer}], mhlo.frontend_attributes = "
+        f'{{async_collective_config = "{config}"}}}} : ({tensor_type(aval)}) -> '
+        f"{tensor_type(inner)}")]
+
+
+def reduce_scatter_done(ctx: LoweringContext, operands: Sequence[str],
+                        in_avals: Sequence[Any], out_avals: Sequence[ArrayType],
+                        **params: Any) -> list[str]:
+    """The ``reduce-scatter-done`` custom call, from the start's value."""
+    t = tensor_type(out_avals[0])
+    return [ctx.line(f'stablehlo.custom_call @"reduce-scatter-done"({operands[0]}) '
+                     f'{{backend_config = ""}} : ({t}) -> {t}')]

@@ -225,13 +225,14 @@ class LoweringContext:
 
     def function(self, name: str, in_avals: Sequence[ArrayType],
                  out_avals: Sequence[ArrayType], body: RegionBody,
-                 key: Any = None) -> str:
+                 key: Any = None, plain_result: bool = False) -> str:
         """Emit ``func.func private @name`` (``body(ctx, args)`` writes its
         ops and returns its results) after the module's other functions;
         returns its symbol, ``name`` made unique in the module as MLIR's
         symbol table does (``name_0``, ``name_1``, ...). A function emitted
         before under the same hashable ``key`` is reused, as JAX reuses the
-        lowering of one callee traced at the same types."""
+        lowering of one callee traced at the same types. ``plain_result``:
+        one result is written without parentheses."""
         cache_key = (name, tuple(in_avals), key)
         if key is not None and cache_key in self._function_cache:
             return self._function_cache[cache_key]
@@ -250,8 +251,11 @@ class LoweringContext:
             self.lines, self.indent = saved_lines, saved_indent
         params = ", ".join(f"{a}: {tensor_type(t)}" for a, t in zip(args, in_avals))
         outs = ", ".join(tensor_type(a) for a in out_avals)
+        # (JAX's lowered functions print their results in parentheses; a
+        # reducer JAX builds for a custom call prints one result bare)
+        outs = outs if plain_result and len(out_avals) == 1 else f"({outs})"
         self.module.functions[slot] = "\n".join(
-            [f"  func.func private @{symbol_text(symbol)}({params}) -> ({outs}) {{", *block,
+            [f"  func.func private @{symbol_text(symbol)}({params}) -> {outs} {{", *block,
              "  }"])
         if key is not None:
             self._function_cache[cache_key] = symbol
