@@ -257,45 +257,54 @@ def _library_of(jnp: Any) -> Any:
     return importlib.import_module(jnp.__name__.rpartition(".")[0])
 
 
-def _statements(op: str, args: Sequence[str], out: str) -> str:
+def _statements(op: str, args: Sequence[str], out: str, wide: bool = False) -> str:
     text = _SOURCE[op]
+    if wide:  # a float64 program: its values, and the complex ones inside, twice as wide
+        text = text.replace("float32", "float64").replace("complex64", "complex128")
     return text.format(*args, out=out) if "{out}" in text else f"{out} = {text.format(*args)}"
 
 
 @functools.cache
-def _compiled(op: str) -> Any:
-    return compile(_statements(op, ("a0", "a1"), "out"), f"<op {op}>", "exec")
+def _compiled(op: str, wide: bool) -> Any:
+    return compile(_statements(op, ("a0", "a1"), "out", wide), f"<op {op}>", "exec")
 
 
-def _apply(jnp: Any, op: str, args: list[Any]) -> Any:
+def _apply(jnp: Any, op: str, args: list[Any], wide: bool = False) -> Any:
     jax = _library_of(jnp)
     scope: dict[str, Any] = {"jnp": jnp, "jax": jax, "lax": jax.lax}
     scope.update((f"a{i}", a) for i, a in enumerate(args))
-    exec(_compiled(op), scope)  # noqa: S102 - the op's source text, one definition per op
+    exec(_compiled(op, wide), scope)  # noqa: S102 - the op's source text, one per op
     return scope["out"]
 
 
 class Program:
     """A random straight-line array program, runnable against any JAX-like
     library through its NumPy namespace (``jnp``; ``jax.lax``, ``jax.random``
-    and the rest are found from it), so that implementations can be compared."""
+    and the rest are found from it), so that implementations can be compared.
+    ``dtype``: float32, or float64 (the values, and the float32 and complex64
+    ones inside ops, twice as wide; run with ``jax_enable_x64``)."""
 
-    def __init__(self, input_shapes: list[T.Shape], steps: list[tuple[str, tuple[int, ...]]]
-                 ) -> None:
+    def __init__(self, input_shapes: list[T.Shape], steps: list[tuple[str, tuple[int, ...]]],
+                 dtype: T.DType = T.float32) -> None:
         self.input_shapes = input_shapes
         self.steps = steps
+        self.dtype = dtype
+
+    @property
+    def wide(self) -> bool:
+        return self.dtype == T.float64
 
     def __repr__(self) -> str:
-        return f"Program(inputs={self.input_shapes}, steps={self.steps})"
+        return f"Program(inputs={self.input_shapes}, steps={self.steps}, dtype={self.dtype})"
 
     def __call__(self, jnp: Any, *inputs: Any) -> Any:
         values = list(inputs)
         for op, idx in self.steps:
-            values.append(_apply(jnp, op, [values[i] for i in idx]))
+            values.append(_apply(jnp, op, [values[i] for i in idx], self.wide))
         return values[-1]
 
     def inputs(self, seed: int) -> list[np.ndarray]:
-        return [values_of(ArrayType(s, T.float32), seed + i)
+        return [values_of(ArrayType(s, self.dtype), seed + i)
                 for i, s in enumerate(self.input_shapes)]
 
     def source(self, name: str = "program") -> str:
@@ -306,15 +315,15 @@ class Program:
                  "    jax = importlib.import_module(jnp.__name__.rpartition('.')[0])",
                  "    lax = jax.lax"]
         for k, (op, idx) in enumerate(self.steps):
-            text = _statements(op, [f"v{i}" for i in idx], f"v{n + k}")
+            text = _statements(op, [f"v{i}" for i in idx], f"v{n + k}", self.wide)
             lines += [f"    {line}" for line in text.splitlines()]
         lines.append(f"    return v{n + len(self.steps) - 1}")
         return "import importlib\n\n\n" + "\n".join(lines) + "\n"
 
 
 @st.composite
-def _programs(draw: Any, max_steps: int, unary: tuple[str, ...], binary: tuple[str, ...]
-              ) -> Program:
+def _programs(draw: Any, max_steps: int, unary: tuple[str, ...], binary: tuple[str, ...],
+              dtype: T.DType = T.float32) -> Program:
     n_inputs = draw(st.integers(1, 2))
     base = draw(shapes(max_rank=3, max_side=4, min_rank=0))
     input_shapes = [base if draw(st.booleans()) else draw(shapes(3, 4)) for _ in range(n_inputs)]
@@ -337,22 +346,25 @@ def _programs(draw: Any, max_steps: int, unary: tuple[str, ...], binary: tuple[s
             value_shapes.append(out)
     if not steps:
         steps.append(("scale", (0,)))
-    return Program(input_shapes, steps)
+    return Program(input_shapes, steps, dtype)
 
 
 PROGRAM_OPS: tuple[str, ...] = tuple(_SOURCE)
 
 
-def programs(max_steps: int = 8, ops: Sequence[str] | None = None
-             ) -> st.SearchStrategy[Program]:
-    """Random well-typed float32 programs (see ``Program``) of up to ``max_steps``
-    ops drawn from ``ops`` (names in ``PROGRAM_OPS``; all of them by default)."""
+def programs(max_steps: int = 8, ops: Sequence[str] | None = None,
+             dtype: T.DType = T.float32) -> st.SearchStrategy[Program]:
+    """Random well-typed programs of ``dtype`` values (float32 or float64, see
+    ``Program``) of up to ``max_steps`` ops drawn from ``ops`` (names in
+    ``PROGRAM_OPS``; all of them by default)."""
     chosen = PROGRAM_OPS if ops is None else tuple(ops)
     unknown = sorted(set(chosen) - set(PROGRAM_OPS))
     if unknown or not chosen:
         raise ValueError(f"programs: unknown ops {unknown}; the ops are {PROGRAM_OPS}")
+    if dtype not in (T.float32, T.float64):
+        raise ValueError(f"programs: dtype must be float32 or float64, got {dtype}")
     return _programs(max_steps, tuple(o for o in _UNARY_OPS if o in chosen),
-                     tuple(o for o in _BINARY_OPS if o in chosen))
+                     tuple(o for o in _BINARY_OPS if o in chosen), dtype)
 
 
 # ------------------------------------------------ meshes and sharded types

@@ -26,6 +26,10 @@ does not raise) and the programs both rejected with the same class (a grad
 through a while loop, a sharding that needs an explicit out_sharding) per
 mode; the exit status is 1 when any mode failed.
 
+``--x64`` fuzzes float64 programs (the values, and the float32 and
+complex64 ones inside ops, twice as wide) with ``jax_enable_x64`` on in both
+libraries, to ``--rtol`` 1e-12 by default.
+
 ``--bad-inputs N`` runs the bad-input mode instead (``spec.testing.fuzz_inputs``): N random
 calls of the public API with wrong arguments, where spec must raise JAX's exception class.
 
@@ -290,13 +294,16 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
         "import jax, jax.numpy as jnp",
         "import spec, spec.numpy as snp",
         "from spec.testing import values_of",
-        "from spec._src.core.types import ArrayType, float32",
+        f"from spec._src.core.types import ArrayType, {prog.dtype}",
         "",
         prog.source().rstrip("\n"),
         "",
-        f"xs = [values_of(ArrayType(s, float32), {input_seed} + i) "
+        f"xs = [values_of(ArrayType(s, {prog.dtype}), {input_seed} + i) "
         f"for i, s in enumerate([{shapes}])]",
     ]
+    if prog.wide:
+        lines[4:4] = ["jax.config.update('jax_enable_x64', True)",
+                      "spec.config.update('jax_enable_x64', True)"]
     if mode == "parse":
         lines += ["closed = jax.make_jaxpr(lambda *a: program(jnp, *a))(*xs)",
                   "parsed = spec.parse_jaxpr(str(closed), consts=closed.consts)",
@@ -323,8 +330,10 @@ def reproduction(mode: str, prog: Program, input_seed: int, message: str) -> str
 
 
 def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: float,
-              ops: Sequence[str] | None = None) -> Outcome:
-    """Up to ``examples`` programs in ``mode``; the first failure, shrunk."""
+              ops: Sequence[str] | None = None, dtype: Any = np.float32) -> Outcome:
+    """Up to ``examples`` programs of ``dtype`` values in ``mode``; the first
+    failure, shrunk. float64 programs need ``jax_enable_x64`` on in both
+    libraries (``x64``)."""
     outcome = Outcome()
     last_failure: list[tuple[Program, int, AssertionError]] = []
 
@@ -332,7 +341,7 @@ def fuzz_mode(mode: str, examples: int, seed_value: int, max_steps: int, rtol: f
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
               print_blob=False)
-    @given(programs(max_steps=max_steps, ops=ops), st.integers(0, 2**16))
+    @given(programs(max_steps=max_steps, ops=ops, dtype=np.dtype(dtype)), st.integers(0, 2**16))
     def run(prog: Program, input_seed: int) -> None:
         outcome.tried += 1
         try:
@@ -364,6 +373,20 @@ def two_devices() -> bool:
     return True
 
 
+@contextlib.contextmanager
+def x64(on: bool) -> Iterator[None]:
+    """``jax_enable_x64`` set to ``on`` in spec and JAX for the block."""
+    spec_, _, jax, _ = _libs()
+    before = (spec_.config.jax_enable_x64, jax.config.jax_enable_x64)
+    spec_.config.update("jax_enable_x64", on)
+    jax.config.update("jax_enable_x64", on)
+    try:
+        yield
+    finally:
+        spec_.config.update("jax_enable_x64", before[0])
+        jax.config.update("jax_enable_x64", before[1])
+
+
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     parser = argparse.ArgumentParser(prog="python -m spec.testing.fuzz", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -371,7 +394,11 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-steps", type=int, default=15, help="ops per program, at most")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
-    parser.add_argument("--rtol", type=float, default=2e-5)
+    parser.add_argument("--rtol", type=float, default=None,
+                        help="relative tolerance (2e-5 for float32 programs, 1e-12 for "
+                             "float64 ones)")
+    parser.add_argument("--x64", action="store_true",
+                        help="float64 programs, with jax_enable_x64 on in both libraries")
     parser.add_argument("--ops", default=None,
                         help="comma-separated names of spec.testing.PROGRAM_OPS (default: all)")
     parser.add_argument("--bad-inputs", type=int, default=0, metavar="N",
@@ -390,8 +417,11 @@ def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) 
         if mode in SHARDED_MODES and not on_mesh:
             rows.append((mode, None))
             continue
-        o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, args.rtol,
-                      None if args.ops is None else args.ops.split(","))
+        rtol = args.rtol if args.rtol is not None else (1e-12 if args.x64 else 2e-5)
+        with x64(args.x64):
+            o = fuzz_mode(mode, args.examples, args.seed, args.max_steps, rtol,
+                          None if args.ops is None else args.ops.split(","),
+                          np.float64 if args.x64 else np.float32)
         rows.append((mode, o))
         if o.failure is not None:
             failed += 1

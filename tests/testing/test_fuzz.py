@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import spec
 import spec.numpy as snp
 from spec.testing import Program, fuzz
 
@@ -44,6 +45,29 @@ def test_fixed_seed_slice_on_a_mesh_finds_no_disagreement() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [ln.split()[:4] for ln in done.stdout.splitlines()[-len(fuzz.SHARDED_MODES):]]
     assert rows == [[m, "1", "0", "0"] for m in fuzz.SHARDED_MODES], done.stdout
+
+
+def test_float64_slice_finds_no_disagreement() -> None:
+    lines: list[str] = []
+    status = fuzz.main(["--x64", "--examples", "2", "--seed", "0", "--max-steps", "5",
+                        "--modes", "eager,jit,grad,vmap"], out=lines.append)
+    assert status == 0, "\n".join(lines)
+    assert [ln.split()[:4] for ln in lines[1:]] == [
+        [m, "2", "0", "0"] for m in ("eager", "jit", "grad", "vmap")]
+    assert not jax.config.jax_enable_x64 and not spec.config.jax_enable_x64
+
+
+def test_float64_programs_catch_float32_precision(monkeypatch: pytest.MonkeyPatch) -> None:
+    prog = Program([(5,)], [("sin", (0,)), ("round_int", (1,))], dtype=np.dtype(np.float64))
+    assert "astype(jnp.float64)" in prog.source()
+    with fuzz.x64(True):
+        assert prog.inputs(0)[0].dtype == np.float64
+        fuzz.check("eager", prog, 0, rtol=1e-12)
+        monkeypatch.setattr(snp, "sin", lambda x: snp.asarray(
+            np.sin(np.asarray(x, np.float32)), np.float64))  # sin to float32 precision
+        with pytest.raises(fuzz.Disagreement):
+            fuzz.check("eager", Program([(5,)], [("sin", (0,))], np.dtype(np.float64)), 0,
+                       rtol=1e-12)
 
 
 def test_a_wrong_op_is_caught_shrunk_and_reproduced(monkeypatch: pytest.MonkeyPatch) -> None:

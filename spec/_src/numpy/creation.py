@@ -534,7 +534,7 @@ def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
     m = n if M is None else operator.index(M)
     if n < 0 or m < 0:
         raise ValueError(f"negative dimensions are not allowed, got {N} and {M}")
-    offset = _int32_offset(k, "eye")
+    offset = _offset(k, "eye")
     idt = canonical_aval_of(offset).dtype
     i = L.broadcasted_iota(idt, (n, m), 0)
     j = L.broadcasted_iota(idt, (n, m), 1)
@@ -542,10 +542,14 @@ def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
     return out if device is None else _put(out, device)
 
 
-def _int32_offset(k: Any, name: str) -> Any:
+def _offset(k: Any, name: str) -> Any:
+    """The diagonal offset as an array: a Python int clipped to int32's
+    range, then of the default integer type (int64 under x64, as JAX's
+    conversion of the clipped int gives)."""
     if isinstance(k, int) and not isinstance(k, bool):
         info = np.iinfo(np.int32)
-        k = _convert_element_type(int(min(max(k, info.min), info.max)), T.int32, False)
+        k = _convert_element_type(int(min(max(k, info.min), info.max)), T.default_int(),
+                                  False)
     aval = canonical_aval_of(k)
     if aval.shape or not T.is_int(aval.dtype):
         raise ValueError(f"k must be a scalar integer; got {k}")
@@ -560,9 +564,12 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> Any:
     dt = _user_dtype(float if dtype is None else dtype, "tri")
     n = operator.index(N)
     m = n if M is None else operator.index(M)
-    offset = _convert_element_type(operator.index(k), T.int32, False)
-    shifted = L.broadcasted_iota(T.int32, (n, m), 0) + offset
-    j = L.broadcasted_iota(T.int32, (n, m), 1)
+    # (JAX's index type is int32 unless the offset's, the default integer
+    # type, is wider: int64 under x64)
+    idt = T.default_int()
+    offset = _convert_element_type(operator.index(k), idt, False)
+    shifted = L.broadcasted_iota(idt, (n, m), 0) + offset
+    j = L.broadcasted_iota(idt, (n, m), 1)
     return L.convert_element_type(shifted >= j, dt)
 
 
