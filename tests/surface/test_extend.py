@@ -24,6 +24,7 @@ PROGRAM = '''
 import json
 import jax
 import jax.numpy as jnp
+import jax.extend.core
 from jax.extend.core import Primitive
 from jax.interpreters import ad, batching, mlir
 
@@ -65,6 +66,7 @@ out["jit_grad"] = jax.jit(jax.grad(lambda x: f(x).sum()))(x).tolist()
 out["vmap"] = jax.vmap(f)(xs).tolist()
 out["grad_jaxpr"] = str(jax.make_jaxpr(jax.grad(lambda x: scale_p.bind(x, k=2.0).sum()))(x))
 out["bare"] = bare_p.bind(x).tolist()
+out["as_fun"] = jax.extend.core.jaxpr_as_fun(jax.make_jaxpr(f)(x))(x)[0].tolist()
 for what, run in [("grad", lambda: jax.grad(lambda x: bare_p.bind(x).sum())(x)),
                   ("vmap", lambda: jax.vmap(bare_p.bind)(xs)),
                   ("transpose", lambda: jax.linear_transpose(sin_p.bind, x)(x))]:
@@ -93,7 +95,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], d
     return _run(["-m", "spec", str(path)], path.parent), _run([str(path)], path.parent)
 
 
-@pytest.mark.parametrize("key", ["eval", "jit", "jvp", "grad", "jit_grad", "vmap", "bare"])
+@pytest.mark.parametrize("key", ["eval", "jit", "jvp", "grad", "jit_grad", "vmap", "bare",
+                                 "as_fun"])
 def test_values_match_jax(results: tuple[dict[str, Any], dict[str, Any]], key: str) -> None:
     on_spec, on_jax = results
     np.testing.assert_allclose(np.array(on_spec[key]), np.array(on_jax[key]),

@@ -17,7 +17,7 @@ import numpy as np
 
 from spec._src.core import pretty as pp
 from spec._src.core.array import Array, from_numpy
-from spec._src.core.interpreter import Eqn, PpContext, pp_params, pp_vars
+from spec._src.core.interpreter import Eqn, Jaxpr, PpContext, eval_jaxpr, pp_params, pp_vars
 from spec._src.core.registry import declare
 from spec._src.core.types import ArrayType
 from spec._src.interpreters.ad_util import Zero, instantiate
@@ -228,3 +228,10 @@ def lower_fun(fun: Rule, multiple_results: bool = True) -> Rule:
 
 def register_lowering(prim: Primitive, rule: Rule, platform: str | None = None) -> None:
     lowerings[prim] = rule
+
+
+def jaxpr_as_fun(closed_jaxpr: Jaxpr, *args: Any) -> Any:
+    """The function a closed jaxpr computes: its results as a list."""
+    def fun(*operands: Any) -> list[Any]:
+        return eval_jaxpr(closed_jaxpr, closed_jaxpr.consts, *operands)
+    return fun(*args) if args else fun
