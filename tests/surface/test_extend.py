@@ -75,6 +75,17 @@ for what, run in [("grad", lambda: jax.grad(lambda x: bare_p.bind(x).sum())(x)),
         out["error_" + what] = None
     except Exception as e:
         out["error_" + what] = [type(e).__name__, str(e).splitlines()[0]]
+import jax.interpreters.partial_eval, jax.interpreters.pxla, jax.interpreters.xla
+out["names"] = {label: sorted(n for n in dir(m) if not n.startswith("_"))
+                for label, m in [("core", jax.extend.core), ("ad", ad), ("batching", batching),
+                                 ("mlir", mlir), ("pe", jax.interpreters.partial_eval),
+                                 ("pxla", jax.interpreters.pxla),
+                                 ("xla", jax.interpreters.xla)]}
+try:
+    jax.interpreters.partial_eval.trace_to_jaxpr_dynamic(f, [])
+    out["unsupported"] = None
+except Exception as e:
+    out["unsupported"] = [type(e).__name__, str(e)]
 print(json.dumps(out))
 '''
 
@@ -116,3 +127,21 @@ def test_missing_rule_raises_jax_error(results: tuple[dict[str, Any], dict[str, 
     on_spec, on_jax = results
     assert on_jax["error_" + what] is not None
     assert on_spec["error_" + what] == on_jax["error_" + what]
+
+
+def test_interpreter_modules_have_jax_names(results: tuple[dict[str, Any], dict[str, Any]]
+                                            ) -> None:
+    """Every public name of JAX's modules that spec backs (jax.extend.core,
+    partly) or names (the interpreters, fully) is there."""
+    on_spec, on_jax = results
+    for module, names in on_jax["names"].items():
+        if module != "core":
+            assert set(names) <= set(on_spec["names"][module]), module
+
+
+def test_unbacked_name_raises_naming_itself(results: tuple[dict[str, Any], dict[str, Any]]
+                                            ) -> None:
+    on_spec, _ = results
+    kind, message = on_spec["unsupported"]
+    assert kind == "NotImplementedError"
+    assert "jax.interpreters.partial_eval.trace_to_jaxpr_dynamic" in message

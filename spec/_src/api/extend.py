@@ -20,7 +20,7 @@ from spec._src.core.array import Array, from_numpy
 from spec._src.core.interpreter import Eqn, Jaxpr, PpContext, eval_jaxpr, pp_params, pp_vars
 from spec._src.core.registry import declare
 from spec._src.core.types import ArrayType
-from spec._src.interpreters.ad_util import Zero, instantiate
+from spec._src.interpreters.ad_util import UndefinedPrimal, Zero, instantiate
 
 Rule = Callable[..., Any]
 
@@ -235,3 +235,22 @@ def jaxpr_as_fun(closed_jaxpr: Jaxpr, *args: Any) -> Any:
     def fun(*operands: Any) -> list[Any]:
         return eval_jaxpr(closed_jaxpr, closed_jaxpr.consts, *operands)
     return fun(*args) if args else fun
+
+
+def unsupported(module: str, name: str) -> Callable[..., Any]:
+    """A name of JAX's interpreter modules that works on JAX's own tracing
+    machinery (traces, tracers, MLIR builders), which spec does not expose."""
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{module}.{name} works on JAX's internal tracing machinery, "
+                                  "which spec does not expose")
+    fail.__name__ = name
+    return fail
+
+
+def add_tangents(a: Any, b: Any) -> Any:
+    """The sum of two tangents, either of which may be a symbolic zero."""
+    return _add(a, b)
+
+
+def is_undefined_primal(x: Any) -> bool:
+    return type(x) is UndefinedPrimal
