@@ -86,6 +86,16 @@ try:
     out["unsupported"] = None
 except Exception as e:
     out["unsupported"] = [type(e).__name__, str(e)]
+import jax.api_util as au
+tree = jax.tree_util.tree_structure(((1.0, {"a": 2.0, "b": 3.0}), {"c": 4.0, "d": (5.0, 6.0)}))
+args_tree = jax.tree_util.tree_structure(([1.0, 2.0], {"u": 3.0}))
+out["api_util"] = [
+    list(au.safe_map(lambda a, b: a * b, [1, 2], [3, 4])),
+    list(au.flatten_axes("in_axes", args_tree, ([0, None], {"u": 1}))),
+    list(au.rebase_donate_argnums((1, 4), (0, 2))),
+    list(au.donation_vector((1,), ("d",), tree)),
+    str(au.shaped_abstractify(jnp.ones((2, 3), jnp.int32))),
+]
 print(json.dumps(out))
 '''
 
@@ -145,3 +155,8 @@ def test_unbacked_name_raises_naming_itself(results: tuple[dict[str, Any], dict[
     kind, message = on_spec["unsupported"]
     assert kind == "NotImplementedError"
     assert "jax.interpreters.partial_eval.trace_to_jaxpr_dynamic" in message
+
+
+def test_api_util_helpers_match_jax(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    on_spec, on_jax = results
+    assert on_spec["api_util"] == on_jax["api_util"]
