@@ -74,6 +74,9 @@ from spec import image as image
 from spec._src.core.array import Shard as Shard
 
 from spec import version as version
+from spec import api_util as api_util
+from spec import interpreters as interpreters
+from spec import extend as extend
 from spec._src.backends.environment import print_environment_info as print_environment_info
 
 __version__ = version.__version__
