@@ -173,7 +173,12 @@ def test_large_argument_reduction_is_exact() -> None:
 JAX_UNARY = ["exp", "expm1", "log", "log1p", "sin", "cos", "tan", "tanh", "atan", "asin",
              "acos", "asinh", "acosh", "atanh", "cbrt", "exp2", "logistic", "sinh", "cosh"]
 # float32 ULP bounds against XLA's own (not correctly rounded) kernels.
-JAX_ULPS = {"log1p": 2, "atan": 2, "tanh": 4, "logistic": 3, "sinh": 3, "cosh": 3, "exp2": 2,
+# XLA's own float32 kernels are not one function of their input within a test
+# session: on one machine, run beside other test files in one worker, atan gave
+# 2.9 ULPs from the true value at 1.1486 (alone: within 2), sinh 4 and logistic
+# 4 ULPs from spec where the file alone stays within 3, while spec's results
+# stayed the same (and correctly rounded there). The bounds hold both.
+JAX_ULPS = {"log1p": 2, "atan": 3, "tanh": 4, "logistic": 4, "sinh": 4, "cosh": 3, "exp2": 2,
             "asinh": 3, "acosh": 3, "atanh": 3, "asin": 3, "acos": 3, "tan": 3}
 
 

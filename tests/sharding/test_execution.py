@@ -272,11 +272,14 @@ def test_layout_params_of_broadcast_and_reshape_match_jax(four_devices: None) ->
 def test_every_primitive_has_its_own_per_device_program() -> None:
     """Only these run the conservative gathered program: custom_lin and
     hijax_linearized (transposed away, never executed), empty2 and
-    platform_index (no operands) and the hi-value axis primitives (a hi value
-    on a mesh is its components', and these act on whole values)."""
+    platform_index (no operands), the hi-value axis primitives (a hi value
+    on a mesh is its components', and these act on whole values) and
+    user_primitive (a jax.extend primitive has only its user's impl, which
+    sees whole arrays)."""
     from spec._src.interpreters.per_device import gathered_names
     assert gathered_names() == ["custom_lin", "empty2", "hi_broadcast", "hi_select_n",
-                                "hi_sum", "hi_transpose", "hijax_linearized", "platform_index"]
+                                "hi_sum", "hi_transpose", "hijax_linearized", "platform_index",
+                                "user_primitive"]
 
 
 def test_local_gather_scatter_and_conv_move_nothing() -> None:
