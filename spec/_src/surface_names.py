@@ -1351,6 +1351,43 @@ JAX_PUBLIC_NAMES: dict[str, tuple[str, ...]] = {
         'stft',
         'welch',
     ),
+    'jax.scipy.fft': (
+        'dct',
+        'dctn',
+        'idct',
+        'idctn',
+    ),
+    'jax.scipy.integrate': (
+        'trapezoid',
+    ),
+    'jax.scipy.ndimage': (
+        'map_coordinates',
+    ),
+    'jax.scipy.optimize': (
+        'OptimizeResults',
+        'minimize',
+    ),
+    'jax.scipy.cluster': (
+        'vq',
+    ),
+    'jax.scipy.cluster.vq': (
+        'vq',
+    ),
+    'jax.scipy.interpolate': (
+        'RegularGridInterpolator',
+    ),
+    'jax.scipy.sparse': (
+        'linalg',
+    ),
+    'jax.scipy.sparse.linalg': (
+        'bicgstab',
+        'cg',
+        'gmres',
+    ),
+    'jax.scipy.spatial.transform': (
+        'Rotation',
+        'Slerp',
+    ),
     'jax.typing': (
         'ArrayLike',
         'DTypeLike',
