@@ -1,0 +1,3 @@
+"""``spec.scipy.interpolate``: JAX's ``jax.scipy.interpolate`` (``RegularGridInterpolator``)."""
+
+from spec._src.scipy.interpolate import *  # noqa: F403

@@ -1,0 +1,3 @@
+"""``spec.scipy.spatial``: JAX's ``jax.scipy.spatial`` (its ``transform`` module)."""
+
+from spec.scipy.spatial import transform as transform
