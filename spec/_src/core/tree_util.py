@@ -690,8 +690,10 @@ class PyTreeDef:
         elif kind == _NAMEDTUPLE:
             if not (isinstance(x, tuple) and hasattr(type(x), "_fields")):
                 raise ValueError(f"Expected named tuple, got {x!r}.")
-            if len(x) != arity:
-                raise ValueError(f"Named tuple arity mismatch: {len(x)} != {arity}; tuple: {x!r}.")
+            # tuple's own length: a namedtuple may redefine __len__ (JAX's Rotation does).
+            size = tuple.__len__(x)
+            if size != arity:
+                raise ValueError(f"Named tuple arity mismatch: {size} != {arity}; tuple: {x!r}.")
             if type(x) is not self._type:
                 raise ValueError(
                     f"Named tuple type mismatch: expected type: {self._type!r}, tuple: {x!r}."
@@ -1202,8 +1204,8 @@ def _prefix_error(
 
     if isinstance(prefix_tree, (list, tuple)):
         # Sequences report a length difference rather than a key-set difference.
-        if len(prefix_tree) != len(full_tree):
-            ty_name, p_len, f_len = type(prefix_tree).__name__, len(prefix_tree), len(full_tree)
+        if len(p_kids) != len(f_kids):
+            ty_name, p_len, f_len = type(prefix_tree).__name__, len(p_kids), len(f_kids)
             yield lambda name: ValueError(
                 where.format(name=name) + f": different lengths of {ty_name}, {p_len} in "
                 f"the prefix tree and {f_len} in the full tree."
