@@ -216,6 +216,18 @@ def test_pytree_structure_matches_jax() -> None:
     assert len(spec.tree_util.tree_leaves(ours)) == 4
 
 
+def test_tree_map_over_single_rotations_matches_jax() -> None:
+    # A single Rotation refuses len(); pytree functions must count its one field regardless.
+    ours = spec.tree_util.tree_map(lambda a, b: a - b, S.Rotation(_QUATS[0]),
+                                   S.Rotation(_QUATS[1]))
+    theirs = jax.tree_util.tree_map(lambda a, b: a - b, J.Rotation(_QUATS[0]),
+                                    J.Rotation(_QUATS[1]))
+    assert type(ours) is S.Rotation and type(theirs) is J.Rotation
+    np.testing.assert_array_equal(ours.quat, theirs.quat)
+    with pytest.raises(ValueError, match="different types"):  # as JAX
+        spec.tree_util.tree_map(lambda a, b: a, S.Rotation(_QUATS[0]), (1, 2))
+
+
 def _error_cases() -> dict[str, Callable[[Any], Any]]:
     single = lambda m: m.Rotation(_QUATS[0])  # noqa: E731
     batch = lambda m: m.Rotation(_QUATS)  # noqa: E731

@@ -359,7 +359,7 @@ class Rotation(NamedTuple):
         if w.shape[0] != len(self):
             raise ValueError("Expected `weights` to have number of values equal to number of "
                              f"rotations, got {w.shape[0]} values and {len(self)} rotations.")
-        scatter = dot(self.quat.T * w, self.quat)
+        scatter = dot(self.quat.T * w[None, :], self.quat)
         _, eigenvectors = linalg.eigh(scatter)
         return Rotation(eigenvectors[:, -1])
 
