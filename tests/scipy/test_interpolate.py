@@ -86,11 +86,25 @@ def _mixed_precisions(m: Any, np_: Any, values: Any, xi: Any) -> list[Any]:
 
 def test_mixed_precisions_match_jax(x64: None) -> None:
     ours = _mixed_precisions(S, snp, snp.asarray(_VALUES), snp.asarray(_XI))
-    theirs = jax.jit(functools.partial(_mixed_precisions, J, jnp))(_VALUES, _XI)
-    for our_values, their_values in zip(ours, theirs):
-        # float16 values: the corner products round to float16's 1e-3.
-        _close(our_values, their_values, rtol=2e-3 if our_values.dtype == np.float16 else 1e-6,
-               atol=1e-6)
+    # JAX's dtypes and shapes (traced, not compiled); the values against scipy in float64.
+    theirs = jax.eval_shape(functools.partial(_mixed_precisions, J, jnp), _VALUES, _XI)
+    reference = scipy_interpolate.RegularGridInterpolator(
+        _GRID, _VALUES.astype(np.float64), bounds_error=False)(_XI.astype(np.float64))
+    for our_values, expected, tolerance in zip(ours, theirs, [2e-3, 1e-6, 1e-6]):
+        assert (our_values.dtype, our_values.shape) == (expected.dtype, expected.shape)
+        # float16 values round to its 1e-3; the others are float32 at worst.
+        np.testing.assert_allclose(np.asarray(our_values, np.float64), reference,
+                                   rtol=tolerance, atol=tolerance)
+
+
+def test_linear_interpolation_is_exact_on_a_linear_function() -> None:
+    # f(x, y) = 30 (x - 1) + 10 (y - 4) + 10 on an integer grid (JAX's docstring example):
+    # bilinear interpolation reproduces it, and integer values come back as float32.
+    points = (snp.array([1, 2, 3]), snp.array([4, 5, 6]))
+    values = snp.array([[10, 20, 30], [40, 50, 60], [70, 80, 90]])
+    out = S.RegularGridInterpolator(points, values)(snp.array([[1.5, 4.5], [2.2, 5.8]]))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), [30.0, 64.0], rtol=1e-6)
 
 
 def test_gradients_match_jax() -> None:
@@ -109,6 +123,7 @@ def test_pytree_jit_and_vmap() -> None:
     twin = J.RegularGridInterpolator(_GRID, jnp.asarray(_VALUES))
     assert str(spec.tree_util.tree_structure(interpolator)) == \
         str(jax.tree_util.tree_structure(twin))
+    assert sorted(vars(interpolator)) == sorted(vars(twin))
     jitted = spec.jit(lambda f, xi: f(xi))(interpolator, _XI)
     _close(jitted, interpolator(_XI))
     # vmap over query batches, and over the values (the interpolator rebuilt per slice).

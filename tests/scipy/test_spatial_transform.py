@@ -76,20 +76,21 @@ def _conversions(m: Any, rotvecs: Any) -> dict[str, Any]:
     return out
 
 
-def _single_and_batch(m: Any, rotvecs: Any) -> list[dict[str, Any]]:
-    return [_conversions(m, rotvecs[0]), _conversions(m, rotvecs)]
-
-
 def test_conversions_match_jax() -> None:
-    ours = _single_and_batch(S, _ROTVECS)
+    ours = _conversions(S, _ROTVECS)
     # JAX's side under jit: one compilation instead of one per operation keeps the test fast.
-    theirs = jax.jit(functools.partial(_single_and_batch, J))(_ROTVECS)
-    for our_forms, their_forms in zip(ours, theirs):
-        for name, expected in their_forms.items():
-            # Degrees are radians times 57; the round trips add a conversion's rounding.
-            _close(our_forms[name], expected, rtol=1e-5,
-                   atol=1e-4 if name == "degrees" else 5e-6)
-    assert S.Rotation(ours[0]["quat"]).single and not S.Rotation(ours[1]["quat"]).single
+    theirs = jax.jit(functools.partial(_conversions, J))(_ROTVECS)
+    for name, expected in theirs.items():
+        # Degrees are radians times 57; the round trips add a conversion's rounding.
+        _close(ours[name], expected, rtol=1e-5, atol=1e-4 if name == "degrees" else 5e-6)
+    # A single rotation: JAX's shapes and dtypes (traced, not compiled), the batch's values.
+    single = _conversions(S, _ROTVECS[2])
+    shapes = jax.eval_shape(functools.partial(_conversions, J), _ROTVECS[2])
+    for name, expected in shapes.items():
+        assert (single[name].dtype, single[name].shape) == (expected.dtype, expected.shape)
+        np.testing.assert_allclose(np.asarray(single[name]), np.asarray(ours[name][2]),
+                                   rtol=1e-6, atol=1e-6)
+    assert S.Rotation(single["quat"]).single and not S.Rotation(ours["quat"]).single
 
 
 def _composed(m: Any, rotvecs: Any, weights: Any) -> dict[str, Any]:
@@ -200,12 +201,16 @@ def test_jit_and_vmap() -> None:
     mapped = spec.vmap(lambda q, v: S.Rotation(q).apply(v, inverse=True))(rotations.quat,
                                                                            _VECTORS)
     _close(mapped, rotations.apply(_VECTORS, inverse=True))
+    # vmap over a Rotation pytree is a loop over its single rotations.
     euler = spec.vmap(lambda r: r.as_euler("ZXY"))(rotations)
-    _close_angles(euler, rotations.as_euler("ZXY"), atol=1e-6)
+    looped = np.stack([np.asarray(S.Rotation(q).as_euler("ZXY")) for q in rotations.quat])
+    _close_angles(euler, looped, atol=1e-6)
     slerp = S.Slerp.init(np.arange(6.0), rotations)
     at = np.array([0.5, 2.25, 4.75], np.float32)
     stepped = spec.vmap(lambda t: slerp(t).quat)(at)
     _close(stepped, slerp(at).quat)
+    # A Slerp is a pytree argument of jit.
+    _close(spec.jit(lambda s, t: s(t).quat)(slerp, at), slerp(at).quat)
 
 
 def test_pytree_structure_matches_jax() -> None:
@@ -263,7 +268,8 @@ def _error_cases() -> dict[str, Callable[[Any], Any]]:
 def test_errors_match_jax(case: str) -> None:
     build = _error_cases()[case]
     with pytest.raises(Exception) as theirs:
-        build(J)
+        # Traced, not run: these errors come from shapes, and JAX skips compiling the rest.
+        jax.jit(lambda: build(J))()
     with pytest.raises(type(theirs.value)) as ours:
         build(S)
     assert str(ours.value) == str(theirs.value)
