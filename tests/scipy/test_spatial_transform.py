@@ -122,49 +122,40 @@ def test_identity_matches_jax(x64: None) -> None:
 _EULER = np.array([[0.3, 0.9, -1.2], [2.5, 1.2, 0.4], [-2.0, 2.2, 1.1]], np.float32)
 
 
+# Quaternions (x, y, z, w) exactly in gimbal lock for a sequence: the pair (a, b) or (c, d)
+# of the decomposition vanishes exactly, so the middle angle is exactly 0 or pi (proper
+# sequences: a rotation about the outer axis, or by pi about an axis normal to it), +-pi/2
+# (three distinct axes).
+_LOCKED = {
+    "xzy": [[-0.3, 0.3, -0.5, 0.5], [0.3, 0.3, 0.5, 0.5]],
+    "XZY": [[0.3, 0.3, -0.5, 0.5], [0.3, -0.3, 0.5, 0.5]],
+    "zxz": [[0.0, 0.0, 0.6, 0.8], [0.6, 0.8, 0.0, 0.0]],
+    "YZY": [[0.0, 0.6, 0.0, 0.8], [0.6, 0.0, 0.8, 0.0]],
+}
+
+
 def _euler(m: Any, angles: Any) -> dict[str, Any]:
     out = {}
-    # Extrinsic with three axes, intrinsic proper (each sequence costs JAX a large program;
-    # all 24, and degrees, are checked against scipy).
-    for seq in ("xzy", "YZY"):
+    # One sequence of each kind (each costs JAX a large program; all 24, and degrees, are
+    # checked against scipy), read back from generic rotations and from locked ones.
+    for seq, locked in _LOCKED.items():
         r = m.Rotation.from_euler(seq, angles)
-        out[seq] = (r.quat, r.as_euler(seq))
+        both = m.Rotation.concatenate([r, m.Rotation.from_quat(np.array(locked, np.float32))])
+        out[seq] = (r.quat, both.as_euler(seq))
     out["z"] = (m.Rotation.from_euler("z", angles[0, 0] * 50, degrees=True).quat,)
     out["yx"] = (m.Rotation.from_euler("yx", (angles[:, :2] * 50).astype(np.int32),
                                        degrees=True).quat,)
     return out
 
 
-def test_euler_round_trips_match_jax() -> None:
+def test_euler_round_trips_and_gimbal_lock_match_jax() -> None:
     ours, theirs = _euler(S, _EULER), jax.jit(functools.partial(_euler, J))(_EULER)
     for seq, expected in theirs.items():
         _close(ours[seq][0], expected[0])
         if len(expected) > 1:
             _close_angles(ours[seq][1], expected[1], atol=2e-5)
-
-
-# Quaternions (x, y, z, w) exactly in gimbal lock for a sequence: the pair (a, b) or (c, d)
-# of the decomposition vanishes exactly, so the middle angle is exactly 0 or pi (proper
-# sequences), +-pi/2 (three distinct axes).
-_LOCKED = {
-    "zxz": [[0.0, 0.0, 0.6, 0.8], [0.6, 0.8, 0.0, 0.0]],
-    "ZYZ": [[0.0, 0.0, -0.8, 0.6], [0.8, -0.6, 0.0, 0.0]],
-    "xyz": [[0.5, -0.5, 0.5, 0.5], [0.3, 0.5, -0.3, 0.5]],
-    "XZY": [[0.3, 0.3, -0.5, 0.5], [0.3, -0.3, 0.5, 0.5]],
-}
-
-
-def _locked_euler(m: Any) -> dict[str, Any]:
-    return {seq: m.Rotation.from_quat(np.array(quats, np.float32)).as_euler(seq)
-            for seq, quats in _LOCKED.items()}
-
-
-def test_gimbal_lock_matches_jax() -> None:
-    ours, theirs = _locked_euler(S), jax.jit(functools.partial(_locked_euler, J))()
-    for seq, expected in theirs.items():
-        _close_angles(ours[seq], expected, atol=2e-6)
-        # Locked: the undetermined outer angle is reported as 0.
-        np.testing.assert_array_equal(np.asarray(ours[seq])[:, 2], 0)
+            # Locked: the undetermined outer angle is reported as 0.
+            np.testing.assert_array_equal(np.asarray(ours[seq][1])[-2:, 2], 0)
 
 
 def _slerp(m: Any, times: Any, at: Any) -> dict[str, Any]:
@@ -209,6 +200,13 @@ def test_jit_and_vmap() -> None:
     at = np.array([0.5, 2.25, 4.75], np.float32)
     stepped = spec.vmap(lambda t: slerp(t).quat)(at)
     _close(stepped, slerp(at).quat)
+    # degrees and inverse may be traced (JAX selects with where), as well as Python flags.
+    flagged = spec.jit(lambda degrees, inverse: (
+        S.Rotation.from_euler("XZ", _ROTVECS[:, :2], degrees=degrees).as_rotvec(degrees),
+        rotations.apply(_VECTORS, inverse=inverse)))(True, True)
+    _close(flagged[0], S.Rotation.from_euler("XZ", _ROTVECS[:, :2], degrees=True).as_rotvec(
+        degrees=True), rtol=1e-5, atol=1e-4)
+    _close(flagged[1], rotations.apply(_VECTORS, inverse=True))
     # A Slerp is a pytree argument of jit.
     _close(spec.jit(lambda s, t: s(t).quat)(slerp, at), slerp(at).quat)
 
