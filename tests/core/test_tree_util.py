@@ -592,6 +592,22 @@ def test_register_builtin_leaf_type_and_namedtuple() -> None:
     same(lambda m: m.tree_leaves_with_path(Pt(1, 2)))
 
 
+class Unsized(typing.NamedTuple):
+    """A namedtuple whose __len__ refuses (as a single jax.scipy Rotation's does)."""
+
+    a: Any
+    b: Any
+
+    def __len__(self) -> int:
+        raise TypeError("no len()")
+
+
+def test_namedtuple_redefining_len_maps_by_its_fields() -> None:
+    same(lambda m: m.tree_map(operator.add, Unsized(1, 2), Unsized(3, 4)))
+    same(lambda m: m.tree_map(operator.add, [Unsized(1, 2)], [Unsized(3, (4, 5))]))
+    same(lambda m: m.tree_structure(Unsized(1, 2)).flatten_up_to(Unsized(3, 4)))
+
+
 def test_register_dataclass_inference_and_errors() -> None:
     @dataclasses.dataclass
     class A:
