@@ -154,6 +154,7 @@ EagerOnMeshHook = Callable[["Primitive", Sequence[Any], dict[str, Any], Sequence
 EagerRefHook = Callable[[np.ndarray, RefType, Any], Any]
 EagerKernelHook = Callable[["Primitive", Sequence[ArrayType], dict[str, Any]],
                            Callable[..., Sequence[Any]] | None]
+InContextMeshHook = Callable[[list[Any]], list[Any]]
 
 
 def _unregistered(what: str, where: str) -> Callable[..., Any]:
@@ -172,7 +173,9 @@ class CoreHooks:
     ``eager_ref(buf, aval, placement)``: a ref result as an eager ``Ref``
     (spec._src.api.ref). ``eager_kernel(prim, avals, params)``: a kernel
     computing exactly what ``prim.impl`` computes at these operand types
-    and params, with less dispatch (spec._src.api.codegen), or None."""
+    and params, with less dispatch (spec._src.api.codegen), or None.
+    ``in_context_mesh(results)``: eager results computed on one device,
+    replicated over the concrete mesh in context (spec._src.lax.reshard)."""
 
     vary: VaryHook = field(default_factory=lambda: _unregistered(
         "casting to varying axes", "spec._src.lax.shard_map"))
@@ -183,6 +186,8 @@ class CoreHooks:
     eager_ref: EagerRefHook = field(default_factory=lambda: _unregistered(
         "eager refs", "spec._src.api.ref"))
     eager_kernel: EagerKernelHook = field(default_factory=lambda: _no_eager_kernel)
+    in_context_mesh: InContextMeshHook = field(default_factory=lambda: _unregistered(
+        "placing results on the context mesh", "spec._src.lax.reshard"))
 
 
 def _no_eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
@@ -1070,7 +1075,7 @@ class EvalTrace(Trace):
                                      lambda: _rerun_call(prim, args, params))
         made = array._from_checked
         single = entry.single
-        if single is not None and device is None:
+        if single is not None and device is None and not _mesh_context.placing:
             (o,) = outs
             result = made(o if type(o) is np.ndarray else np.asarray(o), single, prim)
             if recorders:
@@ -1087,6 +1092,8 @@ class EvalTrace(Trace):
             for r in results:
                 if type(r) is array and r._sharding is None:
                     r._device, r._committed = device, True
+        if _mesh_context.placing:
+            return hooks.in_context_mesh(results)
         return results
 
 
@@ -1170,6 +1177,7 @@ class EagerPlan:
     def _valid(self) -> bool:
         entry = self.entry
         return entry.memo is _mesh_context.typing_memo and entry.epoch == _config.epoch \
+            and not _mesh_context.placing \
             and entry.hardware == _denormals._use_hardware[0] \
             and not (_config_values["jax_debug_nans"] or _config_values["jax_debug_infs"]) \
             and type(_context.trace) is EvalTrace

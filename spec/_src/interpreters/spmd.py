@@ -36,7 +36,8 @@ from spec._src.core.array import Array
 from spec._src.core.effects import ordered_effects, ordered_io_effect
 from spec._src.core.backend import Axes, Backend, Bufs, current_backend
 from spec._src.core.interpreter import Literal, Var, canonical_value, hooks
-from spec._src.core.sharding import Mesh, NamedSharding, axis_names_of, get_concrete_mesh
+from spec._src.core.sharding import (
+    AxisType, Mesh, NamedSharding, P, axis_names_of, get_concrete_mesh)
 from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 
@@ -654,11 +655,28 @@ def to_array(d: Dist, mesh: Any, geo: Geometry, placed: Any = None) -> Any:
             out = Array._spanning(d.aval, d.bufs, None)
     else:
         out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
-    if d.aval.sharding is not None and not mesh.empty:
-        out._shards = d.bufs
-        out._sharding = NamedSharding(mesh, d.aval.sharding.spec) if placed is None \
-            else placed
+    if mesh.empty:
+        return out
+    if d.aval.sharding is None:
+        if type(out) is not Array or not d.uniform:
+            return out
+        # A result typed off the mesh (made from no operand) is computed
+        # on every device of the program's mesh, replicated, as JAX's is.
+        out.aval = d.aval.update(sharding=NamedSharding(
+            mesh.abstract_mesh, P(*(None,) * len(d.aval.shape))))
+    out._shards = d.bufs
+    out._sharding = _placement(out.aval.sharding.spec, mesh) if placed is None else placed
     return out
+
+
+def _placement(spec: P, mesh: Any) -> NamedSharding:
+    """Where a result of type spec ``spec`` lies: as its type says on a
+    mesh with Explicit axes; on a mesh of Auto axes alone the compiler
+    chose it, and a replicated result's placement names no dimension."""
+    if AxisType.Explicit not in mesh.axis_types and not spec.unreduced \
+            and not spec.reduced and all(p is None for p in spec.partitions):
+        return NamedSharding(mesh, P())
+    return NamedSharding(mesh, spec)
 
 
 def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
@@ -671,7 +689,64 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
-    return results_of(outs, mesh, geo)
+    results = results_of(outs, mesh, geo)
+    if AxisType.Explicit not in mesh.axis_types:
+        if getattr(prim.sharding, "elementwise", False):
+            _keep_auto_placement(args, results)
+        elif prim.name == "jit":
+            _keep_call_placement(params["jaxpr"], args, results)
+    return results
+
+
+def _keep_auto_placement(args: Sequence[Any], results: list[Any]) -> None:
+    """On a mesh of Auto axes the compiler places results: an elementwise
+    result lies as its operands split over the mesh lie when they all lie
+    alike and have its shape (the types, which omit Auto axes, say
+    replicated; JAX's propagation keeps the operands' split)."""
+    split = _common_split([(a.shape, a._sharding) for a in args if isinstance(a, Array)])
+    if split is not None:
+        _place_like(results, [split] * len(results))
+
+
+def _common_split(placed: Sequence[tuple[tuple[int, ...], Any]]
+                  ) -> tuple[tuple[int, ...], Any] | None:
+    """The (shape, placement) shared by the operands split over a mesh, or
+    None when none is split or they differ."""
+    split = [(shape, s) for shape, s in placed
+             if s is not None and any(p is not None for p in s.spec.partitions)]
+    if not split or any(x != split[0] for x in split):
+        return None
+    return split[0]
+
+
+def _place_like(results: list[Any], known: Sequence[tuple[tuple[int, ...], Any] | None]
+                ) -> None:
+    for r, k in zip(results, known):
+        if k is not None and type(r) is Array and r._sharding is not None \
+                and r.shape == k[0] and r._sharding.mesh == k[1].mesh:
+            r._sharding = k[1]
+
+
+def _keep_call_placement(jaxpr: Any, args: Sequence[Any], results: list[Any]) -> None:
+    """``_keep_auto_placement`` through a call's program: a result that is
+    an operand, or computed from operands by elementwise equations alone,
+    lies as they do."""
+    env: dict[Any, tuple[tuple[int, ...], Any]] = {}
+    for v, a in zip(jaxpr.invars, args):
+        if isinstance(a, Array) and a._sharding is not None:
+            env[v] = (a.shape, a._sharding)
+    for eqn in jaxpr.eqns:
+        if not getattr(eqn.primitive.sharding, "elementwise", False):
+            continue
+        split = _common_split([env[x] for x in eqn.invars if _is_var(x) and x in env])
+        for o in eqn.outvars:
+            if split is not None and tuple(o.aval.shape) == split[0]:
+                env[o] = split
+    _place_like(results, [env.get(v) if _is_var(v) else None for v in jaxpr.outvars])
+
+
+def _is_var(x: Any) -> bool:
+    return type(x) is not Literal
 
 
 def results_of(outs: Sequence[Dist], mesh: Any, geo: Geometry) -> list[Any]:

@@ -21,7 +21,7 @@ from spec._src.interpreters.ad_util import (
     linear_jvp,
     linear_transpose,
 )
-from spec._src.core.interpreter import check_divisible, pp_hiding
+from spec._src.core.interpreter import check_divisible, hooks, pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare, declaring
@@ -580,6 +580,27 @@ def place(x: Any, sharding: Any) -> Any:
     out = _spmd.to_array(placed, sharding.mesh, geo)
     out._sharding = sharding  # x.sharding is the one asked for, as written
     return out
+
+
+def _in_context_mesh(results: list[Any]) -> list[Any]:
+    """Eager results computed from unplaced operands under a concrete
+    context mesh: replicated over it and committed there, where JAX's
+    computation in that context leaves them. (Key arrays and arrays in
+    other memories keep their place.)"""
+    mesh = get_concrete_mesh()
+    return [_replicated(r, mesh) if type(r) is Array and r._sharding is None
+            and r._val is not None and r._memory_kind is None else r for r in results]
+
+
+def _replicated(x: Array, mesh: Any) -> Any:
+    """``x`` on every device of ``mesh``: its placement names every
+    dimension where an Explicit axis makes the type's spec the placement,
+    none where the compiler chose it (Auto axes)."""
+    explicit = AxisType.Explicit in mesh.axis_types
+    return place(x, NamedSharding(mesh, P(*(None,) * x.ndim) if explicit else P()))
+
+
+hooks.in_context_mesh = _in_context_mesh
 
 
 def full_spec(sharding: Any, ndim: int) -> Any:

@@ -371,7 +371,11 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
         "nonlinear": nonlinear(name), "linear": linear_unary, "add": additive(name),
         "mul": multiplicative, "div": divisive, "none": no_ur(name), "keep": keeps,
     }
-    return section(name, broadcasting(name, n_out), ur_rules[ur])
+    rule = section(name, broadcasting(name, n_out), ur_rules[ur])
+    # (read by eager evaluation over Auto axes, where an elementwise result
+    # lies as its placed operand does: spec._src.interpreters.spmd)
+    rule.elementwise = True  # type: ignore[attr-defined]
+    return rule
 
 
 def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:

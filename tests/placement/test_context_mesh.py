@@ -1,0 +1,130 @@
+"""Placement under ``jax.sharding.set_mesh`` against JAX run live on four
+CPU devices (tests/support/twin.py), with Explicit and Auto axes: where the
+results of jit calls, eager operations and creation functions lie
+(``.sharding``: kind, spec, mesh, devices), whether they are committed, and
+their types (``jax.typeof``, also of a jit's NumPy and Python arguments
+while it traces), for NumPy, Python, uncommitted, committed and sharded
+arguments mixed; ``device_put`` and ``jnp.asarray`` of arrays, which JAX
+leaves where they are; an operand committed to one device meeting the
+context mesh (ValueError). On a mesh of Auto axes an elementwise result,
+eager or through a jit, lies as its split operand does.
+
+Not covered (spec differs): indexing an array split along an Explicit axis
+with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
+the name of the operand in the ValueError of an eager operation (JAX names
+the jnp function's parameter, spec the primitive's operand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.support.twin import prefetch, run_both
+
+PROGRAM = r'''
+import numpy as np
+jax, jnp = IMPL
+out = {}
+jax.config.update('jax_num_cpu_devices', 4)
+def describe(a):
+    s = a.sharding
+    if type(s).__name__ == "NamedSharding":
+        where = ["named", str(s.spec), dict(s.mesh.shape), [d.id for d in s.mesh.devices.flat],
+                 str(s.mesh.axis_types)]
+    else:
+        where = [type(s).__name__, sorted(d.id for d in s.device_set)]
+    return [where, str(jax.typeof(a)), bool(a.committed)]
+def record(name, fn):
+    try:
+        out[name] = [describe(l) for l in jax.tree_util.tree_leaves(fn())]
+    except Exception as e:
+        out[name] = [type(e).__name__, str(e).split(" with shape")[0]]
+seen = []
+def spy(a):
+    seen.append(str(jax.typeof(a)))
+    return a
+def typed(name, f, *args):
+    seen.clear()
+    jax.jit(f)(*args)
+    out[name] = list(seen)
+for size in (4, 2):
+    for kind in ("Explicit", "Auto"):
+        mesh = jax.make_mesh((size,), ('i',), axis_types=(getattr(jax.sharding.AxisType, kind),),
+                             devices=jax.devices()[:size])
+        n = 2 * size
+        xs = jax.device_put(np.arange(n, dtype=np.float32), jax.NamedSharding(mesh, jax.P('i')))
+        xr = jax.device_put(np.arange(n, dtype=np.float32), jax.NamedSharding(mesh, jax.P()))
+        u = jnp.arange(n, dtype=jnp.float32)
+        one = jax.device_put(np.arange(n, dtype=np.float32), jax.devices()[1])
+        with jax.sharding.set_mesh(mesh):
+            K = f"{size} {kind}: "
+            cases = {
+              "jit zeros": lambda: jax.jit(lambda: jnp.zeros(4))(),
+              "jit numpy": lambda: jax.jit(lambda a: a * 2)(np.ones(n, np.float32)),
+              "jit python": lambda: jax.jit(lambda a: a * 2)(1.0),
+              "jit list": lambda: jax.jit(lambda a: a)([1.0, 2.0]),
+              "jit uncommitted": lambda: jax.jit(lambda a: a * 2)(u),
+              "jit sharded": lambda: jax.jit(lambda a: jnp.sin(a) * 2)(xs),
+              "jit sharded+numpy": lambda: jax.jit(lambda a, b: a + b)(
+                  xs, np.ones(n, np.float32)),
+              "jit sharded+uncommitted": lambda: jax.jit(lambda a, b: a + b)(xs, u),
+              "jit replicated+uncommitted": lambda: jax.jit(lambda a, b: a + b)(xr, u),
+              "jit one device": lambda: jax.jit(lambda a: a * 2)(one),
+              "jit sum": lambda: jax.jit(lambda a: a.sum())(xs),
+              "jit passes and creates": lambda: jax.jit(lambda a: (a, jnp.ones(3)))(xs),
+              "zeros": lambda: jnp.zeros(4),
+              "ones": lambda: jnp.ones((n,)),
+              "arange": lambda: jnp.arange(n),
+              "full": lambda: jnp.full(4, 2.0),
+              "eye": lambda: jnp.eye(2),
+              "array list": lambda: jnp.array([1.0, 2.0]),
+              "array scalar": lambda: jnp.array(3),
+              "asarray numpy": lambda: jnp.asarray(np.ones(4)),
+              "zeros_like numpy": lambda: jnp.zeros_like(np.ones(4)),
+              "zeros_like sharded": lambda: jnp.zeros_like(xs),
+              "uncommitted op": lambda: u * 2,
+              "sin sharded": lambda: jnp.sin(xs),
+              "sharded+python": lambda: xs + 1,
+              "sharded+uncommitted": lambda: xs + u,
+              "sharded sum": lambda: xs.sum(),
+              "one device op": lambda: one * 2,
+              "put numpy": lambda: jax.device_put(np.ones(n)),
+              "put P": lambda: jax.device_put(np.ones(n), jax.P('i')),
+              "put uncommitted": lambda: jax.device_put(u),
+              "put uncommitted P": lambda: jax.device_put(u, jax.P('i')),
+              "put scalar": lambda: jax.device_put(1.0),
+              "asarray uncommitted": lambda: jnp.asarray(u),
+              "normal": lambda: jax.random.normal(jax.random.key(0), (4,)),
+            }
+            for name, fn in cases.items():
+                record(K + name, fn)
+            typed(K + "typeof numpy, python", lambda a, b: spy(a) + spy(b),
+                  np.ones(n, np.float32), 1.0)
+            typed(K + "typeof uncommitted, sharded", lambda a, b: spy(a) + spy(b), u, xs)
+'''
+
+prefetch(PROGRAM)
+
+
+@pytest.fixture(scope="module")
+def results() -> tuple[dict[str, Any], dict[str, Any]]:
+    return run_both(PROGRAM)
+
+
+def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    ours, theirs = results
+    assert len(theirs) == 2 * 2 * 37
+    differ = {k: (ours.get(k), v) for k, v in theirs.items()
+              if ours.get(k) != v and not k.endswith("one device op")}
+    assert not differ
+
+
+def test_an_operand_on_one_device_meets_the_context_mesh(
+        results: tuple[dict[str, Any], dict[str, Any]]) -> None:
+    ours, theirs = results
+    for k, v in theirs.items():
+        if k.endswith("one device op"):
+            assert v[0] == "ValueError" and ours[k][0] == "ValueError"
+            prefix = "Received incompatible devices for jitted computation. Got argument "
+            assert v[1].startswith(prefix) and ours[k][1].startswith(prefix)
