@@ -6,10 +6,14 @@ their types (``jax.typeof``, also of a jit's NumPy and Python arguments
 while it traces), for NumPy, Python, uncommitted, committed and sharded
 arguments mixed; ``device_put`` and ``jnp.asarray`` of arrays, which JAX
 leaves where they are; an operand committed to one device meeting the
-context mesh (ValueError). On a mesh of Auto axes an elementwise result,
-eager or through a jit, lies as its split operand does.
+context mesh (ValueError). On a mesh of Auto axes an elementwise result
+(select and conversions included), eager or through a jit, lies as its
+split operand does.
 
-Not covered (spec differs): indexing an array split along an Explicit axis
+Not covered (spec differs): on Auto axes, results JAX's propagation splits
+beyond elementwise operations (cumsum, sum along an unsplit axis, transpose,
+reverse, reshape, outer products, dot, expand_dims, concatenate: spec
+replicates them); indexing an array split along an Explicit axis
 with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
 the name of the operand in the ValueError of an eager operation (JAX names
 the jnp function's parameter, spec the primitive's operand)."""
@@ -88,6 +92,8 @@ for size in (4, 2):
               "sharded+python": lambda: xs + 1,
               "sharded+uncommitted": lambda: xs + u,
               "sharded sum": lambda: xs.sum(),
+              "where sharded": lambda: jnp.where(xs > 2, xs, 0.0),
+              "astype sharded": lambda: xs.astype(jnp.int32),
               "one device op": lambda: one * 2,
               "put numpy": lambda: jax.device_put(np.ones(n)),
               "put P": lambda: jax.device_put(np.ones(n), jax.P('i')),
@@ -114,7 +120,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert len(theirs) == 2 * 2 * 37
+    assert len(theirs) == 2 * 2 * 39
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

@@ -656,7 +656,8 @@ convert_element_type_p = declare(
     lowering=LR.convert_element_type,
     pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose,
     batch=_convert_batch,
-    sharding=SK.section("convert_element_type", _convert_parts, _convert_ur),
+    sharding=SK.elementwise_rule(
+        SK.section("convert_element_type", _convert_parts, _convert_ur)),
     const_fold=_convert_const_fold,
     per_device=from_primitive(lambda p: PD.then_reshard(p, _same_layout_natural, PD.local)))
 

@@ -371,9 +371,14 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
         "nonlinear": nonlinear(name), "linear": linear_unary, "add": additive(name),
         "mul": multiplicative, "div": divisive, "none": no_ur(name), "keep": keeps,
     }
-    rule = section(name, broadcasting(name, n_out), ur_rules[ur])
-    # (read by eager evaluation over Auto axes, where an elementwise result
-    # lies as its placed operand does: spec._src.interpreters.spmd)
+    return elementwise_rule(section(name, broadcasting(name, n_out), ur_rules[ur]))
+
+
+def elementwise_rule(rule: ShardingRule) -> ShardingRule:
+    """``rule``, marked as the sharding section of a primitive whose results
+    are computed entry by entry from its operands': eager evaluation over
+    Auto axes places such a result as its split operand is placed
+    (spec._src.interpreters.spmd)."""
     rule.elementwise = True  # type: ignore[attr-defined]
     return rule
 
