@@ -38,8 +38,7 @@ from spec._src.core.errors import ForbiddenCollectiveError
 __all__ = [
     "AbstractDevice", "AbstractMesh", "AxisType", "DuplicateSpecError", "IndivisibleError",
     "Mesh", "NamedSharding", "P", "PartitionSpec", "Sharding", "SingleDeviceSharding",
-    "UnreducedKind", "get_abstract_mesh", "get_concrete_mesh", "placing_mesh",
-    "use_abstract_mesh",
+    "UnreducedKind", "get_abstract_mesh", "get_concrete_mesh", "use_abstract_mesh",
 ]
 
 AxisName = Hashable
@@ -346,9 +345,11 @@ class _MeshContext(threading.local):
         self.typing_key: tuple[Any, ...] = (self.abstract, False, ())
         self.typing_memo: dict[Any, Any] = _typing_memo(self.typing_key)
         self.in_manual = False  # inside a shard_map body (the mesh has Manual axes)
-        # Under a concrete mesh (outside shard_map bodies) every computation
+        # Under a concrete mesh whose axes are as set_mesh gave them (not in
+        # a shard_map body, auto_axes or explicit_axes) every computation
         # runs on all its devices: eager results of unplaced operands are
-        # placed on it, as JAX places them.
+        # placed on it, as JAX places them (spec._src.core.interpreter also
+        # asks that no trace be active).
         self.placing = False
 
     def update(self, **changes: Any) -> None:
@@ -357,7 +358,7 @@ class _MeshContext(threading.local):
         self.typing_key = (self.abstract, self.check_vma, self.axis_frames)
         self.typing_memo = _typing_memo(self.typing_key)
         self.in_manual = bool(self.abstract.manual_axes)
-        self.placing = not self.concrete.empty and not self.in_manual
+        self.placing = not self.concrete.empty and self.abstract == self.concrete.abstract_mesh
 
 
 _context = _MeshContext()
@@ -418,12 +419,6 @@ def get_abstract_mesh() -> AbstractMesh:
 def get_concrete_mesh() -> Mesh:
     """The concrete mesh in context, also under jit (internal in JAX)."""
     return _context.concrete
-
-
-def placing_mesh() -> Mesh | None:
-    """The concrete mesh eager results are placed on (``set_mesh``'s,
-    outside shard_map bodies), or None."""
-    return _context.concrete if _context.placing else None
 
 
 # ---------------------------------------------------------------------------

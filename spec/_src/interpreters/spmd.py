@@ -690,59 +690,101 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
     results = results_of(outs, mesh, geo)
-    if AxisType.Explicit not in mesh.axis_types:
-        if getattr(prim.sharding, "elementwise", False):
-            _keep_auto_placement(args, results)
-        elif prim.name == "jit":
-            _keep_call_placement(params["jaxpr"], args, results)
+    keep_auto_placement(prim, params, args, results)
     return results
 
 
-def _keep_auto_placement(args: Sequence[Any], results: list[Any]) -> None:
-    """On a mesh of Auto axes the compiler places results: an elementwise
-    result lies as its operands split over the mesh lie when they all lie
-    alike and have its shape (the types, which omit Auto axes, say
-    replicated; JAX's propagation keeps the operands' split)."""
-    split = _common_split([(a.shape, a._sharding) for a in args if isinstance(a, Array)])
-    if split is not None:
-        _place_like(results, [split] * len(results))
+def keep_auto_placement(prim: Any, params: dict[str, Any], args: Sequence[Any],
+                        results: list[Any]) -> None:
+    """On a mesh of Auto axes alone, an eager primitive's results placed
+    where JAX's compiler places them from its operands' placements."""
+    mesh = next((r._sharding.mesh for r in results
+                 if type(r) is Array and r._sharding is not None), None)
+    if mesh is None or AxisType.Explicit in mesh.axis_types:
+        return
+    parts = _auto_parts(prim, params, [_placed(a) for a in args],
+                        [tuple(r.shape) for r in results])
+    _place_as(results, parts)
 
 
-def _common_split(placed: Sequence[tuple[tuple[int, ...], Any]]
-                  ) -> tuple[tuple[int, ...], Any] | None:
-    """The (shape, placement) shared by the operands split over a mesh, or
-    None when none is split or they differ."""
-    split = [(shape, s) for shape, s in placed
-             if s is not None and any(p is not None for p in s.spec.partitions)]
-    if not split or any(x != split[0] for x in split):
-        return None
-    return split[0]
+# On a mesh of Auto axes alone the compiler places results (the types name
+# no axis): a primitive's sharding section may say where they lie
+# (``auto_placement``, spec._src.lax.sharding_kit); a call's results lie as
+# its program's equations place them, a sharding constraint's as it asks.
+
+_Placed = tuple[tuple[int, ...], tuple[Any, ...] | None]
 
 
-def _place_like(results: list[Any], known: Sequence[tuple[tuple[int, ...], Any] | None]
-                ) -> None:
-    for r, k in zip(results, known):
-        if k is not None and type(r) is Array and r._sharding is not None \
-                and r.shape == k[0] and r._sharding.mesh == k[1].mesh:
-            r._sharding = k[1]
+def _placed(x: Any) -> _Placed:
+    """An operand's shape and, where it is split over a mesh, the mesh axes
+    of each dimension."""
+    shape = tuple(getattr(x, "shape", ()))
+    s = x._sharding if isinstance(x, Array) else None
+    if s is None or not any(p is not None for p in s.spec.partitions):
+        return shape, None
+    return shape, s.spec.partitions + (None,) * (len(shape) - len(s.spec.partitions))
 
 
-def _keep_call_placement(jaxpr: Any, args: Sequence[Any], results: list[Any]) -> None:
-    """``_keep_auto_placement`` through a call's program: a result that is
-    an operand, or computed from operands by elementwise equations alone,
-    lies as they do."""
-    env: dict[Any, tuple[tuple[int, ...], Any]] = {}
-    for v, a in zip(jaxpr.invars, args):
-        if isinstance(a, Array) and a._sharding is not None:
-            env[v] = (a.shape, a._sharding)
+def _auto_parts(prim: Any, params: dict[str, Any], placed: Sequence[_Placed],
+                out_shapes: Sequence[tuple[int, ...]]) -> list[tuple[Any, ...] | None]:
+    if prim.name == "jit":
+        return _program_parts(params["jaxpr"], placed)
+    if prim.name == "sharding_constraint":
+        spec = params["sharding"].spec
+        return [spec.partitions + (None,) * (len(out_shapes[0]) - len(spec.partitions))]
+    rule = getattr(prim.sharding, "auto_placement", None)
+    if rule is None or all(p[1] is None for p in placed):
+        return [None] * len(out_shapes)
+    found: list[tuple[Any, ...] | None] = rule(placed, out_shapes, params)
+    return found
+
+
+def _program_parts(jaxpr: Any, placed: Sequence[_Placed]) -> list[tuple[Any, ...] | None]:
+    """Where a call's results lie: each equation places its results from
+    its operands' placements (an operand passed through lies as it is)."""
+    env: dict[Any, _Placed] = dict(zip(jaxpr.invars, placed))
+
+    def read(x: Any) -> _Placed:
+        shape = tuple(x.aval.shape)
+        return env.get(x, (shape, None)) if _is_var(x) else (shape, None)
+
     for eqn in jaxpr.eqns:
-        if not getattr(eqn.primitive.sharding, "elementwise", False):
-            continue
-        split = _common_split([env[x] for x in eqn.invars if _is_var(x) and x in env])
-        for o in eqn.outvars:
-            if split is not None and tuple(o.aval.shape) == split[0]:
-                env[o] = split
-    _place_like(results, [env.get(v) if _is_var(v) else None for v in jaxpr.outvars])
+        out_shapes = [tuple(o.aval.shape) for o in eqn.outvars]
+        parts = _auto_parts(eqn.primitive, eqn.params, [read(x) for x in eqn.invars],
+                            out_shapes)
+        for o, shape, ps in zip(eqn.outvars, out_shapes, parts):
+            env[o] = (shape, _typed_parts(o.aval) or ps)
+    return [read(v)[1] for v in jaxpr.outvars]
+
+
+def _typed_parts(aval: Any) -> tuple[Any, ...] | None:
+    """The mesh axes a type names for its dimensions (inside explicit_axes
+    the type is the placement), or None when it names none."""
+    s = getattr(aval, "sharding", None)
+    if s is None or not any(p is not None for p in s.spec.partitions):
+        return None
+    ps: tuple[Any, ...] = s.spec.partitions
+    return ps + (None,) * (len(aval.shape) - len(ps))
+
+
+def _place_as(results: list[Any], parts: Sequence[tuple[Any, ...] | None]) -> None:
+    for r, ps in zip(results, parts):
+        if ps is not None and any(p is not None for p in ps) and type(r) is Array \
+                and r._sharding is not None and _divides(r._sharding.mesh, ps, r.shape):
+            # (the compiler's placement names no trailing unsplit dimension)
+            while ps and ps[-1] is None:
+                ps = ps[:-1]
+            r._sharding = NamedSharding(r._sharding.mesh, P(*ps))
+
+
+def _divides(mesh: Any, parts: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
+    """Whether each dimension splits evenly over its mesh axes."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    for p, n in zip(parts, shape):
+        axes = () if p is None else p if isinstance(p, tuple) else (p,)
+        if n % int(np.prod([sizes[a] for a in axes], dtype=np.int64)):
+            return False
+    return True
 
 
 def _is_var(x: Any) -> bool:

@@ -150,9 +150,20 @@ def _reshard(prim: Primitive) -> PD.Program:
     return program
 
 
+def _reshard_placement(placed: Sequence[SK.Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[SK.Parts | None]:
+    """Over Auto axes a reshard to a type that names no Explicit axis
+    constrains nothing: its result lies as its operand (JAX's compiler keeps
+    the split); to an Explicit type, as that type says."""
+    if AxisType.Explicit in params["dst_sharding"].mesh.axis_types:
+        return [None]
+    return SK.as_split_operands(placed, out_shapes, params)
+
+
 reshard_p = declare("reshard", lowering=LC.reshard,
                     typing=_reshard_type, impl=_reshard_impl,
-                    sharding=_reshard_sharding, jvp=linear_jvp(),
+                    sharding=SK.auto_placed(_reshard_sharding, _reshard_placement),
+                    jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
                     per_device=from_primitive(_reshard), to_lojax=_reshard_to_lojax)
@@ -582,14 +593,18 @@ def place(x: Any, sharding: Any) -> Any:
     return out
 
 
-def _in_context_mesh(results: list[Any]) -> list[Any]:
+def _in_context_mesh(prim: Any, params: dict[str, Any], results: list[Any]) -> list[Any]:
     """Eager results computed from unplaced operands under a concrete
     context mesh: replicated over it and committed there, where JAX's
     computation in that context leaves them. (Key arrays and arrays in
     other memories keep their place.)"""
     mesh = get_concrete_mesh()
-    return [_replicated(r, mesh) if type(r) is Array and r._sharding is None
-            and r._val is not None and r._memory_kind is None else r for r in results]
+    placed = [_replicated(r, mesh) if type(r) is Array and r._sharding is None
+              and r._val is not None and r._memory_kind is None else r for r in results]
+    # (a jit program's sharding constraints and Explicit-typed values still
+    # place its results over Auto axes)
+    _spmd.keep_auto_placement(prim, params, [], placed)
+    return placed
 
 
 def _replicated(x: Array, mesh: Any) -> Any:

@@ -374,13 +374,104 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
     return elementwise_rule(section(name, broadcasting(name, n_out), ur_rules[ur]))
 
 
+# ------------------------------------------- placement over Auto axes
+#
+# On a mesh of Auto axes alone the types name no axis and the compiler
+# places results: JAX's propagation keeps an operand's split through many
+# operations. A sharding section may carry ``auto_placement(placed,
+# out_shapes, params)``: from each operand's (shape, partitions, or None
+# when it is not split) the partitions each result lies with (None:
+# replicated). Eager evaluation reads it (spec._src.interpreters.spmd).
+
+Placed = tuple[tuple[int, ...], Parts | None]
+AutoPlacement = Callable[[Sequence[Placed], Sequence[tuple[int, ...]], dict[str, Any]],
+                         list[Parts | None]]
+
+
+def auto_placed(rule: ShardingRule, placement: AutoPlacement) -> ShardingRule:
+    """``rule``, marked with where its results lie over Auto axes."""
+    rule.auto_placement = placement  # type: ignore[attr-defined]
+    return rule
+
+
+def as_split_operands(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                      params: dict[str, Any]) -> list[Parts | None]:
+    """Results computed entry by entry from their operands' (or moved as
+    they are: rev, cumulative reductions, reshard) lie as the split
+    operands lie, when those all lie alike (a dimension an operand
+    broadcasts from size 1 is whole)."""
+    return [_common_split(placed, shape) for shape in out_shapes]
+
+
+def _common_split(placed: Sequence[Placed], out: tuple[int, ...]) -> Parts | None:
+    split = {tuple(p if n == m else None for p, n, m in zip(ps, shape, out))
+             for shape, ps in placed if ps is not None and len(shape) == len(out)}
+    split.discard((None,) * len(out))
+    return split.pop() if len(split) == 1 else None
+
+
 def elementwise_rule(rule: ShardingRule) -> ShardingRule:
     """``rule``, marked as the sharding section of a primitive whose results
-    are computed entry by entry from its operands': eager evaluation over
-    Auto axes places such a result as its split operand is placed
-    (spec._src.interpreters.spmd)."""
-    rule.elementwise = True  # type: ignore[attr-defined]
-    return rule
+    are computed entry by entry from its operands'."""
+    return auto_placed(rule, as_split_operands)
+
+
+def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                         params: dict[str, Any]) -> list[Parts | None]:
+    """A transpose's result lies as its operand, dimensions permuted."""
+    ps = placed[0][1]
+    return [None if ps is None else tuple(ps[i] for i in params["permutation"])]
+
+
+def broadcast_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                        params: dict[str, Any]) -> list[Parts | None]:
+    """A broadcast's result keeps the operand's split on the dimensions it
+    maps to without growing them; new and grown dimensions are whole."""
+    shape, ps = placed[0]
+    if ps is None:
+        return [None]
+    out: list[Any] = [None] * len(out_shapes[0])
+    for i, d in enumerate(params["broadcast_dimensions"]):
+        if shape[i] == out_shapes[0][d]:
+            out[d] = ps[i]
+    return [tuple(out)]
+
+
+def squeezed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A squeeze's result lies as its operand without the removed dimensions."""
+    ps = placed[0][1]
+    gone = {d % len(placed[0][0]) for d in params["dimensions"]}
+    return [None if ps is None else tuple(p for i, p in enumerate(ps) if i not in gone)]
+
+
+def concatenated_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                           params: dict[str, Any]) -> list[Parts | None]:
+    """A concatenation lies as its split operands when they all lie alike
+    (along the joined dimension too); unsplit operands do not count."""
+    split = {p[1] for p in placed if p[1] is not None}
+    return [split.pop()] if len(split) == 1 else [None]
+
+
+def sliced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                     params: dict[str, Any]) -> list[Parts | None]:
+    """A slice keeps its operand's split when every split dimension keeps
+    its size; cutting a split dimension leaves the result replicated."""
+    shape, ps = placed[0]
+    if ps is None or any(p is not None and n != m for p, n, m in zip(ps, shape, out_shapes[0])):
+        return [None]
+    return [ps]
+
+
+def reduced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                      params: dict[str, Any]) -> list[Parts | None]:
+    """A reduction over dimensions none of whose entries are split lies as
+    its operand without them; one over a split dimension is replicated."""
+    ps = placed[0][1]
+    axes = set(params["axes"])
+    if ps is None or any(ps[i] is not None for i in axes):
+        return [None] * len(out_shapes)
+    return [tuple(p for i, p in enumerate(ps) if i not in axes)] * len(out_shapes)
 
 
 def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:

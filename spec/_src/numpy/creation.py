@@ -17,10 +17,11 @@ from spec._src.core.canonical import canonical_shape
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
-from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
+from spec._src.core.interpreter import (
+    Tracer, canonical_aval_of, context_mesh_placing, device_array)
 from spec._src.core.prng import is_key_dtype
 from spec._src.core.sharding import (
-    AxisType, NamedSharding, P, Sharding, SingleDeviceSharding, placing_mesh)
+    AxisType, NamedSharding, P, Sharding, SingleDeviceSharding, get_concrete_mesh)
 from spec._src.core.state_types import RefType
 from spec._src.core.tokens import Token
 from spec._src.lax import elementwise as ew
@@ -61,13 +62,12 @@ def _forgot_tuple(name: str, shape: Any, dtype: Any) -> None:
 def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | None = "K",
           ndmin: int = 0, device: Any = None, out_sharding: Any = None) -> Any:
     out = _converted(object, dtype, copy, order, ndmin)
-    mesh = placing_mesh()
-    if mesh is not None and type(out) is Array and out._sharding is None \
+    if context_mesh_placing() and type(out) is Array and out._sharding is None \
             and not isinstance(object, (Array, Tracer)) \
             and not any(isinstance(leaf, (Array, Tracer)) for leaf in _leaves(object)):
         # Host data under set_mesh is copied to every device of the mesh, as
         # JAX transfers it (a placement naming no dimension).
-        return place(out, NamedSharding(mesh, P()))
+        return place(out, NamedSharding(get_concrete_mesh(), P()))
     return out
 
 
