@@ -703,7 +703,7 @@ def keep_auto_placement(prim: Any, params: dict[str, Any], args: Sequence[Any],
     if mesh is None or AxisType.Explicit in mesh.axis_types:
         return
     parts = _auto_parts(prim, params, [_placed(a) for a in args],
-                        [tuple(r.shape) for r in results])
+                        [tuple(getattr(r, "shape", ())) for r in results])
     _place_as(results, parts)
 
 
