@@ -128,7 +128,7 @@ for size in (4, 2):
               "explicit_axes": lambda: explicit_axes(lambda a: a * 2 + jnp.array(1.0),
                                                      in_sharding=jax.P('i'))(xs),
             }
-            if kind == "Auto":
+            if kind == "Auto" and size == 4:  # (one mesh size: these cost compilations)
                 cases.update({
                   "cumsum split axis": lambda: jnp.cumsum(x2, axis=0),
                   "cummax": lambda: jax.lax.cummax(x2, axis=1, reverse=True),
@@ -182,7 +182,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * (2 * 51 + 23)
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 23
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ
