@@ -14,10 +14,11 @@ operands, eager or through a jit (nested jits, grad): elementwise results
 (select, conversions, add_any, size-1 broadcasting), cumulative reductions,
 rev, transpose, reductions (over an unsplit dimension; over a split one
 replicated), broadcast_in_dim, squeeze, slice, concatenate, reshard (kept),
-sharding constraints and explicit_axes inside a jit.
+dot_general, sharding constraints and explicit_axes inside a jit; on a mesh
+of two Auto axes, how the splits of two operands merge.
 
 Not covered (spec differs): on Auto axes, results JAX's propagation splits
-through reshape, dot, outer products and sort (spec replicates them), or
+through reshape and sort (spec replicates them), or
 from operands they do not read (a gradient independent of its point);
 indexing an array split along an Explicit axis
 with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
@@ -170,6 +171,26 @@ for size in (4, 2):
             text(K + "jaxpr normal", lambda k: jax.random.normal(k, (n,)), key)
             text(K + "jaxpr normal P", lambda k: jax.random.normal(
                 k, (n,), out_sharding=jax.P('i')), key)
+# Two Auto axes: how splits of operands merge (elementwise, dot_general).
+mesh = jax.make_mesh((2, 2), ('i', 'j'), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+def put(shape, *spec):
+    return jax.device_put(np.arange(np.prod(shape), dtype=np.float32).reshape(shape),
+                          jax.NamedSharding(mesh, jax.P(*spec)))
+with jax.sharding.set_mesh(mesh):
+    for name, fn in {
+      "i + j": lambda: put((8,), 'i') + put((8,), 'j'),
+      "i. + .j": lambda: put((8, 4), 'i') + put((8, 4), None, 'j'),
+      "i. + .i": lambda: put((8, 4), 'i') + put((8, 4), None, 'i'),
+      ".i + i.": lambda: put((8, 4), None, 'i') + put((8, 4), 'i'),
+      "ij + i": lambda: put((8, 4), ('i', 'j')) + put((8, 4), 'i'),
+      "outer": lambda: jnp.outer(put((8,), 'i'), put((8,), 'i')),
+      "dot free": lambda: put((8, 4), 'i') @ put((4, 6)),
+      "dot contracted": lambda: put((8, 4), None, 'i') @ put((4, 6), 'i'),
+      "dot free i, free j": lambda: put((8, 4), 'i') @ put((4, 6), None, 'j'),
+      "dot free i, free i": lambda: put((8, 4), 'i') @ put((4, 6), None, 'i'),
+      "dot batch": lambda: jnp.matmul(put((2, 8, 4), 'i'), put((2, 4, 6))),
+    }.items():
+        record("2x2 Auto: " + name, fn)
 '''
 
 prefetch(PROGRAM)
@@ -182,7 +203,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 23
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 23 + 11
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

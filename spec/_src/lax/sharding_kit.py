@@ -398,22 +398,68 @@ def as_split_operands(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, 
                       params: dict[str, Any]) -> list[Parts | None]:
     """Results computed entry by entry from their operands' (or moved as
     they are: rev, cumulative reductions, reshard) lie as the split
-    operands lie, when those all lie alike (a dimension an operand
+    operands lie, merged (``merged_split``; a dimension an operand
     broadcasts from size 1 is whole)."""
-    return [_common_split(placed, shape) for shape in out_shapes]
+    return [merged_split([tuple(p if n == m else None for p, n, m in zip(ps, shape, out))
+                          for shape, ps in placed if ps is not None and len(shape) == len(out)])
+            for out in out_shapes]
 
 
-def _common_split(placed: Sequence[Placed], out: tuple[int, ...]) -> Parts | None:
-    split = {tuple(p if n == m else None for p, n, m in zip(ps, shape, out))
-             for shape, ps in placed if ps is not None and len(shape) == len(out)}
-    split.discard((None,) * len(out))
-    return split.pop() if len(split) == 1 else None
+def _axes_of(entry: Any) -> tuple[Any, ...]:
+    return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+
+
+_CONFLICT = object()
+
+
+def merged_split(contributions: Sequence[Parts]) -> Parts | None:
+    """The result's split from its operands' splits of its dimensions, as
+    JAX's propagation merges them: operand by operand, a dimension takes the
+    finer of two splits one of which refines the other, and is whole where
+    they disagree; an axis an earlier operand put on another dimension is
+    not taken again. None when no dimension is split."""
+    if not contributions:
+        return None
+    out: list[Any] = [None] * len(contributions[0])
+    for ps in contributions:
+        for d, p in enumerate(ps):
+            axes, cur = _axes_of(p), out[d]
+            if not axes or cur is _CONFLICT:
+                continue
+            have = _axes_of(cur)
+            taken = {a for i, e in enumerate(out) if i != d and e is not _CONFLICT
+                     for a in _axes_of(e)}
+            if taken & set(axes) or have[:len(axes)] == axes:
+                continue
+            out[d] = p if axes[:len(have)] == have else _CONFLICT
+    final = tuple(None if e is _CONFLICT else e for e in out)
+    return final if any(e is not None for e in final) else None
 
 
 def elementwise_rule(rule: ShardingRule) -> ShardingRule:
     """``rule``, marked as the sharding section of a primitive whose results
     are computed entry by entry from its operands'."""
     return auto_placed(rule, as_split_operands)
+
+
+def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                  params: dict[str, Any]) -> list[Parts | None]:
+    """A dot_general's result keeps each operand's split of its batch and
+    free dimensions (merged, the left operand first); contracted splits
+    are summed away."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    (lshape, lps), (rshape, rps) = placed[0], placed[1]
+    lfree = [d for d in range(len(lshape)) if d not in lc and d not in lb]
+    rfree = [d for d in range(len(rshape)) if d not in rc and d not in rb]
+
+    def spread(ps: Parts | None, batch: Sequence[int], free: Sequence[int], left: bool) -> Parts:
+        if ps is None:
+            return (None,) * len(out_shapes[0])
+        mine = tuple(ps[d] for d in free)
+        other = (None,) * (len(rfree) if left else len(lfree))
+        return tuple(ps[d] for d in batch) + (mine + other if left else other + mine)
+
+    return [merged_split([spread(lps, lb, lfree, True), spread(rps, rb, rfree, False)])]
 
 
 def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
