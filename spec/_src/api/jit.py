@@ -958,10 +958,10 @@ _PROGRAM_ATTR = "_generated_program"
 def _run_generated(jaxpr: Jaxpr, leaves: Sequence[Any]) -> list[Any] | None:
     """The call's results from the jaxpr's generated program, or None where
     the call is not one it runs: under a transformation, with operands
-    placed on devices or meshes, with hi types or NaN checks (those calls
+    placed on devices or meshes or under a context mesh, with hi types or NaN checks (those calls
     bind ``jit``, whose impl interprets the jaxpr)."""
     if not _CONFIG_VALUES["spec_jit_codegen"] or type(current_trace()) is not EvalTrace \
-            or _context.in_manual or nan_checks.active():
+            or _context.placing or _context.in_manual or nan_checks.active():
         return None
     values = []
     for x in leaves:

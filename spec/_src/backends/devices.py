@@ -50,7 +50,7 @@ from spec._src.lax.reshard import (
     place,
     register_eager_put,
 )
-from spec._src.numpy.creation import asarray
+from spec._src.numpy.creation import to_device_array as asarray
 from spec._src.api.vmap import _prefix_errors as prefix_errors
 from spec._src.core.array import Array, placed_on
 

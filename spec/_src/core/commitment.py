@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from spec._src.core.sharding import _context as _mesh_context
+
 
 def device_ids(x: Any) -> list[int]:
     """The ids of the devices ``x`` lives on, in mesh order."""
@@ -51,7 +53,20 @@ def committed_device(operands: Sequence[Any], names: Sequence[str], fun_name: st
                 f"{_describe(names[j], fun_name, y)} and {_describe(names[i], fun_name, x)}")
     if first is None or first[1]._sharding is not None:
         return None
+    _check_context_mesh(names[first[0]], fun_name, first[1])
     return first[1]._single_device()
+
+
+def _check_context_mesh(name: str, fun_name: str, x: Any) -> None:
+    """Under a concrete context mesh a computation runs on all of its
+    devices, so an operand committed to one device is an error (JAX's)."""
+    mesh = _mesh_context.concrete
+    if _mesh_context.placing:
+        ids = [int(d.id) for d in mesh.devices.flat]
+        raise ValueError(
+            "Received incompatible devices for jitted computation. Got "
+            f"{_describe(name, fun_name, x)} and jit's context mesh with device ids {ids} "
+            "on platform CPU")
 
 
 def _same_shape(x: Any, y: Any) -> bool:

@@ -154,6 +154,7 @@ EagerOnMeshHook = Callable[["Primitive", Sequence[Any], dict[str, Any], Sequence
 EagerRefHook = Callable[[np.ndarray, RefType, Any], Any]
 EagerKernelHook = Callable[["Primitive", Sequence[ArrayType], dict[str, Any]],
                            Callable[..., Sequence[Any]] | None]
+InContextMeshHook = Callable[["Primitive", dict[str, Any], list[Any]], list[Any]]
 
 
 def _unregistered(what: str, where: str) -> Callable[..., Any]:
@@ -172,7 +173,9 @@ class CoreHooks:
     ``eager_ref(buf, aval, placement)``: a ref result as an eager ``Ref``
     (spec._src.api.ref). ``eager_kernel(prim, avals, params)``: a kernel
     computing exactly what ``prim.impl`` computes at these operand types
-    and params, with less dispatch (spec._src.api.codegen), or None."""
+    and params, with less dispatch (spec._src.api.codegen), or None.
+    ``in_context_mesh(prim, params, results)``: eager results computed on
+    one device, placed on the concrete mesh in context (spec._src.lax.reshard)."""
 
     vary: VaryHook = field(default_factory=lambda: _unregistered(
         "casting to varying axes", "spec._src.lax.shard_map"))
@@ -183,6 +186,8 @@ class CoreHooks:
     eager_ref: EagerRefHook = field(default_factory=lambda: _unregistered(
         "eager refs", "spec._src.api.ref"))
     eager_kernel: EagerKernelHook = field(default_factory=lambda: _no_eager_kernel)
+    in_context_mesh: InContextMeshHook = field(default_factory=lambda: _unregistered(
+        "placing results on the context mesh", "spec._src.lax.reshard"))
 
 
 def _no_eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
@@ -503,6 +508,9 @@ class Trace:
 class _Context(threading.local):
     def __init__(self) -> None:
         self.trace: Trace = EvalTrace()
+        # The thread's own eager trace: evaluation on it is the top level,
+        # outside every trace (an EvalTrace made while staging is not it).
+        self.top: Trace = self.trace
         # ensure_compile_time_eval: staging evaluates operations on
         # concrete operands instead of recording them.
         self.compile_time_eval = False
@@ -512,6 +520,14 @@ class _Context(threading.local):
 
 def current_trace() -> Trace:
     return _context.trace
+
+
+def context_mesh_placing() -> bool:
+    """Whether results made now are placed on the ``set_mesh`` mesh, as JAX
+    places them: at the top level (no trace active), under a concrete mesh
+    whose axes are as it was set (not in shard_map bodies, auto_axes or
+    explicit_axes)."""
+    return _mesh_context.placing and _context.trace is _context.top
 
 
 @contextlib.contextmanager
@@ -1070,7 +1086,8 @@ class EvalTrace(Trace):
                                      lambda: _rerun_call(prim, args, params))
         made = array._from_checked
         single = entry.single
-        if single is not None and device is None:
+        placing = _mesh_context.placing and self is _context.top
+        if single is not None and device is None and not placing:
             (o,) = outs
             result = made(o if type(o) is np.ndarray else np.asarray(o), single, prim)
             if recorders:
@@ -1087,6 +1104,8 @@ class EvalTrace(Trace):
             for r in results:
                 if type(r) is array and r._sharding is None:
                     r._device, r._committed = device, True
+        if placing:
+            return hooks.in_context_mesh(prim, params, results)
         return results
 
 
@@ -1170,6 +1189,7 @@ class EagerPlan:
     def _valid(self) -> bool:
         entry = self.entry
         return entry.memo is _mesh_context.typing_memo and entry.epoch == _config.epoch \
+            and not _mesh_context.placing \
             and entry.hardware == _denormals._use_hardware[0] \
             and not (_config_values["jax_debug_nans"] or _config_values["jax_debug_infs"]) \
             and type(_context.trace) is EvalTrace

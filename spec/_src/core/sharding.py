@@ -345,6 +345,12 @@ class _MeshContext(threading.local):
         self.typing_key: tuple[Any, ...] = (self.abstract, False, ())
         self.typing_memo: dict[Any, Any] = _typing_memo(self.typing_key)
         self.in_manual = False  # inside a shard_map body (the mesh has Manual axes)
+        # Under a concrete mesh whose axes are as set_mesh gave them (not in
+        # a shard_map body, auto_axes or explicit_axes) every computation
+        # runs on all its devices: eager results of unplaced operands are
+        # placed on it, as JAX places them (spec._src.core.interpreter also
+        # asks that no trace be active).
+        self.placing = False
 
     def update(self, **changes: Any) -> None:
         for name, value in changes.items():
@@ -352,6 +358,7 @@ class _MeshContext(threading.local):
         self.typing_key = (self.abstract, self.check_vma, self.axis_frames)
         self.typing_memo = _typing_memo(self.typing_key)
         self.in_manual = bool(self.abstract.manual_axes)
+        self.placing = not self.concrete.empty and self.abstract == self.concrete.abstract_mesh
 
 
 _context = _MeshContext()

@@ -36,7 +36,8 @@ from spec._src.core.array import Array
 from spec._src.core.effects import ordered_effects, ordered_io_effect
 from spec._src.core.backend import Axes, Backend, Bufs, current_backend
 from spec._src.core.interpreter import Literal, Var, canonical_value, hooks
-from spec._src.core.sharding import Mesh, NamedSharding, axis_names_of, get_concrete_mesh
+from spec._src.core.sharding import (
+    AxisType, Mesh, NamedSharding, P, axis_names_of, get_concrete_mesh)
 from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 
@@ -654,11 +655,28 @@ def to_array(d: Dist, mesh: Any, geo: Geometry, placed: Any = None) -> Any:
             out = Array._spanning(d.aval, d.bufs, None)
     else:
         out = Array._from_checked(assemble(d, geo), d.aval, "per-device program")
-    if d.aval.sharding is not None and not mesh.empty:
-        out._shards = d.bufs
-        out._sharding = NamedSharding(mesh, d.aval.sharding.spec) if placed is None \
-            else placed
+    if mesh.empty:
+        return out
+    if d.aval.sharding is None:
+        if type(out) is not Array or not d.uniform:
+            return out
+        # A result typed off the mesh (made from no operand) is computed
+        # on every device of the program's mesh, replicated, as JAX's is.
+        out.aval = d.aval.update(sharding=NamedSharding(
+            mesh.abstract_mesh, P(*(None,) * len(d.aval.shape))))
+    out._shards = d.bufs
+    out._sharding = _placement(out.aval.sharding.spec, mesh) if placed is None else placed
     return out
+
+
+def _placement(spec: P, mesh: Any) -> NamedSharding:
+    """Where a result of type spec ``spec`` lies: as its type says on a
+    mesh with Explicit axes; on a mesh of Auto axes alone the compiler
+    chose it, and a replicated result's placement names no dimension."""
+    if AxisType.Explicit not in mesh.axis_types and not spec.unreduced \
+            and not spec.reduced and all(p is None for p in spec.partitions):
+        return NamedSharding(mesh, P())
+    return NamedSharding(mesh, spec)
 
 
 def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
@@ -671,7 +689,106 @@ def eager(prim: Any, args: Sequence[Any], params: dict[str, Any],
     geo = geometry(mesh)
     dists = [from_value(a, geo) for a in args]
     outs = apply(prim, dists, params, out_avals, geo)
-    return results_of(outs, mesh, geo)
+    results = results_of(outs, mesh, geo)
+    keep_auto_placement(prim, params, args, results)
+    return results
+
+
+def keep_auto_placement(prim: Any, params: dict[str, Any], args: Sequence[Any],
+                        results: list[Any]) -> None:
+    """On a mesh of Auto axes alone, an eager primitive's results placed
+    where JAX's compiler places them from its operands' placements."""
+    mesh = next((r._sharding.mesh for r in results
+                 if type(r) is Array and r._sharding is not None), None)
+    if mesh is None or AxisType.Explicit in mesh.axis_types:
+        return
+    parts = _auto_parts(prim, params, [_placed(a) for a in args],
+                        [tuple(getattr(r, "shape", ())) for r in results])
+    _place_as(results, parts)
+
+
+# On a mesh of Auto axes alone the compiler places results (the types name
+# no axis): a primitive's sharding section may say where they lie
+# (``auto_placement``, spec._src.lax.sharding_kit); a call's results lie as
+# its program's equations place them, a sharding constraint's as it asks.
+
+_Placed = tuple[tuple[int, ...], tuple[Any, ...] | None]
+
+
+def _placed(x: Any) -> _Placed:
+    """An operand's shape and, where it is split over a mesh, the mesh axes
+    of each dimension."""
+    shape = tuple(getattr(x, "shape", ()))
+    s = x._sharding if isinstance(x, Array) else None
+    if s is None or not any(p is not None for p in s.spec.partitions):
+        return shape, None
+    return shape, s.spec.partitions + (None,) * (len(shape) - len(s.spec.partitions))
+
+
+def _auto_parts(prim: Any, params: dict[str, Any], placed: Sequence[_Placed],
+                out_shapes: Sequence[tuple[int, ...]]) -> list[tuple[Any, ...] | None]:
+    if prim.name == "jit":
+        return _program_parts(params["jaxpr"], placed)
+    if prim.name == "sharding_constraint":
+        spec = params["sharding"].spec
+        return [spec.partitions + (None,) * (len(out_shapes[0]) - len(spec.partitions))]
+    rule = getattr(prim.sharding, "auto_placement", None)
+    if rule is None or all(p[1] is None for p in placed):
+        return [None] * len(out_shapes)
+    found: list[tuple[Any, ...] | None] = rule(placed, out_shapes, params)
+    return found
+
+
+def _program_parts(jaxpr: Any, placed: Sequence[_Placed]) -> list[tuple[Any, ...] | None]:
+    """Where a call's results lie: each equation places its results from
+    its operands' placements (an operand passed through lies as it is)."""
+    env: dict[Any, _Placed] = dict(zip(jaxpr.invars, placed))
+
+    def read(x: Any) -> _Placed:
+        shape = tuple(x.aval.shape)
+        return env.get(x, (shape, None)) if _is_var(x) else (shape, None)
+
+    for eqn in jaxpr.eqns:
+        out_shapes = [tuple(o.aval.shape) for o in eqn.outvars]
+        parts = _auto_parts(eqn.primitive, eqn.params, [read(x) for x in eqn.invars],
+                            out_shapes)
+        for o, shape, ps in zip(eqn.outvars, out_shapes, parts):
+            env[o] = (shape, _typed_parts(o.aval) or ps)
+    return [read(v)[1] for v in jaxpr.outvars]
+
+
+def _typed_parts(aval: Any) -> tuple[Any, ...] | None:
+    """The mesh axes a type names for its dimensions (inside explicit_axes
+    the type is the placement), or None when it names none."""
+    s = getattr(aval, "sharding", None)
+    if s is None or not any(p is not None for p in s.spec.partitions):
+        return None
+    ps: tuple[Any, ...] = s.spec.partitions
+    return ps + (None,) * (len(aval.shape) - len(ps))
+
+
+def _place_as(results: list[Any], parts: Sequence[tuple[Any, ...] | None]) -> None:
+    for r, ps in zip(results, parts):
+        if ps is not None and any(p is not None for p in ps) and type(r) is Array \
+                and r._sharding is not None and _divides(r._sharding.mesh, ps, r.shape):
+            # (the compiler's placement names no trailing unsplit dimension)
+            while ps and ps[-1] is None:
+                ps = ps[:-1]
+            r._sharding = NamedSharding(r._sharding.mesh, P(*ps))
+
+
+def _divides(mesh: Any, parts: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
+    """Whether each dimension splits evenly over its mesh axes."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    for p, n in zip(parts, shape):
+        axes = () if p is None else p if isinstance(p, tuple) else (p,)
+        if n % int(np.prod([sizes[a] for a in axes], dtype=np.int64)):
+            return False
+    return True
+
+
+def _is_var(x: Any) -> bool:
+    return type(x) is not Literal
 
 
 def results_of(outs: Sequence[Dist], mesh: Any, geo: Geometry) -> list[Any]:

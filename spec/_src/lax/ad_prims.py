@@ -65,7 +65,7 @@ def _add_any_batch(axis: AxisData, args: list[Any], dims: list[Any]
 add_any_p = declare(
     "add_any", lowering=ST.add_any, typing=_add_any_type, impl=_add_any_impl, jvp=linear_jvp(),
     transpose=_add_any_transpose, batch=_add_any_batch,
-    sharding=SK.section("add_any", SK.same_as(0), SK.keeps),
+    sharding=SK.elementwise_rule(SK.section("add_any", SK.same_as(0), SK.keeps)),
     doc="x + y for two values of one type; autodiff's accumulation of tangents.",
     per_device=from_primitive(PD.aligned))
 

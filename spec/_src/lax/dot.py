@@ -50,6 +50,7 @@ from spec._src.core.config import config
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.lax.shaping import expand_dims, squeeze, transpose
 from spec._src.lax import exact_matmul
+from spec._src.lax import sharding_kit as SK
 from spec._src.lax import dot_algorithms as DA
 from spec._src.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
 from spec._src.core.sharding import NamedSharding, P, get_abstract_mesh
@@ -628,7 +629,8 @@ def _dot_general(prim: Primitive) -> PD.Program:
 dot_general_p = declare("dot_general", typing=_dot_general_type, impl=_dot_general_impl,
                         lowering=_dot_general_lowering,
                         pp_rule=_pp_dot_general, jvp=defjvp(_jvp_lhs, _jvp_rhs),
-                        batch=_dot_general_batch, sharding=_dot_general_sharding,
+                        batch=_dot_general_batch,
+                        sharding=SK.auto_placed(_dot_general_sharding, SK.dot_placement),
                         transpose=bilinear_transpose(_transpose_lhs, _transpose_rhs,
                                                      "dot_general"),
                         per_device=from_primitive(_dot_general))

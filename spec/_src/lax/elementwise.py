@@ -1401,7 +1401,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
                      lowering=LR.select_n,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
-                      sharding=_select_n_sharding)
+                      sharding=SK.elementwise_rule(_select_n_sharding))
 
 
 # ---------------------------------------------------------------------- clamp
@@ -1491,7 +1491,7 @@ clamp_p = _declare("clamp", typing=_clamp_type, impl=_clamp_impl, jvp=_clamp_jvp
                    lowering=LR.clamp,
                   transpose=_not_linear("clamp"), batch=_clamp_batch,
                    # JAX takes the operand's partitions as they are (the bounds are not zipped).
-                   sharding=SK.section("clamp", SK.same_as(1)))
+                   sharding=SK.elementwise_rule(SK.section("clamp", SK.same_as(1))))
 
 
 # ----------------------------------------------------------------- polygamma

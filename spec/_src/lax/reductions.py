@@ -88,6 +88,7 @@ from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
 from spec._src.core.errors import ConcretizationTypeError
 from spec._src.core.prng import KeyTy, PRNGS
 from spec._src.lax import elementwise as E
+from spec._src.lax import sharding_kit as SK
 from spec._src.lax.indexing import GatherDimensionNumbers, GatherScatterMode, gather
 from spec._src.lax.shaping import (
     broadcast_in_dim,
@@ -555,7 +556,7 @@ def _reduce_sharding(name: str) -> Any:
         base = _dropped(x, axes) if out is None else fit_out(out, _reduced_shape(x, axes))
         return [NamedSharding(base.mesh, base.spec.update(unreduced=u, reduced=r,
                                                           unreduced_kind=kind))]
-    return rule
+    return SK.auto_placed(rule, SK.reduced_placement)
 
 
 def _forbid_collectives(x: ArrayType, axes: tuple[int, ...], out: NamedSharding) -> None:
@@ -573,7 +574,8 @@ def _forbid_collectives(x: ArrayType, axes: tuple[int, ...], out: NamedSharding)
 def _cum_sharding(name: str) -> Any:
     def rule(x: ArrayType, *, axis: int, reverse: bool) -> list[Any]:
         return _cum_rule(name, x, axis)
-    return rule
+    # (over Auto axes JAX's propagation keeps the operand's split, even along ``axis``)
+    return SK.auto_placed(rule, SK.as_split_operands)
 
 
 def _cum_rule(name: str, x: ArrayType, axis: int) -> list[Any]:

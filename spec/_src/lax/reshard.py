@@ -21,7 +21,7 @@ from spec._src.interpreters.ad_util import (
     linear_jvp,
     linear_transpose,
 )
-from spec._src.core.interpreter import check_divisible, pp_hiding
+from spec._src.core.interpreter import check_divisible, hooks, pp_hiding
 from spec._src.lax import sharding_kit as SK
 from spec._src.lowering import collectives as LC
 from spec._src.core.registry import declare, declaring
@@ -150,9 +150,20 @@ def _reshard(prim: Primitive) -> PD.Program:
     return program
 
 
+def _reshard_placement(placed: Sequence[SK.Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[SK.Parts | None]:
+    """Over Auto axes a reshard to a type that names no Explicit axis
+    constrains nothing: its result lies as its operand (JAX's compiler keeps
+    the split); to an Explicit type, as that type says."""
+    if AxisType.Explicit in params["dst_sharding"].mesh.axis_types:
+        return [None]
+    return SK.as_split_operands(placed, out_shapes, params)
+
+
 reshard_p = declare("reshard", lowering=LC.reshard,
                     typing=_reshard_type, impl=_reshard_impl,
-                    sharding=_reshard_sharding, jvp=linear_jvp(),
+                    sharding=SK.auto_placed(_reshard_sharding, _reshard_placement),
+                    jvp=linear_jvp(),
                     transpose=linear_transpose(_reshard_transpose), batch=_reshard_batch,
                     pp_rule=pp_hiding("dst_sharding", "concrete_mesh"),
                     per_device=from_primitive(_reshard), to_lojax=_reshard_to_lojax)
@@ -580,6 +591,31 @@ def place(x: Any, sharding: Any) -> Any:
     out = _spmd.to_array(placed, sharding.mesh, geo)
     out._sharding = sharding  # x.sharding is the one asked for, as written
     return out
+
+
+def _in_context_mesh(prim: Any, params: dict[str, Any], results: list[Any]) -> list[Any]:
+    """Eager results computed from unplaced operands under a concrete
+    context mesh: replicated over it and committed there, where JAX's
+    computation in that context leaves them. (Key arrays and arrays in
+    other memories keep their place.)"""
+    mesh = get_concrete_mesh()
+    placed = [_replicated(r, mesh) if type(r) is Array and r._sharding is None
+              and r._val is not None and r._memory_kind is None else r for r in results]
+    # (a jit program's sharding constraints and Explicit-typed values still
+    # place its results over Auto axes)
+    _spmd.keep_auto_placement(prim, params, [], placed)
+    return placed
+
+
+def _replicated(x: Array, mesh: Any) -> Any:
+    """``x`` on every device of ``mesh``: its placement names every
+    dimension where an Explicit axis makes the type's spec the placement,
+    none where the compiler chose it (Auto axes)."""
+    explicit = AxisType.Explicit in mesh.axis_types
+    return place(x, NamedSharding(mesh, P(*(None,) * x.ndim) if explicit else P()))
+
+
+hooks.in_context_mesh = _in_context_mesh
 
 
 def full_spec(sharding: Any, ndim: int) -> Any:

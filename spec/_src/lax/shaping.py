@@ -656,7 +656,8 @@ convert_element_type_p = declare(
     lowering=LR.convert_element_type,
     pp_rule=pp_hiding("sharding"), jvp=_convert_jvp, transpose=_convert_transpose,
     batch=_convert_batch,
-    sharding=SK.section("convert_element_type", _convert_parts, _convert_ur),
+    sharding=SK.elementwise_rule(
+        SK.section("convert_element_type", _convert_parts, _convert_ur)),
     const_fold=_convert_const_fold,
     per_device=from_primitive(lambda p: PD.then_reshard(p, _same_layout_natural, PD.local)))
 
@@ -886,7 +887,8 @@ broadcast_in_dim_p = declare(
     lowering=LR.broadcast_in_dim,
     pp_rule=_pp_broadcast_in_dim, jvp=linear_jvp(),
     transpose=linear_transpose(_broadcast_in_dim_transpose), batch=_broadcast_in_dim_batch,
-    sharding=SK.section("broadcast_in_dim", _bid_parts, _bid_ur),
+    sharding=SK.auto_placed(SK.section("broadcast_in_dim", _bid_parts, _bid_ur),
+                            SK.broadcast_placement),
     per_device=from_primitive(lambda p: PD.then_reshard(
         p, _bid_natural, lambda q: PD.localized(q, PD.shape_fix("shape")))))
 
@@ -979,7 +981,8 @@ transpose_p = declare(
     transpose=linear_transpose(
         lambda ct, x, *, permutation: transpose(ct, list(np.argsort(permutation)))),
     batch=_transpose_batch,
-    sharding=SK.section("transpose", _transpose_parts, SK.keeps),
+    sharding=SK.auto_placed(SK.section("transpose", _transpose_parts, SK.keeps),
+                            SK.transposed_placement),
     per_device=from_primitive(PD.local))
 
 
@@ -1014,7 +1017,8 @@ squeeze_p = declare(
     lowering=LR.squeeze,
     transpose=linear_transpose(lambda ct, x, *, dimensions: expand_dims(ct, dimensions)),
     batch=_squeeze_batch,
-    sharding=SK.section("squeeze", _squeeze_parts, SK.keeps),
+    sharding=SK.auto_placed(SK.section("squeeze", _squeeze_parts, SK.keeps),
+                            SK.squeezed_placement),
     per_device=from_primitive(PD.local))
 
 

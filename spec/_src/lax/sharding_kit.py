@@ -371,7 +371,153 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
         "nonlinear": nonlinear(name), "linear": linear_unary, "add": additive(name),
         "mul": multiplicative, "div": divisive, "none": no_ur(name), "keep": keeps,
     }
-    return section(name, broadcasting(name, n_out), ur_rules[ur])
+    return elementwise_rule(section(name, broadcasting(name, n_out), ur_rules[ur]))
+
+
+# ------------------------------------------- placement over Auto axes
+#
+# On a mesh of Auto axes alone the types name no axis and the compiler
+# places results: JAX's propagation keeps an operand's split through many
+# operations. A sharding section may carry ``auto_placement(placed,
+# out_shapes, params)``: from each operand's (shape, partitions, or None
+# when it is not split) the partitions each result lies with (None:
+# replicated). Eager evaluation reads it (spec._src.interpreters.spmd).
+
+Placed = tuple[tuple[int, ...], Parts | None]
+AutoPlacement = Callable[[Sequence[Placed], Sequence[tuple[int, ...]], dict[str, Any]],
+                         list[Parts | None]]
+
+
+def auto_placed(rule: ShardingRule, placement: AutoPlacement) -> ShardingRule:
+    """``rule``, marked with where its results lie over Auto axes."""
+    rule.auto_placement = placement  # type: ignore[attr-defined]
+    return rule
+
+
+def as_split_operands(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                      params: dict[str, Any]) -> list[Parts | None]:
+    """Results computed entry by entry from their operands' (or moved as
+    they are: rev, cumulative reductions, reshard) lie as the split
+    operands lie, merged (``merged_split``; a dimension an operand
+    broadcasts from size 1 is whole)."""
+    return [merged_split([tuple(p if n == m else None for p, n, m in zip(ps, shape, out))
+                          for shape, ps in placed if ps is not None and len(shape) == len(out)])
+            for out in out_shapes]
+
+
+def _axes_of(entry: Any) -> tuple[Any, ...]:
+    return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
+
+
+_CONFLICT = object()
+
+
+def merged_split(contributions: Sequence[Parts]) -> Parts | None:
+    """The result's split from its operands' splits of its dimensions, as
+    JAX's propagation merges them: operand by operand, a dimension takes the
+    finer of two splits one of which refines the other, and is whole where
+    they disagree; an axis an earlier operand put on another dimension is
+    not taken again. None when no dimension is split."""
+    if not contributions:
+        return None
+    out: list[Any] = [None] * len(contributions[0])
+    for ps in contributions:
+        for d, p in enumerate(ps):
+            axes, cur = _axes_of(p), out[d]
+            if not axes or cur is _CONFLICT:
+                continue
+            have = _axes_of(cur)
+            taken = {a for i, e in enumerate(out) if i != d and e is not _CONFLICT
+                     for a in _axes_of(e)}
+            if taken & set(axes) or have[:len(axes)] == axes:
+                continue
+            out[d] = p if axes[:len(have)] == have else _CONFLICT
+    final = tuple(None if e is _CONFLICT else e for e in out)
+    return final if any(e is not None for e in final) else None
+
+
+def elementwise_rule(rule: ShardingRule) -> ShardingRule:
+    """``rule``, marked as the sharding section of a primitive whose results
+    are computed entry by entry from its operands'."""
+    return auto_placed(rule, as_split_operands)
+
+
+def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                  params: dict[str, Any]) -> list[Parts | None]:
+    """A dot_general's result keeps each operand's split of its batch and
+    free dimensions (merged, the left operand first); contracted splits
+    are summed away."""
+    (lc, rc), (lb, rb) = params["dimension_numbers"]
+    (lshape, lps), (rshape, rps) = placed[0], placed[1]
+    lfree = [d for d in range(len(lshape)) if d not in lc and d not in lb]
+    rfree = [d for d in range(len(rshape)) if d not in rc and d not in rb]
+
+    def spread(ps: Parts | None, batch: Sequence[int], free: Sequence[int], left: bool) -> Parts:
+        if ps is None:
+            return (None,) * len(out_shapes[0])
+        mine = tuple(ps[d] for d in free)
+        other = (None,) * (len(rfree) if left else len(lfree))
+        return tuple(ps[d] for d in batch) + (mine + other if left else other + mine)
+
+    return [merged_split([spread(lps, lb, lfree, True), spread(rps, rb, rfree, False)])]
+
+
+def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                         params: dict[str, Any]) -> list[Parts | None]:
+    """A transpose's result lies as its operand, dimensions permuted."""
+    ps = placed[0][1]
+    return [None if ps is None else tuple(ps[i] for i in params["permutation"])]
+
+
+def broadcast_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                        params: dict[str, Any]) -> list[Parts | None]:
+    """A broadcast's result keeps the operand's split on the dimensions it
+    maps to without growing them; new and grown dimensions are whole."""
+    shape, ps = placed[0]
+    if ps is None:
+        return [None]
+    out: list[Any] = [None] * len(out_shapes[0])
+    for i, d in enumerate(params["broadcast_dimensions"]):
+        if shape[i] == out_shapes[0][d]:
+            out[d] = ps[i]
+    return [tuple(out)]
+
+
+def squeezed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A squeeze's result lies as its operand without the removed dimensions."""
+    ps = placed[0][1]
+    gone = {d % len(placed[0][0]) for d in params["dimensions"]}
+    return [None if ps is None else tuple(p for i, p in enumerate(ps) if i not in gone)]
+
+
+def concatenated_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                           params: dict[str, Any]) -> list[Parts | None]:
+    """A concatenation lies as its split operands when they all lie alike
+    (along the joined dimension too); unsplit operands do not count."""
+    split = {p[1] for p in placed if p[1] is not None}
+    return [split.pop()] if len(split) == 1 else [None]
+
+
+def sliced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                     params: dict[str, Any]) -> list[Parts | None]:
+    """A slice keeps its operand's split when every split dimension keeps
+    its size; cutting a split dimension leaves the result replicated."""
+    shape, ps = placed[0]
+    if ps is None or any(p is not None and n != m for p, n, m in zip(ps, shape, out_shapes[0])):
+        return [None]
+    return [ps]
+
+
+def reduced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                      params: dict[str, Any]) -> list[Parts | None]:
+    """A reduction over dimensions none of whose entries are split lies as
+    its operand without them; one over a split dimension is replicated."""
+    ps = placed[0][1]
+    axes = set(params["axes"])
+    if ps is None or any(ps[i] is not None for i in axes):
+        return [None] * len(out_shapes)
+    return [tuple(p for i, p in enumerate(ps) if i not in axes)] * len(out_shapes)
 
 
 def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:

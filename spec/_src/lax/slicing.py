@@ -276,7 +276,7 @@ rev_p = declare("rev", typing=_rev_type, impl=_rev_impl, jvp=linear_jvp(), lower
                 transpose=linear_transpose(
                     lambda ct, x, *, dimensions: rev(ct, dimensions)),
                 batch=_rev_batch,
-                sharding=SK.section("rev", SK.same_as(0)),
+                sharding=SK.auto_placed(SK.section("rev", SK.same_as(0)), SK.as_split_operands),
                 per_device=from_primitive(
                     lambda p: PD.guarded(p, _axes_untouched("dimensions"), PD.local(p))))
 
@@ -370,7 +370,8 @@ _slice_transpose_dense = linear_transpose(_slice_transpose)
 slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(),
                   lowering=LR.slice_,
                   transpose=_slice_transpose_into, batch=_slice_batch,
-                  sharding=SK.section("slice", _slice_parts, SK.keeps),
+                  sharding=SK.auto_placed(SK.section("slice", _slice_parts, SK.keeps),
+                                          SK.sliced_placement),
                   transpose_accumulates=True,
                   per_device=from_primitive(
                       lambda p: PD.guarded(p, _slice_ok, PD.localized(p, _slice_fix))))
@@ -666,7 +667,9 @@ concatenate_p = declare("concatenate", typing=_concatenate_type, impl=_concatena
                         lowering=LR.concatenate,
                         jvp=linear_jvp(), transpose=_concatenate_transpose,
                         batch=_concatenate_batch,
-                        sharding=SK.section("concatenate", _concatenate_parts, _concatenate_ur),
+                        sharding=SK.auto_placed(
+                            SK.section("concatenate", _concatenate_parts, _concatenate_ur),
+                            SK.concatenated_placement),
                         per_device=from_primitive(
                             lambda p: PD.guarded(p, _concat_ok, PD.aligned(p))))
 

@@ -17,9 +17,11 @@ from spec._src.core.canonical import canonical_shape
 from spec._src.core import types as T
 from spec._src.core.array import Array
 from spec._src.core.errors import ConcretizationTypeError
-from spec._src.core.interpreter import Tracer, canonical_aval_of, device_array
+from spec._src.core.interpreter import (
+    Tracer, canonical_aval_of, context_mesh_placing, device_array)
 from spec._src.core.prng import is_key_dtype
-from spec._src.core.sharding import AxisType, NamedSharding, Sharding, SingleDeviceSharding
+from spec._src.core.sharding import (
+    AxisType, NamedSharding, P, Sharding, SingleDeviceSharding, get_concrete_mesh)
 from spec._src.core.state_types import RefType
 from spec._src.core.tokens import Token
 from spec._src.lax import elementwise as ew
@@ -27,7 +29,7 @@ from spec._src.lax import shaping as L
 from spec._src.lax import slicing
 from spec._src.lax.prng import full_keys
 from spec._src.core.interpreter import check_divisible
-from spec._src.lax.reshard import reshard
+from spec._src.lax.reshard import place, reshard
 from spec._src.lax.shaping import _convert_element_type
 from spec._src.numpy.util import check_arraylike
 
@@ -59,6 +61,18 @@ def _forgot_tuple(name: str, shape: Any, dtype: Any) -> None:
 
 def array(object: Any, dtype: Any = None, *, copy: bool = True, order: str | None = "K",
           ndmin: int = 0, device: Any = None, out_sharding: Any = None) -> Any:
+    out = _converted(object, dtype, copy, order, ndmin)
+    if context_mesh_placing() and type(out) is Array and out._sharding is None \
+            and not isinstance(object, (Array, Tracer)) \
+            and not any(isinstance(leaf, (Array, Tracer)) for leaf in _leaves(object)):
+        # Host data under set_mesh is copied to every device of the mesh, as
+        # JAX transfers it (a placement naming no dimension).
+        return place(out, NamedSharding(get_concrete_mesh(), P()))
+    return out
+
+
+def _converted(object: Any, dtype: Any, copy: bool, order: str | None, ndmin: int) -> Any:
+    """``array``'s value, where the default device holds it."""
     if order is not None and order != "K":
         raise NotImplementedError("Only implemented for order='K'")
     if type(object) is Token:
@@ -152,6 +166,15 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, copy: Any = None,
                         "`ref[...]`?")
     dt = None if dtype is None else _user_dtype(dtype, "asarray")
     return array(a, dtype=dt, copy=bool(copy), order=order)
+
+
+def to_device_array(a: Any) -> Any:
+    """``asarray`` on the default device whatever the context mesh
+    (``device_put``'s conversion, which then places the array itself)."""
+    aval = getattr(a, "aval", None)
+    if type(aval) is RefType:
+        return asarray(a)  # (its error)
+    return _converted(a, None, False, "K", 0)
 
 
 def copy(a: Any, order: Any = None) -> Any:
