@@ -276,7 +276,8 @@ def _check_stackable(arrays: Sequence[Any]) -> None:
         raise ValueError("Cannot stack arrays with different numbers of dimensions: got "
                          f"{_shapes_listed(arrays)}.")
     if len({_aval(a).shape for a in arrays}) != 1:
-        raise ValueError(f"All input arrays must have the same shape. Got {_shapes_listed(arrays)}.")
+        raise ValueError("All input arrays must have the same shape. Got "
+                         f"{_shapes_listed(arrays)}.")
 
 
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
