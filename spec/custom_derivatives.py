@@ -15,6 +15,7 @@ from spec._src.api.custom_gradient import closure_convert, custom_gradient
 # Importable as before, though not in JAX's __all__ of this module.
 from spec._src.lax.custom import custom_jvp_call_p as custom_jvp_call_p
 from spec._src.lax.custom import custom_vjp_call_p as custom_vjp_call_p
+from spec._src.lax.custom import remat_opt_p as remat_opt_p
 
 __all__ = [
     "CustomVJPPrimal",

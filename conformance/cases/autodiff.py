@@ -546,6 +546,26 @@ def custom_vjp_nondiff_argnums(jax: Any, jnp: Any, lax: Any) -> Any:
     return jax.grad(lambda x: scale(3.0, x))(1.0)
 
 
+def _sin_times_remat_opt(jax: Any, jnp: Any) -> Any:
+    @jax.custom_vjp
+    def f(x: Any, y: Any) -> Any:
+        return jnp.sin(x) * y
+
+    def fwd(x: Any, y: Any) -> Any:
+        return f(x, y), (jnp.cos(x), y)
+
+    f.defvjp(fwd, lambda res, g: (res[0] * g * res[1], g), optimize_remat=True)
+    return f
+
+
+@case(ulp=4)
+def custom_vjp_optimize_remat(jax: Any, jnp: Any, lax: Any) -> Any:
+    f = _sin_times_remat_opt(jax, jnp)
+    grad = jax.grad(f, argnums=(0, 1))
+    return (grad(0.5, 2.0), jax.jit(grad)(0.5, 2.0), jax.grad(jax.checkpoint(f))(0.5, 2.0),
+            str(jax.make_jaxpr(jax.grad(jax.checkpoint(f)))(0.5, 2.0)))
+
+
 # -- autodiff API details: jit of wrappers, reprs, sentinels, integers ---------------------
 
 

@@ -4,6 +4,7 @@ keeps out of the vmap), excluded arguments, and the errors for bad signatures an
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import jax
@@ -52,3 +53,27 @@ def test_errors_match_jax(signature: str, args: tuple[Any, ...]) -> None:
     with pytest.raises(type(theirs.value)) as ours:
         sjnp.vectorize(first_row, signature=signature)(*args)
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("signature, shapes", [
+    ("(n),(n)->(n)", [(3,), (5, 3)]),        # loop ranks 0 and 1
+    (None, [(4,), (2, 4)]),                  # elementwise: ranks 1 and 2
+    ("(n),(n)->()", [(), (5, 3)]),           # a rank-0 operand is exempt
+    ("(n),(n)->()", [(2, 3), (5, 1, 3)]),
+])
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_rank_promotion_check_matches_jax(signature: str | None, shapes: list[tuple[int, ...]],
+                                          mode: str) -> None:
+    args = [np.ones(s, np.float32) for s in shapes]
+
+    def outcome(lib: Any, jnp: Any) -> tuple[str, list[str]]:
+        fn = jnp.vectorize(lambda x, y: x + y, signature=signature)
+        with lib.numpy_rank_promotion(mode), warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            try:
+                fn(*args)
+            except ValueError as e:
+                return "raised", [str(e)]
+        return "ran", [str(w.message) for w in record if "vectorize" in str(w.message)]
+
+    assert outcome(spec, sjnp) == outcome(jax, jjnp)

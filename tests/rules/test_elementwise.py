@@ -24,6 +24,7 @@ means bit-equal including the sign of zero):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -664,6 +665,20 @@ def test_jnp_rank_promotion_errors() -> None:
     assert _run_both(snp.floor_divide, jnp.floor_divide, C, C) is None
     assert _run_both(snp.fabs, jnp.fabs, C) is None
     assert _run_both(snp.hypot, jnp.hypot, C, C) is None
+
+
+@pytest.mark.parametrize("mode", ["raise", "warn"])
+def test_jnp_rank_promotion_config_messages(mode: str) -> None:
+    def outcome(lib: Any, add: Callable[..., Any]) -> list[str]:
+        with lib.numpy_rank_promotion(mode), warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            try:
+                add(np.ones(3, np.float32), np.ones((5, 3), np.float32))
+            except ValueError as e:
+                return ["raised", str(e)]
+        return [str(w.message) for w in record if "rank promotion" in str(w.message)]
+
+    assert outcome(spec, snp.add) == outcome(jax, jnp.add)
 
 
 def test_jnp_all_exported() -> None:

@@ -402,6 +402,41 @@ def test_errors_match_jax(name: str) -> None:
     raises_like(ERRORS[name])
 
 
+# jnp's joining functions check their operands with JAX's messages (the lax
+# typing rules cite their constraints instead).
+JOIN_ERRORS: dict[str, Callable[[Any], Any]] = {
+    "concatenate_ranks": lambda n: n.concatenate([np.ones(3), np.ones((2, 3))]),
+    "concatenate_scalar_second": lambda n: n.concatenate([np.ones(3), np.float32(1)]),
+    "concatenate_sizes": lambda n: n.concatenate([np.ones((2, 3)), np.ones((3, 4))], axis=1),
+    "concat_ranks": lambda n: n.concat([np.ones(3), np.ones((2, 3))]),
+    "append_ranks": lambda n: n.append(np.ones((2, 3)), np.ones(3), axis=0),
+    "stack_ranks": lambda n: n.stack([np.ones(3), np.ones((2, 3))]),
+    "stack_shapes": lambda n: n.stack([np.ones((2, 3)), np.ones((2, 4), np.int32)]),
+    "hstack_ranks": lambda n: n.hstack([np.ones(3), np.ones((2, 3))]),
+    "hstack_sizes": lambda n: n.hstack([np.ones((2, 3)), np.ones((3, 3))]),
+    "vstack_ranks": lambda n: n.vstack([np.ones(3), np.ones((2, 2, 3))]),
+    "vstack_sizes": lambda n: n.vstack([np.ones(3), np.ones(4)]),
+    "dstack_sizes": lambda n: n.dstack([np.ones(3), np.ones(4)]),
+    "column_stack_sizes": lambda n: n.column_stack([np.ones(3), np.ones(4)]),
+    "unstack_scalar": lambda n: n.unstack(np.float32(1)),
+    "jit_concatenate_ranks": lambda n: jit_of(n)(lambda a, b: n.concatenate([a, b]))(
+        np.ones(3), np.ones((1, 3))),
+}
+
+
+def jit_of(n: Any) -> Any:
+    return jax.jit if n is jjnp else spec.jit
+
+
+@pytest.mark.parametrize("name", sorted(JOIN_ERRORS))
+def test_join_error_messages_match_jax(name: str) -> None:
+    with pytest.raises(Exception) as theirs:
+        JOIN_ERRORS[name](jjnp)
+    with pytest.raises(type(theirs.value)) as ours:
+        JOIN_ERRORS[name](sjnp)
+    assert str(ours.value) == str(theirs.value)
+
+
 def test_slice_rank_error_is_type_error() -> None:
     # Eager JAX fails earlier in dispatch with a ValueError; its typing rule (used
     # by eval_shape/jit) raises TypeError, which is what the spec states.

@@ -35,7 +35,10 @@ from spec._src.api.custom_calls import (
 )
 from spec._src.lax.custom import (
     SymbolicZero,
+    consts_as_inputs,
     linear_call_p,
+    memoize,
+    remat_opt_p,
     rule_name,
     zeros_like_aval,
 )
@@ -554,7 +557,6 @@ class custom_vjp[R]:
         self.fwd = fwd
         self.bwd = bwd
         self.symbolic_zeros = symbolic_zeros
-        # Accepted for compatibility: spec has no rematerialisation to optimise.
         self.optimize_remat = optimize_remat
         self.with_logs = False
 
@@ -580,7 +582,10 @@ class custom_vjp[R]:
         static, dyn = _split(full, nondiff)
         leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
         out = _OutType()
-        fwd = _FlatFwd(self.fwd, nondiff, static, in_tree, out, self.symbolic_zeros, name)
+        user_fwd = self.fwd
+        if self.optimize_remat:
+            user_fwd = _remat_optimized_fwd(self.fun, self.fwd, nondiff)
+        fwd = _FlatFwd(user_fwd, nondiff, static, in_tree, out, self.symbolic_zeros, name)
         bwd = _FlatBwd(self.bwd, static, in_tree, [canonical_aval_of(x) for x in leaves], fwd,
                        self.fun, self.symbolic_zeros, self.with_logs)
         call = VjpCall(_flat_fun(self.fun, nondiff, static, in_tree, out), fwd, bwd,
@@ -589,18 +594,53 @@ class custom_vjp[R]:
         return tree_util.tree_unflatten(out.tree, outs)  # type: ignore[no-any-return]
 
 
+def _remat_optimized_fwd(fun: Callable[..., Any], fwd: Callable[..., Any],
+                         nondiff: tuple[int, ...]) -> Callable[..., Any]:
+    """``fwd`` staged whole as one ``remat_opt`` equation (JAX's ``optimize_remat``): its
+    jaxpr's results are the residuals that are not arguments (those are passed through),
+    then the primal outputs; ``fun`` is traced only if dead-code elimination asks for it."""
+    @functools.wraps(fwd)
+    def staged_fwd(*args: Any) -> tuple[Any, Any]:
+        static, dyn = _split(args, nondiff)
+        leaves, in_tree = tree_util.tree_flatten(tuple(dyn))
+        avals = [canonical_aval_of(x) for x in leaves]
+        trees: list[tuple[Any, Any, list[int | None]]] = []
+        not_pairs: list[Any] = []
+
+        def flat_fwd(*xs: Any) -> list[Any]:
+            pair = fwd(*_merge(nondiff, static, tree_util.tree_unflatten(in_tree, list(xs))))
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                not_pairs.append(pair)  # returned as it is, for the caller's check
+                return []
+            p_outs, p_tree = tree_util.tree_flatten(pair[0])
+            res, res_tree = tree_util.tree_flatten(pair[1])
+            position = {id(x): i for i, x in enumerate(xs)}
+            forwarded = [position.get(id(r)) for r in res]
+            trees.append((p_tree, res_tree, forwarded))
+            return [*(r for r, f in zip(res, forwarded) if f is None), *p_outs]
+
+        traced, _ = trace_to_jaxpr(flat_fwd, avals)
+        if not_pairs:
+            return not_pairs[0]  # type: ignore[no-any-return]
+        p_tree, res_tree, forwarded = trees[0]
+        fwd_jaxpr, consts = consts_as_inputs(traced)
+        num_res = sum(f is None for f in forwarded)
+
+        def fun_jaxpr_thunk() -> tuple[Jaxpr, list[Any]]:
+            fun_jaxpr, _ = trace_to_jaxpr(
+                _flat_fun(fun, nondiff, static, in_tree, _OutType()), avals)
+            return fun_jaxpr, list(fun_jaxpr.consts)
+
+        outs = remat_opt_p.bind(*consts, *leaves, num_consts=len(consts), num_res=num_res,
+                                fwd_jaxpr=fwd_jaxpr, fun_jaxpr_thunk=memoize(fun_jaxpr_thunk))
+        computed = iter(outs[:num_res])
+        res = [next(computed) if f is None else leaves[f] for f in forwarded]
+        return (tree_util.tree_unflatten(p_tree, list(outs[num_res:])),
+                tree_util.tree_unflatten(res_tree, res))
+    return staged_fwd
+
+
 # ------------------------------------------------------------ linear_call
-
-
-def _memoize(thunk: Callable[[], Any]) -> Callable[[], Any]:
-    """``thunk`` run once, its result kept (the transpose is traced when first asked)."""
-    done: list[Any] = []
-
-    def memoized() -> Any:
-        if not done:
-            done.append(thunk())
-        return done[0]
-    return memoized
 
 
 def _traced_with_consts(fun: Callable[..., Any], res_tree: Any, res_avals: list[ArrayType],
@@ -646,7 +686,7 @@ def linear_call(fun: Callable[..., Any], fun_transpose: Callable[..., Any],
         return t_jaxpr, t_consts
 
     outs = linear_call_p.bind(*consts, *res_leaves, *lin_leaves, callee=callee,
-                              transpose_thunk=_memoize(traced_transpose),
+                              transpose_thunk=memoize(traced_transpose),
                               num_callee_consts=len(consts), num_res=len(res_leaves))
     return tree_util.tree_unflatten(out_tree, list(outs))
 

@@ -37,6 +37,8 @@ from spec._src.core.interpreter import (
     PpContext,
     Tracer,
     canonical_aval_of,
+    dce_sub_jaxpr,
+    eval_jaxpr,
     eval_jaxpr_values,
     not_applicable,
     pp_eqn_default,
@@ -50,11 +52,12 @@ from spec._src.lowering.emitter import (
     symbol_text,
     tensor_type,
 )
-from spec._src.core.registry import declare, require
+from spec._src.core.registry import declare, primitive, require
 from spec._src.lowering import control as CL
 from spec._src.core.types import FLOAT0, ArrayType
 from spec._src.core.interpreter import from_primitive
 from spec._src.interpreters import per_device as PD
+from spec._src.lax.calls import call_effects
 from spec._src.lax.reductions import reduce_sum
 from spec._src.lax.shaping import _convert_element_type, broadcast
 from spec._src.core.interpreter import VMA_FROM_TYPING
@@ -171,6 +174,7 @@ def _pp_custom_vjp_call(eqn: Eqn, ctx: PpContext) -> Any:
 def _pp_custom_lin(eqn: Eqn, ctx: PpContext) -> Any:
     params = {k: v for k, v in eqn.params.items() if k != "out_avals"}
     params["bwd"] = rule_name(params["bwd"])
+    params["in_zeros"] = list(params["in_zeros"])  # JAX's param is a list
     return pp_eqn_default(eqn, ctx, params)
 
 
@@ -751,3 +755,223 @@ linear_call_p = declare(
     doc="A call linear in its last operands, with a user-given transpose")
 
 __all__ += ["linear_call_p"]
+
+
+# ================================================================ remat_opt
+# The forward pass of a custom_vjp function declared with ``optimize_remat=True``: its fwd
+# rule staged as ``fwd_jaxpr`` (operands: its ``num_consts`` constants, then the primal
+# arguments; results: the ``num_res`` residuals that are not arguments themselves, then the
+# primal outputs). ``fun_jaxpr_thunk() -> (jaxpr, consts)`` traces the function itself on the
+# primal arguments. Dead-code elimination is what the primitive is for: with no residual
+# used, the equation becomes an ``eval_jaxpr`` of the function (under checkpoint the primal
+# pass runs the function, not the fwd rule); otherwise the fwd jaxpr loses the outputs nobody
+# reads.
+
+REMAT_OPT_HIGHER_ORDER = "remat optimization for custom_vjp does not support higher-order AD"
+
+
+def _memoize(thunk: Callable[[], Any]) -> Callable[[], Any]:
+    """``thunk`` run once, its result kept (a body is traced when first asked)."""
+    done: list[Any] = []
+
+    def memoized() -> Any:
+        if not done:
+            done.append(thunk())
+        return done[0]
+    return memoized
+
+
+# Public under a plain name; the thunks it makes print as JAX's do
+# (``<function _memoize.<locals>.memoized at 0x...>``).
+memoize = _memoize
+
+
+def consts_as_inputs(jaxpr: Jaxpr) -> tuple[Jaxpr, list[Any]]:
+    """``jaxpr`` with its constants turned into leading inputs, and their values."""
+    if not jaxpr.constvars:
+        return jaxpr, []
+    return (Jaxpr([], [*jaxpr.constvars, *jaxpr.invars], jaxpr.outvars, jaxpr.eqns,
+                  jaxpr.effects), list(jaxpr.consts))
+
+
+def _closed(jaxpr: Jaxpr, consts: Sequence[Any]) -> Jaxpr:
+    return Jaxpr(list(jaxpr.constvars), list(jaxpr.invars), list(jaxpr.outvars),
+                 list(jaxpr.eqns), jaxpr.effects, list(consts))
+
+
+def _remat_opt_type(*avals: ArrayType, num_consts: int, num_res: int, fwd_jaxpr: Jaxpr,
+                    fun_jaxpr_thunk: Any) -> list[ArrayType]:
+    outs = _call_type("remat_opt", avals, fwd_jaxpr, num_consts)
+    require(0 <= num_res <= len(outs), "remat_opt", "C4",
+            f"num_res={num_res} is not between 0 and the {len(outs)} results of fwd_jaxpr")
+    return outs
+
+
+def _remat_opt_impl(*args: np.ndarray, fwd_jaxpr: Jaxpr, **params: Any
+                    ) -> Sequence[np.ndarray]:
+    return eval_jaxpr_values(fwd_jaxpr, [], args)
+
+
+def _instantiated(tangents: Sequence[Any], avals: Sequence[ArrayType]) -> list[Any]:
+    return [zeros_like_aval(a.tangent_type()) if type(t) is Zero else t
+            for t, a in zip(tangents, avals)]
+
+
+def _jvp_of_fwd(fwd_jaxpr: Jaxpr, num_consts: int, consts_nonzero: list[bool], num_res: int
+                ) -> tuple[Jaxpr, list[Any]]:
+    """The JVP of the fwd jaxpr, every output tangent instantiated, its binders in the
+    order remat_opt needs: (constants, nonzero constant tangents, primals, tangents) in,
+    (residuals, their tangents, outputs, their tangents) out; constants hoisted."""
+    n_in = len(fwd_jaxpr.invars)
+    n_args = n_in - num_consts
+    nonzero = [*consts_nonzero, *([True] * n_args)]
+    jvp, out_nonzero = ad.jvp_jaxpr(fwd_jaxpr, nonzero)
+    n_cd = sum(consts_nonzero)
+    out_avals = fwd_jaxpr.out_avals
+
+    def rearranged(*xs: Any) -> list[Any]:
+        consts, c_dots = xs[:num_consts], xs[num_consts:num_consts + n_cd]
+        args = xs[num_consts + n_cd:num_consts + n_cd + n_args]
+        a_dots = xs[num_consts + n_cd + n_args:]
+        outs = eval_jaxpr(jvp, jvp.consts, *consts, *args, *c_dots, *a_dots)
+        primals = outs[:len(out_avals)]
+        it = iter(outs[len(out_avals):])
+        dots = _instantiated([next(it) if nz else Zero(a.tangent_type())
+                              for nz, a in zip(out_nonzero, out_avals)], out_avals)
+        return [*primals[:num_res], *dots[:num_res], *primals[num_res:], *dots[num_res:]]
+
+    in_avals = fwd_jaxpr.in_avals
+    t_avals = [a.tangent_type() for a in in_avals]
+    traced, _ = trace_to_jaxpr(rearranged, [
+        *in_avals[:num_consts], *(a for a, nz in zip(t_avals, consts_nonzero) if nz),
+        *in_avals[num_consts:], *t_avals[num_consts:]])
+    return consts_as_inputs(traced)
+
+
+def _remat_opt_jvp(primals: list[Any], tangents: list[Any], *, num_consts: int,
+                   num_res: int, fwd_jaxpr: Jaxpr, fun_jaxpr_thunk: Any
+                   ) -> tuple[list[Any], list[Any]]:
+    """A remat_opt of the fwd jaxpr's JVP; its function's JVP is traced when asked (not
+    kept: JAX's rule does not memoize it). Linearizing it fails as in JAX: the primal
+    outputs come out of the same equation as the tangents."""
+    if ad.in_linearize_rule():
+        raise ValueError("Linearization failed to produce known values for all output "
+                         "primals. This is typically caused by attempting to differentiate a "
+                         "function uses an operation that does not support reverse-mode "
+                         "autodiff.")
+    consts, args = primals[:num_consts], primals[num_consts:]
+    consts_dot = tangents[:num_consts]
+    arg_dots = _instantiated(tangents[num_consts:],
+                             [canonical_aval_of(x) for x in args])
+    consts_nonzero = [type(t) is not Zero for t in consts_dot]
+    nz_consts_dot = [t for t, nz in zip(consts_dot, consts_nonzero) if nz]
+    jvp_fwd, jvp_consts = _jvp_of_fwd(fwd_jaxpr, num_consts, consts_nonzero, num_res)
+    num_out = len(fwd_jaxpr.outvars) - num_res
+
+    def fun_jvp_jaxpr_thunk() -> tuple[Jaxpr, list[Any]]:
+        fun_jaxpr, fun_consts = fun_jaxpr_thunk()
+        as_inputs, values = consts_as_inputs(_closed(fun_jaxpr, fun_consts))
+        fun_jvp, jvp_values = _jvp_of_fwd(as_inputs, len(values), [False] * len(values), 0)
+        known = [*jvp_values, *values]
+        return _bound_leading(fun_jvp, len(known)), known
+
+    outs = remat_opt_p.bind(*jvp_consts, *consts, *nz_consts_dot, *args, *arg_dots,
+                            num_consts=len(jvp_consts) + num_consts + len(nz_consts_dot),
+                            num_res=2 * num_res, fwd_jaxpr=jvp_fwd,
+                            fun_jaxpr_thunk=fun_jvp_jaxpr_thunk)
+    res, res_dot = outs[:num_res], outs[num_res:2 * num_res]
+    p_outs, p_dots = outs[2 * num_res:2 * num_res + num_out], outs[2 * num_res + num_out:]
+    return [*res, *p_outs], [*res_dot, *p_dots]
+
+
+def _bound_leading(jaxpr: Jaxpr, n: int) -> Jaxpr:
+    """``jaxpr``'s first ``n`` inputs as its constvars (their values come with it)."""
+    return Jaxpr([*jaxpr.constvars, *jaxpr.invars[:n]], list(jaxpr.invars[n:]),
+                 list(jaxpr.outvars), list(jaxpr.eqns), jaxpr.effects)
+
+
+def _remat_opt_transpose(cts: list[Any], *args: Any, **params: Any) -> list[Any]:
+    raise NotImplementedError(REMAT_OPT_HIGHER_ORDER)
+
+
+def _remat_opt_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_consts: int,
+                     num_res: int, fwd_jaxpr: Jaxpr, fun_jaxpr_thunk: Any
+                     ) -> tuple[list[Any], list[Any]]:
+    """The fwd jaxpr batched with every batched operand and result at axis 0; the
+    function's batched jaxpr is traced when asked, its outputs where the fwd's are."""
+    moved = [x if d is None else batching.match_axis(axis, x, d, 0) for x, d in zip(args, dims)]
+    in_dims: list[Any] = [None if d is None else 0 for d in dims]
+    wanted = [batching.zero_if_mapped] * len(fwd_jaxpr.outvars)
+    batched, out_dims = batching.batch_jaxpr(fwd_jaxpr, axis, in_dims, wanted)
+    new_fwd, extra = consts_as_inputs(batched)
+    arg_dims = in_dims[num_consts:]
+
+    def batched_fun_jaxpr_thunk() -> tuple[Jaxpr, list[Any]]:
+        fun_jaxpr, fun_consts = fun_jaxpr_thunk()
+        fun_b, _ = batching.batch_jaxpr(_closed(fun_jaxpr, fun_consts), axis, arg_dims,
+                                        out_dims[num_res:])
+        return fun_b, list(fun_b.consts)
+
+    outs = remat_opt_p.bind(*extra, *moved, num_consts=num_consts + len(extra),
+                            num_res=num_res, fwd_jaxpr=new_fwd,
+                            fun_jaxpr_thunk=_memoize(batched_fun_jaxpr_thunk))
+    return list(outs), out_dims
+
+
+def _remat_opt_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None]:
+    """Residuals used: the fwd jaxpr without the unused results (its arguments kept, as a
+    later elimination may still need them). No residual used: the function itself, as an
+    ``eval_jaxpr`` of its pruned jaxpr."""
+    params = eqn.params
+    num_consts, num_res = params["num_consts"], params["num_res"]
+    if not any(used_outputs) and not eqn.effects:
+        return [False] * len(eqn.invars), None
+    outvars = [v for v, u in zip(eqn.outvars, used_outputs) if u]
+    used_res = used_outputs[:num_res]
+    if any(used_res):
+        keep = [False] * num_consts + [True] * (len(eqn.invars) - num_consts)
+        fwd, used_ins = dce_sub_jaxpr(params["fwd_jaxpr"], used_outputs, keep)
+        new_params = dict(params, fwd_jaxpr=fwd, num_consts=sum(used_ins[:num_consts]),
+                          num_res=sum(used_res))
+        return used_ins, eqn.replace(invars=[a for a, u in zip(eqn.invars, used_ins) if u],
+                                     outvars=outvars, params=new_params)
+    fun_jaxpr, consts = params["fun_jaxpr_thunk"]()
+    fun, used_args = dce_sub_jaxpr(_closed(fun_jaxpr, consts), used_outputs[num_res:])
+    args = eqn.invars[num_consts:]
+    return ([False] * num_consts + used_args,
+            eqn.replace(invars=[a for a, u in zip(args, used_args) if u], outvars=outvars,
+                        primitive=primitive("eval_jaxpr"), params={"call_jaxpr": fun}))
+
+
+def _remat_opt_sharding(*avals: ArrayType, fwd_jaxpr: Jaxpr, **params: Any) -> list[Any]:
+    return [a.sharding for a in fwd_jaxpr.out_avals]
+
+
+def _remat_opt_lowering(ctx: LoweringContext, operands: Sequence[str],
+                        in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
+                        fwd_jaxpr: Jaxpr, **params: Any) -> list[str]:
+    """The fwd jaxpr inline (JAX lowers the impl, which evaluates it)."""
+    with ctx.scope(""):
+        return list(lower_body(ctx, fwd_jaxpr, operands))
+
+
+def _remat_opt_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
+    return call_effects(atoms, {"jaxpr": params["fwd_jaxpr"]})
+
+
+def _pp_remat_opt(eqn: Eqn, ctx: PpContext) -> Any:
+    params = dict(eqn.params)
+    params["fun_jaxpr_thunk"] = _MaskedAddress(params["fun_jaxpr_thunk"])
+    return pp_eqn_default(eqn, ctx, params)
+
+
+remat_opt_p = declare(
+    "remat_opt", typing=_remat_opt_type, impl=_remat_opt_impl, multiple_results=True,
+    jvp=_remat_opt_jvp, transpose=_remat_opt_transpose, batch=_remat_opt_batch,
+    sharding=_remat_opt_sharding, lowering=_remat_opt_lowering, dce=_remat_opt_dce,
+    effects_rule=_remat_opt_effects, pp_rule=_pp_remat_opt, vma_rule=VMA_FROM_TYPING,
+    per_device=from_primitive(PD.call_program("fwd_jaxpr")),
+    doc="The fwd rule of a custom_vjp function with optimize_remat, replaced by the "
+        "function where its residuals are unused")
+
+__all__ += ["consts_as_inputs", "memoize", "remat_opt_p"]

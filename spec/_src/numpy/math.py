@@ -108,6 +108,9 @@ def _broadcast_to_rank(x: Any, rank: int) -> Any:
     return L.broadcast_in_dim(x, (1,) * lead + aval.shape, tuple(range(lead, rank)))
 
 
+_RANK_PROMOTION_PAGE = "https://docs.jax.dev/en/latest/101/rank_promotion_warning.html"
+
+
 def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     """Rank promotion: operands of different non-zero ranks get leading size-1
     axes (a ``broadcast_in_dim``); rank-0 operands are left to lax."""
@@ -123,13 +126,16 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
         return list(args)
     mode = config.jax_numpy_rank_promotion
     if mode != "allow":
-        msg = (f"Following NumPy automatic rank promotion for {fun_name} on shapes "
-               f"{' '.join(map(str, shapes))}.")
+        listed = " ".join(map(str, shapes))
         if mode == "raise":
             raise ValueError(f"Operands could not be broadcast together for {fun_name} on "
-                             f"shapes {' '.join(map(str, shapes))} and with the config "
-                             "option jax_numpy_rank_promotion='raise'.")
-        warnings.warn(msg, stacklevel=3)
+                             f"shapes {listed} and with the config option "
+                             f"jax_numpy_rank_promotion='raise'. For more information, see "
+                             f"{_RANK_PROMOTION_PAGE}.")
+        warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                      f"{listed}. Set the jax_numpy_rank_promotion config option to 'allow' "
+                      "to disable this warning; for more information, see "
+                      f"{_RANK_PROMOTION_PAGE}.", stacklevel=3)
     rank = len(_broadcast_shapes_np(fun_name, shapes))
     return [_broadcast_to_rank(a, rank) for a in args]
 

@@ -248,25 +248,57 @@ def broadcast_arrays(*args: Any) -> tuple[Any, ...]:
 
 # ============================================================ join / split
 
+def _arraylike_operand(x: Any) -> Any:
+    """One operand of a joining function as an array (``lax.asarray``)."""
+    return L.asarray(T.from_jax_array(x))
+
+
+def _shapes_listed(arrays: Sequence[Any]) -> str:
+    return ", ".join(str(_aval(a).shape) for a in arrays)
+
+
+def _check_concatenable(arrays: Sequence[Any], axis: int) -> None:
+    """jnp.concatenate's operands, with JAX's messages: one rank, and equal sizes
+    everywhere but ``axis``."""
+    if len({_aval(a).ndim for a in arrays}) != 1:
+        raise TypeError("Cannot concatenate arrays with different numbers of dimensions: got "
+                        f"{_shapes_listed(arrays)}.")
+    rest = {_aval(a).shape[:axis] + _aval(a).shape[axis + 1:] for a in arrays}
+    if len(rest) != 1:
+        raise TypeError("Cannot concatenate arrays with shapes that differ in dimensions other "
+                        f"than the one being concatenated: concatenating along dimension {axis} "
+                        f"for shapes {_shapes_listed(arrays)}.")
+
+
+def _check_stackable(arrays: Sequence[Any]) -> None:
+    """jnp.stack's operands, with JAX's messages: one shape."""
+    if len({_aval(a).ndim for a in arrays}) != 1:
+        raise ValueError("Cannot stack arrays with different numbers of dimensions: got "
+                         f"{_shapes_listed(arrays)}.")
+    if len({_aval(a).shape for a in arrays}) != 1:
+        raise ValueError("All input arrays must have the same shape. Got "
+                         f"{_shapes_listed(arrays)}.")
+
+
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
     if _is_array(arrays):
         return _concatenate_array(arrays, axis, dtype)
     _check_arraylike("concatenate", *arrays)
     # Each operand is converted first, as JAX's ensure_arraylike does (a string is the
     # conversion's TypeError, before the operands' ranks are read).
-    arrays = [L.asarray(T.from_jax_array(a)) for a in arrays]
+    arrays = [_arraylike_operand(a) for a in arrays]
     if not len(arrays):
         raise ValueError("Need at least one array to concatenate.")
     if axis is None:
         return concatenate([ravel(a) for a in arrays], axis=0, dtype=dtype)
-    if np.ndim(arrays[0]) == 0 if not isinstance(arrays[0], (Array, Tracer)) else \
-            _aval(arrays[0]).ndim == 0:
+    if _aval(arrays[0]).ndim == 0:
         raise ValueError("Zero-dimensional arrays cannot be concatenated.")
     ax = canonicalize_axis(axis, _aval(arrays[0]).ndim)
     if dtype is None:
-        outs = promote_dtypes(*[L.asarray(a) for a in arrays])
+        outs = promote_dtypes(*arrays)
     else:
         outs = [asarray(a, dtype=dtype) for a in arrays]
+    _check_concatenable(outs, ax)
     return slicing.concatenate(outs, ax)
 
 
@@ -302,11 +334,12 @@ def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> An
                                else _aval(arrays).ndim)
         return concatenate(expand_dims(arrays, ax + 1), axis=ax, dtype=dtype)
     _check_arraylike("stack", *arrays)
-    arrays = [T.from_jax_array(a) for a in arrays]
+    arrays = [_arraylike_operand(a) for a in arrays]
     if dtype is not None:
         arrs = [asarray(a, dtype=dtype) for a in arrays]
     else:
-        arrs = promote_dtypes(*[L.asarray(a) for a in arrays])
+        arrs = promote_dtypes(*arrays)
+    _check_stackable(arrs)
     return slicing.stack(arrs, axis=axis)
 
 
@@ -617,9 +650,6 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0) -> Any:
 @_inline_jit
 def unstack(x: Any, /, *, axis: int = 0) -> tuple[Any, ...]:
     arr = util._ensure("unstack", x)
-    if _ndim(arr) == 0:
-        raise ValueError("Unstack requires arrays with rank > 0, however a scalar array was "
-                         "passed.")
     return tuple(slicing.unstack(arr, axis=static_axis(axis, _ndim(arr))))
 
 
@@ -686,16 +716,17 @@ def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
     return _rollaxis(arr, axis=operator.index(axis), start=start)
 
 
-def _as_sequence(name: str, tup: Any) -> list[Any]:
+def _as_sequence(name: str, tup: Any, convert: Callable[[Any], Any]) -> list[Any]:
     """A stacking function's argument as a list of arrays: an array stands for
-    the sequence of its leading-axis slices."""
+    the sequence of its leading-axis slices; the entries of a sequence are
+    converted by ``convert`` (JAX's dstack and column_stack convert apart)."""
     if isinstance(tup, (np.ndarray, Array, Tracer)):
         arr = L.asarray(tup)
         if _ndim(arr) == 0:
             raise ValueError(f"{name}: a 0-d array is not a sequence of arrays")
         return list(unstack(arr))
     check_arraylike(name, *tup)
-    return [L.asarray(t) for t in tup]
+    return [convert(t) for t in tup]
 
 
 def column_stack(tup: Any) -> Any:
@@ -703,7 +734,7 @@ def column_stack(tup: Any) -> Any:
         # Each slice of an array of rank below 3 becomes a column.
         cols = tup if _ndim(tup) >= 3 else vmap(lambda a: atleast_2d(a).T)(tup)
         return concatenate(cols, axis=1)
-    arrs = _as_sequence("column_stack", tup)
+    arrs = _as_sequence("column_stack", tup, asarray)
     # List entries become columns when they are 1-d (or scalars).
     return concatenate([atleast_2d(a).T if _ndim(a) < 2 else a for a in arrs], axis=1)
 
@@ -711,7 +742,7 @@ def column_stack(tup: Any) -> Any:
 def dstack(tup: Any, dtype: Any = None) -> Any:
     if _is_array(tup):
         return concatenate(vmap(atleast_3d)(tup), axis=2, dtype=dtype)
-    arrs = _as_sequence("dstack", tup)
+    arrs = _as_sequence("dstack", tup, _arraylike_operand)
     return concatenate([atleast_3d(a) for a in arrs], axis=2, dtype=dtype)
 
 

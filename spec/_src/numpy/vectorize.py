@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
 
 from spec._src.api.vmap import vmap
+from spec._src.core.config import config
 from spec._src.numpy import creation
 from spec._src.numpy import shape as jnp_shape
 
@@ -86,6 +88,27 @@ def _bind_excluded(fun: Callable[..., Any], excluded: Collection[int | str],
             {k: v for k, v in kwargs.items() if k not in excluded})
 
 
+def _check_rank_promotion(arrays: Sequence[Any], in_core: list[CoreDims],
+                          signature: str | None) -> None:
+    """Under ``jax_numpy_rank_promotion`` 'warn' or 'raise', operands (rank 0 aside)
+    whose loop dimensions have different ranks are reported: broadcasting them
+    would add leading axes implicitly."""
+    mode = config.jax_numpy_rank_promotion
+    if mode == "allow":
+        return
+    loop_ranks = {x.ndim - len(core) for x, core in zip(arrays, in_core) if x.ndim != 0}
+    if len(loop_ranks) < 2:
+        return
+    msg = (f"operands with shapes {[tuple(x.shape) for x in arrays]} require rank promotion "
+           f"for jnp.vectorize function with signature {signature}. Set the "
+           "jax_numpy_rank_promotion config option to 'allow' to disable this message; "
+           "for more information, see "
+           "https://docs.jax.dev/en/latest/101/rank_promotion_warning.html.")
+    if mode == "raise":
+        raise ValueError(msg)
+    warnings.warn(msg, stacklevel=3)
+
+
 def broadcast_by_vmap(fun: Callable[..., Any], args: list[Any], in_core: list[CoreDims],
                        batch: tuple[int, ...]) -> Any:
     reversed_filled, squeezed = [], []
@@ -146,6 +169,7 @@ def vectorize(pyfunc: Callable[..., Any], *, excluded: Collection[int | str] = f
                                              for x, core in zip(arrays, in_core)))
         if out_core is not None:
             fun = _checking_outputs(fun, sizes, out_core, context)
+        _check_rank_promotion(arrays, in_core, signature)
         return broadcast_by_vmap(fun, arrays, in_core, tuple(batch))
 
     return wrapped
