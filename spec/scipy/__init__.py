@@ -9,4 +9,5 @@ from spec.scipy import fft as fft
 from spec.scipy import integrate as integrate
 from spec.scipy import ndimage as ndimage
 from spec.scipy import optimize as optimize
+from spec.scipy import sparse as sparse
 from spec.scipy import cluster as cluster
