@@ -272,7 +272,10 @@ def _raises_as_jax(call: Callable[[Any], Any]) -> None:
     lambda m: m.gmres(_NONSYM, _B, M=np.ones(3, np.float32)),
     lambda m: m.cg([[1.0, 0.0], [0.0, 1.0]], _B[:2]),  # neither a function nor an array
     lambda m: m.gmres(_NONSYM, _B, solve_method="qr"),
-], ids=["tree", "gmres_tree", "shape", "nonsquare", "nonsquare_M", "list", "solve_method"])
+    lambda m: m.cg(_SPD, np.array([1, 2, 3])),  # integer b: the carry changes type
+    lambda m: m.bicgstab(_NONSYM, np.array([1, 2, 3])),
+], ids=["tree", "gmres_tree", "shape", "nonsquare", "nonsquare_M", "list", "solve_method",
+        "int_cg", "int_bicgstab"])
 def test_bad_arguments_raise_as_jax(call: Callable[[Any], Any]) -> None:
     _raises_as_jax(call)
 

@@ -134,6 +134,9 @@ def _squared_tolerance(b: Any, tol: Any, atol: Any) -> Any:
 
 # ------------------------------------------------------------------------- CG, BiCGSTAB
 
+# The loops' carries are named ``value`` and ``carry`` as JAX's are: while_loop's type errors
+# name the carry by its parameter.
+
 def _cg_iterate(A: LinearMap, b: Any, x0: Any, *, maxiter: int, tol: Any = 1e-5,
                 atol: Any = 0.0, M: LinearMap = _identity) -> Any:
     """Preconditioned conjugate gradients from x0."""
@@ -142,14 +145,14 @@ def _cg_iterate(A: LinearMap, b: Any, x0: Any, *, maxiter: int, tol: Any = 1e-5,
     z0 = M(r0)
     dtype = T.result_type(*tree_leaves(z0))
 
-    def keep_going(state: tuple[Any, ...]) -> Any:
-        _, r, gamma, _, k = state
+    def keep_going(value: tuple[Any, ...]) -> Any:
+        _, r, gamma, _, k = value
         # Unpreconditioned, gamma = <r, r> already.
         residual2 = gamma.real if M is _identity else _tree_real_inner(r, r)
         return (residual2 > bound) & (k < maxiter)
 
-    def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
-        x, r, gamma, p, k = state
+    def step(value: tuple[Any, ...]) -> tuple[Any, ...]:
+        x, r, gamma, p, k = value
         Ap = A(p)
         alpha = gamma / _tree_real_inner(p, Ap).astype(dtype)
         x = _plus(x, _scale(alpha, p))
@@ -176,12 +179,12 @@ def _bicgstab_iterate(A: LinearMap, b: Any, x0: Any, *, maxiter: int,
     """Preconditioned biconjugate gradients, stabilised, from x0."""
     bound = _squared_tolerance(b, tol, atol)
 
-    def keep_going(state: tuple[Any, ...]) -> Any:
-        r, k = state[1], state[-1]
+    def keep_going(value: tuple[Any, ...]) -> Any:
+        r, k = value[1], value[-1]
         return (_tree_real_inner(r, r) > bound) & (k < maxiter) & (k >= 0)
 
-    def step(state: tuple[Any, ...]) -> tuple[Any, ...]:
-        x, r, rhat, alpha, omega, rho, p, q, k = state
+    def step(value: tuple[Any, ...]) -> tuple[Any, ...]:
+        x, r, rhat, alpha, omega, rho, p, q, k = value
         rho_next = _tree_inner(rhat, r)
         beta = rho_next / rho * alpha / omega
         p = _plus(r, _scale(beta, _minus(p, _scale(omega, q))))
@@ -285,12 +288,12 @@ def _orthogonalize(Q: Any, x: Any, xnorm: Any, max_iterations: int = 2) -> tuple
         q = _minus(q, tree_map(lambda X: _dot(X, h), Q))
         r = _plus(r, h)
 
-        def renorm_pending(c: tuple[Any, ...]) -> Any:
-            k_, pending, _, _ = c
+        def renorm_pending(carry: tuple[Any, ...]) -> Any:
+            k_, pending, _, _ = carry
             return jm.logical_and(pending, k_ < (max_iterations - 1))
 
-        def renorm(c: tuple[Any, ...]) -> tuple[Any, ...]:
-            k_, _, q_, _ = c
+        def renorm(carry: tuple[Any, ...]) -> tuple[Any, ...]:
+            k_, _, q_, _ = carry
             _, qnorm = _normalize(q_)
             return k_, False, q_, qnorm / jm.sqrt(2.0)
 
@@ -344,7 +347,9 @@ def _givens(a: Any, b: Any) -> tuple[Any, Any]:
 
 def _triangularize_row(H_row: Any, givens: Any, k: Any) -> tuple[Any, Any]:
     """Row k of H through the k rotations so far, then a new rotation zeroing its entry k+1."""
-    rotated = lax_loops.fori_loop(0, k, lambda i, row: _rotate(row, i, *givens[i, :]), H_row)
+    # (The loop's argument names are JAX's, which its errors would name.)
+    rotated = lax_loops.fori_loop(0, k, lambda i, H_row: _rotate(H_row, i, *givens[i, :]),
+                                  H_row)
     new = _givens(rotated[k], rotated[k + 1])
     givens = givens.at[k, :].set(new)
     return _rotate(rotated, k, *new), givens
@@ -435,12 +440,12 @@ def _gmres_iterate(A: LinearMap, b: Any, x0: Any, atol: Any, ptol: Any,
     the preconditioned residual norm exceeds ``atol`` (``ptol`` bounds it within a cycle)."""
     unit, norm = _normalize(M(_minus(b, A(x0))))
 
-    def keep_going(state: tuple[Any, ...]) -> Any:
-        _, k, _, residual_norm = state
+    def keep_going(value: tuple[Any, ...]) -> Any:
+        _, k, _, residual_norm = value
         return jm.logical_and(k < maxiter, residual_norm > atol)
 
-    def restart_cycle(state: tuple[Any, ...]) -> tuple[Any, ...]:
-        x, k, unit_residual, residual_norm = state
+    def restart_cycle(value: tuple[Any, ...]) -> tuple[Any, ...]:
+        x, k, unit_residual, residual_norm = value
         x, unit_residual, residual_norm = cycle(A, b, x, unit_residual, residual_norm, ptol,
                                                 restart, M)
         return x, k + 1, unit_residual, residual_norm
