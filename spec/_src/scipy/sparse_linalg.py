@@ -45,14 +45,14 @@ _vdot = functools.partial(vdot, precision=Precision.HIGHEST)
 _einsum = functools.partial(einsum, precision=Precision.HIGHEST)
 
 LinearMap = Callable[[Any], Any]
-finfo: Any = _untyped_finfo
+_finfo: Any = _untyped_finfo
 
 
 # ------------------------------------------------------------------ pytree vector algebra
 
 def _real_inner(x: Any, y: Any) -> Any:
-    """Re<x, y> without the cross terms: real for the z^H M z products the solvers take of
-    Hermitian positive-definite M, so the real and imaginary parts add separately."""
+    """Re<x, y> = <Re x, Re y> + <Im x, Im y>, always of a real dtype: the products z^H M z
+    the solvers take are real for Hermitian M, and a real scalar keeps the carries real."""
     out = _vdot(x.real, y.real)
     if iscomplexobj(x) or iscomplexobj(y):
         out += _vdot(x.imag, y.imag)
@@ -258,7 +258,7 @@ def _normalize(x: Any, thresh: Any = None) -> tuple[Any, Any]:
     norm = _tree_norm(x)
     dtype, weak = _tree_dtype_and_weak(x)
     if thresh is None:
-        thresh = finfo(norm.dtype).eps
+        thresh = _finfo(norm.dtype).eps
     thresh = thresh.astype(dtype).real
     nonzero = norm > thresh
     divisor = _convert_element_type(norm, dtype, weak)
@@ -315,7 +315,7 @@ def _arnoldi_step(k: Any, A: LinearMap, M: LinearMap, V: Any,
     """Column k+1 of V (M A V[:, k] made orthonormal to V) and row k of H (its overlaps);
     the new column is zero, and breakdown true, once the Krylov space is invariant."""
     dtype, _ = _tree_dtype_and_weak(V)
-    eps = finfo(dtype).eps
+    eps = _finfo(dtype).eps
     v = M(A(tree_map(lambda X: X[..., k], V)))
     _, norm_before = _normalize(v)
     v, h = _orthogonalize(V, v, norm_before, max_iterations=2)
