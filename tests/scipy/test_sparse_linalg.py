@@ -2,8 +2,9 @@
 
 Oracles: JAX's solvers in the same test (iterates stopped after a few steps, so that the
 comparison checks the iteration itself, not only that both converge); numpy.linalg.solve for
-converged solutions; float64 central differences for the derivative of a cg solve; a Python
-loop for vmap. The staged program is JAX's: the jaxpr text for cg, and for bicgstab and gmres
+converged solutions; numpy's least squares for one GMRES cycle (the minimal residual over its
+Krylov space); float64 central differences for the derivative of a cg solve; a Python loop
+for vmap. The staged program is JAX's: the jaxpr text for cg, and for bicgstab and gmres
 the matvec, vecmat and solve jaxprs' text and the whole program's equations and types."""
 
 from __future__ import annotations
