@@ -11,3 +11,5 @@ from spec.scipy import ndimage as ndimage
 from spec.scipy import optimize as optimize
 from spec.scipy import interpolate as interpolate
 from spec.scipy import spatial as spatial
+from spec.scipy import sparse as sparse
+from spec.scipy import cluster as cluster

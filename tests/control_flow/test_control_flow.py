@@ -101,6 +101,21 @@ def test_while_and_fori_values() -> None:
         same_jaxpr(lambda j, n, lx: lambda x: fori_f(j, n, lx)(3, x), np.float32(0.5))
 
 
+def test_weak_loop_counter_stays_weak_in_fori_loop_and_indexing() -> None:
+    """A while loop's Python-int counter is weakly typed: a fori_loop up to it counts with a
+    weak counter, and an index built from it is normalised weak, then made strong, as in JAX.
+    A tuple of traced values as the update stacks as jnp.asarray stacks it."""
+    def mk(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+        def body(c: Any) -> Any:
+            k, x = c
+            x = lx.fori_loop(0, k, lambda i, y: y.at[i].add(1.0), x)
+            x = x.at[:2].set((x[k], x[0]))  # traced entries of a tuple stack
+            return k + 1, x.at[k + 1].set(x[k])
+        return lambda x: lx.while_loop(lambda c: c[0] < 2, body, (0, x))[1]
+    same_jaxpr(mk, XS)
+    both(mk, XS)
+
+
 def test_nested_control_flow() -> None:
     def mk(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
         def f(p: Any, x: Any) -> Any:

@@ -27,7 +27,7 @@ from spec._src.core.interpreter import (
 )
 from spec._src.lax.scan import (
     FTFiltered, FTSingleton, FTTuple, Either, nones, pack, scan_p, slice_aval as _slice_aval)
-from spec._src.core.types import ArrayType, result_type
+from spec._src.core.types import ArrayType, default_int, result_type
 from spec._src.lax.control_flow import (
     _aval_of, arg_names, check_carry, check_ref_consts, check_returned_refs, debug_info_of,
     tuple_tree, while_loop, with_debug_info)
@@ -196,6 +196,15 @@ def _sliced_aval(aval: Any, n: int) -> Any:
 # ------------------------------------------------------------ fori_loop
 
 
+def _one_like(i: Any) -> Any:
+    """1 for incrementing the counter i: a Python int (weak) when i is a weak scalar of the
+    default integer type, as JAX's ``lax._const`` makes it, so a weak counter stays weak."""
+    aval = canonical_aval_of(i)
+    if aval.weak_type and aval.ndim == 0 and aval.dtype == default_int():
+        return 1
+    return np.array(1, aval.dtype)
+
+
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
               *, unroll: int | bool | None = None) -> Any:
     """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
@@ -244,8 +253,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
 
     def body(loop_carry: Any) -> Any:
         i, hi, x = loop_carry
-        one = np.array(1, canonical_aval_of(i).dtype)
-        return add(i, one), hi, body_fun(i, x)
+        return add(i, _one_like(i)), hi, body_fun(i, x)
     with_debug_info(body, body_fun, "fori_loop", [names[0], "", *names[1:]])
 
     _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))

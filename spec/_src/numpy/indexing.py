@@ -441,7 +441,12 @@ def _normalize(index: Any, size: int) -> Any:
         negative: Any = index < 0  # NumPy operands compare eagerly, as in JAX
     else:
         negative = ew.lt(index, _concrete(np.asarray(0), dt, True))
-    size_const = np.asarray(size, dtype=dt)
+    # A weak scalar index meets the size as a weak constant (JAX's ``lax._const``), so the
+    # normalized index stays weak.
+    if _ndim(index) == 0 and canonical_aval_of(index).weak_type:
+        size_const: Any = _concrete(np.asarray(size), dt, True)
+    else:
+        size_const = np.asarray(size, dtype=dt)
     return ew.select_n(negative, index, ew.add(index, size_const))
 
 
@@ -608,6 +613,9 @@ def _scatter_update(x: Any, idx: Any, y: Any, op: Callable[..., Any], *,
     if (isinstance(y, int) and not isinstance(y, bool) and T.is_int(x_aval.dtype)
             and np.iinfo(x_aval.dtype).min <= y <= np.iinfo(x_aval.dtype).max):
         y = _concrete(np.asarray(y), x_aval.dtype, False)
+    elif isinstance(y, (list, tuple)) and any(
+            isinstance(v, Tracer) for v in tu.tree_leaves(y)):
+        y = creation.asarray(y)  # traced entries stack, as jnp.asarray stacks them
     elif not isinstance(y, (Array, Tracer)):
         y = _asarray(y) if not isinstance(y, T.PYTHON_SCALAR_TYPES) else y
     _stage_now(y)
