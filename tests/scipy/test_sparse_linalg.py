@@ -228,6 +228,8 @@ def test_jaxpr_text_is_jaxs(name: str) -> None:
 def test_scalar_right_hand_side_jaxpr_text_is_jaxs(name: str) -> None:
     """A scalar b: its zero start, made while tracing, is placed with no source sharding."""
     ours, theirs, _ = _both(name)
+    # A NumPy scalar: a Python float the map closes over JAX stages as a constant operand of
+    # the transposed map, where spec's is a literal.
     three = np.float32(3.0)
     assert (str(spec.make_jaxpr(lambda b: ours(lambda v: three * v, b)[0])(np.float32(2.0)))
             == str(jax.make_jaxpr(lambda b: theirs(lambda v: three * v, b)[0])(np.float32(2.0))))
