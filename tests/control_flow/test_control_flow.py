@@ -503,3 +503,28 @@ def test_conds_of_the_same_functions_share_branch_jaxprs(mk: Maker, args: Any) -
     """JAX traces a branch function once per operand types and context, so
     conds of the same functions print their branches once (``let``)."""
     same_jaxpr(mk, *args)
+
+
+def _below_five(c: Any) -> Any:
+    return c[0] < 5
+
+
+def _count_and_double(c: Any) -> Any:
+    return c[0] + 1, c[1], c[2] * 2.0  # c[1] unchanged and unread: a body constant
+
+
+def _loops_of_the_same_functions(j: Any, n: Any, lx: Any) -> Callable[..., Any]:
+    def f(x: Any) -> Any:
+        a = lx.while_loop(_below_five, _count_and_double, (0, x, x))
+        b = lx.while_loop(_below_five, _count_and_double, (1, x, a[2]))
+        stop = lx.convert_element_type(x[0], np.int32)
+        c = lx.fori_loop(0, stop, lambda i, v: v * 2.0, b[2])
+        return lx.fori_loop(1, stop, lambda i, v: v + 1.0, c)
+    return f
+
+
+def test_loops_of_the_same_functions_share_their_jaxprs() -> None:
+    """A while loop's predicate and body are traced once per carry types, as
+    JAX's traces are: loops of the same functions print them once (``let``),
+    fori_loop's predicate (one function for every fori_loop) included."""
+    same_jaxpr(_loops_of_the_same_functions, np.ones(3, np.float32))

@@ -65,6 +65,22 @@ def jitted_f(j: Any, n: Any) -> Callable[..., Any]:
     return f
 
 
+def restart_f(j: Any, n: Any) -> Callable[..., Any]:
+    """Solves that first apply the map (or its transpose) to a start value they close over:
+    the transpose solve's operands put the matrix first, as the transposed map's own."""
+    def f(a: Any, b: Any) -> Any:
+        x0 = 0.5 * b
+
+        def from_x0(inverse_of: Callable[[], Any]) -> Callable[..., Any]:
+            def solve(apply: Callable[[Any], Any], y: Any) -> Any:
+                r = y - apply(x0)  # before the solve reads the matrix
+                return x0 + _inv2(n, inverse_of(), r)
+            return solve
+        return j.lax.custom_linear_solve(lambda x: n.dot(a, x), b, from_x0(lambda: a),
+                                         from_x0(lambda: a.T))
+    return f
+
+
 def aux_f(j: Any, n: Any) -> Callable[..., Any]:
     def f(a: Any, b: Any) -> Any:
         return j.lax.custom_linear_solve(lambda x: a @ x, b,
@@ -87,7 +103,7 @@ def root_f(j: Any, n: Any) -> Callable[..., Any]:
     return f
 
 
-SOLVES = [solve_f, symmetric_f, aux_f, jitted_f]
+SOLVES = [solve_f, symmetric_f, aux_f, jitted_f, restart_f]
 
 
 @pytest.mark.usefixtures("x64")
@@ -110,7 +126,7 @@ def test_solve_derivatives_match_jax(mk: Maker) -> None:
 
 
 @pytest.mark.usefixtures("x64")
-@pytest.mark.parametrize("mk", [solve_f, jitted_f])
+@pytest.mark.parametrize("mk", [solve_f, jitted_f, restart_f])
 def test_solve_jaxpr_of_grad_matches_jax(mk: Maker) -> None:
     def g(j: Any, n: Any) -> Callable[..., Any]:
         return j.grad(lambda a, b: mk(j, n)(a, b).sum(), argnums=(0, 1))
@@ -135,7 +151,7 @@ def _batch_args(in_axes: tuple[Any, Any]) -> tuple[Any, Any]:
 
 
 @pytest.mark.usefixtures("x64")
-@pytest.mark.parametrize("mk", [solve_f, symmetric_f, aux_f])
+@pytest.mark.parametrize("mk", [solve_f, symmetric_f, aux_f, restart_f])
 @pytest.mark.parametrize("in_axes", [(None, 0), (0, None)])
 def test_solve_jaxpr_of_vmap_matches_jax(mk: Maker, in_axes: tuple[Any, Any]) -> None:
     args = _batch_args(in_axes)

@@ -81,6 +81,9 @@ record("staged mixed", lambda: jaxpr(lambda a: a + jax.device_put(a, host), v))
 record("staged vmap", lambda: jaxpr(jax.vmap(lambda a: jax.device_put(a, host)), x))
 record("staged copies", lambda: jaxpr(lambda a: jax.device_put(a, host, donate=True)
                                       + jax.device_put(a, host, may_alias=False), v))
+# Host scalars made while tracing live on no device: placed, they have no source.
+record("staged host scalars", lambda: jaxpr(lambda a: jax.device_put(
+    (a, jnp.zeros_like(a), jnp.zeros(()), jnp.float32(2) * a, jnp.ones(()))), np.float32(1)))
 record("alias and donate", lambda: jax.device_put(v, host, donate=True, may_alias=True))
 record("transposed", lambda: jaxpr(jax.linear_transpose(
     lambda a: -jax.device_put(a, unpinned), v), v))
@@ -188,7 +191,8 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
     "memories", "default memory", "unknown memory", "unknown kind named", "unknown kind single",
     "put in host", "put pinned", "put unpinned", "back to device", "with kind",
     "host arithmetic", "unpinned arithmetic", "mixed memories", "staged host", "staged kinds",
-    "staged sum", "staged mixed", "staged vmap", "staged copies", "alias and donate",
+    "staged sum", "staged mixed", "staged vmap", "staged copies", "staged host scalars",
+    "alias and donate",
     "transposed", "jit on host", "jit out host", "jit out tree", "jit in host",
     "jit in host mismatch", "jit in device mismatch", "jit in placed",
     "jit in committed elsewhere", "jit out unpinned", "staged jit shardings", "staged jit jvp",

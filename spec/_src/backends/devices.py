@@ -285,8 +285,9 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: Any = Fal
 
 
 def _source(leaf: Any, src: Any) -> Any:
-    """Where a staged leaf comes from: ``src`` if given; a concrete array's
-    sharding (an autodiff tracer's concrete primal's); a value typed over a
+    """Where a staged leaf comes from: ``src`` if given; a device array's
+    sharding (an autodiff tracer's concrete primal's; a host scalar made while
+    tracing, which JAX keeps off any device, has none); a value typed over a
     mesh whose axes are all Explicit, its type's sharding in its memory;
     else unknown (None)."""
     if src is not None:
@@ -295,7 +296,7 @@ def _source(leaf: Any, src: Any) -> Any:
         value = leaf.to_concrete_value()
         if isinstance(value, Array):
             return value.sharding
-    if isinstance(leaf, Array):
+    if isinstance(leaf, Array) and leaf._py is None:
         return leaf.sharding
     aval = getattr(leaf, "aval", None)
     s = getattr(aval, "sharding", None)

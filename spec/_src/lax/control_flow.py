@@ -1847,23 +1847,25 @@ def _prune_outputs(j: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
                            j.eqns, j.effects, j.consts), rules=False)
 
 
-# A branch function is traced once per operand tree and types, purpose and
-# tracing context (configuration, typing context, XLA metadata), as JAX's
-# trace cache keeps it: two conds or switches of the same functions on the
-# same types share their branch jaxprs (printed once, as `let` bindings).
-# A trace that closes over values (constants, tracers, refs) is not kept.
-_BRANCH_TRACES: weakref.WeakKeyDictionary[Callable[..., Any], dict[Any, tuple[Jaxpr, Any]]] = \
+# A function lax stages (a cond's or switch's branch, a while loop's predicate
+# and body) is traced once per operand tree and types, purpose and tracing
+# context (configuration, typing context, XLA metadata), as JAX's trace cache
+# keeps it: two loops or conds of the same functions on the same types share
+# their jaxprs (printed once, as `let` bindings). A trace that closes over
+# values (constants, tracers, refs) is not kept.
+_TRACES: weakref.WeakKeyDictionary[Callable[..., Any], dict[Any, tuple[Jaxpr, Any]]] = \
     weakref.WeakKeyDictionary()
 _PRUNED: weakref.WeakKeyDictionary[Jaxpr, dict[tuple[bool, ...], Jaxpr]] = \
     weakref.WeakKeyDictionary()
 
 
-def _trace_branch(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType],
-                  api: str, leaves: Sequence[Any]) -> tuple[Jaxpr, Any]:
+def _trace_cached(fun: Callable[..., Any], in_tree: Any, avals: Sequence[ArrayType],
+                  api: str, leaves: Sequence[Any] = ()) -> tuple[Jaxpr, Any]:
+    """``_trace``, the same jaxpr for the same function, operands and context."""
     if any(is_ref_type(a) for a in avals):
         return _trace(fun, in_tree, avals, api, leaves)
     try:
-        kept = _BRANCH_TRACES.setdefault(fun, {})
+        kept = _TRACES.setdefault(fun, {})
     except TypeError:  # not weakly referenceable: traced every time
         return _trace(fun, in_tree, avals, api, leaves)
     key = (in_tree, tuple(avals), api, config.values_key(), _mesh_context.typing_key,
@@ -1891,7 +1893,7 @@ def _bind_cond(index: Any, funs: Sequence[Callable[..., Any]], names: Sequence[s
                api: str, operands: Sequence[Any]) -> Any:
     leaves, in_tree = tree_util.tree_flatten(tuple(operands))
     avals = [_aval_of(x, f"{api} operand") for x in leaves]
-    traced = [_trace_branch(f, in_tree, avals, api, leaves) for f in funs]
+    traced = [_trace_cached(f, in_tree, avals, api, leaves) for f in funs]
     for (j, tree), f, name in zip(traced[1:], funs[1:], names[1:]):
         _check_branch_outputs(api, names[0], name, funs[0], f, traced[0][1],
                               traced[0][0].out_avals, tree, j.out_avals)
@@ -2062,6 +2064,36 @@ def _carry_array(x: Any) -> Any:
     return asarray(x)
 
 
+_DERIVED: weakref.WeakKeyDictionary[Jaxpr, dict[Any, Jaxpr]] = weakref.WeakKeyDictionary()
+
+
+def _once(derive: Callable[[Jaxpr, int, list[bool]], Jaxpr], j: Jaxpr, nconsts: int,
+          move: list[bool]) -> Jaxpr:
+    """``derive(j, nconsts, move)``, the same object for the same arguments (JAX caches
+    these rewrites, so a loop jaxpr shared by several loops stays shared through them)."""
+    per_jaxpr = _DERIVED.setdefault(j, {})
+    key = (derive, nconsts, *move)
+    out = per_jaxpr.get(key)
+    if out is None:
+        out = per_jaxpr[key] = derive(j, nconsts, move)
+    return out
+
+
+def _cond_without_moved(cond_j: Jaxpr, nc: int, move: list[bool]) -> Jaxpr:
+    """The predicate without the carries moved to the body's constants (it reads none)."""
+    return Jaxpr([], [v for i, v in enumerate(cond_j.invars) if i < nc or not move[i - nc]],
+                 cond_j.outvars, dce_jaxpr(cond_j).eqns, cond_j.effects)
+
+
+def _body_with_moved_first(body_j: Jaxpr, nb: int, move: list[bool]) -> Jaxpr:
+    """The body taking the moved carries as its first constants, no longer returning them."""
+    binders = body_j.invars
+    front = [binders[nb + k] for k, m in enumerate(move) if m]
+    rest = [v for i, v in enumerate(binders) if i < nb or not move[i - nb]]
+    return Jaxpr([], [*front, *rest], [o for o, m in zip(body_j.outvars, move) if not m],
+                 body_j.eqns, body_j.effects)
+
+
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
                init_val: Any) -> Any:
     """Apply ``body_fun`` to the carry while ``cond_fun`` of it is true."""
@@ -2076,8 +2108,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     in_tree = tree_util.tree_structure((init_val,))
 
     def make(avals: Sequence[ArrayType]) -> tuple[Jaxpr, Jaxpr, Any]:
-        cj, ctree = _trace(cond_fun, in_tree, avals, "while_cond")
-        bj, btree = _trace(body_fun, in_tree, avals, "while_body")
+        cj, ctree = _trace_cached(cond_fun, in_tree, avals, "while_cond")
+        bj, btree = _trace_cached(body_fun, in_tree, avals, "while_body")
         if not tree_util.treedef_is_leaf(ctree) or len(cj.outvars) != 1:
             raise TypeError(f"cond_fun must return a boolean scalar, but got pytree {ctree}.")
         p = cj.out_avals[0]
@@ -2112,14 +2144,8 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
     init = list(leaves)
     moved: list[Any] = []
     if any(move):
-        cond_j = Jaxpr([], [v for i, v in enumerate(cond_j.invars)
-                            if i < nc or not move[i - nc]],
-                       cond_j.outvars, dce_jaxpr(cond_j).eqns, cond_j.effects)
-        binders = body_j.invars
-        front = [binders[nb + k] for k in range(len(leaves)) if move[k]]
-        rest = [v for i, v in enumerate(binders) if i < nb or not move[i - nb]]
-        body_j = Jaxpr([], [*front, *rest], [o for o, m in zip(body_j.outvars, move) if not m],
-                       body_j.eqns, body_j.effects)
+        cond_j = _once(_cond_without_moved, cond_j, nc, move)
+        body_j = _once(_body_with_moved_first, body_j, nb, move)
         moved = [x for x, m in zip(init, move) if m]
         init = [x for x, m in zip(init, move) if not m]
         bconsts = [*moved, *bconsts]

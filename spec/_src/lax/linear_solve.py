@@ -24,7 +24,9 @@ from spec._src.core.interpreter import (
     VMA_FROM_TYPING,
     Eqn,
     Jaxpr,
+    JaxprTrace,
     PpContext,
+    current_trace,
     eval_jaxpr,
     eval_jaxpr_values,
     from_primitive,
@@ -318,6 +320,16 @@ def _vecmat_of(matvec: Jaxpr, avals: list[ArrayType]) -> Callable[..., list[Any]
     return vecmat
 
 
+def _stage_consts_first(consts: Sequence[Any]) -> None:
+    """JAX applies the transposed map as a call of a transposed ``jit``, whose operands
+    list the map's constants (its residuals) before the cotangent: staged, they become
+    constants of the calling jaxpr ahead of a closed-over argument the map is applied to."""
+    trace = current_trace()
+    if isinstance(trace, JaxprTrace):
+        for c in consts:
+            trace.to_atom(c)
+
+
 def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
                         solve: Callable[[Callable[[Any], Any], Any], Any],
                         transpose_solve: Callable[[Callable[[Any], Any], Any], Any] | None = None,
@@ -358,6 +370,7 @@ def custom_linear_solve(matvec: Callable[[Any], Any], b: Any,
             vm, _ = trace_to_jaxpr(_vecmat_of(lin, avals), avals)
 
             def vecmat(x: Any) -> Any:
+                _stage_consts_first(vm.consts)
                 outs = eval_jaxpr(vm, vm.consts, *tree_util.tree_leaves(x))
                 return tree_util.tree_unflatten(tree, outs)
         ts, _ = traced(functools.partial(transpose_solve, vecmat), "transpose_solve", has_aux)

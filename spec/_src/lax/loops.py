@@ -205,6 +205,13 @@ def _one_like(i: Any) -> Any:
     return np.array(1, aval.dtype)
 
 
+def _fori_cond(loop_carry: Any) -> Any:
+    # One function for every fori_loop, so that its trace is cached (one shared jaxpr per
+    # carry types, as JAX's).
+    i, upper, _ = loop_carry
+    return lt(i, upper)
+
+
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
               *, unroll: int | bool | None = None) -> Any:
     """``body_fun(i, x)`` for i from ``lower`` to ``upper``, threading x."""
@@ -247,16 +254,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     if hi_aval.dtype != dtype:
         upper = convert_element_type(upper, dtype)
 
-    def cond_fun(carry: Any) -> Any:
-        i, hi, _ = carry
-        return lt(i, hi)
-
     def body(loop_carry: Any) -> Any:
         i, hi, x = loop_carry
         return add(i, _one_like(i)), hi, body_fun(i, x)
     with_debug_info(body, body_fun, "fori_loop", [names[0], "", *names[1:]])
 
-    _, _, result = while_loop(cond_fun, body, (lower, upper, init_val))
+    _, _, result = while_loop(_fori_cond, body, (lower, upper, init_val))
     return result
 
 
