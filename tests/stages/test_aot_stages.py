@@ -281,23 +281,33 @@ def test_export_refuses_host_callbacks_as_jax() -> None:
     assert error_of(build(spec, sexport)) == error_of(build(jax, jexport))
 
 
-def test_export_for_other_platforms_is_refused() -> None:
-    with pytest.raises(NotImplementedError, match=r"\('cpu', 'tpu'\)"):
-        sexport.export(spec.jit(lambda x: x), platforms=("cpu", "tpu"))
+def _multi_platform(m: Any, exp: Any, jnp: Any) -> Any:
+    def f(a: Any, b: Any, c: Any) -> Any:  # (c unused; b a private function's operand)
+        return jnp.sin(a) + m.jit(lambda u, v: u * v)(a, b)
+    return exp.export(m.jit(f, donate_argnums=0), platforms=("cuda", "cpu"))(
+        np.ones(3, F32), np.ones(3, F32), 1.0)
 
 
-def test_sharded_export_counts_its_devices(four_devices: None) -> None:
-    """nr_devices is the devices the module is partitioned for (JAX's
-    ``num_devices`` of the lowering: the module's ``mhlo.num_partitions``)."""
-    from spec.sharding import AxisType, PartitionSpec as P
-    mesh = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
-    with spec.set_mesh(mesh):
-        x = spec.ShapeDtypeStruct((4, 8), F32, sharding=P("x", "y"))
-        e = sexport.export(spec.jit(lambda a: a * 2))(x)
-    assert e.nr_devices == mesh.size == 4
-    assert "mhlo.num_partitions = 4 : i32" in e.mlir_module()
-    with pytest.raises(NotImplementedError, match="4 devices"):
-        e.in_shardings_jax()
+def test_export_for_several_platforms_is_jax_s() -> None:
+    """Exported for several platforms, the CPU among them: the module takes
+    the platform index first (a global constant, so it declares shape
+    polymorphism), the fields are JAX's and the call runs on the CPU."""
+    from tests.lowering.xla_run import parsed
+    s, j = _multi_platform(spec, sexport, sjnp), _multi_platform(jax, jexport, jjnp)
+    assert {k: getattr(s, k) for k in _FIELDS} == {k: getattr(j, k) for k in _FIELDS}
+    assert s.platforms == ("cuda", "cpu") and s.uses_global_constants
+    assert parsed(s.mlir_module()) == parsed(j.mlir_module())
+    x = np.linspace(0, 1, 3, dtype=F32)
+    np.testing.assert_array_equal(np.asarray(s.call(x, x, 2.0)), np.asarray(j.call(x, x, 2.0)))
+
+
+def test_export_without_the_cpu_or_by_platform_is_refused() -> None:
+    with pytest.raises(NotImplementedError, match=r"\('cuda', 'tpu'\)"):
+        sexport.export(spec.jit(lambda x: x), platforms=("cuda", "tpu"))
+    dependent = spec.jit(lambda x: spec.lax.platform_dependent(x, cpu=sjnp.sin, default=sjnp.cos))
+    with pytest.raises(NotImplementedError, match="platform_index"):
+        sexport.export(dependent, platforms=("cpu", "tpu"))(1.0)
+    assert float(sexport.export(dependent)(1.0).call(1.0)) == float(np.sin(F32(1)))
 
 
 def test_export_of_a_plain_function() -> None:
