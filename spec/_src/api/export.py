@@ -24,8 +24,10 @@ from spec._src.core.sharding import (
 from spec._src.core.types import ArrayType
 from spec._src.lowering.donation import compiled_program
 
-# The calling convention JAX 0.12 exports with (its default version).
-CALLING_CONVENTION_VERSION = 10
+# The calling conventions JAX 0.12 reads; it exports with the newest.
+minimum_supported_calling_convention_version = 9
+maximum_supported_calling_convention_version = 10
+CALLING_CONVENTION_VERSION = maximum_supported_calling_convention_version
 
 # The custom call a host callback lowers to (SPEC.md 6.1.5).
 _HOST_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
@@ -107,10 +109,26 @@ class Exported:
         return self._compiled(*args, **kwargs)
 
     def serialize(self) -> bytes:
-        if importlib.util.find_spec("flatbuffers") is None:
-            raise ImportError("Please install 'flatbuffers' in order to use Exported "
-                              "serialization")
+        _require_flatbuffers()
         raise NotImplementedError("spec has no serialized form of an exported program")
+
+
+def _require_flatbuffers() -> None:
+    """Serialized exports are flatbuffers (JAX's error without the package)."""
+    if importlib.util.find_spec("flatbuffers") is None:
+        raise ImportError("Please install 'flatbuffers' in order to use Exported serialization")
+
+
+def deserialize(blob: bytearray) -> Exported:
+    """An exported program from its serialized form."""
+    _require_flatbuffers()
+    raise NotImplementedError("spec has no serialized form of an exported program")
+
+
+def default_export_platform() -> str:
+    """The platform an export is for when none is named: the one spec
+    lowers for."""
+    return "cpu"
 
 
 def _abstract(mesh: Mesh | AbstractMesh) -> AbstractMesh:
