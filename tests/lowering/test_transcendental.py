@@ -212,3 +212,24 @@ def test_conversions_lower_as_jax() -> None:
             ours, compiled, text = spec_and_compiled(sfn, arg)
             assert canonical(text) == canonical(jax.jit(fn).lower(arg).as_text())
             assert bits(compiled[0]) == bits(ours[0])
+
+
+_COMPLEX = np.array([1 + 2j, np.nan + np.inf * 1j, np.inf - 1j, 0 + 80j, -0.0 - 3j,
+                     1e-30 + 1e-30j, 3e30 - 4e30j, 0.5 - 0.25j], np.complex64)
+
+
+@pytest.mark.parametrize("name", ["abs", "sin", "cos", "square"])
+def test_complex_expansions_are_jax_s(name: str) -> None:
+    """abs (a hypot scaled against overflow and underflow, inf beside a NaN),
+    sin and cos (over expm1, a zero real part kept exact) and square of a
+    complex operand lower to JAX's expansion; XLA runs it to JAX's values,
+    and ``as_text("hlo")`` is XLA's conversion of it (``chlo.square``
+    expanded as XLA expands it)."""
+    from tests.lowering.xla_run import compile_and_run, hlo_renumbered, xla_hlo_text
+    lowered_ = spec.jit(getattr(slax, name)).lower(_COMPLEX)
+    text = lowered_.as_text()
+    assert hlo_renumbered(lowered_.as_text("hlo")) == hlo_renumbered(
+        xla_hlo_text(lowered_.as_text(debug_info=True)))
+    assert canonical(text) == canonical(jax.jit(getattr(jlax, name)).lower(_COMPLEX).as_text())
+    (ours,) = compile_and_run(text, [_COMPLEX])
+    assert bits(ours) == bits(np.asarray(jax.jit(getattr(jlax, name))(_COMPLEX)))

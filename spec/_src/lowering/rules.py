@@ -274,8 +274,12 @@ reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
 
 def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_avals: Sequence[ArrayType]) -> list[str]:
-    return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
-                   [in_avals[0], in_avals[0]], out_avals[0])]
+    """x * x for integers, ``chlo.square`` otherwise (as JAX lowers it)."""
+    if T.is_int(np.dtype(in_avals[0].dtype)):
+        return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
+                       [in_avals[0], in_avals[0]], out_avals[0])]
+    return [ctx.line(f"chlo.square {operands[0]} : {tensor_type(in_avals[0])} -> "
+                     f"{tensor_type(out_avals[0])}")]
 
 
 def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
