@@ -2,8 +2,8 @@
 (tests/lowering/corpus_xla.py: floats within the case's ULP bound, the rest
 bit for bit). A sample across the corpus's modules, with the bfloat16
 reductions and the complex abs and cos whose lowerings these runs showed
-wrong, and the cases whose lowering is known to differ from JAX's; ``python -m tests.lowering.corpus_xla`` runs
-them all."""
+wrong, and the cases whose lowering is known to differ from JAX's;
+``python -m tests.lowering.corpus_xla`` runs them all."""
 
 from __future__ import annotations
 
