@@ -712,7 +712,7 @@ def _scaled_hypot(x: Any, y: Any) -> tuple[Any, Any, Any]:
     scaled by a power of two when max(|x|, |y|) is so large that the sum of
     squares would overflow, or so small that it would underflow, and r
     scaled back; an infinite component gives inf even beside a NaN."""
-    info = ml_dtypes.finfo(_aval(x).dtype)
+    info = ml_dtypes.finfo(_aval(x).dtype)  # type: ignore[no-untyped-call]
     # 2**k lifts the smallest subnormal's square above the subnormals; 2**top
     # is the largest power of two whose doubled square is finite.
     k = (info.nmant - info.minexp + 1) // 2

@@ -195,7 +195,7 @@ def _extreme_float(dt: np.dtype[Any], sign: int) -> np.ndarray:
     value = np.asarray(sign * np.inf).astype(dt)
     if np.isinf(value.astype(np.float32)):
         return value
-    return np.asarray(sign * ml_dtypes.finfo(dt).max, dt)
+    return np.asarray(sign * ml_dtypes.finfo(dt).max, dt)  # type: ignore[no-untyped-call]
 
 
 def lowest(dtype: Any) -> np.ndarray:
