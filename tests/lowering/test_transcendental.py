@@ -236,3 +236,14 @@ def test_complex_expansions_are_jax_s(name: str) -> None:
     assert canonical(text) == canonical(jax.jit(getattr(jlax, name)).lower(_COMPLEX).as_text())
     (ours,) = compile_and_run(text, [_COMPLEX])
     assert bits(ours) == bits(np.asarray(jax.jit(getattr(jlax, name))(_COMPLEX)))
+
+
+def test_integer_powers_lower_as_jax() -> None:
+    """integer_pow as JAX's multiplication sequence: x * x, (x * x) * x for
+    a cube, square-and-multiply above, 1 / x^n for negative powers."""
+    for dtype in (np.float32, np.complex64):
+        x = np.ones(3, dtype)
+        for y in (0, 1, 2, 3, 5, 6, -1, -3):
+            ours = spec.jit(lambda a: slax.integer_pow(a, y)).lower(x).as_text()
+            theirs = jax.jit(lambda a: jlax.integer_pow(a, y)).lower(x).as_text()
+            assert canonical(ours) == canonical(theirs), (dtype, y)

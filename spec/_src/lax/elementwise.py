@@ -1328,13 +1328,16 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
 def _integer_pow_lowering(ctx: LoweringContext, operands: Sequence[str],
                           in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
                           y: int) -> list[str]:
-    """The impl's multiplication sequence as ``stablehlo.multiply`` ops."""
+    """The impl's multiplication sequence as ``stablehlo.multiply`` ops
+    (a cube as (x * x) * x, JAX's operand order)."""
     aval = out_avals[0]
     if y == 0:
         one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
         return [ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())]
     def mul(a: str, b: str) -> str:
         return ctx.op("stablehlo.multiply", [a, b], [aval, aval], aval)
+    if y == 3:
+        return [mul(mul(operands[0], operands[0]), operands[0])]
     n, acc, base = abs(int(y)), None, operands[0]
     while n > 0:
         if n & 1:
