@@ -529,3 +529,22 @@ def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
         ours = lowered.as_text("hlo")
         theirs = xla_hlo_text(lowered.as_text(debug_info=True))
         assert hlo_renumbered(ours) == hlo_renumbered(theirs), name
+
+
+def _constants_program(m: Any, jnp: Any) -> Callable[..., Any]:
+    def f(a: Any) -> Any:
+        b = a * 3.0 + 2.0
+        c = m.lax.fori_loop(0, 3, lambda i, v: v * 2.0 + 5.0, b)
+        return c * 3.0, jnp.sin(a) * 2.0, m.jit(lambda u: u * 7.0 + 3.0)(a)
+    return f
+
+
+@pytest.mark.parametrize("platforms", [None, ("cpu", "cuda")])
+def test_exported_module_moves_constants_as_jax(platforms: Any) -> None:
+    """JAX's export writes each function's constants once per value, the
+    loop's included, at the top of the function, the last first."""
+    from tests.lowering.xla_run import parsed
+    x = np.ones(3, F32)
+    s = sexport.export(spec.jit(_constants_program(spec, sjnp)), platforms=platforms)(x)
+    j = jexport.export(jax.jit(_constants_program(jax, jjnp)), platforms=platforms)(x)
+    assert parsed(s.mlir_module()) == parsed(j.mlir_module())

@@ -78,7 +78,7 @@ class Exported:
         locations and the ``jax.uses_shape_polymorphism`` module attribute
         (true where a platform index is passed: a global constant); for
         several platforms ``main`` takes that index as its first argument."""
-        text = self._text
+        text = _constants_hoisted(self._text)
         if self.uses_global_constants:
             text = _with_platform_index(text)
         head, sep, rest = text.partition(" attributes {")
@@ -235,6 +235,43 @@ def _call_with_index(m: re.Match[str]) -> str:
     call, operands, colon, types, close = m.groups()
     return (call + ", ".join(["%arg0", *filter(None, [operands])]) + colon
             + ", ".join([_INDEX_TYPE, *filter(None, [types])]) + close)
+
+
+_CONSTANT = re.compile(r"^\s*(%[\w.]+) = (stablehlo\.constant [^\n]*?)(?: loc\(.*\))?$")
+
+
+def _constants_hoisted(text: str) -> str:
+    """The module as JAX's export writes it: each function's constants,
+    those of its loops' and branches' regions included, once per value and
+    type, at the top of the function, the last first."""
+    head, *functions = text.split(_FUNC)
+    return _FUNC.join([head, *(_function_constants_hoisted(f) for f in functions)])
+
+
+def _function_constants_hoisted(function: str) -> str:
+    if "sdy.manual_computation" in function:
+        return function  # (its body is a region of its own: not done)
+    header, *lines = function.split("\n")
+    first: dict[str, str] = {}  # constant (value and type) -> its first name
+    renamed: dict[str, str] = {}
+    kept = []
+    for line in lines:
+        m = _CONSTANT.match(line)
+        if m is None:
+            kept.append(line)
+            continue
+        name, constant = m.groups()
+        if constant in first:
+            renamed[name] = first[constant]
+        else:
+            first[constant] = name
+    if not first:
+        return function
+    hoisted = [f"    {name} = {constant}" for constant, name in reversed(first.items())]
+    body = "\n".join(kept)
+    if renamed:
+        body = re.sub(r"%[\w.]+(?![\w.])", lambda m: renamed.get(m.group(0), m.group(0)), body)
+    return "\n".join([header, *hoisted, body])
 
 
 def _platform_dependent(jaxpr: Jaxpr) -> str | None:
