@@ -121,6 +121,9 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
         )
+        # One string-hash seed for every worker: messages that list a set's members (JAX's
+        # type-promotion errors) come out in one order, so two runs of one release digest alike.
+        env["PYTHONHASHSEED"] = "0"
         with open(self.log, "wb") as log:
             try:
                 self.proc = subprocess.Popen(

@@ -14,6 +14,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 import spec
@@ -136,13 +137,18 @@ def test_deep_mixed_pytrees_flatten_as_in_jax() -> None:
     assert repr(spec.tree_util.tree_structure(deep)) == repr(jax.tree_util.tree_structure(deep))
 
 
-def test_pytrees_deeper_than_jax_flattens_are_refused() -> None:
+@pytest.mark.parametrize("depth", [1499, 10_000])
+def test_pytrees_deeper_than_jax_flattens_are_refused(depth: int) -> None:
     # JAX's C++ flattening raises a SystemError from its recursion guard; spec RecursionError.
-    too_deep = _nested(1499)
+    too_deep = _nested(depth)
     with pytest.raises((SystemError, RecursionError)):
         jax.tree_util.tree_leaves(too_deep)
+    with pytest.raises((SystemError, RecursionError)):
+        jax.jit(lambda t: 0)(too_deep)
     with pytest.raises(RecursionError, match="1498"):
         spec.tree_util.tree_leaves(too_deep)
+    with pytest.raises(RecursionError, match="1498"):
+        spec.jit(lambda t: 0)(too_deep)
     assert len(spec.tree_util.tree_leaves(_nested(1498))) == 1
 
 
@@ -156,3 +162,26 @@ def test_a_cyclic_pytree_is_an_error_not_a_crash() -> None:
         spec.tree_util.tree_leaves(cyclic)
     with pytest.raises(RecursionError):
         spec.jit(lambda t: 0)(cyclic)
+
+
+def test_programs_longer_than_the_recursion_limit_run_under_every_transform() -> None:
+    # 4,000 equations in one chain, four times Python's recursion limit: staging, printing,
+    # compiling, differentiating and batching walk the chain without recursing along it.
+    steps, a = 2000, np.float32(1.0001)
+
+    def chain(x: Any) -> Any:
+        for _ in range(steps):
+            x = x * a + 1.0
+        return x
+    x = np.float32(1.0)
+    want = np.asarray(chain(jnp.asarray(x)))  # eager JAX
+    slope = np.float64(a) ** steps  # d chain / dx, within float32 rounding of each factor
+    assert sys.getrecursionlimit() < 2 * steps
+    closed = spec.make_jaxpr(chain)(x)
+    assert len(closed.eqns) == 2 * steps and str(closed) == str(jax.make_jaxpr(chain)(x))
+    np.testing.assert_allclose(np.asarray(spec.jit(chain)(x)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(spec.jit(spec.grad(chain))(x)), slope, rtol=1e-4)
+    y, dy = spec.jvp(chain, (x,), (np.float32(1.0),))
+    np.testing.assert_allclose([np.asarray(y), np.asarray(dy)], [want, slope], rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(spec.vmap(chain)(snp.full(2, x))), [want, want],
+                               rtol=1e-6)

@@ -215,3 +215,28 @@ def test_jax_jaxpr_with_constants_of_a_nested_jit_is_refused_naming_them() -> No
     assert closed.consts
     _assert_runs_as_in_jax(str(closed), [np.asarray(k) for k in closed.consts],
                            (np.int32(1),), [outer(np.int32(1))])
+
+
+def test_long_jax_jaxpr_with_variables_named_like_literals() -> None:
+    """A program of 9,300 equations: JAX names its variables ``in``, ``if``,
+    ``inf`` and ``nan`` on the way, and ``inf:f32[]`` begins an equation
+    (a binder) as well as ending one (a literal operand). JAX's text parses,
+    prints back unchanged, checks, and runs to JAX's value; spec's own
+    jaxpr of the program is the same text."""
+    def f(np_: Any) -> Callable[[Any], Any]:
+        def chain(x: Any) -> Any:
+            for _ in range(3100):
+                x = np_.minimum(x * 1.0001 + 1.0, np_.inf)
+            return x
+        return chain
+    x = np.float32(1.0)
+    text = str(jax.make_jaxpr(f(jnp))(x))
+    binders = re.findall(r"^ +([a-z]+):f32\[\] =", text, re.MULTILINE)
+    assert {"in", "if", "inf", "nan"} <= set(binders)
+    assert re.search(r"^ +inf:f32\[\] = min [a-z]+ inf:f32\[\]$", text, re.MULTILINE)
+    parsed = spec.parse_jaxpr(text)
+    assert str(parsed) == text
+    check_jaxpr(parsed)
+    (got,) = eval_jaxpr(parsed, parsed.consts, x)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(f(jnp)(x)))  # eager JAX
+    assert str(spec.make_jaxpr(f(spec.numpy))(x)) == text

@@ -510,14 +510,16 @@ class _Parser:
             raise JaxprSyntaxError(f"cannot read literal {source!r}", self.text, start)
         return Literal(value, aval.update(weak_type=_is_default_dtype(aval.dtype)))
 
-    def ends_atoms(self) -> bool:
+    def ends_atoms(self, eqn_column: int | None) -> bool:
         """Does the next token end an equation's operand list? (the next
         equation's binders ``x:f32[] =``, ``in``, a separator, a state form)"""
         tok = self.peek()
         if tok.kind == "eof" or self.at_in() or self.at(";") or self.at("}") or self.at(")"):
             return True
-        if tok.kind == "name" and self.at(":", 1) and not self.is_literal_start():
-            return True
+        if tok.kind == "name" and self.at(":", 1) and (
+                not self.is_literal_start()
+                or (eqn_column is not None and self.line_column(tok) == eqn_column)):
+            return True  # (variables are named ``inf`` and ``nan`` too, binders by layout)
         if tok.kind == "name" and (self.at("[", 1) or self.at("<-", 1) or self.at("+=", 1)):
             return True  # a primitive with params, or a ref form
         if tok.kind == "name" and tok.text in self.by_name and not re.fullmatch("[a-z]+",
@@ -525,8 +527,17 @@ class _Parser:
             return True  # a result-less equation (var names are letters only)
         return False
 
+    def line_column(self, tok: _Tok) -> int | None:
+        """The column of a token that begins its line, else None. The equations
+        of a jaxpr printed over several lines begin at one column; an operand
+        list that wraps continues deeper."""
+        line_start = self.text.rfind("\n", 0, tok.pos) + 1
+        indent = self.text[line_start:tok.pos]
+        return len(indent) if not indent.strip() else None
+
     def eqn(self, env: dict[str, Atom]) -> Eqn:
         start = self.peek()
+        column = self.line_column(start)
         if self.is_ref_target(env):
             return self.ref_write(env, start)
         outs: list[Any] = []
@@ -560,7 +571,7 @@ class _Parser:
         if self.at("[") and not self.peek().spaced:
             raw = self.params(prim)
         invars: list[Atom] = []
-        while not self.ends_atoms():
+        while not self.ends_atoms(column):
             invars.append(self.atom(env))
         try:
             if hi_class is not None:
