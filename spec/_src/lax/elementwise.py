@@ -947,6 +947,11 @@ def _minmax(take_max: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     return fn
 
 
+# XLA's max and min on arrays of one dtype, for kernels that fold them.
+xla_max = _minmax(True)
+xla_min = _minmax(False)
+
+
 def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:
     if T.is_complex(x.dtype):
         # atan2 on complex numbers: -i log((x + i y) / sqrt(x^2 + y^2)).
