@@ -184,3 +184,17 @@ def test_narrow_float_orders_lower_as_jax(dtype: str) -> None:
     theirs = jax.jit(_narrow_float_orders(jlax, jnp)).lower(x).as_text()
     ours = spec.jit(_narrow_float_orders(slax, snp)).lower(x).as_text()
     assert canonical(ours) == canonical(theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_])
+def test_integer_and_bool_argminmax_lower_as_jax(dtype: Any) -> None:
+    """argmax and argmin of integers and bools test their values for NaN
+    (x != x) as of floats, as JAX's reducer does: JAX's text, run by XLA
+    to JAX's indices."""
+    def fn(lax: Any) -> Callable[..., Any]:
+        return lambda v: (lax.argmax(v, 0, np.int32), lax.argmin(v, 1, np.int32))
+    x = np.array([[1, 0, 1], [0, 0, 1]]).astype(dtype)
+    ours, compiled, text = spec_and_compiled(fn(slax), x)
+    assert canonical(text) == canonical(jax.jit(fn(jlax)).lower(x).as_text())
+    assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(fn(jlax))(x)])
+    assert_bitwise(ours, compiled)

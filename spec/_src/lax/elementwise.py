@@ -85,6 +85,8 @@ from spec._src.core.interpreter import DEFAULT_PP, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core.prng import words
 from spec._src.lax import ad_prims
+from spec._src.lax.calls import jit_p
+from spec._src.lax.gather_numbers import GatherDimensionNumbers, GatherScatterMode
 from spec._src.lax.shaping import (
     asarray,
     bitcast_convert_type,
@@ -182,7 +184,7 @@ _STABLEHLO_OPS = {k: "stablehlo." + v for k, v in _STABLEHLO_OPS.items()}
 _CHLO_OPS = {
     "acos": "acos", "acosh": "acosh", "asinh": "asinh", "atan": "atan", "atanh": "atanh",
     "cosh": "cosh", "sinh": "sinh", "digamma": "digamma", "erf": "erf", "erf_inv": "erf_inv",
-    "erfc": "erfc", "lgamma": "lgamma", "polygamma": "polygamma", "nextafter": "next_after",
+    "erfc": "erfc", "polygamma": "polygamma", "nextafter": "next_after",
 }
 
 
@@ -796,6 +798,205 @@ def _round_lowering(ctx: LoweringContext, operands: Sequence[str],
     return [ctx.op(op, operands, in_avals, out_avals[0])]
 
 
+# ------------------------------------------------- float32 lgamma lowering
+# JAX 0.12 lowers lgamma of every dtype but float64 to its own float32
+# computation (operands of narrower dtypes converted to float32 and back),
+# staged as nested jitted helpers; float64 stays one chlo.lgamma. The
+# helpers below emit that computation op for op, under the helpers' names.
+# The method: x >= 1/2 directly (polynomials in (x - 1)(x - 2) P(x) on
+# [1/2, 4], Stirling's series above), x < 1/2 by Euler's reflection around
+# n = round(x), or, near the zeros of lgamma on (-10, -2), by the root
+# windows of K.LGAMMA_ROOT_WINDOWS. Products keep a float32 head of 12
+# significant bits (exact when multiplied) and a tail, for the reflection's
+# cancellation.
+
+_STAGED_HELPERS: dict[tuple[Any, ...], Jaxpr] = {}
+
+
+def _staged(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` called as a nested jit named ``name`` (its operands flat); one
+    body per function and operand types, so equal calls lower to one
+    private function, as JAX's jitted helpers do."""
+    def call(*args: Any) -> Any:
+        avals = [canonical_aval_of(a) for a in args]
+        key = (fn, *avals)
+        jaxpr = _STAGED_HELPERS.get(key)
+        if jaxpr is None:
+            def flat(*xs: Any) -> list[Any]:
+                out = fn(*xs)
+                return list(out) if isinstance(out, tuple) else [out]
+            jaxpr, _ = trace_to_jaxpr(flat, avals)
+            _STAGED_HELPERS[key] = jaxpr
+        outs = jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=(False,) * len(args),
+                          inline=False, keep_unused=False)
+        return tuple(outs) if len(outs) > 1 else outs[0]
+    return call
+
+
+def _head_tail(x: Any) -> tuple[Any, Any]:
+    """``x`` as a head of 12 significant bits (its low 12 bits cleared) and
+    the exact remainder."""
+    head = bitcast_convert_type(bitcast_convert_type(x, np.int32) & -0x1000, np.float32)
+    return head, x - head
+
+
+def _lg_poly(x: Any, *coeffs: Any) -> Any:
+    """sum_i coeffs[i] x^i by Horner's rule, from the highest power."""
+    acc = coeffs[-1]
+    for c in coeffs[-2::-1]:
+        acc = acc * x + c
+    return acc
+
+
+_LG_POLY = _staged("_horner", _lg_poly)
+
+
+def _lg_log(x: Any, shift: Any = 0) -> tuple[Any, Any]:
+    """log(x 2^-shift) as a head and tail: x = 2^k m with m in
+    [sqrt(2)/2, sqrt(2)), log(m) = log1p(m - 1) by its series."""
+    bits = bitcast_convert_type(x, np.int32)
+    k_bits = shift_right_arithmetic(bits - 0x3F3504F3, full_like(bits, 23))
+    k = convert_element_type(k_bits - shift, np.float32)
+    m = bitcast_convert_type(bits - shift_left(k_bits, full_like(bits, 23)), np.float32)
+    f = m - 1.0
+    f2 = f * f
+    log1p_f = f - 0.5 * f2 + (f2 * f) * _LG_POLY(f, *K.LGAMMA_LOG_TAIL)
+    k_ln2_head = k * 0.693115234375  # ln 2's head: k times it is exact
+    rest = log1p_f + k * 3.19461832987e-05
+    head = k_ln2_head + rest
+    return head, (k_ln2_head - head) + rest
+
+
+_LG_LOG = _staged("_log_f32", _lg_log)
+
+
+def _lg_near_one_to_four(x: Any) -> tuple[Any, Any, Any]:
+    """lgamma on [1/2, 4] as (x - 1)(x - 2) P: the sum, its head, its tail."""
+    upper = x > 1.5
+    u = x - 1.0
+    v = u - 1.0
+    d = u - select(upper, full_like(u, 1.75), full_like(u, 0.0))
+    coeffs = [select(upper, full_like(x, hi), full_like(x, lo))
+              for lo, hi in zip(K.LGAMMA_AROUND_1, K.LGAMMA_AROUND_2_75)]
+    p = _LG_POLY(d, *coeffs)
+    u_head, u_tail = _head_tail(u)
+    v_head, v_tail = _head_tail(v)
+    uv_head = u_head * v_head
+    uv_tail = u_tail * v + u_head * v_tail
+    p_head, p_tail = _head_tail(p)
+    head = uv_head * p_head
+    tail = uv_tail * p + uv_head * p_tail
+    return head + tail, head, tail
+
+
+def _lg_stirling(x: Any) -> tuple[Any, Any, Any]:
+    """Stirling's series (x - 1/2)(log x - 1) + (log(2 pi) - 1)/2 + S(1/x)/x
+    for x > 4, as an exact leading product and the rest; and
+    psi(x) ~ log x - 1/(2x)."""
+    log_head, log_tail = _LG_LOG(x)
+    h, h_tail = _head_tail(log_head)
+    log_rest = h_tail + log_tail
+    b = x - 0.5
+    b_head, b_tail = _head_tail(b)
+    h_minus_1 = h - 1.0
+    lead = b_head * h_minus_1
+    lead_rest = b_tail * h_minus_1 + b * log_rest
+    inv = reciprocal(x)
+    series = _LG_POLY(inv * inv, *K.LGAMMA_STIRLING)
+    rest = lead_rest + 0.4189385175704956 + inv * series
+    return lead, rest, log_head - 0.5 * inv
+
+
+def _lg_reflected(d: Any, log_d: Any, lg_head: Any, lg_tail: Any, correction: Any) -> Any:
+    """Euler's reflection: -(log|d| + lgamma(1 - x) + log(sin(pi d) / (pi d)))."""
+    d2 = d * d
+    sinc = d2 * _LG_POLY(d2, *K.LGAMMA_SINC)
+    return -((log_d + lg_head) + (lg_tail + (sinc + correction)))
+
+
+def _lg_root_window(x: Any, n: Any) -> tuple[Any, Any]:
+    """Whether x lies in the window of a zero -k + r of lgamma, and
+    lgamma(x) there as w P(w), w = (d - r) / (d + r), d = x + k."""
+    # The zeros at -2.457 and -2.748 split at -2.6, not at round's -2.5.
+    pole = select((x > -2.6) & (x < -2.0), full_like(x, -2.0), n)
+    d = x - pole
+    k = convert_element_type(-pole, np.int32)
+    tabulated = (k >= 2) & (k <= 9)
+    side = select(d > 0.0, full_like(k, 1), full_like(k, 0))
+    column = select(tabulated, 2 * (k - 2) + side, full_like(k, 1))
+    index = broadcast_in_dim(column, (*column.shape, 1), tuple(range(column.ndim)))
+    numbers = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+                                     start_index_map=(0,))
+    rows = [primitive("gather").bind(
+        row, index, dimension_numbers=numbers, slice_sizes=(1,), unique_indices=False,
+        indices_are_sorted=False, mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+        for row in K.LGAMMA_ROOT_WINDOWS]
+    r_head, r_tail, w_max = rows[0], rows[1], rows[2]
+    d_minus = d - r_head
+    d_plus = d + r_head
+    inv = reciprocal(d_plus)
+    w = (d_minus - r_tail) * inv
+    w = w + ((d_minus - w * d_plus) - r_tail * (1.0 + w)) * inv  # one refinement
+    inside = abs(w) <= w_max
+    w = select(inside, w, full_like(x, 0.0))
+    return inside, w * _LG_POLY(w, *rows[3:])
+
+
+def _lgamma_f32(x: Any) -> Any:
+    """float32 lgamma of every float32, subnormals normalised in integer
+    arithmetic first (exact where subnormals are flushed)."""
+    bits = bitcast_convert_type(x, np.int32)
+    magnitude = bits & 0x7FFFFFFF
+    zero = magnitude == 0
+    subnormal = (magnitude > 0) & (magnitude < 0x00800000)
+    shift = select(subnormal, clz(magnitude) - 8, full_like(bits, 0))
+    x_n = bitcast_convert_type(
+        select(subnormal, (bits & -0x80000000) | shift_left(magnitude, shift), bits),
+        np.float32)
+    direct = x_n >= 0.5
+    x_n = select(zero, full_like(x, 1.0), x_n)  # no 0/0 or log(0) in unused lanes
+    # Below -2^23 every float32 is a pole; those and x >= 1/2 use -1/2.
+    x_neg = select((~direct) & (x_n > -8388608.0), x_n, full_like(x, -0.5))
+    n = round(x_neg, RoundingMethod.TO_NEAREST_EVEN)
+    d = x_neg - n
+    abs_d = abs(d)
+    y = (1.0 - n) - d  # 1 - x, and its rounding error
+    y_err = ((1.0 - n) - y) - d
+    at = min(select(direct, x_n, y), full_like(x, 4.085003e36))
+    log_d, log_d_tail = _LG_LOG(abs_d, shift)
+    small, small_head, small_tail = _staged("_lgamma_pos_small", _lg_near_one_to_four)(at)
+    lead, rest, psi = _staged("_lgamma_pos_large", _lg_stirling)(at)
+    up_to_4 = at <= 4.0
+    lg = select(up_to_4, small, lead + rest)
+    lg_head = select(up_to_4, small_head, lead)
+    lg_tail = select(up_to_4, small_tail, rest)
+    reflected = _staged("_lgamma_neg_reflection", _lg_reflected)(
+        d, log_d, lg_head, lg_tail + log_d_tail, psi * y_err)
+    inside, windowed = _staged("_lgamma_neg_root", _lg_root_window)(x_neg, n)
+    out = select(direct, lg, select(inside, windowed, reflected))
+    out = select(out == 0.0, full_like(x, 0.0), out)  # +0 at 1 and 2
+    pole = zero | ((~direct) & (x_n == floor(x_n))) | (x > 4.085003e36)
+    out = select(pole, full_like(x, np.inf), out)
+    return select(x != x, full_like(x, np.nan), out)
+
+
+_LGAMMA_F32 = _staged("lgamma_impl", _lgamma_f32)
+
+
+def _lgamma_decomposed(x: Any) -> Any:
+    if canonical_aval_of(x).dtype == T.float32:
+        return _LGAMMA_F32(x)
+    return convert_element_type(_LGAMMA_F32(convert_element_type(x, np.float32)),
+                                canonical_aval_of(x).dtype)
+
+
+def _lgamma_lowering(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+                     out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+    if in_avals[0].dtype == T.float64:
+        return LT.chlo("lgamma")(ctx, operands, in_avals, out_avals, **params)
+    return LT.lower_fun(_lgamma_decomposed)(ctx, operands, in_avals, out_avals, **params)
+
+
 round_p = _declare("round", typing=_round_type, impl=_round_impl, lowering=_round_lowering,
                   batch=vectorized(), **_zero_deriv("round", "piecewise constant"))
 is_finite_p = _unary("is_finite", FLOAT, lifted_to(T.bool_, np.isfinite), result=T.bool_,
@@ -872,6 +1073,7 @@ erf_inv_p = _unary("erf_inv", FLOAT, K.lifted_xla(K.erf_inv32_xla, K.erf_inv64_x
                        const_like(x, np.sqrt(np.pi) / 2.0),
                        mul(g, exp(square(ans)))), with_out=True))
 lgamma_p = _unary("lgamma", FLOAT, _lift64_or_float(K.lgamma64, K.lgamma64_xla),
+                  lowering=_lgamma_lowering,
                   **_unary_jvp("lgamma", lambda g, x: mul(g, digamma(x))))
 digamma_p = _unary("digamma", FLOAT, K.lifted_xla(K.digamma_xla, K.digamma_xla),
                    **_unary_jvp("digamma", lambda g, x: mul(
@@ -945,6 +1147,11 @@ def _minmax(take_max: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         signed = (x + y) if take_max else -((-x) + (-y))
         return np.asarray(np.where(zeros, signed, out))
     return fn
+
+
+# XLA's max and min on arrays of one dtype, for kernels that fold them.
+xla_max = _minmax(True)
+xla_min = _minmax(False)
 
 
 def _atan2(y: np.ndarray, x: np.ndarray) -> np.ndarray:

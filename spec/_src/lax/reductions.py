@@ -803,21 +803,22 @@ def _cum_type(name: str) -> Any:
 # step rounds to the operand dtype (bfloat16 and float16 included).
 _SCAN_BLOCK = 16
 
+Combine2 = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-def _window_scan(blocks: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.ndarray:
+
+def _window_scan(blocks: np.ndarray, op: Combine2, init: Any, reverse: bool) -> np.ndarray:
     """Scan each row of ``blocks`` (last axis): forward windows are x[0..i],
     reverse windows x[i..], each folded left to right from ``init``."""
-    started = op(np.asarray(init, blocks.dtype), blocks)
-    if not reverse:
-        return np.asarray(op.accumulate(
-            np.concatenate([started[..., :1], blocks[..., 1:]], axis=-1), axis=-1))
-    acc = started
+    acc = np.array(op(np.asarray(init, blocks.dtype), blocks))
     for k in range(1, blocks.shape[-1]):  # over the 16 columns of a block
-        acc[..., :k] = op(acc[..., :k], blocks[..., k:k + 1])
-    return np.asarray(acc)
+        if reverse:
+            acc[..., :k] = op(acc[..., :k], blocks[..., k:k + 1])
+        else:
+            acc[..., k] = op(acc[..., k - 1], blocks[..., k])
+    return acc
 
 
-def _blocked_scan(x: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.ndarray:
+def _blocked_scan(x: np.ndarray, op: Combine2, init: Any, reverse: bool) -> np.ndarray:
     """The scan of ``x`` along its last axis, blocked as XLA CPU does."""
     n = x.shape[-1]
     if n == 0:
@@ -836,7 +837,7 @@ def _blocked_scan(x: np.ndarray, op: np.ufunc, init: Any, reverse: bool) -> np.n
     return out.reshape(*x.shape[:-1], m * _SCAN_BLOCK)[..., :n]
 
 
-def _cum_impl(op: np.ufunc, identity: Callable[[T.DType], Any]) -> Impl:
+def _cum_impl(op: Combine2, identity: Callable[[T.DType], Any]) -> Impl:
     def impl(x: np.ndarray, *, axis: int, reverse: bool) -> list[np.ndarray]:
         moved = np.moveaxis(x, axis, -1)
         with np.errstate(all="ignore"):
@@ -847,16 +848,11 @@ def _cum_impl(op: np.ufunc, identity: Callable[[T.DType], Any]) -> Impl:
     return impl
 
 
-def _lowest(dt: T.DType) -> Any:
-    if T.is_int(dt):
-        return np.iinfo(dt).min
-    return -np.inf if dt != T.bool_ else False
-
-
-def _highest(dt: T.DType) -> Any:
-    if T.is_int(dt):
-        return np.iinfo(dt).max
-    return np.inf if dt != T.bool_ else True
+# The identities of max and min are the lowering's (JAX's): +-inf, or the
+# largest finite magnitude for the floats without infinities, whose +-inf
+# would round to NaN (float8_e4m3fn) and poison every window.
+_lowest = LR.lowest
+_highest = LR.highest
 
 
 cumsum_p = declare("cumsum", batch=_CumulativeBatch(), lowering=ST.cumsum,
@@ -874,13 +870,13 @@ cumprod_p = declare("cumprod", batch=_CumulativeBatch(), lowering=ST.cumprod,
                     per_device=from_primitive(PD.local))
 cummax_p = declare("cummax", batch=_CumulativeBatch(), lowering=ST.cummax,
                    sharding=_cum_sharding("cummax"),
-                   typing=_cum_type("cummax"), impl=_cum_impl(np.maximum, _lowest),
+                   typing=_cum_type("cummax"), impl=_cum_impl(E.xla_max, _lowest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(True)),
                    transpose=not_applicable("cummax is not linear"),
                    per_device=from_primitive(PD.local))
 cummin_p = declare("cummin", batch=_CumulativeBatch(), lowering=ST.cummin,
                    sharding=_cum_sharding("cummin"),
-                   typing=_cum_type("cummin"), impl=_cum_impl(np.minimum, _highest),
+                   typing=_cum_type("cummin"), impl=_cum_impl(E.xla_min, _highest),
                    jvp=_cumulative_jvp(lambda: _chooser_pair(False)),
                    transpose=not_applicable("cummin is not linear"),
                    per_device=from_primitive(PD.local))

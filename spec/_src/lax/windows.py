@@ -69,6 +69,7 @@ from spec._src.lax.reductions import computation_jaxpr, require_scalar_computati
 from spec._src.lax.shaping import _varying_out_shape, asarray, full
 from spec._src.lax.slicing import pad, pad_p
 from spec._src.lax.slicing import slice as slice_op
+from spec._src.lowering import rules as LR
 from spec._src.lowering.emitter import LoweringContext, lower_body
 from spec._src.lowering.transcendental import lower_fun
 
@@ -151,10 +152,10 @@ def _identity(kind: str, dtype: np.dtype[Any]) -> np.ndarray:
     big = kind == "min"
     if dt == np.bool_:
         return np.asarray(big)
-    if dt.kind in "fc" or T.is_inexact(dt):
+    if T.is_complex(dt):
         return np.asarray(np.inf if big else -np.inf, dt)
-    info = np.iinfo(dt)
-    return np.asarray(info.max if big else info.min, dt)
+    # Floats without infinities start from their largest finite magnitude.
+    return LR.highest(dt) if big else LR.lowest(dt)
 
 
 def _dilated_and_padded(x: np.ndarray, fill: np.ndarray, padding: Pads,
@@ -181,7 +182,10 @@ def _windows(x: np.ndarray, fill: np.ndarray, params: dict[str, Any]) -> np.ndar
     wdil = params["window_dilation"]
     padded = _dilated_and_padded(x, fill, params["padding"], params["base_dilation"])
     spans = tuple(_dilate(w, r) for w, r in zip(window, wdil))
-    view = sliding_window_view(padded, spans)
+    # Strided views go through the array interface, whose type string some
+    # ml_dtypes types (float8_e5m2: '<f1') do not survive: view raw bytes.
+    raw = padded.view(np.dtype((np.void, padded.dtype.itemsize)))
+    view = sliding_window_view(raw, spans).view(padded.dtype)
     picked = view[tuple(slice(None, None, s) for s in strides)
                   + tuple(slice(None, None, r) for r in wdil)]
     return picked.reshape(picked.shape[:x.ndim] + (math.prod(window),))
@@ -346,9 +350,9 @@ def _declare(kind: str, op: Callable[..., Any], jvp: Any, transpose: Any) -> Any
 
 
 reduce_window_sum_p = _declare("sum", np.add, linear_jvp(), linear_transpose(_sum_transpose))
-reduce_window_max_p = _declare("max", np.maximum, defjvp(_chooser_jvp(E.ge_p)),
+reduce_window_max_p = _declare("max", E.xla_max, defjvp(_chooser_jvp(E.ge_p)),
                                not_applicable("reduce_window_max is not linear"))
-reduce_window_min_p = _declare("min", np.minimum, defjvp(_chooser_jvp(E.le_p)),
+reduce_window_min_p = _declare("min", E.xla_min, defjvp(_chooser_jvp(E.le_p)),
                                not_applicable("reduce_window_min is not linear"))
 
 

@@ -130,6 +130,9 @@ class LoweringContext:
     # and source, which nested scopes and ``named`` extend.
     _eqn_stack: str = ""
     _source: Any = None
+    # Inside a decomposition traced at lowering time (``lower_fun``) dead
+    # equations are emitted in nested bodies too: JAX prunes none there.
+    keep_dead: bool = False
 
     def fresh(self) -> str:
         name = f"%{self._count}"
@@ -463,7 +466,8 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
     ``operands``; returns the SSA names of its outputs. A body that makes
     refs is discharged first. With ``live_only`` False every equation is
     emitted, dead ones included (a decomposition traced at lowering time,
-    which JAX does not prune). Literals are located at the enclosing
+    which JAX does not prune; so are the bodies nested in it, while
+    ``ctx.keep_dead``). Literals are located at the enclosing
     equation, or with ``literals_at_scope`` at the body's own name stack (a
     scan body's, ``while/body/eval_jaxpr``, as JAX locates them)."""
     jaxpr = discharged(jaxpr)
@@ -484,7 +488,7 @@ def lower_body(ctx: LoweringContext, jaxpr: Jaxpr, operands: Sequence[str],
 
     # Literals and results are located where the enclosing equation is.
     outer = (ctx.location, ctx._eqn_stack, ctx._source)
-    for eqn in _live(jaxpr) if live_only else jaxpr.eqns:
+    for eqn in _live(jaxpr) if live_only and not ctx.keep_dead else jaxpr.eqns:
         rule = eqn.primitive.lowering
         if not callable(rule):
             raise _no_rule(eqn.primitive.name)

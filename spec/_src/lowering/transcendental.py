@@ -99,6 +99,10 @@ def lower_fun(fn: Callable[..., Any], multiple_results: bool = False) -> Lowerin
         jaxpr, _ = trace_to_jaxpr(flat, list(in_avals))
         # The decomposition's ops are named under the equation's name stack
         # (``jit(f)/jvp()/add`` for a differentiated one), as JAX names them.
-        with ctx.scope(""):
-            return lower_body(ctx, jaxpr, operands, live_only=False)
+        saved, ctx.keep_dead = ctx.keep_dead, True
+        try:
+            with ctx.scope(""):
+                return lower_body(ctx, jaxpr, operands, live_only=False)
+        finally:
+            ctx.keep_dead = saved
     return rule
