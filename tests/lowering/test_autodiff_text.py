@@ -187,13 +187,49 @@ def _op_names(text: str) -> list[str]:
     return names
 
 
-@pytest.mark.parametrize("name", ["mlp", "scan", "cond", "switch", "remat", "jvp_while"])
+@pytest.mark.parametrize("name", ["mlp", "scan", "cond", "switch", "remat", "jvp_while",
+                                  "custom_jvp", "hessian"])
 def test_differentiated_op_names_are_jaxs(name: str) -> None:
     """Each op's name stack (``jit(loss)/jvp()/add``, ``transpose(jvp())``),
     decompositions lowered through ``lower_fun`` included, is JAX's; the ops
     of scan's private functions are named relative to them (``dynamic_slice``,
-    ``loc(unknown)`` for constants and the return)."""
+    ``loc(unknown)`` for constants and the return); a custom_jvp rule's
+    tangent products ``transpose(jvp(jvp()))``; a Hessian's move of the
+    batch axis to ``out_axes`` ``vmap()/transpose``."""
     program, args = CASES[name]
     theirs = jax.jit(program(jax, jlax, jnp)).lower(*args).as_text(debug_info=True)
     ours = spec.jit(program(spec, slax, snp)).lower(*args).as_text(debug_info=True)
+    assert _op_names(ours) == _op_names(theirs)
+
+
+def _softplus(lib: Any, numpy: Any) -> Any:
+    @lib.custom_jvp
+    def softplus(v: Any) -> Any:
+        return numpy.log1p(numpy.exp(v))
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * lib.nn.sigmoid(p[0])))
+    return softplus
+
+
+def _named_programs(lib: Any, numpy: Any) -> dict[str, Callable[..., Any]]:
+    sp = _softplus(lib, numpy)
+    return {
+        "out_axes": lib.vmap(lambda v: (numpy.sin(v), 2.0 * numpy.ones(3)), out_axes=(1, 0)),
+        "unbatched_out_axes": lib.vmap(lambda v: (v * 2, numpy.ones((2, 3))), out_axes=1),
+        "jacfwd": lambda v: lib.jacfwd(lambda u: numpy.sin(u) * u[0])(v[0]),
+        "custom_jvp_linearized": lambda v: lib.linearize(lambda u: sp(u) * 2, v)[1](v),
+        "custom_jvp_vjp_in_scope": lambda v: lib.vjp(
+            lambda u: lib.named_scope("inner")(sp)(u), v)[1](v),
+    }
+
+
+@pytest.mark.parametrize("name", ["out_axes", "unbatched_out_axes", "jacfwd",
+                                  "custom_jvp_linearized", "custom_jvp_vjp_in_scope"])
+def test_transformed_op_names_are_jaxs(name: str) -> None:
+    """vmap moves outputs to ``out_axes`` within its transformation
+    (``vmap()/transpose``, ``vmap()/broadcast_in_dim``); a custom_jvp rule's
+    tangent equations from jnp functions are named by the whole name stack
+    under the linearization's (``jvp(inner)/mul`` under ``jvp(inner)``)."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    theirs = jax.jit(_named_programs(jax, jnp)[name]).lower(x).as_text(debug_info=True)
+    ours = spec.jit(_named_programs(spec, snp)[name]).lower(x).as_text(debug_info=True)
     assert _op_names(ours) == _op_names(theirs)

@@ -164,3 +164,23 @@ def test_convolutions_bitwise_and_text() -> None:
     assert_bitwise(ours, compiled)
     assert_bitwise(compiled, [np.asarray(t) for t in jax.jit(_convs(jlax))(LHS, RHS)])
     assert canonical(text) == canonical(jax.jit(_convs(jlax)).lower(LHS, RHS).as_text())
+
+
+def _narrow_float_orders(lax: Any, numpy: Any) -> Callable[..., Any]:
+    def fn(a: Any) -> Any:
+        return (numpy.max(a, 0), numpy.min(a, 1), numpy.argmax(a, 0), numpy.argmin(a, 1),
+                numpy.sort(a, 1), lax.cummax(a, 1), a.at[np.array([0, 5])].get(mode="fill"))
+    return fn
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float8_e5m2"])
+def test_narrow_float_orders_lower_as_jax(dtype: str) -> None:
+    """ml_dtypes floats compare as floats (NaNs first in argmax, total
+    order in sort), and a max's identity is -inf, or the lowest finite value
+    for a type without infinities; a gather fills with NaN."""
+    import ml_dtypes
+    x = np.array([[1.5, -2.0, np.nan, 0.0], [-0.0, 3.0, -1.0, 2.0]],
+                 np.float32).astype(getattr(ml_dtypes, dtype))
+    theirs = jax.jit(_narrow_float_orders(jlax, jnp)).lower(x).as_text()
+    ours = spec.jit(_narrow_float_orders(slax, snp)).lower(x).as_text()
+    assert canonical(ours) == canonical(theirs)

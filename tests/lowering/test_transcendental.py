@@ -212,3 +212,38 @@ def test_conversions_lower_as_jax() -> None:
             ours, compiled, text = spec_and_compiled(sfn, arg)
             assert canonical(text) == canonical(jax.jit(fn).lower(arg).as_text())
             assert bits(compiled[0]) == bits(ours[0])
+
+
+_COMPLEX = np.array([1 + 2j, np.nan + np.inf * 1j, np.inf - 1j, 0 + 80j, -0.0 - 3j,
+                     1e-30 + 1e-30j, 3e30 - 4e30j, 0.5 - 0.25j], np.complex64)
+
+
+@pytest.mark.parametrize("name", ["abs", "sin", "cos", "square", "exp2", "log2"])
+def test_complex_expansions_are_jax_s(name: str) -> None:
+    """abs (a hypot scaled against overflow and underflow, inf beside a NaN),
+    sin and cos (over expm1, a zero real part kept exact), square, exp2 and
+    log2 of a complex operand lower to JAX's expansion; XLA runs it to JAX's
+    values, and ``as_text("hlo")`` is XLA's conversion of it (``chlo.square``
+    expanded as XLA expands it; not for exp2 and log2, whose complex
+    exponential and logarithm XLA expands into real operations and spec's
+    HLO text does not)."""
+    from tests.lowering.xla_run import compile_and_run, hlo_renumbered, xla_hlo_text
+    lowered_ = spec.jit(getattr(slax, name)).lower(_COMPLEX)
+    text = lowered_.as_text()
+    if name not in ("exp2", "log2"):
+        assert hlo_renumbered(lowered_.as_text("hlo")) == hlo_renumbered(
+            xla_hlo_text(lowered_.as_text(debug_info=True)))
+    assert canonical(text) == canonical(jax.jit(getattr(jlax, name)).lower(_COMPLEX).as_text())
+    (ours,) = compile_and_run(text, [_COMPLEX])
+    assert bits(ours) == bits(np.asarray(jax.jit(getattr(jlax, name))(_COMPLEX)))
+
+
+def test_integer_powers_lower_as_jax() -> None:
+    """integer_pow as JAX's multiplication sequence: x * x, (x * x) * x for
+    a cube, square-and-multiply above, 1 / x^n for negative powers."""
+    for dtype in (np.float32, np.complex64):
+        x = np.ones(3, dtype)
+        for y in (0, 1, 2, 3, 5, 6, -1, -3):
+            ours = spec.jit(lambda a: slax.integer_pow(a, y)).lower(x).as_text()
+            theirs = jax.jit(lambda a: jlax.integer_pow(a, y)).lower(x).as_text()
+            assert canonical(ours) == canonical(theirs), (dtype, y)

@@ -3,6 +3,7 @@ JAX in the same test."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from typing import Any
@@ -240,8 +241,24 @@ def test_export_round_trip() -> None:
     np.testing.assert_array_equal(np.asarray(s.call(x, 3.0)), np.asarray(j.call(x, 3.0)))
     bad = np.ones(4, F32)
     assert error_of(lambda: s.call(bad, 3.0)) == error_of(lambda: j.call(bad, 3.0))
-    assert error_of(s.serialize)[0] is error_of(j.serialize)[0]
     assert isinstance(s.mlir_module(), str)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flatbuffers") is not None,
+                    reason="JAX serializes with flatbuffers installed")
+def test_serialization_without_flatbuffers_is_jax_s_error() -> None:
+    s = sexport.export(spec.jit(lambda x: x * 2))(np.ones(3, F32))
+    j = jexport.export(jax.jit(lambda x: x * 2))(np.ones(3, F32))
+    assert error_of(s.serialize) == error_of(j.serialize)
+    assert error_of(lambda: sexport.deserialize(bytearray(b"0"))) == error_of(
+        lambda: jexport.deserialize(bytearray(b"0")))
+
+
+def test_export_module_constants_are_jax_s() -> None:
+    assert sexport.default_export_platform() == jexport.default_export_platform()
+    for name in ("minimum_supported_calling_convention_version",
+                 "maximum_supported_calling_convention_version"):
+        assert getattr(sexport, name) == getattr(jexport, name)
 
 
 def _export_fields(m: Any, exp: Any, **jit_kw: Any) -> Any:
@@ -281,23 +298,33 @@ def test_export_refuses_host_callbacks_as_jax() -> None:
     assert error_of(build(spec, sexport)) == error_of(build(jax, jexport))
 
 
-def test_export_for_other_platforms_is_refused() -> None:
-    with pytest.raises(NotImplementedError, match=r"\('cpu', 'tpu'\)"):
-        sexport.export(spec.jit(lambda x: x), platforms=("cpu", "tpu"))
+def _multi_platform(m: Any, exp: Any, jnp: Any) -> Any:
+    def f(a: Any, b: Any, c: Any) -> Any:  # (c unused; b a private function's operand)
+        return jnp.sin(a) + m.jit(lambda u, v: u * v)(a, b)
+    return exp.export(m.jit(f, donate_argnums=0), platforms=("cuda", "cpu"))(
+        np.ones(3, F32), np.ones(3, F32), 1.0)
 
 
-def test_sharded_export_counts_its_devices(four_devices: None) -> None:
-    """nr_devices is the devices the module is partitioned for (JAX's
-    ``num_devices`` of the lowering: the module's ``mhlo.num_partitions``)."""
-    from spec.sharding import AxisType, PartitionSpec as P
-    mesh = spec.make_mesh((2, 2), ("x", "y"), axis_types=(AxisType.Explicit,) * 2)
-    with spec.set_mesh(mesh):
-        x = spec.ShapeDtypeStruct((4, 8), F32, sharding=P("x", "y"))
-        e = sexport.export(spec.jit(lambda a: a * 2))(x)
-    assert e.nr_devices == mesh.size == 4
-    assert "mhlo.num_partitions = 4 : i32" in e.mlir_module()
-    with pytest.raises(NotImplementedError, match="4 devices"):
-        e.in_shardings_jax()
+def test_export_for_several_platforms_is_jax_s() -> None:
+    """Exported for several platforms, the CPU among them: the module takes
+    the platform index first (a global constant, so it declares shape
+    polymorphism), the fields are JAX's and the call runs on the CPU."""
+    from tests.lowering.xla_run import parsed
+    s, j = _multi_platform(spec, sexport, sjnp), _multi_platform(jax, jexport, jjnp)
+    assert {k: getattr(s, k) for k in _FIELDS} == {k: getattr(j, k) for k in _FIELDS}
+    assert s.platforms == ("cuda", "cpu") and s.uses_global_constants
+    assert parsed(s.mlir_module()) == parsed(j.mlir_module())
+    x = np.linspace(0, 1, 3, dtype=F32)
+    np.testing.assert_array_equal(np.asarray(s.call(x, x, 2.0)), np.asarray(j.call(x, x, 2.0)))
+
+
+def test_export_without_the_cpu_or_by_platform_is_refused() -> None:
+    with pytest.raises(NotImplementedError, match=r"\('cuda', 'tpu'\)"):
+        sexport.export(spec.jit(lambda x: x), platforms=("cuda", "tpu"))
+    dependent = spec.jit(lambda x: spec.lax.platform_dependent(x, cpu=sjnp.sin, default=sjnp.cos))
+    with pytest.raises(NotImplementedError, match="platform_index"):
+        sexport.export(dependent, platforms=("cpu", "tpu"))(1.0)
+    assert float(sexport.export(dependent)(1.0).call(1.0)) == float(np.sin(F32(1)))
 
 
 def test_export_of_a_plain_function() -> None:
@@ -502,3 +529,22 @@ def test_sharded_hlo_text_is_xlas_conversion(four_devices: None) -> None:
         ours = lowered.as_text("hlo")
         theirs = xla_hlo_text(lowered.as_text(debug_info=True))
         assert hlo_renumbered(ours) == hlo_renumbered(theirs), name
+
+
+def _constants_program(m: Any, jnp: Any) -> Callable[..., Any]:
+    def f(a: Any) -> Any:
+        b = a * 3.0 + 2.0
+        c = m.lax.fori_loop(0, 3, lambda i, v: v * 2.0 + 5.0, b)
+        return c * 3.0, jnp.sin(a) * 2.0, m.jit(lambda u: u * 7.0 + 3.0)(a)
+    return f
+
+
+@pytest.mark.parametrize("platforms", [None, ("cpu", "cuda")])
+def test_exported_module_moves_constants_as_jax(platforms: Any) -> None:
+    """JAX's export writes each function's constants once per value, the
+    loop's included, at the top of the function, the last first."""
+    from tests.lowering.xla_run import parsed
+    x = np.ones(3, F32)
+    s = sexport.export(spec.jit(_constants_program(spec, sjnp)), platforms=platforms)(x)
+    j = jexport.export(jax.jit(_constants_program(jax, jjnp)), platforms=platforms)(x)
+    assert parsed(s.mlir_module()) == parsed(j.mlir_module())

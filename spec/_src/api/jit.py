@@ -529,6 +529,8 @@ def _placement(leaf: Any) -> Any:
     s = getattr(leaf, "_sharding", None)
     if s is not None and hasattr(s, "spec"):
         return s
+    if isinstance(leaf, ShapeDtypeStruct):
+        return leaf.sharding
     if isinstance(leaf, Array) and leaf.committed:
         return leaf.sharding
     return None
@@ -582,8 +584,7 @@ def _device_count(jaxpr: Jaxpr, leaves: Sequence[Any], placements: Sequence[Any]
     shardings: ``placements``), else the mesh its types or a ``shard_map``
     name, else the context's, else one."""
     for leaf in leaves:
-        s = getattr(leaf, "_sharding", None)
-        mesh = getattr(s, "mesh", None)
+        mesh = getattr(_placement(leaf), "mesh", None)
         if mesh is not None and not mesh.empty:
             return int(mesh.size)
     if placements:

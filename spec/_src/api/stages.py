@@ -9,20 +9,40 @@ from typing import Any, Protocol
 import numpy as np
 
 from spec._src.core.interpreter import canonical_aval_of
+from spec._src.core.sharding import (
+    NamedSharding,
+    PartitionSpec,
+    get_concrete_mesh,
+    modify_spec_for_auto_manual,
+)
 from spec._src.core.types import ArrayType, to_dtype
 
 
 class ShapeDtypeStruct:
     """A shape and dtype (and weak type) standing in for an array."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+    __slots__ = ("shape", "dtype", "weak_type", "_given_sharding")
 
     def __init__(self, shape: Any, dtype: Any, *, weak_type: bool = False,
                  sharding: Any = None) -> None:
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = weak_type
-        self.sharding = sharding
+        self._given_sharding = sharding
+
+    @property
+    def sharding(self) -> Any:
+        """The sharding given; a PartitionSpec is read over the mesh of the
+        ``set_mesh`` in effect when asked (there must be one)."""
+        given = self._given_sharding
+        if not isinstance(given, PartitionSpec):
+            return given
+        mesh = get_concrete_mesh()
+        if mesh.empty:
+            raise TypeError("When specifying PartitionSpec to `ShapeDtypeStruct`, the context"
+                            " mesh cannot be empty. Please use `jax.set_mesh` to set the mesh"
+                            " context.")
+        return NamedSharding(mesh, given)
 
     @classmethod
     def like(cls, x: Any) -> ShapeDtypeStruct:
@@ -41,7 +61,16 @@ class ShapeDtypeStruct:
 
     @property
     def aval(self) -> ArrayType:
-        return ArrayType(self.shape, to_dtype(self.dtype), self.weak_type)
+        """The type of the values it stands for: over a NamedSharding's
+        mesh, typed by its spec (Auto axes left to the partitioner)."""
+        aval = ArrayType(self.shape, to_dtype(self.dtype), self.weak_type)
+        sharding = self.sharding
+        if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
+            return aval
+        mesh = sharding.mesh.abstract_mesh
+        parts = sharding.spec.partitions + (None,) * (len(self.shape) - len(sharding.spec))
+        spec = sharding.spec.update(partitions=parts)
+        return aval.update(sharding=NamedSharding(mesh, modify_spec_for_auto_manual(spec, mesh)))
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from spec._src.interpreters import batching
+from spec._src.core import source_info as si
 from spec._src.core import tree_util
 from spec._src.core.hitypes import MappingSpec, is_high
 from spec._src.lax import hi_axes as HA
@@ -310,7 +311,9 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
         out_tree = store["tree"]
         out_spec = _flatten_axes("out_axes", tree_util.tree_unflatten(out_tree, outs),
                                  out_axes)
-        moved = [_place_output(o, d, w, axis) for o, d, w in zip(outs, out_dims, out_spec)]
+        # (moved to out_axes within the transformation: named ``vmap()/...``)
+        with si.transform("vmap"):
+            moved = [_place_output(o, d, w, axis) for o, d, w in zip(outs, out_dims, out_spec)]
         return tree_util.tree_unflatten(out_tree, moved)
 
     return vmapped

@@ -259,11 +259,23 @@ class _SplitTrace(Trace):
         # Host scalars the rule computed as JAX does with a bind (by id;
         # the values are kept so that ids are not reused).
         self.computed: dict[int, Any] = {}
+        # Whether the rule is a custom_jvp rule, and how many jnp function
+        # bodies JAX stages as inline jits enclose the code running now.
+        # There JAX partially evaluates the rule, tracing each such body
+        # with the whole name stack, and evaluates its tangent side under
+        # the linearization: those tangent equations are named by the whole
+        # stack under the names pushed since the linearization began
+        # (``transpose(jvp(jvp()))/mul`` for ``t * x`` in a rule under grad).
+        self.custom_rule = False
+        self.jnp_depth = 0
 
     def process_primitive(self, prim: Primitive, args: Sequence[Any],
                           params: dict[str, Any]) -> list[Any]:
         if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
             args = [self._staged(a) for a in args]
+            if self.custom_rule and self.jnp_depth:
+                with si.whole_name_stack_under_suffix():
+                    return self.tangent.process_primitive(prim, args, params)
             return self.tangent.process_primitive(prim, args, params)
         return self.primal.process_primitive(prim, args, params)
 
@@ -293,6 +305,20 @@ class _SplitTrace(Trace):
         while isinstance(trace, JVPTrace):
             trace = trace.parent
         return isinstance(trace, EvalTrace)
+
+
+def run_jnp_body(trace: Trace, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, the body of a jnp function JAX stages as an inline
+    jit, run where no trace records such calls (``trace``: the current
+    one); counted in a custom_jvp rule's linearization (see
+    ``_SplitTrace.custom_rule``)."""
+    if type(trace) is not _SplitTrace or not trace.custom_rule:
+        return fn(*args, **kwargs)
+    trace.jnp_depth += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        trace.jnp_depth -= 1
 
 
 def split_primal_side(trace: Trace, args: Sequence[Any]) -> Trace | None:
@@ -378,7 +404,9 @@ class LinearizeTrace(JVPTrace):
         with self.recording(prim, nonzero, params):
             if callable(prim.linearize):
                 return prim.linearize(self, primals, tangents, **params)  # type: ignore[no-any-return]
-            with set_current_trace(_SplitTrace(self.parent, self.tangent_trace, self.staged)):
+            split = _SplitTrace(self.parent, self.tangent_trace, self.staged)
+            split.custom_rule = prim.name == "custom_jvp_call"
+            with set_current_trace(split):
                 return jvp_rule(prim)(primals, tangents, **params)
 
 

@@ -677,6 +677,74 @@ def _asin_lowering(ctx: LoweringContext, operands: Sequence[str],
         ctx, operands, in_avals, out_avals)
 
 
+def _sinh_cosh_by_expm1(b: Any) -> tuple[Any, Any]:
+    """(sinh b, cosh b) from expm1(b) and expm1(-b), which keep their
+    accuracy for small b: 2 sinh b = e1 - e2, 2 cosh b = e1 + e2 + 2."""
+    two = const_like(b, 2)
+    up, down = expm1(b), expm1(neg(b))
+    return div(sub(up, down), two), div(add(add(up, down), two), two)
+
+
+def _complex_sin(x: Any) -> Any:
+    """sin(a + ib) = sin a cosh b + i cos a sinh b; a zero real part gives
+    a zero real result (not 0 * inf = NaN for a huge b)."""
+    a, b = real(x), imag(x)
+    a_is_zero = eq(a, const_like(a, 0))
+    sin_a, cos_a = sin(a), cos(a)
+    sinh_b, cosh_b = _sinh_cosh_by_expm1(b)
+    re, im = mul(sin_a, cosh_b), mul(cos_a, sinh_b)
+    return select(a_is_zero, complex(const_like(a, 0), im), complex(re, im))
+
+
+def _complex_cos(x: Any) -> Any:
+    """cos(a + ib) = cos a cosh b - i sin a sinh b; a zero real part gives
+    a zero imaginary result."""
+    a, b = real(x), imag(x)
+    a_is_zero = eq(a, const_like(a, 0))
+    sin_a, cos_a = sin(a), cos(a)
+    sinh_b, cosh_b = _sinh_cosh_by_expm1(b)
+    re, im = mul(cos_a, cosh_b), mul(neg(sin_a), sinh_b)
+    return select(a_is_zero, complex(re, const_like(a, 0)), complex(re, im))
+
+
+def _scaled_hypot(x: Any, y: Any) -> tuple[Any, Any, Any]:
+    """(r, x / r, y / r) for r = sqrt(x^2 + y^2), JAX's expansion: x and y
+    scaled by a power of two when max(|x|, |y|) is so large that the sum of
+    squares would overflow, or so small that it would underflow, and r
+    scaled back; an infinite component gives inf even beside a NaN."""
+    info = ml_dtypes.finfo(_aval(x).dtype)  # type: ignore[no-untyped-call]
+    # 2**k lifts the smallest subnormal's square above the subnormals; 2**top
+    # is the largest power of two whose doubled square is finite.
+    k = (info.nmant - info.minexp + 1) // 2
+    top = (info.maxexp - 1) // 2
+    abs_x, abs_y = abs(x), abs(y)
+    largest = max(abs_x, abs_y)
+    large = ge(largest, const_like(x, 2.0 ** top))
+    small = le(largest, const_like(x, 2.0 ** (top - k)))
+    down, up, one = _full_like(x, 2.0 ** -k), _full_like(x, 2.0 ** k), _full_like(x, 1.0)
+    sx = select(large, mul(x, down), select(small, mul(x, up), x))
+    sy = select(large, mul(y, down), select(small, mul(y, up), y))
+    unscale = select(large, up, select(small, down, one))
+    scaled = sqrt(add(square(sx), square(sy)))
+    r = mul(scaled, unscale)
+    inf = _full_like(x, np.inf)
+    r = select(bitwise_or(eq(abs_x, inf), eq(abs_y, inf)), inf, r)
+    return r, div(sx, scaled), div(sy, scaled)
+
+
+def _complex_lowering(name: str, decomposition: Callable[[Any], Any]) -> Any:
+    """The primitive's one StableHLO op for real operands; for complex ones
+    ``decomposition`` lowered in place, as JAX lowers them."""
+    def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
+             out_avals: Sequence[ArrayType], **params: Any) -> list[str]:
+        if T.is_complex(in_avals[0].dtype):  # (an accuracy is not lowered)
+            return LT.lower_fun(lambda x, **_: decomposition(x))(ctx, operands, in_avals,
+                                                                  out_avals, **params)
+        return LR.elementwise(_STABLEHLO_OPS[name])(ctx, operands, in_avals, out_avals,
+                                                   **params)
+    return rule
+
+
 def _pp_conj(eqn: Eqn, ctx: PpContext) -> Any:
     # JAX prints the dtype by its name (``input_dtype=complex64``).
     params = {k: (np.dtype(v).name if k == "input_dtype" else v) for k, v in eqn.params.items()}
@@ -753,9 +821,11 @@ logistic_p = _unary("logistic", INEXACT, lifted(_logistic), accuracy=True,
                     lowering=LT.lower_fun(_logistic_decomposition),
                     **_unary_jvp("logistic", _logistic_jvp, with_out=True))
 sin_p = _unary("sin", INEXACT, lifted(_complex_or(M.sin, K.complex_sin)), accuracy=True,
+               lowering=_complex_lowering("sin", _complex_sin),
                jvp=defjvp(lambda g, x, accuracy: mul(g, cos(x, accuracy=accuracy))),
                transpose=not_applicable("sin is not linear"))
 cos_p = _unary("cos", INEXACT, lifted(_complex_or(M.cos, K.complex_cos)), accuracy=True,
+               lowering=_complex_lowering("cos", _complex_cos),
                jvp=defjvp(lambda g, x, accuracy: neg(
                    mul(g, sin(x, accuracy=accuracy)))),
                transpose=not_applicable("cos is not linear"))
@@ -791,6 +861,7 @@ cbrt_p = _unary("cbrt", FLOAT, _lift64_or_float(M.cbrt), accuracy=True, **_unary
 square_p = _unary("square", NUMBER, lifted(lambda x: x * x), lowering=LR.square, **_unary_jvp(
     "square", lambda g, ans, x: mul(g, mul(const_like(x, 2), x)), with_out=True))
 abs_p = _declare("abs", typing=_abs_type, impl=_abs_impl, batch=vectorized(),
+                lowering=_complex_lowering("abs", lambda x: _scaled_hypot(real(x), imag(x))[0]),
                 **_unary_jvp("abs", _abs_jvp, with_out=True))
 erf_p = _unary("erf", FLOAT, K.lifted_xla(K.erf32_xla, K.erf64_libm),
                **_unary_jvp("erf", _erf_jvp))
@@ -1257,13 +1328,16 @@ def _integer_pow_jvp(g: Any, x: Any, *, y: int) -> Any:
 def _integer_pow_lowering(ctx: LoweringContext, operands: Sequence[str],
                           in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
                           y: int) -> list[str]:
-    """The impl's multiplication sequence as ``stablehlo.multiply`` ops."""
+    """The impl's multiplication sequence as ``stablehlo.multiply`` ops
+    (a cube as (x * x) * x, JAX's operand order)."""
     aval = out_avals[0]
     if y == 0:
         one = ctx.constant(np.ones((), aval.dtype), ArrayType((), aval.dtype))
         return [ctx.broadcast(one, ArrayType((), aval.dtype), aval, ())]
     def mul(a: str, b: str) -> str:
         return ctx.op("stablehlo.multiply", [a, b], [aval, aval], aval)
+    if y == 3:
+        return [mul(mul(operands[0], operands[0]), operands[0])]
     n, acc, base = abs(int(y)), None, operands[0]
     while n > 0:
         if n & 1:

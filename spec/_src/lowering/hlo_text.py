@@ -1002,6 +1002,39 @@ class _Converter:
         return self.results_of(instrs, op, base, "reduce-scatter", ins, attrs)
 
     # ops with regions or several results
+    def op_square(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
+                  fa: str) -> list[Instr]:
+        """``chlo.square``: x * x; for a complex x, XLA's expansion
+        (re - im)(re + im) + 2 re im i, with a zero real part where |re| and
+        |im| are equal and finite (no cancellation error there)."""
+        (x,), t = ins, op.out_types[0]
+        base = base or "square"
+        if not t.dtype.startswith("c"):
+            return [self.emit(instrs, base, t, "multiply", [x, x], fa)]
+        part = TensorType(t.shape, "f32" if t.dtype == "c64" else "f64")
+        mask = TensorType(t.shape, "pred")
+
+        def emit(opcode: str, operands: list[Instr], shape: TensorType = part,
+                 attrs: str = "") -> Instr:
+            return self.emit(instrs, base, shape, opcode, operands, attrs)
+        re_ = emit("real", [x])
+        finite, abs_re = emit("is-finite", [re_], mask), emit("abs", [re_])
+        im = emit("imag", [x])
+        equal = emit("compare", [abs_re, emit("abs", [im])], mask, ", direction=EQ")
+        tie = emit("and", [finite, equal], mask)
+        zero = self.splat(instrs, part, 0)
+        product = emit("multiply", [emit("subtract", [re_, im]), emit("add", [re_, im])])
+        real_part = emit("select", [tie, zero, product])
+        cross = emit("multiply", [re_, im])
+        imag_part = emit("multiply", [cross, self.splat(instrs, part, 2)])
+        return [self.emit(instrs, base, t, "complex", [real_part, imag_part], fa)]
+
+    def splat(self, instrs: list[Instr], t: TensorType, value: float) -> Instr:
+        """A scalar constant broadcast to ``t``."""
+        c = self.emit(instrs, "constant", TensorType((), t.dtype), "constant", [])
+        c.operation = f"constant({_literal(np.asarray(value), t.dtype)})"
+        return self.emit(instrs, "broadcast", t, "broadcast", [c], ", dimensions={}")
+
     def op_iota(self, instrs: list[Instr], op: Op, base: str, ins: list[Instr],
                 fa: str) -> list[Instr]:
         """An iota of rank > 1 is a vector iota broadcast along its dimension."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from spec._src.core import types as T
@@ -188,13 +189,22 @@ def _transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence
 transpose = keys_as_data(_transpose, key_dims_appended("permutation"))
 
 
+def _extreme_float(dt: np.dtype[Any], sign: int) -> np.ndarray:
+    """``sign`` times infinity in ``dt``, or its largest finite magnitude
+    for a type without infinities (float8_e4m3fn, ...)."""
+    value = np.asarray(sign * np.inf).astype(dt)
+    if np.isinf(value.astype(np.float32)):
+        return value
+    return np.asarray(sign * ml_dtypes.finfo(dt).max, dt)  # type: ignore[no-untyped-call]
+
+
 def lowest(dtype: Any) -> np.ndarray:
     """The dtype's lowest value (-inf for floats, False for bool): a max's identity."""
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return np.asarray(False)
-    if dt.kind == "f":
-        return np.asarray(-np.inf, dt)
+    if T.is_float(dt):
+        return _extreme_float(dt, -1)
     return np.asarray(np.iinfo(dt).min, dt)
 
 
@@ -250,8 +260,8 @@ def highest(dtype: Any) -> np.ndarray:
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return np.asarray(True)
-    if dt.kind == "f":
-        return np.asarray(np.inf, dt)
+    if T.is_float(dt):
+        return _extreme_float(dt, 1)
     return np.asarray(np.iinfo(dt).max, dt)
 
 
@@ -264,8 +274,12 @@ reduce_or = _reducer("stablehlo.or", lambda dt: np.asarray(False))
 
 def square(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
            out_avals: Sequence[ArrayType]) -> list[str]:
-    return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
-                   [in_avals[0], in_avals[0]], out_avals[0])]
+    """x * x for integers, ``chlo.square`` otherwise (as JAX lowers it)."""
+    if T.is_int(np.dtype(in_avals[0].dtype)):
+        return [ctx.op("stablehlo.multiply", [operands[0], operands[0]],
+                       [in_avals[0], in_avals[0]], out_avals[0])]
+    return [ctx.line(f"chlo.square {operands[0]} : {tensor_type(in_avals[0])} -> "
+                     f"{tensor_type(out_avals[0])}")]
 
 
 def clamp(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],

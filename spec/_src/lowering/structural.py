@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from spec._src.core import types as T
 from spec._src.core.types import ArrayType
 from spec._src.lowering.rules import highest, lowest
 from spec._src.lowering.emitter import (
@@ -70,8 +71,10 @@ def _select(ctx: LoweringContext, pred: str, on_true: str, on_false: str,
 
 def comparison_type(dtype: Any) -> str:
     """The ``compare`` op's comparison type for a dtype."""
-    kind = np.dtype(dtype).kind
-    return {"f": "FLOAT", "c": "FLOAT", "i": "SIGNED"}.get(kind, "UNSIGNED")
+    dt = np.dtype(dtype)
+    if T.is_inexact(dt):
+        return "FLOAT"
+    return "SIGNED" if dt.kind == "i" else "UNSIGNED"
 
 
 def _full(ctx: LoweringContext, value: Any, aval: ArrayType) -> str:
@@ -257,7 +260,7 @@ def _pick(direction: str, aval: ArrayType, out: ArrayType) -> Any:
         va, ia, vb, ib = args
         s, si = _scalar(aval), _scalar(out)
         wins = _compare(ctx, direction, va, vb, s)
-        if np.dtype(aval.dtype).kind in "fc":
+        if T.is_inexact(np.dtype(aval.dtype)):
             wins = _binary(ctx, "stablehlo.or", wins, _compare(ctx, "NE", va, va, s),
                            _scalar(ArrayType((), np.dtype(np.bool_))))
         b = ArrayType((), np.dtype(np.bool_))
@@ -352,13 +355,13 @@ def _keys(ctx: LoweringContext, x: str, aval: ArrayType) -> list[tuple[str, Arra
         part = ArrayType((), np.dtype(np.float32 if aval.dtype == np.complex64 else np.float64))
         return [(_sort_key(ctx, ctx.op(op, [x], [aval], part), part), part)
                 for op in ("stablehlo.real", "stablehlo.imag")]
-    if kind == "f":
+    if T.is_float(np.dtype(aval.dtype)):
         return [(_sort_key(ctx, x, aval), aval)]
     return [(x, aval)]
 
 
 def _less(ctx: LoweringContext, direction: str, a: str, b: str, aval: ArrayType) -> str:
-    kind = "TOTALORDER" if np.dtype(aval.dtype).kind == "f" else None
+    kind = "TOTALORDER" if T.is_float(np.dtype(aval.dtype)) else None
     return _compare(ctx, direction, a, b, aval, kind)
 
 
@@ -423,7 +426,7 @@ def _dims(label: str, dims: Sequence[int]) -> list[str]:
 
 def _default_fill(dtype: Any) -> Any:
     dt = np.dtype(dtype)
-    if dt.kind in "fc":
+    if T.is_inexact(dt):
         return np.nan
     if dt.kind == "i":
         return np.iinfo(dt).min

@@ -59,10 +59,9 @@ def _scalar_like(ctx: LoweringContext, value: float | int, aval: ArrayType) -> s
 
 def exp2(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
          out_avals: Sequence[ArrayType], *, accuracy: Any = None) -> list[str]:
-    """exp(log(2) * x), log(2) rounded to x's dtype first."""
+    """exp(log(2) * x), log(2) rounded to x's dtype first (a complex one
+    with a zero imaginary part)."""
     _no_accuracy("exp2", accuracy)
-    if np.dtype(in_avals[0].dtype).kind == "c":
-        raise NotImplementedError("lowering exp2 of a complex operand is not specified")
     ln2 = _scalar_like(ctx, float(np.log(2)), in_avals[0])
     prod = ctx.op("stablehlo.multiply", [ln2, operands[0]], [in_avals[0]] * 2, out_avals[0])
     return [ctx.op("stablehlo.exponential", [prod], [out_avals[0]], out_avals[0])]
@@ -70,13 +69,21 @@ def exp2(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[Array
 
 def log2(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
          out_avals: Sequence[ArrayType], *, accuracy: Any = None) -> list[str]:
-    """log(x) * (1 / log(2)), the reciprocal rounded to x's dtype first."""
+    """log(x) * (1 / log(2)), the reciprocal rounded to x's dtype first; for
+    a complex x each part of log(x) scaled by the real reciprocal."""
     _no_accuracy("log2", accuracy)
-    if np.dtype(in_avals[0].dtype).kind == "c":
-        raise NotImplementedError("lowering log2 of a complex operand is not specified")
+    aval = in_avals[0]
     log_x = ctx.op("stablehlo.log", operands, in_avals, out_avals[0])
-    inv_ln2 = _scalar_like(ctx, 1.4426950408889634, in_avals[0])
-    return [ctx.op("stablehlo.multiply", [log_x, inv_ln2], [in_avals[0]] * 2, out_avals[0])]
+    if np.dtype(aval.dtype).kind != "c":
+        inv_ln2 = _scalar_like(ctx, 1.4426950408889634, aval)
+        return [ctx.op("stablehlo.multiply", [log_x, inv_ln2], [aval] * 2, out_avals[0])]
+    part = ArrayType(aval.shape, np.dtype(np.float32 if aval.dtype == np.complex64
+                                          else np.float64))
+    re = ctx.op("stablehlo.real", [log_x], [aval], part)
+    im = ctx.op("stablehlo.imag", [log_x], [aval], part)
+    inv_ln2 = _scalar_like(ctx, 1.4426950408889634, part)
+    scaled = [ctx.op("stablehlo.multiply", [p, inv_ln2], [part] * 2, part) for p in (re, im)]
+    return [ctx.op("stablehlo.complex", scaled, [part] * 2, out_avals[0])]
 
 
 def lower_fun(fn: Callable[..., Any], multiple_results: bool = False) -> LoweringRule:

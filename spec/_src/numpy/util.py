@@ -381,7 +381,7 @@ def _inline_jit(fn: F) -> F:
                     if type(trace) is EvalTrace:
                         out, plan[0] = run_recorded(fn, (x,))
                         return out
-                    return fn(x)
+                    return ad.run_jnp_body(trace, fn, x)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
                     raise
@@ -409,7 +409,7 @@ def _inline_jit(fn: F) -> F:
                     if type(trace) is EvalTrace:
                         out, plan[0] = run_recorded(fn, (x, y))
                         return out
-                    return fn(x, y)
+                    return ad.run_jnp_body(trace, fn, x, y)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
                     raise
@@ -425,7 +425,7 @@ def _inline_jit(fn: F) -> F:
             trace = current_trace()
             if not isinstance(trace, _RECORDING):
                 try:
-                    return fn(*args, **kwargs)
+                    return ad.run_jnp_body(trace, fn, *args, **kwargs)
                 except FloatingPointError:
                     nan_checks.announce_inline_rerun()
                     raise
