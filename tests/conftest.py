@@ -42,12 +42,12 @@ def four_devices() -> Iterator[None]:
         spec.config.update("jax_num_cpu_devices", before)
 
 
-# CI runs derandomized property tests, so a run is reproducible, with 25
+# CI runs derandomized property tests, so a run is reproducible, with 40
 # examples where a test sets no count of its own (most of its time is one JAX
 # compilation per example); local runs keep exploring new examples, 100 each.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
-_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, max_examples=25)
+_hypothesis_settings.register_profile("ci", derandomize=True, deadline=None, max_examples=40)
 if os.environ.get("CI") or os.environ.get("SPEC_TESTS_PROFILE") == "ci":
     _hypothesis_settings.load_profile("ci")
 
