@@ -19,7 +19,7 @@ import spec
 from tests.support.jax_server import JaxServer
 
 ENTRIES: list[Any] = [None, None, "X", "Y", ("X", "Y"), ("Y", "X")]
-SETTINGS = settings(max_examples=20, deadline=None,
+SETTINGS = settings(max_examples=12, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 
