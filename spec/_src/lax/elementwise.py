@@ -85,7 +85,7 @@ from spec._src.core.interpreter import DEFAULT_PP, from_primitive
 from spec._src.interpreters import per_device as PD
 from spec._src.core.prng import words
 from spec._src.lax import ad_prims
-from spec._src.lax.calls import jit_p
+from spec._src.lax import calls as _calls
 from spec._src.lax.gather_numbers import GatherDimensionNumbers, GatherScatterMode
 from spec._src.lax.shaping import (
     asarray,
@@ -827,7 +827,7 @@ def _staged(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
                 return list(out) if isinstance(out, tuple) else [out]
             jaxpr, _ = trace_to_jaxpr(flat, avals)
             _STAGED_HELPERS[key] = jaxpr
-        outs = jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=(False,) * len(args),
+        outs = _calls.jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=(False,) * len(args),
                           inline=False, keep_unused=False)
         return tuple(outs) if len(outs) > 1 else outs[0]
     return call
