@@ -864,8 +864,9 @@ def _logaddexp_steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # The identities of max and min are the lowering's (JAX's): +-inf, or the
-# largest finite magnitude for the floats without infinities, whose +-inf
-# would round to NaN (float8_e4m3fn) and poison every window.
+# largest finite magnitude for the float8 types without infinities, whose
+# +-inf would round to NaN (float8_e4m3fn) and poison every window. On
+# float8_e8m0fnu JAX keeps +-inf, which is NaN there: every window is NaN.
 _lowest = LR.lowest
 _highest = LR.highest
 
