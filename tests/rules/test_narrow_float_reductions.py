@@ -20,8 +20,11 @@ from spec import lax as slax
 # The kinds XLA CPU compiles (not the float6 types): without infinities
 # (float8_e4m3fn; the fnuz types, without -0 either; float4, without NaN)
 # and with them (float8_e5m2 standing for the IEEE-like float8s).
+# float8_e8m0fnu (no zero, no sign, no infinity: JAX's +-inf identities
+# cast to its NaN) makes every max/min reduction NaN and every argmax/argmin 0.
 NARROW = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz,
-          ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16, np.float16]
+          ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16, np.float16,
+          ml_dtypes.float8_e8m0fnu]
 
 # 40 elements along the scanned axis: more than one of XLA's 16-element blocks.
 # Signed zeros side by side: max prefers +0 and min -0, in either order.
@@ -44,6 +47,8 @@ OPS: dict[str, Callable[[Any, Any], Any]] = {
     "cummin_reverse": lambda lax, x: lax.cummin(x, 1, reverse=True),
     "cumsum": lambda lax, x: lax.cumsum(x, 1),
     "cumprod": lambda lax, x: lax.cumprod(x[:, :12] / 2, 1),
+    "cumlogsumexp": lambda lax, x: lax.cumlogsumexp(x, 1),
+    "cumlogsumexp_reverse": lambda lax, x: lax.cumlogsumexp(x, 1, reverse=True),
     "reduce_max": lambda lax, x: lax.reduce_max(x, (1,)),
     "reduce_min": lambda lax, x: lax.reduce_min(x, (1,)),
     "argmax": lambda lax, x: lax.argmax(x, 1, np.int32),
@@ -65,3 +70,13 @@ def test_matches_jax_bit_for_bit(dtype: Any) -> None:
     jitted = jax.jit(lambda v: {name: op(jlax, v) for name, op in OPS.items()})(x)
     for name, op in OPS.items():
         assert _bits(op(slax, x)) == _bits(jitted[name]), name
+
+
+def test_empty_max_min_start_from_jax_identity() -> None:
+    """Over an empty axis max and min are their identity: the largest finite
+    magnitude on float8_e4m3fn (its infinity would round to NaN)."""
+    for dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e8m0fnu):
+        x = np.zeros((0, 3), dtype)
+        for name in ("reduce_max", "reduce_min"):
+            ours = getattr(slax, name)(x, (0,))
+            assert _bits(ours) == _bits(jax.jit(getattr(jlax, name), static_argnums=1)(x, (0,)))

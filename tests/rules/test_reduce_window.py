@@ -202,6 +202,10 @@ GENERAL = [  # (name, program), each of a float32 [4, 6] operand
     ("xor", lambda lax, x: lax.reduce_window(
         lax.convert_element_type(x, np.int32), np.int32(5), lax.bitwise_xor, (2, 3), (1, 1),
         "VALID", None, (2, 1))),
+    # The init value is added once per window, not again for each padded or
+    # base-dilation position (XLA CPU passes over those).
+    ("add from 1, padded", lambda lax, x: lax.reduce_window(
+        x, np.float32(1), lax.add, (2, 3), (1, 2), ((1, 1), (2, 0)), (2, 1))),
 ]
 
 

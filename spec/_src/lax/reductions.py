@@ -155,19 +155,13 @@ def _identity_fill(x: np.ndarray, axes: tuple[int, ...], value: Any) -> np.ndarr
 
 
 def _min_value(dt: T.DType) -> Any:
-    if dt == T.bool_:
-        return False
-    if T.is_int(dt):
-        return np.iinfo(dt).min
-    return -np.inf
+    """reduce_max's identity: the lowering's (JAX's) init value."""
+    return -np.inf if T.is_complex(dt) else LR.lowest(dt)
 
 
 def _max_value(dt: T.DType) -> Any:
-    if dt == T.bool_:
-        return True
-    if T.is_int(dt):
-        return np.iinfo(dt).max
-    return np.inf
+    """reduce_min's identity: the lowering's (JAX's) init value."""
+    return np.inf if T.is_complex(dt) else LR.highest(dt)
 
 
 def _empty_reduction(x: np.ndarray, axes: tuple[int, ...]) -> bool:
@@ -641,8 +635,12 @@ def _reduce_prod_impl(x: np.ndarray, *, axes: tuple[int, ...]) -> list[np.ndarra
 def _chooser_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) -> Impl:
     def impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any = None
              ) -> list[np.ndarray]:
-        if _empty_reduction(x, axes):  # XLA returns the monoid identity
-            return [_identity_fill(x, axes, identity(x.dtype))]
+        init = identity(x.dtype)
+        # XLA folds the init value in: an empty reduction is the identity, and
+        # a NaN identity (float8_e8m0fnu has no infinity but NaN) makes every
+        # result NaN.
+        if _empty_reduction(x, axes) or (T.is_float(x.dtype) and np.isnan(init)):
+            return [_identity_fill(x, axes, init)]
         lx = _lift(x)
         with np.errstate(all="ignore"):  # NaN propagates, as in XLA's max/min
             return [np.asarray(arithmetic(functools.partial(fn, axis=axes), lx)
@@ -755,11 +753,15 @@ def _argminmax_type(name: str) -> Any:
     return typing
 
 
-def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
+def _argminmax_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) -> Impl:
     def impl(x: np.ndarray, *, axes: tuple[int, ...], index_dtype: T.DType
              ) -> list[np.ndarray]:
         # NumPy's argmax/argmin already pick the first NaN, else the first
-        # extremal element: JAX's comparator gives the same answer.
+        # extremal element: JAX's comparator gives the same answer. JAX's
+        # reduction starts from (identity, index 0); where that identity is
+        # NaN (float8_e8m0fnu) it wins every comparison and the index is 0.
+        if T.is_float(x.dtype) and np.isnan(identity(x.dtype)):
+            return [np.zeros(np.delete(x.shape, axes), index_dtype)]
         if T.is_float(x.dtype) and x.dtype.itemsize < 4:
             x = x.astype(T.float32)  # exact; ml_dtypes floats lack fast arg-reductions
         x = flush_result(x)  # a float comparison: subnormals compare as zero
@@ -769,12 +771,12 @@ def _argminmax_impl(fn: Callable[..., Any]) -> Impl:
 
 argmax_p = declare("argmax", lowering=ST.argmax, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmax"),
-                   typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax),
+                   typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax, LR.lowest),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"),
                    per_device=from_primitive(lambda p: _reduction(p, "none")))
 argmin_p = declare("argmin", lowering=ST.argmin, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmin"),
-                   typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin),
+                   typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin, LR.highest),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"),
                    per_device=from_primitive(lambda p: _reduction(p, "none")))
 
@@ -848,9 +850,23 @@ def _cum_impl(op: Combine2, identity: Callable[[T.DType], Any]) -> Impl:
     return impl
 
 
+def _run(prim: Primitive, *xs: np.ndarray) -> np.ndarray:
+    return np.asarray(prim.impl(*xs)[0])
+
+
+def _logaddexp_steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """logaddexp as JAX's cumlogsumexp reducer computes it, every operation
+    rounded to the operand dtype (visible in the narrow floats):
+    max(a, b) + log1p(exp(-|a - b|)), or a + b where a - b is NaN."""
+    delta = _run(E.sub_p, a, b)
+    tail = _run(E.log1p_p, _run(E.exp_p, _run(E.neg_p, _run(E.abs_p, delta))))
+    return np.where(np.isnan(delta), _run(E.add_p, a, b), _run(E.add_p, _run(E.max_p, a, b), tail))
+
+
 # The identities of max and min are the lowering's (JAX's): +-inf, or the
-# largest finite magnitude for the floats without infinities, whose +-inf
-# would round to NaN (float8_e4m3fn) and poison every window.
+# largest finite magnitude for the float8 types without infinities, whose
+# +-inf would round to NaN (float8_e4m3fn) and poison every window. On
+# float8_e8m0fnu JAX keeps +-inf, which is NaN there: every window is NaN.
 _lowest = LR.lowest
 _highest = LR.highest
 
@@ -883,7 +899,7 @@ cummin_p = declare("cummin", batch=_CumulativeBatch(), lowering=ST.cummin,
 cumlogsumexp_p = declare("cumlogsumexp", batch=_CumulativeBatch(), lowering=ST.cumlogsumexp,
                    sharding=_cum_sharding("cumlogsumexp"),
                          typing=_cum_type("cumlogsumexp"),
-                         impl=_cum_impl(np.logaddexp, lambda dt: -np.inf),
+                         impl=_cum_impl(_logaddexp_steps, lambda dt: -np.inf),
                          jvp=_cumulative_jvp(lambda: _logaddexp_pair),
                          transpose=not_applicable("cumlogsumexp is not linear"),
                          per_device=from_primitive(PD.local))

@@ -367,17 +367,20 @@ def _full_params(params: dict[str, Any], ndim: int) -> dict[str, Any]:
 def _fold_windows(operands: Sequence[np.ndarray], inits: Sequence[np.ndarray],
                   combine: Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]],
                   params: dict[str, Any]) -> list[np.ndarray]:
-    """Every window of the operands (padded and dilated with their init
-    values) folded from the init values one window element at a time, in
-    row-major window order as XLA's CPU backend folds: ``combine(accumulators,
-    elements)`` works on all windows at once."""
+    """Every window of the operands folded from the init values one window
+    element at a time, in row-major window order as XLA's CPU backend folds:
+    ``combine(accumulators, elements)`` works on all windows at once. Like
+    XLA's CPU backend, the fold passes over padding and base-dilation holes
+    (the init value is folded in once, not once per such position)."""
     shape = reduce_window_shape_tuple(operands[0].shape, *(params[f] for f in _FIELDS))
     accs = [np.full(shape, i, o.dtype) for o, i in zip(operands, inits)]
     if math.prod(shape) == 0:
         return accs
     patches = [_windows(o, np.asarray(i, o.dtype), params) for o, i in zip(operands, inits)]
+    inside = _windows(np.ones(operands[0].shape, bool), np.asarray(False), params)
     for k in range(patches[0].shape[-1]):
-        accs = combine(accs, [p[..., k] for p in patches])
+        folded = combine(accs, [p[..., k] for p in patches])
+        accs = [np.where(inside[..., k], f, a) for f, a in zip(folded, accs)]
     return accs
 
 

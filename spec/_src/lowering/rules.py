@@ -189,13 +189,21 @@ def _transpose(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence
 transpose = keys_as_data(_transpose, key_dims_appended("permutation"))
 
 
+# The float8 types JAX treats as having no infinity: max and min start from
+# their largest finite magnitude. Every other float casts +-inf (float4 and
+# float6 saturate to their largest magnitude; float8_e8m0fnu has only NaN
+# for it, so its max and min reductions are NaN, as JAX's are).
+_NO_INFINITY = frozenset(np.dtype(t) for t in (
+    ml_dtypes.float8_e4m3b11fnuz, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+    ml_dtypes.float8_e5m2fnuz))
+
+
 def _extreme_float(dt: np.dtype[Any], sign: int) -> np.ndarray:
-    """``sign`` times infinity in ``dt``, or its largest finite magnitude
-    for a type without infinities (float8_e4m3fn, ...)."""
-    value = np.asarray(sign * np.inf).astype(dt)
-    if np.isinf(value.astype(np.float32)):
-        return value
-    return np.asarray(sign * ml_dtypes.finfo(dt).max, dt)  # type: ignore[no-untyped-call]
+    """``sign`` times infinity cast to ``dt``, or its largest finite magnitude
+    for the types without infinity above."""
+    if dt in _NO_INFINITY:
+        return np.asarray(sign * ml_dtypes.finfo(dt).max, dt)  # type: ignore[no-untyped-call]
+    return np.asarray(sign * np.inf).astype(dt)
 
 
 def lowest(dtype: Any) -> np.ndarray:
