@@ -102,9 +102,10 @@ def dense_literal(value: np.ndarray) -> str:
 
 
 # Ops whose pretty form always spells the function type, even when the
-# operand's type is the result's (a square transpose, a same-shape reshape).
+# operand's type is the result's (a square transpose, a same-shape reshape, a
+# dot_general of square matrices).
 _FUNCTIONAL_TYPE_OPS = frozenset({"stablehlo.transpose", "stablehlo.reshape",
-                                  "stablehlo.bitcast_convert"})
+                                  "stablehlo.bitcast_convert", "stablehlo.dot_general"})
 
 
 @dataclass
