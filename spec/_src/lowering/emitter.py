@@ -295,7 +295,9 @@ class LoweringContext:
         """Lower a private function's body: its op names start afresh (JAX
         names them relative to the call)."""
         saved = (self.name_stack, self.location, self._eqn_stack, self._source)
-        self.name_stack = self._eqn_stack = self.location = ""
+        self.name_stack = self._eqn_stack = ""
+        # (its constants and literals are unnamed, as JAX leaves them)
+        self.location = "loc(unknown)"
         self._source = None
         try:
             yield
@@ -526,15 +528,22 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
 
     ins, outs = params.get("in_shardings"), params.get("out_shardings")
 
+    def placed_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        if ins is None or outs is None:
+            return lower_body(ctx, jaxpr, args)
+        # The operands and results jit places are pinned where it places them.
+        args = [_placed(ctx, a, v.aval, s) for a, v, s in zip(args, jaxpr.invars, ins)]
+        return [_placed(ctx, r, v.aval, s)
+                for r, v, s in zip(lower_body(ctx, jaxpr, args), jaxpr.outvars, outs)]
+
     def body(ctx: LoweringContext, args: list[str]) -> list[str]:
         with ctx.detached():
-            if ins is None or outs is None:
-                return lower_body(ctx, jaxpr, args)
-            # The operands and results jit places are pinned where it places them.
-            args = [_placed(ctx, a, v.aval, s) for a, v, s in zip(args, jaxpr.invars, ins)]
-            return [_placed(ctx, r, v.aval, s)
-                    for r, v, s in zip(lower_body(ctx, jaxpr, args), jaxpr.outvars, outs)]
+            results = placed_body(ctx, args)
+        ctx.location = "loc(unknown)"  # (the function's return)
+        return results
+    saved = ctx.location
     symbol = ctx.function(str(name), in_avals, out_avals, body, key=("jit", id(jaxpr)))
+    ctx.location = saved
     with ctx.named(f"jit({name})"):
         return ctx.call(symbol, operands, in_avals, out_avals)
 
