@@ -224,13 +224,18 @@ def _named_programs(lib: Any, numpy: Any) -> dict[str, Callable[..., Any]]:
             lib.grad(lambda u: numpy.sum(sp(u))))(v),
         "custom_jvp_vmap_grad": lambda v: lib.vmap(lib.grad(sp))(v[0]),
         "custom_jvp_grad_grad": lambda v: lib.grad(lib.grad(sp))(v[0, 0]),
+        "jit_grad_in_scope": lambda v: lib.named_scope("s")(
+            lib.grad(lib.jit(lambda u: numpy.sum(numpy.sin(u)))))(v),
+        "inline_jit_grad": lib.grad(lambda v: lib.jit(
+            lambda u: numpy.sum(numpy.sin(u)), inline=True)(v)),
     }
 
 
 @pytest.mark.parametrize("name", ["out_axes", "unbatched_out_axes", "jacfwd",
                                   "custom_jvp_linearized", "custom_jvp_vjp_in_scope", "relu",
                                   "custom_jvp_grad_in_scope", "custom_jvp_vmap_grad",
-                                  "custom_jvp_grad_grad"])
+                                  "custom_jvp_grad_grad", "jit_grad_in_scope",
+                                  "inline_jit_grad"])
 def test_transformed_op_names_are_jaxs(name: str) -> None:
     """vmap moves outputs to ``out_axes`` within its transformation
     (``vmap()/transpose``, ``vmap()/broadcast_in_dim``); a custom_jvp rule's
@@ -238,7 +243,8 @@ def test_transformed_op_names_are_jaxs(name: str) -> None:
     under the whole stack again (``jvp(inner)/mul`` under ``jvp(inner)``,
     ``outer/jvp()`` under ``outer/jvp()`` when grad runs in a named scope,
     ``vmap(jvp())`` under ``vmap(jvp())``); a nested jit's function (relu's)
-    leaves its constants and return unnamed."""
+    leaves its constants and return unnamed; a jit under a transformation is
+    the scope the transformation wraps (``transpose(jvp(jit(f)))``)."""
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     theirs = jax.jit(_named_programs(jax, jnp)[name]).lower(x).as_text(debug_info=True)
     ours = spec.jit(_named_programs(spec, snp)[name]).lower(x).as_text(debug_info=True)

@@ -279,12 +279,14 @@ class LoweringContext:
         return f" {self.location}" if self.debug_info and self.location else ""
 
     @contextlib.contextmanager
-    def scope(self, path: str) -> Iterator[None]:
+    def scope(self, path: str, wrapped: bool = False) -> Iterator[None]:
         """Lower a nested body in the block: its equations' op names extend
         the running equation's name stack with ``path`` (``while/body``,
-        ``cond/branch_0_fun``), as JAX's name stack does."""
+        ``cond/branch_0_fun``), as JAX's name stack does. ``wrapped``: the
+        transforms that end the stack wrap ``path`` (an inline jit's
+        ``jit(name)``, which JAX pushes as a scope)."""
         saved = (self.name_stack, self.location, self._eqn_stack, self._source)
-        self.name_stack = join_names(self._eqn_stack, path)
+        self.name_stack = (extended if wrapped else join_names)(self._eqn_stack, path)
         try:
             yield
         finally:
@@ -355,6 +357,16 @@ def ints(values: Sequence[int]) -> str:
 def join_names(*parts: str) -> str:
     """Name-stack parts joined with ``/``, empty ones left out."""
     return "/".join(p for p in parts if p)
+
+
+def extended(stack: str, scope: str) -> str:
+    """The name stack ``stack`` extended by the scope ``scope``: transforms
+    that end the stack with nothing inside (``transpose(jvp())``) wrap it,
+    as JAX's name stack wraps the scope after a transform."""
+    opened = stack.rstrip(")")
+    if opened == stack or not opened.endswith("("):
+        return join_names(stack, scope)
+    return f"{opened}{scope}{stack[len(opened):]}"
 
 
 def _quoted(text: str) -> str:
@@ -523,7 +535,7 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
     place, its ops named under ``jit(name)``."""
     name = params.get("name")
     if not name or params.get("inline") or ordered_effects(jaxpr):
-        with ctx.scope(f"jit({name})" if name else ""):
+        with ctx.scope(f"jit({name})" if name else "", wrapped=True):
             return lower_body(ctx, jaxpr, operands)
 
     ins, outs = params.get("in_shardings"), params.get("out_shardings")
@@ -544,7 +556,7 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
     saved = ctx.location
     symbol = ctx.function(str(name), in_avals, out_avals, body, key=("jit", id(jaxpr)))
     ctx.location = saved
-    with ctx.named(f"jit({name})"):
+    with ctx.located(extended(ctx._eqn_stack, f"jit({name})")):
         return ctx.call(symbol, operands, in_avals, out_avals)
 
 
