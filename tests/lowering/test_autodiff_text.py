@@ -219,16 +219,34 @@ def _named_programs(lib: Any, numpy: Any) -> dict[str, Callable[..., Any]]:
         "custom_jvp_linearized": lambda v: lib.linearize(lambda u: sp(u) * 2, v)[1](v),
         "custom_jvp_vjp_in_scope": lambda v: lib.vjp(
             lambda u: lib.named_scope("inner")(sp)(u), v)[1](v),
+        "relu": lib.nn.relu,
+        "custom_jvp_grad_in_scope": lambda v: lib.named_scope("outer")(
+            lib.grad(lambda u: numpy.sum(sp(u))))(v),
+        "custom_jvp_vmap_grad": lambda v: lib.vmap(lib.grad(sp))(v[0]),
+        "custom_jvp_grad_grad": lambda v: lib.grad(lib.grad(sp))(v[0, 0]),
+        "jit_grad_in_scope": lambda v: lib.named_scope("s")(
+            lib.grad(lib.jit(lambda u: numpy.sum(numpy.sin(u)))))(v),
+        "inline_jit_grad": lib.grad(lambda v: lib.jit(
+            lambda u: numpy.sum(numpy.sin(u)), inline=True)(v)),
+        "custom_jvp_jvp_vmap": lambda v: lib.jvp(lib.vmap(sp), (v,), (v,))[1],
     }
 
 
 @pytest.mark.parametrize("name", ["out_axes", "unbatched_out_axes", "jacfwd",
-                                  "custom_jvp_linearized", "custom_jvp_vjp_in_scope"])
+                                  "custom_jvp_linearized", "custom_jvp_vjp_in_scope", "relu",
+                                  "custom_jvp_grad_in_scope", "custom_jvp_vmap_grad",
+                                  "custom_jvp_grad_grad", "jit_grad_in_scope",
+                                  "inline_jit_grad", "custom_jvp_jvp_vmap"])
 def test_transformed_op_names_are_jaxs(name: str) -> None:
     """vmap moves outputs to ``out_axes`` within its transformation
     (``vmap()/transpose``, ``vmap()/broadcast_in_dim``); a custom_jvp rule's
     tangent equations from jnp functions are named by the whole name stack
-    under the linearization's (``jvp(inner)/mul`` under ``jvp(inner)``)."""
+    under the whole stack again (``jvp(inner)/mul`` under ``jvp(inner)``,
+    ``outer/jvp()`` under ``outer/jvp()`` when grad runs in a named scope,
+    ``vmap(jvp())`` under ``vmap(jvp())``); a nested jit's function (relu's)
+    leaves its constants and return unnamed; a jit under a transformation is
+    the scope the transformation wraps (``transpose(jvp(jit(f)))``); a
+    custom_jvp rule batched by vmap is named ``vmap`` once."""
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
     theirs = jax.jit(_named_programs(jax, jnp)[name]).lower(x).as_text(debug_info=True)
     ours = spec.jit(_named_programs(spec, snp)[name]).lower(x).as_text(debug_info=True)

@@ -423,6 +423,41 @@ def test_lowered_hlo_text_is_xlas_conversion(name: str) -> None:
     assert hlo_renumbered(ours) == hlo_renumbered(theirs)
 
 
+def _default_attribute_programs(jnp: Any, lax: Any) -> dict[str, tuple[Callable[..., Any],
+                                                                      tuple[Any, ...]]]:
+    """Ops whose attributes all hold their default values: unit strides and
+    dilations, zero padding, DEFAULT precisions, an empty backend config."""
+    lib = _library(jnp)
+    x = np.linspace(-1, 1, 16, dtype=F32).reshape(4, 4)
+
+    def pooled(a: Any) -> Any:
+        return lax.reduce_window(a, -jnp.inf, lax.max, (2, 2), (2, 2), "VALID").sum()
+    return {"defaults": (lambda a, w: (
+        lax.conv_general_dilated(a[None, None], w, (1, 1), "VALID"),
+        lax.dot_general(a, a, (((1,), (0,)), ((), ()))), lib.grad(pooled)(a),
+        jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(4))), (x, np.ones((2, 1, 2, 2), F32)))}
+
+
+@pytest.mark.parametrize("name", ["dot", "windows_and_indexing", "scatter_and_conv",
+                                  "defaults"])
+def test_exported_module_leaves_out_default_attributes_as_jax(name: str) -> None:
+    """``Exported.mlir_module()`` reads the module back from StableHLO's
+    portable artifact, which leaves out attributes at their default values
+    (a reduce_window's unit strides, a gather's unsorted indices, a
+    convolution's window, DEFAULT precisions) and keeps the others."""
+    from tests.lowering.xla_run import parsed
+    programs = {**_hlo_programs(sjnp, spec.lax), **_default_attribute_programs(sjnp, spec.lax)}
+    jprograms = {**_hlo_programs(jjnp, jax.lax), **_default_attribute_programs(jjnp, jax.lax)}
+    (fn, args), (jfn, _) = programs[name], jprograms[name]
+    ours = sexport.export(spec.jit(fn))(*args).mlir_module()
+    assert parsed(ours) == parsed(jexport.export(jax.jit(jfn))(*args).mlir_module())
+    # The lowered module itself writes every attribute, as JAX's does.
+    lowered = spec.jit(fn).lower(*args).as_text()
+    assert parsed(lowered) == parsed(jax.jit(jfn).lower(*args).as_text())
+    assert ("stride = [1, 1]" in lowered or "indices_are_sorted = false" in lowered
+            or "precision = [DEFAULT, DEFAULT]" in lowered)
+
+
 def _open_dimension_programs(m: Any) -> list[Any]:
     """Lowered programs with dimensions left open to the partitioner: key
     arguments and results (their logical dimensions), and constraints with

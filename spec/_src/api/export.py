@@ -75,10 +75,12 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The module as JAX's export writes it: ``Lowered.as_text`` with
-        locations and the ``jax.uses_shape_polymorphism`` module attribute
+        locations, attributes at their default values left out (as the
+        portable artifact JAX serialises reads back), and the
+        ``jax.uses_shape_polymorphism`` module attribute
         (true where a platform index is passed: a global constant); for
         several platforms ``main`` takes that index as its first argument."""
-        text = _constants_hoisted(self._text)
+        text = _constants_hoisted(_defaults_dropped(self._text))
         if self.uses_global_constants:
             text = _with_platform_index(text)
         head, sep, rest = text.partition(" attributes {")
@@ -235,6 +237,47 @@ def _call_with_index(m: re.Match[str]) -> str:
     call, operands, colon, types, close = m.groups()
     return (call + ", ".join(["%arg0", *filter(None, [operands])]) + colon
             + ", ".join([_INDEX_TYPE, *filter(None, [types])]) + close)
+
+
+# Attributes StableHLO's portable artifact leaves out when they hold their
+# default value, by the op whose line carries them (an op's attributes are
+# printed on its first line).
+_ONES = r"array<i64(?:: 1(?:, 1)*)?>"
+_WINDOW_DEFAULTS = [rf"window_strides = {_ONES}", rf"base_dilations = {_ONES}",
+                    rf"window_dilations = {_ONES}", r"padding = dense<0> : tensor<\d+x2xi64>"]
+_INDEX_DEFAULTS = [r"indices_are_sorted = false", r"unique_indices = false"]
+_DEFAULTS: dict[str, list[str]] = {
+    '"stablehlo.reduce_window"': _WINDOW_DEFAULTS,
+    '"stablehlo.select_and_scatter"': _WINDOW_DEFAULTS,
+    '"stablehlo.gather"': _INDEX_DEFAULTS,
+    '"stablehlo.scatter"': _INDEX_DEFAULTS,
+    "stablehlo.convolution": [r"stride = \[1(?:, 1)*\]", r"pad = \[\[0, 0\](?:, \[0, 0\])*\]",
+                              r"lhs_dilate = \[1(?:, 1)*\]", r"rhs_dilate = \[1(?:, 1)*\]",
+                              r"reverse = \[false(?:, false)*\]",
+                              r"precision_config = \[#stablehlo<precision DEFAULT>"
+                              r"(?:, #stablehlo<precision DEFAULT>)*\]"],
+    "stablehlo.dot_general": [r"precision = \[DEFAULT(?:, DEFAULT)*\]"],
+    "stablehlo.custom_call": [r'backend_config = ""'],
+}
+_OP_NAME = re.compile(r'^\s*(?:%[^=]*= )?("?stablehlo\.\w+"?)')
+
+
+def _defaults_dropped(text: str) -> str:
+    """``text`` with the attributes at their default values left out, as
+    the module reads back from StableHLO's portable artifact."""
+    return "\n".join(_line_defaults_dropped(line) for line in text.split("\n"))
+
+
+def _line_defaults_dropped(line: str) -> str:
+    op = _OP_NAME.match(line)
+    for default in _DEFAULTS.get(op.group(1), []) if op else []:
+        # The attribute goes with the ", " that separates it from the next
+        # or, last in its list, from the one before; alone, its list empties.
+        line = re.sub(rf"(?<=[{{ ]){default}, ", "", line, count=1)
+        line = re.sub(rf", {default}(?=[}}>]| :)", "", line, count=1)
+        line = re.sub(rf"{{{default}}}", "{}", line, count=1)
+    # (an empty attribute dictionary is not printed; an empty window is)
+    return re.sub(r"(?<!=) \{\}(?= :)", "", line, count=1)
 
 
 _CONSTANT = re.compile(r"^\s*(%[\w.]+) = (stablehlo\.constant [^\n]*?)(?: loc\(.*\))?$")

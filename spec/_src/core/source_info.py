@@ -283,6 +283,18 @@ def whole_name_stack_under_suffix() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def whole_name_stack_twice(depth: int) -> Iterator[None]:
+    """Within the block, a trace that records the names pushed since it
+    started ``depth`` deep records the whole name stack twice: JAX stages a
+    custom_jvp rule's jnp function with the whole stack and evaluates its
+    tangent side under the whole stack again, names from before the
+    linearization included."""
+    stack = _state.name_stack
+    with _name_stack(NameStack(stack.names[:depth]) + stack + stack):
+        yield
+
+
+@contextlib.contextmanager
 def _name_stack(stack: NameStack) -> Iterator[None]:
     previous = _state.name_stack
     _state.name_stack = stack

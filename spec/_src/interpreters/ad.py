@@ -264,8 +264,10 @@ class _SplitTrace(Trace):
         # There JAX partially evaluates the rule, tracing each such body
         # with the whole name stack, and evaluates its tangent side under
         # the linearization: those tangent equations are named by the whole
-        # stack under the names pushed since the linearization began
-        # (``transpose(jvp(jvp()))/mul`` for ``t * x`` in a rule under grad).
+        # stack under the whole stack, the names from before the
+        # linearization began kept (``transpose(jvp(jvp()))/mul`` for
+        # ``t * x`` in a rule under grad, ``vmap(transpose(vmap(jvp(vmap(
+        # jvp())))))/mul`` under vmap of grad).
         self.custom_rule = False
         self.jnp_depth = 0
 
@@ -274,7 +276,7 @@ class _SplitTrace(Trace):
         if any(isinstance(a, JitTracer) and a._trace is self.tangent for a in args):
             args = [self._staged(a) for a in args]
             if self.custom_rule and self.jnp_depth:
-                with si.whole_name_stack_under_suffix():
+                with si.whole_name_stack_twice(self.tangent.name_stack_depth):
                     return self.tangent.process_primitive(prim, args, params)
             return self.tangent.process_primitive(prim, args, params)
         return self.primal.process_primitive(prim, args, params)

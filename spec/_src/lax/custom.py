@@ -359,7 +359,7 @@ def batched_jvp_rule(rule: Any, axis: AxisData, arg_dims: list[Any],
             p_out, t_out = rule(list(xs[:n]), ts)
             return [*p_out, *t_out]
 
-        outs, dims = batching.batch_flat(per_example, axis, vals, vdims)
+        outs, dims = batching.batch_flat(per_example, axis, vals, vdims, named=False)
         n_out = len(outs) // 2
         if not out_dims:
             out_dims[:] = [_merged_dim(p, t) for p, t in zip(dims[:n_out], dims[n_out:])]

@@ -102,9 +102,10 @@ def dense_literal(value: np.ndarray) -> str:
 
 
 # Ops whose pretty form always spells the function type, even when the
-# operand's type is the result's (a square transpose, a same-shape reshape).
+# operand's type is the result's (a square transpose, a same-shape reshape, a
+# dot_general of square matrices).
 _FUNCTIONAL_TYPE_OPS = frozenset({"stablehlo.transpose", "stablehlo.reshape",
-                                  "stablehlo.bitcast_convert"})
+                                  "stablehlo.bitcast_convert", "stablehlo.dot_general"})
 
 
 @dataclass
@@ -278,12 +279,14 @@ class LoweringContext:
         return f" {self.location}" if self.debug_info and self.location else ""
 
     @contextlib.contextmanager
-    def scope(self, path: str) -> Iterator[None]:
+    def scope(self, path: str, wrapped: bool = False) -> Iterator[None]:
         """Lower a nested body in the block: its equations' op names extend
         the running equation's name stack with ``path`` (``while/body``,
-        ``cond/branch_0_fun``), as JAX's name stack does."""
+        ``cond/branch_0_fun``), as JAX's name stack does. ``wrapped``: the
+        transforms that end the stack wrap ``path`` (an inline jit's
+        ``jit(name)``, which JAX pushes as a scope)."""
         saved = (self.name_stack, self.location, self._eqn_stack, self._source)
-        self.name_stack = join_names(self._eqn_stack, path)
+        self.name_stack = (extended if wrapped else join_names)(self._eqn_stack, path)
         try:
             yield
         finally:
@@ -294,7 +297,9 @@ class LoweringContext:
         """Lower a private function's body: its op names start afresh (JAX
         names them relative to the call)."""
         saved = (self.name_stack, self.location, self._eqn_stack, self._source)
-        self.name_stack = self._eqn_stack = self.location = ""
+        self.name_stack = self._eqn_stack = ""
+        # (its constants and literals are unnamed, as JAX leaves them)
+        self.location = "loc(unknown)"
         self._source = None
         try:
             yield
@@ -352,6 +357,16 @@ def ints(values: Sequence[int]) -> str:
 def join_names(*parts: str) -> str:
     """Name-stack parts joined with ``/``, empty ones left out."""
     return "/".join(p for p in parts if p)
+
+
+def extended(stack: str, scope: str) -> str:
+    """The name stack ``stack`` extended by the scope ``scope``: transforms
+    that end the stack with nothing inside (``transpose(jvp())``) wrap it,
+    as JAX's name stack wraps the scope after a transform."""
+    opened = stack.rstrip(")")
+    if opened == stack or not opened.endswith("("):
+        return join_names(stack, scope)
+    return f"{opened}{scope}{stack[len(opened):]}"
 
 
 def _quoted(text: str) -> str:
@@ -520,21 +535,28 @@ def jit_call(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[A
     place, its ops named under ``jit(name)``."""
     name = params.get("name")
     if not name or params.get("inline") or ordered_effects(jaxpr):
-        with ctx.scope(f"jit({name})" if name else ""):
+        with ctx.scope(f"jit({name})" if name else "", wrapped=True):
             return lower_body(ctx, jaxpr, operands)
 
     ins, outs = params.get("in_shardings"), params.get("out_shardings")
 
+    def placed_body(ctx: LoweringContext, args: list[str]) -> list[str]:
+        if ins is None or outs is None:
+            return lower_body(ctx, jaxpr, args)
+        # The operands and results jit places are pinned where it places them.
+        args = [_placed(ctx, a, v.aval, s) for a, v, s in zip(args, jaxpr.invars, ins)]
+        return [_placed(ctx, r, v.aval, s)
+                for r, v, s in zip(lower_body(ctx, jaxpr, args), jaxpr.outvars, outs)]
+
     def body(ctx: LoweringContext, args: list[str]) -> list[str]:
         with ctx.detached():
-            if ins is None or outs is None:
-                return lower_body(ctx, jaxpr, args)
-            # The operands and results jit places are pinned where it places them.
-            args = [_placed(ctx, a, v.aval, s) for a, v, s in zip(args, jaxpr.invars, ins)]
-            return [_placed(ctx, r, v.aval, s)
-                    for r, v, s in zip(lower_body(ctx, jaxpr, args), jaxpr.outvars, outs)]
+            results = placed_body(ctx, args)
+        ctx.location = "loc(unknown)"  # (the function's return)
+        return results
+    saved = ctx.location
     symbol = ctx.function(str(name), in_avals, out_avals, body, key=("jit", id(jaxpr)))
-    with ctx.named(f"jit({name})"):
+    ctx.location = saved
+    with ctx.located(extended(ctx._eqn_stack, f"jit({name})")):
         return ctx.call(symbol, operands, in_avals, out_avals)
 
 
