@@ -43,6 +43,10 @@ def _binary(name: str, reflected: bool = False, op: str = "") -> Callable[[Any, 
     fn = _numpy_function(name)
 
     def method(self: Any, other: Any) -> Any:
+        if type(self) is Array and type(other) in _PLAIN_OPERANDS:
+            # An eager array with another or a Python scalar: no hi type to
+            # forward to and nothing to convert (the common eager case, kept short).
+            return fn(other, self) if reflected else fn(self, other)
         if _on_hi_type(self):
             return _hi_operator(self, op, other)
         if not _is_operand(other):
@@ -65,6 +69,7 @@ def _unary(name: str, op: str = "") -> Callable[[Any], Any]:
 
 
 _OPERAND_TYPES = (Array, Tracer, np.ndarray, np.generic, *T.PYTHON_SCALAR_TYPES)
+_PLAIN_OPERANDS = frozenset({Array, *T.PYTHON_SCALAR_TYPES})
 
 
 def _is_operand(x: Any) -> bool:
