@@ -15,7 +15,7 @@ import pytest
 import spec
 import spec.numpy as snp
 from spec.experimental.hijax import VJPHiPrimitive
-from tests.support.twin import prefetch, run_both, run_spec
+from tests.support.twin import CLASS_AND_FIRST_LINE, cell_program, prefetch, run_both, run_spec
 
 
 class Scale(VJPHiPrimitive):
@@ -75,27 +75,8 @@ def test_value_branching_expansion_runs_gathered() -> None:
     np.testing.assert_array_equal(got, value * 2)
 
 
-SHARDED = r'''
-import contextlib, io
-import numpy as np
-jax, jnp = IMPL
-hijax = __import__(jax.__name__ + '.experimental.hijax', fromlist=['HiPrim'])
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            if r is not None:
-                for leaf in jax.tree.leaves(r):
-                    print(jax.typeof(leaf)); print(np.asarray(leaf).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        kind = next(c for c in type(e).__mro__
-                    if c.__module__ == "builtins" or c.__name__ == "ShardingTypeError")
-        out[name] = buf.getvalue() + "raises " + kind.__name__ + ": " + str(e).splitlines()[0]
-
+HIJAX = "hijax = __import__(jax.__name__ + '.experimental.hijax', fromlist=['HiPrim'])\n"
+SHARDED = cell_program(CLASS_AND_FIRST_LINE, setup=HIJAX) + r'''
 class SinTimesY(hijax.HiPrim):
   def __init__(self, x_aval, y_aval):
     self.in_avals = (x_aval, y_aval)

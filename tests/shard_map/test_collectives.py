@@ -15,7 +15,7 @@ compared with JAX on drawn shapes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,29 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import spec
-from tests.support.twin import merged, prefetch, run_merged
+from tests.support.twin import CLASS, cell_program, merged, prefetch, run_merged
 
-BASE = r'''
-import contextlib, io
-import numpy as np
-jax, jnp = IMPL
-lax = jax.lax
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            if r is not None:
-                for v in (r if isinstance(r, tuple) else (r,)):
-                    print(jax.typeof(v)); print(np.asarray(v).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        kind = next(c for c in type(e).__mro__
-                    if c.__module__ == "builtins" or c.__name__ == "ShardingTypeError")
-        out[name] = buf.getvalue() + "raises " + kind.__name__
-'''
+BASE = cell_program(CLASS)
 
 PRELUDE = BASE + r'''
 mesh = jax.make_mesh((2, 2), ('x', 'y'))
@@ -314,22 +294,6 @@ def test_cell_prints_what_jax_prints(results: dict[str, tuple[dict[str, Any], di
 
 
 # ============================================================ spec only
-
-
-@pytest.fixture()
-def mesh() -> Iterator[Any]:
-    """A 2x2 mesh of four virtual devices, in context; float64 enabled."""
-    before = spec.config.jax_num_cpu_devices, spec.config.jax_enable_x64
-    spec.config.update("jax_num_cpu_devices", 4)
-    spec.config.update("jax_enable_x64", True)
-    m = spec.make_mesh((2, 2), ("x", "y"))
-    spec.set_mesh(m)
-    try:
-        yield m
-    finally:
-        spec.set_mesh(None)
-        spec.config.update("jax_num_cpu_devices", before[0])
-        spec.config.update("jax_enable_x64", before[1])
 
 
 # ---------------------------------------------- transposes are adjoints

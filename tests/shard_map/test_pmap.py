@@ -8,27 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.twin import prefetch, run_both
+from tests.support.twin import BUILTIN_CLASS, cell_program, prefetch, run_both
 
-PROGRAM = r'''
-import contextlib, io
-from functools import partial
-import numpy as np
-jax, jnp = IMPL
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            for leaf in jax.tree_util.tree_leaves(r):
-                print(jax.typeof(leaf)); print(np.asarray(leaf).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        kind = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
-        out[name] = buf.getvalue() + "raises " + kind.__name__
-
+PROGRAM = cell_program(BUILTIN_CLASS, setup='from functools import partial\n') + r'''
 normalize = jax.pmap(lambda x: x / jax.lax.psum(x, 'i'), axis_name='i')
 cell('psum', lambda: normalize(jnp.arange(4.)))
 axes = jax.pmap(lambda x, y, s: (x * y * s, jax.lax.pmean(x, 'b')), axis_name='b',

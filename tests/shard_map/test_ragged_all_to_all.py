@@ -13,35 +13,15 @@ batch equals the loop, and the ledger records one all_to_all.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
 import spec
-from tests.support.twin import prefetch, run_both
+from tests.support.twin import BUILTIN_CLASS, cell_program, prefetch, run_both
 
-BASE = r'''
-import contextlib, io, re
-import numpy as np
-jax, jnp = IMPL
-lax = jax.lax
-ON_JAX = jax.__name__ == "jax"
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            if r is not None:
-                print(jax.typeof(r)); print(np.asarray(r).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        kind = next(c for c in type(e).__mro__ if c.__module__ == "builtins")
-        out[name] = buf.getvalue() + "raises " + kind.__name__
-'''
+BASE = cell_program(BUILTIN_CLASS, setup='ON_JAX = jax.__name__ == "jax"\n')
 
 PROGRAM = BASE + r'''
 mesh = jax.make_mesh((2, 2), ('x', 'y'))
@@ -207,22 +187,6 @@ def test_values_are_not_trivial(results: tuple[dict[str, Any], dict[str, Any]]) 
 
 
 # ============================================================ spec only
-
-
-@pytest.fixture()
-def mesh() -> Iterator[Any]:
-    """A 2x2 mesh of four virtual devices, in context; float64 enabled."""
-    before = spec.config.jax_num_cpu_devices, spec.config.jax_enable_x64
-    spec.config.update("jax_num_cpu_devices", 4)
-    spec.config.update("jax_enable_x64", True)
-    m = spec.make_mesh((2, 2), ("x", "y"))
-    spec.set_mesh(m)
-    try:
-        yield m
-    finally:
-        spec.set_mesh(None)
-        spec.config.update("jax_num_cpu_devices", before[0])
-        spec.config.update("jax_enable_x64", before[1])
 
 
 ROWS = 24

@@ -11,27 +11,9 @@ from typing import Any
 import pytest
 
 import spec
-from tests.support.twin import merged, prefetch, run_merged
+from tests.support.twin import CLASS_AND_FIRST_LINE, cell_program, merged, prefetch, run_merged
 
-PRELUDE = r'''
-import contextlib, io
-import numpy as np
-jax, jnp = IMPL
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            if r is not None:
-                print(jax.typeof(r)); print(np.asarray(r).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        kind = next(c for c in type(e).__mro__
-                    if c.__module__ == "builtins" or c.__name__ == "ShardingTypeError")
-        out[name] = buf.getvalue() + "raises " + kind.__name__ + ": " + str(e).splitlines()[0]
-'''
+PRELUDE = cell_program(CLASS_AND_FIRST_LINE)
 
 TWO_AXES = PRELUDE + r'''
 mesh = jax.make_mesh((2, 2), ('x', 'y'))

@@ -11,26 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.twin import prefetch, run_both
+from tests.support.twin import NAME_AND_MESSAGE, cell_program, prefetch, run_both
 
-PROGRAM = r'''
-import contextlib, io
-import numpy as np
-jax, jnp = IMPL
-lax = jax.lax
-jax.config.update('jax_num_cpu_devices', 4)
-out = {}
-def cell(name, fn):
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            r = fn()
-            if r is not None:
-                print(jax.typeof(r)); print(np.asarray(r).round(4))
-        out[name] = buf.getvalue()
-    except Exception as e:
-        out[name] = buf.getvalue() + f"raises {type(e).__name__}: {e}"
-
+PROGRAM = cell_program(NAME_AND_MESSAGE) + r'''
 nc = jax.sharding.no_collectives
 mesh = jax.make_mesh((2, 2), ('x', 'y'))
 jax.set_mesh(mesh)

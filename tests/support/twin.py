@@ -73,6 +73,44 @@ def shared_dir() -> str:
     return _OWN_DIR[0]
 
 
+_CELL_PROGRAM = r'''
+import contextlib, io, re
+import numpy as np
+jax, jnp = IMPL
+lax = jax.lax
+SETUP
+jax.config.update('jax_num_cpu_devices', 4)
+out = {}
+def cell(name, fn):
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            r = fn()
+            if r is not None:
+                for leaf in jax.tree.leaves(r):
+                    print(jax.typeof(leaf)); print(np.asarray(leaf).round(4))
+        out[name] = buf.getvalue()
+    except Exception as e:
+        out[name] = buf.getvalue() + "raises " + RAISES
+'''
+
+# How a cell's exception is written, as an expression of ``e``: the builtin class it is;
+# that or JAX's ShardingTypeError, alone or with the message's first line; its own class
+# and message.
+BUILTIN_CLASS = 'next(c for c in type(e).__mro__ if c.__module__ == "builtins").__name__'
+CLASS = ('next(c for c in type(e).__mro__ if c.__module__ == "builtins" '
+         'or c.__name__ == "ShardingTypeError").__name__')
+CLASS_AND_FIRST_LINE = CLASS + ' + ": " + str(e).splitlines()[0]'
+NAME_AND_MESSAGE = 'f"{type(e).__name__}: {e}"'
+
+
+def cell_program(raises: str, setup: str = "") -> str:
+    """The start of a twin program on 4 devices that records cells: ``cell(name, fn)``
+    stores under ``out[name]`` what ``fn`` printed, then the type and rounded value of
+    each leaf of its result, or ``raises`` and the exception as ``raises`` writes it."""
+    return _CELL_PROGRAM.replace("SETUP\n", setup).replace("RAISES", raises)
+
+
 def jax_env(devices: int) -> dict[str, str]:
     """The environment of a JAX subprocess on ``devices`` CPU devices. The
     subprocesses of one session share a persistent compilation cache: many
