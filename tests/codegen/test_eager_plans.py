@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import spec.numpy as jnp
 from spec._src.core import types as T
+from spec._src.numpy import util
 from spec._src.numpy.util import python_scalar_operand
 
 BINARY: list[Callable[..., Any]] = [jnp.add, jnp.subtract, jnp.multiply, jnp.maximum,
@@ -77,3 +78,25 @@ def test_planned_calls_are_fresh_calls(calls: list[Any]) -> None:
             fn, calls_made = UNARY[which - len(BINARY)], [(x1,), (x2,)]
         for args in calls_made:
             assert _outcome(fn, *args) == _outcome(_unplanned(fn), *args)
+
+
+def test_calls_alternating_between_operand_types_keep_their_plans(monkeypatch: Any) -> None:
+    """A loop alternating ``x * y`` and ``z * 0.5`` (two operand types of one
+    function) is answered by plans after its first round: no recorded
+    evaluation (typing, dispatch and plan making) per call."""
+    x = jnp.asarray(np.arange(4, dtype=np.float32))
+    y = jnp.asarray(np.full(4, 3.0, np.float32))
+    z = jnp.asarray(np.ones((2, 2), np.float32))
+    recorded: list[Any] = []
+    original = util.run_recorded
+
+    def counting(fn: Any, args: Any) -> Any:
+        recorded.append(args)
+        return original(fn, args)
+    monkeypatch.setattr(util, "run_recorded", counting)
+    rounds = [(jnp.multiply(x, y), jnp.multiply(z, 0.5), jnp.multiply(x, 2)) for _ in range(3)]
+    assert len(recorded) <= 3  # the first round at most
+    for xy, z_half, x2 in rounds:
+        assert np.asarray(xy).tolist() == [0.0, 3.0, 6.0, 9.0] and xy.dtype == np.float32
+        assert np.asarray(z_half).tolist() == [[0.5, 0.5], [0.5, 0.5]] and z_half.shape == (2, 2)
+        assert np.asarray(x2).tolist() == [0.0, 2.0, 4.0, 6.0] and x2.dtype == np.float32

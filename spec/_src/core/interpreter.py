@@ -997,9 +997,18 @@ def _kinds(value: Any) -> Any:
     return type(value)
 
 
-# The last dispatch of each primitive: a loop repeating an operation at the
-# same types reuses it.
-_LAST_DISPATCH: dict[Primitive, _Dispatch] = {}
+# The recent dispatches of each primitive, newest first: a loop repeating
+# operations at a few operand types (``x * y`` then ``z * 0.5``) reuses them.
+_RECENT_DISPATCHES: dict[Primitive, list[_Dispatch]] = {}
+RECENT_LIMIT = 4  # entries kept per primitive (and plans per jnp function)
+
+
+def _recent_dispatch(prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, Any]
+                     ) -> _Dispatch | None:
+    for entry in _RECENT_DISPATCHES.get(prim, ()):
+        if entry.answers(avals, params):
+            return entry
+    return None
 
 
 def _dispatch(prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, Any]
@@ -1008,7 +1017,9 @@ def _dispatch(prim: Primitive, avals: tuple[ArrayType, ...], params: dict[str, A
     an entry whose params hold programs, which it would keep alive)."""
     entry = _Dispatch(prim, avals, params, apply_typing(prim, avals, params))
     if not jaxprs_in_params(params):
-        _LAST_DISPATCH[prim] = entry
+        recent = _RECENT_DISPATCHES.setdefault(prim, [])
+        recent.insert(0, entry)
+        del recent[RECENT_LIMIT:]
     return entry
 
 
@@ -1062,8 +1073,8 @@ class EvalTrace(Trace):
                 placed = placed or (type(aval) is RefType
                                     and getattr(a, "_sharding", None) is not None)
         key = tuple(avals)
-        entry = _LAST_DISPATCH.get(prim)
-        if entry is None or not entry.answers(key, params):
+        entry = _recent_dispatch(prim, key, params)
+        if entry is None:
             entry = _dispatch(prim, key, params)
         out_avals = entry.out_avals
         if HI_VALUE_TYPES and callable(prim.to_lojax) and any(map(is_high, out_avals)):
@@ -1237,6 +1248,16 @@ class EagerPlan:
         (o,) = outs
         return Array._from_checked(o if type(o) is np.ndarray else np.asarray(o), self.aval,
                                    self.prim)
+
+
+def remember_plan(plans: list[EagerPlan], plan: EagerPlan | None) -> None:
+    """Keep ``plan`` first among a function's recent ``plans`` (one per
+    operand types; a plan it replaces, made under another configuration or
+    mesh context, goes)."""
+    if plan is None:
+        return
+    keys = plan.keys
+    plans[:] = [plan, *(p for p in plans if p.keys != keys)][:RECENT_LIMIT]
 
 
 def run_recorded(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, EagerPlan | None]:

@@ -28,6 +28,7 @@ from spec._src.core.interpreter import (
     _insert_pvary,
     canonical_aval_of,
     current_trace,
+    remember_plan,
     run_recorded,
     set_current_trace,
     to_concrete_value,
@@ -364,14 +365,13 @@ def _inline_jit(fn: F) -> F:
     that signature, which skips packing the arguments."""
     arity = _positional_arity(fn)
     call: Callable[..., Any]
-    # The plan of the last eager call (interpreter.EagerPlan): one dispatch
-    # standing for ``fn`` at its operands' types, as JAX's trace cache holds
-    # one jaxpr per operand types.
-    plan: list[EagerPlan | None] = [None]
+    # The plans of recent eager calls (interpreter.EagerPlan), newest first:
+    # each one dispatch standing for ``fn`` at its operands' types, as JAX's
+    # trace cache holds one jaxpr per operand types.
+    plans: list[EagerPlan] = []
     if arity == 1:
         def call(x: Any, /) -> Any:
-            known = plan[0]
-            if known is not None:
+            for known in plans:
                 out = known.apply1(x)
                 if out is not MISS:
                     return out
@@ -379,7 +379,8 @@ def _inline_jit(fn: F) -> F:
             if not isinstance(trace, _RECORDING):
                 try:
                     if type(trace) is EvalTrace:
-                        out, plan[0] = run_recorded(fn, (x,))
+                        out, made = run_recorded(fn, (x,))
+                        remember_plan(plans, made)
                         return out
                     return ad.run_jnp_body(trace, fn, x)
                 except FloatingPointError:
@@ -396,8 +397,7 @@ def _inline_jit(fn: F) -> F:
         names = list(inspect.signature(fn).parameters)
 
         def call(x: Any, y: Any, /) -> Any:
-            known = plan[0]
-            if known is not None:
+            for known in plans:
                 out = known.apply2(x, y)
                 if out is not MISS:
                     return out
@@ -407,7 +407,8 @@ def _inline_jit(fn: F) -> F:
                     committed_device((x, y), names, fn.__name__)
                 try:
                     if type(trace) is EvalTrace:
-                        out, plan[0] = run_recorded(fn, (x, y))
+                        out, made = run_recorded(fn, (x, y))
+                        remember_plan(plans, made)
                         return out
                     return ad.run_jnp_body(trace, fn, x, y)
                 except FloatingPointError:
