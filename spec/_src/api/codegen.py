@@ -1019,6 +1019,18 @@ def device_program(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[S.Dist],
     return None if program is None else program.fn(*args)
 
 
+def device_function(jaxpr: Jaxpr, args: Sequence[S.Dist], geo: S.Geometry
+                    ) -> Callable[..., list[S.Dist]] | None:
+    """The function of ``jaxpr``'s generated per-device program for
+    ``args``' types, under the conditions of ``device_program`` (None
+    otherwise)."""
+    values = config._values
+    if not values["spec_jit_codegen"] or values["jax_debug_nans"] or values["jax_debug_infs"]:
+        return None
+    program = device_program_for(jaxpr, args, geo)
+    return None if program is None else program.fn
+
+
 def device_program_for(jaxpr: Jaxpr, args: Sequence[S.Dist], geo: S.Geometry
                        ) -> DeviceGenerated | None:
     """The generated per-device program of ``jaxpr`` on ``args`` (None where
@@ -1054,3 +1066,4 @@ def device_source(jaxpr: Jaxpr, geo: S.Geometry, arg_avals: Sequence[Any]) -> st
 
 
 S.generated_program[0] = device_program
+S.generated_function[0] = device_function

@@ -725,6 +725,18 @@ class NamedSharding(Sharding):
         self.spec = spec
         self._memory_kind = memory_kind
         _check_spec_on_mesh(mesh, spec)
+        self._axes_by_rank: dict[int, tuple[tuple[AxisName, ...], ...]] = {}
+
+    def axes_per_dim(self, ndim: int) -> tuple[tuple[AxisName, ...], ...]:
+        """Per dimension of a rank-``ndim`` array, the mesh axes splitting it
+        (major first); remembered per rank, as per-device programs ask at
+        every step of a loop."""
+        known = self._axes_by_rank.get(ndim)
+        if known is None:
+            entries = tuple(self.spec.partitions)
+            entries += (None,) * (ndim - len(entries))
+            known = self._axes_by_rank[ndim] = tuple(axis_names_of(e) for e in entries)
+        return known
 
     @property
     def memory_kind(self) -> str | None:

@@ -50,10 +50,23 @@ def laid_out(aval: ArrayType, parts: Sequence[tuple[str, ...]], unreduced: froze
                  and not a.sharding.mesh.empty), None)
     if mesh is None:
         mesh = get_abstract_mesh()
-    entries = [entry_of(p) for p in parts]
-    reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
-    return aval.update(sharding=NamedSharding(mesh, P(*entries, unreduced=unreduced,
-                                                      reduced=reduced)))
+    key = (aval, tuple(parts), unreduced, mesh)
+    made = _LAID_OUT.get(key)
+    if made is None:
+        entries = [entry_of(p) for p in parts]
+        reduced = frozenset() if aval.sharding is None else aval.sharding.spec.reduced
+        made = aval.update(sharding=NamedSharding(mesh, P(*entries, unreduced=unreduced,
+                                                          reduced=reduced)))
+        if len(_LAID_OUT) >= _LAID_OUT_LIMIT:
+            _LAID_OUT.clear()
+        _LAID_OUT[key] = made
+    return made
+
+
+# The layouts made by ``laid_out``: a program run in a loop (a reduction in a
+# scan body on a mesh) asks for the same few types at every step.
+_LAID_OUT: dict[tuple[Any, ...], ArrayType] = {}
+_LAID_OUT_LIMIT = 4096
 
 
 def has_duplicates(parts: Sequence[tuple[str, ...]], extra: frozenset[str] = frozenset()

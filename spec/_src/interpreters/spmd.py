@@ -35,6 +35,7 @@ from spec._src.core import ledger as _ledger
 from spec._src.core.array import Array
 from spec._src.core.effects import ordered_effects, ordered_io_effect
 from spec._src.core.backend import Axes, Backend, Bufs, current_backend
+from spec._src.core.denormals import quietly
 from spec._src.core.interpreter import Literal, Var, canonical_value, hooks
 from spec._src.core.sharding import (
     AxisType, Mesh, NamedSharding, P, axis_names_of, get_concrete_mesh)
@@ -91,9 +92,9 @@ names_of = axis_names_of
 def parts_of(aval: ArrayType) -> tuple[Axes, ...]:
     """Per dimension, the mesh axes splitting it (major first)."""
     s = aval.sharding
-    entries = () if s is None else tuple(s.spec.partitions)
-    entries = entries + (None,) * (aval.ndim - len(entries))
-    return tuple(names_of(e) for e in entries)
+    if s is None:
+        return ((),) * aval.ndim
+    return s.axes_per_dim(aval.ndim)  # type: ignore[no-any-return]
 
 
 def unreduced_of(aval: ArrayType) -> frozenset[str]:
@@ -293,8 +294,7 @@ def combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.asarray(np.logical_or(a, b))
     if a.dtype == np.bool_ and op in ("min", "prod", "and"):
         return np.asarray(np.logical_and(a, b))
-    with np.errstate(all="ignore"):
-        return np.asarray(_OPS[op](a, b)).astype(a.dtype, copy=False)
+    return np.asarray(quietly(_OPS[op], a, b)).astype(a.dtype, copy=False)
 
 
 def reduce_in_groups(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
@@ -515,6 +515,32 @@ def eval_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geo
 # interpreted.
 GeneratedHook = Callable[[Any, Sequence[Any], Sequence[Dist], Geometry], "list[Dist] | None"]
 generated_program: list[GeneratedHook | None] = [None]
+
+
+# The function of a jaxpr's generated per-device program for these argument
+# types (None: interpreted, or not written yet), which codegen fills in.
+FunctionHook = Callable[[Any, Sequence[Dist], Geometry], "Callable[..., list[Dist]] | None"]
+generated_function: list[FunctionHook | None] = [None]
+
+
+def loop_runner(jaxpr: Any, geo: Geometry) -> Callable[[Sequence[Dist]], list[Dist]]:
+    """``run_jaxpr(jaxpr, jaxpr.consts, args, geo)`` for the iterations of a
+    loop: once the jaxpr has a generated program for the arguments' types,
+    later iterations at the same types call it without looking it up."""
+    found: list[Any] = [None, ()]  # the program's function and its argument types
+
+    def run(args: Sequence[Dist]) -> list[Dist]:
+        fn, avals = found
+        if fn is not None and len(avals) == len(args) and all(
+                a is d.aval or a == d.aval for a, d in zip(avals, args)):
+            return fn(*args)  # type: ignore[no-any-return]
+        lookup = generated_function[0]
+        fn = None if lookup is None else lookup(jaxpr, args, geo)
+        if fn is None:
+            return run_jaxpr(jaxpr, jaxpr.consts, args, geo)
+        found[:] = [fn, tuple(d.aval for d in args)]
+        return fn(*args)  # type: ignore[no-any-return]
+    return run
 
 
 def run_jaxpr(jaxpr: Any, consts: Sequence[Any], args: Sequence[Dist], geo: Geometry

@@ -1371,11 +1371,12 @@ def _while(prim: Primitive) -> PD.Program:
         cconsts = args[:cond_nconsts]
         bconsts = args[cond_nconsts:cond_nconsts + body_nconsts]
         carry = args[cond_nconsts + body_nconsts:]
+        cond, body = S.loop_runner(cond_jaxpr, geo), S.loop_runner(body_jaxpr, geo)
         while True:
-            (pred,) = S.run_jaxpr(cond_jaxpr, cond_jaxpr.consts, [*cconsts, *carry], geo)
+            (pred,) = cond([*cconsts, *carry])
             if not bool(pred.any):
                 return [Dist(a, c.bufs) for c, a in zip(carry, out_avals)]
-            carry = S.run_jaxpr(body_jaxpr, body_jaxpr.consts, [*bconsts, *carry], geo)
+            carry = body([*bconsts, *carry])
     return program
 
 

@@ -618,18 +618,23 @@ def _same_sharding(name: str) -> Any:
 
 def _reduce_sum_impl(x: np.ndarray, *, axes: tuple[int, ...], out_sharding: Any = None
                      ) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        lx = _lift(x)
-        # Integer sums wrap modulo 2**bits, as XLA's do: NumPy sums in the dtype itself.
-        total = arithmetic(functools.partial(np.sum, axis=axes, dtype=lx.dtype), lx)
-        return [np.asarray(total).astype(x.dtype)]
+    # Integer sums wrap modulo 2**bits, as XLA's do: NumPy sums in the dtype itself.
+    return [_reduced_by(np.add, x, axes)]
 
 
 def _reduce_prod_impl(x: np.ndarray, *, axes: tuple[int, ...]) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        lx = _lift(x)
-        product = arithmetic(functools.partial(np.prod, axis=axes, dtype=lx.dtype), lx)
-        return [np.asarray(product).astype(x.dtype)]
+    return [_reduced_by(np.multiply, x, axes)]
+
+
+def _reduced_by(ufunc: np.ufunc, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """``ufunc.reduce`` over ``axes`` in the compute dtype (the arithmetic
+    environment quiet and flushing), rounded once to ``x``'s dtype."""
+    lx = _lift(x)
+    total = np.asarray(arithmetic(ufunc.reduce, lx, axes, lx.dtype))
+    if lx is x:
+        return total
+    with np.errstate(all="ignore"):  # narrowing may overflow to inf: a value here
+        return total.astype(x.dtype)
 
 
 def _chooser_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) -> Impl:
@@ -642,9 +647,9 @@ def _chooser_impl(fn: Callable[..., Any], identity: Callable[[T.DType], Any]) ->
         if _empty_reduction(x, axes) or (T.is_float(x.dtype) and np.isnan(init)):
             return [_identity_fill(x, axes, init)]
         lx = _lift(x)
-        with np.errstate(all="ignore"):  # NaN propagates, as in XLA's max/min
-            return [np.asarray(arithmetic(functools.partial(fn, axis=axes), lx)
-                               ).astype(x.dtype)]
+        # (NaN propagates, as in XLA's max/min; the arithmetic environment is quiet)
+        chosen = np.asarray(arithmetic(fn, lx, axes))
+        return [chosen if lx is x else chosen.astype(x.dtype)]
     return impl
 
 

@@ -1361,9 +1361,10 @@ def _scan(prim: Primitive) -> PD.Program:
         x_avals = jaxpr.in_avals[nc + nk:]
         ys: list[list[list[np.ndarray]]] = [[[] for _ in range(geo.n)] for _ in range(ny)]
         order = range(length - 1, -1, -1) if reverse else range(length)
+        step = S.loop_runner(jaxpr, geo)
         for i in order:
             x_i = [_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals)]
-            outs = S.run_jaxpr(jaxpr, jaxpr.consts, [*consts, *carry, *x_i], geo)
+            outs = step([*consts, *carry, *x_i])
             carry = outs[:nk]
             for slot, y in zip(ys, outs[nk:]):
                 for k in geo.local:
