@@ -539,7 +539,7 @@ def loop_runner(jaxpr: Any, geo: Geometry) -> Callable[[Sequence[Dist]], list[Di
         if fn is None:
             return run_jaxpr(jaxpr, jaxpr.consts, args, geo)
         found[:] = [fn, tuple(d.aval for d in args)]
-        return fn(*args)  # type: ignore[no-any-return]
+        return fn(*args)
     return run
 
 
