@@ -54,3 +54,24 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 def test_matches_jax(results: tuple[dict[str, Any], dict[str, Any]], key: str) -> None:
     ours, theirs = results
     assert ours[key] == theirs[key]
+
+
+def test_sharding_of_no_mesh_compares_with_named_shardings_as_jax() -> None:
+    """``typeof(x).sharding`` of an array on no mesh against NamedShardings
+    on an empty abstract mesh, both ways round (a comparison that must not
+    recurse), as JAX compares them."""
+    import jax
+    import jax.numpy as jjnp
+
+    import spec
+    import spec.numpy as snp
+
+    def compare(lib: Any, np_lib: Any) -> list[bool]:
+        typed = lib.typeof(np_lib.ones(3)).sharding
+        empty = lib.sharding.AbstractMesh((), ())
+        found = []
+        for spec_ in (lib.P(), lib.P(None)):
+            named = lib.NamedSharding(empty, spec_)
+            found += [typed == named, named == typed]
+        return found
+    assert compare(spec, snp) == compare(jax, jjnp)

@@ -203,7 +203,10 @@ class UnmeshedSharding(NamedSharding):
 
     def __eq__(self, other: object) -> bool:
         return other is None or isinstance(other, UnmeshedSharding) or (
-            isinstance(other, NamedSharding) and other.mesh.empty and other == self)
+            # (NamedSharding's own comparison: ``other == self`` would come
+            # back here, Python trying the subclass's reflected __eq__ first)
+            isinstance(other, NamedSharding) and other.mesh.empty
+            and NamedSharding.__eq__(other, self))
 
     def __hash__(self) -> int:
         return hash(None)
