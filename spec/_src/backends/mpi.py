@@ -121,7 +121,9 @@ class _Comms:
         self.pids = [int(p) for p in self.ctrl.allgather(os.getpid())]
         self.dead: set[int] = set()
         self.epoch = 0
-        self.pending: list[Any] = []  # requests of abandoned collectives, kept alive
+        # Requests of abandoned collectives, their buffers and communicators:
+        # kept alive for the life of the process (see _abandon).
+        self.pending: list[Any] = []
 
     def to_data(self, world_rank: int) -> int:
         if world_rank not in self.index:
@@ -133,8 +135,9 @@ class _Comms:
     def rebuild(self, live: list[int]) -> None:
         """A fresh data communicator among ``live`` (collective over them
         only: the dead cannot hold it up, as a Split over all would)."""
-        from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+        MPI = _mpi()
         group = self.ctrl.Get_group().Incl(live)
+        self.pending.append(self.data)  # abandoned requests may still be posted on it
         self.data = self.ctrl.Create_group(group, tag=7)
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.members = list(live)
@@ -277,22 +280,33 @@ def _decode(buf: np.ndarray) -> dict[str, Any]:
 
 _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
+# Seconds a wait tests without giving up the core: a peer running on
+# another core answers within microseconds, and a yielded core on a busy
+# machine comes back only after other processes' time slices.
+_SPIN = 2e-4
 
 
 def _wait(requests: list[Any], peers: list[int], what: str) -> None:
     """Poll ``requests`` (one per peer, world ranks) until all complete. A
     peer that dies, a failure another process reports, or the deadline
-    passing ends the wait with an error naming the peers."""
+    passing ends the wait with an error naming the peers; the caller then
+    abandons the collective's requests (``_abandon``)."""
+    if _test_all(requests, peers, what):
+        return
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
+    spin_until = start + _SPIN
     next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
         now = time.monotonic()
         # Large transfers move as MPI makes progress, which testing drives:
-        # keep testing, only yielding the core (ranks may outnumber cores);
-        # a wait this long is for a peer still computing: sleep between tests.
-        if now - start < 0.02:
+        # keep testing, first without pause, then yielding the core (ranks
+        # may outnumber cores); a wait this long is for a peer still
+        # computing: sleep between tests.
+        if now < spin_until:
+            pass
+        elif now - start < 0.02:
             os.sched_yield()
         else:
             time.sleep(min(1e-3, (now - start) / 100))
@@ -301,19 +315,16 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
             dead = sorted({p for p in missing if not alive(p)})
             if dead:
-                _abandon(requests)
                 _announce(dead)
                 raise CollectiveFailedError(
                     f"rank {c.rank}: {what}: process(es) {dead} failed")
             reported = _reported_failure()
             if reported is not None:
-                _abandon(requests)
                 raise CollectiveFailedError(
                     f"rank {c.rank}: {what}: abandoned, rank {reported[0]} reported failed "
                     f"process(es) {reported[1]}")
         if now > deadline:
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
-            _abandon(requests)
             raise CollectiveTimeoutError(
                 f"rank {c.rank}: {what}: rank(s) {missing} did not join within "
                 f"{timeout():g} s (a collective reached by only some ranks?)")
@@ -322,16 +333,23 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
 def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    MPI = _mpi()
     try:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
-        _abandon(requests)
         dead = _dead_peers_after_error(peers)
         if dead:
             _announce(dead)
         raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
+
+
+@functools.cache
+def _mpi() -> Any:
+    """The mpi4py module, imported once (an import statement on every test of
+    a request costs as much as the test)."""
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    return MPI
 
 
 _SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
@@ -349,16 +367,28 @@ def _dead_peers_after_error(peers: list[int]) -> list[int]:
         time.sleep(_CHECK_EVERY)
 
 
-def _abandon(requests: list[Any]) -> None:
-    """Receives are cancelled; sends to a dead peer never complete: all are
-    kept referenced, with the communicator they belong to."""
-    for r in requests:
+def _abandon(eager_recvs: Sequence[Any], in_flight: Sequence[Any] = (),
+             buffers: Sequence[np.ndarray] = ()) -> None:
+    """Give up on a collective's requests without ever letting MPI touch
+    freed memory. Only receives of eager-sized messages (headers, control
+    notes) are cancelled: such a message is copied in whole when it
+    matches, so an incomplete one is unmatched and cancelling it is safe.
+    A data receive may already be matched to a large message that is half
+    copied, and MPICH's MPI_Cancel of such a receive can crash the process
+    (it did, under load, when a peer died mid-transfer); it is left
+    posted, like every send. Nothing abandoned is freed: mpi4py lets go of
+    a request's buffer when the request object is collected (the MPI
+    request itself stays active) or when MPI nulls its handle after an
+    error, and MPI may still read or write that buffer, so the requests,
+    their buffers stay referenced for the life of the process (as does
+    the communicator: ``_Comms.rebuild``)."""
+    for r in eager_recvs:
         try:
             if not r.Test():
                 r.Cancel()
         except Exception:  # a request of a failed peer may refuse even that
             pass
-    _comms().pending.extend(requests)
+    _comms().pending.extend([*eager_recvs, *in_flight, *buffers])
 
 
 def _announce(dead: list[int]) -> None:
@@ -376,7 +406,7 @@ def _announce(dead: list[int]) -> None:
 def _reported_failure() -> tuple[int, list[int]] | None:
     """A failure notice of the current epoch, if one arrived (older ones are
     read and dropped)."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    MPI = _mpi()
     c = _comms()
     status = MPI.Status()
     while c.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
@@ -397,38 +427,60 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
              ) -> dict[int, np.ndarray]:
     """Send ``block`` to the ranks ``send_to`` and receive one block of the
     same type from each of ``recv_from`` (into the contiguous buffers
-    ``into`` when given); both sides' headers must agree."""
+    ``into`` when given); both sides' headers must agree.
+
+    Every receive, headers and data, is posted before any header is
+    checked, so that a large block moves as soon as both sides are there
+    (one round trip, not two); a block whose header turns out not to match
+    is abandoned unread."""
     c = _comms()
     comm = c.data
     number = _count.next()
-    me = c.rank
     encoded = _header(number, kind, detail, block.dtype.str, block.shape)
     h_tag = (2 * number) % (2 * _TAG_SPAN)
     d_tag = h_tag + 1
     what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
     payload = _as_bytes(block)
-    sends = []
-    for peer in send_to:
-        sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
-        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
-    _after_sends(number, payload.nbytes)
     peers = list(recv_from)
+    # Every rank is resolved before anything is posted, so that a dead one
+    # raises with no request outstanding.
+    sources = [c.to_data(p) for p in peers]
+    dests = [c.to_data(p) for p in send_to]
     headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
-    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
-          peers, what)
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in peers}
+    inbound = [_as_bytes_out(received[p]) for p in peers]
+    header_recvs: list[Any] = []
+    data_recvs: list[Any] = []
+    sends: list[Any] = []
+    try:
+        for buf, source in zip(headers, sources):
+            header_recvs.append(comm.Irecv(buf, source=source, tag=h_tag))
+        for buf, source in zip(inbound, sources):
+            data_recvs.append(comm.Irecv(buf, source=source, tag=d_tag))
+        for dest in dests:
+            sends.append(comm.Isend(encoded, dest=dest, tag=h_tag))
+            sends.append(comm.Isend(payload, dest=dest, tag=d_tag))
+        _after_sends(number, payload.nbytes)
+        _wait(header_recvs, peers, what)
+        _check_headers(headers, encoded, peers, what)
+        _wait(data_recvs, peers, what)
+        _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
+    except BaseException:
+        _abandon(header_recvs, data_recvs + sends, [encoded, payload, *headers, *inbound])
+        raise
+    return received
+
+
+def _check_headers(headers: list[np.ndarray], encoded: np.ndarray, peers: list[int],
+                   what: str) -> None:
     for peer, raw in zip(peers, headers):
         if not np.array_equal(raw, encoded):
             theirs = _decode(raw)
             raise CollectiveMismatchError(
-                f"rank {me}: {what} here, but rank {peer} reached "
+                f"rank {rank()}: {what} here, but rank {peer} reached "
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
-    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
-                                              for p in peers}
-    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
-           for p in peers], peers, what)
-    _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
-    return received
 
 
 def _after_sends(number: int, nbytes: int) -> None:
@@ -608,7 +660,7 @@ def _coordinate(expected: list[int]) -> list[int]:
             elif not alive(p) or time.monotonic() > deadline:
                 gone.add(p)
         time.sleep(1e-4)
-    _abandon([requests[p] for p in gone])
+    _abandon([requests[p] for p in gone])  # 8-byte arrivals: eager, safe to cancel
     live = sorted(arrived | {c.rank})
     reply = np.full(len(c.pids) + 1, -1, np.int64)
     reply[0] = c.epoch
