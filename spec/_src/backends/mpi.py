@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -240,39 +240,32 @@ def collectives_run() -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _described(kind: str, detail: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    return _encode({"n": 0, "kind": kind, "detail": detail, "dtype": str(np.dtype(dtype)),
-                    "shape": list(shape)})
-
-
-def _header(number: int, kind: str, detail: str, dtype: str, shape: tuple[int, ...]
-            ) -> np.ndarray:
-    """A collective's header: its number (8 bytes), then its description
-    (encoded once per kind of collective)."""
-    out = np.empty(_HEADER_BYTES + 8, np.uint8)
-    out[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
-    out[8:] = _described(kind, detail, dtype, shape)
-    return out
-
-
-def _encode(header: dict[str, Any]) -> np.ndarray:
-    raw = json.dumps(header, sort_keys=True).encode()
+def _described(kind: str, detail: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
+    """A kind of collective's description, as the last _HEADER_BYTES of its
+    headers (encoded once)."""
+    raw = json.dumps({"n": 0, "kind": kind, "detail": detail, "dtype": str(dtype),
+                      "shape": list(shape)}, sort_keys=True).encode()
     if len(raw) > _HEADER_BYTES:
         raise ValueError(f"collective header too long: {raw[:80]!r}...")
-    out = np.zeros(_HEADER_BYTES, np.uint8)
-    out[:len(raw)] = np.frombuffer(raw, np.uint8)
-    return out
+    return raw.ljust(_HEADER_BYTES, b"\0")
 
 
-def _decode(buf: np.ndarray) -> dict[str, Any]:
-    """A header back as a dict (its number from the first 8 bytes, when it
-    has them)."""
+def _header(number: int, kind: str, detail: str, dtype: np.dtype[Any],
+            shape: tuple[int, ...]) -> bytes:
+    """A collective's header: its number (8 bytes), then its description."""
+    return number.to_bytes(8, sys.byteorder, signed=True) + _described(kind, detail, dtype,
+                                                                       shape)
+
+
+def _decode(buf: Any) -> dict[str, Any]:
+    """A header (any bytes-like object) back as a dict (its number from the
+    first 8 bytes, when it has them)."""
+    raw = bytes(buf)
     number = None
-    if buf.size == _HEADER_BYTES + 8:
-        number = int(np.frombuffer(buf[:8].tobytes(), np.int64)[0])
-        buf = buf[8:]
-    raw = bytes(buf).rstrip(b"\0")
-    decoded: dict[str, Any] = json.loads(raw.decode())
+    if len(raw) == _HEADER_BYTES + 8:
+        number = int.from_bytes(raw[:8], sys.byteorder, signed=True)
+        raw = raw[8:]
+    decoded: dict[str, Any] = json.loads(raw.rstrip(b"\0").decode())
     if number is not None:
         decoded["n"] = number
     return decoded
@@ -282,15 +275,18 @@ _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
 # Seconds a wait tests without giving up the core: a peer running on
 # another core answers within microseconds, and a yielded core on a busy
-# machine comes back only after other processes' time slices.
-_SPIN = 2e-4
+# machine comes back only after other processes' time slices; but a peer
+# sharing this core gets it only when this process yields, so the spin is
+# short (MPICH's own waits likewise yield after a number of polls).
+_SPIN = 2e-5
 
 
-def _wait(requests: list[Any], peers: list[int], what: str) -> None:
+def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> None:
     """Poll ``requests`` (one per peer, world ranks) until all complete. A
     peer that dies, a failure another process reports, or the deadline
-    passing ends the wait with an error naming the peers; the caller then
-    abandons the collective's requests (``_abandon``)."""
+    passing ends the wait with an error naming the peers and the collective
+    (``what()``, formatted only then); the caller then abandons the
+    collective's requests (``_abandon``)."""
     if _test_all(requests, peers, what):
         return
     c = _comms()
@@ -317,20 +313,20 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
             if dead:
                 _announce(dead)
                 raise CollectiveFailedError(
-                    f"rank {c.rank}: {what}: process(es) {dead} failed")
+                    f"rank {c.rank}: {what()}: process(es) {dead} failed")
             reported = _reported_failure()
             if reported is not None:
                 raise CollectiveFailedError(
-                    f"rank {c.rank}: {what}: abandoned, rank {reported[0]} reported failed "
+                    f"rank {c.rank}: {what()}: abandoned, rank {reported[0]} reported failed "
                     f"process(es) {reported[1]}")
         if now > deadline:
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
             raise CollectiveTimeoutError(
-                f"rank {c.rank}: {what}: rank(s) {missing} did not join within "
+                f"rank {c.rank}: {what()}: rank(s) {missing} did not join within "
                 f"{timeout():g} s (a collective reached by only some ranks?)")
 
 
-def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
+def _test_all(requests: list[Any], peers: list[int], what: Callable[[], str]) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
     MPI = _mpi()
@@ -340,7 +336,7 @@ def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
         dead = _dead_peers_after_error(peers)
         if dead:
             _announce(dead)
-        raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
+        raise CollectiveFailedError(f"rank {rank()}: {what()}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
 
 
@@ -368,7 +364,7 @@ def _dead_peers_after_error(peers: list[int]) -> list[int]:
 
 
 def _abandon(eager_recvs: Sequence[Any], in_flight: Sequence[Any] = (),
-             buffers: Sequence[np.ndarray] = ()) -> None:
+             buffers: Sequence[Any] = ()) -> None:
     """Give up on a collective's requests without ever letting MPI touch
     freed memory. Only receives of eager-sized messages (headers, control
     notes) are cancelled: such a message is copied in whole when it
@@ -419,15 +415,21 @@ def _reported_failure() -> tuple[int, list[int]] | None:
 
 
 def _as_bytes(block: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+    if not block.flags.c_contiguous:
+        block = np.ascontiguousarray(block)
+    return block.reshape(-1).view(np.uint8)
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
-             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
-             ) -> dict[int, np.ndarray]:
-    """Send ``block`` to the ranks ``send_to`` and receive one block of the
-    same type from each of ``recv_from`` (into the contiguous buffers
-    ``into`` when given); both sides' headers must agree.
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None,
+             blocks: dict[int, np.ndarray] | None = None,
+             part_of: tuple[str, int] | None = None) -> dict[int, np.ndarray]:
+    """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
+    the ranks ``send_to`` and receive one block of the same type from each
+    of ``recv_from`` (into the contiguous buffers ``into`` when given); both
+    sides' headers must agree. ``part_of``: this exchange is one step of a
+    larger collective, (its description, its block's bytes), which errors
+    name.
 
     Every receive, headers and data, is posted before any header is
     checked, so that a large block moves as soon as both sides are there
@@ -436,17 +438,26 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     c = _comms()
     comm = c.data
     number = _count.next()
-    encoded = _header(number, kind, detail, block.dtype.str, block.shape)
+    encoded = _header(number, kind, detail, block.dtype, block.shape)
     h_tag = (2 * number) % (2 * _TAG_SPAN)
     d_tag = h_tag + 1
-    what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
+
+    def what() -> str:
+        label = part_of[0] if part_of else (
+            f"{kind}({detail}) of {block.dtype}{list(block.shape)}")
+        return f"collective #{number} {label}"
+
+    def sending() -> str:
+        return what() + " (sending)"
+
     payload = _as_bytes(block)
+    outbound = [payload if blocks is None else _as_bytes(blocks[p]) for p in send_to]
     peers = list(recv_from)
     # Every rank is resolved before anything is posted, so that a dead one
     # raises with no request outstanding.
     sources = [c.to_data(p) for p in peers]
     dests = [c.to_data(p) for p in send_to]
-    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
+    headers = [bytearray(_HEADER_BYTES + 8) for _ in peers]
     received = into if into is not None else {p: np.empty(block.shape, block.dtype)
                                               for p in peers}
     inbound = [_as_bytes_out(received[p]) for p in peers]
@@ -456,29 +467,29 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     try:
         for buf, source in zip(headers, sources):
             header_recvs.append(comm.Irecv(buf, source=source, tag=h_tag))
-        for buf, source in zip(inbound, sources):
-            data_recvs.append(comm.Irecv(buf, source=source, tag=d_tag))
-        for dest in dests:
+        for out, source in zip(inbound, sources):
+            data_recvs.append(comm.Irecv(out, source=source, tag=d_tag))
+        for dest, data in zip(dests, outbound):
             sends.append(comm.Isend(encoded, dest=dest, tag=h_tag))
-            sends.append(comm.Isend(payload, dest=dest, tag=d_tag))
-        _after_sends(number, payload.nbytes)
+            sends.append(comm.Isend(data, dest=dest, tag=d_tag))
+        _after_sends(number, part_of[1] if part_of else payload.nbytes)
         _wait(header_recvs, peers, what)
         _check_headers(headers, encoded, peers, what)
         _wait(data_recvs, peers, what)
-        _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
+        _wait(sends, [p for p in send_to for _ in (0, 1)], sending)
     except BaseException:
-        _abandon(header_recvs, data_recvs + sends, [encoded, payload, *headers, *inbound])
+        _abandon(header_recvs, data_recvs + sends, [encoded, *outbound, *headers, *inbound])
         raise
     return received
 
 
-def _check_headers(headers: list[np.ndarray], encoded: np.ndarray, peers: list[int],
-                   what: str) -> None:
+def _check_headers(headers: list[bytearray], encoded: bytes, peers: list[int],
+                   what: Callable[[], str]) -> None:
     for peer, raw in zip(peers, headers):
-        if not np.array_equal(raw, encoded):
+        if raw != encoded:
             theirs = _decode(raw)
             raise CollectiveMismatchError(
-                f"rank {rank()}: {what} here, but rank {peer} reached "
+                f"rank {rank()}: {what()} here, but rank {peer} reached "
                 f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
                 f"{theirs['dtype']}{theirs['shape']}")
 
@@ -493,6 +504,12 @@ def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
 
 
 # ================================================================ backend
+
+
+# An all-reduce over more than two ranks of at least this many bytes per
+# rank is a reduce-scatter and an all-gather (two rounds of messages, less
+# data); a smaller one gathers every block (one round).
+_SPLIT_MIN_BYTES = 1 << 16
 
 
 def _keep_freed_memory() -> None:
@@ -518,6 +535,22 @@ def _my_group(geo: S.Geometry, axes: S.Axes) -> tuple[np.ndarray, int]:
     return geo.group_of(k, axes)
 
 
+def _mine(bufs: S.Bufs, geo: S.Geometry) -> np.ndarray:
+    """This rank's device's buffer."""
+    (k,) = geo.local
+    mine = bufs[k]
+    assert mine is not None, "a value with no buffer on this rank"
+    return mine
+
+
+def _placed(value: np.ndarray, geo: S.Geometry) -> S.Bufs:
+    """``value`` as this rank's device's buffer (``geo.place`` for one
+    local device, without its set of the local devices)."""
+    (k,) = geo.local
+    return (None,) * k + (value,) + (None,) * (geo.n - k - 1)
+
+
+@functools.lru_cache(maxsize=256)
 def _detail(axes: S.Axes, extra: str = "") -> str:
     return ",".join(map(str, axes)) + extra
 
@@ -569,7 +602,7 @@ class MPIBackend:
         # The blocks land in one stacked buffer: along dimension 0 it is
         # already the concatenation.
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
+        mine = _mine(bufs, geo)
         stacked = np.empty((len(group), *mine.shape), mine.dtype)
         stacked[pos] = mine
         peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
@@ -579,33 +612,75 @@ class MPIBackend:
             whole = stacked.reshape((-1, *mine.shape[1:]))
         else:
             whole = np.concatenate(list(stacked), axis=dim)
-        return geo.place(whole)
+        return _placed(whole, geo)
 
     def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_reduce(bufs, axes, op, geo)
+        group, pos = _my_group(geo, axes)
+        if len(group) > 2 and _mine(bufs, geo).nbytes >= _SPLIT_MIN_BYTES:
+            return _placed(self._split_all_reduce(_mine(bufs, geo), group, pos, axes, op, geo),
+                           geo)
         blocks = self._group_blocks(bufs, axes, geo, "all_reduce", f";op={op}")
+        if len(blocks) == 1:
+            return _placed(blocks[0], geo)
+        # The blocks combine in position order, into the first received one
+        # (private to this collective, and read before it is written).
+        scratch = blocks[1 if pos == 0 else 0]
         acc = blocks[0]
         for b in blocks[1:]:
-            acc = S.combine(op, acc, b)
-        return geo.place(acc)
+            acc = S.combine(op, acc, b, out=scratch)
+        return _placed(acc, geo)
 
     def ppermute(self, bufs: S.Bufs, axes: S.Axes, perm: Sequence[tuple[int, int]],
                  geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.ppermute(bufs, axes, perm, geo)
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
+        mine = _mine(bufs, geo)
         send_to = [geo.procs[int(group[d])] for s, d in perm if s == pos]
         recv_from = [geo.procs[int(group[s])] for s, d in perm if d == pos]
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
-        return geo.place(out)
+        return _placed(out, geo)
+
+    def _split_all_reduce(self, mine: np.ndarray, group: np.ndarray, pos: int, axes: S.Axes,
+                          op: str, geo: S.Geometry) -> np.ndarray:
+        """An all-reduce of a large block over more than two ranks as a
+        reduce-scatter and an all-gather: the flat block cut into one part
+        per member, member i combining everyone's part i in position order
+        (each element combined in the virtual backend's order, so the values
+        are bitwise the same), then the combined parts gathered. Each rank
+        sends and receives 2 (g - 1) / g blocks rather than g - 1, and
+        combines 1 / g of the block."""
+        g = len(group)
+        flat = np.ascontiguousarray(mine).reshape(-1)
+        width = -(-flat.size // g)
+        if flat.size != g * width:  # the last part padded (its padding is dropped)
+            flat = np.concatenate([flat, np.zeros(g * width - flat.size, flat.dtype)])
+        parts = flat.reshape(g, width)
+        member = {geo.procs[int(k)]: i for i, k in enumerate(group) if i != pos}
+        peers = list(member)
+        detail = _detail(axes, f";op={op}")
+        part_of = (f"all_reduce({detail}) of {mine.dtype}{list(mine.shape)}", mine.nbytes)
+        theirs = np.empty_like(parts)
+        exchange(parts[pos], peers, peers, "all_reduce", detail + ";scatter",
+                 into={p: theirs[i] for p, i in member.items()},
+                 blocks={p: parts[i] for p, i in member.items()}, part_of=part_of)
+        whole = np.empty_like(parts)
+        acc = whole[pos]
+        operands = [parts[pos] if i == pos else theirs[i] for i in range(g)]
+        S.combine(op, operands[0], operands[1], out=acc)
+        for b in operands[2:]:
+            S.combine(op, acc, b, out=acc)
+        exchange(acc, peers, peers, "all_reduce", detail + ";gather",
+                 into={p: whole[i] for p, i in member.items()}, part_of=part_of)
+        return whole.reshape(-1)[:mine.size].reshape(mine.shape)
 
     def _group_blocks(self, bufs: S.Bufs, axes: S.Axes, geo: S.Geometry, kind: str,
                       extra: str) -> list[np.ndarray]:
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
+        mine = _mine(bufs, geo)
         peers = [geo.procs[int(k)] for i, k in enumerate(group) if i != pos]
         got = exchange(mine, peers, peers, kind, _detail(axes, extra))
         return [mine if i == pos else got[geo.procs[int(k)]] for i, k in enumerate(group)]
