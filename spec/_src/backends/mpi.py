@@ -282,11 +282,11 @@ _SPIN = 2e-5
 
 
 def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> None:
-    """Poll ``requests`` (one per peer, world ranks) until all complete. A
-    peer that dies, a failure another process reports, or the deadline
-    passing ends the wait with an error naming the peers and the collective
-    (``what()``, formatted only then); the caller then abandons the
-    collective's requests (``_abandon``)."""
+    """Poll ``requests`` (``peers[i]``, a world rank, is request i's peer)
+    until all complete. A peer that dies, a failure another process
+    reports, or the deadline passing ends the wait with an error naming the
+    peers and the collective (``what()``, formatted only then); the caller
+    then abandons the collective's requests (``_abandon``)."""
     if _test_all(requests, peers, what):
         return
     c = _comms()
@@ -320,7 +320,7 @@ def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> Non
                     f"rank {c.rank}: {what()}: abandoned, rank {reported[0]} reported failed "
                     f"process(es) {reported[1]}")
         if now > deadline:
-            missing = [p for p, r in zip(peers, requests) if not r.Test()]
+            missing = sorted({p for p, r in zip(peers, requests) if not r.Test()})
             raise CollectiveTimeoutError(
                 f"rank {c.rank}: {what()}: rank(s) {missing} did not join within "
                 f"{timeout():g} s (a collective reached by only some ranks?)")
@@ -466,12 +466,12 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     sends: list[Any] = []
     try:
         for buf, source in zip(headers, sources):
-            header_recvs.append(comm.Irecv(buf, source=source, tag=h_tag))
+            header_recvs.append(comm.Irecv(buf, source, h_tag))
         for out, source in zip(inbound, sources):
-            data_recvs.append(comm.Irecv(out, source=source, tag=d_tag))
+            data_recvs.append(comm.Irecv(out, source, d_tag))
         for dest, data in zip(dests, outbound):
-            sends.append(comm.Isend(encoded, dest=dest, tag=h_tag))
-            sends.append(comm.Isend(data, dest=dest, tag=d_tag))
+            sends.append(comm.Isend(encoded, dest, h_tag))
+            sends.append(comm.Isend(data, dest, d_tag))
         _after_sends(number, part_of[1] if part_of else payload.nbytes)
         _wait(header_recvs, peers, what)
         _check_headers(headers, encoded, peers, what)
@@ -638,8 +638,9 @@ class MPIBackend:
             return self.local.ppermute(bufs, axes, perm, geo)
         group, pos = _my_group(geo, axes)
         mine = _mine(bufs, geo)
-        send_to = [geo.procs[int(group[d])] for s, d in perm if s == pos]
-        recv_from = [geo.procs[int(group[s])] for s, d in perm if d == pos]
+        procs = [geo.procs[k] for k in group.tolist()]
+        send_to = [procs[d] for s, d in perm if s == pos]
+        recv_from = [procs[s] for s, d in perm if d == pos]
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return _placed(out, geo)
