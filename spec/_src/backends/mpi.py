@@ -423,13 +423,15 @@ def _as_bytes(block: np.ndarray) -> np.ndarray:
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
              kind: str, detail: str, into: dict[int, np.ndarray] | None = None,
              blocks: dict[int, np.ndarray] | None = None,
-             part_of: tuple[str, int] | None = None) -> dict[int, np.ndarray]:
+             part_of: tuple[str, int] | None = None,
+             meanwhile: Callable[[], None] | None = None) -> dict[int, np.ndarray]:
     """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
     the ranks ``send_to`` and receive one block of the same type from each
     of ``recv_from`` (into the contiguous buffers ``into`` when given); both
     sides' headers must agree. ``part_of``: this exchange is one step of a
     larger collective, (its description, its block's bytes), which errors
-    name.
+    name. ``meanwhile`` runs once everything is posted, while the blocks
+    move.
 
     Every receive, headers and data, is posted before any header is
     checked, so that a large block moves as soon as both sides are there
@@ -473,6 +475,8 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
             sends.append(comm.Isend(encoded, dest, h_tag))
             sends.append(comm.Isend(data, dest, d_tag))
         _after_sends(number, part_of[1] if part_of else payload.nbytes)
+        if meanwhile is not None:
+            meanwhile()
         _wait(header_recvs, peers, what)
         _check_headers(headers, encoded, peers, what)
         _wait(data_recvs, peers, what)
@@ -604,10 +608,12 @@ class MPIBackend:
         group, pos = _my_group(geo, axes)
         mine = _mine(bufs, geo)
         stacked = np.empty((len(group), *mine.shape), mine.dtype)
-        stacked[pos] = mine
         peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
+
+        def copy_mine() -> None:  # while the peers' blocks move
+            stacked[pos] = mine
         exchange(mine, list(peers), list(peers), "all_gather", _detail(axes, f";dim={dim}"),
-                 into=peers)
+                 into=peers, meanwhile=copy_mine)
         if dim == 0:
             whole = stacked.reshape((-1, *mine.shape[1:]))
         else:
