@@ -46,7 +46,6 @@ from spec._src.backends.devices import Device, VirtualBackend
 from spec._src.interpreters import spmd as S
 
 _HEADER_BYTES = 512
-_TAG_SPAN = 16000  # tags cycle through [0, 2 * _TAG_SPAN): header and data tags per collective
 
 
 class CollectiveTimeoutError(RuntimeError):
@@ -114,6 +113,12 @@ class _Comms:
         self.data = MPI.COMM_WORLD.Dup()
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = int(self.ctrl.Get_rank())
+        # Collective n's header and data tags are 2n and 2n + 1, cycling
+        # through every tag MPI allows (at least 32767; MPICH's 2^29 - 1):
+        # a receive left posted by an abandoned collective could only match
+        # a collective that many numbers later.
+        tag_ub: Any = MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
+        self.tag_span = (int(tag_ub) + 1) // 2
         self.members = list(range(int(self.ctrl.Get_size())))  # world ranks, data order
         self.index = {w: i for i, w in enumerate(self.members)}
         # Processes of one host (the loopback launches this backend serves):
@@ -371,13 +376,15 @@ def _abandon(eager_recvs: Sequence[Any], in_flight: Sequence[Any] = (),
     matches, so an incomplete one is unmatched and cancelling it is safe.
     A data receive may already be matched to a large message that is half
     copied, and MPICH's MPI_Cancel of such a receive can crash the process
-    (it did, under load, when a peer died mid-transfer); it is left
-    posted, like every send. Nothing abandoned is freed: mpi4py lets go of
-    a request's buffer when the request object is collected (the MPI
-    request itself stays active) or when MPI nulls its handle after an
-    error, and MPI may still read or write that buffer, so the requests,
-    their buffers stay referenced for the life of the process (as does
-    the communicator: ``_Comms.rebuild``)."""
+    (it did, under load, when a peer died mid-transfer); it is left posted,
+    like every send (after a process failure the data communicator is
+    replaced; else the tags cycle far enough, ``_Comms.tag_span``).
+    Nothing abandoned is freed: mpi4py lets go of a request's buffer when
+    the request object is collected (the MPI request itself stays active)
+    or when MPI nulls its handle after an error, and MPI may still read or
+    write that buffer, so the requests and their buffers stay referenced
+    for the life of the process (as does the communicator:
+    ``_Comms.rebuild``)."""
     for r in eager_recvs:
         try:
             if not r.Test():
@@ -441,7 +448,7 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     comm = c.data
     number = _count.next()
     encoded = _header(number, kind, detail, block.dtype, block.shape)
-    h_tag = (2 * number) % (2 * _TAG_SPAN)
+    h_tag = (2 * number) % (2 * c.tag_span)
     d_tag = h_tag + 1
 
     def what() -> str:
