@@ -26,7 +26,28 @@ def corpus() -> dict[str, Any]:
     names = sys.argv[3].split(",") if len(sys.argv) > 3 else None
     from spec._src.interpreters import spmd as _spmd
     return {"programs": run_all(jax, jnp, n, names), "backend": _spmd.backend().name,
-            "devices": [d.id for d in jax.local_devices()]}
+            "devices": [d.id for d in jax.local_devices()],
+            "large all_reduce": large_all_reduce(n)}
+
+
+def large_all_reduce(n: int) -> dict[str, bool]:
+    """All-reduces of a block large enough to be split into parts (over more
+    than two ranks), whose length does not divide by the ranks: whether each
+    is bitwise the blocks combined one after another in rank order (the
+    virtual backend's order), computed here from every rank's data."""
+    from spec._src.interpreters import spmd as _spmd
+    geo = _spmd.geometry(jax.make_mesh((n,), ("x",)))
+    blocks = [np.random.default_rng(r).standard_normal((3, 7001)).astype(np.float32)
+              for r in range(n)]
+    mine = blocks[jax.process_index()]
+    out = {}
+    for op, combine in (("sum", np.add), ("max", np.maximum)):
+        want = blocks[0]
+        for b in blocks[1:]:
+            want = combine(want, b)
+        got = _spmd.first(_spmd.all_reduce(geo.place(mine), ("x",), op, geo))
+        out[op] = got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    return out
 
 
 def ragged(n: int | None = None) -> dict[str, Any]:

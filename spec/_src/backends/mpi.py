@@ -37,7 +37,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,7 +46,6 @@ from spec._src.backends.devices import Device, VirtualBackend
 from spec._src.interpreters import spmd as S
 
 _HEADER_BYTES = 512
-_TAG_SPAN = 16000  # tags cycle through [0, 2 * _TAG_SPAN): header and data tags per collective
 
 
 class CollectiveTimeoutError(RuntimeError):
@@ -114,6 +113,12 @@ class _Comms:
         self.data = MPI.COMM_WORLD.Dup()
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = int(self.ctrl.Get_rank())
+        # Collective n's header and data tags are 2n and 2n + 1, cycling
+        # through every tag MPI allows (at least 32767; MPICH's 2^29 - 1):
+        # a receive left posted by an abandoned collective could only match
+        # a collective that many numbers later.
+        tag_ub: Any = MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
+        self.tag_span = (int(tag_ub) + 1) // 2
         self.members = list(range(int(self.ctrl.Get_size())))  # world ranks, data order
         self.index = {w: i for i, w in enumerate(self.members)}
         # Processes of one host (the loopback launches this backend serves):
@@ -121,7 +126,9 @@ class _Comms:
         self.pids = [int(p) for p in self.ctrl.allgather(os.getpid())]
         self.dead: set[int] = set()
         self.epoch = 0
-        self.pending: list[Any] = []  # requests of abandoned collectives, kept alive
+        # Requests of abandoned collectives, their buffers and communicators:
+        # kept alive for the life of the process (see _abandon).
+        self.pending: list[Any] = []
 
     def to_data(self, world_rank: int) -> int:
         if world_rank not in self.index:
@@ -133,8 +140,9 @@ class _Comms:
     def rebuild(self, live: list[int]) -> None:
         """A fresh data communicator among ``live`` (collective over them
         only: the dead cannot hold it up, as a Split over all would)."""
-        from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+        MPI = _mpi()
         group = self.ctrl.Get_group().Incl(live)
+        self.pending.append(self.data)  # abandoned requests may still be posted on it
         self.data = self.ctrl.Create_group(group, tag=7)
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.members = list(live)
@@ -237,39 +245,32 @@ def collectives_run() -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _described(kind: str, detail: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
-    return _encode({"n": 0, "kind": kind, "detail": detail, "dtype": str(np.dtype(dtype)),
-                    "shape": list(shape)})
-
-
-def _header(number: int, kind: str, detail: str, dtype: str, shape: tuple[int, ...]
-            ) -> np.ndarray:
-    """A collective's header: its number (8 bytes), then its description
-    (encoded once per kind of collective)."""
-    out = np.empty(_HEADER_BYTES + 8, np.uint8)
-    out[:8] = np.frombuffer(np.int64(number).tobytes(), np.uint8)
-    out[8:] = _described(kind, detail, dtype, shape)
-    return out
-
-
-def _encode(header: dict[str, Any]) -> np.ndarray:
-    raw = json.dumps(header, sort_keys=True).encode()
+def _described(kind: str, detail: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
+    """A kind of collective's description, as the last _HEADER_BYTES of its
+    headers (encoded once)."""
+    raw = json.dumps({"n": 0, "kind": kind, "detail": detail, "dtype": str(dtype),
+                      "shape": list(shape)}, sort_keys=True).encode()
     if len(raw) > _HEADER_BYTES:
         raise ValueError(f"collective header too long: {raw[:80]!r}...")
-    out = np.zeros(_HEADER_BYTES, np.uint8)
-    out[:len(raw)] = np.frombuffer(raw, np.uint8)
-    return out
+    return raw.ljust(_HEADER_BYTES, b"\0")
 
 
-def _decode(buf: np.ndarray) -> dict[str, Any]:
-    """A header back as a dict (its number from the first 8 bytes, when it
-    has them)."""
+def _header(number: int, kind: str, detail: str, dtype: np.dtype[Any],
+            shape: tuple[int, ...]) -> bytes:
+    """A collective's header: its number (8 bytes), then its description."""
+    return number.to_bytes(8, sys.byteorder, signed=True) + _described(kind, detail, dtype,
+                                                                       shape)
+
+
+def _decode(buf: Any) -> dict[str, Any]:
+    """A header (any bytes-like object) back as a dict (its number from the
+    first 8 bytes, when it has them)."""
+    raw = bytes(buf)
     number = None
-    if buf.size == _HEADER_BYTES + 8:
-        number = int(np.frombuffer(buf[:8].tobytes(), np.int64)[0])
-        buf = buf[8:]
-    raw = bytes(buf).rstrip(b"\0")
-    decoded: dict[str, Any] = json.loads(raw.decode())
+    if len(raw) == _HEADER_BYTES + 8:
+        number = int.from_bytes(raw[:8], sys.byteorder, signed=True)
+        raw = raw[8:]
+    decoded: dict[str, Any] = json.loads(raw.rstrip(b"\0").decode())
     if number is not None:
         decoded["n"] = number
     return decoded
@@ -277,22 +278,36 @@ def _decode(buf: np.ndarray) -> dict[str, Any]:
 
 _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
+# Seconds a wait tests without giving up the core: a peer running on
+# another core answers within microseconds, and a yielded core on a busy
+# machine comes back only after other processes' time slices; but a peer
+# sharing this core gets it only when this process yields, so the spin is
+# short (MPICH's own waits likewise yield after a number of polls).
+_SPIN = 2e-5
 
 
-def _wait(requests: list[Any], peers: list[int], what: str) -> None:
-    """Poll ``requests`` (one per peer, world ranks) until all complete. A
-    peer that dies, a failure another process reports, or the deadline
-    passing ends the wait with an error naming the peers."""
+def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> None:
+    """Poll ``requests`` (``peers[i]``, a world rank, is request i's peer)
+    until all complete. A peer that dies, a failure another process
+    reports, or the deadline passing ends the wait with an error naming the
+    peers and the collective (``what()``, formatted only then); the caller
+    then abandons the collective's requests (``_abandon``)."""
+    if _test_all(requests, peers, what):
+        return
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
+    spin_until = start + _SPIN
     next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
         now = time.monotonic()
         # Large transfers move as MPI makes progress, which testing drives:
-        # keep testing, only yielding the core (ranks may outnumber cores);
-        # a wait this long is for a peer still computing: sleep between tests.
-        if now - start < 0.02:
+        # keep testing, first without pause, then yielding the core (ranks
+        # may outnumber cores); a wait this long is for a peer still
+        # computing: sleep between tests.
+        if now < spin_until:
+            pass
+        elif now - start < 0.02:
             os.sched_yield()
         else:
             time.sleep(min(1e-3, (now - start) / 100))
@@ -301,37 +316,41 @@ def _wait(requests: list[Any], peers: list[int], what: str) -> None:
             missing = [p for p, r in zip(peers, requests) if not r.Test()]
             dead = sorted({p for p in missing if not alive(p)})
             if dead:
-                _abandon(requests)
                 _announce(dead)
                 raise CollectiveFailedError(
-                    f"rank {c.rank}: {what}: process(es) {dead} failed")
+                    f"rank {c.rank}: {what()}: process(es) {dead} failed")
             reported = _reported_failure()
             if reported is not None:
-                _abandon(requests)
                 raise CollectiveFailedError(
-                    f"rank {c.rank}: {what}: abandoned, rank {reported[0]} reported failed "
+                    f"rank {c.rank}: {what()}: abandoned, rank {reported[0]} reported failed "
                     f"process(es) {reported[1]}")
         if now > deadline:
-            missing = [p for p, r in zip(peers, requests) if not r.Test()]
-            _abandon(requests)
+            missing = sorted({p for p, r in zip(peers, requests) if not r.Test()})
             raise CollectiveTimeoutError(
-                f"rank {c.rank}: {what}: rank(s) {missing} did not join within "
+                f"rank {c.rank}: {what()}: rank(s) {missing} did not join within "
                 f"{timeout():g} s (a collective reached by only some ranks?)")
 
 
-def _test_all(requests: list[Any], peers: list[int], what: str) -> bool:
+def _test_all(requests: list[Any], peers: list[int], what: Callable[[], str]) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    MPI = _mpi()
     try:
         return bool(MPI.Request.Testall(requests))
     except MPI.Exception as e:
-        _abandon(requests)
         dead = _dead_peers_after_error(peers)
         if dead:
             _announce(dead)
-        raise CollectiveFailedError(f"rank {rank()}: {what}: process(es) {dead} failed "
+        raise CollectiveFailedError(f"rank {rank()}: {what()}: process(es) {dead} failed "
                                     f"(MPI: {e.Get_error_string()})") from None
+
+
+@functools.cache
+def _mpi() -> Any:
+    """The mpi4py module, imported once (an import statement on every test of
+    a request costs as much as the test)."""
+    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    return MPI
 
 
 _SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
@@ -349,16 +368,30 @@ def _dead_peers_after_error(peers: list[int]) -> list[int]:
         time.sleep(_CHECK_EVERY)
 
 
-def _abandon(requests: list[Any]) -> None:
-    """Receives are cancelled; sends to a dead peer never complete: all are
-    kept referenced, with the communicator they belong to."""
-    for r in requests:
+def _abandon(eager_recvs: Sequence[Any], in_flight: Sequence[Any] = (),
+             buffers: Sequence[Any] = ()) -> None:
+    """Give up on a collective's requests without ever letting MPI touch
+    freed memory. Only receives of eager-sized messages (headers, control
+    notes) are cancelled: such a message is copied in whole when it
+    matches, so an incomplete one is unmatched and cancelling it is safe.
+    A data receive may already be matched to a large message that is half
+    copied, and MPICH's MPI_Cancel of such a receive can crash the process
+    (it did, under load, when a peer died mid-transfer); it is left posted,
+    like every send (after a process failure the data communicator is
+    replaced; else the tags cycle far enough, ``_Comms.tag_span``).
+    Nothing abandoned is freed: mpi4py lets go of a request's buffer when
+    the request object is collected (the MPI request itself stays active)
+    or when MPI nulls its handle after an error, and MPI may still read or
+    write that buffer, so the requests and their buffers stay referenced
+    for the life of the process (as does the communicator:
+    ``_Comms.rebuild``)."""
+    for r in eager_recvs:
         try:
             if not r.Test():
                 r.Cancel()
         except Exception:  # a request of a failed peer may refuse even that
             pass
-    _comms().pending.extend(requests)
+    _comms().pending.extend([*eager_recvs, *in_flight, *buffers])
 
 
 def _announce(dead: list[int]) -> None:
@@ -376,7 +409,7 @@ def _announce(dead: list[int]) -> None:
 def _reported_failure() -> tuple[int, list[int]] | None:
     """A failure notice of the current epoch, if one arrived (older ones are
     read and dropped)."""
-    from mpi4py import MPI  # optional dependency: imported only when MPI is in use
+    MPI = _mpi()
     c = _comms()
     status = MPI.Status()
     while c.ctrl.Iprobe(source=MPI.ANY_SOURCE, tag=_ABORT_TAG, status=status):
@@ -389,46 +422,87 @@ def _reported_failure() -> tuple[int, list[int]] | None:
 
 
 def _as_bytes(block: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(block).reshape(-1).view(np.uint8)
+    if not block.flags.c_contiguous:
+        block = np.ascontiguousarray(block)
+    return block.reshape(-1).view(np.uint8)
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
-             kind: str, detail: str, into: dict[int, np.ndarray] | None = None
-             ) -> dict[int, np.ndarray]:
-    """Send ``block`` to the ranks ``send_to`` and receive one block of the
-    same type from each of ``recv_from`` (into the contiguous buffers
-    ``into`` when given); both sides' headers must agree."""
+             kind: str, detail: str, into: dict[int, np.ndarray] | None = None,
+             blocks: dict[int, np.ndarray] | None = None,
+             part_of: tuple[str, int] | None = None,
+             meanwhile: Callable[[], None] | None = None) -> dict[int, np.ndarray]:
+    """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
+    the ranks ``send_to`` and receive one block of the same type from each
+    of ``recv_from`` (into the contiguous buffers ``into`` when given); both
+    sides' headers must agree. ``part_of``: this exchange is one step of a
+    larger collective, (its description, its block's bytes), which errors
+    name. ``meanwhile`` runs once everything is posted, while the blocks
+    move.
+
+    Every receive, headers and data, is posted before any header is
+    checked, so that a large block moves as soon as both sides are there
+    (one round trip, not two); a block whose header turns out not to match
+    is abandoned unread."""
     c = _comms()
     comm = c.data
     number = _count.next()
-    me = c.rank
-    encoded = _header(number, kind, detail, block.dtype.str, block.shape)
-    h_tag = (2 * number) % (2 * _TAG_SPAN)
+    encoded = _header(number, kind, detail, block.dtype, block.shape)
+    h_tag = (2 * number) % (2 * c.tag_span)
     d_tag = h_tag + 1
-    what = f"collective #{number} {kind}({detail}) of {block.dtype}{list(block.shape)}"
+
+    def what() -> str:
+        label = part_of[0] if part_of else (
+            f"{kind}({detail}) of {block.dtype}{list(block.shape)}")
+        return f"collective #{number} {label}"
+
+    def sending() -> str:
+        return what() + " (sending)"
+
     payload = _as_bytes(block)
-    sends = []
-    for peer in send_to:
-        sends.append(comm.Isend(encoded, dest=c.to_data(peer), tag=h_tag))
-        sends.append(comm.Isend(payload, dest=c.to_data(peer), tag=d_tag))
-    _after_sends(number, payload.nbytes)
+    outbound = [payload if blocks is None else _as_bytes(blocks[p]) for p in send_to]
     peers = list(recv_from)
-    headers = [np.empty(_HEADER_BYTES + 8, np.uint8) for _ in peers]
-    _wait([comm.Irecv(h, source=c.to_data(p), tag=h_tag) for h, p in zip(headers, peers)],
-          peers, what)
-    for peer, raw in zip(peers, headers):
-        if not np.array_equal(raw, encoded):
-            theirs = _decode(raw)
-            raise CollectiveMismatchError(
-                f"rank {me}: {what} here, but rank {peer} reached "
-                f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
-                f"{theirs['dtype']}{theirs['shape']}")
+    # Every rank is resolved before anything is posted, so that a dead one
+    # raises with no request outstanding.
+    sources = [c.to_data(p) for p in peers]
+    dests = [c.to_data(p) for p in send_to]
+    headers = [bytearray(_HEADER_BYTES + 8) for _ in peers]
     received = into if into is not None else {p: np.empty(block.shape, block.dtype)
                                               for p in peers}
-    _wait([comm.Irecv(_as_bytes_out(received[p]), source=c.to_data(p), tag=d_tag)
-           for p in peers], peers, what)
-    _wait(sends, [p for p in send_to for _ in (0, 1)], what + " (sending)")
+    inbound = [_as_bytes_out(received[p]) for p in peers]
+    header_recvs: list[Any] = []
+    data_recvs: list[Any] = []
+    sends: list[Any] = []
+    try:
+        for buf, source in zip(headers, sources):
+            header_recvs.append(comm.Irecv(buf, source, h_tag))
+        for out, source in zip(inbound, sources):
+            data_recvs.append(comm.Irecv(out, source, d_tag))
+        for dest, data in zip(dests, outbound):
+            sends.append(comm.Isend(encoded, dest, h_tag))
+            sends.append(comm.Isend(data, dest, d_tag))
+        _after_sends(number, part_of[1] if part_of else payload.nbytes)
+        if meanwhile is not None:
+            meanwhile()
+        _wait(header_recvs, peers, what)
+        _check_headers(headers, encoded, peers, what)
+        _wait(data_recvs, peers, what)
+        _wait(sends, [p for p in send_to for _ in (0, 1)], sending)
+    except BaseException:
+        _abandon(header_recvs, data_recvs + sends, [encoded, *outbound, *headers, *inbound])
+        raise
     return received
+
+
+def _check_headers(headers: list[bytearray], encoded: bytes, peers: list[int],
+                   what: Callable[[], str]) -> None:
+    for peer, raw in zip(peers, headers):
+        if raw != encoded:
+            theirs = _decode(raw)
+            raise CollectiveMismatchError(
+                f"rank {rank()}: {what()} here, but rank {peer} reached "
+                f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
+                f"{theirs['dtype']}{theirs['shape']}")
 
 
 def _after_sends(number: int, nbytes: int) -> None:
@@ -441,6 +515,12 @@ def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
 
 
 # ================================================================ backend
+
+
+# An all-reduce over more than two ranks of at least this many bytes per
+# rank is a reduce-scatter and an all-gather (two rounds of messages, less
+# data); a smaller one gathers every block (one round).
+_SPLIT_MIN_BYTES = 1 << 16
 
 
 def _keep_freed_memory() -> None:
@@ -466,6 +546,22 @@ def _my_group(geo: S.Geometry, axes: S.Axes) -> tuple[np.ndarray, int]:
     return geo.group_of(k, axes)
 
 
+def _mine(bufs: S.Bufs, geo: S.Geometry) -> np.ndarray:
+    """This rank's device's buffer."""
+    (k,) = geo.local
+    mine = bufs[k]
+    assert mine is not None, "a value with no buffer on this rank"
+    return mine
+
+
+def _placed(value: np.ndarray, geo: S.Geometry) -> S.Bufs:
+    """``value`` as this rank's device's buffer (``geo.place`` for one
+    local device, without its set of the local devices)."""
+    (k,) = geo.local
+    return (None,) * k + (value,) + (None,) * (geo.n - k - 1)
+
+
+@functools.lru_cache(maxsize=256)
 def _detail(axes: S.Axes, extra: str = "") -> str:
     return ",".join(map(str, axes)) + extra
 
@@ -517,43 +613,88 @@ class MPIBackend:
         # The blocks land in one stacked buffer: along dimension 0 it is
         # already the concatenation.
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
+        mine = _mine(bufs, geo)
         stacked = np.empty((len(group), *mine.shape), mine.dtype)
-        stacked[pos] = mine
         peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
+
+        def copy_mine() -> None:  # while the peers' blocks move
+            stacked[pos] = mine
         exchange(mine, list(peers), list(peers), "all_gather", _detail(axes, f";dim={dim}"),
-                 into=peers)
+                 into=peers, meanwhile=copy_mine)
         if dim == 0:
             whole = stacked.reshape((-1, *mine.shape[1:]))
         else:
             whole = np.concatenate(list(stacked), axis=dim)
-        return geo.place(whole)
+        return _placed(whole, geo)
 
     def all_reduce(self, bufs: S.Bufs, axes: S.Axes, op: str, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_reduce(bufs, axes, op, geo)
+        group, pos = _my_group(geo, axes)
+        if len(group) > 2 and _mine(bufs, geo).nbytes >= _SPLIT_MIN_BYTES:
+            return _placed(self._split_all_reduce(_mine(bufs, geo), group, pos, axes, op, geo),
+                           geo)
         blocks = self._group_blocks(bufs, axes, geo, "all_reduce", f";op={op}")
+        if len(blocks) == 1:
+            return _placed(blocks[0], geo)
+        # The blocks combine in position order, into the first received one
+        # (private to this collective, and read before it is written).
+        scratch = blocks[1 if pos == 0 else 0]
         acc = blocks[0]
         for b in blocks[1:]:
-            acc = S.combine(op, acc, b)
-        return geo.place(acc)
+            acc = S.combine(op, acc, b, out=scratch)
+        return _placed(acc, geo)
 
     def ppermute(self, bufs: S.Bufs, axes: S.Axes, perm: Sequence[tuple[int, int]],
                  geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.ppermute(bufs, axes, perm, geo)
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
-        send_to = [geo.procs[int(group[d])] for s, d in perm if s == pos]
-        recv_from = [geo.procs[int(group[s])] for s, d in perm if d == pos]
+        mine = _mine(bufs, geo)
+        procs = [geo.procs[k] for k in group.tolist()]
+        send_to = [procs[d] for s, d in perm if s == pos]
+        recv_from = [procs[s] for s, d in perm if d == pos]
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
-        return geo.place(out)
+        return _placed(out, geo)
+
+    def _split_all_reduce(self, mine: np.ndarray, group: np.ndarray, pos: int, axes: S.Axes,
+                          op: str, geo: S.Geometry) -> np.ndarray:
+        """An all-reduce of a large block over more than two ranks as a
+        reduce-scatter and an all-gather: the flat block cut into one part
+        per member, member i combining everyone's part i in position order
+        (each element combined in the virtual backend's order, so the values
+        are bitwise the same), then the combined parts gathered. Each rank
+        sends and receives 2 (g - 1) / g blocks rather than g - 1, and
+        combines 1 / g of the block."""
+        g = len(group)
+        flat = np.ascontiguousarray(mine).reshape(-1)
+        width = -(-flat.size // g)
+        if flat.size != g * width:  # the last part padded (its padding is dropped)
+            flat = np.concatenate([flat, np.zeros(g * width - flat.size, flat.dtype)])
+        parts = flat.reshape(g, width)
+        member = {geo.procs[int(k)]: i for i, k in enumerate(group) if i != pos}
+        peers = list(member)
+        detail = _detail(axes, f";op={op}")
+        part_of = (f"all_reduce({detail}) of {mine.dtype}{list(mine.shape)}", mine.nbytes)
+        theirs = np.empty_like(parts)
+        exchange(parts[pos], peers, peers, "all_reduce", detail + ";scatter",
+                 into={p: theirs[i] for p, i in member.items()},
+                 blocks={p: parts[i] for p, i in member.items()}, part_of=part_of)
+        whole = np.empty_like(parts)
+        acc = whole[pos]
+        operands = [parts[pos] if i == pos else theirs[i] for i in range(g)]
+        S.combine(op, operands[0], operands[1], out=acc)
+        for b in operands[2:]:
+            S.combine(op, acc, b, out=acc)
+        exchange(acc, peers, peers, "all_reduce", detail + ";gather",
+                 into={p: whole[i] for p, i in member.items()}, part_of=part_of)
+        return whole.reshape(-1)[:mine.size].reshape(mine.shape)
 
     def _group_blocks(self, bufs: S.Bufs, axes: S.Axes, geo: S.Geometry, kind: str,
                       extra: str) -> list[np.ndarray]:
         group, pos = _my_group(geo, axes)
-        mine = S.first(bufs)
+        mine = _mine(bufs, geo)
         peers = [geo.procs[int(k)] for i, k in enumerate(group) if i != pos]
         got = exchange(mine, peers, peers, kind, _detail(axes, extra))
         return [mine if i == pos else got[geo.procs[int(k)]] for i, k in enumerate(group)]
@@ -608,7 +749,7 @@ def _coordinate(expected: list[int]) -> list[int]:
             elif not alive(p) or time.monotonic() > deadline:
                 gone.add(p)
         time.sleep(1e-4)
-    _abandon([requests[p] for p in gone])
+    _abandon([requests[p] for p in gone])  # 8-byte arrivals: eager, safe to cancel
     live = sorted(arrived | {c.rank})
     reply = np.full(len(c.pids) + 1, -1, np.int64)
     reply[0] = c.epoch

@@ -283,18 +283,21 @@ def _mesh_order(axes: Any, geo: Geometry) -> Axes:
 
 # ============================================================ collectives
 
-_OPS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+_OPS: dict[str, Callable[..., np.ndarray]] = {
     "sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply,
     "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
 }
 
 
-def combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
+            ) -> np.ndarray:
+    """``a op b`` in a's type (into ``out``, a buffer of that type and shape,
+    when given; it may be ``a`` or ``b`` itself)."""
     if a.dtype == np.bool_ and op in ("sum", "max", "or"):
-        return np.asarray(np.logical_or(a, b))
+        return np.asarray(np.logical_or(a, b, out=out))
     if a.dtype == np.bool_ and op in ("min", "prod", "and"):
-        return np.asarray(np.logical_and(a, b))
-    return np.asarray(quietly(_OPS[op], a, b)).astype(a.dtype, copy=False)
+        return np.asarray(np.logical_and(a, b, out=out))
+    return np.asarray(quietly(_OPS[op], a, b, out)).astype(a.dtype, copy=False)
 
 
 def reduce_in_groups(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
