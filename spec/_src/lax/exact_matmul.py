@@ -103,37 +103,60 @@ def matmul(a: np.ndarray, b: np.ndarray, daz: bool = False) -> np.ndarray:
     if 0 in shape or a.shape[-1] == 0:
         return np.zeros(shape, dtype)
     few = math.prod(shape) * a.shape[-1] <= _FEW
-    # float32 operands, GEMM result and partial products in scratch memory.
-    work = _SCRATCH.arrays([a.shape, b.shape, shape, shape]) if dtype == F32 and not few \
-        else None
-    if daz and work is None:
-        a, b = flush(a), flush(b)
     with np.errstate(all="ignore"):
         if few:
-            found = _few_terms(a, b)
+            found = _few_terms(*((flush(a), flush(b)) if daz else (a, b)))
             if found is not None:
                 return found
         if dtype == F32:
-            if work is None:
-                x, y = a.astype(F64), b.astype(F64)
-            else:
-                x, y = work[0], work[1]
-                widen = widen_flushed if daz else np.copyto
-                widen(x, a)
-                widen(y, b)
-            out = _round_to_f32(x, y, None if work is None else (work[2], work[3]))
-            if out is None:  # inf or nan among the operands: the finite parts first
-                out = _round_to_f32(_finite_part(x), _finite_part(y))
-                assert out is not None
-                _apply_ieee_specials(x, y, out)
-            return out
-        x, y = a.astype(F64, copy=False), b.astype(F64, copy=False)
-        found = _round_to_f64(x, y)
+            return _matmul_f32(a, b, daz)
+        if daz:
+            a, b = flush(a), flush(b)
+        found = _round_to_f64(a, b)
         if found is None:
-            found = _round_to_f64(_finite_part(x), _finite_part(y))
+            found = _round_to_f64(_finite_part(a), _finite_part(b))
             assert found is not None
-            _apply_ieee_specials(x, y, found)
+            _apply_ieee_specials(a, b, found)
         return found
+
+
+def _matmul_f32(a: np.ndarray, b: np.ndarray, daz: bool) -> np.ndarray:
+    """``matmul`` of float32 operands: both widened to float64 (in scratch
+    memory where the sizes suit it) in the order they are stored, which
+    the GEMM takes as it comes."""
+    a_swapped, b_swapped = _swapped(a), _swapped(b)
+    a_stored, b_stored = _stored(a, a_swapped), _stored(b, b_swapped)
+    shape = (*a.shape[:-1], b.shape[-1])
+    work = _SCRATCH.arrays([a_stored.shape, b_stored.shape, shape, shape])
+    s_buf: np.ndarray | None = None
+    part: np.ndarray | None = None
+    if work is None:
+        xw, yw = np.empty(a_stored.shape, F64), np.empty(b_stored.shape, F64)
+    else:
+        xw, yw, s_buf, part = work
+    widen = widen_flushed if daz else np.copyto
+    widen(xw, a_stored)
+    widen(yw, b_stored)
+    x, y = _stored(xw, a_swapped), _stored(yw, b_swapped)
+    out = _round_to_f32(x, y, s_buf, part)
+    if out is None:  # inf or nan among the operands: the finite parts first
+        out = _round_to_f32(_finite_part(x), _finite_part(y))
+        assert out is not None
+        _apply_ieee_specials(x, y, out)
+    return out
+
+
+def _swapped(v: np.ndarray) -> bool:
+    """Whether ``v`` is stored with its last two axes swapped (a transposed
+    view of a C-contiguous array): then its float64 copy is made in that
+    order, a plain copy, rather than transposed."""
+    return not v.flags.c_contiguous and np.swapaxes(v, -1, -2).flags.c_contiguous
+
+
+def _stored(v: np.ndarray, swapped: bool) -> np.ndarray:
+    """``v`` with its last two axes swapped if ``swapped``: the order it is
+    stored in, or back from it."""
+    return np.swapaxes(v, -1, -2) if swapped else v
 
 
 class _Scratch(threading.local):
@@ -269,34 +292,39 @@ def _gathered(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, ...],
     """For the elements at ``rows``/``cols``, in blocks of bounded size:
     the block, its rows of x and its columns of y (each as a row)."""
     count, k = len(rows[0]), x.shape[-1]
-    yt = np.swapaxes(y, -1, -2)
+    xlines, ylines = x, np.swapaxes(y, -1, -2)
     step = max(1, _GATHER // k)
     for start in range(0, count, step):
         block = slice(start, start + step)
-        if y.ndim == 2:  # columns picked row by row: far fewer cache misses than column by column
-            yr = np.take(y, cols[0][block], axis=1).T
-        else:
-            yr = yt[tuple(c[block] for c in cols)]
-        yield block, x[tuple(r[block] for r in rows)], yr
+        yield (block, _picked(xlines, tuple(r[block] for r in rows)),
+               _picked(ylines, tuple(c[block] for c in cols)))
+
+
+def _picked(lines: np.ndarray, at: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``lines[at]``: the matrix rows named by ``at``. Rows stored as
+    columns are picked a stored row at a time (far fewer cache misses than
+    a stored column at a time)."""
+    if lines.ndim == 2 and lines.strides[-1] != lines.itemsize:
+        return np.asarray(np.take(lines.T, at[0], axis=1).T)
+    return np.asarray(lines[at])
 
 
 # --------------------------------------------------------------- float32
 
-def _round_to_f32(x: np.ndarray, y: np.ndarray,
-                  work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray | None:
+def _round_to_f32(x: np.ndarray, y: np.ndarray, s_buf: np.ndarray | None = None,
+                  part: np.ndarray | None = None) -> np.ndarray | None:
     """float32 results from float64 operands holding float32 values (None
-    if one is inf or nan); ``work``: two float64 arrays of the result's
-    shape to compute in."""
+    if one is inf or nan); ``s_buf``, ``part``: float64 arrays of the
+    result's shape to compute in."""
     k = x.shape[-1]
     # Squared row and column norms (the squares are exact): by
     # Cauchy-Schwarz their roots' product bounds sum |products|.
-    sx, sy = np.vecdot(x, x), np.einsum("...kn,...kn->...n", y, y)
+    sx, sy = _sum_squares(x, -1), _sum_squares(y, -2)
     mx, my = _largest(sx), _largest(sy)
     if not math.isfinite(mx + my):
         return None
     if mx == 0.0 or my == 0.0:
         return np.zeros((*x.shape[:-1], y.shape[-1]), F32)  # all products zero: +0.0
-    s_buf, part = (None, None) if work is None else work
     s = _gemm([(x, y)], part, s_buf)
     width = _f32_width(k, math.sqrt(mx) * math.sqrt(my))
     # The upper ends go where the partial products were.
@@ -309,6 +337,16 @@ def _round_to_f32(x: np.ndarray, y: np.ndarray,
     if unsettled.any():
         _settle_f32(x, y, s, out, np.flatnonzero(unsettled), (sx, sy))
     return out
+
+
+def _sum_squares(v: np.ndarray, axis: int) -> np.ndarray:
+    """The sums of squares of ``v``'s rows (axis -1) or columns (axis -2),
+    read along whichever of the two axes is contiguous."""
+    lines = v if axis == -1 else np.swapaxes(v, -1, -2)
+    if lines.strides[-1] == lines.itemsize:
+        return np.asarray(np.vecdot(lines, lines))
+    return np.asarray(np.einsum("...ji,...ji->...i", np.swapaxes(lines, -1, -2),
+                                np.swapaxes(lines, -1, -2)))
 
 
 def _f32_width(k: int, norms: float | np.ndarray) -> float | np.ndarray:
@@ -344,24 +382,20 @@ def _settle_f32(x: np.ndarray, y: np.ndarray, s: np.ndarray, out: np.ndarray,
         flat[idx[exact]] = (sv[exact] + 0.0).astype(F32)  # an exact zero is +0.0
         keep = ~exact
         idx, rows, cols = idx[keep], tuple(r[keep] for r in rows), tuple(c[keep] for c in cols)
-    sv = s.reshape(-1)
     for block, xr, yr in _gathered(x, y, rows, cols):
-        flat[idx[block]] = _gathered_f32(xr, yr, sv[idx[block]])
+        flat[idx[block]] = _gathered_f32(xr, yr)
 
 
-def _gathered_f32(xr: np.ndarray, yr: np.ndarray, sv: np.ndarray) -> np.ndarray:
-    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32,
-    where ``sv[r]`` is that sum as a float64 GEMM computed it. First the
-    GEMM's own error bound taken from the row's sum of |products| (far
-    tighter than the common one), then exact sums for what it leaves."""
-    k = xr.shape[-1]
+def _gathered_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32.
+    One ExtractVector pass over the exact products decides nearly every
+    row; the rest are summed exactly."""
     if _few_short_rows(xr):
         return _fsum_rows(xr, yr)
-    products = xr * yr  # exact
-    found, settled = _f32_interval(sv, _f32_width(k, np.sum(np.abs(products), axis=-1)))
+    found, settled = _extracted_f32(xr * yr, 1)
     if not settled.all():
         open_ = ~settled
-        found[open_] = _exact_f32(xr[open_], yr[open_], products[open_])
+        found[open_] = _exact_f32(xr[open_], yr[open_])
     return found
 
 
@@ -390,37 +424,47 @@ def _lowest_bits(v: np.ndarray, at: tuple[np.ndarray, ...], axis: int) -> np.nda
     return np.asarray(per_line[where.reshape(-1)])
 
 
-def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarray:
-    """Row r: the exact sum of ``products[r] = xr[r] * yr[r]`` (exact
-    float64 products; ``products`` is overwritten) rounded once to float32.
-    Two ExtractVector passes (Rump, Ogita and Oishi) split off exactly
-    summable parts and leave a remainder summed with a tiny error;
-    ``math.fsum`` decides what that leaves open, and all of a few short
-    rows."""
-    k = xr.shape[-1]
+def _exact_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32:
+    two ExtractVector passes, then ``math.fsum`` for what they leave open
+    (and for all of a few short rows)."""
     if _few_short_rows(xr):
         return _fsum_rows(xr, yr)
+    out, settled = _extracted_f32(xr * yr, 2)
+    for r in np.flatnonzero(~settled):
+        out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
+    return out
+
+
+def _extracted_f32(products: np.ndarray, passes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row r: the float32 rounding of sum(products[r]) (exact float64
+    products, overwritten) and whether it is decided. Each of ``passes``
+    ExtractVector passes (Rump, Ogita and Oishi) splits off a part that
+    sums exactly and leaves a remainder of its row's largest product times
+    about k * 2**-53, whose sum's error bound settles the row unless the
+    sum is that close to a float32 rounding boundary."""
+    k = products.shape[-1]
     rest = products
     parts = []
     spread = (k + 1).bit_length()  # 2**spread >= k + 2
-    for _ in range(2):
+    for _ in range(passes):
         sigma = np.ldexp(1.0, np.frexp(_row_max(rest))[1] + spread)[:, None]
-        high = (rest + sigma) - sigma  # multiples of ulp(sigma) / 2 summing exactly
+        high = rest + sigma
+        high -= sigma  # multiples of ulp(sigma) / 2 summing exactly
         rest -= high
         parts.append(np.sum(high, axis=-1))
     tail = np.sum(rest, axis=-1)
-    tail_error = _gamma(k) * (1.0 + _gamma(k)) * np.sum(np.abs(rest), axis=-1)
-    hi, lo = _two_sum(parts[0], parts[1])
-    hi, lo2 = _two_sum(hi, tail)
-    lo += lo2  # the rounding of this addition joins the width
+    tail_error = _gamma(k) * (1.0 + _gamma(k)) * np.sum(np.abs(rest, out=rest), axis=-1)
+    hi, lo = _two_sum(parts[0], tail if passes == 1 else parts[1])
+    if passes > 1:
+        hi, lo2 = _two_sum(hi, tail)
+        lo += lo2  # the rounding of this addition joins the width
     width = (np.abs(lo) * (1.0 + 2.0 ** -50) + tail_error * (1.0 + 2.0 ** -50)
              + np.abs(hi) * 2.0 ** -52)
     out, settled = _f32_interval(hi, width)
     exact = (tail_error == 0.0) & (lo == 0.0)  # hi is the sum
     out[exact] = (hi[exact] + 0.0).astype(F32)
-    for r in np.flatnonzero(~(settled | exact)):
-        out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
-    return out
+    return out, settled | exact
 
 
 def _few_short_rows(xr: np.ndarray) -> bool:
@@ -429,17 +473,25 @@ def _few_short_rows(xr: np.ndarray) -> bool:
 
 
 def _fsum_rows(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
-    return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
+    return np.array([_fsum_products_f32(p, xr[r], yr[r])
+                     for r, p in enumerate((xr * yr).tolist())], F32)
 
 
 def _fsum_f32(xs: list[float], ys: list[float]) -> float:
     """sum(xs * ys) of float32 values as a float64 whose rounding to
-    float32 is the correctly rounded sum. The products are exact and
-    ``math.fsum`` rounds their sum to float64 once; rounding that to
-    float32 is the same single rounding unless it lands exactly halfway
-    between two float32 values (or past the largest), which integers
-    settle."""
-    s = math.fsum([a * b for a, b in zip(xs, ys)])
+    float32 is the correctly rounded sum."""
+    return _fsum_products_f32([a * b for a, b in zip(xs, ys)], xs, ys)
+
+
+def _fsum_products_f32(products: list[float], xs: Sequence[float], ys: Sequence[float]
+                       ) -> float:
+    """The sum of ``products``, the exact products of float32 values ``xs``
+    and ``ys``, as a float64 whose rounding to float32 is the correctly
+    rounded sum. ``math.fsum`` rounds their sum to float64 once; rounding
+    that to float32 is the same single rounding unless it lands exactly
+    halfway between two float32 values (or past the largest), which
+    integers settle."""
+    s = math.fsum(products)
     if s == 0.0:
         return 0.0  # an exact zero is +0.0
     e = math.frexp(s)[1]
@@ -447,7 +499,7 @@ def _fsum_f32(xs: list[float], ys: list[float]) -> float:
     t = math.ldexp(s, -halfway_bit)
     if e <= 128 and not (t == math.floor(t) and math.floor(t) % 2 == 1):
         return s
-    return _exact_sum(xs, ys, F32)
+    return _exact_sum([float(v) for v in xs], [float(v) for v in ys], F32)
 
 
 def _fsum_f64(xs: list[float], ys: list[float]) -> float:
