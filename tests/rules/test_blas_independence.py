@@ -402,20 +402,20 @@ def test_float32_settlement_in_every_layout_against_fractions(
     """The elements the common bound leaves open, decided by one ExtractVector pass, two, or
     an exact sum, for operands in any memory order (widened as stored); every path taken."""
     from spec._src.lax import exact_matmul as em
-    passes: list[int] = []
-    fsums: list[float] = []
-    extracted, fsum_products = em._extracted_f32, em._fsum_products_f32
+    taken: list[str] = []
 
-    def spy_extracted(products: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        passes.append(n)
-        return extracted(products, n)
+    def spy(name: str, path: str, when: Any = lambda *args: True) -> None:
+        real = getattr(em, name)
 
-    def spy_fsum(products: list[float], xs: Any, ys: Any) -> float:
-        fsums.append(fsum_products(products, xs, ys))
-        return fsums[-1]
+        def wrapped(*args: Any) -> Any:
+            if when(*args):
+                taken.append(path)
+            return real(*args)
+        monkeypatch.setattr(em, name, wrapped)
 
-    monkeypatch.setattr(em, "_extracted_f32", spy_extracted)
-    monkeypatch.setattr(em, "_fsum_products_f32", spy_fsum)
+    spy("_extracted_once_f32", "one pass")
+    spy("_exact_f32", "two passes", lambda xr, yr, products: not em._few_short_rows(xr))
+    spy("_fsum_products_f32", "exact sum")
     a, b = _hard_float32(seed)
     for daz in (False, True):
         want = oracle(a, b, np.dtype(np.float32), flush=daz)
@@ -426,7 +426,7 @@ def test_float32_settlement_in_every_layout_against_fractions(
     # dot_general's own transposes: the contraction over the leading axes of both.
     got = slax.dot_general(np.ascontiguousarray(a.T), b, (((0,), (0,)), ((), ())))
     assert_same_bits(got, oracle(a, b, np.dtype(np.float32)))
-    assert {1, 2} <= set(passes) and fsums
+    assert set(taken) == {"one pass", "two passes", "exact sum"}
 
 
 def test_float64_rows_settled_by_their_own_bound() -> None:

@@ -73,6 +73,9 @@ _CHUNK = 256 if os.environ.get("OPENBLAS_CORETYPE") else 1 << 62
 _ONE_SLICE_MAX_K = 32
 # What an underflowing float64 operation can lose, with room to spare.
 _UNDERFLOW = 2.0 ** -1022
+# Result elements checked at once: a block of the GEMM's result, both of
+# its rounded ends and their comparison stay in the core's cache.
+_CHECK_BLOCK = 1 << 15
 # Elements (times the depth) gathered at once for per-element work.
 _GATHER = 1 << 16
 # Products with at most this many terms in all are summed in Python floats.
@@ -326,17 +329,42 @@ def _round_to_f32(x: np.ndarray, y: np.ndarray, s_buf: np.ndarray | None = None,
     if mx == 0.0 or my == 0.0:
         return np.zeros((*x.shape[:-1], y.shape[-1]), F32)  # all products zero: +0.0
     s = _gemm([(x, y)], part, s_buf)
-    width = _f32_width(k, math.sqrt(mx) * math.sqrt(my))
-    # The upper ends go where the partial products were.
+    width = float(_f32_width(k, math.sqrt(mx) * math.sqrt(my)))
     out = np.empty(s.shape, F32)
-    hi = np.empty(s.shape, F32) if part is None else part.reshape(-1).view(F32)[:s.size].reshape(
-        s.shape)
-    np.subtract(s, width, out=out, casting="unsafe")
-    np.add(s, width, out=hi, casting="unsafe")
-    unsettled = out.view(np.uint32) != hi.view(np.uint32)
-    if unsettled.any():
-        _settle_f32(x, y, s, out, np.flatnonzero(unsettled), (sx, sy))
+    unsettled = _unsettled(s, width, out)
+    if unsettled.size:
+        _settle_f32(x, y, s, out, unsettled, (sx, sy))
     return out
+
+
+class _Ends(threading.local):
+    """Per-thread memory for one block of upper ends and their comparison."""
+
+    def __init__(self) -> None:
+        self.upper = np.empty(_CHECK_BLOCK, F32)
+        self.differ = np.empty(_CHECK_BLOCK, bool)
+
+
+_ENDS = _Ends()
+
+
+def _unsettled(s: np.ndarray, width: float, out: np.ndarray) -> np.ndarray:
+    """The flat indices of the elements of ``s`` whose ends ``s - width``
+    and ``s + width`` round to different float32 values (bits); ``out``
+    receives the rounded lower ends. A block at a time, so that each block
+    of ``s`` is read from the cache the second time."""
+    flat_s, flat_out = s.reshape(-1), out.reshape(-1)
+    found = []
+    for start in range(0, flat_s.size, _CHECK_BLOCK):
+        part = flat_s[start:start + _CHECK_BLOCK]
+        lower, upper = flat_out[start:start + part.size], _ENDS.upper[:part.size]
+        np.subtract(part, width, out=lower, casting="unsafe")
+        np.add(part, width, out=upper, casting="unsafe")
+        differ = np.not_equal(lower.view(np.uint32), upper.view(np.uint32),
+                              out=_ENDS.differ[:part.size])
+        if differ.any():
+            found.append(np.flatnonzero(differ) + start)
+    return np.concatenate(found) if found else np.empty(0, np.intp)
 
 
 def _sum_squares(v: np.ndarray, axis: int) -> np.ndarray:
@@ -388,15 +416,38 @@ def _settle_f32(x: np.ndarray, y: np.ndarray, s: np.ndarray, out: np.ndarray,
 
 def _gathered_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
     """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32.
-    One ExtractVector pass over the exact products decides nearly every
-    row; the rest are summed exactly."""
+    One ExtractVector pass over the exact products, with one sigma for all
+    rows, decides nearly every row; the rest are summed exactly."""
     if _few_short_rows(xr):
         return _fsum_rows(xr, yr)
-    found, settled = _extracted_f32(xr * yr, 1)
+    found, settled = _extracted_once_f32(xr * yr)
     if not settled.all():
         open_ = ~settled
-        found[open_] = _exact_f32(xr[open_], yr[open_])
+        xo, yo = xr[open_], yr[open_]
+        found[open_] = _exact_f32(xo, yo, xo * yo)
     return found
+
+
+def _extracted_once_f32(products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row r: the float32 rounding of sum(products[r]) (exact float64
+    products, overwritten) and whether it is decided. One ExtractVector
+    pass with a sigma common to all rows, so that each step is an
+    operation with a scalar: the parts it splits off sum exactly, and the
+    remainders, each at most 2**-53 sigma, leave a sum whose error has a
+    common bound. Rows of far smaller products than the largest get that
+    coarser bound and may stay open."""
+    k = products.shape[-1]
+    spread = (k + 1).bit_length()  # 2**spread >= k + 2
+    largest = max(_largest(products), -float(np.minimum.reduce(products, axis=None)))
+    sigma = math.ldexp(1.0, math.frexp(largest)[1] + spread)
+    high = products + sigma
+    high -= sigma  # multiples of 2**-53 sigma summing exactly
+    rest = np.subtract(products, high, out=products)
+    hi, lo = _two_sum(np.add.reduce(high, axis=-1), np.add.reduce(rest, axis=-1))
+    tail_error = _gamma(k) * k * math.ldexp(sigma, -53)
+    width = (np.abs(lo) * (1.0 + 2.0 ** -50) + tail_error * (1.0 + 2.0 ** -50)
+             + np.abs(hi) * 2.0 ** -52)
+    return _f32_interval(hi, width)
 
 
 def _f32_interval(center: np.ndarray, width: float | np.ndarray
@@ -424,47 +475,37 @@ def _lowest_bits(v: np.ndarray, at: tuple[np.ndarray, ...], axis: int) -> np.nda
     return np.asarray(per_line[where.reshape(-1)])
 
 
-def _exact_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
-    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32:
-    two ExtractVector passes, then ``math.fsum`` for what they leave open
-    (and for all of a few short rows)."""
+def _exact_f32(xr: np.ndarray, yr: np.ndarray, products: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``products[r] = xr[r] * yr[r]`` (exact
+    float64 products; ``products`` is overwritten) rounded once to float32.
+    Two ExtractVector passes (Rump, Ogita and Oishi) split off exactly
+    summable parts and leave a remainder summed with a tiny error;
+    ``math.fsum`` decides what that leaves open, and all of a few short
+    rows."""
+    k = xr.shape[-1]
     if _few_short_rows(xr):
         return _fsum_rows(xr, yr)
-    out, settled = _extracted_f32(xr * yr, 2)
-    for r in np.flatnonzero(~settled):
-        out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
-    return out
-
-
-def _extracted_f32(products: np.ndarray, passes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row r: the float32 rounding of sum(products[r]) (exact float64
-    products, overwritten) and whether it is decided. Each of ``passes``
-    ExtractVector passes (Rump, Ogita and Oishi) splits off a part that
-    sums exactly and leaves a remainder of its row's largest product times
-    about k * 2**-53, whose sum's error bound settles the row unless the
-    sum is that close to a float32 rounding boundary."""
-    k = products.shape[-1]
     rest = products
     parts = []
     spread = (k + 1).bit_length()  # 2**spread >= k + 2
-    for _ in range(passes):
+    for _ in range(2):
         sigma = np.ldexp(1.0, np.frexp(_row_max(rest))[1] + spread)[:, None]
-        high = rest + sigma
-        high -= sigma  # multiples of ulp(sigma) / 2 summing exactly
+        high = (rest + sigma) - sigma  # multiples of ulp(sigma) / 2 summing exactly
         rest -= high
         parts.append(np.sum(high, axis=-1))
     tail = np.sum(rest, axis=-1)
-    tail_error = _gamma(k) * (1.0 + _gamma(k)) * np.sum(np.abs(rest, out=rest), axis=-1)
-    hi, lo = _two_sum(parts[0], tail if passes == 1 else parts[1])
-    if passes > 1:
-        hi, lo2 = _two_sum(hi, tail)
-        lo += lo2  # the rounding of this addition joins the width
+    tail_error = _gamma(k) * (1.0 + _gamma(k)) * np.sum(np.abs(rest), axis=-1)
+    hi, lo = _two_sum(parts[0], parts[1])
+    hi, lo2 = _two_sum(hi, tail)
+    lo += lo2  # the rounding of this addition joins the width
     width = (np.abs(lo) * (1.0 + 2.0 ** -50) + tail_error * (1.0 + 2.0 ** -50)
              + np.abs(hi) * 2.0 ** -52)
     out, settled = _f32_interval(hi, width)
     exact = (tail_error == 0.0) & (lo == 0.0)  # hi is the sum
     out[exact] = (hi[exact] + 0.0).astype(F32)
-    return out, settled | exact
+    for r in np.flatnonzero(~(settled | exact)):
+        out[r] = _fsum_f32(xr[r].tolist(), yr[r].tolist())
+    return out
 
 
 def _few_short_rows(xr: np.ndarray) -> bool:
