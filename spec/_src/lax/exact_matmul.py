@@ -153,13 +153,13 @@ def _swapped(v: np.ndarray) -> bool:
     """Whether ``v`` is stored with its last two axes swapped (a transposed
     view of a C-contiguous array): then its float64 copy is made in that
     order, a plain copy, rather than transposed."""
-    return not v.flags.c_contiguous and np.swapaxes(v, -1, -2).flags.c_contiguous
+    return not v.flags.c_contiguous and v.swapaxes(-1, -2).flags.c_contiguous
 
 
 def _stored(v: np.ndarray, swapped: bool) -> np.ndarray:
     """``v`` with its last two axes swapped if ``swapped``: the order it is
     stored in, or back from it."""
-    return np.swapaxes(v, -1, -2) if swapped else v
+    return v.swapaxes(-1, -2) if swapped else v
 
 
 class _Scratch(threading.local):
@@ -295,7 +295,7 @@ def _gathered(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, ...],
     """For the elements at ``rows``/``cols``, in blocks of bounded size:
     the block, its rows of x and its columns of y (each as a row)."""
     count, k = len(rows[0]), x.shape[-1]
-    xlines, ylines = x, np.swapaxes(y, -1, -2)
+    xlines, ylines = x, y.swapaxes(-1, -2)
     step = max(1, _GATHER // k)
     for start in range(0, count, step):
         block = slice(start, start + step)
@@ -346,6 +346,7 @@ class _Ends(threading.local):
 
 
 _ENDS = _Ends()
+_NONE = np.empty(0, np.intp)
 
 
 def _unsettled(s: np.ndarray, width: float, out: np.ndarray) -> np.ndarray:
@@ -364,17 +365,17 @@ def _unsettled(s: np.ndarray, width: float, out: np.ndarray) -> np.ndarray:
                               out=_ENDS.differ[:part.size])
         if differ.any():
             found.append(np.flatnonzero(differ) + start)
-    return np.concatenate(found) if found else np.empty(0, np.intp)
+    return found[0] if len(found) == 1 else np.concatenate(found) if found else _NONE
 
 
 def _sum_squares(v: np.ndarray, axis: int) -> np.ndarray:
     """The sums of squares of ``v``'s rows (axis -1) or columns (axis -2),
     read along whichever of the two axes is contiguous."""
-    lines = v if axis == -1 else np.swapaxes(v, -1, -2)
+    lines = v if axis == -1 else v.swapaxes(-1, -2)
     if lines.strides[-1] == lines.itemsize:
         return np.asarray(np.vecdot(lines, lines))
-    return np.asarray(np.einsum("...ji,...ji->...i", np.swapaxes(lines, -1, -2),
-                                np.swapaxes(lines, -1, -2)))
+    across = lines.swapaxes(-1, -2)
+    return np.asarray(np.einsum("...ji,...ji->...i", across, across))
 
 
 def _f32_width(k: int, norms: float | np.ndarray) -> float | np.ndarray:
