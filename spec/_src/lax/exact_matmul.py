@@ -94,7 +94,7 @@ _SCRATCH_MIN, _SCRATCH_MAX = 1 << 18, 1 << 26
 def matmul(a: np.ndarray, b: np.ndarray, daz: bool = False) -> np.ndarray:
     """``a @ b``, each element the exact sum rounded once to ``a.dtype``;
     ``daz``: subnormal operands read as zeros of their sign (for float32
-    operands in scratch memory, as they are widened to float64)."""
+    operands as they are widened to float64)."""
     dtype = a.dtype
     if dtype not in (F32, F64) or b.dtype != dtype:
         raise TypeError(f"matmul needs two float32 or two float64 operands, got {a.dtype} "
