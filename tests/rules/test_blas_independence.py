@@ -368,7 +368,7 @@ def _hard_float32(seed: int) -> tuple[np.ndarray, np.ndarray]:
     """float32 (m, k) and (k, n) operands that leave most elements to the per-element sums:
     pairs of products that nearly cancel (sums far below the common bound), rows whose sums a
     term 2**-100 of the largest keeps just off a float32 tie, a subnormal factor, a zero row,
-    and a row and a column scaled far apart."""
+    and a row of a and a column of b scaled far apart (open sums of very different sizes)."""
     r = np.random.default_rng(seed)
     m, n, k = int(r.integers(8, 12)), int(r.integers(6, 10)), int(r.choice([70, 200]))
     half = k // 2
@@ -379,10 +379,11 @@ def _hard_float32(seed: int) -> tuple[np.ndarray, np.ndarray]:
     a[ties] = 0.0
     a[ties, 0], a[ties, 1] = 2.0 ** 24, 1.0
     a[ties, 2] = r.choice([-1.0, 1.0], 6) * 2.0 ** -100
-    b[:3] = 1.0
+    b[:3], b[half:half + 3] = 1.0, -1.0  # the ties' terms; the other rows still cancel
     a[ties[0], 3] = 1e-40  # subnormal: read as zero or not, per mode
-    a[np.setdiff1d(np.arange(m), ties)[0]] = 0.0
-    a[:, -1] *= 2.0 ** 60
+    others = np.setdiff1d(np.arange(m), ties)
+    a[others[0]] = 0.0
+    a[others[1]] *= 2.0 ** 60
     b[:, -1] *= 2.0 ** -60
     return a.astype(np.float32), b.astype(np.float32)
 
