@@ -173,10 +173,15 @@ class _Scratch(threading.local):
 
     def __init__(self) -> None:
         self.buffer = np.empty(0, np.uint8)
+        # The last call's shapes and views: a loop of equal products asks for
+        # the same ones every time.
+        self.last: tuple[list[tuple[int, ...]], list[np.ndarray]] = ([], [])
 
     def arrays(self, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray] | None:
         """float64 arrays of these shapes (uninitialised), or None outside
         the size range."""
+        if self.last[0] == shapes:
+            return list(self.last[1])
         sizes = [math.prod(shape) * 8 for shape in shapes]
         if not _SCRATCH_MIN <= sum(sizes) <= _SCRATCH_MAX:
             return None
@@ -187,7 +192,8 @@ class _Scratch(threading.local):
         for shape, n, step in zip(shapes, sizes, steps):
             views.append(self.buffer[at:at + n].view(F64).reshape(shape))
             at += step
-        return views
+        self.last = (list(shapes), views)
+        return list(views)
 
 
 _SCRATCH = _Scratch()
