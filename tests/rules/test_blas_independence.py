@@ -364,6 +364,72 @@ def test_float32_ties_decided_by_far_smaller_terms() -> None:
     assert_same_bits(_spec_matmul(a, b), oracle(a, b, np.dtype(np.float32)))
 
 
+def _hard_float32(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 (m, k) and (k, n) operands that leave most elements to the per-element sums:
+    pairs of products that nearly cancel (sums far below the common bound), rows whose sums a
+    term 2**-100 of the largest keeps just off a float32 tie, a subnormal factor, a zero row,
+    and a row of a and a column of b scaled far apart (open sums of very different sizes)."""
+    r = np.random.default_rng(seed)
+    m, n, k = int(r.integers(8, 12)), int(r.integers(6, 10)), int(r.choice([70, 200]))
+    half = k // 2
+    c, d = r.standard_normal((m, half)), r.standard_normal((half, n))
+    a, b = np.concatenate([c, c], 1), np.concatenate([d, -d], 0)
+    b[half + r.integers(0, half, 4)] *= 1 + 2.0 ** -23  # exact in float32: tiny, nonzero sums
+    ties = r.choice(m, 6, replace=False)
+    a[ties] = 0.0
+    a[ties, 0], a[ties, 1] = 2.0 ** 24, 1.0
+    a[ties, 2] = r.choice([-1.0, 1.0], 6) * 2.0 ** -100
+    b[:3], b[half:half + 3] = 1.0, -1.0  # the ties' terms; the other rows still cancel
+    a[ties[0], 3] = 1e-40  # subnormal: read as zero or not, per mode
+    others = np.setdiff1d(np.arange(m), ties)
+    a[others[0]] = 0.0
+    a[others[1]] *= 2.0 ** 60
+    b[:, -1] *= 2.0 ** -60
+    return a.astype(np.float32), b.astype(np.float32)
+
+
+def _layouts(v: np.ndarray) -> Iterator[np.ndarray]:
+    """``v`` as stored, as a transposed view of its transpose, and as a strided view."""
+    yield v
+    yield np.ascontiguousarray(v.T).T
+    wide = np.zeros((v.shape[0], 2 * v.shape[1]), v.dtype)
+    wide[:, ::2] = v
+    yield wide[:, ::2]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_float32_settlement_in_every_layout_against_fractions(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The elements the common bound leaves open, decided by one ExtractVector pass, two, or
+    an exact sum, for operands in any memory order (widened as stored); every path taken."""
+    from spec._src.lax import exact_matmul as em
+    taken: list[str] = []
+
+    def spy(name: str, path: str, when: Any = lambda *args: True) -> None:
+        real = getattr(em, name)
+
+        def wrapped(*args: Any) -> Any:
+            if when(*args):
+                taken.append(path)
+            return real(*args)
+        monkeypatch.setattr(em, name, wrapped)
+
+    spy("_extracted_once_f32", "one pass")
+    spy("_exact_f32", "two passes", lambda xr, yr, products: not em._few_short_rows(xr))
+    spy("_fsum_products_f32", "exact sum")
+    a, b = _hard_float32(seed)
+    for daz in (False, True):
+        want = oracle(a, b, np.dtype(np.float32), flush=daz)
+        for la in _layouts(a):
+            for lb in _layouts(b):
+                assert_same_bits(_flush(em.matmul(la, lb, daz)) if daz else em.matmul(la, lb),
+                                 want)
+    # dot_general's own transposes: the contraction over the leading axes of both.
+    got = slax.dot_general(np.ascontiguousarray(a.T), b, (((0,), (0,)), ((), ())))
+    assert_same_bits(got, oracle(a, b, np.dtype(np.float32)))
+    assert set(taken) == {"one pass", "two passes", "exact sum"}
+
+
 def test_float64_rows_settled_by_their_own_bound() -> None:
     """Integer rows and columns have no remainder, so their sums that cancel to zero are
     exact, though another row's remainder widens the common bound."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 from typing import Any
 
 import ml_dtypes
@@ -255,8 +256,8 @@ def _contract(lhs: np.ndarray, rhs: np.ndarray, dimension_numbers: DimensionNumb
         real = functools.partial(_real_matmul, daz=True)
     bshape = tuple(lhs.shape[d] for d in lb)
     lfs, rfs = [lhs.shape[d] for d in lfree], [rhs.shape[d] for d in rfree]
-    k = int(np.prod([lhs.shape[d] for d in lc], dtype=np.int64))
-    m, n = int(np.prod(lfs, dtype=np.int64)), int(np.prod(rfs, dtype=np.int64))
+    k = math.prod(lhs.shape[d] for d in lc)
+    m, n = math.prod(lfs), math.prod(rfs)
     with np.errstate(all="ignore"):
         res = _matmul(lt.reshape((*bshape, m, k)), rt.reshape((*bshape, k, n)), real)
     return np.asarray(res).reshape((*bshape, *lfs, *rfs))

@@ -73,6 +73,9 @@ _CHUNK = 256 if os.environ.get("OPENBLAS_CORETYPE") else 1 << 62
 _ONE_SLICE_MAX_K = 32
 # What an underflowing float64 operation can lose, with room to spare.
 _UNDERFLOW = 2.0 ** -1022
+# Result elements checked at once: a block of the GEMM's result, both of
+# its rounded ends and their comparison stay in the core's cache.
+_CHECK_BLOCK = 1 << 15
 # Elements (times the depth) gathered at once for per-element work.
 _GATHER = 1 << 16
 # Products with at most this many terms in all are summed in Python floats.
@@ -91,7 +94,7 @@ _SCRATCH_MIN, _SCRATCH_MAX = 1 << 18, 1 << 26
 def matmul(a: np.ndarray, b: np.ndarray, daz: bool = False) -> np.ndarray:
     """``a @ b``, each element the exact sum rounded once to ``a.dtype``;
     ``daz``: subnormal operands read as zeros of their sign (for float32
-    operands in scratch memory, as they are widened to float64)."""
+    operands as they are widened to float64)."""
     dtype = a.dtype
     if dtype not in (F32, F64) or b.dtype != dtype:
         raise TypeError(f"matmul needs two float32 or two float64 operands, got {a.dtype} "
@@ -103,37 +106,60 @@ def matmul(a: np.ndarray, b: np.ndarray, daz: bool = False) -> np.ndarray:
     if 0 in shape or a.shape[-1] == 0:
         return np.zeros(shape, dtype)
     few = math.prod(shape) * a.shape[-1] <= _FEW
-    # float32 operands, GEMM result and partial products in scratch memory.
-    work = _SCRATCH.arrays([a.shape, b.shape, shape, shape]) if dtype == F32 and not few \
-        else None
-    if daz and work is None:
-        a, b = flush(a), flush(b)
     with np.errstate(all="ignore"):
         if few:
-            found = _few_terms(a, b)
+            found = _few_terms(*((flush(a), flush(b)) if daz else (a, b)))
             if found is not None:
                 return found
         if dtype == F32:
-            if work is None:
-                x, y = a.astype(F64), b.astype(F64)
-            else:
-                x, y = work[0], work[1]
-                widen = widen_flushed if daz else np.copyto
-                widen(x, a)
-                widen(y, b)
-            out = _round_to_f32(x, y, None if work is None else (work[2], work[3]))
-            if out is None:  # inf or nan among the operands: the finite parts first
-                out = _round_to_f32(_finite_part(x), _finite_part(y))
-                assert out is not None
-                _apply_ieee_specials(x, y, out)
-            return out
-        x, y = a.astype(F64, copy=False), b.astype(F64, copy=False)
-        found = _round_to_f64(x, y)
+            return _matmul_f32(a, b, daz)
+        if daz:
+            a, b = flush(a), flush(b)
+        found = _round_to_f64(a, b)
         if found is None:
-            found = _round_to_f64(_finite_part(x), _finite_part(y))
+            found = _round_to_f64(_finite_part(a), _finite_part(b))
             assert found is not None
-            _apply_ieee_specials(x, y, found)
+            _apply_ieee_specials(a, b, found)
         return found
+
+
+def _matmul_f32(a: np.ndarray, b: np.ndarray, daz: bool) -> np.ndarray:
+    """``matmul`` of float32 operands: both widened to float64 (in scratch
+    memory where the sizes suit it) in the order they are stored, which
+    the GEMM takes as it comes."""
+    a_swapped, b_swapped = _swapped(a), _swapped(b)
+    a_stored, b_stored = _stored(a, a_swapped), _stored(b, b_swapped)
+    shape = (*a.shape[:-1], b.shape[-1])
+    work = _SCRATCH.arrays([a_stored.shape, b_stored.shape, shape, shape])
+    s_buf: np.ndarray | None = None
+    part: np.ndarray | None = None
+    if work is None:
+        xw, yw = np.empty(a_stored.shape, F64), np.empty(b_stored.shape, F64)
+    else:
+        xw, yw, s_buf, part = work
+    widen = widen_flushed if daz else np.copyto
+    widen(xw, a_stored)
+    widen(yw, b_stored)
+    x, y = _stored(xw, a_swapped), _stored(yw, b_swapped)
+    out = _round_to_f32(x, y, s_buf, part)
+    if out is None:  # inf or nan among the operands: the finite parts first
+        out = _round_to_f32(_finite_part(x), _finite_part(y))
+        assert out is not None
+        _apply_ieee_specials(x, y, out)
+    return out
+
+
+def _swapped(v: np.ndarray) -> bool:
+    """Whether ``v`` is stored with its last two axes swapped (a transposed
+    view of a C-contiguous array): then its float64 copy is made in that
+    order, a plain copy, rather than transposed."""
+    return not v.flags.c_contiguous and v.swapaxes(-1, -2).flags.c_contiguous
+
+
+def _stored(v: np.ndarray, swapped: bool) -> np.ndarray:
+    """``v`` with its last two axes swapped if ``swapped``: the order it is
+    stored in, or back from it."""
+    return v.swapaxes(-1, -2) if swapped else v
 
 
 class _Scratch(threading.local):
@@ -147,10 +173,15 @@ class _Scratch(threading.local):
 
     def __init__(self) -> None:
         self.buffer = np.empty(0, np.uint8)
+        # The last call's shapes and views: a loop of equal products asks for
+        # the same ones every time.
+        self.last: tuple[list[tuple[int, ...]], list[np.ndarray]] = ([], [])
 
     def arrays(self, shapes: Sequence[tuple[int, ...]]) -> list[np.ndarray] | None:
         """float64 arrays of these shapes (uninitialised), or None outside
         the size range."""
+        if self.last[0] == shapes:
+            return list(self.last[1])
         sizes = [math.prod(shape) * 8 for shape in shapes]
         if not _SCRATCH_MIN <= sum(sizes) <= _SCRATCH_MAX:
             return None
@@ -161,7 +192,8 @@ class _Scratch(threading.local):
         for shape, n, step in zip(shapes, sizes, steps):
             views.append(self.buffer[at:at + n].view(F64).reshape(shape))
             at += step
-        return views
+        self.last = (list(shapes), views)
+        return list(views)
 
 
 _SCRATCH = _Scratch()
@@ -269,46 +301,87 @@ def _gathered(x: np.ndarray, y: np.ndarray, rows: tuple[np.ndarray, ...],
     """For the elements at ``rows``/``cols``, in blocks of bounded size:
     the block, its rows of x and its columns of y (each as a row)."""
     count, k = len(rows[0]), x.shape[-1]
-    yt = np.swapaxes(y, -1, -2)
+    xlines, ylines = x, y.swapaxes(-1, -2)
     step = max(1, _GATHER // k)
     for start in range(0, count, step):
         block = slice(start, start + step)
-        if y.ndim == 2:  # columns picked row by row: far fewer cache misses than column by column
-            yr = np.take(y, cols[0][block], axis=1).T
-        else:
-            yr = yt[tuple(c[block] for c in cols)]
-        yield block, x[tuple(r[block] for r in rows)], yr
+        yield (block, _picked(xlines, tuple(r[block] for r in rows)),
+               _picked(ylines, tuple(c[block] for c in cols)))
+
+
+def _picked(lines: np.ndarray, at: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``lines[at]``: the matrix rows named by ``at``. Rows stored as
+    columns are picked a stored row at a time (far fewer cache misses than
+    a stored column at a time)."""
+    if lines.ndim == 2 and lines.strides[-1] != lines.itemsize:
+        return np.asarray(np.take(lines.T, at[0], axis=1).T)
+    return np.asarray(lines[at])
 
 
 # --------------------------------------------------------------- float32
 
-def _round_to_f32(x: np.ndarray, y: np.ndarray,
-                  work: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray | None:
+def _round_to_f32(x: np.ndarray, y: np.ndarray, s_buf: np.ndarray | None = None,
+                  part: np.ndarray | None = None) -> np.ndarray | None:
     """float32 results from float64 operands holding float32 values (None
-    if one is inf or nan); ``work``: two float64 arrays of the result's
-    shape to compute in."""
+    if one is inf or nan); ``s_buf``, ``part``: float64 arrays of the
+    result's shape to compute in."""
     k = x.shape[-1]
     # Squared row and column norms (the squares are exact): by
     # Cauchy-Schwarz their roots' product bounds sum |products|.
-    sx, sy = np.vecdot(x, x), np.einsum("...kn,...kn->...n", y, y)
+    sx, sy = _sum_squares(x, -1), _sum_squares(y, -2)
     mx, my = _largest(sx), _largest(sy)
     if not math.isfinite(mx + my):
         return None
     if mx == 0.0 or my == 0.0:
         return np.zeros((*x.shape[:-1], y.shape[-1]), F32)  # all products zero: +0.0
-    s_buf, part = (None, None) if work is None else work
     s = _gemm([(x, y)], part, s_buf)
-    width = _f32_width(k, math.sqrt(mx) * math.sqrt(my))
-    # The upper ends go where the partial products were.
+    width = float(_f32_width(k, math.sqrt(mx) * math.sqrt(my)))
     out = np.empty(s.shape, F32)
-    hi = np.empty(s.shape, F32) if part is None else part.reshape(-1).view(F32)[:s.size].reshape(
-        s.shape)
-    np.subtract(s, width, out=out, casting="unsafe")
-    np.add(s, width, out=hi, casting="unsafe")
-    unsettled = out.view(np.uint32) != hi.view(np.uint32)
-    if unsettled.any():
-        _settle_f32(x, y, s, out, np.flatnonzero(unsettled), (sx, sy))
+    unsettled = _unsettled(s, width, out)
+    if unsettled.size:
+        _settle_f32(x, y, s, out, unsettled, (sx, sy))
     return out
+
+
+class _Ends(threading.local):
+    """Per-thread memory for one block of upper ends and their comparison."""
+
+    def __init__(self) -> None:
+        self.upper = np.empty(_CHECK_BLOCK, F32)
+        self.differ = np.empty(_CHECK_BLOCK, bool)
+
+
+_ENDS = _Ends()
+_NONE = np.empty(0, np.intp)
+
+
+def _unsettled(s: np.ndarray, width: float, out: np.ndarray) -> np.ndarray:
+    """The flat indices of the elements of ``s`` whose ends ``s - width``
+    and ``s + width`` round to different float32 values (bits); ``out``
+    receives the rounded lower ends. A block at a time, so that each block
+    of ``s`` is read from the cache the second time."""
+    flat_s, flat_out = s.reshape(-1), out.reshape(-1)
+    found = []
+    for start in range(0, flat_s.size, _CHECK_BLOCK):
+        part = flat_s[start:start + _CHECK_BLOCK]
+        lower, upper = flat_out[start:start + part.size], _ENDS.upper[:part.size]
+        np.subtract(part, width, out=lower, casting="unsafe")
+        np.add(part, width, out=upper, casting="unsafe")
+        differ = np.not_equal(lower.view(np.uint32), upper.view(np.uint32),
+                              out=_ENDS.differ[:part.size])
+        if differ.any():
+            found.append(np.flatnonzero(differ) + start)
+    return found[0] if len(found) == 1 else np.concatenate(found) if found else _NONE
+
+
+def _sum_squares(v: np.ndarray, axis: int) -> np.ndarray:
+    """The sums of squares of ``v``'s rows (axis -1) or columns (axis -2),
+    read along whichever of the two axes is contiguous."""
+    lines = v if axis == -1 else v.swapaxes(-1, -2)
+    if lines.strides[-1] == lines.itemsize:
+        return np.asarray(np.vecdot(lines, lines))
+    across = lines.swapaxes(-1, -2)
+    return np.asarray(np.einsum("...ji,...ji->...i", across, across))
 
 
 def _f32_width(k: int, norms: float | np.ndarray) -> float | np.ndarray:
@@ -344,25 +417,44 @@ def _settle_f32(x: np.ndarray, y: np.ndarray, s: np.ndarray, out: np.ndarray,
         flat[idx[exact]] = (sv[exact] + 0.0).astype(F32)  # an exact zero is +0.0
         keep = ~exact
         idx, rows, cols = idx[keep], tuple(r[keep] for r in rows), tuple(c[keep] for c in cols)
-    sv = s.reshape(-1)
     for block, xr, yr in _gathered(x, y, rows, cols):
-        flat[idx[block]] = _gathered_f32(xr, yr, sv[idx[block]])
+        flat[idx[block]] = _gathered_f32(xr, yr)
 
 
-def _gathered_f32(xr: np.ndarray, yr: np.ndarray, sv: np.ndarray) -> np.ndarray:
-    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32,
-    where ``sv[r]`` is that sum as a float64 GEMM computed it. First the
-    GEMM's own error bound taken from the row's sum of |products| (far
-    tighter than the common one), then exact sums for what it leaves."""
-    k = xr.shape[-1]
+def _gathered_f32(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
+    """Row r: the exact sum of ``xr[r] * yr[r]`` rounded once to float32.
+    One ExtractVector pass over the exact products, with one sigma for all
+    rows, decides nearly every row; the rest are summed exactly."""
     if _few_short_rows(xr):
         return _fsum_rows(xr, yr)
-    products = xr * yr  # exact
-    found, settled = _f32_interval(sv, _f32_width(k, np.sum(np.abs(products), axis=-1)))
+    found, settled = _extracted_once_f32(xr * yr)
     if not settled.all():
         open_ = ~settled
-        found[open_] = _exact_f32(xr[open_], yr[open_], products[open_])
+        xo, yo = xr[open_], yr[open_]
+        found[open_] = _exact_f32(xo, yo, xo * yo)
     return found
+
+
+def _extracted_once_f32(products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row r: the float32 rounding of sum(products[r]) (exact float64
+    products, overwritten) and whether it is decided. One ExtractVector
+    pass with a sigma common to all rows, so that each step is an
+    operation with a scalar: the parts it splits off sum exactly, and the
+    remainders, each at most 2**-53 sigma, leave a sum whose error has a
+    common bound. Rows of far smaller products than the largest get that
+    coarser bound and may stay open."""
+    k = products.shape[-1]
+    spread = (k + 1).bit_length()  # 2**spread >= k + 2
+    largest = max(_largest(products), -float(np.minimum.reduce(products, axis=None)))
+    sigma = math.ldexp(1.0, math.frexp(largest)[1] + spread)
+    high = products + sigma
+    high -= sigma  # multiples of 2**-53 sigma summing exactly
+    rest = np.subtract(products, high, out=products)
+    hi, lo = _two_sum(np.add.reduce(high, axis=-1), np.add.reduce(rest, axis=-1))
+    tail_error = _gamma(k) * k * math.ldexp(sigma, -53)
+    width = (np.abs(lo) * (1.0 + 2.0 ** -50) + tail_error * (1.0 + 2.0 ** -50)
+             + np.abs(hi) * 2.0 ** -52)
+    return _f32_interval(hi, width)
 
 
 def _f32_interval(center: np.ndarray, width: float | np.ndarray
@@ -429,17 +521,25 @@ def _few_short_rows(xr: np.ndarray) -> bool:
 
 
 def _fsum_rows(xr: np.ndarray, yr: np.ndarray) -> np.ndarray:
-    return np.array([_fsum_f32(a, b) for a, b in zip(xr.tolist(), yr.tolist())], F32)
+    return np.array([_fsum_products_f32(p, xr[r], yr[r])
+                     for r, p in enumerate((xr * yr).tolist())], F32)
 
 
 def _fsum_f32(xs: list[float], ys: list[float]) -> float:
     """sum(xs * ys) of float32 values as a float64 whose rounding to
-    float32 is the correctly rounded sum. The products are exact and
-    ``math.fsum`` rounds their sum to float64 once; rounding that to
-    float32 is the same single rounding unless it lands exactly halfway
-    between two float32 values (or past the largest), which integers
-    settle."""
-    s = math.fsum([a * b for a, b in zip(xs, ys)])
+    float32 is the correctly rounded sum."""
+    return _fsum_products_f32([a * b for a, b in zip(xs, ys)], xs, ys)
+
+
+def _fsum_products_f32(products: list[float], xs: Sequence[float], ys: Sequence[float]
+                       ) -> float:
+    """The sum of ``products``, the exact products of float32 values ``xs``
+    and ``ys``, as a float64 whose rounding to float32 is the correctly
+    rounded sum. ``math.fsum`` rounds their sum to float64 once; rounding
+    that to float32 is the same single rounding unless it lands exactly
+    halfway between two float32 values (or past the largest), which
+    integers settle."""
+    s = math.fsum(products)
     if s == 0.0:
         return 0.0  # an exact zero is +0.0
     e = math.frexp(s)[1]
@@ -447,7 +547,7 @@ def _fsum_f32(xs: list[float], ys: list[float]) -> float:
     t = math.ldexp(s, -halfway_bit)
     if e <= 128 and not (t == math.floor(t) and math.floor(t) % 2 == 1):
         return s
-    return _exact_sum(xs, ys, F32)
+    return _exact_sum([float(v) for v in xs], [float(v) for v in ys], F32)
 
 
 def _fsum_f64(xs: list[float], ys: list[float]) -> float:
