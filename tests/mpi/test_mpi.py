@@ -33,6 +33,7 @@ def test_corpus_on_ranks_equals_virtual_devices(n: int) -> None:
     assert all(r["backend"] == "mpi" for r in ranks)
     assert [r["devices"] for r in ranks] == [[k] for k in range(n)]
     assert all(r["large all_reduce"] == {"sum": True, "max": True} for r in ranks)
+    assert all(r["gather layouts"] and all(r["gather layouts"].values()) for r in ranks)
     for name in PROGRAMS:
         want = virtual[name]
         assert "error" not in want, (name, want)

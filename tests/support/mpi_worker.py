@@ -27,7 +27,26 @@ def corpus() -> dict[str, Any]:
     from spec._src.interpreters import spmd as _spmd
     return {"programs": run_all(jax, jnp, n, names), "backend": _spmd.backend().name,
             "devices": [d.id for d in jax.local_devices()],
-            "large all_reduce": large_all_reduce(n)}
+            "large all_reduce": large_all_reduce(n), "gather layouts": gather_layouts(n)}
+
+
+def gather_layouts(n: int) -> dict[str, bool]:
+    """All-gathers along each dimension of blocks with and without leading
+    dimensions of size 1 (the blocks received in place, or concatenated):
+    whether each is NumPy's concatenation of every rank's block in rank
+    order, computed here from every rank's data."""
+    from spec._src.interpreters import spmd as _spmd
+    geo = _spmd.geometry(jax.make_mesh((n,), ("x",)))
+    out = {}
+    for shape in ((3, 5), (1, 4, 2), (1, 1, 3), (2, 1, 3)):
+        blocks = [np.random.default_rng(r).standard_normal(shape).astype(np.float32)
+                  for r in range(n)]
+        mine = blocks[jax.process_index()]
+        for dim in range(len(shape)):
+            want = np.concatenate(blocks, axis=dim)
+            got = _spmd.first(_spmd.all_gather(geo.place(mine), ("x",), dim, geo))
+            out[f"{shape} dim {dim}"] = got.shape == want.shape and np.array_equal(got, want)
+    return out
 
 
 def large_all_reduce(n: int) -> dict[str, bool]:

@@ -123,7 +123,10 @@ class _Comms:
         self.index = {w: i for i, w in enumerate(self.members)}
         # Processes of one host (the loopback launches this backend serves):
         # a peer's death is visible as its pid disappearing.
-        self.pids = [int(p) for p in self.ctrl.allgather(os.getpid())]
+        joined = self.ctrl.allgather((os.getpid(), sorted(_usable_cores())))
+        self.pids = [int(pid) for pid, _ in joined]
+        cores = {int(core) for _, mask in joined for core in mask}
+        self.spin = _SPIN_OWN_CORE if len(cores) >= len(self.pids) else _SPIN_SHARED
         self.dead: set[int] = set()
         self.epoch = 0
         # Requests of abandoned collectives, their buffers and communicators:
@@ -278,12 +281,22 @@ def _decode(buf: Any) -> dict[str, Any]:
 
 _ABORT_TAG = 32001
 _CHECK_EVERY = 0.005  # seconds between liveness checks while waiting
-# Seconds a wait tests without giving up the core: a peer running on
-# another core answers within microseconds, and a yielded core on a busy
-# machine comes back only after other processes' time slices; but a peer
-# sharing this core gets it only when this process yields, so the spin is
-# short (MPICH's own waits likewise yield after a number of polls).
-_SPIN = 2e-5
+# Seconds a wait tests without giving up the core. A peer running on
+# another core answers within microseconds, a block of a megabyte moves in
+# under 0.1 ms as the tests drive MPI's progress, and a yielded core on a
+# busy machine comes back only after other processes' time slices: when the
+# ranks can run on as many cores as there are ranks, a wait spins for 1 ms
+# (MPICH's own waits spin without end). When ranks must share cores, a peer
+# on this core runs only once this process yields, so the spin is 20 us.
+_SPIN_OWN_CORE = 1e-3
+_SPIN_SHARED = 2e-5
+
+
+def _usable_cores() -> set[int]:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
 
 
 def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> None:
@@ -297,7 +310,7 @@ def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> Non
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
-    spin_until = start + _SPIN
+    spin_until = start + c.spin
     next_check = start + _CHECK_EVERY
     while not _test_all(requests, peers, what):
         now = time.monotonic()
@@ -562,6 +575,27 @@ def _placed(value: np.ndarray, geo: S.Geometry) -> S.Bufs:
 
 
 @functools.lru_cache(maxsize=256)
+def _members(geo: S.Geometry, axes: S.Axes) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The other ranks of this rank's device's group along ``axes``, each
+    with its position in the group, and this device's position (computed
+    once per mesh and axes)."""
+    group, pos = _my_group(geo, axes)
+    return tuple((geo.procs[k], i) for i, k in enumerate(group.tolist()) if i != pos), pos
+
+
+@functools.lru_cache(maxsize=256)
+def _route(geo: S.Geometry, axes: S.Axes, perm: tuple[tuple[int, ...], ...]
+           ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ranks this rank's device sends its block to and receives blocks
+    from in a ppermute over ``axes`` (computed once per mesh, axes and
+    permutation)."""
+    group, pos = _my_group(geo, axes)
+    procs = [geo.procs[k] for k in group.tolist()]
+    return (tuple(procs[d] for s, d in perm if s == pos),
+            tuple(procs[s] for s, d in perm if d == pos))
+
+
+@functools.lru_cache(maxsize=256)
 def _detail(axes: S.Axes, extra: str = "") -> str:
     return ",".join(map(str, axes)) + extra
 
@@ -610,19 +644,22 @@ class MPIBackend:
     def all_gather(self, bufs: S.Bufs, axes: S.Axes, dim: int, geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.all_gather(bufs, axes, dim, geo)
-        # The blocks land in one stacked buffer: along dimension 0 it is
-        # already the concatenation.
-        group, pos = _my_group(geo, axes)
+        # The blocks land in one stacked buffer: when the dimensions before
+        # ``dim`` are all of size 1 it is already the concatenation.
+        members, pos = _members(geo, tuple(axes))
         mine = _mine(bufs, geo)
-        stacked = np.empty((len(group), *mine.shape), mine.dtype)
-        peers = {geo.procs[int(k)]: stacked[i] for i, k in enumerate(group) if i != pos}
+        stacked = np.empty((len(members) + 1, *mine.shape), mine.dtype)
+        peers = {r: stacked[i] for r, i in members}
 
         def copy_mine() -> None:  # while the peers' blocks move
             stacked[pos] = mine
         exchange(mine, list(peers), list(peers), "all_gather", _detail(axes, f";dim={dim}"),
                  into=peers, meanwhile=copy_mine)
-        if dim == 0:
-            whole = stacked.reshape((-1, *mine.shape[1:]))
+        shape = mine.shape
+        if not shape:
+            whole = stacked
+        elif all(d == 1 for d in shape[:dim]):
+            whole = stacked.reshape((*shape[:dim], len(stacked) * shape[dim], *shape[dim + 1:]))
         else:
             whole = np.concatenate(list(stacked), axis=dim)
         return _placed(whole, geo)
@@ -649,11 +686,8 @@ class MPIBackend:
                  geo: S.Geometry) -> S.Bufs:
         if geo.all_local:
             return self.local.ppermute(bufs, axes, perm, geo)
-        group, pos = _my_group(geo, axes)
         mine = _mine(bufs, geo)
-        procs = [geo.procs[k] for k in group.tolist()]
-        send_to = [procs[d] for s, d in perm if s == pos]
-        recv_from = [procs[s] for s, d in perm if d == pos]
+        send_to, recv_from = _route(geo, tuple(axes), tuple(map(tuple, perm)))
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return _placed(out, geo)
