@@ -46,6 +46,14 @@ def gather_layouts(n: int) -> dict[str, bool]:
             want = np.concatenate(blocks, axis=dim)
             got = _spmd.first(_spmd.all_gather(geo.place(mine), ("x",), dim, geo))
             out[f"{shape} dim {dim}"] = got.shape == want.shape and np.array_equal(got, want)
+    # Element types MPI reads straight from the buffer, and those that travel as bytes.
+    for dtype in (np.bool_, np.int8, np.float16, jnp.bfloat16, np.complex64, np.float64):
+        blocks = [(np.random.default_rng(r).standard_normal((2, 3)) * 4).astype(dtype)
+                  for r in range(n)]
+        want = np.concatenate(blocks, axis=1)
+        got = _spmd.first(_spmd.all_gather(geo.place(blocks[jax.process_index()]), ("x",), 1,
+                                           geo))
+        out[np.dtype(dtype).name] = got.dtype == want.dtype and got.tobytes() == want.tobytes()
     return out
 
 

@@ -38,7 +38,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -299,14 +299,17 @@ def _usable_cores() -> set[int]:
     return set(range(os.cpu_count() or 1))
 
 
-def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> None:
-    """Poll ``requests`` (``peers[i]``, a world rank, is request i's peer)
-    until all complete. A peer that dies, a failure another process
-    reports, or the deadline passing ends the wait with an error naming the
-    peers and the collective (``what()``, formatted only then); the caller
-    then abandons the collective's requests (``_abandon``)."""
+def _wait(requests: list[Any], peers: Sequence[int], what: Callable[[], str],
+          per_peer: int = 1) -> None:
+    """Poll ``requests`` (``peers[i // per_peer]``, a world rank, is request
+    i's peer) until all complete. A peer that dies, a failure another
+    process reports, or the deadline passing ends the wait with an error
+    naming the peers and the collective (``what()``, formatted only then);
+    the caller then abandons the collective's requests (``_abandon``)."""
     if _test_all(requests, peers, what):
         return
+    if per_peer > 1:
+        peers = [p for p in peers for _ in range(per_peer)]
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
@@ -344,7 +347,7 @@ def _wait(requests: list[Any], peers: list[int], what: Callable[[], str]) -> Non
                 f"{timeout():g} s (a collective reached by only some ranks?)")
 
 
-def _test_all(requests: list[Any], peers: list[int], what: Callable[[], str]) -> bool:
+def _test_all(requests: list[Any], peers: Sequence[int], what: Callable[[], str]) -> bool:
     """Whether all requests completed; an error MPI reports (a peer's
     connection broke) names the peers that died."""
     MPI = _mpi()
@@ -369,7 +372,7 @@ def _mpi() -> Any:
 _SETTLE = 2.0  # seconds: how long a broken connection may precede its process's exit
 
 
-def _dead_peers_after_error(peers: list[int]) -> list[int]:
+def _dead_peers_after_error(peers: Sequence[int]) -> list[int]:
     """The peers that died, after MPI reported a broken connection: the
     process table may lag the broken socket (a loaded machine), so it is
     polled for a short, bounded time before naming none."""
@@ -434,10 +437,17 @@ def _reported_failure() -> tuple[int, list[int]] | None:
     return None
 
 
-def _as_bytes(block: np.ndarray) -> np.ndarray:
+# Element types mpi4py maps to an MPI type straight from a NumPy buffer;
+# a block of any other type (bfloat16, float8, float16, ...) travels as its
+# bytes (a view, for the cost of two array calls).
+_MPI_NATIVE = frozenset("?bBhHiIlLqQfdFD")
+
+
+def _as_buffer(block: np.ndarray) -> np.ndarray:
+    """``block`` as a contiguous buffer MPI can send."""
     if not block.flags.c_contiguous:
         block = np.ascontiguousarray(block)
-    return block.reshape(-1).view(np.uint8)
+    return _as_buffer_out(block)
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
@@ -472,50 +482,54 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     def sending() -> str:
         return what() + " (sending)"
 
-    payload = _as_bytes(block)
-    outbound = [payload if blocks is None else _as_bytes(blocks[p]) for p in send_to]
-    peers = list(recv_from)
+    payload = _as_buffer(block)
+    outbound = [payload] * len(send_to) if blocks is None else [
+        _as_buffer(blocks[p]) for p in send_to]
     # Every rank is resolved before anything is posted, so that a dead one
     # raises with no request outstanding.
-    sources = [c.to_data(p) for p in peers]
-    dests = [c.to_data(p) for p in send_to]
-    headers = [bytearray(_HEADER_BYTES + 8) for _ in peers]
+    to_data = c.to_data
+    sources = [to_data(p) for p in recv_from]
+    dests = [to_data(p) for p in send_to]
+    headers = [bytearray(_HEADER_BYTES + 8) for _ in sources]
     received = into if into is not None else {p: np.empty(block.shape, block.dtype)
-                                              for p in peers}
-    inbound = [_as_bytes_out(received[p]) for p in peers]
+                                              for p in recv_from}
+    inbound = [_as_buffer_out(received[p]) for p in recv_from]
+    irecv, isend = comm.Irecv, comm.Isend
     header_recvs: list[Any] = []
     data_recvs: list[Any] = []
     sends: list[Any] = []
     try:
+        # Appended one by one: a post that raises leaves every earlier
+        # request listed, to be abandoned with its buffer kept.
         for buf, source in zip(headers, sources):
-            header_recvs.append(comm.Irecv(buf, source, h_tag))
+            header_recvs.append(irecv(buf, source, h_tag))
         for out, source in zip(inbound, sources):
-            data_recvs.append(comm.Irecv(out, source, d_tag))
+            data_recvs.append(irecv(out, source, d_tag))
         for dest, data in zip(dests, outbound):
-            sends.append(comm.Isend(encoded, dest, h_tag))
-            sends.append(comm.Isend(data, dest, d_tag))
+            sends.append(isend(encoded, dest, h_tag))
+            sends.append(isend(data, dest, d_tag))
         _after_sends(number, part_of[1] if part_of else payload.nbytes)
         if meanwhile is not None:
             meanwhile()
-        _wait(header_recvs, peers, what)
-        _check_headers(headers, encoded, peers, what)
-        _wait(data_recvs, peers, what)
-        _wait(sends, [p for p in send_to for _ in (0, 1)], sending)
+        _wait(header_recvs, recv_from, what)
+        for peer, raw in zip(recv_from, headers):
+            if raw != encoded:
+                _mismatch(peer, raw, what)
+        _wait(data_recvs, recv_from, what)
+        _wait(sends, send_to, sending, per_peer=2)
     except BaseException:
         _abandon(header_recvs, data_recvs + sends, [encoded, *outbound, *headers, *inbound])
         raise
     return received
 
 
-def _check_headers(headers: list[bytearray], encoded: bytes, peers: list[int],
-                   what: Callable[[], str]) -> None:
-    for peer, raw in zip(peers, headers):
-        if raw != encoded:
-            theirs = _decode(raw)
-            raise CollectiveMismatchError(
-                f"rank {rank()}: {what()} here, but rank {peer} reached "
-                f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
-                f"{theirs['dtype']}{theirs['shape']}")
+def _mismatch(peer: int, raw: bytearray, what: Callable[[], str]) -> NoReturn:
+    """Raise for a peer whose header ``raw`` differs from this rank's."""
+    theirs = _decode(raw)
+    raise CollectiveMismatchError(
+        f"rank {rank()}: {what()} here, but rank {peer} reached "
+        f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
+        f"{theirs['dtype']}{theirs['shape']}")
 
 
 def _after_sends(number: int, nbytes: int) -> None:
@@ -523,7 +537,11 @@ def _after_sends(number: int, nbytes: int) -> None:
     collective, its sends under way); does nothing."""
 
 
-def _as_bytes_out(buf: np.ndarray) -> np.ndarray:
+def _as_buffer_out(buf: np.ndarray) -> np.ndarray:
+    """A contiguous array as a buffer MPI can send from or receive into."""
+    dtype = buf.dtype
+    if dtype.char in _MPI_NATIVE and dtype.isbuiltin == 1 and dtype.isnative:
+        return buf
     return buf.reshape(-1).view(np.uint8)
 
 
@@ -584,7 +602,7 @@ def _members(geo: S.Geometry, axes: S.Axes) -> tuple[tuple[tuple[int, int], ...]
 
 
 @functools.lru_cache(maxsize=256)
-def _route(geo: S.Geometry, axes: S.Axes, perm: tuple[tuple[int, ...], ...]
+def _route(geo: S.Geometry, axes: S.Axes, perm: tuple[tuple[int, int], ...]
            ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The ranks this rank's device sends its block to and receives blocks
     from in a ppermute over ``axes`` (computed once per mesh, axes and
@@ -687,7 +705,7 @@ class MPIBackend:
         if geo.all_local:
             return self.local.ppermute(bufs, axes, perm, geo)
         mine = _mine(bufs, geo)
-        send_to, recv_from = _route(geo, tuple(axes), tuple(map(tuple, perm)))
+        send_to, recv_from = _route(geo, tuple(axes), tuple(perm))
         got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return _placed(out, geo)
