@@ -159,6 +159,8 @@ def test_sharded_jax_jaxpr_parses_checks_and_runs(name: str, four_devices: None)
 # Found by hypothesis: JAX's grad jaxpr of an unread sort prints a nested
 # jaxpr whose two outputs are both ``_`` (two different results).
 @example(Program([(0,)], [("sort0", (0,)), ("sin", (0,))]), 0)
+# JAX refuses the gradient of a while_loop: the plain and batched programs are compared.
+@example(Program([(3,)], [("while_loop", (0,))]), 0)
 def test_fuzzed_jax_jaxprs_parse_check_and_run(prog: Program, seed: int) -> None:
     """Random well-typed programs (spec.testing.programs), as JAX stages them
     plain, differentiated and batched."""
@@ -168,7 +170,12 @@ def test_fuzzed_jax_jaxprs_parse_check_and_run(prog: Program, seed: int) -> None
         return prog(jnp, *a)
     for g, args in [(f, xs), (jax.grad(lambda *a: jnp.sum(f(*a))), xs),
                     (jax.vmap(f), [np.stack([x, x]) for x in xs])]:
-        closed = jax.make_jaxpr(g)(*args)
+        try:
+            closed = jax.make_jaxpr(g)(*args)
+        except ValueError as err:
+            if "Reverse-mode differentiation does not work" in str(err):
+                continue  # a drawn while_loop: JAX stages no gradient to compare with
+            raise
         want = jax.tree.leaves(jax.jit(g)(*args))
         _assert_runs_as_in_jax(str(closed), [np.asarray(c) for c in closed.consts],
                                tuple(args), want, rtol=1e-5)
