@@ -203,6 +203,20 @@ def test_lgamma_helpers_are_emitted_once_per_operand_type() -> None:
     assert canonical(lowered(f(slax), a, b)) == canonical(jax.jit(f(jlax)).lower(a, b).as_text())
 
 
+def test_lgamma_helper_bodies_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lgamma's staged helper bodies (one per helper and operand type) are
+    kept up to a bound, the oldest going first: lowering lgamma at several
+    shapes past it keeps at most the bound, and each module is still JAX's."""
+    from spec._src.lax import elementwise as spec_elementwise
+    monkeypatch.setattr(spec_elementwise, "_STAGED_HELPERS", {})
+    monkeypatch.setattr(spec_elementwise, "_STAGED_HELPERS_KEPT", 9)
+    for n in (2, 3, 4):
+        x = _POS[:n]
+        text = lowered(slax.lgamma, x)
+        assert canonical(text) == canonical(jax.jit(jlax.lgamma).lower(x).as_text())
+        assert len(spec_elementwise._STAGED_HELPERS) <= 9
+
+
 def test_betainc_lowers_to_jax_continued_fraction() -> None:
     """regularized_incomplete_beta lowers to JAX's while-loop composite
     (the same jaxpr as JAX's lowering function traces; JAX's module text),

@@ -810,7 +810,10 @@ def _round_lowering(ctx: LoweringContext, operands: Sequence[str],
 # significant bits (exact when multiplied) and a tail, for the reflection's
 # cancellation.
 
+# One body per helper and operand types; the oldest goes past
+# _STAGED_HELPERS_KEPT (programs of many shapes would keep one each).
 _STAGED_HELPERS: dict[tuple[Any, ...], Jaxpr] = {}
+_STAGED_HELPERS_KEPT = 512
 
 
 def _staged(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -826,6 +829,8 @@ def _staged(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
                 out = fn(*xs)
                 return list(out) if isinstance(out, tuple) else [out]
             jaxpr, _ = trace_to_jaxpr(flat, avals)
+            if len(_STAGED_HELPERS) >= _STAGED_HELPERS_KEPT:
+                del _STAGED_HELPERS[next(iter(_STAGED_HELPERS))]
             _STAGED_HELPERS[key] = jaxpr
         outs = _calls.jit_p.bind(*args, jaxpr=jaxpr, name=name, donated_invars=(False,) * len(args),
                           inline=False, keep_unused=False)

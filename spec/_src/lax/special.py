@@ -290,7 +290,10 @@ def _widened(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
 _VALUES: dict[str, Callable[..., Any]] = {
     "igamma": igamma_value, "igammac": igammac_value, "igamma_grad_a": igamma_grad_a_value,
 }
+# The staged composites, one per (name, shapes, dtype); the oldest goes
+# past _PROGRAMS_KEPT (a program of many shapes would keep one each).
 _PROGRAMS: dict[tuple[Any, ...], Any] = {}
+_PROGRAMS_KEPT = 256
 
 
 def special_values(name: str, a: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -302,6 +305,8 @@ def special_values(name: str, a: np.ndarray, x: np.ndarray) -> np.ndarray:
         run = _widened(_VALUES[name])
         program = trace_to_jaxpr(lambda u, v: [run(u, v)],
                                  [T.ArrayType(a.shape, a.dtype), T.ArrayType(x.shape, x.dtype)])[0]
+        if len(_PROGRAMS) >= _PROGRAMS_KEPT:
+            del _PROGRAMS[next(iter(_PROGRAMS))]
         _PROGRAMS[key] = program
     consts = [canonical_value(c)[0] for c in program.consts]
     out: np.ndarray = eval_jaxpr_values(program, consts, [a, x])[0]
