@@ -278,3 +278,18 @@ def test_import_jax_scipy_and_fft_under_the_alias() -> None:
     assert out[:3] == ["spec.scipy.special", "spec.numpy.fft", "spec.scipy.stats.norm"]
     assert float(out[3]) == float(jjnp.log(4.0))
     assert out[4] == "RFFT"
+
+
+def test_igamma_composites_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The igamma-family composites the impl stages (one per name, shapes and
+    dtype) are kept up to a bound, the oldest going first; values stay
+    JAX's."""
+    from spec._src.lax import special as spec_special
+    monkeypatch.setattr(spec_special, "_PROGRAMS", {})
+    monkeypatch.setattr(spec_special, "_PROGRAMS_KEPT", 2)
+    for n in (2, 3, 4):
+        a = np.linspace(0.5, 3.0, n, dtype=np.float32)
+        x = np.linspace(0.2, 4.0, n, dtype=np.float32)
+        np.testing.assert_allclose(np.asarray(slax.igamma(a, x)), np.asarray(jlax.igamma(a, x)),
+                                   rtol=2e-6)
+        assert len(spec_special._PROGRAMS) <= 2
