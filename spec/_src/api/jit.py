@@ -150,7 +150,8 @@ def _flat_args_treedef(n: int) -> Any:
 
 
 def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tuple[int, ...],
-                static_argnames: tuple[str, ...]) -> _Split:
+                static_argnames: tuple[str, ...], fun: Callable[..., Any] | None = None
+                ) -> _Split:
     if not kwargs and not static_argnums and all(isinstance(a, _LEAF_TYPES) for a in args):
         # The common call f(x, y, ...) with array arguments: no tree to walk.
         return _Split((), (), _flat_args_treedef(len(args)), list(args))
@@ -169,8 +170,12 @@ def _split_args(args: Sequence[Any], kwargs: dict[str, Any], static_argnums: tup
     except ValueError:
         # JAX abstracts the dynamic arguments before it hashes the static ones: a
         # non-array argument is reported first.
-        for i, leaf in enumerate(leaves):
-            _leaf_aval(leaf, "jit", f"leaf {i}")
+        split = _Split(static_args, static_kwargs, treedef, leaves)
+        if fun is None:
+            for i, leaf in enumerate(leaves):
+                _leaf_aval(leaf, "jit", f"leaf {i}")
+        else:
+            _leaf_avals(fun, split)
         raise
     return _Split(static_args, static_kwargs, treedef, leaves)
 
@@ -379,9 +384,20 @@ def _check_ref_consts(fun: Callable[..., Any], split: _Split, jaxpr: Jaxpr) -> N
                 f"{_arg_name(fun, split, i)}")
 
 
+def _leaf_avals(fun: Callable[..., Any], split: _Split) -> list[ArrayType]:
+    """The flat arguments' types; a leaf that is no array is JAX's TypeError,
+    naming the function and the argument's path as JAX does (``x``,
+    ``y['k'][0]``, ``arys[0]`` of a ``*arys`` parameter)."""
+    try:
+        return [_leaf_aval(x, "", "") for x in split.leaves]
+    except TypeError:
+        names = _leaf_arg_names(fun, split)
+        return [_leaf_aval(x, repr(fun), name) for x, name in zip(split.leaves, names)]
+
+
 def _trace(fun: Callable[..., Any], split: _Split) -> tuple[Jaxpr, Any]:
     out_tree: list[Any] = []
-    avals = [_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves)]
+    avals = _leaf_avals(fun, split)
     if any(type(a) is RefType for a in avals):
         _check_ref_args(fun, split)
     info = DebugInfo("jit", func_src_info(fun), tuple(_leaf_arg_names(fun, split)))
@@ -819,13 +835,14 @@ class Jitted:
         return self if obj is None else functools.partial(self, obj)
 
     def _split(self, args: Sequence[Any], kwargs: dict[str, Any]) -> _Split:
-        return _split_args(args, kwargs, self._static_argnums, self._static_argnames)
+        return _split_args(args, kwargs, self._static_argnums, self._static_argnames,
+                           self._fun)
 
     def _staged(self, split: _Split) -> tuple[Jaxpr, Any, list[Any], list[Any], Jaxpr]:
         """The call's jaxpr, its output tree, the closed-over tracers and refs
         it takes as leading and trailing operands, and the jaxpr as traced
         (closed over its refs and tracers)."""
-        avals = tuple(_leaf_aval(x, "jit", f"leaf {i}") for i, x in enumerate(split.leaves))
+        avals = tuple(_leaf_avals(self._fun, split))
         # The context mesh types sharded operations, and the ambient XLA
         # metadata tags the traced equations: both are part of the key.
         key = (self._options, split.dyn_treedef, avals, _typed(split.static_args),

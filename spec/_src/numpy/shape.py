@@ -67,8 +67,9 @@ def _index_tuple(x: Any) -> tuple[int, ...]:
 
 
 def _jit(name: str, fn: Callable[..., Any], statics: tuple[str, ...] = ()) -> Callable[..., Any]:
-    """A function JAX jits visibly (a ``jit`` equation named ``name``)."""
-    fn.__name__ = name
+    """A function JAX jits visibly (a ``jit`` equation named ``name``; the
+    function shows as ``name``, as JAX's jnp function does, in errors)."""
+    fn.__name__ = fn.__qualname__ = name
     jitted: Callable[..., Any] = jit(fn, static_argnames=statics or None)
     return jitted
 
