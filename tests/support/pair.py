@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 import spec
 import spec.numpy as snp
@@ -38,3 +39,13 @@ def class_and_message(fn: Callable[[], Any]) -> tuple[type, str]:
     """The class and message of what ``fn()`` raises."""
     e = error_of(fn)
     return type(e), str(e)
+
+
+def errors_alike(ours: Callable[[], Any], theirs: Callable[[], Any]
+                 ) -> tuple[BaseException, BaseException]:
+    """What ``ours()`` (spec) raises, which must be of the class of what
+    ``theirs()`` (JAX) raises, and JAX's error."""
+    expected = error_of(theirs)
+    with pytest.raises(type(expected)) as got:
+        ours()
+    return got.value, expected
