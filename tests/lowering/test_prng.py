@@ -169,6 +169,31 @@ def test_indexing_key_arrays_is_jax_text() -> None:
                 == canonical(jax.jit(theirs).lower(jk, i).as_text()))
 
 
+def _calls_taking_keys(m: Any) -> Callable[..., Any]:
+    @m.custom_batching.custom_vmap
+    def data(k: Any) -> Any:
+        return m.random.key_data(k)
+
+    @data.def_vmap
+    def _(size: int, batched: Any, k: Any) -> Any:
+        return m.random.key_data(k), True
+
+    def fn(k: Any, x: Any) -> Any:
+        doubled = m.custom_derivatives.linear_call(lambda k, x: x * 2.0,
+                                                   lambda k, ct: ct * 2.0, k, x)
+        return data(k), doubled
+    return fn
+
+
+def test_inlined_calls_take_key_operands_as_jax() -> None:
+    """custom_vmap_call and linear_call, whose bodies lower in place, take
+    key operands (as their key data): jit's module is JAX's text."""
+    x = np.float32(1.5)
+    ours = spec.jit(_calls_taking_keys(spec)).lower(spec.random.key(3), x).as_text()
+    theirs = jax.jit(_calls_taking_keys(jax)).lower(jax.random.key(3), x).as_text()
+    assert canonical(ours) == canonical(theirs)
+
+
 def test_gamma_lowers_its_sampler() -> None:
     """random_gamma lowers the vmapped Marsaglia-Tsang sampler (keys split
     per parameter, rejection loops carrying keys): XLA's samples are spec's

@@ -1751,6 +1751,16 @@ def dce_of_call(param: str) -> Callable[[Eqn, list[bool]], tuple[list[bool], Eqn
     return rule
 
 
+def sharding_of_call(param: str) -> Callable[..., list[Any]]:
+    """The ``sharding`` rule of a call whose body is ``params[param]``: the
+    results have the shardings of the body's results (the body was traced
+    from the operands' sharded types, so its results carry theirs)."""
+    def rule(*avals: Any, **params: Any) -> list[Any]:
+        body: Jaxpr = params[param]
+        return [a.sharding for a in body.out_avals]
+    return rule
+
+
 def _asks_rule_unused(eqn: Eqn, rules: bool) -> bool:
     """An equation without results and sub-programs that has a ``dce`` rule
     exists for what it does to its operands (``free_ref``): its rule, not

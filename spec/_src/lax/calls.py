@@ -44,6 +44,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr,
     eval_jaxpr_values,
     pp_eqn_default,
+    sharding_of_call,
     trace_to_jaxpr,
 )
 from spec._src.core.config import config
@@ -341,11 +342,6 @@ def _jit_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | None
     return used_inputs, eqn.replace(
         invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
         outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u], params=params)
-
-
-def call_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
-    """A call's results have the shardings its jaxpr gives them."""
-    return [a.sharding for a in jaxpr.out_avals]
 
 
 # Calls take refs as operands (refs passed to, or closed over by, jit).
@@ -716,7 +712,7 @@ def _at_types(jaxpr: Jaxpr, avals: list[Any]) -> Jaxpr:
 jit_p = declaring(_CallPrimitive)("jit", typing=_jit_type, impl=call_impl, multiple_results=True,
                 lowering=jit_call,
                 pp_rule=_pp_jit, jvp=_JIT.jvp, transpose=_JIT.transpose, batch=_JIT.batch,
-                sharding=call_sharding,
+                sharding=sharding_of_call("jaxpr"),
                 linearize=_JIT.linearize, partial_eval=_JIT.partial_eval, dce=_jit_dce,
                 transpose_accumulates=True,  # the call's body adds into gradient refs
                 accepts_refs=True, effects_rule=call_effects, discharge=_JIT.discharge,

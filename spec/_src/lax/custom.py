@@ -42,6 +42,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr_values,
     not_applicable,
     pp_eqn_default,
+    sharding_of_call,
     trace_to_jaxpr,
 )
 from spec._src.core import tree_util
@@ -131,12 +132,6 @@ def _custom_jvp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
 def _custom_vjp_call_type(*avals: ArrayType, call_jaxpr: Jaxpr, num_consts: int,
                           **params: Any) -> list[ArrayType]:
     return _call_type("custom_vjp_call", avals, call_jaxpr, num_consts)
-
-
-def _call_sharding(*avals: ArrayType, call_jaxpr: Jaxpr, **params: Any) -> list[Any]:
-    """The results have the shardings of call_jaxpr's outputs (traced from the
-    operands' sharded types)."""
-    return [a.sharding for a in call_jaxpr.out_avals]
 
 
 def _call_impl(*args: np.ndarray, call_jaxpr: Jaxpr, **params: Any) -> Sequence[np.ndarray]:
@@ -487,21 +482,21 @@ def _custom_lin_batch(axis: AxisData, args: list[Any], dims: list[Any], *, num_r
 # residuals, which the bwd rule then writes (JAX's special allowance): all
 # three declare ``accepts_refs``.
 custom_jvp_call_p = declare(
-    "custom_jvp_call", lowering=CL.inline,
+    "custom_jvp_call", lowering=CL.inline("call_jaxpr"),
     typing=_custom_jvp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_jvp_call, jvp=_custom_jvp_call_jvp,
     transpose=_custom_jvp_call_transpose, batch=_custom_jvp_call_batch,
-    sharding=_call_sharding,
+    sharding=sharding_of_call("call_jaxpr"),
     doc="A function with a user-defined JVP rule.",
     accepts_refs=True, per_device=from_primitive(PD.call_program("call_jaxpr")),
     vma_rule=VMA_FROM_TYPING)
 
 custom_vjp_call_p = declare(
-    "custom_vjp_call", lowering=CL.inline,
+    "custom_vjp_call", lowering=CL.inline("call_jaxpr"),
     typing=_custom_vjp_call_type, impl=_call_impl, multiple_results=True,
     pp_rule=_pp_custom_vjp_call, jvp=_custom_vjp_call_jvp,
     transpose=not_applicable("custom_vjp_call is not linear: its JVP emits custom_lin"),
-    batch=_custom_vjp_call_batch, sharding=_call_sharding,
+    batch=_custom_vjp_call_batch, sharding=sharding_of_call("call_jaxpr"),
     doc="A function with user-defined forward and backward passes.",
     accepts_refs=True, per_device=from_primitive(PD.call_program("call_jaxpr")),
     vma_rule=VMA_FROM_TYPING)
@@ -602,7 +597,7 @@ def _composite_lowering(ctx: LoweringContext, operands: Sequence[str],
 composite_p = declare(
     "composite", typing=_composite_type, impl=_call_impl, multiple_results=True,
     jvp=_composite_jvp, transpose=_composite_transpose, batch=_composite_batch,
-    sharding=_call_sharding, lowering=_composite_lowering,
+    sharding=sharding_of_call("call_jaxpr"), lowering=_composite_lowering,
     per_device=from_primitive(PD.call_program("call_jaxpr")),
     doc="A named function with its decomposition (XLA's composite op)")
 
@@ -713,18 +708,6 @@ def _linear_call_batch(axis: AxisData, args: list[Any], dims: list[Any], **param
     raise NotImplementedError("Batching rule for 'linear_call' not implemented")
 
 
-def _linear_call_sharding(*avals: ArrayType, callee: Jaxpr, **params: Any) -> list[Any]:
-    return [a.sharding for a in callee.out_avals]
-
-
-def _linear_call_lowering(ctx: LoweringContext, operands: Sequence[str],
-                          in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
-                          callee: Jaxpr, **params: Any) -> list[str]:
-    """The callee's equations, inline (JAX lowers the impl, which evaluates it)."""
-    with ctx.scope(""):
-        return list(lower_body(ctx, callee, operands))
-
-
 def _pp_linear_call(eqn: Eqn, ctx: PpContext) -> Any:
     params = dict(eqn.params)
     params["transpose_thunk"] = _MaskedAddress(params["transpose_thunk"])
@@ -750,7 +733,7 @@ class _MaskedAddress:
 linear_call_p = declare(
     "linear_call", typing=_linear_call_type, impl=_linear_call_impl, multiple_results=True,
     jvp=_linear_call_jvp, transpose=_linear_call_transpose_rule, batch=_linear_call_batch,
-    sharding=_linear_call_sharding, lowering=_linear_call_lowering, pp_rule=_pp_linear_call,
+    sharding=sharding_of_call("callee"), lowering=CL.inline("callee"), pp_rule=_pp_linear_call,
     per_device=from_primitive(PD.call_program("callee")),
     doc="A call linear in its last operands, with a user-given transpose")
 
@@ -943,18 +926,6 @@ def _remat_opt_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn 
                         primitive=primitive("eval_jaxpr"), params={"call_jaxpr": fun}))
 
 
-def _remat_opt_sharding(*avals: ArrayType, fwd_jaxpr: Jaxpr, **params: Any) -> list[Any]:
-    return [a.sharding for a in fwd_jaxpr.out_avals]
-
-
-def _remat_opt_lowering(ctx: LoweringContext, operands: Sequence[str],
-                        in_avals: Sequence[ArrayType], out_avals: Sequence[ArrayType], *,
-                        fwd_jaxpr: Jaxpr, **params: Any) -> list[str]:
-    """The fwd jaxpr inline (JAX lowers the impl, which evaluates it)."""
-    with ctx.scope(""):
-        return list(lower_body(ctx, fwd_jaxpr, operands))
-
-
 def _remat_opt_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     return call_effects(atoms, {"jaxpr": params["fwd_jaxpr"]})
 
@@ -968,7 +939,7 @@ def _pp_remat_opt(eqn: Eqn, ctx: PpContext) -> Any:
 remat_opt_p = declare(
     "remat_opt", typing=_remat_opt_type, impl=_remat_opt_impl, multiple_results=True,
     jvp=_remat_opt_jvp, transpose=_remat_opt_transpose, batch=_remat_opt_batch,
-    sharding=_remat_opt_sharding, lowering=_remat_opt_lowering, dce=_remat_opt_dce,
+    sharding=sharding_of_call("fwd_jaxpr"), lowering=CL.inline("fwd_jaxpr"), dce=_remat_opt_dce,
     effects_rule=_remat_opt_effects, pp_rule=_pp_remat_opt, vma_rule=VMA_FROM_TYPING,
     per_device=from_primitive(PD.call_program("fwd_jaxpr")),
     doc="The fwd rule of a custom_vjp function with optimize_remat, replaced by the "

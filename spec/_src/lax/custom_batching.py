@@ -25,6 +25,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr_values,
     from_primitive,
     not_applicable,
+    sharding_of_call,
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
@@ -34,7 +35,6 @@ from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.ad_util import instantiate
 from spec._src.interpreters.batching import AxisData, BatchDim, bdim_at_front
 from spec._src.lowering import control as CL
-from spec._src.lowering.emitter import LoweringContext
 
 _NAME = "custom_vmap_call"
 
@@ -91,10 +91,6 @@ def _type(*avals: ArrayType, call: Jaxpr, rule: Any, in_tree: Any, out_tree: Any
 
 def _impl(*args: Any, call: Jaxpr, **params: Any) -> Sequence[Any]:
     return eval_jaxpr_values(call, [], args)
-
-
-def _sharding(*avals: ArrayType, call: Jaxpr, **params: Any) -> list[Any]:
-    return [a.sharding for a in call.out_avals]
 
 
 def _batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, call: Jaxpr, rule: Any,
@@ -189,17 +185,13 @@ def _jvp(primals: list[Any], tangents: list[Any], *, call: Jaxpr, rule: Any, in_
     return list(outs[:n]), list(outs[n:])
 
 
-def _lower(ctx: LoweringContext, operands: Sequence[str], in_avals: Sequence[ArrayType],
-           out_avals: Sequence[ArrayType], *, call: Jaxpr, **params: Any) -> list[str]:
-    return CL.inline(ctx, operands, in_avals, out_avals, call_jaxpr=call)
-
-
 custom_vmap_call_p = declare(
-    _NAME, lowering=_lower, typing=_type, impl=_impl, multiple_results=True,
+    _NAME, lowering=CL.inline("call"), typing=_type, impl=_impl, multiple_results=True,
     jvp=_jvp, transpose=not_applicable(
         "JAX defines no transpose for custom_vmap_call: reverse mode through a custom_vmap "
         "function fails at linearization"),
-    batch=_batch, sharding=_sharding, doc="A function with a user-defined vmap rule.",
+    batch=_batch, sharding=sharding_of_call("call"),
+    doc="A function with a user-defined vmap rule.",
     per_device=from_primitive(PD.call_program("call")), vma_rule=VMA_FROM_TYPING)
 
 

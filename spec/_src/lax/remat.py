@@ -40,6 +40,7 @@ from spec._src.core.interpreter import (
     eval_jaxpr_values,
     pp_eqn_default,
     set_current_trace,
+    sharding_of_call,
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
@@ -660,15 +661,10 @@ def _remat_dce(eqn: Eqn, used_outputs: list[bool]) -> tuple[list[bool], Eqn | No
         params=dict(eqn.params, jaxpr=new, prevent_cse=prevent_cse))
 
 
-def _remat_sharding(*avals: ArrayType, jaxpr: Jaxpr, **params: Any) -> list[Any]:
-    """The results have the shardings of the jaxpr's outputs."""
-    return [a.sharding for a in jaxpr.out_avals]
-
-
 remat_p = declare("remat2", lowering=CL.remat,
                   typing=_remat_type, impl=_remat_impl, multiple_results=True,
                   pp_rule=_pp_remat, jvp=_remat_jvp, transpose=_remat_transpose,
-                  batch=_remat_batch, sharding=_remat_sharding,
+                  batch=_remat_batch, sharding=sharding_of_call("jaxpr"),
                   doc="checkpoint / remat: evaluate a jaxpr; rematerialise under AD",
                   linearize=_remat_linearize, partial_eval=_remat_partial_eval, dce=_remat_dce,
                   per_device=from_primitive(PD.call_program("jaxpr")),

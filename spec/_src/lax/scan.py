@@ -41,6 +41,7 @@ from spec._src.core.interpreter import (
     literal_value,
     pp_eqn_default,
     set_current_trace,
+    sharding_of_call,
     trace_to_jaxpr,
 )
 from spec._src.core.registry import declare, require
@@ -1022,20 +1023,16 @@ def _eval_jaxpr_partial_eval(eqn: Eqn, ins_unknown: list[bool]
     return known, unknown, split.out_unknowns
 
 
-def _eval_jaxpr_sharding(*avals: ArrayType, call_jaxpr: Jaxpr) -> list[Any]:
-    return [a.sharding for a in call_jaxpr.out_avals]
-
-
 def _eval_jaxpr_effects(atoms: list[Any], params: dict[str, Any]) -> frozenset[Any]:
     """eval_jaxpr (a checkpointed loop's known side) takes the loop's refs."""
     return call_effects(atoms, {"jaxpr": params["call_jaxpr"]})
 
 
-eval_jaxpr_p = declare("eval_jaxpr", lowering=CL.eval_jaxpr,
+eval_jaxpr_p = declare("eval_jaxpr", lowering=CL.inline("call_jaxpr", "eval_jaxpr"),
                        typing=_eval_jaxpr_type, impl=_eval_jaxpr_impl,
                        multiple_results=True, jvp=_eval_jaxpr_jvp,
                        transpose=_eval_jaxpr_transpose, batch=_eval_jaxpr_batch,
-                       sharding=_eval_jaxpr_sharding,
+                       sharding=sharding_of_call("call_jaxpr"),
                        doc="eval_jaxpr: call a jaxpr (the known side of a checkpointed scan)",
                        partial_eval=_eval_jaxpr_partial_eval, dce=dce_of_call("call_jaxpr"),
                        accepts_refs=True, effects_rule=_eval_jaxpr_effects,

@@ -41,6 +41,7 @@ from spec._src.core.interpreter import (
     Literal,
     dce_of_call,
     from_primitive,
+    sharding_of_call,
 )
 from spec._src.core.registry import declare, require
 from spec._src.core.types import ArrayType
@@ -48,7 +49,7 @@ from spec._src.interpreters import hi_lowering
 from spec._src.interpreters import per_device as PD
 from spec._src.interpreters.ad_util import linear_jvp, linear_transpose
 from spec._src.interpreters.batching import vectorized
-from spec._src.lax.calls import CallRules, call_effects, call_impl, call_sharding
+from spec._src.lax.calls import CallRules, call_effects, call_impl
 from spec._src.lowering import metadata as LM
 
 __all__ = ["attribute_text", "canonical_metadata", "frontend_attributes",
@@ -113,7 +114,8 @@ def _call_to_lojax(*args: Any, jaxpr: Jaxpr, **params: Any) -> list[Any]:
 xla_metadata_call_p = declare(
     "xla_metadata_call", lowering=LM.call_rule,
     typing=_call_type, impl=call_impl, multiple_results=True,
-    jvp=_RULES.jvp, transpose=_RULES.transpose, batch=_RULES.batch, sharding=call_sharding,
+    jvp=_RULES.jvp, transpose=_RULES.transpose, batch=_RULES.batch,
+    sharding=sharding_of_call("jaxpr"),
     linearize=_RULES.linearize, partial_eval=_RULES.partial_eval, dce=dce_of_call("jaxpr"),
     transpose_accumulates=True,  # the call's body adds into gradient refs
     accepts_refs=True, effects_rule=call_effects, discharge=_RULES.discharge,

@@ -19,6 +19,7 @@ from spec._src.core.interpreter import Jaxpr
 from spec._src.core.types import ArrayType
 from spec._src.lowering.emitter import (
     LoweringContext,
+    LoweringRule,
     ints,
     keys_as_data,
     lower_body,
@@ -445,22 +446,20 @@ def _block_loop(ctx: LoweringContext, consts: Sequence[str], carry: Sequence[str
 
 # ======================================================== inlined calls
 
-@keys_as_data
-def inline(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals, out_avals: Avals,
-           *, call_jaxpr: Jaxpr, **params: Any) -> list[str]:
-    """A call whose body is emitted in place: custom_jvp_call and
-    custom_vjp_call lower their primal body (the derivative rules are
-    gone by lowering), its ops named in the call's scope."""
-    with ctx.scope(""):
-        return lower_body(ctx, call_jaxpr, operands)
-
-
-@keys_as_data
-def eval_jaxpr(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
-               out_avals: Avals, *, call_jaxpr: Jaxpr) -> list[str]:
-    """The jaxpr in place, its ops named under ``eval_jaxpr``."""
-    with ctx.scope("eval_jaxpr"):
-        return lower_body(ctx, call_jaxpr, operands)
+def inline(param: str, scope: str = "") -> LoweringRule:
+    """The ``lowering`` rule of a call whose body ``params[param]`` is emitted
+    in place, its ops named under ``scope`` within the call's: custom_jvp and
+    custom_vjp calls lower their primal body (the derivative rules are gone
+    by lowering), linear_call, remat_opt and custom_vmap_call the jaxpr their
+    impl evaluates (as JAX lowers them), eval_jaxpr its jaxpr under
+    ``eval_jaxpr``. Key-typed operands pass as their key data: the body's
+    own equations lower them."""
+    @keys_as_data
+    def rule(ctx: LoweringContext, operands: Sequence[str], in_avals: Avals,
+             out_avals: Avals, **params: Any) -> list[str]:
+        with ctx.scope(scope):
+            return lower_body(ctx, params[param], operands)
+    return rule
 
 
 @keys_as_data
