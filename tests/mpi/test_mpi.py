@@ -98,6 +98,20 @@ def test_multiprocess_api_and_bad_input() -> None:
         other = 1 - r
         assert res["shape mismatch"].startswith(f"ValueError: rank {r}: make_array_from_callback")
         assert f"rank {other}" in res["shape mismatch"]
+    # collectives repeated without their headers, then differing
+    for r, res in enumerate(ranks):
+        assert res["repeated values"] == res["repeated expected"]
+        assert res["after live_devices"] == sum(whole)
+        mine, theirs = ("sum", "max") if r == 0 else ("max", "sum")
+        assert res["both repeat, differently"].startswith(f"CollectiveMismatchError: rank {r}:")
+        assert (f"all_reduce(x;op={mine}) of float32[] here, but rank {1 - r} reached a "
+                f"repeat of all_reduce(x;op={theirs}) of float32[]") in \
+            res["both repeat, differently"]
+    assert ("all_reduce(x;op=sum) of float32[] here, but rank 1 reached collective #"
+            in ranks[0]["repeat against new"])
+    assert "all_reduce(x;op=min) of float32[]" in ranks[0]["repeat against new"]
+    assert ("all_reduce(x;op=min) of float32[] here, but rank 0 reached a repeat of "
+            "all_reduce(x;op=sum) of float32[]") in ranks[1]["repeat against new"]
     # a collective reached by one rank only: both name the other
     assert ranks[0]["skipped collective"].startswith(
         "CollectiveMismatchError: rank 0: collective #")

@@ -153,12 +153,41 @@ def api() -> dict[str, Any]:
     shape = (4 * n + (2 if r == 1 else 0),)
     out["shape mismatch"] = _error(lambda: jax.make_array_from_callback(
         shape, sharding, lambda idx: np.zeros(shape, np.float32)[idx]))
+    out.update(repeats(x))
     # Rank 0 reaches a collective that rank 1 skips: at rank 1's next
     # collective, both find the other at a different one.
     if r == 0:
         out["skipped collective"] = _error(lambda: jnp.sum(x * 2.0).block_until_ready())
     else:
         out["skipped collective"] = _error(lambda: mh.sync_global_devices("after"))
+    return out
+
+
+def repeats(x: Any) -> dict[str, Any]:
+    """Collectives whose blocks travel without a header (their description
+    repeats one the two ranks exchanged before), then ranks that disagree:
+    both repeating different earlier collectives (blocks of the same size),
+    and one repeating while the other reaches a new one. live_devices makes
+    the ranks start remembering afresh, before each case."""
+    from spec.experimental.multihost_utils import live_devices
+    r = jax.process_index()
+    whole = np.asarray(jax.experimental.multihost_utils.process_allgather(x))
+    out: dict[str, Any] = {}
+    with live_devices(jax.devices()):
+        pass
+    out["repeated values"] = [float(f(x)) for f in (jnp.sum, jnp.max) * 3]
+    out["repeated expected"] = [float(f(whole)) for f in (np.sum, np.max) * 3]
+    out["both repeat, differently"] = _error(lambda: (jnp.sum if r == 0 else jnp.max)(x)
+                                             .block_until_ready())
+    with live_devices(jax.devices()):
+        pass
+    jnp.sum(x).block_until_ready()
+    jnp.sum(x).block_until_ready()
+    out["repeat against new"] = _error(lambda: (jnp.sum if r == 0 else jnp.min)(x)
+                                       .block_until_ready())
+    with live_devices(jax.devices()):
+        pass
+    out["after live_devices"] = float(jnp.sum(x))
     return out
 
 

@@ -12,9 +12,11 @@ Why point-to-point rather than MPI's collectives:
   hang (blocking MPI collectives cannot be abandoned);
 - reductions combine blocks in the virtual backend's order (position order
   along the axes), so both backends give bitwise the same values;
-- each message is preceded by a header (collective number, kind, axes,
-  block type) that the receiver checks: ranks that reach different
-  collectives raise ``CollectiveMismatchError`` naming both sides.
+- each block travels after a header (collective number, kind, axes, block
+  type) that the receiver checks, or, repeating a description the two
+  ranks exchanged recently, alone under a tag naming it (``_Stream``):
+  ranks that reach different collectives raise ``CollectiveMismatchError``
+  naming both sides.
 
 The backend is selected at import when the process runs under mpiexec with
 more than one rank (``SPEC_BACKEND=virtual`` keeps the virtual devices;
@@ -25,6 +27,7 @@ in seconds (default 60).
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import signal
 import sys
@@ -37,7 +40,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -113,12 +116,15 @@ class _Comms:
         self.data = MPI.COMM_WORLD.Dup()
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.rank = int(self.ctrl.Get_rank())
-        # Collective n's header and data tags are 2n and 2n + 1, cycling
-        # through every tag MPI allows (at least 32767; MPICH's 2^29 - 1):
-        # a receive left posted by an abandoned collective could only match
-        # a collective that many numbers later.
+        # The transfers of each stream (one direction between two ranks)
+        # are numbered, and transfer t's tags are _TAGS_PER_TRANSFER * t
+        # onward, cycling through every tag MPI allows (at least 32767;
+        # MPICH's 2^29 - 1): a receive left posted by an abandoned
+        # collective could only match a transfer that many later.
         tag_ub: Any = MPI.COMM_WORLD.Get_attr(MPI.TAG_UB)
-        self.tag_span = (int(tag_ub) + 1) // 2
+        self.tag_cycle = (int(tag_ub) + 1) // _TAGS_PER_TRANSFER
+        self.outgoing: dict[int, _Stream] = {}  # by world rank of the peer
+        self.incoming: dict[int, _Stream] = {}
         self.members = list(range(int(self.ctrl.Get_size())))  # world ranks, data order
         self.index = {w: i for i, w in enumerate(self.members)}
         # Processes of one host (the loopback launches this backend serves):
@@ -150,7 +156,32 @@ class _Comms:
         self.data.Set_errhandler(MPI.ERRORS_RETURN)
         self.members = list(live)
         self.index = {w: i for i, w in enumerate(live)}
+        self.outgoing.clear()  # a new communicator: no message of the old one can match
+        self.incoming.clear()
         _count.value = 0
+
+    def to(self, peer: int) -> _Stream:
+        """The stream to ``peer`` (a world rank; raises if it is not live)."""
+        stream = self.outgoing.get(peer)
+        if stream is None:
+            stream = self.outgoing[peer] = _Stream(self.to_data(peer))
+        return stream
+
+    def from_(self, peer: int) -> _Stream:
+        """The stream from ``peer`` (a world rank; raises if it is not live)."""
+        stream = self.incoming.get(peer)
+        if stream is None:
+            stream = self.incoming[peer] = _Stream(self.to_data(peer))
+        return stream
+
+    def forget_descriptions(self, peers: Sequence[int]) -> None:
+        """The streams with ``peers`` start remembering afresh, trusting
+        those peers again (each of them does the same with this rank at
+        the same point of the program: a live_devices agreement)."""
+        for peer in peers:
+            if peer != self.rank:
+                self.to(peer).forget()
+                self.from_(peer).forget()
 
 
 @functools.cache
@@ -258,11 +289,77 @@ def _described(kind: str, detail: str, dtype: np.dtype[Any], shape: tuple[int, .
     return raw.ljust(_HEADER_BYTES, b"\0")
 
 
-def _header(number: int, kind: str, detail: str, dtype: np.dtype[Any],
-            shape: tuple[int, ...]) -> bytes:
+def _header(number: int, described: bytes) -> bytes:
     """A collective's header: its number (8 bytes), then its description."""
-    return number.to_bytes(8, sys.byteorder, signed=True) + _described(kind, detail, dtype,
-                                                                       shape)
+    return number.to_bytes(8, sys.byteorder, signed=True) + described
+
+
+# A stream (one direction between two ranks) remembers the descriptions of
+# its last _SLOTS transfers that carried a header, so that a collective
+# repeating one sends its block alone. Transfer t of a stream uses the tags
+# _TAGS_PER_TRANSFER * t + k: k = 0 its header, 1 its block after a header,
+# 2 + j its block alone, repeating the description in slot j.
+_SLOTS = 6
+_TAGS_PER_TRANSFER = 2 + _SLOTS
+_HEADER, _BLOCK_AFTER_HEADER, _REPEAT = 0, 1, 2
+
+
+class _Stream:
+    """One direction between this rank and a peer, as this rank sees it:
+    how many transfers it has carried (their tags follow the count) and the
+    descriptions in its slots. Both ends update a stream alike, in its
+    transfers' order: the sender remembers a description when it sends
+    it with a header, the receiver when it posts a receive for one (the
+    oldest description leaves when the slots are full). So a sender and a
+    receiver whose collectives agree choose the same tag, and any
+    difference between them (a header where the other expects a repeat, or
+    another slot) is a tag that does not match: the receiver finds the
+    peer's message under the other tag and names both collectives. A
+    receiver that saw a difference, or gave up a transfer, no longer
+    trusts the stream's slots: it expects a header for every transfer
+    (and takes a repeat as a mismatch) until both ends forget (a
+    live_devices agreement or a new communicator)."""
+
+    __slots__ = ("rank", "count", "slots", "order", "trusted")
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank  # the peer's, on the data communicator
+        self.count = 0
+        self.slots: dict[bytes, int] = {}
+        self.order: collections.deque[bytes] = collections.deque()
+        self.trusted = True
+
+    def next_tags(self, cycle: int) -> int:
+        """The first tag of the stream's next transfer."""
+        first = (self.count % cycle) * _TAGS_PER_TRANSFER
+        self.count += 1
+        return first
+
+    def remember(self, described: bytes) -> None:
+        if not self.trusted:
+            return
+        if len(self.order) < _SLOTS:
+            slot = len(self.order)
+        else:
+            slot = self.slots.pop(self.order.popleft())
+        self.order.append(described)
+        self.slots[described] = slot
+
+    def described_in(self, slot: int) -> bytes | None:
+        for described, k in self.slots.items():
+            if k == slot:
+                return described
+        return None
+
+    def distrust(self) -> None:
+        self.trusted = False
+        self.slots.clear()
+        self.order.clear()
+
+    def forget(self) -> None:
+        self.slots.clear()
+        self.order.clear()
+        self.trusted = True
 
 
 def _decode(buf: Any) -> dict[str, Any]:
@@ -300,16 +397,15 @@ def _usable_cores() -> set[int]:
 
 
 def _wait(requests: list[Any], peers: Sequence[int], what: Callable[[], str],
-          per_peer: int = 1) -> None:
-    """Poll ``requests`` (``peers[i // per_peer]``, a world rank, is request
-    i's peer) until all complete. A peer that dies, a failure another
-    process reports, or the deadline passing ends the wait with an error
-    naming the peers and the collective (``what()``, formatted only then);
-    the caller then abandons the collective's requests (``_abandon``)."""
+          probe: Callable[[], None] | None = None) -> None:
+    """Poll ``requests`` (``peers[i]``, a world rank, is request i's peer)
+    until all complete. A peer that dies, a failure another process
+    reports, the deadline passing, or ``probe()`` (run between tests once
+    the wait is long) raising ends the wait with an error naming the peers
+    and the collective (``what()``, formatted only then); the caller then
+    abandons the collective's requests (``_abandon``)."""
     if _test_all(requests, peers, what):
         return
-    if per_peer > 1:
-        peers = [p for p in peers for _ in range(per_peer)]
     c = _comms()
     start = time.monotonic()
     deadline = start + timeout()
@@ -340,6 +436,8 @@ def _wait(requests: list[Any], peers: Sequence[int], what: Callable[[], str],
                 raise CollectiveFailedError(
                     f"rank {c.rank}: {what()}: abandoned, rank {reported[0]} reported failed "
                     f"process(es) {reported[1]}")
+            if probe is not None:
+                probe()
         if now > deadline:
             missing = sorted({p for p, r in zip(peers, requests) if not r.Test()})
             raise CollectiveTimeoutError(
@@ -394,7 +492,7 @@ def _abandon(eager_recvs: Sequence[Any], in_flight: Sequence[Any] = (),
     copied, and MPICH's MPI_Cancel of such a receive can crash the process
     (it did, under load, when a peer died mid-transfer); it is left posted,
     like every send (after a process failure the data communicator is
-    replaced; else the tags cycle far enough, ``_Comms.tag_span``).
+    replaced; else the tags cycle far enough, ``_Comms.tag_cycle``).
     Nothing abandoned is freed: mpi4py lets go of a request's buffer when
     the request object is collected (the MPI request itself stays active)
     or when MPI nulls its handle after an error, and MPI may still read or
@@ -445,9 +543,7 @@ _MPI_NATIVE = frozenset("?bBhHiIlLqQfdFD")
 
 def _as_buffer(block: np.ndarray) -> np.ndarray:
     """``block`` as a contiguous buffer MPI can send."""
-    if not block.flags.c_contiguous:
-        block = np.ascontiguousarray(block)
-    return _as_buffer_out(block)
+    return _as_buffer_out(np.ascontiguousarray(block))
 
 
 def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int],
@@ -458,78 +554,183 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     """Send ``block`` (or ``blocks[peer]``, of block's type, to each peer) to
     the ranks ``send_to`` and receive one block of the same type from each
     of ``recv_from`` (into the contiguous buffers ``into`` when given); both
-    sides' headers must agree. ``part_of``: this exchange is one step of a
-    larger collective, (its description, its block's bytes), which errors
-    name. ``meanwhile`` runs once everything is posted, while the blocks
-    move.
+    sides' collectives must agree (kind, detail and block type: their
+    description). ``part_of``: this exchange is one step of a larger
+    collective, (its description, its block's bytes), which errors name.
+    ``meanwhile`` runs once everything is posted, while the blocks move.
 
-    Every receive, headers and data, is posted before any header is
-    checked, so that a large block moves as soon as both sides are there
-    (one round trip, not two); a block whose header turns out not to match
-    is abandoned unread."""
+    A block travels with a header (its description) unless its stream
+    remembers the description (``_Stream``): then alone, its tag naming
+    the slot. Every receive, headers and blocks, is posted before any
+    header is checked, so that a large block moves as soon as both sides
+    are there (one round trip, not two); a block whose header turns out
+    not to match is abandoned unread."""
     c = _comms()
-    comm = c.data
     number = _count.next()
-    encoded = _header(number, kind, detail, block.dtype, block.shape)
-    h_tag = (2 * number) % (2 * c.tag_span)
-    d_tag = h_tag + 1
+    # Every peer is resolved before anything is posted, so that a dead one
+    # raises with no request outstanding.
+    ins = [c.from_(p) for p in recv_from]
+    outs = [c.to(p) for p in send_to]
+    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
+                                              for p in recv_from}
+    described = _described(kind, detail, block.dtype, block.shape)
+    headers = _Headers(number, described)
+    requests: list[Any] = []  # the blocks' receives, then their sends
+    tags: list[int] = []  # of the blocks' receives
+    outbound = [_as_buffer(block)] if blocks is None else [
+        _as_buffer(blocks[p]) for p in send_to]
 
     def what() -> str:
         label = part_of[0] if part_of else (
             f"{kind}({detail}) of {block.dtype}{list(block.shape)}")
         return f"collective #{number} {label}"
 
-    def sending() -> str:
-        return what() + " (sending)"
-
-    payload = _as_buffer(block)
-    outbound = [payload] * len(send_to) if blocks is None else [
-        _as_buffer(blocks[p]) for p in send_to]
-    # Every rank is resolved before anything is posted, so that a dead one
-    # raises with no request outstanding.
-    to_data = c.to_data
-    sources = [to_data(p) for p in recv_from]
-    dests = [to_data(p) for p in send_to]
-    headers = [bytearray(_HEADER_BYTES + 8) for _ in sources]
-    received = into if into is not None else {p: np.empty(block.shape, block.dtype)
-                                              for p in recv_from}
-    inbound = [_as_buffer_out(received[p]) for p in recv_from]
-    irecv, isend = comm.Irecv, comm.Isend
-    header_recvs: list[Any] = []
-    data_recvs: list[Any] = []
-    sends: list[Any] = []
     try:
-        # Appended one by one: a post that raises leaves every earlier
-        # request listed, to be abandoned with its buffer kept.
-        for buf, source in zip(headers, sources):
-            header_recvs.append(irecv(buf, source, h_tag))
-        for out, source in zip(inbound, sources):
-            data_recvs.append(irecv(out, source, d_tag))
-        for dest, data in zip(dests, outbound):
-            sends.append(isend(encoded, dest, h_tag))
-            sends.append(isend(data, dest, d_tag))
-        _after_sends(number, part_of[1] if part_of else payload.nbytes)
+        _post_receives(c, recv_from, ins, received, headers, requests, tags)
+        _post_sends(c, send_to, outs, outbound, headers, requests)
+        _after_sends(number, part_of[1] if part_of else block.nbytes)
         if meanwhile is not None:
             meanwhile()
-        _wait(header_recvs, recv_from, what)
-        for peer, raw in zip(recv_from, headers):
-            if raw != encoded:
-                _mismatch(peer, raw, what)
-        _wait(data_recvs, recv_from, what)
-        _wait(sends, send_to, sending, per_peer=2)
+        peers = [*recv_from, *send_to]
+        if headers.recvs or headers.sends or not _test_all(requests, peers, what):
+            def probe() -> None:
+                _check_tags(c.data, zip(recv_from, ins, tags), described, what)
+            headers.check(what, probe)
+            _wait(requests, peers, what, probe)
+            _wait(headers.sends, headers.send_peers, what, probe)
     except BaseException:
-        _abandon(header_recvs, data_recvs + sends, [encoded, *outbound, *headers, *inbound])
+        for stream in ins:
+            stream.distrust()
+        _abandon(headers.recvs, requests + headers.sends,
+                 [headers.encoded, *headers.bufs, *outbound,
+                  *(received[p] for p in recv_from)])
         raise
     return received
 
 
-def _mismatch(peer: int, raw: bytearray, what: Callable[[], str]) -> NoReturn:
-    """Raise for a peer whose header ``raw`` differs from this rank's."""
-    theirs = _decode(raw)
-    raise CollectiveMismatchError(
-        f"rank {rank()}: {what()} here, but rank {peer} reached "
-        f"collective #{theirs['n']} {theirs['kind']}({theirs['detail']}) of "
-        f"{theirs['dtype']}{theirs['shape']}")
+def _post_receives(c: _Comms, recv_from: Sequence[int], ins: Sequence[_Stream],
+                   received: dict[int, np.ndarray], headers: _Headers, requests: list[Any],
+                   tags: list[int]) -> None:
+    """Post the receive of each peer's block (and of its header, where the
+    stream does not remember the description), listing each request as
+    soon as it is posted (one that fails to post leaves every earlier one
+    listed, to be abandoned with its buffer kept)."""
+    comm, cycle, described = c.data, c.tag_cycle, headers.described
+    for peer, stream in zip(recv_from, ins):
+        first = stream.next_tags(cycle)
+        slot = stream.slots.get(described)
+        if slot is None:
+            headers.expect(comm, peer, stream.rank, first)
+            stream.remember(described)
+            tag = first + _BLOCK_AFTER_HEADER
+        else:
+            tag = first + _REPEAT + slot
+        tags.append(tag)
+        requests.append(comm.Irecv(_as_buffer_out(received[peer]), stream.rank, tag))
+
+
+def _post_sends(c: _Comms, send_to: Sequence[int], outs: Sequence[_Stream],
+                outbound: Sequence[np.ndarray], headers: _Headers, requests: list[Any]) -> None:
+    """Post the send of the block to each peer, after its header where the
+    stream does not remember the description (``outbound``: one buffer for
+    all, or one per peer)."""
+    comm, cycle, described = c.data, c.tag_cycle, headers.described
+    for i, (peer, stream) in enumerate(zip(send_to, outs)):
+        first = stream.next_tags(cycle)
+        slot = stream.slots.get(described)
+        if slot is None:
+            headers.send(comm, peer, stream.rank, first)
+            stream.remember(described)
+            tag = first + _BLOCK_AFTER_HEADER
+        else:
+            tag = first + _REPEAT + slot
+        requests.append(comm.Isend(outbound[i if len(outbound) > 1 else 0], stream.rank, tag))
+
+
+class _Headers:
+    """The headers of one exchange: those it sends (built once, when a peer
+    needs one) and those it receives, each request listed once posted."""
+
+    __slots__ = ("number", "described", "encoded", "bufs", "recvs", "recv_peers", "sends",
+                 "send_peers")
+
+    def __init__(self, number: int, described: bytes) -> None:
+        self.number = number
+        self.described = described
+        self.encoded = b""
+        self.bufs: list[bytearray] = []
+        self.recvs: list[Any] = []
+        self.recv_peers: list[int] = []
+        self.sends: list[Any] = []
+        self.send_peers: list[int] = []
+
+    def expect(self, comm: Any, peer: int, source: int, first: int) -> None:
+        raw = bytearray(_HEADER_BYTES + 8)
+        self.bufs.append(raw)
+        self.recvs.append(comm.Irecv(raw, source, first + _HEADER))
+        self.recv_peers.append(peer)
+
+    def send(self, comm: Any, peer: int, dest: int, first: int) -> None:
+        if not self.encoded:
+            self.encoded = _header(self.number, self.described)
+        self.sends.append(comm.Isend(self.encoded, dest, first + _HEADER))
+        self.send_peers.append(peer)
+
+    def check(self, what: Callable[[], str], probe: Callable[[], None]) -> None:
+        """Wait for the headers; each must carry this rank's description."""
+        if not self.recvs:
+            return
+        _wait(self.recvs, self.recv_peers, what, probe)
+        for peer, raw in zip(self.recv_peers, self.bufs):
+            if raw[8:] != self.described:
+                _mismatch(peer, _decode(raw), what)
+
+
+def _check_tags(comm: Any, receives: Iterable[tuple[int, _Stream, int]], described: bytes,
+                what: Callable[[], str]) -> None:
+    """Raise if a peer's transfer came under another tag than this rank
+    expects (each receive: the peer, its stream and the block's tag): the
+    peer's collective differs (a header where this rank expects a repeat, a
+    repeat of another description, or a repeat where this rank's stream
+    from the peer remembers nothing)."""
+    for peer, stream, expected in receives:
+        first = expected - expected % _TAGS_PER_TRANSFER
+        after_header = expected == first + _BLOCK_AFTER_HEADER
+        wanted = {first + _HEADER, expected} if after_header else {expected}
+        # A block after a header is not looked for: its header comes first.
+        for tag in (first + _HEADER, *range(first + _REPEAT, first + _TAGS_PER_TRANSFER)):
+            if tag in wanted or not comm.Iprobe(stream.rank, tag):
+                continue
+            if tag == first + _HEADER:
+                raw = bytearray(_HEADER_BYTES + 8)
+                comm.Recv(raw, stream.rank, tag)  # probed: an eager message, already here
+                _mismatch(peer, _decode(raw), what)
+            remembered = stream.described_in(tag - first - _REPEAT)
+            if remembered is None or remembered == described:
+                _mismatch(peer, None, what)  # (this rank's own may just have taken the slot)
+            _mismatch(peer, _repeated(remembered), what)
+
+
+def _repeated(described: bytes) -> dict[str, Any]:
+    """A remembered description, decoded (it has no collective number)."""
+    theirs = _decode(described)
+    theirs.pop("n", None)
+    return theirs
+
+
+def _mismatch(peer: int, theirs: dict[str, Any] | None, what: Callable[[], str]
+              ) -> NoReturn:
+    """Raise for a peer whose collective (``theirs``, decoded from its header
+    or from this rank's memory of a repeated one) differs from this rank's."""
+    if theirs is None:
+        reached = ("a repeat of a collective this rank cannot check (after an earlier failed "
+                   "collective between them; live_devices makes them agree again)")
+    else:
+        number = f"collective #{theirs['n']} " if "n" in theirs else "a repeat of "
+        reached = (f"{number}{theirs['kind']}({theirs['detail']}) of "
+                   f"{theirs['dtype']}{theirs['shape']}")
+    raise CollectiveMismatchError(f"rank {rank()}: {what()} here, but rank {peer} reached "
+                                  f"{reached}")
 
 
 def _after_sends(number: int, nbytes: int) -> None:
@@ -539,10 +740,15 @@ def _after_sends(number: int, nbytes: int) -> None:
 
 def _as_buffer_out(buf: np.ndarray) -> np.ndarray:
     """A contiguous array as a buffer MPI can send from or receive into."""
-    dtype = buf.dtype
-    if dtype.char in _MPI_NATIVE and dtype.isbuiltin == 1 and dtype.isnative:
-        return buf
-    return buf.reshape(-1).view(np.uint8)
+    native = _NATIVE.get(buf.dtype)
+    if native is None:
+        dtype = buf.dtype
+        native = _NATIVE[dtype] = (dtype.char in _MPI_NATIVE and dtype.isbuiltin == 1
+                                   and dtype.isnative)
+    return buf if native else buf.reshape(-1).view(np.uint8)
+
+
+_NATIVE: dict[np.dtype[Any], bool] = {}  # whether MPI takes a dtype's buffer as it is
 
 
 # ================================================================ backend
@@ -603,14 +809,14 @@ def _members(geo: S.Geometry, axes: S.Axes) -> tuple[tuple[tuple[int, int], ...]
 
 @functools.lru_cache(maxsize=256)
 def _route(geo: S.Geometry, axes: S.Axes, perm: tuple[tuple[int, int], ...]
-           ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+           ) -> tuple[tuple[int, ...], tuple[int, ...], str]:
     """The ranks this rank's device sends its block to and receives blocks
-    from in a ppermute over ``axes`` (computed once per mesh, axes and
-    permutation)."""
+    from in a ppermute over ``axes``, and the collective's detail (computed
+    once per mesh, axes and permutation)."""
     group, pos = _my_group(geo, axes)
     procs = [geo.procs[k] for k in group.tolist()]
     return (tuple(procs[d] for s, d in perm if s == pos),
-            tuple(procs[s] for s, d in perm if d == pos))
+            tuple(procs[s] for s, d in perm if d == pos), _detail(axes))
 
 
 @functools.lru_cache(maxsize=256)
@@ -705,8 +911,8 @@ class MPIBackend:
         if geo.all_local:
             return self.local.ppermute(bufs, axes, perm, geo)
         mine = _mine(bufs, geo)
-        send_to, recv_from = _route(geo, tuple(axes), tuple(perm))
-        got = exchange(mine, send_to, recv_from, "ppermute", _detail(axes))
+        send_to, recv_from, detail = _route(geo, tuple(axes), tuple(perm))
+        got = exchange(mine, send_to, recv_from, "ppermute", detail)
         out = got[recv_from[0]] if recv_from else np.zeros_like(mine)
         return _placed(out, geo)
 
@@ -778,6 +984,8 @@ def live_processes(procs: Sequence[int]) -> list[int]:
     c.dead.update(p for p in procs if p not in live)
     if live != [w for w in c.members if w in procs] or len(live) != len(c.members):
         c.rebuild(live)
+    else:
+        c.forget_descriptions(live)
     return live
 
 
