@@ -297,7 +297,12 @@ def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
         return np.asarray(np.logical_or(a, b, out=out))
     if a.dtype == np.bool_ and op in ("min", "prod", "and"):
         return np.asarray(np.logical_and(a, b, out=out))
-    return np.asarray(quietly(_OPS[op], a, b, out)).astype(a.dtype, copy=False)
+    return np.asarray(quietly(_combined, _OPS[op], a, b, out)).astype(a.dtype, copy=False)
+
+
+def _combined(ufunc: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray,
+              out: np.ndarray | None) -> np.ndarray:
+    return ufunc(a, b, out=out)  # (``out`` by keyword: NumPy deprecates it by position)
 
 
 def reduce_in_groups(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
