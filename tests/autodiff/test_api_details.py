@@ -19,7 +19,7 @@ import pytest
 import spec
 import spec.numpy as snp
 from spec.test_util import check_grads, check_jvp, check_vjp
-from tests.support.pair import class_and_message
+from tests.support.pair import class_and_message, error_of
 
 LIBS = {"spec": (spec, snp), "jax": (jax, jnp)}
 
@@ -38,15 +38,9 @@ def assert_same(ours: Any, theirs: Any, rtol: float = 2e-6) -> None:
         assert bool(getattr(x, "weak_type", False)) == bool(getattr(y, "weak_type", False))
 
 
-def raised(fn: Callable[[], Any]) -> BaseException:
-    with pytest.raises(Exception) as info:
-        fn()
-    return info.value
-
-
 def same_error(prog: Callable[[Any, Any], Any]) -> tuple[BaseException, BaseException]:
-    ours = raised(lambda: prog(spec, snp))
-    theirs = raised(lambda: prog(jax, jnp))
+    ours = error_of(lambda: prog(spec, snp))
+    theirs = error_of(lambda: prog(jax, jnp))
     assert type(ours).__name__ == type(theirs).__name__, (ours, theirs)
     return ours, theirs
 

@@ -23,6 +23,7 @@ import spec
 import spec.numpy as snp
 import spec._src.lax.custom  # registers the primitives
 from spec._src.api import custom_derivatives as scd
+from tests.support.pair import error_of
 
 JAX = SimpleNamespace(jax=jax, jnp=jnp, custom_jvp=jax.custom_jvp, custom_vjp=jax.custom_vjp,
                       SymbolicZero=jax.custom_derivatives.SymbolicZero,
@@ -67,12 +68,8 @@ def check_text(prog: Program) -> None:
 
 
 def check_raises(prog: Program, exact_message: bool = True) -> None:
-    errors = []
-    for lib in (SPEC, JAX):
-        with pytest.raises(Exception) as info:
-            prog(lib)
-        errors.append(info.value)
-    ours, theirs = errors
+    ours = error_of(lambda: prog(SPEC))
+    theirs = error_of(lambda: prog(JAX))
     assert isinstance(ours, type(theirs).__mro__[1]) or type(ours).__name__ == \
         type(theirs).__name__, (ours, theirs)
     for base in (TypeError, ValueError, AttributeError):

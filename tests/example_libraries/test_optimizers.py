@@ -16,6 +16,7 @@ from jax._src import util as jax_util
 import spec
 import spec.example_libraries.optimizers as spec_opt
 from spec.example_libraries import _util as spec_util
+from tests.support.pair import class_and_message
 
 LIBS = {"jax": (jax, jax_opt), "spec": (spec, spec_opt)}
 
@@ -119,12 +120,6 @@ def test_make_schedule_passes_callables_through() -> None:
     assert spec_opt.make_schedule(schedule) is schedule
 
 
-def _error(call: Callable[[], Any]) -> tuple[type[BaseException], str]:
-    try:
-        call()
-    except Exception as e:  # noqa: BLE001  (the class and message are what we compare)
-        return type(e), str(e)
-    raise AssertionError("no error raised")
 
 
 @pytest.mark.parametrize("case", [
@@ -149,7 +144,7 @@ def test_misuse_raises_jax_errors(case: str) -> None:
         init, update, _ = growing(0.1)
         return lambda: update(0, np.ones(2), init(np.ones(2)))
 
-    assert _error(make(spec_opt)) == _error(make(jax_opt))
+    assert class_and_message(make(spec_opt)) == class_and_message(make(jax_opt))
 
 
 def test_l2_norm_and_clip_grads() -> None:
@@ -196,8 +191,9 @@ def test_list_helpers_behave_as_jax_util() -> None:
         assert ours.safe_zip([1, 2], "ab") == theirs.safe_zip([1, 2], "ab")
         assert ours.unzip2([(1, "a"), (2, "b")]) == theirs.unzip2([(1, "a"), (2, "b")])
         assert ours.unzip2([]) == theirs.unzip2([])
-    assert _error(lambda: spec_util.safe_zip([1], [1, 2])) == \
-        _error(lambda: jax_util.safe_zip([1], [1, 2]))
-    assert _error(lambda: spec_util.safe_zip())[0] is _error(lambda: jax_util.safe_zip())[0]
-    assert _error(lambda: spec_util.safe_map(print, [1], [1, 2]))[0] is ValueError
+    assert class_and_message(lambda: spec_util.safe_zip([1], [1, 2])) == \
+        class_and_message(lambda: jax_util.safe_zip([1], [1, 2]))
+    assert class_and_message(lambda: spec_util.safe_zip())[0] is \
+        class_and_message(lambda: jax_util.safe_zip())[0]
+    assert class_and_message(lambda: spec_util.safe_map(print, [1], [1, 2]))[0] is ValueError
     assert spec_opt.map is spec_util.safe_map and spec_opt.zip is spec_util.safe_zip

@@ -18,6 +18,7 @@ import pytest
 
 import spec
 import spec.numpy as snp
+from tests.support.pair import error_of
 
 _rng = np.random.default_rng(3)
 X3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
@@ -158,14 +159,6 @@ def test_roots_strip_leading_zeros() -> None:
         spec.jit(snp.roots)(np.array([1., 2.], np.float32))
 
 
-def _raised(fn: Callable[[], Any]) -> type[BaseException]:
-    try:
-        fn()
-    except Exception as err:  # noqa: BLE001 - the class is what is compared
-        return type(err)
-    raise AssertionError("no exception")
-
-
 ERRORS: dict[str, Callable[[Any, Any], Callable[[], Any]]] = {
     "put_inplace": lambda n, j: lambda: n.put(n.zeros(3), n.array([0]), 1.),
     "put_raise_mode": lambda n, j: lambda: n.put(n.zeros(3), n.array([0]), 1., mode="raise",
@@ -208,7 +201,7 @@ ERRORS: dict[str, Callable[[Any, Any], Callable[[], Any]]] = {
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
 def test_errors_are_jaxs_classes(name: str) -> None:
-    assert _raised(ERRORS[name](snp, spec)) is _raised(ERRORS[name](jnp, jax))
+    assert type(error_of(ERRORS[name](snp, spec))) is type(error_of(ERRORS[name](jnp, jax)))
 
 
 def test_reduce_vmap_equals_a_loop_and_grad_a_finite_difference() -> None:

@@ -17,6 +17,7 @@ from jax import lax as jlax
 import spec
 import spec.numpy as sjnp
 from spec import lax as slax
+from tests.support.pair import class_and_message
 
 PRESETS = [p.name for p in jlax.DotAlgorithmPreset]
 # JAX's CPU backend compiles these presets; the others raise at compile time.
@@ -165,18 +166,14 @@ def test_algorithm_lifts_the_narrow_preferred_type_check() -> None:
         slax.dot(i, i.T, precision="highest", preferred_element_type=np.int8)
 
 
-def _raised(fn: Callable[[], Any]) -> tuple[type[BaseException], str]:
-    with pytest.raises(Exception) as info:
-        fn()
-    return type(info.value), str(info.value)
 
 
 @pytest.mark.parametrize("bad", ["NOPE", 3, ("high",), ("BF16_BF16_F32", "F32_F32_F32"),
                                  ("high", 2)], ids=str)
 def test_malformed_precision_raises_as_jax(bad: Any) -> None:
     a, b = _operands((2, 3), (3, 2))
-    sc, sm = _raised(lambda: sjnp.dot(a, b, precision=bad))
-    jc, jm = _raised(lambda: jjnp.dot(a, b, precision=bad))
+    sc, sm = class_and_message(lambda: sjnp.dot(a, b, precision=bad))
+    jc, jm = class_and_message(lambda: jjnp.dot(a, b, precision=bad))
     assert (sc.__name__, sm) == (jc.__name__, jm)
 
 
@@ -195,8 +192,8 @@ def test_default_matmul_precision_config_and_context_manager() -> None:
         spec.config.update("jax_default_matmul_precision", None)
         jax.config.update("jax_default_matmul_precision", None)
     for bad in ["NOPE", "fastest", "bfloat16_3x"]:
-        sc, sm = _raised(lambda: spec.config.update("jax_default_matmul_precision", bad))
-        jc, jm = _raised(lambda: jax.config.update("jax_default_matmul_precision", bad))
+        sc, sm = class_and_message(lambda: spec.config.update("jax_default_matmul_precision", bad))
+        jc, jm = class_and_message(lambda: jax.config.update("jax_default_matmul_precision", bad))
         assert (sc.__name__, sm) == (jc.__name__, jm)
 
 
@@ -218,8 +215,8 @@ def test_cpu_jax_mode_accepts_rejects_and_computes_as_jax_cpu(cpu_jax: None, nam
                                                               dtype: str) -> None:
     a, b = _operands((4, 16), (16, 3), np.dtype(jjnp.dtype(dtype)))
     if name not in CPU_ACCEPTED:
-        sc, sm = _raised(lambda: sjnp.dot(a, b, precision=name))
-        jc, jm = _raised(lambda: jjnp.dot(a, b, precision=name))
+        sc, sm = class_and_message(lambda: sjnp.dot(a, b, precision=name))
+        jc, jm = class_and_message(lambda: jjnp.dot(a, b, precision=name))
         assert (sc.__name__, sm) == (jc.__name__, jm)
         return
     for pet in (None, np.float32):
@@ -244,8 +241,8 @@ def test_cpu_jax_mode_f64_on_float32_is_computed_in_float64(cpu_jax: None) -> No
 def test_cpu_jax_mode_rejects_explicit_algorithms_and_grad_keeps_it(cpu_jax: None) -> None:
     a, b = _operands((2, 3), (3, 2))
     alg = (np.float32, np.float32, np.float32)
-    sc, sm = _raised(lambda: slax.dot(a, b, precision=slax.DotAlgorithm(*alg)))
-    jc, jm = _raised(lambda: jlax.dot(a, b, precision=jlax.DotAlgorithm(*alg)))
+    sc, sm = class_and_message(lambda: slax.dot(a, b, precision=slax.DotAlgorithm(*alg)))
+    jc, jm = class_and_message(lambda: jlax.dot(a, b, precision=jlax.DotAlgorithm(*alg)))
     assert (sc.__name__, sm) == (jc.__name__, jm)
 
     def loss(np_: Any, w: Any) -> Any:

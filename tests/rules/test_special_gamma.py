@@ -21,6 +21,7 @@ import pytest
 import spec
 import spec.numpy as snp
 from spec._src.lax.special import igamma_grad_a_p, igamma_p, igammac_p
+from tests.support.pair import errors_alike
 
 FUNS = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad"]
 RNG = np.random.default_rng(0)
@@ -112,10 +113,8 @@ def test_typing(prim: Any) -> None:
     for args in [(np.ones(2, np.int32), np.ones(2, np.int32)),
                  (np.ones(2, np.float32), np.ones(2, np.float16)),
                  (np.ones(2, np.float32), np.ones(3, np.float32))]:
-        with pytest.raises(Exception) as theirs:
-            jax_prim.bind(*args)
-        with pytest.raises(theirs.type, match=f"{prim.name} C"):
-            prim.bind(*args)
+        ours, _ = errors_alike(lambda: prim.bind(*args), lambda: jax_prim.bind(*args))
+        assert f"{prim.name} C" in str(ours)
 
 
 KEY_GRADS: list[tuple[str, Prog]] = [

@@ -18,6 +18,7 @@ from jax import lax as jlax
 import spec
 import spec.numpy as sjnp
 from spec import lax as slax
+from tests.support.pair import error_of, errors_alike, raises_as
 
 Fn = Callable[..., Any]
 RNG = np.random.default_rng(0)
@@ -65,12 +66,10 @@ def raises_like(fn: Fn, *args: Any) -> type[BaseException]:
     """Both raise, with the same exception class; returns it."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(Exception) as jax_err:
-            fn(jjnp, jlax, *args)
-        with pytest.raises(Exception) as spec_err:
-            fn(sjnp, slax, *args)
-    assert spec_err.type is jax_err.type, (spec_err.value, jax_err.value)
-    return spec_err.type
+        theirs = error_of(lambda: fn(jjnp, jlax, *args))
+        ours = error_of(lambda: fn(sjnp, slax, *args))
+    assert type(ours) is type(theirs), (ours, theirs)
+    return type(ours)
 
 
 # ======================================================== primitives via lax
@@ -430,11 +429,8 @@ def jit_of(n: Any) -> Any:
 
 @pytest.mark.parametrize("name", sorted(JOIN_ERRORS))
 def test_join_error_messages_match_jax(name: str) -> None:
-    with pytest.raises(Exception) as theirs:
-        JOIN_ERRORS[name](jjnp)
-    with pytest.raises(type(theirs.value)) as ours:
-        JOIN_ERRORS[name](sjnp)
-    assert str(ours.value) == str(theirs.value)
+    ours, theirs = errors_alike(lambda: JOIN_ERRORS[name](sjnp), lambda: JOIN_ERRORS[name](jjnp))
+    assert str(ours) == str(theirs)
 
 
 def test_slice_rank_error_is_type_error() -> None:
@@ -477,8 +473,7 @@ def _compare(fn: Fn, x: np.ndarray) -> None:
     try:
         want = str(_jax_type(fn, x))
     except Exception as err:  # noqa: BLE001 - any JAX error class is compared
-        with pytest.raises(type(err)):
-            _spec_type(fn, x)
+        raises_as(lambda: _spec_type(fn, x), err)
         return
     assert str(_spec_type(fn, x)) == want
 
@@ -522,8 +517,7 @@ def test_concatenate_property(shape_list: list[tuple[int, ...]], dim: int) -> No
         want = str(jax.typeof(jax.eval_shape(
             lambda: jlax.concatenate([jjnp.zeros(s) for s in shape_list], dim))))
     except Exception as err:  # noqa: BLE001
-        with pytest.raises(type(err)):
-            spec_fn()
+        raises_as(spec_fn, err)
         return
     assert str(spec_fn()) == want
 

@@ -17,6 +17,7 @@ from jax import export as jexport
 import spec
 import spec.numpy as sjnp
 from spec import export as sexport
+from tests.support.pair import class_and_message
 
 F32 = np.float32
 
@@ -26,10 +27,6 @@ def both(build: Callable[[Any, Any], Any]) -> tuple[Any, Any]:
     return build(spec, sjnp), build(jax, jjnp)
 
 
-def error_of(call: Callable[[], Any]) -> tuple[type, str]:
-    with pytest.raises(Exception) as info:
-        call()
-    return type(info.value), str(info.value)
 
 
 def test_static_argument_through_trace_lower_compile() -> None:
@@ -103,7 +100,7 @@ def test_compiled_runs_and_checks_types(matmul: tuple[Any, Any]) -> None:
     y = np.arange(12, dtype=F32).reshape(3, 4)
     np.testing.assert_allclose(np.asarray(s(x, y)), np.asarray(j(x, y)), rtol=1e-6)
     bad = np.ones((3, 5), F32)
-    assert error_of(lambda: s(x, bad)) == error_of(lambda: j(x, bad))
+    assert class_and_message(lambda: s(x, bad)) == class_and_message(lambda: j(x, bad))
 
 
 @pytest.mark.parametrize("args", [
@@ -112,7 +109,7 @@ def test_compiled_runs_and_checks_types(matmul: tuple[Any, Any]) -> None:
 ])
 def test_compiled_checks_structure(matmul: tuple[Any, Any], args: Callable[[], Any]) -> None:
     s, j = matmul
-    assert error_of(lambda: s(*args())) == error_of(lambda: j(*args()))
+    assert class_and_message(lambda: s(*args())) == class_and_message(lambda: j(*args()))
 
 
 @pytest.mark.parametrize("transform", ["grad", "jit", "vmap"])
@@ -122,7 +119,7 @@ def test_compiled_refuses_transformations(transform: str) -> None:
         arg = jnp.ones(3) if transform == "vmap" else jnp.ones(())
         return lambda: getattr(m, transform)(compiled)(arg)
     s, j = both(build)
-    (scls, smsg), (jcls, jmsg) = error_of(s), error_of(j)
+    (scls, smsg), (jcls, jmsg) = class_and_message(s), class_and_message(j)
     assert scls is jcls is TypeError
     prefix = "Cannot apply JAX transformations to a function lowered and compiled"
     assert smsg.startswith(prefix) and jmsg.startswith(prefix)
@@ -180,12 +177,12 @@ def test_unknown_dialect() -> None:
     def build(m: Any, _: Any) -> Any:
         return lambda: m.jit(lambda x: x).lower(1.0).as_text(dialect="foo")
     s, j = both(build)
-    assert error_of(s) == error_of(j)
+    assert class_and_message(s) == class_and_message(j)
 
     def ir(m: Any, _: Any) -> Any:
         return lambda: m.jit(lambda x: x).lower(1.0).compiler_ir("foo")
     s, j = both(ir)
-    assert error_of(s) == error_of(j)
+    assert class_and_message(s) == class_and_message(j)
 
 
 def test_compiler_ir_is_the_module() -> None:
@@ -240,7 +237,8 @@ def test_export_round_trip() -> None:
     x = np.arange(3, dtype=F32)
     np.testing.assert_array_equal(np.asarray(s.call(x, 3.0)), np.asarray(j.call(x, 3.0)))
     bad = np.ones(4, F32)
-    assert error_of(lambda: s.call(bad, 3.0)) == error_of(lambda: j.call(bad, 3.0))
+    assert class_and_message(lambda: s.call(bad, 3.0)) == \
+        class_and_message(lambda: j.call(bad, 3.0))
     assert isinstance(s.mlir_module(), str)
 
 
@@ -249,8 +247,8 @@ def test_export_round_trip() -> None:
 def test_serialization_without_flatbuffers_is_jax_s_error() -> None:
     s = sexport.export(spec.jit(lambda x: x * 2))(np.ones(3, F32))
     j = jexport.export(jax.jit(lambda x: x * 2))(np.ones(3, F32))
-    assert error_of(s.serialize) == error_of(j.serialize)
-    assert error_of(lambda: sexport.deserialize(bytearray(b"0"))) == error_of(
+    assert class_and_message(s.serialize) == class_and_message(j.serialize)
+    assert class_and_message(lambda: sexport.deserialize(bytearray(b"0"))) == class_and_message(
         lambda: jexport.deserialize(bytearray(b"0")))
 
 
@@ -295,7 +293,7 @@ def test_export_refuses_host_callbacks_as_jax() -> None:
             m.debug.callback(lambda v: None, x)
             return x + 1
         return lambda: exp.export(m.jit(f))(m.ShapeDtypeStruct((3,), F32))
-    assert error_of(build(spec, sexport)) == error_of(build(jax, jexport))
+    assert class_and_message(build(spec, sexport)) == class_and_message(build(jax, jexport))
 
 
 def _multi_platform(m: Any, exp: Any, jnp: Any) -> Any:
@@ -330,8 +328,8 @@ def test_export_without_the_cpu_or_by_platform_is_refused() -> None:
 def test_export_of_a_plain_function() -> None:
     def f(x: Any) -> Any:
         return x
-    (scls, smsg), (jcls, jmsg) = (error_of(lambda: sexport.export(f)(1.0)),
-                                  error_of(lambda: jexport.export(f)(1.0)))
+    (scls, smsg), (jcls, jmsg) = (class_and_message(lambda: sexport.export(f)(1.0)),
+                                  class_and_message(lambda: jexport.export(f)(1.0)))
     assert scls is jcls is ValueError
     assert smsg == jmsg
 
