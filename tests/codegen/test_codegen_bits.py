@@ -312,6 +312,29 @@ def test_results_written_over_dead_operands_bit_for_bit(monkeypatch: pytest.Monk
         assert generated == interpreted
 
 
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(programs())
+def test_programs_cut_into_parts_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
+                                             drawn: Any) -> None:
+    """A program cut into functions after nearly every equation (the values
+    alive at each cut carried to the next part, dead operands still written
+    over) gives the interpreter's bits, for values and gradients."""
+    monkeypatch.setattr(codegen, "_PART_LINES", 2)
+    monkeypatch.setattr(codegen, "IN_PLACE_MIN_BYTES", 0)
+    steps, x, y = drawn
+    f = _program(steps)
+    generated, interpreted = _both(f, jnp.asarray(x), jnp.asarray(y))
+    assert generated == interpreted
+    if all(OPS[op][0] != "while" for op, _, _ in steps):
+        def loss(a: Any, b: Any) -> Any:
+            first, second = f(a, b)
+            return jnp.sum(first * 0.5 + second)
+        generated, interpreted = _both(spec.grad(loss, argnums=(0, 1)), jnp.asarray(x),
+                                       jnp.asarray(y))
+        assert generated == interpreted
+
+
 @settings(max_examples=10, deadline=None)
 @given(programs(DIFFERENTIABLE))
 def test_jit_equation_evaluated_eagerly_bit_for_bit(drawn: Any) -> None:

@@ -152,3 +152,26 @@ def test_sharded_program_source_is_what_runs_per_device() -> None:
         assert sum("_reduce_sum" in line for line in lines) == 1
     finally:
         config.update("jax_num_cpu_devices", before)
+
+
+def test_long_program_is_cut_into_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long program is written as functions of at most about
+    ``_PART_LINES`` lines each (Python compiles a function whole: its cost
+    grows with the longest function), called in turn, each taking what
+    the rest reads: the program's arguments and the values alive at the
+    cut, never a value deleted before it."""
+    monkeypatch.setattr(codegen, "_PART_LINES", 12)
+    text = _text(_program20, X, Y)
+    functions = text.split("\ndef ")
+    assert functions[0].startswith("def program(a1, a2):")
+    parts = functions[1:]
+    assert len(parts) >= 3
+    for k, part in enumerate(parts, 1):
+        assert part.startswith(f"program_part{k}(")
+        assert len(part.splitlines()) <= 12 + 12  # its statements, the cut's, the environment's
+    assert "carried = program_part2(carried)" in functions[0]
+    # each later part starts from the list the previous one returned, then empties it
+    assert all("= carried; carried.clear()" in part for part in parts[1:])
+    with config._override("spec_jit_codegen", False):
+        interpreted = np.asarray(spec.jit(_program20)(X, Y))
+    assert np.asarray(spec.jit(_program20)(X, Y)).tobytes() == interpreted.tobytes()

@@ -339,6 +339,11 @@ class _Writer:
         self.env = NORMAL
         self.uses_held = False
         self.runs_impls = False
+        # The functions finished so far, when the top-level block is cut
+        # into several (``_cut``): each one's parameters, lines and whether
+        # it enters the held environment.
+        self.parts: list[tuple[list[str], list[str], bool]] = []
+        self.part_params: list[str] = []
         # Variables (by id) holding an array a direct kernel allocated, which
         # nothing but direct kernels has read (no view, no impl, no output
         # can see it): at its last read it may be written over.
@@ -407,10 +412,12 @@ class _Writer:
         return ANY if name in _DATA_MOVEMENT else NORMAL
 
     # blocks ----------------------------------------------------------------
-    def block(self, jaxpr: Jaxpr, inputs: Sequence[str]) -> list[str]:
+    def block(self, jaxpr: Jaxpr, inputs: Sequence[str], top: bool = False) -> list[str]:
         """Write ``jaxpr``'s equations with its inputs named ``inputs``;
         returns the expressions of its outputs. Variables defined here are
-        deleted after their last use (outputs excepted)."""
+        deleted after their last use (outputs excepted). ``top``: the
+        program's own block, which is cut into functions of about
+        ``_PART_LINES`` lines (``_cut``)."""
         for v, c in zip(jaxpr.constvars, jaxpr.consts):
             if type(getattr(c, "aval", None)) is RefType:
                 raise Unsupported("a ref constant")
@@ -419,14 +426,35 @@ class _Writer:
             self.names[id(v)] = n
         last = _last_uses(jaxpr)
         outputs = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
+        alive: dict[int, str] = {}  # (top) the variables defined so far and read later
         for i, eqn in enumerate(jaxpr.eqns):
             dying = [v for v in last.get(i, ()) if id(v) not in outputs]
             self.equation(eqn, {id(v) for v in dying})
             dead = [self.names[id(v)] for v in dying]
             if dead:
                 self.emit("del " + ", ".join(dead))
+            if top:
+                alive.update((id(v), self.names[id(v)]) for v in eqn.outvars
+                             if not isinstance(v, DropVar))
+                for v in dying:
+                    alive.pop(id(v), None)
+                if len(self.lines) >= _PART_LINES and i + 1 < len(jaxpr.eqns):
+                    self._cut([*inputs, *alive.values()])
         self.owned.difference_update(outputs)
         return [self.atom(v) for v in jaxpr.outvars]
+
+    def _cut(self, carried: list[str]) -> None:
+        """End the current function, returning the values the rest reads
+        (``carried``: the program's inputs and the variables still alive),
+        and start the next, which takes them. Python compiles a function's
+        body whole: one function of 100,000 lines costs the compiler over a
+        gigabyte, parts of a few thousand lines cost it megabytes each."""
+        self.switch(NORMAL)
+        self.emit(f"return [{', '.join(carried)}]")
+        self.parts.append((self.part_params, self.lines, self.uses_held))
+        self.part_params, self.lines, self.uses_held = ["carried"], [], False
+        # (emptied: the caller's list must not keep values this part deletes)
+        self.emit(f"{', '.join(carried)}, = carried; carried.clear()")
 
     def equation(self, eqn: Eqn, dying: Set[int] = frozenset()) -> None:
         writer = _WRITERS.get(eqn.primitive.name)
@@ -665,28 +693,47 @@ class Generated:
     runs_impls: bool
 
 
+# Lines of generated code per function of a jit program (``_Writer._cut``).
+_PART_LINES = 2000
+
+
 def write(jaxpr: Jaxpr, name: str = "program") -> Generated:
-    """``jaxpr`` (closed, live) as a generated Python function."""
+    """``jaxpr`` (closed, live) as a generated Python function (calling its
+    parts in turn, when it is long)."""
     strategy = _strategy()
     w = _Writer(strategy)
     params = [w.fresh("a") for _ in jaxpr.invars]
+    w.part_params = params
     w.indent = 2
-    outs = w.block(jaxpr, params)
+    outs = w.block(jaxpr, params, top=True)
     w.switch(NORMAL)
     w.emit(f"return [{', '.join(outs)}]")
-    source = _assemble(name, params, w, strategy)
     namespace = dict(w.globals)
     namespace.update(_environment_globals())
-    exec(compile(source, f"<spec jit {name}>", "exec"), namespace)
-    return Generated(source, namespace[name], w.runs_impls)
+    if not w.parts:
+        source = _assemble(name, params, w.lines, w.uses_held, strategy)
+        exec(compile(source, f"<spec jit {name}>", "exec"), namespace)
+        return Generated(source, namespace[name], w.runs_impls)
+    parts = [*w.parts, (w.part_params, w.lines, w.uses_held)]
+    names = [f"{name}_part{k}" for k in range(1, len(parts) + 1)]
+    calls = [f"    carried = {names[0]}({', '.join(params)})",
+             *(f"    carried = {n}(carried)" for n in names[1:-1]),
+             f"    return {names[-1]}(carried)"]
+    sources = ["\n".join([f"def {name}({', '.join(params)}):", *calls]) + "\n"]
+    for part_name, (part_params, lines, held) in zip(names, parts):
+        sources.append(_assemble(part_name, part_params, lines, held, strategy))
+    for k, source in enumerate(sources):  # compiled one by one: see _Writer._cut
+        exec(compile(source, f"<spec jit {name}{f' part {k}' if k else ''}>", "exec"),
+             namespace)
+    return Generated("\n".join(sources), namespace[name], w.runs_impls)
 
 
-def _assemble(name: str, params: Sequence[str], w: _Writer, strategy: _Strategy) -> str:
+def _assemble(name: str, params: Sequence[str], body: list[str], uses_held: bool,
+              strategy: _Strategy) -> str:
     """The function's source: its body, inside a ``try`` that leaves the
     held environment where the body enters it."""
-    body = w.lines
     head = [f"def {name}({', '.join(params)}):"]
-    if w.uses_held:
+    if uses_held:
         head += ["    _tok = None", "    try:"]
         tail = ["    finally:", "        if _tok is not None:"]
         if strategy.kind == "hardware":
@@ -986,7 +1033,7 @@ def write_device(jaxpr: Jaxpr, consts: Sequence[Any], arg_avals: Sequence[Any],
     # (an argument or constant is its own Dist, as ``eval_jaxpr`` returns it)
     results = [w.packed(o) for o in outs]
     w.emit(f"return [{', '.join(results)}]")
-    source = _assemble(name, params, w, strategy)
+    source = _assemble(name, params, w.lines, w.uses_held, strategy)
     namespace = dict(w.globals)
     namespace.update(_environment_globals())
     exec(compile(source, f"<spec per-device {name}>", "exec"), namespace)
