@@ -290,15 +290,9 @@ def test_shard_map_body_bit_for_bit(two_devices: Any, steps: Any, placed: bool,
     _generated_calls(mapped, jnp.asarray(x), jnp.asarray(y))
 
 
-@settings(max_examples=10, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(programs())
-def test_results_written_over_dead_operands_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
-                                                        drawn: Any) -> None:
-    """With every size eligible, kernels write their results over dead
-    operands (``out=``) wherever the generator allows it; the bits agree
-    with the interpreter's, for values and gradients."""
-    monkeypatch.setattr(codegen, "IN_PLACE_MIN_BYTES", 0)
+def _values_and_gradients_agree(drawn: Any) -> None:
+    """The drawn program's values, and its gradients where it has no while
+    loop, are the interpreter's bits."""
     steps, x, y = drawn
     f = _program(steps)
     generated, interpreted = _both(f, jnp.asarray(x), jnp.asarray(y))
@@ -310,6 +304,18 @@ def test_results_written_over_dead_operands_bit_for_bit(monkeypatch: pytest.Monk
         generated, interpreted = _both(spec.grad(loss, argnums=(0, 1)), jnp.asarray(x),
                                        jnp.asarray(y))
         assert generated == interpreted
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(programs())
+def test_results_written_over_dead_operands_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
+                                                        drawn: Any) -> None:
+    """With every size eligible, kernels write their results over dead
+    operands (``out=``) wherever the generator allows it; the bits agree
+    with the interpreter's, for values and gradients."""
+    monkeypatch.setattr(codegen, "IN_PLACE_MIN_BYTES", 0)
+    _values_and_gradients_agree(drawn)
 
 
 @settings(max_examples=10, deadline=None,
@@ -322,17 +328,7 @@ def test_programs_cut_into_parts_bit_for_bit(monkeypatch: pytest.MonkeyPatch,
     over) gives the interpreter's bits, for values and gradients."""
     monkeypatch.setattr(codegen, "_PART_LINES", 2)
     monkeypatch.setattr(codegen, "IN_PLACE_MIN_BYTES", 0)
-    steps, x, y = drawn
-    f = _program(steps)
-    generated, interpreted = _both(f, jnp.asarray(x), jnp.asarray(y))
-    assert generated == interpreted
-    if all(OPS[op][0] != "while" for op, _, _ in steps):
-        def loss(a: Any, b: Any) -> Any:
-            first, second = f(a, b)
-            return jnp.sum(first * 0.5 + second)
-        generated, interpreted = _both(spec.grad(loss, argnums=(0, 1)), jnp.asarray(x),
-                                       jnp.asarray(y))
-        assert generated == interpreted
+    _values_and_gradients_agree(drawn)
 
 
 @settings(max_examples=10, deadline=None)

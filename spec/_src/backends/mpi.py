@@ -335,6 +335,17 @@ class _Stream:
         self.count += 1
         return first
 
+    def next_block(self, described: bytes, cycle: int) -> tuple[int, bool]:
+        """The tag of the stream's next block, and whether a header goes
+        before it (under the tag one below): where the stream does not
+        remember ``described``, which it remembers from now on."""
+        first = self.next_tags(cycle)
+        slot = self.slots.get(described)
+        if slot is None:
+            self.remember(described)
+            return first + _BLOCK_AFTER_HEADER, True
+        return first + _REPEAT + slot, False
+
     def remember(self, described: bytes) -> None:
         if not self.trusted:
             return
@@ -617,14 +628,9 @@ def _post_receives(c: _Comms, recv_from: Sequence[int], ins: Sequence[_Stream],
     listed, to be abandoned with its buffer kept)."""
     comm, cycle, described = c.data, c.tag_cycle, headers.described
     for peer, stream in zip(recv_from, ins):
-        first = stream.next_tags(cycle)
-        slot = stream.slots.get(described)
-        if slot is None:
-            headers.expect(comm, peer, stream.rank, first)
-            stream.remember(described)
-            tag = first + _BLOCK_AFTER_HEADER
-        else:
-            tag = first + _REPEAT + slot
+        tag, after_header = stream.next_block(described, cycle)
+        if after_header:
+            headers.expect(comm, peer, stream.rank, tag - 1)
         tags.append(tag)
         requests.append(comm.Irecv(_as_buffer_out(received[peer]), stream.rank, tag))
 
@@ -636,14 +642,9 @@ def _post_sends(c: _Comms, send_to: Sequence[int], outs: Sequence[_Stream],
     all, or one per peer)."""
     comm, cycle, described = c.data, c.tag_cycle, headers.described
     for i, (peer, stream) in enumerate(zip(send_to, outs)):
-        first = stream.next_tags(cycle)
-        slot = stream.slots.get(described)
-        if slot is None:
-            headers.send(comm, peer, stream.rank, first)
-            stream.remember(described)
-            tag = first + _BLOCK_AFTER_HEADER
-        else:
-            tag = first + _REPEAT + slot
+        tag, after_header = stream.next_block(described, cycle)
+        if after_header:
+            headers.send(comm, peer, stream.rank, tag - 1)
         requests.append(comm.Isend(outbound[i if len(outbound) > 1 else 0], stream.rank, tag))
 
 
@@ -664,16 +665,16 @@ class _Headers:
         self.sends: list[Any] = []
         self.send_peers: list[int] = []
 
-    def expect(self, comm: Any, peer: int, source: int, first: int) -> None:
+    def expect(self, comm: Any, peer: int, source: int, tag: int) -> None:
         raw = bytearray(_HEADER_BYTES + 8)
         self.bufs.append(raw)
-        self.recvs.append(comm.Irecv(raw, source, first + _HEADER))
+        self.recvs.append(comm.Irecv(raw, source, tag))
         self.recv_peers.append(peer)
 
-    def send(self, comm: Any, peer: int, dest: int, first: int) -> None:
+    def send(self, comm: Any, peer: int, dest: int, tag: int) -> None:
         if not self.encoded:
             self.encoded = _header(self.number, self.described)
-        self.sends.append(comm.Isend(self.encoded, dest, first + _HEADER))
+        self.sends.append(comm.Isend(self.encoded, dest, tag))
         self.send_peers.append(peer)
 
     def check(self, what: Callable[[], str], probe: Callable[[], None]) -> None:
