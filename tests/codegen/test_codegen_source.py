@@ -130,8 +130,8 @@ def test_repeated_calls_run_once_each() -> None:
 
 def test_sharded_program_source_is_what_runs_per_device() -> None:
     """A jit call on a mesh runs its per-device program; ``as_text("python")``
-    is that program: elementwise work one kernel call per device, the
-    all-reduce a call of its per-device program."""
+    is that program: elementwise work and the sum's local part one kernel
+    call per device, the all-reduce one call."""
     before = config.jax_num_cpu_devices
     config.update("jax_num_cpu_devices", 2)
     try:
@@ -149,7 +149,9 @@ def test_sharded_program_source_is_what_runs_per_device() -> None:
         lines = [line.strip() for line in text.splitlines()]
         assert text.startswith("def device_program(")
         assert sum(line.startswith("v") and "= _sin" in line for line in lines) == 2
-        assert sum("_reduce_sum" in line for line in lines) == 1
+        # the sum: its kernel on each device's block, then the all-reduce
+        assert sum(line.startswith("p") and "_reduce_sum" in line for line in lines) == 2
+        assert sum("= _reshard" in line for line in lines) == 1
     finally:
         config.update("jax_num_cpu_devices", before)
 

@@ -220,6 +220,39 @@ def kernel_for(name: str, avals: Sequence[Any], params: dict[str, Any], scalar: 
     return Kernel(fn, env, scalar)
 
 
+# Reductions whose impl, for operands of these dtypes reduced over non-empty
+# axes, is one ufunc ``reduce`` in the operand's dtype: ``reduce_sum`` sums in
+# the dtype itself (integers wrap), ``reduce_max``/``reduce_min`` choose
+# (``np.max`` is ``np.maximum.reduce``; NaN propagates).
+_REDUCE_UFUNC = {"reduce_sum": np.add, "reduce_max": np.maximum, "reduce_min": np.minimum}
+
+
+def reduction_kernel(name: str, x: Any, params: dict[str, Any], scalar: bool,
+                     strategy: _Strategy) -> Kernel | None:
+    """The direct kernel of a reduction's impl on a block of type ``x``
+    (per device, in generated per-device code), or None."""
+    ufunc = _REDUCE_UFUNC.get(name)
+    if ufunc is None or type(x) is not ArrayType or set(params) - {"axes", "out_sharding"}:
+        return None
+    dts = _dtypes([x])
+    axes = tuple(int(a) for a in params["axes"])
+    if dts is None or any(x.shape[a] == 0 for a in axes):
+        return None
+    (dt,) = dts
+    if dt in _REAL_FLOATS and strategy.direct_arithmetic:
+        env = HELD
+    elif dt in _INTS:
+        env = ANY  # integer kernels ignore the environment
+    else:
+        return None
+    reduce = ufunc.reduce
+
+    def kernel(block: np.ndarray) -> Any:
+        return reduce(block, axes, dt)
+    kernel.__name__ = name
+    return Kernel(kernel, env, scalar)
+
+
 def eager_kernel(prim: Primitive, avals: Sequence[ArrayType], params: dict[str, Any]
                  ) -> Callable[..., list[Any]] | None:
     """For eager evaluation: a direct kernel switching the environment
@@ -917,6 +950,12 @@ class _DeviceWriter(_Writer):
                                                                              out_avals[0])))):
             self.device_local(eqn, in_avals)
             return
+        rule = prim.per_device
+        if same_mesh and not eqn.effects and isinstance(rule, PD.Reduction):
+            natural = rule.natural(in_avals[0], out_avals[0], eqn.params["axes"])
+            if natural is not None:
+                self.device_reduction(eqn, in_avals, natural, rule.op)
+                return
         self.switch(NORMAL)
         self.runs_impls = True
         call = self.constant(_DeviceCall(prim, eqn.params, out_avals, self.geo),
@@ -926,10 +965,35 @@ class _DeviceWriter(_Writer):
         targets = ", ".join(f"({', '.join(_targets(o))},)" for o in outs)
         self.emit(f"{targets}, = {call}({args})" if outs else f"{call}({args})")
 
-    def device_local(self, eqn: Eqn, in_avals: Sequence[Any]) -> None:
-        """The impl (or its direct kernel) on each device's buffers."""
-        kernel = None
-        if len(eqn.outvars) == 1 and all(type(a) is ArrayType for a in in_avals):
+    def device_reduction(self, eqn: Eqn, in_avals: Sequence[Any], natural: Any, op: str
+                         ) -> None:
+        """A reduction's program (``per_device.Reduction``) inline: its
+        kernel on each device's block to the natural result, then the
+        reshard to the result type (the all-reduce, the interpreter's call)."""
+        (out,) = eqn.outvars
+        kernel = reduction_kernel(eqn.primitive.name, in_avals[0], eqn.params,
+                                  not out.aval.shape, self.strategy)
+        plan = S.reshard_plan(natural, out.aval, self.geo, op)
+        if plan is None:
+            self.device_local(eqn, in_avals, kernel)
+            return
+        base = self.fresh("p")
+        partial = [f"{base}_{k}" if k in self.geo.local else "None" for k in range(self.geo.n)]
+        self.device_local(eqn, in_avals, kernel, [partial])
+        self.switch(NORMAL)
+        self.runs_impls = True
+        finish = self.constant(plan, "_reshard")
+        names = self.bind_device(out)
+        self.emit(f"({', '.join(_targets(names))},) = {finish}(({', '.join(partial)},))")
+        held = [n for n in partial if n != "None"]
+        self.emit("del " + ", ".join(held))
+
+    def device_local(self, eqn: Eqn, in_avals: Sequence[Any], kernel: Kernel | None = None,
+                     outs: list[list[str]] | None = None) -> None:
+        """The impl (or its direct kernel) on each device's buffers, into
+        the variables of the equation's results (or ``outs``)."""
+        if kernel is None and len(eqn.outvars) == 1 and all(
+                type(a) is ArrayType for a in in_avals):
             kernel = kernel_for(eqn.primitive.name, in_avals, eqn.params,
                                 not eqn.outvars[0].aval.shape, self.strategy)
         ins = [self.device_atom(a) for a in eqn.invars]
@@ -944,7 +1008,8 @@ class _DeviceWriter(_Writer):
             impl = eqn.primitive.impl
             fn = self.constant(functools.partial(impl, **eqn.params) if eqn.params else impl,
                                f"_{_ident(eqn.primitive.name)}")
-        outs = [self.bind_device(v) for v in eqn.outvars]
+        if outs is None:
+            outs = [self.bind_device(v) for v in eqn.outvars]
         first = None
         for k in self.geo.local:
             call = f"{fn}({', '.join(col[k] for col in ins)})"

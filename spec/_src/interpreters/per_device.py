@@ -147,6 +147,39 @@ def localized(prim: Primitive, fix: Callable[..., dict[str, Any]]) -> Program:
     return program
 
 
+class Reduction:
+    """A reduction's program: the impl on each device's block to the
+    *natural* result (the kept dimensions split as in the operand, unreduced
+    over the mesh axes that split the reduced ones), then ``reshard`` to the
+    result type with the reduction's monoid ``op`` (the all-reduce). ``op``
+    "none" (argmax/argmin: no monoid to finish with) gathers where a reduced
+    dimension is split. Generated per-device code reads ``natural`` and
+    ``op`` to write the same steps inline."""
+
+    def __init__(self, prim: Primitive, op: str) -> None:
+        self.prim, self.op = prim, op
+        self.fallback = S.gathered(prim)
+
+    def natural(self, x: ArrayType, out: ArrayType, axes: Sequence[int]) -> ArrayType | None:
+        """The local result's type (None: the gathered program runs)."""
+        reduced = {int(a) for a in axes}
+        xp = S.parts_of(x)
+        split = frozenset(a for d in reduced for a in xp[d])
+        if split and self.op == "none":
+            return None
+        kept = [p for d, p in enumerate(xp) if d not in reduced]
+        return laid_out(out, kept, S.unreduced_of(x) | split, out, x)
+
+    def __call__(self, geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
+                 **params: Any) -> list[Dist]:
+        (x,), (out,) = args, out_avals
+        nat = self.natural(x.aval, out, params["axes"])
+        if nat is None:
+            return self.fallback(geo, args, out_avals, **params)
+        (partial,) = S.run_local(self.prim, geo, [x], [nat], params)
+        return [S.reshard(partial, out, geo, self.op)]
+
+
 def then_reshard(prim: Primitive, natural: Callable[..., list[ArrayType] | None],
                  inner: Callable[[Primitive], Program]) -> Program:
     """Run ``inner`` to the natural result types, then move to the result's."""
@@ -235,7 +268,7 @@ def check_ref_equations(jaxpr: Any) -> None:
     _CHECKED[id(jaxpr)] = jaxpr
 
 
-__all__ = ["LAYOUT_ATTR", "REF_EQUATION_CHECKS", "RefEquationCheck", "aligned",
+__all__ = ["LAYOUT_ATTR", "REF_EQUATION_CHECKS", "RefEquationCheck", "Reduction", "aligned",
            "aligned_cuts", "call_program",
            "check_ref_equations", "cut", "gathered_names", "guarded", "laid_out", "local",
            "localized", "shape_fix", "sharded_dims", "then_reshard"]

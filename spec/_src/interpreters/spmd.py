@@ -43,12 +43,31 @@ from spec._src.core.state_types import RefType
 from spec._src.core.types import ArrayType
 
 
-@dataclass(frozen=True, eq=False)
-class Dist:
-    """A value over a mesh: its global type and one buffer per device."""
+_set_field = object.__setattr__
 
+
+class Dist:
+    """A value over a mesh: its global type and one buffer per device.
+    Immutable; equal only to itself. (A plain class with slots rather than a
+    frozen dataclass: generated loops make a few per iteration, at a third
+    of the cost.)"""
+
+    __slots__ = ("aval", "bufs")
     aval: ArrayType
     bufs: Bufs
+
+    def __init__(self, aval: ArrayType, bufs: Bufs) -> None:
+        _set_field(self, "aval", aval)
+        _set_field(self, "bufs", bufs)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field '{name}' of an immutable Dist")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field '{name}' of an immutable Dist")
+
+    def __repr__(self) -> str:
+        return f"Dist(aval={self.aval!r}, bufs={self.bufs!r})"
 
     @property
     def uniform(self) -> bool:
@@ -129,6 +148,7 @@ class Geometry:
     all_local: bool
     _groups: dict[tuple[Any, ...], np.ndarray] = field(default_factory=dict)
     _group_of: dict[tuple[Any, ...], tuple[np.ndarray, int]] = field(default_factory=dict)
+    _rows: dict[tuple[str, ...], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -161,6 +181,16 @@ class Geometry:
             order = np.lexsort((self.position(axes), self.position(others)))
             known = self._groups[key] = order.reshape(-1, self.size_of(axes))
             known.flags.writeable = False
+        return known
+
+    def group_rows(self, axes: Sequence[str]) -> tuple[tuple[int, ...], ...]:
+        """``groups(axes)`` as tuples of Python ints (what a loop over the
+        devices of each group indexes buffers with, per collective)."""
+        key = tuple(axes)
+        known = self._rows.get(key)
+        if known is None:
+            known = self._rows[key] = tuple(tuple(int(k) for k in row)
+                                            for row in self.groups(key))
         return known
 
     def group_of(self, k: int, axes: Sequence[str]) -> tuple[np.ndarray, int]:
@@ -293,24 +323,29 @@ def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
             ) -> np.ndarray:
     """``a op b`` in a's type (into ``out``, a buffer of that type and shape,
     when given; it may be ``a`` or ``b`` itself)."""
-    if a.dtype == np.bool_ and op in ("sum", "max", "or"):
+    dt = a.dtype
+    if dt.kind == "b" and op in ("sum", "max", "or"):
         return np.asarray(np.logical_or(a, b, out=out))
-    if a.dtype == np.bool_ and op in ("min", "prod", "and"):
+    if dt.kind == "b" and op in ("min", "prod", "and"):
         return np.asarray(np.logical_and(a, b, out=out))
-    return np.asarray(quietly(_combined, _OPS[op], a, b, out)).astype(a.dtype, copy=False)
+    if out is None:
+        return np.asarray(quietly(_OPS[op], a, b)).astype(dt, copy=False)
+    return np.asarray(quietly(_combined, _OPS[op], a, b, out)).astype(dt, copy=False)
 
 
 def _combined(ufunc: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray,
-              out: np.ndarray | None) -> np.ndarray:
+              out: np.ndarray) -> np.ndarray:
     return ufunc(a, b, out=out)  # (``out`` by keyword: NumPy deprecates it by position)
 
 
 def reduce_in_groups(bufs: Bufs, axes: Axes, op: str, geo: Geometry) -> Bufs:
+    """Each group's buffers combined in group order (every buffer held here)."""
     out = list(bufs)
-    for group in geo.groups(axes):
-        acc = bufs[group[0]]
+    every: Sequence[Any] = bufs
+    for group in geo.group_rows(axes):
+        acc = every[group[0]]
         for k in group[1:]:
-            acc = combine(op, acc, bufs[k])
+            acc = combine(op, acc, every[k])
         for k in group:
             out[k] = acc
     return tuple(out)
@@ -376,6 +411,25 @@ def reshard(d: Dist, dst: ArrayType, geo: Geometry, op: str | None = None) -> Di
     for dim, axes in cuts:
         bufs = _slice_blocks(bufs, dim, axes, geo)
     return Dist(dst, bufs)
+
+
+def reshard_plan(src: ArrayType, dst: ArrayType, geo: Geometry, op: str | None = None
+                 ) -> Callable[[Bufs], Bufs] | None:
+    """``reshard`` from ``src``'s layout to ``dst``'s as a function of the
+    buffers, decided once for generated code: None where the buffers stay as
+    they are; only the all-reduce where the dimensions keep their splitting
+    and only pending reductions run (what a reduction over a split dimension
+    ends in); ``reshard`` itself otherwise."""
+    src_u, dst_u = unreduced_of(src), unreduced_of(dst)
+    if parts_of(src) != parts_of(dst) or not dst_u <= src_u:
+        return lambda bufs: reshard(Dist(src, bufs), dst, geo, op).bufs
+    pending = _mesh_order(src_u - dst_u, geo)
+    if not pending:
+        return None
+    dst_axes = {a for p in parts_of(dst) for a in p}
+    kind = "reduce_scatter" if dst_axes & set(pending) else "all_reduce"
+    how = op or unreduced_kind(src)
+    return lambda bufs: all_reduce(bufs, pending, how, geo, kind)
 
 
 def _embed(bufs: Bufs, dim: int, axes: Axes, geo: Geometry) -> Bufs:
@@ -539,9 +593,17 @@ def loop_runner(jaxpr: Any, geo: Geometry) -> Callable[[Sequence[Dist]], list[Di
 
     def run(args: Sequence[Dist]) -> list[Dist]:
         fn, avals = found
-        if fn is not None and len(avals) == len(args) and all(
-                a is d.aval or a == d.aval for a, d in zip(avals, args)):
-            return fn(*args)  # type: ignore[no-any-return]
+        if fn is not None and len(avals) == len(args):
+            for a, d in zip(avals, args):
+                if a is not d.aval:
+                    break
+            else:
+                return fn(*args)  # type: ignore[no-any-return]
+            if all(a == d.aval for a, d in zip(avals, args)):
+                # Equal types as other objects (the body's result types,
+                # carried): remembered, so later iterations compare identities.
+                found[1] = tuple(d.aval for d in args)
+                return fn(*args)  # type: ignore[no-any-return]
         lookup = generated_function[0]
         fn = None if lookup is None else lookup(jaxpr, args, geo)
         if fn is None:

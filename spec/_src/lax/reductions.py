@@ -80,8 +80,6 @@ from spec._src.core.sharding import (
 )
 from spec._src.core.types import ArrayType
 from spec._src.interpreters import per_device as PD
-from spec._src.interpreters import spmd as S
-from spec._src.interpreters.spmd import Dist, Geometry
 import operator
 from collections.abc import Sequence
 from spec._src.lax.sharding_reduce_dot import canonicalize_out_sharding
@@ -669,24 +667,6 @@ def _xor_bool(x: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
 
 
 _NUMBER = "number types (not bool)"
-def _reduction(prim: Primitive, op: str) -> PD.Program:
-    """Local reduction to the natural result (unreduced over the mesh axes of
-    the reduced dims), then the collective to the result type."""
-    fallback = S.gathered(prim)
-
-    def program(geo: Geometry, args: list[Dist], out_avals: list[ArrayType],
-                **params: Any) -> list[Dist]:
-        (x,), (out,) = args, out_avals
-        axes = {int(a) for a in params["axes"]}
-        xp = S.parts_of(x.aval)
-        split = frozenset(a for d in axes for a in xp[d])
-        if split and op == "none":  # argmax/argmin: no monoid to finish with
-            return fallback(geo, args, out_avals, **params)
-        kept = [p for d, p in enumerate(xp) if d not in axes]
-        nat = PD.laid_out(out, kept, S.unreduced_of(x.aval) | split, out, x.aval)
-        (partial,) = S.run_local(prim, geo, [x], [nat], params)
-        return [S.reshard(partial, out, geo, op)]
-    return program
 
 
 reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(), lowering=LR.reduce_sum,
@@ -694,25 +674,25 @@ reduce_sum_p = declare("reduce_sum", batch=_ReducerBatch(), lowering=LR.reduce_s
                        typing=_reduce_type("reduce_sum", _is_number, _NUMBER, True),
                        impl=_reduce_sum_impl, jvp=linear_jvp(),
                        transpose=linear_transpose(_reduce_sum_transpose),
-                       per_device=from_primitive(lambda p: _reduction(p, "sum")))
+                       per_device=from_primitive(lambda p: PD.Reduction(p, "sum")))
 reduce_prod_p = declare("reduce_prod", batch=_ReducerBatch(), lowering=LR.reduce_prod,
                    sharding=_reduce_sharding("reduce_prod"),
                         typing=_reduce_type("reduce_prod", _is_number, _NUMBER, True),
                         impl=_reduce_prod_impl, jvp=_reduce_prod_jvp,
                         transpose=not_applicable("reduce_prod is not linear"),
-                        per_device=from_primitive(lambda p: _reduction(p, "prod")))
+                        per_device=from_primitive(lambda p: PD.Reduction(p, "prod")))
 reduce_max_p = declare("reduce_max", batch=_ReducerBatch(), lowering=LR.reduce_max,
                    sharding=_reduce_sharding("reduce_max"),
                        typing=_reduce_type("reduce_max", lambda d: True, "any", True),
                        impl=_chooser_impl(np.max, _min_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_max is not linear"),
-                       per_device=from_primitive(lambda p: _reduction(p, "max")))
+                       per_device=from_primitive(lambda p: PD.Reduction(p, "max")))
 reduce_min_p = declare("reduce_min", batch=_ReducerBatch(), lowering=LR.reduce_min,
                    sharding=_reduce_sharding("reduce_min"),
                        typing=_reduce_type("reduce_min", lambda d: True, "any", True),
                        impl=_chooser_impl(np.min, _max_value), jvp=defjvp2(_chooser_jvp),
                        transpose=not_applicable("reduce_min is not linear"),
-                       per_device=from_primitive(lambda p: _reduction(p, "min")))
+                       per_device=from_primitive(lambda p: PD.Reduction(p, "min")))
 
 _INT_OR_BOOL = "bool or integer types"
 
@@ -726,19 +706,19 @@ reduce_and_p = declare("reduce_and", batch=_ReducerBatch(), lowering=LR.reduce_a
                        typing=_reduce_type("reduce_and", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_and, np.all), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_and has integer or bool results"),
-                       per_device=from_primitive(lambda p: _reduction(p, "and")))
+                       per_device=from_primitive(lambda p: PD.Reduction(p, "and")))
 reduce_or_p = declare("reduce_or", batch=_ReducerBatch(), lowering=LR.reduce_or,
                    sharding=_reduce_sharding("reduce_or"),
                       typing=_reduce_type("reduce_or", _int_or_bool, _INT_OR_BOOL, False),
                       impl=_logical_impl(np.bitwise_or, np.any), jvp=zero_jvp(),
                       transpose=not_applicable("reduce_or has integer or bool results"),
-                      per_device=from_primitive(lambda p: _reduction(p, "or")))
+                      per_device=from_primitive(lambda p: PD.Reduction(p, "or")))
 reduce_xor_p = declare("reduce_xor", lowering=ST.reduce_xor, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("reduce_xor"),
                        typing=_reduce_type("reduce_xor", _int_or_bool, _INT_OR_BOOL, False),
                        impl=_logical_impl(np.bitwise_xor, _xor_bool), jvp=zero_jvp(),
                        transpose=not_applicable("reduce_xor has integer or bool results"),
-                       per_device=from_primitive(lambda p: _reduction(p, "xor")))
+                       per_device=from_primitive(lambda p: PD.Reduction(p, "xor")))
 
 
 # --------------------------------------------------------- argmax / argmin
@@ -778,12 +758,12 @@ argmax_p = declare("argmax", lowering=ST.argmax, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmax"),
                    typing=_argminmax_type("argmax"), impl=_argminmax_impl(np.argmax, LR.lowest),
                    jvp=zero_jvp(), transpose=not_applicable("argmax has integer results"),
-                   per_device=from_primitive(lambda p: _reduction(p, "none")))
+                   per_device=from_primitive(lambda p: PD.Reduction(p, "none")))
 argmin_p = declare("argmin", lowering=ST.argmin, batch=_ReducerBatch(),
                    sharding=_reduce_sharding("argmin"),
                    typing=_argminmax_type("argmin"), impl=_argminmax_impl(np.argmin, LR.highest),
                    jvp=zero_jvp(), transpose=not_applicable("argmin has integer results"),
-                   per_device=from_primitive(lambda p: _reduction(p, "none")))
+                   per_device=from_primitive(lambda p: PD.Reduction(p, "none")))
 
 
 # ----------------------------------------------------- cumulative reductions

@@ -1359,13 +1359,18 @@ def _scan(prim: Primitive) -> PD.Program:
         ys: list[list[list[np.ndarray]]] = [[[] for _ in range(geo.n)] for _ in range(ny)]
         order = range(length - 1, -1, -1) if reverse else range(length)
         step = S.loop_runner(jaxpr, geo)
+        local = geo.local
         for i in order:
-            x_i = [_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals)]
-            outs = step([*consts, *carry, *x_i])
+            if xs:
+                outs = step([*consts, *carry,
+                             *(_step_slice(x, a, i, geo) for x, a in zip(xs, x_avals))])
+            else:
+                outs = step([*consts, *carry])
             carry = outs[:nk]
             for slot, y in zip(ys, outs[nk:]):
-                for k in geo.local:
-                    slot[k].append(S.held(y.bufs[k]))
+                bufs = y.bufs
+                for k in local:
+                    slot[k].append(S.held(bufs[k]))
         if reverse:
             for slot in ys:
                 for column in slot:
