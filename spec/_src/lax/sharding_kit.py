@@ -15,6 +15,7 @@ counts as replicated over the other operands' mesh.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -507,6 +508,80 @@ def sliced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, .
     if ps is None or any(p is not None and n != m for p, n, m in zip(ps, shape, out_shapes[0])):
         return [None]
     return [ps]
+
+
+def sorted_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                     params: dict[str, Any]) -> list[Parts | None]:
+    """Sort's results all lie alike: as its split operands, merged, their
+    splits of the other dimensions before those of the sorted one (which
+    is kept too). When every other dimension has size 1 the sorted
+    dimension is whole: nothing is split."""
+    d, shape = params["dimension"], out_shapes[0]
+    if all(n == 1 for i, n in enumerate(shape) if i != d):
+        return [None] * len(out_shapes)
+    split = [ps for _, ps in placed if ps is not None]
+    across = [tuple(None if i == d else p for i, p in enumerate(ps)) for ps in split]
+    along = [tuple(p if i == d else None for i, p in enumerate(ps)) for ps in split]
+    return [merged_split(across + along)] * len(out_shapes)
+
+
+# A reshape keeps the array's row-major order, so a split is read on the
+# flat index k: a mesh axis of size s puts element k on coordinate
+# (k // lo) % s, its run of strides [lo, hi = lo * s). A dimension of size n
+# and stride t spans the strides [t, t * n); its axes, major first, split it
+# from the top down. A result dimension keeps an axis whose run lies within
+# its strides (lo a multiple of t) directly below the axes it keeps.
+
+_Run = tuple[Any, int, int]  # (mesh axis, lo, hi)
+
+
+def _flat_runs(shape: tuple[int, ...], ps: Parts, sizes: dict[Any, int]) -> list[_Run]:
+    """The run of strides each axis of ``ps`` splits (an axis that does not
+    divide its dimension, and those after it, split none)."""
+    runs: list[_Run] = []
+    stride = 1
+    for n, p in reversed(list(zip(shape, ps))):
+        top = stride * n
+        for axis in _axes_of(p):
+            if top % sizes[axis] or (top // sizes[axis]) % stride:
+                break
+            runs.append((axis, top // sizes[axis], top))
+            top //= sizes[axis]
+        stride *= n
+    return runs
+
+
+def _runs_placed(runs: Sequence[_Run], shape: tuple[int, ...]) -> Parts | None:
+    """Each dimension's axes: the runs that stack from the top of its
+    strides down, each within them (None where no dimension keeps one)."""
+    below = {hi: (axis, lo) for axis, lo, hi in runs}
+    out: list[Any] = []
+    stride = math.prod(shape)
+    for n in shape:
+        stride //= n
+        top, axes = stride * n, []
+        while top in below and below[top][1] % stride == 0:
+            axis, top = below[top]
+            axes.append(axis)
+        out.append(None if not axes else axes[0] if len(axes) == 1 else tuple(axes))
+    return tuple(out) if any(e is not None for e in out) else None
+
+
+def reshaped_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A reshape keeps the mesh axes whose blocks of the flattened array are
+    blocks of one result dimension (``_runs_placed``); the others are
+    whole. The axis sizes are the context mesh's: without one naming the
+    operand's axes the result is replicated."""
+    shape, ps = placed[0]
+    mesh = get_abstract_mesh()
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if ps is None or 0 in shape or any(a not in sizes for p in ps for a in _axes_of(p)):
+        return [None]
+    if params.get("dimensions") is not None:
+        shape = tuple(shape[d] for d in params["dimensions"])
+        ps = tuple(ps[d] for d in params["dimensions"])
+    return [_runs_placed(_flat_runs(shape, ps, sizes), tuple(out_shapes[0]))]
 
 
 def reduced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
