@@ -537,12 +537,15 @@ _Run = tuple[Any, int, int]  # (mesh axis, lo, hi)
 
 def _flat_runs(shape: tuple[int, ...], ps: Parts, sizes: dict[Any, int]) -> list[_Run]:
     """The run of strides each axis of ``ps`` splits (an axis that does not
-    divide its dimension, and those after it, split none)."""
+    divide its dimension, and those after it, split none; nor does an axis
+    of size 1)."""
     runs: list[_Run] = []
     stride = 1
     for n, p in reversed(list(zip(shape, ps))):
         top = stride * n
         for axis in _axes_of(p):
+            if sizes[axis] == 1:  # (splits nothing: JAX's result does not name it)
+                continue
             if top % sizes[axis] or (top // sizes[axis]) % stride:
                 break
             runs.append((axis, top // sizes[axis], top))
