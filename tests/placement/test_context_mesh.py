@@ -228,6 +228,7 @@ with jax.sharding.set_mesh(mesh):
       "ij + j.": lambda: put((4, 4), 'i', 'j') + put((4, 4), 'j'),
       ".j + (ij).": lambda: put((4, 4), None, 'j') + put((4, 4), ('i', 'j')),
       "dot free j, free ij": lambda: put((8, 4), 'j') @ put((4, 8), None, ('i', 'j')),
+      "where .j, j.": lambda: jnp.where(put((4, 4)) > 3, put((4, 4), None, 'j'), put((4, 4), 'j')),
     }.items():
         record("2x2 Auto: " + name, fn)
 # An axis of size 1 splits nothing: a reshape's result does not name it.
@@ -247,7 +248,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 24 + 2
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

@@ -472,6 +472,16 @@ def elementwise_rule(rule: ShardingRule) -> ShardingRule:
     return auto_placed(rule, as_split_operands)
 
 
+def selected_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A two-way select_n lies as its operands in the compiled select's
+    order (predicate, the case taken when true, the other), which decides
+    where an axis two dimensions would take goes (``merged_split``)."""
+    if len(placed) == 3:
+        placed = [placed[0], placed[2], placed[1]]
+    return as_split_operands(placed, out_shapes, params)
+
+
 def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
                   params: dict[str, Any]) -> list[Parts | None]:
     """A dot_general's result keeps each operand's split of its batch and
