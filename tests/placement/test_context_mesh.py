@@ -22,7 +22,8 @@ jit; on a mesh of two Auto axes, how the splits of two operands merge
 how a reshape carries splits over two axes.
 
 Not covered (spec differs): on Auto axes, an axis JAX divides over two
-dimensions inside a jit (a reshape) and joins again later, results split
+dimensions inside a jit (a reshape) and joins again later, some merges of
+three operands split over conflicting axes (a three-way sort), results split
 from operands they do not read (a gradient independent of its point);
 indexing an array split along an Explicit axis
 with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
