@@ -14,11 +14,16 @@ operands, eager or through a jit (nested jits, grad): elementwise results
 (select, conversions, add_any, size-1 broadcasting), cumulative reductions,
 rev, transpose, reductions (over an unsplit dimension; over a split one
 replicated), broadcast_in_dim, squeeze, slice, concatenate, reshard (kept),
-dot_general, sharding constraints and explicit_axes inside a jit; on a mesh
-of two Auto axes, how the splits of two operands merge.
+dot_general, reshape (merging and splitting dimensions, a split kept, cut
+or lost), sort and argsort (1-D, along the split axis or not, two operands
+split differently), top_k, sharding constraints and explicit_axes inside a
+jit; on a mesh of two Auto axes, how the splits of two operands merge
+(agreeing, refining, disagreeing, an axis two dimensions would take) and
+how a reshape carries splits over two axes.
 
-Not covered (spec differs): on Auto axes, results JAX's propagation splits
-through reshape and sort (spec replicates them), or
+Not covered (spec differs): on Auto axes, an axis JAX divides over two
+dimensions inside a jit (a reshape) and joins again later, some merges of
+three operands split over conflicting axes (a three-way sort), results split
 from operands they do not read (a gradient independent of its point);
 indexing an array split along an Explicit axis
 with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
@@ -75,6 +80,8 @@ for size in (4, 2):
         one = jax.device_put(np.arange(n, dtype=np.float32), jax.devices()[1])
         x2 = jax.device_put(np.arange(8 * n, dtype=np.float32).reshape(n, 8),
                             jax.NamedSharding(mesh, jax.P('i')))
+        xc = jax.device_put(np.arange(8 * n, dtype=np.float32)[::-1].reshape(n, 8),
+                            jax.NamedSharding(mesh, jax.P(None, 'i')))
         key = jax.random.key(1)
         explicit_axes, auto_axes = jax.sharding.explicit_axes, jax.sharding.auto_axes
         with jax.sharding.set_mesh(mesh):
@@ -160,6 +167,23 @@ for size in (4, 2):
                       xs, np.ones((n, 3), np.float32)),
                   "jit transpose sum": lambda: jax.jit(lambda a: (a.T * 2).sum(0))(x2),
                   "jvp": lambda: jax.jvp(lambda a: jnp.sin(a) * a, (xs,), (xs,))[1],
+                  "reshape merge": lambda: x2.reshape(8 * n),
+                  "reshape split dim kept": lambda: x2.reshape(4, 2 * n),
+                  "reshape split dim too small": lambda: x2.reshape(2, 4, 8),
+                  "reshape 1-D too small": lambda: xs.reshape(2, 4),
+                  "reshape minor split": lambda: xc.reshape(n, 4, 2),
+                  "reshape minor split cut": lambda: xc.reshape(n, 2, 4),
+                  "ravel minor split": lambda: jnp.ravel(xc),
+                  "jit reshape": lambda: jax.jit(lambda a: a.reshape(4, 2 * n) * 2)(x2),
+                  "sort 1-D": lambda: jnp.sort(xs),
+                  "sort split axis": lambda: jnp.sort(x2, axis=0),
+                  "sort unsplit axis": lambda: jnp.sort(x2, axis=1),
+                  "argsort 1-D": lambda: jnp.argsort(xs),
+                  "argsort split axis": lambda: jnp.argsort(x2, axis=0),
+                  "jit sort": lambda: jax.jit(lambda a: jnp.sort(a, axis=0))(xc),
+                  "sort_key_val two splits": lambda: jax.lax.sort_key_val(x2, xc, dimension=0),
+                  "top_k": lambda: jax.lax.top_k(x2, 2),
+                  "top_k cut split": lambda: jax.lax.top_k(xc, 2),
                 })
             for name, fn in cases.items():
                 record(K + name, fn)
@@ -189,8 +213,30 @@ with jax.sharding.set_mesh(mesh):
       "dot free i, free j": lambda: put((8, 4), 'i') @ put((4, 6), None, 'j'),
       "dot free i, free i": lambda: put((8, 4), 'i') @ put((4, 6), None, 'i'),
       "dot batch": lambda: jnp.matmul(put((2, 8, 4), 'i'), put((2, 4, 6))),
+      "reshape i,j merged": lambda: put((2, 4), 'i', 'j').reshape(8),
+      "reshape i,j minor lost": lambda: put((8, 4), 'i', 'j').reshape(32),
+      "reshape ij split": lambda: put((8, 4), ('i', 'j')).reshape(2, 16),
+      "reshape i,j regrouped": lambda: put((8, 4), 'i', 'j').reshape(2, 4, 4),
+      "reshape ij half kept": lambda: put((24,), ('i', 'j')).reshape(2, 3, 4),
+      "sort i., .j": lambda: jax.lax.sort((put((8, 4), 'i'), put((8, 4), None, 'j')),
+                                          dimension=1, num_keys=1),
+      "sort i,j along i": lambda: jnp.sort(put((8, 4), 'i', 'j'), axis=0),
+      "sort i., ji along i": lambda: jax.lax.sort((put((8, 4), 'i'), put((8, 4), 'j', 'i')),
+                                                  dimension=0, num_keys=1),
+      "sort .(ij), i. along ij": lambda: jax.lax.sort(
+          (put((8, 8), None, ('i', 'j')), put((8, 8), 'i')), dimension=1, num_keys=1),
+      "ij + ji": lambda: put((4, 4), 'i', 'j') + put((4, 4), 'j', 'i'),
+      "ij + j.": lambda: put((4, 4), 'i', 'j') + put((4, 4), 'j'),
+      ".j + (ij).": lambda: put((4, 4), None, 'j') + put((4, 4), ('i', 'j')),
+      "dot free j, free ij": lambda: put((8, 4), 'j') @ put((4, 8), None, ('i', 'j')),
+      "where .j, j.": lambda: jnp.where(put((4, 4)) > 3, put((4, 4), None, 'j'), put((4, 4), 'j')),
     }.items():
         record("2x2 Auto: " + name, fn)
+# An axis of size 1 splits nothing: a reshape's result does not name it.
+mesh = jax.make_mesh((1, 4), ('a', 'i'), axis_types=(jax.sharding.AxisType.Auto,) * 2)
+with jax.sharding.set_mesh(mesh):
+    record("1x4 Auto: reshape (i, a)", lambda: put((8, 4), ('i', 'a')).reshape(32))
+    record("1x4 Auto: reshape a, i", lambda: put((8, 4), 'a', 'i').reshape(4, 8))
 '''
 
 prefetch(PROGRAM)
@@ -203,7 +249,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 23 + 11
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

@@ -1687,7 +1687,7 @@ def _select_n_batch(axis: AxisData, args: list[Any], dims: list[BatchDim]
 select_n_p = _declare("select_n", typing=_select_n_type, impl=_select_n_impl,
                      lowering=LR.select_n,
                      jvp=_select_n_jvp, transpose=_select_n_transpose, batch=_select_n_batch,
-                      sharding=SK.elementwise_rule(_select_n_sharding))
+                      sharding=SK.auto_placed(_select_n_sharding, SK.selected_placement))
 
 
 # ---------------------------------------------------------------------- clamp

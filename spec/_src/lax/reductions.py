@@ -958,7 +958,7 @@ def _orderable(dt: Any) -> bool:
 
 
 sort_p = declare("sort", lowering=ST.sort, batch=_sort_batch,
-                   sharding=_sort_sharding,
+                   sharding=SK.auto_placed(_sort_sharding, SK.sorted_placement),
                  typing=_sort_type, impl=_sort_impl, multiple_results=True,
                  jvp=_sort_jvp, transpose=not_applicable("sort is not linear"),
                  per_device=from_primitive(PD.aligned))
@@ -1003,7 +1003,7 @@ def _top_k_impl(x: np.ndarray, *, k: int, axis: int, is_stable: bool) -> list[np
 
 
 top_k_p = declare("top_k", lowering=ST.top_k, batch=_top_k_batch,
-                   sharding=_top_k_sharding,
+                   sharding=SK.auto_placed(_top_k_sharding, SK.as_split_operands),
                   typing=_top_k_type, impl=_top_k_impl, multiple_results=True,
                   jvp=_top_k_jvp, transpose=not_applicable("top_k is not linear"),
                   per_device=from_primitive(PD.local))

@@ -947,7 +947,8 @@ def _reshape_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 reshape_p = declare("reshape", typing=_reshape_type, impl=_reshape_impl, jvp=linear_jvp(),
                     lowering=LR.reshape,
                     transpose=linear_transpose(_reshape_transpose), batch=_reshape_batch,
-                    sharding=SK.section("reshape", _reshape_parts, _reshape_ur),
+                    sharding=SK.auto_placed(SK.section("reshape", _reshape_parts, _reshape_ur),
+                                            SK.reshaped_placement),
                     per_device=from_primitive(lambda p: PD.then_reshard(
                         p, _reshape_natural, lambda q: PD.localized(q, PD.shape_fix("new_sizes")))))
 

@@ -15,6 +15,7 @@ counts as replicated over the other operands' mesh.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -409,37 +410,76 @@ def _axes_of(entry: Any) -> tuple[Any, ...]:
     return () if entry is None else entry if isinstance(entry, tuple) else (entry,)
 
 
-_CONFLICT = object()
+def _agreed(entries: Sequence[Any]) -> tuple[Any, ...]:
+    """One dimension's axes from its operands' entries, in order: a longer
+    entry the axes so far begin refines them; where two disagree they keep
+    their common leading axes, and no later entry refines them again."""
+    axes: tuple[Any, ...] = ()
+    grows = True
+    for entry in entries:
+        mine = _axes_of(entry)
+        common = next((k for k, (a, b) in enumerate(zip(axes, mine)) if a != b),
+                      min(len(axes), len(mine)))
+        if common < min(len(axes), len(mine)):
+            axes, grows = axes[:common], False
+        elif grows and len(mine) > len(axes):
+            axes = mine
+    return axes
 
 
-def merged_split(contributions: Sequence[Parts]) -> Parts | None:
+def merged_split(contributions: Sequence[Parts], longest_first: bool = True) -> Parts | None:
     """The result's split from its operands' splits of its dimensions, as
-    JAX's propagation merges them: operand by operand, a dimension takes the
-    finer of two splits one of which refines the other, and is whole where
-    they disagree; an axis an earlier operand put on another dimension is
-    not taken again. None when no dimension is split."""
+    JAX's propagation merges them: each dimension takes the axes its
+    operands agree on (``_agreed``); an axis two dimensions would take
+    stays with one of them, the other keeping only its axes before it: with
+    the dimension that takes more axes (``longest_first``), then with the
+    one an earlier operand put it on. None when no dimension is split."""
     if not contributions:
         return None
-    out: list[Any] = [None] * len(contributions[0])
+    wanted = [_agreed([ps[d] for ps in contributions]) for d in range(len(contributions[0]))]
+    first: dict[Any, int] = {}
     for ps in contributions:
-        for d, p in enumerate(ps):
-            axes, cur = _axes_of(p), out[d]
-            if not axes or cur is _CONFLICT:
-                continue
-            have = _axes_of(cur)
-            taken = {a for i, e in enumerate(out) if i != d and e is not _CONFLICT
-                     for a in _axes_of(e)}
-            if taken & set(axes) or have[:len(axes)] == axes:
-                continue
-            out[d] = p if axes[:len(have)] == have else _CONFLICT
-    final = tuple(None if e is _CONFLICT else e for e in out)
-    return final if any(e is not None for e in final) else None
+        for d, entry in enumerate(ps):
+            for axis in _axes_of(entry):
+                first.setdefault(axis, d)
+
+    def owner(axis: Any) -> int:
+        dims = [d for d, axes in enumerate(wanted) if axis in axes]
+        return max(dims, key=lambda d: (len(wanted[d]) if longest_first else 0,
+                                        d == first[axis], -d))
+
+    def kept(d: int) -> tuple[Any, ...]:
+        return _before(wanted[d], lambda axis: owner(axis) != d)
+
+    return _entries([kept(d) for d in range(len(wanted))])
+
+
+def _before(axes: tuple[Any, ...], stop: Callable[[Any], bool]) -> tuple[Any, ...]:
+    """``axes`` up to the first one ``stop`` holds for."""
+    return next((axes[:k] for k, a in enumerate(axes) if stop(a)), axes)
+
+
+def _entries(per_dim: Sequence[tuple[Any, ...]]) -> Parts | None:
+    """Partition entries (an axis, a tuple of axes, None) from each
+    dimension's axes; None when none is split."""
+    out = tuple(None if not axes else axes[0] if len(axes) == 1 else axes for axes in per_dim)
+    return out if any(e is not None for e in out) else None
 
 
 def elementwise_rule(rule: ShardingRule) -> ShardingRule:
     """``rule``, marked as the sharding section of a primitive whose results
     are computed entry by entry from its operands'."""
     return auto_placed(rule, as_split_operands)
+
+
+def selected_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A two-way select_n lies as its operands in the compiled select's
+    order (predicate, the case taken when true, the other), which decides
+    where an axis two dimensions would take goes (``merged_split``)."""
+    if len(placed) == 3:
+        placed = [placed[0], placed[2], placed[1]]
+    return as_split_operands(placed, out_shapes, params)
 
 
 def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
@@ -459,7 +499,9 @@ def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]
         other = (None,) * (len(rfree) if left else len(lfree))
         return tuple(ps[d] for d in batch) + (mine + other if left else other + mine)
 
-    return [merged_split([spread(lps, lb, lfree, True), spread(rps, rb, rfree, False)])]
+    # (the left operand's axes win over the right's, however many each takes)
+    return [merged_split([spread(lps, lb, lfree, True), spread(rps, rb, rfree, False)],
+                         longest_first=False)]
 
 
 def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
@@ -507,6 +549,86 @@ def sliced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, .
     if ps is None or any(p is not None and n != m for p, n, m in zip(ps, shape, out_shapes[0])):
         return [None]
     return [ps]
+
+
+def sorted_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                     params: dict[str, Any]) -> list[Parts | None]:
+    """Sort's results all lie alike: the other dimensions as its split
+    operands merge there, the sorted one keeping the axes its operands
+    agree on up to the first one those dimensions took. When every other
+    dimension has size 1 nothing is split."""
+    d, shape = params["dimension"], out_shapes[0]
+    if all(n == 1 for i, n in enumerate(shape) if i != d):
+        return [None] * len(out_shapes)
+    split = [ps for _, ps in placed if ps is not None]
+    across = merged_split([tuple(None if i == d else p for i, p in enumerate(ps))
+                           for ps in split]) or (None,) * len(shape)
+    taken = {a for p in across for a in _axes_of(p)}
+    along = _before(_agreed([ps[d] for ps in split]), lambda a: a in taken)
+    per_dim = [along if i == d else _axes_of(p) for i, p in enumerate(across)]
+    return [_entries(per_dim)] * len(out_shapes)
+
+
+# A reshape keeps the array's row-major order, so a split is read on the
+# flat index k: a mesh axis of size s puts element k on coordinate
+# (k // lo) % s, its run of strides [lo, hi = lo * s). A dimension of size n
+# and stride t spans the strides [t, t * n); its axes, major first, split it
+# from the top down. A result dimension keeps an axis whose run lies within
+# its strides (lo a multiple of t) directly below the axes it keeps.
+
+_Run = tuple[Any, int, int]  # (mesh axis, lo, hi)
+
+
+def _flat_runs(shape: tuple[int, ...], ps: Parts, sizes: dict[Any, int]) -> list[_Run]:
+    """The run of strides each axis of ``ps`` splits (an axis that does not
+    divide its dimension, and those after it, split none; nor does an axis
+    of size 1)."""
+    runs: list[_Run] = []
+    stride = 1
+    for n, p in reversed(list(zip(shape, ps))):
+        top = stride * n
+        for axis in _axes_of(p):
+            if sizes[axis] == 1:  # (splits nothing: JAX's result does not name it)
+                continue
+            if top % sizes[axis] or (top // sizes[axis]) % stride:
+                break
+            runs.append((axis, top // sizes[axis], top))
+            top //= sizes[axis]
+        stride *= n
+    return runs
+
+
+def _runs_placed(runs: Sequence[_Run], shape: tuple[int, ...]) -> Parts | None:
+    """Each dimension's axes: the runs that stack from the top of its
+    strides down, each within them (None where no dimension keeps one)."""
+    below = {hi: (axis, lo) for axis, lo, hi in runs}
+    per_dim: list[tuple[Any, ...]] = []
+    stride = math.prod(shape)
+    for n in shape:
+        stride //= n
+        top, axes = stride * n, []
+        while top in below and below[top][1] % stride == 0:
+            axis, top = below[top]
+            axes.append(axis)
+        per_dim.append(tuple(axes))
+    return _entries(per_dim)
+
+
+def reshaped_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any]) -> list[Parts | None]:
+    """A reshape keeps the mesh axes whose blocks of the flattened array are
+    blocks of one result dimension (``_runs_placed``); the others are
+    whole. The axis sizes are the context mesh's: without one naming the
+    operand's axes the result is replicated."""
+    shape, ps = placed[0]
+    mesh = get_abstract_mesh()
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if ps is None or 0 in shape or any(a not in sizes for p in ps for a in _axes_of(p)):
+        return [None]
+    if params.get("dimensions") is not None:
+        shape = tuple(shape[d] for d in params["dimensions"])
+        ps = tuple(ps[d] for d in params["dimensions"])
+    return [_runs_placed(_flat_runs(shape, ps, sizes), tuple(out_shapes[0]))]
 
 
 def reduced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
