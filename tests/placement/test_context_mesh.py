@@ -19,7 +19,11 @@ or lost), sort and argsort (1-D, along the split axis or not, two operands
 split differently), top_k, sharding constraints and explicit_axes inside a
 jit; on a mesh of two Auto axes, how the splits of two operands merge
 (agreeing, refining, disagreeing, an axis two dimensions would take) and
-how a reshape carries splits over two axes.
+how a reshape carries splits over two axes; results' specs as JAX names
+them (trailing unsplit dimensions and size-1 axes dropped, the first
+operand's own sharding where a result of its rank lies as it), reductions,
+slices, pads and splits of arrays split over two axes, with and without a
+context mesh (reshapes included).
 
 Not covered (spec differs): on Auto axes, an axis JAX divides over two
 dimensions inside a jit (a reshape) and joins again later, some merges of
@@ -39,6 +43,7 @@ import pytest
 from tests.support.twin import prefetch, run_both
 
 PROGRAM = r'''
+import contextlib
 import numpy as np
 jax, jnp = IMPL
 out = {}
@@ -237,6 +242,35 @@ mesh = jax.make_mesh((1, 4), ('a', 'i'), axis_types=(jax.sharding.AxisType.Auto,
 with jax.sharding.set_mesh(mesh):
     record("1x4 Auto: reshape (i, a)", lambda: put((8, 4), ('i', 'a')).reshape(32))
     record("1x4 Auto: reshape a, i", lambda: put((8, 4), 'a', 'i').reshape(4, 8))
+# Results' specs as JAX names them (the first operand's own sharding where the
+# result lies as it), with and without a context mesh.
+meshes = {"2x2": jax.make_mesh((2, 2), ('i', 'j'), axis_types=(jax.sharding.AxisType.Auto,) * 2),
+          "1x4": mesh}
+for spec in (('i', None), ('i', 'j'), ('i', 'a'), ('a', 'i')):
+    mesh = meshes["1x4" if 'a' in spec else "2x2"]
+    x = put((8, 8), *spec)
+    xr = put((8, 8), None, None)
+    for where in ("no mesh", "set_mesh"):
+        with (jax.sharding.set_mesh(mesh) if where == "set_mesh" else contextlib.nullcontext()):
+            for name, fn in {
+              "sin": lambda: jnp.sin(x),
+              "x + 1": lambda: x + 1,
+              "xr + x": lambda: xr + x,
+              "numpy + x": lambda: jax.jit(jnp.add)(np.ones((8, 8), np.float32), x),
+              "sum 0": lambda: x.sum(0),
+              "sum 1": lambda: x.sum(1),
+              "transpose": lambda: x.T,
+              "reshape 64": lambda: x.reshape(64),
+              "reshape 4,16": lambda: x.reshape(4, 16),
+              "jit reshape 4,16": lambda: jax.jit(lambda a: a.reshape(4, 16) * 2)(x),
+              "slice rows": lambda: x[:4],
+              "slice cols": lambda: x[:, :4],
+              "expand_dims": lambda: x[None],
+              "dynamic_slice": lambda: jax.lax.dynamic_slice(x, (2, 0), (4, 8)),
+              "pad rows": lambda: jnp.pad(x, ((1, 1), (0, 0))),
+              "split rows": lambda: jnp.split(x, 2, axis=0),
+            }.items():
+                record(f"{where} {spec}: {name}", fn)
 '''
 
 prefetch(PROGRAM)
@@ -249,7 +283,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2 + 4 * 2 * 16
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

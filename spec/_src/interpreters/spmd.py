@@ -798,9 +798,10 @@ def keep_auto_placement(prim: Any, params: dict[str, Any], args: Sequence[Any],
                  if type(r) is Array and r._sharding is not None), None)
     if mesh is None or AxisType.Explicit in mesh.axis_types:
         return
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
     parts = _auto_parts(prim, params, [_placed(a) for a in args],
-                        [tuple(getattr(r, "shape", ())) for r in results])
-    _place_as(results, parts)
+                        [tuple(getattr(r, "shape", ())) for r in results], sizes)
+    _place_as(results, parts, _first_named(args))
 
 
 # On a mesh of Auto axes alone the compiler places results (the types name
@@ -822,20 +823,22 @@ def _placed(x: Any) -> _Placed:
 
 
 def _auto_parts(prim: Any, params: dict[str, Any], placed: Sequence[_Placed],
-                out_shapes: Sequence[tuple[int, ...]]) -> list[tuple[Any, ...] | None]:
+                out_shapes: Sequence[tuple[int, ...]], sizes: dict[Any, int]
+                ) -> list[tuple[Any, ...] | None]:
     if prim.name == "jit":
-        return _program_parts(params["jaxpr"], placed)
+        return _program_parts(params["jaxpr"], placed, sizes)
     if prim.name == "sharding_constraint":
         spec = params["sharding"].spec
         return [spec.partitions + (None,) * (len(out_shapes[0]) - len(spec.partitions))]
     rule = getattr(prim.sharding, "auto_placement", None)
     if rule is None or all(p[1] is None for p in placed):
         return [None] * len(out_shapes)
-    found: list[tuple[Any, ...] | None] = rule(placed, out_shapes, params)
+    found: list[tuple[Any, ...] | None] = rule(placed, out_shapes, params, sizes)
     return found
 
 
-def _program_parts(jaxpr: Any, placed: Sequence[_Placed]) -> list[tuple[Any, ...] | None]:
+def _program_parts(jaxpr: Any, placed: Sequence[_Placed], sizes: dict[Any, int]
+                   ) -> list[tuple[Any, ...] | None]:
     """Where a call's results lie: each equation places its results from
     its operands' placements (an operand passed through lies as it is)."""
     env: dict[Any, _Placed] = dict(zip(jaxpr.invars, placed))
@@ -847,7 +850,7 @@ def _program_parts(jaxpr: Any, placed: Sequence[_Placed]) -> list[tuple[Any, ...
     for eqn in jaxpr.eqns:
         out_shapes = [tuple(o.aval.shape) for o in eqn.outvars]
         parts = _auto_parts(eqn.primitive, eqn.params, [read(x) for x in eqn.invars],
-                            out_shapes)
+                            out_shapes, sizes)
         for o, shape, ps in zip(eqn.outvars, out_shapes, parts):
             env[o] = (shape, _typed_parts(o.aval) or ps)
     return [read(v)[1] for v in jaxpr.outvars]
@@ -863,14 +866,54 @@ def _typed_parts(aval: Any) -> tuple[Any, ...] | None:
     return ps + (None,) * (len(aval.shape) - len(ps))
 
 
-def _place_as(results: list[Any], parts: Sequence[tuple[Any, ...] | None]) -> None:
+def _first_named(args: Sequence[Any]) -> Any:
+    """The first operand when a NamedSharding places it (None otherwise: a
+    NumPy or uncommitted first operand leaves every result named as
+    compiled)."""
+    first = args[0] if args else None
+    return first if isinstance(first, Array) and isinstance(first._sharding, NamedSharding) \
+        else None
+
+
+def _place_as(results: list[Any], parts: Sequence[tuple[Any, ...] | None], first: Any
+              ) -> None:
+    """Each result placed as the compiler places it: its dimensions split
+    as ``parts`` says, named as JAX reads the compiled placement back (no
+    trailing unsplit dimension, no axis of size 1); a result of the first
+    placed operand's rank that lies as that operand gets its sharding as
+    written (JAX hands back the operand's own)."""
     for r, ps in zip(results, parts):
-        if ps is not None and any(p is not None for p in ps) and type(r) is Array \
-                and r._sharding is not None and _divides(r._sharding.mesh, ps, r.shape):
-            # (the compiler's placement names no trailing unsplit dimension)
-            while ps and ps[-1] is None:
-                ps = ps[:-1]
-            r._sharding = NamedSharding(r._sharding.mesh, P(*ps))
+        if type(r) is not Array or r._sharding is None:
+            continue
+        mesh = r._sharding.mesh
+        ps = (None,) * r.ndim if ps is None else ps
+        if not _divides(mesh, ps, r.shape):
+            continue
+        compiled = _compiled_spec(ps, mesh)
+        if first is not None and first.ndim == r.ndim and first._sharding.mesh == mesh \
+                and _compiled_spec(_placed_parts(first), mesh) == compiled:
+            r._sharding = first._sharding
+        elif any(p is not None for p in ps):
+            r._sharding = NamedSharding(mesh, P(*compiled))
+
+
+def _placed_parts(x: Array) -> tuple[Any, ...]:
+    ps: tuple[Any, ...] = x._sharding.spec.partitions
+    return ps + (None,) * (x.ndim - len(ps))
+
+
+def _compiled_spec(parts: tuple[Any, ...], mesh: Any) -> tuple[Any, ...]:
+    """``parts`` as JAX names a compiled placement: without axes of size 1
+    and trailing unsplit dimensions."""
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    out: list[Any] = []
+    for p in parts:
+        axes = tuple(a for a in (() if p is None else p if isinstance(p, tuple) else (p,))
+                     if sizes[a] != 1)
+        out.append(None if not axes else axes[0] if len(axes) == 1 else axes)
+    while out and out[-1] is None:
+        out.pop()
+    return tuple(out)
 
 
 def _divides(mesh: Any, parts: tuple[Any, ...], shape: tuple[int, ...]) -> bool:

@@ -151,13 +151,13 @@ def _reshard(prim: Primitive) -> PD.Program:
 
 
 def _reshard_placement(placed: Sequence[SK.Placed], out_shapes: Sequence[tuple[int, ...]],
-                       params: dict[str, Any]) -> list[SK.Parts | None]:
+                       params: dict[str, Any], sizes: SK.Sizes) -> list[SK.Parts | None]:
     """Over Auto axes a reshard to a type that names no Explicit axis
     constrains nothing: its result lies as its operand (JAX's compiler keeps
     the split); to an Explicit type, as that type says."""
     if AxisType.Explicit in params["dst_sharding"].mesh.axis_types:
         return [None]
-    return SK.as_split_operands(placed, out_shapes, params)
+    return SK.as_split_operands(placed, out_shapes, params, sizes)
 
 
 reshard_p = declare("reshard", lowering=LC.reshard,

@@ -16,7 +16,7 @@ counts as replicated over the other operands' mesh.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spec._src.core.errors import ShardingTypeError
@@ -380,12 +380,14 @@ def elementwise(name: str, *, ur: str = "nonlinear", n_out: int = 1) -> Sharding
 # On a mesh of Auto axes alone the types name no axis and the compiler
 # places results: JAX's propagation keeps an operand's split through many
 # operations. A sharding section may carry ``auto_placement(placed,
-# out_shapes, params)``: from each operand's (shape, partitions, or None
-# when it is not split) the partitions each result lies with (None:
-# replicated). Eager evaluation reads it (spec._src.interpreters.spmd).
+# out_shapes, params, sizes)``: from each operand's (shape, partitions, or
+# None when it is not split) and the operands' mesh axis sizes, the
+# partitions each result lies with (None: replicated). Eager evaluation
+# reads it (spec._src.interpreters.spmd).
 
 Placed = tuple[tuple[int, ...], Parts | None]
-AutoPlacement = Callable[[Sequence[Placed], Sequence[tuple[int, ...]], dict[str, Any]],
+Sizes = Mapping[Any, int]  # the operands' mesh: each axis's size
+AutoPlacement = Callable[[Sequence[Placed], Sequence[tuple[int, ...]], dict[str, Any], Sizes],
                          list[Parts | None]]
 
 
@@ -396,11 +398,11 @@ def auto_placed(rule: ShardingRule, placement: AutoPlacement) -> ShardingRule:
 
 
 def as_split_operands(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                      params: dict[str, Any]) -> list[Parts | None]:
+                      params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """Results computed entry by entry from their operands' (or moved as
-    they are: rev, cumulative reductions, reshard) lie as the split
-    operands lie, merged (``merged_split``; a dimension an operand
-    broadcasts from size 1 is whole)."""
+    they are: rev, cumulative reductions, reshard, slices) lie as the
+    split operands lie, merged (``merged_split``); a dimension whose size
+    changes (broadcast from size 1, cut) is whole."""
     return [merged_split([tuple(p if n == m else None for p, n, m in zip(ps, shape, out))
                           for shape, ps in placed if ps is not None and len(shape) == len(out)])
             for out in out_shapes]
@@ -473,17 +475,17 @@ def elementwise_rule(rule: ShardingRule) -> ShardingRule:
 
 
 def selected_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                       params: dict[str, Any]) -> list[Parts | None]:
+                       params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A two-way select_n lies as its operands in the compiled select's
     order (predicate, the case taken when true, the other), which decides
     where an axis two dimensions would take goes (``merged_split``)."""
     if len(placed) == 3:
         placed = [placed[0], placed[2], placed[1]]
-    return as_split_operands(placed, out_shapes, params)
+    return as_split_operands(placed, out_shapes, params, sizes)
 
 
 def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                  params: dict[str, Any]) -> list[Parts | None]:
+                  params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A dot_general's result keeps each operand's split of its batch and
     free dimensions (merged, the left operand first); contracted splits
     are summed away."""
@@ -504,15 +506,23 @@ def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]
                          longest_first=False)]
 
 
+def kept_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                   params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
+    """Results that lie as the first operand, also along the dimensions
+    whose size changes (pad, split: the compiler splits the new extent
+    alike where it divides evenly)."""
+    return [placed[0][1]] * len(out_shapes)
+
+
 def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                         params: dict[str, Any]) -> list[Parts | None]:
+                         params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A transpose's result lies as its operand, dimensions permuted."""
     ps = placed[0][1]
     return [None if ps is None else tuple(ps[i] for i in params["permutation"])]
 
 
 def broadcast_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                        params: dict[str, Any]) -> list[Parts | None]:
+                        params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A broadcast's result keeps the operand's split on the dimensions it
     maps to without growing them; new and grown dimensions are whole."""
     shape, ps = placed[0]
@@ -526,7 +536,7 @@ def broadcast_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int
 
 
 def squeezed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                       params: dict[str, Any]) -> list[Parts | None]:
+                       params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A squeeze's result lies as its operand without the removed dimensions."""
     ps = placed[0][1]
     gone = {d % len(placed[0][0]) for d in params["dimensions"]}
@@ -534,25 +544,15 @@ def squeezed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int,
 
 
 def concatenated_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                           params: dict[str, Any]) -> list[Parts | None]:
+                           params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A concatenation lies as its split operands when they all lie alike
     (along the joined dimension too); unsplit operands do not count."""
     split = {p[1] for p in placed if p[1] is not None}
     return [split.pop()] if len(split) == 1 else [None]
 
 
-def sliced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                     params: dict[str, Any]) -> list[Parts | None]:
-    """A slice keeps its operand's split when every split dimension keeps
-    its size; cutting a split dimension leaves the result replicated."""
-    shape, ps = placed[0]
-    if ps is None or any(p is not None and n != m for p, n, m in zip(ps, shape, out_shapes[0])):
-        return [None]
-    return [ps]
-
-
 def sorted_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                     params: dict[str, Any]) -> list[Parts | None]:
+                     params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """Sort's results all lie alike: the other dimensions as its split
     operands merge there, the sorted one keeping the axes its operands
     agree on up to the first one those dimensions took. When every other
@@ -579,7 +579,7 @@ def sorted_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, .
 _Run = tuple[Any, int, int]  # (mesh axis, lo, hi)
 
 
-def _flat_runs(shape: tuple[int, ...], ps: Parts, sizes: dict[Any, int]) -> list[_Run]:
+def _flat_runs(shape: tuple[int, ...], ps: Parts, sizes: Sizes) -> list[_Run]:
     """The run of strides each axis of ``ps`` splits (an axis that does not
     divide its dimension, and those after it, split none; nor does an axis
     of size 1)."""
@@ -615,15 +615,12 @@ def _runs_placed(runs: Sequence[_Run], shape: tuple[int, ...]) -> Parts | None:
 
 
 def reshaped_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                       params: dict[str, Any]) -> list[Parts | None]:
+                       params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """A reshape keeps the mesh axes whose blocks of the flattened array are
     blocks of one result dimension (``_runs_placed``); the others are
-    whole. The axis sizes are the context mesh's: without one naming the
-    operand's axes the result is replicated."""
+    whole."""
     shape, ps = placed[0]
-    mesh = get_abstract_mesh()
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
-    if ps is None or 0 in shape or any(a not in sizes for p in ps for a in _axes_of(p)):
+    if ps is None or 0 in shape:
         return [None]
     if params.get("dimensions") is not None:
         shape = tuple(shape[d] for d in params["dimensions"])
@@ -632,14 +629,14 @@ def reshaped_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int,
 
 
 def reduced_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
-                      params: dict[str, Any]) -> list[Parts | None]:
-    """A reduction over dimensions none of whose entries are split lies as
-    its operand without them; one over a split dimension is replicated."""
+                      params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
+    """A reduction's results lie as its operand without the reduced
+    dimensions (the splits of those are summed away)."""
     ps = placed[0][1]
     axes = set(params["axes"])
-    if ps is None or any(ps[i] is not None for i in axes):
+    if ps is None:
         return [None] * len(out_shapes)
-    return [tuple(p for i, p in enumerate(ps) if i not in axes)] * len(out_shapes)
+    return [_entries([_axes_of(p) for i, p in enumerate(ps) if i not in axes])] * len(out_shapes)
 
 
 def broadcast_shardings(*avals: ArrayType) -> NamedSharding | None:

@@ -371,7 +371,7 @@ slice_p = declare("slice", typing=_slice_type, impl=_slice_impl, jvp=linear_jvp(
                   lowering=LR.slice_,
                   transpose=_slice_transpose_into, batch=_slice_batch,
                   sharding=SK.auto_placed(SK.section("slice", _slice_parts, SK.keeps),
-                                          SK.sliced_placement),
+                                          SK.as_split_operands),
                   transpose_accumulates=True,
                   per_device=from_primitive(
                       lambda p: PD.guarded(p, _slice_ok, PD.localized(p, _slice_fix))))
@@ -504,8 +504,10 @@ def _dynamic_slice_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], 
 dynamic_slice_p = declare("dynamic_slice", lowering=ST.dynamic_slice, typing=_dynamic_slice_type,
                           impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                           transpose=_dynamic_slice_transpose, batch=_dynamic_slice_batch,
-                          sharding=SK.section("dynamic_slice", _dynamic_slice_parts,
-                                              _dynamic_slice_ur),
+                          sharding=SK.auto_placed(SK.section("dynamic_slice",
+                                                             _dynamic_slice_parts,
+                                                             _dynamic_slice_ur),
+                                                  SK.as_split_operands),
                           transpose_accumulates=True,
                           per_device=from_primitive(lambda p: PD.guarded(
                               p, _full_on_sharded, PD.localized(p, PD.shape_fix("slice_sizes")))))
@@ -592,7 +594,9 @@ dynamic_update_slice_p = declare("dynamic_update_slice", lowering=ST.dynamic_upd
                                  jvp=_dynamic_update_slice_jvp,
                                  transpose=_dynamic_update_slice_transpose,
                                  batch=_dynamic_update_slice_batch,
-                                 sharding=SK.section("dynamic_update_slice", _dus_parts, _dus_ur),
+                                 sharding=SK.auto_placed(
+                                     SK.section("dynamic_update_slice", _dus_parts, _dus_ur),
+                                     SK.as_split_operands),
                                  per_device=from_primitive(
                                      lambda p: PD.guarded(p, _dus_ok, PD.local(p))))
 
@@ -765,7 +769,8 @@ def _split_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
 split_p = declare("split", lowering=ST.split,
                   typing=_split_type, impl=_split_impl, multiple_results=True,
                   jvp=linear_jvp(), transpose=_split_transpose, batch=_split_batch,
-                  sharding=SK.section("split", _split_parts, SK.linear_unary),
+                  sharding=SK.auto_placed(SK.section("split", _split_parts, SK.linear_unary),
+                                          SK.kept_placement),
                   per_device=from_primitive(
                       lambda p: PD.guarded(p, _axes_untouched("axis"), PD.local(p))))
 
@@ -932,7 +937,8 @@ def _pad_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *,
 
 pad_p = declare("pad", typing=_pad_type, impl=_pad_impl, jvp=linear_jvp(), lowering=LR.pad,
                 transpose=_pad_transpose, batch=_pad_batch,
-                sharding=SK.section("pad", _pad_parts, SK.linear_unary),
+                sharding=SK.auto_placed(SK.section("pad", _pad_parts, SK.linear_unary),
+                                        SK.kept_placement),
                 per_device=from_primitive(lambda p: PD.guarded(p, _pad_ok, PD.local(p))))
 
 
