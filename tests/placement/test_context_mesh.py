@@ -23,12 +23,15 @@ how a reshape carries splits over two axes; results' specs as JAX names
 them (trailing unsplit dimensions and size-1 axes dropped, the first
 operand's own sharding where a result of its rank lies as it), reductions,
 slices, pads and splits of arrays split over two axes, with and without a
-context mesh (reshapes included).
+context mesh (reshapes included); gathers (split operand or indices),
+scatters, stacks, tiles, pads and splits over two axes.
 
 Not covered (spec differs): on Auto axes, an axis JAX divides over two
 dimensions inside a jit (a reshape) and joins again later, some merges of
 three operands split over conflicting axes (a three-way sort), results split
-from operands they do not read (a gradient independent of its point);
+from operands they do not read (a gradient independent of its point), a
+split JAX carries through slices it then joins (jnp.roll), a scatter's
+result split as its updates;
 indexing an array split along an Explicit axis
 with a scalar index (JAX asks for ``out_sharding``, ShardingTypeError), and
 the name of the operand in the ValueError of an eager operation (JAX names
@@ -271,6 +274,25 @@ for spec in (('i', None), ('i', 'j'), ('i', 'a'), ('a', 'i')):
               "split rows": lambda: jnp.split(x, 2, axis=0),
             }.items():
                 record(f"{where} {spec}: {name}", fn)
+# Gathers, scatters, stacks, tiles, pads and splits over two Auto axes.
+mesh = meshes["2x2"]
+x, xr = put((8, 8), 'i', 'j'), put((8, 8))
+rows = jax.device_put(np.array([0, 2, 4, 6]), jax.NamedSharding(mesh, jax.P('i')))
+for name, fn in {
+  "take": lambda: x[jnp.array([0, 2])],
+  "take columns": lambda: jnp.take(x, jnp.array([1, 3]), axis=1),
+  "take split rows": lambda: x[rows],
+  "take split rows, whole operand": lambda: xr[rows],
+  "at set": lambda: x.at[0, 0].set(1.0),
+  "at add rows": lambda: x.at[:4].add(1.0),
+  "stack": lambda: jnp.stack([x, xr]),
+  "stack mixed": lambda: jnp.stack([put((8, 8), 'i'), put((8, 8), None, 'j')], 2),
+  "tile": lambda: jnp.tile(x, (1, 2)),
+  "pad interior": lambda: jax.lax.pad(x, 0.0, ((0, 0, 1), (0, 0, 0))),
+  "split four": lambda: jnp.split(put((8, 8), ('i', 'j')), 4, axis=0),
+  "dynamic_update_slice": lambda: jax.lax.dynamic_update_slice(x, jnp.ones((8, 2)), (0, 1)),
+}.items():
+    record("2x2 Auto: " + name, fn)
 '''
 
 prefetch(PROGRAM)
@@ -283,7 +305,7 @@ def results() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_placement_under_set_mesh(results: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = results
-    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2 + 4 * 2 * 16
+    assert set(ours) == set(theirs) and len(theirs) == 2 * 2 * 51 + 40 + 25 + 2 + 4 * 2 * 16 + 12
     differ = {k: (ours.get(k), v) for k, v in theirs.items()
               if ours.get(k) != v and not k.endswith("one device op")}
     assert not differ

@@ -574,7 +574,8 @@ def _scatter_ok(args: list[Dist], out_avals: list[ArrayType], *, dimension_numbe
 gather_p = declare("gather", lowering=ST.gather, typing=_gather_type, impl=_gather_impl,
                    jvp=defjvp(_gather_jvp, None), transpose=_gather_transpose,
                    batch=_gather_batch,
-                   sharding=SK.section("gather", _gather_parts, _gather_ur),
+                   sharding=SK.auto_placed(SK.section("gather", _gather_parts, _gather_ur),
+                                           SK.gathered_placement),
                    per_device=from_primitive(lambda p: PD.guarded(p, _gather_ok, _gather(p))))
 
 
@@ -790,8 +791,10 @@ def _declare_scatter(name: str, combine: Combine, jvp: Any, transpose: Any) -> A
                    jvp=jvp, transpose=transpose, batch=_ScatterBatch(),
                    # Only scatter-add has an unreduced rule in JAX; the others
                    # refuse unreduced/reduced operands as not implemented.
-                   sharding=SK.section(name, _scatter_parts_for(name),
-                                       _scatter_add_ur if name == "scatter-add" else None),
+                   sharding=SK.auto_placed(
+                       SK.section(name, _scatter_parts_for(name),
+                                  _scatter_add_ur if name == "scatter-add" else None),
+                       SK.kept_placement),
                    per_device=from_primitive(
                        lambda p: PD.guarded(p, _scatter_ok, PD.local(p))))
 

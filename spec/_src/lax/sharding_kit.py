@@ -509,9 +509,51 @@ def dot_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]
 def kept_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
                    params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
     """Results that lie as the first operand, also along the dimensions
-    whose size changes (pad, split: the compiler splits the new extent
-    alike where it divides evenly)."""
-    return [placed[0][1]] * len(out_shapes)
+    whose size changes where the axes divide the new extent evenly (pad,
+    split, scatter)."""
+    ps = placed[0][1]
+    if ps is None:
+        return [None] * len(out_shapes)
+    return [_entries([_dividing(_axes_of(p), n, sizes) for p, n in zip(ps, out)])
+            for out in out_shapes]
+
+
+def _dividing(axes: tuple[Any, ...], n: int, sizes: Sizes) -> tuple[Any, ...]:
+    """The leading ``axes`` that together divide ``n`` evenly."""
+    count = next((k for k in range(len(axes), 0, -1)
+                  if n % math.prod(sizes[a] for a in axes[:k]) == 0), 0)
+    return axes[:count]
+
+
+def stacked_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                      params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
+    """A stack lies as its split operands merge, the new dimension whole."""
+    axis = params["axis"]
+    return [merged_split([ps[:axis] + (None,) + ps[axis:]
+                          for _, ps in placed if ps is not None])]
+
+
+def gathered_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],
+                       params: dict[str, Any], sizes: Sizes) -> list[Parts | None]:
+    """A gather keeps the operand's split of each dimension it takes whole
+    (an offset dimension of the result) and the indices' split of their
+    batch dimensions, merged so (``merged_split``); indexed dimensions are
+    whole."""
+    (shape, ps), (_, index_ps), dn = placed[0], placed[1], params["dimension_numbers"]
+    ndim = len(out_shapes[0])
+    from_operand: list[Any] = [None] * ndim
+    if ps is not None:
+        dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+        carried = [d for d in range(len(shape)) if d not in dropped]
+        for d, o in zip(carried, dn.offset_dims):
+            if params["slice_sizes"][d] == shape[d]:
+                from_operand[o] = ps[d]
+    from_indices: list[Any] = [None] * ndim
+    if index_ps is not None:
+        batch = [o for o in range(ndim) if o not in dn.offset_dims]
+        for o, p in zip(batch, index_ps[:-1]):
+            from_indices[o] = p
+    return [merged_split([tuple(from_operand), tuple(from_indices)], longest_first=False)]
 
 
 def transposed_placement(placed: Sequence[Placed], out_shapes: Sequence[tuple[int, ...]],

@@ -721,7 +721,8 @@ def _stack_batch(axis_data: AxisData, args: list[Any], dims: list[BatchDim], /, 
 stack_p = declare("stack", lowering=ST.stack,
                   typing=_stack_type, impl=_stack_impl, jvp=linear_jvp(),
                   transpose=_stack_transpose, batch=_stack_batch,
-                  sharding=SK.section("stack", _stack_parts, _stack_ur),
+                  sharding=SK.auto_placed(SK.section("stack", _stack_parts, _stack_ur),
+                                          SK.stacked_placement),
                   per_device=from_primitive(aligned_stack))
 
 
@@ -847,7 +848,7 @@ def _tile_batch(axis: AxisData, args: list[Any], dims: list[BatchDim], *, reps: 
 
 tile_p = declare("tile", lowering=ST.tile, typing=_tile_type, impl=_tile_impl, jvp=linear_jvp(),
                  transpose=linear_transpose(_tile_transpose), batch=_tile_batch,
-                 sharding=SK.section("tile", _tile_parts),
+                 sharding=SK.auto_placed(SK.section("tile", _tile_parts), SK.as_split_operands),
                  per_device=from_primitive(PD.local))
 
 
