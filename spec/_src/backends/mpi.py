@@ -588,7 +588,7 @@ def exchange(block: np.ndarray, send_to: Sequence[int], recv_from: Sequence[int]
     headers = _Headers(number, described)
     requests: list[Any] = []  # the blocks' receives, then their sends
     tags: list[int] = []  # of the blocks' receives
-    outbound = [_as_buffer(block)] if blocks is None else [
+    outbound = [_as_buffer(block)] * len(send_to) if blocks is None else [
         _as_buffer(blocks[p]) for p in send_to]
 
     def what() -> str:
@@ -637,15 +637,15 @@ def _post_receives(c: _Comms, recv_from: Sequence[int], ins: Sequence[_Stream],
 
 def _post_sends(c: _Comms, send_to: Sequence[int], outs: Sequence[_Stream],
                 outbound: Sequence[np.ndarray], headers: _Headers, requests: list[Any]) -> None:
-    """Post the send of the block to each peer, after its header where the
-    stream does not remember the description (``outbound``: one buffer for
-    all, or one per peer)."""
+    """Post the send of the block to each peer (``outbound``, one buffer per
+    peer), after its header where the stream does not remember the
+    description."""
     comm, cycle, described = c.data, c.tag_cycle, headers.described
-    for i, (peer, stream) in enumerate(zip(send_to, outs)):
+    for peer, stream, data in zip(send_to, outs, outbound):
         tag, after_header = stream.next_block(described, cycle)
         if after_header:
             headers.send(comm, peer, stream.rank, tag - 1)
-        requests.append(comm.Isend(outbound[i if len(outbound) > 1 else 0], stream.rank, tag))
+        requests.append(comm.Isend(data, stream.rank, tag))
 
 
 class _Headers:
